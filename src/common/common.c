@@ -52,7 +52,9 @@ const char *acp_strerror(int code) {
   }
 }
 
-int acp_is_fatal(int code) { return code < ACP_ERR_FATAL; }
+int acp_is_fatal(int code) {
+  return code < ACP_ERR_FATAL;
+}
 
 static void *default_malloc(size_t n, void *ud) {
   ACP_UNUSED(ud);
@@ -79,7 +81,9 @@ static const acp_mem mem_default = {
     .realloc = default_realloc,
 };
 
-const acp_mem *acp_mem_default(void) { return &mem_default; }
+const acp_mem *acp_mem_default(void) {
+  return &mem_default;
+}
 
 void acp__mem_init(acp_mem *dst, const acp_mem *mem) {
   *dst = mem ? *mem : mem_default;

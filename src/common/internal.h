@@ -64,6 +64,8 @@ int acp__buf_putc(acp__buf *b, char c);
 /* Remove the first n bytes (n <= len). */
 void acp__buf_consume(acp__buf *b, size_t n);
 
-static inline void acp__buf_clear(acp__buf *b) { b->len = 0; }
+static inline void acp__buf_clear(acp__buf *b) {
+  b->len = 0;
+}
 
 #endif /* ACP_INTERNAL_H */

@@ -1,3 +1,5 @@
 #include "acp/version.h"
 
-const char *acp_version(void) { return ACP_VERSION; }
+const char *acp_version(void) {
+  return ACP_VERSION;
+}

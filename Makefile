@@ -1,0 +1,104 @@
+# libacp top-level entry points. `make demo` and `make check` are the two
+# commands a newcomer needs (see README.md); everything else is a building
+# block of those or a longer job (bench, fuzz) kept out of CI.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= 2
+CMAKE      ?= cmake
+CTEST      ?= ctest
+
+# Debian packages the build and the tests need.
+APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
+           nodejs npm valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
+           libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev \
+           python3 procps
+
+.PHONY: all deps configure build demo check check-unit check-asan \
+        check-valgrind check-interop check-wasm check-headers peers bench \
+        fuzz format clean install
+
+all: build
+
+# Install missing Debian packages when root, otherwise print the exact line.
+deps:
+	@missing=""; for p in $(APT_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" \
+	    || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends $$missing; \
+	  else \
+	    echo "missing Debian packages; run:"; \
+	    echo "  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+configure: deps
+	@test -f $(BUILD)/CMakeCache.txt || $(CMAKE) -S . -B $(BUILD) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+
+build: configure
+	$(CMAKE) --build $(BUILD) -j$(JOBS)
+
+demo: build
+	./$(BUILD)/acp demo
+
+peers:
+	./tools/install-peers.sh
+
+# The whole test suite: the optimized build with -Werror, then the same
+# tests under ASan+UBSan, then the unit tests once under valgrind, the
+# interop tests against the official TypeScript SDK, the header checks and
+# the wasm32 build of the core.
+check: deps peers
+	$(MAKE) check-unit CMAKE_ARGS="-DACP_ENABLE_WERROR=ON $(CMAKE_ARGS)"
+	$(MAKE) check-asan
+	$(MAKE) check-valgrind
+	$(MAKE) check-headers
+	$(MAKE) check-wasm
+	@echo "make check: all suites passed"
+
+check-unit: build
+	cd $(BUILD) && $(CTEST) --output-on-failure -j$(JOBS)
+
+check-asan: deps
+	@test -f $(ASAN_BUILD)/CMakeCache.txt || $(CMAKE) -S . -B $(ASAN_BUILD) \
+	  -DCMAKE_BUILD_TYPE=Debug -DACP_ENABLE_ASAN=ON -DACP_ENABLE_UBSAN=ON \
+	  -DACP_ENABLE_WERROR=ON $(CMAKE_ARGS)
+	$(CMAKE) --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(CTEST) --output-on-failure -j$(JOBS)
+
+check-valgrind: build
+	./tools/valgrind-tests.sh $(BUILD)
+
+check-headers: build
+	./tools/check-headers.sh $(BUILD)
+
+check-wasm:
+	./tools/check-wasm.sh build-wasm
+
+bench: peers
+	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build build-release -j$(JOBS)
+	./build-release/bench/bench_json
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh
+
+fuzz:
+	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+	  -DACP_BUILD_FUZZERS=ON
+	$(CMAKE) --build build-fuzz -j$(JOBS)
+	./tools/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.h.in')
+
+install: build
+	$(CMAKE) --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-release build-fuzz build-wasm

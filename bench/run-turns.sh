@@ -1,0 +1,88 @@
+#!/bin/sh
+# run-turns.sh - prompt-turn benchmark: the same workload through our client +
+# agent and through a TypeScript SDK client + agent pair, then a table and the
+# ratios ours/theirs. See bench/README.md.
+#
+# Usage: bench/run-turns.sh [--quick] [--turns N] [--turns-1m N] [--warmup N]
+#                           [--payloads "5 65536 1048576"] [--only ts|ours]
+#                           [--out FILE]
+#   --turns N      turns for every payload below 1 MiB (default 20000)
+#   --turns-1m N   turns for payloads of 1 MiB and more (default 2000; 20000
+#                  turns of 1 MiB take several minutes with the TS pair)
+#   --quick        smoke run: 500 turns, 50 at 1 MiB
+#   --warmup N     unmeasured turns before the TS measurement (default 0)
+#   --payloads L   space-separated payload sizes in bytes
+#   --only W       run only the TS pair (ts) or only ours (ours)
+#   --out FILE     JSON lines of every run (default build/bench/turns.jsonl)
+# Environment: ACP_BIN = path to our `acp` program. "ours" runs only if it is
+# executable: $ACP_BIN bench-client --payload S --turns N -- $ACP_BIN agent --echo
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+
+turns=20000
+turns_1m=2000
+warmup=0
+payloads="5 65536 1048576"
+only=""
+out="$root/build/bench/turns.jsonl"
+
+usage() {
+    sed -n '5,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) turns=500 turns_1m=50 ;;
+    --turns) [ $# -ge 2 ] || usage; turns=$2; shift ;;
+    --turns-1m) [ $# -ge 2 ] || usage; turns_1m=$2; shift ;;
+    --warmup) [ $# -ge 2 ] || usage; warmup=$2; shift ;;
+    --payloads) [ $# -ge 2 ] || usage; payloads=$2; shift ;;
+    --only) [ $# -ge 2 ] || usage; only=$2; shift ;;
+    --out) [ $# -ge 2 ] || usage; out=$2; shift ;;
+    -h | --help) usage ;;
+    *) echo "run-turns: unknown argument $1" >&2; usage ;;
+    esac
+    shift
+done
+case "$only" in "" | ts | ours) ;; *) usage ;; esac
+
+"$root/tools/install-peers.sh" >&2 || exit 1
+
+run_ours=0
+if [ "$only" != ts ]; then
+    if [ -n "${ACP_BIN:-}" ] && [ -x "$ACP_BIN" ]; then
+        run_ours=1
+    else
+        echo "run-turns: ACP_BIN not set or not executable; skipping ours" >&2
+        [ "$only" = ours ] && exit 1
+    fi
+fi
+
+mkdir -p "$(dirname "$out")"
+: >"$out"
+status=0
+
+echo "run-turns: $(nproc) cpus, $(node --version), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for p in $payloads; do
+    n=$turns
+    [ "$p" -ge 1048576 ] && n=$turns_1m
+    if [ "$only" != ours ]; then
+        echo "run-turns: ts   payload $p, $n turns" >&2
+        if ! node "$here/turns/ts_client.mjs" --impl ts --payload "$p" --turns "$n" --warmup "$warmup" \
+            -- node "$root/tests/interop/sdk_agent.mjs" --echo >>"$out"; then
+            echo "run-turns: ts pair FAILED at payload $p" >&2
+            status=1
+        fi
+    fi
+    if [ $run_ours -eq 1 ]; then
+        echo "run-turns: ours payload $p, $n turns" >&2
+        if ! "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- "$ACP_BIN" agent --echo >>"$out"; then
+            echo "run-turns: ours FAILED at payload $p" >&2
+            status=1
+        fi
+    fi
+done
+
+node "$here/turns/report.mjs" "$out" || status=1
+exit $status

@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// report.mjs - print the table and the ours/theirs ratios for the JSON lines
+// written by bench/run-turns.sh.
+//
+// Usage: node report.mjs FILE.jsonl
+// A line whose "impl" is "ts" is the TypeScript SDK pair ("theirs"); any
+// other impl is ours. Exit 1 if the file holds no result or a bad line.
+import { readFileSync } from 'node:fs';
+
+const file = process.argv[2];
+if (!file) {
+  process.stderr.write('usage: node report.mjs FILE.jsonl\n');
+  process.exit(2);
+}
+let bad = 0;
+const rows = [];
+for (const line of readFileSync(file, 'utf8').split('\n')) {
+  if (!line.trim()) continue;
+  try {
+    const r = JSON.parse(line);
+    if (typeof r !== 'object' || r === null || typeof r.payload !== 'number') throw new Error('not a result');
+    rows.push(r);
+  } catch {
+    process.stderr.write(`report: ignoring bad line: ${line.slice(0, 200)}\n`);
+    bad++;
+  }
+}
+if (rows.length === 0) {
+  process.stderr.write('report: no results\n');
+  process.exit(1);
+}
+
+const side = (r) => (r.impl === 'ts' ? 'ts' : 'ours');
+const mib = (kib) => (typeof kib === 'number' ? (kib / 1024).toFixed(1) : 'n/a');
+const num = (x, d) => (typeof x === 'number' ? x.toFixed(d) : 'n/a');
+const size = (b) => (b >= 1048576 && b % 1048576 === 0 ? `${b / 1048576} MiB` : b >= 1024 && b % 1024 === 0 ? `${b / 1024} KiB` : `${b} B`);
+
+const head = ['impl', 'payload', 'turns', 'seconds', 'rt/s', 'MiB/s', 'p50 us', 'p99 us', 'client RSS MiB', 'agent RSS MiB'];
+const table = [head];
+for (const r of rows) {
+  table.push([
+    side(r) === 'ts' ? 'ts' : `ours(${r.impl})`,
+    size(r.payload),
+    String(r.turns),
+    num(r.seconds, 2),
+    num(r.rtps, 0),
+    num(r.mibps, 2),
+    num(r.p50_us, 1),
+    num(r.p99_us, 1),
+    mib(r.client_peak_rss_kib),
+    mib(r.agent_peak_rss_kib),
+  ]);
+}
+const print = (t) => {
+  const w = t[0].map((_, i) => Math.max(...t.map((row) => row[i].length)));
+  for (const row of t) console.log(row.map((c, i) => (i < 2 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  '));
+};
+print(table);
+
+const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b !== 0 ? (a / b).toFixed(2) : 'n/a');
+const rt = [['payload', 'rt/s', 'MiB/s', 'p50', 'p99', 'client RSS', 'agent RSS']];
+for (const p of [...new Set(rows.map((r) => r.payload))]) {
+  const o = rows.find((r) => r.payload === p && side(r) === 'ours');
+  const t = rows.find((r) => r.payload === p && side(r) === 'ts');
+  if (!o || !t) continue;
+  rt.push([
+    size(p),
+    ratio(o.rtps, t.rtps),
+    ratio(o.mibps, t.mibps),
+    ratio(o.p50_us, t.p50_us),
+    ratio(o.p99_us, t.p99_us),
+    ratio(o.client_peak_rss_kib, t.client_peak_rss_kib),
+    ratio(o.agent_peak_rss_kib, t.agent_peak_rss_kib),
+  ]);
+}
+console.log('');
+if (rt.length > 1) {
+  console.log('ratios ours/theirs (throughput: higher is better; latency and RSS: lower is better)');
+  print(rt);
+} else {
+  console.log('ratios ours/theirs: n/a (need both ours and ts results for a payload)');
+}
+console.log('');
+console.log('reference (issue) for the TS pair: 5,096 rt/s and 126 us median at 5 B; 28 MiB/s at 1 MiB; ~104-149 MiB peak RSS per process');
+process.exit(bad ? 1 : 0);

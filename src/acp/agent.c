@@ -1,0 +1,1025 @@
+/*
+ * The ACP agent role: dispatch of agent-side methods to typed handlers,
+ * initialize negotiation, prompt-turn tracking and the client-call and
+ * session/update helpers.
+ */
+#include "role_int.h"
+
+#include "acp/version.h"
+
+/* The only protocol version this library speaks. */
+#define AGENT_PROTOCOL_VERSION 1
+
+struct acp_agent_callbacks {
+  acp_agent_request_cb req[ACP_METHOD__COUNT];
+  acp_agent_notification_cb notif[ACP_METHOD__COUNT];
+  acp_agent_session_cancel_cb session_cancel;
+  acp_agent_cancel_request_cb cancel_request;
+  acp_agent_request_cb ext_request;
+  acp_agent_notification_cb ext_notification;
+};
+
+/* Prompt-turn state of one ACP session. */
+typedef struct agent_sess {
+  struct agent_sess *next;
+  char *id;
+  size_t id_len;
+  acp__req *prompt; /* pending session/prompt or NULL */
+  bool cancelled;   /* the pending (or last) turn was cancelled */
+  bool blocked;     /* a cancelled turn was answered: no updates */
+} agent_sess;
+
+struct acp_agent {
+  acp__role role;
+  acp_agent_callbacks cbs;
+  void *user_data;
+  agent_sess *sessions;
+  bool initialized;
+};
+
+/* MARK: - Callbacks */
+
+int acp_agent_callbacks_new(acp_agent_callbacks **out) {
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = acp__calloc(acp_mem_default(), 1, sizeof(**out));
+  return *out ? 0 : ACP_ERR_NOMEM;
+}
+
+void acp_agent_callbacks_free(acp_agent_callbacks *cbs) {
+  acp__free(acp_mem_default(), cbs);
+}
+
+#define REQ_SETTER(fn, id)                                                     \
+  void acp_agent_callbacks_set_on_##fn(acp_agent_callbacks *cbs,               \
+                                       acp_agent_request_cb cb) {              \
+    if (cbs)                                                                   \
+      cbs->req[id] = cb;                                                       \
+  }
+#define NOTIF_SETTER(fn, id)                                                   \
+  void acp_agent_callbacks_set_on_##fn(acp_agent_callbacks *cbs,               \
+                                       acp_agent_notification_cb cb) {         \
+    if (cbs)                                                                   \
+      cbs->notif[id] = cb;                                                     \
+  }
+
+REQ_SETTER(initialize, ACP_METHOD_INITIALIZE)
+REQ_SETTER(authenticate, ACP_METHOD_AUTHENTICATE)
+REQ_SETTER(logout, ACP_METHOD_LOGOUT)
+REQ_SETTER(session_new, ACP_METHOD_SESSION_NEW)
+REQ_SETTER(session_load, ACP_METHOD_SESSION_LOAD)
+REQ_SETTER(session_resume, ACP_METHOD_SESSION_RESUME)
+REQ_SETTER(session_list, ACP_METHOD_SESSION_LIST)
+REQ_SETTER(session_delete, ACP_METHOD_SESSION_DELETE)
+REQ_SETTER(session_close, ACP_METHOD_SESSION_CLOSE)
+REQ_SETTER(session_set_mode, ACP_METHOD_SESSION_SET_MODE)
+REQ_SETTER(session_set_config_option, ACP_METHOD_SESSION_SET_CONFIG_OPTION)
+REQ_SETTER(session_prompt, ACP_METHOD_SESSION_PROMPT)
+REQ_SETTER(session_fork, ACP_METHOD_SESSION_FORK)
+REQ_SETTER(providers_list, ACP_METHOD_PROVIDERS_LIST)
+REQ_SETTER(providers_set, ACP_METHOD_PROVIDERS_SET)
+REQ_SETTER(providers_disable, ACP_METHOD_PROVIDERS_DISABLE)
+REQ_SETTER(nes_start, ACP_METHOD_NES_START)
+REQ_SETTER(nes_suggest, ACP_METHOD_NES_SUGGEST)
+REQ_SETTER(nes_close, ACP_METHOD_NES_CLOSE)
+REQ_SETTER(mcp_message, ACP_METHOD_MCP_MESSAGE)
+NOTIF_SETTER(nes_accept, ACP_METHOD_NES_ACCEPT)
+NOTIF_SETTER(nes_reject, ACP_METHOD_NES_REJECT)
+NOTIF_SETTER(document_did_open, ACP_METHOD_DOCUMENT_DID_OPEN)
+NOTIF_SETTER(document_did_change, ACP_METHOD_DOCUMENT_DID_CHANGE)
+NOTIF_SETTER(document_did_close, ACP_METHOD_DOCUMENT_DID_CLOSE)
+NOTIF_SETTER(document_did_save, ACP_METHOD_DOCUMENT_DID_SAVE)
+NOTIF_SETTER(document_did_focus, ACP_METHOD_DOCUMENT_DID_FOCUS)
+NOTIF_SETTER(mcp_message_notification, ACP_METHOD_MCP_MESSAGE)
+
+void acp_agent_callbacks_set_on_session_cancel(acp_agent_callbacks *cbs,
+                                               acp_agent_session_cancel_cb cb) {
+  if (cbs)
+    cbs->session_cancel = cb;
+}
+
+void acp_agent_callbacks_set_on_cancel_request(acp_agent_callbacks *cbs,
+                                               acp_agent_cancel_request_cb cb) {
+  if (cbs)
+    cbs->cancel_request = cb;
+}
+
+void acp_agent_callbacks_set_on_ext_request(acp_agent_callbacks *cbs,
+                                            acp_agent_request_cb cb) {
+  if (cbs)
+    cbs->ext_request = cb;
+}
+
+void acp_agent_callbacks_set_on_ext_notification(acp_agent_callbacks *cbs,
+                                                 acp_agent_notification_cb cb) {
+  if (cbs)
+    cbs->ext_notification = cb;
+}
+
+/* MARK: - Prompt-turn tracking */
+
+static agent_sess *sess_find(acp_agent *a, const char *id, size_t len) {
+  agent_sess *s;
+
+  for (s = a->sessions; s != NULL; s = s->next)
+    if (s->id_len == len && memcmp(s->id, id, len) == 0)
+      return s;
+  return NULL;
+}
+
+static agent_sess *sess_get(acp_agent *a, const char *id, size_t len) {
+  agent_sess *s = sess_find(a, id, len);
+
+  if (s != NULL)
+    return s;
+  s = acp__calloc(&a->role.mem, 1, sizeof(*s));
+  if (s == NULL)
+    return NULL;
+  s->id = acp__malloc(&a->role.mem, len + 1);
+  if (s->id == NULL) {
+    acp__free(&a->role.mem, s);
+    return NULL;
+  }
+  memcpy(s->id, id, len);
+  s->id[len] = '\0';
+  s->id_len = len;
+  s->next = a->sessions;
+  a->sessions = s;
+  return s;
+}
+
+static void sess_remove(acp_agent *a, agent_sess *target) {
+  agent_sess **pp;
+
+  for (pp = &a->sessions; *pp != NULL; pp = &(*pp)->next) {
+    if (*pp == target) {
+      *pp = target->next;
+      acp__free(&a->role.mem, target->id);
+      acp__free(&a->role.mem, target);
+      return;
+    }
+  }
+}
+
+static void agent_on_answered(acp__role *r, acp__req *req, bool is_error) {
+  acp_agent *a = r->owner;
+  agent_sess *s;
+
+  if (req->method == ACP_METHOD_INITIALIZE && !is_error) {
+    a->initialized = true;
+    return;
+  }
+  if (req->session_id == NULL)
+    return;
+  s = sess_find(a, req->session_id, req->session_id_len);
+  if (s == NULL)
+    return;
+  switch (req->method) {
+  case ACP_METHOD_SESSION_PROMPT:
+    if (s->prompt == req) {
+      s->prompt = NULL;
+      s->blocked = s->cancelled || req->cancelled;
+    }
+    break;
+  case ACP_METHOD_SESSION_CLOSE:
+  case ACP_METHOD_SESSION_DELETE:
+    if (!is_error && s->prompt == NULL)
+      sess_remove(a, s);
+    break;
+  default:
+    break;
+  }
+}
+
+/* MARK: - Dispatch */
+
+static int respond_default_initialize(acp_agent *a, acp__req *req) {
+  return acp_agent_respond_initialize(a, req, NULL, 0, NULL, 0, NULL, 0);
+}
+
+static int agent_on_request(acp__role *r, acp__req *req,
+                            const acp_method_info *mi) {
+  acp_agent *a = r->owner;
+  acp_agent_request_cb cb = NULL;
+  int rv;
+
+  if (mi != NULL)
+    cb = a->cbs.req[mi->id];
+  switch (req->method) {
+  case ACP_METHOD_INITIALIZE: {
+    int64_t v = -1;
+
+    acp_json_get_int64(acp_json_obj_getz(req->msg->params, "protocolVersion"),
+                       &v);
+    if (v < 0 || v > 65535)
+      return acp__role_respond_error(
+          r, req, ACP_RPC_INVALID_PARAMS,
+          "Invalid params: /protocolVersion: expected an integer in [0, "
+          "65535]",
+          "{\"path\":\"/protocolVersion\"}", 27);
+    req->protocol_version = v;
+    if (cb == NULL)
+      return respond_default_initialize(a, req);
+    break;
+  }
+  case ACP_METHOD_SESSION_PROMPT: {
+    agent_sess *s = sess_get(a, req->session_id, req->session_id_len);
+
+    if (s == NULL)
+      return ACP_ERR_NOMEM;
+    if (s->prompt != NULL)
+      return acp__role_respond_error(
+          r, req, ACP_RPC_INVALID_REQUEST,
+          "Invalid request: a prompt turn is already running in this session",
+          NULL, 0);
+    s->prompt = req;
+    s->cancelled = false;
+    s->blocked = false;
+    break;
+  }
+  case ACP_METHOD_SESSION_LOAD:
+  case ACP_METHOD_SESSION_RESUME: {
+    agent_sess *s = sess_find(a, req->session_id, req->session_id_len);
+
+    if (s != NULL)
+      s->blocked = false;
+    break;
+  }
+  default:
+    break;
+  }
+  if (cb == NULL)
+    cb = a->cbs.ext_request;
+  if (cb == NULL)
+    return acp__role_respond_error(r, req, ACP_RPC_METHOD_NOT_FOUND,
+                                   "Method not found", NULL, 0);
+  rv = cb(a, req, a->user_data);
+  if (rv != 0 && rv != ACP_ERR_PAUSE)
+    return ACP_ERR_CALLBACK_FAILURE;
+  return rv;
+}
+
+static int agent_on_session_cancel(acp_agent *a, const acp_rpc_msg *msg) {
+  const acp_json_val *v = acp_json_obj_getz(msg->params, "sessionId");
+  const char *id;
+  size_t len;
+  agent_sess *s;
+  acp__req *prompt = NULL;
+  int rv;
+
+  rv = acp_json_doc_str(msg->doc, v, &id, &len);
+  if (rv != 0)
+    return rv;
+  s = sess_find(a, id, len);
+  if (s != NULL && s->prompt != NULL) {
+    prompt = s->prompt;
+    prompt->cancelled = true;
+    s->cancelled = true;
+  }
+  if (a->cbs.session_cancel == NULL)
+    return 0;
+  return a->cbs.session_cancel(a, id, len, prompt, msg, a->user_data);
+}
+
+static int agent_on_notification(acp__role *r, const acp_rpc_msg *msg,
+                                 const acp_method_info *mi) {
+  acp_agent *a = r->owner;
+  acp_agent_notification_cb cb = NULL;
+  int rv;
+
+  if (mi != NULL && mi->id == ACP_METHOD_SESSION_CANCEL)
+    rv = agent_on_session_cancel(a, msg);
+  else {
+    if (mi != NULL)
+      cb = a->cbs.notif[mi->id];
+    if (cb == NULL)
+      cb = a->cbs.ext_notification;
+    if (cb == NULL)
+      return 0;
+    rv = cb(a, msg, a->user_data);
+  }
+  if (rv != 0 && rv != ACP_ERR_PAUSE)
+    return ACP_ERR_CALLBACK_FAILURE;
+  return rv;
+}
+
+static int agent_on_cancel(acp__role *r, acp__req *req) {
+  acp_agent *a = r->owner;
+  int rv;
+
+  if (req->method == ACP_METHOD_SESSION_PROMPT && req->session_id) {
+    agent_sess *s = sess_find(a, req->session_id, req->session_id_len);
+
+    if (s != NULL && s->prompt == req)
+      s->cancelled = true;
+  }
+  if (a->cbs.cancel_request == NULL)
+    return 0;
+  rv = a->cbs.cancel_request(a, req, a->user_data);
+  if (rv != 0 && rv != ACP_ERR_PAUSE)
+    return ACP_ERR_CALLBACK_FAILURE;
+  return rv;
+}
+
+static int agent_on_response(acp__role *r, acp__call *c,
+                             const acp_rpc_msg *msg) {
+  acp_agent *a = r->owner;
+  int rv;
+
+  if (c->cb.agent == NULL)
+    return 0;
+  rv = c->cb.agent(a, msg, c->cb_user_data);
+  if (rv != 0 && rv != ACP_ERR_PAUSE)
+    return ACP_ERR_CALLBACK_FAILURE;
+  return rv;
+}
+
+static const acp__role_ops agent_ops = {
+    .on_request = agent_on_request,
+    .on_notification = agent_on_notification,
+    .on_cancel = agent_on_cancel,
+    .on_response = agent_on_response,
+    .on_answered = agent_on_answered,
+};
+
+/* MARK: - Lifecycle */
+
+int acp_agent_new(acp_agent **out, const acp_agent_callbacks *cbs,
+                  void *user_data, const acp_rpc_options *opts,
+                  const acp_mem *mem) {
+  acp_agent *a;
+  acp_mem m;
+  int rv;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  acp__mem_init(&m, mem);
+  a = acp__calloc(&m, 1, sizeof(*a));
+  if (a == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp__role_init(&a->role, ACP_SIDE_AGENT, &agent_ops, a, opts, &m);
+  if (rv != 0) {
+    acp__free(&m, a);
+    return rv;
+  }
+  if (cbs != NULL)
+    a->cbs = *cbs;
+  a->user_data = user_data;
+  *out = a;
+  return 0;
+}
+
+void acp_agent_free(acp_agent *agent) {
+  acp_mem m;
+
+  if (agent == NULL)
+    return;
+  m = agent->role.mem;
+  while (agent->sessions != NULL)
+    sess_remove(agent, agent->sessions);
+  acp__role_dispose(&agent->role);
+  acp__free(&m, agent);
+}
+
+void *acp_agent_get_user_data(const acp_agent *agent) {
+  return agent ? agent->user_data : NULL;
+}
+
+acp_rpc_session *acp_agent_session(acp_agent *agent) {
+  return agent ? agent->role.rpc : NULL;
+}
+
+acp_ssize acp_agent_recv(acp_agent *agent, const char *data, size_t len,
+                         uint64_t now_ms) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_recv(&agent->role, data, len, now_ms);
+}
+
+acp_ssize acp_agent_send(acp_agent *agent, const char **data) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_send(agent->role.rpc, data);
+}
+
+int acp_agent_recv_eof(acp_agent *agent, uint64_t now_ms) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  agent->role.now_ms = now_ms;
+  return acp_rpc_session_recv_eof(agent->role.rpc, now_ms);
+}
+
+int acp_agent_handle_expiry(acp_agent *agent, uint64_t now_ms) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_handle_expiry(&agent->role, now_ms);
+}
+
+void acp_agent_set_call_timeout(acp_agent *agent, uint64_t timeout_ms) {
+  if (agent)
+    agent->role.call_timeout_ms = timeout_ms;
+}
+
+int acp_agent_is_initialized(const acp_agent *agent) {
+  return agent && agent->initialized;
+}
+
+int acp_agent_protocol_version(const acp_agent *agent) {
+  return acp_agent_is_initialized(agent) ? AGENT_PROTOCOL_VERSION : 0;
+}
+
+/* MARK: - Requests */
+
+const acp_rpc_msg *acp_agent_request_msg(const acp_agent_request *req) {
+  return req ? req->msg : NULL;
+}
+
+const acp_json_val *acp_agent_request_params(const acp_agent_request *req) {
+  return req && req->msg ? req->msg->params : NULL;
+}
+
+const char *acp_agent_request_method(const acp_agent_request *req) {
+  return req ? req->method_name : NULL;
+}
+
+const char *acp_agent_request_session_id(const acp_agent_request *req) {
+  return req ? req->session_id : NULL;
+}
+
+int acp_agent_request_param_str(const acp_agent_request *req, const char *key,
+                                const char **s, size_t *len) {
+  return acp__req_param_str(req, key, s, len);
+}
+
+int64_t acp_agent_request_protocol_version(const acp_agent_request *req) {
+  return req ? req->protocol_version : -1;
+}
+
+int acp_agent_request_is_cancelled(const acp_agent_request *req) {
+  return req && req->cancelled;
+}
+
+/* MARK: - Answers */
+
+/* Rewrite an initialize result so that protocolVersion is ours. */
+static int respond_initialize_raw(acp_agent *a, acp__req *req,
+                                  const char *result, size_t len) {
+  acp__role *r = &a->role;
+  acp_json_writer *w;
+  const acp_json_val *root;
+  const acp_json_val *k;
+  const char *out;
+  size_t out_len;
+  int rv;
+
+  if (result == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = acp_json_doc_parse(r->doc, result, len, NULL);
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  root = acp_json_doc_root(r->doc);
+  if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(r);
+  acp_json_write_keyz(w, "protocolVersion");
+  acp_json_write_int(w, AGENT_PROTOCOL_VERSION);
+  for (k = acp_json_child(root); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const char *s;
+    size_t n;
+
+    if (acp_json_str_eq(k, "protocolVersion", 15))
+      continue;
+    rv = acp_json_doc_str(r->doc, k, &s, &n);
+    if (rv != 0)
+      return rv;
+    acp_json_write_key(w, s, n);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  rv = acp__role_obj_end(r, &out, &out_len);
+  if (rv != 0)
+    return rv;
+  return acp__role_respond(r, req, out, out_len);
+}
+
+int acp_agent_respond(acp_agent *agent, acp_agent_request *req,
+                      const char *result, size_t result_len) {
+  if (agent == NULL || req == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  if (req->method == ACP_METHOD_INITIALIZE)
+    return respond_initialize_raw(agent, req, result, result_len);
+  return acp__role_respond(&agent->role, req, result, result_len);
+}
+
+int acp_agent_respond_error(acp_agent *agent, acp_agent_request *req,
+                            int64_t code, const char *message, const char *data,
+                            size_t data_len) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_respond_error(&agent->role, req, code, message, data,
+                                 data_len);
+}
+
+int acp_agent_respond_cancelled(acp_agent *agent, acp_agent_request *req) {
+  return acp_agent_respond_error(agent, req, ACP_RPC_REQUEST_CANCELLED, NULL,
+                                 NULL, 0);
+}
+
+int acp_agent_respond_empty(acp_agent *agent, acp_agent_request *req) {
+  return acp_agent_respond(agent, req, "{}", 2);
+}
+
+int acp_agent_respond_initialize(acp_agent *agent, acp_agent_request *req,
+                                 const char *caps, size_t caps_len,
+                                 const char *info, size_t info_len,
+                                 const char *auth, size_t auth_len) {
+  acp_json_writer *w;
+  const char *out;
+  size_t len;
+  int rv;
+
+  if (agent == NULL || req == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  w = acp__role_obj_begin(&agent->role);
+  acp_json_write_keyz(w, "protocolVersion");
+  acp_json_write_int(w, AGENT_PROTOCOL_VERSION);
+  acp__w_raw(w, "agentCapabilities", caps, caps_len, "{}");
+  if (info != NULL) {
+    acp__w_raw(w, "agentInfo", info, info_len, NULL);
+  } else {
+    acp_json_write_keyz(w, "agentInfo");
+    acp_json_write_obj_begin(w);
+    acp__w_str(w, "name", "libacp");
+    acp__w_str(w, "version", ACP_VERSION);
+    acp_json_write_obj_end(w);
+  }
+  acp__w_raw(w, "authMethods", auth, auth_len, "[]");
+  rv = acp__role_obj_end(&agent->role, &out, &len);
+  if (rv != 0)
+    return rv;
+  return acp__role_respond(&agent->role, req, out, len);
+}
+
+int acp_agent_respond_session_new(acp_agent *agent, acp_agent_request *req,
+                                  const char *session_id, const char *extra,
+                                  size_t extra_len) {
+  acp_json_writer *w;
+  const char *out;
+  size_t len;
+  int rv;
+
+  if (agent == NULL || req == NULL || session_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "sessionId", session_id);
+  rv = acp__w_members(&agent->role, w, extra, extra_len);
+  if (rv != 0)
+    return rv;
+  rv = acp__role_obj_end(&agent->role, &out, &len);
+  if (rv != 0)
+    return rv;
+  return acp__role_respond(&agent->role, req, out, len);
+}
+
+int acp_agent_respond_prompt(acp_agent *agent, acp_agent_request *req,
+                             const char *stop_reason, const char *usage,
+                             size_t usage_len) {
+  acp_json_writer *w;
+  const char *out;
+  size_t len;
+  int rv;
+
+  if (agent == NULL || req == NULL || stop_reason == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  if (req->cancelled)
+    stop_reason = "cancelled";
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "stopReason", stop_reason);
+  acp__w_raw(w, "usage", usage, usage_len, NULL);
+  rv = acp__role_obj_end(&agent->role, &out, &len);
+  if (rv != 0)
+    return rv;
+  return acp__role_respond(&agent->role, req, out, len);
+}
+
+/* MARK: - Calls to the client */
+
+static int agent_call(acp_agent *a, const char *method, const char *params,
+                      size_t len, acp_agent_response_cb cb, void *ud,
+                      int64_t *id_out) {
+  acp__call tmpl;
+
+  memset(&tmpl, 0, sizeof(tmpl));
+  tmpl.cb.agent = cb;
+  tmpl.cb_user_data = ud;
+  return acp__role_call(&a->role, method, params, len, &tmpl, id_out);
+}
+
+/* Finish the params object in the scratch writer and send it. */
+static int agent_call_w(acp_agent *a, const char *method,
+                        acp_agent_response_cb cb, void *ud, int64_t *id_out) {
+  const char *out;
+  size_t len;
+  int rv = acp__role_obj_end(&a->role, &out, &len);
+
+  if (rv != 0)
+    return rv;
+  return agent_call(a, method, out, len, cb, ud, id_out);
+}
+
+int acp_agent_call(acp_agent *agent, const char *method, const char *params,
+                   size_t params_len, acp_agent_response_cb cb,
+                   void *cb_user_data, int64_t *id_out) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return agent_call(agent, method, params, params_len, cb, cb_user_data,
+                    id_out);
+}
+
+int acp_agent_notify(acp_agent *agent, const char *method, const char *params,
+                     size_t params_len) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_notify(&agent->role, method, params, params_len);
+}
+
+int acp_agent_cancel_call(acp_agent *agent, int64_t id) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_cancel_call(&agent->role, id);
+}
+
+int acp_agent_request_permission(acp_agent *agent, const char *session_id,
+                                 const char *tool_call_json,
+                                 size_t tool_call_len, const char *options_json,
+                                 size_t options_len, acp_agent_response_cb cb,
+                                 void *cb_user_data, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (agent == NULL || session_id == NULL || tool_call_json == NULL ||
+      options_json == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_raw(w, "toolCall", tool_call_json, tool_call_len, NULL);
+  acp__w_raw(w, "options", options_json, options_len, NULL);
+  return agent_call_w(agent, "session/request_permission", cb, cb_user_data,
+                      id_out);
+}
+
+int acp_agent_fs_read_text_file(acp_agent *agent, const char *session_id,
+                                const char *path, uint32_t line, uint32_t limit,
+                                acp_agent_response_cb cb, void *cb_user_data,
+                                int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (agent == NULL || session_id == NULL || path == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "path", path);
+  if (line != 0) {
+    acp_json_write_keyz(w, "line");
+    acp_json_write_uint(w, line);
+  }
+  if (limit != 0) {
+    acp_json_write_keyz(w, "limit");
+    acp_json_write_uint(w, limit);
+  }
+  return agent_call_w(agent, "fs/read_text_file", cb, cb_user_data, id_out);
+}
+
+int acp_agent_fs_write_text_file(acp_agent *agent, const char *session_id,
+                                 const char *path, const char *content,
+                                 size_t content_len, acp_agent_response_cb cb,
+                                 void *cb_user_data, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (agent == NULL || session_id == NULL || path == NULL ||
+      (content == NULL && content_len != 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "path", path);
+  acp_json_write_keyz(w, "content");
+  acp_json_write_str(w, content ? content : "", content_len);
+  return agent_call_w(agent, "fs/write_text_file", cb, cb_user_data, id_out);
+}
+
+int acp_agent_terminal_create(acp_agent *agent, const char *session_id,
+                              const char *command, const char *args_json,
+                              size_t args_len, const char *extra,
+                              size_t extra_len, acp_agent_response_cb cb,
+                              void *cb_user_data, int64_t *id_out) {
+  acp_json_writer *w;
+  int rv;
+
+  if (agent == NULL || session_id == NULL || command == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "command", command);
+  acp__w_raw(w, "args", args_json, args_len, NULL);
+  rv = acp__w_members(&agent->role, w, extra, extra_len);
+  if (rv != 0)
+    return rv;
+  return agent_call_w(agent, "terminal/create", cb, cb_user_data, id_out);
+}
+
+static int terminal_call(acp_agent *agent, const char *method,
+                         const char *session_id, const char *terminal_id,
+                         acp_agent_response_cb cb, void *ud, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (agent == NULL || session_id == NULL || terminal_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "terminalId", terminal_id);
+  return agent_call_w(agent, method, cb, ud, id_out);
+}
+
+int acp_agent_terminal_output(acp_agent *agent, const char *session_id,
+                              const char *terminal_id, acp_agent_response_cb cb,
+                              void *cb_user_data, int64_t *id_out) {
+  return terminal_call(agent, "terminal/output", session_id, terminal_id, cb,
+                       cb_user_data, id_out);
+}
+
+int acp_agent_terminal_wait_for_exit(acp_agent *agent, const char *session_id,
+                                     const char *terminal_id,
+                                     acp_agent_response_cb cb,
+                                     void *cb_user_data, int64_t *id_out) {
+  return terminal_call(agent, "terminal/wait_for_exit", session_id, terminal_id,
+                       cb, cb_user_data, id_out);
+}
+
+int acp_agent_terminal_kill(acp_agent *agent, const char *session_id,
+                            const char *terminal_id, acp_agent_response_cb cb,
+                            void *cb_user_data, int64_t *id_out) {
+  return terminal_call(agent, "terminal/kill", session_id, terminal_id, cb,
+                       cb_user_data, id_out);
+}
+
+int acp_agent_terminal_release(acp_agent *agent, const char *session_id,
+                               const char *terminal_id,
+                               acp_agent_response_cb cb, void *cb_user_data,
+                               int64_t *id_out) {
+  return terminal_call(agent, "terminal/release", session_id, terminal_id, cb,
+                       cb_user_data, id_out);
+}
+
+int acp_agent_elicitation_create(acp_agent *agent, const char *params,
+                                 size_t params_len, acp_agent_response_cb cb,
+                                 void *cb_user_data, int64_t *id_out) {
+  if (agent == NULL || params == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return agent_call(agent, "elicitation/create", params, params_len, cb,
+                    cb_user_data, id_out);
+}
+
+int acp_agent_elicitation_complete(acp_agent *agent,
+                                   const char *elicitation_id) {
+  acp_json_writer *w;
+  const char *out;
+  size_t len;
+  int rv;
+
+  if (agent == NULL || elicitation_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "elicitationId", elicitation_id);
+  rv = acp__role_obj_end(&agent->role, &out, &len);
+  if (rv != 0)
+    return rv;
+  return acp__role_notify(&agent->role, "elicitation/complete", out, len);
+}
+
+/* MARK: - session/update senders */
+
+static int update_check(acp_agent *a, const char *session_id) {
+  agent_sess *s;
+
+  if (a == NULL || session_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  s = sess_find(a, session_id, strlen(session_id));
+  if (s != NULL && s->blocked)
+    return ACP_ERR_INVALID_STATE;
+  return 0;
+}
+
+/*
+ * Begin {"sessionId":..,"update":{"sessionUpdate":kind in the scratch
+ * writer; update_end closes both objects and sends.
+ */
+static acp_json_writer *update_begin(acp_agent *a, const char *session_id,
+                                     const char *kind) {
+  acp_json_writer *w = acp__role_obj_begin(&a->role);
+
+  acp__w_str(w, "sessionId", session_id);
+  acp_json_write_keyz(w, "update");
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "sessionUpdate", kind);
+  return w;
+}
+
+static int update_end(acp_agent *a, const char *extra, size_t extra_len) {
+  const char *out;
+  size_t len;
+  int rv = acp__w_members(&a->role, a->role.w, extra, extra_len);
+
+  if (rv != 0)
+    return rv;
+  acp_json_write_obj_end(a->role.w);
+  rv = acp__role_obj_end(&a->role, &out, &len);
+  if (rv != 0)
+    return rv;
+  return acp__role_notify(&a->role, "session/update", out, len);
+}
+
+int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
+                              const char *update, size_t update_len) {
+  acp_json_writer *w;
+  const char *out;
+  size_t len;
+  int rv = update_check(agent, session_id);
+
+  if (rv != 0)
+    return rv;
+  if (update == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_raw(w, "update", update, update_len, NULL);
+  rv = acp__role_obj_end(&agent->role, &out, &len);
+  if (rv != 0)
+    return rv;
+  return acp__role_notify(&agent->role, "session/update", out, len);
+}
+
+static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
+                      const char *text, size_t text_len, const char *extra,
+                      size_t extra_len) {
+  acp_json_writer *w;
+  int rv = update_check(a, session_id);
+
+  if (rv != 0)
+    return rv;
+  if (text == NULL && text_len != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = update_begin(a, session_id, kind);
+  acp_json_write_keyz(w, "content");
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "type", "text");
+  acp_json_write_keyz(w, "text");
+  acp_json_write_str(w, text ? text : "", text_len);
+  acp_json_write_obj_end(w);
+  return update_end(a, extra, extra_len);
+}
+
+int acp_agent_send_message_chunk(acp_agent *agent, const char *session_id,
+                                 const char *text, size_t text_len,
+                                 const char *extra, size_t extra_len) {
+  return send_chunk(agent, session_id, "agent_message_chunk", text, text_len,
+                    extra, extra_len);
+}
+
+int acp_agent_send_thought_chunk(acp_agent *agent, const char *session_id,
+                                 const char *text, size_t text_len,
+                                 const char *extra, size_t extra_len) {
+  return send_chunk(agent, session_id, "agent_thought_chunk", text, text_len,
+                    extra, extra_len);
+}
+
+int acp_agent_send_user_message_chunk(acp_agent *agent, const char *session_id,
+                                      const char *text, size_t text_len,
+                                      const char *extra, size_t extra_len) {
+  return send_chunk(agent, session_id, "user_message_chunk", text, text_len,
+                    extra, extra_len);
+}
+
+int acp_agent_send_tool_call(acp_agent *agent, const char *session_id,
+                             const char *tool_call_id, const char *title,
+                             const char *kind, const char *status,
+                             const char *extra, size_t extra_len) {
+  acp_json_writer *w;
+  int rv = update_check(agent, session_id);
+
+  if (rv != 0)
+    return rv;
+  if (tool_call_id == NULL || title == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = update_begin(agent, session_id, "tool_call");
+  acp__w_str(w, "toolCallId", tool_call_id);
+  acp__w_str(w, "title", title);
+  if (kind != NULL)
+    acp__w_str(w, "kind", kind);
+  if (status != NULL)
+    acp__w_str(w, "status", status);
+  return update_end(agent, extra, extra_len);
+}
+
+int acp_agent_send_tool_call_update(acp_agent *agent, const char *session_id,
+                                    const char *tool_call_id,
+                                    const char *status, const char *extra,
+                                    size_t extra_len) {
+  acp_json_writer *w;
+  int rv = update_check(agent, session_id);
+
+  if (rv != 0)
+    return rv;
+  if (tool_call_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = update_begin(agent, session_id, "tool_call_update");
+  acp__w_str(w, "toolCallId", tool_call_id);
+  if (status != NULL)
+    acp__w_str(w, "status", status);
+  return update_end(agent, extra, extra_len);
+}
+
+static int send_raw_member(acp_agent *a, const char *session_id,
+                           const char *kind, const char *key, const char *json,
+                           size_t len) {
+  acp_json_writer *w;
+  int rv = update_check(a, session_id);
+
+  if (rv != 0)
+    return rv;
+  if (json == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = update_begin(a, session_id, kind);
+  acp__w_raw(w, key, json, len, NULL);
+  return update_end(a, NULL, 0);
+}
+
+int acp_agent_send_plan(acp_agent *agent, const char *session_id,
+                        const char *entries, size_t entries_len) {
+  return send_raw_member(agent, session_id, "plan", "entries", entries,
+                         entries_len);
+}
+
+int acp_agent_send_available_commands(acp_agent *agent, const char *session_id,
+                                      const char *commands,
+                                      size_t commands_len) {
+  return send_raw_member(agent, session_id, "available_commands_update",
+                         "availableCommands", commands, commands_len);
+}
+
+int acp_agent_send_config_options(acp_agent *agent, const char *session_id,
+                                  const char *options, size_t options_len) {
+  return send_raw_member(agent, session_id, "config_option_update",
+                         "configOptions", options, options_len);
+}
+
+int acp_agent_send_current_mode(acp_agent *agent, const char *session_id,
+                                const char *mode_id) {
+  acp_json_writer *w;
+  int rv = update_check(agent, session_id);
+
+  if (rv != 0)
+    return rv;
+  if (mode_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = update_begin(agent, session_id, "current_mode_update");
+  acp__w_str(w, "currentModeId", mode_id);
+  return update_end(agent, NULL, 0);
+}
+
+int acp_agent_send_session_info(acp_agent *agent, const char *session_id,
+                                const char *title, const char *extra,
+                                size_t extra_len) {
+  acp_json_writer *w;
+  int rv = update_check(agent, session_id);
+
+  if (rv != 0)
+    return rv;
+  w = update_begin(agent, session_id, "session_info_update");
+  if (title != NULL)
+    acp__w_str(w, "title", title);
+  return update_end(agent, extra, extra_len);
+}
+
+int acp_agent_send_usage(acp_agent *agent, const char *session_id,
+                         uint64_t used, uint64_t size, const char *extra,
+                         size_t extra_len) {
+  acp_json_writer *w;
+  int rv = update_check(agent, session_id);
+
+  if (rv != 0)
+    return rv;
+  w = update_begin(agent, session_id, "usage_update");
+  acp_json_write_keyz(w, "used");
+  acp_json_write_uint(w, used);
+  acp_json_write_keyz(w, "size");
+  acp_json_write_uint(w, size);
+  return update_end(agent, extra, extra_len);
+}

@@ -1,0 +1,724 @@
+/*
+ * The ACP client role: dispatch of client-side methods (permission, fs,
+ * terminal, elicitation, session/update, unstable mcp/...) to typed handlers
+ * and one call helper per agent method.
+ */
+#include "role_int.h"
+
+#define CLIENT_PROTOCOL_VERSION 1
+
+/* Call kinds that the client post-processes. */
+enum { CALL_PLAIN = 0, CALL_INITIALIZE = 1 };
+
+struct acp_client_callbacks {
+  acp_client_request_cb req[ACP_METHOD__COUNT];
+  acp_client_notification_cb notif[ACP_METHOD__COUNT];
+  acp_client_session_update_cb session_update;
+  acp_client_cancel_request_cb cancel_request;
+  acp_client_request_cb ext_request;
+  acp_client_notification_cb ext_notification;
+};
+
+struct acp_client {
+  acp__role role;
+  acp_client_callbacks cbs;
+  void *user_data;
+  int64_t protocol_version;
+  char *agent_caps;
+  size_t agent_caps_len;
+};
+
+/* MARK: - Update kinds */
+
+static const char *const update_names[] = {
+    NULL,
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "available_commands_update",
+    "current_mode_update",
+    "config_option_update",
+    "session_info_update",
+    "usage_update",
+    "plan_update",
+    "plan_removed",
+    "notice",
+    "compaction_update",
+    "compaction_summary_chunk",
+};
+
+const char *acp_update_kind_name(acp_update_kind kind) {
+  if ((int)kind <= 0 ||
+      (size_t)kind >= sizeof(update_names) / sizeof(update_names[0]))
+    return NULL;
+  return update_names[kind];
+}
+
+acp_update_kind acp_update_kind_from_name(const char *name, size_t len) {
+  size_t i;
+
+  if (name == NULL)
+    return ACP_UPDATE_UNKNOWN;
+  for (i = 1; i < sizeof(update_names) / sizeof(update_names[0]); i++)
+    if (strlen(update_names[i]) == len &&
+        memcmp(update_names[i], name, len) == 0)
+      return (acp_update_kind)i;
+  return ACP_UPDATE_UNKNOWN;
+}
+
+/* MARK: - Callbacks */
+
+int acp_client_callbacks_new(acp_client_callbacks **out) {
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = acp__calloc(acp_mem_default(), 1, sizeof(**out));
+  return *out ? 0 : ACP_ERR_NOMEM;
+}
+
+void acp_client_callbacks_free(acp_client_callbacks *cbs) {
+  acp__free(acp_mem_default(), cbs);
+}
+
+#define REQ_SETTER(fn, id)                                                     \
+  void acp_client_callbacks_set_on_##fn(acp_client_callbacks *cbs,             \
+                                        acp_client_request_cb cb) {            \
+    if (cbs)                                                                   \
+      cbs->req[id] = cb;                                                       \
+  }
+#define NOTIF_SETTER(fn, id)                                                   \
+  void acp_client_callbacks_set_on_##fn(acp_client_callbacks *cbs,             \
+                                        acp_client_notification_cb cb) {       \
+    if (cbs)                                                                   \
+      cbs->notif[id] = cb;                                                     \
+  }
+
+REQ_SETTER(request_permission, ACP_METHOD_SESSION_REQUEST_PERMISSION)
+REQ_SETTER(fs_read_text_file, ACP_METHOD_FS_READ_TEXT_FILE)
+REQ_SETTER(fs_write_text_file, ACP_METHOD_FS_WRITE_TEXT_FILE)
+REQ_SETTER(terminal_create, ACP_METHOD_TERMINAL_CREATE)
+REQ_SETTER(terminal_output, ACP_METHOD_TERMINAL_OUTPUT)
+REQ_SETTER(terminal_wait_for_exit, ACP_METHOD_TERMINAL_WAIT_FOR_EXIT)
+REQ_SETTER(terminal_kill, ACP_METHOD_TERMINAL_KILL)
+REQ_SETTER(terminal_release, ACP_METHOD_TERMINAL_RELEASE)
+REQ_SETTER(elicitation_create, ACP_METHOD_ELICITATION_CREATE)
+REQ_SETTER(mcp_connect, ACP_METHOD_MCP_CONNECT)
+REQ_SETTER(mcp_disconnect, ACP_METHOD_MCP_DISCONNECT)
+REQ_SETTER(mcp_message, ACP_METHOD_MCP_MESSAGE)
+NOTIF_SETTER(elicitation_complete, ACP_METHOD_ELICITATION_COMPLETE)
+NOTIF_SETTER(mcp_message_notification, ACP_METHOD_MCP_MESSAGE)
+
+void acp_client_callbacks_set_on_session_update(
+    acp_client_callbacks *cbs, acp_client_session_update_cb cb) {
+  if (cbs)
+    cbs->session_update = cb;
+}
+
+void acp_client_callbacks_set_on_cancel_request(
+    acp_client_callbacks *cbs, acp_client_cancel_request_cb cb) {
+  if (cbs)
+    cbs->cancel_request = cb;
+}
+
+void acp_client_callbacks_set_on_ext_request(acp_client_callbacks *cbs,
+                                             acp_client_request_cb cb) {
+  if (cbs)
+    cbs->ext_request = cb;
+}
+
+void acp_client_callbacks_set_on_ext_notification(
+    acp_client_callbacks *cbs, acp_client_notification_cb cb) {
+  if (cbs)
+    cbs->ext_notification = cb;
+}
+
+/* MARK: - Dispatch */
+
+static int cb_result(int rv) {
+  if (rv != 0 && rv != ACP_ERR_PAUSE)
+    return ACP_ERR_CALLBACK_FAILURE;
+  return rv;
+}
+
+static int client_on_request(acp__role *r, acp__req *req,
+                             const acp_method_info *mi) {
+  acp_client *c = r->owner;
+  acp_client_request_cb cb = NULL;
+
+  if (mi != NULL)
+    cb = c->cbs.req[mi->id];
+  if (cb == NULL)
+    cb = c->cbs.ext_request;
+  if (cb == NULL)
+    return acp__role_respond_error(r, req, ACP_RPC_METHOD_NOT_FOUND,
+                                   "Method not found", NULL, 0);
+  return cb_result(cb(c, req, c->user_data));
+}
+
+static int client_on_session_update(acp_client *c, const acp_rpc_msg *msg) {
+  acp_client_update u;
+  const acp_json_val *content;
+  const acp_json_val *kind;
+  int rv;
+
+  memset(&u, 0, sizeof(u));
+  u.msg = msg;
+  u.update = acp_json_obj_getz(msg->params, "update");
+  rv = acp_json_doc_str(msg->doc, acp_json_obj_getz(msg->params, "sessionId"),
+                        &u.session_id, &u.session_id_len);
+  if (rv != 0)
+    return rv;
+  kind = acp_json_obj_getz(u.update, "sessionUpdate");
+  if (acp_json_type_of(kind) == ACP_JSON_STRING) {
+    rv = acp_json_doc_str(msg->doc, kind, &u.kind_name, &u.kind_name_len);
+    if (rv != 0)
+      return rv;
+    u.kind = acp_update_kind_from_name(u.kind_name, u.kind_name_len);
+  }
+  content = acp_json_obj_getz(u.update, "content");
+  if ((u.kind == ACP_UPDATE_USER_MESSAGE_CHUNK ||
+       u.kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK ||
+       u.kind == ACP_UPDATE_AGENT_THOUGHT_CHUNK) &&
+      acp_json_str_eq(acp_json_obj_getz(content, "type"), "text", 4)) {
+    const acp_json_val *t = acp_json_obj_getz(content, "text");
+
+    if (acp_json_type_of(t) == ACP_JSON_STRING) {
+      rv = acp_json_doc_str(msg->doc, t, &u.text, &u.text_len);
+      if (rv != 0)
+        return rv;
+    }
+  }
+  return c->cbs.session_update(c, &u, c->user_data);
+}
+
+static int client_on_notification(acp__role *r, const acp_rpc_msg *msg,
+                                  const acp_method_info *mi) {
+  acp_client *c = r->owner;
+  acp_client_notification_cb cb = NULL;
+
+  if (mi != NULL && mi->id == ACP_METHOD_SESSION_UPDATE &&
+      c->cbs.session_update != NULL)
+    return cb_result(client_on_session_update(c, msg));
+  if (mi != NULL)
+    cb = c->cbs.notif[mi->id];
+  if (cb == NULL)
+    cb = c->cbs.ext_notification;
+  if (cb == NULL)
+    return 0;
+  return cb_result(cb(c, msg, c->user_data));
+}
+
+static int client_on_cancel(acp__role *r, acp__req *req) {
+  acp_client *c = r->owner;
+
+  if (c->cbs.cancel_request == NULL)
+    return 0;
+  return cb_result(c->cbs.cancel_request(c, req, c->user_data));
+}
+
+static int client_record_initialize(acp_client *c, const acp_rpc_msg *msg) {
+  const acp_json_val *caps;
+  int64_t v;
+
+  if (msg->result == NULL)
+    return 0;
+  if (acp_json_get_int64(acp_json_obj_getz(msg->result, "protocolVersion"),
+                         &v) != 0)
+    return 0;
+  c->protocol_version = v;
+  acp__free(&c->role.mem, c->agent_caps);
+  c->agent_caps = NULL;
+  c->agent_caps_len = 0;
+  caps = acp_json_obj_getz(msg->result, "agentCapabilities");
+  if (caps != NULL) {
+    size_t n;
+    const char *raw = acp_json_raw(caps, &n);
+
+    c->agent_caps = acp__malloc(&c->role.mem, n + 1);
+    if (c->agent_caps == NULL)
+      return ACP_ERR_NOMEM;
+    memcpy(c->agent_caps, raw, n);
+    c->agent_caps[n] = '\0';
+    c->agent_caps_len = n;
+  }
+  return 0;
+}
+
+static int client_on_response(acp__role *r, acp__call *call,
+                              const acp_rpc_msg *msg) {
+  acp_client *c = r->owner;
+  int rv;
+
+  if (call->kind == CALL_INITIALIZE) {
+    rv = client_record_initialize(c, msg);
+    if (rv != 0)
+      return rv;
+  }
+  if (call->cb.client == NULL)
+    return 0;
+  return cb_result(call->cb.client(c, msg, call->cb_user_data));
+}
+
+static const acp__role_ops client_ops = {
+    .on_request = client_on_request,
+    .on_notification = client_on_notification,
+    .on_cancel = client_on_cancel,
+    .on_response = client_on_response,
+    .on_answered = NULL,
+};
+
+/* MARK: - Lifecycle */
+
+int acp_client_new(acp_client **out, const acp_client_callbacks *cbs,
+                   void *user_data, const acp_rpc_options *opts,
+                   const acp_mem *mem) {
+  acp_client *c;
+  acp_mem m;
+  int rv;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  acp__mem_init(&m, mem);
+  c = acp__calloc(&m, 1, sizeof(*c));
+  if (c == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp__role_init(&c->role, ACP_SIDE_CLIENT, &client_ops, c, opts, &m);
+  if (rv != 0) {
+    acp__free(&m, c);
+    return rv;
+  }
+  if (cbs != NULL)
+    c->cbs = *cbs;
+  c->user_data = user_data;
+  *out = c;
+  return 0;
+}
+
+void acp_client_free(acp_client *client) {
+  acp_mem m;
+
+  if (client == NULL)
+    return;
+  m = client->role.mem;
+  acp__role_dispose(&client->role);
+  acp__free(&m, client->agent_caps);
+  acp__free(&m, client);
+}
+
+void *acp_client_get_user_data(const acp_client *client) {
+  return client ? client->user_data : NULL;
+}
+
+acp_rpc_session *acp_client_session(acp_client *client) {
+  return client ? client->role.rpc : NULL;
+}
+
+acp_ssize acp_client_recv(acp_client *client, const char *data, size_t len,
+                          uint64_t now_ms) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_recv(&client->role, data, len, now_ms);
+}
+
+acp_ssize acp_client_send(acp_client *client, const char **data) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_send(client->role.rpc, data);
+}
+
+int acp_client_recv_eof(acp_client *client, uint64_t now_ms) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  client->role.now_ms = now_ms;
+  return acp_rpc_session_recv_eof(client->role.rpc, now_ms);
+}
+
+int acp_client_handle_expiry(acp_client *client, uint64_t now_ms) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_handle_expiry(&client->role, now_ms);
+}
+
+void acp_client_set_call_timeout(acp_client *client, uint64_t timeout_ms) {
+  if (client)
+    client->role.call_timeout_ms = timeout_ms;
+}
+
+int64_t acp_client_protocol_version(const acp_client *client) {
+  return client ? client->protocol_version : 0;
+}
+
+const char *acp_client_agent_capabilities(const acp_client *client,
+                                          size_t *len) {
+  if (len)
+    *len = client ? client->agent_caps_len : 0;
+  return client ? client->agent_caps : NULL;
+}
+
+/* MARK: - Requests and answers */
+
+const acp_rpc_msg *acp_client_request_msg(const acp_client_request *req) {
+  return req ? req->msg : NULL;
+}
+
+const acp_json_val *acp_client_request_params(const acp_client_request *req) {
+  return req && req->msg ? req->msg->params : NULL;
+}
+
+const char *acp_client_request_method(const acp_client_request *req) {
+  return req ? req->method_name : NULL;
+}
+
+const char *acp_client_request_session_id(const acp_client_request *req) {
+  return req ? req->session_id : NULL;
+}
+
+int acp_client_request_param_str(const acp_client_request *req, const char *key,
+                                 const char **s, size_t *len) {
+  return acp__req_param_str(req, key, s, len);
+}
+
+int acp_client_request_is_cancelled(const acp_client_request *req) {
+  return req && req->cancelled;
+}
+
+int acp_client_respond(acp_client *client, acp_client_request *req,
+                       const char *result, size_t result_len) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_respond(&client->role, req, result, result_len);
+}
+
+int acp_client_respond_error(acp_client *client, acp_client_request *req,
+                             int64_t code, const char *message,
+                             const char *data, size_t data_len) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_respond_error(&client->role, req, code, message, data,
+                                 data_len);
+}
+
+int acp_client_respond_cancelled(acp_client *client, acp_client_request *req) {
+  return acp_client_respond_error(client, req, ACP_RPC_REQUEST_CANCELLED, NULL,
+                                  NULL, 0);
+}
+
+int acp_client_respond_empty(acp_client *client, acp_client_request *req) {
+  return acp_client_respond(client, req, "{}", 2);
+}
+
+static int respond_w(acp_client *c, acp_client_request *req) {
+  const char *out;
+  size_t len;
+  int rv = acp__role_obj_end(&c->role, &out, &len);
+
+  if (rv != 0)
+    return rv;
+  return acp__role_respond(&c->role, req, out, len);
+}
+
+int acp_client_respond_permission(acp_client *client, acp_client_request *req,
+                                  const char *option_id) {
+  acp_json_writer *w;
+
+  if (client == NULL || req == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  w = acp__role_obj_begin(&client->role);
+  acp_json_write_keyz(w, "outcome");
+  acp_json_write_obj_begin(w);
+  if (option_id != NULL) {
+    acp__w_str(w, "outcome", "selected");
+    acp__w_str(w, "optionId", option_id);
+  } else {
+    acp__w_str(w, "outcome", "cancelled");
+  }
+  acp_json_write_obj_end(w);
+  return respond_w(client, req);
+}
+
+int acp_client_respond_read_text_file(acp_client *client,
+                                      acp_client_request *req,
+                                      const char *content, size_t content_len) {
+  acp_json_writer *w;
+
+  if (client == NULL || req == NULL || (content == NULL && content_len))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  w = acp__role_obj_begin(&client->role);
+  acp_json_write_keyz(w, "content");
+  acp_json_write_str(w, content ? content : "", content_len);
+  return respond_w(client, req);
+}
+
+int acp_client_respond_terminal_create(acp_client *client,
+                                       acp_client_request *req,
+                                       const char *terminal_id) {
+  acp_json_writer *w;
+
+  if (client == NULL || req == NULL || terminal_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "terminalId", terminal_id);
+  return respond_w(client, req);
+}
+
+/* MARK: - Calls to the agent */
+
+static int client_call(acp_client *c, int kind, const char *method,
+                       const char *params, size_t len,
+                       acp_client_response_cb cb, void *ud, int64_t *id_out) {
+  acp__call tmpl;
+
+  memset(&tmpl, 0, sizeof(tmpl));
+  tmpl.kind = kind;
+  tmpl.cb.client = cb;
+  tmpl.cb_user_data = ud;
+  return acp__role_call(&c->role, method, params, len, &tmpl, id_out);
+}
+
+static int client_call_w(acp_client *c, int kind, const char *method,
+                         acp_client_response_cb cb, void *ud, int64_t *id_out) {
+  const char *out;
+  size_t len;
+  int rv = acp__role_obj_end(&c->role, &out, &len);
+
+  if (rv != 0)
+    return rv;
+  return client_call(c, kind, method, out, len, cb, ud, id_out);
+}
+
+int acp_client_call(acp_client *client, const char *method, const char *params,
+                    size_t params_len, acp_client_response_cb cb,
+                    void *cb_user_data, int64_t *id_out) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return client_call(client, CALL_PLAIN, method, params, params_len, cb,
+                     cb_user_data, id_out);
+}
+
+int acp_client_notify(acp_client *client, const char *method,
+                      const char *params, size_t params_len) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_notify(&client->role, method, params, params_len);
+}
+
+int acp_client_cancel_call(acp_client *client, int64_t id) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_cancel_call(&client->role, id);
+}
+
+int acp_client_initialize(acp_client *client, const char *caps, size_t caps_len,
+                          const char *info, size_t info_len,
+                          acp_client_response_cb cb, void *cb_user_data,
+                          int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp_json_write_keyz(w, "protocolVersion");
+  acp_json_write_int(w, CLIENT_PROTOCOL_VERSION);
+  acp__w_raw(w, "clientCapabilities", caps, caps_len, "{}");
+  acp__w_raw(w, "clientInfo", info, info_len, NULL);
+  return client_call_w(client, CALL_INITIALIZE, "initialize", cb, cb_user_data,
+                       id_out);
+}
+
+/* One-string-param calls: {key: value}. */
+static int call_1(acp_client *c, const char *method, const char *key,
+                  const char *value, acp_client_response_cb cb, void *ud,
+                  int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (c == NULL || value == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&c->role);
+  acp__w_str(w, key, value);
+  return client_call_w(c, CALL_PLAIN, method, cb, ud, id_out);
+}
+
+int acp_client_authenticate(acp_client *client, const char *method_id,
+                            acp_client_response_cb cb, void *cb_user_data,
+                            int64_t *id_out) {
+  return call_1(client, "authenticate", "methodId", method_id, cb, cb_user_data,
+                id_out);
+}
+
+int acp_client_logout(acp_client *client, acp_client_response_cb cb,
+                      void *cb_user_data, int64_t *id_out) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return client_call(client, CALL_PLAIN, "logout", "{}", 2, cb, cb_user_data,
+                     id_out);
+}
+
+int acp_client_session_new(acp_client *client, const char *cwd,
+                           const char *mcp_servers, size_t mcp_servers_len,
+                           acp_client_response_cb cb, void *cb_user_data,
+                           int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || cwd == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "cwd", cwd);
+  acp__w_raw(w, "mcpServers", mcp_servers, mcp_servers_len, "[]");
+  return client_call_w(client, CALL_PLAIN, "session/new", cb, cb_user_data,
+                       id_out);
+}
+
+static int load_or_resume(acp_client *c, const char *method,
+                          const char *session_id, const char *cwd,
+                          const char *mcp, size_t mcp_len, const char *dflt,
+                          acp_client_response_cb cb, void *ud,
+                          int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (c == NULL || session_id == NULL || cwd == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&c->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "cwd", cwd);
+  acp__w_raw(w, "mcpServers", mcp, mcp_len, dflt);
+  return client_call_w(c, CALL_PLAIN, method, cb, ud, id_out);
+}
+
+int acp_client_session_load(acp_client *client, const char *session_id,
+                            const char *cwd, const char *mcp_servers,
+                            size_t mcp_servers_len, acp_client_response_cb cb,
+                            void *cb_user_data, int64_t *id_out) {
+  return load_or_resume(client, "session/load", session_id, cwd, mcp_servers,
+                        mcp_servers_len, "[]", cb, cb_user_data, id_out);
+}
+
+int acp_client_session_resume(acp_client *client, const char *session_id,
+                              const char *cwd, const char *mcp_servers,
+                              size_t mcp_servers_len, acp_client_response_cb cb,
+                              void *cb_user_data, int64_t *id_out) {
+  return load_or_resume(client, "session/resume", session_id, cwd, mcp_servers,
+                        mcp_servers_len, NULL, cb, cb_user_data, id_out);
+}
+
+int acp_client_session_list(acp_client *client, const char *cwd,
+                            const char *cursor, acp_client_response_cb cb,
+                            void *cb_user_data, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  if (cwd != NULL)
+    acp__w_str(w, "cwd", cwd);
+  if (cursor != NULL)
+    acp__w_str(w, "cursor", cursor);
+  return client_call_w(client, CALL_PLAIN, "session/list", cb, cb_user_data,
+                       id_out);
+}
+
+int acp_client_session_delete(acp_client *client, const char *session_id,
+                              acp_client_response_cb cb, void *cb_user_data,
+                              int64_t *id_out) {
+  return call_1(client, "session/delete", "sessionId", session_id, cb,
+                cb_user_data, id_out);
+}
+
+int acp_client_session_close(acp_client *client, const char *session_id,
+                             acp_client_response_cb cb, void *cb_user_data,
+                             int64_t *id_out) {
+  return call_1(client, "session/close", "sessionId", session_id, cb,
+                cb_user_data, id_out);
+}
+
+int acp_client_set_mode(acp_client *client, const char *session_id,
+                        const char *mode_id, acp_client_response_cb cb,
+                        void *cb_user_data, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || mode_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "modeId", mode_id);
+  return client_call_w(client, CALL_PLAIN, "session/set_mode", cb, cb_user_data,
+                       id_out);
+}
+
+int acp_client_set_config_option(acp_client *client, const char *session_id,
+                                 const char *config_id, const char *value,
+                                 size_t value_len, acp_client_response_cb cb,
+                                 void *cb_user_data, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || config_id == NULL ||
+      value == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "configId", config_id);
+  acp__w_raw(w, "value", value, value_len, NULL);
+  return client_call_w(client, CALL_PLAIN, "session/set_config_option", cb,
+                       cb_user_data, id_out);
+}
+
+int acp_client_prompt_text(acp_client *client, const char *session_id,
+                           const char *text, size_t text_len,
+                           acp_client_response_cb cb, void *cb_user_data,
+                           int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || (text == NULL && text_len))
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp_json_write_keyz(w, "prompt");
+  acp_json_write_arr_begin(w);
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "type", "text");
+  acp_json_write_keyz(w, "text");
+  acp_json_write_str(w, text ? text : "", text_len);
+  acp_json_write_obj_end(w);
+  acp_json_write_arr_end(w);
+  return client_call_w(client, CALL_PLAIN, "session/prompt", cb, cb_user_data,
+                       id_out);
+}
+
+int acp_client_prompt(acp_client *client, const char *session_id,
+                      const char *blocks, size_t blocks_len,
+                      acp_client_response_cb cb, void *cb_user_data,
+                      int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || blocks == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_raw(w, "prompt", blocks, blocks_len, NULL);
+  return client_call_w(client, CALL_PLAIN, "session/prompt", cb, cb_user_data,
+                       id_out);
+}
+
+int acp_client_cancel(acp_client *client, const char *session_id) {
+  acp_json_writer *w;
+  const char *out;
+  size_t len;
+  int rv;
+
+  if (client == NULL || session_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "sessionId", session_id);
+  rv = acp__role_obj_end(&client->role, &out, &len);
+  if (rv != 0)
+    return rv;
+  return acp__role_notify(&client->role, "session/cancel", out, len);
+}

@@ -1,0 +1,561 @@
+/*
+ * Shared machinery of the agent and client roles: the JSON-RPC session
+ * glue, incoming request objects, outgoing call records and the schema
+ * required-member check that yields -32602.
+ */
+#include <stdio.h>
+
+#include "role_int.h"
+
+/* MARK: - Required members per method (from the v1 schemas) */
+
+/*
+ * Space-separated "<t>:<name>" items: t is s(tring), a(rray), o(bject),
+ * i(nteger). Kept here until the generated codecs of types.h take over.
+ */
+static const char *required_params(acp_method_id id) {
+  switch (id) {
+  case ACP_METHOD_INITIALIZE:
+    return "i:protocolVersion";
+  case ACP_METHOD_AUTHENTICATE:
+    return "s:methodId";
+  case ACP_METHOD_SESSION_NEW:
+    return "s:cwd a:mcpServers";
+  case ACP_METHOD_SESSION_LOAD:
+    return "s:sessionId s:cwd a:mcpServers";
+  case ACP_METHOD_SESSION_SET_MODE:
+    return "s:sessionId s:modeId";
+  case ACP_METHOD_SESSION_SET_CONFIG_OPTION:
+    return "s:sessionId s:configId";
+  case ACP_METHOD_SESSION_PROMPT:
+    return "s:sessionId a:prompt";
+  case ACP_METHOD_SESSION_CANCEL:
+  case ACP_METHOD_SESSION_DELETE:
+  case ACP_METHOD_SESSION_CLOSE:
+  case ACP_METHOD_NES_CLOSE:
+    return "s:sessionId";
+  case ACP_METHOD_SESSION_RESUME:
+  case ACP_METHOD_SESSION_FORK:
+    return "s:sessionId s:cwd";
+  case ACP_METHOD_SESSION_REQUEST_PERMISSION:
+    return "s:sessionId o:toolCall a:options";
+  case ACP_METHOD_SESSION_UPDATE:
+    return "s:sessionId o:update";
+  case ACP_METHOD_FS_WRITE_TEXT_FILE:
+    return "s:sessionId s:path s:content";
+  case ACP_METHOD_FS_READ_TEXT_FILE:
+    return "s:sessionId s:path";
+  case ACP_METHOD_TERMINAL_CREATE:
+    return "s:sessionId s:command";
+  case ACP_METHOD_TERMINAL_OUTPUT:
+  case ACP_METHOD_TERMINAL_RELEASE:
+  case ACP_METHOD_TERMINAL_WAIT_FOR_EXIT:
+  case ACP_METHOD_TERMINAL_KILL:
+    return "s:sessionId s:terminalId";
+  case ACP_METHOD_ELICITATION_CREATE:
+    return "s:message";
+  case ACP_METHOD_ELICITATION_COMPLETE:
+    return "s:elicitationId";
+  case ACP_METHOD_PROVIDERS_SET:
+    return "s:providerId s:apiType s:baseUrl";
+  case ACP_METHOD_PROVIDERS_DISABLE:
+    return "s:providerId";
+  case ACP_METHOD_NES_SUGGEST:
+    return "s:sessionId s:uri i:version o:position s:triggerKind";
+  case ACP_METHOD_NES_ACCEPT:
+  case ACP_METHOD_NES_REJECT:
+    return "s:sessionId s:id";
+  case ACP_METHOD_DOCUMENT_DID_OPEN:
+    return "s:sessionId s:uri s:languageId i:version s:text";
+  case ACP_METHOD_DOCUMENT_DID_CHANGE:
+    return "s:sessionId s:uri i:version a:contentChanges";
+  case ACP_METHOD_DOCUMENT_DID_CLOSE:
+  case ACP_METHOD_DOCUMENT_DID_SAVE:
+    return "s:sessionId s:uri";
+  case ACP_METHOD_DOCUMENT_DID_FOCUS:
+    return "s:sessionId s:uri i:version o:position o:visibleRange";
+  case ACP_METHOD_MCP_CONNECT:
+    return "s:serverId";
+  case ACP_METHOD_MCP_DISCONNECT:
+    return "s:connectionId";
+  default:
+    /* mcp/message has three wire shapes in use; only its being an object
+     * is checked. */
+    return "";
+  }
+}
+
+/*
+ * Check params against the required members. Returns 0 when valid, else
+ * writes "<path>: <reason>" into msg and the path into path.
+ */
+static int check_params(acp_method_id id, const acp_json_val *params, char *msg,
+                        size_t msgcap, char *path, size_t pathcap) {
+  const char *spec = required_params(id);
+  const char *p = spec;
+
+  if (params != NULL && acp_json_type_of(params) != ACP_JSON_OBJECT) {
+    snprintf(path, pathcap, "%s", "");
+    snprintf(msg, msgcap, "%s", "params: expected an object");
+    return -1;
+  }
+  while (*p != '\0') {
+    char t = p[0];
+    const char *name = p + 2;
+    const char *end = name;
+    const acp_json_val *v;
+    const char *want = NULL;
+    int64_t iv;
+
+    while (*end != '\0' && *end != ' ')
+      end++;
+    p = *end ? end + 1 : end;
+    snprintf(path, pathcap, "/%.*s", (int)(end - name), name);
+    if (params == NULL) {
+      snprintf(msg, msgcap, "%s: missing (no params)", path);
+      return -1;
+    }
+    v = acp_json_obj_get(params, name, (size_t)(end - name));
+    switch (t) {
+    case 's':
+      want = acp_json_type_of(v) == ACP_JSON_STRING ? NULL : "a string";
+      break;
+    case 'a':
+      want = acp_json_type_of(v) == ACP_JSON_ARRAY ? NULL : "an array";
+      break;
+    case 'o':
+      want = acp_json_type_of(v) == ACP_JSON_OBJECT ? NULL : "an object";
+      break;
+    case 'i':
+      want = acp_json_get_int64(v, &iv) == 0 ? NULL : "an integer";
+      break;
+    default:
+      break;
+    }
+    if (want != NULL) {
+      if (v == NULL)
+        snprintf(msg, msgcap, "%s: required member is missing", path);
+      else
+        snprintf(msg, msgcap, "%s: expected %s", path, want);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int respond_invalid_params(acp__role *r, uint64_t handle,
+                                  const char *why, const char *path) {
+  char message[256];
+  acp_json_writer *w = r->w;
+  const char *data;
+  size_t len;
+  int rv;
+
+  snprintf(message, sizeof(message), "Invalid params: %s", why);
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "path");
+  acp_json_write_strz(w, path);
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv != 0)
+    return rv;
+  data = acp_json_writer_data(w, &len);
+  return acp_rpc_session_respond_error(r->rpc, handle, ACP_RPC_INVALID_PARAMS,
+                                       message, strlen(message), data, len);
+}
+
+/* MARK: - Incoming requests */
+
+static char *dup_n(const acp_mem *m, const char *s, size_t n) {
+  char *p = acp__malloc(m, n + 1);
+
+  if (p == NULL)
+    return NULL;
+  if (n)
+    memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+static void req_free(acp__role *r, acp__req *req) {
+  if (req->prev)
+    req->prev->next = req->next;
+  else if (r->reqs == req)
+    r->reqs = req->next;
+  if (req->next)
+    req->next->prev = req->prev;
+  acp__free(&r->mem, req->method_name);
+  acp__free(&r->mem, req->session_id);
+  acp__free(&r->mem, req);
+}
+
+int acp__req_param_str(const acp__req *req, const char *key, const char **s,
+                       size_t *len) {
+  const acp_json_val *v;
+
+  if (req == NULL || key == NULL || s == NULL || len == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->msg == NULL)
+    return ACP_ERR_INVALID_STATE;
+  v = acp_json_obj_getz(req->msg->params, key);
+  if (v == NULL)
+    return ACP_ERR_NOT_FOUND;
+  return acp_json_doc_str(req->msg->doc, v, s, len);
+}
+
+static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
+                          void *user_data) {
+  acp__role *r = user_data;
+  const acp_method_info *mi = acp_method_by_name(msg->method, msg->method_len);
+  acp__req *req;
+  const acp_json_val *sid;
+  int rv;
+
+  ACP_UNUSED(s);
+  if (mi != NULL && ((mi->side & r->side) == 0 || mi->is_notification))
+    mi = NULL;
+  if (mi != NULL) {
+    char why[192];
+    char path[96];
+
+    if (check_params(mi->id, msg->params, why, sizeof(why), path,
+                     sizeof(path)) != 0)
+      return respond_invalid_params(r, msg->handle, why, path);
+  }
+  req = acp__calloc(&r->mem, 1, sizeof(*req));
+  if (req == NULL)
+    return ACP_ERR_NOMEM;
+  req->role = r;
+  req->handle = msg->handle;
+  req->method = mi ? mi->id : ACP_METHOD_UNKNOWN;
+  req->protocol_version = -1;
+  req->method_name = dup_n(&r->mem, msg->method, msg->method_len);
+  if (req->method_name == NULL) {
+    acp__free(&r->mem, req);
+    return ACP_ERR_NOMEM;
+  }
+  sid = acp_json_obj_getz(msg->params, "sessionId");
+  if (acp_json_type_of(sid) == ACP_JSON_STRING) {
+    const char *p;
+    size_t n;
+
+    rv = acp_json_doc_str(msg->doc, sid, &p, &n);
+    if (rv == 0) {
+      req->session_id = dup_n(&r->mem, p, n);
+      req->session_id_len = n;
+    }
+    if (rv != 0 || req->session_id == NULL) {
+      acp__free(&r->mem, req->method_name);
+      acp__free(&r->mem, req);
+      return rv != 0 ? rv : ACP_ERR_NOMEM;
+    }
+  }
+  req->next = r->reqs;
+  if (r->reqs)
+    r->reqs->prev = req;
+  r->reqs = req;
+  req->msg = msg;
+  req->in_cb = true;
+  rv = r->ops->on_request(r, req, mi);
+  req->in_cb = false;
+  req->msg = NULL;
+  if (req->answered)
+    req_free(r, req);
+  return rv;
+}
+
+static int rpc_on_notification(acp_rpc_session *s, const acp_rpc_msg *msg,
+                               void *user_data) {
+  acp__role *r = user_data;
+  const acp_method_info *mi = acp_method_by_name(msg->method, msg->method_len);
+
+  ACP_UNUSED(s);
+  if (mi != NULL && ((mi->side & r->side) == 0 ||
+                     (!mi->is_notification && mi->notification_type == NULL)))
+    mi = NULL;
+  if (mi != NULL) {
+    char why[192];
+    char path[96];
+
+    /* A notification cannot be answered: one that fails the check is
+     * dropped. */
+    if (check_params(mi->id, msg->params, why, sizeof(why), path,
+                     sizeof(path)) != 0)
+      return 0;
+  }
+  return r->ops->on_notification(r, msg, mi);
+}
+
+static int rpc_on_cancel(acp_rpc_session *s, uint64_t handle, void *user_data) {
+  acp__role *r = user_data;
+  acp__req *req;
+
+  ACP_UNUSED(s);
+  for (req = r->reqs; req != NULL; req = req->next) {
+    if (req->handle == handle && !req->answered) {
+      req->cancelled = true;
+      return r->ops->on_cancel(r, req);
+    }
+  }
+  return 0;
+}
+
+int acp__role_respond(acp__role *r, acp__req *req, const char *result,
+                      size_t len) {
+  int rv;
+
+  if (req == NULL || req->role != r)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  rv = acp_rpc_session_respond(r->rpc, req->handle, result, len);
+  if (rv != 0)
+    return rv;
+  req->answered = true;
+  if (r->ops->on_answered)
+    r->ops->on_answered(r, req, false);
+  if (!req->in_cb)
+    req_free(r, req);
+  return 0;
+}
+
+static const char *std_message(int64_t code) {
+  switch (code) {
+  case ACP_RPC_PARSE_ERROR:
+    return "Parse error";
+  case ACP_RPC_INVALID_REQUEST:
+    return "Invalid request";
+  case ACP_RPC_METHOD_NOT_FOUND:
+    return "Method not found";
+  case ACP_RPC_INVALID_PARAMS:
+    return "Invalid params";
+  case ACP_RPC_REQUEST_CANCELLED:
+    return "Request cancelled";
+  case ACP_RPC_AUTH_REQUIRED:
+    return "Authentication required";
+  case ACP_RPC_RESOURCE_NOT_FOUND:
+    return "Resource not found";
+  default:
+    return "Internal error";
+  }
+}
+
+int acp__role_respond_error(acp__role *r, acp__req *req, int64_t code,
+                            const char *message, const char *data,
+                            size_t data_len) {
+  int rv;
+
+  if (req == NULL || req->role != r)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->answered)
+    return ACP_ERR_INVALID_STATE;
+  if (message == NULL)
+    message = std_message(code);
+  rv = acp_rpc_session_respond_error(r->rpc, req->handle, code, message,
+                                     strlen(message), data, data_len);
+  if (rv != 0)
+    return rv;
+  req->answered = true;
+  if (r->ops->on_answered)
+    r->ops->on_answered(r, req, true);
+  if (!req->in_cb)
+    req_free(r, req);
+  return 0;
+}
+
+/* MARK: - Outgoing calls */
+
+static void call_unlink(acp__role *r, acp__call *c) {
+  if (c->prev)
+    c->prev->next = c->next;
+  else if (r->calls == c)
+    r->calls = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  c->next = c->prev = NULL;
+}
+
+static int rpc_on_response(acp_rpc_session *s, const acp_rpc_msg *msg,
+                           void *user_data) {
+  acp__call *c = user_data;
+  acp__role *r = c->role;
+  int rv;
+
+  ACP_UNUSED(s);
+  call_unlink(r, c);
+  rv = r->ops->on_response(r, c, msg);
+  acp__free(&r->mem, c);
+  return rv;
+}
+
+int acp__role_call(acp__role *r, const char *method, const char *params,
+                   size_t params_len, const acp__call *tmpl, int64_t *id_out) {
+  acp__call *c;
+  int rv;
+
+  if (method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  c = acp__calloc(&r->mem, 1, sizeof(*c));
+  if (c == NULL)
+    return ACP_ERR_NOMEM;
+  if (tmpl != NULL) {
+    c->kind = tmpl->kind;
+    c->cb = tmpl->cb;
+    c->cb_user_data = tmpl->cb_user_data;
+  }
+  c->role = r;
+  rv = acp_rpc_session_request(r->rpc, method, strlen(method), params,
+                               params_len, r->call_timeout_ms, r->now_ms,
+                               rpc_on_response, c, id_out);
+  if (rv != 0) {
+    acp__free(&r->mem, c);
+    return rv;
+  }
+  c->next = r->calls;
+  if (r->calls)
+    r->calls->prev = c;
+  r->calls = c;
+  return 0;
+}
+
+int acp__role_notify(acp__role *r, const char *method, const char *params,
+                     size_t params_len) {
+  if (method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_notify(r->rpc, method, strlen(method), params,
+                                params_len);
+}
+
+int acp__role_cancel_call(acp__role *r, int64_t id) {
+  return acp_rpc_session_cancel(r->rpc, id, ACP_RPC_CANCEL_NOTIFY, r->now_ms);
+}
+
+/* MARK: - Writing */
+
+acp_json_writer *acp__role_obj_begin(acp__role *r) {
+  acp_json_writer_reset(r->w);
+  acp_json_write_obj_begin(r->w);
+  return r->w;
+}
+
+int acp__role_obj_end(acp__role *r, const char **data, size_t *len) {
+  int rv;
+
+  acp_json_write_obj_end(r->w);
+  rv = acp_json_writer_error(r->w);
+  if (rv != 0)
+    return rv;
+  *data = acp_json_writer_data(r->w, len);
+  return 0;
+}
+
+void acp__w_str(acp_json_writer *w, const char *key, const char *s) {
+  acp_json_write_keyz(w, key);
+  acp_json_write_strz(w, s);
+}
+
+void acp__w_raw(acp_json_writer *w, const char *key, const char *json,
+                size_t len, const char *dflt) {
+  if (json == NULL && dflt == NULL)
+    return;
+  acp_json_write_keyz(w, key);
+  if (json != NULL)
+    acp_json_write_raw(w, json, len);
+  else
+    acp_json_write_raw(w, dflt, strlen(dflt));
+}
+
+int acp__w_members(acp__role *r, acp_json_writer *w, const char *extra,
+                   size_t extra_len) {
+  const acp_json_val *root;
+  const acp_json_val *k;
+  int rv;
+
+  if (extra == NULL)
+    return 0;
+  rv = acp_json_doc_parse(r->doc, extra, extra_len, NULL);
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  root = acp_json_doc_root(r->doc);
+  if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (k = acp_json_child(root); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const char *s;
+    size_t n;
+
+    rv = acp_json_doc_str(r->doc, k, &s, &n);
+    if (rv != 0)
+      return rv;
+    acp_json_write_key(w, s, n);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  return acp_json_writer_error(w);
+}
+
+/* MARK: - Lifecycle */
+
+int acp__role_init(acp__role *r, acp_side side, const acp__role_ops *ops,
+                   void *owner, const acp_rpc_options *opts,
+                   const acp_mem *mem) {
+  acp_rpc_callbacks *cbs = NULL;
+  int rv;
+
+  memset(r, 0, sizeof(*r));
+  acp__mem_init(&r->mem, mem);
+  r->side = side;
+  r->ops = ops;
+  r->owner = owner;
+  acp__buf_init(&r->buf, &r->mem, 0);
+  rv = acp_rpc_callbacks_new(&cbs);
+  if (rv != 0)
+    goto cleanup;
+  acp_rpc_callbacks_set_on_request(cbs, rpc_on_request);
+  acp_rpc_callbacks_set_on_notification(cbs, rpc_on_notification);
+  acp_rpc_callbacks_set_on_cancel(cbs, rpc_on_cancel);
+  rv = acp_rpc_session_new(&r->rpc, cbs, r, opts, &r->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_writer_new(&r->w, 0, &r->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_doc_new(&r->doc, &r->mem);
+  if (rv != 0)
+    goto cleanup;
+
+cleanup:
+  acp_rpc_callbacks_free(cbs);
+  if (rv != 0)
+    acp__role_dispose(r);
+  return rv;
+}
+
+void acp__role_dispose(acp__role *r) {
+  while (r->reqs != NULL)
+    req_free(r, r->reqs);
+  while (r->calls != NULL) {
+    acp__call *c = r->calls;
+
+    call_unlink(r, c);
+    acp__free(&r->mem, c);
+  }
+  acp_rpc_session_free(r->rpc);
+  r->rpc = NULL;
+  acp_json_writer_free(r->w);
+  r->w = NULL;
+  acp_json_doc_free(r->doc);
+  r->doc = NULL;
+  acp__buf_dispose(&r->buf);
+}
+
+acp_ssize acp__role_recv(acp__role *r, const char *data, size_t len,
+                         uint64_t now_ms) {
+  r->now_ms = now_ms;
+  return acp_rpc_session_recv(r->rpc, data, len, now_ms);
+}
+
+int acp__role_handle_expiry(acp__role *r, uint64_t now_ms) {
+  r->now_ms = now_ms;
+  return acp_rpc_session_handle_expiry(r->rpc, now_ms);
+}

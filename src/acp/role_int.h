@@ -1,0 +1,122 @@
+/*
+ * Private helpers shared by the agent and client roles (src/acp/agent.c,
+ * src/acp/client.c, src/acp/role.c). Not installed.
+ */
+#ifndef ACP_ROLE_INT_H
+#define ACP_ROLE_INT_H
+
+#include "internal.h"
+
+#include "acp/agent.h"
+#include "acp/client.h"
+#include "acp/json.h"
+#include "acp/methods.h"
+#include "acp/rpc.h"
+
+typedef struct acp__role acp__role;
+
+/* One unanswered incoming request (public names acp_agent_request and
+ * acp_client_request). */
+struct acp_incoming_request {
+  struct acp_incoming_request *next;
+  struct acp_incoming_request *prev;
+  acp__role *role;
+  uint64_t handle;
+  acp_method_id method;
+  char *method_name; /* NUL-terminated copy */
+  char *session_id;  /* NUL-terminated copy or NULL */
+  size_t session_id_len;
+  int64_t protocol_version;
+  const acp_rpc_msg *msg; /* only while a handler runs */
+  bool in_cb;
+  bool answered;
+  bool cancelled;
+};
+
+typedef struct acp_incoming_request acp__req;
+
+/* One outgoing call waiting for its response. */
+typedef struct acp__call {
+  struct acp__call *next;
+  struct acp__call *prev;
+  acp__role *role;
+  int kind; /* role-defined tag (e.g. client initialize) */
+  union {
+    acp_agent_response_cb agent;
+    acp_client_response_cb client;
+  } cb;
+  void *cb_user_data;
+} acp__call;
+
+typedef struct acp__role_ops {
+  /* A request to dispatch; mi is NULL for unknown methods. */
+  int (*on_request)(acp__role *r, acp__req *req, const acp_method_info *mi);
+  /* A notification; mi is NULL for unknown methods. */
+  int (*on_notification)(acp__role *r, const acp_rpc_msg *msg,
+                         const acp_method_info *mi);
+  /* $/cancel_request for an unanswered request (req->msg is NULL). */
+  int (*on_cancel)(acp__role *r, acp__req *req);
+  /* The response to one of our calls. */
+  int (*on_response)(acp__role *r, acp__call *call, const acp_rpc_msg *msg);
+  /* A request was just answered (before it is freed). */
+  void (*on_answered)(acp__role *r, acp__req *req, bool is_error);
+} acp__role_ops;
+
+struct acp__role {
+  acp_mem mem;
+  acp_rpc_session *rpc;
+  acp_json_writer *w; /* params / result scratch */
+  acp_json_doc *doc;  /* scratch parser (extra-field splices) */
+  acp__buf buf;       /* scratch bytes */
+  acp__req *reqs;
+  acp__call *calls;
+  uint64_t now_ms;
+  uint64_t call_timeout_ms;
+  acp_side side; /* ACP_SIDE_AGENT or ACP_SIDE_CLIENT: methods we handle */
+  const acp__role_ops *ops;
+  void *owner;
+};
+
+int acp__role_init(acp__role *r, acp_side side, const acp__role_ops *ops,
+                   void *owner, const acp_rpc_options *opts,
+                   const acp_mem *mem);
+void acp__role_dispose(acp__role *r);
+
+acp_ssize acp__role_recv(acp__role *r, const char *data, size_t len,
+                         uint64_t now_ms);
+int acp__role_handle_expiry(acp__role *r, uint64_t now_ms);
+
+/* Answer a request; frees it unless its handler is running. */
+int acp__role_respond(acp__role *r, acp__req *req, const char *result,
+                      size_t len);
+int acp__role_respond_error(acp__role *r, acp__req *req, int64_t code,
+                            const char *message, const char *data,
+                            size_t data_len);
+
+/* Send a request; `call` fields cb/kind are copied from `tmpl`. */
+int acp__role_call(acp__role *r, const char *method, const char *params,
+                   size_t params_len, const acp__call *tmpl, int64_t *id_out);
+int acp__role_notify(acp__role *r, const char *method, const char *params,
+                     size_t params_len);
+int acp__role_cancel_call(acp__role *r, int64_t id);
+
+/* Scratch writer, reset, with an object opened. */
+acp_json_writer *acp__role_obj_begin(acp__role *r);
+/* Close the object opened by acp__role_obj_begin and expose the bytes. */
+int acp__role_obj_end(acp__role *r, const char **data, size_t *len);
+
+/* Writer helpers; all errors are sticky on the writer. */
+void acp__w_str(acp_json_writer *w, const char *key, const char *s);
+void acp__w_raw(acp_json_writer *w, const char *key, const char *json,
+                size_t len, const char *dflt);
+/* Splice the members of the raw object `extra` into the object being
+ * written (which must have at least one member already written or none).
+ * ACP_ERR_INVALID_ARGUMENT if extra is not an object. */
+int acp__w_members(acp__role *r, acp_json_writer *w, const char *extra,
+                   size_t extra_len);
+
+/* Request accessors shared by both roles. */
+int acp__req_param_str(const acp__req *req, const char *key, const char **s,
+                       size_t *len);
+
+#endif /* ACP_ROLE_INT_H */

@@ -1,0 +1,43 @@
+/*
+ * Shared pieces of the `acp` program: one cmd_<name>.c per subcommand, each
+ * exposing `int cmd_<name>(int argc, char **argv)` with argv[0] being the
+ * subcommand's name.
+ */
+#ifndef ACP_CLI_H
+#define ACP_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+int cmd_agent(int argc, char **argv);
+int cmd_client(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_bench_client(int argc, char **argv);
+
+/* Exit statuses shared by the subcommands. */
+enum {
+  CLI_EXIT_OK = 0,
+  CLI_EXIT_FAILURE = 1, /* runtime failure (peer died, protocol error) */
+  CLI_EXIT_USAGE = 2,   /* bad command line */
+  /* acp client -p: the turn ended with a stop reason other than end_turn */
+  CLI_EXIT_CANCELLED = 3,
+  CLI_EXIT_REFUSAL = 4,
+  CLI_EXIT_MAX_TOKENS = 5,
+  CLI_EXIT_MAX_TURN_REQUESTS = 6
+};
+
+/* The absolute path of the running `acp` executable (for spawning itself
+ * as the default agent). Static storage; never NULL (falls back to "acp"). */
+const char *cli_self_path(void);
+
+/* If argv[*i] is --name or --name=value, return its value (advancing *i
+ * past a separate value) and set *ok to 1; on a missing value print an
+ * error and set *ok to -1. Return NULL and leave *ok 0 when not matched. */
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name,
+                          int *ok);
+
+/* printf to stderr prefixed with "acp <sub>: ". */
+void cli_err(const char *sub, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* ACP_CLI_H */

@@ -1,0 +1,1587 @@
+/*
+ * `acp agent`: the reference ACP agent. Deterministic, no model: a prompt's
+ * text is a small script (agent_script.h) that exercises the protocol, so
+ * clients, proxies and tests can see every feature working.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "acp/agent.h"
+#include "acp/json.h"
+#include "acp/uv.h"
+#include "acp/version.h"
+#include "agent_script.h"
+#include "cli.h"
+
+#define BIG_CHUNK (64 * 1024)
+#define LIST_PAGE 50
+
+static const char agent_usage[] =
+    "usage: acp agent [--echo] [--name NAME]\n"
+    "\n"
+    "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
+    "on\n"
+    "stdin/stdout. Deterministic: it has no model; each prompt is a script.\n"
+    "\n"
+    "options:\n"
+    "  --echo       answer every prompt with its text in one\n"
+    "               agent_message_chunk and end the turn (benchmark workload)\n"
+    "  --name NAME  the agentInfo.name to report (default acp-agent)\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "Sessions support load (history is replayed), resume, list, delete, "
+    "close,\n"
+    "modes (ask, code) and config options (model: fast|smart, verbose: bool).\n"
+    "\n";
+
+typedef struct app app;
+typedef struct asession asession;
+typedef struct turn turn;
+
+struct asession {
+  char *id;
+  char *cwd;
+  char *title;
+  char mode[16];
+  char model[16];
+  bool verbose;
+  acp_json_writer *history; /* session/update payloads, one per line */
+  turn *turn;
+  asession *next;
+};
+
+struct turn {
+  app *a;
+  asession *s;
+  acp_agent_request *req;
+  script sc;
+  size_t pc;
+  int sub;      /* position inside a multi-call step */
+  int refs;     /* session + outstanding calls + open timer */
+  bool done;    /* answered; nothing more is sent */
+  bool waiting; /* a call, timer or cancel is awaited */
+  bool timer_init;
+  uv_timer_t timer;
+  char tool_id[32];
+  char *terminal_id;
+  char *stop_reason; /* set by /stop */
+};
+
+struct app {
+  uv_loop_t loop;
+  acp_agent *agent;
+  acp_uv_link *link;
+  acp_uv_rpc *rpc;
+  acp_uv_signals *sig;
+  acp_json_writer *w;
+  acp_json_doc *doc;
+  bool echo;
+  const char *name;
+  bool fs_read, fs_write, terminal, elicitation;
+  asession *sessions;
+  unsigned next_session;
+  unsigned next_tool;
+  bool closing;
+};
+
+/* MARK: - Small helpers */
+
+static char *xstrndup(const char *s, size_t n) {
+  char *p = malloc(n + 1);
+
+  if (p == NULL) {
+    fputs("acp agent: out of memory\n", stderr);
+    exit(CLI_EXIT_FAILURE);
+  }
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+static const char *wdata(app *a, size_t *len) {
+  return acp_json_writer_data(a->w, len);
+}
+
+static asession *find_session(app *a, const char *id) {
+  asession *s;
+
+  if (id == NULL)
+    return NULL;
+  for (s = a->sessions; s != NULL; s = s->next)
+    if (strcmp(s->id, id) == 0)
+      return s;
+  return NULL;
+}
+
+/* Resolve `path` against the session's cwd unless it is absolute. */
+static char *resolve_path(const asession *s, const char *path) {
+  size_t n;
+  char *p;
+
+  if (path[0] == '/')
+    return xstrndup(path, strlen(path));
+  n = strlen(s->cwd) + 1 + strlen(path);
+  p = malloc(n + 1);
+  if (p == NULL)
+    exit(CLI_EXIT_FAILURE);
+  snprintf(p, n + 1, "%s/%s", s->cwd, path);
+  return p;
+}
+
+/* Remember an update for session/load replay. */
+static void history_add(asession *s, const char *upd, size_t len) {
+  size_t cur;
+
+  acp_json_writer_data(s->history, &cur);
+  if (cur > (64u << 20))
+    return; /* history is a convenience; keep it bounded */
+  acp_json_write_raw(s->history, upd, len);
+}
+
+/* Send a text chunk of the given kind and keep it in the history. */
+static int send_chunk(app *a, asession *s, const char *kind, const char *text,
+                      size_t len) {
+  const char *u;
+  size_t ulen;
+  int rv;
+
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "sessionUpdate");
+  acp_json_write_strz(a->w, kind);
+  acp_json_write_keyz(a->w, "content");
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "type");
+  acp_json_write_strz(a->w, "text");
+  acp_json_write_keyz(a->w, "text");
+  acp_json_write_str(a->w, text, len);
+  acp_json_write_obj_end(a->w);
+  acp_json_write_obj_end(a->w);
+  rv = acp_json_writer_error(a->w);
+  if (rv != 0)
+    return rv;
+  u = wdata(a, &ulen);
+  history_add(s, u, ulen);
+  return acp_agent_send_update_raw(a->agent, s->id, u, ulen);
+}
+
+static int send_text(app *a, asession *s, const char *text) {
+  return send_chunk(a, s, "agent_message_chunk", text, strlen(text));
+}
+
+/* Write the session's config options array into a->w. */
+static void write_config_options(app *a, asession *s) {
+  static const char *models[][2] = {{"fast", "Fast"}, {"smart", "Smart"}};
+  size_t i;
+
+  acp_json_write_arr_begin(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "id");
+  acp_json_write_strz(a->w, "model");
+  acp_json_write_keyz(a->w, "name");
+  acp_json_write_strz(a->w, "Model");
+  acp_json_write_keyz(a->w, "category");
+  acp_json_write_strz(a->w, "model");
+  acp_json_write_keyz(a->w, "type");
+  acp_json_write_strz(a->w, "select");
+  acp_json_write_keyz(a->w, "currentValue");
+  acp_json_write_strz(a->w, s->model);
+  acp_json_write_keyz(a->w, "options");
+  acp_json_write_arr_begin(a->w);
+  for (i = 0; i < 2; i++) {
+    acp_json_write_obj_begin(a->w);
+    acp_json_write_keyz(a->w, "value");
+    acp_json_write_strz(a->w, models[i][0]);
+    acp_json_write_keyz(a->w, "name");
+    acp_json_write_strz(a->w, models[i][1]);
+    acp_json_write_obj_end(a->w);
+  }
+  acp_json_write_arr_end(a->w);
+  acp_json_write_obj_end(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "id");
+  acp_json_write_strz(a->w, "verbose");
+  acp_json_write_keyz(a->w, "name");
+  acp_json_write_strz(a->w, "Verbose");
+  acp_json_write_keyz(a->w, "type");
+  acp_json_write_strz(a->w, "boolean");
+  acp_json_write_keyz(a->w, "currentValue");
+  acp_json_write_bool(a->w, s->verbose);
+  acp_json_write_obj_end(a->w);
+  acp_json_write_arr_end(a->w);
+}
+
+static void write_modes(app *a, asession *s) {
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "currentModeId");
+  acp_json_write_strz(a->w, s->mode);
+  acp_json_write_keyz(a->w, "availableModes");
+  acp_json_write_arr_begin(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "id");
+  acp_json_write_strz(a->w, "ask");
+  acp_json_write_keyz(a->w, "name");
+  acp_json_write_strz(a->w, "Ask");
+  acp_json_write_keyz(a->w, "description");
+  acp_json_write_strz(a->w, "Ask before changing anything");
+  acp_json_write_obj_end(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "id");
+  acp_json_write_strz(a->w, "code");
+  acp_json_write_keyz(a->w, "name");
+  acp_json_write_strz(a->w, "Code");
+  acp_json_write_keyz(a->w, "description");
+  acp_json_write_strz(a->w, "Edit and run freely");
+  acp_json_write_obj_end(a->w);
+  acp_json_write_arr_end(a->w);
+  acp_json_write_obj_end(a->w);
+}
+
+/* Members shared by session/new, load and resume results (no braces). */
+static void write_session_state(app *a, asession *s) {
+  acp_json_write_keyz(a->w, "modes");
+  write_modes(a, s);
+  acp_json_write_keyz(a->w, "configOptions");
+  write_config_options(a, s);
+}
+
+/* MARK: - Prompt turns */
+
+static void turn_run(turn *t);
+
+static void turn_unref(turn *t) {
+  if (--t->refs > 0)
+    return;
+  script_free(&t->sc);
+  free(t->terminal_id);
+  free(t->stop_reason);
+  free(t);
+}
+
+static void timer_closed(uv_handle_t *h) {
+  turn_unref(h->data);
+}
+
+/* Answer the prompt (once) and detach the turn from its session. */
+static void turn_finish(turn *t, const char *stop_reason) {
+  if (t->done)
+    return;
+  t->done = true;
+  t->waiting = false;
+  if (t->req != NULL)
+    acp_agent_respond_prompt(t->a->agent, t->req, stop_reason, NULL, 0);
+  t->req = NULL;
+  if (t->s != NULL && t->s->turn == t)
+    t->s->turn = NULL;
+  t->s = NULL;
+  if (t->timer_init) {
+    t->timer_init = false;
+    uv_close((uv_handle_t *)&t->timer, timer_closed);
+  }
+  turn_unref(t); /* the session's reference */
+}
+
+static void turn_fail(turn *t, int64_t code, const char *message) {
+  if (t->done)
+    return;
+  acp_agent_respond_error(t->a->agent, t->req, code, message, NULL, 0);
+  t->req = NULL;
+  turn_finish(t, NULL);
+}
+
+/* A call made on behalf of a turn completed: resume it. */
+static turn *turn_resume(void *ud) {
+  turn *t = ud;
+
+  if (t->done) {
+    turn_unref(t); /* the call's reference; frees the turn if last */
+    return NULL;
+  }
+  /* The session still holds a reference, so this never frees. */
+  t->refs--;
+  t->waiting = false;
+  return t;
+}
+
+static int call_ok(const acp_rpc_msg *msg) {
+  return msg->result != NULL;
+}
+
+static void report_error(turn *t, const char *what, const acp_rpc_msg *msg) {
+  char buf[512];
+
+  snprintf(buf, sizeof(buf), "%s failed: %.*s (%" PRId64 ")\n", what,
+           (int)(msg->error_message_len > 400 ? 400 : msg->error_message_len),
+           msg->error_message ? msg->error_message : "", msg->error_code);
+  send_text(t->a, t->s, buf);
+}
+
+static int msg_str(const acp_rpc_msg *msg, const acp_json_val *obj,
+                   const char *key, const char **s, size_t *len) {
+  const acp_json_val *v = acp_json_obj_getz(obj, key);
+
+  if (v == NULL || acp_json_type_of(v) != ACP_JSON_STRING)
+    return -1;
+  return acp_json_doc_str(msg->doc, v, s, len) == 0 ? 0 : -1;
+}
+
+static int on_permission(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
+  turn *t = turn_resume(ud);
+  const acp_json_val *outcome;
+  const char *o = NULL;
+  const char *opt = NULL;
+  size_t olen = 0;
+  size_t optlen = 0;
+  bool allowed;
+  char buf[256];
+
+  (void)agent;
+  if (t == NULL)
+    return 0;
+  if (!call_ok(msg)) {
+    report_error(t, "session/request_permission", msg);
+    acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id, "failed",
+                                    NULL, 0);
+    t->pc++;
+    turn_run(t);
+    return 0;
+  }
+  outcome = acp_json_obj_getz(msg->result, "outcome");
+  msg_str(msg, outcome, "outcome", &o, &olen);
+  msg_str(msg, outcome, "optionId", &opt, &optlen);
+  if (o != NULL && olen == 9 && memcmp(o, "cancelled", 9) == 0) {
+    /* The client cancelled the turn; session/cancel ends it. */
+    t->waiting = true;
+    return 0;
+  }
+  allowed = opt != NULL && optlen >= 5 && memcmp(opt, "allow", 5) == 0;
+  snprintf(buf, sizeof(buf), "permission %s (%.*s)\n",
+           allowed ? "granted" : "denied", (int)(optlen > 64 ? 64 : optlen),
+           opt ? opt : "none");
+  acp_json_writer_reset(t->a->w);
+  acp_json_write_obj_begin(t->a->w);
+  acp_json_write_keyz(t->a->w, "content");
+  acp_json_write_arr_begin(t->a->w);
+  acp_json_write_obj_begin(t->a->w);
+  acp_json_write_keyz(t->a->w, "type");
+  acp_json_write_strz(t->a->w, "content");
+  acp_json_write_keyz(t->a->w, "content");
+  acp_json_write_obj_begin(t->a->w);
+  acp_json_write_keyz(t->a->w, "type");
+  acp_json_write_strz(t->a->w, "text");
+  acp_json_write_keyz(t->a->w, "text");
+  acp_json_write_strz(t->a->w, buf);
+  acp_json_write_obj_end(t->a->w);
+  acp_json_write_obj_end(t->a->w);
+  acp_json_write_arr_end(t->a->w);
+  acp_json_write_obj_end(t->a->w);
+  {
+    size_t n;
+    const char *extra = wdata(t->a, &n);
+    /* The extra object's members are spliced into the update. */
+    acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
+                                    allowed ? "completed" : "failed", extra, n);
+  }
+  send_text(t->a, t->s, buf);
+  t->pc++;
+  turn_run(t);
+  return 0;
+}
+
+static int on_read(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
+  turn *t = turn_resume(ud);
+  const char *content = NULL;
+  size_t len = 0;
+
+  (void)agent;
+  if (t == NULL)
+    return 0;
+  if (!call_ok(msg)) {
+    report_error(t, "fs/read_text_file", msg);
+  } else if (msg_str(msg, msg->result, "content", &content, &len) != 0) {
+    send_text(t->a, t->s, "fs/read_text_file: no content in the result\n");
+  } else {
+    send_chunk(t->a, t->s, "agent_message_chunk", content, len);
+  }
+  acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
+                                  call_ok(msg) ? "completed" : "failed", NULL,
+                                  0);
+  t->pc++;
+  turn_run(t);
+  return 0;
+}
+
+static int on_write(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
+  turn *t = turn_resume(ud);
+
+  (void)agent;
+  if (t == NULL)
+    return 0;
+  if (!call_ok(msg))
+    report_error(t, "fs/write_text_file", msg);
+  else
+    send_text(t->a, t->s, "file written\n");
+  acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
+                                  call_ok(msg) ? "completed" : "failed", NULL,
+                                  0);
+  t->pc++;
+  turn_run(t);
+  return 0;
+}
+
+static int on_elicit(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
+  turn *t = turn_resume(ud);
+  const char *action = NULL;
+  size_t alen = 0;
+  char buf[160];
+
+  (void)agent;
+  if (t == NULL)
+    return 0;
+  if (!call_ok(msg)) {
+    report_error(t, "elicitation/create", msg);
+  } else {
+    msg_str(msg, msg->result, "action", &action, &alen);
+    snprintf(buf, sizeof(buf), "elicitation: %.*s\n",
+             (int)(alen > 64 ? 64 : alen), action ? action : "?");
+    send_text(t->a, t->s, buf);
+    if (action != NULL && alen == 6 && memcmp(action, "accept", 6) == 0) {
+      const acp_json_val *c = acp_json_obj_getz(msg->result, "content");
+      size_t n;
+      const char *raw = acp_json_raw(c, &n);
+      if (raw != NULL)
+        send_chunk(t->a, t->s, "agent_message_chunk", raw, n);
+    }
+  }
+  t->pc++;
+  turn_run(t);
+  return 0;
+}
+
+/* /run: create -> wait_for_exit -> output -> release, one call at a time. */
+static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud);
+
+static void terminal_next(turn *t) {
+  int rv = 0;
+
+  t->refs++;
+  t->waiting = true;
+  switch (t->sub) {
+  case 1:
+    rv = acp_agent_terminal_wait_for_exit(t->a->agent, t->s->id, t->terminal_id,
+                                          on_terminal, t, NULL);
+    break;
+  case 2:
+    rv = acp_agent_terminal_output(t->a->agent, t->s->id, t->terminal_id,
+                                   on_terminal, t, NULL);
+    break;
+  default:
+    rv = acp_agent_terminal_release(t->a->agent, t->s->id, t->terminal_id,
+                                    on_terminal, t, NULL);
+    break;
+  }
+  if (rv != 0) {
+    t->refs--;
+    t->waiting = false;
+    send_text(t->a, t->s, "terminal call failed\n");
+    t->pc++;
+  }
+}
+
+static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
+  turn *t = turn_resume(ud);
+  const char *s = NULL;
+  size_t len = 0;
+
+  (void)agent;
+  if (t == NULL)
+    return 0;
+  if (!call_ok(msg)) {
+    report_error(t, "terminal", msg);
+    if (t->sub == 0 || t->sub >= 3) {
+      t->pc++;
+      turn_run(t);
+      return 0;
+    }
+    t->sub = 3; /* still release what was created */
+    terminal_next(t);
+    turn_run(t);
+    return 0;
+  }
+  switch (t->sub) {
+  case 0:
+    if (msg_str(msg, msg->result, "terminalId", &s, &len) != 0) {
+      send_text(t->a, t->s, "terminal/create: no terminalId\n");
+      t->pc++;
+      turn_run(t);
+      return 0;
+    }
+    free(t->terminal_id);
+    t->terminal_id = xstrndup(s, len);
+    acp_json_writer_reset(t->a->w);
+    acp_json_write_obj_begin(t->a->w);
+    acp_json_write_keyz(t->a->w, "content");
+    acp_json_write_arr_begin(t->a->w);
+    acp_json_write_obj_begin(t->a->w);
+    acp_json_write_keyz(t->a->w, "type");
+    acp_json_write_strz(t->a->w, "terminal");
+    acp_json_write_keyz(t->a->w, "terminalId");
+    acp_json_write_strz(t->a->w, t->terminal_id);
+    acp_json_write_obj_end(t->a->w);
+    acp_json_write_arr_end(t->a->w);
+    acp_json_write_obj_end(t->a->w);
+    {
+      size_t n;
+      const char *extra = wdata(t->a, &n);
+      acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
+                                      "in_progress", extra, n);
+    }
+    break;
+  case 2:
+    if (msg_str(msg, msg->result, "output", &s, &len) == 0)
+      send_chunk(t->a, t->s, "agent_message_chunk", s, len);
+    break;
+  case 3:
+    acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
+                                    "completed", NULL, 0);
+    t->pc++;
+    turn_run(t);
+    return 0;
+  default:
+    break;
+  }
+  t->sub++;
+  terminal_next(t);
+  turn_run(t);
+  return 0;
+}
+
+static void timer_fired(uv_timer_t *h) {
+  turn *t = h->data;
+
+  if (t->done)
+    return;
+  t->waiting = false;
+  t->pc++;
+  turn_run(t);
+}
+
+static const char *tool_kind(const step *st, const char *dflt) {
+  return st->arg2 != NULL && st->arg2[0] != '\0' ? st->arg2 : dflt;
+}
+
+static void new_tool_id(turn *t) {
+  snprintf(t->tool_id, sizeof(t->tool_id), "tool_%u", ++t->a->next_tool);
+}
+
+static void step_plan(turn *t, const step *st) {
+  app *a = t->a;
+  char *entries[32];
+  size_t n = 0;
+  size_t i;
+  size_t k;
+  char *p = st->arg;
+
+  while (p != NULL && *p != '\0' && n < 32) {
+    char *semi = strchr(p, ';');
+    char *e = semi ? semi : p + strlen(p);
+    while (*p == ' ')
+      p++;
+    entries[n++] = xstrndup(p, (size_t)(e - p));
+    p = semi ? semi + 1 : NULL;
+  }
+  /* One update per state change: all pending, then each in progress and
+   * completed in turn, as a real agent working through its plan would. */
+  for (k = 0; k <= 2 * n; k++) {
+    size_t len;
+    const char *u;
+    acp_json_writer_reset(a->w);
+    acp_json_write_arr_begin(a->w);
+    for (i = 0; i < n; i++) {
+      const char *status = "pending";
+      if (k > 0 && i < (k - 1) / 2)
+        status = "completed";
+      else if (k > 0 && i == (k - 1) / 2)
+        status = (k % 2 == 1) ? "in_progress" : "completed";
+      acp_json_write_obj_begin(a->w);
+      acp_json_write_keyz(a->w, "content");
+      acp_json_write_strz(a->w, entries[i]);
+      acp_json_write_keyz(a->w, "priority");
+      acp_json_write_strz(a->w, i == 0 ? "high" : "medium");
+      acp_json_write_keyz(a->w, "status");
+      acp_json_write_strz(a->w, status);
+      acp_json_write_obj_end(a->w);
+    }
+    acp_json_write_arr_end(a->w);
+    u = wdata(a, &len);
+    acp_agent_send_plan(a->agent, t->s->id, u, len);
+  }
+  for (i = 0; i < n; i++)
+    free(entries[i]);
+}
+
+static void step_big(turn *t, int64_t bytes) {
+  static const char line[] =
+      "The quick brown fox jumps over the lazy dog; 0123456789 ACP/MCP.\n";
+  char *buf;
+  int64_t left = bytes;
+  size_t i;
+
+  if (left <= 0)
+    return;
+  buf = malloc(BIG_CHUNK);
+  if (buf == NULL)
+    return;
+  for (i = 0; i < BIG_CHUNK; i++)
+    buf[i] = line[i % (sizeof(line) - 1)];
+  while (left > 0) {
+    size_t n = left > BIG_CHUNK ? BIG_CHUNK : (size_t)left;
+    acp_agent_send_message_chunk(t->a->agent, t->s->id, buf, n, NULL, 0);
+    left -= (int64_t)n;
+  }
+  free(buf);
+}
+
+static void step_text(turn *t, const char *text) {
+  const char *p = text;
+
+  /* Stream line by line: each line (with its newline) is one chunk. */
+  while (*p != '\0') {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+    send_chunk(t->a, t->s, "agent_message_chunk", p, n);
+    p += n;
+  }
+}
+
+/* Run steps until one has to wait or the script ends. */
+static void turn_run(turn *t) {
+  app *a = t->a;
+  int rv;
+
+  while (!t->done && !t->waiting) {
+    const step *st;
+    asession *s = t->s;
+    char buf[512];
+
+    if (t->pc >= t->sc.n) {
+      turn_finish(t, t->stop_reason ? t->stop_reason : "end_turn");
+      return;
+    }
+    st = &t->sc.steps[t->pc];
+    t->sub = 0;
+    switch (st->kind) {
+    case STEP_TEXT:
+      step_text(t, st->arg);
+      break;
+    case STEP_THINK:
+      send_chunk(a, s, "agent_thought_chunk", st->arg, strlen(st->arg));
+      break;
+    case STEP_PLAN:
+      step_plan(t, st);
+      break;
+    case STEP_TOOL:
+      new_tool_id(t);
+      acp_agent_send_tool_call(a->agent, s->id, t->tool_id, st->arg,
+                               tool_kind(st, "other"), "pending", NULL, 0);
+      acp_agent_send_tool_call_update(a->agent, s->id, t->tool_id,
+                                      "in_progress", NULL, 0);
+      acp_json_writer_reset(a->w);
+      acp_json_write_obj_begin(a->w);
+      acp_json_write_keyz(a->w, "content");
+      acp_json_write_arr_begin(a->w);
+      acp_json_write_obj_begin(a->w);
+      acp_json_write_keyz(a->w, "type");
+      acp_json_write_strz(a->w, "content");
+      acp_json_write_keyz(a->w, "content");
+      acp_json_write_obj_begin(a->w);
+      acp_json_write_keyz(a->w, "type");
+      acp_json_write_strz(a->w, "text");
+      acp_json_write_keyz(a->w, "text");
+      snprintf(buf, sizeof(buf), "done: %s", st->arg);
+      acp_json_write_strz(a->w, buf);
+      acp_json_write_obj_end(a->w);
+      acp_json_write_obj_end(a->w);
+      acp_json_write_arr_end(a->w);
+      acp_json_write_obj_end(a->w);
+      {
+        size_t n;
+        const char *extra = wdata(a, &n);
+        acp_agent_send_tool_call_update(a->agent, s->id, t->tool_id,
+                                        "completed", extra, n);
+      }
+      break;
+    case STEP_ASK: {
+      static const char opts[] =
+          "[{\"optionId\":\"allow_once\",\"name\":\"Allow once\","
+          "\"kind\":\"allow_once\"},{\"optionId\":\"allow_always\","
+          "\"name\":\"Always allow\",\"kind\":\"allow_always\"},"
+          "{\"optionId\":\"reject_once\",\"name\":\"Reject\","
+          "\"kind\":\"reject_once\"},{\"optionId\":\"reject_always\","
+          "\"name\":\"Always reject\",\"kind\":\"reject_always\"}]";
+      size_t n;
+      const char *tc;
+      new_tool_id(t);
+      acp_agent_send_tool_call(a->agent, s->id, t->tool_id, st->arg,
+                               tool_kind(st, "edit"), "pending", NULL, 0);
+      acp_json_writer_reset(a->w);
+      acp_json_write_obj_begin(a->w);
+      acp_json_write_keyz(a->w, "toolCallId");
+      acp_json_write_strz(a->w, t->tool_id);
+      acp_json_write_keyz(a->w, "title");
+      acp_json_write_strz(a->w, st->arg);
+      acp_json_write_keyz(a->w, "kind");
+      acp_json_write_strz(a->w, tool_kind(st, "edit"));
+      acp_json_write_keyz(a->w, "status");
+      acp_json_write_strz(a->w, "pending");
+      acp_json_write_obj_end(a->w);
+      tc = wdata(a, &n);
+      t->refs++;
+      t->waiting = true;
+      rv = acp_agent_request_permission(a->agent, s->id, tc, n, opts,
+                                        sizeof(opts) - 1, on_permission, t,
+                                        NULL);
+      if (rv != 0) {
+        t->refs--;
+        t->waiting = false;
+        turn_fail(t, -32603, "cannot send session/request_permission");
+        return;
+      }
+      return;
+    }
+    case STEP_READ:
+    case STEP_WRITE: {
+      char *path = resolve_path(s, st->arg ? st->arg : "");
+      bool can = st->kind == STEP_READ ? a->fs_read : a->fs_write;
+      if (!can) {
+        snprintf(buf, sizeof(buf), "the client does not offer fs/%s\n",
+                 st->kind == STEP_READ ? "read_text_file" : "write_text_file");
+        send_text(a, s, buf);
+        free(path);
+        break;
+      }
+      new_tool_id(t);
+      snprintf(buf, sizeof(buf), "%s %s",
+               st->kind == STEP_READ ? "Read" : "Write", path);
+      acp_json_writer_reset(a->w);
+      acp_json_write_obj_begin(a->w);
+      acp_json_write_keyz(a->w, "locations");
+      acp_json_write_arr_begin(a->w);
+      acp_json_write_obj_begin(a->w);
+      acp_json_write_keyz(a->w, "path");
+      acp_json_write_strz(a->w, path);
+      acp_json_write_obj_end(a->w);
+      acp_json_write_arr_end(a->w);
+      acp_json_write_obj_end(a->w);
+      {
+        size_t n;
+        const char *extra = wdata(a, &n);
+        acp_agent_send_tool_call(a->agent, s->id, t->tool_id, buf,
+                                 st->kind == STEP_READ ? "read" : "edit",
+                                 "in_progress", extra, n);
+      }
+      t->refs++;
+      t->waiting = true;
+      if (st->kind == STEP_READ)
+        rv = acp_agent_fs_read_text_file(a->agent, s->id, path, 0, 0, on_read,
+                                         t, NULL);
+      else
+        rv = acp_agent_fs_write_text_file(
+            a->agent, s->id, path, st->arg2 ? st->arg2 : "",
+            st->arg2 ? strlen(st->arg2) : 0, on_write, t, NULL);
+      free(path);
+      if (rv != 0) {
+        t->refs--;
+        t->waiting = false;
+        turn_fail(t, -32603, "cannot send an fs request");
+      }
+      return;
+    }
+    case STEP_RUN: {
+      char *cmd;
+      char *p;
+      if (!a->terminal) {
+        send_text(a, s, "the client does not offer terminals\n");
+        break;
+      }
+      /* Split "CMD ARGS..." on blanks (no quoting: this is a demo). */
+      cmd = xstrndup(st->arg, strlen(st->arg));
+      acp_json_writer_reset(a->w);
+      acp_json_write_arr_begin(a->w);
+      p = strchr(cmd, ' ');
+      if (p != NULL) {
+        *p++ = '\0';
+        while (*p != '\0') {
+          char *e;
+          while (*p == ' ')
+            p++;
+          if (*p == '\0')
+            break;
+          e = strchr(p, ' ');
+          acp_json_write_str(a->w, p, e ? (size_t)(e - p) : strlen(p));
+          p = e ? e : p + strlen(p);
+        }
+      }
+      acp_json_write_arr_end(a->w);
+      new_tool_id(t);
+      acp_agent_send_tool_call(a->agent, s->id, t->tool_id, st->arg, "execute",
+                               "pending", NULL, 0);
+      {
+        size_t n;
+        const char *args = wdata(a, &n);
+        char *argscopy = xstrndup(args, n);
+        char extra[1024];
+        acp_json_writer_reset(a->w);
+        acp_json_write_obj_begin(a->w);
+        acp_json_write_keyz(a->w, "cwd");
+        acp_json_write_strz(a->w, s->cwd);
+        acp_json_write_obj_end(a->w);
+        {
+          const char *cw = wdata(a, &n);
+          snprintf(extra, sizeof(extra), "%.*s", (int)n, cw);
+        }
+        t->refs++;
+        t->waiting = true;
+        rv = acp_agent_terminal_create(a->agent, s->id, cmd, argscopy,
+                                       strlen(argscopy), extra, strlen(extra),
+                                       on_terminal, t, NULL);
+        free(argscopy);
+      }
+      free(cmd);
+      if (rv != 0) {
+        t->refs--;
+        t->waiting = false;
+        turn_fail(t, -32603, "cannot send terminal/create");
+      }
+      return;
+    }
+    case STEP_MODE:
+      if (strcmp(st->arg, "ask") != 0 && strcmp(st->arg, "code") != 0) {
+        snprintf(buf, sizeof(buf), "unknown mode '%.64s'\n", st->arg);
+        send_text(a, s, buf);
+        break;
+      }
+      snprintf(s->mode, sizeof(s->mode), "%s", st->arg);
+      acp_agent_send_current_mode(a->agent, s->id, s->mode);
+      break;
+    case STEP_CONFIG:
+      if (strcmp(st->arg, "model") == 0 && st->arg2 != NULL &&
+          (strcmp(st->arg2, "fast") == 0 || strcmp(st->arg2, "smart") == 0)) {
+        snprintf(s->model, sizeof(s->model), "%s", st->arg2);
+      } else if (strcmp(st->arg, "verbose") == 0 && st->arg2 != NULL) {
+        s->verbose = strcmp(st->arg2, "true") == 0;
+      } else {
+        send_text(a, s,
+                  "usage: /config model fast|smart, /config verbose "
+                  "true|false\n");
+        break;
+      }
+      acp_json_writer_reset(a->w);
+      write_config_options(a, s);
+      {
+        size_t n;
+        const char *opts = wdata(a, &n);
+        acp_agent_send_config_options(a->agent, s->id, opts, n);
+      }
+      break;
+    case STEP_TITLE:
+      free(s->title);
+      s->title = xstrndup(st->arg, strlen(st->arg));
+      acp_agent_send_session_info(a->agent, s->id, s->title, NULL, 0);
+      break;
+    case STEP_USAGE:
+      acp_agent_send_usage(a->agent, s->id, 1234, 200000, NULL, 0);
+      break;
+    case STEP_COMMANDS: {
+      static const char cmds[] =
+          "[{\"name\":\"plan\",\"description\":\"Show a plan\","
+          "\"input\":{\"hint\":\"steps separated by ;\"}},"
+          "{\"name\":\"read\",\"description\":\"Read a file through the "
+          "client\",\"input\":{\"hint\":\"path\"}},"
+          "{\"name\":\"wait\",\"description\":\"Wait for cancellation\"}]";
+      acp_agent_send_available_commands(a->agent, s->id, cmds,
+                                        sizeof(cmds) - 1);
+      break;
+    }
+    case STEP_ELICIT: {
+      size_t n;
+      const char *params;
+      if (!a->elicitation) {
+        send_text(a, s, "the client does not offer elicitation\n");
+        break;
+      }
+      acp_json_writer_reset(a->w);
+      acp_json_write_obj_begin(a->w);
+      acp_json_write_keyz(a->w, "sessionId");
+      acp_json_write_strz(a->w, s->id);
+      acp_json_write_keyz(a->w, "mode");
+      acp_json_write_strz(a->w, "form");
+      acp_json_write_keyz(a->w, "message");
+      acp_json_write_strz(a->w, st->arg);
+      acp_json_write_keyz(a->w, "requestedSchema");
+      acp_json_write_raw(
+          a->w,
+          "{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":"
+          "\"string\",\"title\":\"Answer\"}},\"required\":[\"answer\"]}",
+          strlen("{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":"
+                 "\"string\",\"title\":\"Answer\"}},\"required\":["
+                 "\"answer\"]}"));
+      acp_json_write_obj_end(a->w);
+      params = wdata(a, &n);
+      t->refs++;
+      t->waiting = true;
+      rv =
+          acp_agent_elicitation_create(a->agent, params, n, on_elicit, t, NULL);
+      if (rv != 0) {
+        t->refs--;
+        t->waiting = false;
+        turn_fail(t, -32603, "cannot send elicitation/create");
+      }
+      return;
+    }
+    case STEP_WAIT:
+      send_text(a, s, "waiting for session/cancel\n");
+      t->waiting = true; /* only session/cancel ends this turn */
+      return;
+    case STEP_SLEEP:
+      if (!t->timer_init) {
+        uv_timer_init(&a->loop, &t->timer);
+        t->timer.data = t;
+        t->timer_init = true;
+        t->refs++;
+      }
+      t->waiting = true;
+      uv_timer_start(&t->timer, timer_fired,
+                     st->num > 0 ? (uint64_t)st->num : 0, 0);
+      return;
+    case STEP_ERROR:
+      turn_fail(t, st->num ? st->num : -32603,
+                st->arg[0] ? st->arg : "error requested by the prompt");
+      return;
+    case STEP_STOP:
+      turn_finish(t, st->arg[0] ? st->arg : "end_turn");
+      return;
+    case STEP_BIG:
+      step_big(t, st->num);
+      break;
+    case STEP_UNKNOWN:
+    default:
+      snprintf(buf, sizeof(buf), "unknown command: %.200s\n",
+               st->arg ? st->arg : "");
+      send_text(a, s, buf);
+      break;
+    }
+    t->pc++;
+  }
+}
+
+/* Concatenate the prompt's content blocks into plain text. */
+static char *prompt_text(const acp_rpc_msg *msg, const acp_json_val *prompt,
+                         size_t *len_out) {
+  acp_json_writer *w = NULL;
+  const acp_json_val *b;
+  size_t n;
+  char *out;
+  const char *d;
+
+  if (acp_json_writer_new(&w, 0, NULL) != 0)
+    return NULL;
+  /* The writer is used as a byte buffer: raw splices of decoded text. */
+  for (b = acp_json_child(prompt); b != NULL; b = acp_json_next(b)) {
+    const char *type = NULL;
+    const char *s = NULL;
+    size_t tlen = 0;
+    size_t slen = 0;
+    msg_str(msg, b, "type", &type, &tlen);
+    if (type == NULL)
+      continue;
+    if (tlen == 4 && memcmp(type, "text", 4) == 0) {
+      if (msg_str(msg, b, "text", &s, &slen) == 0)
+        acp_json_write_raw(w, s, slen);
+    } else if (tlen == 13 && memcmp(type, "resource_link", 13) == 0) {
+      if (msg_str(msg, b, "uri", &s, &slen) == 0) {
+        acp_json_write_raw(w, "\n[resource_link ", 16);
+        acp_json_write_raw(w, s, slen);
+        acp_json_write_raw(w, "]\n", 2);
+      }
+    } else if (tlen == 8 && memcmp(type, "resource", 8) == 0) {
+      const acp_json_val *r = acp_json_obj_getz(b, "resource");
+      if (msg_str(msg, r, "uri", &s, &slen) == 0) {
+        acp_json_write_raw(w, "\n[resource ", 11);
+        acp_json_write_raw(w, s, slen);
+        acp_json_write_raw(w, "]\n", 2);
+      }
+    }
+  }
+  d = acp_json_writer_data(w, &n);
+  out = malloc(n + 1);
+  if (out != NULL) {
+    memcpy(out, d, n);
+    out[n] = '\0';
+    *len_out = n;
+  }
+  acp_json_writer_free(w);
+  return out;
+}
+
+/* MARK: - Agent method handlers */
+
+static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+  const acp_json_val *p = acp_agent_request_params(req);
+  const acp_json_val *caps = acp_json_obj_getz(p, "clientCapabilities");
+  const acp_json_val *fs = acp_json_obj_getz(caps, "fs");
+  bool b;
+  size_t n;
+  const char *info;
+  static const char agent_caps[] =
+      "{\"loadSession\":true,\"promptCapabilities\":{\"image\":false,"
+      "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
+      "\"http\":false,\"sse\":false},\"sessionCapabilities\":{\"list\":{},"
+      "\"resume\":{},\"close\":{},\"delete\":{}}}";
+
+  a->fs_read =
+      acp_json_get_bool(acp_json_obj_getz(fs, "readTextFile"), &b) == 0 && b;
+  a->fs_write =
+      acp_json_get_bool(acp_json_obj_getz(fs, "writeTextFile"), &b) == 0 && b;
+  a->terminal =
+      acp_json_get_bool(acp_json_obj_getz(caps, "terminal"), &b) == 0 && b;
+  a->elicitation = acp_json_obj_getz(caps, "elicitation") != NULL &&
+                   acp_json_type_of(acp_json_obj_getz(caps, "elicitation")) ==
+                       ACP_JSON_OBJECT;
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "name");
+  acp_json_write_strz(a->w, a->name);
+  acp_json_write_keyz(a->w, "title");
+  acp_json_write_strz(a->w, "libacp reference agent");
+  acp_json_write_keyz(a->w, "version");
+  acp_json_write_strz(a->w, ACP_VERSION);
+  acp_json_write_obj_end(a->w);
+  info = wdata(a, &n);
+  return acp_agent_respond_initialize(agent, req, agent_caps,
+                                      sizeof(agent_caps) - 1, info, n, "[]",
+                                      2) == 0
+             ? 0
+             : ACP_ERR_CALLBACK_FAILURE;
+}
+
+static int on_authenticate(acp_agent *agent, acp_agent_request *req, void *ud) {
+  (void)ud;
+  /* No auth methods are advertised, so no methodId can be valid. */
+  acp_agent_respond_error(agent, req, -32602, "unknown authentication method",
+                          NULL, 0);
+  return 0;
+}
+
+static int on_empty(acp_agent *agent, acp_agent_request *req, void *ud) {
+  (void)ud;
+  acp_agent_respond_empty(agent, req);
+  return 0;
+}
+
+static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
+  asession *s = calloc(1, sizeof(*s));
+  char id[40];
+
+  if (s == NULL)
+    exit(CLI_EXIT_FAILURE);
+  snprintf(id, sizeof(id), "sess_%u", ++a->next_session);
+  s->id = xstrndup(id, strlen(id));
+  s->cwd = xstrndup(cwd, cwd_len);
+  snprintf(s->mode, sizeof(s->mode), "code");
+  snprintf(s->model, sizeof(s->model), "fast");
+  if (acp_json_writer_new(&s->history, 0, NULL) != 0)
+    exit(CLI_EXIT_FAILURE);
+  /* The history writer holds a JSON array so it stays well-formed. */
+  acp_json_write_arr_begin(s->history);
+  s->next = a->sessions;
+  a->sessions = s;
+  return s;
+}
+
+static void session_destroy(app *a, asession *s) {
+  asession **pp;
+
+  for (pp = &a->sessions; *pp != NULL; pp = &(*pp)->next) {
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  }
+  if (s->turn != NULL) {
+    s->turn->s = NULL;
+    turn_finish(s->turn, "cancelled");
+  }
+  acp_json_writer_free(s->history);
+  free(s->id);
+  free(s->cwd);
+  free(s->title);
+  free(s);
+}
+
+static int check_cwd(acp_agent *agent, acp_agent_request *req, const char **cwd,
+                     size_t *len) {
+  if (acp_agent_request_param_str(req, "cwd", cwd, len) != 0 || *len == 0 ||
+      (*cwd)[0] != '/') {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: cwd must be an absolute path",
+                            NULL, 0);
+    return -1;
+  }
+  return 0;
+}
+
+static int respond_state(app *a, acp_agent_request *req, asession *s,
+                         bool with_id) {
+  size_t n;
+  const char *r;
+
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  if (with_id) {
+    acp_json_write_keyz(a->w, "sessionId");
+    acp_json_write_strz(a->w, s->id);
+  }
+  write_session_state(a, s);
+  acp_json_write_obj_end(a->w);
+  r = wdata(a, &n);
+  return acp_agent_respond(a->agent, req, r, n);
+}
+
+static int on_session_new(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+  const char *cwd;
+  size_t len;
+  asession *s;
+
+  if (check_cwd(agent, req, &cwd, &len) != 0)
+    return 0;
+  s = session_create(a, cwd, len);
+  respond_state(a, req, s, true);
+  return 0;
+}
+
+static asession *session_param(app *a, acp_agent_request *req) {
+  asession *s = find_session(a, acp_agent_request_session_id(req));
+
+  if (s == NULL)
+    acp_agent_respond_error(a->agent, req, -32002,
+                            "Resource not found: "
+                            "no such session",
+                            NULL, 0);
+  return s;
+}
+
+static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+  asession *s;
+  const acp_json_val *v;
+  const char *cwd;
+  size_t len;
+  acp_json_doc *doc = a->doc;
+  const char *hist;
+  char *copy;
+
+  if (check_cwd(agent, req, &cwd, &len) != 0)
+    return 0;
+  s = session_param(a, req);
+  if (s == NULL)
+    return 0;
+  /* Replay the conversation before answering, as session/load requires. */
+  acp_json_write_arr_end(s->history);
+  hist = acp_json_writer_data(s->history, &len);
+  copy = xstrndup(hist, len);
+  acp_json_writer_reset(s->history);
+  if (acp_json_doc_parse(doc, copy, len, NULL) == 0) {
+    acp_json_write_arr_begin(s->history);
+    for (v = acp_json_child(acp_json_doc_root(doc)); v != NULL;
+         v = acp_json_next(v)) {
+      size_t n;
+      const char *raw = acp_json_raw(v, &n);
+      acp_json_write_raw(s->history, raw, n);
+      acp_agent_send_update_raw(agent, s->id, raw, n);
+    }
+  } else {
+    acp_json_write_arr_begin(s->history);
+  }
+  free(copy);
+  respond_state(a, req, s, false);
+  return 0;
+}
+
+static int on_session_resume(acp_agent *agent, acp_agent_request *req,
+                             void *ud) {
+  app *a = ud;
+  asession *s;
+  const char *cwd;
+  size_t len;
+
+  if (check_cwd(agent, req, &cwd, &len) != 0)
+    return 0;
+  s = session_param(a, req);
+  if (s != NULL)
+    respond_state(a, req, s, false);
+  return 0;
+}
+
+static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+  const char *cwd = NULL;
+  const char *cursor = NULL;
+  size_t cwd_len = 0;
+  size_t cursor_len = 0;
+  unsigned long skip = 0;
+  unsigned count = 0;
+  unsigned seen = 0;
+  asession *s;
+  size_t n;
+  const char *r;
+  char buf[32];
+
+  acp_agent_request_param_str(req, "cwd", &cwd, &cwd_len);
+  if (acp_agent_request_param_str(req, "cursor", &cursor, &cursor_len) == 0) {
+    char tmp[24];
+    char *end;
+    snprintf(tmp, sizeof(tmp), "%.*s", (int)(cursor_len < 20 ? cursor_len : 20),
+             cursor);
+    skip = strtoul(tmp, &end, 10);
+    if (*end != '\0' || cursor_len == 0) {
+      acp_agent_respond_error(agent, req, -32602, "Invalid params: bad cursor",
+                              NULL, 0);
+      return 0;
+    }
+  }
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "sessions");
+  acp_json_write_arr_begin(a->w);
+  for (s = a->sessions; s != NULL; s = s->next) {
+    if (cwd != NULL &&
+        (strlen(s->cwd) != cwd_len || memcmp(s->cwd, cwd, cwd_len) != 0))
+      continue;
+    if (seen++ < skip)
+      continue;
+    if (count == LIST_PAGE)
+      break;
+    count++;
+    acp_json_write_obj_begin(a->w);
+    acp_json_write_keyz(a->w, "sessionId");
+    acp_json_write_strz(a->w, s->id);
+    acp_json_write_keyz(a->w, "cwd");
+    acp_json_write_strz(a->w, s->cwd);
+    if (s->title != NULL) {
+      acp_json_write_keyz(a->w, "title");
+      acp_json_write_strz(a->w, s->title);
+    }
+    acp_json_write_obj_end(a->w);
+  }
+  acp_json_write_arr_end(a->w);
+  if (s != NULL) {
+    snprintf(buf, sizeof(buf), "%lu", skip + count);
+    acp_json_write_keyz(a->w, "nextCursor");
+    acp_json_write_strz(a->w, buf);
+  }
+  acp_json_write_obj_end(a->w);
+  r = wdata(a, &n);
+  acp_agent_respond(agent, req, r, n);
+  return 0;
+}
+
+static int on_session_delete(acp_agent *agent, acp_agent_request *req,
+                             void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+
+  if (s != NULL) {
+    session_destroy(a, s);
+    acp_agent_respond_empty(agent, req);
+  }
+  return 0;
+}
+
+static int on_session_set_mode(acp_agent *agent, acp_agent_request *req,
+                               void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+  const char *mode;
+  size_t len;
+
+  if (s == NULL)
+    return 0;
+  if (acp_agent_request_param_str(req, "modeId", &mode, &len) != 0 ||
+      !((len == 3 && memcmp(mode, "ask", 3) == 0) ||
+        (len == 4 && memcmp(mode, "code", 4) == 0))) {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: unknown modeId", NULL, 0);
+    return 0;
+  }
+  snprintf(s->mode, sizeof(s->mode), "%.*s", (int)len, mode);
+  acp_agent_respond_empty(agent, req);
+  acp_agent_send_current_mode(agent, s->id, s->mode);
+  return 0;
+}
+
+static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
+                                 void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+  const acp_json_val *p = acp_agent_request_params(req);
+  const acp_json_val *value = acp_json_obj_getz(p, "value");
+  const char *id;
+  size_t len;
+  bool b;
+  size_t n;
+  const char *r;
+
+  if (s == NULL)
+    return 0;
+  if (acp_agent_request_param_str(req, "configId", &id, &len) != 0) {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: configId is required", NULL, 0);
+    return 0;
+  }
+  if (len == 5 && memcmp(id, "model", 5) == 0 &&
+      (acp_json_str_eq(value, "fast", 4) ||
+       acp_json_str_eq(value, "smart", 5))) {
+    snprintf(s->model, sizeof(s->model), "%s",
+             acp_json_str_eq(value, "fast", 4) ? "fast" : "smart");
+  } else if (len == 7 && memcmp(id, "verbose", 7) == 0 &&
+             acp_json_get_bool(value, &b) == 0) {
+    s->verbose = b;
+  } else {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: unknown config option or value",
+                            NULL, 0);
+    return 0;
+  }
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "configOptions");
+  write_config_options(a, s);
+  acp_json_write_obj_end(a->w);
+  r = wdata(a, &n);
+  acp_agent_respond(agent, req, r, n);
+  return 0;
+}
+
+static int on_session_close(acp_agent *agent, acp_agent_request *req,
+                            void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+
+  if (s == NULL)
+    return 0;
+  /* Closing cancels the running turn and frees the session; it stays
+   * loadable only while it exists, so close forgets it like delete. */
+  session_destroy(a, s);
+  acp_agent_respond_empty(agent, req);
+  return 0;
+}
+
+static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
+                             void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+  const acp_json_val *prompt;
+  const acp_rpc_msg *msg = acp_agent_request_msg(req);
+  turn *t;
+  char *text;
+  size_t len = 0;
+
+  if (s == NULL)
+    return 0;
+  prompt = acp_json_obj_getz(acp_agent_request_params(req), "prompt");
+  if (acp_json_type_of(prompt) != ACP_JSON_ARRAY) {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: prompt must be an array", NULL, 0);
+    return 0;
+  }
+  if (s->turn != NULL) {
+    acp_agent_respond_error(agent, req, -32600,
+                            "a prompt turn is already running in this session",
+                            NULL, 0);
+    return 0;
+  }
+  text = prompt_text(msg, prompt, &len);
+  if (text == NULL)
+    return ACP_ERR_NOMEM;
+  {
+    /* The user's message is part of the history a load replays. */
+    acp_json_writer *w = a->w;
+    size_t n;
+    const char *u;
+    acp_json_writer_reset(w);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "sessionUpdate");
+    acp_json_write_strz(w, "user_message_chunk");
+    acp_json_write_keyz(w, "content");
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "type");
+    acp_json_write_strz(w, "text");
+    acp_json_write_keyz(w, "text");
+    acp_json_write_str(w, text, len);
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+    if (!a->echo) {
+      u = wdata(a, &n);
+      history_add(s, u, n);
+    }
+  }
+  if (a->echo) {
+    /* The benchmark workload: one chunk with the prompt, then end_turn. */
+    acp_agent_send_message_chunk(agent, s->id, text, len, NULL, 0);
+    free(text);
+    acp_agent_respond_prompt(agent, req, "end_turn", NULL, 0);
+    return 0;
+  }
+  t = calloc(1, sizeof(*t));
+  if (t == NULL) {
+    free(text);
+    return ACP_ERR_NOMEM;
+  }
+  t->a = a;
+  t->s = s;
+  t->req = req;
+  t->refs = 1;
+  if (script_parse(&t->sc, text, len) != 0) {
+    free(text);
+    free(t);
+    return ACP_ERR_NOMEM;
+  }
+  free(text);
+  s->turn = t;
+  turn_run(t);
+  return 0;
+}
+
+static int on_session_cancel(acp_agent *agent, const char *session_id,
+                             size_t session_id_len, acp_agent_request *prompt,
+                             const acp_rpc_msg *msg, void *ud) {
+  app *a = ud;
+  asession *s;
+  char id[256];
+
+  (void)agent;
+  (void)prompt;
+  (void)msg;
+  snprintf(id, sizeof(id), "%.*s",
+           (int)(session_id_len < 255 ? session_id_len : 255), session_id);
+  s = find_session(a, id);
+  if (s != NULL && s->turn != NULL)
+    turn_finish(s->turn, "cancelled");
+  return 0;
+}
+
+/* MARK: - Main */
+
+static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
+  app *a = ud;
+
+  (void)r;
+  (void)reason;
+  if (a->closing)
+    return;
+  a->closing = true;
+  acp_uv_signals_close(a->sig);
+  a->sig = NULL;
+  acp_uv_rpc_close(a->rpc, NULL);
+  a->rpc = NULL;
+  acp_uv_link_close(a->link, 2000, NULL, NULL);
+  a->link = NULL;
+}
+
+static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
+  (void)sig;
+  (void)signum;
+  on_rpc_end(NULL, 0, ud);
+}
+
+static void walk_close(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+int cmd_agent(int argc, char **argv) {
+  app a;
+  acp_agent_callbacks *cbs = NULL;
+  int i;
+  int ok;
+  int rv = CLI_EXIT_FAILURE;
+  const char *v;
+
+  memset(&a, 0, sizeof(a));
+  a.name = "acp-agent";
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      fputs(agent_usage, stdout);
+      fputs(script_help, stdout);
+      return CLI_EXIT_OK;
+    } else if (strcmp(argv[i], "--echo") == 0) {
+      a.echo = true;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--name", &ok)) != NULL) {
+      a.name = v;
+    } else {
+      if (ok < 0)
+        return CLI_EXIT_USAGE;
+      cli_err("agent", "unknown option '%s' (see acp agent --help)", argv[i]);
+      return CLI_EXIT_USAGE;
+    }
+  }
+  acp_uv_ignore_sigpipe();
+  if (uv_loop_init(&a.loop) != 0)
+    return CLI_EXIT_FAILURE;
+  if (acp_json_writer_new(&a.w, 0, NULL) != 0 ||
+      acp_json_doc_new(&a.doc, NULL) != 0 || acp_agent_callbacks_new(&cbs) != 0)
+    goto cleanup;
+  acp_agent_callbacks_set_on_initialize(cbs, on_initialize);
+  acp_agent_callbacks_set_on_authenticate(cbs, on_authenticate);
+  acp_agent_callbacks_set_on_logout(cbs, on_empty);
+  acp_agent_callbacks_set_on_session_new(cbs, on_session_new);
+  acp_agent_callbacks_set_on_session_load(cbs, on_session_load);
+  acp_agent_callbacks_set_on_session_resume(cbs, on_session_resume);
+  acp_agent_callbacks_set_on_session_list(cbs, on_session_list);
+  acp_agent_callbacks_set_on_session_delete(cbs, on_session_delete);
+  acp_agent_callbacks_set_on_session_close(cbs, on_session_close);
+  acp_agent_callbacks_set_on_session_set_mode(cbs, on_session_set_mode);
+  acp_agent_callbacks_set_on_session_set_config_option(cbs,
+                                                       on_session_set_config);
+  acp_agent_callbacks_set_on_session_prompt(cbs, on_session_prompt);
+  acp_agent_callbacks_set_on_session_cancel(cbs, on_session_cancel);
+  if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
+    goto cleanup;
+  if (acp_uv_link_new_fds(&a.link, &a.loop, 0, 1, NULL) != 0) {
+    cli_err("agent", "cannot use stdin/stdout");
+    goto cleanup;
+  }
+  if (acp_uv_rpc_new(&a.rpc, a.link, acp_agent_session(a.agent), on_rpc_end, &a,
+                     NULL) != 0)
+    goto cleanup;
+  acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);
+  uv_run(&a.loop, UV_RUN_DEFAULT);
+  rv = CLI_EXIT_OK;
+cleanup:
+  if (!a.closing) {
+    a.closing = true;
+    acp_uv_signals_close(a.sig);
+    acp_uv_rpc_close(a.rpc, NULL);
+    if (a.link != NULL)
+      acp_uv_link_close(a.link, 0, NULL, NULL);
+  }
+  uv_run(&a.loop, UV_RUN_DEFAULT);
+  while (a.sessions != NULL)
+    session_destroy(&a, a.sessions);
+  uv_run(&a.loop, UV_RUN_DEFAULT);
+  uv_walk(&a.loop, walk_close, NULL);
+  uv_run(&a.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&a.loop);
+  acp_agent_free(a.agent);
+  acp_agent_callbacks_free(cbs);
+  acp_json_doc_free(a.doc);
+  acp_json_writer_free(a.w);
+  return rv;
+}

@@ -1,0 +1,297 @@
+/*
+ * `acp bench-client`: the prompt-turn benchmark client (bench/README.md has
+ * the contract it shares with bench/turns/ts_client.mjs). It drives any
+ * agent through N sequential turns of one payload each and prints one JSON
+ * line of measurements.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "acp/client.h"
+#include "acp/json.h"
+#include "acp/uv.h"
+#include "cli.h"
+
+static const char bench_usage[] =
+    "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
+    "                        -- AGENT_CMD [ARGS...]\n"
+    "\n"
+    "Run N sequential prompt turns of BYTES bytes each against the agent\n"
+    "(which must echo the prompt in one agent_message_chunk, as\n"
+    "`acp agent --echo` does) and print one JSON line: round trips/s, MiB/s,\n"
+    "median and p99 latency, peak RSS of both processes.\n";
+
+typedef struct bench {
+  uv_loop_t loop;
+  acp_client *client;
+  acp_uv_process *agent;
+  acp_uv_rpc *rpc;
+  char *payload;
+  size_t size;
+  long turns;
+  long done;
+  char *session_id;
+  uint64_t *lat; /* nanoseconds per turn */
+  uint64_t t_start;
+  uint64_t t_turn;
+  uint64_t t_end;
+  long chunks;
+  size_t chunk_len;
+  long other_updates;
+  long agent_rss_kib;
+  int64_t agent_exit;
+  bool agent_exited;
+  int failed;
+  char err[256];
+} bench;
+
+static void fail(bench *b, const char *msg) {
+  if (b->failed)
+    return;
+  b->failed = 1;
+  snprintf(b->err, sizeof(b->err), "%s", msg);
+}
+
+static long vmhwm_kib(int pid) {
+  char path[64];
+  char line[256];
+  long kib = -1;
+  FILE *f;
+
+  snprintf(path, sizeof(path), "/proc/%d/status", pid);
+  f = fopen(path, "r");
+  if (f == NULL)
+    return -1;
+  while (fgets(line, sizeof(line), f) != NULL)
+    if (strncmp(line, "VmHWM:", 6) == 0)
+      kib = strtol(line + 6, NULL, 10);
+  fclose(f);
+  return kib;
+}
+
+static void finish(bench *b) {
+  b->agent_rss_kib = vmhwm_kib(acp_uv_process_pid(b->agent));
+  acp_uv_rpc_close(b->rpc, NULL);
+  b->rpc = NULL;
+  acp_uv_process_shutdown(b->agent, NULL);
+}
+
+static int on_update(acp_client *c, const acp_client_update *u, void *ud) {
+  bench *b = ud;
+
+  (void)c;
+  if (u->kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK && u->text != NULL) {
+    b->chunks++;
+    b->chunk_len = u->text_len;
+  } else {
+    b->other_updates++;
+  }
+  return 0;
+}
+
+static void next_turn(bench *b);
+
+static int on_prompt(acp_client *c, const acp_rpc_msg *msg, void *ud) {
+  bench *b = ud;
+  uint64_t now = uv_hrtime();
+
+  (void)c;
+  b->lat[b->done] = now - b->t_turn;
+  if (msg->result == NULL) {
+    fail(b, "session/prompt failed");
+  } else if (!acp_json_str_eq(acp_json_obj_getz(msg->result, "stopReason"),
+                              "end_turn", 8)) {
+    fail(b, "stopReason is not end_turn");
+  } else if (b->chunks != 1 || b->chunk_len != b->size ||
+             b->other_updates != 0) {
+    fail(b, "the turn did not echo exactly one chunk of the payload size");
+  }
+  b->done++;
+  if (b->failed || b->done == b->turns) {
+    b->t_end = now;
+    finish(b);
+    return 0;
+  }
+  next_turn(b);
+  return 0;
+}
+
+static void next_turn(bench *b) {
+  b->chunks = 0;
+  b->chunk_len = 0;
+  b->other_updates = 0;
+  b->t_turn = uv_hrtime();
+  if (acp_client_prompt_text(b->client, b->session_id, b->payload, b->size,
+                             on_prompt, b, NULL) != 0) {
+    fail(b, "cannot send session/prompt");
+    finish(b);
+  }
+}
+
+static int on_session(acp_client *c, const acp_rpc_msg *msg, void *ud) {
+  bench *b = ud;
+  const acp_json_val *v = acp_json_obj_getz(msg->result, "sessionId");
+  const char *s;
+  size_t n;
+
+  (void)c;
+  if (v == NULL || acp_json_doc_str(msg->doc, v, &s, &n) != 0) {
+    fail(b, "session/new failed");
+    finish(b);
+    return 0;
+  }
+  b->session_id = strndup(s, n);
+  b->t_start = uv_hrtime();
+  next_turn(b);
+  return 0;
+}
+
+static int on_init(acp_client *c, const acp_rpc_msg *msg, void *ud) {
+  bench *b = ud;
+  char cwd[4096];
+
+  if (msg->result == NULL || getcwd(cwd, sizeof(cwd)) == NULL) {
+    fail(b, "initialize failed");
+    finish(b);
+    return 0;
+  }
+  if (acp_client_session_new(c, cwd, "[]", 2, on_session, b, NULL) != 0) {
+    fail(b, "cannot send session/new");
+    finish(b);
+  }
+  return 0;
+}
+
+static void on_exit_cb(acp_uv_process *p, int64_t status, int sig, void *ud) {
+  bench *b = ud;
+
+  (void)p;
+  b->agent_exited = true;
+  b->agent_exit = sig ? 128 + sig : status;
+  if (b->rpc != NULL) {
+    fail(b, "the agent exited early");
+    b->t_end = uv_hrtime();
+    acp_uv_rpc_close(b->rpc, NULL);
+    b->rpc = NULL;
+  }
+}
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x;
+  uint64_t c = *(const uint64_t *)y;
+
+  return a < c ? -1 : a > c;
+}
+
+/* Nearest-rank percentile, in microseconds. */
+static double pct_us(const uint64_t *v, long n, double p) {
+  long rank;
+
+  if (n <= 0)
+    return 0;
+  rank = (long)(p / 100.0 * (double)n + 0.999999);
+  if (rank < 1)
+    rank = 1;
+  if (rank > n)
+    rank = n;
+  return (double)v[rank - 1] / 1000.0;
+}
+
+int cmd_bench_client(int argc, char **argv) {
+  bench b;
+  acp_client_callbacks *cbs = NULL;
+  acp_uv_process_options *opts = NULL;
+  const char *impl = "ours";
+  const char *v;
+  int i;
+  int ok;
+  int rv = CLI_EXIT_FAILURE;
+  double secs;
+
+  memset(&b, 0, sizeof(b));
+  b.size = 5;
+  b.turns = 20000;
+  b.agent_exit = -1;
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) {
+      i++;
+      break;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      fputs(bench_usage, stdout);
+      return CLI_EXIT_OK;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--payload", &ok)) != NULL) {
+      b.size = strtoul(v, NULL, 10);
+    } else if ((v = cli_opt_value(argc, argv, &i, "--turns", &ok)) != NULL) {
+      b.turns = strtol(v, NULL, 10);
+    } else if ((v = cli_opt_value(argc, argv, &i, "--impl", &ok)) != NULL) {
+      impl = v;
+    } else {
+      if (ok < 0)
+        return CLI_EXIT_USAGE;
+      cli_err("bench-client", "unknown option '%s'", argv[i]);
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (i >= argc || b.turns <= 0) {
+    fputs(bench_usage, stderr);
+    return CLI_EXIT_USAGE;
+  }
+  b.payload = malloc(b.size ? b.size : 1);
+  b.lat = calloc((size_t)b.turns, sizeof(uint64_t));
+  if (b.payload == NULL || b.lat == NULL)
+    return CLI_EXIT_FAILURE;
+  for (size_t k = 0; k < b.size; k++)
+    b.payload[k] = (char)('a' + k % 26);
+  acp_uv_ignore_sigpipe();
+  uv_loop_init(&b.loop);
+  if (acp_client_callbacks_new(&cbs) != 0 ||
+      acp_uv_process_options_new(&opts, NULL) != 0)
+    goto cleanup;
+  acp_client_callbacks_set_on_session_update(cbs, on_update);
+  if (acp_client_new(&b.client, cbs, &b, NULL, NULL) != 0)
+    goto cleanup;
+  acp_uv_process_options_set_argv(opts, (const char *const *)(argv + i));
+  acp_uv_process_options_set_exit_cb(opts, on_exit_cb);
+  if (acp_uv_process_spawn(&b.agent, &b.loop, opts, &b, NULL, NULL) != 0) {
+    cli_err("bench-client", "cannot start %s", argv[i]);
+    goto cleanup;
+  }
+  if (acp_uv_rpc_new(&b.rpc, acp_uv_process_link(b.agent),
+                     acp_client_session(b.client), NULL, &b, NULL) != 0 ||
+      acp_client_initialize(b.client, "{}", 2, NULL, 0, on_init, &b, NULL) != 0)
+    goto cleanup;
+  uv_run(&b.loop, UV_RUN_DEFAULT);
+  if (b.failed) {
+    cli_err("bench-client", "%s (after %ld turns)", b.err, b.done);
+    goto cleanup;
+  }
+  qsort(b.lat, (size_t)b.done, sizeof(uint64_t), cmp_u64);
+  secs = (double)(b.t_end - b.t_start) / 1e9;
+  printf("{\"impl\":\"%s\",\"payload\":%zu,\"turns\":%ld,\"seconds\":%.4f,"
+         "\"rtps\":%.1f,\"mibps\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+         "\"client_peak_rss_kib\":%ld,\"agent_peak_rss_kib\":%ld,"
+         "\"agent_pid\":%d,\"agent_exit\":%lld}\n",
+         impl, b.size, b.done, secs, (double)b.done / secs,
+         (double)b.done * (double)b.size / secs / 1048576.0,
+         pct_us(b.lat, b.done, 50), pct_us(b.lat, b.done, 99),
+         vmhwm_kib(getpid()), b.agent_rss_kib, acp_uv_process_pid(b.agent),
+         (long long)b.agent_exit);
+  rv = CLI_EXIT_OK;
+cleanup:
+  if (b.rpc != NULL)
+    acp_uv_rpc_close(b.rpc, NULL);
+  if (b.agent != NULL)
+    acp_uv_process_close(b.agent, NULL);
+  uv_run(&b.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&b.loop);
+  acp_client_free(b.client);
+  acp_client_callbacks_free(cbs);
+  acp_uv_process_options_free(opts);
+  free(b.payload);
+  free(b.lat);
+  free(b.session_id);
+  return rv;
+}

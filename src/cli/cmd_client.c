@@ -1,0 +1,1198 @@
+/*
+ * `acp client`: a terminal client for any ACP agent. It spawns the agent,
+ * streams its text to stdout (notes such as tool calls and plans go to
+ * stderr, so stdout is exactly what the agent said), asks the user on
+ * permission requests, serves file requests inside the session's cwd and
+ * runs terminal requests.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "acp/client.h"
+#include "acp/json.h"
+#include "acp/uv.h"
+#include "acp/version.h"
+#include "cli.h"
+
+#define MAX_FILE (64u << 20)
+#define DEFAULT_TERM_LIMIT (1u << 20)
+
+static const char client_usage[] =
+    "usage: acp client [-p PROMPT] [--cwd DIR] [--yes] [--quiet]\n"
+    "                  [-- AGENT_CMD [ARGS...]]\n"
+    "\n"
+    "A terminal client for any ACP agent (default: acp agent). The agent's\n"
+    "text goes to stdout as it streams; tool calls, plans, permission\n"
+    "questions and other notes go to stderr.\n"
+    "\n"
+    "options:\n"
+    "  -p, --prompt TEXT  run one prompt turn and exit; the exit status\n"
+    "                     reflects the stop reason: 0 end_turn, 3 cancelled,\n"
+    "                     4 refusal, 5 max_tokens, 6 max_turn_requests,\n"
+    "                     1 on an error\n"
+    "  --cwd DIR          the session's working directory (default: .);\n"
+    "                     file requests outside it are refused\n"
+    "  --yes              allow every permission request (first allow\n"
+    "                     option) without asking\n"
+    "  --quiet            do not print notes on stderr\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Interactive use: each line you type is a prompt; Ctrl-C cancels the\n"
+    "running turn (a second Ctrl-C, or Ctrl-D when idle, quits).\n";
+
+typedef struct capp capp;
+
+typedef struct term {
+  capp *a;
+  char id[32];
+  acp_uv_process *p;
+  char *out;
+  size_t len;
+  size_t limit;
+  bool truncated;
+  bool exited;
+  bool eof;
+  int64_t exit_code;
+  int signal;
+  acp_client_request *waiters[8];
+  size_t nwaiters;
+  struct term *next;
+} term;
+
+enum cstate { ST_INIT, ST_NEW, ST_IDLE, ST_PROMPT, ST_DONE };
+
+struct capp {
+  uv_loop_t loop;
+  acp_client *client;
+  acp_uv_process *agent;
+  acp_uv_rpc *rpc;
+  acp_uv_link *in;
+  acp_uv_signals *sig;
+  acp_json_writer *w;
+  char cwd[PATH_MAX];
+  char *session_id;
+  const char *prompt;
+  bool yes;
+  bool quiet;
+  bool interactive;
+  bool stdin_eof;
+  bool at_line_start;
+  bool closing;
+  enum cstate state;
+  int exit_code;
+  int cancels;
+  char *line; /* partial stdin line */
+  size_t line_len;
+  acp_client_request *perm;   /* permission waiting for the user */
+  char *perm_options;         /* copy of the options array */
+  acp_client_request *elicit; /* elicitation waiting for the user */
+  term *terms;
+  unsigned next_term;
+};
+
+static void app_quit(capp *a, int code);
+static void read_stdin(capp *a);
+
+/* MARK: - Output */
+
+static void note(capp *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void note(capp *a, const char *fmt, ...) {
+  va_list ap;
+
+  if (a->quiet)
+    return;
+  if (!a->at_line_start) {
+    fputc('\n', stdout);
+    fflush(stdout);
+    a->at_line_start = true;
+  }
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+static void out_text(capp *a, const char *s, size_t n) {
+  if (n == 0)
+    return;
+  fwrite(s, 1, n, stdout);
+  fflush(stdout);
+  a->at_line_start = s[n - 1] == '\n';
+}
+
+static int jstr(const acp_rpc_msg *msg, const acp_json_val *obj,
+                const char *key, const char **s, size_t *len) {
+  const acp_json_val *v = acp_json_obj_getz(obj, key);
+
+  if (v == NULL || acp_json_type_of(v) != ACP_JSON_STRING)
+    return -1;
+  return acp_json_doc_str(msg->doc, v, s, len);
+}
+
+/* MARK: - Session updates */
+
+static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
+  capp *a = ud;
+  const char *s = NULL;
+  const char *s2 = NULL;
+  size_t n = 0;
+  size_t n2 = 0;
+  const acp_json_val *e;
+
+  (void)client;
+  switch (u->kind) {
+  case ACP_UPDATE_AGENT_MESSAGE_CHUNK:
+    if (u->text != NULL)
+      out_text(a, u->text, u->text_len);
+    break;
+  case ACP_UPDATE_AGENT_THOUGHT_CHUNK:
+    if (u->text != NULL)
+      note(a, "(thinking) %.*s\n", (int)u->text_len, u->text);
+    break;
+  case ACP_UPDATE_USER_MESSAGE_CHUNK:
+    if (u->text != NULL)
+      note(a, "> %.*s\n", (int)u->text_len, u->text);
+    break;
+  case ACP_UPDATE_TOOL_CALL:
+    jstr(u->msg, u->update, "title", &s, &n);
+    jstr(u->msg, u->update, "status", &s2, &n2);
+    note(a, "[tool] %.*s (%.*s)\n", (int)n, s ? s : "", (int)n2,
+         s2 ? s2 : "pending");
+    break;
+  case ACP_UPDATE_TOOL_CALL_UPDATE:
+    jstr(u->msg, u->update, "toolCallId", &s, &n);
+    if (jstr(u->msg, u->update, "status", &s2, &n2) == 0)
+      note(a, "[tool] %.*s: %.*s\n", (int)n, s, (int)n2, s2);
+    break;
+  case ACP_UPDATE_PLAN:
+    /* One line per plan update keeps a plan's progress readable. */
+    note(a, "[plan]");
+    for (e = acp_json_child(acp_json_obj_getz(u->update, "entries")); e != NULL;
+         e = acp_json_next(e)) {
+      const char *mark = "[ ]";
+      jstr(u->msg, e, "content", &s, &n);
+      if (jstr(u->msg, e, "status", &s2, &n2) == 0) {
+        if (n2 == 9 && memcmp(s2, "completed", 9) == 0)
+          mark = "[x]";
+        else if (n2 == 11 && memcmp(s2, "in_progress", 11) == 0)
+          mark = "[>]";
+      }
+      note(a, " %s %.*s", mark, (int)n, s ? s : "");
+    }
+    note(a, "\n");
+    break;
+  case ACP_UPDATE_CURRENT_MODE_UPDATE:
+    jstr(u->msg, u->update, "currentModeId", &s, &n);
+    note(a, "[mode] %.*s\n", (int)n, s ? s : "");
+    break;
+  case ACP_UPDATE_SESSION_INFO_UPDATE:
+    if (jstr(u->msg, u->update, "title", &s, &n) == 0)
+      note(a, "[title] %.*s\n", (int)n, s);
+    break;
+  default:
+    note(a, "[%.*s]\n", (int)u->kind_name_len, u->kind_name);
+    break;
+  }
+  return 0;
+}
+
+/* MARK: - Permission requests and elicitation */
+
+static void answer_permission(capp *a, const char *choice, size_t len) {
+  acp_json_doc *doc = NULL;
+  const acp_json_val *opt;
+  const char *pick = NULL;
+  size_t pick_len = 0;
+  unsigned idx = 0;
+  unsigned want = 0;
+  char id[256];
+
+  if (len > 0 && choice[0] >= '1' && choice[0] <= '9')
+    want = (unsigned)strtoul(choice, NULL, 10);
+  if (acp_json_doc_new(&doc, NULL) == 0 &&
+      acp_json_doc_parse(doc, a->perm_options, strlen(a->perm_options), NULL) ==
+          0) {
+    for (opt = acp_json_child(acp_json_doc_root(doc)); opt != NULL;
+         opt = acp_json_next(opt)) {
+      const char *oid = NULL;
+      const char *kind = NULL;
+      size_t oid_len = 0;
+      size_t kind_len = 0;
+      const acp_json_val *v = acp_json_obj_getz(opt, "optionId");
+      if (v == NULL || acp_json_doc_str(doc, v, &oid, &oid_len) != 0)
+        continue;
+      v = acp_json_obj_getz(opt, "kind");
+      if (v != NULL)
+        acp_json_doc_str(doc, v, &kind, &kind_len);
+      idx++;
+      /* A number picks that option; no choice picks the first allow
+       * option under --yes and the first reject option otherwise (no
+       * input left to ask with). */
+      if (want != 0 ? idx == want
+                    : kind != NULL &&
+                          kind_len >= strlen(a->yes ? "allow" : "reject") &&
+                          memcmp(kind, a->yes ? "allow" : "reject",
+                                 strlen(a->yes ? "allow" : "reject")) == 0) {
+        pick = oid;
+        pick_len = oid_len;
+        break;
+      }
+    }
+  }
+  if (pick == NULL) {
+    note(a, "no such option; the request is rejected\n");
+    acp_client_respond_cancelled(a->client, a->perm);
+  } else {
+    snprintf(id, sizeof(id), "%.*s", (int)(pick_len < 255 ? pick_len : 255),
+             pick);
+    note(a, "-> %s\n", id);
+    acp_client_respond_permission(a->client, a->perm, id);
+  }
+  acp_json_doc_free(doc);
+  free(a->perm_options);
+  a->perm_options = NULL;
+  a->perm = NULL;
+}
+
+static int on_permission(acp_client *client, acp_client_request *req,
+                         void *ud) {
+  capp *a = ud;
+  const acp_json_val *p = acp_client_request_params(req);
+  const acp_json_val *opts = acp_json_obj_getz(p, "options");
+  const acp_json_val *tc = acp_json_obj_getz(p, "toolCall");
+  const acp_rpc_msg *msg = acp_client_request_msg(req);
+  const acp_json_val *o;
+  const char *title = NULL;
+  size_t tlen = 0;
+  size_t n;
+  const char *raw;
+  unsigned i = 0;
+
+  if (acp_json_type_of(opts) != ACP_JSON_ARRAY || a->perm != NULL) {
+    acp_client_respond_error(client, req, -32602,
+                             a->perm ? "another permission request is pending"
+                                     : "Invalid params: options required",
+                             NULL, 0);
+    return 0;
+  }
+  jstr(msg, tc, "title", &title, &tlen);
+  raw = acp_json_raw(opts, &n);
+  a->perm_options = malloc(n + 1);
+  if (a->perm_options == NULL)
+    return ACP_ERR_NOMEM;
+  memcpy(a->perm_options, raw, n);
+  a->perm_options[n] = '\0';
+  a->perm = req;
+  note(a, "[permission] %.*s\n", (int)tlen, title ? title : "(tool call)");
+  for (o = acp_json_child(opts); o != NULL; o = acp_json_next(o)) {
+    const char *name = NULL;
+    size_t nlen = 0;
+    jstr(msg, o, "name", &name, &nlen);
+    note(a, "  %u) %.*s\n", ++i, (int)nlen, name ? name : "?");
+  }
+  if (a->yes) {
+    note(a, "--yes: allowing\n");
+    answer_permission(a, "", 0);
+    /* An empty choice picks the first allow option under --yes. */
+    return 0;
+  }
+  if (a->stdin_eof) {
+    note(a, "no input to answer with; rejecting\n");
+    answer_permission(a, "", 0);
+    return 0;
+  }
+  note(a, "choose 1-%u: ", i);
+  read_stdin(a);
+  return 0;
+}
+
+static int on_elicitation(acp_client *client, acp_client_request *req,
+                          void *ud) {
+  capp *a = ud;
+  const char *m = NULL;
+  size_t n = 0;
+
+  acp_client_request_param_str(req, "message", &m, &n);
+  note(a, "[question] %.*s\n", (int)n, m ? m : "");
+  if (a->yes || a->stdin_eof || a->elicit != NULL) {
+    note(a, "declined (no interactive answer)\n");
+    acp_client_respond(client, req, "{\"action\":\"decline\"}", 20);
+    return 0;
+  }
+  a->elicit = req;
+  note(a, "answer: ");
+  read_stdin(a);
+  return 0;
+}
+
+static void answer_elicitation(capp *a, const char *text, size_t len) {
+  size_t n;
+  const char *r;
+
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "action");
+  acp_json_write_strz(a->w, "accept");
+  acp_json_write_keyz(a->w, "content");
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "answer");
+  acp_json_write_str(a->w, text, len);
+  acp_json_write_obj_end(a->w);
+  acp_json_write_obj_end(a->w);
+  r = acp_json_writer_data(a->w, &n);
+  if (acp_json_writer_error(a->w) != 0)
+    acp_client_respond(a->client, a->elicit, "{\"action\":\"decline\"}", 20);
+  else
+    acp_client_respond(a->client, a->elicit, r, n);
+  a->elicit = NULL;
+}
+
+/* MARK: - Files, confined to the session's cwd */
+
+/* Resolve `path` (absolute, as ACP requires) and check it lies inside cwd.
+ * For a file that does not exist yet, its directory must. */
+static int confine(capp *a, const char *path, char *out, bool may_create) {
+  char dir[PATH_MAX];
+  const char *slash;
+  size_t cl = strlen(a->cwd);
+
+  if (path[0] != '/')
+    return -1;
+  if (realpath(path, out) == NULL) {
+    if (!may_create || errno != ENOENT)
+      return -2;
+    slash = strrchr(path, '/');
+    if (slash == NULL || (size_t)(slash - path) >= sizeof(dir))
+      return -1;
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash - path] = '\0';
+    if (realpath(dir[0] ? dir : "/", out) == NULL)
+      return -2;
+    if (strlen(out) + strlen(slash) >= PATH_MAX)
+      return -1;
+    strcat(out, slash);
+  }
+  if (strncmp(out, a->cwd, cl) != 0 || (out[cl] != '/' && out[cl] != '\0'))
+    return -1;
+  return 0;
+}
+
+static int on_read_file(acp_client *client, acp_client_request *req, void *ud) {
+  capp *a = ud;
+  const acp_json_val *p = acp_client_request_params(req);
+  char path[PATH_MAX];
+  char real[PATH_MAX];
+  const char *s;
+  size_t n;
+  int64_t line = 1;
+  int64_t limit = -1;
+  FILE *f;
+  char *buf;
+  size_t len;
+  const char *start;
+  const char *end;
+  int rv;
+
+  if (acp_client_request_param_str(req, "path", &s, &n) != 0 ||
+      n >= sizeof(path)) {
+    acp_client_respond_error(client, req, -32602,
+                             "Invalid params: path required", NULL, 0);
+    return 0;
+  }
+  memcpy(path, s, n);
+  path[n] = '\0';
+  if (acp_json_obj_getz(p, "line") != NULL &&
+      acp_json_type_of(acp_json_obj_getz(p, "line")) != ACP_JSON_NULL &&
+      (acp_json_get_int64(acp_json_obj_getz(p, "line"), &line) != 0 ||
+       line < 1)) {
+    acp_client_respond_error(client, req, -32602,
+                             "Invalid params: line must be >= 1", NULL, 0);
+    return 0;
+  }
+  if (acp_json_obj_getz(p, "limit") != NULL &&
+      acp_json_type_of(acp_json_obj_getz(p, "limit")) != ACP_JSON_NULL &&
+      (acp_json_get_int64(acp_json_obj_getz(p, "limit"), &limit) != 0 ||
+       limit < 0)) {
+    acp_client_respond_error(client, req, -32602,
+                             "Invalid params: limit must be >= 0", NULL, 0);
+    return 0;
+  }
+  rv = confine(a, path, real, false);
+  if (rv == -1) {
+    note(a, "[fs] refused read outside %s: %s\n", a->cwd, path);
+    acp_client_respond_error(client, req, -32602,
+                             "Invalid params: path is outside the session's "
+                             "working directory",
+                             NULL, 0);
+    return 0;
+  }
+  f = rv == 0 ? fopen(real, "rb") : NULL;
+  if (f == NULL) {
+    acp_client_respond_error(client, req, -32002, "Resource not found", NULL,
+                             0);
+    return 0;
+  }
+  buf = malloc(MAX_FILE);
+  len = buf ? fread(buf, 1, MAX_FILE, f) : 0;
+  fclose(f);
+  if (buf == NULL)
+    return ACP_ERR_NOMEM;
+  start = buf;
+  end = buf + len;
+  while (line > 1 && start < end) {
+    const char *nl = memchr(start, '\n', (size_t)(end - start));
+    start = nl ? nl + 1 : end;
+    line--;
+  }
+  if (limit >= 0) {
+    const char *q = start;
+    while (limit > 0 && q < end) {
+      const char *nl = memchr(q, '\n', (size_t)(end - q));
+      q = nl ? nl + 1 : end;
+      limit--;
+    }
+    end = q;
+  }
+  note(a, "[fs] read %s\n", real);
+  if (acp_client_respond_read_text_file(client, req, start,
+                                        (size_t)(end - start)) != 0)
+    acp_client_respond_error(client, req, -32603,
+                             "file is not valid UTF-8 text", NULL, 0);
+  free(buf);
+  return 0;
+}
+
+static int on_write_file(acp_client *client, acp_client_request *req,
+                         void *ud) {
+  capp *a = ud;
+  const acp_rpc_msg *msg = acp_client_request_msg(req);
+  const acp_json_val *p = acp_client_request_params(req);
+  char path[PATH_MAX];
+  char real[PATH_MAX];
+  const char *s;
+  const char *content;
+  size_t n;
+  size_t clen;
+  FILE *f;
+
+  if (acp_client_request_param_str(req, "path", &s, &n) != 0 ||
+      n >= sizeof(path) || jstr(msg, p, "content", &content, &clen) != 0) {
+    acp_client_respond_error(client, req, -32602,
+                             "Invalid params: path and content required", NULL,
+                             0);
+    return 0;
+  }
+  memcpy(path, s, n);
+  path[n] = '\0';
+  if (confine(a, path, real, true) != 0) {
+    note(a, "[fs] refused write outside %s: %s\n", a->cwd, path);
+    acp_client_respond_error(client, req, -32602,
+                             "Invalid params: path is outside the session's "
+                             "working directory",
+                             NULL, 0);
+    return 0;
+  }
+  f = fopen(real, "wb");
+  if (f == NULL || fwrite(content, 1, clen, f) != clen) {
+    if (f != NULL)
+      fclose(f);
+    acp_client_respond_error(client, req, -32603, "cannot write the file", NULL,
+                             0);
+    return 0;
+  }
+  fclose(f);
+  note(a, "[fs] wrote %s (%zu bytes)\n", real, clen);
+  acp_client_respond(client, req, "null", 4);
+  return 0;
+}
+
+/* MARK: - Terminals */
+
+static term *find_term(capp *a, acp_client_request *req) {
+  const char *id;
+  size_t n;
+  term *t;
+
+  if (acp_client_request_param_str(req, "terminalId", &id, &n) != 0)
+    return NULL;
+  for (t = a->terms; t != NULL; t = t->next)
+    if (strlen(t->id) == n && memcmp(t->id, id, n) == 0)
+      return t;
+  return NULL;
+}
+
+static void write_exit_status(capp *a, term *t) {
+  static const struct {
+    int num;
+    const char *name;
+  } sigs[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+              {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGSEGV, "SIGSEGV"},
+              {SIGPIPE, "SIGPIPE"}, {SIGTERM, "SIGTERM"}};
+  size_t i;
+
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "exitCode");
+  if (t->signal == 0)
+    acp_json_write_int(a->w, t->exit_code);
+  else
+    acp_json_write_null(a->w);
+  acp_json_write_keyz(a->w, "signal");
+  if (t->signal == 0) {
+    acp_json_write_null(a->w);
+  } else {
+    char buf[16];
+    snprintf(buf, sizeof(buf), "SIG%d", t->signal);
+    for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+      if (sigs[i].num == t->signal)
+        snprintf(buf, sizeof(buf), "%s", sigs[i].name);
+    acp_json_write_strz(a->w, buf);
+  }
+  acp_json_write_obj_end(a->w);
+}
+
+static void term_answer_waiters(term *t) {
+  capp *a = t->a;
+  size_t i;
+  size_t n;
+  const char *r;
+
+  if (!t->exited || !t->eof)
+    return;
+  for (i = 0; i < t->nwaiters; i++) {
+    acp_json_writer_reset(a->w);
+    write_exit_status(a, t);
+    r = acp_json_writer_data(a->w, &n);
+    acp_client_respond(a->client, t->waiters[i], r, n);
+  }
+  t->nwaiters = 0;
+}
+
+static void term_read(acp_uv_link *link, int status, const char *data,
+                      size_t len, void *ud) {
+  term *t = ud;
+
+  (void)link;
+  if (status != 0 || len == 0) {
+    if (status != 0) {
+      t->eof = true;
+      term_answer_waiters(t);
+    }
+    return;
+  }
+  if (t->len + len > t->limit) {
+    /* Keep the newest output, dropping from the front at a character
+     * boundary, as the terminals page asks. */
+    size_t drop;
+    if (len >= t->limit) {
+      data += len - t->limit;
+      len = t->limit;
+      t->len = 0;
+    } else {
+      drop = t->len + len - t->limit;
+      while (drop < t->len && ((unsigned char)t->out[drop] & 0xC0) == 0x80)
+        drop++;
+      memmove(t->out, t->out + drop, t->len - drop);
+      t->len -= drop;
+    }
+    t->truncated = true;
+  }
+  memcpy(t->out + t->len, data, len);
+  t->len += len;
+}
+
+static void term_exit(acp_uv_process *p, int64_t status, int sig, void *ud) {
+  term *t = ud;
+
+  (void)p;
+  t->exited = true;
+  t->exit_code = status;
+  t->signal = sig;
+  term_answer_waiters(t);
+}
+
+static int on_term_create(acp_client *client, acp_client_request *req,
+                          void *ud) {
+  capp *a = ud;
+  const acp_rpc_msg *msg = acp_client_request_msg(req);
+  const acp_json_val *p = acp_client_request_params(req);
+  const acp_json_val *v;
+  acp_uv_process_options *opts = NULL;
+  const char *argv[66];
+  char *strs[66];
+  size_t nstr = 0;
+  size_t argc = 0;
+  const char *s;
+  size_t n;
+  int64_t limit;
+  term *t;
+  int rv;
+  size_t i;
+
+  if (acp_client_request_param_str(req, "command", &s, &n) != 0) {
+    acp_client_respond_error(client, req, -32602,
+                             "Invalid params: command required", NULL, 0);
+    return 0;
+  }
+  t = calloc(1, sizeof(*t));
+  if (t == NULL)
+    return ACP_ERR_NOMEM;
+  t->a = a;
+  t->limit = DEFAULT_TERM_LIMIT;
+  if (acp_json_get_int64(acp_json_obj_getz(p, "outputByteLimit"), &limit) ==
+          0 &&
+      limit > 0 && limit < (int64_t)DEFAULT_TERM_LIMIT * 64)
+    t->limit = (size_t)limit;
+  t->out = malloc(t->limit);
+  /* stderr joins stdout, in order, as a terminal shows them. */
+  argv[argc++] = "/bin/sh";
+  argv[argc++] = "-c";
+  argv[argc++] = "exec \"$0\" \"$@\" 2>&1";
+  strs[nstr] = strndup(s, n);
+  argv[argc++] = strs[nstr++];
+  for (v = acp_json_child(acp_json_obj_getz(p, "args")); v != NULL && argc < 64;
+       v = acp_json_next(v)) {
+    if (acp_json_doc_str(msg->doc, v, &s, &n) != 0)
+      continue;
+    strs[nstr] = strndup(s, n);
+    argv[argc++] = strs[nstr++];
+  }
+  argv[argc] = NULL;
+  rv = acp_uv_process_options_new(&opts, NULL);
+  if (rv == 0)
+    rv = acp_uv_process_options_set_argv(opts, argv);
+  if (rv == 0 && jstr(msg, p, "cwd", &s, &n) == 0) {
+    char *cwd = strndup(s, n);
+    rv = acp_uv_process_options_set_cwd(opts, cwd);
+    free(cwd);
+  } else if (rv == 0) {
+    rv = acp_uv_process_options_set_cwd(opts, a->cwd);
+  }
+  for (v = acp_json_child(acp_json_obj_getz(p, "env")); v != NULL && rv == 0;
+       v = acp_json_next(v)) {
+    const char *k;
+    const char *val;
+    size_t kl;
+    size_t vl;
+    char kv[4096];
+    if (jstr(msg, v, "name", &k, &kl) != 0 ||
+        jstr(msg, v, "value", &val, &vl) != 0 || kl + vl + 2 > sizeof(kv))
+      continue;
+    snprintf(kv, sizeof(kv), "%.*s=%.*s", (int)kl, k, (int)vl, val);
+    rv = acp_uv_process_options_add_env(opts, kv);
+  }
+  if (rv == 0) {
+    acp_uv_process_options_set_exit_cb(opts, term_exit);
+    rv = acp_uv_process_spawn(&t->p, &a->loop, opts, t, NULL, NULL);
+  }
+  acp_uv_process_options_free(opts);
+  for (i = 0; i < nstr; i++)
+    free(strs[i]);
+  if (rv != 0 || t->out == NULL) {
+    acp_client_respond_error(client, req, -32603, "cannot start the command",
+                             NULL, 0);
+    free(t->out);
+    free(t);
+    return 0;
+  }
+  acp_uv_link_read_start(acp_uv_process_link(t->p), term_read, t);
+  acp_uv_link_shutdown(acp_uv_process_link(t->p));
+  snprintf(t->id, sizeof(t->id), "term_%u", ++a->next_term);
+  t->next = a->terms;
+  a->terms = t;
+  note(a, "[terminal] %s started\n", t->id);
+  acp_client_respond_terminal_create(client, req, t->id);
+  return 0;
+}
+
+static int on_term_output(acp_client *client, acp_client_request *req,
+                          void *ud) {
+  capp *a = ud;
+  term *t = find_term(a, req);
+  size_t n;
+  const char *r;
+  size_t keep;
+
+  if (t == NULL) {
+    acp_client_respond_error(client, req, -32002,
+                             "Resource not found: no such terminal", NULL, 0);
+    return 0;
+  }
+  /* Never cut a UTF-8 sequence at the end. */
+  keep = t->len;
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "output");
+  if (acp_json_write_str(a->w, t->out, keep) != 0) {
+    acp_json_writer_reset(a->w);
+    acp_json_write_obj_begin(a->w);
+    acp_json_write_keyz(a->w, "output");
+    acp_json_write_strz(a->w, "(output is not valid UTF-8)");
+  }
+  acp_json_write_keyz(a->w, "truncated");
+  acp_json_write_bool(a->w, t->truncated);
+  if (t->exited) {
+    acp_json_write_keyz(a->w, "exitStatus");
+    write_exit_status(a, t);
+  }
+  acp_json_write_obj_end(a->w);
+  r = acp_json_writer_data(a->w, &n);
+  acp_client_respond(client, req, r, n);
+  return 0;
+}
+
+static int on_term_wait(acp_client *client, acp_client_request *req, void *ud) {
+  capp *a = ud;
+  term *t = find_term(a, req);
+
+  if (t == NULL) {
+    acp_client_respond_error(client, req, -32002,
+                             "Resource not found: no such terminal", NULL, 0);
+    return 0;
+  }
+  if (t->nwaiters == sizeof(t->waiters) / sizeof(t->waiters[0])) {
+    acp_client_respond_error(client, req, -32603, "too many waiters", NULL, 0);
+    return 0;
+  }
+  t->waiters[t->nwaiters++] = req;
+  term_answer_waiters(t);
+  return 0;
+}
+
+static int on_term_kill(acp_client *client, acp_client_request *req, void *ud) {
+  capp *a = ud;
+  term *t = find_term(a, req);
+
+  if (t == NULL) {
+    acp_client_respond_error(client, req, -32002,
+                             "Resource not found: no such terminal", NULL, 0);
+    return 0;
+  }
+  if (!t->exited)
+    acp_uv_process_kill(t->p, SIGKILL);
+  acp_client_respond(client, req, "null", 4);
+  return 0;
+}
+
+static void term_closed(acp_uv_process *p, void *ud) {
+  term *t = ud;
+
+  (void)p;
+  free(t->out);
+  free(t);
+}
+
+static void term_free(capp *a, term *t) {
+  term **pp;
+  size_t i;
+
+  for (pp = &a->terms; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == t) {
+      *pp = t->next;
+      break;
+    }
+  for (i = 0; i < t->nwaiters; i++)
+    acp_client_respond_error(a->client, t->waiters[i], -32603,
+                             "terminal released", NULL, 0);
+  t->nwaiters = 0;
+  acp_uv_process_close(t->p, term_closed);
+}
+
+static int on_term_release(acp_client *client, acp_client_request *req,
+                           void *ud) {
+  capp *a = ud;
+  term *t = find_term(a, req);
+
+  if (t == NULL) {
+    acp_client_respond_error(client, req, -32002,
+                             "Resource not found: no such terminal", NULL, 0);
+    return 0;
+  }
+  term_free(a, t);
+  acp_client_respond(client, req, "null", 4);
+  return 0;
+}
+
+/* MARK: - The conversation */
+
+static int stop_reason_code(const char *s, size_t n) {
+  static const struct {
+    const char *name;
+    int code;
+  } map[] = {{"end_turn", CLI_EXIT_OK},
+             {"cancelled", CLI_EXIT_CANCELLED},
+             {"refusal", CLI_EXIT_REFUSAL},
+             {"max_tokens", CLI_EXIT_MAX_TOKENS},
+             {"max_turn_requests", CLI_EXIT_MAX_TURN_REQUESTS}};
+  size_t i;
+
+  for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+    if (strlen(map[i].name) == n && memcmp(map[i].name, s, n) == 0)
+      return map[i].code;
+  return CLI_EXIT_FAILURE;
+}
+
+static void send_prompt(capp *a, const char *text, size_t len);
+
+static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
+                          void *ud) {
+  capp *a = ud;
+  const char *s = NULL;
+  size_t n = 0;
+  int code;
+
+  (void)client;
+  if (msg->result == NULL) {
+    note(a, "error %lld: %.*s\n", (long long)msg->error_code,
+         (int)msg->error_message_len,
+         msg->error_message ? msg->error_message : "");
+    code = CLI_EXIT_FAILURE;
+  } else {
+    jstr(msg, msg->result, "stopReason", &s, &n);
+    code = s ? stop_reason_code(s, n) : CLI_EXIT_FAILURE;
+    if (!a->at_line_start) {
+      out_text(a, "\n", 1);
+    }
+    if (code != CLI_EXIT_OK)
+      note(a, "[stop] %.*s\n", (int)n, s ? s : "(none)");
+  }
+  a->cancels = 0;
+  if (!a->interactive) {
+    app_quit(a, code);
+    return 0;
+  }
+  a->state = ST_IDLE;
+  if (a->stdin_eof) {
+    app_quit(a, CLI_EXIT_OK);
+    return 0;
+  }
+  fputs("> ", stderr);
+  read_stdin(a);
+  return 0;
+}
+
+static void send_prompt(capp *a, const char *text, size_t len) {
+  a->state = ST_PROMPT;
+  a->at_line_start = true;
+  if (acp_client_prompt_text(a->client, a->session_id, text, len,
+                             on_prompt_done, a, NULL) != 0) {
+    note(a, "cannot send the prompt\n");
+    app_quit(a, CLI_EXIT_FAILURE);
+  }
+}
+
+static int on_session_new(acp_client *client, const acp_rpc_msg *msg,
+                          void *ud) {
+  capp *a = ud;
+  const char *s;
+  size_t n;
+
+  (void)client;
+  if (msg->result == NULL || jstr(msg, msg->result, "sessionId", &s, &n)) {
+    note(a, "session/new failed: %.*s\n", (int)msg->error_message_len,
+         msg->error_message ? msg->error_message : "no sessionId");
+    app_quit(a, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  a->session_id = strndup(s, n);
+  if (a->prompt != NULL) {
+    send_prompt(a, a->prompt, strlen(a->prompt));
+  } else {
+    a->state = ST_IDLE;
+    note(a, "session %s in %s; type a prompt (Ctrl-D quits)\n", a->session_id,
+         a->cwd);
+    fputs("> ", stderr);
+    read_stdin(a);
+  }
+  return 0;
+}
+
+static int on_initialized(acp_client *client, const acp_rpc_msg *msg,
+                          void *ud) {
+  capp *a = ud;
+
+  if (msg->result == NULL) {
+    note(a, "initialize failed: %.*s\n", (int)msg->error_message_len,
+         msg->error_message ? msg->error_message : "");
+    app_quit(a, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  a->state = ST_NEW;
+  if (acp_client_session_new(client, a->cwd, "[]", 2, on_session_new, a,
+                             NULL) != 0)
+    app_quit(a, CLI_EXIT_FAILURE);
+  return 0;
+}
+
+/* MARK: - Input */
+
+static void handle_line(capp *a, char *line, size_t len) {
+  while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+    len--;
+  if (a->perm != NULL) {
+    answer_permission(a, line, len);
+  } else if (a->elicit != NULL) {
+    answer_elicitation(a, line, len);
+  } else if (a->state == ST_IDLE && a->interactive) {
+    if (len == 0) {
+      fputs("> ", stderr);
+      return;
+    }
+    if ((len == 5 && memcmp(line, "/quit", 5) == 0)) {
+      app_quit(a, CLI_EXIT_OK);
+      return;
+    }
+    send_prompt(a, line, len);
+  }
+}
+
+static void stdin_read(acp_uv_link *link, int status, const char *data,
+                       size_t len, void *ud) {
+  capp *a = ud;
+  char *nl;
+
+  (void)link;
+  if (status != 0) {
+    a->stdin_eof = true;
+    acp_uv_link_read_stop(a->in);
+    if (a->perm != NULL)
+      answer_permission(a, "", 0);
+    if (a->elicit != NULL)
+      acp_client_respond(a->client, a->elicit, "{\"action\":\"cancel\"}", 19);
+    a->elicit = NULL;
+    if (a->interactive && a->state == ST_IDLE)
+      app_quit(a, CLI_EXIT_OK);
+    return;
+  }
+  {
+    char *nb = realloc(a->line, a->line_len + len + 1);
+    if (nb == NULL)
+      return;
+    a->line = nb;
+    memcpy(a->line + a->line_len, data, len);
+    a->line_len += len;
+  }
+  while (a->line_len > 0 && (nl = memchr(a->line, '\n', a->line_len)) != NULL) {
+    size_t n = (size_t)(nl - a->line) + 1;
+    char *copy = strndup(a->line, n);
+    memmove(a->line, a->line + n, a->line_len - n);
+    a->line_len -= n;
+    if (copy != NULL) {
+      handle_line(a, copy, n);
+      free(copy);
+    }
+  }
+  /* Only keep reading when something is waiting for the user. */
+  if (a->perm == NULL && a->elicit == NULL &&
+      !(a->interactive && a->state == ST_IDLE))
+    acp_uv_link_read_stop(a->in);
+}
+
+static void read_stdin(capp *a) {
+  if (a->stdin_eof)
+    return;
+  if (a->in == NULL &&
+      acp_uv_link_new_fds(&a->in, &a->loop, 0, -1, NULL) != 0) {
+    a->stdin_eof = true;
+    return;
+  }
+  if (!acp_uv_link_is_reading(a->in))
+    acp_uv_link_read_start(a->in, stdin_read, a);
+}
+
+/* MARK: - Lifecycle */
+
+static void agent_exited(acp_uv_process *p, int64_t status, int sig, void *ud) {
+  capp *a = ud;
+  size_t n;
+  const char *tail;
+
+  (void)p;
+  if (a->closing)
+    return;
+  tail = acp_uv_process_tail(p, &n);
+  (void)tail;
+  note(a, "the agent exited (status %lld, signal %d)\n", (long long)status,
+       sig);
+  app_quit(a, CLI_EXIT_FAILURE);
+}
+
+static void agent_stopped(acp_uv_process *p, void *ud) {
+  (void)ud;
+  acp_uv_process_close(p, NULL);
+}
+
+static void app_quit(capp *a, int code) {
+  term *t;
+
+  if (a->closing)
+    return;
+  a->closing = true;
+  a->exit_code = code;
+  a->state = ST_DONE;
+  if (a->perm != NULL) {
+    acp_client_respond_cancelled(a->client, a->perm);
+    a->perm = NULL;
+  }
+  while ((t = a->terms) != NULL)
+    term_free(a, t);
+  acp_uv_signals_close(a->sig);
+  a->sig = NULL;
+  if (a->in != NULL) {
+    acp_uv_link_close(a->in, 0, NULL, NULL);
+    a->in = NULL;
+  }
+  acp_uv_rpc_close(a->rpc, NULL);
+  a->rpc = NULL;
+  if (a->agent != NULL) {
+    if (acp_uv_process_shutdown(a->agent, agent_stopped) != 0)
+      acp_uv_process_close(a->agent, NULL);
+    a->agent = NULL;
+  }
+}
+
+static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
+  capp *a = ud;
+
+  (void)r;
+  (void)reason;
+  if (!a->closing)
+    note(a, "the agent closed the connection\n");
+  app_quit(a, a->state == ST_DONE ? a->exit_code : CLI_EXIT_FAILURE);
+}
+
+static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
+  capp *a = ud;
+
+  (void)sig;
+  if (signum == SIGINT && a->state == ST_PROMPT && a->cancels == 0) {
+    a->cancels++;
+    note(a, "^C: cancelling the turn (again to quit)\n");
+    acp_client_cancel(a->client, a->session_id);
+    return;
+  }
+  app_quit(a, signum == SIGINT ? 130 : 143);
+}
+
+int cmd_client(int argc, char **argv) {
+  capp a;
+  acp_client_callbacks *cbs = NULL;
+  acp_uv_process_options *popts = NULL;
+  const char *default_agent[3];
+  const char *const *agent_argv;
+  const char *cwd = ".";
+  const char *v;
+  int i;
+  int ok;
+  int rv = CLI_EXIT_FAILURE;
+  int uverr = 0;
+  static const char caps[] =
+      "{\"fs\":{\"readTextFile\":true,\"writeTextFile\":true},"
+      "\"terminal\":true,\"elicitation\":{\"form\":{}}}";
+  char info[128];
+
+  memset(&a, 0, sizeof(a));
+  a.at_line_start = true;
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) {
+      i++;
+      break;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      fputs(client_usage, stdout);
+      return CLI_EXIT_OK;
+    } else if (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0) {
+      a.yes = true;
+    } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
+      a.quiet = true;
+    } else if (strcmp(argv[i], "-p") == 0) {
+      if (i + 1 >= argc) {
+        cli_err("client", "-p needs a prompt");
+        return CLI_EXIT_USAGE;
+      }
+      a.prompt = argv[++i];
+    } else if ((v = cli_opt_value(argc, argv, &i, "--prompt", &ok)) != NULL) {
+      a.prompt = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--cwd", &ok)) != NULL) {
+      cwd = v;
+    } else {
+      if (ok < 0)
+        return CLI_EXIT_USAGE;
+      cli_err("client", "unknown option '%s' (see acp client --help)", argv[i]);
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (realpath(cwd, a.cwd) == NULL) {
+    cli_err("client", "--cwd %s: %s", cwd, strerror(errno));
+    return CLI_EXIT_USAGE;
+  }
+  if (i < argc) {
+    agent_argv = (const char *const *)(argv + i);
+  } else {
+    default_agent[0] = cli_self_path();
+    default_agent[1] = "agent";
+    default_agent[2] = NULL;
+    agent_argv = default_agent;
+  }
+  a.interactive = a.prompt == NULL;
+  acp_uv_ignore_sigpipe();
+  if (uv_loop_init(&a.loop) != 0)
+    return CLI_EXIT_FAILURE;
+  if (acp_json_writer_new(&a.w, 0, NULL) != 0 ||
+      acp_client_callbacks_new(&cbs) != 0 ||
+      acp_uv_process_options_new(&popts, NULL) != 0)
+    goto cleanup;
+  acp_client_callbacks_set_on_session_update(cbs, on_update);
+  acp_client_callbacks_set_on_request_permission(cbs, on_permission);
+  acp_client_callbacks_set_on_fs_read_text_file(cbs, on_read_file);
+  acp_client_callbacks_set_on_fs_write_text_file(cbs, on_write_file);
+  acp_client_callbacks_set_on_terminal_create(cbs, on_term_create);
+  acp_client_callbacks_set_on_terminal_output(cbs, on_term_output);
+  acp_client_callbacks_set_on_terminal_wait_for_exit(cbs, on_term_wait);
+  acp_client_callbacks_set_on_terminal_kill(cbs, on_term_kill);
+  acp_client_callbacks_set_on_terminal_release(cbs, on_term_release);
+  acp_client_callbacks_set_on_elicitation_create(cbs, on_elicitation);
+  if (acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
+    goto cleanup;
+  acp_uv_process_options_set_argv(popts, agent_argv);
+  acp_uv_process_options_set_cwd(popts, a.cwd);
+  acp_uv_process_options_set_exit_cb(popts, agent_exited);
+  if (acp_uv_process_spawn(&a.agent, &a.loop, popts, &a, NULL, &uverr) != 0) {
+    cli_err("client", "cannot start the agent '%s': %s", agent_argv[0],
+            uverr ? uv_strerror(uverr) : "error");
+    goto cleanup;
+  }
+  if (acp_uv_rpc_new(&a.rpc, acp_uv_process_link(a.agent),
+                     acp_client_session(a.client), on_rpc_end, &a, NULL) != 0)
+    goto cleanup;
+  acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);
+  snprintf(info, sizeof(info),
+           "{\"name\":\"acp-client\",\"title\":\"libacp terminal client\","
+           "\"version\":\"%s\"}",
+           ACP_VERSION);
+  if (acp_client_initialize(a.client, caps, sizeof(caps) - 1, info,
+                            strlen(info), on_initialized, &a, NULL) != 0)
+    goto cleanup;
+  uv_run(&a.loop, UV_RUN_DEFAULT);
+  rv = a.exit_code;
+cleanup:
+  if (!a.closing)
+    app_quit(&a, rv);
+  uv_run(&a.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&a.loop);
+  acp_client_free(a.client);
+  acp_client_callbacks_free(cbs);
+  acp_uv_process_options_free(popts);
+  acp_json_writer_free(a.w);
+  free(a.session_id);
+  free(a.line);
+  free(a.perm_options);
+  return rv;
+}

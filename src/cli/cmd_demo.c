@@ -1,0 +1,142 @@
+/*
+ * `acp demo`: what `make demo` runs. A scripted conversation between
+ * `acp client` and `acp agent` in a scratch directory, showing streaming, a
+ * plan, tool calls, a permission request, a file read and a file write.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+static const char demo_usage[] =
+    "usage: acp demo [--keep]\n"
+    "\n"
+    "Run a short scripted conversation between `acp client` and `acp agent`\n"
+    "in a scratch directory. The agent's words go to stdout; the client's\n"
+    "notes (plan, tool calls, the permission request, file access) to\n"
+    "stderr.\n"
+    "\n"
+    "  --keep   keep the scratch directory and print its path\n";
+
+static const char demo_script[] =
+    "Hello! I am the libacp reference agent. Each line you see arrived as an\n"
+    "agent_message_chunk, streamed over ACP (JSON-RPC on a pipe).\n"
+    "/think The user wants a tour: plan, tools, permission, files.\n"
+    "/plan Look around; Read the notes; Write a summary\n"
+    "/tool:search Search the workspace for notes\n"
+    "/ask:edit Update notes.txt\n"
+    "/read notes.txt\n"
+    "/write summary.txt The demo ran: streaming, a plan, tool calls, a "
+    "permission request and file access.\n"
+    "/title libacp demo\n"
+    "That is the tour. The client answered the permission request, served\n"
+    "the file read from its working directory and stored summary.txt.\n";
+
+static int write_file(const char *dir, const char *name, const char *text) {
+  char path[4096];
+  FILE *f;
+
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  f = fopen(path, "w");
+  if (f == NULL)
+    return -1;
+  fputs(text, f);
+  return fclose(f);
+}
+
+int cmd_demo(int argc, char **argv) {
+  char dir[] = "/tmp/acp-demo-XXXXXX";
+  char path[4200];
+  const char *self = cli_self_path();
+  bool keep = false;
+  pid_t pid;
+  int status = 0;
+  int rv;
+  int i;
+  char *args[11];
+
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      fputs(demo_usage, stdout);
+      return CLI_EXIT_OK;
+    } else if (strcmp(argv[i], "--keep") == 0) {
+      keep = true;
+    } else {
+      cli_err("demo", "unknown option '%s'", argv[i]);
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (mkdtemp(dir) == NULL) {
+    cli_err("demo", "cannot create a scratch directory: %s", strerror(errno));
+    return CLI_EXIT_FAILURE;
+  }
+  if (write_file(dir, "notes.txt",
+                 "notes.txt, read by the agent through the client:\n"
+                 "  - ACP carries prompts, updates, permissions and files.\n"
+                 "  - libacp's core does no I/O and builds for wasm32.\n") !=
+      0) {
+    cli_err("demo", "cannot write in %s", dir);
+    return CLI_EXIT_FAILURE;
+  }
+  fprintf(stderr,
+          "== acp demo: `acp client --yes -p SCRIPT` driving `acp agent` in "
+          "%s\n\n",
+          dir);
+  args[0] = (char *)self;
+  args[1] = "client";
+  args[2] = "--yes";
+  args[3] = "--cwd";
+  args[4] = dir;
+  args[5] = "-p";
+  args[6] = (char *)demo_script;
+  args[7] = "--";
+  args[8] = (char *)self;
+  args[9] = "agent";
+  args[10] = NULL;
+  rv = posix_spawn(&pid, self, NULL, NULL, args, environ);
+  if (rv != 0) {
+    cli_err("demo", "cannot start %s: %s", self, strerror(rv));
+    return CLI_EXIT_FAILURE;
+  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  snprintf(path, sizeof(path), "%s/summary.txt", dir);
+  {
+    FILE *f = fopen(path, "r");
+    char buf[512];
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f != NULL)
+      fclose(f);
+    buf[n] = '\0';
+    fprintf(stderr,
+            "\n== summary.txt, written by the client for the agent: "
+            "%s\n",
+            n ? buf : "(missing!)");
+    if (n == 0)
+      status = 1 << 8;
+  }
+  if (keep) {
+    fprintf(stderr, "== kept %s\n", dir);
+  } else {
+    snprintf(path, sizeof(path), "%s/notes.txt", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/summary.txt", dir);
+    unlink(path);
+    rmdir(dir);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    cli_err("demo", "the conversation failed");
+    return CLI_EXIT_FAILURE;
+  }
+  fprintf(stderr, "== demo finished\n");
+  return CLI_EXIT_OK;
+}

@@ -1,0 +1,96 @@
+/*
+ * Private layout of the JSON tape and document, shared by json_read.c and
+ * json_write.c. Not installed.
+ */
+#ifndef ACP_JSON_INT_H
+#define ACP_JSON_INT_H
+
+#include "acp/json.h"
+#include "internal.h"
+
+/* Flags of a tape record. */
+#define ACP__JF_ESC 0x01u  /* string: contains at least one backslash */
+#define ACP__JF_INT 0x02u  /* number: no fraction and no exponent */
+#define ACP__JF_NEG 0x04u  /* number: leading minus sign */
+#define ACP__JF_TRUE 0x08u /* bool: true */
+
+/*
+ * One record per value, in document order (a container is followed by its
+ * whole subtree). `next` is the distance in records to the next sibling, 0
+ * for the last child of a container and for the root; while a container is
+ * still open the parser borrows its `next` to remember the index of its
+ * last child. `count` is the number of elements (arrays) or members
+ * (objects). Inputs are below 4 GiB, so 32-bit lengths and indexes suffice.
+ */
+struct acp_json_val {
+  const char *raw;
+  uint32_t len;
+  uint32_t next;
+  uint32_t count;
+  uint8_t type;
+  uint8_t flags;
+};
+
+/* A block of the per-document arena holding unescaped strings. Blocks never
+ * move, so pointers handed out stay valid until the next parse. */
+typedef struct acp__jblock {
+  struct acp__jblock *next;
+  size_t cap;
+  size_t used;
+  char data[];
+} acp__jblock;
+
+struct acp_json_doc {
+  acp_mem mem;
+  acp_json_val *tape;
+  uint32_t tape_n;
+  uint32_t tape_cap;
+  uint32_t *stack;
+  uint32_t stack_cap;
+  uint32_t max_depth;
+  acp__jblock *arena;
+  bool has_root;
+};
+
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0. */
+static inline size_t acp__utf8_seq(const unsigned char *p,
+                                   const unsigned char *end) {
+  unsigned c = p[0];
+  size_t avail = (size_t)(end - p);
+  unsigned lo = 0x80;
+  unsigned hi = 0xBF;
+
+  if (c < 0xC2)
+    return 0; /* stray continuation byte or overlong C0/C1 lead */
+  if (c < 0xE0) {
+    if (avail < 2 || (p[1] & 0xC0) != 0x80)
+      return 0;
+    return 2;
+  }
+  if (c < 0xF0) {
+    if (c == 0xE0)
+      lo = 0xA0; /* overlong */
+    else if (c == 0xED)
+      hi = 0x9F; /* UTF-16 surrogates encoded in UTF-8 */
+    if (avail < 3 || p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80)
+      return 0;
+    return 3;
+  }
+  if (c < 0xF5) {
+    if (c == 0xF0)
+      lo = 0x90; /* overlong */
+    else if (c == 0xF4)
+      hi = 0x8F; /* above U+10FFFF */
+    if (avail < 4 || p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80 ||
+        (p[3] & 0xC0) != 0x80)
+      return 0;
+    return 4;
+  }
+  return 0;
+}
+
+/* Validate that s[0..len) is UTF-8 (no overlongs, no surrogates, at most
+ * U+10FFFF). Returns the offset of the first bad byte, or len. */
+size_t acp__utf8_check(const char *s, size_t len);
+
+#endif /* ACP_JSON_INT_H */

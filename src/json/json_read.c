@@ -1,0 +1,1036 @@
+/*
+ * JSON reading: a one-pass strict RFC 8259 parser that builds a tape of
+ * records pointing into the caller's bytes, and the on-demand accessors.
+ */
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json_int.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ACP__ALWAYS_INLINE inline __attribute__((always_inline))
+#define ACP__LIKELY(x) __builtin_expect(!!(x), 1)
+#define ACP__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define ACP__ALWAYS_INLINE inline
+#define ACP__LIKELY(x) (x)
+#define ACP__UNLIKELY(x) (x)
+#endif
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) &&    \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ACP__SWAR_CTZ 1
+#endif
+
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Whitespace per RFC 8259: space, tab, line feed, carriage return. */
+static const uint8_t ws_table[256] = {
+    [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
+/* Hex digit value plus one; 0 marks a non-hex byte. */
+static const uint8_t hex_table[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
+    ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
+    ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
+    ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16};
+
+static inline int is_digit(unsigned char c) {
+  return (unsigned)(c - '0') < 10;
+}
+
+/* MARK: - UTF-8 */
+
+size_t acp__utf8_check(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  const unsigned char *end = p + len;
+  uint64_t w;
+  size_t n;
+
+  while (p < end) {
+    if (end - p >= 8) {
+      memcpy(&w, p, 8);
+      if ((w & HIGHS) == 0) {
+        p += 8;
+        continue;
+      }
+    }
+    if (*p < 0x80) {
+      p++;
+      continue;
+    }
+    n = acp__utf8_seq(p, end);
+    if (n == 0)
+      return (size_t)(p - (const unsigned char *)s);
+    p += n;
+  }
+  return len;
+}
+
+/* MARK: - Document (Public) */
+
+int acp_json_doc_new(acp_json_doc **out, const acp_mem *mem) {
+  acp_json_doc *doc;
+  const acp_mem *m = mem ? mem : acp_mem_default();
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  doc = acp__calloc(m, 1, sizeof(*doc));
+  if (doc == NULL)
+    return ACP_ERR_NOMEM;
+  acp__mem_init(&doc->mem, m);
+  doc->max_depth = ACP_JSON_DEFAULT_MAX_DEPTH;
+  *out = doc;
+  return 0;
+}
+
+static void arena_reset(acp_json_doc *doc) {
+  acp__jblock *b;
+  acp__jblock *next;
+  acp__jblock *keep = NULL;
+
+  /* Keep the largest block so that steady-state parsing of similar
+   * messages does not allocate. */
+  for (b = doc->arena; b; b = b->next)
+    if (keep == NULL || b->cap > keep->cap)
+      keep = b;
+  for (b = doc->arena; b; b = next) {
+    next = b->next;
+    if (b != keep)
+      acp__free(&doc->mem, b);
+  }
+  if (keep) {
+    keep->next = NULL;
+    keep->used = 0;
+  }
+  doc->arena = keep;
+}
+
+void acp_json_doc_free(acp_json_doc *doc) {
+  if (doc == NULL)
+    return;
+  arena_reset(doc);
+  acp__free(&doc->mem, doc->arena);
+  acp__free(&doc->mem, doc->tape);
+  acp__free(&doc->mem, doc->stack);
+  acp__free(&doc->mem, doc);
+}
+
+void acp_json_doc_set_max_depth(acp_json_doc *doc, uint32_t max_depth) {
+  if (doc == NULL)
+    return;
+  doc->max_depth = max_depth ? max_depth : ACP_JSON_DEFAULT_MAX_DEPTH;
+}
+
+const acp_json_val *acp_json_doc_root(const acp_json_doc *doc) {
+  if (doc == NULL || !doc->has_root)
+    return NULL;
+  return &doc->tape[0];
+}
+
+/* MARK: - Parser (Private) */
+
+static int tape_grow(acp_json_doc *doc) {
+  uint32_t ncap;
+  acp_json_val *t;
+  size_t bytes;
+
+  if (doc->tape_cap >= UINT32_MAX / 2)
+    return ACP_ERR_LIMIT;
+  ncap = doc->tape_cap < 64 ? 64 : doc->tape_cap * 2;
+  if (acp__mul_overflow(ncap, sizeof(*t), &bytes) != 0)
+    return ACP_ERR_NOMEM;
+  t = acp__realloc(&doc->mem, doc->tape, bytes);
+  if (t == NULL)
+    return ACP_ERR_NOMEM;
+  doc->tape = t;
+  doc->tape_cap = ncap;
+  return 0;
+}
+
+/* Grow the container stack of a document (build) or of a validation run. */
+static int stack_grow(const acp_mem *m, uint32_t **stack, uint32_t *cap,
+                      uint32_t *local, uint32_t max) {
+  uint32_t ncap = *cap * 2;
+  uint32_t *s;
+  size_t bytes;
+
+  if (ncap < 16)
+    ncap = 16;
+  if (ncap > max)
+    ncap = max;
+  if (acp__mul_overflow(ncap, sizeof(uint32_t), &bytes) != 0)
+    return ACP_ERR_NOMEM;
+  if (*stack == local) {
+    s = acp__malloc(m, bytes);
+    if (s != NULL && *cap > 0)
+      memcpy(s, local, *cap * sizeof(uint32_t));
+  } else {
+    s = acp__realloc(m, *stack, bytes);
+  }
+  if (s == NULL)
+    return ACP_ERR_NOMEM;
+  *stack = s;
+  *cap = ncap;
+  return 0;
+}
+
+/*
+ * The parser. `build` is a compile-time constant in each caller: with it the
+ * tape is built in doc; without it (acp_json_validate) only syntax, UTF-8
+ * and depth are checked and the stack holds container types instead of
+ * tape indexes.
+ */
+static ACP__ALWAYS_INLINE int
+parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
+           acp_json_err *err, const int build, uint32_t **stackp,
+           uint32_t *stack_capp, uint32_t *local_stack, uint32_t max_depth) {
+  const unsigned char *p = (const unsigned char *)data;
+  const unsigned char *end = p + len;
+  const unsigned char *start = p;
+  const unsigned char *s;
+  uint32_t *stack = *stackp;
+  uint32_t stack_cap = *stack_capp;
+  uint32_t depth = 0;
+  bool in_obj = false;
+  bool is_key = false;
+  acp_json_val *tape = build ? doc->tape : NULL;
+  uint32_t n = 0;
+  uint32_t cur = 0;
+  uint8_t flags;
+  int code = ACP_ERR_PARSE;
+  int rv;
+  const char *msg = NULL;
+  uint64_t w;
+  uint64_t x;
+  uint64_t mask;
+  size_t k;
+
+#define FAIL(c, mm, at)                                                        \
+  do {                                                                         \
+    code = (c);                                                                \
+    msg = (mm);                                                                \
+    p = (at);                                                                  \
+    goto fail;                                                                 \
+  } while (0)
+#define SKIP_WS()                                                              \
+  while (p < end && ws_table[*p])                                              \
+  p++
+  /* Append a record for the value starting at p and link it to its parent.
+   */
+#define NEW_VAL(t)                                                             \
+  do {                                                                         \
+    if (build) {                                                               \
+      if (ACP__UNLIKELY(n == doc->tape_cap)) {                                 \
+        rv = tape_grow(doc);                                                   \
+        if (rv != 0)                                                           \
+          FAIL(rv, "out of memory for the tape", p);                           \
+        tape = doc->tape;                                                      \
+      }                                                                        \
+      if (depth > 0) {                                                         \
+        acp_json_val *par_ = &tape[stack[depth - 1]];                          \
+        if (par_->next)                                                        \
+          tape[par_->next].next = n - par_->next;                              \
+        par_->next = n;                                                        \
+        par_->count++;                                                         \
+      }                                                                        \
+      cur = n++;                                                               \
+      tape[cur].raw = (const char *)p;                                         \
+      tape[cur].next = 0;                                                      \
+      tape[cur].count = 0;                                                     \
+      tape[cur].type = (t);                                                    \
+      tape[cur].flags = 0;                                                     \
+    }                                                                          \
+  } while (0)
+
+value:
+  SKIP_WS();
+  if (ACP__UNLIKELY(p == end))
+    FAIL(ACP_ERR_PARSE, "unexpected end of input, expected a value", p);
+  switch (*p) {
+  case '"':
+    NEW_VAL(ACP_JSON_STRING);
+    is_key = false;
+    goto string;
+  case '{':
+  case '[':
+    NEW_VAL(*p == '{' ? ACP_JSON_OBJECT : ACP_JSON_ARRAY);
+    if (ACP__UNLIKELY(depth >= max_depth))
+      FAIL(ACP_ERR_LIMIT, "nesting too deep", p);
+    if (ACP__UNLIKELY(depth == stack_cap)) {
+      rv = stack_grow(m, &stack, &stack_cap, local_stack, max_depth);
+      if (rv != 0)
+        FAIL(rv, "out of memory for the stack", p);
+    }
+    in_obj = *p == '{';
+    stack[depth++] = build ? cur : (uint32_t)in_obj;
+    p++;
+    SKIP_WS();
+    if (p < end && *p == (in_obj ? '}' : ']'))
+      goto close;
+    if (in_obj)
+      goto key;
+    goto value;
+  case 't':
+    NEW_VAL(ACP_JSON_BOOL);
+    if (end - p < 4 || memcmp(p, "true", 4) != 0)
+      FAIL(ACP_ERR_PARSE, "invalid literal", p);
+    if (build) {
+      tape[cur].flags = ACP__JF_TRUE;
+      tape[cur].len = 4;
+    }
+    p += 4;
+    goto after_value;
+  case 'f':
+    NEW_VAL(ACP_JSON_BOOL);
+    if (end - p < 5 || memcmp(p, "false", 5) != 0)
+      FAIL(ACP_ERR_PARSE, "invalid literal", p);
+    if (build)
+      tape[cur].len = 5;
+    p += 5;
+    goto after_value;
+  case 'n':
+    NEW_VAL(ACP_JSON_NULL);
+    if (end - p < 4 || memcmp(p, "null", 4) != 0)
+      FAIL(ACP_ERR_PARSE, "invalid literal", p);
+    if (build)
+      tape[cur].len = 4;
+    p += 4;
+    goto after_value;
+  case '-':
+  case '0':
+  case '1':
+  case '2':
+  case '3':
+  case '4':
+  case '5':
+  case '6':
+  case '7':
+  case '8':
+  case '9':
+    NEW_VAL(ACP_JSON_NUMBER);
+    goto number;
+  default:
+    FAIL(ACP_ERR_PARSE, "unexpected character, expected a value", p);
+  }
+
+key:
+  if (ACP__UNLIKELY(p == end || *p != '"'))
+    FAIL(ACP_ERR_PARSE, "expected a string key", p);
+  NEW_VAL(ACP_JSON_STRING);
+  is_key = true;
+  goto string;
+
+string:
+  s = p++;
+  flags = 0;
+  for (;;) {
+    while (end - p >= 8) {
+      memcpy(&w, p, 8);
+      x = w ^ (ONES * '"');
+      mask = (x - ONES) & ~x;
+      x = w ^ (ONES * '\\');
+      mask |= (x - ONES) & ~x;
+      mask |= (w - ONES * 0x20) & ~w;
+      mask = (mask | w) & HIGHS;
+      if (mask) {
+#ifdef ACP__SWAR_CTZ
+        p += (unsigned)__builtin_ctzll(mask) >> 3;
+#endif
+        break;
+      }
+      p += 8;
+    }
+    if (ACP__UNLIKELY(p == end))
+      FAIL(ACP_ERR_PARSE, "unterminated string", s);
+    if (*p == '"')
+      break;
+    if (*p == '\\') {
+      flags = ACP__JF_ESC;
+      p++;
+      if (p == end)
+        FAIL(ACP_ERR_PARSE, "unterminated string", s);
+      switch (*p) {
+      case '"':
+      case '\\':
+      case '/':
+      case 'b':
+      case 'f':
+      case 'n':
+      case 'r':
+      case 't':
+        p++;
+        break;
+      case 'u':
+        if (end - p < 5 || !hex_table[p[1]] || !hex_table[p[2]] ||
+            !hex_table[p[3]] || !hex_table[p[4]])
+          FAIL(ACP_ERR_PARSE, "invalid \\u escape", p - 1);
+        p += 5;
+        break;
+      default:
+        FAIL(ACP_ERR_PARSE, "invalid escape", p - 1);
+      }
+    } else if (*p < 0x20) {
+      FAIL(ACP_ERR_PARSE, "unescaped control character in string", p);
+    } else if (*p >= 0x80) {
+      k = acp__utf8_seq(p, end);
+      if (k == 0)
+        FAIL(ACP_ERR_PARSE, "invalid UTF-8", p);
+      p += k;
+    } else {
+      p++;
+    }
+  }
+  p++;
+  if (build) {
+    tape[cur].len = (uint32_t)(p - s);
+    tape[cur].flags = flags;
+  }
+  if (is_key)
+    goto colon;
+  goto after_value;
+
+colon:
+  SKIP_WS();
+  if (ACP__UNLIKELY(p == end || *p != ':'))
+    FAIL(ACP_ERR_PARSE, "expected ':' after key", p);
+  p++;
+  goto value;
+
+number:
+  s = p;
+  flags = ACP__JF_INT;
+  if (*p == '-') {
+    flags |= ACP__JF_NEG;
+    p++;
+  }
+  if (p < end && *p == '0') {
+    p++;
+  } else if (p < end && is_digit(*p)) {
+    p++;
+    while (p < end && is_digit(*p))
+      p++;
+  } else {
+    FAIL(ACP_ERR_PARSE, "invalid number", s);
+  }
+  if (p < end && *p == '.') {
+    flags &= (uint8_t)~ACP__JF_INT;
+    p++;
+    if (p == end || !is_digit(*p))
+      FAIL(ACP_ERR_PARSE, "invalid number: digit expected after '.'", p);
+    while (p < end && is_digit(*p))
+      p++;
+  }
+  if (p < end && (*p | 0x20) == 'e') {
+    flags &= (uint8_t)~ACP__JF_INT;
+    p++;
+    if (p < end && (*p == '+' || *p == '-'))
+      p++;
+    if (p == end || !is_digit(*p))
+      FAIL(ACP_ERR_PARSE, "invalid number: digit expected in exponent", p);
+    while (p < end && is_digit(*p))
+      p++;
+  }
+  if (build) {
+    tape[cur].len = (uint32_t)(p - s);
+    tape[cur].flags = flags;
+  }
+  goto after_value;
+
+after_value:
+  if (depth == 0)
+    goto done;
+  SKIP_WS();
+  if (ACP__UNLIKELY(p == end))
+    FAIL(ACP_ERR_PARSE, "unexpected end of input in container", p);
+  if (*p == ',') {
+    p++;
+    if (in_obj) {
+      SKIP_WS();
+      goto key;
+    }
+    goto value;
+  }
+  if (*p == (in_obj ? '}' : ']'))
+    goto close;
+  FAIL(ACP_ERR_PARSE,
+       in_obj ? "expected ',' or '}' in object"
+              : "expected ',' or ']' in array",
+       p);
+
+close:
+  /* p is at the closing bracket of the innermost container. */
+  p++;
+  depth--;
+  if (build) {
+    acp_json_val *c = &tape[stack[depth]];
+    c->len = (uint32_t)((const char *)p - c->raw);
+    c->next = 0;
+    if (in_obj)
+      c->count /= 2;
+    in_obj = depth > 0 && tape[stack[depth - 1]].type == ACP_JSON_OBJECT;
+  } else {
+    in_obj = depth > 0 && stack[depth - 1] != 0;
+  }
+  goto after_value;
+
+done:
+  SKIP_WS();
+  if (p != end)
+    FAIL(ACP_ERR_PARSE, "unexpected data after the JSON value", p);
+  if (build)
+    doc->tape_n = n;
+  *stackp = stack;
+  *stack_capp = stack_cap;
+  if (err) {
+    err->code = 0;
+    err->msg = NULL;
+    err->pos = 0;
+  }
+  return 0;
+
+fail:
+  *stackp = stack;
+  *stack_capp = stack_cap;
+  if (err) {
+    err->code = code;
+    err->msg = msg;
+    err->pos = (size_t)(p - start);
+  }
+  return code;
+#undef FAIL
+#undef SKIP_WS
+#undef NEW_VAL
+}
+
+static int check_size(size_t len, acp_json_err *err) {
+  if ((uint64_t)len > UINT32_MAX) {
+    if (err) {
+      err->code = ACP_ERR_LIMIT;
+      err->msg = "input of 4 GiB or more";
+      err->pos = 0;
+    }
+    return ACP_ERR_LIMIT;
+  }
+  return 0;
+}
+
+int acp_json_doc_parse(acp_json_doc *doc, const char *data, size_t len,
+                       acp_json_err *err) {
+  int rv;
+  static const char empty[1] = {0};
+
+  if (doc == NULL || (data == NULL && len > 0)) {
+    if (err) {
+      err->code = ACP_ERR_INVALID_ARGUMENT;
+      err->msg = "invalid argument";
+      err->pos = 0;
+    }
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  doc->has_root = false;
+  doc->tape_n = 0;
+  arena_reset(doc);
+  rv = check_size(len, err);
+  if (rv != 0)
+    return rv;
+  if (data == NULL)
+    data = empty;
+  rv = parse_core(doc, &doc->mem, data, len, err, 1, &doc->stack,
+                  &doc->stack_cap, NULL, doc->max_depth);
+  if (rv != 0) {
+    doc->tape_n = 0;
+    return rv;
+  }
+  doc->has_root = true;
+  return 0;
+}
+
+int acp_json_validate(const char *data, size_t len, acp_json_err *err) {
+  uint32_t local[64];
+  uint32_t *stack = local;
+  uint32_t cap = 64;
+  int rv;
+  static const char empty[1] = {0};
+
+  if (data == NULL && len > 0) {
+    if (err) {
+      err->code = ACP_ERR_INVALID_ARGUMENT;
+      err->msg = "invalid argument";
+      err->pos = 0;
+    }
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  rv = check_size(len, err);
+  if (rv != 0)
+    return rv;
+  if (data == NULL)
+    data = empty;
+  rv = parse_core(NULL, acp_mem_default(), data, len, err, 0, &stack, &cap,
+                  local, ACP_JSON_DEFAULT_MAX_DEPTH);
+  if (stack != local)
+    acp__free(acp_mem_default(), stack);
+  return rv;
+}
+
+/* MARK: - Strings (Private) */
+
+static unsigned hex4(const char *p) {
+  const unsigned char *u = (const unsigned char *)p;
+  return ((unsigned)(hex_table[u[0]] - 1) << 12) |
+         ((unsigned)(hex_table[u[1]] - 1) << 8) |
+         ((unsigned)(hex_table[u[2]] - 1) << 4) |
+         (unsigned)(hex_table[u[3]] - 1);
+}
+
+/*
+ * Decode the escape at *pp (which points at the backslash) into out[0..4)
+ * and advance. The input was validated by the parser. Escaped lone UTF-16
+ * surrogates (legal JSON syntax, produced for example by JavaScript's
+ * JSON.stringify on a string cut in the middle of a pair) decode to U+FFFD
+ * so that decoded strings are always valid UTF-8.
+ */
+static size_t decode_escape(const char **pp, const char *end, char *out) {
+  const char *p = *pp + 1;
+  unsigned cp;
+  unsigned lo;
+
+  switch (*p) {
+  case 'b':
+    out[0] = '\b';
+    break;
+  case 'f':
+    out[0] = '\f';
+    break;
+  case 'n':
+    out[0] = '\n';
+    break;
+  case 'r':
+    out[0] = '\r';
+    break;
+  case 't':
+    out[0] = '\t';
+    break;
+  case 'u':
+    cp = hex4(p + 1);
+    p += 5;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      if (end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+        lo = hex4(p + 2);
+        if (lo >= 0xDC00 && lo <= 0xDFFF) {
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          p += 6;
+        } else {
+          cp = 0xFFFD;
+        }
+      } else {
+        cp = 0xFFFD;
+      }
+    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+      cp = 0xFFFD;
+    }
+    *pp = p;
+    if (cp < 0x80) {
+      out[0] = (char)cp;
+      return 1;
+    }
+    if (cp < 0x800) {
+      out[0] = (char)(0xC0 | (cp >> 6));
+      out[1] = (char)(0x80 | (cp & 0x3F));
+      return 2;
+    }
+    if (cp < 0x10000) {
+      out[0] = (char)(0xE0 | (cp >> 12));
+      out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+      out[2] = (char)(0x80 | (cp & 0x3F));
+      return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+  default: /* '"', '\\', '/' */
+    out[0] = *p;
+    break;
+  }
+  *pp = p + 1;
+  return 1;
+}
+
+/* Decode a string body into dst, which has room for (end - p) bytes (the
+ * decoded form is never longer). Returns the decoded length. */
+static size_t decode_all(const char *p, const char *end, char *dst) {
+  char *d = dst;
+  const char *bs;
+  size_t run;
+
+  while (p < end) {
+    bs = memchr(p, '\\', (size_t)(end - p));
+    run = bs ? (size_t)(bs - p) : (size_t)(end - p);
+    memcpy(d, p, run);
+    d += run;
+    p += run;
+    if (bs == NULL)
+      break;
+    d += decode_escape(&p, end, d);
+  }
+  return (size_t)(d - dst);
+}
+
+static int is_string(const acp_json_val *v) {
+  return v != NULL && v->type == ACP_JSON_STRING;
+}
+
+/* MARK: - Accessors (Public) */
+
+int acp_json_doc_str(acp_json_doc *doc, const acp_json_val *v, const char **s,
+                     size_t *len) {
+  size_t need;
+  acp__jblock *b;
+
+  if (!is_string(v))
+    return ACP_ERR_TYPE;
+  if (!(v->flags & ACP__JF_ESC)) {
+    *s = v->raw + 1;
+    *len = v->len - 2;
+    return 0;
+  }
+  need = v->len - 2;
+  b = doc->arena;
+  if (b == NULL || b->cap - b->used < need) {
+    size_t cap = need < 4096 ? 4096 : need;
+    b = acp__malloc(&doc->mem, sizeof(*b) + cap);
+    if (b == NULL)
+      return ACP_ERR_NOMEM;
+    b->cap = cap;
+    b->used = 0;
+    b->next = doc->arena;
+    doc->arena = b;
+  }
+  *s = b->data + b->used;
+  *len = decode_all(v->raw + 1, v->raw + v->len - 1, b->data + b->used);
+  b->used += *len;
+  return 0;
+}
+
+acp_json_type acp_json_type_of(const acp_json_val *v) {
+  return v ? (acp_json_type)v->type : ACP_JSON_NONE;
+}
+
+const char *acp_json_raw(const acp_json_val *v, size_t *len) {
+  if (v == NULL) {
+    if (len)
+      *len = 0;
+    return NULL;
+  }
+  if (len)
+    *len = v->len;
+  return v->raw;
+}
+
+int acp_json_get_bool(const acp_json_val *v, bool *out) {
+  if (v == NULL || v->type != ACP_JSON_BOOL)
+    return ACP_ERR_TYPE;
+  *out = (v->flags & ACP__JF_TRUE) != 0;
+  return 0;
+}
+
+/* Magnitude of an integer-syntax number; -1 on overflow of uint64_t. */
+static int int_magnitude(const acp_json_val *v, uint64_t *out) {
+  const char *p = v->raw;
+  const char *end = p + v->len;
+  uint64_t acc = 0;
+  unsigned d;
+
+  if (*p == '-')
+    p++;
+  for (; p < end; p++) {
+    d = (unsigned)(*p - '0');
+    if (acc > (UINT64_MAX - d) / 10)
+      return -1;
+    acc = acc * 10 + d;
+  }
+  *out = acc;
+  return 0;
+}
+
+int acp_json_get_int64(const acp_json_val *v, int64_t *out) {
+  uint64_t mag;
+
+  if (v == NULL || v->type != ACP_JSON_NUMBER || !(v->flags & ACP__JF_INT))
+    return ACP_ERR_TYPE;
+  if (int_magnitude(v, &mag) != 0)
+    return ACP_ERR_RANGE;
+  if (v->flags & ACP__JF_NEG) {
+    if (mag > (uint64_t)INT64_MAX + 1)
+      return ACP_ERR_RANGE;
+    *out = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
+    return 0;
+  }
+  if (mag > (uint64_t)INT64_MAX)
+    return ACP_ERR_RANGE;
+  *out = (int64_t)mag;
+  return 0;
+}
+
+int acp_json_get_uint64(const acp_json_val *v, uint64_t *out) {
+  uint64_t mag;
+
+  if (v == NULL || v->type != ACP_JSON_NUMBER || !(v->flags & ACP__JF_INT))
+    return ACP_ERR_TYPE;
+  if (int_magnitude(v, &mag) != 0)
+    return ACP_ERR_RANGE;
+  /* "-0" is zero, which is in range; any other negative is not. */
+  if ((v->flags & ACP__JF_NEG) && mag != 0)
+    return ACP_ERR_RANGE;
+  *out = mag;
+  return 0;
+}
+
+/* Significant digits kept when shortening a long number for strtod. 800 is
+ * more than the 767 a double can ever need to round correctly; any nonzero
+ * digit dropped past them is kept as a final sticky '1'. */
+#define MAX_SIG_DIGITS 800
+
+/*
+ * Rewrite a long JSON number as "[-]0.DIGITSe<exp>" with at most
+ * MAX_SIG_DIGITS (+1 sticky) digits. Returns the length written to buf.
+ */
+static size_t shorten_number(const char *p, const char *end, char *buf,
+                             size_t cap) {
+  size_t k = 0;
+  size_t nd = 0;
+  int64_t e10 = 0;
+  int64_t ev = 0;
+  bool seen = false;
+  bool sticky = false;
+  bool eneg = false;
+
+  if (*p == '-')
+    buf[k++] = *p++;
+  buf[k++] = '0';
+  buf[k++] = '.';
+  for (; p < end && is_digit((unsigned char)*p); p++) {
+    if (!seen && *p == '0')
+      continue;
+    seen = true;
+    e10++;
+    if (nd < MAX_SIG_DIGITS) {
+      buf[k++] = *p;
+      nd++;
+    } else if (*p != '0') {
+      sticky = true;
+    }
+  }
+  if (p < end && *p == '.') {
+    for (p++; p < end && is_digit((unsigned char)*p); p++) {
+      if (!seen && *p == '0') {
+        e10--;
+        continue;
+      }
+      seen = true;
+      if (nd < MAX_SIG_DIGITS) {
+        buf[k++] = *p;
+        nd++;
+      } else if (*p != '0') {
+        sticky = true;
+      }
+    }
+  }
+  if (p < end && (*p | 0x20) == 'e') {
+    p++;
+    if (*p == '+' || *p == '-')
+      eneg = *p++ == '-';
+    for (; p < end; p++)
+      if (ev < INT64_C(1000000000000))
+        ev = ev * 10 + (*p - '0');
+  }
+  if (nd == 0) {
+    buf[k++] = '0';
+    buf[k] = '\0';
+    return k;
+  }
+  if (sticky)
+    buf[k++] = '1';
+  e10 += eneg ? -ev : ev;
+  k += (size_t)snprintf(buf + k, cap - k, "e%lld", (long long)e10);
+  return k;
+}
+
+int acp_json_get_double(const acp_json_val *v, double *out) {
+  char buf[MAX_SIG_DIGITS + 48];
+  size_t n;
+  char *endp;
+  double d;
+
+  if (v == NULL || v->type != ACP_JSON_NUMBER)
+    return ACP_ERR_TYPE;
+  if (v->len < 64) {
+    memcpy(buf, v->raw, v->len);
+    n = v->len;
+    buf[n] = '\0';
+  } else {
+    n = shorten_number(v->raw, v->raw + v->len, buf, sizeof(buf));
+  }
+  /* strtod honours LC_NUMERIC. JSON syntax is a subset of what strtod reads
+   * in the "C" locale; if the program switched to a locale whose decimal
+   * point is not '.', strtod stops at the '.', so retry with the locale's
+   * (single-byte) decimal point. */
+  d = strtod(buf, &endp);
+  if (endp != buf + n) {
+    char *dot = memchr(buf, '.', n);
+    const char *dp = localeconv()->decimal_point;
+    if (dot != NULL && dp != NULL && dp[0] != '\0' && dp[1] == '\0') {
+      *dot = dp[0];
+      d = strtod(buf, &endp);
+    }
+  }
+  if (isinf(d))
+    return ACP_ERR_RANGE;
+  *out = d;
+  return 0;
+}
+
+const char *acp_json_str_raw(const acp_json_val *v, size_t *len) {
+  if (!is_string(v)) {
+    if (len)
+      *len = 0;
+    return NULL;
+  }
+  if (len)
+    *len = v->len - 2;
+  return v->raw + 1;
+}
+
+int acp_json_str_has_escapes(const acp_json_val *v) {
+  return is_string(v) && (v->flags & ACP__JF_ESC) != 0;
+}
+
+int acp_json_str_eq(const acp_json_val *v, const char *s, size_t len) {
+  const char *p;
+  const char *end;
+  const char *bs;
+  size_t run;
+  size_t k;
+  char tmp[4];
+
+  if (!is_string(v) || (s == NULL && len > 0))
+    return 0;
+  p = v->raw + 1;
+  end = v->raw + v->len - 1;
+  if (!(v->flags & ACP__JF_ESC))
+    return (size_t)(end - p) == len && (len == 0 || memcmp(p, s, len) == 0);
+  while (p < end) {
+    bs = memchr(p, '\\', (size_t)(end - p));
+    run = bs ? (size_t)(bs - p) : (size_t)(end - p);
+    if (run > len || (run > 0 && memcmp(p, s, run) != 0))
+      return 0;
+    s += run;
+    len -= run;
+    p += run;
+    if (bs == NULL)
+      break;
+    k = decode_escape(&p, end, tmp);
+    if (k > len || memcmp(tmp, s, k) != 0)
+      return 0;
+    s += k;
+    len -= k;
+  }
+  return len == 0;
+}
+
+int acp_json_str_unescape(const acp_json_val *v, char *buf, size_t cap,
+                          size_t *len) {
+  const char *p;
+  const char *end;
+  const char *bs;
+  size_t run;
+  size_t k;
+  size_t total = 0;
+  char tmp[4];
+
+  if (!is_string(v))
+    return ACP_ERR_TYPE;
+  p = v->raw + 1;
+  end = v->raw + v->len - 1;
+  while (p < end) {
+    bs = memchr(p, '\\', (size_t)(end - p));
+    run = bs ? (size_t)(bs - p) : (size_t)(end - p);
+    if (total < cap)
+      memcpy(buf + total, p, cap - total < run ? cap - total : run);
+    total += run;
+    p += run;
+    if (bs == NULL)
+      break;
+    k = decode_escape(&p, end, tmp);
+    if (total < cap)
+      memcpy(buf + total, tmp, cap - total < k ? cap - total : k);
+    total += k;
+  }
+  if (len)
+    *len = total;
+  if (total > cap)
+    return ACP_ERR_BUFFER;
+  if (total < cap)
+    buf[total] = '\0';
+  return 0;
+}
+
+size_t acp_json_len(const acp_json_val *v) {
+  if (v == NULL || (v->type != ACP_JSON_ARRAY && v->type != ACP_JSON_OBJECT))
+    return 0;
+  return v->count;
+}
+
+const acp_json_val *acp_json_child(const acp_json_val *v) {
+  if (acp_json_len(v) == 0)
+    return NULL;
+  return v + 1;
+}
+
+const acp_json_val *acp_json_next(const acp_json_val *v) {
+  if (v == NULL || v->next == 0)
+    return NULL;
+  return v + v->next;
+}
+
+const acp_json_val *acp_json_arr_get(const acp_json_val *arr, size_t i) {
+  const acp_json_val *c;
+
+  if (arr == NULL || arr->type != ACP_JSON_ARRAY || i >= arr->count)
+    return NULL;
+  c = arr + 1;
+  while (i-- > 0)
+    c += c->next;
+  return c;
+}
+
+const acp_json_val *acp_json_obj_get(const acp_json_val *obj, const char *key,
+                                     size_t len) {
+  const acp_json_val *k;
+  uint32_t i;
+
+  if (obj == NULL || obj->type != ACP_JSON_OBJECT || obj->count == 0)
+    return NULL;
+  k = obj + 1;
+  for (i = 0;; i++) {
+    const acp_json_val *val = k + 1;
+    if (acp_json_str_eq(k, key, len))
+      return val;
+    if (i + 1 == obj->count)
+      return NULL;
+    k = val + val->next;
+  }
+}
+
+const acp_json_val *acp_json_obj_getz(const acp_json_val *obj,
+                                      const char *key) {
+  if (key == NULL)
+    return NULL;
+  return acp_json_obj_get(obj, key, strlen(key));
+}

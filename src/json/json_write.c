@@ -1,0 +1,421 @@
+/*
+ * JSON writing: compact output into a capped growable buffer, with sticky
+ * errors and automatic commas and colons.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json_int.h"
+
+#define WRITER_MAX_DEPTH 1024
+
+/* What the writer expects next at one nesting level. */
+enum {
+  ST_TOP_EMPTY = 0, /* top level, nothing written */
+  ST_TOP_DONE,      /* top level, the one value is complete */
+  ST_ARR_FIRST,     /* in an array, before the first element */
+  ST_ARR_NEXT,      /* in an array, after an element */
+  ST_OBJ_KEY_FIRST, /* in an object, before the first key */
+  ST_OBJ_KEY_NEXT,  /* in an object, after a member */
+  ST_OBJ_VALUE      /* in an object, after a key and its colon */
+};
+
+struct acp_json_writer {
+  acp_mem mem;
+  acp__buf buf;
+  int err;
+  uint32_t depth;
+  uint8_t state[WRITER_MAX_DEPTH + 1];
+};
+
+/* MARK: - Writer (Public) */
+
+int acp_json_writer_new(acp_json_writer **out, size_t max_size,
+                        const acp_mem *mem) {
+  acp_json_writer *w;
+  const acp_mem *m = mem ? mem : acp_mem_default();
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  w = acp__calloc(m, 1, sizeof(*w));
+  if (w == NULL)
+    return ACP_ERR_NOMEM;
+  acp__mem_init(&w->mem, m);
+  acp__buf_init(&w->buf, &w->mem, max_size);
+  *out = w;
+  return 0;
+}
+
+void acp_json_writer_free(acp_json_writer *w) {
+  if (w == NULL)
+    return;
+  acp__buf_dispose(&w->buf);
+  acp__free(&w->mem, w);
+}
+
+void acp_json_writer_reset(acp_json_writer *w) {
+  if (w == NULL)
+    return;
+  acp__buf_clear(&w->buf);
+  w->err = 0;
+  w->depth = 0;
+  w->state[0] = ST_TOP_EMPTY;
+}
+
+const char *acp_json_writer_data(const acp_json_writer *w, size_t *len) {
+  if (w == NULL) {
+    if (len)
+      *len = 0;
+    return NULL;
+  }
+  if (len)
+    *len = w->buf.len;
+  return w->buf.data;
+}
+
+int acp_json_writer_error(const acp_json_writer *w) {
+  if (w == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return w->err;
+}
+
+/* MARK: - Helpers (Private) */
+
+static int fail(acp_json_writer *w, int rv) {
+  w->err = rv;
+  return rv;
+}
+
+/* Appends with an inline fast path; cap never exceeds the writer's max, so
+ * fitting in the capacity means fitting under the cap. */
+static inline int put(acp_json_writer *w, const char *s, size_t n) {
+  if (w->buf.cap - w->buf.len >= n) {
+    memcpy(w->buf.data + w->buf.len, s, n);
+    w->buf.len += n;
+    return 0;
+  }
+  return acp__buf_append(&w->buf, s, n);
+}
+
+static inline int putc1(acp_json_writer *w, char c) {
+  if (w->buf.len < w->buf.cap) {
+    w->buf.data[w->buf.len++] = c;
+    return 0;
+  }
+  return acp__buf_putc(&w->buf, c);
+}
+
+/* Account for a value about to be written: emits the comma if needed. */
+static int before_value(acp_json_writer *w) {
+  uint8_t *st = &w->state[w->depth];
+
+  switch (*st) {
+  case ST_TOP_EMPTY:
+    *st = ST_TOP_DONE;
+    return 0;
+  case ST_ARR_FIRST:
+    *st = ST_ARR_NEXT;
+    return 0;
+  case ST_ARR_NEXT:
+    return putc1(w, ',');
+  case ST_OBJ_VALUE:
+    *st = ST_OBJ_KEY_NEXT;
+    return 0;
+  default:
+    return ACP_ERR_INVALID_STATE;
+  }
+}
+
+/* Length of the prefix of s[0..len) that needs no escaping and no UTF-8
+ * check (printable ASCII other than '"' and '\\'). */
+static size_t plain_run(const unsigned char *s, size_t len) {
+  const uint64_t ones = UINT64_C(0x0101010101010101);
+  const uint64_t highs = UINT64_C(0x8080808080808080);
+  size_t i = 0;
+  uint64_t w;
+  uint64_t x;
+  uint64_t m;
+
+  while (len - i >= 8) {
+    memcpy(&w, s + i, 8);
+    x = w ^ (ones * '"');
+    m = (x - ones) & ~x;
+    x = w ^ (ones * '\\');
+    m |= (x - ones) & ~x;
+    m |= (w - ones * 0x20) & ~w;
+    if (((m | w) & highs) != 0)
+      break;
+    i += 8;
+  }
+  while (i < len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+    i++;
+  return i;
+}
+
+static int put_string(acp_json_writer *w, const char *str, size_t len) {
+  static const char hexd[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  size_t run;
+  size_t k;
+  int rv;
+  char esc[6];
+  size_t en;
+
+  if (str == NULL && len > 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = putc1(w, '"');
+  while (rv == 0 && i < len) {
+    run = plain_run(s + i, len - i);
+    /* Extend the run over valid multi-byte UTF-8, which is copied as is. */
+    while (i + run < len && s[i + run] >= 0x80) {
+      k = acp__utf8_seq(s + i + run, s + len);
+      if (k == 0)
+        return ACP_ERR_INVALID_ARGUMENT;
+      run += k;
+      run += plain_run(s + i + run, len - i - run);
+    }
+    if (run > 0) {
+      rv = put(w, (const char *)s + i, run);
+      i += run;
+      continue;
+    }
+    en = 2;
+    esc[0] = '\\';
+    switch (s[i]) {
+    case '"':
+      esc[1] = '"';
+      break;
+    case '\\':
+      esc[1] = '\\';
+      break;
+    case '\n':
+      esc[1] = 'n';
+      break;
+    case '\r':
+      esc[1] = 'r';
+      break;
+    case '\t':
+      esc[1] = 't';
+      break;
+    case '\b':
+      esc[1] = 'b';
+      break;
+    case '\f':
+      esc[1] = 'f';
+      break;
+    default:
+      esc[1] = 'u';
+      esc[2] = '0';
+      esc[3] = '0';
+      esc[4] = hexd[s[i] >> 4];
+      esc[5] = hexd[s[i] & 15];
+      en = 6;
+      break;
+    }
+    rv = put(w, esc, en);
+    i++;
+  }
+  if (rv == 0)
+    rv = putc1(w, '"');
+  return rv;
+}
+
+/* MARK: - Writes (Public) */
+
+#define CHECK(w)                                                               \
+  do {                                                                         \
+    if ((w) == NULL)                                                           \
+      return ACP_ERR_INVALID_ARGUMENT;                                         \
+    if ((w)->err != 0)                                                         \
+      return (w)->err;                                                         \
+  } while (0)
+
+static int begin(acp_json_writer *w, char c, uint8_t st) {
+  int rv;
+
+  CHECK(w);
+  if (w->depth >= WRITER_MAX_DEPTH)
+    return fail(w, ACP_ERR_LIMIT);
+  rv = before_value(w);
+  if (rv == 0)
+    rv = putc1(w, c);
+  if (rv != 0)
+    return fail(w, rv);
+  w->state[++w->depth] = st;
+  return 0;
+}
+
+static int end(acp_json_writer *w, char c, uint8_t a, uint8_t b) {
+  int rv;
+  uint8_t st;
+
+  CHECK(w);
+  st = w->state[w->depth];
+  if (w->depth == 0 || (st != a && st != b))
+    return fail(w, ACP_ERR_INVALID_STATE);
+  rv = putc1(w, c);
+  if (rv != 0)
+    return fail(w, rv);
+  w->depth--;
+  return 0;
+}
+
+int acp_json_write_obj_begin(acp_json_writer *w) {
+  return begin(w, '{', ST_OBJ_KEY_FIRST);
+}
+
+int acp_json_write_obj_end(acp_json_writer *w) {
+  return end(w, '}', ST_OBJ_KEY_FIRST, ST_OBJ_KEY_NEXT);
+}
+
+int acp_json_write_arr_begin(acp_json_writer *w) {
+  return begin(w, '[', ST_ARR_FIRST);
+}
+
+int acp_json_write_arr_end(acp_json_writer *w) {
+  return end(w, ']', ST_ARR_FIRST, ST_ARR_NEXT);
+}
+
+int acp_json_write_key(acp_json_writer *w, const char *k, size_t len) {
+  uint8_t *st;
+  int rv = 0;
+
+  CHECK(w);
+  st = &w->state[w->depth];
+  if (*st == ST_OBJ_KEY_NEXT)
+    rv = putc1(w, ',');
+  else if (*st != ST_OBJ_KEY_FIRST)
+    return fail(w, ACP_ERR_INVALID_STATE);
+  if (rv == 0)
+    rv = put_string(w, k, len);
+  if (rv == 0)
+    rv = putc1(w, ':');
+  if (rv != 0)
+    return fail(w, rv);
+  *st = ST_OBJ_VALUE;
+  return 0;
+}
+
+int acp_json_write_keyz(acp_json_writer *w, const char *k) {
+  CHECK(w);
+  if (k == NULL)
+    return fail(w, ACP_ERR_INVALID_ARGUMENT);
+  return acp_json_write_key(w, k, strlen(k));
+}
+
+/* Write one scalar: the separator, then the bytes produced by emit. */
+static int scalar(acp_json_writer *w, const char *s, size_t n) {
+  int rv;
+
+  CHECK(w);
+  rv = before_value(w);
+  if (rv == 0)
+    rv = put(w, s, n);
+  if (rv != 0)
+    return fail(w, rv);
+  return 0;
+}
+
+int acp_json_write_str(acp_json_writer *w, const char *s, size_t len) {
+  int rv;
+
+  CHECK(w);
+  if (s == NULL && len > 0)
+    return fail(w, ACP_ERR_INVALID_ARGUMENT);
+  rv = before_value(w);
+  if (rv == 0)
+    rv = put_string(w, s, len);
+  if (rv != 0)
+    return fail(w, rv);
+  return 0;
+}
+
+int acp_json_write_strz(acp_json_writer *w, const char *s) {
+  CHECK(w);
+  if (s == NULL)
+    return fail(w, ACP_ERR_INVALID_ARGUMENT);
+  return acp_json_write_str(w, s, strlen(s));
+}
+
+/* Decimal digits of v, right-aligned ending at end; returns the start. */
+static char *utoa_rev(uint64_t v, char *end) {
+  char *p = end;
+
+  do {
+    *--p = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  return p;
+}
+
+int acp_json_write_int(acp_json_writer *w, int64_t v) {
+  char buf[24];
+  char *end = buf + sizeof(buf);
+  char *p;
+  uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+  p = utoa_rev(mag, end);
+  if (v < 0)
+    *--p = '-';
+  return scalar(w, p, (size_t)(end - p));
+}
+
+int acp_json_write_uint(acp_json_writer *w, uint64_t v) {
+  char buf[24];
+  char *end = buf + sizeof(buf);
+  char *p = utoa_rev(v, end);
+
+  return scalar(w, p, (size_t)(end - p));
+}
+
+int acp_json_write_double(acp_json_writer *w, double v) {
+  char buf[40];
+  int n = 0;
+  int prec;
+  int i;
+
+  CHECK(w);
+  if (!isfinite(v))
+    return fail(w, ACP_ERR_INVALID_ARGUMENT);
+  for (prec = 15; prec <= 17; prec++) {
+    n = snprintf(buf, sizeof(buf), "%.*g", prec, v);
+    if (n <= 0 || (size_t)n >= sizeof(buf))
+      return fail(w, ACP_ERR_INTERNAL);
+    if (prec == 17 || strtod(buf, NULL) == v)
+      break;
+  }
+  /* snprintf and strtod follow LC_NUMERIC; under a locale whose decimal
+   * point is not '.', the only byte outside [0-9+-e] is that point, which
+   * JSON requires to be '.'. (Multi-byte decimal points are not handled.) */
+  for (i = 0; i < n; i++) {
+    char c = buf[i];
+    if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == 'e'))
+      buf[i] = '.';
+  }
+  return scalar(w, buf, (size_t)n);
+}
+
+int acp_json_write_bool(acp_json_writer *w, bool v) {
+  return v ? scalar(w, "true", 4) : scalar(w, "false", 5);
+}
+
+int acp_json_write_null(acp_json_writer *w) {
+  return scalar(w, "null", 4);
+}
+
+int acp_json_write_raw(acp_json_writer *w, const char *json, size_t len) {
+  CHECK(w);
+  if (json == NULL || len == 0)
+    return fail(w, ACP_ERR_INVALID_ARGUMENT);
+  return scalar(w, json, len);
+}
+
+int acp_json_write_val(acp_json_writer *w, const acp_json_val *v) {
+  CHECK(w);
+  if (v == NULL)
+    return fail(w, ACP_ERR_INVALID_ARGUMENT);
+  return scalar(w, v->raw, v->len);
+}

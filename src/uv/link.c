@@ -1,0 +1,823 @@
+/*
+ * Byte links: a readable side and a writable side, each a libuv stream
+ * (pipe, TTY, TCP) or a file descriptor driven by sequential uv_fs
+ * requests (regular files, /dev/null), plus backpressure couplings.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "uv_internal.h"
+
+#define READ_CHUNK ((size_t)64 << 10)
+
+/* MARK: - Types */
+
+typedef enum side_kind { SIDE_NONE = 0, SIDE_STREAM, SIDE_FILE } side_kind;
+
+typedef struct side {
+  side_kind kind;
+  bool closed;
+  uv_stream_t *stream;
+  union {
+    uv_pipe_t pipe;
+    uv_tty_t tty;
+    uv_tcp_t tcp;
+  } h;
+  int fd;          /* descriptor we own (dup), or -1 */
+  int saved_flags; /* file status flags to restore, or -1 */
+} side;
+
+typedef struct wreq {
+  union {
+    uv_write_t w;
+    uv_fs_t fs;
+  } u;
+  struct wreq *next;
+  acp_uv_link *link;
+  size_t len;
+  size_t off;
+  char data[];
+} wreq;
+
+enum { ST_OPEN = 0, ST_FLUSHING = 1, ST_CLOSING = 2 };
+
+struct acp_uv_link {
+  acp_mem mem;
+  uv_loop_t *loop;
+  side rd;
+  side wr;
+  bool same; /* rd and wr are one stream (a socket) */
+
+  acp_uv_link_read_cb read_cb;
+  void *read_ud;
+  unsigned pause;
+  unsigned bp_holds;
+  bool reading;
+  bool rd_done;
+  char *sbuf;
+
+  /* file reads */
+  uv_fs_t rfs;
+  bool fs_rbusy;
+  bool held;
+  int held_status;
+  size_t held_len;
+  char *rbuf;
+  uv_idle_t idle;
+
+  /* writes */
+  size_t queued;
+  size_t nwrites;
+  int write_err;
+  bool wr_shut_req;
+  bool wr_ended;
+  wreq *fq_head;
+  wreq *fq_tail;
+  bool fs_wbusy;
+  uv_shutdown_t shreq;
+
+  /* coupling: as destination */
+  acp_uv_link *src;
+  size_t high;
+  size_t low;
+  bool holding;
+  acp_uv_link *next_dst;
+  /* coupling: as source */
+  acp_uv_link *dsts;
+
+  int state;
+  unsigned outstanding;
+  uv_timer_t timer;
+  acp_uv_link_close_cb close_cb;
+  void *close_ud;
+};
+
+/* MARK: - Helpers (Private) */
+
+int acp__uv_err(int uv_err) {
+  switch (uv_err) {
+  case 0:
+    return 0;
+  case UV_ENOENT:
+    return ACP_ERR_NOT_FOUND;
+  case UV_ENOMEM:
+    return ACP_ERR_NOMEM;
+  case UV_ECANCELED:
+    return ACP_ERR_CANCELLED;
+  case UV_ETIMEDOUT:
+    return ACP_ERR_TIMEOUT;
+  case UV_EOF:
+  case UV_EPIPE:
+  case UV_ECONNRESET:
+    return ACP_ERR_CLOSED;
+  default:
+    return ACP_ERR_SYSTEM;
+  }
+}
+
+static void finish(acp_uv_link *l) {
+  if (l->close_cb)
+    l->close_cb(l, l->close_ud);
+  acp__free(&l->mem, l->sbuf);
+  acp__free(&l->mem, l->rbuf);
+  acp__free(&l->mem, l);
+}
+
+static void done_one(acp_uv_link *l) {
+  l->outstanding--;
+  if (l->state == ST_CLOSING && l->outstanding == 0)
+    finish(l);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  done_one(h->data);
+}
+
+static bool want_read(const acp_uv_link *l) {
+  return l->rd.kind != SIDE_NONE && !l->rd.closed && l->read_cb &&
+         !l->rd_done && l->state == ST_OPEN && l->pause == 0 &&
+         l->bp_holds == 0;
+}
+
+static void restore_flags(side *s) {
+  if (s->fd >= 0 && s->saved_flags >= 0)
+    (void)fcntl(s->fd, F_SETFL, s->saved_flags);
+  s->saved_flags = -1;
+}
+
+static void close_side(acp_uv_link *l, side *s) {
+  if (s->kind == SIDE_NONE || s->closed)
+    return;
+  s->closed = true;
+  if (s->kind == SIDE_STREAM) {
+    uv_os_fd_t hfd = -1;
+    (void)uv_fileno((uv_handle_t *)s->stream, &hfd);
+    restore_flags(s);
+    if (!uv_is_closing((uv_handle_t *)s->stream)) {
+      l->outstanding++;
+      uv_close((uv_handle_t *)s->stream, on_handle_closed);
+    }
+    /* uv_tty_init may reopen the terminal and use the new descriptor,
+     * leaving ours to us. */
+    if (s->fd >= 0 && s->fd != hfd)
+      close(s->fd);
+    s->fd = -1;
+    return;
+  }
+  /* A file side: its descriptor is closed once no request uses it. */
+  bool busy = (s == &l->rd) ? l->fs_rbusy : l->fs_wbusy;
+  if (!busy && s->fd >= 0) {
+    close(s->fd);
+    s->fd = -1;
+  }
+}
+
+/* MARK: - Coupling (Private) */
+
+static int update_reading(acp_uv_link *l);
+
+static void check_high(acp_uv_link *dst) {
+  if (dst->src && !dst->holding && dst->queued > dst->high) {
+    dst->holding = true;
+    dst->src->bp_holds++;
+    update_reading(dst->src);
+  }
+}
+
+static void check_low(acp_uv_link *dst) {
+  if (dst->src && dst->holding && dst->queued <= dst->low) {
+    dst->holding = false;
+    dst->src->bp_holds--;
+    update_reading(dst->src);
+  }
+}
+
+void acp_uv_link_uncouple(acp_uv_link *dst) {
+  if (!dst || !dst->src)
+    return;
+  acp_uv_link *src = dst->src;
+  acp_uv_link **pp = &src->dsts;
+  while (*pp && *pp != dst)
+    pp = &(*pp)->next_dst;
+  if (*pp)
+    *pp = dst->next_dst;
+  dst->next_dst = NULL;
+  dst->src = NULL;
+  if (dst->holding) {
+    dst->holding = false;
+    src->bp_holds--;
+    update_reading(src);
+  }
+}
+
+int acp_uv_link_couple(acp_uv_link *src, acp_uv_link *dst, size_t high_water,
+                       size_t low_water) {
+  if (!src || !dst)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (src->state != ST_OPEN || dst->state != ST_OPEN)
+    return ACP_ERR_CLOSED;
+  if (high_water == 0)
+    high_water = ACP_UV_DEFAULT_HIGH_WATER;
+  if (low_water >= high_water || low_water == 0)
+    low_water = high_water / 2;
+  acp_uv_link_uncouple(dst);
+  dst->src = src;
+  dst->high = high_water;
+  dst->low = low_water;
+  dst->next_dst = src->dsts;
+  src->dsts = dst;
+  check_high(dst);
+  return 0;
+}
+
+/* MARK: - Reading (Private) */
+
+static void deliver_end(acp_uv_link *l, int status) {
+  l->rd_done = true;
+  if (l->reading) {
+    uv_read_stop(l->rd.stream);
+    l->reading = false;
+  }
+  if (l->read_cb)
+    l->read_cb(l, status, NULL, 0, l->read_ud);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  acp_uv_link *l = h->data;
+  (void)hint;
+  *buf = uv_buf_init(l->sbuf, (unsigned)READ_CHUNK);
+}
+
+static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  acp_uv_link *l = s->data;
+  if (n == 0)
+    return;
+  if (n < 0) {
+    deliver_end(l, (int)n);
+    return;
+  }
+  l->read_cb(l, 0, buf->base, (size_t)n, l->read_ud);
+}
+
+static void on_fs_read(uv_fs_t *req);
+static void on_idle(uv_idle_t *h);
+
+static void issue_fs_read(acp_uv_link *l) {
+  uv_buf_t buf = uv_buf_init(l->rbuf, (unsigned)READ_CHUNK);
+  l->rfs.data = l;
+  l->fs_rbusy = true;
+  int r = uv_fs_read(l->loop, &l->rfs, l->rd.fd, &buf, 1, -1, on_fs_read);
+  if (r < 0) {
+    l->fs_rbusy = false;
+    l->held = true;
+    l->held_status = r;
+    l->held_len = 0;
+    uv_idle_start(&l->idle, on_idle);
+  }
+}
+
+static void deliver_held(acp_uv_link *l) {
+  l->held = false;
+  if (l->held_status != 0) {
+    deliver_end(l, l->held_status);
+    return;
+  }
+  l->read_cb(l, 0, l->rbuf, l->held_len, l->read_ud);
+  update_reading(l);
+}
+
+static void on_idle(uv_idle_t *h) {
+  acp_uv_link *l = h->data;
+  uv_idle_stop(h);
+  if (l->held && want_read(l))
+    deliver_held(l);
+}
+
+static void on_fs_read(uv_fs_t *req) {
+  acp_uv_link *l = req->data;
+  ssize_t n = req->result;
+  uv_fs_req_cleanup(req);
+  l->fs_rbusy = false;
+  if (l->state == ST_CLOSING) {
+    if (l->rd.fd >= 0) {
+      close(l->rd.fd);
+      l->rd.fd = -1;
+    }
+    done_one(l);
+    return;
+  }
+  l->held = true;
+  l->held_len = n > 0 ? (size_t)n : 0;
+  l->held_status = n > 0 ? 0 : (n == 0 ? UV_EOF : (int)n);
+  if (want_read(l))
+    deliver_held(l);
+}
+
+static int update_reading(acp_uv_link *l) {
+  bool want = want_read(l);
+  if (l->rd.kind == SIDE_STREAM) {
+    if (want && !l->reading) {
+      int r = uv_read_start(l->rd.stream, on_alloc, on_stream_read);
+      if (r < 0)
+        return ACP_ERR_SYSTEM;
+      l->reading = true;
+    } else if (!want && l->reading) {
+      uv_read_stop(l->rd.stream);
+      l->reading = false;
+    }
+  } else if (l->rd.kind == SIDE_FILE) {
+    if (want) {
+      if (l->held)
+        uv_idle_start(&l->idle, on_idle);
+      else if (!l->fs_rbusy)
+        issue_fs_read(l);
+    } else {
+      uv_idle_stop(&l->idle);
+    }
+  }
+  return 0;
+}
+
+/* MARK: - Writing (Private) */
+
+static void do_close(acp_uv_link *l);
+static void end_write_side(acp_uv_link *l);
+
+static void after_write_done(acp_uv_link *l) {
+  check_low(l);
+  if (l->nwrites != 0)
+    return;
+  if (l->state == ST_FLUSHING)
+    do_close(l);
+  else if (l->state == ST_OPEN && l->wr_shut_req && !l->wr_ended)
+    end_write_side(l);
+}
+
+static void on_write(uv_write_t *req, int status) {
+  wreq *w = (wreq *)req;
+  acp_uv_link *l = w->link;
+  l->queued -= w->len;
+  l->nwrites--;
+  acp__free(&l->mem, w);
+  if (status < 0 && status != UV_ECANCELED && l->write_err == 0)
+    l->write_err = status;
+  if (l->state != ST_CLOSING)
+    after_write_done(l);
+}
+
+static void drop_file_queue(acp_uv_link *l, bool keep_head) {
+  wreq *w = l->fq_head;
+  wreq *keep = NULL;
+  if (keep_head && w) {
+    keep = w;
+    w = w->next;
+    keep->next = NULL;
+  }
+  while (w) {
+    wreq *next = w->next;
+    l->queued -= w->len;
+    l->nwrites--;
+    acp__free(&l->mem, w);
+    w = next;
+  }
+  l->fq_head = keep;
+  l->fq_tail = keep;
+}
+
+static void on_fs_write(uv_fs_t *req);
+
+static void issue_fs_write(acp_uv_link *l) {
+  wreq *w = l->fq_head;
+  uv_buf_t buf = uv_buf_init(w->data + w->off, (unsigned)(w->len - w->off));
+  w->u.fs.data = w;
+  l->fs_wbusy = true;
+  int r = uv_fs_write(l->loop, &w->u.fs, l->wr.fd, &buf, 1, -1, on_fs_write);
+  if (r < 0) {
+    l->fs_wbusy = false;
+    if (l->write_err == 0)
+      l->write_err = r;
+    drop_file_queue(l, false);
+    after_write_done(l);
+  }
+}
+
+static void on_fs_write(uv_fs_t *req) {
+  wreq *w = req->data;
+  acp_uv_link *l = w->link;
+  ssize_t n = req->result;
+  uv_fs_req_cleanup(req);
+  l->fs_wbusy = false;
+  if (l->state == ST_CLOSING) {
+    drop_file_queue(l, false);
+    if (l->wr.fd >= 0) {
+      close(l->wr.fd);
+      l->wr.fd = -1;
+    }
+    done_one(l);
+    return;
+  }
+  if (n <= 0) {
+    if (l->write_err == 0)
+      l->write_err = n < 0 ? (int)n : UV_EIO;
+    drop_file_queue(l, false);
+  } else {
+    w->off += (size_t)n;
+    if (w->off >= w->len) {
+      l->fq_head = w->next;
+      if (!l->fq_head)
+        l->fq_tail = NULL;
+      l->queued -= w->len;
+      l->nwrites--;
+      acp__free(&l->mem, w);
+    }
+    if (l->fq_head) {
+      issue_fs_write(l);
+      return;
+    }
+  }
+  after_write_done(l);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  (void)req;
+  (void)status;
+}
+
+static void end_write_side(acp_uv_link *l) {
+  l->wr_ended = true;
+  if (l->wr.kind == SIDE_STREAM && l->same) {
+    if (uv_shutdown(&l->shreq, l->wr.stream, on_shutdown) != 0)
+      l->shreq.data = NULL;
+    return;
+  }
+  close_side(l, &l->wr);
+}
+
+/* MARK: - Closing (Private) */
+
+static void do_close(acp_uv_link *l) {
+  l->state = ST_CLOSING;
+  uv_timer_stop(&l->timer);
+  uv_idle_stop(&l->idle);
+  acp_uv_link_uncouple(l);
+  for (acp_uv_link *d = l->dsts; d;) {
+    acp_uv_link *next = d->next_dst;
+    d->src = NULL;
+    d->holding = false;
+    d->next_dst = NULL;
+    d = next;
+  }
+  l->dsts = NULL;
+  l->bp_holds = 0;
+  if (l->reading) {
+    uv_read_stop(l->rd.stream);
+    l->reading = false;
+  }
+  if (l->wr.kind == SIDE_FILE)
+    drop_file_queue(l, l->fs_wbusy);
+  if (l->fs_rbusy) {
+    l->outstanding++;
+    uv_cancel((uv_req_t *)&l->rfs);
+  }
+  if (l->fs_wbusy && l->fq_head) {
+    l->outstanding++;
+    uv_cancel((uv_req_t *)&l->fq_head->u.fs);
+  }
+  close_side(l, &l->rd);
+  if (!l->same)
+    close_side(l, &l->wr);
+  l->outstanding += 2;
+  uv_close((uv_handle_t *)&l->timer, on_handle_closed);
+  uv_close((uv_handle_t *)&l->idle, on_handle_closed);
+}
+
+static void on_flush_timeout(uv_timer_t *t) {
+  acp_uv_link *l = t->data;
+  if (l->state == ST_FLUSHING)
+    do_close(l);
+}
+
+/* MARK: - Construction (Private) */
+
+static int link_alloc(acp_uv_link **out, uv_loop_t *loop, const acp_mem *mem) {
+  acp_mem m;
+  acp__mem_init(&m, mem);
+  acp_uv_link *l = acp__calloc(&m, 1, sizeof(*l));
+  if (!l)
+    return ACP_ERR_NOMEM;
+  l->mem = m;
+  l->loop = loop;
+  l->rd.fd = -1;
+  l->wr.fd = -1;
+  l->rd.saved_flags = -1;
+  l->wr.saved_flags = -1;
+  l->pause = ACP__UV_PAUSE_USER;
+  /* Neither init can fail on Unix; both handles are always closed. */
+  uv_timer_init(loop, &l->timer);
+  uv_idle_init(loop, &l->idle);
+  l->timer.data = l;
+  l->idle.data = l;
+  *out = l;
+  return 0;
+}
+
+/* Abandon a partly built link: close what it holds; memory is released
+ * from the close callbacks. */
+static void link_abandon(acp_uv_link *l) {
+  do_close(l);
+}
+
+static int open_fd_side(acp_uv_link *l, side *s, int fd, bool readable) {
+  int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (dfd < 0)
+    return ACP_ERR_SYSTEM;
+  uv_handle_type t = uv_guess_handle(dfd);
+  int r = 0;
+  s->fd = dfd;
+  s->saved_flags = fcntl(dfd, F_GETFL);
+  switch (t) {
+  case UV_TTY:
+    s->kind = SIDE_STREAM;
+    s->stream = (uv_stream_t *)&s->h.tty;
+    r = uv_tty_init(l->loop, &s->h.tty, dfd, readable ? 1 : 0);
+    if (r < 0)
+      s->kind = SIDE_NONE;
+    break;
+  case UV_NAMED_PIPE:
+    s->kind = SIDE_STREAM;
+    s->stream = (uv_stream_t *)&s->h.pipe;
+    uv_pipe_init(l->loop, &s->h.pipe, 0);
+    r = uv_pipe_open(&s->h.pipe, dfd);
+    break;
+  case UV_TCP:
+    s->kind = SIDE_STREAM;
+    s->stream = (uv_stream_t *)&s->h.tcp;
+    uv_tcp_init(l->loop, &s->h.tcp);
+    r = uv_tcp_open(&s->h.tcp, dfd);
+    break;
+  case UV_FILE:
+    s->kind = SIDE_FILE;
+    s->saved_flags = -1;
+    return 0;
+  default:
+    close(dfd);
+    s->fd = -1;
+    s->saved_flags = -1;
+    return ACP_ERR_UNSUPPORTED;
+  }
+  if (s->kind == SIDE_STREAM)
+    s->stream->data = l;
+  if (r < 0) {
+    /* The handle (if initialised) does not own dfd after a failed open. */
+    restore_flags(s);
+    close(dfd);
+    s->fd = -1;
+    return ACP_ERR_SYSTEM;
+  }
+  return 0;
+}
+
+static int alloc_read_buffers(acp_uv_link *l) {
+  if (l->rd.kind == SIDE_STREAM) {
+    l->sbuf = acp__malloc(&l->mem, READ_CHUNK);
+    if (!l->sbuf)
+      return ACP_ERR_NOMEM;
+  } else if (l->rd.kind == SIDE_FILE) {
+    l->rbuf = acp__malloc(&l->mem, READ_CHUNK);
+    if (!l->rbuf)
+      return ACP_ERR_NOMEM;
+  }
+  return 0;
+}
+
+/* MARK: - Construction (Public) */
+
+int acp_uv_link_new_fds(acp_uv_link **out, uv_loop_t *loop, int in_fd,
+                        int out_fd, const acp_mem *mem) {
+  acp_uv_link *l = NULL;
+  int rv;
+  if (out)
+    *out = NULL;
+  if (!out || !loop || (in_fd < 0 && out_fd < 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = link_alloc(&l, loop, mem);
+  if (rv != 0)
+    return rv;
+  if (in_fd >= 0) {
+    rv = open_fd_side(l, &l->rd, in_fd, true);
+    if (rv != 0)
+      goto cleanup;
+  }
+  if (out_fd >= 0) {
+    rv = open_fd_side(l, &l->wr, out_fd, false);
+    if (rv != 0)
+      goto cleanup;
+  }
+  rv = alloc_read_buffers(l);
+  if (rv != 0)
+    goto cleanup;
+  *out = l;
+  return 0;
+cleanup:
+  link_abandon(l);
+  return rv;
+}
+
+int acp_uv_link_new_streams(acp_uv_link **out_link, uv_loop_t *loop,
+                            uv_stream_t *in, uv_stream_t *out,
+                            const acp_mem *mem) {
+  acp_uv_link *l = NULL;
+  int rv;
+  if (out_link)
+    *out_link = NULL;
+  if (!out_link || !loop || (!in && !out))
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = link_alloc(&l, loop, mem);
+  if (rv != 0)
+    return rv;
+  if (in) {
+    l->rd.kind = SIDE_STREAM;
+    l->rd.stream = in;
+    in->data = l;
+  }
+  if (out) {
+    l->wr.kind = SIDE_STREAM;
+    l->wr.stream = out;
+    out->data = l;
+  }
+  l->same = (in == out);
+  rv = alloc_read_buffers(l);
+  if (rv != 0) {
+    link_abandon(l);
+    return rv;
+  }
+  *out_link = l;
+  return 0;
+}
+
+int acp__uv_link_new_child(acp_uv_link **out, uv_loop_t *loop,
+                           const acp_mem *mem, uv_pipe_t **rd_out,
+                           uv_pipe_t **wr_out) {
+  acp_uv_link *l = NULL;
+  int rv = link_alloc(&l, loop, mem);
+  *out = NULL;
+  if (rv != 0)
+    return rv;
+  l->rd.kind = SIDE_STREAM;
+  l->rd.stream = (uv_stream_t *)&l->rd.h.pipe;
+  uv_pipe_init(loop, &l->rd.h.pipe, 0);
+  l->rd.stream->data = l;
+  l->wr.kind = SIDE_STREAM;
+  l->wr.stream = (uv_stream_t *)&l->wr.h.pipe;
+  uv_pipe_init(loop, &l->wr.h.pipe, 0);
+  l->wr.stream->data = l;
+  rv = alloc_read_buffers(l);
+  if (rv != 0) {
+    link_abandon(l);
+    return rv;
+  }
+  *rd_out = &l->rd.h.pipe;
+  *wr_out = &l->wr.h.pipe;
+  *out = l;
+  return 0;
+}
+
+/* MARK: - Operations (Public) */
+
+int acp_uv_link_read_start(acp_uv_link *l, acp_uv_link_read_cb cb,
+                           void *user_data) {
+  if (!l || !cb)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (l->state != ST_OPEN || l->rd.kind == SIDE_NONE || l->rd.closed ||
+      l->rd_done)
+    return ACP_ERR_CLOSED;
+  l->read_cb = cb;
+  l->read_ud = user_data;
+  l->pause &= ~(unsigned)ACP__UV_PAUSE_USER;
+  return update_reading(l);
+}
+
+void acp_uv_link_read_stop(acp_uv_link *l) {
+  if (l)
+    acp__uv_link_pause(l, ACP__UV_PAUSE_USER, true);
+}
+
+void acp__uv_link_pause(acp_uv_link *l, unsigned reason, bool on) {
+  if (on)
+    l->pause |= reason;
+  else
+    l->pause &= ~reason;
+  if (l->state == ST_OPEN)
+    update_reading(l);
+}
+
+int acp_uv_link_is_reading(const acp_uv_link *l) {
+  return l && want_read(l) ? 1 : 0;
+}
+
+int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
+  size_t total;
+  if (!l || (!data && len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (l->wr.kind == SIDE_NONE || l->state != ST_OPEN || l->wr_shut_req ||
+      l->wr_ended || l->write_err != 0)
+    return ACP_ERR_CLOSED;
+  if (len == 0)
+    return 0;
+  if (acp__add_overflow(sizeof(wreq), len, &total) != 0 || len > UINT32_MAX)
+    return ACP_ERR_NOMEM;
+  wreq *w = acp__malloc(&l->mem, total);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  memcpy(w->data, data, len);
+  w->link = l;
+  w->len = len;
+  w->off = 0;
+  w->next = NULL;
+  if (l->wr.kind == SIDE_STREAM) {
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
+    int r = uv_write(&w->u.w, l->wr.stream, &buf, 1, on_write);
+    if (r < 0) {
+      acp__free(&l->mem, w);
+      l->write_err = r;
+      return ACP_ERR_SYSTEM;
+    }
+    l->queued += len;
+    l->nwrites++;
+  } else {
+    if (l->fq_tail)
+      l->fq_tail->next = w;
+    else
+      l->fq_head = w;
+    l->fq_tail = w;
+    l->queued += len;
+    l->nwrites++;
+    if (!l->fs_wbusy)
+      issue_fs_write(l);
+  }
+  check_high(l);
+  return 0;
+}
+
+size_t acp_uv_link_write_queue_size(const acp_uv_link *l) {
+  return l ? l->queued : 0;
+}
+
+int acp_uv_link_write_error(const acp_uv_link *l) {
+  return l ? l->write_err : 0;
+}
+
+int acp_uv_link_shutdown(acp_uv_link *l) {
+  if (!l)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (l->state != ST_OPEN)
+    return ACP_ERR_CLOSED;
+  if (l->wr_shut_req || l->wr.kind == SIDE_NONE)
+    return 0;
+  l->wr_shut_req = true;
+  if (l->nwrites == 0)
+    end_write_side(l);
+  return 0;
+}
+
+void acp_uv_link_close(acp_uv_link *l, uint64_t flush_timeout_ms,
+                       acp_uv_link_close_cb cb, void *user_data) {
+  if (!l || l->state == ST_CLOSING)
+    return;
+  if (l->state == ST_FLUSHING) {
+    if (flush_timeout_ms == 0)
+      do_close(l);
+    return;
+  }
+  l->close_cb = cb;
+  l->close_ud = user_data;
+  l->state = ST_FLUSHING;
+  update_reading(l);
+  if (l->nwrites == 0 || flush_timeout_ms == 0 || l->write_err != 0) {
+    do_close(l);
+    return;
+  }
+  if (flush_timeout_ms != ACP_UV_FOREVER)
+    uv_timer_start(&l->timer, on_flush_timeout, flush_timeout_ms, 0);
+}
+
+acp_uv_link *acp__uv_link_src(const acp_uv_link *dst) {
+  return dst->src;
+}
+
+uv_loop_t *acp_uv_link_loop(const acp_uv_link *l) {
+  return l ? l->loop : NULL;
+}
+
+/* MARK: - Process-wide helpers (Public) */
+
+int acp_uv_ignore_sigpipe(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  return sigaction(SIGPIPE, &sa, NULL) == 0 ? 0 : ACP_ERR_SYSTEM;
+}

@@ -1,2 +1,0 @@
-/* Placeholder until the runtime lands; replaced by src/uv modules. */
-int acp__uv_placeholder;

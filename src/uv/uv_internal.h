@@ -1,0 +1,35 @@
+/*
+ * Internal interface between the modules of the libuv runtime. Not
+ * installed.
+ */
+#ifndef ACP_UV_INTERNAL_H
+#define ACP_UV_INTERNAL_H
+
+#include "acp/uv.h"
+#include "internal.h"
+
+/* Reasons a link's reading is suspended (bits of acp_uv_link.pause). */
+enum {
+  ACP__UV_PAUSE_USER = 1, /* not started / acp_uv_link_read_stop() */
+  ACP__UV_PAUSE_RPC = 2   /* the rpc glue holds bytes after ACP_ERR_PAUSE */
+};
+
+/*
+ * Create a link for a child: two uv_pipe_t initialised (not opened) for
+ * uv_spawn's stdio container. *rd_out is the pipe to read the child's
+ * stdout from, *wr_out the pipe to its stdin.
+ */
+int acp__uv_link_new_child(acp_uv_link **out, uv_loop_t *loop,
+                           const acp_mem *mem, uv_pipe_t **rd_out,
+                           uv_pipe_t **wr_out);
+
+/* Set or clear a pause reason. */
+void acp__uv_link_pause(acp_uv_link *l, unsigned reason, bool on);
+
+/* The source coupled to `dst`, or NULL. */
+acp_uv_link *acp__uv_link_src(const acp_uv_link *dst);
+
+/* Map a libuv error to an ACP_ERR_* code. */
+int acp__uv_err(int uv_err);
+
+#endif /* ACP_UV_INTERNAL_H */

@@ -1,0 +1,96 @@
+#!/bin/sh
+# run-acp-interop.sh - libacp against the official ACP TypeScript SDK
+# (@agentclientprotocol/sdk, pinned in package.json), both directions:
+#   - the SDK client (sdk_client.mjs) drives `acp agent`: a full turn with a
+#     tool call, a permission request and a file read; an echo turn; a
+#     cancelled turn;
+#   - `acp client` drives the SDK agent (sdk_agent.mjs): the same three, with
+#     the cancellation coming from Ctrl-C (SIGINT) as a user would send it.
+# Needs ACP_BIN (the built acp) and node; installs the SDK if missing.
+# Exit 77 (skipped, with the reason) when node or the SDK cannot be had.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+if ! command -v node >/dev/null 2>&1; then
+  echo "SKIP: node is not installed"; exit 77
+fi
+if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
+  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
+  exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+
+# SDK client -> acp agent
+for sc in full echo cancel; do
+  out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario $sc \
+        -- "$acp" agent 2>&1)
+  if [ $? -eq 0 ]; then ok "SDK client -> acp agent: $sc"; else
+    ko "SDK client -> acp agent: $sc" "$out"; fi
+done
+out=$(timeout 120 node "$here/sdk_client.mjs" --scenario bench --turns 200 \
+      --payload 65536 -- "$acp" agent --echo 2>&1)
+if [ $? -eq 0 ]; then ok "SDK client -> acp agent --echo: 200 turns of 64 KiB"
+else ko "SDK client -> acp agent --echo: bench" "$out"; fi
+
+# acp client -> SDK agent
+agent="$here/sdk_agent.mjs"
+echo "hello from the file" > "$work/hello.txt"
+out=$(timeout 60 "$acp" client --yes --cwd "$work" -p "read $work/hello.txt" \
+      -- node "$agent" 2>"$work/err")
+rc=$?
+if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q "hello from the file" &&
+   grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err"; then
+  ok "acp client -> SDK agent: full turn (permission, file read)"
+else
+  ko "acp client -> SDK agent: full turn" "exit $rc" "$out" "$(cat "$work/err")"
+fi
+
+out=$(timeout 60 "$acp" client --quiet --cwd "$work" -p "echo:hi there" \
+      -- node "$agent" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ "$out" = "hi there" ]; then
+  ok "acp client -> SDK agent: echo"
+else
+  ko "acp client -> SDK agent: echo" "exit $rc" "got: $out"
+fi
+
+# Without --yes and with "2" (Reject) typed on stdin, the permission is
+# rejected and the file is never read.
+out=$(echo 2 | timeout 60 "$acp" client --cwd "$work" -p "read $work/hello.txt" \
+      -- node "$agent" 2>"$work/err")
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q "\[fs\] read" "$work/err" &&
+   grep -q -- "-> reject" "$work/err"; then
+  ok "acp client -> SDK agent: permission answered 'reject' on stdin"
+else
+  ko "acp client -> SDK agent: reject" "exit $rc" "$out" "$(cat "$work/err")"
+fi
+
+# Cancellation: Ctrl-C while the agent waits; the turn must end "cancelled"
+# (exit status 3).
+"$acp" client --cwd "$work" -p "wait" -- node "$agent" >"$work/out" 2>"$work/err" &
+pid=$!
+i=0
+while [ $i -lt 200 ] && ! grep -q "waiting" "$work/out" 2>/dev/null; do
+  sleep 0.05; i=$((i + 1))
+done
+kill -INT $pid 2>/dev/null
+i=0
+while [ $i -lt 200 ] && kill -0 $pid 2>/dev/null; do sleep 0.05; i=$((i + 1)); done
+if kill -0 $pid 2>/dev/null; then kill -KILL $pid; fi
+wait $pid
+rc=$?
+if [ $rc -eq 3 ] && grep -q "cancelled" "$work/err"; then
+  ok "acp client -> SDK agent: Ctrl-C cancels the turn (exit 3)"
+else
+  ko "acp client -> SDK agent: cancel" "exit $rc" "$(cat "$work/out" "$work/err")"
+fi
+
+echo "acp interop: $pass passed, $fail failed"
+[ $fail -eq 0 ]

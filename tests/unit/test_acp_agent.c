@@ -1,0 +1,627 @@
+/*
+ * Agent role: initialize negotiation, routing (-32601, -32602, ext),
+ * prompt turns, cancellation and the session/update senders.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "acp_roles_pair.h"
+
+typedef struct actx {
+  int n_init;
+  int n_new;
+  int n_prompt;
+  int n_cancel;
+  int n_cancel_req;
+  int n_ext_req;
+  int n_ext_notif;
+  int cancel_had_prompt;
+  acp_agent_request *prompt;
+  acp_agent_request *held;
+  char last_sid[64];
+  char ext_method[64];
+} actx;
+
+static int on_init_default(acp_agent *a, acp_agent_request *req, void *ud) {
+  actx *x = ud;
+
+  x->n_init++;
+  assert_int_equal(acp_agent_request_protocol_version(req) >= 0, 1);
+  return acp_agent_respond_initialize(a, req, "{\"loadSession\":true}", 20,
+                                      NULL, 0, NULL, 0);
+}
+
+static int on_new(acp_agent *a, acp_agent_request *req, void *ud) {
+  actx *x = ud;
+
+  x->n_new++;
+  return acp_agent_respond_session_new(
+      a, req, "s1", LIT("{\"modes\":null,\"_meta\":{\"k\":1}}"));
+}
+
+static int on_prompt(acp_agent *a, acp_agent_request *req, void *ud) {
+  actx *x = ud;
+  const char *sid = acp_agent_request_session_id(req);
+
+  x->n_prompt++;
+  assert_non_null(sid);
+  snprintf(x->last_sid, sizeof(x->last_sid), "%s", sid);
+  assert_non_null(acp_agent_request_params(req));
+  x->prompt = req; /* answered later */
+  (void)a;
+  return 0;
+}
+
+static int on_cancel(acp_agent *a, const char *sid, size_t len,
+                     acp_agent_request *prompt, const acp_rpc_msg *msg,
+                     void *ud) {
+  actx *x = ud;
+
+  (void)a;
+  (void)msg;
+  x->n_cancel++;
+  x->cancel_had_prompt = prompt != NULL;
+  assert_int_equal(len, 2);
+  assert_memory_equal(sid, "s1", 2);
+  if (prompt)
+    assert_true(acp_agent_request_is_cancelled(prompt));
+  return 0;
+}
+
+static int on_cancel_req(acp_agent *a, acp_agent_request *req, void *ud) {
+  actx *x = ud;
+
+  x->n_cancel_req++;
+  assert_true(acp_agent_request_is_cancelled(req));
+  return acp_agent_respond_cancelled(a, req);
+}
+
+static int on_ext_req(acp_agent *a, acp_agent_request *req, void *ud) {
+  actx *x = ud;
+
+  x->n_ext_req++;
+  snprintf(x->ext_method, sizeof(x->ext_method), "%s",
+           acp_agent_request_method(req));
+  return acp_agent_respond(a, req, LIT("{\"ok\":true}"));
+}
+
+static int on_ext_notif(acp_agent *a, const acp_rpc_msg *msg, void *ud) {
+  actx *x = ud;
+
+  (void)a;
+  (void)msg;
+  x->n_ext_notif++;
+  return 0;
+}
+
+static acp_agent *make_agent(actx *x, int with_init, int with_ext) {
+  acp_agent_callbacks *cbs;
+  acp_agent *a = NULL;
+
+  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
+  if (with_init)
+    acp_agent_callbacks_set_on_initialize(cbs, on_init_default);
+  acp_agent_callbacks_set_on_session_new(cbs, on_new);
+  acp_agent_callbacks_set_on_session_prompt(cbs, on_prompt);
+  acp_agent_callbacks_set_on_session_cancel(cbs, on_cancel);
+  acp_agent_callbacks_set_on_cancel_request(cbs, on_cancel_req);
+  if (with_ext) {
+    acp_agent_callbacks_set_on_ext_request(cbs, on_ext_req);
+    acp_agent_callbacks_set_on_ext_notification(cbs, on_ext_notif);
+  }
+  assert_int_equal(acp_agent_new(&a, cbs, x, NULL, NULL), 0);
+  acp_agent_callbacks_free(cbs);
+  return a;
+}
+
+/* MARK: - initialize */
+
+static void test_agent_initialize_negotiates_version_1(void **state) {
+  static const struct {
+    const char *line;
+    const char *expect;
+  } cases[] = {
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":1}}\n",
+       "\"result\":{\"protocolVersion\":1,"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":65535}}\n",
+       "\"result\":{\"protocolVersion\":1,"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":0}}\n",
+       "\"result\":{\"protocolVersion\":1,"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":\"1\"}}\n",
+       "\"code\":-32602"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":1.5}}\n",
+       "\"code\":-32602"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":-1}}\n",
+       "\"code\":-32602"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":65536}}\n",
+       "\"code\":-32602"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+       "}}\n",
+       "\"code\":-32602"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\"}\n",
+       "\"code\":-32602"},
+  };
+  size_t i;
+  int with_init;
+
+  (void)state;
+  for (with_init = 0; with_init < 2; with_init++) {
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+      actx x = {0};
+      acp_agent *a = make_agent(&x, with_init, 0);
+      tbuf out = {0};
+
+      assert_int_equal(agent_feed(a, cases[i].line, &out), 0);
+      assert_non_null(out.data);
+      if (strstr(out.data, cases[i].expect) == NULL)
+        fail_msg("case %zu: got %s", i, out.data);
+      if (strstr(cases[i].expect, "-32602")) {
+        assert_int_equal(x.n_init, 0);
+        assert_false(acp_agent_is_initialized(a));
+        assert_non_null(strstr(out.data, "protocolVersion"));
+      } else {
+        assert_int_equal(x.n_init, with_init);
+        assert_true(acp_agent_is_initialized(a));
+        assert_int_equal(acp_agent_protocol_version(a), 1);
+        if (with_init)
+          assert_non_null(strstr(out.data, "\"loadSession\":true"));
+        else
+          assert_non_null(strstr(out.data, "\"name\":\"libacp\""));
+      }
+      tbuf_clear(&out);
+      acp_agent_free(a);
+    }
+  }
+}
+
+static int on_init_raw_upward(acp_agent *a, acp_agent_request *req, void *ud) {
+  (void)ud;
+  /* The handler tries to answer version 7 and puts it last. */
+  return acp_agent_respond(
+      a, req, LIT("{\"agentCapabilities\":{\"x\":1},\"protocolVersion\":7}"));
+}
+
+static void test_agent_initialize_raw_answer_cannot_raise_version(void **s) {
+  acp_agent_callbacks *cbs;
+  acp_agent *a;
+  tbuf out = {0};
+
+  (void)s;
+  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
+  acp_agent_callbacks_set_on_initialize(cbs, on_init_raw_upward);
+  assert_int_equal(acp_agent_new(&a, cbs, NULL, NULL, NULL), 0);
+  acp_agent_callbacks_free(cbs);
+  assert_int_equal(
+      agent_feed(a,
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\","
+                 "\"params\":{\"protocolVersion\":65535}}\n",
+                 &out),
+      0);
+  assert_non_null(strstr(out.data, "\"protocolVersion\":1,"
+                                   "\"agentCapabilities\":{\"x\":1}}"));
+  assert_null(strstr(out.data, "7"));
+  tbuf_clear(&out);
+  acp_agent_free(a);
+}
+
+/* MARK: - routing */
+
+static void test_agent_unknown_request_is_32601(void **state) {
+  actx x = {0};
+  acp_agent *a = make_agent(&x, 1, 0);
+  tbuf out = {0};
+
+  (void)state;
+  assert_int_equal(
+      agent_feed(a, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"_x/y\"}\n",
+                 &out),
+      0);
+  assert_non_null(strstr(out.data, "\"code\":-32601"));
+  tbuf_clear(&out);
+  /* A known method without a handler is also -32601. */
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":"
+                              "\"authenticate\",\"params\":{\"methodId\":"
+                              "\"m\"}}\n",
+                              &out),
+                   0);
+  assert_non_null(strstr(out.data, "\"id\":6"));
+  assert_non_null(strstr(out.data, "\"code\":-32601"));
+  tbuf_clear(&out);
+  /* A client-side method sent to the agent is unknown here. */
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":"
+                              "\"fs/read_text_file\",\"params\":{"
+                              "\"sessionId\":\"s\",\"path\":\"/a\"}}\n",
+                              &out),
+                   0);
+  assert_non_null(strstr(out.data, "\"code\":-32601"));
+  tbuf_clear(&out);
+  /* Unknown notifications are ignored: nothing is sent. */
+  assert_int_equal(
+      agent_feed(a, "{\"jsonrpc\":\"2.0\",\"method\":\"_x/n\"}\n", &out), 0);
+  assert_null(out.data);
+  acp_agent_free(a);
+}
+
+static void test_agent_ext_methods_reach_ext_handlers(void **state) {
+  actx x = {0};
+  acp_agent *a = make_agent(&x, 1, 1);
+  tbuf out = {0};
+
+  (void)state;
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":"
+                              "\"_zed.dev/workspace/buffers\",\"params\":{"
+                              "\"language\":\"rust\"}}\n",
+                              &out),
+                   0);
+  assert_int_equal(x.n_ext_req, 1);
+  assert_string_equal(x.ext_method, "_zed.dev/workspace/buffers");
+  assert_non_null(strstr(out.data, "\"result\":{\"ok\":true}"));
+  tbuf_clear(&out);
+  assert_int_equal(
+      agent_feed(a, "{\"jsonrpc\":\"2.0\",\"method\":\"_x/n\"}\n", &out), 0);
+  assert_int_equal(x.n_ext_notif, 1);
+  /* A known method without its own handler falls back to ext. */
+  assert_int_equal(
+      agent_feed(a, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"logout\"}\n",
+                 &out),
+      0);
+  assert_int_equal(x.n_ext_req, 2);
+  assert_string_equal(x.ext_method, "logout");
+  tbuf_clear(&out);
+  acp_agent_free(a);
+}
+
+static void test_agent_invalid_params_is_32602_with_path(void **state) {
+  static const struct {
+    const char *line;
+    const char *path;
+  } cases[] = {
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":"
+       "{\"mcpServers\":[]}}\n",
+       "\"path\":\"/cwd\""},
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":"
+       "{\"cwd\":\"/\",\"mcpServers\":{}}}\n",
+       "\"path\":\"/mcpServers\""},
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\","
+       "\"params\":{\"sessionId\":7,\"prompt\":[]}}\n",
+       "\"path\":\"/sessionId\""},
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\","
+       "\"params\":[1]}\n",
+       "\"path\":\"\""},
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\"}\n",
+       "\"path\":\"/sessionId\""},
+  };
+  size_t i;
+
+  (void)state;
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    actx x = {0};
+    acp_agent *a = make_agent(&x, 1, 1);
+    tbuf out = {0};
+
+    assert_int_equal(agent_feed(a, cases[i].line, &out), 0);
+    if (strstr(out.data, "\"code\":-32602") == NULL ||
+        strstr(out.data, cases[i].path) == NULL)
+      fail_msg("case %zu: %s", i, out.data);
+    assert_int_equal(x.n_new + x.n_prompt + x.n_ext_req, 0);
+    tbuf_clear(&out);
+    acp_agent_free(a);
+  }
+}
+
+static void test_agent_request_before_initialize_is_accepted(void **state) {
+  actx x = {0};
+  acp_agent *a = make_agent(&x, 1, 0);
+  tbuf out = {0};
+
+  (void)state;
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                              "\"session/new\",\"params\":{\"cwd\":\"/\","
+                              "\"mcpServers\":[]}}\n",
+                              &out),
+                   0);
+  assert_int_equal(x.n_new, 1);
+  assert_false(acp_agent_is_initialized(a));
+  assert_non_null(strstr(out.data, "\"result\":{\"sessionId\":\"s1\","
+                                   "\"modes\":null,\"_meta\":{\"k\":1}}"));
+  tbuf_clear(&out);
+  acp_agent_free(a);
+}
+
+/* MARK: - prompt turns */
+
+typedef struct cctx {
+  int n_updates;
+  int kinds[32];
+  int n_resp;
+  char stop[32];
+  int64_t err;
+} cctx;
+
+static int c_on_update(acp_client *c, const acp_client_update *u, void *ud) {
+  cctx *x = ud;
+
+  (void)c;
+  if (x->n_updates < 32)
+    x->kinds[x->n_updates] = u->kind;
+  x->n_updates++;
+  return 0;
+}
+
+static int c_on_resp(acp_client *c, const acp_rpc_msg *msg, void *ud) {
+  cctx *x = ud;
+  const char *s;
+  size_t n;
+
+  (void)c;
+  x->n_resp++;
+  if (msg->result) {
+    const acp_json_val *v = acp_json_obj_getz(msg->result, "stopReason");
+
+    if (v && acp_json_doc_str(msg->doc, v, &s, &n) == 0)
+      snprintf(x->stop, sizeof(x->stop), "%.*s", (int)n, s);
+  } else {
+    x->err = msg->error_code;
+  }
+  return 0;
+}
+
+static acp_client *make_client(cctx *x) {
+  acp_client_callbacks *cbs;
+  acp_client *c = NULL;
+
+  assert_int_equal(acp_client_callbacks_new(&cbs), 0);
+  acp_client_callbacks_set_on_session_update(cbs, c_on_update);
+  assert_int_equal(acp_client_new(&c, cbs, x, NULL, NULL), 0);
+  acp_client_callbacks_free(cbs);
+  return c;
+}
+
+static void test_agent_prompt_turn_streams_updates(void **state) {
+  actx ax = {0};
+  cctx cx = {0};
+  acp_agent *a = make_agent(&ax, 1, 0);
+  acp_client *c = make_client(&cx);
+  pair_wire wire = {0};
+
+  (void)state;
+  assert_int_equal(acp_client_initialize(c, NULL, 0, NULL, 0, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(acp_client_session_new(c, "/tmp", NULL, 0, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_int_equal(ax.n_new, 1);
+  assert_int_equal(acp_client_protocol_version(c), 1);
+  /* Updates outside a turn are legitimate. */
+  assert_int_equal(acp_agent_send_available_commands(a, "s1", LIT("[]")), 0);
+  assert_int_equal(
+      acp_client_prompt_text(c, "s1", "hi", 2, c_on_resp, &cx, NULL), 0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_int_equal(ax.n_prompt, 1);
+  assert_non_null(ax.prompt);
+  assert_string_equal(ax.last_sid, "s1");
+  assert_int_equal(acp_agent_send_plan(a, "s1", LIT("[]")), 0);
+  assert_int_equal(acp_agent_send_thought_chunk(a, "s1", "hm", 2, NULL, 0), 0);
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", "Hello", 5,
+                                                LIT("{\"messageId\":\"m1\"}")),
+                   0);
+  assert_int_equal(acp_agent_send_tool_call(a, "s1", "t1", "Read", "read",
+                                            "pending", NULL, 0),
+                   0);
+  assert_int_equal(
+      acp_agent_send_tool_call_update(a, "s1", "t1", "completed", NULL, 0), 0);
+  assert_int_equal(acp_agent_send_current_mode(a, "s1", "ask"), 0);
+  assert_int_equal(acp_agent_send_config_options(a, "s1", LIT("[]")), 0);
+  assert_int_equal(acp_agent_send_session_info(a, "s1", "T", NULL, 0), 0);
+  assert_int_equal(acp_agent_send_usage(a, "s1", 10, 100,
+                                        LIT("{\"cost\":{\"amount\":0.5,"
+                                            "\"currency\":\"USD\"}}")),
+                   0);
+  assert_int_equal(acp_agent_send_user_message_chunk(a, "s1", "u", 1, NULL, 0),
+                   0);
+  assert_int_equal(acp_agent_send_update_raw(
+                       a, "s1", LIT("{\"sessionUpdate\":\"_custom\",\"a\":1}")),
+                   0);
+  /* extra must be an object */
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", "x", 1, LIT("[1]")),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_respond_prompt(a, ax.prompt, "end_turn", NULL, 0),
+                   0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_int_equal(cx.n_updates, 12);
+  assert_int_equal(cx.kinds[0], ACP_UPDATE_AVAILABLE_COMMANDS_UPDATE);
+  assert_int_equal(cx.kinds[1], ACP_UPDATE_PLAN);
+  assert_int_equal(cx.kinds[2], ACP_UPDATE_AGENT_THOUGHT_CHUNK);
+  assert_int_equal(cx.kinds[3], ACP_UPDATE_AGENT_MESSAGE_CHUNK);
+  assert_int_equal(cx.kinds[4], ACP_UPDATE_TOOL_CALL);
+  assert_int_equal(cx.kinds[5], ACP_UPDATE_TOOL_CALL_UPDATE);
+  assert_int_equal(cx.kinds[6], ACP_UPDATE_CURRENT_MODE_UPDATE);
+  assert_int_equal(cx.kinds[7], ACP_UPDATE_CONFIG_OPTION_UPDATE);
+  assert_int_equal(cx.kinds[8], ACP_UPDATE_SESSION_INFO_UPDATE);
+  assert_int_equal(cx.kinds[9], ACP_UPDATE_USAGE_UPDATE);
+  assert_int_equal(cx.kinds[10], ACP_UPDATE_USER_MESSAGE_CHUNK);
+  assert_int_equal(cx.kinds[11], ACP_UPDATE_UNKNOWN);
+  assert_non_null(strstr(wire.a2c.data,
+                         "{\"sessionUpdate\":\"agent_message_chunk\","
+                         "\"content\":{\"type\":\"text\",\"text\":\"Hello\"},"
+                         "\"messageId\":\"m1\"}"));
+  assert_non_null(strstr(wire.a2c.data, "\"used\":10,\"size\":100,\"cost\":"
+                                        "{\"amount\":0.5,\"currency\":"
+                                        "\"USD\"}"));
+  assert_int_equal(cx.n_resp, 1);
+  assert_string_equal(cx.stop, "end_turn");
+  /* After a normal (not cancelled) turn updates are still allowed. */
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", "x", 1, NULL, 0), 0);
+  wire_clear(&wire);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
+static void test_agent_cancelled_turn_blocks_late_updates(void **state) {
+  actx ax = {0};
+  cctx cx = {0};
+  acp_agent *a = make_agent(&ax, 1, 0);
+  acp_client *c = make_client(&cx);
+  pair_wire wire = {0};
+
+  (void)state;
+  assert_int_equal(
+      acp_client_prompt_text(c, "s1", "hi", 2, c_on_resp, &cx, NULL), 0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_non_null(ax.prompt);
+  assert_false(acp_agent_request_is_cancelled(ax.prompt));
+  assert_int_equal(acp_client_cancel(c, "s1"), 0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_int_equal(ax.n_cancel, 1);
+  assert_int_equal(ax.cancel_had_prompt, 1);
+  assert_true(acp_agent_request_is_cancelled(ax.prompt));
+  /* Updates after the cancel but before the response are fine. */
+  assert_int_equal(
+      acp_agent_send_tool_call_update(a, "s1", "t1", "failed", NULL, 0), 0);
+  /* The helper sends "cancelled" whatever reason it is given. */
+  assert_int_equal(acp_agent_respond_prompt(a, ax.prompt, "end_turn", NULL, 0),
+                   0);
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", "late", 4, NULL, 0),
+                   ACP_ERR_INVALID_STATE);
+  assert_int_equal(
+      acp_agent_send_update_raw(a, "s1", LIT("{\"sessionUpdate\":\"plan\"}")),
+      ACP_ERR_INVALID_STATE);
+  /* Other sessions are unaffected. */
+  assert_int_equal(acp_agent_send_message_chunk(a, "s2", "ok", 2, NULL, 0), 0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_string_equal(cx.stop, "cancelled");
+  assert_int_equal(tbuf_count(&wire.a2c, "late"), 0);
+  /* The next prompt lifts the block. */
+  ax.prompt = NULL;
+  assert_int_equal(
+      acp_client_prompt_text(c, "s1", "again", 5, c_on_resp, &cx, NULL), 0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_non_null(ax.prompt);
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", "ok", 2, NULL, 0), 0);
+  /* A second prompt while one is running is refused. */
+  assert_int_equal(
+      acp_client_prompt_text(c, "s1", "dup", 3, c_on_resp, &cx, NULL), 0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_int_equal(cx.err, ACP_RPC_INVALID_REQUEST);
+  assert_int_equal(acp_agent_respond_prompt(a, ax.prompt, "max_tokens",
+                                            LIT("{\"inputTokens\":1}")),
+                   0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_string_equal(cx.stop, "max_tokens");
+  /* Answering twice is an error. */
+  wire_clear(&wire);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
+static void test_agent_cancel_without_prompt_still_notifies(void **state) {
+  actx ax = {0};
+  acp_agent *a = make_agent(&ax, 1, 0);
+  tbuf out = {0};
+
+  (void)state;
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"method\":"
+                              "\"session/cancel\",\"params\":{\"sessionId\":"
+                              "\"s1\"}}\n",
+                              &out),
+                   0);
+  assert_int_equal(ax.n_cancel, 1);
+  assert_int_equal(ax.cancel_had_prompt, 0);
+  assert_null(out.data);
+  /* Invalid params on a notification: dropped, handler not called. */
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"method\":"
+                              "\"session/cancel\",\"params\":{}}\n",
+                              &out),
+                   0);
+  assert_int_equal(ax.n_cancel, 1);
+  assert_null(out.data);
+  acp_agent_free(a);
+}
+
+static void test_agent_cancel_request_reaches_handler(void **state) {
+  actx ax = {0};
+  acp_agent *a = make_agent(&ax, 1, 0);
+  tbuf out = {0};
+
+  (void)state;
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":"
+                              "\"session/prompt\",\"params\":{\"sessionId\":"
+                              "\"s1\",\"prompt\":[]}}\n",
+                              &out),
+                   0);
+  assert_null(out.data);
+  assert_non_null(ax.prompt);
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"method\":"
+                              "\"$/cancel_request\",\"params\":{"
+                              "\"requestId\":\"p\"}}\n",
+                              &out),
+                   0);
+  assert_int_equal(ax.n_cancel_req, 1);
+  assert_non_null(strstr(out.data, "\"id\":\"p\""));
+  assert_non_null(strstr(out.data, "\"code\":-32800"));
+  /* The cancelled prompt was answered: updates are refused now. */
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", "x", 1, NULL, 0),
+                   ACP_ERR_INVALID_STATE);
+  tbuf_clear(&out);
+  acp_agent_free(a);
+}
+
+static void test_agent_rejects_bad_arguments(void **state) {
+  actx ax = {0};
+  acp_agent *a = make_agent(&ax, 1, 0);
+
+  (void)state;
+  assert_int_equal(acp_agent_new(NULL, NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_send_message_chunk(a, NULL, "x", 1, NULL, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_agent_send_tool_call(a, "s", NULL, "t", NULL, NULL, NULL, 0),
+      ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_respond(a, NULL, LIT("{}")),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_call(a, NULL, NULL, 0, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_agent_fs_read_text_file(a, "s", NULL, 0, 0, NULL, NULL, NULL),
+      ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_cancel_call(a, 42), ACP_ERR_NOT_FOUND);
+  acp_agent_free(NULL);
+  acp_agent_callbacks_free(NULL);
+  acp_agent_free(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_agent_initialize_negotiates_version_1),
+      cmocka_unit_test(test_agent_initialize_raw_answer_cannot_raise_version),
+      cmocka_unit_test(test_agent_unknown_request_is_32601),
+      cmocka_unit_test(test_agent_ext_methods_reach_ext_handlers),
+      cmocka_unit_test(test_agent_invalid_params_is_32602_with_path),
+      cmocka_unit_test(test_agent_request_before_initialize_is_accepted),
+      cmocka_unit_test(test_agent_prompt_turn_streams_updates),
+      cmocka_unit_test(test_agent_cancelled_turn_blocks_late_updates),
+      cmocka_unit_test(test_agent_cancel_without_prompt_still_notifies),
+      cmocka_unit_test(test_agent_cancel_request_reaches_handler),
+      cmocka_unit_test(test_agent_rejects_bad_arguments),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

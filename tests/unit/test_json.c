@@ -1,0 +1,1005 @@
+/*
+ * Unit tests of the JSON layer: reader accessors, iteration, strings,
+ * numbers, limits, writer and allocation failure.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/json.h"
+
+#define S(lit) lit, sizeof(lit) - 1
+
+static acp_json_doc *parse_ok(const char *s, size_t n) {
+  acp_json_doc *doc = NULL;
+  acp_json_err err;
+
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  if (acp_json_doc_parse(doc, s, n, &err) != 0)
+    fail_msg("parse failed: %s at %zu", err.msg, err.pos);
+  assert_int_equal(err.code, 0);
+  return doc;
+}
+
+static int parse_rv(const char *s, size_t n) {
+  acp_json_doc *doc = NULL;
+  int rv;
+  int rv2;
+
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  rv = acp_json_doc_parse(doc, s, n, NULL);
+  rv2 = acp_json_validate(s, n, NULL);
+  assert_int_equal(rv, rv2);
+  acp_json_doc_free(doc);
+  return rv;
+}
+
+/* MARK: - Reader */
+
+static void test_json_accessors_and_types(void **state) {
+  static const char in[] =
+      " {\"a\": [1, -2.5, true, false, null, \"x\"], \"b\": {}, \"c\": []} ";
+  acp_json_doc *doc = parse_ok(S(in));
+  const acp_json_val *root = acp_json_doc_root(doc);
+  const acp_json_val *a, *v;
+  bool b;
+  int64_t i;
+  double d;
+  size_t len;
+  const char *raw;
+
+  (void)state;
+  assert_int_equal(acp_json_type_of(root), ACP_JSON_OBJECT);
+  assert_int_equal(acp_json_len(root), 3);
+  raw = acp_json_raw(root, &len);
+  assert_int_equal(len, sizeof(in) - 3);
+  assert_memory_equal(raw, in + 1, len);
+  a = acp_json_obj_getz(root, "a");
+  assert_int_equal(acp_json_type_of(a), ACP_JSON_ARRAY);
+  assert_int_equal(acp_json_len(a), 6);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(a, 0), &i), 0);
+  assert_int_equal(i, 1);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(a, 1), &i),
+                   ACP_ERR_TYPE);
+  assert_int_equal(acp_json_get_double(acp_json_arr_get(a, 1), &d), 0);
+  assert_true(d == -2.5);
+  assert_int_equal(acp_json_get_bool(acp_json_arr_get(a, 2), &b), 0);
+  assert_true(b);
+  assert_int_equal(acp_json_get_bool(acp_json_arr_get(a, 3), &b), 0);
+  assert_false(b);
+  assert_int_equal(acp_json_type_of(acp_json_arr_get(a, 4)), ACP_JSON_NULL);
+  assert_int_equal(acp_json_get_bool(acp_json_arr_get(a, 4), &b), ACP_ERR_TYPE);
+  v = acp_json_arr_get(a, 5);
+  assert_true(acp_json_str_eq(v, S("x")));
+  assert_null(acp_json_arr_get(a, 6));
+  assert_null(acp_json_arr_get(root, 0));
+  assert_int_equal(acp_json_len(acp_json_obj_getz(root, "b")), 0);
+  assert_null(acp_json_child(acp_json_obj_getz(root, "b")));
+  assert_null(acp_json_child(acp_json_obj_getz(root, "c")));
+  assert_int_equal(acp_json_type_of(acp_json_obj_getz(root, "c")),
+                   ACP_JSON_ARRAY);
+  assert_null(acp_json_obj_getz(root, "d"));
+  assert_null(acp_json_obj_getz(a, "a"));
+  assert_int_equal(acp_json_type_of(NULL), ACP_JSON_NONE);
+  assert_null(acp_json_raw(NULL, &len));
+  assert_int_equal(len, 0);
+  assert_null(acp_json_str_raw(a, &len));
+  assert_int_equal(acp_json_len(v), 0);
+  assert_null(acp_json_next(root));
+  acp_json_doc_free(doc);
+}
+
+static void test_json_iteration_skips_subtrees(void **state) {
+  static const char in[] =
+      "{\"k1\":{\"x\":[1,[2,[3]],{\"y\":4}]},\"k2\":[[],[[]]],\"k3\":\"v\"}";
+  acp_json_doc *doc = parse_ok(S(in));
+  const acp_json_val *root = acp_json_doc_root(doc);
+  const acp_json_val *k;
+  const char *names[] = {"k1", "k2", "k3"};
+  int n = 0;
+
+  (void)state;
+  for (k = acp_json_child(root); k; k = acp_json_next(acp_json_next(k))) {
+    assert_true(n < 3);
+    assert_true(acp_json_str_eq(k, names[n], 2));
+    n++;
+  }
+  assert_int_equal(n, 3);
+  assert_true(acp_json_str_eq(acp_json_obj_getz(root, "k3"), S("v")));
+  assert_int_equal(acp_json_len(acp_json_obj_getz(root, "k2")), 2);
+  {
+    const acp_json_val *x =
+        acp_json_obj_getz(acp_json_obj_getz(root, "k1"), "x");
+    const acp_json_val *e = acp_json_child(x);
+    size_t len;
+    int c = 0;
+    for (; e; e = acp_json_next(e))
+      c++;
+    assert_int_equal(c, 3);
+    acp_json_raw(acp_json_arr_get(x, 1), &len);
+    assert_int_equal(len, strlen("[2,[3]]"));
+    assert_true(
+        acp_json_str_eq(acp_json_child(acp_json_arr_get(x, 2)), S("y")));
+  }
+  acp_json_doc_free(doc);
+}
+
+static void test_json_obj_get_escaped_keys(void **state) {
+  static const char in[] =
+      "{\"a\\u0062c\":1,\"n\\u0000l\":2,\"\\u00e9t\\u00e9\":3,\"q\\\"\":4,"
+      "\"abc\":5}";
+  acp_json_doc *doc = parse_ok(S(in));
+  const acp_json_val *root = acp_json_doc_root(doc);
+  int64_t i;
+
+  (void)state;
+  assert_int_equal(acp_json_get_int64(acp_json_obj_getz(root, "abc"), &i), 0);
+  assert_int_equal(i, 1); /* first match wins */
+  assert_int_equal(acp_json_get_int64(acp_json_obj_get(root, S("n\0l")), &i),
+                   0);
+  assert_int_equal(i, 2);
+  assert_null(acp_json_obj_getz(root, "n"));
+  assert_int_equal(
+      acp_json_get_int64(acp_json_obj_getz(root, "\xc3\xa9t\xc3\xa9"), &i), 0);
+  assert_int_equal(i, 3);
+  assert_int_equal(acp_json_get_int64(acp_json_obj_getz(root, "q\""), &i), 0);
+  assert_int_equal(i, 4);
+  assert_null(acp_json_obj_getz(root, "ab"));
+  assert_null(acp_json_obj_getz(root, "abcd"));
+  acp_json_doc_free(doc);
+}
+
+static void test_json_str_eq_and_unescape(void **state) {
+  static const char in[] =
+      "[\"plain\",\"t\\tx\\n\\\\\\/\\\"\\b\\f\\r\",\"nul\\u0000end\","
+      "\"\\ud83d\\ude00\",\"\\ud800x\",\"\\udc00\",\"\\ud800\\u0041\","
+      "\"\xe2\x82\xac\",\"\"]";
+  acp_json_doc *doc = parse_ok(S(in));
+  const acp_json_val *root = acp_json_doc_root(doc);
+  const acp_json_val *v;
+  char buf[64];
+  size_t len;
+  const char *s;
+
+  (void)state;
+  v = acp_json_arr_get(root, 0);
+  assert_false(acp_json_str_has_escapes(v));
+  assert_int_equal(acp_json_doc_str(doc, v, &s, &len), 0);
+  assert_int_equal(len, 5);
+  assert_memory_equal(s, "plain", 5);
+  assert_true(acp_json_str_eq(v, S("plain")));
+  assert_false(acp_json_str_eq(v, S("plai")));
+  assert_false(acp_json_str_eq(v, S("plainx")));
+
+  v = acp_json_arr_get(root, 1);
+  assert_true(acp_json_str_has_escapes(v));
+  assert_true(acp_json_str_eq(v, S("t\tx\n\\/\"\b\f\r")));
+  assert_false(acp_json_str_eq(v, S("t\tx\n\\/\"\b\f")));
+  assert_int_equal(acp_json_str_unescape(v, buf, sizeof(buf), &len), 0);
+  assert_int_equal(len, 10);
+  assert_string_equal(buf, "t\tx\n\\/\"\b\f\r");
+  s = acp_json_str_raw(v, &len);
+  assert_int_equal(len, strlen("t\\tx\\n\\\\\\/\\\"\\b\\f\\r"));
+  assert_memory_equal(s, "t\\tx", 4);
+
+  v = acp_json_arr_get(root, 2);
+  assert_true(acp_json_str_eq(v, S("nul\0end")));
+  assert_false(acp_json_str_eq(v, S("nul")));
+  assert_int_equal(acp_json_doc_str(doc, v, &s, &len), 0);
+  assert_int_equal(len, 7);
+  assert_memory_equal(s, "nul\0end", 7);
+
+  v = acp_json_arr_get(root, 3);
+  assert_true(acp_json_str_eq(v, S("\xf0\x9f\x98\x80")));
+  /* measure, then too small, then exact (no room for NUL), then room */
+  assert_int_equal(acp_json_str_unescape(v, NULL, 0, &len), ACP_ERR_BUFFER);
+  assert_int_equal(len, 4);
+  assert_int_equal(acp_json_str_unescape(v, buf, 3, &len), ACP_ERR_BUFFER);
+  memset(buf, 'Z', sizeof(buf));
+  assert_int_equal(acp_json_str_unescape(v, buf, 4, &len), 0);
+  assert_int_equal(buf[4], 'Z');
+  assert_int_equal(acp_json_str_unescape(v, buf, 5, &len), 0);
+  assert_string_equal(buf, "\xf0\x9f\x98\x80");
+
+  /* lone surrogates decode to U+FFFD */
+  assert_true(acp_json_str_eq(acp_json_arr_get(root, 4), S("\xef\xbf\xbdx")));
+  assert_true(acp_json_str_eq(acp_json_arr_get(root, 5), S("\xef\xbf\xbd")));
+  assert_true(acp_json_str_eq(acp_json_arr_get(root, 6), S("\xef\xbf\xbd"
+                                                           "A")));
+  assert_true(acp_json_str_eq(acp_json_arr_get(root, 7), S("\xe2\x82\xac")));
+  v = acp_json_arr_get(root, 8);
+  assert_true(acp_json_str_eq(v, "", 0));
+  assert_int_equal(acp_json_doc_str(doc, v, &s, &len), 0);
+  assert_int_equal(len, 0);
+  assert_int_equal(acp_json_str_unescape(v, buf, sizeof(buf), &len), 0);
+  assert_string_equal(buf, "");
+
+  /* wrong types */
+  assert_int_equal(acp_json_doc_str(doc, root, &s, &len), ACP_ERR_TYPE);
+  assert_int_equal(acp_json_str_unescape(root, buf, 8, &len), ACP_ERR_TYPE);
+  assert_false(acp_json_str_eq(root, S("x")));
+  assert_false(acp_json_str_has_escapes(root));
+  acp_json_doc_free(doc);
+}
+
+static void test_json_doc_str_many_escaped_strings_stay_valid(void **state) {
+  /* Enough escaped strings to need several arena blocks; every pointer
+   * handed out must stay valid until the next parse. */
+  char *in = malloc(200000);
+  const char *ptrs[2000];
+  size_t lens[2000];
+  size_t n = 0;
+  int i;
+  acp_json_doc *doc;
+  const acp_json_val *v;
+
+  (void)state;
+  assert_non_null(in);
+  in[n++] = '[';
+  for (i = 0; i < 2000; i++)
+    n += (size_t)sprintf(in + n, "%s\"s\\n%04d%s\"", i ? "," : "", i,
+                         i % 100 == 0 ? "\\u00e9xxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                      : "");
+  in[n++] = ']';
+  doc = parse_ok(in, n);
+  for (i = 0, v = acp_json_child(acp_json_doc_root(doc)); v;
+       v = acp_json_next(v), i++)
+    assert_int_equal(acp_json_doc_str(doc, v, &ptrs[i], &lens[i]), 0);
+  assert_int_equal(i, 2000);
+  for (i = 0; i < 2000; i++) {
+    char want[16];
+    snprintf(want, sizeof(want), "s\n%04d", i);
+    assert_memory_equal(ptrs[i], want, 6);
+  }
+  /* Reparse: the arena is reused. */
+  assert_int_equal(acp_json_doc_parse(doc, in, n, NULL), 0);
+  v = acp_json_arr_get(acp_json_doc_root(doc), 1999);
+  assert_int_equal(acp_json_doc_str(doc, v, &ptrs[0], &lens[0]), 0);
+  assert_memory_equal(ptrs[0], "s\n1999", 6);
+  acp_json_doc_free(doc);
+  free(in);
+}
+
+static void test_json_raw_spans_are_byte_exact(void **state) {
+  static const char in[] =
+      "{\"a\":1.000000000000000000001,\"b\":12345678901234567890,"
+      "\"c\":-0.0e-0,\"d\" : [ 1 , {\"e\" :\"\\u00e9\"} ] ,\"f\":1E400}";
+  acp_json_doc *doc = parse_ok(S(in));
+  const acp_json_val *root = acp_json_doc_root(doc);
+  const char *raw;
+  size_t len;
+  double d;
+  uint64_t u;
+  int64_t i;
+
+  (void)state;
+  raw = acp_json_raw(acp_json_obj_getz(root, "a"), &len);
+  assert_int_equal(len, strlen("1.000000000000000000001"));
+  assert_memory_equal(raw, "1.000000000000000000001", len);
+  raw = acp_json_raw(acp_json_obj_getz(root, "b"), &len);
+  assert_memory_equal(raw, "12345678901234567890", len);
+  assert_int_equal(len, 20);
+  assert_int_equal(acp_json_get_uint64(acp_json_obj_getz(root, "b"), &u), 0);
+  assert_true(u == UINT64_C(12345678901234567890));
+  assert_int_equal(acp_json_get_int64(acp_json_obj_getz(root, "b"), &i),
+                   ACP_ERR_RANGE);
+  raw = acp_json_raw(acp_json_obj_getz(root, "c"), &len);
+  assert_int_equal(len, 7);
+  assert_memory_equal(raw, "-0.0e-0", 7);
+  raw = acp_json_raw(acp_json_obj_getz(root, "d"), &len);
+  assert_int_equal(len, strlen("[ 1 , {\"e\" :\"\\u00e9\"} ]"));
+  assert_memory_equal(raw, "[ 1 , {\"e\" :\"\\u00e9\"} ]", len);
+  raw = acp_json_raw(
+      acp_json_child(acp_json_arr_get(acp_json_obj_getz(root, "d"), 1)), &len);
+  assert_memory_equal(raw, "\"e\"", len);
+  assert_int_equal(acp_json_get_double(acp_json_obj_getz(root, "a"), &d), 0);
+  assert_true(d == 1.0);
+  assert_int_equal(acp_json_get_double(acp_json_obj_getz(root, "f"), &d),
+                   ACP_ERR_RANGE);
+  acp_json_doc_free(doc);
+}
+
+static void test_json_integer_edges(void **state) {
+  static const char in[] =
+      "[-9223372036854775808,9223372036854775807,18446744073709551615,"
+      "-9223372036854775809,9223372036854775808,18446744073709551616,"
+      "-0,0,-1,1e2,1.0,99999999999999999999999999]";
+  acp_json_doc *doc = parse_ok(S(in));
+  const acp_json_val *r = acp_json_doc_root(doc);
+  int64_t i;
+  uint64_t u;
+  double d;
+
+  (void)state;
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(r, 0), &i), 0);
+  assert_true(i == INT64_MIN);
+  assert_int_equal(acp_json_get_uint64(acp_json_arr_get(r, 0), &u),
+                   ACP_ERR_RANGE);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(r, 1), &i), 0);
+  assert_true(i == INT64_MAX);
+  assert_int_equal(acp_json_get_uint64(acp_json_arr_get(r, 1), &u), 0);
+  assert_true(u == (uint64_t)INT64_MAX);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(r, 2), &i),
+                   ACP_ERR_RANGE);
+  assert_int_equal(acp_json_get_uint64(acp_json_arr_get(r, 2), &u), 0);
+  assert_true(u == UINT64_MAX);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(r, 3), &i),
+                   ACP_ERR_RANGE);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(r, 4), &i),
+                   ACP_ERR_RANGE);
+  assert_int_equal(acp_json_get_uint64(acp_json_arr_get(r, 4), &u), 0);
+  assert_true(u == (uint64_t)INT64_MAX + 1);
+  assert_int_equal(acp_json_get_uint64(acp_json_arr_get(r, 5), &u),
+                   ACP_ERR_RANGE);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(r, 6), &i), 0);
+  assert_true(i == 0);
+  assert_int_equal(acp_json_get_uint64(acp_json_arr_get(r, 6), &u), 0);
+  assert_true(u == 0);
+  assert_int_equal(acp_json_get_uint64(acp_json_arr_get(r, 8), &u),
+                   ACP_ERR_RANGE);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(r, 8), &i), 0);
+  assert_true(i == -1);
+  assert_int_equal(acp_json_get_int64(acp_json_arr_get(r, 9), &i),
+                   ACP_ERR_TYPE);
+  assert_int_equal(acp_json_get_uint64(acp_json_arr_get(r, 10), &u),
+                   ACP_ERR_TYPE);
+  assert_int_equal(acp_json_get_double(acp_json_arr_get(r, 9), &d), 0);
+  assert_true(d == 100.0);
+  assert_int_equal(acp_json_get_double(acp_json_arr_get(r, 11), &d), 0);
+  assert_true(d == 1e26);
+  assert_int_equal(acp_json_get_int64(NULL, &i), ACP_ERR_TYPE);
+  assert_int_equal(acp_json_get_double(r, &d), ACP_ERR_TYPE);
+  acp_json_doc_free(doc);
+}
+
+static void test_json_double_long_forms(void **state) {
+  /* Numbers long enough to take the shortening path must still round
+   * correctly, including a halfway case decided by a far digit. */
+  char buf[4096];
+  size_t n;
+  acp_json_doc *doc;
+  double d;
+  int k;
+
+  (void)state;
+  /* 2^53 + 1 = 9007199254740993 is halfway between two doubles; a nonzero
+   * digit far after it rounds up to 9007199254740994. */
+  n = (size_t)sprintf(buf, "9007199254740993.");
+  for (k = 0; k < 1500; k++)
+    buf[n++] = '0';
+  buf[n++] = '1';
+  doc = parse_ok(buf, n);
+  assert_int_equal(acp_json_get_double(acp_json_doc_root(doc), &d), 0);
+  assert_true(d == 9007199254740994.0);
+  acp_json_doc_free(doc);
+  /* ... and exactly halfway rounds to even. */
+  n = (size_t)sprintf(buf, "9007199254740993.");
+  for (k = 0; k < 1500; k++)
+    buf[n++] = '0';
+  doc = parse_ok(buf, n);
+  assert_int_equal(acp_json_get_double(acp_json_doc_root(doc), &d), 0);
+  assert_true(d == 9007199254740992.0);
+  acp_json_doc_free(doc);
+  /* Leading fraction zeros and a large exponent. */
+  n = (size_t)sprintf(buf, "-0.");
+  for (k = 0; k < 300; k++)
+    buf[n++] = '0';
+  n += (size_t)sprintf(buf + n, "125e301");
+  doc = parse_ok(buf, n);
+  assert_int_equal(acp_json_get_double(acp_json_doc_root(doc), &d), 0);
+  assert_true(d == -1.25);
+  acp_json_doc_free(doc);
+  /* Long zero. */
+  n = (size_t)sprintf(buf, "0.");
+  for (k = 0; k < 100; k++)
+    buf[n++] = '0';
+  doc = parse_ok(buf, n);
+  assert_int_equal(acp_json_get_double(acp_json_doc_root(doc), &d), 0);
+  assert_true(d == 0.0);
+  acp_json_doc_free(doc);
+  /* Long integer part with exponent going to infinity. */
+  n = 0;
+  for (k = 0; k < 100; k++)
+    buf[n++] = '9';
+  n += (size_t)sprintf(buf + n, "e99999999999999999999999");
+  doc = parse_ok(buf, n);
+  assert_int_equal(acp_json_get_double(acp_json_doc_root(doc), &d),
+                   ACP_ERR_RANGE);
+  acp_json_doc_free(doc);
+}
+
+static void test_json_rejects_bad_input(void **state) {
+  static const char *bad[] = {
+      "",
+      " ",
+      "[",
+      "]",
+      "{",
+      "{\"a\"}",
+      "{\"a\":}",
+      "{\"a\":1,}",
+      "[1,]",
+      "[1 2]",
+      "01",
+      "-",
+      "1.",
+      "1e",
+      "1e+",
+      ".5",
+      "+1",
+      "tru",
+      "nul",
+      "falsey",
+      "\"abc",
+      "\"\\x\"",
+      "\"\\u12\"",
+      "\"\\u12G4\"",
+      "[1]]",
+      "{\"a\":1}x",
+      "'a'",
+      "NaN",
+      "Infinity",
+      "\"\t\"",
+      "{1:2}",
+      "{\"a\" 1}",
+      "[,1]",
+      "\"\\\"",
+      "{\"a\":1\"b\":2}",
+      "{\"a\":\"b\":\"c\"}",
+  };
+  size_t i;
+  acp_json_err err;
+
+  (void)state;
+  for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    if (parse_rv(bad[i], strlen(bad[i])) != ACP_ERR_PARSE)
+      fail_msg("accepted: %s", bad[i]);
+  }
+  /* UTF-8: overlong, surrogate, > U+10FFFF, truncated, stray, BOM */
+  assert_int_equal(parse_rv(S("\"\xc0\xaf\"")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"\xe0\x80\xaf\"")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"\xf0\x80\x80\xaf\"")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"\xed\xa0\x80\"")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"\xf4\x90\x80\x80\"")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"\xe2\x82\"")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"\xe2\x82")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"\x80\"")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\xef\xbb\xbf{}")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"\xf4\x8f\xbf\xbf\"")), 0);
+  assert_int_equal(parse_rv(S("\"\xed\x9f\xbf\"")), 0);
+  /* embedded NUL outside and inside a string */
+  assert_int_equal(parse_rv(S("[1]\0")), ACP_ERR_PARSE);
+  assert_int_equal(parse_rv(S("\"a\0b\"")), ACP_ERR_PARSE);
+  /* error position */
+  assert_int_equal(acp_json_validate(S("[1, 2, x]"), &err), ACP_ERR_PARSE);
+  assert_int_equal(err.code, ACP_ERR_PARSE);
+  assert_int_equal(err.pos, 7);
+  assert_non_null(err.msg);
+  assert_int_equal(acp_json_validate(NULL, 0, &err), ACP_ERR_PARSE);
+  assert_int_equal(acp_json_validate(NULL, 1, &err), ACP_ERR_INVALID_ARGUMENT);
+}
+
+static void test_json_long_strings_swar_boundaries(void **state) {
+  /* Put each special byte at every offset of an 8-byte word. */
+  char buf[64];
+  int off;
+  acp_json_doc *doc = NULL;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (off = 0; off < 20; off++) {
+    size_t n;
+    memset(buf, 'a', sizeof(buf));
+    buf[0] = '"';
+    buf[1 + off] = '\x01';
+    buf[30] = '"';
+    assert_int_equal(acp_json_doc_parse(doc, buf, 31, NULL), ACP_ERR_PARSE);
+    buf[1 + off] = '"';
+    n = (size_t)off + 2;
+    assert_int_equal(acp_json_doc_parse(doc, buf, n, NULL), 0);
+    assert_int_equal(acp_json_doc_parse(doc, buf, 31, NULL), ACP_ERR_PARSE);
+    memcpy(buf + 1 + off, "\xc3\xa9", 2);
+    assert_int_equal(acp_json_doc_parse(doc, buf, 31, NULL), 0);
+    assert_int_equal(acp_json_len(acp_json_doc_root(doc)), 0);
+    buf[2 + off] = 'x';
+    assert_int_equal(acp_json_doc_parse(doc, buf, 31, NULL), ACP_ERR_PARSE);
+    memcpy(buf + 1 + off, "\\n", 2);
+    assert_int_equal(acp_json_doc_parse(doc, buf, 31, NULL), 0);
+    assert_true(acp_json_str_has_escapes(acp_json_doc_root(doc)));
+  }
+  acp_json_doc_free(doc);
+}
+
+static void test_json_depth_limit(void **state) {
+  char buf[2100];
+  acp_json_doc *doc = NULL;
+  acp_json_err err;
+  int i;
+
+  (void)state;
+  for (i = 0; i < 1000; i++) {
+    buf[i] = '[';
+    buf[2000 - 1 - i] = ']';
+  }
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  /* 512 levels pass, 513 fail with ACP_ERR_LIMIT */
+  assert_int_equal(acp_json_doc_parse(doc, buf + 1000 - 512, 1024, NULL), 0);
+  assert_int_equal(acp_json_doc_parse(doc, buf + 1000 - 513, 1026, &err),
+                   ACP_ERR_LIMIT);
+  assert_int_equal(err.code, ACP_ERR_LIMIT);
+  assert_null(acp_json_doc_root(doc));
+  assert_int_equal(acp_json_validate(buf + 1000 - 512, 1024, NULL), 0);
+  assert_int_equal(acp_json_validate(buf + 1000 - 513, 1026, NULL),
+                   ACP_ERR_LIMIT);
+  acp_json_doc_set_max_depth(doc, 3);
+  assert_int_equal(acp_json_doc_parse(doc, S("[[[1]]]"), NULL), 0);
+  assert_int_equal(acp_json_doc_parse(doc, S("[[{\"a\":[]}]]"), NULL),
+                   ACP_ERR_LIMIT);
+  acp_json_doc_set_max_depth(doc, 1000);
+  assert_int_equal(acp_json_doc_parse(doc, buf, 2000, NULL), 0);
+  acp_json_doc_set_max_depth(doc, 0);
+  assert_int_equal(acp_json_doc_parse(doc, buf, 2000, NULL), ACP_ERR_LIMIT);
+  acp_json_doc_free(doc);
+}
+
+static void test_json_doc_reuse_across_parses(void **state) {
+  acp_json_doc *doc = NULL;
+  char a[] = "{\"x\":[1,2,3],\"y\":\"a\\nb\"}";
+  char b[] = "[true]";
+  const char *s;
+  size_t len;
+  int k;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_null(acp_json_doc_root(doc));
+  for (k = 0; k < 3; k++) {
+    assert_int_equal(acp_json_doc_parse(doc, a, strlen(a), NULL), 0);
+    assert_int_equal(acp_json_len(acp_json_doc_root(doc)), 2);
+    assert_int_equal(
+        acp_json_doc_str(doc, acp_json_obj_getz(acp_json_doc_root(doc), "y"),
+                         &s, &len),
+        0);
+    assert_memory_equal(s, "a\nb", 3);
+    assert_int_equal(acp_json_doc_parse(doc, b, strlen(b), NULL), 0);
+    assert_int_equal(acp_json_type_of(acp_json_doc_root(doc)), ACP_JSON_ARRAY);
+    assert_int_equal(acp_json_len(acp_json_doc_root(doc)), 1);
+    assert_int_equal(acp_json_doc_parse(doc, S("[1,"), NULL), ACP_ERR_PARSE);
+    assert_null(acp_json_doc_root(doc));
+  }
+  assert_int_equal(acp_json_doc_parse(doc, NULL, 0, NULL), ACP_ERR_PARSE);
+  assert_int_equal(acp_json_doc_parse(doc, NULL, 1, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_json_doc_parse(NULL, "1", 1, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_json_doc_new(NULL, NULL), ACP_ERR_INVALID_ARGUMENT);
+  acp_json_doc_free(doc);
+  acp_json_doc_free(NULL);
+}
+
+static void test_json_size_cap(void **state) {
+  acp_json_doc *doc = NULL;
+  acp_json_err err;
+
+  (void)state;
+  if (sizeof(size_t) < 8)
+    skip();
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  /* The size is checked before any byte is read. */
+  assert_int_equal(acp_json_doc_parse(doc, "1", (size_t)UINT32_MAX + 1, &err),
+                   ACP_ERR_LIMIT);
+  assert_int_equal(err.code, ACP_ERR_LIMIT);
+  assert_int_equal(acp_json_validate("1", (size_t)UINT32_MAX + 1, NULL),
+                   ACP_ERR_LIMIT);
+  acp_json_doc_free(doc);
+}
+
+/* MARK: - Writer */
+
+static void expect_out(acp_json_writer *w, const char *want) {
+  size_t len;
+  const char *d;
+
+  assert_int_equal(acp_json_writer_error(w), 0);
+  d = acp_json_writer_data(w, &len);
+  if (len != strlen(want) || memcmp(d, want, len) != 0)
+    fail_msg("got '%.*s' want '%s'", (int)len, d, want);
+}
+
+static void test_json_writer_builds_and_parses_back(void **state) {
+  acp_json_writer *w = NULL;
+  acp_json_doc *doc = NULL;
+  const char *d;
+  size_t len;
+  const acp_json_val *r;
+  int64_t i;
+  uint64_t u;
+  double x;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "s");
+  acp_json_write_str(
+      w, S("q\"b\\n\n\r\t\b\f\x01\x1f\x7f\xc3\xa9\xf0\x9f\x98\x80"));
+  acp_json_write_key(w, S("k\0"));
+  acp_json_write_int(w, INT64_MIN);
+  acp_json_write_keyz(w, "u");
+  acp_json_write_uint(w, UINT64_MAX);
+  acp_json_write_keyz(w, "a");
+  acp_json_write_arr_begin(w);
+  acp_json_write_double(w, 0.1);
+  acp_json_write_double(w, 1e300);
+  acp_json_write_double(w, -0.0);
+  acp_json_write_double(w, 5e-324);
+  acp_json_write_double(w, 100);
+  acp_json_write_bool(w, true);
+  acp_json_write_bool(w, false);
+  acp_json_write_null(w);
+  acp_json_write_arr_begin(w);
+  acp_json_write_arr_end(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_obj_end(w);
+  acp_json_write_raw(w, S("{\"r\":1.50}"));
+  acp_json_write_strz(w, "");
+  acp_json_write_arr_end(w);
+  acp_json_write_obj_end(w);
+  expect_out(w, "{\"s\":\"q\\\"b\\\\n\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\xc3\xa9"
+                "\xf0\x9f\x98\x80\",\"k\\u0000\":-9223372036854775808,"
+                "\"u\":18446744073709551615,\"a\":[0.1,1e+300,-0,"
+                "4.94065645841247e-324,100,true,false,null,[],{},"
+                "{\"r\":1.50},\"\"]}");
+  d = acp_json_writer_data(w, &len);
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(acp_json_doc_parse(doc, d, len, NULL), 0);
+  r = acp_json_doc_root(doc);
+  assert_true(acp_json_str_eq(
+      acp_json_obj_getz(r, "s"),
+      S("q\"b\\n\n\r\t\b\f\x01\x1f\x7f\xc3\xa9\xf0\x9f\x98\x80")));
+  assert_int_equal(acp_json_get_int64(acp_json_obj_get(r, S("k\0")), &i), 0);
+  assert_true(i == INT64_MIN);
+  assert_int_equal(acp_json_get_uint64(acp_json_obj_getz(r, "u"), &u), 0);
+  assert_true(u == UINT64_MAX);
+  assert_int_equal(
+      acp_json_get_double(acp_json_arr_get(acp_json_obj_getz(r, "a"), 0), &x),
+      0);
+  assert_true(x == 0.1);
+  assert_int_equal(
+      acp_json_get_double(acp_json_arr_get(acp_json_obj_getz(r, "a"), 3), &x),
+      0);
+  assert_true(x == 5e-324);
+  acp_json_doc_free(doc);
+  acp_json_writer_free(w);
+}
+
+static void test_json_writer_double_round_trips(void **state) {
+  static const double vals[] = {0.1,
+                                0.2,
+                                1.0 / 3,
+                                2.0 / 3,
+                                1e21,
+                                1e22,
+                                123456789,
+                                1.5e-7,
+                                -1e-300,
+                                1.7976931348623157e308,
+                                2.2250738585072014e-308,
+                                9007199254740993.0};
+  acp_json_writer *w = NULL;
+  acp_json_doc *doc = NULL;
+  size_t k;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (k = 0; k < sizeof(vals) / sizeof(vals[0]); k++) {
+    const char *d;
+    size_t len;
+    double back;
+    acp_json_writer_reset(w);
+    assert_int_equal(acp_json_write_double(w, vals[k]), 0);
+    d = acp_json_writer_data(w, &len);
+    assert_int_equal(acp_json_doc_parse(doc, d, len, NULL), 0);
+    assert_int_equal(acp_json_get_double(acp_json_doc_root(doc), &back), 0);
+    assert_true(back == vals[k]);
+  }
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_double(w, 0.1), 0);
+  expect_out(w, "0.1");
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_double(w, INFINITY),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_double(w, NAN), ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_double(w, -INFINITY),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_json_doc_free(doc);
+  acp_json_writer_free(w);
+}
+
+static void test_json_writer_splices_parsed_values(void **state) {
+  static const char in[] =
+      "{\"id\":12345678901234567890,\"params\":{\"x\":1.000000000000000000001,"
+      "\"s\":\"\\u00e9\\n\",\"z\":[ 1 ,2 ]},\"e\":\"\"}";
+  acp_json_doc *doc = parse_ok(S(in));
+  acp_json_writer *w = NULL;
+  const acp_json_val *r = acp_json_doc_root(doc);
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  assert_int_equal(acp_json_write_val(w, r), 0);
+  expect_out(w, in);
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "jsonrpc");
+  acp_json_write_strz(w, "2.0");
+  acp_json_write_keyz(w, "id");
+  acp_json_write_val(w, acp_json_obj_getz(r, "id"));
+  acp_json_write_keyz(w, "result");
+  acp_json_write_val(w, acp_json_obj_getz(r, "params"));
+  acp_json_write_obj_end(w);
+  expect_out(w, "{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890,\"result\":"
+                "{\"x\":1.000000000000000000001,\"s\":\"\\u00e9\\n\","
+                "\"z\":[ 1 ,2 ]}}");
+  acp_json_writer_free(w);
+  acp_json_doc_free(doc);
+}
+
+static void test_json_writer_structural_misuse(void **state) {
+  acp_json_writer *w = NULL;
+  int k;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  /* value where a key is expected; error is sticky */
+  acp_json_write_obj_begin(w);
+  assert_int_equal(acp_json_write_int(w, 1), ACP_ERR_INVALID_STATE);
+  assert_int_equal(acp_json_write_keyz(w, "a"), ACP_ERR_INVALID_STATE);
+  assert_int_equal(acp_json_writer_error(w), ACP_ERR_INVALID_STATE);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_writer_error(w), 0);
+  /* key outside an object */
+  assert_int_equal(acp_json_write_keyz(w, "a"), ACP_ERR_INVALID_STATE);
+  acp_json_writer_reset(w);
+  acp_json_write_arr_begin(w);
+  assert_int_equal(acp_json_write_keyz(w, "a"), ACP_ERR_INVALID_STATE);
+  acp_json_writer_reset(w);
+  /* unbalanced ends */
+  assert_int_equal(acp_json_write_arr_end(w), ACP_ERR_INVALID_STATE);
+  acp_json_writer_reset(w);
+  acp_json_write_arr_begin(w);
+  assert_int_equal(acp_json_write_obj_end(w), ACP_ERR_INVALID_STATE);
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "k");
+  assert_int_equal(acp_json_write_obj_end(w), ACP_ERR_INVALID_STATE);
+  acp_json_writer_reset(w);
+  /* two top-level values */
+  assert_int_equal(acp_json_write_null(w), 0);
+  assert_int_equal(acp_json_write_null(w), ACP_ERR_INVALID_STATE);
+  acp_json_writer_reset(w);
+  /* key twice */
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "k");
+  assert_int_equal(acp_json_write_keyz(w, "k"), ACP_ERR_INVALID_STATE);
+  acp_json_writer_reset(w);
+  /* invalid UTF-8 and NULL arguments */
+  assert_int_equal(acp_json_write_str(w, S("\xc3")), ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_str(w, S("a\xed\xa0\x80")),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_str(w, S("\xc0\x80")),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  assert_int_equal(acp_json_write_key(w, S("\xff")), ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_strz(w, NULL), ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_val(w, NULL), ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_raw(w, NULL, 0), ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_reset(w);
+  /* nesting limit of 1024 */
+  for (k = 0; k < 1024; k++)
+    assert_int_equal(acp_json_write_arr_begin(w), 0);
+  assert_int_equal(acp_json_write_arr_begin(w), ACP_ERR_LIMIT);
+  acp_json_writer_reset(w);
+  for (k = 0; k < 1024; k++)
+    acp_json_write_arr_begin(w);
+  for (k = 0; k < 1024; k++)
+    assert_int_equal(acp_json_write_arr_end(w), 0);
+  assert_int_equal(acp_json_write_arr_end(w), ACP_ERR_INVALID_STATE);
+  assert_int_equal(acp_json_write_null(NULL), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_json_writer_new(NULL, 0, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_json_writer_free(w);
+  acp_json_writer_free(NULL);
+}
+
+static void test_json_writer_cap(void **state) {
+  acp_json_writer *w = NULL;
+  size_t len;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 10, NULL), 0);
+  assert_int_equal(acp_json_write_str(w, S("12345678")), 0); /* 10 bytes */
+  acp_json_writer_data(w, &len);
+  assert_int_equal(len, 10);
+  acp_json_writer_reset(w);
+  acp_json_write_arr_begin(w);
+  assert_int_equal(acp_json_write_str(w, S("12345678")), ACP_ERR_LIMIT);
+  assert_int_equal(acp_json_write_arr_end(w), ACP_ERR_LIMIT);
+  assert_int_equal(acp_json_writer_error(w), ACP_ERR_LIMIT);
+  acp_json_writer_reset(w);
+  /* escapes count toward the cap: "\u0001" is 8 bytes with quotes */
+  assert_int_equal(acp_json_write_str(w, S("\x01\x01")), ACP_ERR_LIMIT);
+  acp_json_writer_reset(w);
+  assert_int_equal(acp_json_write_str(w, S("\x01")), 0);
+  acp_json_writer_free(w);
+}
+
+/* MARK: - Allocation failure */
+
+typedef struct failmem {
+  long fail_at; /* index of the allocation to fail, -1 for none */
+  long count;
+  long live;
+} failmem;
+
+static void *fm_malloc(size_t n, void *ud) {
+  failmem *f = ud;
+  void *p;
+  if (f->fail_at >= 0 && f->count++ == f->fail_at)
+    return NULL;
+  p = malloc(n);
+  if (p)
+    f->live++;
+  return p;
+}
+static void fm_free(void *p, void *ud) {
+  failmem *f = ud;
+  if (p)
+    f->live--;
+  free(p);
+}
+static void *fm_calloc(size_t a, size_t b, void *ud) {
+  failmem *f = ud;
+  void *p;
+  if (f->fail_at >= 0 && f->count++ == f->fail_at)
+    return NULL;
+  p = calloc(a, b);
+  if (p)
+    f->live++;
+  return p;
+}
+static void *fm_realloc(void *q, size_t n, void *ud) {
+  failmem *f = ud;
+  void *p;
+  if (f->fail_at >= 0 && f->count++ == f->fail_at)
+    return NULL;
+  p = realloc(q, n);
+  if (p && q == NULL)
+    f->live++;
+  return p;
+}
+
+/* One scenario: parse, decode strings, write back. Returns 0 when it ran to
+ * completion, or the first error (which must be ACP_ERR_NOMEM). */
+static int scenario(failmem *fm, const char *in, size_t n) {
+  acp_mem mem = {fm, fm_malloc, fm_free, fm_calloc, fm_realloc};
+  acp_json_doc *doc = NULL;
+  acp_json_writer *w = NULL;
+  const acp_json_val *v;
+  const char *s;
+  size_t len;
+  int rv;
+  int k;
+
+  rv = acp_json_doc_new(&doc, &mem);
+  if (rv != 0)
+    goto cleanup;
+  for (k = 0; k < 2; k++) {
+    rv = acp_json_doc_parse(doc, in, n, NULL);
+    if (rv != 0)
+      goto cleanup;
+    for (v = acp_json_child(acp_json_doc_root(doc)); v; v = acp_json_next(v)) {
+      if (acp_json_type_of(v) != ACP_JSON_STRING)
+        continue;
+      rv = acp_json_doc_str(doc, v, &s, &len);
+      if (rv != 0)
+        goto cleanup;
+    }
+  }
+  rv = acp_json_writer_new(&w, 0, &mem);
+  if (rv != 0)
+    goto cleanup;
+  acp_json_write_arr_begin(w);
+  for (v = acp_json_child(acp_json_doc_root(doc)); v; v = acp_json_next(v)) {
+    if (acp_json_type_of(v) == ACP_JSON_STRING) {
+      acp_json_doc_str(doc, v, &s, &len);
+      acp_json_write_str(w, s, len);
+    } else {
+      acp_json_write_val(w, v);
+    }
+  }
+  acp_json_write_arr_end(w);
+  rv = acp_json_writer_error(w);
+cleanup:
+  acp_json_writer_free(w);
+  acp_json_doc_free(doc);
+  return rv;
+}
+
+static void test_json_allocation_failures(void **state) {
+  char *in = malloc(1 << 20);
+  size_t n = 0;
+  long i;
+  int k;
+  int rv;
+  failmem fm = {-1, 0, 0};
+
+  (void)state;
+  assert_non_null(in);
+  /* deep enough to grow the stack, long enough to grow the tape, strings
+   * with escapes large enough for several arena blocks */
+  in[n++] = '[';
+  for (k = 0; k < 40; k++)
+    in[n++] = '[';
+  for (k = 0; k < 40; k++)
+    in[n++] = ']';
+  for (k = 0; k < 100; k++)
+    n += (size_t)sprintf(in + n, ",%d,\"e\\n%0*d\"", k, k * 40 + 1, k);
+  in[n++] = ']';
+  assert_int_equal(acp_json_validate(in, n, NULL), 0);
+  assert_int_equal(scenario(&fm, in, n), 0);
+  assert_int_equal(fm.live, 0);
+  for (i = 0;; i++) {
+    fm.fail_at = i;
+    fm.count = 0;
+    fm.live = 0;
+    rv = scenario(&fm, in, n);
+    assert_int_equal(fm.live, 0);
+    if (rv == 0)
+      break;
+    assert_int_equal(rv, ACP_ERR_NOMEM);
+  }
+  assert_true(i > 5);
+  printf("allocation failure test: %ld failure points\n", i);
+  free(in);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_json_accessors_and_types),
+      cmocka_unit_test(test_json_iteration_skips_subtrees),
+      cmocka_unit_test(test_json_obj_get_escaped_keys),
+      cmocka_unit_test(test_json_str_eq_and_unescape),
+      cmocka_unit_test(test_json_doc_str_many_escaped_strings_stay_valid),
+      cmocka_unit_test(test_json_raw_spans_are_byte_exact),
+      cmocka_unit_test(test_json_integer_edges),
+      cmocka_unit_test(test_json_double_long_forms),
+      cmocka_unit_test(test_json_rejects_bad_input),
+      cmocka_unit_test(test_json_long_strings_swar_boundaries),
+      cmocka_unit_test(test_json_depth_limit),
+      cmocka_unit_test(test_json_doc_reuse_across_parses),
+      cmocka_unit_test(test_json_size_cap),
+      cmocka_unit_test(test_json_writer_builds_and_parses_back),
+      cmocka_unit_test(test_json_writer_double_round_trips),
+      cmocka_unit_test(test_json_writer_splices_parsed_values),
+      cmocka_unit_test(test_json_writer_structural_misuse),
+      cmocka_unit_test(test_json_writer_cap),
+      cmocka_unit_test(test_json_allocation_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

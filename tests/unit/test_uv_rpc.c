@@ -1,0 +1,411 @@
+/*
+ * The rpc glue: a session over a child's pipes (request/response, timeout
+ * through the timer), ACP_ERR_PAUSE and resume, the blocking run_fds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "acp/uv.h"
+#include "uv_helpers.h"
+
+static void finish_loop(uv_loop_t *loop) {
+  assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(loop), 0);
+}
+
+static char *tmp_file(const char *content, int *fd_out) {
+  static char names[4][64];
+  static int k;
+  char *name = names[k++ % 4];
+  size_t len = strlen(content);
+  strcpy(name, "/tmp/acp-uv-rpc-XXXXXX");
+  int fd = mkstemp(name);
+  assert_true(fd >= 0);
+  if (len)
+    assert_int_equal(write(fd, content, len), (ssize_t)len);
+  assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+  *fd_out = fd;
+  return name;
+}
+
+static char *slurp(int fd, size_t *len) {
+  static char buf[65536];
+  ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+  assert_true(n >= 0);
+  buf[n] = '\0';
+  *len = (size_t)n;
+  return buf;
+}
+
+static bool contains(const char *hay, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (memcmp(hay + i, needle, k) == 0)
+      return true;
+  return false;
+}
+
+/* MARK: - Over a child's pipes */
+
+typedef struct child_ctx {
+  uv_loop_t loop;
+  acp_uv_process *p;
+  acp_uv_rpc *r;
+  acp_rpc_session *s;
+  int echo_ok;
+  int timeouts;
+  int ends;
+  int end_reason;
+  bool rpc_closed;
+  bool proc_closed;
+} child_ctx;
+
+static void close_rpc(child_ctx *c) {
+  if (c->r) {
+    acp_uv_rpc_close(c->r, NULL);
+    c->r = NULL;
+    c->rpc_closed = true;
+  }
+}
+
+static void child_end(acp_uv_rpc *r, int reason, void *ud) {
+  child_ctx *c = ud;
+  (void)r;
+  c->ends++;
+  c->end_reason = reason;
+  close_rpc(c);
+}
+
+static void proc_closed(acp_uv_process *p, void *ud) {
+  child_ctx *c = ud;
+  (void)p;
+  c->proc_closed = true;
+}
+
+static void on_shut(acp_uv_process *p, void *ud) {
+  child_ctx *c = ud;
+  close_rpc(c);
+  acp_uv_process_close(p, proc_closed);
+}
+
+static int on_silent(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud) {
+  child_ctx *c = ud;
+  (void)s;
+  assert_true(msg->local);
+  assert_int_equal(msg->error_code, ACP_RPC_REQUEST_TIMEOUT);
+  c->timeouts++;
+  assert_int_equal(acp_uv_process_shutdown(c->p, on_shut), 0);
+  return 0;
+}
+
+static int on_echo(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud) {
+  child_ctx *c = ud;
+  assert_int_equal(msg->kind, ACP_RPC_RESPONSE);
+  assert_false(msg->local);
+  assert_null(msg->error);
+  assert_non_null(msg->result);
+  assert_true(contains(msg->raw, msg->raw_len, "\"echo\":true"));
+  c->echo_ok++;
+  /* Submitted from inside a callback: flushed by the prepare handle, and
+   * its deadline armed on the timer. */
+  assert_int_equal(acp_rpc_session_request(s, "silent", 6, "{}", 2, 50,
+                                           uv_now(&c->loop), on_silent, c,
+                                           NULL),
+                   0);
+  return 0;
+}
+
+static void test_uv_rpc_round_trip_and_timeout_over_child(void **state) {
+  child_ctx c;
+  acp_uv_process_options *o = NULL;
+  const char *argv[] = {acp_test_self_exe(), "--helper", "rpc-server", NULL};
+  (void)state;
+  memset(&c, 0, sizeof(c));
+  assert_int_equal(uv_loop_init(&c.loop), 0);
+  assert_int_equal(acp_uv_process_options_new(&o, NULL), 0);
+  assert_int_equal(acp_uv_process_options_set_argv(o, argv), 0);
+  assert_int_equal(acp_uv_process_spawn(&c.p, &c.loop, o, &c, NULL, NULL), 0);
+  acp_uv_process_options_free(o);
+  assert_int_equal(acp_rpc_session_new(&c.s, NULL, &c, NULL, NULL), 0);
+  assert_int_equal(
+      acp_uv_rpc_new(&c.r, acp_uv_process_link(c.p), c.s, child_end, &c, NULL),
+      0);
+  /* Submitted outside any callback, before the loop runs. */
+  int64_t id = -1;
+  assert_int_equal(acp_rpc_session_request(c.s, "echo", 4, "{\"x\":1}", 7, 0,
+                                           uv_now(&c.loop), on_echo, &c, &id),
+                   0);
+  assert_int_equal(id, 0);
+  finish_loop(&c.loop);
+  assert_int_equal(c.echo_ok, 1);
+  assert_int_equal(c.timeouts, 1);
+  assert_true(c.rpc_closed);
+  assert_true(c.proc_closed);
+  assert_int_equal(acp_rpc_session_pending(c.s), 0);
+  acp_rpc_session_free(c.s);
+}
+
+/* MARK: - Pause and resume */
+
+typedef struct pause_ctx {
+  uv_loop_t loop;
+  acp_uv_link *l;
+  acp_uv_rpc *r;
+  acp_rpc_session *s;
+  uv_timer_t resume;
+  int requests;
+  int at_resume;
+  bool was_paused;
+  int end_reason;
+  int ends;
+  int closed;
+  int closed_rpc;
+} pause_ctx;
+
+static void on_link_closed(acp_uv_link *l, void *ud) {
+  (void)l;
+  (*(int *)ud)++;
+}
+
+static void on_rpc_closed(acp_uv_rpc *r, void *ud) {
+  (void)r;
+  ((pause_ctx *)ud)->closed_rpc++;
+}
+
+static void do_resume(uv_timer_t *t) {
+  pause_ctx *c = t->data;
+  c->at_resume = c->requests;
+  c->was_paused = acp_uv_rpc_paused(c->r);
+  assert_int_equal(acp_uv_link_is_reading(c->l), 0);
+  acp_uv_rpc_resume(c->r);
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static int pause_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
+                            void *ud) {
+  pause_ctx *c = ud;
+  c->requests++;
+  assert_int_equal(acp_rpc_session_respond(s, msg->handle, "1", 1), 0);
+  if (c->requests == 1) {
+    uv_timer_start(&c->resume, do_resume, 0, 0);
+    return ACP_ERR_PAUSE;
+  }
+  return 0;
+}
+
+static void pause_end(acp_uv_rpc *r, int reason, void *ud) {
+  pause_ctx *c = ud;
+  c->ends++;
+  c->end_reason = reason;
+  acp_uv_rpc_close(r, on_rpc_closed);
+  acp_uv_link_close(c->l, ACP_UV_FOREVER, on_link_closed, &c->closed);
+}
+
+static void test_uv_rpc_pause_holds_input_until_resume(void **state) {
+  pause_ctx c;
+  acp_rpc_callbacks *cbs = NULL;
+  int in_fd, out_fd;
+  size_t n;
+  (void)state;
+  memset(&c, 0, sizeof(c));
+  char *in_name = tmp_file("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}\n"
+                           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"b\"}\n"
+                           "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"c\"}\n",
+                           &in_fd);
+  char *out_name = tmp_file("", &out_fd);
+  assert_int_equal(uv_loop_init(&c.loop), 0);
+  uv_timer_init(&c.loop, &c.resume);
+  c.resume.data = &c;
+  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
+  acp_rpc_callbacks_set_on_request(cbs, pause_on_request);
+  assert_int_equal(acp_rpc_session_new(&c.s, cbs, &c, NULL, NULL), 0);
+  acp_rpc_callbacks_free(cbs);
+  assert_int_equal(acp_uv_link_new_fds(&c.l, &c.loop, in_fd, out_fd, NULL), 0);
+  assert_int_equal(acp_uv_rpc_new(&c.r, c.l, c.s, pause_end, &c, NULL), 0);
+  finish_loop(&c.loop);
+  assert_true(c.was_paused);
+  assert_int_equal(c.at_resume, 1);
+  assert_int_equal(c.requests, 3);
+  assert_int_equal(c.ends, 1);
+  assert_int_equal(c.end_reason, 0);
+  assert_int_equal(c.closed, 1);
+  assert_int_equal(c.closed_rpc, 1);
+  const char *out = slurp(out_fd, &n);
+  assert_string_equal(out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1}\n"
+                           "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":1}\n"
+                           "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":1}\n");
+  acp_rpc_session_free(c.s);
+  close(in_fd);
+  close(out_fd);
+  unlink(in_name);
+  unlink(out_name);
+}
+
+/* MARK: - Blocking convenience */
+
+static int answer_ping(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud) {
+  (void)ud;
+  return acp_rpc_session_respond(s, msg->handle, "\"pong\"", 6);
+}
+
+static int closed_response(acp_rpc_session *s, const acp_rpc_msg *msg,
+                           void *ud) {
+  (void)s;
+  assert_true(msg->local);
+  assert_int_equal(msg->error_code, ACP_RPC_CONNECTION_CLOSED);
+  (*(int *)ud)++;
+  return 0;
+}
+
+static void test_uv_rpc_run_fds_until_eof(void **state) {
+  acp_rpc_callbacks *cbs = NULL;
+  acp_rpc_session *s = NULL;
+  int in_fd, out_fd;
+  int closed_responses = 0;
+  size_t n;
+  (void)state;
+  char *in_name =
+      tmp_file("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n"
+               "not json\n",
+               &in_fd);
+  char *out_name = tmp_file("", &out_fd);
+  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
+  acp_rpc_callbacks_set_on_request(cbs, answer_ping);
+  assert_int_equal(acp_rpc_session_new(&s, cbs, NULL, NULL, NULL), 0);
+  acp_rpc_callbacks_free(cbs);
+  /* Never answered: completed locally at EOF. */
+  assert_int_equal(acp_rpc_session_request(s, "hello", 5, NULL, 0, 0, 0,
+                                           closed_response, &closed_responses,
+                                           NULL),
+                   0);
+  assert_int_equal(acp_uv_run_fds(s, in_fd, out_fd, ACP_UV_FOREVER), 0);
+  assert_int_equal(closed_responses, 1);
+  const char *out = slurp(out_fd, &n);
+  assert_non_null(strstr(out, "\"method\":\"hello\""));
+  assert_non_null(strstr(out, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":"
+                              "\"pong\"}\n"));
+  assert_non_null(strstr(out, "-32700"));
+  assert_int_equal(acp_uv_run_fds(NULL, 0, 1, 0), ACP_ERR_INVALID_ARGUMENT);
+  acp_rpc_session_free(s);
+  close(in_fd);
+  close(out_fd);
+  unlink(in_name);
+  unlink(out_name);
+}
+
+static void test_uv_rpc_run_fds_ends_on_sigterm(void **state) {
+  acp_rpc_session *s = NULL;
+  int p[2];
+  int closed_responses = 0;
+  (void)state;
+  /* Until the runtime watches SIGTERM, early signals are discarded. */
+  signal(SIGTERM, SIG_IGN);
+  assert_int_equal(pipe(p), 0);
+  pid_t parent = getpid();
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    /* Keeps the pipe open (no EOF) and keeps asking the parent to stop. */
+    close(p[0]);
+    for (int i = 0; i < 1000; i++) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      kill(parent, SIGTERM);
+      nanosleep(&ts, NULL);
+    }
+    _exit(0);
+  }
+  close(p[1]);
+  int out = open("/dev/null", O_WRONLY);
+  assert_true(out >= 0);
+  assert_int_equal(acp_rpc_session_new(&s, NULL, NULL, NULL, NULL), 0);
+  assert_int_equal(acp_rpc_session_request(s, "hello", 5, NULL, 0, 0, 0,
+                                           closed_response, &closed_responses,
+                                           NULL),
+                   0);
+  assert_int_equal(acp_uv_run_fds(s, p[0], out, 0), 0);
+  kill(child, SIGKILL);
+  assert_int_equal(waitpid(child, NULL, 0), child);
+  signal(SIGTERM, SIG_DFL);
+  /* The signal acted as end of input: the pending request completed. */
+  assert_int_equal(closed_responses, 1);
+  assert_int_equal(acp_rpc_session_want_read(s), 0);
+  acp_rpc_session_free(s);
+  close(p[0]);
+  close(out);
+}
+
+typedef struct sig_ctx {
+  uv_timer_t keepalive;
+  int signum;
+} sig_ctx;
+
+static void on_sig(acp_uv_signals *sig, int signum, void *ud) {
+  sig_ctx *c = ud;
+  c->signum = signum;
+  acp_uv_signals_close(sig);
+  acp_uv_signals_close(sig); /* idempotent */
+  uv_close((uv_handle_t *)&c->keepalive, NULL);
+}
+
+static void keepalive_expired(uv_timer_t *t) {
+  (void)t;
+  fail_msg("no signal callback");
+}
+
+static void test_uv_signals_reports_sigint(void **state) {
+  uv_loop_t loop;
+  acp_uv_signals *sig = NULL;
+  sig_ctx c;
+  (void)state;
+  memset(&c, 0, sizeof(c));
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(acp_uv_signals_new(&sig, &loop, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_null(sig);
+  assert_int_equal(acp_uv_signals_new(&sig, &loop, on_sig, &c, NULL), 0);
+  /* The watcher does not keep the loop alive; this timer does. */
+  uv_timer_init(&loop, &c.keepalive);
+  assert_int_equal(uv_timer_start(&c.keepalive, keepalive_expired, 600000, 0),
+                   0);
+  assert_int_equal(raise(SIGINT), 0);
+  finish_loop(&loop);
+  assert_int_equal(c.signum, SIGINT);
+}
+
+static void test_uv_rpc_rejects_bad_arguments(void **state) {
+  acp_uv_rpc *r = (acp_uv_rpc *)state;
+  (void)state;
+  assert_int_equal(acp_uv_rpc_new(&r, NULL, NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_null(r);
+  assert_int_equal(acp_uv_rpc_flush(NULL), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_uv_rpc_paused(NULL), 0);
+  acp_uv_rpc_resume(NULL);
+  acp_uv_rpc_close(NULL, NULL);
+}
+
+int main(int argc, char **argv) {
+  acp_test_helper_main(argc, argv);
+  assert_int_equal(acp_uv_ignore_sigpipe(), 0);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_uv_rpc_round_trip_and_timeout_over_child),
+      cmocka_unit_test(test_uv_rpc_pause_holds_input_until_resume),
+      cmocka_unit_test(test_uv_rpc_run_fds_until_eof),
+      cmocka_unit_test(test_uv_rpc_run_fds_ends_on_sigterm),
+      cmocka_unit_test(test_uv_signals_reports_sigint),
+      cmocka_unit_test(test_uv_rpc_rejects_bad_arguments),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
