@@ -15,7 +15,7 @@ APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            python3 procps
 
 .PHONY: all deps configure build demo check check-unit check-asan \
-        check-valgrind check-interop check-wasm check-headers peers bench \
+        check-valgrind check-wasm check-headers check-install peers bench \
         fuzz format clean install
 
 all: build
@@ -38,7 +38,7 @@ deps:
 
 configure: deps
 	@test -f $(BUILD)/CMakeCache.txt || $(CMAKE) -S . -B $(BUILD) \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_LIBDIR=lib $(CMAKE_ARGS)
 
 build: configure
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
@@ -58,6 +58,7 @@ check: deps peers
 	$(MAKE) check-asan
 	$(MAKE) check-valgrind
 	$(MAKE) check-headers
+	$(MAKE) check-install
 	$(MAKE) check-wasm
 	@echo "make check: all suites passed"
 
@@ -78,6 +79,9 @@ check-valgrind: build
 
 check-headers: build
 	./tools/check-headers.sh $(BUILD)
+
+check-install: build
+	./tools/check-install.sh $(BUILD)
 
 check-wasm:
 	./tools/check-wasm.sh build-wasm

@@ -382,6 +382,26 @@ ACP_EXTERN int acp_rpc_session_cancel(acp_rpc_session *s, int64_t id,
 ACP_EXTERN size_t acp_rpc_session_pending(const acp_rpc_session *s);
 
 /**
+ * Release one of the peer's unanswered requests WITHOUT sending any response
+ * (MCP: a request cancelled by notifications/cancelled must not be answered).
+ * Inside a batch, the batch's array is emitted without an element for it
+ * (and not at all if nothing else was answered).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (s NULL), ACP_ERR_NOT_FOUND (no
+ *         unanswered request with that handle), or ACP_ERR_NOMEM /
+ *         ACP_ERR_LIMIT when flushing the finished batch failed (the request
+ *         then stays unanswered).
+ */
+ACP_EXTERN int acp_rpc_session_drop(acp_rpc_session *s, uint64_t handle);
+
+/**
+ * Turn batch acceptance on or off for this session from now on (the same
+ * setting as acp_rpc_options_set_batches(), which applies at creation). MCP
+ * uses it to accept batches only once protocol version 2025-03-26 was
+ * negotiated. Accepts NULL (no-op).
+ */
+ACP_EXTERN void acp_rpc_session_set_batches(acp_rpc_session *s, int on);
+
+/**
  * Number of the peer's requests received and not yet answered (each holds a
  * handle). Accepts NULL (returns 0).
  */

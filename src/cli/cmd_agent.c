@@ -67,7 +67,8 @@ struct turn {
   uv_timer_t timer;
   char tool_id[32];
   char *terminal_id;
-  char *stop_reason; /* set by /stop */
+  char exit_note[64]; /* /run: how the command failed, or "" */
+  char *stop_reason;  /* set by /stop */
 };
 
 struct app {
@@ -77,6 +78,7 @@ struct app {
   acp_uv_rpc *rpc;
   acp_uv_signals *sig;
   acp_json_writer *w;
+  acp_json_writer *scratch; /* prompt text */
   acp_json_doc *doc;
   bool echo;
   const char *name;
@@ -540,13 +542,35 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
                                       "in_progress", extra, n);
     }
     break;
+  case 1: {
+    /* wait_for_exit: a failure is reported after the output. */
+    int64_t code = 0;
+    const char *sig = NULL;
+    size_t siglen = 0;
+    t->exit_note[0] = '\0';
+    if (msg_str(msg, msg->result, "signal", &sig, &siglen) == 0)
+      snprintf(t->exit_note, sizeof(t->exit_note), "killed by %.*s\n",
+               (int)(siglen > 32 ? 32 : siglen), sig);
+    else if (acp_json_get_int64(acp_json_obj_getz(msg->result, "exitCode"),
+                                &code) == 0 &&
+             code != 0)
+      snprintf(t->exit_note, sizeof(t->exit_note), "exit status %" PRId64 "\n",
+               code);
+    break;
+  }
   case 2:
     if (msg_str(msg, msg->result, "output", &s, &len) == 0)
       send_chunk(t->a, t->s, "agent_message_chunk", s, len);
+    if (t->exit_note[0] != '\0') {
+      if (s != NULL && len > 0 && s[len - 1] != '\n')
+        send_text(t->a, t->s, "\n");
+      send_text(t->a, t->s, t->exit_note);
+    }
     break;
   case 3:
     acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
-                                    "completed", NULL, 0);
+                                    t->exit_note[0] ? "failed" : "completed",
+                                    NULL, 0);
     t->pc++;
     turn_run(t);
     return 0;
@@ -978,53 +1002,54 @@ static void turn_run(turn *t) {
   }
 }
 
-/* Concatenate the prompt's content blocks into plain text. */
-static char *prompt_text(const acp_rpc_msg *msg, const acp_json_val *prompt,
-                         size_t *len_out) {
-  acp_json_writer *w = NULL;
+/* The prompt's content blocks as plain text. A single text block (the
+ * common case, and the benchmark's) is returned in place, decoded from the
+ * message; otherwise the blocks are joined into the app's scratch writer,
+ * reused across prompts so that large prompts cost no fresh pages. Valid
+ * until the handler returns. */
+static int prompt_text(app *a, const acp_rpc_msg *msg,
+                       const acp_json_val *prompt, const char **out,
+                       size_t *len_out) {
   const acp_json_val *b;
-  size_t n;
-  char *out;
-  const char *d;
+  const char *s = NULL;
+  size_t slen = 0;
 
-  if (acp_json_writer_new(&w, 0, NULL) != 0)
-    return NULL;
-  /* The writer is used as a byte buffer: raw splices of decoded text. */
+  if (acp_json_len(prompt) == 1) {
+    b = acp_json_child(prompt);
+    if (acp_json_str_eq(acp_json_obj_getz(b, "type"), "text", 4) &&
+        msg_str(msg, b, "text", out, len_out) == 0)
+      return 0;
+  }
+  acp_json_writer_reset(a->scratch);
+  /* The writer serves as a byte buffer: raw splices of decoded text. */
   for (b = acp_json_child(prompt); b != NULL; b = acp_json_next(b)) {
     const char *type = NULL;
-    const char *s = NULL;
     size_t tlen = 0;
-    size_t slen = 0;
     msg_str(msg, b, "type", &type, &tlen);
     if (type == NULL)
       continue;
     if (tlen == 4 && memcmp(type, "text", 4) == 0) {
       if (msg_str(msg, b, "text", &s, &slen) == 0)
-        acp_json_write_raw(w, s, slen);
+        acp_json_write_raw(a->scratch, s, slen);
     } else if (tlen == 13 && memcmp(type, "resource_link", 13) == 0) {
       if (msg_str(msg, b, "uri", &s, &slen) == 0) {
-        acp_json_write_raw(w, "\n[resource_link ", 16);
-        acp_json_write_raw(w, s, slen);
-        acp_json_write_raw(w, "]\n", 2);
+        acp_json_write_raw(a->scratch, "\n[resource_link ", 16);
+        acp_json_write_raw(a->scratch, s, slen);
+        acp_json_write_raw(a->scratch, "]\n", 2);
       }
     } else if (tlen == 8 && memcmp(type, "resource", 8) == 0) {
       const acp_json_val *r = acp_json_obj_getz(b, "resource");
       if (msg_str(msg, r, "uri", &s, &slen) == 0) {
-        acp_json_write_raw(w, "\n[resource ", 11);
-        acp_json_write_raw(w, s, slen);
-        acp_json_write_raw(w, "]\n", 2);
+        acp_json_write_raw(a->scratch, "\n[resource ", 11);
+        acp_json_write_raw(a->scratch, s, slen);
+        acp_json_write_raw(a->scratch, "]\n", 2);
       }
     }
   }
-  d = acp_json_writer_data(w, &n);
-  out = malloc(n + 1);
-  if (out != NULL) {
-    memcpy(out, d, n);
-    out[n] = '\0';
-    *len_out = n;
-  }
-  acp_json_writer_free(w);
-  return out;
+  if (acp_json_writer_error(a->scratch) != 0)
+    return acp_json_writer_error(a->scratch);
+  *out = acp_json_writer_data(a->scratch, len_out);
+  return 0;
 }
 
 /* MARK: - Agent method handlers */
@@ -1389,8 +1414,9 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
   const acp_json_val *prompt;
   const acp_rpc_msg *msg = acp_agent_request_msg(req);
   turn *t;
-  char *text;
+  const char *text = NULL;
   size_t len = 0;
+  int rv;
 
   if (s == NULL)
     return 0;
@@ -1406,10 +1432,10 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
                             NULL, 0);
     return 0;
   }
-  text = prompt_text(msg, prompt, &len);
-  if (text == NULL)
-    return ACP_ERR_NOMEM;
-  {
+  rv = prompt_text(a, msg, prompt, &text, &len);
+  if (rv != 0)
+    return rv;
+  if (!a->echo) {
     /* The user's message is part of the history a load replays. */
     acp_json_writer *w = a->w;
     size_t n;
@@ -1426,33 +1452,26 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
     acp_json_write_str(w, text, len);
     acp_json_write_obj_end(w);
     acp_json_write_obj_end(w);
-    if (!a->echo) {
-      u = wdata(a, &n);
-      history_add(s, u, n);
-    }
+    u = wdata(a, &n);
+    history_add(s, u, n);
   }
   if (a->echo) {
     /* The benchmark workload: one chunk with the prompt, then end_turn. */
     acp_agent_send_message_chunk(agent, s->id, text, len, NULL, 0);
-    free(text);
     acp_agent_respond_prompt(agent, req, "end_turn", NULL, 0);
     return 0;
   }
   t = calloc(1, sizeof(*t));
-  if (t == NULL) {
-    free(text);
+  if (t == NULL)
     return ACP_ERR_NOMEM;
-  }
   t->a = a;
   t->s = s;
   t->req = req;
   t->refs = 1;
   if (script_parse(&t->sc, text, len) != 0) {
-    free(text);
     free(t);
     return ACP_ERR_NOMEM;
   }
-  free(text);
   s->turn = t;
   turn_run(t);
   return 0;
@@ -1536,6 +1555,7 @@ int cmd_agent(int argc, char **argv) {
   if (uv_loop_init(&a.loop) != 0)
     return CLI_EXIT_FAILURE;
   if (acp_json_writer_new(&a.w, 0, NULL) != 0 ||
+      acp_json_writer_new(&a.scratch, 0, NULL) != 0 ||
       acp_json_doc_new(&a.doc, NULL) != 0 || acp_agent_callbacks_new(&cbs) != 0)
     goto cleanup;
   acp_agent_callbacks_set_on_initialize(cbs, on_initialize);
@@ -1583,5 +1603,6 @@ cleanup:
   acp_agent_callbacks_free(cbs);
   acp_json_doc_free(a.doc);
   acp_json_writer_free(a.w);
+  acp_json_writer_free(a.scratch);
   return rv;
 }

@@ -100,6 +100,7 @@ struct capp {
 
 static void app_quit(capp *a, int code);
 static void read_stdin(capp *a);
+static void cancel_questions(capp *a);
 
 /* MARK: - Output */
 
@@ -207,11 +208,22 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
 
 /* MARK: - Permission requests and elicitation */
 
+/* kind starts with prefix ("allow" matches allow_once and allow_always) */
+static bool kind_is(const char *kind, size_t kind_len, const char *prefix) {
+  size_t n = strlen(prefix);
+
+  return kind != NULL && kind_len >= n && memcmp(kind, prefix, n) == 0;
+}
+
 static void answer_permission(capp *a, const char *choice, size_t len) {
   acp_json_doc *doc = NULL;
   const acp_json_val *opt;
   const char *pick = NULL;
+  const char *allow = NULL;
+  const char *reject = NULL;
   size_t pick_len = 0;
+  size_t allow_len = 0;
+  size_t reject_len = 0;
   unsigned idx = 0;
   unsigned want = 0;
   char id[256];
@@ -233,24 +245,36 @@ static void answer_permission(capp *a, const char *choice, size_t len) {
       v = acp_json_obj_getz(opt, "kind");
       if (v != NULL)
         acp_json_doc_str(doc, v, &kind, &kind_len);
-      idx++;
-      /* A number picks that option; no choice picks the first allow
-       * option under --yes and the first reject option otherwise (no
-       * input left to ask with). */
-      if (want != 0 ? idx == want
-                    : kind != NULL &&
-                          kind_len >= strlen(a->yes ? "allow" : "reject") &&
-                          memcmp(kind, a->yes ? "allow" : "reject",
-                                 strlen(a->yes ? "allow" : "reject")) == 0) {
+      if (++idx == want) {
         pick = oid;
         pick_len = oid_len;
-        break;
+      }
+      if (allow == NULL && kind_is(kind, kind_len, "allow")) {
+        allow = oid;
+        allow_len = oid_len;
+      }
+      if (reject == NULL && kind_is(kind, kind_len, "reject")) {
+        reject = oid;
+        reject_len = oid_len;
       }
     }
   }
+  /* A number picks that option; no choice picks the first allow option
+   * under --yes and the first reject option otherwise (no input left to
+   * ask with); a number out of range rejects. */
+  if (pick == NULL && want != 0)
+    note(a, "no such option; rejecting\n");
+  if (pick == NULL && want == 0 && a->yes) {
+    pick = allow;
+    pick_len = allow_len;
+  }
   if (pick == NULL) {
-    note(a, "no such option; the request is rejected\n");
-    acp_client_respond_cancelled(a->client, a->perm);
+    pick = reject;
+    pick_len = reject_len;
+  }
+  if (pick == NULL) {
+    note(a, "no option to answer with; the request is cancelled\n");
+    acp_client_respond_permission(a->client, a->perm, NULL);
   } else {
     snprintf(id, sizeof(id), "%.*s", (int)(pick_len < 255 ? pick_len : 255),
              pick);
@@ -305,7 +329,7 @@ static int on_permission(acp_client *client, acp_client_request *req,
     /* An empty choice picks the first allow option under --yes. */
     return 0;
   }
-  if (a->stdin_eof) {
+  if (a->stdin_eof && a->line_len == 0) {
     note(a, "no input to answer with; rejecting\n");
     answer_permission(a, "", 0);
     return 0;
@@ -323,7 +347,7 @@ static int on_elicitation(acp_client *client, acp_client_request *req,
 
   acp_client_request_param_str(req, "message", &m, &n);
   note(a, "[question] %.*s\n", (int)n, m ? m : "");
-  if (a->yes || a->stdin_eof || a->elicit != NULL) {
+  if (a->yes || (a->stdin_eof && a->line_len == 0) || a->elicit != NULL) {
     note(a, "declined (no interactive answer)\n");
     acp_client_respond(client, req, "{\"action\":\"decline\"}", 20);
     return 0;
@@ -870,12 +894,12 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
     return 0;
   }
   a->state = ST_IDLE;
-  if (a->stdin_eof) {
+  if (a->stdin_eof && a->line_len == 0) {
     app_quit(a, CLI_EXIT_OK);
     return 0;
   }
   fputs("> ", stderr);
-  read_stdin(a);
+  read_stdin(a); /* lines typed ahead are used first */
   return 0;
 }
 
@@ -954,25 +978,59 @@ static void handle_line(capp *a, char *line, size_t len) {
   }
 }
 
+/* Whether a line of input would be used now. */
+static bool wants_line(const capp *a) {
+  return !a->closing && (a->perm != NULL || a->elicit != NULL ||
+                         (a->interactive && a->state == ST_IDLE));
+}
+
+/* Use buffered lines (at end of input also an unterminated last one) while
+ * something wants them. Lines typed ahead, or piped in all at once, wait
+ * in the buffer until the running turn ends. */
+static void drain_lines(capp *a) {
+  while (wants_line(a) && a->line_len > 0) {
+    char *nl = memchr(a->line, '\n', a->line_len);
+    size_t n;
+    char *copy;
+
+    if (nl == NULL && !a->stdin_eof)
+      break;
+    n = nl ? (size_t)(nl - a->line) + 1 : a->line_len;
+    copy = malloc(n + 1);
+    if (copy == NULL)
+      break;
+    memcpy(copy, a->line, n);
+    copy[n] = '\0';
+    memmove(a->line, a->line + n, a->line_len - n);
+    a->line_len -= n;
+    handle_line(a, copy, n);
+    free(copy);
+  }
+}
+
+/* End of input with nothing buffered: answer what is still waiting. */
+static void stdin_ended(capp *a) {
+  if (a->perm != NULL) {
+    note(a, "no input to answer with; rejecting\n");
+    answer_permission(a, "", 0);
+  }
+  if (a->elicit != NULL) {
+    acp_client_respond(a->client, a->elicit, "{\"action\":\"cancel\"}", 19);
+    a->elicit = NULL;
+  }
+  if (a->interactive && a->state == ST_IDLE)
+    app_quit(a, CLI_EXIT_OK);
+}
+
 static void stdin_read(acp_uv_link *link, int status, const char *data,
                        size_t len, void *ud) {
   capp *a = ud;
-  char *nl;
 
   (void)link;
   if (status != 0) {
     a->stdin_eof = true;
     acp_uv_link_read_stop(a->in);
-    if (a->perm != NULL)
-      answer_permission(a, "", 0);
-    if (a->elicit != NULL)
-      acp_client_respond(a->client, a->elicit, "{\"action\":\"cancel\"}", 19);
-    a->elicit = NULL;
-    if (a->interactive && a->state == ST_IDLE)
-      app_quit(a, CLI_EXIT_OK);
-    return;
-  }
-  {
+  } else {
     char *nb = realloc(a->line, a->line_len + len + 1);
     if (nb == NULL)
       return;
@@ -980,28 +1038,23 @@ static void stdin_read(acp_uv_link *link, int status, const char *data,
     memcpy(a->line + a->line_len, data, len);
     a->line_len += len;
   }
-  while (a->line_len > 0 && (nl = memchr(a->line, '\n', a->line_len)) != NULL) {
-    size_t n = (size_t)(nl - a->line) + 1;
-    char *copy = strndup(a->line, n);
-    memmove(a->line, a->line + n, a->line_len - n);
-    a->line_len -= n;
-    if (copy != NULL) {
-      handle_line(a, copy, n);
-      free(copy);
-    }
-  }
-  /* Only keep reading when something is waiting for the user. */
-  if (a->perm == NULL && a->elicit == NULL &&
-      !(a->interactive && a->state == ST_IDLE))
-    acp_uv_link_read_stop(a->in);
+  read_stdin(a);
 }
 
+/* Something wants a line: use a buffered one, or read more. Reading stops
+ * while nothing waits for the user. */
 static void read_stdin(capp *a) {
-  if (a->stdin_eof)
+  drain_lines(a);
+  if (!wants_line(a)) {
+    if (a->in != NULL && acp_uv_link_is_reading(a->in))
+      acp_uv_link_read_stop(a->in);
     return;
-  if (a->in == NULL &&
-      acp_uv_link_new_fds(&a->in, &a->loop, 0, -1, NULL) != 0) {
+  }
+  if (!a->stdin_eof && a->in == NULL &&
+      acp_uv_link_new_fds(&a->in, &a->loop, 0, -1, NULL) != 0)
     a->stdin_eof = true;
+  if (a->stdin_eof) {
+    stdin_ended(a);
     return;
   }
   if (!acp_uv_link_is_reading(a->in))
@@ -1016,7 +1069,10 @@ static void agent_exited(acp_uv_process *p, int64_t status, int sig, void *ud) {
   const char *tail;
 
   (void)p;
-  if (a->closing)
+  /* After a failure (e.g. the connection closed first) a bad exit status
+   * still says why; after a normal quit it is not news. */
+  if (a->closing &&
+      (a->exit_code != CLI_EXIT_FAILURE || (status == 0 && sig == 0)))
     return;
   tail = acp_uv_process_tail(p, &n);
   (void)tail;
@@ -1038,10 +1094,7 @@ static void app_quit(capp *a, int code) {
   a->closing = true;
   a->exit_code = code;
   a->state = ST_DONE;
-  if (a->perm != NULL) {
-    acp_client_respond_cancelled(a->client, a->perm);
-    a->perm = NULL;
-  }
+  cancel_questions(a);
   while ((t = a->terms) != NULL)
     term_free(a, t);
   acp_uv_signals_close(a->sig);
@@ -1069,6 +1122,21 @@ static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
   app_quit(a, a->state == ST_DONE ? a->exit_code : CLI_EXIT_FAILURE);
 }
 
+/* A cancelled turn's questions are answered "cancelled", as ACP asks of
+ * a client that cancels: the permission outcome, the elicitation action. */
+static void cancel_questions(capp *a) {
+  if (a->perm != NULL) {
+    acp_client_respond_permission(a->client, a->perm, NULL);
+    a->perm = NULL;
+    free(a->perm_options);
+    a->perm_options = NULL;
+  }
+  if (a->elicit != NULL) {
+    acp_client_respond(a->client, a->elicit, "{\"action\":\"cancel\"}", 19);
+    a->elicit = NULL;
+  }
+}
+
 static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
   capp *a = ud;
 
@@ -1077,6 +1145,7 @@ static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
     a->cancels++;
     note(a, "^C: cancelling the turn (again to quit)\n");
     acp_client_cancel(a->client, a->session_id);
+    cancel_questions(a);
     return;
   }
   app_quit(a, signum == SIGINT ? 130 : 143);

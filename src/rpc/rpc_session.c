@@ -1739,6 +1739,37 @@ size_t acp_rpc_session_pending(const acp_rpc_session *s) {
   return s ? s->pend_count : 0;
 }
 
+int acp_rpc_session_drop(acp_rpc_session *s, uint64_t handle) {
+  in_req *r;
+  rpc_batch *batch;
+  int rv;
+
+  if (s == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  r = in_lookup(s, handle);
+  if (r == NULL)
+    return ACP_ERR_NOT_FOUND;
+  batch = r->batch;
+  if (batch) {
+    batch->outstanding--;
+    if (batch->complete && batch->outstanding == 0) {
+      rv = batch_flush(s, batch);
+      if (rv != 0) {
+        batch->outstanding++;
+        return out_error(s, rv);
+      }
+      batch_free(s, batch);
+    }
+  }
+  in_release(s, r);
+  return 0;
+}
+
+void acp_rpc_session_set_batches(acp_rpc_session *s, int on) {
+  if (s)
+    s->opts.batches = on ? 1 : 0;
+}
+
 size_t acp_rpc_session_incoming(const acp_rpc_session *s) {
   return s ? s->in_count : 0;
 }
