@@ -8,9 +8,11 @@ JOBS       ?= 2
 CMAKE      ?= cmake
 CTEST      ?= ctest
 
-# Debian packages the build and the tests need.
+# Debian packages the build and the tests need. Node.js and npm (for the
+# interop peers) are added only when the commands are missing, since a
+# machine may have them from another packaging that conflicts with Debian's.
 APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
-           nodejs npm valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
+           valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
            libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev \
            python3 procps
 
@@ -25,6 +27,8 @@ deps:
 	@missing=""; for p in $(APT_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" \
 	    || missing="$$missing $$p"; done; \
+	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+	  || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$missing"; \

@@ -111,6 +111,11 @@ ACP_EXTERN const acp_json_val *acp_json_doc_root(const acp_json_doc *doc);
  * is decoded into memory owned by the document. Either way the result is
  * valid until the next parse or free, is NOT guaranteed to be NUL-terminated
  * when pointing into the input, and may contain NUL bytes (from \u0000).
+ * A string is decoded at most once per parse; later calls return the same
+ * bytes. An escaped lone UTF-16 surrogate (e.g. "\ud800", valid JSON syntax
+ * that JavaScript emits for a string cut inside a pair) decodes to U+FFFD,
+ * so decoded strings are always valid UTF-8; the same applies to
+ * acp_json_str_eq() and acp_json_str_unescape().
  *
  * @return 0, ACP_ERR_TYPE (not a string) or ACP_ERR_NOMEM.
  */

@@ -650,20 +650,24 @@ static void step_plan(turn *t, const step *st) {
 static void step_big(turn *t, int64_t bytes) {
   static const char line[] =
       "The quick brown fox jumps over the lazy dog; 0123456789 ACP/MCP.\n";
+  const size_t line_len = sizeof(line) - 1;
   char *buf;
   int64_t left = bytes;
   size_t i;
 
   if (left <= 0)
     return;
-  buf = malloc(BIG_CHUNK);
+  /* One line longer than a chunk, so that each chunk can start where the
+   * previous one stopped: the whole stream is the line repeated. */
+  buf = malloc(BIG_CHUNK + line_len);
   if (buf == NULL)
     return;
-  for (i = 0; i < BIG_CHUNK; i++)
-    buf[i] = line[i % (sizeof(line) - 1)];
+  for (i = 0; i < BIG_CHUNK + line_len; i++)
+    buf[i] = line[i % line_len];
   while (left > 0) {
     size_t n = left > BIG_CHUNK ? BIG_CHUNK : (size_t)left;
-    acp_agent_send_message_chunk(t->a->agent, t->s->id, buf, n, NULL, 0);
+    size_t at = (size_t)((bytes - left) % (int64_t)line_len);
+    acp_agent_send_message_chunk(t->a->agent, t->s->id, buf + at, n, NULL, 0);
     left -= (int64_t)n;
   }
   free(buf);
@@ -1495,6 +1499,23 @@ static int on_session_cancel(acp_agent *agent, const char *session_id,
   return 0;
 }
 
+/* $/cancel_request: only a prompt turn is ever left unanswered here, so
+ * end that turn as cancelled (the other requests are answered at once). */
+static int on_cancel_request(acp_agent *agent, acp_agent_request *req,
+                             void *ud) {
+  app *a = ud;
+  asession *s;
+
+  (void)agent;
+  for (s = a->sessions; s != NULL; s = s->next) {
+    if (s->turn != NULL && s->turn->req == req) {
+      turn_finish(s->turn, "cancelled");
+      break;
+    }
+  }
+  return 0;
+}
+
 /* MARK: - Main */
 
 static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
@@ -1572,6 +1593,7 @@ int cmd_agent(int argc, char **argv) {
                                                        on_session_set_config);
   acp_agent_callbacks_set_on_session_prompt(cbs, on_session_prompt);
   acp_agent_callbacks_set_on_session_cancel(cbs, on_session_cancel);
+  acp_agent_callbacks_set_on_cancel_request(cbs, on_cancel_request);
   if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
   if (acp_uv_link_new_fds(&a.link, &a.loop, 0, 1, NULL) != 0) {

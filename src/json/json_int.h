@@ -49,6 +49,15 @@ struct acp_json_doc {
   uint32_t stack_cap;
   uint32_t max_depth;
   acp__jblock *arena;
+  /* Decoded strings already handed out by acp_json_doc_str(); a string's
+   * record keeps its slot + 1 in `count`, which strings do not otherwise
+   * use. Emptied at each parse. */
+  struct acp__jstr {
+    const char *s;
+    size_t len;
+  } * strs;
+  uint32_t strs_n;
+  uint32_t strs_cap;
   bool has_root;
 };
 

@@ -117,6 +117,7 @@ void acp_json_doc_free(acp_json_doc *doc) {
   acp__free(&doc->mem, doc->arena);
   acp__free(&doc->mem, doc->tape);
   acp__free(&doc->mem, doc->stack);
+  acp__free(&doc->mem, doc->strs);
   acp__free(&doc->mem, doc);
 }
 
@@ -534,6 +535,7 @@ int acp_json_doc_parse(acp_json_doc *doc, const char *data, size_t len,
   }
   doc->has_root = false;
   doc->tape_n = 0;
+  doc->strs_n = 0;
   arena_reset(doc);
   rv = check_size(len, err);
   if (rv != 0)
@@ -692,6 +694,7 @@ int acp_json_doc_str(acp_json_doc *doc, const acp_json_val *v, const char **s,
                      size_t *len) {
   size_t need;
   acp__jblock *b;
+  acp_json_val *own = NULL;
 
   if (!is_string(v))
     return ACP_ERR_TYPE;
@@ -699,6 +702,28 @@ int acp_json_doc_str(acp_json_doc *doc, const acp_json_val *v, const char **s,
     *s = v->raw + 1;
     *len = v->len - 2;
     return 0;
+  }
+  if (doc == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  /* A value of this document can remember where it was decoded. */
+  if (doc->has_root && v >= doc->tape && v < doc->tape + doc->tape_n) {
+    own = &doc->tape[v - doc->tape];
+    if (own->count != 0) {
+      *s = doc->strs[own->count - 1].s;
+      *len = doc->strs[own->count - 1].len;
+      return 0;
+    }
+    if (doc->strs_n == doc->strs_cap) {
+      uint32_t ncap = doc->strs_cap ? doc->strs_cap * 2 : 16;
+      struct acp__jstr *ns;
+      if (ncap > doc->tape_n)
+        ncap = doc->tape_n;
+      ns = acp__realloc(&doc->mem, doc->strs, ncap * sizeof(*ns));
+      if (ns == NULL)
+        return ACP_ERR_NOMEM;
+      doc->strs = ns;
+      doc->strs_cap = ncap;
+    }
   }
   need = v->len - 2;
   b = doc->arena;
@@ -715,6 +740,11 @@ int acp_json_doc_str(acp_json_doc *doc, const acp_json_val *v, const char **s,
   *s = b->data + b->used;
   *len = decode_all(v->raw + 1, v->raw + v->len - 1, b->data + b->used);
   b->used += *len;
+  if (own != NULL) {
+    doc->strs[doc->strs_n].s = *s;
+    doc->strs[doc->strs_n].len = *len;
+    own->count = ++doc->strs_n;
+  }
   return 0;
 }
 

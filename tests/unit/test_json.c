@@ -208,6 +208,16 @@ static void test_json_str_eq_and_unescape(void **state) {
   assert_int_equal(acp_json_str_unescape(v, buf, 5, &len), 0);
   assert_string_equal(buf, "\xf0\x9f\x98\x80");
 
+  /* decoding is cached: a second call returns the same bytes */
+  {
+    const char *s1, *s2;
+    size_t l1, l2;
+    assert_int_equal(acp_json_doc_str(doc, v, &s1, &l1), 0);
+    assert_int_equal(acp_json_doc_str(doc, v, &s2, &l2), 0);
+    assert_ptr_equal(s1, s2);
+    assert_int_equal(l1, l2);
+  }
+
   /* lone surrogates decode to U+FFFD */
   assert_true(acp_json_str_eq(acp_json_arr_get(root, 4), S("\xef\xbf\xbdx")));
   assert_true(acp_json_str_eq(acp_json_arr_get(root, 5), S("\xef\xbf\xbd")));
@@ -264,6 +274,15 @@ static void test_json_doc_str_many_escaped_strings_stay_valid(void **state) {
   v = acp_json_arr_get(acp_json_doc_root(doc), 1999);
   assert_int_equal(acp_json_doc_str(doc, v, &ptrs[0], &lens[0]), 0);
   assert_memory_equal(ptrs[0], "s\n1999", 6);
+  /* a value of another document is decoded into this one's arena */
+  {
+    acp_json_doc *other = parse_ok(S("\"o\\u0041\""));
+    assert_int_equal(
+        acp_json_doc_str(doc, acp_json_doc_root(other), &ptrs[1], &lens[1]), 0);
+    assert_int_equal(lens[1], 2);
+    assert_memory_equal(ptrs[1], "oA", 2);
+    acp_json_doc_free(other);
+  }
   acp_json_doc_free(doc);
   free(in);
 }

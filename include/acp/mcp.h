@@ -1,0 +1,881 @@
+/*
+ * libacp - Model Context Protocol (MCP) server and client (sans I/O).
+ *
+ * Both roles sit on an acp_rpc_session (cancel style
+ * ACP_RPC_CANCEL_STYLE_MCP) and never see a file descriptor or a clock: feed
+ * bytes with *_recv(), take bytes with *_send(), pass time in, drive
+ * deadlines with *_get_expiry() / *_handle_expiry(). Stateful revisions
+ * 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25 are spoken.
+ *
+ * SERVER. Two objects:
+ *
+ *   - acp_mcp_server: the registry (tools, resources, resource templates,
+ *     prompts, the completion handler, serverInfo, instructions, page size).
+ *     It knows no transport and holds no per-peer state, so one registry
+ *     serves any number of peers at once: stdio, every Streamable HTTP
+ *     session, an MCP-over-ACP connection.
+ *   - acp_mcp_conn: one peer (one MCP session) of a server: its rpc session,
+ *     negotiated version, client capabilities, log level, subscriptions and
+ *     requests in progress. acp_mcp_conn_session() returns the rpc session
+ *     for the runtime to drive.
+ *
+ * Incoming requests that reach a handler (tools/call, resources/read,
+ * prompts/get, completion/complete) are represented by an acp_mcp_call,
+ * owned by the library, valid from the handler call until the handler
+ * answers it (acp_mcp_call_respond*()), now or later. A call can send
+ * progress, log messages, and server->client requests (sampling,
+ * elicitation, roots) whose responses come back to a callback that receives
+ * the same call.
+ *
+ * Behaviour of the server connection (documented contract, all tested):
+ *   - Lifecycle. Before `initialize` has been answered every request other
+ *     than `initialize` and `ping` is answered -32600 (Invalid Request) with
+ *     message "Server not initialized" (the MCP spec names no code; -32600
+ *     is the JSON-RPC code for a request that is not valid now). A second
+ *     `initialize` is answered -32600 "Already initialized". Requests are
+ *     accepted as soon as `initialize` was answered (without waiting for
+ *     notifications/initialized, which clients over HTTP may send
+ *     concurrently). Notifications before `initialize` are ignored.
+ *   - Version negotiation: `protocolVersion` must be a string (else -32602).
+ *     A version we speak is echoed; any other gets our latest, 2025-11-25.
+ *   - Batches (JSON arrays) are accepted only once 2025-03-26 was
+ *     negotiated, the only revision that has them; otherwise an array is
+ *     answered with one -32600 (id null).
+ *   - Capabilities are derived from the registry when `initialize` is
+ *     answered: tools {listChanged} if a tool is registered, resources
+ *     {subscribe, listChanged} if a resource or template is registered,
+ *     prompts {listChanged} if a prompt is, completions {} if a completion
+ *     handler is set, logging {} if acp_mcp_server_set_logging() enabled it.
+ *     acp_mcp_server_declare() forces a family on even while empty.
+ *   - Errors: unknown method or a family not offered -32601; params that
+ *     are not an object, a missing or mistyped member, an unknown tool or
+ *     prompt, a missing required prompt argument, a bad log level or an
+ *     invalid cursor -32602; an unknown resource -32002 with data {"uri"}.
+ *   - Tool handler failure: a tool handler that returns a negative code
+ *     other than ACP_ERR_PAUSE without having answered gets the result
+ *     {"content":[{"type":"text","text":"<reason>"}],"isError":true}; other
+ *     handlers get -32603. The connection continues in both cases.
+ *   - Cancellation: notifications/cancelled naming a call in progress marks
+ *     it cancelled, cancels (locally and at the peer) the server->client
+ *     requests it issued, calls its cancel callback, and releases the
+ *     JSON-RPC request: no response is ever sent for it. The handler still
+ *     answers the call to release it; that answer is dropped (returns 0).
+ *   - Pagination: with a page size n > 0 (acp_mcp_server_set_page_size())
+ *     lists return n items and an opaque `nextCursor`; a cursor that is not
+ *     one we issued for that list, or points past its end, is -32602.
+ *
+ * CLIENT. acp_mcp_client wraps one rpc session: initialize (asks
+ * 2025-11-25 by default, accepts any version above), list helpers with
+ * automatic paging, tools/call with progress, reads, prompts, subscriptions,
+ * completion, logging level, ping, and handlers for the server's requests
+ * (roots/list, sampling/createMessage, elicitation/create) that may answer
+ * later. Each request may carry a timeout; on expiry the client sends
+ * notifications/cancelled and completes the request with ACP_ERR_TIMEOUT.
+ * A progress notification resets the timeout, never beyond a maximum total.
+ *
+ * Callback contract (as rpc.h): return 0 to continue, ACP_ERR_PAUSE to make
+ * the current recv return early, anything else is fatal
+ * (ACP_ERR_CALLBACK_FAILURE), except tool and resource/prompt/completion
+ * handlers (see "handler failure" above). Callbacks may call any function
+ * here except *_recv, *_send, *_recv_eof, *_handle_expiry and *_free on
+ * the same object.
+ *
+ * Toward the stateless revision (2026-07-28, see docs/mcp.md): that
+ * revision drops initialize (version and client capabilities travel in each
+ * request's `_meta`), adds `server/discover`, removes ping, logging/setLevel
+ * and resources/subscribe (replaced by subscriptions/listen), replaces
+ * server->client requests by results with resultType "input_required", and
+ * renumbers resource-not-found to -32602. The split between the registry
+ * (acp_mcp_server, per-request handlers, no peer state) and the connection
+ * (acp_mcp_conn, which alone holds negotiated state) is what lets it be
+ * added as a per-request "stateless" mode of acp_mcp_conn without touching
+ * the registry or the handler API: the conn would read the version from
+ * `_meta` per request instead of from initialize, and
+ * acp_mcp_call_request() would turn into an input_required result.
+ *
+ * Thread-safety: one thread at a time per server and all its conns; one
+ * thread at a time per client.
+ */
+#ifndef ACP_MCP_H
+#define ACP_MCP_H
+
+#include "common.h"
+#include "json.h"
+#include "rpc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* MARK: - Common */
+
+/** Protocol revisions this library speaks (ordered, oldest first). */
+typedef enum acp_mcp_version {
+  ACP_MCP_VERSION_UNKNOWN = 0,
+  ACP_MCP_VERSION_2024_11_05 = 1,
+  ACP_MCP_VERSION_2025_03_26 = 2,
+  ACP_MCP_VERSION_2025_06_18 = 3,
+  ACP_MCP_VERSION_2025_11_25 = 4,
+  /** The latest revision spoken. */
+  ACP_MCP_VERSION_LATEST = ACP_MCP_VERSION_2025_11_25
+} acp_mcp_version;
+
+/** "2025-11-25" etc.; NULL for ACP_MCP_VERSION_UNKNOWN or out of range. */
+ACP_EXTERN const char *acp_mcp_version_str(acp_mcp_version v);
+/** Parse a revision string; ACP_MCP_VERSION_UNKNOWN if not one we speak. */
+ACP_EXTERN acp_mcp_version acp_mcp_version_parse(const char *s, size_t len);
+
+/** Log levels (RFC 5424 order, least severe first). */
+typedef enum acp_mcp_log_level {
+  ACP_MCP_LOG_DEBUG = 0,
+  ACP_MCP_LOG_INFO,
+  ACP_MCP_LOG_NOTICE,
+  ACP_MCP_LOG_WARNING,
+  ACP_MCP_LOG_ERROR,
+  ACP_MCP_LOG_CRITICAL,
+  ACP_MCP_LOG_ALERT,
+  ACP_MCP_LOG_EMERGENCY
+} acp_mcp_log_level;
+
+/** "debug" ... "emergency"; NULL if out of range. */
+ACP_EXTERN const char *acp_mcp_log_level_str(acp_mcp_log_level level);
+/** @return the level, or -1 if `s` names none. */
+ACP_EXTERN int acp_mcp_log_level_parse(const char *s, size_t len);
+
+/** The lists that have list_changed notifications and pagination. */
+typedef enum acp_mcp_list {
+  ACP_MCP_LIST_TOOLS = 0,
+  ACP_MCP_LIST_RESOURCES = 1,
+  ACP_MCP_LIST_RESOURCE_TEMPLATES = 2,
+  ACP_MCP_LIST_PROMPTS = 3
+} acp_mcp_list;
+
+/** MCP error code: resource not found (2024-11-05 .. 2025-11-25). */
+#define ACP_MCP_RESOURCE_NOT_FOUND (-32002)
+
+/**
+ * Match `uri` against an RFC 6570 level-1 template ("file:///{path}",
+ * "db://{table}/{id}"). Literal text must match exactly; each {name}
+ * matches one or more characters other than '/', '?' and '#' (what a
+ * level-1 expansion can produce); backtracking resolves adjacent variables.
+ *
+ * @param starts, lens  optional arrays of max_vars entries receiving each
+ *              variable's value as an offset and length into `uri`.
+ * @param nvars optional; receives the number of variables.
+ * @return 1 on match, 0 on no match, ACP_ERR_INVALID_ARGUMENT for a
+ *         malformed template (unbalanced braces, empty name, more than
+ *         max_vars or 16 variables).
+ */
+ACP_EXTERN int acp_mcp_uri_template_match(const char *tpl, size_t tpl_len,
+                                          const char *uri, size_t uri_len,
+                                          size_t *starts, size_t *lens,
+                                          size_t max_vars, size_t *nvars);
+
+/* MARK: - Server: registry */
+
+/** The registry. Opaque. */
+typedef struct acp_mcp_server acp_mcp_server;
+/** One peer of a server. Opaque. */
+typedef struct acp_mcp_conn acp_mcp_conn;
+/** A request in progress (tools/call, resources/read, ...). Opaque. */
+typedef struct acp_mcp_call acp_mcp_call;
+/** Sink for the resources a template's list handler enumerates. Opaque. */
+typedef struct acp_mcp_resource_list acp_mcp_resource_list;
+
+/**
+ * Tool handler. `arguments` is the `arguments` object of the request, or
+ * NULL when absent; like everything reachable from the call's message it
+ * is valid only during this call (use acp_mcp_call_doc() to decode strings,
+ * copy what you need later). Answer `call` now or later.
+ */
+typedef int (*acp_mcp_tool_cb)(acp_mcp_call *call,
+                               const acp_json_val *arguments, void *user_data);
+/**
+ * resources/read handler. `uri` is the decoded URI, NUL-terminated, valid
+ * during the call. For a template, acp_mcp_call_uri_var() gives the
+ * variables.
+ */
+typedef int (*acp_mcp_read_cb)(acp_mcp_call *call, const char *uri,
+                               size_t uri_len, void *user_data);
+/**
+ * A template's list handler: called synchronously during resources/list to
+ * enumerate concrete resources (acp_mcp_resource_list_add()). Must not
+ * answer anything. Return 0, or a negative code (the list request is then
+ * answered -32603).
+ */
+typedef int (*acp_mcp_template_list_cb)(acp_mcp_server *server,
+                                        acp_mcp_resource_list *list,
+                                        void *user_data);
+/**
+ * prompts/get handler. `arguments` is the arguments object (string values,
+ * required ones checked present) or NULL.
+ */
+typedef int (*acp_mcp_prompt_cb)(acp_mcp_call *call,
+                                 const acp_json_val *arguments,
+                                 void *user_data);
+/**
+ * completion/complete handler. `ref` ({"type":"ref/prompt","name"} or
+ * {"type":"ref/resource","uri"}, checked to name a registered prompt or a
+ * registered resource or template), `argument` ({"name","value"}, strings),
+ * `context` (the `context` object or NULL). Answer with
+ * acp_mcp_call_respond_completion() or _respond_raw().
+ */
+typedef int (*acp_mcp_complete_cb)(acp_mcp_call *call, const acp_json_val *ref,
+                                   const acp_json_val *argument,
+                                   const acp_json_val *context,
+                                   void *user_data);
+/** Called when the peer cancels `call` (notifications/cancelled). */
+typedef int (*acp_mcp_cancel_cb)(acp_mcp_call *call, void *user_data);
+/**
+ * Response to a server->client request issued from a call. `status` is 0
+ * (msg->result is the result), ACP_ERR_PROTOCOL (the peer answered an
+ * error: msg->error_code, msg->error_message, msg->error_data),
+ * ACP_ERR_TIMEOUT, ACP_ERR_CANCELLED (the call was cancelled) or
+ * ACP_ERR_CLOSED. `msg` is valid only during the callback.
+ */
+typedef int (*acp_mcp_call_response_cb)(acp_mcp_call *call, int status,
+                                        const acp_rpc_msg *msg,
+                                        void *user_data);
+/** Connection-level events. */
+typedef int (*acp_mcp_conn_cb)(acp_mcp_conn *conn, void *user_data);
+/** Notifications the server does not handle itself (roots/list_changed,
+ * extensions). */
+typedef int (*acp_mcp_conn_notification_cb)(acp_mcp_conn *conn,
+                                            const acp_rpc_msg *msg,
+                                            void *user_data);
+
+/** Version of the definition structs below. */
+#define ACP_MCP_DEF_VERSION 1
+
+/**
+ * A tool. All strings are NUL-terminated and COPIED by
+ * acp_mcp_server_add_tool(); JSON members must each be one valid JSON text
+ * of the stated type (checked). NULL members are omitted.
+ */
+typedef struct acp_mcp_tool_def {
+  unsigned version;          /**< ACP_MCP_DEF_VERSION */
+  const char *name;          /**< required, unique */
+  const char *title;         /**< optional display name */
+  const char *description;   /**< optional */
+  const char *input_schema;  /**< JSON object; NULL: {"type":"object"} */
+  const char *output_schema; /**< JSON object or NULL */
+  const char *annotations;   /**< JSON object or NULL */
+  const char *icons;         /**< JSON array or NULL */
+  const char *meta;          /**< JSON object for `_meta`, or NULL */
+  acp_mcp_tool_cb handler;   /**< required */
+  void *user_data;
+} acp_mcp_tool_def;
+
+/** A static resource (copied like acp_mcp_tool_def). */
+typedef struct acp_mcp_resource_def {
+  unsigned version;        /**< ACP_MCP_DEF_VERSION */
+  const char *uri;         /**< required, unique */
+  const char *name;        /**< required */
+  const char *title;       /**< optional */
+  const char *description; /**< optional */
+  const char *mime_type;   /**< optional */
+  int64_t size;            /**< bytes, or -1 to omit */
+  const char *annotations; /**< JSON object or NULL */
+  const char *icons;       /**< JSON array or NULL */
+  acp_mcp_read_cb handler; /**< required */
+  void *user_data;
+} acp_mcp_resource_def;
+
+/** A resource template (copied like acp_mcp_tool_def). */
+typedef struct acp_mcp_template_def {
+  unsigned version;                /**< ACP_MCP_DEF_VERSION */
+  const char *uri_template;        /**< required, RFC 6570 level 1 */
+  const char *name;                /**< required */
+  const char *title;               /**< optional */
+  const char *description;         /**< optional */
+  const char *mime_type;           /**< optional */
+  const char *annotations;         /**< JSON object or NULL */
+  const char *icons;               /**< JSON array or NULL */
+  acp_mcp_read_cb handler;         /**< required */
+  acp_mcp_template_list_cb lister; /**< optional */
+  void *user_data;
+} acp_mcp_template_def;
+
+/** A prompt (copied like acp_mcp_tool_def). */
+typedef struct acp_mcp_prompt_def {
+  unsigned version;        /**< ACP_MCP_DEF_VERSION */
+  const char *name;        /**< required, unique */
+  const char *title;       /**< optional */
+  const char *description; /**< optional */
+  /** JSON array of {"name", "description"?, "required"?} or NULL. */
+  const char *arguments;
+  const char *icons; /**< JSON array or NULL */
+  acp_mcp_prompt_cb handler; /**< required */
+  void *user_data;
+} acp_mcp_prompt_def;
+
+/**
+ * Create a registry.
+ * @param out        receives the server (NULL on failure).
+ * @param name, version  serverInfo name and version (copied; required).
+ * @param user_data  returned by acp_mcp_server_get_user_data().
+ * @param mem        allocator or NULL; copied; used by every conn too.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_mcp_server_new(acp_mcp_server **out, const char *name,
+                                  const char *version, void *user_data,
+                                  const acp_mem *mem);
+/**
+ * Free the registry and every conn still attached to it (their pointers
+ * become invalid). Accepts NULL.
+ */
+ACP_EXTERN void acp_mcp_server_free(acp_mcp_server *server);
+ACP_EXTERN void *acp_mcp_server_get_user_data(const acp_mcp_server *server);
+
+/**
+ * Optional serverInfo `title` and the `instructions` of the initialize
+ * result (copied; NULL clears).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (server NULL) or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_mcp_server_set_title(acp_mcp_server *server,
+                                        const char *title);
+ACP_EXTERN int acp_mcp_server_set_instructions(acp_mcp_server *server,
+                                               const char *instructions);
+/** Items per list page; 0 (the default) means everything in one page. */
+ACP_EXTERN void acp_mcp_server_set_page_size(acp_mcp_server *server,
+                                             size_t n);
+/** Offer logging (capability `logging`, logging/setLevel). Default off. */
+ACP_EXTERN void acp_mcp_server_set_logging(acp_mcp_server *server, int on);
+/** Offer resources/subscribe (resources.subscribe). Default on. */
+ACP_EXTERN void acp_mcp_server_set_subscribe(acp_mcp_server *server, int on);
+/** Capability families, for acp_mcp_server_declare(). */
+enum {
+  ACP_MCP_CAP_TOOLS = 1,
+  ACP_MCP_CAP_RESOURCES = 2,
+  ACP_MCP_CAP_PROMPTS = 4
+};
+/** Declare families (ACP_MCP_CAP_* bits) even while nothing is registered. */
+ACP_EXTERN void acp_mcp_server_declare(acp_mcp_server *server, unsigned caps);
+/** The completion/complete handler (NULL: not offered, -32601). */
+ACP_EXTERN void acp_mcp_server_set_completion(acp_mcp_server *server,
+                                              acp_mcp_complete_cb cb,
+                                              void *user_data);
+/** Called when a conn receives notifications/initialized. */
+ACP_EXTERN void acp_mcp_server_set_on_initialized(acp_mcp_server *server,
+                                                  acp_mcp_conn_cb cb);
+/** Called with notifications the server does not handle itself. */
+ACP_EXTERN void
+acp_mcp_server_set_on_notification(acp_mcp_server *server,
+                                   acp_mcp_conn_notification_cb cb);
+
+/**
+ * Register a tool, resource, template or prompt. Registration order is list
+ * order. Changes are visible to every conn at once; tell peers with
+ * acp_mcp_server_list_changed().
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (missing required member, wrong
+ *         version, JSON member invalid or of the wrong type, malformed
+ *         template), ACP_ERR_INVALID_STATE (the name / uri / template is
+ *         already registered) or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_mcp_server_add_tool(acp_mcp_server *server,
+                                       const acp_mcp_tool_def *def);
+ACP_EXTERN int acp_mcp_server_add_resource(acp_mcp_server *server,
+                                           const acp_mcp_resource_def *def);
+ACP_EXTERN int acp_mcp_server_add_template(acp_mcp_server *server,
+                                           const acp_mcp_template_def *def);
+ACP_EXTERN int acp_mcp_server_add_prompt(acp_mcp_server *server,
+                                         const acp_mcp_prompt_def *def);
+/**
+ * Remove by name (tools, prompts), uri (resources) or uri template. Calls in
+ * progress are not affected.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or ACP_ERR_NOT_FOUND.
+ */
+ACP_EXTERN int acp_mcp_server_remove_tool(acp_mcp_server *server,
+                                          const char *name);
+ACP_EXTERN int acp_mcp_server_remove_resource(acp_mcp_server *server,
+                                              const char *uri);
+ACP_EXTERN int acp_mcp_server_remove_template(acp_mcp_server *server,
+                                              const char *uri_template);
+ACP_EXTERN int acp_mcp_server_remove_prompt(acp_mcp_server *server,
+                                            const char *name);
+
+/**
+ * Add one resource to a resources/list answer (from a template's lister).
+ * Strings are copied into the answer; mime_type and description may be
+ * NULL.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM or ACP_ERR_LIMIT.
+ */
+ACP_EXTERN int acp_mcp_resource_list_add(acp_mcp_resource_list *list,
+                                         const char *uri, const char *name,
+                                         const char *mime_type,
+                                         const char *description);
+
+/**
+ * Send notifications/<list>/list_changed to every initialized conn (the
+ * resource-templates list shares notifications/resources/list_changed).
+ * @return 0 or the first error from a conn (ACP_ERR_NOMEM, ACP_ERR_LIMIT);
+ *         every conn is tried.
+ */
+ACP_EXTERN int acp_mcp_server_list_changed(acp_mcp_server *server,
+                                           acp_mcp_list which);
+/**
+ * Send notifications/resources/updated {"uri"} to every conn subscribed to
+ * `uri` (exact match).
+ * @return 0 or the first error from a conn.
+ */
+ACP_EXTERN int acp_mcp_server_resource_updated(acp_mcp_server *server,
+                                               const char *uri);
+/**
+ * Send notifications/message to every initialized conn whose level allows
+ * it. `data` is one JSON value (verbatim) or NULL for null; `logger` may be
+ * NULL. Silently does nothing when logging is off.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or the first error from a conn.
+ */
+ACP_EXTERN int acp_mcp_server_log(acp_mcp_server *server,
+                                  acp_mcp_log_level level, const char *logger,
+                                  const char *data, size_t data_len);
+
+/* MARK: - Server: connections */
+
+/**
+ * Attach a new peer to `server`. The conn owns an rpc session (MCP cancel
+ * style, batches off until 2025-03-26 is negotiated, other options default).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_mcp_conn_new(acp_mcp_conn **out, acp_mcp_server *server,
+                                void *user_data);
+/**
+ * Detach and free a conn. Calls in progress are freed without an answer
+ * (their handles become invalid). Accepts NULL.
+ */
+ACP_EXTERN void acp_mcp_conn_free(acp_mcp_conn *conn);
+ACP_EXTERN void *acp_mcp_conn_get_user_data(const acp_mcp_conn *conn);
+ACP_EXTERN acp_mcp_server *acp_mcp_conn_server(const acp_mcp_conn *conn);
+/** The conn's rpc session (borrowed; lives as long as the conn). */
+ACP_EXTERN acp_rpc_session *acp_mcp_conn_session(acp_mcp_conn *conn);
+
+/** As acp_rpc_session_recv() / _send() / _recv_eof() on the conn's session,
+ * with the same return values. */
+ACP_EXTERN acp_ssize acp_mcp_conn_recv(acp_mcp_conn *conn, const char *data,
+                                       size_t len, uint64_t now_ms);
+ACP_EXTERN acp_ssize acp_mcp_conn_send(acp_mcp_conn *conn, const char **data);
+ACP_EXTERN int acp_mcp_conn_recv_eof(acp_mcp_conn *conn, uint64_t now_ms);
+/** Earliest deadline of a server->client request, UINT64_MAX if none. */
+ACP_EXTERN uint64_t acp_mcp_conn_get_expiry(const acp_mcp_conn *conn);
+/** Expire server->client requests (their callbacks get ACP_ERR_TIMEOUT).
+ * @return 0 or a fatal code. */
+ACP_EXTERN int acp_mcp_conn_handle_expiry(acp_mcp_conn *conn,
+                                          uint64_t now_ms);
+
+/** The negotiated version, ACP_MCP_VERSION_UNKNOWN before initialize. */
+ACP_EXTERN acp_mcp_version acp_mcp_conn_version(const acp_mcp_conn *conn);
+/** Nonzero once notifications/initialized was received. */
+ACP_EXTERN int acp_mcp_conn_is_initialized(const acp_mcp_conn *conn);
+/**
+ * The raw JSON of the client's `capabilities` / `clientInfo` from
+ * initialize (borrowed, valid while the conn lives), or NULL (*len 0)
+ * before initialize or when absent.
+ */
+ACP_EXTERN const char *acp_mcp_conn_client_capabilities(const acp_mcp_conn *c,
+                                                        size_t *len);
+ACP_EXTERN const char *acp_mcp_conn_client_info(const acp_mcp_conn *c,
+                                                size_t *len);
+/** The level set by logging/setLevel (ACP_MCP_LOG_DEBUG until then). */
+ACP_EXTERN acp_mcp_log_level acp_mcp_conn_log_level(const acp_mcp_conn *c);
+/** Nonzero if the conn subscribed to `uri`. */
+ACP_EXTERN int acp_mcp_conn_is_subscribed(const acp_mcp_conn *c,
+                                          const char *uri);
+/**
+ * Send notifications/message on this conn if logging is on, the conn was
+ * initialized and `level` passes the conn's level (filtered messages
+ * return 0).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM, ACP_ERR_LIMIT.
+ */
+ACP_EXTERN int acp_mcp_conn_log(acp_mcp_conn *conn, acp_mcp_log_level level,
+                                const char *logger, const char *data,
+                                size_t data_len);
+/**
+ * Send a notification on this conn (params one JSON value or NULL).
+ * @return as acp_rpc_session_notify().
+ */
+ACP_EXTERN int acp_mcp_conn_notify(acp_mcp_conn *conn, const char *method,
+                                   const char *params, size_t params_len);
+
+/* MARK: - Server: calls */
+
+ACP_EXTERN acp_mcp_conn *acp_mcp_call_conn(const acp_mcp_call *call);
+/** The request message; only while the handler runs, else NULL. */
+ACP_EXTERN const acp_rpc_msg *acp_mcp_call_msg(const acp_mcp_call *call);
+/** The message's document (for acp_json_doc_str()); only during the
+ * handler, else NULL. */
+ACP_EXTERN acp_json_doc *acp_mcp_call_doc(const acp_mcp_call *call);
+/** The method ("tools/call", ...), static string. */
+ACP_EXTERN const char *acp_mcp_call_method(const acp_mcp_call *call);
+/** The tool or prompt name (copied; valid while the call lives). */
+ACP_EXTERN const char *acp_mcp_call_name(const acp_mcp_call *call);
+/**
+ * The value of a template variable of a resources/read call (as it appears
+ * in the URI, not percent-decoded; NUL-terminated; valid while the call
+ * lives).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or ACP_ERR_NOT_FOUND.
+ */
+ACP_EXTERN int acp_mcp_call_uri_var(const acp_mcp_call *call, const char *name,
+                                    const char **value, size_t *len);
+/** Handler-owned pointer stored on the call. */
+ACP_EXTERN void acp_mcp_call_set_user_data(acp_mcp_call *call, void *ud);
+ACP_EXTERN void *acp_mcp_call_get_user_data(const acp_mcp_call *call);
+/** Nonzero if the request carried _meta.progressToken. */
+ACP_EXTERN int acp_mcp_call_has_progress_token(const acp_mcp_call *call);
+/** Nonzero once the peer cancelled the call. */
+ACP_EXTERN int acp_mcp_call_is_cancelled(const acp_mcp_call *call);
+/** The callback run when the peer cancels this call (NULL clears). */
+ACP_EXTERN void acp_mcp_call_set_on_cancel(acp_mcp_call *call,
+                                           acp_mcp_cancel_cb cb,
+                                           void *user_data);
+
+/**
+ * Answer a tool call.
+ * @param content     JSON array of content blocks (verbatim), or NULL for [].
+ * @param structured  JSON value for `structuredContent`, or NULL to omit.
+ * @param is_error    true: `isError: true` (a tool execution error).
+ * After any respond function returns 0 the call is released (the handle is
+ * invalid once the handler returns, or at once outside a handler). On a
+ * cancelled call the answer is dropped and 0 returned.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (call NULL), ACP_ERR_INVALID_STATE
+ *         (already answered, or not a tools/call for the typed helpers),
+ *         ACP_ERR_NOMEM, ACP_ERR_LIMIT. On error the call stays unanswered.
+ */
+ACP_EXTERN int acp_mcp_call_respond_tool(acp_mcp_call *call,
+                                         const char *content,
+                                         size_t content_len,
+                                         const char *structured,
+                                         size_t structured_len, bool is_error);
+/** A tool result with one text block. */
+ACP_EXTERN int acp_mcp_call_respond_text(acp_mcp_call *call, const char *text,
+                                         size_t len, bool is_error);
+/** Any call: answer with a whole result object (verbatim JSON). */
+ACP_EXTERN int acp_mcp_call_respond_raw(acp_mcp_call *call, const char *result,
+                                        size_t len);
+/** Any call: answer with a JSON-RPC error (data: JSON or NULL). */
+ACP_EXTERN int acp_mcp_call_respond_error(acp_mcp_call *call, int64_t code,
+                                          const char *message,
+                                          const char *data, size_t data_len);
+/** resources/read: {"contents":[{"uri","mimeType"?,"text"}]}. */
+ACP_EXTERN int acp_mcp_call_respond_resource_text(acp_mcp_call *call,
+                                                  const char *uri,
+                                                  const char *mime_type,
+                                                  const char *text,
+                                                  size_t len);
+/**
+ * completion/complete: {"completion":{"values","total"?,"hasMore"}}. At most
+ * 100 values are sent (the spec's cap); more set hasMore.
+ * @param total  total matches, or -1 to omit.
+ */
+ACP_EXTERN int acp_mcp_call_respond_completion(acp_mcp_call *call,
+                                               const char *const *values,
+                                               size_t n, int64_t total,
+                                               bool has_more);
+
+/**
+ * Send notifications/progress for the call's progressToken. Does nothing
+ * (returns 0) when the request had no token or the call was cancelled.
+ * @param total    < 0 to omit. @param message  NULL to omit.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (progress not greater than the
+ *         previous one, or not finite), ACP_ERR_NOMEM, ACP_ERR_LIMIT.
+ */
+ACP_EXTERN int acp_mcp_call_progress(acp_mcp_call *call, double progress,
+                                     double total, const char *message);
+/** As acp_mcp_conn_log() on the call's conn. */
+ACP_EXTERN int acp_mcp_call_log(acp_mcp_call *call, acp_mcp_log_level level,
+                                const char *logger, const char *data,
+                                size_t data_len);
+
+/**
+ * Send a server->client request on behalf of `call`; `cb` gets the result
+ * with the same call (which stays valid until both the call is answered
+ * and every such request completed). The client capability is checked for
+ * the three standard methods.
+ * @param params      JSON object (verbatim) or NULL.
+ * @param timeout_ms  0 for none.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_INVALID_STATE (call answered
+ *         or cancelled), ACP_ERR_UNSUPPORTED (the client did not declare
+ *         sampling / elicitation / roots), ACP_ERR_NOMEM, ACP_ERR_LIMIT.
+ */
+ACP_EXTERN int acp_mcp_call_request(acp_mcp_call *call, const char *method,
+                                    const char *params, size_t params_len,
+                                    uint64_t timeout_ms,
+                                    acp_mcp_call_response_cb cb,
+                                    void *user_data);
+/** sampling/createMessage with the given params object. */
+ACP_EXTERN int acp_mcp_call_create_message(acp_mcp_call *call,
+                                           const char *params,
+                                           size_t params_len,
+                                           uint64_t timeout_ms,
+                                           acp_mcp_call_response_cb cb,
+                                           void *user_data);
+/** elicitation/create with the given params object. */
+ACP_EXTERN int acp_mcp_call_elicit(acp_mcp_call *call, const char *params,
+                                   size_t params_len, uint64_t timeout_ms,
+                                   acp_mcp_call_response_cb cb,
+                                   void *user_data);
+/** roots/list. */
+ACP_EXTERN int acp_mcp_call_list_roots(acp_mcp_call *call, uint64_t timeout_ms,
+                                       acp_mcp_call_response_cb cb,
+                                       void *user_data);
+
+/* MARK: - Client */
+
+/** The client. Opaque. */
+typedef struct acp_mcp_client acp_mcp_client;
+/** A request from the server awaiting the client's answer. Opaque; valid
+ * until answered (or the client is freed). */
+typedef struct acp_mcp_client_request acp_mcp_client_request;
+/** Callback set for acp_mcp_client_new(). Opaque. */
+typedef struct acp_mcp_client_callbacks acp_mcp_client_callbacks;
+
+/**
+ * Completion of a client request. `status`: 0 (msg->result holds the
+ * result), ACP_ERR_PROTOCOL (error response: msg->error_code ...),
+ * ACP_ERR_TIMEOUT, ACP_ERR_CANCELLED (acp_mcp_client_cancel()),
+ * ACP_ERR_CLOSED (connection ended), ACP_ERR_UNSUPPORTED (initialize only:
+ * the server answered a version we do not speak; msg is the response).
+ * `msg` is valid only during the callback.
+ */
+typedef int (*acp_mcp_result_cb)(acp_mcp_client *c, int status,
+                                 const acp_rpc_msg *msg, void *user_data);
+/** One page of an acp_mcp_client_list_all() walk; `last` on the final
+ * call (also set with a non-zero status, which ends the walk). */
+typedef int (*acp_mcp_page_cb)(acp_mcp_client *c, int status,
+                               const acp_rpc_msg *msg, bool last,
+                               void *user_data);
+/** notifications/progress for a request made with a progress callback. */
+typedef int (*acp_mcp_progress_cb)(acp_mcp_client *c, double progress,
+                                   double total /* <0: none */,
+                                   const char *message /* or NULL */,
+                                   size_t message_len, void *user_data);
+/** A server request (roots/list, sampling/createMessage,
+ * elicitation/create). `params` valid during the call. Answer later. */
+typedef int (*acp_mcp_client_request_cb)(acp_mcp_client *c,
+                                         acp_mcp_client_request *req,
+                                         const acp_json_val *params,
+                                         void *user_data);
+/** notifications/message. `logger` NULL if absent; `data` may be NULL. */
+typedef int (*acp_mcp_log_cb)(acp_mcp_client *c, acp_mcp_log_level level,
+                              const char *logger, size_t logger_len,
+                              const acp_json_val *data, void *user_data);
+/** notifications/<list>/list_changed (resources covers templates). */
+typedef int (*acp_mcp_list_changed_cb)(acp_mcp_client *c, acp_mcp_list which,
+                                       void *user_data);
+/** notifications/resources/updated. */
+typedef int (*acp_mcp_updated_cb)(acp_mcp_client *c, const char *uri,
+                                  size_t uri_len, void *user_data);
+/** Any other notification. */
+typedef int (*acp_mcp_client_notification_cb)(acp_mcp_client *c,
+                                              const acp_rpc_msg *msg,
+                                              void *user_data);
+
+ACP_EXTERN int acp_mcp_client_callbacks_new(acp_mcp_client_callbacks **out);
+ACP_EXTERN void acp_mcp_client_callbacks_free(acp_mcp_client_callbacks *cbs);
+/** Setting one of these three declares the matching client capability. */
+ACP_EXTERN void
+acp_mcp_client_callbacks_set_on_roots_list(acp_mcp_client_callbacks *cbs,
+                                           acp_mcp_client_request_cb cb);
+ACP_EXTERN void
+acp_mcp_client_callbacks_set_on_sampling(acp_mcp_client_callbacks *cbs,
+                                         acp_mcp_client_request_cb cb);
+ACP_EXTERN void
+acp_mcp_client_callbacks_set_on_elicitation(acp_mcp_client_callbacks *cbs,
+                                            acp_mcp_client_request_cb cb);
+/** Called when the server cancels one of its requests (the answer will be
+ * dropped). */
+ACP_EXTERN void
+acp_mcp_client_callbacks_set_on_request_cancelled(acp_mcp_client_callbacks *cbs,
+                                                  acp_mcp_client_request_cb cb);
+ACP_EXTERN void acp_mcp_client_callbacks_set_on_log(acp_mcp_client_callbacks *cbs,
+                                                    acp_mcp_log_cb cb);
+ACP_EXTERN void
+acp_mcp_client_callbacks_set_on_list_changed(acp_mcp_client_callbacks *cbs,
+                                             acp_mcp_list_changed_cb cb);
+ACP_EXTERN void
+acp_mcp_client_callbacks_set_on_resource_updated(acp_mcp_client_callbacks *cbs,
+                                                 acp_mcp_updated_cb cb);
+ACP_EXTERN void
+acp_mcp_client_callbacks_set_on_notification(acp_mcp_client_callbacks *cbs,
+                                             acp_mcp_client_notification_cb cb);
+
+/**
+ * Create a client (its rpc session uses MCP cancel style).
+ * @param cbs  copied; may be NULL.
+ * @param name, version  clientInfo (copied; required).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_mcp_client_new(acp_mcp_client **out,
+                                  const acp_mcp_client_callbacks *cbs,
+                                  const char *name, const char *version,
+                                  void *user_data, const acp_mem *mem);
+/** Pending requests are dropped without callbacks. Accepts NULL. */
+ACP_EXTERN void acp_mcp_client_free(acp_mcp_client *c);
+ACP_EXTERN void *acp_mcp_client_get_user_data(const acp_mcp_client *c);
+/** The rpc session (borrowed). */
+ACP_EXTERN acp_rpc_session *acp_mcp_client_session(acp_mcp_client *c);
+ACP_EXTERN acp_ssize acp_mcp_client_recv(acp_mcp_client *c, const char *data,
+                                         size_t len, uint64_t now_ms);
+ACP_EXTERN acp_ssize acp_mcp_client_send(acp_mcp_client *c, const char **data);
+/** Every pending request completes with ACP_ERR_CLOSED. */
+ACP_EXTERN int acp_mcp_client_recv_eof(acp_mcp_client *c, uint64_t now_ms);
+/** Earliest request deadline (timeouts), UINT64_MAX if none. */
+ACP_EXTERN uint64_t acp_mcp_client_get_expiry(const acp_mcp_client *c);
+/**
+ * Expire requests whose deadline passed: each sends notifications/cancelled
+ * and completes with ACP_ERR_TIMEOUT.
+ * @return 0 or a fatal code.
+ */
+ACP_EXTERN int acp_mcp_client_handle_expiry(acp_mcp_client *c,
+                                            uint64_t now_ms);
+
+/**
+ * Default timeouts for requests made without explicit ones: `timeout_ms`
+ * of inactivity (0: none), reset by progress, never beyond `max_total_ms`
+ * after the request was sent (0: no maximum). Defaults 0 / 0.
+ */
+ACP_EXTERN void acp_mcp_client_set_timeouts(acp_mcp_client *c,
+                                            uint64_t timeout_ms,
+                                            uint64_t max_total_ms);
+/** The version asked in initialize (default ACP_MCP_VERSION_LATEST).
+ * @return 0 or ACP_ERR_INVALID_ARGUMENT. */
+ACP_EXTERN int acp_mcp_client_set_protocol_version(acp_mcp_client *c,
+                                                   acp_mcp_version v);
+/** Declare roots.listChanged (default off). */
+ACP_EXTERN void acp_mcp_client_set_roots_list_changed(acp_mcp_client *c,
+                                                      int on);
+
+/** Per-request options; zero-initialize with ACP_MCP_REQUEST_OPTS_INIT. */
+typedef struct acp_mcp_request_opts {
+  unsigned version;      /**< ACP_MCP_REQUEST_OPTS_VERSION */
+  uint64_t timeout_ms;   /**< 0: the client default */
+  uint64_t max_total_ms; /**< 0: the client default */
+  /** Non-NULL: add _meta.progressToken and deliver progress here. */
+  acp_mcp_progress_cb on_progress;
+  void *progress_user_data;
+} acp_mcp_request_opts;
+#define ACP_MCP_REQUEST_OPTS_VERSION 1
+#define ACP_MCP_REQUEST_OPTS_INIT {ACP_MCP_REQUEST_OPTS_VERSION, 0, 0, NULL, NULL}
+
+/**
+ * Send `initialize`, then on a good answer notifications/initialized. `cb`
+ * gets status 0 once the version was accepted.
+ * @return 0, ACP_ERR_INVALID_STATE (already sent), ACP_ERR_NOMEM,
+ *         ACP_ERR_LIMIT.
+ */
+ACP_EXTERN int acp_mcp_client_initialize(acp_mcp_client *c, uint64_t now_ms,
+                                         acp_mcp_result_cb cb, void *user_data);
+/** The negotiated version (UNKNOWN before initialize completed). */
+ACP_EXTERN acp_mcp_version acp_mcp_client_version(const acp_mcp_client *c);
+/** Raw `capabilities`, `serverInfo` JSON and decoded `instructions` from
+ * the initialize result (borrowed, NULL when absent). */
+ACP_EXTERN const char *acp_mcp_client_server_capabilities(
+    const acp_mcp_client *c, size_t *len);
+ACP_EXTERN const char *acp_mcp_client_server_info(const acp_mcp_client *c,
+                                                  size_t *len);
+ACP_EXTERN const char *acp_mcp_client_instructions(const acp_mcp_client *c);
+
+/**
+ * Send any request (params: JSON object or NULL). Every helper below is this
+ * with a fixed method and params. Before initialize completed only
+ * `initialize` and `ping` may be sent.
+ * @param opts    NULL for defaults.
+ * @param id_out  optional; the request id (for acp_mcp_client_cancel()).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_INVALID_STATE, ACP_ERR_NOMEM,
+ *         ACP_ERR_LIMIT.
+ */
+ACP_EXTERN int acp_mcp_client_send_request(
+    acp_mcp_client *c, const char *method, const char *params,
+    size_t params_len, const acp_mcp_request_opts *opts, uint64_t now_ms,
+    acp_mcp_result_cb cb, void *user_data, int64_t *id_out);
+/** tools/list, resources/list, resources/templates/list, prompts/list with
+ * an optional cursor (NUL-terminated, NULL for the first page). */
+ACP_EXTERN int acp_mcp_client_list(acp_mcp_client *c, acp_mcp_list which,
+                                   const char *cursor,
+                                   const acp_mcp_request_opts *opts,
+                                   uint64_t now_ms, acp_mcp_result_cb cb,
+                                   void *user_data, int64_t *id_out);
+/** Walk every page of a list, following nextCursor (at most 10000 pages;
+ * a repeated cursor ends the walk with ACP_ERR_PROTOCOL). */
+ACP_EXTERN int acp_mcp_client_list_all(acp_mcp_client *c, acp_mcp_list which,
+                                       const acp_mcp_request_opts *opts,
+                                       uint64_t now_ms, acp_mcp_page_cb cb,
+                                       void *user_data);
+/** tools/call. `arguments`: JSON object or NULL. */
+ACP_EXTERN int acp_mcp_client_call_tool(acp_mcp_client *c, const char *name,
+                                        const char *arguments, size_t args_len,
+                                        const acp_mcp_request_opts *opts,
+                                        uint64_t now_ms, acp_mcp_result_cb cb,
+                                        void *user_data, int64_t *id_out);
+ACP_EXTERN int acp_mcp_client_read_resource(acp_mcp_client *c,
+                                            const char *uri,
+                                            const acp_mcp_request_opts *opts,
+                                            uint64_t now_ms,
+                                            acp_mcp_result_cb cb,
+                                            void *user_data, int64_t *id_out);
+/** prompts/get. `arguments`: JSON object of strings or NULL. */
+ACP_EXTERN int acp_mcp_client_get_prompt(acp_mcp_client *c, const char *name,
+                                         const char *arguments,
+                                         size_t args_len,
+                                         const acp_mcp_request_opts *opts,
+                                         uint64_t now_ms, acp_mcp_result_cb cb,
+                                         void *user_data, int64_t *id_out);
+ACP_EXTERN int acp_mcp_client_subscribe(acp_mcp_client *c, const char *uri,
+                                        uint64_t now_ms, acp_mcp_result_cb cb,
+                                        void *user_data);
+ACP_EXTERN int acp_mcp_client_unsubscribe(acp_mcp_client *c, const char *uri,
+                                          uint64_t now_ms,
+                                          acp_mcp_result_cb cb,
+                                          void *user_data);
+/**
+ * completion/complete. `ref`: JSON object ({"type":"ref/prompt","name"} or
+ * {"type":"ref/resource","uri"}); `context_args`: JSON object or NULL.
+ */
+ACP_EXTERN int acp_mcp_client_complete(acp_mcp_client *c, const char *ref,
+                                       const char *arg_name,
+                                       const char *arg_value,
+                                       const char *context_args,
+                                       uint64_t now_ms, acp_mcp_result_cb cb,
+                                       void *user_data);
+ACP_EXTERN int acp_mcp_client_set_log_level(acp_mcp_client *c,
+                                            acp_mcp_log_level level,
+                                            uint64_t now_ms,
+                                            acp_mcp_result_cb cb,
+                                            void *user_data);
+ACP_EXTERN int acp_mcp_client_ping(acp_mcp_client *c, uint64_t now_ms,
+                                   acp_mcp_result_cb cb, void *user_data);
+/**
+ * Cancel a pending request: sends notifications/cancelled (with `reason`
+ * if not NULL) and completes it now with ACP_ERR_CANCELLED; a late answer
+ * is ignored. `initialize` cannot be cancelled.
+ * @return 0, ACP_ERR_NOT_FOUND, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM,
+ *         ACP_ERR_LIMIT, or a fatal code from the callback.
+ */
+ACP_EXTERN int acp_mcp_client_cancel(acp_mcp_client *c, int64_t id,
+                                     const char *reason, uint64_t now_ms);
+/** Send notifications/roots/list_changed. */
+ACP_EXTERN int acp_mcp_client_roots_changed(acp_mcp_client *c);
+
+/** The method of a server request ("roots/list", ...; static). */
+ACP_EXTERN const char *
+acp_mcp_client_request_method(const acp_mcp_client_request *req);
+/** Nonzero once the server cancelled it. */
+ACP_EXTERN int
+acp_mcp_client_request_is_cancelled(const acp_mcp_client_request *req);
+/**
+ * Answer a server request (result: JSON object, verbatim) or fail it. The
+ * request is released. After the server cancelled it the answer is dropped
+ * and 0 returned.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM, ACP_ERR_LIMIT.
+ */
+ACP_EXTERN int acp_mcp_client_respond(acp_mcp_client *c,
+                                      acp_mcp_client_request *req,
+                                      const char *result, size_t len);
+ACP_EXTERN int acp_mcp_client_respond_error(acp_mcp_client *c,
+                                            acp_mcp_client_request *req,
+                                            int64_t code, const char *message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACP_MCP_H */

@@ -1,0 +1,525 @@
+#!/bin/sh
+# run-cli.sh - the `acp` program end to end: `acp client` driving
+# `acp agent`, both real processes, through every command of the agent's
+# prompt language (see `acp agent --help`), checking the exact stdout, the
+# client's notes on stderr, the files touched and the exit status. Also the
+# client against broken agents, the interactive mode, `acp demo`, --help,
+# --version and bad options.
+#
+# Env: ACP_BIN           the built acp (default: build/acp)
+#      ACP_VALGRIND_WRAP a command prefix, e.g. "valgrind -q
+#                        --error-exitcode=99 --leak-check=full
+#                        --errors-for-leak-kinds=definite,indirect,possible";
+#                        every acp process (client and agent) runs under
+#                        it and any report it prints on stderr fails the
+#                        check. The slow /big case is skipped then.
+# Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+wrap=${ACP_VALGRIND_WRAP:-}
+if [ ! -x "$acp" ]; then
+  echo "SKIP: $acp is not built"
+  exit 77
+fi
+case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
+if [ -n "$wrap" ]; then T=600; POLL=3000; else T=60; POLL=600; fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cwd=$work/cwd
+mkdir "$cwd"
+pass=0
+fail=0
+skipped=""
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() {
+  fail=$((fail + 1))
+  echo "FAIL $1"
+  shift
+  for l in "$@"; do printf '     %s\n' "$l"; done
+}
+
+# Report anything the valgrind wrapper printed (lines like ==123== ...).
+vg_check() {
+  if [ -n "$wrap" ] && grep -q '^==[0-9]*==' "$work/err"; then
+    ko "$1: valgrind is clean" "$(grep '^==[0-9]*==' "$work/err" | head -40)"
+  fi
+}
+
+# cl NAME STDIN [CLIENT OPTIONS...]: acp client --cwd $cwd OPTIONS --
+# acp agent, stdin from the file STDIN; sets rc, out in $work/out, err in
+# $work/err.
+cl() {
+  _name=$1
+  _in=$2
+  shift 2
+  timeout $T $wrap "$acp" client --cwd "$cwd" "$@" -- $wrap "$acp" agent \
+    <"$_in" >"$work/out" 2>"$work/err"
+  rc=$?
+  vg_check "$_name"
+}
+
+# run NAME CMD...: any command with stdin from /dev/null.
+run() {
+  _name=$1
+  shift
+  timeout $T "$@" </dev/null >"$work/out" 2>"$work/err"
+  rc=$?
+  vg_check "$_name"
+}
+
+# check NAME RC OUT [ERR...]: the last run exited RC, wrote exactly OUT on
+# stdout, and each ERR text appears on stderr (as part of a line). An ERR
+# starting with '!' must NOT appear.
+check() {
+  _name=$1
+  _rc=$2
+  printf '%s' "$3" >"$work/want"
+  shift 3
+  _why=""
+  [ "$rc" = "$_rc" ] || _why="exit status $rc, want $_rc;"
+  cmp -s "$work/want" "$work/out" || _why="$_why stdout differs;"
+  for _e in "$@"; do
+    case $_e in
+    !*)
+      if grep -qF -- "${_e#!}" "$work/err"; then
+        _why="$_why stderr has '${_e#!}';"
+      fi
+      ;;
+    *)
+      grep -qF -- "$_e" "$work/err" || _why="$_why stderr lacks '$_e';"
+      ;;
+    esac
+  done
+  if [ -z "$_why" ]; then
+    ok "$_name"
+  else
+    ko "$_name" "$_why" "stdout: $(head -c 1500 "$work/out")" \
+      "want:   $(head -c 1500 "$work/want")" \
+      "stderr: $(head -c 2500 "$work/err")"
+  fi
+}
+
+# expect NAME CONDITION-COMMAND...: a check that is any shell test.
+expect() {
+  _name=$1
+  shift
+  if "$@"; then ok "$_name"; else ko "$_name" "failed: $*"; fi
+}
+
+none=/dev/null
+printf '3\n' >"$work/in3"
+printf '2\n' >"$work/in2"
+printf '9\n' >"$work/in9"
+printf 'Ada Lovelace\n' >"$work/in-ada"
+printf 'inside text\nline 2\n' >"$cwd/in.txt"
+printf 'secret\n' >"$work/outside.txt"
+ln -s "$work/outside.txt" "$cwd/escape"
+printf '#!/bin/sh\necho to-stdout\necho to-stderr >&2\nexit 7\n' >"$cwd/fail.sh"
+printf '#!/bin/sh\nkill -9 $$\n' >"$cwd/die.sh"
+chmod +x "$cwd/fail.sh" "$cwd/die.sh"
+real_cwd=$(cd "$cwd" && pwd -P)
+
+# MARK: - The prompt language, one command at a time
+
+cl text $none -p "hello
+world"
+check "text: streamed lines, newline added at the end" 0 "hello
+world
+"
+expect "text: nothing on stderr" test ! -s "$work/err"
+
+cl text-nl $none -p "one line
+"
+check "text ending in a newline gets no extra one" 0 "one line
+"
+
+cl empty $none -p ""
+check "empty prompt: end_turn, no output" 0 ""
+
+cl think $none -p "/think pondering deeply
+answer"
+check "/think: a thought note, then the text" 0 "answer
+" "(thinking) pondering deeply"
+
+cl quiet $none --quiet -p "/think hidden
+/tool Hidden tool
+visible"
+check "--quiet: only the agent's text" 0 "visible
+"
+expect "--quiet: stderr empty" test ! -s "$work/err"
+
+cl plan $none -p "/plan Look around; Read the notes; Write it"
+check "/plan: all pending first, all completed last" 0 "" \
+  "[plan] [ ] Look around [ ] Read the notes [ ] Write it" \
+  "[plan] [>] Look around [ ] Read the notes [ ] Write it" \
+  "[plan] [x] Look around [x] Read the notes [>] Write it" \
+  "[plan] [x] Look around [x] Read the notes [x] Write it"
+expect "/plan: 7 plan updates (1 + 2 per entry)" \
+  test "$(grep -c '^\[plan\]' "$work/err")" = 7
+expect "/plan: the last plan update is all completed" \
+  test "$(grep '^\[plan\]' "$work/err" | tail -n 1)" = \
+  "[plan] [x] Look around [x] Read the notes [x] Write it"
+
+cl tool $none -p "/tool Search the web"
+check "/tool: pending, in_progress, completed" 0 "" \
+  "[tool] Search the web (pending)" "[tool] tool_1: in_progress" \
+  "[tool] tool_1: completed"
+
+cl tool-kind $none -p "/tool:fetch Get the page
+/tool:think Second"
+check "/tool:KIND: title without the kind, ids count up" 0 "" \
+  "[tool] Get the page (pending)" "[tool] Second (pending)" \
+  "[tool] tool_2: completed" "!fetch"
+
+cl ask-yes $none --yes -p "/ask Edit main.c"
+check "/ask --yes: granted (first allow option)" 0 \
+  "permission granted (allow_once)
+" "[permission] Edit main.c" "  1) Allow once" "  4) Always reject" \
+  "--yes: allowing" "-> allow_once" "[tool] tool_1: completed"
+
+cl ask-3 "$work/in3" -p "/ask:delete Remove files"
+check "/ask answered 3 on stdin: rejected" 0 \
+  "permission denied (reject_once)
+" "[permission] Remove files" "choose 1-4: -> reject_once" \
+  "[tool] tool_1: failed"
+
+cl ask-2 "$work/in2" -p "/ask Edit"
+check "/ask answered 2 on stdin: always allow" 0 \
+  "permission granted (allow_always)
+" "-> allow_always" "[tool] tool_1: completed"
+
+cl ask-9 "$work/in9" -p "/ask Edit"
+check "/ask answered 9 (no such option): rejected" 0 \
+  "permission denied (reject_once)
+" "no such option; rejecting" "-> reject_once" "!Request cancelled"
+
+cl ask-eof $none -p "/ask Edit"
+check "/ask with stdin at EOF and no --yes: rejected" 0 \
+  "permission denied (reject_once)
+" "no input to answer with; rejecting" "-> reject_once" \
+  "[tool] tool_1: failed"
+
+cl read $none -p "/read in.txt"
+check "/read inside cwd (relative path)" 0 "inside text
+line 2
+" "[fs] read $real_cwd/in.txt" "[tool] Read $cwd/in.txt (in_progress)" \
+  "[tool] tool_1: completed"
+
+cl read-abs $none -p "/read $cwd/in.txt"
+check "/read inside cwd (absolute path)" 0 "inside text
+line 2
+" "[fs] read $real_cwd/in.txt"
+
+refused_read="fs/read_text_file failed: Invalid params: path is outside the session's working directory (-32602)
+"
+cl read-out $none -p "/read $work/outside.txt"
+check "/read outside cwd: refused by the client, reported by the agent" 0 \
+  "$refused_read" "[fs] refused read outside" "[tool] tool_1: failed" \
+  "![fs] read "
+
+cl read-dotdot $none -p "/read ../outside.txt"
+check "/read ../ escaping cwd: refused" 0 "$refused_read" \
+  "[fs] refused read outside" "![fs] read "
+
+cl read-link $none -p "/read escape"
+check "/read of a symlink pointing outside cwd: refused" 0 "$refused_read" \
+  "[fs] refused read outside" "![fs] read "
+
+cl read-missing $none -p "/read missing.txt"
+check "/read of a missing file: resource not found" 0 \
+  "fs/read_text_file failed: Resource not found (-32002)
+" "[tool] tool_1: failed" "![fs] read "
+
+cl write $none -p "/write new.txt hello file"
+check "/write inside cwd" 0 "file written
+" "[fs] wrote $real_cwd/new.txt (10 bytes)" "[tool] tool_1: completed"
+expect "/write: the file holds exactly the text" \
+  test "$(cat "$cwd/new.txt" 2>/dev/null)" = "hello file"
+expect "/write: no trailing newline added" \
+  test "$(wc -c <"$cwd/new.txt" 2>/dev/null)" -eq 10
+
+cl write-over $none -p "/write new.txt second"
+check "/write replaces an existing file" 0 "file written
+"
+expect "/write: replaced content" test "$(cat "$cwd/new.txt")" = "second"
+
+cl write-out $none -p "/write $work/evil.txt pwned"
+check "/write outside cwd: refused" 0 \
+  "fs/write_text_file failed: Invalid params: path is outside the session's working directory (-32602)
+" "[fs] refused write outside" "[tool] tool_1: failed" "![fs] wrote"
+expect "/write outside cwd: no file created" test ! -e "$work/evil.txt"
+
+cl write-link $none -p "/write escape pwned"
+check "/write through a symlink pointing outside: refused" 0 \
+  "fs/write_text_file failed: Invalid params: path is outside the session's working directory (-32602)
+" "[fs] refused write outside"
+expect "/write through a symlink: target untouched" \
+  test "$(cat "$work/outside.txt")" = "secret"
+
+cl run $none -p "/run printf hello"
+check "/run printf hello: output shown, completed" 0 "hello
+" "[terminal] term_1 started" "[tool] printf hello (pending)" \
+  "[tool] tool_1: in_progress" "[tool] tool_1: completed"
+
+cl run-false $none -p "/run false"
+check "/run false: exit status 1 reported, tool failed" 0 "exit status 1
+" "[tool] tool_1: failed"
+
+cl run-fail $none -p "/run ./fail.sh"
+check "/run of a failing script: stdout+stderr then exit status 7" 0 \
+  "to-stdout
+to-stderr
+exit status 7
+" "[tool] tool_1: failed"
+
+cl run-sig $none -p "/run ./die.sh"
+check "/run of a command killed by SIGKILL" 0 "killed by SIGKILL
+" "[tool] tool_1: failed"
+
+cl run-missing $none -p "/run no-such-command-xyz"
+expect "/run of a missing command: exit status 127" \
+  grep -qx "exit status 127" "$work/out"
+
+cl run-cwd $none -p "/run pwd"
+check "/run runs in the session's cwd" 0 "$real_cwd
+"
+
+cl mode $none -p "/mode ask
+/mode bogus"
+check "/mode: mode update, unknown mode reported" 0 "unknown mode 'bogus'
+" "[mode] ask"
+
+cl config $none -p "/config model smart
+/config verbose true
+/config nope 1"
+check "/config: two updates, bad option shows usage" 0 \
+  "usage: /config model fast|smart, /config verbose true|false
+" "[config_option_update]"
+expect "/config: exactly two config updates" \
+  test "$(grep -c '^\[config_option_update\]' "$work/err")" = 2
+
+cl title $none -p "/title My session"
+check "/title: session info update" 0 "" "[title] My session"
+
+cl usage $none -p "/usage"
+check "/usage: usage update" 0 "" "[usage_update]"
+
+cl commands $none -p "/commands"
+check "/commands: available commands update" 0 "" \
+  "[available_commands_update]"
+
+cl elicit-yes $none --yes -p "/elicit What is your name?"
+check "/elicit with --yes: declined" 0 "elicitation: decline
+" "[question] What is your name?" "declined (no interactive answer)"
+
+cl elicit-ans "$work/in-ada" -p "/elicit What is your name?"
+check "/elicit answered on stdin: accepted with the answer" 0 \
+  "elicitation: accept
+{\"answer\":\"Ada Lovelace\"}
+" "[question] What is your name?"
+
+cl elicit-eof $none -p "/elicit Name?"
+check "/elicit with stdin at EOF: not accepted" 0 "elicitation: cancel
+"
+
+cl sleep $none -p "before
+/sleep 50
+after"
+check "/sleep 50 then text" 0 "before
+after
+"
+
+cl error $none -p "some text
+/error 123 boom"
+check "/error 123 boom: exit 1, message shown" 1 "some text
+" "error 123: boom"
+
+cl error-dflt $none -p "/error"
+check "/error with no code: internal error" 1 "" \
+  "error -32603: error requested by the prompt"
+
+cl stop-ref $none -p "/stop refusal"
+check "/stop refusal: exit 4" 4 "" "[stop] refusal"
+cl stop-tok $none -p "partial
+/stop max_tokens
+not sent"
+check "/stop max_tokens: exit 5, later steps not run" 5 "partial
+" "[stop] max_tokens"
+cl stop-req $none -p "/stop max_turn_requests"
+check "/stop max_turn_requests: exit 6" 6 "" "[stop] max_turn_requests"
+cl stop-can $none -p "/stop cancelled"
+check "/stop cancelled: exit 3" 3 "" "[stop] cancelled"
+cl stop-end $none -p "/stop end_turn"
+check "/stop end_turn: exit 0" 0 ""
+
+cl unknown $none -p "/frobnicate the widget
+/9 is text"
+check "unknown command reported as text; /9 is plain text" 0 \
+  "unknown command: /frobnicate the widget
+/9 is text
+"
+
+if [ -n "$wrap" ]; then
+  skipped="$skipped /big"
+else
+  cl big $none --quiet -p "/big 3000000"
+  yes 'The quick brown fox jumps over the lazy dog; 0123456789 ACP/MCP.' |
+    head -c 3000000 >"$work/big"
+  echo >>"$work/big"
+  expect "/big 3000000: exit 0" test "$rc" = 0
+  expect "/big 3000000: stdout is exactly the 3000000 bytes + newline" \
+    cmp -s "$work/big" "$work/out"
+  expect "/big 3000000: byte count 3000001" \
+    test "$(wc -c <"$work/out")" -eq 3000001
+fi
+cl big-line $none -p "/big 65"
+check "/big 65: one whole line, no newline added" 0 \
+  "The quick brown fox jumps over the lazy dog; 0123456789 ACP/MCP.
+"
+
+# MARK: - Cancellation with SIGINT
+
+# wait_for FILE TEXT: poll until FILE contains TEXT (bounded).
+wait_for() {
+  _i=0
+  while [ $_i -lt $POLL ] && ! grep -qF -- "$2" "$1" 2>/dev/null; do
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+}
+
+$wrap "$acp" client --cwd "$cwd" -p "/wait" -- $wrap "$acp" agent \
+  </dev/null >"$work/out" 2>"$work/err" &
+pid=$!
+wait_for "$work/out" "waiting for session/cancel"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+vg_check "wait-sigint"
+check "/wait + SIGINT: cancelled, exit 3" 3 "waiting for session/cancel
+" "^C: cancelling the turn (again to quit)" "[stop] cancelled"
+
+# A permission question pending when Ctrl-C comes: answered "cancelled".
+mkfifo "$work/fifo"
+$wrap "$acp" client --cwd "$cwd" -p "/ask Edit
+not reached" -- $wrap "$acp" agent <"$work/fifo" >"$work/out" 2>"$work/err" &
+pid=$!
+exec 3>"$work/fifo"
+wait_for "$work/err" "choose 1-4"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+exec 3>&-
+vg_check "ask-sigint"
+check "/ask pending + SIGINT: cancelled, exit 3" 3 "" "[stop] cancelled" \
+  "!-> reject" "!-> allow"
+
+# MARK: - Broken agents
+
+run no-agent $wrap "$acp" client --cwd "$cwd" -p hi -- "$work/no/such/agent"
+check "agent command that does not exist: clear error, exit 1" 1 "" \
+  "acp client: cannot start the agent '$work/no/such/agent': no such file or directory"
+
+run false-agent $wrap "$acp" client --cwd "$cwd" -p hi -- false
+check "agent that exits at once (false): exit 1, says so" 1 "" \
+  "the agent exited (status 1, signal 0)"
+
+run garbage $wrap "$acp" client --cwd "$cwd" -p hi -- \
+  sh -c 'echo "this is not json"; echo "{\"jsonrpc\":"; exit 0'
+check "agent that prints garbage then exits: exit 1" 1 "" \
+  "initialize failed: Connection closed"
+
+run garbage-2 $wrap "$acp" client --cwd "$cwd" -p hi -- \
+  sh -c 'echo "garbage"; exit 9'
+check "agent that prints garbage then exits 9: exit 1, status shown" 1 "" \
+  "the agent exited (status 9, signal 0)"
+
+run bad-cwd $wrap "$acp" client --cwd "$work/no/such/dir" -p hi
+check "--cwd that does not exist: exit 2" 2 "" "acp client: --cwd"
+
+# MARK: - Interactive mode (prompts read from stdin)
+
+printf 'first answer\nsecond answer\n' >"$work/lines"
+cl inter "$work/lines"
+check "interactive: two piped prompts both answered, EOF exits 0" 0 \
+  "first answer
+second answer
+" "session sess_1 in $real_cwd"
+
+printf 'one\n\n/stop refusal\n/quit\nnever sent\n' >"$work/lines"
+cl inter-quit "$work/lines"
+check "interactive: empty line skipped, stop reason noted, /quit exits 0" 0 \
+  "one
+" "[stop] refusal"
+
+printf '/ask Edit\n1\nlast line without newline' >"$work/lines"
+cl inter-ask "$work/lines"
+check "interactive: a permission answered by the next line" 0 \
+  "permission granted (allow_once)
+last line without newline
+" "-> allow_once"
+
+cl inter-eof $none
+check "interactive: immediate EOF exits 0" 0 ""
+
+# MARK: - Help, version, bad options
+
+run help $wrap "$acp" --help
+expect "acp --help: exit 0, usage on stdout" \
+  sh -c "[ $rc = 0 ] && grep -q '^usage: acp <command>' '$work/out'"
+for c in agent client demo bench-client; do
+  run "help-$c" $wrap "$acp" $c --help
+  expect "acp $c --help: exit 0, usage on stdout" \
+    sh -c "[ $rc = 0 ] && grep -q '^usage: acp $c' '$work/out'"
+done
+run help-agent-lang $wrap "$acp" agent --help
+expect "acp agent --help lists the prompt language" \
+  sh -c "grep -q '/ask\[:KIND\] TITLE' '$work/out' && grep -q '/big BYTES' '$work/out'"
+
+run version $wrap "$acp" --version
+expect "acp --version: exit 0, 'acp X.Y.Z (libacp X.Y.Z)'" \
+  sh -c "[ $rc = 0 ] && grep -Eq '^acp [0-9]+\.[0-9]+\.[0-9]+ \(libacp [0-9]+\.[0-9]+\.[0-9]+\)$' '$work/out'"
+run version-V $wrap "$acp" -V
+expect "acp -V: exit 0" test "$rc" = 0
+
+run noargs $wrap "$acp"
+expect "acp with no command: exit 2, usage on stderr" \
+  sh -c "[ $rc = 2 ] && grep -q '^usage: acp' '$work/err'"
+run badcmd $wrap "$acp" frobnicate
+expect "acp frobnicate: exit 2, unknown command" \
+  sh -c "[ $rc = 2 ] && grep -q \"unknown command 'frobnicate'\" '$work/err'"
+for c in agent client demo bench-client; do
+  run "bad-$c" $wrap "$acp" $c --bogus
+  expect "acp $c --bogus: exit 2, names the option" \
+    sh -c "[ $rc = 2 ] && grep -q -- \"unknown option '--bogus'\" '$work/err'"
+done
+run missing-value $wrap "$acp" client --cwd
+expect "acp client --cwd (no value): exit 2" test "$rc" = 2
+run missing-p $wrap "$acp" client -p
+expect "acp client -p (no value): exit 2" test "$rc" = 2
+
+# MARK: - acp demo
+
+run demo $wrap "$acp" demo
+expect "acp demo: the agent's closing words on stdout" \
+  grep -q "^That is the tour" "$work/out"
+head -n 2 "$work/out" >"$work/out2"
+mv "$work/out2" "$work/out"
+check "acp demo: exit 0, summary written" 0 \
+  "Hello! I am the libacp reference agent. Each line you see arrived as an
+agent_message_chunk, streamed over ACP (JSON-RPC on a pipe).
+" "== summary.txt, written by the client for the agent: The demo ran: streaming, a plan, tool calls, a permission request and file access." \
+  "== demo finished"
+# Under a wrapper only the outer acp runs under it (demo spawns itself).
+run demo-keep "$acp" demo --keep
+kept=$(sed -n 's/^== kept //p' "$work/err")
+expect "acp demo --keep: summary.txt kept with its content" \
+  sh -c "[ $rc = 0 ] && [ -n '$kept' ] && grep -qx 'The demo ran: streaming, a plan, tool calls, a permission request and file access.' '$kept/summary.txt'"
+case $kept in /tmp/acp-demo-*) rm -rf "$kept" ;; esac
+
+[ -n "$skipped" ] && echo "skipped under the wrapper:$skipped"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
