@@ -446,7 +446,7 @@ static void route_cancel(acp_agent *a, acp_client *c) {
 
 static void walk_schema(const char *file, int *n_methods) {
   char path[1024];
-  size_t len;
+  size_t len = 0;
   char *text;
   acp_json_doc *doc;
   const acp_json_val *defs;
