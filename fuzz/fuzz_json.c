@@ -69,8 +69,7 @@ static int jsonc_accepts(const uint8_t *data, size_t size) {
     ok = e == json_tokener_success;
   } else {
     /* A JSON null is returned as a NULL object: only the error counts. */
-    ok = e == json_tokener_success &&
-         json_tokener_get_parse_end(tok) == size;
+    ok = e == json_tokener_success && json_tokener_get_parse_end(tok) == size;
   }
   json_object_put(obj);
   json_tokener_free(tok);
