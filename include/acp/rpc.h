@@ -294,6 +294,9 @@ ACP_EXTERN int acp_rpc_session_recv_eof(acp_rpc_session *s, uint64_t now_ms);
  * Take all bytes waiting to be transmitted (whole lines). *data points to
  * memory owned by the session, valid until the next call on this session;
  * the bytes count as sent once returned.
+ * After a fatal error, the whole lines queued before it are still returned
+ * (once), so replies produced before the failure can be delivered; later
+ * calls return ACP_ERR_INVALID_STATE.
  * @return the number of bytes (0 if nothing is waiting) or a fatal code.
  */
 ACP_EXTERN acp_ssize acp_rpc_session_send(acp_rpc_session *s,

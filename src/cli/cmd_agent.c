@@ -78,7 +78,10 @@ struct app {
   acp_uv_rpc *rpc;
   acp_uv_signals *sig;
   acp_json_writer *w;
-  acp_json_writer *scratch; /* prompt text */
+  char *scratch; /* prompt text joined from several blocks */
+  size_t scratch_len;
+  size_t scratch_cap;
+  int end_reason; /* why the connection ended: 0 or an ACP_ERR_* */
   acp_json_doc *doc;
   bool echo;
   const char *name;
@@ -1006,9 +1009,31 @@ static void turn_run(turn *t) {
   }
 }
 
+/* Append bytes to the scratch buffer (kept across prompts). */
+static int scratch_add(app *a, const char *s, size_t n) {
+  if (a->scratch_cap - a->scratch_len < n) {
+    size_t cap = a->scratch_cap ? a->scratch_cap : 256;
+    char *p;
+    while (cap - a->scratch_len < n) {
+      if (cap > SIZE_MAX / 2)
+        return ACP_ERR_NOMEM;
+      cap *= 2;
+    }
+    p = realloc(a->scratch, cap);
+    if (p == NULL)
+      return ACP_ERR_NOMEM;
+    a->scratch = p;
+    a->scratch_cap = cap;
+  }
+  if (n > 0)
+    memcpy(a->scratch + a->scratch_len, s, n);
+  a->scratch_len += n;
+  return 0;
+}
+
 /* The prompt's content blocks as plain text. A single text block (the
  * common case, and the benchmark's) is returned in place, decoded from the
- * message; otherwise the blocks are joined into the app's scratch writer,
+ * message; otherwise the blocks are joined into the app's scratch buffer,
  * reused across prompts so that large prompts cost no fresh pages. Valid
  * until the handler returns. */
 static int prompt_text(app *a, const acp_rpc_msg *msg,
@@ -1017,6 +1042,7 @@ static int prompt_text(app *a, const acp_rpc_msg *msg,
   const acp_json_val *b;
   const char *s = NULL;
   size_t slen = 0;
+  int rv = 0;
 
   if (acp_json_len(prompt) == 1) {
     b = acp_json_child(prompt);
@@ -1024,9 +1050,8 @@ static int prompt_text(app *a, const acp_rpc_msg *msg,
         msg_str(msg, b, "text", out, len_out) == 0)
       return 0;
   }
-  acp_json_writer_reset(a->scratch);
-  /* The writer serves as a byte buffer: raw splices of decoded text. */
-  for (b = acp_json_child(prompt); b != NULL; b = acp_json_next(b)) {
+  a->scratch_len = 0;
+  for (b = acp_json_child(prompt); b != NULL && rv == 0; b = acp_json_next(b)) {
     const char *type = NULL;
     size_t tlen = 0;
     msg_str(msg, b, "type", &type, &tlen);
@@ -1034,25 +1059,30 @@ static int prompt_text(app *a, const acp_rpc_msg *msg,
       continue;
     if (tlen == 4 && memcmp(type, "text", 4) == 0) {
       if (msg_str(msg, b, "text", &s, &slen) == 0)
-        acp_json_write_raw(a->scratch, s, slen);
+        rv = scratch_add(a, s, slen);
     } else if (tlen == 13 && memcmp(type, "resource_link", 13) == 0) {
       if (msg_str(msg, b, "uri", &s, &slen) == 0) {
-        acp_json_write_raw(a->scratch, "\n[resource_link ", 16);
-        acp_json_write_raw(a->scratch, s, slen);
-        acp_json_write_raw(a->scratch, "]\n", 2);
+        rv = scratch_add(a, "\n[resource_link ", 16);
+        if (rv == 0)
+          rv = scratch_add(a, s, slen);
+        if (rv == 0)
+          rv = scratch_add(a, "]\n", 2);
       }
     } else if (tlen == 8 && memcmp(type, "resource", 8) == 0) {
       const acp_json_val *r = acp_json_obj_getz(b, "resource");
       if (msg_str(msg, r, "uri", &s, &slen) == 0) {
-        acp_json_write_raw(a->scratch, "\n[resource ", 11);
-        acp_json_write_raw(a->scratch, s, slen);
-        acp_json_write_raw(a->scratch, "]\n", 2);
+        rv = scratch_add(a, "\n[resource ", 11);
+        if (rv == 0)
+          rv = scratch_add(a, s, slen);
+        if (rv == 0)
+          rv = scratch_add(a, "]\n", 2);
       }
     }
   }
-  if (acp_json_writer_error(a->scratch) != 0)
-    return acp_json_writer_error(a->scratch);
-  *out = acp_json_writer_data(a->scratch, len_out);
+  if (rv != 0)
+    return rv;
+  *out = a->scratch_len > 0 ? a->scratch : "";
+  *len_out = a->scratch_len;
   return 0;
 }
 
@@ -1522,10 +1552,10 @@ static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
   app *a = ud;
 
   (void)r;
-  (void)reason;
   if (a->closing)
     return;
   a->closing = true;
+  a->end_reason = reason;
   acp_uv_signals_close(a->sig);
   a->sig = NULL;
   acp_uv_rpc_close(a->rpc, NULL);
@@ -1576,7 +1606,6 @@ int cmd_agent(int argc, char **argv) {
   if (uv_loop_init(&a.loop) != 0)
     return CLI_EXIT_FAILURE;
   if (acp_json_writer_new(&a.w, 0, NULL) != 0 ||
-      acp_json_writer_new(&a.scratch, 0, NULL) != 0 ||
       acp_json_doc_new(&a.doc, NULL) != 0 || acp_agent_callbacks_new(&cbs) != 0)
     goto cleanup;
   acp_agent_callbacks_set_on_initialize(cbs, on_initialize);
@@ -1606,6 +1635,11 @@ int cmd_agent(int argc, char **argv) {
   acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);
   uv_run(&a.loop, UV_RUN_DEFAULT);
   rv = CLI_EXIT_OK;
+  if (a.end_reason < 0) {
+    /* A fatal error (e.g. a handler failed) ended the connection. */
+    cli_err("agent", "the connection failed: %s", acp_strerror(a.end_reason));
+    rv = CLI_EXIT_FAILURE;
+  }
 cleanup:
   if (!a.closing) {
     a.closing = true;
@@ -1625,6 +1659,6 @@ cleanup:
   acp_agent_callbacks_free(cbs);
   acp_json_doc_free(a.doc);
   acp_json_writer_free(a.w);
-  acp_json_writer_free(a.scratch);
+  free(a.scratch);
   return rv;
 }

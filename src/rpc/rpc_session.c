@@ -1586,7 +1586,10 @@ acp_ssize acp_rpc_session_send(acp_rpc_session *s, const char **data) {
   if (s == NULL || data == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   *data = "";
-  if (s->failed || s->in_cb > 0)
+  /* After a fatal error the lines queued before it are still whole
+   * messages (emitters roll back partial ones), so they are handed out
+   * once: a reply produced before the failure still reaches the peer. */
+  if (s->in_cb > 0 || (s->failed && s->out.len == 0))
     return ACP_ERR_INVALID_STATE;
   n = s->out.len;
   if (n == 0)

@@ -40,6 +40,15 @@ static void end_now(acp_uv_rpc *r, int reason) {
 }
 
 static void fail(acp_uv_rpc *r, int code) {
+  const char *d = NULL;
+  acp_ssize n;
+
+  /* Deliver what the session had queued before failing. */
+  if (!r->failed) {
+    n = acp_rpc_session_send(r->s, &d);
+    if (n > 0)
+      acp_uv_link_write(r->link, d, (size_t)n);
+  }
   r->failed = true;
   acp__uv_link_pause(r->link, ACP__UV_PAUSE_RPC, true);
   end_now(r, code);

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2086 # $wrap is split into words on purpose
 # run-cli.sh - the `acp` program end to end: `acp client` driving
 # `acp agent`, both real processes, through every command of the agent's
 # prompt language (see `acp agent --help`), checking the exact stdout, the

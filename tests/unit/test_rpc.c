@@ -890,6 +890,41 @@ static void test_rpc_pause_in_batch_takes_effect_after_batch(void **state) {
   acp_rpc_session_free(s);
 }
 
+static int answer_then_fail(acp_rpc_session *s, const acp_rpc_msg *msg,
+                            void *ud) {
+  int *calls = ud;
+
+  if ((*calls)++ == 0)
+    return acp_rpc_session_respond(s, msg->handle, "1", 1);
+  return -1;
+}
+
+/* Regression (integration tests): a reply queued before a callback failed
+ * must still be handed out once, so the peer gets it. */
+static void test_rpc_send_after_fatal_delivers_queued_lines(void **state) {
+  acp_rpc_callbacks *cbs = NULL;
+  acp_rpc_session *s = NULL;
+  int calls = 0;
+  const char *in = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}\n"
+                   "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"b\"}\n";
+  const char *want = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1}\n";
+  const char *d;
+  acp_ssize n;
+
+  (void)state;
+  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
+  acp_rpc_callbacks_set_on_request(cbs, answer_then_fail);
+  assert_int_equal(acp_rpc_session_new(&s, cbs, &calls, NULL, NULL), 0);
+  assert_int_equal(acp_rpc_session_recv(s, in, strlen(in), 0),
+                   ACP_ERR_CALLBACK_FAILURE);
+  n = acp_rpc_session_send(s, &d);
+  assert_int_equal(n, (acp_ssize)strlen(want));
+  assert_memory_equal(d, want, strlen(want));
+  assert_int_equal(acp_rpc_session_send(s, &d), ACP_ERR_INVALID_STATE);
+  acp_rpc_session_free(s);
+  acp_rpc_callbacks_free(cbs);
+}
+
 static void test_rpc_callback_failure_is_fatal(void **state) {
   rec r = {.mode = MODE_FAIL};
   acp_rpc_session *s = mk(&r, NULL, NULL);
@@ -1341,6 +1376,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_pause_returns_consumed_bytes),
       cmocka_unit_test(test_rpc_pause_in_batch_takes_effect_after_batch),
       cmocka_unit_test(test_rpc_callback_failure_is_fatal),
+      cmocka_unit_test(test_rpc_send_after_fatal_delivers_queued_lines),
       cmocka_unit_test(test_rpc_response_callback_failure_is_fatal),
       cmocka_unit_test(test_rpc_reentrant_calls_rejected),
       cmocka_unit_test(test_rpc_callbacks_may_submit),
