@@ -80,7 +80,7 @@
  * here except *_recv, *_send, *_recv_eof, *_handle_expiry and *_free on
  * the same object.
  *
- * Toward the stateless revision (2026-07-28, see docs/mcp.md): that
+ * Toward the stateless revision (2026-07-28): that
  * revision drops initialize (version and client capabilities travel in each
  * request's `_meta`), adds `server/discover`, removes ping, logging/setLevel
  * and resources/subscribe (replaced by subscriptions/listen), replaces
@@ -304,7 +304,7 @@ typedef struct acp_mcp_prompt_def {
   const char *description; /**< optional */
   /** JSON array of {"name", "description"?, "required"?} or NULL. */
   const char *arguments;
-  const char *icons; /**< JSON array or NULL */
+  const char *icons;         /**< JSON array or NULL */
   acp_mcp_prompt_cb handler; /**< required */
   void *user_data;
 } acp_mcp_prompt_def;
@@ -337,8 +337,7 @@ ACP_EXTERN int acp_mcp_server_set_title(acp_mcp_server *server,
 ACP_EXTERN int acp_mcp_server_set_instructions(acp_mcp_server *server,
                                                const char *instructions);
 /** Items per list page; 0 (the default) means everything in one page. */
-ACP_EXTERN void acp_mcp_server_set_page_size(acp_mcp_server *server,
-                                             size_t n);
+ACP_EXTERN void acp_mcp_server_set_page_size(acp_mcp_server *server, size_t n);
 /** Offer logging (capability `logging`, logging/setLevel). Default off. */
 ACP_EXTERN void acp_mcp_server_set_logging(acp_mcp_server *server, int on);
 /** Offer resources/subscribe (resources.subscribe). Default on. */
@@ -459,8 +458,7 @@ ACP_EXTERN int acp_mcp_conn_recv_eof(acp_mcp_conn *conn, uint64_t now_ms);
 ACP_EXTERN uint64_t acp_mcp_conn_get_expiry(const acp_mcp_conn *conn);
 /** Expire server->client requests (their callbacks get ACP_ERR_TIMEOUT).
  * @return 0 or a fatal code. */
-ACP_EXTERN int acp_mcp_conn_handle_expiry(acp_mcp_conn *conn,
-                                          uint64_t now_ms);
+ACP_EXTERN int acp_mcp_conn_handle_expiry(acp_mcp_conn *conn, uint64_t now_ms);
 
 /** The negotiated version, ACP_MCP_VERSION_UNKNOWN before initialize. */
 ACP_EXTERN acp_mcp_version acp_mcp_conn_version(const acp_mcp_conn *conn);
@@ -553,14 +551,13 @@ ACP_EXTERN int acp_mcp_call_respond_raw(acp_mcp_call *call, const char *result,
                                         size_t len);
 /** Any call: answer with a JSON-RPC error (data: JSON or NULL). */
 ACP_EXTERN int acp_mcp_call_respond_error(acp_mcp_call *call, int64_t code,
-                                          const char *message,
-                                          const char *data, size_t data_len);
+                                          const char *message, const char *data,
+                                          size_t data_len);
 /** resources/read: {"contents":[{"uri","mimeType"?,"text"}]}. */
 ACP_EXTERN int acp_mcp_call_respond_resource_text(acp_mcp_call *call,
                                                   const char *uri,
                                                   const char *mime_type,
-                                                  const char *text,
-                                                  size_t len);
+                                                  const char *text, size_t len);
 /**
  * completion/complete: {"completion":{"values","total"?,"hasMore"}}. At most
  * 100 values are sent (the spec's cap); more set hasMore.
@@ -602,12 +599,10 @@ ACP_EXTERN int acp_mcp_call_request(acp_mcp_call *call, const char *method,
                                     acp_mcp_call_response_cb cb,
                                     void *user_data);
 /** sampling/createMessage with the given params object. */
-ACP_EXTERN int acp_mcp_call_create_message(acp_mcp_call *call,
-                                           const char *params,
-                                           size_t params_len,
-                                           uint64_t timeout_ms,
-                                           acp_mcp_call_response_cb cb,
-                                           void *user_data);
+ACP_EXTERN int
+acp_mcp_call_create_message(acp_mcp_call *call, const char *params,
+                            size_t params_len, uint64_t timeout_ms,
+                            acp_mcp_call_response_cb cb, void *user_data);
 /** elicitation/create with the given params object. */
 ACP_EXTERN int acp_mcp_call_elicit(acp_mcp_call *call, const char *params,
                                    size_t params_len, uint64_t timeout_ms,
@@ -686,8 +681,9 @@ acp_mcp_client_callbacks_set_on_elicitation(acp_mcp_client_callbacks *cbs,
 ACP_EXTERN void
 acp_mcp_client_callbacks_set_on_request_cancelled(acp_mcp_client_callbacks *cbs,
                                                   acp_mcp_client_request_cb cb);
-ACP_EXTERN void acp_mcp_client_callbacks_set_on_log(acp_mcp_client_callbacks *cbs,
-                                                    acp_mcp_log_cb cb);
+ACP_EXTERN void
+acp_mcp_client_callbacks_set_on_log(acp_mcp_client_callbacks *cbs,
+                                    acp_mcp_log_cb cb);
 ACP_EXTERN void
 acp_mcp_client_callbacks_set_on_list_changed(acp_mcp_client_callbacks *cbs,
                                              acp_mcp_list_changed_cb cb);
@@ -725,8 +721,7 @@ ACP_EXTERN uint64_t acp_mcp_client_get_expiry(const acp_mcp_client *c);
  * and completes with ACP_ERR_TIMEOUT.
  * @return 0 or a fatal code.
  */
-ACP_EXTERN int acp_mcp_client_handle_expiry(acp_mcp_client *c,
-                                            uint64_t now_ms);
+ACP_EXTERN int acp_mcp_client_handle_expiry(acp_mcp_client *c, uint64_t now_ms);
 
 /**
  * Default timeouts for requests made without explicit ones: `timeout_ms`
@@ -754,7 +749,8 @@ typedef struct acp_mcp_request_opts {
   void *progress_user_data;
 } acp_mcp_request_opts;
 #define ACP_MCP_REQUEST_OPTS_VERSION 1
-#define ACP_MCP_REQUEST_OPTS_INIT {ACP_MCP_REQUEST_OPTS_VERSION, 0, 0, NULL, NULL}
+#define ACP_MCP_REQUEST_OPTS_INIT                                              \
+  { ACP_MCP_REQUEST_OPTS_VERSION, 0, 0, NULL, NULL }
 
 /**
  * Send `initialize`, then on a good answer notifications/initialized. `cb`
@@ -768,8 +764,8 @@ ACP_EXTERN int acp_mcp_client_initialize(acp_mcp_client *c, uint64_t now_ms,
 ACP_EXTERN acp_mcp_version acp_mcp_client_version(const acp_mcp_client *c);
 /** Raw `capabilities`, `serverInfo` JSON and decoded `instructions` from
  * the initialize result (borrowed, NULL when absent). */
-ACP_EXTERN const char *acp_mcp_client_server_capabilities(
-    const acp_mcp_client *c, size_t *len);
+ACP_EXTERN const char *
+acp_mcp_client_server_capabilities(const acp_mcp_client *c, size_t *len);
 ACP_EXTERN const char *acp_mcp_client_server_info(const acp_mcp_client *c,
                                                   size_t *len);
 ACP_EXTERN const char *acp_mcp_client_instructions(const acp_mcp_client *c);
@@ -806,16 +802,14 @@ ACP_EXTERN int acp_mcp_client_call_tool(acp_mcp_client *c, const char *name,
                                         const acp_mcp_request_opts *opts,
                                         uint64_t now_ms, acp_mcp_result_cb cb,
                                         void *user_data, int64_t *id_out);
-ACP_EXTERN int acp_mcp_client_read_resource(acp_mcp_client *c,
-                                            const char *uri,
+ACP_EXTERN int acp_mcp_client_read_resource(acp_mcp_client *c, const char *uri,
                                             const acp_mcp_request_opts *opts,
                                             uint64_t now_ms,
                                             acp_mcp_result_cb cb,
                                             void *user_data, int64_t *id_out);
 /** prompts/get. `arguments`: JSON object of strings or NULL. */
 ACP_EXTERN int acp_mcp_client_get_prompt(acp_mcp_client *c, const char *name,
-                                         const char *arguments,
-                                         size_t args_len,
+                                         const char *arguments, size_t args_len,
                                          const acp_mcp_request_opts *opts,
                                          uint64_t now_ms, acp_mcp_result_cb cb,
                                          void *user_data, int64_t *id_out);
@@ -823,8 +817,7 @@ ACP_EXTERN int acp_mcp_client_subscribe(acp_mcp_client *c, const char *uri,
                                         uint64_t now_ms, acp_mcp_result_cb cb,
                                         void *user_data);
 ACP_EXTERN int acp_mcp_client_unsubscribe(acp_mcp_client *c, const char *uri,
-                                          uint64_t now_ms,
-                                          acp_mcp_result_cb cb,
+                                          uint64_t now_ms, acp_mcp_result_cb cb,
                                           void *user_data);
 /**
  * completion/complete. `ref`: JSON object ({"type":"ref/prompt","name"} or

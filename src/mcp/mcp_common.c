@@ -27,8 +27,9 @@ acp_mcp_version acp_mcp_version_parse(const char *s, size_t len) {
   return ACP_MCP_VERSION_UNKNOWN;
 }
 
-static const char *const levels[] = {"debug", "info",     "notice", "warning",
-                                     "error", "critical", "alert",  "emergency"};
+static const char *const levels[] = {"debug",   "info",     "notice",
+                                     "warning", "error",    "critical",
+                                     "alert",   "emergency"};
 
 const char *acp_mcp_log_level_str(acp_mcp_log_level level) {
   if ((int)level < 0 || (int)level > (int)ACP_MCP_LOG_EMERGENCY)
@@ -103,8 +104,7 @@ static bool var_char(char c) {
 
 /* Match parts[k..] against u[0..un); fills vs/vl for variables from vi. */
 static int tpl_match(const tpl_part *parts, size_t np, size_t k, const char *u,
-                     size_t un, size_t off, size_t *vs, size_t *vl,
-                     size_t vi) {
+                     size_t un, size_t off, size_t *vs, size_t *vl, size_t vi) {
   size_t n;
 
   if (k == np)
@@ -129,9 +129,9 @@ static int tpl_match(const tpl_part *parts, size_t np, size_t k, const char *u,
   return 0;
 }
 
-int acp_mcp_uri_template_match(const char *tpl, size_t tpl_len,
-                               const char *uri, size_t uri_len, size_t *starts,
-                               size_t *lens, size_t max_vars, size_t *nvars) {
+int acp_mcp_uri_template_match(const char *tpl, size_t tpl_len, const char *uri,
+                               size_t uri_len, size_t *starts, size_t *lens,
+                               size_t max_vars, size_t *nvars) {
   tpl_part parts[2 * ACP__MCP_MAX_VARS + 2];
   size_t vs[ACP__MCP_MAX_VARS];
   size_t vl[ACP__MCP_MAX_VARS];
@@ -186,8 +186,8 @@ char *acp__mcp_dupz(const acp_mem *m, const char *s, int *rv) {
   return p;
 }
 
-int acp__mcp_str_dup(const acp_mem *m, acp_json_doc *doc,
-                     const acp_json_val *v, char **out, size_t *len) {
+int acp__mcp_str_dup(const acp_mem *m, acp_json_doc *doc, const acp_json_val *v,
+                     char **out, size_t *len) {
   const char *p;
   size_t n;
   int rv = acp_json_doc_str(doc, v, &p, &n);

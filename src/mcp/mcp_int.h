@@ -20,8 +20,8 @@ char *acp__mcp_dupn(const acp_mem *m, const char *s, size_t n);
 char *acp__mcp_dupz(const acp_mem *m, const char *s, int *rv);
 
 /* Decode a string value into a NUL-terminated heap copy. */
-int acp__mcp_str_dup(const acp_mem *m, acp_json_doc *doc,
-                     const acp_json_val *v, char **out, size_t *len);
+int acp__mcp_str_dup(const acp_mem *m, acp_json_doc *doc, const acp_json_val *v,
+                     char **out, size_t *len);
 
 /* Status for a response message (see acp_mcp_result_cb). */
 int acp__mcp_status(const acp_rpc_msg *msg);

@@ -1,0 +1,2015 @@
+/*
+ * The MCP server: a transport-free registry (acp_mcp_server) and one
+ * connection object per peer (acp_mcp_conn) on an rpc session. See
+ * include/acp/mcp.h for the wire contract.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "mcp_int.h"
+
+/* MARK: - Types (Private) */
+
+enum { K_TOOL = 0, K_RESOURCE = 1, K_TEMPLATE = 2, K_PROMPT = 3, K_COUNT };
+enum { CALL_TOOL = 1, CALL_READ, CALL_PROMPT, CALL_COMPLETE };
+
+/* One registered tool, resource, template or prompt. */
+typedef struct mcp_item {
+  char *key; /* name, uri or uri template */
+  size_t key_len;
+  char *json; /* the serialized list entry */
+  size_t json_len;
+  union {
+    acp_mcp_tool_cb tool;
+    acp_mcp_read_cb read;
+    acp_mcp_prompt_cb prompt;
+  } cb;
+  acp_mcp_template_list_cb lister;
+  void *ud;
+  char *required; /* prompts: required argument names, NUL-separated */
+  size_t nrequired;
+} mcp_item;
+
+typedef struct mcp_vec {
+  mcp_item **v;
+  size_t n;
+  size_t cap;
+} mcp_vec;
+
+struct acp_mcp_server {
+  acp_mem mem;
+  char *name;
+  char *version;
+  char *title;
+  char *instructions;
+  mcp_vec lists[K_COUNT];
+  size_t page_size;
+  bool logging;
+  bool subscribe;
+  unsigned declared;
+  acp_mcp_complete_cb complete_cb;
+  void *complete_ud;
+  acp_mcp_conn_cb on_initialized;
+  acp_mcp_conn_notification_cb on_notification;
+  acp_mcp_conn *conns;
+  void *user_data;
+};
+
+/* A server->client request issued from a call. */
+typedef struct mcp_out {
+  struct mcp_out *next;
+  struct mcp_out *prev;
+  acp_mcp_conn *conn;
+  acp_mcp_call *call;
+  acp_mcp_call_response_cb cb;
+  void *ud;
+  int64_t id;
+  bool cancelling;
+} mcp_out;
+
+struct acp_mcp_call {
+  acp_mcp_call *next;
+  acp_mcp_call *prev;
+  acp_mcp_conn *conn;
+  uint64_t handle;
+  const char *method;
+  int kind;
+  char *name;
+  char *token; /* raw JSON of _meta.progressToken, or NULL */
+  size_t token_len;
+  double last_progress;
+  bool sent_progress;
+  char *vars; /* "name\0value\0" pairs */
+  size_t nvars;
+  const acp_rpc_msg *msg;
+  bool in_cb;
+  bool answered;
+  bool cancelled;
+  int refs;
+  acp_mcp_cancel_cb on_cancel;
+  void *cancel_ud;
+  void *user_data;
+};
+
+struct acp_mcp_conn {
+  acp_mcp_server *srv;
+  acp_mcp_conn *next;
+  acp_mcp_conn *prev;
+  acp_rpc_session *rpc;
+  acp_json_writer *w;  /* responses */
+  acp_json_writer *nw; /* notifications */
+  acp__buf tmp;
+  acp_mcp_version version;
+  bool answered_init;
+  bool initialized;
+  char *client_caps;
+  size_t client_caps_len;
+  char *client_info;
+  size_t client_info_len;
+  bool cap_sampling;
+  bool cap_elicitation;
+  bool cap_roots;
+  int log_level;
+  char **subs;
+  size_t nsubs;
+  size_t subs_cap;
+  acp_mcp_call *calls;
+  mcp_out *outs;
+  uint64_t now_ms;
+  void *user_data;
+};
+
+struct acp_mcp_resource_list {
+  acp_mcp_server *srv;
+  acp_json_writer *w;
+  size_t offset;
+  size_t limit; /* 0: no limit */
+  size_t index;
+  size_t emitted;
+};
+
+static const char *const list_keys[K_COUNT] = {"tools", "resources",
+                                               "resourceTemplates", "prompts"};
+static const char cursor_tags[K_COUNT] = {'t', 'r', 'T', 'p'};
+
+/* MARK: - Registry (Public) */
+
+static void item_free(const acp_mem *m, mcp_item *it) {
+  if (it == NULL)
+    return;
+  acp__free(m, it->key);
+  acp__free(m, it->json);
+  acp__free(m, it->required);
+  acp__free(m, it);
+}
+
+int acp_mcp_server_new(acp_mcp_server **out, const char *name,
+                       const char *version, void *user_data,
+                       const acp_mem *mem) {
+  acp_mcp_server *s = NULL;
+  acp_mem m;
+  int rv = ACP_ERR_NOMEM;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (name == NULL || version == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  acp__mem_init(&m, mem);
+  s = acp__calloc(&m, 1, sizeof(*s));
+  if (s == NULL)
+    return ACP_ERR_NOMEM;
+  s->mem = m;
+  s->subscribe = true;
+  s->user_data = user_data;
+  s->name = acp__mcp_dupz(&s->mem, name, &rv);
+  if (s->name == NULL)
+    goto cleanup;
+  s->version = acp__mcp_dupz(&s->mem, version, &rv);
+  if (s->version == NULL)
+    goto cleanup;
+  *out = s;
+  return 0;
+cleanup:
+  acp_mcp_server_free(s);
+  return ACP_ERR_NOMEM;
+}
+
+void acp_mcp_server_free(acp_mcp_server *s) {
+  int k;
+  size_t i;
+
+  if (s == NULL)
+    return;
+  while (s->conns)
+    acp_mcp_conn_free(s->conns);
+  for (k = 0; k < K_COUNT; k++) {
+    for (i = 0; i < s->lists[k].n; i++)
+      item_free(&s->mem, s->lists[k].v[i]);
+    acp__free(&s->mem, s->lists[k].v);
+  }
+  acp__free(&s->mem, s->name);
+  acp__free(&s->mem, s->version);
+  acp__free(&s->mem, s->title);
+  acp__free(&s->mem, s->instructions);
+  acp__free(&s->mem, s);
+}
+
+void *acp_mcp_server_get_user_data(const acp_mcp_server *s) {
+  return s ? s->user_data : NULL;
+}
+
+static int set_str(acp_mcp_server *s, char **slot, const char *v) {
+  char *p;
+  int rv;
+
+  if (s == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  p = acp__mcp_dupz(&s->mem, v, &rv);
+  if (rv != 0)
+    return rv;
+  acp__free(&s->mem, *slot);
+  *slot = p;
+  return 0;
+}
+
+int acp_mcp_server_set_title(acp_mcp_server *s, const char *title) {
+  return set_str(s, s ? &s->title : NULL, title);
+}
+
+int acp_mcp_server_set_instructions(acp_mcp_server *s, const char *text) {
+  return set_str(s, s ? &s->instructions : NULL, text);
+}
+
+void acp_mcp_server_set_page_size(acp_mcp_server *s, size_t n) {
+  if (s)
+    s->page_size = n;
+}
+
+void acp_mcp_server_set_logging(acp_mcp_server *s, int on) {
+  if (s)
+    s->logging = on != 0;
+}
+
+void acp_mcp_server_set_subscribe(acp_mcp_server *s, int on) {
+  if (s)
+    s->subscribe = on != 0;
+}
+
+void acp_mcp_server_declare(acp_mcp_server *s, unsigned caps) {
+  if (s)
+    s->declared |= caps;
+}
+
+void acp_mcp_server_set_completion(acp_mcp_server *s, acp_mcp_complete_cb cb,
+                                   void *user_data) {
+  if (s) {
+    s->complete_cb = cb;
+    s->complete_ud = user_data;
+  }
+}
+
+void acp_mcp_server_set_on_initialized(acp_mcp_server *s, acp_mcp_conn_cb cb) {
+  if (s)
+    s->on_initialized = cb;
+}
+
+void acp_mcp_server_set_on_notification(acp_mcp_server *s,
+                                        acp_mcp_conn_notification_cb cb) {
+  if (s)
+    s->on_notification = cb;
+}
+
+static mcp_item *vec_find(const mcp_vec *v, const char *key, size_t len,
+                          size_t *idx) {
+  size_t i;
+
+  for (i = 0; i < v->n; i++) {
+    if (v->v[i]->key_len == len && memcmp(v->v[i]->key, key, len) == 0) {
+      if (idx)
+        *idx = i;
+      return v->v[i];
+    }
+  }
+  return NULL;
+}
+
+static mcp_item *vec_find_val(const mcp_vec *v, const acp_json_val *key) {
+  size_t i;
+
+  for (i = 0; i < v->n; i++) {
+    if (acp_json_str_eq(key, v->v[i]->key, v->v[i]->key_len))
+      return v->v[i];
+  }
+  return NULL;
+}
+
+static int vec_push(acp_mcp_server *s, mcp_vec *v, mcp_item *it) {
+  if (v->n == v->cap) {
+    size_t ncap = v->cap ? v->cap * 2 : 8;
+    mcp_item **p = acp__realloc(&s->mem, v->v, ncap * sizeof(*p));
+    if (p == NULL)
+      return ACP_ERR_NOMEM;
+    v->v = p;
+    v->cap = ncap;
+  }
+  v->v[v->n++] = it;
+  return 0;
+}
+
+/* A JSON member of a definition: valid JSON whose first byte is `open`
+ * ('{' or '['). */
+static bool json_member_ok(const char *json, char open) {
+  const char *p = json;
+
+  if (json == NULL)
+    return true;
+  if (acp_json_validate(json, strlen(json), NULL) != 0)
+    return false;
+  while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+    p++;
+  return *p == open;
+}
+
+static void w_opt_str(acp_json_writer *w, const char *key, const char *v) {
+  if (v == NULL)
+    return;
+  acp_json_write_keyz(w, key);
+  acp_json_write_strz(w, v);
+}
+
+static void w_opt_raw(acp_json_writer *w, const char *key, const char *v) {
+  if (v == NULL)
+    return;
+  acp_json_write_keyz(w, key);
+  acp_json_write_raw(w, v, strlen(v));
+}
+
+/* Finish an item: copy the writer's bytes and the key, then append. */
+static int item_add(acp_mcp_server *s, int kind, acp_json_writer *w,
+                    const char *key, mcp_item *tmpl) {
+  mcp_item *it = NULL;
+  const char *data;
+  size_t len;
+  int rv;
+
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
+  data = acp_json_writer_data(w, &len);
+  it = acp__calloc(&s->mem, 1, sizeof(*it));
+  if (it == NULL)
+    return ACP_ERR_NOMEM;
+  *it = *tmpl;
+  it->key_len = strlen(key);
+  it->key = acp__mcp_dupn(&s->mem, key, it->key_len);
+  it->json = acp__mcp_dupn(&s->mem, data, len);
+  it->json_len = len;
+  if (it->key == NULL || it->json == NULL) {
+    it->required = NULL; /* still owned by the caller on failure */
+    item_free(&s->mem, it);
+    return ACP_ERR_NOMEM;
+  }
+  rv = vec_push(s, &s->lists[kind], it);
+  if (rv != 0) {
+    it->required = NULL;
+    item_free(&s->mem, it);
+  }
+  return rv;
+}
+
+int acp_mcp_server_add_tool(acp_mcp_server *s, const acp_mcp_tool_def *d) {
+  acp_json_writer *w = NULL;
+  mcp_item tmpl;
+  int rv;
+
+  if (s == NULL || d == NULL || d->version != ACP_MCP_DEF_VERSION ||
+      d->name == NULL || d->handler == NULL ||
+      !json_member_ok(d->input_schema, '{') ||
+      !json_member_ok(d->output_schema, '{') ||
+      !json_member_ok(d->annotations, '{') || !json_member_ok(d->icons, '[') ||
+      !json_member_ok(d->meta, '{'))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (vec_find(&s->lists[K_TOOL], d->name, strlen(d->name), NULL))
+    return ACP_ERR_INVALID_STATE;
+  rv = acp_json_writer_new(&w, 0, &s->mem);
+  if (rv != 0)
+    return rv;
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "name", d->name);
+  w_opt_str(w, "title", d->title);
+  w_opt_str(w, "description", d->description);
+  acp_json_write_keyz(w, "inputSchema");
+  if (d->input_schema)
+    acp_json_write_raw(w, d->input_schema, strlen(d->input_schema));
+  else
+    acp_json_write_raw(w, "{\"type\":\"object\"}", 17);
+  w_opt_raw(w, "outputSchema", d->output_schema);
+  w_opt_raw(w, "annotations", d->annotations);
+  w_opt_raw(w, "icons", d->icons);
+  w_opt_raw(w, "_meta", d->meta);
+  memset(&tmpl, 0, sizeof(tmpl));
+  tmpl.cb.tool = d->handler;
+  tmpl.ud = d->user_data;
+  rv = item_add(s, K_TOOL, w, d->name, &tmpl);
+  acp_json_writer_free(w);
+  return rv;
+}
+
+int acp_mcp_server_add_resource(acp_mcp_server *s,
+                                const acp_mcp_resource_def *d) {
+  acp_json_writer *w = NULL;
+  mcp_item tmpl;
+  int rv;
+
+  if (s == NULL || d == NULL || d->version != ACP_MCP_DEF_VERSION ||
+      d->uri == NULL || d->name == NULL || d->handler == NULL ||
+      !json_member_ok(d->annotations, '{') || !json_member_ok(d->icons, '['))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (vec_find(&s->lists[K_RESOURCE], d->uri, strlen(d->uri), NULL))
+    return ACP_ERR_INVALID_STATE;
+  rv = acp_json_writer_new(&w, 0, &s->mem);
+  if (rv != 0)
+    return rv;
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "uri", d->uri);
+  w_opt_str(w, "name", d->name);
+  w_opt_str(w, "title", d->title);
+  w_opt_str(w, "description", d->description);
+  w_opt_str(w, "mimeType", d->mime_type);
+  if (d->size >= 0) {
+    acp_json_write_keyz(w, "size");
+    acp_json_write_int(w, d->size);
+  }
+  w_opt_raw(w, "annotations", d->annotations);
+  w_opt_raw(w, "icons", d->icons);
+  memset(&tmpl, 0, sizeof(tmpl));
+  tmpl.cb.read = d->handler;
+  tmpl.ud = d->user_data;
+  rv = item_add(s, K_RESOURCE, w, d->uri, &tmpl);
+  acp_json_writer_free(w);
+  return rv;
+}
+
+int acp_mcp_server_add_template(acp_mcp_server *s,
+                                const acp_mcp_template_def *d) {
+  acp_json_writer *w = NULL;
+  mcp_item tmpl;
+  int rv;
+
+  if (s == NULL || d == NULL || d->version != ACP_MCP_DEF_VERSION ||
+      d->uri_template == NULL || d->name == NULL || d->handler == NULL ||
+      !json_member_ok(d->annotations, '{') || !json_member_ok(d->icons, '['))
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = acp_mcp_uri_template_match(d->uri_template, strlen(d->uri_template), "",
+                                  0, NULL, NULL, 0, NULL);
+  if (rv < 0)
+    return rv;
+  if (vec_find(&s->lists[K_TEMPLATE], d->uri_template, strlen(d->uri_template),
+               NULL))
+    return ACP_ERR_INVALID_STATE;
+  rv = acp_json_writer_new(&w, 0, &s->mem);
+  if (rv != 0)
+    return rv;
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "uriTemplate", d->uri_template);
+  w_opt_str(w, "name", d->name);
+  w_opt_str(w, "title", d->title);
+  w_opt_str(w, "description", d->description);
+  w_opt_str(w, "mimeType", d->mime_type);
+  w_opt_raw(w, "annotations", d->annotations);
+  w_opt_raw(w, "icons", d->icons);
+  memset(&tmpl, 0, sizeof(tmpl));
+  tmpl.cb.read = d->handler;
+  tmpl.lister = d->lister;
+  tmpl.ud = d->user_data;
+  rv = item_add(s, K_TEMPLATE, w, d->uri_template, &tmpl);
+  acp_json_writer_free(w);
+  return rv;
+}
+
+/* Collect the names of required prompt arguments ("a\0b\0"). */
+static int prompt_required(acp_mcp_server *s, const char *args, char **out,
+                           size_t *count) {
+  acp_json_doc *doc = NULL;
+  const acp_json_val *e;
+  acp__buf b;
+  int rv;
+
+  *out = NULL;
+  *count = 0;
+  if (args == NULL)
+    return 0;
+  acp__buf_init(&b, &s->mem, 0);
+  rv = acp_json_doc_new(&doc, &s->mem);
+  if (rv != 0)
+    return rv;
+  rv = acp_json_doc_parse(doc, args, strlen(args), NULL);
+  if (rv != 0 || acp_json_type_of(acp_json_doc_root(doc)) != ACP_JSON_ARRAY) {
+    rv = rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
+    goto cleanup;
+  }
+  for (e = acp_json_child(acp_json_doc_root(doc)); e; e = acp_json_next(e)) {
+    const acp_json_val *name = acp_json_obj_getz(e, "name");
+    const acp_json_val *req = acp_json_obj_getz(e, "required");
+    const char *p;
+    size_t n;
+    bool on = false;
+
+    if (acp_json_type_of(name) != ACP_JSON_STRING ||
+        (req != NULL && acp_json_get_bool(req, &on) != 0)) {
+      rv = ACP_ERR_INVALID_ARGUMENT;
+      goto cleanup;
+    }
+    if (!on)
+      continue;
+    rv = acp_json_doc_str(doc, name, &p, &n);
+    if (rv == 0)
+      rv = acp__buf_append(&b, p, n);
+    if (rv == 0)
+      rv = acp__buf_putc(&b, '\0');
+    if (rv != 0)
+      goto cleanup;
+    (*count)++;
+  }
+  if (b.len > 0) {
+    *out = acp__mcp_dupn(&s->mem, b.data, b.len);
+    if (*out == NULL)
+      rv = ACP_ERR_NOMEM;
+  }
+cleanup:
+  acp__buf_dispose(&b);
+  acp_json_doc_free(doc);
+  return rv;
+}
+
+int acp_mcp_server_add_prompt(acp_mcp_server *s, const acp_mcp_prompt_def *d) {
+  acp_json_writer *w = NULL;
+  mcp_item tmpl;
+  int rv;
+
+  if (s == NULL || d == NULL || d->version != ACP_MCP_DEF_VERSION ||
+      d->name == NULL || d->handler == NULL ||
+      !json_member_ok(d->arguments, '[') || !json_member_ok(d->icons, '['))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (vec_find(&s->lists[K_PROMPT], d->name, strlen(d->name), NULL))
+    return ACP_ERR_INVALID_STATE;
+  memset(&tmpl, 0, sizeof(tmpl));
+  rv = prompt_required(s, d->arguments, &tmpl.required, &tmpl.nrequired);
+  if (rv != 0)
+    return rv;
+  rv = acp_json_writer_new(&w, 0, &s->mem);
+  if (rv != 0) {
+    acp__free(&s->mem, tmpl.required);
+    return rv;
+  }
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "name", d->name);
+  w_opt_str(w, "title", d->title);
+  w_opt_str(w, "description", d->description);
+  w_opt_raw(w, "arguments", d->arguments);
+  w_opt_raw(w, "icons", d->icons);
+  tmpl.cb.prompt = d->handler;
+  tmpl.ud = d->user_data;
+  rv = item_add(s, K_PROMPT, w, d->name, &tmpl);
+  if (rv != 0)
+    acp__free(&s->mem, tmpl.required);
+  acp_json_writer_free(w);
+  return rv;
+}
+
+static int vec_remove(acp_mcp_server *s, int kind, const char *key) {
+  mcp_vec *v;
+  size_t idx;
+
+  if (s == NULL || key == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  v = &s->lists[kind];
+  if (vec_find(v, key, strlen(key), &idx) == NULL)
+    return ACP_ERR_NOT_FOUND;
+  item_free(&s->mem, v->v[idx]);
+  memmove(v->v + idx, v->v + idx + 1, (v->n - idx - 1) * sizeof(*v->v));
+  v->n--;
+  return 0;
+}
+
+int acp_mcp_server_remove_tool(acp_mcp_server *s, const char *name) {
+  return vec_remove(s, K_TOOL, name);
+}
+int acp_mcp_server_remove_resource(acp_mcp_server *s, const char *uri) {
+  return vec_remove(s, K_RESOURCE, uri);
+}
+int acp_mcp_server_remove_template(acp_mcp_server *s, const char *tpl) {
+  return vec_remove(s, K_TEMPLATE, tpl);
+}
+int acp_mcp_server_remove_prompt(acp_mcp_server *s, const char *name) {
+  return vec_remove(s, K_PROMPT, name);
+}
+
+static bool offers(const acp_mcp_server *s, int kind) {
+  switch (kind) {
+  case K_TOOL:
+    return s->lists[K_TOOL].n > 0 || (s->declared & ACP_MCP_CAP_TOOLS);
+  case K_RESOURCE:
+  case K_TEMPLATE:
+    return s->lists[K_RESOURCE].n > 0 || s->lists[K_TEMPLATE].n > 0 ||
+           (s->declared & ACP_MCP_CAP_RESOURCES);
+  default:
+    return s->lists[K_PROMPT].n > 0 || (s->declared & ACP_MCP_CAP_PROMPTS);
+  }
+}
+
+/* MARK: - Broadcasts (Public) */
+
+int acp_mcp_server_list_changed(acp_mcp_server *s, acp_mcp_list which) {
+  static const char *const methods[K_COUNT] = {
+      "notifications/tools/list_changed",
+      "notifications/resources/list_changed",
+      "notifications/resources/list_changed",
+      "notifications/prompts/list_changed"};
+  acp_mcp_conn *c;
+  int first = 0;
+
+  if (s == NULL || (int)which < 0 || (int)which >= K_COUNT)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (c = s->conns; c != NULL; c = c->next) {
+    int rv;
+    if (!c->answered_init)
+      continue;
+    rv = acp_rpc_session_notify(c->rpc, methods[which], strlen(methods[which]),
+                                NULL, 0);
+    if (rv != 0 && first == 0)
+      first = rv;
+  }
+  return first;
+}
+
+int acp_mcp_conn_is_subscribed(const acp_mcp_conn *c, const char *uri) {
+  size_t i;
+
+  if (c == NULL || uri == NULL)
+    return 0;
+  for (i = 0; i < c->nsubs; i++)
+    if (strcmp(c->subs[i], uri) == 0)
+      return 1;
+  return 0;
+}
+
+int acp_mcp_server_resource_updated(acp_mcp_server *s, const char *uri) {
+  acp_mcp_conn *c;
+  int first = 0;
+
+  if (s == NULL || uri == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (c = s->conns; c != NULL; c = c->next) {
+    const char *p;
+    size_t n;
+    int rv;
+
+    if (!acp_mcp_conn_is_subscribed(c, uri))
+      continue;
+    acp_json_writer_reset(c->nw);
+    acp_json_write_obj_begin(c->nw);
+    acp_json_write_keyz(c->nw, "uri");
+    acp_json_write_strz(c->nw, uri);
+    rv = acp_json_write_obj_end(c->nw);
+    if (rv == 0) {
+      p = acp_json_writer_data(c->nw, &n);
+      rv = acp_rpc_session_notify(c->rpc, "notifications/resources/updated", 31,
+                                  p, n);
+    }
+    if (rv != 0 && first == 0)
+      first = rv;
+  }
+  return first;
+}
+
+int acp_mcp_server_log(acp_mcp_server *s, acp_mcp_log_level level,
+                       const char *logger, const char *data, size_t len) {
+  acp_mcp_conn *c;
+  int first = 0;
+
+  if (s == NULL || acp_mcp_log_level_str(level) == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (c = s->conns; c != NULL; c = c->next) {
+    int rv = acp_mcp_conn_log(c, level, logger, data, len);
+    if (rv != 0 && first == 0)
+      first = rv;
+  }
+  return first;
+}
+
+int acp_mcp_resource_list_add(acp_mcp_resource_list *l, const char *uri,
+                              const char *name, const char *mime_type,
+                              const char *description) {
+  acp_json_writer *w;
+
+  if (l == NULL || uri == NULL || name == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = l->w;
+  if (l->index++ < l->offset || (l->limit && l->emitted >= l->limit))
+    return 0;
+  l->emitted++;
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "uri", uri);
+  w_opt_str(w, "name", name);
+  w_opt_str(w, "mimeType", mime_type);
+  w_opt_str(w, "description", description);
+  return acp_json_write_obj_end(w);
+}
+
+/* MARK: - Calls (Private) */
+
+static void call_unlink_free(acp_mcp_call *call) {
+  acp_mcp_conn *c = call->conn;
+  const acp_mem *m = &c->srv->mem;
+
+  if (call->prev)
+    call->prev->next = call->next;
+  else
+    c->calls = call->next;
+  if (call->next)
+    call->next->prev = call->prev;
+  acp__free(m, call->name);
+  acp__free(m, call->token);
+  acp__free(m, call->vars);
+  acp__free(m, call);
+}
+
+static void call_maybe_free(acp_mcp_call *call) {
+  if (call->answered && !call->in_cb && call->refs == 0)
+    call_unlink_free(call);
+}
+
+static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
+                    int kind, acp_mcp_call **out) {
+  const acp_mem *m = &c->srv->mem;
+  acp_mcp_call *call = acp__calloc(m, 1, sizeof(*call));
+  const acp_json_val *meta;
+  const acp_json_val *tok;
+
+  *out = NULL;
+  if (call == NULL)
+    return ACP_ERR_NOMEM;
+  call->conn = c;
+  call->handle = msg->handle;
+  call->method = method;
+  call->kind = kind;
+  meta = acp_json_obj_getz(msg->params, "_meta");
+  tok = acp_json_obj_getz(meta, "progressToken");
+  if (acp_json_type_of(tok) == ACP_JSON_STRING ||
+      acp_json_type_of(tok) == ACP_JSON_NUMBER) {
+    size_t n;
+    const char *raw = acp_json_raw(tok, &n);
+    call->token = acp__mcp_dupn(m, raw, n);
+    if (call->token == NULL) {
+      acp__free(m, call);
+      return ACP_ERR_NOMEM;
+    }
+    call->token_len = n;
+  }
+  call->next = c->calls;
+  if (c->calls)
+    c->calls->prev = call;
+  c->calls = call;
+  *out = call;
+  return 0;
+}
+
+static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
+                       size_t len, int64_t code, const char *message,
+                       size_t message_len, const char *data, size_t dlen) {
+  int rv;
+
+  if (call == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (call->answered)
+    return ACP_ERR_INVALID_STATE;
+  if (!call->cancelled) {
+    if (is_error)
+      rv = acp_rpc_session_respond_error(call->conn->rpc, call->handle, code,
+                                         message, message_len, data, dlen);
+    else
+      rv = acp_rpc_session_respond(call->conn->rpc, call->handle, result, len);
+    if (rv != 0)
+      return rv;
+  }
+  call->answered = true;
+  call_maybe_free(call);
+  return 0;
+}
+
+/* MARK: - Calls (Public) */
+
+acp_mcp_conn *acp_mcp_call_conn(const acp_mcp_call *call) {
+  return call ? call->conn : NULL;
+}
+
+const acp_rpc_msg *acp_mcp_call_msg(const acp_mcp_call *call) {
+  return call ? call->msg : NULL;
+}
+
+acp_json_doc *acp_mcp_call_doc(const acp_mcp_call *call) {
+  return call && call->msg ? call->msg->doc : NULL;
+}
+
+const char *acp_mcp_call_method(const acp_mcp_call *call) {
+  return call ? call->method : NULL;
+}
+
+const char *acp_mcp_call_name(const acp_mcp_call *call) {
+  return call ? call->name : NULL;
+}
+
+int acp_mcp_call_uri_var(const acp_mcp_call *call, const char *name,
+                         const char **value, size_t *len) {
+  const char *p;
+  size_t i;
+
+  if (call == NULL || name == NULL || value == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  p = call->vars;
+  for (i = 0; i < call->nvars; i++) {
+    const char *v = p + strlen(p) + 1;
+    if (strcmp(p, name) == 0) {
+      *value = v;
+      if (len)
+        *len = strlen(v);
+      return 0;
+    }
+    p = v + strlen(v) + 1;
+  }
+  return ACP_ERR_NOT_FOUND;
+}
+
+void acp_mcp_call_set_user_data(acp_mcp_call *call, void *ud) {
+  if (call)
+    call->user_data = ud;
+}
+
+void *acp_mcp_call_get_user_data(const acp_mcp_call *call) {
+  return call ? call->user_data : NULL;
+}
+
+int acp_mcp_call_has_progress_token(const acp_mcp_call *call) {
+  return call && call->token ? 1 : 0;
+}
+
+int acp_mcp_call_is_cancelled(const acp_mcp_call *call) {
+  return call && call->cancelled ? 1 : 0;
+}
+
+void acp_mcp_call_set_on_cancel(acp_mcp_call *call, acp_mcp_cancel_cb cb,
+                                void *user_data) {
+  if (call) {
+    call->on_cancel = cb;
+    call->cancel_ud = user_data;
+  }
+}
+
+int acp_mcp_call_respond_raw(acp_mcp_call *call, const char *result,
+                             size_t len) {
+  if (result == NULL) {
+    result = "{}";
+    len = 2;
+  }
+  return call_answer(call, false, result, len, 0, NULL, 0, NULL, 0);
+}
+
+int acp_mcp_call_respond_error(acp_mcp_call *call, int64_t code,
+                               const char *message, const char *data,
+                               size_t data_len) {
+  if (message == NULL)
+    message = "Error";
+  return call_answer(call, true, NULL, 0, code, message, strlen(message), data,
+                     data_len);
+}
+
+/* Respond with the conn's response writer; `rv` is its sticky error. */
+static int respond_w(acp_mcp_call *call) {
+  const char *p;
+  size_t n;
+  int rv = acp_json_writer_error(call->conn->w);
+
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(call->conn->w, &n);
+  return call_answer(call, false, p, n, 0, NULL, 0, NULL, 0);
+}
+
+static int respond_guard(acp_mcp_call *call, int kind) {
+  if (call == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (call->answered || call->kind != kind)
+    return ACP_ERR_INVALID_STATE;
+  return 0;
+}
+
+int acp_mcp_call_respond_tool(acp_mcp_call *call, const char *content,
+                              size_t content_len, const char *structured,
+                              size_t structured_len, bool is_error) {
+  acp_json_writer *w;
+  int rv = respond_guard(call, CALL_TOOL);
+
+  if (rv != 0)
+    return rv;
+  w = call->conn->w;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "content");
+  if (content)
+    acp_json_write_raw(w, content, content_len);
+  else
+    acp_json_write_raw(w, "[]", 2);
+  if (structured) {
+    acp_json_write_keyz(w, "structuredContent");
+    acp_json_write_raw(w, structured, structured_len);
+  }
+  if (is_error) {
+    acp_json_write_keyz(w, "isError");
+    acp_json_write_bool(w, true);
+  }
+  acp_json_write_obj_end(w);
+  return respond_w(call);
+}
+
+static void w_text_content(acp_json_writer *w, const char *text, size_t len) {
+  acp_json_write_arr_begin(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "type");
+  acp_json_write_strz(w, "text");
+  acp_json_write_keyz(w, "text");
+  acp_json_write_str(w, text, len);
+  acp_json_write_obj_end(w);
+  acp_json_write_arr_end(w);
+}
+
+int acp_mcp_call_respond_text(acp_mcp_call *call, const char *text, size_t len,
+                              bool is_error) {
+  acp_json_writer *w;
+  int rv = respond_guard(call, CALL_TOOL);
+
+  if (rv != 0)
+    return rv;
+  if (text == NULL && len > 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = call->conn->w;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "content");
+  w_text_content(w, text ? text : "", len);
+  if (is_error) {
+    acp_json_write_keyz(w, "isError");
+    acp_json_write_bool(w, true);
+  }
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv == ACP_ERR_INVALID_ARGUMENT || rv == ACP_ERR_INVALID_STATE)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return respond_w(call);
+}
+
+int acp_mcp_call_respond_resource_text(acp_mcp_call *call, const char *uri,
+                                       const char *mime_type, const char *text,
+                                       size_t len) {
+  acp_json_writer *w;
+  int rv = respond_guard(call, CALL_READ);
+
+  if (rv != 0)
+    return rv;
+  if (uri == NULL || (text == NULL && len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = call->conn->w;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "contents");
+  acp_json_write_arr_begin(w);
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "uri", uri);
+  w_opt_str(w, "mimeType", mime_type);
+  acp_json_write_keyz(w, "text");
+  acp_json_write_str(w, text ? text : "", len);
+  acp_json_write_obj_end(w);
+  acp_json_write_arr_end(w);
+  acp_json_write_obj_end(w);
+  return respond_w(call);
+}
+
+int acp_mcp_call_respond_completion(acp_mcp_call *call,
+                                    const char *const *values, size_t n,
+                                    int64_t total, bool has_more) {
+  acp_json_writer *w;
+  size_t i;
+  int rv = respond_guard(call, CALL_COMPLETE);
+
+  if (rv != 0)
+    return rv;
+  if (values == NULL && n > 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = call->conn->w;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "completion");
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "values");
+  acp_json_write_arr_begin(w);
+  for (i = 0; i < n && i < 100; i++)
+    acp_json_write_strz(w, values[i] ? values[i] : "");
+  acp_json_write_arr_end(w);
+  if (total >= 0) {
+    acp_json_write_keyz(w, "total");
+    acp_json_write_int(w, total);
+  }
+  acp_json_write_keyz(w, "hasMore");
+  acp_json_write_bool(w, has_more || n > 100);
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  return respond_w(call);
+}
+
+int acp_mcp_call_progress(acp_mcp_call *call, double progress, double total,
+                          const char *message) {
+  acp_json_writer *w;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (call == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (call->answered && !call->cancelled)
+    return ACP_ERR_INVALID_STATE;
+  if (call->token == NULL || call->cancelled)
+    return 0;
+  if (!isfinite(progress) || (total >= 0 && !isfinite(total)) ||
+      (call->sent_progress && !(progress > call->last_progress)))
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = call->conn->nw;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "progressToken");
+  acp_json_write_raw(w, call->token, call->token_len);
+  acp_json_write_keyz(w, "progress");
+  acp_json_write_double(w, progress);
+  if (total >= 0) {
+    acp_json_write_keyz(w, "total");
+    acp_json_write_double(w, total);
+  }
+  w_opt_str(w, "message", message);
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(w, &n);
+  rv = acp_rpc_session_notify(call->conn->rpc, "notifications/progress", 22, p,
+                              n);
+  if (rv != 0)
+    return rv;
+  call->sent_progress = true;
+  call->last_progress = progress;
+  return 0;
+}
+
+int acp_mcp_call_log(acp_mcp_call *call, acp_mcp_log_level level,
+                     const char *logger, const char *data, size_t len) {
+  if (call == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_mcp_conn_log(call->conn, level, logger, data, len);
+}
+
+/* MARK: - Server->client requests (Private) */
+
+static void out_unlink(acp_mcp_conn *c, mcp_out *o) {
+  if (o->prev)
+    o->prev->next = o->next;
+  else
+    c->outs = o->next;
+  if (o->next)
+    o->next->prev = o->prev;
+}
+
+static int out_on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
+                           void *user_data) {
+  mcp_out *o = user_data;
+  acp_mcp_conn *c = o->conn;
+  acp_mcp_call *call = o->call;
+  int status = acp__mcp_status(msg);
+  int rv = 0;
+
+  ACP_UNUSED(rpc);
+  out_unlink(c, o);
+  if (o->cb)
+    rv = o->cb(call, status, msg, o->ud);
+  acp__free(&c->srv->mem, o);
+  call->refs--;
+  call_maybe_free(call);
+  return rv;
+}
+
+int acp_mcp_call_request(acp_mcp_call *call, const char *method,
+                         const char *params, size_t params_len,
+                         uint64_t timeout_ms, acp_mcp_call_response_cb cb,
+                         void *user_data) {
+  acp_mcp_conn *c;
+  mcp_out *o;
+  int rv;
+
+  if (call == NULL || method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (call->answered || call->cancelled)
+    return ACP_ERR_INVALID_STATE;
+  c = call->conn;
+  if ((strcmp(method, "sampling/createMessage") == 0 && !c->cap_sampling) ||
+      (strcmp(method, "elicitation/create") == 0 && !c->cap_elicitation) ||
+      (strcmp(method, "roots/list") == 0 && !c->cap_roots))
+    return ACP_ERR_UNSUPPORTED;
+  o = acp__calloc(&c->srv->mem, 1, sizeof(*o));
+  if (o == NULL)
+    return ACP_ERR_NOMEM;
+  o->conn = c;
+  o->call = call;
+  o->cb = cb;
+  o->ud = user_data;
+  rv = acp_rpc_session_request(c->rpc, method, strlen(method), params,
+                               params_len, timeout_ms, c->now_ms,
+                               out_on_response, o, &o->id);
+  if (rv != 0) {
+    acp__free(&c->srv->mem, o);
+    return rv;
+  }
+  o->next = c->outs;
+  if (c->outs)
+    c->outs->prev = o;
+  c->outs = o;
+  call->refs++;
+  return 0;
+}
+
+int acp_mcp_call_create_message(acp_mcp_call *call, const char *params,
+                                size_t params_len, uint64_t timeout_ms,
+                                acp_mcp_call_response_cb cb, void *user_data) {
+  return acp_mcp_call_request(call, "sampling/createMessage", params,
+                              params_len, timeout_ms, cb, user_data);
+}
+
+int acp_mcp_call_elicit(acp_mcp_call *call, const char *params,
+                        size_t params_len, uint64_t timeout_ms,
+                        acp_mcp_call_response_cb cb, void *user_data) {
+  return acp_mcp_call_request(call, "elicitation/create", params, params_len,
+                              timeout_ms, cb, user_data);
+}
+
+int acp_mcp_call_list_roots(acp_mcp_call *call, uint64_t timeout_ms,
+                            acp_mcp_call_response_cb cb, void *user_data) {
+  return acp_mcp_call_request(call, "roots/list", NULL, 0, timeout_ms, cb,
+                              user_data);
+}
+
+/* MARK: - Dispatch helpers (Private) */
+
+/* Answer an error whose message is `prefix` followed by `detail`. */
+static int reply_error(acp_mcp_conn *c, uint64_t handle, int64_t code,
+                       const char *prefix, const char *detail,
+                       size_t detail_len, const char *data, size_t dlen) {
+  int rv;
+
+  acp__buf_clear(&c->tmp);
+  rv = acp__buf_append(&c->tmp, prefix, strlen(prefix));
+  if (rv == 0 && detail)
+    rv = acp__buf_append(&c->tmp, detail, detail_len);
+  if (rv != 0)
+    return rv;
+  rv = acp_rpc_session_respond_error(c->rpc, handle, code, c->tmp.data,
+                                     c->tmp.len, data, dlen);
+  /* A name with invalid UTF-8 cannot reach here (the parser validated it),
+   * and output limits are reported by the session; only NOMEM is fatal. */
+  return rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+static int invalid_params(acp_mcp_conn *c, uint64_t handle, const char *why) {
+  return reply_error(c, handle, ACP_RPC_INVALID_PARAMS, "Invalid params: ", why,
+                     strlen(why), NULL, 0);
+}
+
+static int reply_w(acp_mcp_conn *c, uint64_t handle, acp_json_writer *w) {
+  const char *p;
+  size_t n;
+  int rv = acp_json_writer_error(w);
+
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(w, &n);
+  rv = acp_rpc_session_respond(c->rpc, handle, p, n);
+  return rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+/* After a handler returned: soft failure handling and release. */
+static int handler_done(acp_mcp_call *call, int rv) {
+  call->msg = NULL;
+  if (rv == ACP_ERR_PAUSE || rv >= 0) {
+    call->in_cb = false;
+    call_maybe_free(call);
+    return rv == ACP_ERR_PAUSE ? rv : 0;
+  }
+  /* in_cb stays set while answering so the call outlives the answer. */
+  if (!call->answered) {
+    int arv;
+    if (call->kind == CALL_TOOL) {
+      const char *why = acp_strerror(rv);
+      arv = acp_mcp_call_respond_text(call, why, strlen(why), true);
+    } else {
+      arv = acp_mcp_call_respond_error(call, ACP_RPC_INTERNAL_ERROR,
+                                       "Internal error", NULL, 0);
+    }
+    if (arv == ACP_ERR_NOMEM)
+      return arv;
+    if (arv != 0) {
+      /* Could not answer: release without a response. */
+      acp_rpc_session_drop(call->conn->rpc, call->handle);
+      call->answered = true;
+    }
+  }
+  call->in_cb = false;
+  call_maybe_free(call);
+  return 0;
+}
+
+static const acp_json_val *param(const acp_rpc_msg *msg, const char *k) {
+  return acp_json_obj_getz(msg->params, k);
+}
+
+/* MARK: - Methods (Private) */
+
+static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_mcp_server *s = c->srv;
+  const acp_json_val *pv = param(msg, "protocolVersion");
+  const acp_json_val *caps = param(msg, "capabilities");
+  const acp_json_val *info = param(msg, "clientInfo");
+  acp_json_writer *w = c->w;
+  acp_mcp_version v;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (c->answered_init)
+    return reply_error(c, msg->handle, ACP_RPC_INVALID_REQUEST,
+                       "Already initialized", NULL, 0, NULL, 0);
+  if (acp_json_type_of(pv) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle, "protocolVersion must be a string");
+  if (caps != NULL && acp_json_type_of(caps) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "capabilities must be an object");
+  if (info != NULL && acp_json_type_of(info) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "clientInfo must be an object");
+  rv = acp_json_doc_str(msg->doc, pv, &p, &n);
+  if (rv != 0)
+    return rv;
+  v = acp_mcp_version_parse(p, n);
+  if (v == ACP_MCP_VERSION_UNKNOWN)
+    v = ACP_MCP_VERSION_LATEST;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "protocolVersion");
+  acp_json_write_strz(w, acp_mcp_version_str(v));
+  acp_json_write_keyz(w, "capabilities");
+  acp_json_write_obj_begin(w);
+  if (offers(s, K_TOOL)) {
+    acp_json_write_keyz(w, "tools");
+    acp_json_write_raw(w, "{\"listChanged\":true}", 20);
+  }
+  if (offers(s, K_RESOURCE)) {
+    acp_json_write_keyz(w, "resources");
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "subscribe");
+    acp_json_write_bool(w, s->subscribe);
+    acp_json_write_keyz(w, "listChanged");
+    acp_json_write_bool(w, true);
+    acp_json_write_obj_end(w);
+  }
+  if (offers(s, K_PROMPT)) {
+    acp_json_write_keyz(w, "prompts");
+    acp_json_write_raw(w, "{\"listChanged\":true}", 20);
+  }
+  if (s->logging) {
+    acp_json_write_keyz(w, "logging");
+    acp_json_write_raw(w, "{}", 2);
+  }
+  if (s->complete_cb) {
+    acp_json_write_keyz(w, "completions");
+    acp_json_write_raw(w, "{}", 2);
+  }
+  acp_json_write_obj_end(w);
+  acp_json_write_keyz(w, "serverInfo");
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "name", s->name);
+  w_opt_str(w, "title", s->title);
+  w_opt_str(w, "version", s->version);
+  acp_json_write_obj_end(w);
+  w_opt_str(w, "instructions", s->instructions);
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv != 0)
+    return rv;
+
+  if (caps) {
+    const char *raw = acp_json_raw(caps, &n);
+    c->client_caps = acp__mcp_dupn(&s->mem, raw, n);
+    if (c->client_caps == NULL)
+      return ACP_ERR_NOMEM;
+    c->client_caps_len = n;
+    c->cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
+    c->cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+    c->cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
+  }
+  if (info) {
+    const char *raw = acp_json_raw(info, &n);
+    c->client_info = acp__mcp_dupn(&s->mem, raw, n);
+    if (c->client_info == NULL)
+      return ACP_ERR_NOMEM;
+    c->client_info_len = n;
+  }
+  p = acp_json_writer_data(w, &n);
+  rv = acp_rpc_session_respond(c->rpc, msg->handle, p, n);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM ? rv : 0;
+  c->answered_init = true;
+  c->version = v;
+  /* Only 2025-03-26 has JSON-RPC batching. */
+  acp_rpc_session_set_batches(c->rpc, v == ACP_MCP_VERSION_2025_03_26);
+  return 0;
+}
+
+/* Parse the optional cursor of a list request into an offset. */
+static int parse_cursor(const acp_rpc_msg *msg, int kind, size_t *offset,
+                        bool *bad) {
+  const acp_json_val *cur = param(msg, "cursor");
+  const char *p;
+  size_t n;
+  size_t i;
+  size_t off = 0;
+  int rv;
+
+  *offset = 0;
+  *bad = false;
+  if (cur == NULL || acp_json_type_of(cur) == ACP_JSON_NULL)
+    return 0;
+  if (acp_json_type_of(cur) != ACP_JSON_STRING) {
+    *bad = true;
+    return 0;
+  }
+  rv = acp_json_doc_str(msg->doc, cur, &p, &n);
+  if (rv != 0)
+    return rv;
+  if (n < 2 || n > 21 || p[0] != cursor_tags[kind] || p[1] == '0') {
+    *bad = true;
+    return 0;
+  }
+  for (i = 1; i < n; i++) {
+    if (p[i] < '0' || p[i] > '9' || off > (SIZE_MAX - 9) / 10) {
+      *bad = true;
+      return 0;
+    }
+    off = off * 10 + (size_t)(p[i] - '0');
+  }
+  *offset = off;
+  return 0;
+}
+
+static void w_next_cursor(acp_json_writer *w, int kind, size_t next) {
+  char buf[32];
+
+  snprintf(buf, sizeof(buf), "%c%zu", cursor_tags[kind], next);
+  acp_json_write_keyz(w, "nextCursor");
+  acp_json_write_strz(w, buf);
+}
+
+static int do_list(acp_mcp_conn *c, const acp_rpc_msg *msg, int kind) {
+  acp_mcp_server *s = c->srv;
+  acp_mcp_resource_list l;
+  acp_json_writer *w = c->w;
+  const mcp_vec *v = &s->lists[kind];
+  size_t offset;
+  size_t i;
+  bool bad;
+  int rv;
+
+  rv = parse_cursor(msg, kind, &offset, &bad);
+  if (rv != 0)
+    return rv;
+  if (bad)
+    return invalid_params(c, msg->handle, "invalid cursor");
+  memset(&l, 0, sizeof(l));
+  l.srv = s;
+  l.w = w;
+  l.offset = offset;
+  l.limit = s->page_size;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, list_keys[kind]);
+  acp_json_write_arr_begin(w);
+  for (i = 0; i < v->n; i++) {
+    if (l.index++ < l.offset || (l.limit && l.emitted >= l.limit))
+      continue;
+    l.emitted++;
+    acp_json_write_raw(w, v->v[i]->json, v->v[i]->json_len);
+  }
+  if (kind == K_RESOURCE) {
+    const mcp_vec *t = &s->lists[K_TEMPLATE];
+    for (i = 0; i < t->n; i++) {
+      if (t->v[i]->lister == NULL)
+        continue;
+      rv = t->v[i]->lister(s, &l, t->v[i]->ud);
+      if (rv == ACP_ERR_NOMEM)
+        return rv;
+      if (rv != 0)
+        return reply_error(c, msg->handle, ACP_RPC_INTERNAL_ERROR,
+                           "Internal error", NULL, 0, NULL, 0);
+    }
+  }
+  if (offset > 0 && offset >= l.index)
+    return invalid_params(c, msg->handle, "invalid cursor");
+  acp_json_write_arr_end(w);
+  if (l.offset + l.emitted < l.index)
+    w_next_cursor(w, kind, l.offset + l.emitted);
+  acp_json_write_obj_end(w);
+  return reply_w(c, msg->handle, w);
+}
+
+static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  const acp_json_val *name = param(msg, "name");
+  const acp_json_val *args = param(msg, "arguments");
+  acp_mcp_call *call;
+  mcp_item *it;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (acp_json_type_of(name) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle, "name must be a string");
+  if (args != NULL && acp_json_type_of(args) != ACP_JSON_OBJECT &&
+      acp_json_type_of(args) != ACP_JSON_NULL)
+    return invalid_params(c, msg->handle, "arguments must be an object");
+  if (acp_json_type_of(args) == ACP_JSON_NULL)
+    args = NULL;
+  it = vec_find_val(&c->srv->lists[K_TOOL], name);
+  if (it == NULL) {
+    rv = acp_json_doc_str(msg->doc, name, &p, &n);
+    if (rv != 0)
+      return rv;
+    return reply_error(c, msg->handle, ACP_RPC_INVALID_PARAMS,
+                       "Unknown tool: ", p, n, NULL, 0);
+  }
+  rv = call_new(c, msg, "tools/call", CALL_TOOL, &call);
+  if (rv != 0)
+    return rv;
+  call->name = acp__mcp_dupn(&c->srv->mem, it->key, it->key_len);
+  if (call->name == NULL) {
+    call->answered = true;
+    call_unlink_free(call);
+    return ACP_ERR_NOMEM;
+  }
+  call->msg = msg;
+  call->in_cb = true;
+  rv = it->cb.tool(call, args, it->ud);
+  return handler_done(call, rv);
+}
+
+/* Copy the template variables of `uri` into call->vars. */
+static int store_vars(acp_mcp_conn *c, acp_mcp_call *call, const mcp_item *t,
+                      const char *uri, const size_t *vs, const size_t *vl,
+                      size_t nv) {
+  acp__buf b;
+  const char *p = t->key;
+  size_t i;
+  int rv = 0;
+
+  acp__buf_init(&b, &c->srv->mem, 0);
+  for (i = 0; i < nv && rv == 0; i++) {
+    const char *open = strchr(p, '{');
+    const char *close = open ? strchr(open, '}') : NULL;
+    if (close == NULL)
+      break;
+    rv = acp__buf_append(&b, open + 1, (size_t)(close - open - 1));
+    if (rv == 0)
+      rv = acp__buf_putc(&b, '\0');
+    if (rv == 0)
+      rv = acp__buf_append(&b, uri + vs[i], vl[i]);
+    if (rv == 0)
+      rv = acp__buf_putc(&b, '\0');
+    p = close + 1;
+  }
+  if (rv == 0 && b.len > 0) {
+    call->vars = acp__mcp_dupn(&c->srv->mem, b.data, b.len);
+    if (call->vars == NULL)
+      rv = ACP_ERR_NOMEM;
+    call->nvars = nv;
+  }
+  acp__buf_dispose(&b);
+  return rv;
+}
+
+static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_mcp_server *s = c->srv;
+  const acp_json_val *uv = param(msg, "uri");
+  size_t vs[ACP__MCP_MAX_VARS];
+  size_t vl[ACP__MCP_MAX_VARS];
+  size_t nv = 0;
+  acp_mcp_call *call;
+  mcp_item *it;
+  const char *uri;
+  size_t n;
+  size_t i;
+  char *copy;
+  int rv;
+
+  if (acp_json_type_of(uv) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle, "uri must be a string");
+  rv = acp_json_doc_str(msg->doc, uv, &uri, &n);
+  if (rv != 0)
+    return rv;
+  it = vec_find(&s->lists[K_RESOURCE], uri, n, NULL);
+  for (i = 0; it == NULL && i < s->lists[K_TEMPLATE].n; i++) {
+    mcp_item *t = s->lists[K_TEMPLATE].v[i];
+    if (acp_mcp_uri_template_match(t->key, t->key_len, uri, n, vs, vl,
+                                   ACP__MCP_MAX_VARS, &nv) == 1)
+      it = t;
+  }
+  if (it == NULL) {
+    acp_json_writer *w = c->w;
+    acp_json_writer_reset(w);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "uri");
+    acp_json_write_val(w, uv);
+    acp_json_write_obj_end(w);
+    rv = acp_json_writer_error(w);
+    if (rv != 0)
+      return rv;
+    {
+      const char *d;
+      size_t dn;
+      d = acp_json_writer_data(w, &dn);
+      return reply_error(c, msg->handle, ACP_MCP_RESOURCE_NOT_FOUND,
+                         "Resource not found", NULL, 0, d, dn);
+    }
+  }
+  copy = acp__mcp_dupn(&s->mem, uri, n);
+  if (copy == NULL)
+    return ACP_ERR_NOMEM;
+  rv = call_new(c, msg, "resources/read", CALL_READ, &call);
+  if (rv == 0 && it != vec_find(&s->lists[K_RESOURCE], uri, n, NULL))
+    rv = store_vars(c, call, it, uri, vs, vl, nv);
+  if (rv != 0) {
+    acp__free(&s->mem, copy);
+    if (call) {
+      call->answered = true;
+      call_unlink_free(call);
+    }
+    return rv;
+  }
+  call->name = copy;
+  call->msg = msg;
+  call->in_cb = true;
+  rv = it->cb.read(call, copy, n, it->ud);
+  return handler_done(call, rv);
+}
+
+static int do_prompt_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  const acp_json_val *name = param(msg, "name");
+  const acp_json_val *args = param(msg, "arguments");
+  const acp_json_val *k;
+  acp_mcp_call *call;
+  mcp_item *it;
+  const char *p;
+  size_t n;
+  size_t i;
+  int rv;
+
+  if (acp_json_type_of(name) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle, "name must be a string");
+  if (acp_json_type_of(args) == ACP_JSON_NULL)
+    args = NULL;
+  if (args != NULL && acp_json_type_of(args) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "arguments must be an object");
+  for (k = acp_json_child(args); k; k = acp_json_next(acp_json_next(k)))
+    if (acp_json_type_of(acp_json_next(k)) != ACP_JSON_STRING)
+      return invalid_params(c, msg->handle, "argument values must be strings");
+  it = vec_find_val(&c->srv->lists[K_PROMPT], name);
+  if (it == NULL) {
+    rv = acp_json_doc_str(msg->doc, name, &p, &n);
+    if (rv != 0)
+      return rv;
+    return reply_error(c, msg->handle, ACP_RPC_INVALID_PARAMS,
+                       "Unknown prompt: ", p, n, NULL, 0);
+  }
+  p = it->required;
+  for (i = 0; i < it->nrequired; i++) {
+    n = strlen(p);
+    if (acp_json_obj_get(args, p, n) == NULL)
+      return reply_error(c, msg->handle, ACP_RPC_INVALID_PARAMS,
+                         "Missing required argument: ", p, n, NULL, 0);
+    p += n + 1;
+  }
+  rv = call_new(c, msg, "prompts/get", CALL_PROMPT, &call);
+  if (rv != 0)
+    return rv;
+  call->name = acp__mcp_dupn(&c->srv->mem, it->key, it->key_len);
+  if (call->name == NULL) {
+    call->answered = true;
+    call_unlink_free(call);
+    return ACP_ERR_NOMEM;
+  }
+  call->msg = msg;
+  call->in_cb = true;
+  rv = it->cb.prompt(call, args, it->ud);
+  return handler_done(call, rv);
+}
+
+static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_mcp_server *s = c->srv;
+  const acp_json_val *ref = param(msg, "ref");
+  const acp_json_val *arg = param(msg, "argument");
+  const acp_json_val *ctx = param(msg, "context");
+  const acp_json_val *type = acp_json_obj_getz(ref, "type");
+  acp_mcp_call *call;
+  int rv;
+
+  if (acp_json_type_of(ref) != ACP_JSON_OBJECT ||
+      acp_json_type_of(type) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle, "ref must be an object with a type");
+  if (acp_json_type_of(arg) != ACP_JSON_OBJECT ||
+      acp_json_type_of(acp_json_obj_getz(arg, "name")) != ACP_JSON_STRING ||
+      acp_json_type_of(acp_json_obj_getz(arg, "value")) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle,
+                          "argument must be an object with name and value");
+  if (acp_json_type_of(ctx) == ACP_JSON_NULL)
+    ctx = NULL;
+  if (ctx != NULL && acp_json_type_of(ctx) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "context must be an object");
+  if (acp_json_str_eq(type, "ref/prompt", 10)) {
+    const acp_json_val *name = acp_json_obj_getz(ref, "name");
+    if (acp_json_type_of(name) != ACP_JSON_STRING)
+      return invalid_params(c, msg->handle, "ref.name must be a string");
+    if (vec_find_val(&s->lists[K_PROMPT], name) == NULL)
+      return invalid_params(c, msg->handle, "unknown prompt");
+  } else if (acp_json_str_eq(type, "ref/resource", 12)) {
+    const acp_json_val *uri = acp_json_obj_getz(ref, "uri");
+    if (acp_json_type_of(uri) != ACP_JSON_STRING)
+      return invalid_params(c, msg->handle, "ref.uri must be a string");
+    if (vec_find_val(&s->lists[K_TEMPLATE], uri) == NULL &&
+        vec_find_val(&s->lists[K_RESOURCE], uri) == NULL)
+      return invalid_params(c, msg->handle, "unknown resource");
+  } else {
+    return invalid_params(c, msg->handle, "unknown ref type");
+  }
+  rv = call_new(c, msg, "completion/complete", CALL_COMPLETE, &call);
+  if (rv != 0)
+    return rv;
+  call->msg = msg;
+  call->in_cb = true;
+  rv = s->complete_cb(call, ref, arg, ctx, s->complete_ud);
+  return handler_done(call, rv);
+}
+
+static int do_subscribe(acp_mcp_conn *c, const acp_rpc_msg *msg, bool on) {
+  const acp_mem *m = &c->srv->mem;
+  const acp_json_val *uv = param(msg, "uri");
+  const char *uri;
+  size_t n;
+  size_t i;
+  int rv;
+
+  if (acp_json_type_of(uv) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle, "uri must be a string");
+  rv = acp_json_doc_str(msg->doc, uv, &uri, &n);
+  if (rv != 0)
+    return rv;
+  for (i = 0; i < c->nsubs; i++)
+    if (strlen(c->subs[i]) == n && memcmp(c->subs[i], uri, n) == 0)
+      break;
+  if (on && i == c->nsubs) {
+    char *copy;
+    if (memchr(uri, '\0', n) != NULL)
+      return invalid_params(c, msg->handle, "uri contains NUL");
+    if (c->nsubs == c->subs_cap) {
+      size_t ncap = c->subs_cap ? c->subs_cap * 2 : 4;
+      char **p = acp__realloc(m, c->subs, ncap * sizeof(*p));
+      if (p == NULL)
+        return ACP_ERR_NOMEM;
+      c->subs = p;
+      c->subs_cap = ncap;
+    }
+    copy = acp__mcp_dupn(m, uri, n);
+    if (copy == NULL)
+      return ACP_ERR_NOMEM;
+    c->subs[c->nsubs++] = copy;
+  } else if (!on && i < c->nsubs) {
+    acp__free(m, c->subs[i]);
+    c->subs[i] = c->subs[--c->nsubs];
+  }
+  rv = acp_rpc_session_respond(c->rpc, msg->handle, "{}", 2);
+  return rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+static int do_set_level(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  const acp_json_val *lv = param(msg, "level");
+  const char *p;
+  size_t n;
+  int level;
+  int rv;
+
+  if (acp_json_type_of(lv) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle, "level must be a string");
+  rv = acp_json_doc_str(msg->doc, lv, &p, &n);
+  if (rv != 0)
+    return rv;
+  level = acp_mcp_log_level_parse(p, n);
+  if (level < 0)
+    return invalid_params(c, msg->handle, "unknown log level");
+  c->log_level = level;
+  rv = acp_rpc_session_respond(c->rpc, msg->handle, "{}", 2);
+  return rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+static bool meq(const acp_rpc_msg *msg, const char *m) {
+  size_t n = strlen(m);
+  return msg->method_len == n && memcmp(msg->method, m, n) == 0;
+}
+
+static int not_found(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  return reply_error(c, msg->handle, ACP_RPC_METHOD_NOT_FOUND,
+                     "Method not found", NULL, 0, NULL, 0);
+}
+
+static int conn_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
+                           void *user_data) {
+  acp_mcp_conn *c = user_data;
+  acp_mcp_server *s = c->srv;
+
+  ACP_UNUSED(rpc);
+  if (meq(msg, "ping")) {
+    int rv = acp_rpc_session_respond(c->rpc, msg->handle, "{}", 2);
+    return rv == ACP_ERR_NOMEM ? rv : 0;
+  }
+  if (msg->params != NULL && acp_json_type_of(msg->params) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "params must be an object");
+  if (meq(msg, "initialize"))
+    return do_initialize(c, msg);
+  if (!c->answered_init)
+    return reply_error(c, msg->handle, ACP_RPC_INVALID_REQUEST,
+                       "Server not initialized", NULL, 0, NULL, 0);
+  if (meq(msg, "tools/list"))
+    return offers(s, K_TOOL) ? do_list(c, msg, K_TOOL) : not_found(c, msg);
+  if (meq(msg, "tools/call"))
+    return offers(s, K_TOOL) ? do_tool_call(c, msg) : not_found(c, msg);
+  if (meq(msg, "resources/list"))
+    return offers(s, K_RESOURCE) ? do_list(c, msg, K_RESOURCE)
+                                 : not_found(c, msg);
+  if (meq(msg, "resources/templates/list"))
+    return offers(s, K_RESOURCE) ? do_list(c, msg, K_TEMPLATE)
+                                 : not_found(c, msg);
+  if (meq(msg, "resources/read"))
+    return offers(s, K_RESOURCE) ? do_read(c, msg) : not_found(c, msg);
+  if (meq(msg, "resources/subscribe") || meq(msg, "resources/unsubscribe")) {
+    if (!offers(s, K_RESOURCE) || !s->subscribe)
+      return not_found(c, msg);
+    return do_subscribe(c, msg, meq(msg, "resources/subscribe"));
+  }
+  if (meq(msg, "prompts/list"))
+    return offers(s, K_PROMPT) ? do_list(c, msg, K_PROMPT) : not_found(c, msg);
+  if (meq(msg, "prompts/get"))
+    return offers(s, K_PROMPT) ? do_prompt_get(c, msg) : not_found(c, msg);
+  if (meq(msg, "completion/complete"))
+    return s->complete_cb ? do_complete(c, msg) : not_found(c, msg);
+  if (meq(msg, "logging/setLevel"))
+    return s->logging ? do_set_level(c, msg) : not_found(c, msg);
+  return not_found(c, msg);
+}
+
+static int conn_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
+                                void *user_data) {
+  acp_mcp_conn *c = user_data;
+  acp_mcp_server *s = c->srv;
+
+  ACP_UNUSED(rpc);
+  if (!c->answered_init)
+    return 0;
+  if (meq(msg, "notifications/initialized")) {
+    if (c->initialized)
+      return 0;
+    c->initialized = true;
+    return s->on_initialized ? s->on_initialized(c, c->user_data) : 0;
+  }
+  if (s->on_notification)
+    return s->on_notification(c, msg, c->user_data);
+  return 0;
+}
+
+static int conn_on_cancel(acp_rpc_session *rpc, uint64_t handle,
+                          void *user_data) {
+  acp_mcp_conn *c = user_data;
+  acp_mcp_call *call;
+  int rv = 0;
+
+  for (call = c->calls; call != NULL; call = call->next)
+    if (call->handle == handle && !call->answered && !call->cancelled)
+      break;
+  if (call == NULL)
+    return 0;
+  call->cancelled = true;
+  acp_rpc_session_drop(rpc, handle);
+  call->refs++; /* keep the call alive through the callbacks below */
+  for (;;) {
+    mcp_out *o;
+    for (o = c->outs; o != NULL; o = o->next)
+      if (o->call == call && !o->cancelling)
+        break;
+    if (o == NULL)
+      break;
+    o->cancelling = true;
+    rv = acp_rpc_session_cancel(
+        rpc, o->id, ACP_RPC_CANCEL_NOTIFY | ACP_RPC_CANCEL_COMPLETE, c->now_ms);
+    if (rv != 0 && acp_is_fatal(rv))
+      break;
+    rv = 0;
+  }
+  if (rv == 0 && call->on_cancel)
+    rv = call->on_cancel(call, call->cancel_ud);
+  call->refs--;
+  call_maybe_free(call);
+  return rv;
+}
+
+/* MARK: - Connections (Public) */
+
+int acp_mcp_conn_new(acp_mcp_conn **out, acp_mcp_server *s, void *user_data) {
+  acp_rpc_callbacks *cbs = NULL;
+  acp_rpc_options *opts = NULL;
+  acp_mcp_conn *c = NULL;
+  int rv;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (s == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  c = acp__calloc(&s->mem, 1, sizeof(*c));
+  if (c == NULL)
+    return ACP_ERR_NOMEM;
+  c->srv = s;
+  c->user_data = user_data;
+  acp__buf_init(&c->tmp, &s->mem, 0);
+  rv = acp_rpc_callbacks_new(&cbs);
+  if (rv != 0)
+    goto cleanup;
+  acp_rpc_callbacks_set_on_request(cbs, conn_on_request);
+  acp_rpc_callbacks_set_on_notification(cbs, conn_on_notification);
+  acp_rpc_callbacks_set_on_cancel(cbs, conn_on_cancel);
+  rv = acp_rpc_options_new(&opts);
+  if (rv != 0)
+    goto cleanup;
+  acp_rpc_options_set_cancel_style(opts, ACP_RPC_CANCEL_STYLE_MCP);
+  acp_rpc_options_set_batches(opts, 0);
+  rv = acp_rpc_session_new(&c->rpc, cbs, c, opts, &s->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_writer_new(&c->w, 0, &s->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_writer_new(&c->nw, 0, &s->mem);
+  if (rv != 0)
+    goto cleanup;
+  c->next = s->conns;
+  if (s->conns)
+    s->conns->prev = c;
+  s->conns = c;
+  *out = c;
+cleanup:
+  acp_rpc_callbacks_free(cbs);
+  acp_rpc_options_free(opts);
+  if (rv != 0) {
+    acp_json_writer_free(c->w);
+    acp_json_writer_free(c->nw);
+    acp_rpc_session_free(c->rpc);
+    acp__buf_dispose(&c->tmp);
+    acp__free(&s->mem, c);
+  }
+  return rv;
+}
+
+void acp_mcp_conn_free(acp_mcp_conn *c) {
+  acp_mcp_server *s;
+  size_t i;
+
+  if (c == NULL)
+    return;
+  s = c->srv;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    s->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  while (c->outs) {
+    mcp_out *o = c->outs;
+    c->outs = o->next;
+    acp__free(&s->mem, o);
+  }
+  while (c->calls)
+    call_unlink_free(c->calls);
+  for (i = 0; i < c->nsubs; i++)
+    acp__free(&s->mem, c->subs[i]);
+  acp__free(&s->mem, c->subs);
+  acp__free(&s->mem, c->client_caps);
+  acp__free(&s->mem, c->client_info);
+  acp_json_writer_free(c->w);
+  acp_json_writer_free(c->nw);
+  acp_rpc_session_free(c->rpc);
+  acp__buf_dispose(&c->tmp);
+  acp__free(&s->mem, c);
+}
+
+void *acp_mcp_conn_get_user_data(const acp_mcp_conn *c) {
+  return c ? c->user_data : NULL;
+}
+
+acp_mcp_server *acp_mcp_conn_server(const acp_mcp_conn *c) {
+  return c ? c->srv : NULL;
+}
+
+acp_rpc_session *acp_mcp_conn_session(acp_mcp_conn *c) {
+  return c ? c->rpc : NULL;
+}
+
+acp_ssize acp_mcp_conn_recv(acp_mcp_conn *c, const char *data, size_t len,
+                            uint64_t now_ms) {
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  c->now_ms = now_ms;
+  return acp_rpc_session_recv(c->rpc, data, len, now_ms);
+}
+
+acp_ssize acp_mcp_conn_send(acp_mcp_conn *c, const char **data) {
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_send(c->rpc, data);
+}
+
+int acp_mcp_conn_recv_eof(acp_mcp_conn *c, uint64_t now_ms) {
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  c->now_ms = now_ms;
+  return acp_rpc_session_recv_eof(c->rpc, now_ms);
+}
+
+uint64_t acp_mcp_conn_get_expiry(const acp_mcp_conn *c) {
+  return c ? acp_rpc_session_get_expiry(c->rpc) : UINT64_MAX;
+}
+
+int acp_mcp_conn_handle_expiry(acp_mcp_conn *c, uint64_t now_ms) {
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  c->now_ms = now_ms;
+  return acp_rpc_session_handle_expiry(c->rpc, now_ms);
+}
+
+acp_mcp_version acp_mcp_conn_version(const acp_mcp_conn *c) {
+  return c ? c->version : ACP_MCP_VERSION_UNKNOWN;
+}
+
+int acp_mcp_conn_is_initialized(const acp_mcp_conn *c) {
+  return c && c->initialized ? 1 : 0;
+}
+
+const char *acp_mcp_conn_client_capabilities(const acp_mcp_conn *c,
+                                             size_t *len) {
+  if (len)
+    *len = c ? c->client_caps_len : 0;
+  return c ? c->client_caps : NULL;
+}
+
+const char *acp_mcp_conn_client_info(const acp_mcp_conn *c, size_t *len) {
+  if (len)
+    *len = c ? c->client_info_len : 0;
+  return c ? c->client_info : NULL;
+}
+
+acp_mcp_log_level acp_mcp_conn_log_level(const acp_mcp_conn *c) {
+  return c ? (acp_mcp_log_level)c->log_level : ACP_MCP_LOG_DEBUG;
+}
+
+int acp_mcp_conn_log(acp_mcp_conn *c, acp_mcp_log_level level,
+                     const char *logger, const char *data, size_t len) {
+  acp_json_writer *w;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (c == NULL || acp_mcp_log_level_str(level) == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!c->srv->logging || !c->answered_init || (int)level < c->log_level)
+    return 0;
+  w = c->nw;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "level");
+  acp_json_write_strz(w, acp_mcp_log_level_str(level));
+  w_opt_str(w, "logger", logger);
+  acp_json_write_keyz(w, "data");
+  if (data)
+    acp_json_write_raw(w, data, len);
+  else
+    acp_json_write_null(w);
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM || rv == ACP_ERR_LIMIT
+               ? rv
+               : ACP_ERR_INVALID_ARGUMENT;
+  p = acp_json_writer_data(w, &n);
+  return acp_rpc_session_notify(c->rpc, "notifications/message", 21, p, n);
+}
+
+int acp_mcp_conn_notify(acp_mcp_conn *c, const char *method, const char *params,
+                        size_t params_len) {
+  if (c == NULL || method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_notify(c->rpc, method, strlen(method), params,
+                                params_len);
+}

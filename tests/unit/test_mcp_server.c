@@ -1,0 +1,1229 @@
+/*
+ * MCP server: wire behaviour of acp_mcp_server / acp_mcp_conn, driven with
+ * raw JSON lines (no client library involved).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/mcp.h"
+#include "mcp_fixture.h"
+
+/* MARK: - Harness */
+
+static char outbuf[1 << 16];
+
+/* Feed one line (newline appended) and return everything sent since. */
+static const char *xchg_at(acp_mcp_conn *c, const char *line, uint64_t now) {
+  const char *data;
+  acp_ssize n;
+  size_t len = strlen(line);
+  char *tmp = malloc(len + 1);
+
+  assert_non_null(tmp);
+  memcpy(tmp, line, len);
+  tmp[len] = '\n';
+  assert_int_equal(acp_mcp_conn_recv(c, tmp, len + 1, now), (acp_ssize)len + 1);
+  free(tmp);
+  n = acp_mcp_conn_send(c, &data);
+  assert_true(n >= 0 && (size_t)n < sizeof(outbuf));
+  memcpy(outbuf, data, (size_t)n);
+  outbuf[n] = '\0';
+  return outbuf;
+}
+
+static const char *xchg(acp_mcp_conn *c, const char *line) {
+  return xchg_at(c, line, 0);
+}
+
+static const char *drain(acp_mcp_conn *c) {
+  const char *data;
+  acp_ssize n = acp_mcp_conn_send(c, &data);
+
+  assert_true(n >= 0 && (size_t)n < sizeof(outbuf));
+  memcpy(outbuf, data, (size_t)n);
+  outbuf[n] = '\0';
+  return outbuf;
+}
+
+#define HAS(s, needle)                                                         \
+  do {                                                                         \
+    if (strstr((s), (needle)) == NULL)                                         \
+      fail_msg("expected %s in: %s", needle, s);                               \
+  } while (0)
+#define HASNT(s, needle)                                                       \
+  do {                                                                         \
+    if (strstr((s), (needle)) != NULL)                                         \
+      fail_msg("unexpected %s in: %s", needle, s);                             \
+  } while (0)
+
+/* Shared state the handlers below record into. */
+typedef struct fx {
+  acp_mcp_call *pending; /* the slow tool's call */
+  int cancels;
+  int sampling_status;
+  char sampled[256];
+  int lister_calls;
+} fx;
+
+static fx g;
+
+static int tool_fail(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)call;
+  (void)a;
+  (void)ud;
+  return ACP_ERR_UNSUPPORTED;
+}
+
+static int tool_structured(acp_mcp_call *call, const acp_json_val *a,
+                           void *ud) {
+  static const char content[] =
+      "[{\"type\":\"text\",\"text\":\"{\\\"t\\\":22}\"}]";
+  (void)a;
+  (void)ud;
+  return acp_mcp_call_respond_tool(call, content, strlen(content), "{\"t\":22}",
+                                   8, false);
+}
+
+static int on_cancel(acp_mcp_call *call, void *ud) {
+  (void)call;
+  (void)ud;
+  g.cancels++;
+  return 0;
+}
+
+static int tool_slow(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)a;
+  (void)ud;
+  g.pending = call;
+  acp_mcp_call_set_on_cancel(call, on_cancel, NULL);
+  return 0;
+}
+
+static int tool_progress(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)a;
+  (void)ud;
+  int rv = acp_mcp_call_progress(call, 1, 3, "one");
+  if (rv == 0)
+    rv = acp_mcp_call_progress(call, 2, -1, NULL);
+  if (rv != 0)
+    return rv; /* allocation failure: becomes an isError result */
+  if (acp_mcp_call_has_progress_token(call) &&
+      acp_mcp_call_progress(call, 2, 3, NULL) != ACP_ERR_INVALID_ARGUMENT)
+    return acp_mcp_call_respond_text(call, "not monotonic", 13, true);
+  return acp_mcp_call_respond_text(call, "done", 4, false);
+}
+
+static int sampled(acp_mcp_call *call, int status, const acp_rpc_msg *msg,
+                   void *ud) {
+  (void)ud;
+  g.sampling_status = status;
+  if (status == 0) {
+    size_t n;
+    const char *raw = acp_json_raw(msg->result, &n);
+    snprintf(g.sampled, sizeof(g.sampled), "%.*s", (int)n, raw);
+    return acp_mcp_call_respond_text(call, raw, n, false);
+  }
+  if (!acp_mcp_call_is_cancelled(call))
+    return acp_mcp_call_respond_text(call, "failed", 6, true);
+  return acp_mcp_call_respond_text(call, "late", 4, false); /* dropped */
+}
+
+static int tool_sample(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  static const char params[] =
+      "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\","
+      "\"text\":\"hi\"}}],\"maxTokens\":10}";
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_create_message(call, params, strlen(params), 0, sampled,
+                                   NULL);
+  if (rv == ACP_ERR_UNSUPPORTED)
+    return acp_mcp_call_respond_text(call, "no sampling", 11, true);
+  return rv;
+}
+
+static int read_static(acp_mcp_call *call, const char *uri, size_t n,
+                       void *ud) {
+  (void)n;
+  (void)ud;
+  return acp_mcp_call_respond_resource_text(call, uri, "text/plain", "alpha",
+                                            5);
+}
+
+static int read_item(acp_mcp_call *call, const char *uri, size_t n, void *ud) {
+  const char *id;
+  size_t idn;
+  char text[64];
+  (void)n;
+  (void)ud;
+  assert_int_equal(acp_mcp_call_uri_var(call, "id", &id, &idn), 0);
+  assert_int_equal(acp_mcp_call_uri_var(call, "nope", &id, &idn),
+                   ACP_ERR_NOT_FOUND);
+  acp_mcp_call_uri_var(call, "id", &id, &idn);
+  snprintf(text, sizeof(text), "item %.*s", (int)idn, id);
+  return acp_mcp_call_respond_resource_text(call, uri, NULL, text,
+                                            strlen(text));
+}
+
+static int list_items(acp_mcp_server *s, acp_mcp_resource_list *l, void *ud) {
+  (void)s;
+  (void)ud;
+  g.lister_calls++;
+  acp_mcp_resource_list_add(l, "mem://items/1", "item1", "text/plain", NULL);
+  return acp_mcp_resource_list_add(l, "mem://items/2", "item2", NULL, "two");
+}
+
+static int get_greet(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  const char *p;
+  size_t n;
+  char res[256];
+  (void)ud;
+  acp_json_doc_str(acp_mcp_call_doc(call), acp_json_obj_getz(args, "name"), &p,
+                   &n);
+  snprintf(res, sizeof(res),
+           "{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\","
+           "\"text\":\"Hello %.*s\"}}]}",
+           (int)n, p);
+  return acp_mcp_call_respond_raw(call, res, strlen(res));
+}
+
+static int complete(acp_mcp_call *call, const acp_json_val *ref,
+                    const acp_json_val *arg, const acp_json_val *ctx,
+                    void *ud) {
+  static const char *const vals[] = {"python", "pytorch"};
+  (void)ref;
+  (void)arg;
+  (void)ctx;
+  (void)ud;
+  return acp_mcp_call_respond_completion(call, vals, 2, 10, true);
+}
+
+/* A server with everything registered. */
+static int make_server(acp_mcp_server **out, const acp_mem *mem) {
+  acp_mcp_server *s = NULL;
+  acp_mcp_resource_def r;
+  acp_mcp_template_def t;
+  acp_mcp_prompt_def p;
+  int rv;
+
+  rv = acp_mcp_server_new(&s, "test-server", "1.2.3", NULL, mem);
+  if (rv != 0)
+    return rv;
+  rv = mcp_fixture_add_echo(s);
+  if (rv != 0)
+    goto fail;
+  {
+    acp_mcp_tool_def d;
+    memset(&d, 0, sizeof(d));
+    d.version = ACP_MCP_DEF_VERSION;
+    d.name = "structured";
+    d.title = "Structured";
+    d.output_schema = "{\"type\":\"object\"}";
+    d.annotations = "{\"readOnlyHint\":true}";
+    d.icons = "[{\"src\":\"https://example.com/i.png\"}]";
+    d.handler = tool_structured;
+    rv = acp_mcp_server_add_tool(s, &d);
+    if (rv != 0)
+      goto fail;
+    d.title = NULL;
+    d.output_schema = NULL;
+    d.annotations = NULL;
+    d.icons = NULL;
+    d.name = "fail";
+    d.handler = tool_fail;
+    if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
+      goto fail;
+    d.name = "slow";
+    d.handler = tool_slow;
+    if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
+      goto fail;
+    d.name = "progress";
+    d.handler = tool_progress;
+    if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
+      goto fail;
+    d.name = "sample";
+    d.handler = tool_sample;
+    if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
+      goto fail;
+  }
+  memset(&r, 0, sizeof(r));
+  r.version = ACP_MCP_DEF_VERSION;
+  r.uri = "mem://a";
+  r.name = "a";
+  r.mime_type = "text/plain";
+  r.size = 5;
+  r.handler = read_static;
+  if ((rv = acp_mcp_server_add_resource(s, &r)) != 0)
+    goto fail;
+  memset(&t, 0, sizeof(t));
+  t.version = ACP_MCP_DEF_VERSION;
+  t.uri_template = "mem://items/{id}";
+  t.name = "items";
+  t.handler = read_item;
+  t.lister = list_items;
+  if ((rv = acp_mcp_server_add_template(s, &t)) != 0)
+    goto fail;
+  memset(&p, 0, sizeof(p));
+  p.version = ACP_MCP_DEF_VERSION;
+  p.name = "greet";
+  p.description = "Say hello";
+  p.arguments = "[{\"name\":\"name\",\"required\":true},{\"name\":\"tone\"}]";
+  p.handler = get_greet;
+  if ((rv = acp_mcp_server_add_prompt(s, &p)) != 0)
+    goto fail;
+  acp_mcp_server_set_completion(s, complete, NULL);
+  acp_mcp_server_set_logging(s, 1);
+  if ((rv = acp_mcp_server_set_instructions(s, "Be nice")) != 0)
+    goto fail;
+  *out = s;
+  return 0;
+fail:
+  acp_mcp_server_free(s);
+  return rv;
+}
+
+#define INIT_FMT                                                               \
+  "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"       \
+  "\"protocolVersion\":\"%s\",\"capabilities\":%s,\"clientInfo\":{\"name\":"   \
+  "\"t\",\"version\":\"1\"}}}"
+
+static void do_init(acp_mcp_conn *c, const char *version, const char *caps) {
+  char line[512];
+  const char *out;
+
+  snprintf(line, sizeof(line), INIT_FMT, version, caps);
+  out = xchg(c, line);
+  HAS(out, "\"protocolVersion\"");
+  out =
+      xchg(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+  assert_string_equal(out, "");
+  assert_true(acp_mcp_conn_is_initialized(c));
+}
+
+typedef struct pair {
+  acp_mcp_server *s;
+  acp_mcp_conn *c;
+} pair;
+
+static int setup(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(make_server(&p->s, NULL), 0);
+  assert_int_equal(acp_mcp_conn_new(&p->c, p->s, NULL), 0);
+  *state = p;
+  return 0;
+}
+
+static int teardown(void **state) {
+  pair *p = *state;
+  acp_mcp_conn_free(p->c);
+  acp_mcp_server_free(p->s);
+  free(p);
+  return 0;
+}
+
+/* MARK: - Lifecycle */
+
+static void test_initialize_negotiation_matrix(void **state) {
+  static const struct {
+    const char *asked;
+    const char *got;
+  } m[] = {{"2024-11-05", "2024-11-05"},
+           {"2025-03-26", "2025-03-26"},
+           {"2025-06-18", "2025-06-18"},
+           {"2025-11-25", "2025-11-25"},
+           {"2099-01-01", "2025-11-25"},
+           {"1.0", "2025-11-25"},
+           {"", "2025-11-25"}};
+  pair *p = *state;
+  size_t i;
+
+  for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+    acp_mcp_conn *c;
+    char line[512];
+    char want[64];
+    const char *out;
+
+    assert_int_equal(acp_mcp_conn_new(&c, p->s, NULL), 0);
+    snprintf(line, sizeof(line), INIT_FMT, m[i].asked, "{}");
+    out = xchg(c, line);
+    snprintf(want, sizeof(want), "\"protocolVersion\":\"%s\"", m[i].got);
+    HAS(out, want);
+    assert_string_equal(acp_mcp_version_str(acp_mcp_conn_version(c)), m[i].got);
+    acp_mcp_conn_free(c);
+  }
+  (void)state;
+}
+
+static void test_initialize_result_capabilities(void **state) {
+  pair *p = *state;
+  char line[512];
+  const char *out;
+
+  snprintf(line, sizeof(line), INIT_FMT, "2025-11-25", "{\"sampling\":{}}");
+  out = xchg(p->c, line);
+  HAS(out, "\"tools\":{\"listChanged\":true}");
+  HAS(out, "\"resources\":{\"subscribe\":true,\"listChanged\":true}");
+  HAS(out, "\"prompts\":{\"listChanged\":true}");
+  HAS(out, "\"logging\":{}");
+  HAS(out, "\"completions\":{}");
+  HAS(out, "\"serverInfo\":{\"name\":\"test-server\",\"version\":\"1.2.3\"}");
+  HAS(out, "\"instructions\":\"Be nice\"");
+  {
+    size_t n;
+    const char *caps = acp_mcp_conn_client_capabilities(p->c, &n);
+    assert_non_null(caps);
+    assert_memory_equal(caps, "{\"sampling\":{}}", n);
+  }
+}
+
+static void test_empty_server_offers_nothing(void **state) {
+  acp_mcp_server *s;
+  acp_mcp_conn *c;
+  char line[512];
+  const char *out;
+  (void)state;
+
+  assert_int_equal(acp_mcp_server_new(&s, "e", "0", NULL, NULL), 0);
+  assert_int_equal(acp_mcp_conn_new(&c, s, NULL), 0);
+  snprintf(line, sizeof(line), INIT_FMT, "2025-06-18", "{}");
+  out = xchg(c, line);
+  HAS(out, "\"capabilities\":{}");
+  out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+  HAS(out, "-32601");
+  out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"logging/setLevel\","
+                "\"params\":{\"level\":\"info\"}}");
+  HAS(out, "-32601");
+  out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"completion/"
+                "complete\",\"params\":{}}");
+  HAS(out, "-32601");
+  acp_mcp_server_declare(s, ACP_MCP_CAP_TOOLS);
+  out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}");
+  HAS(out, "{\"tools\":[]}");
+  acp_mcp_conn_free(c);
+  acp_mcp_server_free(s);
+}
+
+static void test_requests_before_initialize(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+  HAS(out, "\"id\":1");
+  HAS(out, "\"code\":-32600");
+  HAS(out, "Server not initialized");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\"}}");
+  HAS(out, "-32600");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+  assert_string_equal(out, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n");
+  /* Notifications before initialize are ignored. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                   "initialized\"}");
+  assert_string_equal(out, "");
+  assert_false(acp_mcp_conn_is_initialized(p->c));
+  do_init(p->c, "2025-11-25", "{}");
+}
+
+static void test_initialize_bad_params(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                   "\"params\":{\"protocolVersion\":20241105}}");
+  HAS(out, "-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\","
+                   "\"params\":[1]}");
+  HAS(out, "-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\","
+                   "\"params\":{\"protocolVersion\":\"2025-11-25\","
+                   "\"capabilities\":7}}");
+  HAS(out, "-32602");
+  assert_int_equal(acp_mcp_conn_version(p->c), ACP_MCP_VERSION_UNKNOWN);
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\","
+                   "\"params\":{\"protocolVersion\":\"2025-11-25\"}}");
+  HAS(out, "-32600");
+  HAS(out, "Already initialized");
+}
+
+static void test_malformed_json_keeps_serving(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":");
+  HAS(out, "-32700");
+  out = xchg(p->c, "[]");
+  HAS(out, "-32600");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope/nope\"}");
+  HAS(out, "-32601");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+                   "\"hi\"}}}");
+  assert_string_equal(out, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{"
+                           "\"content\":[{\"type\":\"text\",\"text\":\"Echo: "
+                           "hi\"}]}}\n");
+}
+
+/* MARK: - Tools */
+
+static void test_tools_list_and_echo(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-06-18", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+  HAS(out, "{\"name\":\"echo\",\"description\":\"Echoes back the input\","
+           "\"inputSchema\":{");
+  HAS(out, "\"name\":\"structured\",\"title\":\"Structured\"");
+  HAS(out, "\"outputSchema\":{\"type\":\"object\"}");
+  HAS(out, "\"annotations\":{\"readOnlyHint\":true}");
+  HAS(out, "\"icons\":[{\"src\":");
+  HAS(out, "\"name\":\"fail\",\"inputSchema\":{\"type\":\"object\"}");
+  HASNT(out, "nextCursor");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"tools/"
+                   "call\",\"params\":{\"name\":\"echo\",\"arguments\":{"
+                   "\"message\":\"a\\nb\"}}}");
+  HAS(out, "\"id\":\"s\"");
+  HAS(out, "\"text\":\"Echo: a\\nb\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"structured\"}}");
+  HAS(out, "\"structuredContent\":{\"t\":22}");
+  HASNT(out, "isError");
+}
+
+static void test_unknown_tool_is_invalid_params(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"nope\",\"arguments\":{}}}");
+  HAS(out, "\"code\":-32602");
+  HAS(out, "Unknown tool: nope");
+}
+
+static void test_wrong_param_types(void **state) {
+  static const char *const lines[] = {
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":5}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"echo\",\"arguments\":\"x\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[]}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\","
+      "\"params\":{\"uri\":1}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/subscribe\","
+      "\"params\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\","
+      "\"params\":{\"level\":\"loud\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/setLevel\","
+      "\"params\":{\"level\":3}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{"
+      "\"name\":\"greet\",\"arguments\":{\"name\":3}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/get\",\"params\":{"
+      "\"name\":\"greet\",\"arguments\":[]}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"completion/complete\","
+      "\"params\":{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"greet\"},"
+      "\"argument\":{\"name\":\"x\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"completion/complete\","
+      "\"params\":{\"ref\":{\"type\":\"ref/other\"},\"argument\":{\"name\":"
+      "\"x\",\"value\":\"\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{"
+      "\"cursor\":5}}",
+  };
+  pair *p = *state;
+  size_t i;
+
+  do_init(p->c, "2025-11-25", "{}");
+  for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+    const char *out = xchg(p->c, lines[i]);
+    HAS(out, "\"code\":-32602");
+  }
+  assert_int_equal(acp_rpc_session_incoming(acp_mcp_conn_session(p->c)), 0);
+}
+
+static void test_tool_handler_error_becomes_is_error(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"fail\"}}");
+  HAS(out, "\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+  HAS(out, "\"isError\":true");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\",\"arguments\":{}}}");
+  HAS(out, "\"isError\":true");
+}
+
+/* MARK: - Pagination */
+
+static void test_pagination_across_pages(void **state) {
+  pair *p = *state;
+  char line[256];
+  char cursor[64];
+  const char *out;
+  const char *c1;
+  int pages = 0;
+  int names = 0;
+
+  acp_mcp_server_set_page_size(p->s, 2);
+  do_init(p->c, "2025-11-25", "{}");
+  strcpy(line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+  for (;;) {
+    const char *q;
+    out = xchg(p->c, line);
+    pages++;
+    for (q = out; (q = strstr(q, "\"name\":")) != NULL; q++)
+      names++;
+    c1 = strstr(out, "\"nextCursor\":\"");
+    if (c1 == NULL)
+      break;
+    c1 += 14;
+    snprintf(cursor, sizeof(cursor), "%.*s", (int)(strchr(c1, '"') - c1), c1);
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+             "\"params\":{\"cursor\":\"%s\"}}",
+             cursor);
+  }
+  assert_int_equal(pages, 3); /* 6 tools, 2 per page */
+  assert_int_equal(names, 6);
+  /* A cursor of another list, garbage, and one past the end. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/list\","
+                   "\"params\":{\"cursor\":\"t2\"}}");
+  HAS(out, "-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\","
+                   "\"params\":{\"cursor\":\"garbage\"}}");
+  HAS(out, "-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\","
+                   "\"params\":{\"cursor\":\"t99\"}}");
+  HAS(out, "-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\","
+                   "\"params\":{\"cursor\":\"t99999999999999999999999\"}}");
+  HAS(out, "-32602");
+  /* Resources: 1 static + 2 listed by the template. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/"
+                   "list\"}");
+  HAS(out, "\"uri\":\"mem://a\"");
+  HAS(out, "\"uri\":\"mem://items/1\"");
+  HASNT(out, "items/2");
+  HAS(out, "\"nextCursor\":\"r2\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/"
+                   "list\",\"params\":{\"cursor\":\"r2\"}}");
+  HAS(out, "{\"uri\":\"mem://items/2\",\"name\":\"item2\",\"description\":"
+           "\"two\"}");
+  HASNT(out, "nextCursor");
+}
+
+/* MARK: - Resources, prompts, completion */
+
+static void test_resources(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://a\"}}");
+  HAS(out, "{\"contents\":[{\"uri\":\"mem://a\",\"mimeType\":\"text/plain\","
+           "\"text\":\"alpha\"}]}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://items/42\"}}");
+  HAS(out, "\"text\":\"item 42\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://items/4/2\"}}");
+  HAS(out, "\"code\":-32002");
+  HAS(out, "\"data\":{\"uri\":\"mem://items/4/2\"}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/"
+                   "templates/list\"}");
+  HAS(out, "{\"resourceTemplates\":[{\"uriTemplate\":\"mem://items/{id}\","
+           "\"name\":\"items\"}]}");
+}
+
+static void test_prompts(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out =
+      xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"prompts/list\"}");
+  HAS(out, "\"name\":\"greet\"");
+  HAS(out, "\"arguments\":[{\"name\":\"name\",\"required\":true}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/get\","
+                   "\"params\":{\"name\":\"greet\",\"arguments\":{\"name\":"
+                   "\"Bob\"}}}");
+  HAS(out, "Hello Bob");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/get\","
+                   "\"params\":{\"name\":\"greet\"}}");
+  HAS(out, "-32602");
+  HAS(out, "Missing required argument: name");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"prompts/get\","
+                   "\"params\":{\"name\":\"nope\"}}");
+  HAS(out, "-32602");
+  HAS(out, "Unknown prompt: nope");
+}
+
+static void test_completion(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"completion/complete\","
+             "\"params\":{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"greet\"},"
+             "\"argument\":{\"name\":\"tone\",\"value\":\"py\"}}}");
+  HAS(out, "{\"completion\":{\"values\":[\"python\",\"pytorch\"],\"total\":10,"
+           "\"hasMore\":true}}");
+  out = xchg(p->c,
+             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"completion/complete\","
+             "\"params\":{\"ref\":{\"type\":\"ref/resource\",\"uri\":\"mem://"
+             "items/{id}\"},\"argument\":{\"name\":\"id\",\"value\":\"\"}}}");
+  HAS(out, "\"completion\"");
+  out = xchg(p->c,
+             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"completion/complete\","
+             "\"params\":{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"nope\"},"
+             "\"argument\":{\"name\":\"a\",\"value\":\"b\"}}}");
+  HAS(out, "-32602");
+}
+
+/* MARK: - Logging, progress, cancellation */
+
+static void test_logging_level_filter(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  /* Nothing is sent before initialize. */
+  assert_int_equal(acp_mcp_conn_log(p->c, ACP_MCP_LOG_ERROR, NULL, NULL, 0), 0);
+  assert_string_equal(drain(p->c), "");
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"logging/"
+                   "setLevel\",\"params\":{\"level\":\"warning\"}}");
+  HAS(out, "\"result\":{}");
+  assert_int_equal(acp_mcp_conn_log_level(p->c), ACP_MCP_LOG_WARNING);
+  assert_int_equal(
+      acp_mcp_server_log(p->s, ACP_MCP_LOG_INFO, "db", "\"quiet\"", 7), 0);
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(
+      acp_mcp_server_log(p->s, ACP_MCP_LOG_ERROR, "db", "{\"x\":1}", 7), 0);
+  out = drain(p->c);
+  assert_string_equal(out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                           "message\",\"params\":{\"level\":\"error\","
+                           "\"logger\":\"db\",\"data\":{\"x\":1}}}\n");
+  assert_int_equal(acp_mcp_conn_log(p->c, (acp_mcp_log_level)99, NULL, NULL, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+}
+
+static void test_progress_notifications(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"progress\",\"_meta\":{"
+                   "\"progressToken\":\"tok\"}}}");
+  HAS(out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
+           "\"params\":{\"progressToken\":\"tok\",\"progress\":1,\"total\":3,"
+           "\"message\":\"one\"}}\n{\"jsonrpc\":\"2.0\",\"method\":"
+           "\"notifications/progress\",\"params\":{\"progressToken\":\"tok\","
+           "\"progress\":2}}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\"");
+  /* Without a token, progress is silently skipped. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"progress\"}}");
+  HASNT(out, "notifications/progress");
+  HAS(out, "\"text\":\"done\"");
+}
+
+static void test_cancel_suppresses_response(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"slow\",\"_meta\":{\"progressToken\":"
+                   "5}}}");
+  assert_string_equal(out, "");
+  assert_non_null(g.pending);
+  assert_int_equal(acp_rpc_session_incoming(acp_mcp_conn_session(p->c)), 1);
+  out =
+      xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                 "cancelled\",\"params\":{\"requestId\":7,\"reason\":\"x\"}}");
+  assert_string_equal(out, "");
+  assert_int_equal(g.cancels, 1);
+  assert_true(acp_mcp_call_is_cancelled(g.pending));
+  assert_int_equal(acp_rpc_session_incoming(acp_mcp_conn_session(p->c)), 0);
+  /* Progress and the late answer are dropped. */
+  assert_int_equal(acp_mcp_call_progress(g.pending, 1, -1, NULL), 0);
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "late", 4, false), 0);
+  assert_string_equal(drain(p->c), "");
+  /* A second cancel for the same id is ignored. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                   "cancelled\",\"params\":{\"requestId\":7}}");
+  assert_string_equal(out, "");
+  assert_int_equal(g.cancels, 1);
+}
+
+static void test_late_answer_without_cancel(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"tools/"
+                   "call\",\"params\":{\"name\":\"slow\"}}");
+  assert_string_equal(out, "");
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "later", 5, false), 0);
+  HAS(drain(p->c), "\"id\":\"q\",\"result\":{\"content\":[{\"type\":\"text\","
+                   "\"text\":\"later\"}]}");
+}
+
+/* MARK: - Server->client requests */
+
+static void test_sampling_roundtrip_raw(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{\"sampling\":{}}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"sample\"}}");
+  HAS(out, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"sampling/"
+           "createMessage\",\"params\":{\"messages\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"role\":"
+                   "\"assistant\",\"content\":{\"type\":\"text\",\"text\":"
+                   "\"yo\"},\"model\":\"m\"}}");
+  HAS(out, "\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+  assert_int_equal(g.sampling_status, 0);
+  HAS(g.sampled, "\"model\":\"m\"");
+}
+
+static void test_sampling_unsupported_by_client(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"sample\"}}");
+  HAS(out, "no sampling");
+  HASNT(out, "createMessage");
+}
+
+static void test_cancel_cancels_sub_requests(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{\"sampling\":{}}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"sample\"}}");
+  HAS(out, "createMessage");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                   "cancelled\",\"params\":{\"requestId\":1}}");
+  /* The sampling request is cancelled at the client; nothing answers id 1. */
+  HAS(out, "notifications/cancelled");
+  HAS(out, "\"requestId\":0");
+  HASNT(out, "\"id\":1");
+  assert_int_equal(g.sampling_status, ACP_ERR_CANCELLED);
+  /* The client's late sampling answer is ignored. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}");
+  assert_string_equal(out, "");
+}
+
+/* MARK: - Subscriptions and list changes */
+
+static void test_subscriptions(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/"
+                   "subscribe\",\"params\":{\"uri\":\"mem://a\"}}");
+  HAS(out, "\"result\":{}");
+  assert_true(acp_mcp_conn_is_subscribed(p->c, "mem://a"));
+  assert_int_equal(acp_mcp_server_resource_updated(p->s, "mem://b"), 0);
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_server_resource_updated(p->s, "mem://a"), 0);
+  assert_string_equal(
+      drain(p->c), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                   "resources/updated\",\"params\":{\"uri\":\"mem://a\"}}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/"
+                   "unsubscribe\",\"params\":{\"uri\":\"mem://a\"}}");
+  HAS(out, "\"result\":{}");
+  assert_int_equal(acp_mcp_server_resource_updated(p->s, "mem://a"), 0);
+  assert_string_equal(drain(p->c), "");
+  acp_mcp_server_set_subscribe(p->s, 0);
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/"
+                   "subscribe\",\"params\":{\"uri\":\"mem://a\"}}");
+  HAS(out, "-32601");
+}
+
+static void test_list_changed_and_remove(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_TOOLS), 0);
+  assert_string_equal(drain(p->c), ""); /* not initialized yet */
+  do_init(p->c, "2025-11-25", "{}");
+  assert_int_equal(acp_mcp_server_remove_tool(p->s, "echo"), 0);
+  assert_int_equal(acp_mcp_server_remove_tool(p->s, "echo"), ACP_ERR_NOT_FOUND);
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_TOOLS), 0);
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_PROMPTS), 0);
+  assert_int_equal(
+      acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_RESOURCE_TEMPLATES), 0);
+  out = drain(p->c);
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/"
+           "list_changed\"}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+           "prompts/list_changed\"}\n{\"jsonrpc\":\"2.0\",\"method\":"
+           "\"notifications/resources/list_changed\"}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\"}}");
+  HAS(out, "Unknown tool: echo");
+  assert_int_equal(acp_mcp_server_remove_resource(p->s, "mem://a"), 0);
+  assert_int_equal(acp_mcp_server_remove_template(p->s, "mem://items/{id}"), 0);
+  assert_int_equal(acp_mcp_server_remove_prompt(p->s, "greet"), 0);
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/"
+                   "list\"}");
+  HAS(out, "-32601"); /* the family is no longer offered */
+}
+
+/* MARK: - Batches */
+
+static void test_batches_only_with_2025_03_26(void **state) {
+  static const char batch[] =
+      "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":"
+      "\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+      "\"echo\",\"arguments\":{\"message\":\"b\"}}}]";
+  pair *p = *state;
+  acp_mcp_conn *c2;
+  const char *out;
+
+  /* Before initialize and with 2025-06-18: one -32600, id null. */
+  out = xchg(p->c, batch);
+  assert_string_equal(out, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{"
+                           "\"code\":-32600,\"message\":\"Invalid Request\","
+                           "\"data\":\"batches are not supported\"}}\n");
+  do_init(p->c, "2025-06-18", "{}");
+  out = xchg(p->c, batch);
+  HAS(out, "\"id\":null");
+  HAS(out, "-32600");
+
+  assert_int_equal(acp_mcp_conn_new(&c2, p->s, NULL), 0);
+  do_init(c2, "2025-03-26", "{}");
+  out = xchg(c2, batch);
+  assert_true(out[0] == '[');
+  HAS(out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+  HAS(out, "Echo: b");
+  acp_mcp_conn_free(c2);
+}
+
+/* MARK: - Registration and helpers */
+
+static int noop_tool(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)a;
+  (void)ud;
+  return acp_mcp_call_respond_text(call, "", 0, false);
+}
+
+static void test_registration_errors(void **state) {
+  pair *p = *state;
+  acp_mcp_tool_def d;
+  acp_mcp_template_def t;
+  acp_mcp_prompt_def pr;
+
+  memset(&d, 0, sizeof(d));
+  d.version = ACP_MCP_DEF_VERSION;
+  d.name = "echo";
+  d.handler = noop_tool;
+  assert_int_equal(acp_mcp_server_add_tool(p->s, &d), ACP_ERR_INVALID_STATE);
+  d.name = "x";
+  d.input_schema = "{\"type\":";
+  assert_int_equal(acp_mcp_server_add_tool(p->s, &d), ACP_ERR_INVALID_ARGUMENT);
+  d.input_schema = "[]";
+  assert_int_equal(acp_mcp_server_add_tool(p->s, &d), ACP_ERR_INVALID_ARGUMENT);
+  d.input_schema = NULL;
+  d.icons = "{}";
+  assert_int_equal(acp_mcp_server_add_tool(p->s, &d), ACP_ERR_INVALID_ARGUMENT);
+  d.icons = NULL;
+  d.version = 99;
+  assert_int_equal(acp_mcp_server_add_tool(p->s, &d), ACP_ERR_INVALID_ARGUMENT);
+  d.version = ACP_MCP_DEF_VERSION;
+  d.handler = NULL;
+  assert_int_equal(acp_mcp_server_add_tool(p->s, &d), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_add_tool(NULL, &d), ACP_ERR_INVALID_ARGUMENT);
+
+  memset(&t, 0, sizeof(t));
+  t.version = ACP_MCP_DEF_VERSION;
+  t.uri_template = "mem://{a";
+  t.name = "bad";
+  t.handler = read_static;
+  assert_int_equal(acp_mcp_server_add_template(p->s, &t),
+                   ACP_ERR_INVALID_ARGUMENT);
+  t.uri_template = "mem://{}";
+  assert_int_equal(acp_mcp_server_add_template(p->s, &t),
+                   ACP_ERR_INVALID_ARGUMENT);
+
+  memset(&pr, 0, sizeof(pr));
+  pr.version = ACP_MCP_DEF_VERSION;
+  pr.name = "p2";
+  pr.handler = get_greet;
+  pr.arguments = "[{\"required\":true}]";
+  assert_int_equal(acp_mcp_server_add_prompt(p->s, &pr),
+                   ACP_ERR_INVALID_ARGUMENT);
+  pr.arguments = "[{\"name\":\"a\",\"required\":\"yes\"}]";
+  assert_int_equal(acp_mcp_server_add_prompt(p->s, &pr),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_new(NULL, "a", "b", NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+}
+
+static void test_uri_template_match(void **state) {
+  size_t st[4];
+  size_t ln[4];
+  size_t nv = 0;
+  (void)state;
+
+  assert_int_equal(acp_mcp_uri_template_match("db://{t}/{id}", 13, "db://u/7",
+                                              8, st, ln, 4, &nv),
+                   1);
+  assert_int_equal(nv, 2);
+  assert_int_equal(st[0], 5);
+  assert_int_equal(ln[0], 1);
+  assert_int_equal(st[1], 7);
+  assert_int_equal(ln[1], 1);
+  /* Adjacent variables with a literal between them: backtracking. */
+  assert_int_equal(
+      acp_mcp_uri_template_match("x:{a}.{b}", 9, "x:1.2.3", 7, st, ln, 4, &nv),
+      1);
+  assert_int_equal(ln[0], 3);
+  assert_int_equal(ln[1], 1);
+  assert_int_equal(
+      acp_mcp_uri_template_match("x:{a}", 5, "x:", 2, NULL, NULL, 0, NULL), 0);
+  assert_int_equal(
+      acp_mcp_uri_template_match("x:{a}", 5, "x:a/b", 5, NULL, NULL, 0, NULL),
+      0);
+  assert_int_equal(
+      acp_mcp_uri_template_match("x:{a}", 5, "y:a", 3, NULL, NULL, 0, NULL), 0);
+  assert_int_equal(
+      acp_mcp_uri_template_match("plain", 5, "plain", 5, NULL, NULL, 0, NULL),
+      1);
+  assert_int_equal(
+      acp_mcp_uri_template_match("a}", 2, "a}", 2, NULL, NULL, 0, NULL),
+      ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_mcp_uri_template_match("{a}{b}{c}", 9, "xyz", 3, st, ln, 2, &nv),
+      ACP_ERR_INVALID_ARGUMENT);
+}
+
+static void test_versions_and_levels(void **state) {
+  (void)state;
+  assert_string_equal(acp_mcp_version_str(ACP_MCP_VERSION_2024_11_05),
+                      "2024-11-05");
+  assert_null(acp_mcp_version_str(ACP_MCP_VERSION_UNKNOWN));
+  assert_int_equal(acp_mcp_version_parse("2025-03-26", 10),
+                   ACP_MCP_VERSION_2025_03_26);
+  assert_int_equal(acp_mcp_version_parse("2026-07-28", 10),
+                   ACP_MCP_VERSION_UNKNOWN);
+  assert_int_equal(acp_mcp_log_level_parse("emergency", 9),
+                   ACP_MCP_LOG_EMERGENCY);
+  assert_int_equal(acp_mcp_log_level_parse("Error", 5), -1);
+  assert_string_equal(acp_mcp_log_level_str(ACP_MCP_LOG_NOTICE), "notice");
+}
+
+/* MARK: - Allocation failure */
+
+typedef struct failmem {
+  long count;
+  long fail_at; /* -1: never */
+  long live;
+} failmem;
+
+static failmem fm;
+
+static void *fm_malloc(size_t n, void *ud) {
+  (void)ud;
+  if (fm.fail_at >= 0 && fm.count++ == fm.fail_at)
+    return NULL;
+  fm.live++;
+  return malloc(n);
+}
+static void fm_free(void *p, void *ud) {
+  (void)ud;
+  if (p)
+    fm.live--;
+  free(p);
+}
+static void *fm_calloc(size_t a, size_t b, void *ud) {
+  (void)ud;
+  if (fm.fail_at >= 0 && fm.count++ == fm.fail_at)
+    return NULL;
+  fm.live++;
+  return calloc(a, b);
+}
+static void *fm_realloc(void *p, size_t n, void *ud) {
+  (void)ud;
+  if (fm.fail_at >= 0 && fm.count++ == fm.fail_at)
+    return NULL;
+  if (p == NULL)
+    fm.live++;
+  return realloc(p, n);
+}
+
+/* The whole scenario; returns 0 when it ran to the end. Any failure must be
+ * clean (an error code, no crash, no leak). */
+static int failmem_scenario(const acp_mem *mem) {
+  static const char *const lines[] = {
+      "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+      "\"protocolVersion\":\"2025-03-26\",\"capabilities\":{\"sampling\":{}},"
+      "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"echo\",\"arguments\":{\"message\":\"x\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"progress\",\"_meta\":{\"progressToken\":1}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/read\",\"params\":{"
+      "\"uri\":\"mem://items/9\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/list\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"prompts/get\",\"params\":{"
+      "\"name\":\"greet\",\"arguments\":{\"name\":\"z\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/subscribe\","
+      "\"params\":{\"uri\":\"mem://a\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"slow\"}}",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+      "{\"requestId\":8}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"sample\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"model\":\"m\"}}",
+      "[{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}]",
+      "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"nope\"}}",
+  };
+  acp_mcp_server *s = NULL;
+  acp_mcp_conn *c = NULL;
+  size_t i;
+  int rv;
+
+  memset(&g, 0, sizeof(g));
+  rv = make_server(&s, mem);
+  if (rv != 0)
+    return rv;
+  rv = acp_mcp_conn_new(&c, s, NULL);
+  if (rv != 0)
+    goto done;
+  for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+    char buf[512];
+    const char *out;
+    size_t n = strlen(lines[i]);
+    acp_ssize r;
+
+    memcpy(buf, lines[i], n);
+    buf[n] = '\n';
+    r = acp_mcp_conn_recv(c, buf, n + 1, 0);
+    if (r < 0) {
+      rv = (int)r;
+      goto done;
+    }
+    r = acp_mcp_conn_send(c, &out);
+    if (r < 0) {
+      rv = (int)r;
+      goto done;
+    }
+  }
+  rv = acp_mcp_server_resource_updated(s, "mem://a");
+  if (rv == 0)
+    rv = acp_mcp_server_log(s, ACP_MCP_LOG_ERROR, "x", "1", 1);
+done:
+  acp_mcp_conn_free(c);
+  acp_mcp_server_free(s);
+  return rv;
+}
+
+static void test_allocation_failure_loop(void **state) {
+  acp_mem mem = {NULL, fm_malloc, fm_free, fm_calloc, fm_realloc};
+  long total;
+  long i;
+  int failures = 0;
+  (void)state;
+
+  memset(&fm, 0, sizeof(fm));
+  fm.fail_at = -1;
+  assert_int_equal(failmem_scenario(&mem), 0);
+  assert_int_equal(fm.live, 0);
+  total = fm.count;
+  fm.count = 0;
+  /* Counting happens only while failing is armed; count once armed. */
+  fm.fail_at = 1L << 40;
+  assert_int_equal(failmem_scenario(&mem), 0);
+  total = fm.count;
+  assert_true(total > 50);
+  for (i = 0; i < total; i++) {
+    int rv;
+    fm.count = 0;
+    fm.fail_at = i;
+    fm.live = 0;
+    rv = failmem_scenario(&mem);
+    if (rv != 0)
+      failures++;
+    assert_int_equal(fm.live, 0);
+  }
+  assert_true(failures > 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_initialize_negotiation_matrix, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_initialize_result_capabilities,
+                                      setup, teardown),
+      cmocka_unit_test(test_empty_server_offers_nothing),
+      cmocka_unit_test_setup_teardown(test_requests_before_initialize, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_initialize_bad_params, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_malformed_json_keeps_serving, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_tools_list_and_echo, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_unknown_tool_is_invalid_params,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wrong_param_types, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tool_handler_error_becomes_is_error,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pagination_across_pages, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_resources, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_prompts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_completion, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_logging_level_filter, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_progress_notifications, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_suppresses_response, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_late_answer_without_cancel, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_sampling_roundtrip_raw, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_sampling_unsupported_by_client,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_cancels_sub_requests, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_subscriptions, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_changed_and_remove, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_batches_only_with_2025_03_26, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_registration_errors, setup,
+                                      teardown),
+      cmocka_unit_test(test_uri_template_match),
+      cmocka_unit_test(test_versions_and_levels),
+      cmocka_unit_test(test_allocation_failure_loop),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
