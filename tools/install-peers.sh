@@ -25,6 +25,13 @@ force=0
 
 say() { printf 'install-peers: %s\n' "$*"; }
 
+# Tests that need the peers may start together (ctest -j): one installs,
+# the others wait for it under the same lock and then find it up to date.
+if [ -z "${ACP_PEERS_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+    mkdir -p "$dest"
+    ACP_PEERS_LOCKED=1 exec flock "$dest/.lock" "$0" "$@"
+fi
+
 command -v node >/dev/null 2>&1 || { say "error: node not found on PATH"; exit 1; }
 command -v npm >/dev/null 2>&1 || { say "error: npm not found on PATH"; exit 1; }
 say "node $(node --version), npm $(npm --version 2>/dev/null)"

@@ -11,9 +11,9 @@
 #define RT_SELF UINT32_MAX
 
 enum {
-  RT_F_USED = 1,  /* slot holds a live entry */
-  RT_F_INIT = 2,  /* an initialize (any spelling) */
-  RT_F_FRESH = 4  /* reserved, not yet indexed */
+  RT_F_USED = 1, /* slot holds a live entry */
+  RT_F_INIT = 2, /* an initialize (any spelling) */
+  RT_F_FRESH = 4 /* reserved, not yet indexed */
 };
 
 /*
@@ -38,9 +38,9 @@ typedef struct rt_entry {
 typedef struct rt_table {
   const acp_mem *mem;
   rt_entry *e;
-  uint32_t cap;   /* entries allocated */
-  uint32_t used;  /* slots ever handed out (high-water mark) */
-  uint32_t count; /* live entries */
+  uint32_t cap;       /* entries allocated */
+  uint32_t used;      /* slots ever handed out (high-water mark) */
+  uint32_t count;     /* live entries */
   uint32_t free_head; /* UINT32_MAX when empty */
   uint32_t *slots;    /* hash: entry index + 1, 0 empty */
   size_t nslots;      /* power of two, or 0 */

@@ -162,8 +162,7 @@ static void unindex(rt_table *t, uint32_t idx) {
     j = (j + 1) & mask;
     if (t->slots[j] == 0)
       break;
-    home = hash_key(t->e[t->slots[j] - 1].dst, t->e[t->slots[j] - 1].id) &
-           mask;
+    home = hash_key(t->e[t->slots[j] - 1].dst, t->e[t->slots[j] - 1].id) & mask;
     if (((j - home) & mask) >= ((j - i) & mask)) {
       t->slots[i] = t->slots[j];
       i = j;

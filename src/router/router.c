@@ -1,0 +1,1465 @@
+/*
+ * The conductor's routing core: see include/acp/router.h for the rules.
+ *
+ * Every input line is parsed once into a reused tape; the outgoing message
+ * is assembled directly in the destination link's output buffer from a few
+ * literal envelope pieces and spans of the input (ids, method names, params,
+ * results), so a forwarded payload is copied exactly once.
+ */
+#include "acp/json.h"
+#include "acp/rpc.h"
+#include "router_int.h"
+
+/* MARK: - Types (Private) */
+
+#define DEFAULT_MAX_PENDING 65536
+#define DEFAULT_MAX_OUTPUT ((size_t)1 << 30)
+#define MAX_COMPONENTS 65535
+
+enum { DIR_RIGHT = 0, DIR_LEFT = 1 };
+
+struct acp_router_options {
+  acp_router_mode mode;
+  acp_router_proxy_methods pm;
+  size_t max_pending;
+  size_t max_output;
+  uint32_t max_depth;
+  acp_router_trace_cb trace;
+  acp_router_event_cb event;
+};
+
+typedef struct rt_link {
+  acp__buf out;
+  acp_router_link_state state;
+  acp_router_wire wire;
+  bool handed;     /* out was returned by acp_router_send() */
+  bool batch_open; /* an array line is being written (batch) */
+  int64_t next_id;
+  char *reason; /* closed: escaped JSON string, quotes included */
+  size_t reason_len;
+  char *data; /* closed: error data, or NULL */
+  size_t data_len;
+  bool has_init;     /* an initialize was delivered to this link */
+  char *init_params; /* its params (NULL: none) */
+  size_t init_params_len;
+  char *init_result; /* its successful InitializeResponse result */
+  size_t init_result_len;
+} rt_link;
+
+struct acp_router {
+  acp_mem mem;
+  struct acp_router_options o;
+  void *user_data;
+  size_t n;
+  rt_link *links;
+  rt_table tab;
+  acp_json_doc *doc;
+  acp_json_doc *doc2; /* re-parsing stored params (G0 fallback) */
+  bool in_batch;
+  bool in_cb;
+  bool fatal;
+};
+
+/* An outgoing message being written to one link. */
+typedef struct wmsg {
+  acp_router *r;
+  uint32_t to;
+  uint32_t from;
+  size_t mark;  /* out.len before anything of this message */
+  size_t start; /* first byte of the message proper */
+  bool opened;  /* this message opened the batch array */
+  int err;
+} wmsg;
+
+/* MARK: - Small helpers (Private) */
+
+static bool is_agent(const acp_router *r, uint32_t k) {
+  return r->o.mode == ACP_ROUTER_MODE_AGENT && k == r->n;
+}
+
+static bool is_proxy(const acp_router *r, uint32_t k) {
+  return k >= 1 && k <= r->n && !is_agent(r, k);
+}
+
+static void event(acp_router *r, acp_router_event_type t, uint32_t link,
+                  const char *detail) {
+  if (r->o.event == NULL)
+    return;
+  r->in_cb = true;
+  r->o.event(r, t, link == RT_SELF ? ACP_ROUTER_SELF : link, detail,
+             r->user_data);
+  r->in_cb = false;
+}
+
+static int nomem(acp_router *r, int rv) {
+  if (rv == ACP_ERR_NOMEM)
+    r->fatal = true;
+  return rv;
+}
+
+static char *dup_bytes(acp_router *r, const char *p, size_t n) {
+  char *d = acp__malloc(&r->mem, n);
+
+  if (d != NULL && n > 0)
+    memcpy(d, p, n);
+  return d;
+}
+
+static size_t fmt_i64(char *buf, int64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  size_t i = 0;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+  do {
+    tmp[n++] = (char)('0' + (int)(u % 10));
+    u /= 10;
+  } while (u != 0);
+  if (v < 0)
+    buf[i++] = '-';
+  while (n > 0)
+    buf[i++] = tmp[--n];
+  return i;
+}
+
+static bool str_is(const acp_json_val *v, const char *s) {
+  return acp_json_str_eq(v, s, strlen(s)) != 0;
+}
+
+/* right(k): next live component after k; link 0 past the end (proxy mode). */
+static uint32_t right_of(const acp_router *r, uint32_t k) {
+  size_t j;
+
+  for (j = (size_t)k + 1; j <= r->n; j++)
+    if (r->links[j].state != ACP_ROUTER_LINK_BYPASSED)
+      return (uint32_t)j;
+  return 0;
+}
+
+/* left(k): previous live component before k, else link 0. */
+static uint32_t left_of(const acp_router *r, uint32_t k) {
+  size_t j;
+
+  for (j = k; j-- > 1;)
+    if (r->links[j].state != ACP_ROUTER_LINK_BYPASSED)
+      return (uint32_t)j;
+  return 0;
+}
+
+/* MARK: - Writing (Private) */
+
+static void w_put(wmsg *w, const char *s, size_t n) {
+  if (w->err == 0)
+    w->err = acp__buf_append(&w->r->links[w->to].out, s, n);
+}
+
+static void w_lit(wmsg *w, const char *s) {
+  w_put(w, s, strlen(s));
+}
+
+static void w_val(wmsg *w, const acp_json_val *v) {
+  size_t n;
+  const char *p = acp_json_raw(v, &n);
+
+  w_put(w, p, n);
+}
+
+static void w_begin(acp_router *r, wmsg *w, uint32_t from, uint32_t to) {
+  rt_link *l = &r->links[to];
+
+  w->r = r;
+  w->to = to;
+  w->from = from;
+  w->err = 0;
+  w->opened = false;
+  if (l->handed) {
+    l->out.len = 0;
+    l->handed = false;
+  }
+  w->mark = l->out.len;
+  if (r->in_batch) {
+    if (!l->batch_open) {
+      w_put(w, "[", 1);
+      l->batch_open = true;
+      w->opened = true;
+    } else {
+      w_put(w, ",", 1);
+    }
+  }
+  w->start = l->out.len;
+}
+
+static void w_abort(wmsg *w) {
+  rt_link *l = &w->r->links[w->to];
+
+  l->out.len = w->mark;
+  if (w->opened)
+    l->batch_open = false;
+}
+
+/* Finish a message: 0, or the write error (the message is then undone). */
+static int w_end(wmsg *w) {
+  acp_router *r = w->r;
+  rt_link *l = &r->links[w->to];
+  acp_router_hop hop;
+
+  if (!r->in_batch)
+    w_put(w, "\n", 1);
+  if (w->err != 0) {
+    w_abort(w);
+    return w->err;
+  }
+  if (r->o.trace != NULL) {
+    hop.from = w->from == RT_SELF ? ACP_ROUTER_SELF : w->from;
+    hop.to = w->to;
+    hop.data = l->out.data + w->start;
+    hop.len = l->out.len - w->start - (r->in_batch ? 0 : 1);
+    hop.in_batch = r->in_batch;
+    r->in_cb = true;
+    r->o.trace(r, &hop, r->user_data);
+    r->in_cb = false;
+  }
+  return 0;
+}
+
+/* Append an escaped JSON string (quotes included); bytes taken as UTF-8. */
+static int buf_escaped(acp__buf *b, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  size_t i;
+  size_t run = 0;
+  int rv = acp__buf_putc(b, '"');
+
+  for (i = 0; i < n && rv == 0; i++) {
+    unsigned char c = (unsigned char)s[i];
+    char esc[6];
+    size_t el = 2;
+    if (c >= 0x20 && c != '"' && c != '\\')
+      continue;
+    rv = acp__buf_append(b, s + run, i - run);
+    run = i + 1;
+    esc[0] = '\\';
+    if (c == '"' || c == '\\') {
+      esc[1] = (char)c;
+    } else if (c == '\n') {
+      esc[1] = 'n';
+    } else if (c == '\t') {
+      esc[1] = 't';
+    } else if (c == '\r') {
+      esc[1] = 'r';
+    } else {
+      esc[1] = 'u';
+      esc[2] = '0';
+      esc[3] = '0';
+      esc[4] = hex[c >> 4];
+      esc[5] = hex[c & 15];
+      el = 6;
+    }
+    if (rv == 0)
+      rv = acp__buf_append(b, esc, el);
+  }
+  if (rv == 0)
+    rv = acp__buf_append(b, s + run, n - run);
+  if (rv == 0)
+    rv = acp__buf_putc(b, '"');
+  return rv;
+}
+
+/*
+ * Write an error response to `to`. `id` is raw JSON (NULL: null), `message`
+ * a JSON string literal WITH quotes, `data` raw JSON or NULL. Output-cap
+ * failures drop the answer (reported); only NOMEM is returned.
+ */
+static int emit_error(acp_router *r, uint32_t to, const char *id, size_t id_len,
+                      int code, const char *message, size_t message_len,
+                      const char *data, size_t data_len) {
+  wmsg w;
+  char num[24];
+  int rv;
+
+  if (r->links[to].state == ACP_ROUTER_LINK_CLOSED ||
+      r->links[to].state == ACP_ROUTER_LINK_BYPASSED)
+    return 0;
+  w_begin(r, &w, RT_SELF, to);
+  w_lit(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
+  if (id != NULL)
+    w_put(&w, id, id_len);
+  else
+    w_lit(&w, "null");
+  w_lit(&w, ",\"error\":{\"code\":");
+  w_put(&w, num, fmt_i64(num, code));
+  w_lit(&w, ",\"message\":");
+  w_put(&w, message, message_len);
+  if (data != NULL) {
+    w_lit(&w, ",\"data\":");
+    w_put(&w, data, data_len);
+  }
+  w_lit(&w, "}}");
+  rv = w_end(&w);
+  if (rv == ACP_ERR_LIMIT) {
+    event(r, ACP_ROUTER_EVENT_DROPPED, to, "error answer exceeds output cap");
+    return 0;
+  }
+  return nomem(r, rv);
+}
+
+/* An error answer with a static message and a static reason as `data`. */
+static int reject(acp_router *r, uint32_t to, const acp_json_val *id, int code,
+                  const char *message, const char *reason) {
+  char msg[96];
+  char data[160];
+  size_t ml = strlen(message);
+  size_t dl = strlen(reason);
+  const char *idp = NULL;
+  size_t idn = 0;
+
+  if (ml + 2 > sizeof(msg) || dl + 2 > sizeof(data))
+    return ACP_ERR_INTERNAL;
+  msg[0] = '"';
+  memcpy(msg + 1, message, ml);
+  msg[ml + 1] = '"';
+  data[0] = '"';
+  memcpy(data + 1, reason, dl);
+  data[dl + 1] = '"';
+  if (id != NULL) {
+    acp_json_type t = acp_json_type_of(id);
+    if (t == ACP_JSON_STRING || t == ACP_JSON_NUMBER || t == ACP_JSON_NULL)
+      idp = acp_json_raw(id, &idn);
+  }
+  event(r, ACP_ROUTER_EVENT_REJECTED, to, reason);
+  return emit_error(r, to, idp, idn, code, msg, ml + 2, data, dl + 2);
+}
+
+/* The error for a request routed to a closed link. */
+static int answer_closed(acp_router *r, uint32_t to, uint32_t closed,
+                         const char *id, size_t id_len) {
+  rt_link *c = &r->links[closed];
+
+  return emit_error(r, to, id, id_len, ACP_RPC_INTERNAL_ERROR, c->reason,
+                    c->reason_len, c->data, c->data_len);
+}
+
+/* MARK: - Proxy method names (Private) */
+
+enum {
+  PM_NONE = 0,
+  PM_INIT,     /* proxy/initialize, _proxy/initialize */
+  PM_SUCCESSOR /* proxy/successor and the older spellings */
+};
+
+static int classify_method(const acp_json_val *m, acp_router_wire *wire) {
+  size_t n;
+  const char *s = acp_json_str_raw(m, &n);
+
+  if (s == NULL || acp_json_str_has_escapes(m)) {
+    /* Escaped spellings are rare; compare decoded. */
+    if (str_is(m, "proxy/successor")) {
+      *wire = ACP_ROUTER_WIRE_G2;
+      return PM_SUCCESSOR;
+    }
+    if (str_is(m, "_proxy/successor")) {
+      *wire = ACP_ROUTER_WIRE_G1;
+      return PM_SUCCESSOR;
+    }
+    if (str_is(m, "_proxy/successor/request") ||
+        str_is(m, "_proxy/successor/notification")) {
+      *wire = ACP_ROUTER_WIRE_G0;
+      return PM_SUCCESSOR;
+    }
+    if (str_is(m, "proxy/initialize")) {
+      *wire = ACP_ROUTER_WIRE_G2;
+      return PM_INIT;
+    }
+    if (str_is(m, "_proxy/initialize")) {
+      *wire = ACP_ROUTER_WIRE_G1;
+      return PM_INIT;
+    }
+    return PM_NONE;
+  }
+  if (n < 15 || (s[0] != 'p' && s[0] != '_'))
+    return PM_NONE;
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
+  if (IS("proxy/successor")) {
+    *wire = ACP_ROUTER_WIRE_G2;
+    return PM_SUCCESSOR;
+  }
+  if (IS("_proxy/successor")) {
+    *wire = ACP_ROUTER_WIRE_G1;
+    return PM_SUCCESSOR;
+  }
+  if (IS("_proxy/successor/request") || IS("_proxy/successor/notification")) {
+    *wire = ACP_ROUTER_WIRE_G0;
+    return PM_SUCCESSOR;
+  }
+  if (IS("proxy/initialize")) {
+    *wire = ACP_ROUTER_WIRE_G2;
+    return PM_INIT;
+  }
+  if (IS("_proxy/initialize")) {
+    *wire = ACP_ROUTER_WIRE_G1;
+    return PM_INIT;
+  }
+#undef IS
+  return PM_NONE;
+}
+
+static const char *successor_name(acp_router_wire wire, bool is_req) {
+  switch (wire) {
+  case ACP_ROUTER_WIRE_G1:
+    return "\"_proxy/successor\"";
+  case ACP_ROUTER_WIRE_G0:
+    return is_req ? "\"_proxy/successor/request\""
+                  : "\"_proxy/successor/notification\"";
+  default:
+    return "\"proxy/successor\"";
+  }
+}
+
+static bool meta_proxy_true(const acp_json_val *params) {
+  const acp_json_val *meta = acp_json_obj_getz(params, "_meta");
+  bool b = false;
+
+  return acp_json_get_bool(acp_json_obj_getz(meta, "proxy"), &b) == 0 && b;
+}
+
+/*
+ * Write initialize params for a G0 proxy: the original object with
+ * "proxy": true merged into its `_meta` (everything else spliced).
+ */
+static int w_g0_params(acp_router *r, wmsg *w, const char *params, size_t len) {
+  const acp_json_val *root = NULL;
+  const acp_json_val *k;
+  const acp_json_val *meta = NULL;
+  int rv;
+
+  if (params != NULL) {
+    if (r->doc2 == NULL) {
+      rv = acp_json_doc_new(&r->doc2, &r->mem);
+      if (rv != 0)
+        return nomem(r, rv);
+    }
+    rv = acp_json_doc_parse(r->doc2, params, len, NULL);
+    if (rv == ACP_ERR_NOMEM)
+      return nomem(r, rv);
+    if (rv == 0 &&
+        acp_json_type_of(acp_json_doc_root(r->doc2)) == ACP_JSON_OBJECT)
+      root = acp_json_doc_root(r->doc2);
+  }
+  meta = acp_json_obj_getz(root, "_meta");
+  w_lit(w, "{\"_meta\":{\"proxy\":true");
+  if (acp_json_type_of(meta) == ACP_JSON_OBJECT) {
+    for (k = acp_json_child(meta); k; k = acp_json_next(acp_json_next(k))) {
+      if (str_is(k, "proxy"))
+        continue;
+      w_lit(w, ",");
+      w_val(w, k);
+      w_lit(w, ":");
+      w_val(w, acp_json_next(k));
+    }
+  }
+  w_lit(w, "}");
+  for (k = acp_json_child(root); k; k = acp_json_next(acp_json_next(k))) {
+    if (str_is(k, "_meta"))
+      continue;
+    w_lit(w, ",");
+    w_val(w, k);
+    w_lit(w, ":");
+    w_val(w, acp_json_next(k));
+  }
+  w_lit(w, "}");
+  return 0;
+}
+
+/* MARK: - Forwarding (Private) */
+
+/*
+ * What to deliver: a method (raw JSON string) with optional params (raw),
+ * or, for `init`, an initialize whose name depends on the destination.
+ */
+typedef struct call {
+  const char *method; /* raw JSON string, quotes included */
+  size_t method_len;
+  const char *params; /* raw JSON or NULL */
+  size_t params_len;
+  const char *id; /* raw original id, NULL for a notification */
+  size_t id_len;
+  bool init;
+} call;
+
+/*
+ * Write a request/notification envelope to w->to. `form_wrap` wraps in the
+ * destination's proxy/successor spelling; `init_wire` >= 0 writes a
+ * proxy initialize in that spelling instead of the call's own method.
+ */
+static int w_call(acp_router *r, wmsg *w, const call *c, const char *newid,
+                  size_t newid_len, bool wrap, int init_wire) {
+  w_lit(w, "{\"jsonrpc\":\"2.0\"");
+  if (newid != NULL) {
+    w_lit(w, ",\"id\":");
+    w_put(w, newid, newid_len);
+  }
+  if (wrap) {
+    w_lit(w, ",\"method\":");
+    w_lit(w, successor_name(r->links[w->to].wire, newid != NULL));
+    w_lit(w, ",\"params\":{\"method\":");
+    w_put(w, c->method, c->method_len);
+    if (c->params != NULL) {
+      w_lit(w, ",\"params\":");
+      w_put(w, c->params, c->params_len);
+    }
+    w_lit(w, "}}");
+    return 0;
+  }
+  w_lit(w, ",\"method\":");
+  if (init_wire == ACP_ROUTER_WIRE_G2)
+    w_lit(w, "\"proxy/initialize\"");
+  else if (init_wire == ACP_ROUTER_WIRE_G1)
+    w_lit(w, "\"_proxy/initialize\"");
+  else if (init_wire == ACP_ROUTER_WIRE_G0)
+    w_lit(w, "\"initialize\"");
+  else
+    w_put(w, c->method, c->method_len);
+  if (init_wire == ACP_ROUTER_WIRE_G0) {
+    int rv;
+    w_lit(w, ",\"params\":");
+    rv = w_g0_params(r, w, c->params, c->params_len);
+    if (rv != 0)
+      return rv;
+  } else if (c->params != NULL) {
+    w_lit(w, ",\"params\":");
+    w_put(w, c->params, c->params_len);
+  }
+  w_lit(w, "}");
+  return 0;
+}
+
+static int remember_init_params(acp_router *r, uint32_t to, const call *c) {
+  rt_link *l = &r->links[to];
+  char *p = NULL;
+
+  if (c->params != NULL) {
+    p = dup_bytes(r, c->params, c->params_len);
+    if (p == NULL)
+      return nomem(r, ACP_ERR_NOMEM);
+  }
+  acp__free(&r->mem, l->init_params);
+  l->init_params = p;
+  l->init_params_len = c->params_len;
+  l->has_init = true;
+  return 0;
+}
+
+/*
+ * Deliver call `c` from `from` to `to`, travelling in direction `dir`.
+ * Requests get a fresh id on `to` and a table entry.
+ */
+static int forward(acp_router *r, uint32_t from, uint32_t to, int dir,
+                   const call *c) {
+  rt_link *l = &r->links[to];
+  bool wrap = (to == 0) ? (dir == DIR_RIGHT) : (dir == DIR_LEFT);
+  int init_wire = -1;
+  uint32_t idx = UINT32_MAX;
+  rt_entry *e = NULL;
+  char num[24];
+  size_t numlen = 0;
+  wmsg w;
+  int rv;
+
+  if (l->state == ACP_ROUTER_LINK_CLOSED) {
+    if (c->id == NULL) {
+      event(r, ACP_ROUTER_EVENT_DROPPED, from,
+            "notification for a closed link");
+      return 0;
+    }
+    event(r, ACP_ROUTER_EVENT_REJECTED, from, "request for a closed link");
+    return answer_closed(r, from, to, c->id, c->id_len);
+  }
+  if (c->init && !wrap && is_proxy(r, to))
+    init_wire = (int)l->wire;
+  if (c->id != NULL) {
+    if (r->tab.count >= r->o.max_pending) {
+      event(r, ACP_ROUTER_EVENT_REJECTED, from, "too many pending requests");
+      return emit_error(r, from, c->id, c->id_len, ACP_RPC_INTERNAL_ERROR,
+                        "\"Too many pending requests\"", 27, NULL, 0);
+    }
+    rv = rt__table_alloc(&r->tab, &idx);
+    if (rv != 0)
+      return nomem(r, rv);
+    e = &r->tab.e[idx];
+    e->dst = to;
+    e->src = from;
+    e->id = l->next_id++;
+    e->wire = init_wire;
+    rv = rt__entry_set_orig(&r->tab, e, c->id, c->id_len);
+    if (rv == 0 && c->init) {
+      e->flags |= RT_F_INIT;
+      if (c->params != NULL) {
+        e->params = dup_bytes(r, c->params, c->params_len);
+        e->params_len = c->params_len;
+        if (e->params == NULL)
+          rv = ACP_ERR_NOMEM;
+      }
+    }
+    if (rv != 0) {
+      rt__table_release(&r->tab, idx);
+      return nomem(r, rv);
+    }
+    numlen = fmt_i64(num, e->id);
+  }
+  w_begin(r, &w, from, to);
+  rv = w_call(r, &w, c, e ? num : NULL, numlen, wrap, init_wire);
+  if (rv == 0)
+    rv = w_end(&w);
+  else
+    w_abort(&w);
+  if (rv != 0) {
+    if (idx != UINT32_MAX)
+      rt__table_release(&r->tab, idx);
+    if (rv != ACP_ERR_LIMIT)
+      return nomem(r, rv);
+    if (c->id == NULL) {
+      event(r, ACP_ROUTER_EVENT_DROPPED, from, "message exceeds output cap");
+      return 0;
+    }
+    event(r, ACP_ROUTER_EVENT_REJECTED, from, "message exceeds output cap");
+    return emit_error(r, from, c->id, c->id_len, ACP_RPC_INTERNAL_ERROR,
+                      "\"Message too large\"", 19, NULL, 0);
+  }
+  if (idx != UINT32_MAX)
+    rt__table_index(&r->tab, idx);
+  if (c->init && !wrap && to != 0)
+    return remember_init_params(r, to, c);
+  return 0;
+}
+
+/* MARK: - Cancellation (Private) */
+
+static bool id_equal(acp_router *r, const rt_entry *e, const acp_json_val *id) {
+  size_t n;
+  const char *p = acp_json_raw(id, &n);
+
+  if (n == e->orig_len && memcmp(p, e->orig, n) == 0)
+    return true;
+  /* Strings may be spelled with different escapes. */
+  if (acp_json_type_of(id) == ACP_JSON_STRING && e->orig_len >= 2 &&
+      e->orig[0] == '"' &&
+      (acp_json_str_has_escapes(id) ||
+       memchr(e->orig, '\\', e->orig_len) != NULL)) {
+    char tmp[256];
+    size_t dl = 0;
+    /* Decode the stored id through a second document (rare path). The
+     * current message lives in r->doc, so r->doc2 is free here. */
+    if (r->doc2 == NULL && acp_json_doc_new(&r->doc2, &r->mem) != 0)
+      return false;
+    if (acp_json_doc_parse(r->doc2, e->orig, e->orig_len, NULL) == 0 &&
+        acp_json_str_unescape(acp_json_doc_root(r->doc2), tmp, sizeof(tmp),
+                              &dl) == 0)
+      return acp_json_str_eq(id, tmp, dl) != 0;
+    return false;
+  }
+  return false;
+}
+
+static int send_cancel(acp_router *r, uint32_t from, uint32_t to, int64_t id) {
+  wmsg w;
+  char num[24];
+  int rv;
+
+  if (r->links[to].state == ACP_ROUTER_LINK_CLOSED ||
+      r->links[to].state == ACP_ROUTER_LINK_BYPASSED)
+    return 0;
+  w_begin(r, &w, from, to);
+  w_lit(&w, "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+            "\"params\":{\"requestId\":");
+  w_put(&w, num, fmt_i64(num, id));
+  w_lit(&w, "}}");
+  rv = w_end(&w);
+  if (rv == ACP_ERR_LIMIT) {
+    event(r, ACP_ROUTER_EVENT_DROPPED, from, "cancel exceeds output cap");
+    return 0;
+  }
+  return nomem(r, rv);
+}
+
+static int translate_cancel(acp_router *r, uint32_t k,
+                            const acp_json_val *params) {
+  const acp_json_val *rid = acp_json_obj_getz(params, "requestId");
+  acp_json_type t = acp_json_type_of(rid);
+  uint32_t i;
+
+  if (t != ACP_JSON_STRING && t != ACP_JSON_NUMBER) {
+    event(r, ACP_ROUTER_EVENT_DROPPED, k, "cancel without a requestId");
+    return 0;
+  }
+  for (i = 0; i < r->tab.used; i++) {
+    rt_entry *e = &r->tab.e[i];
+    if ((e->flags & RT_F_USED) && e->src == k && id_equal(r, e, rid))
+      return send_cancel(r, k, e->dst, e->id);
+  }
+  event(r, ACP_ROUTER_EVENT_DROPPED, k, "cancel for an unknown request");
+  return 0;
+}
+
+/* MARK: - Routing (Private) */
+
+static void call_from(call *c, const acp_json_val *method,
+                      const acp_json_val *params, const acp_json_val *id) {
+  memset(c, 0, sizeof(*c));
+  c->method = acp_json_raw(method, &c->method_len);
+  if (params != NULL)
+    c->params = acp_json_raw(params, &c->params_len);
+  if (id != NULL)
+    c->id = acp_json_raw(id, &c->id_len);
+}
+
+/* A successor-family message (wrapped traffic) from link k. */
+static int route_successor(acp_router *r, uint32_t k, const acp_json_val *id,
+                           const acp_json_val *params, acp_router_wire wire) {
+  const acp_json_val *im = acp_json_obj_getz(params, "method");
+  const acp_json_val *ip = acp_json_obj_getz(params, "params");
+  acp_router_wire dummy;
+  call c;
+  uint32_t to;
+
+  if (k == 0 && r->o.mode == ACP_ROUTER_MODE_AGENT)
+    return id ? reject(r, k, id, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                       "the client is not a proxy: it has no successor")
+              : (event(r, ACP_ROUTER_EVENT_DROPPED, k,
+                       "proxy/successor from the client"),
+                 0);
+  if (is_agent(r, k))
+    return id ? reject(r, k, id, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                       "the agent has no successor")
+              : (event(r, ACP_ROUTER_EVENT_DROPPED, k,
+                       "proxy/successor from the agent"),
+                 0);
+  if (k == 0 || r->o.pm == ACP_ROUTER_PROXY_METHODS_AUTO)
+    r->links[k].wire = wire;
+  if (acp_json_type_of(im) != ACP_JSON_STRING) {
+    if (id == NULL) {
+      event(r, ACP_ROUTER_EVENT_DROPPED, k, "proxy/successor without method");
+      return 0;
+    }
+    return reject(r, k, id, ACP_RPC_INVALID_PARAMS, "Invalid params",
+                  "proxy/successor needs a string method");
+  }
+  if (str_is(im, "$/cancel_request"))
+    return translate_cancel(r, k, ip);
+  if (classify_method(im, &dummy) == PM_INIT)
+    return id ? reject(r, k, id, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                       "proxy/initialize is sent by the conductor, not to it")
+              : 0;
+  call_from(&c, im, ip, id);
+  if (k == 0) {
+    /* The parent's successor talks to our last proxy. */
+    to = left_of(r, (uint32_t)r->n + 1);
+    return forward(r, k, to, DIR_LEFT, &c);
+  }
+  to = right_of(r, k);
+  c.init = str_is(im, "initialize");
+  if (c.init && id != NULL && r->links[k].state == ACP_ROUTER_LINK_RESTARTING &&
+      r->links[to].init_result != NULL) {
+    /* A restarted proxy: its successor is already initialized. */
+    size_t n;
+    const char *idp = acp_json_raw(id, &n);
+    wmsg w;
+    int rv;
+    w_begin(r, &w, to, k);
+    w_lit(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
+    w_put(&w, idp, n);
+    w_lit(&w, ",\"result\":");
+    w_put(&w, r->links[to].init_result, r->links[to].init_result_len);
+    w_lit(&w, "}");
+    rv = w_end(&w);
+    return rv == ACP_ERR_LIMIT ? 0 : nomem(r, rv);
+  }
+  return forward(r, k, to, DIR_RIGHT, &c);
+}
+
+static int route_call(acp_router *r, uint32_t k, const acp_json_val *id,
+                      const acp_json_val *method, const acp_json_val *params) {
+  acp_router_wire wire = ACP_ROUTER_WIRE_G2;
+  int pm = classify_method(method, &wire);
+  call c;
+
+  if (pm == PM_NONE && str_is(method, "$/cancel_request")) {
+    if (id != NULL)
+      return reject(r, k, id, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                    "$/cancel_request must be a notification");
+    return translate_cancel(r, k, params);
+  }
+  if (pm == PM_SUCCESSOR)
+    return route_successor(r, k, id, params, wire);
+  if (pm == PM_INIT) {
+    if (k != 0 || r->o.mode != ACP_ROUTER_MODE_PROXY)
+      return id ? reject(r, k, id, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                         k ? "proxy/initialize is sent by the conductor, "
+                             "not to it"
+                           : "this conductor is not a proxy")
+                : (event(r, ACP_ROUTER_EVENT_DROPPED, k,
+                         "proxy/initialize notification"),
+                   0);
+    r->links[0].wire = wire;
+    call_from(&c, method, params, id);
+    c.method = "\"initialize\"";
+    c.method_len = 12;
+    c.init = true;
+    return forward(r, k, right_of(r, 0), DIR_RIGHT, &c);
+  }
+  call_from(&c, method, params, id);
+  if (k == 0) {
+    if (str_is(method, "initialize")) {
+      if (r->o.mode == ACP_ROUTER_MODE_PROXY) {
+        if (!meta_proxy_true(params))
+          return id ? reject(r, k, id, ACP_RPC_INVALID_REQUEST,
+                             "Invalid Request",
+                             "this conductor runs in proxy mode: expected "
+                             "proxy/initialize")
+                    : 0;
+        r->links[0].wire = ACP_ROUTER_WIRE_G0;
+      }
+      c.init = true;
+    }
+    return forward(r, k, right_of(r, 0), DIR_RIGHT, &c);
+  }
+  return forward(r, k, left_of(r, k), DIR_LEFT, &c);
+}
+
+static int route_response(acp_router *r, uint32_t k, const acp_json_val *id,
+                          const acp_json_val *result,
+                          const acp_json_val *error) {
+  int64_t n;
+  uint32_t idx;
+  rt_entry *e;
+  int64_t code = 0;
+  bool ok = error == NULL;
+  const acp_json_val *payload = ok ? result : error;
+  wmsg w;
+  int rv;
+
+  if (acp_json_get_int64(id, &n) != 0 ||
+      (idx = rt__table_find(&r->tab, k, n)) == UINT32_MAX) {
+    event(r, ACP_ROUTER_EVENT_DROPPED, k, "response to an unknown id");
+    return 0;
+  }
+  e = &r->tab.e[idx];
+  if (!ok)
+    (void)acp_json_get_int64(acp_json_obj_getz(error, "code"), &code);
+  if ((e->flags & RT_F_INIT) && !ok && code == ACP_RPC_METHOD_NOT_FOUND &&
+      r->o.pm == ACP_ROUTER_PROXY_METHODS_AUTO && is_proxy(r, k) &&
+      (e->wire == ACP_ROUTER_WIRE_G2 || e->wire == ACP_ROUTER_WIRE_G1)) {
+    /* Older proxy: say it again in the next older spelling. */
+    call c;
+    char num[24];
+    memset(&c, 0, sizeof(c));
+    c.params = e->params;
+    c.params_len = e->params_len;
+    c.init = true;
+    e->wire =
+        e->wire == ACP_ROUTER_WIRE_G2 ? ACP_ROUTER_WIRE_G1 : ACP_ROUTER_WIRE_G0;
+    r->links[k].wire = (acp_router_wire)e->wire;
+    rt__table_rekey(&r->tab, idx, r->links[k].next_id++);
+    event(r, ACP_ROUTER_EVENT_WIRE_FALLBACK, k,
+          e->wire == ACP_ROUTER_WIRE_G1 ? "_proxy/initialize"
+                                        : "initialize with _meta.proxy");
+    w_begin(r, &w, RT_SELF, k);
+    rv = w_call(r, &w, &c, num, fmt_i64(num, e->id), false, e->wire);
+    if (rv == 0)
+      rv = w_end(&w);
+    else
+      w_abort(&w);
+    if (rv == 0)
+      return 0;
+    if (rv != ACP_ERR_LIMIT)
+      return nomem(r, rv);
+    /* Could not retry: pass the -32601 back as it is. */
+  }
+  if (e->flags & RT_F_INIT) {
+    rt_link *l = &r->links[k];
+    if (ok && result != NULL) {
+      size_t len;
+      const char *p = acp_json_raw(result, &len);
+      char *copy = dup_bytes(r, p, len);
+      if (copy == NULL)
+        return nomem(r, ACP_ERR_NOMEM);
+      acp__free(&r->mem, l->init_result);
+      l->init_result = copy;
+      l->init_result_len = len;
+      event(r, ACP_ROUTER_EVENT_INITIALIZED, k, "initialized");
+    }
+    if (l->state == ACP_ROUTER_LINK_RESTARTING) {
+      l->state = ACP_ROUTER_LINK_OPEN;
+      if (!ok)
+        event(r, ACP_ROUTER_EVENT_REINIT_FAILED, k,
+              "restarted proxy refused proxy/initialize");
+    }
+  }
+  if (e->src == RT_SELF) {
+    rt__table_release(&r->tab, idx);
+    return 0;
+  }
+  w_begin(r, &w, k, e->src);
+  w_lit(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
+  w_put(&w, e->orig, e->orig_len);
+  w_lit(&w, ok ? ",\"result\":" : ",\"error\":");
+  if (payload != NULL)
+    w_val(&w, payload);
+  else
+    w_lit(&w, "null");
+  w_lit(&w, "}");
+  rv = w_end(&w);
+  if (rv == ACP_ERR_LIMIT) {
+    event(r, ACP_ROUTER_EVENT_REJECTED, k, "response exceeds output cap");
+    rv = emit_error(r, e->src, e->orig, e->orig_len, ACP_RPC_INTERNAL_ERROR,
+                    "\"Message too large\"", 19, NULL, 0);
+  }
+  rt__table_release(&r->tab, idx);
+  return nomem(r, rv);
+}
+
+/* One message object (or anything else found where a message should be). */
+static int route_message(acp_router *r, uint32_t k, const acp_json_val *m) {
+  const acp_json_val *method;
+  const acp_json_val *id;
+  const acp_json_val *result;
+  const acp_json_val *error;
+  acp_json_type idt;
+
+  if (acp_json_type_of(m) != ACP_JSON_OBJECT)
+    return reject(r, k, NULL, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                  "a message must be an object");
+  method = acp_json_obj_getz(m, "method");
+  id = acp_json_obj_getz(m, "id");
+  idt = acp_json_type_of(id);
+  if (method != NULL) {
+    if (id != NULL && idt != ACP_JSON_STRING && idt != ACP_JSON_NUMBER &&
+        idt != ACP_JSON_NULL)
+      return reject(r, k, NULL, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                    "id must be a string or a number");
+    if (acp_json_type_of(method) != ACP_JSON_STRING) {
+      if (id == NULL) {
+        event(r, ACP_ROUTER_EVENT_DROPPED, k, "method is not a string");
+        return 0;
+      }
+      return reject(r, k, id, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                    "method must be a string");
+    }
+    return route_call(r, k, id, method, acp_json_obj_getz(m, "params"));
+  }
+  result = acp_json_obj_getz(m, "result");
+  error = acp_json_obj_getz(m, "error");
+  if (result != NULL || error != NULL) {
+    if (idt != ACP_JSON_NUMBER && idt != ACP_JSON_STRING) {
+      event(r, ACP_ROUTER_EVENT_DROPPED, k, "response without a usable id");
+      return 0;
+    }
+    if (error != NULL && acp_json_type_of(error) != ACP_JSON_OBJECT) {
+      event(r, ACP_ROUTER_EVENT_DROPPED, k, "error is not an object");
+      return 0;
+    }
+    return route_response(r, k, id, result, error);
+  }
+  return reject(r, k, id, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                "neither a call nor a response");
+}
+
+/* Close every array line a batch opened. */
+static int end_batch(acp_router *r) {
+  size_t j;
+  int rv = 0;
+
+  r->in_batch = false;
+  for (j = 0; j <= r->n; j++) {
+    rt_link *l = &r->links[j];
+    if (l->batch_open) {
+      /* The closing bytes are always written, even past the cap, so that a
+       * started line is never left unterminated. */
+      size_t max = l->out.max;
+      int rv2;
+      l->out.max = SIZE_MAX;
+      rv2 = acp__buf_append(&l->out, "]\n", 2);
+      l->out.max = max;
+      l->batch_open = false;
+      if (rv2 != 0 && rv == 0)
+        rv = rv2;
+    }
+  }
+  return nomem(r, rv);
+}
+
+/* MARK: - Options (Public) */
+
+int acp_router_options_new(acp_router_options **out) {
+  acp_router_options *o;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  o = acp_mem_default()->calloc(1, sizeof(*o), NULL);
+  if (o == NULL)
+    return ACP_ERR_NOMEM;
+  o->max_pending = DEFAULT_MAX_PENDING;
+  o->max_output = DEFAULT_MAX_OUTPUT;
+  *out = o;
+  return 0;
+}
+
+void acp_router_options_free(acp_router_options *opts) {
+  if (opts != NULL)
+    acp_mem_default()->free(opts, NULL);
+}
+
+void acp_router_options_set_mode(acp_router_options *opts,
+                                 acp_router_mode mode) {
+  if (opts != NULL &&
+      (mode == ACP_ROUTER_MODE_AGENT || mode == ACP_ROUTER_MODE_PROXY))
+    opts->mode = mode;
+}
+
+void acp_router_options_set_proxy_methods(acp_router_options *opts,
+                                          acp_router_proxy_methods pm) {
+  if (opts != NULL && (pm == ACP_ROUTER_PROXY_METHODS_AUTO ||
+                       pm == ACP_ROUTER_PROXY_METHODS_SPEC ||
+                       pm == ACP_ROUTER_PROXY_METHODS_UNDERSCORE))
+    opts->pm = pm;
+}
+
+void acp_router_options_set_max_pending(acp_router_options *opts, size_t max) {
+  if (opts != NULL)
+    opts->max_pending = max ? max : DEFAULT_MAX_PENDING;
+}
+
+void acp_router_options_set_max_output(acp_router_options *opts, size_t max) {
+  if (opts != NULL)
+    opts->max_output = max ? max : DEFAULT_MAX_OUTPUT;
+}
+
+void acp_router_options_set_max_depth(acp_router_options *opts,
+                                      uint32_t depth) {
+  if (opts != NULL)
+    opts->max_depth = depth;
+}
+
+void acp_router_options_set_trace_cb(acp_router_options *opts,
+                                     acp_router_trace_cb cb) {
+  if (opts != NULL)
+    opts->trace = cb;
+}
+
+void acp_router_options_set_event_cb(acp_router_options *opts,
+                                     acp_router_event_cb cb) {
+  if (opts != NULL)
+    opts->event = cb;
+}
+
+/* MARK: - Router (Public) */
+
+int acp_router_new(acp_router **out, size_t ncomponents,
+                   const acp_router_options *opts, void *user_data,
+                   const acp_mem *mem) {
+  acp_router *r = NULL;
+  acp_mem m;
+  size_t i;
+  int rv;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (ncomponents > MAX_COMPONENTS ||
+      (ncomponents == 0 &&
+       (opts == NULL || opts->mode != ACP_ROUTER_MODE_PROXY)))
+    return ACP_ERR_INVALID_ARGUMENT;
+  acp__mem_init(&m, mem);
+  r = acp__calloc(&m, 1, sizeof(*r));
+  if (r == NULL)
+    return ACP_ERR_NOMEM;
+  r->mem = m;
+  r->user_data = user_data;
+  r->n = ncomponents;
+  if (opts != NULL) {
+    r->o = *opts;
+  } else {
+    r->o.max_pending = DEFAULT_MAX_PENDING;
+    r->o.max_output = DEFAULT_MAX_OUTPUT;
+  }
+  rt__table_init(&r->tab, &r->mem);
+  r->links = acp__calloc(&r->mem, ncomponents + 1, sizeof(*r->links));
+  if (r->links == NULL) {
+    rv = ACP_ERR_NOMEM;
+    goto cleanup;
+  }
+  for (i = 0; i <= ncomponents; i++) {
+    rt_link *l = &r->links[i];
+    acp__buf_init(&l->out, &r->mem, r->o.max_output);
+    l->next_id = 1;
+    l->wire = (i > 0 && r->o.pm == ACP_ROUTER_PROXY_METHODS_UNDERSCORE)
+                  ? ACP_ROUTER_WIRE_G1
+                  : ACP_ROUTER_WIRE_G2;
+  }
+  rv = acp_json_doc_new(&r->doc, &r->mem);
+  if (rv != 0)
+    goto cleanup;
+  if (r->o.max_depth != 0)
+    acp_json_doc_set_max_depth(r->doc, r->o.max_depth);
+  *out = r;
+  return 0;
+
+cleanup:
+  acp_router_free(r);
+  return rv;
+}
+
+static void link_forget_close(acp_router *r, rt_link *l) {
+  acp__free(&r->mem, l->reason);
+  acp__free(&r->mem, l->data);
+  l->reason = NULL;
+  l->data = NULL;
+  l->reason_len = 0;
+  l->data_len = 0;
+}
+
+void acp_router_free(acp_router *r) {
+  size_t i;
+
+  if (r == NULL)
+    return;
+  if (r->links != NULL) {
+    for (i = 0; i <= r->n; i++) {
+      rt_link *l = &r->links[i];
+      acp__buf_dispose(&l->out);
+      link_forget_close(r, l);
+      acp__free(&r->mem, l->init_params);
+      acp__free(&r->mem, l->init_result);
+    }
+  }
+  rt__table_dispose(&r->tab);
+  acp_json_doc_free(r->doc);
+  acp_json_doc_free(r->doc2);
+  acp__free(&r->mem, r->links);
+  acp__free(&r->mem, r);
+}
+
+size_t acp_router_link_count(const acp_router *r) {
+  return r ? r->n + 1 : 0;
+}
+
+static int check_call(const acp_router *r) {
+  if (r->in_cb || r->fatal)
+    return ACP_ERR_INVALID_STATE;
+  return 0;
+}
+
+int acp_router_recv(acp_router *r, size_t link, const char *line, size_t len) {
+  const acp_json_val *root;
+  const acp_json_val *el;
+  acp_json_err jerr;
+  uint32_t k = (uint32_t)link;
+  int rv;
+
+  if (r == NULL || link > r->n || (line == NULL && len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = check_call(r);
+  if (rv != 0)
+    return rv;
+  if (r->links[k].state == ACP_ROUTER_LINK_CLOSED ||
+      r->links[k].state == ACP_ROUTER_LINK_BYPASSED)
+    return ACP_ERR_INVALID_STATE;
+  if (len > 0 && line[len - 1] == '\n')
+    len--;
+  if (len > 0 && line[len - 1] == '\r')
+    len--;
+  if (len > 0 && memchr(line, '\n', len) != NULL) {
+    event(r, ACP_ROUTER_EVENT_REJECTED, k, "line contains a newline");
+    return emit_error(r, k, NULL, 0, ACP_RPC_PARSE_ERROR, "\"Parse error\"", 13,
+                      NULL, 0);
+  }
+  rv = acp_json_doc_parse(r->doc, line, len, &jerr);
+  if (rv == ACP_ERR_NOMEM)
+    return nomem(r, rv);
+  if (rv != 0) {
+    event(r, ACP_ROUTER_EVENT_REJECTED, k, "not valid JSON");
+    return emit_error(r, k, NULL, 0, ACP_RPC_PARSE_ERROR, "\"Parse error\"", 13,
+                      NULL, 0);
+  }
+  root = acp_json_doc_root(r->doc);
+  if (acp_json_type_of(root) != ACP_JSON_ARRAY)
+    return route_message(r, k, root);
+  if (acp_json_len(root) == 0)
+    return reject(r, k, NULL, ACP_RPC_INVALID_REQUEST, "Invalid Request",
+                  "empty batch");
+  r->in_batch = true;
+  for (el = acp_json_child(root); el != NULL; el = acp_json_next(el)) {
+    rv = route_message(r, k, el);
+    if (rv != 0)
+      break;
+  }
+  if (rv != 0) {
+    r->in_batch = false;
+    return rv;
+  }
+  return end_batch(r);
+}
+
+acp_ssize acp_router_send(acp_router *r, size_t link, const char **data) {
+  rt_link *l;
+
+  if (r == NULL || data == NULL || link > r->n)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *data = NULL;
+  if (r->in_cb)
+    return ACP_ERR_INVALID_STATE;
+  l = &r->links[link];
+  if (l->handed) {
+    l->out.len = 0;
+    l->handed = false;
+  }
+  if (l->out.len == 0)
+    return 0;
+  l->handed = true;
+  *data = l->out.data;
+  return (acp_ssize)l->out.len;
+}
+
+int acp_router_want_write(const acp_router *r, size_t link) {
+  if (r == NULL || link > r->n)
+    return 0;
+  return !r->links[link].handed && r->links[link].out.len > 0;
+}
+
+/* Copy a reason as an escaped JSON string, invalid UTF-8 bytes as '?'. */
+static int store_reason(acp_router *r, rt_link *l, uint32_t k,
+                        const char *reason) {
+  char fallback[48];
+  acp__buf tmp;
+  acp__buf esc;
+  size_t i = 0;
+  size_t n;
+  int rv;
+
+  if (reason == NULL) {
+    size_t p = 0;
+    memcpy(fallback, "component ", 10);
+    p = 10 + fmt_i64(fallback + 10, k);
+    memcpy(fallback + p, " closed", 8);
+    reason = fallback;
+  }
+  n = strlen(reason);
+  /* Sanitize into a scratch buffer, then escape into the stored copy. */
+  acp__buf_init(&tmp, &r->mem, 0);
+  rv = acp__buf_reserve(&tmp, n + 1);
+  while (rv == 0 && i < n) {
+    unsigned char c = (unsigned char)reason[i];
+    size_t need = c < 0x80         ? 1
+                  : (c >> 5) == 6  ? 2
+                  : (c >> 4) == 14 ? 3
+                  : (c >> 3) == 30 ? 4
+                                   : 0;
+    size_t j;
+    bool good = need > 0 && i + need <= n;
+    for (j = 1; good && j < need; j++)
+      good = ((unsigned char)reason[i + j] >> 6) == 2;
+    if (good && need == 2 && c < 0xC2)
+      good = false;
+    if (good && need == 3) {
+      unsigned char c1 = (unsigned char)reason[i + 1];
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))
+        good = false;
+    }
+    if (good && need == 4) {
+      unsigned char c1 = (unsigned char)reason[i + 1];
+      if ((c == 0xF0 && c1 < 0x90) || c > 0xF4 || (c == 0xF4 && c1 >= 0x90))
+        good = false;
+    }
+    if (good) {
+      memcpy(tmp.data + tmp.len, reason + i, need);
+      tmp.len += need;
+      i += need;
+    } else {
+      tmp.data[tmp.len++] = '?';
+      i++;
+    }
+  }
+  if (rv != 0) {
+    acp__buf_dispose(&tmp);
+    return nomem(r, rv);
+  }
+  acp__buf_init(&esc, &r->mem, 0);
+  rv = buf_escaped(&esc, tmp.data, tmp.len);
+  acp__buf_dispose(&tmp);
+  if (rv != 0) {
+    acp__buf_dispose(&esc);
+    return nomem(r, rv);
+  }
+  l->reason = esc.data; /* ownership moves to the link */
+  l->reason_len = esc.len;
+  return 0;
+}
+
+int acp_router_link_closed(acp_router *r, size_t link, const char *reason,
+                           const char *data, size_t data_len) {
+  uint32_t k = (uint32_t)link;
+  rt_link *l;
+  uint32_t i;
+  int rv;
+
+  if (r == NULL || link > r->n || (data == NULL && data_len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = check_call(r);
+  if (rv != 0)
+    return rv;
+  l = &r->links[k];
+  if (l->state == ACP_ROUTER_LINK_CLOSED ||
+      l->state == ACP_ROUTER_LINK_BYPASSED)
+    return ACP_ERR_INVALID_STATE;
+  if (data != NULL) {
+    rv = acp_json_validate(data, data_len, NULL);
+    if (rv == ACP_ERR_NOMEM)
+      return nomem(r, rv);
+    if (rv != 0 || memchr(data, '\n', data_len) != NULL)
+      return ACP_ERR_INVALID_ARGUMENT;
+  }
+  l->out.len = 0;
+  l->handed = false;
+  link_forget_close(r, l);
+  rv = store_reason(r, l, k, reason);
+  if (rv != 0)
+    return rv;
+  if (data != NULL) {
+    l->data = dup_bytes(r, data, data_len);
+    if (l->data == NULL)
+      return nomem(r, ACP_ERR_NOMEM);
+    l->data_len = data_len;
+  }
+  l->state = ACP_ROUTER_LINK_CLOSED;
+  for (i = 0; i < r->tab.used && rv == 0; i++) {
+    rt_entry *e = &r->tab.e[i];
+    if (!(e->flags & RT_F_USED))
+      continue;
+    if (e->dst == k) {
+      if (e->src != RT_SELF)
+        rv = answer_closed(r, e->src, k, e->orig, e->orig_len);
+      rt__table_release(&r->tab, i);
+    } else if (e->src == k) {
+      rv = send_cancel(r, RT_SELF, e->dst, e->id);
+      rt__table_release(&r->tab, i);
+    }
+  }
+  return rv;
+}
+
+int acp_router_link_bypass(acp_router *r, size_t link) {
+  int rv;
+
+  if (r == NULL || link == 0 || link > r->n || is_agent(r, (uint32_t)link))
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = check_call(r);
+  if (rv != 0)
+    return rv;
+  if (r->links[link].state != ACP_ROUTER_LINK_CLOSED)
+    return ACP_ERR_INVALID_STATE;
+  r->links[link].state = ACP_ROUTER_LINK_BYPASSED;
+  return 0;
+}
+
+int acp_router_link_restart(acp_router *r, size_t link) {
+  uint32_t k = (uint32_t)link;
+  rt_link *l;
+  call c;
+  int rv;
+
+  if (r == NULL || link == 0 || link > r->n || is_agent(r, k))
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = check_call(r);
+  if (rv != 0)
+    return rv;
+  l = &r->links[k];
+  if (l->state != ACP_ROUTER_LINK_CLOSED &&
+      l->state != ACP_ROUTER_LINK_BYPASSED)
+    return ACP_ERR_INVALID_STATE;
+  l->out.len = 0;
+  l->handed = false;
+  l->batch_open = false;
+  link_forget_close(r, l);
+  l->state = ACP_ROUTER_LINK_OPEN;
+  if (!l->has_init)
+    return 0;
+  if (r->tab.count >= r->o.max_pending) {
+    l->state = ACP_ROUTER_LINK_CLOSED;
+    return ACP_ERR_LIMIT;
+  }
+  memset(&c, 0, sizeof(c));
+  c.method = "\"initialize\"";
+  c.method_len = 12;
+  c.params = l->init_params;
+  c.params_len = l->init_params_len;
+  c.init = true;
+  /* forward() would answer a failure to the source; do it by hand. */
+  {
+    uint32_t idx;
+    rt_entry *e;
+    char num[24];
+    wmsg w;
+    rv = rt__table_alloc(&r->tab, &idx);
+    if (rv != 0)
+      return nomem(r, rv);
+    e = &r->tab.e[idx];
+    e->dst = k;
+    e->src = RT_SELF;
+    e->id = l->next_id++;
+    e->wire = (int)l->wire;
+    e->flags |= RT_F_INIT;
+    if (c.params != NULL) {
+      e->params = dup_bytes(r, c.params, c.params_len);
+      e->params_len = c.params_len;
+      if (e->params == NULL) {
+        rt__table_release(&r->tab, idx);
+        return nomem(r, ACP_ERR_NOMEM);
+      }
+    }
+    r->in_batch = false;
+    w_begin(r, &w, RT_SELF, k);
+    rv = w_call(r, &w, &c, num, fmt_i64(num, e->id), false, e->wire);
+    if (rv == 0)
+      rv = w_end(&w);
+    else
+      w_abort(&w);
+    if (rv != 0) {
+      rt__table_release(&r->tab, idx);
+      l->state = ACP_ROUTER_LINK_CLOSED;
+      return nomem(r, rv);
+    }
+    rt__table_index(&r->tab, idx);
+  }
+  l->state = ACP_ROUTER_LINK_RESTARTING;
+  return 0;
+}
+
+acp_router_link_state acp_router_link_state_of(const acp_router *r,
+                                               size_t link) {
+  if (r == NULL || link > r->n)
+    return ACP_ROUTER_LINK_CLOSED;
+  return r->links[link].state;
+}
+
+acp_router_wire acp_router_link_wire(const acp_router *r, size_t link) {
+  if (r == NULL || link > r->n)
+    return ACP_ROUTER_WIRE_G2;
+  return r->links[link].wire;
+}
+
+size_t acp_router_pending(const acp_router *r) {
+  return r ? r->tab.count : 0;
+}
+
+void acp_router_release_memory(acp_router *r) {
+  size_t i;
+
+  if (r == NULL || r->in_cb)
+    return;
+  for (i = 0; i <= r->n; i++) {
+    rt_link *l = &r->links[i];
+    if (l->handed || l->out.len == 0) {
+      acp__buf_dispose(&l->out);
+      l->handed = false;
+    }
+  }
+}
