@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "acp_roles_pair.h"
+#include "failmem.h"
 
 typedef struct ctx {
   int n_perm;
@@ -435,37 +436,6 @@ static void test_client_call_helpers_build_params(void **state) {
 
 /* MARK: - Allocation failure */
 
-typedef struct failmem {
-  long count;
-  long fail_at; /* -1: never */
-} failmem;
-
-static void *fm_malloc(size_t n, void *ud) {
-  failmem *f = ud;
-
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  return malloc(n);
-}
-static void fm_free(void *p, void *ud) {
-  (void)ud;
-  free(p);
-}
-static void *fm_calloc(size_t a, size_t b, void *ud) {
-  failmem *f = ud;
-
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  return calloc(a, b);
-}
-static void *fm_realloc(void *p, size_t n, void *ud) {
-  failmem *f = ud;
-
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  return realloc(p, n);
-}
-
 static int fa_prompt(acp_agent *a, acp_agent_request *req, void *ud) {
   int rv;
 
@@ -530,7 +500,7 @@ done:
 }
 
 static void test_client_allocation_failure_loop(void **state) {
-  failmem f = {0, -1};
+  failmem f = {.count = 0, .fail_at = -1, .live = 0};
   acp_mem mem = {&f, fm_malloc, fm_free, fm_calloc, fm_realloc};
   long total;
   long i;

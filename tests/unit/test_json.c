@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "acp/json.h"
+#include "failmem.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 
@@ -870,49 +871,6 @@ static void test_json_writer_cap(void **state) {
 
 /* MARK: - Allocation failure */
 
-typedef struct failmem {
-  long fail_at; /* index of the allocation to fail, -1 for none */
-  long count;
-  long live;
-} failmem;
-
-static void *fm_malloc(size_t n, void *ud) {
-  failmem *f = ud;
-  void *p;
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  p = malloc(n);
-  if (p)
-    f->live++;
-  return p;
-}
-static void fm_free(void *p, void *ud) {
-  failmem *f = ud;
-  if (p)
-    f->live--;
-  free(p);
-}
-static void *fm_calloc(size_t a, size_t b, void *ud) {
-  failmem *f = ud;
-  void *p;
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  p = calloc(a, b);
-  if (p)
-    f->live++;
-  return p;
-}
-static void *fm_realloc(void *q, size_t n, void *ud) {
-  failmem *f = ud;
-  void *p;
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  p = realloc(q, n);
-  if (p && q == NULL)
-    f->live++;
-  return p;
-}
-
 /* One scenario: parse, decode strings, write back. Returns 0 when it ran to
  * completion, or the first error (which must be ACP_ERR_NOMEM). */
 static int scenario(failmem *fm, const char *in, size_t n) {
@@ -966,7 +924,7 @@ static void test_json_allocation_failures(void **state) {
   long i;
   int k;
   int rv;
-  failmem fm = {-1, 0, 0};
+  failmem fm = {.count = 0, .fail_at = -1, .live = 0};
 
   (void)state;
   assert_non_null(in);

@@ -14,6 +14,9 @@
 
 #include "acp/mcp.h"
 #include "mcp_fixture.h"
+#include "failmem.h"
+
+static failmem fm;
 
 /* MARK: - Harness */
 
@@ -784,46 +787,6 @@ static void test_client_bad_arguments(void **state) {
 
 /* MARK: - Allocation failure */
 
-typedef struct failmem {
-  long count;
-  long fail_at;
-  long live;
-} failmem;
-
-static failmem fm;
-
-static bool fm_fail(void) {
-  return fm.count++ == fm.fail_at;
-}
-static void *fm_malloc(size_t n, void *ud) {
-  (void)ud;
-  if (fm_fail())
-    return NULL;
-  fm.live++;
-  return malloc(n);
-}
-static void fm_free(void *p, void *ud) {
-  (void)ud;
-  if (p)
-    fm.live--;
-  free(p);
-}
-static void *fm_calloc(size_t a, size_t b, void *ud) {
-  (void)ud;
-  if (fm_fail())
-    return NULL;
-  fm.live++;
-  return calloc(a, b);
-}
-static void *fm_realloc(void *p, size_t n, void *ud) {
-  (void)ud;
-  if (fm_fail())
-    return NULL;
-  if (p == NULL)
-    fm.live++;
-  return realloc(p, n);
-}
-
 static int scenario(const acp_mem *mem) {
   acp_mcp_request_opts o = ACP_MCP_REQUEST_OPTS_INIT;
   rec r;
@@ -867,7 +830,7 @@ static int scenario(const acp_mem *mem) {
 }
 
 static void test_client_allocation_failure_loop(void **state) {
-  acp_mem mem = {NULL, fm_malloc, fm_free, fm_calloc, fm_realloc};
+  acp_mem mem = {&fm, fm_malloc, fm_free, fm_calloc, fm_realloc};
   long total;
   long i;
   (void)state;

@@ -14,6 +14,9 @@
 
 #include "acp/mcp.h"
 #include "mcp_fixture.h"
+#include "failmem.h"
+
+static failmem fm;
 
 /* MARK: - Harness */
 
@@ -1036,43 +1039,6 @@ static void test_versions_and_levels(void **state) {
 
 /* MARK: - Allocation failure */
 
-typedef struct failmem {
-  long count;
-  long fail_at; /* -1: never */
-  long live;
-} failmem;
-
-static failmem fm;
-
-static void *fm_malloc(size_t n, void *ud) {
-  (void)ud;
-  if (fm.fail_at >= 0 && fm.count++ == fm.fail_at)
-    return NULL;
-  fm.live++;
-  return malloc(n);
-}
-static void fm_free(void *p, void *ud) {
-  (void)ud;
-  if (p)
-    fm.live--;
-  free(p);
-}
-static void *fm_calloc(size_t a, size_t b, void *ud) {
-  (void)ud;
-  if (fm.fail_at >= 0 && fm.count++ == fm.fail_at)
-    return NULL;
-  fm.live++;
-  return calloc(a, b);
-}
-static void *fm_realloc(void *p, size_t n, void *ud) {
-  (void)ud;
-  if (fm.fail_at >= 0 && fm.count++ == fm.fail_at)
-    return NULL;
-  if (p == NULL)
-    fm.live++;
-  return realloc(p, n);
-}
-
 /* The whole scenario; returns 0 when it ran to the end. Any failure must be
  * clean (an error code, no crash, no leak). */
 static int failmem_scenario(const acp_mem *mem) {
@@ -1145,7 +1111,7 @@ done:
 }
 
 static void test_allocation_failure_loop(void **state) {
-  acp_mem mem = {NULL, fm_malloc, fm_free, fm_calloc, fm_realloc};
+  acp_mem mem = {&fm, fm_malloc, fm_free, fm_calloc, fm_realloc};
   long total;
   long i;
   int failures = 0;

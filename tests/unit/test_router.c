@@ -14,6 +14,7 @@
 
 #include "acp/json.h"
 #include "acp/router.h"
+#include "failmem.h"
 
 /* MARK: - Harness */
 
@@ -1428,56 +1429,6 @@ static void test_router_many_requests_out_of_order(void **state) {
 }
 
 /* MARK: - Allocation failure */
-
-typedef struct failmem {
-  long count;
-  long fail_at; /* -1: never */
-  long live;
-} failmem;
-
-static void *fm_malloc(size_t n, void *ud) {
-  failmem *f = ud;
-  void *p;
-
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  p = malloc(n);
-  if (p)
-    f->live++;
-  return p;
-}
-
-static void fm_free(void *p, void *ud) {
-  failmem *f = ud;
-
-  if (p)
-    f->live--;
-  free(p);
-}
-
-static void *fm_calloc(size_t a, size_t b, void *ud) {
-  failmem *f = ud;
-  void *p;
-
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  p = calloc(a, b);
-  if (p)
-    f->live++;
-  return p;
-}
-
-static void *fm_realloc(void *old, size_t n, void *ud) {
-  failmem *f = ud;
-  void *p;
-
-  if (f->fail_at >= 0 && f->count++ == f->fail_at)
-    return NULL;
-  p = realloc(old, n);
-  if (p && !old)
-    f->live++;
-  return p;
-}
 
 /* A scenario touching every allocating path; returns 1 when it finished. */
 static int scenario(failmem *f) {

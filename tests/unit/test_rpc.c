@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "acp/rpc.h"
+#include "failmem.h"
 
 /* MARK: - Harness */
 
@@ -1180,56 +1181,6 @@ static void test_rpc_many_pending_out_of_order(void **state) {
 
 /* MARK: - Allocation failure */
 
-typedef struct failmem {
-  long count;
-  long fail_at; /* fail the allocation with this index; -1 never */
-  long live;
-} failmem;
-
-static void *fm_malloc(size_t n, void *ud) {
-  failmem *f = ud;
-  void *p;
-
-  if (f->count++ == f->fail_at)
-    return NULL;
-  p = malloc(n);
-  if (p)
-    f->live++;
-  return p;
-}
-
-static void fm_free(void *p, void *ud) {
-  failmem *f = ud;
-
-  if (p)
-    f->live--;
-  free(p);
-}
-
-static void *fm_calloc(size_t a, size_t b, void *ud) {
-  failmem *f = ud;
-  void *p;
-
-  if (f->count++ == f->fail_at)
-    return NULL;
-  p = calloc(a, b);
-  if (p)
-    f->live++;
-  return p;
-}
-
-static void *fm_realloc(void *p, size_t n, void *ud) {
-  failmem *f = ud;
-  void *q;
-
-  if (f->count++ == f->fail_at)
-    return NULL;
-  q = realloc(p, n);
-  if (q && p == NULL)
-    f->live++;
-  return q;
-}
-
 typedef struct fmstate {
   uint64_t h[8];
   int n;
@@ -1332,7 +1283,7 @@ done:
 }
 
 static void test_rpc_every_allocation_failure_is_clean(void **state) {
-  failmem f = {0, -1, 0};
+  failmem f = {.count = 0, .fail_at = -1, .live = 0};
   long total;
   long i;
 
@@ -1343,7 +1294,7 @@ static void test_rpc_every_allocation_failure_is_clean(void **state) {
   assert_true(total > 10);
   print_message("allocations in the scenario: %ld\n", total);
   for (i = 0; i < total; i++) {
-    failmem g = {0, i, 0};
+    failmem g = {.count = 0, .fail_at = i, .live = 0};
     assert_int_equal(fm_scenario(&g), 1);
     assert_int_equal(g.live, 0);
   }
