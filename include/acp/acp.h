@@ -14,5 +14,6 @@
 #include "types.h"
 #include "agent.h"
 #include "client.h"
+#include "proxy.h"
 
 #endif /* ACP_ACP_H */

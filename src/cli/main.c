@@ -23,6 +23,7 @@ static const char usage_text[] =
     "  demo          a scripted client/agent conversation (what make demo "
     "runs)\n"
     "  bench-client  the prompt-turn benchmark client (see bench/)\n"
+    "  proxy         example ACP proxies: arrow, context, guard, trace\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (also: acp <command> --help)\n"
@@ -36,10 +37,9 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"agent", cmd_agent},
-    {"client", cmd_client},
-    {"demo", cmd_demo},
-    {"bench-client", cmd_bench_client},
+    {"agent", cmd_agent}, {"client", cmd_client},
+    {"demo", cmd_demo},   {"bench-client", cmd_bench_client},
+    {"proxy", cmd_proxy},
 };
 
 const char *cli_self_path(void) {

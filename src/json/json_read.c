@@ -24,6 +24,11 @@
 #define ACP__SWAR_CTZ 1
 #endif
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define ACP__SSE2 1
+#endif
+
 #define ONES UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
@@ -330,6 +335,23 @@ string:
   s = p++;
   flags = 0;
   for (;;) {
+#ifdef ACP__SSE2
+    /* 16 bytes at a time: a signed compare below 0x20 catches control
+     * bytes and, being signed, every byte >= 0x80 too. */
+    while (end - p >= 16) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+      __m128i hit =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                    _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                       _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+      int hm = _mm_movemask_epi8(hit);
+      if (hm != 0) {
+        p += (unsigned)__builtin_ctz((unsigned)hm);
+        goto string_special;
+      }
+      p += 16;
+    }
+#endif
     while (end - p >= 8) {
       memcpy(&w, p, 8);
       x = w ^ (ONES * '"');
@@ -346,6 +368,9 @@ string:
       }
       p += 8;
     }
+#ifdef ACP__SSE2
+  string_special:
+#endif
     if (ACP__UNLIKELY(p == end))
       FAIL(ACP_ERR_PARSE, "unterminated string", s);
     if (*p == '"')

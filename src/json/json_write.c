@@ -8,6 +8,10 @@
 
 #include "json_int.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define WRITER_MAX_DEPTH 1024
 
 /* What the writer expects next at one nesting level. */
@@ -137,6 +141,22 @@ static size_t plain_run(const unsigned char *s, size_t len) {
   uint64_t w;
   uint64_t x;
   uint64_t m;
+
+#if defined(__SSE2__)
+  /* As in the reader: quote, backslash, and a signed compare below 0x20
+   * for control bytes and bytes >= 0x80, 16 at a time. */
+  while (len - i >= 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i hit =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                     _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+    int mk = _mm_movemask_epi8(hit);
+    if (mk != 0)
+      return i + (unsigned)__builtin_ctz((unsigned)mk);
+    i += 16;
+  }
+#endif
 
   while (len - i >= 8) {
     memcpy(&w, s + i, 8);

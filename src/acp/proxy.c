@@ -1,0 +1,1178 @@
+/*
+ * The ACP proxy role: one JSON-RPC session to the conductor, plain traffic
+ * from the client side, proxy/successor-wrapped traffic from the agent side,
+ * byte-exact forwarding with per-direction id mapping, and the
+ * proxy/initialize handshake in the three wire generations.
+ */
+#include <stdio.h>
+
+#include "internal.h"
+
+#include "acp/proxy.h"
+
+/* MARK: - Types (Private) */
+
+struct acp_proxy_callbacks {
+  acp_proxy_msg_cb from_client;
+  acp_proxy_msg_cb from_agent;
+  acp_proxy_response_hook_cb response;
+  acp_proxy_cancel_cb cancel;
+  acp_proxy_init_cb initialized;
+  acp_proxy_receive_cb receive;
+};
+
+enum req_state {
+  RS_NEW = 0,   /* being delivered, no decision yet */
+  RS_HELD,      /* kept by the proxy, or its answer came back */
+  RS_FORWARDED, /* sent on, answer pending */
+  RS_ANSWERED   /* answered; freed when no callback holds it */
+};
+
+struct acp_proxy_request {
+  struct acp_proxy_request *next;
+  struct acp_proxy_request *prev;
+  acp_proxy_dir from;
+  uint64_t handle;
+  char *id_raw; /* the id's exact bytes as received */
+  size_t id_len;
+  char *method; /* NUL-terminated copy of the (inner) method */
+  int state;
+  int64_t out_id; /* id of the forwarded copy, when forwarded */
+  bool in_batch;
+  bool in_cb;
+  bool cancelled;
+  bool is_init;
+  void *user_data;
+};
+
+typedef struct acp_proxy_request preq;
+
+/* A request injected by the proxy itself. */
+typedef struct inject {
+  struct inject *next;
+  struct inject *prev;
+  acp_proxy *p;
+  acp_proxy_dir to;
+  acp_proxy_response_cb cb;
+  void *cb_user_data;
+} inject;
+
+enum { INIT_NONE = 0, INIT_PENDING, INIT_DONE };
+
+struct acp_proxy {
+  acp_mem mem;
+  acp_rpc_session *rpc;
+  acp_proxy_callbacks cbs;
+  void *user_data;
+  acp_proxy_wire wire;
+  int init_state;
+  acp_json_writer *w; /* wrapper / envelope scratch */
+  acp_json_doc *doc;  /* scratch parser (init result edits) */
+  acp__buf name;      /* decoded inner method, NUL-terminated */
+  acp__buf tmp;       /* span surgery output */
+  preq *reqs;
+  inject *injects;
+  char *succ_init; /* successor's InitializeResponse result */
+  size_t succ_init_len;
+  char *init_repl; /* replacement set in on_initialized */
+  size_t init_repl_len;
+  bool in_init_cb;
+  const acp_proxy_msg *cur; /* message being delivered */
+  bool cur_done;            /* cur was forwarded by the callback */
+};
+
+/* MARK: - Method names (Private) */
+
+static bool name_is(const char *m, size_t n, const char *lit) {
+  size_t l = strlen(lit);
+
+  return n == l && memcmp(m, lit, l) == 0;
+}
+
+static bool is_successor_method(const char *m, size_t n) {
+  return name_is(m, n, "proxy/successor") ||
+         name_is(m, n, "_proxy/successor") ||
+         name_is(m, n, "_proxy/successor/request") ||
+         name_is(m, n, "_proxy/successor/notification");
+}
+
+static const char *successor_method(const acp_proxy *p, bool request) {
+  switch (p->wire) {
+  case ACP_PROXY_WIRE_G0:
+    return request ? "_proxy/successor/request"
+                   : "_proxy/successor/notification";
+  case ACP_PROXY_WIRE_G1:
+    return "_proxy/successor";
+  default:
+    return "proxy/successor";
+  }
+}
+
+/* G0 marks its proxy initialize with params._meta.proxy == true. */
+static bool is_g0_initialize(const acp_rpc_msg *msg) {
+  const acp_json_val *meta = acp_json_obj_getz(msg->params, "_meta");
+  bool b = false;
+
+  if (acp_json_get_bool(acp_json_obj_getz(meta, "proxy"), &b) != 0)
+    return false;
+  return b;
+}
+
+/* MARK: - Request objects (Private) */
+
+static char *dup_n(const acp_mem *m, const char *s, size_t n) {
+  char *d = acp__malloc(m, n + 1);
+
+  if (d == NULL)
+    return NULL;
+  if (n)
+    memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+static void req_free(acp_proxy *p, preq *r) {
+  if (r->prev)
+    r->prev->next = r->next;
+  else if (p->reqs == r)
+    p->reqs = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  acp__free(&p->mem, r->id_raw);
+  acp__free(&p->mem, r->method);
+  acp__free(&p->mem, r);
+}
+
+static preq *req_new(acp_proxy *p, const acp_rpc_msg *msg, acp_proxy_dir from,
+                     const char *method, size_t mlen) {
+  preq *r = acp__calloc(&p->mem, 1, sizeof(*r));
+  const char *id;
+  size_t id_len;
+
+  if (r == NULL)
+    return NULL;
+  id = acp_json_raw(msg->id, &id_len);
+  r->id_raw = dup_n(&p->mem, id ? id : "null", id ? id_len : 4);
+  r->id_len = id ? id_len : 4;
+  r->method = dup_n(&p->mem, method, mlen);
+  if (r->id_raw == NULL || r->method == NULL) {
+    acp__free(&p->mem, r->id_raw);
+    acp__free(&p->mem, r->method);
+    acp__free(&p->mem, r);
+    return NULL;
+  }
+  r->from = from;
+  r->handle = msg->handle;
+  r->in_batch = msg->in_batch;
+  r->next = p->reqs;
+  if (p->reqs)
+    p->reqs->prev = r;
+  p->reqs = r;
+  return r;
+}
+
+static preq *req_by_handle(acp_proxy *p, uint64_t handle) {
+  preq *r;
+
+  for (r = p->reqs; r; r = r->next)
+    if (r->handle == handle && r->state != RS_ANSWERED)
+      return r;
+  return NULL;
+}
+
+/* Release a request once answered, unless a callback still holds it. */
+static void req_settle(acp_proxy *p, preq *r) {
+  if (r->state == RS_ANSWERED && !r->in_cb)
+    req_free(p, r);
+}
+
+/* MARK: - Output helpers (Private) */
+
+/* Build {"method": M, "params": P} in p->w. */
+static int build_wrapper(acp_proxy *p, const char *method, size_t mlen,
+                         const char *params, size_t plen, const char **out,
+                         size_t *out_len) {
+  acp_json_writer *w = p->w;
+  int rv;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "method");
+  acp_json_write_str(w, method, mlen);
+  if (params != NULL) {
+    acp_json_write_keyz(w, "params");
+    acp_json_write_raw(w, params, plen);
+  }
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv != 0)
+    return rv;
+  *out = acp_json_writer_data(w, out_len);
+  return 0;
+}
+
+static int fwd_response(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud);
+
+/* Send a request or notification toward `to`. */
+static int emit(acp_proxy *p, acp_proxy_dir to, acp_rpc_kind kind,
+                const char *method, size_t mlen, const char *params,
+                size_t plen, acp_rpc_response_cb cb, void *cb_ud,
+                int64_t *id_out) {
+  const char *wrapped;
+  size_t wlen;
+  const char *sm;
+  int rv;
+
+  if (to == ACP_PROXY_FROM_CLIENT) {
+    if (kind == ACP_RPC_REQUEST)
+      return acp_rpc_session_request(p->rpc, method, mlen, params, plen, 0, 0,
+                                     cb, cb_ud, id_out);
+    return acp_rpc_session_notify(p->rpc, method, mlen, params, plen);
+  }
+  rv = build_wrapper(p, method, mlen, params, plen, &wrapped, &wlen);
+  if (rv != 0)
+    return rv;
+  sm = successor_method(p, kind == ACP_RPC_REQUEST);
+  if (kind == ACP_RPC_REQUEST)
+    return acp_rpc_session_request(p->rpc, sm, strlen(sm), wrapped, wlen, 0, 0,
+                                   cb, cb_ud, id_out);
+  return acp_rpc_session_notify(p->rpc, sm, strlen(sm), wrapped, wlen);
+}
+
+static acp_proxy_dir other_side(acp_proxy_dir d) {
+  return d == ACP_PROXY_FROM_CLIENT ? ACP_PROXY_FROM_AGENT
+                                    : ACP_PROXY_FROM_CLIENT;
+}
+
+static int answer_result(acp_proxy *p, preq *r, const char *result,
+                         size_t len) {
+  int rv = acp_rpc_session_respond(p->rpc, r->handle, result, len);
+
+  if (rv == 0)
+    r->state = RS_ANSWERED;
+  return rv;
+}
+
+static int answer_error(acp_proxy *p, preq *r, int64_t code, const char *msg,
+                        size_t msg_len, const char *data, size_t data_len) {
+  int rv = acp_rpc_session_respond_error(p->rpc, r->handle, code, msg, msg_len,
+                                         data, data_len);
+
+  if (rv == 0)
+    r->state = RS_ANSWERED;
+  return rv;
+}
+
+/*
+ * Relay an error object byte for byte: write the envelope ourselves and
+ * release the handle. Inside a batch the session must assemble the array,
+ * so the error is re-encoded from its decoded fields there.
+ */
+static int answer_raw_error(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
+  const char *err;
+  const char *data;
+  size_t err_len;
+  size_t data_len;
+  acp__buf *b = &p->tmp;
+  int rv;
+
+  if (r->in_batch) {
+    data = acp_json_raw(msg->error_data, &data_len);
+    return answer_error(p, r, msg->error_code, msg->error_message,
+                        msg->error_message_len, data, data_len);
+  }
+  err = acp_json_raw(msg->error, &err_len);
+  acp__buf_clear(b);
+  rv = acp__buf_append(b, "{\"jsonrpc\":\"2.0\",\"id\":", 22);
+  if (rv == 0)
+    rv = acp__buf_append(b, r->id_raw, r->id_len);
+  if (rv == 0)
+    rv = acp__buf_append(b, ",\"error\":", 9);
+  if (rv == 0)
+    rv = acp__buf_append(b, err, err_len);
+  if (rv == 0)
+    rv = acp__buf_putc(b, '}');
+  if (rv != 0)
+    return rv;
+  rv = acp_rpc_session_send_raw(p->rpc, b->data, b->len);
+  if (rv != 0)
+    return rv;
+  rv = acp_rpc_session_drop(p->rpc, r->handle);
+  r->state = RS_ANSWERED;
+  return rv;
+}
+
+/* Relay a response (result, error, or local error) as the answer to r. */
+static int relay(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
+  const char *raw;
+  size_t len;
+
+  if (msg->local || msg->error != NULL) {
+    if (msg->local)
+      return answer_error(p, r, msg->error_code, msg->error_message,
+                          msg->error_message_len, NULL, 0);
+    return answer_raw_error(p, r, msg);
+  }
+  raw = acp_json_raw(msg->result, &len);
+  return answer_result(p, r, raw, len);
+}
+
+/*
+ * Errors while answering because the connection is gone are not the
+ * proxy's failure; only fatal codes propagate.
+ */
+static int soft(int rv) {
+  return acp_is_fatal(rv) ? rv : 0;
+}
+
+/* MARK: - Span surgery for the initialize answer (Private) */
+
+/* out = whole with [at, at+cut) replaced by ins. */
+static int splice(acp__buf *b, const char *whole, size_t wlen, const char *at,
+                  size_t cut, const char *ins, size_t ins_len) {
+  size_t head = (size_t)(at - whole);
+  int rv;
+
+  acp__buf_clear(b);
+  rv = acp__buf_append(b, whole, head);
+  if (rv == 0)
+    rv = acp__buf_append(b, ins, ins_len);
+  if (rv == 0)
+    rv = acp__buf_append(b, at + cut, wlen - head - cut);
+  return rv;
+}
+
+/* Insert `member` ("key":value) as the first member of object `obj`. */
+static int insert_member(acp__buf *b, const char *whole, size_t wlen,
+                         const acp_json_val *obj, const char *member,
+                         size_t mlen) {
+  const char *o;
+  size_t olen;
+  const char *at;
+  int rv;
+
+  o = acp_json_raw(obj, &olen);
+  at = o + 1;
+  acp__buf_clear(b);
+  rv = acp__buf_append(b, whole, (size_t)(at - whole));
+  if (rv == 0)
+    rv = acp__buf_append(b, member, mlen);
+  if (rv == 0 && acp_json_len(obj) > 0)
+    rv = acp__buf_putc(b, ',');
+  if (rv == 0)
+    rv = acp__buf_append(b, at, wlen - (size_t)(at - whole));
+  return rv;
+}
+
+/*
+ * Copy b's content to a fresh allocation in *out (freeing the old one), so
+ * the next surgery can read it while writing b.
+ */
+static int take(acp_proxy *p, acp__buf *b, char **out, size_t *len) {
+  char *d = dup_n(&p->mem, b->data ? b->data : "", b->len);
+
+  if (d == NULL)
+    return ACP_ERR_NOMEM;
+  acp__free(&p->mem, *out);
+  *out = d;
+  *len = b->len;
+  return 0;
+}
+
+/*
+ * The answer to the initialize request: the successor's result, or the
+ * replacement with the successor's protocolVersion bytes forced in, plus
+ * the G0 `_meta.proxy: true` marker. Result in p->tmp.
+ */
+static int build_init_answer(acp_proxy *p, const acp_json_val *succ_pv) {
+  char *cur = NULL;
+  size_t cur_len = 0;
+  const acp_json_val *root;
+  const acp_json_val *v;
+  const char *raw;
+  size_t len;
+  int rv;
+
+  cur = dup_n(&p->mem, p->init_repl ? p->init_repl : p->succ_init,
+              p->init_repl ? p->init_repl_len : p->succ_init_len);
+  if (cur == NULL)
+    return ACP_ERR_NOMEM;
+  cur_len = p->init_repl ? p->init_repl_len : p->succ_init_len;
+  rv = acp_json_doc_parse(p->doc, cur, cur_len, NULL);
+  root = acp_json_doc_root(p->doc);
+  if (rv == 0 && p->init_repl != NULL && succ_pv != NULL &&
+      acp_json_type_of(root) == ACP_JSON_OBJECT) {
+    const char *pv;
+    size_t pv_len;
+
+    pv = acp_json_raw(succ_pv, &pv_len);
+    v = acp_json_obj_getz(root, "protocolVersion");
+    if (v != NULL) {
+      raw = acp_json_raw(v, &len);
+      rv = splice(&p->tmp, cur, cur_len, raw, len, pv, pv_len);
+    } else {
+      acp__buf m;
+
+      acp__buf_init(&m, &p->mem, 0);
+      rv = acp__buf_append(&m, "\"protocolVersion\":", 18);
+      if (rv == 0)
+        rv = acp__buf_append(&m, pv, pv_len);
+      if (rv == 0)
+        rv = insert_member(&p->tmp, cur, cur_len, root, m.data, m.len);
+      acp__buf_dispose(&m);
+    }
+    if (rv == 0)
+      rv = take(p, &p->tmp, &cur, &cur_len);
+    if (rv == 0)
+      rv = acp_json_doc_parse(p->doc, cur, cur_len, NULL);
+    root = acp_json_doc_root(p->doc);
+  }
+  if (rv == 0 && p->wire == ACP_PROXY_WIRE_G0 &&
+      acp_json_type_of(root) == ACP_JSON_OBJECT) {
+    const acp_json_val *meta = acp_json_obj_getz(root, "_meta");
+
+    if (acp_json_type_of(meta) == ACP_JSON_OBJECT) {
+      v = acp_json_obj_getz(meta, "proxy");
+      if (v != NULL) {
+        raw = acp_json_raw(v, &len);
+        rv = splice(&p->tmp, cur, cur_len, raw, len, "true", 4);
+      } else {
+        rv = insert_member(&p->tmp, cur, cur_len, meta, "\"proxy\":true", 12);
+      }
+    } else if (meta == NULL) {
+      rv = insert_member(&p->tmp, cur, cur_len, root,
+                         "\"_meta\":{\"proxy\":true}", 22);
+    } else {
+      rv = splice(&p->tmp, cur, cur_len, cur, 0, "", 0);
+    }
+  } else if (rv == 0) {
+    rv = splice(&p->tmp, cur, cur_len, cur, 0, "", 0);
+  }
+  acp__free(&p->mem, cur);
+  return rv;
+}
+
+static int init_finish(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
+  const acp_json_val *succ_pv;
+  const char *raw;
+  size_t len;
+  int rv;
+
+  if (msg->local || msg->error != NULL ||
+      acp_json_type_of(msg->result) != ACP_JSON_OBJECT) {
+    p->init_state = INIT_NONE;
+    if (msg->local || msg->error != NULL)
+      return soft(relay(p, r, msg));
+    raw = acp_json_raw(msg->result, &len);
+    return soft(answer_result(p, r, raw, len));
+  }
+  raw = acp_json_raw(msg->result, &len);
+  acp__free(&p->mem, p->succ_init);
+  p->succ_init = dup_n(&p->mem, raw, len);
+  if (p->succ_init == NULL)
+    return ACP_ERR_NOMEM;
+  p->succ_init_len = len;
+  if (p->cbs.initialized != NULL) {
+    p->in_init_cb = true;
+    rv = p->cbs.initialized(p, msg, p->user_data);
+    p->in_init_cb = false;
+    if (rv != 0 && rv != ACP_PROXY_FORWARD && rv != ACP_ERR_PAUSE)
+      return rv;
+  }
+  succ_pv = acp_json_obj_getz(msg->result, "protocolVersion");
+  rv = build_init_answer(p, succ_pv);
+  acp__free(&p->mem, p->init_repl);
+  p->init_repl = NULL;
+  p->init_repl_len = 0;
+  if (rv != 0)
+    return rv;
+  rv = answer_result(p, r, p->tmp.data, p->tmp.len);
+  if (rv == 0)
+    p->init_state = INIT_DONE;
+  return soft(rv);
+}
+
+/* MARK: - Session callbacks (Private) */
+
+static int tap(acp_proxy *p, acp_proxy_dir from, const acp_rpc_msg *msg) {
+  if (p->cbs.receive == NULL)
+    return 0;
+  return p->cbs.receive(p, from, msg, p->user_data);
+}
+
+/* The answer to a request we forwarded. */
+static int fwd_response(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud) {
+  acp_proxy *p = acp_rpc_session_get_user_data(s);
+  preq *r = ud;
+  int rv;
+
+  rv = tap(p, other_side(r->from), msg);
+  if (rv != 0)
+    return rv;
+  r->state = RS_HELD;
+  if (r->is_init) {
+    rv = init_finish(p, r, msg);
+  } else {
+    rv = ACP_PROXY_FORWARD;
+    if (p->cbs.response != NULL) {
+      r->in_cb = true;
+      rv = p->cbs.response(p, r, msg, p->user_data);
+      r->in_cb = false;
+    }
+    if (rv == ACP_PROXY_FORWARD) {
+      rv = 0;
+      if (r->state == RS_HELD)
+        rv = soft(relay(p, r, msg));
+    }
+  }
+  req_settle(p, r);
+  return rv;
+}
+
+/* Forward the message being delivered, with the given params. */
+static int forward_msg(acp_proxy *p, const acp_proxy_msg *m, const char *params,
+                       size_t plen) {
+  preq *r = m->req;
+  int rv;
+
+  if (r != NULL) {
+    if (r->state != RS_NEW && r->state != RS_HELD)
+      return ACP_ERR_INVALID_STATE;
+    rv = emit(p, other_side(r->from), ACP_RPC_REQUEST, m->method, m->method_len,
+              params, plen, fwd_response, r, &r->out_id);
+    if (rv == 0)
+      r->state = RS_FORWARDED;
+  } else {
+    rv = emit(p, other_side(m->from), ACP_RPC_NOTIFICATION, m->method,
+              m->method_len, params, plen, NULL, NULL, NULL);
+  }
+  if (rv == 0 && m == p->cur)
+    p->cur_done = true;
+  return rv;
+}
+
+/* A request we could not forward gets an error instead of silence. */
+static int forward_failed(acp_proxy *p, preq *r, int err) {
+  char msg[128];
+
+  if (acp_is_fatal(err))
+    return err;
+  if (r == NULL)
+    return 0;
+  snprintf(msg, sizeof(msg), "proxy: cannot forward the request: %s",
+           acp_strerror(err));
+  return soft(
+      answer_error(p, r, ACP_RPC_INTERNAL_ERROR, msg, strlen(msg), NULL, 0));
+}
+
+/* Hand a message to the user's callback and apply the verdict. */
+static int deliver(acp_proxy *p, acp_proxy_msg *m) {
+  acp_proxy_msg_cb cb;
+  preq *r = m->req;
+  int rv;
+  int frv = 0;
+
+  cb =
+      m->from == ACP_PROXY_FROM_CLIENT ? p->cbs.from_client : p->cbs.from_agent;
+  p->cur = m;
+  p->cur_done = false;
+  if (r != NULL)
+    r->in_cb = true;
+  rv = cb != NULL ? cb(p, m, p->user_data) : ACP_PROXY_FORWARD;
+  if (r != NULL)
+    r->in_cb = false;
+  if (rv == ACP_PROXY_FORWARD) {
+    rv = 0;
+    if (r != NULL ? r->state == RS_NEW : !p->cur_done)
+      frv = forward_msg(p, m, m->params_raw, m->params_len);
+  }
+  p->cur = NULL;
+  if (r != NULL && r->state == RS_NEW)
+    r->state = RS_HELD;
+  if (frv != 0) {
+    frv = forward_failed(p, r, frv);
+    if (frv != 0 && rv == 0)
+      rv = frv;
+  }
+  if (r != NULL)
+    req_settle(p, r);
+  return rv;
+}
+
+static void cancel_forward(acp_proxy *p, preq *r) {
+  r->cancelled = true;
+  if (r->state == RS_FORWARDED)
+    (void)acp_rpc_session_cancel(p->rpc, r->out_id, ACP_RPC_CANCEL_NOTIFY, 0);
+}
+
+static int cancel_req(acp_proxy *p, preq *r) {
+  int rv = 0;
+
+  cancel_forward(p, r);
+  if (p->cbs.cancel != NULL) {
+    r->in_cb = true;
+    rv = p->cbs.cancel(p, r, p->user_data);
+    r->in_cb = false;
+  }
+  req_settle(p, r);
+  return rv;
+}
+
+static int on_cancel(acp_rpc_session *s, uint64_t handle, void *ud) {
+  acp_proxy *p = ud;
+  preq *r = req_by_handle(p, handle);
+
+  (void)s;
+  if (r == NULL)
+    return 0;
+  return cancel_req(p, r);
+}
+
+/* `$/cancel_request` that arrived wrapped: match by the id's raw bytes among
+ * the requests that arrived wrapped. */
+static int wrapped_cancel(acp_proxy *p, const acp_json_val *params) {
+  const acp_json_val *id = acp_json_obj_getz(params, "requestId");
+  const char *raw;
+  size_t len;
+  preq *r;
+
+  raw = acp_json_raw(id, &len);
+  if (raw == NULL)
+    return 0;
+  for (r = p->reqs; r; r = r->next)
+    if (r->from == ACP_PROXY_FROM_AGENT && r->state != RS_ANSWERED &&
+        r->id_len == len && memcmp(r->id_raw, raw, len) == 0)
+      return cancel_req(p, r);
+  return 0;
+}
+
+/* Unpack proxy/successor params into m. Returns 0 or -1 (invalid). */
+static int unwrap(acp_proxy *p, const acp_rpc_msg *msg, acp_proxy_msg *m,
+                  int *fatal) {
+  const acp_json_val *inner_m = acp_json_obj_getz(msg->params, "method");
+  const acp_json_val *inner_p = acp_json_obj_getz(msg->params, "params");
+  const char *s;
+  size_t n;
+  int rv;
+
+  *fatal = 0;
+  if (acp_json_type_of(inner_m) != ACP_JSON_STRING)
+    return -1;
+  rv = acp_json_doc_str(msg->doc, inner_m, &s, &n);
+  if (rv == 0) {
+    acp__buf_clear(&p->name);
+    rv = acp__buf_append(&p->name, s, n);
+    if (rv == 0)
+      rv = acp__buf_putc(&p->name, '\0');
+  }
+  if (rv != 0) {
+    *fatal = rv;
+    return -1;
+  }
+  m->from = ACP_PROXY_FROM_AGENT;
+  m->method = p->name.data;
+  m->method_len = n;
+  m->params = inner_p;
+  m->params_raw = acp_json_raw(inner_p, &m->params_len);
+  m->envelope_meta = acp_json_obj_getz(msg->params, "_meta");
+  if (m->envelope_meta == NULL)
+    m->envelope_meta = acp_json_obj_getz(msg->params, "meta");
+  return 0;
+}
+
+static void plain(const acp_rpc_msg *msg, acp_proxy_msg *m) {
+  m->from = ACP_PROXY_FROM_CLIENT;
+  m->method = msg->method;
+  m->method_len = msg->method_len;
+  m->params = msg->params;
+  m->params_raw = acp_json_raw(msg->params, &m->params_len);
+}
+
+static int start_initialize(acp_proxy *p, const acp_rpc_msg *msg,
+                            acp_proxy_wire wire) {
+  const char *params;
+  size_t plen;
+  preq *r;
+  int rv;
+
+  if (p->init_state != INIT_NONE) {
+    static const char why[] = "proxy already initialized";
+
+    return soft(acp_rpc_session_respond_error(p->rpc, msg->handle,
+                                              ACP_RPC_INVALID_REQUEST, why,
+                                              sizeof(why) - 1, NULL, 0));
+  }
+  r = req_new(p, msg, ACP_PROXY_FROM_CLIENT, msg->method, msg->method_len);
+  if (r == NULL)
+    return ACP_ERR_NOMEM;
+  r->is_init = true;
+  p->wire = wire;
+  p->init_state = INIT_PENDING;
+  params = acp_json_raw(msg->params, &plen);
+  rv = emit(p, ACP_PROXY_FROM_AGENT, ACP_RPC_REQUEST, "initialize", 10, params,
+            plen, fwd_response, r, &r->out_id);
+  if (rv == 0) {
+    r->state = RS_FORWARDED;
+    return 0;
+  }
+  p->init_state = INIT_NONE;
+  rv = forward_failed(p, r, rv);
+  req_settle(p, r);
+  return rv;
+}
+
+static int on_request(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud) {
+  acp_proxy *p = ud;
+  const char *mn = msg->method;
+  size_t ml = msg->method_len;
+  bool wrapped = is_successor_method(mn, ml);
+  acp_proxy_msg m;
+  int fatal;
+  int rv;
+
+  (void)s;
+  rv = tap(p, wrapped ? ACP_PROXY_FROM_AGENT : ACP_PROXY_FROM_CLIENT, msg);
+  if (rv != 0)
+    return rv;
+  if (name_is(mn, ml, "proxy/initialize"))
+    return start_initialize(p, msg, ACP_PROXY_WIRE_G2);
+  if (name_is(mn, ml, "_proxy/initialize"))
+    return start_initialize(p, msg, ACP_PROXY_WIRE_G1);
+  if (name_is(mn, ml, "initialize")) {
+    static const char why[] =
+        "this component is a proxy: expected proxy/initialize";
+
+    if (is_g0_initialize(msg))
+      return start_initialize(p, msg, ACP_PROXY_WIRE_G0);
+    return soft(acp_rpc_session_respond_error(p->rpc, msg->handle,
+                                              ACP_RPC_INVALID_REQUEST, why,
+                                              sizeof(why) - 1, NULL, 0));
+  }
+  memset(&m, 0, sizeof(m));
+  m.kind = ACP_RPC_REQUEST;
+  m.rpc = msg;
+  m.doc = msg->doc;
+  if (wrapped) {
+    if (unwrap(p, msg, &m, &fatal) != 0) {
+      static const char why[] =
+          "Invalid params: proxy/successor needs a string \"method\"";
+
+      if (fatal != 0)
+        return fatal;
+      return soft(acp_rpc_session_respond_error(p->rpc, msg->handle,
+                                                ACP_RPC_INVALID_PARAMS, why,
+                                                sizeof(why) - 1, NULL, 0));
+    }
+  } else {
+    plain(msg, &m);
+  }
+  m.req = req_new(p, msg, m.from, m.method, m.method_len);
+  if (m.req == NULL)
+    return ACP_ERR_NOMEM;
+  return deliver(p, &m);
+}
+
+static int on_notification(acp_rpc_session *s, const acp_rpc_msg *msg,
+                           void *ud) {
+  acp_proxy *p = ud;
+  bool wrapped = is_successor_method(msg->method, msg->method_len);
+  acp_proxy_msg m;
+  int fatal;
+  int rv;
+
+  (void)s;
+  rv = tap(p, wrapped ? ACP_PROXY_FROM_AGENT : ACP_PROXY_FROM_CLIENT, msg);
+  if (rv != 0)
+    return rv;
+  if (name_is(msg->method, msg->method_len, "proxy/initialize") ||
+      name_is(msg->method, msg->method_len, "_proxy/initialize"))
+    return 0; /* meaningless as a notification */
+  memset(&m, 0, sizeof(m));
+  m.kind = ACP_RPC_NOTIFICATION;
+  m.rpc = msg;
+  m.doc = msg->doc;
+  if (wrapped) {
+    if (unwrap(p, msg, &m, &fatal) != 0)
+      return fatal; /* an invalid notification is dropped */
+    if (name_is(m.method, m.method_len, "$/cancel_request"))
+      return wrapped_cancel(p, m.params);
+  } else {
+    plain(msg, &m);
+  }
+  return deliver(p, &m);
+}
+
+/* MARK: - Callbacks (Public) */
+
+int acp_proxy_callbacks_new(acp_proxy_callbacks **out) {
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = acp__calloc(acp_mem_default(), 1, sizeof(**out));
+  return *out ? 0 : ACP_ERR_NOMEM;
+}
+
+void acp_proxy_callbacks_free(acp_proxy_callbacks *cbs) {
+  acp__free(acp_mem_default(), cbs);
+}
+
+void acp_proxy_callbacks_set_on_from_client(acp_proxy_callbacks *cbs,
+                                            acp_proxy_msg_cb cb) {
+  if (cbs)
+    cbs->from_client = cb;
+}
+
+void acp_proxy_callbacks_set_on_from_agent(acp_proxy_callbacks *cbs,
+                                           acp_proxy_msg_cb cb) {
+  if (cbs)
+    cbs->from_agent = cb;
+}
+
+void acp_proxy_callbacks_set_on_response(acp_proxy_callbacks *cbs,
+                                         acp_proxy_response_hook_cb cb) {
+  if (cbs)
+    cbs->response = cb;
+}
+
+void acp_proxy_callbacks_set_on_cancel(acp_proxy_callbacks *cbs,
+                                       acp_proxy_cancel_cb cb) {
+  if (cbs)
+    cbs->cancel = cb;
+}
+
+void acp_proxy_callbacks_set_on_initialized(acp_proxy_callbacks *cbs,
+                                            acp_proxy_init_cb cb) {
+  if (cbs)
+    cbs->initialized = cb;
+}
+
+void acp_proxy_callbacks_set_on_receive(acp_proxy_callbacks *cbs,
+                                        acp_proxy_receive_cb cb) {
+  if (cbs)
+    cbs->receive = cb;
+}
+
+/* MARK: - Lifetime (Public) */
+
+int acp_proxy_new(acp_proxy **out, const acp_proxy_callbacks *cbs,
+                  void *user_data, const acp_rpc_options *opts,
+                  const acp_mem *mem) {
+  acp_rpc_callbacks *rcbs = NULL;
+  acp_proxy *p = NULL;
+  acp_mem m;
+  int rv;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  acp__mem_init(&m, mem);
+  p = acp__calloc(&m, 1, sizeof(*p));
+  if (p == NULL)
+    return ACP_ERR_NOMEM;
+  p->mem = m;
+  p->user_data = user_data;
+  p->wire = ACP_PROXY_WIRE_G2;
+  if (cbs != NULL)
+    p->cbs = *cbs;
+  acp__buf_init(&p->name, &p->mem, 0);
+  acp__buf_init(&p->tmp, &p->mem, 0);
+  rv = acp_rpc_callbacks_new(&rcbs);
+  if (rv != 0)
+    goto cleanup;
+  acp_rpc_callbacks_set_on_request(rcbs, on_request);
+  acp_rpc_callbacks_set_on_notification(rcbs, on_notification);
+  acp_rpc_callbacks_set_on_cancel(rcbs, on_cancel);
+  rv = acp_rpc_session_new(&p->rpc, rcbs, p, opts, &p->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_writer_new(&p->w, 0, &p->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_doc_new(&p->doc, &p->mem);
+  if (rv != 0)
+    goto cleanup;
+  *out = p;
+  p = NULL;
+cleanup:
+  acp_rpc_callbacks_free(rcbs);
+  acp_proxy_free(p);
+  return rv;
+}
+
+void acp_proxy_free(acp_proxy *p) {
+  if (p == NULL)
+    return;
+  acp_rpc_session_free(p->rpc);
+  while (p->reqs)
+    req_free(p, p->reqs);
+  while (p->injects) {
+    inject *i = p->injects;
+
+    p->injects = i->next;
+    acp__free(&p->mem, i);
+  }
+  acp_json_writer_free(p->w);
+  acp_json_doc_free(p->doc);
+  acp__buf_dispose(&p->name);
+  acp__buf_dispose(&p->tmp);
+  acp__free(&p->mem, p->succ_init);
+  acp__free(&p->mem, p->init_repl);
+  acp__free(&p->mem, p);
+}
+
+void *acp_proxy_get_user_data(const acp_proxy *p) {
+  return p ? p->user_data : NULL;
+}
+
+acp_rpc_session *acp_proxy_session(acp_proxy *p) {
+  return p ? p->rpc : NULL;
+}
+
+acp_ssize acp_proxy_recv(acp_proxy *p, const char *data, size_t len,
+                         uint64_t now_ms) {
+  if (p == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_recv(p->rpc, data, len, now_ms);
+}
+
+acp_ssize acp_proxy_send(acp_proxy *p, const char **data) {
+  if (p == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_send(p->rpc, data);
+}
+
+int acp_proxy_recv_eof(acp_proxy *p, uint64_t now_ms) {
+  if (p == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_recv_eof(p->rpc, now_ms);
+}
+
+/* MARK: - State (Public) */
+
+int acp_proxy_is_initialized(const acp_proxy *p) {
+  return p != NULL && p->init_state == INIT_DONE;
+}
+
+acp_proxy_wire acp_proxy_get_wire(const acp_proxy *p) {
+  return p ? p->wire : ACP_PROXY_WIRE_G2;
+}
+
+const char *acp_proxy_successor_init_result(const acp_proxy *p, size_t *len) {
+  if (len)
+    *len = p && p->succ_init ? p->succ_init_len : 0;
+  return p ? p->succ_init : NULL;
+}
+
+int acp_proxy_set_init_result(acp_proxy *p, const char *result, size_t len) {
+  char *d;
+  int rv;
+
+  if (p == NULL || result == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!p->in_init_cb)
+    return ACP_ERR_INVALID_STATE;
+  d = dup_n(&p->mem, result, len);
+  if (d == NULL)
+    return ACP_ERR_NOMEM;
+  /* Validate on the scratch doc: the successor's result was parsed by the
+   * session's own document, which stays untouched. */
+  rv = acp_json_doc_parse(p->doc, d, len, NULL);
+  if (rv == ACP_ERR_NOMEM) {
+    acp__free(&p->mem, d);
+    return rv;
+  }
+  if (rv != 0 ||
+      acp_json_type_of(acp_json_doc_root(p->doc)) != ACP_JSON_OBJECT) {
+    acp__free(&p->mem, d);
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  acp__free(&p->mem, p->init_repl);
+  p->init_repl = d;
+  p->init_repl_len = len;
+  return 0;
+}
+
+/* MARK: - Forwarding and answering (Public) */
+
+int acp_proxy_forward(acp_proxy *p, const acp_proxy_msg *msg) {
+  if (p == NULL || msg == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return forward_msg(p, msg, msg->params_raw, msg->params_len);
+}
+
+int acp_proxy_forward_transformed(acp_proxy *p, const acp_proxy_msg *msg,
+                                  const char *params, size_t len) {
+  if (p == NULL || msg == NULL || (params == NULL && len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  return forward_msg(p, msg, params, len);
+}
+
+int acp_proxy_request_forward(acp_proxy *p, acp_proxy_request *req,
+                              const char *params, size_t len) {
+  int rv;
+
+  if (p == NULL || req == NULL || (params == NULL && len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->state != RS_NEW && req->state != RS_HELD)
+    return ACP_ERR_INVALID_STATE;
+  rv = emit(p, other_side(req->from), ACP_RPC_REQUEST, req->method,
+            strlen(req->method), params, len, fwd_response, req, &req->out_id);
+  if (rv == 0) {
+    req->state = RS_FORWARDED;
+    if (req->cancelled)
+      cancel_forward(p, req);
+  }
+  return rv;
+}
+
+static int check_answerable(const acp_proxy *p, const preq *r) {
+  if (p == NULL || r == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (r->state != RS_NEW && r->state != RS_HELD)
+    return ACP_ERR_INVALID_STATE;
+  return 0;
+}
+
+int acp_proxy_respond(acp_proxy *p, acp_proxy_request *req, const char *result,
+                      size_t len) {
+  int rv = check_answerable(p, req);
+
+  if (rv != 0)
+    return rv;
+  if (result == NULL && len > 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (req->is_init)
+    return ACP_ERR_INVALID_STATE;
+  rv = answer_result(p, req, result, len);
+  req_settle(p, req);
+  return rv;
+}
+
+int acp_proxy_respond_error(acp_proxy *p, acp_proxy_request *req, int64_t code,
+                            const char *message, const char *data,
+                            size_t data_len) {
+  int rv = check_answerable(p, req);
+
+  if (rv != 0)
+    return rv;
+  if (req->is_init)
+    return ACP_ERR_INVALID_STATE;
+  if (message == NULL)
+    message = "";
+  rv = answer_error(p, req, code, message, strlen(message), data, data_len);
+  req_settle(p, req);
+  return rv;
+}
+
+acp_proxy_dir acp_proxy_request_from(const acp_proxy_request *req) {
+  return req ? req->from : ACP_PROXY_FROM_CLIENT;
+}
+
+const char *acp_proxy_request_method(const acp_proxy_request *req) {
+  return req ? req->method : NULL;
+}
+
+int acp_proxy_request_is_cancelled(const acp_proxy_request *req) {
+  return req != NULL && req->cancelled;
+}
+
+int acp_proxy_request_is_forwarded(const acp_proxy_request *req) {
+  return req != NULL && req->state == RS_FORWARDED;
+}
+
+void acp_proxy_request_set_user_data(acp_proxy_request *req, void *user_data) {
+  if (req)
+    req->user_data = user_data;
+}
+
+void *acp_proxy_request_get_user_data(const acp_proxy_request *req) {
+  return req ? req->user_data : NULL;
+}
+
+/* MARK: - Injecting (Public) */
+
+static int inject_response(acp_rpc_session *s, const acp_rpc_msg *msg,
+                           void *ud) {
+  inject *i = ud;
+  acp_proxy *p = i->p;
+  int rv;
+
+  (void)s;
+  rv = tap(p, i->to, msg);
+  if (rv == 0 && i->cb != NULL)
+    rv = i->cb(p, msg, i->cb_user_data);
+  if (i->prev)
+    i->prev->next = i->next;
+  else
+    p->injects = i->next;
+  if (i->next)
+    i->next->prev = i->prev;
+  acp__free(&p->mem, i);
+  return rv;
+}
+
+static int send_request(acp_proxy *p, acp_proxy_dir to, const char *method,
+                        const char *params, size_t plen,
+                        acp_proxy_response_cb cb, void *cb_ud,
+                        int64_t *id_out) {
+  inject *i;
+  int rv;
+
+  if (p == NULL || method == NULL || (params == NULL && plen > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  i = acp__calloc(&p->mem, 1, sizeof(*i));
+  if (i == NULL)
+    return ACP_ERR_NOMEM;
+  i->p = p;
+  i->to = to;
+  i->cb = cb;
+  i->cb_user_data = cb_ud;
+  rv = emit(p, to, ACP_RPC_REQUEST, method, strlen(method), params, plen,
+            inject_response, i, id_out);
+  if (rv != 0) {
+    acp__free(&p->mem, i);
+    return rv;
+  }
+  i->next = p->injects;
+  if (p->injects)
+    p->injects->prev = i;
+  p->injects = i;
+  return 0;
+}
+
+int acp_proxy_send_to_agent(acp_proxy *p, const char *method,
+                            const char *params, size_t params_len,
+                            acp_proxy_response_cb cb, void *cb_user_data,
+                            int64_t *id_out) {
+  return send_request(p, ACP_PROXY_FROM_AGENT, method, params, params_len, cb,
+                      cb_user_data, id_out);
+}
+
+int acp_proxy_send_to_client(acp_proxy *p, const char *method,
+                             const char *params, size_t params_len,
+                             acp_proxy_response_cb cb, void *cb_user_data,
+                             int64_t *id_out) {
+  return send_request(p, ACP_PROXY_FROM_CLIENT, method, params, params_len, cb,
+                      cb_user_data, id_out);
+}
+
+int acp_proxy_notify_agent(acp_proxy *p, const char *method, const char *params,
+                           size_t params_len) {
+  if (p == NULL || method == NULL || (params == NULL && params_len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  return emit(p, ACP_PROXY_FROM_AGENT, ACP_RPC_NOTIFICATION, method,
+              strlen(method), params, params_len, NULL, NULL, NULL);
+}
+
+int acp_proxy_notify_client(acp_proxy *p, const char *method,
+                            const char *params, size_t params_len) {
+  if (p == NULL || method == NULL || (params == NULL && params_len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  return emit(p, ACP_PROXY_FROM_CLIENT, ACP_RPC_NOTIFICATION, method,
+              strlen(method), params, params_len, NULL, NULL, NULL);
+}
+
+int acp_proxy_cancel(acp_proxy *p, int64_t id) {
+  if (p == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_cancel(p->rpc, id, ACP_RPC_CANCEL_NOTIFY, 0);
+}
