@@ -31,7 +31,7 @@ if ldd "$lib" | grep -q libuv; then
 fi
 # Symbols the core may import. Anything else (read, write, fopen, printf,
 # clock_gettime, time, pthread_*) would mean I/O, a clock or threads.
-allowed='^(malloc|calloc|realloc|free|memcpy|memmove|memset|memcmp|memchr|strlen|strcmp|strncmp|strchr|strrchr|strtod|strtol|strtoll|strtoul|strtoull|snprintf|vsnprintf|qsort|bsearch|abort|__assert_fail|__stack_chk_fail|__errno_location|__isoc23_strto.*|__isoc99_.*|__ctype_b_loc|__ctype_tolower_loc|__ctype_toupper_loc|__cxa_finalize|__gmon_start__|_ITM_.*|frexp|ldexp|pow|floor|ceil|fabs|isnan|isinf|__fpclassify|_?_?memcpy_chk|__memset_chk|__snprintf_chk|__vsnprintf_chk|__memmove_chk|__strlen_chk|memcpy@.*|localeconv|strnlen|__tls_get_addr|__printf_chk)$'
+allowed='^(malloc|calloc|realloc|free|memcpy|memmove|memset|memcmp|memchr|strlen|strcmp|strncmp|strchr|strrchr|strtod|strtol|strtoll|strtoul|strtoull|snprintf|vsnprintf|qsort|bsearch|abort|__assert_fail|__stack_chk_fail|__errno_location|__isoc23_strto.*|__isoc99_.*|__ctype_b_loc|__ctype_tolower_loc|__ctype_toupper_loc|__cxa_finalize|__gmon_start__|_ITM_.*|frexp|ldexp|pow|floor|ceil|fabs|isnan|isinf|__fpclassify|_?_?memcpy_chk|__memset_chk|__snprintf_chk|__vsnprintf_chk|__memmove_chk|__strlen_chk|memcpy@.*|localeconv|strnlen|__tls_get_addr|__printf_chk|__asan_.*|__ubsan_.*|__sanitizer_.*|__lsan_.*)$'
 bad=$(nm -D --undefined-only "$lib" | awk '{print $2}' | sed 's/@.*//' \
       | grep -Ev "$allowed" || true)
 if [ -n "$bad" ]; then
