@@ -954,6 +954,23 @@ ACP_EXTERN int acp_decode_named(const acp_type_desc *t, const acp_json_val *v,
                                 acp_arena *a, void *out, const char *root,
                                 char *errbuf, size_t errcap);
 
+/** Flags for acp_decode_ex(). */
+enum {
+  /**
+   * Tolerate missing required members (they stay empty: NULL, 0, false).
+   * Used to read what older peers wrote; acp_encode() of such a struct does
+   * not invent the members the source lacked.
+   */
+  ACP_DECODE_LENIENT = 1
+};
+
+/**
+ * As acp_decode_named(), with ACP_DECODE_* `flags`. Errors as acp_decode().
+ */
+ACP_EXTERN int acp_decode_ex(const acp_type_desc *t, const acp_json_val *v,
+                             acp_arena *a, void *out, const char *root,
+                             unsigned flags, char *errbuf, size_t errcap);
+
 /**
  * Encode a struct as one JSON object (or, for a union of unknown kind, its
  * raw value) with `w`. Known members are written in schema order, then the

@@ -158,6 +158,7 @@ size_t acp_type_size(const acp_type_desc *t) {
 
 typedef struct dec_ctx {
   acp_arena *arena;
+  unsigned flags; /* ACP_DECODE_* */
   char *errbuf;
   size_t errcap;
   char path[PATH_MAX_LEN];
@@ -431,7 +432,7 @@ static int decode_object(dec_ctx *c, const acp_type_desc *t,
     m = acp_json_obj_get(v, f->name, f->name_len);
     old = path_push_key(c, f->name, f->name_len);
     if (m == NULL) {
-      if (f->flags & ACP__FF_REQUIRED)
+      if ((f->flags & ACP__FF_REQUIRED) && !(c->flags & ACP_DECODE_LENIENT))
         return fail(c, "missing required member");
       path_pop(c, old);
       continue;
@@ -535,6 +536,12 @@ static int decode_type(dec_ctx *c, const acp_type_desc *t,
 int acp_decode_named(const acp_type_desc *t, const acp_json_val *v,
                      acp_arena *a, void *out, const char *root, char *errbuf,
                      size_t errcap) {
+  return acp_decode_ex(t, v, a, out, root, 0, errbuf, errcap);
+}
+
+int acp_decode_ex(const acp_type_desc *t, const acp_json_val *v, acp_arena *a,
+                  void *out, const char *root, unsigned flags, char *errbuf,
+                  size_t errcap) {
   dec_ctx c;
 
   if (errbuf != NULL && errcap > 0)
@@ -543,6 +550,7 @@ int acp_decode_named(const acp_type_desc *t, const acp_json_val *v,
     return ACP_ERR_INVALID_ARGUMENT;
   memset(out, 0, t->size);
   c.arena = a;
+  c.flags = flags;
   c.errbuf = errbuf;
   c.errcap = errcap;
   c.path[0] = '\0';
@@ -689,6 +697,36 @@ static int encode_union_members(const acp_type_desc *t, const void *in,
   return encode_known(var->type, p, w);
 }
 
+/* True if a required field still holds nothing at all. */
+static bool field_is_empty(const acp__field *f, const void *base) {
+  switch (f->type) {
+  case ACP__FT_INT:
+    return *(const int64_t *)CAT(base, f->offset) == 0;
+  case ACP__FT_NUM:
+    return ((const acp_num *)CAT(base, f->offset))->raw.ptr == NULL &&
+           ((const acp_num *)CAT(base, f->offset))->value == 0;
+  case ACP__FT_BOOL:
+    return !*(const bool *)CAT(base, f->offset);
+  case ACP__FT_ENUM:
+  case ACP__FT_STR:
+    return !field_is_set(f, base);
+  default:
+    return *(const void *const *)CAT(base, f->offset) == NULL;
+  }
+}
+
+/* A required member that the decoded source lacked (lenient decoding) and
+ * that nobody has set since is not invented on the way out: the round trip
+ * stays faithful to the source. */
+static bool absent_in_source(const acp_type_desc *t, const acp__field *f,
+                             const void *in) {
+  const acp_json_val *raw =
+      *(const acp_json_val *const *)CAT(in, t->raw_offset);
+
+  return raw != NULL && acp_json_obj_get(raw, f->name, f->name_len) == NULL &&
+         field_is_empty(f, in);
+}
+
 static int encode_known(const acp_type_desc *t, const void *in,
                         acp_json_writer *w) {
   size_t i;
@@ -702,6 +740,8 @@ static int encode_known(const acp_type_desc *t, const void *in,
         return rv;
       continue;
     }
+    if ((f->flags & ACP__FF_REQUIRED) && absent_in_source(t, f, in))
+      continue;
     if (!field_is_set(f, in)) {
       if (f->flags & ACP__FF_REQUIRED)
         return ACP_ERR_INVALID_ARGUMENT;

@@ -91,6 +91,31 @@ static void test_codec_prompt_typed_access(void **state) {
                       "\"name\":\"a\",\"size\":12,\"uri\":\"file:///a\"}]}");
 }
 
+/* Lenient decoding reads what older peers wrote; encoding does not invent
+ * the required members the source lacked, but does emit one set later. */
+static void test_codec_lenient_decode_invents_nothing(void **state) {
+  fixture *f = *state;
+  acp_prompt_request r;
+  const char *json = "{\"sessionId\":\"s\",\"content\":[]}";
+
+  assert_int_equal(decode(f, &acp_type_prompt_request, json, &r),
+                   ACP_ERR_PARSE);
+  assert_string_equal(f->err, "params.prompt: missing required member");
+  assert_int_equal(acp_json_doc_parse(f->doc, json, strlen(json), NULL), 0);
+  assert_int_equal(acp_decode_ex(&acp_type_prompt_request,
+                                 acp_json_doc_root(f->doc), f->arena, &r,
+                                 "params", ACP_DECODE_LENIENT, f->err,
+                                 sizeof(f->err)),
+                   0);
+  assert_null(r.prompt);
+  assert_int_equal(r.prompt_count, 0);
+  assert_string_equal(encode(f, &acp_type_prompt_request, &r), json);
+  /* Without a source, a required array is written, empty. */
+  r.raw = NULL;
+  assert_string_equal(encode(f, &acp_type_prompt_request, &r),
+                      "{\"sessionId\":\"s\",\"prompt\":[]}");
+}
+
 static void test_codec_keeps_unknown_members_and_meta(void **state) {
   fixture *f = *state;
   acp_session_notification n;
@@ -418,6 +443,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_codec_prompt_typed_access, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_codec_lenient_decode_invents_nothing,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_codec_keeps_unknown_members_and_meta,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_codec_unknown_union_tag_round_trips,
