@@ -876,6 +876,21 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
     return rv;
   if (text == NULL && text_len != 0)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (extra == NULL) {
+    /* The common, large case goes straight into the session's output: the
+     * text is copied once, not into a params writer first. */
+    acp__rpc_part parts[] = {
+        ACP__PART_LIT("{\"sessionId\":"),
+        ACP__PART_STR(session_id, strlen(session_id)),
+        ACP__PART_LIT(",\"update\":{\"sessionUpdate\":"),
+        ACP__PART_STR(kind, strlen(kind)),
+        ACP__PART_LIT(",\"content\":{\"type\":\"text\",\"text\":"),
+        ACP__PART_STR(text ? text : "", text_len),
+        ACP__PART_LIT("}}}"),
+    };
+    return acp__role_notify_parts(&a->role, "session/update", parts,
+                                  sizeof(parts) / sizeof(parts[0]));
+  }
   w = update_begin(a, session_id, kind);
   acp_json_write_keyz(w, "content");
   acp_json_write_obj_begin(w);

@@ -674,22 +674,25 @@ int acp_client_prompt_text(acp_client *client, const char *session_id,
                            const char *text, size_t text_len,
                            acp_client_response_cb cb, void *cb_user_data,
                            int64_t *id_out) {
-  acp_json_writer *w;
+  acp__call tmpl;
+  /* Written straight into the session's output: a large prompt is copied
+   * once, not into a params writer first. */
+  acp__rpc_part parts[] = {
+      ACP__PART_LIT("{\"sessionId\":"),
+      ACP__PART_STR(session_id, session_id ? strlen(session_id) : 0),
+      ACP__PART_LIT(",\"prompt\":[{\"type\":\"text\",\"text\":"),
+      ACP__PART_STR(text ? text : "", text_len),
+      ACP__PART_LIT("}]}"),
+  };
 
   if (client == NULL || session_id == NULL || (text == NULL && text_len))
     return ACP_ERR_INVALID_ARGUMENT;
-  w = acp__role_obj_begin(&client->role);
-  acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "prompt");
-  acp_json_write_arr_begin(w);
-  acp_json_write_obj_begin(w);
-  acp__w_str(w, "type", "text");
-  acp_json_write_keyz(w, "text");
-  acp_json_write_str(w, text ? text : "", text_len);
-  acp_json_write_obj_end(w);
-  acp_json_write_arr_end(w);
-  return client_call_w(client, CALL_PLAIN, "session/prompt", cb, cb_user_data,
-                       id_out);
+  memset(&tmpl, 0, sizeof(tmpl));
+  tmpl.kind = CALL_PLAIN;
+  tmpl.cb.client = cb;
+  tmpl.cb_user_data = cb_user_data;
+  return acp__role_call_parts(&client->role, "session/prompt", parts,
+                              sizeof(parts) / sizeof(parts[0]), &tmpl, id_out);
 }
 
 int acp_client_prompt(acp_client *client, const char *session_id,

@@ -391,6 +391,15 @@ static int rpc_on_response(acp_rpc_session *s, const acp_rpc_msg *msg,
 
 int acp__role_call(acp__role *r, const char *method, const char *params,
                    size_t params_len, const acp__call *tmpl, int64_t *id_out) {
+  acp__rpc_part part = {params, params_len, false};
+
+  return acp__role_call_parts(r, method, &part, params != NULL ? 1 : 0, tmpl,
+                              id_out);
+}
+
+int acp__role_call_parts(acp__role *r, const char *method,
+                         const acp__rpc_part *parts, size_t nparts,
+                         const acp__call *tmpl, int64_t *id_out) {
   acp__call *c;
   int rv;
 
@@ -405,9 +414,9 @@ int acp__role_call(acp__role *r, const char *method, const char *params,
     c->cb_user_data = tmpl->cb_user_data;
   }
   c->role = r;
-  rv = acp_rpc_session_request(r->rpc, method, strlen(method), params,
-                               params_len, r->call_timeout_ms, r->now_ms,
-                               rpc_on_response, c, id_out);
+  rv = acp__rpc_request_parts(r->rpc, method, strlen(method), parts, nparts,
+                              r->call_timeout_ms, r->now_ms, rpc_on_response, c,
+                              id_out);
   if (rv != 0) {
     acp__free(&r->mem, c);
     return rv;
@@ -425,6 +434,13 @@ int acp__role_notify(acp__role *r, const char *method, const char *params,
     return ACP_ERR_INVALID_ARGUMENT;
   return acp_rpc_session_notify(r->rpc, method, strlen(method), params,
                                 params_len);
+}
+
+int acp__role_notify_parts(acp__role *r, const char *method,
+                           const acp__rpc_part *parts, size_t nparts) {
+  if (method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__rpc_notify_parts(r->rpc, method, strlen(method), parts, nparts);
 }
 
 int acp__role_cancel_call(acp__role *r, int64_t id) {

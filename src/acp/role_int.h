@@ -5,6 +5,7 @@
 #ifndef ACP_ROLE_INT_H
 #define ACP_ROLE_INT_H
 
+#include "rpc/rpc_int.h"
 #include "internal.h"
 
 #include "acp/agent.h"
@@ -98,6 +99,13 @@ int acp__role_call(acp__role *r, const char *method, const char *params,
                    size_t params_len, const acp__call *tmpl, int64_t *id_out);
 int acp__role_notify(acp__role *r, const char *method, const char *params,
                      size_t params_len);
+/* As acp__role_call() and _notify(), params given in pieces written
+ * straight into the session's output (one copy of a large payload). */
+int acp__role_call_parts(acp__role *r, const char *method,
+                         const acp__rpc_part *parts, size_t nparts,
+                         const acp__call *tmpl, int64_t *id_out);
+int acp__role_notify_parts(acp__role *r, const char *method,
+                           const acp__rpc_part *parts, size_t nparts);
 int acp__role_cancel_call(acp__role *r, int64_t id);
 
 /* Scratch writer, reset, with an object opened. */

@@ -68,4 +68,9 @@ static inline void acp__buf_clear(acp__buf *b) {
   b->len = 0;
 }
 
+/* Append `s` as one JSON string (quotes, escapes) to `b` (src/json).
+ * 0, ACP_ERR_INVALID_ARGUMENT (not UTF-8), ACP_ERR_LIMIT or ACP_ERR_NOMEM;
+ * on error `b` may hold a partial string: callers roll back. */
+int acp__json_escape_append(acp__buf *b, const char *s, size_t len);
+
 #endif /* ACP_INTERNAL_H */

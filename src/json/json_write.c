@@ -439,3 +439,17 @@ int acp_json_write_val(acp_json_writer *w, const acp_json_val *v) {
     return fail(w, ACP_ERR_INVALID_ARGUMENT);
   return scalar(w, v->raw, v->len);
 }
+
+/* MARK: - Internal */
+
+int acp__json_escape_append(acp__buf *b, const char *str, size_t len) {
+  /* The string writer works on a writer's buffer; lend it ours. Only the
+   * buffer is used, so the rest of the stack writer stays unset. */
+  acp_json_writer w;
+  int rv;
+
+  w.buf = *b;
+  rv = put_string(&w, str, len);
+  *b = w.buf;
+  return rv;
+}

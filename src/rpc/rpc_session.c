@@ -14,6 +14,7 @@
  *     responses are collected there and emitted as one array line.
  */
 #include "acp/rpc.h"
+#include "rpc_int.h"
 #include "internal.h"
 
 /* MARK: - Types (Private) */
@@ -352,13 +353,14 @@ static int put_str(acp_rpc_session *s, acp__buf *b, const char *p, size_t n) {
 }
 
 static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
-                         const char *method, size_t mlen, const char *params,
-                         size_t plen) {
+                         const char *method, size_t mlen,
+                         const acp__rpc_part *parts, size_t nparts) {
   int rv;
   size_t need = mlen + 64;
+  size_t i;
 
-  if (params)
-    need += plen;
+  for (i = 0; i < nparts; i++)
+    need += parts[i].n + (parts[i].str ? 2 : 0);
   rv = presize(b, need);
   if (rv == 0 && id) {
     rv = put_lit(b, "{\"jsonrpc\":\"2.0\",\"id\":");
@@ -371,10 +373,13 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
   }
   if (rv == 0)
     rv = put_str(s, b, method, mlen);
-  if (rv == 0 && params) {
+  if (rv == 0 && nparts > 0)
     rv = put_lit(b, ",\"params\":");
-    if (rv == 0)
-      rv = acp__buf_append(b, params, plen);
+  for (i = 0; rv == 0 && i < nparts; i++) {
+    if (parts[i].str)
+      rv = acp__json_escape_append(b, parts[i].p, parts[i].n);
+    else
+      rv = acp__buf_append(b, parts[i].p, parts[i].n);
   }
   if (rv == 0)
     rv = acp__buf_putc(b, '}');
@@ -1609,13 +1614,12 @@ int acp_rpc_session_want_write(const acp_rpc_session *s) {
 }
 
 /* Append one line to the output, built by `build_request`. */
-static int emit_request(acp_rpc_session *s, const int64_t *id,
-                        const char *method, size_t mlen, const char *params,
-                        size_t plen) {
+static int emit_parts(acp_rpc_session *s, const int64_t *id, const char *method,
+                      size_t mlen, const acp__rpc_part *parts, size_t nparts) {
   size_t mark = s->out.len;
   int rv;
 
-  rv = build_request(s, &s->out, id, method, mlen, params, plen);
+  rv = build_request(s, &s->out, id, method, mlen, parts, nparts);
   if (rv == 0)
     rv = acp__buf_putc(&s->out, '\n');
   if (rv != 0) {
@@ -1625,11 +1629,31 @@ static int emit_request(acp_rpc_session *s, const int64_t *id,
   return 0;
 }
 
+static int emit_request(acp_rpc_session *s, const int64_t *id,
+                        const char *method, size_t mlen, const char *params,
+                        size_t plen) {
+  acp__rpc_part part = {params, plen, false};
+
+  return emit_parts(s, id, method, mlen, &part, params != NULL ? 1 : 0);
+}
+
 int acp_rpc_session_request(acp_rpc_session *s, const char *method,
                             size_t method_len, const char *params,
                             size_t params_len, uint64_t timeout_ms,
                             uint64_t now_ms, acp_rpc_response_cb cb,
                             void *cb_user_data, int64_t *id_out) {
+  acp__rpc_part part = {params, params_len, false};
+
+  return acp__rpc_request_parts(s, method, method_len, &part,
+                                params != NULL ? 1 : 0, timeout_ms, now_ms, cb,
+                                cb_user_data, id_out);
+}
+
+int acp__rpc_request_parts(acp_rpc_session *s, const char *method,
+                           size_t method_len, const acp__rpc_part *parts,
+                           size_t nparts, uint64_t timeout_ms, uint64_t now_ms,
+                           acp_rpc_response_cb cb, void *cb_user_data,
+                           int64_t *id_out) {
   int64_t id;
   uint64_t deadline = 0;
   int rv;
@@ -1654,8 +1678,7 @@ int acp_rpc_session_request(acp_rpc_session *s, const char *method,
   if (rv != 0)
     return out_error(s, rv);
   id = s->next_id;
-  rv = emit_request(s, &id, method ? method : "", method_len, params,
-                    params_len);
+  rv = emit_parts(s, &id, method ? method : "", method_len, parts, nparts);
   if (rv != 0)
     return rv;
   s->next_id++;
@@ -1668,14 +1691,22 @@ int acp_rpc_session_request(acp_rpc_session *s, const char *method,
 int acp_rpc_session_notify(acp_rpc_session *s, const char *method,
                            size_t method_len, const char *params,
                            size_t params_len) {
+  acp__rpc_part part = {params, params_len, false};
+
+  return acp__rpc_notify_parts(s, method, method_len, &part,
+                               params != NULL ? 1 : 0);
+}
+
+int acp__rpc_notify_parts(acp_rpc_session *s, const char *method,
+                          size_t method_len, const acp__rpc_part *parts,
+                          size_t nparts) {
   int rv = usable(s);
 
   if (rv != 0)
     return rv;
   if (method == NULL && method_len > 0)
     return ACP_ERR_INVALID_ARGUMENT;
-  return emit_request(s, NULL, method ? method : "", method_len, params,
-                      params_len);
+  return emit_parts(s, NULL, method ? method : "", method_len, parts, nparts);
 }
 
 int acp_rpc_session_respond(acp_rpc_session *s, uint64_t handle,

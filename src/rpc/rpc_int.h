@@ -1,0 +1,40 @@
+/*
+ * Internal interface of the JSON-RPC session for the other core modules
+ * (the ACP roles): sending a message whose params are given in pieces,
+ * written straight into the session's output buffer. A large payload (a
+ * 1 MiB prompt) then costs one copy, not a copy into a params writer and a
+ * second one into the output.
+ */
+#ifndef ACP_RPC_INT_H
+#define ACP_RPC_INT_H
+
+#include <stdbool.h>
+
+#include "acp/rpc.h"
+
+/* One piece of a params value: raw JSON bytes, or (str) bytes written as
+ * one JSON string with escapes. The pieces concatenated must form one JSON
+ * value; that is not checked. */
+typedef struct acp__rpc_part {
+  const char *p;
+  size_t n;
+  bool str;
+} acp__rpc_part;
+
+/* A raw piece from a string literal, and a string piece. */
+#define ACP__PART_LIT(lit)                                                     \
+  { (lit), sizeof(lit) - 1, false }
+#define ACP__PART_STR(ptr, len)                                                \
+  { (ptr), (len), true }
+
+/* As acp_rpc_session_request() and _notify(), params from `parts`. */
+int acp__rpc_request_parts(acp_rpc_session *s, const char *method,
+                           size_t method_len, const acp__rpc_part *parts,
+                           size_t nparts, uint64_t timeout_ms, uint64_t now_ms,
+                           acp_rpc_response_cb cb, void *cb_user_data,
+                           int64_t *id_out);
+int acp__rpc_notify_parts(acp_rpc_session *s, const char *method,
+                          size_t method_len, const acp__rpc_part *parts,
+                          size_t nparts);
+
+#endif
