@@ -24,6 +24,7 @@ static const char usage_text[] =
     "runs)\n"
     "  bench-client  the prompt-turn benchmark client (see bench/)\n"
     "  proxy         example ACP proxies: arrow, context, guard, trace\n"
+    "  mcp           MCP server (stdio, HTTP) and command-line MCP client\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (also: acp <command> --help)\n"
@@ -40,6 +41,7 @@ static const struct command commands[] = {
     {"agent", cmd_agent}, {"client", cmd_client},
     {"demo", cmd_demo},   {"bench-client", cmd_bench_client},
     {"proxy", cmd_proxy},
+    {"mcp", cmd_mcp},
 };
 
 const char *cli_self_path(void) {

@@ -1,0 +1,61 @@
+/*
+ * Fuzz target: the SSE parser (src/mcp/sse.c).
+ *
+ * Byte 0 selects the piece size the rest is fed in (1..256) and bit 7 a
+ * 64-byte cap. Every dispatched event must have a type, and data and id of
+ * sane lengths; feeding the same input at once and in pieces must produce
+ * the same events.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp/sse.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+typedef struct fz {
+  uint64_t hash;
+  size_t events;
+} fz;
+
+static int on_ev(void *ud, const char *type, size_t tl, const char *d,
+                 size_t dl, const char *id, size_t il) {
+  fz *f = ud;
+  size_t i;
+  if (tl == 0 || type == NULL || d == NULL || id == NULL)
+    abort();
+  for (i = 0; i < dl; i++)
+    f->hash = f->hash * 31 + (unsigned char)d[i];
+  for (i = 0; i < il; i++)
+    f->hash = f->hash * 17 + (unsigned char)id[i];
+  f->events++;
+  return 0;
+}
+
+static int run(const uint8_t *data, size_t size, size_t step, size_t cap,
+               fz *f) {
+  acp__sse p;
+  size_t i;
+  int rv = 0;
+  acp__sse_init(&p, acp_mem_default(), cap);
+  for (i = 0; i < size && rv == 0; i += step)
+    rv = acp__sse_feed(&p, (const char *)data + i,
+                       size - i < step ? size - i : step, on_ev, f);
+  acp__sse_dispose(&p);
+  return rv;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fz a = {0, 0}, b = {0, 0};
+  size_t step, cap;
+  int ra, rb;
+  if (size < 1)
+    return 0;
+  step = (size_t)(data[0] & 0x7f) + 1;
+  cap = (data[0] & 0x80) ? 64 : 0;
+  ra = run(data + 1, size - 1, step, cap, &a);
+  rb = run(data + 1, size - 1, size, cap, &b);
+  if (ra == 0 && rb == 0 && (a.hash != b.hash || a.events != b.events))
+    abort();
+  return 0;
+}

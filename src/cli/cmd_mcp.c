@@ -1,0 +1,845 @@
+/*
+ * `acp mcp`: an MCP server (stdio or HTTP) and a command-line MCP client
+ * (stdio, Streamable HTTP, legacy HTTP+SSE).
+ */
+#include "cli.h"
+#include "mcp_everything.h"
+
+#include "acp/http.h"
+#include "acp/json.h"
+#include "acp/mcp.h"
+#include "acp/uv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUB "mcp"
+
+/* Exit statuses of the client verbs (documented in --help and acp(1)). */
+enum { MCP_EXIT_TOOL_ERROR = 3 };
+
+static const char usage_text[] =
+    "usage: acp mcp serve [--http ADDR:PORT | --stdio] [--everything]\n"
+    "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
+    "                (--url URL | --stdio CMD ARGS...)\n"
+    "       acp mcp call|read|get [--json] [OPTIONS]\n"
+    "                (--url URL | --stdio CMD ARGS... --) NAME [key=value...]\n"
+    "\n"
+    "serve: an MCP server on stdin/stdout (default) or over HTTP (Streamable\n"
+    "HTTP at /mcp, legacy HTTP+SSE at /sse and /message), on 127.0.0.1 unless\n"
+    "ADDR says otherwise; ADDR:PORT may be just PORT (0 picks a free port; "
+    "the\n"
+    "URL is printed on stderr). Without --everything it serves a small set:\n"
+    "tools echo {message} and add {a, b}, resource acp://readme, prompt greet\n"
+    "{name}. --everything serves the MCP conformance fixture set.\n"
+    "\n"
+    "client verbs: tools, resources (with templates), prompts list; call NAME\n"
+    "calls a tool, read URI reads a resource, get NAME gets a prompt.\n"
+    "key=value arguments: a value that parses as JSON is passed as JSON,\n"
+    "others as strings (prompt arguments are always strings).\n"
+    "\n"
+    "options:\n"
+    "  --json               print results as JSON (one line) instead of text\n"
+    "  --url URL            an HTTP server; Streamable HTTP, falling back to\n"
+    "                       legacy HTTP+SSE on 400/404/405\n"
+    "  --transport T        auto (default), streamable or sse (with --url)\n"
+    "  --stdio CMD ARGS...  spawn an MCP server; for call/read/get end its\n"
+    "                       arguments with --\n"
+    "  --timeout MS         per-request inactivity timeout (default 60000,\n"
+    "                       0: none); progress resets it\n"
+    "  -h, --help           this help\n"
+    "\n"
+    "Progress notifications and server log messages go to stderr.\n"
+    "\n"
+    "exit status: 0 success; 1 failure (connection, protocol, JSON-RPC error,\n"
+    "timeout); 2 bad command line; 3 the tool answered isError: true.\n";
+
+static void usage(FILE *f) {
+  fputs(usage_text, f);
+}
+
+/* MARK: - Default server set */
+
+static int tool_echo(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  const acp_json_val *m = acp_json_obj_getz(args, "message");
+  const char *s;
+  size_t n;
+  (void)ud;
+  if (acp_json_type_of(m) != ACP_JSON_STRING ||
+      acp_json_doc_str(acp_mcp_call_doc(call), m, &s, &n) != 0)
+    return acp_mcp_call_respond_text(call, "message must be a string", 24,
+                                     true);
+  return acp_mcp_call_respond_text(call, s, n, false);
+}
+
+static int tool_add(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  double a, b;
+  char buf[64], st[96];
+  int n;
+  (void)ud;
+  if (acp_json_get_double(acp_json_obj_getz(args, "a"), &a) != 0 ||
+      acp_json_get_double(acp_json_obj_getz(args, "b"), &b) != 0)
+    return acp_mcp_call_respond_text(call, "a and b must be numbers", 23, true);
+  n = snprintf(buf, sizeof(buf), "%.17g", a + b);
+  snprintf(st, sizeof(st), "{\"sum\":%s}", buf);
+  {
+    char content[160];
+    int cn = snprintf(content, sizeof(content),
+                      "[{\"type\":\"text\",\"text\":\"%s\"}]", buf);
+    (void)n;
+    return acp_mcp_call_respond_tool(call, content, (size_t)cn, st, strlen(st),
+                                     false);
+  }
+}
+
+static const char readme_text[] =
+    "This is acp mcp serve: an MCP server built on libacp.\n";
+
+static int read_readme(acp_mcp_call *call, const char *uri, size_t len,
+                       void *ud) {
+  (void)len;
+  (void)ud;
+  return acp_mcp_call_respond_resource_text(
+      call, uri, "text/plain", readme_text, sizeof(readme_text) - 1);
+}
+
+static int prompt_greet(acp_mcp_call *call, const acp_json_val *args,
+                        void *ud) {
+  const acp_json_val *nv = acp_json_obj_getz(args, "name");
+  const char *name = "there";
+  size_t nl = 5;
+  acp_json_writer *w;
+  const char *out;
+  size_t olen;
+  char text[256];
+  int n, rv;
+  (void)ud;
+  if (nv)
+    acp_json_doc_str(acp_mcp_call_doc(call), nv, &name, &nl);
+  if (nl > 200)
+    nl = 200;
+  n = snprintf(text, sizeof(text), "Please greet %.*s warmly.", (int)nl, name);
+  if (acp_json_writer_new(&w, 0, NULL) != 0)
+    return ACP_ERR_NOMEM;
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "description");
+  acp_json_write_strz(w, "A greeting");
+  acp_json_write_keyz(w, "messages");
+  acp_json_write_arr_begin(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "role");
+  acp_json_write_strz(w, "user");
+  acp_json_write_keyz(w, "content");
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "type");
+  acp_json_write_strz(w, "text");
+  acp_json_write_keyz(w, "text");
+  acp_json_write_str(w, text, (size_t)n);
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  acp_json_write_arr_end(w);
+  acp_json_write_obj_end(w);
+  out = acp_json_writer_data(w, &olen);
+  rv = acp_json_writer_error(w) ? ACP_ERR_NOMEM
+                                : acp_mcp_call_respond_raw(call, out, olen);
+  acp_json_writer_free(w);
+  return rv;
+}
+
+static int register_default(acp_mcp_server *s) {
+  acp_mcp_tool_def echo, add;
+  acp_mcp_resource_def res;
+  acp_mcp_prompt_def pr;
+  int rv;
+  memset(&echo, 0, sizeof(echo));
+  memset(&add, 0, sizeof(add));
+  memset(&res, 0, sizeof(res));
+  memset(&pr, 0, sizeof(pr));
+  echo.version = add.version = res.version = pr.version = ACP_MCP_DEF_VERSION;
+  echo.name = "echo";
+  echo.description = "Echoes back the message";
+  echo.input_schema = "{\"type\":\"object\",\"properties\":{\"message\":"
+                      "{\"type\":\"string\"}},\"required\":[\"message\"]}";
+  echo.handler = tool_echo;
+  add.name = "add";
+  add.description = "Adds two numbers";
+  add.input_schema =
+      "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},"
+      "\"b\":{\"type\":\"number\"}},\"required\":[\"a\",\"b\"]}";
+  add.output_schema = "{\"type\":\"object\",\"properties\":{\"sum\":{\"type\":"
+                      "\"number\"}},\"required\":[\"sum\"]}";
+  add.handler = tool_add;
+  res.uri = "acp://readme";
+  res.name = "readme";
+  res.description = "About this server";
+  res.mime_type = "text/plain";
+  res.size = (int64_t)sizeof(readme_text) - 1;
+  res.handler = read_readme;
+  pr.name = "greet";
+  pr.description = "Greets someone";
+  pr.arguments = "[{\"name\":\"name\",\"description\":\"who\","
+                 "\"required\":false}]";
+  pr.handler = prompt_greet;
+  rv = acp_mcp_server_add_tool(s, &echo);
+  if (rv == 0)
+    rv = acp_mcp_server_add_tool(s, &add);
+  if (rv == 0)
+    rv = acp_mcp_server_add_resource(s, &res);
+  if (rv == 0)
+    rv = acp_mcp_server_add_prompt(s, &pr);
+  return rv;
+}
+
+/* MARK: - serve */
+
+typedef struct serve_ctx {
+  acp_http_server *srv;
+  acp_uv_signals *sig;
+} serve_ctx;
+
+static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
+  serve_ctx *sc = ud;
+  (void)signum;
+  acp_http_server_close(sc->srv, NULL, NULL);
+  sc->srv = NULL;
+  acp_uv_signals_close(sig);
+  sc->sig = NULL;
+}
+
+static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
+  const char *colon = strrchr(s, ':');
+  const char *p = colon ? colon + 1 : s;
+  char *end;
+  unsigned long v;
+  size_t al;
+  errno = 0;
+  v = strtoul(p, &end, 10);
+  if (*p == 0 || *end != 0 || v > 65535 || errno)
+    return -1;
+  *port = (uint16_t)v;
+  if (colon == NULL) {
+    snprintf(addr, cap, "127.0.0.1");
+    return 0;
+  }
+  al = (size_t)(colon - s);
+  if (al >= 2 && s[0] == '[' && s[al - 1] == ']') {
+    s++;
+    al -= 2;
+  }
+  if (al == 0 || al >= cap)
+    return -1;
+  memcpy(addr, s, al);
+  addr[al] = 0;
+  if (strcmp(addr, "localhost") == 0)
+    snprintf(addr, cap, "127.0.0.1");
+  return 0;
+}
+
+static int cmd_serve(int argc, char **argv) {
+  const char *http = NULL;
+  int everything = 0, i, ok, rv, status = CLI_EXIT_OK;
+  acp_mcp_server *reg = NULL;
+  for (i = 1; i < argc; i++) {
+    const char *v;
+    ok = 0;
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return CLI_EXIT_OK;
+    } else if (strcmp(argv[i], "--everything") == 0)
+      everything = 1;
+    else if (strcmp(argv[i], "--stdio") == 0)
+      http = NULL;
+    else if ((v = cli_opt_value(argc, argv, &i, "--http", &ok)) != NULL)
+      http = v;
+    else {
+      if (ok >= 0)
+        cli_err(SUB, "unknown option '%s'", argv[i]);
+      usage(stderr);
+      return CLI_EXIT_USAGE;
+    }
+  }
+  rv = acp_mcp_server_new(&reg, "acp-mcp", "0.1.0", NULL, NULL);
+  if (rv == 0)
+    rv = everything ? mcp_everything_register(reg) : register_default(reg);
+  if (rv != 0) {
+    cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
+    acp_mcp_server_free(reg);
+    return CLI_EXIT_FAILURE;
+  }
+  if (http == NULL) {
+    acp_mcp_conn *conn = NULL;
+    rv = acp_mcp_conn_new(&conn, reg, NULL);
+    if (rv == 0)
+      rv = acp_uv_run_stdio(acp_mcp_conn_session(conn), 5000);
+    if (rv != 0 && acp_is_fatal(rv)) {
+      cli_err(SUB, "%s", acp_strerror(rv));
+      status = CLI_EXIT_FAILURE;
+    }
+    acp_mcp_conn_free(conn);
+  } else {
+    uv_loop_t loop;
+    acp_http_server_options *o = NULL;
+    serve_ctx sc = {NULL, NULL};
+    char addr[64];
+    uint16_t port;
+    if (parse_addr(http, addr, sizeof(addr), &port) != 0) {
+      cli_err(SUB, "--http wants ADDR:PORT or PORT, not '%s'", http);
+      acp_mcp_server_free(reg);
+      return CLI_EXIT_USAGE;
+    }
+    acp_uv_ignore_sigpipe();
+    uv_loop_init(&loop);
+    rv = acp_http_server_options_new(&o, NULL);
+    if (rv == 0)
+      rv = acp_http_server_options_set_address(o, addr, port);
+    if (rv == 0)
+      rv = acp_http_server_new(&sc.srv, &loop, reg, o, NULL);
+    acp_http_server_options_free(o);
+    if (rv != 0) {
+      cli_err(SUB, "cannot listen on %s:%u: %s", addr, port, acp_strerror(rv));
+      status = CLI_EXIT_FAILURE;
+    } else {
+      int v6 = strchr(addr, ':') != NULL;
+      fprintf(stderr, "acp mcp: serving http://%s%s%s:%u/mcp\n", v6 ? "[" : "",
+              addr, v6 ? "]" : "", acp_http_server_port(sc.srv));
+      fflush(stderr);
+      if (acp_uv_signals_new(&sc.sig, &loop, on_signal, &sc, NULL) != 0) {
+        acp_http_server_close(sc.srv, NULL, NULL);
+        status = CLI_EXIT_FAILURE;
+      }
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+  }
+  acp_mcp_server_free(reg);
+  return status;
+}
+
+/* MARK: - Client */
+
+enum verb { V_TOOLS, V_RESOURCES, V_PROMPTS, V_CALL, V_READ, V_GET };
+
+typedef struct mcli {
+  uv_loop_t loop;
+  enum verb verb;
+  int json;
+  const char *name;
+  acp_json_writer *args; /* arguments object, or NULL */
+  acp_mcp_client *c;
+  acp_http_client *hc;
+  acp_uv_process *proc;
+  acp_uv_rpc *rpc;
+  int status;
+  int done;
+  int list_phase;       /* resources: 0 resources, 1 templates */
+  acp_json_writer *out; /* --json list accumulation */
+  int first_item;
+} mcli;
+
+static void finish(mcli *m, int status);
+
+static void on_proc_shutdown(acp_uv_process *p, void *ud) {
+  (void)ud;
+  acp_uv_process_close(p, NULL);
+}
+
+static void finish(mcli *m, int status) {
+  if (m->done)
+    return;
+  m->done = 1;
+  m->status = status;
+  if (m->hc) {
+    acp_http_client_close(m->hc, 2000, NULL, NULL);
+    m->hc = NULL;
+  }
+  if (m->rpc) {
+    acp_uv_rpc_close(m->rpc, NULL);
+    m->rpc = NULL;
+  }
+  if (m->proc) {
+    if (acp_uv_process_shutdown(m->proc, on_proc_shutdown) != 0)
+      acp_uv_process_close(m->proc, NULL);
+    m->proc = NULL;
+  }
+}
+
+static void print_rpc_error(const acp_rpc_msg *msg, int status) {
+  if (status == ACP_ERR_PROTOCOL && msg)
+    cli_err(SUB, "error %lld: %.*s", (long long)msg->error_code,
+            (int)msg->error_message_len,
+            msg->error_message ? msg->error_message : "");
+  else
+    cli_err(SUB, "request failed: %s", acp_strerror(status));
+}
+
+static void print_json_line(const char *s, size_t n) {
+  fwrite(s, 1, n, stdout);
+  fputc('\n', stdout);
+}
+
+static void print_str(acp_json_doc *doc, const acp_json_val *v) {
+  const char *s;
+  size_t n;
+  if (v && acp_json_doc_str(doc, v, &s, &n) == 0)
+    fwrite(s, 1, n, stdout);
+}
+
+/* One content block as text. */
+static void print_content(acp_json_doc *doc, const acp_json_val *b) {
+  const acp_json_val *type = acp_json_obj_getz(b, "type");
+  if (acp_json_str_eq(type, "text", 4)) {
+    print_str(doc, acp_json_obj_getz(b, "text"));
+    fputc('\n', stdout);
+  } else if (acp_json_str_eq(type, "image", 5) ||
+             acp_json_str_eq(type, "audio", 5)) {
+    size_t n = 0;
+    acp_json_str_raw(acp_json_obj_getz(b, "data"), &n);
+    fputc('[', stdout);
+    print_str(doc, type);
+    fputs(" ", stdout);
+    print_str(doc, acp_json_obj_getz(b, "mimeType"));
+    printf(", %zu base64 characters]\n", n);
+  } else if (acp_json_str_eq(type, "resource", 8)) {
+    const acp_json_val *r = acp_json_obj_getz(b, "resource");
+    const acp_json_val *t = acp_json_obj_getz(r, "text");
+    fputs("[resource ", stdout);
+    print_str(doc, acp_json_obj_getz(r, "uri"));
+    fputs("]\n", stdout);
+    if (t) {
+      print_str(doc, t);
+      fputc('\n', stdout);
+    }
+  } else if (acp_json_str_eq(type, "resource_link", 13)) {
+    fputs("[link ", stdout);
+    print_str(doc, acp_json_obj_getz(b, "uri"));
+    fputs("]\n", stdout);
+  } else {
+    size_t n;
+    const char *raw = acp_json_raw(b, &n);
+    print_json_line(raw, n);
+  }
+}
+
+static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                     void *ud) {
+  mcli *m = ud;
+  const acp_json_val *r;
+  int exit_status = CLI_EXIT_OK;
+  (void)c;
+  if (status != 0) {
+    print_rpc_error(msg, status);
+    finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  r = msg->result;
+  if (m->json) {
+    size_t n;
+    const char *raw = acp_json_raw(r, &n);
+    print_json_line(raw, n);
+    if (m->verb == V_CALL) {
+      bool e = false;
+      acp_json_get_bool(acp_json_obj_getz(r, "isError"), &e);
+      if (e)
+        exit_status = MCP_EXIT_TOOL_ERROR;
+    }
+    finish(m, exit_status);
+    return 0;
+  }
+  if (m->verb == V_CALL) {
+    const acp_json_val *content = acp_json_obj_getz(r, "content"), *b;
+    const acp_json_val *sc = acp_json_obj_getz(r, "structuredContent");
+    bool e = false;
+    for (b = acp_json_child(content); b; b = acp_json_next(b))
+      print_content(msg->doc, b);
+    if (acp_json_child(content) == NULL && sc) {
+      size_t n;
+      const char *raw = acp_json_raw(sc, &n);
+      print_json_line(raw, n);
+    }
+    acp_json_get_bool(acp_json_obj_getz(r, "isError"), &e);
+    if (e)
+      exit_status = MCP_EXIT_TOOL_ERROR;
+  } else if (m->verb == V_READ) {
+    const acp_json_val *it;
+    for (it = acp_json_child(acp_json_obj_getz(r, "contents")); it;
+         it = acp_json_next(it)) {
+      const acp_json_val *t = acp_json_obj_getz(it, "text");
+      if (t) {
+        print_str(msg->doc, t);
+        fputc('\n', stdout);
+      } else {
+        size_t n = 0;
+        acp_json_str_raw(acp_json_obj_getz(it, "blob"), &n);
+        fputs("[blob ", stdout);
+        print_str(msg->doc, acp_json_obj_getz(it, "uri"));
+        printf(", %zu base64 characters]\n", n);
+      }
+    }
+  } else if (m->verb == V_GET) {
+    const acp_json_val *it, *d = acp_json_obj_getz(r, "description");
+    if (d) {
+      print_str(msg->doc, d);
+      fputc('\n', stdout);
+    }
+    for (it = acp_json_child(acp_json_obj_getz(r, "messages")); it;
+         it = acp_json_next(it)) {
+      print_str(msg->doc, acp_json_obj_getz(it, "role"));
+      fputs(": ", stdout);
+      print_content(msg->doc, acp_json_obj_getz(it, "content"));
+    }
+  }
+  finish(m, exit_status);
+  return 0;
+}
+
+static int start_list(mcli *m, acp_mcp_list which);
+
+static int on_page(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                   bool last, void *ud) {
+  mcli *m = ud;
+  static const char *const keys[] = {"tools", "resources", "resourceTemplates",
+                                     "prompts"};
+  acp_mcp_list which = m->verb == V_TOOLS     ? ACP_MCP_LIST_TOOLS
+                       : m->verb == V_PROMPTS ? ACP_MCP_LIST_PROMPTS
+                       : m->list_phase        ? ACP_MCP_LIST_RESOURCE_TEMPLATES
+                                              : ACP_MCP_LIST_RESOURCES;
+  const acp_json_val *it;
+  (void)c;
+  if (status != 0) {
+    if (which == ACP_MCP_LIST_RESOURCE_TEMPLATES &&
+        status == ACP_ERR_PROTOCOL && msg && msg->error_code == -32601)
+      last = true; /* no templates: fine */
+    else {
+      print_rpc_error(msg, status);
+      finish(m, CLI_EXIT_FAILURE);
+      return 0;
+    }
+  } else {
+    for (it = acp_json_child(acp_json_obj_getz(msg->result, keys[which])); it;
+         it = acp_json_next(it)) {
+      if (m->json) {
+        size_t n;
+        const char *raw = acp_json_raw(it, &n);
+        acp_json_write_raw(m->out, raw, n);
+      } else if (which == ACP_MCP_LIST_TOOLS || which == ACP_MCP_LIST_PROMPTS) {
+        const acp_json_val *d = acp_json_obj_getz(it, "description");
+        print_str(msg->doc, acp_json_obj_getz(it, "name"));
+        if (d) {
+          fputs(" - ", stdout);
+          print_str(msg->doc, d);
+        }
+        fputc('\n', stdout);
+      } else {
+        const acp_json_val *u = acp_json_obj_getz(it, "uri");
+        if (u == NULL)
+          u = acp_json_obj_getz(it, "uriTemplate");
+        print_str(msg->doc, u);
+        fputs(" (", stdout);
+        print_str(msg->doc, acp_json_obj_getz(it, "name"));
+        fputs(")\n", stdout);
+      }
+    }
+  }
+  if (!last)
+    return 0;
+  if (m->json)
+    acp_json_write_arr_end(m->out);
+  if (m->verb == V_RESOURCES && m->list_phase == 0) {
+    m->list_phase = 1;
+    if (m->json)
+      acp_json_write_keyz(m->out, keys[ACP_MCP_LIST_RESOURCE_TEMPLATES]),
+          acp_json_write_arr_begin(m->out);
+    if (start_list(m, ACP_MCP_LIST_RESOURCE_TEMPLATES) != 0)
+      finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  if (m->json) {
+    size_t n;
+    const char *s;
+    acp_json_write_obj_end(m->out);
+    s = acp_json_writer_data(m->out, &n);
+    print_json_line(s, n);
+  }
+  finish(m, CLI_EXIT_OK);
+  return 0;
+}
+
+static int start_list(mcli *m, acp_mcp_list which) {
+  int rv =
+      acp_mcp_client_list_all(m->c, which, NULL, uv_now(&m->loop), on_page, m);
+  if (rv != 0)
+    cli_err(SUB, "cannot list: %s", acp_strerror(rv));
+  return rv;
+}
+
+static int on_progress(acp_mcp_client *c, double progress, double total,
+                       const char *message, size_t mlen, void *ud) {
+  (void)c;
+  (void)ud;
+  if (total >= 0)
+    fprintf(stderr, "progress: %g/%g", progress, total);
+  else
+    fprintf(stderr, "progress: %g", progress);
+  if (message)
+    fprintf(stderr, " %.*s", (int)mlen, message);
+  fputc('\n', stderr);
+  return 0;
+}
+
+static int on_log(acp_mcp_client *c, acp_mcp_log_level level,
+                  const char *logger, size_t ll, const acp_json_val *data,
+                  void *ud) {
+  size_t n = 0;
+  const char *raw = acp_json_raw(data, &n);
+  (void)c;
+  (void)ud;
+  fprintf(stderr, "log %s%s%.*s: %.*s\n", acp_mcp_log_level_str(level),
+          logger ? " " : "", (int)ll, logger ? logger : "", (int)n,
+          raw ? raw : "null");
+  return 0;
+}
+
+static int on_initialized(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                          void *ud) {
+  mcli *m = ud;
+  acp_mcp_request_opts opts = ACP_MCP_REQUEST_OPTS_INIT;
+  const char *args = NULL;
+  size_t alen = 0;
+  uint64_t now = uv_now(&m->loop);
+  int rv = 0;
+  (void)c;
+  if (status != 0) {
+    print_rpc_error(msg, status);
+    finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  if (m->args)
+    args = acp_json_writer_data(m->args, &alen);
+  switch (m->verb) {
+  case V_TOOLS:
+  case V_RESOURCES:
+  case V_PROMPTS:
+    if (m->json) {
+      acp_json_write_obj_begin(m->out);
+      acp_json_write_keyz(m->out, m->verb == V_TOOLS     ? "tools"
+                                  : m->verb == V_PROMPTS ? "prompts"
+                                                         : "resources");
+      acp_json_write_arr_begin(m->out);
+    }
+    rv = start_list(m, m->verb == V_TOOLS     ? ACP_MCP_LIST_TOOLS
+                       : m->verb == V_PROMPTS ? ACP_MCP_LIST_PROMPTS
+                                              : ACP_MCP_LIST_RESOURCES);
+    break;
+  case V_CALL:
+    opts.on_progress = on_progress;
+    rv = acp_mcp_client_call_tool(m->c, m->name, args, alen, &opts, now,
+                                  on_result, m, NULL);
+    break;
+  case V_READ:
+    rv = acp_mcp_client_read_resource(m->c, m->name, NULL, now, on_result, m,
+                                      NULL);
+    break;
+  case V_GET:
+    rv = acp_mcp_client_get_prompt(m->c, m->name, args, alen, NULL, now,
+                                   on_result, m, NULL);
+    break;
+  }
+  if (rv != 0) {
+    cli_err(SUB, "cannot send the request: %s", acp_strerror(rv));
+    finish(m, CLI_EXIT_FAILURE);
+  }
+  return 0;
+}
+
+static void on_http_end(acp_http_client *hc, int reason, void *ud) {
+  mcli *m = ud;
+  if (!m->done) {
+    cli_err(SUB, "connection ended: %s (%s)", acp_strerror(reason),
+            acp_http_client_error(hc));
+    finish(m, CLI_EXIT_FAILURE);
+  }
+}
+
+static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
+  mcli *m = ud;
+  (void)r;
+  if (!m->done) {
+    cli_err(SUB, "the server closed the connection (%s)",
+            reason ? acp_strerror(reason) : "end of input");
+    finish(m, CLI_EXIT_FAILURE);
+  }
+}
+
+/* key=value: JSON if it parses (always a string for prompts). */
+static int add_arg(acp_json_writer *w, const char *kv, int strings_only) {
+  const char *eq = strchr(kv, '=');
+  const char *v;
+  if (eq == NULL || eq == kv)
+    return -1;
+  v = eq + 1;
+  acp_json_write_key(w, kv, (size_t)(eq - kv));
+  if (!strings_only && *v && acp_json_validate(v, strlen(v), NULL) == 0)
+    acp_json_write_raw(w, v, strlen(v));
+  else
+    acp_json_write_strz(w, v);
+  return 0;
+}
+
+static int cmd_client_verb(enum verb verb, int argc, char **argv) {
+  mcli m;
+  const char *url = NULL, *tname = "auto";
+  char **cmd = NULL;
+  int ncmd = 0, i, ok, rv;
+  uint64_t timeout = 60000;
+  acp_http_transport mode = ACP_HTTP_AUTO;
+  acp_mcp_client_callbacks *cbs = NULL;
+  int need_name = verb >= V_CALL;
+  memset(&m, 0, sizeof(m));
+  m.verb = verb;
+  for (i = 1; i < argc; i++) {
+    const char *v;
+    ok = 0;
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      acp_json_writer_free(m.args);
+      return CLI_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0)
+      m.json = 1;
+    else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL)
+      url = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--transport", &ok)) != NULL)
+      tname = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--timeout", &ok)) != NULL)
+      timeout = strtoull(v, NULL, 10);
+    else if (strcmp(argv[i], "--stdio") == 0) {
+      cmd = argv + i + 1;
+      for (i = i + 1; i < argc; i++) {
+        if (need_name && strcmp(argv[i], "--") == 0)
+          break;
+        ncmd++;
+      }
+    } else if (ok == 0 && argv[i][0] == '-' && argv[i][1] != 0) {
+      cli_err(SUB, "unknown option '%s'", argv[i]);
+      usage(stderr);
+      acp_json_writer_free(m.args);
+      return CLI_EXIT_USAGE;
+    } else if (ok < 0) {
+      acp_json_writer_free(m.args);
+      return CLI_EXIT_USAGE;
+    } else if (need_name && m.name == NULL)
+      m.name = argv[i];
+    else if (need_name && verb != V_READ) {
+      if (m.args == NULL) {
+        acp_json_writer_new(&m.args, 0, NULL);
+        acp_json_write_obj_begin(m.args);
+      }
+      if (add_arg(m.args, argv[i], verb == V_GET) != 0) {
+        cli_err(SUB, "argument '%s' is not key=value", argv[i]);
+        acp_json_writer_free(m.args);
+        return CLI_EXIT_USAGE;
+      }
+    } else {
+      cli_err(SUB, "unexpected argument '%s'", argv[i]);
+      acp_json_writer_free(m.args);
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (m.args)
+    acp_json_write_obj_end(m.args);
+  if ((url == NULL) == (ncmd == 0) || (need_name && m.name == NULL)) {
+    cli_err(SUB, "%s",
+            (url == NULL) == (ncmd == 0)
+                ? "give exactly one of --url URL or --stdio CMD"
+                : "a NAME is required");
+    usage(stderr);
+    acp_json_writer_free(m.args);
+    return CLI_EXIT_USAGE;
+  }
+  if (strcmp(tname, "auto") == 0)
+    mode = ACP_HTTP_AUTO;
+  else if (strcmp(tname, "streamable") == 0)
+    mode = ACP_HTTP_STREAMABLE;
+  else if (strcmp(tname, "sse") == 0)
+    mode = ACP_HTTP_LEGACY_SSE;
+  else {
+    cli_err(SUB, "--transport is auto, streamable or sse");
+    acp_json_writer_free(m.args);
+    return CLI_EXIT_USAGE;
+  }
+  acp_uv_ignore_sigpipe();
+  uv_loop_init(&m.loop);
+  if (m.json)
+    acp_json_writer_new(&m.out, 0, NULL);
+  rv = acp_mcp_client_callbacks_new(&cbs);
+  if (rv == 0) {
+    acp_mcp_client_callbacks_set_on_log(cbs, on_log);
+    rv = acp_mcp_client_new(&m.c, cbs, "acp-mcp", "0.1.0", &m, NULL);
+  }
+  acp_mcp_client_callbacks_free(cbs);
+  if (rv == 0)
+    acp_mcp_client_set_timeouts(m.c, timeout, 0);
+  if (rv == 0 && url) {
+    rv = acp_http_client_new(&m.hc, &m.loop, m.c, url, mode, on_http_end, &m,
+                             NULL);
+    if (rv != 0)
+      cli_err(SUB, "bad URL '%s'", url);
+  } else if (rv == 0) {
+    acp_uv_process_options *po = NULL;
+    char **av = calloc((size_t)ncmd + 1, sizeof(char *));
+    int uverr = 0;
+    if (av == NULL)
+      rv = ACP_ERR_NOMEM;
+    else
+      memcpy(av, cmd, (size_t)ncmd * sizeof(char *));
+    if (rv == 0)
+      rv = acp_uv_process_options_new(&po, NULL);
+    if (rv == 0)
+      rv = acp_uv_process_options_set_argv(po, (const char *const *)av);
+    if (rv == 0)
+      rv = acp_uv_process_spawn(&m.proc, &m.loop, po, &m, NULL, &uverr);
+    if (rv != 0)
+      cli_err(SUB, "cannot start '%s': %s", cmd[0],
+              uverr ? uv_strerror(uverr) : acp_strerror(rv));
+    acp_uv_process_options_free(po);
+    free(av);
+    if (rv == 0)
+      rv = acp_uv_rpc_new(&m.rpc, acp_uv_process_link(m.proc),
+                          acp_mcp_client_session(m.c), on_rpc_end, &m, NULL);
+  }
+  if (rv == 0)
+    rv = acp_mcp_client_initialize(m.c, uv_now(&m.loop), on_initialized, &m);
+  if (rv != 0)
+    finish(&m, CLI_EXIT_FAILURE);
+  uv_run(&m.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&m.loop);
+  acp_mcp_client_free(m.c);
+  acp_json_writer_free(m.args);
+  acp_json_writer_free(m.out);
+  fflush(stdout);
+  return m.status;
+}
+
+int cmd_mcp(int argc, char **argv) {
+  static const struct {
+    const char *name;
+    enum verb verb;
+  } verbs[] = {{"tools", V_TOOLS},     {"resources", V_RESOURCES},
+               {"prompts", V_PROMPTS}, {"call", V_CALL},
+               {"read", V_READ},       {"get", V_GET}};
+  size_t i;
+  if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "--help") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+  }
+  if (strcmp(argv[1], "serve") == 0)
+    return cmd_serve(argc - 1, argv + 1);
+  for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+    if (strcmp(argv[1], verbs[i].name) == 0)
+      return cmd_client_verb(verbs[i].verb, argc - 1, argv + 1);
+  cli_err(SUB, "unknown command '%s'", argv[1]);
+  usage(stderr);
+  return CLI_EXIT_USAGE;
+}

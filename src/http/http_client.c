@@ -1,0 +1,814 @@
+/*
+ * MCP client transport over HTTP: libcurl's multi-socket interface driven by
+ * the libuv loop (socket callback -> uv_poll_t per socket, timer callback ->
+ * uv_timer_t), carrying one acp_mcp_client over Streamable HTTP or the
+ * legacy HTTP+SSE transport.
+ */
+#include "acp/http.h"
+#include "http_internal.h"
+#include "mcp/sse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+enum { X_POST, X_GET, X_LEGACY, X_DELETE };
+
+typedef struct hc_xfer hc_xfer;
+
+struct hc_xfer {
+  acp_http_client *hc;
+  hc_xfer *next;
+  CURL *e;
+  struct curl_slist *hdrs;
+  int kind;
+  char *body; /* request body (POST) */
+  size_t body_len;
+  char *req_id; /* raw id of the request posted, or NULL */
+  bool got_response;
+  bool probe; /* AUTO: the initialize POST that decides the transport */
+  bool typed; /* content type checked */
+  bool is_sse;
+  acp__buf resp;
+  acp__sse sse;
+};
+
+typedef struct hc_sock {
+  uv_poll_t poll;
+  acp_http_client *hc;
+  curl_socket_t fd;
+} hc_sock;
+
+struct acp_http_client {
+  acp_mem mem;
+  uv_loop_t *loop;
+  acp_mcp_client *mc;
+  char *url;
+  acp_http_transport mode;
+  acp_http_transport transport;
+  CURLM *multi;
+  uv_timer_t curl_timer;
+  uv_timer_t exp_timer;
+  uv_prepare_t prepare;
+  uv_timer_t retry_timer;
+  int open_handles;
+  hc_xfer *xfers;
+  char *session_id;
+  char *endpoint; /* legacy POST URL */
+  acp__buf held;  /* legacy: lines waiting for the endpoint */
+  acp__buf line;
+  acp_json_doc *doc;
+  acp_http_client_end_cb end_cb;
+  void *ud;
+  bool ended;
+  bool closing;
+  bool want_get;
+  bool get_started;
+  long last_status;
+  char err[CURL_ERROR_SIZE + 64];
+  /* resumption of a POST stream that ended early */
+  char *resume_id;
+  char *resume_req;
+  int64_t retry_ms;
+  acp_http_client_close_cb close_cb;
+  void *close_ud;
+  uint64_t close_timeout;
+  hc_xfer *del;
+};
+
+static void hc_fail(acp_http_client *hc, int reason, const char *what);
+static int start_xfer(acp_http_client *hc, int kind, const char *url,
+                      const char *body, size_t len, hc_xfer **out);
+
+static char *dupn(const acp_mem *m, const char *s, size_t n) {
+  char *p = acp__malloc(m, n + 1);
+  if (p) {
+    memcpy(p, s, n);
+    p[n] = 0;
+  }
+  return p;
+}
+
+/* MARK: - Feeding the MCP client */
+
+static void note_response(hc_xfer *x, const char *msg, size_t len) {
+  acp_http_client *hc = x->hc;
+  const acp_json_val *root, *id;
+  size_t n;
+  const char *raw;
+  if (x->req_id == NULL || x->got_response)
+    return;
+  if (acp_json_doc_parse(hc->doc, msg, len, NULL) != 0)
+    return;
+  root = acp_json_doc_root(hc->doc);
+  if (acp_json_obj_getz(root, "method") != NULL)
+    return;
+  id = acp_json_obj_getz(root, "id");
+  raw = acp_json_raw(id, &n);
+  if (raw && strlen(x->req_id) == n && memcmp(raw, x->req_id, n) == 0)
+    x->got_response = true;
+}
+
+static int deliver(acp_http_client *hc, const char *msg, size_t len) {
+  acp_ssize r;
+  size_t i;
+  int rv;
+  if (hc->closing || hc->ended)
+    return 0;
+  acp__buf_clear(&hc->line);
+  rv = acp__buf_append(&hc->line, msg, len);
+  if (rv == 0)
+    rv = acp__buf_putc(&hc->line, '\n');
+  if (rv != 0)
+    return rv;
+  for (i = 0; i + 1 < hc->line.len; i++)
+    if (hc->line.data[i] == '\n' || hc->line.data[i] == '\r')
+      hc->line.data[i] = ' ';
+  r = acp_mcp_client_recv(hc->mc, hc->line.data, hc->line.len,
+                          uv_now(hc->loop));
+  if (r < 0 && acp_is_fatal((int)r)) {
+    hc_fail(hc, (int)r, "MCP client failed");
+    return (int)r;
+  }
+  return 0;
+}
+
+static int on_sse_event(void *ud, const char *type, size_t tl, const char *data,
+                        size_t dl, const char *id, size_t il) {
+  hc_xfer *x = ud;
+  acp_http_client *hc = x->hc;
+  (void)id;
+  (void)il;
+  if (x->kind == X_LEGACY && tl == 8 && memcmp(type, "endpoint", 8) == 0) {
+    CURLU *u = curl_url();
+    char *full = NULL, *ep;
+    if (u == NULL)
+      return ACP_ERR_NOMEM;
+    ep = dupn(&hc->mem, data, dl);
+    if (ep == NULL || curl_url_set(u, CURLUPART_URL, hc->url, 0) != CURLUE_OK ||
+        curl_url_set(u, CURLUPART_URL, ep, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK) {
+      acp__free(&hc->mem, ep);
+      curl_url_cleanup(u);
+      hc_fail(hc, ACP_ERR_PROTOCOL, "bad endpoint event");
+      return ACP_ERR_PROTOCOL;
+    }
+    acp__free(&hc->mem, ep);
+    acp__free(&hc->mem, hc->endpoint);
+    hc->endpoint = dupn(&hc->mem, full, strlen(full));
+    curl_free(full);
+    curl_url_cleanup(u);
+    if (hc->endpoint == NULL)
+      return ACP_ERR_NOMEM;
+    hc->transport = ACP_HTTP_LEGACY_SSE;
+    /* What was held is sent by pump(): no transfer may be added from
+     * inside a libcurl callback. */
+    return 0;
+  }
+  if (tl != 7 || memcmp(type, "message", 7) != 0 || dl == 0)
+    return 0; /* priming events, other types */
+  note_response(x, data, dl);
+  return deliver(hc, data, dl);
+}
+
+/* MARK: - Transfers */
+
+static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
+  hc_xfer *x = ud;
+  acp_http_client *hc = x->hc;
+  size_t len = size * n;
+  if (len > 15 && strncasecmp(buf, "mcp-session-id:", 15) == 0) {
+    size_t a = 15, b = len;
+    while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
+      a++;
+    while (b > a &&
+           (buf[b - 1] == '\r' || buf[b - 1] == '\n' || buf[b - 1] == ' '))
+      b--;
+    if (b > a) {
+      char *sid = dupn(&hc->mem, buf + a, b - a);
+      if (sid) {
+        acp__free(&hc->mem, hc->session_id);
+        hc->session_id = sid;
+      }
+    }
+  }
+  return len;
+}
+
+static size_t on_data(char *buf, size_t size, size_t n, void *ud) {
+  hc_xfer *x = ud;
+  size_t len = size * n;
+  long status = 0;
+  if (!x->typed) {
+    char *ct = NULL;
+    x->typed = true;
+    curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(x->e, CURLINFO_CONTENT_TYPE, &ct);
+    x->is_sse = status >= 200 && status < 300 && ct &&
+                strncasecmp(ct, "text/event-stream", 17) == 0;
+  }
+  if (x->is_sse) {
+    int rv = acp__sse_feed(&x->sse, buf, len, on_sse_event, x);
+    if (rv != 0)
+      return 0; /* abort the transfer */
+    {
+      int64_t r = acp__sse_retry(&x->sse);
+      if (r >= 0)
+        x->hc->retry_ms = r;
+    }
+    return len;
+  }
+  if (acp__buf_append(&x->resp, buf, len) != 0)
+    return 0;
+  return len;
+}
+
+static void xfer_free(hc_xfer *x) {
+  acp_http_client *hc = x->hc;
+  hc_xfer **pp;
+  for (pp = &hc->xfers; *pp; pp = &(*pp)->next)
+    if (*pp == x) {
+      *pp = x->next;
+      break;
+    }
+  if (x->e) {
+    curl_multi_remove_handle(hc->multi, x->e);
+    curl_easy_cleanup(x->e);
+  }
+  curl_slist_free_all(x->hdrs);
+  acp__buf_dispose(&x->resp);
+  acp__sse_dispose(&x->sse);
+  acp__free(&hc->mem, x->body);
+  acp__free(&hc->mem, x->req_id);
+  acp__free(&hc->mem, x);
+}
+
+static int add_header(hc_xfer *x, const char *name, const char *value) {
+  char buf[512];
+  struct curl_slist *l;
+  int n = snprintf(buf, sizeof(buf), "%s: %s", name, value);
+  if (n < 0 || (size_t)n >= sizeof(buf))
+    return ACP_ERR_LIMIT;
+  l = curl_slist_append(x->hdrs, buf);
+  if (l == NULL)
+    return ACP_ERR_NOMEM;
+  x->hdrs = l;
+  return 0;
+}
+
+static int start_xfer(acp_http_client *hc, int kind, const char *url,
+                      const char *body, size_t len, hc_xfer **out) {
+  hc_xfer *x;
+  acp_mcp_version v = acp_mcp_client_version(hc->mc);
+  int rv = 0;
+  if (out)
+    *out = NULL;
+  x = acp__calloc(&hc->mem, 1, sizeof(*x));
+  if (x == NULL)
+    return ACP_ERR_NOMEM;
+  x->hc = hc;
+  x->kind = kind;
+  acp__buf_init(&x->resp, &hc->mem, (size_t)64 << 20);
+  acp__sse_init(&x->sse, &hc->mem, (size_t)64 << 20);
+  x->e = curl_easy_init();
+  if (x->e == NULL) {
+    acp__free(&hc->mem, x);
+    return ACP_ERR_SYSTEM;
+  }
+  x->next = hc->xfers;
+  hc->xfers = x;
+  curl_easy_setopt(x->e, CURLOPT_URL, url);
+  curl_easy_setopt(x->e, CURLOPT_PRIVATE, x);
+  curl_easy_setopt(x->e, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(x->e, CURLOPT_WRITEDATA, x);
+  curl_easy_setopt(x->e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(x->e, CURLOPT_HEADERDATA, x);
+  curl_easy_setopt(x->e, CURLOPT_ERRORBUFFER, hc->err);
+  curl_easy_setopt(x->e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(x->e, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (kind == X_POST) {
+    const acp_json_val *root, *id, *method;
+    x->body = dupn(&hc->mem, body, len);
+    if (x->body == NULL)
+      rv = ACP_ERR_NOMEM;
+    x->body_len = len;
+    if (rv == 0 && acp_json_doc_parse(hc->doc, body, len, NULL) == 0) {
+      root = acp_json_doc_root(hc->doc);
+      id = acp_json_obj_getz(root, "id");
+      method = acp_json_obj_getz(root, "method");
+      if (id && method) {
+        size_t n;
+        const char *raw = acp_json_raw(id, &n);
+        x->req_id = dupn(&hc->mem, raw, n);
+        if (x->req_id == NULL)
+          rv = ACP_ERR_NOMEM;
+      }
+    }
+    if (rv == 0) {
+      curl_easy_setopt(x->e, CURLOPT_POST, 1L);
+      curl_easy_setopt(x->e, CURLOPT_POSTFIELDS, x->body);
+      curl_easy_setopt(x->e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+      rv = add_header(x, "Content-Type", "application/json");
+    }
+    if (rv == 0)
+      rv = add_header(x, "Accept", "application/json, text/event-stream");
+  } else if (kind == X_DELETE) {
+    curl_easy_setopt(x->e, CURLOPT_CUSTOMREQUEST, "DELETE");
+  } else {
+    curl_easy_setopt(x->e, CURLOPT_HTTPGET, 1L);
+    rv = add_header(x, "Accept", "text/event-stream");
+    if (rv == 0 && body)
+      rv = add_header(x, "Last-Event-ID", body);
+  }
+  if (rv == 0 && kind != X_LEGACY && hc->session_id &&
+      hc->transport != ACP_HTTP_LEGACY_SSE)
+    rv = add_header(x, "MCP-Session-Id", hc->session_id);
+  if (rv == 0 && kind != X_LEGACY && v != ACP_MCP_VERSION_UNKNOWN &&
+      hc->transport != ACP_HTTP_LEGACY_SSE)
+    rv = add_header(x, "MCP-Protocol-Version", acp_mcp_version_str(v));
+  if (rv == 0) {
+    curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, x->hdrs);
+    if (curl_multi_add_handle(hc->multi, x->e) != CURLM_OK)
+      rv = ACP_ERR_SYSTEM;
+  }
+  if (rv != 0) {
+    xfer_free(x);
+    return rv;
+  }
+  if (out)
+    *out = x;
+  return 0;
+}
+
+/* A request whose POST failed: answer it locally so its caller learns. */
+static void synth_error(acp_http_client *hc, hc_xfer *x, long status) {
+  char buf[256];
+  int n;
+  if (x->req_id == NULL || x->got_response || strlen(x->req_id) > 100)
+    return;
+  n = snprintf(buf, sizeof(buf),
+               "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32000,"
+               "\"message\":\"HTTP status %ld\"}}",
+               x->req_id, status);
+  if (n > 0 && (size_t)n < sizeof(buf))
+    (void)deliver(hc, buf, (size_t)n);
+}
+
+static void on_retry(uv_timer_t *t) {
+  acp_http_client *hc = t->data;
+  char *id = hc->resume_id;
+  hc_xfer *x = NULL;
+  if (id == NULL || hc->ended || hc->closing)
+    return;
+  hc->resume_id = NULL;
+  if (start_xfer(hc, X_GET, hc->url, id, strlen(id), &x) == 0 && x) {
+    x->req_id = hc->resume_req;
+    hc->resume_req = NULL;
+  }
+  acp__free(&hc->mem, id);
+}
+
+static void xfer_done(hc_xfer *x, CURLcode res) {
+  acp_http_client *hc = x->hc;
+  long status = 0;
+  curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &status);
+  if (status)
+    hc->last_status = status;
+  if (x->kind == X_DELETE) {
+    xfer_free(x);
+    if (hc->del == x)
+      hc->del = NULL;
+    return;
+  }
+  if (res != CURLE_OK &&
+      !(x->is_sse && res == CURLE_WRITE_ERROR && hc->ended)) {
+    char what[CURL_ERROR_SIZE + 64];
+    snprintf(what, sizeof(what), "%s",
+             hc->err[0] ? hc->err : curl_easy_strerror(res));
+    xfer_free(x);
+    hc_fail(hc, ACP_ERR_SYSTEM, what);
+    return;
+  }
+  if (x->probe && (status == 400 || status == 404 || status == 405)) {
+    /* Fall back to the legacy transport: GET the URL, hold initialize. */
+    int rv = acp__buf_append(&hc->held, x->body, x->body_len);
+    if (rv == 0)
+      rv = acp__buf_putc(&hc->held, '\n');
+    hc->transport = ACP_HTTP_LEGACY_SSE;
+    xfer_free(x);
+    if (rv == 0)
+      rv = start_xfer(hc, X_LEGACY, hc->url, NULL, 0, NULL);
+    if (rv != 0)
+      hc_fail(hc, rv, "cannot start the legacy SSE stream");
+    return;
+  }
+  if (x->probe && status >= 200 && status < 300)
+    hc->transport = ACP_HTTP_STREAMABLE;
+  if (x->kind == X_LEGACY) {
+    xfer_free(x);
+    hc_fail(hc,
+            status >= 200 && status < 300 ? ACP_ERR_CLOSED : ACP_ERR_PROTOCOL,
+            "the legacy SSE stream ended");
+    return;
+  }
+  if (x->kind == X_GET && x->req_id == NULL) {
+    /* The standalone stream: 405 means not offered; otherwise just end. */
+    xfer_free(x);
+    return;
+  }
+  if (status == 404 && hc->session_id && !x->probe) {
+    xfer_free(x);
+    hc_fail(hc, ACP_ERR_CLOSED, "session not found (404)");
+    return;
+  }
+  if (status < 200 || status >= 300) {
+    synth_error(hc, x, status);
+    xfer_free(x);
+    return;
+  }
+  if (!x->is_sse && x->resp.len > 0) {
+    const acp_json_val *root, *e;
+    acp__buf body = x->resp; /* keep the bytes alive while feeding */
+    x->resp.data = NULL;
+    x->resp.len = x->resp.cap = 0;
+    if (acp_json_doc_parse(hc->doc, body.data, body.len, NULL) == 0 &&
+        acp_json_type_of(root = acp_json_doc_root(hc->doc)) == ACP_JSON_ARRAY) {
+      /* A batch answer: feed each element (spans stay valid in body). */
+      size_t cnt = acp_json_len(root), i;
+      for (i = 0; i < cnt; i++) {
+        size_t n;
+        const char *raw;
+        if (acp_json_doc_parse(hc->doc, body.data, body.len, NULL) != 0)
+          break;
+        e = acp_json_arr_get(acp_json_doc_root(hc->doc), i);
+        raw = acp_json_raw(e, &n);
+        note_response(x, raw, n);
+        if (deliver(hc, raw, n) != 0)
+          break;
+      }
+    } else {
+      note_response(x, body.data, body.len);
+      (void)deliver(hc, body.data, body.len);
+    }
+    acp__buf_dispose(&body);
+  }
+  if (x->is_sse && x->req_id && !x->got_response && !hc->ended) {
+    /* The server closed the stream before answering: resume it. */
+    size_t il;
+    const char *last = acp__sse_last_id(&x->sse, &il);
+    if (il > 0 && hc->resume_id == NULL) {
+      hc->resume_id = dupn(&hc->mem, last, il);
+      hc->resume_req = x->req_id;
+      x->req_id = NULL;
+      uv_timer_start(&hc->retry_timer, on_retry,
+                     hc->retry_ms >= 0 ? (uint64_t)hc->retry_ms : 1000, 0);
+    }
+  }
+  xfer_free(x);
+}
+
+static void check_done(acp_http_client *hc) {
+  CURLMsg *m;
+  int left;
+  while ((m = curl_multi_info_read(hc->multi, &left)) != NULL) {
+    if (m->msg == CURLMSG_DONE) {
+      hc_xfer *x = NULL;
+      curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+      if (x)
+        xfer_done(x, m->data.result);
+    }
+  }
+}
+
+/* MARK: - libcurl <-> libuv */
+
+static void on_sock_closed(uv_handle_t *h) {
+  hc_sock *s = h->data;
+  acp_http_client *hc = s->hc;
+  acp__free(&hc->mem, s);
+  if (--hc->open_handles == 0 && hc->closing) {
+    acp_mem m = hc->mem;
+    if (hc->close_cb)
+      hc->close_cb(hc, hc->close_ud);
+    acp__free(&m, hc);
+  }
+}
+
+static void on_sock(uv_poll_t *p, int status, int events) {
+  hc_sock *s = p->data;
+  acp_http_client *hc = s->hc;
+  int flags = 0, running;
+  if (status < 0)
+    flags = CURL_CSELECT_ERR;
+  if (events & UV_READABLE)
+    flags |= CURL_CSELECT_IN;
+  if (events & UV_WRITABLE)
+    flags |= CURL_CSELECT_OUT;
+  curl_multi_socket_action(hc->multi, s->fd, flags, &running);
+  check_done(hc);
+}
+
+static int sock_cb(CURL *e, curl_socket_t fd, int what, void *ud, void *sockp) {
+  acp_http_client *hc = ud;
+  hc_sock *s = sockp;
+  int ev = 0;
+  (void)e;
+  if (what == CURL_POLL_REMOVE) {
+    if (s) {
+      uv_poll_stop(&s->poll);
+      uv_close((uv_handle_t *)&s->poll, on_sock_closed);
+      curl_multi_assign(hc->multi, fd, NULL);
+    }
+    return 0;
+  }
+  if (s == NULL) {
+    s = acp__calloc(&hc->mem, 1, sizeof(*s));
+    if (s == NULL)
+      return -1;
+    s->hc = hc;
+    s->fd = fd;
+    if (uv_poll_init_socket(hc->loop, &s->poll, fd) != 0) {
+      acp__free(&hc->mem, s);
+      return -1;
+    }
+    s->poll.data = s;
+    hc->open_handles++;
+    curl_multi_assign(hc->multi, fd, s);
+  }
+  if (what & CURL_POLL_IN)
+    ev |= UV_READABLE;
+  if (what & CURL_POLL_OUT)
+    ev |= UV_WRITABLE;
+  uv_poll_start(&s->poll, ev, on_sock);
+  return 0;
+}
+
+static void on_curl_timer(uv_timer_t *t) {
+  acp_http_client *hc = t->data;
+  int running;
+  curl_multi_socket_action(hc->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  check_done(hc);
+}
+
+static int timer_cb(CURLM *multi, long timeout_ms, void *ud) {
+  acp_http_client *hc = ud;
+  (void)multi;
+  if (hc->closing && hc->multi == NULL)
+    return 0;
+  if (timeout_ms < 0)
+    uv_timer_stop(&hc->curl_timer);
+  else
+    uv_timer_start(&hc->curl_timer, on_curl_timer, (uint64_t)timeout_ms, 0);
+  return 0;
+}
+
+/* MARK: - Output and deadlines */
+
+static void on_expiry(uv_timer_t *t) {
+  acp_http_client *hc = t->data;
+  int rv = acp_mcp_client_handle_expiry(hc->mc, uv_now(hc->loop));
+  if (rv != 0 && acp_is_fatal(rv))
+    hc_fail(hc, rv, "MCP client failed");
+}
+
+static void pump(acp_http_client *hc) {
+  const char *data;
+  acp_ssize n;
+  uint64_t exp, now;
+  if (hc->ended || hc->closing)
+    return;
+  if (hc->endpoint && hc->held.len > 0) {
+    size_t i = 0;
+    while (i < hc->held.len) {
+      const char *nl = memchr(hc->held.data + i, '\n', hc->held.len - i);
+      size_t e = (size_t)(nl - hc->held.data);
+      if (start_xfer(hc, X_POST, hc->endpoint, hc->held.data + i, e - i,
+                     NULL) != 0) {
+        hc_fail(hc, ACP_ERR_SYSTEM, "cannot send");
+        return;
+      }
+      i = e + 1;
+    }
+    acp__buf_clear(&hc->held);
+  }
+  while ((n = acp_mcp_client_send(hc->mc, &data)) > 0) {
+    size_t len = (size_t)n, i = 0;
+    while (i < len) {
+      const char *nl = memchr(data + i, '\n', len - i);
+      size_t e = nl ? (size_t)(nl - data) : len;
+      if (e > i) {
+        int rv;
+        if (hc->transport == ACP_HTTP_LEGACY_SSE && hc->endpoint)
+          rv = start_xfer(hc, X_POST, hc->endpoint, data + i, e - i, NULL);
+        else if (hc->transport == ACP_HTTP_LEGACY_SSE) {
+          rv = acp__buf_append(&hc->held, data + i, e - i);
+          if (rv == 0)
+            rv = acp__buf_putc(&hc->held, '\n');
+        } else {
+          hc_xfer *x = NULL;
+          rv = start_xfer(hc, X_POST, hc->url, data + i, e - i, &x);
+          if (rv == 0 && x && hc->transport == ACP_HTTP_AUTO)
+            x->probe = true;
+        }
+        if (rv != 0) {
+          hc_fail(hc, rv, "cannot send");
+          return;
+        }
+      }
+      i = e + 1;
+    }
+  }
+  if (n < 0 && acp_is_fatal((int)n)) {
+    hc_fail(hc, (int)n, "MCP client failed");
+    return;
+  }
+  if (hc->want_get && !hc->get_started &&
+      hc->transport == ACP_HTTP_STREAMABLE &&
+      acp_mcp_client_version(hc->mc) != ACP_MCP_VERSION_UNKNOWN) {
+    hc->get_started = true;
+    (void)start_xfer(hc, X_GET, hc->url, NULL, 0, NULL);
+  }
+  exp = acp_mcp_client_get_expiry(hc->mc);
+  now = uv_now(hc->loop);
+  if (exp == UINT64_MAX)
+    uv_timer_stop(&hc->exp_timer);
+  else
+    uv_timer_start(&hc->exp_timer, on_expiry, exp > now ? exp - now : 0, 0);
+}
+
+static void on_prepare(uv_prepare_t *p) {
+  pump(p->data);
+}
+
+static void hc_fail(acp_http_client *hc, int reason, const char *what) {
+  if (hc->ended)
+    return;
+  hc->ended = true;
+  if (what && hc->err != what) {
+    snprintf(hc->err, sizeof(hc->err), "%s", what);
+  }
+  (void)acp_mcp_client_recv_eof(hc->mc, uv_now(hc->loop));
+  if (hc->end_cb)
+    hc->end_cb(hc, reason, hc->ud);
+}
+
+/* MARK: - Public */
+
+int acp_http_client_new(acp_http_client **out, uv_loop_t *loop,
+                        acp_mcp_client *client, const char *url,
+                        acp_http_transport mode, acp_http_client_end_cb end_cb,
+                        void *user_data, const acp_mem *mem) {
+  acp_http_client *hc;
+  acp_mem m;
+  int rv = 0;
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (loop == NULL || client == NULL || url == NULL ||
+      (strncasecmp(url, "http://", 7) != 0 &&
+       strncasecmp(url, "https://", 8) != 0) ||
+      (unsigned)mode > ACP_HTTP_LEGACY_SSE)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    return ACP_ERR_SYSTEM;
+  acp__mem_init(&m, mem);
+  hc = acp__calloc(&m, 1, sizeof(*hc));
+  if (hc == NULL)
+    return ACP_ERR_NOMEM;
+  hc->mem = m;
+  hc->loop = loop;
+  hc->mc = client;
+  hc->mode = mode;
+  hc->transport = mode;
+  hc->end_cb = end_cb;
+  hc->ud = user_data;
+  hc->retry_ms = -1;
+  acp__buf_init(&hc->held, &hc->mem, 0);
+  acp__buf_init(&hc->line, &hc->mem, 0);
+  hc->url = dupn(&hc->mem, url, strlen(url));
+  if (hc->url == NULL)
+    rv = ACP_ERR_NOMEM;
+  if (rv == 0)
+    rv = acp_json_doc_new(&hc->doc, &hc->mem);
+  if (rv == 0) {
+    hc->multi = curl_multi_init();
+    if (hc->multi == NULL)
+      rv = ACP_ERR_SYSTEM;
+  }
+  if (rv != 0) {
+    acp_json_doc_free(hc->doc);
+    acp__free(&m, hc->url);
+    acp__free(&m, hc);
+    return rv;
+  }
+  curl_multi_setopt(hc->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+  curl_multi_setopt(hc->multi, CURLMOPT_SOCKETDATA, hc);
+  curl_multi_setopt(hc->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+  curl_multi_setopt(hc->multi, CURLMOPT_TIMERDATA, hc);
+  uv_timer_init(loop, &hc->curl_timer);
+  uv_timer_init(loop, &hc->exp_timer);
+  uv_timer_init(loop, &hc->retry_timer);
+  uv_prepare_init(loop, &hc->prepare);
+  hc->curl_timer.data = hc->exp_timer.data = hc->retry_timer.data = hc;
+  hc->prepare.data = hc;
+  hc->open_handles = 4;
+  uv_prepare_start(&hc->prepare, on_prepare);
+  if (mode == ACP_HTTP_LEGACY_SSE)
+    rv = start_xfer(hc, X_LEGACY, hc->url, NULL, 0, NULL);
+  (void)rv;
+  *out = hc;
+  return 0;
+}
+
+acp_http_transport acp_http_client_transport(const acp_http_client *hc) {
+  return hc ? hc->transport : ACP_HTTP_AUTO;
+}
+
+const char *acp_http_client_session_id(const acp_http_client *hc) {
+  return hc ? hc->session_id : NULL;
+}
+
+void acp_http_client_set_get_stream(acp_http_client *hc, int on) {
+  if (hc)
+    hc->want_get = on != 0;
+}
+
+long acp_http_client_last_status(const acp_http_client *hc) {
+  return hc ? hc->last_status : 0;
+}
+
+const char *acp_http_client_error(const acp_http_client *hc) {
+  return hc ? hc->err : "";
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  acp_http_client *hc = h->data;
+  if (--hc->open_handles == 0) {
+    acp_mem m = hc->mem;
+    if (hc->close_cb)
+      hc->close_cb(hc, hc->close_ud);
+    acp__free(&m, hc);
+  }
+}
+
+static void finish_close(acp_http_client *hc) {
+  while (hc->xfers)
+    xfer_free(hc->xfers);
+  curl_multi_cleanup(hc->multi);
+  hc->multi = NULL;
+  acp_json_doc_free(hc->doc);
+  hc->doc = NULL;
+  acp__buf_dispose(&hc->held);
+  acp__buf_dispose(&hc->line);
+  acp__free(&hc->mem, hc->url);
+  acp__free(&hc->mem, hc->session_id);
+  acp__free(&hc->mem, hc->endpoint);
+  acp__free(&hc->mem, hc->resume_id);
+  acp__free(&hc->mem, hc->resume_req);
+  hc->url = hc->session_id = hc->endpoint = NULL;
+  uv_close((uv_handle_t *)&hc->curl_timer, on_handle_closed);
+  uv_close((uv_handle_t *)&hc->exp_timer, on_handle_closed);
+  uv_close((uv_handle_t *)&hc->retry_timer, on_handle_closed);
+  uv_close((uv_handle_t *)&hc->prepare, on_handle_closed);
+}
+
+static void on_delete_wait(uv_timer_t *t) {
+  acp_http_client *hc = t->data;
+  if (hc->del == NULL || uv_now(hc->loop) >= (uint64_t)hc->retry_ms) {
+    uv_timer_stop(t);
+    finish_close(hc);
+  } else
+    uv_timer_start(t, on_delete_wait, 10, 0);
+}
+
+static void on_close_deferred(uv_timer_t *t) {
+  acp_http_client *hc = t->data;
+  /* Abort everything in flight. */
+  while (hc->xfers)
+    xfer_free(hc->xfers);
+  if (hc->close_timeout > 0 && hc->session_id &&
+      hc->transport == ACP_HTTP_STREAMABLE &&
+      start_xfer(hc, X_DELETE, hc->url, NULL, 0, &hc->del) == 0) {
+    hc->retry_ms = (int64_t)(uv_now(hc->loop) + hc->close_timeout);
+    uv_timer_start(&hc->retry_timer, on_delete_wait, 10, 0);
+    return;
+  }
+  finish_close(hc);
+}
+
+void acp_http_client_close(acp_http_client *hc, uint64_t timeout_ms,
+                           acp_http_client_close_cb cb, void *user_data) {
+  if (hc == NULL || hc->closing)
+    return;
+  hc->closing = true;
+  hc->close_cb = cb;
+  hc->close_ud = user_data;
+  hc->close_timeout = timeout_ms;
+  uv_prepare_stop(&hc->prepare);
+  uv_timer_stop(&hc->exp_timer);
+  /* Deferred: this may be called from inside a transfer's callback. */
+  uv_timer_start(&hc->retry_timer, on_close_deferred, 0, 0);
+}

@@ -1,0 +1,1677 @@
+/*
+ * MCP Streamable HTTP and legacy HTTP+SSE server: libmicrohttpd in
+ * external-polling epoll mode, driven by the libuv loop (a uv_poll_t on the
+ * daemon's epoll descriptor, a uv_timer_t for MHD's timeout and the conns'
+ * deadlines, a uv_prepare_t that routes the conns' output to streams before
+ * each wait). SSE streams are callback responses whose reader suspends the
+ * connection when it has nothing to send; new output resumes it.
+ */
+#include "acp/http.h"
+#include "http_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+
+#if defined(__linux__)
+#include <sys/random.h>
+#endif
+
+#define SESSION_MAGIC 0x4d435048u /* "MCPH" */
+#define MAX_KEPT_STREAMS 16       /* finished POST streams kept for replay */
+#define MAX_STREAM_LOG ((size_t)64 << 20)
+#define TRIM_THRESHOLD ((size_t)64 << 10)
+
+typedef struct hs_session hs_session;
+typedef struct hs_stream hs_stream;
+typedef struct hs_req hs_req;
+
+struct acp_http_server_options {
+  acp_mem mem;
+  char *addr;
+  uint16_t port;
+  char *path;
+  char **origins;
+  size_t norigins;
+  char **hosts;
+  size_t nhosts;
+  size_t max_body, max_streams, max_sessions;
+  uint32_t retry_ms;
+  int legacy;
+};
+
+typedef struct hs_event {
+  uint64_t seq;
+  uint64_t off; /* absolute offset of the event in the stream's log */
+} hs_event;
+
+struct hs_stream {
+  hs_stream *next;
+  hs_session *sess;
+  uint64_t no;
+  bool is_get;
+  acp__buf log;  /* SSE bytes */
+  uint64_t base; /* absolute offset of log.data[0] */
+  uint64_t delivered;
+  hs_event *ev;
+  size_t nev, capev;
+  uint64_t seq;
+  char **ids; /* raw ids of requests still unanswered on this stream */
+  size_t nids;
+  char **tokens; /* raw progress tokens */
+  size_t ntokens;
+  bool finished;
+  bool kick;     /* end the current HTTP response once drained */
+  bool deciding; /* POST being dispatched: JSON or SSE not decided yet */
+  bool force_sse;
+  acp__buf pre; /* messages routed while deciding, '\n'-separated */
+  size_t npre;
+  bool pre_other; /* something other than a response was routed */
+  hs_req *rq;
+};
+
+typedef struct hs_omap {
+  char *id;
+  hs_stream *st;
+} hs_omap;
+
+struct hs_session {
+  uint32_t magic;
+  acp_http_server *srv;
+  hs_session *next;
+  char id[33];
+  acp_mcp_conn *conn;
+  bool legacy;
+  bool ended;
+  hs_stream *streams;
+  hs_stream *get;
+  hs_stream *ctx;
+  uint64_t next_no;
+  hs_omap *omap;
+  size_t nomap, capomap;
+};
+
+enum { M_OTHER, M_GET, M_POST, M_DELETE };
+
+struct hs_req {
+  acp_http_server *srv;
+  struct MHD_Connection *mc;
+  hs_req *next; /* in srv->reqs (requests with an SSE stream) */
+  int method;
+  acp__buf body;
+  bool too_big;
+  bool answered;
+  hs_stream *st;
+  uint64_t pos;
+  bool suspended;
+  bool legacy_stream; /* the GET /sse of a legacy session */
+  hs_session *legacy_sess;
+};
+
+struct acp_http_server {
+  acp_mem mem;
+  uv_loop_t *loop;
+  acp_mcp_server *reg;
+  acp_http_server_options *o;
+  struct MHD_Daemon *d;
+  uv_poll_t poll;
+  uv_timer_t timer;
+  uv_prepare_t prepare;
+  int open_handles;
+  uint16_t port;
+  hs_session *sessions;
+  size_t nsessions;
+  hs_req *reqs;
+  size_t nstreams;
+  acp_json_doc *doc;
+  acp__buf tmp;
+  bool need_run;
+  bool closing;
+  bool in_run;
+  acp_http_server_close_cb close_cb;
+  void *close_ud;
+};
+
+/* MARK: - Options */
+
+static char *dupstr(const acp_mem *m, const char *s) {
+  size_t n = strlen(s);
+  char *p = acp__malloc(m, n + 1);
+  if (p)
+    memcpy(p, s, n + 1);
+  return p;
+}
+
+static char *dupn(const acp_mem *m, const char *s, size_t n) {
+  char *p = acp__malloc(m, n + 1);
+  if (p) {
+    memcpy(p, s, n);
+    p[n] = 0;
+  }
+  return p;
+}
+
+int acp_http_server_options_new(acp_http_server_options **out,
+                                const acp_mem *mem) {
+  acp_http_server_options *o;
+  acp_mem m;
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  acp__mem_init(&m, mem);
+  o = acp__calloc(&m, 1, sizeof(*o));
+  if (o == NULL)
+    return ACP_ERR_NOMEM;
+  o->mem = m;
+  o->addr = dupstr(&m, "127.0.0.1");
+  o->path = dupstr(&m, "/mcp");
+  o->legacy = 1;
+  if (o->addr == NULL || o->path == NULL) {
+    acp_http_server_options_free(o);
+    return ACP_ERR_NOMEM;
+  }
+  *out = o;
+  return 0;
+}
+
+static void strv_free(const acp_mem *m, char **v, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    acp__free(m, v[i]);
+  acp__free(m, v);
+}
+
+void acp_http_server_options_free(acp_http_server_options *o) {
+  acp_mem m;
+  if (o == NULL)
+    return;
+  m = o->mem;
+  acp__free(&m, o->addr);
+  acp__free(&m, o->path);
+  strv_free(&m, o->origins, o->norigins);
+  strv_free(&m, o->hosts, o->nhosts);
+  acp__free(&m, o);
+}
+
+int acp_http_server_options_set_address(acp_http_server_options *o,
+                                        const char *addr, uint16_t port) {
+  struct in6_addr a6;
+  struct in_addr a4;
+  char *p;
+  if (o == NULL || addr == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (inet_pton(AF_INET, addr, &a4) != 1 && inet_pton(AF_INET6, addr, &a6) != 1)
+    return ACP_ERR_INVALID_ARGUMENT;
+  p = dupstr(&o->mem, addr);
+  if (p == NULL)
+    return ACP_ERR_NOMEM;
+  acp__free(&o->mem, o->addr);
+  o->addr = p;
+  o->port = port;
+  return 0;
+}
+
+int acp_http_server_options_set_path(acp_http_server_options *o,
+                                     const char *path) {
+  char *p;
+  if (o == NULL || path == NULL || path[0] != '/')
+    return ACP_ERR_INVALID_ARGUMENT;
+  p = dupstr(&o->mem, path);
+  if (p == NULL)
+    return ACP_ERR_NOMEM;
+  acp__free(&o->mem, o->path);
+  o->path = p;
+  return 0;
+}
+
+static int strv_add(const acp_mem *m, char ***v, size_t *n, const char *s) {
+  char **nv;
+  char *d;
+  d = dupstr(m, s);
+  if (d == NULL)
+    return ACP_ERR_NOMEM;
+  nv = acp__realloc(m, *v, (*n + 1) * sizeof(char *));
+  if (nv == NULL) {
+    acp__free(m, d);
+    return ACP_ERR_NOMEM;
+  }
+  nv[(*n)++] = d;
+  *v = nv;
+  return 0;
+}
+
+int acp_http_server_options_add_origin(acp_http_server_options *o,
+                                       const char *origin) {
+  if (o == NULL || origin == NULL || origin[0] == 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return strv_add(&o->mem, &o->origins, &o->norigins, origin);
+}
+
+int acp_http_server_options_add_host(acp_http_server_options *o,
+                                     const char *host) {
+  if (o == NULL || host == NULL || host[0] == 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return strv_add(&o->mem, &o->hosts, &o->nhosts, host);
+}
+
+void acp_http_server_options_set_max_body(acp_http_server_options *o,
+                                          size_t bytes) {
+  if (o)
+    o->max_body = bytes;
+}
+void acp_http_server_options_set_max_streams(acp_http_server_options *o,
+                                             size_t n) {
+  if (o)
+    o->max_streams = n;
+}
+void acp_http_server_options_set_max_sessions(acp_http_server_options *o,
+                                              size_t n) {
+  if (o)
+    o->max_sessions = n;
+}
+void acp_http_server_options_set_retry(acp_http_server_options *o,
+                                       uint32_t ms) {
+  if (o)
+    o->retry_ms = ms;
+}
+void acp_http_server_options_set_legacy(acp_http_server_options *o, int on) {
+  if (o)
+    o->legacy = on != 0;
+}
+
+static int options_copy(acp_http_server_options **out,
+                        const acp_http_server_options *src,
+                        const acp_mem *mem) {
+  acp_http_server_options *o;
+  size_t i;
+  int rv = acp_http_server_options_new(&o, mem);
+  if (rv != 0)
+    return rv;
+  if (src) {
+    rv = acp_http_server_options_set_address(o, src->addr, src->port);
+    if (rv == 0)
+      rv = acp_http_server_options_set_path(o, src->path);
+    for (i = 0; rv == 0 && i < src->norigins; i++)
+      rv = acp_http_server_options_add_origin(o, src->origins[i]);
+    for (i = 0; rv == 0 && i < src->nhosts; i++)
+      rv = acp_http_server_options_add_host(o, src->hosts[i]);
+    o->max_body = src->max_body;
+    o->max_streams = src->max_streams;
+    o->max_sessions = src->max_sessions;
+    o->retry_ms = src->retry_ms;
+    o->legacy = src->legacy;
+  }
+  if (o->max_body == 0)
+    o->max_body = ACP_HTTP_DEFAULT_MAX_BODY;
+  if (o->max_streams == 0)
+    o->max_streams = ACP_HTTP_DEFAULT_MAX_STREAMS;
+  if (o->max_sessions == 0)
+    o->max_sessions = ACP_HTTP_DEFAULT_MAX_SESSIONS;
+  if (o->retry_ms == 0)
+    o->retry_ms = ACP_HTTP_DEFAULT_RETRY_MS;
+  if (rv != 0) {
+    acp_http_server_options_free(o);
+    return rv;
+  }
+  *out = o;
+  return 0;
+}
+
+/* MARK: - Helpers */
+
+int acp__http_random_hex(char *out, size_t nbytes) {
+  unsigned char b[64];
+  size_t got = 0, i;
+  static const char hex[] = "0123456789abcdef";
+  if (nbytes > sizeof(b))
+    return ACP_ERR_INVALID_ARGUMENT;
+#if defined(__linux__)
+  while (got < nbytes) {
+    ssize_t n = getrandom(b + got, nbytes - got, 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    got += (size_t)n;
+  }
+#endif
+  if (got < nbytes) {
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return ACP_ERR_SYSTEM;
+    while (got < nbytes) {
+      ssize_t n = read(fd, b + got, nbytes - got);
+      if (n <= 0) {
+        if (n < 0 && errno == EINTR)
+          continue;
+        close(fd);
+        return ACP_ERR_SYSTEM;
+      }
+      got += (size_t)n;
+    }
+    close(fd);
+  }
+  for (i = 0; i < nbytes; i++) {
+    out[2 * i] = hex[b[i] >> 4];
+    out[2 * i + 1] = hex[b[i] & 15];
+  }
+  out[2 * nbytes] = 0;
+  return 0;
+}
+
+/* Host part of "host[:port]" or "[v6]:port" (bracketless for v6). */
+static void split_host(const char *h, size_t n, const char **host, size_t *hl) {
+  if (n > 0 && h[0] == '[') {
+    const char *e = memchr(h, ']', n);
+    if (e) {
+      *host = h + 1;
+      *hl = (size_t)(e - h - 1);
+      return;
+    }
+  }
+  {
+    const char *c = memchr(h, ':', n);
+    *host = h;
+    *hl = c ? (size_t)(c - h) : n;
+  }
+}
+
+static bool ieq(const char *a, size_t al, const char *b) {
+  return strlen(b) == al && strncasecmp(a, b, al) == 0;
+}
+
+static bool host_is_loopback(const char *h, size_t n) {
+  return ieq(h, n, "localhost") || ieq(h, n, "127.0.0.1") || ieq(h, n, "::1");
+}
+
+bool acp__http_host_ok(const acp_http_server_options *o, const char *hv) {
+  const char *h;
+  size_t hl, i;
+  if (hv == NULL)
+    return true; /* HTTP/1.0 without Host: nothing to rebind */
+  split_host(hv, strlen(hv), &h, &hl);
+  if (host_is_loopback(h, hl))
+    return true;
+  if (o->addr && ieq(h, hl, o->addr) && strcmp(o->addr, "0.0.0.0") != 0 &&
+      strcmp(o->addr, "::") != 0)
+    return true;
+  for (i = 0; i < o->nhosts; i++)
+    if (ieq(h, hl, o->hosts[i]))
+      return true;
+  return false;
+}
+
+bool acp__http_origin_ok(const acp_http_server_options *o, const char *ov) {
+  const char *p, *h;
+  size_t hl, i, n;
+  if (ov == NULL)
+    return true;
+  for (i = 0; i < o->norigins; i++)
+    if (strcasecmp(ov, o->origins[i]) == 0)
+      return true;
+  if (strncasecmp(ov, "http://", 7) == 0)
+    p = ov + 7;
+  else if (strncasecmp(ov, "https://", 8) == 0)
+    p = ov + 8;
+  else
+    return false;
+  n = strcspn(p, "/");
+  if (p[n] != 0 && strcmp(p + n, "/") != 0)
+    return false;
+  split_host(p, n, &h, &hl);
+  return host_is_loopback(h, hl);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *mc, unsigned status,
+                             const char *ctype, const char *body, size_t len,
+                             const char *session_id) {
+  struct MHD_Response *r;
+  enum MHD_Result ret;
+  r = MHD_create_response_from_buffer(len, (void *)(uintptr_t)body,
+                                      MHD_RESPMEM_MUST_COPY);
+  if (r == NULL)
+    return MHD_NO;
+  if (ctype)
+    MHD_add_response_header(r, "Content-Type", ctype);
+  if (session_id)
+    MHD_add_response_header(r, "MCP-Session-Id", session_id);
+  ret = MHD_queue_response(mc, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *mc, unsigned status,
+                                   int code, const char *message) {
+  char body[512];
+  int n = snprintf(body, sizeof(body),
+                   "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":%d,\"message\":"
+                   "\"%s\"},\"id\":null}",
+                   code, message);
+  if (n < 0 || (size_t)n >= sizeof(body))
+    n = 0;
+  return reply(mc, status, "application/json", body, (size_t)n, NULL);
+}
+
+static uint64_t now_ms(acp_http_server *srv) {
+  return uv_now(srv->loop);
+}
+
+/* MARK: - Streams */
+
+static char *raw_dup(const acp_mem *m, const acp_json_val *v) {
+  size_t n;
+  const char *r = acp_json_raw(v, &n);
+  return r ? dupn(m, r, n) : NULL;
+}
+
+static int strv_find(char **v, size_t n, const char *s, size_t sl) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (strlen(v[i]) == sl && memcmp(v[i], s, sl) == 0)
+      return (int)i;
+  return -1;
+}
+
+static hs_stream *stream_new(hs_session *s, bool is_get) {
+  acp_http_server *srv = s->srv;
+  hs_stream *st = acp__calloc(&srv->mem, 1, sizeof(*st));
+  if (st == NULL)
+    return NULL;
+  st->sess = s;
+  st->no = s->next_no++;
+  st->is_get = is_get;
+  acp__buf_init(&st->log, &srv->mem, MAX_STREAM_LOG);
+  acp__buf_init(&st->pre, &srv->mem, MAX_STREAM_LOG);
+  st->next = s->streams;
+  s->streams = st;
+  return st;
+}
+
+static void req_detach(hs_req *rq);
+
+static void stream_free(hs_stream *st) {
+  hs_session *s = st->sess;
+  const acp_mem *m = &s->srv->mem;
+  hs_stream **pp;
+  size_t i;
+  if (st->rq)
+    req_detach(st->rq);
+  for (pp = &s->streams; *pp; pp = &(*pp)->next)
+    if (*pp == st) {
+      *pp = st->next;
+      break;
+    }
+  for (i = 0; i < s->nomap;) {
+    if (s->omap[i].st == st) {
+      acp__free(m, s->omap[i].id);
+      s->omap[i] = s->omap[--s->nomap];
+    } else
+      i++;
+  }
+  if (s->get == st)
+    s->get = NULL;
+  if (s->ctx == st)
+    s->ctx = NULL;
+  acp__buf_dispose(&st->log);
+  acp__buf_dispose(&st->pre);
+  acp__free(m, st->ev);
+  strv_free(m, st->ids, st->nids);
+  strv_free(m, st->tokens, st->ntokens);
+  acp__free(m, st);
+}
+
+static void wake(hs_stream *st) {
+  hs_req *rq = st->rq;
+  if (rq && rq->suspended) {
+    rq->suspended = false;
+    MHD_resume_connection(rq->mc);
+    st->sess->srv->need_run = true;
+  }
+}
+
+/* Append one SSE event ("id" and "event" optional). */
+static int stream_event(hs_stream *st, const char *event, const char *data,
+                        size_t len, bool with_id, bool retry) {
+  acp_http_server *srv = st->sess->srv;
+  char head[96];
+  int n, rv = 0;
+  if (with_id) {
+    if (st->nev == st->capev) {
+      size_t nc = st->capev ? st->capev * 2 : 8;
+      hs_event *ne = acp__realloc(&srv->mem, st->ev, nc * sizeof(*ne));
+      if (ne == NULL)
+        return ACP_ERR_NOMEM;
+      st->ev = ne;
+      st->capev = nc;
+    }
+    st->ev[st->nev].seq = st->seq;
+    st->ev[st->nev].off = st->base + st->log.len;
+    st->nev++;
+    n = snprintf(head, sizeof(head), "id: %llu-%llu\n",
+                 (unsigned long long)st->no, (unsigned long long)st->seq);
+    st->seq++;
+    rv = acp__buf_append(&st->log, head, (size_t)n);
+  }
+  if (rv == 0 && retry) {
+    n = snprintf(head, sizeof(head), "retry: %u\n", srv->o->retry_ms);
+    rv = acp__buf_append(&st->log, head, (size_t)n);
+  }
+  if (rv == 0 && event) {
+    rv = acp__buf_append(&st->log, "event: ", 7);
+    if (rv == 0)
+      rv = acp__buf_append(&st->log, event, strlen(event));
+    if (rv == 0)
+      rv = acp__buf_putc(&st->log, '\n');
+  }
+  if (rv == 0)
+    rv = acp__buf_append(&st->log, "data: ", 6);
+  if (rv == 0)
+    rv = acp__buf_append(&st->log, data, len);
+  if (rv == 0)
+    rv = acp__buf_append(&st->log, "\n\n", 2);
+  wake(st);
+  return rv;
+}
+
+static int stream_message(hs_stream *st, const char *msg, size_t len) {
+  if (st->deciding) {
+    int rv = acp__buf_append(&st->pre, msg, len);
+    if (rv == 0)
+      rv = acp__buf_putc(&st->pre, '\n');
+    st->npre++;
+    return rv;
+  }
+  if (st->sess->legacy)
+    return stream_event(st, "message", msg, len, false, false);
+  return stream_event(st, NULL, msg, len, true, false);
+}
+
+/* Drop delivered bytes of a long-lived stream. */
+static void stream_trim(hs_stream *st) {
+  size_t drop, i, j;
+  if (!st->is_get || st->delivered <= st->base)
+    return;
+  drop = (size_t)(st->delivered - st->base);
+  if (drop < TRIM_THRESHOLD)
+    return;
+  acp__buf_consume(&st->log, drop);
+  st->base += drop;
+  for (i = 0, j = 0; i < st->nev; i++)
+    if (st->ev[i].off >= st->base)
+      st->ev[j++] = st->ev[i];
+  st->nev = j;
+}
+
+/* Remove finished, delivered POST streams beyond the kept count. */
+static void session_gc(hs_session *s) {
+  hs_stream *st, *oldest;
+  size_t kept;
+  for (;;) {
+    kept = 0;
+    oldest = NULL;
+    for (st = s->streams; st; st = st->next) {
+      if (st->is_get || !st->finished || st->rq || st->deciding)
+        continue;
+      kept++;
+      if (oldest == NULL || st->no < oldest->no)
+        oldest = st;
+    }
+    if (kept <= MAX_KEPT_STREAMS || oldest == NULL)
+      return;
+    stream_free(oldest);
+  }
+}
+
+/* MARK: - Sessions */
+
+static void session_end(hs_session *s);
+
+static hs_session *session_find(acp_http_server *srv, const char *id) {
+  hs_session *s;
+  if (id == NULL)
+    return NULL;
+  for (s = srv->sessions; s; s = s->next)
+    if (!s->ended && strcmp(s->id, id) == 0)
+      return s;
+  return NULL;
+}
+
+static int session_new(acp_http_server *srv, bool legacy, hs_session **out) {
+  hs_session *s;
+  int rv;
+  *out = NULL;
+  if (srv->nsessions >= srv->o->max_sessions)
+    return ACP_ERR_LIMIT;
+  s = acp__calloc(&srv->mem, 1, sizeof(*s));
+  if (s == NULL)
+    return ACP_ERR_NOMEM;
+  s->magic = SESSION_MAGIC;
+  s->srv = srv;
+  s->legacy = legacy;
+  rv = acp__http_random_hex(s->id, 16);
+  if (rv == 0)
+    rv = acp_mcp_conn_new(&s->conn, srv->reg, s);
+  if (rv == 0) {
+    s->get = stream_new(s, true);
+    if (s->get == NULL)
+      rv = ACP_ERR_NOMEM;
+  }
+  if (rv != 0) {
+    if (s->get)
+      stream_free(s->get);
+    acp_mcp_conn_free(s->conn);
+    acp__free(&srv->mem, s);
+    return rv;
+  }
+  s->next = srv->sessions;
+  srv->sessions = s;
+  srv->nsessions++;
+  *out = s;
+  return 0;
+}
+
+/* End a session: free its conn and streams (their requests end). */
+static void session_end(hs_session *s) {
+  acp_http_server *srv = s->srv;
+  hs_session **pp;
+  size_t i;
+  if (s->ended)
+    return;
+  s->ended = true;
+  for (pp = &srv->sessions; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  srv->nsessions--;
+  while (s->streams)
+    stream_free(s->streams);
+  acp_mcp_conn_free(s->conn);
+  for (i = 0; i < s->nomap; i++)
+    acp__free(&srv->mem, s->omap[i].id);
+  acp__free(&srv->mem, s->omap);
+  s->magic = 0;
+  acp__free(&srv->mem, s);
+}
+
+static hs_stream *find_by_id(hs_session *s, const char *id, size_t n) {
+  hs_stream *st;
+  for (st = s->streams; st; st = st->next)
+    if (strv_find(st->ids, st->nids, id, n) >= 0)
+      return st;
+  return NULL;
+}
+
+static bool usable(hs_stream *st) {
+  return st && !st->finished;
+}
+
+/* A response for `id`: the stream waiting for it (removing it). */
+static hs_stream *take_response(hs_session *s, const acp_json_val *idv) {
+  size_t n;
+  const char *id = acp_json_raw(idv, &n);
+  hs_stream *st;
+  int k;
+  if (id == NULL)
+    return NULL;
+  st = find_by_id(s, id, n);
+  if (st == NULL)
+    return NULL;
+  k = strv_find(st->ids, st->nids, id, n);
+  acp__free(&s->srv->mem, st->ids[k]);
+  st->ids[k] = st->ids[--st->nids];
+  return st;
+}
+
+static void stream_maybe_finish(hs_stream *st) {
+  if (!st->is_get && st->nids == 0) {
+    st->finished = true;
+    wake(st);
+  }
+}
+
+/* Route one line of a conn's output. */
+static int route(hs_session *s, const char *line, size_t len) {
+  acp_http_server *srv = s->srv;
+  const acp_json_val *root, *id, *method;
+  hs_stream *st = NULL;
+  bool response = false;
+  int rv;
+  if (s->legacy)
+    return stream_message(s->get, line, len);
+  if (acp_json_doc_parse(srv->doc, line, len, NULL) != 0)
+    return stream_message(s->get, line, len);
+  root = acp_json_doc_root(srv->doc);
+  if (acp_json_type_of(root) == ACP_JSON_ARRAY) {
+    const acp_json_val *e;
+    for (e = acp_json_child(root); e; e = acp_json_next(e)) {
+      hs_stream *t = take_response(s, acp_json_obj_getz(e, "id"));
+      if (st == NULL)
+        st = t;
+    }
+    response = true;
+  } else {
+    id = acp_json_obj_getz(root, "id");
+    method = acp_json_obj_getz(root, "method");
+    if (method == NULL) {
+      st = take_response(s, id);
+      response = true;
+    } else if (id != NULL) {
+      /* A server->client request: the context's stream. */
+      st = usable(s->ctx) ? s->ctx : NULL;
+      if (st && !st->is_get) {
+        if (s->nomap == s->capomap) {
+          size_t nc = s->capomap ? s->capomap * 2 : 4;
+          hs_omap *nm = acp__realloc(&srv->mem, s->omap, nc * sizeof(*nm));
+          if (nm == NULL)
+            return ACP_ERR_NOMEM;
+          s->omap = nm;
+          s->capomap = nc;
+        }
+        s->omap[s->nomap].id = raw_dup(&srv->mem, id);
+        if (s->omap[s->nomap].id == NULL)
+          return ACP_ERR_NOMEM;
+        s->omap[s->nomap].st = st;
+        s->nomap++;
+      }
+    } else {
+      if (acp_json_str_eq(method, "notifications/progress", 22)) {
+        const acp_json_val *tok = acp_json_obj_getz(
+            acp_json_obj_getz(root, "params"), "progressToken");
+        size_t tl;
+        const char *t = acp_json_raw(tok, &tl);
+        hs_stream *x;
+        for (x = s->streams; t && x; x = x->next)
+          if (usable(x) && strv_find(x->tokens, x->ntokens, t, tl) >= 0) {
+            st = x;
+            break;
+          }
+      }
+      if (st == NULL && usable(s->ctx))
+        st = s->ctx;
+    }
+  }
+  if (st == NULL) {
+    if (response)
+      return 0; /* nobody waits for it (stream gone): drop */
+    st = s->get;
+  }
+  if (st == NULL)
+    return 0;
+  if (!response && st->deciding)
+    st->pre_other = true;
+  rv = stream_message(st, line, len);
+  if (response)
+    stream_maybe_finish(st);
+  return rv;
+}
+
+/* Take everything the conn has to send and route it. */
+static int session_flush(hs_session *s) {
+  const char *data;
+  acp_ssize n;
+  int rv = 0;
+  while ((n = acp_mcp_conn_send(s->conn, &data)) > 0) {
+    size_t len = (size_t)n, i = 0;
+    while (i < len) {
+      const char *nl = memchr(data + i, '\n', len - i);
+      size_t e = nl ? (size_t)(nl - data) : len;
+      if (e > i) {
+        int r = route(s, data + i, e - i);
+        if (r != 0 && rv == 0)
+          rv = r;
+      }
+      i = e + 1;
+    }
+  }
+  if (n < 0 && rv == 0)
+    rv = (int)n;
+  return rv;
+}
+
+/* MARK: - SSE responses */
+
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+  hs_req *rq = cls;
+  hs_stream *st = rq->st;
+  uint64_t end;
+  (void)pos;
+  if (st == NULL)
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  if (rq->pos < st->base)
+    rq->pos = st->base;
+  end = st->base + st->log.len;
+  if (rq->pos < end) {
+    size_t n = (size_t)(end - rq->pos);
+    if (n > max)
+      n = max;
+    memcpy(buf, st->log.data + (rq->pos - st->base), n);
+    rq->pos += n;
+    if (rq->pos > st->delivered)
+      st->delivered = rq->pos;
+    stream_trim(st);
+    return (ssize_t)n;
+  }
+  if (st->finished || st->kick) {
+    st->kick = false;
+    req_detach(rq);
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  }
+  rq->suspended = true;
+  MHD_suspend_connection(rq->mc);
+  return 0;
+}
+
+static void req_detach(hs_req *rq) {
+  hs_stream *st = rq->st;
+  acp_http_server *srv = rq->srv;
+  hs_req **pp;
+  if (st == NULL)
+    return;
+  st->rq = NULL;
+  rq->st = NULL;
+  for (pp = &srv->reqs; *pp; pp = &(*pp)->next)
+    if (*pp == rq) {
+      *pp = rq->next;
+      break;
+    }
+  srv->nstreams--;
+  if (rq->suspended) {
+    rq->suspended = false;
+    MHD_resume_connection(rq->mc);
+    srv->need_run = true;
+  }
+}
+
+static enum MHD_Result queue_sse(hs_req *rq, hs_stream *st, uint64_t pos,
+                                 const char *session_id) {
+  struct MHD_Response *r;
+  enum MHD_Result ret;
+  acp_http_server *srv = rq->srv;
+  r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, sse_reader,
+                                        rq, NULL);
+  if (r == NULL)
+    return MHD_NO;
+  MHD_add_response_header(r, "Content-Type", "text/event-stream");
+  MHD_add_response_header(r, "Cache-Control", "no-cache");
+  if (session_id)
+    MHD_add_response_header(r, "MCP-Session-Id", session_id);
+  rq->st = st;
+  rq->pos = pos;
+  st->rq = rq;
+  rq->next = srv->reqs;
+  srv->reqs = rq;
+  srv->nstreams++;
+  ret = MHD_queue_response(rq->mc, MHD_HTTP_OK, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+/* MARK: - Request handling */
+
+static const char *hdr(struct MHD_Connection *mc, const char *name) {
+  return MHD_lookup_connection_value(mc, MHD_HEADER_KIND, name);
+}
+
+static bool accepts(const char *accept, const char *type) {
+  if (accept == NULL)
+    return true;
+  return strstr(accept, type) != NULL || strstr(accept, "*/*") != NULL;
+}
+
+/* Replace raw newlines (whitespace in valid JSON) so the body is one line. */
+static void one_line(char *p, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (p[i] == '\n' || p[i] == '\r')
+      p[i] = ' ';
+}
+
+static int feed(hs_session *s, acp__buf *body) {
+  acp_ssize r;
+  int rv;
+  one_line(body->data, body->len);
+  rv = acp__buf_putc(body, '\n');
+  if (rv != 0)
+    return rv;
+  r = acp_mcp_conn_recv(s->conn, body->data, body->len, now_ms(s->srv));
+  if (r < 0 && acp_is_fatal((int)r))
+    return (int)r;
+  return session_flush(s);
+}
+
+typedef struct post_info {
+  size_t nreq, nother;
+  bool initialize;
+  bool batch;
+  bool invalid;
+} post_info;
+
+static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
+                   post_info *pi) {
+  const acp_json_val *method = acp_json_obj_getz(msg, "method");
+  const acp_json_val *id = acp_json_obj_getz(msg, "id");
+  if (acp_json_type_of(msg) != ACP_JSON_OBJECT) {
+    pi->invalid = true;
+    return 0;
+  }
+  if (method && acp_json_str_eq(method, "initialize", 10))
+    pi->initialize = true;
+  if (method && id) {
+    pi->nreq++;
+    if (st) {
+      const acp_json_val *tok = acp_json_obj_getz(
+          acp_json_obj_getz(acp_json_obj_getz(msg, "params"), "_meta"),
+          "progressToken");
+      char **nv = acp__realloc(m, st->ids, (st->nids + 1) * sizeof(char *));
+      if (nv == NULL)
+        return ACP_ERR_NOMEM;
+      st->ids = nv;
+      st->ids[st->nids] = raw_dup(m, id);
+      if (st->ids[st->nids] == NULL)
+        return ACP_ERR_NOMEM;
+      st->nids++;
+      if (tok) {
+        nv = acp__realloc(m, st->tokens, (st->ntokens + 1) * sizeof(char *));
+        if (nv == NULL)
+          return ACP_ERR_NOMEM;
+        st->tokens = nv;
+        st->tokens[st->ntokens] = raw_dup(m, tok);
+        if (st->tokens[st->ntokens] == NULL)
+          return ACP_ERR_NOMEM;
+        st->ntokens++;
+      }
+    }
+  } else
+    pi->nother++;
+  return 0;
+}
+
+static int scan(hs_stream *st, const acp_mem *m, const acp_json_val *root,
+                post_info *pi) {
+  int rv = 0;
+  memset(pi, 0, sizeof(*pi));
+  if (acp_json_type_of(root) == ACP_JSON_ARRAY) {
+    const acp_json_val *e;
+    pi->batch = true;
+    if (acp_json_child(root) == NULL)
+      pi->invalid = true;
+    for (e = acp_json_child(root); e && rv == 0; e = acp_json_next(e))
+      rv = collect(st, m, e, pi);
+  } else
+    rv = collect(st, m, root, pi);
+  return rv;
+}
+
+/* The stream a response posted by the client relates to (its request's). */
+static hs_stream *response_context(hs_session *s, const acp_json_val *root) {
+  const acp_json_val *id;
+  size_t n, i;
+  const char *raw;
+  if (acp_json_type_of(root) == ACP_JSON_ARRAY)
+    root = acp_json_child(root);
+  if (acp_json_obj_getz(root, "method") != NULL)
+    return NULL;
+  id = acp_json_obj_getz(root, "id");
+  raw = acp_json_raw(id, &n);
+  for (i = 0; raw && i < s->nomap; i++)
+    if (strlen(s->omap[i].id) == n && memcmp(s->omap[i].id, raw, n) == 0) {
+      hs_stream *st = s->omap[i].st;
+      acp__free(&s->srv->mem, s->omap[i].id);
+      s->omap[i] = s->omap[--s->nomap];
+      return usable(st) ? st : NULL;
+    }
+  return NULL;
+}
+
+static bool version_ok(struct MHD_Connection *mc) {
+  const char *v = hdr(mc, "MCP-Protocol-Version");
+  if (v == NULL)
+    return true;
+  return acp_mcp_version_parse(v, strlen(v)) != ACP_MCP_VERSION_UNKNOWN;
+}
+
+static enum MHD_Result handle_post(hs_req *rq) {
+  acp_http_server *srv = rq->srv;
+  struct MHD_Connection *mc = rq->mc;
+  const char *sid = hdr(mc, "MCP-Session-Id");
+  const char *accept = hdr(mc, "Accept");
+  const acp_json_val *root;
+  hs_session *s = NULL;
+  hs_stream *st = NULL;
+  post_info pi;
+  bool created = false;
+  int rv;
+
+  if (!accepts(accept, "application/json") &&
+      !accepts(accept, "text/event-stream"))
+    return reply_error(mc, MHD_HTTP_NOT_ACCEPTABLE, -32000,
+                       "Not Acceptable: Accept must list application/json "
+                       "and text/event-stream");
+  if (acp_json_doc_parse(srv->doc, rq->body.data, rq->body.len, NULL) != 0)
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32700, "Parse error");
+  root = acp_json_doc_root(srv->doc);
+  rv = scan(NULL, &srv->mem, root, &pi);
+  if (rv != 0)
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  if (pi.invalid || (acp_json_type_of(root) != ACP_JSON_OBJECT && !pi.batch))
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600, "Invalid Request");
+  if (pi.initialize && sid == NULL) {
+    if (pi.batch)
+      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600,
+                         "Invalid Request: initialize must not be batched");
+    rv = session_new(srv, false, &s);
+    if (rv == ACP_ERR_LIMIT)
+      return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                         "Too many sessions");
+    if (rv != 0)
+      return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                         "Internal error");
+    created = true;
+  } else {
+    if (sid == NULL)
+      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                         "Bad Request: Mcp-Session-Id header is required");
+    s = session_find(srv, sid);
+    if (s == NULL || s->legacy)
+      return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+    if (!version_ok(mc))
+      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                         "Bad Request: Unsupported protocol version");
+  }
+
+  if (pi.nreq == 0) {
+    /* Notifications and responses only: 202. */
+    s->ctx = response_context(s, root);
+    rv = feed(s, &rq->body);
+    s->ctx = NULL;
+    (void)rv;
+    return reply(mc, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+  }
+
+  st = stream_new(s, false);
+  if (st == NULL)
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  /* The document still holds the body: collect ids and tokens. */
+  rv = scan(st, &srv->mem, root, &pi);
+  if (rv != 0) {
+    stream_free(st);
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  st->deciding = true;
+  s->ctx = st;
+  rv = feed(s, &rq->body);
+  s->ctx = NULL;
+  st->deciding = false;
+  if (rv != 0 && acp_is_fatal(rv)) {
+    stream_free(st);
+    if (created)
+      session_end(s);
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  if (st->nids == 0 && !st->pre_other && !st->force_sse &&
+      accepts(accept, "application/json")) {
+    /* Everything answered at once: one JSON body. */
+    enum MHD_Result ret;
+    const char *body = st->pre.data;
+    size_t len = st->pre.len;
+    acp__buf_clear(&srv->tmp);
+    if (st->npre > 1) {
+      /* Several responses to a batch: join as one array. */
+      size_t i;
+      rv = acp__buf_putc(&srv->tmp, '[');
+      for (i = 0; rv == 0 && i < len; i++)
+        rv = acp__buf_putc(
+            &srv->tmp, body[i] == '\n' ? (i + 1 < len ? ',' : ']') : body[i]);
+      body = srv->tmp.data;
+      len = srv->tmp.len;
+    } else if (len > 0)
+      len--; /* the trailing '\n' */
+    ret = reply(mc, MHD_HTTP_OK, "application/json", len ? body : "", len,
+                created ? s->id : NULL);
+    stream_free(st);
+    if (created && acp_mcp_conn_version(s->conn) == ACP_MCP_VERSION_UNKNOWN)
+      session_end(s); /* initialize failed: no session */
+    return ret;
+  }
+  /* SSE: priming event, then what was routed while deciding. */
+  if (srv->nstreams >= srv->o->max_streams) {
+    stream_free(st);
+    return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                       "Too many streams");
+  }
+  rv = stream_event(st, NULL, "", 0, true, true);
+  {
+    size_t i = 0;
+    while (rv == 0 && i < st->pre.len) {
+      const char *nl = memchr(st->pre.data + i, '\n', st->pre.len - i);
+      size_t e = (size_t)(nl - st->pre.data);
+      rv = stream_message(st, st->pre.data + i, e - i);
+      i = e + 1;
+    }
+  }
+  acp__buf_dispose(&st->pre);
+  acp__buf_init(&st->pre, &srv->mem, 0);
+  if (rv != 0) {
+    stream_free(st);
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  return queue_sse(rq, st, st->base, created ? s->id : NULL);
+}
+
+static enum MHD_Result handle_get(hs_req *rq) {
+  acp_http_server *srv = rq->srv;
+  struct MHD_Connection *mc = rq->mc;
+  const char *sid = hdr(mc, "MCP-Session-Id");
+  const char *last = hdr(mc, "Last-Event-ID");
+  hs_session *s;
+  hs_stream *st;
+  uint64_t pos;
+  if (!accepts(hdr(mc, "Accept"), "text/event-stream"))
+    return reply_error(mc, MHD_HTTP_NOT_ACCEPTABLE, -32000,
+                       "Not Acceptable: Accept must list text/event-stream");
+  if (sid == NULL)
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                       "Bad Request: Mcp-Session-Id header is required");
+  s = session_find(srv, sid);
+  if (s == NULL || s->legacy)
+    return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+  if (!version_ok(mc))
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                       "Bad Request: Unsupported protocol version");
+  if (srv->nstreams >= srv->o->max_streams)
+    return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                       "Too many streams");
+  if (last) {
+    unsigned long long no, seq;
+    char tail;
+    size_t i;
+    if (sscanf(last, "%llu-%llu%c", &no, &seq, &tail) != 2)
+      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                         "Bad Request: invalid Last-Event-ID");
+    for (st = s->streams; st; st = st->next)
+      if (st->no == no)
+        break;
+    if (st == NULL)
+      return reply_error(mc, MHD_HTTP_NOT_FOUND, -32000, "Stream not found");
+    if (st->rq)
+      return reply_error(mc, MHD_HTTP_CONFLICT, -32000,
+                         "Conflict: stream already connected");
+    pos = st->base + st->log.len;
+    for (i = 0; i < st->nev; i++)
+      if (st->ev[i].seq > seq) {
+        pos = st->ev[i].off;
+        break;
+      }
+    if (st->nev > 0 && st->ev[0].seq > seq + 1)
+      pos = st->base; /* older events were trimmed: send what is kept */
+    return queue_sse(rq, st, pos, NULL);
+  }
+  st = s->get;
+  if (st == NULL)
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  if (st->rq)
+    return reply_error(mc, MHD_HTTP_CONFLICT, -32000,
+                       "Conflict: Only one SSE stream is allowed per session");
+  if (stream_event(st, NULL, "", 0, true, true) != 0)
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  /* Deliver what was queued while no GET stream was connected (the
+   * priming event goes after it, which is harmless). */
+  return queue_sse(rq, st, st->delivered > st->base ? st->delivered : st->base,
+                   NULL);
+}
+
+static enum MHD_Result handle_delete(hs_req *rq) {
+  struct MHD_Connection *mc = rq->mc;
+  const char *sid = hdr(mc, "MCP-Session-Id");
+  hs_session *s;
+  if (sid == NULL)
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                       "Bad Request: Mcp-Session-Id header is required");
+  s = session_find(rq->srv, sid);
+  if (s == NULL || s->legacy)
+    return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+  if (!version_ok(mc))
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                       "Bad Request: Unsupported protocol version");
+  session_end(s);
+  return reply(mc, MHD_HTTP_OK, NULL, "", 0, NULL);
+}
+
+static enum MHD_Result handle_legacy_sse(hs_req *rq) {
+  acp_http_server *srv = rq->srv;
+  struct MHD_Connection *mc = rq->mc;
+  hs_session *s;
+  char ep[96];
+  int rv, n;
+  if (!accepts(hdr(mc, "Accept"), "text/event-stream"))
+    return reply_error(mc, MHD_HTTP_NOT_ACCEPTABLE, -32000,
+                       "Not Acceptable: Accept must list text/event-stream");
+  if (srv->nstreams >= srv->o->max_streams)
+    return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                       "Too many streams");
+  rv = session_new(srv, true, &s);
+  if (rv == ACP_ERR_LIMIT)
+    return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                       "Too many sessions");
+  if (rv != 0)
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  n = snprintf(ep, sizeof(ep), "/message?sessionId=%s", s->id);
+  rv = stream_event(s->get, "endpoint", ep, (size_t)n, false, false);
+  if (rv != 0) {
+    session_end(s);
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  rq->legacy_stream = true;
+  rq->legacy_sess = s;
+  return queue_sse(rq, s->get, s->get->base, NULL);
+}
+
+static enum MHD_Result handle_legacy_post(hs_req *rq) {
+  acp_http_server *srv = rq->srv;
+  struct MHD_Connection *mc = rq->mc;
+  const char *sid =
+      MHD_lookup_connection_value(mc, MHD_GET_ARGUMENT_KIND, "sessionId");
+  hs_session *s;
+  const acp_json_val *root;
+  if (sid == NULL)
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                       "Bad Request: sessionId is required");
+  s = session_find(srv, sid);
+  if (s == NULL || !s->legacy)
+    return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+  if (acp_json_doc_parse(srv->doc, rq->body.data, rq->body.len, NULL) != 0)
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32700, "Parse error");
+  root = acp_json_doc_root(srv->doc);
+  if (acp_json_type_of(root) != ACP_JSON_OBJECT &&
+      acp_json_type_of(root) != ACP_JSON_ARRAY)
+    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600, "Invalid Request");
+  (void)feed(s, &rq->body);
+  return reply(mc, MHD_HTTP_ACCEPTED, "text/plain", "Accepted", 8, NULL);
+}
+
+static bool json_ctype(const char *ct) {
+  size_t n;
+  if (ct == NULL)
+    return true; /* lenient: many clients omit it */
+  n = strcspn(ct, ";");
+  while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+    n--;
+  return ieq(ct, n, "application/json");
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
+                                 const char *url, const char *method,
+                                 const char *version, const char *upload,
+                                 size_t *upload_size, void **con_cls) {
+  acp_http_server *srv = cls;
+  hs_req *rq = *con_cls;
+  bool is_mcp, is_sse, is_msg;
+  (void)version;
+  is_mcp = strcmp(url, srv->o->path) == 0;
+  is_sse = srv->o->legacy && strcmp(url, "/sse") == 0;
+  is_msg = srv->o->legacy && strcmp(url, "/message") == 0;
+  if (rq == NULL) {
+    const char *cl;
+    rq = acp__calloc(&srv->mem, 1, sizeof(*rq));
+    if (rq == NULL)
+      return MHD_NO;
+    rq->srv = srv;
+    rq->mc = mc;
+    acp__buf_init(&rq->body, &srv->mem, srv->o->max_body + 1);
+    *con_cls = rq;
+    if (strcmp(method, "POST") == 0)
+      rq->method = M_POST;
+    else if (strcmp(method, "GET") == 0)
+      rq->method = M_GET;
+    else if (strcmp(method, "DELETE") == 0)
+      rq->method = M_DELETE;
+    /* Early answers (before any body is read). */
+    rq->answered = true;
+    if (!acp__http_host_ok(srv->o, hdr(mc, "Host")))
+      return reply_error(mc, MHD_HTTP_FORBIDDEN, -32000,
+                         "Forbidden: invalid Host header");
+    if (!acp__http_origin_ok(srv->o, hdr(mc, "Origin")))
+      return reply_error(mc, MHD_HTTP_FORBIDDEN, -32000,
+                         "Forbidden: invalid Origin header");
+    if (!is_mcp && !is_sse && !is_msg)
+      return reply_error(mc, MHD_HTTP_NOT_FOUND, -32000, "Not Found");
+    if ((is_sse && rq->method != M_GET) || (is_msg && rq->method != M_POST) ||
+        (is_mcp && rq->method == M_OTHER)) {
+      struct MHD_Response *r =
+          MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+      enum MHD_Result ret;
+      if (r == NULL)
+        return MHD_NO;
+      MHD_add_response_header(r, "Allow",
+                              is_sse   ? "GET"
+                              : is_msg ? "POST"
+                                       : "GET, POST, DELETE");
+      ret = MHD_queue_response(mc, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+      MHD_destroy_response(r);
+      return ret;
+    }
+    if (rq->method == M_POST) {
+      cl = hdr(mc, "Content-Length");
+      if (cl && strtoull(cl, NULL, 10) > (unsigned long long)srv->o->max_body)
+        return reply_error(mc, MHD_HTTP_CONTENT_TOO_LARGE, -32000,
+                           "Payload Too Large");
+      if (!json_ctype(hdr(mc, "Content-Type")))
+        return reply_error(mc, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000,
+                           "Unsupported Media Type: Content-Type must be "
+                           "application/json");
+    }
+    rq->answered = false;
+    return MHD_YES;
+  }
+  if (rq->answered) {
+    *upload_size = 0; /* discard the body of an answered request */
+    return MHD_YES;
+  }
+  if (*upload_size > 0) {
+    if (!rq->too_big && acp__buf_append(&rq->body, upload, *upload_size) != 0) {
+      rq->too_big = true;
+      acp__buf_dispose(&rq->body);
+    }
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  rq->answered = true;
+  if (rq->too_big)
+    return reply_error(mc, MHD_HTTP_CONTENT_TOO_LARGE, -32000,
+                       "Payload Too Large");
+  if (is_sse)
+    return handle_legacy_sse(rq);
+  if (is_msg)
+    return handle_legacy_post(rq);
+  switch (rq->method) {
+  case M_POST:
+    return handle_post(rq);
+  case M_GET:
+    return handle_get(rq);
+  default:
+    return handle_delete(rq);
+  }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  acp_http_server *srv = cls;
+  hs_req *rq = *con_cls;
+  hs_stream *st;
+  (void)mc;
+  (void)toe;
+  if (rq == NULL)
+    return;
+  *con_cls = NULL;
+  st = rq->st;
+  if (st) {
+    rq->suspended = false; /* MHD is done with the connection */
+    req_detach(rq);
+  }
+  if (rq->legacy_stream) {
+    hs_session *s;
+    for (s = srv->sessions; s; s = s->next)
+      if (s == rq->legacy_sess) {
+        session_end(s);
+        break;
+      }
+  } else if (st && !st->sess->ended)
+    session_gc(st->sess);
+  acp__buf_dispose(&rq->body);
+  acp__free(&srv->mem, rq);
+}
+
+/* MARK: - Loop integration */
+
+static void arm(acp_http_server *srv);
+
+static void drive(acp_http_server *srv) {
+  hs_session *s, *next;
+  int i;
+  if (srv->d == NULL || srv->in_run)
+    return;
+  srv->in_run = true;
+  for (i = 0; i < 8; i++) {
+    for (s = srv->sessions; s; s = next) {
+      next = s->next;
+      (void)session_flush(s);
+    }
+    srv->need_run = false;
+    MHD_run(srv->d);
+    for (s = srv->sessions; s; s = next) {
+      next = s->next;
+      (void)session_flush(s);
+    }
+    if (!srv->need_run)
+      break;
+  }
+  srv->in_run = false;
+  arm(srv);
+}
+
+static void on_timer(uv_timer_t *t) {
+  acp_http_server *srv = t->data;
+  hs_session *s, *next;
+  uint64_t now = uv_now(srv->loop);
+  for (s = srv->sessions; s; s = next) {
+    next = s->next;
+    if (acp_mcp_conn_get_expiry(s->conn) <= now)
+      (void)acp_mcp_conn_handle_expiry(s->conn, now);
+  }
+  drive(srv);
+}
+
+static void arm(acp_http_server *srv) {
+  MHD_UNSIGNED_LONG_LONG to;
+  uint64_t wait = UINT64_MAX, now = uv_now(srv->loop);
+  hs_session *s;
+  if (srv->closing)
+    return;
+  if (srv->d && MHD_get_timeout(srv->d, &to) == MHD_YES)
+    wait = to;
+  for (s = srv->sessions; s; s = s->next) {
+    uint64_t e = acp_mcp_conn_get_expiry(s->conn);
+    if (e != UINT64_MAX) {
+      uint64_t w = e > now ? e - now : 0;
+      if (w < wait)
+        wait = w;
+    }
+  }
+  if (wait == UINT64_MAX)
+    uv_timer_stop(&srv->timer);
+  else
+    uv_timer_start(&srv->timer, on_timer, wait, 0);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events) {
+  (void)status;
+  (void)events;
+  drive(p->data);
+}
+
+static void on_prepare(uv_prepare_t *p) {
+  acp_http_server *srv = p->data;
+  hs_session *s, *next;
+  for (s = srv->sessions; s; s = next) {
+    next = s->next;
+    (void)session_flush(s);
+  }
+  if (srv->need_run)
+    drive(srv);
+  else
+    arm(srv);
+}
+
+/* MARK: - Public */
+
+int acp_http_server_new(acp_http_server **out, uv_loop_t *loop,
+                        acp_mcp_server *registry,
+                        const acp_http_server_options *opts,
+                        const acp_mem *mem) {
+  acp_http_server *srv;
+  acp_mem m;
+  struct sockaddr_storage ss;
+  unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+  const union MHD_DaemonInfo *info;
+  int rv, efd;
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (loop == NULL || registry == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  acp__mem_init(&m, mem);
+  srv = acp__calloc(&m, 1, sizeof(*srv));
+  if (srv == NULL)
+    return ACP_ERR_NOMEM;
+  srv->mem = m;
+  srv->loop = loop;
+  srv->reg = registry;
+  acp__buf_init(&srv->tmp, &srv->mem, 0);
+  rv = options_copy(&srv->o, opts, &srv->mem);
+  if (rv == 0)
+    rv = acp_json_doc_new(&srv->doc, &srv->mem);
+  if (rv != 0)
+    goto fail;
+  memset(&ss, 0, sizeof(ss));
+  {
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, srv->o->addr, &a4->sin_addr) == 1) {
+      a4->sin_family = AF_INET;
+      a4->sin_port = htons(srv->o->port);
+    } else if (inet_pton(AF_INET6, srv->o->addr, &a6->sin6_addr) == 1) {
+      a6->sin6_family = AF_INET6;
+      a6->sin6_port = htons(srv->o->port);
+      flags |= MHD_USE_IPv6;
+    } else {
+      rv = ACP_ERR_INVALID_ARGUMENT;
+      goto fail;
+    }
+  }
+  srv->d = MHD_start_daemon(
+      flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR,
+      (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+  if (srv->d == NULL) {
+    rv = ACP_ERR_SYSTEM;
+    goto fail;
+  }
+  info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+  srv->port = info ? info->port : srv->o->port;
+  info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_EPOLL_FD);
+  efd = info ? info->epoll_fd : -1;
+  if (efd < 0 || uv_poll_init(loop, &srv->poll, efd) != 0) {
+    rv = ACP_ERR_SYSTEM;
+    goto fail;
+  }
+  srv->poll.data = srv;
+  srv->open_handles++;
+  uv_timer_init(loop, &srv->timer);
+  srv->timer.data = srv;
+  srv->open_handles++;
+  uv_prepare_init(loop, &srv->prepare);
+  srv->prepare.data = srv;
+  srv->open_handles++;
+  uv_poll_start(&srv->poll, UV_READABLE, on_poll);
+  uv_prepare_start(&srv->prepare, on_prepare);
+  arm(srv);
+  *out = srv;
+  return 0;
+fail:
+  if (srv->open_handles) {
+    /* Not reached: handles are opened last and cannot fail after. */
+  }
+  if (srv->d)
+    MHD_stop_daemon(srv->d);
+  acp_json_doc_free(srv->doc);
+  acp_http_server_options_free(srv->o);
+  acp__buf_dispose(&srv->tmp);
+  acp__free(&m, srv);
+  return rv;
+}
+
+uint16_t acp_http_server_port(const acp_http_server *srv) {
+  return srv ? srv->port : 0;
+}
+
+size_t acp_http_server_session_count(const acp_http_server *srv) {
+  return srv ? srv->nsessions : 0;
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  acp_http_server *srv = h->data;
+  acp_mem m;
+  if (--srv->open_handles > 0)
+    return;
+  if (srv->close_cb)
+    srv->close_cb(srv, srv->close_ud);
+  m = srv->mem;
+  acp_json_doc_free(srv->doc);
+  acp_http_server_options_free(srv->o);
+  acp__buf_dispose(&srv->tmp);
+  acp__free(&m, srv);
+}
+
+void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
+                           void *user_data) {
+  hs_req *rq;
+  if (srv == NULL || srv->closing)
+    return;
+  srv->closing = true;
+  srv->close_cb = cb;
+  srv->close_ud = user_data;
+  uv_poll_stop(&srv->poll);
+  /* Every suspended connection must be resumed before MHD stops. */
+  for (rq = srv->reqs; rq; rq = rq->next)
+    if (rq->suspended) {
+      rq->suspended = false;
+      MHD_resume_connection(rq->mc);
+    }
+  while (srv->sessions)
+    session_end(srv->sessions);
+  MHD_stop_daemon(srv->d);
+  srv->d = NULL;
+  uv_close((uv_handle_t *)&srv->poll, on_handle_closed);
+  uv_close((uv_handle_t *)&srv->timer, on_handle_closed);
+  uv_close((uv_handle_t *)&srv->prepare, on_handle_closed);
+}
+
+int acp_http_call_close_stream(acp_mcp_call *call) {
+  acp_mcp_conn *conn;
+  hs_session *s;
+  hs_stream *st;
+  if (call == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  conn = acp_mcp_call_conn(call);
+  s = conn ? acp_mcp_conn_get_user_data(conn) : NULL;
+  if (s == NULL || s->magic != SESSION_MAGIC || s->legacy)
+    return ACP_ERR_UNSUPPORTED;
+  st = s->ctx;
+  if (st == NULL || st->is_get)
+    return ACP_ERR_INVALID_STATE;
+  st->force_sse = true;
+  st->kick = true;
+  wake(st);
+  return 0;
+}

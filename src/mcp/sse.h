@@ -1,0 +1,60 @@
+/*
+ * Server-Sent Events (text/event-stream) parser, sans I/O, following the
+ * WHATWG "event stream interpretation" algorithm: lines end in CRLF, LF or
+ * CR; a leading BOM is skipped; `data` lines accumulate (joined with LF);
+ * `event` sets the type; `id` (without NUL) sets the last event id; `retry`
+ * (ASCII digits only) sets the reconnection time; lines starting with ':'
+ * are comments; an empty line dispatches the event if any `data` field was
+ * seen. Internal to the libraries (also compiled into libacp-uv).
+ */
+#ifndef ACP_MCP_SSE_H
+#define ACP_MCP_SSE_H
+
+#include "internal.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/**
+ * One dispatched event. `type` is "message" when no `event` field was
+ * given; `id` is the last event id (possibly empty); all borrowed for the
+ * call. `data` has its final LF removed. Return 0 to continue; any other
+ * value stops the feed and is returned by acp__sse_feed().
+ */
+typedef int (*acp__sse_event_cb)(void *user_data, const char *type,
+                                 size_t type_len, const char *data,
+                                 size_t data_len, const char *id,
+                                 size_t id_len);
+
+typedef struct acp__sse {
+  acp__buf line; /* the line being assembled */
+  acp__buf data; /* data buffer of the event being assembled */
+  acp__buf type; /* event type buffer */
+  acp__buf id;   /* last event id */
+  int64_t retry; /* last retry value (ms), -1 if none */
+  bool has_data; /* a data field was seen for the current event */
+  bool cr;       /* the previous byte was CR (swallow a following LF) */
+  bool bom_done; /* the first bytes were checked for a BOM */
+  size_t bom_seen;
+} acp__sse;
+
+/** `max`: cap of a line and of an event's data (0: no cap). */
+void acp__sse_init(acp__sse *p, const acp_mem *mem, size_t max);
+void acp__sse_dispose(acp__sse *p);
+/**
+ * Feed bytes. @return 0, ACP_ERR_LIMIT (a line or event over the cap; the
+ * parser is then unusable), ACP_ERR_NOMEM, or the callback's nonzero value.
+ */
+int acp__sse_feed(acp__sse *p, const char *data, size_t len,
+                  acp__sse_event_cb cb, void *user_data);
+/** The last `retry` value in ms, or -1. */
+static inline int64_t acp__sse_retry(const acp__sse *p) {
+  return p->retry;
+}
+/** The last event id (borrowed; may be empty). */
+static inline const char *acp__sse_last_id(const acp__sse *p, size_t *len) {
+  *len = p->id.len;
+  return p->id.data ? p->id.data : "";
+}
+
+#endif /* ACP_MCP_SSE_H */

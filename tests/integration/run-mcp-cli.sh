@@ -1,0 +1,96 @@
+#!/bin/sh
+# shellcheck disable=SC2086 # $wrap is split into words on purpose
+# run-mcp-cli.sh - `acp mcp` end to end: `acp mcp serve` over stdio and over
+# HTTP (Streamable HTTP at /mcp, legacy HTTP+SSE at /sse) driven by the
+# `acp mcp` client verbs (tools, resources, prompts, call, read, get), the
+# fallback probing from Streamable HTTP to legacy SSE, exit statuses and bad
+# command lines. Every server listens on 127.0.0.1 and is stopped by pid.
+#
+# Env: ACP_BIN           the built acp (default: build/acp)
+#      ACP_VALGRIND_WRAP a command prefix (e.g. valgrind ...) for the clients
+# Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+wrap=${ACP_VALGRIND_WRAP:-}
+if [ ! -x "$acp" ]; then
+  echo "SKIP: $acp is not built"
+  exit 77
+fi
+case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
+if [ -n "$wrap" ]; then T=300; else T=30; fi
+
+work=$(mktemp -d)
+srv_pid=""
+cleanup() {
+  if [ -n "$srv_pid" ]; then kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$work/out" ] && sed 's/^/  out: /' "$work/out" | head -20; [ -f "$work/err" ] && sed 's/^/  err: /' "$work/err" | head -20; }
+
+# run NAME EXPECTED_STATUS EXPECTED_STDOUT_SUBSTRING -- acp args...
+run() {
+  name=$1 want=$2 sub=$3
+  shift 4
+  timeout $T $wrap "$acp" "$@" >"$work/out" 2>"$work/err"
+  got=$?
+  if [ "$got" -ne "$want" ]; then ko "$name (exit $got, wanted $want)"; return; fi
+  if [ -n "$sub" ] && ! grep -qF -- "$sub" "$work/out"; then ko "$name (stdout lacks '$sub')"; return; fi
+  ok "$name"
+}
+
+# --- stdio ---
+run stdio-tools 0 "echo - Echoes back the message" -- mcp tools --stdio "$acp" mcp serve
+run stdio-call 0 "5.5" -- mcp call --stdio "$acp" mcp serve -- add a=2 b=3.5
+run stdio-call-json 0 '{"content":[{"type":"text","text":"hi"}]}' -- mcp call --json --stdio "$acp" mcp serve -- echo message=hi
+run stdio-read 0 "an MCP server built on libacp" -- mcp read --stdio "$acp" mcp serve -- acp://readme
+run stdio-get 0 "user: Please greet Bob warmly." -- mcp get --stdio "$acp" mcp serve -- greet name=Bob
+run stdio-resources-json 0 '"resourceTemplates":[]' -- mcp resources --json --stdio "$acp" mcp serve
+run stdio-prompts 0 "greet - Greets someone" -- mcp prompts --stdio "$acp" mcp serve
+run stdio-tool-error 3 "message must be a string" -- mcp call --stdio "$acp" mcp serve -- echo message=42
+run stdio-unknown-tool 1 "" -- mcp call --stdio "$acp" mcp serve -- nope
+run stdio-server-missing 1 "" -- mcp tools --stdio /nonexistent/server
+if [ -f "$root/src/cli/mcp_everything.c" ]; then
+  run stdio-everything 0 "test_simple_text" -- mcp tools --stdio "$acp" mcp serve --everything
+fi
+
+# --- HTTP ---
+"$acp" mcp serve --http 127.0.0.1:0 2>"$work/serve.log" &
+srv_pid=$!
+i=0
+while ! grep -q "serving http" "$work/serve.log" 2>/dev/null; do
+  i=$((i + 1))
+  if [ $i -gt 100 ]; then echo "FAIL http server did not start"; cat "$work/serve.log"; exit 1; fi
+  sleep 0.1
+done
+url=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/serve.log")
+base=${url%/mcp}
+run http-tools 0 "add - Adds two numbers" -- mcp tools --url "$url"
+run http-call 0 "5" -- mcp call --url "$url" add a=2 b=3
+run http-call-json 0 '"structuredContent":{"sum":5}' -- mcp call --json --url "$url" add a=2 b=3
+run http-read 0 "an MCP server built on libacp" -- mcp read --url "$url" acp://readme
+run http-get 0 "Please greet Ann warmly." -- mcp get --url "$url" greet name=Ann
+run http-streamable-explicit 0 "echo" -- mcp tools --transport streamable --url "$url"
+run legacy-sse 0 "echo - Echoes back the message" -- mcp tools --transport sse --url "$base/sse"
+run legacy-sse-call 0 "legacy" -- mcp call --transport sse --url "$base/sse" echo message=legacy
+run fallback-probe 0 "probed" -- mcp call --url "$base/sse" echo message=probed
+run http-bad-path 1 "" -- mcp tools --transport streamable --url "$base/nowhere"
+kill "$srv_pid"; wait "$srv_pid" 2>/dev/null; srv_pid=""
+run http-refused 1 "" -- mcp tools --url "$url"
+
+# --- command line ---
+run help 0 "usage: acp mcp serve" -- mcp --help
+run no-target 2 "" -- mcp tools
+run both-targets 2 "" -- mcp tools --url "$url" --stdio x
+run bad-arg 2 "" -- mcp call --url "$url" echo notkeyvalue
+run bad-transport 2 "" -- mcp tools --transport carrier-pigeon --url "$url"
+run bad-http-addr 2 "" -- mcp serve --http nope
+run unknown-verb 2 "" -- mcp frobnicate
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,109 @@
+/*
+ * The SSE parser (src/mcp/sse.c): framing, fields, split feeds, caps.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "mcp/sse.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct rec {
+  char out[1024];
+  size_t n;
+  int count;
+} rec;
+
+static int on_ev(void *ud, const char *type, size_t tl, const char *data,
+                 size_t dl, const char *id, size_t il) {
+  rec *r = ud;
+  int k = snprintf(r->out + r->n, sizeof(r->out) - r->n, "[%.*s|%.*s|%.*s]",
+                   (int)tl, type, (int)dl, data, (int)il, id);
+  r->n += (size_t)k;
+  r->count++;
+  return 0;
+}
+
+static void feed_all(const char *in, size_t step, rec *r, acp__sse *p) {
+  size_t i, n = strlen(in);
+  for (i = 0; i < n; i += step)
+    assert_int_equal(
+        acp__sse_feed(p, in + i, (n - i < step ? n - i : step), on_ev, r), 0);
+}
+
+static void check(const char *in, const char *want) {
+  size_t steps[] = {1, 2, 3, 7, 4096}, i;
+  for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+    acp__sse p;
+    rec r;
+    memset(&r, 0, sizeof(r));
+    acp__sse_init(&p, acp_mem_default(), 0);
+    feed_all(in, steps[i], &r, &p);
+    assert_string_equal(r.out, want);
+    acp__sse_dispose(&p);
+  }
+}
+
+static void test_basic(void **state) {
+  (void)state;
+  check("data: hello\n\n", "[message|hello|]");
+  check("event: endpoint\ndata: /m?x=1\n\n", "[endpoint|/m?x=1|]");
+  check("id: 3-0\nretry: 500\ndata: \n\n", "[message||3-0]");
+  check("data: a\ndata: b\n\n", "[message|a\nb|]");
+  check(": comment\ndata:x\r\n\r\n", "[message|x|]");
+  check("data: one\r\rdata: two\n\n", "[message|one|][message|two|]");
+  check("id: 1\n\ndata: x\n\n", "[message|x|1]"); /* id persists */
+  check("\xEF\xBB\xBF"
+        "data: bom\n\n",
+        "[message|bom|]");
+  check("data: no end", ""); /* not dispatched without a blank */
+  check("event: e\n\ndata: y\n\n", "[message|y|]"); /* type resets */
+  check("data\n\n", "[message||]");
+  check("id: a\0b\n", "");
+}
+
+static void test_retry(void **state) {
+  acp__sse p;
+  rec r;
+  (void)state;
+  memset(&r, 0, sizeof(r));
+  acp__sse_init(&p, acp_mem_default(), 0);
+  assert_int_equal(acp__sse_retry(&p), -1);
+  feed_all("retry: 1500\nretry: x1\nretry:\n", 3, &r, &p);
+  assert_int_equal(acp__sse_retry(&p), 1500);
+  acp__sse_dispose(&p);
+}
+
+static int stop_cb(void *ud, const char *t, size_t tl, const char *d, size_t dl,
+                   const char *i, size_t il) {
+  (void)ud, (void)t, (void)tl, (void)d, (void)dl, (void)i, (void)il;
+  return -1;
+}
+
+static void test_limits(void **state) {
+  acp__sse p;
+  char big[100];
+  (void)state;
+  acp__sse_init(&p, acp_mem_default(), 16);
+  memset(big, 'a', sizeof(big));
+  assert_int_equal(acp__sse_feed(&p, big, sizeof(big), stop_cb, NULL),
+                   ACP_ERR_LIMIT);
+  acp__sse_dispose(&p);
+  acp__sse_init(&p, acp_mem_default(), 0);
+  assert_int_equal(acp__sse_feed(&p, "data: x\n\n", 9, stop_cb, NULL), -1);
+  acp__sse_dispose(&p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_basic),
+      cmocka_unit_test(test_retry),
+      cmocka_unit_test(test_limits),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
