@@ -60,9 +60,12 @@
 #ifndef ACP_HTTP_H
 #define ACP_HTTP_H
 
+/* uv.h first: it sets the POSIX feature macro libuv needs, which must
+ * come before any system header. */
+#include "uv.h"
+
 #include "common.h"
 #include "mcp.h"
-#include "uv.h"
 
 #ifdef __cplusplus
 extern "C" {
