@@ -52,6 +52,7 @@ demo: build
 
 peers:
 	./tools/install-peers.sh
+	./tools/install-mcp-peers.sh
 
 # The whole test suite: the optimized build with -Werror, then the same
 # tests under ASan+UBSan, then the unit tests once under valgrind, the
@@ -104,6 +105,7 @@ bench: peers
 	$(CMAKE) --build build-release -j$(JOBS)
 	./build-release/bench/bench_json
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-conductor.sh
 
 fuzz:
 	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
