@@ -14,6 +14,7 @@ int cmd_client(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_bench_client(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_conductor(int argc, char **argv);
 int cmd_proxy(int argc, char **argv);
 
 /* Exit statuses shared by the subcommands. */

@@ -1,7 +1,10 @@
 /*
  * `acp demo`: what `make demo` runs. A scripted conversation between
  * `acp client` and `acp agent` in a scratch directory, showing streaming, a
- * plan, tool calls, a permission request, a file read and a file write.
+ * plan, tool calls, a permission request, a file read and a file write. The
+ * client talks to the agent through `acp conductor` with two proxies in
+ * front of it: `context` (injects the directory's AGENTS.md into the first
+ * prompt) and `arrow` (prefixes '>' to the agent's text).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -21,7 +24,10 @@ static const char demo_usage[] =
     "usage: acp demo [--keep]\n"
     "\n"
     "Run a short scripted conversation between `acp client` and `acp agent`\n"
-    "in a scratch directory. The agent's words go to stdout; the client's\n"
+    "in a scratch directory, through `acp conductor` with the `context` and\n"
+    "`arrow` proxies in front of the agent. The agent's words go to stdout\n"
+    "(each prefixed '>' by arrow; the first lines are AGENTS.md, injected\n"
+    "by context); the client's\n"
     "notes (plan, tool calls, the permission request, file access) to\n"
     "stderr.\n"
     "\n"
@@ -62,7 +68,8 @@ int cmd_demo(int argc, char **argv) {
   int status = 0;
   int rv;
   int i;
-  char *args[11];
+  char *args[15];
+  char context[4200], arrow[4200], agent[4200];
 
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -87,9 +94,20 @@ int cmd_demo(int argc, char **argv) {
     cli_err("demo", "cannot write in %s", dir);
     return CLI_EXIT_FAILURE;
   }
+  if (write_file(dir, "AGENTS.md",
+                 "(AGENTS.md, put in front of the prompt by the context "
+                 "proxy: be brief.)\n") != 0) {
+    cli_err("demo", "cannot write in %s", dir);
+    return CLI_EXIT_FAILURE;
+  }
+  /* Components are shell-split by the conductor: quote our path. */
+  snprintf(context, sizeof(context), "'%s' proxy context", self);
+  snprintf(arrow, sizeof(arrow), "'%s' proxy arrow", self);
+  snprintf(agent, sizeof(agent), "'%s' agent", self);
   fprintf(stderr,
-          "== acp demo: `acp client --yes -p SCRIPT` driving `acp agent` in "
-          "%s\n\n",
+          "== acp demo: `acp client --yes -p SCRIPT` driving `acp agent` "
+          "through\n== `acp conductor agent \"acp proxy context\" \"acp proxy "
+          "arrow\" \"acp agent\"` in %s\n\n",
           dir);
   args[0] = (char *)self;
   args[1] = "client";
@@ -100,8 +118,12 @@ int cmd_demo(int argc, char **argv) {
   args[6] = (char *)demo_script;
   args[7] = "--";
   args[8] = (char *)self;
-  args[9] = "agent";
-  args[10] = NULL;
+  args[9] = "conductor";
+  args[10] = "agent";
+  args[11] = context;
+  args[12] = arrow;
+  args[13] = agent;
+  args[14] = NULL;
   rv = posix_spawn(&pid, self, NULL, NULL, args, environ);
   if (rv != 0) {
     cli_err("demo", "cannot start %s: %s", self, strerror(rv));
@@ -130,6 +152,8 @@ int cmd_demo(int argc, char **argv) {
     snprintf(path, sizeof(path), "%s/notes.txt", dir);
     unlink(path);
     snprintf(path, sizeof(path), "%s/summary.txt", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/AGENTS.md", dir);
     unlink(path);
     rmdir(dir);
   }

@@ -23,6 +23,7 @@ static const char usage_text[] =
     "  demo          a scripted client/agent conversation (what make demo "
     "runs)\n"
     "  bench-client  the prompt-turn benchmark client (see bench/)\n"
+    "  conductor     run a proxy chain in front of an agent (Proxy Chains)\n"
     "  proxy         example ACP proxies: arrow, context, guard, trace\n"
     "  mcp           MCP server (stdio, HTTP) and command-line MCP client\n"
     "\n"
@@ -41,6 +42,7 @@ static const struct command commands[] = {
     {"agent", cmd_agent}, {"client", cmd_client},
     {"demo", cmd_demo},   {"bench-client", cmd_bench_client},
     {"proxy", cmd_proxy},
+    {"conductor", cmd_conductor},
     {"mcp", cmd_mcp},
 };
 

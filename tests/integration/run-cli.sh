@@ -505,13 +505,17 @@ expect "acp client -p (no value): exit 2" test "$rc" = 2
 # MARK: - acp demo
 
 run demo $wrap "$acp" demo
+# The demo runs through `acp conductor` with the context proxy (AGENTS.md
+# comes first) and the arrow proxy ('>' before each chunk).
 expect "acp demo: the agent's closing words on stdout" \
-  grep -q "^That is the tour" "$work/out"
-head -n 2 "$work/out" >"$work/out2"
+  grep -q "^>That is the tour" "$work/out"
+expect "acp demo: AGENTS.md injected by the context proxy" \
+  grep -q "^>(AGENTS.md, put in front of the prompt by the context proxy" "$work/out"
+sed -n 2,3p "$work/out" >"$work/out2"
 mv "$work/out2" "$work/out"
 check "acp demo: exit 0, summary written" 0 \
-  "Hello! I am the libacp reference agent. Each line you see arrived as an
-agent_message_chunk, streamed over ACP (JSON-RPC on a pipe).
+  ">Hello! I am the libacp reference agent. Each line you see arrived as an
+>agent_message_chunk, streamed over ACP (JSON-RPC on a pipe).
 " "== summary.txt, written by the client for the agent: The demo ran: streaming, a plan, tool calls, a permission request and file access." \
   "== demo finished"
 # Under a wrapper only the outer acp runs under it (demo spawns itself).

@@ -1,0 +1,215 @@
+/*
+ * `acp conductor`: run a proxy chain (the Proxy Chains RFD). Argument
+ * parsing only; the runtime is acp_conductor_run() (acp/conductor.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/conductor.h"
+#include "cli.h"
+
+static const char conductor_usage[] =
+    "usage: acp conductor agent [options] COMPONENT... AGENT\n"
+    "       acp conductor proxy [options] [PROXY...]\n"
+    "\n"
+    "Run a chain of ACP proxies in front of an agent, as the Proxy Chains RFD\n"
+    "describes. `agent` mode looks like an ordinary agent to the client on\n"
+    "stdin/stdout: every COMPONENT but the last is a proxy, the last is the\n"
+    "agent. `proxy` mode looks like one proxy to a parent conductor (it\n"
+    "expects proxy/initialize and sends its last proxy's successor traffic to\n"
+    "the parent), so conductors nest.\n"
+    "\n"
+    "A COMPONENT is one argument: a command line split like a shell does\n"
+    "('single', \"double\" quotes, backslashes; leading NAME=value words set\n"
+    "environment variables), or a JSON object\n"
+    "  {\"command\": \"acp\", \"args\": [\"proxy\", \"arrow\"], \"env\": "
+    "{\"K\": "
+    "\"V\"}}\n"
+    "Components are spawned when the first message (initialize) arrives, each\n"
+    "in its own process group; their stderr is copied to ours as \"[name] "
+    "...\".\n"
+    "\n"
+    "options:\n"
+    "  --trace FILE          one JSON line per message hop: {\"time\" (ms),\n"
+    "                        \"from\", \"to\", \"dir\", \"message\"} (the "
+    "message\n"
+    "                        as written, byte for byte)\n"
+    "  --debug-dir DIR       log each component's stdin, stdout and stderr to\n"
+    "                        DIR/K-NAME.{stdin,stdout,stderr}\n"
+    "  --on-crash POLICY     fail (default), bypass or restart; see below\n"
+    "  --max-restarts N      restarts per component under restart (default "
+    "3)\n"
+    "  --proxy-methods M     auto (default: proxy/*, falling back to\n"
+    "                        _proxy/* and the oldest names on -32601), spec\n"
+    "                        (proxy/* only) or underscore (_proxy/* only)\n"
+    "  --stdin-grace MS      shutdown: wait after closing a component's stdin\n"
+    "                        before SIGTERM (default 1000)\n"
+    "  --term-grace MS       shutdown: wait after SIGTERM before SIGKILL\n"
+    "                        (default 1000)\n"
+    "  --quiet-stderr        do not copy components' stderr to ours\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "When a component dies, every request pending through it is answered at\n"
+    "once with an error (-32603) naming it: its index, command, exit status\n"
+    "or signal and the last lines of its stderr. Then:\n"
+    "  fail     the chain shuts down and the conductor exits 1. Sessions end.\n"
+    "  bypass   a dead proxy is removed; its neighbours talk directly.\n"
+    "           Sessions go on (the agent holds them) without what the proxy\n"
+    "           added (injected context, its MCP servers, rewrites).\n"
+    "  restart  a dead proxy is respawned and sent proxy/initialize with its\n"
+    "           original parameters (its successor is not re-initialized).\n"
+    "           Sessions go on; the new process sees sessions it never saw\n"
+    "           created. After --max-restarts, as fail.\n"
+    "The agent's death always ends the chain (exit 1).\n"
+    "\n"
+    "Shutdown: end of input (after in-flight requests are answered, at most\n"
+    "the stdin grace), SIGTERM or SIGINT stop the components in chain order:\n"
+    "close stdin, wait, SIGTERM, wait, SIGKILL to the process group. Every\n"
+    "child is reaped. Exit status: 0 normal end, 1 failure, 2 bad usage.\n";
+
+static int parse_ms(const char *v, uint64_t *out) {
+  char *end;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (*v == '\0' || *end != '\0' || v[0] == '-')
+    return -1;
+  *out = x;
+  return 0;
+}
+
+int cmd_conductor(int argc, char **argv) {
+  acp_conductor_options *o = NULL;
+  uint64_t g_in = 1000, g_term = 1000, restarts;
+  int i = 1, ok, status = CLI_EXIT_FAILURE, rc;
+  const char *v;
+  char err[256];
+
+  if (argc >= 2 &&
+      (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    fputs(conductor_usage, stdout);
+    return CLI_EXIT_OK;
+  }
+  if (argc < 2 ||
+      (strcmp(argv[1], "agent") != 0 && strcmp(argv[1], "proxy") != 0)) {
+    cli_err("conductor", "expected 'agent' or 'proxy' (see --help)");
+    return CLI_EXIT_USAGE;
+  }
+  if (acp_conductor_options_new(&o, NULL) < 0) {
+    cli_err("conductor", "out of memory");
+    return CLI_EXIT_FAILURE;
+  }
+  acp_conductor_options_set_mode(o, strcmp(argv[1], "proxy") == 0
+                                        ? ACP_ROUTER_MODE_PROXY
+                                        : ACP_ROUTER_MODE_AGENT);
+  for (i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (a[0] != '-' || a[1] == '\0')
+      break;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      fputs(conductor_usage, stdout);
+      status = CLI_EXIT_OK;
+      goto out;
+    }
+    if (strcmp(a, "--quiet-stderr") == 0) {
+      acp_conductor_options_set_stderr_passthrough(o, false);
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--trace", &ok)) || ok) {
+      if (ok < 0 || acp_conductor_options_set_trace_file(o, v) < 0)
+        goto usage;
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--debug-dir", &ok)) || ok) {
+      if (ok < 0 || acp_conductor_options_set_debug_dir(o, v) < 0)
+        goto usage;
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--on-crash", &ok)) || ok) {
+      if (ok < 0)
+        goto usage;
+      if (strcmp(v, "fail") == 0)
+        acp_conductor_options_set_on_crash(o, ACP_CONDUCTOR_ON_CRASH_FAIL);
+      else if (strcmp(v, "bypass") == 0)
+        acp_conductor_options_set_on_crash(o, ACP_CONDUCTOR_ON_CRASH_BYPASS);
+      else if (strcmp(v, "restart") == 0)
+        acp_conductor_options_set_on_crash(o, ACP_CONDUCTOR_ON_CRASH_RESTART);
+      else {
+        cli_err("conductor", "--on-crash: expected fail, bypass or restart");
+        goto usage;
+      }
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--proxy-methods", &ok)) || ok) {
+      if (ok < 0)
+        goto usage;
+      if (strcmp(v, "auto") == 0)
+        acp_conductor_options_set_proxy_methods(o,
+                                                ACP_ROUTER_PROXY_METHODS_AUTO);
+      else if (strcmp(v, "spec") == 0)
+        acp_conductor_options_set_proxy_methods(o,
+                                                ACP_ROUTER_PROXY_METHODS_SPEC);
+      else if (strcmp(v, "underscore") == 0)
+        acp_conductor_options_set_proxy_methods(
+            o, ACP_ROUTER_PROXY_METHODS_UNDERSCORE);
+      else {
+        cli_err("conductor",
+                "--proxy-methods: expected auto, spec or underscore");
+        goto usage;
+      }
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--max-restarts", &ok)) || ok) {
+      if (ok < 0 || parse_ms(v, &restarts) < 0 || restarts > 1000000) {
+        cli_err("conductor", "--max-restarts: expected a number");
+        goto usage;
+      }
+      acp_conductor_options_set_max_restarts(o, (unsigned)restarts);
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--stdin-grace", &ok)) || ok) {
+      if (ok < 0 || parse_ms(v, &g_in) < 0) {
+        cli_err("conductor", "--stdin-grace: expected milliseconds");
+        goto usage;
+      }
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--term-grace", &ok)) || ok) {
+      if (ok < 0 || parse_ms(v, &g_term) < 0) {
+        cli_err("conductor", "--term-grace: expected milliseconds");
+        goto usage;
+      }
+      continue;
+    }
+    cli_err("conductor", "unknown option %s", a);
+    goto usage;
+  }
+  acp_conductor_options_set_grace(o, g_in, g_term);
+  for (; i < argc; i++) {
+    rc = acp_conductor_options_add_component_spec(o, argv[i], err, sizeof(err));
+    if (rc < 0) {
+      cli_err("conductor", "component %d (%s): %s", i, argv[i],
+              err[0] ? err : acp_strerror(rc));
+      goto usage;
+    }
+  }
+  if (strcmp(argv[1], "agent") == 0 &&
+      acp_conductor_options_component_count(o) == 0) {
+    cli_err("conductor", "agent mode needs at least the agent component");
+    goto usage;
+  }
+  rc = acp_conductor_run(o, 0, 1, &status);
+  if (rc < 0) {
+    cli_err("conductor", "%s", acp_strerror(rc));
+    status = CLI_EXIT_FAILURE;
+  }
+  goto out;
+usage:
+  status = CLI_EXIT_USAGE;
+out:
+  acp_conductor_options_free(o);
+  return status;
+}

@@ -1,0 +1,1393 @@
+/*
+ * The conductor runtime (acp/conductor.h): child processes, line framing,
+ * backpressure, faults, tracing and shutdown around the sans-I/O router.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "acp/conductor.h"
+#include "acp/json.h"
+#include "uv_internal.h"
+
+#define DEFAULT_GRACE_MS 1000
+#define DEFAULT_MAX_LINE ((size_t)256 << 20)
+#define DEFAULT_RESTARTS 3
+#define MAX_COMPONENTS 65535
+#define EOF_WAIT_MS 50       /* wait for stdout EOF after an exit */
+#define REASON_STDERR 600    /* stderr bytes quoted in an error message */
+#define DATA_STDERR 4096     /* stderr bytes in the error data */
+#define BIG_LINE (256 << 10) /* release memory after lines this long */
+
+/* MARK: - Options */
+
+typedef struct comp_spec {
+  char **argv;
+  size_t argc;
+  char **env;
+  size_t nenv;
+  char *name;
+} comp_spec;
+
+struct acp_conductor_options {
+  acp_mem mem;
+  comp_spec *comps;
+  size_t ncomps;
+  size_t cap;
+  acp_router_mode mode;
+  acp_router_proxy_methods pm;
+  acp_conductor_on_crash on_crash;
+  unsigned max_restarts;
+  char *trace_path;
+  char *debug_dir;
+  uint64_t stdin_grace;
+  uint64_t term_grace;
+  size_t high_water;
+  size_t max_line;
+  bool passthrough;
+};
+
+static char *mem_strndup(const acp_mem *m, const char *s, size_t n) {
+  char *p = acp__malloc(m, n + 1);
+  if (p == NULL)
+    return NULL;
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+static char *mem_strdup(const acp_mem *m, const char *s) {
+  return mem_strndup(m, s, strlen(s));
+}
+
+static void strv_free(const acp_mem *m, char **v, size_t n) {
+  size_t i;
+  if (v == NULL)
+    return;
+  for (i = 0; i < n; i++)
+    acp__free(m, v[i]);
+  acp__free(m, v);
+}
+
+static void spec_dispose(const acp_mem *m, comp_spec *s) {
+  strv_free(m, s->argv, s->argc);
+  strv_free(m, s->env, s->nenv);
+  acp__free(m, s->name);
+  memset(s, 0, sizeof(*s));
+}
+
+int acp_conductor_options_new(acp_conductor_options **out, const acp_mem *mem) {
+  acp_conductor_options *o;
+  acp_mem m;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  acp__mem_init(&m, mem);
+  o = acp__calloc(&m, 1, sizeof(*o));
+  if (o == NULL)
+    return ACP_ERR_NOMEM;
+  o->mem = m;
+  o->mode = ACP_ROUTER_MODE_AGENT;
+  o->pm = ACP_ROUTER_PROXY_METHODS_AUTO;
+  o->on_crash = ACP_CONDUCTOR_ON_CRASH_FAIL;
+  o->max_restarts = DEFAULT_RESTARTS;
+  o->stdin_grace = DEFAULT_GRACE_MS;
+  o->term_grace = DEFAULT_GRACE_MS;
+  o->high_water = ACP_UV_DEFAULT_HIGH_WATER;
+  o->max_line = DEFAULT_MAX_LINE;
+  o->passthrough = true;
+  *out = o;
+  return 0;
+}
+
+void acp_conductor_options_free(acp_conductor_options *o) {
+  size_t i;
+  if (o == NULL)
+    return;
+  for (i = 0; i < o->ncomps; i++)
+    spec_dispose(&o->mem, &o->comps[i]);
+  acp__free(&o->mem, o->comps);
+  acp__free(&o->mem, o->trace_path);
+  acp__free(&o->mem, o->debug_dir);
+  acp__free(&o->mem, o);
+}
+
+/* A string vector under construction. */
+typedef struct strv {
+  const acp_mem *mem;
+  char **v;
+  size_t n, cap;
+} strv;
+
+static int strv_push(strv *s, char *str) {
+  if (str == NULL)
+    return ACP_ERR_NOMEM;
+  if (s->n + 2 > s->cap) {
+    size_t nc = s->cap ? s->cap * 2 : 8;
+    char **nv = acp__realloc(s->mem, s->v, nc * sizeof(*nv));
+    if (nv == NULL) {
+      acp__free(s->mem, str);
+      return ACP_ERR_NOMEM;
+    }
+    s->v = nv;
+    s->cap = nc;
+  }
+  s->v[s->n++] = str;
+  s->v[s->n] = NULL;
+  return 0;
+}
+
+static void strv_dispose(strv *s) {
+  strv_free(s->mem, s->v, s->n);
+  s->v = NULL;
+  s->n = s->cap = 0;
+}
+
+static bool valid_env(const char *kv) {
+  const char *eq = strchr(kv, '=');
+  return eq != NULL && eq != kv;
+}
+
+/* Append a spec taking ownership of the vectors (freed on failure). */
+static int add_spec(acp_conductor_options *o, strv *argv, strv *env,
+                    char *name) {
+  comp_spec *s;
+
+  if (o->ncomps >= MAX_COMPONENTS) {
+    strv_dispose(argv);
+    strv_dispose(env);
+    acp__free(&o->mem, name);
+    return ACP_ERR_LIMIT;
+  }
+  if (o->ncomps == o->cap) {
+    size_t nc = o->cap ? o->cap * 2 : 4;
+    comp_spec *ns = acp__realloc(&o->mem, o->comps, nc * sizeof(*ns));
+    if (ns == NULL) {
+      strv_dispose(argv);
+      strv_dispose(env);
+      acp__free(&o->mem, name);
+      return ACP_ERR_NOMEM;
+    }
+    o->comps = ns;
+    o->cap = nc;
+  }
+  s = &o->comps[o->ncomps++];
+  s->argv = argv->v;
+  s->argc = argv->n;
+  s->env = env->v;
+  s->nenv = env->n;
+  s->name = name;
+  return 0;
+}
+
+int acp_conductor_options_add_component(acp_conductor_options *o,
+                                        const char *const *argv,
+                                        const char *const *env,
+                                        const char *name) {
+  strv a, e;
+  char *nm = NULL;
+  size_t i;
+  int rc;
+
+  if (o == NULL || argv == NULL || argv[0] == NULL || argv[0][0] == '\0')
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (i = 0; env != NULL && env[i] != NULL; i++)
+    if (!valid_env(env[i]))
+      return ACP_ERR_INVALID_ARGUMENT;
+  memset(&a, 0, sizeof(a));
+  memset(&e, 0, sizeof(e));
+  a.mem = e.mem = &o->mem;
+  for (i = 0; argv[i] != NULL; i++)
+    if ((rc = strv_push(&a, mem_strdup(&o->mem, argv[i]))) < 0)
+      goto fail;
+  for (i = 0; env != NULL && env[i] != NULL; i++)
+    if ((rc = strv_push(&e, mem_strdup(&o->mem, env[i]))) < 0)
+      goto fail;
+  if (name != NULL && (nm = mem_strdup(&o->mem, name)) == NULL) {
+    rc = ACP_ERR_NOMEM;
+    goto fail;
+  }
+  return add_spec(o, &a, &e, nm);
+fail:
+  strv_dispose(&a);
+  strv_dispose(&e);
+  return rc;
+}
+
+static void set_err(char *err, size_t cap, const char *msg) {
+  if (err != NULL && cap > 0)
+    snprintf(err, cap, "%s", msg);
+}
+
+static bool is_name_char(char c, bool first) {
+  return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+         (!first && c >= '0' && c <= '9');
+}
+
+/* Shell-like split into `words`. */
+static int shell_split(const acp_mem *m, const char *s, strv *words, char *err,
+                       size_t errcap) {
+  acp__buf w;
+  bool in_word = false;
+  int rc = 0;
+
+  acp__buf_init(&w, m, 0);
+  for (;;) {
+    char c = *s;
+    if (c == '\0' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (in_word) {
+        if ((rc = strv_push(words,
+                            mem_strndup(m, w.data ? w.data : "", w.len))) < 0)
+          goto out;
+        acp__buf_clear(&w);
+        in_word = false;
+      }
+      if (c == '\0')
+        break;
+      s++;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      const char *e = strchr(s + 1, '\'');
+      if (e == NULL) {
+        set_err(err, errcap, "unterminated single quote");
+        rc = ACP_ERR_PARSE;
+        goto out;
+      }
+      if ((rc = acp__buf_append(&w, s + 1, (size_t)(e - s - 1))) < 0)
+        goto out;
+      s = e + 1;
+    } else if (c == '"') {
+      s++;
+      for (;;) {
+        if (*s == '\0') {
+          set_err(err, errcap, "unterminated double quote");
+          rc = ACP_ERR_PARSE;
+          goto out;
+        }
+        if (*s == '"') {
+          s++;
+          break;
+        }
+        if (*s == '\\' && (s[1] == '"' || s[1] == '\\' || s[1] == '$' ||
+                           s[1] == '`' || s[1] == '\n')) {
+          if (s[1] != '\n' && (rc = acp__buf_putc(&w, s[1])) < 0)
+            goto out;
+          s += 2;
+          continue;
+        }
+        if ((rc = acp__buf_putc(&w, *s)) < 0)
+          goto out;
+        s++;
+      }
+    } else if (c == '\\') {
+      if (s[1] == '\0') {
+        set_err(err, errcap, "trailing backslash");
+        rc = ACP_ERR_PARSE;
+        goto out;
+      }
+      if (s[1] != '\n' && (rc = acp__buf_putc(&w, s[1])) < 0)
+        goto out;
+      s += 2;
+    } else {
+      if ((rc = acp__buf_putc(&w, c)) < 0)
+        goto out;
+      s++;
+    }
+  }
+out:
+  acp__buf_dispose(&w);
+  return rc;
+}
+
+/* Does `word` of the original text start with an unquoted NAME=? We test
+ * the split word; quoting a name is not something anyone does. */
+static bool is_assignment(const char *w) {
+  size_t i = 0;
+  if (!is_name_char(w[0], true))
+    return false;
+  while (is_name_char(w[i], i == 0))
+    i++;
+  return w[i] == '=';
+}
+
+static int json_str_dup(const acp_mem *m, acp_json_doc *doc,
+                        const acp_json_val *v, char **out) {
+  const char *s;
+  size_t n;
+  int rc = acp_json_doc_str(doc, v, &s, &n);
+  if (rc < 0)
+    return rc;
+  if (memchr(s, '\0', n) != NULL)
+    return ACP_ERR_TYPE;
+  *out = mem_strndup(m, s, n);
+  return *out ? 0 : ACP_ERR_NOMEM;
+}
+
+static int env_pair(const acp_mem *m, acp_json_doc *doc, const acp_json_val *k,
+                    const acp_json_val *v, strv *env) {
+  char *ks = NULL, *vs = NULL, *kv;
+  size_t kl, vl;
+  int rc;
+
+  if ((rc = json_str_dup(m, doc, k, &ks)) < 0)
+    return rc;
+  if ((rc = json_str_dup(m, doc, v, &vs)) < 0) {
+    acp__free(m, ks);
+    return rc;
+  }
+  kl = strlen(ks);
+  vl = strlen(vs);
+  if (kl == 0 || strchr(ks, '=') != NULL) {
+    acp__free(m, ks);
+    acp__free(m, vs);
+    return ACP_ERR_TYPE;
+  }
+  kv = acp__malloc(m, kl + vl + 2);
+  if (kv != NULL) {
+    memcpy(kv, ks, kl);
+    kv[kl] = '=';
+    memcpy(kv + kl + 1, vs, vl + 1);
+  }
+  acp__free(m, ks);
+  acp__free(m, vs);
+  return strv_push(env, kv);
+}
+
+static int parse_json_spec(acp_conductor_options *o, const char *spec,
+                           strv *argv, strv *env, char **name, char *err,
+                           size_t errcap) {
+  acp_json_doc *doc = NULL;
+  const acp_json_val *root, *v, *e;
+  char *s;
+  int rc;
+
+  if ((rc = acp_json_doc_new(&doc, &o->mem)) < 0)
+    return rc;
+  if (acp_json_doc_parse(doc, spec, strlen(spec), NULL) < 0) {
+    set_err(err, errcap, "component is not valid JSON");
+    rc = ACP_ERR_PARSE;
+    goto out;
+  }
+  root = acp_json_doc_root(doc);
+  if (acp_json_type_of(root) != ACP_JSON_OBJECT) {
+    set_err(err, errcap, "component JSON must be an object");
+    rc = ACP_ERR_PARSE;
+    goto out;
+  }
+  v = acp_json_obj_getz(root, "command");
+  s = NULL;
+  if (acp_json_type_of(v) != ACP_JSON_STRING ||
+      json_str_dup(&o->mem, doc, v, &s) < 0 || s[0] == '\0') {
+    acp__free(&o->mem, s);
+    set_err(err, errcap, "component JSON needs a non-empty string \"command\"");
+    rc = ACP_ERR_PARSE;
+    goto out;
+  }
+  if ((rc = strv_push(argv, s)) < 0)
+    goto out;
+  v = acp_json_obj_getz(root, "args");
+  if (v != NULL && acp_json_type_of(v) != ACP_JSON_ARRAY) {
+    set_err(err, errcap, "\"args\" must be an array of strings");
+    rc = ACP_ERR_PARSE;
+    goto out;
+  }
+  for (e = acp_json_child(v); e != NULL; e = acp_json_next(e)) {
+    if (acp_json_type_of(e) != ACP_JSON_STRING ||
+        json_str_dup(&o->mem, doc, e, &s) < 0) {
+      set_err(err, errcap, "\"args\" must be an array of strings");
+      rc = ACP_ERR_PARSE;
+      goto out;
+    }
+    if ((rc = strv_push(argv, s)) < 0)
+      goto out;
+  }
+  v = acp_json_obj_getz(root, "env");
+  if (acp_json_type_of(v) == ACP_JSON_OBJECT) {
+    for (e = acp_json_child(v); e != NULL; e = acp_json_next(acp_json_next(e)))
+      if (env_pair(&o->mem, doc, e, acp_json_next(e), env) < 0) {
+        set_err(err, errcap, "\"env\" values must be strings");
+        rc = ACP_ERR_PARSE;
+        goto out;
+      }
+  } else if (acp_json_type_of(v) == ACP_JSON_ARRAY) {
+    for (e = acp_json_child(v); e != NULL; e = acp_json_next(e))
+      if (env_pair(&o->mem, doc, acp_json_obj_getz(e, "name"),
+                   acp_json_obj_getz(e, "value"), env) < 0) {
+        set_err(err, errcap, "\"env\" entries must be {\"name\", \"value\"}");
+        rc = ACP_ERR_PARSE;
+        goto out;
+      }
+  } else if (v != NULL && acp_json_type_of(v) != ACP_JSON_NULL) {
+    set_err(err, errcap, "\"env\" must be an object");
+    rc = ACP_ERR_PARSE;
+    goto out;
+  }
+  v = acp_json_obj_getz(root, "name");
+  if (acp_json_type_of(v) == ACP_JSON_STRING &&
+      json_str_dup(&o->mem, doc, v, name) < 0) {
+    set_err(err, errcap, "bad \"name\"");
+    rc = ACP_ERR_PARSE;
+    goto out;
+  }
+  rc = 0;
+out:
+  acp_json_doc_free(doc);
+  return rc;
+}
+
+int acp_conductor_options_add_component_spec(acp_conductor_options *o,
+                                             const char *spec, char *err,
+                                             size_t errcap) {
+  strv argv, env, words;
+  char *name = NULL;
+  const char *p;
+  size_t i;
+  int rc;
+
+  set_err(err, errcap, "");
+  if (o == NULL || spec == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  memset(&argv, 0, sizeof(argv));
+  memset(&env, 0, sizeof(env));
+  memset(&words, 0, sizeof(words));
+  argv.mem = env.mem = words.mem = &o->mem;
+  for (p = spec; *p == ' ' || *p == '\t' || *p == '\n'; p++)
+    ;
+  if (*p == '{') {
+    rc = parse_json_spec(o, p, &argv, &env, &name, err, errcap);
+  } else {
+    rc = shell_split(&o->mem, spec, &words, err, errcap);
+    for (i = 0; rc == 0 && i < words.n; i++) {
+      char *w = words.v[i];
+      words.v[i] = NULL;
+      if (argv.n == 0 && is_assignment(w))
+        rc = strv_push(&env, w);
+      else
+        rc = strv_push(&argv, w);
+    }
+    if (rc == 0 && argv.n == 0) {
+      set_err(err, errcap, "component has no command");
+      rc = ACP_ERR_PARSE;
+    }
+  }
+  strv_dispose(&words);
+  if (rc < 0) {
+    strv_dispose(&argv);
+    strv_dispose(&env);
+    acp__free(&o->mem, name);
+    return rc;
+  }
+  return add_spec(o, &argv, &env, name);
+}
+
+size_t acp_conductor_options_component_count(const acp_conductor_options *o) {
+  return o ? o->ncomps : 0;
+}
+
+void acp_conductor_options_set_mode(acp_conductor_options *o,
+                                    acp_router_mode mode) {
+  if (o && (mode == ACP_ROUTER_MODE_AGENT || mode == ACP_ROUTER_MODE_PROXY))
+    o->mode = mode;
+}
+
+void acp_conductor_options_set_proxy_methods(acp_conductor_options *o,
+                                             acp_router_proxy_methods pm) {
+  if (o && (unsigned)pm <= ACP_ROUTER_PROXY_METHODS_UNDERSCORE)
+    o->pm = pm;
+}
+
+void acp_conductor_options_set_on_crash(acp_conductor_options *o,
+                                        acp_conductor_on_crash p) {
+  if (o && (unsigned)p <= ACP_CONDUCTOR_ON_CRASH_RESTART)
+    o->on_crash = p;
+}
+
+void acp_conductor_options_set_max_restarts(acp_conductor_options *o,
+                                            unsigned max) {
+  if (o)
+    o->max_restarts = max;
+}
+
+static int set_path(acp_conductor_options *o, char **dst, const char *path) {
+  char *p = NULL;
+  if (o == NULL)
+    return 0;
+  if (path != NULL && (p = mem_strdup(&o->mem, path)) == NULL)
+    return ACP_ERR_NOMEM;
+  acp__free(&o->mem, *dst);
+  *dst = p;
+  return 0;
+}
+
+int acp_conductor_options_set_trace_file(acp_conductor_options *o,
+                                         const char *path) {
+  return o ? set_path(o, &o->trace_path, path) : 0;
+}
+
+int acp_conductor_options_set_debug_dir(acp_conductor_options *o,
+                                        const char *dir) {
+  return o ? set_path(o, &o->debug_dir, dir) : 0;
+}
+
+void acp_conductor_options_set_grace(acp_conductor_options *o,
+                                     uint64_t stdin_grace_ms,
+                                     uint64_t term_grace_ms) {
+  if (o) {
+    o->stdin_grace = stdin_grace_ms;
+    o->term_grace = term_grace_ms;
+  }
+}
+
+void acp_conductor_options_set_high_water(acp_conductor_options *o,
+                                          size_t bytes) {
+  if (o)
+    o->high_water = bytes ? bytes : ACP_UV_DEFAULT_HIGH_WATER;
+}
+
+void acp_conductor_options_set_max_line(acp_conductor_options *o,
+                                        size_t bytes) {
+  if (o)
+    o->max_line = bytes ? bytes : DEFAULT_MAX_LINE;
+}
+
+void acp_conductor_options_set_stderr_passthrough(acp_conductor_options *o,
+                                                  bool on) {
+  if (o)
+    o->passthrough = on;
+}
+
+/* MARK: - Runtime state */
+
+typedef struct cond cond;
+
+/* Line framing for one link. */
+typedef struct framer {
+  acp__buf buf;
+  bool skipping; /* inside an over-long line: drop until '\n' */
+} framer;
+
+typedef struct comp {
+  cond *c;
+  size_t link; /* 1..N */
+  const comp_spec *spec;
+  char *name;
+  char *cmdline;
+  acp_uv_process *p;
+  acp_uv_link *l; /* borrowed from p */
+  framer fr;
+  bool running; /* spawned, not yet reported dead */
+  bool out_eof;
+  bool exited;
+  bool reported;
+  bool shut;
+  int64_t status;
+  int sig;
+  char *tail; /* stderr tail copied at exit */
+  size_t tail_len;
+  unsigned restarts;
+  uv_timer_t eof_timer;
+  FILE *dbg_in, *dbg_out, *dbg_err;
+} comp;
+
+struct cond {
+  const acp_conductor_options *o;
+  const acp_mem *mem;
+  uv_loop_t loop;
+  acp_router *r;
+  size_t n;
+  comp *comps; /* [n], comps[i].link == i + 1 */
+  acp_uv_link *up;
+  framer upfr;
+  acp_uv_signals *sig;
+  uv_timer_t drain_timer;
+  uint64_t t0;
+  FILE *trace;
+  FILE *dbg_up_in, *dbg_up_out;
+  acp_json_writer *w;
+  size_t reading; /* link whose input is being routed */
+  bool started;
+  bool up_eof;
+  bool draining;
+  bool shutting;
+  bool finished;
+  int signals;
+  int exit_status;
+  int fatal;
+  size_t next_shut;
+};
+
+static void flush_all(cond *c);
+static void start_shutdown(cond *c);
+static int spawn_comp(cond *c, comp *k);
+static void on_drain_timer(uv_timer_t *t);
+static void fail_chain(cond *c);
+
+static acp_uv_link *link_of(cond *c, size_t j) {
+  if (j == 0)
+    return c->up;
+  return c->comps[j - 1].running ? c->comps[j - 1].l : NULL;
+}
+
+static const char *link_name(const cond *c, size_t j) {
+  if (j == ACP_ROUTER_SELF)
+    return "conductor";
+  if (j == 0)
+    return c->o->mode == ACP_ROUTER_MODE_PROXY ? "parent" : "client";
+  return c->comps[j - 1].name;
+}
+
+/* MARK: - Names and diagnostics */
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+/* A short name: "arrow" for `acp proxy arrow`, "agent" for `acp agent`,
+ * the script's name for interpreters, else the program's base name. */
+static const char *derive_name(const comp_spec *s) {
+  const char *b = base_name(s->argv[0]);
+  size_t i;
+  static const char *const interp[] = {"node", "python", "python3",
+                                       "sh",   "bash",   "env",
+                                       "perl", "ruby",   "valgrind"};
+
+  if (strcmp(b, "acp") == 0 && s->argc >= 2) {
+    if (strcmp(s->argv[1], "proxy") == 0 && s->argc >= 3)
+      return s->argv[2];
+    return s->argv[1];
+  }
+  for (i = 0; i < sizeof(interp) / sizeof(interp[0]); i++)
+    if (strcmp(b, interp[i]) == 0) {
+      size_t j;
+      for (j = 1; j < s->argc; j++)
+        if (s->argv[j][0] != '-')
+          return base_name(s->argv[j]);
+    }
+  return b;
+}
+
+static char *join_cmdline(const acp_mem *m, const comp_spec *s) {
+  size_t i, n = 1;
+  char *p, *q;
+  for (i = 0; i < s->argc; i++)
+    n += strlen(s->argv[i]) + 1;
+  p = acp__malloc(m, n);
+  if (p == NULL)
+    return NULL;
+  q = p;
+  for (i = 0; i < s->argc; i++) {
+    size_t l = strlen(s->argv[i]);
+    if (i > 0)
+      *q++ = ' ';
+    memcpy(q, s->argv[i], l);
+    q += l;
+  }
+  *q = '\0';
+  return p;
+}
+
+static void log_line(cond *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void log_line(cond *c, const char *fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  int n;
+  (void)c;
+  va_start(ap, fmt);
+  n = vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n > 0) {
+    size_t len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+    ssize_t wr = write(2, buf, len);
+    (void)wr;
+  }
+}
+
+static FILE *open_dbg(cond *c, size_t k, const char *name, const char *ext) {
+  char path[4096];
+  FILE *f;
+  if (c->o->debug_dir == NULL)
+    return NULL;
+  snprintf(path, sizeof(path), "%s/%zu-%s.%s", c->o->debug_dir, k, name, ext);
+  f = fopen(path, "a");
+  return f;
+}
+
+static void dbg_write(FILE *f, const char *d, size_t n) {
+  if (f != NULL) {
+    fwrite(d, 1, n, f);
+    fflush(f);
+  }
+}
+
+/* MARK: - Tracing */
+
+/* Does the envelope of a message name a proxy/successor method? */
+static bool has_successor(const char *d, size_t n) {
+  size_t i;
+  if (n > 200)
+    n = 200;
+  for (i = 0; i + 9 <= n; i++)
+    if (memcmp(d + i, "successor", 9) == 0)
+      return true;
+  return false;
+}
+
+static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
+  cond *c = ud;
+  double t = (double)(uv_hrtime() - c->t0) / 1e6;
+  const char *dir;
+  long long from = hop->from == ACP_ROUTER_SELF ? -1 : (long long)hop->from;
+  (void)r;
+
+  if (c->trace == NULL)
+    return;
+  if (hop->to == 0 && c->o->mode == ACP_ROUTER_MODE_PROXY && from > 0 &&
+      has_successor(hop->data, hop->len))
+    dir = "right";
+  else if (hop->from == ACP_ROUTER_SELF)
+    dir = hop->to == 0 ? "left" : "right";
+  else
+    dir = hop->to > hop->from ? "right" : "left";
+  fprintf(c->trace,
+          "{\"time\":%.3f,\"from\":\"%s\",\"fromLink\":%lld,\"to\":\"%s\","
+          "\"toLink\":%zu,\"dir\":\"%s\",\"message\":",
+          t, link_name(c, hop->from), from, link_name(c, hop->to), hop->to,
+          dir);
+  fwrite(hop->data, 1, hop->len, c->trace);
+  fputs("}\n", c->trace);
+  fflush(c->trace);
+}
+
+static void on_event(acp_router *r, acp_router_event_type type, size_t link,
+                     const char *detail, void *ud) {
+  cond *c = ud;
+  (void)r;
+  if (type == ACP_ROUTER_EVENT_WIRE_FALLBACK ||
+      type == ACP_ROUTER_EVENT_REINIT_FAILED)
+    log_line(c, "[conductor] %s (link %zu): %s\n",
+             link == 0 ? link_name(c, 0) : c->comps[link - 1].name, link,
+             detail ? detail : "");
+}
+
+/* MARK: - Writing */
+
+static void flush_all(cond *c) {
+  size_t j;
+  acp_uv_link *src = link_of(c, c->reading);
+
+  if (c->fatal)
+    return;
+  for (j = 0; j <= c->n; j++) {
+    const char *data;
+    acp_ssize n = acp_router_send(c->r, j, &data);
+    acp_uv_link *dst;
+    if (n <= 0)
+      continue;
+    dst = link_of(c, j);
+    if (dst == NULL)
+      continue;
+    if (j == 0)
+      dbg_write(c->dbg_up_out, data, (size_t)n);
+    else
+      dbg_write(c->comps[j - 1].dbg_in, data, (size_t)n);
+    /* Backpressure: the link whose input produced this output is held
+     * back while the destination's queue is above the high-water mark. */
+    if (src != NULL && acp__uv_link_src(dst) != src)
+      (void)acp_uv_link_couple(src, dst, c->o->high_water, 0);
+    (void)acp_uv_link_write(dst, data, (size_t)n);
+  }
+  if (c->draining && acp_router_pending(c->r) == 0)
+    start_shutdown(c);
+}
+
+/* MARK: - Reading */
+
+static void route_line(cond *c, size_t link, const char *line, size_t len) {
+  int rc;
+  if (len > 0 && line[len - 1] == '\r')
+    len--;
+  if (len == 0)
+    return;
+  rc = acp_router_recv(c->r, link, line, len);
+  if (rc == ACP_ERR_NOMEM) {
+    c->fatal = rc;
+    c->exit_status = 1;
+    log_line(c, "[conductor] out of memory (link %zu)\n", link);
+    start_shutdown(c);
+  }
+}
+
+/* After a long line: write it out, then give its memory back (the router's
+ * buffers; the write queue's copy is freed when the write completes). */
+static void after_big_line(cond *c) {
+  flush_all(c);
+  acp_router_release_memory(c->r);
+}
+
+/* Split `data` into lines; route each complete one. */
+static void frame(cond *c, framer *f, size_t link, const char *data,
+                  size_t len) {
+  size_t max = c->o->max_line;
+  while (len > 0 && !c->fatal) {
+    const char *nl = memchr(data, '\n', len);
+    size_t n = nl ? (size_t)(nl - data) : len;
+    if (f->skipping) {
+      if (nl)
+        f->skipping = false;
+    } else if (nl && f->buf.len == 0) {
+      route_line(c, link, data, n); /* zero-copy fast path */
+      if (n >= BIG_LINE)
+        after_big_line(c);
+    } else if (f->buf.len + n > max) {
+      log_line(c, "[conductor] dropped an over-long line (link %zu)\n", link);
+      acp__buf_clear(&f->buf);
+      f->skipping = nl == NULL;
+    } else if (acp__buf_append(&f->buf, data, n) < 0) {
+      c->fatal = ACP_ERR_NOMEM;
+      c->exit_status = 1;
+      start_shutdown(c);
+      return;
+    } else if (nl) {
+      route_line(c, link, f->buf.data, f->buf.len);
+      acp__buf_clear(&f->buf);
+      if (f->buf.cap >= BIG_LINE) {
+        acp__buf_dispose(&f->buf); /* before the write copies it again */
+        after_big_line(c);
+      }
+    }
+    if (nl == NULL)
+      break;
+    data = nl + 1;
+    len -= n + 1;
+  }
+}
+
+static void spawn_all(cond *c);
+
+static void on_up_read(acp_uv_link *l, int status, const char *data, size_t len,
+                       void *ud) {
+  cond *c = ud;
+  (void)l;
+  if (status < 0) {
+    c->up_eof = true;
+    if (!c->started || acp_router_pending(c->r) == 0) {
+      start_shutdown(c);
+    } else {
+      c->draining = true;
+      uv_timer_start(&c->drain_timer, on_drain_timer, c->o->stdin_grace, 0);
+    }
+    return;
+  }
+  if (!c->started)
+    spawn_all(c);
+  dbg_write(c->dbg_up_in, data, len);
+  c->reading = 0;
+  frame(c, &c->upfr, 0, data, len);
+  flush_all(c);
+}
+
+static void on_comp_read(acp_uv_link *l, int status, const char *data,
+                         size_t len, void *ud);
+
+/* MARK: - Component death */
+
+static void append_json_str(acp_json_writer *w, const char *k, const char *s,
+                            size_t n) {
+  acp_json_write_keyz(w, k);
+  acp_json_write_str(w, s, n);
+}
+
+/* Copy `s` replacing invalid bytes / control characters for a message. */
+static size_t tail_lines(const char *t, size_t n, size_t max,
+                         const char **start) {
+  const char *p = t, *e = t + n;
+  while (e > p && (e[-1] == '\n' || e[-1] == '\r'))
+    e--;
+  if ((size_t)(e - p) > max) {
+    p = e - max;
+    {
+      const char *nl = memchr(p, '\n', (size_t)(e - p));
+      if (nl != NULL && nl + 1 < e)
+        p = nl + 1;
+    }
+  }
+  *start = p;
+  return (size_t)(e - p);
+}
+
+static void report_dead(cond *c, comp *k, const char *why) {
+  char reason[1400];
+  const char *ts = NULL;
+  size_t tn = 0, i;
+  int off;
+  const char *data;
+  size_t dlen;
+
+  if (k->reported)
+    return;
+  k->reported = true;
+  k->running = false;
+  uv_timer_stop(&k->eof_timer);
+  if (why != NULL)
+    off = snprintf(reason, sizeof(reason), "component %zu '%s' (%s) %s",
+                   k->link, k->name, k->cmdline, why);
+  else if (k->sig != 0)
+    off = snprintf(reason, sizeof(reason),
+                   "component %zu '%s' (%s) was killed by signal %d (%s)",
+                   k->link, k->name, k->cmdline, k->sig, strsignal(k->sig));
+  else
+    off = snprintf(reason, sizeof(reason),
+                   "component %zu '%s' (%s) exited with status %lld", k->link,
+                   k->name, k->cmdline, (long long)k->status);
+  if (off < 0)
+    off = 0;
+  if ((size_t)off >= sizeof(reason))
+    off = (int)sizeof(reason) - 1;
+  if (k->tail_len > 0) {
+    tn = tail_lines(k->tail, k->tail_len, REASON_STDERR, &ts);
+    if (tn > 0 && (size_t)off + 12 < sizeof(reason)) {
+      size_t room = sizeof(reason) - (size_t)off - 12;
+      size_t m = tn < room ? tn : room;
+      memcpy(reason + off, "; stderr: ", 10);
+      off += 10;
+      for (i = 0; i < m; i++)
+        reason[off++] = ts[i] == '\n' ? '|' : (ts[i] == '\r' ? ' ' : ts[i]);
+      reason[off] = '\0';
+    }
+  }
+  acp_json_writer_reset(c->w);
+  acp_json_write_obj_begin(c->w);
+  acp_json_write_keyz(c->w, "component");
+  acp_json_write_uint(c->w, k->link);
+  append_json_str(c->w, "name", k->name, strlen(k->name));
+  append_json_str(c->w, "command", k->cmdline, strlen(k->cmdline));
+  acp_json_write_keyz(c->w, "exitStatus");
+  if (why == NULL && k->sig == 0)
+    acp_json_write_int(c->w, k->status);
+  else
+    acp_json_write_null(c->w);
+  acp_json_write_keyz(c->w, "signal");
+  if (why == NULL && k->sig != 0) {
+    acp_json_write_int(c->w, k->sig);
+  } else {
+    acp_json_write_null(c->w);
+  }
+  tn = k->tail_len ? tail_lines(k->tail, k->tail_len, DATA_STDERR, &ts) : 0;
+  append_json_str(c->w, "stderr", ts ? ts : "", tn);
+  acp_json_write_obj_end(c->w);
+  data = acp_json_writer_data(c->w, &dlen);
+  if (acp_json_writer_error(c->w) != 0)
+    data = NULL, dlen = 0;
+  log_line(c, "[conductor] %s\n", reason);
+  c->reading = k->link;
+  if (acp_router_link_closed(c->r, k->link, reason, data, dlen) ==
+      ACP_ERR_NOMEM) {
+    c->fatal = ACP_ERR_NOMEM;
+  }
+  c->reading = 0;
+  flush_all(c);
+  if (k->p != NULL) {
+    int pid = acp_uv_process_pid(k->p);
+    if (pid > 0)
+      (void)kill(-pid, SIGKILL); /* orphans left in its group */
+    acp_uv_process_close(k->p, NULL);
+    k->p = NULL;
+    k->l = NULL;
+  }
+  if (c->shutting)
+    return;
+  {
+    bool is_agent = c->o->mode == ACP_ROUTER_MODE_AGENT && k->link == c->n;
+    acp_conductor_on_crash pol = c->o->on_crash;
+    if (c->fatal) {
+      c->exit_status = 1;
+      start_shutdown(c);
+    } else if (is_agent || pol == ACP_CONDUCTOR_ON_CRASH_FAIL) {
+      fail_chain(c);
+    } else if (pol == ACP_CONDUCTOR_ON_CRASH_BYPASS) {
+      log_line(c, "[conductor] bypassing component %zu '%s'\n", k->link,
+               k->name);
+      (void)acp_router_link_bypass(c->r, k->link);
+      flush_all(c);
+    } else if (k->restarts >= c->o->max_restarts) {
+      log_line(c, "[conductor] component %zu '%s' restarted too often\n",
+               k->link, k->name);
+      fail_chain(c);
+    } else {
+      k->restarts++;
+      log_line(c, "[conductor] restarting component %zu '%s'\n", k->link,
+               k->name);
+      if (spawn_comp(c, k) == 0) {
+        (void)acp_router_link_restart(c->r, k->link);
+        flush_all(c);
+      }
+    }
+  }
+}
+
+/* The chain failed: take no new input, let the answers the router just
+ * gave travel back (requests pending through the other hops), then shut
+ * down once nothing is in flight or after the stdin grace. */
+static void fail_chain(cond *c) {
+  c->exit_status = 1;
+  if (c->shutting || c->draining)
+    return;
+  c->draining = true;
+  if (c->up != NULL)
+    acp_uv_link_read_stop(c->up);
+  uv_timer_start(&c->drain_timer, on_drain_timer, c->o->stdin_grace, 0);
+}
+
+static void on_eof_timer(uv_timer_t *t) {
+  comp *k = t->data;
+  report_dead(k->c, k, NULL);
+}
+
+static void on_comp_exit(acp_uv_process *p, int64_t status, int sig, void *ud) {
+  comp *k = ud;
+  const char *t;
+  size_t n;
+
+  if (p != k->p)
+    return;
+  k->exited = true;
+  k->status = status;
+  k->sig = sig;
+  t = acp_uv_process_tail(p, &n);
+  acp__free(k->c->mem, k->tail);
+  k->tail = NULL;
+  k->tail_len = 0;
+  if (t != NULL && n > 0 && (k->tail = acp__malloc(k->c->mem, n)) != NULL) {
+    memcpy(k->tail, t, n);
+    k->tail_len = n;
+  }
+  if (k->c->shutting || k->shut) {
+    k->running = false;
+    return;
+  }
+  if (k->out_eof)
+    report_dead(k->c, k, NULL);
+  else
+    uv_timer_start(&k->eof_timer, on_eof_timer, EOF_WAIT_MS, 0);
+}
+
+static void on_comp_read(acp_uv_link *l, int status, const char *data,
+                         size_t len, void *ud) {
+  comp *k = ud;
+  cond *c = k->c;
+  if (l != k->l)
+    return;
+  if (status < 0) {
+    k->out_eof = true;
+    if (k->exited && !c->shutting && !k->shut)
+      report_dead(c, k, NULL);
+    return;
+  }
+  dbg_write(k->dbg_out, data, len);
+  c->reading = k->link;
+  frame(c, &k->fr, k->link, data, len);
+  flush_all(c);
+  c->reading = 0;
+}
+
+static void on_comp_stderr(acp_uv_process *p, const char *line, size_t len,
+                           void *ud) {
+  comp *k = ud;
+  (void)p;
+  if (k->dbg_err != NULL) {
+    fwrite(line, 1, len, k->dbg_err);
+    fputc('\n', k->dbg_err);
+    fflush(k->dbg_err);
+  }
+  if (k->c->o->passthrough) {
+    char buf[4096];
+    size_t nl = strlen(k->name);
+    if (nl + len + 4 <= sizeof(buf)) {
+      buf[0] = '[';
+      memcpy(buf + 1, k->name, nl);
+      buf[nl + 1] = ']';
+      buf[nl + 2] = ' ';
+      memcpy(buf + nl + 3, line, len);
+      buf[nl + 3 + len] = '\n';
+      if (write(2, buf, nl + 4 + len) < 0) {
+        /* nothing to do */
+      }
+    } else {
+      fprintf(stderr, "[%s] %.*s\n", k->name, (int)len, line);
+    }
+  }
+}
+
+/* MARK: - Spawning */
+
+static int spawn_comp(cond *c, comp *k) {
+  acp_uv_process_options *po = NULL;
+  int rc, uverr = 0;
+  size_t i;
+  char why[256];
+
+  k->exited = k->out_eof = k->reported = k->shut = false;
+  k->status = 0;
+  k->sig = 0;
+  acp__buf_clear(&k->fr.buf);
+  k->fr.skipping = false;
+  if ((rc = acp_uv_process_options_new(&po, c->mem)) < 0)
+    goto fail;
+  if ((rc = acp_uv_process_options_set_argv(
+           po, (const char *const *)k->spec->argv)) < 0)
+    goto fail;
+  for (i = 0; i < k->spec->nenv; i++)
+    if ((rc = acp_uv_process_options_add_env(po, k->spec->env[i])) < 0)
+      goto fail;
+  acp_uv_process_options_set_stderr(po, ACP_UV_STDERR_CAPTURE);
+  acp_uv_process_options_set_exit_cb(po, on_comp_exit);
+  acp_uv_process_options_set_line_cb(po, on_comp_stderr);
+  acp_uv_process_options_set_grace(po, c->o->stdin_grace, c->o->term_grace);
+  rc = acp_uv_process_spawn(&k->p, &c->loop, po, k, c->mem, &uverr);
+  acp_uv_process_options_free(po);
+  po = NULL;
+  if (rc < 0)
+    goto fail;
+  k->l = acp_uv_process_link(k->p);
+  k->running = true;
+  if ((rc = acp_uv_link_read_start(k->l, on_comp_read, k)) < 0)
+    goto fail;
+  return 0;
+fail:
+  acp_uv_process_options_free(po);
+  if (uverr != 0)
+    snprintf(why, sizeof(why), "could not be started: %s", uv_strerror(uverr));
+  else
+    snprintf(why, sizeof(why), "could not be started: %s", acp_strerror(rc));
+  if (k->p != NULL) {
+    acp_uv_process_close(k->p, NULL);
+    k->p = NULL;
+    k->l = NULL;
+  }
+  k->running = false;
+  k->reported = false;
+  /* Reported like a death (policies apply; restart counts it). */
+  if (k->restarts < c->o->max_restarts ||
+      c->o->on_crash != ACP_CONDUCTOR_ON_CRASH_RESTART)
+    report_dead(c, k, why);
+  else {
+    k->reported = true;
+    fail_chain(c);
+  }
+  return rc < 0 ? rc : ACP_ERR_SYSTEM;
+}
+
+static void spawn_all(cond *c) {
+  size_t i;
+  c->started = true;
+  for (i = 0; i < c->n && !c->shutting; i++)
+    if (!c->comps[i].running && !c->comps[i].reported)
+      (void)spawn_comp(c, &c->comps[i]);
+}
+
+/* MARK: - Shutdown */
+
+static void on_drain_timer(uv_timer_t *t) {
+  start_shutdown(t->data);
+}
+
+static void finish(cond *c);
+
+static void shut_next(cond *c);
+
+static void on_comp_shut(acp_uv_process *p, void *ud) {
+  comp *k = ud;
+  (void)p;
+  k->running = false;
+  shut_next(k->c);
+}
+
+static void shut_next(cond *c) {
+  while (c->next_shut < c->n) {
+    comp *k = &c->comps[c->next_shut++];
+    if (k->p != NULL && !k->exited) {
+      k->shut = true;
+      if (acp_uv_process_shutdown(k->p, on_comp_shut) == 0)
+        return;
+    }
+  }
+  finish(c);
+}
+
+static void start_shutdown(cond *c) {
+  if (c->shutting)
+    return;
+  c->shutting = true;
+  uv_timer_stop(&c->drain_timer);
+  if (c->up != NULL)
+    acp_uv_link_read_stop(c->up);
+  shut_next(c);
+}
+
+static void finish(cond *c) {
+  size_t i;
+  if (c->finished)
+    return;
+  c->finished = true;
+  flush_all(c);
+  for (i = 0; i < c->n; i++) {
+    comp *k = &c->comps[i];
+    uv_timer_stop(&k->eof_timer);
+    if (k->p != NULL) {
+      acp_uv_process_close(k->p, NULL);
+      k->p = NULL;
+      k->l = NULL;
+    }
+    k->running = false;
+  }
+  if (c->up != NULL) {
+    acp_uv_link_close(c->up, 2000, NULL, NULL);
+    c->up = NULL;
+  }
+  if (c->sig != NULL) {
+    acp_uv_signals_close(c->sig);
+    c->sig = NULL;
+  }
+}
+
+static void on_signal(acp_uv_signals *s, int signum, void *ud) {
+  cond *c = ud;
+  size_t i;
+  (void)s;
+  (void)signum;
+  if (++c->signals == 1) {
+    start_shutdown(c);
+    return;
+  }
+  for (i = 0; i < c->n; i++)
+    if (c->comps[i].p != NULL)
+      (void)acp_uv_process_kill(c->comps[i].p, SIGKILL);
+}
+
+/* MARK: - Run */
+
+int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
+                      int *exit_status) {
+  cond *c;
+  acp_router_options *ro = NULL;
+  size_t i;
+  int rc;
+
+  if (o == NULL || exit_status == NULL ||
+      (o->mode == ACP_ROUTER_MODE_AGENT && o->ncomps == 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  *exit_status = 1;
+  (void)acp_uv_ignore_sigpipe();
+  c = acp__calloc(&o->mem, 1, sizeof(*c));
+  if (c == NULL)
+    return ACP_ERR_NOMEM;
+  c->o = o;
+  c->mem = &o->mem;
+  c->n = o->ncomps;
+  c->t0 = uv_hrtime();
+  acp__buf_init(&c->upfr.buf, c->mem, 0);
+  if (uv_loop_init(&c->loop) != 0) {
+    acp__free(c->mem, c);
+    return ACP_ERR_SYSTEM;
+  }
+  uv_timer_init(&c->loop, &c->drain_timer);
+  c->drain_timer.data = c;
+  c->comps = acp__calloc(c->mem, c->n ? c->n : 1, sizeof(*c->comps));
+  rc = c->comps ? 0 : ACP_ERR_NOMEM;
+  for (i = 0; rc == 0 && i < c->n; i++) {
+    comp *k = &c->comps[i];
+    k->c = c;
+    k->link = i + 1;
+    k->spec = &o->comps[i];
+    acp__buf_init(&k->fr.buf, c->mem, 0);
+    uv_timer_init(&c->loop, &k->eof_timer);
+    k->eof_timer.data = k;
+    k->name = mem_strdup(c->mem,
+                         k->spec->name ? k->spec->name : derive_name(k->spec));
+    k->cmdline = join_cmdline(c->mem, k->spec);
+    if (k->name == NULL || k->cmdline == NULL)
+      rc = ACP_ERR_NOMEM;
+  }
+  if (rc == 0)
+    rc = acp_json_writer_new(&c->w, 0, c->mem);
+  if (rc == 0 && o->trace_path != NULL &&
+      (c->trace = fopen(o->trace_path, "w")) == NULL)
+    rc = ACP_ERR_SYSTEM;
+  if (rc == 0 && o->debug_dir != NULL) {
+    if (mkdir(o->debug_dir, 0777) != 0 && errno != EEXIST)
+      rc = ACP_ERR_SYSTEM;
+    c->dbg_up_in = open_dbg(c, 0, link_name(c, 0), "in");
+    c->dbg_up_out = open_dbg(c, 0, link_name(c, 0), "out");
+    for (i = 0; rc == 0 && i < c->n; i++) {
+      comp *k = &c->comps[i];
+      k->dbg_in = open_dbg(c, k->link, k->name, "stdin");
+      k->dbg_out = open_dbg(c, k->link, k->name, "stdout");
+      k->dbg_err = open_dbg(c, k->link, k->name, "stderr");
+    }
+  }
+  if (rc == 0)
+    rc = acp_router_options_new(&ro);
+  if (rc == 0) {
+    acp_router_options_set_mode(ro, o->mode);
+    acp_router_options_set_proxy_methods(ro, o->pm);
+    acp_router_options_set_trace_cb(ro, c->trace ? on_trace : NULL);
+    acp_router_options_set_event_cb(ro, on_event);
+    rc = acp_router_new(&c->r, c->n, ro, c, c->mem);
+  }
+  acp_router_options_free(ro);
+  if (rc == 0)
+    rc = acp_uv_link_new_fds(&c->up, &c->loop, in_fd, out_fd, c->mem);
+  if (rc == 0)
+    rc = acp_uv_link_read_start(c->up, on_up_read, c);
+  if (rc == 0)
+    rc = acp_uv_signals_new(&c->sig, &c->loop, on_signal, c, c->mem);
+  if (rc == 0) {
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    *exit_status = c->exit_status;
+  } else {
+    c->shutting = true;
+    finish(c);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+  }
+  for (i = 0; i < c->n; i++)
+    uv_close((uv_handle_t *)&c->comps[i].eof_timer, NULL);
+  uv_close((uv_handle_t *)&c->drain_timer, NULL);
+  uv_run(&c->loop, UV_RUN_DEFAULT);
+  (void)uv_loop_close(&c->loop);
+  for (i = 0; c->comps != NULL && i < c->n; i++) {
+    comp *k = &c->comps[i];
+    acp__buf_dispose(&k->fr.buf);
+    acp__free(c->mem, k->name);
+    acp__free(c->mem, k->cmdline);
+    acp__free(c->mem, k->tail);
+    if (k->dbg_in)
+      fclose(k->dbg_in);
+    if (k->dbg_out)
+      fclose(k->dbg_out);
+    if (k->dbg_err)
+      fclose(k->dbg_err);
+  }
+  if (c->dbg_up_in)
+    fclose(c->dbg_up_in);
+  if (c->dbg_up_out)
+    fclose(c->dbg_up_out);
+  if (c->trace)
+    fclose(c->trace);
+  acp__buf_dispose(&c->upfr.buf);
+  acp_json_writer_free(c->w);
+  acp_router_free(c->r);
+  acp__free(c->mem, c->comps);
+  acp__free(c->mem, c);
+  return rc;
+}
