@@ -57,5 +57,13 @@ cmake --build "$tmp/proj/b" >/dev/null
 LD_LIBRARY_PATH="$(pkg-config --variable=libdir libacp)" "$tmp/proj/b/consumer"
 test -f "$tmp/prefix/share/man/man1/acp.1"
 test -x "$tmp/prefix/bin/acp"
+test -x "$tmp/prefix/bin/acp-mcp"
+# Only the MCP commands may load the HTTP stack (libcurl alone maps ~40
+# libraries); agent, client and conductor stay lean.
+if ldd "$tmp/prefix/bin/acp" | grep -Eq 'libcurl|libmicrohttpd'; then
+  echo "FAIL: acp links the HTTP stack"; exit 1
+fi
+pkg-config --exists libacp-http || { echo "FAIL: no libacp-http.pc"; exit 1; }
+"$tmp/prefix/bin/acp" mcp --help >/dev/null
 echo "install: pkg-config and find_package consumers build and run"
 echo "1 passed, 0 failed"

@@ -3,9 +3,11 @@
  * library user would want lives in libacp and libacp-uv; the subcommands
  * only parse arguments, wire objects together and print.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -33,66 +35,50 @@ static const char usage_text[] =
     "\n"
     "See acp(1) for the full manual.\n";
 
+static int cmd_mcp_exec(int argc, char **argv);
+
 struct command {
   const char *name;
   int (*run)(int argc, char **argv);
 };
 
 static const struct command commands[] = {
-    {"agent", cmd_agent}, {"client", cmd_client},
-    {"demo", cmd_demo},   {"bench-client", cmd_bench_client},
-    {"proxy", cmd_proxy},
-    {"conductor", cmd_conductor},
-    {"mcp", cmd_mcp},
+    {"agent", cmd_agent},  {"client", cmd_client},
+    {"demo", cmd_demo},    {"bench-client", cmd_bench_client},
+    {"proxy", cmd_proxy},  {"conductor", cmd_conductor},
+    {"mcp", cmd_mcp_exec},
 };
 
-const char *cli_self_path(void) {
-  static char path[PATH_MAX];
-  ssize_t n;
+/* `acp mcp ...` runs the acp-mcp program installed beside acp: the MCP
+ * commands need the HTTP stack (libcurl, libmicrohttpd), which the other
+ * commands should not load. */
+static int cmd_mcp_exec(int argc, char **argv) {
+  char path[PATH_MAX];
+  const char *self = cli_self_path();
+  const char *slash = strrchr(self, '/');
+  char **args;
+  int i;
 
-  if (path[0] != '\0')
-    return path;
-  n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) {
-    strcpy(path, "acp");
-    return path;
+  (void)argc;
+  if (slash == NULL ||
+      (size_t)(slash - self) + sizeof("/acp-mcp") > sizeof(path)) {
+    snprintf(path, sizeof(path), "acp-mcp");
+  } else {
+    snprintf(path, sizeof(path), "%.*s/acp-mcp", (int)(slash - self), self);
   }
-  path[n] = '\0';
-  return path;
-}
-
-const char *cli_opt_value(int argc, char **argv, int *i, const char *name,
-                          int *ok) {
-  const char *arg = argv[*i];
-  size_t n = strlen(name);
-
-  *ok = 0;
-  if (strncmp(arg, name, n) != 0)
-    return NULL;
-  if (arg[n] == '=') {
-    *ok = 1;
-    return arg + n + 1;
-  }
-  if (arg[n] != '\0')
-    return NULL;
-  if (*i + 1 >= argc) {
-    fprintf(stderr, "acp: option %s needs a value\n", name);
-    *ok = -1;
-    return NULL;
-  }
-  *ok = 1;
-  (*i)++;
-  return argv[*i];
-}
-
-void cli_err(const char *sub, const char *fmt, ...) {
-  va_list ap;
-
-  fprintf(stderr, "acp %s: ", sub);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
+  args = calloc((size_t)argc + 2, sizeof(*args));
+  if (args == NULL)
+    return CLI_EXIT_FAILURE;
+  args[0] = path;
+  for (i = 0; i < argc; i++)
+    args[i + 1] = argv[i];
+  execv(path, args);
+  /* Not beside us (an uninstalled copy?): try PATH. */
+  args[0] = "acp-mcp";
+  execvp("acp-mcp", args);
+  fprintf(stderr, "acp mcp: cannot run %s: %s\n", path, strerror(errno));
+  free(args);
+  return CLI_EXIT_FAILURE;
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,59 @@
+/*
+ * Helpers shared by the acp and acp-mcp programs.
+ */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *cli_self_path(void) {
+  static char path[PATH_MAX];
+  ssize_t n;
+
+  if (path[0] != '\0')
+    return path;
+  n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) {
+    strcpy(path, "acp");
+    return path;
+  }
+  path[n] = '\0';
+  return path;
+}
+
+const char *cli_opt_value(int argc, char **argv, int *i, const char *name,
+                          int *ok) {
+  const char *arg = argv[*i];
+  size_t n = strlen(name);
+
+  *ok = 0;
+  if (strncmp(arg, name, n) != 0)
+    return NULL;
+  if (arg[n] == '=') {
+    *ok = 1;
+    return arg + n + 1;
+  }
+  if (arg[n] != '\0')
+    return NULL;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "acp: option %s needs a value\n", name);
+    *ok = -1;
+    return NULL;
+  }
+  *ok = 1;
+  (*i)++;
+  return argv[*i];
+}
+
+void cli_err(const char *sub, const char *fmt, ...) {
+  va_list ap;
+
+  fprintf(stderr, "acp %s: ", sub);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
