@@ -10,12 +10,21 @@
  * off. Exit status as acp_conductor_run() reports it.
  */
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
 #include "acp/conductor.h"
 
 int main(int argc, char **argv) {
+#ifdef __GLIBC__
+  /* As acp conductor does (docs/conductor.md): keep freed large buffers
+   * in the heap for the next message. */
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 16 << 20);
+#endif
   acp_conductor_options *o = NULL;
   char err[256];
   int i, status = 2, rc;

@@ -203,6 +203,16 @@ ACP_EXTERN int acp_uv_link_write(acp_uv_link *link, const char *data,
 ACP_EXTERN size_t acp_uv_link_write_queue_size(const acp_uv_link *link);
 
 /**
+ * Largest finished write buffer the link keeps for its next write (default
+ * 16 MiB). Reuse spares large messages fresh pages on every write (a third
+ * of a 1 MiB round trip in the measurements); a process that forwards large
+ * messages over many links and must stay small at rest (the conductor)
+ * lowers it. 0 disables reuse; a kept buffer larger than `bytes` is freed
+ * at once.
+ */
+ACP_EXTERN void acp_uv_link_set_spare_max(acp_uv_link *link, size_t bytes);
+
+/**
  * The first write error (a negative libuv code such as UV_EPIPE), or 0.
  * After a write error the writable side discards everything and further
  * writes fail with ACP_ERR_CLOSED.

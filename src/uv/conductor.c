@@ -24,6 +24,12 @@
 #define DATA_STDERR 4096     /* stderr bytes in the error data */
 #define BIG_LINE (256 << 10) /* release memory after lines this long */
 
+/* Largest write buffer a conductor link keeps for reuse: with several
+ * links each keeping a 1 MiB buffer, a conductor would hold far more than
+ * the message in flight. Large buffers are returned to the allocator
+ * instead (acp conductor tunes glibc to reuse them without page faults). */
+#define SPARE_MAX_COND ((size_t)256 << 10)
+
 /* MARK: - Options */
 
 typedef struct comp_spec {
@@ -1160,6 +1166,9 @@ static int spawn_comp(cond *c, comp *k) {
   if (rc < 0)
     goto fail;
   k->l = acp_uv_process_link(k->p);
+  /* Many links each keeping a 1 MiB write buffer would hold the memory
+   * the target for a conductor under load does not allow. */
+  acp_uv_link_set_spare_max(k->l, SPARE_MAX_COND);
   k->running = true;
   if ((rc = acp_uv_link_read_start(k->l, on_comp_read, k)) < 0)
     goto fail;
@@ -1348,8 +1357,10 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   acp_router_options_free(ro);
   if (rc == 0)
     rc = acp_uv_link_new_fds(&c->up, &c->loop, in_fd, out_fd, c->mem);
-  if (rc == 0)
+  if (rc == 0) {
+    acp_uv_link_set_spare_max(c->up, SPARE_MAX_COND);
     rc = acp_uv_link_read_start(c->up, on_up_read, c);
+  }
   if (rc == 0)
     rc = acp_uv_signals_new(&c->sig, &c->loop, on_signal, c, c->mem);
   if (rc == 0) {

@@ -55,6 +55,7 @@ struct acp_uv_link {
    * glibc serves such sizes with fresh zeroed pages each time: measured,
    * the page faults cost a third of the 1 MiB round trip. */
   wreq *spare;
+  size_t spare_max; /* largest request kept for reuse */
   uv_loop_t *loop;
   side rd;
   side wr;
@@ -138,7 +139,7 @@ static void finish(acp_uv_link *l) {
 
 /* Finish with a write request: keep the larger of it and the spare. */
 static void wreq_release(acp_uv_link *l, wreq *w) {
-  if (w->cap > SPARE_MAX || (l->spare != NULL && l->spare->cap >= w->cap)) {
+  if (w->cap > l->spare_max || (l->spare != NULL && l->spare->cap >= w->cap)) {
     acp__free(&l->mem, w);
     return;
   }
@@ -530,6 +531,7 @@ static int link_alloc(acp_uv_link **out, uv_loop_t *loop, const acp_mem *mem) {
     return ACP_ERR_NOMEM;
   l->mem = m;
   l->loop = loop;
+  l->spare_max = SPARE_MAX;
   l->rd.fd = -1;
   l->wr.fd = -1;
   l->rd.saved_flags = -1;
@@ -847,4 +849,14 @@ int acp_uv_ignore_sigpipe(void) {
   sa.sa_handler = SIG_IGN;
   sigemptyset(&sa.sa_mask);
   return sigaction(SIGPIPE, &sa, NULL) == 0 ? 0 : ACP_ERR_SYSTEM;
+}
+
+void acp_uv_link_set_spare_max(acp_uv_link *l, size_t bytes) {
+  if (l == NULL)
+    return;
+  l->spare_max = bytes;
+  if (l->spare != NULL && l->spare->cap > bytes) {
+    acp__free(&l->mem, l->spare);
+    l->spare = NULL;
+  }
 }
