@@ -1,0 +1,77 @@
+#!/bin/sh
+# run-proxies.sh - the example proxies (context, guard, trace) doing their
+# job inside a real chain: acp client -> acp conductor -> proxy -> acp agent.
+# arrow and the conductor itself are covered by run-conductor.sh.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+case $acp in /*) ;; *) acp=$PWD/$acp ;; esac
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+
+# context: AGENTS.md goes in front of the first prompt of a session only.
+mkdir -p "$work/ctx"
+echo "RULES: be brief" > "$work/ctx/AGENTS.md"
+out=$(printf 'first\nsecond\n' | timeout 30 "$acp" client --quiet --cwd "$work/ctx" \
+      -- "$acp" conductor agent "$acp proxy context" "$acp agent" 2>"$work/err")
+want=$(printf 'RULES: be brief\nfirst\nsecond')
+if [ "$out" = "$want" ]; then ok "context: AGENTS.md before the first prompt only"
+else ko "context: first prompt only" "got: $out" "$(cat "$work/err")"; fi
+
+echo "from a chosen file" > "$work/notes.txt"
+out=$(timeout 30 "$acp" client --quiet --cwd "$work/ctx" -p "hello" \
+      -- "$acp" conductor agent "$acp proxy context --file $work/notes.txt" \
+      "$acp agent" 2>"$work/err")
+want=$(printf 'from a chosen file\nhello')
+if [ "$out" = "$want" ]; then ok "context --file: that file instead of AGENTS.md"
+else ko "context --file" "got: $out" "$(cat "$work/err")"; fi
+
+mkdir -p "$work/plain"
+out=$(timeout 30 "$acp" client --quiet --cwd "$work/plain" -p "hello" \
+      -- "$acp" conductor agent "$acp proxy context" "$acp agent" 2>"$work/err")
+if [ "$out" = "hello" ]; then ok "context: no AGENTS.md, prompt unchanged"
+else ko "context without AGENTS.md" "got: $out"; fi
+
+# guard: matching tool calls are rejected by the proxy, the client never
+# sees the question; others reach the client.
+ask() { # ask PATTERN-ARGS PROMPT
+  timeout 30 "$acp" client --yes --cwd "$work/plain" -p "$2" \
+    -- "$acp" conductor agent "$acp proxy guard $1" "$acp agent" \
+    >"$work/out" 2>"$work/err"
+}
+ask "--deny delete" "/ask:edit Delete everything"
+if grep -q "permission denied" "$work/out" && ! grep -q "\[permission\]" "$work/err"
+then ok "guard: title matching --deny rejected by the proxy"
+else ko "guard: title match" "$(cat "$work/out" "$work/err")"; fi
+
+ask "--deny EDIT" "/ask:edit Tidy the notes"
+if grep -q "permission denied" "$work/out" && ! grep -q "\[permission\]" "$work/err"
+then ok "guard: kind matching --deny (case-insensitive) rejected"
+else ko "guard: kind match" "$(cat "$work/out" "$work/err")"; fi
+
+ask "--deny delete" "/ask:read Read the notes"
+if grep -q "permission granted" "$work/out" && grep -q "\[permission\]" "$work/err"
+then ok "guard: other tool calls reach the client"
+else ko "guard: forward" "$(cat "$work/out" "$work/err")"; fi
+
+# trace: every message logged, output unchanged.
+out=$(timeout 30 "$acp" client --quiet --cwd "$work/plain" -p "traced" \
+      -- "$acp" conductor agent "$acp proxy trace --file $work/trace.jsonl" \
+      "$acp agent" 2>"$work/err")
+if [ "$out" = "traced" ] && grep -q '"session/prompt"' "$work/trace.jsonl" &&
+   grep -q '"from":"agent"' "$work/trace.jsonl" &&
+   grep -q '"from":"client"' "$work/trace.jsonl" &&
+   python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' \
+     "$work/trace.jsonl"; then
+  ok "trace: every line valid JSON, both directions, output unchanged"
+else
+  ko "trace" "got: $out" "$(head -c 600 "$work/trace.jsonl" 2>/dev/null)"
+fi
+
+echo "proxies: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
