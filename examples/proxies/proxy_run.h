@@ -24,5 +24,6 @@ int proxy_arrow_main(int argc, char **argv);
 int proxy_context_main(int argc, char **argv);
 int proxy_guard_main(int argc, char **argv);
 int proxy_trace_main(int argc, char **argv);
+int proxy_tools_main(int argc, char **argv);
 
 #endif /* ACP_EXAMPLES_PROXY_RUN_H */

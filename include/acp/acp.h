@@ -15,5 +15,8 @@
 #include "agent.h"
 #include "client.h"
 #include "proxy.h"
+#include "router.h"
+#include "mcp.h"
+#include "mcp_acp.h"
 
 #endif /* ACP_ACP_H */

@@ -75,7 +75,8 @@ static const char *required_params(acp_method_id id) {
   case ACP_METHOD_DOCUMENT_DID_FOCUS:
     return "s:sessionId s:uri i:version o:position o:visibleRange";
   case ACP_METHOD_MCP_CONNECT:
-    return "s:serverId";
+    /* Seed form {acpId}, RFD {serverId}: the handler checks (mcp_acp.c). */
+    return "";
   case ACP_METHOD_MCP_DISCONNECT:
     return "s:connectionId";
   default:

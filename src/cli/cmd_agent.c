@@ -11,6 +11,7 @@
 
 #include "acp/agent.h"
 #include "acp/json.h"
+#include "acp/mcp_acp.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "agent_script.h"
@@ -20,7 +21,7 @@
 #define LIST_PAGE 50
 
 static const char agent_usage[] =
-    "usage: acp agent [--echo] [--name NAME]\n"
+    "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -30,6 +31,11 @@ static const char agent_usage[] =
     "  --echo       answer every prompt with its text in one\n"
     "               agent_message_chunk and end the turn (benchmark workload)\n"
     "  --name NAME  the agentInfo.name to report (default acp-agent)\n"
+    "  --mcp-acp native|off\n"
+    "               native (default): advertise mcpCapabilities.acp and\n"
+    "               consume MCP servers declared {\"type\":\"acp\"} over\n"
+    "               the ACP connection (/mcp-tools, /mcp-call SERVER TOOL\n"
+    "               {json}); off: do not\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
@@ -40,6 +46,7 @@ static const char agent_usage[] =
 typedef struct app app;
 typedef struct asession asession;
 typedef struct turn turn;
+typedef struct mcpsrv mcpsrv;
 
 struct asession {
   char *id;
@@ -50,6 +57,7 @@ struct asession {
   bool verbose;
   acp_json_writer *history; /* session/update payloads, one per line */
   turn *turn;
+  mcpsrv *mcp; /* MCP-over-ACP servers declared for this session */
   asession *next;
 };
 
@@ -90,6 +98,8 @@ struct app {
   unsigned next_session;
   unsigned next_tool;
   bool closing;
+  bool mcp_acp_off;          /* --mcp-acp off */
+  acp_mcp_acp_consumer *mcp; /* consumes acp-type MCP servers */
 };
 
 /* MARK: - Small helpers */
@@ -689,6 +699,8 @@ static void step_text(turn *t, const char *text) {
 }
 
 /* Run steps until one has to wait or the script ends. */
+static int step_mcp(turn *t, const char *line);
+
 static void turn_run(turn *t) {
   app *a = t->a;
   int rv;
@@ -1000,6 +1012,8 @@ static void turn_run(turn *t) {
       break;
     case STEP_UNKNOWN:
     default:
+      if (st->kind == STEP_UNKNOWN && st->arg != NULL && step_mcp(t, st->arg))
+        return;
       snprintf(buf, sizeof(buf), "unknown command: %.200s\n",
                st->arg ? st->arg : "");
       send_text(a, s, buf);
@@ -1007,6 +1021,377 @@ static void turn_run(turn *t) {
     }
     t->pc++;
   }
+}
+
+/* MARK: - MCP servers of a session (--mcp-acp native) */
+
+/* One MCP-over-ACP server declared in a session, consumed natively. */
+struct mcpsrv {
+  char *name;
+  char *id;
+  acp_mcp_acp_shape shape;
+  acp_mcp_client *client;
+  acp_mcp_acp_link *link;
+  bool ready;
+  mcpsrv *next;
+};
+
+/* One /mcp-tools or /mcp-call in progress. */
+typedef struct mcpop {
+  turn *t;
+  mcpsrv *srv;  /* the server being worked on */
+  bool listing; /* /mcp-tools: walk every server */
+  char *tool;
+  char *args;
+} mcpop;
+
+static void mcp_servers_free(asession *s) {
+  while (s->mcp != NULL) {
+    mcpsrv *m = s->mcp;
+
+    s->mcp = m->next;
+    acp_mcp_acp_link_close(m->link);
+    acp_mcp_client_free(m->client);
+    free(m->name);
+    free(m->id);
+    free(m);
+  }
+}
+
+/* Record the acp-type servers of session/new, load or resume. */
+static void mcp_record(app *a, asession *s, acp_agent_request *req) {
+  const acp_json_val *list =
+      acp_json_obj_getz(acp_agent_request_params(req), "mcpServers");
+  const acp_rpc_msg *msg = acp_agent_request_msg(req);
+  const acp_json_val *e;
+
+  if (msg == NULL)
+    return;
+  for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
+    const char *id;
+    const char *name;
+    size_t n;
+    size_t nn;
+    acp_mcp_acp_shape shape;
+    mcpsrv *m;
+    mcpsrv *old;
+
+    if (acp_mcp_acp_decl_parse(msg->doc, e, &id, &n, &shape) != 0)
+      continue;
+    m = calloc(1, sizeof(*m));
+    if (m == NULL)
+      exit(CLI_EXIT_FAILURE);
+    m->id = xstrndup(id, n);
+    m->shape = shape;
+    if (acp_json_doc_str(msg->doc, acp_json_obj_getz(e, "name"), &name, &nn) !=
+        0) {
+      name = m->id;
+      nn = strlen(m->id);
+    }
+    m->name = xstrndup(name, nn);
+    for (old = s->mcp; old != NULL; old = old->next)
+      if (strcmp(old->id, m->id) == 0)
+        break;
+    if (old != NULL || a->mcp_acp_off) {
+      /* Already known (load/resume), or not consumed: keep the name only
+       * for listing when off. */
+      if (old != NULL) {
+        free(m->id);
+        free(m->name);
+        free(m);
+        continue;
+      }
+    }
+    m->next = s->mcp;
+    s->mcp = m;
+  }
+}
+
+static void mcp_step_next(mcpop *op);
+
+static void mcp_op_end(mcpop *op) {
+  turn *t = op->t;
+
+  free(op->tool);
+  free(op->args);
+  free(op);
+  t->pc++;
+  turn_run(t);
+}
+
+static int mcp_on_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                       void *ud) {
+  mcpop *op = ud;
+  turn *t = turn_resume(op->t);
+  const acp_json_val *tool;
+  char buf[512];
+
+  (void)c;
+  if (t == NULL) {
+    free(op->tool);
+    free(op->args);
+    free(op);
+    return 0;
+  }
+  if (status != 0) {
+    snprintf(buf, sizeof(buf), "%s: tools/list failed (%s)\n", op->srv->name,
+             acp_strerror(status));
+    send_text(t->a, t->s, buf);
+  } else {
+    snprintf(buf, sizeof(buf), "%s (acp):", op->srv->name);
+    send_text(t->a, t->s, buf);
+    for (tool = acp_json_child(acp_json_obj_getz(msg->result, "tools"));
+         tool != NULL; tool = acp_json_next(tool)) {
+      const char *s;
+      size_t n;
+
+      if (acp_json_doc_str(msg->doc, acp_json_obj_getz(tool, "name"), &s, &n) ==
+          0) {
+        snprintf(buf, sizeof(buf), " %.*s", (int)(n > 200 ? 200 : n), s);
+        send_text(t->a, t->s, buf);
+      }
+    }
+    send_text(t->a, t->s, "\n");
+  }
+  op->srv = op->srv->next;
+  mcp_step_next(op);
+  return 0;
+}
+
+static int mcp_on_call(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                       void *ud) {
+  mcpop *op = ud;
+  turn *t = turn_resume(op->t);
+  const acp_json_val *b;
+  char buf[512];
+  bool is_error = false;
+
+  (void)c;
+  if (t == NULL) {
+    free(op->tool);
+    free(op->args);
+    free(op);
+    return 0;
+  }
+  if (status == ACP_ERR_PROTOCOL) {
+    snprintf(buf, sizeof(buf), "%s/%s failed: %.*s (%" PRId64 ")\n",
+             op->srv->name, op->tool,
+             (int)(msg->error_message_len > 300 ? 300 : msg->error_message_len),
+             msg->error_message ? msg->error_message : "", msg->error_code);
+    send_text(t->a, t->s, buf);
+  } else if (status != 0) {
+    snprintf(buf, sizeof(buf), "%s/%s failed: %s\n", op->srv->name, op->tool,
+             acp_strerror(status));
+    send_text(t->a, t->s, buf);
+  } else {
+    (void)acp_json_get_bool(acp_json_obj_getz(msg->result, "isError"),
+                            &is_error);
+    if (is_error)
+      send_text(t->a, t->s, "(tool error) ");
+    for (b = acp_json_child(acp_json_obj_getz(msg->result, "content"));
+         b != NULL; b = acp_json_next(b)) {
+      const char *s;
+      size_t n;
+
+      if (acp_json_str_eq(acp_json_obj_getz(b, "type"), "text", 4) &&
+          acp_json_doc_str(msg->doc, acp_json_obj_getz(b, "text"), &s, &n) == 0)
+        send_chunk(t->a, t->s, "agent_message_chunk", s, n);
+    }
+    send_text(t->a, t->s, "\n");
+  }
+  mcp_op_end(op);
+  return 0;
+}
+
+static int mcp_on_init(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                       void *ud) {
+  mcpop *op = ud;
+
+  (void)c;
+  (void)msg;
+  if (status == 0)
+    op->srv->ready = true;
+  if (turn_resume(op->t) == NULL) {
+    free(op->tool);
+    free(op->args);
+    free(op);
+    return 0;
+  }
+  if (status != 0) {
+    char buf[256];
+
+    snprintf(buf, sizeof(buf), "%s: initialize failed (%s)\n", op->srv->name,
+             acp_strerror(status));
+    send_text(op->t->a, op->t->s, buf);
+    if (op->listing) {
+      op->srv = op->srv->next;
+      mcp_step_next(op);
+    } else {
+      mcp_op_end(op);
+    }
+    return 0;
+  }
+  mcp_step_next(op);
+  return 0;
+}
+
+static int mcp_on_open(acp_mcp_acp_link *link, int status,
+                       const acp_rpc_msg *msg, void *ud) {
+  mcpop *op = ud;
+  turn *t = op->t;
+
+  (void)msg;
+  if (status != 0) {
+    char buf[256];
+
+    op->srv->link = NULL; /* freed by the library */
+    if (turn_resume(t) == NULL) {
+      free(op->tool);
+      free(op->args);
+      free(op);
+      return 0;
+    }
+    snprintf(
+        buf, sizeof(buf), "%s: mcp/connect refused (%.*s)\n", op->srv->name,
+        msg != NULL && msg->error_message != NULL
+            ? (int)(msg->error_message_len > 200 ? 200 : msg->error_message_len)
+            : 0,
+        msg != NULL && msg->error_message != NULL ? msg->error_message : "");
+    send_text(t->a, t->s, buf);
+    if (op->listing) {
+      op->srv = op->srv->next;
+      mcp_step_next(op);
+    } else {
+      mcp_op_end(op);
+    }
+    return 0;
+  }
+  (void)link;
+  if (acp_mcp_client_initialize(op->srv->client, 0, mcp_on_init, op) != 0)
+    return ACP_ERR_NOMEM;
+  return acp_mcp_acp_consumer_flush(t->a->mcp, 0);
+}
+
+/* Do the next thing for `op`: connect, list, call, or end. */
+static void mcp_step_next(mcpop *op) {
+  turn *t = op->t;
+  app *a = t->a;
+  mcpsrv *m = op->srv;
+  int rv;
+
+  if (m == NULL) {
+    if (!op->listing)
+      send_text(a, t->s, "no such MCP server in this session\n");
+    mcp_op_end(op);
+    return;
+  }
+  if (a->mcp_acp_off) {
+    char buf[256];
+
+    snprintf(buf, sizeof(buf),
+             "%s (acp): not consumed (acp agent --mcp-acp off)\n", m->name);
+    send_text(a, t->s, buf);
+    if (op->listing) {
+      op->srv = m->next;
+      mcp_step_next(op);
+    } else {
+      mcp_op_end(op);
+    }
+    return;
+  }
+  t->refs++;
+  t->waiting = true;
+  if (m->client == NULL) {
+    if (acp_mcp_client_new(&m->client, NULL, a->name, ACP_VERSION, NULL,
+                           NULL) != 0)
+      exit(CLI_EXIT_FAILURE);
+  }
+  if (m->link == NULL) {
+    m->ready = false;
+    rv = acp_mcp_acp_consumer_open(a->mcp, m->id, m->shape, m->client,
+                                   mcp_on_open, op, &m->link);
+  } else if (!m->ready) {
+    rv = ACP_ERR_INVALID_STATE; /* still opening for another command */
+  } else if (op->listing) {
+    rv = acp_mcp_client_list(m->client, ACP_MCP_LIST_TOOLS, NULL, NULL, 0,
+                             mcp_on_list, op, NULL);
+  } else {
+    rv = acp_mcp_client_call_tool(m->client, op->tool, op->args,
+                                  strlen(op->args), NULL, 0, mcp_on_call, op,
+                                  NULL);
+  }
+  if (rv == 0)
+    rv = acp_mcp_acp_consumer_flush(a->mcp, 0);
+  if (rv != 0) {
+    char buf[256];
+
+    t->refs--;
+    t->waiting = false;
+    snprintf(buf, sizeof(buf), "%s: %s\n", m->name, acp_strerror(rv));
+    send_text(a, t->s, buf);
+    if (op->listing) {
+      op->srv = m->next;
+      mcp_step_next(op);
+    } else {
+      mcp_op_end(op);
+    }
+  }
+}
+
+/* /mcp-tools and /mcp-call SERVER TOOL {json}: 1 when `line` is one of
+ * them (the step then advances the turn itself), else 0. */
+static int step_mcp(turn *t, const char *line) {
+  mcpop *op;
+
+  if (strncmp(line, "/mcp-tools", 10) != 0 &&
+      strncmp(line, "/mcp-call", 9) != 0)
+    return 0;
+  op = calloc(1, sizeof(*op));
+  if (op == NULL)
+    exit(CLI_EXIT_FAILURE);
+  op->t = t;
+  if (strncmp(line, "/mcp-tools", 10) == 0) {
+    op->listing = true;
+    op->srv = t->s->mcp;
+    if (op->srv == NULL)
+      send_text(t->a, t->s, "no MCP servers over ACP in this session\n");
+  } else {
+    const char *p = line + 9;
+    const char *name;
+    size_t name_len;
+    const char *tool;
+    size_t tool_len;
+    mcpsrv *m;
+
+    while (*p == ' ')
+      p++;
+    name = p;
+    while (*p != '\0' && *p != ' ')
+      p++;
+    name_len = (size_t)(p - name);
+    while (*p == ' ')
+      p++;
+    tool = p;
+    while (*p != '\0' && *p != ' ')
+      p++;
+    tool_len = (size_t)(p - tool);
+    while (*p == ' ')
+      p++;
+    op->tool = xstrndup(tool, tool_len);
+    op->args = xstrndup(*p ? p : "{}", *p ? strlen(p) : 2);
+    for (m = t->s->mcp; m != NULL; m = m->next)
+      if (strlen(m->name) == name_len && memcmp(m->name, name, name_len) == 0)
+        break;
+    op->srv = m;
+    if (tool_len == 0) {
+      send_text(t->a, t->s, "usage: /mcp-call SERVER TOOL {json arguments}\n");
+      mcp_op_end(op);
+      return 1;
+    }
+  }
+  /* mcp_step_next advances pc and resumes the turn when done. */
+  mcp_step_next(op);
+  return 1;
 }
 
 /* Append bytes to the scratch buffer (kept across prompts). */
@@ -1121,6 +1506,24 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   acp_json_write_strz(a->w, ACP_VERSION);
   acp_json_write_obj_end(a->w);
   info = wdata(a, &n);
+  if (!a->mcp_acp_off) {
+    /* --mcp-acp native: advertise mcpCapabilities.acp. */
+    acp_json_writer *cw = NULL;
+    char *info_copy = xstrndup(info, n);
+    const char *caps_json;
+    size_t caps_len;
+    int rv;
+
+    if (acp_json_writer_new(&cw, 0, NULL) != 0 ||
+        acp_mcp_acp_caps_enable(cw, agent_caps, sizeof(agent_caps) - 1) != 0)
+      exit(CLI_EXIT_FAILURE);
+    caps_json = acp_json_writer_data(cw, &caps_len);
+    rv = acp_agent_respond_initialize(agent, req, caps_json, caps_len,
+                                      info_copy, n, "[]", 2);
+    acp_json_writer_free(cw);
+    free(info_copy);
+    return rv == 0 ? 0 : ACP_ERR_CALLBACK_FAILURE;
+  }
   return acp_agent_respond_initialize(agent, req, agent_caps,
                                       sizeof(agent_caps) - 1, info, n, "[]",
                                       2) == 0
@@ -1175,6 +1578,7 @@ static void session_destroy(app *a, asession *s) {
     s->turn->s = NULL;
     turn_finish(s->turn, "cancelled");
   }
+  mcp_servers_free(s);
   acp_json_writer_free(s->history);
   free(s->id);
   free(s->cwd);
@@ -1220,6 +1624,7 @@ static int on_session_new(acp_agent *agent, acp_agent_request *req, void *ud) {
   if (check_cwd(agent, req, &cwd, &len) != 0)
     return 0;
   s = session_create(a, cwd, len);
+  mcp_record(a, s, req);
   respond_state(a, req, s, true);
   return 0;
 }
@@ -1268,6 +1673,7 @@ static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
     acp_json_write_arr_begin(s->history);
   }
   free(copy);
+  mcp_record(a, s, req);
   respond_state(a, req, s, false);
   return 0;
 }
@@ -1282,8 +1688,10 @@ static int on_session_resume(acp_agent *agent, acp_agent_request *req,
   if (check_cwd(agent, req, &cwd, &len) != 0)
     return 0;
   s = session_param(a, req);
-  if (s != NULL)
+  if (s != NULL) {
+    mcp_record(a, s, req);
     respond_state(a, req, s, false);
+  }
   return 0;
 }
 
@@ -1548,6 +1956,29 @@ static int on_cancel_request(acp_agent *agent, acp_agent_request *req,
 
 /* MARK: - Main */
 
+/* mcp/message (and the older _mcp/message) from a provider. */
+static int on_mcp_request(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+  int rv = a->mcp != NULL ? acp_mcp_acp_consumer_agent_request(a->mcp, req)
+                          : ACP_MCP_ACP_NOT_MINE;
+
+  if (rv == ACP_MCP_ACP_NOT_MINE) {
+    acp_agent_respond_error(agent, req, -32601, "Method not found", NULL, 0);
+    return 0;
+  }
+  return rv;
+}
+
+static int on_mcp_notification(acp_agent *agent, const acp_rpc_msg *msg,
+                               void *ud) {
+  app *a = ud;
+  int rv = a->mcp != NULL ? acp_mcp_acp_consumer_agent_notification(a->mcp, msg)
+                          : ACP_MCP_ACP_NOT_MINE;
+
+  (void)agent;
+  return rv == ACP_MCP_ACP_NOT_MINE ? 0 : rv;
+}
+
 static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
   app *a = ud;
 
@@ -1595,6 +2026,12 @@ int cmd_agent(int argc, char **argv) {
       a.echo = true;
     } else if ((v = cli_opt_value(argc, argv, &i, "--name", &ok)) != NULL) {
       a.name = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--mcp-acp", &ok)) != NULL) {
+      if (strcmp(v, "native") != 0 && strcmp(v, "off") != 0) {
+        cli_err("agent", "--mcp-acp: expected native or off, not '%s'", v);
+        return CLI_EXIT_USAGE;
+      }
+      a.mcp_acp_off = strcmp(v, "off") == 0;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -1623,7 +2060,13 @@ int cmd_agent(int argc, char **argv) {
   acp_agent_callbacks_set_on_session_prompt(cbs, on_session_prompt);
   acp_agent_callbacks_set_on_session_cancel(cbs, on_session_cancel);
   acp_agent_callbacks_set_on_cancel_request(cbs, on_cancel_request);
+  acp_agent_callbacks_set_on_mcp_message(cbs, on_mcp_request);
+  acp_agent_callbacks_set_on_mcp_message_notification(cbs, on_mcp_notification);
+  acp_agent_callbacks_set_on_ext_request(cbs, on_mcp_request);
+  acp_agent_callbacks_set_on_ext_notification(cbs, on_mcp_notification);
   if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
+    goto cleanup;
+  if (acp_mcp_acp_consumer_new(&a.mcp, a.agent, &a, NULL) != 0)
     goto cleanup;
   if (acp_uv_link_new_fds(&a.link, &a.loop, 0, 1, NULL) != 0) {
     cli_err("agent", "cannot use stdin/stdout");
@@ -1656,6 +2099,7 @@ cleanup:
   uv_run(&a.loop, UV_RUN_DEFAULT);
   uv_loop_close(&a.loop);
   acp_agent_free(a.agent);
+  acp_mcp_acp_consumer_free(a.mcp);
   acp_agent_callbacks_free(cbs);
   acp_json_doc_free(a.doc);
   acp_json_writer_free(a.w);

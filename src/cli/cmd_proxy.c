@@ -21,6 +21,8 @@ static const struct proxy_entry {
      "prompt of each session"},
     {"guard", proxy_guard_main,
      "reject permission requests for tool calls matching --deny PATTERN"},
+    {"tools", proxy_tools_main,
+     "offer an MCP server over ACP (echo, read_lines) on every session"},
     {"trace", proxy_trace_main,
      "append every message received to --file PATH, forward unchanged"},
 };

@@ -1,0 +1,1931 @@
+/*
+ * MCP over ACP (RFD "MCP-over-ACP"): the provider (client or proxy side)
+ * and the consumer (agent side), both sans I/O.
+ *
+ * Both sides are built on one object, the tunnel: an inner NDJSON session
+ * (an acp_mcp_conn for a provider, an acp_mcp_client for a consumer) whose
+ * requests, notifications and answers are carried as outer `mcp/message`
+ * messages on the ACP connection. Incoming outer requests get a fresh inner
+ * id; inner requests become outer requests whose answers are turned back
+ * into inner responses.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "acp/mcp_acp.h"
+#include "internal.h"
+
+#define TUNNEL_MAGIC 0x4d435041u /* "MCPA" */
+#define ERR_UNKNOWN_CONN "Unknown MCP connection"
+#define ERR_UNKNOWN_SERVER "Unknown MCP server"
+
+enum { ROLE_NONE = 0, ROLE_CLIENT, ROLE_PROXY, ROLE_AGENT };
+
+typedef struct tunnel tunnel;
+typedef struct owner owner;
+
+/* An outer request we sent (an inner request travelling outward, or an
+ * mcp/connect). Owned by the owner: it survives its tunnel, because the
+ * role object keeps our pointer until the answer comes. */
+typedef struct out_req {
+  struct out_req *next, *prev;
+  owner *own;
+  tunnel *t;      /* NULL once the tunnel is gone */
+  char *inner_id; /* raw JSON id of the inner request, NULL for connect */
+  int64_t outer_id;
+  bool is_connect;
+} out_req;
+
+/* An outer request we received and fed to the inner session. */
+typedef struct in_req {
+  struct in_req *next, *prev;
+  void *req; /* role request object; NULL for a synthetic one */
+  int64_t inner_id;
+  char *outer_id; /* raw JSON id of the outer request */
+  bool carrier;   /* M2: answer {"result"} / {"error"} */
+} in_req;
+
+struct tunnel {
+  uint32_t magic;
+  tunnel *next, *prev;
+  owner *own;
+  acp_mcp_acp_shape shape;
+  char *conn_id;
+  char *m2_request_id; /* raw JSON */
+  acp_mcp_acp_decl *decl;
+  acp_mcp_conn *conn;     /* provider */
+  acp_mcp_client *client; /* consumer, borrowed */
+  char *server_id;        /* consumer */
+  acp_mcp_acp_open_cb open_cb;
+  void *open_ud;
+  in_req *ins;
+  int64_t next_inner;
+  acp__buf line; /* inner input being fed */
+  acp__buf out;  /* inner output not yet processed */
+  bool in_recv;
+  bool open;
+  bool done; /* M2 request answered: free after the drain */
+};
+
+struct owner {
+  acp_mem mem;
+  int role;
+  union {
+    acp_client *client;
+    acp_proxy *proxy;
+    acp_agent *agent;
+  } peer;
+  tunnel *tunnels;
+  out_req *outs;
+  acp_json_writer *w;
+  acp_json_doc *doc;
+  uint64_t now_ms;
+  uint64_t counter;
+  void *user_data;
+};
+
+struct acp_mcp_acp_decl {
+  acp_mcp_acp_decl *next, *prev;
+  acp_mcp_acp_provider *p;
+  acp_mcp_server *server;
+  char *name;
+  char id[33];
+  char *session_id;
+  void *user_data;
+  acp__buf json;
+};
+
+struct acp_mcp_acp_provider {
+  owner o;
+  acp_mcp_acp_decl *decls;
+};
+
+struct acp_mcp_acp_consumer {
+  owner o;
+};
+
+/* MARK: - Small helpers */
+
+static char *dupn(const acp_mem *m, const char *s, size_t n) {
+  char *p = acp__malloc(m, n + 1);
+
+  if (p == NULL)
+    return NULL;
+  if (n)
+    memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+static char *dup_raw(const acp_mem *m, const acp_json_val *v) {
+  size_t n = 0;
+  const char *s = acp_json_raw(v, &n);
+
+  return s != NULL ? dupn(m, s, n) : NULL;
+}
+
+static bool raw_eq(const acp_json_val *v, const char *s) {
+  size_t n = 0;
+  const char *r = acp_json_raw(v, &n);
+
+  return r != NULL && s != NULL && strlen(s) == n && memcmp(r, s, n) == 0;
+}
+
+/* A string member, decoded; NULL when absent or not a string. */
+static const char *get_str(acp_json_doc *doc, const acp_json_val *obj,
+                           const char *key, size_t *len) {
+  const acp_json_val *v = acp_json_obj_getz(obj, key);
+  const char *s;
+
+  if (acp_json_type_of(v) != ACP_JSON_STRING)
+    return NULL;
+  if (acp_json_doc_str(doc, v, &s, len) != 0)
+    return NULL;
+  return s;
+}
+
+static bool str_is(const char *s, size_t n, const char *z) {
+  return s != NULL && strlen(z) == n && memcmp(s, z, n) == 0;
+}
+
+/* MARK: - The outer peer */
+
+static int client_resp(acp_client *c, const acp_rpc_msg *msg, void *ud);
+static int proxy_resp(acp_proxy *p, const acp_rpc_msg *msg, void *ud);
+static int agent_resp(acp_agent *a, const acp_rpc_msg *msg, void *ud);
+
+static int peer_request(owner *o, const char *method, const char *params,
+                        size_t len, out_req *rec) {
+  switch (o->role) {
+  case ROLE_CLIENT:
+    return acp_client_call(o->peer.client, method, params, len, client_resp,
+                           rec, &rec->outer_id);
+  case ROLE_PROXY:
+    return acp_proxy_send_to_agent(o->peer.proxy, method, params, len,
+                                   proxy_resp, rec, &rec->outer_id);
+  case ROLE_AGENT:
+    return acp_agent_call(o->peer.agent, method, params, len, agent_resp, rec,
+                          &rec->outer_id);
+  default:
+    return ACP_ERR_INVALID_STATE;
+  }
+}
+
+static int peer_notify(owner *o, const char *method, const char *params,
+                       size_t len) {
+  switch (o->role) {
+  case ROLE_CLIENT:
+    return acp_client_notify(o->peer.client, method, params, len);
+  case ROLE_PROXY:
+    return acp_proxy_notify_agent(o->peer.proxy, method, params, len);
+  case ROLE_AGENT:
+    return acp_agent_notify(o->peer.agent, method, params, len);
+  default:
+    return ACP_ERR_INVALID_STATE;
+  }
+}
+
+static int peer_respond(owner *o, void *req, const char *result, size_t len) {
+  switch (o->role) {
+  case ROLE_CLIENT:
+    return acp_client_respond(o->peer.client, req, result, len);
+  case ROLE_PROXY:
+    return acp_proxy_respond(o->peer.proxy, req, result, len);
+  case ROLE_AGENT:
+    return acp_agent_respond(o->peer.agent, req, result, len);
+  default:
+    return ACP_ERR_INVALID_STATE;
+  }
+}
+
+static int peer_error(owner *o, void *req, int64_t code, const char *message,
+                      const char *data, size_t data_len) {
+  switch (o->role) {
+  case ROLE_CLIENT:
+    return acp_client_respond_error(o->peer.client, req, code, message, data,
+                                    data_len);
+  case ROLE_PROXY:
+    return acp_proxy_respond_error(o->peer.proxy, req, code, message, data,
+                                   data_len);
+  case ROLE_AGENT:
+    return acp_agent_respond_error(o->peer.agent, req, code, message, data,
+                                   data_len);
+  default:
+    return ACP_ERR_INVALID_STATE;
+  }
+}
+
+/* An error answer to a request we do not keep: failures to answer are only
+ * fatal when fatal. */
+static int answer_error(owner *o, void *req, int64_t code, const char *message,
+                        const char *key, const char *val, size_t val_len) {
+  acp_json_writer *w = o->w;
+  const char *data = NULL;
+  size_t len = 0;
+  int rv;
+
+  if (key != NULL) {
+    acp_json_writer_reset(w);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, key);
+    acp_json_write_str(w, val, val_len);
+    acp_json_write_obj_end(w);
+    rv = acp_json_writer_error(w);
+    if (rv == 0)
+      data = acp_json_writer_data(w, &len);
+  }
+  rv = peer_error(o, req, code, message, data, len);
+  return acp_is_fatal(rv) ? rv : 0;
+}
+
+/* MARK: - Owner */
+
+static int owner_init(owner *o, void *user_data, const acp_mem *mem) {
+  int rv;
+
+  memset(o, 0, sizeof(*o));
+  acp__mem_init(&o->mem, mem);
+  o->user_data = user_data;
+  rv = acp_json_writer_new(&o->w, 0, &o->mem);
+  if (rv == 0)
+    rv = acp_json_doc_new(&o->doc, &o->mem);
+  return rv;
+}
+
+static void out_free(owner *o, out_req *r) {
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    o->outs = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  acp__free(&o->mem, r->inner_id);
+  acp__free(&o->mem, r);
+}
+
+static out_req *out_new(owner *o, tunnel *t) {
+  out_req *r = acp__calloc(&o->mem, 1, sizeof(*r));
+
+  if (r == NULL)
+    return NULL;
+  r->own = o;
+  r->t = t;
+  r->next = o->outs;
+  if (o->outs)
+    o->outs->prev = r;
+  o->outs = r;
+  return r;
+}
+
+static void in_unlink(tunnel *t, in_req *r) {
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    t->ins = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  acp__free(&t->own->mem, r->outer_id);
+  acp__free(&t->own->mem, r);
+}
+
+/* Free a tunnel. Pending outer requests are answered -32603 when `answer`
+ * (the role object is alive), else dropped. */
+static void tunnel_free(tunnel *t, bool answer) {
+  owner *o = t->own;
+  out_req *r;
+
+  while (t->ins != NULL) {
+    if (answer && t->ins->req != NULL)
+      (void)peer_error(o, t->ins->req, ACP_RPC_INTERNAL_ERROR,
+                       "MCP connection closed", NULL, 0);
+    in_unlink(t, t->ins);
+  }
+  for (r = o->outs; r != NULL; r = r->next)
+    if (r->t == t)
+      r->t = NULL;
+  if (t->prev)
+    t->prev->next = t->next;
+  else if (o->tunnels == t)
+    o->tunnels = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  t->magic = 0;
+  acp_mcp_conn_free(t->conn);
+  acp__buf_dispose(&t->line);
+  acp__buf_dispose(&t->out);
+  acp__free(&o->mem, t->conn_id);
+  acp__free(&o->mem, t->m2_request_id);
+  acp__free(&o->mem, t->server_id);
+  acp__free(&o->mem, t);
+}
+
+static void owner_dispose(owner *o) {
+  while (o->tunnels != NULL)
+    tunnel_free(o->tunnels, false);
+  while (o->outs != NULL)
+    out_free(o, o->outs);
+  acp_json_writer_free(o->w);
+  acp_json_doc_free(o->doc);
+}
+
+static tunnel *tunnel_new(owner *o) {
+  tunnel *t = acp__calloc(&o->mem, 1, sizeof(*t));
+
+  if (t == NULL)
+    return NULL;
+  t->magic = TUNNEL_MAGIC;
+  t->own = o;
+  t->next_inner = 1;
+  acp__buf_init(&t->line, &o->mem, 0);
+  acp__buf_init(&t->out, &o->mem, 0);
+  t->next = o->tunnels;
+  if (o->tunnels)
+    o->tunnels->prev = t;
+  o->tunnels = t;
+  return t;
+}
+
+static tunnel *find_conn(owner *o, const char *id, size_t len) {
+  tunnel *t;
+
+  for (t = o->tunnels; t != NULL; t = t->next)
+    if (t->conn_id != NULL && str_is(id, len, t->conn_id))
+      return t;
+  return NULL;
+}
+
+/* MARK: - Inner side */
+
+static acp_ssize inner_recv(tunnel *t, const char *data, size_t len) {
+  if (t->conn != NULL)
+    return acp_mcp_conn_recv(t->conn, data, len, t->own->now_ms);
+  return acp_mcp_client_recv(t->client, data, len, t->own->now_ms);
+}
+
+static acp_ssize inner_send(tunnel *t, const char **data) {
+  if (t->conn != NULL)
+    return acp_mcp_conn_send(t->conn, data);
+  return acp_mcp_client_send(t->client, data);
+}
+
+static int drain(tunnel *t);
+
+/* Feed t->line (one message, newline added here) to the inner session. */
+static int feed_line(tunnel *t) {
+  acp_ssize n;
+  int rv = acp__buf_putc(&t->line, '\n');
+
+  if (rv != 0)
+    return rv;
+  t->in_recv = true;
+  n = inner_recv(t, t->line.data, t->line.len);
+  t->in_recv = false;
+  acp__buf_clear(&t->line);
+  if (n < 0 && acp_is_fatal((int)n))
+    return (int)n;
+  return drain(t);
+}
+
+/* Append `v` (or `raw`) to the line buffer. */
+static int line_raw(tunnel *t, const char *s, size_t n) {
+  return acp__buf_append(&t->line, s, n);
+}
+
+static int line_z(tunnel *t, const char *s) {
+  return line_raw(t, s, strlen(s));
+}
+
+static int line_val(tunnel *t, const acp_json_val *v) {
+  size_t n = 0;
+  const char *s = acp_json_raw(v, &n);
+
+  return line_raw(t, s, n);
+}
+
+/* Build {"jsonrpc":"2.0"[,"id":ID],"method":M[,"params":P]} from the
+ * outer params (method and params members). */
+static int build_inner_msg(tunnel *t, const char *id, const acp_json_val *op) {
+  const acp_json_val *m = acp_json_obj_getz(op, "method");
+  const acp_json_val *pa = acp_json_obj_getz(op, "params");
+  int rv;
+
+  acp__buf_clear(&t->line);
+  rv = line_z(t, "{\"jsonrpc\":\"2.0\"");
+  if (rv == 0 && id != NULL) {
+    rv = line_z(t, ",\"id\":");
+    if (rv == 0)
+      rv = line_z(t, id);
+  }
+  if (rv == 0)
+    rv = line_z(t, ",\"method\":");
+  if (rv == 0)
+    rv = line_val(t, m);
+  if (rv == 0 && pa != NULL && acp_json_type_of(pa) != ACP_JSON_NULL) {
+    rv = line_z(t, ",\"params\":");
+    if (rv == 0)
+      rv = line_val(t, pa);
+  }
+  if (rv == 0)
+    rv = line_z(t, "}");
+  return rv;
+}
+
+/* An outer request carrying an inner request: give it an inner id and feed
+ * it. `outer_id` is the outer request's id (copied). */
+static int feed_request(tunnel *t, void *req, const acp_json_val *outer_id,
+                        const acp_json_val *op, bool carrier) {
+  owner *o = t->own;
+  in_req *r = acp__calloc(&o->mem, 1, sizeof(*r));
+  char idbuf[24];
+  int rv;
+
+  if (r == NULL)
+    return ACP_ERR_NOMEM;
+  r->req = req;
+  r->carrier = carrier;
+  r->inner_id = t->next_inner++;
+  if (outer_id != NULL) {
+    r->outer_id = dup_raw(&o->mem, outer_id);
+    if (r->outer_id == NULL) {
+      acp__free(&o->mem, r);
+      return ACP_ERR_NOMEM;
+    }
+  }
+  snprintf(idbuf, sizeof(idbuf), "%lld", (long long)r->inner_id);
+  rv = build_inner_msg(t, idbuf, op);
+  if (rv != 0) {
+    acp__free(&o->mem, r->outer_id);
+    acp__free(&o->mem, r);
+    return rv;
+  }
+  r->next = t->ins;
+  if (t->ins)
+    t->ins->prev = r;
+  t->ins = r;
+  return feed_line(t);
+}
+
+/* A response from the inner session to one of the requests we fed. */
+static int inner_response(tunnel *t, acp_json_doc *doc,
+                          const acp_json_val *root) {
+  owner *o = t->own;
+  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  const acp_json_val *result = acp_json_obj_getz(root, "result");
+  const acp_json_val *err = acp_json_obj_getz(root, "error");
+  int64_t n;
+  in_req *r;
+  int rv;
+
+  if (acp_json_get_int64(id, &n) != 0)
+    return 0;
+  for (r = t->ins; r != NULL; r = r->next)
+    if (r->inner_id == n)
+      break;
+  if (r == NULL)
+    return 0;
+  if (r->req == NULL) {
+    in_unlink(t, r); /* a synthetic initialize: swallowed */
+    return 0;
+  }
+  if (r->carrier) {
+    acp_json_writer_reset(o->w);
+    acp_json_write_obj_begin(o->w);
+    acp_json_write_keyz(o->w, result != NULL ? "result" : "error");
+    acp_json_write_val(o->w, result != NULL ? result : err);
+    acp_json_write_obj_end(o->w);
+    rv = acp_json_writer_error(o->w);
+    if (rv == 0) {
+      size_t len;
+      const char *s = acp_json_writer_data(o->w, &len);
+
+      rv = peer_respond(o, r->req, s, len);
+    }
+    t->done = true;
+  } else if (result != NULL) {
+    size_t len = 0;
+    const char *s = acp_json_raw(result, &len);
+
+    rv = peer_respond(o, r->req, s, len);
+  } else {
+    int64_t code = ACP_RPC_INTERNAL_ERROR;
+    size_t mlen = 0;
+    const char *msg = get_str(doc, err, "message", &mlen);
+    char *msgz = NULL;
+    const acp_json_val *data = acp_json_obj_getz(err, "data");
+    size_t dlen = 0;
+    const char *draw = data != NULL ? acp_json_raw(data, &dlen) : NULL;
+
+    (void)acp_json_get_int64(acp_json_obj_getz(err, "code"), &code);
+    if (msg != NULL) {
+      msgz = dupn(&o->mem, msg, mlen);
+      if (msgz == NULL)
+        return ACP_ERR_NOMEM;
+    }
+    rv = peer_error(o, r->req, code, msgz, draw, dlen);
+    acp__free(&o->mem, msgz);
+  }
+  in_unlink(t, r);
+  return acp_is_fatal(rv) || rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+/* Outer params for an outgoing mcp/message carrying `root`'s method and
+ * params. */
+static int build_outer_params(tunnel *t, const acp_json_val *root,
+                              const char *request_id_raw) {
+  owner *o = t->own;
+  acp_json_writer *w = o->w;
+  const acp_json_val *pa = acp_json_obj_getz(root, "params");
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  if (t->shape == ACP_MCP_ACP_SHAPE_M2) {
+    acp_json_write_keyz(w, "serverId");
+    acp_json_write_strz(w, t->decl->id);
+    acp_json_write_keyz(w, "requestId");
+    acp_json_write_raw(w, t->m2_request_id, strlen(t->m2_request_id));
+  } else {
+    acp_json_write_keyz(w, "connectionId");
+    acp_json_write_strz(w, t->conn_id);
+  }
+  acp_json_write_keyz(w, "method");
+  acp_json_write_val(w, acp_json_obj_getz(root, "method"));
+  if (request_id_raw != NULL) {
+    /* notifications/cancelled with the requestId rewritten */
+    acp_json_write_keyz(w, "params");
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "requestId");
+    acp_json_write_raw(w, request_id_raw, strlen(request_id_raw));
+    if (acp_json_obj_getz(pa, "reason") != NULL) {
+      acp_json_write_keyz(w, "reason");
+      acp_json_write_val(w, acp_json_obj_getz(pa, "reason"));
+    }
+    acp_json_write_obj_end(w);
+  } else if (pa != NULL) {
+    acp_json_write_keyz(w, "params");
+    acp_json_write_val(w, pa);
+  }
+  acp_json_write_obj_end(w);
+  return acp_json_writer_error(w);
+}
+
+static const char *message_method(const tunnel *t) {
+  return t->shape == ACP_MCP_ACP_SHAPE_M0 ? "_mcp/message" : "mcp/message";
+}
+
+/* A request or notification the inner session sent: carry it outward. */
+static int inner_outgoing(tunnel *t, const acp_json_val *root) {
+  owner *o = t->own;
+  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  const char *data;
+  char rid[24];
+  const char *rewrite = NULL;
+  size_t len;
+  int rv;
+
+  if (id == NULL && t->client != NULL &&
+      acp_json_str_eq(acp_json_obj_getz(root, "method"),
+                      "notifications/cancelled", 23)) {
+    /* The consumer's MCP client cancels one of its requests: name the
+     * outer request that carries it. */
+    const acp_json_val *pa = acp_json_obj_getz(root, "params");
+    const acp_json_val *x = acp_json_obj_getz(pa, "requestId");
+    out_req *r;
+
+    for (r = o->outs; r != NULL; r = r->next)
+      if (r->t == t && r->inner_id != NULL && raw_eq(x, r->inner_id))
+        break;
+    if (r != NULL) {
+      snprintf(rid, sizeof(rid), "%lld", (long long)r->outer_id);
+      rewrite = rid;
+    }
+  }
+  if (t->shape == ACP_MCP_ACP_SHAPE_M2 && id != NULL)
+    return 0; /* no server->client requests in the connectionless form */
+  rv = build_outer_params(t, root, rewrite);
+  if (rv != 0)
+    return rv;
+  data = acp_json_writer_data(o->w, &len);
+  if (id == NULL) {
+    rv = peer_notify(o, message_method(t), data, len);
+  } else {
+    out_req *r = out_new(o, t);
+
+    if (r == NULL)
+      return ACP_ERR_NOMEM;
+    r->inner_id = dup_raw(&o->mem, id);
+    if (r->inner_id == NULL) {
+      out_free(o, r);
+      return ACP_ERR_NOMEM;
+    }
+    rv = peer_request(o, message_method(t), data, len, r);
+    if (rv != 0)
+      out_free(o, r);
+  }
+  return rv;
+}
+
+static int process_line(tunnel *t, const char *s, size_t n) {
+  acp_json_doc *doc = t->own->doc;
+  const acp_json_val *root;
+  int rv = acp_json_doc_parse(doc, s, n, NULL);
+
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  if (rv != 0)
+    return 0;
+  root = acp_json_doc_root(doc);
+  if (acp_json_type_of(root) == ACP_JSON_ARRAY) {
+    const acp_json_val *e;
+
+    for (e = acp_json_child(root); e != NULL && rv == 0; e = acp_json_next(e))
+      rv = acp_json_obj_getz(e, "method") != NULL ? inner_outgoing(t, e)
+                                                  : inner_response(t, doc, e);
+    return rv;
+  }
+  if (acp_json_obj_getz(root, "method") != NULL)
+    return inner_outgoing(t, root);
+  return inner_response(t, doc, root);
+}
+
+/* Move everything the inner session produced to the outer connection. */
+static int drain(tunnel *t) {
+  int rv = 0;
+
+  if (t->in_recv)
+    return 0;
+  if (t->client != NULL && !t->open)
+    return 0; /* not connected yet: the client's output waits */
+  for (;;) {
+    const char *data;
+    acp_ssize n = inner_send(t, &data);
+    size_t start = 0;
+    size_t i;
+
+    if (n < 0)
+      return (int)n;
+    if (n == 0)
+      break;
+    rv = acp__buf_append(&t->out, data, (size_t)n);
+    if (rv != 0)
+      return rv;
+    for (i = 0; i < t->out.len; i++) {
+      if (t->out.data[i] != '\n')
+        continue;
+      if (i > start)
+        rv = process_line(t, t->out.data + start, i - start);
+      start = i + 1;
+      if (rv != 0)
+        break;
+    }
+    acp__buf_consume(&t->out, start);
+    if (rv != 0)
+      return rv;
+  }
+  return 0;
+}
+
+/* An outer response to an out_req: turn it into an inner response. */
+static int on_outer_response(out_req *r, const acp_rpc_msg *msg) {
+  owner *o = r->own;
+  tunnel *t = r->t;
+  int rv = 0;
+
+  if (r->is_connect) {
+    out_free(o, r);
+    if (t == NULL)
+      return 0;
+    if (msg->local || msg->error != NULL) {
+      acp_mcp_acp_open_cb cb = t->open_cb;
+      void *ud = t->open_ud;
+
+      rv = cb != NULL
+               ? cb((acp_mcp_acp_link *)t,
+                    msg->local ? ACP_ERR_CLOSED : ACP_ERR_PROTOCOL, msg, ud)
+               : 0;
+      tunnel_free(t, false);
+      return rv;
+    } else {
+      const char *id;
+      size_t len = 0;
+
+      id = get_str(msg->doc, msg->result, "connectionId", &len);
+      if (id == NULL)
+        id = get_str(msg->doc, msg->result, "connection_id", &len);
+      if (id == NULL) {
+        rv = t->open_cb != NULL ? t->open_cb((acp_mcp_acp_link *)t,
+                                             ACP_ERR_PROTOCOL, msg, t->open_ud)
+                                : 0;
+        tunnel_free(t, false);
+        return rv;
+      }
+      t->conn_id = dupn(&o->mem, id, len);
+      if (t->conn_id == NULL)
+        return ACP_ERR_NOMEM;
+      t->open = true;
+      if (t->open_cb != NULL)
+        rv = t->open_cb((acp_mcp_acp_link *)t, 0, msg, t->open_ud);
+      if (rv == 0 && t->magic == TUNNEL_MAGIC)
+        rv = drain(t);
+      return rv;
+    }
+  }
+  if (t == NULL) {
+    out_free(o, r);
+    return 0;
+  }
+  acp__buf_clear(&t->line);
+  rv = line_z(t, "{\"jsonrpc\":\"2.0\",\"id\":");
+  if (rv == 0)
+    rv = line_z(t, r->inner_id);
+  if (rv == 0 && msg->result != NULL) {
+    rv = line_z(t, ",\"result\":");
+    if (rv == 0)
+      rv = line_val(t, msg->result);
+  } else if (rv == 0 && msg->error != NULL && !msg->local) {
+    rv = line_z(t, ",\"error\":");
+    if (rv == 0)
+      rv = line_val(t, msg->error);
+  } else if (rv == 0) {
+    char head[64];
+
+    snprintf(head, sizeof(head), ",\"error\":{\"code\":%lld,\"message\":",
+             (long long)msg->error_code);
+    rv = line_z(t, head);
+    if (rv == 0) {
+      acp__buf tmp;
+
+      acp__buf_init(&tmp, &o->mem, 0);
+      rv = acp__json_escape_append(
+          &tmp, msg->error_message != NULL ? msg->error_message : "error",
+          msg->error_message != NULL ? msg->error_message_len : 5);
+      if (rv == 0)
+        rv = line_raw(t, tmp.data, tmp.len);
+      acp__buf_dispose(&tmp);
+    }
+    if (rv == 0)
+      rv = line_z(t, "}");
+  }
+  if (rv == 0)
+    rv = line_z(t, "}");
+  out_free(o, r);
+  if (rv != 0)
+    return rv;
+  return feed_line(t);
+}
+
+static int client_resp(acp_client *c, const acp_rpc_msg *msg, void *ud) {
+  (void)c;
+  return on_outer_response(ud, msg);
+}
+
+static int proxy_resp(acp_proxy *p, const acp_rpc_msg *msg, void *ud) {
+  (void)p;
+  return on_outer_response(ud, msg);
+}
+
+static int agent_resp(acp_agent *a, const acp_rpc_msg *msg, void *ud) {
+  (void)a;
+  return on_outer_response(ud, msg);
+}
+
+/* An incoming outer notification carrying an inner one. Cancellation names
+ * the outer request; translate it to the inner id. */
+static int feed_notification(tunnel *t, const acp_json_val *op) {
+  owner *o = t->own;
+  const acp_json_val *m = acp_json_obj_getz(op, "method");
+
+  if (acp_json_str_eq(m, "notifications/cancelled", 23)) {
+    const acp_json_val *pa = acp_json_obj_getz(op, "params");
+    const acp_json_val *x = acp_json_obj_getz(pa, "requestId");
+    in_req *r;
+
+    for (r = t->ins; r != NULL; r = r->next)
+      if (r->outer_id != NULL && raw_eq(x, r->outer_id))
+        break;
+    if (r != NULL) {
+      char line[96];
+      void *req = r->req;
+      int rv;
+
+      snprintf(line, sizeof(line),
+               "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+               "\"params\":{\"requestId\":%lld}}",
+               (long long)r->inner_id);
+      in_unlink(t, r);
+      if (req != NULL) {
+        rv = peer_error(o, req, ACP_RPC_REQUEST_CANCELLED, "Request cancelled",
+                        NULL, 0);
+        if (acp_is_fatal(rv))
+          return rv;
+      }
+      acp__buf_clear(&t->line);
+      rv = line_z(t, line);
+      return rv != 0 ? rv : feed_line(t);
+    }
+  }
+  {
+    int rv = build_inner_msg(t, NULL, op);
+
+    return rv != 0 ? rv : feed_line(t);
+  }
+}
+
+/* $/cancel_request for an outer request we fed. */
+static int cancel_outer(owner *o, void *req) {
+  tunnel *t;
+
+  for (t = o->tunnels; t != NULL; t = t->next) {
+    in_req *r;
+
+    for (r = t->ins; r != NULL; r = r->next) {
+      if (r->req == req) {
+        char line[96];
+        int rv;
+
+        snprintf(line, sizeof(line),
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                 "\"params\":{\"requestId\":%lld}}",
+                 (long long)r->inner_id);
+        in_unlink(t, r);
+        rv = peer_error(o, req, ACP_RPC_REQUEST_CANCELLED, "Request cancelled",
+                        NULL, 0);
+        if (acp_is_fatal(rv))
+          return rv;
+        acp__buf_clear(&t->line);
+        rv = line_z(t, line);
+        if (rv == 0)
+          rv = feed_line(t);
+        if (t->shape == ACP_MCP_ACP_SHAPE_M2)
+          tunnel_free(t, false);
+        return rv;
+      }
+    }
+  }
+  return ACP_MCP_ACP_NOT_MINE;
+}
+
+static int owner_flush(owner *o, uint64_t now_ms) {
+  tunnel *t;
+  tunnel *next;
+  int first = 0;
+
+  o->now_ms = now_ms;
+  for (t = o->tunnels; t != NULL; t = next) {
+    int rv;
+
+    next = t->next;
+    rv = drain(t);
+    if (rv != 0 && first == 0)
+      first = rv;
+    if (t->done)
+      tunnel_free(t, true);
+  }
+  return first;
+}
+
+/* MARK: - Provider: declarations */
+
+int acp_mcp_acp_provider_new(acp_mcp_acp_provider **out, void *user_data,
+                             const acp_mem *mem) {
+  acp_mcp_acp_provider *p;
+  acp_mem m;
+  int rv;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  acp__mem_init(&m, mem);
+  p = acp__calloc(&m, 1, sizeof(*p));
+  if (p == NULL)
+    return ACP_ERR_NOMEM;
+  rv = owner_init(&p->o, user_data, &m);
+  if (rv != 0) {
+    owner_dispose(&p->o);
+    acp__free(&m, p);
+    return rv;
+  }
+  *out = p;
+  return 0;
+}
+
+static void decl_free(acp_mcp_acp_decl *d) {
+  acp_mcp_acp_provider *p = d->p;
+  tunnel *t;
+  tunnel *next;
+
+  for (t = p->o.tunnels; t != NULL; t = next) {
+    next = t->next;
+    if (t->decl == d)
+      tunnel_free(t, true);
+  }
+  if (d->prev)
+    d->prev->next = d->next;
+  else
+    p->decls = d->next;
+  if (d->next)
+    d->next->prev = d->prev;
+  acp__free(&p->o.mem, d->name);
+  acp__free(&p->o.mem, d->session_id);
+  acp__buf_dispose(&d->json);
+  acp__free(&p->o.mem, d);
+}
+
+void acp_mcp_acp_provider_free(acp_mcp_acp_provider *p) {
+  acp_mem m;
+
+  if (p == NULL)
+    return;
+  m = p->o.mem;
+  while (p->o.tunnels != NULL)
+    tunnel_free(p->o.tunnels, false);
+  while (p->decls != NULL)
+    decl_free(p->decls);
+  owner_dispose(&p->o);
+  acp__free(&m, p);
+}
+
+void *acp_mcp_acp_provider_get_user_data(const acp_mcp_acp_provider *p) {
+  return p != NULL ? p->o.user_data : NULL;
+}
+
+int acp_mcp_acp_provider_attach_client(acp_mcp_acp_provider *p,
+                                       acp_client *client) {
+  if (p == NULL || client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (p->o.role != ROLE_NONE)
+    return ACP_ERR_INVALID_STATE;
+  p->o.role = ROLE_CLIENT;
+  p->o.peer.client = client;
+  return 0;
+}
+
+int acp_mcp_acp_provider_attach_proxy(acp_mcp_acp_provider *p,
+                                      acp_proxy *proxy) {
+  if (p == NULL || proxy == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (p->o.role != ROLE_NONE)
+    return ACP_ERR_INVALID_STATE;
+  p->o.role = ROLE_PROXY;
+  p->o.peer.proxy = proxy;
+  return 0;
+}
+
+acp_mcp_acp_decl *acp_mcp_acp_provider_find(const acp_mcp_acp_provider *p,
+                                            const char *id) {
+  acp_mcp_acp_decl *d;
+
+  if (p == NULL || id == NULL)
+    return NULL;
+  for (d = p->decls; d != NULL; d = d->next)
+    if (strcmp(d->id, id) == 0)
+      return d;
+  return NULL;
+}
+
+static acp_mcp_acp_decl *find_decl(const acp_mcp_acp_provider *p,
+                                   const char *id, size_t len) {
+  acp_mcp_acp_decl *d;
+
+  for (d = p->decls; d != NULL; d = d->next)
+    if (str_is(id, len, d->id))
+      return d;
+  return NULL;
+}
+
+int acp_mcp_acp_provider_declare(acp_mcp_acp_provider *p,
+                                 acp_mcp_server *server, const char *name,
+                                 const char *session_id, const uint8_t id[16],
+                                 acp_mcp_acp_decl **out) {
+  static const char hex[] = "0123456789abcdef";
+  acp_mcp_acp_decl *d;
+  int i;
+
+  if (out != NULL)
+    *out = NULL;
+  if (p == NULL || server == NULL || name == NULL || id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  d = acp__calloc(&p->o.mem, 1, sizeof(*d));
+  if (d == NULL)
+    return ACP_ERR_NOMEM;
+  for (i = 0; i < 16; i++) {
+    d->id[2 * i] = hex[id[i] >> 4];
+    d->id[2 * i + 1] = hex[id[i] & 15];
+  }
+  d->id[32] = '\0';
+  if (acp_mcp_acp_provider_find(p, d->id) != NULL) {
+    acp__free(&p->o.mem, d);
+    return ACP_ERR_INVALID_STATE;
+  }
+  d->p = p;
+  d->server = server;
+  acp__buf_init(&d->json, &p->o.mem, 0);
+  d->name = dupn(&p->o.mem, name, strlen(name));
+  if (session_id != NULL)
+    d->session_id = dupn(&p->o.mem, session_id, strlen(session_id));
+  if (d->name == NULL || (session_id != NULL && d->session_id == NULL)) {
+    acp__free(&p->o.mem, d->name);
+    acp__free(&p->o.mem, d->session_id);
+    acp__free(&p->o.mem, d);
+    return ACP_ERR_NOMEM;
+  }
+  d->next = p->decls;
+  if (p->decls)
+    p->decls->prev = d;
+  p->decls = d;
+  if (out != NULL)
+    *out = d;
+  return 0;
+}
+
+int acp_mcp_acp_provider_close_session(acp_mcp_acp_provider *p,
+                                       const char *session_id) {
+  acp_mcp_acp_decl *d;
+  acp_mcp_acp_decl *next;
+  int n = 0;
+
+  if (p == NULL || session_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (d = p->decls; d != NULL; d = next) {
+    next = d->next;
+    if (d->session_id != NULL && strcmp(d->session_id, session_id) == 0) {
+      decl_free(d);
+      n++;
+    }
+  }
+  return n;
+}
+
+size_t acp_mcp_acp_provider_connection_count(const acp_mcp_acp_provider *p) {
+  const tunnel *t;
+  size_t n = 0;
+
+  if (p == NULL)
+    return 0;
+  for (t = p->o.tunnels; t != NULL; t = t->next)
+    n++;
+  return n;
+}
+
+int acp_mcp_acp_provider_flush(acp_mcp_acp_provider *p, uint64_t now_ms) {
+  if (p == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return owner_flush(&p->o, now_ms);
+}
+
+const char *acp_mcp_acp_decl_id(const acp_mcp_acp_decl *d) {
+  return d != NULL ? d->id : NULL;
+}
+
+const char *acp_mcp_acp_decl_name(const acp_mcp_acp_decl *d) {
+  return d != NULL ? d->name : NULL;
+}
+
+const char *acp_mcp_acp_decl_session_id(const acp_mcp_acp_decl *d) {
+  return d != NULL ? d->session_id : NULL;
+}
+
+int acp_mcp_acp_decl_set_session(acp_mcp_acp_decl *d, const char *session_id) {
+  char *s;
+
+  if (d == NULL || session_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  s = dupn(&d->p->o.mem, session_id, strlen(session_id));
+  if (s == NULL)
+    return ACP_ERR_NOMEM;
+  acp__free(&d->p->o.mem, d->session_id);
+  d->session_id = s;
+  return 0;
+}
+
+acp_mcp_server *acp_mcp_acp_decl_server(const acp_mcp_acp_decl *d) {
+  return d != NULL ? d->server : NULL;
+}
+
+void acp_mcp_acp_decl_set_user_data(acp_mcp_acp_decl *d, void *ud) {
+  if (d != NULL)
+    d->user_data = ud;
+}
+
+void *acp_mcp_acp_decl_get_user_data(const acp_mcp_acp_decl *d) {
+  return d != NULL ? d->user_data : NULL;
+}
+
+int acp_mcp_acp_decl_json(acp_mcp_acp_decl *d, acp_mcp_acp_decl_form form,
+                          const char **json, size_t *len) {
+  acp__buf *b;
+  int rv;
+
+  if (d == NULL || json == NULL || len == NULL ||
+      (form != ACP_MCP_ACP_DECL_ID && form != ACP_MCP_ACP_DECL_SERVER_ID &&
+       form != ACP_MCP_ACP_DECL_URL))
+    return ACP_ERR_INVALID_ARGUMENT;
+  b = &d->json;
+  acp__buf_clear(b);
+  rv = acp__buf_append(b, "{\"type\":", 8);
+  if (rv == 0)
+    rv = form == ACP_MCP_ACP_DECL_URL ? acp__buf_append(b, "\"http\"", 6)
+                                      : acp__buf_append(b, "\"acp\"", 5);
+  if (rv == 0)
+    rv = acp__buf_append(b, ",\"name\":", 8);
+  if (rv == 0)
+    rv = acp__json_escape_append(b, d->name, strlen(d->name));
+  if (rv == 0) {
+    const char *k = form == ACP_MCP_ACP_DECL_ID          ? ",\"id\":\""
+                    : form == ACP_MCP_ACP_DECL_SERVER_ID ? ",\"serverId\":\""
+                                                         : ",\"url\":\"acp:";
+
+    rv = acp__buf_append(b, k, strlen(k));
+  }
+  if (rv == 0)
+    rv = acp__buf_append(b, d->id, 32);
+  if (rv == 0)
+    rv = form == ACP_MCP_ACP_DECL_URL
+             ? acp__buf_append(b, "\",\"headers\":[]}", 15)
+             : acp__buf_append(b, "\"}", 2);
+  if (rv == 0)
+    rv = acp__buf_putc(b, '\0'); /* NUL-terminated for convenience */
+  if (rv != 0)
+    return rv;
+  *json = b->data;
+  *len = b->len - 1;
+  return 0;
+}
+
+void acp_mcp_acp_decl_remove(acp_mcp_acp_decl *d) {
+  if (d != NULL)
+    decl_free(d);
+}
+
+static tunnel *conn_tunnel(const acp_mcp_conn *conn) {
+  tunnel *t;
+
+  if (conn == NULL)
+    return NULL;
+  t = acp_mcp_conn_get_user_data(conn);
+  if (t == NULL || t->magic != TUNNEL_MAGIC || t->conn != conn)
+    return NULL;
+  return t;
+}
+
+acp_mcp_acp_decl *acp_mcp_acp_conn_decl(const acp_mcp_conn *conn) {
+  tunnel *t = conn_tunnel(conn);
+
+  return t != NULL ? t->decl : NULL;
+}
+
+acp_mcp_acp_decl *acp_mcp_acp_call_decl(const acp_mcp_call *call) {
+  return call != NULL ? acp_mcp_acp_conn_decl(acp_mcp_call_conn(call)) : NULL;
+}
+
+const char *acp_mcp_acp_call_session_id(const acp_mcp_call *call) {
+  return acp_mcp_acp_decl_session_id(acp_mcp_acp_call_decl(call));
+}
+
+acp_mcp_acp_shape acp_mcp_acp_conn_shape(const acp_mcp_conn *conn) {
+  tunnel *t = conn_tunnel(conn);
+
+  return t != NULL ? t->shape : ACP_MCP_ACP_SHAPE_M1;
+}
+
+/* MARK: - Provider: dispatch */
+
+/* The generic form of an incoming message, whatever the role object. */
+typedef struct in_msg {
+  void *req; /* NULL for notifications */
+  const char *method;
+  size_t method_len;
+  const acp_json_val *params;
+  const acp_json_val *id; /* outer id (requests) */
+  acp_json_doc *doc;
+  bool forward_unknown; /* proxy: ids we do not know are someone else's */
+} in_msg;
+
+static int open_conn(acp_mcp_acp_provider *p, acp_mcp_acp_decl *d,
+                     acp_mcp_acp_shape shape, tunnel **out) {
+  owner *o = &p->o;
+  tunnel *t = tunnel_new(o);
+  char buf[64];
+  int rv;
+
+  *out = NULL;
+  if (t == NULL)
+    return ACP_ERR_NOMEM;
+  t->decl = d;
+  t->shape = shape;
+  rv = acp_mcp_conn_new(&t->conn, d->server, t);
+  if (rv == 0 && shape != ACP_MCP_ACP_SHAPE_M2) {
+    snprintf(buf, sizeof(buf), "%s:%llu", d->id,
+             (unsigned long long)++o->counter);
+    t->conn_id = dupn(&o->mem, buf, strlen(buf));
+    if (t->conn_id == NULL)
+      rv = ACP_ERR_NOMEM;
+  }
+  if (rv != 0) {
+    tunnel_free(t, false);
+    return rv;
+  }
+  *out = t;
+  return 0;
+}
+
+static int provider_connect(acp_mcp_acp_provider *p, const in_msg *m, bool m0) {
+  owner *o = &p->o;
+  const char *id = NULL;
+  size_t len = 0;
+  acp_mcp_acp_decl *d;
+  tunnel *t;
+  int rv;
+
+  if (m0) {
+    id = get_str(m->doc, m->params, "acp_url", &len);
+    if (id != NULL && len >= 4 && memcmp(id, "acp:", 4) == 0) {
+      id += 4;
+      len -= 4;
+    } else {
+      id = NULL;
+    }
+  } else {
+    static const char *const keys[] = {"acpId", "serverId", "id"};
+    size_t i;
+
+    for (i = 0; i < 3 && id == NULL; i++)
+      id = get_str(m->doc, m->params, keys[i], &len);
+  }
+  if (id == NULL) {
+    if (m->forward_unknown && m0)
+      return ACP_MCP_ACP_NOT_MINE;
+    if (m->req == NULL)
+      return 0;
+    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS,
+                        "Invalid params: missing MCP server id", NULL, NULL, 0);
+  }
+  d = find_decl(p, id, len);
+  if (d == NULL) {
+    if (m->forward_unknown)
+      return ACP_MCP_ACP_NOT_MINE;
+    if (m->req == NULL)
+      return 0;
+    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS, ERR_UNKNOWN_SERVER,
+                        "serverId", id, len);
+  }
+  if (m->req == NULL)
+    return 0; /* a connect sent as a notification cannot be answered */
+  rv = open_conn(p, d, m0 ? ACP_MCP_ACP_SHAPE_M0 : ACP_MCP_ACP_SHAPE_M1, &t);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM ? rv : 0;
+  acp_json_writer_reset(o->w);
+  acp_json_write_obj_begin(o->w);
+  acp_json_write_keyz(o->w, m0 ? "connection_id" : "connectionId");
+  acp_json_write_strz(o->w, t->conn_id);
+  acp_json_write_obj_end(o->w);
+  rv = acp_json_writer_error(o->w);
+  if (rv == 0) {
+    size_t n;
+    const char *s = acp_json_writer_data(o->w, &n);
+
+    rv = peer_respond(o, m->req, s, n);
+  }
+  if (rv != 0)
+    tunnel_free(t, false);
+  return acp_is_fatal(rv) || rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+static int provider_disconnect(acp_mcp_acp_provider *p, const in_msg *m) {
+  owner *o = &p->o;
+  size_t len = 0;
+  const char *id = get_str(m->doc, m->params, "connectionId", &len);
+  tunnel *t;
+  int rv = 0;
+
+  if (id == NULL)
+    id = get_str(m->doc, m->params, "connection_id", &len);
+  t = id != NULL ? find_conn(o, id, len) : NULL;
+  if (t == NULL) {
+    if (m->forward_unknown)
+      return ACP_MCP_ACP_NOT_MINE;
+    if (m->req == NULL)
+      return 0;
+    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS, ERR_UNKNOWN_CONN,
+                        "connectionId", id != NULL ? id : "",
+                        id != NULL ? len : 0);
+  }
+  (void)acp_mcp_conn_recv_eof(t->conn, o->now_ms);
+  tunnel_free(t, true);
+  if (m->req != NULL)
+    rv = peer_respond(o, m->req, "{}", 2);
+  return acp_is_fatal(rv) || rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+/* M2: one fresh conn per request, initialized by us. */
+static int provider_m2(acp_mcp_acp_provider *p, const in_msg *m,
+                       const char *sid, size_t sid_len) {
+  owner *o = &p->o;
+  acp_mcp_acp_decl *d = find_decl(p, sid, sid_len);
+  const acp_json_val *rid = acp_json_obj_getz(m->params, "requestId");
+  tunnel *t;
+  int rv;
+
+  if (d == NULL) {
+    if (m->forward_unknown)
+      return ACP_MCP_ACP_NOT_MINE;
+    if (m->req == NULL)
+      return 0;
+    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS, ERR_UNKNOWN_SERVER,
+                        "serverId", sid, sid_len);
+  }
+  if (m->req == NULL)
+    return 0; /* consumers send requests only in this form */
+  if (rid == NULL || acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
+                         ACP_JSON_STRING)
+    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS,
+                        "Invalid params: requestId and method are required",
+                        NULL, NULL, 0);
+  rv = open_conn(p, d, ACP_MCP_ACP_SHAPE_M2, &t);
+  if (rv != 0)
+    return rv;
+  t->m2_request_id = dup_raw(&o->mem, rid);
+  if (t->m2_request_id == NULL) {
+    tunnel_free(t, false);
+    return ACP_ERR_NOMEM;
+  }
+  if (!acp_json_str_eq(acp_json_obj_getz(m->params, "method"), "initialize",
+                       10)) {
+    static const char init[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+        "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+        "\"clientInfo\":{\"name\":\"mcp-over-acp\",\"version\":\"0\"}}}\n"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+    acp_ssize n;
+
+    t->in_recv = true;
+    n = acp_mcp_conn_recv(t->conn, init, sizeof(init) - 1, o->now_ms);
+    t->in_recv = false;
+    if (n < 0) {
+      tunnel_free(t, false);
+      return acp_is_fatal((int)n) ? (int)n : 0;
+    }
+    /* Discard the initialize answer. */
+    for (;;) {
+      const char *data;
+
+      n = acp_mcp_conn_send(t->conn, &data);
+      if (n <= 0)
+        break;
+    }
+  }
+  rv = feed_request(t, m->req, m->id, m->params, true);
+  if (rv == 0 && t->ins == NULL) {
+    t->done = true;
+  }
+  if (t->done || rv != 0) {
+    if (rv != 0 && t->ins != NULL) {
+      /* Could not feed: answer the request ourselves. */
+      tunnel_free(t, true);
+    } else {
+      tunnel_free(t, false);
+    }
+  }
+  return rv == ACP_ERR_NOMEM || acp_is_fatal(rv) ? rv : 0;
+}
+
+static int provider_message(acp_mcp_acp_provider *p, const in_msg *m, bool m0) {
+  owner *o = &p->o;
+  size_t len = 0;
+  const char *id = get_str(m->doc, m->params, "connectionId", &len);
+  tunnel *t;
+  int rv;
+
+  if (id == NULL && !m0) {
+    size_t sl = 0;
+    const char *sid = get_str(m->doc, m->params, "serverId", &sl);
+
+    if (sid != NULL) {
+      char *copy = dupn(&o->mem, sid, sl);
+
+      if (copy == NULL)
+        return ACP_ERR_NOMEM;
+      rv = provider_m2(p, m, copy, sl);
+      acp__free(&o->mem, copy);
+      return rv;
+    }
+  }
+  t = id != NULL ? find_conn(o, id, len) : NULL;
+  if (t == NULL) {
+    if (m->forward_unknown)
+      return ACP_MCP_ACP_NOT_MINE;
+    if (m->req == NULL)
+      return 0;
+    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS, ERR_UNKNOWN_CONN,
+                        "connectionId", id != NULL ? id : "",
+                        id != NULL ? len : 0);
+  }
+  if (acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
+      ACP_JSON_STRING) {
+    if (m->req == NULL)
+      return 0;
+    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS,
+                        "Invalid params: method is required", NULL, NULL, 0);
+  }
+  if (m->req != NULL)
+    rv = feed_request(t, m->req, m->id, m->params, false);
+  else
+    rv = feed_notification(t, m->params);
+  return rv == ACP_ERR_NOMEM || acp_is_fatal(rv) ? rv : 0;
+}
+
+static int provider_dispatch(acp_mcp_acp_provider *p, in_msg *m) {
+  const char *s = m->method;
+  size_t n = m->method_len;
+  int rv;
+
+  if (p == NULL || s == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (str_is(s, n, "mcp/connect"))
+    rv = provider_connect(p, m, false);
+  else if (str_is(s, n, "_mcp/connect"))
+    rv = provider_connect(p, m, true);
+  else if (str_is(s, n, "mcp/message"))
+    rv = provider_message(p, m, false);
+  else if (str_is(s, n, "_mcp/message"))
+    rv = provider_message(p, m, true);
+  else if (str_is(s, n, "mcp/disconnect") || str_is(s, n, "_mcp/disconnect"))
+    rv = provider_disconnect(p, m);
+  else
+    return ACP_MCP_ACP_NOT_MINE;
+  return rv;
+}
+
+int acp_mcp_acp_provider_client_request(acp_mcp_acp_provider *p,
+                                        acp_client_request *req) {
+  const acp_rpc_msg *msg = acp_client_request_msg(req);
+  in_msg m;
+
+  if (p == NULL || msg == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  memset(&m, 0, sizeof(m));
+  m.req = req;
+  m.method = msg->method;
+  m.method_len = msg->method_len;
+  m.params = msg->params;
+  m.id = msg->id;
+  m.doc = msg->doc;
+  return provider_dispatch(p, &m);
+}
+
+int acp_mcp_acp_provider_client_notification(acp_mcp_acp_provider *p,
+                                             const acp_rpc_msg *msg) {
+  in_msg m;
+
+  if (p == NULL || msg == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  memset(&m, 0, sizeof(m));
+  m.method = msg->method;
+  m.method_len = msg->method_len;
+  m.params = msg->params;
+  m.doc = msg->doc;
+  return provider_dispatch(p, &m);
+}
+
+int acp_mcp_acp_provider_client_cancel(acp_mcp_acp_provider *p,
+                                       acp_client_request *req) {
+  if (p == NULL || req == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return cancel_outer(&p->o, req);
+}
+
+int acp_mcp_acp_provider_proxy_msg(acp_mcp_acp_provider *p,
+                                   const acp_proxy_msg *msg) {
+  in_msg m;
+
+  if (p == NULL || msg == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (msg->from != ACP_PROXY_FROM_AGENT)
+    return ACP_MCP_ACP_NOT_MINE;
+  memset(&m, 0, sizeof(m));
+  m.req = msg->req;
+  m.method = msg->method;
+  m.method_len = msg->method_len;
+  m.params = msg->params;
+  m.id = msg->rpc != NULL ? msg->rpc->id : NULL;
+  m.doc = msg->doc;
+  m.forward_unknown = true;
+  return provider_dispatch(p, &m);
+}
+
+int acp_mcp_acp_provider_proxy_cancel(acp_mcp_acp_provider *p,
+                                      acp_proxy_request *req) {
+  if (p == NULL || req == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return cancel_outer(&p->o, req);
+}
+
+/* Write the key `k` (a parsed string) exactly as its decoded value. */
+static int write_key_of(acp_json_writer *w, const acp_json_val *k) {
+  char small[256];
+  size_t n = 0;
+  const char *raw = acp_json_str_raw(k, &n);
+  acp_mem m;
+  char *big;
+  int rv;
+
+  if (!acp_json_str_has_escapes(k))
+    return acp_json_write_key(w, raw, n);
+  if (acp_json_str_unescape(k, small, sizeof(small), &n) == 0)
+    return acp_json_write_key(w, small, n);
+  acp__mem_init(&m, NULL);
+  big = acp__malloc(&m, n + 1);
+  if (big == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp_json_str_unescape(k, big, n + 1, &n);
+  if (rv == 0)
+    rv = acp_json_write_key(w, big, n);
+  acp__free(&m, big);
+  return rv;
+}
+
+/* MARK: - JSON helpers */
+
+int acp_mcp_acp_params_add_server(acp_json_writer *w,
+                                  const acp_json_val *params, const char *decl,
+                                  size_t len) {
+  const acp_json_val *k;
+  bool seen = false;
+
+  if (w == NULL || decl == NULL || acp_json_type_of(params) != ACP_JSON_OBJECT)
+    return ACP_ERR_INVALID_ARGUMENT;
+  k = acp_json_obj_getz(params, "mcpServers");
+  if (k != NULL && acp_json_type_of(k) != ACP_JSON_ARRAY)
+    return ACP_ERR_INVALID_ARGUMENT;
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(params); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *v = acp_json_next(k);
+    int rv = write_key_of(w, k);
+
+    if (rv != 0)
+      return rv;
+    if (acp_json_str_eq(k, "mcpServers", 10) && !seen) {
+      const acp_json_val *e;
+
+      seen = true;
+      acp_json_write_arr_begin(w);
+      for (e = acp_json_child(v); e != NULL; e = acp_json_next(e))
+        acp_json_write_val(w, e);
+      acp_json_write_raw(w, decl, len);
+      acp_json_write_arr_end(w);
+    } else {
+      acp_json_write_val(w, v);
+    }
+  }
+  if (!seen) {
+    acp_json_write_keyz(w, "mcpServers");
+    acp_json_write_arr_begin(w);
+    acp_json_write_raw(w, decl, len);
+    acp_json_write_arr_end(w);
+  }
+  acp_json_write_obj_end(w);
+  return acp_json_writer_error(w);
+}
+
+int acp_mcp_acp_caps_enable(acp_json_writer *w, const char *caps, size_t len) {
+  acp_json_doc *doc = NULL;
+  const acp_json_val *root = NULL;
+  const acp_json_val *k;
+  bool seen = false;
+  int rv = 0;
+
+  if (w == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (caps != NULL) {
+    rv = acp_json_doc_new(&doc, NULL);
+    if (rv != 0)
+      return rv;
+    rv = acp_json_doc_parse(doc, caps, len, NULL);
+    root = acp_json_doc_root(doc);
+    if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT) {
+      acp_json_doc_free(doc);
+      return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
+    }
+  }
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(root); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *v = acp_json_next(k);
+
+    rv = write_key_of(w, k);
+    if (rv != 0)
+      break;
+    if (!seen && acp_json_str_eq(k, "mcpCapabilities", 15) &&
+        acp_json_type_of(v) == ACP_JSON_OBJECT) {
+      const acp_json_val *q;
+
+      seen = true;
+      acp_json_write_obj_begin(w);
+      for (q = acp_json_child(v); q != NULL;
+           q = acp_json_next(acp_json_next(q))) {
+        if (acp_json_str_eq(q, "acp", 3))
+          continue;
+        rv = write_key_of(w, q);
+        if (rv != 0)
+          break;
+        acp_json_write_val(w, acp_json_next(q));
+      }
+      acp_json_write_keyz(w, "acp");
+      acp_json_write_bool(w, true);
+      acp_json_write_obj_end(w);
+    } else if (acp_json_str_eq(k, "mcpCapabilities", 15)) {
+      acp_json_write_obj_begin(w);
+      acp_json_write_keyz(w, "acp");
+      acp_json_write_bool(w, true);
+      acp_json_write_obj_end(w);
+      seen = true;
+    } else {
+      acp_json_write_val(w, v);
+    }
+  }
+  if (!seen) {
+    acp_json_write_keyz(w, "mcpCapabilities");
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "acp");
+    acp_json_write_bool(w, true);
+    acp_json_write_obj_end(w);
+  }
+  acp_json_write_obj_end(w);
+  acp_json_doc_free(doc);
+  return rv != 0 ? rv : acp_json_writer_error(w);
+}
+
+int acp_mcp_acp_caps_has_acp(const acp_json_val *caps) {
+  bool b = false;
+
+  if (acp_json_get_bool(
+          acp_json_obj_getz(acp_json_obj_getz(caps, "mcpCapabilities"), "acp"),
+          &b) != 0)
+    return 0;
+  return b ? 1 : 0;
+}
+
+int acp_mcp_acp_decl_parse(acp_json_doc *doc, const acp_json_val *decl,
+                           const char **id, size_t *id_len,
+                           acp_mcp_acp_shape *shape) {
+  size_t n = 0;
+  const char *type;
+  const char *s = NULL;
+
+  if (doc == NULL || id == NULL || id_len == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (acp_json_type_of(decl) != ACP_JSON_OBJECT)
+    return ACP_ERR_NOT_FOUND;
+  type = get_str(doc, decl, "type", &n);
+  if (type == NULL)
+    type = get_str(doc, decl, "transport", &n);
+  if (str_is(type, n, "acp")) {
+    static const char *const keys[] = {"id", "serverId", "acpId"};
+    size_t i;
+
+    for (i = 0; i < 3 && s == NULL; i++)
+      s = get_str(doc, decl, keys[i], &n);
+    if (s == NULL)
+      return ACP_ERR_NOT_FOUND;
+    if (shape != NULL)
+      *shape = ACP_MCP_ACP_SHAPE_M1;
+  } else if (str_is(type, n, "http")) {
+    s = get_str(doc, decl, "url", &n);
+    if (s == NULL || n < 4 || memcmp(s, "acp:", 4) != 0)
+      return ACP_ERR_NOT_FOUND;
+    s += 4;
+    n -= 4;
+    if (shape != NULL)
+      *shape = ACP_MCP_ACP_SHAPE_M0;
+  } else {
+    return ACP_ERR_NOT_FOUND;
+  }
+  *id = s;
+  *id_len = n;
+  return 0;
+}
+
+/* MARK: - Consumer */
+
+int acp_mcp_acp_consumer_new(acp_mcp_acp_consumer **out, acp_agent *agent,
+                             void *user_data, const acp_mem *mem) {
+  acp_mcp_acp_consumer *c;
+  acp_mem m;
+  int rv;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  acp__mem_init(&m, mem);
+  c = acp__calloc(&m, 1, sizeof(*c));
+  if (c == NULL)
+    return ACP_ERR_NOMEM;
+  rv = owner_init(&c->o, user_data, &m);
+  if (rv != 0) {
+    owner_dispose(&c->o);
+    acp__free(&m, c);
+    return rv;
+  }
+  c->o.role = ROLE_AGENT;
+  c->o.peer.agent = agent;
+  *out = c;
+  return 0;
+}
+
+void acp_mcp_acp_consumer_free(acp_mcp_acp_consumer *c) {
+  acp_mem m;
+
+  if (c == NULL)
+    return;
+  m = c->o.mem;
+  owner_dispose(&c->o);
+  acp__free(&m, c);
+}
+
+void *acp_mcp_acp_consumer_get_user_data(const acp_mcp_acp_consumer *c) {
+  return c != NULL ? c->o.user_data : NULL;
+}
+
+int acp_mcp_acp_consumer_open(acp_mcp_acp_consumer *c, const char *server_id,
+                              acp_mcp_acp_shape shape, acp_mcp_client *client,
+                              acp_mcp_acp_open_cb cb, void *user_data,
+                              acp_mcp_acp_link **out) {
+  owner *o;
+  tunnel *t;
+  out_req *r;
+  int rv;
+
+  if (out != NULL)
+    *out = NULL;
+  if (c == NULL || server_id == NULL || client == NULL ||
+      (shape != ACP_MCP_ACP_SHAPE_M0 && shape != ACP_MCP_ACP_SHAPE_M1))
+    return ACP_ERR_INVALID_ARGUMENT;
+  o = &c->o;
+  t = tunnel_new(o);
+  if (t == NULL)
+    return ACP_ERR_NOMEM;
+  t->shape = shape;
+  t->client = client;
+  t->open_cb = cb;
+  t->open_ud = user_data;
+  t->server_id = dupn(&o->mem, server_id, strlen(server_id));
+  r = t->server_id != NULL ? out_new(o, t) : NULL;
+  if (r == NULL) {
+    tunnel_free(t, false);
+    return ACP_ERR_NOMEM;
+  }
+  r->is_connect = true;
+  acp_json_writer_reset(o->w);
+  acp_json_write_obj_begin(o->w);
+  if (shape == ACP_MCP_ACP_SHAPE_M0) {
+    acp__buf b;
+
+    acp__buf_init(&b, &o->mem, 0);
+    rv = acp__buf_append(&b, "acp:", 4);
+    if (rv == 0)
+      rv = acp__buf_append(&b, server_id, strlen(server_id));
+    acp_json_write_keyz(o->w, "acp_url");
+    if (rv == 0)
+      acp_json_write_str(o->w, b.data, b.len);
+    acp__buf_dispose(&b);
+    if (rv != 0) {
+      out_free(o, r);
+      tunnel_free(t, false);
+      return rv;
+    }
+  } else {
+    acp_json_write_keyz(o->w, "serverId");
+    acp_json_write_strz(o->w, server_id);
+    acp_json_write_keyz(o->w, "acpId");
+    acp_json_write_strz(o->w, server_id);
+  }
+  acp_json_write_obj_end(o->w);
+  rv = acp_json_writer_error(o->w);
+  if (rv == 0) {
+    size_t n;
+    const char *s = acp_json_writer_data(o->w, &n);
+
+    rv = peer_request(
+        o, shape == ACP_MCP_ACP_SHAPE_M0 ? "_mcp/connect" : "mcp/connect", s, n,
+        r);
+  }
+  if (rv != 0) {
+    out_free(o, r);
+    tunnel_free(t, false);
+    return rv;
+  }
+  if (out != NULL)
+    *out = (acp_mcp_acp_link *)t;
+  return 0;
+}
+
+void acp_mcp_acp_link_close(acp_mcp_acp_link *link) {
+  tunnel *t = (tunnel *)link;
+  owner *o;
+
+  if (t == NULL)
+    return;
+  o = t->own;
+  if (t->open && t->conn_id != NULL) {
+    acp_json_writer_reset(o->w);
+    acp_json_write_obj_begin(o->w);
+    acp_json_write_keyz(o->w, t->shape == ACP_MCP_ACP_SHAPE_M0
+                                  ? "connection_id"
+                                  : "connectionId");
+    acp_json_write_strz(o->w, t->conn_id);
+    acp_json_write_obj_end(o->w);
+    if (acp_json_writer_error(o->w) == 0) {
+      size_t n;
+      const char *s = acp_json_writer_data(o->w, &n);
+
+      if (t->shape == ACP_MCP_ACP_SHAPE_M0)
+        (void)peer_notify(o, "_mcp/disconnect", s, n);
+      else
+        (void)acp_agent_call(o->peer.agent, "mcp/disconnect", s, n, NULL, NULL,
+                             NULL);
+    }
+  }
+  (void)acp_mcp_client_recv_eof(t->client, o->now_ms);
+  tunnel_free(t, true);
+}
+
+acp_mcp_client *acp_mcp_acp_link_client(acp_mcp_acp_link *link) {
+  return link != NULL ? ((tunnel *)link)->client : NULL;
+}
+
+const char *acp_mcp_acp_link_connection_id(const acp_mcp_acp_link *link) {
+  return link != NULL ? ((const tunnel *)link)->conn_id : NULL;
+}
+
+int acp_mcp_acp_link_is_open(const acp_mcp_acp_link *link) {
+  return link != NULL && ((const tunnel *)link)->open;
+}
+
+int acp_mcp_acp_consumer_flush(acp_mcp_acp_consumer *c, uint64_t now_ms) {
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return owner_flush(&c->o, now_ms);
+}
+
+static int consumer_dispatch(acp_mcp_acp_consumer *c, const in_msg *m) {
+  owner *o = &c->o;
+  size_t len = 0;
+  const char *id;
+  tunnel *t;
+  int rv;
+
+  if (!str_is(m->method, m->method_len, "mcp/message") &&
+      !str_is(m->method, m->method_len, "_mcp/message"))
+    return ACP_MCP_ACP_NOT_MINE;
+  id = get_str(m->doc, m->params, "connectionId", &len);
+  t = id != NULL ? find_conn(o, id, len) : NULL;
+  if (t == NULL || !t->open ||
+      acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
+          ACP_JSON_STRING) {
+    if (m->req == NULL)
+      return 0;
+    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS,
+                        t == NULL ? ERR_UNKNOWN_CONN
+                                  : "Invalid params: method is required",
+                        t == NULL ? "connectionId" : NULL, id != NULL ? id : "",
+                        id != NULL ? len : 0);
+  }
+  if (m->req != NULL)
+    rv = feed_request(t, m->req, m->id, m->params, false);
+  else
+    rv = feed_notification(t, m->params);
+  return rv == ACP_ERR_NOMEM || acp_is_fatal(rv) ? rv : 0;
+}
+
+int acp_mcp_acp_consumer_agent_request(acp_mcp_acp_consumer *c,
+                                       acp_agent_request *req) {
+  const acp_rpc_msg *msg = acp_agent_request_msg(req);
+  in_msg m;
+
+  if (c == NULL || msg == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  memset(&m, 0, sizeof(m));
+  m.req = req;
+  m.method = msg->method;
+  m.method_len = msg->method_len;
+  m.params = msg->params;
+  m.id = msg->id;
+  m.doc = msg->doc;
+  return consumer_dispatch(c, &m);
+}
+
+int acp_mcp_acp_consumer_agent_notification(acp_mcp_acp_consumer *c,
+                                            const acp_rpc_msg *msg) {
+  in_msg m;
+
+  if (c == NULL || msg == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  memset(&m, 0, sizeof(m));
+  m.method = msg->method;
+  m.method_len = msg->method_len;
+  m.params = msg->params;
+  m.doc = msg->doc;
+  return consumer_dispatch(c, &m);
+}
