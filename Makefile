@@ -106,6 +106,7 @@ bench: peers
 	./build-release/bench/bench_json
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-conductor.sh
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh
 
 fuzz:
 	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \

@@ -156,15 +156,44 @@ ACP_EXTERN void acp_http_server_close(acp_http_server *srv,
 /**
  * From a tool handler of a conn served over Streamable HTTP: close the
  * HTTP connection of the SSE stream that carries `call`'s request without
- * ending the stream (SSE polling, SEP-1699). The client reconnects with
- * Last-Event-ID after the `retry` delay and gets the rest of the stream.
- * The stream is switched to SSE if the answer was going to be JSON.
+ * ending the stream (SSE polling, SEP-1699). The HTTP response ends right
+ * after the messages the conn emitted before this call (the priming event
+ * at least); everything emitted after it, the answer included, is held in
+ * the stream and reaches the client when it reconnects with Last-Event-ID
+ * after the `retry` delay. The stream is switched to SSE if the answer
+ * was going to be JSON.
  * `call`'s conn must have been created by an acp_http_server (its
  * user_data is the server's), or have NULL user_data.
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_UNSUPPORTED (not an HTTP
- *         conn, or a legacy one).
+ *         conn, or a legacy one), ACP_ERR_INVALID_STATE (not called from
+ *         the handler while its request is being dispatched),
+ *         ACP_ERR_LIMIT or ACP_ERR_NOMEM (the conn's output is full).
  */
 ACP_EXTERN int acp_http_call_close_stream(acp_mcp_call *call);
+
+/* MARK: - stdio */
+
+/**
+ * Blocking: serve `conn` on `in_fd` / `out_fd` (newline-delimited JSON-RPC,
+ * the MCP stdio transport) on a private loop until end of input, a fatal
+ * conn error, or SIGTERM/SIGINT (which acts as end of input); then flush
+ * the output for up to `flush_timeout_ms` (ACP_UV_FOREVER: no limit) and
+ * return. Received bytes go to acp_mcp_conn_recv() with the loop's
+ * uv_now(), and a timer drives acp_mcp_conn_handle_expiry(), so the
+ * timeouts of server->client requests (acp_mcp_call_request()) run on
+ * the loop's clock; output produced from any callback is written before
+ * the loop next waits. Input left unconsumed by a handler that returned
+ * ACP_ERR_PAUSE is offered again on each loop iteration. The conn is
+ * borrowed (not freed). Ignores SIGPIPE. Descriptors are dup()ed (as
+ * acp_uv_link_new_fds()).
+ * @return the end reason: 0 (end of input or a signal), ACP_ERR_SYSTEM (a
+ *         read error), a fatal code from the conn; or ACP_ERR_INVALID_ARGUMENT,
+ *         ACP_ERR_SYSTEM, ACP_ERR_UNSUPPORTED, ACP_ERR_NOMEM from setting up.
+ */
+ACP_EXTERN int acp_mcp_run_fds(acp_mcp_conn *conn, int in_fd, int out_fd,
+                               uint64_t flush_timeout_ms);
+/** acp_mcp_run_fds(conn, 0, 1, flush_timeout_ms). */
+ACP_EXTERN int acp_mcp_run_stdio(acp_mcp_conn *conn, uint64_t flush_timeout_ms);
 
 /* MARK: - Client */
 
@@ -214,6 +243,40 @@ acp_http_client_transport(const acp_http_client *hc);
 ACP_EXTERN const char *acp_http_client_session_id(const acp_http_client *hc);
 /** Also open the standalone GET stream after initialize (default off). */
 ACP_EXTERN void acp_http_client_set_get_stream(acp_http_client *hc, int on);
+
+/** State of the standalone GET stream of a Streamable HTTP client. */
+typedef enum acp_http_get_state {
+  /** Not asked for (acp_http_client_set_get_stream()), or not opened yet:
+   * it opens once initialize was answered over Streamable HTTP. */
+  ACP_HTTP_GET_NONE = 0,
+  /** The GET was sent; the server has not answered yet. */
+  ACP_HTTP_GET_OPENING = 1,
+  /** The server answered 2xx `text/event-stream`: it has the stream, and
+   * what it sends on it from now on reaches the MCP client. */
+  ACP_HTTP_GET_OPEN = 2,
+  /** The server answered anything else (405: it offers no GET stream), or
+   * the transfer failed before an answer. Final. */
+  ACP_HTTP_GET_REFUSED = 3,
+  /** The stream was open and has ended. Final (it is not reopened). */
+  ACP_HTTP_GET_ENDED = 4
+} acp_http_get_state;
+
+/**
+ * Called on each change of the GET stream's state past OPENING (to OPEN,
+ * REFUSED or ENDED), from inside the transport's I/O processing. It may
+ * send MCP requests (they go out before the loop next waits) and may call
+ * acp_http_client_close(); it must not free the MCP client.
+ */
+typedef void (*acp_http_client_get_cb)(acp_http_client *hc,
+                                       acp_http_get_state state,
+                                       void *user_data);
+/** Set (or clear, with NULL) the GET stream callback. */
+ACP_EXTERN void acp_http_client_set_get_cb(acp_http_client *hc,
+                                           acp_http_client_get_cb cb,
+                                           void *user_data);
+/** The GET stream's state now (ACP_HTTP_GET_NONE for NULL). */
+ACP_EXTERN acp_http_get_state
+acp_http_client_get_state(const acp_http_client *hc);
 /** Last HTTP status seen (0 before any) and a description of the last
  * transport error ("" if none; static or owned by hc). */
 ACP_EXTERN long acp_http_client_last_status(const acp_http_client *hc);

@@ -32,8 +32,9 @@ static const char usage_text[] =
     "ADDR says otherwise; ADDR:PORT may be just PORT (0 picks a free port; "
     "the\n"
     "URL is printed on stderr). Without --everything it serves a small set:\n"
-    "tools echo {message} and add {a, b}, resource acp://readme, prompt greet\n"
-    "{name}. --everything serves the MCP conformance fixture set.\n"
+    "tools echo {message}, add {a, b} and ping (pings the client, 10 s\n"
+    "timeout), resource acp://readme, prompt greet {name}. --everything\n"
+    "serves the MCP conformance fixture set.\n"
     "\n"
     "client verbs: tools, resources (with templates), prompts list; call NAME\n"
     "calls a tool, read URI reads a resource, get NAME gets a prompt.\n"
@@ -94,6 +95,32 @@ static int tool_add(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   }
 }
 
+/* `ping`: pings the client with a 10 s timeout and reports the outcome
+ * (a server->client request whose deadline runs on the transport's clock). */
+static int on_client_pong(acp_mcp_call *call, int status,
+                          const acp_rpc_msg *msg, void *ud) {
+  char text[128];
+  int n;
+  (void)msg;
+  (void)ud;
+  if (status == 0)
+    return acp_mcp_call_respond_text(call, "pong", 4, false);
+  n = snprintf(text, sizeof(text), "ping failed: %s", acp_strerror(status));
+  return acp_mcp_call_respond_text(call, text, (size_t)n, true);
+}
+
+static int tool_ping(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  int rv;
+  (void)args;
+  (void)ud;
+  rv = acp_mcp_call_request(call, "ping", NULL, 0, 10000, on_client_pong, NULL);
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  if (rv != 0)
+    return on_client_pong(call, rv, NULL, NULL);
+  return 0;
+}
+
 static const char readme_text[] =
     "This is acp mcp serve: an MCP server built on libacp.\n";
 
@@ -149,14 +176,20 @@ static int prompt_greet(acp_mcp_call *call, const acp_json_val *args,
 }
 
 static int register_default(acp_mcp_server *s) {
-  acp_mcp_tool_def echo, add;
+  acp_mcp_tool_def echo, add, ping;
   acp_mcp_resource_def res;
   acp_mcp_prompt_def pr;
   int rv;
   memset(&echo, 0, sizeof(echo));
   memset(&add, 0, sizeof(add));
+  memset(&ping, 0, sizeof(ping));
   memset(&res, 0, sizeof(res));
   memset(&pr, 0, sizeof(pr));
+  ping.version = ACP_MCP_DEF_VERSION;
+  ping.name = "ping";
+  ping.description = "Pings the client (10 s timeout) and says pong";
+  ping.input_schema = "{\"type\":\"object\"}";
+  ping.handler = tool_ping;
   echo.version = add.version = res.version = pr.version = ACP_MCP_DEF_VERSION;
   echo.name = "echo";
   echo.description = "Echoes back the message";
@@ -185,6 +218,8 @@ static int register_default(acp_mcp_server *s) {
   rv = acp_mcp_server_add_tool(s, &echo);
   if (rv == 0)
     rv = acp_mcp_server_add_tool(s, &add);
+  if (rv == 0)
+    rv = acp_mcp_server_add_tool(s, &ping);
   if (rv == 0)
     rv = acp_mcp_server_add_resource(s, &res);
   if (rv == 0)
@@ -272,7 +307,7 @@ static int cmd_serve(int argc, char **argv) {
     acp_mcp_conn *conn = NULL;
     rv = acp_mcp_conn_new(&conn, reg, NULL);
     if (rv == 0)
-      rv = acp_uv_run_stdio(acp_mcp_conn_session(conn), 5000);
+      rv = acp_mcp_run_stdio(conn, 5000);
     if (rv != 0 && acp_is_fatal(rv)) {
       cli_err(SUB, "%s", acp_strerror(rv));
       status = CLI_EXIT_FAILURE;

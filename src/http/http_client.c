@@ -67,6 +67,10 @@ struct acp_http_client {
   bool closing;
   bool want_get;
   bool get_started;
+  acp_http_get_state get_state;
+  acp_http_client_get_cb get_cb;
+  void *get_ud;
+  hc_xfer *get_x; /* the standalone GET transfer while it runs */
   long last_status;
   char err[CURL_ERROR_SIZE + 64];
   /* resumption of a POST stream that ended early */
@@ -90,6 +94,14 @@ static char *dupn(const acp_mem *m, const char *s, size_t n) {
     p[n] = 0;
   }
   return p;
+}
+
+static void set_get_state(acp_http_client *hc, acp_http_get_state st) {
+  if (hc->get_state == st)
+    return;
+  hc->get_state = st;
+  if (st != ACP_HTTP_GET_OPENING && hc->get_cb && !hc->closing)
+    hc->get_cb(hc, st, hc->get_ud);
 }
 
 /* MARK: - Feeding the MCP client */
@@ -180,6 +192,20 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
   hc_xfer *x = ud;
   acp_http_client *hc = x->hc;
   size_t len = size * n;
+  if (x == hc->get_x && (len == 2 || len == 1) &&
+      (buf[0] == '\r' || buf[0] == '\n')) {
+    /* End of the GET stream's headers (of the final response). */
+    long status = 0;
+    char *ct = NULL;
+    curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(x->e, CURLINFO_CONTENT_TYPE, &ct);
+    if (status >= 200 && status < 300 && ct &&
+        strncasecmp(ct, "text/event-stream", 17) == 0)
+      set_get_state(hc, ACP_HTTP_GET_OPEN);
+    else if (status >= 200)
+      set_get_state(hc, ACP_HTTP_GET_REFUSED);
+    return len;
+  }
   if (len > 15 && strncasecmp(buf, "mcp-session-id:", 15) == 0) {
     size_t a = 15, b = len;
     while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
@@ -229,6 +255,12 @@ static size_t on_data(char *buf, size_t size, size_t n, void *ud) {
 static void xfer_free(hc_xfer *x) {
   acp_http_client *hc = x->hc;
   hc_xfer **pp;
+  if (hc->get_x == x) {
+    hc->get_x = NULL;
+    set_get_state(hc, hc->get_state == ACP_HTTP_GET_OPEN
+                          ? ACP_HTTP_GET_ENDED
+                          : ACP_HTTP_GET_REFUSED);
+  }
   for (pp = &hc->xfers; *pp; pp = &(*pp)->next)
     if (*pp == x) {
       *pp = x->next;
@@ -629,7 +661,10 @@ static void pump(acp_http_client *hc) {
       hc->transport == ACP_HTTP_STREAMABLE &&
       acp_mcp_client_version(hc->mc) != ACP_MCP_VERSION_UNKNOWN) {
     hc->get_started = true;
-    (void)start_xfer(hc, X_GET, hc->url, NULL, 0, NULL);
+    if (start_xfer(hc, X_GET, hc->url, NULL, 0, &hc->get_x) == 0)
+      set_get_state(hc, ACP_HTTP_GET_OPENING);
+    else
+      set_get_state(hc, ACP_HTTP_GET_REFUSED);
   }
   exp = acp_mcp_client_get_expiry(hc->mc);
   now = uv_now(hc->loop);
@@ -734,6 +769,18 @@ const char *acp_http_client_session_id(const acp_http_client *hc) {
 void acp_http_client_set_get_stream(acp_http_client *hc, int on) {
   if (hc)
     hc->want_get = on != 0;
+}
+
+void acp_http_client_set_get_cb(acp_http_client *hc, acp_http_client_get_cb cb,
+                                void *user_data) {
+  if (hc) {
+    hc->get_cb = cb;
+    hc->get_ud = user_data;
+  }
+}
+
+acp_http_get_state acp_http_client_get_state(const acp_http_client *hc) {
+  return hc ? hc->get_state : ACP_HTTP_GET_NONE;
 }
 
 long acp_http_client_last_status(const acp_http_client *hc) {

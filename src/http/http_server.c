@@ -27,7 +27,10 @@
 #endif
 
 #define SESSION_MAGIC 0x4d435048u /* "MCPH" */
-#define MAX_KEPT_STREAMS 16       /* finished POST streams kept for replay */
+/* Marker a conn's output carries where acp_http_call_close_stream() was
+ * called (see route()); never sent to a client. */
+#define CUT_METHOD "acp.internal/close_stream"
+#define MAX_KEPT_STREAMS 16 /* finished POST streams kept for replay */
 #define MAX_STREAM_LOG ((size_t)64 << 20)
 #define TRIM_THRESHOLD ((size_t)64 << 10)
 
@@ -70,7 +73,12 @@ struct hs_stream {
   char **tokens; /* raw progress tokens */
   size_t ntokens;
   bool finished;
-  bool kick;     /* end the current HTTP response once drained */
+  /* SSE polling: end the current HTTP response at log offset `cut`
+   * (absolute); what follows waits for the client's reconnection. */
+  bool cut_set;
+  uint64_t cut;
+  bool cut_in_pre; /* asked while deciding: after pre message `cut_npre` */
+  size_t cut_npre;
   bool deciding; /* POST being dispatched: JSON or SSE not decided yet */
   bool force_sse;
   acp__buf pre; /* messages routed while deciding, '\n'-separated */
@@ -740,6 +748,30 @@ static void stream_maybe_finish(hs_stream *st) {
   }
 }
 
+/* The close_stream marker for stream {"stream": N}: end its current HTTP
+ * response after what was routed to it so far. */
+static void apply_cut(hs_session *s, const acp_json_val *params) {
+  int64_t no;
+  hs_stream *st;
+  if (acp_json_get_int64(acp_json_obj_getz(params, "stream"), &no) != 0)
+    return;
+  for (st = s->streams; st; st = st->next)
+    if (st->no == (uint64_t)no)
+      break;
+  if (st == NULL || st->is_get)
+    return;
+  if (st->deciding) {
+    if (!st->cut_in_pre) {
+      st->cut_in_pre = true;
+      st->cut_npre = st->npre;
+    }
+  } else if (st->rq != NULL && !st->cut_set) {
+    st->cut_set = true;
+    st->cut = st->base + st->log.len;
+    wake(st);
+  }
+}
+
 /* Route one line of a conn's output. */
 static int route(hs_session *s, const char *line, size_t len) {
   acp_http_server *srv = s->srv;
@@ -784,6 +816,9 @@ static int route(hs_session *s, const char *line, size_t len) {
         s->omap[s->nomap].st = st;
         s->nomap++;
       }
+    } else if (acp_json_str_eq(method, CUT_METHOD, sizeof(CUT_METHOD) - 1)) {
+      apply_cut(s, acp_json_obj_getz(root, "params"));
+      return 0;
     } else {
       if (acp_json_str_eq(method, "notifications/progress", 22)) {
         const acp_json_val *tok = acp_json_obj_getz(
@@ -851,6 +886,8 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max) {
   if (rq->pos < st->base)
     rq->pos = st->base;
   end = st->base + st->log.len;
+  if (st->cut_set && st->cut < end)
+    end = st->cut;
   if (rq->pos < end) {
     size_t n = (size_t)(end - rq->pos);
     if (n > max)
@@ -862,8 +899,8 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     stream_trim(st);
     return (ssize_t)n;
   }
-  if (st->finished || st->kick) {
-    st->kick = false;
+  if (st->finished || st->cut_set) {
+    st->cut_set = false;
     req_detach(rq);
     return MHD_CONTENT_READER_END_OF_STREAM;
   }
@@ -1156,12 +1193,24 @@ static enum MHD_Result handle_post(hs_req *rq) {
   }
   rv = stream_event(st, NULL, "", 0, true, true);
   {
-    size_t i = 0;
-    while (rv == 0 && i < st->pre.len) {
-      const char *nl = memchr(st->pre.data + i, '\n', st->pre.len - i);
-      size_t e = (size_t)(nl - st->pre.data);
+    size_t i = 0, k = 0;
+    for (;;) {
+      const char *nl;
+      size_t e;
+      if (st->cut_in_pre && k == st->cut_npre) {
+        /* close_stream was called here: the response ends after what
+         * came before; the rest waits for the reconnection. */
+        st->cut_in_pre = false;
+        st->cut_set = true;
+        st->cut = st->base + st->log.len;
+      }
+      if (rv != 0 || i >= st->pre.len)
+        break;
+      nl = memchr(st->pre.data + i, '\n', st->pre.len - i);
+      e = (size_t)(nl - st->pre.data);
       rv = stream_message(st, st->pre.data + i, e - i);
       i = e + 1;
+      k++;
     }
   }
   acp__buf_dispose(&st->pre);
@@ -1219,7 +1268,8 @@ static enum MHD_Result handle_get(hs_req *rq) {
         break;
       }
     if (st->nev > 0 && st->ev[0].seq > seq + 1)
-      pos = st->base; /* older events were trimmed: send what is kept */
+      pos = st->base;    /* older events were trimmed: send what is kept */
+    st->cut_set = false; /* a cut applied to the previous connection */
     return queue_sse(rq, st, pos, NULL);
   }
   st = s->get;
@@ -1661,6 +1711,8 @@ int acp_http_call_close_stream(acp_mcp_call *call) {
   acp_mcp_conn *conn;
   hs_session *s;
   hs_stream *st;
+  char params[48];
+  int n;
   if (call == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   conn = acp_mcp_call_conn(call);
@@ -1671,7 +1723,13 @@ int acp_http_call_close_stream(acp_mcp_call *call) {
   if (st == NULL || st->is_get)
     return ACP_ERR_INVALID_STATE;
   st->force_sse = true;
-  st->kick = true;
-  wake(st);
-  return 0;
+  /* The conn's earlier output is still queued in its session (it cannot
+   * be taken from inside a handler): queue a marker behind it, which
+   * route() turns into the end of the HTTP response at that point. What
+   * follows (the answer, typically) waits for the client's GET with
+   * Last-Event-ID. The marker never leaves the server. */
+  n = snprintf(params, sizeof(params), "{\"stream\":%llu}",
+               (unsigned long long)st->no);
+  return acp_rpc_session_notify(acp_mcp_conn_session(conn), CUT_METHOD,
+                                sizeof(CUT_METHOD) - 1, params, (size_t)n);
 }

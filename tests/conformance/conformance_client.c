@@ -17,8 +17,8 @@
  *                   open the standalone GET stream (the mock's tool asks on
  *                   it); answer every elicitation/create with action
  *                   "accept" and content holding each requested property's
- *                   `default`; call every listed tool (after 300 ms, so the
- *                   GET stream is up).
+ *                   `default`; call every listed tool once the server has
+ *                   answered the GET (acp_http_client_set_get_cb()).
  *   sse-retry       initialize, tools/list, call every listed tool: the
  *                   transport honours the SSE `retry` field and resumes with
  *                   Last-Event-ID.
@@ -57,8 +57,9 @@ typedef struct cc {
   acp_mcp_client *client;
   acp_http_client *http;
   const char *scenario;
-  int failed;    /* nonzero: exit 1 */
-  bool finished; /* closing started */
+  int failed;         /* nonzero: exit 1 */
+  bool finished;      /* closing started */
+  bool tools_waiting; /* tools/call waits for the GET stream */
   bool closed;
   /* tools to call after tools/list: names and argument objects */
   char **tool_names;
@@ -294,11 +295,16 @@ static int on_roots(acp_mcp_client *c, acp_mcp_client_request *req,
 
 static void call_next_tool(void);
 
-static uv_timer_t G_settle;
-
-static void on_settled(uv_timer_t *t) {
-  uv_close((uv_handle_t *)t, on_timer_closed);
-  call_next_tool();
+/* The GET stream is up (or will not be): call the tools if they wait. */
+static void on_get_state(acp_http_client *hc, acp_http_get_state st, void *ud) {
+  (void)hc;
+  (void)ud;
+  if (st == ACP_HTTP_GET_REFUSED)
+    say("the server refused the GET stream");
+  if (G.tools_waiting) {
+    G.tools_waiting = false;
+    call_next_tool();
+  }
 }
 
 static int on_tool_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
@@ -394,13 +400,13 @@ static int on_tools_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     G.ntools++;
   }
   if (acp_http_client_transport(G.http) == ACP_HTTP_STREAMABLE &&
-      strcmp(G.scenario, "elicitation-sep1034-client-defaults") == 0) {
+      strcmp(G.scenario, "elicitation-sep1034-client-defaults") == 0 &&
+      acp_http_client_get_state(G.http) == ACP_HTTP_GET_OPENING) {
     /* The GET stream is opened right after initialize, concurrently with
-     * the next POSTs; the transport does not tell when the server has it.
-     * A server that sends on it as soon as a tool is called (this mock)
-     * would otherwise race it: give it a moment. */
-    uv_timer_init(G.loop, &G_settle);
-    uv_timer_start(&G_settle, on_settled, 300, 0);
+     * the next POSTs. A server that sends on it as soon as a tool is
+     * called (this mock) must have it first: on_get_state calls the
+     * tools once the server answered the GET. */
+    G.tools_waiting = true;
     return 0;
   }
   call_next_tool();
@@ -502,8 +508,10 @@ int main(int argc, char **argv) {
      * open it where a scenario's server does that. (Not for sse-retry, whose
      * mock serves the pending answer on any GET and so would never see the
      * retry-timed reconnection it measures.) */
-    if (strcmp(G.scenario, "elicitation-sep1034-client-defaults") == 0)
+    if (strcmp(G.scenario, "elicitation-sep1034-client-defaults") == 0) {
       acp_http_client_set_get_stream(G.http, 1);
+      acp_http_client_set_get_cb(G.http, on_get_state, NULL);
+    }
     rv = acp_mcp_client_initialize(G.client, now_ms(), on_initialized, NULL);
     if (rv != 0) {
       say("cannot send initialize: %d", rv);

@@ -54,6 +54,9 @@ run stdio-resources-json 0 '"resourceTemplates":[]' -- mcp resources --json --st
 run stdio-prompts 0 "greet - Greets someone" -- mcp prompts --stdio "$acp" mcp serve
 run stdio-tool-error 3 "message must be a string" -- mcp call --stdio "$acp" mcp serve -- echo message=42
 run stdio-unknown-tool 1 "" -- mcp call --stdio "$acp" mcp serve -- nope
+# A server->client request with a 10 s timeout gets the client's answer
+# (the conn's clock must be the loop's, or the deadline is already past).
+run stdio-ping-client 0 "pong" -- mcp call --stdio "$acp" mcp serve -- ping
 run stdio-server-missing 1 "" -- mcp tools --stdio /nonexistent/server
 if [ -f "$root/src/cli/mcp_everything.c" ]; then
   run stdio-everything 0 "test_simple_text" -- mcp tools --stdio "$acp" mcp serve --everything
@@ -71,6 +74,7 @@ done
 url=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/serve.log")
 base=${url%/mcp}
 run http-tools 0 "add - Adds two numbers" -- mcp tools --url "$url"
+run http-ping-client 0 "pong" -- mcp call --url "$url" ping
 run http-call 0 "5" -- mcp call --url "$url" add a=2 b=3
 run http-call-json 0 '"structuredContent":{"sum":5}' -- mcp call --json --url "$url" add a=2 b=3
 run http-read 0 "an MCP server built on libacp" -- mcp read --url "$url" acp://readme

@@ -66,6 +66,19 @@ static int tool_finish(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   return acp_mcp_call_respond_text(call, "ok", 2, false);
 }
 
+/* SSE polling: progress, close the HTTP response, then answer at once. */
+static int tool_poll(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  int rv;
+  (void)args;
+  (void)ud;
+  rv = acp_mcp_call_progress(call, 1, 2, "before close");
+  if (rv == 0)
+    rv = acp_http_call_close_stream(call);
+  if (rv != 0)
+    return rv;
+  return acp_mcp_call_respond_text(call, "polled", 6, false);
+}
+
 static void on_stop(uv_async_t *a) {
   srv_thread *t = a->data;
   acp_http_server_close(t->srv, NULL, NULL);
@@ -89,6 +102,9 @@ static void *srv_main(void *arg) {
   assert_int_equal(acp_mcp_server_add_tool(t->reg, &d), 0);
   d.name = "finish";
   d.handler = tool_finish;
+  assert_int_equal(acp_mcp_server_add_tool(t->reg, &d), 0);
+  d.name = "poll";
+  d.handler = tool_poll;
   assert_int_equal(acp_mcp_server_add_tool(t->reg, &d), 0);
   assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
   acp_http_server_options_set_max_body(o, 1000);
@@ -412,6 +428,45 @@ static void test_sse_and_resume(void **state) {
   free(r);
 }
 
+/* acp_http_call_close_stream() then an immediate answer: the POST's
+ * response ends after what came before the close (priming, progress); the
+ * answer waits for the GET with Last-Event-ID. */
+static void test_close_stream_holds_answer(void **state) {
+  srv_thread *t = *state;
+  const char *sid = new_session(t->port);
+  char req[512], ev[64], *r;
+  const char *p;
+  unsigned no = 0;
+  r = post_s(
+      t->port, sid, "",
+      "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
+      "{\"name\":\"poll\",\"_meta\":{\"progressToken\":\"pt\"}}}",
+      NULL); /* read until the server ends the response */
+  assert_int_equal(status_of(r), 200);
+  assert_non_null(strstr(r, "text/event-stream"));
+  p = strstr(r, "\r\n\r\n");
+  assert_non_null(p);
+  p = strstr(p, "id: ");
+  assert_non_null(p);
+  assert_int_equal(sscanf(p, "id: %u-0\n", &no), 1);
+  assert_non_null(strstr(r, "before close"));
+  assert_null(strstr(r, "polled"));
+  free(r);
+  /* Reconnect after the progress event (1): the answer, then the end. */
+  snprintf(req, sizeof(req),
+           "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+           "Accept: text/event-stream\r\nMCP-Session-Id: %s\r\n"
+           "Last-Event-ID: %u-1\r\n\r\n",
+           sid, no);
+  r = http_raw(t->port, req, NULL);
+  assert_int_equal(status_of(r), 200);
+  snprintf(ev, sizeof(ev), "id: %u-2\ndata: {", no);
+  assert_non_null(strstr(r, ev));
+  assert_non_null(strstr(r, "polled"));
+  assert_null(strstr(r, "before close"));
+  free(r);
+}
+
 static void test_legacy_raw(void **state) {
   srv_thread *t = *state;
   char *r = http_raw(t->port,
@@ -439,6 +494,9 @@ typedef struct cl {
   int status;
   char text[256];
   int done;
+  int want_get;                 /* call the tool once the GET stream is open */
+  acp_http_get_state states[4]; /* GET states reported, in order */
+  int nstates;
 } cl;
 
 static int on_call(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
@@ -466,8 +524,23 @@ static int on_init(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     acp_http_client_close(x->hc, 0, NULL, NULL);
     return 0;
   }
+  if (x->want_get)
+    return 0; /* on_get calls the tool */
   return acp_mcp_client_call_tool(c, "echo", "{\"message\":\"round trip\"}", 24,
                                   NULL, uv_now(&x->loop), on_call, x, NULL);
+}
+
+static void on_get(acp_http_client *hc, acp_http_get_state st, void *ud) {
+  cl *x = ud;
+  assert_ptr_equal(hc, x->hc);
+  assert_int_equal(acp_http_client_get_state(hc), st);
+  if (x->nstates < 4)
+    x->states[x->nstates++] = st;
+  if (st == ACP_HTTP_GET_OPEN)
+    assert_int_equal(
+        acp_mcp_client_call_tool(x->c, "echo", "{\"message\":\"round trip\"}",
+                                 24, NULL, uv_now(&x->loop), on_call, x, NULL),
+        0);
 }
 
 static void roundtrip(uint16_t port, const char *path, acp_http_transport mode,
@@ -488,6 +561,38 @@ static void roundtrip(uint16_t port, const char *path, acp_http_transport mode,
   assert_int_equal(x.status, 0);
   assert_non_null(strstr(x.text, "round trip"));
   (void)expect;
+  assert_int_equal(uv_loop_close(&x.loop), 0);
+  acp_mcp_client_free(x.c);
+}
+
+/* The standalone GET stream reports OPEN through the callback (the tool is
+ * called from there), and the state query agrees. */
+static void test_client_get_stream(void **state) {
+  srv_thread *t = *state;
+  cl x;
+  char url[128];
+  memset(&x, 0, sizeof(x));
+  x.status = -1;
+  x.want_get = 1;
+  snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp", t->port);
+  uv_loop_init(&x.loop);
+  assert_int_equal(acp_mcp_client_new(&x.c, NULL, "t", "1", NULL, NULL), 0);
+  assert_int_equal(acp_http_client_new(&x.hc, &x.loop, x.c, url,
+                                       ACP_HTTP_STREAMABLE, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(acp_http_client_get_state(x.hc), ACP_HTTP_GET_NONE);
+  assert_int_equal(acp_http_client_get_state(NULL), ACP_HTTP_GET_NONE);
+  acp_http_client_set_get_stream(x.hc, 1);
+  acp_http_client_set_get_cb(x.hc, on_get, &x);
+  assert_int_equal(acp_mcp_client_initialize(x.c, uv_now(&x.loop), on_init, &x),
+                   0);
+  uv_run(&x.loop, UV_RUN_DEFAULT);
+  assert_int_equal(x.done, 1);
+  assert_int_equal(x.status, 0);
+  assert_non_null(strstr(x.text, "round trip"));
+  /* Closing reports nothing more. */
+  assert_int_equal(x.nstates, 1);
+  assert_int_equal(x.states[0], ACP_HTTP_GET_OPEN);
   assert_int_equal(uv_loop_close(&x.loop), 0);
   acp_mcp_client_free(x.c);
 }
@@ -566,8 +671,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sse_and_resume, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_close_stream_holds_answer, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_legacy_raw, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_streamable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_get_stream, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_legacy, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_fallback, setup, teardown),
       cmocka_unit_test(test_client_bad_url),
