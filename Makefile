@@ -17,7 +17,7 @@ APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            python3 procps
 
 .PHONY: all deps configure build demo check check-unit check-asan \
-        check-valgrind check-wasm check-headers check-install peers bench \
+        check-valgrind check-wasm check-headers check-install peers bench bench-deps \
         fuzz format clean install
 
 all: build
@@ -100,7 +100,14 @@ check-install: build
 check-wasm:
 	./tools/check-wasm.sh build-wasm
 
-bench: peers
+# The load generator for the MCP HTTP benchmark (bench only, not CI).
+bench-deps: deps
+	@command -v wrk >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; \
+	  else echo "missing wrk; run: sudo apt-get install -y wrk"; exit 1; fi; }
+
+bench: peers bench-deps
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release
 	$(CMAKE) --build build-release -j$(JOBS)
 	./build-release/bench/bench_json
