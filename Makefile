@@ -119,7 +119,7 @@ fuzz:
 	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
 	  -DACP_BUILD_FUZZERS=ON
 	$(CMAKE) --build build-fuzz -j$(JOBS)
-	./tools/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+	./tools/run-fuzzers.sh build-fuzz $(or $(FUZZ_SECONDS),60)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.h.in')
