@@ -134,43 +134,58 @@ static int before_value(acp_json_writer *w) {
 
 /* Length of the prefix of s[0..len) that needs no escaping and no UTF-8
  * check (printable ASCII other than '"' and '\\'). */
-static size_t plain_run(const unsigned char *s, size_t len) {
+/* Copy the prefix of s[0..len) that needs no escaping and no UTF-8 check
+ * (printable ASCII other than '"' and '\\') to the end of the buffer, in
+ * one pass, and return its length. The caller has reserved room for `len`
+ * more bytes: whole 16-byte blocks are stored even when only their start
+ * is plain, and the rest is overwritten by what follows. */
+static size_t copy_plain(acp_json_writer *w, const unsigned char *s,
+                         size_t len) {
   const uint64_t ones = UINT64_C(0x0101010101010101);
   const uint64_t highs = UINT64_C(0x8080808080808080);
+  unsigned char *d = (unsigned char *)w->buf.data + w->buf.len;
   size_t i = 0;
-  uint64_t w;
+  uint64_t v;
   uint64_t x;
   uint64_t m;
 
 #if defined(__SSE2__)
-  /* As in the reader: quote, backslash, and a signed compare below 0x20
-   * for control bytes and bytes >= 0x80, 16 at a time. */
+  /* Quote, backslash, and a signed compare below 0x20 for control bytes
+   * and bytes >= 0x80, 16 at a time, as in the reader. */
   while (len - i >= 16) {
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
     __m128i hit =
-        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-                     _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, _mm_set1_epi8('"')),
+                                  _mm_cmpeq_epi8(b, _mm_set1_epi8('\\'))),
+                     _mm_cmplt_epi8(b, _mm_set1_epi8(0x20)));
     int mk = _mm_movemask_epi8(hit);
-    if (mk != 0)
-      return i + (unsigned)__builtin_ctz((unsigned)mk);
+    _mm_storeu_si128((__m128i *)(void *)(d + i), b);
+    if (mk != 0) {
+      i += (unsigned)__builtin_ctz((unsigned)mk);
+      w->buf.len += i;
+      return i;
+    }
     i += 16;
   }
 #endif
-
   while (len - i >= 8) {
-    memcpy(&w, s + i, 8);
-    x = w ^ (ones * '"');
+    memcpy(&v, s + i, 8);
+    x = v ^ (ones * '"');
     m = (x - ones) & ~x;
-    x = w ^ (ones * '\\');
+    x = v ^ (ones * '\\');
     m |= (x - ones) & ~x;
-    m |= (w - ones * 0x20) & ~w;
-    if (((m | w) & highs) != 0)
+    m |= (v - ones * 0x20) & ~v;
+    if (((m | v) & highs) != 0)
       break;
+    memcpy(d + i, s + i, 8);
     i += 8;
   }
-  while (i < len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+  while (i < len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
+         s[i] != '\\') {
+    d[i] = s[i];
     i++;
+  }
+  w->buf.len += i;
   return i;
 }
 
@@ -178,7 +193,6 @@ static int put_string(acp_json_writer *w, const char *str, size_t len) {
   static const char hexd[] = "0123456789abcdef";
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
-  size_t run;
   size_t k;
   int rv;
   char esc[6];
@@ -188,20 +202,23 @@ static int put_string(acp_json_writer *w, const char *str, size_t len) {
     return ACP_ERR_INVALID_ARGUMENT;
   rv = putc1(w, '"');
   while (rv == 0 && i < len) {
-    run = plain_run(s + i, len - i);
-    /* Extend the run over valid multi-byte UTF-8, which is copied as is. */
-    while (i + run < len && s[i + run] >= 0x80) {
-      k = acp__utf8_seq(s + i + run, s + len);
+    /* Room for the rest copied as is; escapes grow the buffer further. */
+    rv = acp__buf_reserve(&w->buf, len - i + 1);
+    if (rv != 0)
+      break;
+    i += copy_plain(w, s + i, len - i);
+    /* Valid multi-byte UTF-8 is copied as is. */
+    while (i < len && s[i] >= 0x80) {
+      k = acp__utf8_seq(s + i, s + len);
       if (k == 0)
         return ACP_ERR_INVALID_ARGUMENT;
-      run += k;
-      run += plain_run(s + i + run, len - i - run);
+      memcpy(w->buf.data + w->buf.len, s + i, k);
+      w->buf.len += k;
+      i += k;
+      i += copy_plain(w, s + i, len - i);
     }
-    if (run > 0) {
-      rv = put(w, (const char *)s + i, run);
-      i += run;
-      continue;
-    }
+    if (i == len)
+      break;
     en = 2;
     esc[0] = '\\';
     switch (s[i]) {

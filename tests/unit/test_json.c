@@ -956,8 +956,96 @@ static void test_json_allocation_failures(void **state) {
   free(in);
 }
 
+/* The string writer copies plain runs 16 or 8 bytes at a time and escapes
+ * the rest: random strings of every length around those block sizes, made
+ * of plain bytes, quotes, backslashes, control bytes, multi-byte UTF-8 and
+ * invalid bytes, must read back identical, or be refused when not UTF-8.
+ * Deterministic (fixed seed). */
+static uint32_t rng_next(uint32_t *st) {
+  uint32_t x = *st;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  *st = x;
+  return x;
+}
+
+static void test_writer_random_strings_round_trip(void **state) {
+  static const char *const pieces[] = {"a",
+                                       "Z",
+                                       " ",
+                                       "~",
+                                       "\"",
+                                       "\\",
+                                       "\n",
+                                       "\x01",
+                                       "\x1f",
+                                       "\x7f",
+                                       "\xc3\xa9",
+                                       "\xe2\x82\xac",
+                                       "\xf0\x9f\x98\x80",
+                                       "/"};
+  static const char *const bad[] = {"\xff", "\xc3", "\xed\xa0\x80", "\xc0\xaf"};
+  acp_json_writer *w = NULL;
+  acp_json_doc *doc = NULL;
+  char in[300];
+  uint32_t st = 12345;
+  int round;
+  int refused = 0;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (round = 0; round < 4000; round++) {
+    size_t target = rng_next(&st) % 70;
+    size_t n = 0;
+    int invalid = (rng_next(&st) % 10) == 0;
+    const char *out;
+    const char *dec;
+    size_t olen;
+    size_t dlen;
+    int rv;
+
+    /* Mostly plain bytes, so that long plain runs cross block edges. */
+    while (n < target) {
+      const char *p = (rng_next(&st) % 4) ? "x" : pieces[rng_next(&st) % 14];
+      size_t pl = strlen(p) ? strlen(p) : 1;
+      if (n + pl > sizeof(in) - 8)
+        break;
+      memcpy(in + n, p, pl);
+      n += pl;
+    }
+    if (invalid) {
+      const char *b = bad[rng_next(&st) % 4];
+      size_t at = n ? rng_next(&st) % (n + 1) : 0;
+      size_t bl = strlen(b);
+      memmove(in + at + bl, in + at, n - at);
+      memcpy(in + at, b, bl);
+      n += bl;
+    }
+    acp_json_writer_reset(w);
+    rv = acp_json_write_str(w, in, n);
+    if (invalid) {
+      assert_int_equal(rv, ACP_ERR_INVALID_ARGUMENT);
+      refused++;
+      continue;
+    }
+    assert_int_equal(rv, 0);
+    out = acp_json_writer_data(w, &olen);
+    assert_int_equal(acp_json_doc_parse(doc, out, olen, NULL), 0);
+    assert_int_equal(acp_json_doc_str(doc, acp_json_doc_root(doc), &dec, &dlen),
+                     0);
+    assert_int_equal(dlen, n);
+    assert_memory_equal(dec, in, n);
+  }
+  assert_true(refused > 100);
+  acp_json_doc_free(doc);
+  acp_json_writer_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_writer_random_strings_round_trip),
       cmocka_unit_test(test_json_accessors_and_types),
       cmocka_unit_test(test_json_iteration_skips_subtrees),
       cmocka_unit_test(test_json_obj_get_escaped_keys),
