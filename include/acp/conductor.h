@@ -208,6 +208,51 @@ acp_conductor_options_set_stderr_passthrough(acp_conductor_options *opts,
 ACP_EXTERN int acp_conductor_run(const acp_conductor_options *opts, int in_fd,
                                  int out_fd, int *exit_status);
 
+/**
+ * How MCP-over-ACP servers are offered to an agent that does not advertise
+ * `mcpCapabilities.acp` (agent mode only). Whatever the mode, the
+ * conductor advertises `mcpCapabilities.acp: true` to its client (the
+ * agent's initialize answer is rewritten on the way back, every other byte
+ * kept). When the agent advertises it too, declarations pass untouched.
+ */
+typedef enum acp_conductor_mcp_bridge {
+  /**
+   * Each `type: "acp"` declaration in session/new, load, resume and fork is
+   * rewritten into a stdio server whose command is `acp mcp-shim SOCKET
+   * TOKEN` (the running program's absolute path): SOCKET is a private unix
+   * socket (mode 0600 in a 0700 directory under $TMPDIR) the conductor
+   * listens on, TOKEN a random per-declaration secret the shim sends as its
+   * first line (with its stdin and stdout attached by SCM_RIGHTS, which
+   * the conductor then reads and writes directly; or alone, the shim then
+   * relaying bytes). Each accepted shim connection becomes one MCP-over-ACP
+   * connection (mcp/connect, mcp/message both ways, mcp/disconnect), sent
+   * as if the agent had sent it, so it reaches the component that declared
+   * the server through the chain. A wrong token is refused (closed).
+   * session/close closes the connections of that session's servers and
+   * revokes their tokens; everything (connections, listener, socket and
+   * its directory) goes away when acp_conductor_run() returns. Default.
+   */
+  ACP_CONDUCTOR_MCP_BRIDGE_STDIO = 0,
+  /** No rewriting: declarations reach the agent as sent (the conductor
+   * still advertises mcpCapabilities.acp). */
+  ACP_CONDUCTOR_MCP_BRIDGE_OFF = 1
+} acp_conductor_mcp_bridge;
+
+/** Default ACP_CONDUCTOR_MCP_BRIDGE_STDIO. Unknown values are ignored. */
+ACP_EXTERN void
+acp_conductor_options_set_mcp_bridge(acp_conductor_options *opts,
+                                     acp_conductor_mcp_bridge mode);
+
+/**
+ * Program run as the shim in rewritten declarations (absolute path,
+ * copied), NULL for the running program's own path; the declaration's
+ * args are ["mcp-shim", SOCKET, TOKEN].
+ * @return 0 or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int
+acp_conductor_options_set_shim_program(acp_conductor_options *opts,
+                                       const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@ int cmd_bench_client(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_conductor(int argc, char **argv);
 int cmd_proxy(int argc, char **argv);
+int cmd_mcp_shim(int argc, char **argv);
 
 /* Exit statuses shared by the subcommands. */
 enum {

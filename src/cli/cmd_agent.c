@@ -1025,7 +1025,18 @@ static void turn_run(turn *t) {
 
 /* MARK: - MCP servers of a session (--mcp-acp native) */
 
-/* One MCP-over-ACP server declared in a session, consumed natively. */
+/* A running stdio MCP server: its process, and the rpc binding its
+ * stdout/stdin to the server's MCP client. Freed by stdio_close(). */
+typedef struct stdio_conn {
+  mcpsrv *m; /* NULL once detached from its server */
+  acp_mcp_client *client;
+  acp_uv_process *proc;
+  acp_uv_rpc *rpc;
+} stdio_conn;
+
+/* One MCP server declared in a session: MCP-over-ACP, consumed natively,
+ * or a stdio server (e.g. `acp mcp-shim` written by a bridging
+ * conductor), spawned on first use. */
 struct mcpsrv {
   char *name;
   char *id;
@@ -1034,7 +1045,48 @@ struct mcpsrv {
   acp_mcp_acp_link *link;
   bool ready;
   mcpsrv *next;
+  char **argv; /* stdio: command and args, NULL-terminated */
+  char **env;  /* stdio: "NAME=value" additions, NULL-terminated */
+  stdio_conn *sc;
 };
+
+static void strv_free(char **v) {
+  size_t i;
+  for (i = 0; v != NULL && v[i] != NULL; i++)
+    free(v[i]);
+  free(v);
+}
+
+static void stdio_on_rpc_closed(acp_uv_rpc *r, void *ud) {
+  stdio_conn *sc = ud;
+  (void)r;
+  acp_uv_process_close(sc->proc, NULL);
+  acp_mcp_client_free(sc->client);
+  free(sc);
+}
+
+/* Detach a stdio server's connection: its pending requests complete with
+ * ACP_ERR_CLOSED, the process is killed, everything is freed later. */
+static void stdio_close(stdio_conn *sc) {
+  if (sc->m != NULL) {
+    sc->m->sc = NULL;
+    sc->m->client = NULL;
+    sc->m->ready = false;
+    sc->m = NULL;
+  }
+  if (sc->rpc != NULL) {
+    acp_uv_rpc *r = sc->rpc;
+    sc->rpc = NULL;
+    (void)acp_mcp_client_recv_eof(sc->client, 0);
+    acp_uv_rpc_close(r, stdio_on_rpc_closed);
+  }
+}
+
+static void stdio_on_end(acp_uv_rpc *r, int reason, void *ud) {
+  (void)r;
+  (void)reason;
+  stdio_close(ud);
+}
 
 /* One /mcp-tools or /mcp-call in progress. */
 typedef struct mcpop {
@@ -1050,12 +1102,121 @@ static void mcp_servers_free(asession *s) {
     mcpsrv *m = s->mcp;
 
     s->mcp = m->next;
-    acp_mcp_acp_link_close(m->link);
-    acp_mcp_client_free(m->client);
+    if (m->sc != NULL) {
+      stdio_close(m->sc);
+    } else {
+      acp_mcp_acp_link_close(m->link);
+      acp_mcp_client_free(m->client);
+    }
+    strv_free(m->argv);
+    strv_free(m->env);
     free(m->name);
     free(m->id);
     free(m);
   }
+}
+
+/* A JSON string as a new C string (NULL if not a string). */
+static char *json_strdup(acp_json_doc *doc, const acp_json_val *v) {
+  const char *p;
+  size_t n;
+  if (acp_json_doc_str(doc, v, &p, &n) != 0 || memchr(p, 0, n) != NULL)
+    return NULL;
+  return xstrndup(p, n);
+}
+
+/* Record a stdio server ({name, command, args, env}) of a session. */
+static void mcp_record_stdio(asession *s, acp_json_doc *doc,
+                             const acp_json_val *e) {
+  const acp_json_val *type = acp_json_obj_getz(e, "type");
+  const acp_json_val *args = acp_json_obj_getz(e, "args");
+  const acp_json_val *env = acp_json_obj_getz(e, "env");
+  const acp_json_val *v;
+  char *name = json_strdup(doc, acp_json_obj_getz(e, "name"));
+  char *cmd = json_strdup(doc, acp_json_obj_getz(e, "command"));
+  mcpsrv *m, *old;
+  size_t n = 0;
+
+  if ((type != NULL && !acp_json_str_eq(type, "stdio", 5)) || name == NULL ||
+      cmd == NULL) {
+    free(name);
+    free(cmd);
+    return;
+  }
+  for (old = s->mcp; old != NULL; old = old->next)
+    if (strcmp(old->name, name) == 0)
+      break;
+  if (old != NULL) { /* load/resume: already known */
+    free(name);
+    free(cmd);
+    return;
+  }
+  m = calloc(1, sizeof(*m));
+  if (m == NULL)
+    exit(CLI_EXIT_FAILURE);
+  m->name = name;
+  m->argv = calloc(acp_json_len(args) + 2, sizeof(char *));
+  m->env = calloc(acp_json_len(env) + 1, sizeof(char *));
+  if (m->argv == NULL || m->env == NULL)
+    exit(CLI_EXIT_FAILURE);
+  m->argv[n++] = cmd;
+  for (v = acp_json_child(args); v != NULL; v = acp_json_next(v)) {
+    char *a = json_strdup(doc, v);
+    if (a != NULL)
+      m->argv[n++] = a;
+  }
+  n = 0;
+  for (v = acp_json_child(env); v != NULL; v = acp_json_next(v)) {
+    char *k = json_strdup(doc, acp_json_obj_getz(v, "name"));
+    char *val = json_strdup(doc, acp_json_obj_getz(v, "value"));
+    if (k != NULL && val != NULL && k[0] != '\0' && strchr(k, '=') == NULL) {
+      char *kv = malloc(strlen(k) + strlen(val) + 2);
+      if (kv == NULL)
+        exit(CLI_EXIT_FAILURE);
+      sprintf(kv, "%s=%s", k, val);
+      m->env[n++] = kv;
+    }
+    free(k);
+    free(val);
+  }
+  m->next = s->mcp;
+  s->mcp = m;
+}
+
+/* Spawn a stdio server for `m` and bind an MCP client to it. */
+static int stdio_start(app *a, mcpsrv *m) {
+  acp_uv_process_options *po = NULL;
+  stdio_conn *sc = calloc(1, sizeof(*sc));
+  size_t i;
+  int rv;
+
+  if (sc == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp_mcp_client_new(&sc->client, NULL, a->name, ACP_VERSION, NULL, NULL);
+  if (rv == 0)
+    rv = acp_uv_process_options_new(&po, NULL);
+  if (rv == 0)
+    rv = acp_uv_process_options_set_argv(po, (const char *const *)m->argv);
+  for (i = 0; rv == 0 && m->env[i] != NULL; i++)
+    rv = acp_uv_process_options_add_env(po, m->env[i]);
+  if (rv == 0)
+    rv = acp_uv_process_spawn(&sc->proc, &a->loop, po, sc, NULL, NULL);
+  acp_uv_process_options_free(po);
+  if (rv == 0)
+    rv = acp_uv_rpc_new(&sc->rpc, acp_uv_process_link(sc->proc),
+                        acp_mcp_client_session(sc->client), stdio_on_end, sc,
+                        NULL);
+  if (rv != 0) {
+    acp_uv_process_close(sc->proc, NULL);
+    acp_mcp_client_free(sc->client);
+    free(sc);
+    return rv;
+  }
+  sc->m = m;
+  m->sc = sc;
+  m->client = sc->client;
+  m->ready = false;
+  return 0;
 }
 
 /* Record the acp-type servers of session/new, load or resume. */
@@ -1076,8 +1237,10 @@ static void mcp_record(app *a, asession *s, acp_agent_request *req) {
     mcpsrv *m;
     mcpsrv *old;
 
-    if (acp_mcp_acp_decl_parse(msg->doc, e, &id, &n, &shape) != 0)
+    if (acp_mcp_acp_decl_parse(msg->doc, e, &id, &n, &shape) != 0) {
+      mcp_record_stdio(s, msg->doc, e);
       continue;
+    }
     m = calloc(1, sizeof(*m));
     if (m == NULL)
       exit(CLI_EXIT_FAILURE);
@@ -1138,7 +1301,8 @@ static int mcp_on_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
              acp_strerror(status));
     send_text(t->a, t->s, buf);
   } else {
-    snprintf(buf, sizeof(buf), "%s (acp):", op->srv->name);
+    snprintf(buf, sizeof(buf), "%s (%s):", op->srv->name,
+             op->srv->argv != NULL ? "stdio" : "acp");
     send_text(t->a, t->s, buf);
     for (tool = acp_json_child(acp_json_obj_getz(msg->result, "tools"));
          tool != NULL; tool = acp_json_next(tool)) {
@@ -1272,6 +1436,46 @@ static int mcp_on_open(acp_mcp_acp_link *link, int status,
   return acp_mcp_acp_consumer_flush(t->a->mcp, 0);
 }
 
+/* mcp_step_next for a stdio server: spawn, initialize, list or call. */
+static void mcp_step_stdio(mcpop *op) {
+  turn *t = op->t;
+  app *a = t->a;
+  mcpsrv *m = op->srv;
+  int rv = 0;
+
+  t->refs++;
+  t->waiting = true;
+  if (m->sc == NULL) {
+    rv = stdio_start(a, m);
+    if (rv == 0)
+      rv = acp_mcp_client_initialize(m->client, uv_now(&a->loop), mcp_on_init,
+                                     op);
+  } else if (!m->ready) {
+    rv = ACP_ERR_INVALID_STATE;
+  } else if (op->listing) {
+    rv = acp_mcp_client_list(m->client, ACP_MCP_LIST_TOOLS, NULL, NULL, 0,
+                             mcp_on_list, op, NULL);
+  } else {
+    rv = acp_mcp_client_call_tool(m->client, op->tool, op->args,
+                                  strlen(op->args), NULL, 0, mcp_on_call, op,
+                                  NULL);
+  }
+  if (rv != 0) {
+    char buf[256];
+
+    t->refs--;
+    t->waiting = false;
+    snprintf(buf, sizeof(buf), "%s: %s\n", m->name, acp_strerror(rv));
+    send_text(a, t->s, buf);
+    if (op->listing) {
+      op->srv = m->next;
+      mcp_step_next(op);
+    } else {
+      mcp_op_end(op);
+    }
+  }
+}
+
 /* Do the next thing for `op`: connect, list, call, or end. */
 static void mcp_step_next(mcpop *op) {
   turn *t = op->t;
@@ -1283,6 +1487,10 @@ static void mcp_step_next(mcpop *op) {
     if (!op->listing)
       send_text(a, t->s, "no such MCP server in this session\n");
     mcp_op_end(op);
+    return;
+  }
+  if (m->argv != NULL) {
+    mcp_step_stdio(op);
     return;
   }
   if (a->mcp_acp_off) {
@@ -1354,7 +1562,7 @@ static int step_mcp(turn *t, const char *line) {
     op->listing = true;
     op->srv = t->s->mcp;
     if (op->srv == NULL)
-      send_text(t->a, t->s, "no MCP servers over ACP in this session\n");
+      send_text(t->a, t->s, "no MCP servers in this session\n");
   } else {
     const char *p = line + 9;
     const char *name;

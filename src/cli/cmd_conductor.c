@@ -46,6 +46,11 @@ static const char conductor_usage[] =
     "  --proxy-methods M     auto (default: proxy/*, falling back to\n"
     "                        _proxy/* and the oldest names on -32601), spec\n"
     "                        (proxy/* only) or underscore (_proxy/* only)\n"
+    "  --mcp-bridge MODE     stdio (default) or off: how MCP servers that\n"
+    "                        components offer over ACP reach an agent that\n"
+    "                        does not advertise mcpCapabilities.acp; stdio\n"
+    "                        rewrites each into `acp mcp-shim` (see\n"
+    "                        docs/conductor.md, Bridging)\n"
     "  --stdin-grace MS      shutdown: wait after closing a component's stdin\n"
     "                        before SIGTERM (default 1000)\n"
     "  --term-grace MS       shutdown: wait after SIGTERM before SIGKILL\n"
@@ -175,6 +180,22 @@ int cmd_conductor(int argc, char **argv) {
       else {
         cli_err("conductor",
                 "--proxy-methods: expected auto, spec or underscore");
+        goto usage;
+      }
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--mcp-bridge", &ok)) || ok) {
+      if (ok < 0)
+        goto usage;
+      if (strcmp(v, "stdio") == 0)
+        acp_conductor_options_set_mcp_bridge(o, ACP_CONDUCTOR_MCP_BRIDGE_STDIO);
+      else if (strcmp(v, "off") == 0)
+        acp_conductor_options_set_mcp_bridge(o, ACP_CONDUCTOR_MCP_BRIDGE_OFF);
+      else if (strcmp(v, "http") == 0) {
+        cli_err("conductor", "--mcp-bridge http is not implemented yet");
+        goto usage;
+      } else {
+        cli_err("conductor", "--mcp-bridge: expected stdio or off");
         goto usage;
       }
       continue;

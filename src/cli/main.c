@@ -46,7 +46,7 @@ static const struct command commands[] = {
     {"agent", cmd_agent},  {"client", cmd_client},
     {"demo", cmd_demo},    {"bench-client", cmd_bench_client},
     {"proxy", cmd_proxy},  {"conductor", cmd_conductor},
-    {"mcp", cmd_mcp_exec},
+    {"mcp", cmd_mcp_exec}, {"mcp-shim", cmd_mcp_shim},
 };
 
 /* `acp mcp ...` runs the acp-mcp program installed beside acp: the MCP

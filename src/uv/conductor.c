@@ -13,6 +13,7 @@
 
 #include "acp/conductor.h"
 #include "acp/json.h"
+#include "acp/mcp_acp.h"
 #include "uv_internal.h"
 
 #define DEFAULT_GRACE_MS 1000
@@ -56,6 +57,8 @@ struct acp_conductor_options {
   size_t high_water;
   size_t max_line;
   bool passthrough;
+  acp_conductor_mcp_bridge bridge;
+  char *shim_program;
 };
 
 static char *mem_strndup(const acp_mem *m, const char *s, size_t n) {
@@ -121,6 +124,7 @@ void acp_conductor_options_free(acp_conductor_options *o) {
   acp__free(&o->mem, o->comps);
   acp__free(&o->mem, o->trace_path);
   acp__free(&o->mem, o->debug_dir);
+  acp__free(&o->mem, o->shim_program);
   acp__free(&o->mem, o);
 }
 
@@ -564,6 +568,18 @@ void acp_conductor_options_set_max_line(acp_conductor_options *o,
     o->max_line = bytes ? bytes : DEFAULT_MAX_LINE;
 }
 
+void acp_conductor_options_set_mcp_bridge(acp_conductor_options *o,
+                                          acp_conductor_mcp_bridge mode) {
+  if (o != NULL && (mode == ACP_CONDUCTOR_MCP_BRIDGE_STDIO ||
+                    mode == ACP_CONDUCTOR_MCP_BRIDGE_OFF))
+    o->bridge = mode;
+}
+
+int acp_conductor_options_set_shim_program(acp_conductor_options *o,
+                                           const char *path) {
+  return o == NULL ? 0 : set_path(o, &o->shim_program, path);
+}
+
 void acp_conductor_options_set_stderr_passthrough(acp_conductor_options *o,
                                                   bool on) {
   if (o)
@@ -628,6 +644,24 @@ struct cond {
   int exit_status;
   int fatal;
   size_t next_shut;
+  /* MCP bridge (see acp_conductor_mcp_bridge) */
+  bool agent_caps_seen; /* the agent answered initialize */
+  bool agent_acp;       /* ... advertising mcpCapabilities.acp */
+  bool br_injected;     /* lines were fed for the agent link: flush again */
+  bool br_listening;
+  char *agent_init_id; /* raw id of the initialize sent to the agent */
+  char *br_dir, *br_sock;
+  char br_program[4096];
+  struct bsrv *br_srvs;
+  struct bconn *br_conns;
+  struct bpend *br_pends;
+  uint64_t br_next;
+  size_t br_new_pending; /* bsrvs whose session/new is unanswered */
+  uv_pipe_t br_listener;
+  acp_json_doc *bdoc;
+  acp_json_writer *bw, *bw2;
+  acp__buf br_chunk, br_out;
+  char br_rbuf[65536];
 };
 
 static void flush_all(cond *c);
@@ -786,6 +820,992 @@ static void on_event(acp_router *r, acp_router_event_type type, size_t link,
              detail ? detail : "");
 }
 
+/* MARK: - MCP bridge (agent without mcpCapabilities.acp) */
+
+#define BR_PREFIX "acpbr-"
+#define BR_TOKEN_MAX 128
+
+enum { BR_CONNECT = 1, BR_MESSAGE, BR_DISCONNECT };
+
+/* One bridged declaration (a server id offered by a component). */
+typedef struct bsrv {
+  struct bsrv *next;
+  char *id;         /* server id, decoded */
+  char token[33];   /* hex secret the shim sends first */
+  char *session_id; /* its session, once known */
+  char *req_id;     /* raw id of the session/new awaiting its sessionId */
+} bsrv;
+
+/* One accepted shim connection. */
+typedef struct bconn {
+  struct bconn *next;
+  cond *c;
+  uv_pipe_t pipe; /* the shim's control connection (IPC: may carry fds) */
+  uv_pipe_t rd;   /* fd mode: the shim's stdin, passed to us (MCP in) */
+  uv_pipe_t wr;   /* fd mode: the shim's stdout (MCP out) */
+  bool fdmode;    /* rd and wr are in use */
+  int handles;    /* handles still to close */
+  bsrv *srv;      /* NULL until the token was checked */
+  acp__buf in;    /* bytes of an incomplete line */
+  acp__buf queue; /* MCP lines received before mcp/connect was answered */
+  char *conn_id;  /* connectionId (decoded), NULL until open */
+  bool open;
+  bool closing;
+  bool connecting;
+} bconn;
+
+/* A request the conductor sent as if from the agent. */
+typedef struct bpend {
+  struct bpend *next;
+  uint64_t n; /* id "acpbr-<n>" */
+  int kind;
+  bconn *conn;    /* NULL once the connection is gone */
+  char *inner_id; /* raw id of the shim's MCP request (BR_MESSAGE) */
+  bool cancelled;
+} bpend;
+
+static bool bridge_on(const cond *c) {
+  return c->o->mode == ACP_ROUTER_MODE_AGENT && c->n > 0;
+}
+
+static bool bridge_rewrites(const cond *c) {
+  return bridge_on(c) && c->o->bridge == ACP_CONDUCTOR_MCP_BRIDGE_STDIO &&
+         c->agent_caps_seen && !c->agent_acp;
+}
+
+static char *br_dup(cond *c, const char *s, size_t n) {
+  return mem_strndup(c->mem, s, n);
+}
+
+/* Feed one line to the router as if the agent had written it. */
+static void br_inject(cond *c, const char *line, size_t len) {
+  if (c->fatal || c->finished || !c->comps[c->n - 1].running)
+    return;
+  if (acp_router_recv(c->r, c->n, line, len) == ACP_ERR_NOMEM) {
+    c->fatal = ACP_ERR_NOMEM;
+    c->exit_status = 1;
+  }
+  c->br_injected = true;
+}
+
+static void br_inject_writer(cond *c) {
+  size_t len;
+  const char *d = acp_json_writer_data(c->bw, &len);
+  if (acp_json_writer_error(c->bw) == 0)
+    br_inject(c, d, len);
+}
+
+static bpend *br_pend_new(cond *c, int kind, bconn *k) {
+  bpend *p = acp__calloc(c->mem, 1, sizeof(*p));
+  if (p == NULL)
+    return NULL;
+  p->n = ++c->br_next;
+  p->kind = kind;
+  p->conn = k;
+  p->next = c->br_pends;
+  c->br_pends = p;
+  return p;
+}
+
+static void br_pend_free(cond *c, bpend *p) {
+  bpend **pp;
+  for (pp = &c->br_pends; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == p) {
+      *pp = p->next;
+      break;
+    }
+  acp__free(c->mem, p->inner_id);
+  acp__free(c->mem, p);
+}
+
+/* Start a request {"jsonrpc","id":"acpbr-N","method":M,"params":{ in bw. */
+static void br_begin_req(cond *c, const bpend *p, const char *method) {
+  char id[40];
+  acp_json_writer_reset(c->bw);
+  acp_json_write_obj_begin(c->bw);
+  acp_json_write_keyz(c->bw, "jsonrpc");
+  acp_json_write_strz(c->bw, "2.0");
+  if (p != NULL) {
+    snprintf(id, sizeof(id), BR_PREFIX "%llu", (unsigned long long)p->n);
+    acp_json_write_keyz(c->bw, "id");
+    acp_json_write_strz(c->bw, id);
+  }
+  acp_json_write_keyz(c->bw, "method");
+  acp_json_write_strz(c->bw, method);
+  acp_json_write_keyz(c->bw, "params");
+  acp_json_write_obj_begin(c->bw);
+}
+
+/* MARK: Shim connections */
+
+static void br_on_close(uv_handle_t *h) {
+  bconn *k = h->data;
+  cond *c = k->c;
+  if (--k->handles > 0)
+    return;
+  acp__buf_dispose(&k->in);
+  acp__buf_dispose(&k->queue);
+  acp__free(c->mem, k->conn_id);
+  acp__free(c->mem, k);
+}
+
+/* Close a shim connection; tell the provider when it was open. */
+static void br_conn_close(bconn *k, bool tell) {
+  cond *c = k->c;
+  bconn **pp;
+  bpend *p;
+  if (k->closing)
+    return;
+  k->closing = true;
+  for (pp = &c->br_conns; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == k) {
+      *pp = k->next;
+      break;
+    }
+  for (p = c->br_pends; p != NULL; p = p->next)
+    if (p->conn == k)
+      p->conn = NULL;
+  if (tell && k->open && k->conn_id != NULL) {
+    p = br_pend_new(c, BR_DISCONNECT, NULL);
+    if (p != NULL) {
+      br_begin_req(c, p, "mcp/disconnect");
+      acp_json_write_keyz(c->bw, "connectionId");
+      acp_json_write_strz(c->bw, k->conn_id);
+      acp_json_write_obj_end(c->bw);
+      acp_json_write_obj_end(c->bw);
+      br_inject_writer(c);
+    }
+  }
+  k->handles = k->fdmode ? 3 : 1;
+  uv_close((uv_handle_t *)&k->pipe, br_on_close);
+  if (k->fdmode) {
+    uv_close((uv_handle_t *)&k->rd, br_on_close);
+    uv_close((uv_handle_t *)&k->wr, br_on_close);
+  }
+}
+
+typedef struct bwrite {
+  uv_write_t req;
+  char data[];
+} bwrite;
+
+static void br_on_write(uv_write_t *req, int status) {
+  bwrite *w = (bwrite *)req;
+  bconn *k = req->handle->data;
+  cond *c = k->c;
+  (void)status;
+  acp__free(c->mem, w);
+}
+
+/* Write one line (a newline is added) to a shim. */
+static void br_conn_write(bconn *k, const char *d, size_t n) {
+  cond *c = k->c;
+  bwrite *w;
+  uv_buf_t b;
+  if (k->closing)
+    return;
+  w = acp__malloc(c->mem, sizeof(*w) + n + 1);
+  if (w == NULL)
+    return;
+  memcpy(w->data, d, n);
+  w->data[n] = '\n';
+  b = uv_buf_init(w->data, (unsigned)(n + 1));
+  if (uv_write(&w->req, (uv_stream_t *)(k->fdmode ? &k->wr : &k->pipe), &b, 1,
+               br_on_write) != 0) {
+    acp__free(c->mem, w);
+    br_conn_close(k, true);
+  }
+}
+
+/* One MCP line from an open shim connection: relay it as mcp/message. */
+static void br_relay_up(bconn *k, const char *line, size_t len) {
+  cond *c = k->c;
+  const acp_json_val *root, *id, *method, *params;
+  bpend *p;
+  if (acp_json_doc_parse(c->bdoc, line, len, NULL) != 0)
+    return;
+  root = acp_json_doc_root(c->bdoc);
+  if (acp_json_type_of(root) != ACP_JSON_OBJECT)
+    return;
+  id = acp_json_obj_getz(root, "id");
+  method = acp_json_obj_getz(root, "method");
+  params = acp_json_obj_getz(root, "params");
+  if (acp_json_type_of(method) == ACP_JSON_STRING) {
+    if (id == NULL && acp_json_str_eq(method, "notifications/cancelled", 23)) {
+      /* Cancel the outer request carrying it, hop by hop. */
+      size_t rl, pl;
+      const char *rid =
+          acp_json_raw(acp_json_obj_getz(params, "requestId"), &rl);
+      for (p = c->br_pends; rid != NULL && p != NULL; p = p->next)
+        if (p->conn == k && p->kind == BR_MESSAGE && p->inner_id != NULL &&
+            (pl = strlen(p->inner_id)) == rl &&
+            memcmp(p->inner_id, rid, rl) == 0)
+          break;
+      if (p != NULL) {
+        char buf[128];
+        int n = snprintf(buf, sizeof(buf),
+                         "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+                         "\"params\":{\"requestId\":\"" BR_PREFIX "%llu\"}}",
+                         (unsigned long long)p->n);
+        p->cancelled = true;
+        if (n > 0 && (size_t)n < sizeof(buf))
+          br_inject(c, buf, (size_t)n);
+      }
+      (void)pl;
+      return;
+    }
+    p = NULL;
+    if (id != NULL) {
+      size_t il;
+      const char *ir = acp_json_raw(id, &il);
+      p = br_pend_new(c, BR_MESSAGE, k);
+      if (p == NULL || (p->inner_id = br_dup(c, ir, il)) == NULL)
+        return;
+    }
+    br_begin_req(c, p, "mcp/message");
+    acp_json_write_keyz(c->bw, "connectionId");
+    acp_json_write_strz(c->bw, k->conn_id);
+    acp_json_write_keyz(c->bw, "method");
+    acp_json_write_val(c->bw, method);
+    if (params != NULL) {
+      acp_json_write_keyz(c->bw, "params");
+      acp_json_write_val(c->bw, params);
+    }
+    acp_json_write_obj_end(c->bw);
+    acp_json_write_obj_end(c->bw);
+    br_inject_writer(c);
+  } else if (id != NULL) {
+    /* The agent's answer to a request of the provider: the inner result is
+     * the outer result (the id is the one the agent's hop used). */
+    const acp_json_val *res = acp_json_obj_getz(root, "result");
+    const acp_json_val *err = acp_json_obj_getz(root, "error");
+    acp_json_writer_reset(c->bw);
+    acp_json_write_obj_begin(c->bw);
+    acp_json_write_keyz(c->bw, "jsonrpc");
+    acp_json_write_strz(c->bw, "2.0");
+    acp_json_write_keyz(c->bw, "id");
+    acp_json_write_val(c->bw, id);
+    acp_json_write_keyz(c->bw, err != NULL ? "error" : "result");
+    acp_json_write_val(c->bw, err != NULL ? err : res);
+    acp_json_write_obj_end(c->bw);
+    br_inject_writer(c);
+  }
+}
+
+static void br_first_line(bconn *k, const char *line, size_t len) {
+  cond *c = k->c;
+  bsrv *s;
+  bpend *p;
+  for (s = c->br_srvs; s != NULL; s = s->next) {
+    unsigned char diff = 0;
+    size_t i;
+    if (len != 32)
+      continue;
+    for (i = 0; i < 32; i++)
+      diff |= (unsigned char)(s->token[i] ^ line[i]);
+    if (diff == 0)
+      break;
+  }
+  if (s == NULL) {
+    log_line(c, "[conductor] mcp bridge: refused a connection with a wrong "
+                "token\n");
+    br_conn_close(k, false);
+    return;
+  }
+  k->srv = s;
+  p = br_pend_new(c, BR_CONNECT, k);
+  if (p == NULL) {
+    br_conn_close(k, false);
+    return;
+  }
+  k->connecting = true;
+  br_begin_req(c, p, "mcp/connect");
+  acp_json_write_keyz(c->bw, "acpId");
+  acp_json_write_strz(c->bw, s->id);
+  acp_json_write_keyz(c->bw, "serverId");
+  acp_json_write_strz(c->bw, s->id);
+  acp_json_write_obj_end(c->bw);
+  acp_json_write_obj_end(c->bw);
+  br_inject_writer(c);
+}
+
+static void br_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b);
+static void br_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b);
+
+/* The shim passed its stdin and stdout (SCM_RIGHTS, with the token): read
+ * and write the agent's pipes directly, no relay through the shim. */
+static void br_take_fds(bconn *k) {
+  cond *c = k->c;
+  uv_pipe_init(&c->loop, &k->rd, 0);
+  uv_pipe_init(&c->loop, &k->wr, 0);
+  k->rd.data = k;
+  k->wr.data = k;
+  k->fdmode = true;
+  if (uv_accept((uv_stream_t *)&k->pipe, (uv_stream_t *)&k->rd) != 0 ||
+      uv_accept((uv_stream_t *)&k->pipe, (uv_stream_t *)&k->wr) != 0 ||
+      uv_read_start((uv_stream_t *)&k->rd, br_alloc, br_on_read) != 0)
+    br_conn_close(k, true);
+}
+
+static void br_line(bconn *k, const char *line, size_t len) {
+  if (len > 0 && line[len - 1] == '\r')
+    len--;
+  if (k->srv == NULL) {
+    br_first_line(k, line, len);
+    if (k->srv != NULL && !k->closing && uv_pipe_pending_count(&k->pipe) == 2)
+      br_take_fds(k);
+  } else if (len == 0) {
+    return;
+  } else if (!k->open) {
+    if (acp__buf_append(&k->queue, line, len) < 0 ||
+        acp__buf_append(&k->queue, "\n", 1) < 0)
+      br_conn_close(k, true);
+  } else {
+    br_relay_up(k, line, len);
+  }
+}
+
+static void br_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
+  bconn *k = h->data;
+  (void)sz;
+  b->base = k->c->br_rbuf;
+  b->len = sizeof(k->c->br_rbuf);
+}
+
+static void br_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b) {
+  bconn *k = st->data;
+  cond *c = k->c;
+  const char *d = b->base;
+  size_t len = nread > 0 ? (size_t)nread : 0;
+  if (nread < 0) {
+    br_conn_close(k, true);
+    flush_all(c);
+    return;
+  }
+  if (k->fdmode && st == (uv_stream_t *)&k->pipe)
+    return; /* control connection after the fds: only its end matters */
+  while (len > 0 && !k->closing) {
+    const char *nl = memchr(d, '\n', len);
+    size_t n = nl ? (size_t)(nl - d) : len;
+    if (k->in.len + n > c->o->max_line ||
+        (k->srv == NULL && k->in.len + n > BR_TOKEN_MAX)) {
+      br_conn_close(k, true);
+      break;
+    }
+    if (nl == NULL) {
+      if (acp__buf_append(&k->in, d, n) < 0)
+        br_conn_close(k, true);
+      break;
+    }
+    if (k->in.len == 0) {
+      br_line(k, d, n);
+    } else if (acp__buf_append(&k->in, d, n) == 0) {
+      br_line(k, k->in.data, k->in.len);
+      acp__buf_clear(&k->in);
+    }
+    d = nl + 1;
+    len -= n + 1;
+  }
+  flush_all(c);
+}
+
+static void br_on_connection(uv_stream_t *srv, int status) {
+  cond *c = srv->data;
+  bconn *k;
+  if (status < 0 || c->shutting)
+    return;
+  k = acp__calloc(c->mem, 1, sizeof(*k));
+  if (k == NULL)
+    return;
+  k->c = c;
+  acp__buf_init(&k->in, c->mem, 0);
+  acp__buf_init(&k->queue, c->mem, 0);
+  uv_pipe_init(&c->loop, &k->pipe, 1);
+  k->pipe.data = k;
+  k->next = c->br_conns;
+  c->br_conns = k;
+  if (uv_accept(srv, (uv_stream_t *)&k->pipe) != 0 ||
+      uv_read_start((uv_stream_t *)&k->pipe, br_alloc, br_on_read) != 0)
+    br_conn_close(k, false);
+}
+
+/* Create the private directory and the listening socket (once). */
+static int br_listen(cond *c) {
+  const char *tmp = getenv("TMPDIR");
+  char dir[512];
+  size_t sz;
+  if (c->br_listening)
+    return 0;
+  if (tmp == NULL || *tmp == '\0')
+    tmp = "/tmp";
+  if (snprintf(dir, sizeof(dir), "%s/acp-bridge-XXXXXX", tmp) >= 80)
+    snprintf(dir, sizeof(dir), "/tmp/acp-bridge-XXXXXX");
+  if (mkdtemp(dir) == NULL)
+    return ACP_ERR_SYSTEM;
+  (void)chmod(dir, 0700);
+  sz = strlen(dir);
+  c->br_dir = br_dup(c, dir, sz);
+  c->br_sock = acp__malloc(c->mem, sz + sizeof("/mcp.sock"));
+  if (c->br_dir == NULL || c->br_sock == NULL)
+    return ACP_ERR_NOMEM;
+  memcpy(c->br_sock, dir, sz);
+  memcpy(c->br_sock + sz, "/mcp.sock", sizeof("/mcp.sock"));
+  uv_pipe_init(&c->loop, &c->br_listener, 0);
+  c->br_listener.data = c;
+  c->br_listening = true;
+  if (uv_pipe_bind(&c->br_listener, c->br_sock) != 0 ||
+      chmod(c->br_sock, 0600) != 0 ||
+      uv_listen((uv_stream_t *)&c->br_listener, 64, br_on_connection) != 0)
+    return ACP_ERR_SYSTEM;
+  return 0;
+}
+
+/* Close every connection and the listener; remove the socket. */
+static void br_close_all(cond *c) {
+  while (c->br_conns != NULL)
+    br_conn_close(c->br_conns, false);
+  if (c->br_listening) {
+    c->br_listening = false;
+    uv_close((uv_handle_t *)&c->br_listener, NULL);
+  }
+  if (c->br_sock != NULL)
+    (void)unlink(c->br_sock);
+  if (c->br_dir != NULL)
+    (void)rmdir(c->br_dir);
+}
+
+static void br_free_all(cond *c) {
+  while (c->br_pends != NULL)
+    br_pend_free(c, c->br_pends);
+  while (c->br_srvs != NULL) {
+    bsrv *s = c->br_srvs;
+    c->br_srvs = s->next;
+    acp__free(c->mem, s->id);
+    acp__free(c->mem, s->session_id);
+    acp__free(c->mem, s->req_id);
+    acp__free(c->mem, s);
+  }
+  acp__free(c->mem, c->br_dir);
+  acp__free(c->mem, c->br_sock);
+  acp__free(c->mem, c->agent_init_id);
+  acp_json_doc_free(c->bdoc);
+  acp_json_writer_free(c->bw);
+  acp_json_writer_free(c->bw2);
+  acp__buf_dispose(&c->br_chunk);
+  acp__buf_dispose(&c->br_out);
+}
+
+/* MARK: Rewrites */
+
+static bsrv *br_srv_for(cond *c, const char *id, size_t n) {
+  bsrv *s;
+  uint8_t rnd[16];
+  size_t i;
+  for (s = c->br_srvs; s != NULL; s = s->next)
+    if (strlen(s->id) == n && memcmp(s->id, id, n) == 0)
+      return s;
+  if (uv_random(NULL, NULL, rnd, sizeof(rnd), 0, NULL) != 0)
+    return NULL;
+  s = acp__calloc(c->mem, 1, sizeof(*s));
+  if (s == NULL)
+    return NULL;
+  if ((s->id = br_dup(c, id, n)) == NULL) {
+    acp__free(c->mem, s);
+    return NULL;
+  }
+  for (i = 0; i < 16; i++)
+    snprintf(s->token + 2 * i, 3, "%02x", rnd[i]);
+  s->next = c->br_srvs;
+  c->br_srvs = s;
+  return s;
+}
+
+/* Tie a declaration to its session: known now for load/resume/fork, from
+ * the agent's answer for session/new. */
+static void br_srv_bind(cond *c, bsrv *s, const acp_json_val *root,
+                        const acp_json_val *params) {
+  const char *sid;
+  size_t sl, il;
+  const char *ir = acp_json_raw(acp_json_obj_getz(root, "id"), &il);
+  if (s->session_id != NULL || s->req_id != NULL)
+    return;
+  if (acp_json_str_eq(acp_json_obj_getz(root, "method"), "session/new", 11)) {
+    if (ir != NULL && (s->req_id = br_dup(c, ir, il)) != NULL)
+      c->br_new_pending++;
+  } else if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(params, "sessionId"),
+                              &sid, &sl) == 0) {
+    s->session_id = br_dup(c, sid, sl);
+  }
+}
+
+/* The agent answered a session/new we rewrote: note the session id. */
+static void br_session_answer(cond *c, const char *line, size_t len) {
+  const acp_json_val *root, *id;
+  const char *ir, *sid = NULL;
+  size_t il, sl = 0;
+  bsrv *s;
+  if (acp_json_doc_parse(c->bdoc, line, len, NULL) != 0)
+    return;
+  root = acp_json_doc_root(c->bdoc);
+  id = acp_json_obj_getz(root, "id");
+  ir = acp_json_raw(id, &il);
+  if (ir == NULL || acp_json_obj_getz(root, "method") != NULL)
+    return;
+  (void)acp_json_doc_str(
+      c->bdoc,
+      acp_json_obj_getz(acp_json_obj_getz(root, "result"), "sessionId"), &sid,
+      &sl);
+  for (s = c->br_srvs; s != NULL; s = s->next)
+    if (s->req_id != NULL && strlen(s->req_id) == il &&
+        memcmp(s->req_id, ir, il) == 0) {
+      acp__free(c->mem, s->req_id);
+      s->req_id = NULL;
+      c->br_new_pending--;
+      if (sid != NULL)
+        s->session_id = br_dup(c, sid, sl);
+    }
+}
+
+/* session/close to the agent: close the bridged connections of that
+ * session and forget its declarations (their tokens stop working). */
+static void br_session_end(cond *c, const acp_json_val *root) {
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  const char *sid;
+  size_t sl;
+  bsrv **pp;
+  if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(params, "sessionId"), &sid,
+                       &sl) != 0)
+    return;
+  for (pp = &c->br_srvs; *pp != NULL;) {
+    bsrv *s = *pp;
+    bconn *k, *next;
+    if (s->session_id == NULL || strlen(s->session_id) != sl ||
+        memcmp(s->session_id, sid, sl) != 0) {
+      pp = &s->next;
+      continue;
+    }
+    for (k = c->br_conns; k != NULL; k = next) {
+      next = k->next;
+      if (k->srv == s)
+        br_conn_close(k, true);
+    }
+    *pp = s->next;
+    acp__free(c->mem, s->id);
+    acp__free(c->mem, s->session_id);
+    acp__free(c->mem, s->req_id);
+    acp__free(c->mem, s);
+  }
+}
+
+/* session/new (load, resume, fork) to the agent: rewrite acp declarations
+ * into shim declarations. Returns true when bw2 holds the new line. */
+static bool br_rewrite_session(cond *c, const acp_json_val *root) {
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  const acp_json_val *list = acp_json_obj_getz(params, "mcpServers");
+  const acp_json_val *e, *k;
+  acp_json_writer *w = c->bw2;
+  bool any = false;
+  for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
+    const char *id;
+    size_t n;
+    if (acp_mcp_acp_decl_parse(c->bdoc, e, &id, &n, NULL) == 0)
+      any = true;
+  }
+  if (!any || br_listen(c) != 0)
+    return false;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(root); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const char *key;
+    size_t kl;
+    if (acp_json_doc_str(c->bdoc, k, &key, &kl) != 0)
+      return false;
+    acp_json_write_key(w, key, kl);
+    if (!acp_json_str_eq(k, "params", 6)) {
+      acp_json_write_val(w, acp_json_next(k));
+      continue;
+    }
+    acp_json_write_obj_begin(w);
+    for (k = acp_json_child(params); k != NULL;
+         k = acp_json_next(acp_json_next(k))) {
+      if (acp_json_doc_str(c->bdoc, k, &key, &kl) != 0)
+        return false;
+      acp_json_write_key(w, key, kl);
+      if (!acp_json_str_eq(k, "mcpServers", 10)) {
+        acp_json_write_val(w, acp_json_next(k));
+        continue;
+      }
+      acp_json_write_arr_begin(w);
+      for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
+        const char *id, *name;
+        size_t n, nl;
+        bsrv *s;
+        if (acp_mcp_acp_decl_parse(c->bdoc, e, &id, &n, NULL) != 0 ||
+            (s = br_srv_for(c, id, n)) == NULL) {
+          acp_json_write_val(w, e);
+          continue;
+        }
+        br_srv_bind(c, s, root, params);
+        acp_json_write_obj_begin(w);
+        acp_json_write_keyz(w, "name");
+        if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(e, "name"), &name,
+                             &nl) == 0)
+          acp_json_write_str(w, name, nl);
+        else
+          acp_json_write_strz(w, s->id);
+        acp_json_write_keyz(w, "command");
+        acp_json_write_strz(w, c->br_program);
+        acp_json_write_keyz(w, "args");
+        acp_json_write_arr_begin(w);
+        acp_json_write_strz(w, "mcp-shim");
+        acp_json_write_strz(w, c->br_sock);
+        acp_json_write_strz(w, s->token);
+        acp_json_write_arr_end(w);
+        acp_json_write_keyz(w, "env");
+        acp_json_write_arr_begin(w);
+        acp_json_write_arr_end(w);
+        acp_json_write_obj_end(w);
+      }
+      acp_json_write_arr_end(w);
+    }
+    acp_json_write_obj_end(w);
+    /* Restore k to the "params" key for the outer loop. */
+    for (k = acp_json_child(root);
+         k != NULL && !acp_json_str_eq(k, "params", 6);
+         k = acp_json_next(acp_json_next(k)))
+      ;
+    if (k == NULL)
+      return false;
+  }
+  acp_json_write_obj_end(w);
+  return acp_json_writer_error(w) == 0;
+}
+
+/* The answer to one of our requests (id "acpbr-N"). */
+static void br_answer(cond *c, const acp_json_val *root, uint64_t n) {
+  bpend *p;
+  bconn *k;
+  const acp_json_val *res = acp_json_obj_getz(root, "result");
+  const acp_json_val *err = acp_json_obj_getz(root, "error");
+  for (p = c->br_pends; p != NULL && p->n != n; p = p->next)
+    ;
+  if (p == NULL)
+    return;
+  k = p->conn;
+  if (p->kind == BR_CONNECT && k != NULL) {
+    const char *cid;
+    size_t cl;
+    k->connecting = false;
+    if (err != NULL ||
+        acp_json_doc_str(c->bdoc, acp_json_obj_getz(res, "connectionId"), &cid,
+                         &cl) != 0 ||
+        (k->conn_id = br_dup(c, cid, cl)) == NULL) {
+      size_t el = 0;
+      const char *er = acp_json_raw(err, &el);
+      log_line(c, "[conductor] mcp bridge: mcp/connect failed: %.*s\n",
+               (int)(el > 300 ? 300 : el), er ? er : "");
+      br_pend_free(c, p);
+      br_conn_close(k, false);
+      return;
+    }
+    k->open = true;
+    br_pend_free(c, p);
+    if (k->queue.len > 0) {
+      /* The queued lines: parse-and-relay each (the doc is reused). */
+      acp__buf q = k->queue;
+      size_t off = 0;
+      acp__buf_init(&k->queue, c->mem, 0);
+      while (off < q.len && !k->closing) {
+        const char *s = q.data + off;
+        const char *nl = memchr(s, '\n', q.len - off);
+        size_t ln = (size_t)(nl - s);
+        br_relay_up(k, s, ln);
+        off += ln + 1;
+      }
+      acp__buf_dispose(&q);
+    }
+    return;
+  }
+  if (p->kind == BR_MESSAGE && k != NULL && !p->cancelled) {
+    acp_json_writer *w = c->bw2;
+    size_t len;
+    const char *d;
+    acp_json_writer_reset(w);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "jsonrpc");
+    acp_json_write_strz(w, "2.0");
+    acp_json_write_keyz(w, "id");
+    acp_json_write_raw(w, p->inner_id, strlen(p->inner_id));
+    acp_json_write_keyz(w, err != NULL ? "error" : "result");
+    acp_json_write_val(w, err != NULL ? err : res);
+    acp_json_write_obj_end(w);
+    d = acp_json_writer_data(w, &len);
+    if (acp_json_writer_error(w) == 0)
+      br_conn_write(k, d, len);
+  }
+  br_pend_free(c, p);
+}
+
+/* mcp/message or mcp/disconnect toward the agent on one of our
+ * connections: relay it to the shim. Returns true when consumed. */
+static bool br_down(cond *c, const acp_json_val *root, const acp_json_val *m) {
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  const char *cid;
+  size_t cl;
+  bconn *k;
+  bool disc = acp_json_str_eq(m, "mcp/disconnect", 14);
+  if (!disc && !acp_json_str_eq(m, "mcp/message", 11))
+    return false;
+  if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(params, "connectionId"), &cid,
+                       &cl) != 0)
+    return false;
+  for (k = c->br_conns; k != NULL; k = k->next)
+    if (k->conn_id != NULL && strlen(k->conn_id) == cl &&
+        memcmp(k->conn_id, cid, cl) == 0)
+      break;
+  if (k == NULL)
+    return false;
+  if (disc) {
+    if (id != NULL) {
+      acp_json_writer_reset(c->bw2);
+      acp_json_write_obj_begin(c->bw2);
+      acp_json_write_keyz(c->bw2, "jsonrpc");
+      acp_json_write_strz(c->bw2, "2.0");
+      acp_json_write_keyz(c->bw2, "id");
+      acp_json_write_val(c->bw2, id);
+      acp_json_write_keyz(c->bw2, "result");
+      acp_json_write_obj_begin(c->bw2);
+      acp_json_write_obj_end(c->bw2);
+      acp_json_write_obj_end(c->bw2);
+      if (acp_json_writer_error(c->bw2) == 0) {
+        size_t len;
+        const char *d = acp_json_writer_data(c->bw2, &len);
+        br_inject(c, d, len);
+      }
+    }
+    br_conn_close(k, false);
+    return true;
+  }
+  {
+    acp_json_writer *w = c->bw2;
+    const acp_json_val *inner = acp_json_obj_getz(params, "params");
+    size_t len;
+    const char *d;
+    acp_json_writer_reset(w);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "jsonrpc");
+    acp_json_write_strz(w, "2.0");
+    if (id != NULL) {
+      acp_json_write_keyz(w, "id");
+      acp_json_write_val(w, id);
+    }
+    acp_json_write_keyz(w, "method");
+    acp_json_write_val(w, acp_json_obj_getz(params, "method"));
+    if (inner != NULL) {
+      acp_json_write_keyz(w, "params");
+      acp_json_write_val(w, inner);
+    }
+    acp_json_write_obj_end(w);
+    d = acp_json_writer_data(w, &len);
+    if (acp_json_writer_error(w) == 0)
+      br_conn_write(k, d, len);
+  }
+  return true;
+}
+
+static bool br_has(const char *d, size_t n, const char *needle) {
+  size_t m = strlen(needle), i;
+  if (n > 160)
+    n = 160;
+  for (i = 0; i + m <= n; i++)
+    if (d[i] == needle[0] && memcmp(d + i, needle, m) == 0)
+      return true;
+  return false;
+}
+
+/* Might the bridge act on this line for the agent? (The router writes
+ * canonical envelopes: the id and method come first.) */
+static bool br_interesting(const cond *c, const char *d, size_t n) {
+  if (c->br_pends != NULL && br_has(d, n, "\"id\":\"" BR_PREFIX))
+    return true;
+  if (c->br_conns != NULL &&
+      (br_has(d, n, "\"mcp/message\"") || br_has(d, n, "\"mcp/disconnect\"")))
+    return true;
+  if (!c->agent_caps_seen && br_has(d, n, "\"initialize\""))
+    return true;
+  if (bridge_rewrites(c) &&
+      (br_has(d, n, "\"session/new\"") || br_has(d, n, "\"session/load\"") ||
+       br_has(d, n, "\"session/resume\"") || br_has(d, n, "\"session/fork\"")))
+    return true;
+  return c->br_srvs != NULL && br_has(d, n, "\"session/close\"");
+}
+
+/* One line the router wrote for the agent. Appends what the agent must
+ * still see to br_out. */
+static void br_filter_line(cond *c, const char *d, size_t n) {
+  const acp_json_val *root, *m, *id;
+  if (br_interesting(c, d, n) && acp_json_doc_parse(c->bdoc, d, n, NULL) == 0 &&
+      acp_json_type_of(root = acp_json_doc_root(c->bdoc)) == ACP_JSON_OBJECT) {
+    m = acp_json_obj_getz(root, "method");
+    id = acp_json_obj_getz(root, "id");
+    if (m == NULL && acp_json_type_of(id) == ACP_JSON_STRING) {
+      const char *s;
+      size_t sl;
+      if (acp_json_doc_str(c->bdoc, id, &s, &sl) == 0 &&
+          sl > sizeof(BR_PREFIX) - 1 &&
+          memcmp(s, BR_PREFIX, sizeof(BR_PREFIX) - 1) == 0) {
+        char num[24];
+        size_t nl = sl - (sizeof(BR_PREFIX) - 1);
+        if (nl < sizeof(num)) {
+          memcpy(num, s + sizeof(BR_PREFIX) - 1, nl);
+          num[nl] = '\0';
+          br_answer(c, root, strtoull(num, NULL, 10));
+        }
+        return;
+      }
+    } else if (m != NULL) {
+      if (acp_json_str_eq(m, "initialize", 10) && id != NULL &&
+          !c->agent_caps_seen) {
+        size_t il;
+        const char *ir = acp_json_raw(id, &il);
+        acp__free(c->mem, c->agent_init_id);
+        c->agent_init_id = br_dup(c, ir, il);
+      } else if (bridge_rewrites(c) &&
+                 (acp_json_str_eq(m, "session/new", 11) ||
+                  acp_json_str_eq(m, "session/load", 12) ||
+                  acp_json_str_eq(m, "session/resume", 14) ||
+                  acp_json_str_eq(m, "session/fork", 12)) &&
+                 br_rewrite_session(c, root)) {
+        size_t len;
+        const char *w = acp_json_writer_data(c->bw2, &len);
+        (void)acp__buf_append(&c->br_out, w, len);
+        (void)acp__buf_append(&c->br_out, "\n", 1);
+        return;
+      } else if (br_down(c, root, m)) {
+        return;
+      } else if (acp_json_str_eq(m, "session/close", 13)) {
+        br_session_end(c, root);
+      }
+    }
+  }
+  (void)acp__buf_append(&c->br_out, d, n);
+  (void)acp__buf_append(&c->br_out, "\n", 1);
+}
+
+/* Filter what the router has for the agent; returns what to write. */
+static const char *br_filter(cond *c, const char *data, size_t n,
+                             size_t *out_len) {
+  size_t off = 0;
+  bool any = false;
+  /* Fast path: nothing for the bridge in this chunk, write it as is. */
+  while (off < n && !any) {
+    const char *s = data + off;
+    const char *nl = memchr(s, '\n', n - off);
+    size_t ln = nl ? (size_t)(nl - s) : n - off;
+    any = br_interesting(c, s, ln);
+    off += ln + 1;
+  }
+  if (!any) {
+    *out_len = n;
+    return data;
+  }
+  off = 0;
+  acp__buf_clear(&c->br_chunk);
+  acp__buf_clear(&c->br_out);
+  if (acp__buf_append(&c->br_chunk, data, n) < 0) {
+    *out_len = n;
+    return data;
+  }
+  while (off < n) {
+    const char *s = c->br_chunk.data + off;
+    const char *nl = memchr(s, '\n', n - off);
+    size_t ln = nl ? (size_t)(nl - s) : n - off;
+    br_filter_line(c, s, ln);
+    off += ln + 1;
+  }
+  *out_len = c->br_out.len;
+  return c->br_out.data;
+}
+
+/* A line from the agent, before routing: rewrite its initialize answer so
+ * the client sees mcpCapabilities.acp. Returns true when bw2 holds it. */
+static bool br_agent_line(cond *c, const char *line, size_t len) {
+  const acp_json_val *root, *id, *res, *k;
+  size_t il;
+  const char *ir;
+  acp_json_writer *w = c->bw2;
+  if (c->br_new_pending > 0 && br_has(line, len, "sessionId"))
+    br_session_answer(c, line, len);
+  if (c->agent_caps_seen || c->agent_init_id == NULL ||
+      !br_has(line, len, c->agent_init_id) ||
+      acp_json_doc_parse(c->bdoc, line, len, NULL) != 0)
+    return false;
+  root = acp_json_doc_root(c->bdoc);
+  id = acp_json_obj_getz(root, "id");
+  ir = acp_json_raw(id, &il);
+  res = acp_json_obj_getz(root, "result");
+  if (ir == NULL || strlen(c->agent_init_id) != il ||
+      memcmp(ir, c->agent_init_id, il) != 0 ||
+      acp_json_obj_getz(root, "method") != NULL)
+    return false;
+  c->agent_caps_seen = true;
+  if (acp_json_type_of(res) != ACP_JSON_OBJECT)
+    return false;
+  {
+    const acp_json_val *caps = acp_json_obj_getz(res, "agentCapabilities");
+    c->agent_acp = acp_mcp_acp_caps_has_acp(caps) != 0;
+    if (c->agent_acp)
+      return false;
+  }
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(root); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const char *key;
+    size_t kl;
+    const acp_json_val *v = acp_json_next(k);
+    if (acp_json_doc_str(c->bdoc, k, &key, &kl) != 0)
+      return false;
+    acp_json_write_key(w, key, kl);
+    if (v != res) {
+      acp_json_write_val(w, v);
+      continue;
+    }
+    {
+      bool seen = false;
+      const acp_json_val *q;
+      acp_json_write_obj_begin(w);
+      for (q = acp_json_child(res); q != NULL;
+           q = acp_json_next(acp_json_next(q))) {
+        const acp_json_val *qv = acp_json_next(q);
+        if (acp_json_doc_str(c->bdoc, q, &key, &kl) != 0)
+          return false;
+        acp_json_write_key(w, key, kl);
+        if (!seen && acp_json_str_eq(q, "agentCapabilities", 17) &&
+            acp_json_type_of(qv) == ACP_JSON_OBJECT) {
+          size_t cl;
+          const char *cr = acp_json_raw(qv, &cl);
+          seen = true;
+          if (acp_mcp_acp_caps_enable(w, cr, cl) != 0)
+            return false;
+        } else {
+          acp_json_write_val(w, qv);
+        }
+      }
+      if (!seen) {
+        acp_json_write_keyz(w, "agentCapabilities");
+        if (acp_mcp_acp_caps_enable(w, NULL, 0) != 0)
+          return false;
+      }
+      acp_json_write_obj_end(w);
+    }
+  }
+  acp_json_write_obj_end(w);
+  return acp_json_writer_error(w) == 0;
+}
+
 /* MARK: - Writing */
 
 static void flush_all(cond *c) {
@@ -794,6 +1814,8 @@ static void flush_all(cond *c) {
 
   if (c->fatal)
     return;
+again:
+  c->br_injected = false;
   for (j = 0; j <= c->n; j++) {
     const char *data;
     acp_ssize n = acp_router_send(c->r, j, &data);
@@ -803,6 +1825,13 @@ static void flush_all(cond *c) {
     dst = link_of(c, j);
     if (dst == NULL)
       continue;
+    if (j == c->n && bridge_on(c)) {
+      size_t fl;
+      data = br_filter(c, data, (size_t)n, &fl);
+      n = (acp_ssize)fl;
+      if (n == 0)
+        continue;
+    }
     if (j == 0)
       dbg_write(c->dbg_up_out, data, (size_t)n);
     else
@@ -813,6 +1842,8 @@ static void flush_all(cond *c) {
       (void)acp_uv_link_couple(src, dst, c->o->high_water, 0);
     (void)acp_uv_link_write(dst, data, (size_t)n);
   }
+  if (c->br_injected && !c->fatal)
+    goto again;
   if (c->draining && acp_router_pending(c->r) == 0)
     start_shutdown(c);
 }
@@ -825,6 +1856,8 @@ static void route_line(cond *c, size_t link, const char *line, size_t len) {
     len--;
   if (len == 0)
     return;
+  if (link == c->n && bridge_on(c) && br_agent_line(c, line, len))
+    line = acp_json_writer_data(c->bw2, &len);
   rc = acp_router_recv(c->r, link, line, len);
   if (rc == ACP_ERR_NOMEM) {
     c->fatal = rc;
@@ -1260,6 +2293,7 @@ static void finish(cond *c) {
     }
     k->running = false;
   }
+  br_close_all(c);
   if (c->up != NULL) {
     acp_uv_link_close(c->up, 2000, NULL, NULL);
     c->up = NULL;
@@ -1330,6 +2364,21 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   }
   if (rc == 0)
     rc = acp_json_writer_new(&c->w, 0, c->mem);
+  acp__buf_init(&c->br_chunk, c->mem, 0);
+  acp__buf_init(&c->br_out, c->mem, 0);
+  if (rc == 0)
+    rc = acp_json_writer_new(&c->bw, 0, c->mem);
+  if (rc == 0)
+    rc = acp_json_writer_new(&c->bw2, 0, c->mem);
+  if (rc == 0)
+    rc = acp_json_doc_new(&c->bdoc, c->mem);
+  if (rc == 0 && o->shim_program != NULL) {
+    snprintf(c->br_program, sizeof(c->br_program), "%s", o->shim_program);
+  } else if (rc == 0) {
+    size_t sz = sizeof(c->br_program);
+    if (uv_exepath(c->br_program, &sz) != 0)
+      snprintf(c->br_program, sizeof(c->br_program), "acp");
+  }
   if (rc == 0 && o->trace_path != NULL &&
       (c->trace = fopen(o->trace_path, "w")) == NULL)
     rc = ACP_ERR_SYSTEM;
@@ -1396,6 +2445,7 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   if (c->trace)
     fclose(c->trace);
   acp__buf_dispose(&c->upfr.buf);
+  br_free_all(c);
   acp_json_writer_free(c->w);
   acp_router_free(c->r);
   acp__free(c->mem, c->comps);

@@ -1,0 +1,74 @@
+#!/bin/sh
+# MCP bridge benchmark: sequential `tools/call echo` round trips
+#   bridge  through the conductor's stdio bridge: bench_mcp_stdio spawns
+#           `acp mcp-shim SOCKET TOKEN` of a running chain
+#           `acp conductor agent "acp proxy tools" "acp agent --mcp-acp off"`;
+#           each call goes shim -> unix socket -> conductor -> mcp/message
+#           -> the tools proxy (and back); the shim passes its stdin and
+#           stdout to the conductor (SCM_RIGHTS), so the conductor reads
+#           and writes the client's pipes itself;
+#   bridge-relay  the same with ACP_MCP_SHIM_RELAY=1 (the shim copies the
+#           bytes: two more hops per round trip);
+#   plain   the same tool as a plain stdio MCP server (`acp mcp serve
+#           --everything`, stdio).
+# Prints one JSON line per run (bench_mcp_stdio's) and the latency ratio.
+# Target: the bridge's median latency at most 2x the plain server's.
+#
+# Usage: bench/run-mcp-bridge.sh [--quick] [--calls N]
+# Env:   ACP_BIN (default build-release/acp), ACP_BENCH_MCP_STDIO (default
+#        bench/bench_mcp_stdio beside ACP_BIN's build).
+# Exit 0, 1 if a run failed, 77 if a prerequisite is missing.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$here/.." && pwd)
+calls=20000
+warmup=500
+while [ $# -gt 0 ]; do
+  case $1 in
+  --quick) calls=2000; warmup=100 ;;
+  --calls) calls=$2; shift ;;
+  *) echo "usage: $0 [--quick] [--calls N]" >&2; exit 2 ;;
+  esac
+  shift
+done
+ACP=${ACP_BIN:-$ROOT/build-release/acp}
+BENCH=${ACP_BENCH_MCP_STDIO:-$(dirname "$ACP")/bench/bench_mcp_stdio}
+[ -x "$ACP" ] || { echo "skip: no $ACP"; exit 77; }
+[ -x "$BENCH" ] || { echo "skip: no $BENCH"; exit 77; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/acp-bench-bridge.XXXXXX")
+export TMPDIR="$T"
+cpid=
+cleanup() {
+  exec 3>&- 2>/dev/null || true
+  [ -n "$cpid" ] && kill "$cpid" 2>/dev/null || true
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+mkfifo "$T/in"
+"$ACP" conductor agent --quiet-stderr --debug-dir "$T/dbg" "$ACP proxy tools" \
+  "$ACP agent --mcp-acp off" <"$T/in" >"$T/out" 2>"$T/err" &
+cpid=$!
+exec 3>"$T/in"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
+i=0
+while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out"; do sleep 0.1; i=$((i + 1)); done
+printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
+i=0
+while [ $i -lt 100 ] && ! grep -q mcp-shim "$T/dbg/2-agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+decl=$(grep -h -o '"args":\["mcp-shim","[^"]*","[^"]*"\]' "$T/dbg/2-agent.stdin" | head -1)
+SOCK=$(echo "$decl" | cut -d'"' -f6)
+TOKEN=$(echo "$decl" | cut -d'"' -f8)
+[ -n "$TOKEN" ] || { echo "no bridged declaration"; cat "$T/err"; exit 1; }
+
+bridge=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
+echo "$bridge"
+relay=$(ACP_MCP_SHIM_RELAY=1 "$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge-relay -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
+echo "$relay"
+plain=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl plain -- "$ACP" mcp serve --everything)
+echo "$plain"
+p50() { echo "$1" | sed 's/.*"p50_us":\([0-9.]*\).*/\1/'; }
+p99() { echo "$1" | sed 's/.*"p99_us":\([0-9.]*\).*/\1/'; }
+awk -v b="$(p50 "$bridge")" -v p="$(p50 "$plain")" -v b9="$(p99 "$bridge")" -v p9="$(p99 "$plain")" \
+  'BEGIN { printf "{\"bridge_over_plain_p50\":%.2f,\"bridge_over_plain_p99\":%.2f,\"target\":2}\n", b / p, b9 / p9 }'

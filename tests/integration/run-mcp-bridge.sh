@@ -1,0 +1,226 @@
+#!/bin/sh
+# MCP bridging in the conductor through real processes: `acp proxy tools`
+# offers MCP servers over ACP; the agent does not speak MCP-over-ACP
+# (`acp agent --mcp-acp off`), so the conductor rewrites each declaration
+# into `acp mcp-shim SOCKET TOKEN` and relays the shim's MCP traffic as
+# mcp/* messages. Usage: run-mcp-bridge.sh [path/to/acp]
+set -u
+ACP=${1:-${ACP_BIN:-acp}}
+T=$(mktemp -d "${TMPDIR:-/tmp}/acp-bridge-test.XXXXXX")
+export TMPDIR="$T"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; [ -n "${2:-}" ] && echo "$2" | head -20; }
+cpid=
+
+cleanup() {
+  exec 3>&- 2>/dev/null
+  [ -n "$cpid" ] && kill "$cpid" 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
+NEWS='{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
+MCPINIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+MCPINITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+call() { # call ID MESSAGE
+  printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"echo","arguments":{"message":"%s"}}}' "$1" "$2"
+}
+
+# 1. bridged: the agent lists and calls the proxy's tools through the shim.
+out=$(timeout 30 "$ACP" client -p '/mcp-tools
+/mcp-call tools echo {"message":"hi"}' -- "$ACP" conductor agent \
+  "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
+echo "$out" | grep -q 'tools (stdio): echo read_lines' && echo "$out" | grep -qx 'hi' &&
+  ok "bridged list and call (stdio shim)" || ko "bridged list and call" "$out"
+
+# 2. native agent: no bridge, the declaration passes untouched.
+rm -rf "$T/dbg"
+out=$(timeout 30 "$ACP" client -p '/mcp-tools
+/mcp-call tools echo {"message":"hi"}' -- "$ACP" conductor agent \
+  --debug-dir "$T/dbg" "$ACP proxy tools" "$ACP agent --mcp-acp native" 2>&1)
+if echo "$out" | grep -q 'tools (acp): echo read_lines' && echo "$out" | grep -qx 'hi' &&
+  grep -q '"type":"acp"' "$T/dbg/2-"*.stdin && ! grep -q mcp-shim "$T/dbg/2-"*.stdin; then
+  ok "native agent: declarations untouched"
+else
+  ko "native agent" "$out"
+fi
+
+# 3. the client always sees mcpCapabilities.acp, the agent's answer is
+# otherwise kept; --mcp-bridge off passes declarations untouched.
+rm -rf "$T/dbg"
+out=$(timeout 30 "$ACP" client -p '/mcp-tools' -- "$ACP" conductor agent --mcp-bridge off \
+  --debug-dir "$T/dbg" "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
+if grep -q '"mcpCapabilities":{"http":false,"sse":false,"acp":true}' "$T/dbg/0-client.out" &&
+  grep -q '"type":"acp"' "$T/dbg/2-"*.stdin &&
+  echo "$out" | grep -q 'not consumed'; then
+  ok "capability advertised; --mcp-bridge off leaves declarations"
+else
+  ko "--mcp-bridge off" "$out"
+fi
+
+# 4. two servers from two proxies in one session.
+out=$(timeout 30 "$ACP" client -p '/mcp-tools
+/mcp-call t1 echo {"message":"from-one"}
+/mcp-call t2 echo {"message":"from-two"}' -- "$ACP" conductor agent \
+  "$ACP proxy tools --name t1" "$ACP proxy tools --name t2" \
+  "$ACP agent --mcp-acp off" 2>&1)
+echo "$out" | grep -q 't1 (stdio): echo read_lines' &&
+  echo "$out" | grep -q 't2 (stdio): echo read_lines' &&
+  echo "$out" | grep -qx 'from-one' && echo "$out" | grep -qx 'from-two' &&
+  ok "two servers from two proxies" || ko "two servers from two proxies" "$out"
+
+# A chain driven line by line through a FIFO, shims run by hand.
+start_chain() { # start_chain CONDUCTOR-ARGS...
+  rm -rf "$T/dbg" "$T/in" "$T/out" "$T/err"
+  mkfifo "$T/in"
+  "$ACP" conductor agent --debug-dir "$T/dbg" "$@" <"$T/in" >"$T/out" 2>"$T/err" &
+  cpid=$!
+  exec 3>"$T/in"
+  printf '%s\n' "$INIT" >&3
+  i=0
+  while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out"; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  printf '%s\n' "$NEWS" >&3
+  i=0
+  while [ $i -lt 100 ] && ! grep -q mcp-shim "$T/dbg/2-"*.stdin 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  decl=$(grep -h -o '"args":\["mcp-shim","[^"]*","[^"]*"\]' "$T/dbg/2-"*.stdin | head -1)
+  SOCK=$(echo "$decl" | cut -d'"' -f6)
+  TOKEN=$(echo "$decl" | cut -d'"' -f8)
+}
+stop_chain() {
+  exec 3>&-
+  wait "$cpid" 2>/dev/null
+  cstatus=$?
+  cpid=
+}
+shim() { # shim TOKEN LINES... (stdin kept open 1 s for the answers)
+  tok=$1
+  shift
+  { for l in "$@"; do printf '%s\n' "$l"; done; sleep 1; } |
+    timeout 20 "$ACP" mcp-shim "$SOCK" "$tok"
+}
+
+# 5. socket and directory are private; several concurrent connections.
+start_chain "$ACP proxy tools" "$ACP agent --mcp-acp off"
+dmode=$(stat -c %a "$(dirname "$SOCK")" 2>/dev/null)
+smode=$(stat -c %a "$SOCK" 2>/dev/null)
+[ "$dmode" = 700 ] && [ "$smode" = 600 ] && ok "socket 0600 in a 0700 directory" ||
+  ko "socket modes: dir $dmode sock $smode"
+for n in 1 2 3 4 5; do
+  shim "$TOKEN" "$MCPINIT" "$MCPINITED" "$(call 2 "conn-$n")" >"$T/shim$n" &
+  eval "s$n=\$!"
+done
+wait "$s1" "$s2" "$s3" "$s4" "$s5"
+good=0
+for n in 1 2 3 4 5; do
+  grep -q "\"id\":2,\"result\".*conn-$n" "$T/shim$n" && good=$((good + 1))
+done
+[ $good = 5 ] && ok "5 concurrent bridged connections" ||
+  ko "concurrent connections ($good/5)" "$(cat "$T"/shim*)"
+
+# 6. a wrong token is refused.
+out=$(shim "0123456789abcdef0123456789abcdef" "$MCPINIT")
+[ -z "$out" ] && grep -q 'wrong token' "$T/err" && ok "wrong token refused" ||
+  ko "wrong token" "$out"
+
+# 7. a tool call cancelled mid-flight: the tools proxy is stopped while the
+# call is pending; notifications/cancelled becomes $/cancel_request for the
+# outer request; the call's answer (whatever it is) is not passed on; the
+# connection goes on.
+tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
+out=$({
+  printf '%s\n%s\n' "$MCPINIT" "$MCPINITED"
+  sleep 1
+  kill -STOP "$tpid"
+  call 2 slow
+  printf '\n%s\n' '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}'
+  sleep 0.5
+  kill -CONT "$tpid"
+  sleep 0.5
+  call 3 after
+  printf '\n'
+  sleep 1
+} | timeout 20 "$ACP" mcp-shim "$SOCK" "$TOKEN")
+if echo "$out" | grep -q '"id":3,"result".*after' && ! echo "$out" | grep -q '"id":2' &&
+  grep -q 'cancel_request' "$T/dbg/1-"*.stdin; then
+  ok "call cancelled mid-flight: \$/cancel_request sent, answer dropped, connection goes on"
+else
+  ko "cancel" "$out"
+fi
+
+# 8. the shim's connection ends: mcp/disconnect reaches the provider.
+grep -q 'mcp/disconnect' "$T/dbg/1-"*.stdin && ok "mcp/disconnect on shim exit" ||
+  ko "no mcp/disconnect"
+
+# 9. the session ends (session/close): its open connections are closed
+# (the shim exits although its stdin stays open) and its token stops
+# working.
+{ printf '%s\n' "$MCPINIT"; sleep 10; } | timeout 60 "$ACP" mcp-shim "$SOCK" "$TOKEN" >"$T/held" &
+held=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/held"; do sleep 0.1; i=$((i + 1)); done
+printf '%s\n' '{"jsonrpc":"2.0","id":3,"method":"session/close","params":{"sessionId":"sess_1"}}' >&3
+i=0
+while [ $i -lt 100 ] && kill -0 "$held" 2>/dev/null && ps -o args= -p "$held" | grep -q mcp-shim; do sleep 0.1; i=$((i + 1)); done
+refused_before=$(grep -c 'wrong token' "$T/err")
+out=$(shim "$TOKEN" "$MCPINIT")
+refused_after=$(grep -c 'wrong token' "$T/err")
+[ $i -lt 100 ] && [ -z "$out" ] && [ "$refused_after" -gt "$refused_before" ] &&
+  ok "session/close closes its connections and revokes the token" ||
+  ko "session/close (i=$i, refused $refused_before -> $refused_after)" "$out"
+stop_chain
+[ ! -e "$SOCK" ] && [ ! -e "$(dirname "$SOCK")" ] && ok "socket and directory removed" ||
+  ko "socket left behind"
+
+# 10. a proxy that dies while a tool call is pending: the MCP client gets an
+# error naming it, and the chain follows its crash policy (fail: exit 1).
+start_chain "$ACP proxy tools" "$ACP agent --mcp-acp off"
+tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
+{
+  printf '%s\n%s\n' "$MCPINIT" "$MCPINITED"
+  sleep 1
+  kill -STOP "$tpid"
+  call 2 pending
+  printf '\n'
+  sleep 1
+  kill -KILL "$tpid"
+  sleep 1
+} | timeout 20 "$ACP" mcp-shim "$SOCK" "$TOKEN" >"$T/dead"
+stop_chain
+grep -q '"id":2,"error".*tools' "$T/dead" && [ "$cstatus" = 1 ] &&
+  ok "proxy died while pending: MCP error naming it, chain failed (exit $cstatus)" ||
+  ko "dead proxy (exit $cstatus)" "$(cat "$T/dead")"
+
+# 11. the same through the shim's byte relay (ACP_MCP_SHIM_RELAY=1: the
+# shim copies bytes instead of passing its stdin and stdout to the
+# conductor).
+out=$(ACP_MCP_SHIM_RELAY=1 timeout 30 "$ACP" client -p '/mcp-tools
+/mcp-call tools echo {"message":"relayed"}' -- "$ACP" conductor agent \
+  "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
+echo "$out" | grep -q 'tools (stdio): echo read_lines' && echo "$out" | grep -qx 'relayed' &&
+  ok "relay mode: bridged list and call" || ko "relay mode list and call" "$out"
+start_chain "$ACP proxy tools" "$ACP agent --mcp-acp off"
+for n in 1 2 3; do
+  ACP_MCP_SHIM_RELAY=1 shim "$TOKEN" "$MCPINIT" "$MCPINITED" "$(call 2 "relay-$n")" >"$T/shim$n" &
+  eval "s$n=\$!"
+done
+wait "$s1" "$s2" "$s3"
+out=$(ACP_MCP_SHIM_RELAY=1 shim "0123456789abcdef0123456789abcdef" "$MCPINIT")
+stop_chain
+good=0
+for n in 1 2 3; do
+  grep -q "\"id\":2,\"result\".*relay-$n" "$T/shim$n" && good=$((good + 1))
+done
+[ $good = 3 ] && [ -z "$out" ] && ok "relay mode: 3 concurrent connections, wrong token refused" ||
+  ko "relay mode concurrent ($good/3)" "$(cat "$T"/shim*) $out"
+
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
