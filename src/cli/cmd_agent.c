@@ -1301,21 +1301,25 @@ static int mcp_on_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
              acp_strerror(status));
     send_text(t->a, t->s, buf);
   } else {
-    snprintf(buf, sizeof(buf), "%s (%s):", op->srv->name,
-             op->srv->argv != NULL ? "stdio" : "acp");
-    send_text(t->a, t->s, buf);
+    /* One line per server, sent as one chunk. */
+    size_t used;
+    used = (size_t)snprintf(buf, sizeof(buf), "%s (%s):", op->srv->name,
+                            op->srv->argv != NULL ? "stdio" : "acp");
     for (tool = acp_json_child(acp_json_obj_getz(msg->result, "tools"));
-         tool != NULL; tool = acp_json_next(tool)) {
+         tool != NULL && used < sizeof(buf) - 2; tool = acp_json_next(tool)) {
       const char *s;
       size_t n;
 
       if (acp_json_doc_str(msg->doc, acp_json_obj_getz(tool, "name"), &s, &n) ==
-          0) {
-        snprintf(buf, sizeof(buf), " %.*s", (int)(n > 200 ? 200 : n), s);
-        send_text(t->a, t->s, buf);
-      }
+          0)
+        used += (size_t)snprintf(buf + used, sizeof(buf) - used, " %.*s",
+                                 (int)(n > 200 ? 200 : n), s);
     }
-    send_text(t->a, t->s, "\n");
+    if (used > sizeof(buf) - 2)
+      used = sizeof(buf) - 2;
+    buf[used] = '\n';
+    buf[used + 1] = '\0';
+    send_text(t->a, t->s, buf);
   }
   op->srv = op->srv->next;
   mcp_step_next(op);

@@ -43,6 +43,10 @@ static const char demo_script[] =
     "/read notes.txt\n"
     "/write summary.txt The demo ran: streaming, a plan, tool calls, a "
     "permission request and file access.\n"
+    "/mcp-tools\n"
+    "/mcp-call tools echo {\"message\":\"This line is the answer of the echo "
+    "tool of an MCP server that the tools proxy offers over ACP "
+    "(MCP-over-ACP).\\n\"}\n"
     "/title libacp demo\n"
     "That is the tour. The client answered the permission request, served\n"
     "the file read from its working directory and stored summary.txt.\n";
@@ -68,8 +72,8 @@ int cmd_demo(int argc, char **argv) {
   int status = 0;
   int rv;
   int i;
-  char *args[15];
-  char context[4200], arrow[4200], agent[4200];
+  char *args[16];
+  char context[4200], arrow[4200], tools[4200], agent[4200];
 
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -103,11 +107,12 @@ int cmd_demo(int argc, char **argv) {
   /* Components are shell-split by the conductor: quote our path. */
   snprintf(context, sizeof(context), "'%s' proxy context", self);
   snprintf(arrow, sizeof(arrow), "'%s' proxy arrow", self);
+  snprintf(tools, sizeof(tools), "'%s' proxy tools", self);
   snprintf(agent, sizeof(agent), "'%s' agent", self);
   fprintf(stderr,
           "== acp demo: `acp client --yes -p SCRIPT` driving `acp agent` "
           "through\n== `acp conductor agent \"acp proxy context\" \"acp proxy "
-          "arrow\" \"acp agent\"` in %s\n\n",
+          "arrow\" \"acp proxy tools\" \"acp agent\"` in %s\n\n",
           dir);
   args[0] = (char *)self;
   args[1] = "client";
@@ -122,8 +127,9 @@ int cmd_demo(int argc, char **argv) {
   args[10] = "agent";
   args[11] = context;
   args[12] = arrow;
-  args[13] = agent;
-  args[14] = NULL;
+  args[13] = tools;
+  args[14] = agent;
+  args[15] = NULL;
   rv = posix_spawn(&pid, self, NULL, NULL, args, environ);
   if (rv != 0) {
     cli_err("demo", "cannot start %s: %s", self, strerror(rv));

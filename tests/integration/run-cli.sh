@@ -511,6 +511,8 @@ expect "acp demo: the agent's closing words on stdout" \
   grep -q "^>That is the tour" "$work/out"
 expect "acp demo: AGENTS.md injected by the context proxy" \
   grep -q "^>(AGENTS.md, put in front of the prompt by the context proxy" "$work/out"
+expect "acp demo: the agent called the tools proxy's MCP tool over ACP" \
+  grep -q "^>This line is the answer of the echo tool of an MCP server" "$work/out"
 sed -n 2,3p "$work/out" >"$work/out2"
 mv "$work/out2" "$work/out"
 check "acp demo: exit 0, summary written" 0 \
