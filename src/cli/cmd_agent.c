@@ -104,6 +104,31 @@ struct app {
 
 /* MARK: - Small helpers */
 
+/* A member whose value is a string. */
+static void kvs(acp_json_writer *w, const char *key, const char *value) {
+  acp_json_write_keyz(w, key);
+  acp_json_write_strz(w, value);
+}
+
+/* `{"content":[{"type":"content","content":{"type":"text","text":T}}]}`:
+ * the extra members of a tool call update that carries some text. */
+static void write_tool_text(acp_json_writer *w, const char *text) {
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "content");
+  acp_json_write_arr_begin(w);
+  acp_json_write_obj_begin(w);
+  kvs(w, "type", "content");
+  acp_json_write_keyz(w, "content");
+  acp_json_write_obj_begin(w);
+  kvs(w, "type", "text");
+  kvs(w, "text", text);
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  acp_json_write_arr_end(w);
+  acp_json_write_obj_end(w);
+}
+
 static char *xstrndup(const char *s, size_t n) {
   char *p = malloc(n + 1);
 
@@ -165,12 +190,10 @@ static int send_chunk(app *a, asession *s, const char *kind, const char *text,
 
   acp_json_writer_reset(a->w);
   acp_json_write_obj_begin(a->w);
-  acp_json_write_keyz(a->w, "sessionUpdate");
-  acp_json_write_strz(a->w, kind);
+  kvs(a->w, "sessionUpdate", kind);
   acp_json_write_keyz(a->w, "content");
   acp_json_write_obj_begin(a->w);
-  acp_json_write_keyz(a->w, "type");
-  acp_json_write_strz(a->w, "text");
+  kvs(a->w, "type", "text");
   acp_json_write_keyz(a->w, "text");
   acp_json_write_str(a->w, text, len);
   acp_json_write_obj_end(a->w);
@@ -194,35 +217,25 @@ static void write_config_options(app *a, asession *s) {
 
   acp_json_write_arr_begin(a->w);
   acp_json_write_obj_begin(a->w);
-  acp_json_write_keyz(a->w, "id");
-  acp_json_write_strz(a->w, "model");
-  acp_json_write_keyz(a->w, "name");
-  acp_json_write_strz(a->w, "Model");
-  acp_json_write_keyz(a->w, "category");
-  acp_json_write_strz(a->w, "model");
-  acp_json_write_keyz(a->w, "type");
-  acp_json_write_strz(a->w, "select");
-  acp_json_write_keyz(a->w, "currentValue");
-  acp_json_write_strz(a->w, s->model);
+  kvs(a->w, "id", "model");
+  kvs(a->w, "name", "Model");
+  kvs(a->w, "category", "model");
+  kvs(a->w, "type", "select");
+  kvs(a->w, "currentValue", s->model);
   acp_json_write_keyz(a->w, "options");
   acp_json_write_arr_begin(a->w);
   for (i = 0; i < 2; i++) {
     acp_json_write_obj_begin(a->w);
-    acp_json_write_keyz(a->w, "value");
-    acp_json_write_strz(a->w, models[i][0]);
-    acp_json_write_keyz(a->w, "name");
-    acp_json_write_strz(a->w, models[i][1]);
+    kvs(a->w, "value", models[i][0]);
+    kvs(a->w, "name", models[i][1]);
     acp_json_write_obj_end(a->w);
   }
   acp_json_write_arr_end(a->w);
   acp_json_write_obj_end(a->w);
   acp_json_write_obj_begin(a->w);
-  acp_json_write_keyz(a->w, "id");
-  acp_json_write_strz(a->w, "verbose");
-  acp_json_write_keyz(a->w, "name");
-  acp_json_write_strz(a->w, "Verbose");
-  acp_json_write_keyz(a->w, "type");
-  acp_json_write_strz(a->w, "boolean");
+  kvs(a->w, "id", "verbose");
+  kvs(a->w, "name", "Verbose");
+  kvs(a->w, "type", "boolean");
   acp_json_write_keyz(a->w, "currentValue");
   acp_json_write_bool(a->w, s->verbose);
   acp_json_write_obj_end(a->w);
@@ -231,25 +244,18 @@ static void write_config_options(app *a, asession *s) {
 
 static void write_modes(app *a, asession *s) {
   acp_json_write_obj_begin(a->w);
-  acp_json_write_keyz(a->w, "currentModeId");
-  acp_json_write_strz(a->w, s->mode);
+  kvs(a->w, "currentModeId", s->mode);
   acp_json_write_keyz(a->w, "availableModes");
   acp_json_write_arr_begin(a->w);
   acp_json_write_obj_begin(a->w);
-  acp_json_write_keyz(a->w, "id");
-  acp_json_write_strz(a->w, "ask");
-  acp_json_write_keyz(a->w, "name");
-  acp_json_write_strz(a->w, "Ask");
-  acp_json_write_keyz(a->w, "description");
-  acp_json_write_strz(a->w, "Ask before changing anything");
+  kvs(a->w, "id", "ask");
+  kvs(a->w, "name", "Ask");
+  kvs(a->w, "description", "Ask before changing anything");
   acp_json_write_obj_end(a->w);
   acp_json_write_obj_begin(a->w);
-  acp_json_write_keyz(a->w, "id");
-  acp_json_write_strz(a->w, "code");
-  acp_json_write_keyz(a->w, "name");
-  acp_json_write_strz(a->w, "Code");
-  acp_json_write_keyz(a->w, "description");
-  acp_json_write_strz(a->w, "Edit and run freely");
+  kvs(a->w, "id", "code");
+  kvs(a->w, "name", "Code");
+  kvs(a->w, "description", "Edit and run freely");
   acp_json_write_obj_end(a->w);
   acp_json_write_arr_end(a->w);
   acp_json_write_obj_end(a->w);
@@ -376,23 +382,7 @@ static int on_permission(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
   snprintf(buf, sizeof(buf), "permission %s (%.*s)\n",
            allowed ? "granted" : "denied", (int)(optlen > 64 ? 64 : optlen),
            opt ? opt : "none");
-  acp_json_writer_reset(t->a->w);
-  acp_json_write_obj_begin(t->a->w);
-  acp_json_write_keyz(t->a->w, "content");
-  acp_json_write_arr_begin(t->a->w);
-  acp_json_write_obj_begin(t->a->w);
-  acp_json_write_keyz(t->a->w, "type");
-  acp_json_write_strz(t->a->w, "content");
-  acp_json_write_keyz(t->a->w, "content");
-  acp_json_write_obj_begin(t->a->w);
-  acp_json_write_keyz(t->a->w, "type");
-  acp_json_write_strz(t->a->w, "text");
-  acp_json_write_keyz(t->a->w, "text");
-  acp_json_write_strz(t->a->w, buf);
-  acp_json_write_obj_end(t->a->w);
-  acp_json_write_obj_end(t->a->w);
-  acp_json_write_arr_end(t->a->w);
-  acp_json_write_obj_end(t->a->w);
+  write_tool_text(t->a->w, buf);
   {
     size_t n;
     const char *extra = wdata(t->a, &n);
@@ -541,10 +531,8 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     acp_json_write_keyz(t->a->w, "content");
     acp_json_write_arr_begin(t->a->w);
     acp_json_write_obj_begin(t->a->w);
-    acp_json_write_keyz(t->a->w, "type");
-    acp_json_write_strz(t->a->w, "terminal");
-    acp_json_write_keyz(t->a->w, "terminalId");
-    acp_json_write_strz(t->a->w, t->terminal_id);
+    kvs(t->a->w, "type", "terminal");
+    kvs(t->a->w, "terminalId", t->terminal_id);
     acp_json_write_obj_end(t->a->w);
     acp_json_write_arr_end(t->a->w);
     acp_json_write_obj_end(t->a->w);
@@ -644,12 +632,9 @@ static void step_plan(turn *t, const step *st) {
       else if (k > 0 && i == (k - 1) / 2)
         status = (k % 2 == 1) ? "in_progress" : "completed";
       acp_json_write_obj_begin(a->w);
-      acp_json_write_keyz(a->w, "content");
-      acp_json_write_strz(a->w, entries[i]);
-      acp_json_write_keyz(a->w, "priority");
-      acp_json_write_strz(a->w, i == 0 ? "high" : "medium");
-      acp_json_write_keyz(a->w, "status");
-      acp_json_write_strz(a->w, status);
+      kvs(a->w, "content", entries[i]);
+      kvs(a->w, "priority", i == 0 ? "high" : "medium");
+      kvs(a->w, "status", status);
       acp_json_write_obj_end(a->w);
     }
     acp_json_write_arr_end(a->w);
@@ -732,24 +717,8 @@ static void turn_run(turn *t) {
                                tool_kind(st, "other"), "pending", NULL, 0);
       acp_agent_send_tool_call_update(a->agent, s->id, t->tool_id,
                                       "in_progress", NULL, 0);
-      acp_json_writer_reset(a->w);
-      acp_json_write_obj_begin(a->w);
-      acp_json_write_keyz(a->w, "content");
-      acp_json_write_arr_begin(a->w);
-      acp_json_write_obj_begin(a->w);
-      acp_json_write_keyz(a->w, "type");
-      acp_json_write_strz(a->w, "content");
-      acp_json_write_keyz(a->w, "content");
-      acp_json_write_obj_begin(a->w);
-      acp_json_write_keyz(a->w, "type");
-      acp_json_write_strz(a->w, "text");
-      acp_json_write_keyz(a->w, "text");
       snprintf(buf, sizeof(buf), "done: %s", st->arg);
-      acp_json_write_strz(a->w, buf);
-      acp_json_write_obj_end(a->w);
-      acp_json_write_obj_end(a->w);
-      acp_json_write_arr_end(a->w);
-      acp_json_write_obj_end(a->w);
+      write_tool_text(a->w, buf);
       {
         size_t n;
         const char *extra = wdata(a, &n);
@@ -772,14 +741,10 @@ static void turn_run(turn *t) {
                                tool_kind(st, "edit"), "pending", NULL, 0);
       acp_json_writer_reset(a->w);
       acp_json_write_obj_begin(a->w);
-      acp_json_write_keyz(a->w, "toolCallId");
-      acp_json_write_strz(a->w, t->tool_id);
-      acp_json_write_keyz(a->w, "title");
-      acp_json_write_strz(a->w, st->arg);
-      acp_json_write_keyz(a->w, "kind");
-      acp_json_write_strz(a->w, tool_kind(st, "edit"));
-      acp_json_write_keyz(a->w, "status");
-      acp_json_write_strz(a->w, "pending");
+      kvs(a->w, "toolCallId", t->tool_id);
+      kvs(a->w, "title", st->arg);
+      kvs(a->w, "kind", tool_kind(st, "edit"));
+      kvs(a->w, "status", "pending");
       acp_json_write_obj_end(a->w);
       tc = wdata(a, &n);
       t->refs++;
@@ -814,8 +779,7 @@ static void turn_run(turn *t) {
       acp_json_write_keyz(a->w, "locations");
       acp_json_write_arr_begin(a->w);
       acp_json_write_obj_begin(a->w);
-      acp_json_write_keyz(a->w, "path");
-      acp_json_write_strz(a->w, path);
+      kvs(a->w, "path", path);
       acp_json_write_obj_end(a->w);
       acp_json_write_arr_end(a->w);
       acp_json_write_obj_end(a->w);
@@ -879,8 +843,7 @@ static void turn_run(turn *t) {
         char extra[1024];
         acp_json_writer_reset(a->w);
         acp_json_write_obj_begin(a->w);
-        acp_json_write_keyz(a->w, "cwd");
-        acp_json_write_strz(a->w, s->cwd);
+        kvs(a->w, "cwd", s->cwd);
         acp_json_write_obj_end(a->w);
         {
           const char *cw = wdata(a, &n);
@@ -958,12 +921,9 @@ static void turn_run(turn *t) {
       }
       acp_json_writer_reset(a->w);
       acp_json_write_obj_begin(a->w);
-      acp_json_write_keyz(a->w, "sessionId");
-      acp_json_write_strz(a->w, s->id);
-      acp_json_write_keyz(a->w, "mode");
-      acp_json_write_strz(a->w, "form");
-      acp_json_write_keyz(a->w, "message");
-      acp_json_write_strz(a->w, st->arg);
+      kvs(a->w, "sessionId", s->id);
+      kvs(a->w, "mode", "form");
+      kvs(a->w, "message", st->arg);
       acp_json_write_keyz(a->w, "requestedSchema");
       acp_json_write_raw(
           a->w,
@@ -1710,12 +1670,9 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
                        ACP_JSON_OBJECT;
   acp_json_writer_reset(a->w);
   acp_json_write_obj_begin(a->w);
-  acp_json_write_keyz(a->w, "name");
-  acp_json_write_strz(a->w, a->name);
-  acp_json_write_keyz(a->w, "title");
-  acp_json_write_strz(a->w, "libacp reference agent");
-  acp_json_write_keyz(a->w, "version");
-  acp_json_write_strz(a->w, ACP_VERSION);
+  kvs(a->w, "name", a->name);
+  kvs(a->w, "title", "libacp reference agent");
+  kvs(a->w, "version", ACP_VERSION);
   acp_json_write_obj_end(a->w);
   info = wdata(a, &n);
   if (!a->mcp_acp_off) {
@@ -1818,8 +1775,7 @@ static int respond_state(app *a, acp_agent_request *req, asession *s,
   acp_json_writer_reset(a->w);
   acp_json_write_obj_begin(a->w);
   if (with_id) {
-    acp_json_write_keyz(a->w, "sessionId");
-    acp_json_write_strz(a->w, s->id);
+    kvs(a->w, "sessionId", s->id);
   }
   write_session_state(a, s);
   acp_json_write_obj_end(a->w);
@@ -1948,21 +1904,17 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
       break;
     count++;
     acp_json_write_obj_begin(a->w);
-    acp_json_write_keyz(a->w, "sessionId");
-    acp_json_write_strz(a->w, s->id);
-    acp_json_write_keyz(a->w, "cwd");
-    acp_json_write_strz(a->w, s->cwd);
+    kvs(a->w, "sessionId", s->id);
+    kvs(a->w, "cwd", s->cwd);
     if (s->title != NULL) {
-      acp_json_write_keyz(a->w, "title");
-      acp_json_write_strz(a->w, s->title);
+      kvs(a->w, "title", s->title);
     }
     acp_json_write_obj_end(a->w);
   }
   acp_json_write_arr_end(a->w);
   if (s != NULL) {
     snprintf(buf, sizeof(buf), "%lu", skip + count);
-    acp_json_write_keyz(a->w, "nextCursor");
-    acp_json_write_strz(a->w, buf);
+    kvs(a->w, "nextCursor", buf);
   }
   acp_json_write_obj_end(a->w);
   r = wdata(a, &n);
@@ -2096,12 +2048,10 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
     const char *u;
     acp_json_writer_reset(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "sessionUpdate");
-    acp_json_write_strz(w, "user_message_chunk");
+    kvs(w, "sessionUpdate", "user_message_chunk");
     acp_json_write_keyz(w, "content");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "type");
-    acp_json_write_strz(w, "text");
+    kvs(w, "type", "text");
     acp_json_write_keyz(w, "text");
     acp_json_write_str(w, text, len);
     acp_json_write_obj_end(w);
