@@ -202,7 +202,7 @@ static int on_from_client(acp_proxy *p, const acp_proxy_msg *m, void *ud) {
   if (rv != 0)
     return ACP_PROXY_FORWARD;
   acp_mcp_acp_decl_set_user_data(decl, (void *)remember_cwd(app, m));
-  rv = acp_mcp_acp_decl_json(decl, ACP_MCP_ACP_DECL_ID, &json, &len);
+  rv = acp_mcp_acp_decl_json(decl, ACP_MCP_ACP_DECL_SERVER_ID, &json, &len);
   if (rv == 0)
     rv = acp_json_writer_new(&w, 0, NULL);
   if (rv == 0)
