@@ -85,6 +85,13 @@
 extern "C" {
 #endif
 
+/**
+ * JSON-RPC error code of the connectionless binding (TypeScript SDK 2.4,
+ * `McpBindingErrorCode.serverUnavailable`): no server with that serverId is
+ * offered here. The older shapes answer an unknown server with -32602.
+ */
+#define ACP_MCP_ACP_SERVER_UNAVAILABLE (-33001)
+
 /** Returned by the dispatch functions for a message that is not for this
  * provider/consumer (same value as ACP_PROXY_FORWARD). */
 #define ACP_MCP_ACP_NOT_MINE 1

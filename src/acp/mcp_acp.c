@@ -1330,8 +1330,8 @@ static int provider_m2(acp_mcp_acp_provider *p, const in_msg *m,
       return ACP_MCP_ACP_NOT_MINE;
     if (m->req == NULL)
       return 0;
-    return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS, ERR_UNKNOWN_SERVER,
-                        "serverId", sid, sid_len);
+    return answer_error(o, m->req, ACP_MCP_ACP_SERVER_UNAVAILABLE,
+                        ERR_UNKNOWN_SERVER, "serverId", sid, sid_len);
   }
   if (m->req == NULL)
     return 0; /* consumers send requests only in this form */

@@ -18,6 +18,7 @@
 
 #include "acp/client.h"
 #include "acp/json.h"
+#include "acp/mcp_acp.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "cli.h"
@@ -845,6 +846,17 @@ static int on_term_release(acp_client *client, acp_client_request *req,
   return 0;
 }
 
+/* This client offers no MCP servers over ACP: a request that reaches it
+ * for one is answered as the connectionless binding says. */
+static int on_mcp_message(acp_client *client, acp_client_request *req,
+                          void *ud) {
+  (void)ud;
+  acp_client_respond_error(client, req, ACP_MCP_ACP_SERVER_UNAVAILABLE,
+                           "MCP server unavailable: this client offers none",
+                           NULL, 0);
+  return 0;
+}
+
 /* MARK: - The conversation */
 
 static int stop_reason_code(const char *s, size_t n) {
@@ -1228,6 +1240,7 @@ int cmd_client(int argc, char **argv) {
   acp_client_callbacks_set_on_terminal_kill(cbs, on_term_kill);
   acp_client_callbacks_set_on_terminal_release(cbs, on_term_release);
   acp_client_callbacks_set_on_elicitation_create(cbs, on_elicitation);
+  acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_message);
   if (acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
   acp_uv_process_options_set_argv(popts, agent_argv);

@@ -97,7 +97,7 @@ case "$bad" in
 esac
 bad=$(line unknown-server)
 case "$bad" in
-  'unknown-server outer -'*) ok "undeclared server id: outer JSON-RPC error ($bad)" ;;
+  'unknown-server outer -33001 '*) ok "undeclared server id: the binding's serverUnavailable (-33001) ($bad)" ;;
   *) ko "undeclared server id not an outer error" "${bad:-no unknown-server line}" "$out" ;;
 esac
 if printf '%s\n' "$out" | grep -q '^error:'; then

@@ -504,7 +504,7 @@ static void test_mcp_acp_connectionless_m2(void **state) {
                             "{\"serverId\":\"ffff\",\"requestId\":1,"
                             "\"method\":\"tools/list\"}"),
                    0);
-  assert_int_equal(f.last_code, -32602);
+  assert_int_equal(f.last_code, ACP_MCP_ACP_SERVER_UNAVAILABLE);
   assert_non_null(strstr(f.raw, "Unknown MCP server"));
   assert_int_equal(acp_mcp_acp_provider_connection_count(f.prov), 0);
   fx_free(&f);
