@@ -1200,6 +1200,18 @@ typedef struct in_msg {
   bool forward_unknown; /* proxy: ids we do not know are someone else's */
 } in_msg;
 
+/* An incoming message as the dispatchers see it; `req` is NULL for a
+ * notification. */
+static void in_msg_from_rpc(in_msg *m, const acp_rpc_msg *msg, void *req) {
+  memset(m, 0, sizeof(*m));
+  m->req = req;
+  m->method = msg->method;
+  m->method_len = msg->method_len;
+  m->params = msg->params;
+  m->id = req != NULL ? msg->id : NULL;
+  m->doc = msg->doc;
+}
+
 static int open_conn(acp_mcp_acp_provider *p, acp_mcp_acp_decl *d,
                      acp_mcp_acp_shape shape, tunnel **out) {
   owner *o = &p->o;
@@ -1462,13 +1474,7 @@ int acp_mcp_acp_provider_client_request(acp_mcp_acp_provider *p,
 
   if (p == NULL || msg == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  memset(&m, 0, sizeof(m));
-  m.req = req;
-  m.method = msg->method;
-  m.method_len = msg->method_len;
-  m.params = msg->params;
-  m.id = msg->id;
-  m.doc = msg->doc;
+  in_msg_from_rpc(&m, msg, req);
   return provider_dispatch(p, &m);
 }
 
@@ -1478,11 +1484,7 @@ int acp_mcp_acp_provider_client_notification(acp_mcp_acp_provider *p,
 
   if (p == NULL || msg == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  memset(&m, 0, sizeof(m));
-  m.method = msg->method;
-  m.method_len = msg->method_len;
-  m.params = msg->params;
-  m.doc = msg->doc;
+  in_msg_from_rpc(&m, msg, NULL);
   return provider_dispatch(p, &m);
 }
 
@@ -1906,13 +1908,7 @@ int acp_mcp_acp_consumer_agent_request(acp_mcp_acp_consumer *c,
 
   if (c == NULL || msg == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  memset(&m, 0, sizeof(m));
-  m.req = req;
-  m.method = msg->method;
-  m.method_len = msg->method_len;
-  m.params = msg->params;
-  m.id = msg->id;
-  m.doc = msg->doc;
+  in_msg_from_rpc(&m, msg, req);
   return consumer_dispatch(c, &m);
 }
 
@@ -1922,10 +1918,6 @@ int acp_mcp_acp_consumer_agent_notification(acp_mcp_acp_consumer *c,
 
   if (c == NULL || msg == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  memset(&m, 0, sizeof(m));
-  m.method = msg->method;
-  m.method_len = msg->method_len;
-  m.params = msg->params;
-  m.doc = msg->doc;
+  in_msg_from_rpc(&m, msg, NULL);
   return consumer_dispatch(c, &m);
 }

@@ -1331,6 +1331,39 @@ static int mcp_on_call(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
   return 0;
 }
 
+/* Report `text` for the current server and go on: the next server when
+ * listing, the end of the command when calling. */
+static void mcp_skip(mcpop *op, const char *text) {
+  send_text(op->t->a, op->t->s, text);
+  if (op->listing) {
+    op->srv = op->srv->next;
+    mcp_step_next(op);
+  } else {
+    mcp_op_end(op);
+  }
+}
+
+/* A step could not be sent: undo its wait and report why. */
+static void mcp_step_failed(mcpop *op, int rv) {
+  char buf[256];
+
+  op->t->refs--;
+  op->t->waiting = false;
+  snprintf(buf, sizeof(buf), "%s: %s\n", op->srv->name, acp_strerror(rv));
+  mcp_skip(op, buf);
+}
+
+/* The command itself on a ready server: tools/list or tools/call. */
+static int mcp_request(mcpop *op) {
+  acp_mcp_client *c = op->srv->client;
+
+  if (op->listing)
+    return acp_mcp_client_list(c, ACP_MCP_LIST_TOOLS, NULL, NULL, 0,
+                               mcp_on_list, op, NULL);
+  return acp_mcp_client_call_tool(c, op->tool, op->args, strlen(op->args), NULL,
+                                  0, mcp_on_call, op, NULL);
+}
+
 static int mcp_on_init(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                        void *ud) {
   mcpop *op = ud;
@@ -1350,13 +1383,7 @@ static int mcp_on_init(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
 
     snprintf(buf, sizeof(buf), "%s: initialize failed (%s)\n", op->srv->name,
              acp_strerror(status));
-    send_text(op->t->a, op->t->s, buf);
-    if (op->listing) {
-      op->srv = op->srv->next;
-      mcp_step_next(op);
-    } else {
-      mcp_op_end(op);
-    }
+    mcp_skip(op, buf);
     return 0;
   }
   mcp_step_next(op);
@@ -1385,13 +1412,7 @@ static int mcp_on_open(acp_mcp_acp_link *link, int status,
             ? (int)(msg->error_message_len > 200 ? 200 : msg->error_message_len)
             : 0,
         msg != NULL && msg->error_message != NULL ? msg->error_message : "");
-    send_text(t->a, t->s, buf);
-    if (op->listing) {
-      op->srv = op->srv->next;
-      mcp_step_next(op);
-    } else {
-      mcp_op_end(op);
-    }
+    mcp_skip(op, buf);
     return 0;
   }
   (void)link;
@@ -1416,28 +1437,11 @@ static void mcp_step_stdio(mcpop *op) {
                                      op);
   } else if (!m->ready) {
     rv = ACP_ERR_INVALID_STATE;
-  } else if (op->listing) {
-    rv = acp_mcp_client_list(m->client, ACP_MCP_LIST_TOOLS, NULL, NULL, 0,
-                             mcp_on_list, op, NULL);
   } else {
-    rv = acp_mcp_client_call_tool(m->client, op->tool, op->args,
-                                  strlen(op->args), NULL, 0, mcp_on_call, op,
-                                  NULL);
+    rv = mcp_request(op);
   }
-  if (rv != 0) {
-    char buf[256];
-
-    t->refs--;
-    t->waiting = false;
-    snprintf(buf, sizeof(buf), "%s: %s\n", m->name, acp_strerror(rv));
-    send_text(a, t->s, buf);
-    if (op->listing) {
-      op->srv = m->next;
-      mcp_step_next(op);
-    } else {
-      mcp_op_end(op);
-    }
-  }
+  if (rv != 0)
+    mcp_step_failed(op, rv);
 }
 
 /* Do the next thing for `op`: connect, list, call, or end. */
@@ -1462,13 +1466,7 @@ static void mcp_step_next(mcpop *op) {
 
     snprintf(buf, sizeof(buf),
              "%s (acp): not consumed (acp agent --mcp-acp off)\n", m->name);
-    send_text(a, t->s, buf);
-    if (op->listing) {
-      op->srv = m->next;
-      mcp_step_next(op);
-    } else {
-      mcp_op_end(op);
-    }
+    mcp_skip(op, buf);
     return;
   }
   t->refs++;
@@ -1484,30 +1482,13 @@ static void mcp_step_next(mcpop *op) {
                                    mcp_on_open, op, &m->link);
   } else if (!m->ready) {
     rv = ACP_ERR_INVALID_STATE; /* still opening for another command */
-  } else if (op->listing) {
-    rv = acp_mcp_client_list(m->client, ACP_MCP_LIST_TOOLS, NULL, NULL, 0,
-                             mcp_on_list, op, NULL);
   } else {
-    rv = acp_mcp_client_call_tool(m->client, op->tool, op->args,
-                                  strlen(op->args), NULL, 0, mcp_on_call, op,
-                                  NULL);
+    rv = mcp_request(op);
   }
   if (rv == 0)
     rv = acp_mcp_acp_consumer_flush(a->mcp, 0);
-  if (rv != 0) {
-    char buf[256];
-
-    t->refs--;
-    t->waiting = false;
-    snprintf(buf, sizeof(buf), "%s: %s\n", m->name, acp_strerror(rv));
-    send_text(a, t->s, buf);
-    if (op->listing) {
-      op->srv = m->next;
-      mcp_step_next(op);
-    } else {
-      mcp_op_end(op);
-    }
-  }
+  if (rv != 0)
+    mcp_step_failed(op, rv);
 }
 
 /* /mcp-tools and /mcp-call SERVER TOOL {json}: 1 when `line` is one of

@@ -25,6 +25,21 @@
 /* MARK: - Helpers */
 
 /* Decoded string member `key` of `obj` (during a handler), or NULL. */
+/* One message {"role":"user","content":{"type":"text","text":TEXT}}. */
+static void write_user_text(acp_json_writer *w, const char *text, size_t len) {
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "role");
+  acp_json_write_strz(w, "user");
+  acp_json_write_keyz(w, "content");
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "type");
+  acp_json_write_strz(w, "text");
+  acp_json_write_keyz(w, "text");
+  acp_json_write_str(w, text, len);
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+}
+
 static int arg_str(acp_json_doc *doc, const acp_json_val *obj, const char *key,
                    const char **s, size_t *n) {
   const acp_json_val *v = acp_json_obj_getz(obj, key);
@@ -366,17 +381,7 @@ static int tool_sampling(acp_mcp_call *call, const acp_json_val *args,
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, "messages");
   acp_json_write_arr_begin(w);
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "role");
-  acp_json_write_strz(w, "user");
-  acp_json_write_keyz(w, "content");
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "type");
-  acp_json_write_strz(w, "text");
-  acp_json_write_keyz(w, "text");
-  acp_json_write_str(w, prompt, plen);
-  acp_json_write_obj_end(w);
-  acp_json_write_obj_end(w);
+  write_user_text(w, prompt, plen);
   acp_json_write_arr_end(w);
   acp_json_write_keyz(w, "maxTokens");
   acp_json_write_int(w, 100);
@@ -623,32 +628,26 @@ static int prompt_with_args(acp_mcp_call *call, const acp_json_val *args,
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, "messages");
   acp_json_write_arr_begin(w);
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "role");
-  acp_json_write_strz(w, "user");
-  acp_json_write_keyz(w, "content");
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "type");
-  acp_json_write_strz(w, "text");
-  acp_json_write_keyz(w, "text");
   {
     /* "Prompt with arguments: arg1='<a1>', arg2='<a2>'" */
-    size_t total = 29 + n1 + 9 + n2 + 1;
+    static const char p1[] = "Prompt with arguments: arg1='";
+    static const char p2[] = "', arg2='";
+    size_t l1 = sizeof(p1) - 1;
+    size_t l2 = sizeof(p2) - 1;
+    size_t total = l1 + n1 + l2 + n2 + 1;
     char *buf = malloc(total);
     if (buf == NULL) {
       acp_json_writer_free(w);
       return ACP_ERR_NOMEM;
     }
-    memcpy(buf, "Prompt with arguments: arg1='", 29);
-    memcpy(buf + 29, a1, n1);
-    memcpy(buf + 29 + n1, "', arg2='", 9);
-    memcpy(buf + 38 + n1, a2, n2);
+    memcpy(buf, p1, l1);
+    memcpy(buf + l1, a1, n1);
+    memcpy(buf + l1 + n1, p2, l2);
+    memcpy(buf + l1 + n1 + l2, a2, n2);
     buf[total - 1] = '\'';
-    acp_json_write_str(w, buf, total);
+    write_user_text(w, buf, total);
     free(buf);
   }
-  acp_json_write_obj_end(w);
-  acp_json_write_obj_end(w);
   acp_json_write_arr_end(w);
   rv = acp_json_write_obj_end(w);
   if (rv == 0) {
