@@ -41,6 +41,12 @@
  *     first event is `endpoint` with `/message?sessionId=<id>`; `POST
  *     /message?sessionId=<id>` answers 202 and every message of the
  *     session goes on the SSE stream. The session ends with the stream.
+ *   - Relay mode (acp_http_server_new_relay()): no registry; each
+ *     session's JSON-RPC messages are handed to callbacks one by one and
+ *     the answers come back through acp_http_relay_deliver(), routed to
+ *     streams as above (POSTs with requests are always answered
+ *     `text/event-stream`). Requests must repeat the Authorization value
+ *     the session was opened with (401 otherwise). No legacy endpoints.
  *
  * CLIENT (acp_http_client). Carries one acp_mcp_client over Streamable
  * HTTP or legacy HTTP+SSE with libcurl's multi interface driven by the
@@ -48,7 +54,10 @@
  * the client; MCP-Session-Id and MCP-Protocol-Version are kept and sent;
  * the session is DELETEd on close. In ACP_HTTP_AUTO mode the first POST
  * (initialize) probes: 400, 404 or 405 switch to legacy (GET the URL,
- * wait for `endpoint`, POST there).
+ * wait for `endpoint`, POST there). In raw mode (acp_http_client_new_raw())
+ * the transport carries the caller's JSON-RPC messages as they are
+ * instead (a relay between stdio and HTTP). Extra headers (Authorization)
+ * go with every request (acp_http_client_add_header()).
  *
  * Lifetime (as acp/uv.h): objects are created with `T **out` and released
  * only with their `_close`, which finishes asynchronously on the loop;
@@ -125,13 +134,30 @@ ACP_EXTERN void acp_http_server_options_set_retry(acp_http_server_options *o,
 /** Serve the legacy HTTP+SSE endpoints /sse and /message (default on). */
 ACP_EXTERN void acp_http_server_options_set_legacy(acp_http_server_options *o,
                                                    int on);
+/**
+ * Serve on an already-listening TCP socket (IPv4 or IPv6, bound and
+ * listen()ed by the caller) instead of binding the address of
+ * acp_http_server_options_set_address(): a parent binds 127.0.0.1:0
+ * itself, learns the port, and passes the descriptor on. The options only
+ * record the number; the server created from them owns the descriptor
+ * from the call of acp_http_server_new() or acp_http_server_new_relay()
+ * on, success or failure, makes it non-blocking and closes it (on
+ * failure, or in acp_http_server_close()). Give options carrying a
+ * descriptor to one constructor only. acp_http_server_port() reports the
+ * socket's port.
+ * @param fd  the socket, or -1 (the default): bind the address.
+ */
+ACP_EXTERN void
+acp_http_server_options_set_listen_fd(acp_http_server_options *o, int fd);
 
 /**
  * Start serving `registry` on `loop`. The registry is borrowed and must
  * outlive the server.
  * @param opts  NULL for the defaults; copied.
- * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_SYSTEM (cannot listen: the
- *         address is in use or not local), ACP_ERR_NOMEM.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (also: the listen descriptor of
+ *         acp_http_server_options_set_listen_fd() is not a listening TCP
+ *         socket), ACP_ERR_SYSTEM (cannot listen: the address is in use or
+ *         not local), ACP_ERR_NOMEM.
  */
 ACP_EXTERN int acp_http_server_new(acp_http_server **out, uv_loop_t *loop,
                                    acp_mcp_server *registry,
@@ -146,8 +172,10 @@ ACP_EXTERN size_t acp_http_server_session_count(const acp_http_server *srv);
 typedef void (*acp_http_server_close_cb)(acp_http_server *srv, void *user_data);
 /**
  * Stop listening, end every session (their conns are freed; open streams
- * are ended), close the handles, run `cb` (may be NULL), free. Accepts
- * NULL.
+ * are ended; a relay server calls `closed` for each live session), close
+ * the handles (a listen descriptor given with
+ * acp_http_server_options_set_listen_fd() is closed), run `cb` (may be
+ * NULL), free. Accepts NULL.
  */
 ACP_EXTERN void acp_http_server_close(acp_http_server *srv,
                                       acp_http_server_close_cb cb,
@@ -170,6 +198,134 @@ ACP_EXTERN void acp_http_server_close(acp_http_server *srv,
  *         ACP_ERR_LIMIT or ACP_ERR_NOMEM (the conn's output is full).
  */
 ACP_EXTERN int acp_http_call_close_stream(acp_mcp_call *call);
+
+/* MARK: - Server: relay mode */
+
+/**
+ * One session of a relay server (acp_http_server_new_relay()). Opaque,
+ * owned by the server. Valid from the `open` callback until `closed` runs
+ * or acp_http_relay_session_end() returns (or the server is freed).
+ */
+typedef struct acp_http_relay_session acp_http_relay_session;
+
+/**
+ * Callbacks of a relay server. Copied by acp_http_server_new_relay().
+ * They run on the loop's thread from inside the server's request
+ * processing; they may call acp_http_relay_deliver() (its messages are
+ * routed at once, so an answer delivered from `message` goes out with
+ * that POST) and acp_http_relay_session_end() (taking effect once the
+ * current request has been answered), but must not call
+ * acp_http_server_close() nor run the loop.
+ */
+typedef struct acp_http_relay_callbacks {
+  /**
+   * A POST carrying an `initialize` request without MCP-Session-Id.
+   * `authorization` is the Authorization header value (NUL-terminated,
+   * borrowed for the call) or NULL when absent. Return 0 to accept: the
+   * session is created, then the initialize message is delivered through
+   * `message`, and its id goes out in the answer's MCP-Session-Id. Any
+   * other return refuses: HTTP 401 with `WWW-Authenticate: Bearer` and a
+   * JSON-RPC error body; no session, and `closed` does not run. NULL
+   * accepts every session.
+   */
+  int (*open)(acp_http_relay_session *s, const char *authorization,
+              void *user_data);
+  /**
+   * One JSON-RPC message from the HTTP client: a JSON object on one line
+   * (line breaks between tokens turned into spaces), no trailing newline,
+   * borrowed for the call. A batch arrives as its elements, in order.
+   * Required.
+   */
+  void (*message)(acp_http_relay_session *s, const char *msg, size_t len,
+                  void *user_data);
+  /**
+   * The session ended from the HTTP side: DELETE, or
+   * acp_http_server_close(). Not called for acp_http_relay_session_end()
+   * nor for a refused `open`. During the call deliver/end are no-ops;
+   * after it `s` is invalid. May be NULL.
+   */
+  void (*closed)(acp_http_relay_session *s, void *user_data);
+} acp_http_relay_callbacks;
+
+/**
+ * Start an HTTP endpoint whose Streamable HTTP sessions are relayed to the
+ * caller instead of served by a registry: the HTTP layer frames, routes
+ * and checks, but does not interpret MCP.
+ *   - A POST with requests is answered `text/event-stream` (priming event
+ *     first); the stream ends once each of its requests was answered
+ *     through acp_http_relay_deliver(). A POST of notifications and
+ *     responses only is answered 202 after `message` ran for each.
+ *   - Every later request of a session (POST, GET, DELETE) must carry the
+ *     Authorization value `open` saw (compared in constant time; absent
+ *     only if it was absent): otherwise 401 as for a refused `open`. The
+ *     value is kept and never logged.
+ *   - Batches are accepted only once the upstream's answer to initialize
+ *     said protocolVersion "2025-03-26"; otherwise 400 (-32600).
+ *   - An initialize notification without an id is refused (400).
+ *   - The legacy HTTP+SSE endpoints are off; Origin, Host,
+ *     MCP-Protocol-Version, body, stream and session caps apply as in
+ *     acp_http_server_new(). Relay sessions have no expiry.
+ * @param out        receives the server (NULL on failure).
+ * @param loop       must outlive the server.
+ * @param cbs        copied; `message` is required.
+ * @param user_data  given to every callback.
+ * @param opts       NULL for the defaults; copied (see
+ *                   acp_http_server_options_set_listen_fd() for its
+ *                   descriptor, owned by the server even on failure).
+ * @param mem        allocator (copied) or NULL for the default.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out, loop, cbs or
+ *         cbs->message; a listen descriptor that is not a listening TCP
+ *         socket), ACP_ERR_SYSTEM (cannot listen), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_server_new_relay(acp_http_server **out, uv_loop_t *loop,
+                                         const acp_http_relay_callbacks *cbs,
+                                         void *user_data,
+                                         const acp_http_server_options *opts,
+                                         const acp_mem *mem);
+
+/**
+ * Send one JSON-RPC message from upstream to the HTTP client of `s`.
+ * Routed as for a registry session: a response goes to the SSE stream of
+ * the POST that carried its request (which ends once all its requests
+ * are answered; a response nobody waits for is dropped); a
+ * `notifications/progress` whose token came with a request of a still
+ * open POST goes to that POST's stream; anything else goes to the POST
+ * being handled when called from `message`, else to the session's GET
+ * stream (held until a GET connects). A suspended stream is woken: the
+ * bytes leave before the loop next waits. The answer to the initialize
+ * request is read for its protocolVersion (batches, see above).
+ * @param msg  one JSON object; a trailing newline and line breaks between
+ *             tokens are allowed. Copied.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL s or msg, not a relay
+ *         session, or msg is not one JSON object), ACP_ERR_CLOSED (the
+ *         session was ended: acp_http_relay_session_end(), or from inside
+ *         `closed`), ACP_ERR_LIMIT (the stream holds 64 MiB undelivered,
+ *         or msg is too deep or too large to parse), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_relay_deliver(acp_http_relay_session *s,
+                                      const char *msg, size_t len);
+
+/**
+ * Upstream is gone: end the session without calling `closed`. Streams
+ * that are connected end after what they hold; everything else of the
+ * session is freed; later requests with its id get 404. When called from
+ * `open` or `message`, it takes effect once the current request was
+ * answered and no later message is delivered. `s` is invalid after the
+ * call. Accepts NULL; a no-op inside `closed`.
+ */
+ACP_EXTERN void acp_http_relay_session_end(acp_http_relay_session *s);
+
+/** Attach the caller's pointer to a relay session (NULL at first). */
+ACP_EXTERN void acp_http_relay_session_set_user_data(acp_http_relay_session *s,
+                                                     void *ud);
+/** The pointer set with acp_http_relay_session_set_user_data() (NULL for
+ * NULL). */
+ACP_EXTERN void *
+acp_http_relay_session_get_user_data(const acp_http_relay_session *s);
+/** The session's MCP-Session-Id (32 hex digits, NUL-terminated; borrowed,
+ * valid as `s`), or NULL for NULL. */
+ACP_EXTERN const char *
+acp_http_relay_session_id(const acp_http_relay_session *s);
 
 /* MARK: - stdio */
 
@@ -215,7 +371,8 @@ typedef struct acp_http_client acp_http_client;
  *        or content), ACP_ERR_CLOSED (legacy stream ended, or the session
  *        was gone: 404), or a fatal code from the MCP client.
  * Pending requests of the MCP client have been completed with
- * ACP_ERR_CLOSED (acp_mcp_client_recv_eof()).
+ * ACP_ERR_CLOSED (acp_mcp_client_recv_eof()); a raw-mode transport has
+ * no MCP client and only reports.
  */
 typedef void (*acp_http_client_end_cb)(acp_http_client *hc, int reason,
                                        void *user_data);
@@ -236,6 +393,92 @@ ACP_EXTERN int acp_http_client_new(acp_http_client **out, uv_loop_t *loop,
                                    acp_http_transport mode,
                                    acp_http_client_end_cb end_cb,
                                    void *user_data, const acp_mem *mem);
+/**
+ * Raw mode: called with each JSON-RPC message received from the server,
+ * in arrival order: responses (from JSON or SSE answers to POSTs), and
+ * requests and notifications (on POST streams, the standalone GET stream
+ * or the legacy SSE stream). A batch answer is split: each call carries
+ * one JSON object. `msg` is borrowed, valid during the call only, not
+ * NUL-terminated, and holds no CR or LF (line breaks between tokens are
+ * turned into spaces), so it can be written as one NDJSON line. A POST
+ * of a request answered with a non-2xx status yields a synthesized error
+ * response for that id (code -32000, "HTTP status N").
+ * Runs from inside the transport's I/O processing: it may call
+ * acp_http_client_send_raw() (the message goes out before the loop next
+ * waits) and acp_http_client_close(); it must not run the loop.
+ */
+typedef void (*acp_http_client_msg_cb)(acp_http_client *hc, const char *msg,
+                                       size_t len, void *user_data);
+
+/**
+ * Create a raw-mode transport: no acp_mcp_client in the middle; the caller
+ * sends JSON-RPC messages with acp_http_client_send_raw() and receives the
+ * server's through `msg_cb`. Everything else is as acp_http_client_new():
+ * the AUTO probe (the first POST decides; 400, 404 or 405 switch to legacy
+ * HTTP+SSE, and the held message is re-sent to the `endpoint`),
+ * MCP-Session-Id, the standalone GET stream (acp_http_client_set_get_stream(),
+ * opened once the answer to `initialize` arrived), SSE resumption,
+ * DELETE on close, and `end_cb`. The MCP-Protocol-Version header is the
+ * `result.protocolVersion` of the server's answer to the `initialize`
+ * request sent through this transport (absent until then).
+ * Nothing is sent before the loop runs, so acp_http_client_add_header()
+ * may be called after this.
+ * @param out      receives the transport (NULL on failure); release it with
+ *                 acp_http_client_close().
+ * @param loop     the loop; must outlive the transport.
+ * @param url      http:// or https:// URL; copied.
+ * @param mode     transport selection, as acp_http_client_new().
+ * @param msg_cb   required.
+ * @param end_cb   may be NULL; called once when the transport failed or the
+ *                 server ended the session (no MCP client to complete).
+ * @param user_data given to `msg_cb` and `end_cb`.
+ * @param mem      allocator (copied) or NULL for the default.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out/loop/url/msg_cb, a
+ *         non-http(s) URL or an unknown mode), ACP_ERR_SYSTEM (libcurl
+ *         could not start), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_client_new_raw(acp_http_client **out, uv_loop_t *loop,
+                                       const char *url, acp_http_transport mode,
+                                       acp_http_client_msg_cb msg_cb,
+                                       acp_http_client_end_cb end_cb,
+                                       void *user_data, const acp_mem *mem);
+
+/**
+ * Raw mode: send one JSON-RPC message (a JSON object, or a batch array)
+ * as its own POST. `msg` is copied (it may hold line breaks between
+ * tokens; a trailing newline is allowed) and may be reused at once; the
+ * POST starts before the loop next waits (never from inside this call,
+ * so it is safe from `msg_cb`). Over legacy HTTP+SSE, messages sent
+ * before the `endpoint` event are held and sent in order once it came.
+ * MCP-Session-Id is sent once assigned; MCP-Protocol-Version once the
+ * answer to `initialize` told it (see acp_http_client_new_raw()).
+ * @return 0, ACP_ERR_INVALID_STATE (NULL hc, not a raw transport, or
+ *         ended: end_cb ran or acp_http_client_close() was called),
+ *         ACP_ERR_INVALID_ARGUMENT (NULL msg, or not one valid JSON
+ *         object or array), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_client_send_raw(acp_http_client *hc, const char *msg,
+                                        size_t len);
+
+/**
+ * Add a header sent with every HTTP request of this transport (POST, GET,
+ * the legacy SSE GET, DELETE), e.g. "Authorization", "Bearer x". Works in
+ * both modes, before the first request is started (the first loop
+ * iteration after output was produced, or after _new for
+ * ACP_HTTP_LEGACY_SSE). Headers go out in the order added, after the
+ * transport's own; a name the transport or libcurl also sets (Host,
+ * Accept, ...) replaces libcurl's value where libcurl allows it and is
+ * otherwise sent twice: avoid those. An empty value sends "Name:" with no
+ * value. Both strings are copied. Values are never logged.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL hc, name or value; empty name;
+ *         a name with CR, LF, ':', space or another control character; a
+ *         value with CR or LF), ACP_ERR_INVALID_STATE (a request was
+ *         already started, or the transport ended or is closing),
+ *         ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_client_add_header(acp_http_client *hc, const char *name,
+                                          const char *value);
+
 /** The transport in use (AUTO until the first answer decided). */
 ACP_EXTERN acp_http_transport
 acp_http_client_transport(const acp_http_client *hc);

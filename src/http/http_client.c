@@ -1,8 +1,10 @@
 /*
  * MCP client transport over HTTP: libcurl's multi-socket interface driven by
  * the libuv loop (socket callback -> uv_poll_t per socket, timer callback ->
- * uv_timer_t), carrying one acp_mcp_client over Streamable HTTP or the
- * legacy HTTP+SSE transport.
+ * uv_timer_t), carrying one acp_mcp_client (MCP mode) or the caller's raw
+ * JSON-RPC messages (raw mode) over Streamable HTTP or the legacy HTTP+SSE
+ * transport. Both modes share every path; only where messages come from
+ * (take_output) and go to (deliver), and the protocol version, differ.
  */
 #include "acp/http.h"
 #include "http_internal.h"
@@ -29,7 +31,7 @@ struct hc_xfer {
   size_t body_len;
   char *req_id; /* raw id of the request posted, or NULL */
   bool got_response;
-  bool probe; /* AUTO: the initialize POST that decides the transport */
+  bool probe; /* AUTO: the first POST, which decides the transport */
   bool typed; /* content type checked */
   bool is_sse;
   acp__buf resp;
@@ -45,7 +47,16 @@ typedef struct hc_sock {
 struct acp_http_client {
   acp_mem mem;
   uv_loop_t *loop;
-  acp_mcp_client *mc;
+  acp_mcp_client *mc;            /* MCP mode, or NULL */
+  acp_http_client_msg_cb msg_cb; /* raw mode */
+  acp__buf outq;                 /* raw mode: lines from send_raw */
+  acp__buf sending;              /* raw mode: the lines being posted */
+  char *proto;    /* raw mode: protocolVersion from the initialize answer */
+  char *init_id;  /* raw id of the initialize request awaiting its answer */
+  acp__buf xhdrs; /* extra "Name: value" headers, each NUL-terminated */
+  bool started;   /* a transfer was started: no more extra headers */
+  bool legacy_started;
+  bool probing; /* an AUTO probe is in flight */
   char *url;
   acp_http_transport mode;
   acp_http_transport transport;
@@ -58,7 +69,7 @@ struct acp_http_client {
   hc_xfer *xfers;
   char *session_id;
   char *endpoint; /* legacy POST URL */
-  acp__buf held;  /* legacy: lines waiting for the endpoint */
+  acp__buf held;  /* lines waiting (endpoint, probe, initialize answer) */
   acp__buf line;
   acp_json_doc *doc;
   acp_http_client_end_cb end_cb;
@@ -96,6 +107,28 @@ static char *dupn(const acp_mem *m, const char *s, size_t n) {
   return p;
 }
 
+/* The MCP-Protocol-Version to send, or NULL while unknown. */
+static const char *proto_version(const acp_http_client *hc) {
+  if (hc->mc) {
+    acp_mcp_version v = acp_mcp_client_version(hc->mc);
+    return v == ACP_MCP_VERSION_UNKNOWN ? NULL : acp_mcp_version_str(v);
+  }
+  return hc->proto;
+}
+
+static bool version_token_ok(const char *s, size_t n) {
+  size_t i;
+  if (n == 0 || n > 32)
+    return false;
+  for (i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+          (c >= 'A' && c <= 'Z') || c == '-' || c == '.' || c == '_'))
+      return false;
+  }
+  return true;
+}
+
 static void set_get_state(acp_http_client *hc, acp_http_get_state st) {
   if (hc->get_state == st)
     return;
@@ -124,12 +157,43 @@ static void note_response(hc_xfer *x, const char *msg, size_t len) {
     x->got_response = true;
 }
 
+/* The answer to initialize: messages held for it may go; in raw mode, it
+ * tells the protocol version. */
+static void note_init_answer(acp_http_client *hc, const char *msg, size_t len) {
+  const acp_json_val *root, *id, *pv;
+  const char *raw, *s;
+  size_t n;
+  if (acp_json_doc_parse(hc->doc, msg, len, NULL) != 0)
+    return;
+  root = acp_json_doc_root(hc->doc);
+  if (acp_json_obj_getz(root, "method") != NULL)
+    return;
+  id = acp_json_obj_getz(root, "id");
+  raw = acp_json_raw(id, &n);
+  if (raw == NULL || strlen(hc->init_id) != n ||
+      memcmp(raw, hc->init_id, n) != 0)
+    return;
+  acp__free(&hc->mem, hc->init_id);
+  hc->init_id = NULL;
+  pv = acp_json_obj_getz(acp_json_obj_getz(root, "result"), "protocolVersion");
+  if (hc->mc == NULL && acp_json_type_of(pv) == ACP_JSON_STRING &&
+      acp_json_doc_str(hc->doc, pv, &s, &n) == 0 && version_token_ok(s, n)) {
+    char *p = dupn(&hc->mem, s, n);
+    if (p) {
+      acp__free(&hc->mem, hc->proto);
+      hc->proto = p;
+    }
+  }
+}
+
 static int deliver(acp_http_client *hc, const char *msg, size_t len) {
   acp_ssize r;
   size_t i;
   int rv;
   if (hc->closing || hc->ended)
     return 0;
+  if (hc->init_id)
+    note_init_answer(hc, msg, len);
   acp__buf_clear(&hc->line);
   rv = acp__buf_append(&hc->line, msg, len);
   if (rv == 0)
@@ -139,6 +203,10 @@ static int deliver(acp_http_client *hc, const char *msg, size_t len) {
   for (i = 0; i + 1 < hc->line.len; i++)
     if (hc->line.data[i] == '\n' || hc->line.data[i] == '\r')
       hc->line.data[i] = ' ';
+  if (hc->mc == NULL) {
+    hc->msg_cb(hc, hc->line.data, hc->line.len - 1, hc->ud);
+    return 0;
+  }
   r = acp_mcp_client_recv(hc->mc, hc->line.data, hc->line.len,
                           uv_now(hc->loop));
   if (r < 0 && acp_is_fatal((int)r)) {
@@ -255,6 +323,8 @@ static size_t on_data(char *buf, size_t size, size_t n, void *ud) {
 static void xfer_free(hc_xfer *x) {
   acp_http_client *hc = x->hc;
   hc_xfer **pp;
+  if (x->probe)
+    hc->probing = false;
   if (hc->get_x == x) {
     hc->get_x = NULL;
     set_get_state(hc, hc->get_state == ACP_HTTP_GET_OPEN
@@ -294,7 +364,8 @@ static int add_header(hc_xfer *x, const char *name, const char *value) {
 static int start_xfer(acp_http_client *hc, int kind, const char *url,
                       const char *body, size_t len, hc_xfer **out) {
   hc_xfer *x;
-  acp_mcp_version v = acp_mcp_client_version(hc->mc);
+  const char *v = proto_version(hc);
+  size_t hi;
   int rv = 0;
   if (out)
     *out = NULL;
@@ -337,6 +408,12 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
         x->req_id = dupn(&hc->mem, raw, n);
         if (x->req_id == NULL)
           rv = ACP_ERR_NOMEM;
+        if (rv == 0 && acp_json_str_eq(method, "initialize", 10)) {
+          acp__free(&hc->mem, hc->init_id);
+          hc->init_id = dupn(&hc->mem, raw, n);
+          if (hc->init_id == NULL)
+            rv = ACP_ERR_NOMEM;
+        }
       }
     }
     if (rv == 0) {
@@ -358,9 +435,18 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
   if (rv == 0 && kind != X_LEGACY && hc->session_id &&
       hc->transport != ACP_HTTP_LEGACY_SSE)
     rv = add_header(x, "MCP-Session-Id", hc->session_id);
-  if (rv == 0 && kind != X_LEGACY && v != ACP_MCP_VERSION_UNKNOWN &&
+  if (rv == 0 && kind != X_LEGACY && v != NULL &&
       hc->transport != ACP_HTTP_LEGACY_SSE)
-    rv = add_header(x, "MCP-Protocol-Version", acp_mcp_version_str(v));
+    rv = add_header(x, "MCP-Protocol-Version", v);
+  for (hi = 0; rv == 0 && hi < hc->xhdrs.len;) {
+    const char *h = hc->xhdrs.data + hi;
+    struct curl_slist *l = curl_slist_append(x->hdrs, h);
+    if (l == NULL)
+      rv = ACP_ERR_NOMEM;
+    else
+      x->hdrs = l;
+    hi += strlen(h) + 1;
+  }
   if (rv == 0) {
     curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, x->hdrs);
     if (curl_multi_add_handle(hc->multi, x->e) != CURLM_OK)
@@ -370,6 +456,9 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
     xfer_free(x);
     return rv;
   }
+  hc->started = true;
+  if (kind == X_LEGACY)
+    hc->legacy_started = true;
   if (out)
     *out = x;
   return 0;
@@ -425,10 +514,20 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     return;
   }
   if (x->probe && (status == 400 || status == 404 || status == 405)) {
-    /* Fall back to the legacy transport: GET the URL, hold initialize. */
-    int rv = acp__buf_append(&hc->held, x->body, x->body_len);
+    /* Fall back to the legacy transport: GET the URL, hold the probe
+     * (initialize) ahead of what was held behind it. */
+    acp__buf h;
+    int rv;
+    acp__buf_init(&h, &hc->mem, 0);
+    rv = acp__buf_append(&h, x->body, x->body_len);
     if (rv == 0)
-      rv = acp__buf_putc(&hc->held, '\n');
+      rv = acp__buf_putc(&h, '\n');
+    if (rv == 0)
+      rv = acp__buf_append(&h, hc->held.data, hc->held.len);
+    acp__buf_dispose(&hc->held);
+    hc->held = h;
+    acp__free(&hc->mem, hc->init_id); /* set again when re-posted */
+    hc->init_id = NULL;
     hc->transport = ACP_HTTP_LEGACY_SSE;
     xfer_free(x);
     if (rv == 0)
@@ -466,8 +565,11 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     acp__buf body = x->resp; /* keep the bytes alive while feeding */
     x->resp.data = NULL;
     x->resp.len = x->resp.cap = 0;
-    if (acp_json_doc_parse(hc->doc, body.data, body.len, NULL) == 0 &&
-        acp_json_type_of(root = acp_json_doc_root(hc->doc)) == ACP_JSON_ARRAY) {
+    if (status == 202 ||
+        acp_json_doc_parse(hc->doc, body.data, body.len, NULL) != 0) {
+      /* Not a message (the "Accepted" text some servers put in a 202). */
+    } else if (acp_json_type_of(root = acp_json_doc_root(hc->doc)) ==
+               ACP_JSON_ARRAY) {
       /* A batch answer: feed each element (spans stay valid in body). */
       size_t cnt = acp_json_len(root), i;
       for (i = 0; i < cnt; i++) {
@@ -498,6 +600,13 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
       uv_timer_start(&hc->retry_timer, on_retry,
                      hc->retry_ms >= 0 ? (uint64_t)hc->retry_ms : 1000, 0);
     }
+  }
+  if (x->req_id && !x->got_response && hc->init_id &&
+      hc->transport != ACP_HTTP_LEGACY_SSE &&
+      strcmp(x->req_id, hc->init_id) == 0) {
+    /* initialize went unanswered: stop holding what follows it. */
+    acp__free(&hc->mem, hc->init_id);
+    hc->init_id = NULL;
   }
   xfer_free(x);
 }
@@ -601,71 +710,118 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *ud) {
 
 static void on_expiry(uv_timer_t *t) {
   acp_http_client *hc = t->data;
-  int rv = acp_mcp_client_handle_expiry(hc->mc, uv_now(hc->loop));
+  int rv;
+  if (hc->mc == NULL)
+    return;
+  rv = acp_mcp_client_handle_expiry(hc->mc, uv_now(hc->loop));
   if (rv != 0 && acp_is_fatal(rv))
     hc_fail(hc, rv, "MCP client failed");
 }
 
+/* Messages wait in `held` while the legacy endpoint is unknown, while the
+ * AUTO probe decides the transport, and while initialize is unanswered
+ * (the session id comes with its answer). */
+static bool must_hold(const acp_http_client *hc) {
+  if (hc->init_id != NULL || hc->probing)
+    return true;
+  return hc->transport == ACP_HTTP_LEGACY_SSE && hc->endpoint == NULL;
+}
+
+/* POST one message to where the transport says. */
+static int post_line(acp_http_client *hc, const char *line, size_t len) {
+  hc_xfer *x = NULL;
+  int rv;
+  if (hc->transport == ACP_HTTP_LEGACY_SSE)
+    return start_xfer(hc, X_POST, hc->endpoint, line, len, NULL);
+  rv = start_xfer(hc, X_POST, hc->url, line, len, &x);
+  if (rv == 0 && x && hc->transport == ACP_HTTP_AUTO) {
+    x->probe = true;
+    hc->probing = true;
+  }
+  return rv;
+}
+
+/* Send held lines, in order, until something must be waited for. */
+static int flush_held(acp_http_client *hc) {
+  size_t i = 0;
+  int rv = 0;
+  while (i < hc->held.len && !must_hold(hc)) {
+    const char *nl = memchr(hc->held.data + i, '\n', hc->held.len - i);
+    size_t e = nl ? (size_t)(nl - hc->held.data) : hc->held.len;
+    if (e > i)
+      rv = post_line(hc, hc->held.data + i, e - i);
+    if (rv != 0)
+      break;
+    i = e + 1 < hc->held.len ? e + 1 : hc->held.len;
+  }
+  acp__buf_consume(&hc->held, i);
+  return rv;
+}
+
+/* Newline-separated output: of the MCP client, or queued by send_raw. */
+static acp_ssize take_output(acp_http_client *hc, const char **data) {
+  acp__buf t;
+  if (hc->mc)
+    return acp_mcp_client_send(hc->mc, data);
+  acp__buf_clear(&hc->sending);
+  if (hc->outq.len == 0)
+    return 0;
+  t = hc->sending;
+  hc->sending = hc->outq;
+  hc->outq = t;
+  *data = hc->sending.data;
+  return (acp_ssize)hc->sending.len;
+}
+
 static void pump(acp_http_client *hc) {
   const char *data;
-  acp_ssize n;
+  acp_ssize n = 0;
   uint64_t exp, now;
+  int rv;
   if (hc->ended || hc->closing)
     return;
-  if (hc->endpoint && hc->held.len > 0) {
-    size_t i = 0;
-    while (i < hc->held.len) {
-      const char *nl = memchr(hc->held.data + i, '\n', hc->held.len - i);
-      size_t e = (size_t)(nl - hc->held.data);
-      if (start_xfer(hc, X_POST, hc->endpoint, hc->held.data + i, e - i,
-                     NULL) != 0) {
-        hc_fail(hc, ACP_ERR_SYSTEM, "cannot send");
-        return;
-      }
-      i = e + 1;
+  if (hc->mode == ACP_HTTP_LEGACY_SSE && !hc->legacy_started) {
+    rv = start_xfer(hc, X_LEGACY, hc->url, NULL, 0, NULL);
+    if (rv != 0) {
+      hc_fail(hc, rv, "cannot start the legacy SSE stream");
+      return;
     }
-    acp__buf_clear(&hc->held);
   }
-  while ((n = acp_mcp_client_send(hc->mc, &data)) > 0) {
+  rv = flush_held(hc);
+  while (rv == 0 && (n = take_output(hc, &data)) > 0) {
     size_t len = (size_t)n, i = 0;
-    while (i < len) {
+    while (rv == 0 && i < len) {
       const char *nl = memchr(data + i, '\n', len - i);
       size_t e = nl ? (size_t)(nl - data) : len;
       if (e > i) {
-        int rv;
-        if (hc->transport == ACP_HTTP_LEGACY_SSE && hc->endpoint)
-          rv = start_xfer(hc, X_POST, hc->endpoint, data + i, e - i, NULL);
-        else if (hc->transport == ACP_HTTP_LEGACY_SSE) {
+        if (hc->held.len > 0 || must_hold(hc)) {
           rv = acp__buf_append(&hc->held, data + i, e - i);
           if (rv == 0)
             rv = acp__buf_putc(&hc->held, '\n');
-        } else {
-          hc_xfer *x = NULL;
-          rv = start_xfer(hc, X_POST, hc->url, data + i, e - i, &x);
-          if (rv == 0 && x && hc->transport == ACP_HTTP_AUTO)
-            x->probe = true;
-        }
-        if (rv != 0) {
-          hc_fail(hc, rv, "cannot send");
-          return;
-        }
+        } else
+          rv = post_line(hc, data + i, e - i);
       }
       i = e + 1;
     }
+  }
+  if (rv != 0) {
+    hc_fail(hc, rv, "cannot send");
+    return;
   }
   if (n < 0 && acp_is_fatal((int)n)) {
     hc_fail(hc, (int)n, "MCP client failed");
     return;
   }
   if (hc->want_get && !hc->get_started &&
-      hc->transport == ACP_HTTP_STREAMABLE &&
-      acp_mcp_client_version(hc->mc) != ACP_MCP_VERSION_UNKNOWN) {
+      hc->transport == ACP_HTTP_STREAMABLE && proto_version(hc) != NULL) {
     hc->get_started = true;
     if (start_xfer(hc, X_GET, hc->url, NULL, 0, &hc->get_x) == 0)
       set_get_state(hc, ACP_HTTP_GET_OPENING);
     else
       set_get_state(hc, ACP_HTTP_GET_REFUSED);
   }
+  if (hc->mc == NULL)
+    return;
   exp = acp_mcp_client_get_expiry(hc->mc);
   now = uv_now(hc->loop);
   if (exp == UINT64_MAX)
@@ -685,24 +841,26 @@ static void hc_fail(acp_http_client *hc, int reason, const char *what) {
   if (what && hc->err != what) {
     snprintf(hc->err, sizeof(hc->err), "%s", what);
   }
-  (void)acp_mcp_client_recv_eof(hc->mc, uv_now(hc->loop));
+  if (hc->mc)
+    (void)acp_mcp_client_recv_eof(hc->mc, uv_now(hc->loop));
   if (hc->end_cb)
     hc->end_cb(hc, reason, hc->ud);
 }
 
 /* MARK: - Public */
 
-int acp_http_client_new(acp_http_client **out, uv_loop_t *loop,
-                        acp_mcp_client *client, const char *url,
-                        acp_http_transport mode, acp_http_client_end_cb end_cb,
-                        void *user_data, const acp_mem *mem) {
+static int client_new(acp_http_client **out, uv_loop_t *loop,
+                      acp_mcp_client *client, acp_http_client_msg_cb msg_cb,
+                      const char *url, acp_http_transport mode,
+                      acp_http_client_end_cb end_cb, void *user_data,
+                      const acp_mem *mem) {
   acp_http_client *hc;
   acp_mem m;
   int rv = 0;
   if (out == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   *out = NULL;
-  if (loop == NULL || client == NULL || url == NULL ||
+  if (loop == NULL || (client == NULL) == (msg_cb == NULL) || url == NULL ||
       (strncasecmp(url, "http://", 7) != 0 &&
        strncasecmp(url, "https://", 8) != 0) ||
       (unsigned)mode > ACP_HTTP_LEGACY_SSE)
@@ -716,6 +874,7 @@ int acp_http_client_new(acp_http_client **out, uv_loop_t *loop,
   hc->mem = m;
   hc->loop = loop;
   hc->mc = client;
+  hc->msg_cb = msg_cb;
   hc->mode = mode;
   hc->transport = mode;
   hc->end_cb = end_cb;
@@ -723,6 +882,9 @@ int acp_http_client_new(acp_http_client **out, uv_loop_t *loop,
   hc->retry_ms = -1;
   acp__buf_init(&hc->held, &hc->mem, 0);
   acp__buf_init(&hc->line, &hc->mem, 0);
+  acp__buf_init(&hc->outq, &hc->mem, 0);
+  acp__buf_init(&hc->sending, &hc->mem, 0);
+  acp__buf_init(&hc->xhdrs, &hc->mem, 0);
   hc->url = dupn(&hc->mem, url, strlen(url));
   if (hc->url == NULL)
     rv = ACP_ERR_NOMEM;
@@ -750,11 +912,106 @@ int acp_http_client_new(acp_http_client **out, uv_loop_t *loop,
   hc->curl_timer.data = hc->exp_timer.data = hc->retry_timer.data = hc;
   hc->prepare.data = hc;
   hc->open_handles = 4;
+  /* Every transfer, the legacy stream's GET included, starts from pump()
+   * on the loop, so headers can still be added after this returns. */
   uv_prepare_start(&hc->prepare, on_prepare);
-  if (mode == ACP_HTTP_LEGACY_SSE)
-    rv = start_xfer(hc, X_LEGACY, hc->url, NULL, 0, NULL);
-  (void)rv;
   *out = hc;
+  return 0;
+}
+
+int acp_http_client_new(acp_http_client **out, uv_loop_t *loop,
+                        acp_mcp_client *client, const char *url,
+                        acp_http_transport mode, acp_http_client_end_cb end_cb,
+                        void *user_data, const acp_mem *mem) {
+  if (client == NULL) {
+    if (out)
+      *out = NULL;
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  return client_new(out, loop, client, NULL, url, mode, end_cb, user_data, mem);
+}
+
+int acp_http_client_new_raw(acp_http_client **out, uv_loop_t *loop,
+                            const char *url, acp_http_transport mode,
+                            acp_http_client_msg_cb msg_cb,
+                            acp_http_client_end_cb end_cb, void *user_data,
+                            const acp_mem *mem) {
+  if (msg_cb == NULL) {
+    if (out)
+      *out = NULL;
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  return client_new(out, loop, NULL, msg_cb, url, mode, end_cb, user_data, mem);
+}
+
+int acp_http_client_send_raw(acp_http_client *hc, const char *msg, size_t len) {
+  size_t a = 0, b = len, start, i;
+  int rv;
+  if (hc == NULL || hc->mc != NULL || hc->ended || hc->closing)
+    return ACP_ERR_INVALID_STATE;
+  if (msg == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  while (a < b &&
+         (msg[a] == ' ' || msg[a] == '\t' || msg[a] == '\r' || msg[a] == '\n'))
+    a++;
+  while (b > a && (msg[b - 1] == ' ' || msg[b - 1] == '\t' ||
+                   msg[b - 1] == '\r' || msg[b - 1] == '\n'))
+    b--;
+  if (a == b || (msg[a] != '{' && msg[a] != '['))
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = acp_json_validate(msg + a, b - a, NULL);
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  if (rv != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  start = hc->outq.len;
+  rv = acp__buf_reserve(&hc->outq, b - a + 1);
+  if (rv != 0)
+    return ACP_ERR_NOMEM;
+  (void)acp__buf_append(&hc->outq, msg + a, b - a);
+  (void)acp__buf_putc(&hc->outq, '\n');
+  /* Line breaks can only be whitespace between tokens in valid JSON. */
+  for (i = start; i + 1 < hc->outq.len; i++)
+    if (hc->outq.data[i] == '\n' || hc->outq.data[i] == '\r')
+      hc->outq.data[i] = ' ';
+  return 0;
+}
+
+int acp_http_client_add_header(acp_http_client *hc, const char *name,
+                               const char *value) {
+  size_t i, nl, vl, start;
+  int rv;
+  if (hc == NULL || name == NULL || value == NULL || name[0] == 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  nl = strlen(name);
+  vl = strlen(value);
+  for (i = 0; i < nl; i++) {
+    unsigned char c = (unsigned char)name[i];
+    if (c <= ' ' || c == 0x7f || c == ':')
+      return ACP_ERR_INVALID_ARGUMENT;
+  }
+  if (memchr(value, '\r', vl) || memchr(value, '\n', vl))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (hc->started || hc->ended || hc->closing)
+    return ACP_ERR_INVALID_STATE;
+  start = hc->xhdrs.len;
+  /* libcurl reads "Name:" as "remove this header" and "Name;" as "send it
+   * empty". */
+  rv = acp__buf_append(&hc->xhdrs, name, nl);
+  if (strspn(value, " \t") == vl)
+    vl = 0; /* blank: send it empty */
+  if (rv == 0 && vl == 0)
+    rv = acp__buf_putc(&hc->xhdrs, ';');
+  if (rv == 0 && vl > 0)
+    rv = acp__buf_append(&hc->xhdrs, ": ", 2);
+  if (rv == 0)
+    rv = acp__buf_append(&hc->xhdrs, value, vl);
+  if (rv == 0)
+    rv = acp__buf_putc(&hc->xhdrs, 0);
+  if (rv != 0) {
+    hc->xhdrs.len = start;
+    return ACP_ERR_NOMEM;
+  }
   return 0;
 }
 
@@ -810,6 +1067,12 @@ static void finish_close(acp_http_client *hc) {
   hc->doc = NULL;
   acp__buf_dispose(&hc->held);
   acp__buf_dispose(&hc->line);
+  acp__buf_dispose(&hc->outq);
+  acp__buf_dispose(&hc->sending);
+  acp__buf_dispose(&hc->xhdrs);
+  acp__free(&hc->mem, hc->proto);
+  acp__free(&hc->mem, hc->init_id);
+  hc->proto = hc->init_id = NULL;
   acp__free(&hc->mem, hc->url);
   acp__free(&hc->mem, hc->session_id);
   acp__free(&hc->mem, hc->endpoint);

@@ -34,7 +34,8 @@
 #define MAX_STREAM_LOG ((size_t)64 << 20)
 #define TRIM_THRESHOLD ((size_t)64 << 10)
 
-typedef struct hs_session hs_session;
+/* A relay session is an hs_session (the public name is its tag). */
+typedef struct acp_http_relay_session hs_session;
 typedef struct hs_stream hs_stream;
 typedef struct hs_req hs_req;
 
@@ -50,6 +51,7 @@ struct acp_http_server_options {
   size_t max_body, max_streams, max_sessions;
   uint32_t retry_ms;
   int legacy;
+  int listen_fd;
 };
 
 typedef struct hs_event {
@@ -92,14 +94,24 @@ typedef struct hs_omap {
   hs_stream *st;
 } hs_omap;
 
-struct hs_session {
+struct acp_http_relay_session {
   uint32_t magic;
   acp_http_server *srv;
   hs_session *next;
   char id[33];
-  acp_mcp_conn *conn;
+  acp_mcp_conn *conn; /* NULL for a relay session */
   bool legacy;
-  bool ended;
+  bool ended; /* unlisted for session_find (a relay zombie may linger) */
+  /* Relay sessions only. */
+  bool relay;
+  bool notified;    /* `closed` ran or is running */
+  bool end_pending; /* acp_http_relay_session_end() from a callback */
+  int busy;         /* inside `open` or `message` */
+  void *ud;
+  char *auth; /* Authorization of `open`, or NULL */
+  size_t auth_len;
+  char *init_id; /* raw id of the initialize request, until answered */
+  bool batch_ok; /* the answer to initialize said 2025-03-26 */
   hs_stream *streams;
   hs_stream *get;
   hs_stream *ctx;
@@ -128,7 +140,12 @@ struct hs_req {
 struct acp_http_server {
   acp_mem mem;
   uv_loop_t *loop;
-  acp_mcp_server *reg;
+  acp_mcp_server *reg; /* NULL in relay mode */
+  bool relay;
+  acp_http_relay_callbacks rcb;
+  void *rud;
+  acp_json_doc *rdoc; /* parses acp_http_relay_deliver() messages */
+  acp__buf rtmp;
   acp_http_server_options *o;
   struct MHD_Daemon *d;
   uv_poll_t poll;
@@ -183,6 +200,7 @@ int acp_http_server_options_new(acp_http_server_options **out,
   o->addr = dupstr(&m, "127.0.0.1");
   o->path = dupstr(&m, "/mcp");
   o->legacy = 1;
+  o->listen_fd = -1;
   if (o->addr == NULL || o->path == NULL) {
     acp_http_server_options_free(o);
     return ACP_ERR_NOMEM;
@@ -295,6 +313,10 @@ void acp_http_server_options_set_legacy(acp_http_server_options *o, int on) {
   if (o)
     o->legacy = on != 0;
 }
+void acp_http_server_options_set_listen_fd(acp_http_server_options *o, int fd) {
+  if (o)
+    o->listen_fd = fd < 0 ? -1 : fd;
+}
 
 static int options_copy(acp_http_server_options **out,
                         const acp_http_server_options *src,
@@ -317,6 +339,7 @@ static int options_copy(acp_http_server_options **out,
     o->max_sessions = src->max_sessions;
     o->retry_ms = src->retry_ms;
     o->legacy = src->legacy;
+    o->listen_fd = src->listen_fd;
   }
   if (o->max_body == 0)
     o->max_body = ACP_HTTP_DEFAULT_MAX_BODY;
@@ -440,9 +463,10 @@ bool acp__http_origin_ok(const acp_http_server_options *o, const char *ov) {
   return host_is_loopback(h, hl);
 }
 
-static enum MHD_Result reply(struct MHD_Connection *mc, unsigned status,
-                             const char *ctype, const char *body, size_t len,
-                             const char *session_id) {
+static enum MHD_Result reply_hdr(struct MHD_Connection *mc, unsigned status,
+                                 const char *ctype, const char *body,
+                                 size_t len, const char *session_id,
+                                 const char *hname, const char *hval) {
   struct MHD_Response *r;
   enum MHD_Result ret;
   r = MHD_create_response_from_buffer(len, (void *)(uintptr_t)body,
@@ -453,9 +477,43 @@ static enum MHD_Result reply(struct MHD_Connection *mc, unsigned status,
     MHD_add_response_header(r, "Content-Type", ctype);
   if (session_id)
     MHD_add_response_header(r, "MCP-Session-Id", session_id);
+  if (hname)
+    MHD_add_response_header(r, hname, hval);
   ret = MHD_queue_response(mc, status, r);
   MHD_destroy_response(r);
   return ret;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *mc, unsigned status,
+                             const char *ctype, const char *body, size_t len,
+                             const char *session_id) {
+  return reply_hdr(mc, status, ctype, body, len, session_id, NULL, NULL);
+}
+
+static enum MHD_Result reply_unauthorized(struct MHD_Connection *mc) {
+  static const char body[] =
+      "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32000,\"message\":"
+      "\"Unauthorized\"},\"id\":null}";
+  return reply_hdr(mc, MHD_HTTP_UNAUTHORIZED, "application/json", body,
+                   sizeof(body) - 1, NULL, "WWW-Authenticate", "Bearer");
+}
+
+/* Constant-time comparison of a request's Authorization with the value a
+ * relay session was opened with: the time depends on the stored length
+ * only. Absent matches absent only. */
+static bool auth_ok(const hs_session *s, const char *given) {
+  size_t gl, i;
+  unsigned char d;
+  if (!s->relay)
+    return true;
+  if (s->auth == NULL || given == NULL)
+    return s->auth == NULL && given == NULL;
+  gl = strlen(given);
+  d = gl != s->auth_len;
+  for (i = 0; i < s->auth_len; i++)
+    d |= (unsigned char)((i < gl ? (unsigned char)given[i] : 0) ^
+                         (unsigned char)s->auth[i]);
+  return d == 0;
 }
 
 static enum MHD_Result reply_error(struct MHD_Connection *mc, unsigned status,
@@ -666,8 +724,9 @@ static int session_new(acp_http_server *srv, bool legacy, hs_session **out) {
   s->magic = SESSION_MAGIC;
   s->srv = srv;
   s->legacy = legacy;
+  s->relay = srv->relay;
   rv = acp__http_random_hex(s->id, 16);
-  if (rv == 0)
+  if (rv == 0 && !srv->relay)
     rv = acp_mcp_conn_new(&s->conn, srv->reg, s);
   if (rv == 0) {
     s->get = stream_new(s, true);
@@ -688,28 +747,76 @@ static int session_new(acp_http_server *srv, bool legacy, hs_session **out) {
   return 0;
 }
 
-/* End a session: free its conn and streams (their requests end). */
+/* End a session now: free its conn and streams (their requests end).
+ * Also frees a relay zombie (already ended, see session_reap()). */
 static void session_end(hs_session *s) {
   acp_http_server *srv = s->srv;
   hs_session **pp;
   size_t i;
-  if (s->ended)
-    return;
-  s->ended = true;
+  if (!s->ended) {
+    s->ended = true;
+    srv->nsessions--;
+  }
   for (pp = &srv->sessions; *pp; pp = &(*pp)->next)
     if (*pp == s) {
       *pp = s->next;
       break;
     }
-  srv->nsessions--;
   while (s->streams)
     stream_free(s->streams);
   acp_mcp_conn_free(s->conn);
   for (i = 0; i < s->nomap; i++)
     acp__free(&srv->mem, s->omap[i].id);
   acp__free(&srv->mem, s->omap);
+  acp__free(&srv->mem, s->auth);
+  acp__free(&srv->mem, s->init_id);
   s->magic = 0;
   acp__free(&srv->mem, s);
+}
+
+/* End a session from the HTTP side: a live relay session's `closed` runs
+ * first (not after acp_http_relay_session_end()). */
+static void session_close(hs_session *s) {
+  acp_http_server *srv = s->srv;
+  if (s->relay && !s->ended && !s->notified && !s->end_pending) {
+    s->notified = true;
+    if (srv->rcb.closed)
+      srv->rcb.closed(s, srv->rud);
+  }
+  session_end(s);
+}
+
+/* An ended relay session lingers while streams are connected: they are
+ * finished (they end after what they hold); the rest is freed, and the
+ * session too once no stream is left. */
+static void session_reap(hs_session *s) {
+  hs_stream *st, *next;
+  for (st = s->streams; st; st = next) {
+    next = st->next;
+    if (st->rq) {
+      st->finished = true;
+      wake(st);
+    } else
+      stream_free(st);
+  }
+  if (s->streams == NULL)
+    session_end(s);
+}
+
+static void session_soft_end(hs_session *s) {
+  if (!s->ended) {
+    s->ended = true;
+    s->srv->nsessions--;
+  }
+  session_reap(s);
+}
+
+/* After a request that ran relay callbacks: apply a deferred end. */
+static void relay_settle(hs_session *s) {
+  if (s->end_pending && !s->ended) {
+    s->end_pending = false;
+    session_soft_end(s);
+  }
 }
 
 static hs_stream *find_by_id(hs_session *s, const char *id, size_t n) {
@@ -772,18 +879,33 @@ static void apply_cut(hs_session *s, const acp_json_val *params) {
   }
 }
 
-/* Route one line of a conn's output. */
-static int route(hs_session *s, const char *line, size_t len) {
-  acp_http_server *srv = s->srv;
+/* A relay session's answer to initialize: note whether batches are on. */
+static void sniff_init(hs_session *s, const acp_json_val *id,
+                       const acp_json_val *root) {
+  size_t n;
+  const char *raw = acp_json_raw(id, &n);
+  const acp_json_val *v;
+  if (raw == NULL || strlen(s->init_id) != n || memcmp(s->init_id, raw, n))
+    return;
+  v = acp_json_obj_getz(acp_json_obj_getz(root, "result"), "protocolVersion");
+  s->batch_ok = acp_json_str_eq(v, "2025-03-26", 10) != 0;
+  acp__free(&s->srv->mem, s->init_id);
+  s->init_id = NULL;
+}
+
+/* Route one line of a conn's output (or a relayed message), parsed with
+ * `doc`. */
+static int route(hs_session *s, acp_json_doc *doc, const char *line,
+                 size_t len) {
   const acp_json_val *root, *id, *method;
   hs_stream *st = NULL;
   bool response = false;
   int rv;
   if (s->legacy)
     return stream_message(s->get, line, len);
-  if (acp_json_doc_parse(srv->doc, line, len, NULL) != 0)
+  if (acp_json_doc_parse(doc, line, len, NULL) != 0)
     return stream_message(s->get, line, len);
-  root = acp_json_doc_root(srv->doc);
+  root = acp_json_doc_root(doc);
   if (acp_json_type_of(root) == ACP_JSON_ARRAY) {
     const acp_json_val *e;
     for (e = acp_json_child(root); e; e = acp_json_next(e)) {
@@ -796,6 +918,8 @@ static int route(hs_session *s, const char *line, size_t len) {
     id = acp_json_obj_getz(root, "id");
     method = acp_json_obj_getz(root, "method");
     if (method == NULL) {
+      if (s->init_id)
+        sniff_init(s, id, root);
       st = take_response(s, id);
       response = true;
     } else if (id != NULL) {
@@ -804,13 +928,13 @@ static int route(hs_session *s, const char *line, size_t len) {
       if (st && !st->is_get) {
         if (s->nomap == s->capomap) {
           size_t nc = s->capomap ? s->capomap * 2 : 4;
-          hs_omap *nm = acp__realloc(&srv->mem, s->omap, nc * sizeof(*nm));
+          hs_omap *nm = acp__realloc(&s->srv->mem, s->omap, nc * sizeof(*nm));
           if (nm == NULL)
             return ACP_ERR_NOMEM;
           s->omap = nm;
           s->capomap = nc;
         }
-        s->omap[s->nomap].id = raw_dup(&srv->mem, id);
+        s->omap[s->nomap].id = raw_dup(&s->srv->mem, id);
         if (s->omap[s->nomap].id == NULL)
           return ACP_ERR_NOMEM;
         s->omap[s->nomap].st = st;
@@ -856,13 +980,15 @@ static int session_flush(hs_session *s) {
   const char *data;
   acp_ssize n;
   int rv = 0;
+  if (s->conn == NULL)
+    return 0;
   while ((n = acp_mcp_conn_send(s->conn, &data)) > 0) {
     size_t len = (size_t)n, i = 0;
     while (i < len) {
       const char *nl = memchr(data + i, '\n', len - i);
       size_t e = nl ? (size_t)(nl - data) : len;
       if (e > i) {
-        int r = route(s, data + i, e - i);
+        int r = route(s, s->srv->doc, data + i, e - i);
         if (r != 0 && rv == 0)
           rv = r;
       }
@@ -987,6 +1113,29 @@ static int feed(hs_session *s, acp__buf *body) {
   return session_flush(s);
 }
 
+/* Hand each message of a POST body (parsed into srv->doc as `root`) to
+ * the relay's `message` callback. The callbacks may deliver (parsed with
+ * srv->rdoc, so `root` stays valid) or end the session (deferred). */
+static void relay_feed(hs_session *s, acp__buf *body,
+                       const acp_json_val *root) {
+  acp_http_server *srv = s->srv;
+  const acp_json_val *e;
+  size_t n;
+  const char *raw;
+  /* Only whitespace between tokens changes, so the parse stays valid. */
+  one_line(body->data, body->len);
+  e = acp_json_type_of(root) == ACP_JSON_ARRAY ? acp_json_child(root) : root;
+  for (; e;
+       e = acp_json_type_of(root) == ACP_JSON_ARRAY ? acp_json_next(e) : NULL) {
+    if (s->end_pending || s->ended)
+      break;
+    raw = acp_json_raw(e, &n);
+    s->busy++;
+    srv->rcb.message(s, raw, n, srv->rud);
+    s->busy--;
+  }
+}
+
 typedef struct post_info {
   size_t nreq, nother;
   bool initialize;
@@ -1071,6 +1220,29 @@ static hs_stream *response_context(hs_session *s, const acp_json_val *root) {
   return NULL;
 }
 
+/* Keep what a new relay session needs, then ask `open`. 0 accepted,
+ * ACP_ERR_NOMEM, or ACP_ERR_CALLBACK_FAILURE (refused). */
+static int relay_open(hs_session *s, const char *auth,
+                      const acp_json_val *root) {
+  acp_http_server *srv = s->srv;
+  int rv = 0;
+  if (auth) {
+    s->auth = dupstr(&srv->mem, auth);
+    if (s->auth == NULL)
+      return ACP_ERR_NOMEM;
+    s->auth_len = strlen(auth);
+  }
+  s->init_id = raw_dup(&srv->mem, acp_json_obj_getz(root, "id"));
+  if (s->init_id == NULL)
+    return ACP_ERR_NOMEM;
+  if (srv->rcb.open) {
+    s->busy++;
+    rv = srv->rcb.open(s, auth, srv->rud);
+    s->busy--;
+  }
+  return rv == 0 ? 0 : ACP_ERR_CALLBACK_FAILURE;
+}
+
 static bool version_ok(struct MHD_Connection *mc) {
   const char *v = hdr(mc, "MCP-Protocol-Version");
   if (v == NULL)
@@ -1104,10 +1276,18 @@ static enum MHD_Result handle_post(hs_req *rq) {
                        "Internal error");
   if (pi.invalid || (acp_json_type_of(root) != ACP_JSON_OBJECT && !pi.batch))
     return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600, "Invalid Request");
+  /* A relay answers requests on a stream; check the cap before anything
+   * reaches upstream. */
+  if (srv->relay && pi.nreq > 0 && srv->nstreams >= srv->o->max_streams)
+    return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                       "Too many streams");
   if (pi.initialize && sid == NULL) {
     if (pi.batch)
       return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600,
                          "Invalid Request: initialize must not be batched");
+    if (srv->relay && pi.nreq == 0)
+      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600,
+                         "Invalid Request: initialize must be a request");
     rv = session_new(srv, false, &s);
     if (rv == ACP_ERR_LIMIT)
       return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
@@ -1116,6 +1296,16 @@ static enum MHD_Result handle_post(hs_req *rq) {
       return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                          "Internal error");
     created = true;
+    if (srv->relay) {
+      rv = relay_open(s, hdr(mc, "Authorization"), root);
+      if (rv != 0) {
+        session_end(s);
+        if (rv == ACP_ERR_NOMEM)
+          return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                             "Internal error");
+        return reply_unauthorized(mc);
+      }
+    }
   } else {
     if (sid == NULL)
       return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
@@ -1123,18 +1313,31 @@ static enum MHD_Result handle_post(hs_req *rq) {
     s = session_find(srv, sid);
     if (s == NULL || s->legacy)
       return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+    if (!auth_ok(s, hdr(mc, "Authorization")))
+      return reply_unauthorized(mc);
     if (!version_ok(mc))
       return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
                          "Bad Request: Unsupported protocol version");
+    if (s->relay && pi.batch && !s->batch_ok)
+      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600,
+                         "Invalid Request: batches need protocol version "
+                         "2025-03-26");
   }
 
   if (pi.nreq == 0) {
     /* Notifications and responses only: 202. */
+    enum MHD_Result ret;
     s->ctx = response_context(s, root);
-    rv = feed(s, &rq->body);
+    if (s->relay)
+      relay_feed(s, &rq->body, root);
+    else {
+      rv = feed(s, &rq->body);
+      (void)rv;
+    }
     s->ctx = NULL;
-    (void)rv;
-    return reply(mc, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+    ret = reply(mc, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+    relay_settle(s);
+    return ret;
   }
 
   st = stream_new(s, false);
@@ -1145,12 +1348,20 @@ static enum MHD_Result handle_post(hs_req *rq) {
   rv = scan(st, &srv->mem, root, &pi);
   if (rv != 0) {
     stream_free(st);
+    if (created && s->relay)
+      session_close(s);
     return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                        "Internal error");
   }
   st->deciding = true;
   s->ctx = st;
-  rv = feed(s, &rq->body);
+  if (s->relay) {
+    /* Upstream answers later: always a stream. */
+    st->force_sse = true;
+    relay_feed(s, &rq->body, root);
+    rv = 0;
+  } else
+    rv = feed(s, &rq->body);
   s->ctx = NULL;
   st->deciding = false;
   if (rv != 0 && acp_is_fatal(rv)) {
@@ -1188,6 +1399,8 @@ static enum MHD_Result handle_post(hs_req *rq) {
   /* SSE: priming event, then what was routed while deciding. */
   if (srv->nstreams >= srv->o->max_streams) {
     stream_free(st);
+    if (created && s->relay)
+      session_close(s);
     return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
                        "Too many streams");
   }
@@ -1217,10 +1430,16 @@ static enum MHD_Result handle_post(hs_req *rq) {
   acp__buf_init(&st->pre, &srv->mem, 0);
   if (rv != 0) {
     stream_free(st);
+    if (created && s->relay)
+      session_close(s);
     return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                        "Internal error");
   }
-  return queue_sse(rq, st, st->base, created ? s->id : NULL);
+  {
+    enum MHD_Result ret = queue_sse(rq, st, st->base, created ? s->id : NULL);
+    relay_settle(s);
+    return ret;
+  }
 }
 
 static enum MHD_Result handle_get(hs_req *rq) {
@@ -1240,6 +1459,8 @@ static enum MHD_Result handle_get(hs_req *rq) {
   s = session_find(srv, sid);
   if (s == NULL || s->legacy)
     return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+  if (!auth_ok(s, hdr(mc, "Authorization")))
+    return reply_unauthorized(mc);
   if (!version_ok(mc))
     return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
                        "Bad Request: Unsupported protocol version");
@@ -1298,10 +1519,12 @@ static enum MHD_Result handle_delete(hs_req *rq) {
   s = session_find(rq->srv, sid);
   if (s == NULL || s->legacy)
     return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+  if (!auth_ok(s, hdr(mc, "Authorization")))
+    return reply_unauthorized(mc);
   if (!version_ok(mc))
     return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
                        "Bad Request: Unsupported protocol version");
-  session_end(s);
+  session_close(s);
   return reply(mc, MHD_HTTP_OK, NULL, "", 0, NULL);
 }
 
@@ -1378,8 +1601,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
   bool is_mcp, is_sse, is_msg;
   (void)version;
   is_mcp = strcmp(url, srv->o->path) == 0;
-  is_sse = srv->o->legacy && strcmp(url, "/sse") == 0;
-  is_msg = srv->o->legacy && strcmp(url, "/message") == 0;
+  is_sse = srv->o->legacy && !srv->relay && strcmp(url, "/sse") == 0;
+  is_msg = srv->o->legacy && !srv->relay && strcmp(url, "/message") == 0;
   if (rq == NULL) {
     const char *cl;
     rq = acp__calloc(&srv->mem, 1, sizeof(*rq));
@@ -1510,7 +1733,10 @@ static void drive(acp_http_server *srv) {
     MHD_run(srv->d);
     for (s = srv->sessions; s; s = next) {
       next = s->next;
-      (void)session_flush(s);
+      if (s->ended)
+        session_reap(s); /* a relay zombie whose streams have drained */
+      else
+        (void)session_flush(s);
     }
     if (!srv->need_run)
       break;
@@ -1525,7 +1751,7 @@ static void on_timer(uv_timer_t *t) {
   uint64_t now = uv_now(srv->loop);
   for (s = srv->sessions; s; s = next) {
     next = s->next;
-    if (acp_mcp_conn_get_expiry(s->conn) <= now)
+    if (s->conn && acp_mcp_conn_get_expiry(s->conn) <= now)
       (void)acp_mcp_conn_handle_expiry(s->conn, now);
   }
   drive(srv);
@@ -1540,7 +1766,7 @@ static void arm(acp_http_server *srv) {
   if (srv->d && MHD_get_timeout(srv->d, &to) == MHD_YES)
     wait = to;
   for (s = srv->sessions; s; s = s->next) {
-    uint64_t e = acp_mcp_conn_get_expiry(s->conn);
+    uint64_t e = s->conn ? acp_mcp_conn_get_expiry(s->conn) : UINT64_MAX;
     if (e != UINT64_MAX) {
       uint64_t w = e > now ? e - now : 0;
       if (w < wait)
@@ -1574,36 +1800,90 @@ static void on_prepare(uv_prepare_t *p) {
 
 /* MARK: - Public */
 
-int acp_http_server_new(acp_http_server **out, uv_loop_t *loop,
-                        acp_mcp_server *registry,
-                        const acp_http_server_options *opts,
-                        const acp_mem *mem) {
+/* Check a caller's listening socket: its family and port. */
+static int listen_fd_check(int fd, int *family, uint16_t *port) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  int v = 0, fl;
+  socklen_t vl = sizeof(v);
+  if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (ss.ss_family == AF_INET)
+    *port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  else if (ss.ss_family == AF_INET6)
+    *port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+  else
+    return ACP_ERR_INVALID_ARGUMENT;
+  *family = ss.ss_family;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) != 0 || v != SOCK_STREAM)
+    return ACP_ERR_INVALID_ARGUMENT;
+  vl = sizeof(v);
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) != 0 || v == 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0)
+    return ACP_ERR_SYSTEM;
+  fl = fcntl(fd, F_GETFD);
+  if (fl >= 0)
+    (void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+  return 0;
+}
+
+static int server_new(acp_http_server **out, uv_loop_t *loop,
+                      acp_mcp_server *registry,
+                      const acp_http_relay_callbacks *cbs, void *rud,
+                      const acp_http_server_options *opts, const acp_mem *mem) {
   acp_http_server *srv;
   acp_mem m;
   struct sockaddr_storage ss;
   unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
   const union MHD_DaemonInfo *info;
   int rv, efd;
-  if (out == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
+  /* The server owns a caller's listening socket from here on. */
+  int lfd = opts ? opts->listen_fd : -1;
+  uint16_t lport = 0;
+  if (out == NULL) {
+    rv = ACP_ERR_INVALID_ARGUMENT;
+    goto fail_fd;
+  }
   *out = NULL;
-  if (loop == NULL || registry == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
+  if (loop == NULL || (registry == NULL && cbs == NULL) ||
+      (cbs && cbs->message == NULL)) {
+    rv = ACP_ERR_INVALID_ARGUMENT;
+    goto fail_fd;
+  }
   acp__mem_init(&m, mem);
   srv = acp__calloc(&m, 1, sizeof(*srv));
-  if (srv == NULL)
-    return ACP_ERR_NOMEM;
+  if (srv == NULL) {
+    rv = ACP_ERR_NOMEM;
+    goto fail_fd;
+  }
   srv->mem = m;
   srv->loop = loop;
   srv->reg = registry;
+  if (cbs) {
+    srv->relay = true;
+    srv->rcb = *cbs;
+    srv->rud = rud;
+  }
   acp__buf_init(&srv->tmp, &srv->mem, 0);
+  acp__buf_init(&srv->rtmp, &srv->mem, 0);
   rv = options_copy(&srv->o, opts, &srv->mem);
   if (rv == 0)
     rv = acp_json_doc_new(&srv->doc, &srv->mem);
+  if (rv == 0 && srv->relay)
+    rv = acp_json_doc_new(&srv->rdoc, &srv->mem);
   if (rv != 0)
     goto fail;
   memset(&ss, 0, sizeof(ss));
-  {
+  if (lfd >= 0) {
+    int family = AF_INET;
+    rv = listen_fd_check(lfd, &family, &lport);
+    if (rv != 0)
+      goto fail;
+    if (family == AF_INET6)
+      flags |= MHD_USE_IPv6;
+  } else {
     struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
     if (inet_pton(AF_INET, srv->o->addr, &a4->sin_addr) == 1) {
@@ -1618,17 +1898,32 @@ int acp_http_server_new(acp_http_server **out, uv_loop_t *loop,
       goto fail;
     }
   }
-  srv->d = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR,
-      (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+  if (lfd >= 0)
+    srv->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_LISTEN_SOCKET, lfd,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
+  else
+    srv->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
   if (srv->d == NULL) {
+    /* Whether MHD closed the socket on failure depends on where it
+     * failed: close it if it is still open. */
+    if (lfd >= 0 && fcntl(lfd, F_GETFD) == -1)
+      lfd = -1;
     rv = ACP_ERR_SYSTEM;
     goto fail;
   }
-  info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
-  srv->port = info ? info->port : srv->o->port;
+  lfd = -1; /* MHD_stop_daemon() closes it */
+  if (lport != 0)
+    srv->port = lport;
+  else {
+    info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info ? info->port : srv->o->port;
+  }
   info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_EPOLL_FD);
   efd = info ? info->epoll_fd : -1;
   if (efd < 0 || uv_poll_init(loop, &srv->poll, efd) != 0) {
@@ -1655,10 +1950,44 @@ fail:
   if (srv->d)
     MHD_stop_daemon(srv->d);
   acp_json_doc_free(srv->doc);
+  acp_json_doc_free(srv->rdoc);
   acp_http_server_options_free(srv->o);
   acp__buf_dispose(&srv->tmp);
+  acp__buf_dispose(&srv->rtmp);
   acp__free(&m, srv);
+fail_fd:
+  if (lfd >= 0)
+    close(lfd);
   return rv;
+}
+
+int acp_http_server_new(acp_http_server **out, uv_loop_t *loop,
+                        acp_mcp_server *registry,
+                        const acp_http_server_options *opts,
+                        const acp_mem *mem) {
+  if (registry == NULL) {
+    if (opts && opts->listen_fd >= 0)
+      close(opts->listen_fd);
+    if (out)
+      *out = NULL;
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  return server_new(out, loop, registry, NULL, NULL, opts, mem);
+}
+
+int acp_http_server_new_relay(acp_http_server **out, uv_loop_t *loop,
+                              const acp_http_relay_callbacks *cbs,
+                              void *user_data,
+                              const acp_http_server_options *opts,
+                              const acp_mem *mem) {
+  if (cbs == NULL) {
+    if (opts && opts->listen_fd >= 0)
+      close(opts->listen_fd);
+    if (out)
+      *out = NULL;
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  return server_new(out, loop, NULL, cbs, user_data, opts, mem);
 }
 
 uint16_t acp_http_server_port(const acp_http_server *srv) {
@@ -1678,8 +2007,10 @@ static void on_handle_closed(uv_handle_t *h) {
     srv->close_cb(srv, srv->close_ud);
   m = srv->mem;
   acp_json_doc_free(srv->doc);
+  acp_json_doc_free(srv->rdoc);
   acp_http_server_options_free(srv->o);
   acp__buf_dispose(&srv->tmp);
+  acp__buf_dispose(&srv->rtmp);
   acp__free(&m, srv);
 }
 
@@ -1699,7 +2030,7 @@ void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
       MHD_resume_connection(rq->mc);
     }
   while (srv->sessions)
-    session_end(srv->sessions);
+    session_close(srv->sessions);
   MHD_stop_daemon(srv->d);
   srv->d = NULL;
   uv_close((uv_handle_t *)&srv->poll, on_handle_closed);
@@ -1732,4 +2063,64 @@ int acp_http_call_close_stream(acp_mcp_call *call) {
                (unsigned long long)st->no);
   return acp_rpc_session_notify(acp_mcp_conn_session(conn), CUT_METHOD,
                                 sizeof(CUT_METHOD) - 1, params, (size_t)n);
+}
+
+/* MARK: - Relay sessions (Public) */
+
+static bool relay_live(const hs_session *s) {
+  return s && s->magic == SESSION_MAGIC && s->relay;
+}
+
+int acp_http_relay_deliver(acp_http_relay_session *s, const char *msg,
+                           size_t len) {
+  acp_http_server *srv;
+  int rv;
+  if (!relay_live(s) || msg == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (s->ended || s->notified || s->end_pending)
+    return ACP_ERR_CLOSED;
+  srv = s->srv;
+  while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r' ||
+                     msg[len - 1] == ' ' || msg[len - 1] == '\t'))
+    len--;
+  if (memchr(msg, '\n', len) || memchr(msg, '\r', len)) {
+    /* SSE data must be one line: copy and flatten. */
+    acp__buf_clear(&srv->rtmp);
+    rv = acp__buf_append(&srv->rtmp, msg, len);
+    if (rv != 0)
+      return rv;
+    one_line(srv->rtmp.data, len);
+    msg = srv->rtmp.data;
+  }
+  rv = acp_json_doc_parse(srv->rdoc, msg, len, NULL);
+  if (rv == ACP_ERR_PARSE)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (rv != 0)
+    return rv;
+  if (acp_json_type_of(acp_json_doc_root(srv->rdoc)) != ACP_JSON_OBJECT)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return route(s, srv->rdoc, msg, len);
+}
+
+void acp_http_relay_session_end(acp_http_relay_session *s) {
+  if (!relay_live(s) || s->ended || s->notified)
+    return;
+  if (s->busy) {
+    s->end_pending = true; /* relay_settle() ends it */
+    return;
+  }
+  session_soft_end(s);
+}
+
+void acp_http_relay_session_set_user_data(acp_http_relay_session *s, void *ud) {
+  if (s)
+    s->ud = ud;
+}
+
+void *acp_http_relay_session_get_user_data(const acp_http_relay_session *s) {
+  return s ? s->ud : NULL;
+}
+
+const char *acp_http_relay_session_id(const acp_http_relay_session *s) {
+  return s ? s->id : NULL;
 }
