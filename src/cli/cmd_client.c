@@ -3,7 +3,8 @@
  * streams its text to stdout (notes such as tool calls and plans go to
  * stderr, so stdout is exactly what the agent said), asks the user on
  * permission requests, serves file requests inside the session's cwd and
- * runs terminal requests.
+ * runs terminal requests. With --mcp-tools it also offers an MCP server
+ * ("client": echo, client_info) over the ACP connection (MCP-over-ACP).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -28,7 +29,7 @@
 
 static const char client_usage[] =
     "usage: acp client [-p PROMPT] [--cwd DIR] [--yes] [--quiet]\n"
-    "                  [-- AGENT_CMD [ARGS...]]\n"
+    "                  [--mcp-tools] [-- AGENT_CMD [ARGS...]]\n"
     "\n"
     "A terminal client for any ACP agent (default: acp agent). The agent's\n"
     "text goes to stdout as it streams; tool calls, plans, permission\n"
@@ -44,6 +45,13 @@ static const char client_usage[] =
     "  --yes              allow every permission request (first allow\n"
     "                     option) without asking\n"
     "  --quiet            do not print notes on stderr\n"
+    "  --mcp-tools        offer an MCP server named \"client\" to the agent\n"
+    "                     over the ACP connection itself (MCP-over-ACP),\n"
+    "                     with the tools `echo {message}` and\n"
+    "                     `client_info {}` (names the ACP session of the\n"
+    "                     call); declared in session/new only when the\n"
+    "                     agent advertises mcpCapabilities.acp (a\n"
+    "                     conductor always does)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Interactive use: each line you type is a prompt; Ctrl-C cancels the\n"
@@ -97,6 +105,10 @@ struct capp {
   acp_client_request *elicit; /* elicitation waiting for the user */
   term *terms;
   unsigned next_term;
+  bool mcp_tools;             /* --mcp-tools */
+  acp_mcp_server *mcp_server; /* the "client" server's tools */
+  acp_mcp_acp_provider *prov; /* offers it over the ACP connection */
+  acp_mcp_acp_decl *decl;     /* its declaration on our session */
 };
 
 static void app_quit(capp *a, int code);
@@ -846,8 +858,11 @@ static int on_term_release(acp_client *client, acp_client_request *req,
   return 0;
 }
 
-/* This client offers no MCP servers over ACP: a request that reaches it
- * for one is answered as the connectionless binding says. */
+/* MARK: - MCP over ACP (--mcp-tools) */
+
+/* Without --mcp-tools this client offers no MCP servers over ACP: a
+ * request that reaches it for one is answered as the connectionless
+ * binding says. */
 static int on_mcp_message(acp_client *client, acp_client_request *req,
                           void *ud) {
   (void)ud;
@@ -855,6 +870,163 @@ static int on_mcp_message(acp_client *client, acp_client_request *req,
                            "MCP server unavailable: this client offers none",
                            NULL, 0);
   return 0;
+}
+
+static int tool_echo(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  const acp_json_val *m = acp_json_obj_getz(args, "message");
+  const char *s;
+  size_t n;
+
+  (void)ud;
+  if (acp_json_type_of(m) != ACP_JSON_STRING ||
+      acp_json_doc_str(acp_mcp_call_doc(call), m, &s, &n) != 0)
+    return acp_mcp_call_respond_text(call, "message: expected a string", 26,
+                                     true);
+  return acp_mcp_call_respond_text(call, s, n, false);
+}
+
+/* Which ACP session the call came through (the provider's correlation),
+ * and which one this client created. */
+static int tool_client_info(acp_mcp_call *call, const acp_json_val *args,
+                            void *ud) {
+  capp *a = ud;
+  const char *sid = acp_mcp_acp_call_session_id(call);
+  const char *mine = a->session_id;
+  char text[512];
+  int n;
+
+  (void)args;
+  /* The session the provider correlated the call with; this client's own
+   * session id is added only when they differ (they never should). */
+  if (sid != NULL && mine != NULL && strcmp(sid, mine) == 0)
+    n = snprintf(text, sizeof(text), "acp-client %s; session %s", ACP_VERSION,
+                 sid);
+  else
+    n = snprintf(text, sizeof(text),
+                 "acp-client %s; session %s (this client's session: %s)",
+                 ACP_VERSION, sid != NULL ? sid : "(unknown)",
+                 mine != NULL ? mine : "(none yet)");
+  if (n < 0)
+    return ACP_ERR_INVALID_STATE;
+  if ((size_t)n >= sizeof(text))
+    n = (int)sizeof(text) - 1;
+  return acp_mcp_call_respond_text(call, text, (size_t)n, false);
+}
+
+static int mcp_server_create(capp *a) {
+  acp_mcp_tool_def def;
+  int rv;
+
+  rv = acp_mcp_server_new(&a->mcp_server, "acp-client", ACP_VERSION, a, NULL);
+  if (rv != 0)
+    return rv;
+  memset(&def, 0, sizeof(def));
+  def.version = ACP_MCP_DEF_VERSION;
+  def.name = "echo";
+  def.description = "Return the message as text.";
+  def.input_schema = "{\"type\":\"object\",\"properties\":{\"message\":{"
+                     "\"type\":\"string\"}},\"required\":[\"message\"]}";
+  def.handler = tool_echo;
+  def.user_data = a;
+  rv = acp_mcp_server_add_tool(a->mcp_server, &def);
+  if (rv != 0)
+    return rv;
+  def.name = "client_info";
+  def.description = "Name the client and the ACP session this call "
+                    "belongs to.";
+  def.input_schema = "{\"type\":\"object\",\"properties\":{}}";
+  def.handler = tool_client_info;
+  rv = acp_mcp_server_add_tool(a->mcp_server, &def);
+  if (rv != 0)
+    return rv;
+  rv = acp_mcp_acp_provider_new(&a->prov, a, NULL);
+  if (rv != 0)
+    return rv;
+  return acp_mcp_acp_provider_attach_client(a->prov, a->client);
+}
+
+/* mcp/connect, mcp/message (M1 and connectionless M2), mcp/disconnect and
+ * the `_mcp/...` extension methods (M0) go to the provider; it answers
+ * unknown servers and connections itself. */
+static int on_mcp_request(acp_client *client, acp_client_request *req,
+                          void *ud) {
+  capp *a = ud;
+  int rv = acp_mcp_acp_provider_client_request(a->prov, req);
+
+  if (rv == ACP_MCP_ACP_NOT_MINE)
+    return acp_client_respond_error(client, req, ACP_RPC_METHOD_NOT_FOUND, NULL,
+                                    NULL, 0);
+  return rv;
+}
+
+static int on_mcp_notification(acp_client *client, const acp_rpc_msg *msg,
+                               void *ud) {
+  capp *a = ud;
+  int rv = acp_mcp_acp_provider_client_notification(a->prov, msg);
+
+  (void)client;
+  return rv == ACP_MCP_ACP_NOT_MINE ? 0 : rv;
+}
+
+static int on_cancel_request(acp_client *client, acp_client_request *req,
+                             void *ud) {
+  capp *a = ud;
+  int rv = acp_mcp_acp_provider_client_cancel(a->prov, req);
+
+  (void)client;
+  return rv == ACP_MCP_ACP_NOT_MINE ? 0 : rv;
+}
+
+static int random_id(uint8_t id[16]) {
+  FILE *f = fopen("/dev/urandom", "rb");
+  size_t n = 0;
+
+  if (f != NULL) {
+    n = fread(id, 1, 16, f);
+    fclose(f);
+  }
+  return n == 16 ? 0 : -1;
+}
+
+/* The mcpServers array of session/new into a->w: our server when the
+ * agent can take it (initialize answered mcpCapabilities.acp), else []. */
+static int mcp_servers_json(capp *a, const acp_rpc_msg *init, const char **json,
+                            size_t *len) {
+  const acp_json_val *caps =
+      acp_json_obj_getz(init->result, "agentCapabilities");
+  uint8_t id[16];
+  const char *decl;
+  size_t dlen;
+  int rv;
+
+  *json = "[]";
+  *len = 2;
+  if (!a->mcp_tools)
+    return 0;
+  if (!acp_mcp_acp_caps_has_acp(caps)) {
+    /* A note even under --quiet: the option asked for was not honoured. */
+    cli_err("client", "the agent cannot take MCP-over-ACP servers (no "
+                      "mcpCapabilities.acp); going on without the \"client\" "
+                      "MCP server");
+    return 0;
+  }
+  if (random_id(id) != 0) {
+    cli_err("client", "cannot read random bytes for the MCP server id");
+    return ACP_ERR_INVALID_STATE;
+  }
+  rv = acp_mcp_acp_provider_declare(a->prov, a->mcp_server, "client", NULL, id,
+                                    &a->decl);
+  if (rv == 0)
+    rv = acp_mcp_acp_decl_json(a->decl, ACP_MCP_ACP_DECL_SERVER_ID, &decl,
+                               &dlen);
+  if (rv != 0)
+    return rv;
+  acp_json_writer_reset(a->w);
+  acp_json_write_arr_begin(a->w);
+  acp_json_write_raw(a->w, decl, dlen);
+  acp_json_write_arr_end(a->w);
+  *json = acp_json_writer_data(a->w, len);
+  return acp_json_writer_error(a->w);
 }
 
 /* MARK: - The conversation */
@@ -939,6 +1111,21 @@ static int on_session_new(acp_client *client, const acp_rpc_msg *msg,
     return 0;
   }
   a->session_id = strndup(s, n);
+  if (a->session_id == NULL) {
+    app_quit(a, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  if (a->decl != NULL) {
+    /* The declaration belongs to the session the agent just named. */
+    if (acp_mcp_acp_decl_set_session(a->decl, a->session_id) != 0) {
+      app_quit(a, CLI_EXIT_FAILURE);
+      return 0;
+    }
+    note(a,
+         "[mcp] offering MCP server \"client\" (id %s) over ACP on "
+         "session %s\n",
+         acp_mcp_acp_decl_id(a->decl), a->session_id);
+  }
   if (a->prompt != NULL) {
     send_prompt(a, a->prompt, strlen(a->prompt));
   } else {
@@ -954,6 +1141,8 @@ static int on_session_new(acp_client *client, const acp_rpc_msg *msg,
 static int on_initialized(acp_client *client, const acp_rpc_msg *msg,
                           void *ud) {
   capp *a = ud;
+  const char *servers;
+  size_t servers_len;
 
   if (msg->result == NULL) {
     note(a, "initialize failed: %.*s\n", (int)msg->error_message_len,
@@ -962,8 +1151,9 @@ static int on_initialized(acp_client *client, const acp_rpc_msg *msg,
     return 0;
   }
   a->state = ST_NEW;
-  if (acp_client_session_new(client, a->cwd, "[]", 2, on_session_new, a,
-                             NULL) != 0)
+  if (mcp_servers_json(a, msg, &servers, &servers_len) != 0 ||
+      acp_client_session_new(client, a->cwd, servers, servers_len,
+                             on_session_new, a, NULL) != 0)
     app_quit(a, CLI_EXIT_FAILURE);
   return 0;
 }
@@ -1193,6 +1383,8 @@ int cmd_client(int argc, char **argv) {
       a.yes = true;
     } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
       a.quiet = true;
+    } else if (strcmp(argv[i], "--mcp-tools") == 0) {
+      a.mcp_tools = true;
     } else if (strcmp(argv[i], "-p") == 0) {
       if (i + 1 >= argc) {
         cli_err("client", "-p needs a prompt");
@@ -1240,8 +1432,21 @@ int cmd_client(int argc, char **argv) {
   acp_client_callbacks_set_on_terminal_kill(cbs, on_term_kill);
   acp_client_callbacks_set_on_terminal_release(cbs, on_term_release);
   acp_client_callbacks_set_on_elicitation_create(cbs, on_elicitation);
-  acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_message);
+  if (a.mcp_tools) {
+    acp_client_callbacks_set_on_mcp_connect(cbs, on_mcp_request);
+    acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_request);
+    acp_client_callbacks_set_on_mcp_disconnect(cbs, on_mcp_request);
+    acp_client_callbacks_set_on_mcp_message_notification(cbs,
+                                                         on_mcp_notification);
+    acp_client_callbacks_set_on_ext_request(cbs, on_mcp_request);
+    acp_client_callbacks_set_on_ext_notification(cbs, on_mcp_notification);
+    acp_client_callbacks_set_on_cancel_request(cbs, on_cancel_request);
+  } else {
+    acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_message);
+  }
   if (acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
+    goto cleanup;
+  if (a.mcp_tools && mcp_server_create(&a) != 0)
     goto cleanup;
   acp_uv_process_options_set_argv(popts, agent_argv);
   acp_uv_process_options_set_cwd(popts, a.cwd);
@@ -1270,6 +1475,9 @@ cleanup:
   uv_run(&a.loop, UV_RUN_DEFAULT);
   uv_loop_close(&a.loop);
   acp_client_free(a.client);
+  /* After the client, which may hold response callbacks into it. */
+  acp_mcp_acp_provider_free(a.prov);
+  acp_mcp_server_free(a.mcp_server);
   acp_client_callbacks_free(cbs);
   acp_uv_process_options_free(popts);
   acp_json_writer_free(a.w);
