@@ -6,6 +6,7 @@
 -- script: "WRK_JSON {...}".
 local sid = os.getenv("MCP_SID") or ""
 local pv = os.getenv("MCP_PV") or "2025-06-18"
+local auth = os.getenv("MCP_AUTH") -- an Authorization value, if any
 local threads = {}
 local counter = 0
 
@@ -20,6 +21,9 @@ function init(args)
   wrk.headers["Accept"] = "application/json, text/event-stream"
   wrk.headers["Mcp-Session-Id"] = sid
   wrk.headers["Mcp-Protocol-Version"] = pv
+  if auth and auth ~= "" then
+    wrk.headers["Authorization"] = auth
+  end
   counter = tid * 1000000000
 end
 

@@ -11,8 +11,16 @@
 #           bytes: two more hops per round trip);
 #   plain   the same tool as a plain stdio MCP server (`acp mcp serve
 #           --everything`, stdio).
-# Prints one JSON line per run (bench_mcp_stdio's) and the latency ratio.
-# Target: the bridge's median latency at most 2x the plain server's.
+#   http-bridge  through the conductor's HTTP bridge (`--mcp-bridge http`):
+#           wrk with one connection (sequential round trips) POSTs
+#           tools/call to the `acp mcp http-bridge` helper with the bearer
+#           token; each call goes HTTP -> helper -> unix socket ->
+#           conductor -> mcp/message -> the tools proxy (and back);
+#   plain-http  the same wrk run against `acp mcp serve --everything --http`
+#           (what HTTP itself costs, for reference).
+# Prints one JSON line per run and the latency ratios. Target: the bridge's
+# median latency at most 2x the plain stdio server's. The HTTP runs need
+# wrk and curl (skipped with a note otherwise).
 #
 # Usage: bench/run-mcp-bridge.sh [--quick] [--calls N]
 # Env:   ACP_BIN (default build-release/acp), ACP_BENCH_MCP_STDIO (default
@@ -23,9 +31,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$here/.." && pwd)
 calls=20000
 warmup=500
+seconds=10
 while [ $# -gt 0 ]; do
   case $1 in
-  --quick) calls=2000; warmup=100 ;;
+  --quick) calls=2000; warmup=100; seconds=3 ;;
   --calls) calls=$2; shift ;;
   *) echo "usage: $0 [--quick] [--calls N]" >&2; exit 2 ;;
   esac
@@ -72,3 +81,60 @@ p50() { echo "$1" | sed 's/.*"p50_us":\([0-9.]*\).*/\1/'; }
 p99() { echo "$1" | sed 's/.*"p99_us":\([0-9.]*\).*/\1/'; }
 awk -v b="$(p50 "$bridge")" -v p="$(p50 "$plain")" -v b9="$(p99 "$bridge")" -v p9="$(p99 "$plain")" \
   'BEGIN { printf "{\"bridge_over_plain_p50\":%.2f,\"bridge_over_plain_p99\":%.2f,\"target\":2}\n", b / p, b9 / p9 }'
+
+# ---- HTTP bridge ----------------------------------------------------------
+if ! command -v wrk >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  echo "note: wrk or curl missing: HTTP bridge runs skipped"
+  exit 0
+fi
+exec 3>&-
+wait "$cpid" 2>/dev/null || true
+cpid=
+rm -rf "$T/dbg" "$T/in" "$T/out"
+mkfifo "$T/in"
+"$ACP" conductor agent --quiet-stderr --mcp-bridge http --debug-dir "$T/dbg" "$ACP proxy tools" \
+  "$ACP agent --mcp-acp off" <"$T/in" >"$T/out" 2>"$T/err" &
+cpid=$!
+exec 3>"$T/in"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
+i=0
+while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out"; do sleep 0.1; i=$((i + 1)); done
+printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
+i=0
+while [ $i -lt 100 ] && ! grep -q '"type":"http"' "$T/dbg/2-agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+URL=$(grep -h -o '"url":"[^"]*"' "$T/dbg/2-agent.stdin" | head -1 | cut -d'"' -f4)
+AUTH=$(grep -h -o 'Bearer [0-9a-f]*' "$T/dbg/2-agent.stdin" | head -1)
+[ -n "$URL" ] || { echo "no HTTP-bridged declaration"; cat "$T/err"; exit 1; }
+
+# http_run IMPL URL [AUTH]: initialize, initialized, then wrk -c1.
+http_run() {
+  impl=$1 url=$2 auth=${3:-}
+  set -- -sS --max-time 10 -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream'
+  [ -n "$auth" ] && set -- "$@" -H "Authorization: $auth"
+  curl "$@" -D "$T/h" -o "$T/b" --data-binary \
+    '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}' "$url"
+  sid=$(tr -d '\r' <"$T/h" | awk 'tolower($1) == "mcp-session-id:" {print $2}')
+  pv=$(grep -o '"protocolVersion":"[^"]*"' "$T/b" | head -n 1 | cut -d'"' -f4)
+  curl "$@" -H "Mcp-Session-Id: $sid" -H "Mcp-Protocol-Version: $pv" -o /dev/null \
+    --data-binary '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$url"
+  MCP_SID=$sid MCP_PV=$pv MCP_AUTH=$auth timeout $((seconds + 30)) \
+    wrk -t1 -c1 -d"${seconds}s" -s "$here/mcp_wrk.lua" "$url" >"$T/wrk-$impl.log" 2>&1 || true
+  line=$(sed -n 's/^WRK_JSON //p' "$T/wrk-$impl.log")
+  [ -n "$line" ] || { echo "$impl: wrk failed"; tail -5 "$T/wrk-$impl.log"; return 1; }
+  echo "$line" | sed "s/^{/{\"impl\":\"$impl\",\"conns\":1,/"
+}
+hbridge=$(http_run http-bridge "$URL" "$AUTH")
+echo "$hbridge"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$ACP" mcp serve --everything --http "127.0.0.1:$port" >"$T/serve.log" 2>&1 &
+spid=$!
+i=0
+while [ $i -lt 100 ] && ! curl -s -o /dev/null "http://127.0.0.1:$port/mcp" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+hplain=$(http_run plain-http "http://127.0.0.1:$port/mcp")
+kill "$spid" 2>/dev/null || true
+wait "$spid" 2>/dev/null || true
+echo "$hplain"
+awk -v b="$(p50 "$hbridge")" -v p="$(p50 "$plain")" -v b9="$(p99 "$hbridge")" -v p9="$(p99 "$plain")" \
+  -v h="$(p50 "$hplain")" \
+  'BEGIN { printf "{\"http_bridge_over_plain_stdio_p50\":%.2f,\"http_bridge_over_plain_stdio_p99\":%.2f,\"http_bridge_over_plain_http_p50\":%.2f,\"target\":2}\n", b / p, b9 / p9, b / h }'

@@ -235,7 +235,22 @@ typedef enum acp_conductor_mcp_bridge {
   ACP_CONDUCTOR_MCP_BRIDGE_STDIO = 0,
   /** No rewriting: declarations reach the agent as sent (the conductor
    * still advertises mcpCapabilities.acp). */
-  ACP_CONDUCTOR_MCP_BRIDGE_OFF = 1
+  ACP_CONDUCTOR_MCP_BRIDGE_OFF = 1,
+  /**
+   * As STDIO, but when the agent advertises mcpCapabilities.http each
+   * declaration becomes a Streamable HTTP server instead:
+   * `{"type":"http","name":N,"url":"http://127.0.0.1:PORT/mcp",
+   * "headers":[{"name":"Authorization","value":"Bearer TOKEN"}]}`. The
+   * conductor binds the port on 127.0.0.1 (random) and runs the shim
+   * program as `PROGRAM mcp http-bridge --socket SOCKET --listen-fd 3`
+   * (needs the acp-mcp program beside it), which answers 401 to a missing
+   * or wrong token and relays each HTTP session as one bridged
+   * connection. One helper serves every session of the chain; tokens are
+   * revoked with their session; it is stopped when acp_conductor_run()
+   * returns. An agent without mcpCapabilities.http is bridged over stdio
+   * (noted on stderr).
+   */
+  ACP_CONDUCTOR_MCP_BRIDGE_HTTP = 2
 } acp_conductor_mcp_bridge;
 
 /** Default ACP_CONDUCTOR_MCP_BRIDGE_STDIO. Unknown values are ignored. */

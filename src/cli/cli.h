@@ -17,6 +17,15 @@ int cmd_mcp(int argc, char **argv);
 int cmd_conductor(int argc, char **argv);
 int cmd_proxy(int argc, char **argv);
 int cmd_mcp_shim(int argc, char **argv);
+/* acp-mcp only: `acp mcp relay` (stdio to HTTP) and `acp mcp http-bridge`
+ * (the conductor's HTTP bridge helper). */
+int cmd_mcp_relay(int argc, char **argv);
+int cmd_mcp_http_bridge(int argc, char **argv);
+/* acp-mcp only: add a --header 'Name: value' to an HTTP MCP client
+ * (cmd_mcp_relay.c). 0, ACP_ERR_INVALID_ARGUMENT (no ':', bad name, CR/LF),
+ * ACP_ERR_INVALID_STATE, ACP_ERR_NOMEM (acp_http_client_add_header()). */
+struct acp_http_client;
+int cli_http_add_header(struct acp_http_client *hc, const char *spec);
 
 /* Exit statuses shared by the subcommands. */
 enum {

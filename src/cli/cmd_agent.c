@@ -22,6 +22,7 @@
 
 static const char agent_usage[] =
     "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
+    "                 [--mcp-http on|off]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -36,6 +37,10 @@ static const char agent_usage[] =
     "               consume MCP servers declared {\"type\":\"acp\"} over\n"
     "               the ACP connection (/mcp-tools, /mcp-call SERVER TOOL\n"
     "               {json}); off: do not\n"
+    "  --mcp-http on|off\n"
+    "               on (default): advertise mcpCapabilities.http and .sse\n"
+    "               and reach such servers through `acp mcp relay`; off: do\n"
+    "               not advertise them\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
@@ -99,6 +104,7 @@ struct app {
   unsigned next_tool;
   bool closing;
   bool mcp_acp_off;          /* --mcp-acp off */
+  bool mcp_http_off;         /* --mcp-http off */
   acp_mcp_acp_consumer *mcp; /* consumes acp-type MCP servers */
 };
 
@@ -1006,6 +1012,7 @@ struct mcpsrv {
   bool ready;
   mcpsrv *next;
   char **argv; /* stdio: command and args, NULL-terminated */
+  bool http;   /* an http server, reached through `acp mcp relay` */
   char **env;  /* stdio: "NAME=value" additions, NULL-terminated */
   stdio_conn *sc;
 };
@@ -1085,20 +1092,63 @@ static char *json_strdup(acp_json_doc *doc, const acp_json_val *v) {
   return xstrndup(p, n);
 }
 
-/* Record a stdio server ({name, command, args, env}) of a session. */
+/* An http server ({type: "http", name, url, headers}) as the argv of
+ * `acp mcp relay --url URL [--header "NAME: VALUE"]...`: the relay lives in
+ * acp-mcp, so this program does not load the HTTP stack. */
+static char **http_relay_argv(acp_json_doc *doc, const acp_json_val *e,
+                              bool sse) {
+  const acp_json_val *headers = acp_json_obj_getz(e, "headers");
+  const acp_json_val *v;
+  char *url = json_strdup(doc, acp_json_obj_getz(e, "url"));
+  char **argv;
+  size_t n = 0;
+
+  if (url == NULL)
+    return NULL;
+  argv = calloc(7 + 2 * acp_json_len(headers), sizeof(char *));
+  if (argv == NULL)
+    exit(CLI_EXIT_FAILURE);
+  argv[n++] = xstrndup(cli_self_path(), strlen(cli_self_path()));
+  argv[n++] = xstrndup("mcp", 3);
+  argv[n++] = xstrndup("relay", 5);
+  argv[n++] = xstrndup("--url", 5);
+  argv[n++] = url;
+  if (sse)
+    argv[n++] = xstrndup("--sse", 5);
+  for (v = acp_json_child(headers); v != NULL; v = acp_json_next(v)) {
+    char *k = json_strdup(doc, acp_json_obj_getz(v, "name"));
+    char *val = json_strdup(doc, acp_json_obj_getz(v, "value"));
+    if (k != NULL && val != NULL) {
+      char *h = malloc(strlen(k) + strlen(val) + 3);
+      if (h == NULL)
+        exit(CLI_EXIT_FAILURE);
+      sprintf(h, "%s: %s", k, val);
+      argv[n++] = xstrndup("--header", 8);
+      argv[n++] = h;
+    }
+    free(k);
+    free(val);
+  }
+  return argv;
+}
+
+/* Record a stdio server ({name, command, args, env}) or an http server
+ * ({type: "http", name, url, headers}) of a session. */
 static void mcp_record_stdio(asession *s, acp_json_doc *doc,
                              const acp_json_val *e) {
   const acp_json_val *type = acp_json_obj_getz(e, "type");
   const acp_json_val *args = acp_json_obj_getz(e, "args");
   const acp_json_val *env = acp_json_obj_getz(e, "env");
   const acp_json_val *v;
+  bool sse = acp_json_str_eq(type, "sse", 3);
+  bool http = sse || acp_json_str_eq(type, "http", 4);
   char *name = json_strdup(doc, acp_json_obj_getz(e, "name"));
-  char *cmd = json_strdup(doc, acp_json_obj_getz(e, "command"));
+  char *cmd = http ? NULL : json_strdup(doc, acp_json_obj_getz(e, "command"));
   mcpsrv *m, *old;
   size_t n = 0;
 
-  if ((type != NULL && !acp_json_str_eq(type, "stdio", 5)) || name == NULL ||
-      cmd == NULL) {
+  if ((type != NULL && !http && !acp_json_str_eq(type, "stdio", 5)) ||
+      name == NULL || (cmd == NULL && !http)) {
     free(name);
     free(cmd);
     return;
@@ -1115,6 +1165,21 @@ static void mcp_record_stdio(asession *s, acp_json_doc *doc,
   if (m == NULL)
     exit(CLI_EXIT_FAILURE);
   m->name = name;
+  if (http) {
+    m->http = true;
+    m->argv = http_relay_argv(doc, e, sse);
+    m->env = calloc(1, sizeof(char *));
+    if (m->argv == NULL || m->env == NULL) {
+      strv_free(m->argv);
+      free(m->env);
+      free(m->name);
+      free(m);
+      return;
+    }
+    m->next = s->mcp;
+    s->mcp = m;
+    return;
+  }
   m->argv = calloc(acp_json_len(args) + 2, sizeof(char *));
   m->env = calloc(acp_json_len(env) + 1, sizeof(char *));
   if (m->argv == NULL || m->env == NULL)
@@ -1264,7 +1329,9 @@ static int mcp_on_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     /* One line per server, sent as one chunk. */
     size_t used;
     used = (size_t)snprintf(buf, sizeof(buf), "%s (%s):", op->srv->name,
-                            op->srv->argv != NULL ? "stdio" : "acp");
+                            op->srv->http           ? "http"
+                            : op->srv->argv != NULL ? "stdio"
+                                                    : "acp");
     for (tool = acp_json_child(acp_json_obj_getz(msg->result, "tools"));
          tool != NULL && used < sizeof(buf) - 2; tool = acp_json_next(tool)) {
       const char *s;
@@ -1634,11 +1701,18 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   bool b;
   size_t n;
   const char *info;
-  static const char agent_caps[] =
+  static const char caps_http[] =
+      "{\"loadSession\":true,\"promptCapabilities\":{\"image\":false,"
+      "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
+      "\"http\":true,\"sse\":true},\"sessionCapabilities\":{\"list\":{},"
+      "\"resume\":{},\"close\":{},\"delete\":{}}}";
+  static const char caps_no_http[] =
       "{\"loadSession\":true,\"promptCapabilities\":{\"image\":false,"
       "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
       "\"http\":false,\"sse\":false},\"sessionCapabilities\":{\"list\":{},"
       "\"resume\":{},\"close\":{},\"delete\":{}}}";
+  const char *agent_caps = a->mcp_http_off ? caps_no_http : caps_http;
+  size_t agent_caps_len = strlen(agent_caps);
 
   a->fs_read =
       acp_json_get_bool(acp_json_obj_getz(fs, "readTextFile"), &b) == 0 && b;
@@ -1665,7 +1739,7 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
     int rv;
 
     if (acp_json_writer_new(&cw, 0, NULL) != 0 ||
-        acp_mcp_acp_caps_enable(cw, agent_caps, sizeof(agent_caps) - 1) != 0)
+        acp_mcp_acp_caps_enable(cw, agent_caps, agent_caps_len) != 0)
       exit(CLI_EXIT_FAILURE);
     caps_json = acp_json_writer_data(cw, &caps_len);
     rv = acp_agent_respond_initialize(agent, req, caps_json, caps_len,
@@ -1674,9 +1748,8 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
     free(info_copy);
     return rv == 0 ? 0 : ACP_ERR_CALLBACK_FAILURE;
   }
-  return acp_agent_respond_initialize(agent, req, agent_caps,
-                                      sizeof(agent_caps) - 1, info, n, "[]",
-                                      2) == 0
+  return acp_agent_respond_initialize(agent, req, agent_caps, agent_caps_len,
+                                      info, n, "[]", 2) == 0
              ? 0
              : ACP_ERR_CALLBACK_FAILURE;
 }
@@ -2175,6 +2248,12 @@ int cmd_agent(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       }
       a.mcp_acp_off = strcmp(v, "off") == 0;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--mcp-http", &ok)) != NULL) {
+      if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+        cli_err("agent", "--mcp-http: expected on or off, not '%s'", v);
+        return CLI_EXIT_USAGE;
+      }
+      a.mcp_http_off = strcmp(v, "off") == 0;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;

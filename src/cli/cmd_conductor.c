@@ -46,11 +46,13 @@ static const char conductor_usage[] =
     "  --proxy-methods M     auto (default: proxy/*, falling back to\n"
     "                        _proxy/* and the oldest names on -32601), spec\n"
     "                        (proxy/* only) or underscore (_proxy/* only)\n"
-    "  --mcp-bridge MODE     stdio (default) or off: how MCP servers that\n"
-    "                        components offer over ACP reach an agent that\n"
-    "                        does not advertise mcpCapabilities.acp; stdio\n"
-    "                        rewrites each into `acp mcp-shim` (see\n"
-    "                        docs/conductor.md, Bridging)\n"
+    "  --mcp-bridge MODE     stdio (default), http or off: how MCP servers\n"
+    "                        that components offer over ACP reach an agent\n"
+    "                        that does not advertise mcpCapabilities.acp;\n"
+    "                        stdio rewrites each into `acp mcp-shim`, http\n"
+    "                        into a Streamable HTTP endpoint on 127.0.0.1\n"
+    "                        with a bearer token when the agent advertises\n"
+    "                        mcpCapabilities.http (see docs/conductor.md)\n"
     "  --stdin-grace MS      shutdown: wait after closing a component's stdin\n"
     "                        before SIGTERM (default 1000)\n"
     "  --term-grace MS       shutdown: wait after SIGTERM before SIGKILL\n"
@@ -191,11 +193,10 @@ int cmd_conductor(int argc, char **argv) {
         acp_conductor_options_set_mcp_bridge(o, ACP_CONDUCTOR_MCP_BRIDGE_STDIO);
       else if (strcmp(v, "off") == 0)
         acp_conductor_options_set_mcp_bridge(o, ACP_CONDUCTOR_MCP_BRIDGE_OFF);
-      else if (strcmp(v, "http") == 0) {
-        cli_err("conductor", "--mcp-bridge http is not implemented yet");
-        goto usage;
-      } else {
-        cli_err("conductor", "--mcp-bridge: expected stdio or off");
+      else if (strcmp(v, "http") == 0)
+        acp_conductor_options_set_mcp_bridge(o, ACP_CONDUCTOR_MCP_BRIDGE_HTTP);
+      else {
+        cli_err("conductor", "--mcp-bridge: expected stdio, http or off");
         goto usage;
       }
       continue;

@@ -26,6 +26,7 @@ static const char usage_text[] =
     "                (--url URL | --stdio CMD ARGS...)\n"
     "       acp mcp call|read|get [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS... --) NAME [key=value...]\n"
+    "       acp mcp relay --url URL [--header 'N: V']... [--sse|--streamable]\n"
     "\n"
     "serve: an MCP server on stdin/stdout (default) or over HTTP (Streamable\n"
     "HTTP at /mcp, legacy HTTP+SSE at /sse and /message), on 127.0.0.1 unless\n"
@@ -46,6 +47,8 @@ static const char usage_text[] =
     "  --url URL            an HTTP server; Streamable HTTP, falling back to\n"
     "                       legacy HTTP+SSE on 400/404/405\n"
     "  --transport T        auto (default), streamable or sse (with --url)\n"
+    "  --header 'N: V'      an HTTP header for every request (with --url;\n"
+    "                       repeatable), e.g. 'Authorization: Bearer T'\n"
     "  --stdio CMD ARGS...  spawn an MCP server; for call/read/get end its\n"
     "                       arguments with --\n"
     "  --timeout MS         per-request inactivity timeout (default 60000,\n"
@@ -725,6 +728,8 @@ static int add_arg(acp_json_writer *w, const char *kv, int strings_only) {
 static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   mcli m;
   const char *url = NULL, *tname = "auto";
+  const char *hdrs[16];
+  size_t nhdrs = 0, k;
   char **cmd = NULL;
   int ncmd = 0, i, ok, rv;
   uint64_t timeout = 60000;
@@ -746,7 +751,14 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       url = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--transport", &ok)) != NULL)
       tname = v;
-    else if ((v = cli_opt_value(argc, argv, &i, "--timeout", &ok)) != NULL)
+    else if ((v = cli_opt_value(argc, argv, &i, "--header", &ok)) != NULL) {
+      if (nhdrs == sizeof(hdrs) / sizeof(hdrs[0])) {
+        cli_err(SUB, "too many --header options");
+        acp_json_writer_free(m.args);
+        return CLI_EXIT_USAGE;
+      }
+      hdrs[nhdrs++] = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--timeout", &ok)) != NULL)
       timeout = strtoull(v, NULL, 10);
     else if (strcmp(argv[i], "--stdio") == 0) {
       cmd = argv + i + 1;
@@ -820,6 +832,13 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
                              NULL);
     if (rv != 0)
       cli_err(SUB, "bad URL '%s'", url);
+    for (k = 0; rv == 0 && k < nhdrs; k++) {
+      rv = cli_http_add_header(m.hc, hdrs[k]);
+      if (rv != 0)
+        cli_err(SUB, "bad --header '%s': 'Name: value' expected", hdrs[k]);
+    }
+    if (rv == ACP_ERR_INVALID_ARGUMENT)
+      m.status = CLI_EXIT_USAGE;
   } else if (rv == 0) {
     acp_uv_process_options *po = NULL;
     char **av = calloc((size_t)ncmd + 1, sizeof(char *));
@@ -846,7 +865,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   if (rv == 0)
     rv = acp_mcp_client_initialize(m.c, uv_now(&m.loop), on_initialized, &m);
   if (rv != 0)
-    finish(&m, CLI_EXIT_FAILURE);
+    finish(&m, m.status ? m.status : CLI_EXIT_FAILURE);
   uv_run(&m.loop, UV_RUN_DEFAULT);
   uv_loop_close(&m.loop);
   acp_mcp_client_free(m.c);
@@ -871,6 +890,10 @@ int cmd_mcp(int argc, char **argv) {
   }
   if (strcmp(argv[1], "serve") == 0)
     return cmd_serve(argc - 1, argv + 1);
+  if (strcmp(argv[1], "relay") == 0)
+    return cmd_mcp_relay(argc - 1, argv + 1);
+  if (strcmp(argv[1], "http-bridge") == 0)
+    return cmd_mcp_http_bridge(argc - 1, argv + 1);
   for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
     if (strcmp(argv[1], verbs[i].name) == 0)
       return cmd_client_verb(verbs[i].verb, argc - 1, argv + 1);

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -571,7 +574,8 @@ void acp_conductor_options_set_max_line(acp_conductor_options *o,
 void acp_conductor_options_set_mcp_bridge(acp_conductor_options *o,
                                           acp_conductor_mcp_bridge mode) {
   if (o != NULL && (mode == ACP_CONDUCTOR_MCP_BRIDGE_STDIO ||
-                    mode == ACP_CONDUCTOR_MCP_BRIDGE_OFF))
+                    mode == ACP_CONDUCTOR_MCP_BRIDGE_OFF ||
+                    mode == ACP_CONDUCTOR_MCP_BRIDGE_HTTP))
     o->bridge = mode;
 }
 
@@ -647,6 +651,7 @@ struct cond {
   /* MCP bridge (see acp_conductor_mcp_bridge) */
   bool agent_caps_seen; /* the agent answered initialize */
   bool agent_acp;       /* ... advertising mcpCapabilities.acp */
+  bool agent_http;      /* ... advertising mcpCapabilities.http */
   bool br_injected;     /* lines were fed for the agent link: flush again */
   bool br_listening;
   char *agent_init_id; /* raw id of the initialize sent to the agent */
@@ -661,6 +666,17 @@ struct cond {
   acp_json_doc *bdoc;
   acp_json_writer *bw, *bw2;
   acp__buf br_chunk, br_out;
+  /* Lines for the agent held until it answers initialize: a session line
+   * with acp declarations came first (a pipelining client), and how to
+   * rewrite it depends on the agent's capabilities. */
+  acp__buf br_hold;
+  /* HTTP bridging: a helper process (`acp mcp http-bridge`) serves a
+   * listening socket we bound; its stdin takes "+TOKEN" / "-TOKEN". */
+  bool br_http_on;
+  uint16_t br_http_port;
+  uv_process_t br_http_proc;
+  uv_pipe_t br_http_ctl;
+  bool br_http_proc_open, br_http_ctl_open, br_http_exited, br_http_warned;
   char br_rbuf[65536];
 };
 
@@ -869,8 +885,15 @@ static bool bridge_on(const cond *c) {
 }
 
 static bool bridge_rewrites(const cond *c) {
-  return bridge_on(c) && c->o->bridge == ACP_CONDUCTOR_MCP_BRIDGE_STDIO &&
+  return bridge_on(c) && c->o->bridge != ACP_CONDUCTOR_MCP_BRIDGE_OFF &&
          c->agent_caps_seen && !c->agent_acp;
+}
+
+/* The agent was sent initialize and has not answered: a session line with
+ * acp declarations must wait (see br_hold). */
+static bool bridge_may_hold(const cond *c) {
+  return bridge_on(c) && c->o->bridge != ACP_CONDUCTOR_MCP_BRIDGE_OFF &&
+         !c->agent_caps_seen && c->agent_init_id != NULL;
 }
 
 static char *br_dup(cond *c, const char *s, size_t n) {
@@ -1260,6 +1283,8 @@ static int br_listen(cond *c) {
   return 0;
 }
 
+static void br_http_stop(cond *c);
+
 /* Close every connection and the listener; remove the socket. */
 static void br_close_all(cond *c) {
   while (c->br_conns != NULL)
@@ -1268,6 +1293,7 @@ static void br_close_all(cond *c) {
     c->br_listening = false;
     uv_close((uv_handle_t *)&c->br_listener, NULL);
   }
+  br_http_stop(c);
   if (c->br_sock != NULL)
     (void)unlink(c->br_sock);
   if (c->br_dir != NULL)
@@ -1293,6 +1319,185 @@ static void br_free_all(cond *c) {
   acp_json_writer_free(c->bw2);
   acp__buf_dispose(&c->br_chunk);
   acp__buf_dispose(&c->br_out);
+  acp__buf_dispose(&c->br_hold);
+}
+
+/* MARK: HTTP helper */
+
+typedef struct bctl {
+  uv_write_t req;
+  char line[40];
+} bctl;
+
+static void br_http_on_ctl_write(uv_write_t *req, int status) {
+  cond *c = req->handle->data;
+  (void)status;
+  acp__free(c->mem, req);
+}
+
+/* Tell the HTTP helper a token is valid ('+') or no longer ('-'). */
+static void br_http_ctl(cond *c, char op, const char *token) {
+  bctl *w;
+  uv_buf_t b;
+  int n;
+  if (!c->br_http_ctl_open)
+    return;
+  w = acp__malloc(c->mem, sizeof(*w));
+  if (w == NULL)
+    return;
+  n = snprintf(w->line, sizeof(w->line), "%c%s\n", op, token);
+  b = uv_buf_init(w->line, (unsigned)n);
+  if (uv_write(&w->req, (uv_stream_t *)&c->br_http_ctl, &b, 1,
+               br_http_on_ctl_write) != 0)
+    acp__free(c->mem, w);
+}
+
+static void br_http_on_exit(uv_process_t *p, int64_t status, int sig) {
+  cond *c = p->data;
+  c->br_http_exited = true;
+  if (!c->shutting)
+    log_line(c,
+             "[conductor] mcp bridge: the HTTP helper exited (status %lld, "
+             "signal %d); HTTP-bridged servers are gone\n",
+             (long long)status, sig);
+  if (c->br_http_proc_open && c->shutting) {
+    c->br_http_proc_open = false;
+    uv_close((uv_handle_t *)p, NULL);
+  }
+}
+
+/* Bind 127.0.0.1:0 here (so the port is known at once, before the helper
+ * runs: the agent's connections wait in the backlog), then spawn
+ * `PROGRAM mcp http-bridge --socket SOCK --listen-fd 3` with the socket as
+ * its fd 3 and a control pipe as its stdin. Tokens of servers declared so
+ * far are sent on the pipe. */
+static int br_http_start(cond *c) {
+  struct sockaddr_in a;
+  socklen_t al = sizeof(a);
+  uv_stdio_container_t io[4];
+  uv_process_options_t po;
+  char *args[8];
+  bsrv *s;
+  int fd, rc;
+  if (c->br_http_on)
+    return c->br_http_exited ? ACP_ERR_CLOSED : 0;
+  fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return ACP_ERR_SYSTEM;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 64) != 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
+    close(fd);
+    return ACP_ERR_SYSTEM;
+  }
+  c->br_http_port = ntohs(a.sin_port);
+  uv_pipe_init(&c->loop, &c->br_http_ctl, 0);
+  c->br_http_ctl.data = c;
+  c->br_http_ctl_open = true;
+  memset(io, 0, sizeof(io));
+  io[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+  io[0].data.stream = (uv_stream_t *)&c->br_http_ctl;
+  io[1].flags = UV_IGNORE;
+  io[2].flags = UV_INHERIT_FD;
+  io[2].data.fd = 2;
+  io[3].flags = UV_INHERIT_FD;
+  io[3].data.fd = fd;
+  args[0] = c->br_program;
+  args[1] = "mcp";
+  args[2] = "http-bridge";
+  args[3] = "--socket";
+  args[4] = c->br_sock;
+  args[5] = "--listen-fd";
+  args[6] = "3";
+  args[7] = NULL;
+  memset(&po, 0, sizeof(po));
+  po.file = c->br_program;
+  po.args = args;
+  po.stdio = io;
+  po.stdio_count = 4;
+  po.exit_cb = br_http_on_exit;
+  c->br_http_proc.data = c;
+  rc = uv_spawn(&c->loop, &c->br_http_proc, &po);
+  close(fd);
+  c->br_http_proc_open = true;
+  if (rc != 0) {
+    c->br_http_exited = true;
+    c->br_http_proc_open = false;
+    uv_close((uv_handle_t *)&c->br_http_proc, NULL);
+    c->br_http_ctl_open = false;
+    uv_close((uv_handle_t *)&c->br_http_ctl, NULL);
+    return ACP_ERR_SYSTEM;
+  }
+  c->br_http_on = true;
+  for (s = c->br_srvs; s != NULL; s = s->next)
+    br_http_ctl(c, '+', s->token);
+  return 0;
+}
+
+/* Stop the helper: end of its control input, and SIGTERM. */
+static void br_http_stop(cond *c) {
+  if (c->br_http_ctl_open) {
+    c->br_http_ctl_open = false;
+    uv_close((uv_handle_t *)&c->br_http_ctl, NULL);
+  }
+  if (c->br_http_proc_open) {
+    if (!c->br_http_exited) {
+      (void)uv_process_kill(&c->br_http_proc, SIGTERM);
+      return; /* closed from its exit callback */
+    }
+    c->br_http_proc_open = false;
+    uv_close((uv_handle_t *)&c->br_http_proc, NULL);
+  }
+}
+
+/* MARK: Holding session lines */
+
+static bool br_session_method(const acp_json_val *m) {
+  return acp_json_str_eq(m, "session/new", 11) ||
+         acp_json_str_eq(m, "session/load", 12) ||
+         acp_json_str_eq(m, "session/resume", 14) ||
+         acp_json_str_eq(m, "session/fork", 12);
+}
+
+static bool br_has_acp_decl(cond *c, const acp_json_val *root) {
+  const acp_json_val *e = acp_json_child(
+      acp_json_obj_getz(acp_json_obj_getz(root, "params"), "mcpServers"));
+  for (; e != NULL; e = acp_json_next(e)) {
+    const char *id;
+    size_t n;
+    if (acp_mcp_acp_decl_parse(c->bdoc, e, &id, &n, NULL) == 0)
+      return true;
+  }
+  return false;
+}
+
+static void br_hold_line(cond *c, const char *d, size_t n) {
+  if (acp__buf_append(&c->br_hold, d, n) < 0 ||
+      acp__buf_append(&c->br_hold, "\n", 1) < 0) {
+    c->fatal = ACP_ERR_NOMEM;
+    c->exit_status = 1;
+  }
+}
+
+static const char *br_filter(cond *c, const char *data, size_t n,
+                             size_t *out_len);
+
+/* The agent answered initialize: write what was held, rewritten as its
+ * capabilities say. */
+static void br_release(cond *c) {
+  acp__buf held = c->br_hold;
+  acp_uv_link *dst = link_of(c, c->n);
+  const char *d;
+  size_t n;
+  acp__buf_init(&c->br_hold, c->mem, 0);
+  d = br_filter(c, held.data, held.len, &n);
+  if (dst != NULL && n > 0) {
+    dbg_write(c->comps[c->n - 1].dbg_in, d, n);
+    (void)acp_uv_link_write(dst, d, n);
+  }
+  acp__buf_dispose(&held);
 }
 
 /* MARK: Rewrites */
@@ -1317,6 +1522,7 @@ static bsrv *br_srv_for(cond *c, const char *id, size_t n) {
     snprintf(s->token + 2 * i, 3, "%02x", rnd[i]);
   s->next = c->br_srvs;
   c->br_srvs = s;
+  br_http_ctl(c, '+', s->token);
   return s;
 }
 
@@ -1390,6 +1596,7 @@ static void br_session_end(cond *c, const acp_json_val *root) {
         br_conn_close(k, true);
     }
     *pp = s->next;
+    br_http_ctl(c, '-', s->token);
     acp__free(c->mem, s->id);
     acp__free(c->mem, s->session_id);
     acp__free(c->mem, s->req_id);
@@ -1404,7 +1611,7 @@ static bool br_rewrite_session(cond *c, const acp_json_val *root) {
   const acp_json_val *list = acp_json_obj_getz(params, "mcpServers");
   const acp_json_val *e, *k;
   acp_json_writer *w = c->bw2;
-  bool any = false;
+  bool any = false, http = false;
   for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
     const char *id;
     size_t n;
@@ -1413,6 +1620,20 @@ static bool br_rewrite_session(cond *c, const acp_json_val *root) {
   }
   if (!any || br_listen(c) != 0)
     return false;
+  if (c->o->bridge == ACP_CONDUCTOR_MCP_BRIDGE_HTTP) {
+    if (!c->agent_http) {
+      if (!c->br_http_warned)
+        log_line(c, "[conductor] mcp bridge: the agent does not advertise "
+                    "mcpCapabilities.http; bridging over stdio\n");
+      c->br_http_warned = true;
+    } else if (br_http_start(c) == 0) {
+      http = true;
+    } else if (!c->br_http_warned) {
+      log_line(c, "[conductor] mcp bridge: cannot start the HTTP bridge; "
+                  "bridging over stdio\n");
+      c->br_http_warned = true;
+    }
+  }
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(root); k != NULL;
@@ -1448,12 +1669,35 @@ static bool br_rewrite_session(cond *c, const acp_json_val *root) {
         }
         br_srv_bind(c, s, root, params);
         acp_json_write_obj_begin(w);
+        if (http) {
+          acp_json_write_keyz(w, "type");
+          acp_json_write_strz(w, "http");
+        }
         acp_json_write_keyz(w, "name");
         if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(e, "name"), &name,
                              &nl) == 0)
           acp_json_write_str(w, name, nl);
         else
           acp_json_write_strz(w, s->id);
+        if (http) {
+          char url[64], bearer[48];
+          snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp",
+                   (unsigned)c->br_http_port);
+          snprintf(bearer, sizeof(bearer), "Bearer %s", s->token);
+          acp_json_write_keyz(w, "url");
+          acp_json_write_strz(w, url);
+          acp_json_write_keyz(w, "headers");
+          acp_json_write_arr_begin(w);
+          acp_json_write_obj_begin(w);
+          acp_json_write_keyz(w, "name");
+          acp_json_write_strz(w, "Authorization");
+          acp_json_write_keyz(w, "value");
+          acp_json_write_strz(w, bearer);
+          acp_json_write_obj_end(w);
+          acp_json_write_arr_end(w);
+          acp_json_write_obj_end(w);
+          continue;
+        }
         acp_json_write_keyz(w, "command");
         acp_json_write_strz(w, c->br_program);
         acp_json_write_keyz(w, "args");
@@ -1627,7 +1871,14 @@ static bool br_has(const char *d, size_t n, const char *needle) {
 
 /* Might the bridge act on this line for the agent? (The router writes
  * canonical envelopes: the id and method come first.) */
+static bool br_is_session_line(const char *d, size_t n) {
+  return br_has(d, n, "\"session/new\"") || br_has(d, n, "\"session/load\"") ||
+         br_has(d, n, "\"session/resume\"") || br_has(d, n, "\"session/fork\"");
+}
+
 static bool br_interesting(const cond *c, const char *d, size_t n) {
+  if (c->br_hold.len > 0 || (bridge_may_hold(c) && br_is_session_line(d, n)))
+    return true;
   if (c->br_pends != NULL && br_has(d, n, "\"id\":\"" BR_PREFIX))
     return true;
   if (c->br_conns != NULL &&
@@ -1635,9 +1886,7 @@ static bool br_interesting(const cond *c, const char *d, size_t n) {
     return true;
   if (!c->agent_caps_seen && br_has(d, n, "\"initialize\""))
     return true;
-  if (bridge_rewrites(c) &&
-      (br_has(d, n, "\"session/new\"") || br_has(d, n, "\"session/load\"") ||
-       br_has(d, n, "\"session/resume\"") || br_has(d, n, "\"session/fork\"")))
+  if (bridge_rewrites(c) && br_is_session_line(d, n))
     return true;
   return c->br_srvs != NULL && br_has(d, n, "\"session/close\"");
 }
@@ -1646,6 +1895,10 @@ static bool br_interesting(const cond *c, const char *d, size_t n) {
  * still see to br_out. */
 static void br_filter_line(cond *c, const char *d, size_t n) {
   const acp_json_val *root, *m, *id;
+  if (c->br_hold.len > 0) {
+    br_hold_line(c, d, n); /* keep the order behind a held line */
+    return;
+  }
   if (br_interesting(c, d, n) && acp_json_doc_parse(c->bdoc, d, n, NULL) == 0 &&
       acp_json_type_of(root = acp_json_doc_root(c->bdoc)) == ACP_JSON_OBJECT) {
     m = acp_json_obj_getz(root, "method");
@@ -1672,6 +1925,10 @@ static void br_filter_line(cond *c, const char *d, size_t n) {
         const char *ir = acp_json_raw(id, &il);
         acp__free(c->mem, c->agent_init_id);
         c->agent_init_id = br_dup(c, ir, il);
+      } else if (bridge_may_hold(c) && br_session_method(m) &&
+                 br_has_acp_decl(c, root)) {
+        br_hold_line(c, d, n);
+        return;
       } else if (bridge_rewrites(c) &&
                  (acp_json_str_eq(m, "session/new", 11) ||
                   acp_json_str_eq(m, "session/load", 12) ||
@@ -1755,7 +2012,13 @@ static bool br_agent_line(cond *c, const char *line, size_t len) {
     return false;
   {
     const acp_json_val *caps = acp_json_obj_getz(res, "agentCapabilities");
+    bool http = false;
     c->agent_acp = acp_mcp_acp_caps_has_acp(caps) != 0;
+    if (acp_json_get_bool(
+            acp_json_obj_getz(acp_json_obj_getz(caps, "mcpCapabilities"),
+                              "http"),
+            &http) == 0)
+      c->agent_http = http;
     if (c->agent_acp)
       return false;
   }
@@ -1816,6 +2079,8 @@ static void flush_all(cond *c) {
     return;
 again:
   c->br_injected = false;
+  if (c->br_hold.len > 0 && c->agent_caps_seen)
+    br_release(c);
   for (j = 0; j <= c->n; j++) {
     const char *data;
     acp_ssize n = acp_router_send(c->r, j, &data);
@@ -2366,6 +2631,7 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
     rc = acp_json_writer_new(&c->w, 0, c->mem);
   acp__buf_init(&c->br_chunk, c->mem, 0);
   acp__buf_init(&c->br_out, c->mem, 0);
+  acp__buf_init(&c->br_hold, c->mem, 0);
   if (rc == 0)
     rc = acp_json_writer_new(&c->bw, 0, c->mem);
   if (rc == 0)

@@ -53,7 +53,7 @@ fi
 rm -rf "$T/dbg"
 out=$(timeout 30 "$ACP" client -p '/mcp-tools' -- "$ACP" conductor agent --mcp-bridge off \
   --debug-dir "$T/dbg" "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
-if grep -q '"mcpCapabilities":{"http":false,"sse":false,"acp":true}' "$T/dbg/0-client.out" &&
+if grep -q '"mcpCapabilities":{"http":true,"sse":true,"acp":true}' "$T/dbg/0-client.out" &&
   grep -q '"type":"acp"' "$T/dbg/2-"*.stdin &&
   echo "$out" | grep -q 'not consumed'; then
   ok "capability advertised; --mcp-bridge off leaves declarations"
@@ -221,6 +221,20 @@ for n in 1 2 3; do
 done
 [ $good = 3 ] && [ -z "$out" ] && ok "relay mode: 3 concurrent connections, wrong token refused" ||
   ko "relay mode concurrent ($good/3)" "$(cat "$T"/shim*) $out"
+
+# 12. a pipelining client: session/new reaches the conductor before the
+# agent (slow to start) answered initialize. The line is held until the
+# answer says how to rewrite it, then rewritten like any other.
+rm -rf "$T/dbg"
+printf '%s\n%s\n' "$INIT" "$NEWS" | (cat; sleep 3) |
+  timeout 30 "$ACP" conductor agent --debug-dir "$T/dbg" "$ACP proxy tools" \
+    "sh -c 'sleep 1; exec $ACP agent --mcp-acp off'" >"$T/pipelined" 2>&1
+if grep -q '"id":2,"result".*sessionId' "$T/pipelined" &&
+  grep -q mcp-shim "$T/dbg/2-"*.stdin && ! grep -q '"type":"acp"' "$T/dbg/2-"*.stdin; then
+  ok "pipelined session/new held until the agent's initialize answer, then rewritten"
+else
+  ko "pipelined session/new" "$(cat "$T/pipelined" "$T/dbg/2-"*.stdin)"
+fi
 
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -2,7 +2,7 @@
 # `acp client --mcp-tools`: the client offers an MCP server named "client"
 # (tools echo and client_info) over the ACP connection itself
 # (MCP-over-ACP, client-provided case), to a native agent, through a
-# conductor that bridges it to a stdio shim, and next to a proxy's server.
+# conductor that bridges it to a stdio shim or over HTTP, and next to a proxy's server.
 # Usage: run-mcp-client-server.sh [path/to/acp]
 set -u
 ACP=${1:-${ACP_BIN:-acp}}
@@ -138,6 +138,19 @@ if [ $st = 0 ] && grep -q '"mcpServers":\[{"type":"acp","name":"client","serverI
 else
   ko "scripted agent (exit $st)" "$out
 $(cat "$L")"
+fi
+
+# 6b. through a conductor bridging over HTTP (--mcp-bridge http): the
+# agent reaches the client's server at the conductor's HTTP endpoint.
+out=$(timeout 30 "$ACP" client --mcp-tools -p '/mcp-tools
+/mcp-call client echo {"message":"over-http"}' -- "$ACP" conductor agent \
+  --mcp-bridge http "$ACP agent --mcp-acp off" 2>&1)
+st=$?
+if [ $st = 0 ] && echo "$out" | grep -q '^client (http): echo client_info$' &&
+  echo "$out" | grep -qx 'over-http'; then
+  ok "bridged over HTTP: lists and calls the client's server"
+else
+  ko "bridged over HTTP" "$out"
 fi
 
 # 7. usage: the option is documented, and a stray argument is refused.

@@ -7,7 +7,11 @@
 // every {"type":"acp"} declaration into a stdio server running
 // `acp mcp-shim SOCKET TOKEN`, and this agent talks MCP to it.
 //
-// Usage: node mcp_bridge_agent.mjs [--verbose]
+// Usage: node mcp_bridge_agent.mjs [--http] [--verbose]
+// --http: advertise mcpCapabilities.http and consume http servers ({type:
+// "http", name, url, headers}) with StreamableHTTPClientTransport too (for
+// `acp conductor --mcp-bridge http`); their line is
+//   "server S http <url> auth <bearer|none> tools <t1,t2,...>\n".
 // The ACP SDK is found as in sdk_loader.mjs (ACP_PEERS_DIR or
 // <repo>/build/peers/acp); the MCP SDK in MCP_SDK_DIR (a node_modules folder)
 // or <repo>/build/peers/mcp/interop/node_modules.
@@ -35,6 +39,7 @@ import { pathToFileURL } from 'node:url';
 import { loadSdk, repoRoot } from './sdk_loader.mjs';
 
 const verbose = process.argv.includes('--verbose');
+const http = process.argv.includes('--http');
 const log = (...m) => {
   if (verbose) process.stderr.write(`mcp_bridge_agent: ${m.join(' ')}\n`);
 };
@@ -46,6 +51,7 @@ const mcpSdk = (p) =>
   import(pathToFileURL(path.join(mcpDir, '@modelcontextprotocol/sdk/dist/esm', p)).href);
 const { Client } = await mcpSdk('client/index.js');
 const { StdioClientTransport } = await mcpSdk('client/stdio.js');
+const { StreamableHTTPClientTransport } = await mcpSdk('client/streamableHttp.js');
 
 let nextSession = 1;
 // sessionId -> { cwd, servers: [{name, command, args, env}] }
@@ -73,13 +79,18 @@ function envObject(list) {
 
 // Connects to one stdio server, lists its tools, calls echo; always closes.
 async function useServer(server, cwd, message) {
-  const transport = new StdioClientTransport({
-    command: server.command,
-    args: server.args || [],
-    env: envObject(server.env),
-    cwd,
-    stderr: verbose ? 'inherit' : 'ignore',
-  });
+  const transport =
+    server.type === 'http'
+      ? new StreamableHTTPClientTransport(new URL(server.url), {
+          requestInit: { headers: envObject(server.headers) },
+        })
+      : new StdioClientTransport({
+          command: server.command,
+          args: server.args || [],
+          env: envObject(server.env),
+          cwd,
+          stderr: verbose ? 'inherit' : 'ignore',
+        });
   const client = new Client({ name: 'libacp-mcp-bridge-agent', version: '0.1.0' }, { capabilities: {} });
   try {
     await client.connect(transport);
@@ -105,7 +116,7 @@ const app = acp
     agentCapabilities: {
       loadSession: false,
       promptCapabilities: { image: false, audio: false, embeddedContext: false },
-      mcpCapabilities: { http: false, sse: false },
+      mcpCapabilities: { http, sse: false },
     },
     agentInfo: { name: 'libacp-mcp-bridge-agent', title: 'libacp MCP bridge interop agent', version: '0.1.0' },
     authMethods: [],
@@ -113,7 +124,10 @@ const app = acp
   .onRequest('session/new', ({ params }) => {
     const sessionId = `sess-${nextSession++}`;
     const servers = (params.mcpServers || []).filter(
-      (s) => s && typeof s.command === 'string' && (s.type === undefined || s.type === 'stdio'),
+      (s) =>
+        s &&
+        ((typeof s.command === 'string' && (s.type === undefined || s.type === 'stdio')) ||
+          (http && s.type === 'http' && typeof s.url === 'string')),
     );
     log('session/new', sessionId, JSON.stringify(params.mcpServers || []));
     sessions.set(sessionId, { cwd: params.cwd, servers });
@@ -131,8 +145,14 @@ const app = acp
     for (const server of s.servers) {
       try {
         const { tools, echoed } = await useServer(server, s.cwd, text);
-        const [sub = '', sock = ''] = server.args || [];
-        await say(`server ${server.name} command ${server.command} ${sub} socket ${sock} tools ${tools.join(',')}\n`);
+        if (server.type === 'http') {
+          const auth = (server.headers || []).find((h) => h && h.name === 'Authorization');
+          const kind = auth && /^Bearer [0-9a-f]{32}$/.test(auth.value) ? 'bearer' : 'none';
+          await say(`server ${server.name} http ${server.url} auth ${kind} tools ${tools.join(',')}\n`);
+        } else {
+          const [sub = '', sock = ''] = server.args || [];
+          await say(`server ${server.name} command ${server.command} ${sub} socket ${sock} tools ${tools.join(',')}\n`);
+        }
         await say(`${echoed}\n`);
       } catch (e) {
         await say(`error: ${server.name}: ${String(e?.message ?? e).replace(/\n/g, ' ')}\n`);

@@ -21,6 +21,10 @@
 # (tools/install-peers.sh, tools/install-mcp-peers.sh interop). Exit 0 when all
 # passed, 1 on a failure, 77 (skipped, reason printed) when a prerequisite is
 # missing. Starts processes only through `acp client` and kills nothing.
+# Also over HTTP (`--mcp-bridge http`, the agent run with --http): the
+# declaration becomes an http server on 127.0.0.1 with a bearer token and
+# the MCP SDK's StreamableHTTPClientTransport reaches the conductor's
+# `acp mcp http-bridge` helper.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -167,6 +171,36 @@ if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qx 'error: no stdio MCP server'
   ok "no proxy: the agent reports no stdio MCP server"
 else
   ko "no proxy" "exit $rc" "$out" "$(cat "$work/err")"
+fi
+
+# 6. HTTP bridging (--mcp-bridge http): the agent advertises
+# mcpCapabilities.http; the declaration becomes an http server on 127.0.0.1
+# with a bearer token, and the MCP SDK's StreamableHTTPClientTransport
+# talks to the conductor's `acp mcp http-bridge` helper.
+run "hello http" --mcp-bridge http "$acp proxy tools" "node $agent --http"
+line=$(printf '%s\n' "$out" | grep '^server tools ')
+if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qx 'hello http' &&
+  printf '%s\n' "$line" | grep -Eq '^server tools http http://127\.0\.0\.1:[0-9]+/mcp auth bearer tools echo,read_lines$'; then
+  ok "MCP SDK StreamableHTTP client -> acp mcp http-bridge -> conductor -> tools proxy: echo 'hello http'"
+else
+  ko "HTTP-bridged echo" "exit $rc" "$out" "$(cat "$work/err")"
+fi
+run "$msg" --mcp-bridge http "$acp proxy tools" "node $agent --http"
+if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qxF "$msg"; then
+  ok "awkward message echoed unchanged over HTTP"
+else
+  ko "awkward message over HTTP" "exit $rc" "want: $msg" "$out" "$(cat "$work/err")"
+fi
+i=0
+while [ $i -lt 50 ] && pgrep -f "http-bridge --socket $work" >/dev/null 2>&1; do
+  sleep 0.1
+  i=$((i + 1))
+done
+if ! pgrep -f "http-bridge --socket $work" >/dev/null 2>&1 &&
+  [ -z "$(ls -d "$work"/acp-bridge-* 2>/dev/null)" ]; then
+  ok "no http-bridge helper left, bridge directory removed"
+else
+  ko "leftovers after HTTP bridging" "$(pgrep -a -f "http-bridge --socket $work")"
 fi
 
 echo "$pass passed, $fail failed"

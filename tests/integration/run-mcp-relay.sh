@@ -1,0 +1,123 @@
+#!/bin/sh
+# run-mcp-relay.sh - `acp mcp relay` end to end: a stdio MCP server that
+# forwards to `acp mcp serve --http` (Streamable HTTP, legacy HTTP+SSE, the
+# AUTO fallback), driven by the `acp mcp` client verbs over --stdio and by
+# raw lines on stdin; errors (dead server, bad URL, bad --header, non-JSON
+# input) and `--header` on the client verbs. Servers listen on 127.0.0.1
+# and are stopped by pid.
+#
+# Usage: run-mcp-relay.sh [path/to/acp]   (or ACP_BIN)
+# Env: ACP_VALGRIND_WRAP a command prefix (e.g. valgrind ...) for the relay
+# Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${1:-${ACP_BIN:-$root/build/acp}}
+wrap=${ACP_VALGRIND_WRAP:-}
+if [ ! -x "$acp" ]; then
+  echo "SKIP: $acp is not built"
+  exit 77
+fi
+case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
+if [ ! -x "$(dirname "$acp")/acp-mcp" ]; then
+  echo "SKIP: acp-mcp is not built next to $acp"
+  exit 77
+fi
+for tool in timeout grep sed; do
+  command -v $tool >/dev/null 2>&1 || { echo "SKIP: $tool missing"; exit 77; }
+done
+if [ -n "$wrap" ]; then T=300; else T=30; fi
+# The relay as the client verbs spawn it (optionally under valgrind).
+relay="$acp mcp relay"
+[ -n "$wrap" ] && relay="$wrap $(dirname "$acp")/acp-mcp relay"
+
+work=$(mktemp -d)
+srv_pid=""
+cleanup() {
+  if [ -n "$srv_pid" ]; then kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$work/out" ] && sed 's/^/  out: /' "$work/out" | head -20; [ -f "$work/err" ] && sed 's/^/  err: /' "$work/err" | head -20; }
+
+# run NAME EXPECTED_STATUS EXPECTED_STDOUT_SUBSTRING -- command...
+run() {
+  name=$1 want=$2 sub=$3
+  shift 4
+  timeout $T "$@" <"$work/in" >"$work/out" 2>"$work/err"
+  got=$?
+  if [ "$got" -ne "$want" ]; then ko "$name (exit $got, wanted $want)"; return; fi
+  if [ -n "$sub" ] && ! grep -qF -- "$sub" "$work/out"; then ko "$name (stdout lacks '$sub')"; return; fi
+  ok "$name"
+}
+: >"$work/in"
+
+"$acp" mcp serve --http 127.0.0.1:0 --everything 2>"$work/serve.log" &
+srv_pid=$!
+i=0
+while ! grep -q "serving http" "$work/serve.log" 2>/dev/null; do
+  i=$((i + 1))
+  if [ $i -gt 100 ]; then echo "FAIL http server did not start"; cat "$work/serve.log"; exit 1; fi
+  sleep 0.1
+done
+url=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/serve.log")
+base=${url%/mcp}
+
+# --- through a client that speaks stdio ---
+# shellcheck disable=SC2086 # $relay is split into words on purpose
+run tools 0 "test_simple_text" -- "$acp" mcp tools --stdio $relay --url "$url" --
+# shellcheck disable=SC2086
+run call 0 "hi" -- "$acp" mcp call --stdio $relay --url "$url" -- echo message=hi
+# shellcheck disable=SC2086
+run call-header 0 "hdr" -- "$acp" mcp call --stdio $relay --url "$url" --header 'Authorization: Bearer t0k' -- echo message=hdr
+# shellcheck disable=SC2086
+run call-streamable 0 "strm" -- "$acp" mcp call --stdio $relay --streamable --url "$url" -- echo message=strm
+# shellcheck disable=SC2086
+run call-sse 0 "legacy" -- "$acp" mcp call --stdio $relay --sse --url "$base/sse" -- echo message=legacy
+# shellcheck disable=SC2086
+run call-fallback 0 "probed" -- "$acp" mcp call --stdio $relay --url "$base/sse" -- echo message=probed
+
+# --- raw lines on stdin; end of input ends the relay with 0 ---
+init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+printf '%s\n' "$init" 'not json' '42' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"piped"}}}' >"$work/in"
+# shellcheck disable=SC2086
+run stdin-eof 0 '"id":2,"result"' -- $relay --url "$url"
+if [ "$(grep -c '"code":-32700' "$work/out")" -eq 1 ] &&
+   [ "$(grep -c '"code":-32600' "$work/out")" -eq 1 ] &&
+   grep -qF '"protocolVersion":"2025-11-25"' "$work/out" &&
+   grep -qF 'Echo: piped' "$work/out" &&
+   [ "$(wc -l <"$work/out")" -eq 4 ]; then ok stdin-lines; else ko stdin-lines; fi
+: >"$work/in"
+# shellcheck disable=SC2086
+run empty-stdin 0 "" -- $relay --url "$url"
+
+# --- errors ---
+run help 0 "usage: acp mcp relay" -- "$acp" mcp relay --help
+run no-url 2 "" -- "$acp" mcp relay
+run bad-url 2 "" -- "$acp" mcp relay --url nope
+run bad-header 2 "" -- "$acp" mcp relay --url "$url" --header "$(printf 'X-A: 1\nX-B: 2')"
+run bad-header-name 2 "" -- "$acp" mcp relay --url "$url" --header 'no colon'
+run unknown-option 2 "" -- "$acp" mcp relay --url "$url" --frobnicate
+run bad-path 1 "" -- "$acp" mcp tools --stdio "$acp" mcp relay --url "$base/nowhere" --
+if grep -q "acp mcp relay: connection ended" "$work/err"; then ok bad-path-message; else ko bad-path-message; fi
+
+# --- --header on the client verbs ---
+run verb-header 0 "test_simple_text" -- "$acp" mcp tools --url "$url" --header 'X-Test: 1'
+run verb-header-newline 2 "" -- "$acp" mcp tools --url "$url" --header "$(printf 'X-Test: 1\nX-Evil: 2')"
+run verb-header-reaches 1 "" -- "$acp" mcp tools --url "$url" --header 'Origin: http://evil.example'
+if grep -qF "403" "$work/err"; then ok verb-header-403; else ko verb-header-403; fi
+
+kill "$srv_pid"; wait "$srv_pid" 2>/dev/null; srv_pid=""
+# A dead server: a clear message from the relay, non-zero everywhere.
+run dead-server 1 "" -- "$acp" mcp tools --stdio "$acp" mcp relay --url "$url" --
+if grep -q "acp mcp relay: connection ended: .*connect" "$work/err"; then ok dead-server-message; else ko dead-server-message; fi
+printf '%s\n' "$init" >"$work/in"
+run dead-server-stdin 1 "" -- "$acp" mcp relay --url "$url"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
