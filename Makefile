@@ -83,13 +83,16 @@ VALGRIND_WRAP = valgrind -q --error-exitcode=99 --leak-check=full \
   --errors-for-leak-kinds=definite,indirect,possible
 
 # The C tests under memcheck, then the acp program itself (client and
-# agent processes) through the integration scripts.
+# agent processes, the stdio-to-HTTP relay) through the integration
+# scripts.
 check-valgrind: build
 	./tools/valgrind-tests.sh $(BUILD)
 	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
 	  sh tests/integration/run-cli.sh
 	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
 	  sh tests/integration/run-agent-transcripts.sh
+	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
+	  sh tests/integration/run-mcp-relay.sh
 
 check-headers: build
 	./tools/check-headers.sh $(BUILD)

@@ -62,7 +62,7 @@ cpid=$!
 exec 3>"$T/in"
 printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
 i=0
-while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out"; do sleep 0.1; i=$((i + 1)); done
+while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
 i=0
 while [ $i -lt 100 ] && ! grep -q mcp-shim "$T/dbg/2-agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
@@ -98,7 +98,7 @@ cpid=$!
 exec 3>"$T/in"
 printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
 i=0
-while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out"; do sleep 0.1; i=$((i + 1)); done
+while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
 i=0
 while [ $i -lt 100 ] && ! grep -q '"type":"http"' "$T/dbg/2-agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done

@@ -1738,8 +1738,14 @@ static void drive(acp_http_server *srv) {
       else
         (void)session_flush(s);
     }
-    if (!srv->need_run)
-      break;
+    if (!srv->need_run) {
+      /* MHD has more to do at once (e.g. the end of a chunked response
+       * whose last data it just wrote): do it now rather than on the
+       * next turn of the loop, which costs the client a wakeup. */
+      MHD_UNSIGNED_LONG_LONG to;
+      if (MHD_get_timeout(srv->d, &to) != MHD_YES || to != 0)
+        break;
+    }
   }
   srv->in_run = false;
   arm(srv);
