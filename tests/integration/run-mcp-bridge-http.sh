@@ -70,6 +70,23 @@ echo "$out" | grep -q 'tools (stdio): echo read_lines' && echo "$out" | grep -qx
   echo "$out" | grep -q 'does not advertise mcpCapabilities.http; bridging over stdio' &&
   ok "agent without mcpCapabilities.http: stdio bridge, noted" || ko "http fallback" "$out"
 
+# 2b. two servers from two proxies: one helper, one port, one token each.
+rm -rf "$T/dbg"
+out=$(timeout 30 "$ACP" client -p '/mcp-tools
+/mcp-call t1 echo {"message":"from-t1"}
+/mcp-call t2 echo {"message":"from-t2"}' -- "$ACP" conductor agent --mcp-bridge http \
+  --debug-dir "$T/dbg" "$ACP proxy tools --name t1" "$ACP proxy tools --name t2" \
+  "$ACP agent --mcp-acp off" 2>&1)
+urls=$(grep -h -o '"url":"[^"]*"' "$T/dbg/3-"*.stdin 2>/dev/null | sort -u | wc -l)
+toks=$(grep -h -o 'Bearer [0-9a-f]*' "$T/dbg/3-"*.stdin 2>/dev/null | sort -u | wc -l)
+if echo "$out" | grep -q '^t1 (http): echo read_lines' && echo "$out" | grep -q '^t2 (http): echo read_lines' &&
+  echo "$out" | grep -qx 'from-t1' && echo "$out" | grep -qx 'from-t2' &&
+  [ "$urls" = 1 ] && [ "$toks" = 2 ]; then
+  ok "two servers from two proxies over HTTP (one endpoint, two tokens)"
+else
+  ko "two servers over HTTP (urls $urls, tokens $toks)" "$out"
+fi
+
 # A chain driven line by line through a FIFO; HTTP requests made by hand.
 start_chain() { # start_chain CONDUCTOR-ARGS...
   rm -rf "$T/dbg" "$T/in" "$T/out" "$T/err"
