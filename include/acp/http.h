@@ -44,8 +44,13 @@
  *   - Relay mode (acp_http_server_new_relay()): no registry; each
  *     session's JSON-RPC messages are handed to callbacks one by one and
  *     the answers come back through acp_http_relay_deliver(), routed to
- *     streams as above (POSTs with requests are always answered
- *     `text/event-stream`). Requests must repeat the Authorization value
+ *     streams as above. A POST with one request (no batch) that
+ *     accepts `application/json` waits, unanswered, for upstream: a sole
+ *     response becomes a JSON body; anything routed to it first (a
+ *     progress notification) turns it into `text/event-stream`. Other
+ *     POSTs with requests are answered as streams at once. While waiting,
+ *     a client that goes away is noticed only when the session ends.
+ *     Requests must repeat the Authorization value
  *     the session was opened with (401 otherwise). No legacy endpoints.
  *
  * CLIENT (acp_http_client). Carries one acp_mcp_client over Streamable

@@ -87,6 +87,9 @@ struct hs_stream {
   size_t npre;
   bool pre_other; /* something other than a response was routed */
   hs_req *rq;
+  /* A relay POST suspended before any answer was queued: it becomes one
+   * JSON body if its responses arrive with nothing else, else a stream. */
+  hs_req *waiting;
 };
 
 typedef struct hs_omap {
@@ -125,7 +128,11 @@ enum { M_OTHER, M_GET, M_POST, M_DELETE };
 struct hs_req {
   acp_http_server *srv;
   struct MHD_Connection *mc;
-  hs_req *next; /* in srv->reqs (requests with an SSE stream) */
+  hs_stream *wst; /* the stream of a waiting relay POST (hs_stream.waiting) */
+  bool waiting;   /* suspended without an answer: see hs_stream.waiting */
+  bool created;   /* ... and it opened its session (send MCP-Session-Id) */
+  bool woken;     /* ... and was resumed: its handler runs again */
+  hs_req *next;   /* in srv->reqs (requests with an SSE stream) */
   int method;
   acp__buf body;
   bool too_big;
@@ -565,6 +572,15 @@ static hs_stream *stream_new(hs_session *s, bool is_get) {
 
 static void req_detach(hs_req *rq);
 
+/* Resume a waiting relay POST (once): MHD calls its handler again. */
+static void waiting_wake(hs_req *rq) {
+  if (rq->woken)
+    return;
+  rq->woken = true;
+  MHD_resume_connection(rq->mc);
+  rq->srv->need_run = true;
+}
+
 static void stream_free(hs_stream *st) {
   hs_session *s = st->sess;
   const acp_mem *m = &s->srv->mem;
@@ -572,6 +588,12 @@ static void stream_free(hs_stream *st) {
   size_t i;
   if (st->rq)
     req_detach(st->rq);
+  if (st->waiting) {
+    /* Its handler runs again and answers without the stream. */
+    st->waiting->wst = NULL;
+    waiting_wake(st->waiting);
+    st->waiting = NULL;
+  }
   for (pp = &s->streams; *pp; pp = &(*pp)->next)
     if (*pp == st) {
       *pp = st->next;
@@ -972,6 +994,8 @@ static int route(hs_session *s, acp_json_doc *doc, const char *line,
   rv = stream_message(st, line, len);
   if (response)
     stream_maybe_finish(st);
+  if (st->waiting && (st->nids == 0 || st->pre_other))
+    waiting_wake(st->waiting);
   return rv;
 }
 
@@ -1250,6 +1274,95 @@ static bool version_ok(struct MHD_Connection *mc) {
   return acp_mcp_version_parse(v, strlen(v)) != ACP_MCP_VERSION_UNKNOWN;
 }
 
+/* Answer a POST whose stream `st` holds every response (in st->pre) and
+ * nothing else: one application/json body (an array for a batch). Frees
+ * st. */
+static enum MHD_Result answer_json(hs_req *rq, hs_stream *st, bool created) {
+  hs_session *s = st->sess;
+  acp_http_server *srv = s->srv;
+  enum MHD_Result ret;
+  const char *body = st->pre.data;
+  size_t len = st->pre.len;
+  int rv = 0;
+  acp__buf_clear(&srv->tmp);
+  if (st->npre > 1) {
+    /* Several responses to a batch: join as one array. */
+    size_t i;
+    rv = acp__buf_putc(&srv->tmp, '[');
+    for (i = 0; rv == 0 && i < len; i++)
+      rv = acp__buf_putc(&srv->tmp,
+                         body[i] == '\n' ? (i + 1 < len ? ',' : ']') : body[i]);
+    body = srv->tmp.data;
+    len = srv->tmp.len;
+  } else if (len > 0)
+    len--; /* the trailing '\n' */
+  if (rv != 0) {
+    stream_free(st);
+    return reply_error(rq->mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  ret = reply(rq->mc, MHD_HTTP_OK, "application/json", len ? body : "", len,
+              created ? s->id : NULL);
+  stream_free(st);
+  if (created && s->conn != NULL &&
+      acp_mcp_conn_version(s->conn) == ACP_MCP_VERSION_UNKNOWN)
+    session_end(s); /* initialize failed: no session */
+  else if (s->relay)
+    relay_settle(s);
+  return ret;
+}
+
+/* Answer a POST as an SSE stream: the priming event, what was routed to
+ * `st` while deciding, then live. */
+static enum MHD_Result answer_sse(hs_req *rq, hs_stream *st, bool created) {
+  hs_session *s = st->sess;
+  acp_http_server *srv = s->srv;
+  int rv;
+  if (srv->nstreams >= srv->o->max_streams) {
+    stream_free(st);
+    if (created && s->relay)
+      session_close(s);
+    return reply_error(rq->mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                       "Too many streams");
+  }
+  rv = stream_event(st, NULL, "", 0, true, true);
+  {
+    size_t i = 0, k = 0;
+    for (;;) {
+      const char *nl;
+      size_t e;
+      if (st->cut_in_pre && k == st->cut_npre) {
+        /* close_stream was called here: the response ends after what
+         * came before; the rest waits for the reconnection. */
+        st->cut_in_pre = false;
+        st->cut_set = true;
+        st->cut = st->base + st->log.len;
+      }
+      if (rv != 0 || i >= st->pre.len)
+        break;
+      nl = memchr(st->pre.data + i, '\n', st->pre.len - i);
+      e = (size_t)(nl - st->pre.data);
+      rv = stream_message(st, st->pre.data + i, e - i);
+      i = e + 1;
+      k++;
+    }
+  }
+  acp__buf_dispose(&st->pre);
+  acp__buf_init(&st->pre, &srv->mem, 0);
+  if (rv != 0) {
+    stream_free(st);
+    if (created && s->relay)
+      session_close(s);
+    return reply_error(rq->mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  {
+    enum MHD_Result ret = queue_sse(rq, st, st->base, created ? s->id : NULL);
+    relay_settle(s);
+    return ret;
+  }
+}
+
 static enum MHD_Result handle_post(hs_req *rq) {
   acp_http_server *srv = rq->srv;
   struct MHD_Connection *mc = rq->mc;
@@ -1356,14 +1469,27 @@ static enum MHD_Result handle_post(hs_req *rq) {
   st->deciding = true;
   s->ctx = st;
   if (s->relay) {
-    /* Upstream answers later: always a stream. */
-    st->force_sse = true;
     relay_feed(s, &rq->body, root);
     rv = 0;
   } else
     rv = feed(s, &rq->body);
   s->ctx = NULL;
+  if (s->relay && st->nids > 0 && !st->pre_other && !pi.batch &&
+      accepts(accept, "application/json")) {
+    /* Upstream answers later. Wait for it without answering yet: a sole
+     * response becomes one JSON body (one write, one wakeup for the
+     * client); anything else first turns it into a stream. */
+    st->waiting = rq;
+    rq->wst = st;
+    rq->waiting = true;
+    rq->created = created;
+    MHD_suspend_connection(mc);
+    relay_settle(s);
+    return MHD_YES;
+  }
   st->deciding = false;
+  if (s->relay && st->nids > 0)
+    st->force_sse = true;
   if (rv != 0 && acp_is_fatal(rv)) {
     stream_free(st);
     if (created)
@@ -1372,74 +1498,24 @@ static enum MHD_Result handle_post(hs_req *rq) {
                        "Internal error");
   }
   if (st->nids == 0 && !st->pre_other && !st->force_sse &&
-      accepts(accept, "application/json")) {
-    /* Everything answered at once: one JSON body. */
-    enum MHD_Result ret;
-    const char *body = st->pre.data;
-    size_t len = st->pre.len;
-    acp__buf_clear(&srv->tmp);
-    if (st->npre > 1) {
-      /* Several responses to a batch: join as one array. */
-      size_t i;
-      rv = acp__buf_putc(&srv->tmp, '[');
-      for (i = 0; rv == 0 && i < len; i++)
-        rv = acp__buf_putc(
-            &srv->tmp, body[i] == '\n' ? (i + 1 < len ? ',' : ']') : body[i]);
-      body = srv->tmp.data;
-      len = srv->tmp.len;
-    } else if (len > 0)
-      len--; /* the trailing '\n' */
-    ret = reply(mc, MHD_HTTP_OK, "application/json", len ? body : "", len,
-                created ? s->id : NULL);
-    stream_free(st);
-    if (created && acp_mcp_conn_version(s->conn) == ACP_MCP_VERSION_UNKNOWN)
-      session_end(s); /* initialize failed: no session */
-    return ret;
-  }
-  /* SSE: priming event, then what was routed while deciding. */
-  if (srv->nstreams >= srv->o->max_streams) {
-    stream_free(st);
-    if (created && s->relay)
-      session_close(s);
-    return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
-                       "Too many streams");
-  }
-  rv = stream_event(st, NULL, "", 0, true, true);
-  {
-    size_t i = 0, k = 0;
-    for (;;) {
-      const char *nl;
-      size_t e;
-      if (st->cut_in_pre && k == st->cut_npre) {
-        /* close_stream was called here: the response ends after what
-         * came before; the rest waits for the reconnection. */
-        st->cut_in_pre = false;
-        st->cut_set = true;
-        st->cut = st->base + st->log.len;
-      }
-      if (rv != 0 || i >= st->pre.len)
-        break;
-      nl = memchr(st->pre.data + i, '\n', st->pre.len - i);
-      e = (size_t)(nl - st->pre.data);
-      rv = stream_message(st, st->pre.data + i, e - i);
-      i = e + 1;
-      k++;
-    }
-  }
-  acp__buf_dispose(&st->pre);
-  acp__buf_init(&st->pre, &srv->mem, 0);
-  if (rv != 0) {
-    stream_free(st);
-    if (created && s->relay)
-      session_close(s);
-    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
-                       "Internal error");
-  }
-  {
-    enum MHD_Result ret = queue_sse(rq, st, st->base, created ? s->id : NULL);
-    relay_settle(s);
-    return ret;
-  }
+      accepts(accept, "application/json"))
+    return answer_json(rq, st, created);
+  return answer_sse(rq, st, created);
+}
+
+/* A waiting relay POST, resumed: answer it now (see hs_stream.waiting). */
+static enum MHD_Result answer_waiting(hs_req *rq) {
+  hs_stream *st = rq->wst;
+  rq->waiting = false;
+  rq->woken = false;
+  if (st == NULL) /* its session ended first */
+    return reply_error(rq->mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+  st->waiting = NULL;
+  rq->wst = NULL;
+  st->deciding = false;
+  if (st->nids == 0 && !st->pre_other)
+    return answer_json(rq, st, rq->created);
+  return answer_sse(rq, st, rq->created);
 }
 
 static enum MHD_Result handle_get(hs_req *rq) {
@@ -1656,6 +1732,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
     rq->answered = false;
     return MHD_YES;
   }
+  if (rq->waiting)
+    return answer_waiting(rq);
   if (rq->answered) {
     *upload_size = 0; /* discard the body of an answered request */
     return MHD_YES;
@@ -1696,6 +1774,13 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
   if (rq == NULL)
     return;
   *con_cls = NULL;
+  if (rq->wst != NULL) {
+    /* Ended while waiting: nobody is left for its answers. */
+    hs_stream *w = rq->wst;
+    w->waiting = NULL;
+    rq->wst = NULL;
+    stream_free(w);
+  }
   st = rq->st;
   if (st) {
     rq->suspended = false; /* MHD is done with the connection */

@@ -13,9 +13,8 @@
 #include <cmocka.h>
 
 #include "acp/http.h"
+#include "http_test.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -26,80 +25,17 @@
 
 /* MARK: - Server thread */
 
-typedef struct srv_thread {
-  pthread_t th;
-  uv_loop_t loop;
-  uv_async_t stop;
-  acp_mcp_server *reg;
-  acp_http_server *srv;
-  uint16_t port;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int ready;
-} srv_thread;
-
-static int tool_echo(acp_mcp_call *call, const acp_json_val *args, void *ud) {
-  const char *s = "";
-  size_t n = 0;
-  (void)ud;
-  acp_json_doc_str(acp_mcp_call_doc(call), acp_json_obj_getz(args, "message"),
-                   &s, &n);
-  return acp_mcp_call_respond_text(call, s, n, false);
-}
-
-static void on_stop(uv_async_t *a) {
-  srv_thread *t = a->data;
-  acp_http_server_close(t->srv, NULL, NULL);
-  uv_close((uv_handle_t *)a, NULL);
-}
-
-static void *srv_main(void *arg) {
-  srv_thread *t = arg;
-  acp_mcp_tool_def d;
-  uv_loop_init(&t->loop);
-  assert_int_equal(acp_mcp_server_new(&t->reg, "t", "1", NULL, NULL), 0);
-  memset(&d, 0, sizeof(d));
-  d.version = ACP_MCP_DEF_VERSION;
-  d.name = "echo";
-  d.description = "Echoes";
-  d.handler = tool_echo;
-  assert_int_equal(acp_mcp_server_add_tool(t->reg, &d), 0);
-  assert_int_equal(acp_http_server_new(&t->srv, &t->loop, t->reg, NULL, NULL),
+static int srv_start(ht_server *s) {
+  assert_int_equal(acp_mcp_server_new(&s->reg, "t", "1", NULL, NULL), 0);
+  assert_int_equal(ht_add_tool(s->reg, "echo", "Echoes", ht_tool_echo, NULL),
                    0);
-  uv_async_init(&t->loop, &t->stop, on_stop);
-  t->stop.data = t;
-  pthread_mutex_lock(&t->mu);
-  t->port = acp_http_server_port(t->srv);
-  t->ready = 1;
-  pthread_cond_signal(&t->cv);
-  pthread_mutex_unlock(&t->mu);
-  uv_run(&t->loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&t->loop), 0);
-  acp_mcp_server_free(t->reg);
-  return NULL;
+  assert_int_equal(acp_http_server_new(&s->srv, &s->loop, s->reg, NULL, NULL),
+                   0);
+  return 0;
 }
 
 static int setup(void **state) {
-  srv_thread *t = calloc(1, sizeof(*t));
-  pthread_mutex_init(&t->mu, NULL);
-  pthread_cond_init(&t->cv, NULL);
-  pthread_create(&t->th, NULL, srv_main, t);
-  pthread_mutex_lock(&t->mu);
-  while (!t->ready)
-    pthread_cond_wait(&t->cv, &t->mu);
-  pthread_mutex_unlock(&t->mu);
-  *state = t;
-  return 0;
-}
-
-static int teardown(void **state) {
-  srv_thread *t = *state;
-  uv_async_send(&t->stop);
-  pthread_join(t->th, NULL);
-  pthread_mutex_destroy(&t->mu);
-  pthread_cond_destroy(&t->cv);
-  free(t);
-  return 0;
+  return ht_setup(state, sizeof(ht_server), srv_start);
 }
 
 /* MARK: - A scripted raw client */
@@ -237,7 +173,7 @@ static const char *rt_find(const rt *t, const char *sub) {
  * the previous answer; the GET stream opens after initialize. The call is
  * sent pretty-printed (line breaks between tokens) and newline-terminated. */
 static void test_raw_streamable_sequence(void **state) {
-  srv_thread *t = *state;
+  ht_server *t = *state;
   static const step steps[] = {
       {INIT("2025-11-25"), 1},
       {INITIALIZED, 0},
@@ -265,7 +201,7 @@ static void test_raw_streamable_sequence(void **state) {
 /* Everything sent at once, before the loop runs: what follows initialize
  * waits for its answer (the session id), and in AUTO mode for the probe. */
 static void test_raw_pipelined_auto(void **state) {
-  srv_thread *t = *state;
+  ht_server *t = *state;
   static const step steps[] = {
       {INIT("2025-11-25"), 0}, {INITIALIZED, 0}, {LIST, 0}, {CALL, 3}};
   rt x;
@@ -282,7 +218,7 @@ static void test_raw_pipelined_auto(void **state) {
 /* AUTO against the legacy endpoint: POST /sse is refused, the client falls
  * back to GET /sse and re-sends initialize, then the rest, in order. */
 static void test_raw_auto_falls_back_to_legacy(void **state) {
-  srv_thread *t = *state;
+  ht_server *t = *state;
   static const step steps[] = {
       {INIT("2024-11-05"), 0}, {INITIALIZED, 0}, {LIST, 2}, {CALL, 3}};
   rt x;
@@ -299,7 +235,7 @@ static void test_raw_auto_falls_back_to_legacy(void **state) {
 /* Explicit legacy mode: headers may still be added after _new, because
  * the SSE GET starts on the loop. */
 static void test_raw_legacy_with_header(void **state) {
-  srv_thread *t = *state;
+  ht_server *t = *state;
   static const step steps[] = {
       {INIT("2024-11-05"), 1}, {INITIALIZED, 0}, {CALL, 3}};
   rt x;
@@ -313,7 +249,7 @@ static void test_raw_legacy_with_header(void **state) {
 
 /* A batch (2025-03-26) is one POST; its answers come one per callback. */
 static void test_raw_batch(void **state) {
-  srv_thread *t = *state;
+  ht_server *t = *state;
   static const step steps[] = {
       {INIT("2025-03-26"), 1},
       {INITIALIZED, 0},
@@ -333,7 +269,7 @@ static void test_raw_batch(void **state) {
 /* A custom header reaches the server: a foreign Origin is refused (403),
  * reported as an error answer to initialize; a loopback one is accepted. */
 static void test_raw_header_reaches_server(void **state) {
-  srv_thread *t = *state;
+  ht_server *t = *state;
   static const step steps[] = {{INIT("2025-11-25"), 1}};
   rt x;
   rt_init(&x, t->port, "/mcp", ACP_HTTP_STREAMABLE);
@@ -468,18 +404,10 @@ static void test_raw_argument_errors(void **state) {
 /* Nothing listening: end_cb with ACP_ERR_SYSTEM, then close works. */
 static void test_raw_connection_refused(void **state) {
   static const step steps[] = {{INIT("2025-11-25"), 1}};
-  struct sockaddr_in a;
-  socklen_t al = sizeof(a);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
   uint16_t port;
+  int fd = ht_loopback_socket(&port, 0);
   rt x;
   (void)state;
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-  port = ntohs(a.sin_port);
   close(fd); /* bound, never listened: the port is closed */
   rt_init(&x, port, "/mcp", ACP_HTTP_AUTO);
   rt_run(&x, steps, 1);
@@ -587,22 +515,12 @@ static void test_raw_headers_on_the_wire(void **state) {
   static const step steps[] = {
       {INIT("2025-11-25"), 1}, {INITIALIZED, 0}, {LIST, 2}};
   rec_srv s;
-  struct sockaddr_in a;
-  socklen_t al = sizeof(a);
   const char *r;
-  int i, one = 1;
+  int i;
   rt x;
   (void)state;
   memset(&s, 0, sizeof(s));
-  s.lfd = socket(AF_INET, SOCK_STREAM, 0);
-  setsockopt(s.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  assert_int_equal(bind(s.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-  assert_int_equal(listen(s.lfd, 8), 0);
-  assert_int_equal(getsockname(s.lfd, (struct sockaddr *)&a, &al), 0);
-  s.port = ntohs(a.sin_port);
+  s.lfd = ht_loopback_socket(&s.port, 8);
   pthread_create(&s.th, NULL, rec_main, &s);
 
   rt_init(&x, s.port, "/mcp", ACP_HTTP_STREAMABLE);
@@ -641,15 +559,16 @@ static void test_raw_headers_on_the_wire(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_raw_streamable_sequence, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_raw_pipelined_auto, setup, teardown),
+                                      ht_teardown),
+      cmocka_unit_test_setup_teardown(test_raw_pipelined_auto, setup,
+                                      ht_teardown),
       cmocka_unit_test_setup_teardown(test_raw_auto_falls_back_to_legacy, setup,
-                                      teardown),
+                                      ht_teardown),
       cmocka_unit_test_setup_teardown(test_raw_legacy_with_header, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_raw_batch, setup, teardown),
+                                      ht_teardown),
+      cmocka_unit_test_setup_teardown(test_raw_batch, setup, ht_teardown),
       cmocka_unit_test_setup_teardown(test_raw_header_reaches_server, setup,
-                                      teardown),
+                                      ht_teardown),
       cmocka_unit_test(test_raw_argument_errors),
       cmocka_unit_test(test_raw_connection_refused),
       cmocka_unit_test(test_raw_headers_on_the_wire),

@@ -16,17 +16,14 @@
 
 #include "acp/http.h"
 #include "failmem.h"
+#include "http_test.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #define MAX_SESS 16
@@ -34,19 +31,10 @@
 /* MARK: - Relay server thread */
 
 typedef struct relay_srv {
-  pthread_t th;
-  uv_loop_t loop;
-  uv_async_t stop;
+  ht_server s;      /* mu also guards the counters below */
   uv_timer_t pump;  /* async mode: deliver conn output later */
   uv_timer_t later; /* "slow": progress and answer later */
   uv_timer_t ender; /* "test/end_later": end the session later */
-  acp_mcp_server *reg;
-  acp_http_server *srv;
-  uint16_t port;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int ready;
-  int start_rv;
   /* configuration (set before the thread starts) */
   const char *want_auth; /* NULL: Authorization must be absent */
   int listen_fd;
@@ -66,10 +54,10 @@ typedef struct relay_srv {
 } relay_srv;
 
 static void lock(relay_srv *t) {
-  pthread_mutex_lock(&t->mu);
+  pthread_mutex_lock(&t->s.mu);
 }
 static void unlock(relay_srv *t) {
-  pthread_mutex_unlock(&t->mu);
+  pthread_mutex_unlock(&t->s.mu);
 }
 static int get_counter(relay_srv *t, const int *p) {
   int v;
@@ -152,7 +140,7 @@ static int r_open(acp_http_relay_session *s, const char *auth, void *ud) {
   bool ok =
       t->want_auth ? (auth && strcmp(auth, t->want_auth) == 0) : auth == NULL;
   if (!ok || t->nsess == MAX_SESS ||
-      acp_mcp_conn_new(&conn, t->reg, NULL) != 0) {
+      acp_mcp_conn_new(&conn, t->s.reg, NULL) != 0) {
     lock(t);
     t->refused++;
     unlock(t);
@@ -228,7 +216,7 @@ static void r_message(acp_http_relay_session *s, const char *msg, size_t len,
   buf = malloc(len + 1);
   memcpy(buf, msg, len);
   buf[len] = '\n';
-  acp_mcp_conn_recv(conn, buf, len + 1, uv_now(&t->loop));
+  acp_mcp_conn_recv(conn, buf, len + 1, uv_now(&t->s.loop));
   free(buf);
   if (t->held && t->held_sess == NULL)
     t->held_sess = s;
@@ -257,15 +245,6 @@ static void r_closed(acp_http_relay_session *s, void *ud) {
 
 static const acp_http_relay_callbacks relay_cbs = {r_open, r_message, r_closed};
 
-static int tool_echo(acp_mcp_call *call, const acp_json_val *args, void *ud) {
-  const char *s = "";
-  size_t n = 0;
-  (void)ud;
-  acp_json_doc_str(acp_mcp_call_doc(call), acp_json_obj_getz(args, "message"),
-                   &s, &n);
-  return acp_mcp_call_respond_text(call, s, n, false);
-}
-
 /* Progress now; the answer stays open ("hold") or comes from a timer. */
 static int tool_hold(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   relay_srv *t = ud;
@@ -282,61 +261,37 @@ static int tool_slow(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   return rv;
 }
 
-static void on_stop(uv_async_t *a) {
-  relay_srv *t = a->data;
-  acp_http_server_close(t->srv, NULL, NULL);
+static void relay_on_stop(ht_server *s) {
+  relay_srv *t = s->user_data;
   lock(t);
   t->count_after_close = (size_t)t->nsess;
   unlock(t);
-  uv_close((uv_handle_t *)a, NULL);
   uv_close((uv_handle_t *)&t->pump, NULL);
   uv_close((uv_handle_t *)&t->later, NULL);
   uv_close((uv_handle_t *)&t->ender, NULL);
 }
 
-static void *srv_main(void *arg) {
-  relay_srv *t = arg;
+static int relay_srv_start(ht_server *s) {
+  relay_srv *t = s->user_data;
   acp_http_server_options *o = NULL;
-  acp_mcp_tool_def d;
   int rv;
-  uv_loop_init(&t->loop);
-  acp_mcp_server_new(&t->reg, "relayed", "1", NULL, NULL);
-  memset(&d, 0, sizeof(d));
-  d.version = ACP_MCP_DEF_VERSION;
-  d.name = "echo";
-  d.handler = tool_echo;
-  acp_mcp_server_add_tool(t->reg, &d);
-  d.user_data = t;
-  d.name = "hold";
-  d.handler = tool_hold;
-  acp_mcp_server_add_tool(t->reg, &d);
-  d.name = "slow";
-  d.handler = tool_slow;
-  acp_mcp_server_add_tool(t->reg, &d);
+  acp_mcp_server_new(&s->reg, "relayed", "1", NULL, NULL);
+  ht_add_tool(s->reg, "echo", NULL, ht_tool_echo, NULL);
+  ht_add_tool(s->reg, "hold", NULL, tool_hold, t);
+  ht_add_tool(s->reg, "slow", NULL, tool_slow, t);
   acp_http_server_options_new(&o, NULL);
   acp_http_server_options_set_max_body(o, 4000);
   acp_http_server_options_set_listen_fd(o, t->listen_fd);
   acp_http_server_options_set_legacy(o, t->legacy_on);
-  rv = acp_http_server_new_relay(&t->srv, &t->loop, &relay_cbs, t, o, t->mem);
+  rv = acp_http_server_new_relay(&s->srv, &s->loop, &relay_cbs, t, o, t->mem);
   acp_http_server_options_free(o);
-  uv_timer_init(&t->loop, &t->pump);
+  uv_timer_init(&s->loop, &t->pump);
   t->pump.data = t;
-  uv_timer_init(&t->loop, &t->later);
+  uv_timer_init(&s->loop, &t->later);
   t->later.data = t;
-  uv_timer_init(&t->loop, &t->ender);
+  uv_timer_init(&s->loop, &t->ender);
   t->ender.data = t;
-  uv_async_init(&t->loop, &t->stop, on_stop);
-  t->stop.data = t;
-  lock(t);
-  t->start_rv = rv;
-  t->port = acp_http_server_port(t->srv);
-  t->ready = 1;
-  pthread_cond_signal(&t->cv);
-  unlock(t);
-  uv_run(&t->loop, UV_RUN_DEFAULT);
-  t->start_rv = uv_loop_close(&t->loop) == 0 ? t->start_rv : -1;
-  acp_mcp_server_free(t->reg);
-  return NULL;
+  return rv;
 }
 
 static relay_srv *relay_start(const char *want_auth, int listen_fd, int async,
@@ -347,112 +302,19 @@ static relay_srv *relay_start(const char *want_auth, int listen_fd, int async,
   t->async = async;
   t->mem = mem;
   t->legacy_on = 1;
-  pthread_mutex_init(&t->mu, NULL);
-  pthread_cond_init(&t->cv, NULL);
-  pthread_create(&t->th, NULL, srv_main, t);
-  lock(t);
-  while (!t->ready)
-    pthread_cond_wait(&t->cv, &t->mu);
-  unlock(t);
+  ht_server_start(&t->s, relay_srv_start, relay_on_stop, t);
   return t;
 }
 
-/* Close the server, join, check the loop closed cleanly; `t` is kept for
- * reading counters; free with free(). */
+/* Close the server, join, check the loop closed cleanly (else start_rv
+ * becomes -1); `t` is kept for reading counters; free with free(). */
 static void relay_stop(relay_srv *t) {
-  uv_async_send(&t->stop);
-  pthread_join(t->th, NULL);
-  pthread_mutex_destroy(&t->mu);
-  pthread_cond_destroy(&t->cv);
+  ht_server_stop(&t->s);
+  t->s.start_rv = t->s.close_rv == 0 ? t->s.start_rv : -1;
 }
 
 /* MARK: - Raw HTTP */
 
-static int connect_to(uint16_t port) {
-  struct sockaddr_in a;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct timeval tv = {10, 0};
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
-}
-
-static int g_eof; /* the last read_until() stopped at end of file */
-
-/* Read from fd into buf (NUL-terminated) until EOF or `until` appears. */
-static size_t read_until(int fd, char *buf, size_t cap, size_t len,
-                         const char *until) {
-  ssize_t n = 0;
-  g_eof = 0;
-  while (len + 1 < cap && (n = read(fd, buf + len, cap - len - 1)) > 0) {
-    len += (size_t)n;
-    buf[len] = 0;
-    if (until && strstr(buf, until))
-      break;
-  }
-  g_eof = n == 0;
-  buf[len] = 0;
-  return len;
-}
-
-static char *http_raw(uint16_t port, const char *req, const char *until) {
-  size_t cap = 65536;
-  char *buf = malloc(cap);
-  int fd = connect_to(port);
-  assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-  read_until(fd, buf, cap, 0, until);
-  close(fd);
-  return buf;
-}
-
-static void fmt_post(char *req, size_t cap, uint16_t port, const char *headers,
-                     const char *body) {
-  snprintf(req, cap,
-           "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\n"
-           "Content-Type: application/json\r\n"
-           "Accept: application/json, text/event-stream\r\n%s"
-           "Content-Length: %zu\r\n\r\n%s",
-           port, headers, strlen(body), body);
-}
-
-static char *post(uint16_t port, const char *headers, const char *body,
-                  const char *until) {
-  char req[8192];
-  fmt_post(req, sizeof(req), port, headers, body);
-  return http_raw(port, req, until);
-}
-
-static char *post_s(uint16_t port, const char *sid, const char *extra,
-                    const char *body, const char *until) {
-  char h[512];
-  snprintf(h, sizeof(h), "MCP-Session-Id: %s\r\n%s", sid, extra);
-  return post(port, h, body, until);
-}
-
-static char *other(uint16_t port, const char *method, const char *sid,
-                   const char *extra) {
-  char req[1024];
-  snprintf(req, sizeof(req),
-           "%s /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-           "Accept: text/event-stream\r\nMCP-Session-Id: %s\r\n%s\r\n",
-           method, sid, extra);
-  return http_raw(port, req, NULL);
-}
-
-static int status_of(const char *resp) {
-  int s = 0;
-  sscanf(resp, "HTTP/1.1 %d", &s);
-  return s;
-}
-
-static const char init_body[] =
-    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
-    "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
-    "\"name\":\"t\",\"version\":\"1\"}}}";
 static const char init_0326[] =
     "{\"jsonrpc\":\"2.0\",\"id\":\"i\",\"method\":\"initialize\",\"params\":{"
     "\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{"
@@ -461,37 +323,30 @@ static const char ping_body[] = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":"
                                 "\"ping\"}";
 
 /* Initialize with extra headers and `body`; return the session id (static
- * buffer). The answer is an SSE stream: priming event, then the result. */
+ * buffer). The client accepts both: the sole answer comes as JSON. */
 static const char *new_session_with(uint16_t port, const char *headers,
                                     const char *body, const char *version) {
-  static char sid[64];
-  char *r = post(port, headers, body, NULL);
-  const char *h = strstr(r, "MCP-Session-Id: ");
+  char *r = ht_post(port, headers, body, NULL);
+  const char *sid;
   char want[64];
-  assert_int_equal(status_of(r), 200);
-  assert_non_null(strstr(r, "Content-Type: text/event-stream"));
-  assert_non_null(strstr(r, "retry: 1000\ndata: \n\n"));
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "Content-Type: application/json"));
+  assert_null(strstr(r, "retry: "));
   snprintf(want, sizeof(want), "\"protocolVersion\":\"%s\"", version);
   assert_non_null(strstr(r, want));
-  /* The priming event comes before the answer. */
-  assert_true(strstr(r, "retry: ") < strstr(r, want));
-  assert_non_null(h);
-  assert_int_equal(sscanf(h + 16, "%63[0-9a-f]", sid), 1);
-  assert_int_equal(strlen(sid), 32);
+  sid = ht_session_id(r);
   free(r);
   return sid;
 }
 
 static const char *new_session(uint16_t port, const char *headers) {
-  return new_session_with(port, headers, init_body, "2025-11-25");
+  return new_session_with(port, headers, ht_init_body, "2025-11-25");
 }
 
 /* MARK: - Our MCP client over HTTP */
 
 typedef struct cl {
-  uv_loop_t loop;
-  acp_mcp_client *c;
-  acp_http_client *hc;
+  ht_client h;
   int step;
   int status;
   int progress;
@@ -516,23 +371,23 @@ static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
 
 static int next_step(cl *x) {
   acp_mcp_request_opts ro = ACP_MCP_REQUEST_OPTS_INIT;
-  uint64_t now = uv_now(&x->loop);
+  uint64_t now = uv_now(&x->h.loop);
   switch (x->step++) {
   case 0:
-    return acp_mcp_client_list(x->c, ACP_MCP_LIST_TOOLS, NULL, NULL, now,
+    return acp_mcp_client_list(x->h.c, ACP_MCP_LIST_TOOLS, NULL, NULL, now,
                                on_result, x, NULL);
   case 1:
-    return acp_mcp_client_call_tool(x->c, "echo",
+    return acp_mcp_client_call_tool(x->h.c, "echo",
                                     "{\"message\":\"through the relay\"}", 31,
                                     NULL, now, on_result, x, NULL);
   case 2:
     ro.on_progress = on_progress;
     ro.progress_user_data = x;
-    return acp_mcp_client_call_tool(x->c, "slow", NULL, 0, &ro, now, on_result,
-                                    x, NULL);
+    return acp_mcp_client_call_tool(x->h.c, "slow", NULL, 0, &ro, now,
+                                    on_result, x, NULL);
   default:
     x->done = 1;
-    acp_http_client_close(x->hc, 2000, NULL, NULL);
+    acp_http_client_close(x->h.hc, 2000, NULL, NULL);
     return 0;
   }
 }
@@ -543,7 +398,7 @@ static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
   (void)c;
   if (status != 0) {
     x->status = status;
-    acp_http_client_close(x->hc, 0, NULL, NULL);
+    acp_http_client_close(x->h.hc, 0, NULL, NULL);
     return 0;
   }
   if (msg && msg->result) {
@@ -557,35 +412,26 @@ static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
 
 static void client_session(relay_srv *t, const char *auth) {
   cl x;
-  char url[128];
   memset(&x, 0, sizeof(x));
-  snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp", t->port);
-  assert_int_equal(uv_loop_init(&x.loop), 0);
-  assert_int_equal(acp_mcp_client_new(&x.c, NULL, "t", "1", NULL, NULL), 0);
-  assert_int_equal(acp_http_client_new(&x.hc, &x.loop, x.c, url,
-                                       ACP_HTTP_STREAMABLE, NULL, NULL, NULL),
-                   0);
+  ht_client_open(&x.h, t->s.port, "/mcp", ACP_HTTP_STREAMABLE);
   if (auth)
-    assert_int_equal(acp_http_client_add_header(x.hc, "Authorization", auth),
+    assert_int_equal(acp_http_client_add_header(x.h.hc, "Authorization", auth),
                      0);
-  assert_int_equal(
-      acp_mcp_client_initialize(x.c, uv_now(&x.loop), on_result, &x), 0);
-  uv_run(&x.loop, UV_RUN_DEFAULT);
+  ht_client_run(&x.h, on_result, &x);
   assert_int_equal(x.status, 0);
   assert_int_equal(x.done, 1);
-  assert_int_equal(acp_mcp_client_version(x.c), ACP_MCP_VERSION_LATEST);
+  assert_int_equal(acp_mcp_client_version(x.h.c), ACP_MCP_VERSION_LATEST);
   assert_non_null(strstr(x.text, "\"name\":\"echo\""));
   assert_non_null(strstr(x.text, "through the relay"));
   assert_non_null(strstr(x.text, "slow done"));
   assert_int_equal(x.progress, 2); /* "half" at once, "late" later */
-  assert_int_equal(uv_loop_close(&x.loop), 0);
-  acp_mcp_client_free(x.c);
+  ht_client_close(&x.h);
 }
 
 /* MARK: - Tests */
 
 static void check_clean(relay_srv *t) {
-  assert_int_equal(t->start_rv, 0); /* also: the loop closed cleanly */
+  assert_int_equal(t->s.start_rv, 0); /* also: the loop closed cleanly */
   assert_int_equal(t->bad_msgs, 0);
   assert_int_equal(t->deliver_errs, 0);
 }
@@ -595,7 +441,7 @@ static void check_clean(relay_srv *t) {
 static void test_relay_client_roundtrip(void **state) {
   relay_srv *t = relay_start(NULL, -1, 0, NULL);
   (void)state;
-  assert_int_equal(t->start_rv, 0);
+  assert_int_equal(t->s.start_rv, 0);
   client_session(t, NULL);
   assert_int_equal(get_counter(t, &t->opens), 1);
   assert_int_equal(get_counter(t, &t->closed), 1);
@@ -613,7 +459,7 @@ static void test_relay_client_roundtrip(void **state) {
 static void test_relay_client_async(void **state) {
   relay_srv *t = relay_start(NULL, -1, 1, NULL);
   (void)state;
-  assert_int_equal(t->start_rv, 0);
+  assert_int_equal(t->s.start_rv, 0);
   client_session(t, NULL);
   client_session(t, NULL);
   assert_int_equal(get_counter(t, &t->opens), 2);
@@ -642,49 +488,54 @@ static void test_relay_authorization(void **state) {
   char id[64], *r;
   (void)state;
   /* initialize without, or with a wrong, Authorization: 401. */
-  r = post(t->port, "", init_body, NULL);
-  assert_int_equal(status_of(r), 401);
+  r = ht_post(t->s.port, "", ht_init_body, NULL);
+  assert_int_equal(ht_status(r), 401);
   assert_non_null(strstr(r, "WWW-Authenticate: Bearer"));
   assert_non_null(strstr(r, "\"error\""));
   assert_null(strstr(r, "MCP-Session-Id"));
   free(r);
-  r = post(t->port, "Authorization: Bearer bad\r\n", init_body, NULL);
-  assert_int_equal(status_of(r), 401);
+  r = ht_post(t->s.port, "Authorization: Bearer bad\r\n", ht_init_body, NULL);
+  assert_int_equal(ht_status(r), 401);
   free(r);
   assert_int_equal(get_counter(t, &t->refused), 2);
   assert_int_equal(get_counter(t, &t->opens), 0);
   /* The right one opens a session. */
-  sid = new_session(t->port, "Authorization: Bearer good\r\n");
+  sid = new_session(t->s.port, "Authorization: Bearer good\r\n");
   snprintf(id, sizeof(id), "%s", sid);
   /* Later requests need the same value. */
-  r = post_s(t->port, id, "", ping_body, NULL);
-  assert_int_equal(status_of(r), 401);
+  r = ht_post_s(t->s.port, id, "", ping_body, NULL);
+  assert_int_equal(ht_status(r), 401);
   assert_non_null(strstr(r, "WWW-Authenticate: Bearer"));
   free(r);
-  r = post_s(t->port, id, "Authorization: Bearer goo\r\n", ping_body, NULL);
-  assert_int_equal(status_of(r), 401);
+  r = ht_post_s(t->s.port, id, "Authorization: Bearer goo\r\n", ping_body,
+                NULL);
+  assert_int_equal(ht_status(r), 401);
   free(r);
-  r = post_s(t->port, id, "Authorization: Bearer goodx\r\n", ping_body, NULL);
-  assert_int_equal(status_of(r), 401);
+  r = ht_post_s(t->s.port, id, "Authorization: Bearer goodx\r\n", ping_body,
+                NULL);
+  assert_int_equal(ht_status(r), 401);
   free(r);
-  r = post_s(t->port, id, "Authorization: Bearer good\r\n", ping_body, NULL);
-  assert_int_equal(status_of(r), 200);
-  assert_non_null(strstr(r, "text/event-stream"));
+  r = ht_post_s(t->s.port, id, "Authorization: Bearer good\r\n", ping_body,
+                NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "application/json"));
   assert_non_null(strstr(r, "\"id\":7"));
   free(r);
-  r = other(t->port, "GET", id, "Authorization: Bearer bad\r\n");
-  assert_int_equal(status_of(r), 401);
+  r = ht_request(t->s.port, "GET", id, "Authorization: Bearer bad\r\n", NULL);
+  assert_int_equal(ht_status(r), 401);
   free(r);
-  r = other(t->port, "DELETE", id, "");
-  assert_int_equal(status_of(r), 401);
+  r = ht_request(t->s.port, "DELETE", id, "", NULL);
+  assert_int_equal(ht_status(r), 401);
   free(r);
   assert_int_equal(get_counter(t, &t->closed), 0);
-  r = other(t->port, "DELETE", id, "Authorization: Bearer good\r\n");
-  assert_int_equal(status_of(r), 200);
+  r = ht_request(t->s.port, "DELETE", id, "Authorization: Bearer good\r\n",
+                 NULL);
+  assert_int_equal(ht_status(r), 200);
   free(r);
   assert_int_equal(get_counter(t, &t->closed), 1);
-  r = post_s(t->port, id, "Authorization: Bearer good\r\n", ping_body, NULL);
-  assert_int_equal(status_of(r), 404);
+  r = ht_post_s(t->s.port, id, "Authorization: Bearer good\r\n", ping_body,
+                NULL);
+  assert_int_equal(ht_status(r), 404);
   free(r);
   relay_stop(t);
   assert_int_equal(t->closed, 1);
@@ -697,91 +548,144 @@ static void test_relay_bad_requests(void **state) {
   const char *sid;
   char id[64], *r;
   (void)state;
-  sid = new_session(t->port, "");
+  sid = new_session(t->s.port, "");
   snprintf(id, sizeof(id), "%s", sid);
   /* unknown session, missing session */
-  r = post_s(t->port, "00000000000000000000000000000000", "", ping_body, NULL);
-  assert_int_equal(status_of(r), 404);
+  r = ht_post_s(t->s.port, "00000000000000000000000000000000", "", ping_body,
+                NULL);
+  assert_int_equal(ht_status(r), 404);
   free(r);
-  r = other(t->port, "GET", "00000000000000000000000000000000", "");
-  assert_int_equal(status_of(r), 404);
+  r = ht_request(t->s.port, "GET", "00000000000000000000000000000000", "",
+                 NULL);
+  assert_int_equal(ht_status(r), 404);
   free(r);
-  r = other(t->port, "DELETE", "00000000000000000000000000000000", "");
-  assert_int_equal(status_of(r), 404);
+  r = ht_request(t->s.port, "DELETE", "00000000000000000000000000000000", "",
+                 NULL);
+  assert_int_equal(ht_status(r), 404);
   free(r);
-  r = post(t->port, "", ping_body, NULL);
-  assert_int_equal(status_of(r), 400);
+  r = ht_post(t->s.port, "", ping_body, NULL);
+  assert_int_equal(ht_status(r), 400);
   free(r);
   /* An Authorization the session was not opened with. */
-  r = post_s(t->port, id, "Authorization: Bearer x\r\n", ping_body, NULL);
-  assert_int_equal(status_of(r), 401);
+  r = ht_post_s(t->s.port, id, "Authorization: Bearer x\r\n", ping_body, NULL);
+  assert_int_equal(ht_status(r), 401);
   free(r);
   /* malformed, invalid, wrong version */
-  r = post_s(t->port, id, "", "{\"jsonrpc\":", NULL);
-  assert_int_equal(status_of(r), 400);
+  r = ht_post_s(t->s.port, id, "", "{\"jsonrpc\":", NULL);
+  assert_int_equal(ht_status(r), 400);
   assert_non_null(strstr(r, "-32700"));
   free(r);
-  r = post_s(t->port, id, "", "[1]", NULL);
-  assert_int_equal(status_of(r), 400);
+  r = ht_post_s(t->s.port, id, "", "[1]", NULL);
+  assert_int_equal(ht_status(r), 400);
   free(r);
-  r = post_s(t->port, id, "MCP-Protocol-Version: 1999-01-01\r\n", ping_body,
-             NULL);
-  assert_int_equal(status_of(r), 400);
+  r = ht_post_s(t->s.port, id, "MCP-Protocol-Version: 1999-01-01\r\n",
+                ping_body, NULL);
+  assert_int_equal(ht_status(r), 400);
   free(r);
   /* Batches need 2025-03-26. */
-  r = post_s(t->port, id, "",
-             "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", NULL);
-  assert_int_equal(status_of(r), 400);
+  r = ht_post_s(t->s.port, id, "",
+                "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", NULL);
+  assert_int_equal(ht_status(r), 400);
   assert_non_null(strstr(r, "-32600"));
   free(r);
   /* An initialize notification opens nothing. */
-  r = post(t->port, "",
-           "{\"jsonrpc\":\"2.0\",\"method\":\"initialize\",\"params\":{}}",
-           NULL);
-  assert_int_equal(status_of(r), 400);
+  r = ht_post(t->s.port, "",
+              "{\"jsonrpc\":\"2.0\",\"method\":\"initialize\",\"params\":{}}",
+              NULL);
+  assert_int_equal(ht_status(r), 400);
   free(r);
   /* No legacy endpoints on a relay server, even with legacy on. */
-  r = http_raw(t->port,
-               "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-               "Accept: text/event-stream\r\n\r\n",
-               NULL);
-  assert_int_equal(status_of(r), 404);
+  r = ht_raw(t->s.port,
+             "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+             "Accept: text/event-stream\r\n\r\n",
+             NULL);
+  assert_int_equal(ht_status(r), 404);
   free(r);
   /* Origin and Host checks as usual. */
-  r = post_s(t->port, id, "Origin: http://evil.example\r\n", ping_body, NULL);
-  assert_int_equal(status_of(r), 403);
+  r = ht_post_s(t->s.port, id, "Origin: http://evil.example\r\n", ping_body,
+                NULL);
+  assert_int_equal(ht_status(r), 403);
   free(r);
   /* Notifications only: 202 once delivered. */
-  r = post_s(t->port, id, "",
-             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
-             NULL);
-  assert_int_equal(status_of(r), 202);
+  r = ht_post_s(
+      t->s.port, id, "",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", NULL);
+  assert_int_equal(ht_status(r), 202);
   free(r);
   /* Still usable; deliver argument checks ride on a notification. */
-  r = post_s(t->port, id, "",
-             "{\"jsonrpc\":\"2.0\",\"method\":\"test/checks\"}", NULL);
-  assert_int_equal(status_of(r), 202);
+  r = ht_post_s(t->s.port, id, "",
+                "{\"jsonrpc\":\"2.0\",\"method\":\"test/checks\"}", NULL);
+  assert_int_equal(ht_status(r), 202);
   free(r);
   assert_int_equal(get_counter(t, &t->checks_done), 1);
   assert_int_equal(get_counter(t, &t->checks_failed), 0);
   /* The pretty message waits on the GET stream, on one line. */
-  {
-    char req[512];
-    snprintf(req, sizeof(req),
-             "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-             "Accept: text/event-stream\r\nMCP-Session-Id: %s\r\n\r\n",
-             id);
-    r = http_raw(t->port, req, "test/pretty\" }\n\n");
-    assert_int_equal(status_of(r), 200);
-    assert_non_null(strstr(
-        r,
-        "data: {  \"jsonrpc\": \"2.0\",   \"method\": \"test/pretty\" }\n\n"));
-    free(r);
-  }
+  r = ht_request(t->s.port, "GET", id, "", "test/pretty\" }\n\n");
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(
+      r, "data: {  \"jsonrpc\": \"2.0\",   \"method\": \"test/pretty\" }\n\n"));
+  free(r);
   relay_stop(t);
   assert_int_equal(t->closed, 1); /* server close ended the live session */
   check_clean(t);
   free(t);
+}
+
+/* How a relay answers a POST with a request: JSON when the sole response
+ * comes first (upstream answering at once or later), SSE when the client
+ * accepts only that, or when a progress notification comes first. */
+static void answer_forms(int async) {
+  relay_srv *t = relay_start(NULL, -1, async, NULL);
+  const char *sid;
+  char id[64], hdrs[160], req[8192], *r;
+  sid = new_session(t->s.port, "");
+  snprintf(id, sizeof(id), "%s", sid);
+  /* Both accepted: one JSON body. */
+  r = ht_post_s(t->s.port, id, "", ping_body, NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "Content-Type: application/json"));
+  assert_non_null(strstr(r, "\"id\":7,\"result\":{}"));
+  free(r);
+  /* SSE only: a stream, priming event first. */
+  snprintf(req, sizeof(req),
+           "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: "
+           "close\r\nContent-Type: application/json\r\nAccept: "
+           "text/event-stream\r\nMCP-Session-Id: %s\r\nContent-Length: "
+           "%zu\r\n\r\n%s",
+           t->s.port, id, strlen(ping_body), ping_body);
+  r = ht_raw(t->s.port, req, NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "Content-Type: text/event-stream"));
+  assert_non_null(strstr(r, "retry: 1000\ndata: \n\n"));
+  assert_true(strstr(r, "retry: ") < strstr(r, "\"id\":7"));
+  free(r);
+  /* Progress before the answer: it turns into a stream carrying both, in
+   * order. */
+  snprintf(hdrs, sizeof(hdrs), "MCP-Session-Id: %s\r\n", id);
+  r = ht_post(t->s.port, hdrs,
+              "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"slow\",\"_meta\":{\"progressToken\":"
+              "\"p8\"}}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "Content-Type: text/event-stream"));
+  assert_non_null(strstr(r, "\"half\""));
+  assert_non_null(strstr(r, "slow done"));
+  assert_true(strstr(r, "\"half\"") < strstr(r, "slow done"));
+  free(r);
+  relay_stop(t);
+  check_clean(t);
+  free(t);
+}
+
+static void test_relay_answer_forms(void **state) {
+  (void)state;
+  answer_forms(0);
+}
+
+static void test_relay_answer_forms_async(void **state) {
+  (void)state;
+  answer_forms(1);
 }
 
 static void test_relay_batches_2025_03_26(void **state) {
@@ -789,14 +693,18 @@ static void test_relay_batches_2025_03_26(void **state) {
   const char *sid;
   char *r;
   (void)state;
-  sid = new_session_with(t->port, "", init_0326, "2025-03-26");
-  r = post_s(t->port, sid, "",
-             "[{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"},"
-             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
-             "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\"}]",
-             NULL);
-  assert_int_equal(status_of(r), 200);
-  assert_non_null(strstr(r, "text/event-stream"));
+  sid = new_session_with(t->s.port, "", init_0326, "2025-03-26");
+  r = ht_post_s(
+      t->s.port, sid, "",
+      "[{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"},"
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},"
+      "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\"}]",
+      NULL);
+  /* Upstream (this one answers from inside `message`) answered both at
+   * once: one JSON array. */
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "Content-Type: application/json"));
+  assert_non_null(strstr(r, "\r\n\r\n[{"));
   assert_non_null(strstr(r, "\"id\":11"));
   assert_non_null(strstr(r, "\"id\":12"));
   free(r);
@@ -813,34 +721,35 @@ static void upstream_end(relay_srv *t, const char *method) {
   const char *sid;
   char id[64], hdrs[128], req[8192], body[256], *buf, *r;
   size_t cap = 65536, len;
-  int fd;
-  sid = new_session(t->port, "");
+  int fd, eof;
+  sid = new_session(t->s.port, "");
   snprintf(id, sizeof(id), "%s", sid);
   snprintf(hdrs, sizeof(hdrs), "MCP-Session-Id: %s\r\n", id);
-  fmt_post(req, sizeof(req), t->port, hdrs,
-           "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":"
-           "{\"name\":\"hold\",\"_meta\":{\"progressToken\":\"tk\"}}}");
-  fd = connect_to(t->port);
+  ht_fmt_post(
+      req, sizeof(req), t->s.port, hdrs,
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":"
+      "{\"name\":\"hold\",\"_meta\":{\"progressToken\":\"tk\"}}}");
+  fd = ht_connect(t->s.port);
   assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
   buf = malloc(cap);
-  len = read_until(fd, buf, cap, 0, "\"half\"");
+  len = ht_read_until(fd, buf, cap, 0, "\"half\"", &eof);
   assert_non_null(strstr(buf, "\"half\""));
   snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"method\":\"%s\"}",
            method);
-  r = post_s(t->port, id, "", body, NULL);
-  assert_int_equal(status_of(r), 202);
+  r = ht_post_s(t->s.port, id, "", body, NULL);
+  assert_int_equal(ht_status(r), 202);
   free(r);
   /* The held stream ends (chunked terminator, then the server closes). */
-  len = read_until(fd, buf, cap, len, NULL);
-  assert_int_equal(g_eof, 1);
+  len = ht_read_until(fd, buf, cap, len, NULL, &eof);
+  assert_int_equal(eof, 1);
   assert_null(strstr(buf, "\"result\""));
   close(fd);
   free(buf);
-  r = post_s(t->port, id, "", ping_body, NULL);
-  assert_int_equal(status_of(r), 404);
+  r = ht_post_s(t->s.port, id, "", ping_body, NULL);
+  assert_int_equal(ht_status(r), 404);
   free(r);
-  r = other(t->port, "GET", id, "");
-  assert_int_equal(status_of(r), 404);
+  r = ht_request(t->s.port, "GET", id, "", NULL);
+  assert_int_equal(ht_status(r), 404);
   free(r);
 }
 
@@ -858,33 +767,18 @@ static void test_relay_upstream_end(void **state) {
   free(t);
 }
 
-static int listening_socket(uint16_t *port) {
-  struct sockaddr_in a;
-  socklen_t al = sizeof(a);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  assert_true(fd >= 0);
-  memset(&a, 0, sizeof(a));
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-  assert_int_equal(listen(fd, 16), 0);
-  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-  *port = ntohs(a.sin_port);
-  return fd;
-}
-
 static void test_relay_listen_fd(void **state) {
   uint16_t port = 0;
-  int fd = listening_socket(&port);
+  int fd = ht_loopback_socket(&port, 16);
   relay_srv *t;
   char *r;
   (void)state;
   t = relay_start(NULL, fd, 0, NULL);
-  assert_int_equal(t->start_rv, 0);
-  assert_int_equal(t->port, port);
+  assert_int_equal(t->s.start_rv, 0);
+  assert_int_equal(t->s.port, port);
   (void)new_session(port, "");
-  r = post(port, "", ping_body, NULL); /* no session id */
-  assert_int_equal(status_of(r), 400);
+  r = ht_post(port, "", ping_body, NULL); /* no session id */
+  assert_int_equal(ht_status(r), 400);
   free(r);
   relay_stop(t);
   assert_int_equal(t->closed, 1);
@@ -958,19 +852,19 @@ static void test_relay_failmem(void **state) {
   for (i = -1; total < 0 || i < total; i++) {
     acp_mem m = failmem_start(&f, i);
     relay_srv *t = relay_start(NULL, -1, 0, &m);
-    if (t->start_rv == 0) {
-      char *r = post(t->port, "", init_body, NULL);
-      int st = status_of(r);
+    if (t->s.start_rv == 0) {
+      char *r = ht_post(t->s.port, "", ht_init_body, NULL);
+      int st = ht_status(r);
       /* Failures answer 500, 413 (the body buffer could not grow), 400
        * (the JSON document could not grow), or drop the connection. */
       assert_true(st == 200 || st == 500 || st == 413 || st == 400 || st == 0);
       free(r);
     } else
-      assert_int_equal(t->start_rv, ACP_ERR_NOMEM);
+      assert_int_equal(t->s.start_rv, ACP_ERR_NOMEM);
     relay_stop(t);
     assert_int_equal(f.live, 0);
     if (i == -1) {
-      assert_int_equal(t->start_rv, 0);
+      assert_int_equal(t->s.start_rv, 0);
       total = f.count;
       assert_true(total > 5);
     }
@@ -985,6 +879,8 @@ int main(void) {
       cmocka_unit_test(test_relay_client_bearer),
       cmocka_unit_test(test_relay_authorization),
       cmocka_unit_test(test_relay_bad_requests),
+      cmocka_unit_test(test_relay_answer_forms),
+      cmocka_unit_test(test_relay_answer_forms_async),
       cmocka_unit_test(test_relay_batches_2025_03_26),
       cmocka_unit_test(test_relay_upstream_end),
       cmocka_unit_test(test_relay_listen_fd),
