@@ -537,9 +537,6 @@ int acp_agent_respond_initialize(acp_agent *agent, acp_agent_request *req,
                                  const char *info, size_t info_len,
                                  const char *auth, size_t auth_len) {
   acp_json_writer *w;
-  const char *out;
-  size_t len;
-  int rv;
 
   if (agent == NULL || req == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
@@ -559,18 +556,13 @@ int acp_agent_respond_initialize(acp_agent *agent, acp_agent_request *req,
     acp_json_write_obj_end(w);
   }
   acp__w_raw(w, "authMethods", auth, auth_len, "[]");
-  rv = acp__role_obj_end(&agent->role, &out, &len);
-  if (rv != 0)
-    return rv;
-  return acp__role_respond(&agent->role, req, out, len);
+  return acp__role_respond_obj(&agent->role, req);
 }
 
 int acp_agent_respond_session_new(acp_agent *agent, acp_agent_request *req,
                                   const char *session_id, const char *extra,
                                   size_t extra_len) {
   acp_json_writer *w;
-  const char *out;
-  size_t len;
   int rv;
 
   if (agent == NULL || req == NULL || session_id == NULL)
@@ -582,19 +574,13 @@ int acp_agent_respond_session_new(acp_agent *agent, acp_agent_request *req,
   rv = acp__w_members(&agent->role, w, extra, extra_len);
   if (rv != 0)
     return rv;
-  rv = acp__role_obj_end(&agent->role, &out, &len);
-  if (rv != 0)
-    return rv;
-  return acp__role_respond(&agent->role, req, out, len);
+  return acp__role_respond_obj(&agent->role, req);
 }
 
 int acp_agent_respond_prompt(acp_agent *agent, acp_agent_request *req,
                              const char *stop_reason, const char *usage,
                              size_t usage_len) {
   acp_json_writer *w;
-  const char *out;
-  size_t len;
-  int rv;
 
   if (agent == NULL || req == NULL || stop_reason == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
@@ -605,10 +591,7 @@ int acp_agent_respond_prompt(acp_agent *agent, acp_agent_request *req,
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "stopReason", stop_reason);
   acp__w_raw(w, "usage", usage, usage_len, NULL);
-  rv = acp__role_obj_end(&agent->role, &out, &len);
-  if (rv != 0)
-    return rv;
-  return acp__role_respond(&agent->role, req, out, len);
+  return acp__role_respond_obj(&agent->role, req);
 }
 
 /* MARK: - Calls to the client */
@@ -790,18 +773,12 @@ int acp_agent_elicitation_create(acp_agent *agent, const char *params,
 int acp_agent_elicitation_complete(acp_agent *agent,
                                    const char *elicitation_id) {
   acp_json_writer *w;
-  const char *out;
-  size_t len;
-  int rv;
 
   if (agent == NULL || elicitation_id == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "elicitationId", elicitation_id);
-  rv = acp__role_obj_end(&agent->role, &out, &len);
-  if (rv != 0)
-    return rv;
-  return acp__role_notify(&agent->role, "elicitation/complete", out, len);
+  return acp__role_notify_obj(&agent->role, "elicitation/complete");
 }
 
 /* MARK: - session/update senders */
@@ -833,24 +810,17 @@ static acp_json_writer *update_begin(acp_agent *a, const char *session_id,
 }
 
 static int update_end(acp_agent *a, const char *extra, size_t extra_len) {
-  const char *out;
-  size_t len;
   int rv = acp__w_members(&a->role, a->role.w, extra, extra_len);
 
   if (rv != 0)
     return rv;
   acp_json_write_obj_end(a->role.w);
-  rv = acp__role_obj_end(&a->role, &out, &len);
-  if (rv != 0)
-    return rv;
-  return acp__role_notify(&a->role, "session/update", out, len);
+  return acp__role_notify_obj(&a->role, "session/update");
 }
 
 int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
                               const char *update, size_t update_len) {
   acp_json_writer *w;
-  const char *out;
-  size_t len;
   int rv = update_check(agent, session_id);
 
   if (rv != 0)
@@ -860,10 +830,7 @@ int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_raw(w, "update", update, update_len, NULL);
-  rv = acp__role_obj_end(&agent->role, &out, &len);
-  if (rv != 0)
-    return rv;
-  return acp__role_notify(&agent->role, "session/update", out, len);
+  return acp__role_notify_obj(&agent->role, "session/update");
 }
 
 static int send_chunk(acp_agent *a, const char *session_id, const char *kind,

@@ -712,16 +712,10 @@ int acp_client_prompt(acp_client *client, const char *session_id,
 
 int acp_client_cancel(acp_client *client, const char *session_id) {
   acp_json_writer *w;
-  const char *out;
-  size_t len;
-  int rv;
 
   if (client == NULL || session_id == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(&client->role);
   acp__w_str(w, "sessionId", session_id);
-  rv = acp__role_obj_end(&client->role, &out, &len);
-  if (rv != 0)
-    return rv;
-  return acp__role_notify(&client->role, "session/cancel", out, len);
+  return acp__role_notify_obj(&client->role, "session/cancel");
 }

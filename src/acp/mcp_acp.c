@@ -106,22 +106,11 @@ struct acp_mcp_acp_consumer {
 
 /* MARK: - Small helpers */
 
-static char *dupn(const acp_mem *m, const char *s, size_t n) {
-  char *p = acp__malloc(m, n + 1);
-
-  if (p == NULL)
-    return NULL;
-  if (n)
-    memcpy(p, s, n);
-  p[n] = '\0';
-  return p;
-}
-
 static char *dup_raw(const acp_mem *m, const acp_json_val *v) {
   size_t n = 0;
   const char *s = acp_json_raw(v, &n);
 
-  return s != NULL ? dupn(m, s, n) : NULL;
+  return s != NULL ? acp__strndup(m, s, n) : NULL;
 }
 
 static bool raw_eq(const acp_json_val *v, const char *s) {
@@ -517,7 +506,7 @@ static int inner_response(tunnel *t, acp_json_doc *doc,
 
     (void)acp_json_get_int64(acp_json_obj_getz(err, "code"), &code);
     if (msg != NULL) {
-      msgz = dupn(&o->mem, msg, mlen);
+      msgz = acp__strndup(&o->mem, msg, mlen);
       if (msgz == NULL)
         return ACP_ERR_NOMEM;
     }
@@ -718,7 +707,7 @@ static int on_outer_response(out_req *r, const acp_rpc_msg *msg) {
         tunnel_free(t, false);
         return rv;
       }
-      t->conn_id = dupn(&o->mem, id, len);
+      t->conn_id = acp__strndup(&o->mem, id, len);
       if (t->conn_id == NULL)
         return ACP_ERR_NOMEM;
       t->open = true;
@@ -1019,9 +1008,9 @@ int acp_mcp_acp_provider_declare(acp_mcp_acp_provider *p,
   d->p = p;
   d->server = server;
   acp__buf_init(&d->json, &p->o.mem, 0);
-  d->name = dupn(&p->o.mem, name, strlen(name));
+  d->name = acp__strndup(&p->o.mem, name, strlen(name));
   if (session_id != NULL)
-    d->session_id = dupn(&p->o.mem, session_id, strlen(session_id));
+    d->session_id = acp__strndup(&p->o.mem, session_id, strlen(session_id));
   if (d->name == NULL || (session_id != NULL && d->session_id == NULL)) {
     acp__free(&p->o.mem, d->name);
     acp__free(&p->o.mem, d->session_id);
@@ -1089,7 +1078,7 @@ int acp_mcp_acp_decl_set_session(acp_mcp_acp_decl *d, const char *session_id) {
 
   if (d == NULL || session_id == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  s = dupn(&d->p->o.mem, session_id, strlen(session_id));
+  s = acp__strndup(&d->p->o.mem, session_id, strlen(session_id));
   if (s == NULL)
     return ACP_ERR_NOMEM;
   acp__free(&d->p->o.mem, d->session_id);
@@ -1228,7 +1217,7 @@ static int open_conn(acp_mcp_acp_provider *p, acp_mcp_acp_decl *d,
   if (rv == 0 && shape != ACP_MCP_ACP_SHAPE_M2) {
     snprintf(buf, sizeof(buf), "%s:%llu", d->id,
              (unsigned long long)++o->counter);
-    t->conn_id = dupn(&o->mem, buf, strlen(buf));
+    t->conn_id = acp__strndup(&o->mem, buf, strlen(buf));
     if (t->conn_id == NULL)
       rv = ACP_ERR_NOMEM;
   }
@@ -1412,7 +1401,7 @@ static int provider_message(acp_mcp_acp_provider *p, const in_msg *m, bool m0) {
     const char *sid = get_str(m->doc, m->params, "serverId", &sl);
 
     if (sid != NULL) {
-      char *copy = dupn(&o->mem, sid, sl);
+      char *copy = acp__strndup(&o->mem, sid, sl);
 
       if (copy == NULL)
         return ACP_ERR_NOMEM;
@@ -1467,9 +1456,9 @@ static int provider_dispatch(acp_mcp_acp_provider *p, in_msg *m) {
   return rv;
 }
 
-int acp_mcp_acp_provider_client_request(acp_mcp_acp_provider *p,
-                                        acp_client_request *req) {
-  const acp_rpc_msg *msg = acp_client_request_msg(req);
+/* An ACP request (req non-NULL) or notification for the provider. */
+static int provider_rpc(acp_mcp_acp_provider *p, const acp_rpc_msg *msg,
+                        void *req) {
   in_msg m;
 
   if (p == NULL || msg == NULL)
@@ -1478,14 +1467,14 @@ int acp_mcp_acp_provider_client_request(acp_mcp_acp_provider *p,
   return provider_dispatch(p, &m);
 }
 
+int acp_mcp_acp_provider_client_request(acp_mcp_acp_provider *p,
+                                        acp_client_request *req) {
+  return provider_rpc(p, acp_client_request_msg(req), req);
+}
+
 int acp_mcp_acp_provider_client_notification(acp_mcp_acp_provider *p,
                                              const acp_rpc_msg *msg) {
-  in_msg m;
-
-  if (p == NULL || msg == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  in_msg_from_rpc(&m, msg, NULL);
-  return provider_dispatch(p, &m);
+  return provider_rpc(p, msg, NULL);
 }
 
 int acp_mcp_acp_provider_client_cancel(acp_mcp_acp_provider *p,
@@ -1772,7 +1761,7 @@ int acp_mcp_acp_consumer_open(acp_mcp_acp_consumer *c, const char *server_id,
   t->client = client;
   t->open_cb = cb;
   t->open_ud = user_data;
-  t->server_id = dupn(&o->mem, server_id, strlen(server_id));
+  t->server_id = acp__strndup(&o->mem, server_id, strlen(server_id));
   r = t->server_id != NULL ? out_new(o, t) : NULL;
   if (r == NULL) {
     tunnel_free(t, false);
@@ -1901,9 +1890,9 @@ static int consumer_dispatch(acp_mcp_acp_consumer *c, const in_msg *m) {
   return rv == ACP_ERR_NOMEM || acp_is_fatal(rv) ? rv : 0;
 }
 
-int acp_mcp_acp_consumer_agent_request(acp_mcp_acp_consumer *c,
-                                       acp_agent_request *req) {
-  const acp_rpc_msg *msg = acp_agent_request_msg(req);
+/* An ACP request (req non-NULL) or notification for the consumer. */
+static int consumer_rpc(acp_mcp_acp_consumer *c, const acp_rpc_msg *msg,
+                        void *req) {
   in_msg m;
 
   if (c == NULL || msg == NULL)
@@ -1912,12 +1901,12 @@ int acp_mcp_acp_consumer_agent_request(acp_mcp_acp_consumer *c,
   return consumer_dispatch(c, &m);
 }
 
+int acp_mcp_acp_consumer_agent_request(acp_mcp_acp_consumer *c,
+                                       acp_agent_request *req) {
+  return consumer_rpc(c, acp_agent_request_msg(req), req);
+}
+
 int acp_mcp_acp_consumer_agent_notification(acp_mcp_acp_consumer *c,
                                             const acp_rpc_msg *msg) {
-  in_msg m;
-
-  if (c == NULL || msg == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  in_msg_from_rpc(&m, msg, NULL);
-  return consumer_dispatch(c, &m);
+  return consumer_rpc(c, msg, NULL);
 }

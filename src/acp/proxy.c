@@ -120,17 +120,6 @@ static bool is_g0_initialize(const acp_rpc_msg *msg) {
 
 /* MARK: - Request objects (Private) */
 
-static char *dup_n(const acp_mem *m, const char *s, size_t n) {
-  char *d = acp__malloc(m, n + 1);
-
-  if (d == NULL)
-    return NULL;
-  if (n)
-    memcpy(d, s, n);
-  d[n] = '\0';
-  return d;
-}
-
 static void req_free(acp_proxy *p, preq *r) {
   if (r->prev)
     r->prev->next = r->next;
@@ -152,9 +141,9 @@ static preq *req_new(acp_proxy *p, const acp_rpc_msg *msg, acp_proxy_dir from,
   if (r == NULL)
     return NULL;
   id = acp_json_raw(msg->id, &id_len);
-  r->id_raw = dup_n(&p->mem, id ? id : "null", id ? id_len : 4);
+  r->id_raw = acp__strndup(&p->mem, id ? id : "null", id ? id_len : 4);
   r->id_len = id ? id_len : 4;
-  r->method = dup_n(&p->mem, method, mlen);
+  r->method = acp__strndup(&p->mem, method, mlen);
   if (r->id_raw == NULL || r->method == NULL) {
     acp__free(&p->mem, r->id_raw);
     acp__free(&p->mem, r->method);
@@ -369,7 +358,7 @@ static int insert_member(acp__buf *b, const char *whole, size_t wlen,
  * the next surgery can read it while writing b.
  */
 static int take(acp_proxy *p, acp__buf *b, char **out, size_t *len) {
-  char *d = dup_n(&p->mem, b->data ? b->data : "", b->len);
+  char *d = acp__strndup(&p->mem, b->data ? b->data : "", b->len);
 
   if (d == NULL)
     return ACP_ERR_NOMEM;
@@ -393,8 +382,8 @@ static int build_init_answer(acp_proxy *p, const acp_json_val *succ_pv) {
   size_t len;
   int rv;
 
-  cur = dup_n(&p->mem, p->init_repl ? p->init_repl : p->succ_init,
-              p->init_repl ? p->init_repl_len : p->succ_init_len);
+  cur = acp__strndup(&p->mem, p->init_repl ? p->init_repl : p->succ_init,
+                     p->init_repl ? p->init_repl_len : p->succ_init_len);
   if (cur == NULL)
     return ACP_ERR_NOMEM;
   cur_len = p->init_repl ? p->init_repl_len : p->succ_init_len;
@@ -468,7 +457,7 @@ static int init_finish(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
   }
   raw = acp_json_raw(msg->result, &len);
   acp__free(&p->mem, p->succ_init);
-  p->succ_init = dup_n(&p->mem, raw, len);
+  p->succ_init = acp__strndup(&p->mem, raw, len);
   if (p->succ_init == NULL)
     return ACP_ERR_NOMEM;
   p->succ_init_len = len;
@@ -970,7 +959,7 @@ int acp_proxy_set_init_result(acp_proxy *p, const char *result, size_t len) {
     return ACP_ERR_INVALID_ARGUMENT;
   if (!p->in_init_cb)
     return ACP_ERR_INVALID_STATE;
-  d = dup_n(&p->mem, result, len);
+  d = acp__strndup(&p->mem, result, len);
   if (d == NULL)
     return ACP_ERR_NOMEM;
   /* Validate on the scratch doc: the successor's result was parsed by the

@@ -168,17 +168,6 @@ static int respond_invalid_params(acp__role *r, uint64_t handle,
 
 /* MARK: - Incoming requests */
 
-static char *dup_n(const acp_mem *m, const char *s, size_t n) {
-  char *p = acp__malloc(m, n + 1);
-
-  if (p == NULL)
-    return NULL;
-  if (n)
-    memcpy(p, s, n);
-  p[n] = '\0';
-  return p;
-}
-
 static void req_free(acp__role *r, acp__req *req) {
   if (req->prev)
     req->prev->next = req->next;
@@ -231,7 +220,7 @@ static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
   req->handle = msg->handle;
   req->method = mi ? mi->id : ACP_METHOD_UNKNOWN;
   req->protocol_version = -1;
-  req->method_name = dup_n(&r->mem, msg->method, msg->method_len);
+  req->method_name = acp__strndup(&r->mem, msg->method, msg->method_len);
   if (req->method_name == NULL) {
     acp__free(&r->mem, req);
     return ACP_ERR_NOMEM;
@@ -243,7 +232,7 @@ static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
 
     rv = acp_json_doc_str(msg->doc, sid, &p, &n);
     if (rv == 0) {
-      req->session_id = dup_n(&r->mem, p, n);
+      req->session_id = acp__strndup(&r->mem, p, n);
       req->session_id_len = n;
     }
     if (rv != 0 || req->session_id == NULL) {
@@ -302,22 +291,34 @@ static int rpc_on_cancel(acp_rpc_session *s, uint64_t handle, void *user_data) {
   return 0;
 }
 
-int acp__role_respond(acp__role *r, acp__req *req, const char *result,
-                      size_t len) {
-  int rv;
-
+/* Whether req belongs to r and may still be answered: 0 or an error. */
+static int req_answerable(const acp__role *r, const acp__req *req) {
   if (req == NULL || req->role != r)
     return ACP_ERR_INVALID_ARGUMENT;
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
+  return 0;
+}
+
+/* After the session took the answer: tell the role, release the request. */
+static void req_answered(acp__role *r, acp__req *req, bool is_error) {
+  req->answered = true;
+  if (r->ops->on_answered)
+    r->ops->on_answered(r, req, is_error);
+  if (!req->in_cb)
+    req_free(r, req);
+}
+
+int acp__role_respond(acp__role *r, acp__req *req, const char *result,
+                      size_t len) {
+  int rv = req_answerable(r, req);
+
+  if (rv != 0)
+    return rv;
   rv = acp_rpc_session_respond(r->rpc, req->handle, result, len);
   if (rv != 0)
     return rv;
-  req->answered = true;
-  if (r->ops->on_answered)
-    r->ops->on_answered(r, req, false);
-  if (!req->in_cb)
-    req_free(r, req);
+  req_answered(r, req, false);
   return 0;
 }
 
@@ -345,23 +346,17 @@ static const char *std_message(int64_t code) {
 int acp__role_respond_error(acp__role *r, acp__req *req, int64_t code,
                             const char *message, const char *data,
                             size_t data_len) {
-  int rv;
+  int rv = req_answerable(r, req);
 
-  if (req == NULL || req->role != r)
-    return ACP_ERR_INVALID_ARGUMENT;
-  if (req->answered)
-    return ACP_ERR_INVALID_STATE;
+  if (rv != 0)
+    return rv;
   if (message == NULL)
     message = std_message(code);
   rv = acp_rpc_session_respond_error(r->rpc, req->handle, code, message,
                                      strlen(message), data, data_len);
   if (rv != 0)
     return rv;
-  req->answered = true;
-  if (r->ops->on_answered)
-    r->ops->on_answered(r, req, true);
-  if (!req->in_cb)
-    req_free(r, req);
+  req_answered(r, req, true);
   return 0;
 }
 
@@ -465,6 +460,26 @@ int acp__role_obj_end(acp__role *r, const char **data, size_t *len) {
     return rv;
   *data = acp_json_writer_data(r->w, len);
   return 0;
+}
+
+int acp__role_respond_obj(acp__role *r, acp__req *req) {
+  const char *out;
+  size_t len;
+  int rv = acp__role_obj_end(r, &out, &len);
+
+  if (rv != 0)
+    return rv;
+  return acp__role_respond(r, req, out, len);
+}
+
+int acp__role_notify_obj(acp__role *r, const char *method) {
+  const char *out;
+  size_t len;
+  int rv = acp__role_obj_end(r, &out, &len);
+
+  if (rv != 0)
+    return rv;
+  return acp__role_notify(r, method, out, len);
 }
 
 void acp__w_str(acp_json_writer *w, const char *key, const char *s) {

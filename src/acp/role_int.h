@@ -112,6 +112,9 @@ int acp__role_cancel_call(acp__role *r, int64_t id);
 acp_json_writer *acp__role_obj_begin(acp__role *r);
 /* Close the object opened by acp__role_obj_begin and expose the bytes. */
 int acp__role_obj_end(acp__role *r, const char **data, size_t *len);
+/* Close that object and send it as req's result / as method's params. */
+int acp__role_respond_obj(acp__role *r, acp__req *req);
+int acp__role_notify_obj(acp__role *r, const char *method);
 
 /* Writer helpers; all errors are sticky on the writer. */
 void acp__w_str(acp_json_writer *w, const char *key, const char *s);

@@ -10,6 +10,21 @@ void acp__mem_init(acp_mem *dst, const acp_mem *mem) {
   *dst = mem ? *mem : *acp_mem_default();
 }
 
+char *acp__strndup(const acp_mem *m, const char *s, size_t n) {
+  char *p = acp__malloc(m, n + 1);
+
+  if (p == NULL)
+    return NULL;
+  if (n)
+    memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+char *acp__strdup(const acp_mem *m, const char *s) {
+  return acp__strndup(m, s, strlen(s));
+}
+
 void acp__buf_init(acp__buf *b, const acp_mem *mem, size_t max) {
   b->data = NULL;
   b->len = 0;

@@ -29,6 +29,12 @@ static inline void acp__free(const acp_mem *m, void *p) {
 /* Copy `mem` (or the default allocator) into `dst`. */
 void acp__mem_init(acp_mem *dst, const acp_mem *mem);
 
+/* NUL-terminated heap copy of s[0..n) (s may be NULL when n is 0); NULL when
+ * out of memory. Free with acp__free(m, ...). */
+char *acp__strndup(const acp_mem *m, const char *s, size_t n);
+/* acp__strndup(m, s, strlen(s)). */
+char *acp__strdup(const acp_mem *m, const char *s);
+
 /* Overflow-checked arithmetic: return 0 on success, -1 on overflow. */
 static inline int acp__add_overflow(size_t a, size_t b, size_t *out) {
   if (a > SIZE_MAX - b)

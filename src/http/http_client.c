@@ -98,15 +98,6 @@ static void hc_fail(acp_http_client *hc, int reason, const char *what);
 static int start_xfer(acp_http_client *hc, int kind, const char *url,
                       const char *body, size_t len, hc_xfer **out);
 
-static char *dupn(const acp_mem *m, const char *s, size_t n) {
-  char *p = acp__malloc(m, n + 1);
-  if (p) {
-    memcpy(p, s, n);
-    p[n] = 0;
-  }
-  return p;
-}
-
 /* The MCP-Protocol-Version to send, or NULL while unknown. */
 static const char *proto_version(const acp_http_client *hc) {
   if (hc->mc) {
@@ -178,7 +169,7 @@ static void note_init_answer(acp_http_client *hc, const char *msg, size_t len) {
   pv = acp_json_obj_getz(acp_json_obj_getz(root, "result"), "protocolVersion");
   if (hc->mc == NULL && acp_json_type_of(pv) == ACP_JSON_STRING &&
       acp_json_doc_str(hc->doc, pv, &s, &n) == 0 && version_token_ok(s, n)) {
-    char *p = dupn(&hc->mem, s, n);
+    char *p = acp__strndup(&hc->mem, s, n);
     if (p) {
       acp__free(&hc->mem, hc->proto);
       hc->proto = p;
@@ -227,7 +218,7 @@ static int on_sse_event(void *ud, const char *type, size_t tl, const char *data,
     char *full = NULL, *ep;
     if (u == NULL)
       return ACP_ERR_NOMEM;
-    ep = dupn(&hc->mem, data, dl);
+    ep = acp__strndup(&hc->mem, data, dl);
     if (ep == NULL || curl_url_set(u, CURLUPART_URL, hc->url, 0) != CURLUE_OK ||
         curl_url_set(u, CURLUPART_URL, ep, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK) {
@@ -238,7 +229,7 @@ static int on_sse_event(void *ud, const char *type, size_t tl, const char *data,
     }
     acp__free(&hc->mem, ep);
     acp__free(&hc->mem, hc->endpoint);
-    hc->endpoint = dupn(&hc->mem, full, strlen(full));
+    hc->endpoint = acp__strndup(&hc->mem, full, strlen(full));
     curl_free(full);
     curl_url_cleanup(u);
     if (hc->endpoint == NULL)
@@ -282,7 +273,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
            (buf[b - 1] == '\r' || buf[b - 1] == '\n' || buf[b - 1] == ' '))
       b--;
     if (b > a) {
-      char *sid = dupn(&hc->mem, buf + a, b - a);
+      char *sid = acp__strndup(&hc->mem, buf + a, b - a);
       if (sid) {
         acp__free(&hc->mem, hc->session_id);
         hc->session_id = sid;
@@ -394,7 +385,7 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
   curl_easy_setopt(x->e, CURLOPT_PROTOCOLS_STR, "http,https");
   if (kind == X_POST) {
     const acp_json_val *root, *id, *method;
-    x->body = dupn(&hc->mem, body, len);
+    x->body = acp__strndup(&hc->mem, body, len);
     if (x->body == NULL)
       rv = ACP_ERR_NOMEM;
     x->body_len = len;
@@ -405,12 +396,12 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
       if (id && method) {
         size_t n;
         const char *raw = acp_json_raw(id, &n);
-        x->req_id = dupn(&hc->mem, raw, n);
+        x->req_id = acp__strndup(&hc->mem, raw, n);
         if (x->req_id == NULL)
           rv = ACP_ERR_NOMEM;
         if (rv == 0 && acp_json_str_eq(method, "initialize", 10)) {
           acp__free(&hc->mem, hc->init_id);
-          hc->init_id = dupn(&hc->mem, raw, n);
+          hc->init_id = acp__strndup(&hc->mem, raw, n);
           if (hc->init_id == NULL)
             rv = ACP_ERR_NOMEM;
         }
@@ -594,7 +585,7 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     size_t il;
     const char *last = acp__sse_last_id(&x->sse, &il);
     if (il > 0 && hc->resume_id == NULL) {
-      hc->resume_id = dupn(&hc->mem, last, il);
+      hc->resume_id = acp__strndup(&hc->mem, last, il);
       hc->resume_req = x->req_id;
       x->req_id = NULL;
       uv_timer_start(&hc->retry_timer, on_retry,
@@ -885,7 +876,7 @@ static int client_new(acp_http_client **out, uv_loop_t *loop,
   acp__buf_init(&hc->outq, &hc->mem, 0);
   acp__buf_init(&hc->sending, &hc->mem, 0);
   acp__buf_init(&hc->xhdrs, &hc->mem, 0);
-  hc->url = dupn(&hc->mem, url, strlen(url));
+  hc->url = acp__strndup(&hc->mem, url, strlen(url));
   if (hc->url == NULL)
     rv = ACP_ERR_NOMEM;
   if (rv == 0)

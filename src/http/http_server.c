@@ -175,23 +175,6 @@ struct acp_http_server {
 
 /* MARK: - Options */
 
-static char *dupstr(const acp_mem *m, const char *s) {
-  size_t n = strlen(s);
-  char *p = acp__malloc(m, n + 1);
-  if (p)
-    memcpy(p, s, n + 1);
-  return p;
-}
-
-static char *dupn(const acp_mem *m, const char *s, size_t n) {
-  char *p = acp__malloc(m, n + 1);
-  if (p) {
-    memcpy(p, s, n);
-    p[n] = 0;
-  }
-  return p;
-}
-
 int acp_http_server_options_new(acp_http_server_options **out,
                                 const acp_mem *mem) {
   acp_http_server_options *o;
@@ -204,8 +187,8 @@ int acp_http_server_options_new(acp_http_server_options **out,
   if (o == NULL)
     return ACP_ERR_NOMEM;
   o->mem = m;
-  o->addr = dupstr(&m, "127.0.0.1");
-  o->path = dupstr(&m, "/mcp");
+  o->addr = acp__strdup(&m, "127.0.0.1");
+  o->path = acp__strdup(&m, "/mcp");
   o->legacy = 1;
   o->listen_fd = -1;
   if (o->addr == NULL || o->path == NULL) {
@@ -244,7 +227,7 @@ int acp_http_server_options_set_address(acp_http_server_options *o,
     return ACP_ERR_INVALID_ARGUMENT;
   if (inet_pton(AF_INET, addr, &a4) != 1 && inet_pton(AF_INET6, addr, &a6) != 1)
     return ACP_ERR_INVALID_ARGUMENT;
-  p = dupstr(&o->mem, addr);
+  p = acp__strdup(&o->mem, addr);
   if (p == NULL)
     return ACP_ERR_NOMEM;
   acp__free(&o->mem, o->addr);
@@ -258,7 +241,7 @@ int acp_http_server_options_set_path(acp_http_server_options *o,
   char *p;
   if (o == NULL || path == NULL || path[0] != '/')
     return ACP_ERR_INVALID_ARGUMENT;
-  p = dupstr(&o->mem, path);
+  p = acp__strdup(&o->mem, path);
   if (p == NULL)
     return ACP_ERR_NOMEM;
   acp__free(&o->mem, o->path);
@@ -269,7 +252,7 @@ int acp_http_server_options_set_path(acp_http_server_options *o,
 static int strv_add(const acp_mem *m, char ***v, size_t *n, const char *s) {
   char **nv;
   char *d;
-  d = dupstr(m, s);
+  d = acp__strdup(m, s);
   if (d == NULL)
     return ACP_ERR_NOMEM;
   nv = acp__realloc(m, *v, (*n + 1) * sizeof(char *));
@@ -544,7 +527,7 @@ static uint64_t now_ms(acp_http_server *srv) {
 static char *raw_dup(const acp_mem *m, const acp_json_val *v) {
   size_t n;
   const char *r = acp_json_raw(v, &n);
-  return r ? dupn(m, r, n) : NULL;
+  return r ? acp__strndup(m, r, n) : NULL;
 }
 
 static int strv_find(char **v, size_t n, const char *s, size_t sl) {
@@ -1251,7 +1234,7 @@ static int relay_open(hs_session *s, const char *auth,
   acp_http_server *srv = s->srv;
   int rv = 0;
   if (auth) {
-    s->auth = dupstr(&srv->mem, auth);
+    s->auth = acp__strdup(&srv->mem, auth);
     if (s->auth == NULL)
       return ACP_ERR_NOMEM;
     s->auth_len = strlen(auth);
@@ -1272,6 +1255,36 @@ static bool version_ok(struct MHD_Connection *mc) {
   if (v == NULL)
     return true;
   return acp_mcp_version_parse(v, strlen(v)) != ACP_MCP_VERSION_UNKNOWN;
+}
+
+/* The Streamable session a request names, checked: the id is present
+ * (400) and live (404), the Authorization matches a relay session's (401),
+ * MCP-Protocol-Version is one we know (400). NULL when an error answer
+ * was queued; *ret is then what to return. */
+static hs_session *request_session(hs_req *rq, enum MHD_Result *ret) {
+  struct MHD_Connection *mc = rq->mc;
+  const char *sid = hdr(mc, "MCP-Session-Id");
+  hs_session *s;
+  if (sid == NULL) {
+    *ret = reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                       "Bad Request: Mcp-Session-Id header is required");
+    return NULL;
+  }
+  s = session_find(rq->srv, sid);
+  if (s == NULL || s->legacy) {
+    *ret = reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
+    return NULL;
+  }
+  if (!auth_ok(s, hdr(mc, "Authorization"))) {
+    *ret = reply_unauthorized(mc);
+    return NULL;
+  }
+  if (!version_ok(mc)) {
+    *ret = reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
+                       "Bad Request: Unsupported protocol version");
+    return NULL;
+  }
+  return s;
 }
 
 /* Answer a POST whose stream `st` holds every response (in st->pre) and
@@ -1420,17 +1433,9 @@ static enum MHD_Result handle_post(hs_req *rq) {
       }
     }
   } else {
-    if (sid == NULL)
-      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
-                         "Bad Request: Mcp-Session-Id header is required");
-    s = session_find(srv, sid);
-    if (s == NULL || s->legacy)
-      return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
-    if (!auth_ok(s, hdr(mc, "Authorization")))
-      return reply_unauthorized(mc);
-    if (!version_ok(mc))
-      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
-                         "Bad Request: Unsupported protocol version");
+    enum MHD_Result ret;
+    if ((s = request_session(rq, &ret)) == NULL)
+      return ret;
     if (s->relay && pi.batch && !s->batch_ok)
       return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600,
                          "Invalid Request: batches need protocol version "
@@ -1521,25 +1526,16 @@ static enum MHD_Result answer_waiting(hs_req *rq) {
 static enum MHD_Result handle_get(hs_req *rq) {
   acp_http_server *srv = rq->srv;
   struct MHD_Connection *mc = rq->mc;
-  const char *sid = hdr(mc, "MCP-Session-Id");
   const char *last = hdr(mc, "Last-Event-ID");
+  enum MHD_Result ret;
   hs_session *s;
   hs_stream *st;
   uint64_t pos;
   if (!accepts(hdr(mc, "Accept"), "text/event-stream"))
     return reply_error(mc, MHD_HTTP_NOT_ACCEPTABLE, -32000,
                        "Not Acceptable: Accept must list text/event-stream");
-  if (sid == NULL)
-    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
-                       "Bad Request: Mcp-Session-Id header is required");
-  s = session_find(srv, sid);
-  if (s == NULL || s->legacy)
-    return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
-  if (!auth_ok(s, hdr(mc, "Authorization")))
-    return reply_unauthorized(mc);
-  if (!version_ok(mc))
-    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
-                       "Bad Request: Unsupported protocol version");
+  if ((s = request_session(rq, &ret)) == NULL)
+    return ret;
   if (srv->nstreams >= srv->o->max_streams)
     return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
                        "Too many streams");
@@ -1586,22 +1582,12 @@ static enum MHD_Result handle_get(hs_req *rq) {
 }
 
 static enum MHD_Result handle_delete(hs_req *rq) {
-  struct MHD_Connection *mc = rq->mc;
-  const char *sid = hdr(mc, "MCP-Session-Id");
-  hs_session *s;
-  if (sid == NULL)
-    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
-                       "Bad Request: Mcp-Session-Id header is required");
-  s = session_find(rq->srv, sid);
-  if (s == NULL || s->legacy)
-    return reply_error(mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
-  if (!auth_ok(s, hdr(mc, "Authorization")))
-    return reply_unauthorized(mc);
-  if (!version_ok(mc))
-    return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32000,
-                       "Bad Request: Unsupported protocol version");
+  enum MHD_Result ret;
+  hs_session *s = request_session(rq, &ret);
+  if (s == NULL)
+    return ret;
   session_close(s);
-  return reply(mc, MHD_HTTP_OK, NULL, "", 0, NULL);
+  return reply(rq->mc, MHD_HTTP_OK, NULL, "", 0, NULL);
 }
 
 static enum MHD_Result handle_legacy_sse(hs_req *rq) {

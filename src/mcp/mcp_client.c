@@ -301,7 +301,7 @@ static int copy_raw(acp_mcp_client *c, const acp_json_val *v, char **out,
   if (v == NULL)
     return 0;
   raw = acp_json_raw(v, &n);
-  *out = acp__mcp_dupn(&c->mem, raw, n);
+  *out = acp__strndup(&c->mem, raw, n);
   if (*out == NULL)
     return ACP_ERR_NOMEM;
   *len = n;
@@ -429,11 +429,6 @@ static void req_unlink_free(acp_mcp_client *c, acp_mcp_client_request *r) {
   acp__free(&c->mem, r);
 }
 
-static bool meq(const acp_rpc_msg *msg, const char *m) {
-  size_t n = strlen(m);
-  return msg->method_len == n && memcmp(msg->method, m, n) == 0;
-}
-
 static int client_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
                              void *user_data) {
   acp_mcp_client *c = user_data;
@@ -441,12 +436,12 @@ static int client_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   int i;
   int rv;
 
-  if (meq(msg, "ping")) {
+  if (acp__mcp_method_is(msg, "ping")) {
     rv = acp_rpc_session_respond(rpc, msg->handle, "{}", 2);
     return rv == ACP_ERR_NOMEM ? rv : 0;
   }
   for (i = 0; i < R_COUNT; i++)
-    if (meq(msg, req_methods[i]) && c->cbs.req[i] != NULL)
+    if (acp__mcp_method_is(msg, req_methods[i]) && c->cbs.req[i] != NULL)
       break;
   if (i == R_COUNT) {
     rv = acp_rpc_session_respond_error(rpc, msg->handle,
@@ -519,9 +514,9 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   int rv;
 
   ACP_UNUSED(rpc);
-  if (meq(msg, "notifications/progress"))
+  if (acp__mcp_method_is(msg, "notifications/progress"))
     return on_progress_note(c, msg);
-  if (meq(msg, "notifications/message")) {
+  if (acp__mcp_method_is(msg, "notifications/message")) {
     const acp_json_val *lv = acp_json_obj_getz(params, "level");
     const acp_json_val *lg = acp_json_obj_getz(params, "logger");
     const char *p;
@@ -546,18 +541,19 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
     return c->cbs.log(c, (acp_mcp_log_level)level, logger, logger_len,
                       acp_json_obj_getz(params, "data"), c->user_data);
   }
-  if (meq(msg, "notifications/tools/list_changed") ||
-      meq(msg, "notifications/resources/list_changed") ||
-      meq(msg, "notifications/prompts/list_changed")) {
-    acp_mcp_list which = meq(msg, "notifications/tools/list_changed")
-                             ? ACP_MCP_LIST_TOOLS
-                         : meq(msg, "notifications/prompts/list_changed")
-                             ? ACP_MCP_LIST_PROMPTS
-                             : ACP_MCP_LIST_RESOURCES;
+  if (acp__mcp_method_is(msg, "notifications/tools/list_changed") ||
+      acp__mcp_method_is(msg, "notifications/resources/list_changed") ||
+      acp__mcp_method_is(msg, "notifications/prompts/list_changed")) {
+    acp_mcp_list which =
+        acp__mcp_method_is(msg, "notifications/tools/list_changed")
+            ? ACP_MCP_LIST_TOOLS
+        : acp__mcp_method_is(msg, "notifications/prompts/list_changed")
+            ? ACP_MCP_LIST_PROMPTS
+            : ACP_MCP_LIST_RESOURCES;
     return c->cbs.list_changed ? c->cbs.list_changed(c, which, c->user_data)
                                : 0;
   }
-  if (meq(msg, "notifications/resources/updated")) {
+  if (acp__mcp_method_is(msg, "notifications/resources/updated")) {
     const acp_json_val *uv = acp_json_obj_getz(params, "uri");
     const char *p;
     size_t n;
@@ -905,7 +901,7 @@ static int page_next(acp_mcp_client *c, mcp_pager *pg, const char *cursor,
   int rv;
 
   if (cursor) {
-    copy = acp__mcp_dupn(&c->mem, cursor, cursor_len);
+    copy = acp__strndup(&c->mem, cursor, cursor_len);
     if (copy == NULL)
       return ACP_ERR_NOMEM;
   }
@@ -968,25 +964,32 @@ static void name_args(acp_mcp_client *c, const char *key, const char *name,
   acp_json_write_obj_end(w);
 }
 
+/* Send {key: name[, "arguments": args]} as `method`; name is required. */
+static int send_named(acp_mcp_client *c, const char *method, const char *key,
+                      const char *name, const char *args, size_t args_len,
+                      const acp_mcp_request_opts *opts, uint64_t now_ms,
+                      acp_mcp_result_cb cb, void *ud, int64_t *id_out) {
+  if (c == NULL || name == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  name_args(c, key, name, args, args_len);
+  return send_w(c, method, opts, now_ms, cb, ud, id_out);
+}
+
 int acp_mcp_client_call_tool(acp_mcp_client *c, const char *name,
                              const char *args, size_t args_len,
                              const acp_mcp_request_opts *opts, uint64_t now_ms,
                              acp_mcp_result_cb cb, void *user_data,
                              int64_t *id_out) {
-  if (c == NULL || name == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  name_args(c, "name", name, args, args_len);
-  return send_w(c, "tools/call", opts, now_ms, cb, user_data, id_out);
+  return send_named(c, "tools/call", "name", name, args, args_len, opts, now_ms,
+                    cb, user_data, id_out);
 }
 
 int acp_mcp_client_read_resource(acp_mcp_client *c, const char *uri,
                                  const acp_mcp_request_opts *opts,
                                  uint64_t now_ms, acp_mcp_result_cb cb,
                                  void *user_data, int64_t *id_out) {
-  if (c == NULL || uri == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  name_args(c, "uri", uri, NULL, 0);
-  return send_w(c, "resources/read", opts, now_ms, cb, user_data, id_out);
+  return send_named(c, "resources/read", "uri", uri, NULL, 0, opts, now_ms, cb,
+                    user_data, id_out);
 }
 
 int acp_mcp_client_get_prompt(acp_mcp_client *c, const char *name,
@@ -994,28 +997,22 @@ int acp_mcp_client_get_prompt(acp_mcp_client *c, const char *name,
                               const acp_mcp_request_opts *opts, uint64_t now_ms,
                               acp_mcp_result_cb cb, void *user_data,
                               int64_t *id_out) {
-  if (c == NULL || name == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  name_args(c, "name", name, args, args_len);
-  return send_w(c, "prompts/get", opts, now_ms, cb, user_data, id_out);
+  return send_named(c, "prompts/get", "name", name, args, args_len, opts,
+                    now_ms, cb, user_data, id_out);
 }
 
 int acp_mcp_client_subscribe(acp_mcp_client *c, const char *uri,
                              uint64_t now_ms, acp_mcp_result_cb cb,
                              void *user_data) {
-  if (c == NULL || uri == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  name_args(c, "uri", uri, NULL, 0);
-  return send_w(c, "resources/subscribe", NULL, now_ms, cb, user_data, NULL);
+  return send_named(c, "resources/subscribe", "uri", uri, NULL, 0, NULL, now_ms,
+                    cb, user_data, NULL);
 }
 
 int acp_mcp_client_unsubscribe(acp_mcp_client *c, const char *uri,
                                uint64_t now_ms, acp_mcp_result_cb cb,
                                void *user_data) {
-  if (c == NULL || uri == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  name_args(c, "uri", uri, NULL, 0);
-  return send_w(c, "resources/unsubscribe", NULL, now_ms, cb, user_data, NULL);
+  return send_named(c, "resources/unsubscribe", "uri", uri, NULL, 0, NULL,
+                    now_ms, cb, user_data, NULL);
 }
 
 int acp_mcp_client_complete(acp_mcp_client *c, const char *ref,
@@ -1052,10 +1049,9 @@ int acp_mcp_client_complete(acp_mcp_client *c, const char *ref,
 int acp_mcp_client_set_log_level(acp_mcp_client *c, acp_mcp_log_level level,
                                  uint64_t now_ms, acp_mcp_result_cb cb,
                                  void *user_data) {
-  if (c == NULL || acp_mcp_log_level_str(level) == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  name_args(c, "level", acp_mcp_log_level_str(level), NULL, 0);
-  return send_w(c, "logging/setLevel", NULL, now_ms, cb, user_data, NULL);
+  return send_named(c, "logging/setLevel", "level",
+                    acp_mcp_log_level_str(level), NULL, 0, NULL, now_ms, cb,
+                    user_data, NULL);
 }
 
 int acp_mcp_client_ping(acp_mcp_client *c, uint64_t now_ms,

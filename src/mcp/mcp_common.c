@@ -163,24 +163,13 @@ int acp_mcp_uri_template_match(const char *tpl, size_t tpl_len, const char *uri,
 
 /* MARK: - Helpers */
 
-char *acp__mcp_dupn(const acp_mem *m, const char *s, size_t n) {
-  char *p = acp__malloc(m, n + 1);
-
-  if (p == NULL)
-    return NULL;
-  if (n)
-    memcpy(p, s, n);
-  p[n] = '\0';
-  return p;
-}
-
 char *acp__mcp_dupz(const acp_mem *m, const char *s, int *rv) {
   char *p;
 
   *rv = 0;
   if (s == NULL)
     return NULL;
-  p = acp__mcp_dupn(m, s, strlen(s));
+  p = acp__strndup(m, s, strlen(s));
   if (p == NULL)
     *rv = ACP_ERR_NOMEM;
   return p;
@@ -195,7 +184,7 @@ int acp__mcp_str_dup(const acp_mem *m, acp_json_doc *doc, const acp_json_val *v,
   *out = NULL;
   if (rv != 0)
     return rv;
-  *out = acp__mcp_dupn(m, p, n);
+  *out = acp__strndup(m, p, n);
   if (*out == NULL)
     return ACP_ERR_NOMEM;
   if (len)

@@ -342,8 +342,8 @@ static int item_add(acp_mcp_server *s, int kind, acp_json_writer *w,
     return ACP_ERR_NOMEM;
   *it = *tmpl;
   it->key_len = strlen(key);
-  it->key = acp__mcp_dupn(&s->mem, key, it->key_len);
-  it->json = acp__mcp_dupn(&s->mem, data, len);
+  it->key = acp__strndup(&s->mem, key, it->key_len);
+  it->json = acp__strndup(&s->mem, data, len);
   it->json_len = len;
   if (it->key == NULL || it->json == NULL) {
     it->required = NULL; /* still owned by the caller on failure */
@@ -513,7 +513,7 @@ static int prompt_required(acp_mcp_server *s, const char *args, char **out,
     (*count)++;
   }
   if (b.len > 0) {
-    *out = acp__mcp_dupn(&s->mem, b.data, b.len);
+    *out = acp__strndup(&s->mem, b.data, b.len);
     if (*out == NULL)
       rv = ACP_ERR_NOMEM;
   }
@@ -741,7 +741,7 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
       acp_json_type_of(tok) == ACP_JSON_NUMBER) {
     size_t n;
     const char *raw = acp_json_raw(tok, &n);
-    call->token = acp__mcp_dupn(m, raw, n);
+    call->token = acp__strndup(m, raw, n);
     if (call->token == NULL) {
       acp__free(m, call);
       return ACP_ERR_NOMEM;
@@ -1291,7 +1291,7 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
 
   if (caps) {
     const char *raw = acp_json_raw(caps, &n);
-    c->client_caps = acp__mcp_dupn(&s->mem, raw, n);
+    c->client_caps = acp__strndup(&s->mem, raw, n);
     if (c->client_caps == NULL)
       return ACP_ERR_NOMEM;
     c->client_caps_len = n;
@@ -1301,7 +1301,7 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   }
   if (info) {
     const char *raw = acp_json_raw(info, &n);
-    c->client_info = acp__mcp_dupn(&s->mem, raw, n);
+    c->client_info = acp__strndup(&s->mem, raw, n);
     if (c->client_info == NULL)
       return ACP_ERR_NOMEM;
     c->client_info_len = n;
@@ -1413,6 +1413,30 @@ static int do_list(acp_mcp_conn *c, const acp_rpc_msg *msg, int kind) {
   return reply_w(c, msg->handle, w);
 }
 
+/*
+ * Open the call for the named item `it` and mark it as inside its handler;
+ * on failure nothing is left behind.
+ */
+static int call_start(acp_mcp_conn *c, const acp_rpc_msg *msg,
+                      const char *method, int kind, const mcp_item *it,
+                      acp_mcp_call **out) {
+  acp_mcp_call *call;
+  int rv = call_new(c, msg, method, kind, &call);
+
+  if (rv != 0)
+    return rv;
+  call->name = acp__strndup(&c->srv->mem, it->key, it->key_len);
+  if (call->name == NULL) {
+    call->answered = true;
+    call_unlink_free(call);
+    return ACP_ERR_NOMEM;
+  }
+  call->msg = msg;
+  call->in_cb = true;
+  *out = call;
+  return 0;
+}
+
 static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_json_val *name = param(msg, "name");
   const acp_json_val *args = param(msg, "arguments");
@@ -1437,17 +1461,9 @@ static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return reply_error(c, msg->handle, ACP_RPC_INVALID_PARAMS,
                        "Unknown tool: ", p, n, NULL, 0);
   }
-  rv = call_new(c, msg, "tools/call", CALL_TOOL, &call);
+  rv = call_start(c, msg, "tools/call", CALL_TOOL, it, &call);
   if (rv != 0)
     return rv;
-  call->name = acp__mcp_dupn(&c->srv->mem, it->key, it->key_len);
-  if (call->name == NULL) {
-    call->answered = true;
-    call_unlink_free(call);
-    return ACP_ERR_NOMEM;
-  }
-  call->msg = msg;
-  call->in_cb = true;
   rv = it->cb.tool(call, args, it->ud);
   return handler_done(call, rv);
 }
@@ -1477,7 +1493,7 @@ static int store_vars(acp_mcp_conn *c, acp_mcp_call *call, const mcp_item *t,
     p = close + 1;
   }
   if (rv == 0 && b.len > 0) {
-    call->vars = acp__mcp_dupn(&c->srv->mem, b.data, b.len);
+    call->vars = acp__strndup(&c->srv->mem, b.data, b.len);
     if (call->vars == NULL)
       rv = ACP_ERR_NOMEM;
     call->nvars = nv;
@@ -1494,6 +1510,7 @@ static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   size_t nv = 0;
   acp_mcp_call *call;
   mcp_item *it;
+  bool from_template;
   const char *uri;
   size_t n;
   size_t i;
@@ -1506,6 +1523,7 @@ static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   if (rv != 0)
     return rv;
   it = vec_find(&s->lists[K_RESOURCE], uri, n, NULL);
+  from_template = it == NULL;
   for (i = 0; it == NULL && i < s->lists[K_TEMPLATE].n; i++) {
     mcp_item *t = s->lists[K_TEMPLATE].v[i];
     if (acp_mcp_uri_template_match(t->key, t->key_len, uri, n, vs, vl,
@@ -1530,11 +1548,11 @@ static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
                          "Resource not found", NULL, 0, d, dn);
     }
   }
-  copy = acp__mcp_dupn(&s->mem, uri, n);
+  copy = acp__strndup(&s->mem, uri, n);
   if (copy == NULL)
     return ACP_ERR_NOMEM;
   rv = call_new(c, msg, "resources/read", CALL_READ, &call);
-  if (rv == 0 && it != vec_find(&s->lists[K_RESOURCE], uri, n, NULL))
+  if (rv == 0 && from_template)
     rv = store_vars(c, call, it, uri, vs, vl, nv);
   if (rv != 0) {
     acp__free(&s->mem, copy);
@@ -1587,17 +1605,9 @@ static int do_prompt_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
                          "Missing required argument: ", p, n, NULL, 0);
     p += n + 1;
   }
-  rv = call_new(c, msg, "prompts/get", CALL_PROMPT, &call);
+  rv = call_start(c, msg, "prompts/get", CALL_PROMPT, it, &call);
   if (rv != 0)
     return rv;
-  call->name = acp__mcp_dupn(&c->srv->mem, it->key, it->key_len);
-  if (call->name == NULL) {
-    call->answered = true;
-    call_unlink_free(call);
-    return ACP_ERR_NOMEM;
-  }
-  call->msg = msg;
-  call->in_cb = true;
   rv = it->cb.prompt(call, args, it->ud);
   return handler_done(call, rv);
 }
@@ -1676,7 +1686,7 @@ static int do_subscribe(acp_mcp_conn *c, const acp_rpc_msg *msg, bool on) {
       c->subs = p;
       c->subs_cap = ncap;
     }
-    copy = acp__mcp_dupn(m, uri, n);
+    copy = acp__strndup(m, uri, n);
     if (copy == NULL)
       return ACP_ERR_NOMEM;
     c->subs[c->nsubs++] = copy;
@@ -1708,11 +1718,6 @@ static int do_set_level(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   return rv == ACP_ERR_NOMEM ? rv : 0;
 }
 
-static bool meq(const acp_rpc_msg *msg, const char *m) {
-  size_t n = strlen(m);
-  return msg->method_len == n && memcmp(msg->method, m, n) == 0;
-}
-
 static int not_found(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   return reply_error(c, msg->handle, ACP_RPC_METHOD_NOT_FOUND,
                      "Method not found", NULL, 0, NULL, 0);
@@ -1724,41 +1729,42 @@ static int conn_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   acp_mcp_server *s = c->srv;
 
   ACP_UNUSED(rpc);
-  if (meq(msg, "ping")) {
+  if (acp__mcp_method_is(msg, "ping")) {
     int rv = acp_rpc_session_respond(c->rpc, msg->handle, "{}", 2);
     return rv == ACP_ERR_NOMEM ? rv : 0;
   }
   if (msg->params != NULL && acp_json_type_of(msg->params) != ACP_JSON_OBJECT)
     return invalid_params(c, msg->handle, "params must be an object");
-  if (meq(msg, "initialize"))
+  if (acp__mcp_method_is(msg, "initialize"))
     return do_initialize(c, msg);
   if (!c->answered_init)
     return reply_error(c, msg->handle, ACP_RPC_INVALID_REQUEST,
                        "Server not initialized", NULL, 0, NULL, 0);
-  if (meq(msg, "tools/list"))
+  if (acp__mcp_method_is(msg, "tools/list"))
     return offers(s, K_TOOL) ? do_list(c, msg, K_TOOL) : not_found(c, msg);
-  if (meq(msg, "tools/call"))
+  if (acp__mcp_method_is(msg, "tools/call"))
     return offers(s, K_TOOL) ? do_tool_call(c, msg) : not_found(c, msg);
-  if (meq(msg, "resources/list"))
+  if (acp__mcp_method_is(msg, "resources/list"))
     return offers(s, K_RESOURCE) ? do_list(c, msg, K_RESOURCE)
                                  : not_found(c, msg);
-  if (meq(msg, "resources/templates/list"))
+  if (acp__mcp_method_is(msg, "resources/templates/list"))
     return offers(s, K_RESOURCE) ? do_list(c, msg, K_TEMPLATE)
                                  : not_found(c, msg);
-  if (meq(msg, "resources/read"))
+  if (acp__mcp_method_is(msg, "resources/read"))
     return offers(s, K_RESOURCE) ? do_read(c, msg) : not_found(c, msg);
-  if (meq(msg, "resources/subscribe") || meq(msg, "resources/unsubscribe")) {
+  if (acp__mcp_method_is(msg, "resources/subscribe") ||
+      acp__mcp_method_is(msg, "resources/unsubscribe")) {
     if (!offers(s, K_RESOURCE) || !s->subscribe)
       return not_found(c, msg);
-    return do_subscribe(c, msg, meq(msg, "resources/subscribe"));
+    return do_subscribe(c, msg, acp__mcp_method_is(msg, "resources/subscribe"));
   }
-  if (meq(msg, "prompts/list"))
+  if (acp__mcp_method_is(msg, "prompts/list"))
     return offers(s, K_PROMPT) ? do_list(c, msg, K_PROMPT) : not_found(c, msg);
-  if (meq(msg, "prompts/get"))
+  if (acp__mcp_method_is(msg, "prompts/get"))
     return offers(s, K_PROMPT) ? do_prompt_get(c, msg) : not_found(c, msg);
-  if (meq(msg, "completion/complete"))
+  if (acp__mcp_method_is(msg, "completion/complete"))
     return s->complete_cb ? do_complete(c, msg) : not_found(c, msg);
-  if (meq(msg, "logging/setLevel"))
+  if (acp__mcp_method_is(msg, "logging/setLevel"))
     return s->logging ? do_set_level(c, msg) : not_found(c, msg);
   return not_found(c, msg);
 }
@@ -1771,7 +1777,7 @@ static int conn_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   ACP_UNUSED(rpc);
   if (!c->answered_init)
     return 0;
-  if (meq(msg, "notifications/initialized")) {
+  if (acp__mcp_method_is(msg, "notifications/initialized")) {
     if (c->initialized)
       return 0;
     c->initialized = true;

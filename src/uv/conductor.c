@@ -64,19 +64,6 @@ struct acp_conductor_options {
   char *shim_program;
 };
 
-static char *mem_strndup(const acp_mem *m, const char *s, size_t n) {
-  char *p = acp__malloc(m, n + 1);
-  if (p == NULL)
-    return NULL;
-  memcpy(p, s, n);
-  p[n] = '\0';
-  return p;
-}
-
-static char *mem_strdup(const acp_mem *m, const char *s) {
-  return mem_strndup(m, s, strlen(s));
-}
-
 static void strv_free(const acp_mem *m, char **v, size_t n) {
   size_t i;
   if (v == NULL)
@@ -217,12 +204,12 @@ int acp_conductor_options_add_component(acp_conductor_options *o,
   memset(&e, 0, sizeof(e));
   a.mem = e.mem = &o->mem;
   for (i = 0; argv[i] != NULL; i++)
-    if ((rc = strv_push(&a, mem_strdup(&o->mem, argv[i]))) < 0)
+    if ((rc = strv_push(&a, acp__strdup(&o->mem, argv[i]))) < 0)
       goto fail;
   for (i = 0; env != NULL && env[i] != NULL; i++)
-    if ((rc = strv_push(&e, mem_strdup(&o->mem, env[i]))) < 0)
+    if ((rc = strv_push(&e, acp__strdup(&o->mem, env[i]))) < 0)
       goto fail;
-  if (name != NULL && (nm = mem_strdup(&o->mem, name)) == NULL) {
+  if (name != NULL && (nm = acp__strdup(&o->mem, name)) == NULL) {
     rc = ACP_ERR_NOMEM;
     goto fail;
   }
@@ -256,7 +243,7 @@ static int shell_split(const acp_mem *m, const char *s, strv *words, char *err,
     if (c == '\0' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
       if (in_word) {
         if ((rc = strv_push(words,
-                            mem_strndup(m, w.data ? w.data : "", w.len))) < 0)
+                            acp__strndup(m, w.data ? w.data : "", w.len))) < 0)
           goto out;
         acp__buf_clear(&w);
         in_word = false;
@@ -340,7 +327,7 @@ static int json_str_dup(const acp_mem *m, acp_json_doc *doc,
     return rc;
   if (memchr(s, '\0', n) != NULL)
     return ACP_ERR_TYPE;
-  *out = mem_strndup(m, s, n);
+  *out = acp__strndup(m, s, n);
   return *out ? 0 : ACP_ERR_NOMEM;
 }
 
@@ -533,7 +520,7 @@ static int set_path(acp_conductor_options *o, char **dst, const char *path) {
   char *p = NULL;
   if (o == NULL)
     return 0;
-  if (path != NULL && (p = mem_strdup(&o->mem, path)) == NULL)
+  if (path != NULL && (p = acp__strdup(&o->mem, path)) == NULL)
     return ACP_ERR_NOMEM;
   acp__free(&o->mem, *dst);
   *dst = p;
@@ -896,10 +883,6 @@ static bool bridge_may_hold(const cond *c) {
          !c->agent_caps_seen && c->agent_init_id != NULL;
 }
 
-static char *br_dup(cond *c, const char *s, size_t n) {
-  return mem_strndup(c->mem, s, n);
-}
-
 /* Feed one line to the router as if the agent had written it. */
 static void br_inject(cond *c, const char *line, size_t len) {
   if (c->fatal || c->finished || !c->comps[c->n - 1].running)
@@ -957,6 +940,29 @@ static void br_begin_req(cond *c, const bpend *p, const char *method) {
   acp_json_write_strz(c->bw, method);
   acp_json_write_keyz(c->bw, "params");
   acp_json_write_obj_begin(c->bw);
+}
+
+/* A response {"jsonrpc","id":ID,"error"|"result":...} in w, ID given as
+ * raw JSON; the result is `res`, or {} when NULL. Returns its bytes, or
+ * NULL if the writer failed. */
+static const char *br_response(acp_json_writer *w, const char *id,
+                               size_t id_len, const acp_json_val *err,
+                               const acp_json_val *res, size_t *len) {
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "jsonrpc");
+  acp_json_write_strz(w, "2.0");
+  acp_json_write_keyz(w, "id");
+  acp_json_write_raw(w, id, id_len);
+  acp_json_write_keyz(w, err != NULL ? "error" : "result");
+  if (err != NULL || res != NULL) {
+    acp_json_write_val(w, err != NULL ? err : res);
+  } else {
+    acp_json_write_obj_begin(w);
+    acp_json_write_obj_end(w);
+  }
+  acp_json_write_obj_end(w);
+  return acp_json_writer_error(w) == 0 ? acp_json_writer_data(w, len) : NULL;
 }
 
 /* MARK: Shim connections */
@@ -1056,13 +1062,12 @@ static void br_relay_up(bconn *k, const char *line, size_t len) {
   if (acp_json_type_of(method) == ACP_JSON_STRING) {
     if (id == NULL && acp_json_str_eq(method, "notifications/cancelled", 23)) {
       /* Cancel the outer request carrying it, hop by hop. */
-      size_t rl, pl;
+      size_t rl;
       const char *rid =
           acp_json_raw(acp_json_obj_getz(params, "requestId"), &rl);
       for (p = c->br_pends; rid != NULL && p != NULL; p = p->next)
         if (p->conn == k && p->kind == BR_MESSAGE && p->inner_id != NULL &&
-            (pl = strlen(p->inner_id)) == rl &&
-            memcmp(p->inner_id, rid, rl) == 0)
+            strlen(p->inner_id) == rl && memcmp(p->inner_id, rid, rl) == 0)
           break;
       if (p != NULL) {
         char buf[128];
@@ -1074,7 +1079,6 @@ static void br_relay_up(bconn *k, const char *line, size_t len) {
         if (n > 0 && (size_t)n < sizeof(buf))
           br_inject(c, buf, (size_t)n);
       }
-      (void)pl;
       return;
     }
     p = NULL;
@@ -1082,7 +1086,7 @@ static void br_relay_up(bconn *k, const char *line, size_t len) {
       size_t il;
       const char *ir = acp_json_raw(id, &il);
       p = br_pend_new(c, BR_MESSAGE, k);
-      if (p == NULL || (p->inner_id = br_dup(c, ir, il)) == NULL)
+      if (p == NULL || (p->inner_id = acp__strndup(c->mem, ir, il)) == NULL)
         return;
     }
     br_begin_req(c, p, "mcp/message");
@@ -1100,18 +1104,12 @@ static void br_relay_up(bconn *k, const char *line, size_t len) {
   } else if (id != NULL) {
     /* The agent's answer to a request of the provider: the inner result is
      * the outer result (the id is the one the agent's hop used). */
-    const acp_json_val *res = acp_json_obj_getz(root, "result");
-    const acp_json_val *err = acp_json_obj_getz(root, "error");
-    acp_json_writer_reset(c->bw);
-    acp_json_write_obj_begin(c->bw);
-    acp_json_write_keyz(c->bw, "jsonrpc");
-    acp_json_write_strz(c->bw, "2.0");
-    acp_json_write_keyz(c->bw, "id");
-    acp_json_write_val(c->bw, id);
-    acp_json_write_keyz(c->bw, err != NULL ? "error" : "result");
-    acp_json_write_val(c->bw, err != NULL ? err : res);
-    acp_json_write_obj_end(c->bw);
-    br_inject_writer(c);
+    size_t il, dl;
+    const char *ir = acp_json_raw(id, &il);
+    const char *d = br_response(c->bw, ir, il, acp_json_obj_getz(root, "error"),
+                                acp_json_obj_getz(root, "result"), &dl);
+    if (d != NULL)
+      br_inject(c, d, dl);
   }
 }
 
@@ -1267,7 +1265,7 @@ static int br_listen(cond *c) {
     return ACP_ERR_SYSTEM;
   (void)chmod(dir, 0700);
   sz = strlen(dir);
-  c->br_dir = br_dup(c, dir, sz);
+  c->br_dir = acp__strndup(c->mem, dir, sz);
   c->br_sock = acp__malloc(c->mem, sz + sizeof("/mcp.sock"));
   if (c->br_dir == NULL || c->br_sock == NULL)
     return ACP_ERR_NOMEM;
@@ -1514,7 +1512,7 @@ static bsrv *br_srv_for(cond *c, const char *id, size_t n) {
   s = acp__calloc(c->mem, 1, sizeof(*s));
   if (s == NULL)
     return NULL;
-  if ((s->id = br_dup(c, id, n)) == NULL) {
+  if ((s->id = acp__strndup(c->mem, id, n)) == NULL) {
     acp__free(c->mem, s);
     return NULL;
   }
@@ -1536,11 +1534,11 @@ static void br_srv_bind(cond *c, bsrv *s, const acp_json_val *root,
   if (s->session_id != NULL || s->req_id != NULL)
     return;
   if (acp_json_str_eq(acp_json_obj_getz(root, "method"), "session/new", 11)) {
-    if (ir != NULL && (s->req_id = br_dup(c, ir, il)) != NULL)
+    if (ir != NULL && (s->req_id = acp__strndup(c->mem, ir, il)) != NULL)
       c->br_new_pending++;
   } else if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(params, "sessionId"),
                               &sid, &sl) == 0) {
-    s->session_id = br_dup(c, sid, sl);
+    s->session_id = acp__strndup(c->mem, sid, sl);
   }
 }
 
@@ -1568,7 +1566,7 @@ static void br_session_answer(cond *c, const char *line, size_t len) {
       s->req_id = NULL;
       c->br_new_pending--;
       if (sid != NULL)
-        s->session_id = br_dup(c, sid, sl);
+        s->session_id = acp__strndup(c->mem, sid, sl);
     }
 }
 
@@ -1609,16 +1607,10 @@ static void br_session_end(cond *c, const acp_json_val *root) {
 static bool br_rewrite_session(cond *c, const acp_json_val *root) {
   const acp_json_val *params = acp_json_obj_getz(root, "params");
   const acp_json_val *list = acp_json_obj_getz(params, "mcpServers");
-  const acp_json_val *e, *k;
+  const acp_json_val *e, *k, *q;
   acp_json_writer *w = c->bw2;
-  bool any = false, http = false;
-  for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
-    const char *id;
-    size_t n;
-    if (acp_mcp_acp_decl_parse(c->bdoc, e, &id, &n, NULL) == 0)
-      any = true;
-  }
-  if (!any || br_listen(c) != 0)
+  bool http = false;
+  if (!br_has_acp_decl(c, root) || br_listen(c) != 0)
     return false;
   if (c->o->bridge == ACP_CONDUCTOR_MCP_BRIDGE_HTTP) {
     if (!c->agent_http) {
@@ -1648,13 +1640,13 @@ static bool br_rewrite_session(cond *c, const acp_json_val *root) {
       continue;
     }
     acp_json_write_obj_begin(w);
-    for (k = acp_json_child(params); k != NULL;
-         k = acp_json_next(acp_json_next(k))) {
-      if (acp_json_doc_str(c->bdoc, k, &key, &kl) != 0)
+    for (q = acp_json_child(params); q != NULL;
+         q = acp_json_next(acp_json_next(q))) {
+      if (acp_json_doc_str(c->bdoc, q, &key, &kl) != 0)
         return false;
       acp_json_write_key(w, key, kl);
-      if (!acp_json_str_eq(k, "mcpServers", 10)) {
-        acp_json_write_val(w, acp_json_next(k));
+      if (!acp_json_str_eq(q, "mcpServers", 10)) {
+        acp_json_write_val(w, acp_json_next(q));
         continue;
       }
       acp_json_write_arr_begin(w);
@@ -1714,13 +1706,6 @@ static bool br_rewrite_session(cond *c, const acp_json_val *root) {
       acp_json_write_arr_end(w);
     }
     acp_json_write_obj_end(w);
-    /* Restore k to the "params" key for the outer loop. */
-    for (k = acp_json_child(root);
-         k != NULL && !acp_json_str_eq(k, "params", 6);
-         k = acp_json_next(acp_json_next(k)))
-      ;
-    if (k == NULL)
-      return false;
   }
   acp_json_write_obj_end(w);
   return acp_json_writer_error(w) == 0;
@@ -1744,7 +1729,7 @@ static void br_answer(cond *c, const acp_json_val *root, uint64_t n) {
     if (err != NULL ||
         acp_json_doc_str(c->bdoc, acp_json_obj_getz(res, "connectionId"), &cid,
                          &cl) != 0 ||
-        (k->conn_id = br_dup(c, cid, cl)) == NULL) {
+        (k->conn_id = acp__strndup(c->mem, cid, cl)) == NULL) {
       size_t el = 0;
       const char *er = acp_json_raw(err, &el);
       log_line(c, "[conductor] mcp bridge: mcp/connect failed: %.*s\n",
@@ -1772,20 +1757,10 @@ static void br_answer(cond *c, const acp_json_val *root, uint64_t n) {
     return;
   }
   if (p->kind == BR_MESSAGE && k != NULL && !p->cancelled) {
-    acp_json_writer *w = c->bw2;
     size_t len;
-    const char *d;
-    acp_json_writer_reset(w);
-    acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "jsonrpc");
-    acp_json_write_strz(w, "2.0");
-    acp_json_write_keyz(w, "id");
-    acp_json_write_raw(w, p->inner_id, strlen(p->inner_id));
-    acp_json_write_keyz(w, err != NULL ? "error" : "result");
-    acp_json_write_val(w, err != NULL ? err : res);
-    acp_json_write_obj_end(w);
-    d = acp_json_writer_data(w, &len);
-    if (acp_json_writer_error(w) == 0)
+    const char *d =
+        br_response(c->bw2, p->inner_id, strlen(p->inner_id), err, res, &len);
+    if (d != NULL)
       br_conn_write(k, d, len);
   }
   br_pend_free(c, p);
@@ -1813,21 +1788,11 @@ static bool br_down(cond *c, const acp_json_val *root, const acp_json_val *m) {
     return false;
   if (disc) {
     if (id != NULL) {
-      acp_json_writer_reset(c->bw2);
-      acp_json_write_obj_begin(c->bw2);
-      acp_json_write_keyz(c->bw2, "jsonrpc");
-      acp_json_write_strz(c->bw2, "2.0");
-      acp_json_write_keyz(c->bw2, "id");
-      acp_json_write_val(c->bw2, id);
-      acp_json_write_keyz(c->bw2, "result");
-      acp_json_write_obj_begin(c->bw2);
-      acp_json_write_obj_end(c->bw2);
-      acp_json_write_obj_end(c->bw2);
-      if (acp_json_writer_error(c->bw2) == 0) {
-        size_t len;
-        const char *d = acp_json_writer_data(c->bw2, &len);
+      size_t il, len;
+      const char *ir = acp_json_raw(id, &il);
+      const char *d = br_response(c->bw2, ir, il, NULL, NULL, &len);
+      if (d != NULL)
         br_inject(c, d, len);
-      }
     }
     br_conn_close(k, false);
     return true;
@@ -1859,21 +1824,37 @@ static bool br_down(cond *c, const acp_json_val *root, const acp_json_val *m) {
   return true;
 }
 
-static bool br_has(const char *d, size_t n, const char *needle) {
+/* Where `needle` starts within the first 160 bytes of d, or NULL. */
+static const char *br_find(const char *d, size_t n, const char *needle) {
   size_t m = strlen(needle), i;
   if (n > 160)
     n = 160;
   for (i = 0; i + m <= n; i++)
     if (d[i] == needle[0] && memcmp(d + i, needle, m) == 0)
-      return true;
-  return false;
+      return d + i;
+  return NULL;
+}
+
+static bool br_has(const char *d, size_t n, const char *needle) {
+  return br_find(d, n, needle) != NULL;
 }
 
 /* Might the bridge act on this line for the agent? (The router writes
  * canonical envelopes: the id and method come first.) */
+/* session/new, load, resume or fork as the method: one scan (the first
+ * "session/ of a canonical envelope is its method). */
 static bool br_is_session_line(const char *d, size_t n) {
-  return br_has(d, n, "\"session/new\"") || br_has(d, n, "\"session/load\"") ||
-         br_has(d, n, "\"session/resume\"") || br_has(d, n, "\"session/fork\"");
+  static const char *const verbs[] = {"new\"", "load\"", "resume\"", "fork\""};
+  const char *p = br_find(d, n, "\"session/");
+  size_t i, rest;
+  if (p == NULL)
+    return false;
+  p += 9;
+  rest = (size_t)(d + n - p);
+  for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+    if (strlen(verbs[i]) <= rest && memcmp(p, verbs[i], strlen(verbs[i])) == 0)
+      return true;
+  return false;
 }
 
 static bool br_interesting(const cond *c, const char *d, size_t n) {
@@ -1924,7 +1905,7 @@ static void br_filter_line(cond *c, const char *d, size_t n) {
         size_t il;
         const char *ir = acp_json_raw(id, &il);
         acp__free(c->mem, c->agent_init_id);
-        c->agent_init_id = br_dup(c, ir, il);
+        c->agent_init_id = acp__strndup(c->mem, ir, il);
       } else if (bridge_may_hold(c) && br_session_method(m) &&
                  br_has_acp_decl(c, root)) {
         br_hold_line(c, d, n);
@@ -2621,8 +2602,8 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
     acp__buf_init(&k->fr.buf, c->mem, 0);
     uv_timer_init(&c->loop, &k->eof_timer);
     k->eof_timer.data = k;
-    k->name = mem_strdup(c->mem,
-                         k->spec->name ? k->spec->name : derive_name(k->spec));
+    k->name = acp__strdup(c->mem,
+                          k->spec->name ? k->spec->name : derive_name(k->spec));
     k->cmdline = join_cmdline(c->mem, k->spec);
     if (k->name == NULL || k->cmdline == NULL)
       rc = ACP_ERR_NOMEM;

@@ -31,14 +31,6 @@ struct acp_uv_process_options {
   uint64_t t2;
 };
 
-static char *dup_str(const acp_mem *m, const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = acp__malloc(m, n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
-
 static void free_strv(const acp_mem *m, char **v, size_t n) {
   if (!v)
     return;
@@ -87,7 +79,7 @@ int acp_uv_process_options_set_argv(acp_uv_process_options *o,
   if (!v)
     goto cleanup;
   for (size_t i = 0; i < n; i++) {
-    v[i] = dup_str(&o->mem, argv[i]);
+    v[i] = acp__strdup(&o->mem, argv[i]);
     if (!v[i])
       goto cleanup;
   }
@@ -111,7 +103,7 @@ int acp_uv_process_options_add_env(acp_uv_process_options *o, const char *kv) {
   if (!v)
     return ACP_ERR_NOMEM;
   o->env = v;
-  v[o->nenv] = dup_str(&o->mem, kv);
+  v[o->nenv] = acp__strdup(&o->mem, kv);
   if (!v[o->nenv])
     return ACP_ERR_NOMEM;
   o->nenv++;
@@ -123,7 +115,7 @@ int acp_uv_process_options_set_cwd(acp_uv_process_options *o, const char *cwd) {
   if (!o)
     return ACP_ERR_INVALID_ARGUMENT;
   if (cwd) {
-    c = dup_str(&o->mem, cwd);
+    c = acp__strdup(&o->mem, cwd);
     if (!c)
       return ACP_ERR_NOMEM;
   }

@@ -243,5 +243,20 @@ grep -q '"id":2,"error".*tools' "$T/dead" && [ "$cstatus" = 1 ] && [ -n "$hpid" 
   ok "proxy died while pending: MCP error naming it, chain failed (exit $cstatus), helper gone" ||
   ko "dead proxy (exit $cstatus, helper '$hpid')" "$(cat "$T/dead")"
 
+# 10. the helper on its own: a bad command line is a usage error (2); a
+# descriptor that is not a listening socket is refused clearly (1).
+"$ACP" mcp http-bridge >/dev/null 2>"$T/u1"
+u1=$?
+"$ACP" mcp http-bridge --socket "$T/none.sock" --listen-fd 2 >/dev/null 2>"$T/u2"
+u2=$?
+"$ACP" mcp http-bridge --socket "$T/none.sock" --listen-fd 3 3</dev/null </dev/null >/dev/null 2>"$T/u3"
+u3=$?
+if [ $u1 = 2 ] && grep -q 'are required' "$T/u1" && [ $u2 = 2 ] && grep -q 'descriptor >= 3' "$T/u2" &&
+  [ $u3 = 1 ] && grep -q 'cannot start' "$T/u3"; then
+  ok "http-bridge: usage errors (2), a non-listening descriptor refused (1)"
+else
+  ko "http-bridge usage ($u1 $u2 $u3)" "$(cat "$T/u1" "$T/u2" "$T/u3")"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
