@@ -58,18 +58,33 @@ static char *dup_range(const char *p, size_t n) {
   return s;
 }
 
+/* Append `st`, which the script then owns; on failure its strings are
+ * freed. */
 static int push(script *sc, size_t *cap, step st) {
   step *ns;
 
   if (sc->n == *cap) {
     *cap = *cap ? *cap * 2 : 8;
     ns = realloc(sc->steps, *cap * sizeof(*ns));
-    if (ns == NULL)
+    if (ns == NULL) {
+      free(st.arg);
+      free(st.arg2);
       return -1;
+    }
     sc->steps = ns;
   }
   sc->steps[sc->n++] = st;
   return 0;
+}
+
+/* Append a text step holding [p, end). */
+static int push_text(script *sc, size_t *cap, const char *p, const char *end) {
+  step st = {STEP_TEXT, NULL, NULL, 0};
+
+  st.arg = dup_range(p, (size_t)(end - p));
+  if (st.arg == NULL)
+    return -1;
+  return push(sc, cap, st);
 }
 
 static const char *skip_ws(const char *p, const char *end) {
@@ -159,12 +174,7 @@ static int parse_command(script *sc, size_t *cap, const char *p,
     }
     break;
   }
-  if (push(sc, cap, st) != 0) {
-    free(st.arg);
-    free(st.arg2);
-    return -1;
-  }
-  return 0;
+  return push(sc, cap, st);
 }
 
 int script_parse(script *sc, const char *text, size_t len) {
@@ -186,13 +196,8 @@ int script_parse(script *sc, const char *text, size_t len) {
       e--;
     if (s < e && *s == '/' && e - s > 1 && isalpha((unsigned char)s[1])) {
       if (text_start != NULL) {
-        step st = {STEP_TEXT,
-                   dup_range(text_start, (size_t)(text_end - text_start)), NULL,
-                   0};
-        if (st.arg == NULL || push(sc, &cap, st) != 0) {
-          free(st.arg);
+        if (push_text(sc, &cap, text_start, text_end) != 0)
           goto fail;
-        }
         text_start = NULL;
       }
       if (parse_command(sc, &cap, s, e) != 0)
@@ -206,14 +211,8 @@ int script_parse(script *sc, const char *text, size_t len) {
     }
     p = eol ? eol + 1 : end;
   }
-  if (text_start != NULL) {
-    step st = {STEP_TEXT,
-               dup_range(text_start, (size_t)(text_end - text_start)), NULL, 0};
-    if (st.arg == NULL || push(sc, &cap, st) != 0) {
-      free(st.arg);
-      goto fail;
-    }
-  }
+  if (text_start != NULL && push_text(sc, &cap, text_start, text_end) != 0)
+    goto fail;
   return 0;
 fail:
   script_free(sc);

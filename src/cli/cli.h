@@ -53,4 +53,12 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name,
 void cli_err(const char *sub, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* An MCP "echo" tool handler's body: answer the call with its "message"
+ * argument as text, or with the tool error `bad_message` when "message" is
+ * not a string. Returns what acp_mcp_call_respond_text() returns. */
+struct acp_mcp_call;
+struct acp_json_val;
+int cli_mcp_echo(struct acp_mcp_call *call, const struct acp_json_val *args,
+                 const char *bad_message);
+
 #endif /* ACP_CLI_H */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "acp/mcp.h"
 #include "cli.h"
 
 const char *cli_self_path(void) {
@@ -56,4 +57,17 @@ void cli_err(const char *sub, const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fputc('\n', stderr);
+}
+
+int cli_mcp_echo(acp_mcp_call *call, const acp_json_val *args,
+                 const char *bad_message) {
+  const acp_json_val *m = acp_json_obj_getz(args, "message");
+  const char *s;
+  size_t n;
+
+  if (acp_json_type_of(m) != ACP_JSON_STRING ||
+      acp_json_doc_str(acp_mcp_call_doc(call), m, &s, &n) != 0)
+    return acp_mcp_call_respond_text(call, bad_message, strlen(bad_message),
+                                     true);
+  return acp_mcp_call_respond_text(call, s, n, false);
 }

@@ -333,6 +333,19 @@ static turn *turn_resume(void *ud) {
   return t;
 }
 
+/* The turn's current step is over: take the next. */
+static void turn_next(turn *t) {
+  t->pc++;
+  turn_run(t);
+}
+
+/* The turn's tool call ended with `status`: say so, take the next step. */
+static void tool_done(turn *t, const char *status) {
+  acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id, status,
+                                  NULL, 0);
+  turn_next(t);
+}
+
 static int call_ok(const acp_rpc_msg *msg) {
   return msg->result != NULL;
 }
@@ -370,10 +383,7 @@ static int on_permission(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     return 0;
   if (!call_ok(msg)) {
     report_error(t, "session/request_permission", msg);
-    acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id, "failed",
-                                    NULL, 0);
-    t->pc++;
-    turn_run(t);
+    tool_done(t, "failed");
     return 0;
   }
   outcome = acp_json_obj_getz(msg->result, "outcome");
@@ -397,8 +407,7 @@ static int on_permission(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
                                     allowed ? "completed" : "failed", extra, n);
   }
   send_text(t->a, t->s, buf);
-  t->pc++;
-  turn_run(t);
+  turn_next(t);
   return 0;
 }
 
@@ -417,11 +426,7 @@ static int on_read(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
   } else {
     send_chunk(t->a, t->s, "agent_message_chunk", content, len);
   }
-  acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
-                                  call_ok(msg) ? "completed" : "failed", NULL,
-                                  0);
-  t->pc++;
-  turn_run(t);
+  tool_done(t, call_ok(msg) ? "completed" : "failed");
   return 0;
 }
 
@@ -435,11 +440,7 @@ static int on_write(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     report_error(t, "fs/write_text_file", msg);
   else
     send_text(t->a, t->s, "file written\n");
-  acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
-                                  call_ok(msg) ? "completed" : "failed", NULL,
-                                  0);
-  t->pc++;
-  turn_run(t);
+  tool_done(t, call_ok(msg) ? "completed" : "failed");
   return 0;
 }
 
@@ -467,8 +468,7 @@ static int on_elicit(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
         send_chunk(t->a, t->s, "agent_message_chunk", raw, n);
     }
   }
-  t->pc++;
-  turn_run(t);
+  turn_next(t);
   return 0;
 }
 
@@ -513,8 +513,7 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
   if (!call_ok(msg)) {
     report_error(t, "terminal", msg);
     if (t->sub == 0 || t->sub >= 3) {
-      t->pc++;
-      turn_run(t);
+      turn_next(t);
       return 0;
     }
     t->sub = 3; /* still release what was created */
@@ -526,8 +525,7 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
   case 0:
     if (msg_str(msg, msg->result, "terminalId", &s, &len) != 0) {
       send_text(t->a, t->s, "terminal/create: no terminalId\n");
-      t->pc++;
-      turn_run(t);
+      turn_next(t);
       return 0;
     }
     free(t->terminal_id);
@@ -575,11 +573,7 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     }
     break;
   case 3:
-    acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
-                                    t->exit_note[0] ? "failed" : "completed",
-                                    NULL, 0);
-    t->pc++;
-    turn_run(t);
+    tool_done(t, t->exit_note[0] ? "failed" : "completed");
     return 0;
   default:
     break;
@@ -596,8 +590,7 @@ static void timer_fired(uv_timer_t *h) {
   if (t->done)
     return;
   t->waiting = false;
-  t->pc++;
-  turn_run(t);
+  turn_next(t);
 }
 
 static const char *tool_kind(const step *st, const char *dflt) {
@@ -1303,8 +1296,7 @@ static void mcp_op_end(mcpop *op) {
   free(op->tool);
   free(op->args);
   free(op);
-  t->pc++;
-  turn_run(t);
+  turn_next(t);
 }
 
 static int mcp_on_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
@@ -1713,6 +1705,8 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
       "\"resume\":{},\"close\":{},\"delete\":{}}}";
   const char *agent_caps = a->mcp_http_off ? caps_no_http : caps_http;
   size_t agent_caps_len = strlen(agent_caps);
+  acp_json_writer *cw = NULL;
+  int rv;
 
   a->fs_read =
       acp_json_get_bool(acp_json_obj_getz(fs, "readTextFile"), &b) == 0 && b;
@@ -1720,9 +1714,8 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
       acp_json_get_bool(acp_json_obj_getz(fs, "writeTextFile"), &b) == 0 && b;
   a->terminal =
       acp_json_get_bool(acp_json_obj_getz(caps, "terminal"), &b) == 0 && b;
-  a->elicitation = acp_json_obj_getz(caps, "elicitation") != NULL &&
-                   acp_json_type_of(acp_json_obj_getz(caps, "elicitation")) ==
-                       ACP_JSON_OBJECT;
+  a->elicitation = acp_json_type_of(acp_json_obj_getz(caps, "elicitation")) ==
+                   ACP_JSON_OBJECT;
   acp_json_writer_reset(a->w);
   acp_json_write_obj_begin(a->w);
   kvs(a->w, "name", a->name);
@@ -1732,26 +1725,15 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   info = wdata(a, &n);
   if (!a->mcp_acp_off) {
     /* --mcp-acp native: advertise mcpCapabilities.acp. */
-    acp_json_writer *cw = NULL;
-    char *info_copy = xstrndup(info, n);
-    const char *caps_json;
-    size_t caps_len;
-    int rv;
-
     if (acp_json_writer_new(&cw, 0, NULL) != 0 ||
         acp_mcp_acp_caps_enable(cw, agent_caps, agent_caps_len) != 0)
       exit(CLI_EXIT_FAILURE);
-    caps_json = acp_json_writer_data(cw, &caps_len);
-    rv = acp_agent_respond_initialize(agent, req, caps_json, caps_len,
-                                      info_copy, n, "[]", 2);
-    acp_json_writer_free(cw);
-    free(info_copy);
-    return rv == 0 ? 0 : ACP_ERR_CALLBACK_FAILURE;
+    agent_caps = acp_json_writer_data(cw, &agent_caps_len);
   }
-  return acp_agent_respond_initialize(agent, req, agent_caps, agent_caps_len,
-                                      info, n, "[]", 2) == 0
-             ? 0
-             : ACP_ERR_CALLBACK_FAILURE;
+  rv = acp_agent_respond_initialize(agent, req, agent_caps, agent_caps_len,
+                                    info, n, "[]", 2);
+  acp_json_writer_free(cw);
+  return rv == 0 ? 0 : ACP_ERR_CALLBACK_FAILURE;
 }
 
 static int on_authenticate(acp_agent *agent, acp_agent_request *req, void *ud) {
@@ -1821,11 +1803,16 @@ static int check_cwd(acp_agent *agent, acp_agent_request *req, const char **cwd,
   return 0;
 }
 
+/* Answer `req` with the JSON in a->w. */
+static int respond_w(app *a, acp_agent_request *req) {
+  size_t n;
+  const char *r = wdata(a, &n);
+
+  return acp_agent_respond(a->agent, req, r, n);
+}
+
 static int respond_state(app *a, acp_agent_request *req, asession *s,
                          bool with_id) {
-  size_t n;
-  const char *r;
-
   acp_json_writer_reset(a->w);
   acp_json_write_obj_begin(a->w);
   if (with_id) {
@@ -1833,8 +1820,7 @@ static int respond_state(app *a, acp_agent_request *req, asession *s,
   }
   write_session_state(a, s);
   acp_json_write_obj_end(a->w);
-  r = wdata(a, &n);
-  return acp_agent_respond(a->agent, req, r, n);
+  return respond_w(a, req);
 }
 
 static int on_session_new(acp_agent *agent, acp_agent_request *req, void *ud) {
@@ -1927,8 +1913,6 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
   unsigned count = 0;
   unsigned seen = 0;
   asession *s;
-  size_t n;
-  const char *r;
   char buf[32];
 
   acp_agent_request_param_str(req, "cwd", &cwd, &cwd_len);
@@ -1971,20 +1955,7 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
     kvs(a->w, "nextCursor", buf);
   }
   acp_json_write_obj_end(a->w);
-  r = wdata(a, &n);
-  acp_agent_respond(agent, req, r, n);
-  return 0;
-}
-
-static int on_session_delete(acp_agent *agent, acp_agent_request *req,
-                             void *ud) {
-  app *a = ud;
-  asession *s = session_param(a, req);
-
-  if (s != NULL) {
-    session_destroy(a, s);
-    acp_agent_respond_empty(agent, req);
-  }
+  respond_w(a, req);
   return 0;
 }
 
@@ -2019,8 +1990,6 @@ static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
   const char *id;
   size_t len;
   bool b;
-  size_t n;
-  const char *r;
 
   if (s == NULL)
     return 0;
@@ -2048,8 +2017,7 @@ static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
   acp_json_write_keyz(a->w, "configOptions");
   write_config_options(a, s);
   acp_json_write_obj_end(a->w);
-  r = wdata(a, &n);
-  acp_agent_respond(agent, req, r, n);
+  respond_w(a, req);
   return 0;
 }
 
@@ -2060,8 +2028,9 @@ static int on_session_close(acp_agent *agent, acp_agent_request *req,
 
   if (s == NULL)
     return 0;
-  /* Closing cancels the running turn and frees the session; it stays
-   * loadable only while it exists, so close forgets it like delete. */
+  /* session/close and session/delete: cancel the running turn and free
+   * the session; it stays loadable only while it exists, so close forgets
+   * it like delete. */
   session_destroy(a, s);
   acp_agent_respond_empty(agent, req);
   return 0;
@@ -2274,7 +2243,7 @@ int cmd_agent(int argc, char **argv) {
   acp_agent_callbacks_set_on_session_load(cbs, on_session_load);
   acp_agent_callbacks_set_on_session_resume(cbs, on_session_resume);
   acp_agent_callbacks_set_on_session_list(cbs, on_session_list);
-  acp_agent_callbacks_set_on_session_delete(cbs, on_session_delete);
+  acp_agent_callbacks_set_on_session_delete(cbs, on_session_close);
   acp_agent_callbacks_set_on_session_close(cbs, on_session_close);
   acp_agent_callbacks_set_on_session_set_mode(cbs, on_session_set_mode);
   acp_agent_callbacks_set_on_session_set_config_option(cbs,

@@ -554,16 +554,19 @@ static int on_write_file(acp_client *client, acp_client_request *req,
 
 /* MARK: - Terminals */
 
+/* The terminal the request's terminalId names; when there is none, answer
+ * the request with a "Resource not found" error and return NULL. */
 static term *find_term(capp *a, acp_client_request *req) {
   const char *id;
   size_t n;
   term *t;
 
-  if (acp_client_request_param_str(req, "terminalId", &id, &n) != 0)
-    return NULL;
-  for (t = a->terms; t != NULL; t = t->next)
-    if (strlen(t->id) == n && memcmp(t->id, id, n) == 0)
-      return t;
+  if (acp_client_request_param_str(req, "terminalId", &id, &n) == 0)
+    for (t = a->terms; t != NULL; t = t->next)
+      if (strlen(t->id) == n && memcmp(t->id, id, n) == 0)
+        return t;
+  acp_client_respond_error(a->client, req, -32002,
+                           "Resource not found: no such terminal", NULL, 0);
   return NULL;
 }
 
@@ -758,11 +761,8 @@ static int on_term_output(acp_client *client, acp_client_request *req,
   const char *r;
   size_t keep;
 
-  if (t == NULL) {
-    acp_client_respond_error(client, req, -32002,
-                             "Resource not found: no such terminal", NULL, 0);
+  if (t == NULL)
     return 0;
-  }
   /* Never cut a UTF-8 sequence at the end. */
   keep = t->len;
   acp_json_writer_reset(a->w);
@@ -790,11 +790,8 @@ static int on_term_wait(acp_client *client, acp_client_request *req, void *ud) {
   capp *a = ud;
   term *t = find_term(a, req);
 
-  if (t == NULL) {
-    acp_client_respond_error(client, req, -32002,
-                             "Resource not found: no such terminal", NULL, 0);
+  if (t == NULL)
     return 0;
-  }
   if (t->nwaiters == sizeof(t->waiters) / sizeof(t->waiters[0])) {
     acp_client_respond_error(client, req, -32603, "too many waiters", NULL, 0);
     return 0;
@@ -808,11 +805,8 @@ static int on_term_kill(acp_client *client, acp_client_request *req, void *ud) {
   capp *a = ud;
   term *t = find_term(a, req);
 
-  if (t == NULL) {
-    acp_client_respond_error(client, req, -32002,
-                             "Resource not found: no such terminal", NULL, 0);
+  if (t == NULL)
     return 0;
-  }
   if (!t->exited)
     acp_uv_process_kill(t->p, SIGKILL);
   acp_client_respond(client, req, "null", 4);
@@ -848,11 +842,8 @@ static int on_term_release(acp_client *client, acp_client_request *req,
   capp *a = ud;
   term *t = find_term(a, req);
 
-  if (t == NULL) {
-    acp_client_respond_error(client, req, -32002,
-                             "Resource not found: no such terminal", NULL, 0);
+  if (t == NULL)
     return 0;
-  }
   term_free(a, t);
   acp_client_respond(client, req, "null", 4);
   return 0;
@@ -873,16 +864,8 @@ static int on_mcp_message(acp_client *client, acp_client_request *req,
 }
 
 static int tool_echo(acp_mcp_call *call, const acp_json_val *args, void *ud) {
-  const acp_json_val *m = acp_json_obj_getz(args, "message");
-  const char *s;
-  size_t n;
-
   (void)ud;
-  if (acp_json_type_of(m) != ACP_JSON_STRING ||
-      acp_json_doc_str(acp_mcp_call_doc(call), m, &s, &n) != 0)
-    return acp_mcp_call_respond_text(call, "message: expected a string", 26,
-                                     true);
-  return acp_mcp_call_respond_text(call, s, n, false);
+  return cli_mcp_echo(call, args, "message: expected a string");
 }
 
 /* Which ACP session the call came through (the provider's correlation),

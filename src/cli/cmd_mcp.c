@@ -67,35 +67,24 @@ static void usage(FILE *f) {
 /* MARK: - Default server set */
 
 static int tool_echo(acp_mcp_call *call, const acp_json_val *args, void *ud) {
-  const acp_json_val *m = acp_json_obj_getz(args, "message");
-  const char *s;
-  size_t n;
   (void)ud;
-  if (acp_json_type_of(m) != ACP_JSON_STRING ||
-      acp_json_doc_str(acp_mcp_call_doc(call), m, &s, &n) != 0)
-    return acp_mcp_call_respond_text(call, "message must be a string", 24,
-                                     true);
-  return acp_mcp_call_respond_text(call, s, n, false);
+  return cli_mcp_echo(call, args, "message must be a string");
 }
 
 static int tool_add(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   double a, b;
-  char buf[64], st[96];
-  int n;
+  char buf[64], st[96], content[160];
+  int cn;
   (void)ud;
   if (acp_json_get_double(acp_json_obj_getz(args, "a"), &a) != 0 ||
       acp_json_get_double(acp_json_obj_getz(args, "b"), &b) != 0)
     return acp_mcp_call_respond_text(call, "a and b must be numbers", 23, true);
-  n = snprintf(buf, sizeof(buf), "%.17g", a + b);
+  snprintf(buf, sizeof(buf), "%.17g", a + b);
   snprintf(st, sizeof(st), "{\"sum\":%s}", buf);
-  {
-    char content[160];
-    int cn = snprintf(content, sizeof(content),
-                      "[{\"type\":\"text\",\"text\":\"%s\"}]", buf);
-    (void)n;
-    return acp_mcp_call_respond_tool(call, content, (size_t)cn, st, strlen(st),
-                                     false);
-  }
+  cn = snprintf(content, sizeof(content),
+                "[{\"type\":\"text\",\"text\":\"%s\"}]", buf);
+  return acp_mcp_call_respond_tool(call, content, (size_t)cn, st, strlen(st),
+                                   false);
 }
 
 /* `ping`: pings the client with a 10 s timeout and reports the outcome

@@ -24,7 +24,6 @@
 
 /* MARK: - Helpers */
 
-/* Decoded string member `key` of `obj` (during a handler), or NULL. */
 /* One message {"role":"user","content":{"type":"text","text":TEXT}}. */
 static void write_user_text(acp_json_writer *w, const char *text, size_t len) {
   acp_json_write_obj_begin(w);
@@ -40,6 +39,8 @@ static void write_user_text(acp_json_writer *w, const char *text, size_t len) {
   acp_json_write_obj_end(w);
 }
 
+/* Decoded string member `key` of `obj` (valid during a handler): 0, or
+ * ACP_ERR_NOT_FOUND when it is missing or not a string. */
 static int arg_str(acp_json_doc *doc, const acp_json_val *obj, const char *key,
                    const char **s, size_t *n) {
   const acp_json_val *v = acp_json_obj_getz(obj, key);
@@ -49,31 +50,88 @@ static int arg_str(acp_json_doc *doc, const acp_json_val *obj, const char *key,
   return acp_json_doc_str(doc, v, s, n);
 }
 
+/* The string argument `key` of a tool call: 0 with *s set; or, when it is
+ * missing or not a string, answer the tool error "<key> must be a string",
+ * set *s to NULL and return what answering returned; or a negative error. */
+static int tool_str_arg(acp_mcp_call *call, const acp_json_val *args,
+                        const char *key, const char **s, size_t *n) {
+  int rv = arg_str(acp_mcp_call_doc(call), args, key, s, n);
+  char msg[64];
+  int k;
+
+  if (rv != ACP_ERR_NOT_FOUND)
+    return rv;
+  *s = NULL;
+  k = snprintf(msg, sizeof(msg), "%s must be a string", key);
+  return acp_mcp_call_respond_text(call, msg, (size_t)k, true);
+}
+
+/* Close a {"messages":[...]} prompt result begun by messages_begin(),
+ * answer the call with it and free `w`. */
+static int respond_messages(acp_mcp_call *call, acp_json_writer *w) {
+  const char *p;
+  size_t n;
+  int rv;
+
+  acp_json_write_arr_end(w);
+  rv = acp_json_write_obj_end(w);
+  if (rv == 0) {
+    p = acp_json_writer_data(w, &n);
+    rv = acp_mcp_call_respond_raw(call, p, n);
+  }
+  acp_json_writer_free(w);
+  return rv;
+}
+
+/* A new writer holding `{"messages":[`. */
+static int messages_begin(acp_json_writer **w) {
+  int rv = acp_json_writer_new(w, 0, NULL);
+
+  if (rv != 0)
+    return rv;
+  acp_json_write_obj_begin(*w);
+  acp_json_write_keyz(*w, "messages");
+  acp_json_write_arr_begin(*w);
+  return 0;
+}
+
 /* One part of a text built by respond_parts(). */
 typedef struct ev_part {
   const char *p;
   size_t n;
 } ev_part;
 
-/* Answer a tool call with one text block, the concatenation of `parts`. */
-static int respond_parts(acp_mcp_call *call, const ev_part *parts,
-                         size_t nparts, bool is_error) {
-  acp_json_writer *w = NULL;
-  const char *p;
-  size_t n, i, total = 0, at = 0;
+/* The concatenation of `parts` (malloc'd, not NUL-terminated; its length in
+ * *len), or NULL when out of memory. */
+static char *join_parts(const ev_part *parts, size_t nparts, size_t *len) {
+  size_t i, total = 0, at = 0;
   char *buf;
-  int rv;
 
   for (i = 0; i < nparts; i++)
     total += parts[i].n;
   buf = malloc(total ? total : 1);
   if (buf == NULL)
-    return ACP_ERR_NOMEM;
+    return NULL;
   for (i = 0; i < nparts; i++) {
     if (parts[i].n)
       memcpy(buf + at, parts[i].p, parts[i].n);
     at += parts[i].n;
   }
+  *len = total;
+  return buf;
+}
+
+/* Answer a tool call with one text block, the concatenation of `parts`. */
+static int respond_parts(acp_mcp_call *call, const ev_part *parts,
+                         size_t nparts, bool is_error) {
+  acp_json_writer *w = NULL;
+  const char *p;
+  size_t n, total;
+  char *buf = join_parts(parts, nparts, &total);
+  int rv;
+
+  if (buf == NULL)
+    return ACP_ERR_NOMEM;
   rv = acp_json_writer_new(&w, 0, NULL);
   if (rv != 0) {
     free(buf);
@@ -203,11 +261,8 @@ static int tool_echo(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   int rv;
 
   (void)ud;
-  rv = arg_str(acp_mcp_call_doc(call), args, "message", &p, &n);
-  if (rv == ACP_ERR_NOT_FOUND)
-    return acp_mcp_call_respond_text(call, "message must be a string", 24,
-                                     true);
-  if (rv != 0)
+  rv = tool_str_arg(call, args, "message", &p, &n);
+  if (rv != 0 || p == NULL)
     return rv;
   return respond_text2(call, "Echo: ", 6, p, n);
 }
@@ -302,6 +357,17 @@ static int tool_progress(acp_mcp_call *call, const acp_json_val *args,
 
 /* MARK: - Sampling and elicitation */
 
+/* Answer with the tool error that snprintf() wrote into buf[size],
+ * returning n (cut to what fits). */
+static int respond_error_buf(acp_mcp_call *call, const char *buf, size_t size,
+                             int n) {
+  if (n < 0)
+    n = 0;
+  if ((size_t)n >= size)
+    n = (int)size - 1;
+  return acp_mcp_call_respond_text(call, buf, (size_t)n, true);
+}
+
 /* Answer a tool whose server->client request failed. */
 static int respond_request_failure(acp_mcp_call *call, const char *what,
                                    int status, const acp_rpc_msg *msg) {
@@ -316,27 +382,23 @@ static int respond_request_failure(acp_mcp_call *call, const char *what,
         (long long)msg->error_code);
   else
     n = snprintf(buf, sizeof(buf), "%s failed: status %d", what, status);
-  if (n < 0)
-    n = 0;
-  if ((size_t)n >= sizeof(buf))
-    n = (int)sizeof(buf) - 1;
-  return acp_mcp_call_respond_text(call, buf, (size_t)n, true);
+  return respond_error_buf(call, buf, sizeof(buf), n);
 }
 
-/* A tool handler's request could not be sent (e.g. no client capability). */
-static int respond_send_failure(acp_mcp_call *call, const char *what, int rv) {
+/* What sending a tool handler's request returned: `rv`, or when the request
+ * could not be sent (no client capability, wrong state), what answering
+ * the tool with that error returned. */
+static int check_sent(acp_mcp_call *call, const char *what, int rv) {
   char buf[160];
   int n;
 
   if (rv == ACP_ERR_UNSUPPORTED)
     n = snprintf(buf, sizeof(buf), "The client does not support %s", what);
-  else
+  else if (rv == ACP_ERR_INVALID_STATE)
     n = snprintf(buf, sizeof(buf), "Could not request %s (%d)", what, rv);
-  if (n < 0)
-    n = 0;
-  if ((size_t)n >= sizeof(buf))
-    n = (int)sizeof(buf) - 1;
-  return acp_mcp_call_respond_text(call, buf, (size_t)n, true);
+  else
+    return rv;
+  return respond_error_buf(call, buf, sizeof(buf), n);
 }
 
 static int on_sampling_result(acp_mcp_call *call, int status,
@@ -370,17 +432,12 @@ static int tool_sampling(acp_mcp_call *call, const acp_json_val *args,
   int rv;
 
   (void)ud;
-  rv = arg_str(acp_mcp_call_doc(call), args, "prompt", &prompt, &plen);
-  if (rv == ACP_ERR_NOT_FOUND)
-    return acp_mcp_call_respond_text(call, "prompt must be a string", 23, true);
+  rv = tool_str_arg(call, args, "prompt", &prompt, &plen);
+  if (rv != 0 || prompt == NULL)
+    return rv;
+  rv = messages_begin(&w);
   if (rv != 0)
     return rv;
-  rv = acp_json_writer_new(&w, 0, NULL);
-  if (rv != 0)
-    return rv;
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "messages");
-  acp_json_write_arr_begin(w);
   write_user_text(w, prompt, plen);
   acp_json_write_arr_end(w);
   acp_json_write_keyz(w, "maxTokens");
@@ -388,9 +445,9 @@ static int tool_sampling(acp_mcp_call *call, const acp_json_val *args,
   rv = acp_json_write_obj_end(w);
   if (rv == 0) {
     p = acp_json_writer_data(w, &n);
-    rv = acp_mcp_call_create_message(call, p, n, 0, on_sampling_result, NULL);
-    if (rv == ACP_ERR_UNSUPPORTED || rv == ACP_ERR_INVALID_STATE)
-      rv = respond_send_failure(call, "sampling", rv);
+    rv = check_sent(
+        call, "sampling",
+        acp_mcp_call_create_message(call, p, n, 0, on_sampling_result, NULL));
   }
   acp_json_writer_free(w);
   return rv;
@@ -447,9 +504,9 @@ static int elicit(acp_mcp_call *call, const char *message, size_t mlen,
   rv = acp_json_write_obj_end(w);
   if (rv == 0) {
     p = acp_json_writer_data(w, &n);
-    rv = acp_mcp_call_elicit(call, p, n, 0, on_elicit_result, (void *)prefix);
-    if (rv == ACP_ERR_UNSUPPORTED || rv == ACP_ERR_INVALID_STATE)
-      rv = respond_send_failure(call, "elicitation", rv);
+    rv = check_sent(
+        call, "elicitation",
+        acp_mcp_call_elicit(call, p, n, 0, on_elicit_result, (void *)prefix));
   }
   acp_json_writer_free(w);
   return rv;
@@ -462,11 +519,8 @@ static int tool_elicitation(acp_mcp_call *call, const acp_json_val *args,
   int rv;
 
   (void)ud;
-  rv = arg_str(acp_mcp_call_doc(call), args, "message", &m, &n);
-  if (rv == ACP_ERR_NOT_FOUND)
-    return acp_mcp_call_respond_text(call, "message must be a string", 24,
-                                     true);
-  if (rv != 0)
+  rv = tool_str_arg(call, args, "message", &m, &n);
+  if (rv != 0 || m == NULL)
     return rv;
   return elicit(
       call, m, n,
@@ -613,8 +667,9 @@ static int prompt_simple(acp_mcp_call *call, const acp_json_val *args,
 static int prompt_with_args(acp_mcp_call *call, const acp_json_val *args,
                             void *ud) {
   acp_json_writer *w = NULL;
-  const char *a1, *a2, *p;
+  const char *a1, *a2;
   size_t n1, n2, n;
+  char *text;
   int rv;
 
   (void)ud;
@@ -622,59 +677,43 @@ static int prompt_with_args(acp_mcp_call *call, const acp_json_val *args,
       arg_str(acp_mcp_call_doc(call), args, "arg2", &a2, &n2) != 0)
     return acp_mcp_call_respond_error(call, -32602,
                                       "arg1 and arg2 must be strings", NULL, 0);
-  rv = acp_json_writer_new(&w, 0, NULL);
-  if (rv != 0)
-    return rv;
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "messages");
-  acp_json_write_arr_begin(w);
   {
     /* "Prompt with arguments: arg1='<a1>', arg2='<a2>'" */
-    static const char p1[] = "Prompt with arguments: arg1='";
-    static const char p2[] = "', arg2='";
-    size_t l1 = sizeof(p1) - 1;
-    size_t l2 = sizeof(p2) - 1;
-    size_t total = l1 + n1 + l2 + n2 + 1;
-    char *buf = malloc(total);
-    if (buf == NULL) {
-      acp_json_writer_free(w);
-      return ACP_ERR_NOMEM;
-    }
-    memcpy(buf, p1, l1);
-    memcpy(buf + l1, a1, n1);
-    memcpy(buf + l1 + n1, p2, l2);
-    memcpy(buf + l1 + n1 + l2, a2, n2);
-    buf[total - 1] = '\'';
-    write_user_text(w, buf, total);
-    free(buf);
+    const ev_part parts[5] = {{"Prompt with arguments: arg1='", 29},
+                              {a1, n1},
+                              {"', arg2='", 9},
+                              {a2, n2},
+                              {"'", 1}};
+    text = join_parts(parts, 5, &n);
   }
-  acp_json_write_arr_end(w);
-  rv = acp_json_write_obj_end(w);
+  if (text == NULL)
+    return ACP_ERR_NOMEM;
+  rv = messages_begin(&w);
   if (rv == 0) {
-    p = acp_json_writer_data(w, &n);
-    rv = acp_mcp_call_respond_raw(call, p, n);
+    write_user_text(w, text, n);
+    rv = respond_messages(call, w);
   }
-  acp_json_writer_free(w);
+  free(text);
   return rv;
 }
 
 static int prompt_embedded(acp_mcp_call *call, const acp_json_val *args,
                            void *ud) {
+  static const char please[] =
+      "{\"role\":\"user\",\"content\":{\"type\":\"text\","
+      "\"text\":\"Please process the embedded resource above.\"}}";
   acp_json_writer *w = NULL;
-  const char *uri, *p;
-  size_t ulen, n;
+  const char *uri;
+  size_t ulen;
   int rv;
 
   (void)ud;
   if (arg_str(acp_mcp_call_doc(call), args, "resourceUri", &uri, &ulen) != 0)
     return acp_mcp_call_respond_error(call, -32602,
                                       "resourceUri must be a string", NULL, 0);
-  rv = acp_json_writer_new(&w, 0, NULL);
+  rv = messages_begin(&w);
   if (rv != 0)
     return rv;
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "messages");
-  acp_json_write_arr_begin(w);
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, "role");
   acp_json_write_strz(w, "user");
@@ -693,21 +732,8 @@ static int prompt_embedded(acp_mcp_call *call, const acp_json_val *args,
   acp_json_write_obj_end(w);
   acp_json_write_obj_end(w);
   acp_json_write_obj_end(w);
-  acp_json_write_raw(w,
-                     "{\"role\":\"user\",\"content\":{\"type\":\"text\","
-                     "\"text\":\"Please process the embedded resource "
-                     "above.\"}}",
-                     strlen("{\"role\":\"user\",\"content\":{\"type\":\"text\","
-                            "\"text\":\"Please process the embedded resource "
-                            "above.\"}}"));
-  acp_json_write_arr_end(w);
-  rv = acp_json_write_obj_end(w);
-  if (rv == 0) {
-    p = acp_json_writer_data(w, &n);
-    rv = acp_mcp_call_respond_raw(call, p, n);
-  }
-  acp_json_writer_free(w);
-  return rv;
+  acp_json_write_raw(w, please, sizeof(please) - 1);
+  return respond_messages(call, w);
 }
 
 static int prompt_image(acp_mcp_call *call, const acp_json_val *args,
