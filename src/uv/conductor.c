@@ -664,6 +664,9 @@ struct cond {
   uv_process_t br_http_proc;
   uv_pipe_t br_http_ctl;
   bool br_http_proc_open, br_http_ctl_open, br_http_exited, br_http_warned;
+  uv_timer_t br_http_timer; /* the helper's grace after its control EOF */
+  bool br_http_timer_open;
+  int br_http_sent; /* the last signal sent to the helper, or 0 */
   char br_rbuf[65536];
 };
 
@@ -826,6 +829,8 @@ static void on_event(acp_router *r, acp_router_event_type type, size_t link,
 /* MARK: - MCP bridge (agent without mcpCapabilities.acp) */
 
 #define BR_PREFIX "acpbr-"
+#define BR_HTTP_GRACE_MS                                                       \
+  3000 /* the HTTP helper's time to leave after its EOF */
 #define BR_TOKEN_MAX 128
 
 enum { BR_CONNECT = 1, BR_MESSAGE, BR_DISCONNECT };
@@ -1350,6 +1355,13 @@ static void br_http_ctl(cond *c, char op, const char *token) {
     acp__free(c->mem, w);
 }
 
+static void br_http_close_timer(cond *c) {
+  if (c->br_http_timer_open) {
+    c->br_http_timer_open = false;
+    uv_close((uv_handle_t *)&c->br_http_timer, NULL);
+  }
+}
+
 static void br_http_on_exit(uv_process_t *p, int64_t status, int sig) {
   cond *c = p->data;
   c->br_http_exited = true;
@@ -1358,10 +1370,28 @@ static void br_http_on_exit(uv_process_t *p, int64_t status, int sig) {
              "[conductor] mcp bridge: the HTTP helper exited (status %lld, "
              "signal %d); HTTP-bridged servers are gone\n",
              (long long)status, sig);
+  else if (status != 0 || (sig != 0 && sig != c->br_http_sent))
+    log_line(c,
+             "[conductor] mcp bridge: the HTTP helper ended with status "
+             "%lld, signal %d\n",
+             (long long)status, sig);
   if (c->br_http_proc_open && c->shutting) {
     c->br_http_proc_open = false;
     uv_close((uv_handle_t *)p, NULL);
+    br_http_close_timer(c);
   }
+}
+
+/* The helper did not leave after the end of its control input: SIGTERM,
+ * then SIGKILL. */
+static void br_http_on_grace(uv_timer_t *t) {
+  cond *c = t->data;
+  if (c->br_http_exited || !c->br_http_proc_open)
+    return;
+  c->br_http_sent = c->br_http_sent == 0 ? SIGTERM : SIGKILL;
+  (void)uv_process_kill(&c->br_http_proc, c->br_http_sent);
+  if (c->br_http_sent == SIGTERM)
+    uv_timer_start(t, br_http_on_grace, BR_HTTP_GRACE_MS, 0);
 }
 
 /* Bind 127.0.0.1:0 here (so the port is known at once, before the helper
@@ -1429,12 +1459,17 @@ static int br_http_start(cond *c) {
     return ACP_ERR_SYSTEM;
   }
   c->br_http_on = true;
+  uv_timer_init(&c->loop, &c->br_http_timer);
+  c->br_http_timer.data = c;
+  c->br_http_timer_open = true;
   for (s = c->br_srvs; s != NULL; s = s->next)
     br_http_ctl(c, '+', s->token);
   return 0;
 }
 
-/* Stop the helper: end of its control input, and SIGTERM. */
+/* Stop the helper: the end of its control input asks it to close its
+ * sessions and exit (its own clean exit, which valgrind and LeakSanitizer
+ * can check); signals follow only if it has not after the grace. */
 static void br_http_stop(cond *c) {
   if (c->br_http_ctl_open) {
     c->br_http_ctl_open = false;
@@ -1442,12 +1477,16 @@ static void br_http_stop(cond *c) {
   }
   if (c->br_http_proc_open) {
     if (!c->br_http_exited) {
-      (void)uv_process_kill(&c->br_http_proc, SIGTERM);
+      if (c->br_http_timer_open &&
+          !uv_is_active((uv_handle_t *)&c->br_http_timer))
+        uv_timer_start(&c->br_http_timer, br_http_on_grace, BR_HTTP_GRACE_MS,
+                       0);
       return; /* closed from its exit callback */
     }
     c->br_http_proc_open = false;
     uv_close((uv_handle_t *)&c->br_http_proc, NULL);
   }
+  br_http_close_timer(c);
 }
 
 /* MARK: Holding session lines */

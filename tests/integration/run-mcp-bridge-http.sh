@@ -209,17 +209,18 @@ r_revoked=$(post "$AUTH" "" "$MCPINIT")
   ko "session/close" "$r_ended
 $r_revoked"
 
-# 8. the chain ends: the helper is gone, the port refuses, the socket and
-# its directory are removed.
+# 8. the chain ends: the helper leaves on its own (the end of its control
+# input; the conductor reports a helper that needed a signal or failed),
+# the port refuses, the socket and its directory are removed.
 hpid=$(helper_pids | head -1)
 stop_chain
 sleep 0.3
-if [ -n "$hpid" ] && ! kill -0 "$hpid" 2>/dev/null &&
+if [ -n "$hpid" ] && ! kill -0 "$hpid" 2>/dev/null && ! grep -q 'HTTP helper ended' "$T/err" &&
   ! curl -s --max-time 2 -o /dev/null "$URL" && [ -n "$SOCK" ] && [ ! -e "$SOCK" ] &&
   [ ! -e "$(dirname "$SOCK")" ]; then
-  ok "chain end: helper stopped, port closed, socket removed"
+  ok "chain end: helper left cleanly, port closed, socket removed"
 else
-  ko "chain end (helper '$hpid', sock '$SOCK')"
+  ko "chain end (helper '$hpid', sock '$SOCK')" "$(cat "$T/err")"
 fi
 
 # 9. a proxy that dies while a tool call is pending: the HTTP client gets
