@@ -38,6 +38,7 @@
 typedef struct acp_http_relay_session hs_session;
 typedef struct hs_stream hs_stream;
 typedef struct hs_req hs_req;
+typedef struct hs_watch hs_watch;
 
 struct acp_http_server_options {
   acp_mem mem;
@@ -142,6 +143,21 @@ struct hs_req {
   bool suspended;
   bool legacy_stream; /* the GET /sse of a legacy session */
   hs_session *legacy_sess;
+  hs_watch *watch; /* the socket's watch while suspended, kept until done */
+  bool gone;       /* the client closed while suspended: end this request */
+};
+
+/* A suspended connection is out of MHD's sight: a client that leaves would
+ * be noticed only at the next write (a GET stream's next event, possibly
+ * never) or, for a relay POST waiting for its answer, only when its session
+ * ends; meanwhile it holds its stream, its place under max_streams and,
+ * for a GET, the session's one GET (a reconnecting client got 409). So
+ * while suspended, the socket is watched for the peer's close (EPOLLRDHUP,
+ * as Go's net/http does for its handlers' contexts). */
+struct hs_watch {
+  uv_poll_t poll; /* first: the close callback gets the handle */
+  acp_http_server *srv;
+  hs_req *rq; /* NULL once the request is done */
 };
 
 struct acp_http_server {
@@ -164,6 +180,7 @@ struct acp_http_server {
   size_t nsessions;
   hs_req *reqs;
   size_t nstreams;
+  size_t nwaiting; /* relay POSTs waiting for their answer (under the cap) */
   acp_json_doc *doc;
   acp__buf tmp;
   bool need_run;
@@ -554,12 +571,83 @@ static hs_stream *stream_new(hs_session *s, bool is_get) {
 }
 
 static void req_detach(hs_req *rq);
+static void server_unref(acp_http_server *srv);
+static void waiting_wake(hs_req *rq);
+
+static void watch_stop(hs_req *rq) {
+  if (rq->watch != NULL)
+    uv_poll_stop(&rq->watch->poll);
+}
+
+static void on_watch_closed(uv_handle_t *h) {
+  hs_watch *w = (hs_watch *)h;
+  acp_http_server *srv = w->srv;
+  acp__free(&srv->mem, w);
+  server_unref(srv);
+}
+
+/* The request is done (MHD closes or reuses its socket next). */
+static void watch_free(hs_req *rq) {
+  hs_watch *w = rq->watch;
+  if (w == NULL)
+    return;
+  rq->watch = NULL;
+  w->rq = NULL;
+  uv_close((uv_handle_t *)&w->poll, on_watch_closed);
+}
+
+/* The client closed its end while we held its request suspended: resume
+ * it so that MHD ends it (sse_reader and answer_waiting see `gone`). */
+static void on_hangup(uv_poll_t *p, int status, int events) {
+  hs_watch *w = (hs_watch *)p;
+  hs_req *rq = w->rq;
+  (void)status;
+  (void)events;
+  uv_poll_stop(p);
+  if (rq == NULL)
+    return;
+  rq->gone = true;
+  if (rq->waiting) {
+    waiting_wake(rq);
+  } else if (rq->suspended) {
+    rq->suspended = false;
+    MHD_resume_connection(rq->mc);
+    rq->srv->need_run = true;
+  }
+}
+
+/* Watch a just-suspended request's socket. Without a watch (no memory, or
+ * the descriptor cannot be polled) the request only learns later, as
+ * before. */
+static void watch_start(hs_req *rq) {
+  acp_http_server *srv = rq->srv;
+  const union MHD_ConnectionInfo *ci;
+  hs_watch *w = rq->watch;
+  if (w == NULL) {
+    ci = MHD_get_connection_info(rq->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci == NULL)
+      return;
+    w = acp__calloc(&srv->mem, 1, sizeof(*w));
+    if (w == NULL)
+      return;
+    if (uv_poll_init_socket(srv->loop, &w->poll, ci->connect_fd) != 0) {
+      acp__free(&srv->mem, w);
+      return;
+    }
+    w->srv = srv;
+    w->rq = rq;
+    rq->watch = w;
+    srv->open_handles++;
+  }
+  (void)uv_poll_start(&w->poll, UV_DISCONNECT, on_hangup);
+}
 
 /* Resume a waiting relay POST (once): MHD calls its handler again. */
 static void waiting_wake(hs_req *rq) {
   if (rq->woken)
     return;
   rq->woken = true;
+  watch_stop(rq);
   MHD_resume_connection(rq->mc);
   rq->srv->need_run = true;
 }
@@ -605,6 +693,7 @@ static void wake(hs_stream *st) {
   hs_req *rq = st->rq;
   if (rq && rq->suspended) {
     rq->suspended = false;
+    watch_stop(rq);
     MHD_resume_connection(rq->mc);
     st->sess->srv->need_run = true;
   }
@@ -1014,6 +1103,8 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max) {
   hs_stream *st = rq->st;
   uint64_t end;
   (void)pos;
+  if (rq->gone)
+    return MHD_CONTENT_READER_END_WITH_ERROR;
   if (st == NULL)
     return MHD_CONTENT_READER_END_OF_STREAM;
   if (rq->pos < st->base)
@@ -1039,6 +1130,7 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max) {
   }
   rq->suspended = true;
   MHD_suspend_connection(rq->mc);
+  watch_start(rq);
   return 0;
 }
 
@@ -1058,6 +1150,7 @@ static void req_detach(hs_req *rq) {
   srv->nstreams--;
   if (rq->suspended) {
     rq->suspended = false;
+    watch_stop(rq);
     MHD_resume_connection(rq->mc);
     srv->need_run = true;
   }
@@ -1404,7 +1497,8 @@ static enum MHD_Result handle_post(hs_req *rq) {
     return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600, "Invalid Request");
   /* A relay answers requests on a stream; check the cap before anything
    * reaches upstream. */
-  if (srv->relay && pi.nreq > 0 && srv->nstreams >= srv->o->max_streams)
+  if (srv->relay && pi.nreq > 0 &&
+      srv->nstreams + srv->nwaiting >= srv->o->max_streams)
     return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
                        "Too many streams");
   if (pi.initialize && sid == NULL) {
@@ -1488,7 +1582,9 @@ static enum MHD_Result handle_post(hs_req *rq) {
     rq->wst = st;
     rq->waiting = true;
     rq->created = created;
+    srv->nwaiting++;
     MHD_suspend_connection(mc);
+    watch_start(rq);
     relay_settle(s);
     return MHD_YES;
   }
@@ -1513,6 +1609,16 @@ static enum MHD_Result answer_waiting(hs_req *rq) {
   hs_stream *st = rq->wst;
   rq->waiting = false;
   rq->woken = false;
+  rq->srv->nwaiting--;
+  if (rq->gone) {
+    /* Nobody is left for its answers: drop the stream, close. */
+    if (st != NULL) {
+      st->waiting = NULL;
+      rq->wst = NULL;
+      stream_free(st);
+    }
+    return MHD_NO;
+  }
   if (st == NULL) /* its session ended first */
     return reply_error(rq->mc, MHD_HTTP_NOT_FOUND, -32001, "Session not found");
   st->waiting = NULL;
@@ -1760,6 +1866,9 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
   if (rq == NULL)
     return;
   *con_cls = NULL;
+  watch_free(rq);
+  if (rq->waiting)
+    srv->nwaiting--;
   if (rq->wst != NULL) {
     /* Ended while waiting: nobody is left for its answers. */
     hs_stream *w = rq->wst;
@@ -2076,7 +2185,10 @@ size_t acp_http_server_session_count(const acp_http_server *srv) {
 }
 
 static void on_handle_closed(uv_handle_t *h) {
-  acp_http_server *srv = h->data;
+  server_unref(h->data);
+}
+
+static void server_unref(acp_http_server *srv) {
   acp_mem m;
   if (--srv->open_handles > 0)
     return;
@@ -2104,6 +2216,7 @@ void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
   for (rq = srv->reqs; rq; rq = rq->next)
     if (rq->suspended) {
       rq->suspended = false;
+      watch_stop(rq);
       MHD_resume_connection(rq->mc);
     }
   while (srv->sessions)

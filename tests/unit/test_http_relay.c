@@ -41,6 +41,7 @@ typedef struct relay_srv {
   int async;
   const acp_mem *mem;
   int legacy_on;
+  size_t max_streams; /* 0: the default */
   /* state of the server thread */
   acp_http_relay_session *sess[MAX_SESS];
   int nsess;
@@ -254,6 +255,16 @@ static int tool_hold(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   return acp_mcp_call_progress(call, 1, 2, "half");
 }
 
+/* No progress, no answer until the session ends: a relay POST for it waits
+ * suspended (hs_stream.waiting). */
+static int tool_park(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  relay_srv *t = ud;
+  (void)args;
+  t->held = call;
+  t->held_sess = NULL;
+  return 0;
+}
+
 static int tool_slow(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   relay_srv *t = ud;
   int rv = tool_hold(call, args, ud);
@@ -279,7 +290,10 @@ static int relay_srv_start(ht_server *s) {
   ht_add_tool(s->reg, "echo", NULL, ht_tool_echo, NULL);
   ht_add_tool(s->reg, "hold", NULL, tool_hold, t);
   ht_add_tool(s->reg, "slow", NULL, tool_slow, t);
+  ht_add_tool(s->reg, "park", NULL, tool_park, t);
   acp_http_server_options_new(&o, NULL);
+  if (t->max_streams > 0)
+    acp_http_server_options_set_max_streams(o, t->max_streams);
   acp_http_server_options_set_max_body(o, 4000);
   acp_http_server_options_set_listen_fd(o, t->listen_fd);
   acp_http_server_options_set_legacy(o, t->legacy_on);
@@ -753,6 +767,53 @@ static void upstream_end(relay_srv *t, const char *method) {
   free(r);
 }
 
+/* A POST waiting for upstream's answer takes a place under max_streams,
+ * and gives it back when its client leaves before the answer: the socket
+ * is watched while the request is suspended. */
+static void test_relay_waiting_client_leaves(void **state) {
+  relay_srv *t = calloc(1, sizeof(*t));
+  const char *sid;
+  char req[1024], hdrs[128], *r;
+  int fd, i, status = 0;
+  (void)state;
+  t->listen_fd = -1;
+  t->legacy_on = 1;
+  t->max_streams = 1;
+  ht_server_start(&t->s, relay_srv_start, relay_on_stop, t);
+  assert_int_equal(t->s.start_rv, 0);
+  sid = new_session(t->s.port, "");
+  snprintf(hdrs, sizeof(hdrs), "MCP-Session-Id: %s\r\n", sid);
+  ht_fmt_post(req, sizeof(req), t->s.port, hdrs,
+              "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"park\"}}");
+  fd = ht_connect(t->s.port);
+  assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+  /* Once upstream has it (initialize, initialized... then this call), the
+   * POST waits, unanswered, and fills the one place. */
+  for (i = 0; i < 200 && get_counter(t, &t->messages) < 2; i++)
+    uv_sleep(50);
+  assert_int_equal(get_counter(t, &t->messages), 2);
+  r = ht_post_s(t->s.port, sid, "", ping_body, NULL);
+  assert_int_equal(ht_status(r), 503);
+  assert_non_null(strstr(r, "Too many streams"));
+  free(r);
+  close(fd); /* leaves before the answer */
+  /* The close reaches the server's loop asynchronously: ask again for up
+   * to 10 s (a liveness bound, not a timing claim). */
+  for (i = 0; i < 200; i++) {
+    r = ht_post_s(t->s.port, sid, "", ping_body, NULL);
+    status = ht_status(r);
+    free(r);
+    if (status != 503)
+      break;
+    uv_sleep(50);
+  }
+  assert_int_equal(status, 200);
+  relay_stop(t);
+  check_clean(t);
+  free(t);
+}
+
 static void test_relay_upstream_end(void **state) {
   relay_srv *t = relay_start(NULL, -1, 0, NULL);
   (void)state;
@@ -882,6 +943,7 @@ int main(void) {
       cmocka_unit_test(test_relay_answer_forms),
       cmocka_unit_test(test_relay_answer_forms_async),
       cmocka_unit_test(test_relay_batches_2025_03_26),
+      cmocka_unit_test(test_relay_waiting_client_leaves),
       cmocka_unit_test(test_relay_upstream_end),
       cmocka_unit_test(test_relay_listen_fd),
       cmocka_unit_test(test_relay_listen_fd_bad),

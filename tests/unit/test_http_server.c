@@ -280,6 +280,30 @@ static void test_sse_and_resume(void **state) {
   free(r);
 }
 
+/* A GET stream whose client leaves while nothing is being sent: the server
+ * notices the close (not only at its next write), so the session's one GET
+ * is free again for the reconnecting client instead of 409 Conflict. */
+static void test_get_client_leaves(void **state) {
+  srv_thread *t = *state;
+  const char *sid = new_session(t->s.port);
+  char *r;
+  int i, status = 0;
+  r = ht_request(t->s.port, "GET", sid, "", "retry: ");
+  assert_int_equal(ht_status(r), 200);
+  free(r); /* the socket is closed here, with the stream idle */
+  /* The close reaches the server's loop asynchronously: ask again for up
+   * to 10 s (a liveness bound, not a timing claim). */
+  for (i = 0; i < 200; i++) {
+    r = ht_request(t->s.port, "GET", sid, "", "retry: ");
+    status = ht_status(r);
+    free(r);
+    if (status != 409)
+      break;
+    uv_sleep(50);
+  }
+  assert_int_equal(status, 200);
+}
+
 /* acp_http_call_close_stream() then an immediate answer: the POST's
  * response ends after what came before the close (priming, progress); the
  * answer waits for the GET with Last-Event-ID. */
@@ -500,6 +524,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_input, setup, ht_teardown),
       cmocka_unit_test_setup_teardown(test_delete, setup, ht_teardown),
       cmocka_unit_test_setup_teardown(test_sse_and_resume, setup, ht_teardown),
+      cmocka_unit_test_setup_teardown(test_get_client_leaves, setup,
+                                      ht_teardown),
       cmocka_unit_test_setup_teardown(test_close_stream_holds_answer, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_legacy_raw, setup, ht_teardown),
