@@ -117,6 +117,7 @@ bench: peers bench-deps
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-conductor.sh
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh
 
 fuzz:
 	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \

@@ -18,11 +18,16 @@
 #           conductor -> mcp/message -> the tools proxy (and back);
 #   plain-http  the same wrk run against `acp mcp serve --everything --http`
 #           (what HTTP itself costs, for reference).
+# The stdio runs alternate, bridge then plain, for --rounds rounds (default
+# 5), so that both see the same moments of a shared machine; the ratio
+# reported is the median of the rounds' ratios. The relay mode runs once.
+# The agent's stdin is copied with tee to learn the declaration (not
+# --debug-dir, which would add two file writes to every bridged call).
 # Prints one JSON line per run and the latency ratios. Target: the bridge's
 # median latency at most 2x the plain stdio server's. The HTTP runs need
 # wrk and curl (skipped with a note otherwise).
 #
-# Usage: bench/run-mcp-bridge.sh [--quick] [--calls N]
+# Usage: bench/run-mcp-bridge.sh [--quick] [--calls N] [--rounds N]
 # Env:   ACP_BIN (default build-release/acp), ACP_BENCH_MCP_STDIO (default
 #        bench/bench_mcp_stdio beside ACP_BIN's build).
 # Exit 0, 1 if a run failed, 77 if a prerequisite is missing.
@@ -32,11 +37,13 @@ ROOT=$(cd "$here/.." && pwd)
 calls=20000
 warmup=500
 seconds=10
+rounds=5
 while [ $# -gt 0 ]; do
   case $1 in
-  --quick) calls=2000; warmup=100; seconds=3 ;;
+  --quick) calls=2000; warmup=100; seconds=3; rounds=1 ;;
   --calls) calls=$2; shift ;;
-  *) echo "usage: $0 [--quick] [--calls N]" >&2; exit 2 ;;
+  --rounds) rounds=$2; shift ;;
+  *) echo "usage: $0 [--quick] [--calls N] [--rounds N]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -56,8 +63,9 @@ cleanup() {
 trap cleanup EXIT
 
 mkfifo "$T/in"
-"$ACP" conductor agent --quiet-stderr --debug-dir "$T/dbg" "$ACP proxy tools" \
-  "$ACP agent --mcp-acp off" <"$T/in" >"$T/out" 2>"$T/err" &
+"$ACP" conductor agent --quiet-stderr "$ACP proxy tools" \
+  "sh -c 'tee \"$T/agent.stdin\" | exec \"$ACP\" agent --mcp-acp off'" \
+  <"$T/in" >"$T/out" 2>"$T/err" &
 cpid=$!
 exec 3>"$T/in"
 printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
@@ -65,22 +73,35 @@ i=0
 while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
 i=0
-while [ $i -lt 100 ] && ! grep -q mcp-shim "$T/dbg/2-agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-decl=$(grep -h -o '"args":\["mcp-shim","[^"]*","[^"]*"\]' "$T/dbg/2-agent.stdin" | head -1)
+while [ $i -lt 100 ] && ! grep -q mcp-shim "$T/agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+decl=$(grep -h -o '"args":\["mcp-shim","[^"]*","[^"]*"\]' "$T/agent.stdin" | head -1)
 SOCK=$(echo "$decl" | cut -d'"' -f6)
 TOKEN=$(echo "$decl" | cut -d'"' -f8)
 [ -n "$TOKEN" ] || { echo "no bridged declaration"; cat "$T/err"; exit 1; }
 
-bridge=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
-echo "$bridge"
-relay=$(ACP_MCP_SHIM_RELAY=1 "$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge-relay -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
-echo "$relay"
-plain=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl plain -- "$ACP" mcp serve --everything)
-echo "$plain"
 p50() { echo "$1" | sed 's/.*"p50_us":\([0-9.]*\).*/\1/'; }
 p99() { echo "$1" | sed 's/.*"p99_us":\([0-9.]*\).*/\1/'; }
-awk -v b="$(p50 "$bridge")" -v p="$(p50 "$plain")" -v b9="$(p99 "$bridge")" -v p9="$(p99 "$plain")" \
-  'BEGIN { printf "{\"bridge_over_plain_p50\":%.2f,\"bridge_over_plain_p99\":%.2f,\"target\":2}\n", b / p, b9 / p9 }'
+# median: the middle of the numbers on stdin (the lower middle of an even
+# count).
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+: >"$T/ratios"
+: >"$T/plain"
+r=1
+while [ "$r" -le "$rounds" ]; do
+  bridge=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
+  echo "$bridge"
+  plain=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl plain -- "$ACP" mcp serve --everything)
+  echo "$plain"
+  awk -v b="$(p50 "$bridge")" -v p="$(p50 "$plain")" -v b9="$(p99 "$bridge")" -v p9="$(p99 "$plain")" \
+    'BEGIN { printf "%.3f %.3f\n", b / p, b9 / p9 }' >>"$T/ratios"
+  echo "$(p50 "$plain") $(p99 "$plain")" >>"$T/plain"
+  r=$((r + 1))
+done
+relay=$(ACP_MCP_SHIM_RELAY=1 "$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge-relay -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
+echo "$relay"
+printf '{"bridge_over_plain_p50":%.2f,"bridge_over_plain_p99":%.2f,"rounds":%d,"p50_ratios":"%s","target":2}\n' \
+  "$(cut -d' ' -f1 "$T/ratios" | median)" "$(cut -d' ' -f2 "$T/ratios" | median)" "$rounds" \
+  "$(cut -d' ' -f1 "$T/ratios" | tr '\n' ' ' | sed 's/ $//')"
 
 # ---- HTTP bridge ----------------------------------------------------------
 if ! command -v wrk >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
@@ -90,10 +111,11 @@ fi
 exec 3>&-
 wait "$cpid" 2>/dev/null || true
 cpid=
-rm -rf "$T/dbg" "$T/in" "$T/out"
+rm -f "$T/in" "$T/out" "$T/agent.stdin"
 mkfifo "$T/in"
-"$ACP" conductor agent --quiet-stderr --mcp-bridge http --debug-dir "$T/dbg" "$ACP proxy tools" \
-  "$ACP agent --mcp-acp off" <"$T/in" >"$T/out" 2>"$T/err" &
+"$ACP" conductor agent --quiet-stderr --mcp-bridge http "$ACP proxy tools" \
+  "sh -c 'tee \"$T/agent.stdin\" | exec \"$ACP\" agent --mcp-acp off'" \
+  <"$T/in" >"$T/out" 2>"$T/err" &
 cpid=$!
 exec 3>"$T/in"
 printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
@@ -101,9 +123,9 @@ i=0
 while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
 i=0
-while [ $i -lt 100 ] && ! grep -q '"type":"http"' "$T/dbg/2-agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-URL=$(grep -h -o '"url":"[^"]*"' "$T/dbg/2-agent.stdin" | head -1 | cut -d'"' -f4)
-AUTH=$(grep -h -o 'Bearer [0-9a-f]*' "$T/dbg/2-agent.stdin" | head -1)
+while [ $i -lt 100 ] && ! grep -q '"type":"http"' "$T/agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+URL=$(grep -h -o '"url":"[^"]*"' "$T/agent.stdin" | head -1 | cut -d'"' -f4)
+AUTH=$(grep -h -o 'Bearer [0-9a-f]*' "$T/agent.stdin" | head -1)
 [ -n "$URL" ] || { echo "no HTTP-bridged declaration"; cat "$T/err"; exit 1; }
 
 # http_run IMPL URL [AUTH]: initialize, initialized, then wrk -c1.
@@ -135,6 +157,8 @@ hplain=$(http_run plain-http "http://127.0.0.1:$port/mcp")
 kill "$spid" 2>/dev/null || true
 wait "$spid" 2>/dev/null || true
 echo "$hplain"
-awk -v b="$(p50 "$hbridge")" -v p="$(p50 "$plain")" -v b9="$(p99 "$hbridge")" -v p9="$(p99 "$plain")" \
+# Against the median of the plain stdio runs above.
+awk -v b="$(p50 "$hbridge")" -v p="$(cut -d' ' -f1 "$T/plain" | median)" \
+  -v b9="$(p99 "$hbridge")" -v p9="$(cut -d' ' -f2 "$T/plain" | median)" \
   -v h="$(p50 "$hplain")" \
   'BEGIN { printf "{\"http_bridge_over_plain_stdio_p50\":%.2f,\"http_bridge_over_plain_stdio_p99\":%.2f,\"http_bridge_over_plain_http_p50\":%.2f,\"target\":2}\n", b / p, b9 / p9, b / h }'

@@ -7,6 +7,8 @@
 #   stdio  sequential round trips by bench_mcp_stdio (our MCP client, the
 #          same program for both servers): rt/s, median and p99 latency,
 #          the server's peak RSS (VmHWM, read before its stdin is closed).
+#          Also the floor: bench/mcp_null_server, which answers the same
+#          lines without parsing them (what the pipes alone cost).
 #   http   Streamable HTTP: one session (initialize + initialized with
 #          curl), then wrk with 64 connections for 30 s POSTing tools/call
 #          with the session headers (bench/mcp_wrk.lua): requests/s, wrk's
@@ -41,7 +43,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --only) only=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "$SCRIPT: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -166,6 +168,9 @@ run_http() { # IMPL CMD... (the command listens on $port)
 
 if [ "$only" != theirs ]; then run_stdio ours "$ACP" mcp serve --everything; fi
 if [ "$only" != ours ]; then run_stdio theirs node "$SE" stdio; fi
+# The floor: answers without parsing, blocking I/O (bench/mcp_null_server.c).
+NULLSRV=$(dirname "$BENCH")/mcp_null_server
+if [ "$only" = both ] && [ -x "$NULLSRV" ]; then run_stdio floor "$NULLSRV"; fi
 if [ "$only" != theirs ]; then
     port=$(free_port)
     run_http ours "$ACP" mcp serve --everything --http "127.0.0.1:$port"
@@ -200,6 +205,10 @@ for (const t of ["stdio", "http"]) {
     `peak RSS ${m.toFixed(3)} (target < 0.1: ${m < 0.1 ? "met" : "NOT met"})`);
   if (t === "http" && (o.err_status || o.err_timeout)) bad = 1;
 }
+const fl = get("stdio", "floor"), so = get("stdio", "ours"), st = get("stdio", "theirs");
+if (fl && so && st)
+  console.log(`stdio floor (a server that answers without parsing): ${(fl.rtps / st.rtps).toFixed(2)}x theirs, ` +
+    `the most any server can reach over these pipes; ours is at ${(100 * so.rtps / fl.rtps).toFixed(0)}% of it`);
 process.exit(bad);
 ' "$results" || failed=1
 say "results appended to $out"
