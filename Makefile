@@ -84,7 +84,8 @@ VALGRIND_WRAP = valgrind -q --error-exitcode=99 --leak-check=full \
 
 # The C tests under memcheck, then the acp program itself (client and
 # agent processes, the stdio-to-HTTP relay) through the integration
-# scripts.
+# scripts, then the MCP bridge tests with every acp process of the chain
+# under memcheck (conductor, proxies, agent, shim, HTTP helper, relay).
 check-valgrind: build
 	./tools/valgrind-tests.sh $(BUILD)
 	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
@@ -93,6 +94,14 @@ check-valgrind: build
 	  sh tests/integration/run-agent-transcripts.sh
 	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
 	  sh tests/integration/run-mcp-relay.sh
+	rm -rf $(BUILD)/vg-bridge && mkdir -p $(BUILD)/vg-bridge
+	ACP_BIN=$(CURDIR)/tools/valgrind-acp.sh ACP_VG_REAL=$(CURDIR)/$(BUILD)/acp \
+	  ACP_VG_LOGS=$(CURDIR)/$(BUILD)/vg-bridge ACP_VALGRIND=1 \
+	  sh tests/integration/run-mcp-bridge.sh
+	ACP_BIN=$(CURDIR)/tools/valgrind-acp.sh ACP_VG_REAL=$(CURDIR)/$(BUILD)/acp \
+	  ACP_VG_LOGS=$(CURDIR)/$(BUILD)/vg-bridge ACP_VALGRIND=1 \
+	  sh tests/integration/run-mcp-bridge-http.sh
+	./tools/valgrind-acp.sh --check $(BUILD)/vg-bridge
 
 check-headers: build
 	./tools/check-headers.sh $(BUILD)

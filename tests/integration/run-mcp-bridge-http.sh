@@ -108,7 +108,9 @@ start_chain() { # start_chain CONDUCTOR-ARGS...
   done
   URL=$(grep -h -o '"url":"[^"]*"' "$T/dbg/2-"*.stdin | head -1 | cut -d'"' -f4)
   AUTH=$(grep -h -o 'Bearer [0-9a-f]*' "$T/dbg/2-"*.stdin | head -1)
-  SOCK=$(ls -d "$T"/acp-bridge-*/mcp.sock 2>/dev/null | head -1)
+  # This chain's socket (the helper's --socket): a chain of an earlier
+  # case that was killed (slow under valgrind) may have left its own.
+  SOCK=$(ps -o args= --ppid "$cpid" | grep http-bridge | sed -n 's/.*--socket \([^ ]*\).*/\1/p' | head -1)
 }
 stop_chain() {
   exec 3>&-
@@ -220,7 +222,10 @@ if [ -n "$hpid" ] && ! kill -0 "$hpid" 2>/dev/null && ! grep -q 'HTTP helper end
   [ ! -e "$(dirname "$SOCK")" ]; then
   ok "chain end: helper left cleanly, port closed, socket removed"
 else
-  ko "chain end (helper '$hpid', sock '$SOCK')" "$(cat "$T/err")"
+  alive=no
+  kill -0 "$hpid" 2>/dev/null && alive=yes
+  ko "chain end (helper '$hpid' alive: $alive, sock '$SOCK')" \
+    "$(ls -la "$(dirname "$SOCK")" 2>&1; cat "$T/err")"
 fi
 
 # 9. a proxy that dies while a tool call is pending: the HTTP client gets

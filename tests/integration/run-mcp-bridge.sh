@@ -101,10 +101,14 @@ stop_chain() {
   cstatus=$?
   cpid=
 }
-shim() { # shim TOKEN LINES... (stdin kept open 1 s for the answers)
+# stdin stays open this long for the answers (longer under valgrind, where
+# five shims and their valgrinds start at once).
+hold=1
+[ -n "${ACP_VALGRIND:-}" ] && hold=8
+shim() { # shim TOKEN LINES...
   tok=$1
   shift
-  { for l in "$@"; do printf '%s\n' "$l"; done; sleep 1; } |
+  { for l in "$@"; do printf '%s\n' "$l"; done; sleep $hold; } |
     timeout 20 "$ACP" mcp-shim "$SOCK" "$tok"
 }
 
