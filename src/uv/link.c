@@ -3,6 +3,9 @@
  * (pipe, TTY, TCP) or a file descriptor driven by sequential uv_fs
  * requests (regular files, /dev/null), plus backpressure couplings.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* F_SETPIPE_SZ */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -59,7 +62,8 @@ struct acp_uv_link {
   uv_loop_t *loop;
   side rd;
   side wr;
-  bool same; /* rd and wr are one stream (a socket) */
+  bool same;               /* rd and wr are one stream (a socket) */
+  bool rd_grown, wr_grown; /* grow_pipe() was tried on that side */
 
   acp_uv_link_read_cb read_cb;
   void *read_ud;
@@ -254,6 +258,33 @@ int acp_uv_link_couple(acp_uv_link *src, acp_uv_link *dst, size_t high_water,
   return 0;
 }
 
+/*
+ * A pipe holds 64 KiB by default, so a 1 MiB message crosses it in 16
+ * wake-ups of each side. The first time a side carries more than that (a
+ * write larger than 64 KiB, a read that fills the read buffer), ask for a
+ * pipe of ACP_UV_PIPE_BIG (1 MiB, the usual pipe-max-size): measured, 1 MiB
+ * prompt turns then run about a fifth below socketpairs, instead of a third
+ * or more (docs/decisions.md). Only pipes
+ * that carry big messages grow, because Linux counts a pipe's capacity
+ * against its user's pipe pages (pipe-user-pages-soft, 64 MiB), past which
+ * every new pipe of that user is tiny. Not a pipe (socket, file, tty), or
+ * refused: nothing changes.
+ */
+#ifndef ACP_UV_PIPE_BIG
+#define ACP_UV_PIPE_BIG (1024 * 1024)
+#endif
+static void grow_pipe(side *sd, bool *tried) {
+  uv_os_fd_t fd;
+  *tried = true;
+#ifdef F_SETPIPE_SZ
+  if (sd->kind == SIDE_STREAM && uv_fileno((uv_handle_t *)sd->stream, &fd) == 0)
+    (void)fcntl(fd, F_SETPIPE_SZ, ACP_UV_PIPE_BIG);
+#else
+  (void)sd;
+  (void)fd;
+#endif
+}
+
 /* MARK: - Reading (Private) */
 
 static void deliver_end(acp_uv_link *l, int status) {
@@ -280,6 +311,8 @@ static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     deliver_end(l, (int)n);
     return;
   }
+  if ((size_t)n == READ_CHUNK && !l->rd_grown)
+    grow_pipe(&l->rd, &l->rd_grown);
   l->read_cb(l, 0, buf->base, (size_t)n, l->read_ud);
 }
 
@@ -768,6 +801,8 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
   w->next = NULL;
   if (l->wr.kind == SIDE_STREAM) {
     uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
+    if (len > 65536 && !l->wr_grown)
+      grow_pipe(&l->wr, &l->wr_grown);
     int r = uv_write(&w->u.w, l->wr.stream, &buf, 1, on_write);
     if (r < 0) {
       wreq_release(l, w);

@@ -3,11 +3,7 @@
  * stdout, optional stderr capture (tail + per-line callback), exit
  * reporting and the shutdown ladder (stdin EOF, SIGTERM, SIGKILL).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* F_SETPIPE_SZ */
-#endif
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -466,21 +462,6 @@ static void close_fd(uv_file *fd) {
   *fd = -1;
 }
 
-/* A pipe holds 64 KiB by default, so a 1 MiB message would cross it in 16
- * wake-ups each way. Ask for ACP_UV_PIPE_SIZE (pages are only taken as
- * bytes are written); where the system refuses (pipe-max-size, or the
- * user's pipe pages spent) the pipe keeps its size, which is only slower. */
-#ifndef ACP_UV_PIPE_SIZE
-#define ACP_UV_PIPE_SIZE (256 * 1024)
-#endif
-static void grow_pipe(uv_file fd) {
-#ifdef F_SETPIPE_SZ
-  (void)fcntl(fd, F_SETPIPE_SZ, ACP_UV_PIPE_SIZE);
-#else
-  (void)fd;
-#endif
-}
-
 /* MARK: - Process (Public) */
 
 int acp_uv_process_spawn(acp_uv_process **out, uv_loop_t *loop,
@@ -551,7 +532,8 @@ int acp_uv_process_spawn(acp_uv_process **out, uv_loop_t *loop,
    * its reader sooner (a blocking ping-pong here takes ~8.5 us per round
    * trip over pipes and ~11 us over socketpairs), which every message to
    * a proxy or agent pays twice; and children get the stdio a shell gives
-   * them. Our ends are non-blocking, theirs blocking, all close-on-exec. */
+   * them. Our ends are non-blocking, theirs blocking, all close-on-exec.
+   * Pipes that carry big messages are grown by the link (link.c). */
   r = uv_pipe(in_fds, 0, UV_NONBLOCK_PIPE);
   if (r == 0)
     r = uv_pipe(out_fds, UV_NONBLOCK_PIPE, 0);
@@ -561,8 +543,6 @@ int acp_uv_process_spawn(acp_uv_process **out, uv_loop_t *loop,
     rv = ACP_ERR_SYSTEM;
     goto cleanup;
   }
-  grow_pipe(in_fds[1]);
-  grow_pipe(out_fds[1]);
 
   uv_stdio_container_t stdio[3];
   memset(stdio, 0, sizeof(stdio));

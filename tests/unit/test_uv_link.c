@@ -2,7 +2,7 @@
  * Links: stdio over regular files and /dev/null, read_stop/read_start,
  * adopted streams, shutdown, backpressure coupling.
  */
-#define _XOPEN_SOURCE 700 /* posix_openpt */
+#define _GNU_SOURCE /* posix_openpt, F_GETPIPE_SZ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -339,6 +339,82 @@ static void test_uv_link_close_flush_timeout_discards(void **state) {
   close(fds[0]);
 }
 
+/* Whether this system lets us have 1 MiB pipes (pipe-max-size; root may
+ * exceed it). */
+static int big_pipes_allowed(void) {
+  FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");
+  long v = 0;
+  if (f == NULL)
+    return 0;
+  if (fscanf(f, "%ld", &v) != 1)
+    v = 0;
+  fclose(f);
+  return v >= (1L << 20) || geteuid() == 0;
+}
+
+typedef struct grow_ctx {
+  size_t got;
+  acp_uv_link *l;
+} grow_ctx;
+
+static void grow_on_read(acp_uv_link *l, int status, const char *data,
+                         size_t len, void *ud) {
+  grow_ctx *g = ud;
+  (void)data;
+  if (status == 0)
+    g->got += len;
+  if (status != 0 || g->got >= (64u << 10))
+    acp_uv_link_read_stop(l);
+}
+
+/* A pipe stays at its default 64 KiB until a message larger than that
+ * crosses it: then the link grows it to 1 MiB, from the writing side (a
+ * write over 64 KiB) or the reading side (a read that fills its buffer). */
+static void test_uv_link_grows_pipe_for_big_messages(void **state) {
+  static char big[100 << 10];
+  uv_loop_t loop;
+  acp_uv_link *w = NULL, *r = NULL;
+  grow_ctx g = {0, NULL};
+  int fds[2], closed = 0;
+  char *drain = malloc(sizeof(big));
+  (void)state;
+  if (!big_pipes_allowed())
+    skip();
+  assert_int_equal(uv_loop_init(&loop), 0);
+  /* Writing side. */
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(fcntl(fds[1], F_GETPIPE_SZ), 64 << 10);
+  assert_int_equal(acp_uv_link_new_fds(&w, &loop, -1, fds[1], NULL), 0);
+  assert_int_equal(acp_uv_link_write(w, "small\n", 6), 0);
+  assert_int_equal(fcntl(fds[1], F_GETPIPE_SZ), 64 << 10);
+  memset(big, 'x', sizeof(big));
+  assert_int_equal(acp_uv_link_write(w, big, sizeof(big)), 0);
+  assert_int_equal(fcntl(fds[1], F_GETPIPE_SZ), 1 << 20);
+  acp_uv_link_close(w, ACP_UV_FOREVER, on_link_closed, &closed);
+  finish_loop(&loop); /* the pipe now holds all of it: no reader needed */
+  assert_int_equal(closed, 1);
+  assert_int_equal(read(fds[0], drain, sizeof(big)), (ssize_t)sizeof(big));
+  close(fds[0]);
+  close(fds[1]);
+  /* Reading side: 64 KiB waiting fills one read. */
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(write(fds[1], big, 64 << 10), 64 << 10);
+  assert_int_equal(acp_uv_link_new_fds(&r, &loop, fds[0], -1, NULL), 0);
+  assert_int_equal(acp_uv_link_read_start(r, grow_on_read, &g), 0);
+  while (g.got < (64u << 10) && uv_run(&loop, UV_RUN_ONCE) != 0)
+    ;
+  assert_int_equal(g.got, 64 << 10);
+  assert_int_equal(fcntl(fds[1], F_GETPIPE_SZ), 1 << 20);
+  closed = 0;
+  acp_uv_link_close(r, ACP_UV_FOREVER, on_link_closed, &closed);
+  finish_loop(&loop);
+  assert_int_equal(closed, 1);
+  close(fds[0]);
+  close(fds[1]);
+  free(drain);
+}
+
 typedef struct epipe_ctx {
   acp_uv_link *l;
   int closed;
@@ -581,6 +657,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_link_pipe_fd_restores_flags),
       cmocka_unit_test(test_uv_link_tty),
       cmocka_unit_test(test_uv_link_close_flush_timeout_discards),
+      cmocka_unit_test(test_uv_link_grows_pipe_for_big_messages),
       cmocka_unit_test(test_uv_link_write_error_is_reported),
       cmocka_unit_test(test_uv_link_adopted_socket_shutdown),
       cmocka_unit_test(test_uv_link_backpressure_bounds_queue),
