@@ -782,7 +782,28 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
     return ACP_ERR_CLOSED;
   if (len == 0)
     return 0;
-  if (acp__add_overflow(sizeof(wreq), len, &total) != 0 || len > UINT32_MAX)
+  if (len > UINT32_MAX)
+    return ACP_ERR_NOMEM;
+  if (l->wr.kind == SIDE_STREAM) {
+    if (len > 65536 && !l->wr_grown)
+      grow_pipe(&l->wr, &l->wr_grown);
+    if (l->nwrites == 0) {
+      /* Nothing is queued: hand the kernel what it takes now, straight
+       * from the caller's bytes, and copy only the rest into a write
+       * request. Usually that is all of it (a small message, or a big
+       * one into a grown pipe with room): no copy, no allocation. */
+      uv_buf_t now = uv_buf_init((char *)data, (unsigned)len);
+      int r = uv_try_write(l->wr.stream, &now, 1);
+      if (r > 0 && (size_t)r == len)
+        return 0;
+      if (r > 0) {
+        data += r;
+        len -= (size_t)r;
+      }
+      /* UV_EAGAIN, or an error that uv_write() below reports as usual. */
+    }
+  }
+  if (acp__add_overflow(sizeof(wreq), len, &total) != 0)
     return ACP_ERR_NOMEM;
   wreq *w;
   if (l->spare != NULL && l->spare->cap >= len) {
@@ -801,8 +822,6 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
   w->next = NULL;
   if (l->wr.kind == SIDE_STREAM) {
     uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
-    if (len > 65536 && !l->wr_grown)
-      grow_pipe(&l->wr, &l->wr_grown);
     int r = uv_write(&w->u.w, l->wr.stream, &buf, 1, on_write);
     if (r < 0) {
       wreq_release(l, w);
