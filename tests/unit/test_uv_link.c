@@ -415,6 +415,73 @@ static void test_uv_link_grows_pipe_for_big_messages(void **state) {
   free(drain);
 }
 
+/* Writes go out in order whatever part the kernel takes at once: a write
+ * that is only partly taken queues its rest, and a later write waits
+ * behind it instead of trying the pipe first. */
+typedef struct order_ctx {
+  uv_poll_t poll;
+  int fd;
+  char *got;
+  size_t len, want;
+} order_ctx;
+
+static void order_on_readable(uv_poll_t *p, int status, int events) {
+  order_ctx *o = p->data;
+  ssize_t n;
+  (void)events;
+  assert_int_equal(status, 0);
+  n = read(o->fd, o->got + o->len, o->want - o->len);
+  if (n > 0)
+    o->len += (size_t)n;
+  if (o->len == o->want || n == 0) {
+    uv_poll_stop(p);
+    uv_close((uv_handle_t *)p, NULL);
+  }
+}
+
+static void test_uv_link_partial_writes_keep_order(void **state) {
+  static char a[3 << 20], b[100 << 10];
+  const size_t want = sizeof(a) + 3 + sizeof(b);
+  uv_loop_t loop;
+  acp_uv_link *l = NULL;
+  order_ctx o;
+  int fds[2], closed = 0;
+  size_t i;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  for (i = 0; i < sizeof(a); i++)
+    a[i] = (char)('a' + i % 26);
+  memset(b, 'B', sizeof(b));
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(acp_uv_link_new_fds(&l, &loop, -1, fds[1], NULL), 0);
+  /* Nobody reads yet: the pipe takes part of `a` (at most 1 MiB), the
+   * rest is queued; the next two writes must queue behind it. */
+  assert_int_equal(acp_uv_link_write(l, a, sizeof(a)), 0);
+  assert_true(acp_uv_link_write_queue_size(l) > 0);
+  assert_true(acp_uv_link_write_queue_size(l) < sizeof(a));
+  assert_int_equal(acp_uv_link_write(l, "x\n\n", 3), 0);
+  assert_int_equal(acp_uv_link_write(l, b, sizeof(b)), 0);
+  o.fd = fds[0];
+  o.want = want;
+  o.got = malloc(want);
+  assert_non_null(o.got);
+  assert_int_equal(uv_poll_init(&loop, &o.poll, fds[0]), 0);
+  o.poll.data = &o;
+  assert_int_equal(uv_poll_start(&o.poll, UV_READABLE, order_on_readable), 0);
+  acp_uv_link_close(l, ACP_UV_FOREVER, on_link_closed, &closed);
+  finish_loop(&loop);
+  assert_int_equal(closed, 1);
+  assert_int_equal(o.len, want);
+  assert_memory_equal(o.got, a, sizeof(a));
+  assert_memory_equal(o.got + sizeof(a), "x\n\n", 3);
+  assert_memory_equal(o.got + sizeof(a) + 3, b, sizeof(b));
+  free(o.got);
+  close(fds[0]);
+  close(fds[1]);
+}
+
 typedef struct epipe_ctx {
   acp_uv_link *l;
   int closed;
@@ -658,6 +725,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_link_tty),
       cmocka_unit_test(test_uv_link_close_flush_timeout_discards),
       cmocka_unit_test(test_uv_link_grows_pipe_for_big_messages),
+      cmocka_unit_test(test_uv_link_partial_writes_keep_order),
       cmocka_unit_test(test_uv_link_write_error_is_reported),
       cmocka_unit_test(test_uv_link_adopted_socket_shutdown),
       cmocka_unit_test(test_uv_link_backpressure_bounds_queue),
