@@ -143,17 +143,23 @@ struct hs_req {
   bool suspended;
   bool legacy_stream; /* the GET /sse of a legacy session */
   hs_session *legacy_sess;
-  hs_watch *watch; /* the socket's watch while suspended, kept until done */
-  bool gone;       /* the client closed while suspended: end this request */
+  hs_watch *watch;  /* the socket's watch while suspended, kept until done */
+  bool gone;        /* the client closed while suspended: end this request */
+  uint64_t susp_at; /* uv_now() when last suspended */
 };
 
 /* A suspended connection is out of MHD's sight: a client that leaves would
  * be noticed only at the next write (a GET stream's next event, possibly
  * never) or, for a relay POST waiting for its answer, only when its session
  * ends; meanwhile it holds its stream, its place under max_streams and,
- * for a GET, the session's one GET (a reconnecting client got 409). So
- * while suspended, the socket is watched for the peer's close (EPOLLRDHUP,
- * as Go's net/http does for its handlers' contexts). */
+ * for a GET, the session's one GET (a reconnecting client got 409). So a
+ * request suspended for WATCH_AFTER_MS has its socket watched for the
+ * peer's close (EPOLLRDHUP, as Go's net/http does for its handlers'
+ * contexts). Not at once: most suspensions last a few microseconds (a
+ * relay POST waiting for its answer), and a watch costs six system calls
+ * (libuv's check of the descriptor, then add and remove), measurable on
+ * every bridged call. */
+#define WATCH_AFTER_MS 200
 struct hs_watch {
   uv_poll_t poll; /* first: the close callback gets the handle */
   acp_http_server *srv;
@@ -173,6 +179,7 @@ struct acp_http_server {
   struct MHD_Daemon *d;
   uv_poll_t poll;
   uv_timer_t timer;
+  uv_timer_t wtimer; /* arms watches on long suspensions (hs_watch) */
   uv_prepare_t prepare;
   int open_handles;
   uint16_t port;
@@ -640,6 +647,45 @@ static void watch_start(hs_req *rq) {
     srv->open_handles++;
   }
   (void)uv_poll_start(&w->poll, UV_DISCONNECT, on_hangup);
+}
+
+static bool watch_active(const hs_req *rq) {
+  return rq->watch != NULL &&
+         uv_is_active((const uv_handle_t *)&rq->watch->poll);
+}
+
+/* Watch what has been suspended for WATCH_AFTER_MS; stop when nothing is
+ * suspended any more. */
+static void on_wtimer(uv_timer_t *t) {
+  acp_http_server *srv = t->data;
+  uint64_t now = uv_now(srv->loop);
+  bool any = false;
+  hs_session *s;
+  hs_stream *st;
+  for (s = srv->sessions; s != NULL; s = s->next)
+    for (st = s->streams; st != NULL; st = st->next) {
+      hs_req *rq = st->rq != NULL && st->rq->suspended ? st->rq : NULL;
+      hs_req *wq =
+          st->waiting != NULL && !st->waiting->woken ? st->waiting : NULL;
+      int k;
+      for (k = 0; k < 2; k++) {
+        hs_req *q = k == 0 ? rq : wq;
+        if (q == NULL)
+          continue;
+        any = true;
+        if (!watch_active(q) && now - q->susp_at >= WATCH_AFTER_MS)
+          watch_start(q);
+      }
+    }
+  if (!any)
+    uv_timer_stop(t);
+}
+
+static void suspended_note(hs_req *rq) {
+  acp_http_server *srv = rq->srv;
+  rq->susp_at = uv_now(srv->loop);
+  if (!srv->closing && !uv_is_active((uv_handle_t *)&srv->wtimer))
+    uv_timer_start(&srv->wtimer, on_wtimer, WATCH_AFTER_MS, WATCH_AFTER_MS);
 }
 
 /* Resume a waiting relay POST (once): MHD calls its handler again. */
@@ -1130,7 +1176,7 @@ static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max) {
   }
   rq->suspended = true;
   MHD_suspend_connection(rq->mc);
-  watch_start(rq);
+  suspended_note(rq);
   return 0;
 }
 
@@ -1584,7 +1630,7 @@ static enum MHD_Result handle_post(hs_req *rq) {
     rq->created = created;
     srv->nwaiting++;
     MHD_suspend_connection(mc);
-    watch_start(rq);
+    suspended_note(rq);
     relay_settle(s);
     return MHD_YES;
   }
@@ -2121,6 +2167,9 @@ static int server_new(acp_http_server **out, uv_loop_t *loop,
   uv_timer_init(loop, &srv->timer);
   srv->timer.data = srv;
   srv->open_handles++;
+  uv_timer_init(loop, &srv->wtimer);
+  srv->wtimer.data = srv;
+  srv->open_handles++;
   uv_prepare_init(loop, &srv->prepare);
   srv->prepare.data = srv;
   srv->open_handles++;
@@ -2225,6 +2274,7 @@ void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
   srv->d = NULL;
   uv_close((uv_handle_t *)&srv->poll, on_handle_closed);
   uv_close((uv_handle_t *)&srv->timer, on_handle_closed);
+  uv_close((uv_handle_t *)&srv->wtimer, on_handle_closed);
   uv_close((uv_handle_t *)&srv->prepare, on_handle_closed);
 }
 
