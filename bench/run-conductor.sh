@@ -86,6 +86,9 @@ done
 
 # The conductor at rest: initialize + session/new, then its resident set.
 rest_rss() { # COMMAND... -> "VmRSS RssAnon" in KiB
+  # Removed first: the job below truncates it only once it runs, and the
+  # wait must not see the previous call's "ready".
+  rm -f "$tmp/hold"
   python3 "$root/tests/conductor/drive.py" hold -- "$@" >"$tmp/hold" 2>/dev/null &
   dpid=$!
   i=0

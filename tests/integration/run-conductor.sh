@@ -219,14 +219,18 @@ alive() { # pids in file $1 still running (not zombies)
 for how in eof term; do
   pf="$work/pids-$how"
   : >"$pf"
+  # One file per round: the background job truncates its output file only
+  # once it runs, so a shared file could still show the last round's
+  # "ready" line to the wait below.
+  hold="$work/hold-$how.out"
   grand="sh -c 'sleep 300 & echo \$! >> $pf; exec $PX --pidfile $pf'"
   python3 "$T/drive.py" hold -- "$acp" conductor agent --stdin-grace 300 \
     --term-grace 300 "$grand" "$PX --stubborn 1 --pidfile $pf" \
-    "$RA --pidfile $pf" >"$work/hold.out" 2>&1 &
+    "$RA --pidfile $pf" >"$hold" 2>&1 &
   dpid=$!
   i=0
-  while [ $i -lt 100 ] && ! grep -q "^ready" "$work/hold.out"; do sleep 0.1; i=$((i + 1)); done
-  cpid=$(sed -n 's/^ready //p' "$work/hold.out")
+  while [ $i -lt 100 ] && ! grep -q "^ready" "$hold"; do sleep 0.1; i=$((i + 1)); done
+  cpid=$(sed -n 's/^ready //p' "$hold")
   before=$(alive "$pf")
   if [ $how = eof ]; then kill -9 $dpid; else kill -TERM "$cpid"; fi
   i=0
@@ -237,7 +241,7 @@ for how in eof term; do
   wait $dpid 2>/dev/null
   if [ "$before" -eq 4 ] && [ "$after" -eq 0 ]; then
     ok "shutdown by $how: 4 processes (with a grandchild, a stubborn proxy) all gone"
-  else ko "shutdown by $how" "before $before, after $after" "$(cat "$work/hold.out")"
+  else ko "shutdown by $how" "before $before, after $after" "$(cat "$hold")"
     for p in $(cat "$pf"); do kill -9 "$p" 2>/dev/null; done
   fi
 done
