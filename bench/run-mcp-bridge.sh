@@ -21,6 +21,11 @@
 # The stdio runs alternate, bridge then plain, for --rounds rounds (default
 # 5), so that both see the same moments of a shared machine; the ratio
 # reported is the median of the rounds' ratios. The relay mode runs once.
+# Each round also measures the floor of the design: bench/mcp_null_server
+# (answers without parsing) alone, and behind a raw line relay
+# (bench/relay.c), i.e. four pipes and three processes doing no work, as
+# the bridge has four pipes and three processes; their ratio is what any
+# bridge of this shape costs at least.
 # The agent's stdin is copied with tee to learn the declaration (not
 # --debug-dir, which would add two file writes to every bridged call).
 # Prints one JSON line per run and the latency ratios. Target: the bridge's
@@ -51,6 +56,7 @@ ACP=${ACP_BIN:-$ROOT/build-release/acp}
 BENCH=${ACP_BENCH_MCP_STDIO:-$(dirname "$ACP")/bench/bench_mcp_stdio}
 [ -x "$ACP" ] || { echo "skip: no $ACP"; exit 77; }
 [ -x "$BENCH" ] || { echo "skip: no $BENCH"; exit 77; }
+NULLSRV=$(dirname "$BENCH")/mcp_null_server
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/acp-bench-bridge.XXXXXX")
 export TMPDIR="$T"
@@ -62,6 +68,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+RELAY=
+if [ -x "$NULLSRV" ] && cc -O2 -o "$T/relay" "$here/relay.c" 2>/dev/null; then
+  RELAY=$T/relay
+fi
 mkfifo "$T/in"
 "$ACP" conductor agent --quiet-stderr "$ACP proxy tools" \
   "sh -c 'tee \"$T/agent.stdin\" | exec \"$ACP\" agent --mcp-acp off'" \
@@ -86,6 +96,7 @@ p99() { echo "$1" | sed 's/.*"p99_us":\([0-9.]*\).*/\1/'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 : >"$T/ratios"
 : >"$T/plain"
+: >"$T/floor"
 r=1
 while [ "$r" -le "$rounds" ]; do
   bridge=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
@@ -95,13 +106,21 @@ while [ "$r" -le "$rounds" ]; do
   awk -v b="$(p50 "$bridge")" -v p="$(p50 "$plain")" -v b9="$(p99 "$bridge")" -v p9="$(p99 "$plain")" \
     'BEGIN { printf "%.3f %.3f\n", b / p, b9 / p9 }' >>"$T/ratios"
   echo "$(p50 "$plain") $(p99 "$plain")" >>"$T/plain"
+  if [ -n "$RELAY" ]; then
+    null2=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl null -- "$NULLSRV")
+    null4=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl relay-null -- "$RELAY" "$NULLSRV")
+    echo "$null2"
+    echo "$null4"
+    awk -v b="$(p50 "$null4")" -v p="$(p50 "$null2")" 'BEGIN { printf "%.3f\n", b / p }' >>"$T/floor"
+  fi
   r=$((r + 1))
 done
 relay=$(ACP_MCP_SHIM_RELAY=1 "$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge-relay -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
 echo "$relay"
-printf '{"bridge_over_plain_p50":%.2f,"bridge_over_plain_p99":%.2f,"rounds":%d,"p50_ratios":"%s","target":2}\n' \
+printf '{"bridge_over_plain_p50":%.2f,"bridge_over_plain_p99":%.2f,"rounds":%d,"p50_ratios":"%s","design_floor_p50":%s,"target":2}\n' \
   "$(cut -d' ' -f1 "$T/ratios" | median)" "$(cut -d' ' -f2 "$T/ratios" | median)" "$rounds" \
-  "$(cut -d' ' -f1 "$T/ratios" | tr '\n' ' ' | sed 's/ $//')"
+  "$(cut -d' ' -f1 "$T/ratios" | tr '\n' ' ' | sed 's/ $//')" \
+  "$( [ -s "$T/floor" ] && median <"$T/floor" || echo null)"
 
 # ---- HTTP bridge ----------------------------------------------------------
 if ! command -v wrk >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
