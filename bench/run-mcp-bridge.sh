@@ -52,6 +52,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+case $calls$rounds in *[!0-9]*) echo "usage: $0 [--quick] [--calls N] [--rounds N] (N: a number)" >&2; exit 2 ;; esac
+[ "$rounds" -ge 1 ] || { echo "$0: --rounds must be at least 1" >&2; exit 2; }
 ACP=${ACP_BIN:-$ROOT/build-release/acp}
 BENCH=${ACP_BENCH_MCP_STDIO:-$(dirname "$ACP")/bench/bench_mcp_stdio}
 [ -x "$ACP" ] || { echo "skip: no $ACP"; exit 77; }
@@ -72,18 +74,29 @@ RELAY=
 if [ -x "$NULLSRV" ] && cc -O2 -o "$T/relay" "$here/relay.c" 2>/dev/null; then
   RELAY=$T/relay
 fi
-mkfifo "$T/in"
-"$ACP" conductor agent --quiet-stderr "$ACP proxy tools" \
-  "sh -c 'tee \"$T/agent.stdin\" | exec \"$ACP\" agent --mcp-acp off'" \
-  <"$T/in" >"$T/out" 2>"$T/err" &
-cpid=$!
-exec 3>"$T/in"
-printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
-i=0
-while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
-i=0
-while [ $i -lt 100 ] && ! grep -q mcp-shim "$T/agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+# start_chain PATTERN [CONDUCTOR OPTIONS...]: a chain
+# `acp conductor agent "acp proxy tools" "acp agent --mcp-acp off"` fed
+# through fd 3, initialized, with one session, once PATTERN shows in the
+# agent's stdin (its bridged declaration).
+start_chain() {
+  pat=$1
+  shift
+  rm -f "$T/in" "$T/out" "$T/agent.stdin"
+  mkfifo "$T/in"
+  "$ACP" conductor agent --quiet-stderr "$@" "$ACP proxy tools" \
+    "sh -c 'tee \"$T/agent.stdin\" | exec \"$ACP\" agent --mcp-acp off'" \
+    <"$T/in" >"$T/out" 2>"$T/err" &
+  cpid=$!
+  exec 3>"$T/in"
+  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
+  i=0
+  while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+  printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
+  i=0
+  while [ $i -lt 100 ] && ! grep -q "$pat" "$T/agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+}
+
+start_chain mcp-shim
 decl=$(grep -h -o '"args":\["mcp-shim","[^"]*","[^"]*"\]' "$T/agent.stdin" | head -1)
 SOCK=$(echo "$decl" | cut -d'"' -f6)
 TOKEN=$(echo "$decl" | cut -d'"' -f8)
@@ -130,19 +143,7 @@ fi
 exec 3>&-
 wait "$cpid" 2>/dev/null || true
 cpid=
-rm -f "$T/in" "$T/out" "$T/agent.stdin"
-mkfifo "$T/in"
-"$ACP" conductor agent --quiet-stderr --mcp-bridge http "$ACP proxy tools" \
-  "sh -c 'tee \"$T/agent.stdin\" | exec \"$ACP\" agent --mcp-acp off'" \
-  <"$T/in" >"$T/out" 2>"$T/err" &
-cpid=$!
-exec 3>"$T/in"
-printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' >&3
-i=0
-while [ $i -lt 100 ] && ! grep -q '"id":1,"result"' "$T/out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' >&3
-i=0
-while [ $i -lt 100 ] && ! grep -q '"type":"http"' "$T/agent.stdin" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+start_chain '"type":"http"' --mcp-bridge http
 URL=$(grep -h -o '"url":"[^"]*"' "$T/agent.stdin" | head -1 | cut -d'"' -f4)
 AUTH=$(grep -h -o 'Bearer [0-9a-f]*' "$T/agent.stdin" | head -1)
 [ -n "$URL" ] || { echo "no HTTP-bridged declaration"; cat "$T/err"; exit 1; }

@@ -147,17 +147,7 @@ static int prompt_greet(acp_mcp_call *call, const acp_json_val *args,
   acp_json_write_strz(w, "A greeting");
   acp_json_write_keyz(w, "messages");
   acp_json_write_arr_begin(w);
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "role");
-  acp_json_write_strz(w, "user");
-  acp_json_write_keyz(w, "content");
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "type");
-  acp_json_write_strz(w, "text");
-  acp_json_write_keyz(w, "text");
-  acp_json_write_str(w, text, (size_t)n);
-  acp_json_write_obj_end(w);
-  acp_json_write_obj_end(w);
+  mcp_write_user_text(w, text, (size_t)n);
   acp_json_write_arr_end(w);
   acp_json_write_obj_end(w);
   out = acp_json_writer_data(w, &olen);

@@ -24,8 +24,7 @@
 
 /* MARK: - Helpers */
 
-/* One message {"role":"user","content":{"type":"text","text":TEXT}}. */
-static void write_user_text(acp_json_writer *w, const char *text, size_t len) {
+void mcp_write_user_text(acp_json_writer *w, const char *text, size_t len) {
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, "role");
   acp_json_write_strz(w, "user");
@@ -438,7 +437,7 @@ static int tool_sampling(acp_mcp_call *call, const acp_json_val *args,
   rv = messages_begin(&w);
   if (rv != 0)
     return rv;
-  write_user_text(w, prompt, plen);
+  mcp_write_user_text(w, prompt, plen);
   acp_json_write_arr_end(w);
   acp_json_write_keyz(w, "maxTokens");
   acp_json_write_int(w, 100);
@@ -690,7 +689,7 @@ static int prompt_with_args(acp_mcp_call *call, const acp_json_val *args,
     return ACP_ERR_NOMEM;
   rv = messages_begin(&w);
   if (rv == 0) {
-    write_user_text(w, text, n);
+    mcp_write_user_text(w, text, n);
     rv = respond_messages(call, w);
   }
   free(text);

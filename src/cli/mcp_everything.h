@@ -29,6 +29,7 @@
 #ifndef ACP_CLI_MCP_EVERYTHING_H
 #define ACP_CLI_MCP_EVERYTHING_H
 
+#include "acp/json.h"
 #include "acp/mcp.h"
 
 /**
@@ -52,5 +53,10 @@ typedef int (*mcp_everything_close_stream_fn)(acp_mcp_call *call);
  */
 int mcp_everything_register_with(acp_mcp_server *s,
                                  mcp_everything_close_stream_fn close_stream);
+
+/** Write one prompt message, {"role":"user","content":{"type":"text",
+ * "text":TEXT}}, at the writer's current position (also used by
+ * `acp mcp serve`'s own prompt). */
+void mcp_write_user_text(acp_json_writer *w, const char *text, size_t len);
 
 #endif /* ACP_CLI_MCP_EVERYTHING_H */

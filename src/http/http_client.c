@@ -130,39 +130,37 @@ static void set_get_state(acp_http_client *hc, acp_http_get_state st) {
 
 /* MARK: - Feeding the MCP client */
 
-static void note_response(hc_xfer *x, const char *msg, size_t len) {
-  acp_http_client *hc = x->hc;
-  const acp_json_val *root, *id;
-  size_t n;
+/* The message parsed into hc->doc when it is the response to request `id`
+ * (raw JSON text, NUL-terminated); NULL otherwise. */
+static const acp_json_val *response_to(acp_http_client *hc, const char *id,
+                                       const char *msg, size_t len) {
+  const acp_json_val *root;
   const char *raw;
-  if (x->req_id == NULL || x->got_response)
-    return;
+  size_t n;
   if (acp_json_doc_parse(hc->doc, msg, len, NULL) != 0)
-    return;
+    return NULL;
   root = acp_json_doc_root(hc->doc);
   if (acp_json_obj_getz(root, "method") != NULL)
-    return;
-  id = acp_json_obj_getz(root, "id");
-  raw = acp_json_raw(id, &n);
-  if (raw && strlen(x->req_id) == n && memcmp(raw, x->req_id, n) == 0)
+    return NULL;
+  raw = acp_json_raw(acp_json_obj_getz(root, "id"), &n);
+  if (raw == NULL || strlen(id) != n || memcmp(raw, id, n) != 0)
+    return NULL;
+  return root;
+}
+
+static void note_response(hc_xfer *x, const char *msg, size_t len) {
+  if (x->req_id != NULL && !x->got_response &&
+      response_to(x->hc, x->req_id, msg, len) != NULL)
     x->got_response = true;
 }
 
 /* The answer to initialize: messages held for it may go; in raw mode, it
  * tells the protocol version. */
 static void note_init_answer(acp_http_client *hc, const char *msg, size_t len) {
-  const acp_json_val *root, *id, *pv;
-  const char *raw, *s;
+  const acp_json_val *root = response_to(hc, hc->init_id, msg, len), *pv;
+  const char *s;
   size_t n;
-  if (acp_json_doc_parse(hc->doc, msg, len, NULL) != 0)
-    return;
-  root = acp_json_doc_root(hc->doc);
-  if (acp_json_obj_getz(root, "method") != NULL)
-    return;
-  id = acp_json_obj_getz(root, "id");
-  raw = acp_json_raw(id, &n);
-  if (raw == NULL || strlen(hc->init_id) != n ||
-      memcmp(raw, hc->init_id, n) != 0)
+  if (root == NULL)
     return;
   acp__free(&hc->mem, hc->init_id);
   hc->init_id = NULL;

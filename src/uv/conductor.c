@@ -1641,6 +1641,55 @@ static void br_session_end(cond *c, const acp_json_val *root) {
   }
 }
 
+/* The declaration the agent gets for bridged server `s` (declared as `e`):
+ * Streamable HTTP on the helper's port with the server's bearer token, or
+ * the stdio shim with the socket and token as arguments. */
+static void br_write_decl(cond *c, acp_json_writer *w, const bsrv *s,
+                          const acp_json_val *e, bool http) {
+  const char *name;
+  size_t nl;
+  acp_json_write_obj_begin(w);
+  if (http) {
+    acp_json_write_keyz(w, "type");
+    acp_json_write_strz(w, "http");
+  }
+  acp_json_write_keyz(w, "name");
+  if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(e, "name"), &name, &nl) == 0)
+    acp_json_write_str(w, name, nl);
+  else
+    acp_json_write_strz(w, s->id);
+  if (http) {
+    char url[64], bearer[48];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp",
+             (unsigned)c->br_http_port);
+    snprintf(bearer, sizeof(bearer), "Bearer %s", s->token);
+    acp_json_write_keyz(w, "url");
+    acp_json_write_strz(w, url);
+    acp_json_write_keyz(w, "headers");
+    acp_json_write_arr_begin(w);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "name");
+    acp_json_write_strz(w, "Authorization");
+    acp_json_write_keyz(w, "value");
+    acp_json_write_strz(w, bearer);
+    acp_json_write_obj_end(w);
+    acp_json_write_arr_end(w);
+  } else {
+    acp_json_write_keyz(w, "command");
+    acp_json_write_strz(w, c->br_program);
+    acp_json_write_keyz(w, "args");
+    acp_json_write_arr_begin(w);
+    acp_json_write_strz(w, "mcp-shim");
+    acp_json_write_strz(w, c->br_sock);
+    acp_json_write_strz(w, s->token);
+    acp_json_write_arr_end(w);
+    acp_json_write_keyz(w, "env");
+    acp_json_write_arr_begin(w);
+    acp_json_write_arr_end(w);
+  }
+  acp_json_write_obj_end(w);
+}
+
 /* session/new (load, resume, fork) to the agent: rewrite acp declarations
  * into shim declarations. Returns true when bw2 holds the new line. */
 static bool br_rewrite_session(cond *c, const acp_json_val *root) {
@@ -1690,8 +1739,8 @@ static bool br_rewrite_session(cond *c, const acp_json_val *root) {
       }
       acp_json_write_arr_begin(w);
       for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
-        const char *id, *name;
-        size_t n, nl;
+        const char *id;
+        size_t n;
         bsrv *s;
         if (acp_mcp_acp_decl_parse(c->bdoc, e, &id, &n, NULL) != 0 ||
             (s = br_srv_for(c, id, n)) == NULL) {
@@ -1699,48 +1748,7 @@ static bool br_rewrite_session(cond *c, const acp_json_val *root) {
           continue;
         }
         br_srv_bind(c, s, root, params);
-        acp_json_write_obj_begin(w);
-        if (http) {
-          acp_json_write_keyz(w, "type");
-          acp_json_write_strz(w, "http");
-        }
-        acp_json_write_keyz(w, "name");
-        if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(e, "name"), &name,
-                             &nl) == 0)
-          acp_json_write_str(w, name, nl);
-        else
-          acp_json_write_strz(w, s->id);
-        if (http) {
-          char url[64], bearer[48];
-          snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp",
-                   (unsigned)c->br_http_port);
-          snprintf(bearer, sizeof(bearer), "Bearer %s", s->token);
-          acp_json_write_keyz(w, "url");
-          acp_json_write_strz(w, url);
-          acp_json_write_keyz(w, "headers");
-          acp_json_write_arr_begin(w);
-          acp_json_write_obj_begin(w);
-          acp_json_write_keyz(w, "name");
-          acp_json_write_strz(w, "Authorization");
-          acp_json_write_keyz(w, "value");
-          acp_json_write_strz(w, bearer);
-          acp_json_write_obj_end(w);
-          acp_json_write_arr_end(w);
-          acp_json_write_obj_end(w);
-          continue;
-        }
-        acp_json_write_keyz(w, "command");
-        acp_json_write_strz(w, c->br_program);
-        acp_json_write_keyz(w, "args");
-        acp_json_write_arr_begin(w);
-        acp_json_write_strz(w, "mcp-shim");
-        acp_json_write_strz(w, c->br_sock);
-        acp_json_write_strz(w, s->token);
-        acp_json_write_arr_end(w);
-        acp_json_write_keyz(w, "env");
-        acp_json_write_arr_begin(w);
-        acp_json_write_arr_end(w);
-        acp_json_write_obj_end(w);
+        br_write_decl(c, w, s, e, http);
       }
       acp_json_write_arr_end(w);
     }

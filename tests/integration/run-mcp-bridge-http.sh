@@ -6,31 +6,9 @@
 # token, served by its `acp mcp http-bridge` helper. Checked with the
 # reference agent (through `acp mcp relay`), with curl, and with our MCP
 # client. Usage: run-mcp-bridge-http.sh [path/to/acp]
-set -u
-ACP=${1:-${ACP_BIN:-acp}}
 command -v curl >/dev/null 2>&1 || { echo "skip: curl not installed"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/acp-bridge-http-test.XXXXXX")
-export TMPDIR="$T"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL: $1"; [ -n "${2:-}" ] && echo "$2" | head -30; }
-cpid=
-
-cleanup() {
-  exec 3>&- 2>/dev/null
-  [ -n "$cpid" ] && kill "$cpid" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
-
-INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
-NEWS='{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
-MCPINIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
-MCPINITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
-call() { # call ID MESSAGE
-  printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"echo","arguments":{"message":"%s"}}}' "$1" "$2"
-}
+NAME=acp-bridge-http-test
+. "$(dirname "$0")/bridge-common.sh"
 # post AUTH SESSION BODY [CURL-ARGS...]: headers and body in one output,
 # the status last ("status=NNN").
 post() {

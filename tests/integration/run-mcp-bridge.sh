@@ -4,30 +4,8 @@
 # (`acp agent --mcp-acp off`), so the conductor rewrites each declaration
 # into `acp mcp-shim SOCKET TOKEN` and relays the shim's MCP traffic as
 # mcp/* messages. Usage: run-mcp-bridge.sh [path/to/acp]
-set -u
-ACP=${1:-${ACP_BIN:-acp}}
-T=$(mktemp -d "${TMPDIR:-/tmp}/acp-bridge-test.XXXXXX")
-export TMPDIR="$T"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL: $1"; [ -n "${2:-}" ] && echo "$2" | head -20; }
-cpid=
-
-cleanup() {
-  exec 3>&- 2>/dev/null
-  [ -n "$cpid" ] && kill "$cpid" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
-
-INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
-NEWS='{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
-MCPINIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
-MCPINITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
-call() { # call ID MESSAGE
-  printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"echo","arguments":{"message":"%s"}}}' "$1" "$2"
-}
+NAME=acp-bridge-test
+. "$(dirname "$0")/bridge-common.sh"
 
 # 1. bridged: the agent lists and calls the proxy's tools through the shim.
 out=$(timeout 30 "$ACP" client -p '/mcp-tools

@@ -174,14 +174,34 @@ char *ht_post_s(uint16_t port, const char *sid, const char *extra,
   return ht_post(port, h, body, until);
 }
 
-char *ht_request(uint16_t port, const char *method, const char *sid,
-                 const char *extra, const char *until) {
-  char req[1024];
-  snprintf(req, sizeof(req),
+void ht_fmt_request(char *req, size_t cap, const char *method, const char *sid,
+                    const char *extra) {
+  snprintf(req, cap,
            "%s /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
            "Accept: text/event-stream\r\nMCP-Session-Id: %s\r\n%s\r\n",
            method, sid, extra);
+}
+
+char *ht_request(uint16_t port, const char *method, const char *sid,
+                 const char *extra, const char *until) {
+  char req[1024];
+  ht_fmt_request(req, sizeof(req), method, sid, extra);
   return ht_raw(port, req, until);
+}
+
+int ht_status_after(uint16_t port, const char *req, const char *until,
+                    int status) {
+  int i, got = 0;
+  /* Up to 10 s: a bound on liveness, not a claim about speed. */
+  for (i = 0; i < 200; i++) {
+    char *r = ht_raw(port, req, until);
+    got = ht_status(r);
+    free(r);
+    if (got != status)
+      break;
+    uv_sleep(50);
+  }
+  return got;
 }
 
 int ht_status(const char *resp) {

@@ -95,9 +95,18 @@ char *ht_post(uint16_t port, const char *headers, const char *body,
 /* ht_post() with an MCP-Session-Id header before `extra`. */
 char *ht_post_s(uint16_t port, const char *sid, const char *extra,
                 const char *body, const char *until);
-/* `method` /mcp accepting SSE, with MCP-Session-Id and `extra` headers. */
+/* A `method` /mcp request accepting SSE, with MCP-Session-Id and `extra`
+ * headers (each ending in CRLF, or ""), written into req[0..cap). */
+void ht_fmt_request(char *req, size_t cap, const char *method, const char *sid,
+                    const char *extra);
+/* ht_raw() of ht_fmt_request(). */
 char *ht_request(uint16_t port, const char *method, const char *sid,
                  const char *extra, const char *until);
+/* Send `req` (ht_raw) again every 50 ms while the answer's status is
+ * `status`, for up to 10 s: for a change the server makes asynchronously.
+ * Returns the last status seen. */
+int ht_status_after(uint16_t port, const char *req, const char *until,
+                    int status);
 /* The status code of an HTTP/1.1 answer, or 0. */
 int ht_status(const char *resp);
 /* The MCP-Session-Id of an answer (static buffer); asserts it is there
