@@ -186,6 +186,7 @@ struct acp_uv_process {
   char *errbuf;
   bool err_eof;
 
+  bool proc_init; /* uv_spawn() ran (it initialises p->proc, even failing) */
   bool spawned;
   bool exited;
   int pid;
@@ -405,15 +406,18 @@ static void disable_inheritance(void) {
 static void proc_close_all(acp_uv_process *p) {
   p->closing = true;
   uv_timer_stop(&p->timer);
-  /* Link, timer and the process handle (closed now or once reaped). */
-  p->outstanding = 3;
+  /* Link, timer and the process handle (closed now or once reaped; none
+   * when spawning failed before uv_spawn()). */
+  p->outstanding = p->proc_init ? 3 : 2;
   acp_uv_link_close(p->link, 0, on_proc_link_closed, p);
   uv_close((uv_handle_t *)&p->timer, on_proc_handle_closed);
   if (p->capture) {
     p->outstanding++;
     uv_close((uv_handle_t *)&p->errpipe, on_proc_handle_closed);
   }
-  if (!p->spawned || p->exited) {
+  if (!p->proc_init) {
+    /* nothing to close */
+  } else if (!p->spawned || p->exited) {
     uv_close((uv_handle_t *)&p->proc, on_proc_handle_closed);
   } else {
     (void)kill_group(p, SIGKILL);
@@ -571,6 +575,7 @@ int acp_uv_process_spawn(acp_uv_process **out, uv_loop_t *loop,
   po.stdio = stdio;
   po.exit_cb = on_exit_cb;
   r = uv_spawn(loop, &p->proc, &po);
+  p->proc_init = true;
   acp__free(&m, env);
   env = NULL;
   /* The child holds its ends now (or never will): drop ours. */

@@ -10,12 +10,14 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -354,6 +356,53 @@ static void test_uv_process_spawn_failure_is_clean(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+static bool fd_open(int fd) {
+  return fcntl(fd, F_GETFD) != -1;
+}
+
+/* Out of descriptors while making the child's pipes (RLIMIT_NOFILE caps
+ * descriptor numbers): spawning fails with EMFILE, nothing is started,
+ * and no descriptor is left open, whether the first or the second pipe
+ * failed. */
+static void test_uv_process_out_of_descriptors(void **state) {
+  const char *argv[] = {"/bin/true", NULL};
+  struct rlimit saved, lim;
+  int extra;
+  (void)state;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  for (extra = 1; extra <= 3; extra += 2) {
+    uv_loop_t loop;
+    acp_uv_process *p = NULL;
+    acp_uv_process_options *o = NULL;
+    int uerr = 0, free_fds[3], nfree, fd, i, rv;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(acp_uv_process_options_new(&o, NULL), 0);
+    assert_int_equal(acp_uv_process_options_set_argv(o, argv), 0);
+    acp_uv_process_options_set_stderr(o, ACP_UV_STDERR_IGNORE);
+    /* The lowest `extra` free descriptor numbers, and a limit just above
+     * them: one is taken by the loop's reserve (below), so 1 makes the
+     * first pipe fail, 3 the second. */
+    for (fd = 0, nfree = 0; nfree < extra; fd++)
+      if (!fd_open(fd))
+        free_fds[nfree++] = fd;
+    lim = saved;
+    lim.rlim_cur = (rlim_t)fd;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    rv = acp_uv_process_spawn(&p, &loop, o, NULL, NULL, &uerr);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    assert_int_equal(rv, ACP_ERR_SYSTEM);
+    assert_int_equal(uerr, UV_EMFILE);
+    assert_null(p);
+    acp_uv_process_options_free(o);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    /* After the loop, which keeps a spare descriptor of its own (libuv's
+     * reserve for EMFILE) in one of these numbers. */
+    assert_int_equal(uv_loop_close(&loop), 0);
+    for (i = 0; i < nfree; i++)
+      assert_false(fd_open(free_fds[i]));
+  }
+}
+
 static void test_uv_process_env_and_cwd(void **state) {
   ctx c;
   (void)state;
@@ -415,6 +464,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_process_stderr_tail_small_output),
       cmocka_unit_test(test_uv_process_stderr_ignored),
       cmocka_unit_test(test_uv_process_spawn_failure_is_clean),
+      cmocka_unit_test(test_uv_process_out_of_descriptors),
       cmocka_unit_test(test_uv_process_env_and_cwd),
       cmocka_unit_test(test_uv_process_options_reject_bad_input),
   };
