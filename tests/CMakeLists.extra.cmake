@@ -7,6 +7,6 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME gen_acp_check
            COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/gen_acp.py
                    --check --schema-dir
-                   ${PROJECT_SOURCE_DIR}/../shared/spec/acp/schema/v1)
+                   ${PROJECT_SOURCE_DIR}/spec/acp/schema/v1)
   set_tests_properties(gen_acp_check PROPERTIES TIMEOUT 120)
 endif()

@@ -26,8 +26,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_SCHEMA_DIR = os.path.join(
-    os.path.dirname(ROOT), "shared", "spec", "acp", "schema", "v1")
+DEFAULT_SCHEMA_DIR = os.path.join(ROOT, "spec", "acp", "schema", "v1")
 
 SIDE_C = {
     "agent": "ACP_SIDE_AGENT",
