@@ -7,8 +7,8 @@ tables) and writes C sources that are checked in:
   include/acp/methods.h   public method table API (ids, sides, kinds)
   include/acp/types.h     public enums, structs and codec API
   src/acp/gen_methods.c   method table and name lookup
-  src/acp/gen_types.c     enum string tables and type descriptors
-  src/acp/gen_types.h     private declarations shared with codec.c
+  src/acp/gen_types.c     enum string tables, type descriptors and the
+                          required params of each method (role.c)
 
 Usage:
   python3 tools/gen_acp.py            regenerate the files in place
@@ -187,6 +187,50 @@ def load_methods(schema_dir):
     # Stable methods keep the low ids; unstable additions follow.
     out.sort(key=lambda m: m.unstable)
     return out
+
+
+# MARK: - Required params
+
+# Methods whose params are checked by their handler, not by the table: the
+# schema names one wire shape, but more are in use (spec/acp/METHODS.md).
+REQUIRED_BY_HANDLER = {
+    "mcp/connect": "seed form {acpId}, RFD {serverId}: mcp_acp.c checks",
+    "mcp/message": "three wire shapes in use; only its being an object is "
+                   "checked",
+}
+
+JSON_KIND = {"string": "s", "array": "a", "object": "o", "integer": "i"}
+
+
+def json_kind(defs, p):
+    """One-letter JSON type of a schema node ('s' 'a' 'o' 'i'), or None
+    when it admits more than one (such a member is not checked)."""
+    if "$ref" in p:
+        return json_kind(defs, defs[ref_name(p["$ref"])])
+    if len(p.get("allOf", ())) == 1:
+        return json_kind(defs, p["allOf"][0])
+    alts = p.get("anyOf") or p.get("oneOf")
+    if "type" not in p and alts:
+        kinds = {json_kind(defs, a) for a in alts}
+        return kinds.pop() if len(kinds) == 1 else None
+    t = p.get("type")
+    return JSON_KIND.get(t) if isinstance(t, str) else None
+
+
+def required_params(schema, m):
+    """The params members a request or notification must carry, as
+    "<kind>:<name> ..." in the schema's `required` order (what role.c's
+    check_params() reads), or "" for none / checked by the handler."""
+    if m.wire in REQUIRED_BY_HANDLER:
+        return ""
+    defs = schema["$defs"]
+    t = defs[m.params_type]
+    out = []
+    for name in t.get("required", ()):
+        k = json_kind(defs, t.get("properties", {}).get(name, {}))
+        if k is not None:
+            out.append("%s:%s" % (k, name))
+    return " ".join(out)
 
 
 # MARK: - Emission helpers
@@ -543,6 +587,7 @@ def comment(indent, text, width=80):
 
 class Model:
     def __init__(self, schema):
+        self.schema = schema
         self.defs = schema["$defs"]
         self.types = {}       # name -> CType
         self.order = []       # emission order
@@ -1293,12 +1338,14 @@ def gen_types_c(model, methods):
     a("")
     a("static const struct {")
     a("  const acp_type_desc *params, *result, *notification;")
+    a("  const char *required;")
     a("} method_types[] = {")
-    a("    {NULL, NULL, NULL}, /* ACP_METHOD_UNKNOWN */")
+    a("    {NULL, NULL, NULL, \"\"}, /* ACP_METHOD_UNKNOWN */")
     for m in methods:
-        a("    {%s, %s, %s}, /* %s */" % (
+        a("    {%s, %s, %s, %s}, /* %s */" % (
             desc_ref(m.params_type), desc_ref(m.result_type),
-            desc_ref(m.notification_type), m.wire))
+            desc_ref(m.notification_type),
+            c_str(required_params(model.schema, m)), m.wire))
     a("};")
     a("""
 #define METHOD_TYPES_COUNT (sizeof(method_types) / sizeof(method_types[0]))
@@ -1319,6 +1366,12 @@ const acp_type_desc *acp_method_notification_desc(int method_id) {
   if (method_id <= 0 || (size_t)method_id >= METHOD_TYPES_COUNT)
     return NULL;
   return method_types[method_id].notification;
+}
+
+const char *acp__method_required_params(int method_id) {
+  if (method_id <= 0 || (size_t)method_id >= METHOD_TYPES_COUNT)
+    return "";
+  return method_types[method_id].required;
 }""")
     return "\n".join(L) + "\n"
 

@@ -93,4 +93,10 @@ const char *acp__enum_to_str(const acp__enum_desc *e, int v);
 extern const acp_type_desc *const acp__all_types[];
 extern const size_t acp__all_types_count;
 
+/* The members a method's params must carry, from the schema's `required`
+ * (generated): space-separated "<t>:<name>", t one of s a o i; "" when none
+ * or when the handler checks (mcp/connect, mcp/message) or for an unknown
+ * id. Static storage. */
+const char *acp__method_required_params(int method_id);
+
 #endif /* ACP_CODEC_INT_H */

@@ -4117,94 +4117,104 @@ const size_t acp__all_types_count =
 
 static const struct {
   const acp_type_desc *params, *result, *notification;
+  const char *required;
 } method_types[] = {
-    {NULL, NULL, NULL}, /* ACP_METHOD_UNKNOWN */
-    {&acp_type_initialize_request, &acp_type_initialize_response,
-     NULL}, /* initialize */
-    {&acp_type_authenticate_request, &acp_type_authenticate_response,
-     NULL}, /* authenticate */
-    {&acp_type_new_session_request, &acp_type_new_session_response,
-     NULL}, /* session/new */
-    {&acp_type_load_session_request, &acp_type_load_session_response,
-     NULL}, /* session/load */
+    {NULL, NULL, NULL, ""}, /* ACP_METHOD_UNKNOWN */
+    {&acp_type_initialize_request, &acp_type_initialize_response, NULL,
+     "i:protocolVersion"}, /* initialize */
+    {&acp_type_authenticate_request, &acp_type_authenticate_response, NULL,
+     "s:methodId"}, /* authenticate */
+    {&acp_type_new_session_request, &acp_type_new_session_response, NULL,
+     "s:cwd a:mcpServers"}, /* session/new */
+    {&acp_type_load_session_request, &acp_type_load_session_response, NULL,
+     "a:mcpServers s:cwd s:sessionId"}, /* session/load */
     {&acp_type_set_session_mode_request, &acp_type_set_session_mode_response,
-     NULL}, /* session/set_mode */
+     NULL, "s:sessionId s:modeId"}, /* session/set_mode */
     {&acp_type_set_session_config_option_request,
-     &acp_type_set_session_config_option_response,
-     NULL}, /* session/set_config_option */
-    {&acp_type_prompt_request, &acp_type_prompt_response,
-     NULL}, /* session/prompt */
-    {&acp_type_cancel_notification, NULL,
-     &acp_type_cancel_notification}, /* session/cancel */
-    {&acp_type_list_sessions_request, &acp_type_list_sessions_response,
-     NULL}, /* session/list */
-    {&acp_type_delete_session_request, &acp_type_delete_session_response,
-     NULL}, /* session/delete */
-    {&acp_type_resume_session_request, &acp_type_resume_session_response,
-     NULL}, /* session/resume */
-    {&acp_type_close_session_request, &acp_type_close_session_response,
-     NULL}, /* session/close */
-    {&acp_type_logout_request, &acp_type_logout_response, NULL}, /* logout */
+     &acp_type_set_session_config_option_response, NULL,
+     "s:sessionId s:configId"}, /* session/set_config_option */
+    {&acp_type_prompt_request, &acp_type_prompt_response, NULL,
+     "s:sessionId a:prompt"}, /* session/prompt */
+    {&acp_type_cancel_notification, NULL, &acp_type_cancel_notification,
+     "s:sessionId"}, /* session/cancel */
+    {&acp_type_list_sessions_request, &acp_type_list_sessions_response, NULL,
+     ""}, /* session/list */
+    {&acp_type_delete_session_request, &acp_type_delete_session_response, NULL,
+     "s:sessionId"}, /* session/delete */
+    {&acp_type_resume_session_request, &acp_type_resume_session_response, NULL,
+     "s:sessionId s:cwd"}, /* session/resume */
+    {&acp_type_close_session_request, &acp_type_close_session_response, NULL,
+     "s:sessionId"}, /* session/close */
+    {&acp_type_logout_request, &acp_type_logout_response, NULL,
+     ""}, /* logout */
     {&acp_type_request_permission_request,
-     &acp_type_request_permission_response,
-     NULL}, /* session/request_permission */
-    {&acp_type_session_notification, NULL,
-     &acp_type_session_notification}, /* session/update */
+     &acp_type_request_permission_response, NULL,
+     "s:sessionId o:toolCall a:options"}, /* session/request_permission */
+    {&acp_type_session_notification, NULL, &acp_type_session_notification,
+     "s:sessionId o:update"}, /* session/update */
     {&acp_type_write_text_file_request, &acp_type_write_text_file_response,
-     NULL}, /* fs/write_text_file */
-    {&acp_type_read_text_file_request, &acp_type_read_text_file_response,
-     NULL}, /* fs/read_text_file */
+     NULL, "s:sessionId s:path s:content"}, /* fs/write_text_file */
+    {&acp_type_read_text_file_request, &acp_type_read_text_file_response, NULL,
+     "s:sessionId s:path"}, /* fs/read_text_file */
     {&acp_type_create_terminal_request, &acp_type_create_terminal_response,
-     NULL}, /* terminal/create */
+     NULL, "s:sessionId s:command"}, /* terminal/create */
     {&acp_type_terminal_output_request, &acp_type_terminal_output_response,
-     NULL}, /* terminal/output */
+     NULL, "s:sessionId s:terminalId"}, /* terminal/output */
     {&acp_type_release_terminal_request, &acp_type_release_terminal_response,
-     NULL}, /* terminal/release */
+     NULL, "s:sessionId s:terminalId"}, /* terminal/release */
     {&acp_type_wait_for_terminal_exit_request,
-     &acp_type_wait_for_terminal_exit_response,
-     NULL}, /* terminal/wait_for_exit */
-    {&acp_type_kill_terminal_request, &acp_type_kill_terminal_response,
-     NULL}, /* terminal/kill */
+     &acp_type_wait_for_terminal_exit_response, NULL,
+     "s:sessionId s:terminalId"}, /* terminal/wait_for_exit */
+    {&acp_type_kill_terminal_request, &acp_type_kill_terminal_response, NULL,
+     "s:sessionId s:terminalId"}, /* terminal/kill */
     {&acp_type_create_elicitation_request,
-     &acp_type_create_elicitation_response, NULL}, /* elicitation/create */
+     &acp_type_create_elicitation_response, NULL,
+     "s:message"}, /* elicitation/create */
     {&acp_type_complete_elicitation_notification, NULL,
-     &acp_type_complete_elicitation_notification}, /* elicitation/complete */
+     &acp_type_complete_elicitation_notification,
+     "s:elicitationId"}, /* elicitation/complete */
     {&acp_type_cancel_request_notification, NULL,
-     &acp_type_cancel_request_notification}, /* $/cancel_request */
-    {&acp_type_list_providers_request, &acp_type_list_providers_response,
-     NULL}, /* providers/list */
-    {&acp_type_set_provider_request, &acp_type_set_provider_response,
-     NULL}, /* providers/set */
+     &acp_type_cancel_request_notification, ""}, /* $/cancel_request */
+    {&acp_type_list_providers_request, &acp_type_list_providers_response, NULL,
+     ""}, /* providers/list */
+    {&acp_type_set_provider_request, &acp_type_set_provider_response, NULL,
+     "s:providerId s:apiType s:baseUrl"}, /* providers/set */
     {&acp_type_disable_provider_request, &acp_type_disable_provider_response,
-     NULL}, /* providers/disable */
-    {&acp_type_message_mcp_request, NULL,
-     &acp_type_message_mcp_notification}, /* mcp/message */
-    {&acp_type_fork_session_request, &acp_type_fork_session_response,
-     NULL}, /* session/fork */
-    {&acp_type_start_nes_request, &acp_type_start_nes_response,
-     NULL}, /* nes/start */
-    {&acp_type_suggest_nes_request, &acp_type_suggest_nes_response,
-     NULL}, /* nes/suggest */
-    {&acp_type_accept_nes_notification, NULL,
-     &acp_type_accept_nes_notification}, /* nes/accept */
-    {&acp_type_reject_nes_notification, NULL,
-     &acp_type_reject_nes_notification}, /* nes/reject */
-    {&acp_type_close_nes_request, &acp_type_close_nes_response,
-     NULL}, /* nes/close */
+     NULL, "s:providerId"}, /* providers/disable */
+    {&acp_type_message_mcp_request, NULL, &acp_type_message_mcp_notification,
+     ""}, /* mcp/message */
+    {&acp_type_fork_session_request, &acp_type_fork_session_response, NULL,
+     "s:sessionId s:cwd"}, /* session/fork */
+    {&acp_type_start_nes_request, &acp_type_start_nes_response, NULL,
+     ""}, /* nes/start */
+    {&acp_type_suggest_nes_request, &acp_type_suggest_nes_response, NULL,
+     "s:sessionId s:uri i:version o:position s:triggerKind"}, /* nes/suggest */
+    {&acp_type_accept_nes_notification, NULL, &acp_type_accept_nes_notification,
+     "s:sessionId s:id"}, /* nes/accept */
+    {&acp_type_reject_nes_notification, NULL, &acp_type_reject_nes_notification,
+     "s:sessionId s:id"}, /* nes/reject */
+    {&acp_type_close_nes_request, &acp_type_close_nes_response, NULL,
+     "s:sessionId"}, /* nes/close */
     {&acp_type_did_open_document_notification, NULL,
-     &acp_type_did_open_document_notification}, /* document/didOpen */
+     &acp_type_did_open_document_notification,
+     "s:sessionId s:uri s:languageId i:version s:text"}, /* document/didOpen */
     {&acp_type_did_change_document_notification, NULL,
-     &acp_type_did_change_document_notification}, /* document/didChange */
+     &acp_type_did_change_document_notification,
+     "s:sessionId s:uri i:version a:contentChanges"}, /* document/didChange */
     {&acp_type_did_close_document_notification, NULL,
-     &acp_type_did_close_document_notification}, /* document/didClose */
+     &acp_type_did_close_document_notification,
+     "s:sessionId s:uri"}, /* document/didClose */
     {&acp_type_did_save_document_notification, NULL,
-     &acp_type_did_save_document_notification}, /* document/didSave */
+     &acp_type_did_save_document_notification,
+     "s:sessionId s:uri"}, /* document/didSave */
     {&acp_type_did_focus_document_notification, NULL,
-     &acp_type_did_focus_document_notification}, /* document/didFocus */
-    {&acp_type_connect_mcp_request, &acp_type_connect_mcp_response,
-     NULL}, /* mcp/connect */
-    {&acp_type_disconnect_mcp_request, &acp_type_disconnect_mcp_response,
-     NULL}, /* mcp/disconnect */
+     &acp_type_did_focus_document_notification,
+     "s:sessionId s:uri i:version o:position o:visibleRange"}, /* document/didFocus
+                                                                */
+    {&acp_type_connect_mcp_request, &acp_type_connect_mcp_response, NULL,
+     ""}, /* mcp/connect */
+    {&acp_type_disconnect_mcp_request, &acp_type_disconnect_mcp_response, NULL,
+     "s:connectionId"}, /* mcp/disconnect */
 };
 
 #define METHOD_TYPES_COUNT (sizeof(method_types) / sizeof(method_types[0]))
@@ -4225,4 +4235,10 @@ const acp_type_desc *acp_method_notification_desc(int method_id) {
   if (method_id <= 0 || (size_t)method_id >= METHOD_TYPES_COUNT)
     return NULL;
   return method_types[method_id].notification;
+}
+
+const char *acp__method_required_params(int method_id) {
+  if (method_id <= 0 || (size_t)method_id >= METHOD_TYPES_COUNT)
+    return "";
+  return method_types[method_id].required;
 }

@@ -5,94 +5,21 @@
  */
 #include <stdio.h>
 
+#include "codec_int.h"
 #include "role_int.h"
 
 /* MARK: - Required members per method (from the v1 schemas) */
 
 /*
- * Space-separated "<t>:<name>" items: t is s(tring), a(rray), o(bject),
- * i(nteger). Kept here until the generated codecs of types.h take over.
- */
-static const char *required_params(acp_method_id id) {
-  switch (id) {
-  case ACP_METHOD_INITIALIZE:
-    return "i:protocolVersion";
-  case ACP_METHOD_AUTHENTICATE:
-    return "s:methodId";
-  case ACP_METHOD_SESSION_NEW:
-    return "s:cwd a:mcpServers";
-  case ACP_METHOD_SESSION_LOAD:
-    return "s:sessionId s:cwd a:mcpServers";
-  case ACP_METHOD_SESSION_SET_MODE:
-    return "s:sessionId s:modeId";
-  case ACP_METHOD_SESSION_SET_CONFIG_OPTION:
-    return "s:sessionId s:configId";
-  case ACP_METHOD_SESSION_PROMPT:
-    return "s:sessionId a:prompt";
-  case ACP_METHOD_SESSION_CANCEL:
-  case ACP_METHOD_SESSION_DELETE:
-  case ACP_METHOD_SESSION_CLOSE:
-  case ACP_METHOD_NES_CLOSE:
-    return "s:sessionId";
-  case ACP_METHOD_SESSION_RESUME:
-  case ACP_METHOD_SESSION_FORK:
-    return "s:sessionId s:cwd";
-  case ACP_METHOD_SESSION_REQUEST_PERMISSION:
-    return "s:sessionId o:toolCall a:options";
-  case ACP_METHOD_SESSION_UPDATE:
-    return "s:sessionId o:update";
-  case ACP_METHOD_FS_WRITE_TEXT_FILE:
-    return "s:sessionId s:path s:content";
-  case ACP_METHOD_FS_READ_TEXT_FILE:
-    return "s:sessionId s:path";
-  case ACP_METHOD_TERMINAL_CREATE:
-    return "s:sessionId s:command";
-  case ACP_METHOD_TERMINAL_OUTPUT:
-  case ACP_METHOD_TERMINAL_RELEASE:
-  case ACP_METHOD_TERMINAL_WAIT_FOR_EXIT:
-  case ACP_METHOD_TERMINAL_KILL:
-    return "s:sessionId s:terminalId";
-  case ACP_METHOD_ELICITATION_CREATE:
-    return "s:message";
-  case ACP_METHOD_ELICITATION_COMPLETE:
-    return "s:elicitationId";
-  case ACP_METHOD_PROVIDERS_SET:
-    return "s:providerId s:apiType s:baseUrl";
-  case ACP_METHOD_PROVIDERS_DISABLE:
-    return "s:providerId";
-  case ACP_METHOD_NES_SUGGEST:
-    return "s:sessionId s:uri i:version o:position s:triggerKind";
-  case ACP_METHOD_NES_ACCEPT:
-  case ACP_METHOD_NES_REJECT:
-    return "s:sessionId s:id";
-  case ACP_METHOD_DOCUMENT_DID_OPEN:
-    return "s:sessionId s:uri s:languageId i:version s:text";
-  case ACP_METHOD_DOCUMENT_DID_CHANGE:
-    return "s:sessionId s:uri i:version a:contentChanges";
-  case ACP_METHOD_DOCUMENT_DID_CLOSE:
-  case ACP_METHOD_DOCUMENT_DID_SAVE:
-    return "s:sessionId s:uri";
-  case ACP_METHOD_DOCUMENT_DID_FOCUS:
-    return "s:sessionId s:uri i:version o:position o:visibleRange";
-  case ACP_METHOD_MCP_CONNECT:
-    /* Seed form {acpId}, RFD {serverId}: the handler checks (mcp_acp.c). */
-    return "";
-  case ACP_METHOD_MCP_DISCONNECT:
-    return "s:connectionId";
-  default:
-    /* mcp/message has three wire shapes in use; only its being an object
-     * is checked. */
-    return "";
-  }
-}
-
-/*
- * Check params against the required members. Returns 0 when valid, else
+ * Check params against the required members of the method, which
+ * tools/gen_acp.py takes from the schema (acp__method_required_params():
+ * space-separated "<t>:<name>" items, t is s(tring), a(rray), o(bject),
+ * i(nteger)). Returns 0 when valid, else
  * writes "<path>: <reason>" into msg and the path into path.
  */
 static int check_params(acp_method_id id, const acp_json_val *params, char *msg,
                         size_t msgcap, char *path, size_t pathcap) {
-  const char *spec = required_params(id);
+  const char *spec = acp__method_required_params((int)id);
   const char *p = spec;
 
   if (params != NULL && acp_json_type_of(params) != ACP_JSON_OBJECT) {

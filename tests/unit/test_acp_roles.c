@@ -522,6 +522,118 @@ static void test_roles_every_unstable_method_reaches_typed_handler(void **s) {
   assert_true(n > 25);
 }
 
+/* The required-member check follows the schema (generated from it): for
+ * every request whose params type has `required` members, params `{}` are
+ * refused with -32602 naming one of them, and the typed handler does not
+ * run. mcp/connect and mcp/message are checked by their handlers (several
+ * wire shapes are in use) and are skipped. */
+static char last_err_path[128];
+static int64_t last_err_code;
+
+static int a_resp_err(acp_agent *a, const acp_rpc_msg *msg, void *ud) {
+  (void)a;
+  (void)ud;
+  last_err_code = msg->error ? msg->error_code : 0;
+  last_err_path[0] = '\0';
+  if (msg->error_data != NULL) {
+    const acp_json_val *p = acp_json_obj_getz(msg->error_data, "path");
+    const char *t;
+    size_t n;
+    if (p != NULL && acp_json_doc_str(msg->doc, p, &t, &n) == 0 &&
+        n < sizeof(last_err_path)) {
+      memcpy(last_err_path, t, n);
+      last_err_path[n] = '\0';
+    }
+  }
+  return 0;
+}
+
+static int c_resp_err(acp_client *c, const acp_rpc_msg *msg, void *ud) {
+  (void)c;
+  return a_resp_err(NULL, msg, ud);
+}
+
+/* Is `path` "/<one of def.required>"? */
+static int names_required(acp_json_doc *doc, const acp_json_val *req,
+                          const char *path) {
+  const acp_json_val *r;
+  char name[128];
+
+  for (r = acp_json_child(req); r != NULL; r = acp_json_next(r)) {
+    str_of(doc, r, name, sizeof(name));
+    if (path[0] == '/' && strcmp(path + 1, name) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static void test_roles_required_members_follow_schema(void **s) {
+  char path[1024];
+  size_t len = 0;
+  char *text;
+  acp_json_doc *doc;
+  const acp_json_val *defs;
+  const acp_json_val *k;
+  acp_agent *a;
+  acp_client *c;
+  int checked = 0;
+
+  (void)s;
+  snprintf(path, sizeof(path), "%s/acp/schema/v1/schema.unstable.json",
+           ACP_SPEC_DIR);
+  text = read_file(path, &len);
+  if (text == NULL)
+    fail_msg("cannot read %s", path);
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(acp_json_doc_parse(doc, text, len, NULL), 0);
+  defs = acp_json_obj_getz(acp_json_doc_root(doc), "$defs");
+  assert_non_null(defs);
+  make_pair(&a, &c);
+  for (k = acp_json_child(defs); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *def = acp_json_next(k);
+    const acp_json_val *xm = acp_json_obj_getz(def, "x-method");
+    const acp_json_val *req = acp_json_obj_getz(def, "required");
+    char name[128];
+    char method[128];
+    char side[32];
+    int before = hits;
+
+    if (xm == NULL || req == NULL || acp_json_child(req) == NULL)
+      continue;
+    str_of(doc, k, name, sizeof(name));
+    str_of(doc, xm, method, sizeof(method));
+    str_of(doc, acp_json_obj_getz(def, "x-side"), side, sizeof(side));
+    if (!ends_with(name, "Request") || strncmp(method, "mcp/", 4) == 0 ||
+        strcmp(side, "protocol") == 0)
+      continue;
+    last_err_code = 0;
+    last_err_path[0] = '\0';
+    if (strcmp(side, "client") == 0)
+      assert_int_equal(
+          acp_agent_call(a, method, "{}", 2, a_resp_err, NULL, NULL), 0);
+    else
+      assert_int_equal(
+          acp_client_call(c, method, "{}", 2, c_resp_err, NULL, NULL), 0);
+    assert_int_equal(pump(a, c, NULL), 0);
+    if (last_err_code != -32602)
+      fail_msg("%s with {}: got code %lld, want -32602", method,
+               (long long)last_err_code);
+    if (!names_required(doc, req, last_err_path))
+      fail_msg("%s with {}: error path '%s' names no required member", method,
+               last_err_path);
+    if (hits != before)
+      fail_msg("%s with {}: the typed handler ran", method);
+    checked++;
+  }
+  /* initialize, authenticate, session/new, load, ... in v1 unstable. */
+  assert_true(checked >= 20);
+  acp_client_free(c);
+  acp_agent_free(a);
+  acp_json_doc_free(doc);
+  free(text);
+}
+
 /* The method table of methods.h agrees with the routing: every known method
  * sent from its handling side's peer reaches a typed handler (no ext). */
 static void test_roles_method_table_is_fully_routed(void **s) {
@@ -557,6 +669,7 @@ int main(void) {
       cmocka_unit_test(test_roles_every_stable_method_reaches_typed_handler),
       cmocka_unit_test(test_roles_every_unstable_method_reaches_typed_handler),
       cmocka_unit_test(test_roles_method_table_is_fully_routed),
+      cmocka_unit_test(test_roles_required_members_follow_schema),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
