@@ -83,6 +83,17 @@ stop_chain() {
 # five shims and their valgrinds start at once).
 hold=1
 [ -n "${ACP_VALGRIND:-}" ] && hold=8
+# How long a call is given to cross the shim and the conductor.
+hold_call=1
+[ -n "${ACP_VALGRIND:-}" ] && hold_call=4
+# wait_in PATTERN FILE: until PATTERN is in FILE, 60 s at most.
+wait_in() {
+  w=0
+  while [ $w -lt 600 ] && ! grep -q "$1" "$2" 2>/dev/null; do
+    sleep 0.1
+    w=$((w + 1))
+  done
+}
 shim() { # shim TOKEN LINES...
   tok=$1
   shift
@@ -166,16 +177,18 @@ stop_chain
 # error naming it, and the chain follows its crash policy (fail: exit 1).
 start_chain "$ACP proxy tools" "$ACP agent --mcp-acp off"
 tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
+# Each step waits for what it needs rather than for a fixed time: under
+# valgrind on a busy machine the shim can take seconds to answer.
 {
   printf '%s\n%s\n' "$MCPINIT" "$MCPINITED"
-  sleep 1
+  wait_in '"id":1,"result"' "$T/dead"
   kill -STOP "$tpid"
   call 2 pending
   printf '\n'
-  sleep 1
+  sleep $hold_call
   kill -KILL "$tpid"
-  sleep 1
-} | timeout 20 "$ACP" mcp-shim "$SOCK" "$TOKEN" >"$T/dead"
+  wait_in '"id":2,"error"' "$T/dead"
+} | timeout 90 "$ACP" mcp-shim "$SOCK" "$TOKEN" >"$T/dead"
 stop_chain
 grep -q '"id":2,"error".*tools' "$T/dead" && [ "$cstatus" = 1 ] &&
   ok "proxy died while pending: MCP error naming it, chain failed (exit $cstatus)" ||
