@@ -14,12 +14,16 @@
 //
 // Usage:
 //   node mcp_acp_sdk_client.mjs [--name NAME] [--prompt TEXT]...
-//                               [--timeout SEC] [--verbose] -- CMD ARGS...
+//                               [--timeout SEC] [--cancel-on TOOL]
+//                               [--verbose] -- CMD ARGS...
 //   --name NAME    the server's name in the session/new declaration
 //                  (default "tools")
 //   --prompt TEXT  a prompt to send (repeatable, in order; default
 //                  "/mcp-tools"); a literal "\n" in TEXT is a newline
 //   --timeout SEC  give up after SEC seconds (default 30): exit 1
+//   --cancel-on TOOL  when a tools/call of TOOL reaches the provider, send
+//                  session/cancel for the session (the call is then in
+//                  flight: the agent should cancel it)
 //   -- CMD ARGS    the agent command, spawned with stdin/stdout as ACP
 //                  (stderr inherited)
 //
@@ -27,6 +31,8 @@
 // the tools:
 //   echo {message: string}  -> text content `message`
 //   add {a: number, b: number} -> text content a+b
+//   sleep {ms: number}      -> text "slept" after ms milliseconds, unless
+//                              the request is cancelled first
 //
 // Steps: initialize (protocolVersion 1); register the server on the
 // connection; session/new {cwd: a temp dir, mcpServers: [the SDK's own
@@ -40,6 +46,9 @@
 //     reaches the server and is not listed)
 //   "provider-client <json>"  the io.modelcontextprotocol/clientInfo of the
 //     last request ("none" if absent)
+//   "provider-cancelled <method>,..."  requests the agent cancelled while
+//     the provider ran them (the SDK aborts them on $/cancel_request),
+//     before the server was unregistered
 // Exit 0 when every step completed (whatever the agent answered), 1 on a
 // failure (printed on stderr: "mcp_acp_sdk_client: ..."), 2 on bad usage,
 // 3 when the SDK lacks the MCP-over-ACP provider.
@@ -56,7 +65,7 @@ function usage(msg) {
   if (msg) process.stderr.write(`mcp_acp_sdk_client: ${msg}\n`);
   process.stderr.write(
     'usage: node mcp_acp_sdk_client.mjs [--name NAME] [--prompt TEXT]... ' +
-      '[--timeout SEC] [--verbose] -- CMD ARGS...\n',
+      '[--timeout SEC] [--cancel-on TOOL] [--verbose] -- CMD ARGS...\n',
   );
   process.exit(2);
 }
@@ -76,6 +85,7 @@ for (let i = 0; i < argv.length; i++) {
   } else if (a === '--name') opts.name = val();
   else if (a === '--prompt') opts.prompts.push(val().replace(/\\n/g, '\n'));
   else if (a === '--timeout') opts.timeout = Number(val());
+  else if (a === '--cancel-on') opts.cancelOn = val();
   else if (a === '--verbose') opts.verbose = true;
   else usage(`unknown argument ${a}`);
 }
@@ -143,14 +153,35 @@ const tools = fromMcpServer(() => {
     { description: 'Add two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }) },
     async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }),
   );
+  server.registerTool(
+    'sleep',
+    { description: 'Wait ms milliseconds', inputSchema: z.object({ ms: z.number() }) },
+    async ({ ms }, ctx) =>
+      new Promise((resolve) => {
+        const signal = ctx?.mcpReq?.signal ?? ctx?.signal;
+        const done = () => resolve({ content: [{ type: 'text', text: 'slept' }] });
+        const timer = setTimeout(done, ms);
+        signal?.addEventListener('abort', () => {
+          clearTimeout(timer);
+          done();
+        });
+      }),
+  );
   return server;
 });
 const served = [];
+const cancelled = [];
 let clientInfo;
+let onToolCall = () => {};
 const handler = async (cx) => {
   served.push(cx.method);
   clientInfo = cx.clientInfo;
   log('mcp', cx.method, JSON.stringify(cx.params ?? {}));
+  cx.signal.addEventListener('abort', () => {
+    log('mcp cancelled', cx.method);
+    cancelled.push(cx.method);
+  });
+  if (cx.method === 'tools/call') onToolCall(cx.params?.name);
   return tools.handler(cx);
 };
 
@@ -173,6 +204,11 @@ try {
   const reg = provider.registerServer(connection.agent, { name: opts.name, handler });
   log('declaration', JSON.stringify(reg.declaration));
   const session = await connection.agent.buildSession(cwd).withMcpServer(reg.declaration).start();
+  onToolCall = (name) => {
+    if (name !== opts.cancelOn) return;
+    log('session/cancel on', name);
+    connection.agent.notify('session/cancel', { sessionId: session.sessionId }).catch(() => {});
+  };
   for (const prompt of opts.prompts) {
     log('prompt', JSON.stringify(prompt));
     const done = session.prompt(prompt);
@@ -182,9 +218,11 @@ try {
     out(`stop ${res.stopReason}\n`);
   }
   session.dispose();
+  const cancelledByAgent = [...cancelled];
   await reg.dispose();
   out(`provider ${served.join(',')}\n`);
   out(`provider-client ${clientInfo === undefined ? 'none' : JSON.stringify(clientInfo)}\n`);
+  out(`provider-cancelled ${cancelledByAgent.join(',')}\n`);
 } catch (e) {
   process.stderr.write(`mcp_acp_sdk_client: ${e?.message ?? e}${e?.data ? ' ' + JSON.stringify(e.data) : ''}\n`);
   rc = 1;

@@ -18,8 +18,10 @@
 # them (/mcp-call: echo, add); an awkward message is echoed unchanged; an
 # unknown tool's MCP error reaches the agent with its code; the provider
 # served server/discover first and never initialize, and saw the agent's
-# clientInfo in the _meta; a second server name works; with --mcp-acp off
-# nothing is consumed and the provider serves nothing.
+# clientInfo in the _meta; a second server name works; session/cancel
+# while a tool call runs cancels it at the provider (the SDK sees the
+# abort) and the session goes on; with --mcp-acp off nothing is consumed
+# and the provider serves nothing.
 #
 # Needs ACP_BIN (the built acp) and node; installs the pinned peers if
 # missing (tools/install-peers.sh). Exit 0 when all passed, 1 on a failure,
@@ -117,7 +119,26 @@ else
   ko "server t2" "exit $rc" "$out" "$(cat "$work/err")"
 fi
 
-# 3. Expected failure: --mcp-acp off consumes nothing.
+# 3. session/cancel while the agent's tools/call runs at the provider: the
+# agent cancels the call ($/cancel_request for the outer mcp/message, which
+# the SDK turns into an abort of the request) before the turn ends, and
+# the session takes the next prompt.
+run --cancel-on sleep \
+  --prompt 'before\n/mcp-call tools sleep {"ms":600000}\nafter' \
+  --prompt '/mcp-call tools echo {"message":"next turn"}' -- "$acp" agent
+if [ $rc -eq 0 ] && has 'stop cancelled' && has 'provider-cancelled tools/call' &&
+  ! has 'after' && ! has 'slept'; then
+  ok "session/cancel mid tools/call: the SDK's provider saw the request cancelled"
+else
+  ko "cancel mid tools/call" "exit $rc" "$out" "$(cat "$work/err")"
+fi
+if [ $rc -eq 0 ] && has 'next turn'; then
+  ok "the session goes on after the cancelled call"
+else
+  ko "next turn after cancel" "exit $rc" "$out"
+fi
+
+# 4. Expected failure: --mcp-acp off consumes nothing.
 run --prompt '/mcp-tools' -- "$acp" agent --mcp-acp off
 if [ $rc -eq 0 ] && has 'agent mcpCapabilities.acp false' &&
   printf '%s\n' "$out" | grep -q 'not consumed' && has 'provider '; then
