@@ -40,7 +40,8 @@
  * results (an `input_required` result is answered -32603); `ping` is
  * answered by the consumer itself; other notifications of the client are
  * dropped (there is no connection to send them on). Each request gets a
- * fresh integer `requestId` unique in the consumer. Notifications the
+ * fresh `requestId` unique in the consumer, a string of decimal digits (the
+ * SDK's schema refuses any other JSON type with -32602). Notifications the
  * provider sends for a request (`mcp/message` {serverId, requestId, method,
  * params}) reach the client while that request runs. Cancellation (the
  * client's notifications/cancelled, or its timeout) sends
