@@ -92,6 +92,8 @@
  * the registry or the handler API: the conn would read the version from
  * `_meta` per request instead of from initialize, and
  * acp_mcp_call_request() would turn into an input_required result.
+ * Until then, the era writers (MARK: - Eras) let a component between a
+ * 2025 client and a 2026-only server translate the two.
  *
  * Thread-safety: one thread at a time per server and all its conns; one
  * thread at a time per client.
@@ -170,6 +172,140 @@ ACP_EXTERN int acp_mcp_uri_template_match(const char *tpl, size_t tpl_len,
                                           const char *uri, size_t uri_len,
                                           size_t *starts, size_t *lens,
                                           size_t max_vars, size_t *nvars);
+
+/* MARK: - Eras: 2025 revisions <-> 2026-07-28 */
+
+/*
+ * The stateless revision 2026-07-28 has no `initialize`: each request
+ * carries the protocol version and the client's capabilities (and,
+ * optionally, its info) in `params._meta`; `server/discover` tells the
+ * version list, capabilities and identity; every result carries
+ * `resultType`. A component that stands between a client of a 2025 revision
+ * (which sends `initialize`) and a server that speaks only 2026-07-28 (the
+ * MCP-over-ACP provider of the TypeScript SDK 2.4) translates with the three
+ * writers below:
+ *
+ *   client -> initialize {P}         keep P; send server/discover with
+ *                                    acp_mcp_era_write_request_params(P)
+ *   server -> discover result D      answer initialize with
+ *                                    acp_mcp_era_write_initialize_result(P, D)
+ *   client -> request {params Q}     send Q as
+ *                                    acp_mcp_era_write_request_params(Q, P)
+ *   server -> result R               answer with acp_mcp_era_write_result(R)
+ *
+ * Each writer APPENDS one JSON value to the caller's writer `w` (it does
+ * not reset it), so it can write a whole message or one member's value of
+ * a larger one. Input values are borrowed from the caller's parsed
+ * documents and not kept. Members not named here are copied byte for byte
+ * (keys included, escapes and number spelling unchanged). When an argument
+ * is refused up front (ACP_ERR_INVALID_ARGUMENT) or ACP_ERR_UNSUPPORTED is
+ * returned nothing was written; on a writer error (ACP_ERR_NOMEM,
+ * ACP_ERR_LIMIT, a string that is not UTF-8) the writer holds that sticky
+ * error and partial output, to be reset by the caller.
+ * No allocation besides the writer's buffer; thread-safe as far as the
+ * writer and documents are not shared.
+ */
+
+/** The stateless revision's version string. */
+#define ACP_MCP_PROTOCOL_2026_07_28 "2026-07-28"
+/** `_meta` key of a 2026 request: the protocol version (required). */
+#define ACP_MCP_META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+/** `_meta` key of a 2026 request: the client's Implementation (optional). */
+#define ACP_MCP_META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+/** `_meta` key of a 2026 request: the client's capabilities (required). */
+#define ACP_MCP_META_CLIENT_CAPABILITIES                                       \
+  "io.modelcontextprotocol/clientCapabilities"
+/** `_meta` key of a 2026 result: the server's Implementation. */
+#define ACP_MCP_META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+/** MCP error code (2026-07-28): UnsupportedProtocolVersionError. */
+#define ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION (-32022)
+
+/**
+ * Write the result of a 2025-era `initialize` from a 2026 `server/discover`
+ * result:
+ *
+ *   {"protocolVersion": V, "capabilities": C, "serverInfo": S
+ *    [, "instructions": I]}
+ *
+ * V is `init_params.protocolVersion` when it is a stateful revision this
+ * library speaks (acp_mcp_version_parse()), else our latest
+ * (ACP_MCP_VERSION_LATEST), as a server answers version negotiation.
+ * C is the discover result's `capabilities` copied byte for byte ({} when
+ * absent). S is its `_meta["io.modelcontextprotocol/serverInfo"]` copied
+ * byte for byte, or {"name": fallback_name, "version": "0"} when absent.
+ * I is its `instructions`, when a string, copied byte for byte.
+ *
+ * With `discover` NULL (the server has no server/discover: it answered
+ * -32601), the result is synthesized: C is {"tools":{}} (MCP-over-ACP
+ * servers are offered for their tools; a client then lists them) and S the
+ * fallback.
+ *
+ * @param w              caller's writer; one value is appended.
+ * @param init_params    the `params` of the client's initialize (an object),
+ *                       or NULL (V is then our latest).
+ * @param discover       the server/discover result (an object), or NULL.
+ * @param fallback_name  NUL-terminated serverInfo name when the server gives
+ *                       none (e.g. the name it was declared under); NULL
+ *                       means "mcp-server".
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (w NULL, init_params or discover not
+ *         an object; or, from the writer, fallback_name not UTF-8);
+ *         ACP_ERR_NOMEM or ACP_ERR_LIMIT from the writer.
+ */
+ACP_EXTERN int acp_mcp_era_write_initialize_result(
+    acp_json_writer *w, const acp_json_val *init_params,
+    const acp_json_val *discover, const char *fallback_name);
+
+/**
+ * Write the `params` of an outgoing 2026 request: `params` with the
+ * required `_meta` members added,
+ *
+ *   "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+ *   "io.modelcontextprotocol/clientCapabilities": init_params.capabilities
+ *                                                 (or {} when absent),
+ *   "io.modelcontextprotocol/clientInfo": init_params.clientInfo
+ *                                         (only when present),
+ *
+ * each only when `_meta` does not already have it (a value the caller set
+ * wins). An existing `_meta` object keeps its place and its members, byte
+ * for byte, the new ones appended after them; without one, `_meta` is
+ * appended as the last member. Every other member is copied byte for byte,
+ * in order.
+ *
+ * @param w            caller's writer; one object is appended.
+ * @param params       the request's params (an object), or NULL for none
+ *                     (then the output is {"_meta":{...}}).
+ * @param init_params  the `params` of the 2025 initialize the client sent
+ *                     (an object), or NULL (no client info, capabilities
+ *                     {}).
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (w NULL, params not an object or NULL,
+ *         `_meta` present but not an object, init_params not an object);
+ *         ACP_ERR_NOMEM or ACP_ERR_LIMIT from the writer.
+ */
+ACP_EXTERN int
+acp_mcp_era_write_request_params(acp_json_writer *w, const acp_json_val *params,
+                                 const acp_json_val *init_params);
+
+/**
+ * Write a 2026 result for a client of a 2025 revision: `result` without
+ * the members 2026-07-28 added to results, `resultType` (every result) and
+ * `ttlMs` / `cacheScope` (CacheableResult: lists, reads, discover). Every
+ * other member is copied byte for byte, in order (`_meta`, including
+ * `io.modelcontextprotocol/serverInfo`, is kept: 2025 allows any key in
+ * `_meta`).
+ *
+ * A result whose `resultType` is not "complete" (an "input_required" interim
+ * result of a multi round-trip request) has no 2025 form: nothing is
+ * written and ACP_ERR_UNSUPPORTED is returned, so the caller can answer the
+ * request with an error.
+ *
+ * @param w       caller's writer; one object is appended.
+ * @param result  the result (an object).
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (w NULL, result not an object);
+ *         ACP_ERR_UNSUPPORTED (resultType present and not "complete");
+ *         ACP_ERR_NOMEM or ACP_ERR_LIMIT from the writer.
+ */
+ACP_EXTERN int acp_mcp_era_write_result(acp_json_writer *w,
+                                        const acp_json_val *result);
 
 /* MARK: - Server: registry */
 

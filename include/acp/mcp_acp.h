@@ -18,6 +18,35 @@
  * CONSUMER (acp_mcp_acp_consumer): an agent (acp_agent) that advertises
  * `mcpCapabilities.acp` opens connections to declared servers and talks to
  * each with an acp_mcp_client (mcp.h) whose transport is `mcp/message`.
+ * It works with providers of every shape, choosing per link:
+ *
+ *   - the declaration picks the first shape tried (acp_mcp_acp_decl_parse():
+ *     an `acp:` URL -> M0, {"type":"acp"} with id, serverId or acpId -> M1);
+ *   - a connect answered -32601 (Method not found) moves to the next shape:
+ *     M0 -> M1 -> M2. M1 is tried before M2 even for a `serverId`
+ *     declaration because libacp's own providers declare that form too and
+ *     give a full stateful session over M1; a provider built on the
+ *     TypeScript SDK 2.4 knows no mcp/connect and answers -32601 at once.
+ *     acp_mcp_acp_link_shape() tells which shape a link ended with.
+ *
+ * Over M2 the provider speaks only MCP 2026-07-28 (TypeScript SDK 2.4:
+ * requests without the `io.modelcontextprotocol/...` `_meta` get an error,
+ * so does `initialize`) while acp_mcp_client speaks the 2025 revisions. The
+ * consumer translates with the era writers of mcp.h: the client's
+ * `initialize` is sent as `server/discover` and answered from its result
+ * (or synthesized when the provider answers it -32601); every request gets
+ * the 2026 `_meta` (version 2026-07-28, the capabilities and clientInfo of
+ * that initialize); `resultType`, `ttlMs` and `cacheScope` are removed from
+ * results (an `input_required` result is answered -32603); `ping` is
+ * answered by the consumer itself; other notifications of the client are
+ * dropped (there is no connection to send them on). Each request gets a
+ * fresh `requestId` unique in the consumer, a string of decimal digits (the
+ * SDK's schema refuses any other JSON type with -32602). Notifications the
+ * provider sends for a request (`mcp/message` {serverId, requestId, method,
+ * params}) reach the client while that request runs. Cancellation (the
+ * client's notifications/cancelled, or its timeout) sends
+ * `$/cancel_request` for the outer request, which the SDK's provider
+ * answers -32800; closing an M2 link cancels its requests the same way.
  *
  * WIRE SHAPES. Three are in use (spec/acp/METHODS.md); the provider accepts
  * all and answers each peer in the shape it used:
@@ -292,7 +321,8 @@ typedef struct acp_mcp_acp_link acp_mcp_acp_link;
  * End of mcp/connect: status 0 (connected: start with
  * acp_mcp_client_initialize() and flush), ACP_ERR_PROTOCOL (refused; `msg`
  * is the error response) or ACP_ERR_CLOSED. After a non-zero status the
- * link is freed when the callback returns.
+ * link is freed when the callback returns. `msg` is NULL when the link is
+ * connectionless (M2: opened so, or fallen back to after -32601).
  */
 typedef int (*acp_mcp_acp_open_cb)(acp_mcp_acp_link *link, int status,
                                    const acp_rpc_msg *msg, void *user_data);
@@ -310,11 +340,15 @@ acp_mcp_acp_consumer_get_user_data(const acp_mcp_acp_consumer *c);
 /**
  * Open a connection to server `server_id` with `client` (borrowed; must
  * outlive the link; no other transport may drive it): sends mcp/connect
- * (M1: {"serverId","acpId"}; M0: _mcp/connect {"acp_url"}). Nothing the
- * client produces is sent before the connection is open.
- * @param out  optional: the link (owned by the consumer).
- * @return 0, ACP_ERR_INVALID_ARGUMENT (M2 is not opened), ACP_ERR_NOMEM,
- *         or an error of acp_agent_call().
+ * (M1: {"serverId","acpId"}; M0: _mcp/connect {"acp_url"}), falling back
+ * as described under CONSUMER when it is answered -32601. Nothing the
+ * client produces is sent before the connection is open. With shape M2
+ * nothing is sent: the link is open at once and `cb` runs (status 0, msg
+ * NULL) before this returns.
+ * @param out  optional: the link (owned by the consumer); set before `cb`
+ *             runs.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM, an error of
+ *         acp_agent_call(), or (M2) what `cb` returned.
  */
 ACP_EXTERN int
 acp_mcp_acp_consumer_open(acp_mcp_acp_consumer *c, const char *server_id,
@@ -328,7 +362,11 @@ acp_mcp_acp_consumer_open(acp_mcp_acp_consumer *c, const char *server_id,
  */
 ACP_EXTERN void acp_mcp_acp_link_close(acp_mcp_acp_link *link);
 ACP_EXTERN acp_mcp_client *acp_mcp_acp_link_client(acp_mcp_acp_link *link);
-/** The connectionId, or NULL before the connection is open. */
+/** The shape the link uses now: the one it was opened with until a
+ * fallback (see CONSUMER) changed it. M1 for NULL. */
+ACP_EXTERN acp_mcp_acp_shape
+acp_mcp_acp_link_shape(const acp_mcp_acp_link *link);
+/** The connectionId, or NULL before the connection is open and for M2. */
 ACP_EXTERN const char *
 acp_mcp_acp_link_connection_id(const acp_mcp_acp_link *link);
 /** Nonzero once open. */

@@ -33,7 +33,10 @@ typedef struct out_req {
   tunnel *t;      /* NULL once the tunnel is gone */
   char *inner_id; /* raw JSON id of the inner request, NULL for connect */
   int64_t outer_id;
+  int64_t m2_rid; /* consumer M2: the requestId we gave it */
   bool is_connect;
+  bool m2;          /* consumer M2: the answer is a {result}/{error} carrier */
+  bool m2_discover; /* ... to server/discover sent for the initialize */
 } out_req;
 
 /* An outer request we received and fed to the inner session. */
@@ -56,12 +59,14 @@ struct tunnel {
   acp_mcp_conn *conn;     /* provider */
   acp_mcp_client *client; /* consumer, borrowed */
   char *server_id;        /* consumer */
+  char *m2_init;          /* consumer M2: the initialize params (raw JSON) */
   acp_mcp_acp_open_cb open_cb;
   void *open_ud;
   in_req *ins;
   int64_t next_inner;
-  acp__buf line; /* inner input being fed */
-  acp__buf out;  /* inner output not yet processed */
+  acp__buf line;  /* inner input being fed */
+  acp__buf out;   /* inner output not yet processed */
+  acp__buf local; /* consumer M2: answers to feed once the drain is done */
   bool in_recv;
   bool open;
   bool done; /* M2 request answered: free after the drain */
@@ -79,6 +84,7 @@ struct owner {
   out_req *outs;
   acp_json_writer *w;
   acp_json_doc *doc;
+  acp_json_doc *aux; /* a second document (consumer M2: initialize params) */
   uint64_t now_ms;
   uint64_t counter;
   void *user_data;
@@ -238,6 +244,8 @@ static int owner_init(owner *o, void *user_data, const acp_mem *mem) {
   rv = acp_json_writer_new(&o->w, 0, &o->mem);
   if (rv == 0)
     rv = acp_json_doc_new(&o->doc, &o->mem);
+  if (rv == 0)
+    rv = acp_json_doc_new(&o->aux, &o->mem);
   return rv;
 }
 
@@ -302,9 +310,11 @@ static void tunnel_free(tunnel *t, bool answer) {
   acp_mcp_conn_free(t->conn);
   acp__buf_dispose(&t->line);
   acp__buf_dispose(&t->out);
+  acp__buf_dispose(&t->local);
   acp__free(&o->mem, t->conn_id);
   acp__free(&o->mem, t->m2_request_id);
   acp__free(&o->mem, t->server_id);
+  acp__free(&o->mem, t->m2_init);
   acp__free(&o->mem, t);
 }
 
@@ -315,6 +325,7 @@ static void owner_dispose(owner *o) {
     out_free(o, o->outs);
   acp_json_writer_free(o->w);
   acp_json_doc_free(o->doc);
+  acp_json_doc_free(o->aux);
 }
 
 static tunnel *tunnel_new(owner *o) {
@@ -327,6 +338,7 @@ static tunnel *tunnel_new(owner *o) {
   t->next_inner = 1;
   acp__buf_init(&t->line, &o->mem, 0);
   acp__buf_init(&t->out, &o->mem, 0);
+  acp__buf_init(&t->local, &o->mem, 0);
   t->next = o->tunnels;
   if (o->tunnels)
     o->tunnels->prev = t;
@@ -561,6 +573,199 @@ static const char *message_method(const tunnel *t) {
   return t->shape == ACP_MCP_ACP_SHAPE_M0 ? "_mcp/message" : "mcp/message";
 }
 
+/* MARK: - Consumer, connectionless (M2) */
+
+/* The initialize params the consumer's client sent, parsed into the owner's
+ * second document, or NULL. */
+static const acp_json_val *m2_init_params(tunnel *t) {
+  owner *o = t->own;
+
+  if (t->m2_init == NULL ||
+      acp_json_doc_parse(o->aux, t->m2_init, strlen(t->m2_init), NULL) != 0)
+    return NULL;
+  return acp_json_doc_root(o->aux);
+}
+
+/* Queue the inner response {"id": id, "result": result} for the client; it
+ * is fed when the current drain is over (see drain()). */
+static int m2_answer_locally(tunnel *t, const acp_json_val *id,
+                             const char *result) {
+  static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+  static const char mid[] = ",\"result\":";
+  size_t n = 0;
+  const char *raw = acp_json_raw(id, &n);
+  int rv = acp__buf_append(&t->local, head, sizeof(head) - 1);
+
+  if (rv == 0)
+    rv = acp__buf_append(&t->local, raw, n);
+  if (rv == 0)
+    rv = acp__buf_append(&t->local, mid, sizeof(mid) - 1);
+  if (rv == 0)
+    rv = acp__buf_append(&t->local, result, strlen(result));
+  if (rv == 0)
+    rv = acp__buf_append(&t->local, "}\n", 2);
+  return rv;
+}
+
+/* The client cancels one of its requests: cancel the outer mcp/message
+ * carrying it ($/cancel_request; the provider answers it -32800). */
+static int m2_cancel(tunnel *t, const acp_json_val *params) {
+  owner *o = t->own;
+  const acp_json_val *x = acp_json_obj_getz(params, "requestId");
+  out_req *r;
+
+  for (r = o->outs; r != NULL; r = r->next)
+    if (r->t == t && r->inner_id != NULL && raw_eq(x, r->inner_id))
+      break;
+  if (r == NULL)
+    return 0;
+  return acp_agent_cancel_call(o->peer.agent, r->outer_id);
+}
+
+/*
+ * A message the consumer's (2025-era) MCP client sent, on a connectionless
+ * link: each request becomes one mcp/message {serverId, requestId, method,
+ * params} whose params carry the 2026 _meta; initialize becomes
+ * server/discover (answered in on_outer_response), ping is answered here
+ * (2026 has none); notifications have no connectionless form except the
+ * cancellation of a request.
+ */
+static int m2_outgoing(tunnel *t, const acp_json_val *root) {
+  owner *o = t->own;
+  acp_json_writer *w = o->w;
+  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  const acp_json_val *m = acp_json_obj_getz(root, "method");
+  const acp_json_val *pa = acp_json_obj_getz(root, "params");
+  const acp_json_val *init;
+  bool discover = false;
+  char rid[24];
+  out_req *r;
+  const char *data;
+  size_t len;
+  int rv;
+
+  if (id == NULL)
+    return acp_json_str_eq(m, "notifications/cancelled", 23) ? m2_cancel(t, pa)
+                                                             : 0;
+  if (acp_json_str_eq(m, "ping", 4))
+    return m2_answer_locally(t, id, "{}");
+  if (acp_json_type_of(pa) != ACP_JSON_OBJECT)
+    pa = NULL;
+  if (acp_json_str_eq(m, "initialize", 10)) {
+    acp__free(&o->mem, t->m2_init);
+    t->m2_init = pa != NULL ? dup_raw(&o->mem, pa) : NULL;
+    if (pa != NULL && t->m2_init == NULL)
+      return ACP_ERR_NOMEM;
+    discover = true;
+    pa = NULL;
+  }
+  init = m2_init_params(t);
+  r = out_new(o, t);
+  if (r == NULL)
+    return ACP_ERR_NOMEM;
+  r->m2 = true;
+  r->m2_discover = discover;
+  r->m2_rid = (int64_t)++o->counter;
+  r->inner_id = dup_raw(&o->mem, id);
+  if (r->inner_id == NULL) {
+    out_free(o, r);
+    return ACP_ERR_NOMEM;
+  }
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "serverId");
+  acp_json_write_strz(w, t->server_id);
+  acp_json_write_keyz(w, "requestId");
+  snprintf(rid, sizeof(rid), "%lld", (long long)r->m2_rid);
+  acp_json_write_strz(w, rid); /* McpRequestId is a string */
+  acp_json_write_keyz(w, "method");
+  if (discover)
+    acp_json_write_strz(w, "server/discover");
+  else
+    acp_json_write_val(w, m);
+  acp_json_write_keyz(w, "params");
+  rv = acp_mcp_era_write_request_params(w, pa, init);
+  if (rv == 0)
+    rv = acp_json_write_obj_end(w);
+  if (rv == 0) {
+    data = acp_json_writer_data(w, &len);
+    rv = peer_request(o, "mcp/message", data, len, r);
+  }
+  if (rv != 0)
+    out_free(o, r);
+  return rv;
+}
+
+/* Write into o->w the inner response to `r` from the carrier `carrier` (the
+ * outer result of a connectionless mcp/message). */
+static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
+  tunnel *t = r->t;
+  acp_json_writer *w = t->own->w;
+  const acp_json_val *res = acp_json_obj_getz(carrier, "result");
+  const acp_json_val *err = acp_json_obj_getz(carrier, "error");
+  const char *fail = NULL;
+  int64_t code = 0;
+  int rv;
+
+  if (acp_json_type_of(err) != ACP_JSON_OBJECT)
+    err = NULL;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "jsonrpc");
+  acp_json_write_strz(w, "2.0");
+  acp_json_write_keyz(w, "id");
+  acp_json_write_raw(w, r->inner_id, strlen(r->inner_id));
+  (void)acp_json_get_int64(acp_json_obj_getz(err, "code"), &code);
+  if (r->m2_discover && (res != NULL || code == ACP_RPC_METHOD_NOT_FOUND)) {
+    /* server/discover answered, or unknown: the initialize result. */
+    const acp_json_val *d = res;
+
+    if (res == NULL || acp_json_type_of(res) != ACP_JSON_OBJECT)
+      d = NULL;
+    acp_json_write_keyz(w, "result");
+    rv = acp_mcp_era_write_initialize_result(w, m2_init_params(t), d, NULL);
+    if (rv == ACP_ERR_INVALID_ARGUMENT)
+      fail = "Invalid server/discover result";
+    else if (rv != 0)
+      return rv;
+  } else if (res != NULL) {
+    acp_json_write_keyz(w, "result");
+    if (acp_json_type_of(res) != ACP_JSON_OBJECT) {
+      acp_json_write_val(w, res);
+    } else {
+      rv = acp_mcp_era_write_result(w, res);
+      if (rv == ACP_ERR_UNSUPPORTED)
+        fail = "MCP result needs input (input_required): not supported at "
+               "this protocol revision";
+      else if (rv != 0)
+        return rv;
+    }
+  } else if (err != NULL) {
+    acp_json_write_keyz(w, "error");
+    acp_json_write_val(w, err);
+  } else {
+    fail = "Invalid MCP-over-ACP response carrier";
+  }
+  if (fail != NULL) {
+    /* Start again: the answer is an error. */
+    acp_json_writer_reset(w);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "jsonrpc");
+    acp_json_write_strz(w, "2.0");
+    acp_json_write_keyz(w, "id");
+    acp_json_write_raw(w, r->inner_id, strlen(r->inner_id));
+    acp_json_write_keyz(w, "error");
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "code");
+    acp_json_write_int(w, ACP_RPC_INTERNAL_ERROR);
+    acp_json_write_keyz(w, "message");
+    acp_json_write_strz(w, fail);
+    acp_json_write_obj_end(w);
+  }
+  acp_json_write_obj_end(w);
+  return acp_json_writer_error(w);
+}
+
 /* A request or notification the inner session sent: carry it outward. */
 static int inner_outgoing(tunnel *t, const acp_json_val *root) {
   owner *o = t->own;
@@ -571,6 +776,8 @@ static int inner_outgoing(tunnel *t, const acp_json_val *root) {
   size_t len;
   int rv;
 
+  if (t->client != NULL && t->shape == ACP_MCP_ACP_SHAPE_M2)
+    return m2_outgoing(t, root);
   if (id == NULL && t->client != NULL &&
       acp_json_str_eq(acp_json_obj_getz(root, "method"),
                       "notifications/cancelled", 23)) {
@@ -670,10 +877,33 @@ static int drain(tunnel *t) {
     if (rv != 0)
       return rv;
   }
+  if (t->local.len > 0) {
+    /* Answers the consumer gave itself (M2), fed now that the client's
+     * output was consumed: feeding them inside the loop would re-enter it. */
+    acp__buf_clear(&t->line);
+    rv = line_raw(t, t->local.data, t->local.len - 1); /* feed adds \n */
+    acp__buf_clear(&t->local);
+    return rv != 0 ? rv : feed_line(t);
+  }
   return 0;
 }
 
 /* An outer response to an out_req: turn it into an inner response. */
+static int send_connect(tunnel *t);
+
+/* The link falls back to the connectionless form: it is open at once. */
+static int open_connectionless(tunnel *t) {
+  int rv = 0;
+
+  t->shape = ACP_MCP_ACP_SHAPE_M2;
+  t->open = true;
+  if (t->open_cb != NULL)
+    rv = t->open_cb((acp_mcp_acp_link *)t, 0, NULL, t->open_ud);
+  if (rv == 0 && t->magic == TUNNEL_MAGIC)
+    rv = drain(t);
+  return rv;
+}
+
 static int on_outer_response(out_req *r, const acp_rpc_msg *msg) {
   owner *o = r->own;
   tunnel *t = r->t;
@@ -683,6 +913,20 @@ static int on_outer_response(out_req *r, const acp_rpc_msg *msg) {
     out_free(o, r);
     if (t == NULL)
       return 0;
+    if (!msg->local && msg->error != NULL &&
+        msg->error_code == ACP_RPC_METHOD_NOT_FOUND) {
+      /* The provider does not know this shape: try the next one. */
+      if (t->shape == ACP_MCP_ACP_SHAPE_M0) {
+        t->shape = ACP_MCP_ACP_SHAPE_M1;
+        rv = send_connect(t);
+        if (rv == 0)
+          return 0;
+        if (acp_is_fatal(rv))
+          return rv;
+      } else {
+        return open_connectionless(t);
+      }
+    }
     if (msg->local || msg->error != NULL) {
       acp_mcp_acp_open_cb cb = t->open_cb;
       void *ud = t->open_ud;
@@ -721,6 +965,19 @@ static int on_outer_response(out_req *r, const acp_rpc_msg *msg) {
   if (t == NULL) {
     out_free(o, r);
     return 0;
+  }
+  if (r->m2 && msg->result != NULL) {
+    size_t n;
+    const char *s;
+
+    rv = m2_inner_response(r, msg->result);
+    out_free(o, r);
+    if (rv != 0)
+      return rv;
+    s = acp_json_writer_data(o->w, &n);
+    acp__buf_clear(&t->line);
+    rv = line_raw(t, s, n);
+    return rv != 0 ? rv : feed_line(t);
   }
   acp__buf_clear(&t->line);
   rv = line_z(t, "{\"jsonrpc\":\"2.0\",\"id\":");
@@ -1739,19 +1996,66 @@ void *acp_mcp_acp_consumer_get_user_data(const acp_mcp_acp_consumer *c) {
   return c != NULL ? c->o.user_data : NULL;
 }
 
+/* Send the mcp/connect (M1) or _mcp/connect (M0) of a consumer link. */
+static int send_connect(tunnel *t) {
+  owner *o = t->own;
+  out_req *r = out_new(o, t);
+  int rv;
+
+  if (r == NULL)
+    return ACP_ERR_NOMEM;
+  r->is_connect = true;
+  acp_json_writer_reset(o->w);
+  acp_json_write_obj_begin(o->w);
+  if (t->shape == ACP_MCP_ACP_SHAPE_M0) {
+    acp__buf b;
+
+    acp__buf_init(&b, &o->mem, 0);
+    rv = acp__buf_append(&b, "acp:", 4);
+    if (rv == 0)
+      rv = acp__buf_append(&b, t->server_id, strlen(t->server_id));
+    acp_json_write_keyz(o->w, "acp_url");
+    if (rv == 0)
+      acp_json_write_str(o->w, b.data, b.len);
+    acp__buf_dispose(&b);
+    if (rv != 0) {
+      out_free(o, r);
+      return rv;
+    }
+  } else {
+    acp_json_write_keyz(o->w, "serverId");
+    acp_json_write_strz(o->w, t->server_id);
+    acp_json_write_keyz(o->w, "acpId");
+    acp_json_write_strz(o->w, t->server_id);
+  }
+  acp_json_write_obj_end(o->w);
+  rv = acp_json_writer_error(o->w);
+  if (rv == 0) {
+    size_t n;
+    const char *s = acp_json_writer_data(o->w, &n);
+
+    rv = peer_request(
+        o, t->shape == ACP_MCP_ACP_SHAPE_M0 ? "_mcp/connect" : "mcp/connect", s,
+        n, r);
+  }
+  if (rv != 0)
+    out_free(o, r);
+  return rv;
+}
+
 int acp_mcp_acp_consumer_open(acp_mcp_acp_consumer *c, const char *server_id,
                               acp_mcp_acp_shape shape, acp_mcp_client *client,
                               acp_mcp_acp_open_cb cb, void *user_data,
                               acp_mcp_acp_link **out) {
   owner *o;
   tunnel *t;
-  out_req *r;
   int rv;
 
   if (out != NULL)
     *out = NULL;
   if (c == NULL || server_id == NULL || client == NULL ||
-      (shape != ACP_MCP_ACP_SHAPE_M0 && shape != ACP_MCP_ACP_SHAPE_M1))
+      (shape != ACP_MCP_ACP_SHAPE_M0 && shape != ACP_MCP_ACP_SHAPE_M1 &&
+       shape != ACP_MCP_ACP_SHAPE_M2))
     return ACP_ERR_INVALID_ARGUMENT;
   o = &c->o;
   t = tunnel_new(o);
@@ -1762,54 +2066,21 @@ int acp_mcp_acp_consumer_open(acp_mcp_acp_consumer *c, const char *server_id,
   t->open_cb = cb;
   t->open_ud = user_data;
   t->server_id = acp__strndup(&o->mem, server_id, strlen(server_id));
-  r = t->server_id != NULL ? out_new(o, t) : NULL;
-  if (r == NULL) {
+  if (t->server_id == NULL) {
     tunnel_free(t, false);
     return ACP_ERR_NOMEM;
   }
-  r->is_connect = true;
-  acp_json_writer_reset(o->w);
-  acp_json_write_obj_begin(o->w);
-  if (shape == ACP_MCP_ACP_SHAPE_M0) {
-    acp__buf b;
-
-    acp__buf_init(&b, &o->mem, 0);
-    rv = acp__buf_append(&b, "acp:", 4);
-    if (rv == 0)
-      rv = acp__buf_append(&b, server_id, strlen(server_id));
-    acp_json_write_keyz(o->w, "acp_url");
-    if (rv == 0)
-      acp_json_write_str(o->w, b.data, b.len);
-    acp__buf_dispose(&b);
-    if (rv != 0) {
-      out_free(o, r);
-      tunnel_free(t, false);
-      return rv;
-    }
-  } else {
-    acp_json_write_keyz(o->w, "serverId");
-    acp_json_write_strz(o->w, server_id);
-    acp_json_write_keyz(o->w, "acpId");
-    acp_json_write_strz(o->w, server_id);
-  }
-  acp_json_write_obj_end(o->w);
-  rv = acp_json_writer_error(o->w);
-  if (rv == 0) {
-    size_t n;
-    const char *s = acp_json_writer_data(o->w, &n);
-
-    rv = peer_request(
-        o, shape == ACP_MCP_ACP_SHAPE_M0 ? "_mcp/connect" : "mcp/connect", s, n,
-        r);
-  }
-  if (rv != 0) {
-    out_free(o, r);
-    tunnel_free(t, false);
-    return rv;
-  }
   if (out != NULL)
     *out = (acp_mcp_acp_link *)t;
-  return 0;
+  if (shape == ACP_MCP_ACP_SHAPE_M2)
+    return open_connectionless(t);
+  rv = send_connect(t);
+  if (rv != 0) {
+    if (out != NULL)
+      *out = NULL;
+    tunnel_free(t, false);
+  }
+  return rv;
 }
 
 void acp_mcp_acp_link_close(acp_mcp_acp_link *link) {
@@ -1838,12 +2109,24 @@ void acp_mcp_acp_link_close(acp_mcp_acp_link *link) {
                              NULL);
     }
   }
+  if (t->shape == ACP_MCP_ACP_SHAPE_M2) {
+    /* No connection to close: cancel the requests still running. */
+    out_req *r;
+
+    for (r = o->outs; r != NULL; r = r->next)
+      if (r->t == t)
+        (void)acp_agent_cancel_call(o->peer.agent, r->outer_id);
+  }
   (void)acp_mcp_client_recv_eof(t->client, o->now_ms);
   tunnel_free(t, true);
 }
 
 acp_mcp_client *acp_mcp_acp_link_client(acp_mcp_acp_link *link) {
   return link != NULL ? ((tunnel *)link)->client : NULL;
+}
+
+acp_mcp_acp_shape acp_mcp_acp_link_shape(const acp_mcp_acp_link *link) {
+  return link != NULL ? ((const tunnel *)link)->shape : ACP_MCP_ACP_SHAPE_M1;
 }
 
 const char *acp_mcp_acp_link_connection_id(const acp_mcp_acp_link *link) {
@@ -1860,6 +2143,35 @@ int acp_mcp_acp_consumer_flush(acp_mcp_acp_consumer *c, uint64_t now_ms) {
   return owner_flush(&c->o, now_ms);
 }
 
+/* A connectionless notification {serverId, requestId, method, params}: for
+ * the link whose request it names (progress, log messages); dropped when
+ * that request is over, as the SDK's caller does. */
+static int consumer_m2_notification(acp_mcp_acp_consumer *c, const in_msg *m) {
+  owner *o = &c->o;
+  size_t len = 0;
+  const char *sid = get_str(m->doc, m->params, "serverId", &len);
+  const acp_json_val *rid = acp_json_obj_getz(m->params, "requestId");
+  out_req *r;
+  int rv;
+
+  if (sid == NULL || acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
+                         ACP_JSON_STRING)
+    return 0;
+  for (r = o->outs; r != NULL; r = r->next) {
+    char buf[24];
+
+    if (!r->m2 || r->t == NULL || !str_is(sid, len, r->t->server_id))
+      continue;
+    snprintf(buf, sizeof(buf), "%lld", (long long)r->m2_rid);
+    if (acp_json_str_eq(rid, buf, strlen(buf)))
+      break;
+  }
+  if (r == NULL)
+    return 0;
+  rv = feed_notification(r->t, m->params);
+  return rv == ACP_ERR_NOMEM || acp_is_fatal(rv) ? rv : 0;
+}
+
 static int consumer_dispatch(acp_mcp_acp_consumer *c, const in_msg *m) {
   owner *o = &c->o;
   size_t len = 0;
@@ -1871,6 +2183,9 @@ static int consumer_dispatch(acp_mcp_acp_consumer *c, const in_msg *m) {
       !str_is(m->method, m->method_len, "_mcp/message"))
     return ACP_MCP_ACP_NOT_MINE;
   id = get_str(m->doc, m->params, "connectionId", &len);
+  if (id == NULL && m->req == NULL &&
+      acp_json_obj_getz(m->params, "serverId") != NULL)
+    return consumer_m2_notification(c, m);
   t = id != NULL ? find_conn(o, id, len) : NULL;
   if (t == NULL || !t->open ||
       acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=

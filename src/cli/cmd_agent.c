@@ -36,7 +36,9 @@ static const char agent_usage[] =
     "               native (default): advertise mcpCapabilities.acp and\n"
     "               consume MCP servers declared {\"type\":\"acp\"} over\n"
     "               the ACP connection (/mcp-tools, /mcp-call SERVER TOOL\n"
-    "               {json}); off: do not\n"
+    "               {json}), in any shape: mcp/connect, _mcp/connect, or\n"
+    "               the connectionless mcp/message (MCP 2026-07-28) when\n"
+    "               a connect is answered -32601; off: do not\n"
     "  --mcp-http on|off\n"
     "               on (default): advertise mcpCapabilities.http and .sse\n"
     "               and reach such servers through `acp mcp relay`; off: do\n"
@@ -80,8 +82,10 @@ struct turn {
   uv_timer_t timer;
   char tool_id[32];
   char *terminal_id;
-  char exit_note[64]; /* /run: how the command failed, or "" */
-  char *stop_reason;  /* set by /stop */
+  char exit_note[64];       /* /run: how the command failed, or "" */
+  char *stop_reason;        /* set by /stop */
+  acp_mcp_client *mcp_call; /* /mcp-call: the client of the call in flight */
+  int64_t mcp_call_id;
 };
 
 struct app {
@@ -298,6 +302,17 @@ static void turn_finish(turn *t, const char *stop_reason) {
     return;
   t->done = true;
   t->waiting = false;
+  if (t->mcp_call != NULL) {
+    /* A tool call still runs for this turn: cancel it at the server before
+     * the turn's answer goes out (its callback runs now, sees the turn
+     * done and only drops its reference). */
+    acp_mcp_client *c = t->mcp_call;
+
+    t->mcp_call = NULL;
+    (void)acp_mcp_client_cancel(c, t->mcp_call_id, "turn ended",
+                                uv_now(&t->a->loop));
+    (void)acp_mcp_acp_consumer_flush(t->a->mcp, uv_now(&t->a->loop));
+  }
   if (t->req != NULL)
     acp_agent_respond_prompt(t->a->agent, t->req, stop_reason, NULL, 0);
   t->req = NULL;
@@ -1348,12 +1363,14 @@ static int mcp_on_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
 static int mcp_on_call(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                        void *ud) {
   mcpop *op = ud;
-  turn *t = turn_resume(op->t);
+  turn *t;
   const acp_json_val *b;
   char buf[512];
   bool is_error = false;
 
   (void)c;
+  op->t->mcp_call = NULL;
+  t = turn_resume(op->t);
   if (t == NULL) {
     free(op->tool);
     free(op->args);
@@ -1419,8 +1436,15 @@ static int mcp_request(mcpop *op) {
   if (op->listing)
     return acp_mcp_client_list(c, ACP_MCP_LIST_TOOLS, NULL, NULL, 0,
                                mcp_on_list, op, NULL);
-  return acp_mcp_client_call_tool(c, op->tool, op->args, strlen(op->args), NULL,
-                                  0, mcp_on_call, op, NULL);
+  int64_t id;
+  int rv = acp_mcp_client_call_tool(c, op->tool, op->args, strlen(op->args),
+                                    NULL, 0, mcp_on_call, op, &id);
+
+  if (rv == 0) {
+    op->t->mcp_call = c;
+    op->t->mcp_call_id = id;
+  }
+  return rv;
 }
 
 static int mcp_on_init(acp_mcp_client *c, int status, const acp_rpc_msg *msg,

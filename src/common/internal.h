@@ -79,4 +79,12 @@ static inline void acp__buf_clear(acp__buf *b) {
  * on error `b` may hold a partial string: callers roll back. */
 int acp__json_escape_append(acp__buf *b, const char *s, size_t len);
 
+/* Write the object key `k` (a string value of a parsed document) exactly as
+ * it was in its input, escapes included: the byte-exact counterpart of
+ * acp_json_write_key(). Same errors as the writer's functions. */
+struct acp_json_writer;
+struct acp_json_val;
+int acp__json_write_key_val(struct acp_json_writer *w,
+                            const struct acp_json_val *k);
+
 #endif /* ACP_INTERNAL_H */

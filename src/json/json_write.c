@@ -470,3 +470,25 @@ int acp__json_escape_append(acp__buf *b, const char *str, size_t len) {
   *b = w.buf;
   return rv;
 }
+
+int acp__json_write_key_val(acp_json_writer *w, const acp_json_val *k) {
+  uint8_t *st;
+  int rv = 0;
+
+  CHECK(w);
+  if (k == NULL || k->type != ACP_JSON_STRING)
+    return fail(w, ACP_ERR_INVALID_ARGUMENT);
+  st = &w->state[w->depth];
+  if (*st == ST_OBJ_KEY_NEXT)
+    rv = putc1(w, ',');
+  else if (*st != ST_OBJ_KEY_FIRST)
+    return fail(w, ACP_ERR_INVALID_STATE);
+  if (rv == 0)
+    rv = put(w, k->raw, k->len);
+  if (rv == 0)
+    rv = putc1(w, ':');
+  if (rv != 0)
+    return fail(w, rv);
+  *st = ST_OBJ_VALUE;
+  return 0;
+}

@@ -39,6 +39,13 @@ typedef struct fx {
   char last_text[256];
   int64_t last_code;
   char raw[512];
+  /* the fake SDK 2.4 provider (sdk_req) */
+  int sdk;                      /* route the client's requests to sdk_req */
+  int no_m0;                    /* the provider refuses _mcp/... with -32601 */
+  acp_client_request *sdk_slow; /* a tools/call "slow" not answered yet */
+  int sdk_cancelled;
+  int sdk_bad_meta; /* requests without the required 2026 _meta */
+  int sdk_inits;    /* `initialize` received (must stay 0) */
 } fx;
 
 /* MARK: - Tools */
@@ -83,11 +90,126 @@ static int tool_slow(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   return 0; /* answered later */
 }
 
+/* MARK: - A provider as the TypeScript SDK 2.4 builds it */
+
+/*
+ * What McpOverAcpProvider + fromMcpServer (sdk/dist/mcp/core.js) answer:
+ * no mcp/connect (-32601); mcp/message {serverId, requestId, method,
+ * params} only, an unknown serverId -33001 (outer); the inner params must
+ * carry _meta io.modelcontextprotocol/protocolVersion "2026-07-28" and
+ * clientCapabilities (else an inner -32602); results carry resultType (and
+ * ttlMs/cacheScope on lists); the outcome is a {result}/{error} carrier.
+ */
+static int sdk_carrier(acp_client *c, acp_client_request *req,
+                       const char *json) {
+  return acp_client_respond(c, req, json, strlen(json));
+}
+
+static int sdk_req(fx *f, acp_client *c, acp_client_request *req) {
+  const acp_rpc_msg *msg = acp_client_request_msg(req);
+  const acp_json_val *p = msg->params;
+  const acp_json_val *inner = acp_json_obj_getz(p, "params");
+  const acp_json_val *meta = acp_json_obj_getz(inner, "_meta");
+  const acp_json_val *m = acp_json_obj_getz(p, "method");
+  char buf[512];
+  size_t n = 0;
+  const char *rid;
+
+  if (msg->method_len != 11 || memcmp(msg->method, "mcp/message", 11) != 0)
+    return acp_client_respond_error(c, req, ACP_RPC_METHOD_NOT_FOUND, NULL,
+                                    NULL, 0);
+  if (!acp_json_str_eq(acp_json_obj_getz(p, "serverId"), LIT(ID1_HEX)))
+    return acp_client_respond_error(c, req, ACP_MCP_ACP_SERVER_UNAVAILABLE,
+                                    "MCP server registration unavailable", NULL,
+                                    0);
+  if (acp_json_type_of(acp_json_obj_getz(p, "requestId")) != ACP_JSON_STRING)
+    return acp_client_respond_error(c, req, ACP_RPC_INVALID_PARAMS,
+                                    "Invalid params", NULL, 0);
+  if (acp_json_str_eq(m, LIT("initialize")))
+    f->sdk_inits++;
+  if (!acp_json_str_eq(
+          acp_json_obj_getz(meta, "io.modelcontextprotocol/protocolVersion"),
+          LIT("2026-07-28")) ||
+      acp_json_type_of(acp_json_obj_getz(
+          meta, "io.modelcontextprotocol/clientCapabilities")) !=
+          ACP_JSON_OBJECT) {
+    f->sdk_bad_meta++;
+    return sdk_carrier(c, req,
+                       "{\"error\":{\"code\":-32602,\"message\":\"Invalid "
+                       "params: missing _meta\"}}");
+  }
+  if (acp_json_str_eq(m, LIT("server/discover")))
+    return sdk_carrier(
+        c, req,
+        "{\"result\":{\"resultType\":\"complete\",\"supportedVersions\":["
+        "\"2026-07-28\"],\"capabilities\":{\"tools\":{\"listChanged\":true}},"
+        "\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":"
+        "\"sdk-tools\",\"version\":\"2.4.0\"}},\"instructions\":\"hi\","
+        "\"ttlMs\":0,\"cacheScope\":\"public\"}}");
+  if (acp_json_str_eq(m, LIT("tools/list")))
+    return sdk_carrier(
+        c, req,
+        "{\"result\":{\"resultType\":\"complete\",\"tools\":[{\"name\":"
+        "\"echo\",\"inputSchema\":{\"type\":\"object\"}}],\"ttlMs\":0,"
+        "\"cacheScope\":\"public\"}}");
+  if (acp_json_str_eq(m, LIT("tools/call")) &&
+      acp_json_str_eq(acp_json_obj_getz(inner, "name"), LIT("echo"))) {
+    const acp_json_val *t =
+        acp_json_obj_getz(acp_json_obj_getz(inner, "arguments"), "message");
+    const char *raw = acp_json_raw(t, &n);
+
+    snprintf(buf, sizeof(buf),
+             "{\"result\":{\"resultType\":\"complete\",\"content\":[{"
+             "\"type\":\"text\",\"text\":%.*s}]}}",
+             (int)n, raw);
+    return sdk_carrier(c, req, buf);
+  }
+  if (acp_json_str_eq(m, LIT("tools/call")) &&
+      acp_json_str_eq(acp_json_obj_getz(inner, "name"), LIT("slow"))) {
+    /* A request-scoped notification while it runs, then one for a request
+     * that is not running (dropped by the consumer). */
+    rid = acp_json_raw(acp_json_obj_getz(p, "requestId"), &n);
+    snprintf(buf, sizeof(buf),
+             "{\"serverId\":\"" ID1_HEX "\",\"requestId\":%.*s,\"method\":"
+             "\"notifications/tools/list_changed\"}",
+             (int)n, rid);
+    if (acp_client_notify(c, "mcp/message", buf, strlen(buf)) != 0)
+      return ACP_ERR_NOMEM;
+    snprintf(buf, sizeof(buf),
+             "{\"serverId\":\"" ID1_HEX "\",\"requestId\":\"99999\",\"method\":"
+             "\"notifications/tools/list_changed\"}");
+    if (acp_client_notify(c, "mcp/message", buf, strlen(buf)) != 0)
+      return ACP_ERR_NOMEM;
+    f->sdk_slow = req;
+    return 0;
+  }
+  if (acp_json_str_eq(m, LIT("tools/call")) &&
+      acp_json_str_eq(acp_json_obj_getz(inner, "name"), LIT("ask")))
+    return sdk_carrier(c, req,
+                       "{\"result\":{\"resultType\":\"input_required\","
+                       "\"inputRequests\":{}}}");
+  if (acp_json_str_eq(m, LIT("tools/call")))
+    return sdk_carrier(c, req,
+                       "{\"error\":{\"code\":-32602,\"message\":\"Unknown "
+                       "tool\"}}");
+  return sdk_carrier(c, req,
+                     "{\"error\":{\"code\":-32601,\"message\":\"Method not "
+                     "found\"}}");
+}
+
 /* MARK: - Role handlers */
 
 static int c_req(acp_client *c, acp_client_request *req, void *ud) {
   fx *f = ud;
-  int rv = acp_mcp_acp_provider_client_request(f->prov, req);
+  const acp_rpc_msg *msg = acp_client_request_msg(req);
+  int rv;
+
+  if (f->sdk)
+    return sdk_req(f, c, req);
+  if (f->no_m0 && msg->method_len > 5 && memcmp(msg->method, "_mcp/", 5) == 0)
+    return acp_client_respond_error(c, req, ACP_RPC_METHOD_NOT_FOUND, NULL,
+                                    NULL, 0);
+  rv = acp_mcp_acp_provider_client_request(f->prov, req);
 
   if (rv == ACP_MCP_ACP_NOT_MINE)
     return acp_client_respond_error(c, req, ACP_RPC_METHOD_NOT_FOUND, NULL,
@@ -105,7 +227,16 @@ static int c_notif(acp_client *c, const acp_rpc_msg *msg, void *ud) {
 
 static int c_cancel(acp_client *c, acp_client_request *req, void *ud) {
   fx *f = ud;
-  int rv = acp_mcp_acp_provider_client_cancel(f->prov, req);
+  int rv;
+
+  if (f->sdk && req == f->sdk_slow) {
+    /* The SDK aborts the handler and answers -32800. */
+    f->sdk_slow = NULL;
+    f->sdk_cancelled++;
+    return acp_client_respond_error(c, req, ACP_RPC_REQUEST_CANCELLED,
+                                    "Request cancelled", NULL, 0);
+  }
+  rv = acp_mcp_acp_provider_client_cancel(f->prov, req);
 
   (void)c;
   return rv == ACP_MCP_ACP_NOT_MINE ? 0 : rv;
@@ -665,6 +796,203 @@ static void test_mcp_acp_decl_and_caps(void **state) {
   fx_free(&f);
 }
 
+/* An M1 link to a provider that knows only the connectionless form (the
+ * TypeScript SDK 2.4's) falls back to M2, and the consumer's 2025 client
+ * works through the era translation. */
+static void test_mcp_acp_consumer_falls_back_to_connectionless(void **state) {
+  fx f;
+  acp_mcp_client *mc;
+  acp_mcp_acp_link *link = NULL;
+  const char *info;
+  size_t len;
+
+  (void)state;
+  assert_int_equal(fx_init(&f, NULL), 0);
+  f.sdk = 1;
+  mc = new_mcp_client(&f, NULL);
+  assert_non_null(mc);
+  assert_int_equal(connect_link(&f, mc, ACP_MCP_ACP_SHAPE_M1, &link), 0);
+  assert_int_equal(f.opened, 1);
+  assert_int_equal(f.open_status, 0);
+  assert_int_equal(acp_mcp_acp_link_shape(link), ACP_MCP_ACP_SHAPE_M2);
+  assert_true(acp_mcp_acp_link_is_open(link));
+  assert_null(acp_mcp_acp_link_connection_id(link));
+  assert_non_null(strstr(f.wire.a2c.data, "\"method\":\"mcp/connect\""));
+  /* initialize went out as server/discover, with the 2026 _meta made of
+   * what the client's initialize said. */
+  assert_int_equal(f.sdk_inits, 0);
+  assert_non_null(strstr(
+      f.wire.a2c.data,
+      "{\"serverId\":\"" ID1_HEX "\",\"requestId\":\"1\",\"method\":\"server/"
+      "discover\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+      "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/"
+      "clientCapabilities\":{},\"io.modelcontextprotocol/clientInfo\":{"
+      "\"name\":\"agent\",\"version\":\"1\"}}}}"));
+  /* ... and was answered from its result. */
+  assert_int_equal(f.last_status, 0);
+  assert_int_equal(acp_mcp_client_version(mc), ACP_MCP_VERSION_LATEST);
+  info = acp_mcp_client_server_info(mc, &len);
+  assert_non_null(info);
+  assert_memory_equal(info, "{\"name\":\"sdk-tools\",\"version\":\"2.4.0\"}",
+                      len);
+  assert_string_equal(acp_mcp_client_instructions(mc), "hi");
+  /* notifications/initialized has no connectionless form. */
+  assert_null(strstr(f.wire.a2c.data, "notifications/initialized"));
+
+  assert_int_equal(acp_mcp_client_list(mc, ACP_MCP_LIST_TOOLS, NULL, NULL, 0,
+                                       on_result, &f, NULL),
+                   0);
+  assert_int_equal(run(&f), 0);
+  assert_int_equal(f.last_status, 0);
+  /* The 2026-only members are gone for the 2025 client. */
+  assert_string_equal(
+      f.raw, "{\"tools\":[{\"name\":\"echo\",\"inputSchema\":{\"type\":"
+             "\"object\"}}]}");
+  assert_int_equal(
+      call_tool(&f, mc, "echo", "{\"message\":\"hi \\\"there\\\"\"}", NULL), 0);
+  assert_int_equal(f.last_status, 0);
+  assert_string_equal(f.last_text, "hi \"there\"");
+  assert_string_equal(f.raw, "{\"content\":[{\"type\":\"text\",\"text\":"
+                             "\"hi \\\"there\\\"\"}]}");
+  /* An inner MCP error comes back as the client's error. */
+  assert_int_equal(call_tool(&f, mc, "nope", "{}", NULL), 0);
+  assert_int_equal(f.last_status, ACP_ERR_PROTOCOL);
+  assert_int_equal(f.last_code, -32602);
+  /* A result that needs input has no 2025 form. */
+  assert_int_equal(call_tool(&f, mc, "ask", "{}", NULL), 0);
+  assert_int_equal(f.last_status, ACP_ERR_PROTOCOL);
+  assert_int_equal(f.last_code, ACP_RPC_INTERNAL_ERROR);
+  /* ping is answered by the consumer: 2026-07-28 has none. */
+  f.done = 0;
+  assert_int_equal(acp_mcp_client_ping(mc, 0, on_result, &f), 0);
+  assert_int_equal(run(&f), 0);
+  assert_int_equal(f.done, 1);
+  assert_int_equal(f.last_status, 0);
+  assert_null(strstr(f.wire.a2c.data, "\"ping\""));
+  assert_int_equal(f.sdk_bad_meta, 0);
+  acp_mcp_acp_link_close(link);
+  acp_mcp_client_free(mc);
+  fx_free(&f);
+}
+
+/* Over M2, a request-scoped notification reaches the client while its
+ * request runs; cancelling sends $/cancel_request for the outer request. */
+static void test_mcp_acp_connectionless_notify_and_cancel(void **state) {
+  fx f;
+  acp_mcp_client *mc;
+  acp_mcp_acp_link *link = NULL;
+  int64_t id;
+
+  (void)state;
+  assert_int_equal(fx_init(&f, NULL), 0);
+  f.sdk = 1;
+  mc = new_mcp_client(&f, NULL);
+  assert_int_equal(connect_link(&f, mc, ACP_MCP_ACP_SHAPE_M2, &link), 0);
+  /* Opened connectionless directly: no connect at all. */
+  assert_null(strstr(f.wire.a2c.data, "mcp/connect"));
+  assert_int_equal(f.opened, 1);
+  f.done = 0;
+  assert_int_equal(call_tool(&f, mc, "slow", "{}", &id), 0);
+  assert_non_null(f.sdk_slow);
+  assert_int_equal(f.done, 0);
+  assert_int_equal(f.list_changed, 1); /* the one for the running request */
+  assert_int_equal(acp_mcp_client_cancel(mc, id, "user", 0), 0);
+  assert_int_equal(f.last_status, ACP_ERR_CANCELLED);
+  assert_int_equal(run(&f), 0);
+  assert_non_null(strstr(f.wire.a2c.data, "\"method\":\"$/cancel_request\""));
+  assert_int_equal(f.sdk_cancelled, 1);
+  assert_non_null(strstr(f.wire.c2a.data, "-32800"));
+  assert_int_equal(f.done, 1); /* the late -32800 is not a second answer */
+  /* Closing a link cancels what it still runs. */
+  assert_int_equal(call_tool(&f, mc, "slow", "{}", &id), 0);
+  assert_non_null(f.sdk_slow);
+  acp_mcp_acp_link_close(link);
+  assert_int_equal(run(&f), 0);
+  assert_int_equal(f.sdk_cancelled, 2);
+  acp_mcp_client_free(mc);
+  fx_free(&f);
+}
+
+/* A connectionless server the provider does not offer: the binding's
+ * -33001 fails the client's initialize. */
+static void test_mcp_acp_connectionless_unknown_server(void **state) {
+  fx f;
+  acp_mcp_client *mc;
+  acp_mcp_acp_link *link = NULL;
+
+  (void)state;
+  assert_int_equal(fx_init(&f, NULL), 0);
+  f.sdk = 1;
+  mc = new_mcp_client(&f, NULL);
+  assert_int_equal(acp_mcp_acp_consumer_open(f.cons, "0000",
+                                             ACP_MCP_ACP_SHAPE_M1, mc, on_open,
+                                             &f, &link),
+                   0);
+  assert_int_equal(run(&f), 0);
+  assert_int_equal(f.open_status, 0);
+  assert_int_equal(acp_mcp_client_initialize(mc, 0, on_result, &f), 0);
+  assert_int_equal(run(&f), 0);
+  assert_int_equal(f.last_status, ACP_ERR_PROTOCOL);
+  assert_int_equal(f.last_code, ACP_MCP_ACP_SERVER_UNAVAILABLE);
+  acp_mcp_acp_link_close(link);
+  acp_mcp_client_free(mc);
+  fx_free(&f);
+}
+
+/* libacp's own provider over M2: it has no server/discover (-32601 inside
+ * the carrier), so the initialize result is synthesized; _meta is ignored
+ * by a 2025 server and the tools work. */
+static void test_mcp_acp_connectionless_to_libacp_provider(void **state) {
+  fx f;
+  acp_mcp_client *mc;
+  acp_mcp_acp_link *link = NULL;
+  const char *info;
+  size_t len;
+
+  (void)state;
+  assert_int_equal(fx_init(&f, NULL), 0);
+  mc = new_mcp_client(&f, NULL);
+  assert_int_equal(connect_link(&f, mc, ACP_MCP_ACP_SHAPE_M2, &link), 0);
+  info = acp_mcp_client_server_info(mc, &len);
+  assert_non_null(info);
+  assert_memory_equal(info, "{\"name\":\"mcp-server\",\"version\":\"0\"}", len);
+  info = acp_mcp_client_server_capabilities(mc, &len);
+  assert_memory_equal(info, "{\"tools\":{}}", len);
+  assert_int_equal(
+      call_tool(&f, mc, "echo", "{\"message\":\"m2 native\"}", NULL), 0);
+  assert_string_equal(f.last_text, "m2 native");
+  assert_int_equal(call_tool(&f, mc, "whoami", "{}", NULL), 0);
+  assert_string_equal(f.session_seen, "sess-1");
+  acp_mcp_acp_link_close(link);
+  acp_mcp_client_free(mc);
+  assert_int_equal(run(&f), 0);
+  assert_int_equal(acp_mcp_acp_provider_connection_count(f.prov), 0);
+  fx_free(&f);
+}
+
+/* An acp: URL declaration starts with _mcp/connect; a provider without the
+ * sacp methods answers -32601 and the link moves on to mcp/connect. */
+static void test_mcp_acp_consumer_falls_back_from_m0_to_m1(void **state) {
+  fx f;
+  acp_mcp_client *mc;
+  acp_mcp_acp_link *link = NULL;
+
+  (void)state;
+  assert_int_equal(fx_init(&f, NULL), 0);
+  f.no_m0 = 1;
+  mc = new_mcp_client(&f, NULL);
+  assert_int_equal(connect_link(&f, mc, ACP_MCP_ACP_SHAPE_M0, &link), 0);
+  assert_non_null(strstr(f.wire.a2c.data, "\"method\":\"_mcp/connect\""));
+  assert_non_null(strstr(f.wire.a2c.data, "\"method\":\"mcp/connect\""));
+  assert_int_equal(acp_mcp_acp_link_shape(link), ACP_MCP_ACP_SHAPE_M1);
+  assert_string_equal(acp_mcp_acp_link_connection_id(link), ID1_HEX ":1");
+  assert_int_equal(call_tool(&f, mc, "echo", "{\"message\":\"m1\"}", NULL), 0);
+  assert_string_equal(f.last_text, "m1");
+  acp_mcp_acp_link_close(link);
+  acp_mcp_client_free(mc);
+  fx_free(&f);
+}
+
 /* The end-to-end scenario under allocation failure: every run fails cleanly
  * and leaks nothing. */
 static int scenario(const acp_mem *mem) {
@@ -688,6 +1016,23 @@ static int scenario(const acp_mem *mem) {
                   "{\"serverId\":\"" ID1_HEX "\",\"requestId\":7,"
                   "\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
                   "\"arguments\":{\"message\":\"m2\"}}}");
+  if (link != NULL && rv == 0)
+    acp_mcp_acp_link_close(link);
+  acp_mcp_client_free(mc);
+  mc = NULL;
+  link = NULL;
+  /* The fallback to the connectionless form and the era translation. */
+  if (rv == 0) {
+    f.sdk = 1;
+    mc = new_mcp_client(&f, mem);
+    rv = mc != NULL ? 0 : ACP_ERR_NOMEM;
+  }
+  if (rv == 0)
+    rv = connect_link(&f, mc, ACP_MCP_ACP_SHAPE_M1, &link);
+  if (rv == 0)
+    rv = call_tool(&f, mc, "echo", "{\"message\":\"y\"}", NULL);
+  if (rv == 0 && strcmp(f.last_text, "y") != 0)
+    rv = ACP_ERR_PROTOCOL;
   if (link != NULL && rv == 0)
     acp_mcp_acp_link_close(link);
   acp_mcp_client_free(mc);
@@ -722,6 +1067,11 @@ int main(void) {
       cmocka_unit_test(test_mcp_acp_m0_form),
       cmocka_unit_test(test_mcp_acp_unknown_ids),
       cmocka_unit_test(test_mcp_acp_decl_and_caps),
+      cmocka_unit_test(test_mcp_acp_consumer_falls_back_to_connectionless),
+      cmocka_unit_test(test_mcp_acp_connectionless_notify_and_cancel),
+      cmocka_unit_test(test_mcp_acp_connectionless_unknown_server),
+      cmocka_unit_test(test_mcp_acp_connectionless_to_libacp_provider),
+      cmocka_unit_test(test_mcp_acp_consumer_falls_back_from_m0_to_m1),
       cmocka_unit_test(test_mcp_acp_allocation_failures),
   };
 
