@@ -116,6 +116,7 @@ struct acp_http_relay_session {
   size_t auth_len;
   char *init_id; /* raw id of the initialize request, until answered */
   bool batch_ok; /* the answer to initialize said 2025-03-26 */
+  bool prime;    /* ... said 2025-11-25 or later: see primes() */
   hs_stream *streams;
   hs_stream *get;
   hs_stream *ctx;
@@ -1019,7 +1020,30 @@ static void apply_cut(hs_session *s, const acp_json_val *params) {
   }
 }
 
-/* A relay session's answer to initialize: note whether batches are on. */
+/* Whether a protocolVersion string is 2025-11-25 or later. Revisions are
+ * dates, so a later one we do not know yet compares as a later string. */
+static bool version_primes(const acp_json_val *v) {
+  static const char first[] = "2025-11-25";
+  size_t n;
+  const char *p = acp_json_str_raw(v, &n);
+  if (p == NULL || n != sizeof(first) - 1)
+    return false;
+  return memcmp(p, first, n) >= 0;
+}
+
+/* Whether SSE streams of `s` open with the priming event (an id and empty
+ * data). It came with 2025-11-25: a client of an earlier revision parses
+ * the empty data as a JSON-RPC message, fails, and may drop the server. A
+ * relay session whose version is not known yet (its initialize still
+ * unanswered) gets none. */
+static bool primes(const hs_session *s) {
+  if (s->conn != NULL)
+    return acp_mcp_conn_version(s->conn) >= ACP_MCP_VERSION_2025_11_25;
+  return s->prime;
+}
+
+/* A relay session's answer to initialize: note whether batches are on and
+ * whether streams are primed. */
 static void sniff_init(hs_session *s, const acp_json_val *id,
                        const acp_json_val *root) {
   size_t n;
@@ -1029,6 +1053,7 @@ static void sniff_init(hs_session *s, const acp_json_val *id,
     return;
   v = acp_json_obj_getz(acp_json_obj_getz(root, "result"), "protocolVersion");
   s->batch_ok = acp_json_str_eq(v, "2025-03-26", 10) != 0;
+  s->prime = version_primes(v);
   acp__free(&s->srv->mem, s->init_id);
   s->init_id = NULL;
 }
@@ -1477,7 +1502,7 @@ static enum MHD_Result answer_sse(hs_req *rq, hs_stream *st, bool created) {
     return reply_error(rq->mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
                        "Too many streams");
   }
-  rv = stream_event(st, NULL, "", 0, true, true);
+  rv = primes(s) ? stream_event(st, NULL, "", 0, true, true) : 0;
   {
     size_t i = 0, k = 0;
     for (;;) {
@@ -1724,7 +1749,7 @@ static enum MHD_Result handle_get(hs_req *rq) {
   if (st->rq)
     return reply_error(mc, MHD_HTTP_CONFLICT, -32000,
                        "Conflict: Only one SSE stream is allowed per session");
-  if (stream_event(st, NULL, "", 0, true, true) != 0)
+  if (primes(s) && stream_event(st, NULL, "", 0, true, true) != 0)
     return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                        "Internal error");
   /* Deliver what was queued while no GET stream was connected (the
