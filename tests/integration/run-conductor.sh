@@ -196,6 +196,18 @@ for pol in fail bypass restart; do
   if [ $good -eq 1 ]; then ok "--on-crash $pol: error names the proxy; chain $( [ $pol = fail ] && echo ends || echo continues)"
   else ko "--on-crash $pol" "inits $inits" "$out"; fi
 done
+# The same with an agent deaf to $/cancel_request (issue 10): the conductor
+# sends session/cancel, and the old turn's late output stays out of the
+# next prompt, which gets a turn of its own.
+for pol in bypass restart; do
+  rm -f "$work/die"
+  out=$(drive crash-cut -- "$acp" conductor agent --on-crash $pol \
+        "$PX --name p1 --die-once $work/die" "$RA" 2>&1)
+  if printf '%s' "$out" | grep -q '^chunks: \["again"\]' &&
+     printf '%s' "$out" | grep -q "^ok crash-cut"; then
+    ok "--on-crash $pol: the cut-off turn is cancelled, the next prompt is its own"
+  else ko "--on-crash $pol, cut-off turn" "$out"; fi
+done
 out=$(drive agent-death -- "$acp" conductor agent --on-crash bypass "$AR" "$AG" 2>&1)
 if printf '%s' "$out" | grep -q "^ok"; then ok "agent death ends the chain (exit 1), even with bypass"
 else ko "agent death" "$out"; fi
