@@ -900,6 +900,13 @@ static void turn_run(turn *t) {
     case STEP_USAGE:
       acp_agent_send_usage(a->agent, s->id, 1234, 200000, NULL, 0);
       break;
+    case STEP_UPDATE:
+      if (st->arg[0] != '{' ||
+          acp_json_validate(st->arg, strlen(st->arg), NULL) != 0 ||
+          acp_agent_send_update_raw(a->agent, s->id, st->arg,
+                                    strlen(st->arg)) != 0)
+        send_text(a, s, "usage: /update {\"sessionUpdate\":...}\n");
+      break;
     case STEP_COMMANDS: {
       static const char cmds[] =
           "[{\"name\":\"plan\",\"description\":\"Show a plan\","
