@@ -548,18 +548,19 @@ expect "acp client -p (no value): exit 2" test "$rc" = 2
 
 run demo $wrap "$acp" demo
 # The demo runs through `acp conductor` with the context proxy (AGENTS.md
-# comes first) and the arrow proxy ('>' before each chunk).
+# comes first) and the arrow proxy ('>' before each message of the agent,
+# not before each streamed chunk).
 expect "acp demo: the agent's closing words on stdout" \
   grep -q "^>That is the tour" "$work/out"
 expect "acp demo: AGENTS.md injected by the context proxy" \
   grep -q "^>(AGENTS.md, put in front of the prompt by the context proxy" "$work/out"
 expect "acp demo: the agent called the tools proxy's MCP tool over ACP" \
-  grep -q "^>This line is the answer of the echo tool of an MCP server" "$work/out"
+  grep -q "^This line is the answer of the echo tool of an MCP server" "$work/out"
 sed -n 2,3p "$work/out" >"$work/out2"
 mv "$work/out2" "$work/out"
 check "acp demo: exit 0, summary written" 0 \
-  ">Hello! I am the libacp reference agent. Each line you see arrived as an
->agent_message_chunk, streamed over ACP (JSON-RPC on a pipe).
+  "Hello! I am the libacp reference agent. Each line you see arrived as an
+agent_message_chunk, streamed over ACP (JSON-RPC on a pipe).
 " "== summary.txt, written by the client for the agent: The demo ran: streaming, a plan, tool calls, a permission request and file access." \
   "== demo finished"
 # Under a wrapper only the outer acp runs under it (demo spawns itself).
