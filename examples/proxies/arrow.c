@@ -116,13 +116,13 @@ static int on_from_agent(acp_proxy *p, const acp_proxy_msg *m, void *ud) {
   content = acp_json_obj_getz(update, "content");
   text = acp_json_obj_getz(content, "text");
   s = session_of(ud, m->params);
-  if (!acp_json_str_eq(acp_json_obj_getz(update, "sessionUpdate"),
-                       "agent_message_chunk", 19)) {
+  if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(update, "sessionUpdate"),
+                           "agent_message_chunk")) {
     if (s != NULL)
       s->in_message = false;
     return ACP_PROXY_FORWARD;
   }
-  if (!acp_json_str_eq(acp_json_obj_getz(content, "type"), "text", 4) ||
+  if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(content, "type"), "text") ||
       acp_json_type_of(text) != ACP_JSON_STRING || !starts_message(s, update))
     return ACP_PROXY_FORWARD;
   raw = acp_json_raw(text, &len);

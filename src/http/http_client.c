@@ -397,7 +397,7 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
         x->req_id = acp__strndup(&hc->mem, raw, n);
         if (x->req_id == NULL)
           rv = ACP_ERR_NOMEM;
-        if (rv == 0 && acp_json_str_eq(method, "initialize", 10)) {
+        if (rv == 0 && ACP_JSON_STR_EQ_LIT(method, "initialize")) {
           acp__free(&hc->mem, hc->init_id);
           hc->init_id = acp__strndup(&hc->mem, raw, n);
           if (hc->init_id == NULL)

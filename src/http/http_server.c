@@ -1052,7 +1052,7 @@ static void sniff_init(hs_session *s, const acp_json_val *id,
   if (raw == NULL || strlen(s->init_id) != n || memcmp(s->init_id, raw, n))
     return;
   v = acp_json_obj_getz(acp_json_obj_getz(root, "result"), "protocolVersion");
-  s->batch_ok = acp_json_str_eq(v, "2025-03-26", 10) != 0;
+  s->batch_ok = ACP_JSON_STR_EQ_LIT(v, "2025-03-26") != 0;
   s->prime = version_primes(v);
   acp__free(&s->srv->mem, s->init_id);
   s->init_id = NULL;
@@ -1105,11 +1105,11 @@ static int route(hs_session *s, acp_json_doc *doc, const char *line,
         s->omap[s->nomap].st = st;
         s->nomap++;
       }
-    } else if (acp_json_str_eq(method, CUT_METHOD, sizeof(CUT_METHOD) - 1)) {
+    } else if (ACP_JSON_STR_EQ_LIT(method, CUT_METHOD)) {
       apply_cut(s, acp_json_obj_getz(root, "params"));
       return 0;
     } else {
-      if (acp_json_str_eq(method, "notifications/progress", 22)) {
+      if (ACP_JSON_STR_EQ_LIT(method, "notifications/progress")) {
         const acp_json_val *tok = acp_json_obj_getz(
             acp_json_obj_getz(root, "params"), "progressToken");
         size_t tl;
@@ -1322,7 +1322,7 @@ static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
     pi->invalid = true;
     return 0;
   }
-  if (method && acp_json_str_eq(method, "initialize", 10))
+  if (method && ACP_JSON_STR_EQ_LIT(method, "initialize"))
     pi->initialize = true;
   if (method && id) {
     pi->nreq++;

@@ -1229,7 +1229,7 @@ static int handle_message(acp_rpc_session *s, const acp_json_val *v,
       report(s, 0, "response without a valid id");
       return 0;
     }
-    if (!acp_json_str_eq(m[K_JSONRPC], "2.0", 3)) {
+    if (!ACP_JSON_STR_EQ_LIT(m[K_JSONRPC], "2.0")) {
       report(s, 0, "response without \"jsonrpc\": \"2.0\"");
       return 0;
     }
@@ -1237,7 +1237,7 @@ static int handle_message(acp_rpc_session *s, const acp_json_val *v,
     if (m[K_ID] && usable_id == NULL)
       return invalid_request(s, batch, NULL,
                              "id must be a string, number or null");
-    if (!acp_json_str_eq(m[K_JSONRPC], "2.0", 3))
+    if (!ACP_JSON_STR_EQ_LIT(m[K_JSONRPC], "2.0"))
       return invalid_request(s, batch, usable_id, "jsonrpc must be \"2.0\"");
     if (m[K_METHOD] == NULL)
       return invalid_request(s, batch, usable_id, "method is missing");
