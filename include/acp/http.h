@@ -463,7 +463,8 @@ ACP_EXTERN int acp_http_client_new_raw(acp_http_client **out, uv_loop_t *loop,
  * @return 0, ACP_ERR_INVALID_STATE (NULL hc, not a raw transport, or
  *         ended: end_cb ran or acp_http_client_close() was called),
  *         ACP_ERR_INVALID_ARGUMENT (NULL msg, or not one valid JSON
- *         object or array), ACP_ERR_NOMEM.
+ *         object or array), ACP_ERR_LIMIT (the queue would overflow),
+ *         ACP_ERR_NOMEM. Nothing was queued on error.
  */
 ACP_EXTERN int acp_http_client_send_raw(acp_http_client *hc, const char *msg,
                                         size_t len);

@@ -1044,6 +1044,8 @@ static void stdio_close(stdio_conn *sc) {
   if (sc->rpc != NULL) {
     acp_uv_rpc *r = sc->rpc;
     sc->rpc = NULL;
+    /* The connection is over: its pending calls are answered with an
+     * error here; a failure of theirs has nowhere left to go. */
     (void)acp_mcp_client_recv_eof(sc->client, 0);
     acp_uv_rpc_close(r, stdio_on_rpc_closed);
   }

@@ -1611,13 +1611,20 @@ static enum MHD_Result handle_post(hs_req *rq) {
     /* Notifications and responses only: 202. */
     enum MHD_Result ret;
     s->ctx = response_context(s, root);
+    rv = 0;
     if (s->relay)
       relay_feed(s, &rq->body, root);
-    else {
+    else
       rv = feed(s, &rq->body);
-      (void)rv;
-    }
     s->ctx = NULL;
+    if (rv != 0) {
+      /* Not taken (a cap, no memory): the client must not think it was.
+       * After a fatal error the conn is unusable: end the session. */
+      if (acp_is_fatal(rv))
+        session_close(s);
+      return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                         "Internal error");
+    }
     ret = reply(mc, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
     relay_settle(s);
     return ret;
@@ -1817,7 +1824,9 @@ static enum MHD_Result handle_legacy_post(hs_req *rq) {
   if (acp_json_type_of(root) != ACP_JSON_OBJECT &&
       acp_json_type_of(root) != ACP_JSON_ARRAY)
     return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600, "Invalid Request");
-  (void)feed(s, &rq->body);
+  if (feed(s, &rq->body) != 0)
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
   return reply(mc, MHD_HTTP_ACCEPTED, "text/plain", "Accepted", 8, NULL);
 }
 
@@ -1910,7 +1919,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
     return MHD_YES;
   }
   rq->answered = true;
-  if (rq->too_big)
+  /* The body buffer holds one byte more than max_body (the newline the
+   * conn is fed with), so a body without Content-Length is checked here. */
+  if (rq->too_big || rq->body.len > srv->o->max_body)
     return reply_error(mc, MHD_HTTP_CONTENT_TOO_LARGE, -32000,
                        "Payload Too Large");
   if (is_sse)
@@ -2008,8 +2019,11 @@ static void on_timer(uv_timer_t *t) {
   uint64_t now = uv_now(srv->loop);
   for (s = srv->sessions; s; s = next) {
     next = s->next;
-    if (s->conn && acp_mcp_conn_get_expiry(s->conn) <= now)
-      (void)acp_mcp_conn_handle_expiry(s->conn, now);
+    /* After a fatal error (no memory for the timeout errors) the conn is
+     * unusable: end the session rather than keep a dead one. */
+    if (s->conn && acp_mcp_conn_get_expiry(s->conn) <= now &&
+        acp_is_fatal(acp_mcp_conn_handle_expiry(s->conn, now)))
+      session_close(s);
   }
   drive(srv);
 }

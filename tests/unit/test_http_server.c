@@ -188,6 +188,28 @@ static void test_bad_input(void **state) {
   r = ht_post_s(t->s.port, sid, "", big, NULL);
   assert_int_equal(ht_status(r), 413);
   free(r);
+  /* One byte over the cap without Content-Length (chunked): 413 too, not a
+   * 202 for a notification that was never delivered (the newline it is fed
+   * with did not fit, and that error was dropped). */
+  {
+    static const char poke[] = "{\"jsonrpc\":\"2.0\",\"method\":\"test/poke\"}";
+    char req[1600];
+    int n;
+    memset(big, ' ', 1001);
+    memcpy(big, poke, sizeof(poke) - 1);
+    big[1001] = 0;
+    n = snprintf(req, sizeof(req),
+                 "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 "Connection: close\r\nContent-Type: application/json\r\n"
+                 "Accept: application/json, text/event-stream\r\n"
+                 "MCP-Session-Id: %s\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "3e9\r\n%s\r\n0\r\n\r\n",
+                 sid, big);
+    assert_true(n > 0 && (size_t)n < sizeof(req));
+    r = ht_raw(t->s.port, req, NULL);
+    assert_int_equal(ht_status(r), 413);
+    free(r);
+  }
   /* wrong content type, other path, other method */
   {
     char req[512];
