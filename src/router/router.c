@@ -123,9 +123,9 @@ static size_t fmt_i64(char *buf, int64_t v) {
   return i;
 }
 
-static bool str_is(const acp_json_val *v, const char *s) {
-  return acp_json_str_eq(v, s, strlen(s)) != 0;
-}
+/* Whether v is the string `lit` (a literal: its length is not counted at
+ * run time, which matters for the few compares every routed call pays). */
+#define str_is(v, lit) (ACP_JSON_STR_EQ_LIT((v), lit) != 0)
 
 /* right(k): next live component after k; link 0 past the end (proxy mode). */
 static uint32_t right_of(const acp_router *r, uint32_t k) {
