@@ -70,8 +70,8 @@ static const acp_json_val *reject_option(const acp_json_val *options) {
   for (o = acp_json_child(options); o; o = acp_json_next(o)) {
     const acp_json_val *kind = acp_json_obj_getz(o, "kind");
 
-    if ((acp_json_str_eq(kind, "reject_once", 11) ||
-         acp_json_str_eq(kind, "reject_always", 13)) &&
+    if ((ACP_JSON_STR_EQ_LIT(kind, "reject_once") ||
+         ACP_JSON_STR_EQ_LIT(kind, "reject_always")) &&
         acp_json_type_of(acp_json_obj_getz(o, "optionId")) == ACP_JSON_STRING)
       return o;
   }

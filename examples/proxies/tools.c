@@ -228,6 +228,7 @@ static int on_response(acp_proxy *p, acp_proxy_request *req,
   acp_mcp_acp_decl *decl = acp_proxy_request_get_user_data(req);
   const char *s;
   size_t n;
+  int rv;
 
   (void)p;
   (void)ud;
@@ -242,7 +243,9 @@ static int on_response(acp_proxy *p, acp_proxy_request *req,
     char sid[256];
 
     snprintf(sid, sizeof(sid), "%.*s", (int)n, s);
-    (void)acp_mcp_acp_decl_set_session(decl, sid);
+    rv = acp_mcp_acp_decl_set_session(decl, sid);
+    if (rv != 0)
+      return rv; /* no memory: the proxy cannot serve the session */
   }
   return ACP_PROXY_FORWARD;
 }

@@ -15,10 +15,12 @@
  *   - A POST with requests is answered `application/json` when every
  *     response is ready at once and nothing else was emitted for it;
  *     otherwise `text/event-stream`: a priming event (id, retry, empty data)
- *     first, then the messages emitted for those requests (progress, log
- *     messages, server->client requests), then the responses, then the end
- *     of the stream. Messages not related to a request go to the GET
- *     stream (queued while none is connected).
+ *     first when the session negotiated 2025-11-25 or later (earlier
+ *     clients would parse its empty data as a message; GET streams follow
+ *     the same rule), then the messages emitted for those requests
+ *     (progress, log messages, server->client requests), then the
+ *     responses, then the end of the stream. Messages not related to a
+ *     request go to the GET stream (queued while none is connected).
  *   - Event ids are "<stream>-<seq>", unique in the session; a GET with
  *     Last-Event-ID replays that stream's later events only, then continues
  *     it live.
@@ -257,7 +259,8 @@ typedef struct acp_http_relay_callbacks {
  * caller instead of served by a registry: the HTTP layer frames, routes
  * and checks, but does not interpret MCP.
  *   - A POST with requests is answered `text/event-stream` (priming event
- *     first); the stream ends once each of its requests was answered
+ *     first once upstream's answer to initialize said 2025-11-25 or later);
+ *     the stream ends once each of its requests was answered
  *     through acp_http_relay_deliver(). A POST of notifications and
  *     responses only is answered 202 after `message` ran for each.
  *   - Every later request of a session (POST, GET, DELETE) must carry the
@@ -460,7 +463,8 @@ ACP_EXTERN int acp_http_client_new_raw(acp_http_client **out, uv_loop_t *loop,
  * @return 0, ACP_ERR_INVALID_STATE (NULL hc, not a raw transport, or
  *         ended: end_cb ran or acp_http_client_close() was called),
  *         ACP_ERR_INVALID_ARGUMENT (NULL msg, or not one valid JSON
- *         object or array), ACP_ERR_NOMEM.
+ *         object or array), ACP_ERR_LIMIT (the queue would overflow),
+ *         ACP_ERR_NOMEM. Nothing was queued on error.
  */
 ACP_EXTERN int acp_http_client_send_raw(acp_http_client *hc, const char *msg,
                                         size_t len);

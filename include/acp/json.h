@@ -168,6 +168,15 @@ ACP_EXTERN int acp_json_str_eq(const acp_json_val *v, const char *s,
                                size_t len);
 
 /**
+ * acp_json_str_eq() against a string literal, its length taken by the
+ * compiler: `ACP_JSON_STR_EQ_LIT(method, "session/prompt")`. `lit` must be
+ * a string literal (anything else does not compile); embedded NULs count.
+ * Evaluates `v` once. Same result and cost as acp_json_str_eq().
+ */
+#define ACP_JSON_STR_EQ_LIT(v, lit)                                            \
+  acp_json_str_eq((v), "" lit "", sizeof(lit) - 1)
+
+/**
  * Decode a string into a caller buffer. Writes at most `cap` bytes and then
  * a NUL if room remains; *len receives the decoded length (always, so a
  * first call with cap 0 measures).

@@ -109,6 +109,27 @@
  * `$/cancel_request` downstream for every request the dead link had sent (its
  * answer has nowhere to go) and forgets them; later requests routed to the
  * closed link get the same error at once, notifications to it are dropped.
+ *
+ * CUT-OFF TURNS. `$/cancel_request` is optional in ACP, and agents ignore
+ * it, so a `session/prompt` (with a string params.sessionId) that the dead
+ * link had sent toward the agent also gets `session/cancel {"sessionId"}`
+ * sent after it, on the same hop. The router then keeps that request
+ * pending (acp_router_pending() counts it) until the hop answers it, which
+ * ends the cut-off turn; the answer is consumed. Until then, for that
+ * session on that hop:
+ *   - `session/update` notifications coming back are dropped: the client
+ *     was told the prompt failed, and they must not show up in its next
+ *     turn;
+ *   - `session/request_permission` requests coming back are answered
+ *     {"outcome":{"outcome":"cancelled"}} by the router;
+ *   - the next `session/prompt` for the session waits in the router and is
+ *     sent once the turn has ended, so that it starts a turn of its own; a
+ *     second one meanwhile is answered -32603. The waiting prompt is
+ *     answered {"stopReason":"cancelled"} if its sender sends
+ *     `session/cancel` for the session or `$/cancel_request` for it, and
+ *     the closed-link error if the hop dies. An agent that never ends the
+ *     cut-off turn holds that session's next prompt until one of these.
+ *
  * Then the runtime applies its policy:
  *   - fail: it answers, then shuts the chain down. Sessions end with it.
  *   - bypass (acp_router_link_bypass()): the dead proxy leaves the chain and

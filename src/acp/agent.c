@@ -489,7 +489,7 @@ static int respond_initialize_raw(acp_agent *a, acp__req *req,
     const char *s;
     size_t n;
 
-    if (acp_json_str_eq(k, "protocolVersion", 15))
+    if (ACP_JSON_STR_EQ_LIT(k, "protocolVersion"))
       continue;
     rv = acp_json_doc_str(r->doc, k, &s, &n);
     if (rv != 0)

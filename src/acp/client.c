@@ -181,7 +181,7 @@ static int client_on_session_update(acp_client *c, const acp_rpc_msg *msg) {
   if ((u.kind == ACP_UPDATE_USER_MESSAGE_CHUNK ||
        u.kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK ||
        u.kind == ACP_UPDATE_AGENT_THOUGHT_CHUNK) &&
-      acp_json_str_eq(acp_json_obj_getz(content, "type"), "text", 4)) {
+      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(content, "type"), "text")) {
     const acp_json_val *t = acp_json_obj_getz(content, "text");
 
     if (acp_json_type_of(t) == ACP_JSON_STRING) {

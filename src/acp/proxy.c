@@ -588,17 +588,24 @@ static int deliver(acp_proxy *p, acp_proxy_msg *m) {
   return rv;
 }
 
-static void cancel_forward(acp_proxy *p, preq *r) {
+/* Pass a cancellation on to the hop a request was forwarded to. Returns 0
+ * or a fatal code. ACP_ERR_NOT_FOUND means the answer came first; a cancel
+ * refused by a cap (ACP_ERR_LIMIT) is dropped, as cancellation is only a
+ * hint: the request is still answered. */
+static int cancel_forward(acp_proxy *p, preq *r) {
+  int rv;
+
   r->cancelled = true;
-  if (r->state == RS_FORWARDED)
-    (void)acp_rpc_session_cancel(p->rpc, r->out_id, ACP_RPC_CANCEL_NOTIFY, 0);
+  if (r->state != RS_FORWARDED)
+    return 0;
+  rv = acp_rpc_session_cancel(p->rpc, r->out_id, ACP_RPC_CANCEL_NOTIFY, 0);
+  return acp_is_fatal(rv) ? rv : 0;
 }
 
 static int cancel_req(acp_proxy *p, preq *r) {
-  int rv = 0;
+  int rv = cancel_forward(p, r);
 
-  cancel_forward(p, r);
-  if (p->cbs.cancel != NULL) {
+  if (rv == 0 && p->cbs.cancel != NULL) {
     r->in_cb = true;
     rv = p->cbs.cancel(p, r, p->user_data);
     r->in_cb = false;
@@ -1008,7 +1015,7 @@ int acp_proxy_request_forward(acp_proxy *p, acp_proxy_request *req,
   if (rv == 0) {
     req->state = RS_FORWARDED;
     if (req->cancelled)
-      cancel_forward(p, req);
+      rv = cancel_forward(p, req);
   }
   return rv;
 }

@@ -25,6 +25,9 @@ const char script_help[] =
     "  /title TEXT          a session_info_update with that title\n"
     "  /usage               a usage_update\n"
     "  /commands            an available_commands_update\n"
+    "  /update JSON         a session/update with that update object, as\n"
+    "                       is (any kind, e.g. {\"sessionUpdate\":\"notice\",\n"
+    "                       \"severity\":\"info\",\"title\":\"Hi\"})\n"
     "  /elicit MESSAGE      ask the user a question (elicitation/create)\n"
     "  /wait                wait for session/cancel; the turn ends cancelled\n"
     "  /sleep MS            pause for MS milliseconds\n"
@@ -40,12 +43,13 @@ struct cmd_name {
 };
 
 static const struct cmd_name cmd_names[] = {
-    {"think", STEP_THINK}, {"plan", STEP_PLAN},   {"tool", STEP_TOOL},
-    {"ask", STEP_ASK},     {"read", STEP_READ},   {"write", STEP_WRITE},
-    {"run", STEP_RUN},     {"mode", STEP_MODE},   {"config", STEP_CONFIG},
-    {"title", STEP_TITLE}, {"usage", STEP_USAGE}, {"commands", STEP_COMMANDS},
-    {"wait", STEP_WAIT},   {"sleep", STEP_SLEEP}, {"error", STEP_ERROR},
-    {"stop", STEP_STOP},   {"big", STEP_BIG},     {"elicit", STEP_ELICIT},
+    {"think", STEP_THINK},   {"plan", STEP_PLAN},   {"tool", STEP_TOOL},
+    {"ask", STEP_ASK},       {"read", STEP_READ},   {"write", STEP_WRITE},
+    {"run", STEP_RUN},       {"mode", STEP_MODE},   {"config", STEP_CONFIG},
+    {"title", STEP_TITLE},   {"usage", STEP_USAGE}, {"commands", STEP_COMMANDS},
+    {"wait", STEP_WAIT},     {"sleep", STEP_SLEEP}, {"error", STEP_ERROR},
+    {"stop", STEP_STOP},     {"big", STEP_BIG},     {"elicit", STEP_ELICIT},
+    {"update", STEP_UPDATE},
 };
 
 static char *dup_range(const char *p, size_t n) {

@@ -28,6 +28,7 @@ typedef enum step_kind {
   STEP_STOP,     /* end the turn with stop reason `arg` */
   STEP_BIG,      /* stream `num` bytes of text */
   STEP_ELICIT,   /* elicitation/create (form) with message arg */
+  STEP_UPDATE,   /* a session/update whose update object is `arg` (JSON) */
   STEP_UNKNOWN   /* unknown command: reported back as text */
 } step_kind;
 

@@ -915,6 +915,13 @@ static void turn_run(turn *t) {
     case STEP_USAGE:
       acp_agent_send_usage(a->agent, s->id, 1234, 200000, NULL, 0);
       break;
+    case STEP_UPDATE:
+      if (st->arg[0] != '{' ||
+          acp_json_validate(st->arg, strlen(st->arg), NULL) != 0 ||
+          acp_agent_send_update_raw(a->agent, s->id, st->arg,
+                                    strlen(st->arg)) != 0)
+        send_text(a, s, "usage: /update {\"sessionUpdate\":...}\n");
+      break;
     case STEP_COMMANDS: {
       static const char cmds[] =
           "[{\"name\":\"plan\",\"description\":\"Show a plan\","
@@ -1052,6 +1059,8 @@ static void stdio_close(stdio_conn *sc) {
   if (sc->rpc != NULL) {
     acp_uv_rpc *r = sc->rpc;
     sc->rpc = NULL;
+    /* The connection is over: its pending calls are answered with an
+     * error here; a failure of theirs has nowhere left to go. */
     (void)acp_mcp_client_recv_eof(sc->client, 0);
     acp_uv_rpc_close(r, stdio_on_rpc_closed);
   }
@@ -1148,14 +1157,14 @@ static void mcp_record_stdio(asession *s, acp_json_doc *doc,
   const acp_json_val *args = acp_json_obj_getz(e, "args");
   const acp_json_val *env = acp_json_obj_getz(e, "env");
   const acp_json_val *v;
-  bool sse = acp_json_str_eq(type, "sse", 3);
-  bool http = sse || acp_json_str_eq(type, "http", 4);
+  bool sse = ACP_JSON_STR_EQ_LIT(type, "sse");
+  bool http = sse || ACP_JSON_STR_EQ_LIT(type, "http");
   char *name = json_strdup(doc, acp_json_obj_getz(e, "name"));
   char *cmd = http ? NULL : json_strdup(doc, acp_json_obj_getz(e, "command"));
   mcpsrv *m, *old;
   size_t n = 0;
 
-  if ((type != NULL && !http && !acp_json_str_eq(type, "stdio", 5)) ||
+  if ((type != NULL && !http && !ACP_JSON_STR_EQ_LIT(type, "stdio")) ||
       name == NULL || (cmd == NULL && !http)) {
     free(name);
     free(cmd);
@@ -1397,7 +1406,7 @@ static int mcp_on_call(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
       const char *s;
       size_t n;
 
-      if (acp_json_str_eq(acp_json_obj_getz(b, "type"), "text", 4) &&
+      if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(b, "type"), "text") &&
           acp_json_doc_str(msg->doc, acp_json_obj_getz(b, "text"), &s, &n) == 0)
         send_chunk(t->a, t->s, "agent_message_chunk", s, n);
     }
@@ -1667,7 +1676,7 @@ static int prompt_text(app *a, const acp_rpc_msg *msg,
 
   if (acp_json_len(prompt) == 1) {
     b = acp_json_child(prompt);
-    if (acp_json_str_eq(acp_json_obj_getz(b, "type"), "text", 4) &&
+    if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(b, "type"), "text") &&
         msg_str(msg, b, "text", out, len_out) == 0)
       return 0;
   }
@@ -2023,10 +2032,10 @@ static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
     return 0;
   }
   if (len == 5 && memcmp(id, "model", 5) == 0 &&
-      (acp_json_str_eq(value, "fast", 4) ||
-       acp_json_str_eq(value, "smart", 5))) {
+      (ACP_JSON_STR_EQ_LIT(value, "fast") ||
+       ACP_JSON_STR_EQ_LIT(value, "smart"))) {
     snprintf(s->model, sizeof(s->model), "%s",
-             acp_json_str_eq(value, "fast", 4) ? "fast" : "smart");
+             ACP_JSON_STR_EQ_LIT(value, "fast") ? "fast" : "smart");
   } else if (len == 7 && memcmp(id, "verbose", 7) == 0 &&
              acp_json_get_bool(value, &b) == 0) {
     s->verbose = b;

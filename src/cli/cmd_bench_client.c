@@ -102,8 +102,8 @@ static int on_prompt(acp_client *c, const acp_rpc_msg *msg, void *ud) {
   b->lat[b->done] = now - b->t_turn;
   if (msg->result == NULL) {
     fail(b, "session/prompt failed");
-  } else if (!acp_json_str_eq(acp_json_obj_getz(msg->result, "stopReason"),
-                              "end_turn", 8)) {
+  } else if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(msg->result, "stopReason"),
+                                  "end_turn")) {
     fail(b, "stopReason is not end_turn");
   } else if (b->chunks != 1 || b->chunk_len != b->size ||
              b->other_updates != 0) {

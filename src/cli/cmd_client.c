@@ -78,6 +78,14 @@ typedef struct term {
 
 enum cstate { ST_INIT, ST_NEW, ST_IDLE, ST_PROMPT, ST_DONE };
 
+/* The title of a tool call still running, for its later updates (which
+ * carry only the id). */
+typedef struct tool_title {
+  struct tool_title *next;
+  char *id;
+  char *title;
+} tool_title;
+
 struct capp {
   uv_loop_t loop;
   acp_client *client;
@@ -109,6 +117,7 @@ struct capp {
   acp_mcp_server *mcp_server; /* the "client" server's tools */
   acp_mcp_acp_provider *prov; /* offers it over the ACP connection */
   acp_mcp_acp_decl *decl;     /* its declaration on our session */
+  tool_title *tools;          /* tool calls not finished yet */
 };
 
 static void app_quit(capp *a, int code);
@@ -154,66 +163,330 @@ static int jstr(const acp_rpc_msg *msg, const acp_json_val *obj,
 
 /* MARK: - Session updates */
 
+/* Every kind of session/update (stable and unstable ones of the v1 schema)
+ * is shown as a line on stderr, except the agent's text, which is stdout. */
+
+static bool str_is(const char *s, size_t n, const char *lit) {
+  return s != NULL && strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+static tool_title **tool_find(capp *a, const char *id, size_t n) {
+  tool_title **pp;
+
+  for (pp = &a->tools; *pp != NULL; pp = &(*pp)->next)
+    if (strlen((*pp)->id) == n && memcmp((*pp)->id, id, n) == 0)
+      return pp;
+  return pp;
+}
+
+/* Remember (or change) the title of tool call `id`. Out of memory only
+ * costs the title in later lines. */
+static void tool_remember(capp *a, const char *id, size_t n, const char *title,
+                          size_t tn) {
+  tool_title **pp = tool_find(a, id, n);
+  tool_title *t = *pp;
+  char *copy = malloc(tn + 1);
+
+  if (copy == NULL)
+    return;
+  memcpy(copy, title, tn);
+  copy[tn] = '\0';
+  if (t == NULL) {
+    t = calloc(1, sizeof(*t));
+    if (t == NULL || (t->id = malloc(n + 1)) == NULL) {
+      free(t);
+      free(copy);
+      return;
+    }
+    memcpy(t->id, id, n);
+    t->id[n] = '\0';
+    *pp = t;
+  }
+  free(t->title);
+  t->title = copy;
+}
+
+static void tool_forget(capp *a, const char *id, size_t n) {
+  tool_title **pp = tool_find(a, id, n);
+  tool_title *t = *pp;
+
+  if (t == NULL)
+    return;
+  *pp = t->next;
+  free(t->id);
+  free(t->title);
+  free(t);
+}
+
+/* A short description of a content block that is not text. */
+static void note_content(capp *a, const acp_rpc_msg *msg, const char *lead,
+                         const acp_json_val *c) {
+  const char *type = NULL, *x = NULL, *y = NULL;
+  size_t tn = 0, xn = 0, yn = 0;
+
+  jstr(msg, c, "type", &type, &tn);
+  if (str_is(type, tn, "text")) {
+    jstr(msg, c, "text", &x, &xn);
+    note(a, "%s%.*s\n", lead, (int)xn, x ? x : "");
+  } else if (str_is(type, tn, "resource_link")) {
+    jstr(msg, c, "name", &x, &xn);
+    jstr(msg, c, "uri", &y, &yn);
+    note(a, "%s[link] %.*s (%.*s)\n", lead, (int)xn, x ? x : "", (int)yn,
+         y ? y : "");
+  } else if (str_is(type, tn, "resource")) {
+    jstr(msg, acp_json_obj_getz(c, "resource"), "uri", &x, &xn);
+    note(a, "%s[resource] %.*s\n", lead, (int)xn, x ? x : "");
+  } else {
+    jstr(msg, c, "mimeType", &x, &xn);
+    note(a, "%s[%.*s%s%.*s]\n", lead, (int)tn, type ? type : "content",
+         xn ? " " : "", (int)xn, x ? x : "");
+  }
+}
+
+static void note_tool(capp *a, const acp_client_update *u, bool first) {
+  const char *id = NULL, *title = NULL, *status = NULL;
+  size_t idn = 0, tn = 0, sn = 0;
+  tool_title *t;
+
+  jstr(u->msg, u->update, "toolCallId", &id, &idn);
+  jstr(u->msg, u->update, "status", &status, &sn);
+  if (jstr(u->msg, u->update, "title", &title, &tn) == 0 && id != NULL)
+    tool_remember(a, id, idn, title, tn);
+  if (first) {
+    note(a, "[tool] %.*s (%.*s)\n", (int)tn, title ? title : "", (int)sn,
+         status ? status : "pending");
+    return;
+  }
+  if (status == NULL && title == NULL)
+    return; /* content or locations only: nothing new to say on one line */
+  t = id ? *tool_find(a, id, idn) : NULL;
+  if (t != NULL) {
+    title = t->title;
+    tn = strlen(t->title);
+  } else if (title == NULL) {
+    title = id; /* a call we never saw start */
+    tn = idn;
+  }
+  if (status != NULL)
+    note(a, "[tool] %.*s: %.*s\n", (int)tn, title ? title : "", (int)sn,
+         status);
+  else
+    note(a, "[tool] %.*s\n", (int)tn, title ? title : "");
+  if (str_is(status, sn, "completed") || str_is(status, sn, "failed"))
+    tool_forget(a, id, idn);
+}
+
+/* Plan entries on one line: one line per update keeps progress readable. */
+static void note_entries(capp *a, const acp_rpc_msg *msg, const char *lead,
+                         const acp_json_val *entries) {
+  const acp_json_val *e;
+
+  note(a, "%s", lead);
+  for (e = acp_json_child(entries); e != NULL; e = acp_json_next(e)) {
+    const char *mark = "[ ]";
+    const char *c = NULL, *st = NULL;
+    size_t cn = 0, sn = 0;
+    jstr(msg, e, "content", &c, &cn);
+    jstr(msg, e, "status", &st, &sn);
+    if (str_is(st, sn, "completed"))
+      mark = "[x]";
+    else if (str_is(st, sn, "in_progress"))
+      mark = "[>]";
+    note(a, " %s %.*s", mark, (int)cn, c ? c : "");
+  }
+  note(a, "\n");
+}
+
+static void note_plan_update(capp *a, const acp_client_update *u) {
+  const acp_json_val *plan = acp_json_obj_getz(u->update, "plan");
+  const char *id = NULL, *type = NULL, *x = NULL;
+  size_t idn = 0, tn = 0, xn = 0;
+  char lead[96];
+
+  jstr(u->msg, plan, "planId", &id, &idn);
+  jstr(u->msg, plan, "type", &type, &tn);
+  snprintf(lead, sizeof(lead), "[plan %.*s]", (int)(idn < 64 ? idn : 64),
+           id ? id : "");
+  if (str_is(type, tn, "file")) {
+    jstr(u->msg, plan, "uri", &x, &xn);
+    note(a, "%s %.*s\n", lead, (int)xn, x ? x : "");
+  } else if (str_is(type, tn, "markdown")) {
+    jstr(u->msg, plan, "content", &x, &xn);
+    note(a, "%s\n%.*s%s", lead, (int)xn, x ? x : "",
+         xn > 0 && x[xn - 1] == '\n' ? "" : "\n");
+  } else {
+    note_entries(a, u->msg, lead, acp_json_obj_getz(plan, "entries"));
+  }
+}
+
+static void note_commands(capp *a, const acp_client_update *u) {
+  const acp_json_val *e;
+  int n = 0;
+
+  note(a, "[commands]");
+  for (e = acp_json_child(acp_json_obj_getz(u->update, "availableCommands"));
+       e != NULL; e = acp_json_next(e)) {
+    const char *name = NULL;
+    size_t nn = 0;
+    if (jstr(u->msg, e, "name", &name, &nn) == 0) {
+      note(a, " /%.*s", (int)nn, name);
+      n++;
+    }
+  }
+  note(a, n ? "\n" : " none\n");
+}
+
+static void note_config(capp *a, const acp_client_update *u) {
+  const acp_json_val *e;
+
+  note(a, "[config]");
+  for (e = acp_json_child(acp_json_obj_getz(u->update, "configOptions"));
+       e != NULL; e = acp_json_next(e)) {
+    const acp_json_val *v = acp_json_obj_getz(e, "currentValue");
+    const char *id = NULL, *val = NULL;
+    size_t idn = 0, vn = 0;
+    bool b;
+    jstr(u->msg, e, "id", &id, &idn);
+    if (acp_json_get_bool(v, &b) == 0) {
+      val = b ? "true" : "false";
+      vn = strlen(val);
+    } else {
+      jstr(u->msg, e, "currentValue", &val, &vn);
+    }
+    note(a, " %.*s=%.*s", (int)idn, id ? id : "?", (int)vn, val ? val : "?");
+  }
+  note(a, "\n");
+}
+
+static void note_usage(capp *a, const acp_client_update *u) {
+  const acp_json_val *cost = acp_json_obj_getz(u->update, "cost");
+  uint64_t used = 0, size = 0;
+  double amount;
+  const char *cur = NULL;
+  size_t cn = 0;
+
+  acp_json_get_uint64(acp_json_obj_getz(u->update, "used"), &used);
+  acp_json_get_uint64(acp_json_obj_getz(u->update, "size"), &size);
+  note(a, "[usage] %llu/%llu tokens", (unsigned long long)used,
+       (unsigned long long)size);
+  if (size > 0)
+    note(a, " (%.1f%%)", 100.0 * (double)used / (double)size);
+  if (acp_json_get_double(acp_json_obj_getz(cost, "amount"), &amount) == 0) {
+    jstr(u->msg, cost, "currency", &cur, &cn);
+    note(a, ", cost %.4g %.*s", amount, (int)cn, cur ? cur : "");
+  }
+  note(a, "\n");
+}
+
+static void note_session_info(capp *a, const acp_client_update *u) {
+  const acp_json_val *title = acp_json_obj_getz(u->update, "title");
+  const char *s = NULL, *at = NULL;
+  size_t n = 0, an = 0;
+
+  jstr(u->msg, u->update, "updatedAt", &at, &an);
+  if (title != NULL) {
+    if (jstr(u->msg, u->update, "title", &s, &n) == 0)
+      note(a, "[title] %.*s", (int)n, s);
+    else
+      note(a, "[title] (cleared)");
+    if (at != NULL)
+      note(a, " (updated %.*s)", (int)an, at);
+    note(a, "\n");
+  } else if (at != NULL) {
+    note(a, "[session] updated %.*s\n", (int)an, at);
+  }
+}
+
+static void note_compaction(capp *a, const acp_client_update *u) {
+  const acp_json_val *e;
+  const char *id = NULL, *st = NULL, *err = NULL;
+  size_t idn = 0, sn = 0, en = 0;
+  char lead[96];
+
+  jstr(u->msg, u->update, "compactionId", &id, &idn);
+  snprintf(lead, sizeof(lead), "[compaction %.*s] ", (int)(idn < 64 ? idn : 64),
+           id ? id : "");
+  if (u->kind == ACP_UPDATE_COMPACTION_SUMMARY_CHUNK) {
+    note_content(a, u->msg, lead, acp_json_obj_getz(u->update, "content"));
+    return;
+  }
+  jstr(u->msg, u->update, "status", &st, &sn);
+  if (jstr(u->msg, u->update, "error", &err, &en) == 0)
+    note(a, "%s%.*s: %.*s\n", lead, (int)sn, st ? st : "", (int)en, err);
+  else
+    note(a, "%s%.*s\n", lead, (int)sn, st ? st : "");
+  for (e = acp_json_child(acp_json_obj_getz(u->update, "summary")); e != NULL;
+       e = acp_json_next(e))
+    note_content(a, u->msg, "  ", e);
+}
+
 static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   capp *a = ud;
-  const char *s = NULL;
-  const char *s2 = NULL;
-  size_t n = 0;
-  size_t n2 = 0;
-  const acp_json_val *e;
+  const acp_json_val *content = acp_json_obj_getz(u->update, "content");
+  const char *s = NULL, *s2 = NULL;
+  size_t n = 0, n2 = 0;
 
   (void)client;
   switch (u->kind) {
   case ACP_UPDATE_AGENT_MESSAGE_CHUNK:
     if (u->text != NULL)
       out_text(a, u->text, u->text_len);
+    else
+      note_content(a, u->msg, "", content);
     break;
   case ACP_UPDATE_AGENT_THOUGHT_CHUNK:
-    if (u->text != NULL)
-      note(a, "(thinking) %.*s\n", (int)u->text_len, u->text);
+    note_content(a, u->msg, "(thinking) ", content);
     break;
   case ACP_UPDATE_USER_MESSAGE_CHUNK:
-    if (u->text != NULL)
-      note(a, "> %.*s\n", (int)u->text_len, u->text);
+    note_content(a, u->msg, "> ", content);
     break;
   case ACP_UPDATE_TOOL_CALL:
-    jstr(u->msg, u->update, "title", &s, &n);
-    jstr(u->msg, u->update, "status", &s2, &n2);
-    note(a, "[tool] %.*s (%.*s)\n", (int)n, s ? s : "", (int)n2,
-         s2 ? s2 : "pending");
+    note_tool(a, u, true);
     break;
   case ACP_UPDATE_TOOL_CALL_UPDATE:
-    jstr(u->msg, u->update, "toolCallId", &s, &n);
-    if (jstr(u->msg, u->update, "status", &s2, &n2) == 0)
-      note(a, "[tool] %.*s: %.*s\n", (int)n, s, (int)n2, s2);
+    note_tool(a, u, false);
     break;
   case ACP_UPDATE_PLAN:
-    /* One line per plan update keeps a plan's progress readable. */
-    note(a, "[plan]");
-    for (e = acp_json_child(acp_json_obj_getz(u->update, "entries")); e != NULL;
-         e = acp_json_next(e)) {
-      const char *mark = "[ ]";
-      jstr(u->msg, e, "content", &s, &n);
-      if (jstr(u->msg, e, "status", &s2, &n2) == 0) {
-        if (n2 == 9 && memcmp(s2, "completed", 9) == 0)
-          mark = "[x]";
-        else if (n2 == 11 && memcmp(s2, "in_progress", 11) == 0)
-          mark = "[>]";
-      }
-      note(a, " %s %.*s", mark, (int)n, s ? s : "");
-    }
-    note(a, "\n");
+    note_entries(a, u->msg, "[plan]", acp_json_obj_getz(u->update, "entries"));
+    break;
+  case ACP_UPDATE_PLAN_UPDATE:
+    note_plan_update(a, u);
+    break;
+  case ACP_UPDATE_PLAN_REMOVED:
+    jstr(u->msg, u->update, "planId", &s, &n);
+    note(a, "[plan %.*s] removed\n", (int)n, s ? s : "");
+    break;
+  case ACP_UPDATE_AVAILABLE_COMMANDS_UPDATE:
+    note_commands(a, u);
     break;
   case ACP_UPDATE_CURRENT_MODE_UPDATE:
     jstr(u->msg, u->update, "currentModeId", &s, &n);
     note(a, "[mode] %.*s\n", (int)n, s ? s : "");
     break;
+  case ACP_UPDATE_CONFIG_OPTION_UPDATE:
+    note_config(a, u);
+    break;
   case ACP_UPDATE_SESSION_INFO_UPDATE:
-    if (jstr(u->msg, u->update, "title", &s, &n) == 0)
-      note(a, "[title] %.*s\n", (int)n, s);
+    note_session_info(a, u);
+    break;
+  case ACP_UPDATE_USAGE_UPDATE:
+    note_usage(a, u);
+    break;
+  case ACP_UPDATE_NOTICE:
+    jstr(u->msg, u->update, "severity", &s, &n);
+    jstr(u->msg, u->update, "title", &s2, &n2);
+    note(a, "[%.*s] %.*s", (int)n, s ? s : "notice", (int)n2, s2 ? s2 : "");
+    if (jstr(u->msg, u->update, "description", &s, &n) == 0)
+      note(a, ": %.*s", (int)n, s);
+    note(a, "\n");
+    break;
+  case ACP_UPDATE_COMPACTION_UPDATE:
+  case ACP_UPDATE_COMPACTION_SUMMARY_CHUNK:
+    note_compaction(a, u);
     break;
   default:
-    note(a, "[%.*s]\n", (int)u->kind_name_len, u->kind_name);
+    note(a, "[update] %.*s (a kind this client does not know)\n",
+         (int)u->kind_name_len, u->kind_name);
     break;
   }
   return 0;
@@ -1464,6 +1737,13 @@ cleanup:
   acp_client_callbacks_free(cbs);
   acp_uv_process_options_free(popts);
   acp_json_writer_free(a.w);
+  while (a.tools != NULL) {
+    tool_title *tt = a.tools;
+    a.tools = tt->next;
+    free(tt->id);
+    free(tt->title);
+    free(tt);
+  }
   free(a.session_id);
   free(a.line);
   free(a.perm_options);

@@ -15,6 +15,7 @@
 static const char conductor_usage[] =
     "usage: acp conductor agent [options] COMPONENT... AGENT\n"
     "       acp conductor proxy [options] [PROXY...]\n"
+    "(options may also come before `agent` or `proxy`)\n"
     "\n"
     "Run a chain of ACP proxies in front of an agent, as the Proxy Chains RFD\n"
     "describes. `agent` mode looks like an ordinary agent to the client on\n"
@@ -106,27 +107,21 @@ int cmd_conductor(int argc, char **argv) {
   uint64_t g_in = 1000, g_term = 1000, restarts;
   int i = 1, ok, status = CLI_EXIT_FAILURE, rc;
   const char *v;
+  const char *mode = NULL; /* "agent" or "proxy" */
   char err[256];
 
-  if (argc >= 2 &&
-      (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-    fputs(conductor_usage, stdout);
-    return CLI_EXIT_OK;
-  }
-  if (argc < 2 ||
-      (strcmp(argv[1], "agent") != 0 && strcmp(argv[1], "proxy") != 0)) {
-    cli_err("conductor", "expected 'agent' or 'proxy' (see --help)");
-    return CLI_EXIT_USAGE;
-  }
   if (acp_conductor_options_new(&o, NULL) < 0) {
     cli_err("conductor", "out of memory");
     return CLI_EXIT_FAILURE;
   }
-  acp_conductor_options_set_mode(o, strcmp(argv[1], "proxy") == 0
-                                        ? ACP_ROUTER_MODE_PROXY
-                                        : ACP_ROUTER_MODE_AGENT);
-  for (i = 2; i < argc; i++) {
+  /* Options come before or after the mode word; the first other word
+   * starts the components. */
+  for (i = 1; i < argc; i++) {
     const char *a = argv[i];
+    if (mode == NULL && (strcmp(a, "agent") == 0 || strcmp(a, "proxy") == 0)) {
+      mode = a;
+      continue;
+    }
     if (strcmp(a, "--") == 0) {
       i++;
       break;
@@ -226,6 +221,13 @@ int cmd_conductor(int argc, char **argv) {
     cli_err("conductor", "unknown option %s", a);
     goto usage;
   }
+  if (mode == NULL) {
+    cli_err("conductor", "expected 'agent' or 'proxy' (see --help)");
+    goto usage;
+  }
+  acp_conductor_options_set_mode(o, strcmp(mode, "proxy") == 0
+                                        ? ACP_ROUTER_MODE_PROXY
+                                        : ACP_ROUTER_MODE_AGENT);
   acp_conductor_options_set_grace(o, g_in, g_term);
   for (; i < argc; i++) {
     rc = acp_conductor_options_add_component_spec(o, argv[i], err, sizeof(err));
@@ -235,7 +237,7 @@ int cmd_conductor(int argc, char **argv) {
       goto usage;
     }
   }
-  if (strcmp(argv[1], "agent") == 0 &&
+  if (strcmp(mode, "agent") == 0 &&
       acp_conductor_options_component_count(o) == 0) {
     cli_err("conductor", "agent mode needs at least the agent component");
     goto usage;

@@ -4,7 +4,7 @@
  * plan, tool calls, a permission request, a file read and a file write. The
  * client talks to the agent through `acp conductor` with two proxies in
  * front of it: `context` (injects the directory's AGENTS.md into the first
- * prompt) and `arrow` (prefixes '>' to the agent's text).
+ * prompt) and `arrow` (prefixes '>' to each message of the agent).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -26,10 +26,9 @@ static const char demo_usage[] =
     "Run a short scripted conversation between `acp client` and `acp agent`\n"
     "in a scratch directory, through `acp conductor` with the `context` and\n"
     "`arrow` proxies in front of the agent. The agent's words go to stdout\n"
-    "(each prefixed '>' by arrow; the first lines are AGENTS.md, injected\n"
-    "by context); the client's\n"
-    "notes (plan, tool calls, the permission request, file access) to\n"
-    "stderr.\n"
+    "(each message prefixed '>' by arrow; the first lines are AGENTS.md,\n"
+    "injected by context); the client's notes (plan, tool calls, the\n"
+    "permission request, file access) to stderr.\n"
     "\n"
     "  --keep   keep the scratch directory and print its path\n";
 

@@ -406,11 +406,11 @@ static void print_str(acp_json_doc *doc, const acp_json_val *v) {
 /* One content block as text. */
 static void print_content(acp_json_doc *doc, const acp_json_val *b) {
   const acp_json_val *type = acp_json_obj_getz(b, "type");
-  if (acp_json_str_eq(type, "text", 4)) {
+  if (ACP_JSON_STR_EQ_LIT(type, "text")) {
     print_str(doc, acp_json_obj_getz(b, "text"));
     fputc('\n', stdout);
-  } else if (acp_json_str_eq(type, "image", 5) ||
-             acp_json_str_eq(type, "audio", 5)) {
+  } else if (ACP_JSON_STR_EQ_LIT(type, "image") ||
+             ACP_JSON_STR_EQ_LIT(type, "audio")) {
     size_t n = 0;
     acp_json_str_raw(acp_json_obj_getz(b, "data"), &n);
     fputc('[', stdout);
@@ -418,7 +418,7 @@ static void print_content(acp_json_doc *doc, const acp_json_val *b) {
     fputs(" ", stdout);
     print_str(doc, acp_json_obj_getz(b, "mimeType"));
     printf(", %zu base64 characters]\n", n);
-  } else if (acp_json_str_eq(type, "resource", 8)) {
+  } else if (ACP_JSON_STR_EQ_LIT(type, "resource")) {
     const acp_json_val *r = acp_json_obj_getz(b, "resource");
     const acp_json_val *t = acp_json_obj_getz(r, "text");
     fputs("[resource ", stdout);
@@ -428,7 +428,7 @@ static void print_content(acp_json_doc *doc, const acp_json_val *b) {
       print_str(doc, t);
       fputc('\n', stdout);
     }
-  } else if (acp_json_str_eq(type, "resource_link", 13)) {
+  } else if (ACP_JSON_STR_EQ_LIT(type, "resource_link")) {
     fputs("[link ", stdout);
     print_str(doc, acp_json_obj_getz(b, "uri"));
     fputs("]\n", stdout);

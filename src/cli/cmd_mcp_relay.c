@@ -97,10 +97,18 @@ typedef struct relay {
 static void relay_end(relay *r, int status);
 
 static void write_line(relay *r, const char *s, size_t n) {
+  int rv;
   if (r->io == NULL)
     return;
-  (void)acp_uv_link_write(r->io, s, n);
-  (void)acp_uv_link_write(r->io, "\n", 1);
+  rv = acp_uv_link_write(r->io, s, n);
+  if (rv == 0)
+    rv = acp_uv_link_write(r->io, "\n", 1);
+  /* ACP_ERR_CLOSED: stdout is gone, which its own end reports. Anything
+   * else lost a message the client waits for: stop. */
+  if (rv != 0 && rv != ACP_ERR_CLOSED) {
+    cli_err("mcp relay", "cannot write to stdout: %s", acp_strerror(rv));
+    relay_end(r, CLI_EXIT_FAILURE);
+  }
 }
 
 static void write_error(relay *r, int code, const char *message) {

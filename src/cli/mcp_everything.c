@@ -770,18 +770,18 @@ static int complete(acp_mcp_call *call, const acp_json_val *ref,
     value = "";
     vlen = 0;
   }
-  if (acp_json_str_eq(type, "ref/prompt", 10)) {
-    if (acp_json_str_eq(name, "arg1", 4)) {
+  if (ACP_JSON_STR_EQ_LIT(type, "ref/prompt")) {
+    if (ACP_JSON_STR_EQ_LIT(name, "arg1")) {
       cands = arg1_vals;
       ncands = sizeof(arg1_vals) / sizeof(arg1_vals[0]);
-    } else if (acp_json_str_eq(name, "arg2", 4)) {
+    } else if (ACP_JSON_STR_EQ_LIT(name, "arg2")) {
       cands = arg2_vals;
       ncands = sizeof(arg2_vals) / sizeof(arg2_vals[0]);
-    } else if (acp_json_str_eq(name, "style", 5)) {
+    } else if (ACP_JSON_STR_EQ_LIT(name, "style")) {
       cands = style_vals;
       ncands = sizeof(style_vals) / sizeof(style_vals[0]);
     }
-  } else if (acp_json_str_eq(name, "id", 2)) {
+  } else if (ACP_JSON_STR_EQ_LIT(name, "id")) {
     cands = id_vals;
     ncands = sizeof(id_vals) / sizeof(id_vals[0]);
   }

@@ -397,7 +397,7 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
         x->req_id = acp__strndup(&hc->mem, raw, n);
         if (x->req_id == NULL)
           rv = ACP_ERR_NOMEM;
-        if (rv == 0 && acp_json_str_eq(method, "initialize", 10)) {
+        if (rv == 0 && ACP_JSON_STR_EQ_LIT(method, "initialize")) {
           acp__free(&hc->mem, hc->init_id);
           hc->init_id = acp__strndup(&hc->mem, raw, n);
           if (hc->init_id == NULL)
@@ -830,6 +830,8 @@ static void hc_fail(acp_http_client *hc, int reason, const char *what) {
   if (what && hc->err != what) {
     snprintf(hc->err, sizeof(hc->err), "%s", what);
   }
+  /* The transport is over: the MCP client's pending calls end here, and a
+   * failure of theirs has nowhere left to go but end_cb, which follows. */
   if (hc->mc)
     (void)acp_mcp_client_recv_eof(hc->mc, uv_now(hc->loop));
   if (hc->end_cb)
@@ -954,11 +956,13 @@ int acp_http_client_send_raw(acp_http_client *hc, const char *msg, size_t len) {
   if (rv != 0)
     return ACP_ERR_INVALID_ARGUMENT;
   start = hc->outq.len;
-  rv = acp__buf_reserve(&hc->outq, b - a + 1);
-  if (rv != 0)
-    return ACP_ERR_NOMEM;
-  (void)acp__buf_append(&hc->outq, msg + a, b - a);
-  (void)acp__buf_putc(&hc->outq, '\n');
+  rv = acp__buf_append(&hc->outq, msg + a, b - a);
+  if (rv == 0)
+    rv = acp__buf_putc(&hc->outq, '\n');
+  if (rv != 0) {
+    hc->outq.len = start; /* nothing queued */
+    return rv;
+  }
   /* Line breaks can only be whitespace between tokens in valid JSON. */
   for (i = start; i + 1 < hc->outq.len; i++)
     if (hc->outq.data[i] == '\n' || hc->outq.data[i] == '\r')

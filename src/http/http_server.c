@@ -116,6 +116,7 @@ struct acp_http_relay_session {
   size_t auth_len;
   char *init_id; /* raw id of the initialize request, until answered */
   bool batch_ok; /* the answer to initialize said 2025-03-26 */
+  bool prime;    /* ... said 2025-11-25 or later: see primes() */
   hs_stream *streams;
   hs_stream *get;
   hs_stream *ctx;
@@ -1019,7 +1020,30 @@ static void apply_cut(hs_session *s, const acp_json_val *params) {
   }
 }
 
-/* A relay session's answer to initialize: note whether batches are on. */
+/* Whether a protocolVersion string is 2025-11-25 or later. Revisions are
+ * dates, so a later one we do not know yet compares as a later string. */
+static bool version_primes(const acp_json_val *v) {
+  static const char first[] = "2025-11-25";
+  size_t n;
+  const char *p = acp_json_str_raw(v, &n);
+  if (p == NULL || n != sizeof(first) - 1)
+    return false;
+  return memcmp(p, first, n) >= 0;
+}
+
+/* Whether SSE streams of `s` open with the priming event (an id and empty
+ * data). It came with 2025-11-25: a client of an earlier revision parses
+ * the empty data as a JSON-RPC message, fails, and may drop the server. A
+ * relay session whose version is not known yet (its initialize still
+ * unanswered) gets none. */
+static bool primes(const hs_session *s) {
+  if (s->conn != NULL)
+    return acp_mcp_conn_version(s->conn) >= ACP_MCP_VERSION_2025_11_25;
+  return s->prime;
+}
+
+/* A relay session's answer to initialize: note whether batches are on and
+ * whether streams are primed. */
 static void sniff_init(hs_session *s, const acp_json_val *id,
                        const acp_json_val *root) {
   size_t n;
@@ -1028,7 +1052,8 @@ static void sniff_init(hs_session *s, const acp_json_val *id,
   if (raw == NULL || strlen(s->init_id) != n || memcmp(s->init_id, raw, n))
     return;
   v = acp_json_obj_getz(acp_json_obj_getz(root, "result"), "protocolVersion");
-  s->batch_ok = acp_json_str_eq(v, "2025-03-26", 10) != 0;
+  s->batch_ok = ACP_JSON_STR_EQ_LIT(v, "2025-03-26") != 0;
+  s->prime = version_primes(v);
   acp__free(&s->srv->mem, s->init_id);
   s->init_id = NULL;
 }
@@ -1080,11 +1105,11 @@ static int route(hs_session *s, acp_json_doc *doc, const char *line,
         s->omap[s->nomap].st = st;
         s->nomap++;
       }
-    } else if (acp_json_str_eq(method, CUT_METHOD, sizeof(CUT_METHOD) - 1)) {
+    } else if (ACP_JSON_STR_EQ_LIT(method, CUT_METHOD)) {
       apply_cut(s, acp_json_obj_getz(root, "params"));
       return 0;
     } else {
-      if (acp_json_str_eq(method, "notifications/progress", 22)) {
+      if (ACP_JSON_STR_EQ_LIT(method, "notifications/progress")) {
         const acp_json_val *tok = acp_json_obj_getz(
             acp_json_obj_getz(root, "params"), "progressToken");
         size_t tl;
@@ -1297,7 +1322,7 @@ static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
     pi->invalid = true;
     return 0;
   }
-  if (method && acp_json_str_eq(method, "initialize", 10))
+  if (method && ACP_JSON_STR_EQ_LIT(method, "initialize"))
     pi->initialize = true;
   if (method && id) {
     pi->nreq++;
@@ -1477,7 +1502,7 @@ static enum MHD_Result answer_sse(hs_req *rq, hs_stream *st, bool created) {
     return reply_error(rq->mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
                        "Too many streams");
   }
-  rv = stream_event(st, NULL, "", 0, true, true);
+  rv = primes(s) ? stream_event(st, NULL, "", 0, true, true) : 0;
   {
     size_t i = 0, k = 0;
     for (;;) {
@@ -1586,13 +1611,20 @@ static enum MHD_Result handle_post(hs_req *rq) {
     /* Notifications and responses only: 202. */
     enum MHD_Result ret;
     s->ctx = response_context(s, root);
+    rv = 0;
     if (s->relay)
       relay_feed(s, &rq->body, root);
-    else {
+    else
       rv = feed(s, &rq->body);
-      (void)rv;
-    }
     s->ctx = NULL;
+    if (rv != 0) {
+      /* Not taken (a cap, no memory): the client must not think it was.
+       * After a fatal error the conn is unusable: end the session. */
+      if (acp_is_fatal(rv))
+        session_close(s);
+      return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                         "Internal error");
+    }
     ret = reply(mc, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
     relay_settle(s);
     return ret;
@@ -1724,7 +1756,7 @@ static enum MHD_Result handle_get(hs_req *rq) {
   if (st->rq)
     return reply_error(mc, MHD_HTTP_CONFLICT, -32000,
                        "Conflict: Only one SSE stream is allowed per session");
-  if (stream_event(st, NULL, "", 0, true, true) != 0)
+  if (primes(s) && stream_event(st, NULL, "", 0, true, true) != 0)
     return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                        "Internal error");
   /* Deliver what was queued while no GET stream was connected (the
@@ -1792,7 +1824,9 @@ static enum MHD_Result handle_legacy_post(hs_req *rq) {
   if (acp_json_type_of(root) != ACP_JSON_OBJECT &&
       acp_json_type_of(root) != ACP_JSON_ARRAY)
     return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600, "Invalid Request");
-  (void)feed(s, &rq->body);
+  if (feed(s, &rq->body) != 0)
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
   return reply(mc, MHD_HTTP_ACCEPTED, "text/plain", "Accepted", 8, NULL);
 }
 
@@ -1885,7 +1919,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
     return MHD_YES;
   }
   rq->answered = true;
-  if (rq->too_big)
+  /* The body buffer holds one byte more than max_body (the newline the
+   * conn is fed with), so a body without Content-Length is checked here. */
+  if (rq->too_big || rq->body.len > srv->o->max_body)
     return reply_error(mc, MHD_HTTP_CONTENT_TOO_LARGE, -32000,
                        "Payload Too Large");
   if (is_sse)
@@ -1983,8 +2019,11 @@ static void on_timer(uv_timer_t *t) {
   uint64_t now = uv_now(srv->loop);
   for (s = srv->sessions; s; s = next) {
     next = s->next;
-    if (s->conn && acp_mcp_conn_get_expiry(s->conn) <= now)
-      (void)acp_mcp_conn_handle_expiry(s->conn, now);
+    /* After a fatal error (no memory for the timeout errors) the conn is
+     * unusable: end the session rather than keep a dead one. */
+    if (s->conn && acp_mcp_conn_get_expiry(s->conn) <= now &&
+        acp_is_fatal(acp_mcp_conn_handle_expiry(s->conn, now)))
+      session_close(s);
   }
   drive(srv);
 }

@@ -1633,13 +1633,13 @@ static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     ctx = NULL;
   if (ctx != NULL && acp_json_type_of(ctx) != ACP_JSON_OBJECT)
     return invalid_params(c, msg->handle, "context must be an object");
-  if (acp_json_str_eq(type, "ref/prompt", 10)) {
+  if (ACP_JSON_STR_EQ_LIT(type, "ref/prompt")) {
     const acp_json_val *name = acp_json_obj_getz(ref, "name");
     if (acp_json_type_of(name) != ACP_JSON_STRING)
       return invalid_params(c, msg->handle, "ref.name must be a string");
     if (vec_find_val(&s->lists[K_PROMPT], name) == NULL)
       return invalid_params(c, msg->handle, "unknown prompt");
-  } else if (acp_json_str_eq(type, "ref/resource", 12)) {
+  } else if (ACP_JSON_STR_EQ_LIT(type, "ref/resource")) {
     const acp_json_val *uri = acp_json_obj_getz(ref, "uri");
     if (acp_json_type_of(uri) != ACP_JSON_STRING)
       return invalid_params(c, msg->handle, "ref.uri must be a string");

@@ -58,6 +58,7 @@ struct acp_router {
   bool in_batch;
   bool in_cb;
   bool fatal;
+  uint32_t ncut; /* live RT_F_CUT entries */
 };
 
 /* An outgoing message being written to one link. */
@@ -122,9 +123,9 @@ static size_t fmt_i64(char *buf, int64_t v) {
   return i;
 }
 
-static bool str_is(const acp_json_val *v, const char *s) {
-  return acp_json_str_eq(v, s, strlen(s)) != 0;
-}
+/* Whether v is the string `lit` (a literal: its length is not counted at
+ * run time, which matters for the few compares every routed call pays). */
+#define str_is(v, lit) (ACP_JSON_STR_EQ_LIT((v), lit) != 0)
 
 /* right(k): next live component after k; link 0 past the end (proxy mode). */
 static uint32_t right_of(const acp_router *r, uint32_t k) {
@@ -297,6 +298,30 @@ static int emit_error(acp_router *r, uint32_t to, const char *id, size_t id_len,
   rv = w_end(&w);
   if (rv == ACP_ERR_LIMIT) {
     event(r, ACP_ROUTER_EVENT_DROPPED, to, "error answer exceeds output cap");
+    return 0;
+  }
+  return nomem(r, rv);
+}
+
+/* Write a successful response with a literal `result` to `to`; as
+ * emit_error(). */
+static int emit_result(acp_router *r, uint32_t to, const char *id,
+                       size_t id_len, const char *result) {
+  wmsg w;
+  int rv;
+
+  if (r->links[to].state == ACP_ROUTER_LINK_CLOSED ||
+      r->links[to].state == ACP_ROUTER_LINK_BYPASSED)
+    return 0;
+  w_begin(r, &w, RT_SELF, to);
+  w_lit(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
+  w_put(&w, id, id_len);
+  w_lit(&w, ",\"result\":");
+  w_lit(&w, result);
+  w_lit(&w, "}");
+  rv = w_end(&w);
+  if (rv == ACP_ERR_LIMIT) {
+    event(r, ACP_ROUTER_EVENT_DROPPED, to, "answer exceeds output cap");
     return 0;
   }
   return nomem(r, rv);
@@ -483,7 +508,12 @@ typedef struct call {
   const char *id; /* raw original id, NULL for a notification */
   size_t id_len;
   bool init;
+  int kind;        /* CK_*: the session methods a cut-off turn concerns */
+  const char *sid; /* their params.sessionId (raw string), else NULL */
+  size_t sid_len;
 } call;
+
+enum { CK_OTHER = 0, CK_PROMPT, CK_CANCEL, CK_UPDATE, CK_PERMISSION };
 
 /*
  * Write a request/notification envelope to w->to. `form_wrap` wraps in the
@@ -548,6 +578,115 @@ static int remember_init_params(acp_router *r, uint32_t to, const call *c) {
   return 0;
 }
 
+/* MARK: - Cut-off turns (Private) */
+
+/*
+ * When the component that sent a session/prompt toward the agent dies, the
+ * prompt's answer has nowhere to go, and `$/cancel_request` alone may be
+ * ignored (ACP makes it optional): agents kept running the old turn and its
+ * output showed up in the client's next one. So the router also sends
+ * `session/cancel`, and keeps the entry (RT_F_CUT, source RT_SELF) until
+ * the agent ends that turn by answering the prompt. Meanwhile, for that
+ * session on that link: its session/update notifications are dropped (the
+ * client was already told the prompt failed), its permission requests are
+ * answered `cancelled`, and the next session/prompt waits in `hold` so it
+ * starts a turn of its own once the old one has ended.
+ */
+
+static rt_entry *find_cut(acp_router *r, uint32_t link, const char *sid,
+                          size_t sid_len) {
+  uint32_t i;
+
+  for (i = 0; i < r->tab.used; i++) {
+    rt_entry *e = &r->tab.e[i];
+    if ((e->flags & (RT_F_USED | RT_F_CUT)) == (RT_F_USED | RT_F_CUT) &&
+        e->dst == link && e->sid_len == sid_len &&
+        memcmp(e->sid, sid, sid_len) == 0)
+      return e;
+  }
+  return NULL;
+}
+
+static int hold_prompt(acp_router *r, rt_entry *e, uint32_t from,
+                       const call *c) {
+  rt_hold *h;
+  char *p;
+
+  static const char busy[] =
+      "\"A prompt is already waiting for the cancelled turn to end\"";
+
+  if (e->hold != NULL) {
+    event(r, ACP_ROUTER_EVENT_REJECTED, from, "second prompt during a cut");
+    return emit_error(r, from, c->id, c->id_len, ACP_RPC_INTERNAL_ERROR, busy,
+                      sizeof(busy) - 1, NULL, 0);
+  }
+  h = acp__malloc(&r->mem, sizeof(*h) + c->id_len + c->params_len);
+  if (h == NULL)
+    return nomem(r, ACP_ERR_NOMEM);
+  p = (char *)(h + 1);
+  h->src = from;
+  memcpy(p, c->id, c->id_len);
+  h->id = p;
+  h->id_len = c->id_len;
+  h->params = NULL;
+  h->params_len = 0;
+  if (c->params != NULL) {
+    memcpy(p + c->id_len, c->params, c->params_len);
+    h->params = p + c->id_len;
+    h->params_len = c->params_len;
+  }
+  e->hold = h;
+  event(r, ACP_ROUTER_EVENT_DROPPED, from,
+        "prompt held until the cancelled turn ends");
+  return 0;
+}
+
+/* Apply the rules above to `c`: 1 to route it as usual, 0 when handled, or
+ * a fatal error. */
+static int cut_filter(acp_router *r, uint32_t from, uint32_t to, int dir,
+                      const call *c) {
+  rt_entry *e;
+
+  if (c->sid == NULL)
+    return 1;
+  switch (c->kind) {
+  case CK_UPDATE:
+    if (dir != DIR_LEFT || find_cut(r, from, c->sid, c->sid_len) == NULL)
+      return 1;
+    event(r, ACP_ROUTER_EVENT_DROPPED, from, "update of a cancelled turn");
+    return 0;
+  case CK_PERMISSION:
+    if (dir != DIR_LEFT || c->id == NULL ||
+        find_cut(r, from, c->sid, c->sid_len) == NULL)
+      return 1;
+    event(r, ACP_ROUTER_EVENT_DROPPED, from,
+          "permission request of a cancelled turn");
+    return emit_result(r, from, c->id, c->id_len,
+                       "{\"outcome\":{\"outcome\":\"cancelled\"}}");
+  case CK_PROMPT:
+    if (dir != DIR_RIGHT || c->id == NULL ||
+        (e = find_cut(r, to, c->sid, c->sid_len)) == NULL)
+      return 1;
+    return hold_prompt(r, e, from, c);
+  case CK_CANCEL:
+    /* The client gives up the prompt it is waiting with. */
+    if (dir == DIR_RIGHT && (e = find_cut(r, to, c->sid, c->sid_len)) != NULL &&
+        e->hold) {
+      rt_hold *h = e->hold;
+      int rv;
+      e->hold = NULL;
+      rv = emit_result(r, h->src, h->id, h->id_len,
+                       "{\"stopReason\":\"cancelled\"}");
+      acp__free(&r->mem, h);
+      if (rv != 0)
+        return rv;
+    }
+    return 1;
+  default:
+    return 1;
+  }
+}
+
 /*
  * Deliver call `c` from `from` to `to`, travelling in direction `dir`.
  * Requests get a fresh id on `to` and a table entry.
@@ -573,6 +712,11 @@ static int forward(acp_router *r, uint32_t from, uint32_t to, int dir,
     event(r, ACP_ROUTER_EVENT_REJECTED, from, "request for a closed link");
     return answer_closed(r, from, to, c->id, c->id_len);
   }
+  if (r->ncut > 0 && c->kind != CK_OTHER) {
+    rv = cut_filter(r, from, to, dir, c);
+    if (rv != 1)
+      return rv;
+  }
   if (c->init && !wrap && is_proxy(r, to))
     init_wire = (int)l->wire;
   if (c->id != NULL) {
@@ -590,6 +734,12 @@ static int forward(acp_router *r, uint32_t from, uint32_t to, int dir,
     e->id = l->next_id++;
     e->wire = init_wire;
     rv = rt__entry_set_orig(&r->tab, e, c->id, c->id_len);
+    if (rv == 0 && c->kind == CK_PROMPT && c->sid != NULL && dir == DIR_RIGHT) {
+      e->sid = dup_bytes(r, c->sid, c->sid_len);
+      e->sid_len = c->sid_len;
+      if (e->sid == NULL)
+        rv = ACP_ERR_NOMEM;
+    }
     if (rv == 0 && c->init) {
       e->flags |= RT_F_INIT;
       if (c->params != NULL) {
@@ -695,8 +845,97 @@ static int translate_cancel(acp_router *r, uint32_t k,
     if ((e->flags & RT_F_USED) && e->src == k && id_equal(r, e, rid))
       return send_cancel(r, k, e->dst, e->id);
   }
+  for (i = 0; r->ncut > 0 && i < r->tab.used; i++) {
+    rt_entry *e = &r->tab.e[i];
+    size_t n;
+    const char *p = acp_json_raw(rid, &n);
+    rt_hold *h = e->hold;
+    if ((e->flags & RT_F_USED) && h != NULL && h->src == k && h->id_len == n &&
+        memcmp(h->id, p, n) == 0) {
+      /* A prompt held back by a cut-off turn (see end_cut): it never
+       * started, so it ends here. */
+      int rv;
+      e->hold = NULL;
+      rv =
+          emit_result(r, k, h->id, h->id_len, "{\"stopReason\":\"cancelled\"}");
+      acp__free(&r->mem, h);
+      return rv;
+    }
+  }
   event(r, ACP_ROUTER_EVENT_DROPPED, k, "cancel for an unknown request");
   return 0;
+}
+
+/* The agent answered a cut-off prompt: the turn is over. Release the
+ * entry and send the prompt held meanwhile, if any. */
+static int end_cut(acp_router *r, uint32_t idx) {
+  rt_entry *e = &r->tab.e[idx];
+  rt_hold *h = e->hold;
+  char *sid = e->sid;
+  size_t sid_len = e->sid_len;
+  int rv = 0;
+
+  e->hold = NULL;
+  e->sid = NULL;
+  r->ncut--;
+  rt__table_release(&r->tab, idx);
+  if (h != NULL) {
+    call c;
+    memset(&c, 0, sizeof(c));
+    c.method = "\"session/prompt\"";
+    c.method_len = 16;
+    c.params = h->params;
+    c.params_len = h->params_len;
+    c.id = h->id;
+    c.id_len = h->id_len;
+    c.kind = CK_PROMPT;
+    c.sid = sid;
+    c.sid_len = sid_len;
+    rv = forward(r, h->src, right_of(r, h->src), DIR_RIGHT, &c);
+  }
+  acp__free(&r->mem, h);
+  acp__free(&r->mem, sid);
+  return rv;
+}
+
+/* `link` died with entry `e` (a session/prompt it sent, source `link`)
+ * pending: cancel the turn both ways and keep the entry as RT_F_CUT (see
+ * "Cut-off turns"); other requests are cancelled and forgotten. */
+static int cut_request(acp_router *r, uint32_t idx) {
+  rt_entry *e = &r->tab.e[idx];
+  uint32_t dst = e->dst;
+  acp__buf params;
+  call c;
+  int rv;
+
+  rv = send_cancel(r, RT_SELF, dst, e->id);
+  if (rv != 0 || e->sid == NULL ||
+      r->links[dst].state == ACP_ROUTER_LINK_CLOSED) {
+    rt__table_release(&r->tab, idx);
+    return rv;
+  }
+  acp__buf_init(&params, &r->mem, 0);
+  rv = acp__buf_append(&params, "{\"sessionId\":", 13);
+  if (rv == 0)
+    rv = acp__buf_append(&params, e->sid, e->sid_len);
+  if (rv == 0)
+    rv = acp__buf_putc(&params, '}');
+  if (rv != 0) {
+    acp__buf_dispose(&params);
+    return nomem(r, rv);
+  }
+  e->src = RT_SELF;
+  e->flags |= RT_F_CUT;
+  r->ncut++;
+  memset(&c, 0, sizeof(c));
+  c.method = "\"session/cancel\"";
+  c.method_len = 16;
+  c.params = params.data;
+  c.params_len = params.len;
+  c.kind = CK_CANCEL;
+  rv = forward(r, RT_SELF, dst, DIR_RIGHT, &c);
+  acp__buf_dispose(&params);
+  return rv;
 }
 
 /* MARK: - Routing (Private) */
@@ -709,6 +948,19 @@ static void call_from(call *c, const acp_json_val *method,
     c->params = acp_json_raw(params, &c->params_len);
   if (id != NULL)
     c->id = acp_json_raw(id, &c->id_len);
+  if (str_is(method, "session/update"))
+    c->kind = CK_UPDATE;
+  else if (str_is(method, "session/prompt"))
+    c->kind = CK_PROMPT;
+  else if (str_is(method, "session/cancel"))
+    c->kind = CK_CANCEL;
+  else if (str_is(method, "session/request_permission"))
+    c->kind = CK_PERMISSION;
+  if (c->kind != CK_OTHER) {
+    const acp_json_val *sid = acp_json_obj_getz(params, "sessionId");
+    if (acp_json_type_of(sid) == ACP_JSON_STRING)
+      c->sid = acp_json_raw(sid, &c->sid_len);
+  }
 }
 
 /* A successor-family message (wrapped traffic) from link k. */
@@ -893,6 +1145,8 @@ static int route_response(acp_router *r, uint32_t k, const acp_json_val *id,
               "restarted proxy refused proxy/initialize");
     }
   }
+  if (e->flags & RT_F_CUT)
+    return end_cut(r, idx);
   if (e->src == RT_SELF) {
     rt__table_release(&r->tab, idx);
     return 0;
@@ -1334,13 +1588,25 @@ int acp_router_link_closed(acp_router *r, size_t link, const char *reason,
     rt_entry *e = &r->tab.e[i];
     if (!(e->flags & RT_F_USED))
       continue;
+    if (e->hold != NULL && (e->dst == k || e->hold->src == k)) {
+      /* A prompt held for a turn that can no longer end, or whose sender
+       * is gone. */
+      rt_hold *h = e->hold;
+      e->hold = NULL;
+      if (h->src != k)
+        rv = answer_closed(r, h->src, k, h->id, h->id_len);
+      acp__free(&r->mem, h);
+    }
+    if (rv != 0)
+      break;
     if (e->dst == k) {
       if (e->src != RT_SELF)
         rv = answer_closed(r, e->src, k, e->orig, e->orig_len);
+      if (e->flags & RT_F_CUT)
+        r->ncut--;
       rt__table_release(&r->tab, i);
     } else if (e->src == k) {
-      rv = send_cancel(r, RT_SELF, e->dst, e->id);
-      rt__table_release(&r->tab, i);
+      rv = cut_request(r, i);
     }
   }
   return rv;

@@ -11,15 +11,30 @@
 #define RT_SELF UINT32_MAX
 
 enum {
-  RT_F_USED = 1, /* slot holds a live entry */
-  RT_F_INIT = 2, /* an initialize (any spelling) */
-  RT_F_FRESH = 4 /* reserved, not yet indexed */
+  RT_F_USED = 1,  /* slot holds a live entry */
+  RT_F_INIT = 2,  /* an initialize (any spelling) */
+  RT_F_FRESH = 4, /* reserved, not yet indexed */
+  RT_F_CUT = 8    /* a session/prompt whose source died: see router.c */
 };
+
+/*
+ * A session/prompt held back until the cut-off turn of its session ends
+ * (RT_F_CUT). One allocation: the struct, then the id and params bytes.
+ */
+typedef struct rt_hold {
+  uint32_t src;
+  const char *id; /* raw original id */
+  size_t id_len;
+  const char *params; /* raw params, or NULL */
+  size_t params_len;
+} rt_hold;
 
 /*
  * One request in flight: sent to `dst` with our id `id`, on behalf of `src`
  * whose own id was `orig` (exact bytes). INIT entries keep a copy of the
  * params so that a -32601 answer can be retried in another spelling.
+ * Prompts sent toward the agent keep their sessionId, for the cancellation
+ * that follows their source's death.
  */
 typedef struct rt_entry {
   int64_t id;
@@ -33,6 +48,9 @@ typedef struct rt_entry {
   char orig_inline[24];
   char *params; /* INIT only; NULL when the request had none */
   size_t params_len;
+  char *sid; /* session/prompt toward the agent: raw sessionId, or NULL */
+  size_t sid_len;
+  rt_hold *hold; /* RT_F_CUT only: the next prompt of that session */
 } rt_entry;
 
 typedef struct rt_table {

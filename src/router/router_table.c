@@ -15,6 +15,8 @@ static void entry_clear(rt_table *t, rt_entry *e) {
   if (e->orig != e->orig_inline)
     acp__free(t->mem, e->orig);
   acp__free(t->mem, e->params);
+  acp__free(t->mem, e->sid);
+  acp__free(t->mem, e->hold);
   memset(e, 0, sizeof(*e));
 }
 

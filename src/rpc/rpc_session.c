@@ -1229,7 +1229,7 @@ static int handle_message(acp_rpc_session *s, const acp_json_val *v,
       report(s, 0, "response without a valid id");
       return 0;
     }
-    if (!acp_json_str_eq(m[K_JSONRPC], "2.0", 3)) {
+    if (!ACP_JSON_STR_EQ_LIT(m[K_JSONRPC], "2.0")) {
       report(s, 0, "response without \"jsonrpc\": \"2.0\"");
       return 0;
     }
@@ -1237,7 +1237,7 @@ static int handle_message(acp_rpc_session *s, const acp_json_val *v,
     if (m[K_ID] && usable_id == NULL)
       return invalid_request(s, batch, NULL,
                              "id must be a string, number or null");
-    if (!acp_json_str_eq(m[K_JSONRPC], "2.0", 3))
+    if (!ACP_JSON_STR_EQ_LIT(m[K_JSONRPC], "2.0"))
       return invalid_request(s, batch, usable_id, "jsonrpc must be \"2.0\"");
     if (m[K_METHOD] == NULL)
       return invalid_request(s, batch, usable_id, "method is missing");
@@ -1313,20 +1313,27 @@ static bool is_ws(char c) {
 }
 
 static int overlong(acp_rpc_session *s) {
-  char msg[64];
+  /* The longest text (20 digits) fits, so building it cannot fail; if it
+   * ever did, say so instead of sending a truncated message. */
+  char msg[sizeof("Message exceeds ") + 20 + sizeof(" bytes")];
   acp__buf tmp;
   size_t n = s->opts.max_line;
   char digits[24];
   size_t i = sizeof(digits);
+  int rv;
 
   do {
     digits[--i] = (char)('0' + n % 10);
     n /= 10;
   } while (n != 0);
   stack_buf(&tmp, &s->mem, msg, sizeof(msg) - 1);
-  put_lit(&tmp, "Message exceeds ");
-  acp__buf_append(&tmp, digits + i, sizeof(digits) - i);
-  put_lit(&tmp, " bytes");
+  rv = put_lit(&tmp, "Message exceeds ");
+  if (rv == 0)
+    rv = acp__buf_append(&tmp, digits + i, sizeof(digits) - i);
+  if (rv == 0)
+    rv = put_lit(&tmp, " bytes");
+  if (rv != 0)
+    return ACP_ERR_INTERNAL;
   msg[tmp.len] = '\0';
   report(s, ACP_RPC_INVALID_REQUEST, "line too long");
   return auto_error(s, NULL, NULL, 0, ACP_RPC_INVALID_REQUEST, msg, NULL, 0);

@@ -2099,9 +2099,18 @@ static bool br_agent_line(cond *c, const char *line, size_t len) {
 
 /* MARK: - Writing */
 
+/* A runtime failure that loses messages (no memory): stop the chain. */
+static void cond_fatal(cond *c, int rc, const char *what) {
+  c->fatal = rc;
+  c->exit_status = 1;
+  log_line(c, "[conductor] %s: %s\n", what, acp_strerror(rc));
+  start_shutdown(c);
+}
+
 static void flush_all(cond *c) {
   size_t j;
   acp_uv_link *src = link_of(c, c->reading);
+  int rc;
 
   if (c->fatal)
     return;
@@ -2133,7 +2142,13 @@ again:
      * back while the destination's queue is above the high-water mark. */
     if (src != NULL && acp__uv_link_src(dst) != src)
       (void)acp_uv_link_couple(src, dst, c->o->high_water, 0);
-    (void)acp_uv_link_write(dst, data, (size_t)n);
+    /* ACP_ERR_CLOSED: the destination is gone, and its exit is handled
+     * where it is reported; anything else loses a message: stop. */
+    rc = acp_uv_link_write(dst, data, (size_t)n);
+    if (rc != 0 && rc != ACP_ERR_CLOSED) {
+      cond_fatal(c, rc, "cannot queue a message");
+      return;
+    }
   }
   if (c->br_injected && !c->fatal)
     goto again;
@@ -2350,8 +2365,10 @@ static void report_dead(cond *c, comp *k, const char *why) {
     } else if (pol == ACP_CONDUCTOR_ON_CRASH_BYPASS) {
       log_line(c, "[conductor] bypassing component %zu '%s'\n", k->link,
                k->name);
-      (void)acp_router_link_bypass(c->r, k->link);
-      flush_all(c);
+      if (acp_router_link_bypass(c->r, k->link) != 0)
+        fail_chain(c); /* not closed in the router: cannot route around */
+      else
+        flush_all(c);
     } else if (k->restarts >= c->o->max_restarts) {
       log_line(c, "[conductor] component %zu '%s' restarted too often\n",
                k->link, k->name);
@@ -2361,8 +2378,18 @@ static void report_dead(cond *c, comp *k, const char *why) {
       log_line(c, "[conductor] restarting component %zu '%s'\n", k->link,
                k->name);
       if (spawn_comp(c, k) == 0) {
-        (void)acp_router_link_restart(c->r, k->link);
-        flush_all(c);
+        int rc = acp_router_link_restart(c->r, k->link);
+        if (rc == ACP_ERR_NOMEM) {
+          cond_fatal(c, rc, "cannot restart");
+        } else if (rc != 0) {
+          /* No room to re-initialize it (max_pending, output cap): the
+           * chain cannot go on with this component. */
+          log_line(c, "[conductor] cannot restart component %zu '%s': %s\n",
+                   k->link, k->name, acp_strerror(rc));
+          fail_chain(c);
+        } else {
+          flush_all(c);
+        }
       }
     }
   }

@@ -259,6 +259,27 @@ def sc_crash_continue():
     close_and_wait(0)
 
 
+def sc_crash_cut():
+    """bypass/restart with rawagent: a proxy dies mid-turn; the agent ignores
+    $/cancel_request, so the conductor must send session/cancel. The old
+    turn's late output must not show up in the next prompt, which must be
+    answered on its own."""
+    init()
+    sid = new_session()
+    prompt(10, sid, "hang")
+    m, _ = texts_until(10, timeout=10)
+    if not m.get("error"):
+        raise Fail("prompt was not answered with an error: %r" % m)
+    prompt(11, sid, "again")
+    m, chunks = texts_until(11, timeout=10)
+    if m.get("result", {}).get("stopReason") != "end_turn":
+        raise Fail("second prompt failed: %r" % m)
+    if chunks != ["again"]:
+        raise Fail("second prompt's chunks: %r" % chunks)
+    print("chunks:", json.dumps(chunks))
+    close_and_wait(0)
+
+
 def children(pid):
     kids = []
     for d in os.listdir("/proc"):
@@ -334,6 +355,7 @@ SCENARIOS = {
     "init": sc_init, "bytes": sc_bytes, "cancel": sc_cancel,
     "reverse-cancel": sc_reverse_cancel, "ask": sc_ask,
     "crash-fail": sc_crash_fail, "crash-continue": sc_crash_continue,
+    "crash-cut": sc_crash_cut,
     "agent-death": sc_agent_death, "hold": sc_hold,
     "proxy-mode": sc_proxy_mode,
 }

@@ -10,11 +10,19 @@ echoes: the answer to `test/echo` is the request's params bytes, spliced.
                        $/cancel_request; answers {"sent": <id>} at once
   test/ask          -> sends "test/question" to the client and answers with
                        the client's result when it comes
+  session/prompt    -> one agent_message_chunk with the prompt's text, then
+                       end_turn; text "hang": the chunk "old" and the turn
+                       stays open, deaf to $/cancel_request (as real agents
+                       are); session/cancel ends it after 0.5 s with a late
+                       chunk "late" and stopReason cancelled. A prompt that
+                       comes while a turn is open is merged into it (never
+                       answered), as one real agent did.
 Options: --pidfile FILE (append its pid), --log FILE (append "agent init").
 """
 import json
 import os
 import sys
+import time
 
 args = sys.argv[1:]
 opt = {}
@@ -28,6 +36,7 @@ out = sys.stdout.buffer
 slow = set()
 asks = {}
 nid = [0]
+turns = {}  # sessionId -> id of the open "hang" prompt
 
 
 def send_raw(b):
@@ -70,6 +79,32 @@ for line in sys.stdin.buffer:
                          "authMethods": []}})
     elif meth == "session/new":
         send({"jsonrpc": "2.0", "id": mid, "result": {"sessionId": "s1"}})
+    elif meth == "session/prompt":
+        p = m.get("params") or {}
+        sid = p.get("sessionId")
+        text = "".join(b.get("text", "") for b in p.get("prompt") or [])
+        if sid in turns:
+            continue  # merged into the open turn
+        send({"jsonrpc": "2.0", "method": "session/update",
+              "params": {"sessionId": sid, "update": {
+                  "sessionUpdate": "agent_message_chunk",
+                  "content": {"type": "text",
+                              "text": "old" if text == "hang" else text}}}})
+        if text == "hang":
+            turns[sid] = mid
+        else:
+            send({"jsonrpc": "2.0", "id": mid,
+                  "result": {"stopReason": "end_turn"}})
+    elif meth == "session/cancel":
+        sid = (m.get("params") or {}).get("sessionId")
+        if sid in turns:
+            time.sleep(0.5)
+            send({"jsonrpc": "2.0", "method": "session/update",
+                  "params": {"sessionId": sid, "update": {
+                      "sessionUpdate": "agent_message_chunk",
+                      "content": {"type": "text", "text": "late"}}}})
+            send({"jsonrpc": "2.0", "id": turns.pop(sid),
+                  "result": {"stopReason": "cancelled"}})
     elif meth == "test/echo":
         send_raw(b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode()
                  + b',"result":' + raw_params(line) + b"}")

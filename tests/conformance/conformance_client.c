@@ -183,14 +183,14 @@ static char *args_for_schema(const acp_json_val *schema) {
     type = acp_json_obj_getz(val, "type");
     if (def != NULL)
       acp_json_write_val(w, def);
-    else if (acp_json_str_eq(type, "number", 6) ||
-             acp_json_str_eq(type, "integer", 7))
+    else if (ACP_JSON_STR_EQ_LIT(type, "number") ||
+             ACP_JSON_STR_EQ_LIT(type, "integer"))
       acp_json_write_int(w, num++);
-    else if (acp_json_str_eq(type, "boolean", 7))
+    else if (ACP_JSON_STR_EQ_LIT(type, "boolean"))
       acp_json_write_bool(w, true);
-    else if (acp_json_str_eq(type, "object", 6))
+    else if (ACP_JSON_STR_EQ_LIT(type, "object"))
       acp_json_write_raw(w, "{}", 2);
-    else if (acp_json_str_eq(type, "array", 5))
+    else if (ACP_JSON_STR_EQ_LIT(type, "array"))
       acp_json_write_raw(w, "[]", 2);
     else
       acp_json_write_strz(w, "test");
@@ -379,8 +379,8 @@ static int on_tools_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
    * `schema` argument of the echo tool. */
   if (strcmp(G.scenario, "json-schema-2020-12-preservation") == 0)
     for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t))
-      if (acp_json_str_eq(acp_json_obj_getz(t, "name"),
-                          "json_schema_2020_12_tool", 24))
+      if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(t, "name"),
+                              "json_schema_2020_12_tool"))
         focal = acp_json_obj_getz(t, "inputSchema");
   for (i = 0, t = acp_json_child(tools); t != NULL && i < n;
        t = acp_json_next(t), i++) {

@@ -166,31 +166,31 @@ expect "/plan: the last plan update is all completed" \
 
 cl tool $none -p "/tool Search the web"
 check "/tool: pending, in_progress, completed" 0 "" \
-  "[tool] Search the web (pending)" "[tool] tool_1: in_progress" \
-  "[tool] tool_1: completed"
+  "[tool] Search the web (pending)" "[tool] Search the web: in_progress" \
+  "[tool] Search the web: completed" "!tool_1"
 
 cl tool-kind $none -p "/tool:fetch Get the page
 /tool:think Second"
 check "/tool:KIND: title without the kind, ids count up" 0 "" \
   "[tool] Get the page (pending)" "[tool] Second (pending)" \
-  "[tool] tool_2: completed" "!fetch"
+  "[tool] Second: completed" "!fetch"
 
 cl ask-yes $none --yes -p "/ask Edit main.c"
 check "/ask --yes: granted (first allow option)" 0 \
   "permission granted (allow_once)
 " "[permission] Edit main.c" "  1) Allow once" "  4) Always reject" \
-  "--yes: allowing" "-> allow_once" "[tool] tool_1: completed"
+  "--yes: allowing" "-> allow_once" "[tool] Edit main.c: completed"
 
 cl ask-3 "$work/in3" -p "/ask:delete Remove files"
 check "/ask answered 3 on stdin: rejected" 0 \
   "permission denied (reject_once)
 " "[permission] Remove files" "choose 1-4: -> reject_once" \
-  "[tool] tool_1: failed"
+  "[tool] Remove files: failed"
 
 cl ask-2 "$work/in2" -p "/ask Edit"
 check "/ask answered 2 on stdin: always allow" 0 \
   "permission granted (allow_always)
-" "-> allow_always" "[tool] tool_1: completed"
+" "-> allow_always" "[tool] Edit: completed"
 
 cl ask-9 "$work/in9" -p "/ask Edit"
 check "/ask answered 9 (no such option): rejected" 0 \
@@ -201,13 +201,13 @@ cl ask-eof $none -p "/ask Edit"
 check "/ask with stdin at EOF and no --yes: rejected" 0 \
   "permission denied (reject_once)
 " "no input to answer with; rejecting" "-> reject_once" \
-  "[tool] tool_1: failed"
+  "[tool] Edit: failed"
 
 cl read $none -p "/read in.txt"
 check "/read inside cwd (relative path)" 0 "inside text
 line 2
 " "[fs] read $real_cwd/in.txt" "[tool] Read $cwd/in.txt (in_progress)" \
-  "[tool] tool_1: completed"
+  "[tool] Read $cwd/in.txt: completed"
 
 cl read-abs $none -p "/read $cwd/in.txt"
 check "/read inside cwd (absolute path)" 0 "inside text
@@ -218,7 +218,7 @@ refused_read="fs/read_text_file failed: Invalid params: path is outside the sess
 "
 cl read-out $none -p "/read $work/outside.txt"
 check "/read outside cwd: refused by the client, reported by the agent" 0 \
-  "$refused_read" "[fs] refused read outside" "[tool] tool_1: failed" \
+  "$refused_read" "[fs] refused read outside" "[tool] Read $work/outside.txt: failed" \
   "![fs] read "
 
 cl read-dotdot $none -p "/read ../outside.txt"
@@ -232,11 +232,11 @@ check "/read of a symlink pointing outside cwd: refused" 0 "$refused_read" \
 cl read-missing $none -p "/read missing.txt"
 check "/read of a missing file: resource not found" 0 \
   "fs/read_text_file failed: Resource not found (-32002)
-" "[tool] tool_1: failed" "![fs] read "
+" "[tool] Read $cwd/missing.txt: failed" "![fs] read "
 
 cl write $none -p "/write new.txt hello file"
 check "/write inside cwd" 0 "file written
-" "[fs] wrote $real_cwd/new.txt (10 bytes)" "[tool] tool_1: completed"
+" "[fs] wrote $real_cwd/new.txt (10 bytes)" "[tool] Write $cwd/new.txt: completed"
 expect "/write: the file holds exactly the text" \
   test "$(cat "$cwd/new.txt" 2>/dev/null)" = "hello file"
 expect "/write: no trailing newline added" \
@@ -250,7 +250,7 @@ expect "/write: replaced content" test "$(cat "$cwd/new.txt")" = "second"
 cl write-out $none -p "/write $work/evil.txt pwned"
 check "/write outside cwd: refused" 0 \
   "fs/write_text_file failed: Invalid params: path is outside the session's working directory (-32602)
-" "[fs] refused write outside" "[tool] tool_1: failed" "![fs] wrote"
+" "[fs] refused write outside" "[tool] Write $work/evil.txt: failed" "![fs] wrote"
 expect "/write outside cwd: no file created" test ! -e "$work/evil.txt"
 
 cl write-link $none -p "/write escape pwned"
@@ -263,22 +263,22 @@ expect "/write through a symlink: target untouched" \
 cl run $none -p "/run printf hello"
 check "/run printf hello: output shown, completed" 0 "hello
 " "[terminal] term_1 started" "[tool] printf hello (pending)" \
-  "[tool] tool_1: in_progress" "[tool] tool_1: completed"
+  "[tool] printf hello: in_progress" "[tool] printf hello: completed"
 
 cl run-false $none -p "/run false"
 check "/run false: exit status 1 reported, tool failed" 0 "exit status 1
-" "[tool] tool_1: failed"
+" "[tool] false: failed"
 
 cl run-fail $none -p "/run ./fail.sh"
 check "/run of a failing script: stdout+stderr then exit status 7" 0 \
   "to-stdout
 to-stderr
 exit status 7
-" "[tool] tool_1: failed"
+" "[tool] ./fail.sh: failed"
 
 cl run-sig $none -p "/run ./die.sh"
 check "/run of a command killed by SIGKILL" 0 "killed by SIGKILL
-" "[tool] tool_1: failed"
+" "[tool] ./die.sh: failed"
 
 cl run-missing $none -p "/run no-such-command-xyz"
 expect "/run of a missing command: exit status 127" \
@@ -298,19 +298,61 @@ cl config $none -p "/config model smart
 /config nope 1"
 check "/config: two updates, bad option shows usage" 0 \
   "usage: /config model fast|smart, /config verbose true|false
-" "[config_option_update]"
+" "[config] model=smart verbose=false" "[config] model=smart verbose=true"
 expect "/config: exactly two config updates" \
-  test "$(grep -c '^\[config_option_update\]' "$work/err")" = 2
+  test "$(grep -c '^\[config\] ' "$work/err")" = 2
 
 cl title $none -p "/title My session"
 check "/title: session info update" 0 "" "[title] My session"
 
 cl usage $none -p "/usage"
-check "/usage: usage update" 0 "" "[usage_update]"
+check "/usage: usage update" 0 "" "[usage] 1234/200000 tokens (0.6%)"
 
 cl commands $none -p "/commands"
 check "/commands: available commands update" 0 "" \
-  "[available_commands_update]"
+  "[commands] /plan /read /wait"
+
+# Every kind of session/update of the v1 schema (stable and unstable), sent
+# as is with /update: each is a readable line, none a bare [kind].
+cl updates $none -p '/update {"sessionUpdate":"usage_update","used":50000,"size":200000,"cost":{"amount":0.42,"currency":"USD"}}
+/update {"sessionUpdate":"session_info_update","title":null,"updatedAt":"2026-01-02T03:04:05Z"}
+/update {"sessionUpdate":"session_info_update","updatedAt":"2026-01-02T03:04:06Z"}
+/update {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"earlier question"}}
+/update {"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"pondering"}}
+/update {"sessionUpdate":"agent_message_chunk","content":{"type":"resource_link","name":"notes.md","uri":"file:///n.md"}}
+/update {"sessionUpdate":"agent_message_chunk","content":{"type":"image","mimeType":"image/png","data":"AAAA"}}
+/update {"sessionUpdate":"plan","entries":[{"content":"P","priority":"low","status":"completed"}]}
+/update {"sessionUpdate":"plan_update","plan":{"type":"items","planId":"p1","entries":[{"content":"X","priority":"high","status":"in_progress"}]}}
+/update {"sessionUpdate":"plan_update","plan":{"type":"markdown","planId":"p2","content":"# Steps"}}
+/update {"sessionUpdate":"plan_update","plan":{"type":"file","planId":"p3","uri":"file:///plan.md"}}
+/update {"sessionUpdate":"plan_removed","planId":"p1"}
+/update {"sessionUpdate":"current_mode_update","currentModeId":"ask"}
+/update {"sessionUpdate":"available_commands_update","availableCommands":[]}
+/update {"sessionUpdate":"notice","severity":"warning","title":"Rate limited","description":"retrying"}
+/update {"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress"}
+/update {"sessionUpdate":"compaction_summary_chunk","compactionId":"c1","content":{"type":"text","text":"we talked"}}
+/update {"sessionUpdate":"compaction_update","compactionId":"c1","status":"failed","error":"too long"}
+/update {"sessionUpdate":"tool_call","toolCallId":"t9","title":"Fetch page","status":"in_progress"}
+/update {"sessionUpdate":"tool_call_update","toolCallId":"t9","title":"Fetch example.com"}
+/update {"sessionUpdate":"tool_call_update","toolCallId":"t9","status":"completed"}
+/update {"sessionUpdate":"tool_call_update","toolCallId":"t7","status":"failed"}
+/update {"sessionUpdate":"brand_new_kind"}
+/update not json'
+check "/update: every update kind rendered" 0 \
+  "usage: /update {\"sessionUpdate\":...}
+" "[usage] 50000/200000 tokens (25.0%), cost 0.42 USD" \
+  "[title] (cleared) (updated 2026-01-02T03:04:05Z)" \
+  "[session] updated 2026-01-02T03:04:06Z" "> earlier question" \
+  "(thinking) pondering" "[link] notes.md (file:///n.md)" "[image image/png]" \
+  "[plan] [x] P" "[plan p1] [>] X" "[plan p2]" "# Steps" \
+  "[plan p3] file:///plan.md" "[plan p1] removed" "[mode] ask" \
+  "[commands] none" "[warning] Rate limited: retrying" \
+  "[compaction c1] in_progress" "[compaction c1] we talked" \
+  "[compaction c1] failed: too long" "[tool] Fetch page (in_progress)" \
+  "[tool] Fetch example.com" "[tool] Fetch example.com: completed" \
+  "[tool] t7: failed" "[update] brand_new_kind (a kind this client does not know)"
+expect "/update: no bare [kind] line" \
+  test "$(grep -c '^\[[a-z_]*\]$' "$work/err")" = 0
 
 cl elicit-yes $none --yes -p "/elicit What is your name?"
 check "/elicit with --yes: declined" 0 "elicitation: decline
@@ -506,18 +548,19 @@ expect "acp client -p (no value): exit 2" test "$rc" = 2
 
 run demo $wrap "$acp" demo
 # The demo runs through `acp conductor` with the context proxy (AGENTS.md
-# comes first) and the arrow proxy ('>' before each chunk).
+# comes first) and the arrow proxy ('>' before each message of the agent,
+# not before each streamed chunk).
 expect "acp demo: the agent's closing words on stdout" \
   grep -q "^>That is the tour" "$work/out"
 expect "acp demo: AGENTS.md injected by the context proxy" \
   grep -q "^>(AGENTS.md, put in front of the prompt by the context proxy" "$work/out"
 expect "acp demo: the agent called the tools proxy's MCP tool over ACP" \
-  grep -q "^>This line is the answer of the echo tool of an MCP server" "$work/out"
+  grep -q "^This line is the answer of the echo tool of an MCP server" "$work/out"
 sed -n 2,3p "$work/out" >"$work/out2"
 mv "$work/out2" "$work/out"
 check "acp demo: exit 0, summary written" 0 \
-  ">Hello! I am the libacp reference agent. Each line you see arrived as an
->agent_message_chunk, streamed over ACP (JSON-RPC on a pipe).
+  "Hello! I am the libacp reference agent. Each line you see arrived as an
+agent_message_chunk, streamed over ACP (JSON-RPC on a pipe).
 " "== summary.txt, written by the client for the agent: The demo ran: streaming, a plan, tool calls, a permission request and file access." \
   "== demo finished"
 # Under a wrapper only the outer acp runs under it (demo spawns itself).

@@ -196,6 +196,18 @@ for pol in fail bypass restart; do
   if [ $good -eq 1 ]; then ok "--on-crash $pol: error names the proxy; chain $( [ $pol = fail ] && echo ends || echo continues)"
   else ko "--on-crash $pol" "inits $inits" "$out"; fi
 done
+# The same with an agent deaf to $/cancel_request (issue 10): the conductor
+# sends session/cancel, and the old turn's late output stays out of the
+# next prompt, which gets a turn of its own.
+for pol in bypass restart; do
+  rm -f "$work/die"
+  out=$(drive crash-cut -- "$acp" conductor agent --on-crash $pol \
+        "$PX --name p1 --die-once $work/die" "$RA" 2>&1)
+  if printf '%s' "$out" | grep -q '^chunks: \["again"\]' &&
+     printf '%s' "$out" | grep -q "^ok crash-cut"; then
+    ok "--on-crash $pol: the cut-off turn is cancelled, the next prompt is its own"
+  else ko "--on-crash $pol, cut-off turn" "$out"; fi
+done
 out=$(drive agent-death -- "$acp" conductor agent --on-crash bypass "$AR" "$AG" 2>&1)
 if printf '%s' "$out" | grep -q "^ok"; then ok "agent death ends the chain (exit 1), even with bypass"
 else ko "agent death" "$out"; fi
@@ -273,8 +285,25 @@ n=0
 "$acp" conductor agent --proxy-methods new "$AG" 2>/dev/null; [ $? -eq 2 ] && n=$((n + 1))
 "$acp" conductor agent "FOO=bar" 2>/dev/null; [ $? -eq 2 ] && n=$((n + 1))
 "$acp" conductor --help | grep -q "bypass" && n=$((n + 1))
-if [ $n -eq 8 ]; then ok "bad command lines exit 2; --help documents the policies"
-else ko "usage errors" "$n of 8"; fi
+"$acp" conductor --on-crash bypass "$AG" 2>/dev/null; [ $? -eq 2 ] && n=$((n + 1))
+"$acp" conductor --bogus agent "$AG" 2>/dev/null; [ $? -eq 2 ] && n=$((n + 1))
+if [ $n -eq 10 ]; then ok "bad command lines exit 2; --help documents the policies"
+else ko "usage errors" "$n of 10"; fi
+# Options before the mode word, and on both sides of it.
+rm -f "$work/before.jsonl"
+out=$(timeout 60 "$acp" client --quiet -p "hello" -- "$acp" conductor \
+      --trace "$work/before.jsonl" --on-crash bypass agent --quiet-stderr \
+      "$AR" "$AG" 2>&1)
+if [ "$out" = ">hello" ] && grep -q '"session/prompt"' "$work/before.jsonl"; then
+  ok "options before and after 'agent'"
+else ko "options before 'agent'" "got: $out" "$(head -c 300 "$work/before.jsonl" 2>&1)"; fi
+out=$(drive init -- "$acp" conductor --proxy-methods underscore agent \
+      --trace "$work/pm.jsonl" "$PX --wire g1" "$RA" 2>&1)
+if printf '%s' "$out" | grep -q "^ok" &&
+   grep -q '"method":"_proxy/initialize"' "$work/pm.jsonl" &&
+   ! grep -q '"method":"proxy/initialize"' "$work/pm.jsonl"; then
+  ok "an option before 'agent' takes effect (--proxy-methods underscore)"
+else ko "--proxy-methods before 'agent'" "$out"; fi
 out=$("$acp" conductor agent "$AG" </dev/null 2>&1)
 rc=$?
 if [ $rc -eq 0 ]; then ok "end of input before any message: exit 0, nothing spawned"

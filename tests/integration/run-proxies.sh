@@ -1,7 +1,7 @@
 #!/bin/sh
-# run-proxies.sh - the example proxies (context, guard, trace) doing their
-# job inside a real chain: acp client -> acp conductor -> proxy -> acp agent.
-# arrow and the conductor itself are covered by run-conductor.sh.
+# run-proxies.sh - the example proxies (arrow, context, guard, trace) doing
+# their job inside a real chain: acp client -> acp conductor -> proxy -> acp
+# agent. The conductor itself is covered by run-conductor.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -13,6 +13,35 @@ pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "PASS $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+
+# arrow: one '>' per proxy in front of each agent message, not of each
+# chunk. `acp agent` streams each line of text as a chunk of its own.
+AR="$acp proxy arrow"
+arrow() { # arrow PROMPT -> stdout of acp client through two arrows
+  timeout 30 "$acp" client --quiet --cwd "$work" -p "$1" \
+    -- "$acp" conductor agent "$AR" "$AR" "$acp agent" 2>"$work/err"
+}
+out=$(arrow "$(printf 'hello\nstreamed\nworld')")
+want=$(printf '>>hello\nstreamed\nworld')
+if [ "$out" = "$want" ]; then ok "arrow: first chunk of a streamed message only"
+else ko "arrow: streamed message" "got: $out" "want: $want"; fi
+
+out=$(arrow "$(printf 'before\n/tool Look\nafter\n/think hm\nlast')")
+want=$(printf '>>before\n>>after\n>>last')
+if [ "$out" = "$want" ]; then ok "arrow: another update in between starts a new message"
+else ko "arrow: update in between" "got: $out" "want: $want"; fi
+
+out=$(arrow '/update {"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{"type":"text","text":"a"}}
+/update {"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{"type":"text","text":"b"}}
+/update {"sessionUpdate":"agent_message_chunk","messageId":"m2","content":{"type":"text","text":"c"}}')
+if [ "$out" = ">>ab>>c" ]; then ok "arrow: a new messageId starts a new message"
+else ko "arrow: messageId" "got: $out" "want: >>ab>>c"; fi
+
+out=$(printf 'first\nsecond\n' | timeout 30 "$acp" client --quiet --cwd "$work" \
+      -- "$acp" conductor agent "$AR" "$acp agent" 2>"$work/err")
+want=$(printf '>first\n>second')
+if [ "$out" = "$want" ]; then ok "arrow: each prompt turn starts a new message"
+else ko "arrow: prompt turns" "got: $out" "want: $want"; fi
 
 # context: AGENTS.md goes in front of the first prompt of a session only.
 mkdir -p "$work/ctx"

@@ -132,7 +132,7 @@ static int arrow(acp_proxy *p, const acp_proxy_msg *m) {
   char buf[1024];
   int rv;
 
-  if (!acp_json_str_eq(kind, LIT("agent_message_chunk")) || text == NULL)
+  if (!ACP_JSON_STR_EQ_LIT(kind, "agent_message_chunk") || text == NULL)
     return ACP_PROXY_FORWARD;
   traw = acp_json_raw(text, &tlen);
   head = (size_t)(traw - m->params_raw) + 1;

@@ -728,6 +728,38 @@ static void test_relay_batches_2025_03_26(void **state) {
   free(t);
 }
 
+/* Upstream negotiated 2025-06-18: the relay's streams carry no priming
+ * event (empty data a client of that revision would parse and fail on);
+ * 2025-11-25 gets one (test_relay_answer_forms). */
+static void test_relay_no_priming_before_2025_11_25(void **state) {
+  static const char init_0618[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":\"i\",\"method\":\"initialize\","
+      "\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+      "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
+  relay_srv *t = relay_start(NULL, -1, 0, NULL);
+  const char *sid;
+  char id[64], req[8192], *r;
+  (void)state;
+  sid = new_session_with(t->s.port, "", init_0618, "2025-06-18");
+  snprintf(id, sizeof(id), "%s", sid);
+  snprintf(req, sizeof(req),
+           "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: "
+           "close\r\nContent-Type: application/json\r\nAccept: "
+           "text/event-stream\r\nMCP-Session-Id: %s\r\nContent-Length: "
+           "%zu\r\n\r\n%s",
+           t->s.port, id, strlen(ping_body), ping_body);
+  r = ht_raw(t->s.port, req, NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "Content-Type: text/event-stream"));
+  assert_non_null(strstr(r, "\"id\":7"));
+  assert_null(strstr(r, "retry: "));
+  assert_null(strstr(r, "data: \n\n"));
+  free(r);
+  relay_stop(t);
+  check_clean(t);
+  free(t);
+}
+
 /* Upstream ends a session while a POST stream is open: the stream ends
  * after what it holds, later requests get 404, `closed` does not run.
  * Once from inside `message` (deferred), once from a timer. */
@@ -935,6 +967,7 @@ int main(void) {
       cmocka_unit_test(test_relay_answer_forms),
       cmocka_unit_test(test_relay_answer_forms_async),
       cmocka_unit_test(test_relay_batches_2025_03_26),
+      cmocka_unit_test(test_relay_no_priming_before_2025_11_25),
       cmocka_unit_test(test_relay_waiting_client_leaves),
       cmocka_unit_test(test_relay_upstream_end),
       cmocka_unit_test(test_relay_listen_fd),

@@ -15,9 +15,12 @@
 #include "http/http_internal.h"
 #include "http_test.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* MARK: - Server thread */
 
@@ -57,6 +60,14 @@ static int tool_poll(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   return acp_mcp_call_respond_text(call, "polled", 6, false);
 }
 
+/* Answers the notification "test/poke" with "test/poked" on the conn's
+ * standalone (GET) stream. */
+static int on_poke(acp_mcp_conn *conn, const acp_rpc_msg *msg, void *ud) {
+  (void)msg;
+  (void)ud;
+  return acp_mcp_conn_notify(conn, "test/poked", NULL, 0);
+}
+
 static int srv_start(ht_server *s) {
   srv_thread *t = s->user_data;
   acp_http_server_options *o = NULL;
@@ -65,6 +76,7 @@ static int srv_start(ht_server *s) {
   assert_int_equal(ht_add_tool(s->reg, "slow", NULL, tool_slow, t), 0);
   assert_int_equal(ht_add_tool(s->reg, "finish", NULL, tool_finish, t), 0);
   assert_int_equal(ht_add_tool(s->reg, "poll", NULL, tool_poll, t), 0);
+  acp_mcp_server_set_on_notification(s->reg, on_poke);
   assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
   acp_http_server_options_set_max_body(o, 1000);
   assert_int_equal(acp_http_server_new(&s->srv, &s->loop, s->reg, o, NULL), 0);
@@ -176,6 +188,28 @@ static void test_bad_input(void **state) {
   r = ht_post_s(t->s.port, sid, "", big, NULL);
   assert_int_equal(ht_status(r), 413);
   free(r);
+  /* One byte over the cap without Content-Length (chunked): 413 too, not a
+   * 202 for a notification that was never delivered (the newline it is fed
+   * with did not fit, and that error was dropped). */
+  {
+    static const char poke[] = "{\"jsonrpc\":\"2.0\",\"method\":\"test/poke\"}";
+    char req[1600];
+    int n;
+    memset(big, ' ', 1001);
+    memcpy(big, poke, sizeof(poke) - 1);
+    big[1001] = 0;
+    n = snprintf(req, sizeof(req),
+                 "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 "Connection: close\r\nContent-Type: application/json\r\n"
+                 "Accept: application/json, text/event-stream\r\n"
+                 "MCP-Session-Id: %s\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "3e9\r\n%s\r\n0\r\n\r\n",
+                 sid, big);
+    assert_true(n > 0 && (size_t)n < sizeof(req));
+    r = ht_raw(t->s.port, req, NULL);
+    assert_int_equal(ht_status(r), 413);
+    free(r);
+  }
   /* wrong content type, other path, other method */
   {
     char req[512];
@@ -328,6 +362,71 @@ static void test_close_stream_holds_answer(void **state) {
   assert_non_null(strstr(r, "polled"));
   assert_null(strstr(r, "before close"));
   free(r);
+}
+
+/* The SSE priming event (an id, retry and empty data) came with
+ * 2025-11-25; a client of an earlier revision parses its empty data as a
+ * message and fails. Streams of a session get it only from 2025-11-25 on:
+ * the POST stream of a call and the standalone GET stream, at each
+ * version. Each stream is read up to a message that would follow the
+ * priming event, so its absence is not a matter of timing. */
+static void priming_at(uint16_t port, const char *version, bool primed) {
+  char body[512], want[64], req[512], buf[8192], *r;
+  const char *sid;
+  size_t n;
+  int fd, eof;
+  snprintf(body, sizeof(body),
+           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+           "\"params\":{\"protocolVersion\":\"%s\",\"capabilities\":{},"
+           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+           version);
+  r = ht_post(port, "", body, NULL);
+  assert_int_equal(ht_status(r), 200);
+  snprintf(want, sizeof(want), "\"protocolVersion\":\"%s\"", version);
+  assert_non_null(strstr(r, want));
+  sid = ht_session_id(r);
+  free(r);
+  /* A call with progress: the POST turns into a stream. */
+  r = ht_post_s(
+      port, sid, "",
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":"
+      "{\"name\":\"slow\",\"_meta\":{\"progressToken\":\"tk\"}}}",
+      "\"half\"");
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "text/event-stream"));
+  assert_int_equal(strstr(r, "retry: ") != NULL, primed);
+  assert_int_equal(strstr(r, "data: \n\n") != NULL, primed);
+  free(r);
+  r = ht_post_s(port, sid, "",
+                "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"finish\"}}",
+                NULL);
+  assert_int_equal(ht_status(r), 200);
+  free(r);
+  /* The GET stream, open before anything is sent on it. */
+  ht_fmt_request(req, sizeof(req), "GET", sid, "");
+  fd = ht_connect(port);
+  assert_true(fd >= 0);
+  assert_int_equal(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
+  n = ht_read_until(fd, buf, sizeof(buf), 0, "\r\n\r\n", &eof);
+  assert_int_equal(ht_status(buf), 200);
+  r = ht_post_s(port, sid, "", "{\"jsonrpc\":\"2.0\",\"method\":\"test/poke\"}",
+                NULL);
+  assert_int_equal(ht_status(r), 202);
+  free(r);
+  n = ht_read_until(fd, buf, sizeof(buf), n, "test/poked", &eof);
+  assert_non_null(strstr(buf, "test/poked"));
+  assert_int_equal(strstr(buf, "retry: ") != NULL, primed);
+  assert_int_equal(strstr(buf, "data: \n\n") != NULL, primed);
+  close(fd);
+}
+
+static void test_priming_only_from_2025_11_25(void **state) {
+  srv_thread *t = *state;
+  priming_at(t->s.port, "2024-11-05", false);
+  priming_at(t->s.port, "2025-03-26", false);
+  priming_at(t->s.port, "2025-06-18", false);
+  priming_at(t->s.port, "2025-11-25", true);
 }
 
 static void test_legacy_raw(void **state) {
@@ -518,6 +617,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_get_client_leaves, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_close_stream_holds_answer, setup,
+                                      ht_teardown),
+      cmocka_unit_test_setup_teardown(test_priming_only_from_2025_11_25, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_legacy_raw, setup, ht_teardown),
       cmocka_unit_test_setup_teardown(test_client_streamable, setup,

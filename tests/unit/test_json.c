@@ -192,6 +192,8 @@ static void test_json_str_eq_and_unescape(void **state) {
 
   v = acp_json_arr_get(root, 2);
   assert_true(acp_json_str_eq(v, S("nul\0end")));
+  assert_true(ACP_JSON_STR_EQ_LIT(v, "nul\0end"));
+  assert_false(ACP_JSON_STR_EQ_LIT(v, "nul"));
   assert_false(acp_json_str_eq(v, S("nul")));
   assert_int_equal(acp_json_doc_str(doc, v, &s, &len), 0);
   assert_int_equal(len, 7);
@@ -226,7 +228,11 @@ static void test_json_str_eq_and_unescape(void **state) {
                                                            "A")));
   assert_true(acp_json_str_eq(acp_json_arr_get(root, 7), S("\xe2\x82\xac")));
   v = acp_json_arr_get(root, 8);
-  assert_true(acp_json_str_eq(v, "", 0));
+  assert_true(ACP_JSON_STR_EQ_LIT(v, ""));
+  assert_false(ACP_JSON_STR_EQ_LIT(v, "x"));
+  /* The literal form: the compiler counts, escapes and NULs included. */
+  assert_true(ACP_JSON_STR_EQ_LIT(acp_json_arr_get(root, 7), "\xe2\x82\xac"));
+  assert_false(ACP_JSON_STR_EQ_LIT(acp_json_arr_get(root, 7), "\xe2\x82"));
   assert_int_equal(acp_json_doc_str(doc, v, &s, &len), 0);
   assert_int_equal(len, 0);
   assert_int_equal(acp_json_str_unescape(v, buf, sizeof(buf), &len), 0);

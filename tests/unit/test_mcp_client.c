@@ -146,9 +146,9 @@ static int tool_ask(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   static const char ep[] =
       "{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\","
       "\"properties\":{}}}";
-  if (acp_json_str_eq(what, "sampling", 8))
+  if (ACP_JSON_STR_EQ_LIT(what, "sampling"))
     return acp_mcp_call_create_message(call, sp, strlen(sp), 0, relay, NULL);
-  if (acp_json_str_eq(what, "elicitation", 11))
+  if (ACP_JSON_STR_EQ_LIT(what, "elicitation"))
     return acp_mcp_call_elicit(call, ep, strlen(ep), 0, relay, NULL);
   return acp_mcp_call_list_roots(call, 0, relay, NULL);
 }

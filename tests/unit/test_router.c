@@ -1091,6 +1091,156 @@ static void test_router_link_death_answers_pending(void **state) {
   acp_router_free(r);
 }
 
+#define S1_PROMPT "{\"sessionId\":\"s1\",\"prompt\":[]}"
+#define S1_UPDATE                                                              \
+  "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{"            \
+  "\"sessionId\":\"s1\",\"update\":{}}}"
+
+/* Client -> P1 -> agent: a prompt of session s1 in flight at the agent
+ * (id 2 there), its client id "c1". */
+static acp_router *prompt_at_agent(void) {
+  acp_router *r = mk_agent(2);
+
+  init_chain(r, 2);
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"session/prompt\","
+       "\"params\":" S1_PROMPT "}");
+  take(r, 1);
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"session/prompt\",\"params\":" S1_PROMPT "}}");
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\","
+         "\"params\":" S1_PROMPT "}");
+  return r;
+}
+
+/* Issue 10: a proxy dies mid-turn. $/cancel_request is optional in ACP and
+ * real agents ignored it, so their turn went on into the client's next
+ * one. The agent also gets session/cancel; until it ends the old turn, that
+ * turn's updates are dropped, its permission requests answered cancelled,
+ * and the next prompt of the session waits, to start a turn of its own. */
+static void test_router_proxy_death_cancels_the_turn(void **state) {
+  acp_router *r = prompt_at_agent();
+
+  (void)state;
+  assert_int_equal(acp_router_link_closed(r, 1, "dead", NULL, 0), 0);
+  EXPECT(r, 0,
+         "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"error\":{\"code\":-32603,"
+         "\"message\":\"dead\"}}");
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{"
+         "\"requestId\":2}}\n"
+         "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{"
+         "\"sessionId\":\"s1\"}}");
+  assert_int_equal(acp_router_link_bypass(r, 1), 0);
+  assert_int_equal(acp_router_pending(r), 1); /* the turn still runs */
+  /* The old turn's output does not reach the client. */
+  feed(r, 2, S1_UPDATE);
+  nothing_anywhere(r);
+  feed(
+      r, 2,
+      "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"session/request_permission\","
+      "\"params\":{\"sessionId\":\"s1\",\"options\":[]}}");
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"outcome\":{\"outcome\":"
+         "\"cancelled\"}}}");
+  NOTHING(r, 0);
+  /* Other sessions are not concerned. */
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{"
+       "\"sessionId\":\"s2\",\"update\":{}}}");
+  EXPECT(r, 0,
+         "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{"
+         "\"sessionId\":\"s2\",\"update\":{}}}");
+  /* The next prompt waits for the old turn to end; a third is refused. */
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":\"c2\",\"method\":\"session/prompt\","
+       "\"params\":" S1_PROMPT "}");
+  nothing_anywhere(r);
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":\"c3\",\"method\":\"session/prompt\","
+       "\"params\":" S1_PROMPT "}");
+  EXPECT(r, 0,
+         "{\"jsonrpc\":\"2.0\",\"id\":\"c3\",\"error\":{\"code\":-32603,"
+         "\"message\":\"A prompt is already waiting for the cancelled turn to "
+         "end\"}}");
+  /* The agent ends the old turn: its answer is consumed, the held prompt
+   * goes out. */
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":"
+       "\"cancelled\"}}");
+  NOTHING(r, 0);
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"session/prompt\","
+         "\"params\":" S1_PROMPT "}");
+  /* The new turn is the client's as usual. */
+  feed(r, 2, S1_UPDATE);
+  EXPECT(r, 0, S1_UPDATE);
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"stopReason\":"
+       "\"end_turn\"}}");
+  EXPECT(r, 0,
+         "{\"jsonrpc\":\"2.0\",\"id\":\"c2\",\"result\":{\"stopReason\":"
+         "\"end_turn\"}}");
+  assert_int_equal(acp_router_pending(r), 0);
+  nothing_anywhere(r);
+  acp_router_free(r);
+}
+
+/* A prompt held behind a cancelled turn ends without starting when the
+ * client cancels it (session/cancel or $/cancel_request), or with an error
+ * when the agent dies first. */
+static void test_router_held_prompt_ends(void **state) {
+  acp_router *r = prompt_at_agent();
+
+  (void)state;
+  assert_int_equal(acp_router_link_closed(r, 1, "dead", NULL, 0), 0);
+  take(r, 0);
+  take(r, 2);
+  assert_int_equal(acp_router_link_restart(r, 1), 0);
+  EXPECT(r, 1,
+         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"proxy/initialize\","
+         "\"params\":" INIT_PARAMS "}");
+  feed(r, 1, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":" INIT_RESULT "}");
+  nothing_anywhere(r);
+  /* Through the restarted proxy: held as well. */
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"session/prompt\",\"params\":" S1_PROMPT "}}");
+  nothing_anywhere(r);
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"method\":\"proxy/successor\",\"params\":{"
+       "\"method\":\"session/cancel\",\"params\":{\"sessionId\":\"s1\"}}}");
+  EXPECT(r, 1,
+         "{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{\"stopReason\":"
+         "\"cancelled\"}}");
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":{"
+         "\"sessionId\":\"s1\"}}");
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"session/prompt\",\"params\":" S1_PROMPT "}}");
+  nothing_anywhere(r);
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"method\":\"proxy/successor\",\"params\":{"
+       "\"method\":\"$/cancel_request\",\"params\":{\"requestId\":9}}}");
+  EXPECT(r, 1,
+         "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"stopReason\":"
+         "\"cancelled\"}}");
+  nothing_anywhere(r);
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"session/prompt\",\"params\":" S1_PROMPT "}}");
+  nothing_anywhere(r);
+  assert_int_equal(acp_router_link_closed(r, 2, "agent gone", NULL, 0), 0);
+  EXPECT(r, 1,
+         "{\"jsonrpc\":\"2.0\",\"id\":10,\"error\":{\"code\":-32603,"
+         "\"message\":\"agent gone\"}}");
+  assert_int_equal(acp_router_pending(r), 0);
+  acp_router_free(r);
+}
+
 static void test_router_link_closed_defaults_and_bad_data(void **state) {
   acp_router *r = mk_agent(2);
 
@@ -1539,6 +1689,8 @@ int main(void) {
       cmocka_unit_test(test_router_batch_same_destination),
       cmocka_unit_test(test_router_batch_split_by_destination),
       cmocka_unit_test(test_router_link_death_answers_pending),
+      cmocka_unit_test(test_router_proxy_death_cancels_the_turn),
+      cmocka_unit_test(test_router_held_prompt_ends),
       cmocka_unit_test(test_router_link_closed_defaults_and_bad_data),
       cmocka_unit_test(test_router_bypass_routes_around_dead_proxy),
       cmocka_unit_test(test_router_restart_reinitializes),
