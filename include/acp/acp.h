@@ -9,6 +9,7 @@
 #include "common.h"
 #include <acp/version.h>
 #include "json.h"
+#include "ndjson.h"
 #include "rpc.h"
 #include "methods.h"
 #include "types.h"

@@ -13,6 +13,7 @@
  *   - batches: one record per received batch that still awaits answers; the
  *     responses are collected there and emitted as one array line.
  */
+#include "acp/ndjson.h"
 #include "acp/rpc.h"
 #include "rpc_int.h"
 #include "internal.h"
@@ -80,11 +81,10 @@ struct acp_rpc_session {
   acp_json_doc *doc;
   acp_json_writer *esc;
   acp__buf out;
-  acp__buf line;
+  acp_ndjson framer;
   acp__buf method; /* NUL-terminated copy of the current method */
   acp__buf emsg;   /* NUL-terminated copy of the current error message */
 
-  bool skipping; /* discarding an over-long line up to its newline */
   bool eof;
   bool paused;
   int failed; /* fatal code, or 0 */
@@ -1313,42 +1313,22 @@ static bool is_ws(char c) {
 }
 
 static int overlong(acp_rpc_session *s) {
-  /* The longest text (20 digits) fits, so building it cannot fail; if it
-   * ever did, say so instead of sending a truncated message. */
-  char msg[sizeof("Message exceeds ") + 20 + sizeof(" bytes")];
-  acp__buf tmp;
-  size_t n = s->opts.max_line;
-  char digits[24];
-  size_t i = sizeof(digits);
-  int rv;
+  char msg[ACP_NDJSON_REPLY_MAX];
 
-  do {
-    digits[--i] = (char)('0' + n % 10);
-    n /= 10;
-  } while (n != 0);
-  stack_buf(&tmp, &s->mem, msg, sizeof(msg) - 1);
-  rv = put_lit(&tmp, "Message exceeds ");
-  if (rv == 0)
-    rv = acp__buf_append(&tmp, digits + i, sizeof(digits) - i);
-  if (rv == 0)
-    rv = put_lit(&tmp, " bytes");
-  if (rv != 0)
+  /* ACP_NDJSON_REPLY_MAX fits the longest text, so this cannot fail; if
+   * it ever did, say so instead of sending a truncated message. */
+  if (acp_ndjson_overlong_message(msg, sizeof(msg), s->opts.max_line) == 0)
     return ACP_ERR_INTERNAL;
-  msg[tmp.len] = '\0';
   report(s, ACP_RPC_INVALID_REQUEST, "line too long");
   return auto_error(s, NULL, NULL, 0, ACP_RPC_INVALID_REQUEST, msg, NULL, 0);
 }
 
-/* Parse and dispatch one complete line (newline removed). */
+/* Parse and dispatch one complete line (line ending removed). */
 static int process_line(acp_rpc_session *s, const char *p, size_t n) {
   const acp_json_val *root;
   size_t i;
   int rv;
 
-  if (n > 0 && p[n - 1] == '\r')
-    n--;
-  if (n > s->opts.max_line)
-    return overlong(s);
   for (i = 0; i < n && is_ws(p[i]); i++)
     ;
   if (i == n)
@@ -1399,7 +1379,7 @@ int acp_rpc_session_new(acp_rpc_session **out, const acp_rpc_callbacks *cbs,
   s->pend_free = NO_INDEX;
   s->in_free = NO_INDEX;
   acp__buf_init(&s->out, &s->mem, s->opts.max_output);
-  acp__buf_init(&s->line, &s->mem, 0);
+  acp_ndjson_init(&s->framer, s->opts.max_line, &s->mem);
   acp__buf_init(&s->method, &s->mem, 0);
   acp__buf_init(&s->emsg, &s->mem, 0);
 
@@ -1432,7 +1412,7 @@ void acp_rpc_session_free(acp_rpc_session *s) {
   acp__free(&s->mem, s->pend_hash);
   acp__free(&s->mem, s->heap);
   acp__buf_dispose(&s->out);
-  acp__buf_dispose(&s->line);
+  acp_ndjson_dispose(&s->framer);
   acp__buf_dispose(&s->method);
   acp__buf_dispose(&s->emsg);
   acp_json_doc_free(s->doc);
@@ -1456,7 +1436,6 @@ const char *acp_rpc_session_errmsg(const acp_rpc_session *s) {
 acp_ssize acp_rpc_session_recv(acp_rpc_session *s, const char *data, size_t len,
                                uint64_t now_ms) {
   size_t pos = 0;
-  size_t limit;
   int rv;
 
   ACP_UNUSED(now_ms);
@@ -1467,52 +1446,21 @@ acp_ssize acp_rpc_session_recv(acp_rpc_session *s, const char *data, size_t len,
   if (len > (size_t)PTRDIFF_MAX)
     len = (size_t)PTRDIFF_MAX;
   s->paused = false;
-  /* A partial line may hold one byte more than max_line: a '\r' that the
-   * newline will make part of the line ending. */
-  limit = s->opts.max_line == SIZE_MAX ? SIZE_MAX : s->opts.max_line + 1;
   while (pos < len) {
-    const char *start = data + pos;
-    size_t avail = len - pos;
-    const char *nl = memchr(start, '\n', avail);
-    size_t chunk = nl ? (size_t)(nl - start) : avail;
+    const char *line;
+    size_t n;
+    size_t used;
 
-    if (s->skipping) {
-      pos += nl ? chunk + 1 : chunk;
-      if (nl)
-        s->skipping = false;
-      continue;
-    }
-    if (nl == NULL) {
-      if (chunk > limit - s->line.len) {
-        s->line.len = 0;
-        s->skipping = true;
-        rv = overlong(s);
-      } else {
-        rv = acp__buf_append(&s->line, start, chunk);
-        if (rv != 0)
-          rv = fail(s, ACP_ERR_NOMEM, "out of memory");
-      }
-      if (rv != 0)
-        return rv;
-      pos = len;
+    rv = acp_ndjson_next(&s->framer, data + pos, len - pos, &used, &line, &n);
+    pos += used;
+    if (rv == ACP_NDJSON_NEED_MORE)
       break;
-    }
-    pos += chunk + 1;
-    if (s->line.len > 0) {
-      if (chunk > limit - s->line.len) {
-        s->line.len = 0;
-        rv = overlong(s);
-      } else {
-        rv = acp__buf_append(&s->line, start, chunk);
-        if (rv != 0)
-          rv = fail(s, ACP_ERR_NOMEM, "out of memory");
-        if (rv == 0)
-          rv = process_line(s, s->line.data, s->line.len);
-        s->line.len = 0;
-      }
-    } else {
-      rv = process_line(s, start, chunk);
-    }
+    if (rv == ACP_NDJSON_LINE)
+      rv = process_line(s, line, n);
+    else if (rv == ACP_NDJSON_OVERLONG)
+      rv = overlong(s);
+    else
+      rv = fail(s, rv, "out of memory");
     if (rv != 0)
       return rv;
     if (s->paused)
@@ -1573,10 +1521,13 @@ int acp_rpc_session_recv_eof(acp_rpc_session *s, uint64_t now_ms) {
   if (s->eof)
     return 0;
   s->eof = true;
-  if (s->line.len > 0 || s->skipping) {
-    s->line.len = 0;
-    s->skipping = false;
-    report(s, 0, "partial line discarded at end of input");
+  {
+    const char *line;
+    size_t n;
+
+    if (acp_ndjson_pending(&s->framer) > 0 &&
+        acp_ndjson_finish(&s->framer, &line, &n) != ACP_NDJSON_NEED_MORE)
+      report(s, 0, "partial line discarded at end of input");
   }
   /* No request can be added now (eof is set), so one pass finds them all;
    * a callback may still cancel others, which the used flag reflects. */

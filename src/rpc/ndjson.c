@@ -1,0 +1,226 @@
+/*
+ * The NDJSON line framer (include/acp/ndjson.h): the one place that cuts
+ * a byte stream into lines.
+ */
+#include "acp/ndjson.h"
+
+#include "internal.h"
+
+/* MARK: - Framer (Public) */
+
+void acp_ndjson_init(acp_ndjson *f, size_t max_line, const acp_mem *mem) {
+  f->buf = NULL;
+  f->len = 0;
+  f->cap = 0;
+  f->max_line = max_line ? max_line : ACP_NDJSON_DEFAULT_MAX_LINE;
+  f->skipping = 0;
+  acp__mem_init(&f->mem, mem);
+}
+
+void acp_ndjson_dispose(acp_ndjson *f) {
+  if (f == NULL)
+    return;
+  acp__free(&f->mem, f->buf);
+  f->buf = NULL;
+  f->len = 0;
+  f->cap = 0;
+  f->skipping = 0;
+}
+
+/* A partial line may hold one byte more than the cap: a '\r' that the
+ * newline will turn into part of the line ending. */
+static size_t carry_limit(const acp_ndjson *f) {
+  return f->max_line == SIZE_MAX ? SIZE_MAX : f->max_line + 1;
+}
+
+static int carry_append(acp_ndjson *f, const char *p, size_t n) {
+  if (n > f->cap - f->len) {
+    size_t limit = carry_limit(f);
+    size_t need = f->len + n; /* <= limit: checked by the caller */
+    size_t ncap = f->cap < 256 ? 256 : f->cap + f->cap / 2;
+    char *b;
+
+    if (ncap < need || ncap < f->cap)
+      ncap = need;
+    if (ncap > limit)
+      ncap = limit;
+    b = acp__realloc(&f->mem, f->buf, ncap);
+    if (b == NULL)
+      return ACP_ERR_NOMEM;
+    f->buf = b;
+    f->cap = ncap;
+  }
+  memcpy(f->buf + f->len, p, n);
+  f->len += n;
+  return 0;
+}
+
+int acp_ndjson_next(acp_ndjson *f, const char *data, size_t len, size_t *used,
+                    const char **line, size_t *line_len) {
+  size_t limit;
+  size_t pos = 0;
+
+  if (used != NULL)
+    *used = 0;
+  if (line != NULL)
+    *line = NULL;
+  if (line_len != NULL)
+    *line_len = 0;
+  if (f == NULL || used == NULL || line == NULL || line_len == NULL ||
+      (data == NULL && len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  limit = carry_limit(f);
+  while (pos < len) {
+    const char *start = data + pos;
+    size_t avail = len - pos;
+    const char *nl = memchr(start, '\n', avail);
+    size_t chunk = nl ? (size_t)(nl - start) : avail;
+    const char *p;
+    size_t n;
+
+    if (f->skipping) {
+      pos += nl ? chunk + 1 : chunk;
+      if (nl)
+        f->skipping = 0;
+      continue;
+    }
+    if (nl == NULL) {
+      *used = len;
+      if (chunk > limit - f->len) {
+        f->len = 0;
+        f->skipping = 1;
+        return ACP_NDJSON_OVERLONG;
+      }
+      if (carry_append(f, start, chunk) != 0) {
+        f->len = 0;
+        f->skipping = 1;
+        return ACP_ERR_NOMEM;
+      }
+      return ACP_NDJSON_NEED_MORE;
+    }
+    pos += chunk + 1;
+    if (f->len > 0) {
+      if (chunk > limit - f->len) {
+        f->len = 0;
+        *used = pos;
+        return ACP_NDJSON_OVERLONG;
+      }
+      if (carry_append(f, start, chunk) != 0) {
+        f->len = 0;
+        *used = pos;
+        return ACP_ERR_NOMEM;
+      }
+      p = f->buf;
+      n = f->len;
+      f->len = 0; /* the bytes stay valid until the next call */
+    } else {
+      p = start;
+      n = chunk;
+    }
+    if (n > 0 && p[n - 1] == '\r')
+      n--;
+    if (n > f->max_line) {
+      *used = pos;
+      return ACP_NDJSON_OVERLONG;
+    }
+    if (n == 0)
+      continue;
+    *line = p;
+    *line_len = n;
+    *used = pos;
+    return ACP_NDJSON_LINE;
+  }
+  *used = len;
+  return ACP_NDJSON_NEED_MORE;
+}
+
+int acp_ndjson_finish(acp_ndjson *f, const char **line, size_t *line_len) {
+  size_t n;
+
+  if (line != NULL)
+    *line = NULL;
+  if (line_len != NULL)
+    *line_len = 0;
+  if (f == NULL || line == NULL || line_len == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  n = f->len;
+  f->len = 0;
+  if (f->skipping) {
+    f->skipping = 0;
+    return ACP_NDJSON_NEED_MORE;
+  }
+  if (n > 0 && f->buf[n - 1] == '\r')
+    n--;
+  if (n == 0)
+    return ACP_NDJSON_NEED_MORE;
+  if (n > f->max_line)
+    return ACP_NDJSON_OVERLONG;
+  *line = f->buf;
+  *line_len = n;
+  return ACP_NDJSON_LINE;
+}
+
+size_t acp_ndjson_pending(const acp_ndjson *f) {
+  return f ? f->len : 0;
+}
+
+size_t acp_ndjson_max_line(const acp_ndjson *f) {
+  return f ? f->max_line : 0;
+}
+
+/* MARK: - The answer to an over-long line (Public) */
+
+/* Append s[0..n) to out[*at..cap); false when it does not fit. */
+static bool put(char *out, size_t cap, size_t *at, const char *s, size_t n) {
+  if (n >= cap - *at)
+    return false;
+  memcpy(out + *at, s, n);
+  *at += n;
+  return true;
+}
+
+static size_t put_message(char *out, size_t cap, size_t at, size_t max_line) {
+  static const char pre[] = "Message exceeds ";
+  static const char post[] = " bytes";
+  char digits[24];
+  size_t i = sizeof(digits);
+
+  do {
+    digits[--i] = (char)('0' + max_line % 10);
+    max_line /= 10;
+  } while (max_line != 0);
+  if (!put(out, cap, &at, pre, sizeof(pre) - 1) ||
+      !put(out, cap, &at, digits + i, sizeof(digits) - i) ||
+      !put(out, cap, &at, post, sizeof(post) - 1))
+    return 0;
+  return at;
+}
+
+size_t acp_ndjson_overlong_message(char *out, size_t cap, size_t max_line) {
+  size_t n;
+
+  if (out == NULL || cap == 0)
+    return 0;
+  n = put_message(out, cap, 0, max_line);
+  out[n] = '\0';
+  return n;
+}
+
+size_t acp_ndjson_overlong_reply(char *out, size_t cap, size_t max_line) {
+  static const char pre[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+      "\"message\":\"";
+  static const char post[] = "\"}}";
+  size_t at = 0;
+
+  if (out == NULL || cap == 0)
+    return 0;
+  if (!put(out, cap, &at, pre, sizeof(pre) - 1))
+    at = 0;
+  if (at != 0)
+    at = put_message(out, cap, at, max_line);
+  if (at != 0 && !put(out, cap, &at, post, sizeof(post) - 1))
+    at = 0;
+  out[at] = '\0';
+  return at;
+}
