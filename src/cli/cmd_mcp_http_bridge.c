@@ -25,11 +25,11 @@
 #include <unistd.h>
 
 #include "acp/http.h"
+#include "acp/ndjson.h"
 #include "cli.h"
 
 #define SUB "mcp http-bridge"
 #define TOKEN_LEN 32
-#define MAX_LINE ((size_t)64 << 20)
 
 static const char bridge_usage[] =
     "usage: acp mcp http-bridge --socket PATH --listen-fd FD\n"
@@ -48,8 +48,7 @@ typedef struct bridge {
   const char *sock;
   uv_poll_t ctl;
   bool ctl_open;
-  char ctlbuf[256];
-  size_t ctllen;
+  acp_ndjson ctl_lines; /* frames the control pipe */
   char (*tokens)[TOKEN_LEN + 1];
   size_t ntokens;
   hconn *conns;
@@ -63,8 +62,7 @@ struct hconn {
   acp_http_relay_session *s; /* NULL once the session is gone */
   uv_pipe_t pipe;
   uv_connect_t connect;
-  char *in; /* bytes of an incomplete line */
-  size_t inlen, incap;
+  acp_ndjson in; /* frames what the conductor sends */
   bool closing;
 };
 
@@ -117,24 +115,27 @@ static void bridge_end(bridge *b);
  * leaves it, but the agent's request may be seen first. */
 static void ctl_read(bridge *b) {
   for (;;) {
-    ssize_t r = read(0, b->ctlbuf + b->ctllen, sizeof(b->ctlbuf) - b->ctllen);
-    size_t i, start = 0;
+    char buf[256];
+    ssize_t r = read(0, buf, sizeof(buf));
+    size_t i = 0;
     if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
       bridge_end(b);
       return;
     }
     if (r < 0)
       return;
-    b->ctllen += (size_t)r;
-    for (i = 0; i < b->ctllen; i++)
-      if (b->ctlbuf[i] == '\n') {
-        ctl_line(b, b->ctlbuf + start, i - start);
-        start = i + 1;
-      }
-    memmove(b->ctlbuf, b->ctlbuf + start, b->ctllen - start);
-    b->ctllen -= start;
-    if (b->ctllen == sizeof(b->ctlbuf))
-      b->ctllen = 0; /* not ours: a line this long is no token */
+    /* A line over the cap is no token: the framer drops it. */
+    while (i < (size_t)r) {
+      const char *line;
+      size_t n, used;
+      int rv = acp_ndjson_next(&b->ctl_lines, buf + i, (size_t)r - i, &used,
+                               &line, &n);
+      i += used;
+      if (rv == ACP_NDJSON_NEED_MORE)
+        break;
+      if (rv == ACP_NDJSON_LINE)
+        ctl_line(b, line, n);
+    }
   }
 }
 
@@ -148,7 +149,7 @@ static void on_ctl(uv_poll_t *p, int status, int events) {
 
 static void conn_on_close(uv_handle_t *h) {
   hconn *k = h->data;
-  free(k->in);
+  acp_ndjson_dispose(&k->in);
   free(k);
 }
 
@@ -204,10 +205,7 @@ static void conn_alloc(uv_handle_t *h, size_t sz, uv_buf_t *buf) {
 }
 
 static void conn_line(hconn *k, const char *line, size_t n) {
-  if (n > 0 && line[n - 1] == '\r')
-    n--;
-  if (n > 0 && k->s != NULL &&
-      acp_http_relay_deliver(k->s, line, n) == ACP_ERR_NOMEM)
+  if (k->s != NULL && acp_http_relay_deliver(k->s, line, n) == ACP_ERR_NOMEM)
     conn_close(k);
 }
 
@@ -220,36 +218,21 @@ static void conn_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   while (len > 0 && !k->closing) {
-    const char *nl = memchr(d, '\n', len);
-    size_t n = nl ? (size_t)(nl - d) : len;
-    if (k->inlen + n > MAX_LINE) {
+    const char *line;
+    size_t n, used;
+    int rv = acp_ndjson_next(&k->in, d, len, &used, &line, &n);
+    d += used;
+    len -= used;
+    if (rv == ACP_NDJSON_NEED_MORE)
+      break;
+    if (rv == ACP_NDJSON_LINE)
+      conn_line(k, line, n);
+    else {
+      /* The conductor is ours: a line over the cap, or no memory for one,
+       * means the connection cannot go on as it should. */
       conn_close(k);
       return;
     }
-    if (nl != NULL && k->inlen == 0) {
-      conn_line(k, d, n);
-    } else {
-      if (k->inlen + n > k->incap) {
-        size_t cap = k->incap ? k->incap : 4096;
-        char *p;
-        while (cap < k->inlen + n)
-          cap *= 2;
-        if ((p = realloc(k->in, cap)) == NULL) {
-          conn_close(k);
-          return;
-        }
-        k->in = p;
-        k->incap = cap;
-      }
-      memcpy(k->in + k->inlen, d, n);
-      k->inlen += n;
-      if (nl == NULL)
-        return;
-      conn_line(k, k->in, k->inlen);
-      k->inlen = 0;
-    }
-    d = nl + 1;
-    len -= n + 1;
   }
 }
 
@@ -286,6 +269,7 @@ static int relay_open(acp_http_relay_session *s, const char *authorization,
     return ACP_ERR_NOMEM;
   k->b = b;
   k->s = s;
+  acp_ndjson_init(&k->in, 0, NULL);
   uv_pipe_init(&b->loop, &k->pipe, 0);
   k->pipe.data = k;
   k->connect.data = k;
@@ -348,10 +332,12 @@ int cmd_mcp_http_bridge(int argc, char **argv) {
   int i, ok = 0, rv;
 
   memset(&b, 0, sizeof(b));
+  acp_ndjson_init(&b.ctl_lines, 2 * TOKEN_LEN, NULL);
   for (i = 1; i < argc; i++) {
     ok = 0;
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       fputs(bridge_usage, stdout);
+      acp_ndjson_dispose(&b.ctl_lines);
       return CLI_EXIT_OK;
     } else if ((v = cli_opt_value(argc, argv, &i, "--socket", &ok)) != NULL) {
       b.sock = v;
@@ -375,11 +361,13 @@ int cmd_mcp_http_bridge(int argc, char **argv) {
     fputs(bridge_usage, stderr);
     if (fd >= 3)
       close((int)fd);
+    acp_ndjson_dispose(&b.ctl_lines);
     return CLI_EXIT_USAGE;
   }
   (void)acp_uv_ignore_sigpipe();
   if (uv_loop_init(&b.loop) != 0) {
     close((int)fd);
+    acp_ndjson_dispose(&b.ctl_lines);
     return CLI_EXIT_FAILURE;
   }
   rv = acp_http_server_options_new(&o, NULL);
@@ -408,5 +396,6 @@ int cmd_mcp_http_bridge(int argc, char **argv) {
   uv_run(&b.loop, UV_RUN_DEFAULT);
   (void)uv_loop_close(&b.loop);
   free(b.tokens);
+  acp_ndjson_dispose(&b.ctl_lines);
   return rv == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 }

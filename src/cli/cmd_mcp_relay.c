@@ -10,6 +10,7 @@
 
 #include "acp/http.h"
 #include "acp/json.h"
+#include "acp/ndjson.h"
 #include "acp/uv.h"
 
 #include <stdio.h>
@@ -18,8 +19,6 @@
 
 #define SUB "mcp relay"
 
-/* Longest input line accepted (as the rpc session's default line cap). */
-#define RELAY_MAX_LINE ((size_t)64 << 20)
 /* After end of input, how long answers still owed are awaited. */
 #define RELAY_DRAIN_MS 30000
 /* How long the session's DELETE and stdout's flush may take at the end. */
@@ -37,7 +36,8 @@ static const char usage_text[] =
     "initialize) is written to stdout, one per line. MCP-Session-Id and\n"
     "MCP-Protocol-Version are handled; the session is DELETEd at the end.\n"
     "A line that is not JSON is answered with a -32700 error (-32600 for\n"
-    "JSON that is not an object or array) and skipped.\n"
+    "JSON that is not an object or array, or a line over the cap) and\n"
+    "skipped.\n"
     "\n"
     "options:\n"
     "  --url URL               the server (http:// or https://)\n"
@@ -47,6 +47,7 @@ static const char usage_text[] =
     "  --sse                   legacy HTTP+SSE only (URL is the /sse stream)\n"
     "                          default: Streamable HTTP, falling back to\n"
     "                          legacy HTTP+SSE on 400/404/405\n"
+    "  --max-line BYTES        longest input line (default 64 MiB)\n"
     "  -h, --help              this help\n"
     "\n"
     "End of stdin (or SIGTERM/SIGINT) ends the relay once the requests\n"
@@ -84,9 +85,7 @@ typedef struct relay {
   acp_uv_signals *sig;
   uv_timer_t drain;
   acp_json_doc *doc;
-  char *line; /* the partial input line */
-  size_t len, cap;
-  bool skipping; /* discarding an over-long line up to its newline */
+  acp_ndjson in; /* frames stdin */
   char **ids;    /* raw ids of requests sent and not answered yet */
   size_t nids, capids;
   bool eof;
@@ -202,7 +201,7 @@ static void on_http_end(acp_http_client *hc, int reason, void *ud) {
 
 /* MARK: - stdin side */
 
-static void handle_line(relay *r, char *s, size_t n) {
+static void handle_line(relay *r, const char *s, size_t n) {
   size_t a = 0;
   int rv;
   while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
@@ -243,54 +242,46 @@ static void on_input_end(relay *r) {
   maybe_finish(r);
 }
 
+static void on_overlong(relay *r) {
+  char reply[ACP_NDJSON_REPLY_MAX];
+  size_t n = acp_ndjson_overlong_reply(reply, sizeof(reply),
+                                       acp_ndjson_max_line(&r->in));
+  write_line(r, reply, n);
+}
+
 static void on_read(acp_uv_link *link, int status, const char *data, size_t len,
                     void *ud) {
   relay *r = ud;
-  size_t i = 0;
+  const char *line;
+  size_t n, used;
+  int rv;
   (void)link;
   if (status != 0) {
     if (status != UV_EOF)
       cli_err(SUB, "cannot read stdin: %s", uv_strerror(status));
-    if (r->len > 0 && !r->skipping && !r->closing)
-      handle_line(r, r->line, r->len);
-    r->len = 0;
+    rv = acp_ndjson_finish(&r->in, &line, &n);
+    if (rv == ACP_NDJSON_LINE && !r->closing)
+      handle_line(r, line, n);
+    else if (rv == ACP_NDJSON_OVERLONG && !r->closing)
+      on_overlong(r);
     on_input_end(r);
     return;
   }
-  while (i < len && !r->closing) {
-    const char *nl = memchr(data + i, '\n', len - i);
-    size_t e = nl ? (size_t)(nl - data) : len;
-    size_t n = e - i;
-    if (!r->skipping && r->len + n > RELAY_MAX_LINE) {
-      write_error(r, -32700, "Parse error: line too long");
-      r->skipping = true;
-      r->len = 0;
-    }
-    if (!r->skipping) {
-      if (r->len + n > r->cap) {
-        size_t cap = r->cap ? r->cap : 4096;
-        char *p;
-        while (cap < r->len + n)
-          cap *= 2;
-        p = realloc(r->line, cap);
-        if (p == NULL) {
-          cli_err(SUB, "out of memory");
-          relay_end(r, CLI_EXIT_FAILURE);
-          return;
-        }
-        r->line = p;
-        r->cap = cap;
-      }
-      memcpy(r->line + r->len, data + i, n);
-      r->len += n;
-    }
-    if (nl == NULL)
+  while (len > 0 && !r->closing) {
+    rv = acp_ndjson_next(&r->in, data, len, &used, &line, &n);
+    data += used;
+    len -= used;
+    if (rv == ACP_NDJSON_NEED_MORE)
       break;
-    if (!r->skipping)
-      handle_line(r, r->line, r->len);
-    r->skipping = false;
-    r->len = 0;
-    i = e + 1;
+    if (rv == ACP_NDJSON_LINE)
+      handle_line(r, line, n);
+    else if (rv == ACP_NDJSON_OVERLONG)
+      on_overlong(r);
+    else {
+      cli_err(SUB, "out of memory");
+      relay_end(r, CLI_EXIT_FAILURE);
+      return;
+    }
   }
 }
 
@@ -339,6 +330,7 @@ int cmd_mcp_relay(int argc, char **argv) {
   const char **headers = NULL;
   size_t nheaders = 0, k;
   acp_http_transport mode = ACP_HTTP_AUTO;
+  size_t max_line = ACP_NDJSON_DEFAULT_MAX_LINE;
   int i, ok, rv, status;
   headers = calloc((size_t)argc + 1, sizeof(*headers));
   if (headers == NULL)
@@ -358,7 +350,16 @@ int cmd_mcp_relay(int argc, char **argv) {
       url = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--header", &ok)) != NULL)
       headers[nheaders++] = v;
-    else if (strcmp(argv[i], "--") == 0 && i + 1 == argc)
+    else if ((v = cli_opt_value(argc, argv, &i, "--max-line", &ok)) != NULL) {
+      char *end;
+      unsigned long long m = strtoull(v, &end, 10);
+      if (*v < '0' || *v > '9' || *end != '\0' || m == 0 || m > SIZE_MAX) {
+        cli_err(SUB, "bad --max-line '%s': a positive byte count expected", v);
+        free(headers);
+        return CLI_EXIT_USAGE;
+      }
+      max_line = (size_t)m;
+    } else if (strcmp(argv[i], "--") == 0 && i + 1 == argc)
       break;
     else {
       if (ok >= 0)
@@ -375,6 +376,7 @@ int cmd_mcp_relay(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
   memset(&r, 0, sizeof(r));
+  acp_ndjson_init(&r.in, max_line, NULL);
   acp_uv_ignore_sigpipe();
   uv_loop_init(&r.loop);
   uv_timer_init(&r.loop, &r.drain);
@@ -418,7 +420,7 @@ int cmd_mcp_relay(int argc, char **argv) {
   for (k = 0; k < r.nids; k++)
     free(r.ids[k]);
   free(r.ids);
-  free(r.line);
+  acp_ndjson_dispose(&r.in);
   free(headers);
   return r.status;
 }

@@ -7,6 +7,7 @@
  * (take_output) and go to (deliver), and the protocol version, differ.
  */
 #include "acp/http.h"
+#include "acp/ndjson.h"
 #include "http_internal.h"
 #include "mcp/sse.h"
 
@@ -68,8 +69,9 @@ struct acp_http_client {
   int open_handles;
   hc_xfer *xfers;
   char *session_id;
-  char *endpoint; /* legacy POST URL */
-  acp__buf held;  /* lines waiting (endpoint, probe, initialize answer) */
+  char *endpoint;       /* legacy POST URL */
+  acp__buf held;        /* lines waiting (endpoint, probe, initialize answer) */
+  acp_ndjson out_lines; /* frames what take_output() hands out */
   acp__buf line;
   acp_json_doc *doc;
   acp_http_client_end_cb end_cb;
@@ -732,17 +734,22 @@ static int post_line(acp_http_client *hc, const char *line, size_t len) {
 
 /* Send held lines, in order, until something must be waited for. */
 static int flush_held(acp_http_client *hc) {
+  acp_ndjson f;
   size_t i = 0;
   int rv = 0;
+  acp_ndjson_init(&f, SIZE_MAX, &hc->mem);
   while (i < hc->held.len && !must_hold(hc)) {
-    const char *nl = memchr(hc->held.data + i, '\n', hc->held.len - i);
-    size_t e = nl ? (size_t)(nl - hc->held.data) : hc->held.len;
-    if (e > i)
-      rv = post_line(hc, hc->held.data + i, e - i);
-    if (rv != 0)
+    const char *line;
+    size_t n, used;
+    int r = acp_ndjson_next(&f, hc->held.data + i, hc->held.len - i, &used,
+                            &line, &n);
+    i += used;
+    if (r == ACP_NDJSON_LINE)
+      rv = post_line(hc, line, n);
+    if (rv != 0 || r != ACP_NDJSON_LINE)
       break;
-    i = e + 1 < hc->held.len ? e + 1 : hc->held.len;
   }
+  acp_ndjson_dispose(&f); /* held lines all end in '\n': nothing carried */
   acp__buf_consume(&hc->held, i);
   return rv;
 }
@@ -780,17 +787,21 @@ static void pump(acp_http_client *hc) {
   while (rv == 0 && (n = take_output(hc, &data)) > 0) {
     size_t len = (size_t)n, i = 0;
     while (rv == 0 && i < len) {
-      const char *nl = memchr(data + i, '\n', len - i);
-      size_t e = nl ? (size_t)(nl - data) : len;
-      if (e > i) {
-        if (hc->held.len > 0 || must_hold(hc)) {
-          rv = acp__buf_append(&hc->held, data + i, e - i);
-          if (rv == 0)
-            rv = acp__buf_putc(&hc->held, '\n');
-        } else
-          rv = post_line(hc, data + i, e - i);
-      }
-      i = e + 1;
+      const char *line;
+      size_t ln, used;
+      int r =
+          acp_ndjson_next(&hc->out_lines, data + i, len - i, &used, &line, &ln);
+      i += used;
+      if (r == ACP_NDJSON_NEED_MORE)
+        break;
+      if (r != ACP_NDJSON_LINE)
+        rv = r < 0 ? r : 0;
+      else if (hc->held.len > 0 || must_hold(hc)) {
+        rv = acp__buf_append(&hc->held, line, ln);
+        if (rv == 0)
+          rv = acp__buf_putc(&hc->held, '\n');
+      } else
+        rv = post_line(hc, line, ln);
     }
   }
   if (rv != 0) {
@@ -872,6 +883,7 @@ static int client_new(acp_http_client **out, uv_loop_t *loop,
   hc->ud = user_data;
   hc->retry_ms = -1;
   acp__buf_init(&hc->held, &hc->mem, 0);
+  acp_ndjson_init(&hc->out_lines, SIZE_MAX, &hc->mem);
   acp__buf_init(&hc->line, &hc->mem, 0);
   acp__buf_init(&hc->outq, &hc->mem, 0);
   acp__buf_init(&hc->sending, &hc->mem, 0);
@@ -1059,6 +1071,7 @@ static void finish_close(acp_http_client *hc) {
   acp_json_doc_free(hc->doc);
   hc->doc = NULL;
   acp__buf_dispose(&hc->held);
+  acp_ndjson_dispose(&hc->out_lines);
   acp__buf_dispose(&hc->line);
   acp__buf_dispose(&hc->outq);
   acp__buf_dispose(&hc->sending);

@@ -7,6 +7,7 @@
  * connection when it has nothing to send; new output resumes it.
  */
 #include "acp/http.h"
+#include "acp/ndjson.h"
 #include "http_internal.h"
 
 #include <errno.h>
@@ -1144,24 +1145,29 @@ static int route(hs_session *s, acp_json_doc *doc, const char *line,
 
 /* Take everything the conn has to send and route it. */
 static int session_flush(hs_session *s) {
+  acp_ndjson f;
   const char *data;
   acp_ssize n;
   int rv = 0;
   if (s->conn == NULL)
     return 0;
+  /* The conn hands out whole lines: the framer never carries a byte. */
+  acp_ndjson_init(&f, SIZE_MAX, NULL);
   while ((n = acp_mcp_conn_send(s->conn, &data)) > 0) {
     size_t len = (size_t)n, i = 0;
     while (i < len) {
-      const char *nl = memchr(data + i, '\n', len - i);
-      size_t e = nl ? (size_t)(nl - data) : len;
-      if (e > i) {
-        int r = route(s, s->srv->doc, data + i, e - i);
-        if (r != 0 && rv == 0)
-          rv = r;
-      }
-      i = e + 1;
+      const char *line;
+      size_t ln, used;
+      int r = acp_ndjson_next(&f, data + i, len - i, &used, &line, &ln);
+      i += used;
+      if (r != ACP_NDJSON_LINE)
+        break;
+      r = route(s, s->srv->doc, line, ln);
+      if (r != 0 && rv == 0)
+        rv = r;
     }
   }
+  acp_ndjson_dispose(&f);
   if (n < 0 && rv == 0)
     rv = (int)n;
   return rv;

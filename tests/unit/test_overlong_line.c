@@ -1,0 +1,143 @@
+/*
+ * The same over-long line gets the same answer everywhere: the JSON-RPC
+ * session and the stdio<->HTTP relay (`acp mcp relay`) both frame input
+ * with acp_ndjson and answer with acp_ndjson_overlong_reply(). Each input
+ * below goes through both with a 64-byte cap; stdout must be identical.
+ * The relay gets an unreachable URL: nothing it is fed is valid JSON, so it
+ * never connects.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "acp/ndjson.h"
+#include "acp/rpc.h"
+
+#define CAP 64
+
+static char *repeat(char c, size_t n, const char *tail) {
+  size_t t = strlen(tail);
+  char *s = malloc(n + t + 1);
+
+  assert_non_null(s);
+  memset(s, c, n);
+  memcpy(s + n, tail, t + 1);
+  return s;
+}
+
+/* What an rpc session with a CAP-byte line cap writes for `in`, fed in
+ * pieces of `step` bytes. */
+static char *via_session(const char *in, size_t step) {
+  acp_rpc_options *o = NULL;
+  acp_rpc_session *s = NULL;
+  size_t len = strlen(in), i, used = 0, cap = 4096;
+  char *out = calloc(1, cap);
+
+  assert_non_null(out);
+  assert_int_equal(acp_rpc_options_new(&o), 0);
+  acp_rpc_options_set_max_line(o, CAP);
+  assert_int_equal(acp_rpc_session_new(&s, NULL, NULL, o, NULL), 0);
+  for (i = 0; i < len; i += step) {
+    size_t n = len - i < step ? len - i : step;
+    const char *d;
+    acp_ssize k;
+
+    assert_int_equal(acp_rpc_session_recv(s, in + i, n, 0), (acp_ssize)n);
+    while ((k = acp_rpc_session_send(s, &d)) > 0) {
+      assert_true(used + (size_t)k < cap);
+      memcpy(out + used, d, (size_t)k);
+      used += (size_t)k;
+    }
+  }
+  acp_rpc_session_free(s);
+  acp_rpc_options_free(o);
+  return out;
+}
+
+/* What `acp mcp relay --max-line CAP` writes for `in`. */
+static char *via_relay(const char *in) {
+  const char *acp = getenv("ACP_BIN");
+  char path[] = "/tmp/acp-overlong-XXXXXX";
+  char cmd[4096];
+  size_t cap = 4096, used = 0, n;
+  char *out = calloc(1, cap);
+  FILE *f;
+  int fd = mkstemp(path);
+
+  assert_non_null(out);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, in, strlen(in)), (ssize_t)strlen(in));
+  close(fd);
+  snprintf(cmd, sizeof(cmd),
+           "'%s' mcp relay --url http://127.0.0.1:1/ --max-line %d <%s", acp,
+           CAP, path);
+  f = popen(cmd, "r");
+  assert_non_null(f);
+  while ((n = fread(out + used, 1, cap - 1 - used, f)) > 0)
+    used += n;
+  assert_int_equal(pclose(f), 0);
+  unlink(path);
+  return out;
+}
+
+static void same_answer(const char *in, const char *want) {
+  char *relay = via_relay(in);
+  size_t step;
+
+  assert_string_equal(relay, want);
+  for (step = 1; step <= strlen(in); step += 7) {
+    char *session = via_session(in, step);
+
+    assert_string_equal(session, relay);
+    free(session);
+  }
+  free(relay);
+}
+
+static void skip_without_acp(void) {
+  const char *acp = getenv("ACP_BIN");
+
+  if (acp == NULL || access(acp, X_OK) != 0)
+    skip();
+}
+
+static void test_overlong_line_same_answer_in_session_and_relay(void **state) {
+  char reply[ACP_NDJSON_REPLY_MAX + 1];
+  char want[1024];
+  char *big = repeat('x', 1000, "\n");
+  char *crlf = repeat('{', CAP + 1, "\r\n");
+  char *fits = repeat('[', CAP, "\r\n");
+  char in[4096];
+
+  (void)state;
+  skip_without_acp();
+  acp_ndjson_overlong_reply(reply, sizeof(reply), CAP);
+  strcat(reply, "\n");
+  /* One over-long line: one answer. */
+  same_answer(big, reply);
+  /* Over by one byte with CR LF; then a line exactly at the cap (not JSON,
+   * so -32700); blank lines in between get nothing. */
+  snprintf(in, sizeof(in), "%s\n\r\n%s%s", crlf, fits, big);
+  snprintf(want, sizeof(want),
+           "%s{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,"
+           "\"message\":\"Parse error\"}}\n%s",
+           reply, reply);
+  same_answer(in, want);
+  free(big);
+  free(crlf);
+  free(fits);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_overlong_line_same_answer_in_session_and_relay),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
