@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the SSE parser (src/mcp/sse.c).
+ * Fuzz target: the SSE parser (src/http/sse.c, in libacp-http).
  *
  * Byte 0 selects the piece size the rest is fed in (1..256) and bit 7 a
  * 64-byte cap. Every dispatched event must have a type, and data and id of
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp/sse.h"
+#include "http/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -38,8 +38,25 @@ if [ -n "$bad" ]; then
   echo "FAIL: libacp imports symbols outside the allow-list:"; echo "$bad"
   fail=1
 fi
+# Package boundaries: no include climbs out of its folder, no test compiles
+# another file's source in, and the runtime libraries see only their own
+# headers and src/util (the core's private headers are the core's).
+climb=$(cd "$top" && grep -rnE '#[[:space:]]*include[[:space:]]*"(\.\./|[^"]*\.c")' \
+        src include tests examples bench fuzz tools 2>/dev/null || true)
+if [ -n "$climb" ]; then
+  echo "FAIL: an include climbs out of its folder or includes a .c file:"
+  echo "$climb"; fail=1
+fi
+private=$(cd "$top" && grep -nE '#[[:space:]]*include[[:space:]]*"(internal\.h|[a-z_]+_int\.h|(common|mcp|rpc|json|router)/[^"]*)"' \
+          src/uv/*.[ch] src/http/*.[ch] src/cli/*.[ch] src/fixtures/*.[ch] \
+          examples/proxies/*.[ch] 2>/dev/null || true)
+if [ -n "$private" ]; then
+  echo "FAIL: a runtime library or program includes a core-private header:"
+  echo "$private"; fail=1
+fi
 if [ "$fail" = 0 ]; then
   echo "headers: every public header compiles alone (C11, C++11); libacp imports only libc"
+  echo "packages: no climbing include, no included .c, no core-private header outside the core"
   echo "1 passed, 0 failed"
 else
   echo "0 passed, 1 failed"

@@ -335,30 +335,6 @@ acp_http_relay_session_get_user_data(const acp_http_relay_session *s);
 ACP_EXTERN const char *
 acp_http_relay_session_id(const acp_http_relay_session *s);
 
-/* MARK: - stdio */
-
-/**
- * Blocking: serve `conn` on `in_fd` / `out_fd` (newline-delimited JSON-RPC,
- * the MCP stdio transport) on a private loop until end of input, a fatal
- * conn error, or SIGTERM/SIGINT (which acts as end of input); then flush
- * the output for up to `flush_timeout_ms` (ACP_UV_FOREVER: no limit) and
- * return. Received bytes go to acp_mcp_conn_recv() with the loop's
- * uv_now(), and a timer drives acp_mcp_conn_handle_expiry(), so the
- * timeouts of server->client requests (acp_mcp_call_request()) run on
- * the loop's clock; output produced from any callback is written before
- * the loop next waits. Input left unconsumed by a handler that returned
- * ACP_ERR_PAUSE is offered again on each loop iteration. The conn is
- * borrowed (not freed). Ignores SIGPIPE. Descriptors are dup()ed (as
- * acp_uv_link_new_fds()).
- * @return the end reason: 0 (end of input or a signal), ACP_ERR_SYSTEM (a
- *         read error), a fatal code from the conn; or ACP_ERR_INVALID_ARGUMENT,
- *         ACP_ERR_SYSTEM, ACP_ERR_UNSUPPORTED, ACP_ERR_NOMEM from setting up.
- */
-ACP_EXTERN int acp_mcp_run_fds(acp_mcp_conn *conn, int in_fd, int out_fd,
-                               uint64_t flush_timeout_ms);
-/** acp_mcp_run_fds(conn, 0, 1, flush_timeout_ms). */
-ACP_EXTERN int acp_mcp_run_stdio(acp_mcp_conn *conn, uint64_t flush_timeout_ms);
-
 /* MARK: - Client */
 
 /** Which HTTP transport a client uses. */

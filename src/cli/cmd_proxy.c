@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../examples/proxies/proxy_run.h"
 #include "cli.h"
+#include "proxy_run.h"
 
 static const struct proxy_entry {
   const char *name;

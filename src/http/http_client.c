@@ -9,7 +9,7 @@
 #include "acp/http.h"
 #include "acp/ndjson.h"
 #include "http_internal.h"
-#include "mcp/sse.h"
+#include "sse.h"
 
 #include <stdio.h>
 #include <stdlib.h>

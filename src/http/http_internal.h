@@ -6,7 +6,7 @@
 #define ACP_HTTP_INTERNAL_H
 
 #include "acp/http.h"
-#include "internal.h"
+#include "util.h"
 
 #include <stdbool.h>
 

@@ -6,7 +6,7 @@
 #define ACP_UV_INTERNAL_H
 
 #include "acp/uv.h"
-#include "internal.h"
+#include "util.h"
 
 /* Reasons a link's reading is suspended (bits of acp_uv_link.pause). */
 enum {

@@ -58,7 +58,7 @@ run stdio-unknown-tool 1 "" -- mcp call --stdio "$acp" mcp serve -- nope
 # (the conn's clock must be the loop's, or the deadline is already past).
 run stdio-ping-client 0 "pong" -- mcp call --stdio "$acp" mcp serve -- ping
 run stdio-server-missing 1 "" -- mcp tools --stdio /nonexistent/server
-if [ -f "$root/src/cli/mcp_everything.c" ]; then
+if [ -f "$root/src/fixtures/mcp_everything.c" ]; then
   run stdio-everything 0 "test_simple_text" -- mcp tools --stdio "$acp" mcp serve --everything
 fi
 

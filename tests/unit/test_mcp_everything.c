@@ -1,5 +1,6 @@
 /*
- * The `acp mcp serve --everything` fixture set (src/cli/mcp_everything.c),
+ * The `acp mcp serve --everything` fixture set (src/fixtures, the
+ * acp_fixtures library),
  * in memory: an acp_mcp_client back to back with an acp_mcp_conn on the
  * registry, calling every fixture and checking the results the MCP
  * conformance suite's server scenarios check.
@@ -16,9 +17,7 @@
 
 #include "acp/mcp.h"
 
-/* The fixture is CLI code: compile it in, without the HTTP hook. */
-#define MCP_EVERYTHING_NO_HTTP 1
-#include "../../src/cli/mcp_everything.c"
+#include "mcp_everything.h"
 
 /* MARK: - Harness */
 

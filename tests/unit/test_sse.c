@@ -1,5 +1,6 @@
 /*
- * The SSE parser (src/mcp/sse.c): framing, fields, split feeds, caps.
+ * The SSE parser (src/http/sse.c, in libacp-http): framing, fields, split
+ * feeds, caps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/sse.h"
+#include "http/sse.h"
 
 #include <stdio.h>
 #include <string.h>

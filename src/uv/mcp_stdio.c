@@ -6,9 +6,8 @@
  * acp_mcp_conn_handle_expiry(); a prepare hook writes whatever the conn
  * produced (from any callback) before the loop waits.
  */
-#include "acp/http.h"
 #include "acp/uv.h"
-#include "http_internal.h"
+#include "uv_internal.h"
 
 #include <string.h>
 

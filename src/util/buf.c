@@ -1,10 +1,9 @@
 /*
- * Internal helpers shared by libacp and libacp-uv: allocator copies and the
- * growable byte buffer. Compiled into both libraries (hidden in each), so
- * neither exports them and libacp-uv does not depend on libacp's private
- * symbols.
+ * The helpers of util.h: allocator copies and the growable byte buffer.
+ * Compiled into every library (hidden in each), so none exports them and
+ * the runtime libraries do not depend on libacp's private symbols.
  */
-#include "internal.h"
+#include "util.h"
 
 void acp__mem_init(acp_mem *dst, const acp_mem *mem) {
   *dst = mem ? *mem : *acp_mem_default();

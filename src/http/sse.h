@@ -5,12 +5,13 @@
  * `event` sets the type; `id` (without NUL) sets the last event id; `retry`
  * (ASCII digits only) sets the reconnection time; lines starting with ':'
  * are comments; an empty line dispatches the event if any `data` field was
- * seen. Internal to the libraries (also compiled into libacp-uv).
+ * seen. Internal to libacp-http, whose HTTP client reads SSE streams; kept
+ * sans-I/O (and fuzzed) like the core's parsers.
  */
-#ifndef ACP_MCP_SSE_H
-#define ACP_MCP_SSE_H
+#ifndef ACP_HTTP_SSE_H
+#define ACP_HTTP_SSE_H
 
-#include "internal.h"
+#include "util.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -57,4 +58,4 @@ static inline const char *acp__sse_last_id(const acp__sse *p, size_t *len) {
   return p->id.data ? p->id.data : "";
 }
 
-#endif /* ACP_MCP_SSE_H */
+#endif /* ACP_HTTP_SSE_H */

@@ -1,0 +1,80 @@
+/*
+ * Helpers shared by the libraries (libacp, libacp-uv, libacp-http):
+ * allocator wrappers, overflow-checked size arithmetic and a growable byte
+ * buffer with a cap. Built as the internal object library acp_util and
+ * compiled, hidden, into each library that uses it: nothing here is
+ * exported and no library reaches into another's private headers for it.
+ * Not installed.
+ */
+#ifndef ACP_UTIL_H
+#define ACP_UTIL_H
+
+#include <string.h>
+
+#include "acp/common.h"
+
+#define ACP_UNUSED(x) ((void)(x))
+
+static inline void *acp__malloc(const acp_mem *m, size_t n) {
+  return m->malloc(n ? n : 1, m->user_data);
+}
+static inline void *acp__calloc(const acp_mem *m, size_t nmemb, size_t n) {
+  return m->calloc(nmemb ? nmemb : 1, n ? n : 1, m->user_data);
+}
+static inline void *acp__realloc(const acp_mem *m, void *p, size_t n) {
+  return m->realloc(p, n ? n : 1, m->user_data);
+}
+static inline void acp__free(const acp_mem *m, void *p) {
+  if (p)
+    m->free(p, m->user_data);
+}
+
+/* Copy `mem` (or the default allocator) into `dst`. */
+void acp__mem_init(acp_mem *dst, const acp_mem *mem);
+
+/* NUL-terminated heap copy of s[0..n) (s may be NULL when n is 0); NULL when
+ * out of memory. Free with acp__free(m, ...). */
+char *acp__strndup(const acp_mem *m, const char *s, size_t n);
+/* acp__strndup(m, s, strlen(s)). */
+char *acp__strdup(const acp_mem *m, const char *s);
+
+/* Overflow-checked arithmetic: return 0 on success, -1 on overflow. */
+static inline int acp__add_overflow(size_t a, size_t b, size_t *out) {
+  if (a > SIZE_MAX - b)
+    return -1;
+  *out = a + b;
+  return 0;
+}
+static inline int acp__mul_overflow(size_t a, size_t b, size_t *out) {
+  if (b != 0 && a > SIZE_MAX / b)
+    return -1;
+  *out = a * b;
+  return 0;
+}
+
+/*
+ * A growable byte buffer. `max` caps len (0 = SIZE_MAX); growth past it
+ * fails with ACP_ERR_LIMIT. The buffer is not NUL-terminated.
+ */
+typedef struct acp__buf {
+  char *data;
+  size_t len;
+  size_t cap;
+  size_t max;
+  const acp_mem *mem;
+} acp__buf;
+
+void acp__buf_init(acp__buf *b, const acp_mem *mem, size_t max);
+void acp__buf_dispose(acp__buf *b);
+/* Make room for `extra` more bytes. 0, ACP_ERR_LIMIT or ACP_ERR_NOMEM. */
+int acp__buf_reserve(acp__buf *b, size_t extra);
+int acp__buf_append(acp__buf *b, const void *p, size_t n);
+int acp__buf_putc(acp__buf *b, char c);
+/* Remove the first n bytes (n <= len). */
+void acp__buf_consume(acp__buf *b, size_t n);
+
+static inline void acp__buf_clear(acp__buf *b) {
+  b->len = 0;
+}
+
+#endif /* ACP_UTIL_H */
