@@ -1,8 +1,10 @@
 #!/bin/sh
-# Installs the build into a scratch prefix, then builds two small programs
+# Installs the build into a scratch prefix, then builds small programs
 # outside the tree against it: one with pkg-config (libacp alone, proving
-# the core links without libuv) and one with CMake's find_package(libacp)
-# using the runtime. Both must build and run.
+# the core links without libuv), one with CMake's find_package(libacp)
+# using the runtime, and the user examples (examples/Makefile, pkg-config),
+# which then run against each other (examples/check.sh). All must build and
+# run.
 set -eu
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,5 +67,10 @@ if ldd "$tmp/prefix/bin/acp" | grep -Eq 'libcurl|libmicrohttpd'; then
 fi
 pkg-config --exists libacp-http || { echo "FAIL: no libacp-http.pc"; exit 1; }
 "$tmp/prefix/bin/acp" mcp --help >/dev/null
-echo "install: pkg-config and find_package consumers build and run"
+# The examples a library user starts from, built from the installed
+# headers and libraries only, then run: each checks its partner's answer.
+mkdir -p "$tmp/examples"
+make -s -C "$top/examples" check OUT="$tmp/examples" \
+  ACP="$tmp/prefix/bin/acp" CFLAGS="-std=c11 -Wall -Wextra -Werror -O2"
+echo "install: pkg-config and find_package consumers and the examples build and run"
 echo "1 passed, 0 failed"
