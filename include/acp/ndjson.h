@@ -98,7 +98,9 @@ ACP_EXTERN void acp_ndjson_init(acp_ndjson *f, size_t max_line,
                                 const acp_mem *mem);
 
 /**
- * Release the carry buffer. The framer may be initialized again after.
+ * Release the carry buffer and forget any partial line. The framer stays
+ * usable, as if just initialized with the same cap and allocator: a runtime
+ * can call this after a very large line to give the memory back at once.
  * NULL is accepted.
  */
 ACP_EXTERN void acp_ndjson_dispose(acp_ndjson *f);

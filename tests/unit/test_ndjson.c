@@ -201,6 +201,23 @@ static void test_ndjson_default_and_unlimited_caps(void **state) {
   acp_ndjson_dispose(&f);
 }
 
+static void test_ndjson_dispose_leaves_it_usable(void **state) {
+  acp_ndjson f;
+
+  (void)state;
+  acp_ndjson_init(&f, 8, NULL);
+  nevents = 0;
+  feed(&f, "partial", 7);
+  assert_int_equal(acp_ndjson_pending(&f), 7);
+  acp_ndjson_dispose(&f);
+  assert_int_equal(acp_ndjson_pending(&f), 0);
+  assert_null(f.buf);
+  feed(&f, "ok\n0123456789\nyes", 17);
+  finish(&f);
+  assert_string_equal(events, "L:ok|O|E:yes|");
+  acp_ndjson_dispose(&f);
+}
+
 static void test_ndjson_overlong_reply_text(void **state) {
   char buf[ACP_NDJSON_REPLY_MAX];
   size_t n;
@@ -282,6 +299,7 @@ int main(void) {
       cmocka_unit_test(test_ndjson_overlong_reported_once_and_skipped),
       cmocka_unit_test(test_ndjson_overlong_holds_at_most_cap_plus_one),
       cmocka_unit_test(test_ndjson_default_and_unlimited_caps),
+      cmocka_unit_test(test_ndjson_dispose_leaves_it_usable),
       cmocka_unit_test(test_ndjson_overlong_reply_text),
       cmocka_unit_test(test_ndjson_bad_arguments),
       cmocka_unit_test(test_ndjson_allocation_failure_drops_the_line),
