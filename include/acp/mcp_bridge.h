@@ -38,8 +38,8 @@
  * PROVIDERS. Each bridged server remembers that its provider is alive:
  * acp_mcp_bridge_server_gone() (the runtime calls it when the component
  * that declared the server died, see acp_router_mcp_server()) answers the
- * endpoint's pending requests with an MCP error, closes its connections,
- * revokes its token, and nothing further is routed for it.
+ * endpoints' pending requests with an MCP error, closes their connections,
+ * revokes the token, and nothing further is routed for it.
  *
  * CALLBACKS run inside the calls of this API and must not call any of its
  * functions (no re-entrancy); they may call the runtime. Thread-safety:
@@ -254,10 +254,15 @@ ACP_EXTERN void acp_mcp_bridge_endpoint_closed(acp_mcp_bridge *b,
 ACP_EXTERN size_t acp_mcp_bridge_endpoint_count(const acp_mcp_bridge *b);
 
 /**
- * The provider of server `server_id` (decoded, `len` bytes) is gone:
- * requests its endpoints sent get the MCP error -33001 with a message
- * naming `reason` (may be NULL), the endpoints are closed, the token is
- * revoked. @return the number of servers removed (0 or 1).
+ * The provider of server `server_id` (decoded, `len` bytes) is gone: the
+ * requests its endpoints sent that are still pending get the MCP error
+ * -33001 (ACP_MCP_ACP_SERVER_UNAVAILABLE) with a message naming `reason`
+ * (may be NULL), their MCP-over-ACP connections are closed (nothing more is
+ * written to the router for them), the token is revoked (new endpoints are
+ * refused). The endpoints themselves stay until they end, every further
+ * request answered with the same error at once, so that the agent's MCP
+ * client learns why instead of seeing its server vanish mid-call.
+ * @return the number of servers removed (0 or 1).
  */
 ACP_EXTERN int acp_mcp_bridge_server_gone(acp_mcp_bridge *b,
                                           const char *server_id, size_t len,

@@ -48,6 +48,7 @@ typedef struct ep {
   srv *s;         /* NULL until the token was checked */
   acp__mcp_ep *t; /* the MCP-over-ACP connection, NULL once gone */
   acp__buf in;    /* bytes of an incomplete line */
+  char *gone;     /* its server's provider died: why (requests get it) */
 } ep;
 
 struct acp_mcp_bridge {
@@ -71,6 +72,7 @@ struct acp_mcp_bridge {
   acp__buf out;       /* what to write to the agent */
   acp__buf chunk;     /* a copy of the router's output being filtered */
   acp__buf sent;      /* lines handed to the router */
+  acp__buf line;      /* one line written by the bridge itself */
   int fatal;
 };
 
@@ -247,6 +249,7 @@ static void ep_unlink(acp_mcp_bridge *b, ep *e) {
       break;
     }
   acp__buf_dispose(&e->in);
+  acp__free(&b->mem, e->gone);
   acp__free(&b->mem, e);
 }
 
@@ -348,6 +351,7 @@ int acp_mcp_bridge_new(acp_mcp_bridge **out, const acp_mcp_bridge_options *opts,
   acp__buf_init(&b->out, &b->mem, 0);
   acp__buf_init(&b->chunk, &b->mem, 0);
   acp__buf_init(&b->sent, &b->mem, 0);
+  acp__buf_init(&b->line, &b->mem, 0);
   rv = b->o.program == NULL ? ACP_ERR_NOMEM : 0;
   if (rv == 0)
     rv = acp__mcp_lines_new(&b->lines, BR_PREFIX, on_ep_write, on_ep_open, b,
@@ -386,6 +390,7 @@ void acp_mcp_bridge_free(acp_mcp_bridge *b) {
   acp__buf_dispose(&b->out);
   acp__buf_dispose(&b->chunk);
   acp__buf_dispose(&b->sent);
+  acp__buf_dispose(&b->line);
   acp__free(&m, b->o.program);
   acp__free(&m, b->sock);
   acp__free(&m, b->init_id);
@@ -1062,9 +1067,57 @@ static int first_line(acp_mcp_bridge *b, ep *e, const char *line, size_t len) {
   return rv == ACP_ERR_NOMEM ? rv : 0;
 }
 
+/* A line for a server whose provider is gone: a request is answered with
+ * the MCP error at once; nothing is routed. */
+static int gone_line(acp_mcp_bridge *b, ep *e, const char *line, size_t len) {
+  const acp_json_val *root, *id;
+  acp_json_writer *w = b->w;
+  size_t n;
+  const char *d;
+  int rv = acp_json_doc_parse(b->doc, line, len, NULL);
+
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM ? rv : 0;
+  root = acp_json_doc_root(b->doc);
+  id = acp_json_obj_getz(root, "id");
+  if (id == NULL || acp_json_obj_getz(root, "method") == NULL)
+    return 0;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "jsonrpc");
+  acp_json_write_strz(w, "2.0");
+  acp_json_write_keyz(w, "id");
+  acp_json_write_val(w, id);
+  acp_json_write_keyz(w, "error");
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "code");
+  acp_json_write_int(w, ACP_MCP_ACP_SERVER_UNAVAILABLE);
+  acp_json_write_keyz(w, "message");
+  acp_json_write_strz(w, e->gone);
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM ? rv : 0;
+  d = acp_json_writer_data(w, &n);
+  acp__buf_clear(&b->line);
+  rv = acp__buf_append(&b->line, d, n);
+  if (rv == 0)
+    rv = acp__buf_putc(&b->line, '\n');
+  if (rv != 0)
+    return rv;
+  trace(b, ACP_MCP_BRIDGE_HOP_TO_ENDPOINT, e->id, NULL, b->line.data,
+        b->line.len);
+  if (b->o.ep_write != NULL)
+    b->o.ep_write(b, e->id, b->line.data, b->line.len, b->user_data);
+  return 0;
+}
+
 static int ep_line(acp_mcp_bridge *b, ep *e, const char *line, size_t len) {
   if (len > 0 && line[len - 1] == '\r')
     len--;
+  if (e->gone != NULL)
+    return len > 0 ? gone_line(b, e, line, len) : 0;
   if (e->s == NULL)
     return first_line(b, e, line, len);
   if (len == 0)
@@ -1166,16 +1219,31 @@ int acp_mcp_bridge_server_gone(acp_mcp_bridge *b, const char *server_id,
       acp__buf_putc(&msg, '\0') != 0)
     acp__buf_clear(&msg);
   for (e = b->eps; e != NULL; e = next) {
+    const char *why = msg.len > 0 ? msg.data : "MCP server unavailable";
+
     next = e->next;
     if (e->s != s)
       continue;
+    /* The connection ends; the endpoint stays, answering every request
+     * with the error (its MCP client learns why), until it ends. */
     if (e->t != NULL)
-      acp__mcp_ep_fail(e->t, ACP_MCP_ACP_SERVER_UNAVAILABLE,
-                       msg.len > 0 ? msg.data : "MCP server unavailable");
+      acp__mcp_ep_fail(e->t, ACP_MCP_ACP_SERVER_UNAVAILABLE, why);
     e->t = NULL;
-    ep_close(b, e, false);
+    e->s = NULL;
+    e->gone = acp__strndup(&b->mem, why, strlen(why));
+    if (e->gone == NULL)
+      ep_close(b, e, false);
   }
   acp__buf_dispose(&msg);
+  if (b->o.event != NULL) {
+    char line[400];
+
+    snprintf(line, sizeof(line),
+             "mcp bridge: server '%.200s' is gone with its provider; its "
+             "connections are closed, their calls answered with an error",
+             s->name);
+    b->o.event(b, ACP_MCP_BRIDGE_EVENT_LOG, line, b->user_data);
+  }
   srv_remove(b, s);
   return 1;
 }

@@ -33,6 +33,7 @@ typedef struct rt_entry {
   char orig_inline[24];
   char *params; /* INIT only; NULL when the request had none */
   size_t params_len;
+  uint32_t mcp; /* an mcp/connect: its server (index + 1 in r->mcp), or 0 */
 } rt_entry;
 
 typedef struct rt_table {

@@ -857,7 +857,9 @@ typedef struct bconn {
   bool fdmode;    /* rd and wr are in use */
   int handles;    /* handles still to close */
   bool closing;
+  bool handles_closing;
   bool tell; /* tell the bridge once closed (a write failed) */
+  uv_shutdown_t shut;
 } bconn;
 
 static bool bridge_on(const cond *c) {
@@ -915,15 +917,12 @@ static void br_on_close(uv_handle_t *h) {
   acp__free(c->mem, k);
 }
 
-/* Close a shim connection's handles (the bridge is told by the caller, or
- * once closed when `tell`). */
-static void br_conn_close(bconn *k, bool tell) {
+static void br_close_handles(bconn *k) {
   cond *c = k->c;
   bconn **pp;
-  if (k->closing)
+  if (k->handles_closing)
     return;
-  k->closing = true;
-  k->tell = tell;
+  k->handles_closing = true;
   for (pp = &c->br_conns; *pp != NULL; pp = &(*pp)->next)
     if (*pp == k) {
       *pp = k->next;
@@ -935,6 +934,30 @@ static void br_conn_close(bconn *k, bool tell) {
     uv_close((uv_handle_t *)&k->rd, br_on_close);
     uv_close((uv_handle_t *)&k->wr, br_on_close);
   }
+}
+
+static void br_on_shutdown(uv_shutdown_t *req, int status) {
+  (void)status;
+  br_close_handles(req->data);
+}
+
+/* Close a shim connection (the bridge is told by the caller, or once
+ * closed when `tell`). Graceful: what was written to it goes out first
+ * (an answer to its last call), then its end. */
+static void br_conn_close(bconn *k, bool tell, bool graceful) {
+  if (k->closing) {
+    if (!graceful)
+      br_close_handles(k);
+    return;
+  }
+  k->closing = true;
+  k->tell = tell;
+  k->shut.data = k;
+  if (graceful &&
+      uv_shutdown(&k->shut, (uv_stream_t *)(k->fdmode ? &k->wr : &k->pipe),
+                  br_on_shutdown) == 0)
+    return;
+  br_close_handles(k);
 }
 
 typedef struct bwrite {
@@ -968,7 +991,7 @@ static void br_cb_write(acp_mcp_bridge *b, uint64_t ep, const char *d, size_t n,
   if (uv_write(&w->req, (uv_stream_t *)(k->fdmode ? &k->wr : &k->pipe), &buf, 1,
                br_on_write) != 0) {
     acp__free(c->mem, w);
-    br_conn_close(k, true);
+    br_conn_close(k, true, false);
   }
 }
 
@@ -978,7 +1001,7 @@ static void br_cb_close(acp_mcp_bridge *b, uint64_t ep, void *ud) {
   bconn *k = br_conn_of(c, ep);
   (void)b;
   if (k != NULL)
-    br_conn_close(k, false);
+    br_conn_close(k, false, !c->shutting);
 }
 
 static void br_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b);
@@ -997,7 +1020,7 @@ static void br_take_fds(bconn *k) {
       uv_accept((uv_stream_t *)&k->pipe, (uv_stream_t *)&k->wr) != 0 ||
       uv_read_start((uv_stream_t *)&k->rd, br_alloc, br_on_read) != 0) {
     acp_mcp_bridge_endpoint_closed(c->br, k->ep);
-    br_conn_close(k, false);
+    br_conn_close(k, false, false);
   }
 }
 
@@ -1013,7 +1036,7 @@ static void br_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b) {
   cond *c = k->c;
   if (nread < 0) {
     acp_mcp_bridge_endpoint_closed(c->br, k->ep);
-    br_conn_close(k, false);
+    br_conn_close(k, false, false);
     flush_all(c);
     return;
   }
@@ -1045,13 +1068,13 @@ static void br_on_connection(uv_stream_t *srv, int status) {
   k->next = c->br_conns;
   c->br_conns = k;
   if (acp_mcp_bridge_endpoint_new(c->br, &k->ep) != 0) {
-    br_conn_close(k, false);
+    br_conn_close(k, false, false);
     return;
   }
   if (uv_accept(srv, (uv_stream_t *)&k->pipe) != 0 ||
       uv_read_start((uv_stream_t *)&k->pipe, br_alloc, br_on_read) != 0) {
     acp_mcp_bridge_endpoint_closed(c->br, k->ep);
-    br_conn_close(k, false);
+    br_conn_close(k, false, false);
   }
 }
 
@@ -1091,7 +1114,7 @@ static void br_http_stop(cond *c);
 /* Close every connection and the listener; remove the socket. */
 static void br_close_all(cond *c) {
   while (c->br_conns != NULL)
-    br_conn_close(c->br_conns, false);
+    br_conn_close(c->br_conns, false, false);
   if (c->br_listening) {
     c->br_listening = false;
     uv_close((uv_handle_t *)&c->br_listener, NULL);
@@ -1647,6 +1670,15 @@ static void report_dead(cond *c, comp *k, const char *why) {
     c->fatal = ACP_ERR_NOMEM;
   }
   c->reading = 0;
+  if (bridge_on(c) && k->link != c->n) {
+    /* The servers it offered are gone with it: their bridged calls are
+     * answered, their connections closed, their tokens revoked. */
+    const char *id;
+    size_t x, len;
+    for (x = 0; (id = acp_router_mcp_server(c->r, k->link, x, &len)) != NULL;
+         x++)
+      (void)acp_mcp_bridge_server_gone(c->br, id, len, reason);
+  }
   flush_all(c);
   if (k->p != NULL) {
     int pid = acp_uv_process_pid(k->p);

@@ -218,5 +218,48 @@ else
   ko "pipelined session/new" "$(cat "$T/pipelined" "$T/dbg/2-"*.stdin)"
 fi
 
+# 13. the proxy that offered a server dies under --on-crash bypass: its
+# connections are closed, later calls get an MCP error from the conductor,
+# and nothing of it travels on to the client (which never declared it).
+start_chain --on-crash bypass "$ACP proxy tools" "$ACP agent --mcp-acp off"
+tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
+{
+  printf '%s\n%s\n%s\n' "$MCPINIT" "$MCPINITED" "$(call 2 before)"
+  sleep 1
+  kill -KILL "$tpid"
+  sleep 1
+  call 3 after
+  printf '\n'
+  sleep 1
+} | ACP_MCP_SHIM_RELAY=1 timeout 20 "$ACP" mcp-shim "$SOCK" "$TOKEN" >"$T/bypassed" 2>/dev/null
+out=$(ACP_MCP_SHIM_RELAY=1 shim "$TOKEN" "$MCPINIT")
+stop_chain
+if grep -q '"id":2,"result".*before' "$T/bypassed" &&
+  grep -q '"id":3,"error":{"code":-33001,"message":"MCP server .tools. is unavailable.*tools' "$T/bypassed" &&
+  ! grep -q 'mcp/' "$T/dbg/0-"*.out && [ -z "$out" ] &&
+  grep -q "server 'tools' is gone" "$T/err"; then
+  ok "provider died (bypass): its connections closed, nothing leaks to the client"
+else
+  ko "dead provider's traffic" "$(cat "$T/bypassed" "$T/dbg/0-"*.out "$T/err")"
+fi
+
+# 14. the trace tells the truth: the agent's session/new as it received it
+# (rewritten), and the bridge's hops with their real ends.
+rm -rf "$T/dbg"
+out=$(timeout 30 "$ACP" client -p '/mcp-call tools echo {"message":"traced"}' -- \
+  "$ACP" conductor agent --trace "$T/trace" "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
+if echo "$out" | grep -qx 'traced' &&
+  grep '"to":"agent"' "$T/trace" | grep '"session/new"' | grep -q 'mcp-shim' &&
+  ! grep '"to":"agent"' "$T/trace" | grep -q '"type":"acp"' &&
+  grep '"from":"endpoint:1","fromLink":-1,"to":"bridge:tools"' "$T/trace" | grep -q '"tools/call"' &&
+  grep '"from":"bridge","fromLink":2,"to":"tools"' "$T/trace" | grep -q '"mcp/connect"' &&
+  grep '"to":"bridge"' "$T/trace" | grep -q 'traced' &&
+  grep '"from":"bridge:tools","fromLink":2,"to":"endpoint:1"' "$T/trace" | grep -q 'traced' &&
+  ! grep '"to":"agent"' "$T/trace" | grep -q 'mcp/message'; then
+  ok "trace: the agent's rewritten session/new, bridge hops with their real ends"
+else
+  ko "trace" "$(cat "$T/trace")"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
