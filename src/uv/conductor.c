@@ -625,6 +625,7 @@ struct cond {
   uint64_t t0;
   FILE *trace;
   FILE *dbg_up_in, *dbg_up_out;
+  FILE *dbg_bridge; /* --debug-dir: bridge.jsonl */
   acp_json_writer *w;
   size_t reading; /* link whose input is being routed */
   bool started;
@@ -781,21 +782,43 @@ static bool has_successor(const char *d, size_t n) {
   return false;
 }
 
-/* One trace line. Names are ours (no escaping needed beyond what
+/* One trace line to `f`. Names are ours (no escaping needed beyond what
  * component names already avoid); -1 stands for no link. */
-static void trace_entry(cond *c, const char *from, long long from_link,
+static void write_entry(cond *c, FILE *f, const char *from, long long from_link,
                         const char *to, long long to_link, const char *dir,
                         const char *data, size_t len) {
   double t = (double)(uv_hrtime() - c->t0) / 1e6;
-  if (c->trace == NULL)
+  if (f == NULL)
     return;
-  fprintf(c->trace,
+  fprintf(f,
           "{\"time\":%.3f,\"from\":\"%s\",\"fromLink\":%lld,\"to\":\"%s\","
           "\"toLink\":%lld,\"dir\":\"%s\",\"message\":",
           t, from, from_link, to, to_link, dir);
-  fwrite(data, 1, len, c->trace);
-  fputs("}\n", c->trace);
-  fflush(c->trace);
+  fwrite(data, 1, len, f);
+  fputs("}\n", f);
+  fflush(f);
+}
+
+static void trace_entry(cond *c, const char *from, long long from_link,
+                        const char *to, long long to_link, const char *dir,
+                        const char *data, size_t len) {
+  write_entry(c, c->trace, from, from_link, to, to_link, dir, data, len);
+}
+
+/* --debug-dir: the bridge's traffic, with its real ends, in bridge.jsonl
+ * (opened at the first message). */
+static void dbg_bridge(cond *c, const char *from, long long from_link,
+                       const char *to, long long to_link, const char *data,
+                       size_t len) {
+  if (c->o->debug_dir == NULL)
+    return;
+  if (c->dbg_bridge == NULL) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/bridge.jsonl", c->o->debug_dir);
+    c->dbg_bridge = fopen(path, "a");
+  }
+  write_entry(c, c->dbg_bridge, from, from_link, to, to_link, "bridge", data,
+              len);
 }
 
 static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
@@ -804,14 +827,17 @@ static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
   long long from = hop->from == ACP_ROUTER_SELF ? -1 : (long long)hop->from;
   (void)r;
 
-  if (c->trace == NULL)
-    return;
+  if (c->br_injecting && hop->from == c->n)
+    dbg_bridge(c, "bridge", (long long)c->n, link_name(c, hop->to),
+               (long long)hop->to, hop->data, hop->len);
   if (c->br != NULL && c->o->mode == ACP_ROUTER_MODE_AGENT && hop->to == c->n &&
       !hop->in_batch) {
     /* The bridge may rewrite or take it: it says what the agent got. */
     (void)acp__buf_append(&c->br_trace_from, &from, sizeof(from));
     return;
   }
+  if (c->trace == NULL)
+    return;
   if (hop->to == 0 && c->o->mode == ACP_ROUTER_MODE_PROXY && from > 0 &&
       has_successor(hop->data, hop->len))
     dir = "right";
@@ -1352,9 +1378,11 @@ static void br_cb_trace(acp_mcp_bridge *b, const acp_mcp_bridge_hop *hop,
   switch (hop->type) {
   case ACP_MCP_BRIDGE_HOP_FROM_ENDPOINT:
     trace_entry(c, ep, -1, srv, (long long)c->n, "bridge", hop->data, hop->len);
+    dbg_bridge(c, ep, -1, srv, (long long)c->n, hop->data, hop->len);
     break;
   case ACP_MCP_BRIDGE_HOP_TO_ENDPOINT:
     trace_entry(c, srv, (long long)c->n, ep, -1, "bridge", hop->data, hop->len);
+    dbg_bridge(c, srv, (long long)c->n, ep, -1, hop->data, hop->len);
     break;
   case ACP_MCP_BRIDGE_HOP_TO_AGENT:
   case ACP_MCP_BRIDGE_HOP_TO_BRIDGE:
@@ -1364,6 +1392,9 @@ static void br_cb_trace(acp_mcp_bridge *b, const acp_mcp_bridge_hop *hop,
     trace_entry(c, from < 0 ? "conductor" : link_name(c, (size_t)from), from,
                 hop->type == ACP_MCP_BRIDGE_HOP_TO_AGENT ? agent : "bridge",
                 (long long)c->n, "right", hop->data, hop->len);
+    if (hop->type == ACP_MCP_BRIDGE_HOP_TO_BRIDGE)
+      dbg_bridge(c, from < 0 ? "conductor" : link_name(c, (size_t)from), from,
+                 "bridge", (long long)c->n, hop->data, hop->len);
     break;
   }
 }
@@ -1398,7 +1429,8 @@ static int br_setup(cond *c) {
     acp_mcp_bridge_options_set_endpoint_write_cb(bo, br_cb_write);
     acp_mcp_bridge_options_set_endpoint_close_cb(bo, br_cb_close);
     acp_mcp_bridge_options_set_event_cb(bo, br_cb_event);
-    acp_mcp_bridge_options_set_trace_cb(bo, c->trace ? br_cb_trace : NULL);
+    acp_mcp_bridge_options_set_trace_cb(
+        bo, c->trace || c->o->debug_dir ? br_cb_trace : NULL);
     rc = acp_mcp_bridge_new(&c->br, bo, c, c->mem);
   }
   acp_mcp_bridge_options_free(bo);
@@ -2031,7 +2063,8 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   if (rc == 0) {
     acp_router_options_set_mode(ro, o->mode);
     acp_router_options_set_proxy_methods(ro, o->pm);
-    acp_router_options_set_trace_cb(ro, c->trace ? on_trace : NULL);
+    acp_router_options_set_trace_cb(ro,
+                                    c->trace || o->debug_dir ? on_trace : NULL);
     acp_router_options_set_event_cb(ro, on_event);
     rc = acp_router_new(&c->r, c->n, ro, c, c->mem);
   }
@@ -2076,6 +2109,8 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
     fclose(c->dbg_up_out);
   if (c->trace)
     fclose(c->trace);
+  if (c->dbg_bridge)
+    fclose(c->dbg_bridge);
   acp__buf_dispose(&c->upfr.buf);
   br_free_all(c);
   acp_json_writer_free(c->w);

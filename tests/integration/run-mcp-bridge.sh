@@ -244,10 +244,12 @@ else
 fi
 
 # 14. the trace tells the truth: the agent's session/new as it received it
-# (rewritten), and the bridge's hops with their real ends.
+# (rewritten), and the bridge's hops with their real ends; --debug-dir
+# keeps the bridge's hops in bridge.jsonl.
 rm -rf "$T/dbg"
 out=$(timeout 30 "$ACP" client -p '/mcp-call tools echo {"message":"traced"}' -- \
-  "$ACP" conductor agent --trace "$T/trace" "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
+  "$ACP" conductor agent --trace "$T/trace" --debug-dir "$T/dbg" \
+  "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
 if echo "$out" | grep -qx 'traced' &&
   grep '"to":"agent"' "$T/trace" | grep '"session/new"' | grep -q 'mcp-shim' &&
   ! grep '"to":"agent"' "$T/trace" | grep -q '"type":"acp"' &&
@@ -255,8 +257,12 @@ if echo "$out" | grep -qx 'traced' &&
   grep '"from":"bridge","fromLink":2,"to":"tools"' "$T/trace" | grep -q '"mcp/connect"' &&
   grep '"to":"bridge"' "$T/trace" | grep -q 'traced' &&
   grep '"from":"bridge:tools","fromLink":2,"to":"endpoint:1"' "$T/trace" | grep -q 'traced' &&
-  ! grep '"to":"agent"' "$T/trace" | grep -q 'mcp/message'; then
-  ok "trace: the agent's rewritten session/new, bridge hops with their real ends"
+  ! grep '"to":"agent"' "$T/trace" | grep -q 'mcp/message' &&
+  grep '"from":"endpoint:1"' "$T/dbg/bridge.jsonl" | grep -q '"tools/call"' &&
+  grep '"from":"bridge","fromLink":2,"to":"tools"' "$T/dbg/bridge.jsonl" | grep -q 'mcp/connect' &&
+  grep '"to":"endpoint:1"' "$T/dbg/bridge.jsonl" | grep -q 'traced' &&
+  ! grep -q 'mcp/message' "$T/dbg/2-"*.stdin; then
+  ok "trace and debug dir: the agent's rewritten session/new, bridge hops with their real ends"
 else
   ko "trace" "$(cat "$T/trace")"
 fi
