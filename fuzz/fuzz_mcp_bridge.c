@@ -90,6 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   acp_mcp_bridge_options_set_transport(o,
                                        (acp_mcp_bridge_transport)(flags % 3));
   acp_mcp_bridge_options_set_max_line(o, 512);
+  if (acp_mcp_bridge_options_set_program(o, "/bin/acp") != 0) {
+    acp_mcp_bridge_options_free(o);
+    return 0;
+  }
   acp_mcp_bridge_options_set_random_cb(o, on_random);
   acp_mcp_bridge_options_set_prepare_cb(o, on_prepare);
   acp_mcp_bridge_options_set_endpoint_write_cb(o, on_write);

@@ -151,7 +151,8 @@ ACP_EXTERN void acp_mcp_bridge_options_free(acp_mcp_bridge_options *o);
 ACP_EXTERN void
 acp_mcp_bridge_options_set_transport(acp_mcp_bridge_options *o,
                                      acp_mcp_bridge_transport t);
-/** The program the agent runs for a stdio server (copied; default "acp").
+/** The program the agent runs for a stdio server (copied). Without one
+ * (the default) no declaration is rewritten (a log event says so once).
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM. */
 ACP_EXTERN int acp_mcp_bridge_options_set_program(acp_mcp_bridge_options *o,
                                                   const char *program);

@@ -339,6 +339,13 @@ ACP_EXTERN int acp_uv_process_options_add_env(acp_uv_process_options *opts,
 /** Working directory of the child (copied), NULL for ours. 0 or NOMEM. */
 ACP_EXTERN int acp_uv_process_options_set_cwd(acp_uv_process_options *opts,
                                               const char *cwd);
+/**
+ * Give the child our descriptor `fd` as its descriptor 3 (a listening
+ * socket, say); -1 (the default) for none. Borrowed: the caller keeps and
+ * closes its own `fd` (after acp_uv_process_spawn() returned).
+ */
+ACP_EXTERN void acp_uv_process_options_set_fd3(acp_uv_process_options *opts,
+                                               int fd);
 /** stderr handling; default ACP_UV_STDERR_INHERIT. */
 ACP_EXTERN void acp_uv_process_options_set_stderr(acp_uv_process_options *opts,
                                                   acp_uv_stderr_mode mode);

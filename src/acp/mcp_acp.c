@@ -2132,13 +2132,8 @@ acp__buf *acp__mcp_lines_up(acp__mcp_lines *l) {
   return &l->o.up;
 }
 
-size_t acp__mcp_lines_pending(const acp__mcp_lines *l) {
-  const out_req *r;
-  size_t n = 0;
-
-  for (r = l->o.outs; r != NULL; r = r->next)
-    n++;
-  return n;
+bool acp__mcp_lines_busy(const acp__mcp_lines *l) {
+  return l->o.outs != NULL;
 }
 
 static int ep_open_adapter(acp_mcp_acp_link *link, int status,

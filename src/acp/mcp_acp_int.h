@@ -42,8 +42,9 @@ int acp__mcp_lines_new(acp__mcp_lines **out, const char *prefix,
 void acp__mcp_lines_free(acp__mcp_lines *l);
 /* The lines for the router; the caller consumes what it took. */
 acp__buf *acp__mcp_lines_up(acp__mcp_lines *l);
-/* Requests of ours still unanswered (connects and disconnects included). */
-size_t acp__mcp_lines_pending(const acp__mcp_lines *l);
+/* Whether requests of ours are unanswered (connects and disconnects
+ * included). Constant time. */
+bool acp__mcp_lines_busy(const acp__mcp_lines *l);
 
 /* Open an endpoint to `server_id`: writes mcp/connect. Lines the endpoint
  * sends before the answer wait. 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM. */

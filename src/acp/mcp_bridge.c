@@ -65,6 +65,7 @@ struct acp_mcp_bridge {
   uint16_t http_port;
   bool http_announced;
   bool http_warned;
+  bool no_program_warned;
   char *init_id; /* raw id of the agent's initialize */
   bool caps_seen, agent_acp, agent_http;
   size_t new_pending; /* srvs whose session/new is unanswered */
@@ -345,14 +346,15 @@ int acp_mcp_bridge_new(acp_mcp_bridge **out, const acp_mcp_bridge_options *opts,
   b->o.mem = m;
   if (b->o.max_line == 0)
     b->o.max_line = BR_DEFAULT_MAX_LINE;
-  prog = opts != NULL && opts->program != NULL ? opts->program : "acp";
-  b->o.program = acp__strndup(&b->mem, prog, strlen(prog));
+  prog = opts != NULL ? opts->program : NULL;
+  b->o.program =
+      prog != NULL ? acp__strndup(&b->mem, prog, strlen(prog)) : NULL;
   acp__buf_init(&b->hold, &b->mem, 0);
   acp__buf_init(&b->out, &b->mem, 0);
   acp__buf_init(&b->chunk, &b->mem, 0);
   acp__buf_init(&b->sent, &b->mem, 0);
   acp__buf_init(&b->line, &b->mem, 0);
-  rv = b->o.program == NULL ? ACP_ERR_NOMEM : 0;
+  rv = prog != NULL && b->o.program == NULL ? ACP_ERR_NOMEM : 0;
   if (rv == 0)
     rv = acp__mcp_lines_new(&b->lines, BR_PREFIX, on_ep_write, on_ep_open, b,
                             &b->mem);
@@ -629,7 +631,18 @@ static bool rewrite_session(acp_mcp_bridge *b, const acp_json_val *root) {
   acp_json_writer *w = b->w;
   bool http;
 
-  if (!has_acp_decl(b, root) || b->o.prepare == NULL ||
+  if (!has_acp_decl(b, root))
+    return false;
+  if (b->o.program == NULL) {
+    if (!b->no_program_warned)
+      log_event(b,
+                "mcp bridge: no bridge program is set; MCP-over-ACP "
+                "declarations reach the agent unchanged",
+                NULL, 0);
+    b->no_program_warned = true;
+    return false;
+  }
+  if (b->o.prepare == NULL ||
       b->o.prepare(b, ACP_MCP_BRIDGE_TRANSPORT_STDIO, b->user_data) != 0 ||
       b->sock == NULL)
     return false;
@@ -708,8 +721,7 @@ static void session_end(acp_mcp_bridge *b, const acp_json_val *root) {
 static bool interesting(const acp_mcp_bridge *b, const char *d, size_t n) {
   if (b->hold.len > 0 || (may_hold(b) && is_session_line(d, n)))
     return true;
-  if (acp__mcp_lines_pending(b->lines) > 0 &&
-      has160(d, n, "\"id\":\"" BR_PREFIX))
+  if (acp__mcp_lines_busy(b->lines) && has160(d, n, "\"id\":\"" BR_PREFIX))
     return true;
   if (b->eps != NULL &&
       (has160(d, n, "\"mcp/message\"") || has160(d, n, "\"mcp/disconnect\"") ||

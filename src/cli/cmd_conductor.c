@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uv.h>
+
 #include "acp/conductor.h"
 #include "cli.h"
 
@@ -128,6 +130,19 @@ int cmd_conductor(int argc, char **argv) {
   acp_conductor_options_set_mode(o, strcmp(argv[1], "proxy") == 0
                                         ? ACP_ROUTER_MODE_PROXY
                                         : ACP_ROUTER_MODE_AGENT);
+  {
+    /* The MCP bridge runs this program (`acp mcp-shim`, `acp mcp
+     * http-bridge`): ourselves, named explicitly. */
+    char self[4096];
+    size_t sz = sizeof(self);
+    if (uv_exepath(self, &sz) != 0)
+      snprintf(self, sizeof(self), "acp");
+    if (acp_conductor_options_set_shim_program(o, self) < 0) {
+      acp_conductor_options_free(o);
+      cli_err("conductor", "out of memory");
+      return CLI_EXIT_FAILURE;
+    }
+  }
   for (i = 2; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) {

@@ -652,14 +652,9 @@ struct cond {
   acp__buf br_trace_from;
   /* HTTP bridging: a helper process (`acp mcp http-bridge`) serves a
    * listening socket we bound; its stdin takes "+TOKEN" / "-TOKEN". */
-  bool br_http_on;
+  acp_uv_process *br_http; /* NULL until started */
+  bool br_http_exited;
   uint16_t br_http_port;
-  uv_process_t br_http_proc;
-  uv_pipe_t br_http_ctl;
-  bool br_http_proc_open, br_http_ctl_open, br_http_exited, br_http_warned;
-  uv_timer_t br_http_timer; /* the helper's grace after its control EOF */
-  bool br_http_timer_open;
-  int br_http_sent; /* the last signal sent to the helper, or 0 */
   char br_rbuf[65536];
 };
 
@@ -1162,87 +1157,51 @@ static void br_free_all(cond *c) {
 
 /* MARK: HTTP helper */
 
-typedef struct bctl {
-  uv_write_t req;
-  char line[40];
-} bctl;
-
-static void br_http_on_ctl_write(uv_write_t *req, int status) {
-  cond *c = req->handle->data;
-  (void)status;
-  acp__free(c->mem, req);
-}
-
-/* Tell the HTTP helper a token is valid ('+') or no longer ('-'). */
+/* Tell the HTTP helper a token is valid ('+') or no longer ('-'): a line
+ * on its stdin, its control input. */
 static void br_http_ctl(cond *c, char op, const char *token) {
-  bctl *w;
-  uv_buf_t b;
+  char line[40];
   int n;
-  if (!c->br_http_ctl_open)
+  if (c->br_http == NULL || c->br_http_exited)
     return;
-  w = acp__malloc(c->mem, sizeof(*w));
-  if (w == NULL)
-    return;
-  n = snprintf(w->line, sizeof(w->line), "%c%s\n", op, token);
-  b = uv_buf_init(w->line, (unsigned)n);
-  if (uv_write(&w->req, (uv_stream_t *)&c->br_http_ctl, &b, 1,
-               br_http_on_ctl_write) != 0)
-    acp__free(c->mem, w);
+  n = snprintf(line, sizeof(line), "%c%s\n", op, token);
+  if (n > 0 && (size_t)n < sizeof(line))
+    (void)acp_uv_link_write(acp_uv_process_link(c->br_http), line, (size_t)n);
 }
 
-static void br_http_close_timer(cond *c) {
-  if (c->br_http_timer_open) {
-    c->br_http_timer_open = false;
-    uv_close((uv_handle_t *)&c->br_http_timer, NULL);
-  }
-}
-
-static void br_http_on_exit(uv_process_t *p, int64_t status, int sig) {
-  cond *c = p->data;
+static void br_http_on_exit(acp_uv_process *p, int64_t status, int sig,
+                            void *ud) {
+  cond *c = ud;
+  (void)p;
   c->br_http_exited = true;
   if (!c->shutting)
     log_line(c,
              "[conductor] mcp bridge: the HTTP helper exited (status %lld, "
              "signal %d); HTTP-bridged servers are gone\n",
              (long long)status, sig);
-  else if (status != 0 || (sig != 0 && sig != c->br_http_sent))
+  else if (status != 0 || (sig != 0 && sig != SIGTERM))
     log_line(c,
              "[conductor] mcp bridge: the HTTP helper ended with status "
              "%lld, signal %d\n",
              (long long)status, sig);
-  if (c->br_http_proc_open && c->shutting) {
-    c->br_http_proc_open = false;
-    uv_close((uv_handle_t *)p, NULL);
-    br_http_close_timer(c);
-  }
-}
-
-/* The helper did not leave after the end of its control input: SIGTERM,
- * then SIGKILL. */
-static void br_http_on_grace(uv_timer_t *t) {
-  cond *c = t->data;
-  if (c->br_http_exited || !c->br_http_proc_open)
-    return;
-  c->br_http_sent = c->br_http_sent == 0 ? SIGTERM : SIGKILL;
-  (void)uv_process_kill(&c->br_http_proc, c->br_http_sent);
-  if (c->br_http_sent == SIGTERM)
-    uv_timer_start(t, br_http_on_grace, BR_HTTP_GRACE_MS, 0);
 }
 
 /* Bind 127.0.0.1:0 here (so the port is known at once, before the helper
  * runs: the agent's connections wait in the backlog), then spawn
- * `PROGRAM mcp http-bridge --socket SOCK --listen-fd 3` with the socket as
- * its fd 3 and a control pipe as its stdin. The bridge then announces the
- * tokens of the servers declared so far (they go on the pipe). */
+ * `PROGRAM mcp http-bridge --socket SOCK --listen-fd 3` like any component
+ * (acp_uv_process), with the socket as its fd 3; its stdin is the control
+ * input. The bridge then announces the tokens of the servers declared so
+ * far (they go on the pipe). */
 static int br_http_start(cond *c) {
   struct sockaddr_in a;
   socklen_t al = sizeof(a);
-  uv_stdio_container_t io[4];
-  uv_process_options_t po;
-  char *args[8];
+  acp_uv_process_options *po = NULL;
+  const char *args[8];
   int fd, rc;
-  if (c->br_http_on)
+  if (c->br_http != NULL)
     return c->br_http_exited ? ACP_ERR_CLOSED : 0;
+  if (c->shutting)
+    return ACP_ERR_CLOSED;
   fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return ACP_ERR_SYSTEM;
@@ -1255,17 +1214,6 @@ static int br_http_start(cond *c) {
     return ACP_ERR_SYSTEM;
   }
   c->br_http_port = ntohs(a.sin_port);
-  uv_pipe_init(&c->loop, &c->br_http_ctl, 0);
-  c->br_http_ctl.data = c;
-  c->br_http_ctl_open = true;
-  memset(io, 0, sizeof(io));
-  io[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-  io[0].data.stream = (uv_stream_t *)&c->br_http_ctl;
-  io[1].flags = UV_IGNORE;
-  io[2].flags = UV_INHERIT_FD;
-  io[2].data.fd = 2;
-  io[3].flags = UV_INHERIT_FD;
-  io[3].data.fd = fd;
   args[0] = c->br_program;
   args[1] = "mcp";
   args[2] = "http-bridge";
@@ -1274,51 +1222,43 @@ static int br_http_start(cond *c) {
   args[5] = "--listen-fd";
   args[6] = "3";
   args[7] = NULL;
-  memset(&po, 0, sizeof(po));
-  po.file = c->br_program;
-  po.args = args;
-  po.stdio = io;
-  po.stdio_count = 4;
-  po.exit_cb = br_http_on_exit;
-  c->br_http_proc.data = c;
-  rc = uv_spawn(&c->loop, &c->br_http_proc, &po);
+  rc = acp_uv_process_options_new(&po, c->mem);
+  if (rc == 0)
+    rc = acp_uv_process_options_set_argv(po, args);
+  if (rc == 0) {
+    acp_uv_process_options_set_fd3(po, fd);
+    acp_uv_process_options_set_exit_cb(po, br_http_on_exit);
+    /* The shutdown ladder of components: the end of its control input
+     * asks it to close its sessions and exit (its own clean exit, which
+     * valgrind and LeakSanitizer can check); signals follow only if it
+     * has not after the grace. */
+    acp_uv_process_options_set_grace(po, BR_HTTP_GRACE_MS, BR_HTTP_GRACE_MS);
+    rc = acp_uv_process_spawn(&c->br_http, &c->loop, po, c, c->mem, NULL);
+  }
+  acp_uv_process_options_free(po);
   close(fd);
-  c->br_http_proc_open = true;
   if (rc != 0) {
-    c->br_http_exited = true;
-    c->br_http_proc_open = false;
-    uv_close((uv_handle_t *)&c->br_http_proc, NULL);
-    c->br_http_ctl_open = false;
-    uv_close((uv_handle_t *)&c->br_http_ctl, NULL);
+    c->br_http = NULL;
     return ACP_ERR_SYSTEM;
   }
-  c->br_http_on = true;
-  uv_timer_init(&c->loop, &c->br_http_timer);
-  c->br_http_timer.data = c;
-  c->br_http_timer_open = true;
+  c->br_http_exited = false;
   return 0;
 }
 
-/* Stop the helper: the end of its control input asks it to close its
- * sessions and exit (its own clean exit, which valgrind and LeakSanitizer
- * can check); signals follow only if it has not after the grace. */
+static void br_http_on_stopped(acp_uv_process *p, void *ud) {
+  (void)ud;
+  acp_uv_process_close(p, NULL);
+}
+
+/* Stop the helper with the shutdown ladder, then release it. */
 static void br_http_stop(cond *c) {
-  if (c->br_http_ctl_open) {
-    c->br_http_ctl_open = false;
-    uv_close((uv_handle_t *)&c->br_http_ctl, NULL);
-  }
-  if (c->br_http_proc_open) {
-    if (!c->br_http_exited) {
-      if (c->br_http_timer_open &&
-          !uv_is_active((uv_handle_t *)&c->br_http_timer))
-        uv_timer_start(&c->br_http_timer, br_http_on_grace, BR_HTTP_GRACE_MS,
-                       0);
-      return; /* closed from its exit callback */
-    }
-    c->br_http_proc_open = false;
-    uv_close((uv_handle_t *)&c->br_http_proc, NULL);
-  }
-  br_http_close_timer(c);
+  acp_uv_process *p = c->br_http;
+  if (p == NULL)
+    return;
+  c->br_http = NULL;
+  c->br_http_exited = true;
+  if (acp_uv_process_shutdown(p, br_http_on_stopped) != 0)
+    acp_uv_process_close(p, NULL);
 }
 
 /* MARK: Bridge callbacks */
@@ -1401,21 +1341,17 @@ static void br_cb_trace(acp_mcp_bridge *b, const acp_mcp_bridge_hop *hop,
 
 static int br_setup(cond *c) {
   acp_mcp_bridge_options *bo = NULL;
-  char program[4096];
   int rc;
   if (c->o->mode != ACP_ROUTER_MODE_AGENT || c->n == 0)
     return 0;
-  if (c->o->shim_program != NULL) {
-    snprintf(program, sizeof(program), "%s", c->o->shim_program);
-  } else {
-    size_t sz = sizeof(program);
-    if (uv_exepath(program, &sz) != 0)
-      snprintf(program, sizeof(program), "acp");
-  }
-  snprintf(c->br_program, sizeof(c->br_program), "%s", program);
+  /* The program the agent and the helper run is the embedder's explicit
+   * choice (acp_conductor_options_set_shim_program): never our own
+   * executable by accident. */
+  if (c->o->shim_program != NULL)
+    snprintf(c->br_program, sizeof(c->br_program), "%s", c->o->shim_program);
   rc = acp_mcp_bridge_options_new(&bo);
-  if (rc == 0)
-    rc = acp_mcp_bridge_options_set_program(bo, program);
+  if (rc == 0 && c->o->shim_program != NULL)
+    rc = acp_mcp_bridge_options_set_program(bo, c->o->shim_program);
   if (rc == 0) {
     acp_mcp_bridge_options_set_transport(
         bo, c->o->bridge == ACP_CONDUCTOR_MCP_BRIDGE_OFF

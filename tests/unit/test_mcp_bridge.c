@@ -390,6 +390,30 @@ static void test_mcp_bridge_http_falls_back_to_stdio(void **state) {
   h_free(x);
 }
 
+/* Without a program the bridge rewrites nothing (never our own binary by
+ * accident) and says so once. */
+static void
+test_mcp_bridge_without_a_program_leaves_declarations(void **state) {
+  h *x = calloc(1, sizeof(*x));
+  acp_mcp_bridge_options *bare = NULL;
+  (void)state;
+  assert_non_null(x);
+  assert_int_equal(acp_mcp_bridge_options_new(&bare), 0);
+  acp_mcp_bridge_options_set_random_cb(bare, cb_random);
+  acp_mcp_bridge_options_set_prepare_cb(bare, cb_prepare);
+  acp_mcp_bridge_options_set_event_cb(bare, cb_event);
+  assert_int_equal(acp_mcp_bridge_new(&x->b, bare, x, NULL), 0);
+  init_agent(x, "{}");
+  HAS(to_agent(x, session_line("session/new", "2", DECL_ID)), DECL_ID);
+  HAS(to_agent(x, session_line("session/new", "3", DECL_ID)), DECL_ID);
+  HAS(x->log, "no bridge program");
+  assert_null(
+      strstr(strstr(x->log, "no bridge program") + 1, "no bridge program"));
+  assert_int_equal(x->prepares, 0);
+  acp_mcp_bridge_options_free(bare);
+  h_free(x);
+}
+
 static void
 test_mcp_bridge_native_agent_and_off_leave_declarations(void **state) {
   h *x = h_new(ACP_MCP_BRIDGE_TRANSPORT_STDIO);
@@ -976,6 +1000,7 @@ int main(void) {
       cmocka_unit_test(test_mcp_bridge_rewrites_to_http_when_the_agent_has_it),
       cmocka_unit_test(test_mcp_bridge_http_falls_back_to_stdio),
       cmocka_unit_test(test_mcp_bridge_native_agent_and_off_leave_declarations),
+      cmocka_unit_test(test_mcp_bridge_without_a_program_leaves_declarations),
       cmocka_unit_test(test_mcp_bridge_initialize_answer_gets_acp),
       cmocka_unit_test(test_mcp_bridge_holds_session_lines_until_initialized),
       cmocka_unit_test(test_mcp_bridge_tool_list_and_call_round_trip),
