@@ -1021,12 +1021,18 @@ acp_ssize acp_mcp_bridge_send(acp_mcp_bridge *b, const char **data) {
   *data = NULL;
   if (up->len == 0)
     return 0;
-  /* Hand over the machinery's buffer: what it writes next (while the
-   * caller routes these lines) goes to a fresh one. */
-  acp__buf_dispose(&b->sent);
-  b->sent = *up;
-  b->sent.mem = &b->mem;
-  acp__buf_init(up, &b->mem, 0);
+  /* Swap the machinery's buffer with ours: what it writes next (while the
+   * caller routes these lines) goes to the other one, and neither is
+   * allocated again. Both use our allocator. */
+  {
+    acp__buf tmp = b->sent;
+
+    b->sent = *up;
+    *up = tmp;
+    b->sent.mem = &b->mem;
+    up->mem = &b->mem;
+    up->len = 0;
+  }
   *data = b->sent.data;
   return (acp_ssize)b->sent.len;
 }
