@@ -1032,13 +1032,13 @@ static void br_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b);
  * and write the agent's pipes directly, no relay through the shim. */
 static void br_take_fds(bconn *k) {
   cond *c = k->c;
-  uv_pipe_init(&c->loop, &k->rd, 0);
-  uv_pipe_init(&c->loop, &k->wr, 0);
+  int rc = acp_uv_bridge_take_fds(&c->loop, &k->pipe, &k->rd, &k->wr);
+  if (rc == 0)
+    return; /* a relaying shim */
   k->rd.data = k;
   k->wr.data = k;
   k->fdmode = true;
-  if (uv_accept((uv_stream_t *)&k->pipe, (uv_stream_t *)&k->rd) != 0 ||
-      uv_accept((uv_stream_t *)&k->pipe, (uv_stream_t *)&k->wr) != 0 ||
+  if (rc != 1 ||
       uv_read_start((uv_stream_t *)&k->rd, br_alloc, br_on_read) != 0) {
     acp_mcp_bridge_endpoint_closed(c->br, k->ep);
     br_conn_close(k, false, false);
@@ -1068,8 +1068,7 @@ static void br_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b) {
     int rc = acp_mcp_bridge_endpoint_recv(c->br, k->ep, b->base, (size_t)nread);
     br_fatal(c, rc);
     if (!accepted && !k->closing && !k->fdmode &&
-        acp_mcp_bridge_endpoint_accepted(c->br, k->ep) &&
-        uv_pipe_pending_count(&k->pipe) == 2)
+        acp_mcp_bridge_endpoint_accepted(c->br, k->ep))
       br_take_fds(k);
   }
   flush_all(c);
@@ -1160,12 +1159,12 @@ static void br_free_all(cond *c) {
 /* Tell the HTTP helper a token is valid ('+') or no longer ('-'): a line
  * on its stdin, its control input. */
 static void br_http_ctl(cond *c, char op, const char *token) {
-  char line[40];
+  char line[ACP_UV_BRIDGE_TOKEN_LEN + 3];
   int n;
   if (c->br_http == NULL || c->br_http_exited)
     return;
-  n = snprintf(line, sizeof(line), "%c%s\n", op, token);
-  if (n > 0 && (size_t)n < sizeof(line))
+  n = acp_uv_bridge_ctl_format(line, sizeof(line), op == '+', token);
+  if (n > 0)
     (void)acp_uv_link_write(acp_uv_process_link(c->br_http), line, (size_t)n);
 }
 
