@@ -267,5 +267,42 @@ else
   ko "trace" "$(cat "$T/trace")"
 fi
 
+# 15. the same with an agent that speaks MCP-over-ACP itself: once the
+# provider died, the router answers the agent's traffic for its server
+# (-33001) and the client never sees it.
+wait_for() { # wait_for PATTERN FILE
+  i=0
+  while [ $i -lt 100 ] && ! grep -q "$1" "$2"; do sleep 0.1; i=$((i + 1)); done
+}
+prompt() { # prompt ID TEXT
+  printf '{"jsonrpc":"2.0","id":%s,"method":"session/prompt","params":{"sessionId":"%s","prompt":[{"type":"text","text":"%s"}]}}\n' \
+    "$1" "$sid" "$2" >&3
+}
+rm -rf "$T/dbg" "$T/in" "$T/out" "$T/err"
+mkfifo "$T/in"
+"$ACP" conductor agent --on-crash bypass --debug-dir "$T/dbg" "$ACP proxy tools" \
+  "$ACP agent --mcp-acp native" <"$T/in" >"$T/out" 2>"$T/err" &
+cpid=$!
+exec 3>"$T/in"
+printf '%s\n' "$INIT" >&3
+wait_for '"id":1,"result"' "$T/out"
+printf '%s\n' "$NEWS" >&3
+wait_for '"id":2,"result"' "$T/out"
+sid=$(grep -o '"sessionId":"[^"]*"' "$T/out" | head -1 | cut -d'"' -f4)
+prompt 3 '/mcp-call tools echo {\"message\":\"alive\"}'
+wait_for '"id":3,"result"' "$T/out"
+tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
+kill -KILL "$tpid"
+wait_for 'bypassing' "$T/err"
+prompt 4 '/mcp-call tools echo {\"message\":\"dead\"}'
+wait_for '"id":4,"result"' "$T/out"
+stop_chain
+if grep -q '"text":"alive"' "$T/out" && grep -q 'MCP server unavailable (-33001)' "$T/out" &&
+  ! grep -q 'mcp/' "$T/dbg/0-"*.out; then
+  ok "native agent, provider died (bypass): its MCP traffic answered -33001, nothing leaks to the client"
+else
+  ko "native agent, dead provider" "$(cat "$T/out" "$T/err")"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
