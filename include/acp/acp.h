@@ -19,5 +19,6 @@
 #include "router.h"
 #include "mcp.h"
 #include "mcp_acp.h"
+#include "mcp_bridge.h"
 
 #endif /* ACP_ACP_H */

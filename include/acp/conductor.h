@@ -259,9 +259,12 @@ acp_conductor_options_set_mcp_bridge(acp_conductor_options *opts,
                                      acp_conductor_mcp_bridge mode);
 
 /**
- * Program run as the shim in rewritten declarations (absolute path,
- * copied), NULL for the running program's own path; the declaration's
- * args are ["mcp-shim", SOCKET, TOKEN].
+ * The `acp` program the MCP bridge runs (absolute path, copied): the agent
+ * is given `PROGRAM mcp-shim SOCKET TOKEN` for each bridged server, and the
+ * HTTP bridge runs `PROGRAM mcp http-bridge ...`. NULL (the default): no
+ * program, so nothing is bridged (declarations reach the agent unchanged,
+ * noted once on stderr); an embedder never execs its own binary by
+ * accident. `acp conductor` passes its own path.
  * @return 0 or ACP_ERR_NOMEM.
  */
 ACP_EXTERN int

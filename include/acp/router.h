@@ -147,6 +147,19 @@
  *     behind the proxy/initialize, in order.
  *   The agent (agent mode) can be neither bypassed nor restarted.
  *
+ * MCP-OVER-ACP PROVIDERS. The router remembers which link offers each
+ * MCP-over-ACP server: the link a session/new (load, resume, fork) came
+ * from when an `"type":"acp"` declaration (any form of
+ * acp_mcp_acp_decl_parse()) first appears in its `mcpServers`, and the
+ * connection ids its mcp/connect answers give the agent. Once that link
+ * is closed, whatever the policy, the agent's mcp/connect, mcp/message and
+ * mcp/disconnect (and `_mcp/...`) for those servers and connections are
+ * answered {"code": -33001, "message": "MCP server unavailable", "data":
+ * "its provider (component K) is gone"} (notifications dropped) instead of
+ * travelling on toward a component that never declared them.
+ * acp_router_mcp_server() lists a link's servers (a runtime bridging them
+ * closes their connections, see mcp_bridge.h).
+ *
  * Router answers: -32700 "Parse error" (id null) for a line that is not JSON
  * or contains a newline; -32600 "Invalid Request" with a reason string as
  * `data` for an invalid message (id echoed when usable) and the cases of
@@ -388,6 +401,15 @@ ACP_EXTERN int acp_router_link_bypass(acp_router *r, size_t link);
  *         ACP_ERR_NOMEM (fatal).
  */
 ACP_EXTERN int acp_router_link_restart(acp_router *r, size_t link);
+
+/**
+ * The `index`-th (from 0) MCP-over-ACP server id that `link` declared (see
+ * MCP-OVER-ACP PROVIDERS), decoded, not NUL-terminated; `*len` gets its
+ * length. Borrowed: valid until the next call that routes a message.
+ * @return the id, or NULL past the last one (or for bad arguments).
+ */
+ACP_EXTERN const char *acp_router_mcp_server(const acp_router *r, size_t link,
+                                             size_t index, size_t *len);
 
 /** State of a link (ACP_ROUTER_LINK_CLOSED for a bad link). */
 ACP_EXTERN acp_router_link_state acp_router_link_state_of(const acp_router *r,

@@ -340,6 +340,13 @@ ACP_EXTERN int acp_uv_process_options_add_env(acp_uv_process_options *opts,
 /** Working directory of the child (copied), NULL for ours. 0 or NOMEM. */
 ACP_EXTERN int acp_uv_process_options_set_cwd(acp_uv_process_options *opts,
                                               const char *cwd);
+/**
+ * Give the child our descriptor `fd` as its descriptor 3 (a listening
+ * socket, say); -1 (the default) for none. Borrowed: the caller keeps and
+ * closes its own `fd` (after acp_uv_process_spawn() returned).
+ */
+ACP_EXTERN void acp_uv_process_options_set_fd3(acp_uv_process_options *opts,
+                                               int fd);
 /** stderr handling; default ACP_UV_STDERR_INHERIT. */
 ACP_EXTERN void acp_uv_process_options_set_stderr(acp_uv_process_options *opts,
                                                   acp_uv_stderr_mode mode);
@@ -587,6 +594,78 @@ ACP_EXTERN int acp_mcp_run_fds(acp_mcp_conn *conn, int in_fd, int out_fd,
                                uint64_t flush_timeout_ms);
 /** acp_mcp_run_fds(conn, 0, 1, flush_timeout_ms). */
 ACP_EXTERN int acp_mcp_run_stdio(acp_mcp_conn *conn, uint64_t flush_timeout_ms);
+/* MARK: - MCP bridge handshakes */
+
+/*
+ * How the MCP endpoints of a conductor's bridge (acp/mcp_bridge.h) reach
+ * it: the shim (`acp mcp-shim SOCKET TOKEN`, the stdio server an agent is
+ * given) and the HTTP helper (`acp mcp http-bridge`, one connection per
+ * Streamable HTTP session) connect to the conductor's private unix socket
+ * and send TOKEN and a newline first, then one JSON-RPC message per line
+ * each way. The shim sends its token with its own stdin and stdout
+ * attached (SCM_RIGHTS), so that the conductor reads and writes the
+ * agent's pipes itself; it falls back to relaying bytes. The helper's
+ * stdin is a control input of lines "+TOKEN" (a server's bearer token is
+ * valid) and "-TOKEN" (no longer); its end ends the helper. These are the
+ * only places that know those formats.
+ */
+
+/** Length of a bridge token (hex digits). */
+#define ACP_UV_BRIDGE_TOKEN_LEN 32
+
+/**
+ * The whole shim: connect to `socket_path`, send `token`; unless `relay`
+ * with our stdin and stdout attached, after which our own copies point at
+ * /dev/null and we wait for the conductor to close the connection;
+ * otherwise (or when passing them fails) copy stdin to the socket and the
+ * socket to stdout until either ends. Blocking, plain POSIX (poll): a shim
+ * is one short process per MCP connection. Ignores SIGPIPE.
+ * @return 0 (the connection ended), ACP_ERR_INVALID_ARGUMENT (NULL, or a
+ *         path too long for a unix socket), ACP_ERR_SYSTEM (cannot connect
+ *         or send; errno tells why).
+ */
+ACP_EXTERN int acp_uv_bridge_shim_run(const char *socket_path,
+                                      const char *token, int relay);
+
+/**
+ * A control line for the HTTP helper: "+TOKEN\n" (`valid`) or "-TOKEN\n".
+ * @param out  at least ACP_UV_BRIDGE_TOKEN_LEN + 3 bytes (NUL-terminated).
+ * @return its length (without the NUL), or ACP_ERR_INVALID_ARGUMENT (a
+ *         token of another length, or `cap` too small).
+ */
+ACP_EXTERN int acp_uv_bridge_ctl_format(char *out, size_t cap, int valid,
+                                        const char *token);
+/**
+ * Parse one control line (no newline): `*valid` gets 1 for "+", 0 for "-";
+ * `*token` points into `line` (ACP_UV_BRIDGE_TOKEN_LEN bytes).
+ * @return 0, or ACP_ERR_PARSE (not a control line: ignore it).
+ */
+ACP_EXTERN int acp_uv_bridge_ctl_parse(const char *line, size_t len, int *valid,
+                                       const char **token);
+
+/**
+ * Conductor side: after a shim's token line arrived on `control` (a pipe
+ * initialised with ipc = 1), take the two descriptors it passed with it
+ * (its stdin, then its stdout) into `rd` and `wr`, initialised here on
+ * `loop`. `rd` is not read yet. Whatever the result, when this returned
+ * anything but 0 (no descriptors: the shim relays), `rd` and `wr` are
+ * initialised and must be closed with `control`.
+ * @return 0 (nothing was passed; `rd` and `wr` untouched), 1 (taken),
+ *         ACP_ERR_SYSTEM.
+ */
+ACP_EXTERN int acp_uv_bridge_take_fds(uv_loop_t *loop, uv_pipe_t *control,
+                                      uv_pipe_t *rd, uv_pipe_t *wr);
+
+/**
+ * HTTP helper side: connect `pipe` (initialised, ipc = 0) to the
+ * conductor's `socket_path` and queue `token` and a newline as its first
+ * bytes (writes queue until the connection is made). `cb` runs when the
+ * connection is made or failed (status as uv_pipe_connect's).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM, ACP_ERR_SYSTEM.
+ */
+ACP_EXTERN int acp_uv_bridge_connect(uv_pipe_t *pipe, uv_connect_t *req,
+                                     const char *socket_path, const char *token,
+                                     uv_connect_cb cb);
 
 #ifdef __cplusplus
 }

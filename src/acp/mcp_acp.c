@@ -14,12 +14,17 @@
 
 #include "acp/mcp_acp.h"
 #include "internal.h"
+#include "mcp_acp_int.h"
 
 #define TUNNEL_MAGIC 0x4d435041u /* "MCPA" */
 #define ERR_UNKNOWN_CONN "Unknown MCP connection"
 #define ERR_UNKNOWN_SERVER "Unknown MCP server"
 
-enum { ROLE_NONE = 0, ROLE_CLIENT, ROLE_PROXY, ROLE_AGENT };
+/* ROLE_LINES: the owner is no role object but a stream of NDJSON lines
+ * written as if by an agent (the conductor's bridge, mcp_acp_int.h); its
+ * request handles are the raw outer ids, NUL-terminated, owned by the
+ * in_req that holds them. */
+enum { ROLE_NONE = 0, ROLE_CLIENT, ROLE_PROXY, ROLE_AGENT, ROLE_LINES };
 
 typedef struct tunnel tunnel;
 typedef struct owner owner;
@@ -37,6 +42,7 @@ typedef struct out_req {
   bool is_connect;
   bool m2;          /* consumer M2: the answer is a {result}/{error} carrier */
   bool m2_discover; /* ... to server/discover sent for the initialize */
+  bool cancelled;   /* ROLE_LINES: the inner request was cancelled */
 } out_req;
 
 /* An outer request we received and fed to the inner session. */
@@ -60,6 +66,8 @@ struct tunnel {
   acp_mcp_client *client; /* consumer, borrowed */
   char *server_id;        /* consumer */
   char *m2_init;          /* consumer M2: the initialize params (raw JSON) */
+  bool endpoint;          /* ROLE_LINES: the inner side is a byte endpoint */
+  void *ep_ud;
   acp_mcp_acp_open_cb open_cb;
   void *open_ud;
   in_req *ins;
@@ -88,6 +96,11 @@ struct owner {
   uint64_t now_ms;
   uint64_t counter;
   void *user_data;
+  /* ROLE_LINES */
+  acp__buf up;     /* lines written as if by the agent */
+  char prefix[16]; /* of our request ids: "<prefix><n>" */
+  acp__mcp_ep_write_cb ep_write;
+  acp__mcp_ep_open_cb ep_open;
 };
 
 struct acp_mcp_acp_decl {
@@ -149,9 +162,101 @@ static int client_resp(acp_client *c, const acp_rpc_msg *msg, void *ud);
 static int proxy_resp(acp_proxy *p, const acp_rpc_msg *msg, void *ud);
 static int agent_resp(acp_agent *a, const acp_rpc_msg *msg, void *ud);
 
+/* MARK: - The outer peer as lines (ROLE_LINES) */
+
+/* Append to o->up; on failure roll back to `mark`. */
+static int up_z(owner *o, const char *s) {
+  return acp__buf_append(&o->up, s, strlen(s));
+}
+
+static int up_end(owner *o, size_t mark, int rv) {
+  if (rv == 0)
+    rv = acp__buf_append(&o->up, "}\n", 2);
+  if (rv != 0)
+    o->up.len = mark;
+  return rv;
+}
+
+static int lines_msg(owner *o, const char *id, bool id_is_ours,
+                     const char *method, const char *params, size_t len) {
+  size_t mark = o->up.len;
+  int rv = up_z(o, "{\"jsonrpc\":\"2.0\"");
+
+  if (rv == 0 && id != NULL) {
+    rv = up_z(o, id_is_ours ? ",\"id\":\"" : ",\"id\":");
+    if (rv == 0)
+      rv = up_z(o, id);
+    if (rv == 0 && id_is_ours)
+      rv = up_z(o, "\"");
+  }
+  if (rv == 0)
+    rv = up_z(o, ",\"method\":\"");
+  if (rv == 0)
+    rv = up_z(o, method);
+  if (rv == 0)
+    rv = up_z(o, "\",\"params\":");
+  if (rv == 0)
+    rv = acp__buf_append(&o->up, params, len);
+  return up_end(o, mark, rv);
+}
+
+static int lines_request(owner *o, const char *method, const char *params,
+                         size_t len, out_req *rec) {
+  char id[48];
+  int rv;
+
+  snprintf(id, sizeof(id), "%s%llu", o->prefix,
+           (unsigned long long)(o->counter + 1));
+  rv = lines_msg(o, id, true, method, params, len);
+  if (rv == 0)
+    rec->outer_id = (int64_t)++o->counter;
+  return rv;
+}
+
+static int lines_respond(owner *o, const char *id, const char *result,
+                         size_t len) {
+  size_t mark = o->up.len;
+  int rv = up_z(o, "{\"jsonrpc\":\"2.0\",\"id\":");
+
+  if (rv == 0)
+    rv = up_z(o, id);
+  if (rv == 0)
+    rv = up_z(o, ",\"result\":");
+  if (rv == 0)
+    rv = acp__buf_append(&o->up, result, len);
+  return up_end(o, mark, rv);
+}
+
+static int lines_error(owner *o, const char *id, int64_t code,
+                       const char *message, const char *data, size_t data_len) {
+  size_t mark = o->up.len;
+  char head[64];
+  int rv = up_z(o, "{\"jsonrpc\":\"2.0\",\"id\":");
+
+  snprintf(head, sizeof(head),
+           ",\"error\":{\"code\":%lld,\"message\":", (long long)code);
+  if (rv == 0)
+    rv = up_z(o, id);
+  if (rv == 0)
+    rv = up_z(o, head);
+  if (rv == 0)
+    rv = acp__json_escape_append(&o->up, message != NULL ? message : "error",
+                                 message != NULL ? strlen(message) : 5);
+  if (rv == 0 && data != NULL) {
+    rv = up_z(o, ",\"data\":");
+    if (rv == 0)
+      rv = acp__buf_append(&o->up, data, data_len);
+  }
+  if (rv == 0)
+    rv = up_z(o, "}");
+  return up_end(o, mark, rv);
+}
+
 static int peer_request(owner *o, const char *method, const char *params,
                         size_t len, out_req *rec) {
   switch (o->role) {
+  case ROLE_LINES:
+    return lines_request(o, method, params, len, rec);
   case ROLE_CLIENT:
     return acp_client_call(o->peer.client, method, params, len, client_resp,
                            rec, &rec->outer_id);
@@ -169,6 +274,8 @@ static int peer_request(owner *o, const char *method, const char *params,
 static int peer_notify(owner *o, const char *method, const char *params,
                        size_t len) {
   switch (o->role) {
+  case ROLE_LINES:
+    return lines_msg(o, NULL, false, method, params, len);
   case ROLE_CLIENT:
     return acp_client_notify(o->peer.client, method, params, len);
   case ROLE_PROXY:
@@ -182,6 +289,8 @@ static int peer_notify(owner *o, const char *method, const char *params,
 
 static int peer_respond(owner *o, void *req, const char *result, size_t len) {
   switch (o->role) {
+  case ROLE_LINES:
+    return lines_respond(o, req, result, len);
   case ROLE_CLIENT:
     return acp_client_respond(o->peer.client, req, result, len);
   case ROLE_PROXY:
@@ -196,6 +305,8 @@ static int peer_respond(owner *o, void *req, const char *result, size_t len) {
 static int peer_error(owner *o, void *req, int64_t code, const char *message,
                       const char *data, size_t data_len) {
   switch (o->role) {
+  case ROLE_LINES:
+    return lines_error(o, req, code, message, data, data_len);
   case ROLE_CLIENT:
     return acp_client_respond_error(o->peer.client, req, code, message, data,
                                     data_len);
@@ -241,6 +352,7 @@ static int owner_init(owner *o, void *user_data, const acp_mem *mem) {
   memset(o, 0, sizeof(*o));
   acp__mem_init(&o->mem, mem);
   o->user_data = user_data;
+  acp__buf_init(&o->up, &o->mem, 0);
   rv = acp_json_writer_new(&o->w, 0, &o->mem);
   if (rv == 0)
     rv = acp_json_doc_new(&o->doc, &o->mem);
@@ -281,6 +393,8 @@ static void in_unlink(tunnel *t, in_req *r) {
     t->ins = r->next;
   if (r->next)
     r->next->prev = r->prev;
+  if (t->own->role == ROLE_LINES)
+    acp__free(&t->own->mem, r->req);
   acp__free(&t->own->mem, r->outer_id);
   acp__free(&t->own->mem, r);
 }
@@ -326,6 +440,7 @@ static void owner_dispose(owner *o) {
   acp_json_writer_free(o->w);
   acp_json_doc_free(o->doc);
   acp_json_doc_free(o->aux);
+  acp__buf_dispose(&o->up);
 }
 
 static tunnel *tunnel_new(owner *o) {
@@ -358,18 +473,46 @@ static tunnel *find_conn(owner *o, const char *id, size_t len) {
 /* MARK: - Inner side */
 
 static acp_ssize inner_recv(tunnel *t, const char *data, size_t len) {
+  if (t->endpoint) {
+    int rv = t->own->ep_write((acp__mcp_ep *)t, data, len, t->own->user_data);
+
+    return rv != 0 ? rv : (acp_ssize)len;
+  }
   if (t->conn != NULL)
     return acp_mcp_conn_recv(t->conn, data, len, t->own->now_ms);
   return acp_mcp_client_recv(t->client, data, len, t->own->now_ms);
 }
 
 static acp_ssize inner_send(tunnel *t, const char **data) {
+  if (t->endpoint)
+    return 0; /* an endpoint's lines are pushed (acp__mcp_ep_line) */
   if (t->conn != NULL)
     return acp_mcp_conn_send(t->conn, data);
   return acp_mcp_client_send(t->client, data);
 }
 
 static int drain(tunnel *t);
+static int process_line(tunnel *t, const char *s, size_t n);
+
+/* The lines an endpoint sent before its connection was open, each ending
+ * with a newline, in t->out. */
+static int drain_endpoint(tunnel *t) {
+  acp__buf q = t->out;
+  size_t off = 0;
+  int rv = 0;
+
+  acp__buf_init(&t->out, &t->own->mem, 0);
+  while (off < q.len && rv == 0 && t->magic == TUNNEL_MAGIC) {
+    const char *s = q.data + off;
+    const char *nl = memchr(s, '\n', q.len - off);
+    size_t n = (size_t)(nl - s);
+
+    rv = process_line(t, s, n);
+    off += n + 1;
+  }
+  acp__buf_dispose(&q);
+  return rv;
+}
 
 /* Feed t->line (one message, newline added here) to the inner session. */
 static int feed_line(tunnel *t) {
@@ -575,6 +718,9 @@ static const char *message_method(const tunnel *t) {
 
 /* MARK: - Consumer, connectionless (M2) */
 
+static int lines_cancel(tunnel *t, const acp_json_val *root);
+static int feed_line(tunnel *t);
+
 /* The initialize params the consumer's client sent, parsed into the owner's
  * second document, or NULL. */
 static const acp_json_val *m2_init_params(tunnel *t) {
@@ -644,11 +790,22 @@ static int m2_outgoing(tunnel *t, const acp_json_val *root) {
   size_t len;
   int rv;
 
-  if (id == NULL)
-    return acp_json_str_eq(m, "notifications/cancelled", 23) ? m2_cancel(t, pa)
-                                                             : 0;
-  if (acp_json_str_eq(m, "ping", 4))
-    return m2_answer_locally(t, id, "{}");
+  if (id == NULL) {
+    /* A bridge endpoint cancels hop by hop, like its other requests. */
+    if (!ACP_JSON_STR_EQ_LIT(m, "notifications/cancelled"))
+      return 0;
+    return t->endpoint ? lines_cancel(t, root) : m2_cancel(t, pa);
+  }
+  if (ACP_JSON_STR_EQ_LIT(m, "ping")) {
+    rv = m2_answer_locally(t, id, "{}");
+    if (rv != 0 || !t->endpoint)
+      return rv;
+    /* An endpoint is not drained from an inner session: answer now. */
+    acp__buf_clear(&t->line);
+    rv = line_raw(t, t->local.data, t->local.len - 1); /* feed adds \n */
+    acp__buf_clear(&t->local);
+    return rv != 0 ? rv : feed_line(t);
+  }
   if (acp_json_type_of(pa) != ACP_JSON_OBJECT)
     pa = NULL;
   if (acp_json_str_eq(m, "initialize", 10)) {
@@ -766,6 +923,27 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
   return acp_json_writer_error(w);
 }
 
+/* An endpoint cancels one of its requests: cancel the outer request that
+ * carries it hop by hop ($/cancel_request, which the conductor translates
+ * along the chain) and drop its answer. */
+static int lines_cancel(tunnel *t, const acp_json_val *root) {
+  owner *o = t->own;
+  const acp_json_val *x =
+      acp_json_obj_getz(acp_json_obj_getz(root, "params"), "requestId");
+  char params[80];
+  out_req *r;
+
+  for (r = o->outs; r != NULL; r = r->next)
+    if (r->t == t && r->inner_id != NULL && raw_eq(x, r->inner_id))
+      break;
+  if (r == NULL || r->cancelled)
+    return 0;
+  r->cancelled = true;
+  snprintf(params, sizeof(params), "{\"requestId\":\"%s%lld\"}", o->prefix,
+           (long long)r->outer_id);
+  return lines_msg(o, NULL, false, "$/cancel_request", params, strlen(params));
+}
+
 /* A request or notification the inner session sent: carry it outward. */
 static int inner_outgoing(tunnel *t, const acp_json_val *root) {
   owner *o = t->own;
@@ -776,8 +954,12 @@ static int inner_outgoing(tunnel *t, const acp_json_val *root) {
   size_t len;
   int rv;
 
-  if (t->client != NULL && t->shape == ACP_MCP_ACP_SHAPE_M2)
+  if ((t->client != NULL || t->endpoint) && t->shape == ACP_MCP_ACP_SHAPE_M2)
     return m2_outgoing(t, root);
+  if (id == NULL && t->endpoint &&
+      acp_json_str_eq(acp_json_obj_getz(root, "method"),
+                      "notifications/cancelled", 23))
+    return lines_cancel(t, root);
   if (id == NULL && t->client != NULL &&
       acp_json_str_eq(acp_json_obj_getz(root, "method"),
                       "notifications/cancelled", 23)) {
@@ -851,6 +1033,8 @@ static int drain(tunnel *t) {
     return 0;
   if (t->client != NULL && !t->open)
     return 0; /* not connected yet: the client's output waits */
+  if (t->endpoint)
+    return t->open ? drain_endpoint(t) : 0;
   for (;;) {
     const char *data;
     acp_ssize n = inner_send(t, &data);
@@ -962,7 +1146,7 @@ static int on_outer_response(out_req *r, const acp_rpc_msg *msg) {
       return rv;
     }
   }
-  if (t == NULL) {
+  if (t == NULL || r->cancelled) {
     out_free(o, r);
     return 0;
   }
@@ -1057,13 +1241,12 @@ static int feed_notification(tunnel *t, const acp_json_val *op) {
                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
                "\"params\":{\"requestId\":%lld}}",
                (long long)r->inner_id);
+      rv = req != NULL ? peer_error(o, req, ACP_RPC_REQUEST_CANCELLED,
+                                    "Request cancelled", NULL, 0)
+                       : 0;
       in_unlink(t, r);
-      if (req != NULL) {
-        rv = peer_error(o, req, ACP_RPC_REQUEST_CANCELLED, "Request cancelled",
-                        NULL, 0);
-        if (acp_is_fatal(rv))
-          return rv;
-      }
+      if (acp_is_fatal(rv))
+        return rv;
       acp__buf_clear(&t->line);
       rv = line_z(t, line);
       return rv != 0 ? rv : feed_line(t);
@@ -1092,9 +1275,9 @@ static int cancel_outer(owner *o, void *req) {
                  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
                  "\"params\":{\"requestId\":%lld}}",
                  (long long)r->inner_id);
-        in_unlink(t, r);
         rv = peer_error(o, req, ACP_RPC_REQUEST_CANCELLED, "Request cancelled",
                         NULL, 0);
+        in_unlink(t, r);
         if (acp_is_fatal(rv))
           return rv;
         acp__buf_clear(&t->line);
@@ -2143,20 +2326,20 @@ int acp_mcp_acp_consumer_flush(acp_mcp_acp_consumer *c, uint64_t now_ms) {
   return owner_flush(&c->o, now_ms);
 }
 
-/* A connectionless notification {serverId, requestId, method, params}: for
- * the link whose request it names (progress, log messages); dropped when
- * that request is over, as the SDK's caller does. */
-static int consumer_m2_notification(acp_mcp_acp_consumer *c, const in_msg *m) {
-  owner *o = &c->o;
+/* A connectionless notification {serverId, requestId, method, params}: fed
+ * to the link or bridge endpoint whose request it names (progress, log
+ * messages). ACP_MCP_ACP_NOT_MINE when it names none of our requests. */
+static int m2_notification(owner *o, acp_json_doc *doc,
+                           const acp_json_val *params) {
   size_t len = 0;
-  const char *sid = get_str(m->doc, m->params, "serverId", &len);
-  const acp_json_val *rid = acp_json_obj_getz(m->params, "requestId");
+  const char *sid = get_str(doc, params, "serverId", &len);
+  const acp_json_val *rid = acp_json_obj_getz(params, "requestId");
   out_req *r;
   int rv;
 
-  if (sid == NULL || acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
-                         ACP_JSON_STRING)
-    return 0;
+  if (sid == NULL ||
+      acp_json_type_of(acp_json_obj_getz(params, "method")) != ACP_JSON_STRING)
+    return ACP_MCP_ACP_NOT_MINE;
   for (r = o->outs; r != NULL; r = r->next) {
     char buf[24];
 
@@ -2167,8 +2350,8 @@ static int consumer_m2_notification(acp_mcp_acp_consumer *c, const in_msg *m) {
       break;
   }
   if (r == NULL)
-    return 0;
-  rv = feed_notification(r->t, m->params);
+    return ACP_MCP_ACP_NOT_MINE;
+  rv = feed_notification(r->t, params);
   return rv == ACP_ERR_NOMEM || acp_is_fatal(rv) ? rv : 0;
 }
 
@@ -2184,8 +2367,11 @@ static int consumer_dispatch(acp_mcp_acp_consumer *c, const in_msg *m) {
     return ACP_MCP_ACP_NOT_MINE;
   id = get_str(m->doc, m->params, "connectionId", &len);
   if (id == NULL && m->req == NULL &&
-      acp_json_obj_getz(m->params, "serverId") != NULL)
-    return consumer_m2_notification(c, m);
+      acp_json_obj_getz(m->params, "serverId") != NULL) {
+    /* Dropped when that request is over, as the SDK's caller does. */
+    rv = m2_notification(o, m->doc, m->params);
+    return rv == ACP_MCP_ACP_NOT_MINE ? 0 : rv;
+  }
   t = id != NULL ? find_conn(o, id, len) : NULL;
   if (t == NULL || !t->open ||
       acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
@@ -2224,4 +2410,316 @@ int acp_mcp_acp_consumer_agent_request(acp_mcp_acp_consumer *c,
 int acp_mcp_acp_consumer_agent_notification(acp_mcp_acp_consumer *c,
                                             const acp_rpc_msg *msg) {
   return consumer_rpc(c, msg, NULL);
+}
+
+/* MARK: - Lines (the conductor's bridge, mcp_acp_int.h) */
+
+struct acp__mcp_lines {
+  owner o;
+};
+
+int acp__mcp_lines_new(acp__mcp_lines **out, const char *prefix,
+                       acp__mcp_ep_write_cb write_cb,
+                       acp__mcp_ep_open_cb open_cb, void *user_data,
+                       const acp_mem *mem) {
+  acp__mcp_lines *l;
+  acp_mem m;
+  int rv;
+
+  if (out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (prefix == NULL || strlen(prefix) >= sizeof(l->o.prefix) ||
+      write_cb == NULL || open_cb == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  acp__mem_init(&m, mem);
+  l = acp__calloc(&m, 1, sizeof(*l));
+  if (l == NULL)
+    return ACP_ERR_NOMEM;
+  rv = owner_init(&l->o, user_data, &m);
+  if (rv != 0) {
+    owner_dispose(&l->o);
+    acp__free(&m, l);
+    return rv;
+  }
+  l->o.role = ROLE_LINES;
+  l->o.ep_write = write_cb;
+  l->o.ep_open = open_cb;
+  memcpy(l->o.prefix, prefix, strlen(prefix) + 1);
+  *out = l;
+  return 0;
+}
+
+void acp__mcp_lines_free(acp__mcp_lines *l) {
+  acp_mem m;
+
+  if (l == NULL)
+    return;
+  m = l->o.mem;
+  owner_dispose(&l->o);
+  acp__free(&m, l);
+}
+
+acp__buf *acp__mcp_lines_up(acp__mcp_lines *l) {
+  return &l->o.up;
+}
+
+bool acp__mcp_lines_busy(const acp__mcp_lines *l) {
+  return l->o.outs != NULL;
+}
+
+static int ep_open_adapter(acp_mcp_acp_link *link, int status,
+                           const acp_rpc_msg *msg, void *user_data) {
+  tunnel *t = (tunnel *)link;
+  size_t n = 0;
+  const char *err = msg != NULL ? acp_json_raw(msg->error, &n) : NULL;
+
+  (void)user_data;
+  return t->own->ep_open((acp__mcp_ep *)t, status, err, n, t->own->user_data);
+}
+
+int acp__mcp_lines_connect(acp__mcp_lines *l, const char *server_id,
+                           acp_mcp_acp_shape shape, void *ep_user_data,
+                           acp__mcp_ep **out) {
+  owner *o;
+  tunnel *t;
+  out_req *r;
+  size_t n;
+  const char *s;
+  int rv;
+
+  if (out != NULL)
+    *out = NULL;
+  if (l == NULL || server_id == NULL || shape != ACP_MCP_ACP_SHAPE_M1)
+    return ACP_ERR_INVALID_ARGUMENT;
+  o = &l->o;
+  t = tunnel_new(o);
+  if (t == NULL)
+    return ACP_ERR_NOMEM;
+  t->shape = shape;
+  t->endpoint = true;
+  t->ep_ud = ep_user_data;
+  t->open_cb = ep_open_adapter;
+  t->server_id = acp__strndup(&o->mem, server_id, strlen(server_id));
+  r = t->server_id != NULL ? out_new(o, t) : NULL;
+  if (r == NULL) {
+    tunnel_free(t, false);
+    return ACP_ERR_NOMEM;
+  }
+  r->is_connect = true;
+  acp_json_writer_reset(o->w);
+  acp_json_write_obj_begin(o->w);
+  acp_json_write_keyz(o->w, "acpId");
+  acp_json_write_strz(o->w, server_id);
+  acp_json_write_keyz(o->w, "serverId");
+  acp_json_write_strz(o->w, server_id);
+  acp_json_write_obj_end(o->w);
+  rv = acp_json_writer_error(o->w);
+  if (rv == 0) {
+    s = acp_json_writer_data(o->w, &n);
+    rv = peer_request(o, "mcp/connect", s, n, r);
+  }
+  if (rv != 0) {
+    out_free(o, r);
+    tunnel_free(t, false);
+    return rv;
+  }
+  if (out != NULL)
+    *out = (acp__mcp_ep *)t;
+  return 0;
+}
+
+int acp__mcp_ep_line(acp__mcp_ep *ep, const char *line, size_t len) {
+  tunnel *t = (tunnel *)ep;
+  int rv;
+
+  if (!t->open) {
+    rv = acp__buf_append(&t->out, line, len);
+    if (rv == 0)
+      rv = acp__buf_putc(&t->out, '\n');
+    return rv;
+  }
+  rv = process_line(t, line, len);
+  return rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+void acp__mcp_ep_close(acp__mcp_ep *ep, bool tell) {
+  tunnel *t = (tunnel *)ep;
+  owner *o;
+
+  if (t == NULL)
+    return;
+  o = t->own;
+  if (tell && t->open && t->conn_id != NULL) {
+    out_req *r = out_new(o, NULL);
+
+    acp_json_writer_reset(o->w);
+    acp_json_write_obj_begin(o->w);
+    acp_json_write_keyz(o->w, "connectionId");
+    acp_json_write_strz(o->w, t->conn_id);
+    acp_json_write_obj_end(o->w);
+    if (r != NULL && acp_json_writer_error(o->w) == 0) {
+      size_t n;
+      const char *s = acp_json_writer_data(o->w, &n);
+
+      if (peer_request(o, "mcp/disconnect", s, n, r) != 0)
+        out_free(o, r);
+    } else if (r != NULL) {
+      out_free(o, r);
+    }
+  }
+  tunnel_free(t, true);
+}
+
+void acp__mcp_ep_fail(acp__mcp_ep *ep, int64_t code, const char *message) {
+  tunnel *t = (tunnel *)ep;
+  owner *o = t->own;
+  out_req *r;
+
+  for (r = o->outs; r != NULL; r = r->next) {
+    char head[64];
+
+    if (r->t != t || r->is_connect || r->inner_id == NULL || r->cancelled)
+      continue;
+    r->t = NULL;
+    acp__buf_clear(&t->line);
+    snprintf(head, sizeof(head),
+             ",\"error\":{\"code\":%lld,\"message\":", (long long)code);
+    if (line_z(t, "{\"jsonrpc\":\"2.0\",\"id\":") != 0 ||
+        line_z(t, r->inner_id) != 0 || line_z(t, head) != 0 ||
+        acp__json_escape_append(&t->line, message, strlen(message)) != 0 ||
+        line_z(t, "}}\n") != 0)
+      continue;
+    (void)inner_recv(t, t->line.data, t->line.len);
+  }
+  tunnel_free(t, true);
+}
+
+void *acp__mcp_ep_user_data(const acp__mcp_ep *ep) {
+  return ep != NULL ? ((const tunnel *)ep)->ep_ud : NULL;
+}
+
+bool acp__mcp_ep_is_open(const acp__mcp_ep *ep) {
+  return ep != NULL && ((const tunnel *)ep)->open;
+}
+
+/* An answer to "<prefix><n>" (0), or not one of ours (NOT_MINE). */
+static int lines_answer(owner *o, acp_json_doc *doc, const acp_json_val *root,
+                        const acp_json_val *id) {
+  size_t pl = strlen(o->prefix), n = 0, i;
+  const char *s;
+  uint64_t num = 0;
+  acp_rpc_msg msg;
+  out_req *r;
+
+  if (acp_json_type_of(id) != ACP_JSON_STRING ||
+      acp_json_doc_str(doc, id, &s, &n) != 0 || n <= pl || n - pl > 19 ||
+      memcmp(s, o->prefix, pl) != 0)
+    return ACP_MCP_ACP_NOT_MINE;
+  for (i = pl; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return 0;
+    num = num * 10 + (uint64_t)(s[i] - '0');
+  }
+  for (r = o->outs; r != NULL; r = r->next)
+    if ((uint64_t)r->outer_id == num)
+      break;
+  if (r == NULL)
+    return 0;
+  memset(&msg, 0, sizeof(msg));
+  msg.kind = ACP_RPC_RESPONSE;
+  msg.id = id;
+  msg.root = root;
+  msg.doc = doc;
+  msg.result = acp_json_obj_getz(root, "result");
+  msg.error = msg.result == NULL ? acp_json_obj_getz(root, "error") : NULL;
+  if (msg.result == NULL && msg.error == NULL)
+    msg.result = acp_json_obj_getz(root, "result");
+  if (msg.error != NULL) {
+    msg.error_code = ACP_RPC_INTERNAL_ERROR;
+    (void)acp_json_get_int64(acp_json_obj_getz(msg.error, "code"),
+                             &msg.error_code);
+    msg.error_message =
+        get_str(doc, msg.error, "message", &msg.error_message_len);
+    msg.error_data = acp_json_obj_getz(msg.error, "data");
+  }
+  return on_outer_response(r, &msg);
+}
+
+static tunnel *lines_conn(owner *o, acp_json_doc *doc,
+                          const acp_json_val *params) {
+  size_t len = 0;
+  const char *id = get_str(doc, params, "connectionId", &len);
+  tunnel *t;
+
+  if (id == NULL)
+    id = get_str(doc, params, "connection_id", &len);
+  t = id != NULL ? find_conn(o, id, len) : NULL;
+  return t != NULL && t->endpoint && t->open ? t : NULL;
+}
+
+int acp__mcp_lines_dispatch(acp__mcp_lines *l, acp_json_doc *doc,
+                            const acp_json_val *root, void **closed_ud) {
+  owner *o = &l->o;
+  const acp_json_val *m = acp_json_obj_getz(root, "method");
+  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  tunnel *t;
+  int rv;
+
+  *closed_ud = NULL;
+  if (m == NULL)
+    return lines_answer(o, doc, root, id);
+  if (acp_json_str_eq(m, "$/cancel_request", 16)) {
+    const acp_json_val *x = acp_json_obj_getz(params, "requestId");
+
+    for (t = o->tunnels; t != NULL; t = t->next) {
+      in_req *r;
+
+      for (r = t->ins; t->endpoint && r != NULL; r = r->next)
+        if (r->outer_id != NULL && raw_eq(x, r->outer_id))
+          return cancel_outer(o, r->req);
+    }
+    return ACP_MCP_ACP_NOT_MINE;
+  }
+  if (acp_json_str_eq(m, "mcp/disconnect", 14) ||
+      acp_json_str_eq(m, "_mcp/disconnect", 15)) {
+    t = lines_conn(o, doc, params);
+    if (t == NULL)
+      return ACP_MCP_ACP_NOT_MINE;
+    *closed_ud = t->ep_ud;
+    tunnel_free(t, true);
+    if (id == NULL)
+      return 0;
+    {
+      char *raw = dup_raw(&o->mem, id);
+
+      if (raw == NULL)
+        return ACP_ERR_NOMEM;
+      rv = lines_respond(o, raw, "{}", 2);
+      acp__free(&o->mem, raw);
+    }
+    return rv;
+  }
+  if (!acp_json_str_eq(m, "mcp/message", 11) &&
+      !acp_json_str_eq(m, "_mcp/message", 12))
+    return ACP_MCP_ACP_NOT_MINE;
+  t = lines_conn(o, doc, params);
+  if (t == NULL && id == NULL && acp_json_obj_getz(params, "serverId") != NULL)
+    return m2_notification(o, doc, params); /* connectionless */
+  if (t == NULL ||
+      acp_json_type_of(acp_json_obj_getz(params, "method")) != ACP_JSON_STRING)
+    return ACP_MCP_ACP_NOT_MINE;
+  if (id == NULL) {
+    rv = feed_notification(t, params);
+  } else {
+    char *req = dup_raw(&o->mem, id);
+
+    if (req == NULL)
+      return ACP_ERR_NOMEM;
+    rv = feed_request(t, req, id, params, false);
+    if (rv != 0 && (t->ins == NULL || t->ins->req != req))
+      acp__free(&o->mem, req);
+  }
+  return rv == ACP_ERR_NOMEM ? rv : 0;
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uv.h>
+
 #include "acp/conductor.h"
 #include "cli.h"
 
@@ -38,9 +40,12 @@ static const char conductor_usage[] =
     "  --trace FILE          one JSON line per message hop: {\"time\" (ms),\n"
     "                        \"from\", \"to\", \"dir\", \"message\"} (the "
     "message\n"
-    "                        as written, byte for byte)\n"
+    "                        as its receiver got it, byte for byte; bridged\n"
+    "                        MCP traffic as endpoint:K, bridge:SERVER)\n"
     "  --debug-dir DIR       log each component's stdin, stdout and stderr to\n"
-    "                        DIR/K-NAME.{stdin,stdout,stderr}\n"
+    "                        DIR/K-NAME.{stdin,stdout,stderr}, the MCP "
+    "bridge's\n"
+    "                        traffic to DIR/bridge.jsonl\n"
     "  --on-crash POLICY     fail (default), bypass or restart; see below\n"
     "  --max-restarts N      restarts per component under restart (default "
     "3)\n"
@@ -113,6 +118,19 @@ int cmd_conductor(int argc, char **argv) {
   if (acp_conductor_options_new(&o, NULL) < 0) {
     cli_err("conductor", "out of memory");
     return CLI_EXIT_FAILURE;
+  }
+  {
+    /* The MCP bridge runs this program (`acp mcp-shim`, `acp mcp
+     * http-bridge`): ourselves, named explicitly. */
+    char self[4096];
+    size_t sz = sizeof(self);
+    if (uv_exepath(self, &sz) != 0)
+      snprintf(self, sizeof(self), "acp");
+    if (acp_conductor_options_set_shim_program(o, self) < 0) {
+      acp_conductor_options_free(o);
+      cli_err("conductor", "out of memory");
+      return CLI_EXIT_FAILURE;
+    }
   }
   /* Options come before or after the mode word; the first other word
    * starts the components. */

@@ -29,7 +29,7 @@
 #include "cli.h"
 
 #define SUB "mcp http-bridge"
-#define TOKEN_LEN 32
+#define TOKEN_LEN ACP_UV_BRIDGE_TOKEN_LEN
 
 static const char bridge_usage[] =
     "usage: acp mcp http-bridge --socket PATH --listen-fd FD\n"
@@ -89,19 +89,21 @@ static bool token_valid(const bridge *b, const char *t, size_t n) {
 
 static void ctl_line(bridge *b, const char *line, size_t n) {
   size_t i;
-  if (n != TOKEN_LEN + 1)
+  int valid;
+  const char *tok;
+  if (acp_uv_bridge_ctl_parse(line, n, &valid, &tok) != 0)
     return;
-  if (line[0] == '+' && !token_valid(b, line + 1, TOKEN_LEN)) {
+  if (valid && !token_valid(b, tok, TOKEN_LEN)) {
     void *nt = realloc(b->tokens, (b->ntokens + 1) * sizeof(*b->tokens));
     if (nt == NULL)
       return;
     b->tokens = nt;
-    memcpy(b->tokens[b->ntokens], line + 1, TOKEN_LEN);
+    memcpy(b->tokens[b->ntokens], tok, TOKEN_LEN);
     b->tokens[b->ntokens][TOKEN_LEN] = '\0';
     b->ntokens++;
-  } else if (line[0] == '-') {
+  } else if (!valid) {
     for (i = 0; i < b->ntokens; i++)
-      if (memcmp(b->tokens[i], line + 1, TOKEN_LEN) == 0) {
+      if (memcmp(b->tokens[i], tok, TOKEN_LEN) == 0) {
         memcpy(b->tokens[i], b->tokens[--b->ntokens], sizeof(*b->tokens));
         break;
       }
@@ -277,8 +279,8 @@ static int relay_open(acp_http_relay_session *s, const char *authorization,
   b->conns = k;
   acp_http_relay_session_set_user_data(s, k);
   /* Writes queue until the connection is made; the token goes first. */
-  uv_pipe_connect(&k->connect, &k->pipe, b->sock, conn_on_connect);
-  if (conn_write(k, tok, TOKEN_LEN) != 0) {
+  if (acp_uv_bridge_connect(&k->pipe, &k->connect, b->sock, tok,
+                            conn_on_connect) != 0) {
     k->s = NULL; /* refused: the server makes no session */
     conn_close(k);
     return ACP_ERR_NOMEM;

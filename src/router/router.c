@@ -7,6 +7,7 @@
  * results), so a forwarded payload is copied exactly once.
  */
 #include "acp/json.h"
+#include "acp/mcp_acp.h"
 #include "acp/rpc.h"
 #include "router_int.h"
 
@@ -15,6 +16,7 @@
 #define DEFAULT_MAX_PENDING 65536
 #define DEFAULT_MAX_OUTPUT ((size_t)1 << 30)
 #define MAX_COMPONENTS 65535
+#define MAX_MCP 65536 /* MCP-over-ACP server and connection ids remembered */
 
 enum { DIR_RIGHT = 0, DIR_LEFT = 1 };
 
@@ -46,8 +48,20 @@ typedef struct rt_link {
   size_t init_result_len;
 } rt_link;
 
+/* An MCP-over-ACP server id declared by a component, or a connection id
+ * its mcp/connect answer gave: which link serves it. */
+typedef struct rt_mcp {
+  char *id; /* decoded */
+  size_t len;
+  uint32_t link;
+  bool conn;
+  bool dead; /* the link died: nothing more is routed for it */
+} rt_mcp;
+
 struct acp_router {
   acp_mem mem;
+  rt_mcp *mcp;
+  size_t nmcp, capmcp;
   struct acp_router_options o;
   void *user_data;
   size_t n;
@@ -511,6 +525,7 @@ typedef struct call {
   int kind;        /* CK_*: the session methods a cut-off turn concerns */
   const char *sid; /* their params.sessionId (raw string), else NULL */
   size_t sid_len;
+  uint32_t mcp; /* an mcp/connect: index in r->mcp of its server + 1 */
 } call;
 
 enum { CK_OTHER = 0, CK_PROMPT, CK_CANCEL, CK_UPDATE, CK_PERMISSION };
@@ -740,6 +755,7 @@ static int forward(acp_router *r, uint32_t from, uint32_t to, int dir,
       if (e->sid == NULL)
         rv = ACP_ERR_NOMEM;
     }
+    e->mcp = c->mcp;
     if (rv == 0 && c->init) {
       e->flags |= RT_F_INIT;
       if (c->params != NULL) {
@@ -963,6 +979,180 @@ static void call_from(call *c, const acp_json_val *method,
   }
 }
 
+/* MARK: - MCP-over-ACP servers (Private) */
+
+static rt_mcp *mcp_find(acp_router *r, bool conn, const char *id, size_t len) {
+  size_t i;
+
+  for (i = r->nmcp; i > 0; i--) {
+    rt_mcp *m = &r->mcp[i - 1];
+    if (m->conn == conn && m->len == len && memcmp(m->id, id, len) == 0)
+      return m;
+  }
+  return NULL;
+}
+
+static int mcp_add(acp_router *r, bool conn, const char *id, size_t len,
+                   uint32_t link) {
+  rt_mcp *m;
+
+  if (r->nmcp >= MAX_MCP || mcp_find(r, conn, id, len) != NULL)
+    return 0;
+  if (r->nmcp == r->capmcp) {
+    size_t cap = r->capmcp ? r->capmcp * 2 : 8;
+    rt_mcp *n = acp__realloc(&r->mem, r->mcp, cap * sizeof(*n));
+    if (n == NULL)
+      return nomem(r, ACP_ERR_NOMEM);
+    r->mcp = n;
+    r->capmcp = cap;
+  }
+  m = &r->mcp[r->nmcp];
+  m->id = dup_bytes(r, id, len ? len : 1);
+  if (m->id == NULL)
+    return nomem(r, ACP_ERR_NOMEM);
+  m->len = len;
+  m->link = link;
+  m->conn = conn;
+  m->dead = false;
+  r->nmcp++;
+  return 0;
+}
+
+static bool is_session_setup(const acp_json_val *method) {
+  return str_is(method, "session/new") || str_is(method, "session/load") ||
+         str_is(method, "session/resume") || str_is(method, "session/fork");
+}
+
+/* A session set-up travelling right from link k: the MCP-over-ACP servers
+ * first seen here are k's. */
+static int note_decls(acp_router *r, uint32_t k, const acp_json_val *method,
+                      const acp_json_val *params) {
+  const acp_json_val *e;
+  int rv = 0;
+
+  if (!is_session_setup(method))
+    return 0;
+  e = acp_json_child(acp_json_obj_getz(params, "mcpServers"));
+  for (; e != NULL && rv == 0; e = acp_json_next(e)) {
+    const char *id;
+    size_t n;
+
+    if (acp_mcp_acp_decl_parse(r->doc, e, &id, &n, NULL) == 0 &&
+        mcp_find(r, false, id, n) == NULL)
+      rv = mcp_add(r, false, id, n, k);
+  }
+  return rv;
+}
+
+/* A decoded string member of params (the first of two names), or NULL. */
+static const char *mcp_str(acp_router *r, const acp_json_val *params,
+                           const char *a, const char *b, size_t *len) {
+  const acp_json_val *v = acp_json_obj_getz(params, a);
+  const char *s;
+
+  if (v == NULL && b != NULL)
+    v = acp_json_obj_getz(params, b);
+  if (acp_json_type_of(v) != ACP_JSON_STRING ||
+      acp_json_doc_str(r->doc, v, &s, len) != 0)
+    return NULL;
+  return s;
+}
+
+/*
+ * MCP-over-ACP traffic from the agent for a server whose provider died:
+ * answered here (a request) or dropped, never routed on (rule MCP). For a
+ * live server's mcp/connect, c->mcp remembers it so that the answer's
+ * connectionId is learnt. Sets *done when the message was handled.
+ */
+static int mcp_guard(acp_router *r, uint32_t k, const acp_json_val *id,
+                     const acp_json_val *method, const acp_json_val *params,
+                     call *c, bool *done) {
+  const char *s = NULL;
+  size_t n = 0;
+  rt_mcp *m = NULL;
+  bool connect = false;
+  char why[80];
+
+  *done = false;
+  if (r->nmcp == 0)
+    return 0;
+  if (str_is(method, "mcp/connect") || str_is(method, "_mcp/connect")) {
+    connect = true;
+    s = mcp_str(r, params, "serverId", "acpId", &n);
+    if (s == NULL)
+      s = mcp_str(r, params, "id", NULL, &n);
+    if (s == NULL && (s = mcp_str(r, params, "acp_url", NULL, &n)) != NULL) {
+      if (n < 4 || memcmp(s, "acp:", 4) != 0)
+        return 0;
+      s += 4;
+      n -= 4;
+    }
+    if (s != NULL)
+      m = mcp_find(r, false, s, n);
+  } else if (str_is(method, "mcp/message") || str_is(method, "_mcp/message") ||
+             str_is(method, "mcp/disconnect") ||
+             str_is(method, "_mcp/disconnect")) {
+    s = mcp_str(r, params, "connectionId", "connection_id", &n);
+    if (s != NULL)
+      m = mcp_find(r, true, s, n);
+    else if ((s = mcp_str(r, params, "serverId", NULL, &n)) != NULL)
+      m = mcp_find(r, false, s, n);
+  }
+  if (m == NULL)
+    return 0;
+  if (!m->dead) {
+    if (connect)
+      c->mcp = (uint32_t)(m - r->mcp) + 1;
+    return 0;
+  }
+  *done = true;
+  if (id == NULL) {
+    event(r, ACP_ROUTER_EVENT_DROPPED, k,
+          "MCP notification for a server whose provider is gone");
+    return 0;
+  }
+  {
+    static const char a[] = "its provider (component ";
+    static const char b[] = ") is gone";
+    size_t p = sizeof(a) - 1;
+    memcpy(why, a, p);
+    p += fmt_i64(why + p, (int64_t)m->link);
+    memcpy(why + p, b, sizeof(b));
+  }
+  return reject(r, k, id, ACP_MCP_ACP_SERVER_UNAVAILABLE,
+                "MCP server unavailable", why);
+}
+
+/* An answer to an mcp/connect of a known server: learn its connection. */
+static int mcp_connected(acp_router *r, const rt_entry *e,
+                         const acp_json_val *result) {
+  const char *s;
+  size_t n;
+
+  if (e->mcp == 0 || e->mcp > r->nmcp || result == NULL)
+    return 0;
+  s = mcp_str(r, result, "connectionId", "connection_id", &n);
+  return s != NULL ? mcp_add(r, true, s, n, r->mcp[e->mcp - 1].link) : 0;
+}
+
+const char *acp_router_mcp_server(const acp_router *r, size_t link,
+                                  size_t index, size_t *len) {
+  size_t i;
+
+  if (r == NULL || len == NULL)
+    return NULL;
+  for (i = 0; i < r->nmcp; i++) {
+    const rt_mcp *m = &r->mcp[i];
+    if (m->conn || m->link != link)
+      continue;
+    if (index-- == 0) {
+      *len = m->len;
+      return m->id;
+    }
+  }
+  return NULL;
+}
+
 /* A successor-family message (wrapped traffic) from link k. */
 static int route_successor(acp_router *r, uint32_t k, const acp_json_val *id,
                            const acp_json_val *params, acp_router_wire wire) {
@@ -1024,6 +1214,8 @@ static int route_successor(acp_router *r, uint32_t k, const acp_json_val *id,
     rv = w_end(&w);
     return rv == ACP_ERR_LIMIT ? 0 : nomem(r, rv);
   }
+  if (note_decls(r, k, im, ip) != 0)
+    return ACP_ERR_NOMEM;
   return forward(r, k, to, DIR_RIGHT, &c);
 }
 
@@ -1071,7 +1263,15 @@ static int route_call(acp_router *r, uint32_t k, const acp_json_val *id,
       }
       c.init = true;
     }
+    if (note_decls(r, k, method, params) != 0)
+      return ACP_ERR_NOMEM;
     return forward(r, k, right_of(r, 0), DIR_RIGHT, &c);
+  }
+  if (is_agent(r, k)) {
+    bool done;
+    int rv = mcp_guard(r, k, id, method, params, &c, &done);
+    if (rv != 0 || done)
+      return rv;
   }
   return forward(r, k, left_of(r, k), DIR_LEFT, &c);
 }
@@ -1151,6 +1351,8 @@ static int route_response(acp_router *r, uint32_t k, const acp_json_val *id,
     rt__table_release(&r->tab, idx);
     return 0;
   }
+  if (ok && e->mcp != 0 && mcp_connected(r, e, result) != 0)
+    return ACP_ERR_NOMEM;
   w_begin(r, &w, k, e->src);
   w_lit(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
   w_put(&w, e->orig, e->orig_len);
@@ -1386,6 +1588,9 @@ void acp_router_free(acp_router *r) {
     }
   }
   rt__table_dispose(&r->tab);
+  for (i = 0; i < r->nmcp; i++)
+    acp__free(&r->mem, r->mcp[i].id);
+  acp__free(&r->mem, r->mcp);
   acp_json_doc_free(r->doc);
   acp_json_doc_free(r->doc2);
   acp__free(&r->mem, r->links);
@@ -1584,6 +1789,9 @@ int acp_router_link_closed(acp_router *r, size_t link, const char *reason,
     l->data_len = data_len;
   }
   l->state = ACP_ROUTER_LINK_CLOSED;
+  for (i = 0; i < r->nmcp; i++)
+    if (r->mcp[i].link == k)
+      r->mcp[i].dead = true;
   for (i = 0; i < r->tab.used && rv == 0; i++) {
     rt_entry *e = &r->tab.e[i];
     if (!(e->flags & RT_F_USED))

@@ -51,6 +51,7 @@ typedef struct rt_entry {
   char *sid; /* session/prompt toward the agent: raw sessionId, or NULL */
   size_t sid_len;
   rt_hold *hold; /* RT_F_CUT only: the next prompt of that session */
+  uint32_t mcp;  /* an mcp/connect: its server (index + 1 in r->mcp), or 0 */
 } rt_entry;
 
 typedef struct rt_table {

@@ -17,6 +17,7 @@
 #include "acp/conductor.h"
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
+#include "acp/mcp_bridge.h"
 #include "uv_internal.h"
 
 #define DEFAULT_GRACE_MS 1000
@@ -624,6 +625,7 @@ struct cond {
   uint64_t t0;
   FILE *trace;
   FILE *dbg_up_in, *dbg_up_out;
+  FILE *dbg_bridge; /* --debug-dir: bridge.jsonl */
   acp_json_writer *w;
   size_t reading; /* link whose input is being routed */
   bool started;
@@ -635,38 +637,24 @@ struct cond {
   int exit_status;
   int fatal;
   size_t next_shut;
-  /* MCP bridge (see acp_conductor_mcp_bridge) */
-  bool agent_caps_seen; /* the agent answered initialize */
-  bool agent_acp;       /* ... advertising mcpCapabilities.acp */
-  bool agent_http;      /* ... advertising mcpCapabilities.http */
-  bool br_injected;     /* lines were fed for the agent link: flush again */
+  /* MCP bridge (see acp_conductor_mcp_bridge): the protocol is c->br; the
+   * sockets are here. */
+  acp_mcp_bridge *br;
+  bool br_injected;  /* lines were fed for the agent link: flush again */
+  bool br_injecting; /* the router is reading a line of the bridge */
   bool br_listening;
-  char *agent_init_id; /* raw id of the initialize sent to the agent */
   char *br_dir, *br_sock;
   char br_program[4096];
-  struct bsrv *br_srvs;
   struct bconn *br_conns;
-  struct bpend *br_pends;
-  uint64_t br_next;
-  size_t br_new_pending; /* bsrvs whose session/new is unanswered */
   uv_pipe_t br_listener;
-  acp_json_doc *bdoc;
-  acp_json_writer *bw, *bw2;
-  acp__buf br_chunk, br_out;
-  /* Lines for the agent held until it answers initialize: a session line
-   * with acp declarations came first (a pipelining client), and how to
-   * rewrite it depends on the agent's capabilities. */
-  acp__buf br_hold;
+  /* --trace: the source link of each line the router wrote for the agent
+   * (long long each), until the bridge says what the agent got. */
+  acp__buf br_trace_from;
   /* HTTP bridging: a helper process (`acp mcp http-bridge`) serves a
    * listening socket we bound; its stdin takes "+TOKEN" / "-TOKEN". */
-  bool br_http_on;
+  acp_uv_process *br_http; /* NULL until started */
+  bool br_http_exited;
   uint16_t br_http_port;
-  uv_process_t br_http_proc;
-  uv_pipe_t br_http_ctl;
-  bool br_http_proc_open, br_http_ctl_open, br_http_exited, br_http_warned;
-  uv_timer_t br_http_timer; /* the helper's grace after its control EOF */
-  bool br_http_timer_open;
-  int br_http_sent; /* the last signal sent to the helper, or 0 */
   char br_rbuf[65536];
 };
 
@@ -789,13 +777,60 @@ static bool has_successor(const char *d, size_t n) {
   return false;
 }
 
+/* One trace line to `f`. Names are ours (no escaping needed beyond what
+ * component names already avoid); -1 stands for no link. */
+static void write_entry(cond *c, FILE *f, const char *from, long long from_link,
+                        const char *to, long long to_link, const char *dir,
+                        const char *data, size_t len) {
+  double t = (double)(uv_hrtime() - c->t0) / 1e6;
+  if (f == NULL)
+    return;
+  fprintf(f,
+          "{\"time\":%.3f,\"from\":\"%s\",\"fromLink\":%lld,\"to\":\"%s\","
+          "\"toLink\":%lld,\"dir\":\"%s\",\"message\":",
+          t, from, from_link, to, to_link, dir);
+  fwrite(data, 1, len, f);
+  fputs("}\n", f);
+  fflush(f);
+}
+
+static void trace_entry(cond *c, const char *from, long long from_link,
+                        const char *to, long long to_link, const char *dir,
+                        const char *data, size_t len) {
+  write_entry(c, c->trace, from, from_link, to, to_link, dir, data, len);
+}
+
+/* --debug-dir: the bridge's traffic, with its real ends, in bridge.jsonl
+ * (opened at the first message). */
+static void dbg_bridge(cond *c, const char *from, long long from_link,
+                       const char *to, long long to_link, const char *data,
+                       size_t len) {
+  if (c->o->debug_dir == NULL)
+    return;
+  if (c->dbg_bridge == NULL) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/bridge.jsonl", c->o->debug_dir);
+    c->dbg_bridge = fopen(path, "a");
+  }
+  write_entry(c, c->dbg_bridge, from, from_link, to, to_link, "bridge", data,
+              len);
+}
+
 static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
   cond *c = ud;
-  double t = (double)(uv_hrtime() - c->t0) / 1e6;
   const char *dir;
   long long from = hop->from == ACP_ROUTER_SELF ? -1 : (long long)hop->from;
   (void)r;
 
+  if (c->br_injecting && hop->from == c->n)
+    dbg_bridge(c, "bridge", (long long)c->n, link_name(c, hop->to),
+               (long long)hop->to, hop->data, hop->len);
+  if (c->br != NULL && c->o->mode == ACP_ROUTER_MODE_AGENT && hop->to == c->n &&
+      !hop->in_batch) {
+    /* The bridge may rewrite or take it: it says what the agent got. */
+    (void)acp__buf_append(&c->br_trace_from, &from, sizeof(from));
+    return;
+  }
   if (c->trace == NULL)
     return;
   if (hop->to == 0 && c->o->mode == ACP_ROUTER_MODE_PROXY && from > 0 &&
@@ -805,14 +840,11 @@ static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
     dir = hop->to == 0 ? "left" : "right";
   else
     dir = hop->to > hop->from ? "right" : "left";
-  fprintf(c->trace,
-          "{\"time\":%.3f,\"from\":\"%s\",\"fromLink\":%lld,\"to\":\"%s\","
-          "\"toLink\":%zu,\"dir\":\"%s\",\"message\":",
-          t, link_name(c, hop->from), from, link_name(c, hop->to), hop->to,
-          dir);
-  fwrite(hop->data, 1, hop->len, c->trace);
-  fputs("}\n", c->trace);
-  fflush(c->trace);
+  trace_entry(c,
+              c->br_injecting && hop->from == c->n ? "bridge"
+                                                   : link_name(c, hop->from),
+              from, link_name(c, hop->to), (long long)hop->to, dir, hop->data,
+              hop->len);
 }
 
 static void on_event(acp_router *r, acp_router_event_type type, size_t link,
@@ -828,146 +860,68 @@ static void on_event(acp_router *r, acp_router_event_type type, size_t link,
 
 /* MARK: - MCP bridge (agent without mcpCapabilities.acp) */
 
-#define BR_PREFIX "acpbr-"
+/* The protocol is the core's acp_mcp_bridge (include/acp/mcp_bridge.h):
+ * here are its sockets (the shims' listener, their connections, the fds
+ * they pass), the HTTP helper process and its timer. */
+
 #define BR_HTTP_GRACE_MS                                                       \
   3000 /* the HTTP helper's time to leave after its EOF */
-#define BR_TOKEN_MAX 128
 
-enum { BR_CONNECT = 1, BR_MESSAGE, BR_DISCONNECT };
-
-/* One bridged declaration (a server id offered by a component). */
-typedef struct bsrv {
-  struct bsrv *next;
-  char *id;         /* server id, decoded */
-  char token[33];   /* hex secret the shim sends first */
-  char *session_id; /* its session, once known */
-  char *req_id;     /* raw id of the session/new awaiting its sessionId */
-} bsrv;
-
-/* One accepted shim connection. */
+/* One accepted shim connection (an endpoint of the bridge). */
 typedef struct bconn {
   struct bconn *next;
   cond *c;
+  uint64_t ep;    /* the bridge's endpoint id */
   uv_pipe_t pipe; /* the shim's control connection (IPC: may carry fds) */
   uv_pipe_t rd;   /* fd mode: the shim's stdin, passed to us (MCP in) */
   uv_pipe_t wr;   /* fd mode: the shim's stdout (MCP out) */
   bool fdmode;    /* rd and wr are in use */
   int handles;    /* handles still to close */
-  bsrv *srv;      /* NULL until the token was checked */
-  acp__buf in;    /* bytes of an incomplete line */
-  acp__buf queue; /* MCP lines received before mcp/connect was answered */
-  char *conn_id;  /* connectionId (decoded), NULL until open */
-  bool open;
   bool closing;
-  bool connecting;
+  bool handles_closing;
+  bool tell; /* tell the bridge once closed (a write failed) */
+  uv_shutdown_t shut;
 } bconn;
 
-/* A request the conductor sent as if from the agent. */
-typedef struct bpend {
-  struct bpend *next;
-  uint64_t n; /* id "acpbr-<n>" */
-  int kind;
-  bconn *conn;    /* NULL once the connection is gone */
-  char *inner_id; /* raw id of the shim's MCP request (BR_MESSAGE) */
-  bool cancelled;
-} bpend;
-
 static bool bridge_on(const cond *c) {
-  return c->o->mode == ACP_ROUTER_MODE_AGENT && c->n > 0;
+  return c->o->mode == ACP_ROUTER_MODE_AGENT && c->n > 0 && c->br != NULL;
 }
 
-static bool bridge_rewrites(const cond *c) {
-  return bridge_on(c) && c->o->bridge != ACP_CONDUCTOR_MCP_BRIDGE_OFF &&
-         c->agent_caps_seen && !c->agent_acp;
-}
-
-/* The agent was sent initialize and has not answered: a session line with
- * acp declarations must wait (see br_hold). */
-static bool bridge_may_hold(const cond *c) {
-  return bridge_on(c) && c->o->bridge != ACP_CONDUCTOR_MCP_BRIDGE_OFF &&
-         !c->agent_caps_seen && c->agent_init_id != NULL;
-}
-
-/* Feed one line to the router as if the agent had written it. */
-static void br_inject(cond *c, const char *line, size_t len) {
-  if (c->fatal || c->finished || !c->comps[c->n - 1].running)
-    return;
-  if (acp_router_recv(c->r, c->n, line, len) == ACP_ERR_NOMEM) {
+static void br_fatal(cond *c, int rc) {
+  if (rc == ACP_ERR_NOMEM || acp_is_fatal(rc)) {
     c->fatal = ACP_ERR_NOMEM;
     c->exit_status = 1;
   }
-  c->br_injected = true;
 }
 
-static void br_inject_writer(cond *c) {
-  size_t len;
-  const char *d = acp_json_writer_data(c->bw, &len);
-  if (acp_json_writer_error(c->bw) == 0)
-    br_inject(c, d, len);
-}
-
-static bpend *br_pend_new(cond *c, int kind, bconn *k) {
-  bpend *p = acp__calloc(c->mem, 1, sizeof(*p));
-  if (p == NULL)
-    return NULL;
-  p->n = ++c->br_next;
-  p->kind = kind;
-  p->conn = k;
-  p->next = c->br_pends;
-  c->br_pends = p;
-  return p;
-}
-
-static void br_pend_free(cond *c, bpend *p) {
-  bpend **pp;
-  for (pp = &c->br_pends; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == p) {
-      *pp = p->next;
-      break;
+/* Feed what the bridge wrote (as if from the agent) to the router. */
+static void br_inject(cond *c) {
+  const char *d;
+  acp_ssize n;
+  while (!c->fatal && (n = acp_mcp_bridge_send(c->br, &d)) > 0) {
+    size_t off = 0;
+    if (c->finished || !c->comps[c->n - 1].running)
+      return;
+    c->br_injecting = true;
+    while (off < (size_t)n && !c->fatal) {
+      const char *s = d + off;
+      const char *nl = memchr(s, '\n', (size_t)n - off);
+      size_t ln = nl ? (size_t)(nl - s) : (size_t)n - off;
+      if (ln > 0 && acp_router_recv(c->r, c->n, s, ln) == ACP_ERR_NOMEM)
+        br_fatal(c, ACP_ERR_NOMEM);
+      off += ln + 1;
     }
-  acp__free(c->mem, p->inner_id);
-  acp__free(c->mem, p);
+    c->br_injecting = false;
+    c->br_injected = true;
+  }
 }
 
-/* Start a request {"jsonrpc","id":"acpbr-N","method":M,"params":{ in bw. */
-static void br_begin_req(cond *c, const bpend *p, const char *method) {
-  char id[40];
-  acp_json_writer_reset(c->bw);
-  acp_json_write_obj_begin(c->bw);
-  acp_json_write_keyz(c->bw, "jsonrpc");
-  acp_json_write_strz(c->bw, "2.0");
-  if (p != NULL) {
-    snprintf(id, sizeof(id), BR_PREFIX "%llu", (unsigned long long)p->n);
-    acp_json_write_keyz(c->bw, "id");
-    acp_json_write_strz(c->bw, id);
-  }
-  acp_json_write_keyz(c->bw, "method");
-  acp_json_write_strz(c->bw, method);
-  acp_json_write_keyz(c->bw, "params");
-  acp_json_write_obj_begin(c->bw);
-}
-
-/* A response {"jsonrpc","id":ID,"error"|"result":...} in w, ID given as
- * raw JSON; the result is `res`, or {} when NULL. Returns its bytes, or
- * NULL if the writer failed. */
-static const char *br_response(acp_json_writer *w, const char *id,
-                               size_t id_len, const acp_json_val *err,
-                               const acp_json_val *res, size_t *len) {
-  acp_json_writer_reset(w);
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "jsonrpc");
-  acp_json_write_strz(w, "2.0");
-  acp_json_write_keyz(w, "id");
-  acp_json_write_raw(w, id, id_len);
-  acp_json_write_keyz(w, err != NULL ? "error" : "result");
-  if (err != NULL || res != NULL) {
-    acp_json_write_val(w, err != NULL ? err : res);
-  } else {
-    acp_json_write_obj_begin(w);
-    acp_json_write_obj_end(w);
-  }
-  acp_json_write_obj_end(w);
-  return acp_json_writer_error(w) == 0 ? acp_json_writer_data(w, len) : NULL;
+static bconn *br_conn_of(cond *c, uint64_t ep) {
+  bconn *k;
+  for (k = c->br_conns; k != NULL; k = k->next)
+    if (k->ep == ep)
+      return k;
+  return NULL;
 }
 
 /* MARK: Shim connections */
@@ -977,45 +931,54 @@ static void br_on_close(uv_handle_t *h) {
   cond *c = k->c;
   if (--k->handles > 0)
     return;
-  acp__buf_dispose(&k->in);
-  acp__buf_dispose(&k->queue);
-  acp__free(c->mem, k->conn_id);
+  if (k->tell && c->br != NULL) {
+    acp_mcp_bridge_endpoint_closed(c->br, k->ep);
+    flush_all(c);
+  }
   acp__free(c->mem, k);
 }
 
-/* Close a shim connection; tell the provider when it was open. */
-static void br_conn_close(bconn *k, bool tell) {
+static void br_close_handles(bconn *k) {
   cond *c = k->c;
   bconn **pp;
-  bpend *p;
-  if (k->closing)
+  if (k->handles_closing)
     return;
-  k->closing = true;
+  k->handles_closing = true;
   for (pp = &c->br_conns; *pp != NULL; pp = &(*pp)->next)
     if (*pp == k) {
       *pp = k->next;
       break;
     }
-  for (p = c->br_pends; p != NULL; p = p->next)
-    if (p->conn == k)
-      p->conn = NULL;
-  if (tell && k->open && k->conn_id != NULL) {
-    p = br_pend_new(c, BR_DISCONNECT, NULL);
-    if (p != NULL) {
-      br_begin_req(c, p, "mcp/disconnect");
-      acp_json_write_keyz(c->bw, "connectionId");
-      acp_json_write_strz(c->bw, k->conn_id);
-      acp_json_write_obj_end(c->bw);
-      acp_json_write_obj_end(c->bw);
-      br_inject_writer(c);
-    }
-  }
   k->handles = k->fdmode ? 3 : 1;
   uv_close((uv_handle_t *)&k->pipe, br_on_close);
   if (k->fdmode) {
     uv_close((uv_handle_t *)&k->rd, br_on_close);
     uv_close((uv_handle_t *)&k->wr, br_on_close);
   }
+}
+
+static void br_on_shutdown(uv_shutdown_t *req, int status) {
+  (void)status;
+  br_close_handles(req->data);
+}
+
+/* Close a shim connection (the bridge is told by the caller, or once
+ * closed when `tell`). Graceful: what was written to it goes out first
+ * (an answer to its last call), then its end. */
+static void br_conn_close(bconn *k, bool tell, bool graceful) {
+  if (k->closing) {
+    if (!graceful)
+      br_close_handles(k);
+    return;
+  }
+  k->closing = true;
+  k->tell = tell;
+  k->shut.data = k;
+  if (graceful &&
+      uv_shutdown(&k->shut, (uv_stream_t *)(k->fdmode ? &k->wr : &k->pipe),
+                  br_on_shutdown) == 0)
+    return;
+  br_close_handles(k);
 }
 
 typedef struct bwrite {
@@ -1031,128 +994,35 @@ static void br_on_write(uv_write_t *req, int status) {
   acp__free(c->mem, w);
 }
 
-/* Write one line (a newline is added) to a shim. */
-static void br_conn_write(bconn *k, const char *d, size_t n) {
-  cond *c = k->c;
+/* The bridge writes lines to an endpoint. */
+static void br_cb_write(acp_mcp_bridge *b, uint64_t ep, const char *d, size_t n,
+                        void *ud) {
+  cond *c = ud;
+  bconn *k = br_conn_of(c, ep);
   bwrite *w;
-  uv_buf_t b;
-  if (k->closing)
+  uv_buf_t buf;
+  (void)b;
+  if (k == NULL || k->closing)
     return;
-  w = acp__malloc(c->mem, sizeof(*w) + n + 1);
+  w = acp__malloc(c->mem, sizeof(*w) + n);
   if (w == NULL)
     return;
   memcpy(w->data, d, n);
-  w->data[n] = '\n';
-  b = uv_buf_init(w->data, (unsigned)(n + 1));
-  if (uv_write(&w->req, (uv_stream_t *)(k->fdmode ? &k->wr : &k->pipe), &b, 1,
+  buf = uv_buf_init(w->data, (unsigned)n);
+  if (uv_write(&w->req, (uv_stream_t *)(k->fdmode ? &k->wr : &k->pipe), &buf, 1,
                br_on_write) != 0) {
     acp__free(c->mem, w);
-    br_conn_close(k, true);
+    br_conn_close(k, true, false);
   }
 }
 
-/* One MCP line from an open shim connection: relay it as mcp/message. */
-static void br_relay_up(bconn *k, const char *line, size_t len) {
-  cond *c = k->c;
-  const acp_json_val *root, *id, *method, *params;
-  bpend *p;
-  if (acp_json_doc_parse(c->bdoc, line, len, NULL) != 0)
-    return;
-  root = acp_json_doc_root(c->bdoc);
-  if (acp_json_type_of(root) != ACP_JSON_OBJECT)
-    return;
-  id = acp_json_obj_getz(root, "id");
-  method = acp_json_obj_getz(root, "method");
-  params = acp_json_obj_getz(root, "params");
-  if (acp_json_type_of(method) == ACP_JSON_STRING) {
-    if (id == NULL && acp_json_str_eq(method, "notifications/cancelled", 23)) {
-      /* Cancel the outer request carrying it, hop by hop. */
-      size_t rl;
-      const char *rid =
-          acp_json_raw(acp_json_obj_getz(params, "requestId"), &rl);
-      for (p = c->br_pends; rid != NULL && p != NULL; p = p->next)
-        if (p->conn == k && p->kind == BR_MESSAGE && p->inner_id != NULL &&
-            strlen(p->inner_id) == rl && memcmp(p->inner_id, rid, rl) == 0)
-          break;
-      if (p != NULL) {
-        char buf[128];
-        int n = snprintf(buf, sizeof(buf),
-                         "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
-                         "\"params\":{\"requestId\":\"" BR_PREFIX "%llu\"}}",
-                         (unsigned long long)p->n);
-        p->cancelled = true;
-        if (n > 0 && (size_t)n < sizeof(buf))
-          br_inject(c, buf, (size_t)n);
-      }
-      return;
-    }
-    p = NULL;
-    if (id != NULL) {
-      size_t il;
-      const char *ir = acp_json_raw(id, &il);
-      p = br_pend_new(c, BR_MESSAGE, k);
-      if (p == NULL || (p->inner_id = acp__strndup(c->mem, ir, il)) == NULL)
-        return;
-    }
-    br_begin_req(c, p, "mcp/message");
-    acp_json_write_keyz(c->bw, "connectionId");
-    acp_json_write_strz(c->bw, k->conn_id);
-    acp_json_write_keyz(c->bw, "method");
-    acp_json_write_val(c->bw, method);
-    if (params != NULL) {
-      acp_json_write_keyz(c->bw, "params");
-      acp_json_write_val(c->bw, params);
-    }
-    acp_json_write_obj_end(c->bw);
-    acp_json_write_obj_end(c->bw);
-    br_inject_writer(c);
-  } else if (id != NULL) {
-    /* The agent's answer to a request of the provider: the inner result is
-     * the outer result (the id is the one the agent's hop used). */
-    size_t il, dl;
-    const char *ir = acp_json_raw(id, &il);
-    const char *d = br_response(c->bw, ir, il, acp_json_obj_getz(root, "error"),
-                                acp_json_obj_getz(root, "result"), &dl);
-    if (d != NULL)
-      br_inject(c, d, dl);
-  }
-}
-
-static void br_first_line(bconn *k, const char *line, size_t len) {
-  cond *c = k->c;
-  bsrv *s;
-  bpend *p;
-  for (s = c->br_srvs; s != NULL; s = s->next) {
-    unsigned char diff = 0;
-    size_t i;
-    if (len != 32)
-      continue;
-    for (i = 0; i < 32; i++)
-      diff |= (unsigned char)(s->token[i] ^ line[i]);
-    if (diff == 0)
-      break;
-  }
-  if (s == NULL) {
-    log_line(c, "[conductor] mcp bridge: refused a connection with a wrong "
-                "token\n");
-    br_conn_close(k, false);
-    return;
-  }
-  k->srv = s;
-  p = br_pend_new(c, BR_CONNECT, k);
-  if (p == NULL) {
-    br_conn_close(k, false);
-    return;
-  }
-  k->connecting = true;
-  br_begin_req(c, p, "mcp/connect");
-  acp_json_write_keyz(c->bw, "acpId");
-  acp_json_write_strz(c->bw, s->id);
-  acp_json_write_keyz(c->bw, "serverId");
-  acp_json_write_strz(c->bw, s->id);
-  acp_json_write_obj_end(c->bw);
-  acp_json_write_obj_end(c->bw);
-  br_inject_writer(c);
+/* The bridge closes an endpoint (it has forgotten it). */
+static void br_cb_close(acp_mcp_bridge *b, uint64_t ep, void *ud) {
+  cond *c = ud;
+  bconn *k = br_conn_of(c, ep);
+  (void)b;
+  if (k != NULL)
+    br_conn_close(k, false, !c->shutting);
 }
 
 static void br_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b);
@@ -1162,32 +1032,16 @@ static void br_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b);
  * and write the agent's pipes directly, no relay through the shim. */
 static void br_take_fds(bconn *k) {
   cond *c = k->c;
-  uv_pipe_init(&c->loop, &k->rd, 0);
-  uv_pipe_init(&c->loop, &k->wr, 0);
+  int rc = acp_uv_bridge_take_fds(&c->loop, &k->pipe, &k->rd, &k->wr);
+  if (rc == 0)
+    return; /* a relaying shim */
   k->rd.data = k;
   k->wr.data = k;
   k->fdmode = true;
-  if (uv_accept((uv_stream_t *)&k->pipe, (uv_stream_t *)&k->rd) != 0 ||
-      uv_accept((uv_stream_t *)&k->pipe, (uv_stream_t *)&k->wr) != 0 ||
-      uv_read_start((uv_stream_t *)&k->rd, br_alloc, br_on_read) != 0)
-    br_conn_close(k, true);
-}
-
-static void br_line(bconn *k, const char *line, size_t len) {
-  if (len > 0 && line[len - 1] == '\r')
-    len--;
-  if (k->srv == NULL) {
-    br_first_line(k, line, len);
-    if (k->srv != NULL && !k->closing && uv_pipe_pending_count(&k->pipe) == 2)
-      br_take_fds(k);
-  } else if (len == 0) {
-    return;
-  } else if (!k->open) {
-    if (acp__buf_append(&k->queue, line, len) < 0 ||
-        acp__buf_append(&k->queue, "\n", 1) < 0)
-      br_conn_close(k, true);
-  } else {
-    br_relay_up(k, line, len);
+  if (rc != 1 ||
+      uv_read_start((uv_stream_t *)&k->rd, br_alloc, br_on_read) != 0) {
+    acp_mcp_bridge_endpoint_closed(c->br, k->ep);
+    br_conn_close(k, false, false);
   }
 }
 
@@ -1201,36 +1055,21 @@ static void br_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
 static void br_on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b) {
   bconn *k = st->data;
   cond *c = k->c;
-  const char *d = b->base;
-  size_t len = nread > 0 ? (size_t)nread : 0;
   if (nread < 0) {
-    br_conn_close(k, true);
+    acp_mcp_bridge_endpoint_closed(c->br, k->ep);
+    br_conn_close(k, false, false);
     flush_all(c);
     return;
   }
   if (k->fdmode && st == (uv_stream_t *)&k->pipe)
     return; /* control connection after the fds: only its end matters */
-  while (len > 0 && !k->closing) {
-    const char *nl = memchr(d, '\n', len);
-    size_t n = nl ? (size_t)(nl - d) : len;
-    if (k->in.len + n > c->o->max_line ||
-        (k->srv == NULL && k->in.len + n > BR_TOKEN_MAX)) {
-      br_conn_close(k, true);
-      break;
-    }
-    if (nl == NULL) {
-      if (acp__buf_append(&k->in, d, n) < 0)
-        br_conn_close(k, true);
-      break;
-    }
-    if (k->in.len == 0) {
-      br_line(k, d, n);
-    } else if (acp__buf_append(&k->in, d, n) == 0) {
-      br_line(k, k->in.data, k->in.len);
-      acp__buf_clear(&k->in);
-    }
-    d = nl + 1;
-    len -= n + 1;
+  if (nread > 0) {
+    bool accepted = acp_mcp_bridge_endpoint_accepted(c->br, k->ep);
+    int rc = acp_mcp_bridge_endpoint_recv(c->br, k->ep, b->base, (size_t)nread);
+    br_fatal(c, rc);
+    if (!accepted && !k->closing && !k->fdmode &&
+        acp_mcp_bridge_endpoint_accepted(c->br, k->ep))
+      br_take_fds(k);
   }
   flush_all(c);
 }
@@ -1244,15 +1083,19 @@ static void br_on_connection(uv_stream_t *srv, int status) {
   if (k == NULL)
     return;
   k->c = c;
-  acp__buf_init(&k->in, c->mem, 0);
-  acp__buf_init(&k->queue, c->mem, 0);
   uv_pipe_init(&c->loop, &k->pipe, 1);
   k->pipe.data = k;
   k->next = c->br_conns;
   c->br_conns = k;
+  if (acp_mcp_bridge_endpoint_new(c->br, &k->ep) != 0) {
+    br_conn_close(k, false, false);
+    return;
+  }
   if (uv_accept(srv, (uv_stream_t *)&k->pipe) != 0 ||
-      uv_read_start((uv_stream_t *)&k->pipe, br_alloc, br_on_read) != 0)
-    br_conn_close(k, false);
+      uv_read_start((uv_stream_t *)&k->pipe, br_alloc, br_on_read) != 0) {
+    acp_mcp_bridge_endpoint_closed(c->br, k->ep);
+    br_conn_close(k, false, false);
+  }
 }
 
 /* Create the private directory and the listening socket (once). */
@@ -1291,7 +1134,7 @@ static void br_http_stop(cond *c);
 /* Close every connection and the listener; remove the socket. */
 static void br_close_all(cond *c) {
   while (c->br_conns != NULL)
-    br_conn_close(c->br_conns, false);
+    br_conn_close(c->br_conns, false, false);
   if (c->br_listening) {
     c->br_listening = false;
     uv_close((uv_handle_t *)&c->br_listener, NULL);
@@ -1304,111 +1147,60 @@ static void br_close_all(cond *c) {
 }
 
 static void br_free_all(cond *c) {
-  while (c->br_pends != NULL)
-    br_pend_free(c, c->br_pends);
-  while (c->br_srvs != NULL) {
-    bsrv *s = c->br_srvs;
-    c->br_srvs = s->next;
-    acp__free(c->mem, s->id);
-    acp__free(c->mem, s->session_id);
-    acp__free(c->mem, s->req_id);
-    acp__free(c->mem, s);
-  }
+  acp_mcp_bridge_free(c->br);
+  c->br = NULL;
   acp__free(c->mem, c->br_dir);
   acp__free(c->mem, c->br_sock);
-  acp__free(c->mem, c->agent_init_id);
-  acp_json_doc_free(c->bdoc);
-  acp_json_writer_free(c->bw);
-  acp_json_writer_free(c->bw2);
-  acp__buf_dispose(&c->br_chunk);
-  acp__buf_dispose(&c->br_out);
-  acp__buf_dispose(&c->br_hold);
+  acp__buf_dispose(&c->br_trace_from);
 }
 
 /* MARK: HTTP helper */
 
-typedef struct bctl {
-  uv_write_t req;
-  char line[40];
-} bctl;
-
-static void br_http_on_ctl_write(uv_write_t *req, int status) {
-  cond *c = req->handle->data;
-  (void)status;
-  acp__free(c->mem, req);
-}
-
-/* Tell the HTTP helper a token is valid ('+') or no longer ('-'). */
+/* Tell the HTTP helper a token is valid ('+') or no longer ('-'): a line
+ * on its stdin, its control input. */
 static void br_http_ctl(cond *c, char op, const char *token) {
-  bctl *w;
-  uv_buf_t b;
+  char line[ACP_UV_BRIDGE_TOKEN_LEN + 3];
   int n;
-  if (!c->br_http_ctl_open)
+  if (c->br_http == NULL || c->br_http_exited)
     return;
-  w = acp__malloc(c->mem, sizeof(*w));
-  if (w == NULL)
-    return;
-  n = snprintf(w->line, sizeof(w->line), "%c%s\n", op, token);
-  b = uv_buf_init(w->line, (unsigned)n);
-  if (uv_write(&w->req, (uv_stream_t *)&c->br_http_ctl, &b, 1,
-               br_http_on_ctl_write) != 0)
-    acp__free(c->mem, w);
+  n = acp_uv_bridge_ctl_format(line, sizeof(line), op == '+', token);
+  if (n > 0)
+    (void)acp_uv_link_write(acp_uv_process_link(c->br_http), line, (size_t)n);
 }
 
-static void br_http_close_timer(cond *c) {
-  if (c->br_http_timer_open) {
-    c->br_http_timer_open = false;
-    uv_close((uv_handle_t *)&c->br_http_timer, NULL);
-  }
-}
-
-static void br_http_on_exit(uv_process_t *p, int64_t status, int sig) {
-  cond *c = p->data;
+static void br_http_on_exit(acp_uv_process *p, int64_t status, int sig,
+                            void *ud) {
+  cond *c = ud;
+  (void)p;
   c->br_http_exited = true;
   if (!c->shutting)
     log_line(c,
              "[conductor] mcp bridge: the HTTP helper exited (status %lld, "
              "signal %d); HTTP-bridged servers are gone\n",
              (long long)status, sig);
-  else if (status != 0 || (sig != 0 && sig != c->br_http_sent))
+  else if (status != 0 || (sig != 0 && sig != SIGTERM))
     log_line(c,
              "[conductor] mcp bridge: the HTTP helper ended with status "
              "%lld, signal %d\n",
              (long long)status, sig);
-  if (c->br_http_proc_open && c->shutting) {
-    c->br_http_proc_open = false;
-    uv_close((uv_handle_t *)p, NULL);
-    br_http_close_timer(c);
-  }
-}
-
-/* The helper did not leave after the end of its control input: SIGTERM,
- * then SIGKILL. */
-static void br_http_on_grace(uv_timer_t *t) {
-  cond *c = t->data;
-  if (c->br_http_exited || !c->br_http_proc_open)
-    return;
-  c->br_http_sent = c->br_http_sent == 0 ? SIGTERM : SIGKILL;
-  (void)uv_process_kill(&c->br_http_proc, c->br_http_sent);
-  if (c->br_http_sent == SIGTERM)
-    uv_timer_start(t, br_http_on_grace, BR_HTTP_GRACE_MS, 0);
 }
 
 /* Bind 127.0.0.1:0 here (so the port is known at once, before the helper
  * runs: the agent's connections wait in the backlog), then spawn
- * `PROGRAM mcp http-bridge --socket SOCK --listen-fd 3` with the socket as
- * its fd 3 and a control pipe as its stdin. Tokens of servers declared so
- * far are sent on the pipe. */
+ * `PROGRAM mcp http-bridge --socket SOCK --listen-fd 3` like any component
+ * (acp_uv_process), with the socket as its fd 3; its stdin is the control
+ * input. The bridge then announces the tokens of the servers declared so
+ * far (they go on the pipe). */
 static int br_http_start(cond *c) {
   struct sockaddr_in a;
   socklen_t al = sizeof(a);
-  uv_stdio_container_t io[4];
-  uv_process_options_t po;
-  char *args[8];
-  bsrv *s;
+  acp_uv_process_options *po = NULL;
+  const char *args[8];
   int fd, rc;
-  if (c->br_http_on)
+  if (c->br_http != NULL)
     return c->br_http_exited ? ACP_ERR_CLOSED : 0;
+  if (c->shutting)
+    return ACP_ERR_CLOSED;
   fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return ACP_ERR_SYSTEM;
@@ -1421,17 +1213,6 @@ static int br_http_start(cond *c) {
     return ACP_ERR_SYSTEM;
   }
   c->br_http_port = ntohs(a.sin_port);
-  uv_pipe_init(&c->loop, &c->br_http_ctl, 0);
-  c->br_http_ctl.data = c;
-  c->br_http_ctl_open = true;
-  memset(io, 0, sizeof(io));
-  io[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-  io[0].data.stream = (uv_stream_t *)&c->br_http_ctl;
-  io[1].flags = UV_IGNORE;
-  io[2].flags = UV_INHERIT_FD;
-  io[2].data.fd = 2;
-  io[3].flags = UV_INHERIT_FD;
-  io[3].data.fd = fd;
   args[0] = c->br_program;
   args[1] = "mcp";
   args[2] = "http-bridge";
@@ -1440,661 +1221,172 @@ static int br_http_start(cond *c) {
   args[5] = "--listen-fd";
   args[6] = "3";
   args[7] = NULL;
-  memset(&po, 0, sizeof(po));
-  po.file = c->br_program;
-  po.args = args;
-  po.stdio = io;
-  po.stdio_count = 4;
-  po.exit_cb = br_http_on_exit;
-  c->br_http_proc.data = c;
-  rc = uv_spawn(&c->loop, &c->br_http_proc, &po);
+  rc = acp_uv_process_options_new(&po, c->mem);
+  if (rc == 0)
+    rc = acp_uv_process_options_set_argv(po, args);
+  if (rc == 0) {
+    acp_uv_process_options_set_fd3(po, fd);
+    acp_uv_process_options_set_exit_cb(po, br_http_on_exit);
+    /* The shutdown ladder of components: the end of its control input
+     * asks it to close its sessions and exit (its own clean exit, which
+     * valgrind and LeakSanitizer can check); signals follow only if it
+     * has not after the grace. */
+    acp_uv_process_options_set_grace(po, BR_HTTP_GRACE_MS, BR_HTTP_GRACE_MS);
+    rc = acp_uv_process_spawn(&c->br_http, &c->loop, po, c, c->mem, NULL);
+  }
+  acp_uv_process_options_free(po);
   close(fd);
-  c->br_http_proc_open = true;
   if (rc != 0) {
-    c->br_http_exited = true;
-    c->br_http_proc_open = false;
-    uv_close((uv_handle_t *)&c->br_http_proc, NULL);
-    c->br_http_ctl_open = false;
-    uv_close((uv_handle_t *)&c->br_http_ctl, NULL);
+    c->br_http = NULL;
     return ACP_ERR_SYSTEM;
   }
-  c->br_http_on = true;
-  uv_timer_init(&c->loop, &c->br_http_timer);
-  c->br_http_timer.data = c;
-  c->br_http_timer_open = true;
-  for (s = c->br_srvs; s != NULL; s = s->next)
-    br_http_ctl(c, '+', s->token);
+  c->br_http_exited = false;
   return 0;
 }
 
-/* Stop the helper: the end of its control input asks it to close its
- * sessions and exit (its own clean exit, which valgrind and LeakSanitizer
- * can check); signals follow only if it has not after the grace. */
+static void br_http_on_stopped(acp_uv_process *p, void *ud) {
+  (void)ud;
+  acp_uv_process_close(p, NULL);
+}
+
+/* Stop the helper with the shutdown ladder, then release it. */
 static void br_http_stop(cond *c) {
-  if (c->br_http_ctl_open) {
-    c->br_http_ctl_open = false;
-    uv_close((uv_handle_t *)&c->br_http_ctl, NULL);
-  }
-  if (c->br_http_proc_open) {
-    if (!c->br_http_exited) {
-      if (c->br_http_timer_open &&
-          !uv_is_active((uv_handle_t *)&c->br_http_timer))
-        uv_timer_start(&c->br_http_timer, br_http_on_grace, BR_HTTP_GRACE_MS,
-                       0);
-      return; /* closed from its exit callback */
-    }
-    c->br_http_proc_open = false;
-    uv_close((uv_handle_t *)&c->br_http_proc, NULL);
-  }
-  br_http_close_timer(c);
+  acp_uv_process *p = c->br_http;
+  if (p == NULL)
+    return;
+  c->br_http = NULL;
+  c->br_http_exited = true;
+  if (acp_uv_process_shutdown(p, br_http_on_stopped) != 0)
+    acp_uv_process_close(p, NULL);
 }
 
-/* MARK: Holding session lines */
+/* MARK: Bridge callbacks */
 
-static bool br_session_method(const acp_json_val *m) {
-  return acp_json_str_eq(m, "session/new", 11) ||
-         acp_json_str_eq(m, "session/load", 12) ||
-         acp_json_str_eq(m, "session/resume", 14) ||
-         acp_json_str_eq(m, "session/fork", 12);
+static int br_cb_random(acp_mcp_bridge *b, uint8_t out[16], void *ud) {
+  (void)b;
+  (void)ud;
+  return uv_random(NULL, NULL, out, 16, 0, NULL) != 0 ? ACP_ERR_SYSTEM : 0;
 }
 
-static bool br_has_acp_decl(cond *c, const acp_json_val *root) {
-  const acp_json_val *e = acp_json_child(
-      acp_json_obj_getz(acp_json_obj_getz(root, "params"), "mcpServers"));
-  for (; e != NULL; e = acp_json_next(e)) {
-    const char *id;
-    size_t n;
-    if (acp_mcp_acp_decl_parse(c->bdoc, e, &id, &n, NULL) == 0)
-      return true;
+static int br_cb_prepare(acp_mcp_bridge *b, acp_mcp_bridge_transport t,
+                         void *ud) {
+  cond *c = ud;
+  int rc;
+  if (t == ACP_MCP_BRIDGE_TRANSPORT_HTTP) {
+    rc = br_http_start(c);
+    if (rc == 0)
+      acp_mcp_bridge_set_http_port(b, c->br_http_port);
+    return rc;
   }
-  return false;
+  rc = br_listen(c);
+  return rc == 0 ? acp_mcp_bridge_set_socket(b, c->br_sock) : rc;
 }
 
-static void br_hold_line(cond *c, const char *d, size_t n) {
-  if (acp__buf_append(&c->br_hold, d, n) < 0 ||
-      acp__buf_append(&c->br_hold, "\n", 1) < 0) {
-    c->fatal = ACP_ERR_NOMEM;
-    c->exit_status = 1;
+static void br_cb_event(acp_mcp_bridge *b, acp_mcp_bridge_event_type type,
+                        const char *detail, void *ud) {
+  cond *c = ud;
+  (void)b;
+  if (type == ACP_MCP_BRIDGE_EVENT_TOKEN_ADDED)
+    br_http_ctl(c, '+', detail);
+  else if (type == ACP_MCP_BRIDGE_EVENT_TOKEN_REMOVED)
+    br_http_ctl(c, '-', detail);
+  else
+    log_line(c, "[conductor] %s\n", detail);
+}
+
+/* The source of the next line the router wrote for the agent, as its trace
+ * callback saw it (the bridge reports the line as the agent got it). */
+static long long br_trace_pop(cond *c) {
+  long long from = -1;
+  if (c->br_trace_from.len >= sizeof(from)) {
+    memcpy(&from, c->br_trace_from.data, sizeof(from));
+    acp__buf_consume(&c->br_trace_from, sizeof(from));
+  }
+  return from;
+}
+
+static void br_cb_trace(acp_mcp_bridge *b, const acp_mcp_bridge_hop *hop,
+                        void *ud) {
+  cond *c = ud;
+  char ep[40], srv[300];
+  const char *agent = link_name(c, c->n);
+  long long from;
+  (void)b;
+  snprintf(ep, sizeof(ep), "endpoint:%llu", (unsigned long long)hop->endpoint);
+  snprintf(srv, sizeof(srv), "bridge:%s", hop->server ? hop->server : "");
+  switch (hop->type) {
+  case ACP_MCP_BRIDGE_HOP_FROM_ENDPOINT:
+    trace_entry(c, ep, -1, srv, (long long)c->n, "bridge", hop->data, hop->len);
+    dbg_bridge(c, ep, -1, srv, (long long)c->n, hop->data, hop->len);
+    break;
+  case ACP_MCP_BRIDGE_HOP_TO_ENDPOINT:
+    trace_entry(c, srv, (long long)c->n, ep, -1, "bridge", hop->data, hop->len);
+    dbg_bridge(c, srv, (long long)c->n, ep, -1, hop->data, hop->len);
+    break;
+  case ACP_MCP_BRIDGE_HOP_TO_AGENT:
+  case ACP_MCP_BRIDGE_HOP_TO_BRIDGE:
+    if (hop->len > 0 && hop->data[0] == '[')
+      break; /* a batch: the router traced its elements */
+    from = br_trace_pop(c);
+    trace_entry(c, from < 0 ? "conductor" : link_name(c, (size_t)from), from,
+                hop->type == ACP_MCP_BRIDGE_HOP_TO_AGENT ? agent : "bridge",
+                (long long)c->n, "right", hop->data, hop->len);
+    if (hop->type == ACP_MCP_BRIDGE_HOP_TO_BRIDGE)
+      dbg_bridge(c, from < 0 ? "conductor" : link_name(c, (size_t)from), from,
+                 "bridge", (long long)c->n, hop->data, hop->len);
+    break;
   }
 }
 
-static const char *br_filter(cond *c, const char *data, size_t n,
-                             size_t *out_len);
+static int br_setup(cond *c) {
+  acp_mcp_bridge_options *bo = NULL;
+  int rc;
+  if (c->o->mode != ACP_ROUTER_MODE_AGENT || c->n == 0)
+    return 0;
+  /* The program the agent and the helper run is the embedder's explicit
+   * choice (acp_conductor_options_set_shim_program): never our own
+   * executable by accident. */
+  if (c->o->shim_program != NULL)
+    snprintf(c->br_program, sizeof(c->br_program), "%s", c->o->shim_program);
+  rc = acp_mcp_bridge_options_new(&bo);
+  if (rc == 0 && c->o->shim_program != NULL)
+    rc = acp_mcp_bridge_options_set_program(bo, c->o->shim_program);
+  if (rc == 0) {
+    acp_mcp_bridge_options_set_transport(
+        bo, c->o->bridge == ACP_CONDUCTOR_MCP_BRIDGE_OFF
+                ? ACP_MCP_BRIDGE_TRANSPORT_OFF
+            : c->o->bridge == ACP_CONDUCTOR_MCP_BRIDGE_HTTP
+                ? ACP_MCP_BRIDGE_TRANSPORT_HTTP
+                : ACP_MCP_BRIDGE_TRANSPORT_STDIO);
+    acp_mcp_bridge_options_set_max_line(bo, c->o->max_line);
+    acp_mcp_bridge_options_set_random_cb(bo, br_cb_random);
+    acp_mcp_bridge_options_set_prepare_cb(bo, br_cb_prepare);
+    acp_mcp_bridge_options_set_endpoint_write_cb(bo, br_cb_write);
+    acp_mcp_bridge_options_set_endpoint_close_cb(bo, br_cb_close);
+    acp_mcp_bridge_options_set_event_cb(bo, br_cb_event);
+    acp_mcp_bridge_options_set_trace_cb(
+        bo, c->trace || c->o->debug_dir ? br_cb_trace : NULL);
+    rc = acp_mcp_bridge_new(&c->br, bo, c, c->mem);
+  }
+  acp_mcp_bridge_options_free(bo);
+  return rc;
+}
 
 /* The agent answered initialize: write what was held, rewritten as its
  * capabilities say. */
 static void br_release(cond *c) {
-  acp__buf held = c->br_hold;
   acp_uv_link *dst = link_of(c, c->n);
   const char *d;
-  size_t n;
-  acp__buf_init(&c->br_hold, c->mem, 0);
-  d = br_filter(c, held.data, held.len, &n);
+  acp_ssize n = acp_mcp_bridge_release(c->br, &d);
+  if (n < 0) {
+    br_fatal(c, (int)n);
+    return;
+  }
   if (dst != NULL && n > 0) {
-    dbg_write(c->comps[c->n - 1].dbg_in, d, n);
-    (void)acp_uv_link_write(dst, d, n);
+    dbg_write(c->comps[c->n - 1].dbg_in, d, (size_t)n);
+    (void)acp_uv_link_write(dst, d, (size_t)n);
   }
-  acp__buf_dispose(&held);
-}
-
-/* MARK: Rewrites */
-
-static bsrv *br_srv_for(cond *c, const char *id, size_t n) {
-  bsrv *s;
-  uint8_t rnd[16];
-  size_t i;
-  for (s = c->br_srvs; s != NULL; s = s->next)
-    if (strlen(s->id) == n && memcmp(s->id, id, n) == 0)
-      return s;
-  if (uv_random(NULL, NULL, rnd, sizeof(rnd), 0, NULL) != 0)
-    return NULL;
-  s = acp__calloc(c->mem, 1, sizeof(*s));
-  if (s == NULL)
-    return NULL;
-  if ((s->id = acp__strndup(c->mem, id, n)) == NULL) {
-    acp__free(c->mem, s);
-    return NULL;
-  }
-  for (i = 0; i < 16; i++)
-    snprintf(s->token + 2 * i, 3, "%02x", rnd[i]);
-  s->next = c->br_srvs;
-  c->br_srvs = s;
-  br_http_ctl(c, '+', s->token);
-  return s;
-}
-
-/* Tie a declaration to its session: known now for load/resume/fork, from
- * the agent's answer for session/new. */
-static void br_srv_bind(cond *c, bsrv *s, const acp_json_val *root,
-                        const acp_json_val *params) {
-  const char *sid;
-  size_t sl, il;
-  const char *ir = acp_json_raw(acp_json_obj_getz(root, "id"), &il);
-  if (s->session_id != NULL || s->req_id != NULL)
-    return;
-  if (acp_json_str_eq(acp_json_obj_getz(root, "method"), "session/new", 11)) {
-    if (ir != NULL && (s->req_id = acp__strndup(c->mem, ir, il)) != NULL)
-      c->br_new_pending++;
-  } else if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(params, "sessionId"),
-                              &sid, &sl) == 0) {
-    s->session_id = acp__strndup(c->mem, sid, sl);
-  }
-}
-
-/* The agent answered a session/new we rewrote: note the session id. */
-static void br_session_answer(cond *c, const char *line, size_t len) {
-  const acp_json_val *root, *id;
-  const char *ir, *sid = NULL;
-  size_t il, sl = 0;
-  bsrv *s;
-  if (acp_json_doc_parse(c->bdoc, line, len, NULL) != 0)
-    return;
-  root = acp_json_doc_root(c->bdoc);
-  id = acp_json_obj_getz(root, "id");
-  ir = acp_json_raw(id, &il);
-  if (ir == NULL || acp_json_obj_getz(root, "method") != NULL)
-    return;
-  (void)acp_json_doc_str(
-      c->bdoc,
-      acp_json_obj_getz(acp_json_obj_getz(root, "result"), "sessionId"), &sid,
-      &sl);
-  for (s = c->br_srvs; s != NULL; s = s->next)
-    if (s->req_id != NULL && strlen(s->req_id) == il &&
-        memcmp(s->req_id, ir, il) == 0) {
-      acp__free(c->mem, s->req_id);
-      s->req_id = NULL;
-      c->br_new_pending--;
-      if (sid != NULL)
-        s->session_id = acp__strndup(c->mem, sid, sl);
-    }
-}
-
-/* session/close to the agent: close the bridged connections of that
- * session and forget its declarations (their tokens stop working). */
-static void br_session_end(cond *c, const acp_json_val *root) {
-  const acp_json_val *params = acp_json_obj_getz(root, "params");
-  const char *sid;
-  size_t sl;
-  bsrv **pp;
-  if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(params, "sessionId"), &sid,
-                       &sl) != 0)
-    return;
-  for (pp = &c->br_srvs; *pp != NULL;) {
-    bsrv *s = *pp;
-    bconn *k, *next;
-    if (s->session_id == NULL || strlen(s->session_id) != sl ||
-        memcmp(s->session_id, sid, sl) != 0) {
-      pp = &s->next;
-      continue;
-    }
-    for (k = c->br_conns; k != NULL; k = next) {
-      next = k->next;
-      if (k->srv == s)
-        br_conn_close(k, true);
-    }
-    *pp = s->next;
-    br_http_ctl(c, '-', s->token);
-    acp__free(c->mem, s->id);
-    acp__free(c->mem, s->session_id);
-    acp__free(c->mem, s->req_id);
-    acp__free(c->mem, s);
-  }
-}
-
-/* The declaration the agent gets for bridged server `s` (declared as `e`):
- * Streamable HTTP on the helper's port with the server's bearer token, or
- * the stdio shim with the socket and token as arguments. */
-static void br_write_decl(cond *c, acp_json_writer *w, const bsrv *s,
-                          const acp_json_val *e, bool http) {
-  const char *name;
-  size_t nl;
-  acp_json_write_obj_begin(w);
-  if (http) {
-    acp_json_write_keyz(w, "type");
-    acp_json_write_strz(w, "http");
-  }
-  acp_json_write_keyz(w, "name");
-  if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(e, "name"), &name, &nl) == 0)
-    acp_json_write_str(w, name, nl);
-  else
-    acp_json_write_strz(w, s->id);
-  if (http) {
-    char url[64], bearer[48];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp",
-             (unsigned)c->br_http_port);
-    snprintf(bearer, sizeof(bearer), "Bearer %s", s->token);
-    acp_json_write_keyz(w, "url");
-    acp_json_write_strz(w, url);
-    acp_json_write_keyz(w, "headers");
-    acp_json_write_arr_begin(w);
-    acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "name");
-    acp_json_write_strz(w, "Authorization");
-    acp_json_write_keyz(w, "value");
-    acp_json_write_strz(w, bearer);
-    acp_json_write_obj_end(w);
-    acp_json_write_arr_end(w);
-  } else {
-    acp_json_write_keyz(w, "command");
-    acp_json_write_strz(w, c->br_program);
-    acp_json_write_keyz(w, "args");
-    acp_json_write_arr_begin(w);
-    acp_json_write_strz(w, "mcp-shim");
-    acp_json_write_strz(w, c->br_sock);
-    acp_json_write_strz(w, s->token);
-    acp_json_write_arr_end(w);
-    acp_json_write_keyz(w, "env");
-    acp_json_write_arr_begin(w);
-    acp_json_write_arr_end(w);
-  }
-  acp_json_write_obj_end(w);
-}
-
-/* session/new (load, resume, fork) to the agent: rewrite acp declarations
- * into shim declarations. Returns true when bw2 holds the new line. */
-static bool br_rewrite_session(cond *c, const acp_json_val *root) {
-  const acp_json_val *params = acp_json_obj_getz(root, "params");
-  const acp_json_val *list = acp_json_obj_getz(params, "mcpServers");
-  const acp_json_val *e, *k, *q;
-  acp_json_writer *w = c->bw2;
-  bool http = false;
-  if (!br_has_acp_decl(c, root) || br_listen(c) != 0)
-    return false;
-  if (c->o->bridge == ACP_CONDUCTOR_MCP_BRIDGE_HTTP) {
-    if (!c->agent_http) {
-      if (!c->br_http_warned)
-        log_line(c, "[conductor] mcp bridge: the agent does not advertise "
-                    "mcpCapabilities.http; bridging over stdio\n");
-      c->br_http_warned = true;
-    } else if (br_http_start(c) == 0) {
-      http = true;
-    } else if (!c->br_http_warned) {
-      log_line(c, "[conductor] mcp bridge: cannot start the HTTP bridge; "
-                  "bridging over stdio\n");
-      c->br_http_warned = true;
-    }
-  }
-  acp_json_writer_reset(w);
-  acp_json_write_obj_begin(w);
-  for (k = acp_json_child(root); k != NULL;
-       k = acp_json_next(acp_json_next(k))) {
-    const char *key;
-    size_t kl;
-    if (acp_json_doc_str(c->bdoc, k, &key, &kl) != 0)
-      return false;
-    acp_json_write_key(w, key, kl);
-    if (!acp_json_str_eq(k, "params", 6)) {
-      acp_json_write_val(w, acp_json_next(k));
-      continue;
-    }
-    acp_json_write_obj_begin(w);
-    for (q = acp_json_child(params); q != NULL;
-         q = acp_json_next(acp_json_next(q))) {
-      if (acp_json_doc_str(c->bdoc, q, &key, &kl) != 0)
-        return false;
-      acp_json_write_key(w, key, kl);
-      if (!acp_json_str_eq(q, "mcpServers", 10)) {
-        acp_json_write_val(w, acp_json_next(q));
-        continue;
-      }
-      acp_json_write_arr_begin(w);
-      for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
-        const char *id;
-        size_t n;
-        bsrv *s;
-        if (acp_mcp_acp_decl_parse(c->bdoc, e, &id, &n, NULL) != 0 ||
-            (s = br_srv_for(c, id, n)) == NULL) {
-          acp_json_write_val(w, e);
-          continue;
-        }
-        br_srv_bind(c, s, root, params);
-        br_write_decl(c, w, s, e, http);
-      }
-      acp_json_write_arr_end(w);
-    }
-    acp_json_write_obj_end(w);
-  }
-  acp_json_write_obj_end(w);
-  return acp_json_writer_error(w) == 0;
-}
-
-/* The answer to one of our requests (id "acpbr-N"). */
-static void br_answer(cond *c, const acp_json_val *root, uint64_t n) {
-  bpend *p;
-  bconn *k;
-  const acp_json_val *res = acp_json_obj_getz(root, "result");
-  const acp_json_val *err = acp_json_obj_getz(root, "error");
-  for (p = c->br_pends; p != NULL && p->n != n; p = p->next)
-    ;
-  if (p == NULL)
-    return;
-  k = p->conn;
-  if (p->kind == BR_CONNECT && k != NULL) {
-    const char *cid;
-    size_t cl;
-    k->connecting = false;
-    if (err != NULL ||
-        acp_json_doc_str(c->bdoc, acp_json_obj_getz(res, "connectionId"), &cid,
-                         &cl) != 0 ||
-        (k->conn_id = acp__strndup(c->mem, cid, cl)) == NULL) {
-      size_t el = 0;
-      const char *er = acp_json_raw(err, &el);
-      log_line(c, "[conductor] mcp bridge: mcp/connect failed: %.*s\n",
-               (int)(el > 300 ? 300 : el), er ? er : "");
-      br_pend_free(c, p);
-      br_conn_close(k, false);
-      return;
-    }
-    k->open = true;
-    br_pend_free(c, p);
-    if (k->queue.len > 0) {
-      /* The queued lines: parse-and-relay each (the doc is reused). */
-      acp__buf q = k->queue;
-      size_t off = 0;
-      acp__buf_init(&k->queue, c->mem, 0);
-      while (off < q.len && !k->closing) {
-        const char *s = q.data + off;
-        const char *nl = memchr(s, '\n', q.len - off);
-        size_t ln = (size_t)(nl - s);
-        br_relay_up(k, s, ln);
-        off += ln + 1;
-      }
-      acp__buf_dispose(&q);
-    }
-    return;
-  }
-  if (p->kind == BR_MESSAGE && k != NULL && !p->cancelled) {
-    size_t len;
-    const char *d =
-        br_response(c->bw2, p->inner_id, strlen(p->inner_id), err, res, &len);
-    if (d != NULL)
-      br_conn_write(k, d, len);
-  }
-  br_pend_free(c, p);
-}
-
-/* mcp/message or mcp/disconnect toward the agent on one of our
- * connections: relay it to the shim. Returns true when consumed. */
-static bool br_down(cond *c, const acp_json_val *root, const acp_json_val *m) {
-  const acp_json_val *params = acp_json_obj_getz(root, "params");
-  const acp_json_val *id = acp_json_obj_getz(root, "id");
-  const char *cid;
-  size_t cl;
-  bconn *k;
-  bool disc = acp_json_str_eq(m, "mcp/disconnect", 14);
-  if (!disc && !acp_json_str_eq(m, "mcp/message", 11))
-    return false;
-  if (acp_json_doc_str(c->bdoc, acp_json_obj_getz(params, "connectionId"), &cid,
-                       &cl) != 0)
-    return false;
-  for (k = c->br_conns; k != NULL; k = k->next)
-    if (k->conn_id != NULL && strlen(k->conn_id) == cl &&
-        memcmp(k->conn_id, cid, cl) == 0)
-      break;
-  if (k == NULL)
-    return false;
-  if (disc) {
-    if (id != NULL) {
-      size_t il, len;
-      const char *ir = acp_json_raw(id, &il);
-      const char *d = br_response(c->bw2, ir, il, NULL, NULL, &len);
-      if (d != NULL)
-        br_inject(c, d, len);
-    }
-    br_conn_close(k, false);
-    return true;
-  }
-  {
-    acp_json_writer *w = c->bw2;
-    const acp_json_val *inner = acp_json_obj_getz(params, "params");
-    size_t len;
-    const char *d;
-    acp_json_writer_reset(w);
-    acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "jsonrpc");
-    acp_json_write_strz(w, "2.0");
-    if (id != NULL) {
-      acp_json_write_keyz(w, "id");
-      acp_json_write_val(w, id);
-    }
-    acp_json_write_keyz(w, "method");
-    acp_json_write_val(w, acp_json_obj_getz(params, "method"));
-    if (inner != NULL) {
-      acp_json_write_keyz(w, "params");
-      acp_json_write_val(w, inner);
-    }
-    acp_json_write_obj_end(w);
-    d = acp_json_writer_data(w, &len);
-    if (acp_json_writer_error(w) == 0)
-      br_conn_write(k, d, len);
-  }
-  return true;
-}
-
-/* Where `needle` starts within the first 160 bytes of d, or NULL. */
-static const char *br_find(const char *d, size_t n, const char *needle) {
-  size_t m = strlen(needle), i;
-  if (n > 160)
-    n = 160;
-  for (i = 0; i + m <= n; i++)
-    if (d[i] == needle[0] && memcmp(d + i, needle, m) == 0)
-      return d + i;
-  return NULL;
-}
-
-static bool br_has(const char *d, size_t n, const char *needle) {
-  return br_find(d, n, needle) != NULL;
-}
-
-/* Might the bridge act on this line for the agent? (The router writes
- * canonical envelopes: the id and method come first.) */
-/* session/new, load, resume or fork as the method: one scan (the first
- * "session/ of a canonical envelope is its method). */
-static bool br_is_session_line(const char *d, size_t n) {
-  static const char *const verbs[] = {"new\"", "load\"", "resume\"", "fork\""};
-  const char *p = br_find(d, n, "\"session/");
-  size_t i, rest;
-  if (p == NULL)
-    return false;
-  p += 9;
-  rest = (size_t)(d + n - p);
-  for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-    if (strlen(verbs[i]) <= rest && memcmp(p, verbs[i], strlen(verbs[i])) == 0)
-      return true;
-  return false;
-}
-
-static bool br_interesting(const cond *c, const char *d, size_t n) {
-  if (c->br_hold.len > 0 || (bridge_may_hold(c) && br_is_session_line(d, n)))
-    return true;
-  if (c->br_pends != NULL && br_has(d, n, "\"id\":\"" BR_PREFIX))
-    return true;
-  if (c->br_conns != NULL &&
-      (br_has(d, n, "\"mcp/message\"") || br_has(d, n, "\"mcp/disconnect\"")))
-    return true;
-  if (!c->agent_caps_seen && br_has(d, n, "\"initialize\""))
-    return true;
-  if (bridge_rewrites(c) && br_is_session_line(d, n))
-    return true;
-  return c->br_srvs != NULL && br_has(d, n, "\"session/close\"");
-}
-
-/* One line the router wrote for the agent. Appends what the agent must
- * still see to br_out. */
-static void br_filter_line(cond *c, const char *d, size_t n) {
-  const acp_json_val *root, *m, *id;
-  if (c->br_hold.len > 0) {
-    br_hold_line(c, d, n); /* keep the order behind a held line */
-    return;
-  }
-  if (br_interesting(c, d, n) && acp_json_doc_parse(c->bdoc, d, n, NULL) == 0 &&
-      acp_json_type_of(root = acp_json_doc_root(c->bdoc)) == ACP_JSON_OBJECT) {
-    m = acp_json_obj_getz(root, "method");
-    id = acp_json_obj_getz(root, "id");
-    if (m == NULL && acp_json_type_of(id) == ACP_JSON_STRING) {
-      const char *s;
-      size_t sl;
-      if (acp_json_doc_str(c->bdoc, id, &s, &sl) == 0 &&
-          sl > sizeof(BR_PREFIX) - 1 &&
-          memcmp(s, BR_PREFIX, sizeof(BR_PREFIX) - 1) == 0) {
-        char num[24];
-        size_t nl = sl - (sizeof(BR_PREFIX) - 1);
-        if (nl < sizeof(num)) {
-          memcpy(num, s + sizeof(BR_PREFIX) - 1, nl);
-          num[nl] = '\0';
-          br_answer(c, root, strtoull(num, NULL, 10));
-        }
-        return;
-      }
-    } else if (m != NULL) {
-      if (acp_json_str_eq(m, "initialize", 10) && id != NULL &&
-          !c->agent_caps_seen) {
-        size_t il;
-        const char *ir = acp_json_raw(id, &il);
-        acp__free(c->mem, c->agent_init_id);
-        c->agent_init_id = acp__strndup(c->mem, ir, il);
-      } else if (bridge_may_hold(c) && br_session_method(m) &&
-                 br_has_acp_decl(c, root)) {
-        br_hold_line(c, d, n);
-        return;
-      } else if (bridge_rewrites(c) &&
-                 (acp_json_str_eq(m, "session/new", 11) ||
-                  acp_json_str_eq(m, "session/load", 12) ||
-                  acp_json_str_eq(m, "session/resume", 14) ||
-                  acp_json_str_eq(m, "session/fork", 12)) &&
-                 br_rewrite_session(c, root)) {
-        size_t len;
-        const char *w = acp_json_writer_data(c->bw2, &len);
-        (void)acp__buf_append(&c->br_out, w, len);
-        (void)acp__buf_append(&c->br_out, "\n", 1);
-        return;
-      } else if (br_down(c, root, m)) {
-        return;
-      } else if (acp_json_str_eq(m, "session/close", 13)) {
-        br_session_end(c, root);
-      }
-    }
-  }
-  (void)acp__buf_append(&c->br_out, d, n);
-  (void)acp__buf_append(&c->br_out, "\n", 1);
-}
-
-/* Filter what the router has for the agent; returns what to write. */
-static const char *br_filter(cond *c, const char *data, size_t n,
-                             size_t *out_len) {
-  size_t off = 0;
-  bool any = false;
-  /* Fast path: nothing for the bridge in this chunk, write it as is. */
-  while (off < n && !any) {
-    const char *s = data + off;
-    const char *nl = memchr(s, '\n', n - off);
-    size_t ln = nl ? (size_t)(nl - s) : n - off;
-    any = br_interesting(c, s, ln);
-    off += ln + 1;
-  }
-  if (!any) {
-    *out_len = n;
-    return data;
-  }
-  off = 0;
-  acp__buf_clear(&c->br_chunk);
-  acp__buf_clear(&c->br_out);
-  if (acp__buf_append(&c->br_chunk, data, n) < 0) {
-    *out_len = n;
-    return data;
-  }
-  while (off < n) {
-    const char *s = c->br_chunk.data + off;
-    const char *nl = memchr(s, '\n', n - off);
-    size_t ln = nl ? (size_t)(nl - s) : n - off;
-    br_filter_line(c, s, ln);
-    off += ln + 1;
-  }
-  *out_len = c->br_out.len;
-  return c->br_out.data;
-}
-
-/* A line from the agent, before routing: rewrite its initialize answer so
- * the client sees mcpCapabilities.acp. Returns true when bw2 holds it. */
-static bool br_agent_line(cond *c, const char *line, size_t len) {
-  const acp_json_val *root, *id, *res, *k;
-  size_t il;
-  const char *ir;
-  acp_json_writer *w = c->bw2;
-  if (c->br_new_pending > 0 && br_has(line, len, "sessionId"))
-    br_session_answer(c, line, len);
-  if (c->agent_caps_seen || c->agent_init_id == NULL ||
-      !br_has(line, len, c->agent_init_id) ||
-      acp_json_doc_parse(c->bdoc, line, len, NULL) != 0)
-    return false;
-  root = acp_json_doc_root(c->bdoc);
-  id = acp_json_obj_getz(root, "id");
-  ir = acp_json_raw(id, &il);
-  res = acp_json_obj_getz(root, "result");
-  if (ir == NULL || strlen(c->agent_init_id) != il ||
-      memcmp(ir, c->agent_init_id, il) != 0 ||
-      acp_json_obj_getz(root, "method") != NULL)
-    return false;
-  c->agent_caps_seen = true;
-  if (acp_json_type_of(res) != ACP_JSON_OBJECT)
-    return false;
-  {
-    const acp_json_val *caps = acp_json_obj_getz(res, "agentCapabilities");
-    bool http = false;
-    c->agent_acp = acp_mcp_acp_caps_has_acp(caps) != 0;
-    if (acp_json_get_bool(
-            acp_json_obj_getz(acp_json_obj_getz(caps, "mcpCapabilities"),
-                              "http"),
-            &http) == 0)
-      c->agent_http = http;
-    if (c->agent_acp)
-      return false;
-  }
-  acp_json_writer_reset(w);
-  acp_json_write_obj_begin(w);
-  for (k = acp_json_child(root); k != NULL;
-       k = acp_json_next(acp_json_next(k))) {
-    const char *key;
-    size_t kl;
-    const acp_json_val *v = acp_json_next(k);
-    if (acp_json_doc_str(c->bdoc, k, &key, &kl) != 0)
-      return false;
-    acp_json_write_key(w, key, kl);
-    if (v != res) {
-      acp_json_write_val(w, v);
-      continue;
-    }
-    {
-      bool seen = false;
-      const acp_json_val *q;
-      acp_json_write_obj_begin(w);
-      for (q = acp_json_child(res); q != NULL;
-           q = acp_json_next(acp_json_next(q))) {
-        const acp_json_val *qv = acp_json_next(q);
-        if (acp_json_doc_str(c->bdoc, q, &key, &kl) != 0)
-          return false;
-        acp_json_write_key(w, key, kl);
-        if (!seen && acp_json_str_eq(q, "agentCapabilities", 17) &&
-            acp_json_type_of(qv) == ACP_JSON_OBJECT) {
-          size_t cl;
-          const char *cr = acp_json_raw(qv, &cl);
-          seen = true;
-          if (acp_mcp_acp_caps_enable(w, cr, cl) != 0)
-            return false;
-        } else {
-          acp_json_write_val(w, qv);
-        }
-      }
-      if (!seen) {
-        acp_json_write_keyz(w, "agentCapabilities");
-        if (acp_mcp_acp_caps_enable(w, NULL, 0) != 0)
-          return false;
-      }
-      acp_json_write_obj_end(w);
-    }
-  }
-  acp_json_write_obj_end(w);
-  return acp_json_writer_error(w) == 0;
+  br_inject(c);
 }
 
 /* MARK: - Writing */
@@ -2116,40 +1408,50 @@ static void flush_all(cond *c) {
     return;
 again:
   c->br_injected = false;
-  if (c->br_hold.len > 0 && c->agent_caps_seen)
+  if (bridge_on(c) && acp_mcp_bridge_want_release(c->br))
     br_release(c);
-  for (j = 0; j <= c->n; j++) {
+  for (j = 0; j <= c->n && !c->fatal; j++) {
     const char *data;
     acp_ssize n = acp_router_send(c->r, j, &data);
     acp_uv_link *dst;
+    bool br = j == c->n && bridge_on(c);
     if (n <= 0)
       continue;
     dst = link_of(c, j);
-    if (dst == NULL)
+    if (dst == NULL) {
+      if (br)
+        acp__buf_clear(&c->br_trace_from);
       continue;
-    if (j == c->n && bridge_on(c)) {
-      size_t fl;
-      data = br_filter(c, data, (size_t)n, &fl);
-      n = (acp_ssize)fl;
-      if (n == 0)
-        continue;
     }
-    if (j == 0)
-      dbg_write(c->dbg_up_out, data, (size_t)n);
-    else
-      dbg_write(c->comps[j - 1].dbg_in, data, (size_t)n);
-    /* Backpressure: the link whose input produced this output is held
-     * back while the destination's queue is above the high-water mark. */
-    if (src != NULL && acp__uv_link_src(dst) != src)
-      (void)acp_uv_link_couple(src, dst, c->o->high_water, 0);
-    /* ACP_ERR_CLOSED: the destination is gone, and its exit is handled
-     * where it is reported; anything else loses a message: stop. */
-    rc = acp_uv_link_write(dst, data, (size_t)n);
-    if (rc != 0 && rc != ACP_ERR_CLOSED) {
-      cond_fatal(c, rc, "cannot queue a message");
-      return;
+    if (br) {
+      /* The router's output is valid until its next call: write what the
+       * agent gets, then feed the router what the bridge wrote. */
+      n = acp_mcp_bridge_to_agent(c->br, data, (size_t)n, &data);
+      if (n < 0) {
+        br_fatal(c, (int)n);
+        break;
+      }
+    }
+    if (n > 0) {
+      if (j == 0)
+        dbg_write(c->dbg_up_out, data, (size_t)n);
+      else
+        dbg_write(c->comps[j - 1].dbg_in, data, (size_t)n);
+      /* Backpressure: the link whose input produced this output is held
+       * back while the destination's queue is above the high-water mark. */
+      if (src != NULL && acp__uv_link_src(dst) != src)
+        (void)acp_uv_link_couple(src, dst, c->o->high_water, 0);
+      /* ACP_ERR_CLOSED: the destination is gone, and its exit is handled
+       * where it is reported; anything else loses a message: stop. */
+      rc = acp_uv_link_write(dst, data, (size_t)n);
+      if (rc != 0 && rc != ACP_ERR_CLOSED) {
+        cond_fatal(c, rc, "cannot queue a message");
+        return;
+      }
     }
   }
+  if (bridge_on(c))
+    br_inject(c);
   if (c->br_injected && !c->fatal)
     goto again;
   if (c->draining && acp_router_pending(c->r) == 0)
@@ -2164,8 +1466,15 @@ static void route_line(cond *c, size_t link, const char *line, size_t len) {
     len--;
   if (len == 0)
     return;
-  if (link == c->n && bridge_on(c) && br_agent_line(c, line, len))
-    line = acp_json_writer_data(c->bw2, &len);
+  if (link == c->n && bridge_on(c)) {
+    acp_ssize n = acp_mcp_bridge_from_agent(c->br, line, len, &line);
+    if (n < 0) {
+      br_fatal(c, (int)n);
+      start_shutdown(c);
+      return;
+    }
+    len = (size_t)n;
+  }
   rc = acp_router_recv(c->r, link, line, len);
   if (rc == ACP_ERR_NOMEM) {
     c->fatal = rc;
@@ -2343,6 +1652,15 @@ static void report_dead(cond *c, comp *k, const char *why) {
     c->fatal = ACP_ERR_NOMEM;
   }
   c->reading = 0;
+  if (bridge_on(c) && k->link != c->n) {
+    /* The servers it offered are gone with it: their bridged calls are
+     * answered, their connections closed, their tokens revoked. */
+    const char *id;
+    size_t x, len;
+    for (x = 0; (id = acp_router_mcp_server(c->r, k->link, x, &len)) != NULL;
+         x++)
+      (void)acp_mcp_bridge_server_gone(c->br, id, len, reason);
+  }
   flush_all(c);
   if (k->p != NULL) {
     int pid = acp_uv_process_pid(k->p);
@@ -2684,25 +2002,12 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   }
   if (rc == 0)
     rc = acp_json_writer_new(&c->w, 0, c->mem);
-  acp__buf_init(&c->br_chunk, c->mem, 0);
-  acp__buf_init(&c->br_out, c->mem, 0);
-  acp__buf_init(&c->br_hold, c->mem, 0);
-  if (rc == 0)
-    rc = acp_json_writer_new(&c->bw, 0, c->mem);
-  if (rc == 0)
-    rc = acp_json_writer_new(&c->bw2, 0, c->mem);
-  if (rc == 0)
-    rc = acp_json_doc_new(&c->bdoc, c->mem);
-  if (rc == 0 && o->shim_program != NULL) {
-    snprintf(c->br_program, sizeof(c->br_program), "%s", o->shim_program);
-  } else if (rc == 0) {
-    size_t sz = sizeof(c->br_program);
-    if (uv_exepath(c->br_program, &sz) != 0)
-      snprintf(c->br_program, sizeof(c->br_program), "acp");
-  }
+  acp__buf_init(&c->br_trace_from, c->mem, 0);
   if (rc == 0 && o->trace_path != NULL &&
       (c->trace = fopen(o->trace_path, "w")) == NULL)
     rc = ACP_ERR_SYSTEM;
+  if (rc == 0)
+    rc = br_setup(c);
   if (rc == 0 && o->debug_dir != NULL) {
     if (mkdir(o->debug_dir, 0777) != 0 && errno != EEXIST)
       rc = ACP_ERR_SYSTEM;
@@ -2720,7 +2025,8 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   if (rc == 0) {
     acp_router_options_set_mode(ro, o->mode);
     acp_router_options_set_proxy_methods(ro, o->pm);
-    acp_router_options_set_trace_cb(ro, c->trace ? on_trace : NULL);
+    acp_router_options_set_trace_cb(ro,
+                                    c->trace || o->debug_dir ? on_trace : NULL);
     acp_router_options_set_event_cb(ro, on_event);
     rc = acp_router_new(&c->r, c->n, ro, c, c->mem);
   }
@@ -2765,6 +2071,8 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
     fclose(c->dbg_up_out);
   if (c->trace)
     fclose(c->trace);
+  if (c->dbg_bridge)
+    fclose(c->dbg_bridge);
   acp__buf_dispose(&c->upfr.buf);
   br_free_all(c);
   acp_json_writer_free(c->w);

@@ -29,6 +29,7 @@ struct acp_uv_process_options {
   acp_uv_process_line_cb line_cb;
   uint64_t t1;
   uint64_t t2;
+  int fd3; /* given to the child as its descriptor 3, or -1 */
 };
 
 static void free_strv(const acp_mem *m, char **v, size_t n) {
@@ -52,6 +53,7 @@ int acp_uv_process_options_new(acp_uv_process_options **out,
   o->mem = m;
   o->t1 = ACP_UV_DEFAULT_GRACE_MS;
   o->t2 = ACP_UV_DEFAULT_GRACE_MS;
+  o->fd3 = -1;
   *out = o;
   return 0;
 }
@@ -122,6 +124,11 @@ int acp_uv_process_options_set_cwd(acp_uv_process_options *o, const char *cwd) {
   acp__free(&o->mem, o->cwd);
   o->cwd = c;
   return 0;
+}
+
+void acp_uv_process_options_set_fd3(acp_uv_process_options *o, int fd) {
+  if (o)
+    o->fd3 = fd < 0 ? -1 : fd;
 }
 
 void acp_uv_process_options_set_stderr(acp_uv_process_options *o,
@@ -548,8 +555,10 @@ int acp_uv_process_spawn(acp_uv_process **out, uv_loop_t *loop,
     goto cleanup;
   }
 
-  uv_stdio_container_t stdio[3];
+  uv_stdio_container_t stdio[4];
   memset(stdio, 0, sizeof(stdio));
+  stdio[3].flags = UV_INHERIT_FD;
+  stdio[3].data.fd = opts->fd3;
   stdio[0].flags = UV_INHERIT_FD;
   stdio[0].data.fd = in_fds[0];
   stdio[1].flags = UV_INHERIT_FD;
@@ -571,7 +580,7 @@ int acp_uv_process_spawn(acp_uv_process **out, uv_loop_t *loop,
   po.env = env;
   po.cwd = opts->cwd;
   po.flags = UV_PROCESS_DETACHED;
-  po.stdio_count = 3;
+  po.stdio_count = opts->fd3 >= 0 ? 4 : 3;
   po.stdio = stdio;
   po.exit_cb = on_exit_cb;
   r = uv_spawn(loop, &p->proc, &po);

@@ -231,5 +231,91 @@ else
   ko "pipelined session/new" "$(cat "$T/pipelined" "$T/dbg/2-"*.stdin)"
 fi
 
+# 13. the proxy that offered a server dies under --on-crash bypass: its
+# connections are closed, later calls get an MCP error from the conductor,
+# and nothing of it travels on to the client (which never declared it).
+start_chain --on-crash bypass "$ACP proxy tools" "$ACP agent --mcp-acp off"
+tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
+{
+  printf '%s\n%s\n%s\n' "$MCPINIT" "$MCPINITED" "$(call 2 before)"
+  sleep 1
+  kill -KILL "$tpid"
+  sleep 1
+  call 3 after
+  printf '\n'
+  sleep 1
+} | ACP_MCP_SHIM_RELAY=1 timeout 20 "$ACP" mcp-shim "$SOCK" "$TOKEN" >"$T/bypassed" 2>/dev/null
+out=$(ACP_MCP_SHIM_RELAY=1 shim "$TOKEN" "$MCPINIT")
+stop_chain
+if grep -q '"id":2,"result".*before' "$T/bypassed" &&
+  grep -q '"id":3,"error":{"code":-33001,"message":"MCP server .tools. is unavailable.*tools' "$T/bypassed" &&
+  ! grep -q 'mcp/' "$T/dbg/0-"*.out && [ -z "$out" ] &&
+  grep -q "server 'tools' is gone" "$T/err"; then
+  ok "provider died (bypass): its connections closed, nothing leaks to the client"
+else
+  ko "dead provider's traffic" "$(cat "$T/bypassed" "$T/dbg/0-"*.out "$T/err")"
+fi
+
+# 14. the trace tells the truth: the agent's session/new as it received it
+# (rewritten), and the bridge's hops with their real ends; --debug-dir
+# keeps the bridge's hops in bridge.jsonl.
+rm -rf "$T/dbg"
+out=$(timeout 30 "$ACP" client -p '/mcp-call tools echo {"message":"traced"}' -- \
+  "$ACP" conductor agent --trace "$T/trace" --debug-dir "$T/dbg" \
+  "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
+if echo "$out" | grep -qx 'traced' &&
+  grep '"to":"agent"' "$T/trace" | grep '"session/new"' | grep -q 'mcp-shim' &&
+  ! grep '"to":"agent"' "$T/trace" | grep -q '"type":"acp"' &&
+  grep '"from":"endpoint:1","fromLink":-1,"to":"bridge:tools"' "$T/trace" | grep -q '"tools/call"' &&
+  grep '"from":"bridge","fromLink":2,"to":"tools"' "$T/trace" | grep -q '"mcp/connect"' &&
+  grep '"to":"bridge"' "$T/trace" | grep -q 'traced' &&
+  grep '"from":"bridge:tools","fromLink":2,"to":"endpoint:1"' "$T/trace" | grep -q 'traced' &&
+  ! grep '"to":"agent"' "$T/trace" | grep -q 'mcp/message' &&
+  grep '"from":"endpoint:1"' "$T/dbg/bridge.jsonl" | grep -q '"tools/call"' &&
+  grep '"from":"bridge","fromLink":2,"to":"tools"' "$T/dbg/bridge.jsonl" | grep -q 'mcp/connect' &&
+  grep '"to":"endpoint:1"' "$T/dbg/bridge.jsonl" | grep -q 'traced' &&
+  ! grep -q 'mcp/message' "$T/dbg/2-"*.stdin; then
+  ok "trace and debug dir: the agent's rewritten session/new, bridge hops with their real ends"
+else
+  ko "trace" "$(cat "$T/trace")"
+fi
+
+# 15. the same with an agent that speaks MCP-over-ACP itself: once the
+# provider died, the router answers the agent's traffic for its server
+# (-33001) and the client never sees it.
+wait_for() { # wait_for PATTERN FILE
+  i=0
+  while [ $i -lt 100 ] && ! grep -q "$1" "$2"; do sleep 0.1; i=$((i + 1)); done
+}
+prompt() { # prompt ID TEXT
+  printf '{"jsonrpc":"2.0","id":%s,"method":"session/prompt","params":{"sessionId":"%s","prompt":[{"type":"text","text":"%s"}]}}\n' \
+    "$1" "$sid" "$2" >&3
+}
+rm -rf "$T/dbg" "$T/in" "$T/out" "$T/err"
+mkfifo "$T/in"
+"$ACP" conductor agent --on-crash bypass --debug-dir "$T/dbg" "$ACP proxy tools" \
+  "$ACP agent --mcp-acp native" <"$T/in" >"$T/out" 2>"$T/err" &
+cpid=$!
+exec 3>"$T/in"
+printf '%s\n' "$INIT" >&3
+wait_for '"id":1,"result"' "$T/out"
+printf '%s\n' "$NEWS" >&3
+wait_for '"id":2,"result"' "$T/out"
+sid=$(grep -o '"sessionId":"[^"]*"' "$T/out" | head -1 | cut -d'"' -f4)
+prompt 3 '/mcp-call tools echo {\"message\":\"alive\"}'
+wait_for '"id":3,"result"' "$T/out"
+tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
+kill -KILL "$tpid"
+wait_for 'bypassing' "$T/err"
+prompt 4 '/mcp-call tools echo {\"message\":\"dead\"}'
+wait_for '"id":4,"result"' "$T/out"
+stop_chain
+if grep -q '"text":"alive"' "$T/out" && grep -q 'MCP server unavailable (-33001)' "$T/out" &&
+  ! grep -q 'mcp/' "$T/dbg/0-"*.out; then
+  ok "native agent, provider died (bypass): its MCP traffic answered -33001, nothing leaks to the client"
+else
+  ko "native agent, dead provider" "$(cat "$T/out" "$T/err")"
+fi
+
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

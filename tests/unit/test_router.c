@@ -1304,6 +1304,87 @@ static void test_router_bypass_routes_around_dead_proxy(void **state) {
   acp_router_free(r);
 }
 
+/* A dead proxy's MCP-over-ACP servers: the agent's traffic for them is
+ * answered -33001, never routed on to the client (issue 10). */
+static void test_router_dead_provider_mcp_traffic_is_not_routed(void **state) {
+  acp_router *r = mk_agent(2);
+  const char *t;
+  const char *id;
+  size_t n;
+  long pid;
+
+  (void)state;
+  init_chain(r, 2);
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/new\",\"params\":{"
+       "\"mcpServers\":[{\"type\":\"acp\",\"name\":\"c\",\"id\":\"C0\"}]}}");
+  take(r, 1);
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"proxy/"
+       "successor\",\"params\":{"
+       "\"method\":\"session/new\",\"params\":{\"mcpServers\":[{\"type\":"
+       "\"acp\",\"name\":\"c\",\"id\":\"C0\"},{\"type\":\"acp\",\"name\":"
+       "\"tools\",\"serverId\":\"S\\u0031\"}]}}}");
+  take(r, 2);
+  id = acp_router_mcp_server(r, 0, 0, &n);
+  assert_non_null(id);
+  assert_int_equal(n, 2);
+  assert_memory_equal(id, "C0", 2);
+  assert_null(acp_router_mcp_server(r, 0, 1, &n));
+  id = acp_router_mcp_server(r, 1, 0, &n);
+  assert_non_null(id);
+  assert_memory_equal(id, "S1", 2);
+  assert_null(acp_router_mcp_server(r, 2, 0, &n));
+  /* The agent connects to the proxy's server; the proxy answers. */
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"mcp/connect\","
+       "\"params\":{\"serverId\":\"S1\"}}");
+  t = strstr(take(r, 1), "\"id\":");
+  assert_non_null(t);
+  pid = strtol(t + 5, NULL, 10);
+  {
+    char line[128];
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"connectionId\":"
+             "\"conn-1\"}}",
+             pid);
+    feed(r, 1, line);
+  }
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"result\":{\"connectionId\":"
+         "\"conn-1\"}}");
+  /* The proxy dies and is bypassed. */
+  assert_int_equal(acp_router_link_closed(r, 1, "dead", NULL, 0), 0);
+  assert_int_equal(acp_router_link_bypass(r, 1), 0);
+  take(r, 0); /* the pending session/new fails */
+  take(r, 2); /* the agent: $/cancel_request for it */
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"mcp/message\",\"params\":{"
+       "\"connectionId\":\"conn-1\",\"method\":\"tools/call\"}}");
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-33001,"
+         "\"message\":\"MCP server unavailable\",\"data\":\"its provider "
+         "(component 1) is gone\"}}");
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"mcp/connect\",\"params\":{"
+       "\"acpId\":\"S1\"}}");
+  assert_non_null(strstr(take(r, 2), "\"id\":8,\"error\":{\"code\":-33001"));
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"method\":\"mcp/message\",\"params\":{"
+       "\"connectionId\":\"conn-1\",\"method\":\"notifications/x\"}}");
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"_mcp/connect\",\"params\":{"
+       "\"acp_url\":\"acp:S1\"}}");
+  assert_non_null(strstr(take(r, 2), "\"id\":9,\"error\":{\"code\":-33001"));
+  nothing_anywhere(r);
+  /* The client's own server is still routed to it. */
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"mcp/connect\","
+       "\"params\":{\"serverId\":\"C0\"}}");
+  assert_non_null(strstr(take(r, 0), "mcp/connect"));
+  acp_router_free(r);
+}
+
 static void test_router_restart_reinitializes(void **state) {
   acp_router *r = mk_agent(3);
 
@@ -1693,6 +1774,7 @@ int main(void) {
       cmocka_unit_test(test_router_held_prompt_ends),
       cmocka_unit_test(test_router_link_closed_defaults_and_bad_data),
       cmocka_unit_test(test_router_bypass_routes_around_dead_proxy),
+      cmocka_unit_test(test_router_dead_provider_mcp_traffic_is_not_routed),
       cmocka_unit_test(test_router_restart_reinitializes),
       cmocka_unit_test(test_router_restart_before_initialize),
       cmocka_unit_test(test_router_garbage_is_answered_or_dropped),
