@@ -21,7 +21,9 @@
 # clientInfo in the _meta; a second server name works; session/cancel
 # while a tool call runs cancels it at the provider (the SDK sees the
 # abort) and the session goes on; with --mcp-acp off nothing is consumed
-# and the provider serves nothing.
+# and the provider serves nothing. Then the same provider through `acp
+# conductor agent`, bridged over stdio and over HTTP to an agent whose MCP
+# client is the MCP TypeScript SDK, and to a native agent behind it.
 #
 # Needs ACP_BIN (the built acp) and node; installs the pinned peers if
 # missing (tools/install-peers.sh). Exit 0 when all passed, 1 on a failure,
@@ -145,6 +147,51 @@ if [ $rc -eq 0 ] && has 'agent mcpCapabilities.acp false' &&
   ok "--mcp-acp off: not advertised, not consumed, nothing served"
 else
   ko "--mcp-acp off" "exit $rc" "$out" "$(cat "$work/err")"
+fi
+
+# 5. Through `acp conductor agent`, to an agent that does not speak
+# MCP-over-ACP (mcp_bridge_agent.mjs: the ACP SDK agent whose MCP client is
+# the MCP TypeScript SDK, 2025 era): the conductor bridges the SDK
+# provider's declaration to a stdio shim, then to loopback HTTP. The
+# provider answers mcp/connect -32601, so the bridge goes on in the
+# connectionless form and translates both eras. And to `acp agent --mcp-acp
+# native` through the conductor, which passes the declaration untouched.
+bridge_agent="$here/mcp_bridge_agent.mjs"
+if ! "$root/tools/install-mcp-peers.sh" interop >/dev/null 2>&1; then
+  ko "the MCP TypeScript SDK could not be installed (tools/install-mcp-peers.sh interop)"
+else
+  export MCP_SDK_DIR="${ACP_PEERS_ROOT:-$root/build/peers}/mcp/interop/node_modules"
+  # The conductor's bridge directory goes under TMPDIR: keep it in ours.
+  for how in stdio http; do
+    if [ $how = http ]; then
+      set -- --mcp-bridge http "node $bridge_agent --http"
+    else
+      set -- "node $bridge_agent"
+    fi
+    out=$(TMPDIR="$work" timeout 60 node "$client" --prompt "$msg" -- \
+      "$acp" conductor agent "$@" 2>"$work/err")
+    rc=$?
+    served=$(line 'provider ' | sed 's/^provider //')
+    if [ $rc -eq 0 ] && has "$msg" &&
+      printf '%s\n' "$out" | grep -q "^server tools .*tools echo,add,sleep$" &&
+      [ "$served" = "server/discover,tools/list,tools/call" ]; then
+      ok "$how bridge: the MCP SDK client lists and calls the SDK provider's tools through acp conductor ($served)"
+    else
+      ko "$how bridge: SDK provider -> acp conductor -> MCP SDK client" "exit $rc" "$out" "$(tail -5 "$work/err")"
+    fi
+  done
+  if [ -n "$(ls -A "$work" | grep '^acp-bridge' || true)" ]; then
+    ko "a bridge directory was left behind" "$(ls "$work")"
+  else
+    ok "no bridge directory left behind"
+  fi
+  run --prompt '/mcp-call tools echo {"message":"native via conductor"}' -- \
+    "$acp" conductor agent "$acp agent --mcp-acp native"
+  if [ $rc -eq 0 ] && has 'native via conductor'; then
+    ok "acp conductor agent -> acp agent --mcp-acp native: the declaration passes untouched and the call works"
+  else
+    ko "native agent behind the conductor" "exit $rc" "$out" "$(tail -5 "$work/err")"
+  fi
 fi
 
 echo "$pass passed, $fail failed"
