@@ -9,16 +9,12 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-extern char **environ;
 
 static const char demo_usage[] =
     "usage: acp demo [--keep]\n"
@@ -67,8 +63,6 @@ int cmd_demo(int argc, char **argv) {
   char path[4200];
   const char *self = cli_self_path();
   bool keep = false;
-  pid_t pid;
-  int status = 0;
   int rv;
   int i;
   char *args[16];
@@ -129,13 +123,9 @@ int cmd_demo(int argc, char **argv) {
   args[13] = tools;
   args[14] = agent;
   args[15] = NULL;
-  rv = posix_spawn(&pid, self, NULL, NULL, args, environ);
-  if (rv != 0) {
-    cli_err("demo", "cannot start %s: %s", self, strerror(rv));
-    return CLI_EXIT_FAILURE;
-  }
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
+  /* The client runs in this process: the only children are the ones the
+   * client and the conductor spawn through acp_uv_process. */
+  rv = cmd_client(14, args + 1);
   snprintf(path, sizeof(path), "%s/summary.txt", dir);
   {
     FILE *f = fopen(path, "r");
@@ -149,7 +139,7 @@ int cmd_demo(int argc, char **argv) {
             "%s\n",
             n ? buf : "(missing!)");
     if (n == 0)
-      status = 1 << 8;
+      rv = CLI_EXIT_FAILURE;
   }
   if (keep) {
     fprintf(stderr, "== kept %s\n", dir);
@@ -162,7 +152,7 @@ int cmd_demo(int argc, char **argv) {
     unlink(path);
     rmdir(dir);
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (rv != CLI_EXIT_OK) {
     cli_err("demo", "the conversation failed");
     return CLI_EXIT_FAILURE;
   }
