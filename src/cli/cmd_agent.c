@@ -12,6 +12,7 @@
 #include "acp/agent.h"
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
+#include "acp/types.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "agent_script.h"
@@ -100,6 +101,7 @@ struct app {
   size_t scratch_cap;
   int end_reason; /* why the connection ended: 0 or an ACP_ERR_* */
   acp_json_doc *doc;
+  acp_arena *arena; /* decoded mcpServers entries (mcp_record_stdio) */
   bool echo;
   const char *name;
   bool fs_read, fs_write, terminal, elicitation;
@@ -1101,28 +1103,25 @@ static void mcp_servers_free(asession *s) {
 }
 
 /* A JSON string as a new C string (NULL if not a string). */
-static char *json_strdup(acp_json_doc *doc, const acp_json_val *v) {
-  const char *p;
-  size_t n;
-  if (acp_json_doc_str(doc, v, &p, &n) != 0 || memchr(p, 0, n) != NULL)
+/* A decoded string as a C string, or NULL when absent or holding a NUL. */
+static char *str_dup(acp_str v) {
+  if (v.ptr == NULL || memchr(v.ptr, 0, v.len) != NULL)
     return NULL;
-  return xstrndup(p, n);
+  return xstrndup(v.ptr, v.len);
 }
 
-/* An http server ({type: "http", name, url, headers}) as the argv of
- * `acp mcp relay --url URL [--header "NAME: VALUE"]...`: the relay lives in
- * acp-mcp, so this program does not load the HTTP stack. */
-static char **http_relay_argv(acp_json_doc *doc, const acp_json_val *e,
-                              bool sse) {
-  const acp_json_val *headers = acp_json_obj_getz(e, "headers");
-  const acp_json_val *v;
-  char *url = json_strdup(doc, acp_json_obj_getz(e, "url"));
+/* An http or sse server as the argv of `acp mcp relay --url URL [--sse]
+ * [--header "NAME: VALUE"]...`: the relay lives in acp-mcp, so this program
+ * does not load the HTTP stack. */
+static char **http_relay_argv(acp_str url_s, const acp_http_header *headers,
+                              size_t nheaders, bool sse) {
+  char *url = str_dup(url_s);
   char **argv;
-  size_t n = 0;
+  size_t n = 0, i;
 
   if (url == NULL)
     return NULL;
-  argv = calloc(7 + 2 * acp_json_len(headers), sizeof(char *));
+  argv = calloc(7 + 2 * nheaders, sizeof(char *));
   if (argv == NULL)
     exit(CLI_EXIT_FAILURE);
   argv[n++] = xstrndup(cli_self_path(), strlen(cli_self_path()));
@@ -1132,9 +1131,9 @@ static char **http_relay_argv(acp_json_doc *doc, const acp_json_val *e,
   argv[n++] = url;
   if (sse)
     argv[n++] = xstrndup("--sse", 5);
-  for (v = acp_json_child(headers); v != NULL; v = acp_json_next(v)) {
-    char *k = json_strdup(doc, acp_json_obj_getz(v, "name"));
-    char *val = json_strdup(doc, acp_json_obj_getz(v, "value"));
+  for (i = 0; i < nheaders; i++) {
+    char *k = str_dup(headers[i].name);
+    char *val = str_dup(headers[i].value);
     if (k != NULL && val != NULL) {
       char *h = malloc(strlen(k) + strlen(val) + 3);
       if (h == NULL)
@@ -1149,42 +1148,69 @@ static char **http_relay_argv(acp_json_doc *doc, const acp_json_val *e,
   return argv;
 }
 
-/* Record a stdio server ({name, command, args, env}) or an http server
- * ({type: "http", name, url, headers}) of a session. */
-static void mcp_record_stdio(asession *s, acp_json_doc *doc,
-                             const acp_json_val *e) {
-  const acp_json_val *type = acp_json_obj_getz(e, "type");
-  const acp_json_val *args = acp_json_obj_getz(e, "args");
-  const acp_json_val *env = acp_json_obj_getz(e, "env");
-  const acp_json_val *v;
-  bool sse = ACP_JSON_STR_EQ_LIT(type, "sse");
-  bool http = sse || ACP_JSON_STR_EQ_LIT(type, "http");
-  char *name = json_strdup(doc, acp_json_obj_getz(e, "name"));
-  char *cmd = http ? NULL : json_strdup(doc, acp_json_obj_getz(e, "command"));
+/*
+ * Record a stdio server ({name, command, args, env}), an http or an sse
+ * server ({type, name, url, headers}) of a session, decoded with the
+ * schema's codec (McpServer). Leniently: members the schema requires but
+ * peers often leave out (args, env, headers) count as empty. `type:
+ * "stdio"`, which some clients write though the schema's stdio form has no
+ * type, is read as stdio.
+ */
+static void mcp_record_stdio(app *a, asession *s, const acp_json_val *e) {
+  acp_mcp_server srv;
+  acp_mcp_server_stdio stdio_alone;
+  const acp_mcp_server_stdio *st = NULL;
   mcpsrv *m, *old;
-  size_t n = 0;
+  char *name = NULL;
+  size_t n = 0, i;
+  int rv;
 
-  if ((type != NULL && !http && !ACP_JSON_STR_EQ_LIT(type, "stdio")) ||
-      name == NULL || (cmd == NULL && !http)) {
-    free(name);
-    free(cmd);
+  acp_arena_reset(a->arena);
+  rv = acp_decode_ex(&acp_type_mcp_server, e, a->arena, &srv, NULL,
+                     ACP_DECODE_LENIENT, NULL, 0);
+  if (rv == 0 && srv.kind == ACP_MCP_SERVER_KIND_UNKNOWN &&
+      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(e, "type"), "stdio") &&
+      acp_decode_ex(&acp_type_mcp_server_stdio, e, a->arena, &stdio_alone, NULL,
+                    ACP_DECODE_LENIENT, NULL, 0) == 0) {
+    srv.kind = ACP_MCP_SERVER_KIND_STDIO;
+    srv.stdio = &stdio_alone;
+  }
+  if (rv != 0)
+    return;
+  switch (srv.kind) {
+  case ACP_MCP_SERVER_KIND_STDIO:
+    st = srv.stdio;
+    name = str_dup(st->name);
+    break;
+  case ACP_MCP_SERVER_KIND_HTTP:
+    name = str_dup(srv.http->name);
+    break;
+  case ACP_MCP_SERVER_KIND_SSE:
+    name = str_dup(srv.sse->name);
+    break;
+  default:
     return;
   }
+  if (name == NULL)
+    return;
   for (old = s->mcp; old != NULL; old = old->next)
     if (strcmp(old->name, name) == 0)
       break;
   if (old != NULL) { /* load/resume: already known */
     free(name);
-    free(cmd);
     return;
   }
   m = calloc(1, sizeof(*m));
   if (m == NULL)
     exit(CLI_EXIT_FAILURE);
   m->name = name;
-  if (http) {
+  if (st == NULL) {
+    bool sse = srv.kind == ACP_MCP_SERVER_KIND_SSE;
     m->http = true;
-    m->argv = http_relay_argv(doc, e, sse);
+    m->argv = sse ? http_relay_argv(srv.sse->url, srv.sse->headers,
+                                    srv.sse->headers_count, true)
+                  : http_relay_argv(srv.http->url, srv.http->headers,
+                                    srv.http->headers_count, false);
     m->env = calloc(1, sizeof(char *));
     if (m->argv == NULL || m->env == NULL) {
       strv_free(m->argv);
@@ -1197,20 +1223,27 @@ static void mcp_record_stdio(asession *s, acp_json_doc *doc,
     s->mcp = m;
     return;
   }
-  m->argv = calloc(acp_json_len(args) + 2, sizeof(char *));
-  m->env = calloc(acp_json_len(env) + 1, sizeof(char *));
+  m->argv = calloc(st->args_count + 2, sizeof(char *));
+  m->env = calloc(st->env_count + 1, sizeof(char *));
   if (m->argv == NULL || m->env == NULL)
     exit(CLI_EXIT_FAILURE);
-  m->argv[n++] = cmd;
-  for (v = acp_json_child(args); v != NULL; v = acp_json_next(v)) {
-    char *a = json_strdup(doc, v);
-    if (a != NULL)
-      m->argv[n++] = a;
+  m->argv[n++] = str_dup(st->command);
+  if (m->argv[0] == NULL) {
+    strv_free(m->argv);
+    strv_free(m->env);
+    free(m->name);
+    free(m);
+    return;
+  }
+  for (i = 0; i < st->args_count; i++) {
+    char *arg = str_dup(st->args[i]);
+    if (arg != NULL)
+      m->argv[n++] = arg;
   }
   n = 0;
-  for (v = acp_json_child(env); v != NULL; v = acp_json_next(v)) {
-    char *k = json_strdup(doc, acp_json_obj_getz(v, "name"));
-    char *val = json_strdup(doc, acp_json_obj_getz(v, "value"));
+  for (i = 0; i < st->env_count; i++) {
+    char *k = str_dup(st->env[i].name);
+    char *val = str_dup(st->env[i].value);
     if (k != NULL && val != NULL && k[0] != '\0' && strchr(k, '=') == NULL) {
       char *kv = malloc(strlen(k) + strlen(val) + 2);
       if (kv == NULL)
@@ -1280,7 +1313,7 @@ static void mcp_record(app *a, asession *s, acp_agent_request *req) {
     mcpsrv *old;
 
     if (acp_mcp_acp_decl_parse(msg->doc, e, &id, &n, &shape) != 0) {
-      mcp_record_stdio(s, msg->doc, e);
+      mcp_record_stdio(a, s, e);
       continue;
     }
     m = calloc(1, sizeof(*m));
@@ -2267,7 +2300,8 @@ int cmd_agent(int argc, char **argv) {
   if (uv_loop_init(&a.loop) != 0)
     return CLI_EXIT_FAILURE;
   if (acp_json_writer_new(&a.w, 0, NULL) != 0 ||
-      acp_json_doc_new(&a.doc, NULL) != 0 || acp_agent_callbacks_new(&cbs) != 0)
+      acp_json_doc_new(&a.doc, NULL) != 0 ||
+      acp_arena_new(&a.arena, NULL) != 0 || acp_agent_callbacks_new(&cbs) != 0)
     goto cleanup;
   acp_agent_callbacks_set_on_initialize(cbs, on_initialize);
   acp_agent_callbacks_set_on_authenticate(cbs, on_authenticate);
@@ -2326,6 +2360,7 @@ cleanup:
   acp_mcp_acp_consumer_free(a.mcp);
   acp_agent_callbacks_free(cbs);
   acp_json_doc_free(a.doc);
+  acp_arena_free(a.arena);
   acp_json_writer_free(a.w);
   free(a.scratch);
   return rv;
