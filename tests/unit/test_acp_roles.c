@@ -444,9 +444,26 @@ static void route_cancel(acp_agent *a, acp_client *c) {
   acp_agent_free(a2);
 }
 
-static void walk_schema(const char *file, int *n_methods) {
+/* Read and parse spec/acp/schema/v1/<file>; the text stays alive as long as
+ * the document (free both). Returns its $defs. */
+static const acp_json_val *load_defs(const char *file, char **text,
+                                     acp_json_doc **doc) {
   char path[1024];
   size_t len = 0;
+  const acp_json_val *defs;
+
+  snprintf(path, sizeof(path), "%s/acp/schema/v1/%s", ACP_SPEC_DIR, file);
+  *text = read_file(path, &len);
+  if (*text == NULL)
+    fail_msg("cannot read %s", path);
+  assert_int_equal(acp_json_doc_new(doc, NULL), 0);
+  assert_int_equal(acp_json_doc_parse(*doc, *text, len, NULL), 0);
+  defs = acp_json_obj_getz(acp_json_doc_root(*doc), "$defs");
+  assert_non_null(defs);
+  return defs;
+}
+
+static void walk_schema(const char *file, int *n_methods) {
   char *text;
   acp_json_doc *doc;
   const acp_json_val *defs;
@@ -454,14 +471,7 @@ static void walk_schema(const char *file, int *n_methods) {
   acp_agent *a;
   acp_client *c;
 
-  snprintf(path, sizeof(path), "%s/acp/schema/v1/%s", ACP_SPEC_DIR, file);
-  text = read_file(path, &len);
-  if (text == NULL)
-    fail_msg("cannot read %s", path);
-  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
-  assert_int_equal(acp_json_doc_parse(doc, text, len, NULL), 0);
-  defs = acp_json_obj_getz(acp_json_doc_root(doc), "$defs");
-  assert_non_null(defs);
+  defs = load_defs(file, &text, &doc);
   make_pair(&a, &c);
   *n_methods = 0;
   for (k = acp_json_child(defs); k != NULL;
@@ -568,8 +578,6 @@ static int names_required(acp_json_doc *doc, const acp_json_val *req,
 }
 
 static void test_roles_required_members_follow_schema(void **s) {
-  char path[1024];
-  size_t len = 0;
   char *text;
   acp_json_doc *doc;
   const acp_json_val *defs;
@@ -579,15 +587,7 @@ static void test_roles_required_members_follow_schema(void **s) {
   int checked = 0;
 
   (void)s;
-  snprintf(path, sizeof(path), "%s/acp/schema/v1/schema.unstable.json",
-           ACP_SPEC_DIR);
-  text = read_file(path, &len);
-  if (text == NULL)
-    fail_msg("cannot read %s", path);
-  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
-  assert_int_equal(acp_json_doc_parse(doc, text, len, NULL), 0);
-  defs = acp_json_obj_getz(acp_json_doc_root(doc), "$defs");
-  assert_non_null(defs);
+  defs = load_defs("schema.unstable.json", &text, &doc);
   make_pair(&a, &c);
   for (k = acp_json_child(defs); k != NULL;
        k = acp_json_next(acp_json_next(k))) {
