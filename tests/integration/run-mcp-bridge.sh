@@ -258,21 +258,24 @@ fi
 
 # 14. the trace tells the truth: the agent's session/new as it received it
 # (rewritten), and the bridge's hops with their real ends; --debug-dir
-# keeps the bridge's hops in bridge.jsonl.
+# keeps the bridge's hops in bridge.jsonl. Components are named by link
+# (the proxy is 1, the agent 2): under valgrind their names are the
+# wrapper's.
+to_agent() { grep '"toLink":2,' "$1" | grep -v '"to":"bridge"'; }
 rm -rf "$T/dbg"
 out=$(timeout 30 "$ACP" client -p '/mcp-call tools echo {"message":"traced"}' -- \
   "$ACP" conductor agent --trace "$T/trace" --debug-dir "$T/dbg" \
   "$ACP proxy tools" "$ACP agent --mcp-acp off" 2>&1)
 if echo "$out" | grep -qx 'traced' &&
-  grep '"to":"agent"' "$T/trace" | grep '"session/new"' | grep -q 'mcp-shim' &&
-  ! grep '"to":"agent"' "$T/trace" | grep -q '"type":"acp"' &&
+  to_agent "$T/trace" | grep '"session/new"' | grep -q 'mcp-shim' &&
+  ! to_agent "$T/trace" | grep -q '"type":"acp"' &&
   grep '"from":"endpoint:1","fromLink":-1,"to":"bridge:tools"' "$T/trace" | grep -q '"tools/call"' &&
-  grep '"from":"bridge","fromLink":2,"to":"tools"' "$T/trace" | grep -q '"mcp/connect"' &&
+  grep '"from":"bridge","fromLink":2,"to":"[^"]*","toLink":1,' "$T/trace" | grep -q '"mcp/connect"' &&
   grep '"to":"bridge"' "$T/trace" | grep -q 'traced' &&
   grep '"from":"bridge:tools","fromLink":2,"to":"endpoint:1"' "$T/trace" | grep -q 'traced' &&
-  ! grep '"to":"agent"' "$T/trace" | grep -q 'mcp/message' &&
+  ! to_agent "$T/trace" | grep -q 'mcp/message' &&
   grep '"from":"endpoint:1"' "$T/dbg/bridge.jsonl" | grep -q '"tools/call"' &&
-  grep '"from":"bridge","fromLink":2,"to":"tools"' "$T/dbg/bridge.jsonl" | grep -q 'mcp/connect' &&
+  grep '"from":"bridge","fromLink":2,"to":"[^"]*","toLink":1,' "$T/dbg/bridge.jsonl" | grep -q 'mcp/connect' &&
   grep '"to":"endpoint:1"' "$T/dbg/bridge.jsonl" | grep -q 'traced' &&
   ! grep -q 'mcp/message' "$T/dbg/2-"*.stdin; then
   ok "trace and debug dir: the agent's rewritten session/new, bridge hops with their real ends"
