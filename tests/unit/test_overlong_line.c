@@ -5,7 +5,8 @@
  * Each input below goes through all three with a 64-byte cap; what they
  * write back must be identical. The relay gets an unreachable URL and the
  * conductor an agent that never speaks (`cat`): nothing they are fed is
- * valid JSON, so nothing is forwarded.
+ * valid JSON, so nothing is forwarded. The conductor answers a component's
+ * over-long line on that component's stdin with the same bytes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,7 +95,7 @@ static char *via_relay(const char *in) {
  * `in`. It runs in a child process: spawning components marks the
  * process's inherited descriptors close-on-exec (acp_uv_process), which
  * would leave the relay started after it without stdio. */
-static char *via_conductor(const char *in) {
+static char *run_conductor(const char *in, const char *const *agent) {
   int fds_in[2], fds_out[2], status = -1;
   size_t cap = 4096, used = 0;
   char *out = calloc(1, cap);
@@ -114,11 +115,14 @@ static char *via_conductor(const char *in) {
 
     close(fds_out[0]);
     if (acp_conductor_options_new(&o, NULL) != 0 ||
-        acp_conductor_options_add_component_spec(o, "cat", NULL, 0) != 0)
+        acp_conductor_options_add_component(o, agent, NULL, "agent") != 0)
       _exit(2);
     acp_conductor_options_set_max_line(o, CAP);
     acp_conductor_options_set_mcp_bridge(o, ACP_CONDUCTOR_MCP_BRIDGE_OFF);
     acp_conductor_options_set_stderr_passthrough(o, false);
+    /* End of input waits for the answers in flight and the components end
+     * at the end of theirs: no wait should ever run out. */
+    acp_conductor_options_set_grace(o, 300000, 300000);
     if (acp_conductor_run(o, fds_in[0], fds_out[1], &st) != 0)
       st = 3;
     acp_conductor_options_free(o);
@@ -133,6 +137,12 @@ static char *via_conductor(const char *in) {
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
   return out;
+}
+
+static char *via_conductor(const char *in) {
+  static const char *const cat[] = {"cat", NULL};
+
+  return run_conductor(in, cat);
 }
 
 static void same_answer(const char *in, const char *want) {
@@ -187,10 +197,57 @@ test_overlong_line_same_answer_in_session_relay_and_conductor(void **state) {
   free(fits);
 }
 
+/* An agent that answers initialize after an over-long line of its own,
+ * then saves the rest of its input (what the conductor answered it) to
+ * argv[1]. */
+static const char agent_script[] =
+    "import json, sys\n"
+    "req = json.loads(sys.stdin.readline())\n"
+    "sys.stdout.write('x' * 1000 + '\\n')\n"
+    "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': req['id'],\n"
+    "                             'result': {}}, separators=(',', ':'))\n"
+    "                 + '\\n')\n"
+    "sys.stdout.flush()\n"
+    "open(sys.argv[1], 'w').write(sys.stdin.read())\n";
+
+static void test_overlong_line_from_a_component_answered_alike(void **state) {
+  char reply[ACP_NDJSON_REPLY_MAX + 1];
+  char path[] = "/tmp/acp-overlong-agent-XXXXXX";
+  const char *agent[] = {"python3", "-c", agent_script, path, NULL};
+  char got[1024];
+  char *out;
+  size_t n;
+  FILE *f;
+  int fd;
+
+  (void)state;
+  if (system("python3 -c 'import json' 2>/dev/null") != 0)
+    skip();
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  /* Short enough for the cap: no params. */
+  out = run_conductor(
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n", agent);
+  /* The client got its answer; the agent got the session's answer. */
+  assert_non_null(strstr(out, "\"id\":1,\"result\""));
+  acp_ndjson_overlong_reply(reply, sizeof(reply), CAP);
+  strcat(reply, "\n");
+  f = fopen(path, "r");
+  assert_non_null(f);
+  n = fread(got, 1, sizeof(got) - 1, f);
+  got[n] = '\0';
+  fclose(f);
+  unlink(path);
+  assert_string_equal(got, reply);
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(
           test_overlong_line_same_answer_in_session_relay_and_conductor),
+      cmocka_unit_test(test_overlong_line_from_a_component_answered_alike),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
