@@ -1529,9 +1529,7 @@ static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
       acp_ndjson_dispose(f);
       answer_overlong(c, link);
     } else {
-      c->fatal = ACP_ERR_NOMEM;
-      c->exit_status = 1;
-      start_shutdown(c);
+      cond_fatal(c, rc, "cannot hold a line");
       return;
     }
   }
