@@ -180,7 +180,11 @@ ACP_EXTERN void acp_conductor_options_set_grace(acp_conductor_options *opts,
 ACP_EXTERN void
 acp_conductor_options_set_high_water(acp_conductor_options *opts, size_t bytes);
 
-/** Longest line accepted from any link (0: 256 MiB); longer ones are dropped.
+/**
+ * Longest line accepted from any link (0: 256 MiB), line ending excluded. A
+ * longer line is dropped up to its newline and answered on the link that
+ * sent it with acp_ndjson_overlong_reply(), as a JSON-RPC session answers it
+ * (acp/ndjson.h, rule 3).
  */
 ACP_EXTERN void acp_conductor_options_set_max_line(acp_conductor_options *opts,
                                                    size_t bytes);

@@ -156,8 +156,9 @@ acp_mcp_bridge_options_set_transport(acp_mcp_bridge_options *o,
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM. */
 ACP_EXTERN int acp_mcp_bridge_options_set_program(acp_mcp_bridge_options *o,
                                                   const char *program);
-/** Longest endpoint line (default 64 MiB; 0 restores it). A longer line
- * closes the endpoint. */
+/** Longest endpoint line after its token (default 64 MiB; 0 restores it),
+ * line ending excluded. A longer line is answered with
+ * acp_ndjson_overlong_reply() and dropped; the endpoint goes on. */
 ACP_EXTERN void acp_mcp_bridge_options_set_max_line(acp_mcp_bridge_options *o,
                                                     size_t max);
 ACP_EXTERN void
@@ -235,9 +236,12 @@ ACP_EXTERN acp_ssize acp_mcp_bridge_send(acp_mcp_bridge *b, const char **data);
  * ACP_ERR_NOMEM. `*out` is its id (never 0). */
 ACP_EXTERN int acp_mcp_bridge_endpoint_new(acp_mcp_bridge *b, uint64_t *out);
 /**
- * Bytes from endpoint `endpoint`: a token line (at most 128 bytes), then
- * MCP lines. A wrong token or an over-long line closes the endpoint
- * (endpoint_close callback).
+ * Bytes from endpoint `endpoint`, framed by acp_ndjson (acp/ndjson.h): a
+ * token line (at most 128 bytes), then MCP lines. A wrong or over-long token
+ * line closes the endpoint (endpoint_close callback). An MCP line over the
+ * cap is answered on the endpoint (endpoint_write callback) with
+ * acp_ndjson_overlong_reply(), as every libacp component answers it, and
+ * dropped; the endpoint goes on.
  * @return 0, ACP_ERR_NOT_FOUND (no such endpoint: already closed),
  *         ACP_ERR_NOMEM (fatal).
  */

@@ -99,8 +99,10 @@ ACP_EXTERN void acp_ndjson_init(acp_ndjson *f, size_t max_line,
 
 /**
  * Release the carry buffer and forget any partial line. The framer stays
- * usable, as if just initialized with the same cap and allocator: a runtime
- * can call this after a very large line to give the memory back at once.
+ * usable with the same cap and allocator: a runtime can call this after a
+ * very large line, or right after ACP_NDJSON_OVERLONG, to give the memory
+ * back at once. An over-long line being dropped stays dropped up to its
+ * newline (rule 3); to start a new stream, call acp_ndjson_init() after.
  * NULL is accepted.
  */
 ACP_EXTERN void acp_ndjson_dispose(acp_ndjson *f);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "acp/mcp_acp.h"
+#include "acp/ndjson.h"
 #include "internal.h"
 #include "mcp_acp_int.h"
 
@@ -72,9 +73,10 @@ struct tunnel {
   void *open_ud;
   in_req *ins;
   int64_t next_inner;
-  acp__buf line;  /* inner input being fed */
-  acp__buf out;   /* inner output not yet processed */
-  acp__buf local; /* consumer M2: answers to feed once the drain is done */
+  acp__buf line;   /* inner input being fed */
+  acp__buf out;    /* an endpoint's lines before its connection opened */
+  acp_ndjson outl; /* the inner session's output, cut into lines */
+  acp__buf local;  /* consumer M2: answers to feed once the drain is done */
   bool in_recv;
   bool open;
   bool done; /* M2 request answered: free after the drain */
@@ -424,6 +426,7 @@ static void tunnel_free(tunnel *t, bool answer) {
   acp_mcp_conn_free(t->conn);
   acp__buf_dispose(&t->line);
   acp__buf_dispose(&t->out);
+  acp_ndjson_dispose(&t->outl);
   acp__buf_dispose(&t->local);
   acp__free(&o->mem, t->conn_id);
   acp__free(&o->mem, t->m2_request_id);
@@ -453,6 +456,8 @@ static tunnel *tunnel_new(owner *o) {
   t->next_inner = 1;
   acp__buf_init(&t->line, &o->mem, 0);
   acp__buf_init(&t->out, &o->mem, 0);
+  /* No cap: these are our own session's lines, each already whole. */
+  acp_ndjson_init(&t->outl, SIZE_MAX, &o->mem);
   acp__buf_init(&t->local, &o->mem, 0);
   t->next = o->tunnels;
   if (o->tunnels)
@@ -1038,26 +1043,28 @@ static int drain(tunnel *t) {
   for (;;) {
     const char *data;
     acp_ssize n = inner_send(t, &data);
-    size_t start = 0;
-    size_t i;
+    size_t len;
 
     if (n < 0)
       return (int)n;
     if (n == 0)
       break;
-    rv = acp__buf_append(&t->out, data, (size_t)n);
-    if (rv != 0)
-      return rv;
-    for (i = 0; i < t->out.len; i++) {
-      if (t->out.data[i] != '\n')
-        continue;
-      if (i > start)
-        rv = process_line(t, t->out.data + start, i - start);
-      start = i + 1;
-      if (rv != 0)
-        break;
+    /* The lines point into the session's output, valid until its next
+     * call: processing a line never calls the inner session (answers it
+     * needs are fed after the loop, from t->local). */
+    len = (size_t)n;
+    while (len > 0 && rv == 0) {
+      const char *line;
+      size_t used, ln;
+      int r = acp_ndjson_next(&t->outl, data, len, &used, &line, &ln);
+
+      data += used;
+      len -= used;
+      if (r == ACP_NDJSON_LINE)
+        rv = process_line(t, line, ln);
+      else if (r < 0)
+        rv = r;
     }
-    acp__buf_consume(&t->out, start);
     if (rv != 0)
       return rv;
   }

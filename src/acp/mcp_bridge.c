@@ -11,6 +11,7 @@
 
 #include "acp/mcp_bridge.h"
 #include "acp/mcp_acp.h"
+#include "acp/ndjson.h"
 #include "internal.h"
 #include "mcp_acp_int.h"
 
@@ -47,7 +48,7 @@ typedef struct ep {
   uint64_t id;
   srv *s;         /* NULL until the token was checked */
   acp__mcp_ep *t; /* the MCP-over-ACP connection, NULL once gone */
-  acp__buf in;    /* bytes of an incomplete line */
+  acp_ndjson in;  /* its lines: capped at BR_TOKEN_MAX until the token */
   char *gone;     /* its server's provider died: why (requests get it) */
 } ep;
 
@@ -249,7 +250,7 @@ static void ep_unlink(acp_mcp_bridge *b, ep *e) {
       *pp = e->next;
       break;
     }
-  acp__buf_dispose(&e->in);
+  acp_ndjson_dispose(&e->in);
   acp__free(&b->mem, e->gone);
   acp__free(&b->mem, e);
 }
@@ -1049,7 +1050,7 @@ int acp_mcp_bridge_endpoint_new(acp_mcp_bridge *b, uint64_t *out) {
   if (e == NULL)
     return ACP_ERR_NOMEM;
   e->id = ++b->next_ep;
-  acp__buf_init(&e->in, &b->mem, 0);
+  acp_ndjson_init(&e->in, BR_TOKEN_MAX, &b->mem);
   e->next = b->eps;
   b->eps = e;
   *out = e->id;
@@ -1132,16 +1133,51 @@ static int gone_line(acp_mcp_bridge *b, ep *e, const char *line, size_t len) {
 }
 
 static int ep_line(acp_mcp_bridge *b, ep *e, const char *line, size_t len) {
-  if (len > 0 && line[len - 1] == '\r')
-    len--;
+  uint64_t id = e->id;
+  int rv;
+
   if (e->gone != NULL)
-    return len > 0 ? gone_line(b, e, line, len) : 0;
-  if (e->s == NULL)
-    return first_line(b, e, line, len);
-  if (len == 0)
-    return 0;
-  trace(b, ACP_MCP_BRIDGE_HOP_FROM_ENDPOINT, e->id, e->s, line, len);
-  return acp__mcp_ep_line(e->t, line, len);
+    return gone_line(b, e, line, len);
+  if (e->s != NULL) {
+    trace(b, ACP_MCP_BRIDGE_HOP_FROM_ENDPOINT, e->id, e->s, line, len);
+    return acp__mcp_ep_line(e->t, line, len);
+  }
+  rv = first_line(b, e, line, len);
+  if (rv == 0 && ep_find(b, id) == e && e->s != NULL) {
+    /* Accepted: MCP lines from here, up to the bridge's cap. The line was
+     * the framer's last output, so nothing is carried. */
+    acp_ndjson_dispose(&e->in);
+    acp_ndjson_init(&e->in, b->o.max_line, &b->mem);
+  }
+  return rv;
+}
+
+/* An over-long line: before the token, a refusal like a wrong token; after
+ * it, the answer every libacp component gives (acp/ndjson.h, rule 3), and
+ * the endpoint goes on. Its peer is the agent's MCP client, which `acp mcp
+ * relay` would answer the same way. */
+static void ep_overlong(acp_mcp_bridge *b, ep *e) {
+  char reply[ACP_NDJSON_REPLY_MAX + 1];
+  size_t n;
+
+  acp_ndjson_dispose(&e->in); /* give the carry back; the drop goes on */
+  if (e->s == NULL && e->gone == NULL) {
+    log_event(b,
+              "mcp bridge: refused a connection whose first line is not "
+              "a token",
+              NULL, 0);
+    ep_close(b, e, false);
+    return;
+  }
+  n = acp_ndjson_overlong_reply(reply, sizeof(reply), b->o.max_line);
+  if (n == 0)
+    return;
+  log_event(b, "mcp bridge: answered an over-long line from an endpoint", NULL,
+            0);
+  reply[n++] = '\n';
+  trace(b, ACP_MCP_BRIDGE_HOP_TO_ENDPOINT, e->id, e->s, reply, n);
+  if (b->o.ep_write != NULL)
+    b->o.ep_write(b, e->id, reply, n, b->user_data);
 }
 
 int acp_mcp_bridge_endpoint_recv(acp_mcp_bridge *b, uint64_t endpoint,
@@ -1158,32 +1194,20 @@ int acp_mcp_bridge_endpoint_recv(acp_mcp_bridge *b, uint64_t endpoint,
   if (e == NULL)
     return ACP_ERR_NOT_FOUND;
   while (len > 0 && rv == 0) {
-    const char *nl = memchr(data, '\n', len);
-    size_t n = nl ? (size_t)(nl - data) : len;
+    const char *line;
+    size_t used, n;
+    int r = acp_ndjson_next(&e->in, data, len, &used, &line, &n);
 
-    if (e->in.len + n > b->o.max_line ||
-        (e->s == NULL && e->in.len + n > BR_TOKEN_MAX)) {
-      ep_close(b, e, true);
+    data += used;
+    len -= used;
+    if (r == ACP_NDJSON_NEED_MORE)
       break;
-    }
-    if (nl == NULL) {
-      rv = acp__buf_append(&e->in, data, n);
-      break;
-    }
-    if (e->in.len == 0) {
-      rv = ep_line(b, e, data, n);
-    } else {
-      rv = acp__buf_append(&e->in, data, n);
-      if (rv == 0) {
-        acp__buf line = e->in;
-
-        acp__buf_init(&e->in, &b->mem, 0);
-        rv = ep_line(b, e, line.data, line.len);
-        acp__buf_dispose(&line);
-      }
-    }
-    data = nl + 1;
-    len -= n + 1;
+    if (r == ACP_NDJSON_LINE)
+      rv = ep_line(b, e, line, n);
+    else if (r == ACP_NDJSON_OVERLONG)
+      ep_overlong(b, e);
+    else
+      rv = r;
     if (ep_find(b, id) != e)
       break; /* closed by that line */
   }

@@ -24,7 +24,7 @@ void acp_ndjson_dispose(acp_ndjson *f) {
   f->buf = NULL;
   f->len = 0;
   f->cap = 0;
-  f->skipping = 0;
+  /* f->skipping stays: the rest of an over-long line is still dropped. */
 }
 
 /* A partial line may hold one byte more than the cap: a '\r' that the

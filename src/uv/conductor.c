@@ -18,6 +18,7 @@
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
 #include "acp/mcp_bridge.h"
+#include "acp/ndjson.h"
 #include "uv_internal.h"
 
 #define DEFAULT_GRACE_MS 1000
@@ -582,12 +583,6 @@ void acp_conductor_options_set_stderr_passthrough(acp_conductor_options *o,
 
 typedef struct cond cond;
 
-/* Line framing for one link. */
-typedef struct framer {
-  acp__buf buf;
-  bool skipping; /* inside an over-long line: drop until '\n' */
-} framer;
-
 typedef struct comp {
   cond *c;
   size_t link; /* 1..N */
@@ -596,8 +591,8 @@ typedef struct comp {
   char *cmdline;
   acp_uv_process *p;
   acp_uv_link *l; /* borrowed from p */
-  framer fr;
-  bool running; /* spawned, not yet reported dead */
+  acp_ndjson fr;  /* its stdout's lines */
+  bool running;   /* spawned, not yet reported dead */
   bool out_eof;
   bool exited;
   bool reported;
@@ -619,7 +614,7 @@ struct cond {
   size_t n;
   comp *comps; /* [n], comps[i].link == i + 1 */
   acp_uv_link *up;
-  framer upfr;
+  acp_ndjson upfr; /* the client's (or parent's) lines */
   acp_uv_signals *sig;
   uv_timer_t drain_timer;
   uint64_t t0;
@@ -1462,10 +1457,6 @@ again:
 
 static void route_line(cond *c, size_t link, const char *line, size_t len) {
   int rc;
-  if (len > 0 && line[len - 1] == '\r')
-    len--;
-  if (len == 0)
-    return;
   if (link == c->n && bridge_on(c)) {
     acp_ssize n = acp_mcp_bridge_from_agent(c->br, line, len, &line);
     if (n < 0) {
@@ -1491,41 +1482,56 @@ static void after_big_line(cond *c) {
   acp_router_release_memory(c->r);
 }
 
-/* Split `data` into lines; route each complete one. */
-static void frame(cond *c, framer *f, size_t link, const char *data,
+/* An over-long line from `link` gets the answer a JSON-RPC session gives
+ * (acp_ndjson_overlong_reply()), after what the router already queued for
+ * that link, so that the order of answers is the order of lines. */
+static void answer_overlong(cond *c, size_t link) {
+  char reply[ACP_NDJSON_REPLY_MAX + 1];
+  size_t n = acp_ndjson_overlong_reply(reply, sizeof(reply), c->o->max_line);
+  acp_uv_link *dst;
+  int rc;
+
+  log_line(c, "[conductor] dropped an over-long line (link %zu)\n", link);
+  flush_all(c);
+  dst = link_of(c, link);
+  if (c->fatal || dst == NULL || n == 0)
+    return;
+  trace_entry(c, "conductor", -1, link_name(c, link), (long long)link,
+              link == 0 ? "left" : "right", reply, n);
+  reply[n++] = '\n';
+  dbg_write(link == 0 ? c->dbg_up_out : c->comps[link - 1].dbg_in, reply, n);
+  rc = acp_uv_link_write(dst, reply, n);
+  if (rc != 0 && rc != ACP_ERR_CLOSED)
+    cond_fatal(c, rc, "cannot queue a message");
+}
+
+/* Split `data` into lines (the policy of acp/ndjson.h); route each one. The
+ * carry of a long line split across reads, or of an over-long one, is given
+ * back at once: a conductor holds many links. */
+static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
                   size_t len) {
-  size_t max = c->o->max_line;
   while (len > 0 && !c->fatal) {
-    const char *nl = memchr(data, '\n', len);
-    size_t n = nl ? (size_t)(nl - data) : len;
-    if (f->skipping) {
-      if (nl)
-        f->skipping = false;
-    } else if (nl && f->buf.len == 0) {
-      route_line(c, link, data, n); /* zero-copy fast path */
-      if (n >= BIG_LINE)
-        after_big_line(c);
-    } else if (f->buf.len + n > max) {
-      log_line(c, "[conductor] dropped an over-long line (link %zu)\n", link);
-      acp__buf_clear(&f->buf);
-      f->skipping = nl == NULL;
-    } else if (acp__buf_append(&f->buf, data, n) < 0) {
-      c->fatal = ACP_ERR_NOMEM;
-      c->exit_status = 1;
-      start_shutdown(c);
-      return;
-    } else if (nl) {
-      route_line(c, link, f->buf.data, f->buf.len);
-      acp__buf_clear(&f->buf);
-      if (f->buf.cap >= BIG_LINE) {
-        acp__buf_dispose(&f->buf); /* before the write copies it again */
+    const char *line;
+    size_t used, n;
+    int rc = acp_ndjson_next(f, data, len, &used, &line, &n);
+
+    data += used;
+    len -= used;
+    if (rc == ACP_NDJSON_NEED_MORE)
+      break;
+    if (rc == ACP_NDJSON_LINE) {
+      route_line(c, link, line, n);
+      if (n >= BIG_LINE) {
+        acp_ndjson_dispose(f); /* before the write copies it again */
         after_big_line(c);
       }
+    } else if (rc == ACP_NDJSON_OVERLONG) {
+      acp_ndjson_dispose(f);
+      answer_overlong(c, link);
+    } else {
+      cond_fatal(c, rc, "cannot hold a line");
+      return;
     }
-    if (nl == NULL)
-      break;
-    data = nl + 1;
-    len -= n + 1;
   }
 }
 
@@ -1817,8 +1823,8 @@ static int spawn_comp(cond *c, comp *k) {
   k->exited = k->out_eof = k->reported = k->shut = false;
   k->status = 0;
   k->sig = 0;
-  acp__buf_clear(&k->fr.buf);
-  k->fr.skipping = false;
+  acp_ndjson_dispose(&k->fr); /* a new process: a new stream */
+  acp_ndjson_init(&k->fr, c->o->max_line, c->mem);
   if ((rc = acp_uv_process_options_new(&po, c->mem)) < 0)
     goto fail;
   if ((rc = acp_uv_process_options_set_argv(
@@ -1977,7 +1983,7 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   c->mem = &o->mem;
   c->n = o->ncomps;
   c->t0 = uv_hrtime();
-  acp__buf_init(&c->upfr.buf, c->mem, 0);
+  acp_ndjson_init(&c->upfr, o->max_line, c->mem);
   if (uv_loop_init(&c->loop) != 0) {
     acp__free(c->mem, c);
     return ACP_ERR_SYSTEM;
@@ -1991,7 +1997,7 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
     k->c = c;
     k->link = i + 1;
     k->spec = &o->comps[i];
-    acp__buf_init(&k->fr.buf, c->mem, 0);
+    acp_ndjson_init(&k->fr, o->max_line, c->mem);
     uv_timer_init(&c->loop, &k->eof_timer);
     k->eof_timer.data = k;
     k->name = acp__strdup(c->mem,
@@ -2054,7 +2060,7 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   (void)uv_loop_close(&c->loop);
   for (i = 0; c->comps != NULL && i < c->n; i++) {
     comp *k = &c->comps[i];
-    acp__buf_dispose(&k->fr.buf);
+    acp_ndjson_dispose(&k->fr);
     acp__free(c->mem, k->name);
     acp__free(c->mem, k->cmdline);
     acp__free(c->mem, k->tail);
@@ -2073,7 +2079,7 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
     fclose(c->trace);
   if (c->dbg_bridge)
     fclose(c->dbg_bridge);
-  acp__buf_dispose(&c->upfr.buf);
+  acp_ndjson_dispose(&c->upfr);
   br_free_all(c);
   acp_json_writer_free(c->w);
   acp_router_free(c->r);

@@ -15,6 +15,7 @@
 
 #include "acp/mcp_acp.h"
 #include "acp/mcp_bridge.h"
+#include "acp/ndjson.h"
 #include "failmem.h"
 
 /* MARK: - Harness */
@@ -684,11 +685,46 @@ static void test_mcp_bridge_refuses_wrong_and_long_tokens(void **state) {
   memset(big, 'a', sizeof(big));
   assert_int_equal(acp_mcp_bridge_endpoint_recv(x->b, b2, big, sizeof(big)), 0);
   assert_int_equal(x->closed[b2], 1);
+  HAS(x->log, "first line is not a token");
+  /* Empty lines are skipped (acp/ndjson.h, rule 2): the token is still
+   * awaited, and a wrong one refused. */
   assert_int_equal(acp_mcp_bridge_endpoint_new(x->b, &c2), 0);
-  ep_send(x, c2, "\n");
+  ep_send(x, c2, "\n\r\n");
+  assert_int_equal(x->closed[c2], 0);
+  ep_send(x, c2, "nope\n");
   assert_int_equal(x->closed[c2], 1);
   assert_string_equal(take_up(x), "");
   assert_int_equal(acp_mcp_bridge_endpoint_count(x->b), 0);
+  h_free(x);
+}
+
+/* The token line is framed with a 128-byte cap, the lines after it with the
+ * bridge's: a long MCP line in the same read as the token goes through. */
+static void test_mcp_bridge_long_line_after_token_in_one_read(void **state) {
+  h *x = h_new(ACP_MCP_BRIDGE_TRANSPORT_STDIO);
+  char tok[33], pad[1001], in[1200];
+  uint64_t ep;
+  (void)state;
+  init_agent(x, "{}");
+  to_agent(x, session_line("session/new", "2", DECL_ID));
+  from_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"sessionId\":"
+                "\"sess-1\"}}");
+  last_token(x, tok);
+  assert_int_equal(acp_mcp_bridge_endpoint_new(x->b, &ep), 0);
+  memset(pad, 'p', sizeof(pad) - 1);
+  pad[sizeof(pad) - 1] = '\0';
+  snprintf(in, sizeof(in),
+           "%s\r\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\","
+           "\"params\":{\"pad\":\"%s\"}}\n",
+           tok, pad);
+  ep_send(x, ep, in);
+  assert_true(acp_mcp_bridge_endpoint_accepted(x->b, ep));
+  HAS(take_up(x), "\"method\":\"mcp/connect\"");
+  to_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":\"acpbr-1\",\"result\":{"
+              "\"connectionId\":\"c1\"}}");
+  HAS(take_up(x), pad);
+  assert_int_equal(x->closed[ep], 0);
+  assert_string_equal(x->ep[ep], "");
   h_free(x);
 }
 
@@ -696,24 +732,35 @@ static void test_mcp_bridge_bad_and_oversized_lines(void **state) {
   uint64_t ep;
   h *x = connected(&ep);
   char big[5000];
+  char reply[ACP_NDJSON_REPLY_MAX + 2];
   (void)state;
   /* Not JSON, not an object: dropped, the connection goes on. */
   ep_send(x, ep,
           "nonsense\n[1,2]\n\"s\"\n{\"jsonrpc\":\"2.0\",\"id\":1,"
           "\"method\":\"ping\"}\n");
   HAS(take_up(x), "\"method\":\"ping\"");
-  /* Longer than max_line: the endpoint is closed, the provider told. */
+  /* Longer than max_line: answered as every libacp component answers it
+   * (the relay would answer this MCP client the same way); the rest of the
+   * line is dropped, the endpoint goes on, the provider is not told. */
+  x->ep[ep][0] = '\0';
   memset(big, 'x', sizeof(big));
   assert_int_equal(acp_mcp_bridge_endpoint_recv(x->b, ep, big, sizeof(big)), 0);
-  assert_int_equal(x->closed[ep], 1);
-  assert_string_equal(take_up(x),
-                      "{\"jsonrpc\":\"2.0\",\"id\":\"acpbr-3\",\"method\":"
-                      "\"mcp/disconnect\",\"params\":{\"connectionId\":"
-                      "\"c1\"}}\n");
-  /* The pending ping's answer arrives later: dropped. */
-  assert_string_equal(
-      to_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":\"acpbr-2\",\"result\":{}}"),
-      "");
+  assert_int_equal(acp_ndjson_overlong_reply(reply, sizeof(reply), 4096) > 0,
+                   1);
+  strcat(reply, "\n");
+  assert_string_equal(x->ep[ep], reply);
+  HAS(x->log, "over-long line");
+  assert_int_equal(x->closed[ep], 0);
+  assert_string_equal(take_up(x), "");
+  ep_send(x, ep, "xxxx\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
+  HAS(take_up(x), "\"id\":\"acpbr-3\"");
+  /* The answers to both pings reach it. */
+  x->ep[ep][0] = '\0';
+  to_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":\"acpbr-2\",\"result\":{}}");
+  to_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":\"acpbr-3\",\"result\":{}}");
+  HAS(x->ep[ep], "\"id\":1,");
+  HAS(x->ep[ep], "\"id\":2,");
+  assert_int_equal(x->closed[ep], 0);
   h_free(x);
 }
 
@@ -1152,6 +1199,7 @@ int main(void) {
       cmocka_unit_test(test_mcp_bridge_cancel_from_the_endpoint),
       cmocka_unit_test(test_mcp_bridge_cancel_from_the_provider),
       cmocka_unit_test(test_mcp_bridge_refuses_wrong_and_long_tokens),
+      cmocka_unit_test(test_mcp_bridge_long_line_after_token_in_one_read),
       cmocka_unit_test(test_mcp_bridge_bad_and_oversized_lines),
       cmocka_unit_test(test_mcp_bridge_connect_refused),
       cmocka_unit_test(test_mcp_bridge_connectionless_fallback),

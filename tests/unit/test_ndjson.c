@@ -218,6 +218,30 @@ static void test_ndjson_dispose_leaves_it_usable(void **state) {
   acp_ndjson_dispose(&f);
 }
 
+/* A runtime gives an over-long line's carry back as soon as it is reported:
+ * the rest of that line is still dropped, and a new stream starts with
+ * acp_ndjson_init(). */
+static void test_ndjson_dispose_after_overlong_keeps_dropping(void **state) {
+  acp_ndjson f;
+
+  (void)state;
+  acp_ndjson_init(&f, 8, NULL);
+  nevents = 0;
+  feed(&f, "0123", 4);
+  feed(&f, "456789", 6);
+  assert_string_equal(events, "O|");
+  acp_ndjson_dispose(&f);
+  assert_null(f.buf);
+  feed(&f, "still the same line\nok\n", 23);
+  assert_string_equal(events, "O|L:ok|");
+  feed(&f, "0123456789", 10);
+  acp_ndjson_dispose(&f);
+  acp_ndjson_init(&f, 8, NULL);
+  feed(&f, "new\n", 4);
+  assert_string_equal(events, "O|L:ok|O|L:new|");
+  acp_ndjson_dispose(&f);
+}
+
 static void test_ndjson_overlong_reply_text(void **state) {
   char buf[ACP_NDJSON_REPLY_MAX];
   size_t n;
@@ -300,6 +324,7 @@ int main(void) {
       cmocka_unit_test(test_ndjson_overlong_holds_at_most_cap_plus_one),
       cmocka_unit_test(test_ndjson_default_and_unlimited_caps),
       cmocka_unit_test(test_ndjson_dispose_leaves_it_usable),
+      cmocka_unit_test(test_ndjson_dispose_after_overlong_keeps_dropping),
       cmocka_unit_test(test_ndjson_overlong_reply_text),
       cmocka_unit_test(test_ndjson_bad_arguments),
       cmocka_unit_test(test_ndjson_allocation_failure_drops_the_line),

@@ -1,10 +1,12 @@
 /*
  * The same over-long line gets the same answer everywhere: the JSON-RPC
- * session and the stdio<->HTTP relay (`acp mcp relay`) both frame input
- * with acp_ndjson and answer with acp_ndjson_overlong_reply(). Each input
- * below goes through both with a 64-byte cap; stdout must be identical.
- * The relay gets an unreachable URL: nothing it is fed is valid JSON, so it
- * never connects.
+ * session, the stdio<->HTTP relay (`acp mcp relay`) and the conductor all
+ * frame input with acp_ndjson and answer with acp_ndjson_overlong_reply().
+ * Each input below goes through all three with a 64-byte cap; what they
+ * write back must be identical. The relay gets an unreachable URL and the
+ * conductor an agent that never speaks (`cat`): nothing they are fed is
+ * valid JSON, so nothing is forwarded. The conductor answers a component's
+ * over-long line on that component's stdin with the same bytes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "acp/conductor.h"
 #include "acp/ndjson.h"
 #include "acp/rpc.h"
 
@@ -87,11 +91,68 @@ static char *via_relay(const char *in) {
   return out;
 }
 
+/* What a conductor with a CAP-byte line cap writes to its client for
+ * `in`. It runs in a child process: spawning components marks the
+ * process's inherited descriptors close-on-exec (acp_uv_process), which
+ * would leave the relay started after it without stdio. */
+static char *run_conductor(const char *in, const char *const *agent) {
+  int fds_in[2], fds_out[2], status = -1;
+  size_t cap = 4096, used = 0;
+  char *out = calloc(1, cap);
+  ssize_t n;
+  pid_t pid;
+
+  assert_non_null(out);
+  assert_int_equal(pipe(fds_in), 0);
+  assert_int_equal(pipe(fds_out), 0);
+  assert_int_equal(write(fds_in[1], in, strlen(in)), (ssize_t)strlen(in));
+  close(fds_in[1]);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    acp_conductor_options *o = NULL;
+    int st = -1;
+
+    close(fds_out[0]);
+    if (acp_conductor_options_new(&o, NULL) != 0 ||
+        acp_conductor_options_add_component(o, agent, NULL, "agent") != 0)
+      _exit(2);
+    acp_conductor_options_set_max_line(o, CAP);
+    acp_conductor_options_set_mcp_bridge(o, ACP_CONDUCTOR_MCP_BRIDGE_OFF);
+    acp_conductor_options_set_stderr_passthrough(o, false);
+    /* End of input waits for the answers in flight and the components end
+     * at the end of theirs: no wait should ever run out. */
+    acp_conductor_options_set_grace(o, 300000, 300000);
+    if (acp_conductor_run(o, fds_in[0], fds_out[1], &st) != 0)
+      st = 3;
+    acp_conductor_options_free(o);
+    _exit(st);
+  }
+  close(fds_in[0]);
+  close(fds_out[1]);
+  while ((n = read(fds_out[0], out + used, cap - 1 - used)) > 0)
+    used += (size_t)n;
+  close(fds_out[0]);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  return out;
+}
+
+static char *via_conductor(const char *in) {
+  static const char *const cat[] = {"cat", NULL};
+
+  return run_conductor(in, cat);
+}
+
 static void same_answer(const char *in, const char *want) {
   char *relay = via_relay(in);
+  char *conductor = via_conductor(in);
   size_t step;
 
   assert_string_equal(relay, want);
+  assert_string_equal(conductor, relay);
+  free(conductor);
   for (step = 1; step <= strlen(in); step += 7) {
     char *session = via_session(in, step);
 
@@ -108,7 +169,8 @@ static void skip_without_acp(void) {
     skip();
 }
 
-static void test_overlong_line_same_answer_in_session_and_relay(void **state) {
+static void
+test_overlong_line_same_answer_in_session_relay_and_conductor(void **state) {
   char reply[ACP_NDJSON_REPLY_MAX + 1];
   char want[1024];
   char *big = repeat('x', 1000, "\n");
@@ -135,9 +197,57 @@ static void test_overlong_line_same_answer_in_session_and_relay(void **state) {
   free(fits);
 }
 
+/* An agent that answers initialize after an over-long line of its own,
+ * then saves the rest of its input (what the conductor answered it) to
+ * argv[1]. */
+static const char agent_script[] =
+    "import json, sys\n"
+    "req = json.loads(sys.stdin.readline())\n"
+    "sys.stdout.write('x' * 1000 + '\\n')\n"
+    "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': req['id'],\n"
+    "                             'result': {}}, separators=(',', ':'))\n"
+    "                 + '\\n')\n"
+    "sys.stdout.flush()\n"
+    "open(sys.argv[1], 'w').write(sys.stdin.read())\n";
+
+static void test_overlong_line_from_a_component_answered_alike(void **state) {
+  char reply[ACP_NDJSON_REPLY_MAX + 1];
+  char path[] = "/tmp/acp-overlong-agent-XXXXXX";
+  const char *agent[] = {"python3", "-c", agent_script, path, NULL};
+  char got[1024];
+  char *out;
+  size_t n;
+  FILE *f;
+  int fd;
+
+  (void)state;
+  if (system("python3 -c 'import json' 2>/dev/null") != 0)
+    skip();
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  /* Short enough for the cap: no params. */
+  out = run_conductor(
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n", agent);
+  /* The client got its answer; the agent got the session's answer. */
+  assert_non_null(strstr(out, "\"id\":1,\"result\""));
+  acp_ndjson_overlong_reply(reply, sizeof(reply), CAP);
+  strcat(reply, "\n");
+  f = fopen(path, "r");
+  assert_non_null(f);
+  n = fread(got, 1, sizeof(got) - 1, f);
+  got[n] = '\0';
+  fclose(f);
+  unlink(path);
+  assert_string_equal(got, reply);
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_overlong_line_same_answer_in_session_and_relay),
+      cmocka_unit_test(
+          test_overlong_line_same_answer_in_session_relay_and_conductor),
+      cmocka_unit_test(test_overlong_line_from_a_component_answered_alike),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
