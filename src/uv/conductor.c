@@ -645,6 +645,8 @@ struct cond {
   /* --trace: the source link of each line the router wrote for the agent
    * (long long each), until the bridge says what the agent got. */
   acp__buf br_trace_from;
+  bool br_trace_unknown; /* an entry was lost: sources unknown until the
+                          * agent's pending output is written */
   /* HTTP bridging: a helper process (`acp mcp http-bridge`) serves a
    * listening socket we bound; its stdin takes "+TOKEN" / "-TOKEN". */
   acp_uv_process *br_http; /* NULL until started */
@@ -823,7 +825,14 @@ static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
   if (c->br != NULL && c->o->mode == ACP_ROUTER_MODE_AGENT && hop->to == c->n &&
       !hop->in_batch) {
     /* The bridge may rewrite or take it: it says what the agent got. */
-    (void)acp__buf_append(&c->br_trace_from, &from, sizeof(from));
+    if (!c->br_trace_unknown &&
+        acp__buf_append(&c->br_trace_from, &from, sizeof(from)) != 0) {
+      /* A missing entry would shift every later source by one: better
+       * none (the trace says "unknown") than wrong ones, until the agent's
+       * pending output is written. */
+      acp__buf_clear(&c->br_trace_from);
+      c->br_trace_unknown = true;
+    }
     return;
   }
   if (c->trace == NULL)
@@ -1293,6 +1302,8 @@ static void br_cb_event(acp_mcp_bridge *b, acp_mcp_bridge_event_type type,
  * callback saw it (the bridge reports the line as the agent got it). */
 static long long br_trace_pop(cond *c) {
   long long from = -1;
+  if (c->br_trace_unknown)
+    return -1;
   if (c->br_trace_from.len >= sizeof(from)) {
     memcpy(&from, c->br_trace_from.data, sizeof(from));
     acp__buf_consume(&c->br_trace_from, sizeof(from));
@@ -1422,6 +1433,9 @@ again:
       /* The router's output is valid until its next call: write what the
        * agent gets, then feed the router what the bridge wrote. */
       n = acp_mcp_bridge_to_agent(c->br, data, (size_t)n, &data);
+      /* Every source noted for this output has been used. */
+      acp__buf_clear(&c->br_trace_from);
+      c->br_trace_unknown = false;
       if (n < 0) {
         br_fatal(c, (int)n);
         break;
