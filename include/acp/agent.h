@@ -357,6 +357,25 @@ ACP_EXTERN int acp_agent_respond_cancelled(acp_agent *agent,
 ACP_EXTERN int acp_agent_respond_empty(acp_agent *agent,
                                        acp_agent_request *req);
 /**
+ * The `clientCapabilities` object the client sent in `initialize`: its exact
+ * bytes (not NUL-terminated), borrowed until the next initialize or
+ * acp_agent_free(); NULL (and *len 0) before initialize or when absent.
+ */
+ACP_EXTERN const char *acp_agent_client_capabilities(const acp_agent *agent,
+                                                     size_t *len);
+/**
+ * Did the client say it handles `path` (dot-separated members of its
+ * clientCapabilities, e.g. "session.configOptions.boolean", "terminal",
+ * "fs.readTextFile")? Nonzero when that member is present and is neither
+ * null nor false; 0 before initialize. What an agent offers must follow
+ * this: for example a `type: "boolean"` config option goes only to clients
+ * for which "session.configOptions.boolean" holds. Uses the agent's scratch
+ * document: not from inside a callback that still reads a value parsed
+ * with acp_json_doc_* on that document (the request's own params are safe).
+ */
+ACP_EXTERN int acp_agent_client_supports(acp_agent *agent, const char *path);
+
+/**
  * Answer `initialize` with {"protocolVersion":1, "agentCapabilities":
  * caps, "agentInfo": info, "authMethods": auth}. Each raw JSON value may be
  * NULL for the default ({}; libacp's name and version; []).

@@ -34,6 +34,8 @@ struct acp_agent {
   acp_agent_callbacks cbs;
   void *user_data;
   agent_sess *sessions;
+  char *client_caps; /* clientCapabilities of initialize (raw), or NULL */
+  size_t client_caps_len;
   bool initialized;
 };
 
@@ -218,6 +220,23 @@ static int agent_on_request(acp__role *r, acp__req *req,
           "65535]",
           "{\"path\":\"/protocolVersion\"}", 27);
     req->protocol_version = v;
+    {
+      /* Kept so that what the agent offers can follow what the client
+       * said it handles (acp_agent_client_supports()). */
+      size_t n = 0;
+      const char *caps = acp_json_raw(
+          acp_json_obj_getz(req->msg->params, "clientCapabilities"), &n);
+
+      acp__free(&r->mem, a->client_caps);
+      a->client_caps = NULL;
+      a->client_caps_len = 0;
+      if (caps != NULL) {
+        a->client_caps = acp__strndup(&r->mem, caps, n);
+        if (a->client_caps == NULL)
+          return ACP_ERR_NOMEM;
+        a->client_caps_len = n;
+      }
+    }
     if (cb == NULL)
       return respond_default_initialize(a, req);
     break;
@@ -378,8 +397,42 @@ void acp_agent_free(acp_agent *agent) {
   m = agent->role.mem;
   while (agent->sessions != NULL)
     sess_remove(agent, agent->sessions);
+  acp__free(&m, agent->client_caps);
   acp__role_dispose(&agent->role);
   acp__free(&m, agent);
+}
+
+const char *acp_agent_client_capabilities(const acp_agent *agent, size_t *len) {
+  if (len != NULL)
+    *len = agent != NULL ? agent->client_caps_len : 0;
+  return agent != NULL ? agent->client_caps : NULL;
+}
+
+int acp_agent_client_supports(acp_agent *agent, const char *path) {
+  const acp_json_val *v;
+  const char *p = path;
+  bool b;
+
+  if (agent == NULL || path == NULL || agent->client_caps == NULL)
+    return 0;
+  if (acp_json_doc_parse(agent->role.doc, agent->client_caps,
+                         agent->client_caps_len, NULL) != 0)
+    return 0;
+  v = acp_json_doc_root(agent->role.doc);
+  while (v != NULL) {
+    const char *dot = strchr(p, '.');
+    size_t n = dot != NULL ? (size_t)(dot - p) : strlen(p);
+
+    if (acp_json_type_of(v) != ACP_JSON_OBJECT)
+      return 0;
+    v = acp_json_obj_get(v, p, n);
+    if (dot == NULL)
+      break;
+    p = dot + 1;
+  }
+  if (v == NULL || acp_json_type_of(v) == ACP_JSON_NULL)
+    return 0;
+  return acp_json_get_bool(v, &b) == 0 ? b : 1;
 }
 
 void *acp_agent_get_user_data(const acp_agent *agent) {

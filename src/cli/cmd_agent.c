@@ -244,13 +244,17 @@ static void write_config_options(app *a, asession *s) {
   }
   acp_json_write_arr_end(a->w);
   acp_json_write_obj_end(a->w);
-  acp_json_write_obj_begin(a->w);
-  kvs(a->w, "id", "verbose");
-  kvs(a->w, "name", "Verbose");
-  kvs(a->w, "type", "boolean");
-  acp_json_write_keyz(a->w, "currentValue");
-  acp_json_write_bool(a->w, s->verbose);
-  acp_json_write_obj_end(a->w);
+  /* Boolean options only for clients that said they handle them
+   * (protocol/v1/session-config-options.mdx). */
+  if (acp_agent_client_supports(a->agent, "session.configOptions.boolean")) {
+    acp_json_write_obj_begin(a->w);
+    kvs(a->w, "id", "verbose");
+    kvs(a->w, "name", "Verbose");
+    kvs(a->w, "type", "boolean");
+    acp_json_write_keyz(a->w, "currentValue");
+    acp_json_write_bool(a->w, s->verbose);
+    acp_json_write_obj_end(a->w);
+  }
   acp_json_write_arr_end(a->w);
 }
 
@@ -2090,8 +2094,14 @@ static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
 static int on_session_close(acp_agent *agent, acp_agent_request *req,
                             void *ud) {
   app *a = ud;
-  asession *s = session_param(a, req);
+  asession *s;
 
+  /* Deleting a session that does not exist succeeds: the result the
+   * client wants holds (protocol/v1/session-delete.mdx). */
+  if (strcmp(acp_agent_request_method(req), "session/delete") == 0 &&
+      find_session(a, acp_agent_request_session_id(req)) == NULL)
+    return acp_agent_respond_empty(agent, req), 0;
+  s = session_param(a, req);
   if (s == NULL)
     return 0;
   /* session/close and session/delete: cancel the running turn and free

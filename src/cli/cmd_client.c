@@ -1623,7 +1623,8 @@ int cmd_client(int argc, char **argv) {
   int uverr = 0;
   static const char caps[] =
       "{\"fs\":{\"readTextFile\":true,\"writeTextFile\":true},"
-      "\"terminal\":true,\"elicitation\":{\"form\":{}}}";
+      "\"terminal\":true,\"elicitation\":{\"form\":{}},"
+      "\"session\":{\"configOptions\":{\"boolean\":{}}}}";
   char info[128];
 
   memset(&a, 0, sizeof(a));

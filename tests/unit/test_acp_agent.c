@@ -184,6 +184,58 @@ static void test_agent_initialize_negotiates_version_1(void **state) {
   }
 }
 
+/* The client's capabilities are kept from initialize, and
+ * acp_agent_client_supports() reads members of them by path. */
+static void test_agent_client_supports(void **state) {
+  actx x = {0};
+  acp_agent *a = make_agent(&x, 1, 0);
+  tbuf out = {0};
+  const char *caps;
+  size_t n = 7;
+
+  (void)state;
+  assert_null(acp_agent_client_capabilities(a, &n));
+  assert_int_equal(n, 0);
+  assert_false(acp_agent_client_supports(a, "terminal"));
+  assert_int_equal(
+      agent_feed(a,
+                 "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+                 "\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{"
+                 "\"fs\":{\"readTextFile\":true,\"writeTextFile\":false},"
+                 "\"terminal\":true,\"elicitation\":null,\"session\":{"
+                 "\"configOptions\":{\"boolean\":{}}}}}}\n",
+                 &out),
+      0);
+  caps = acp_agent_client_capabilities(a, &n);
+  assert_non_null(caps);
+  assert_true(n > 0 && caps[0] == '{' && caps[n - 1] == '}');
+  assert_true(acp_agent_client_supports(a, "terminal"));
+  assert_true(acp_agent_client_supports(a, "fs.readTextFile"));
+  assert_true(acp_agent_client_supports(a, "fs"));
+  assert_true(acp_agent_client_supports(a, "session.configOptions.boolean"));
+  assert_false(acp_agent_client_supports(a, "fs.writeTextFile"));
+  assert_false(acp_agent_client_supports(a, "elicitation"));
+  assert_false(acp_agent_client_supports(a, "elicitation.form"));
+  assert_false(acp_agent_client_supports(a, "terminal.x"));
+  assert_false(acp_agent_client_supports(a, "session.configOptions.number"));
+  assert_false(acp_agent_client_supports(a, "nope"));
+  assert_false(acp_agent_client_supports(a, ""));
+  assert_false(acp_agent_client_supports(NULL, "terminal"));
+  assert_false(acp_agent_client_supports(a, NULL));
+  tbuf_clear(&out);
+  /* A second initialize without capabilities forgets them. */
+  assert_int_equal(agent_feed(a,
+                              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                              "\"initialize\",\"params\":{"
+                              "\"protocolVersion\":1}}\n",
+                              &out),
+                   0);
+  assert_null(acp_agent_client_capabilities(a, NULL));
+  assert_false(acp_agent_client_supports(a, "terminal"));
+  tbuf_clear(&out);
+  acp_agent_free(a);
+}
+
 static int on_init_raw_upward(acp_agent *a, acp_agent_request *req, void *ud) {
   (void)ud;
   /* The handler tries to answer version 7 and puts it last. */
@@ -612,6 +664,7 @@ static void test_agent_rejects_bad_arguments(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_agent_initialize_negotiates_version_1),
+      cmocka_unit_test(test_agent_client_supports),
       cmocka_unit_test(test_agent_initialize_raw_answer_cannot_raise_version),
       cmocka_unit_test(test_agent_unknown_request_is_32601),
       cmocka_unit_test(test_agent_ext_methods_reach_ext_handlers),
