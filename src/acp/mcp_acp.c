@@ -737,6 +737,17 @@ static const acp_json_val *m2_init_params(tunnel *t) {
   return acp_json_doc_root(o->aux);
 }
 
+/* Feed the answers queued in t->local (one line, see m2_answer_locally())
+ * to the inner side. */
+static int feed_local(tunnel *t) {
+  int rv;
+
+  acp__buf_clear(&t->line);
+  rv = line_raw(t, t->local.data, t->local.len - 1); /* feed adds \n */
+  acp__buf_clear(&t->local);
+  return rv != 0 ? rv : feed_line(t);
+}
+
 /* Queue the inner response {"id": id, "result": result} for the client; it
  * is fed when the current drain is over (see drain()). */
 static int m2_answer_locally(tunnel *t, const acp_json_val *id,
@@ -758,16 +769,22 @@ static int m2_answer_locally(tunnel *t, const acp_json_val *id,
   return rv;
 }
 
+/* The pending outer request of `t` that carries its inner request `id`. */
+static out_req *out_by_inner(tunnel *t, const acp_json_val *id) {
+  out_req *r;
+
+  for (r = t->own->outs; r != NULL; r = r->next)
+    if (r->t == t && r->inner_id != NULL && raw_eq(id, r->inner_id))
+      return r;
+  return NULL;
+}
+
 /* The client cancels one of its requests: cancel the outer mcp/message
  * carrying it ($/cancel_request; the provider answers it -32800). */
 static int m2_cancel(tunnel *t, const acp_json_val *params) {
   owner *o = t->own;
-  const acp_json_val *x = acp_json_obj_getz(params, "requestId");
-  out_req *r;
+  out_req *r = out_by_inner(t, acp_json_obj_getz(params, "requestId"));
 
-  for (r = o->outs; r != NULL; r = r->next)
-    if (r->t == t && r->inner_id != NULL && raw_eq(x, r->inner_id))
-      break;
   if (r == NULL)
     return 0;
   return acp_agent_cancel_call(o->peer.agent, r->outer_id);
@@ -803,17 +820,12 @@ static int m2_outgoing(tunnel *t, const acp_json_val *root) {
   }
   if (ACP_JSON_STR_EQ_LIT(m, "ping")) {
     rv = m2_answer_locally(t, id, "{}");
-    if (rv != 0 || !t->endpoint)
-      return rv;
     /* An endpoint is not drained from an inner session: answer now. */
-    acp__buf_clear(&t->line);
-    rv = line_raw(t, t->local.data, t->local.len - 1); /* feed adds \n */
-    acp__buf_clear(&t->local);
-    return rv != 0 ? rv : feed_line(t);
+    return rv != 0 || !t->endpoint ? rv : feed_local(t);
   }
   if (acp_json_type_of(pa) != ACP_JSON_OBJECT)
     pa = NULL;
-  if (acp_json_str_eq(m, "initialize", 10)) {
+  if (ACP_JSON_STR_EQ_LIT(m, "initialize")) {
     acp__free(&o->mem, t->m2_init);
     t->m2_init = pa != NULL ? dup_raw(&o->mem, pa) : NULL;
     if (pa != NULL && t->m2_init == NULL)
@@ -933,14 +945,10 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
  * along the chain) and drop its answer. */
 static int lines_cancel(tunnel *t, const acp_json_val *root) {
   owner *o = t->own;
-  const acp_json_val *x =
-      acp_json_obj_getz(acp_json_obj_getz(root, "params"), "requestId");
+  out_req *r = out_by_inner(
+      t, acp_json_obj_getz(acp_json_obj_getz(root, "params"), "requestId"));
   char params[80];
-  out_req *r;
 
-  for (r = o->outs; r != NULL; r = r->next)
-    if (r->t == t && r->inner_id != NULL && raw_eq(x, r->inner_id))
-      break;
   if (r == NULL || r->cancelled)
     return 0;
   r->cancelled = true;
@@ -962,21 +970,17 @@ static int inner_outgoing(tunnel *t, const acp_json_val *root) {
   if ((t->client != NULL || t->endpoint) && t->shape == ACP_MCP_ACP_SHAPE_M2)
     return m2_outgoing(t, root);
   if (id == NULL && t->endpoint &&
-      acp_json_str_eq(acp_json_obj_getz(root, "method"),
-                      "notifications/cancelled", 23))
+      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"),
+                          "notifications/cancelled"))
     return lines_cancel(t, root);
   if (id == NULL && t->client != NULL &&
-      acp_json_str_eq(acp_json_obj_getz(root, "method"),
-                      "notifications/cancelled", 23)) {
+      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"),
+                          "notifications/cancelled")) {
     /* The consumer's MCP client cancels one of its requests: name the
      * outer request that carries it. */
-    const acp_json_val *pa = acp_json_obj_getz(root, "params");
-    const acp_json_val *x = acp_json_obj_getz(pa, "requestId");
-    out_req *r;
+    out_req *r = out_by_inner(
+        t, acp_json_obj_getz(acp_json_obj_getz(root, "params"), "requestId"));
 
-    for (r = o->outs; r != NULL; r = r->next)
-      if (r->t == t && r->inner_id != NULL && raw_eq(x, r->inner_id))
-        break;
     if (r != NULL) {
       snprintf(rid, sizeof(rid), "%lld", (long long)r->outer_id);
       rewrite = rid;
@@ -1071,10 +1075,7 @@ static int drain(tunnel *t) {
   if (t->local.len > 0) {
     /* Answers the consumer gave itself (M2), fed now that the client's
      * output was consumed: feeding them inside the loop would re-enter it. */
-    acp__buf_clear(&t->line);
-    rv = line_raw(t, t->local.data, t->local.len - 1); /* feed adds \n */
-    acp__buf_clear(&t->local);
-    return rv != 0 ? rv : feed_line(t);
+    return feed_local(t);
   }
   return 0;
 }
@@ -1231,7 +1232,7 @@ static int feed_notification(tunnel *t, const acp_json_val *op) {
   owner *o = t->own;
   const acp_json_val *m = acp_json_obj_getz(op, "method");
 
-  if (acp_json_str_eq(m, "notifications/cancelled", 23)) {
+  if (ACP_JSON_STR_EQ_LIT(m, "notifications/cancelled")) {
     const acp_json_val *pa = acp_json_obj_getz(op, "params");
     const acp_json_val *x = acp_json_obj_getz(pa, "requestId");
     in_req *r;
@@ -1796,8 +1797,8 @@ static int provider_m2(acp_mcp_acp_provider *p, const in_msg *m,
     tunnel_free(t, false);
     return ACP_ERR_NOMEM;
   }
-  if (!acp_json_str_eq(acp_json_obj_getz(m->params, "method"), "initialize",
-                       10)) {
+  if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(m->params, "method"),
+                           "initialize")) {
     static const char init[] =
         "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
         "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
@@ -2002,7 +2003,7 @@ int acp_mcp_acp_params_add_server(acp_json_writer *w,
 
     if (rv != 0)
       return rv;
-    if (acp_json_str_eq(k, "mcpServers", 10) && !seen) {
+    if (ACP_JSON_STR_EQ_LIT(k, "mcpServers") && !seen) {
       const acp_json_val *e;
 
       seen = true;
@@ -2053,7 +2054,7 @@ int acp_mcp_acp_caps_enable(acp_json_writer *w, const char *caps, size_t len) {
     rv = write_key_of(w, k);
     if (rv != 0)
       break;
-    if (!seen && acp_json_str_eq(k, "mcpCapabilities", 15) &&
+    if (!seen && ACP_JSON_STR_EQ_LIT(k, "mcpCapabilities") &&
         acp_json_type_of(v) == ACP_JSON_OBJECT) {
       const acp_json_val *q;
 
@@ -2061,7 +2062,7 @@ int acp_mcp_acp_caps_enable(acp_json_writer *w, const char *caps, size_t len) {
       acp_json_write_obj_begin(w);
       for (q = acp_json_child(v); q != NULL;
            q = acp_json_next(acp_json_next(q))) {
-        if (acp_json_str_eq(q, "acp", 3))
+        if (ACP_JSON_STR_EQ_LIT(q, "acp"))
           continue;
         rv = write_key_of(w, q);
         if (rv != 0)
@@ -2071,7 +2072,7 @@ int acp_mcp_acp_caps_enable(acp_json_writer *w, const char *caps, size_t len) {
       acp_json_write_keyz(w, "acp");
       acp_json_write_bool(w, true);
       acp_json_write_obj_end(w);
-    } else if (acp_json_str_eq(k, "mcpCapabilities", 15)) {
+    } else if (ACP_JSON_STR_EQ_LIT(k, "mcpCapabilities")) {
       acp_json_write_obj_begin(w);
       acp_json_write_keyz(w, "acp");
       acp_json_write_bool(w, true);
@@ -2213,9 +2214,10 @@ static int send_connect(tunnel *t) {
       return rv;
     }
   } else {
-    acp_json_write_keyz(o->w, "serverId");
-    acp_json_write_strz(o->w, t->server_id);
+    /* Both spellings: the seed form reads acpId, the RFD serverId. */
     acp_json_write_keyz(o->w, "acpId");
+    acp_json_write_strz(o->w, t->server_id);
+    acp_json_write_keyz(o->w, "serverId");
     acp_json_write_strz(o->w, t->server_id);
   }
   acp_json_write_obj_end(o->w);
@@ -2490,9 +2492,6 @@ int acp__mcp_lines_connect(acp__mcp_lines *l, const char *server_id,
                            acp__mcp_ep **out) {
   owner *o;
   tunnel *t;
-  out_req *r;
-  size_t n;
-  const char *s;
   int rv;
 
   if (out != NULL)
@@ -2508,26 +2507,8 @@ int acp__mcp_lines_connect(acp__mcp_lines *l, const char *server_id,
   t->ep_ud = ep_user_data;
   t->open_cb = ep_open_adapter;
   t->server_id = acp__strndup(&o->mem, server_id, strlen(server_id));
-  r = t->server_id != NULL ? out_new(o, t) : NULL;
-  if (r == NULL) {
-    tunnel_free(t, false);
-    return ACP_ERR_NOMEM;
-  }
-  r->is_connect = true;
-  acp_json_writer_reset(o->w);
-  acp_json_write_obj_begin(o->w);
-  acp_json_write_keyz(o->w, "acpId");
-  acp_json_write_strz(o->w, server_id);
-  acp_json_write_keyz(o->w, "serverId");
-  acp_json_write_strz(o->w, server_id);
-  acp_json_write_obj_end(o->w);
-  rv = acp_json_writer_error(o->w);
-  if (rv == 0) {
-    s = acp_json_writer_data(o->w, &n);
-    rv = peer_request(o, "mcp/connect", s, n, r);
-  }
+  rv = t->server_id != NULL ? send_connect(t) : ACP_ERR_NOMEM;
   if (rv != 0) {
-    out_free(o, r);
     tunnel_free(t, false);
     return rv;
   }
@@ -2677,7 +2658,7 @@ int acp__mcp_lines_dispatch(acp__mcp_lines *l, acp_json_doc *doc,
   *closed_ud = NULL;
   if (m == NULL)
     return lines_answer(o, doc, root, id);
-  if (acp_json_str_eq(m, "$/cancel_request", 16)) {
+  if (ACP_JSON_STR_EQ_LIT(m, "$/cancel_request")) {
     const acp_json_val *x = acp_json_obj_getz(params, "requestId");
 
     for (t = o->tunnels; t != NULL; t = t->next) {
@@ -2689,8 +2670,8 @@ int acp__mcp_lines_dispatch(acp__mcp_lines *l, acp_json_doc *doc,
     }
     return ACP_MCP_ACP_NOT_MINE;
   }
-  if (acp_json_str_eq(m, "mcp/disconnect", 14) ||
-      acp_json_str_eq(m, "_mcp/disconnect", 15)) {
+  if (ACP_JSON_STR_EQ_LIT(m, "mcp/disconnect") ||
+      ACP_JSON_STR_EQ_LIT(m, "_mcp/disconnect")) {
     t = lines_conn(o, doc, params);
     if (t == NULL)
       return ACP_MCP_ACP_NOT_MINE;
@@ -2708,8 +2689,8 @@ int acp__mcp_lines_dispatch(acp__mcp_lines *l, acp_json_doc *doc,
     }
     return rv;
   }
-  if (!acp_json_str_eq(m, "mcp/message", 11) &&
-      !acp_json_str_eq(m, "_mcp/message", 12))
+  if (!ACP_JSON_STR_EQ_LIT(m, "mcp/message") &&
+      !ACP_JSON_STR_EQ_LIT(m, "_mcp/message"))
     return ACP_MCP_ACP_NOT_MINE;
   t = lines_conn(o, doc, params);
   if (t == NULL && id == NULL && acp_json_obj_getz(params, "serverId") != NULL)

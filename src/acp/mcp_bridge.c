@@ -441,10 +441,10 @@ static bool may_hold(const acp_mcp_bridge *b) {
 }
 
 static bool session_method(const acp_json_val *m) {
-  return acp_json_str_eq(m, "session/new", 11) ||
-         acp_json_str_eq(m, "session/load", 12) ||
-         acp_json_str_eq(m, "session/resume", 14) ||
-         acp_json_str_eq(m, "session/fork", 12);
+  return ACP_JSON_STR_EQ_LIT(m, "session/new") ||
+         ACP_JSON_STR_EQ_LIT(m, "session/load") ||
+         ACP_JSON_STR_EQ_LIT(m, "session/resume") ||
+         ACP_JSON_STR_EQ_LIT(m, "session/fork");
 }
 
 /* session/new, load, resume or fork as the method: one scan (the first
@@ -530,7 +530,7 @@ static void srv_bind(acp_mcp_bridge *b, srv *s, const acp_json_val *root,
 
   if (s->session_id != NULL || s->req_id != NULL)
     return;
-  if (acp_json_str_eq(acp_json_obj_getz(root, "method"), "session/new", 11)) {
+  if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"), "session/new")) {
     if (ir != NULL && (s->req_id = acp__strndup(&b->mem, ir, il)) != NULL)
       b->new_pending++;
   } else if (acp_json_doc_str(b->doc, acp_json_obj_getz(params, "sessionId"),
@@ -658,7 +658,7 @@ static bool rewrite_session(acp_mcp_bridge *b, const acp_json_val *root) {
     if (acp_json_doc_str(b->doc, k, &key, &kl) != 0)
       return false;
     acp_json_write_key(w, key, kl);
-    if (!acp_json_str_eq(k, "params", 6)) {
+    if (!ACP_JSON_STR_EQ_LIT(k, "params")) {
       acp_json_write_val(w, acp_json_next(k));
       continue;
     }
@@ -668,7 +668,7 @@ static bool rewrite_session(acp_mcp_bridge *b, const acp_json_val *root) {
       if (acp_json_doc_str(b->doc, q, &key, &kl) != 0)
         return false;
       acp_json_write_key(w, key, kl);
-      if (!acp_json_str_eq(q, "mcpServers", 10)) {
+      if (!ACP_JSON_STR_EQ_LIT(q, "mcpServers")) {
         acp_json_write_val(w, acp_json_next(q));
         continue;
       }
@@ -778,7 +778,7 @@ static int filter_line(acp_mcp_bridge *b, const char *d, size_t n) {
     return out_line(b, d, n);
   m = acp_json_obj_getz(root, "method");
   id = acp_json_obj_getz(root, "id");
-  if (m != NULL && acp_json_str_eq(m, "initialize", 10) && id != NULL &&
+  if (m != NULL && ACP_JSON_STR_EQ_LIT(m, "initialize") && id != NULL &&
       !b->caps_seen) {
     size_t il;
     const char *ir = acp_json_raw(id, &il);
@@ -798,7 +798,7 @@ static int filter_line(acp_mcp_bridge *b, const char *d, size_t n) {
 
     return out_line(b, s, len);
   }
-  if (m == NULL || !acp_json_str_eq(m, "session/close", 13)) {
+  if (m == NULL || !ACP_JSON_STR_EQ_LIT(m, "session/close")) {
     rv = acp__mcp_lines_dispatch(b->lines, b->doc, root, &closed);
     if (rv == 0) {
       trace(b, ACP_MCP_BRIDGE_HOP_TO_BRIDGE, 0, NULL, d, n);
@@ -953,7 +953,7 @@ static bool caps_rewrite(acp_mcp_bridge *b, const acp_json_val *root,
       if (acp_json_doc_str(b->doc, q, &key, &kl) != 0)
         return false;
       acp_json_write_key(w, key, kl);
-      if (!seen && acp_json_str_eq(q, "agentCapabilities", 17) &&
+      if (!seen && ACP_JSON_STR_EQ_LIT(q, "agentCapabilities") &&
           acp_json_type_of(qv) == ACP_JSON_OBJECT) {
         size_t cl;
         const char *cr = acp_json_raw(qv, &cl);

@@ -1,4 +1,11 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
 
 #include "failmem.h"
 
@@ -60,4 +67,24 @@ acp_mem failmem_start(failmem *f, long fail_at) {
   f->fail_at = fail_at;
   f->live = 0;
   return m;
+}
+
+long failmem_sweep(int (*scenario)(failmem *f), long min_points) {
+  failmem f;
+  long total, i;
+
+  memset(&f, 0, sizeof(f));
+  f.fail_at = 1L << 40;
+  assert_int_equal(scenario(&f), 1);
+  assert_int_equal(f.live, 0);
+  total = f.count;
+  assert_true(total > min_points);
+  print_message("failmalloc: %ld allocation points\n", total);
+  for (i = 0; i < total; i++) {
+    memset(&f, 0, sizeof(f));
+    f.fail_at = i;
+    (void)scenario(&f);
+    assert_int_equal(f.live, 0);
+  }
+  return total;
 }

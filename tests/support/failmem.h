@@ -24,4 +24,14 @@ void *fm_realloc(void *p, size_t n, void *ud);
 /* An allocator over `f` that fails allocation number `fail_at`. */
 acp_mem failmem_start(failmem *f, long fail_at);
 
+/*
+ * The whole sweep, with cmocka assertions: `scenario` runs once with no
+ * failure (it must return 1, "completed") and then once with each of its
+ * allocations failing in turn; after every run nothing may be left
+ * allocated. The scenario starts from the zeroed `f` it is given. Fails
+ * the test when a clean run makes `min_points` allocations or fewer.
+ * Returns the number of allocation points.
+ */
+long failmem_sweep(int (*scenario)(failmem *f), long min_points);
+
 #endif

@@ -1165,22 +1165,8 @@ out:
 }
 
 static void test_mcp_bridge_failmalloc(void **state) {
-  failmem f;
-  long total, i;
   (void)state;
-  memset(&f, 0, sizeof(f));
-  f.fail_at = 1L << 40;
-  assert_int_equal(scenario(&f), 1);
-  assert_int_equal(f.live, 0);
-  total = f.count;
-  assert_true(total > 20);
-  print_message("failmalloc: %ld allocation points\n", total);
-  for (i = 0; i < total; i++) {
-    memset(&f, 0, sizeof(f));
-    f.fail_at = i;
-    (void)scenario(&f);
-    assert_int_equal(f.live, 0);
-  }
+  failmem_sweep(scenario, 20);
 }
 
 int main(void) {

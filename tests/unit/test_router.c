@@ -1724,24 +1724,8 @@ out:
 }
 
 static void test_router_failmalloc(void **state) {
-  failmem f;
-  long total;
-  long i;
-
   (void)state;
-  memset(&f, 0, sizeof(f));
-  f.fail_at = 1L << 40;
-  assert_int_equal(scenario(&f), 1);
-  assert_int_equal(f.live, 0);
-  total = f.count;
-  assert_true(total > 10);
-  print_message("failmalloc: %ld allocation points\n", total);
-  for (i = 0; i < total; i++) {
-    memset(&f, 0, sizeof(f));
-    f.fail_at = i;
-    (void)scenario(&f);
-    assert_int_equal(f.live, 0);
-  }
+  failmem_sweep(scenario, 10);
 }
 
 int main(void) {
