@@ -21,19 +21,32 @@
 #define ERR_UNKNOWN_CONN "Unknown MCP connection"
 #define ERR_UNKNOWN_SERVER "Unknown MCP server"
 
-/* ROLE_LINES: the owner is no role object but a stream of NDJSON lines
- * written as if by an agent (the conductor's bridge, mcp_acp_int.h); its
- * request handles are the raw outer ids, NUL-terminated, owned by the
- * in_req that holds them. */
-enum { ROLE_NONE = 0, ROLE_CLIENT, ROLE_PROXY, ROLE_AGENT, ROLE_LINES };
-
 typedef struct tunnel tunnel;
 typedef struct owner owner;
+typedef struct out_req out_req;
+
+/*
+ * How an owner talks to its outer peer: one table per kind of owner (a
+ * client, a proxy or an agent role object, or lines), set once when the
+ * owner is created or attached; NULL until then. The lines owner is no role
+ * object but a stream of NDJSON lines written as if by an agent (the
+ * conductor's bridge, mcp_acp_int.h); its request handles are the raw outer
+ * ids, NUL-terminated, owned by the in_req that holds them (owns_req).
+ */
+typedef struct peer_ops {
+  int (*request)(owner *o, const char *method, const char *params, size_t len,
+                 out_req *rec);
+  int (*notify)(owner *o, const char *method, const char *params, size_t len);
+  int (*respond)(owner *o, void *req, const char *result, size_t len);
+  int (*error)(owner *o, void *req, int64_t code, const char *message,
+               const char *data, size_t data_len);
+  bool owns_req;
+} peer_ops;
 
 /* An outer request we sent (an inner request travelling outward, or an
  * mcp/connect). Owned by the owner: it survives its tunnel, because the
  * role object keeps our pointer until the answer comes. */
-typedef struct out_req {
+struct out_req {
   struct out_req *next, *prev;
   owner *own;
   tunnel *t;      /* NULL once the tunnel is gone */
@@ -43,8 +56,8 @@ typedef struct out_req {
   bool is_connect;
   bool m2;          /* consumer M2: the answer is a {result}/{error} carrier */
   bool m2_discover; /* ... to server/discover sent for the initialize */
-  bool cancelled;   /* ROLE_LINES: the inner request was cancelled */
-} out_req;
+  bool cancelled;   /* lines: the inner request was cancelled */
+};
 
 /* An outer request we received and fed to the inner session. */
 typedef struct in_req {
@@ -67,7 +80,7 @@ struct tunnel {
   acp_mcp_client *client; /* consumer, borrowed */
   char *server_id;        /* consumer */
   char *m2_init;          /* consumer M2: the initialize params (raw JSON) */
-  bool endpoint;          /* ROLE_LINES: the inner side is a byte endpoint */
+  bool endpoint;          /* lines: the inner side is a byte endpoint */
   void *ep_ud;
   acp_mcp_acp_open_cb open_cb;
   void *open_ud;
@@ -84,7 +97,7 @@ struct tunnel {
 
 struct owner {
   acp_mem mem;
-  int role;
+  const peer_ops *ops;
   union {
     acp_client *client;
     acp_proxy *proxy;
@@ -98,7 +111,7 @@ struct owner {
   uint64_t now_ms;
   uint64_t counter;
   void *user_data;
-  /* ROLE_LINES */
+  /* lines */
   acp__buf up;     /* lines written as if by the agent */
   char prefix[16]; /* of our request ids: "<prefix><n>" */
   acp__mcp_ep_write_cb ep_write;
@@ -164,7 +177,7 @@ static int client_resp(acp_client *c, const acp_rpc_msg *msg, void *ud);
 static int proxy_resp(acp_proxy *p, const acp_rpc_msg *msg, void *ud);
 static int agent_resp(acp_agent *a, const acp_rpc_msg *msg, void *ud);
 
-/* MARK: - The outer peer as lines (ROLE_LINES) */
+/* MARK: - The outer peer as lines */
 
 /* Append to o->up; on failure roll back to `mark`. */
 static int up_z(owner *o, const char *s) {
@@ -254,73 +267,123 @@ static int lines_error(owner *o, const char *id, int64_t code,
   return up_end(o, mark, rv);
 }
 
+/* MARK: - The outer peer, one table per kind of owner */
+
+static int lines_error_z(owner *o, void *req, int64_t code, const char *message,
+                         const char *data, size_t data_len) {
+  return lines_error(o, req, code, message, data, data_len);
+}
+
+static int lines_respond_z(owner *o, void *req, const char *result,
+                           size_t len) {
+  return lines_respond(o, req, result, len);
+}
+
+static int lines_notify(owner *o, const char *method, const char *params,
+                        size_t len) {
+  return lines_msg(o, NULL, false, method, params, len);
+}
+
+static const peer_ops lines_ops = {lines_request, lines_notify, lines_respond_z,
+                                   lines_error_z, true};
+
+static int client_request(owner *o, const char *method, const char *params,
+                          size_t len, out_req *rec) {
+  return acp_client_call(o->peer.client, method, params, len, client_resp, rec,
+                         &rec->outer_id);
+}
+
+static int client_notify(owner *o, const char *method, const char *params,
+                         size_t len) {
+  return acp_client_notify(o->peer.client, method, params, len);
+}
+
+static int client_respond(owner *o, void *req, const char *result, size_t len) {
+  return acp_client_respond(o->peer.client, req, result, len);
+}
+
+static int client_error(owner *o, void *req, int64_t code, const char *message,
+                        const char *data, size_t data_len) {
+  return acp_client_respond_error(o->peer.client, req, code, message, data,
+                                  data_len);
+}
+
+static const peer_ops client_ops = {client_request, client_notify,
+                                    client_respond, client_error, false};
+
+static int proxy_request(owner *o, const char *method, const char *params,
+                         size_t len, out_req *rec) {
+  return acp_proxy_send_to_agent(o->peer.proxy, method, params, len, proxy_resp,
+                                 rec, &rec->outer_id);
+}
+
+static int proxy_notify(owner *o, const char *method, const char *params,
+                        size_t len) {
+  return acp_proxy_notify_agent(o->peer.proxy, method, params, len);
+}
+
+static int proxy_respond(owner *o, void *req, const char *result, size_t len) {
+  return acp_proxy_respond(o->peer.proxy, req, result, len);
+}
+
+static int proxy_error(owner *o, void *req, int64_t code, const char *message,
+                       const char *data, size_t data_len) {
+  return acp_proxy_respond_error(o->peer.proxy, req, code, message, data,
+                                 data_len);
+}
+
+static const peer_ops proxy_ops = {proxy_request, proxy_notify, proxy_respond,
+                                   proxy_error, false};
+
+static int agent_request(owner *o, const char *method, const char *params,
+                         size_t len, out_req *rec) {
+  return acp_agent_call(o->peer.agent, method, params, len, agent_resp, rec,
+                        &rec->outer_id);
+}
+
+static int agent_notify(owner *o, const char *method, const char *params,
+                        size_t len) {
+  return acp_agent_notify(o->peer.agent, method, params, len);
+}
+
+static int agent_respond(owner *o, void *req, const char *result, size_t len) {
+  return acp_agent_respond(o->peer.agent, req, result, len);
+}
+
+static int agent_error(owner *o, void *req, int64_t code, const char *message,
+                       const char *data, size_t data_len) {
+  return acp_agent_respond_error(o->peer.agent, req, code, message, data,
+                                 data_len);
+}
+
+static const peer_ops agent_ops = {agent_request, agent_notify, agent_respond,
+                                   agent_error, false};
+
 static int peer_request(owner *o, const char *method, const char *params,
                         size_t len, out_req *rec) {
-  switch (o->role) {
-  case ROLE_LINES:
-    return lines_request(o, method, params, len, rec);
-  case ROLE_CLIENT:
-    return acp_client_call(o->peer.client, method, params, len, client_resp,
-                           rec, &rec->outer_id);
-  case ROLE_PROXY:
-    return acp_proxy_send_to_agent(o->peer.proxy, method, params, len,
-                                   proxy_resp, rec, &rec->outer_id);
-  case ROLE_AGENT:
-    return acp_agent_call(o->peer.agent, method, params, len, agent_resp, rec,
-                          &rec->outer_id);
-  default:
+  if (o->ops == NULL)
     return ACP_ERR_INVALID_STATE;
-  }
+  return o->ops->request(o, method, params, len, rec);
 }
 
 static int peer_notify(owner *o, const char *method, const char *params,
                        size_t len) {
-  switch (o->role) {
-  case ROLE_LINES:
-    return lines_msg(o, NULL, false, method, params, len);
-  case ROLE_CLIENT:
-    return acp_client_notify(o->peer.client, method, params, len);
-  case ROLE_PROXY:
-    return acp_proxy_notify_agent(o->peer.proxy, method, params, len);
-  case ROLE_AGENT:
-    return acp_agent_notify(o->peer.agent, method, params, len);
-  default:
+  if (o->ops == NULL)
     return ACP_ERR_INVALID_STATE;
-  }
+  return o->ops->notify(o, method, params, len);
 }
 
 static int peer_respond(owner *o, void *req, const char *result, size_t len) {
-  switch (o->role) {
-  case ROLE_LINES:
-    return lines_respond(o, req, result, len);
-  case ROLE_CLIENT:
-    return acp_client_respond(o->peer.client, req, result, len);
-  case ROLE_PROXY:
-    return acp_proxy_respond(o->peer.proxy, req, result, len);
-  case ROLE_AGENT:
-    return acp_agent_respond(o->peer.agent, req, result, len);
-  default:
+  if (o->ops == NULL)
     return ACP_ERR_INVALID_STATE;
-  }
+  return o->ops->respond(o, req, result, len);
 }
 
 static int peer_error(owner *o, void *req, int64_t code, const char *message,
                       const char *data, size_t data_len) {
-  switch (o->role) {
-  case ROLE_LINES:
-    return lines_error(o, req, code, message, data, data_len);
-  case ROLE_CLIENT:
-    return acp_client_respond_error(o->peer.client, req, code, message, data,
-                                    data_len);
-  case ROLE_PROXY:
-    return acp_proxy_respond_error(o->peer.proxy, req, code, message, data,
-                                   data_len);
-  case ROLE_AGENT:
-    return acp_agent_respond_error(o->peer.agent, req, code, message, data,
-                                   data_len);
-  default:
+  if (o->ops == NULL)
     return ACP_ERR_INVALID_STATE;
-  }
+  return o->ops->error(o, req, code, message, data, data_len);
 }
 
 /* An error answer to a request we do not keep: failures to answer are only
@@ -395,7 +458,7 @@ static void in_unlink(tunnel *t, in_req *r) {
     t->ins = r->next;
   if (r->next)
     r->next->prev = r->prev;
-  if (t->own->role == ROLE_LINES)
+  if (t->own->ops != NULL && t->own->ops->owns_req)
     acp__free(&t->own->mem, r->req);
   acp__free(&t->own->mem, r->outer_id);
   acp__free(&t->own->mem, r);
@@ -1389,9 +1452,9 @@ int acp_mcp_acp_provider_attach_client(acp_mcp_acp_provider *p,
                                        acp_client *client) {
   if (p == NULL || client == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  if (p->o.role != ROLE_NONE)
+  if (p->o.ops != NULL)
     return ACP_ERR_INVALID_STATE;
-  p->o.role = ROLE_CLIENT;
+  p->o.ops = &client_ops;
   p->o.peer.client = client;
   return 0;
 }
@@ -1400,9 +1463,9 @@ int acp_mcp_acp_provider_attach_proxy(acp_mcp_acp_provider *p,
                                       acp_proxy *proxy) {
   if (p == NULL || proxy == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  if (p->o.role != ROLE_NONE)
+  if (p->o.ops != NULL)
     return ACP_ERR_INVALID_STATE;
-  p->o.role = ROLE_PROXY;
+  p->o.ops = &proxy_ops;
   p->o.peer.proxy = proxy;
   return 0;
 }
@@ -2167,7 +2230,7 @@ int acp_mcp_acp_consumer_new(acp_mcp_acp_consumer **out, acp_agent *agent,
     acp__free(&m, c);
     return rv;
   }
-  c->o.role = ROLE_AGENT;
+  c->o.ops = &agent_ops;
   c->o.peer.agent = agent;
   *out = c;
   return 0;
@@ -2451,7 +2514,7 @@ int acp__mcp_lines_new(acp__mcp_lines **out, const char *prefix,
     acp__free(&m, l);
     return rv;
   }
-  l->o.role = ROLE_LINES;
+  l->o.ops = &lines_ops;
   l->o.ep_write = write_cb;
   l->o.ep_open = open_cb;
   memcpy(l->o.prefix, prefix, strlen(prefix) + 1);
