@@ -2,13 +2,13 @@
  * The ACP proxy role: one JSON-RPC session to the conductor, plain traffic
  * from the client side, proxy/successor-wrapped traffic from the agent side,
  * byte-exact forwarding with per-direction id mapping, and the
- * proxy/initialize handshake in the three wire generations.
+ * proxy/initialize handshake in the three wire generations. Built on the
+ * role base (role.c) with side 0: every request is admitted by routing
+ * (proxy_admit), none is checked against the schema.
  */
 #include <stdio.h>
 
-#include "internal.h"
-
-#include "acp/proxy.h"
+#include "role_int.h"
 
 /* MARK: - Types (Private) */
 
@@ -28,58 +28,45 @@ enum req_state {
   RS_ANSWERED   /* answered; freed when no callback holds it */
 };
 
+/* The base's call kinds: a forwarded request's copy, or an injected one. */
+enum { CALL_FORWARD = 0, CALL_INJECT_AGENT, CALL_INJECT_CLIENT };
+
+/* The base's request (id_raw, method_name: the inner method, in_cb, ...)
+ * plus the routing state. */
 struct acp_proxy_request {
-  struct acp_proxy_request *next;
-  struct acp_proxy_request *prev;
+  acp__req base; /* first: the role base allocates req_size */
+  acp__call fwd; /* the forwarded copy's call record */
   acp_proxy_dir from;
-  uint64_t handle;
-  char *id_raw; /* the id's exact bytes as received */
-  size_t id_len;
-  char *method; /* NUL-terminated copy of the (inner) method */
   int state;
   int64_t out_id; /* id of the forwarded copy, when forwarded */
-  bool in_batch;
-  bool in_cb;
-  bool cancelled;
   bool is_init;
-  void *user_data;
 };
 
 typedef struct acp_proxy_request preq;
 
-/* A request injected by the proxy itself. */
-typedef struct inject {
-  struct inject *next;
-  struct inject *prev;
-  acp_proxy *p;
-  acp_proxy_dir to;
-  acp_proxy_response_cb cb;
-  void *cb_user_data;
-} inject;
-
 enum { INIT_NONE = 0, INIT_PENDING, INIT_DONE };
 
 struct acp_proxy {
-  acp_mem mem;
-  acp_rpc_session *rpc;
+  acp__role role; /* first: the session's user_data is the proxy's address */
   acp_proxy_callbacks cbs;
   void *user_data;
   acp_proxy_wire wire;
   int init_state;
-  acp_json_writer *w; /* wrapper / envelope scratch */
-  acp_json_doc *doc;  /* scratch parser (init result edits) */
-  acp__buf name;      /* decoded inner method, NUL-terminated */
-  acp__buf tmp;       /* span surgery output */
-  preq *reqs;
-  inject *injects;
+  acp__buf name;   /* decoded inner method, NUL-terminated */
+  acp__buf tmp;    /* span surgery output */
   char *succ_init; /* successor's InitializeResponse result */
   size_t succ_init_len;
   char *init_repl; /* replacement set in on_initialized */
   size_t init_repl_len;
   bool in_init_cb;
+  /* Between admitting a request and its on_request: how it routes. */
+  acp_proxy_msg adm;
+  int adm_wire;             /* the initialize generation, or -1 */
   const acp_proxy_msg *cur; /* message being delivered */
   bool cur_done;            /* cur was forwarded by the callback */
 };
+
+#define PROXY(r) ((acp_proxy *)(r)->owner)
 
 /* MARK: - Method names (Private) */
 
@@ -120,68 +107,28 @@ static bool is_g0_initialize(const acp_rpc_msg *msg) {
 
 /* MARK: - Request objects (Private) */
 
-static void req_free(acp_proxy *p, preq *r) {
-  if (r->prev)
-    r->prev->next = r->next;
-  else if (p->reqs == r)
-    p->reqs = r->next;
-  if (r->next)
-    r->next->prev = r->prev;
-  acp__free(&p->mem, r->id_raw);
-  acp__free(&p->mem, r->method);
-  acp__free(&p->mem, r);
+/* Keep r alive across answers (the base frees an answered request that no
+ * handler holds); returns the previous hold for unhold(). */
+static bool hold(preq *r) {
+  bool was = r->base.in_cb;
+
+  r->base.in_cb = true;
+  return was;
 }
 
-static preq *req_new(acp_proxy *p, const acp_rpc_msg *msg, acp_proxy_dir from,
-                     const char *method, size_t mlen) {
-  preq *r = acp__calloc(&p->mem, 1, sizeof(*r));
-  const char *id;
-  size_t id_len;
-
-  if (r == NULL)
-    return NULL;
-  id = acp_json_raw(msg->id, &id_len);
-  r->id_raw = acp__strndup(&p->mem, id ? id : "null", id ? id_len : 4);
-  r->id_len = id ? id_len : 4;
-  r->method = acp__strndup(&p->mem, method, mlen);
-  if (r->id_raw == NULL || r->method == NULL) {
-    acp__free(&p->mem, r->id_raw);
-    acp__free(&p->mem, r->method);
-    acp__free(&p->mem, r);
-    return NULL;
-  }
-  r->from = from;
-  r->handle = msg->handle;
-  r->in_batch = msg->in_batch;
-  r->next = p->reqs;
-  if (p->reqs)
-    p->reqs->prev = r;
-  p->reqs = r;
-  return r;
-}
-
-static preq *req_by_handle(acp_proxy *p, uint64_t handle) {
-  preq *r;
-
-  for (r = p->reqs; r; r = r->next)
-    if (r->handle == handle && r->state != RS_ANSWERED)
-      return r;
-  return NULL;
-}
-
-/* Release a request once answered, unless a callback still holds it. */
-static void req_settle(acp_proxy *p, preq *r) {
-  if (r->state == RS_ANSWERED && !r->in_cb)
-    req_free(p, r);
+/* Drop the hold and release r if it was answered meanwhile. */
+static void unhold(acp_proxy *p, preq *r, bool was) {
+  r->base.in_cb = was;
+  acp__role_settle(&p->role, &r->base);
 }
 
 /* MARK: - Output helpers (Private) */
 
-/* Build {"method": M, "params": P} in p->w. */
+/* Build {"method": M, "params": P} in the role's scratch writer. */
 static int build_wrapper(acp_proxy *p, const char *method, size_t mlen,
                          const char *params, size_t plen, const char **out,
                          size_t *out_len) {
-  acp_json_writer *w = p->w;
+  acp_json_writer *w = p->role.w;
   int rv;
 
   acp_json_writer_reset(w);
@@ -200,32 +147,36 @@ static int build_wrapper(acp_proxy *p, const char *method, size_t mlen,
   return 0;
 }
 
-static int fwd_response(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud);
-
-/* Send a request or notification toward `to`. */
+/*
+ * Send a request or notification toward `to`. A request's answer goes to
+ * proxy_on_response with `c`: the forwarded request's own record, or NULL
+ * for one the base allocates from `tmpl` (an injected request).
+ */
 static int emit(acp_proxy *p, acp_proxy_dir to, acp_rpc_kind kind,
                 const char *method, size_t mlen, const char *params,
-                size_t plen, acp_rpc_response_cb cb, void *cb_ud,
+                size_t plen, acp__call *c, const acp__call *tmpl,
                 int64_t *id_out) {
   const char *wrapped;
   size_t wlen;
   const char *sm;
   int rv;
 
-  if (to == ACP_PROXY_FROM_CLIENT) {
-    if (kind == ACP_RPC_REQUEST)
-      return acp_rpc_session_request(p->rpc, method, mlen, params, plen, 0, 0,
-                                     cb, cb_ud, id_out);
-    return acp_rpc_session_notify(p->rpc, method, mlen, params, plen);
+  if (to == ACP_PROXY_FROM_AGENT) {
+    rv = build_wrapper(p, method, mlen, params, plen, &wrapped, &wlen);
+    if (rv != 0)
+      return rv;
+    sm = successor_method(p, kind == ACP_RPC_REQUEST);
+    method = sm;
+    mlen = strlen(sm);
+    params = wrapped;
+    plen = wlen;
   }
-  rv = build_wrapper(p, method, mlen, params, plen, &wrapped, &wlen);
-  if (rv != 0)
-    return rv;
-  sm = successor_method(p, kind == ACP_RPC_REQUEST);
-  if (kind == ACP_RPC_REQUEST)
-    return acp_rpc_session_request(p->rpc, sm, strlen(sm), wrapped, wlen, 0, 0,
-                                   cb, cb_ud, id_out);
-  return acp_rpc_session_notify(p->rpc, sm, strlen(sm), wrapped, wlen);
+  if (kind != ACP_RPC_REQUEST)
+    return acp__role_notify_n(&p->role, method, mlen, params, plen);
+  if (c != NULL)
+    return acp__role_call_into(&p->role, method, mlen, params, plen, c, id_out);
+  /* Injected requests name their method as a C string (mlen == strlen). */
+  return acp__role_call(&p->role, method, params, plen, tmpl, id_out);
 }
 
 static acp_proxy_dir other_side(acp_proxy_dir d) {
@@ -235,60 +186,33 @@ static acp_proxy_dir other_side(acp_proxy_dir d) {
 
 static int answer_result(acp_proxy *p, preq *r, const char *result,
                          size_t len) {
-  int rv = acp_rpc_session_respond(p->rpc, r->handle, result, len);
-
-  if (rv == 0)
-    r->state = RS_ANSWERED;
-  return rv;
+  return acp__role_respond(&p->role, &r->base, result, len);
 }
 
 static int answer_error(acp_proxy *p, preq *r, int64_t code, const char *msg,
                         size_t msg_len, const char *data, size_t data_len) {
-  int rv = acp_rpc_session_respond_error(p->rpc, r->handle, code, msg, msg_len,
-                                         data, data_len);
-
-  if (rv == 0)
-    r->state = RS_ANSWERED;
-  return rv;
+  return acp__role_respond_error_n(&p->role, &r->base, code, msg, msg_len, data,
+                                   data_len);
 }
 
 /*
- * Relay an error object byte for byte: write the envelope ourselves and
- * release the handle. Inside a batch the session must assemble the array,
- * so the error is re-encoded from its decoded fields there.
+ * Relay an error object byte for byte. Inside a batch the session must
+ * assemble the array, so the error is re-encoded from its decoded fields
+ * there.
  */
 static int answer_raw_error(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
   const char *err;
   const char *data;
   size_t err_len;
   size_t data_len;
-  acp__buf *b = &p->tmp;
-  int rv;
 
-  if (r->in_batch) {
+  if (r->base.in_batch) {
     data = acp_json_raw(msg->error_data, &data_len);
     return answer_error(p, r, msg->error_code, msg->error_message,
                         msg->error_message_len, data, data_len);
   }
   err = acp_json_raw(msg->error, &err_len);
-  acp__buf_clear(b);
-  rv = acp__buf_append(b, "{\"jsonrpc\":\"2.0\",\"id\":", 22);
-  if (rv == 0)
-    rv = acp__buf_append(b, r->id_raw, r->id_len);
-  if (rv == 0)
-    rv = acp__buf_append(b, ",\"error\":", 9);
-  if (rv == 0)
-    rv = acp__buf_append(b, err, err_len);
-  if (rv == 0)
-    rv = acp__buf_putc(b, '}');
-  if (rv != 0)
-    return rv;
-  rv = acp_rpc_session_send_raw(p->rpc, b->data, b->len);
-  if (rv != 0)
-    return rv;
-  rv = acp_rpc_session_drop(p->rpc, r->handle);
-  r->state = RS_ANSWERED;
-  return rv;
+  return acp__role_respond_raw_error(&p->role, &r->base, err, err_len);
 }
 
 /* Relay a response (result, error, or local error) as the answer to r. */
@@ -358,11 +282,11 @@ static int insert_member(acp__buf *b, const char *whole, size_t wlen,
  * the next surgery can read it while writing b.
  */
 static int take(acp_proxy *p, acp__buf *b, char **out, size_t *len) {
-  char *d = acp__strndup(&p->mem, b->data ? b->data : "", b->len);
+  char *d = acp__strndup(&p->role.mem, b->data ? b->data : "", b->len);
 
   if (d == NULL)
     return ACP_ERR_NOMEM;
-  acp__free(&p->mem, *out);
+  acp__free(&p->role.mem, *out);
   *out = d;
   *len = b->len;
   return 0;
@@ -382,13 +306,13 @@ static int build_init_answer(acp_proxy *p, const acp_json_val *succ_pv) {
   size_t len;
   int rv;
 
-  cur = acp__strndup(&p->mem, p->init_repl ? p->init_repl : p->succ_init,
+  cur = acp__strndup(&p->role.mem, p->init_repl ? p->init_repl : p->succ_init,
                      p->init_repl ? p->init_repl_len : p->succ_init_len);
   if (cur == NULL)
     return ACP_ERR_NOMEM;
   cur_len = p->init_repl ? p->init_repl_len : p->succ_init_len;
-  rv = acp_json_doc_parse(p->doc, cur, cur_len, NULL);
-  root = acp_json_doc_root(p->doc);
+  rv = acp_json_doc_parse(p->role.doc, cur, cur_len, NULL);
+  root = acp_json_doc_root(p->role.doc);
   if (rv == 0 && p->init_repl != NULL && succ_pv != NULL &&
       acp_json_type_of(root) == ACP_JSON_OBJECT) {
     const char *pv;
@@ -402,7 +326,7 @@ static int build_init_answer(acp_proxy *p, const acp_json_val *succ_pv) {
     } else {
       acp__buf m;
 
-      acp__buf_init(&m, &p->mem, 0);
+      acp__buf_init(&m, &p->role.mem, 0);
       rv = acp__buf_append(&m, "\"protocolVersion\":", 18);
       if (rv == 0)
         rv = acp__buf_append(&m, pv, pv_len);
@@ -413,8 +337,8 @@ static int build_init_answer(acp_proxy *p, const acp_json_val *succ_pv) {
     if (rv == 0)
       rv = take(p, &p->tmp, &cur, &cur_len);
     if (rv == 0)
-      rv = acp_json_doc_parse(p->doc, cur, cur_len, NULL);
-    root = acp_json_doc_root(p->doc);
+      rv = acp_json_doc_parse(p->role.doc, cur, cur_len, NULL);
+    root = acp_json_doc_root(p->role.doc);
   }
   if (rv == 0 && p->wire == ACP_PROXY_WIRE_G0 &&
       acp_json_type_of(root) == ACP_JSON_OBJECT) {
@@ -437,7 +361,7 @@ static int build_init_answer(acp_proxy *p, const acp_json_val *succ_pv) {
   } else if (rv == 0) {
     rv = splice(&p->tmp, cur, cur_len, cur, 0, "", 0);
   }
-  acp__free(&p->mem, cur);
+  acp__free(&p->role.mem, cur);
   return rv;
 }
 
@@ -456,8 +380,8 @@ static int init_finish(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
     return soft(answer_result(p, r, raw, len));
   }
   raw = acp_json_raw(msg->result, &len);
-  acp__free(&p->mem, p->succ_init);
-  p->succ_init = acp__strndup(&p->mem, raw, len);
+  acp__free(&p->role.mem, p->succ_init);
+  p->succ_init = acp__strndup(&p->role.mem, raw, len);
   if (p->succ_init == NULL)
     return ACP_ERR_NOMEM;
   p->succ_init_len = len;
@@ -470,7 +394,7 @@ static int init_finish(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
   }
   succ_pv = acp_json_obj_getz(msg->result, "protocolVersion");
   rv = build_init_answer(p, succ_pv);
-  acp__free(&p->mem, p->init_repl);
+  acp__free(&p->role.mem, p->init_repl);
   p->init_repl = NULL;
   p->init_repl_len = 0;
   if (rv != 0)
@@ -490,31 +414,28 @@ static int tap(acp_proxy *p, acp_proxy_dir from, const acp_rpc_msg *msg) {
 }
 
 /* The answer to a request we forwarded. */
-static int fwd_response(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud) {
-  acp_proxy *p = acp_rpc_session_get_user_data(s);
-  preq *r = ud;
+static int fwd_response(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
+  bool was = hold(r);
   int rv;
 
   rv = tap(p, other_side(r->from), msg);
   if (rv != 0)
-    return rv;
+    goto done;
   r->state = RS_HELD;
   if (r->is_init) {
     rv = init_finish(p, r, msg);
   } else {
     rv = ACP_PROXY_FORWARD;
-    if (p->cbs.response != NULL) {
-      r->in_cb = true;
+    if (p->cbs.response != NULL)
       rv = p->cbs.response(p, r, msg, p->user_data);
-      r->in_cb = false;
-    }
     if (rv == ACP_PROXY_FORWARD) {
       rv = 0;
       if (r->state == RS_HELD)
         rv = soft(relay(p, r, msg));
     }
   }
-  req_settle(p, r);
+done:
+  unhold(p, r, was);
   return rv;
 }
 
@@ -528,7 +449,7 @@ static int forward_msg(acp_proxy *p, const acp_proxy_msg *m, const char *params,
     if (r->state != RS_NEW && r->state != RS_HELD)
       return ACP_ERR_INVALID_STATE;
     rv = emit(p, other_side(r->from), ACP_RPC_REQUEST, m->method, m->method_len,
-              params, plen, fwd_response, r, &r->out_id);
+              params, plen, &r->fwd, NULL, &r->out_id);
     if (rv == 0)
       r->state = RS_FORWARDED;
   } else {
@@ -561,15 +482,13 @@ static int deliver(acp_proxy *p, acp_proxy_msg *m) {
   int rv;
   int frv = 0;
 
+  bool was = r != NULL && hold(r);
+
   cb =
       m->from == ACP_PROXY_FROM_CLIENT ? p->cbs.from_client : p->cbs.from_agent;
   p->cur = m;
   p->cur_done = false;
-  if (r != NULL)
-    r->in_cb = true;
   rv = cb != NULL ? cb(p, m, p->user_data) : ACP_PROXY_FORWARD;
-  if (r != NULL)
-    r->in_cb = false;
   if (rv == ACP_PROXY_FORWARD) {
     rv = 0;
     if (r != NULL ? r->state == RS_NEW : !p->cur_done)
@@ -584,7 +503,7 @@ static int deliver(acp_proxy *p, acp_proxy_msg *m) {
       rv = frv;
   }
   if (r != NULL)
-    req_settle(p, r);
+    unhold(p, r, was);
   return rv;
 }
 
@@ -595,33 +514,21 @@ static int deliver(acp_proxy *p, acp_proxy_msg *m) {
 static int cancel_forward(acp_proxy *p, preq *r) {
   int rv;
 
-  r->cancelled = true;
+  r->base.cancelled = true;
   if (r->state != RS_FORWARDED)
     return 0;
-  rv = acp_rpc_session_cancel(p->rpc, r->out_id, ACP_RPC_CANCEL_NOTIFY, 0);
+  rv = acp__role_cancel_call(&p->role, r->out_id);
   return acp_is_fatal(rv) ? rv : 0;
 }
 
 static int cancel_req(acp_proxy *p, preq *r) {
+  bool was = hold(r);
   int rv = cancel_forward(p, r);
 
-  if (rv == 0 && p->cbs.cancel != NULL) {
-    r->in_cb = true;
+  if (rv == 0 && p->cbs.cancel != NULL)
     rv = p->cbs.cancel(p, r, p->user_data);
-    r->in_cb = false;
-  }
-  req_settle(p, r);
+  unhold(p, r, was);
   return rv;
-}
-
-static int on_cancel(acp_rpc_session *s, uint64_t handle, void *ud) {
-  acp_proxy *p = ud;
-  preq *r = req_by_handle(p, handle);
-
-  (void)s;
-  if (r == NULL)
-    return 0;
-  return cancel_req(p, r);
 }
 
 /* `$/cancel_request` that arrived wrapped: match by the id's raw bytes among
@@ -630,15 +537,18 @@ static int wrapped_cancel(acp_proxy *p, const acp_json_val *params) {
   const acp_json_val *id = acp_json_obj_getz(params, "requestId");
   const char *raw;
   size_t len;
-  preq *r;
+  acp__req *q;
 
   raw = acp_json_raw(id, &len);
   if (raw == NULL)
     return 0;
-  for (r = p->reqs; r; r = r->next)
+  for (q = p->role.reqs; q; q = q->next) {
+    preq *r = (preq *)q;
+
     if (r->from == ACP_PROXY_FROM_AGENT && r->state != RS_ANSWERED &&
-        r->id_len == len && memcmp(r->id_raw, raw, len) == 0)
+        q->id_len == len && memcmp(q->id_raw, raw, len) == 0)
       return cancel_req(p, r);
+  }
   return 0;
 }
 
@@ -684,99 +594,118 @@ static void plain(const acp_rpc_msg *msg, acp_proxy_msg *m) {
   m->params_raw = acp_json_raw(msg->params, &m->params_len);
 }
 
-static int start_initialize(acp_proxy *p, const acp_rpc_msg *msg,
-                            acp_proxy_wire wire) {
-  const char *params;
-  size_t plen;
-  preq *r;
+/* Answer a request that gets no record (refused before admission). */
+static int refuse(acp_proxy *p, const acp_rpc_msg *msg, int64_t code,
+                  const char *why) {
+  int rv = acp_rpc_session_respond_error(p->role.rpc, msg->handle, code, why,
+                                         strlen(why), NULL, 0);
+
+  rv = soft(rv);
+  return rv != 0 ? rv : ACP__ROLE_DONE;
+}
+
+/*
+ * Route an incoming request before the base records it: the receive tap,
+ * the initialize generations, and the proxy/successor envelope, whose inner
+ * method is the one recorded. What proxy_on_request needs is left in
+ * p->adm / p->adm_wire.
+ */
+static int proxy_admit(acp__role *role, const acp_rpc_msg *msg,
+                       const char **name, size_t *name_len) {
+  acp_proxy *p = PROXY(role);
+  const char *mn = msg->method;
+  size_t ml = msg->method_len;
+  bool wrapped = is_successor_method(mn, ml);
+  acp_proxy_msg *m = &p->adm;
+  int fatal;
   int rv;
 
-  if (p->init_state != INIT_NONE) {
-    static const char why[] = "proxy already initialized";
-
-    return soft(acp_rpc_session_respond_error(p->rpc, msg->handle,
-                                              ACP_RPC_INVALID_REQUEST, why,
-                                              sizeof(why) - 1, NULL, 0));
+  rv = tap(p, wrapped ? ACP_PROXY_FROM_AGENT : ACP_PROXY_FROM_CLIENT, msg);
+  if (rv != 0)
+    return rv;
+  p->adm_wire = -1;
+  if (name_is(mn, ml, "proxy/initialize"))
+    p->adm_wire = ACP_PROXY_WIRE_G2;
+  else if (name_is(mn, ml, "_proxy/initialize"))
+    p->adm_wire = ACP_PROXY_WIRE_G1;
+  else if (name_is(mn, ml, "initialize")) {
+    if (!is_g0_initialize(msg))
+      return refuse(p, msg, ACP_RPC_INVALID_REQUEST,
+                    "this component is a proxy: expected proxy/initialize");
+    p->adm_wire = ACP_PROXY_WIRE_G0;
   }
-  r = req_new(p, msg, ACP_PROXY_FROM_CLIENT, msg->method, msg->method_len);
-  if (r == NULL)
-    return ACP_ERR_NOMEM;
+  if (p->adm_wire >= 0) {
+    if (p->init_state != INIT_NONE)
+      return refuse(p, msg, ACP_RPC_INVALID_REQUEST,
+                    "proxy already initialized");
+    return 0;
+  }
+  memset(m, 0, sizeof(*m));
+  m->kind = ACP_RPC_REQUEST;
+  m->rpc = msg;
+  m->doc = msg->doc;
+  if (wrapped) {
+    if (unwrap(p, msg, m, &fatal) != 0) {
+      if (fatal != 0)
+        return fatal;
+      return refuse(p, msg, ACP_RPC_INVALID_PARAMS,
+                    "Invalid params: proxy/successor needs a string "
+                    "\"method\"");
+    }
+  } else {
+    plain(msg, m);
+  }
+  *name = m->method;
+  *name_len = m->method_len;
+  return 0;
+}
+
+static int start_initialize(acp_proxy *p, preq *r) {
+  const acp_rpc_msg *msg = r->base.msg;
+  const char *params;
+  size_t plen;
+  int rv;
+
+  r->from = ACP_PROXY_FROM_CLIENT;
   r->is_init = true;
-  p->wire = wire;
+  p->wire = (acp_proxy_wire)p->adm_wire;
   p->init_state = INIT_PENDING;
   params = acp_json_raw(msg->params, &plen);
   rv = emit(p, ACP_PROXY_FROM_AGENT, ACP_RPC_REQUEST, "initialize", 10, params,
-            plen, fwd_response, r, &r->out_id);
+            plen, &r->fwd, NULL, &r->out_id);
   if (rv == 0) {
     r->state = RS_FORWARDED;
     return 0;
   }
   p->init_state = INIT_NONE;
-  rv = forward_failed(p, r, rv);
-  req_settle(p, r);
-  return rv;
+  return forward_failed(p, r, rv);
 }
 
-static int on_request(acp_rpc_session *s, const acp_rpc_msg *msg, void *ud) {
-  acp_proxy *p = ud;
-  const char *mn = msg->method;
-  size_t ml = msg->method_len;
-  bool wrapped = is_successor_method(mn, ml);
-  acp_proxy_msg m;
-  int fatal;
-  int rv;
+static int proxy_on_request(acp__role *role, acp__req *req,
+                            const acp_method_info *mi) {
+  acp_proxy *p = PROXY(role);
+  preq *r = (preq *)req;
 
-  (void)s;
-  rv = tap(p, wrapped ? ACP_PROXY_FROM_AGENT : ACP_PROXY_FROM_CLIENT, msg);
-  if (rv != 0)
-    return rv;
-  if (name_is(mn, ml, "proxy/initialize"))
-    return start_initialize(p, msg, ACP_PROXY_WIRE_G2);
-  if (name_is(mn, ml, "_proxy/initialize"))
-    return start_initialize(p, msg, ACP_PROXY_WIRE_G1);
-  if (name_is(mn, ml, "initialize")) {
-    static const char why[] =
-        "this component is a proxy: expected proxy/initialize";
-
-    if (is_g0_initialize(msg))
-      return start_initialize(p, msg, ACP_PROXY_WIRE_G0);
-    return soft(acp_rpc_session_respond_error(p->rpc, msg->handle,
-                                              ACP_RPC_INVALID_REQUEST, why,
-                                              sizeof(why) - 1, NULL, 0));
-  }
-  memset(&m, 0, sizeof(m));
-  m.kind = ACP_RPC_REQUEST;
-  m.rpc = msg;
-  m.doc = msg->doc;
-  if (wrapped) {
-    if (unwrap(p, msg, &m, &fatal) != 0) {
-      static const char why[] =
-          "Invalid params: proxy/successor needs a string \"method\"";
-
-      if (fatal != 0)
-        return fatal;
-      return soft(acp_rpc_session_respond_error(p->rpc, msg->handle,
-                                                ACP_RPC_INVALID_PARAMS, why,
-                                                sizeof(why) - 1, NULL, 0));
-    }
-  } else {
-    plain(msg, &m);
-  }
-  m.req = req_new(p, msg, m.from, m.method, m.method_len);
-  if (m.req == NULL)
-    return ACP_ERR_NOMEM;
-  return deliver(p, &m);
+  ACP_UNUSED(mi);
+  if (p->adm_wire >= 0)
+    return start_initialize(p, r);
+  r->from = p->adm.from;
+  p->adm.req = r;
+  /* The recorded copy outlives the scratch buffer that p->name is. */
+  if (r->from == ACP_PROXY_FROM_AGENT)
+    p->adm.method = req->method_name;
+  return deliver(p, &p->adm);
 }
 
-static int on_notification(acp_rpc_session *s, const acp_rpc_msg *msg,
-                           void *ud) {
-  acp_proxy *p = ud;
+static int proxy_on_notification(acp__role *role, const acp_rpc_msg *msg,
+                                 const acp_method_info *mi) {
+  acp_proxy *p = PROXY(role);
   bool wrapped = is_successor_method(msg->method, msg->method_len);
   acp_proxy_msg m;
   int fatal;
   int rv;
 
-  (void)s;
+  ACP_UNUSED(mi);
   rv = tap(p, wrapped ? ACP_PROXY_FROM_AGENT : ACP_PROXY_FROM_CLIENT, msg);
   if (rv != 0)
     return rv;
@@ -797,6 +726,37 @@ static int on_notification(acp_rpc_session *s, const acp_rpc_msg *msg,
   }
   return deliver(p, &m);
 }
+
+static int proxy_on_cancel(acp__role *role, acp__req *req) {
+  return cancel_req(PROXY(role), (preq *)req);
+}
+
+/* The answer to one of our requests: a forwarded copy or an injection. */
+static int proxy_on_response(acp__role *role, acp__call *c,
+                             const acp_rpc_msg *msg) {
+  acp_proxy *p = PROXY(role);
+  int rv;
+
+  if (c->kind == CALL_FORWARD)
+    return fwd_response(p, (preq *)((char *)c - offsetof(preq, fwd)), msg);
+  rv = tap(p,
+           c->kind == CALL_INJECT_AGENT ? ACP_PROXY_FROM_AGENT
+                                        : ACP_PROXY_FROM_CLIENT,
+           msg);
+  if (rv == 0 && c->cb.proxy != NULL)
+    rv = c->cb.proxy(p, msg, c->cb_user_data);
+  return rv;
+}
+
+static void proxy_on_answered(acp__role *role, acp__req *req, bool is_error) {
+  ACP_UNUSED(role);
+  ACP_UNUSED(is_error);
+  ((preq *)req)->state = RS_ANSWERED;
+}
+
+static const acp__role_ops proxy_ops = {
+    sizeof(preq),    proxy_admit,       proxy_on_request, proxy_on_notification,
+    proxy_on_cancel, proxy_on_response, proxy_on_answered};
 
 /* MARK: - Callbacks (Public) */
 
@@ -852,8 +812,7 @@ void acp_proxy_callbacks_set_on_receive(acp_proxy_callbacks *cbs,
 int acp_proxy_new(acp_proxy **out, const acp_proxy_callbacks *cbs,
                   void *user_data, const acp_rpc_options *opts,
                   const acp_mem *mem) {
-  acp_rpc_callbacks *rcbs = NULL;
-  acp_proxy *p = NULL;
+  acp_proxy *p;
   acp_mem m;
   int rv;
 
@@ -864,55 +823,35 @@ int acp_proxy_new(acp_proxy **out, const acp_proxy_callbacks *cbs,
   p = acp__calloc(&m, 1, sizeof(*p));
   if (p == NULL)
     return ACP_ERR_NOMEM;
-  p->mem = m;
   p->user_data = user_data;
   p->wire = ACP_PROXY_WIRE_G2;
+  p->adm_wire = -1;
   if (cbs != NULL)
     p->cbs = *cbs;
-  acp__buf_init(&p->name, &p->mem, 0);
-  acp__buf_init(&p->tmp, &p->mem, 0);
-  rv = acp_rpc_callbacks_new(&rcbs);
-  if (rv != 0)
-    goto cleanup;
-  acp_rpc_callbacks_set_on_request(rcbs, on_request);
-  acp_rpc_callbacks_set_on_notification(rcbs, on_notification);
-  acp_rpc_callbacks_set_on_cancel(rcbs, on_cancel);
-  rv = acp_rpc_session_new(&p->rpc, rcbs, p, opts, &p->mem);
-  if (rv != 0)
-    goto cleanup;
-  rv = acp_json_writer_new(&p->w, 0, &p->mem);
-  if (rv != 0)
-    goto cleanup;
-  rv = acp_json_doc_new(&p->doc, &p->mem);
-  if (rv != 0)
-    goto cleanup;
+  /* Side 0: the proxy handles every method, by routing. */
+  rv = acp__role_init(&p->role, (acp_side)0, &proxy_ops, p, opts, &m);
+  if (rv != 0) {
+    acp__free(&m, p);
+    return rv;
+  }
+  acp__buf_init(&p->name, &p->role.mem, 0);
+  acp__buf_init(&p->tmp, &p->role.mem, 0);
   *out = p;
-  p = NULL;
-cleanup:
-  acp_rpc_callbacks_free(rcbs);
-  acp_proxy_free(p);
-  return rv;
+  return 0;
 }
 
 void acp_proxy_free(acp_proxy *p) {
+  acp_mem m;
+
   if (p == NULL)
     return;
-  acp_rpc_session_free(p->rpc);
-  while (p->reqs)
-    req_free(p, p->reqs);
-  while (p->injects) {
-    inject *i = p->injects;
-
-    p->injects = i->next;
-    acp__free(&p->mem, i);
-  }
-  acp_json_writer_free(p->w);
-  acp_json_doc_free(p->doc);
+  m = p->role.mem;
+  acp__role_dispose(&p->role);
   acp__buf_dispose(&p->name);
   acp__buf_dispose(&p->tmp);
-  acp__free(&p->mem, p->succ_init);
-  acp__free(&p->mem, p->init_repl);
-  acp__free(&p->mem, p);
+  acp__free(&m, p->succ_init);
+  acp__free(&m, p->init_repl);
+  acp__free(&m, p);
 }
 
 void *acp_proxy_get_user_data(const acp_proxy *p) {
@@ -920,26 +859,27 @@ void *acp_proxy_get_user_data(const acp_proxy *p) {
 }
 
 acp_rpc_session *acp_proxy_session(acp_proxy *p) {
-  return p ? p->rpc : NULL;
+  return p ? p->role.rpc : NULL;
 }
 
 acp_ssize acp_proxy_recv(acp_proxy *p, const char *data, size_t len,
                          uint64_t now_ms) {
   if (p == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  return acp_rpc_session_recv(p->rpc, data, len, now_ms);
+  return acp__role_recv(&p->role, data, len, now_ms);
 }
 
 acp_ssize acp_proxy_send(acp_proxy *p, const char **data) {
   if (p == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  return acp_rpc_session_send(p->rpc, data);
+  return acp_rpc_session_send(p->role.rpc, data);
 }
 
 int acp_proxy_recv_eof(acp_proxy *p, uint64_t now_ms) {
   if (p == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  return acp_rpc_session_recv_eof(p->rpc, now_ms);
+  p->role.now_ms = now_ms;
+  return acp_rpc_session_recv_eof(p->role.rpc, now_ms);
 }
 
 /* MARK: - State (Public) */
@@ -966,22 +906,22 @@ int acp_proxy_set_init_result(acp_proxy *p, const char *result, size_t len) {
     return ACP_ERR_INVALID_ARGUMENT;
   if (!p->in_init_cb)
     return ACP_ERR_INVALID_STATE;
-  d = acp__strndup(&p->mem, result, len);
+  d = acp__strndup(&p->role.mem, result, len);
   if (d == NULL)
     return ACP_ERR_NOMEM;
   /* Validate on the scratch doc: the successor's result was parsed by the
    * session's own document, which stays untouched. */
-  rv = acp_json_doc_parse(p->doc, d, len, NULL);
+  rv = acp_json_doc_parse(p->role.doc, d, len, NULL);
   if (rv == ACP_ERR_NOMEM) {
-    acp__free(&p->mem, d);
+    acp__free(&p->role.mem, d);
     return rv;
   }
   if (rv != 0 ||
-      acp_json_type_of(acp_json_doc_root(p->doc)) != ACP_JSON_OBJECT) {
-    acp__free(&p->mem, d);
+      acp_json_type_of(acp_json_doc_root(p->role.doc)) != ACP_JSON_OBJECT) {
+    acp__free(&p->role.mem, d);
     return ACP_ERR_INVALID_ARGUMENT;
   }
-  acp__free(&p->mem, p->init_repl);
+  acp__free(&p->role.mem, p->init_repl);
   p->init_repl = d;
   p->init_repl_len = len;
   return 0;
@@ -1010,11 +950,12 @@ int acp_proxy_request_forward(acp_proxy *p, acp_proxy_request *req,
     return ACP_ERR_INVALID_ARGUMENT;
   if (req->state != RS_NEW && req->state != RS_HELD)
     return ACP_ERR_INVALID_STATE;
-  rv = emit(p, other_side(req->from), ACP_RPC_REQUEST, req->method,
-            strlen(req->method), params, len, fwd_response, req, &req->out_id);
+  rv = emit(p, other_side(req->from), ACP_RPC_REQUEST, req->base.method_name,
+            strlen(req->base.method_name), params, len, &req->fwd, NULL,
+            &req->out_id);
   if (rv == 0) {
     req->state = RS_FORWARDED;
-    if (req->cancelled)
+    if (req->base.cancelled)
       rv = cancel_forward(p, req);
   }
   return rv;
@@ -1038,9 +979,7 @@ int acp_proxy_respond(acp_proxy *p, acp_proxy_request *req, const char *result,
     return ACP_ERR_INVALID_ARGUMENT;
   if (req->is_init)
     return ACP_ERR_INVALID_STATE;
-  rv = answer_result(p, req, result, len);
-  req_settle(p, req);
-  return rv;
+  return answer_result(p, req, result, len);
 }
 
 int acp_proxy_respond_error(acp_proxy *p, acp_proxy_request *req, int64_t code,
@@ -1054,9 +993,7 @@ int acp_proxy_respond_error(acp_proxy *p, acp_proxy_request *req, int64_t code,
     return ACP_ERR_INVALID_STATE;
   if (message == NULL)
     message = "";
-  rv = answer_error(p, req, code, message, strlen(message), data, data_len);
-  req_settle(p, req);
-  return rv;
+  return answer_error(p, req, code, message, strlen(message), data, data_len);
 }
 
 acp_proxy_dir acp_proxy_request_from(const acp_proxy_request *req) {
@@ -1064,11 +1001,11 @@ acp_proxy_dir acp_proxy_request_from(const acp_proxy_request *req) {
 }
 
 const char *acp_proxy_request_method(const acp_proxy_request *req) {
-  return req ? req->method : NULL;
+  return req ? req->base.method_name : NULL;
 }
 
 int acp_proxy_request_is_cancelled(const acp_proxy_request *req) {
-  return req != NULL && req->cancelled;
+  return req != NULL && req->base.cancelled;
 }
 
 int acp_proxy_request_is_forwarded(const acp_proxy_request *req) {
@@ -1077,62 +1014,30 @@ int acp_proxy_request_is_forwarded(const acp_proxy_request *req) {
 
 void acp_proxy_request_set_user_data(acp_proxy_request *req, void *user_data) {
   if (req)
-    req->user_data = user_data;
+    req->base.user_data = user_data;
 }
 
 void *acp_proxy_request_get_user_data(const acp_proxy_request *req) {
-  return req ? req->user_data : NULL;
+  return req ? req->base.user_data : NULL;
 }
 
 /* MARK: - Injecting (Public) */
-
-static int inject_response(acp_rpc_session *s, const acp_rpc_msg *msg,
-                           void *ud) {
-  inject *i = ud;
-  acp_proxy *p = i->p;
-  int rv;
-
-  (void)s;
-  rv = tap(p, i->to, msg);
-  if (rv == 0 && i->cb != NULL)
-    rv = i->cb(p, msg, i->cb_user_data);
-  if (i->prev)
-    i->prev->next = i->next;
-  else
-    p->injects = i->next;
-  if (i->next)
-    i->next->prev = i->prev;
-  acp__free(&p->mem, i);
-  return rv;
-}
 
 static int send_request(acp_proxy *p, acp_proxy_dir to, const char *method,
                         const char *params, size_t plen,
                         acp_proxy_response_cb cb, void *cb_ud,
                         int64_t *id_out) {
-  inject *i;
-  int rv;
+  acp__call tmpl;
 
   if (p == NULL || method == NULL || (params == NULL && plen > 0))
     return ACP_ERR_INVALID_ARGUMENT;
-  i = acp__calloc(&p->mem, 1, sizeof(*i));
-  if (i == NULL)
-    return ACP_ERR_NOMEM;
-  i->p = p;
-  i->to = to;
-  i->cb = cb;
-  i->cb_user_data = cb_ud;
-  rv = emit(p, to, ACP_RPC_REQUEST, method, strlen(method), params, plen,
-            inject_response, i, id_out);
-  if (rv != 0) {
-    acp__free(&p->mem, i);
-    return rv;
-  }
-  i->next = p->injects;
-  if (p->injects)
-    p->injects->prev = i;
-  p->injects = i;
-  return 0;
+  memset(&tmpl, 0, sizeof(tmpl));
+  tmpl.kind =
+      to == ACP_PROXY_FROM_AGENT ? CALL_INJECT_AGENT : CALL_INJECT_CLIENT;
+  tmpl.cb.proxy = cb;
+  tmpl.cb_user_data = cb_ud;
+  return emit(p, to, ACP_RPC_REQUEST, method, strlen(method), params, plen,
+              NULL, &tmpl, id_out);
 }
 
 int acp_proxy_send_to_agent(acp_proxy *p, const char *method,
@@ -1170,5 +1075,5 @@ int acp_proxy_notify_client(acp_proxy *p, const char *method,
 int acp_proxy_cancel(acp_proxy *p, int64_t id) {
   if (p == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  return acp_rpc_session_cancel(p->rpc, id, ACP_RPC_CANCEL_NOTIFY, 0);
+  return acp__role_cancel_call(&p->role, id);
 }

@@ -1,7 +1,7 @@
 /*
- * Shared machinery of the agent and client roles: the JSON-RPC session
- * glue, incoming request objects, outgoing call records and the schema
- * required-member check that yields -32602.
+ * Shared machinery of the agent, client and proxy roles: the JSON-RPC
+ * session glue, incoming request objects, outgoing call records and the
+ * schema required-member check that yields -32602.
  */
 #include <stdio.h>
 
@@ -102,9 +102,54 @@ static void req_free(acp__role *r, acp__req *req) {
     r->reqs = req->next;
   if (req->next)
     req->next->prev = req->prev;
-  acp__free(&r->mem, req->method_name);
   acp__free(&r->mem, req->session_id);
   acp__free(&r->mem, req);
+}
+
+/*
+ * One block per request: the role's struct (which starts with the acp__req)
+ * followed by the id's raw bytes and the recorded method name, both
+ * NUL-terminated. Linked at the head of r->reqs.
+ */
+static acp__req *req_new(acp__role *r, const acp_rpc_msg *msg, const char *name,
+                         size_t name_len) {
+  size_t size = r->ops->req_size ? r->ops->req_size : sizeof(acp__req);
+  const char *id;
+  size_t id_len = 0;
+  acp__req *req;
+  char *p;
+
+  id = acp_json_raw(msg->id, &id_len);
+  if (id == NULL) {
+    id = "null";
+    id_len = 4;
+  }
+  if (id_len > SIZE_MAX / 2 - size || name_len > SIZE_MAX / 2 - size)
+    return NULL;
+  req = acp__calloc(&r->mem, 1, size + id_len + 1 + name_len + 1);
+  if (req == NULL)
+    return NULL;
+  p = (char *)req + size;
+  memcpy(p, id, id_len);
+  req->id_raw = p;
+  req->id_len = id_len;
+  p += id_len + 1;
+  memcpy(p, name, name_len);
+  req->method_name = p;
+  req->role = r;
+  req->handle = msg->handle;
+  req->in_batch = msg->in_batch;
+  req->protocol_version = -1;
+  req->next = r->reqs;
+  if (r->reqs)
+    r->reqs->prev = req;
+  r->reqs = req;
+  return req;
+}
+
+void acp__role_settle(acp__role *r, acp__req *req) {
+  if (req->answered && !req->in_cb)
+    req_free(r, req);
 }
 
 int acp__req_param_str(const acp__req *req, const char *key, const char **s,
@@ -124,12 +169,20 @@ int acp__req_param_str(const acp__req *req, const char *key, const char **s,
 static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
                           void *user_data) {
   acp__role *r = user_data;
-  const acp_method_info *mi = acp_method_by_name(msg->method, msg->method_len);
+  const acp_method_info *mi = NULL;
+  const char *name = msg->method;
+  size_t name_len = msg->method_len;
   acp__req *req;
-  const acp_json_val *sid;
   int rv;
 
   ACP_UNUSED(s);
+  if (r->ops->admit != NULL) {
+    rv = r->ops->admit(r, msg, &name, &name_len);
+    if (rv != 0)
+      return rv == ACP__ROLE_DONE ? 0 : rv;
+  }
+  if (r->side != 0)
+    mi = acp_method_by_name(msg->method, msg->method_len);
   if (mi != NULL && ((mi->side & r->side) == 0 || mi->is_notification))
     mi = NULL;
   if (mi != NULL) {
@@ -140,38 +193,29 @@ static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
                      sizeof(path)) != 0)
       return respond_invalid_params(r, msg->handle, why, path);
   }
-  req = acp__calloc(&r->mem, 1, sizeof(*req));
+  req = req_new(r, msg, name, name_len);
   if (req == NULL)
     return ACP_ERR_NOMEM;
-  req->role = r;
-  req->handle = msg->handle;
   req->method = mi ? mi->id : ACP_METHOD_UNKNOWN;
-  req->protocol_version = -1;
-  req->method_name = acp__strndup(&r->mem, msg->method, msg->method_len);
-  if (req->method_name == NULL) {
-    acp__free(&r->mem, req);
-    return ACP_ERR_NOMEM;
-  }
-  sid = acp_json_obj_getz(msg->params, "sessionId");
-  if (acp_json_type_of(sid) == ACP_JSON_STRING) {
-    const char *p;
-    size_t n;
+  /* Typed roles index requests by session; the proxy only routes. */
+  if (r->side != 0) {
+    const acp_json_val *sid = acp_json_obj_getz(msg->params, "sessionId");
 
-    rv = acp_json_doc_str(msg->doc, sid, &p, &n);
-    if (rv == 0) {
-      req->session_id = acp__strndup(&r->mem, p, n);
-      req->session_id_len = n;
-    }
-    if (rv != 0 || req->session_id == NULL) {
-      acp__free(&r->mem, req->method_name);
-      acp__free(&r->mem, req);
-      return rv != 0 ? rv : ACP_ERR_NOMEM;
+    if (acp_json_type_of(sid) == ACP_JSON_STRING) {
+      const char *p;
+      size_t n;
+
+      rv = acp_json_doc_str(msg->doc, sid, &p, &n);
+      if (rv == 0) {
+        req->session_id = acp__strndup(&r->mem, p, n);
+        req->session_id_len = n;
+      }
+      if (rv != 0 || req->session_id == NULL) {
+        req_free(r, req);
+        return rv != 0 ? rv : ACP_ERR_NOMEM;
+      }
     }
   }
-  req->next = r->reqs;
-  if (r->reqs)
-    r->reqs->prev = req;
-  r->reqs = req;
   req->msg = msg;
   req->in_cb = true;
   rv = r->ops->on_request(r, req, mi);
@@ -185,9 +229,11 @@ static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
 static int rpc_on_notification(acp_rpc_session *s, const acp_rpc_msg *msg,
                                void *user_data) {
   acp__role *r = user_data;
-  const acp_method_info *mi = acp_method_by_name(msg->method, msg->method_len);
+  const acp_method_info *mi = NULL;
 
   ACP_UNUSED(s);
+  if (r->side != 0)
+    mi = acp_method_by_name(msg->method, msg->method_len);
   if (mi != NULL && ((mi->side & r->side) == 0 ||
                      (!mi->is_notification && mi->notification_type == NULL)))
     mi = NULL;
@@ -273,18 +319,59 @@ static const char *std_message(int64_t code) {
 int acp__role_respond_error(acp__role *r, acp__req *req, int64_t code,
                             const char *message, const char *data,
                             size_t data_len) {
+  if (message == NULL)
+    message = std_message(code);
+  return acp__role_respond_error_n(r, req, code, message, strlen(message), data,
+                                   data_len);
+}
+
+int acp__role_respond_error_n(acp__role *r, acp__req *req, int64_t code,
+                              const char *message, size_t message_len,
+                              const char *data, size_t data_len) {
   int rv = req_answerable(r, req);
 
   if (rv != 0)
     return rv;
-  if (message == NULL)
-    message = std_message(code);
   rv = acp_rpc_session_respond_error(r->rpc, req->handle, code, message,
-                                     strlen(message), data, data_len);
+                                     message_len, data, data_len);
   if (rv != 0)
     return rv;
   req_answered(r, req, true);
   return 0;
+}
+
+/*
+ * Write the envelope ourselves around the request's raw id and release the
+ * handle. Inside a batch the session must assemble the array, so this is
+ * refused there.
+ */
+int acp__role_respond_raw_error(acp__role *r, acp__req *req, const char *err,
+                                size_t err_len) {
+  acp__buf *b = &r->buf;
+  int rv = req_answerable(r, req);
+
+  if (rv != 0)
+    return rv;
+  if (req->in_batch || err == NULL)
+    return ACP_ERR_INVALID_STATE;
+  acp__buf_clear(b);
+  rv = acp__buf_append(b, "{\"jsonrpc\":\"2.0\",\"id\":", 22);
+  if (rv == 0)
+    rv = acp__buf_append(b, req->id_raw, req->id_len);
+  if (rv == 0)
+    rv = acp__buf_append(b, ",\"error\":", 9);
+  if (rv == 0)
+    rv = acp__buf_append(b, err, err_len);
+  if (rv == 0)
+    rv = acp__buf_putc(b, '}');
+  if (rv != 0)
+    return rv;
+  rv = acp_rpc_session_send_raw(r->rpc, b->data, b->len);
+  if (rv != 0)
+    return rv;
+  rv = acp_rpc_session_drop(r->rpc, req->handle);
+  req_answered(r, req, true);
+  return rv;
 }
 
 /* MARK: - Outgoing calls */
@@ -303,13 +390,34 @@ static int rpc_on_response(acp_rpc_session *s, const acp_rpc_msg *msg,
                            void *user_data) {
   acp__call *c = user_data;
   acp__role *r = c->role;
+  bool owned = c->owned; /* the handler may free a record it owns */
   int rv;
 
   ACP_UNUSED(s);
   call_unlink(r, c);
   rv = r->ops->on_response(r, c, msg);
-  acp__free(&r->mem, c);
+  if (owned)
+    acp__free(&r->mem, c);
   return rv;
+}
+
+static int call_send(acp__role *r, const char *method, size_t method_len,
+                     const acp__rpc_part *parts, size_t nparts, acp__call *c,
+                     int64_t *id_out) {
+  int rv;
+
+  c->role = r;
+  rv = acp__rpc_request_parts(r->rpc, method, method_len, parts, nparts,
+                              r->call_timeout_ms, r->now_ms, rpc_on_response, c,
+                              id_out);
+  if (rv != 0)
+    return rv;
+  c->prev = NULL;
+  c->next = r->calls;
+  if (r->calls)
+    r->calls->prev = c;
+  r->calls = c;
+  return 0;
 }
 
 int acp__role_call(acp__role *r, const char *method, const char *params,
@@ -318,6 +426,18 @@ int acp__role_call(acp__role *r, const char *method, const char *params,
 
   return acp__role_call_parts(r, method, &part, params != NULL ? 1 : 0, tmpl,
                               id_out);
+}
+
+int acp__role_call_into(acp__role *r, const char *method, size_t method_len,
+                        const char *params, size_t params_len, acp__call *c,
+                        int64_t *id_out) {
+  acp__rpc_part part = {params, params_len, false};
+
+  if (method == NULL || c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  c->owned = false;
+  return call_send(r, method, method_len, &part, params != NULL ? 1 : 0, c,
+                   id_out);
 }
 
 int acp__role_call_parts(acp__role *r, const char *method,
@@ -336,19 +456,11 @@ int acp__role_call_parts(acp__role *r, const char *method,
     c->cb = tmpl->cb;
     c->cb_user_data = tmpl->cb_user_data;
   }
-  c->role = r;
-  rv = acp__rpc_request_parts(r->rpc, method, strlen(method), parts, nparts,
-                              r->call_timeout_ms, r->now_ms, rpc_on_response, c,
-                              id_out);
-  if (rv != 0) {
+  c->owned = true;
+  rv = call_send(r, method, strlen(method), parts, nparts, c, id_out);
+  if (rv != 0)
     acp__free(&r->mem, c);
-    return rv;
-  }
-  c->next = r->calls;
-  if (r->calls)
-    r->calls->prev = c;
-  r->calls = c;
-  return 0;
+  return rv;
 }
 
 int acp__role_notify(acp__role *r, const char *method, const char *params,
@@ -357,6 +469,11 @@ int acp__role_notify(acp__role *r, const char *method, const char *params,
     return ACP_ERR_INVALID_ARGUMENT;
   return acp_rpc_session_notify(r->rpc, method, strlen(method), params,
                                 params_len);
+}
+
+int acp__role_notify_n(acp__role *r, const char *method, size_t method_len,
+                       const char *params, size_t params_len) {
+  return acp_rpc_session_notify(r->rpc, method, method_len, params, params_len);
 }
 
 int acp__role_notify_parts(acp__role *r, const char *method,
@@ -491,14 +608,16 @@ cleanup:
 }
 
 void acp__role_dispose(acp__role *r) {
-  while (r->reqs != NULL)
-    req_free(r, r->reqs);
+  /* Calls first: a record the caller owns may live inside a request. */
   while (r->calls != NULL) {
     acp__call *c = r->calls;
 
     call_unlink(r, c);
-    acp__free(&r->mem, c);
+    if (c->owned)
+      acp__free(&r->mem, c);
   }
+  while (r->reqs != NULL)
+    req_free(r, r->reqs);
   acp_rpc_session_free(r->rpc);
   r->rpc = NULL;
   acp_json_writer_free(r->w);

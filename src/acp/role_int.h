@@ -1,6 +1,8 @@
 /*
- * Private helpers shared by the agent and client roles (src/acp/agent.c,
- * src/acp/client.c, src/acp/role.c). Not installed.
+ * The role base shared by the three ACP roles (src/acp/agent.c,
+ * src/acp/client.c, src/acp/proxy.c; src/acp/role.c): the JSON-RPC session,
+ * the table of unanswered incoming requests, the table of outgoing calls,
+ * the scratch writer/doc and the recv/expiry path. Not installed.
  */
 #ifndef ACP_ROLE_INT_H
 #define ACP_ROLE_INT_H
@@ -12,26 +14,33 @@
 #include "acp/client.h"
 #include "acp/json.h"
 #include "acp/methods.h"
+#include "acp/proxy.h"
 #include "acp/rpc.h"
 
 typedef struct acp__role acp__role;
 
 /* One unanswered incoming request (public names acp_agent_request and
- * acp_client_request). */
+ * acp_client_request). A role whose requests carry more state embeds it as
+ * the first member of a larger struct (acp__role_ops.req_size; the proxy's
+ * acp_proxy_request). */
 struct acp_incoming_request {
   struct acp_incoming_request *next;
   struct acp_incoming_request *prev;
   acp__role *role;
   uint64_t handle;
   acp_method_id method;
-  char *method_name; /* NUL-terminated copy */
-  char *session_id;  /* NUL-terminated copy or NULL */
+  const char *method_name; /* NUL-terminated, in the request's own block */
+  const char *id_raw;      /* the id's exact bytes as received, same block */
+  size_t id_len;
+  char *session_id; /* NUL-terminated copy or NULL (typed roles only) */
   size_t session_id_len;
   int64_t protocol_version;
   const acp_rpc_msg *msg; /* only while a handler runs */
-  bool in_cb;
+  void *user_data;        /* the owner's slot */
+  bool in_cb;             /* held: answering does not free it */
   bool answered;
   bool cancelled;
+  bool in_batch; /* arrived in a batch: the session assembles the answer */
 };
 
 typedef struct acp_incoming_request acp__req;
@@ -45,11 +54,26 @@ typedef struct acp__call {
   union {
     acp_agent_response_cb agent;
     acp_client_response_cb client;
+    acp_proxy_response_cb proxy;
   } cb;
   void *cb_user_data;
+  bool owned; /* allocated by the base, freed after the answer */
 } acp__call;
 
+/* acp__role_ops.admit: the role answered or dropped the request itself. */
+#define ACP__ROLE_DONE 1
+
 typedef struct acp__role_ops {
+  /* Size of the role's request struct, which starts with an acp__req;
+   * 0 for a plain acp__req. */
+  size_t req_size;
+  /* Optional, for a role that routes requests before typing them (the
+   * proxy, whose side is 0: it checks no schema): sees every incoming
+   * request before its record exists. Returns 0 to admit it, with *name
+   * (preset to the wire method) the method to record; ACP__ROLE_DONE when
+   * it answered or dropped the request itself; or an error. */
+  int (*admit)(acp__role *r, const acp_rpc_msg *msg, const char **name,
+               size_t *name_len);
   /* A request to dispatch; mi is NULL for unknown methods. */
   int (*on_request)(acp__role *r, acp__req *req, const acp_method_info *mi);
   /* A notification; mi is NULL for unknown methods. */
@@ -73,7 +97,8 @@ struct acp__role {
   acp__call *calls;
   uint64_t now_ms;
   uint64_t call_timeout_ms;
-  acp_side side; /* ACP_SIDE_AGENT or ACP_SIDE_CLIENT: methods we handle */
+  acp_side side; /* ACP_SIDE_AGENT or _CLIENT: methods we handle; 0 for
+                     the proxy, which handles every method by routing */
   const acp__role_ops *ops;
   void *owner;
 };
@@ -93,12 +118,32 @@ int acp__role_respond(acp__role *r, acp__req *req, const char *result,
 int acp__role_respond_error(acp__role *r, acp__req *req, int64_t code,
                             const char *message, const char *data,
                             size_t data_len);
+/* As acp__role_respond_error() with a counted message (not defaulted). */
+int acp__role_respond_error_n(acp__role *r, acp__req *req, int64_t code,
+                              const char *message, size_t message_len,
+                              const char *data, size_t data_len);
+/* Answer with an error object relayed byte for byte (err is its raw JSON).
+ * Not for a request that arrived in a batch (ACP_ERR_INVALID_STATE). */
+int acp__role_respond_raw_error(acp__role *r, acp__req *req, const char *err,
+                                size_t err_len);
+/* Free an answered request that no handler holds (in_cb clear). */
+void acp__role_settle(acp__role *r, acp__req *req);
 
 /* Send a request; `call` fields cb/kind are copied from `tmpl`. */
 int acp__role_call(acp__role *r, const char *method, const char *params,
                    size_t params_len, const acp__call *tmpl, int64_t *id_out);
 int acp__role_notify(acp__role *r, const char *method, const char *params,
                      size_t params_len);
+/* As acp__role_notify() with a counted method name. */
+int acp__role_notify_n(acp__role *r, const char *method, size_t method_len,
+                       const char *params, size_t params_len);
+/* Send a request whose answer goes to ops->on_response with `c`, a record
+ * the caller owns (e.g. inside the request it forwards: no allocation);
+ * c->kind, cb and cb_user_data are the caller's. c stays linked until the
+ * answer, or until acp__role_dispose(). */
+int acp__role_call_into(acp__role *r, const char *method, size_t method_len,
+                        const char *params, size_t params_len, acp__call *c,
+                        int64_t *id_out);
 /* As acp__role_call() and _notify(), params given in pieces written
  * straight into the session's output (one copy of a large payload). */
 int acp__role_call_parts(acp__role *r, const char *method,
