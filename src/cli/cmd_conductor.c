@@ -63,6 +63,9 @@ static const char conductor_usage[] =
     "                        before SIGTERM (default 1000)\n"
     "  --term-grace MS       shutdown: wait after SIGTERM before SIGKILL\n"
     "                        (default 1000)\n"
+    "  --max-line BYTES      longest line accepted from the client or a\n"
+    "                        component (default 256 MiB); a longer one is\n"
+    "                        dropped and answered -32600 on its link\n"
     "  --quiet-stderr        do not copy components' stderr to ours\n"
     "  -h, --help            show this help\n"
     "\n"
@@ -220,6 +223,18 @@ int cmd_conductor(int argc, char **argv) {
         goto usage;
       }
       acp_conductor_options_set_max_restarts(o, (unsigned)restarts);
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--max-line", &ok)) || ok) {
+      char *end = NULL;
+      unsigned long long m = ok < 0 ? 0 : strtoull(v, &end, 10);
+
+      if (ok < 0 || *v < '0' || *v > '9' || *end != '\0' || m == 0 ||
+          m > SIZE_MAX) {
+        cli_err("conductor", "--max-line: expected a positive byte count");
+        goto usage;
+      }
+      acp_conductor_options_set_max_line(o, (size_t)m);
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--stdin-grace", &ok)) || ok) {

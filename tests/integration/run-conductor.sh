@@ -2,7 +2,7 @@
 # run-conductor.sh - `acp conductor` with real processes: initialization
 # order, nesting, arrows, reverse requests, cancellation both ways, _meta and
 # byte-exact payloads, every wire spelling, every crash policy, agent death,
-# shutdown without leftovers, options, and interop with the TypeScript SDK
+# shutdown without leftovers, options (--max-line among them), and interop with the TypeScript SDK
 # (skipped when node or the SDK is missing).
 # Test components live in tests/conductor/ (Python 3). Prints
 # "N passed, M failed" and exits 1 if anything failed.
@@ -304,6 +304,24 @@ if printf '%s' "$out" | grep -q "^ok" &&
    ! grep -q '"method":"proxy/initialize"' "$work/pm.jsonl"; then
   ok "an option before 'agent' takes effect (--proxy-methods underscore)"
 else ko "--proxy-methods before 'agent'" "$out"; fi
+# --max-line: the same initialize line (101 bytes) is over a 64-byte limit
+# (dropped, answered -32600 on the client's link, nothing spawned) and under
+# a 4096-byte one (answered by the agent); bad values are usage errors.
+L='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
+small=$(printf '%s\n' "$L" | timeout 30 "$acp" conductor agent --max-line 64 \
+        --quiet-stderr "$AG --echo" 2>/dev/null)
+big=$(printf '%s\n' "$L" | timeout 30 "$acp" conductor --max-line 4096 agent \
+      --quiet-stderr "$AG --echo" 2>/dev/null)
+n=0
+"$acp" conductor agent --max-line 0 "$AG" 2>/dev/null; [ $? -eq 2 ] && n=$((n + 1))
+"$acp" conductor agent --max-line 4k "$AG" 2>/dev/null; [ $? -eq 2 ] && n=$((n + 1))
+"$acp" conductor agent --max-line 2>/dev/null; [ $? -eq 2 ] && n=$((n + 1))
+"$acp" conductor --help | grep -q -- "--max-line BYTES" && n=$((n + 1))
+if [ "$small" = '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Message exceeds 64 bytes"}}' ] &&
+   printf '%s' "$big" | grep -q '"id":1,"result":{"protocolVersion":1' &&
+   [ $n -eq 4 ]; then
+  ok "--max-line sets the line limit of the conductor's links"
+else ko "--max-line" "64: $small" "4096: $(printf '%s' "$big" | head -c 200)" "$n of 4"; fi
 out=$("$acp" conductor agent "$AG" </dev/null 2>&1)
 rc=$?
 if [ $rc -eq 0 ]; then ok "end of input before any message: exit 0, nothing spawned"
