@@ -228,8 +228,8 @@ static int lines_request(owner *o, const char *method, const char *params,
   return rv;
 }
 
-static int lines_respond(owner *o, const char *id, const char *result,
-                         size_t len) {
+/* A lines request handle is its raw outer id, NUL-terminated. */
+static int lines_respond(owner *o, void *id, const char *result, size_t len) {
   size_t mark = o->up.len;
   int rv = up_z(o, "{\"jsonrpc\":\"2.0\",\"id\":");
 
@@ -242,8 +242,8 @@ static int lines_respond(owner *o, const char *id, const char *result,
   return up_end(o, mark, rv);
 }
 
-static int lines_error(owner *o, const char *id, int64_t code,
-                       const char *message, const char *data, size_t data_len) {
+static int lines_error(owner *o, void *id, int64_t code, const char *message,
+                       const char *data, size_t data_len) {
   size_t mark = o->up.len;
   char head[64];
   int rv = up_z(o, "{\"jsonrpc\":\"2.0\",\"id\":");
@@ -269,23 +269,18 @@ static int lines_error(owner *o, const char *id, int64_t code,
 
 /* MARK: - The outer peer, one table per kind of owner */
 
-static int lines_error_z(owner *o, void *req, int64_t code, const char *message,
-                         const char *data, size_t data_len) {
-  return lines_error(o, req, code, message, data, data_len);
-}
-
-static int lines_respond_z(owner *o, void *req, const char *result,
-                           size_t len) {
-  return lines_respond(o, req, result, len);
-}
-
 static int lines_notify(owner *o, const char *method, const char *params,
                         size_t len) {
   return lines_msg(o, NULL, false, method, params, len);
 }
 
-static const peer_ops lines_ops = {lines_request, lines_notify, lines_respond_z,
-                                   lines_error_z, true};
+static const peer_ops lines_ops = {
+    .request = lines_request,
+    .notify = lines_notify,
+    .respond = lines_respond,
+    .error = lines_error,
+    .owns_req = true,
+};
 
 static int client_request(owner *o, const char *method, const char *params,
                           size_t len, out_req *rec) {
@@ -308,8 +303,12 @@ static int client_error(owner *o, void *req, int64_t code, const char *message,
                                   data_len);
 }
 
-static const peer_ops client_ops = {client_request, client_notify,
-                                    client_respond, client_error, false};
+static const peer_ops client_ops = {
+    .request = client_request,
+    .notify = client_notify,
+    .respond = client_respond,
+    .error = client_error,
+};
 
 static int proxy_request(owner *o, const char *method, const char *params,
                          size_t len, out_req *rec) {
@@ -332,8 +331,12 @@ static int proxy_error(owner *o, void *req, int64_t code, const char *message,
                                  data_len);
 }
 
-static const peer_ops proxy_ops = {proxy_request, proxy_notify, proxy_respond,
-                                   proxy_error, false};
+static const peer_ops proxy_ops = {
+    .request = proxy_request,
+    .notify = proxy_notify,
+    .respond = proxy_respond,
+    .error = proxy_error,
+};
 
 static int agent_request(owner *o, const char *method, const char *params,
                          size_t len, out_req *rec) {
@@ -356,8 +359,12 @@ static int agent_error(owner *o, void *req, int64_t code, const char *message,
                                  data_len);
 }
 
-static const peer_ops agent_ops = {agent_request, agent_notify, agent_respond,
-                                   agent_error, false};
+static const peer_ops agent_ops = {
+    .request = agent_request,
+    .notify = agent_notify,
+    .respond = agent_respond,
+    .error = agent_error,
+};
 
 static int peer_request(owner *o, const char *method, const char *params,
                         size_t len, out_req *rec) {

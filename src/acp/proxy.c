@@ -755,8 +755,14 @@ static void proxy_on_answered(acp__role *role, acp__req *req, bool is_error) {
 }
 
 static const acp__role_ops proxy_ops = {
-    sizeof(preq),    proxy_admit,       proxy_on_request, proxy_on_notification,
-    proxy_on_cancel, proxy_on_response, proxy_on_answered};
+    .req_size = sizeof(preq),
+    .admit = proxy_admit,
+    .on_request = proxy_on_request,
+    .on_notification = proxy_on_notification,
+    .on_cancel = proxy_on_cancel,
+    .on_response = proxy_on_response,
+    .on_answered = proxy_on_answered,
+};
 
 /* MARK: - Callbacks (Public) */
 
