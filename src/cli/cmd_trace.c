@@ -43,6 +43,7 @@ enum {
   MAX_METHODS = 4096,    /* distinct method names */
   MAX_SESSIONS = 65536,  /* distinct session ids */
   MAX_ERRORS = 1024,     /* distinct (code, method) */
+  MAX_DETAILS = 4096,    /* distinct row details (page only) */
   MAX_PENDING = 1 << 20, /* requests waiting for an answer */
   MAX_BAD_KEPT = 20,     /* malformed lines listed by number */
   HIST_BUCKETS = 64 * 16,
@@ -200,6 +201,7 @@ typedef struct row {
   int32_t pair;
   int32_t method;
   int32_t session;
+  int32_t detail; /* details index: an update's kind, an error's code */
   uint16_t from, to;
   uint8_t kind;
   uint8_t flags;
@@ -211,7 +213,7 @@ enum { F_WRAPPED = 1, F_CANCEL = 2, F_ELEMENT = 4 };
 
 typedef struct trace {
   const char *path;
-  strtab names, methods, sessions;
+  strtab names, methods, sessions, details;
   lane lanes[MAX_NAMES + 1];
   hop *hops;
   size_t nhops;
@@ -534,6 +536,7 @@ static void add_row(trace *tr, const entry *e, uint8_t kind, uint8_t flags,
   r->to = (uint16_t)(e ? e->lto : 0);
   r->kind = kind;
   r->flags = flags;
+  r->detail = -1;
   if (id != NULL) {
     size_t n;
     const char *p = acp_json_raw(id, &n);
@@ -542,6 +545,45 @@ static void add_row(trace *tr, const entry *e, uint8_t kind, uint8_t flags,
     memcpy(r->id, p, n);
     r->id[n] = '\0';
   }
+}
+
+/* A word or two that tells rows of one method apart in the diagram: the
+ * kind of a session/update, the MCP method of an mcp/message, the code
+ * and message of an error. */
+static void set_detail(trace *tr, acp_json_doc *doc, const acp_json_val *method,
+                       const acp_json_val *params, const acp_json_val *error) {
+  char buf[128];
+  const char *s;
+  size_t n = 0;
+  long i;
+
+  if (!tr->keep_rows || tr->nrows == 0)
+    return;
+  if (error != NULL) {
+    int64_t code = 0;
+    const acp_json_val *msg = acp_json_obj_getz(error, "message");
+    int k;
+    (void)acp_json_get_int64(acp_json_obj_getz(error, "code"), &code);
+    if (acp_json_doc_str(doc, msg, &s, &n) != 0)
+      n = 0;
+    k = snprintf(buf, sizeof(buf), "%lld %.*s", (long long)code,
+                 (int)(n > 80 ? 80 : n), n ? s : "");
+    n = k < 0 ? 0 : (size_t)k >= sizeof(buf) ? sizeof(buf) - 1 : (size_t)k;
+    s = buf;
+  } else if (ACP_JSON_STR_EQ_LIT(method, "session/update")) {
+    const acp_json_val *kind =
+        acp_json_obj_getz(acp_json_obj_getz(params, "update"), "sessionUpdate");
+    if (acp_json_doc_str(doc, kind, &s, &n) != 0)
+      return;
+  } else if (ACP_JSON_STR_EQ_LIT(method, "mcp/message")) {
+    /* The MCP method it carries. */
+    if (acp_json_doc_str(doc, acp_json_obj_getz(params, "method"), &s, &n) != 0)
+      return;
+  } else {
+    return;
+  }
+  i = strtab_intern(&tr->details, s, n);
+  tr->rows[tr->nrows - 1].detail = (int32_t)i;
 }
 
 static long session_of(trace *tr, acp_json_doc *doc, const acp_json_val *obj) {
@@ -601,6 +643,7 @@ static void one_message(trace *tr, acp_json_doc *doc, entry *e,
       if (h != NULL)
         h->requests++;
       add_row(tr, e, K_REQ, flags, mi, si, id);
+      set_detail(tr, doc, method, params, NULL);
       kn = req_key(key, sizeof(key), e->from, e->from_n, e->to, e->to_n,
                    e->to_link, idp, idn);
       if (kn > 0 && hopi >= 0)
@@ -611,6 +654,7 @@ static void one_message(trace *tr, acp_json_doc *doc, entry *e,
       if (h != NULL)
         h->notifications++;
       add_row(tr, e, K_NOTIF, flags, mi, si, NULL);
+      set_detail(tr, doc, method, params, NULL);
     }
     return;
   }
@@ -663,6 +707,8 @@ static void one_message(trace *tr, acp_json_doc *doc, entry *e,
     if (error != NULL)
       note_error(tr, code, mi);
     add_row(tr, e, error != NULL ? K_ERROR : K_RESULT, flags, mi, si, id);
+    if (error != NULL)
+      set_detail(tr, doc, NULL, NULL, error);
     if (found && p.row >= 0 && tr->keep_rows && tr->nrows > 0) {
       tr->rows[tr->nrows - 1].pair = (int32_t)p.row;
       tr->rows[p.row].pair = (int32_t)(tr->nrows - 1);
@@ -860,6 +906,7 @@ static void trace_dispose(trace *tr) {
   strtab_dispose(&tr->names);
   strtab_dispose(&tr->methods);
   strtab_dispose(&tr->sessions);
+  strtab_dispose(&tr->details);
   for (i = 0; i < tr->nhops; i++)
     free(tr->hops[i].lat.b);
   free(tr->hops);
@@ -1312,6 +1359,8 @@ static void put_index(FILE *f, const trace *tr) {
   put_strtab(f, &tr->methods);
   fputs(",\"sessions\":", f);
   put_strtab(f, &tr->sessions);
+  fputs(",\"details\":", f);
+  put_strtab(f, &tr->details);
 #define COLUMN(name, fmt, expr)                                                \
   do {                                                                         \
     fputs(",\"" name "\":[", f);                                               \
@@ -1330,6 +1379,7 @@ static void put_index(FILE *f, const trace *tr) {
   COLUMN("g", "%d", (int)r->flags);
   COLUMN("m", "%d", (int)r->method);
   COLUMN("s", "%d", (int)r->session);
+  COLUMN("d", "%d", (int)r->detail);
   COLUMN("p", "%d", (int)r->pair);
   COLUMN("l", "%u", (unsigned)r->line);
 #undef COLUMN
@@ -1535,6 +1585,7 @@ int cmd_trace(int argc, char **argv) {
   tr.names.max = MAX_NAMES;
   tr.methods.max = MAX_METHODS;
   tr.sessions.max = MAX_SESSIONS;
+  tr.details.max = MAX_DETAILS;
   tr.keep_rows = html != NULL;
   if (read_trace(&tr, in) != 0) {
     cli_err("trace", "cannot read %s: %s\n", path,

@@ -150,7 +150,7 @@ try {
   const after = await evaluate(`({
     sel: [...document.querySelectorAll('#space .row.sel')].map(e => +e.dataset.i),
     pair: [...document.querySelectorAll('#space .row.pair')].map(e => +e.dataset.i),
-    bytes: document.querySelector('#space .row.sel .open-box pre')?.textContent,
+    bytes: document.querySelector('#space .row.sel .open-box pre.exact')?.textContent,
     raw: acpTrace.raw(${req}),
     go: document.querySelector('#space .row.sel button[data-go]')?.dataset.go })`);
   check("click a request: it opens to its exact bytes",
