@@ -94,6 +94,8 @@ check-valgrind: build
 	  sh tests/integration/run-agent-transcripts.sh
 	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
 	  sh tests/integration/run-mcp-relay.sh
+	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
+	  sh tests/integration/run-trace.sh
 	rm -rf $(BUILD)/vg-bridge && mkdir -p $(BUILD)/vg-bridge
 	ACP_BIN=$(CURDIR)/tools/valgrind-acp.sh ACP_VG_REAL=$(CURDIR)/$(BUILD)/acp \
 	  ACP_VG_LOGS=$(CURDIR)/$(BUILD)/vg-bridge ACP_VALGRIND=1 \

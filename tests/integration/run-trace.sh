@@ -5,6 +5,9 @@
 # traces, and on a generated trace of 100,000 messages. The summary is
 # checked through --json; the page (--html) is checked for its data here
 # and in a browser by run-trace-browser.sh.
+#   ACP_VALGRIND_WRAP a command prefix for every `acp trace` run, e.g.
+#                     "valgrind -q --error-exitcode=99 --leak-check=full"
+#                     (the generated trace is then 5,000 messages)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -21,6 +24,17 @@ fail=0
 ok() { pass=$((pass + 1)); echo "PASS $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
 AR="$acp proxy arrow"
+wrap=${ACP_VALGRIND_WRAP:-}
+# Under valgrind, exit status 99 is a memory error: noted in a file, since
+# some runs are in pipelines, and failed at the end.
+trace() {
+  $wrap "$acp" trace "$@"
+  rc=$?
+  [ -n "$wrap" ] && [ $rc -eq 99 ] && echo "acp trace $*" >>"$work/vg-errors"
+  return $rc
+}
+big=100000
+[ -n "$wrap" ] && big=5000
 # check NAME SUMMARY.json PYTHON-CONDITIONS: pass when every condition (one
 # per line, over `s`, the summary) holds; print the failing ones otherwise.
 check() {
@@ -44,7 +58,7 @@ EOF
 printf 'hello\n/tool Look\n' | timeout 30 "$acp" client --quiet --cwd "$work" \
   -- "$acp" conductor agent --trace "$work/chain.jsonl" "$AR" \
   "$acp proxy context" "$acp agent" >"$work/chain.out" 2>"$work/chain.err"
-"$acp" trace "$work/chain.jsonl" --json >"$work/chain.json" 2>"$work/err" ||
+trace "$work/chain.jsonl" --json >"$work/chain.json" 2>"$work/err" ||
   ko "acp trace --json exits 0" "$(cat "$work/err")"
 check "chain: lanes, every request answered on every hop, latency per hop" \
   "$work/chain.json" '
@@ -62,7 +76,7 @@ s["sessionCount"] == 1 and s["sessions"][0]["messages"] > 0
 s["errors"] == 0 and s["cancels"] == 0'
 
 # The text summary says the same in words.
-"$acp" trace "$work/chain.jsonl" >"$work/chain.txt"
+trace "$work/chain.jsonl" >"$work/chain.txt"
 if grep -q '^components: client, arrow, context, agent$' "$work/chain.txt" &&
   grep -q '^client -> arrow ' "$work/chain.txt" &&
   grep -q 'unanswered 0' "$work/chain.txt" && grep -q '^errors: none' "$work/chain.txt"; then
@@ -75,13 +89,14 @@ printf '%s\n' \
   '{"jsonrpc":"2.0","id":1,"method":"nope/nothing","params":{}}' |
   timeout 30 "$acp" conductor agent --trace "$work/err.jsonl" "$AR" "$acp agent" \
     >"$work/err.out" 2>&1
-"$acp" trace "$work/err.jsonl" --json >"$work/err.json"
+trace "$work/err.jsonl" --json >"$work/err.json"
 check "errors by code and method, counted on each hop back" "$work/err.json" '
 s["errorsByCode"] == [{"code": -32601, "method": "nope/nothing", "count": 2}]
 s["errors"] == 2 and hop[("agent", "arrow")]["errors"] == 1 and hop[("arrow", "client")]["errors"] == 1
 s["paired"] == s["requests"] == 4'
 
 # ---- 3. a cancelled turn (Ctrl-C in acp client) --------------------------
+: >"$work/c.out"
 "$acp" client -p "/wait" -- "$acp" conductor agent --trace "$work/cancel.jsonl" \
   "$AR" "$AR" "$acp agent" >"$work/c.out" 2>&1 &
 cpid=$!
@@ -90,7 +105,7 @@ while [ $i -lt 100 ] && ! grep -q "waiting for session/cancel" "$work/c.out"; do
   sleep 0.1; i=$((i + 1)); done
 kill -INT $cpid
 wait $cpid
-"$acp" trace "$work/cancel.jsonl" --json >"$work/cancel.json"
+trace "$work/cancel.jsonl" --json >"$work/cancel.json"
 check "cancellation: session/cancel on each of the 3 hops, the turn still answered" \
   "$work/cancel.json" '
 s["cancels"] == 3
@@ -102,7 +117,7 @@ s["unanswered"] == 0 and s["paired"] == s["requests"]'
 timeout 30 "$acp" client -p '/mcp-call tools echo {"message":"traced"}' -- \
   "$acp" conductor agent --trace "$work/bridge.jsonl" "$acp proxy tools" \
   "$acp agent --mcp-acp off" >"$work/bridge.out" 2>&1
-"$acp" trace "$work/bridge.jsonl" --json >"$work/bridge.json"
+trace "$work/bridge.jsonl" --json >"$work/bridge.json"
 check "MCP bridge: bridge, server and endpoint lanes; MCP requests answered" \
   "$work/bridge.json" '
 names[:3] == ["client", "tools", "agent"] and names[3:] == ["bridge", "bridge:tools", "endpoint:1"]
@@ -113,7 +128,7 @@ hop[("bridge", "tools")]["requests"] >= 3 and hop[("tools", "bridge")]["results"
 s["unmatchedResponses"] == 0'
 
 # ---- 5. the page holds every message, byte for byte ----------------------
-"$acp" trace "$work/chain.jsonl" --html "$work/chain.html" >"$work/h.out" 2>&1
+trace "$work/chain.jsonl" --html "$work/chain.html" >"$work/h.out" 2>&1
 if python3 - "$work/chain.jsonl" "$work/chain.html" <<'EOF'
 import json, re, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -153,7 +168,7 @@ good=$(head -n 1 "$work/chain.jsonl")
   echo '{"time":6,"from":"arrow","fromLink":1,"to":"client","toLink":0,"dir":"left","message":{"jsonrpc":"2.0","id":8,"error":{"code":-1}},"answers":{"link":"x"}}'
   printf '{"time":7,"from":"a","to":"b","message":{"jsonrpc":"2.0","method":"cut'
 } >"$work/bad.jsonl"
-"$acp" trace "$work/bad.jsonl" --json >"$work/bad.json" 2>"$work/bad.err"
+trace "$work/bad.jsonl" --json >"$work/bad.json" 2>"$work/bad.err"
 rc=$?
 if [ $rc -eq 0 ]; then
   check "malformed lines counted and listed by number, the rest still read" \
@@ -163,49 +178,51 @@ s["lines"] == 13 and s["malformed"] == 8
 s["batches"] == 1 and s["paired"] == 1 and s["unmatchedResponses"] == 1
 s["unanswered"] == 1 and s["errorsByCode"] == [{"code": -1, "method": "?", "count": 1}]'
 else ko "malformed trace: exit $rc" "$(cat "$work/bad.err")"; fi
-if "$acp" trace "$work/bad.jsonl" --html "$work/bad.html" >"$work/bad.txt" 2>&1 &&
+if trace "$work/bad.jsonl" --html "$work/bad.html" >"$work/bad.txt" 2>&1 &&
   grep -q 'line 2: not JSON' "$work/bad.txt" && grep -q 'trace-raw' "$work/bad.html"; then
   ok "malformed trace: text summary names the lines, the page is still written"
 else ko "malformed trace text/html" "$(cat "$work/bad.txt")"; fi
 : >"$work/empty.jsonl"
-if "$acp" trace "$work/empty.jsonl" --json | grep -q '"messages":0'; then
+if trace "$work/empty.jsonl" --json | grep -q '"messages":0'; then
   ok "empty trace"; else ko "empty trace"; fi
 # A line longer than the 64 MiB cap is skipped, not kept.
 python3 -c "import sys; sys.stdout.write('{\"x\":\"' + 'a' * (65 << 20) + '\"}\n')" >"$work/long.jsonl"
 echo "$good" >>"$work/long.jsonl"
-if "$acp" trace "$work/long.jsonl" --json >"$work/long.json" 2>&1; then
+if trace "$work/long.jsonl" --json >"$work/long.json" 2>&1; then
   check "over-long line skipped and reported" "$work/long.json" '
 s["malformed"] == 1 and s["malformedLines"][0]["reason"].startswith("line longer") and s["messages"] == 1'
 else ko "over-long line" "$(cat "$work/long.json")"; fi
 rm -f "$work/long.jsonl"
 
 # ---- 7. command line -------------------------------------------------------
-"$acp" trace "$work/nope.jsonl" >/dev/null 2>&1; r1=$?
-"$acp" trace --bogus "$work/chain.jsonl" >/dev/null 2>&1; r2=$?
-"$acp" trace >/dev/null 2>&1; r3=$?
-"$acp" trace - --html "$work/x.html" </dev/null >/dev/null 2>&1; r4=$?
-"$acp" trace "$work/chain.jsonl" --html "$work/no/such/dir/x.html" >/dev/null 2>&1; r5=$?
+trace "$work/nope.jsonl" >/dev/null 2>&1; r1=$?
+trace --bogus "$work/chain.jsonl" >/dev/null 2>&1; r2=$?
+trace >/dev/null 2>&1; r3=$?
+trace - --html "$work/x.html" </dev/null >/dev/null 2>&1; r4=$?
+trace "$work/chain.jsonl" --html "$work/no/such/dir/x.html" >/dev/null 2>&1; r5=$?
 if [ $r1 -eq 1 ] && [ $r2 -eq 2 ] && [ $r3 -eq 2 ] && [ $r4 -eq 2 ] && [ $r5 -eq 1 ] &&
-  "$acp" trace --help | grep -q -- '--html' &&
-  "$acp" trace - --json <"$work/chain.jsonl" | grep -q '"messages":'; then
+  trace --help | grep -q -- '--html' &&
+  trace - --json <"$work/chain.jsonl" | grep -q '"messages":'; then
   ok "command line: missing file 1, bad usage 2, --help, stdin"
 else ko "command line" "$r1 $r2 $r3 $r4 $r5"; fi
 
 # ---- 8. 100,000 messages ---------------------------------------------------
-python3 "$here/gen-trace.py" 100000 >"$work/big.jsonl"
+python3 "$here/gen-trace.py" $big >"$work/big.jsonl"
 t0=$(date +%s%N)
-"$acp" trace "$work/big.jsonl" --json >"$work/big.json"
+trace "$work/big.jsonl" --json >"$work/big.json"
 t1=$(date +%s%N)
-"$acp" trace "$work/big.jsonl" --html "$work/big.html" >/dev/null
+trace "$work/big.jsonl" --html "$work/big.html" >/dev/null
 t2=$(date +%s%N)
-echo "100,000 messages ($(wc -c <"$work/big.jsonl") bytes): summary $(((t1 - t0) / 1000000)) ms," \
+echo "$big messages ($(wc -c <"$work/big.jsonl") bytes): summary $(((t1 - t0) / 1000000)) ms," \
   "page $(((t2 - t1) / 1000000)) ms ($(wc -c <"$work/big.html") bytes)"
-check "100,000 generated messages summarised, every request paired" "$work/big.json" '
-s["messages"] == 100000 and s["malformed"] == 0
+check "$big generated messages summarised, every request paired" "$work/big.json" "
+s['messages'] == $big"'
+s["malformed"] == 0
 s["paired"] == s["requests"] == s["responses"] and s["unanswered"] == 0
 s["errors"] == s["errorsByCode"][0]["count"] > 0 and s["cancels"] > 0
 names == ["client", "conductor", "p1", "p2", "agent"]
 s["sessionCount"] == 50'
 
+if [ -s "$work/vg-errors" ]; then ko "valgrind reported errors" "$(cat "$work/vg-errors")"; fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
