@@ -1405,11 +1405,16 @@ static size_t put_raw(FILE *f, FILE *in) {
   fputc('[', f);
   if (acp_json_doc_new(&doc, NULL) != 0)
     goto done;
-  while ((rv = next_line(&rd, &line, &len)) != 0 && rv != -2) {
+  for (;;) {
     const acp_json_val *msg, *el;
     entry e;
+    rv = next_line(&rd, &line, &len);
+    if (rv == 0 || rv == -2)
+      break;
     if (rv == -1) {
-      fputs(rows++ ? ",\"(a line longer than 64 MiB)\"" : "\"(too long)\"", f);
+      if (rows++)
+        fputc(',', f);
+      fputs("\"(a line longer than 64 MiB: not kept)\"", f);
       continue;
     }
     len = trim_line(line, len);
