@@ -223,6 +223,9 @@ typedef struct trace {
   uint64_t requests, notifications, results, errors, paired, unmatched;
   uint64_t unpairable; /* responses without "answers" (older traces) */
   uint64_t cancels, pending_dropped, other_hops, other_names;
+  /* answers that say a request was cancelled: a prompt turn that ended
+   * "cancelled", an error -32800 (RequestCancelled) */
+  uint64_t cancelled_turns, cancelled_requests;
   uint64_t other_methods, other_sessions;
   double t_first, t_last;
   bool have_time;
@@ -690,11 +693,16 @@ static void one_message(trace *tr, acp_json_doc *doc, entry *e,
       if (h != NULL)
         h->results++;
       si = session_of(tr, doc, result);
+      if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(result, "stopReason"),
+                              "cancelled"))
+        tr->cancelled_turns++;
     } else {
       tr->errors++;
       if (h != NULL)
         h->errors++;
       (void)acp_json_get_int64(acp_json_obj_getz(error, "code"), &code);
+      if (code == -32800)
+        tr->cancelled_requests++;
     }
     if (found) {
       tr->paired++;
@@ -1072,6 +1080,8 @@ static int write_summary(const trace *tr, acp_json_writer *w) {
   w_u64(w, "unmatchedResponses", tr->unmatched);
   w_u64(w, "unpairable", tr->unpairable);
   w_u64(w, "cancels", tr->cancels);
+  w_u64(w, "cancelledTurns", tr->cancelled_turns);
+  w_u64(w, "cancelledRequests", tr->cancelled_requests);
   acp_json_write_keyz(w, "components");
   acp_json_write_arr_begin(w);
   for (i = 0; i < nl; i++) {
@@ -1229,6 +1239,11 @@ static void print_summary(const trace *tr, FILE *f) {
           (unsigned long long)tr->cancels,
           (unsigned long long)method_count(tr, "$/cancel_request"),
           (unsigned long long)method_count(tr, "session/cancel"));
+  fprintf(f,
+          "  answers on all hops: %llu prompt turns ended \"cancelled\", %llu "
+          "requests failed -32800\n",
+          (unsigned long long)tr->cancelled_turns,
+          (unsigned long long)tr->cancelled_requests);
   for (i = 0; i < tr->nhops; i++) {
     const hop *h = &tr->hops[i];
     size_t an, bn;

@@ -108,7 +108,7 @@ wait $cpid
 trace "$work/cancel.jsonl" --json >"$work/cancel.json"
 check "cancellation: session/cancel on each of the 3 hops, the turn still answered" \
   "$work/cancel.json" '
-s["cancels"] == 3
+s["cancels"] == 3 and s["cancelledTurns"] == 3 and s["cancelledRequests"] == 0
 [h["cancels"] for h in s["hops"] if h["cancels"]] == [1, 1, 1]
 hop[("client", "arrow")]["cancels"] == 1 and hop[("arrow", "agent")]["cancels"] == 1
 s["unanswered"] == 0 and s["paired"] == s["requests"]'
