@@ -14,7 +14,7 @@ CTEST      ?= ctest
 APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
            libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev \
-           python3 procps curl
+           python3 procps curl chromium
 
 .PHONY: all deps configure build demo check check-unit check-asan \
         check-valgrind check-wasm check-headers check-install peers bench bench-deps \
@@ -94,6 +94,8 @@ check-valgrind: build
 	  sh tests/integration/run-agent-transcripts.sh
 	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
 	  sh tests/integration/run-mcp-relay.sh
+	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
+	  sh tests/integration/run-trace.sh
 	rm -rf $(BUILD)/vg-bridge && mkdir -p $(BUILD)/vg-bridge
 	ACP_BIN=$(CURDIR)/tools/valgrind-acp.sh ACP_VG_REAL=$(CURDIR)/$(BUILD)/acp \
 	  ACP_VG_LOGS=$(CURDIR)/$(BUILD)/vg-bridge ACP_VALGRIND=1 \
