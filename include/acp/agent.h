@@ -120,6 +120,21 @@ typedef int (*acp_agent_cancel_request_cb)(acp_agent *agent,
 typedef int (*acp_agent_response_cb)(acp_agent *agent, const acp_rpc_msg *msg,
                                      void *user_data);
 
+/**
+ * Observer of the `session/update` notifications this agent sends, called
+ * once per update after it was queued (never for one that failed), from
+ * inside the acp_agent_send_*() call that sent it. For an agent that keeps
+ * or persists its sessions' history: the update is exactly the object sent
+ * as `params.update`.
+ * @param session_id  NUL-terminated; valid during the call.
+ * @param update, len the update object's JSON; valid during the call.
+ * The observer must not send anything on `agent` (no re-entrancy).
+ */
+typedef void (*acp_agent_update_sent_cb)(acp_agent *agent,
+                                         const char *session_id,
+                                         const char *update, size_t len,
+                                         void *user_data);
+
 /* MARK: - Callbacks */
 
 /** @return 0, ACP_ERR_INVALID_ARGUMENT (out NULL) or ACP_ERR_NOMEM. */
@@ -170,6 +185,11 @@ acp_agent_callbacks_set_on_session_cancel(acp_agent_callbacks *cbs,
 ACP_EXTERN void
 acp_agent_callbacks_set_on_cancel_request(acp_agent_callbacks *cbs,
                                           acp_agent_cancel_request_cb cb);
+
+/** Observe every `session/update` sent (acp_agent_update_sent_cb). */
+ACP_EXTERN void
+acp_agent_callbacks_set_on_update_sent(acp_agent_callbacks *cbs,
+                                       acp_agent_update_sent_cb cb);
 
 /* Unstable request handlers (schema.unstable.json). */
 ACP_EXTERN void

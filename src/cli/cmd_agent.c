@@ -3,6 +3,7 @@
  * text is a small script (agent_script.h) that exercises the protocol, so
  * clients, proxies and tests can see every feature working.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "agent_script.h"
+#include "agent_store.h"
 #include "cli.h"
 
 #define BIG_CHUNK (64 * 1024)
@@ -23,7 +25,7 @@
 
 static const char agent_usage[] =
     "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
-    "                 [--mcp-http on|off]\n"
+    "                 [--mcp-http on|off] [--state-dir DIR]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -44,11 +46,21 @@ static const char agent_usage[] =
     "               on (default): advertise mcpCapabilities.http and .sse\n"
     "               and reach such servers through `acp mcp relay`; off: do\n"
     "               not advertise them\n"
+    "  --state-dir DIR\n"
+    "               keep each session in DIR/<sessionId>.json (cwd, MCP\n"
+    "               servers, mode, config, title, history), rewritten\n"
+    "               atomically as it changes, so load, resume and list work\n"
+    "               across restarts; DIR is created if missing. One agent\n"
+    "               process per DIR at a time. An unreadable file is\n"
+    "               reported on stderr and that session answers -32603\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
     "close,\n"
     "modes (ask, code) and config options (model: fast|smart, verbose: bool).\n"
+    "Session ids are sess_ and 32 hex digits from the OS's random source,\n"
+    "unique across processes; with ACP_AGENT_SEQUENTIAL_IDS=1 in the\n"
+    "environment they are sess_1, sess_2... (for tests).\n"
     "\n";
 
 typedef struct app app;
@@ -64,6 +76,8 @@ struct asession {
   char model[16];
   bool verbose;
   acp_json_writer *history; /* session/update payloads, one per line */
+  char *mcp_json;           /* the last mcpServers array given (raw) */
+  bool dirty;               /* changed since last saved (--state-dir) */
   turn *turn;
   mcpsrv *mcp; /* MCP-over-ACP servers declared for this session */
   asession *next;
@@ -101,7 +115,10 @@ struct app {
   size_t scratch_cap;
   int end_reason; /* why the connection ended: 0 or an ACP_ERR_* */
   acp_json_doc *doc;
-  acp_arena *arena; /* decoded mcpServers entries (mcp_record_stdio) */
+  acp_json_doc *hdoc;  /* on_update_sent: the update's kind */
+  acp_json_doc *sdoc;  /* reading state files */
+  acp_json_writer *sw; /* writing state files */
+  acp_arena *arena;    /* decoded mcpServers entries (mcp_record_stdio) */
   bool echo;
   const char *name;
   bool fs_read, fs_write, terminal, elicitation;
@@ -112,6 +129,20 @@ struct app {
   bool mcp_acp_off;          /* --mcp-acp off */
   bool mcp_http_off;         /* --mcp-http off */
   acp_mcp_acp_consumer *mcp; /* consumes acp-type MCP servers */
+  const char *state_dir;     /* --state-dir, or NULL */
+  bool sequential_ids;       /* ACP_AGENT_SEQUENTIAL_IDS=1 */
+  bool replaying;            /* session/load: sent updates are old ones */
+  bool flush_init;
+  uv_idle_t flush;       /* saves dirty sessions once per loop iteration */
+  struct broken *broken; /* state files that could not be restored */
+};
+
+/* A state file that could not be read back: its session answers with
+ * `why` instead of being forgotten or silently replaced. */
+struct broken {
+  char *id;
+  char *why;
+  struct broken *next;
 };
 
 /* MARK: - Small helpers */
@@ -214,7 +245,6 @@ static int send_chunk(app *a, asession *s, const char *kind, const char *text,
   if (rv != 0)
     return rv;
   u = wdata(a, &ulen);
-  history_add(s, u, ulen);
   return acp_agent_send_update_raw(a->agent, s->id, u, ulen);
 }
 
@@ -285,6 +315,137 @@ static void write_session_state(app *a, asession *s) {
   write_config_options(a, s);
 }
 
+/* MARK: - Persistence (--state-dir) */
+
+static struct broken *find_broken(app *a, const char *id) {
+  struct broken *b;
+
+  for (b = a->broken; b != NULL && id != NULL; b = b->next)
+    if (strcmp(b->id, id) == 0)
+      return b;
+  return NULL;
+}
+
+static void broken_drop(app *a, const char *id) {
+  struct broken **pp;
+
+  for (pp = &a->broken; *pp != NULL; pp = &(*pp)->next) {
+    if (strcmp((*pp)->id, id) == 0) {
+      struct broken *b = *pp;
+      *pp = b->next;
+      free(b->id);
+      free(b->why);
+      free(b);
+      return;
+    }
+  }
+}
+
+/* Write DIR/ID.json now: the session's state, then its history array. */
+static void session_save(app *a, asession *s) {
+  acp_json_writer *w = a->sw;
+  const char *parts[4];
+  size_t lens[4];
+
+  if (a->state_dir == NULL)
+    return;
+  s->dirty = false;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "version");
+  acp_json_write_int(w, 1);
+  kvs(w, "sessionId", s->id);
+  kvs(w, "cwd", s->cwd);
+  if (s->title != NULL)
+    kvs(w, "title", s->title);
+  kvs(w, "mode", s->mode);
+  kvs(w, "model", s->model);
+  acp_json_write_keyz(w, "verbose");
+  acp_json_write_bool(w, s->verbose);
+  acp_json_write_keyz(w, "nextTool");
+  acp_json_write_uint(w, a->next_tool);
+  acp_json_write_keyz(w, "mcpServers");
+  if (s->mcp_json != NULL)
+    acp_json_write_raw(w, s->mcp_json, strlen(s->mcp_json));
+  else
+    acp_json_write_raw(w, "[]", 2);
+  if (acp_json_writer_error(w) != 0) {
+    cli_err("agent", "cannot save session %s: out of memory", s->id);
+    return;
+  }
+  /* The writers hold an open object and an open array: close both here
+   * rather than copy a history that may be megabytes long. */
+  parts[0] = acp_json_writer_data(w, &lens[0]);
+  parts[1] = ",\"history\":";
+  lens[1] = strlen(parts[1]);
+  parts[2] = acp_json_writer_data(s->history, &lens[2]);
+  parts[3] = "]}\n";
+  lens[3] = 3;
+  if (store_write(a->state_dir, s->id, parts, lens, 4) != 0)
+    cli_err("agent", "cannot save session %s in %s: %s", s->id, a->state_dir,
+            strerror(errno));
+}
+
+static void flush_dirty(uv_idle_t *h) {
+  app *a = h->data;
+  asession *s;
+
+  uv_idle_stop(h);
+  for (s = a->sessions; s != NULL; s = s->next)
+    if (s->dirty)
+      session_save(a, s);
+}
+
+/* Save soon: updates come in bursts (a plan, a stream of chunks), so they
+ * are written once per loop iteration, not once each. Answers that end a
+ * turn or change state save at once (session_save) before they go out. */
+static void session_changed(app *a, asession *s) {
+  if (a->state_dir == NULL)
+    return;
+  s->dirty = true;
+  if (!a->flush_init) {
+    uv_idle_init(&a->loop, &a->flush);
+    a->flush.data = a;
+    a->flush_init = true;
+  }
+  if (!uv_is_active((uv_handle_t *)&a->flush))
+    uv_idle_start(&a->flush, flush_dirty);
+}
+
+/* The updates a session/load replays: the conversation itself. Modes,
+ * config options, titles and usage are state, answered by load itself. */
+static bool history_kind(const acp_json_val *kind) {
+  static const char *const kinds[] = {
+      "user_message_chunk", "agent_message_chunk",  "agent_thought_chunk",
+      "tool_call",          "tool_call_update",     "plan",
+      "session_message",    "session_message_chunk"};
+  size_t i;
+
+  for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+    if (acp_json_str_eq(kind, kinds[i], strlen(kinds[i])))
+      return true;
+  return false;
+}
+
+/* Every session/update the agent sends passes here (acp_agent's
+ * on_update_sent): the conversation part goes into the history. */
+static void on_update_sent(acp_agent *agent, const char *session_id,
+                           const char *update, size_t len, void *ud) {
+  app *a = ud;
+  asession *s;
+
+  (void)agent;
+  if (a->replaying)
+    return;
+  s = find_session(a, session_id);
+  if (s == NULL || acp_json_doc_parse(a->hdoc, update, len, NULL) != 0 ||
+      !history_kind(
+          acp_json_obj_getz(acp_json_doc_root(a->hdoc), "sessionUpdate")))
+    return;
+  history_add(s, update, len);
+  session_changed(a, s);
+}
+
 /* MARK: - Prompt turns */
 
 static void turn_run(turn *t);
@@ -319,6 +480,9 @@ static void turn_finish(turn *t, const char *stop_reason) {
                                 uv_now(&t->a->loop));
     (void)acp_mcp_acp_consumer_flush(t->a->mcp, uv_now(&t->a->loop));
   }
+  /* The turn's history is on disk before the client hears it ended. */
+  if (t->s != NULL && t->s->dirty)
+    session_save(t->a, t->s);
   if (t->req != NULL)
     acp_agent_respond_prompt(t->a->agent, t->req, stop_reason, NULL, 0);
   t->req = NULL;
@@ -891,6 +1055,7 @@ static void turn_run(turn *t) {
         break;
       }
       snprintf(s->mode, sizeof(s->mode), "%s", st->arg);
+      session_changed(a, s);
       acp_agent_send_current_mode(a->agent, s->id, s->mode);
       break;
     case STEP_CONFIG:
@@ -905,6 +1070,7 @@ static void turn_run(turn *t) {
                   "true|false\n");
         break;
       }
+      session_changed(a, s);
       acp_json_writer_reset(a->w);
       write_config_options(a, s);
       {
@@ -916,6 +1082,7 @@ static void turn_run(turn *t) {
     case STEP_TITLE:
       free(s->title);
       s->title = xstrndup(st->arg, strlen(st->arg));
+      session_changed(a, s);
       acp_agent_send_session_info(a->agent, s->id, s->title, NULL, 0);
       break;
     case STEP_USAGE:
@@ -1298,15 +1465,11 @@ static int stdio_start(app *a, mcpsrv *m) {
   return 0;
 }
 
-/* Record the acp-type servers of session/new, load or resume. */
-static void mcp_record(app *a, asession *s, acp_agent_request *req) {
-  const acp_json_val *list =
-      acp_json_obj_getz(acp_agent_request_params(req), "mcpServers");
-  const acp_rpc_msg *msg = acp_agent_request_msg(req);
+/* Record the servers of a mcpServers array (`list`, a value of `doc`). */
+static void mcp_record_list(app *a, asession *s, acp_json_doc *doc,
+                            const acp_json_val *list) {
   const acp_json_val *e;
 
-  if (msg == NULL)
-    return;
   for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
     const char *id;
     const char *name;
@@ -1316,7 +1479,7 @@ static void mcp_record(app *a, asession *s, acp_agent_request *req) {
     mcpsrv *m;
     mcpsrv *old;
 
-    if (acp_mcp_acp_decl_parse(msg->doc, e, &id, &n, &shape) != 0) {
+    if (acp_mcp_acp_decl_parse(doc, e, &id, &n, &shape) != 0) {
       mcp_record_stdio(a, s, e);
       continue;
     }
@@ -1325,8 +1488,7 @@ static void mcp_record(app *a, asession *s, acp_agent_request *req) {
       exit(CLI_EXIT_FAILURE);
     m->id = xstrndup(id, n);
     m->shape = shape;
-    if (acp_json_doc_str(msg->doc, acp_json_obj_getz(e, "name"), &name, &nn) !=
-        0) {
+    if (acp_json_doc_str(doc, acp_json_obj_getz(e, "name"), &name, &nn) != 0) {
       name = m->id;
       nn = strlen(m->id);
     }
@@ -1347,6 +1509,25 @@ static void mcp_record(app *a, asession *s, acp_agent_request *req) {
     m->next = s->mcp;
     s->mcp = m;
   }
+}
+
+/* Record the servers of session/new, load or resume, and keep their
+ * declaration for the state file. */
+static void mcp_record(app *a, asession *s, acp_agent_request *req) {
+  const acp_json_val *list =
+      acp_json_obj_getz(acp_agent_request_params(req), "mcpServers");
+  const acp_rpc_msg *msg = acp_agent_request_msg(req);
+  const char *raw;
+  size_t n;
+
+  if (msg == NULL)
+    return;
+  raw = acp_json_raw(list, &n);
+  if (raw != NULL && acp_json_type_of(list) == ACP_JSON_ARRAY) {
+    free(s->mcp_json);
+    s->mcp_json = xstrndup(raw, n);
+  }
+  mcp_record_list(a, s, msg->doc, list);
 }
 
 static void mcp_step_next(mcpop *op);
@@ -1820,13 +2001,41 @@ static int on_empty(acp_agent *agent, acp_agent_request *req, void *ud) {
   return 0;
 }
 
-static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
+/* A session id no session here has: 128 random bits from the OS, so that
+ * ids stay unique across processes and restarts (a client may keep them
+ * and resume later) without a clock or a shared counter, and cannot be
+ * guessed by another client of the same state dir; sequential for tests. */
+static void new_session_id(app *a, char *buf, size_t size) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned char r[16];
+  size_t i;
+
+  for (;;) {
+    if (a->sequential_ids) {
+      snprintf(buf, size, "sess_%u", ++a->next_session);
+    } else {
+      if (uv_random(NULL, NULL, r, sizeof(r), 0, NULL) != 0) {
+        fputs("acp agent: no random source for session ids\n", stderr);
+        exit(CLI_EXIT_FAILURE);
+      }
+      memcpy(buf, "sess_", 5);
+      for (i = 0; i < sizeof(r) && 5 + 2 * i + 2 < size; i++) {
+        buf[5 + 2 * i] = hex[r[i] >> 4];
+        buf[5 + 2 * i + 1] = hex[r[i] & 15];
+      }
+      buf[5 + 2 * i] = '\0';
+    }
+    if (find_session(a, buf) == NULL && find_broken(a, buf) == NULL)
+      return;
+  }
+}
+
+static asession *session_alloc(app *a, const char *id, const char *cwd,
+                               size_t cwd_len) {
   asession *s = calloc(1, sizeof(*s));
-  char id[40];
 
   if (s == NULL)
     exit(CLI_EXIT_FAILURE);
-  snprintf(id, sizeof(id), "sess_%u", ++a->next_session);
   s->id = xstrndup(id, strlen(id));
   s->cwd = xstrndup(cwd, cwd_len);
   snprintf(s->mode, sizeof(s->mode), "code");
@@ -1838,6 +2047,13 @@ static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
   s->next = a->sessions;
   a->sessions = s;
   return s;
+}
+
+static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
+  char id[40];
+
+  new_session_id(a, id, sizeof(id));
+  return session_alloc(a, id, cwd, cwd_len);
 }
 
 static void session_destroy(app *a, asession *s) {
@@ -1855,10 +2071,148 @@ static void session_destroy(app *a, asession *s) {
   }
   mcp_servers_free(s);
   acp_json_writer_free(s->history);
+  free(s->mcp_json);
   free(s->id);
   free(s->cwd);
   free(s->title);
   free(s);
+}
+
+/* A string member of a state file as a C string, or NULL. */
+static char *state_str(app *a, const acp_json_val *obj, const char *key) {
+  const char *v;
+  size_t n;
+
+  if (acp_json_type_of(acp_json_obj_getz(obj, key)) != ACP_JSON_STRING ||
+      acp_json_doc_str(a->sdoc, acp_json_obj_getz(obj, key), &v, &n) != 0 ||
+      memchr(v, 0, n) != NULL)
+    return NULL;
+  return xstrndup(v, n);
+}
+
+/* Read DIR/ID.json back into a session. On failure, why[] says what is
+ * wrong with the file and nothing was created. */
+static int session_restore(app *a, const char *id, char *why, size_t size) {
+  char *data = NULL;
+  size_t len = 0;
+  acp_json_err jerr;
+  const acp_json_val *root;
+  const acp_json_val *hist;
+  const acp_json_val *v;
+  char *sid = NULL;
+  char *cwd = NULL;
+  char *mode = NULL;
+  char *model = NULL;
+  char *title = NULL;
+  bool verbose = false;
+  uint64_t next_tool = 0;
+  asession *s;
+  int rv = -1;
+
+  if (store_read(a->state_dir, id, &data, &len) != 0) {
+    snprintf(why, size, "%s", strerror(errno));
+    goto cleanup;
+  }
+  memset(&jerr, 0, sizeof(jerr));
+  if (acp_json_doc_parse(a->sdoc, data, len, &jerr) != 0) {
+    snprintf(why, size, "not valid JSON (%s at byte %zu)",
+             jerr.msg ? jerr.msg : "parse error", jerr.pos);
+    goto cleanup;
+  }
+  root = acp_json_doc_root(a->sdoc);
+  hist = acp_json_obj_getz(root, "history");
+  sid = state_str(a, root, "sessionId");
+  cwd = state_str(a, root, "cwd");
+  mode = state_str(a, root, "mode");
+  model = state_str(a, root, "model");
+  title = state_str(a, root, "title");
+  if (acp_json_type_of(root) != ACP_JSON_OBJECT) {
+    snprintf(why, size, "not a JSON object");
+  } else if (sid == NULL || strcmp(sid, id) != 0) {
+    snprintf(why, size, "its sessionId is not %s", id);
+  } else if (cwd == NULL || cwd[0] != '/') {
+    snprintf(why, size, "no absolute cwd");
+  } else if (mode == NULL ||
+             (strcmp(mode, "ask") != 0 && strcmp(mode, "code") != 0)) {
+    snprintf(why, size, "no valid mode");
+  } else if (model == NULL ||
+             (strcmp(model, "fast") != 0 && strcmp(model, "smart") != 0)) {
+    snprintf(why, size, "no valid model");
+  } else if (acp_json_type_of(hist) != ACP_JSON_ARRAY) {
+    snprintf(why, size, "no history array");
+  } else if (acp_json_get_bool(acp_json_obj_getz(root, "verbose"), &verbose) !=
+                 0 ||
+             acp_json_get_uint64(acp_json_obj_getz(root, "nextTool"),
+                                 &next_tool) != 0) {
+    snprintf(why, size, "no valid verbose or nextTool");
+  } else {
+    rv = 0;
+  }
+  if (rv != 0)
+    goto cleanup;
+  s = session_alloc(a, id, cwd, strlen(cwd));
+  snprintf(s->mode, sizeof(s->mode), "%s", mode);
+  snprintf(s->model, sizeof(s->model), "%s", model);
+  s->verbose = verbose;
+  s->title = title;
+  title = NULL;
+  for (v = acp_json_child(hist); v != NULL; v = acp_json_next(v)) {
+    size_t n;
+    const char *raw = acp_json_raw(v, &n);
+    if (acp_json_type_of(v) == ACP_JSON_OBJECT)
+      acp_json_write_raw(s->history, raw, n);
+  }
+  /* Tool call ids go on from where the file's process stopped, so a
+   * loaded history never shows two calls with one id. */
+  if (next_tool > a->next_tool && next_tool < UINT32_MAX)
+    a->next_tool = (unsigned)next_tool;
+  v = acp_json_obj_getz(root, "mcpServers");
+  if (acp_json_type_of(v) == ACP_JSON_ARRAY) {
+    size_t n;
+    const char *raw = acp_json_raw(v, &n);
+    s->mcp_json = xstrndup(raw, n);
+    mcp_record_list(a, s, a->sdoc, v);
+  }
+cleanup:
+  free(data);
+  free(sid);
+  free(cwd);
+  free(mode);
+  free(model);
+  free(title);
+  return rv;
+}
+
+/* --state-dir: bring back every session of DIR. A file that cannot be
+ * read is reported, kept as it is, and its session answers with why. */
+static int restore_all(app *a) {
+  char **ids = NULL;
+  char why[400];
+  size_t i;
+
+  if (store_mkdir(a->state_dir) != 0 || store_list(a->state_dir, &ids) != 0) {
+    cli_err("agent", "--state-dir %s: %s", a->state_dir, strerror(errno));
+    return -1;
+  }
+  for (i = 0; ids[i] != NULL; i++) {
+    struct broken *b;
+    char msg[600];
+
+    if (session_restore(a, ids[i], why, sizeof(why)) == 0)
+      continue;
+    snprintf(msg, sizeof(msg), "session %s cannot be restored: %s/%s.json: %s",
+             ids[i], a->state_dir, ids[i], why);
+    cli_err("agent", "%s", msg);
+    b = calloc(1, sizeof(*b));
+    if (b == NULL)
+      exit(CLI_EXIT_FAILURE);
+    b->id = xstrndup(ids[i], strlen(ids[i]));
+    b->why = xstrndup(msg, strlen(msg));
+    b->next = a->broken;
+    a->broken = b;
+  }
+  store_ids_free(ids);
+  return 0;
 }
 
 static int check_cwd(acp_agent *agent, acp_agent_request *req, const char **cwd,
@@ -1903,19 +2257,27 @@ static int on_session_new(acp_agent *agent, acp_agent_request *req, void *ud) {
     return 0;
   s = session_create(a, cwd, len);
   mcp_record(a, s, req);
+  session_save(a, s);
   respond_state(a, req, s, true);
   return 0;
 }
 
 static asession *session_param(app *a, acp_agent_request *req) {
-  asession *s = find_session(a, acp_agent_request_session_id(req));
+  const char *id = acp_agent_request_session_id(req);
+  asession *s = find_session(a, id);
+  struct broken *b;
 
-  if (s == NULL)
+  if (s != NULL)
+    return s;
+  b = find_broken(a, id);
+  if (b != NULL)
+    acp_agent_respond_error(a->agent, req, -32603, b->why, NULL, 0);
+  else
     acp_agent_respond_error(a->agent, req, -32002,
                             "Resource not found: "
                             "no such session",
                             NULL, 0);
-  return s;
+  return NULL;
 }
 
 static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
@@ -1933,25 +2295,27 @@ static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
   s = session_param(a, req);
   if (s == NULL)
     return 0;
-  /* Replay the conversation before answering, as session/load requires. */
-  acp_json_write_arr_end(s->history);
+  /* Replay the conversation before answering, as session/load requires.
+   * The history writer holds an open array: parse a closed copy. */
   hist = acp_json_writer_data(s->history, &len);
-  copy = xstrndup(hist, len);
-  acp_json_writer_reset(s->history);
-  if (acp_json_doc_parse(doc, copy, len, NULL) == 0) {
-    acp_json_write_arr_begin(s->history);
+  copy = malloc(len + 1);
+  if (copy == NULL)
+    return ACP_ERR_NOMEM;
+  memcpy(copy, hist, len);
+  copy[len] = ']';
+  a->replaying = true;
+  if (acp_json_doc_parse(doc, copy, len + 1, NULL) == 0) {
     for (v = acp_json_child(acp_json_doc_root(doc)); v != NULL;
          v = acp_json_next(v)) {
       size_t n;
       const char *raw = acp_json_raw(v, &n);
-      acp_json_write_raw(s->history, raw, n);
       acp_agent_send_update_raw(agent, s->id, raw, n);
     }
-  } else {
-    acp_json_write_arr_begin(s->history);
   }
+  a->replaying = false;
   free(copy);
   mcp_record(a, s, req);
+  session_save(a, s);
   respond_state(a, req, s, false);
   return 0;
 }
@@ -1968,6 +2332,7 @@ static int on_session_resume(acp_agent *agent, acp_agent_request *req,
   s = session_param(a, req);
   if (s != NULL) {
     mcp_record(a, s, req);
+    session_save(a, s);
     respond_state(a, req, s, false);
   }
   return 0;
@@ -2046,6 +2411,7 @@ static int on_session_set_mode(acp_agent *agent, acp_agent_request *req,
     return 0;
   }
   snprintf(s->mode, sizeof(s->mode), "%.*s", (int)len, mode);
+  session_save(a, s);
   acp_agent_respond_empty(agent, req);
   acp_agent_send_current_mode(agent, s->id, s->mode);
   return 0;
@@ -2082,6 +2448,7 @@ static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
                             NULL, 0);
     return 0;
   }
+  session_save(a, s);
   acp_json_writer_reset(a->w);
   acp_json_write_obj_begin(a->w);
   acp_json_write_keyz(a->w, "configOptions");
@@ -2096,17 +2463,43 @@ static int on_session_close(acp_agent *agent, acp_agent_request *req,
   app *a = ud;
   asession *s;
 
+  const char *id = acp_agent_request_session_id(req);
+  bool del = strcmp(acp_agent_request_method(req), "session/delete") == 0;
+
+  if (del && a->state_dir != NULL && id != NULL &&
+      store_id_ok(id, strlen(id)) &&
+      (find_session(a, id) != NULL || find_broken(a, id) != NULL)) {
+    /* Delete the file first: a session that cannot be removed stays. */
+    if (store_remove(a->state_dir, id) != 0) {
+      char why[512];
+      snprintf(why, sizeof(why), "cannot remove %s/%s.json: %s", a->state_dir,
+               id, strerror(errno));
+      acp_agent_respond_error(agent, req, -32603, why, NULL, 0);
+      return 0;
+    }
+    broken_drop(a, id);
+  }
   /* Deleting a session that does not exist succeeds: the result the
    * client wants holds (protocol/v1/session-delete.mdx). */
-  if (strcmp(acp_agent_request_method(req), "session/delete") == 0 &&
-      find_session(a, acp_agent_request_session_id(req)) == NULL)
+  if (del && find_session(a, id) == NULL)
     return acp_agent_respond_empty(agent, req), 0;
   s = session_param(a, req);
   if (s == NULL)
     return 0;
+  if (!del && a->state_dir != NULL) {
+    /* session/close with a state dir: free what runs (the turn, MCP
+     * servers) and keep the session, which load and resume bring back as
+     * they would after a restart. */
+    if (s->turn != NULL)
+      turn_finish(s->turn, "cancelled");
+    mcp_servers_free(s);
+    session_save(a, s);
+    acp_agent_respond_empty(agent, req);
+    return 0;
+  }
   /* session/close and session/delete: cancel the running turn and free
-   * the session; it stays loadable only while it exists, so close forgets
-   * it like delete. */
+   * the session; without a state dir it stays loadable only while it
+   * exists, so close forgets it like delete. */
   session_destroy(a, s);
   acp_agent_respond_empty(agent, req);
   return 0;
@@ -2157,6 +2550,7 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
     acp_json_write_obj_end(w);
     u = wdata(a, &n);
     history_add(s, u, n);
+    session_changed(a, s);
   }
   if (a->echo) {
     /* The benchmark workload: one chunk with the prompt, then end_turn. */
@@ -2293,6 +2687,13 @@ int cmd_agent(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       }
       a.mcp_acp_off = strcmp(v, "off") == 0;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--state-dir", &ok)) !=
+               NULL) {
+      if (v[0] == '\0') {
+        cli_err("agent", "--state-dir: expected a directory");
+        return CLI_EXIT_USAGE;
+      }
+      a.state_dir = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--mcp-http", &ok)) != NULL) {
       if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
         cli_err("agent", "--mcp-http: expected on or off, not '%s'", v);
@@ -2306,11 +2707,16 @@ int cmd_agent(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  v = getenv("ACP_AGENT_SEQUENTIAL_IDS");
+  a.sequential_ids = v != NULL && strcmp(v, "1") == 0;
   acp_uv_ignore_sigpipe();
   if (uv_loop_init(&a.loop) != 0)
     return CLI_EXIT_FAILURE;
   if (acp_json_writer_new(&a.w, 0, NULL) != 0 ||
+      acp_json_writer_new(&a.sw, 0, NULL) != 0 ||
       acp_json_doc_new(&a.doc, NULL) != 0 ||
+      acp_json_doc_new(&a.hdoc, NULL) != 0 ||
+      acp_json_doc_new(&a.sdoc, NULL) != 0 ||
       acp_arena_new(&a.arena, NULL) != 0 || acp_agent_callbacks_new(&cbs) != 0)
     goto cleanup;
   acp_agent_callbacks_set_on_initialize(cbs, on_initialize);
@@ -2332,9 +2738,13 @@ int cmd_agent(int argc, char **argv) {
   acp_agent_callbacks_set_on_mcp_message_notification(cbs, on_mcp_notification);
   acp_agent_callbacks_set_on_ext_request(cbs, on_mcp_request);
   acp_agent_callbacks_set_on_ext_notification(cbs, on_mcp_notification);
+  if (!a.echo)
+    acp_agent_callbacks_set_on_update_sent(cbs, on_update_sent);
   if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
   if (acp_mcp_acp_consumer_new(&a.mcp, a.agent, &a, NULL) != 0)
+    goto cleanup;
+  if (a.state_dir != NULL && restore_all(&a) != 0)
     goto cleanup;
   if (acp_uv_link_new_fds(&a.link, &a.loop, 0, 1, NULL) != 0) {
     cli_err("agent", "cannot use stdin/stdout");
@@ -2360,8 +2770,15 @@ cleanup:
       acp_uv_link_close(a.link, 0, NULL, NULL);
   }
   uv_run(&a.loop, UV_RUN_DEFAULT);
+  /* A kill between a change and its save loses that change only; an
+   * orderly end loses nothing. */
+  for (asession *s = a.sessions; s != NULL; s = s->next)
+    if (s->dirty)
+      session_save(&a, s);
   while (a.sessions != NULL)
     session_destroy(&a, a.sessions);
+  while (a.broken != NULL)
+    broken_drop(&a, a.broken->id);
   uv_run(&a.loop, UV_RUN_DEFAULT);
   uv_walk(&a.loop, walk_close, NULL);
   uv_run(&a.loop, UV_RUN_DEFAULT);
@@ -2370,8 +2787,11 @@ cleanup:
   acp_mcp_acp_consumer_free(a.mcp);
   acp_agent_callbacks_free(cbs);
   acp_json_doc_free(a.doc);
+  acp_json_doc_free(a.hdoc);
+  acp_json_doc_free(a.sdoc);
   acp_arena_free(a.arena);
   acp_json_writer_free(a.w);
+  acp_json_writer_free(a.sw);
   free(a.scratch);
   return rv;
 }

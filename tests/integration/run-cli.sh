@@ -16,6 +16,8 @@
 #                        check. The slow /big case is skipped then.
 # Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built).
 set -u
+# The reference agent numbers sessions sess_1, sess_2... (acp agent --help)
+export ACP_AGENT_SEQUENTIAL_IDS=1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 acp=${ACP_BIN:-$root/build/acp}
