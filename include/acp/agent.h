@@ -191,7 +191,23 @@ ACP_EXTERN void
 acp_agent_callbacks_set_on_update_sent(acp_agent_callbacks *cbs,
                                        acp_agent_update_sent_cb cb);
 
-/* Unstable request handlers (schema.unstable.json). */
+/* Unstable request handlers (schema.unstable.json; the session/set_title,
+ * archive, unarchive, status and auth/status ones from the newer copy in
+ * spec/acp/schema-sdk-2.4.0). */
+ACP_EXTERN void
+acp_agent_callbacks_set_on_session_set_title(acp_agent_callbacks *cbs,
+                                             acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_session_archive(acp_agent_callbacks *cbs,
+                                           acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_session_unarchive(acp_agent_callbacks *cbs,
+                                             acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_session_status(acp_agent_callbacks *cbs,
+                                          acp_agent_request_cb cb);
+ACP_EXTERN void acp_agent_callbacks_set_on_auth_status(acp_agent_callbacks *cbs,
+                                                       acp_agent_request_cb cb);
 ACP_EXTERN void
 acp_agent_callbacks_set_on_session_fork(acp_agent_callbacks *cbs,
                                         acp_agent_request_cb cb);
@@ -502,6 +518,20 @@ acp_agent_elicitation_create(acp_agent *agent, const char *params,
 /** `elicitation/complete` notification {elicitationId}. */
 ACP_EXTERN int acp_agent_elicitation_complete(acp_agent *agent,
                                               const char *elicitation_id);
+
+/**
+ * `auth/status_update` notification {state, accounts?} (unstable): `state`
+ * one of "authenticated", "unauthenticated", "not_required", "unknown" (or
+ * an `_`-prefixed extension), `accounts` a raw AuthAccount[] array or NULL
+ * to omit. Send it only to a client after `initialize`, when the state
+ * differs from the last one sent. Errors: 0, ACP_ERR_INVALID_ARGUMENT
+ * (agent or state NULL), ACP_ERR_INVALID_STATE (the rpc session failed),
+ * ACP_ERR_LIMIT, ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_agent_send_auth_status_update(acp_agent *agent,
+                                                 const char *state,
+                                                 const char *accounts,
+                                                 size_t accounts_len);
 
 /* MARK: - session/update senders
  *

@@ -88,6 +88,11 @@ REQ_SETTER(nes_start, ACP_METHOD_NES_START)
 REQ_SETTER(nes_suggest, ACP_METHOD_NES_SUGGEST)
 REQ_SETTER(nes_close, ACP_METHOD_NES_CLOSE)
 REQ_SETTER(mcp_message, ACP_METHOD_MCP_MESSAGE)
+REQ_SETTER(session_set_title, ACP_METHOD_SESSION_SET_TITLE)
+REQ_SETTER(session_archive, ACP_METHOD_SESSION_ARCHIVE)
+REQ_SETTER(session_unarchive, ACP_METHOD_SESSION_UNARCHIVE)
+REQ_SETTER(session_status, ACP_METHOD_SESSION_STATUS)
+REQ_SETTER(auth_status, ACP_METHOD_AUTH_STATUS)
 NOTIF_SETTER(nes_accept, ACP_METHOD_NES_ACCEPT)
 NOTIF_SETTER(nes_reject, ACP_METHOD_NES_REJECT)
 NOTIF_SETTER(document_did_open, ACP_METHOD_DOCUMENT_DID_OPEN)
@@ -841,6 +846,19 @@ int acp_agent_elicitation_complete(acp_agent *agent,
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "elicitationId", elicitation_id);
   return acp__role_notify_obj(&agent->role, "elicitation/complete");
+}
+
+int acp_agent_send_auth_status_update(acp_agent *agent, const char *state,
+                                      const char *accounts,
+                                      size_t accounts_len) {
+  acp_json_writer *w;
+
+  if (agent == NULL || state == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "state", state);
+  acp__w_raw(w, "accounts", accounts, accounts_len, NULL);
+  return acp__role_notify_obj(&agent->role, "auth/status_update");
 }
 
 /* MARK: - session/update senders */
