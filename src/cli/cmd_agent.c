@@ -25,7 +25,7 @@
 
 static const char agent_usage[] =
     "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
-    "                 [--mcp-http on|off] [--state-dir DIR]\n"
+    "                 [--mcp-http on|off] [--state-dir DIR] [--unstable]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -53,6 +53,10 @@ static const char agent_usage[] =
     "               across restarts; DIR is created if missing. One agent\n"
     "               process per DIR at a time. An unreadable file is\n"
     "               reported on stderr and that session answers -32603\n"
+    "  --unstable   also advertise and serve the unstable methods:\n"
+    "               session/fork, session/set_title, session/archive,\n"
+    "               session/unarchive, session/status, auth/status (see the\n"
+    "               unstable commands below)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
@@ -78,6 +82,9 @@ struct asession {
   acp_json_writer *history; /* session/update payloads, one per line */
   char *mcp_json;           /* the last mcpServers array given (raw) */
   bool dirty;               /* changed since last saved (--state-dir) */
+  bool archived;            /* session/archive (--unstable) */
+  bool open; /* in memory for a connection (session/status): not after a
+              * restart, close or archive until new, load or resume */
   turn *turn;
   mcpsrv *mcp; /* MCP-over-ACP servers declared for this session */
   asession *next;
@@ -101,6 +108,9 @@ struct turn {
   char *stop_reason;        /* set by /stop */
   acp_mcp_client *mcp_call; /* /mcp-call: the client of the call in flight */
   int64_t mcp_call_id;
+  char *usage;     /* /turn-usage: the PromptResponse's usage, or NULL */
+  bool kill;       /* /kill: terminal/kill after create */
+  char *elicit_id; /* /elicit-url: the elicitation to complete */
 };
 
 struct app {
@@ -135,6 +145,10 @@ struct app {
   bool flush_init;
   uv_idle_t flush;       /* saves dirty sessions once per loop iteration */
   struct broken *broken; /* state files that could not be restored */
+  bool unstable;         /* --unstable */
+  char auth_state[32];   /* what auth/status answers (/auth changes it) */
+  unsigned next_msg;     /* /message ids */
+  unsigned next_elicit;  /* /elicit-url ids */
 };
 
 /* A state file that could not be read back: its session answers with
@@ -364,6 +378,8 @@ static void session_save(app *a, asession *s) {
   acp_json_write_bool(w, s->verbose);
   acp_json_write_keyz(w, "nextTool");
   acp_json_write_uint(w, a->next_tool);
+  acp_json_write_keyz(w, "archived");
+  acp_json_write_bool(w, s->archived);
   acp_json_write_keyz(w, "mcpServers");
   if (s->mcp_json != NULL)
     acp_json_write_raw(w, s->mcp_json, strlen(s->mcp_json));
@@ -416,9 +432,9 @@ static void session_changed(app *a, asession *s) {
  * config options, titles and usage are state, answered by load itself. */
 static bool history_kind(const acp_json_val *kind) {
   static const char *const kinds[] = {
-      "user_message_chunk", "agent_message_chunk",  "agent_thought_chunk",
-      "tool_call",          "tool_call_update",     "plan",
-      "session_message",    "session_message_chunk"};
+      "user_message_chunk", "agent_message_chunk",   "agent_thought_chunk",
+      "tool_call",          "tool_call_update",      "plan",
+      "session_message",    "session_message_chunk", "subagent_update"};
   size_t i;
 
   for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
@@ -456,6 +472,8 @@ static void turn_unref(turn *t) {
   script_free(&t->sc);
   free(t->terminal_id);
   free(t->stop_reason);
+  free(t->usage);
+  free(t->elicit_id);
   free(t);
 }
 
@@ -484,7 +502,8 @@ static void turn_finish(turn *t, const char *stop_reason) {
   if (t->s != NULL && t->s->dirty)
     session_save(t->a, t->s);
   if (t->req != NULL)
-    acp_agent_respond_prompt(t->a->agent, t->req, stop_reason, NULL, 0);
+    acp_agent_respond_prompt(t->a->agent, t->req, stop_reason, t->usage,
+                             t->usage ? strlen(t->usage) : 0);
   t->req = NULL;
   if (t->s != NULL && t->s->turn == t)
     t->s->turn = NULL;
@@ -645,7 +664,13 @@ static int on_elicit(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     snprintf(buf, sizeof(buf), "elicitation: %.*s\n",
              (int)(alen > 64 ? 64 : alen), action ? action : "?");
     send_text(t->a, t->s, buf);
-    if (action != NULL && alen == 6 && memcmp(action, "accept", 6) == 0) {
+    if (action != NULL && alen == 6 && memcmp(action, "accept", 6) == 0 &&
+        t->elicit_id != NULL) {
+      /* The user went to the URL; the out-of-band part is done. */
+      if (acp_agent_elicitation_complete(t->a->agent, t->elicit_id) == 0)
+        send_text(t->a, t->s, "elicitation complete\n");
+    } else if (action != NULL && alen == 6 &&
+               memcmp(action, "accept", 6) == 0) {
       const acp_json_val *c = acp_json_obj_getz(msg->result, "content");
       size_t n;
       const char *raw = acp_json_raw(c, &n);
@@ -674,6 +699,10 @@ static void terminal_next(turn *t) {
     rv = acp_agent_terminal_output(t->a->agent, t->s->id, t->terminal_id,
                                    on_terminal, t, NULL);
     break;
+  case 4: /* /kill, between create and wait_for_exit */
+    rv = acp_agent_terminal_kill(t->a->agent, t->s->id, t->terminal_id,
+                                 on_terminal, t, NULL);
+    break;
   default:
     rv = acp_agent_terminal_release(t->a->agent, t->s->id, t->terminal_id,
                                     on_terminal, t, NULL);
@@ -697,7 +726,7 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     return 0;
   if (!call_ok(msg)) {
     report_error(t, "terminal", msg);
-    if (t->sub == 0 || t->sub >= 3) {
+    if (t->sub == 0 || t->sub == 3) {
       turn_next(t);
       return 0;
     }
@@ -731,7 +760,19 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
       acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
                                       "in_progress", extra, n);
     }
+    if (t->kill) {
+      t->sub = 4;
+      terminal_next(t);
+      turn_run(t);
+      return 0;
+    }
     break;
+  case 4:
+    send_text(t->a, t->s, "terminal killed\n");
+    t->sub = 1;
+    terminal_next(t);
+    turn_run(t);
+    return 0;
   case 1: {
     /* wait_for_exit: a failure is reported after the output. */
     int64_t code = 0;
@@ -870,6 +911,120 @@ static void step_text(turn *t, const char *text) {
 /* Run steps until one has to wait or the script ends. */
 static int step_mcp(turn *t, const char *line);
 
+static int on_elicit(acp_agent *agent, const acp_rpc_msg *msg, void *ud);
+
+/* The --unstable commands. 1 when the turn now waits (it resumes itself),
+ * else 0. */
+static int step_unstable(turn *t, const step *st) {
+  app *a = t->a;
+  asession *s = t->s;
+  acp_json_writer *w = a->w;
+  const char *u;
+  size_t n;
+  char id[48];
+
+  acp_json_writer_reset(w);
+  switch (st->kind) {
+  case STEP_SUBAGENT:
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionUpdate", "subagent_update");
+    kvs(w, "sessionId", st->arg);
+    if (st->arg2 != NULL)
+      kvs(w, "title", st->arg2);
+    acp_json_write_keyz(w, "state");
+    acp_json_write_obj_begin(w);
+    kvs(w, "state", "running");
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+    u = wdata(a, &n);
+    acp_agent_send_update_raw(a->agent, s->id, u, n);
+    return 0;
+  case STEP_MESSAGE:
+    /* An upsert naming the participants, then the text as a chunk. */
+    snprintf(id, sizeof(id), "msg_%u", ++a->next_msg);
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionUpdate", "session_message");
+    kvs(w, "messageId", id);
+    kvs(w, "senderSessionId", s->id);
+    kvs(w, "recipientSessionId", st->arg);
+    acp_json_write_obj_end(w);
+    u = wdata(a, &n);
+    acp_agent_send_update_raw(a->agent, s->id, u, n);
+    acp_json_writer_reset(w);
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionUpdate", "session_message_chunk");
+    kvs(w, "messageId", id);
+    acp_json_write_keyz(w, "content");
+    acp_json_write_obj_begin(w);
+    kvs(w, "type", "text");
+    kvs(w, "text", st->arg2 ? st->arg2 : "");
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+    u = wdata(a, &n);
+    acp_agent_send_update_raw(a->agent, s->id, u, n);
+    return 0;
+  case STEP_AUTH:
+    if (st->arg[0] == '\0' || strlen(st->arg) >= sizeof(a->auth_state)) {
+      send_text(a, s,
+                "usage: /auth authenticated|unauthenticated|"
+                "not_required|unknown\n");
+      return 0;
+    }
+    snprintf(a->auth_state, sizeof(a->auth_state), "%s", st->arg);
+    acp_agent_send_auth_status_update(a->agent, a->auth_state, NULL, 0);
+    return 0;
+  case STEP_TURN_USAGE: {
+    char *end1 = NULL;
+    char *end2 = NULL;
+    unsigned long long in = strtoull(st->arg, &end1, 10);
+    unsigned long long out = st->arg2 ? strtoull(st->arg2, &end2, 10) : 0;
+    char json[160];
+
+    if (st->arg[0] == '\0' || *end1 != '\0' || st->arg2 == NULL ||
+        *end2 != '\0') {
+      send_text(a, s, "usage: /turn-usage INPUT_TOKENS OUTPUT_TOKENS\n");
+      return 0;
+    }
+    snprintf(json, sizeof(json),
+             "{\"inputTokens\":%llu,\"outputTokens\":%llu,"
+             "\"totalTokens\":%llu}",
+             in, out, in + out);
+    free(t->usage);
+    t->usage = xstrndup(json, strlen(json));
+    return 0;
+  }
+  case STEP_ELICIT_URL: {
+    int rv;
+    if (!a->elicitation) {
+      send_text(a, s, "the client does not offer elicitation\n");
+      return 0;
+    }
+    snprintf(id, sizeof(id), "elicit_%u", ++a->next_elicit);
+    free(t->elicit_id);
+    t->elicit_id = xstrndup(id, strlen(id));
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionId", s->id);
+    kvs(w, "mode", "url");
+    kvs(w, "message", "Please sign in");
+    kvs(w, "url", st->arg);
+    kvs(w, "elicitationId", id);
+    acp_json_write_obj_end(w);
+    u = wdata(a, &n);
+    t->refs++;
+    t->waiting = true;
+    rv = acp_agent_elicitation_create(a->agent, u, n, on_elicit, t, NULL);
+    if (rv != 0) {
+      t->refs--;
+      t->waiting = false;
+      turn_fail(t, -32603, "cannot send elicitation/create");
+    }
+    return 1;
+  }
+  default:
+    return 0;
+  }
+}
+
 static void turn_run(turn *t) {
   app *a = t->a;
   int rv;
@@ -991,6 +1146,13 @@ static void turn_run(turn *t) {
       }
       return;
     }
+    case STEP_KILL:
+      if (!a->unstable) {
+        send_text(a, s, "/kill needs acp agent --unstable\n");
+        break;
+      }
+      t->kill = true; /* /run, then terminal/kill after create */
+      /* fall through */
     case STEP_RUN: {
       char *cmd;
       char *p;
@@ -1139,6 +1301,19 @@ static void turn_run(turn *t) {
       }
       return;
     }
+    case STEP_SUBAGENT:
+    case STEP_MESSAGE:
+    case STEP_AUTH:
+    case STEP_TURN_USAGE:
+    case STEP_ELICIT_URL:
+      if (!a->unstable) {
+        snprintf(buf, sizeof(buf), "this command needs acp agent --unstable\n");
+        send_text(a, s, buf);
+        break;
+      }
+      if (step_unstable(t, st))
+        return;
+      break;
     case STEP_WAIT:
       send_text(a, s, "waiting for session/cancel\n");
       t->waiting = true; /* only session/cancel ends this turn */
@@ -1954,8 +2129,23 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
       "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
       "\"http\":false,\"sse\":false},\"sessionCapabilities\":{\"list\":{},"
       "\"resume\":{},\"close\":{},\"delete\":{}}}";
+  /* --unstable: the session methods and auth/status, advertised. */
+  static const char caps_unstable[] =
+      "{\"loadSession\":true,\"promptCapabilities\":{\"image\":false,"
+      "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
+      "\"http\":%s,\"sse\":%s},\"sessionCapabilities\":{\"list\":{},"
+      "\"resume\":{},\"close\":{},\"delete\":{},\"fork\":{},\"title\":{},"
+      "\"archive\":{},\"status\":{}},\"auth\":{\"status\":{}}}";
+  char ucaps[sizeof(caps_unstable) + 16];
   const char *agent_caps = a->mcp_http_off ? caps_no_http : caps_http;
-  size_t agent_caps_len = strlen(agent_caps);
+  size_t agent_caps_len;
+
+  if (a->unstable) {
+    const char *on = a->mcp_http_off ? "false" : "true";
+    snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on);
+    agent_caps = ucaps;
+  }
+  agent_caps_len = strlen(agent_caps);
   acp_json_writer *cw = NULL;
   int rv;
 
@@ -2156,6 +2346,7 @@ static int session_restore(app *a, const char *id, char *why, size_t size) {
   s->verbose = verbose;
   s->title = title;
   title = NULL;
+  (void)acp_json_get_bool(acp_json_obj_getz(root, "archived"), &s->archived);
   for (v = acp_json_child(hist); v != NULL; v = acp_json_next(v)) {
     size_t n;
     const char *raw = acp_json_raw(v, &n);
@@ -2256,6 +2447,7 @@ static int on_session_new(acp_agent *agent, acp_agent_request *req, void *ud) {
   if (check_cwd(agent, req, &cwd, &len) != 0)
     return 0;
   s = session_create(a, cwd, len);
+  s->open = true;
   mcp_record(a, s, req);
   session_save(a, s);
   respond_state(a, req, s, true);
@@ -2314,6 +2506,7 @@ static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
   }
   a->replaying = false;
   free(copy);
+  s->open = true;
   mcp_record(a, s, req);
   session_save(a, s);
   respond_state(a, req, s, false);
@@ -2331,6 +2524,7 @@ static int on_session_resume(acp_agent *agent, acp_agent_request *req,
     return 0;
   s = session_param(a, req);
   if (s != NULL) {
+    s->open = true;
     mcp_record(a, s, req);
     session_save(a, s);
     respond_state(a, req, s, false);
@@ -2350,7 +2544,18 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
   asession *s;
   char buf[32];
 
+  const char *filter = NULL;
+  size_t filter_len = 0;
+  int want_archived = 0; /* 0 exclude, 1 include, 2 only */
+
   acp_agent_request_param_str(req, "cwd", &cwd, &cwd_len);
+  if (a->unstable &&
+      acp_agent_request_param_str(req, "archived", &filter, &filter_len) == 0) {
+    if (filter_len == 7 && memcmp(filter, "include", 7) == 0)
+      want_archived = 1;
+    else if (filter_len == 4 && memcmp(filter, "only", 4) == 0)
+      want_archived = 2;
+  }
   if (acp_agent_request_param_str(req, "cursor", &cursor, &cursor_len) == 0) {
     char tmp[24];
     char *end;
@@ -2371,6 +2576,9 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
     if (cwd != NULL &&
         (strlen(s->cwd) != cwd_len || memcmp(s->cwd, cwd, cwd_len) != 0))
       continue;
+    if ((want_archived == 0 && s->archived) ||
+        (want_archived == 2 && !s->archived))
+      continue;
     if (seen++ < skip)
       continue;
     if (count == LIST_PAGE)
@@ -2381,6 +2589,11 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
     kvs(a->w, "cwd", s->cwd);
     if (s->title != NULL) {
       kvs(a->w, "title", s->title);
+    }
+    if (a->unstable) {
+      /* sessionCapabilities.archive: on every listed session. */
+      acp_json_write_keyz(a->w, "archived");
+      acp_json_write_bool(a->w, s->archived);
     }
     acp_json_write_obj_end(a->w);
   }
@@ -2493,6 +2706,7 @@ static int on_session_close(acp_agent *agent, acp_agent_request *req,
     if (s->turn != NULL)
       turn_finish(s->turn, "cancelled");
     mcp_servers_free(s);
+    s->open = false;
     session_save(a, s);
     acp_agent_respond_empty(agent, req);
     return 0;
@@ -2503,6 +2717,157 @@ static int on_session_close(acp_agent *agent, acp_agent_request *req,
   session_destroy(a, s);
   acp_agent_respond_empty(agent, req);
   return 0;
+}
+
+/* MARK: - Unstable session methods (--unstable) */
+
+static int on_session_set_title(acp_agent *agent, acp_agent_request *req,
+                                void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+  const char *title;
+  size_t len;
+
+  if (s == NULL)
+    return 0;
+  if (acp_agent_request_param_str(req, "title", &title, &len) != 0) {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: title must be a string", NULL, 0);
+    return 0;
+  }
+  /* Normalized by trimming blanks; empty after that is refused. */
+  while (len > 0 && (*title == ' ' || *title == '\t')) {
+    title++;
+    len--;
+  }
+  while (len > 0 && (title[len - 1] == ' ' || title[len - 1] == '\t'))
+    len--;
+  if (len == 0 || memchr(title, 0, len) != NULL) {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: the title is empty", NULL, 0);
+    return 0;
+  }
+  free(s->title);
+  s->title = xstrndup(title, len);
+  session_save(a, s);
+  acp_agent_respond_empty(agent, req);
+  /* Clients attached to the session see the new title. */
+  if (s->open)
+    acp_agent_send_session_info(agent, s->id, s->title, NULL, 0);
+  return 0;
+}
+
+/* session/archive and session/unarchive. */
+static int on_session_archive(acp_agent *agent, acp_agent_request *req,
+                              void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+  bool archive = strcmp(acp_agent_request_method(req), "session/archive") == 0;
+
+  if (s == NULL)
+    return 0;
+  if (archive && s->open) {
+    /* As if session/close had been called first. */
+    if (s->turn != NULL)
+      turn_finish(s->turn, "cancelled");
+    mcp_servers_free(s);
+    s->open = false;
+  }
+  s->archived = archive;
+  session_save(a, s);
+  acp_agent_respond_empty(agent, req);
+  return 0;
+}
+
+static int on_session_status(acp_agent *agent, acp_agent_request *req,
+                             void *ud) {
+  app *a = ud;
+  const char *id = acp_agent_request_session_id(req);
+  asession *s = find_session(a, id);
+
+  if (s == NULL && find_broken(a, id) == NULL) {
+    /* -32002 with the sessionId in data (session/status, no side
+     * effects). */
+    acp_json_writer_reset(a->w);
+    acp_json_write_obj_begin(a->w);
+    kvs(a->w, "sessionId", id ? id : "");
+    acp_json_write_obj_end(a->w);
+    {
+      size_t n;
+      const char *data = wdata(a, &n);
+      acp_agent_respond_error(agent, req, -32002,
+                              "Resource not found: no such session", data, n);
+    }
+    return 0;
+  }
+  if (s == NULL) {
+    session_param(a, req); /* the broken file's error */
+    return 0;
+  }
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "status", s->open ? "open" : "saved");
+  acp_json_write_obj_end(a->w);
+  respond_w(a, req);
+  return 0;
+}
+
+/* session/fork: a new session with a copy of the history and state. */
+static int on_session_fork(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+  asession *from;
+  asession *s;
+  const char *cwd;
+  size_t len;
+  const char *hist;
+
+  if (check_cwd(agent, req, &cwd, &len) != 0)
+    return 0;
+  from = session_param(a, req);
+  if (from == NULL)
+    return 0;
+  s = session_create(a, cwd, len);
+  snprintf(s->mode, sizeof(s->mode), "%s", from->mode);
+  snprintf(s->model, sizeof(s->model), "%s", from->model);
+  s->verbose = from->verbose;
+  if (from->title != NULL)
+    s->title = xstrndup(from->title, strlen(from->title));
+  /* The history writer holds an open array: parse a closed copy. */
+  hist = acp_json_writer_data(from->history, &len);
+  {
+    char *copy = malloc(len + 1);
+    const acp_json_val *v;
+
+    if (copy == NULL)
+      return ACP_ERR_NOMEM;
+    memcpy(copy, hist, len);
+    copy[len] = ']';
+    if (acp_json_doc_parse(a->doc, copy, len + 1, NULL) == 0) {
+      for (v = acp_json_child(acp_json_doc_root(a->doc)); v != NULL;
+           v = acp_json_next(v)) {
+        size_t n;
+        const char *raw = acp_json_raw(v, &n);
+        acp_json_write_raw(s->history, raw, n);
+      }
+    }
+    free(copy);
+  }
+  s->open = true;
+  mcp_record(a, s, req);
+  session_save(a, s);
+  respond_state(a, req, s, true);
+  return 0;
+}
+
+static int on_auth_status(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "state", a->auth_state);
+  acp_json_write_obj_end(a->w);
+  (void)agent;
+  return respond_w(a, req), 0;
 }
 
 static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
@@ -2672,6 +3037,7 @@ int cmd_agent(int argc, char **argv) {
 
   memset(&a, 0, sizeof(a));
   a.name = "acp-agent";
+  snprintf(a.auth_state, sizeof(a.auth_state), "not_required");
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       fputs(agent_usage, stdout);
@@ -2687,6 +3053,8 @@ int cmd_agent(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       }
       a.mcp_acp_off = strcmp(v, "off") == 0;
+    } else if (strcmp(argv[i], "--unstable") == 0) {
+      a.unstable = true;
     } else if ((v = cli_opt_value(argc, argv, &i, "--state-dir", &ok)) !=
                NULL) {
       if (v[0] == '\0') {
@@ -2740,6 +3108,16 @@ int cmd_agent(int argc, char **argv) {
   acp_agent_callbacks_set_on_ext_notification(cbs, on_mcp_notification);
   if (!a.echo)
     acp_agent_callbacks_set_on_update_sent(cbs, on_update_sent);
+  if (a.unstable) {
+    /* Without --unstable these stay unhandled: -32601, as an agent that
+     * does not advertise them answers. */
+    acp_agent_callbacks_set_on_session_fork(cbs, on_session_fork);
+    acp_agent_callbacks_set_on_session_set_title(cbs, on_session_set_title);
+    acp_agent_callbacks_set_on_session_archive(cbs, on_session_archive);
+    acp_agent_callbacks_set_on_session_unarchive(cbs, on_session_archive);
+    acp_agent_callbacks_set_on_session_status(cbs, on_session_status);
+    acp_agent_callbacks_set_on_auth_status(cbs, on_auth_status);
+  }
   if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
   if (acp_mcp_acp_consumer_new(&a.mcp, a.agent, &a, NULL) != 0)
