@@ -22,8 +22,8 @@ def check(cond, what):
 
 
 class Agent:
-    def __init__(self):
-        self.p = subprocess.Popen([ACP, "agent", "--state-dir", DIR],
+    def __init__(self, argv=None):
+        self.p = subprocess.Popen(argv or [ACP, "agent", "--state-dir", DIR],
                                   stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
@@ -198,4 +198,44 @@ rc, err = a.close()
 check(rc == 0 and "sess_partial" in err and "not valid JSON" in err,
       "the partial file is reported on stderr and the agent goes on: "
       + err.strip())
+
+# MARK: fourth and fifth processes: the unstable session methods through
+# `acp conductor`, persisted across a restart
+UNSTABLE = [ACP, "conductor", "agent",
+            "%s agent --unstable --state-dir %s" % (ACP, DIR)]
+a = Agent(UNSTABLE)
+_, r = a.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+caps = r["result"]["agentCapabilities"]["sessionCapabilities"]
+check(all(k in caps for k in ("fork", "title", "archive", "status")),
+      "--unstable capabilities reach the client through the conductor")
+_, r = a.call("session/status", {"sessionId": sid})
+check(r.get("result") == {"status": "saved"},
+      "status of a stored session after a restart: saved")
+_, r = a.call("session/set_title", {"sessionId": sid, "title": "Renamed"})
+check("result" in r, "set_title through the conductor")
+_, r = a.call("session/fork", {"sessionId": sid, "cwd": CWD,
+                               "mcpServers": []})
+fork = r.get("result", {}).get("sessionId", "")
+check(fork not in ("", sid), "fork makes a new session: " + fork)
+_, r = a.call("session/archive", {"sessionId": sid})
+check("result" in r, "archive through the conductor")
+_, r = a.call("auth/status", {})
+check(r.get("result") == {"state": "not_required"}, "auth/status answered")
+a.close()
+a = Agent(UNSTABLE)
+init(a)
+_, r = a.call("session/list", {})
+check([x["sessionId"] for x in r["result"]["sessions"]] == [fork],
+      "after a restart the archived session stays out of the list")
+_, r = a.call("session/list", {"archived": "only"})
+got = [(x["sessionId"], x.get("title"), x.get("archived"))
+       for x in r["result"]["sessions"]]
+check(got == [(sid, "Renamed", True)],
+      "archived flag and new title persisted: " + json.dumps(got))
+notes, r = a.call("session/load", {"sessionId": fork, "cwd": CWD,
+                                   "mcpServers": []})
+check(updates(notes)[:len(want)] == want,
+      "the fork replays the original's history")
+rc, err = a.close()
+check(rc == 0, "conductor exits 0")
 sys.exit(min(fails, 100))
