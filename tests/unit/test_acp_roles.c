@@ -594,6 +594,58 @@ static void test_roles_every_unstable_method_reaches_typed_handler(void **s) {
   assert_int_equal(n, 6);
 }
 
+/* The typed calls of the newest unstable methods reach the typed handlers
+ * with the params the schema requires (no -32602 from the check). */
+static void test_roles_unstable_typed_calls(void **s) {
+  acp_agent *a;
+  acp_client *c;
+  int ok_before = n_ok;
+  struct {
+    int rv;
+    const char *method;
+  } sent[8];
+  size_t i = 0;
+  size_t k;
+  static const char accounts[] = "[{\"label\":\"k\",\"active\":true}]";
+
+  (void)s;
+  make_pair(&a, &c);
+#define TYPED(call, name)                                                      \
+  do {                                                                         \
+    hit[0] = '\0';                                                             \
+    sent[i].rv = (call);                                                       \
+    sent[i].method = name;                                                     \
+    assert_int_equal(sent[i].rv, 0);                                           \
+    assert_int_equal(pump(a, c, NULL), 0);                                     \
+    assert_string_equal(hit, name);                                            \
+    i++;                                                                       \
+  } while (0)
+  TYPED(acp_client_session_fork(c, "s", "/", NULL, 0, c_resp, NULL, NULL),
+        "session/fork");
+  TYPED(acp_client_session_set_title(c, "s", "T", c_resp, NULL, NULL),
+        "session/set_title");
+  TYPED(acp_client_session_archive(c, "s", c_resp, NULL, NULL),
+        "session/archive");
+  TYPED(acp_client_session_unarchive(c, "s", c_resp, NULL, NULL),
+        "session/unarchive");
+  TYPED(acp_client_session_status(c, "s", c_resp, NULL, NULL),
+        "session/status");
+  TYPED(acp_client_auth_status(c, c_resp, NULL, NULL), "auth/status");
+  TYPED(acp_agent_send_auth_status_update(a, "authenticated", accounts,
+                                          strlen(accounts)),
+        "auth/status_update");
+#undef TYPED
+  assert_int_equal(n_ok, ok_before + 6);
+  for (k = 0; k < i; k++)
+    assert_int_equal(sent[k].rv, 0);
+  assert_int_equal(acp_client_session_set_title(c, "s", NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_send_auth_status_update(a, NULL, NULL, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
 /* The required-member check follows the schema (generated from it): for
  * every request whose params type has `required` members, params `{}` are
  * refused with -32602 naming one of them, and the typed handler does not
@@ -730,6 +782,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roles_every_stable_method_reaches_typed_handler),
       cmocka_unit_test(test_roles_every_unstable_method_reaches_typed_handler),
+      cmocka_unit_test(test_roles_unstable_typed_calls),
       cmocka_unit_test(test_roles_method_table_is_fully_routed),
       cmocka_unit_test(test_roles_required_members_follow_schema),
   };
