@@ -23,7 +23,10 @@ def check(cond, what):
 
 class Agent:
     def __init__(self, argv=None):
+        env = dict(os.environ)
+        env.pop("ACP_AGENT_SEQUENTIAL_IDS", None)  # real, random ids here
         self.p = subprocess.Popen(argv or [ACP, "agent", "--state-dir", DIR],
+                                  env=env,
                                   stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
