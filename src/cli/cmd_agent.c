@@ -432,9 +432,12 @@ static void session_changed(app *a, asession *s) {
  * config options, titles and usage are state, answered by load itself. */
 static bool history_kind(const acp_json_val *kind) {
   static const char *const kinds[] = {
-      "user_message_chunk", "agent_message_chunk",   "agent_thought_chunk",
-      "tool_call",          "tool_call_update",      "plan",
-      "session_message",    "session_message_chunk", "subagent_update"};
+      "user_message_chunk",  "agent_message_chunk",
+      "agent_thought_chunk", "tool_call",
+      "tool_call_update",    "plan",
+      "plan_update",         "plan_removed",
+      "session_message",     "session_message_chunk",
+      "subagent_update"};
   size_t i;
 
   for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
