@@ -420,6 +420,42 @@ static void note_compaction(capp *a, const acp_client_update *u) {
     note_content(a, u->msg, "  ", e);
 }
 
+/* subagent_update: a child session this one created (unstable). */
+static void note_subagent(capp *a, const acp_client_update *u) {
+  const char *id = NULL, *title = NULL, *st = NULL;
+  size_t idn = 0, tn = 0, sn = 0;
+
+  jstr(u->msg, u->update, "sessionId", &id, &idn);
+  jstr(u->msg, u->update, "title", &title, &tn);
+  jstr(u->msg, acp_json_obj_getz(u->update, "state"), "state", &st, &sn);
+  note(a, "[subagent %.*s]", (int)idn, id ? id : "?");
+  if (title != NULL)
+    note(a, " %.*s", (int)tn, title);
+  if (st != NULL)
+    note(a, " (%.*s)", (int)sn, st);
+  note(a, "\n");
+}
+
+/* session_message (who to whom) and session_message_chunk (its text): a
+ * message between sessions, e.g. a parent and its subagent (unstable). */
+static void note_session_message(capp *a, const acp_client_update *u) {
+  const char *id = NULL, *from = NULL, *to = NULL;
+  size_t idn = 0, fn = 0, tn = 0;
+  char lead[96];
+
+  jstr(u->msg, u->update, "messageId", &id, &idn);
+  snprintf(lead, sizeof(lead), "[message %.*s] ", (int)(idn < 64 ? idn : 64),
+           id ? id : "");
+  if (u->kind == ACP_UPDATE_SESSION_MESSAGE_CHUNK) {
+    note_content(a, u->msg, lead, acp_json_obj_getz(u->update, "content"));
+    return;
+  }
+  jstr(u->msg, u->update, "senderSessionId", &from, &fn);
+  jstr(u->msg, u->update, "recipientSessionId", &to, &tn);
+  note(a, "%s%.*s -> %.*s\n", lead, (int)fn, from ? from : "?", (int)tn,
+       to ? to : "?");
+}
+
 static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   capp *a = ud;
   const acp_json_val *content = acp_json_obj_getz(u->update, "content");
@@ -483,6 +519,13 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   case ACP_UPDATE_COMPACTION_UPDATE:
   case ACP_UPDATE_COMPACTION_SUMMARY_CHUNK:
     note_compaction(a, u);
+    break;
+  case ACP_UPDATE_SUBAGENT_UPDATE:
+    note_subagent(a, u);
+    break;
+  case ACP_UPDATE_SESSION_MESSAGE:
+  case ACP_UPDATE_SESSION_MESSAGE_CHUNK:
+    note_session_message(a, u);
     break;
   default:
     note(a, "[update] %.*s (a kind this client does not know)\n",
@@ -631,7 +674,26 @@ static int on_elicitation(acp_client *client, acp_client_request *req,
   const char *m = NULL;
   size_t n = 0;
 
+  const char *mode = NULL, *url = NULL;
+  size_t mn = 0, un = 0;
+
   acp_client_request_param_str(req, "message", &m, &n);
+  acp_client_request_param_str(req, "mode", &mode, &mn);
+  if (str_is(mode, mn, "url")) {
+    /* The user goes to the URL; the agent says when that is done
+     * (elicitation/complete). Accepting only means "I will go". */
+    acp_client_request_param_str(req, "url", &url, &un);
+    note(a, "[visit] %.*s: %.*s\n", (int)n, m ? m : "", (int)un,
+         url ? url : "");
+    if (a->yes) {
+      note(a, "--yes: accepted\n");
+      acp_client_respond(client, req, "{\"action\":\"accept\"}", 19);
+    } else {
+      note(a, "declined (acp client answers url requests only with --yes)\n");
+      acp_client_respond(client, req, "{\"action\":\"decline\"}", 20);
+    }
+    return 0;
+  }
   note(a, "[question] %.*s\n", (int)n, m ? m : "");
   if (a->yes || (a->stdin_eof && a->line_len == 0) || a->elicit != NULL) {
     note(a, "declined (no interactive answer)\n");
@@ -641,6 +703,29 @@ static int on_elicitation(acp_client *client, acp_client_request *req,
   a->elicit = req;
   note(a, "answer: ");
   read_stdin(a);
+  return 0;
+}
+
+static int on_elicitation_complete(acp_client *client, const acp_rpc_msg *msg,
+                                   void *ud) {
+  const char *id = NULL;
+  size_t n = 0;
+
+  (void)client;
+  jstr(msg, msg->params, "elicitationId", &id, &n);
+  note(ud, "[visit %.*s] done\n", (int)n, id ? id : "?");
+  return 0;
+}
+
+/* auth/status_update: the agent's sign-in state changed (unstable). */
+static int on_auth_status_update(acp_client *client, const acp_rpc_msg *msg,
+                                 void *ud) {
+  const char *st = NULL;
+  size_t n = 0;
+
+  (void)client;
+  jstr(msg, msg->params, "state", &st, &n);
+  note(ud, "[auth] %.*s\n", (int)n, st ? st : "unknown");
   return 0;
 }
 
@@ -1306,6 +1391,23 @@ static int stop_reason_code(const char *s, size_t n) {
 
 static void send_prompt(capp *a, const char *text, size_t len);
 
+/* The PromptResponse's usage (unstable): this turn's tokens. */
+static void note_turn_usage(capp *a, const acp_rpc_msg *msg) {
+  const acp_json_val *u = acp_json_obj_getz(msg->result, "usage");
+  uint64_t in = 0, out = 0, total = 0, thought = 0;
+
+  if (acp_json_type_of(u) != ACP_JSON_OBJECT)
+    return;
+  acp_json_get_uint64(acp_json_obj_getz(u, "inputTokens"), &in);
+  acp_json_get_uint64(acp_json_obj_getz(u, "outputTokens"), &out);
+  acp_json_get_uint64(acp_json_obj_getz(u, "totalTokens"), &total);
+  note(a, "[turn] %llu tokens in, %llu out, %llu total", (unsigned long long)in,
+       (unsigned long long)out, (unsigned long long)total);
+  if (acp_json_get_uint64(acp_json_obj_getz(u, "thoughtTokens"), &thought) == 0)
+    note(a, " (%llu thinking)", (unsigned long long)thought);
+  note(a, "\n");
+}
+
 static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
                           void *ud) {
   capp *a = ud;
@@ -1327,6 +1429,7 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
     }
     if (code != CLI_EXIT_OK)
       note(a, "[stop] %.*s\n", (int)n, s ? s : "(none)");
+    note_turn_usage(a, msg);
   }
   a->cancels = 0;
   if (!a->interactive) {
@@ -1623,7 +1726,7 @@ int cmd_client(int argc, char **argv) {
   int uverr = 0;
   static const char caps[] =
       "{\"fs\":{\"readTextFile\":true,\"writeTextFile\":true},"
-      "\"terminal\":true,\"elicitation\":{\"form\":{}},"
+      "\"terminal\":true,\"elicitation\":{\"form\":{},\"url\":{}},"
       "\"session\":{\"configOptions\":{\"boolean\":{}}}}";
   char info[128];
 
@@ -1689,6 +1792,9 @@ int cmd_client(int argc, char **argv) {
   acp_client_callbacks_set_on_terminal_kill(cbs, on_term_kill);
   acp_client_callbacks_set_on_terminal_release(cbs, on_term_release);
   acp_client_callbacks_set_on_elicitation_create(cbs, on_elicitation);
+  acp_client_callbacks_set_on_elicitation_complete(cbs,
+                                                   on_elicitation_complete);
+  acp_client_callbacks_set_on_auth_status_update(cbs, on_auth_status_update);
   if (a.mcp_tools) {
     acp_client_callbacks_set_on_mcp_connect(cbs, on_mcp_request);
     acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_request);

@@ -13,12 +13,14 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const repoRoot = path.resolve(here, '..', '..');
 export const peersDir = process.env.ACP_PEERS_DIR || path.join(repoRoot, 'build', 'peers', 'acp');
 
-export async function loadSdk() {
+// `sub` picks an export of the package: '' (the stable v1 API) or
+// '/unstable' (v1 with the unstable methods, e.g. auth/status_update).
+export async function loadSdk(sub = '') {
   const pkgJson = path.join(peersDir, 'package.json');
   if (!existsSync(path.join(peersDir, 'node_modules', '@agentclientprotocol', 'sdk'))) {
     throw new Error(`ACP SDK not installed in ${peersDir}; run tools/install-peers.sh first`);
   }
   const require = createRequire(pkgJson);
-  const entry = require.resolve('@agentclientprotocol/sdk');
+  const entry = require.resolve('@agentclientprotocol/sdk' + sub);
   return import(pathToFileURL(entry).href);
 }
