@@ -11,7 +11,7 @@
  *
  * Usage: http_floor --port PORT --body FILE   (listens on 127.0.0.1 only;
  * runs until killed). A measuring tool, not a server: no chunked bodies, no
- * limits beyond a 64 KiB request.
+ * limits beyond a 16 KiB request.
  */
 #define _GNU_SOURCE /* memmem, strncasecmp, accept4 */
 #include <arpa/inet.h>
@@ -27,7 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define REQ_MAX 65536
+#define REQ_MAX 16384
 
 typedef struct {
   int fd;
