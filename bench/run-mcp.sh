@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --only) only=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "$SCRIPT: unknown option $1" >&2; exit 2 ;;
     esac
     shift
