@@ -28,7 +28,33 @@ typedef struct mcp_item {
   void *ud;
   char *required; /* prompts: required argument names, NUL-separated */
   size_t nrequired;
+  bool has_cache; /* resources, templates: own read hints */
+  int64_t ttl;
+  int scope;
 } mcp_item;
+
+/* A CacheableResult hint. */
+typedef struct mcp_cache {
+  int64_t ttl;
+  int scope;
+} mcp_cache;
+
+enum { CACHE_COUNT = ACP_MCP_CACHE_READ + 1 };
+
+/*
+ * How the request being dispatched is served: by the conn's negotiated
+ * stateful revision, or statelessly at 2026-07-28 with what its `_meta`
+ * says. Copied into each call it opens.
+ */
+typedef struct mcp_req {
+  bool stateless;
+  bool cap_sampling;
+  bool cap_elicitation;
+  bool cap_roots;
+  int log_level;  /* stateless: -1 when the request set no level */
+  mcp_cache hint; /* stateless: ttl -1 when the result is not cacheable */
+  const acp_json_val *caps;
+} mcp_req;
 
 typedef struct mcp_vec {
   mcp_item **v;
@@ -52,6 +78,7 @@ struct acp_mcp_server {
   acp_mcp_conn_cb on_initialized;
   acp_mcp_conn_notification_cb on_notification;
   acp_mcp_conn *conns;
+  mcp_cache cache[CACHE_COUNT];
   void *user_data;
 };
 
@@ -88,6 +115,9 @@ struct acp_mcp_call {
   int refs;
   acp_mcp_cancel_cb on_cancel;
   void *cancel_ud;
+  mcp_req req; /* req.caps is NULL: see caps below */
+  char *caps;  /* stateless: raw clientCapabilities from _meta */
+  size_t caps_len;
   void *user_data;
 };
 
@@ -115,6 +145,10 @@ struct acp_mcp_conn {
   size_t subs_cap;
   acp_mcp_call *calls;
   mcp_out *outs;
+  mcp_req req;         /* the request being dispatched */
+  acp_json_doc *rdoc;  /* stateless: a result being rewritten */
+  acp_json_writer *mw; /* stateless: the rewritten result */
+  acp_json_writer *iw; /* stateless: serverInfo */
   uint64_t now_ms;
   void *user_data;
 };
@@ -599,6 +633,32 @@ static bool offers(const acp_mcp_server *s, int kind) {
   }
 }
 
+int acp_mcp_server_set_cache(acp_mcp_server *s, acp_mcp_cache_target target,
+                             const char *key, uint64_t ttl_ms,
+                             acp_mcp_cache_scope scope) {
+  mcp_item *it;
+
+  if (s == NULL || (int)target < 0 || (int)target >= CACHE_COUNT ||
+      (scope != ACP_MCP_CACHE_PRIVATE && scope != ACP_MCP_CACHE_PUBLIC) ||
+      ttl_ms > (uint64_t)INT64_MAX ||
+      (key != NULL && target != ACP_MCP_CACHE_READ))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (key == NULL) {
+    s->cache[target].ttl = (int64_t)ttl_ms;
+    s->cache[target].scope = (int)scope;
+    return 0;
+  }
+  it = vec_find(&s->lists[K_RESOURCE], key, strlen(key), NULL);
+  if (it == NULL)
+    it = vec_find(&s->lists[K_TEMPLATE], key, strlen(key), NULL);
+  if (it == NULL)
+    return ACP_ERR_NOT_FOUND;
+  it->has_cache = true;
+  it->ttl = (int64_t)ttl_ms;
+  it->scope = (int)scope;
+  return 0;
+}
+
 /* MARK: - Broadcasts (Public) */
 
 int acp_mcp_server_list_changed(acp_mcp_server *s, acp_mcp_list which) {
@@ -713,6 +773,7 @@ static void call_unlink_free(acp_mcp_call *call) {
   acp__free(m, call->name);
   acp__free(m, call->token);
   acp__free(m, call->vars);
+  acp__free(m, call->caps);
   acp__free(m, call);
 }
 
@@ -735,6 +796,18 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
   call->handle = msg->handle;
   call->method = method;
   call->kind = kind;
+  call->req = c->req;
+  call->req.caps = NULL;
+  if (c->req.stateless && c->req.caps != NULL) {
+    size_t n;
+    const char *raw = acp_json_raw(c->req.caps, &n);
+    call->caps = acp__strndup(m, raw, n);
+    if (call->caps == NULL) {
+      acp__free(m, call);
+      return ACP_ERR_NOMEM;
+    }
+    call->caps_len = n;
+  }
   meta = acp_json_obj_getz(msg->params, "_meta");
   tok = acp_json_obj_getz(meta, "progressToken");
   if (acp_json_type_of(tok) == ACP_JSON_STRING ||
@@ -743,6 +816,7 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
     const char *raw = acp_json_raw(tok, &n);
     call->token = acp__strndup(m, raw, n);
     if (call->token == NULL) {
+      acp__free(m, call->caps);
       acp__free(m, call);
       return ACP_ERR_NOMEM;
     }
@@ -755,6 +829,10 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
   *out = call;
   return 0;
 }
+
+static int stateless_respond(acp_mcp_conn *c, uint64_t handle,
+                             const char *result, size_t len,
+                             const mcp_cache *hint);
 
 static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
                        size_t len, int64_t code, const char *message,
@@ -769,6 +847,9 @@ static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
     if (is_error)
       rv = acp_rpc_session_respond_error(call->conn->rpc, call->handle, code,
                                          message, message_len, data, dlen);
+    else if (call->req.stateless)
+      rv = stateless_respond(call->conn, call->handle, result, len,
+                             &call->req.hint);
     else
       rv = acp_rpc_session_respond(call->conn->rpc, call->handle, result, len);
     if (rv != 0)
@@ -820,6 +901,20 @@ int acp_mcp_call_uri_var(const acp_mcp_call *call, const char *name,
     p = v + strlen(v) + 1;
   }
   return ACP_ERR_NOT_FOUND;
+}
+
+int acp_mcp_call_is_stateless(const acp_mcp_call *call) {
+  return call && call->req.stateless ? 1 : 0;
+}
+
+const char *acp_mcp_call_client_capabilities(const acp_mcp_call *call,
+                                             size_t *len) {
+  if (call != NULL && call->req.stateless) {
+    if (len)
+      *len = call->caps_len;
+    return call->caps;
+  }
+  return acp_mcp_conn_client_capabilities(call ? call->conn : NULL, len);
 }
 
 void acp_mcp_call_set_user_data(acp_mcp_call *call, void *ud) {
@@ -1048,11 +1143,23 @@ int acp_mcp_call_progress(acp_mcp_call *call, double progress, double total,
   return 0;
 }
 
+static int conn_log_send(acp_mcp_conn *c, acp_mcp_log_level level,
+                         const char *logger, const char *data, size_t len);
+
 int acp_mcp_call_log(acp_mcp_call *call, acp_mcp_log_level level,
                      const char *logger, const char *data, size_t len) {
   if (call == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  return acp_mcp_conn_log(call->conn, level, logger, data, len);
+  if (!call->req.stateless)
+    return acp_mcp_conn_log(call->conn, level, logger, data, len);
+  /* 2026-07-28: only a request that set a level gets messages, at or above
+   * it, on its own response stream. */
+  if (acp_mcp_log_level_str(level) == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!call->conn->srv->logging || call->req.log_level < 0 ||
+      (int)level < call->req.log_level || call->answered || call->cancelled)
+    return 0;
+  return conn_log_send(call->conn, level, logger, data, len);
 }
 
 /* MARK: - Server->client requests (Private) */
@@ -1097,6 +1204,10 @@ int acp_mcp_call_request(acp_mcp_call *call, const char *method,
   if (call->answered || call->cancelled)
     return ACP_ERR_INVALID_STATE;
   c = call->conn;
+  /* 2026-07-28 has no server->client requests (multi round-trip results
+   * replace them). */
+  if (call->req.stateless)
+    return ACP_ERR_UNSUPPORTED;
   if ((strcmp(method, "sampling/createMessage") == 0 && !c->cap_sampling) ||
       (strcmp(method, "elicitation/create") == 0 && !c->cap_elicitation) ||
       (strcmp(method, "roots/list") == 0 && !c->cap_roots))
@@ -1169,6 +1280,60 @@ static int invalid_params(acp_mcp_conn *c, uint64_t handle, const char *why) {
                      strlen(why), NULL, 0);
 }
 
+/* The serverInfo object of results and of initialize. */
+static void w_server_info(acp_json_writer *w, const acp_mcp_server *s) {
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "name", s->name);
+  w_opt_str(w, "title", s->title);
+  w_opt_str(w, "version", s->version);
+  acp_json_write_obj_end(w);
+}
+
+/*
+ * Answer a stateless request with `result` (one JSON object) rewritten as a
+ * 2026-07-28 result: resultType, the caching hints when `hint->ttl` >= 0,
+ * serverInfo in `_meta`. A result that is not an object is sent as given
+ * (the handler broke the contract; the client will say so).
+ */
+static int stateless_respond(acp_mcp_conn *c, uint64_t handle,
+                             const char *result, size_t len,
+                             const mcp_cache *hint) {
+  static const char *const scopes[] = {"private", "public"};
+  const char *info;
+  const char *p;
+  size_t info_len;
+  size_t n;
+  int rv;
+
+  if (c->rdoc == NULL) {
+    rv = acp_json_doc_new(&c->rdoc, &c->srv->mem);
+    if (rv != 0)
+      return rv;
+  }
+  rv = acp_json_doc_parse(c->rdoc, result, len, NULL);
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  if (rv != 0 ||
+      acp_json_type_of(acp_json_doc_root(c->rdoc)) != ACP_JSON_OBJECT)
+    return acp_rpc_session_respond(c->rpc, handle, result, len);
+  acp_json_writer_reset(c->iw);
+  w_server_info(c->iw, c->srv);
+  rv = acp_json_writer_error(c->iw);
+  if (rv != 0)
+    return rv;
+  info = acp_json_writer_data(c->iw, &info_len);
+  acp_json_writer_reset(c->mw);
+  rv = acp__mcp_era_write_stateless_result(
+      c->mw, acp_json_doc_root(c->rdoc), info, info_len, hint->ttl,
+      scopes[hint->scope == ACP_MCP_CACHE_PUBLIC]);
+  if (rv == ACP_ERR_INVALID_ARGUMENT) /* a `_meta` that is not an object */
+    return acp_rpc_session_respond(c->rpc, handle, result, len);
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(c->mw, &n);
+  return acp_rpc_session_respond(c->rpc, handle, p, n);
+}
+
 static int reply_w(acp_mcp_conn *c, uint64_t handle, acp_json_writer *w) {
   const char *p;
   size_t n;
@@ -1177,7 +1342,10 @@ static int reply_w(acp_mcp_conn *c, uint64_t handle, acp_json_writer *w) {
   if (rv != 0)
     return rv;
   p = acp_json_writer_data(w, &n);
-  rv = acp_rpc_session_respond(c->rpc, handle, p, n);
+  if (c->req.stateless)
+    rv = stateless_respond(c, handle, p, n, &c->req.hint);
+  else
+    rv = acp_rpc_session_respond(c->rpc, handle, p, n);
   return rv == ACP_ERR_NOMEM ? rv : 0;
 }
 
@@ -1218,6 +1386,50 @@ static const acp_json_val *param(const acp_rpc_msg *msg, const char *k) {
 
 /* MARK: - Methods (Private) */
 
+/*
+ * The server's capabilities, from the registry. At 2026-07-28 there is no
+ * list_changed or resources/subscribe delivery without subscriptions/listen,
+ * which we do not offer, so neither is announced there.
+ */
+static void w_capabilities(acp_json_writer *w, const acp_mcp_server *s,
+                           bool stateless) {
+  acp_json_write_obj_begin(w);
+  if (offers(s, K_TOOL)) {
+    acp_json_write_keyz(w, "tools");
+    if (stateless)
+      acp_json_write_raw(w, "{}", 2);
+    else
+      acp_json_write_raw(w, "{\"listChanged\":true}", 20);
+  }
+  if (offers(s, K_RESOURCE)) {
+    acp_json_write_keyz(w, "resources");
+    acp_json_write_obj_begin(w);
+    if (!stateless) {
+      acp_json_write_keyz(w, "subscribe");
+      acp_json_write_bool(w, s->subscribe);
+      acp_json_write_keyz(w, "listChanged");
+      acp_json_write_bool(w, true);
+    }
+    acp_json_write_obj_end(w);
+  }
+  if (offers(s, K_PROMPT)) {
+    acp_json_write_keyz(w, "prompts");
+    if (stateless)
+      acp_json_write_raw(w, "{}", 2);
+    else
+      acp_json_write_raw(w, "{\"listChanged\":true}", 20);
+  }
+  if (s->logging) {
+    acp_json_write_keyz(w, "logging");
+    acp_json_write_raw(w, "{}", 2);
+  }
+  if (s->complete_cb) {
+    acp_json_write_keyz(w, "completions");
+    acp_json_write_raw(w, "{}", 2);
+  }
+  acp_json_write_obj_end(w);
+}
+
 static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_mcp_server *s = c->srv;
   const acp_json_val *pv = param(msg, "protocolVersion");
@@ -1250,39 +1462,9 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_json_write_keyz(w, "protocolVersion");
   acp_json_write_strz(w, acp_mcp_version_str(v));
   acp_json_write_keyz(w, "capabilities");
-  acp_json_write_obj_begin(w);
-  if (offers(s, K_TOOL)) {
-    acp_json_write_keyz(w, "tools");
-    acp_json_write_raw(w, "{\"listChanged\":true}", 20);
-  }
-  if (offers(s, K_RESOURCE)) {
-    acp_json_write_keyz(w, "resources");
-    acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "subscribe");
-    acp_json_write_bool(w, s->subscribe);
-    acp_json_write_keyz(w, "listChanged");
-    acp_json_write_bool(w, true);
-    acp_json_write_obj_end(w);
-  }
-  if (offers(s, K_PROMPT)) {
-    acp_json_write_keyz(w, "prompts");
-    acp_json_write_raw(w, "{\"listChanged\":true}", 20);
-  }
-  if (s->logging) {
-    acp_json_write_keyz(w, "logging");
-    acp_json_write_raw(w, "{}", 2);
-  }
-  if (s->complete_cb) {
-    acp_json_write_keyz(w, "completions");
-    acp_json_write_raw(w, "{}", 2);
-  }
-  acp_json_write_obj_end(w);
+  w_capabilities(w, s, false);
   acp_json_write_keyz(w, "serverInfo");
-  acp_json_write_obj_begin(w);
-  w_opt_str(w, "name", s->name);
-  w_opt_str(w, "title", s->title);
-  w_opt_str(w, "version", s->version);
-  acp_json_write_obj_end(w);
+  w_server_info(w, s);
   w_opt_str(w, "instructions", s->instructions);
   acp_json_write_obj_end(w);
   rv = acp_json_writer_error(w);
@@ -1544,13 +1726,22 @@ static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       const char *d;
       size_t dn;
       d = acp_json_writer_data(w, &dn);
-      return reply_error(c, msg->handle, ACP_MCP_RESOURCE_NOT_FOUND,
+      /* 2026-07-28 renumbered resource-not-found to Invalid params. */
+      return reply_error(c, msg->handle,
+                         c->req.stateless ? ACP_RPC_INVALID_PARAMS
+                                          : ACP_MCP_RESOURCE_NOT_FOUND,
                          "Resource not found", NULL, 0, d, dn);
     }
   }
   copy = acp__strndup(&s->mem, uri, n);
   if (copy == NULL)
     return ACP_ERR_NOMEM;
+  if (c->req.stateless && it->has_cache) {
+    c->req.hint.ttl = it->ttl;
+    c->req.hint.scope = it->scope;
+  } else if (c->req.stateless) {
+    c->req.hint = s->cache[ACP_MCP_CACHE_READ];
+  }
   rv = call_new(c, msg, "resources/read", CALL_READ, &call);
   if (rv == 0 && from_template)
     rv = store_vars(c, call, it, uri, vs, vl, nv);
@@ -1723,14 +1914,162 @@ static int not_found(acp_mcp_conn *c, const acp_rpc_msg *msg) {
                      "Method not found", NULL, 0, NULL, 0);
 }
 
+/* MARK: - Stateless requests (Private) */
+
+static const char supported_versions[] =
+    "[\"" ACP_MCP_PROTOCOL_2026_07_28 "\"]";
+
+static int do_discover(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_mcp_server *s = c->srv;
+  acp_json_writer *w = c->w;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "supportedVersions");
+  acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
+  acp_json_write_keyz(w, "capabilities");
+  w_capabilities(w, s, true);
+  w_opt_str(w, "instructions", s->instructions);
+  acp_json_write_obj_end(w);
+  return reply_w(c, msg->handle, w);
+}
+
+static int unsupported_version(acp_mcp_conn *c, const acp_rpc_msg *msg,
+                               const acp_json_val *pv) {
+  acp_json_writer *w = c->w;
+  const char *d;
+  size_t n;
+  int rv;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "supported");
+  acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
+  acp_json_write_keyz(w, "requested");
+  acp_json_write_val(w, pv);
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv != 0)
+    return rv;
+  d = acp_json_writer_data(w, &n);
+  return reply_error(c, msg->handle, ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION,
+                     "Unsupported protocol version", NULL, 0, d, n);
+}
+
+/*
+ * A request carrying `_meta["io.modelcontextprotocol/protocolVersion"]`, or
+ * server/discover: check the per-request fields, then serve it at
+ * 2026-07-28 from the same registry, whatever the conn negotiated.
+ */
+static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_mcp_server *s = c->srv;
+  const acp_json_val *meta = param(msg, "_meta");
+  const acp_json_val *pv =
+      acp_json_obj_getz(meta, ACP_MCP_META_PROTOCOL_VERSION);
+  const acp_json_val *caps =
+      acp_json_obj_getz(meta, ACP_MCP_META_CLIENT_CAPABILITIES);
+  const acp_json_val *info = acp_json_obj_getz(meta, ACP_MCP_META_CLIENT_INFO);
+  const acp_json_val *lv = acp_json_obj_getz(meta, ACP_MCP_META_LOG_LEVEL);
+  int kind = -1;
+
+  if (acp_json_type_of(meta) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "_meta is required");
+  if (acp_json_type_of(pv) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle,
+                          "_meta." ACP_MCP_META_PROTOCOL_VERSION
+                          " must be a string");
+  if (!ACP_JSON_STR_EQ_LIT(pv, ACP_MCP_PROTOCOL_2026_07_28))
+    return unsupported_version(c, msg, pv);
+  if (acp_json_type_of(caps) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle,
+                          "_meta." ACP_MCP_META_CLIENT_CAPABILITIES
+                          " must be an object");
+  if (info != NULL && acp_json_type_of(info) != ACP_JSON_OBJECT)
+    return invalid_params(
+        c, msg->handle, "_meta." ACP_MCP_META_CLIENT_INFO " must be an object");
+  memset(&c->req, 0, sizeof(c->req));
+  c->req.log_level = -1;
+  if (lv != NULL) {
+    const char *p;
+    size_t n;
+    int rv;
+
+    if (acp_json_type_of(lv) != ACP_JSON_STRING)
+      return invalid_params(c, msg->handle, "unknown log level");
+    rv = acp_json_doc_str(msg->doc, lv, &p, &n);
+    if (rv != 0)
+      return rv;
+    c->req.log_level = acp_mcp_log_level_parse(p, n);
+    if (c->req.log_level < 0)
+      return invalid_params(c, msg->handle, "unknown log level");
+  }
+  c->req.stateless = true;
+  c->req.caps = caps;
+  c->req.cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
+  c->req.cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+  c->req.cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
+  c->req.hint.ttl = -1;
+
+  if (acp__mcp_method_is(msg, "server/discover")) {
+    c->req.hint = s->cache[ACP_MCP_CACHE_DISCOVER];
+    return do_discover(c, msg);
+  }
+  if (acp__mcp_method_is(msg, "tools/list"))
+    kind = K_TOOL;
+  else if (acp__mcp_method_is(msg, "resources/list"))
+    kind = K_RESOURCE;
+  else if (acp__mcp_method_is(msg, "resources/templates/list"))
+    kind = K_TEMPLATE;
+  else if (acp__mcp_method_is(msg, "prompts/list"))
+    kind = K_PROMPT;
+  if (kind >= 0) {
+    if (!offers(s, kind))
+      return not_found(c, msg);
+    /* acp_mcp_list and the list cache targets share their numbering. */
+    c->req.hint = s->cache[kind == K_TOOL       ? ACP_MCP_CACHE_TOOLS_LIST
+                           : kind == K_RESOURCE ? ACP_MCP_CACHE_RESOURCES_LIST
+                           : kind == K_TEMPLATE ? ACP_MCP_CACHE_TEMPLATES_LIST
+                                                : ACP_MCP_CACHE_PROMPTS_LIST];
+    return do_list(c, msg, kind);
+  }
+  if (acp__mcp_method_is(msg, "tools/call"))
+    return offers(s, K_TOOL) ? do_tool_call(c, msg) : not_found(c, msg);
+  if (acp__mcp_method_is(msg, "resources/read"))
+    return offers(s, K_RESOURCE) ? do_read(c, msg) : not_found(c, msg);
+  if (acp__mcp_method_is(msg, "prompts/get"))
+    return offers(s, K_PROMPT) ? do_prompt_get(c, msg) : not_found(c, msg);
+  if (acp__mcp_method_is(msg, "completion/complete"))
+    return s->complete_cb ? do_complete(c, msg) : not_found(c, msg);
+  /* initialize, ping, logging/setLevel, resources/(un)subscribe do not
+   * exist at 2026-07-28; subscriptions/listen is not offered. */
+  return not_found(c, msg);
+}
+
+static bool is_stateless_request(const acp_rpc_msg *msg) {
+  if (acp__mcp_method_is(msg, "server/discover"))
+    return true;
+  return acp_json_obj_getz(acp_json_obj_getz(msg->params, "_meta"),
+                           ACP_MCP_META_PROTOCOL_VERSION) != NULL;
+}
+
 static int conn_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
                            void *user_data) {
   acp_mcp_conn *c = user_data;
   acp_mcp_server *s = c->srv;
+  int rv;
 
   ACP_UNUSED(rpc);
+  memset(&c->req, 0, sizeof(c->req));
+  if (msg->params != NULL && acp_json_type_of(msg->params) == ACP_JSON_OBJECT &&
+      is_stateless_request(msg)) {
+    rv = do_stateless(c, msg);
+    memset(&c->req, 0, sizeof(c->req));
+    return rv;
+  }
+  if (msg->params == NULL && acp__mcp_method_is(msg, "server/discover"))
+    return invalid_params(c, msg->handle, "_meta is required");
   if (acp__mcp_method_is(msg, "ping")) {
-    int rv = acp_rpc_session_respond(c->rpc, msg->handle, "{}", 2);
+    rv = acp_rpc_session_respond(c->rpc, msg->handle, "{}", 2);
     return rv == ACP_ERR_NOMEM ? rv : 0;
   }
   if (msg->params != NULL && acp_json_type_of(msg->params) != ACP_JSON_OBJECT)
@@ -1862,6 +2201,12 @@ int acp_mcp_conn_new(acp_mcp_conn **out, acp_mcp_server *s, void *user_data) {
   rv = acp_json_writer_new(&c->nw, 0, &s->mem);
   if (rv != 0)
     goto cleanup;
+  rv = acp_json_writer_new(&c->mw, 0, &s->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_writer_new(&c->iw, 0, &s->mem);
+  if (rv != 0)
+    goto cleanup;
   c->next = s->conns;
   if (s->conns)
     s->conns->prev = c;
@@ -1871,6 +2216,8 @@ cleanup:
   acp_rpc_callbacks_free(cbs);
   acp_rpc_options_free(opts);
   if (rv != 0) {
+    acp_json_writer_free(c->mw);
+    acp_json_writer_free(c->iw);
     acp_json_writer_free(c->w);
     acp_json_writer_free(c->nw);
     acp_rpc_session_free(c->rpc);
@@ -1905,6 +2252,9 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
   acp__free(&s->mem, c->subs);
   acp__free(&s->mem, c->client_caps);
   acp__free(&s->mem, c->client_info);
+  acp_json_doc_free(c->rdoc);
+  acp_json_writer_free(c->mw);
+  acp_json_writer_free(c->iw);
   acp_json_writer_free(c->w);
   acp_json_writer_free(c->nw);
   acp_rpc_session_free(c->rpc);
@@ -1983,15 +2333,20 @@ acp_mcp_log_level acp_mcp_conn_log_level(const acp_mcp_conn *c) {
 
 int acp_mcp_conn_log(acp_mcp_conn *c, acp_mcp_log_level level,
                      const char *logger, const char *data, size_t len) {
+  if (c == NULL || acp_mcp_log_level_str(level) == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!c->srv->logging || !c->answered_init || (int)level < c->log_level)
+    return 0;
+  return conn_log_send(c, level, logger, data, len);
+}
+
+static int conn_log_send(acp_mcp_conn *c, acp_mcp_log_level level,
+                         const char *logger, const char *data, size_t len) {
   acp_json_writer *w;
   const char *p;
   size_t n;
   int rv;
 
-  if (c == NULL || acp_mcp_log_level_str(level) == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  if (!c->srv->logging || !c->answered_init || (int)level < c->log_level)
-    return 0;
   w = c->nw;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);

@@ -152,6 +152,26 @@ static int tool_sample(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   return rv;
 }
 
+/* Logs at info and warning, then answers which era served the call and the
+ * client capabilities that applied to it. */
+static int tool_log(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  char text[256];
+  size_t n = 0;
+  const char *caps = acp_mcp_call_client_capabilities(call, &n);
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_log(call, ACP_MCP_LOG_INFO, "t", "\"i\"", 3);
+  if (rv == 0)
+    rv = acp_mcp_call_log(call, ACP_MCP_LOG_WARNING, "t", "\"w\"", 3);
+  if (rv != 0)
+    return rv;
+  snprintf(text, sizeof(text), "%s %.*s",
+           acp_mcp_call_is_stateless(call) ? "stateless" : "stateful", (int)n,
+           caps ? caps : "");
+  return acp_mcp_call_respond_text(call, text, strlen(text), false);
+}
+
 static int read_static(acp_mcp_call *call, const char *uri, size_t n,
                        void *ud) {
   (void)n;
@@ -253,6 +273,10 @@ static int make_server(acp_mcp_server **out, const acp_mem *mem) {
       goto fail;
     d.name = "sample";
     d.handler = tool_sample;
+    if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
+      goto fail;
+    d.name = "log";
+    d.handler = tool_log;
     if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
       goto fail;
   }
@@ -598,8 +622,8 @@ static void test_pagination_across_pages(void **state) {
              "\"params\":{\"cursor\":\"%s\"}}",
              cursor);
   }
-  assert_int_equal(pages, 3); /* 6 tools, 2 per page */
-  assert_int_equal(names, 6);
+  assert_int_equal(pages, 4); /* 7 tools, 2 per page */
+  assert_int_equal(names, 7);
   /* A cursor of another list, garbage, and one past the end. */
   out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/list\","
                    "\"params\":{\"cursor\":\"t2\"}}");
@@ -1141,6 +1165,316 @@ static void test_allocation_failure_loop(void **state) {
   assert_true(failures > 0);
 }
 
+/* MARK: - Stateless requests (2026-07-28) */
+
+#define META26                                                                 \
+  "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","     \
+  "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+#define SERVER_INFO26                                                          \
+  "\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":\"test-"        \
+  "server\",\"version\":\"1.2.3\"}}"
+
+static void test_stateless_discover(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/"
+                   "discover\",\"params\":{" META26 "}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"supportedVersions\":["
+           "\"2026-07-28\"],\"capabilities\":{\"tools\":{},\"resources\":{},"
+           "\"prompts\":{},\"logging\":{},\"completions\":{}},"
+           "\"instructions\":\"Be nice\",\"resultType\":\"complete\","
+           "\"ttlMs\":0,\"cacheScope\":\"private\"," SERVER_INFO26 "}}\n");
+  /* Nothing was negotiated: the conn is still without a stateful era. */
+  assert_int_equal(acp_mcp_conn_version(p->c), ACP_MCP_VERSION_UNKNOWN);
+  /* A stateful request on the same conn is still refused until initialize. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+  HAS(out, "\"code\":-32600");
+  HAS(out, "Server not initialized");
+}
+
+static void test_stateless_meta_errors(void **state) {
+  pair *p = *state;
+  const char *out;
+  static const char *const removed[] = {
+      "initialize",           "ping",
+      "logging/setLevel",     "resources/subscribe",
+      "subscriptions/listen", "nope/nope"};
+  size_t i;
+
+  out = xchg(p->c,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}");
+  HAS(out, "\"id\":1,\"error\":{\"code\":-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/"
+                   "discover\",\"params\":{}}");
+  HAS(out, "\"id\":2,\"error\":{\"code\":-32602");
+  out =
+      xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"server/discover\","
+                 "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                 "clientCapabilities\":{}}}}");
+  HAS(out, "\"id\":3,\"error\":{\"code\":-32602");
+  HAS(out, "protocolVersion");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"2026-07-28\"}}}");
+  HAS(out, "\"id\":4,\"error\":{\"code\":-32602");
+  HAS(out, "clientCapabilities");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"1999-01-01\",\"io.modelcontextprotocol/"
+                   "clientCapabilities\":{}}}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32022,"
+           "\"message\":\"Unsupported protocol version\",\"data\":{"
+           "\"supported\":[\"2026-07-28\"],\"requested\":\"1999-01-01\"}}}\n");
+  /* A stateful revision named per request is not a stateless one. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"2025-11-25\",\"io.modelcontextprotocol/"
+                   "clientCapabilities\":{}}}}");
+  HAS(out, "\"code\":-32022");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/"
+                   "clientCapabilities\":{},\"io.modelcontextprotocol/"
+                   "logLevel\":\"loud\"}}}");
+  HAS(out, "\"id\":7,\"error\":{\"code\":-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/"
+                   "clientCapabilities\":{},\"io.modelcontextprotocol/"
+                   "clientInfo\":\"me\"}}}");
+  HAS(out, "\"id\":8,\"error\":{\"code\":-32602");
+  for (i = 0; i < sizeof(removed) / sizeof(removed[0]); i++) {
+    char line[512];
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":{"
+             "\"uri\":\"mem://a\",\"level\":\"info\"," META26 "}}",
+             removed[i]);
+    out = xchg(p->c, line);
+    HAS(out, "\"id\":9,\"error\":{\"code\":-32601");
+  }
+  assert_int_equal(acp_mcp_conn_version(p->c), ACP_MCP_VERSION_UNKNOWN);
+}
+
+static void test_stateless_results(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+                   "\"params\":{" META26 "}}");
+  /* Registration order, every time. */
+  {
+    const char *names[] = {"\"echo\"", "\"structured\"", "\"fail\"",
+                           "\"slow\"", "\"progress\"",   "\"sample\"",
+                           "\"log\""};
+    const char *at = out;
+    size_t i;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+      const char *next = strstr(at, names[i]);
+      if (next == NULL)
+        fail_msg("%s missing or out of order in %s", names[i], out);
+      at = next;
+    }
+  }
+  HAS(out, "],\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":"
+           "\"private\"," SERVER_INFO26 "}}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+                   "\"hi\"}," META26 "}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[{\"type\":"
+           "\"text\",\"text\":\"Echo: hi\"}],\"resultType\":\"complete\","
+           "" SERVER_INFO26 "}}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"fail\"," META26 "}}");
+  HAS(out, "\"isError\":true,\"resultType\":\"complete\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://a\"," META26 "}}");
+  HAS(out, "\"text\":\"alpha\"}],\"resultType\":\"complete\",\"ttlMs\":0,"
+           "\"cacheScope\":\"private\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://none\"," META26 "}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32602,"
+           "\"message\":\"Resource not found\",\"data\":{\"uri\":"
+           "\"mem://none\"}}}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"prompts/get\","
+                   "\"params\":{\"name\":\"greet\",\"arguments\":{\"name\":"
+                   "\"Ann\"}," META26 "}}");
+  HAS(out, "Hello Ann\"}}],\"resultType\":\"complete\"," SERVER_INFO26);
+  HASNT(out, "ttlMs");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"completion/"
+                   "complete\",\"params\":{\"ref\":{\"type\":\"ref/prompt\","
+                   "\"name\":\"greet\"},\"argument\":{\"name\":\"name\","
+                   "\"value\":\"py\"}," META26 "}}");
+  HAS(out, "\"hasMore\":true},\"resultType\":\"complete\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/"
+                   "templates/list\",\"params\":{" META26 "}}");
+  HAS(out, "mem://items/{id}");
+  HAS(out, "\"ttlMs\":0");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"prompts/"
+                   "list\",\"params\":{" META26 "}}");
+  HAS(out, "\"ttlMs\":0");
+  /* No server->client requests at 2026, even when the client declares the
+   * capability: the handler is told it is unsupported. */
+  out = xchg(p->c,
+             "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"sample\",\"_meta\":{\"io."
+             "modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io."
+             "modelcontextprotocol/clientCapabilities\":{\"sampling\":{}}}}}");
+  HAS(out, "no sampling");
+  HASNT(out, "sampling/createMessage");
+}
+
+static void test_stateless_cache_hints(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_TOOLS_LIST,
+                                            NULL, 60000, ACP_MCP_CACHE_PUBLIC),
+                   0);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_READ, NULL, 7,
+                                            ACP_MCP_CACHE_PRIVATE),
+                   0);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_READ, "mem://a",
+                                            5, ACP_MCP_CACHE_PUBLIC),
+                   0);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_READ,
+                                            "mem://items/{id}", 9,
+                                            ACP_MCP_CACHE_PUBLIC),
+                   0);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_READ,
+                                            "mem://zzz", 5,
+                                            ACP_MCP_CACHE_PUBLIC),
+                   ACP_ERR_NOT_FOUND);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_TOOLS_LIST,
+                                            "echo", 5, ACP_MCP_CACHE_PUBLIC),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, (acp_mcp_cache_target)6, NULL,
+                                            5, ACP_MCP_CACHE_PUBLIC),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_DISCOVER, NULL,
+                                            UINT64_MAX, ACP_MCP_CACHE_PUBLIC),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_DISCOVER, NULL,
+                                            1, (acp_mcp_cache_scope)2),
+                   ACP_ERR_INVALID_ARGUMENT);
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+                   "\"params\":{" META26 "}}");
+  HAS(out, "\"ttlMs\":60000,\"cacheScope\":\"public\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/"
+                   "list\",\"params\":{" META26 "}}");
+  HAS(out, "\"ttlMs\":0,\"cacheScope\":\"private\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://a\"," META26 "}}");
+  HAS(out, "\"ttlMs\":5,\"cacheScope\":\"public\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://items/3\"," META26 "}}");
+  HAS(out, "\"ttlMs\":9,\"cacheScope\":\"public\"");
+  /* Dropping the registration drops its setting. */
+  assert_int_equal(acp_mcp_server_remove_resource(p->s, "mem://a"), 0);
+  {
+    acp_mcp_resource_def r;
+    memset(&r, 0, sizeof(r));
+    r.version = ACP_MCP_DEF_VERSION;
+    r.uri = "mem://a";
+    r.name = "a";
+    r.size = -1;
+    r.handler = read_static;
+    assert_int_equal(acp_mcp_server_add_resource(p->s, &r), 0);
+  }
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://a\"," META26 "}}");
+  HAS(out, "\"ttlMs\":7,\"cacheScope\":\"private\"");
+  /* A stateful session never sees the 2026 members. */
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/list\"}");
+  HASNT(out, "ttlMs");
+  HASNT(out, "resultType");
+  HASNT(out, "serverInfo");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://none\"}}");
+  HAS(out, "\"code\":-32002");
+}
+
+static void test_stateless_log_level(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  /* No level in _meta: no notifications/message at all. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\"," META26 "}}");
+  HASNT(out, "notifications/message");
+  HAS(out, "stateless {}");
+  /* The level applies to this request only. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\",\"_meta\":{\"io."
+                   "modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io."
+                   "modelcontextprotocol/clientCapabilities\":{\"x\":{}},\"io."
+                   "modelcontextprotocol/logLevel\":\"warning\"}}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+           "\"params\":{\"level\":\"warning\",\"logger\":\"t\",\"data\":"
+           "\"w\"}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":"
+           "[{\"type\":\"text\",\"text\":\"stateless {\\\"x\\\":{}}\"}],"
+           "\"resultType\":\"complete\"," SERVER_INFO26 "}}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\"," META26 "}}");
+  HASNT(out, "notifications/message");
+  /* Broadcast logs reach no stateless client. */
+  assert_int_equal(
+      acp_mcp_server_log(p->s, ACP_MCP_LOG_EMERGENCY, NULL, "1", 1), 0);
+  assert_string_equal(drain(p->c), "");
+}
+
+/* One server, a 2025-11-25 session and a 2026 client at the same time. */
+static void test_both_eras_one_server(void **state) {
+  pair *p = *state;
+  acp_mcp_conn *modern = NULL;
+  acp_mcp_call *pending;
+  const char *out;
+
+  assert_int_equal(acp_mcp_conn_new(&modern, p->s, NULL), 0);
+  do_init(p->c, "2025-11-25", "{\"sampling\":{}}");
+  /* The 2026 client starts a slow call. */
+  out = xchg(modern, "{\"jsonrpc\":\"2.0\",\"id\":\"m1\",\"method\":\"tools/"
+                     "call\",\"params\":{\"name\":\"slow\"," META26 "}}");
+  assert_string_equal(out, "");
+  pending = g.pending;
+  assert_non_null(pending);
+  assert_true(acp_mcp_call_is_stateless(pending));
+  /* Meanwhile the session is served in its own era. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\"}}");
+  HAS(out, "\"text\":\"stateful {\\\"sampling\\\":{}}\"}]}}");
+  HASNT(out, "resultType");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"sample\"}}");
+  HAS(out, "sampling/createMessage");
+  /* A 2026 request on the session's conn is served statelessly too. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\"," META26 "}}");
+  HAS(out, "stateless {}");
+  HAS(out, "\"resultType\":\"complete\"");
+  /* The slow 2026 call answered later still gets the 2026 form. */
+  assert_int_equal(acp_mcp_call_respond_text(pending, "late", 4, false), 0);
+  out = drain(modern);
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":\"m1\",\"result\":{\"content\":[{"
+           "\"type\":\"text\",\"text\":\"late\"}],\"resultType\":"
+           "\"complete\"," SERVER_INFO26 "}}\n");
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_conn_version(p->c), ACP_MCP_VERSION_2025_11_25);
+  assert_int_equal(acp_mcp_conn_version(modern), ACP_MCP_VERSION_UNKNOWN);
+  /* Notifications for sessions do not reach the stateless conn. */
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_TOOLS), 0);
+  HAS(drain(p->c), "notifications/tools/list_changed");
+  assert_string_equal(drain(modern), "");
+  acp_mcp_conn_free(modern);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_initialize_negotiation_matrix, setup,
@@ -1188,6 +1522,16 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_registration_errors, setup,
                                       teardown),
       cmocka_unit_test(test_uri_template_match),
+      cmocka_unit_test_setup_teardown(test_stateless_discover, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_meta_errors, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_results, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_cache_hints, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_log_level, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_both_eras_one_server, setup,
+                                      teardown),
       cmocka_unit_test(test_versions_and_levels),
       cmocka_unit_test(test_allocation_failure_loop),
   };
