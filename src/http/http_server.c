@@ -2577,7 +2577,8 @@ int acp_http_call_close_stream(acp_mcp_call *call) {
     return ACP_ERR_INVALID_ARGUMENT;
   conn = acp_mcp_call_conn(call);
   s = conn ? acp_mcp_conn_get_user_data(conn) : NULL;
-  if (s == NULL || s->magic != SESSION_MAGIC || s->legacy)
+  /* A 2026-07-28 request has nothing to resume with: its stream stays. */
+  if (s == NULL || s->magic != SESSION_MAGIC || s->legacy || s->stateless)
     return ACP_ERR_UNSUPPORTED;
   st = s->ctx;
   if (st == NULL || st->is_get)
