@@ -1647,7 +1647,12 @@ static bool header_matches(acp_http_server *srv, const char *v,
   size_t n;
   if (v == NULL || !header_chars_ok(v))
     return false;
+  /* A field value excludes its surrounding whitespace (RFC 9110 5.5). */
+  while (*v == ' ' || *v == '\t')
+    v++;
   n = strlen(v);
+  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+    n--;
   if (n >= sizeof(pre) + 1 && memcmp(v, pre, sizeof(pre) - 1) == 0 &&
       v[n - 2] == '?' && v[n - 1] == '=') {
     acp__buf_clear(&srv->tmp);
