@@ -109,8 +109,10 @@
  *     notifications/message only when the request set a `logLevel` (and
  *     logging is on), at or above it; broadcasts (acp_mcp_server_log(),
  *     list_changed, resources/updated) reach initialized sessions only.
- *   - acp_mcp_call_request() and its wrappers return ACP_ERR_UNSUPPORTED
- *     on a stateless call (2026 has no server->client requests).
+ *   - Multi round-trip: acp_mcp_call_request() and its wrappers on a
+ *     stateless call become input requests of an InputRequiredResult, the
+ *     retry's answers reach the same callbacks (see
+ *     acp_mcp_call_request_named(), acp_mcp_server_set_state_key()).
  *   - acp_mcp_call_is_stateless() and acp_mcp_call_client_capabilities()
  *     tell a handler which era and capabilities apply.
  * The conn stays the unit of transport: a stateless request needs no
@@ -563,6 +565,19 @@ ACP_EXTERN int acp_mcp_server_set_cache(acp_mcp_server *server,
                                         acp_mcp_cache_target target,
                                         const char *key, uint64_t ttl_ms,
                                         acp_mcp_cache_scope scope);
+/**
+ * The key that integrity-protects the `requestState` of 2026-07-28 multi
+ * round-trip results (HMAC-SHA256), copied. The core reads no entropy:
+ * the caller passes random bytes from the OS (acp mcp serve uses
+ * getrandom), one key per server; a state is valid only for the server
+ * that made it (or the workers that share its key). Without a key (the
+ * default, or len 0) stateless calls cannot ask for input
+ * (acp_mcp_call_request_named() returns ACP_ERR_UNSUPPORTED).
+ * @param len  0, or 16 to 64 bytes.
+ * @return 0 or ACP_ERR_INVALID_ARGUMENT.
+ */
+ACP_EXTERN int acp_mcp_server_set_state_key(acp_mcp_server *server,
+                                            const void *key, size_t len);
 /** Called when a conn receives notifications/initialized. */
 ACP_EXTERN void acp_mcp_server_set_on_initialized(acp_mcp_server *server,
                                                   acp_mcp_conn_cb cb);
@@ -821,6 +836,40 @@ ACP_EXTERN int acp_mcp_call_request(acp_mcp_call *call, const char *method,
                                     uint64_t timeout_ms,
                                     acp_mcp_call_response_cb cb,
                                     void *user_data);
+/**
+ * acp_mcp_call_request() with a name for the request. On a stateful conn
+ * the key is ignored. On a stateless (2026-07-28) call the request becomes
+ * the input request `key` of a multi round-trip result (key NULL: "1",
+ * "2", ... in the order the call issues them):
+ *   - Only sampling/createMessage, elicitation/create and roots/list, from
+ *     a tools/call or prompts/get call, once a state key is set
+ *     (acp_mcp_server_set_state_key()), and only when the request's
+ *     clientCapabilities declare the capability; else ACP_ERR_UNSUPPORTED.
+ *   - When the retry carries the answer (its `inputResponses`, or the
+ *     answers of earlier rounds kept in `requestState`), `cb` runs with
+ *     status 0 and msg->result the answer, after the handler returned
+ *     (never from inside this function).
+ *   - Otherwise the request joins the call's `inputRequests`; when the
+ *     handler and the callbacks above return with the call unanswered, it
+ *     is answered {"resultType":"input_required","inputRequests":{...},
+ *     "requestState":S} and released (`cb` never runs: the client retries
+ *     the whole request and the handler runs again, so it must issue the
+ *     same requests under the same keys). Issued after the handler
+ *     returned, the call is answered input_required at once.
+ *   S is base64url(JSON of every answer so far, the method and the name)
+ *   "." base64url(HMAC-SHA256 under the state key): a retry whose
+ *   requestState was altered, forged or made for another tool or prompt
+ *   is answered -32602; `inputResponses` that is not an object of objects
+ *   too.
+ * @param key  NUL-terminated, or NULL.
+ * @return as acp_mcp_call_request().
+ */
+ACP_EXTERN int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
+                                          const char *method,
+                                          const char *params, size_t params_len,
+                                          uint64_t timeout_ms,
+                                          acp_mcp_call_response_cb cb,
+                                          void *user_data);
 /** sampling/createMessage with the given params object. */
 ACP_EXTERN int
 acp_mcp_call_create_message(acp_mcp_call *call, const char *params,

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +214,24 @@ static int register_default(acp_mcp_server *s) {
 
 /* MARK: - serve */
 
+/* A fresh key for the requestState of 2026 multi round-trip results: the
+ * core reads no entropy, the program gives it the OS's. */
+static int set_state_key(acp_mcp_server *reg) {
+  unsigned char key[32];
+  size_t got = 0;
+
+  while (got < sizeof(key)) {
+    ssize_t n = getrandom(key + got, sizeof(key) - got, 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return ACP_ERR_SYSTEM;
+    }
+    got += (size_t)n;
+  }
+  return acp_mcp_server_set_state_key(reg, key, sizeof(key));
+}
+
 typedef struct serve_ctx {
   acp_http_server *srv;
   acp_uv_signals *sig;
@@ -282,6 +301,8 @@ static int cmd_serve(int argc, char **argv) {
   rv = acp_mcp_server_new(&reg, "acp-mcp", "0.1.0", NULL, NULL);
   if (rv == 0)
     rv = everything ? mcp_everything_register(reg) : register_default(reg);
+  if (rv == 0)
+    rv = set_state_key(reg);
   if (rv != 0) {
     cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
     acp_mcp_server_free(reg);

@@ -79,8 +79,20 @@ struct acp_mcp_server {
   acp_mcp_conn_notification_cb on_notification;
   acp_mcp_conn *conns;
   mcp_cache cache[CACHE_COUNT];
+  uint8_t state_key[64]; /* HMAC key of requestState */
+  size_t state_key_len;  /* 0: no multi round-trip results */
   void *user_data;
 };
+
+/* An input request of a stateless call whose response the retry carried:
+ * its callback runs once the handler returned. */
+typedef struct mcp_ready {
+  struct mcp_ready *next;
+  acp_mcp_call_response_cb cb;
+  void *ud;
+  const acp_json_val *result;
+  acp_json_doc *doc;
+} mcp_ready;
 
 /* A server->client request issued from a call. */
 typedef struct mcp_out {
@@ -118,6 +130,17 @@ struct acp_mcp_call {
   mcp_req req; /* req.caps is NULL: see caps below */
   char *caps;  /* stateless: raw clientCapabilities from _meta */
   size_t caps_len;
+  /* Stateless multi round-trip (see stateless_input()). */
+  acp_json_doc *sdoc;            /* the verified requestState */
+  char *sbytes;                  /* ... its decoded bytes */
+  const acp_json_val *prior;     /* its responses, or NULL */
+  const acp_json_val *responses; /* inputResponses (during dispatch) */
+  acp_json_doc *rdoc;            /* ... and their document */
+  mcp_ready *ready;              /* answered, callbacks pending */
+  mcp_ready **ready_tail;
+  acp__buf inputs; /* "key":{...} members of inputRequests */
+  size_t ninputs;
+  unsigned seq; /* unnamed input requests */
   void *user_data;
 };
 
@@ -774,6 +797,14 @@ static void call_unlink_free(acp_mcp_call *call) {
   acp__free(m, call->token);
   acp__free(m, call->vars);
   acp__free(m, call->caps);
+  while (call->ready) {
+    mcp_ready *r = call->ready;
+    call->ready = r->next;
+    acp__free(m, r);
+  }
+  acp__buf_dispose(&call->inputs);
+  acp_json_doc_free(call->sdoc);
+  acp__free(m, call->sbytes);
   acp__free(m, call);
 }
 
@@ -798,6 +829,8 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
   call->kind = kind;
   call->req = c->req;
   call->req.caps = NULL;
+  call->ready_tail = &call->ready;
+  acp__buf_init(&call->inputs, m, 0);
   if (c->req.stateless && c->req.caps != NULL) {
     size_t n;
     const char *raw = acp_json_raw(c->req.caps, &n);
@@ -1191,10 +1224,23 @@ static int out_on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   return rv;
 }
 
+static int stateless_input(acp_mcp_call *call, const char *key,
+                           const char *method, const char *params,
+                           size_t params_len, acp_mcp_call_response_cb cb,
+                           void *user_data);
+
 int acp_mcp_call_request(acp_mcp_call *call, const char *method,
                          const char *params, size_t params_len,
                          uint64_t timeout_ms, acp_mcp_call_response_cb cb,
                          void *user_data) {
+  return acp_mcp_call_request_named(call, NULL, method, params, params_len,
+                                    timeout_ms, cb, user_data);
+}
+
+int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
+                               const char *method, const char *params,
+                               size_t params_len, uint64_t timeout_ms,
+                               acp_mcp_call_response_cb cb, void *user_data) {
   acp_mcp_conn *c;
   mcp_out *o;
   int rv;
@@ -1204,10 +1250,11 @@ int acp_mcp_call_request(acp_mcp_call *call, const char *method,
   if (call->answered || call->cancelled)
     return ACP_ERR_INVALID_STATE;
   c = call->conn;
-  /* 2026-07-28 has no server->client requests (multi round-trip results
-   * replace them). */
+  /* 2026-07-28 has no server->client requests: the request becomes an
+   * input request of a multi round-trip result. */
   if (call->req.stateless)
-    return ACP_ERR_UNSUPPORTED;
+    return stateless_input(call, key, method, params, params_len, cb,
+                           user_data);
   if ((strcmp(method, "sampling/createMessage") == 0 && !c->cap_sampling) ||
       (strcmp(method, "elicitation/create") == 0 && !c->cap_elicitation) ||
       (strcmp(method, "roots/list") == 0 && !c->cap_roots))
@@ -1252,6 +1299,192 @@ int acp_mcp_call_list_roots(acp_mcp_call *call, uint64_t timeout_ms,
                             acp_mcp_call_response_cb cb, void *user_data) {
   return acp_mcp_call_request(call, "roots/list", NULL, 0, timeout_ms, cb,
                               user_data);
+}
+
+/* MARK: - Multi round-trip (Private) */
+
+int acp_mcp_server_set_state_key(acp_mcp_server *s, const void *key,
+                                 size_t len) {
+  if (s == NULL || (key == NULL && len > 0) || (len > 0 && len < 16) ||
+      len > sizeof(s->state_key))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (len > 0)
+    memcpy(s->state_key, key, len);
+  s->state_key_len = len;
+  return 0;
+}
+
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static int b64url_put(acp__buf *b, const uint8_t *p, size_t n) {
+  size_t i;
+  int rv = 0;
+  for (i = 0; i < n && rv == 0; i += 3) {
+    uint32_t v = (uint32_t)p[i] << 16;
+    if (i + 1 < n)
+      v |= (uint32_t)p[i + 1] << 8;
+    if (i + 2 < n)
+      v |= p[i + 2];
+    rv = acp__buf_putc(b, b64url[(v >> 18) & 63]);
+    if (rv == 0)
+      rv = acp__buf_putc(b, b64url[(v >> 12) & 63]);
+    if (rv == 0 && i + 1 < n)
+      rv = acp__buf_putc(b, b64url[(v >> 6) & 63]);
+    if (rv == 0 && i + 2 < n)
+      rv = acp__buf_putc(b, b64url[v & 63]);
+  }
+  return rv;
+}
+
+static int b64url_get(acp__buf *b, const char *p, size_t n) {
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    const char *at = p[i] ? memchr(b64url, p[i], 64) : NULL;
+    if (at == NULL)
+      return ACP_ERR_INVALID_ARGUMENT;
+    acc = (acc << 6) | (uint32_t)(at - b64url);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (acp__buf_putc(b, (char)((acc >> bits) & 0xff)) != 0)
+        return ACP_ERR_NOMEM;
+    }
+  }
+  return 0;
+}
+
+/*
+ * requestState is base64url(P) "." base64url(HMAC-SHA256(key, P)) with P
+ * the JSON {"m": method, "n": tool or prompt name, "r": {key: response}}:
+ * every response the request has gathered so far, so that a handler that
+ * runs again on the next retry finds the answers of earlier rounds. The
+ * name binds it to one tool; the MAC makes it opaque to forgery.
+ */
+static int state_write(acp_mcp_call *call, acp__buf *out) {
+  acp_mcp_conn *c = call->conn;
+  acp_json_writer *w = c->nw;
+  const acp_json_val *k;
+  uint8_t mac[32];
+  const char *p;
+  size_t n;
+  int rv;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "m");
+  acp_json_write_strz(w, call->method);
+  acp_json_write_keyz(w, "n");
+  acp_json_write_strz(w, call->name ? call->name : "");
+  acp_json_write_keyz(w, "r");
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(call->responses); k;
+       k = acp_json_next(acp_json_next(k))) {
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  for (k = acp_json_child(call->prior); k;
+       k = acp_json_next(acp_json_next(k))) {
+    size_t kn;
+    const char *kr = acp_json_str_raw(k, &kn);
+    if (acp_json_obj_get(call->responses, kr, kn) != NULL &&
+        !acp_json_str_has_escapes(k))
+      continue; /* the retry's answer wins */
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(w, &n);
+  acp__hmac_sha256(c->srv->state_key, c->srv->state_key_len, p, n, mac);
+  rv = b64url_put(out, (const uint8_t *)p, n);
+  if (rv == 0)
+    rv = acp__buf_putc(out, '.');
+  if (rv == 0)
+    rv = b64url_put(out, mac, sizeof(mac));
+  return rv;
+}
+
+/* Check a retry's requestState for `method` / `name`; on success *doc
+ * holds its payload. 1 when it is not ours (forged, altered, another
+ * tool's), 0 when good, else a fatal code. */
+static int state_verify(acp_mcp_conn *c, acp_json_doc *mdoc,
+                        const acp_json_val *v, const char *method,
+                        const char *name, acp_json_doc **doc, char **bytes) {
+  acp_mcp_server *s = c->srv;
+  acp__buf b;
+  const char *p, *dot;
+  size_t n;
+  uint8_t mac[32];
+  unsigned diff = 0;
+  size_t i;
+  int rv;
+
+  *doc = NULL;
+  *bytes = NULL;
+  if (s->state_key_len == 0 || acp_json_type_of(v) != ACP_JSON_STRING)
+    return 1;
+  rv = acp_json_doc_str(mdoc, v, &p, &n);
+  if (rv != 0)
+    return rv;
+  dot = memchr(p, '.', n);
+  if (dot == NULL)
+    return 1;
+  acp__buf_init(&b, &s->mem, 0);
+  rv = b64url_get(&b, dot + 1, n - (size_t)(dot - p) - 1);
+  if (rv == ACP_ERR_NOMEM || b.len != sizeof(mac)) {
+    acp__buf_dispose(&b);
+    return rv == ACP_ERR_NOMEM ? rv : 1;
+  }
+  memcpy(mac, b.data, sizeof(mac));
+  acp__buf_clear(&b);
+  rv = b64url_get(&b, p, (size_t)(dot - p));
+  if (rv != 0) {
+    acp__buf_dispose(&b);
+    return rv == ACP_ERR_NOMEM ? rv : 1;
+  }
+  {
+    uint8_t want[32];
+    acp__hmac_sha256(s->state_key, s->state_key_len, b.data ? b.data : "",
+                     b.len, want);
+    for (i = 0; i < sizeof(want); i++)
+      diff |= (unsigned)(want[i] ^ mac[i]);
+  }
+  if (diff != 0) {
+    acp__buf_dispose(&b);
+    return 1;
+  }
+  /* The document points into the bytes: they live as long as it. */
+  *bytes = acp__strndup(&s->mem, b.data ? b.data : "", b.len);
+  n = b.len;
+  acp__buf_dispose(&b);
+  if (*bytes == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp_json_doc_new(doc, &s->mem);
+  if (rv == 0)
+    rv = acp_json_doc_parse(*doc, *bytes, n, NULL);
+  if (rv == 0) {
+    const acp_json_val *root = acp_json_doc_root(*doc);
+    if (!acp_json_str_eq(acp_json_obj_getz(root, "m"), method,
+                         strlen(method)) ||
+        !acp_json_str_eq(acp_json_obj_getz(root, "n"), name, strlen(name)) ||
+        acp_json_type_of(acp_json_obj_getz(root, "r")) != ACP_JSON_OBJECT)
+      rv = 1;
+  } else if (rv != ACP_ERR_NOMEM) {
+    rv = 1;
+  }
+  if (rv != 0) {
+    acp_json_doc_free(*doc);
+    *doc = NULL;
+    acp__free(&s->mem, *bytes);
+    *bytes = NULL;
+  }
+  return rv;
 }
 
 /* MARK: - Dispatch helpers (Private) */
@@ -1349,8 +1582,217 @@ static int reply_w(acp_mcp_conn *c, uint64_t handle, acp_json_writer *w) {
   return rv == ACP_ERR_NOMEM ? rv : 0;
 }
 
+/* MARK: - Multi round-trip: input requests (Private) */
+
+/* Answer a stateless call with its input requests: an InputRequiredResult
+ * carrying the signed requestState. */
+static int input_required_answer(acp_mcp_call *call) {
+  static const char head[] =
+      "{\"resultType\":\"input_required\",\"inputRequests\":{";
+  static const char mid[] = "},\"requestState\":\"";
+  acp_mcp_conn *c = call->conn;
+  acp__buf st;
+  acp__buf out;
+  int rv;
+
+  acp__buf_init(&st, &c->srv->mem, 0);
+  acp__buf_init(&out, &c->srv->mem, 0);
+  rv = state_write(call, &st);
+  if (rv == 0)
+    rv = acp__buf_append(&out, head, sizeof(head) - 1);
+  if (rv == 0 && call->inputs.len > 0)
+    rv = acp__buf_append(&out, call->inputs.data, call->inputs.len);
+  if (rv == 0)
+    rv = acp__buf_append(&out, mid, sizeof(mid) - 1);
+  if (rv == 0)
+    rv = acp__buf_append(&out, st.data, st.len);
+  if (rv == 0)
+    rv = acp__buf_append(&out, "\"}", 2);
+  if (rv == 0)
+    rv = call_answer(call, false, out.data, out.len, 0, NULL, 0, NULL, 0);
+  acp__buf_dispose(&st);
+  acp__buf_dispose(&out);
+  return rv;
+}
+
+/*
+ * A server->client request from a stateless call. Its answer is looked up
+ * by key in the retry's inputResponses, then in the requestState: found,
+ * the callback runs once the handler returned (see stateless_drain());
+ * not found, it joins the call's inputRequests, and the call is answered
+ * input_required when the handler is done (at once when the handler
+ * already returned). Unnamed requests are keyed by their order in the call
+ * ("1", "2", ...), which a handler that runs the same way on each retry
+ * keeps.
+ */
+static int stateless_input(acp_mcp_call *call, const char *key,
+                           const char *method, const char *params,
+                           size_t params_len, acp_mcp_call_response_cb cb,
+                           void *user_data) {
+  acp_mcp_conn *c = call->conn;
+  const acp_json_val *found;
+  acp_json_doc *doc;
+  acp_json_writer *w = c->nw;
+  char kbuf[24];
+  const char *p;
+  size_t n;
+  int rv;
+
+  if ((strcmp(method, "sampling/createMessage") == 0 &&
+       !call->req.cap_sampling) ||
+      (strcmp(method, "elicitation/create") == 0 &&
+       !call->req.cap_elicitation) ||
+      (strcmp(method, "roots/list") == 0 && !call->req.cap_roots))
+    return ACP_ERR_UNSUPPORTED;
+  /* Only the three input request kinds exist; a ping has no 2026 form. */
+  if (c->srv->state_key_len == 0 ||
+      (strcmp(method, "sampling/createMessage") != 0 &&
+       strcmp(method, "elicitation/create") != 0 &&
+       strcmp(method, "roots/list") != 0) ||
+      (call->kind != CALL_TOOL && call->kind != CALL_PROMPT))
+    return ACP_ERR_UNSUPPORTED;
+  if (params != NULL && acp_json_validate(params, params_len, NULL) != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (key == NULL) {
+    snprintf(kbuf, sizeof(kbuf), "%u", ++call->seq);
+    key = kbuf;
+  }
+  doc = call->rdoc;
+  found = acp_json_obj_getz(call->responses, key);
+  if (found == NULL) {
+    doc = call->sdoc;
+    found = acp_json_obj_getz(call->prior, key);
+  }
+  if (found != NULL) {
+    mcp_ready *r = acp__calloc(&c->srv->mem, 1, sizeof(*r));
+    if (r == NULL)
+      return ACP_ERR_NOMEM;
+    r->cb = cb;
+    r->ud = user_data;
+    r->result = found;
+    r->doc = doc;
+    *call->ready_tail = r;
+    call->ready_tail = &r->next;
+    return 0;
+  }
+  /* "key":{"method":M,"params":P} appended to the inputRequests members;
+   * a key already asked for in this round is asked once. */
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, key);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "method");
+  acp_json_write_strz(w, method);
+  acp_json_write_keyz(w, "params");
+  if (params != NULL)
+    acp_json_write_raw(w, params, params_len);
+  else
+    acp_json_write_raw(w, "{}", 2);
+  acp_json_write_obj_end(w);
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM || rv == ACP_ERR_LIMIT
+               ? rv
+               : ACP_ERR_INVALID_ARGUMENT;
+  p = acp_json_writer_data(w, &n);
+  rv = call->ninputs ? acp__buf_putc(&call->inputs, ',') : 0;
+  if (rv == 0) /* without the enclosing braces */
+    rv = acp__buf_append(&call->inputs, p + 1, n - 2);
+  if (rv != 0)
+    return rv;
+  call->ninputs++;
+  /* Outside the handler (a later request): nothing else can come. */
+  if (!call->in_cb)
+    return input_required_answer(call);
+  return 0;
+}
+
+/* After a stateless call's handler: run the callbacks of the requests the
+ * retry answered (they may ask for more), then answer input_required if
+ * something is still missing and nobody answered. */
+static int stateless_drain(acp_mcp_call *call, int rv) {
+  while (call->ready != NULL && (rv >= 0 || rv == ACP_ERR_PAUSE) &&
+         !call->answered) {
+    mcp_ready *r = call->ready;
+    acp_rpc_msg m;
+    call->ready = r->next;
+    if (call->ready == NULL)
+      call->ready_tail = &call->ready;
+    memset(&m, 0, sizeof(m));
+    m.kind = ACP_RPC_RESPONSE;
+    m.result = r->result;
+    m.root = r->result;
+    m.doc = r->doc;
+    rv = r->cb ? r->cb(call, 0, &m, r->ud) : 0;
+    acp__free(&call->conn->srv->mem, r);
+  }
+  if ((rv >= 0 || rv == ACP_ERR_PAUSE) && !call->answered && !call->cancelled &&
+      call->ninputs > 0) {
+    int arv = input_required_answer(call);
+    if (arv != 0)
+      rv = arv;
+  }
+  return rv;
+}
+
+/*
+ * The multi round-trip members of a stateless tools/call or prompts/get:
+ * `inputResponses` (an object of objects) and `requestState` (ours,
+ * unaltered, for this method and name). 1 when an error was answered.
+ */
+static int stateless_prepare(acp_mcp_conn *c, const acp_rpc_msg *msg,
+                             const char *method, const mcp_item *it,
+                             acp_json_doc **sdoc, char **sbytes) {
+  const acp_json_val *ir = acp_json_obj_getz(msg->params, "inputResponses");
+  const acp_json_val *rs = acp_json_obj_getz(msg->params, "requestState");
+  const acp_json_val *k;
+  int rv;
+
+  *sdoc = NULL;
+  *sbytes = NULL;
+  if (!c->req.stateless)
+    return 0;
+  if (ir != NULL && acp_json_type_of(ir) != ACP_JSON_OBJECT) {
+    rv = invalid_params(c, msg->handle, "inputResponses must be an object");
+    return rv != 0 ? rv : 1;
+  }
+  for (k = acp_json_child(ir); k; k = acp_json_next(acp_json_next(k)))
+    if (acp_json_type_of(acp_json_next(k)) != ACP_JSON_OBJECT) {
+      rv = invalid_params(c, msg->handle,
+                          "each input response must be an object");
+      return rv != 0 ? rv : 1;
+    }
+  if (rs == NULL)
+    return 0;
+  rv = state_verify(c, msg->doc, rs, method, it->key, sdoc, sbytes);
+  if (rv == 1) {
+    rv = invalid_params(c, msg->handle,
+                        "requestState failed its integrity check");
+    return rv != 0 ? rv : 1;
+  }
+  return rv;
+}
+
+/* Hand the prepared multi round-trip inputs to a started call. */
+static void stateless_attach(acp_mcp_call *call, const acp_rpc_msg *msg,
+                             acp_json_doc *sdoc, char *sbytes) {
+  const acp_json_val *ir = acp_json_obj_getz(msg->params, "inputResponses");
+  if (!call->req.stateless)
+    return;
+  call->sdoc = sdoc;
+  call->sbytes = sbytes;
+  call->prior = sdoc ? acp_json_obj_getz(acp_json_doc_root(sdoc), "r") : NULL;
+  call->responses = acp_json_type_of(ir) == ACP_JSON_OBJECT ? ir : NULL;
+  call->rdoc = msg->doc;
+}
+
 /* After a handler returned: soft failure handling and release. */
 static int handler_done(acp_mcp_call *call, int rv) {
+  if (call->req.stateless)
+    rv = stateless_drain(call, rv);
+  /* What the request carried is gone with its message. */
+  call->responses = NULL;
+  call->rdoc = NULL;
   call->msg = NULL;
   if (rv == ACP_ERR_PAUSE || rv >= 0) {
     call->in_cb = false;
@@ -1622,6 +2064,8 @@ static int call_start(acp_mcp_conn *c, const acp_rpc_msg *msg,
 static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_json_val *name = param(msg, "name");
   const acp_json_val *args = param(msg, "arguments");
+  acp_json_doc *sdoc;
+  char *sbytes;
   acp_mcp_call *call;
   mcp_item *it;
   const char *p;
@@ -1643,9 +2087,16 @@ static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return reply_error(c, msg->handle, ACP_RPC_INVALID_PARAMS,
                        "Unknown tool: ", p, n, NULL, 0);
   }
-  rv = call_start(c, msg, "tools/call", CALL_TOOL, it, &call);
+  rv = stateless_prepare(c, msg, "tools/call", it, &sdoc, &sbytes);
   if (rv != 0)
+    return rv == 1 ? 0 : rv;
+  rv = call_start(c, msg, "tools/call", CALL_TOOL, it, &call);
+  if (rv != 0) {
+    acp_json_doc_free(sdoc);
+    acp__free(&c->srv->mem, sbytes);
     return rv;
+  }
+  stateless_attach(call, msg, sdoc, sbytes);
   rv = it->cb.tool(call, args, it->ud);
   return handler_done(call, rv);
 }
@@ -1764,6 +2215,8 @@ static int do_prompt_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_json_val *name = param(msg, "name");
   const acp_json_val *args = param(msg, "arguments");
   const acp_json_val *k;
+  acp_json_doc *sdoc;
+  char *sbytes;
   acp_mcp_call *call;
   mcp_item *it;
   const char *p;
@@ -1796,9 +2249,16 @@ static int do_prompt_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
                          "Missing required argument: ", p, n, NULL, 0);
     p += n + 1;
   }
-  rv = call_start(c, msg, "prompts/get", CALL_PROMPT, it, &call);
+  rv = stateless_prepare(c, msg, "prompts/get", it, &sdoc, &sbytes);
   if (rv != 0)
+    return rv == 1 ? 0 : rv;
+  rv = call_start(c, msg, "prompts/get", CALL_PROMPT, it, &call);
+  if (rv != 0) {
+    acp_json_doc_free(sdoc);
+    acp__free(&c->srv->mem, sbytes);
     return rv;
+  }
+  stateless_attach(call, msg, sdoc, sbytes);
   rv = it->cb.prompt(call, args, it->ud);
   return handler_done(call, rv);
 }
