@@ -4,7 +4,8 @@
 # package.json, installed by tools/install-mcp-peers.sh) calls our server,
 # `acp mcp serve --everything`, over stdio and Streamable HTTP with the
 # protocol version pinned to 2026-07-28 (sdk2_client.mjs): lists tools,
-# calls tools, reads a resource, gets a prompt. The server listens on
+# calls tools, reads a resource, gets a prompt, and runs multi round-trip
+# tools and a prompt (input_required results the SDK fulfils and retries). The server listens on
 # 127.0.0.1 and is stopped by pid. Exit 0 when all passed, 1 on a failure,
 # 77 (skipped, reason printed) when a prerequisite is missing (node/npm,
 # the pinned peers, the acp program or `acp mcp serve`).

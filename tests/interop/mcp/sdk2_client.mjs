@@ -6,7 +6,9 @@
 //   node sdk2_client.mjs http URL              (Streamable HTTP)
 //
 // Lists tools, calls one, reads a resource, gets a prompt, and checks the
-// 2026 results (era, server identity, caching hints). Prints one line per
+// 2026 results (era, server identity); then multi round-trip tools and a
+// prompt whose input requests the SDK fulfils through its handlers and
+// retries (one round, two rounds, three inputs at once). Prints one line per
 // check; exit 0 when all passed, 1 otherwise. Resolves the SDK from
 // MCP_SDK_DIR (the installed node_modules).
 import path from "node:path";
@@ -51,8 +53,28 @@ const text = (r) => (r.content ?? []).filter((c) => c.type === "text").map((c) =
 
 const client = new Client(
   { name: "libacp-interop-sdk2-client", version: "1.0.0" },
-  { capabilities: {}, versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  {
+    capabilities: { elicitation: {}, sampling: {}, roots: {} },
+    versionNegotiation: { mode: { pin: "2026-07-28" } },
+  },
 );
+// Input requests of multi round-trip results reach these handlers; the SDK
+// retries the call with the answers and the server's requestState.
+client.setRequestHandler("elicitation/create", async (req) => ({
+  action: "accept",
+  content: req.params.message.includes("color")
+    ? { color: "teal" }
+    : req.params.message.includes("context")
+      ? { context: "from the SDK" }
+      : { name: "Sdk" },
+}));
+client.setRequestHandler("sampling/createMessage", async () => ({
+  role: "assistant",
+  content: { type: "text", text: "Paris" },
+  model: "sdk-model",
+  stopReason: "endTurn",
+}));
+client.setRequestHandler("roots/list", async () => ({ roots: [{ uri: "file:///sdk", name: "sdk" }] }));
 
 const deadline = setTimeout(() => {
   console.log(`FAIL ${mode} timeout after 30 s`);
@@ -101,6 +123,17 @@ await step("prompts/get", async () => {
   const r = await client.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: "a", arg2: "b" } });
   const t = r.messages?.[0]?.content?.text;
   check("prompts/get", t === "Prompt with arguments: arg1='a', arg2='b'", r);
+});
+
+await step("multi round-trip", async () => {
+  const e = await client.callTool({ name: "test_input_required_result_elicitation", arguments: {} });
+  check("input_required elicitation", text(e) === "Hello, Sdk!", e);
+  const m = await client.callTool({ name: "test_input_required_result_multi_round", arguments: {} });
+  check("input_required two rounds", text(m) === "Multi-round complete: favorite color teal", m);
+  const all = await client.callTool({ name: "test_input_required_result_multiple_inputs", arguments: {} });
+  check("input_required three at once", text(all).startsWith("Received all inputs"), all);
+  const p = await client.getPrompt({ name: "test_input_required_result_prompt" });
+  check("input_required prompt", p.messages?.[0]?.content?.text === "Answer using this context: from the SDK", p);
 });
 
 await step("close", async () => {
