@@ -618,6 +618,18 @@ ACP_EXTERN int acp_mcp_server_remove_prompt(acp_mcp_server *server,
                                             const char *name);
 
 /**
+ * The registered tool `name`'s entry as tools/list shows it (one JSON
+ * object: name, inputSchema, ...), borrowed: valid until the tool is
+ * removed or the server freed. For transports that check a request against
+ * the tool's schema (Streamable HTTP's x-mcp-header parameters).
+ * @param len  receives the length (0 when not found); may be NULL.
+ * @return the JSON, or NULL when no such tool is registered.
+ */
+ACP_EXTERN const char *acp_mcp_server_tool_json(const acp_mcp_server *server,
+                                                const char *name,
+                                                size_t name_len, size_t *len);
+
+/**
  * Add one resource to a resources/list answer (from a template's lister).
  * Strings are copied into the answer; mime_type and description may be
  * NULL.

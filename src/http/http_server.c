@@ -179,6 +179,7 @@ struct acp_http_server {
   acp_http_relay_callbacks rcb;
   void *rud;
   acp_json_doc *rdoc; /* parses acp_http_relay_deliver() messages */
+  acp_json_doc *xdoc; /* a tool's schema, for its x-mcp-header params */
   acp__buf rtmp;
   acp_http_server_options *o;
   struct MHD_Daemon *d;
@@ -1607,12 +1608,17 @@ static int b64_val(char c) {
   return -1;
 }
 
-/* Decode standard base64 (padding optional) into b. */
+/* Decode standard base64 into b: whole quanta, '=' padding only at the
+ * end (SEP-2243 rejects bad padding and characters outside the alphabet). */
 static int b64_decode(acp__buf *b, const char *p, size_t n) {
   uint32_t acc = 0;
   int bits = 0;
   size_t i;
-  while (n > 0 && p[n - 1] == '=')
+  if (n % 4 != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (n > 0 && p[n - 1] == '=')
+    n--;
+  if (n > 0 && p[n - 1] == '=')
     n--;
   for (i = 0; i < n; i++) {
     int v = b64_val(p[i]);
@@ -1667,6 +1673,19 @@ static bool header_matches(acp_http_server *srv, const char *v,
 /* The HeaderMismatch check of a 2026 POST: the message naming the first
  * required header that is missing or disagrees with the body, or NULL.
  * Body members of the wrong type are left to the MCP server (-32602). */
+static const char *param_mismatch(acp_http_server *srv,
+                                  struct MHD_Connection *mc,
+                                  const acp_json_val *name,
+                                  const acp_json_val *args);
+
+static bool contains(const char *p, size_t n, const char *needle) {
+  size_t k = strlen(needle), i;
+  for (i = 0; i + k <= n; i++)
+    if (memcmp(p + i, needle, k) == 0)
+      return true;
+  return false;
+}
+
 static const char *header_mismatch(acp_http_server *srv,
                                    struct MHD_Connection *mc,
                                    const acp_json_val *root) {
@@ -1693,6 +1712,111 @@ static const char *header_mismatch(acp_http_server *srv,
       !header_matches(srv, hdr(mc, "Mcp-Name"), name))
     return "Header mismatch: Mcp-Name header is missing or does not match "
            "the body";
+  if (ACP_JSON_STR_EQ_LIT(method, "tools/call"))
+    return param_mismatch(srv, mc, name,
+                          acp_json_obj_getz(params, "arguments"));
+  return NULL;
+}
+
+/* The decoded value of header `v` (OWS trimmed, the base64 form decoded)
+ * into srv->tmp; false when it has invalid characters or bad base64. */
+static bool header_value(acp_http_server *srv, const char *v) {
+  static const char pre[] = "=?base64?";
+  size_t n;
+  acp__buf_clear(&srv->tmp);
+  if (v == NULL || !header_chars_ok(v))
+    return false;
+  while (*v == ' ' || *v == '\t')
+    v++;
+  n = strlen(v);
+  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+    n--;
+  if (n >= sizeof(pre) + 1 && memcmp(v, pre, sizeof(pre) - 1) == 0 &&
+      v[n - 2] == '?' && v[n - 1] == '=')
+    return b64_decode(&srv->tmp, v + sizeof(pre) - 1, n - sizeof(pre) - 1) == 0;
+  return acp__buf_append(&srv->tmp, v, n) == 0;
+}
+
+/* Whether the decoded header value (srv->tmp) stands for body value `v`:
+ * a string exactly, a number numerically, a boolean as true / false. */
+static bool param_matches(acp_http_server *srv, const acp_json_val *v) {
+  const char *h = srv->tmp.data ? srv->tmp.data : "";
+  size_t n = srv->tmp.len;
+  switch (acp_json_type_of(v)) {
+  case ACP_JSON_STRING:
+    return acp_json_str_eq(v, h, n) != 0;
+  case ACP_JSON_NUMBER: {
+    char buf[64];
+    char *end;
+    double a, b;
+    if (n == 0 || n >= sizeof(buf) || acp_json_get_double(v, &b) != 0)
+      return false;
+    memcpy(buf, h, n);
+    buf[n] = '\0';
+    a = strtod(buf, &end);
+    return *end == '\0' && a == b;
+  }
+  case ACP_JSON_BOOL: {
+    bool b = false;
+    acp_json_get_bool(v, &b);
+    return b ? n == 4 && memcmp(h, "true", 4) == 0
+             : n == 5 && memcmp(h, "false", 5) == 0;
+  }
+  default: {
+    size_t rn;
+    const char *raw = acp_json_raw(v, &rn);
+    return raw != NULL && rn == n && memcmp(raw, h, n) == 0;
+  }
+  }
+}
+
+/* The Mcp-Param-{Name} headers of a tools/call: each argument whose
+ * property the tool's inputSchema marks with "x-mcp-header": Name must
+ * come with that header, equal to it; NULL when all do. */
+static const char *param_mismatch(acp_http_server *srv,
+                                  struct MHD_Connection *mc,
+                                  const acp_json_val *name,
+                                  const acp_json_val *args) {
+  const char *tool, *tn;
+  size_t tlen, tnl;
+  const acp_json_val *props, *k;
+  if (srv->reg == NULL || acp_json_type_of(name) != ACP_JSON_STRING)
+    return NULL;
+  if (acp_json_doc_str(srv->doc, name, &tn, &tnl) != 0)
+    return NULL;
+  tool = acp_mcp_server_tool_json(srv->reg, tn, tnl, &tlen);
+  /* Most tools have none: do not parse their schema. */
+  if (tool == NULL || !contains(tool, tlen, "x-mcp-header"))
+    return NULL;
+  if (srv->xdoc == NULL && acp_json_doc_new(&srv->xdoc, &srv->mem) != 0)
+    return "Header mismatch: out of memory";
+  if (acp_json_doc_parse(srv->xdoc, tool, tlen, NULL) != 0)
+    return NULL;
+  props = acp_json_obj_getz(
+      acp_json_obj_getz(acp_json_doc_root(srv->xdoc), "inputSchema"),
+      "properties");
+  for (k = acp_json_child(props); k; k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *h = acp_json_obj_getz(acp_json_next(k), "x-mcp-header");
+    const acp_json_val *v;
+    char hname[128];
+    const char *hp;
+    size_t hn, kn;
+    const char *kr = acp_json_str_raw(k, &kn);
+    if (acp_json_type_of(h) != ACP_JSON_STRING || acp_json_str_has_escapes(k))
+      continue;
+    v = acp_json_obj_get(args, kr, kn);
+    if (v == NULL || acp_json_type_of(v) == ACP_JSON_NULL)
+      continue; /* no value: no header expected */
+    hp = acp_json_str_raw(h, &hn);
+    if (hp == NULL || hn + 11 > sizeof(hname))
+      continue;
+    memcpy(hname, "Mcp-Param-", 10);
+    memcpy(hname + 10, hp, hn);
+    hname[10 + hn] = '\0';
+    if (!header_value(srv, hdr(mc, hname)) || !param_matches(srv, v))
+      return "Header mismatch: an Mcp-Param header is missing, malformed or "
+             "does not match its argument";
+  }
   return NULL;
 }
 
@@ -2480,6 +2604,7 @@ fail:
     MHD_stop_daemon(srv->d);
   acp_json_doc_free(srv->doc);
   acp_json_doc_free(srv->rdoc);
+  acp_json_doc_free(srv->xdoc);
   acp_http_server_options_free(srv->o);
   acp__buf_dispose(&srv->tmp);
   acp__buf_dispose(&srv->rtmp);
@@ -2540,6 +2665,7 @@ static void server_unref(acp_http_server *srv) {
   m = srv->mem;
   acp_json_doc_free(srv->doc);
   acp_json_doc_free(srv->rdoc);
+  acp_json_doc_free(srv->xdoc);
   acp_http_server_options_free(srv->o);
   acp__buf_dispose(&srv->tmp);
   acp__buf_dispose(&srv->rtmp);

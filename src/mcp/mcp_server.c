@@ -656,6 +656,21 @@ static bool offers(const acp_mcp_server *s, int kind) {
   }
 }
 
+const char *acp_mcp_server_tool_json(const acp_mcp_server *s, const char *name,
+                                     size_t name_len, size_t *len) {
+  mcp_item *it = NULL;
+
+  if (len)
+    *len = 0;
+  if (s != NULL && name != NULL)
+    it = vec_find(&s->lists[K_TOOL], name, name_len, NULL);
+  if (it == NULL)
+    return NULL;
+  if (len)
+    *len = it->json_len;
+  return it->json;
+}
+
 int acp_mcp_server_set_cache(acp_mcp_server *s, acp_mcp_cache_target target,
                              const char *key, uint64_t ttl_ms,
                              acp_mcp_cache_scope scope) {

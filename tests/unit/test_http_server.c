@@ -76,6 +76,19 @@ static int srv_start(ht_server *s) {
   assert_int_equal(ht_add_tool(s->reg, "slow", NULL, tool_slow, t), 0);
   assert_int_equal(ht_add_tool(s->reg, "finish", NULL, tool_finish, t), 0);
   assert_int_equal(ht_add_tool(s->reg, "poll", NULL, tool_poll, t), 0);
+  {
+    /* `region` and `n` are mirrored in Mcp-Param-* headers (x-mcp-header). */
+    acp_mcp_tool_def d;
+    memset(&d, 0, sizeof(d));
+    d.version = ACP_MCP_DEF_VERSION;
+    d.name = "where";
+    d.input_schema =
+        "{\"type\":\"object\",\"properties\":{\"region\":{\"type\":"
+        "\"string\",\"x-mcp-header\":\"Region\"},\"n\":{\"type\":\"number\","
+        "\"x-mcp-header\":\"N\"},\"message\":{\"type\":\"string\"}}}";
+    d.handler = ht_tool_echo;
+    assert_int_equal(acp_mcp_server_add_tool(s->reg, &d), 0);
+  }
   acp_mcp_server_set_on_notification(s->reg, on_poke);
   assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
   acp_http_server_options_set_max_body(o, 1000);
@@ -423,6 +436,49 @@ static void test_stateless_requests(void **state) {
   assert_non_null(strstr(r, "\"isError\":true"));
   free(r);
   assert_int_equal(acp_http_server_session_count(t->s.srv), 1);
+  /* x-mcp-header parameters: header and argument must agree. */
+  {
+    static const struct {
+      const char *headers;
+      int status;
+    } cases[] = {
+        {"Mcp-Param-Region: eu-west\r\nMcp-Param-N: 42.0\r\n", 200},
+        {"Mcp-Param-Region: =?base64?ZXUtd2VzdA==?=\r\nmcp-param-n: 42\r\n",
+         200},
+        {"Mcp-Param-N: 42\r\n", 400},                              /* missing */
+        {"Mcp-Param-Region: us-east\r\nMcp-Param-N: 42\r\n", 400}, /* differs */
+        {"Mcp-Param-Region: eu-west\r\nMcp-Param-N: 41\r\n", 400},
+        {"Mcp-Param-Region: =?base64?ZXUtd2VzdA?=\r\nMcp-Param-N: 42\r\n",
+         400}, /* bad padding */
+        {"Mcp-Param-Region: =?base64?ZXUt!!!2VzdA==?=\r\nMcp-Param-N: 42\r\n",
+         400}, /* not base64 */
+    };
+    size_t i;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+      char h[512];
+      snprintf(h, sizeof(h),
+               H26 "Mcp-Method: tools/call\r\nMcp-Name: where\r\n%s",
+               cases[i].headers);
+      r = ht_post(t->s.port, h,
+                  "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"where\",\"arguments\":{\"region\":"
+                  "\"eu-west\",\"n\":42,\"message\":\"m\"}," META26_HTTP "}}",
+                  NULL);
+      if (ht_status(r) != cases[i].status)
+        fail_msg("case %zu: %s", i, r);
+      if (cases[i].status == 400)
+        assert_non_null(strstr(r, "\"code\":-32020"));
+      free(r);
+    }
+    /* A null or absent argument expects no header. */
+    r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: where\r\n",
+                "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"where\",\"arguments\":{\"region\":"
+                "null,\"message\":\"m\"}," META26_HTTP "}}",
+                NULL);
+    assert_int_equal(ht_status(r), 200);
+    free(r);
+  }
   r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-11-25\r\n",
                 "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/list\"}",
                 NULL);

@@ -276,6 +276,7 @@ static void test_lists(void **state) {
       "test_input_required_result_multiple_inputs",
       "test_input_required_result_tampered_state",
       "test_input_required_result_capabilities",
+      "test_custom_header",
       "echo"};
   acp_json_doc *doc = NULL;
   const acp_json_val *arr, *t;
