@@ -1645,29 +1645,15 @@ static bool header_chars_ok(const char *v) {
   return true;
 }
 
+static bool header_value(acp_http_server *srv, const char *v);
+
 /* Whether header value `v` (NULL: absent) carries the string `body`, the
  * `=?base64?...?=` form decoded first. */
 static bool header_matches(acp_http_server *srv, const char *v,
                            const acp_json_val *body) {
-  static const char pre[] = "=?base64?";
-  size_t n;
-  if (v == NULL || !header_chars_ok(v))
-    return false;
-  /* A field value excludes its surrounding whitespace (RFC 9110 5.5). */
-  while (*v == ' ' || *v == '\t')
-    v++;
-  n = strlen(v);
-  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-    n--;
-  if (n >= sizeof(pre) + 1 && memcmp(v, pre, sizeof(pre) - 1) == 0 &&
-      v[n - 2] == '?' && v[n - 1] == '=') {
-    acp__buf_clear(&srv->tmp);
-    if (b64_decode(&srv->tmp, v + sizeof(pre) - 1, n - sizeof(pre) - 1) != 0)
-      return false;
-    return acp_json_str_eq(body, srv->tmp.data ? srv->tmp.data : "",
-                           srv->tmp.len) != 0;
-  }
-  return acp_json_str_eq(body, v, n) != 0;
+  return header_value(srv, v) &&
+         acp_json_str_eq(body, srv->tmp.data ? srv->tmp.data : "",
+                         srv->tmp.len) != 0;
 }
 
 /* The HeaderMismatch check of a 2026 POST: the message naming the first
