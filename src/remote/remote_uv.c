@@ -325,11 +325,14 @@ static int frames_from(wconn *c, const char *data, size_t len) {
       else
         report_credit(c, credit);
     } else {
+      /* A CR before the LF is the line ending's, not the message's. */
       size_t n1 = c->line.len;
-      if (n1 > 0 && c->line.data[n1 - 1] == '\r')
+      size_t n2 = seg;
+      if (n2 > 0 && data[n2 - 1] == '\r')
+        n2--;
+      else if (n2 == 0 && n1 > 0 && c->line.data[n1 - 1] == '\r')
         n1--;
-      rv = send_text(c, c->line.data, n1, data,
-                     seg > 0 && data[seg - 1] == '\r' ? seg - 1 : seg, credit);
+      rv = send_text(c, c->line.data, n1, data, n2, credit);
       acp__buf_clear(&c->line);
       if (rv != 0)
         return rv;

@@ -114,13 +114,14 @@ void acp__ws_accept_key(const char *key, size_t key_len, char out[29]) {
 void acp__ws_init(acp__ws *ws, bool client, size_t max_msg,
                   const acp_mem *mem) {
   memset(ws, 0, sizeof(*ws));
+  acp__mem_init(&ws->mem, mem);
   ws->client = client;
   ws->line_mode = true;
   ws->max_msg = max_msg;
   ws->hdr_need = 2;
   /* One byte over the cap: the '\n' of line mode. */
-  acp__buf_init(&ws->msg, mem, max_msg == 0 ? 0 : max_msg + 1);
-  acp__buf_init(&ws->out, mem, 0);
+  acp__buf_init(&ws->msg, &ws->mem, max_msg == 0 ? 0 : max_msg + 1);
+  acp__buf_init(&ws->out, &ws->mem, 0);
 }
 
 void acp__ws_dispose(acp__ws *ws) {

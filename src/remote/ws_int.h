@@ -52,6 +52,7 @@ enum {
 typedef int (*acp__ws_msg_cb)(void *user_data, char *data, size_t len);
 
 typedef struct acp__ws {
+  acp_mem mem;    /* a copy: the buffers point at it, so never move a codec */
   bool client;    /* we mask what we send and expect unmasked frames */
   bool line_mode; /* see acp__ws_msg_cb */
   size_t max_msg; /* cap of one assembled message (1009 beyond) */
