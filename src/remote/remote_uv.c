@@ -57,8 +57,9 @@ struct wconn {
   bool client;
   bool tcp_reading;
   bool tcp_closed;
-  bool wr_eof;      /* no more frames: close sent or socket gone */
-  bool close_after; /* close the socket once writes drain */
+  bool wr_eof;    /* no more frames: close sent or socket gone */
+  bool lingering; /* write side shut, reading to the peer's end */
+  uv_shutdown_t shreq;
   unsigned handles; /* handles not yet closed */
   unsigned writes;  /* uv_writes in flight */
   acp__buf in;      /* handshake bytes, then frames held while paused */
@@ -68,7 +69,7 @@ struct wconn {
   bool ended;     /* the link's read side was ended */
   acp__buf line;  /* an outgoing line not complete yet */
   bool line_drop; /* discarding an over-long line up to its '\n' */
-  size_t credit;  /* link bytes taken, not tied to a frame yet */
+  bool no_credit; /* framing bytes already reported sent */
   wwrite *last;   /* newest write in flight */
   uint64_t ping_ms;
   bool heard;   /* bytes arrived since the last ping */
@@ -133,6 +134,44 @@ static void conn_close_tcp(wconn *c) {
   uv_close((uv_handle_t *)&c->resume, on_closed);
 }
 
+static void on_linger_timeout(uv_timer_t *t) {
+  conn_close_tcp(t->data);
+}
+
+static void on_shut(uv_shutdown_t *req, int status) {
+  wconn *c = req->data;
+  c->handles--;
+  if (status < 0)
+    conn_close_tcp(c);
+  conn_unref(c);
+}
+
+static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+/* End gracefully: what is queued (a close frame, an error page) is sent,
+ * the write side shut down, and the socket read and discarded until the
+ * peer closes (or a second passes). Closing at once while the peer still
+ * sends would make the kernel answer with a reset that can overtake our
+ * close frame (the peer would see 1006 instead of 1009). */
+static void conn_finish(wconn *c) {
+  if (c->tcp_closed || c->lingering)
+    return;
+  c->lingering = true;
+  c->wr_eof = true;
+  uv_timer_stop(&c->resume);
+  uv_timer_start(&c->timer, on_linger_timeout, 1000, 0);
+  c->shreq.data = c;
+  if (uv_shutdown(&c->shreq, (uv_stream_t *)&c->tcp, on_shut) != 0) {
+    conn_close_tcp(c);
+    return;
+  }
+  c->handles++;
+  if (!c->tcp_reading &&
+      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_tcp_read) == 0)
+    c->tcp_reading = true;
+}
+
 static void next_mask(wconn *c, uint8_t m[4]) {
   /* xorshift64*, seeded from the system's random source: masks need to be
    * unpredictable to the page that could choose our payload (a browser),
@@ -156,7 +195,7 @@ static void end_link(wconn *c, int status) {
 /* MARK: - Writing (Private) */
 
 static void report_credit(wconn *c, size_t n) {
-  if (n > 0 && c->link)
+  if (n > 0 && c->link && !c->no_credit)
     acp_uv_link_user_written(c->link, n);
 }
 
@@ -175,8 +214,6 @@ static void on_tcp_write(uv_write_t *req, int status) {
   } else {
     report_credit(c, credit);
   }
-  if (c->writes == 0 && c->close_after)
-    conn_close_tcp(c);
   conn_unref(c);
 }
 
@@ -294,9 +331,13 @@ static bool blank(const char *p, size_t n) {
  * handshake is over everything waits in c->line. */
 static int frames_from(wconn *c, const char *data, size_t len) {
   int rv = 0;
+  /* Bytes held in the line buffer count as sent: the buffer is capped at
+   * the message size, and holding them in the link's queue would stop the
+   * source (an agent's stdout) before the line it is writing can end. */
   if (c->state != C_OPEN) {
     rv = acp__buf_append(&c->line, data, len);
-    c->credit += len;
+    if (rv == 0)
+      report_credit(c, len);
     return rv;
   }
   while (len > 0) {
@@ -310,12 +351,11 @@ static int frames_from(wconn *c, const char *data, size_t len) {
           rv = 0;
         }
       }
-      c->credit += len;
+      report_credit(c, len);
       return rv;
     }
     size_t seg = (size_t)(nl - data);
-    size_t credit = c->credit + seg + 1;
-    c->credit = 0;
+    size_t credit = seg + 1;
     if (c->line_drop || (c->line.len == 0 && blank(data, seg)) ||
         (c->line.len + seg > c->ws.max_msg && c->ws.max_msg != 0)) {
       c->line_drop = false;
@@ -389,10 +429,7 @@ static void op_close(acp_uv_link *l, void *ud) {
   (void)l;
   op_shutdown(l, ud);
   c->link = NULL;
-  if (c->writes == 0)
-    conn_close_tcp(c);
-  else
-    c->close_after = true;
+  conn_finish(c);
   conn_unref(c);
 }
 
@@ -410,6 +447,8 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 static void update_tcp_reading(wconn *c) {
+  if (c->lingering)
+    return;
   bool want = !c->tcp_closed && !c->ended &&
               (c->state == C_HANDSHAKE ||
                (c->state == C_OPEN && c->link_reading && c->in.len == 0));
@@ -442,17 +481,13 @@ static void feed(wconn *c, const char *data, size_t len) {
   acp_ssize n = acp__ws_recv(&c->ws, (const uint8_t *)data, len, on_message, c);
   flush_control(c);
   if (n < 0) {
-    c->close_after = true;
     end_link(c, n == ACP_ERR_LIMIT ? UV_E2BIG : UV_EPROTO);
-    if (c->writes == 0)
-      conn_close_tcp(c);
+    conn_finish(c);
     return;
   }
   if (c->ws.close_received) {
-    c->close_after = true;
     end_link(c, UV_EOF);
-    if (c->writes == 0)
-      conn_close_tcp(c);
+    conn_finish(c);
     return;
   }
   if ((size_t)n < len) {
@@ -488,6 +523,11 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   wconn *c = s->data;
   if (n == 0)
     return;
+  if (c->lingering) {
+    if (n < 0)
+      conn_close_tcp(c);
+    return;
+  }
   if (n < 0) {
     if (c->state == C_HANDSHAKE && c->client && c->ccb) {
       acp_remote_connect_cb cb = c->ccb;
@@ -670,10 +710,8 @@ static void refuse(wconn *c, int st) {
   c->state = C_DONE;
   uv_read_stop((uv_stream_t *)&c->tcp);
   c->tcp_reading = false;
-  c->close_after = true;
   (void)send_bufs(c, &b, 1, 0, false);
-  if (c->writes == 0)
-    conn_close_tcp(c);
+  conn_finish(c);
 }
 
 static void server_handshake(wconn *c) {
@@ -927,8 +965,10 @@ static void client_handshake(wconn *c) {
   /* Lines written while connecting go out now. */
   acp__buf pending = c->line;
   acp__buf_init(&c->line, &c->mem, c->ws.max_msg);
-  c->credit = 0;
+  /* Their bytes were reported sent when they were buffered. */
+  c->no_credit = true;
   int rv = frames_from(c, pending.data, pending.len);
+  c->no_credit = false;
   acp__buf_dispose(&pending);
   if (c->ccb) {
     acp_remote_connect_cb cb = c->ccb;

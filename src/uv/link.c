@@ -817,11 +817,17 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
   if (len > UINT32_MAX)
     return ACP_ERR_NOMEM;
   if (l->wr.kind == SIDE_USER) {
-    int r = l->ops.write(l, data, len, l->ops_ud);
-    if (r != 0)
-      return r;
+    /* Counted before the op runs: the transport may report bytes sent
+     * from inside it (a socket that took them at once). */
     l->queued += len;
     l->nwrites = 1;
+    int r = l->ops.write(l, data, len, l->ops_ud);
+    if (r != 0) {
+      l->queued -= len < l->queued ? len : l->queued;
+      if (l->queued == 0)
+        l->nwrites = 0;
+      return r;
+    }
     check_high(l);
     return 0;
   }
