@@ -10,7 +10,7 @@
 #include "acp/remote.h"
 #include "ws_int.h"
 
-#define READ_CHUNK ((size_t)64 << 10)
+#define READ_CHUNK ((size_t)256 << 10)
 #define HANDSHAKE_MS 10000
 
 /* MARK: - Types */

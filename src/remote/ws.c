@@ -154,7 +154,25 @@ size_t acp__ws_header(uint8_t out[14], int op, uint64_t len,
 
 void acp__ws_apply_mask(uint8_t *p, size_t n, const uint8_t mask[4],
                         uint64_t at) {
-  for (size_t i = 0; i < n; i++)
+  size_t i = 0;
+  /* Eight bytes at a time once aligned to the mask's phase: byte by byte,
+   * unmasking was most of a 1 MiB turn's CPU time. */
+  while (i < n && ((at + i) & 3) != 0) {
+    p[i] ^= mask[(at + i) & 3];
+    i++;
+  }
+  uint8_t m8[8];
+  for (int k = 0; k < 8; k++)
+    m8[k] = mask[k & 3];
+  uint64_t w;
+  memcpy(&w, m8, 8);
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    memcpy(&v, p + i, 8);
+    v ^= w;
+    memcpy(p + i, &v, 8);
+  }
+  for (; i < n; i++)
     p[i] ^= mask[(at + i) & 3];
 }
 
@@ -207,6 +225,15 @@ int acp__ws_queue_close(acp__ws *ws, int code, const char *reason,
 static bool utf8_valid(const uint8_t *s, size_t n) {
   size_t i = 0;
   while (i < n) {
+    /* ASCII eight bytes at a time: JSON is mostly ASCII. */
+    if (i + 8 <= n) {
+      uint64_t v;
+      memcpy(&v, s + i, 8);
+      if ((v & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
     uint8_t c = s[i];
     if (c < 0x80) {
       i++;
@@ -295,9 +322,12 @@ static int deliver(acp__ws *ws, acp__ws_msg_cb cb, void *ud) {
     if (rv != 0)
       return rv;
     d = (uint8_t *)ws->msg.data;
-    for (size_t i = 0; i < n; i++)
-      if (d[i] == '\n' || d[i] == '\r')
-        d[i] = ' ';
+    uint8_t *q = d, *end = d + n;
+    while ((q = memchr(q, '\n', (size_t)(end - q))) != NULL)
+      *q++ = ' ';
+    q = d;
+    while ((q = memchr(q, '\r', (size_t)(end - q))) != NULL)
+      *q++ = ' ';
   }
   acp__buf_clear(&ws->msg);
   return cb(ud, (char *)d, n);
