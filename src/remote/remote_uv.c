@@ -10,7 +10,13 @@
 #include "acp/remote.h"
 #include "ws_int.h"
 
-#define READ_CHUNK ((size_t)256 << 10)
+/* Read buffers are taken per read and given back after it (every consumer
+ * copies what it keeps), so an idle connection holds none: 64 KiB stays
+ * under glibc's mmap threshold, so taking one is cheap. */
+#define READ_CHUNK ((size_t)64 << 10)
+/* A message or line buffer grown past this is released after use, so one
+ * big message does not stay with an idle connection. */
+#define KEEP_MAX ((size_t)1 << 20)
 #define HANDSHAKE_MS 10000
 
 /* MARK: - Types */
@@ -82,7 +88,6 @@ struct wconn {
   char accept[29];
   acp_remote_connect_cb ccb;
   void *cud;
-  char *rbuf;
 };
 
 /* MARK: - Helpers (Private) */
@@ -111,7 +116,6 @@ static void conn_free(wconn *c) {
   acp__buf_dispose(&c->req);
   acp__free(&c->mem, c->host);
   acp__free(&c->mem, c->port);
-  acp__free(&c->mem, c->rbuf);
   acp__free(&c->mem, c);
 }
 
@@ -374,6 +378,11 @@ static int frames_from(wconn *c, const char *data, size_t len) {
         n1--;
       rv = send_text(c, c->line.data, n1, data, n2, credit);
       acp__buf_clear(&c->line);
+      if (c->line.cap > KEEP_MAX) {
+        size_t max = c->line.max;
+        acp__buf_dispose(&c->line);
+        acp__buf_init(&c->line, &c->mem, max);
+      }
       if (rv != 0)
         return rv;
     }
@@ -441,7 +450,8 @@ static const acp_uv_link_ops link_ops = {op_write, op_read_changed, op_shutdown,
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   wconn *c = h->data;
   (void)hint;
-  *buf = uv_buf_init(c->rbuf, (unsigned)READ_CHUNK);
+  char *p = acp__malloc(&c->mem, READ_CHUNK);
+  *buf = uv_buf_init(p, p ? (unsigned)READ_CHUNK : 0);
 }
 
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
@@ -519,8 +529,21 @@ static void on_resume(uv_timer_t *t) {
 static void server_handshake(wconn *c);
 static void client_handshake(wconn *c);
 
+static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf);
+
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   wconn *c = s->data;
+  /* The connection is freed only from close callbacks, never in here. */
+  tcp_read(c, n, buf);
+  acp__free(&c->mem, buf->base);
+  if (c->ws.msg.cap > KEEP_MAX && c->ws.msg.len == 0) {
+    size_t max = c->ws.msg.max;
+    acp__buf_dispose(&c->ws.msg);
+    acp__buf_init(&c->ws.msg, &c->ws.mem, max);
+  }
+}
+
+static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
   if (n == 0)
     return;
   if (c->lingering) {
@@ -597,11 +620,6 @@ static int conn_new(wconn **out, uv_loop_t *loop, bool client, size_t max_msg,
   c->mem = m;
   c->loop = loop;
   c->client = client;
-  c->rbuf = acp__malloc(&c->mem, READ_CHUNK);
-  if (!c->rbuf) {
-    acp__free(&m, c);
-    return ACP_ERR_NOMEM;
-  }
   if (max_msg == 0)
     max_msg = ACP_REMOTE_DEFAULT_MAX_MESSAGE;
   acp__ws_init(&c->ws, client, max_msg, &c->mem);
