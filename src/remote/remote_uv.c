@@ -40,7 +40,8 @@ struct acp_remote_server {
   uv_tcp_t tcp;
   acp_remote_server_options opts;
   char *token;
-  char **hosts; /* NULL-terminated, allowed Host/Origin authorities */
+  char **hosts;  /* NULL-terminated, allowed Host/Origin authorities */
+  size_t nhosts; /* slots filled (or tried) in hosts */
   acp_remote_accept_cb cb;
   void *ud;
   int port;
@@ -137,6 +138,8 @@ static void conn_close_tcp(wconn *c) {
   uv_close((uv_handle_t *)&c->timer, on_closed);
   uv_close((uv_handle_t *)&c->resume, on_closed);
 }
+
+static void client_fail(wconn *c, int err, const char *detail);
 
 static void on_linger_timeout(uv_timer_t *t) {
   conn_close_tcp(t->data);
@@ -564,7 +567,10 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
   c->heard = true;
   if (c->state == C_HANDSHAKE) {
     if (acp__buf_append(&c->in, buf->base, (size_t)n) != 0) {
-      conn_close_tcp(c);
+      if (c->client)
+        client_fail(c, ACP_ERR_NOMEM, "out of memory");
+      else
+        conn_close_tcp(c);
       return;
     }
     if (c->client)
@@ -775,8 +781,6 @@ static void server_handshake(wconn *c) {
   s->cb(s, c->link, c->conn_id, s->ud);
 }
 
-static void client_fail(wconn *c, int err, const char *detail);
-
 static void on_handshake_timeout(uv_timer_t *t) {
   wconn *c = t->data;
   if (c->state != C_HANDSHAKE)
@@ -823,9 +827,9 @@ static char *hostport(const acp_mem *m, const char *h, int port) {
 
 static void on_server_closed(uv_handle_t *h) {
   acp_remote_server *s = h->data;
-  if (s->hosts)
-    for (size_t i = 0; s->hosts[i]; i++)
-      acp__free(&s->mem, s->hosts[i]);
+  /* Every slot: a failed copy leaves a NULL before filled ones. */
+  for (size_t i = 0; s->hosts && i < s->nhosts; i++)
+    acp__free(&s->mem, s->hosts[i]);
   acp__free(&s->mem, s->hosts);
   acp__free(&s->mem, s->token);
   acp__free(&s->mem, s);
@@ -886,6 +890,7 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
   if (!s->hosts)
     goto nomem;
   size_t k = 0;
+  s->nhosts = extra + 2;
   s->hosts[k++] = hostport(&s->mem, host, s->port);
   s->hosts[k++] = hostport(&s->mem, "localhost", s->port);
   for (size_t i = 0; i < extra; i++)
@@ -988,10 +993,14 @@ static void client_handshake(wconn *c) {
   int rv = frames_from(c, pending.data, pending.len);
   c->no_credit = false;
   acp__buf_dispose(&pending);
+  if (rv != 0) {
+    client_fail(c, rv, "cannot send what was written while connecting");
+    return;
+  }
   if (c->ccb) {
     acp_remote_connect_cb cb = c->ccb;
     c->ccb = NULL;
-    cb(c->link, rv, c->conn_id, c->cud);
+    cb(c->link, 0, c->conn_id, c->cud);
   }
   if (c->in.len > 0 && c->link_reading) {
     uv_timer_start(&c->resume, on_resume, 0, 0);

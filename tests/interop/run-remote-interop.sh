@@ -11,11 +11,13 @@
 #     server keeps serving), an agent that dies mid-turn (the client gets an
 #     error), a peer that never answers pings (dropped).
 # Needs ACP_BIN, node and curl; installs the peers if missing. Exit 77 when
-# node or the peers cannot be had.
+# node or the peers cannot be had. ACP_VALGRIND_WRAP (as in run-cli.sh)
+# prefixes every acp process started here.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 acp=${ACP_BIN:-$root/build/acp}
+wrap=${ACP_VALGRIND_WRAP:-}
 command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
 command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
 if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
@@ -39,9 +41,11 @@ ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $
 # Sets $port and $serve_pid; its stderr goes to $1.
 start_serve() {
   log=$1; shift
-  "$acp" serve --listen 127.0.0.1:0 --verbose "$@" 2>"$log" &
+  # shellcheck disable=SC2086
+  $wrap "$acp" serve --listen 127.0.0.1:0 --verbose "$@" 2>"$log" &
   serve_pid=$!
   pids="$pids $serve_pid"
+  serve_pids="${serve_pids:-} $serve_pid"
   port=""
   for _ in $(seq 1 100); do
     port=$(sed -n 's/.*listening on ws:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log")
@@ -67,7 +71,7 @@ for sc in full echo cancel; do
 done
 
 # acp client --url against our own server, for the record
-out=$(timeout 30 "$acp" client --quiet --url "$url" -p "hello over the socket" 2>&1)
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$url" -p "hello over the socket" 2>&1)
 if [ "$out" = "hello over the socket" ]; then ok "acp client --url -> acp serve: a turn"
 else ko "acp client --url -> acp serve" "$out"; fi
 
@@ -132,13 +136,13 @@ st=$(status_of $upgrade_hdrs "http://127.0.0.1:$port/acp")
 [ "$st" = 401 ] && ok "no token: 401" || ko "no token" "status $st"
 out=$(timeout 30 node "$here/remote_peer.mjs" refused "$url2" wrong 2>&1)
 [ $? -eq 0 ] && ok "wrong token (ws package): 401" || ko "wrong token (ws)" "$out"
-out=$(timeout 30 "$acp" client --quiet --url "$url2" --token wrong -p hi 2>&1)
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$url2" --token wrong -p hi 2>&1)
 rc=$?
 if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "HTTP 401"; then ok "acp client --url, wrong token: says 401"
 else ko "acp client wrong token" "exit $rc" "$out"; fi
 out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url "$url2" --token sekrit 2>&1)
 [ $? -eq 0 ] && ok "SDK ws-client with the token" || ko "SDK ws-client with token" "$out"
-out=$(ACP_TOKEN=sekrit timeout 30 "$acp" client --quiet --url "$url2" -p "tok" 2>&1)
+out=$(ACP_TOKEN=sekrit timeout 30 $wrap "$acp" client --quiet --url "$url2" -p "tok" 2>&1)
 [ "$out" = "tok" ] && ok "acp client --url with the token" || ko "acp client with token" "$out"
 
 # ---- the agent dies mid-turn --------------------------------------------------
@@ -174,10 +178,10 @@ for _ in $(seq 1 200); do
   sleep 0.05
 done
 surl="ws://127.0.0.1:$sport/acp"
-out=$(timeout 30 "$acp" client --quiet --url "$surl" -p "echo:hi from libacp" 2>&1)
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$surl" -p "echo:hi from libacp" 2>&1)
 [ "$out" = "hi from libacp" ] && ok "acp client --url -> SDK server: echo" || ko "acp client -> SDK server: echo" "$out" "$(cat "$work/sdk.err")"
 echo "hello from the file" > "$work/hello.txt"
-out=$(timeout 30 "$acp" client --yes --cwd "$work" --url "$surl" -p "read $work/hello.txt" 2>"$work/err")
+out=$(timeout 30 $wrap "$acp" client --yes --cwd "$work" --url "$surl" -p "read $work/hello.txt" 2>"$work/err")
 rc=$?
 if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q "hello from the file" &&
    grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err"; then
@@ -193,6 +197,17 @@ kill -INT "$cpid"
 wait "$cpid"
 rc=$?
 [ $rc -eq 3 ] && ok "acp client --url -> SDK server: Ctrl-C cancels (exit 3)" || ko "cancel over ws" "exit $rc" "$(cat "$work/c.err")"
+
+# acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP its report
+# (leaks, errors) lands in its log.
+for p in $serve_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+if [ -n "$wrap" ]; then
+  if grep -q '^==[0-9]*== ' "$work"/serve*.log; then
+    ko "acp serve under $wrap" "$(grep '^==[0-9]*== ' "$work"/serve*.log | head -20)"
+  else
+    ok "acp serve clean under $wrap"
+  fi
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

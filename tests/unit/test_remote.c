@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "acp/remote.h"
+#include "failmem.h"
 #include "remote/ws_int.h"
 
 /* MARK: - Codec */
@@ -163,6 +164,38 @@ static void test_close_is_echoed_and_binary_ignored(void **state) {
   assert_int_equal(ws.close_code, 1000);
   assert_memory_equal(ws.out.data, "\x88\x02\x03\xe8", 4);
   acp__ws_dispose(&ws);
+}
+
+/* Every allocation of the codec failing in turn: each run ends with an
+ * error or completes, and nothing is left allocated. */
+static int codec_scenario(failmem *f) {
+  acp_mem m = failmem_start(f, f->fail_at);
+  acp__ws ws;
+  got g = {0};
+  uint8_t buf[1024];
+  size_t n = 0;
+  char big[300];
+  memset(big, 'x', sizeof(big));
+  acp__ws_init(&ws, false, 1024, &m);
+  n += frame(buf + n, ACP__WS_OP_TEXT, false, "{\"a\":", 5, M);
+  n += frame(buf + n, ACP__WS_OP_PING, true, "hi", 2, M);
+  n += frame(buf + n, ACP__WS_OP_CONT, true, "1}", 2, M);
+  n += frame(buf + n, ACP__WS_OP_BINARY, true, big, sizeof(big), M);
+  n += frame(buf + n, ACP__WS_OP_CLOSE, true, "\x03\xe8", 2, M);
+  acp_ssize r = acp__ws_recv(&ws, buf, n, on_msg, &g);
+  acp__ws_dispose(&ws);
+  if (r < 0) {
+    assert_int_equal(r, ACP_ERR_NOMEM);
+    return 0;
+  }
+  assert_int_equal(r, (acp_ssize)n);
+  assert_int_equal(g.n, 1);
+  return 1;
+}
+
+static void test_codec_allocation_failures(void **state) {
+  (void)state;
+  failmem_sweep(codec_scenario, 2);
 }
 
 /* MARK: - Handshake */
@@ -396,6 +429,72 @@ static void test_unread_socket_backs_up_into_the_link(void **state) {
   free(p);
 }
 
+/* The loopback exchange with every allocation of the server and the
+ * client failing in turn: the loop always ends, every handle is closed,
+ * nothing leaks. A run that completes delivers the whole echo. */
+static void fm_on_accept(acp_remote_server *s, acp_uv_link *link,
+                         const char *id, void *ud) {
+  pair *p = ud;
+  (void)s;
+  (void)id;
+  p->srv_link = link;
+  if (acp_uv_link_read_start(link, srv_read, p) != 0) {
+    acp_uv_link_close(link, 0, NULL, NULL);
+    p->srv_link = NULL;
+  }
+}
+
+static void fm_on_connected(acp_uv_link *l, int status, const char *detail,
+                            void *ud) {
+  on_connected(l, status, detail, ud);
+}
+
+static int pair_scenario(failmem *f) {
+  pair *p = calloc(1, sizeof(*p));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_mem m = failmem_start(f, f->fail_at);
+  char url[64];
+  int done = 0;
+  assert_int_equal(uv_loop_init(&p->loop), 0);
+  p->echo = true;
+  p->status = 1;
+  if (acp_remote_server_new(&p->srv, &p->loop, &so, fm_on_accept, p, &m,
+                            NULL) != 0)
+    goto out;
+  snprintf(url, sizeof(url), "ws://127.0.0.1:%d/acp",
+           acp_remote_server_port(p->srv));
+  if (acp_remote_connect(&p->cli, &p->loop, url, NULL, fm_on_connected, p,
+                         &m) != 0) {
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+    goto out;
+  }
+  if (acp_uv_link_read_start(p->cli, cli_read, p) != 0 ||
+      acp_uv_link_write(p->cli, "{\"a\":1}\n{\"b\":2}\n[3,4,5,6,7,8,9]\n",
+                        32) != 0) {
+    acp_uv_link_close(p->cli, 0, NULL, NULL);
+    p->cli = NULL;
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+  }
+out:
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  if (p->srv_link)
+    acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+  if (p->srv)
+    acp_remote_server_close(p->srv);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  done = p->got_len == 32;
+  free(p);
+  return done;
+}
+
+static void test_loopback_allocation_failures(void **state) {
+  (void)state;
+  failmem_sweep(pair_scenario, 10);
+}
+
 int main(void) {
   acp_uv_ignore_sigpipe();
   const struct CMUnitTest tests[] = {
@@ -404,10 +503,12 @@ int main(void) {
       cmocka_unit_test(test_pause_stops_after_the_message),
       cmocka_unit_test(test_bad_frames_close_with_the_right_code),
       cmocka_unit_test(test_close_is_echoed_and_binary_ignored),
+      cmocka_unit_test(test_codec_allocation_failures),
       cmocka_unit_test(test_upgrade_requests_get_the_right_status),
       cmocka_unit_test(test_lines_cross_the_socket_both_ways),
       cmocka_unit_test(test_refused_upgrade_reports_status),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
+      cmocka_unit_test(test_loopback_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
