@@ -18,6 +18,7 @@ int cmd_conductor(int argc, char **argv);
 int cmd_proxy(int argc, char **argv);
 int cmd_mcp_shim(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_acp_serve(int argc, char **argv);
 /* acp-mcp only: `acp mcp relay` (stdio to HTTP) and `acp mcp http-bridge`
  * (the conductor's HTTP bridge helper). */
 int cmd_mcp_relay(int argc, char **argv);

@@ -20,6 +20,7 @@
 #include "acp/client.h"
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
+#include "acp/remote.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "cli.h"
@@ -30,6 +31,8 @@
 static const char client_usage[] =
     "usage: acp client [-p PROMPT] [--cwd DIR] [--yes] [--quiet]\n"
     "                  [--mcp-tools] [-- AGENT_CMD [ARGS...]]\n"
+    "       acp client [options] --url ws://HOST:PORT/acp [--token TOKEN]\n"
+    "                  [--header 'Name: value']...\n"
     "\n"
     "A terminal client for any ACP agent (default: acp agent). The agent's\n"
     "text goes to stdout as it streams; tool calls, plans, permission\n"
@@ -52,6 +55,12 @@ static const char client_usage[] =
     "                     call); declared in session/new only when the\n"
     "                     agent advertises mcpCapabilities.acp (a\n"
     "                     conductor always does)\n"
+    "  --url URL          talk to a remote agent (ws:// or http://, upgraded\n"
+    "                     to WebSocket; e.g. one behind acp serve) instead\n"
+    "                     of starting one\n"
+    "  --token TOKEN      with --url: send 'Authorization: Bearer TOKEN'\n"
+    "                     (also from the ACP_TOKEN environment)\n"
+    "  --header 'N: V'    with --url: one more request header (repeatable)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Interactive use: each line you type is a prompt; Ctrl-C cancels the\n"
@@ -91,6 +100,7 @@ struct capp {
   acp_client *client;
   acp_uv_process *agent;
   acp_uv_rpc *rpc;
+  acp_uv_link *remote; /* --url: the connection (ours to close) */
   acp_uv_link *in;
   acp_uv_signals *sig;
   acp_json_writer *w;
@@ -1666,6 +1676,10 @@ static void app_quit(capp *a, int code) {
   }
   acp_uv_rpc_close(a->rpc, NULL);
   a->rpc = NULL;
+  if (a->remote != NULL) {
+    acp_uv_link_close(a->remote, 1000, NULL, NULL);
+    a->remote = NULL;
+  }
   if (a->agent != NULL) {
     if (acp_uv_process_shutdown(a->agent, agent_stopped) != 0)
       acp_uv_process_close(a->agent, NULL);
@@ -1712,6 +1726,20 @@ static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
   app_quit(a, signum == SIGINT ? 130 : 143);
 }
 
+static void on_remote(acp_uv_link *link, int status, const char *detail,
+                      void *ud) {
+  capp *a = ud;
+
+  (void)link;
+  if (status == 0) {
+    if (!a->quiet && a->interactive)
+      note(a, "connected (Acp-Connection-Id %s)\n", detail);
+    return;
+  }
+  cli_err("client", "%s", detail);
+  app_quit(a, CLI_EXIT_FAILURE);
+}
+
 int cmd_client(int argc, char **argv) {
   capp a;
   acp_client_callbacks *cbs = NULL;
@@ -1719,6 +1747,10 @@ int cmd_client(int argc, char **argv) {
   const char *default_agent[3];
   const char *const *agent_argv;
   const char *cwd = ".";
+  const char *url = NULL;
+  const char *token = getenv("ACP_TOKEN");
+  const char *headers[33];
+  size_t nheaders = 0;
   const char *v;
   int i;
   int ok;
@@ -1755,6 +1787,16 @@ int cmd_client(int argc, char **argv) {
       a.prompt = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--cwd", &ok)) != NULL) {
       cwd = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL) {
+      url = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
+      token = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--header", &ok)) != NULL) {
+      if (nheaders == 32) {
+        cli_err("client", "too many --header");
+        return CLI_EXIT_USAGE;
+      }
+      headers[nheaders++] = v;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -1766,6 +1808,11 @@ int cmd_client(int argc, char **argv) {
     cli_err("client", "--cwd %s: %s", cwd, strerror(errno));
     return CLI_EXIT_USAGE;
   }
+  if (url != NULL && i < argc) {
+    cli_err("client", "--url and an agent command exclude each other");
+    return CLI_EXIT_USAGE;
+  }
+  headers[nheaders] = NULL;
   if (i < argc) {
     agent_argv = (const char *const *)(argv + i);
   } else {
@@ -1811,15 +1858,31 @@ int cmd_client(int argc, char **argv) {
     goto cleanup;
   if (a.mcp_tools && mcp_server_create(&a) != 0)
     goto cleanup;
-  acp_uv_process_options_set_argv(popts, agent_argv);
-  acp_uv_process_options_set_cwd(popts, a.cwd);
-  acp_uv_process_options_set_exit_cb(popts, agent_exited);
-  if (acp_uv_process_spawn(&a.agent, &a.loop, popts, &a, NULL, &uverr) != 0) {
-    cli_err("client", "cannot start the agent '%s': %s", agent_argv[0],
-            uverr ? uv_strerror(uverr) : "error");
-    goto cleanup;
+  if (url != NULL) {
+    acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+    ro.token = token;
+    ro.headers = headers;
+    int crv =
+        acp_remote_connect(&a.remote, &a.loop, url, &ro, on_remote, &a, NULL);
+    if (crv != 0) {
+      cli_err("client", "--url %s: %s", url,
+              crv == ACP_ERR_UNSUPPORTED
+                  ? "TLS (wss, https) is not supported yet"
+                  : "not a ws:// or http:// URL (or a bad --header)");
+      rv = CLI_EXIT_USAGE;
+      goto cleanup;
+    }
+  } else {
+    acp_uv_process_options_set_argv(popts, agent_argv);
+    acp_uv_process_options_set_cwd(popts, a.cwd);
+    acp_uv_process_options_set_exit_cb(popts, agent_exited);
+    if (acp_uv_process_spawn(&a.agent, &a.loop, popts, &a, NULL, &uverr) != 0) {
+      cli_err("client", "cannot start the agent '%s': %s", agent_argv[0],
+              uverr ? uv_strerror(uverr) : "error");
+      goto cleanup;
+    }
   }
-  if (acp_uv_rpc_new(&a.rpc, acp_uv_process_link(a.agent),
+  if (acp_uv_rpc_new(&a.rpc, a.remote ? a.remote : acp_uv_process_link(a.agent),
                      acp_client_session(a.client), on_rpc_end, &a, NULL) != 0)
     goto cleanup;
   acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);

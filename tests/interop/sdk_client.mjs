@@ -6,6 +6,11 @@
 //   node sdk_client.mjs [--scenario full|echo|cancel|bench] [--timeout SEC]
 //                       [--payload BYTES] [--turns N] [--verbose]
 //                       [--dialect sdk|acp] -- CMD ARGS...
+//   node sdk_client.mjs [same options] --url ws://HOST:PORT/acp [--token T]
+//
+// With --url the agent is remote: the SDK's experimental/ws-client connects
+// to it (with the pinned `ws` package as its WebSocket on Node 20), nothing
+// is spawned, and the same scenarios run over the connection.
 //
 // Every scenario: spawn CMD (stdin/stdout = ACP, stderr inherited), initialize
 // (protocolVersion 1, clientCapabilities.fs.readTextFile=true), session/new
@@ -40,7 +45,7 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
-import { loadSdk } from './sdk_loader.mjs';
+import { loadSdk, loadSdkModule } from './sdk_loader.mjs';
 
 function usage(msg) {
   if (msg) process.stderr.write(`sdk_client: ${msg}\n`);
@@ -69,8 +74,11 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--turns') opts.turns = Number(val());
   else if (a === '--verbose') opts.verbose = true;
   else if (a === '--dialect') opts.dialect = val();
+  else if (a === '--url') opts.url = val();
+  else if (a === '--token') opts.token = val();
   else usage(`unknown argument ${a}`);
 }
+if (opts.url) cmd = cmd || [opts.url];
 if (!cmd || cmd.length === 0) usage('missing agent command after --');
 if (!['full', 'echo', 'cancel', 'bench', 'unstable'].includes(opts.scenario)) usage(`unknown scenario ${opts.scenario}`);
 if (!(opts.timeout > 0)) usage('bad --timeout');
@@ -116,13 +124,14 @@ const permissionRequests = [];
 const fileReads = [];
 const authUpdates = [];
 
-const child = spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+const child = opts.url ? null : spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
 let childExit = null;
 const childExited = new Promise((resolve) => {
+  if (!child) return;
   child.on('exit', (code, signal) => { childExit = { code, signal }; resolve(); });
   child.on('error', (e) => { childExit = { error: e.message }; resolve(); });
 });
-child.stdin.on('error', () => {}); // EPIPE when the agent dies; reported via exit
+if (child) child.stdin.on('error', () => {}); // EPIPE when the agent dies; reported via exit
 
 let finished = false;
 function finish(code) {
@@ -132,7 +141,7 @@ function finish(code) {
   if (errors.length) summary.errors = errors;
   process.stdout.write(JSON.stringify(summary) + '\n');
   try { rmSync(cwd, { recursive: true, force: true }); } catch {}
-  if (childExit === null) {
+  if (child && childExit === null) {
     try { child.stdin.end(); } catch {}
     const t = setTimeout(() => { if (childExit === null) child.kill('SIGKILL'); }, 2000);
     childExited.then(() => { clearTimeout(t); process.exit(summary.ok ? 0 : 1); });
@@ -195,7 +204,16 @@ if (opts.scenario === 'unstable') {
   });
 }
 
-const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+let stream;
+if (opts.url) {
+  const { createWebSocketStream } = await loadSdkModule('@agentclientprotocol/sdk/experimental/ws-client');
+  const wsmod = await loadSdkModule('ws');
+  const WebSocket = wsmod.WebSocket || wsmod.default;
+  const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : undefined;
+  stream = createWebSocketStream(opts.url, { WebSocket, headers });
+} else {
+  stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+}
 
 async function run(agent) {
   const init = await agent.request('initialize', {

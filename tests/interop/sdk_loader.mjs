@@ -24,3 +24,12 @@ export async function loadSdk(sub = '') {
   const entry = require.resolve('@agentclientprotocol/sdk' + sub);
   return import(pathToFileURL(entry).href);
 }
+
+// Import another entry point of the pinned peers: a subpath export of the SDK
+// ('@agentclientprotocol/sdk/experimental/ws-client') or a package ('ws').
+export async function loadSdkModule(spec) {
+  await loadSdk();
+  const require = createRequire(path.join(peersDir, 'package.json'));
+  const entry = require.resolve(spec);
+  return import(pathToFileURL(entry).href);
+}
