@@ -254,6 +254,42 @@ static void test_bad_input(void **state) {
   free(r);
 }
 
+/* The header block is bounded by libmicrohttpd's per-connection pool
+ * (CONN_POOL_BYTES in http_server.c): a 10 KiB header is served, a 20 KiB
+ * one gets 431, and the same server keeps serving afterwards. */
+static void test_header_block_limit(void **state) {
+  srv_thread *t = *state;
+  const char *sid = new_session(t->s.port);
+  static const char body[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}";
+  size_t sizes[2] = {10 * 1024, 20 * 1024};
+  int want[2] = {200, 431};
+  size_t i, cap = 32 * 1024;
+  char *hdr, *req, *r;
+  for (i = 0; i < 2; i++) {
+    hdr = malloc(cap);
+    req = malloc(cap + 1024);
+    assert_non_null(hdr);
+    assert_non_null(req);
+    /* ht_post() formats into a fixed 8 KiB buffer: build this one here. */
+    snprintf(hdr, cap, "MCP-Session-Id: %s\r\nX-Big: %0*d\r\n", sid,
+             (int)sizes[i], 0);
+    ht_fmt_post(req, cap + 1024, t->s.port, hdr, body);
+    r = ht_raw(t->s.port, req, NULL);
+    assert_int_equal(ht_status(r), want[i]);
+    if (want[i] == 200)
+      assert_non_null(strstr(r, "\"id\":7"));
+    free(r);
+    free(req);
+    free(hdr);
+  }
+  r = ht_post_s(t->s.port, sid, "",
+                "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}", NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "\"id\":8"));
+  free(r);
+}
+
 static void test_delete(void **state) {
   srv_thread *t = *state;
   const char *sid = new_session(t->s.port);
@@ -783,6 +819,8 @@ int main(void) {
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_bad_input, setup, ht_teardown),
       cmocka_unit_test_setup_teardown(test_delete, setup, ht_teardown),
+      cmocka_unit_test_setup_teardown(test_header_block_limit, setup,
+                                      ht_teardown),
       cmocka_unit_test_setup_teardown(test_sse_and_resume, setup, ht_teardown),
       cmocka_unit_test_setup_teardown(test_get_client_leaves, setup,
                                       ht_teardown),
