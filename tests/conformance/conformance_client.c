@@ -427,8 +427,7 @@ static int on_initialized(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     finish(1);
     return 0;
   }
-  printf("initialized: protocol %s\n",
-         acp_mcp_version_str(acp_mcp_client_version(c)));
+  printf("initialized: protocol %s\n", acp_mcp_client_protocol(c));
   rv = acp_mcp_client_list(c, ACP_MCP_LIST_TOOLS, NULL, NULL, now_ms(),
                            on_tools_list, NULL, NULL);
   if (rv != 0) {
@@ -487,9 +486,9 @@ int main(int argc, char **argv) {
   acp_mcp_client_set_timeouts(G.client, CC_REQUEST_TIMEOUT_MS, 0);
   pv = getenv("MCP_CONFORMANCE_PROTOCOL_VERSION");
   if (pv != NULL && pv[0] != '\0') {
-    acp_mcp_version v = acp_mcp_version_parse(pv, strlen(pv));
-    if (v == ACP_MCP_VERSION_UNKNOWN ||
-        acp_mcp_client_set_protocol_version(G.client, v) != 0)
+    /* "2026-07-28": stateless (server/discover, _meta on every request);
+     * a stateful revision: initialize asking it. */
+    if (acp_mcp_client_set_protocol(G.client, pv) != 0)
       say("protocol version %s is not spoken; asking the latest", pv);
   }
 
