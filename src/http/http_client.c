@@ -681,6 +681,14 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     return;
   }
   if (status < 200 || status >= 300) {
+    /* A 2026-07-28 error may come with an HTTP error status and its
+     * JSON-RPC answer as the body (UnsupportedProtocolVersionError with the
+     * supported list, HeaderMismatchError): hand that over as it is. */
+    if (x->stateless && !x->is_sse && x->resp.len > 0) {
+      note_response(x, x->resp.data, x->resp.len);
+      if (x->got_response)
+        (void)deliver(hc, x->resp.data, x->resp.len);
+    }
     synth_error(hc, x, status);
     xfer_free(x);
     return;

@@ -137,7 +137,8 @@ struct acp_mcp_client {
   acp_mcp_client_mode mode;
   acp_mcp_era era;
   const char *protocol; /* static; the negotiated revision */
-  char *init_json;      /* {"capabilities","clientInfo"} for _meta */
+  bool discover_retried;
+  char *init_json; /* {"capabilities","clientInfo"} for _meta */
   acp_json_doc *init_doc;
   acp_json_writer *sw; /* params with the 2026 _meta */
   acp_json_doc *sdoc;
@@ -540,14 +541,20 @@ static int mrtr_start(acp_mcp_client *c, mcp_pending *p,
 static int cache_store(acp_mcp_client *c, const mcp_pending *p,
                        const acp_rpc_msg *msg);
 
-/* Whether a discover result lists 2026-07-28. */
-static bool discover_has_2026(const acp_json_val *result) {
+/* Whether a list of versions (an array or NULL) has 2026-07-28. */
+static bool supported_has_2026(const acp_json_val *list) {
   const acp_json_val *v;
-  for (v = acp_json_child(acp_json_obj_getz(result, "supportedVersions"));
-       v != NULL; v = acp_json_next(v))
+  if (acp_json_type_of(list) != ACP_JSON_ARRAY)
+    return false;
+  for (v = acp_json_child(list); v != NULL; v = acp_json_next(v))
     if (ACP_JSON_STR_EQ_LIT(v, ACP_MCP_PROTOCOL_2026_07_28))
       return true;
   return false;
+}
+
+/* Whether a discover result lists 2026-07-28. */
+static bool discover_has_2026(const acp_json_val *result) {
+  return supported_has_2026(acp_json_obj_getz(result, "supportedVersions"));
 }
 
 /* The server/discover answer: become stateless, fall back to initialize, or
@@ -562,6 +569,23 @@ static int discover_result(acp_mcp_client *c, mcp_pending *p, int status,
   if (status == ACP_ERR_TIMEOUT || status == ACP_ERR_CLOSED ||
       status == ACP_ERR_CANCELLED)
     return status;
+  if (status == ACP_ERR_PROTOCOL &&
+      msg->error_code == ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION &&
+      !c->discover_retried &&
+      supported_has_2026(acp_json_obj_getz(msg->error_data, "supported"))) {
+    /* Rejected although the server names 2026-07-28 among the supported
+     * versions (a server that refuses a first request, or one that
+     * changed): ask once more. */
+    c->discover_retried = true;
+    rv = send_req(c, "server/discover", NULL, 0, NULL, P_DISCOVER, p->cb, p->ud,
+                  NULL, NULL);
+    if (rv != 0) {
+      if (acp_is_fatal(rv))
+        *fatal = rv;
+      return rv;
+    }
+    return 1;
+  }
   if (status != 0 || !discover_has_2026(msg->result)) {
     if (c->mode == ACP_MCP_CLIENT_STATELESS)
       return ACP_ERR_UNSUPPORTED;

@@ -295,6 +295,30 @@ static void test_fallback_when_2026_not_listed(void **state) {
   assert_int_equal(r.calls, 0);
 }
 
+static void test_discover_retried_once_on_unsupported_version(void **state) {
+  rec r = {0};
+  (void)state;
+
+  assert_int_equal(acp_mcp_client_set_protocol(W.c, "2026-07-28"), 0);
+  assert_int_equal(acp_mcp_client_initialize(W.c, W.now, on_result, &r), 0);
+  take();
+  /* -32022 naming 2026-07-28 as supported: asked again, once. */
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"error\":{\"code\":-32022,"
+       "\"message\":\"Unsupported protocol version\",\"data\":{\"supported\":"
+       "[\"2026-07-28\"],\"requested\":\"x\"}}}",
+       last_id());
+  assert_int_equal(r.calls, 0);
+  take();
+  HAS(W.out, "\"method\":\"server/discover\"");
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"error\":{\"code\":-32022,"
+       "\"message\":\"Unsupported protocol version\",\"data\":{\"supported\":"
+       "[\"2026-07-28\"]}}}",
+       last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, ACP_ERR_UNSUPPORTED);
+  assert_int_equal(take(), 0);
+}
+
 static void test_forced_versions(void **state) {
   rec r = {0};
   (void)state;
@@ -657,6 +681,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fallback_when_2026_not_listed, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_forced_versions, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_discover_retried_once_on_unsupported_version, setup, teardown),
       cmocka_unit_test_setup_teardown(test_input_required_retry, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_input_required_state_only_and_limit,
