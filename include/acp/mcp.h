@@ -1090,6 +1090,34 @@ ACP_EXTERN const char *acp_mcp_client_protocol(const acp_mcp_client *c);
 /** Drop every cached list result. Accepts NULL. */
 ACP_EXTERN void acp_mcp_client_cache_clear(acp_mcp_client *c);
 
+/**
+ * Receives one `Mcp-Param-{name}` header of a tools/call: `name` is the
+ * x-mcp-header value, `value` the argument as text (a string as is, an
+ * integer in decimal, a boolean "true" / "false"); neither NUL-terminated,
+ * valid during the call. Encoding for HTTP (the Base64 sentinel for a value
+ * that is not header-safe) is the transport's. Return 0 to go on; anything
+ * else stops the walk and is returned.
+ */
+typedef int (*acp_mcp_param_header_cb)(const char *name, size_t name_len,
+                                       const char *value, size_t value_len,
+                                       void *user_data);
+/**
+ * The custom headers (2026-07-28 `x-mcp-header`) of a tools/call request:
+ * for `params` (the request's params object, parsed in `doc`), the
+ * annotated parameters of the named tool present in `arguments`, as the
+ * client learnt them from its last stateless tools/list (tools with an
+ * invalid annotation were removed from that result, as the spec requires).
+ * Integers outside +-(2^53-1) and values of other types are skipped. A
+ * tool not listed, or without annotations, gives no header. Used by the
+ * Streamable HTTP transport (acp/http.h).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM, or what `cb` returned.
+ */
+ACP_EXTERN int acp_mcp_client_param_headers(acp_mcp_client *c,
+                                            acp_json_doc *doc,
+                                            const acp_json_val *params,
+                                            acp_mcp_param_header_cb cb,
+                                            void *user_data);
+
 /** The method of a server request ("roots/list", ...; static). */
 ACP_EXTERN const char *
 acp_mcp_client_request_method(const acp_mcp_client_request *req);

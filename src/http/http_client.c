@@ -141,6 +141,13 @@ static char *header_line(const acp_mem *m, const char *name, const char *v,
     return NULL;
   memcpy(out, name, nl);
   q = out + nl;
+  if (n == 0) {
+    /* libcurl reads "Name:" as "remove this header", "Name;" as "send it
+     * empty". */
+    *q++ = ';';
+    *q = '\0';
+    return out;
+  }
   *q++ = ':';
   *q++ = ' ';
   if (header_safe(v, n)) {
@@ -182,6 +189,20 @@ static int add_line(hc_xfer *x, char *line) {
     return ACP_ERR_NOMEM;
   x->hdrs = l;
   return 0;
+}
+
+/* One Mcp-Param-{name} header (acp_mcp_client_param_headers()). */
+static int add_param(const char *name, size_t name_len, const char *value,
+                     size_t value_len, void *ud) {
+  hc_xfer *x = ud;
+  char hname[128];
+
+  if (name_len > sizeof(hname) - 11)
+    return 0; /* no header line that long: leave it out */
+  memcpy(hname, "Mcp-Param-", 10);
+  memcpy(hname + 10, name, name_len);
+  hname[10 + name_len] = '\0';
+  return add_line(x, header_line(&x->hc->mem, hname, value, value_len));
 }
 
 /*
@@ -227,6 +248,8 @@ static int add_2026_headers(acp_http_client *hc, hc_xfer *x,
   if (acp_json_type_of(name) == ACP_JSON_STRING &&
       acp_json_doc_str(hc->doc, name, &s, &n) == 0)
     rv = add_line(x, header_line(&hc->mem, "Mcp-Name", s, n));
+  if (rv == 0 && hc->mc != NULL && ACP_JSON_STR_EQ_LIT(method, "tools/call"))
+    rv = acp_mcp_client_param_headers(hc->mc, hc->doc, params, add_param, x);
   return rv;
 }
 

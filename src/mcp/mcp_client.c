@@ -138,7 +138,8 @@ struct acp_mcp_client {
   acp_mcp_era era;
   const char *protocol; /* static; the negotiated revision */
   bool discover_retried;
-  char *init_json; /* {"capabilities","clientInfo"} for _meta */
+  struct mcp_hdr_tool *hdr_tools; /* tools with x-mcp-header annotations */
+  char *init_json;                /* {"capabilities","clientInfo"} for _meta */
   acp_json_doc *init_doc;
   acp_json_writer *sw; /* params with the 2026 _meta */
   acp_json_doc *sdoc;
@@ -540,6 +541,11 @@ static int mrtr_start(acp_mcp_client *c, mcp_pending *p,
                       const acp_rpc_msg *msg);
 static int cache_store(acp_mcp_client *c, const mcp_pending *p,
                        const acp_rpc_msg *msg);
+static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
+                               const acp_rpc_msg *msg);
+static void hdr_tools_free(acp_mcp_client *c);
+static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
+                            char **out_json, size_t *out_len);
 
 /* Whether a list of versions (an array or NULL) has 2026-07-28. */
 static bool supported_has_2026(const acp_json_val *list) {
@@ -663,6 +669,8 @@ static int on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
     pending_free(c, p);
     return rv;
   }
+  if (status == 0 && p->cache_method == list_methods[ACP_MCP_LIST_TOOLS])
+    return tools_list_response(c, p, msg);
   if (status == 0 && p->cache_method != NULL) {
     rv = cache_store(c, p, msg);
     if (rv != 0) {
@@ -671,6 +679,35 @@ static int on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
     }
   }
   rv = deliver(c, p, status, msg);
+  pending_free(c, p);
+  return rv;
+}
+
+/* A stateless tools/list result: tools with an invalid x-mcp-header are
+ * dropped from what is cached and delivered (a copy of the result). */
+static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
+                               const acp_rpc_msg *msg) {
+  acp_rpc_msg m = *msg;
+  acp_json_doc *doc = NULL;
+  char *json = NULL;
+  size_t len = 0;
+  int rv = hdr_filter_tools(c, msg, &json, &len);
+
+  if (rv == 0 && json != NULL) {
+    rv = acp_json_doc_new(&doc, &c->mem);
+    if (rv == 0)
+      rv = acp_json_doc_parse(doc, json, len, NULL);
+    if (rv == 0) {
+      m.result = acp_json_doc_root(doc);
+      m.doc = doc;
+    }
+  }
+  if (rv == 0)
+    rv = cache_store(c, p, &m);
+  if (rv == 0)
+    rv = deliver(c, p, 0, &m);
+  acp_json_doc_free(doc);
+  acp__free(&c->mem, json);
   pending_free(c, p);
   return rv;
 }
@@ -935,6 +972,7 @@ void acp_mcp_client_free(acp_mcp_client *c) {
   while (c->reqs)
     req_unlink_free(c, c->reqs);
   acp_mcp_client_cache_clear(c);
+  hdr_tools_free(c);
   acp_json_writer_free(c->sw);
   acp_json_doc_free(c->sdoc);
   acp_json_doc_free(c->init_doc);
@@ -1919,4 +1957,342 @@ acp_mcp_era acp_mcp_client_era(const acp_mcp_client *c) {
 
 const char *acp_mcp_client_protocol(const acp_mcp_client *c) {
   return c ? c->protocol : NULL;
+}
+
+/* MARK: - 2026-07-28: x-mcp-header (Private) */
+
+/*
+ * A tool whose inputSchema marks parameters with `x-mcp-header` has them
+ * mirrored into `Mcp-Param-{name}` headers by a Streamable HTTP transport.
+ * tools/list results (stateless era) are checked here: a tool with an
+ * invalid annotation is removed from the result the caller sees (the spec
+ * says such tools MUST be excluded), and the schema of every tool with a
+ * valid one is kept, by name, for acp_mcp_client_param_headers().
+ */
+
+#define HDR_MAX 64
+#define HDR_DEPTH 32
+
+typedef struct hdr_scan {
+  const char *names[HDR_MAX];
+  size_t lens[HDR_MAX];
+  size_t n;
+  bool bad;
+} hdr_scan;
+
+static bool is_tchar(unsigned char ch) {
+  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+         (ch >= 'A' && ch <= 'Z') || (ch != 0 && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+static bool ascii_case_eq(const char *a, const char *b, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    unsigned char x = (unsigned char)a[i];
+    unsigned char y = (unsigned char)b[i];
+    if (x >= 'A' && x <= 'Z')
+      x = (unsigned char)(x + 32);
+    if (y >= 'A' && y <= 'Z')
+      y = (unsigned char)(y + 32);
+    if (x != y)
+      return false;
+  }
+  return true;
+}
+
+/* One x-mcp-header value on a property schema `prop`. */
+static void hdr_check(hdr_scan *hs, acp_json_doc *doc, const acp_json_val *prop,
+                      const acp_json_val *h) {
+  const acp_json_val *type = acp_json_obj_getz(prop, "type");
+  const char *s;
+  size_t n;
+  size_t i;
+
+  if (acp_json_type_of(h) != ACP_JSON_STRING ||
+      acp_json_doc_str(doc, h, &s, &n) != 0 || n == 0 || hs->n == HDR_MAX) {
+    hs->bad = true;
+    return;
+  }
+  for (i = 0; i < n; i++)
+    if (!is_tchar((unsigned char)s[i])) {
+      hs->bad = true;
+      return;
+    }
+  if (!(ACP_JSON_STR_EQ_LIT(type, "string") ||
+        ACP_JSON_STR_EQ_LIT(type, "integer") ||
+        ACP_JSON_STR_EQ_LIT(type, "boolean"))) {
+    hs->bad = true;
+    return;
+  }
+  for (i = 0; i < hs->n; i++)
+    if (hs->lens[i] == n && ascii_case_eq(hs->names[i], s, n)) {
+      hs->bad = true;
+      return;
+    }
+  /* Names point into the document (or its unescape space, which is not
+   * reused while the same document is read). Keep the raw span instead to
+   * stay safe: the raw string is compared after decoding only for escapes,
+   * which a valid token never has. */
+  hs->names[hs->n] = acp_json_str_raw(h, &hs->lens[hs->n]);
+  hs->n++;
+}
+
+/* Walk a schema value: `reach` when its `properties` are statically
+ * reachable from the root, `is_prop` when it is itself such a property. */
+static void hdr_walk(hdr_scan *hs, acp_json_doc *doc, const acp_json_val *v,
+                     bool reach, bool is_prop, int depth) {
+  const acp_json_val *k;
+
+  if (hs->bad)
+    return;
+  if (depth > HDR_DEPTH) {
+    hs->bad = true;
+    return;
+  }
+  if (acp_json_type_of(v) == ACP_JSON_ARRAY) {
+    for (k = acp_json_child(v); k != NULL; k = acp_json_next(k))
+      hdr_walk(hs, doc, k, false, false, depth + 1);
+    return;
+  }
+  if (acp_json_type_of(v) != ACP_JSON_OBJECT)
+    return;
+  for (k = acp_json_child(v); k != NULL && !hs->bad;
+       k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *m = acp_json_next(k);
+    if (ACP_JSON_STR_EQ_LIT(k, "x-mcp-header")) {
+      if (!is_prop)
+        hs->bad = true;
+      else
+        hdr_check(hs, doc, v, m);
+    } else if (ACP_JSON_STR_EQ_LIT(k, "properties") && reach &&
+               acp_json_type_of(m) == ACP_JSON_OBJECT) {
+      const acp_json_val *p;
+      for (p = acp_json_child(m); p != NULL;
+           p = acp_json_next(acp_json_next(p)))
+        hdr_walk(hs, doc, acp_json_next(p), true, true, depth + 1);
+    } else {
+      hdr_walk(hs, doc, m, false, false, depth + 1);
+    }
+  }
+}
+
+typedef struct mcp_hdr_tool {
+  struct mcp_hdr_tool *next;
+  char *name;
+  size_t name_len;
+  char *schema; /* raw JSON of the inputSchema */
+  size_t schema_len;
+} mcp_hdr_tool;
+
+static void hdr_tool_forget(acp_mcp_client *c, const char *name, size_t n) {
+  mcp_hdr_tool **pp = &c->hdr_tools;
+  while (*pp != NULL) {
+    mcp_hdr_tool *t = *pp;
+    if (t->name_len == n && memcmp(t->name, name, n) == 0) {
+      *pp = t->next;
+      acp__free(&c->mem, t->name);
+      acp__free(&c->mem, t->schema);
+      acp__free(&c->mem, t);
+    } else {
+      pp = &t->next;
+    }
+  }
+}
+
+static void hdr_tools_free(acp_mcp_client *c) {
+  while (c->hdr_tools != NULL) {
+    mcp_hdr_tool *t = c->hdr_tools;
+    c->hdr_tools = t->next;
+    acp__free(&c->mem, t->name);
+    acp__free(&c->mem, t->schema);
+    acp__free(&c->mem, t);
+  }
+}
+
+/*
+ * Check the tools of a tools/list result. *out_json is set (heap, the
+ * caller frees) to the result without the rejected tools when there were
+ * any, else NULL.
+ */
+static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
+                            char **out_json, size_t *out_len) {
+  const acp_json_val *tools = acp_json_obj_getz(msg->result, "tools");
+  const acp_json_val *t;
+  const acp_json_val *k;
+  acp_json_writer *w = NULL;
+  size_t rejected = 0;
+  int rv = 0;
+
+  *out_json = NULL;
+  *out_len = 0;
+  if (acp_json_type_of(tools) != ACP_JSON_ARRAY)
+    return 0;
+  for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t)) {
+    const acp_json_val *nv = acp_json_obj_getz(t, "name");
+    const acp_json_val *schema = acp_json_obj_getz(t, "inputSchema");
+    const char *name;
+    size_t nn;
+    hdr_scan hs;
+
+    if (acp_json_type_of(nv) != ACP_JSON_STRING ||
+        acp_json_doc_str(msg->doc, nv, &name, &nn) != 0)
+      continue;
+    memset(&hs, 0, sizeof(hs));
+    hdr_walk(&hs, msg->doc, schema, true, false, 0);
+    hdr_tool_forget(c, name, nn);
+    if (hs.bad) {
+      rejected++;
+    } else if (hs.n > 0) {
+      mcp_hdr_tool *e = acp__calloc(&c->mem, 1, sizeof(*e));
+      const char *raw;
+      size_t rn;
+
+      if (e == NULL)
+        return ACP_ERR_NOMEM;
+      raw = acp_json_raw(schema, &rn);
+      e->name = acp__strndup(&c->mem, name, nn);
+      e->schema = acp__strndup(&c->mem, raw, rn);
+      e->name_len = nn;
+      e->schema_len = rn;
+      if (e->name == NULL || e->schema == NULL) {
+        acp__free(&c->mem, e->name);
+        acp__free(&c->mem, e->schema);
+        acp__free(&c->mem, e);
+        return ACP_ERR_NOMEM;
+      }
+      e->next = c->hdr_tools;
+      c->hdr_tools = e;
+    }
+  }
+  if (rejected == 0)
+    return 0;
+  rv = acp_json_writer_new(&w, 0, &c->mem);
+  if (rv != 0)
+    return rv;
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(msg->result); k;
+       k = acp_json_next(acp_json_next(k))) {
+    acp__json_write_key_val(w, k);
+    if (acp_json_next(k) != tools) {
+      acp_json_write_val(w, acp_json_next(k));
+      continue;
+    }
+    acp_json_write_arr_begin(w);
+    for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t)) {
+      hdr_scan hs;
+
+      memset(&hs, 0, sizeof(hs));
+      hdr_walk(&hs, msg->doc, acp_json_obj_getz(t, "inputSchema"), true, false,
+               0);
+      if (!hs.bad)
+        acp_json_write_val(w, t);
+    }
+    acp_json_write_arr_end(w);
+  }
+  rv = acp_json_write_obj_end(w);
+  if (rv == 0) {
+    const char *d = acp_json_writer_data(w, out_len);
+    *out_json = acp__strndup(&c->mem, d, *out_len);
+    if (*out_json == NULL)
+      rv = ACP_ERR_NOMEM;
+  }
+  acp_json_writer_free(w);
+  return rv;
+}
+
+/* Emit the headers of `schema`'s annotated properties found in `args`. */
+static int hdr_emit(acp_json_doc *sdoc, const acp_json_val *schema,
+                    acp_json_doc *adoc, const acp_json_val *args,
+                    acp_mcp_param_header_cb cb, void *ud, int depth) {
+  const acp_json_val *props = acp_json_obj_getz(schema, "properties");
+  const acp_json_val *p;
+  int rv;
+
+  if (depth > HDR_DEPTH || acp_json_type_of(args) != ACP_JSON_OBJECT)
+    return 0;
+  for (p = acp_json_child(props); p != NULL;
+       p = acp_json_next(acp_json_next(p))) {
+    const acp_json_val *ps = acp_json_next(p);
+    const acp_json_val *h = acp_json_obj_getz(ps, "x-mcp-header");
+    const acp_json_val *v = NULL;
+    const acp_json_val *a;
+    const char *pn;
+    size_t pnl;
+    char num[32];
+    const char *val = NULL;
+    size_t vl = 0;
+
+    if (acp_json_doc_str(sdoc, p, &pn, &pnl) != 0)
+      continue;
+    for (a = acp_json_child(args); a != NULL;
+         a = acp_json_next(acp_json_next(a)))
+      if (acp_json_str_eq(a, pn, pnl))
+        v = acp_json_next(a);
+    if (v == NULL)
+      continue;
+    if (h == NULL) {
+      rv = hdr_emit(sdoc, ps, adoc, v, cb, ud, depth + 1);
+      if (rv != 0)
+        return rv;
+      continue;
+    }
+    if (acp_json_type_of(v) == ACP_JSON_STRING) {
+      if (acp_json_doc_str(adoc, v, &val, &vl) != 0)
+        continue;
+    } else if (acp_json_type_of(v) == ACP_JSON_BOOL) {
+      bool bv = false;
+      acp_json_get_bool(v, &bv);
+      val = bv ? "true" : "false";
+      vl = bv ? 4 : 5;
+    } else {
+      int64_t iv;
+      const int64_t max_safe = ((int64_t)1 << 53) - 1;
+      if (acp_json_get_int64(v, &iv) != 0 || iv > max_safe || iv < -max_safe)
+        continue;
+      vl = (size_t)snprintf(num, sizeof(num), "%lld", (long long)iv);
+      val = num;
+    }
+    {
+      const char *hn;
+      size_t hnl;
+      if (acp_json_doc_str(sdoc, h, &hn, &hnl) != 0)
+        continue;
+      rv = cb(hn, hnl, val, vl, ud);
+      if (rv != 0)
+        return rv;
+    }
+  }
+  return 0;
+}
+
+/* MARK: - 2026-07-28: x-mcp-header (Public) */
+
+int acp_mcp_client_param_headers(acp_mcp_client *c, acp_json_doc *doc,
+                                 const acp_json_val *params,
+                                 acp_mcp_param_header_cb cb, void *user_data) {
+  const acp_json_val *nv = acp_json_obj_getz(params, "name");
+  const mcp_hdr_tool *t;
+  acp_json_doc *sdoc = NULL;
+  const char *name;
+  size_t nn;
+  int rv;
+
+  if (c == NULL || doc == NULL || cb == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (acp_json_type_of(nv) != ACP_JSON_STRING ||
+      acp_json_doc_str(doc, nv, &name, &nn) != 0)
+    return 0;
+  for (t = c->hdr_tools; t != NULL; t = t->next)
+    if (t->name_len == nn && memcmp(t->name, name, nn) == 0)
+      break;
+  if (t == NULL)
+    return 0;
+  rv = acp_json_doc_new(&sdoc, &c->mem);
+  if (rv == 0)
+    rv = acp_json_doc_parse(sdoc, t->schema, t->schema_len, NULL);
+  if (rv == 0)
+    rv = hdr_emit(sdoc, acp_json_doc_root(sdoc), doc,
+                  acp_json_obj_getz(params, "arguments"), cb, user_data, 0);
+  acp_json_doc_free(sdoc);
+  return rv;
 }
