@@ -566,6 +566,71 @@ static void test_list_cache(void **state) {
   HAS(W.out, "tools/list");
 }
 
+/* MARK: - x-mcp-header */
+
+static int collect_header(const char *name, size_t nl, const char *value,
+                          size_t vl, void *ud) {
+  char *acc = ud;
+  size_t len = strlen(acc);
+  snprintf(acc + len, 512 - len, "%.*s=%.*s;", (int)nl, name, (int)vl, value);
+  return 0;
+}
+
+static void test_x_mcp_header(void **state) {
+  rec r = {0};
+  char acc[512] = "";
+  acp_json_doc *doc = NULL;
+  const char *params =
+      "{\"name\":\"good\",\"arguments\":{\"region\":\"eu west\",\"count\":7,"
+      "\"flag\":false,\"obj\":{\"inner\":\"x\"},\"other\":1,\"big\":"
+      "9007199254740992}}";
+  (void)state;
+
+  go_stateless();
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  take();
+  feed(
+      "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"tools\":["
+      "{\"name\":\"good\",\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+      "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+      "\"count\":{\"type\":\"integer\",\"x-mcp-header\":\"Count\"},"
+      "\"flag\":{\"type\":\"boolean\",\"x-mcp-header\":\"Flag\"},"
+      "\"big\":{\"type\":\"integer\",\"x-mcp-header\":\"Big\"},"
+      "\"obj\":{\"type\":\"object\",\"properties\":{\"inner\":{\"type\":"
+      "\"string\",\"x-mcp-header\":\"Inner\"}}},\"other\":{\"type\":"
+      "\"integer\"}"
+      "}}},"
+      "{\"name\":\"plain\",\"inputSchema\":{\"type\":\"object\"}},"
+      "{\"name\":\"bad_number\",\"inputSchema\":{\"properties\":{\"a\":{"
+      "\"type\":\"number\",\"x-mcp-header\":\"A\"}}}},"
+      "{\"name\":\"bad_dup\",\"inputSchema\":{\"properties\":{\"a\":{"
+      "\"type\":\"string\",\"x-mcp-header\":\"A\"},\"b\":{\"type\":"
+      "\"string\",\"x-mcp-header\":\"a\"}}}},"
+      "{\"name\":\"bad_items\",\"inputSchema\":{\"properties\":{\"a\":{"
+      "\"type\":\"array\",\"items\":{\"type\":\"string\",\"x-mcp-header\":"
+      "\"A\"}}}}},"
+      "{\"name\":\"bad_char\",\"inputSchema\":{\"properties\":{\"a\":{"
+      "\"type\":\"string\",\"x-mcp-header\":\"A B\"}}}}"
+      "],\"resultType\":\"complete\"}}",
+      last_id());
+  assert_int_equal(r.status, 0);
+  HAS(r.text, "\"name\":\"good\"");
+  HAS(r.text, "\"name\":\"plain\"");
+  LACKS(r.text, "bad_");
+  HAS(r.text, "\"resultType\":\"complete\"");
+
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(acp_json_doc_parse(doc, params, strlen(params), NULL), 0);
+  assert_int_equal(acp_mcp_client_param_headers(
+                       W.c, doc, acp_json_doc_root(doc), collect_header, acc),
+                   0);
+  /* In schema order; 2^53 is outside the safe range: no header. */
+  assert_string_equal(acc, "Region=eu west;Count=7;Flag=false;Inner=x;");
+  acp_json_doc_free(doc);
+}
+
 /* MARK: - Allocation failures */
 
 static int scenario(const acp_mem *mem) {
@@ -690,6 +755,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_input_required_failures, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_list_cache, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_x_mcp_header, setup, teardown),
       cmocka_unit_test(test_allocation_failure_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
