@@ -60,7 +60,9 @@ run stdio-tool-error 3 "message must be a string" -- mcp call --stdio "$acp" mcp
 run stdio-unknown-tool 1 "" -- mcp call --stdio "$acp" mcp serve -- nope
 # A server->client request with a 10 s timeout gets the client's answer
 # (the conn's clock must be the loop's, or the deadline is already past).
-run stdio-ping-client 0 "pong" -- mcp call --stdio "$acp" mcp serve -- ping
+# The ping tool pings the client: a server->client request, which only the
+# stateful revisions have (2026-07-28 has none), so these ask 2025-11-25.
+run stdio-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --stdio "$acp" mcp serve -- ping
 run stdio-server-missing 1 "" -- mcp tools --stdio /nonexistent/server
 if [ -f "$root/src/fixtures/mcp_everything.c" ]; then
   run stdio-everything 0 "test_simple_text" -- mcp tools --stdio "$acp" mcp serve --everything
@@ -78,7 +80,7 @@ done
 url=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/serve.log")
 base=${url%/mcp}
 run http-tools 0 "add - Adds two numbers" -- mcp tools --url "$url"
-run http-ping-client 0 "pong" -- mcp call --url "$url" ping
+run http-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --url "$url" ping
 run http-call 0 "5" -- mcp call --url "$url" add a=2 b=3
 run http-call-json 0 '"structuredContent":{"sum":5}' -- mcp call --json --url "$url" add a=2 b=3
 run http-protocol-forced 0 '"protocolVersion":"2025-06-18"}' -- mcp call --json --protocol 2025-06-18 --url "$url" add a=2 b=3
