@@ -65,7 +65,9 @@
  *     one we issued for that list, or points past its end, is -32602.
  *
  * CLIENT. acp_mcp_client wraps one rpc session: initialize (asks
- * 2025-11-25 by default, accepts any version above), list helpers with
+ * 2025-11-25 by default, accepts any version above; or, by choice, the
+ * stateless 2026-07-28 found with server/discover: see MARK: - Client:
+ * eras), list helpers with
  * automatic paging, tools/call with progress, reads, prompts, subscriptions,
  * completion, logging level, ping, and handlers for the server's requests
  * (roots/list, sampling/createMessage, elicitation/create) that may answer
@@ -909,7 +911,9 @@ ACP_EXTERN const char *acp_mcp_client_instructions(const acp_mcp_client *c);
 /**
  * Send any request (params: JSON object or NULL). Every helper below is this
  * with a fixed method and params. Before initialize completed only
- * `initialize` and `ping` may be sent.
+ * `initialize`, `ping` and `server/discover` may be sent. Once the client
+ * is stateless (acp_mcp_client_era()), the 2026 `_meta` is added to
+ * `params` (see MARK: - Client: eras).
  * @param opts    NULL for defaults.
  * @param id_out  optional; the request id (for acp_mcp_client_cancel()).
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_INVALID_STATE, ACP_ERR_NOMEM,
