@@ -409,7 +409,9 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
       set_get_state(hc, ACP_HTTP_GET_REFUSED);
     return len;
   }
-  if (len > 15 && strncasecmp(buf, "mcp-session-id:", 15) == 0) {
+  /* 2026-07-28 has no sessions: a session id on its answers is ignored. */
+  if (!x->stateless && len > 15 &&
+      strncasecmp(buf, "mcp-session-id:", 15) == 0) {
     size_t a = 15, b = len;
     while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
       a++;
@@ -745,7 +747,20 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     }
     acp__buf_dispose(&body);
   }
-  if (x->is_sse && x->req_id && !x->got_response && !hc->ended) {
+  if (x->stateless && x->is_sse && x->req_id && !x->got_response &&
+      !hc->ended) {
+    /* 2026-07-28 has no resumability: a stream that ended before the
+     * answer lost the request. Fail it now (the caller may send it again,
+     * a new request with a new id) rather than leave it to a timeout. */
+    char buf[256];
+    int n = snprintf(buf, sizeof(buf),
+                     "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":"
+                     "-32000,\"message\":\"The response stream ended before "
+                     "the response\"}}",
+                     x->req_id);
+    if (strlen(x->req_id) <= 100 && n > 0 && (size_t)n < sizeof(buf))
+      (void)deliver(hc, buf, (size_t)n);
+  } else if (x->is_sse && x->req_id && !x->got_response && !hc->ended) {
     /* The server closed the stream before answering: resume it. */
     size_t il;
     const char *last = acp__sse_last_id(&x->sse, &il);
