@@ -14,10 +14,10 @@ CTEST      ?= ctest
 APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
            libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev \
-           python3 procps curl
+           python3 procps curl chromium
 
 .PHONY: all deps configure build demo check check-unit check-asan \
-        check-valgrind check-wasm check-headers check-install peers bench bench-deps \
+        check-valgrind check-wasm check-headers check-install peers bench bench-quick bench-deps \
         fuzz format clean install
 
 all: build
@@ -94,6 +94,8 @@ check-valgrind: build
 	  sh tests/integration/run-agent-transcripts.sh
 	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
 	  sh tests/integration/run-mcp-relay.sh
+	ACP_BIN=$(CURDIR)/$(BUILD)/acp ACP_VALGRIND_WRAP="$(VALGRIND_WRAP)" \
+	  sh tests/integration/run-trace.sh
 	rm -rf $(BUILD)/vg-bridge && mkdir -p $(BUILD)/vg-bridge
 	ACP_BIN=$(CURDIR)/tools/valgrind-acp.sh ACP_VG_REAL=$(CURDIR)/$(BUILD)/acp \
 	  ACP_VG_LOGS=$(CURDIR)/$(BUILD)/vg-bridge ACP_VALGRIND=1 \
@@ -119,14 +121,21 @@ bench-deps: deps
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk; \
 	  else echo "missing wrk; run: sudo apt-get install -y wrk"; exit 1; fi; }
 
+# Each figure beside its floor measured in the same run (bench/README.md).
+# `make bench-quick` (or BENCH_ARGS=--quick) is a smoke run of the same.
+BENCH_ARGS ?=
+BENCH_JSON_REPS ?=
 bench: peers bench-deps
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release
 	$(CMAKE) --build build-release -j$(JOBS)
-	./build-release/bench/bench_json
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-conductor.sh
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh
+	./build-release/bench/bench_json $(BENCH_JSON_REPS)
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh $(BENCH_ARGS)
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-conductor.sh $(BENCH_ARGS)
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh $(BENCH_ARGS)
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh $(BENCH_ARGS)
+
+bench-quick:
+	$(MAKE) bench BENCH_ARGS=--quick BENCH_JSON_REPS=3
 
 fuzz:
 	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \

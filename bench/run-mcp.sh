@@ -8,14 +8,23 @@
 #          same program for both servers): rt/s, median and p99 latency,
 #          the server's peak RSS (VmHWM, read before its stdin is closed).
 #          Also the floor: bench/mcp_null_server, which answers the same
-#          lines without parsing them (what the pipes alone cost).
+#          lines without parsing them (what the pipes alone cost), run in
+#          rounds alternating with ours (--rounds, default 5); the ratio
+#          ours/floor is the median of the rounds' ratios.
 #   http   Streamable HTTP: one session (initialize + initialized with
 #          curl), then wrk with 64 connections for 30 s POSTing tools/call
 #          with the session headers (bench/mcp_wrk.lua): requests/s, wrk's
 #          median and p99 latency, errors, the server's VmHWM afterwards.
+#          Also the floor: bench/http_floor (one epoll loop, keep-alive,
+#          answers every request with the bytes our server answered to
+#          tools/call), the same wrk run, alternating with ours for
+#          --http-rounds rounds (default 3); median ratio ours/floor.
 #
 # Usage: bench/run-mcp.sh [--quick] [--calls N] [--duration S] [--conns N]
-#                         [--threads N] [--only ours|theirs] [--out FILE]
+#                         [--threads N] [--rounds N] [--http-rounds N]
+#                         [--only ours|theirs] [--out FILE]
+# --quick: 2000 calls, 5 s wrk runs, 3 stdio rounds, 1 HTTP round.
+# The floors run with ours (not with --only theirs), when they are built.
 # Env:   ACP_BIN (default build-release/acp), ACP_BENCH_MCP_STDIO (default
 #        bench/bench_mcp_stdio beside ACP_BIN's build).
 # Servers listen on 127.0.0.1 only (server-everything through the
@@ -32,22 +41,29 @@ warmup=500
 duration=30
 conns=64
 threads=2
+rounds=5
+http_rounds=3
 only=both
 out="$ROOT/build/bench/mcp.jsonl"
 while [ $# -gt 0 ]; do
     case $1 in
-    --quick) calls=2000; warmup=100; duration=5 ;;
+    --quick) calls=2000; warmup=100; duration=5; rounds=3; http_rounds=1 ;;
+    --rounds) rounds=$2; shift ;;
+    --http-rounds) http_rounds=$2; shift ;;
     --calls) calls=$2; shift ;;
     --duration) duration=$2; shift ;;
     --conns) conns=$2; shift ;;
     --threads) threads=$2; shift ;;
     --only) only=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "$SCRIPT: unknown option $1" >&2; exit 2 ;;
     esac
     shift
 done
+
+case $rounds$http_rounds in *[!0-9]*) echo "$SCRIPT: --rounds/--http-rounds need a number" >&2; exit 2 ;; esac
+[ "$rounds" -ge 1 ] && [ "$http_rounds" -ge 1 ] || { echo "$SCRIPT: rounds must be at least 1" >&2; exit 2; }
 
 skip() { echo "$SCRIPT: SKIPPED: $*"; exit 77; }
 say() { echo "$SCRIPT: $*"; }
@@ -109,12 +125,13 @@ results="$work/results.jsonl"
 failed=0
 
 # ---- stdio --------------------------------------------------------------
-run_stdio() { # IMPL CMD...
+round=0
+run_stdio() { # IMPL CMD... (tagged with $round; 0 = not in rounds)
     impl=$1; shift
     say "stdio $impl: $calls calls ($warmup warm-up)"
     if timeout 600 "$BENCH" --calls "$calls" --warmup "$warmup" --impl "$impl" -- "$@" \
         >"$work/stdio-$impl.json" 2>"$work/stdio-$impl.err"; then
-        sed 's/^{/{"transport":"stdio",/' "$work/stdio-$impl.json" >>"$results"
+        sed "s/^{/{\"transport\":\"stdio\",\"round\":$round,/" "$work/stdio-$impl.json" >>"$results"
     else
         say "stdio $impl FAILED"; sed 's/^/  /' "$work/stdio-$impl.err" | tail -5
         failed=1
@@ -152,6 +169,8 @@ run_http() { # IMPL CMD... (the command listens on $port)
         say "http $impl: session check failed (initialized $st, tools/call $st2)"; cat "$work/b"; echo
         stop_pid "$server_pid"; server_pid=""; failed=1; return
     fi
+    # The floor answers with the very bytes our server answered.
+    [ "$impl" = ours ] && [ ! -s "$work/answer" ] && cp "$work/b" "$work/answer"
     say "http $impl: wrk -t$threads -c$conns -d${duration}s (protocol $pv)"
     MCP_SID=$sid MCP_PV=$pv timeout $((duration + 60)) \
         wrk -t"$threads" -c"$conns" -d"${duration}s" -s "$here/mcp_wrk.lua" \
@@ -163,17 +182,61 @@ run_http() { # IMPL CMD... (the command listens on $port)
     if [ -z "$line" ] || [ $alive = 0 ]; then
         say "http $impl FAILED (server alive: $alive)"; tail -5 "$work/wrk-$impl.log"; failed=1; return
     fi
-    echo "$line" | sed "s/^{/{\"transport\":\"http\",\"impl\":\"$impl\",\"conns\":$conns,\"server_peak_rss_kib\":${rss:-null},/" >>"$results"
+    echo "$line" | sed "s/^{/{\"transport\":\"http\",\"impl\":\"$impl\",\"round\":$round,\"conns\":$conns,\"server_peak_rss_kib\":${rss:-null},/" >>"$results"
+}
+# The HTTP floor (bench/http_floor.c): no session, the same wrk run.
+run_http_floor() {
+    impl=floor
+    [ -s "$work/answer" ] || { say "http floor: no answer of ours to serve; skipped"; return; }
+    "$HTTPFLOOR" --port "$port" --body "$work/answer" >"$work/http-floor.log" 2>&1 &
+    server_pid=$!
+    if ! wait_port "$port" "$server_pid"; then
+        say "http floor: did not start"; tail -5 "$work/http-floor.log"
+        stop_pid "$server_pid"; server_pid=""; failed=1; return
+    fi
+    say "http floor: wrk -t$threads -c$conns -d${duration}s ($(wc -c <"$work/answer") byte body)"
+    MCP_SID=none MCP_PV=none timeout $((duration + 60)) \
+        wrk -t"$threads" -c"$conns" -d"${duration}s" -s "$here/mcp_wrk.lua" \
+        "http://127.0.0.1:$port/mcp" >"$work/wrk-floor.log" 2>&1 || true
+    rss=$(hwm "$server_pid")
+    stop_pid "$server_pid"; server_pid=""
+    line=$(sed -n 's/^WRK_JSON //p' "$work/wrk-floor.log")
+    if [ -z "$line" ]; then
+        say "http floor FAILED"; tail -5 "$work/wrk-floor.log"; failed=1; return
+    fi
+    echo "$line" | sed "s/^{/{\"transport\":\"http\",\"impl\":\"floor\",\"round\":$round,\"conns\":$conns,\"server_peak_rss_kib\":${rss:-null},/" >>"$results"
 }
 
-if [ "$only" != theirs ]; then run_stdio ours "$ACP" mcp serve --everything; fi
-if [ "$only" != ours ]; then run_stdio theirs node "$SE" stdio; fi
-# The floor: answers without parsing, blocking I/O (bench/mcp_null_server.c).
+# The floors: answers without parsing, blocking I/O (bench/mcp_null_server.c);
+# a minimal HTTP/1.1 responder (bench/http_floor.c). Ours and the floor
+# alternate, round after round, so that both see the same moments of a
+# shared machine.
 NULLSRV=$(dirname "$BENCH")/mcp_null_server
-if [ "$only" = both ] && [ -x "$NULLSRV" ]; then run_stdio floor "$NULLSRV"; fi
+HTTPFLOOR=$(dirname "$BENCH")/http_floor
+[ -x "$NULLSRV" ] || say "no $NULLSRV: stdio floor skipped"
+[ -x "$HTTPFLOOR" ] || say "no $HTTPFLOOR: HTTP floor skipped"
 if [ "$only" != theirs ]; then
-    port=$(free_port)
-    run_http ours "$ACP" mcp serve --everything --http "127.0.0.1:$port"
+    round=1
+    while [ "$round" -le "$rounds" ]; do
+        run_stdio ours "$ACP" mcp serve --everything
+        [ -x "$NULLSRV" ] && run_stdio floor "$NULLSRV"
+        round=$((round + 1))
+    done
+    round=0
+fi
+if [ "$only" != ours ]; then run_stdio theirs node "$SE" stdio; fi
+if [ "$only" != theirs ]; then
+    round=1
+    while [ "$round" -le "$http_rounds" ]; do
+        port=$(free_port)
+        run_http ours "$ACP" mcp serve --everything --http "127.0.0.1:$port"
+        if [ -x "$HTTPFLOOR" ]; then
+            port=$(free_port)
+            run_http_floor
+        fi
+        round=$((round + 1))
+    done
+    round=0
 fi
 if [ "$only" != ours ]; then
     port=$(free_port)
@@ -184,31 +247,43 @@ mkdir -p "$(dirname "$out")"
 cat "$results" >>"$out"
 node -e '
 const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").filter(Boolean).map(JSON.parse);
-const get = (t, i) => lines.find(l => l.transport === t && l.impl === i);
+const rate = l => l.transport === "stdio" ? l.rtps : l.rps;
+// The lower middle of the numbers (as run-mcp-bridge.sh).
+const median = xs => { const v = xs.filter(Number.isFinite).sort((a, b) => a - b); return v.length ? v[Math.floor((v.length - 1) / 2)] : undefined; };
+// The run of IMPL with the median rate (ours and the floor may run in rounds).
+const get = (t, i) => { const v = lines.filter(l => l.transport === t && l.impl === i).sort((a, b) => rate(a) - rate(b)); return v[Math.floor((v.length - 1) / 2)]; };
 const mib = k => k == null ? "n/a" : (k / 1024).toFixed(1);
 const f = (x, d = 0) => x == null ? "n/a" : Number(x).toFixed(d);
-console.log("\ntransport impl    rt/s or req/s   p50 us   p99 us   server peak RSS MiB   notes");
+console.log("\ntransport impl    round   rt/s or req/s   p50 us   p99 us   server peak RSS MiB   notes");
 for (const l of lines) {
-  const rate = l.transport === "stdio" ? l.rtps : l.rps;
   const notes = l.transport === "stdio" ? `${l.calls} sequential calls` :
     `${l.requests} requests, ${l.conns} conns, errors connect/read/write/status/timeout ${l.err_connect}/${l.err_read}/${l.err_write}/${l.err_status}/${l.err_timeout}`;
-  console.log(`${l.transport.padEnd(9)} ${l.impl.padEnd(7)} ${f(rate).padStart(13)} ${f(l.p50_us, 1).padStart(8)} ${f(l.p99_us, 1).padStart(8)} ${mib(l.server_peak_rss_kib).padStart(21)}   ${notes}`);
+  console.log(`${l.transport.padEnd(9)} ${l.impl.padEnd(7)} ${String(l.round || "-").padStart(5)} ${f(rate(l)).padStart(15)} ${f(l.p50_us, 1).padStart(8)} ${f(l.p99_us, 1).padStart(8)} ${mib(l.server_peak_rss_kib).padStart(21)}   ${notes}`);
 }
 let bad = 0;
 for (const t of ["stdio", "http"]) {
   const o = get(t, "ours"), s = get(t, "theirs");
+  if (o && (t === "http") && (o.err_status || o.err_timeout)) bad = 1;
   if (!o || !s) continue;
-  const r = t === "stdio" ? o.rtps / s.rtps : o.rps / s.rps;
+  const r = rate(o) / rate(s);
   const m = o.server_peak_rss_kib / s.server_peak_rss_kib;
   console.log(`${t}: ours/theirs rate ${r.toFixed(2)}x (target >= 10: ${r >= 10 ? "met" : "NOT met"}), ` +
     `p50 ${(o.p50_us / s.p50_us).toFixed(2)}, p99 ${(o.p99_us / s.p99_us).toFixed(2)}, ` +
     `peak RSS ${m.toFixed(3)} (target < 0.1: ${m < 0.1 ? "met" : "NOT met"})`);
-  if (t === "http" && (o.err_status || o.err_timeout)) bad = 1;
 }
-const fl = get("stdio", "floor"), so = get("stdio", "ours"), st = get("stdio", "theirs");
-if (fl && so && st)
-  console.log(`stdio floor (a server that answers without parsing): ${(fl.rtps / st.rtps).toFixed(2)}x theirs, ` +
-    `the most any server can reach over these pipes; ours is at ${(100 * so.rtps / fl.rtps).toFixed(0)}% of it`);
+// Ours against the floor, round by round (the floor ran right after ours).
+for (const [t, target, what] of [["stdio", 0.9, "mcp_null_server, blocking pipes, no parsing"], ["http", 0.5, "http_floor, one epoll loop, fixed answer"]]) {
+  const pairs = lines.filter(l => l.transport === t && l.impl === "ours" && l.round)
+    .map(o => [o, lines.find(l => l.transport === t && l.impl === "floor" && l.round === o.round)]).filter(([, fl]) => fl);
+  if (pairs.length === 0) continue;
+  const rr = pairs.map(([o, fl]) => rate(o) / rate(fl));
+  const q = median(rr), p50 = median(pairs.map(([o, fl]) => o.p50_us / fl.p50_us));
+  const fl = get(t, "floor"), s = get(t, "theirs");
+  console.log(`${t} floor (${what}): ${f(rate(fl))} ${t === "stdio" ? "rt/s" : "req/s"}, p50 ${f(fl.p50_us, 1)} us, peak RSS ${mib(fl.server_peak_rss_kib)} MiB (median run)` +
+    (s ? `; floor/theirs ${(rate(fl) / rate(s)).toFixed(2)}x` + (t === "stdio" ? ", the most any server can reach over these pipes" : "") : ""));
+  console.log(`${t}: ours/floor rate ${q.toFixed(2)}x (median of ${pairs.length} alternating rounds: ${rr.map(x => x.toFixed(2)).join(" ")}; ` +
+    `target >= ${target}: ${q >= target ? "met" : "NOT met"}), p50 ${p50.toFixed(2)}`);
+}
 process.exit(bad);
 ' "$results" || failed=1
 say "results appended to $out"

@@ -1,21 +1,26 @@
 #!/bin/sh
 # run-turns.sh - prompt-turn benchmark: the same workload through our client +
 # agent and through a TypeScript SDK client + agent pair, then a table and the
-# ratios ours/theirs. See bench/README.md.
+# ratios ours/theirs; and the floor (bench/uv_cat_floor: a libuv program
+# echoing the same lines through `cat`) in rounds alternating with ours, with
+# the median of the per-round ratios ours/floor. See bench/README.md.
 #
 # Usage: bench/run-turns.sh [--quick] [--turns N] [--turns-1m N] [--warmup N]
 #                           [--payloads "5 65536 1048576"] [--only ts|ours]
-#                           [--out FILE]
+#                           [--rounds N] [--out FILE]
 #   --turns N      turns for every payload below 1 MiB (default 20000)
 #   --turns-1m N   turns for payloads of 1 MiB and more (default 2000; 20000
 #                  turns of 1 MiB take several minutes with the TS pair)
-#   --quick        smoke run: 500 turns, 50 at 1 MiB
+#   --quick        smoke run: 500 turns, 50 at 1 MiB, 3 rounds
+#   --rounds N     rounds of ours then the floor per payload (default 5)
 #   --warmup N     unmeasured turns before the TS measurement (default 0)
 #   --payloads L   space-separated payload sizes in bytes
-#   --only W       run only the TS pair (ts) or only ours (ours)
+#   --only W       run only the TS pair (ts) or only ours and the floor (ours)
 #   --out FILE     JSON lines of every run (default build/bench/turns.jsonl)
 # Environment: ACP_BIN = path to our `acp` program. "ours" runs only if it is
 # executable: $ACP_BIN bench-client --payload S --turns N -- $ACP_BIN agent --echo
+# ACP_FLOOR_BIN = the floor program (default: bench/uv_cat_floor beside
+# ACP_BIN's build); the floor runs with ours, when it is built.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -23,17 +28,19 @@ root=$(cd "$here/.." && pwd)
 turns=20000
 turns_1m=2000
 warmup=0
+rounds=5
 payloads="5 65536 1048576"
 only=""
 out="$root/build/bench/turns.jsonl"
 
 usage() {
-    sed -n '5,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '8,23p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
     case "$1" in
-    --quick) turns=500 turns_1m=50 ;;
+    --quick) turns=500 turns_1m=50 rounds=3 ;;
+    --rounds) [ $# -ge 2 ] || usage; rounds=$2; shift ;;
     --turns) [ $# -ge 2 ] || usage; turns=$2; shift ;;
     --turns-1m) [ $# -ge 2 ] || usage; turns_1m=$2; shift ;;
     --warmup) [ $# -ge 2 ] || usage; warmup=$2; shift ;;
@@ -46,6 +53,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 case "$only" in "" | ts | ours) ;; *) usage ;; esac
+case "$rounds" in "" | *[!0-9]* | 0) usage ;; esac
 
 "$root/tools/install-peers.sh" >&2 || exit 1
 
@@ -56,6 +64,15 @@ if [ "$only" != ts ]; then
     else
         echo "run-turns: ACP_BIN not set or not executable; skipping ours" >&2
         [ "$only" = ours ] && exit 1
+    fi
+fi
+
+floor_bin=""
+if [ $run_ours -eq 1 ]; then
+    floor_bin=${ACP_FLOOR_BIN:-$(dirname "$ACP_BIN")/bench/uv_cat_floor}
+    if [ ! -x "$floor_bin" ]; then
+        echo "run-turns: no floor program $floor_bin (cmake --build ... --target uv_cat_floor); skipping the floor" >&2
+        floor_bin=""
     fi
 fi
 
@@ -75,13 +92,29 @@ for p in $payloads; do
             status=1
         fi
     fi
-    if [ $run_ours -eq 1 ]; then
-        echo "run-turns: ours payload $p, $n turns" >&2
-        if ! "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- "$ACP_BIN" agent --echo >>"$out"; then
+    # Ours and the floor alternate, round after round, so that both see the
+    # same moments of a shared machine; report.mjs takes the median of the
+    # rounds' ratios.
+    r=1
+    while [ $run_ours -eq 1 ] && [ "$r" -le "$rounds" ]; do
+        echo "run-turns: ours payload $p, $n turns (round $r/$rounds)" >&2
+        if line=$("$ACP_BIN" bench-client --payload "$p" --turns "$n" -- "$ACP_BIN" agent --echo); then
+            echo "$line" | sed "s/^{/{\"round\":$r,/" >>"$out"
+        else
             echo "run-turns: ours FAILED at payload $p" >&2
             status=1
         fi
-    fi
+        if [ -n "$floor_bin" ]; then
+            echo "run-turns: floor payload $p, $n turns (round $r/$rounds)" >&2
+            if line=$("$floor_bin" --impl floor --payload "$p" --turns "$n" -- cat); then
+                echo "$line" | sed "s/^{/{\"round\":$r,/" >>"$out"
+            else
+                echo "run-turns: floor FAILED at payload $p" >&2
+                status=1
+            fi
+        fi
+        r=$((r + 1))
+    done
 done
 
 node "$here/turns/report.mjs" "$out" || status=1

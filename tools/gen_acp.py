@@ -27,6 +27,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SCHEMA_DIR = os.path.join(ROOT, "spec", "acp", "schema", "v1")
+# The newer unstable schema vendored in the TypeScript SDK 2.4.0 (no meta
+# file there): read only for what the main copy lacks (see overlay()).
+OVERLAY_SCHEMA = os.path.join(ROOT, "spec", "acp", "schema-sdk-2.4.0", "v1",
+                              "schema.unstable.json")
 
 SIDE_C = {
     "agent": "ACP_SIDE_AGENT",
@@ -107,6 +111,73 @@ class Method:
         return method_enum_name(self.wire)
 
 
+def overlay_refs(odefs, defs, node):
+    """Copy into `defs` every definition `node` refers to (transitively)
+    that `defs` lacks, from `odefs`."""
+    for r in collect_refs(node, []):
+        if r not in defs and r in odefs:
+            defs[r] = odefs[r]
+            overlay_refs(odefs, defs, odefs[r])
+
+
+def overlay(schema, path=OVERLAY_SCHEMA):
+    """Add to the unstable schema what only the newer copy at `path` has:
+    its methods with a new wire name (and the types they use), the new
+    SessionUpdate variants, and new members of the *Capabilities objects.
+    Everything the main copy has wins: methods it has and the newer copy
+    dropped (nes, document, mcp/connect) stay, and no shared type changes
+    shape. Methods of a side libacp does not route (proxy/*) are left out.
+    """
+    if not os.path.exists(path):
+        return schema
+    newer = load_json(path)
+    odefs = newer["$defs"]
+    defs = schema["$defs"]
+    wires = {d.get("x-method") for d in defs.values()}
+    added = set()
+    for name, d in odefs.items():
+        wire = d.get("x-method")
+        if wire is None or wire in wires or d.get("x-side") not in SIDE_C:
+            continue
+        defs[name] = d
+        added.add(name)
+        overlay_refs(odefs, defs, d)
+    # The envelopes of the two copies differ in shape: carry the role of
+    # each added type (classify_defs) beside the definitions instead.
+    extra = {}
+    for name, kinds in classify_defs(newer).items():
+        if name in added:
+            extra[name] = sorted(kinds)
+    schema["x-overlay-kinds"] = extra
+
+    def tag(v):
+        return v.get("properties", {}).get("sessionUpdate", {}).get("const")
+
+    have = {tag(v) for v in defs["SessionUpdate"].get("oneOf", [])}
+    for v in odefs["SessionUpdate"].get("oneOf", []):
+        if tag(v) not in have:
+            defs["SessionUpdate"]["oneOf"].append(v)
+            overlay_refs(odefs, defs, v)
+    for name, d in odefs.items():
+        if not name.endswith("Capabilities") or name not in defs:
+            continue
+        props = defs[name].setdefault("properties", {})
+        for k, v in d.get("properties", {}).items():
+            if k not in props:
+                props[k] = v
+                overlay_refs(odefs, defs, v)
+    return schema
+
+
+def load_schema(schema_dir, variant):
+    """schema.json, or schema.unstable.json with the newer copy's
+    additions (overlay())."""
+    schema = load_json(os.path.join(schema_dir, "schema%s.json" % variant))
+    if variant == ".unstable" and schema_dir == DEFAULT_SCHEMA_DIR:
+        schema = overlay(schema)
+    return schema
+
+
 def classify_defs(schema):
     """Map def name -> 'request' | 'notification' | 'result' from the
     JSON-RPC envelope definitions that reference it."""
@@ -125,6 +196,8 @@ def classify_defs(schema):
         if top.get("title") == "ProtocolLevel":
             for r in collect_refs(top, []):
                 kinds.setdefault(r, set()).add("notification")
+    for name, ks in schema.get("x-overlay-kinds", {}).items():
+        kinds.setdefault(name, set()).update(ks)
     return kinds
 
 
@@ -134,7 +207,7 @@ def load_methods(schema_dir):
     methods = {}
     order = []
     for variant in ("", ".unstable"):
-        schema = load_json(os.path.join(schema_dir, "schema%s.json" % variant))
+        schema = load_schema(schema_dir, variant)
         meta = load_json(os.path.join(schema_dir, "meta%s.json" % variant))
         stable = variant == ""
         sides = {}
@@ -498,7 +571,10 @@ class Enum:
 
     def __init__(self, name, values, is_open, docs=None, tags_of=None):
         self.name = name          # schema name (or Union + "Kind")
-        self.values = values      # list of (wire string, C suffix)
+        # list of (wire string, C suffix); a wire value "unknown" (AuthState)
+        # is _UNKNOWN_VALUE, since _UNKNOWN (0) means absent or unrecognized
+        self.values = [(w, "UNKNOWN_VALUE" if c == "UNKNOWN" else c)
+                       for w, c in values]
         self.is_open = is_open
         self.docs = docs or {}
         self.tags_of = tags_of
@@ -819,7 +895,7 @@ class Model:
 
 
 def build_model(schema_dir, methods):
-    schema = load_json(os.path.join(schema_dir, "schema.unstable.json"))
+    schema = load_schema(schema_dir, ".unstable")
     model = Model(schema)
     roots = []
     for m in methods:

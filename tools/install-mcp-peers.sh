@@ -7,7 +7,7 @@
 #   build/peers/mcp/conformance   @modelcontextprotocol/conformance 0.1.16 and
 #                                 0.2.0-alpha.12 (npm aliases), from
 #                                 tests/conformance/
-#   build/peers/mcp/interop       @modelcontextprotocol/sdk and
+#   build/peers/mcp/interop       @modelcontextprotocol/sdk, /client (v2) and
 #                                 @modelcontextprotocol/server-everything, from
 #                                 tests/interop/mcp/
 #

@@ -3,8 +3,11 @@
 // written by bench/run-turns.sh.
 //
 // Usage: node report.mjs FILE.jsonl
-// A line whose "impl" is "ts" is the TypeScript SDK pair ("theirs"); any
-// other impl is ours. Exit 1 if the file holds no result or a bad line.
+// A line whose "impl" is "ts" is the TypeScript SDK pair ("theirs"), "floor"
+// is bench/uv_cat_floor (libuv <-> cat, the floor); any other impl is ours.
+// Ours and the floor may come in rounds ("round": 1, 2, ...): the ratio
+// ours/floor is the median of the rounds' ratios, and ours/theirs uses our
+// median round (by rt/s). Exit 1 if the file holds no result or a bad line.
 import { readFileSync } from 'node:fs';
 
 const file = process.argv[2];
@@ -30,16 +33,17 @@ if (rows.length === 0) {
   process.exit(1);
 }
 
-const side = (r) => (r.impl === 'ts' ? 'ts' : 'ours');
+const side = (r) => (r.impl === 'ts' ? 'ts' : r.impl === 'floor' ? 'floor' : 'ours');
 const mib = (kib) => (typeof kib === 'number' ? (kib / 1024).toFixed(1) : 'n/a');
 const num = (x, d) => (typeof x === 'number' ? x.toFixed(d) : 'n/a');
 const size = (b) => (b >= 1048576 && b % 1048576 === 0 ? `${b / 1048576} MiB` : b >= 1024 && b % 1024 === 0 ? `${b / 1024} KiB` : `${b} B`);
 
-const head = ['impl', 'payload', 'turns', 'seconds', 'rt/s', 'MiB/s', 'p50 us', 'p99 us', 'client RSS MiB', 'agent RSS MiB'];
+const head = ['impl', 'round', 'payload', 'turns', 'seconds', 'rt/s', 'MiB/s', 'p50 us', 'p99 us', 'client RSS MiB', 'agent RSS MiB'];
 const table = [head];
 for (const r of rows) {
   table.push([
-    side(r) === 'ts' ? 'ts' : `ours(${r.impl})`,
+    side(r) === 'ours' ? `ours(${r.impl})` : side(r),
+    typeof r.round === 'number' ? String(r.round) : '-',
     size(r.payload),
     String(r.turns),
     num(r.seconds, 2),
@@ -51,16 +55,26 @@ for (const r of rows) {
     mib(r.agent_peak_rss_kib),
   ]);
 }
-const print = (t) => {
+const print = (t, left = [0]) => {
   const w = t[0].map((_, i) => Math.max(...t.map((row) => row[i].length)));
-  for (const row of t) console.log(row.map((c, i) => (i < 2 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  '));
+  for (const row of t) console.log(row.map((c, i) => (left.includes(i) ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  '));
 };
-print(table);
+print(table, [0, 2]);
 
+// The lower middle of the numbers (as run-mcp-bridge.sh's median).
+const median = (xs) => {
+  const v = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b);
+  return v.length ? v[Math.floor((v.length - 1) / 2)] : undefined;
+};
+// Our row with the median rt/s for a payload (the row compared with theirs).
+const oursMedian = (p) => {
+  const os = rows.filter((r) => r.payload === p && side(r) === 'ours').sort((a, b) => a.rtps - b.rtps);
+  return os.length ? os[Math.floor((os.length - 1) / 2)] : undefined;
+};
 const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b !== 0 ? (a / b).toFixed(2) : 'n/a');
 const rt = [['payload', 'rt/s', 'MiB/s', 'p50', 'p99', 'client RSS', 'agent RSS']];
 for (const p of [...new Set(rows.map((r) => r.payload))]) {
-  const o = rows.find((r) => r.payload === p && side(r) === 'ours');
+  const o = oursMedian(p);
   const t = rows.find((r) => r.payload === p && side(r) === 'ts');
   if (!o || !t) continue;
   rt.push([
@@ -79,6 +93,42 @@ if (rt.length > 1) {
   print(rt);
 } else {
   console.log('ratios ours/theirs: n/a (need both ours and ts results for a payload)');
+}
+// Ours against the floor, round by round (the same round's floor run came
+// right after ours). Targets from issue 11: 5 B rt/s >= 0.9x the floor,
+// 64 KiB MiB/s >= 0.8x, 1 MiB MiB/s >= 0.6x.
+const target = (p) => (p <= 5 ? ['rt/s', 0.9] : p <= 65536 ? ['MiB/s', 0.8] : ['MiB/s', 0.6]);
+const ft = [['payload', 'rounds', 'floor rt/s', 'floor MiB/s', 'floor p50 us', 'rt/s', 'MiB/s', 'p50', 'target', 'rounds (rt/s ratio)']];
+for (const p of [...new Set(rows.map((r) => r.payload))]) {
+  const pairs = [];
+  for (const o of rows.filter((r) => r.payload === p && side(r) === 'ours')) {
+    const f = rows.find((r) => r.payload === p && side(r) === 'floor' && r.round === o.round);
+    if (f) pairs.push([o, f]);
+  }
+  if (pairs.length === 0) continue;
+  const fs = pairs.map(([, f]) => f);
+  const q = (k) => median(pairs.map(([o, f]) => o[k] / f[k]));
+  const [tk, tv] = target(p);
+  const got = tk === 'rt/s' ? q('rtps') : q('mibps');
+  ft.push([
+    size(p),
+    String(pairs.length),
+    num(median(fs.map((f) => f.rtps)), 0),
+    num(median(fs.map((f) => f.mibps)), 2),
+    num(median(fs.map((f) => f.p50_us)), 1),
+    num(q('rtps'), 2),
+    num(q('mibps'), 2),
+    num(q('p50_us'), 2),
+    `${tk} >= ${tv}: ${typeof got === 'number' && got >= tv ? 'met' : 'NOT met'}`,
+    pairs.map(([o, f]) => (o.rtps / f.rtps).toFixed(2)).join(' '),
+  ]);
+}
+console.log('');
+if (ft.length > 1) {
+  console.log('floor (bench/uv_cat_floor: libuv <-> cat, same lines) and ours/floor, median of alternating rounds');
+  print(ft, [0, 8]);
+} else {
+  console.log('ours/floor: n/a (need ours and floor results for a payload)');
 }
 console.log('');
 console.log('reference (issue) for the TS pair: 5,096 rt/s and 126 us median at 5 B; 28 MiB/s at 1 MiB; ~104-149 MiB peak RSS per process');

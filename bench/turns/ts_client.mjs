@@ -56,18 +56,21 @@ function percentile(sorted, p) {
  * Runs the benchmark against `cmd` (array). Resolves with the result object;
  * rejects with an Error on any failed check.
  */
-export async function runBench({ cmd, payload, turns, warmup = 0, impl = 'ts', timeoutSec = 0 }) {
-  const { loadSdk } = await import(loaderUrl);
+export async function runBench({ cmd, url, payload, turns, warmup = 0, impl = 'ts', timeoutSec = 0 }) {
+  const { loadSdk, loadSdkModule } = await import(loaderUrl);
   const acp = await loadSdk();
   const text = makePayload(payload);
 
-  const child = spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
-  let exitInfo = null;
+  // With `url` the agent is remote (the SDK's experimental/ws-client, the
+  // pinned `ws` package as its WebSocket): nothing is spawned.
+  const child = url ? null : spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+  let exitInfo = url ? { code: null } : null;
   const exited = new Promise((resolve) => {
+    if (!child) { resolve(); return; }
     child.on('exit', (code, signal) => { exitInfo = { code, signal }; resolve(); });
     child.on('error', (e) => { exitInfo = { error: e.message }; resolve(); });
   });
-  child.stdin.on('error', () => {});
+  if (child) child.stdin.on('error', () => {});
 
   // Per-turn echo accounting, reset before every prompt.
   let chunks = 0;
@@ -90,7 +93,14 @@ export async function runBench({ cmd, payload, turns, warmup = 0, impl = 'ts', t
     ? new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timeout after ${timeoutSec}s`)), timeoutSec * 1000); })
     : null;
 
-  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  let stream;
+  if (url) {
+    const { createWebSocketStream } = await loadSdkModule('@agentclientprotocol/sdk/experimental/ws-client');
+    const wsmod = await loadSdkModule('ws');
+    stream = createWebSocketStream(url, { WebSocket: wsmod.WebSocket || wsmod.default });
+  } else {
+    stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  }
   const work = app.connectWith(stream, async (agent) => {
     await agent.request('initialize', {
       protocolVersion: 1,
@@ -125,7 +135,7 @@ export async function runBench({ cmd, payload, turns, warmup = 0, impl = 'ts', t
       seconds,
       p50: percentile(rtt, 0.5),
       p99: percentile(rtt, 0.99),
-      agentRss: peakRssKiB(child.pid),
+      agentRss: child ? peakRssKiB(child.pid) : -1,
     };
   });
 
@@ -133,7 +143,7 @@ export async function runBench({ cmd, payload, turns, warmup = 0, impl = 'ts', t
   try {
     m = await (timeout ? Promise.race([work, timeout]) : work);
   } catch (e) {
-    if (exitInfo === null) child.kill('SIGKILL');
+    if (child && exitInfo === null) child.kill('SIGKILL');
     await exited;
     if (exitInfo && exitInfo.error) throw new Error(`cannot run agent: ${exitInfo.error}`);
     throw e;
@@ -141,8 +151,8 @@ export async function runBench({ cmd, payload, turns, warmup = 0, impl = 'ts', t
     if (timer) clearTimeout(timer);
   }
   // connectWith closed the connection; close the agent's stdin and reap it.
-  try { child.stdin.end(); } catch {}
-  const kill = setTimeout(() => { if (exitInfo === null) child.kill('SIGKILL'); }, 5000);
+  if (child) try { child.stdin.end(); } catch {}
+  const kill = setTimeout(() => { if (child && exitInfo === null) child.kill('SIGKILL'); }, 5000);
   await exited;
   clearTimeout(kill);
 
@@ -158,14 +168,14 @@ export async function runBench({ cmd, payload, turns, warmup = 0, impl = 'ts', t
     p99_us: round(m.p99, 1),
     client_peak_rss_kib: peakRssKiB(process.pid),
     agent_peak_rss_kib: m.agentRss,
-    agent_pid: child.pid,
+    agent_pid: child ? child.pid : -1,
     agent_exit: exitInfo && exitInfo.code,
   };
 }
 
 function usage(msg) {
   if (msg) process.stderr.write(`ts_client: ${msg}\n`);
-  process.stderr.write('usage: node ts_client.mjs [--payload BYTES] [--turns N] [--warmup N] [--impl NAME] [--timeout SEC] -- AGENT_CMD ARGS...\n');
+  process.stderr.write('usage: node ts_client.mjs [--payload BYTES] [--turns N] [--warmup N] [--impl NAME] [--timeout SEC] (-- AGENT_CMD ARGS... | --url ws://HOST:PORT/acp)\n');
   process.exit(2);
 }
 
@@ -187,9 +197,10 @@ async function main() {
     else if (a === '--warmup') o.warmup = num();
     else if (a === '--timeout') o.timeoutSec = num();
     else if (a === '--impl') { if (i + 1 >= argv.length) usage('--impl needs a value'); o.impl = argv[++i]; }
+    else if (a === '--url') { if (i + 1 >= argv.length) usage('--url needs a value'); o.url = argv[++i]; }
     else usage(`unknown argument ${a}`);
   }
-  if (!cmd || cmd.length === 0) usage('missing agent command after --');
+  if ((!cmd || cmd.length === 0) && !o.url) usage('missing agent command after -- (or --url URL)');
   if (o.turns < 1) usage('--turns must be >= 1');
   try {
     const r = await runBench({ cmd, ...o });

@@ -120,6 +120,21 @@ typedef int (*acp_agent_cancel_request_cb)(acp_agent *agent,
 typedef int (*acp_agent_response_cb)(acp_agent *agent, const acp_rpc_msg *msg,
                                      void *user_data);
 
+/**
+ * Observer of the `session/update` notifications this agent sends, called
+ * once per update after it was queued (never for one that failed), from
+ * inside the acp_agent_send_*() call that sent it. For an agent that keeps
+ * or persists its sessions' history: the update is exactly the object sent
+ * as `params.update`.
+ * @param session_id  NUL-terminated; valid during the call.
+ * @param update, len the update object's JSON; valid during the call.
+ * The observer must not send anything on `agent` (no re-entrancy).
+ */
+typedef void (*acp_agent_update_sent_cb)(acp_agent *agent,
+                                         const char *session_id,
+                                         const char *update, size_t len,
+                                         void *user_data);
+
 /* MARK: - Callbacks */
 
 /** @return 0, ACP_ERR_INVALID_ARGUMENT (out NULL) or ACP_ERR_NOMEM. */
@@ -171,7 +186,28 @@ ACP_EXTERN void
 acp_agent_callbacks_set_on_cancel_request(acp_agent_callbacks *cbs,
                                           acp_agent_cancel_request_cb cb);
 
-/* Unstable request handlers (schema.unstable.json). */
+/** Observe every `session/update` sent (acp_agent_update_sent_cb). */
+ACP_EXTERN void
+acp_agent_callbacks_set_on_update_sent(acp_agent_callbacks *cbs,
+                                       acp_agent_update_sent_cb cb);
+
+/* Unstable request handlers (schema.unstable.json; the session/set_title,
+ * archive, unarchive, status and auth/status ones from the newer copy in
+ * spec/acp/schema-sdk-2.4.0). */
+ACP_EXTERN void
+acp_agent_callbacks_set_on_session_set_title(acp_agent_callbacks *cbs,
+                                             acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_session_archive(acp_agent_callbacks *cbs,
+                                           acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_session_unarchive(acp_agent_callbacks *cbs,
+                                             acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_session_status(acp_agent_callbacks *cbs,
+                                          acp_agent_request_cb cb);
+ACP_EXTERN void acp_agent_callbacks_set_on_auth_status(acp_agent_callbacks *cbs,
+                                                       acp_agent_request_cb cb);
 ACP_EXTERN void
 acp_agent_callbacks_set_on_session_fork(acp_agent_callbacks *cbs,
                                         acp_agent_request_cb cb);
@@ -482,6 +518,20 @@ acp_agent_elicitation_create(acp_agent *agent, const char *params,
 /** `elicitation/complete` notification {elicitationId}. */
 ACP_EXTERN int acp_agent_elicitation_complete(acp_agent *agent,
                                               const char *elicitation_id);
+
+/**
+ * `auth/status_update` notification {state, accounts?} (unstable): `state`
+ * one of "authenticated", "unauthenticated", "not_required", "unknown" (or
+ * an `_`-prefixed extension), `accounts` a raw AuthAccount[] array or NULL
+ * to omit. Send it only to a client after `initialize`, when the state
+ * differs from the last one sent. Errors: 0, ACP_ERR_INVALID_ARGUMENT
+ * (agent or state NULL), ACP_ERR_INVALID_STATE (the rpc session failed),
+ * ACP_ERR_LIMIT, ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_agent_send_auth_status_update(acp_agent *agent,
+                                                 const char *state,
+                                                 const char *accounts,
+                                                 size_t accounts_len);
 
 /* MARK: - session/update senders
  *

@@ -60,7 +60,11 @@ typedef enum acp_update_kind {
   ACP_UPDATE_PLAN_REMOVED,
   ACP_UPDATE_NOTICE,
   ACP_UPDATE_COMPACTION_UPDATE,
-  ACP_UPDATE_COMPACTION_SUMMARY_CHUNK
+  ACP_UPDATE_COMPACTION_SUMMARY_CHUNK,
+  /* Unstable kinds of the newer schema (spec/acp/schema-sdk-2.4.0). */
+  ACP_UPDATE_SUBAGENT_UPDATE,
+  ACP_UPDATE_SESSION_MESSAGE,
+  ACP_UPDATE_SESSION_MESSAGE_CHUNK
 } acp_update_kind;
 
 /** Wire name of a kind ("agent_message_chunk"), or NULL for UNKNOWN. */
@@ -156,6 +160,10 @@ ACP_EXTERN void
 acp_client_callbacks_set_on_cancel_request(acp_client_callbacks *cbs,
                                            acp_client_cancel_request_cb cb);
 /* Unstable. */
+/** `auth/status_update` {state, accounts?} (notification). */
+ACP_EXTERN void
+acp_client_callbacks_set_on_auth_status_update(acp_client_callbacks *cbs,
+                                               acp_client_notification_cb cb);
 ACP_EXTERN void
 acp_client_callbacks_set_on_mcp_connect(acp_client_callbacks *cbs,
                                         acp_client_request_cb cb);
@@ -345,6 +353,42 @@ ACP_EXTERN int acp_client_prompt(acp_client *client, const char *session_id,
                                  int64_t *id_out);
 /** `session/cancel` notification {sessionId}. */
 ACP_EXTERN int acp_client_cancel(acp_client *client, const char *session_id);
+
+/* Unstable calls (the agent advertises each under sessionCapabilities or
+ * agentCapabilities.auth; the answer's shape is the schema's *Response). */
+
+/** `session/fork` {sessionId, cwd, mcpServers (omitted if NULL)}. */
+ACP_EXTERN int acp_client_session_fork(acp_client *client,
+                                       const char *session_id, const char *cwd,
+                                       const char *mcp_servers,
+                                       size_t mcp_servers_len,
+                                       acp_client_response_cb cb,
+                                       void *cb_user_data, int64_t *id_out);
+/** `session/set_title` {sessionId, title}. */
+ACP_EXTERN int
+acp_client_session_set_title(acp_client *client, const char *session_id,
+                             const char *title, acp_client_response_cb cb,
+                             void *cb_user_data, int64_t *id_out);
+/** `session/archive` {sessionId}. */
+ACP_EXTERN int acp_client_session_archive(acp_client *client,
+                                          const char *session_id,
+                                          acp_client_response_cb cb,
+                                          void *cb_user_data, int64_t *id_out);
+/** `session/unarchive` {sessionId}. */
+ACP_EXTERN int acp_client_session_unarchive(acp_client *client,
+                                            const char *session_id,
+                                            acp_client_response_cb cb,
+                                            void *cb_user_data,
+                                            int64_t *id_out);
+/** `session/status` {sessionId}: answered {status: "open"|"saved"}. */
+ACP_EXTERN int acp_client_session_status(acp_client *client,
+                                         const char *session_id,
+                                         acp_client_response_cb cb,
+                                         void *cb_user_data, int64_t *id_out);
+/** `auth/status` {}: answered {state, accounts?}. */
+ACP_EXTERN int acp_client_auth_status(acp_client *client,
+                                      acp_client_response_cb cb,
+                                      void *cb_user_data, int64_t *id_out);
 
 #ifdef __cplusplus
 }

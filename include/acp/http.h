@@ -200,7 +200,8 @@ ACP_EXTERN void acp_http_server_close(acp_http_server *srv,
  * `call`'s conn must have been created by an acp_http_server (its
  * user_data is the server's), or have NULL user_data.
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_UNSUPPORTED (not an HTTP
- *         conn, or a legacy one), ACP_ERR_INVALID_STATE (not called from
+ *         conn, a legacy one, or a 2026-07-28 request's, which has no
+ *         resumability), ACP_ERR_INVALID_STATE (not called from
  *         the handler while its request is being dispatched),
  *         ACP_ERR_LIMIT or ACP_ERR_NOMEM (the conn's output is full).
  */

@@ -5,7 +5,8 @@
  * ACP_RPC_CANCEL_STYLE_MCP) and never see a file descriptor or a clock: feed
  * bytes with *_recv(), take bytes with *_send(), pass time in, drive
  * deadlines with *_get_expiry() / *_handle_expiry(). Stateful revisions
- * 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25 are spoken.
+ * 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25 are spoken; the server
+ * also serves stateless 2026-07-28 requests (see STATELESS REQUESTS).
  *
  * SERVER. Two objects:
  *
@@ -82,20 +83,45 @@
  * here except *_recv, *_send, *_recv_eof, *_handle_expiry and *_free on
  * the same object.
  *
- * Toward the stateless revision (2026-07-28): that
- * revision drops initialize (version and client capabilities travel in each
- * request's `_meta`), adds `server/discover`, removes ping, logging/setLevel
- * and resources/subscribe (replaced by subscriptions/listen), replaces
- * server->client requests by results with resultType "input_required", and
- * renumbers resource-not-found to -32602. The split between the registry
- * (acp_mcp_server, per-request handlers, no peer state) and the connection
- * (acp_mcp_conn, which alone holds negotiated state) is what lets it be
- * added as a per-request "stateless" mode of acp_mcp_conn without touching
- * the registry or the handler API: the conn would read the version from
- * `_meta` per request instead of from initialize, and
- * acp_mcp_call_request() would turn into an input_required result.
- * Until then, the era writers (MARK: - Eras) let a component between a
- * 2025 client and a 2026-only server translate the two.
+ * STATELESS REQUESTS (2026-07-28). The server speaks the stateless
+ * revision and the stateful ones at once, from the same registry and
+ * handlers, choosing per request:
+ *   - A request whose params carry
+ *     `_meta["io.modelcontextprotocol/protocolVersion"]`, and every
+ *     `server/discover`, is served statelessly whatever the conn negotiated
+ *     (a conn with an initialized 2025 session may carry both). Its `_meta`
+ *     must be an object with `protocolVersion` (a string) and
+ *     `clientCapabilities` (an object), `clientInfo` an object when present,
+ *     `logLevel` a level name when present; else -32602. A version other
+ *     than "2026-07-28" is answered -32022 (UnsupportedProtocolVersionError)
+ *     with data {"supported": ["2026-07-28"], "requested": V}: the stateful
+ *     revisions are reached with initialize, not per request.
+ *   - Methods: server/discover ({"supportedVersions", "capabilities",
+ *     "instructions"?}), the lists, tools/call, resources/read, prompts/get,
+ *     completion/complete. initialize, ping, logging/setLevel,
+ *     resources/(un)subscribe and subscriptions/listen (not offered) are
+ *     -32601. Capabilities at 2026 announce no listChanged and no subscribe.
+ *   - Every result gets `resultType: "complete"` (unless the handler set
+ *     one) and `_meta["io.modelcontextprotocol/serverInfo"]` (a `_meta` the
+ *     handler wrote keeps its members); discover, the lists and reads get
+ *     the CacheableResult hints of acp_mcp_server_set_cache(). Lists are in
+ *     registration order, so the same registry gives the same list.
+ *   - An unknown resource is -32602 with data {"uri"} (not -32002).
+ *   - Logging: acp_mcp_call_log() on a stateless call sends
+ *     notifications/message only when the request set a `logLevel` (and
+ *     logging is on), at or above it; broadcasts (acp_mcp_server_log(),
+ *     list_changed, resources/updated) reach initialized sessions only.
+ *   - Multi round-trip: acp_mcp_call_request() and its wrappers on a
+ *     stateless call become input requests of an InputRequiredResult, the
+ *     retry's answers reach the same callbacks (see
+ *     acp_mcp_call_request_named(), acp_mcp_server_set_state_key()).
+ *   - acp_mcp_call_is_stateless() and acp_mcp_call_client_capabilities()
+ *     tell a handler which era and capabilities apply.
+ * The conn stays the unit of transport: a stateless request needs no
+ * initialize on it, and acp_mcp_conn_version() stays
+ * ACP_MCP_VERSION_UNKNOWN for a conn that only served stateless ones.
+ * The era writers (MARK: - Eras) let a component between a 2025 client and
+ * a 2026-only server translate the two.
  *
  * Thread-safety: one thread at a time per server and all its conns; one
  * thread at a time per client.
@@ -219,8 +245,18 @@ ACP_EXTERN int acp_mcp_uri_template_match(const char *tpl, size_t tpl_len,
   "io.modelcontextprotocol/clientCapabilities"
 /** `_meta` key of a 2026 result: the server's Implementation. */
 #define ACP_MCP_META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+/** `_meta` key of a 2026 request: the minimum log level for that request
+ * (optional; without it the server sends no notifications/message). */
+#define ACP_MCP_META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 /** MCP error code (2026-07-28): UnsupportedProtocolVersionError. */
 #define ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION (-32022)
+/** MCP error code (2026-07-28): HeaderMismatchError (Streamable HTTP: an
+ * `Mcp-Method`, `Mcp-Name` or `MCP-Protocol-Version` header that is missing
+ * or disagrees with the body). */
+#define ACP_MCP_HEADER_MISMATCH (-32020)
+/** MCP error code (2026-07-28): MissingRequiredClientCapabilityError, data
+ * {"requiredCapabilities": ClientCapabilities}. */
+#define ACP_MCP_MISSING_REQUIRED_CLIENT_CAPABILITY (-32021)
 
 /**
  * Write the result of a 2025-era `initialize` from a 2026 `server/discover`
@@ -492,6 +528,58 @@ ACP_EXTERN void acp_mcp_server_declare(acp_mcp_server *server, unsigned caps);
 ACP_EXTERN void acp_mcp_server_set_completion(acp_mcp_server *server,
                                               acp_mcp_complete_cb cb,
                                               void *user_data);
+/** What a CacheableResult hint (2026-07-28 `ttlMs` / `cacheScope`) is set
+ * for, with acp_mcp_server_set_cache(). */
+typedef enum acp_mcp_cache_target {
+  ACP_MCP_CACHE_TOOLS_LIST = ACP_MCP_LIST_TOOLS,
+  ACP_MCP_CACHE_RESOURCES_LIST = ACP_MCP_LIST_RESOURCES,
+  ACP_MCP_CACHE_TEMPLATES_LIST = ACP_MCP_LIST_RESOURCE_TEMPLATES,
+  ACP_MCP_CACHE_PROMPTS_LIST = ACP_MCP_LIST_PROMPTS,
+  ACP_MCP_CACHE_DISCOVER = 4,
+  /** resources/read: of every resource (key NULL), or of one registered
+   * resource or template (key its uri or uri template). */
+  ACP_MCP_CACHE_READ = 5
+} acp_mcp_cache_target;
+
+/** `cacheScope` of a CacheableResult. */
+typedef enum acp_mcp_cache_scope {
+  ACP_MCP_CACHE_PRIVATE = 0, /**< "private": only the requesting client */
+  ACP_MCP_CACHE_PUBLIC = 1   /**< "public": shared intermediaries too */
+} acp_mcp_cache_scope;
+
+/**
+ * Set the caching hints sent on 2026-07-28 results (CacheableResult:
+ * server/discover, the four lists, resources/read). Every such result
+ * carries them; until set they are `"ttlMs": 0, "cacheScope": "private"`
+ * (immediately stale). Results to a stateful (2025) client never carry
+ * them. A read of a resource or template with its own setting uses it,
+ * others the ACP_MCP_CACHE_READ default (key NULL). A per-registration
+ * setting is dropped with its registration.
+ *
+ * @param key     NULL, or for ACP_MCP_CACHE_READ the uri of a registered
+ *                resource or the uri template of a registered template.
+ * @param ttl_ms  freshness in milliseconds (<= INT64_MAX).
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (server NULL, target or scope out of
+ *         range, key given for a list, ttl_ms too large);
+ *         ACP_ERR_NOT_FOUND (key names no registration).
+ */
+ACP_EXTERN int acp_mcp_server_set_cache(acp_mcp_server *server,
+                                        acp_mcp_cache_target target,
+                                        const char *key, uint64_t ttl_ms,
+                                        acp_mcp_cache_scope scope);
+/**
+ * The key that integrity-protects the `requestState` of 2026-07-28 multi
+ * round-trip results (HMAC-SHA256), copied. The core reads no entropy:
+ * the caller passes random bytes from the OS (acp mcp serve uses
+ * getrandom), one key per server; a state is valid only for the server
+ * that made it (or the workers that share its key). Without a key (the
+ * default, or len 0) stateless calls cannot ask for input
+ * (acp_mcp_call_request_named() returns ACP_ERR_UNSUPPORTED).
+ * @param len  0, or 16 to 64 bytes.
+ * @return 0 or ACP_ERR_INVALID_ARGUMENT.
+ */
+ACP_EXTERN int acp_mcp_server_set_state_key(acp_mcp_server *server,
+                                            const void *key, size_t len);
 /** Called when a conn receives notifications/initialized. */
 ACP_EXTERN void acp_mcp_server_set_on_initialized(acp_mcp_server *server,
                                                   acp_mcp_conn_cb cb);
@@ -530,6 +618,18 @@ ACP_EXTERN int acp_mcp_server_remove_template(acp_mcp_server *server,
                                               const char *uri_template);
 ACP_EXTERN int acp_mcp_server_remove_prompt(acp_mcp_server *server,
                                             const char *name);
+
+/**
+ * The registered tool `name`'s entry as tools/list shows it (one JSON
+ * object: name, inputSchema, ...), borrowed: valid until the tool is
+ * removed or the server freed. For transports that check a request against
+ * the tool's schema (Streamable HTTP's x-mcp-header parameters).
+ * @param len  receives the length (0 when not found); may be NULL.
+ * @return the JSON, or NULL when no such tool is registered.
+ */
+ACP_EXTERN const char *acp_mcp_server_tool_json(const acp_mcp_server *server,
+                                                const char *name,
+                                                size_t name_len, size_t *len);
 
 /**
  * Add one resource to a resources/list answer (from a template's lister).
@@ -652,6 +752,20 @@ ACP_EXTERN const char *acp_mcp_call_name(const acp_mcp_call *call);
  */
 ACP_EXTERN int acp_mcp_call_uri_var(const acp_mcp_call *call, const char *name,
                                     const char **value, size_t *len);
+/**
+ * Nonzero if the call's request was a 2026-07-28 (stateless) one, carrying
+ * `_meta["io.modelcontextprotocol/protocolVersion"]`; 0 for a call of a
+ * conn that negotiated a stateful revision with initialize.
+ */
+ACP_EXTERN int acp_mcp_call_is_stateless(const acp_mcp_call *call);
+/**
+ * The raw JSON of the client capabilities that apply to this call: the
+ * request's `_meta["io.modelcontextprotocol/clientCapabilities"]` for a
+ * stateless call, else the conn's from initialize. Valid while the call
+ * lives; NULL (*len 0) when absent.
+ */
+ACP_EXTERN const char *acp_mcp_call_client_capabilities(const acp_mcp_call *c,
+                                                        size_t *len);
 /** Handler-owned pointer stored on the call. */
 ACP_EXTERN void acp_mcp_call_set_user_data(acp_mcp_call *call, void *ud);
 ACP_EXTERN void *acp_mcp_call_get_user_data(const acp_mcp_call *call);
@@ -736,6 +850,40 @@ ACP_EXTERN int acp_mcp_call_request(acp_mcp_call *call, const char *method,
                                     uint64_t timeout_ms,
                                     acp_mcp_call_response_cb cb,
                                     void *user_data);
+/**
+ * acp_mcp_call_request() with a name for the request. On a stateful conn
+ * the key is ignored. On a stateless (2026-07-28) call the request becomes
+ * the input request `key` of a multi round-trip result (key NULL: "1",
+ * "2", ... in the order the call issues them):
+ *   - Only sampling/createMessage, elicitation/create and roots/list, from
+ *     a tools/call or prompts/get call, once a state key is set
+ *     (acp_mcp_server_set_state_key()), and only when the request's
+ *     clientCapabilities declare the capability; else ACP_ERR_UNSUPPORTED.
+ *   - When the retry carries the answer (its `inputResponses`, or the
+ *     answers of earlier rounds kept in `requestState`), `cb` runs with
+ *     status 0 and msg->result the answer, after the handler returned
+ *     (never from inside this function).
+ *   - Otherwise the request joins the call's `inputRequests`; when the
+ *     handler and the callbacks above return with the call unanswered, it
+ *     is answered {"resultType":"input_required","inputRequests":{...},
+ *     "requestState":S} and released (`cb` never runs: the client retries
+ *     the whole request and the handler runs again, so it must issue the
+ *     same requests under the same keys). Issued after the handler
+ *     returned, the call is answered input_required at once.
+ *   S is base64url(JSON of every answer so far, the method and the name)
+ *   "." base64url(HMAC-SHA256 under the state key): a retry whose
+ *   requestState was altered, forged or made for another tool or prompt
+ *   is answered -32602; `inputResponses` that is not an object of objects
+ *   too.
+ * @param key  NUL-terminated, or NULL.
+ * @return as acp_mcp_call_request().
+ */
+ACP_EXTERN int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
+                                          const char *method,
+                                          const char *params, size_t params_len,
+                                          uint64_t timeout_ms,
+                                          acp_mcp_call_response_cb cb,
+                                          void *user_data);
 /** sampling/createMessage with the given params object. */
 ACP_EXTERN int
 acp_mcp_call_create_message(acp_mcp_call *call, const char *params,

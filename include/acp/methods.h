@@ -112,6 +112,18 @@ typedef enum acp_method_id {
   ACP_METHOD_MCP_CONNECT,
   /** `mcp/disconnect`: agent -> client request. Unstable. */
   ACP_METHOD_MCP_DISCONNECT,
+  /** `auth/status`: client -> agent request. Unstable. */
+  ACP_METHOD_AUTH_STATUS,
+  /** `session/archive`: client -> agent request. Unstable. */
+  ACP_METHOD_SESSION_ARCHIVE,
+  /** `session/unarchive`: client -> agent request. Unstable. */
+  ACP_METHOD_SESSION_UNARCHIVE,
+  /** `session/status`: client -> agent request. Unstable. */
+  ACP_METHOD_SESSION_STATUS,
+  /** `session/set_title`: client -> agent request. Unstable. */
+  ACP_METHOD_SESSION_SET_TITLE,
+  /** `auth/status_update`: agent -> client notification. Unstable. */
+  ACP_METHOD_AUTH_STATUS_UPDATE,
   /** Number of ids, ACP_METHOD_UNKNOWN included. Not a method. */
   ACP_METHOD__COUNT
 } acp_method_id;

@@ -242,6 +242,15 @@ typedef struct acp_router_hop {
   const char *data;
   size_t len;
   bool in_batch; /**< written as an element of an array line */
+  /**
+   * For a response to a request the router had written to a link (the
+   * answer routed back, or the error the router made because that link
+   * closed): that link and the id the request carried on it, so that a
+   * tracer can pair the two although ids are rewritten on every hop.
+   * ACP_ROUTER_SELF (and 0) for anything else.
+   */
+  size_t answers_link;
+  int64_t answers_id;
 } acp_router_hop;
 
 /** Called for every message written to any link. */

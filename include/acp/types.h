@@ -576,6 +576,45 @@ ACP_EXTERN acp_nes_reject_reason acp_nes_reject_reason_from_str(const char *s,
 /** Wire string of a value; NULL for _UNKNOWN or out of range. */
 ACP_EXTERN const char *acp_nes_reject_reason_to_str(acp_nes_reject_reason v);
 
+/** The agent's overall authentication state (schema `AuthState`; open: unknown
+ * values are kept). */
+typedef enum acp_auth_state {
+  /** Absent, or a value this version does not know. */
+  ACP_AUTH_STATE_UNKNOWN = 0,
+  /** `authenticated`: Credentials are configured. */
+  ACP_AUTH_STATE_AUTHENTICATED = 1,
+  /** `unauthenticated`: The user needs to sign in. */
+  ACP_AUTH_STATE_UNAUTHENTICATED = 2,
+  /** `not_required`: No authentication is needed, for example because the agent
+   * uses a local model. */
+  ACP_AUTH_STATE_NOT_REQUIRED = 3,
+  /** `unknown`: The agent cannot currently determine the state. */
+  ACP_AUTH_STATE_UNKNOWN_VALUE = 4,
+} acp_auth_state;
+
+/** Parse a wire string; ACP_AUTH_STATE_UNKNOWN if unknown. */
+ACP_EXTERN acp_auth_state acp_auth_state_from_str(const char *s, size_t len);
+/** Wire string of a value; NULL for _UNKNOWN or out of range. */
+ACP_EXTERN const char *acp_auth_state_to_str(acp_auth_state v);
+
+/** Whether the Agent has a session in memory, as reported by `session/status`
+ * (schema `SessionStatus`; open: unknown values are kept). */
+typedef enum acp_session_status {
+  /** Absent, or a value this version does not know. */
+  ACP_SESSION_STATUS_UNKNOWN = 0,
+  /** `open`: The Agent has the session in memory, for any connection. */
+  ACP_SESSION_STATUS_OPEN = 1,
+  /** `saved`: The Agent knows the session and can resume it, but does not have
+   * it in memory. */
+  ACP_SESSION_STATUS_SAVED = 2,
+} acp_session_status;
+
+/** Parse a wire string; ACP_SESSION_STATUS_UNKNOWN if unknown. */
+ACP_EXTERN acp_session_status acp_session_status_from_str(const char *s,
+                                                          size_t len);
+/** Wire string of a value; NULL for _UNKNOWN or out of range. */
+ACP_EXTERN const char *acp_session_status_to_str(acp_session_status v);
+
 /** Which variant a acp_auth_method holds. */
 typedef enum acp_auth_method_kind {
   /** Absent, or a value this version does not know. */
@@ -758,6 +797,51 @@ acp_available_command_input_kind_from_str(const char *s, size_t len);
 ACP_EXTERN const char *
 acp_available_command_input_kind_to_str(acp_available_command_input_kind v);
 
+/** Which variant a acp_idle_state_update_variant holds. */
+typedef enum acp_idle_state_update_kind {
+  /** Absent, or a value this version does not know. */
+  ACP_IDLE_STATE_UPDATE_KIND_UNKNOWN = 0,
+  /** `end_turn` */
+  ACP_IDLE_STATE_UPDATE_KIND_END_TURN = 1,
+  /** `max_tokens` */
+  ACP_IDLE_STATE_UPDATE_KIND_MAX_TOKENS = 2,
+  /** `max_turn_requests` */
+  ACP_IDLE_STATE_UPDATE_KIND_MAX_TURN_REQUESTS = 3,
+  /** `refusal` */
+  ACP_IDLE_STATE_UPDATE_KIND_REFUSAL = 4,
+  /** `cancelled` */
+  ACP_IDLE_STATE_UPDATE_KIND_CANCELLED = 5,
+  /** `error` */
+  ACP_IDLE_STATE_UPDATE_KIND_ERROR = 6,
+} acp_idle_state_update_kind;
+
+/** Parse a wire string; ACP_IDLE_STATE_UPDATE_KIND_UNKNOWN if unknown. */
+ACP_EXTERN acp_idle_state_update_kind
+acp_idle_state_update_kind_from_str(const char *s, size_t len);
+/** Wire string of a value; NULL for _UNKNOWN or out of range. */
+ACP_EXTERN const char *
+acp_idle_state_update_kind_to_str(acp_idle_state_update_kind v);
+
+/** Which variant a acp_state_update holds. */
+typedef enum acp_state_update_kind {
+  /** Absent, or a value this version does not know. */
+  ACP_STATE_UPDATE_KIND_UNKNOWN = 0,
+  /** `running` */
+  ACP_STATE_UPDATE_KIND_RUNNING = 1,
+  /** `idle` */
+  ACP_STATE_UPDATE_KIND_IDLE = 2,
+  /** `requires_action` */
+  ACP_STATE_UPDATE_KIND_REQUIRES_ACTION = 3,
+  /** `unknown` */
+  ACP_STATE_UPDATE_KIND_UNKNOWN_VALUE = 4,
+} acp_state_update_kind;
+
+/** Parse a wire string; ACP_STATE_UPDATE_KIND_UNKNOWN if unknown. */
+ACP_EXTERN acp_state_update_kind acp_state_update_kind_from_str(const char *s,
+                                                                size_t len);
+/** Wire string of a value; NULL for _UNKNOWN or out of range. */
+ACP_EXTERN const char *acp_state_update_kind_to_str(acp_state_update_kind v);
+
 /** Which variant a acp_session_update holds. */
 typedef enum acp_session_update_kind {
   /** Absent, or a value this version does not know. */
@@ -794,6 +878,12 @@ typedef enum acp_session_update_kind {
   ACP_SESSION_UPDATE_KIND_COMPACTION_UPDATE = 15,
   /** `compaction_summary_chunk` */
   ACP_SESSION_UPDATE_KIND_COMPACTION_SUMMARY_CHUNK = 16,
+  /** `subagent_update` */
+  ACP_SESSION_UPDATE_KIND_SUBAGENT_UPDATE = 17,
+  /** `session_message` */
+  ACP_SESSION_UPDATE_KIND_SESSION_MESSAGE = 18,
+  /** `session_message_chunk` */
+  ACP_SESSION_UPDATE_KIND_SESSION_MESSAGE_CHUNK = 19,
 } acp_session_update_kind;
 
 /** Parse a wire string; ACP_SESSION_UPDATE_KIND_UNKNOWN if unknown. */
@@ -945,6 +1035,7 @@ typedef struct acp_boolean_config_option_capabilities
     acp_boolean_config_option_capabilities;
 typedef struct acp_session_config_options_capabilities
     acp_session_config_options_capabilities;
+typedef struct acp_notice_capabilities acp_notice_capabilities;
 typedef struct acp_client_session_capabilities acp_client_session_capabilities;
 typedef struct acp_plan_capabilities acp_plan_capabilities;
 typedef struct acp_auth_capabilities acp_auth_capabilities;
@@ -958,6 +1049,7 @@ typedef struct acp_nes_rename_capabilities acp_nes_rename_capabilities;
 typedef struct acp_nes_search_and_replace_capabilities
     acp_nes_search_and_replace_capabilities;
 typedef struct acp_client_nes_capabilities acp_client_nes_capabilities;
+typedef struct acp_subagent_capabilities acp_subagent_capabilities;
 typedef struct acp_client_capabilities acp_client_capabilities;
 typedef struct acp_implementation acp_implementation;
 typedef struct acp_initialize_request acp_initialize_request;
@@ -970,8 +1062,19 @@ typedef struct acp_session_additional_directories_capabilities
 typedef struct acp_session_fork_capabilities acp_session_fork_capabilities;
 typedef struct acp_session_resume_capabilities acp_session_resume_capabilities;
 typedef struct acp_session_close_capabilities acp_session_close_capabilities;
+typedef struct acp_session_system_prompt_override_capabilities
+    acp_session_system_prompt_override_capabilities;
+typedef struct acp_session_system_prompt_mode_capabilities
+    acp_session_system_prompt_mode_capabilities;
+typedef struct acp_session_system_prompt_capabilities
+    acp_session_system_prompt_capabilities;
+typedef struct acp_session_archive_capabilities
+    acp_session_archive_capabilities;
+typedef struct acp_session_status_capabilities acp_session_status_capabilities;
+typedef struct acp_session_title_capabilities acp_session_title_capabilities;
 typedef struct acp_session_capabilities acp_session_capabilities;
 typedef struct acp_logout_capabilities acp_logout_capabilities;
+typedef struct acp_auth_status_capabilities acp_auth_status_capabilities;
 typedef struct acp_agent_auth_capabilities acp_agent_auth_capabilities;
 typedef struct acp_providers_capabilities acp_providers_capabilities;
 typedef struct acp_nes_document_did_open_capabilities
@@ -1095,6 +1198,21 @@ typedef struct acp_usage_update acp_usage_update;
 typedef struct acp_notice acp_notice;
 typedef struct acp_compaction_update acp_compaction_update;
 typedef struct acp_compaction_summary_chunk acp_compaction_summary_chunk;
+typedef struct acp_session_cancel_capabilities acp_session_cancel_capabilities;
+typedef struct acp_subagent_session_capabilities
+    acp_subagent_session_capabilities;
+typedef struct acp_running_state_update acp_running_state_update;
+typedef struct acp_error_object acp_error_object;
+typedef struct acp_error_stop_reason acp_error_stop_reason;
+typedef struct acp_idle_state_update_variant acp_idle_state_update_variant;
+typedef struct acp_idle_state_update acp_idle_state_update;
+typedef struct acp_requires_action_state_update
+    acp_requires_action_state_update;
+typedef struct acp_unknown_state_update acp_unknown_state_update;
+typedef struct acp_state_update acp_state_update;
+typedef struct acp_subagent_update acp_subagent_update;
+typedef struct acp_session_message acp_session_message;
+typedef struct acp_session_message_chunk acp_session_message_chunk;
 typedef struct acp_session_update acp_session_update;
 typedef struct acp_session_notification acp_session_notification;
 typedef struct acp_write_text_file_request acp_write_text_file_request;
@@ -1188,6 +1306,19 @@ typedef struct acp_connect_mcp_request acp_connect_mcp_request;
 typedef struct acp_connect_mcp_response acp_connect_mcp_response;
 typedef struct acp_disconnect_mcp_request acp_disconnect_mcp_request;
 typedef struct acp_disconnect_mcp_response acp_disconnect_mcp_response;
+typedef struct acp_auth_status_request acp_auth_status_request;
+typedef struct acp_auth_account acp_auth_account;
+typedef struct acp_auth_status_response acp_auth_status_response;
+typedef struct acp_archive_session_request acp_archive_session_request;
+typedef struct acp_archive_session_response acp_archive_session_response;
+typedef struct acp_unarchive_session_request acp_unarchive_session_request;
+typedef struct acp_unarchive_session_response acp_unarchive_session_response;
+typedef struct acp_session_status_request acp_session_status_request;
+typedef struct acp_session_status_response acp_session_status_response;
+typedef struct acp_set_session_title_request acp_set_session_title_request;
+typedef struct acp_set_session_title_response acp_set_session_title_response;
+typedef struct acp_auth_status_update_notification
+    acp_auth_status_update_notification;
 typedef struct acp_enum_option acp_enum_option;
 typedef struct acp_string_property_schema acp_string_property_schema;
 typedef struct acp_number_property_schema acp_number_property_schema;
@@ -1202,7 +1333,6 @@ typedef struct acp_elicitation_property_schema acp_elicitation_property_schema;
 typedef struct acp_session_config_select_option
     acp_session_config_select_option;
 typedef struct acp_session_config_select_group acp_session_config_select_group;
-typedef struct acp_error_object acp_error_object;
 
 /** File system capabilities that a client may support (schema
  * `FileSystemCapabilities`). */
@@ -1251,6 +1381,13 @@ struct acp_session_config_options_capabilities {
   const acp_json_val *raw;
 };
 
+/** Client support for presenting live notices to the user (schema
+ * `NoticeCapabilities`). */
+struct acp_notice_capabilities {
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
 /** Session-related capabilities supported by the client (schema
  * `ClientSessionCapabilities`). */
 struct acp_client_session_capabilities {
@@ -1260,6 +1397,8 @@ struct acp_client_session_capabilities {
   acp_session_config_options_capabilities *config_options;
   /** `_meta`: Extension metadata, kept verbatim. */
   const acp_json_val *meta;
+  /** `notices`: Support for live user-facing `notice` session updates. */
+  acp_notice_capabilities *notices;
   /** The JSON object this was decoded from, or NULL. */
   const acp_json_val *raw;
 };
@@ -1358,6 +1497,15 @@ struct acp_client_nes_capabilities {
   const acp_json_val *raw;
 };
 
+/** Capability marker for exposing reusable child sessions as restricted ACP
+ * sessions (schema `SubagentCapabilities`). */
+struct acp_subagent_capabilities {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
 /** Capabilities supported by the client (schema `ClientCapabilities`). */
 struct acp_client_capabilities {
   /** `fs`: File system capabilities supported by the client. */
@@ -1383,6 +1531,8 @@ struct acp_client_capabilities {
   const acp_json_val *position_encodings;
   /** `_meta`: Extension metadata, kept verbatim. */
   const acp_json_val *meta;
+  /** `subagents`: Whether the client understands exposed subagent sessions. */
+  acp_subagent_capabilities *subagents;
   /** The JSON object this was decoded from, or NULL. */
   const acp_json_val *raw;
 };
@@ -1517,6 +1667,64 @@ struct acp_session_close_capabilities {
   const acp_json_val *raw;
 };
 
+/** Capabilities for the `override` system prompt mode (schema
+ * `SessionSystemPromptOverrideCapabilities`). */
+struct acp_session_system_prompt_override_capabilities {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** System prompt delivery modes the agent supports in addition to `append`
+ * (schema `SessionSystemPromptModeCapabilities`). */
+struct acp_session_system_prompt_mode_capabilities {
+  /** `override`: Whether the agent supports `override` mode. */
+  acp_session_system_prompt_override_capabilities *override;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Capabilities for client-provided system prompts (schema
+ * `SessionSystemPromptCapabilities`). */
+struct acp_session_system_prompt_capabilities {
+  /** `mode`: Delivery modes the agent supports in addition to `append`. */
+  acp_session_system_prompt_mode_capabilities *mode;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Capabilities for `session/archive` and `session/unarchive` (schema
+ * `SessionArchiveCapabilities`). */
+struct acp_session_archive_capabilities {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Capabilities for the `session/status` method (schema
+ * `SessionStatusCapabilities`). */
+struct acp_session_status_capabilities {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Capabilities for Client-set session titles (schema
+ * `SessionTitleCapabilities`). */
+struct acp_session_title_capabilities {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
 /** Session capabilities supported by the agent (schema `SessionCapabilities`).
  */
 struct acp_session_capabilities {
@@ -1535,12 +1743,31 @@ struct acp_session_capabilities {
   acp_session_close_capabilities *close;
   /** `_meta`: Extension metadata, kept verbatim. */
   const acp_json_val *meta;
+  /** `systemPrompt`: Whether the agent supports `systemPrompt` on session
+   * lifecycle requests. */
+  acp_session_system_prompt_capabilities *system_prompt;
+  /** `archive`: Whether the agent supports `session/archive` and
+   * `session/unarchive`. */
+  acp_session_archive_capabilities *archive;
+  /** `status`: Whether the agent supports `session/status`. */
+  acp_session_status_capabilities *status;
+  /** `title`: Whether the agent supports `session/set_title`. */
+  acp_session_title_capabilities *title;
   /** The JSON object this was decoded from, or NULL. */
   const acp_json_val *raw;
 };
 
 /** Logout capabilities supported by the agent (schema `LogoutCapabilities`). */
 struct acp_logout_capabilities {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Auth status capabilities supported by the agent (schema
+ * `AuthStatusCapabilities`). */
+struct acp_auth_status_capabilities {
   /** `_meta`: Extension metadata, kept verbatim. */
   const acp_json_val *meta;
   /** The JSON object this was decoded from, or NULL. */
@@ -1554,6 +1781,8 @@ struct acp_agent_auth_capabilities {
   acp_logout_capabilities *logout;
   /** `_meta`: Extension metadata, kept verbatim. */
   const acp_json_val *meta;
+  /** `status`: Whether the agent supports the `auth/status` method. */
+  acp_auth_status_capabilities *status;
   /** The JSON object this was decoded from, or NULL. */
   const acp_json_val *raw;
 };
@@ -3078,6 +3307,187 @@ struct acp_compaction_summary_chunk {
   const acp_json_val *raw;
 };
 
+/** Capability to cancel work in a subagent session without ending that session
+ * (schema `SessionCancelCapabilities`). */
+struct acp_session_cancel_capabilities {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Client-initiated session mutations permitted for a specific subagent session
+ * (schema `SubagentSessionCapabilities`). */
+struct acp_subagent_session_capabilities {
+  /** `cancel`: Permits the client to cancel this child's current work without
+   * ending the session. */
+  acp_session_cancel_capabilities *cancel;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Foreground work is in progress (schema `RunningStateUpdate`). */
+struct acp_running_state_update {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** JSON-RPC error object (schema `Error`). */
+struct acp_error_object {
+  /** `code`: A number indicating the error type that occurred. Required. */
+  int64_t code;
+  /** `message`: A string providing a short description of the error. Required.
+   */
+  acp_str message;
+  /** `data`: Optional primitive or structured value that contains additional
+   * information about the error. */
+  const acp_json_val *data;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Details of a failure that ended a child's foreground work (schema
+ * `ErrorStopReason`). */
+struct acp_error_stop_reason {
+  /** `error`: The failure, as a JSON-RPC error object. */
+  acp_error_object *error;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** The variant part of IdleStateUpdate (members of the same object) (schema
+ * `IdleStateUpdateVariant`). */
+struct acp_idle_state_update_variant {
+  /** Which variant is set; _UNKNOWN: see raw. */
+  acp_idle_state_update_kind kind;
+  /** Set when kind is ACP_IDLE_STATE_UPDATE_KIND_ERROR (`"stopReason":
+   * "error"`). */
+  acp_error_stop_reason *error;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** The child is ready to process another prompt (schema `IdleStateUpdate`). */
+struct acp_idle_state_update {
+  /** `usage`: usage. */
+  acp_usage *usage;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** `stopReason`: Why foreground work stopped. */
+  acp_str stop_reason;
+  /** Variant members (in the same JSON object). */
+  acp_idle_state_update_variant variant;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Foreground work is blocked on user action (schema
+ * `RequiresActionStateUpdate`). */
+struct acp_requires_action_state_update {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** The Agent cannot currently determine foreground activity (schema
+ * `UnknownStateUpdate`). */
+struct acp_unknown_state_update {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Current foreground-work state of a reusable child session (schema
+ * `StateUpdate`). */
+struct acp_state_update {
+  /** Which variant is set; _UNKNOWN: see raw. */
+  acp_state_update_kind kind;
+  /** Set when kind is ACP_STATE_UPDATE_KIND_RUNNING (`"state": "running"`). */
+  acp_running_state_update *running;
+  /** Set when kind is ACP_STATE_UPDATE_KIND_IDLE (`"state": "idle"`). */
+  acp_idle_state_update *idle;
+  /** Set when kind is ACP_STATE_UPDATE_KIND_REQUIRES_ACTION (`"state":
+   * "requires_action"`). */
+  acp_requires_action_state_update *requires_action;
+  /** Set when kind is ACP_STATE_UPDATE_KIND_UNKNOWN_VALUE (`"state":
+   * "unknown"`). */
+  acp_unknown_state_update *unknown;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Notification that the enclosing parent session created and owns a child
+ * session (schema `SubagentUpdate`). */
+struct acp_subagent_update {
+  /** `sessionId`: The opaque session ID identifying the child in all ACP
+   * messages. Required. */
+  acp_str session_id;
+  /** `title`: The parent's human-readable display title for this child. */
+  acp_str title;
+  /** `description`: The parent's human-readable description of the child's role
+   * or purpose. */
+  acp_str description;
+  /** `capabilities`: Client-initiated session mutations permitted for this
+   * subagent session. */
+  acp_subagent_session_capabilities *capabilities;
+  /** `state`: Current state snapshot for the child session. */
+  acp_state_update *state;
+  /** `cwd`: The child's working directory. */
+  acp_str cwd;
+  /** `additionalDirectories`: Additional workspace roots for the child. Items,
+   * NULL when absent. */
+  acp_str *additional_directories;
+  size_t additional_directories_count;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** An upsert for an inter-session message (schema `SessionMessage`). */
+struct acp_session_message {
+  /** `messageId`: Identifier of this message within the enclosing session's
+   * transcript. Required. */
+  acp_str message_id;
+  /** `senderSessionId`: The sending session. */
+  acp_str sender_session_id;
+  /** `recipientSessionId`: The receiving session. */
+  acp_str recipient_session_id;
+  /** `senderMessageId`: On an incoming view, the `messageId` of the same
+   * message's outgoing view in the sender's transcript. */
+  acp_str sender_message_id;
+  /** `recipientMessageId`: On an outgoing view, the `messageId` of the same
+   * message's incoming view in the recipient's transcript. */
+  acp_str recipient_message_id;
+  /** `content`: Omitted leaves content unchanged. Items, NULL when absent. */
+  acp_content_block *content;
+  size_t content_count;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** A streamed content block of an inter-session message (schema
+ * `SessionMessageChunk`). */
+struct acp_session_message_chunk {
+  /** `messageId`: Identifier of this message within the enclosing session's
+   * transcript. Required. */
+  acp_str message_id;
+  /** `content`: A single content block appended to the message. Required. */
+  acp_content_block *content;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
 /** Different types of updates that can be sent during session processing
  * (schema `SessionUpdate`). */
 struct acp_session_update {
@@ -3131,6 +3541,15 @@ struct acp_session_update {
   /** Set when kind is ACP_SESSION_UPDATE_KIND_COMPACTION_SUMMARY_CHUNK
    * (`"sessionUpdate": "compaction_summary_chunk"`). */
   acp_compaction_summary_chunk *compaction_summary_chunk;
+  /** Set when kind is ACP_SESSION_UPDATE_KIND_SUBAGENT_UPDATE
+   * (`"sessionUpdate": "subagent_update"`). */
+  acp_subagent_update *subagent_update;
+  /** Set when kind is ACP_SESSION_UPDATE_KIND_SESSION_MESSAGE
+   * (`"sessionUpdate": "session_message"`). */
+  acp_session_message *session_message;
+  /** Set when kind is ACP_SESSION_UPDATE_KIND_SESSION_MESSAGE_CHUNK
+   * (`"sessionUpdate": "session_message_chunk"`). */
+  acp_session_message_chunk *session_message_chunk;
   /** The JSON object this was decoded from, or NULL. */
   const acp_json_val *raw;
 };
@@ -4239,6 +4658,160 @@ struct acp_disconnect_mcp_response {
   const acp_json_val *raw;
 };
 
+/** Request parameters for the `auth/status` method (schema
+ * `AuthStatusRequest`). */
+struct acp_auth_status_request {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** An account or credential the agent has configured, such as a signed-in user
+ * account or an API key (schema `AuthAccount`). */
+struct acp_auth_account {
+  /** `label`: Human-readable name for the account, suitable for display on its
+   * own, for example `Claude Max`, `OpenAI API key`, or `Vertex AI`. Required.
+   */
+  acp_str label;
+  /** Whether `active` is present. */
+  bool has_active;
+  /** `active`: Whether the agent currently uses this account by default. */
+  bool active;
+  /** `name`: Display name of the user, such as a username or full name. */
+  acp_str name;
+  /** `email`: Email address of the user. */
+  acp_str email;
+  /** `organization`: Display name of the organization, team, or workspace the
+   * account is using. */
+  acp_str organization;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Response to the `auth/status` method (schema `AuthStatusResponse`). */
+struct acp_auth_status_response {
+  /** `state`: Whether the agent can start sessions without the user signing in
+   * first. Required. */
+  acp_auth_state state;
+  /** Wire string of `state` when it is not a known value. */
+  acp_str state_raw;
+  /** `accounts`: The accounts the agent has configured, for display. Items,
+   * NULL when absent. */
+  acp_auth_account *accounts;
+  size_t accounts_count;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Request parameters for archiving a session (schema `ArchiveSessionRequest`).
+ */
+struct acp_archive_session_request {
+  /** `sessionId`: The ID of the session to archive. Required. */
+  acp_str session_id;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Response from archiving a session (schema `ArchiveSessionResponse`). */
+struct acp_archive_session_response {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Request parameters for unarchiving a session (schema
+ * `UnarchiveSessionRequest`). */
+struct acp_unarchive_session_request {
+  /** `sessionId`: The ID of the session to unarchive. Required. */
+  acp_str session_id;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Response from unarchiving a session (schema `UnarchiveSessionResponse`). */
+struct acp_unarchive_session_response {
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Request parameters for checking the status of a session (schema
+ * `SessionStatusRequest`). */
+struct acp_session_status_request {
+  /** `sessionId`: The ID of the session to check. Required. */
+  acp_str session_id;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Response from checking the status of a session (schema
+ * `SessionStatusResponse`). */
+struct acp_session_status_response {
+  /** `status`: Whether the Agent has the session in memory. Required. */
+  acp_session_status status;
+  /** Wire string of `status` when it is not a known value. */
+  acp_str status_raw;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Request parameters for setting the title of a session (schema
+ * `SetSessionTitleRequest`). */
+struct acp_set_session_title_request {
+  /** `sessionId`: The ID of the session to retitle. Required. */
+  acp_str session_id;
+  /** `title`: The new title for the session. Required. */
+  acp_str title;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Response from setting the title of a session (schema
+ * `SetSessionTitleResponse`). */
+struct acp_set_session_title_response {
+  /** `title`: The title the Agent stored. Required. */
+  acp_str title;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
+/** Notification sent by the agent when its authentication status changes
+ * (schema `AuthStatusUpdateNotification`). */
+struct acp_auth_status_update_notification {
+  /** `state`: Whether the agent can start sessions without the user signing in
+   * first. Required. */
+  acp_auth_state state;
+  /** Wire string of `state` when it is not a known value. */
+  acp_str state_raw;
+  /** `accounts`: The accounts the agent has configured, for display. Items,
+   * NULL when absent. */
+  acp_auth_account *accounts;
+  size_t accounts_count;
+  /** `_meta`: Extension metadata, kept verbatim. */
+  const acp_json_val *meta;
+  /** The JSON object this was decoded from, or NULL. */
+  const acp_json_val *raw;
+};
+
 /** A titled enum option with a const value, human-readable title, and optional
  * description (schema `EnumOption`). */
 struct acp_enum_option {
@@ -4478,20 +5051,6 @@ struct acp_session_config_select_group {
   const acp_json_val *raw;
 };
 
-/** JSON-RPC error object (schema `Error`). */
-struct acp_error_object {
-  /** `code`: A number indicating the error type that occurred. Required. */
-  int64_t code;
-  /** `message`: A string providing a short description of the error. Required.
-   */
-  acp_str message;
-  /** `data`: Optional primitive or structured value that contains additional
-   * information about the error. */
-  const acp_json_val *data;
-  /** The JSON object this was decoded from, or NULL. */
-  const acp_json_val *raw;
-};
-
 /* MARK: - Type descriptors */
 
 /** Descriptor of acp_file_system_capabilities. */
@@ -4504,6 +5063,8 @@ ACP_EXTERN extern const acp_type_desc
 /** Descriptor of acp_session_config_options_capabilities. */
 ACP_EXTERN extern const acp_type_desc
     acp_type_session_config_options_capabilities;
+/** Descriptor of acp_notice_capabilities. */
+ACP_EXTERN extern const acp_type_desc acp_type_notice_capabilities;
 /** Descriptor of acp_client_session_capabilities. */
 ACP_EXTERN extern const acp_type_desc acp_type_client_session_capabilities;
 /** Descriptor of acp_plan_capabilities. */
@@ -4525,6 +5086,8 @@ ACP_EXTERN extern const acp_type_desc
     acp_type_nes_search_and_replace_capabilities;
 /** Descriptor of acp_client_nes_capabilities. */
 ACP_EXTERN extern const acp_type_desc acp_type_client_nes_capabilities;
+/** Descriptor of acp_subagent_capabilities. */
+ACP_EXTERN extern const acp_type_desc acp_type_subagent_capabilities;
 /** Descriptor of acp_client_capabilities. */
 ACP_EXTERN extern const acp_type_desc acp_type_client_capabilities;
 /** Descriptor of acp_implementation. */
@@ -4548,10 +5111,27 @@ ACP_EXTERN extern const acp_type_desc acp_type_session_fork_capabilities;
 ACP_EXTERN extern const acp_type_desc acp_type_session_resume_capabilities;
 /** Descriptor of acp_session_close_capabilities. */
 ACP_EXTERN extern const acp_type_desc acp_type_session_close_capabilities;
+/** Descriptor of acp_session_system_prompt_override_capabilities. */
+ACP_EXTERN extern const acp_type_desc
+    acp_type_session_system_prompt_override_capabilities;
+/** Descriptor of acp_session_system_prompt_mode_capabilities. */
+ACP_EXTERN extern const acp_type_desc
+    acp_type_session_system_prompt_mode_capabilities;
+/** Descriptor of acp_session_system_prompt_capabilities. */
+ACP_EXTERN extern const acp_type_desc
+    acp_type_session_system_prompt_capabilities;
+/** Descriptor of acp_session_archive_capabilities. */
+ACP_EXTERN extern const acp_type_desc acp_type_session_archive_capabilities;
+/** Descriptor of acp_session_status_capabilities. */
+ACP_EXTERN extern const acp_type_desc acp_type_session_status_capabilities;
+/** Descriptor of acp_session_title_capabilities. */
+ACP_EXTERN extern const acp_type_desc acp_type_session_title_capabilities;
 /** Descriptor of acp_session_capabilities. */
 ACP_EXTERN extern const acp_type_desc acp_type_session_capabilities;
 /** Descriptor of acp_logout_capabilities. */
 ACP_EXTERN extern const acp_type_desc acp_type_logout_capabilities;
+/** Descriptor of acp_auth_status_capabilities. */
+ACP_EXTERN extern const acp_type_desc acp_type_auth_status_capabilities;
 /** Descriptor of acp_agent_auth_capabilities. */
 ACP_EXTERN extern const acp_type_desc acp_type_agent_auth_capabilities;
 /** Descriptor of acp_providers_capabilities. */
@@ -4775,6 +5355,32 @@ ACP_EXTERN extern const acp_type_desc acp_type_notice;
 ACP_EXTERN extern const acp_type_desc acp_type_compaction_update;
 /** Descriptor of acp_compaction_summary_chunk. */
 ACP_EXTERN extern const acp_type_desc acp_type_compaction_summary_chunk;
+/** Descriptor of acp_session_cancel_capabilities. */
+ACP_EXTERN extern const acp_type_desc acp_type_session_cancel_capabilities;
+/** Descriptor of acp_subagent_session_capabilities. */
+ACP_EXTERN extern const acp_type_desc acp_type_subagent_session_capabilities;
+/** Descriptor of acp_running_state_update. */
+ACP_EXTERN extern const acp_type_desc acp_type_running_state_update;
+/** Descriptor of acp_error_object. */
+ACP_EXTERN extern const acp_type_desc acp_type_error_object;
+/** Descriptor of acp_error_stop_reason. */
+ACP_EXTERN extern const acp_type_desc acp_type_error_stop_reason;
+/** Descriptor of acp_idle_state_update_variant. */
+ACP_EXTERN extern const acp_type_desc acp_type_idle_state_update_variant;
+/** Descriptor of acp_idle_state_update. */
+ACP_EXTERN extern const acp_type_desc acp_type_idle_state_update;
+/** Descriptor of acp_requires_action_state_update. */
+ACP_EXTERN extern const acp_type_desc acp_type_requires_action_state_update;
+/** Descriptor of acp_unknown_state_update. */
+ACP_EXTERN extern const acp_type_desc acp_type_unknown_state_update;
+/** Descriptor of acp_state_update. */
+ACP_EXTERN extern const acp_type_desc acp_type_state_update;
+/** Descriptor of acp_subagent_update. */
+ACP_EXTERN extern const acp_type_desc acp_type_subagent_update;
+/** Descriptor of acp_session_message. */
+ACP_EXTERN extern const acp_type_desc acp_type_session_message;
+/** Descriptor of acp_session_message_chunk. */
+ACP_EXTERN extern const acp_type_desc acp_type_session_message_chunk;
 /** Descriptor of acp_session_update. */
 ACP_EXTERN extern const acp_type_desc acp_type_session_update;
 /** Descriptor of acp_session_notification. */
@@ -4938,6 +5544,30 @@ ACP_EXTERN extern const acp_type_desc acp_type_connect_mcp_response;
 ACP_EXTERN extern const acp_type_desc acp_type_disconnect_mcp_request;
 /** Descriptor of acp_disconnect_mcp_response. */
 ACP_EXTERN extern const acp_type_desc acp_type_disconnect_mcp_response;
+/** Descriptor of acp_auth_status_request. */
+ACP_EXTERN extern const acp_type_desc acp_type_auth_status_request;
+/** Descriptor of acp_auth_account. */
+ACP_EXTERN extern const acp_type_desc acp_type_auth_account;
+/** Descriptor of acp_auth_status_response. */
+ACP_EXTERN extern const acp_type_desc acp_type_auth_status_response;
+/** Descriptor of acp_archive_session_request. */
+ACP_EXTERN extern const acp_type_desc acp_type_archive_session_request;
+/** Descriptor of acp_archive_session_response. */
+ACP_EXTERN extern const acp_type_desc acp_type_archive_session_response;
+/** Descriptor of acp_unarchive_session_request. */
+ACP_EXTERN extern const acp_type_desc acp_type_unarchive_session_request;
+/** Descriptor of acp_unarchive_session_response. */
+ACP_EXTERN extern const acp_type_desc acp_type_unarchive_session_response;
+/** Descriptor of acp_session_status_request. */
+ACP_EXTERN extern const acp_type_desc acp_type_session_status_request;
+/** Descriptor of acp_session_status_response. */
+ACP_EXTERN extern const acp_type_desc acp_type_session_status_response;
+/** Descriptor of acp_set_session_title_request. */
+ACP_EXTERN extern const acp_type_desc acp_type_set_session_title_request;
+/** Descriptor of acp_set_session_title_response. */
+ACP_EXTERN extern const acp_type_desc acp_type_set_session_title_response;
+/** Descriptor of acp_auth_status_update_notification. */
+ACP_EXTERN extern const acp_type_desc acp_type_auth_status_update_notification;
 /** Descriptor of acp_enum_option. */
 ACP_EXTERN extern const acp_type_desc acp_type_enum_option;
 /** Descriptor of acp_string_property_schema. */
@@ -4962,8 +5592,6 @@ ACP_EXTERN extern const acp_type_desc acp_type_elicitation_property_schema;
 ACP_EXTERN extern const acp_type_desc acp_type_session_config_select_option;
 /** Descriptor of acp_session_config_select_group. */
 ACP_EXTERN extern const acp_type_desc acp_type_session_config_select_group;
-/** Descriptor of acp_error_object. */
-ACP_EXTERN extern const acp_type_desc acp_type_error_object;
 
 #ifdef __cplusplus
 }

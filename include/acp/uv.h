@@ -270,6 +270,81 @@ ACP_EXTERN int acp_uv_link_couple(acp_uv_link *src, acp_uv_link *dst,
 /** Remove the coupling feeding `dst`, if any (resuming its source). */
 ACP_EXTERN void acp_uv_link_uncouple(acp_uv_link *dst);
 
+/* MARK: - User links (a transport written outside libacp-uv) */
+
+/**
+ * The transport behind a user link (acp_uv_link_new_user()): a WebSocket,
+ * a TLS stream, anything that can carry bytes. The link calls these from
+ * the loop's thread; none of them may close the link.
+ */
+typedef struct acp_uv_link_ops {
+  /**
+   * Take `len` (> 0) bytes written to the link. The transport copies what
+   * it keeps. It reports them sent with acp_uv_link_user_written() (the
+   * figure couplings see as the write queue until then), or all pending
+   * bytes lost with acp_uv_link_user_write_failed(). Return 0, or an
+   * ACP_ERR_* code that acp_uv_link_write() returns (nothing was taken).
+   * Required.
+   */
+  int (*write)(acp_uv_link *link, const char *data, size_t len,
+               void *user_data);
+  /**
+   * Reading was turned on (1) or off (0): by the user, by a coupling, or by
+   * the rpc glue. While off, acp_uv_link_user_deliver() refuses bytes; the
+   * transport stops reading its own source and holds what it has. May be
+   * NULL.
+   */
+  void (*read_changed)(acp_uv_link *link, int reading, void *user_data);
+  /** The writable side ends (acp_uv_link_shutdown()), after every byte
+   *  written before was reported sent. May be NULL. */
+  void (*shutdown)(acp_uv_link *link, void *user_data);
+  /**
+   * The link is closing: after this returns the transport must not call
+   * any acp_uv_link_user_* function on it again (the link is freed on a
+   * later loop iteration). Called once. May be NULL.
+   */
+  void (*close)(acp_uv_link *link, void *user_data);
+} acp_uv_link_ops;
+
+/**
+ * Create a link whose bytes come from and go to a transport outside the
+ * runtime (`ops`, copied). Everything that runs on a link (acp_uv_rpc,
+ * couplings, a relay) runs on it unchanged. The link starts with reading
+ * off; `ops->read_changed` says when it turns on.
+ * @param user_data passed to every op.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out/loop/ops/ops->write),
+ *         ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_uv_link_new_user(acp_uv_link **out, uv_loop_t *loop,
+                                    const acp_uv_link_ops *ops, void *user_data,
+                                    const acp_mem *mem);
+
+/**
+ * Transport side: hand received bytes to the link's read callback (they
+ * are borrowed for the call). The callback may stop reading, so check the
+ * result before delivering more.
+ * @return 0 (delivered), ACP_ERR_PAUSE (not reading now: nothing was
+ *         delivered; hold the bytes until read_changed(1)),
+ *         ACP_ERR_INVALID_ARGUMENT (not a user link).
+ */
+ACP_EXTERN int acp_uv_link_user_deliver(acp_uv_link *link, const char *data,
+                                        size_t len);
+
+/**
+ * Transport side: the readable side ended; the read callback gets
+ * `status` (UV_EOF for a clean end, or a negative libuv code). Once.
+ */
+ACP_EXTERN void acp_uv_link_user_end(acp_uv_link *link, int status);
+
+/** Transport side: `len` bytes given to `ops->write` have been sent. */
+ACP_EXTERN void acp_uv_link_user_written(acp_uv_link *link, size_t len);
+
+/**
+ * Transport side: the bytes not yet reported sent are lost (the peer is
+ * gone); `uv_err` becomes acp_uv_link_write_error() and later writes fail.
+ */
+ACP_EXTERN void acp_uv_link_user_write_failed(acp_uv_link *link, int uv_err);
+
 /* MARK: - Child processes */
 
 /** A spawned child process. Opaque. */

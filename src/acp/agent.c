@@ -17,6 +17,7 @@ struct acp_agent_callbacks {
   acp_agent_cancel_request_cb cancel_request;
   acp_agent_request_cb ext_request;
   acp_agent_notification_cb ext_notification;
+  acp_agent_update_sent_cb update_sent;
 };
 
 /* Prompt-turn state of one ACP session. */
@@ -37,6 +38,8 @@ struct acp_agent {
   char *client_caps; /* clientCapabilities of initialize (raw), or NULL */
   size_t client_caps_len;
   bool initialized;
+  size_t update_at;           /* update_begin: where the update starts */
+  const char *update_session; /* update_begin: its session id */
 };
 
 /* MARK: - Callbacks */
@@ -85,6 +88,11 @@ REQ_SETTER(nes_start, ACP_METHOD_NES_START)
 REQ_SETTER(nes_suggest, ACP_METHOD_NES_SUGGEST)
 REQ_SETTER(nes_close, ACP_METHOD_NES_CLOSE)
 REQ_SETTER(mcp_message, ACP_METHOD_MCP_MESSAGE)
+REQ_SETTER(session_set_title, ACP_METHOD_SESSION_SET_TITLE)
+REQ_SETTER(session_archive, ACP_METHOD_SESSION_ARCHIVE)
+REQ_SETTER(session_unarchive, ACP_METHOD_SESSION_UNARCHIVE)
+REQ_SETTER(session_status, ACP_METHOD_SESSION_STATUS)
+REQ_SETTER(auth_status, ACP_METHOD_AUTH_STATUS)
 NOTIF_SETTER(nes_accept, ACP_METHOD_NES_ACCEPT)
 NOTIF_SETTER(nes_reject, ACP_METHOD_NES_REJECT)
 NOTIF_SETTER(document_did_open, ACP_METHOD_DOCUMENT_DID_OPEN)
@@ -104,6 +112,12 @@ void acp_agent_callbacks_set_on_cancel_request(acp_agent_callbacks *cbs,
                                                acp_agent_cancel_request_cb cb) {
   if (cbs)
     cbs->cancel_request = cb;
+}
+
+void acp_agent_callbacks_set_on_update_sent(acp_agent_callbacks *cbs,
+                                            acp_agent_update_sent_cb cb) {
+  if (cbs)
+    cbs->update_sent = cb;
 }
 
 void acp_agent_callbacks_set_on_ext_request(acp_agent_callbacks *cbs,
@@ -834,6 +848,19 @@ int acp_agent_elicitation_complete(acp_agent *agent,
   return acp__role_notify_obj(&agent->role, "elicitation/complete");
 }
 
+int acp_agent_send_auth_status_update(acp_agent *agent, const char *state,
+                                      const char *accounts,
+                                      size_t accounts_len) {
+  acp_json_writer *w;
+
+  if (agent == NULL || state == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "state", state);
+  acp__w_raw(w, "accounts", accounts, accounts_len, NULL);
+  return acp__role_notify_obj(&agent->role, "auth/status_update");
+}
+
 /* MARK: - session/update senders */
 
 static int update_check(acp_agent *a, const char *session_id) {
@@ -857,6 +884,8 @@ static acp_json_writer *update_begin(acp_agent *a, const char *session_id,
 
   acp__w_str(w, "sessionId", session_id);
   acp_json_write_keyz(w, "update");
+  acp_json_writer_data(w, &a->update_at);
+  a->update_session = session_id;
   acp_json_write_obj_begin(w);
   acp__w_str(w, "sessionUpdate", kind);
   return w;
@@ -868,6 +897,19 @@ static int update_end(acp_agent *a, const char *extra, size_t extra_len) {
   if (rv != 0)
     return rv;
   acp_json_write_obj_end(a->role.w);
+  if (a->cbs.update_sent != NULL) {
+    /* The update is a slice of the params; the notify copies the params
+     * into the session's output and leaves the writer as it was. */
+    size_t end;
+
+    acp_json_writer_data(a->role.w, &end);
+    rv = acp__role_notify_obj(&a->role, "session/update");
+    if (rv == 0)
+      a->cbs.update_sent(a, a->update_session,
+                         acp_json_writer_data(a->role.w, NULL) + a->update_at,
+                         end - a->update_at, a->user_data);
+    return rv;
+  }
   return acp__role_notify_obj(&a->role, "session/update");
 }
 
@@ -883,7 +925,11 @@ int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_raw(w, "update", update, update_len, NULL);
-  return acp__role_notify_obj(&agent->role, "session/update");
+  rv = acp__role_notify_obj(&agent->role, "session/update");
+  if (rv == 0 && agent->cbs.update_sent != NULL)
+    agent->cbs.update_sent(agent, session_id, update, update_len,
+                           agent->user_data);
+  return rv;
 }
 
 static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
@@ -896,7 +942,7 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
     return rv;
   if (text == NULL && text_len != 0)
     return ACP_ERR_INVALID_ARGUMENT;
-  if (extra == NULL) {
+  if (extra == NULL && a->cbs.update_sent == NULL) {
     /* The common, large case goes straight into the session's output: the
      * text is copied once, not into a params writer first. */
     acp__rpc_part parts[] = {

@@ -48,6 +48,9 @@ static const char *const update_names[] = {
     "notice",
     "compaction_update",
     "compaction_summary_chunk",
+    "subagent_update",
+    "session_message",
+    "session_message_chunk",
 };
 
 const char *acp_update_kind_name(acp_update_kind kind) {
@@ -109,6 +112,7 @@ REQ_SETTER(mcp_disconnect, ACP_METHOD_MCP_DISCONNECT)
 REQ_SETTER(mcp_message, ACP_METHOD_MCP_MESSAGE)
 NOTIF_SETTER(elicitation_complete, ACP_METHOD_ELICITATION_COMPLETE)
 NOTIF_SETTER(mcp_message_notification, ACP_METHOD_MCP_MESSAGE)
+NOTIF_SETTER(auth_status_update, ACP_METHOD_AUTH_STATUS_UPDATE)
 
 void acp_client_callbacks_set_on_session_update(
     acp_client_callbacks *cbs, acp_client_session_update_cb cb) {
@@ -718,4 +722,55 @@ int acp_client_cancel(acp_client *client, const char *session_id) {
   w = acp__role_obj_begin(&client->role);
   acp__w_str(w, "sessionId", session_id);
   return acp__role_notify_obj(&client->role, "session/cancel");
+}
+
+int acp_client_session_fork(acp_client *client, const char *session_id,
+                            const char *cwd, const char *mcp_servers,
+                            size_t mcp_servers_len, acp_client_response_cb cb,
+                            void *cb_user_data, int64_t *id_out) {
+  return load_or_resume(client, "session/fork", session_id, cwd, mcp_servers,
+                        mcp_servers_len, NULL, cb, cb_user_data, id_out);
+}
+
+int acp_client_session_set_title(acp_client *client, const char *session_id,
+                                 const char *title, acp_client_response_cb cb,
+                                 void *cb_user_data, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || title == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "title", title);
+  return client_call_w(client, CALL_PLAIN, "session/set_title", cb,
+                       cb_user_data, id_out);
+}
+
+int acp_client_session_archive(acp_client *client, const char *session_id,
+                               acp_client_response_cb cb, void *cb_user_data,
+                               int64_t *id_out) {
+  return call_1(client, "session/archive", "sessionId", session_id, cb,
+                cb_user_data, id_out);
+}
+
+int acp_client_session_unarchive(acp_client *client, const char *session_id,
+                                 acp_client_response_cb cb, void *cb_user_data,
+                                 int64_t *id_out) {
+  return call_1(client, "session/unarchive", "sessionId", session_id, cb,
+                cb_user_data, id_out);
+}
+
+int acp_client_session_status(acp_client *client, const char *session_id,
+                              acp_client_response_cb cb, void *cb_user_data,
+                              int64_t *id_out) {
+  return call_1(client, "session/status", "sessionId", session_id, cb,
+                cb_user_data, id_out);
+}
+
+int acp_client_auth_status(acp_client *client, acp_client_response_cb cb,
+                           void *cb_user_data, int64_t *id_out) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return client_call(client, CALL_PLAIN, "auth/status", "{}", 2, cb,
+                     cb_user_data, id_out);
 }

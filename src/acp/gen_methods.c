@@ -385,6 +385,60 @@ static const acp_method_info method_table[] = {
      .params_type = "DisconnectMcpRequest",
      .result_type = "DisconnectMcpResponse",
      .notification_type = NULL},
+    {.id = ACP_METHOD_AUTH_STATUS,
+     .name = "auth/status",
+     .name_len = 11,
+     .side = ACP_SIDE_AGENT,
+     .is_notification = false,
+     .unstable = true,
+     .params_type = "AuthStatusRequest",
+     .result_type = "AuthStatusResponse",
+     .notification_type = NULL},
+    {.id = ACP_METHOD_SESSION_ARCHIVE,
+     .name = "session/archive",
+     .name_len = 15,
+     .side = ACP_SIDE_AGENT,
+     .is_notification = false,
+     .unstable = true,
+     .params_type = "ArchiveSessionRequest",
+     .result_type = "ArchiveSessionResponse",
+     .notification_type = NULL},
+    {.id = ACP_METHOD_SESSION_UNARCHIVE,
+     .name = "session/unarchive",
+     .name_len = 17,
+     .side = ACP_SIDE_AGENT,
+     .is_notification = false,
+     .unstable = true,
+     .params_type = "UnarchiveSessionRequest",
+     .result_type = "UnarchiveSessionResponse",
+     .notification_type = NULL},
+    {.id = ACP_METHOD_SESSION_STATUS,
+     .name = "session/status",
+     .name_len = 14,
+     .side = ACP_SIDE_AGENT,
+     .is_notification = false,
+     .unstable = true,
+     .params_type = "SessionStatusRequest",
+     .result_type = "SessionStatusResponse",
+     .notification_type = NULL},
+    {.id = ACP_METHOD_SESSION_SET_TITLE,
+     .name = "session/set_title",
+     .name_len = 17,
+     .side = ACP_SIDE_AGENT,
+     .is_notification = false,
+     .unstable = true,
+     .params_type = "SetSessionTitleRequest",
+     .result_type = "SetSessionTitleResponse",
+     .notification_type = NULL},
+    {.id = ACP_METHOD_AUTH_STATUS_UPDATE,
+     .name = "auth/status_update",
+     .name_len = 18,
+     .side = ACP_SIDE_CLIENT,
+     .is_notification = true,
+     .unstable = true,
+     .params_type = "AuthStatusUpdateNotification",
+     .result_type = NULL,
+     .notification_type = "AuthStatusUpdateNotification"},
 };
 
 const acp_method_info *acp_method_by_name(const char *name, size_t len) {
@@ -418,6 +472,8 @@ const acp_method_info *acp_method_by_name(const char *name, size_t len) {
       return &method_table[31];
     if (memcmp(name, "mcp/connect", 11) == 0)
       return &method_table[40];
+    if (memcmp(name, "auth/status", 11) == 0)
+      return &method_table[42];
     break;
   case 12:
     if (memcmp(name, "authenticate", 12) == 0)
@@ -452,12 +508,16 @@ const acp_method_info *acp_method_by_name(const char *name, size_t len) {
       return &method_table[25];
     if (memcmp(name, "mcp/disconnect", 14) == 0)
       return &method_table[41];
+    if (memcmp(name, "session/status", 14) == 0)
+      return &method_table[45];
     break;
   case 15:
     if (memcmp(name, "terminal/create", 15) == 0)
       return &method_table[17];
     if (memcmp(name, "terminal/output", 15) == 0)
       return &method_table[18];
+    if (memcmp(name, "session/archive", 15) == 0)
+      return &method_table[43];
     break;
   case 16:
     if (memcmp(name, "session/set_mode", 16) == 0)
@@ -480,6 +540,10 @@ const acp_method_info *acp_method_by_name(const char *name, size_t len) {
       return &method_table[37];
     if (memcmp(name, "document/didFocus", 17) == 0)
       return &method_table[39];
+    if (memcmp(name, "session/unarchive", 17) == 0)
+      return &method_table[44];
+    if (memcmp(name, "session/set_title", 17) == 0)
+      return &method_table[46];
     break;
   case 18:
     if (memcmp(name, "fs/write_text_file", 18) == 0)
@@ -488,6 +552,8 @@ const acp_method_info *acp_method_by_name(const char *name, size_t len) {
       return &method_table[22];
     if (memcmp(name, "document/didChange", 18) == 0)
       return &method_table[36];
+    if (memcmp(name, "auth/status_update", 18) == 0)
+      return &method_table[47];
     break;
   case 20:
     if (memcmp(name, "elicitation/complete", 20) == 0)

@@ -312,6 +312,38 @@ const char *acp_nes_reject_reason_to_str(acp_nes_reject_reason v) {
   return acp__enum_to_str(&enum_nes_reject_reason, (int)v);
 }
 
+static_assert(sizeof(acp_auth_state) == sizeof(int), "int-sized enum");
+static const acp_str enum_auth_state_values[] = {
+    {"authenticated", 13},
+    {"unauthenticated", 15},
+    {"not_required", 12},
+    {"unknown", 7},
+};
+static const acp__enum_desc enum_auth_state = {"AuthState", enum_auth_state_values, 4, true};
+
+acp_auth_state acp_auth_state_from_str(const char *s, size_t len) {
+  return (acp_auth_state)acp__enum_from_str(&enum_auth_state, s, len);
+}
+
+const char *acp_auth_state_to_str(acp_auth_state v) {
+  return acp__enum_to_str(&enum_auth_state, (int)v);
+}
+
+static_assert(sizeof(acp_session_status) == sizeof(int), "int-sized enum");
+static const acp_str enum_session_status_values[] = {
+    {"open", 4},
+    {"saved", 5},
+};
+static const acp__enum_desc enum_session_status = {"SessionStatus", enum_session_status_values, 2, true};
+
+acp_session_status acp_session_status_from_str(const char *s, size_t len) {
+  return (acp_session_status)acp__enum_from_str(&enum_session_status, s, len);
+}
+
+const char *acp_session_status_to_str(acp_session_status v) {
+  return acp__enum_to_str(&enum_session_status, (int)v);
+}
+
 static_assert(sizeof(acp_auth_method_kind) == sizeof(int), "int-sized enum");
 static const acp_str enum_auth_method_kind_values[] = {
     {"terminal", 8},
@@ -468,6 +500,42 @@ const char *acp_available_command_input_kind_to_str(acp_available_command_input_
   return acp__enum_to_str(&enum_available_command_input_kind, (int)v);
 }
 
+static_assert(sizeof(acp_idle_state_update_kind) == sizeof(int), "int-sized enum");
+static const acp_str enum_idle_state_update_kind_values[] = {
+    {"end_turn", 8},
+    {"max_tokens", 10},
+    {"max_turn_requests", 17},
+    {"refusal", 7},
+    {"cancelled", 9},
+    {"error", 5},
+};
+static const acp__enum_desc enum_idle_state_update_kind = {"IdleStateUpdateKind", enum_idle_state_update_kind_values, 6, true};
+
+acp_idle_state_update_kind acp_idle_state_update_kind_from_str(const char *s, size_t len) {
+  return (acp_idle_state_update_kind)acp__enum_from_str(&enum_idle_state_update_kind, s, len);
+}
+
+const char *acp_idle_state_update_kind_to_str(acp_idle_state_update_kind v) {
+  return acp__enum_to_str(&enum_idle_state_update_kind, (int)v);
+}
+
+static_assert(sizeof(acp_state_update_kind) == sizeof(int), "int-sized enum");
+static const acp_str enum_state_update_kind_values[] = {
+    {"running", 7},
+    {"idle", 4},
+    {"requires_action", 15},
+    {"unknown", 7},
+};
+static const acp__enum_desc enum_state_update_kind = {"StateUpdateKind", enum_state_update_kind_values, 4, true};
+
+acp_state_update_kind acp_state_update_kind_from_str(const char *s, size_t len) {
+  return (acp_state_update_kind)acp__enum_from_str(&enum_state_update_kind, s, len);
+}
+
+const char *acp_state_update_kind_to_str(acp_state_update_kind v) {
+  return acp__enum_to_str(&enum_state_update_kind, (int)v);
+}
+
 static_assert(sizeof(acp_session_update_kind) == sizeof(int), "int-sized enum");
 static const acp_str enum_session_update_kind_values[] = {
     {"user_message_chunk", 18},
@@ -486,8 +554,11 @@ static const acp_str enum_session_update_kind_values[] = {
     {"notice", 6},
     {"compaction_update", 17},
     {"compaction_summary_chunk", 24},
+    {"subagent_update", 15},
+    {"session_message", 15},
+    {"session_message_chunk", 21},
 };
-static const acp__enum_desc enum_session_update_kind = {"SessionUpdateKind", enum_session_update_kind_values, 16, true};
+static const acp__enum_desc enum_session_update_kind = {"SessionUpdateKind", enum_session_update_kind_values, 19, true};
 
 acp_session_update_kind acp_session_update_kind_from_str(const char *s, size_t len) {
   return (acp_session_update_kind)acp__enum_from_str(&enum_session_update_kind, s, len);
@@ -661,10 +732,23 @@ const acp_type_desc acp_type_session_config_options_capabilities = {
     .nfields = 2,
 };
 
+static const acp__field fields_notice_capabilities[] = {
+    {NULL, 0, 0, 0, 0, 0, 0, NULL, NULL},
+};
+const acp_type_desc acp_type_notice_capabilities = {
+    .name = "NoticeCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_notice_capabilities),
+    .raw_offset = offsetof(acp_notice_capabilities, raw),
+    .fields = fields_notice_capabilities,
+    .nfields = 0,
+};
+
 static const acp__field fields_client_session_capabilities[] = {
     {"compaction", 10, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_client_session_capabilities, compaction), 0, &acp_type_compaction_capabilities, NULL},
     {"configOptions", 13, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_client_session_capabilities, config_options), 0, &acp_type_session_config_options_capabilities, NULL},
     {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_client_session_capabilities, meta), 0, NULL, NULL},
+    {"notices", 7, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_client_session_capabilities, notices), 0, &acp_type_notice_capabilities, NULL},
 };
 const acp_type_desc acp_type_client_session_capabilities = {
     .name = "ClientSessionCapabilities",
@@ -672,7 +756,7 @@ const acp_type_desc acp_type_client_session_capabilities = {
     .size = sizeof(acp_client_session_capabilities),
     .raw_offset = offsetof(acp_client_session_capabilities, raw),
     .fields = fields_client_session_capabilities,
-    .nfields = 3,
+    .nfields = 4,
 };
 
 static const acp__field fields_plan_capabilities[] = {
@@ -789,6 +873,18 @@ const acp_type_desc acp_type_client_nes_capabilities = {
     .nfields = 4,
 };
 
+static const acp__field fields_subagent_capabilities[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_subagent_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_subagent_capabilities = {
+    .name = "SubagentCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_subagent_capabilities),
+    .raw_offset = offsetof(acp_subagent_capabilities, raw),
+    .fields = fields_subagent_capabilities,
+    .nfields = 1,
+};
+
 static const acp__field fields_client_capabilities[] = {
     {"fs", 2, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_client_capabilities, fs), 0, &acp_type_file_system_capabilities, NULL},
     {"terminal", 8, ACP__FT_BOOL, 0, ACP__FF_LENIENT|ACP__FF_HAS, offsetof(acp_client_capabilities, terminal), offsetof(acp_client_capabilities, has_terminal), NULL, NULL},
@@ -799,6 +895,7 @@ static const acp__field fields_client_capabilities[] = {
     {"nes", 3, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_client_capabilities, nes), 0, &acp_type_client_nes_capabilities, NULL},
     {"positionEncodings", 17, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_client_capabilities, position_encodings), 0, NULL, NULL},
     {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_client_capabilities, meta), 0, NULL, NULL},
+    {"subagents", 9, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_client_capabilities, subagents), 0, &acp_type_subagent_capabilities, NULL},
 };
 const acp_type_desc acp_type_client_capabilities = {
     .name = "ClientCapabilities",
@@ -806,7 +903,7 @@ const acp_type_desc acp_type_client_capabilities = {
     .size = sizeof(acp_client_capabilities),
     .raw_offset = offsetof(acp_client_capabilities, raw),
     .fields = fields_client_capabilities,
-    .nfields = 9,
+    .nfields = 10,
 };
 
 static const acp__field fields_implementation[] = {
@@ -941,6 +1038,80 @@ const acp_type_desc acp_type_session_close_capabilities = {
     .nfields = 1,
 };
 
+static const acp__field fields_session_system_prompt_override_capabilities[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_system_prompt_override_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_system_prompt_override_capabilities = {
+    .name = "SessionSystemPromptOverrideCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_system_prompt_override_capabilities),
+    .raw_offset = offsetof(acp_session_system_prompt_override_capabilities, raw),
+    .fields = fields_session_system_prompt_override_capabilities,
+    .nfields = 1,
+};
+
+static const acp__field fields_session_system_prompt_mode_capabilities[] = {
+    {"override", 8, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_system_prompt_mode_capabilities, override), 0, &acp_type_session_system_prompt_override_capabilities, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_system_prompt_mode_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_system_prompt_mode_capabilities = {
+    .name = "SessionSystemPromptModeCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_system_prompt_mode_capabilities),
+    .raw_offset = offsetof(acp_session_system_prompt_mode_capabilities, raw),
+    .fields = fields_session_system_prompt_mode_capabilities,
+    .nfields = 2,
+};
+
+static const acp__field fields_session_system_prompt_capabilities[] = {
+    {"mode", 4, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_system_prompt_capabilities, mode), 0, &acp_type_session_system_prompt_mode_capabilities, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_system_prompt_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_system_prompt_capabilities = {
+    .name = "SessionSystemPromptCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_system_prompt_capabilities),
+    .raw_offset = offsetof(acp_session_system_prompt_capabilities, raw),
+    .fields = fields_session_system_prompt_capabilities,
+    .nfields = 2,
+};
+
+static const acp__field fields_session_archive_capabilities[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_archive_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_archive_capabilities = {
+    .name = "SessionArchiveCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_archive_capabilities),
+    .raw_offset = offsetof(acp_session_archive_capabilities, raw),
+    .fields = fields_session_archive_capabilities,
+    .nfields = 1,
+};
+
+static const acp__field fields_session_status_capabilities[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_status_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_status_capabilities = {
+    .name = "SessionStatusCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_status_capabilities),
+    .raw_offset = offsetof(acp_session_status_capabilities, raw),
+    .fields = fields_session_status_capabilities,
+    .nfields = 1,
+};
+
+static const acp__field fields_session_title_capabilities[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_title_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_title_capabilities = {
+    .name = "SessionTitleCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_title_capabilities),
+    .raw_offset = offsetof(acp_session_title_capabilities, raw),
+    .fields = fields_session_title_capabilities,
+    .nfields = 1,
+};
+
 static const acp__field fields_session_capabilities[] = {
     {"list", 4, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, list), 0, &acp_type_session_list_capabilities, NULL},
     {"delete", 6, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, delete_), 0, &acp_type_session_delete_capabilities, NULL},
@@ -949,6 +1120,10 @@ static const acp__field fields_session_capabilities[] = {
     {"resume", 6, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, resume), 0, &acp_type_session_resume_capabilities, NULL},
     {"close", 5, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, close), 0, &acp_type_session_close_capabilities, NULL},
     {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, meta), 0, NULL, NULL},
+    {"systemPrompt", 12, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, system_prompt), 0, &acp_type_session_system_prompt_capabilities, NULL},
+    {"archive", 7, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, archive), 0, &acp_type_session_archive_capabilities, NULL},
+    {"status", 6, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, status), 0, &acp_type_session_status_capabilities, NULL},
+    {"title", 5, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_session_capabilities, title), 0, &acp_type_session_title_capabilities, NULL},
 };
 const acp_type_desc acp_type_session_capabilities = {
     .name = "SessionCapabilities",
@@ -956,7 +1131,7 @@ const acp_type_desc acp_type_session_capabilities = {
     .size = sizeof(acp_session_capabilities),
     .raw_offset = offsetof(acp_session_capabilities, raw),
     .fields = fields_session_capabilities,
-    .nfields = 7,
+    .nfields = 11,
 };
 
 static const acp__field fields_logout_capabilities[] = {
@@ -971,9 +1146,22 @@ const acp_type_desc acp_type_logout_capabilities = {
     .nfields = 1,
 };
 
+static const acp__field fields_auth_status_capabilities[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_auth_status_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_auth_status_capabilities = {
+    .name = "AuthStatusCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_auth_status_capabilities),
+    .raw_offset = offsetof(acp_auth_status_capabilities, raw),
+    .fields = fields_auth_status_capabilities,
+    .nfields = 1,
+};
+
 static const acp__field fields_agent_auth_capabilities[] = {
     {"logout", 6, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_agent_auth_capabilities, logout), 0, &acp_type_logout_capabilities, NULL},
     {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_agent_auth_capabilities, meta), 0, NULL, NULL},
+    {"status", 6, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_agent_auth_capabilities, status), 0, &acp_type_auth_status_capabilities, NULL},
 };
 const acp_type_desc acp_type_agent_auth_capabilities = {
     .name = "AgentAuthCapabilities",
@@ -981,7 +1169,7 @@ const acp_type_desc acp_type_agent_auth_capabilities = {
     .size = sizeof(acp_agent_auth_capabilities),
     .raw_offset = offsetof(acp_agent_auth_capabilities, raw),
     .fields = fields_agent_auth_capabilities,
-    .nfields = 2,
+    .nfields = 3,
 };
 
 static const acp__field fields_providers_capabilities[] = {
@@ -2509,6 +2697,199 @@ const acp_type_desc acp_type_compaction_summary_chunk = {
     .nfields = 3,
 };
 
+static const acp__field fields_session_cancel_capabilities[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_cancel_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_cancel_capabilities = {
+    .name = "SessionCancelCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_cancel_capabilities),
+    .raw_offset = offsetof(acp_session_cancel_capabilities, raw),
+    .fields = fields_session_cancel_capabilities,
+    .nfields = 1,
+};
+
+static const acp__field fields_subagent_session_capabilities[] = {
+    {"cancel", 6, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_subagent_session_capabilities, cancel), 0, &acp_type_session_cancel_capabilities, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_subagent_session_capabilities, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_subagent_session_capabilities = {
+    .name = "SubagentSessionCapabilities",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_subagent_session_capabilities),
+    .raw_offset = offsetof(acp_subagent_session_capabilities, raw),
+    .fields = fields_subagent_session_capabilities,
+    .nfields = 2,
+};
+
+static const acp__field fields_running_state_update[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_running_state_update, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_running_state_update = {
+    .name = "RunningStateUpdate",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_running_state_update),
+    .raw_offset = offsetof(acp_running_state_update, raw),
+    .fields = fields_running_state_update,
+    .nfields = 1,
+};
+
+static const acp__field fields_error[] = {
+    {"code", 4, ACP__FT_INT, 0, ACP__FF_REQUIRED, offsetof(acp_error_object, code), 0, NULL, NULL},
+    {"message", 7, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_error_object, message), 0, NULL, NULL},
+    {"data", 4, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_error_object, data), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_error_object = {
+    .name = "Error",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_error_object),
+    .raw_offset = offsetof(acp_error_object, raw),
+    .fields = fields_error,
+    .nfields = 3,
+};
+
+static const acp__field fields_error_stop_reason[] = {
+    {"error", 5, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_error_stop_reason, error), 0, &acp_type_error_object, NULL},
+};
+const acp_type_desc acp_type_error_stop_reason = {
+    .name = "ErrorStopReason",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_error_stop_reason),
+    .raw_offset = offsetof(acp_error_stop_reason, raw),
+    .fields = fields_error_stop_reason,
+    .nfields = 1,
+};
+
+static const acp__variant variants_idle_state_update_variant[] = {
+    {"end_turn", 8, NULL, 0},
+    {"max_tokens", 10, NULL, 0},
+    {"max_turn_requests", 17, NULL, 0},
+    {"refusal", 7, NULL, 0},
+    {"cancelled", 9, NULL, 0},
+    {"error", 5, &acp_type_error_stop_reason, offsetof(acp_idle_state_update_variant, error)},
+};
+const acp_type_desc acp_type_idle_state_update_variant = {
+    .name = "IdleStateUpdateVariant",
+    .kind = ACP__KIND_UNION,
+    .size = sizeof(acp_idle_state_update_variant),
+    .raw_offset = offsetof(acp_idle_state_update_variant, raw),
+    .disc = "stopReason",
+    .disc_len = 10,
+    .variants = variants_idle_state_update_variant,
+    .nvariants = 6,
+    .tag_offset = offsetof(acp_idle_state_update_variant, kind),
+    .tags = &enum_idle_state_update_kind,
+};
+
+static const acp__field fields_idle_state_update[] = {
+    {"usage", 5, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_idle_state_update, usage), 0, &acp_type_usage, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_idle_state_update, meta), 0, NULL, NULL},
+    {"stopReason", 10, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_idle_state_update, stop_reason), 0, NULL, NULL},
+    {NULL, 0, ACP__FT_FLATTEN, 0, 0, offsetof(acp_idle_state_update, variant), 0, &acp_type_idle_state_update_variant, NULL},
+};
+const acp_type_desc acp_type_idle_state_update = {
+    .name = "IdleStateUpdate",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_idle_state_update),
+    .raw_offset = offsetof(acp_idle_state_update, raw),
+    .fields = fields_idle_state_update,
+    .nfields = 4,
+};
+
+static const acp__field fields_requires_action_state_update[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_requires_action_state_update, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_requires_action_state_update = {
+    .name = "RequiresActionStateUpdate",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_requires_action_state_update),
+    .raw_offset = offsetof(acp_requires_action_state_update, raw),
+    .fields = fields_requires_action_state_update,
+    .nfields = 1,
+};
+
+static const acp__field fields_unknown_state_update[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_unknown_state_update, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_unknown_state_update = {
+    .name = "UnknownStateUpdate",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_unknown_state_update),
+    .raw_offset = offsetof(acp_unknown_state_update, raw),
+    .fields = fields_unknown_state_update,
+    .nfields = 1,
+};
+
+static const acp__variant variants_state_update[] = {
+    {"running", 7, &acp_type_running_state_update, offsetof(acp_state_update, running)},
+    {"idle", 4, &acp_type_idle_state_update, offsetof(acp_state_update, idle)},
+    {"requires_action", 15, &acp_type_requires_action_state_update, offsetof(acp_state_update, requires_action)},
+    {"unknown", 7, &acp_type_unknown_state_update, offsetof(acp_state_update, unknown)},
+};
+const acp_type_desc acp_type_state_update = {
+    .name = "StateUpdate",
+    .kind = ACP__KIND_UNION,
+    .size = sizeof(acp_state_update),
+    .raw_offset = offsetof(acp_state_update, raw),
+    .disc = "state",
+    .disc_len = 5,
+    .variants = variants_state_update,
+    .nvariants = 4,
+    .tag_offset = offsetof(acp_state_update, kind),
+    .tags = &enum_state_update_kind,
+};
+
+static const acp__field fields_subagent_update[] = {
+    {"sessionId", 9, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_subagent_update, session_id), 0, NULL, NULL},
+    {"title", 5, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_subagent_update, title), 0, NULL, NULL},
+    {"description", 11, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_subagent_update, description), 0, NULL, NULL},
+    {"capabilities", 12, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_subagent_update, capabilities), 0, &acp_type_subagent_session_capabilities, NULL},
+    {"state", 5, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_subagent_update, state), 0, &acp_type_state_update, NULL},
+    {"cwd", 3, ACP__FT_STR, 0, 0, offsetof(acp_subagent_update, cwd), 0, NULL, NULL},
+    {"additionalDirectories", 21, ACP__FT_ARRAY, ACP__FT_STR, 0, offsetof(acp_subagent_update, additional_directories), offsetof(acp_subagent_update, additional_directories_count), NULL, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_subagent_update, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_subagent_update = {
+    .name = "SubagentUpdate",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_subagent_update),
+    .raw_offset = offsetof(acp_subagent_update, raw),
+    .fields = fields_subagent_update,
+    .nfields = 8,
+};
+
+static const acp__field fields_session_message[] = {
+    {"messageId", 9, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_session_message, message_id), 0, NULL, NULL},
+    {"senderSessionId", 15, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_session_message, sender_session_id), 0, NULL, NULL},
+    {"recipientSessionId", 18, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_session_message, recipient_session_id), 0, NULL, NULL},
+    {"senderMessageId", 15, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_session_message, sender_message_id), 0, NULL, NULL},
+    {"recipientMessageId", 18, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_session_message, recipient_message_id), 0, NULL, NULL},
+    {"content", 7, ACP__FT_ARRAY, ACP__FT_PTR, ACP__FF_LENIENT, offsetof(acp_session_message, content), offsetof(acp_session_message, content_count), &acp_type_content_block, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_message, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_message = {
+    .name = "SessionMessage",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_message),
+    .raw_offset = offsetof(acp_session_message, raw),
+    .fields = fields_session_message,
+    .nfields = 7,
+};
+
+static const acp__field fields_session_message_chunk[] = {
+    {"messageId", 9, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_session_message_chunk, message_id), 0, NULL, NULL},
+    {"content", 7, ACP__FT_PTR, 0, ACP__FF_REQUIRED, offsetof(acp_session_message_chunk, content), 0, &acp_type_content_block, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_message_chunk, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_message_chunk = {
+    .name = "SessionMessageChunk",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_message_chunk),
+    .raw_offset = offsetof(acp_session_message_chunk, raw),
+    .fields = fields_session_message_chunk,
+    .nfields = 3,
+};
+
 static const acp__variant variants_session_update[] = {
     {"user_message_chunk", 18, &acp_type_content_chunk, offsetof(acp_session_update, user_message_chunk)},
     {"agent_message_chunk", 19, &acp_type_content_chunk, offsetof(acp_session_update, agent_message_chunk)},
@@ -2526,6 +2907,9 @@ static const acp__variant variants_session_update[] = {
     {"notice", 6, &acp_type_notice, offsetof(acp_session_update, notice)},
     {"compaction_update", 17, &acp_type_compaction_update, offsetof(acp_session_update, compaction_update)},
     {"compaction_summary_chunk", 24, &acp_type_compaction_summary_chunk, offsetof(acp_session_update, compaction_summary_chunk)},
+    {"subagent_update", 15, &acp_type_subagent_update, offsetof(acp_session_update, subagent_update)},
+    {"session_message", 15, &acp_type_session_message, offsetof(acp_session_update, session_message)},
+    {"session_message_chunk", 21, &acp_type_session_message_chunk, offsetof(acp_session_update, session_message_chunk)},
 };
 const acp_type_desc acp_type_session_update = {
     .name = "SessionUpdate",
@@ -2535,7 +2919,7 @@ const acp_type_desc acp_type_session_update = {
     .disc = "sessionUpdate",
     .disc_len = 13,
     .variants = variants_session_update,
-    .nvariants = 16,
+    .nvariants = 19,
     .tag_offset = offsetof(acp_session_update, kind),
     .tags = &enum_session_update_kind,
 };
@@ -3671,6 +4055,166 @@ const acp_type_desc acp_type_disconnect_mcp_response = {
     .nfields = 1,
 };
 
+static const acp__field fields_auth_status_request[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_auth_status_request, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_auth_status_request = {
+    .name = "AuthStatusRequest",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_auth_status_request),
+    .raw_offset = offsetof(acp_auth_status_request, raw),
+    .fields = fields_auth_status_request,
+    .nfields = 1,
+};
+
+static const acp__field fields_auth_account[] = {
+    {"label", 5, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_auth_account, label), 0, NULL, NULL},
+    {"active", 6, ACP__FT_BOOL, 0, ACP__FF_LENIENT|ACP__FF_HAS, offsetof(acp_auth_account, active), offsetof(acp_auth_account, has_active), NULL, NULL},
+    {"name", 4, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_auth_account, name), 0, NULL, NULL},
+    {"email", 5, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_auth_account, email), 0, NULL, NULL},
+    {"organization", 12, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_auth_account, organization), 0, NULL, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_auth_account, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_auth_account = {
+    .name = "AuthAccount",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_auth_account),
+    .raw_offset = offsetof(acp_auth_account, raw),
+    .fields = fields_auth_account,
+    .nfields = 6,
+};
+
+static const acp__field fields_auth_status_response[] = {
+    {"state", 5, ACP__FT_ENUM, 0, ACP__FF_REQUIRED, offsetof(acp_auth_status_response, state), offsetof(acp_auth_status_response, state_raw), NULL, &enum_auth_state},
+    {"accounts", 8, ACP__FT_ARRAY, ACP__FT_PTR, ACP__FF_LENIENT, offsetof(acp_auth_status_response, accounts), offsetof(acp_auth_status_response, accounts_count), &acp_type_auth_account, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_auth_status_response, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_auth_status_response = {
+    .name = "AuthStatusResponse",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_auth_status_response),
+    .raw_offset = offsetof(acp_auth_status_response, raw),
+    .fields = fields_auth_status_response,
+    .nfields = 3,
+};
+
+static const acp__field fields_archive_session_request[] = {
+    {"sessionId", 9, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_archive_session_request, session_id), 0, NULL, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_archive_session_request, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_archive_session_request = {
+    .name = "ArchiveSessionRequest",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_archive_session_request),
+    .raw_offset = offsetof(acp_archive_session_request, raw),
+    .fields = fields_archive_session_request,
+    .nfields = 2,
+};
+
+static const acp__field fields_archive_session_response[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_archive_session_response, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_archive_session_response = {
+    .name = "ArchiveSessionResponse",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_archive_session_response),
+    .raw_offset = offsetof(acp_archive_session_response, raw),
+    .fields = fields_archive_session_response,
+    .nfields = 1,
+};
+
+static const acp__field fields_unarchive_session_request[] = {
+    {"sessionId", 9, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_unarchive_session_request, session_id), 0, NULL, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_unarchive_session_request, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_unarchive_session_request = {
+    .name = "UnarchiveSessionRequest",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_unarchive_session_request),
+    .raw_offset = offsetof(acp_unarchive_session_request, raw),
+    .fields = fields_unarchive_session_request,
+    .nfields = 2,
+};
+
+static const acp__field fields_unarchive_session_response[] = {
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_unarchive_session_response, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_unarchive_session_response = {
+    .name = "UnarchiveSessionResponse",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_unarchive_session_response),
+    .raw_offset = offsetof(acp_unarchive_session_response, raw),
+    .fields = fields_unarchive_session_response,
+    .nfields = 1,
+};
+
+static const acp__field fields_session_status_request[] = {
+    {"sessionId", 9, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_session_status_request, session_id), 0, NULL, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_status_request, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_status_request = {
+    .name = "SessionStatusRequest",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_status_request),
+    .raw_offset = offsetof(acp_session_status_request, raw),
+    .fields = fields_session_status_request,
+    .nfields = 2,
+};
+
+static const acp__field fields_session_status_response[] = {
+    {"status", 6, ACP__FT_ENUM, 0, ACP__FF_REQUIRED, offsetof(acp_session_status_response, status), offsetof(acp_session_status_response, status_raw), NULL, &enum_session_status},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_session_status_response, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_session_status_response = {
+    .name = "SessionStatusResponse",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_session_status_response),
+    .raw_offset = offsetof(acp_session_status_response, raw),
+    .fields = fields_session_status_response,
+    .nfields = 2,
+};
+
+static const acp__field fields_set_session_title_request[] = {
+    {"sessionId", 9, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_set_session_title_request, session_id), 0, NULL, NULL},
+    {"title", 5, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_set_session_title_request, title), 0, NULL, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_set_session_title_request, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_set_session_title_request = {
+    .name = "SetSessionTitleRequest",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_set_session_title_request),
+    .raw_offset = offsetof(acp_set_session_title_request, raw),
+    .fields = fields_set_session_title_request,
+    .nfields = 3,
+};
+
+static const acp__field fields_set_session_title_response[] = {
+    {"title", 5, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_set_session_title_response, title), 0, NULL, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_set_session_title_response, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_set_session_title_response = {
+    .name = "SetSessionTitleResponse",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_set_session_title_response),
+    .raw_offset = offsetof(acp_set_session_title_response, raw),
+    .fields = fields_set_session_title_response,
+    .nfields = 2,
+};
+
+static const acp__field fields_auth_status_update_notification[] = {
+    {"state", 5, ACP__FT_ENUM, 0, ACP__FF_REQUIRED, offsetof(acp_auth_status_update_notification, state), offsetof(acp_auth_status_update_notification, state_raw), NULL, &enum_auth_state},
+    {"accounts", 8, ACP__FT_ARRAY, ACP__FT_PTR, ACP__FF_LENIENT, offsetof(acp_auth_status_update_notification, accounts), offsetof(acp_auth_status_update_notification, accounts_count), &acp_type_auth_account, NULL},
+    {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_auth_status_update_notification, meta), 0, NULL, NULL},
+};
+const acp_type_desc acp_type_auth_status_update_notification = {
+    .name = "AuthStatusUpdateNotification",
+    .kind = ACP__KIND_OBJECT,
+    .size = sizeof(acp_auth_status_update_notification),
+    .raw_offset = offsetof(acp_auth_status_update_notification, raw),
+    .fields = fields_auth_status_update_notification,
+    .nfields = 3,
+};
+
 static const acp__field fields_enum_option[] = {
     {"const", 5, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_enum_option, const_), 0, NULL, NULL},
     {"title", 5, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_enum_option, title), 0, NULL, NULL},
@@ -3867,20 +4411,6 @@ const acp_type_desc acp_type_session_config_select_group = {
     .nfields = 4,
 };
 
-static const acp__field fields_error[] = {
-    {"code", 4, ACP__FT_INT, 0, ACP__FF_REQUIRED, offsetof(acp_error_object, code), 0, NULL, NULL},
-    {"message", 7, ACP__FT_STR, 0, ACP__FF_REQUIRED, offsetof(acp_error_object, message), 0, NULL, NULL},
-    {"data", 4, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_error_object, data), 0, NULL, NULL},
-};
-const acp_type_desc acp_type_error_object = {
-    .name = "Error",
-    .kind = ACP__KIND_OBJECT,
-    .size = sizeof(acp_error_object),
-    .raw_offset = offsetof(acp_error_object, raw),
-    .fields = fields_error,
-    .nfields = 3,
-};
-
 /* clang-format on */
 
 const acp_type_desc *const acp__all_types[] = {
@@ -3888,11 +4418,18 @@ const acp_type_desc *const acp__all_types[] = {
     &acp_type_agent_auth_capabilities,
     &acp_type_agent_capabilities,
     &acp_type_annotations,
+    &acp_type_archive_session_request,
+    &acp_type_archive_session_response,
     &acp_type_audio_content,
+    &acp_type_auth_account,
     &acp_type_auth_capabilities,
     &acp_type_auth_method,
     &acp_type_auth_method_agent,
     &acp_type_auth_method_terminal,
+    &acp_type_auth_status_capabilities,
+    &acp_type_auth_status_request,
+    &acp_type_auth_status_response,
+    &acp_type_auth_status_update_notification,
     &acp_type_authenticate_request,
     &acp_type_authenticate_response,
     &acp_type_available_command,
@@ -3957,10 +4494,13 @@ const acp_type_desc *const acp__all_types[] = {
     &acp_type_enum_option,
     &acp_type_env_variable,
     &acp_type_error_object,
+    &acp_type_error_stop_reason,
     &acp_type_file_system_capabilities,
     &acp_type_fork_session_request,
     &acp_type_fork_session_response,
     &acp_type_http_header,
+    &acp_type_idle_state_update,
+    &acp_type_idle_state_update_variant,
     &acp_type_image_content,
     &acp_type_implementation,
     &acp_type_initialize_request,
@@ -4023,6 +4563,7 @@ const acp_type_desc *const acp__all_types[] = {
     &acp_type_new_session_request,
     &acp_type_new_session_response,
     &acp_type_notice,
+    &acp_type_notice_capabilities,
     &acp_type_number_property_schema,
     &acp_type_permission_option,
     &acp_type_plan,
@@ -4050,11 +4591,15 @@ const acp_type_desc *const acp__all_types[] = {
     &acp_type_request_permission_outcome,
     &acp_type_request_permission_request,
     &acp_type_request_permission_response,
+    &acp_type_requires_action_state_update,
     &acp_type_resource_link,
     &acp_type_resume_session_request,
     &acp_type_resume_session_response,
+    &acp_type_running_state_update,
     &acp_type_selected_permission_outcome,
     &acp_type_session_additional_directories_capabilities,
+    &acp_type_session_archive_capabilities,
+    &acp_type_session_cancel_capabilities,
     &acp_type_session_capabilities,
     &acp_type_session_close_capabilities,
     &acp_type_session_config_boolean,
@@ -4069,10 +4614,19 @@ const acp_type_desc *const acp__all_types[] = {
     &acp_type_session_info,
     &acp_type_session_info_update,
     &acp_type_session_list_capabilities,
+    &acp_type_session_message,
+    &acp_type_session_message_chunk,
     &acp_type_session_mode,
     &acp_type_session_mode_state,
     &acp_type_session_notification,
     &acp_type_session_resume_capabilities,
+    &acp_type_session_status_capabilities,
+    &acp_type_session_status_request,
+    &acp_type_session_status_response,
+    &acp_type_session_system_prompt_capabilities,
+    &acp_type_session_system_prompt_mode_capabilities,
+    &acp_type_session_system_prompt_override_capabilities,
+    &acp_type_session_title_capabilities,
     &acp_type_session_update,
     &acp_type_set_provider_request,
     &acp_type_set_provider_response,
@@ -4083,10 +4637,16 @@ const acp_type_desc *const acp__all_types[] = {
     &acp_type_set_session_config_option_response,
     &acp_type_set_session_mode_request,
     &acp_type_set_session_mode_response,
+    &acp_type_set_session_title_request,
+    &acp_type_set_session_title_response,
     &acp_type_start_nes_request,
     &acp_type_start_nes_response,
+    &acp_type_state_update,
     &acp_type_string_multi_select_items,
     &acp_type_string_property_schema,
+    &acp_type_subagent_capabilities,
+    &acp_type_subagent_session_capabilities,
+    &acp_type_subagent_update,
     &acp_type_suggest_nes_request,
     &acp_type_suggest_nes_response,
     &acp_type_terminal,
@@ -4101,6 +4661,9 @@ const acp_type_desc *const acp__all_types[] = {
     &acp_type_tool_call_content,
     &acp_type_tool_call_location,
     &acp_type_tool_call_update,
+    &acp_type_unarchive_session_request,
+    &acp_type_unarchive_session_response,
+    &acp_type_unknown_state_update,
     &acp_type_unstructured_command_input,
     &acp_type_usage,
     &acp_type_usage_update,
@@ -4215,6 +4778,19 @@ static const struct {
      ""}, /* mcp/connect */
     {&acp_type_disconnect_mcp_request, &acp_type_disconnect_mcp_response, NULL,
      "s:connectionId"}, /* mcp/disconnect */
+    {&acp_type_auth_status_request, &acp_type_auth_status_response, NULL,
+     ""}, /* auth/status */
+    {&acp_type_archive_session_request, &acp_type_archive_session_response,
+     NULL, "s:sessionId"}, /* session/archive */
+    {&acp_type_unarchive_session_request, &acp_type_unarchive_session_response,
+     NULL, "s:sessionId"}, /* session/unarchive */
+    {&acp_type_session_status_request, &acp_type_session_status_response, NULL,
+     "s:sessionId"}, /* session/status */
+    {&acp_type_set_session_title_request, &acp_type_set_session_title_response,
+     NULL, "s:sessionId s:title"}, /* session/set_title */
+    {&acp_type_auth_status_update_notification, NULL,
+     &acp_type_auth_status_update_notification,
+     "s:state"}, /* auth/status_update */
 };
 
 #define METHOD_TYPES_COUNT (sizeof(method_types) / sizeof(method_types[0]))

@@ -35,6 +35,20 @@ const char script_help[] =
     "  /error CODE MESSAGE  answer the prompt with that JSON-RPC error\n"
     "  /stop REASON         end the turn with REASON (end_turn, max_tokens,\n"
     "                       max_turn_requests, refusal, cancelled)\n"
+    "Unstable (acp agent --unstable):\n"
+    "  /subagent ID [TITLE] a subagent_update announcing child session ID\n"
+    "  /message TO TEXT     a session_message to session TO, then its text\n"
+    "                       as a session_message_chunk\n"
+    "  /auth STATE          an auth/status_update (authenticated,\n"
+    "                       unauthenticated, not_required, unknown); "
+    "auth/status\n"
+    "                       answers it from then on\n"
+    "  /turn-usage IN OUT   put usage {inputTokens, outputTokens,\n"
+    "                       totalTokens} in this turn's PromptResponse\n"
+    "  /kill CMD [ARGS...]  start a command in a client terminal, then\n"
+    "                       terminal/kill it and show how it ended\n"
+    "  /elicit-url URL      ask the user to visit URL (url elicitation),\n"
+    "                       then send elicitation/complete\n"
     "Relative paths are resolved against the session's cwd.\n";
 
 struct cmd_name {
@@ -43,13 +57,31 @@ struct cmd_name {
 };
 
 static const struct cmd_name cmd_names[] = {
-    {"think", STEP_THINK},   {"plan", STEP_PLAN},   {"tool", STEP_TOOL},
-    {"ask", STEP_ASK},       {"read", STEP_READ},   {"write", STEP_WRITE},
-    {"run", STEP_RUN},       {"mode", STEP_MODE},   {"config", STEP_CONFIG},
-    {"title", STEP_TITLE},   {"usage", STEP_USAGE}, {"commands", STEP_COMMANDS},
-    {"wait", STEP_WAIT},     {"sleep", STEP_SLEEP}, {"error", STEP_ERROR},
-    {"stop", STEP_STOP},     {"big", STEP_BIG},     {"elicit", STEP_ELICIT},
+    {"think", STEP_THINK},
+    {"plan", STEP_PLAN},
+    {"tool", STEP_TOOL},
+    {"ask", STEP_ASK},
+    {"read", STEP_READ},
+    {"write", STEP_WRITE},
+    {"run", STEP_RUN},
+    {"mode", STEP_MODE},
+    {"config", STEP_CONFIG},
+    {"title", STEP_TITLE},
+    {"usage", STEP_USAGE},
+    {"commands", STEP_COMMANDS},
+    {"wait", STEP_WAIT},
+    {"sleep", STEP_SLEEP},
+    {"error", STEP_ERROR},
+    {"stop", STEP_STOP},
+    {"big", STEP_BIG},
+    {"elicit", STEP_ELICIT},
     {"update", STEP_UPDATE},
+    {"subagent", STEP_SUBAGENT},
+    {"message", STEP_MESSAGE},
+    {"auth", STEP_AUTH},
+    {"turn-usage", STEP_TURN_USAGE},
+    {"kill", STEP_KILL},
+    {"elicit-url", STEP_ELICIT_URL},
 };
 
 static char *dup_range(const char *p, size_t n) {
@@ -144,6 +176,9 @@ static int parse_command(script *sc, size_t *cap, const char *p,
   switch (st.kind) {
   case STEP_WRITE:
   case STEP_CONFIG:
+  case STEP_SUBAGENT:
+  case STEP_MESSAGE:
+  case STEP_TURN_USAGE:
     if (split_two(q, end, &st.arg, &st.arg2) != 0)
       return -1;
     break;

@@ -29,7 +29,14 @@ typedef enum step_kind {
   STEP_BIG,      /* stream `num` bytes of text */
   STEP_ELICIT,   /* elicitation/create (form) with message arg */
   STEP_UPDATE,   /* a session/update whose update object is `arg` (JSON) */
-  STEP_UNKNOWN   /* unknown command: reported back as text */
+  /* Unstable (acp agent --unstable): */
+  STEP_SUBAGENT,   /* subagent_update: arg = child session id, arg2 title */
+  STEP_MESSAGE,    /* session_message + chunk: arg = recipient, arg2 text */
+  STEP_AUTH,       /* auth/status_update with state arg */
+  STEP_TURN_USAGE, /* usage in the PromptResponse: arg in, arg2 out */
+  STEP_KILL,       /* terminal/create, terminal/kill, wait, output, release */
+  STEP_ELICIT_URL, /* elicitation/create (url) then elicitation/complete */
+  STEP_UNKNOWN     /* unknown command: reported back as text */
 } step_kind;
 
 typedef struct step {

@@ -17,6 +17,8 @@ int cmd_mcp(int argc, char **argv);
 int cmd_conductor(int argc, char **argv);
 int cmd_proxy(int argc, char **argv);
 int cmd_mcp_shim(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_acp_serve(int argc, char **argv);
 /* acp-mcp only: `acp mcp relay` (stdio to HTTP) and `acp mcp http-bridge`
  * (the conductor's HTTP bridge helper). */
 int cmd_mcp_relay(int argc, char **argv);

@@ -3,6 +3,7 @@
  * text is a small script (agent_script.h) that exercises the protocol, so
  * clients, proxies and tests can see every feature working.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "agent_script.h"
+#include "agent_store.h"
 #include "cli.h"
 
 #define BIG_CHUNK (64 * 1024)
@@ -23,7 +25,7 @@
 
 static const char agent_usage[] =
     "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
-    "                 [--mcp-http on|off]\n"
+    "                 [--mcp-http on|off] [--state-dir DIR] [--unstable]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -44,11 +46,25 @@ static const char agent_usage[] =
     "               on (default): advertise mcpCapabilities.http and .sse\n"
     "               and reach such servers through `acp mcp relay`; off: do\n"
     "               not advertise them\n"
+    "  --state-dir DIR\n"
+    "               keep each session in DIR/<sessionId>.json (cwd, MCP\n"
+    "               servers, mode, config, title, history), rewritten\n"
+    "               atomically as it changes, so load, resume and list work\n"
+    "               across restarts; DIR is created if missing. One agent\n"
+    "               process per DIR at a time. An unreadable file is\n"
+    "               reported on stderr and that session answers -32603\n"
+    "  --unstable   also advertise and serve the unstable methods:\n"
+    "               session/fork, session/set_title, session/archive,\n"
+    "               session/unarchive, session/status, auth/status (see the\n"
+    "               unstable commands below)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
     "close,\n"
     "modes (ask, code) and config options (model: fast|smart, verbose: bool).\n"
+    "Session ids are sess_ and 32 hex digits from the OS's random source,\n"
+    "unique across processes; with ACP_AGENT_SEQUENTIAL_IDS=1 in the\n"
+    "environment they are sess_1, sess_2... (for tests).\n"
     "\n";
 
 typedef struct app app;
@@ -64,6 +80,11 @@ struct asession {
   char model[16];
   bool verbose;
   acp_json_writer *history; /* session/update payloads, one per line */
+  char *mcp_json;           /* the last mcpServers array given (raw) */
+  bool dirty;               /* changed since last saved (--state-dir) */
+  bool archived;            /* session/archive (--unstable) */
+  bool open; /* in memory for a connection (session/status): not after a
+              * restart, close or archive until new, load or resume */
   turn *turn;
   mcpsrv *mcp; /* MCP-over-ACP servers declared for this session */
   asession *next;
@@ -87,6 +108,9 @@ struct turn {
   char *stop_reason;        /* set by /stop */
   acp_mcp_client *mcp_call; /* /mcp-call: the client of the call in flight */
   int64_t mcp_call_id;
+  char *usage;     /* /turn-usage: the PromptResponse's usage, or NULL */
+  bool kill;       /* /kill: terminal/kill after create */
+  char *elicit_id; /* /elicit-url: the elicitation to complete */
 };
 
 struct app {
@@ -101,7 +125,10 @@ struct app {
   size_t scratch_cap;
   int end_reason; /* why the connection ended: 0 or an ACP_ERR_* */
   acp_json_doc *doc;
-  acp_arena *arena; /* decoded mcpServers entries (mcp_record_stdio) */
+  acp_json_doc *hdoc;  /* on_update_sent: the update's kind */
+  acp_json_doc *sdoc;  /* reading state files */
+  acp_json_writer *sw; /* writing state files */
+  acp_arena *arena;    /* decoded mcpServers entries (mcp_record_stdio) */
   bool echo;
   const char *name;
   bool fs_read, fs_write, terminal, elicitation;
@@ -112,6 +139,24 @@ struct app {
   bool mcp_acp_off;          /* --mcp-acp off */
   bool mcp_http_off;         /* --mcp-http off */
   acp_mcp_acp_consumer *mcp; /* consumes acp-type MCP servers */
+  const char *state_dir;     /* --state-dir, or NULL */
+  bool sequential_ids;       /* ACP_AGENT_SEQUENTIAL_IDS=1 */
+  bool replaying;            /* session/load: sent updates are old ones */
+  bool flush_init;
+  uv_idle_t flush;       /* saves dirty sessions once per loop iteration */
+  struct broken *broken; /* state files that could not be restored */
+  bool unstable;         /* --unstable */
+  char auth_state[32];   /* what auth/status answers (/auth changes it) */
+  unsigned next_msg;     /* /message ids */
+  unsigned next_elicit;  /* /elicit-url ids */
+};
+
+/* A state file that could not be read back: its session answers with
+ * `why` instead of being forgotten or silently replaced. */
+struct broken {
+  char *id;
+  char *why;
+  struct broken *next;
 };
 
 /* MARK: - Small helpers */
@@ -214,7 +259,6 @@ static int send_chunk(app *a, asession *s, const char *kind, const char *text,
   if (rv != 0)
     return rv;
   u = wdata(a, &ulen);
-  history_add(s, u, ulen);
   return acp_agent_send_update_raw(a->agent, s->id, u, ulen);
 }
 
@@ -285,6 +329,142 @@ static void write_session_state(app *a, asession *s) {
   write_config_options(a, s);
 }
 
+/* MARK: - Persistence (--state-dir) */
+
+static struct broken *find_broken(app *a, const char *id) {
+  struct broken *b;
+
+  for (b = a->broken; b != NULL && id != NULL; b = b->next)
+    if (strcmp(b->id, id) == 0)
+      return b;
+  return NULL;
+}
+
+static void broken_drop(app *a, const char *id) {
+  struct broken **pp;
+
+  for (pp = &a->broken; *pp != NULL; pp = &(*pp)->next) {
+    if (strcmp((*pp)->id, id) == 0) {
+      struct broken *b = *pp;
+      *pp = b->next;
+      free(b->id);
+      free(b->why);
+      free(b);
+      return;
+    }
+  }
+}
+
+/* Write DIR/ID.json now: the session's state, then its history array. */
+static void session_save(app *a, asession *s) {
+  acp_json_writer *w = a->sw;
+  const char *parts[4];
+  size_t lens[4];
+
+  if (a->state_dir == NULL)
+    return;
+  s->dirty = false;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "version");
+  acp_json_write_int(w, 1);
+  kvs(w, "sessionId", s->id);
+  kvs(w, "cwd", s->cwd);
+  if (s->title != NULL)
+    kvs(w, "title", s->title);
+  kvs(w, "mode", s->mode);
+  kvs(w, "model", s->model);
+  acp_json_write_keyz(w, "verbose");
+  acp_json_write_bool(w, s->verbose);
+  acp_json_write_keyz(w, "nextTool");
+  acp_json_write_uint(w, a->next_tool);
+  acp_json_write_keyz(w, "archived");
+  acp_json_write_bool(w, s->archived);
+  acp_json_write_keyz(w, "mcpServers");
+  if (s->mcp_json != NULL)
+    acp_json_write_raw(w, s->mcp_json, strlen(s->mcp_json));
+  else
+    acp_json_write_raw(w, "[]", 2);
+  if (acp_json_writer_error(w) != 0) {
+    cli_err("agent", "cannot save session %s: out of memory", s->id);
+    return;
+  }
+  /* The writers hold an open object and an open array: close both here
+   * rather than copy a history that may be megabytes long. */
+  parts[0] = acp_json_writer_data(w, &lens[0]);
+  parts[1] = ",\"history\":";
+  lens[1] = strlen(parts[1]);
+  parts[2] = acp_json_writer_data(s->history, &lens[2]);
+  parts[3] = "]}\n";
+  lens[3] = 3;
+  if (store_write(a->state_dir, s->id, parts, lens, 4) != 0)
+    cli_err("agent", "cannot save session %s in %s: %s", s->id, a->state_dir,
+            strerror(errno));
+}
+
+static void flush_dirty(uv_idle_t *h) {
+  app *a = h->data;
+  asession *s;
+
+  uv_idle_stop(h);
+  for (s = a->sessions; s != NULL; s = s->next)
+    if (s->dirty)
+      session_save(a, s);
+}
+
+/* Save soon: updates come in bursts (a plan, a stream of chunks), so they
+ * are written once per loop iteration, not once each. Answers that end a
+ * turn or change state save at once (session_save) before they go out. */
+static void session_changed(app *a, asession *s) {
+  if (a->state_dir == NULL)
+    return;
+  s->dirty = true;
+  if (!a->flush_init) {
+    uv_idle_init(&a->loop, &a->flush);
+    a->flush.data = a;
+    a->flush_init = true;
+  }
+  if (!uv_is_active((uv_handle_t *)&a->flush))
+    uv_idle_start(&a->flush, flush_dirty);
+}
+
+/* The updates a session/load replays: the conversation itself. Modes,
+ * config options, titles and usage are state, answered by load itself. */
+static bool history_kind(const acp_json_val *kind) {
+  static const char *const kinds[] = {
+      "user_message_chunk",  "agent_message_chunk",
+      "agent_thought_chunk", "tool_call",
+      "tool_call_update",    "plan",
+      "plan_update",         "plan_removed",
+      "session_message",     "session_message_chunk",
+      "subagent_update"};
+  size_t i;
+
+  for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+    if (acp_json_str_eq(kind, kinds[i], strlen(kinds[i])))
+      return true;
+  return false;
+}
+
+/* Every session/update the agent sends passes here (acp_agent's
+ * on_update_sent): the conversation part goes into the history. */
+static void on_update_sent(acp_agent *agent, const char *session_id,
+                           const char *update, size_t len, void *ud) {
+  app *a = ud;
+  asession *s;
+
+  (void)agent;
+  if (a->replaying)
+    return;
+  s = find_session(a, session_id);
+  if (s == NULL || acp_json_doc_parse(a->hdoc, update, len, NULL) != 0 ||
+      !history_kind(
+          acp_json_obj_getz(acp_json_doc_root(a->hdoc), "sessionUpdate")))
+    return;
+  history_add(s, update, len);
+  session_changed(a, s);
+}
+
 /* MARK: - Prompt turns */
 
 static void turn_run(turn *t);
@@ -295,6 +475,8 @@ static void turn_unref(turn *t) {
   script_free(&t->sc);
   free(t->terminal_id);
   free(t->stop_reason);
+  free(t->usage);
+  free(t->elicit_id);
   free(t);
 }
 
@@ -319,8 +501,12 @@ static void turn_finish(turn *t, const char *stop_reason) {
                                 uv_now(&t->a->loop));
     (void)acp_mcp_acp_consumer_flush(t->a->mcp, uv_now(&t->a->loop));
   }
+  /* The turn's history is on disk before the client hears it ended. */
+  if (t->s != NULL && t->s->dirty)
+    session_save(t->a, t->s);
   if (t->req != NULL)
-    acp_agent_respond_prompt(t->a->agent, t->req, stop_reason, NULL, 0);
+    acp_agent_respond_prompt(t->a->agent, t->req, stop_reason, t->usage,
+                             t->usage ? strlen(t->usage) : 0);
   t->req = NULL;
   if (t->s != NULL && t->s->turn == t)
     t->s->turn = NULL;
@@ -481,7 +667,13 @@ static int on_elicit(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     snprintf(buf, sizeof(buf), "elicitation: %.*s\n",
              (int)(alen > 64 ? 64 : alen), action ? action : "?");
     send_text(t->a, t->s, buf);
-    if (action != NULL && alen == 6 && memcmp(action, "accept", 6) == 0) {
+    if (action != NULL && alen == 6 && memcmp(action, "accept", 6) == 0 &&
+        t->elicit_id != NULL) {
+      /* The user went to the URL; the out-of-band part is done. */
+      if (acp_agent_elicitation_complete(t->a->agent, t->elicit_id) == 0)
+        send_text(t->a, t->s, "elicitation complete\n");
+    } else if (action != NULL && alen == 6 &&
+               memcmp(action, "accept", 6) == 0) {
       const acp_json_val *c = acp_json_obj_getz(msg->result, "content");
       size_t n;
       const char *raw = acp_json_raw(c, &n);
@@ -510,6 +702,10 @@ static void terminal_next(turn *t) {
     rv = acp_agent_terminal_output(t->a->agent, t->s->id, t->terminal_id,
                                    on_terminal, t, NULL);
     break;
+  case 4: /* /kill, between create and wait_for_exit */
+    rv = acp_agent_terminal_kill(t->a->agent, t->s->id, t->terminal_id,
+                                 on_terminal, t, NULL);
+    break;
   default:
     rv = acp_agent_terminal_release(t->a->agent, t->s->id, t->terminal_id,
                                     on_terminal, t, NULL);
@@ -533,7 +729,7 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     return 0;
   if (!call_ok(msg)) {
     report_error(t, "terminal", msg);
-    if (t->sub == 0 || t->sub >= 3) {
+    if (t->sub == 0 || t->sub == 3) {
       turn_next(t);
       return 0;
     }
@@ -567,7 +763,19 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
       acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
                                       "in_progress", extra, n);
     }
+    if (t->kill) {
+      t->sub = 4;
+      terminal_next(t);
+      turn_run(t);
+      return 0;
+    }
     break;
+  case 4:
+    send_text(t->a, t->s, "terminal killed\n");
+    t->sub = 1;
+    terminal_next(t);
+    turn_run(t);
+    return 0;
   case 1: {
     /* wait_for_exit: a failure is reported after the output. */
     int64_t code = 0;
@@ -706,6 +914,120 @@ static void step_text(turn *t, const char *text) {
 /* Run steps until one has to wait or the script ends. */
 static int step_mcp(turn *t, const char *line);
 
+static int on_elicit(acp_agent *agent, const acp_rpc_msg *msg, void *ud);
+
+/* The --unstable commands. 1 when the turn now waits (it resumes itself),
+ * else 0. */
+static int step_unstable(turn *t, const step *st) {
+  app *a = t->a;
+  asession *s = t->s;
+  acp_json_writer *w = a->w;
+  const char *u;
+  size_t n;
+  char id[48];
+
+  acp_json_writer_reset(w);
+  switch (st->kind) {
+  case STEP_SUBAGENT:
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionUpdate", "subagent_update");
+    kvs(w, "sessionId", st->arg);
+    if (st->arg2 != NULL)
+      kvs(w, "title", st->arg2);
+    acp_json_write_keyz(w, "state");
+    acp_json_write_obj_begin(w);
+    kvs(w, "state", "running");
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+    u = wdata(a, &n);
+    acp_agent_send_update_raw(a->agent, s->id, u, n);
+    return 0;
+  case STEP_MESSAGE:
+    /* An upsert naming the participants, then the text as a chunk. */
+    snprintf(id, sizeof(id), "msg_%u", ++a->next_msg);
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionUpdate", "session_message");
+    kvs(w, "messageId", id);
+    kvs(w, "senderSessionId", s->id);
+    kvs(w, "recipientSessionId", st->arg);
+    acp_json_write_obj_end(w);
+    u = wdata(a, &n);
+    acp_agent_send_update_raw(a->agent, s->id, u, n);
+    acp_json_writer_reset(w);
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionUpdate", "session_message_chunk");
+    kvs(w, "messageId", id);
+    acp_json_write_keyz(w, "content");
+    acp_json_write_obj_begin(w);
+    kvs(w, "type", "text");
+    kvs(w, "text", st->arg2 ? st->arg2 : "");
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+    u = wdata(a, &n);
+    acp_agent_send_update_raw(a->agent, s->id, u, n);
+    return 0;
+  case STEP_AUTH:
+    if (st->arg[0] == '\0' || strlen(st->arg) >= sizeof(a->auth_state)) {
+      send_text(a, s,
+                "usage: /auth authenticated|unauthenticated|"
+                "not_required|unknown\n");
+      return 0;
+    }
+    snprintf(a->auth_state, sizeof(a->auth_state), "%s", st->arg);
+    acp_agent_send_auth_status_update(a->agent, a->auth_state, NULL, 0);
+    return 0;
+  case STEP_TURN_USAGE: {
+    char *end1 = NULL;
+    char *end2 = NULL;
+    unsigned long long in = strtoull(st->arg, &end1, 10);
+    unsigned long long out = st->arg2 ? strtoull(st->arg2, &end2, 10) : 0;
+    char json[160];
+
+    if (st->arg[0] == '\0' || *end1 != '\0' || st->arg2 == NULL ||
+        *end2 != '\0') {
+      send_text(a, s, "usage: /turn-usage INPUT_TOKENS OUTPUT_TOKENS\n");
+      return 0;
+    }
+    snprintf(json, sizeof(json),
+             "{\"inputTokens\":%llu,\"outputTokens\":%llu,"
+             "\"totalTokens\":%llu}",
+             in, out, in + out);
+    free(t->usage);
+    t->usage = xstrndup(json, strlen(json));
+    return 0;
+  }
+  case STEP_ELICIT_URL: {
+    int rv;
+    if (!a->elicitation) {
+      send_text(a, s, "the client does not offer elicitation\n");
+      return 0;
+    }
+    snprintf(id, sizeof(id), "elicit_%u", ++a->next_elicit);
+    free(t->elicit_id);
+    t->elicit_id = xstrndup(id, strlen(id));
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionId", s->id);
+    kvs(w, "mode", "url");
+    kvs(w, "message", "Please sign in");
+    kvs(w, "url", st->arg);
+    kvs(w, "elicitationId", id);
+    acp_json_write_obj_end(w);
+    u = wdata(a, &n);
+    t->refs++;
+    t->waiting = true;
+    rv = acp_agent_elicitation_create(a->agent, u, n, on_elicit, t, NULL);
+    if (rv != 0) {
+      t->refs--;
+      t->waiting = false;
+      turn_fail(t, -32603, "cannot send elicitation/create");
+    }
+    return 1;
+  }
+  default:
+    return 0;
+  }
+}
+
 static void turn_run(turn *t) {
   app *a = t->a;
   int rv;
@@ -827,6 +1149,13 @@ static void turn_run(turn *t) {
       }
       return;
     }
+    case STEP_KILL:
+      if (!a->unstable) {
+        send_text(a, s, "/kill needs acp agent --unstable\n");
+        break;
+      }
+      t->kill = true; /* /run, then terminal/kill after create */
+      /* fall through */
     case STEP_RUN: {
       char *cmd;
       char *p;
@@ -891,6 +1220,7 @@ static void turn_run(turn *t) {
         break;
       }
       snprintf(s->mode, sizeof(s->mode), "%s", st->arg);
+      session_changed(a, s);
       acp_agent_send_current_mode(a->agent, s->id, s->mode);
       break;
     case STEP_CONFIG:
@@ -905,6 +1235,7 @@ static void turn_run(turn *t) {
                   "true|false\n");
         break;
       }
+      session_changed(a, s);
       acp_json_writer_reset(a->w);
       write_config_options(a, s);
       {
@@ -916,6 +1247,7 @@ static void turn_run(turn *t) {
     case STEP_TITLE:
       free(s->title);
       s->title = xstrndup(st->arg, strlen(st->arg));
+      session_changed(a, s);
       acp_agent_send_session_info(a->agent, s->id, s->title, NULL, 0);
       break;
     case STEP_USAGE:
@@ -972,6 +1304,19 @@ static void turn_run(turn *t) {
       }
       return;
     }
+    case STEP_SUBAGENT:
+    case STEP_MESSAGE:
+    case STEP_AUTH:
+    case STEP_TURN_USAGE:
+    case STEP_ELICIT_URL:
+      if (!a->unstable) {
+        snprintf(buf, sizeof(buf), "this command needs acp agent --unstable\n");
+        send_text(a, s, buf);
+        break;
+      }
+      if (step_unstable(t, st))
+        return;
+      break;
     case STEP_WAIT:
       send_text(a, s, "waiting for session/cancel\n");
       t->waiting = true; /* only session/cancel ends this turn */
@@ -1298,15 +1643,11 @@ static int stdio_start(app *a, mcpsrv *m) {
   return 0;
 }
 
-/* Record the acp-type servers of session/new, load or resume. */
-static void mcp_record(app *a, asession *s, acp_agent_request *req) {
-  const acp_json_val *list =
-      acp_json_obj_getz(acp_agent_request_params(req), "mcpServers");
-  const acp_rpc_msg *msg = acp_agent_request_msg(req);
+/* Record the servers of a mcpServers array (`list`, a value of `doc`). */
+static void mcp_record_list(app *a, asession *s, acp_json_doc *doc,
+                            const acp_json_val *list) {
   const acp_json_val *e;
 
-  if (msg == NULL)
-    return;
   for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
     const char *id;
     const char *name;
@@ -1316,7 +1657,7 @@ static void mcp_record(app *a, asession *s, acp_agent_request *req) {
     mcpsrv *m;
     mcpsrv *old;
 
-    if (acp_mcp_acp_decl_parse(msg->doc, e, &id, &n, &shape) != 0) {
+    if (acp_mcp_acp_decl_parse(doc, e, &id, &n, &shape) != 0) {
       mcp_record_stdio(a, s, e);
       continue;
     }
@@ -1325,8 +1666,7 @@ static void mcp_record(app *a, asession *s, acp_agent_request *req) {
       exit(CLI_EXIT_FAILURE);
     m->id = xstrndup(id, n);
     m->shape = shape;
-    if (acp_json_doc_str(msg->doc, acp_json_obj_getz(e, "name"), &name, &nn) !=
-        0) {
+    if (acp_json_doc_str(doc, acp_json_obj_getz(e, "name"), &name, &nn) != 0) {
       name = m->id;
       nn = strlen(m->id);
     }
@@ -1347,6 +1687,25 @@ static void mcp_record(app *a, asession *s, acp_agent_request *req) {
     m->next = s->mcp;
     s->mcp = m;
   }
+}
+
+/* Record the servers of session/new, load or resume, and keep their
+ * declaration for the state file. */
+static void mcp_record(app *a, asession *s, acp_agent_request *req) {
+  const acp_json_val *list =
+      acp_json_obj_getz(acp_agent_request_params(req), "mcpServers");
+  const acp_rpc_msg *msg = acp_agent_request_msg(req);
+  const char *raw;
+  size_t n;
+
+  if (msg == NULL)
+    return;
+  raw = acp_json_raw(list, &n);
+  if (raw != NULL && acp_json_type_of(list) == ACP_JSON_ARRAY) {
+    free(s->mcp_json);
+    s->mcp_json = xstrndup(raw, n);
+  }
+  mcp_record_list(a, s, msg->doc, list);
 }
 
 static void mcp_step_next(mcpop *op);
@@ -1773,8 +2132,23 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
       "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
       "\"http\":false,\"sse\":false},\"sessionCapabilities\":{\"list\":{},"
       "\"resume\":{},\"close\":{},\"delete\":{}}}";
+  /* --unstable: the session methods and auth/status, advertised. */
+  static const char caps_unstable[] =
+      "{\"loadSession\":true,\"promptCapabilities\":{\"image\":false,"
+      "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
+      "\"http\":%s,\"sse\":%s},\"sessionCapabilities\":{\"list\":{},"
+      "\"resume\":{},\"close\":{},\"delete\":{},\"fork\":{},\"title\":{},"
+      "\"archive\":{},\"status\":{}},\"auth\":{\"status\":{}}}";
+  char ucaps[sizeof(caps_unstable) + 16];
   const char *agent_caps = a->mcp_http_off ? caps_no_http : caps_http;
-  size_t agent_caps_len = strlen(agent_caps);
+  size_t agent_caps_len;
+
+  if (a->unstable) {
+    const char *on = a->mcp_http_off ? "false" : "true";
+    snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on);
+    agent_caps = ucaps;
+  }
+  agent_caps_len = strlen(agent_caps);
   acp_json_writer *cw = NULL;
   int rv;
 
@@ -1820,13 +2194,41 @@ static int on_empty(acp_agent *agent, acp_agent_request *req, void *ud) {
   return 0;
 }
 
-static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
+/* A session id no session here has: 128 random bits from the OS, so that
+ * ids stay unique across processes and restarts (a client may keep them
+ * and resume later) without a clock or a shared counter, and cannot be
+ * guessed by another client of the same state dir; sequential for tests. */
+static void new_session_id(app *a, char *buf, size_t size) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned char r[16];
+  size_t i;
+
+  for (;;) {
+    if (a->sequential_ids) {
+      snprintf(buf, size, "sess_%u", ++a->next_session);
+    } else {
+      if (uv_random(NULL, NULL, r, sizeof(r), 0, NULL) != 0) {
+        fputs("acp agent: no random source for session ids\n", stderr);
+        exit(CLI_EXIT_FAILURE);
+      }
+      memcpy(buf, "sess_", 5);
+      for (i = 0; i < sizeof(r) && 5 + 2 * i + 2 < size; i++) {
+        buf[5 + 2 * i] = hex[r[i] >> 4];
+        buf[5 + 2 * i + 1] = hex[r[i] & 15];
+      }
+      buf[5 + 2 * i] = '\0';
+    }
+    if (find_session(a, buf) == NULL && find_broken(a, buf) == NULL)
+      return;
+  }
+}
+
+static asession *session_alloc(app *a, const char *id, const char *cwd,
+                               size_t cwd_len) {
   asession *s = calloc(1, sizeof(*s));
-  char id[40];
 
   if (s == NULL)
     exit(CLI_EXIT_FAILURE);
-  snprintf(id, sizeof(id), "sess_%u", ++a->next_session);
   s->id = xstrndup(id, strlen(id));
   s->cwd = xstrndup(cwd, cwd_len);
   snprintf(s->mode, sizeof(s->mode), "code");
@@ -1838,6 +2240,13 @@ static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
   s->next = a->sessions;
   a->sessions = s;
   return s;
+}
+
+static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
+  char id[40];
+
+  new_session_id(a, id, sizeof(id));
+  return session_alloc(a, id, cwd, cwd_len);
 }
 
 static void session_destroy(app *a, asession *s) {
@@ -1855,10 +2264,149 @@ static void session_destroy(app *a, asession *s) {
   }
   mcp_servers_free(s);
   acp_json_writer_free(s->history);
+  free(s->mcp_json);
   free(s->id);
   free(s->cwd);
   free(s->title);
   free(s);
+}
+
+/* A string member of a state file as a C string, or NULL. */
+static char *state_str(app *a, const acp_json_val *obj, const char *key) {
+  const char *v;
+  size_t n;
+
+  if (acp_json_type_of(acp_json_obj_getz(obj, key)) != ACP_JSON_STRING ||
+      acp_json_doc_str(a->sdoc, acp_json_obj_getz(obj, key), &v, &n) != 0 ||
+      memchr(v, 0, n) != NULL)
+    return NULL;
+  return xstrndup(v, n);
+}
+
+/* Read DIR/ID.json back into a session. On failure, why[] says what is
+ * wrong with the file and nothing was created. */
+static int session_restore(app *a, const char *id, char *why, size_t size) {
+  char *data = NULL;
+  size_t len = 0;
+  acp_json_err jerr;
+  const acp_json_val *root;
+  const acp_json_val *hist;
+  const acp_json_val *v;
+  char *sid = NULL;
+  char *cwd = NULL;
+  char *mode = NULL;
+  char *model = NULL;
+  char *title = NULL;
+  bool verbose = false;
+  uint64_t next_tool = 0;
+  asession *s;
+  int rv = -1;
+
+  if (store_read(a->state_dir, id, &data, &len) != 0) {
+    snprintf(why, size, "%s", strerror(errno));
+    goto cleanup;
+  }
+  memset(&jerr, 0, sizeof(jerr));
+  if (acp_json_doc_parse(a->sdoc, data, len, &jerr) != 0) {
+    snprintf(why, size, "not valid JSON (%s at byte %zu)",
+             jerr.msg ? jerr.msg : "parse error", jerr.pos);
+    goto cleanup;
+  }
+  root = acp_json_doc_root(a->sdoc);
+  hist = acp_json_obj_getz(root, "history");
+  sid = state_str(a, root, "sessionId");
+  cwd = state_str(a, root, "cwd");
+  mode = state_str(a, root, "mode");
+  model = state_str(a, root, "model");
+  title = state_str(a, root, "title");
+  if (acp_json_type_of(root) != ACP_JSON_OBJECT) {
+    snprintf(why, size, "not a JSON object");
+  } else if (sid == NULL || strcmp(sid, id) != 0) {
+    snprintf(why, size, "its sessionId is not %s", id);
+  } else if (cwd == NULL || cwd[0] != '/') {
+    snprintf(why, size, "no absolute cwd");
+  } else if (mode == NULL ||
+             (strcmp(mode, "ask") != 0 && strcmp(mode, "code") != 0)) {
+    snprintf(why, size, "no valid mode");
+  } else if (model == NULL ||
+             (strcmp(model, "fast") != 0 && strcmp(model, "smart") != 0)) {
+    snprintf(why, size, "no valid model");
+  } else if (acp_json_type_of(hist) != ACP_JSON_ARRAY) {
+    snprintf(why, size, "no history array");
+  } else if (acp_json_get_bool(acp_json_obj_getz(root, "verbose"), &verbose) !=
+                 0 ||
+             acp_json_get_uint64(acp_json_obj_getz(root, "nextTool"),
+                                 &next_tool) != 0) {
+    snprintf(why, size, "no valid verbose or nextTool");
+  } else {
+    rv = 0;
+  }
+  if (rv != 0)
+    goto cleanup;
+  s = session_alloc(a, id, cwd, strlen(cwd));
+  snprintf(s->mode, sizeof(s->mode), "%s", mode);
+  snprintf(s->model, sizeof(s->model), "%s", model);
+  s->verbose = verbose;
+  s->title = title;
+  title = NULL;
+  (void)acp_json_get_bool(acp_json_obj_getz(root, "archived"), &s->archived);
+  for (v = acp_json_child(hist); v != NULL; v = acp_json_next(v)) {
+    size_t n;
+    const char *raw = acp_json_raw(v, &n);
+    if (acp_json_type_of(v) == ACP_JSON_OBJECT)
+      acp_json_write_raw(s->history, raw, n);
+  }
+  /* Tool call ids go on from where the file's process stopped, so a
+   * loaded history never shows two calls with one id. */
+  if (next_tool > a->next_tool && next_tool < UINT32_MAX)
+    a->next_tool = (unsigned)next_tool;
+  v = acp_json_obj_getz(root, "mcpServers");
+  if (acp_json_type_of(v) == ACP_JSON_ARRAY) {
+    size_t n;
+    const char *raw = acp_json_raw(v, &n);
+    s->mcp_json = xstrndup(raw, n);
+    mcp_record_list(a, s, a->sdoc, v);
+  }
+cleanup:
+  free(data);
+  free(sid);
+  free(cwd);
+  free(mode);
+  free(model);
+  free(title);
+  return rv;
+}
+
+/* --state-dir: bring back every session of DIR. A file that cannot be
+ * read is reported, kept as it is, and its session answers with why. */
+static int restore_all(app *a) {
+  char **ids = NULL;
+  char why[400];
+  size_t i;
+
+  if (store_mkdir(a->state_dir) != 0 || store_list(a->state_dir, &ids) != 0) {
+    cli_err("agent", "--state-dir %s: %s", a->state_dir, strerror(errno));
+    return -1;
+  }
+  for (i = 0; ids[i] != NULL; i++) {
+    struct broken *b;
+    char msg[600];
+
+    if (session_restore(a, ids[i], why, sizeof(why)) == 0)
+      continue;
+    snprintf(msg, sizeof(msg), "session %s cannot be restored: %s/%s.json: %s",
+             ids[i], a->state_dir, ids[i], why);
+    cli_err("agent", "%s", msg);
+    b = calloc(1, sizeof(*b));
+    if (b == NULL)
+      exit(CLI_EXIT_FAILURE);
+    b->id = xstrndup(ids[i], strlen(ids[i]));
+    b->why = xstrndup(msg, strlen(msg));
+    b->next = a->broken;
+    a->broken = b;
+  }
+  store_ids_free(ids);
+  return 0;
 }
 
 static int check_cwd(acp_agent *agent, acp_agent_request *req, const char **cwd,
@@ -1902,20 +2450,29 @@ static int on_session_new(acp_agent *agent, acp_agent_request *req, void *ud) {
   if (check_cwd(agent, req, &cwd, &len) != 0)
     return 0;
   s = session_create(a, cwd, len);
+  s->open = true;
   mcp_record(a, s, req);
+  session_save(a, s);
   respond_state(a, req, s, true);
   return 0;
 }
 
 static asession *session_param(app *a, acp_agent_request *req) {
-  asession *s = find_session(a, acp_agent_request_session_id(req));
+  const char *id = acp_agent_request_session_id(req);
+  asession *s = find_session(a, id);
+  struct broken *b;
 
-  if (s == NULL)
+  if (s != NULL)
+    return s;
+  b = find_broken(a, id);
+  if (b != NULL)
+    acp_agent_respond_error(a->agent, req, -32603, b->why, NULL, 0);
+  else
     acp_agent_respond_error(a->agent, req, -32002,
                             "Resource not found: "
                             "no such session",
                             NULL, 0);
-  return s;
+  return NULL;
 }
 
 static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
@@ -1933,25 +2490,28 @@ static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
   s = session_param(a, req);
   if (s == NULL)
     return 0;
-  /* Replay the conversation before answering, as session/load requires. */
-  acp_json_write_arr_end(s->history);
+  /* Replay the conversation before answering, as session/load requires.
+   * The history writer holds an open array: parse a closed copy. */
   hist = acp_json_writer_data(s->history, &len);
-  copy = xstrndup(hist, len);
-  acp_json_writer_reset(s->history);
-  if (acp_json_doc_parse(doc, copy, len, NULL) == 0) {
-    acp_json_write_arr_begin(s->history);
+  copy = malloc(len + 1);
+  if (copy == NULL)
+    return ACP_ERR_NOMEM;
+  memcpy(copy, hist, len);
+  copy[len] = ']';
+  a->replaying = true;
+  if (acp_json_doc_parse(doc, copy, len + 1, NULL) == 0) {
     for (v = acp_json_child(acp_json_doc_root(doc)); v != NULL;
          v = acp_json_next(v)) {
       size_t n;
       const char *raw = acp_json_raw(v, &n);
-      acp_json_write_raw(s->history, raw, n);
       acp_agent_send_update_raw(agent, s->id, raw, n);
     }
-  } else {
-    acp_json_write_arr_begin(s->history);
   }
+  a->replaying = false;
   free(copy);
+  s->open = true;
   mcp_record(a, s, req);
+  session_save(a, s);
   respond_state(a, req, s, false);
   return 0;
 }
@@ -1967,7 +2527,9 @@ static int on_session_resume(acp_agent *agent, acp_agent_request *req,
     return 0;
   s = session_param(a, req);
   if (s != NULL) {
+    s->open = true;
     mcp_record(a, s, req);
+    session_save(a, s);
     respond_state(a, req, s, false);
   }
   return 0;
@@ -1985,7 +2547,18 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
   asession *s;
   char buf[32];
 
+  const char *filter = NULL;
+  size_t filter_len = 0;
+  int want_archived = 0; /* 0 exclude, 1 include, 2 only */
+
   acp_agent_request_param_str(req, "cwd", &cwd, &cwd_len);
+  if (a->unstable &&
+      acp_agent_request_param_str(req, "archived", &filter, &filter_len) == 0) {
+    if (filter_len == 7 && memcmp(filter, "include", 7) == 0)
+      want_archived = 1;
+    else if (filter_len == 4 && memcmp(filter, "only", 4) == 0)
+      want_archived = 2;
+  }
   if (acp_agent_request_param_str(req, "cursor", &cursor, &cursor_len) == 0) {
     char tmp[24];
     char *end;
@@ -2006,6 +2579,9 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
     if (cwd != NULL &&
         (strlen(s->cwd) != cwd_len || memcmp(s->cwd, cwd, cwd_len) != 0))
       continue;
+    if ((want_archived == 0 && s->archived) ||
+        (want_archived == 2 && !s->archived))
+      continue;
     if (seen++ < skip)
       continue;
     if (count == LIST_PAGE)
@@ -2016,6 +2592,11 @@ static int on_session_list(acp_agent *agent, acp_agent_request *req, void *ud) {
     kvs(a->w, "cwd", s->cwd);
     if (s->title != NULL) {
       kvs(a->w, "title", s->title);
+    }
+    if (a->unstable) {
+      /* sessionCapabilities.archive: on every listed session. */
+      acp_json_write_keyz(a->w, "archived");
+      acp_json_write_bool(a->w, s->archived);
     }
     acp_json_write_obj_end(a->w);
   }
@@ -2046,6 +2627,7 @@ static int on_session_set_mode(acp_agent *agent, acp_agent_request *req,
     return 0;
   }
   snprintf(s->mode, sizeof(s->mode), "%.*s", (int)len, mode);
+  session_save(a, s);
   acp_agent_respond_empty(agent, req);
   acp_agent_send_current_mode(agent, s->id, s->mode);
   return 0;
@@ -2082,6 +2664,7 @@ static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
                             NULL, 0);
     return 0;
   }
+  session_save(a, s);
   acp_json_writer_reset(a->w);
   acp_json_write_obj_begin(a->w);
   acp_json_write_keyz(a->w, "configOptions");
@@ -2096,20 +2679,198 @@ static int on_session_close(acp_agent *agent, acp_agent_request *req,
   app *a = ud;
   asession *s;
 
+  const char *id = acp_agent_request_session_id(req);
+  bool del = strcmp(acp_agent_request_method(req), "session/delete") == 0;
+
+  if (del && a->state_dir != NULL && id != NULL &&
+      store_id_ok(id, strlen(id)) &&
+      (find_session(a, id) != NULL || find_broken(a, id) != NULL)) {
+    /* Delete the file first: a session that cannot be removed stays. */
+    if (store_remove(a->state_dir, id) != 0) {
+      char why[512];
+      snprintf(why, sizeof(why), "cannot remove %s/%s.json: %s", a->state_dir,
+               id, strerror(errno));
+      acp_agent_respond_error(agent, req, -32603, why, NULL, 0);
+      return 0;
+    }
+    broken_drop(a, id);
+  }
   /* Deleting a session that does not exist succeeds: the result the
    * client wants holds (protocol/v1/session-delete.mdx). */
-  if (strcmp(acp_agent_request_method(req), "session/delete") == 0 &&
-      find_session(a, acp_agent_request_session_id(req)) == NULL)
+  if (del && find_session(a, id) == NULL)
     return acp_agent_respond_empty(agent, req), 0;
   s = session_param(a, req);
   if (s == NULL)
     return 0;
+  if (!del && a->state_dir != NULL) {
+    /* session/close with a state dir: free what runs (the turn, MCP
+     * servers) and keep the session, which load and resume bring back as
+     * they would after a restart. */
+    if (s->turn != NULL)
+      turn_finish(s->turn, "cancelled");
+    mcp_servers_free(s);
+    s->open = false;
+    session_save(a, s);
+    acp_agent_respond_empty(agent, req);
+    return 0;
+  }
   /* session/close and session/delete: cancel the running turn and free
-   * the session; it stays loadable only while it exists, so close forgets
-   * it like delete. */
+   * the session; without a state dir it stays loadable only while it
+   * exists, so close forgets it like delete. */
   session_destroy(a, s);
   acp_agent_respond_empty(agent, req);
   return 0;
+}
+
+/* MARK: - Unstable session methods (--unstable) */
+
+static int on_session_set_title(acp_agent *agent, acp_agent_request *req,
+                                void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+  const char *title;
+  size_t len;
+
+  if (s == NULL)
+    return 0;
+  if (acp_agent_request_param_str(req, "title", &title, &len) != 0) {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: title must be a string", NULL, 0);
+    return 0;
+  }
+  /* Normalized by trimming blanks; empty after that is refused. */
+  while (len > 0 && (*title == ' ' || *title == '\t')) {
+    title++;
+    len--;
+  }
+  while (len > 0 && (title[len - 1] == ' ' || title[len - 1] == '\t'))
+    len--;
+  if (len == 0 || memchr(title, 0, len) != NULL) {
+    acp_agent_respond_error(agent, req, -32602,
+                            "Invalid params: the title is empty", NULL, 0);
+    return 0;
+  }
+  free(s->title);
+  s->title = xstrndup(title, len);
+  session_save(a, s);
+  acp_agent_respond_empty(agent, req);
+  /* Clients attached to the session see the new title. */
+  if (s->open)
+    acp_agent_send_session_info(agent, s->id, s->title, NULL, 0);
+  return 0;
+}
+
+/* session/archive and session/unarchive. */
+static int on_session_archive(acp_agent *agent, acp_agent_request *req,
+                              void *ud) {
+  app *a = ud;
+  asession *s = session_param(a, req);
+  bool archive = strcmp(acp_agent_request_method(req), "session/archive") == 0;
+
+  if (s == NULL)
+    return 0;
+  if (archive && s->open) {
+    /* As if session/close had been called first. */
+    if (s->turn != NULL)
+      turn_finish(s->turn, "cancelled");
+    mcp_servers_free(s);
+    s->open = false;
+  }
+  s->archived = archive;
+  session_save(a, s);
+  acp_agent_respond_empty(agent, req);
+  return 0;
+}
+
+static int on_session_status(acp_agent *agent, acp_agent_request *req,
+                             void *ud) {
+  app *a = ud;
+  const char *id = acp_agent_request_session_id(req);
+  asession *s = find_session(a, id);
+
+  if (s == NULL && find_broken(a, id) == NULL) {
+    /* -32002 with the sessionId in data (session/status, no side
+     * effects). */
+    acp_json_writer_reset(a->w);
+    acp_json_write_obj_begin(a->w);
+    kvs(a->w, "sessionId", id ? id : "");
+    acp_json_write_obj_end(a->w);
+    {
+      size_t n;
+      const char *data = wdata(a, &n);
+      acp_agent_respond_error(agent, req, -32002,
+                              "Resource not found: no such session", data, n);
+    }
+    return 0;
+  }
+  if (s == NULL) {
+    session_param(a, req); /* the broken file's error */
+    return 0;
+  }
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "status", s->open ? "open" : "saved");
+  acp_json_write_obj_end(a->w);
+  respond_w(a, req);
+  return 0;
+}
+
+/* session/fork: a new session with a copy of the history and state. */
+static int on_session_fork(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+  asession *from;
+  asession *s;
+  const char *cwd;
+  size_t len;
+  const char *hist;
+
+  if (check_cwd(agent, req, &cwd, &len) != 0)
+    return 0;
+  from = session_param(a, req);
+  if (from == NULL)
+    return 0;
+  s = session_create(a, cwd, len);
+  snprintf(s->mode, sizeof(s->mode), "%s", from->mode);
+  snprintf(s->model, sizeof(s->model), "%s", from->model);
+  s->verbose = from->verbose;
+  if (from->title != NULL)
+    s->title = xstrndup(from->title, strlen(from->title));
+  /* The history writer holds an open array: parse a closed copy. */
+  hist = acp_json_writer_data(from->history, &len);
+  {
+    char *copy = malloc(len + 1);
+    const acp_json_val *v;
+
+    if (copy == NULL)
+      return ACP_ERR_NOMEM;
+    memcpy(copy, hist, len);
+    copy[len] = ']';
+    if (acp_json_doc_parse(a->doc, copy, len + 1, NULL) == 0) {
+      for (v = acp_json_child(acp_json_doc_root(a->doc)); v != NULL;
+           v = acp_json_next(v)) {
+        size_t n;
+        const char *raw = acp_json_raw(v, &n);
+        acp_json_write_raw(s->history, raw, n);
+      }
+    }
+    free(copy);
+  }
+  s->open = true;
+  mcp_record(a, s, req);
+  session_save(a, s);
+  respond_state(a, req, s, true);
+  return 0;
+}
+
+static int on_auth_status(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "state", a->auth_state);
+  acp_json_write_obj_end(a->w);
+  (void)agent;
+  return respond_w(a, req), 0;
 }
 
 static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
@@ -2157,6 +2918,7 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
     acp_json_write_obj_end(w);
     u = wdata(a, &n);
     history_add(s, u, n);
+    session_changed(a, s);
   }
   if (a->echo) {
     /* The benchmark workload: one chunk with the prompt, then end_turn. */
@@ -2278,6 +3040,7 @@ int cmd_agent(int argc, char **argv) {
 
   memset(&a, 0, sizeof(a));
   a.name = "acp-agent";
+  snprintf(a.auth_state, sizeof(a.auth_state), "not_required");
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       fputs(agent_usage, stdout);
@@ -2293,6 +3056,15 @@ int cmd_agent(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       }
       a.mcp_acp_off = strcmp(v, "off") == 0;
+    } else if (strcmp(argv[i], "--unstable") == 0) {
+      a.unstable = true;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--state-dir", &ok)) !=
+               NULL) {
+      if (v[0] == '\0') {
+        cli_err("agent", "--state-dir: expected a directory");
+        return CLI_EXIT_USAGE;
+      }
+      a.state_dir = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--mcp-http", &ok)) != NULL) {
       if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
         cli_err("agent", "--mcp-http: expected on or off, not '%s'", v);
@@ -2306,11 +3078,16 @@ int cmd_agent(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  v = getenv("ACP_AGENT_SEQUENTIAL_IDS");
+  a.sequential_ids = v != NULL && strcmp(v, "1") == 0;
   acp_uv_ignore_sigpipe();
   if (uv_loop_init(&a.loop) != 0)
     return CLI_EXIT_FAILURE;
   if (acp_json_writer_new(&a.w, 0, NULL) != 0 ||
+      acp_json_writer_new(&a.sw, 0, NULL) != 0 ||
       acp_json_doc_new(&a.doc, NULL) != 0 ||
+      acp_json_doc_new(&a.hdoc, NULL) != 0 ||
+      acp_json_doc_new(&a.sdoc, NULL) != 0 ||
       acp_arena_new(&a.arena, NULL) != 0 || acp_agent_callbacks_new(&cbs) != 0)
     goto cleanup;
   acp_agent_callbacks_set_on_initialize(cbs, on_initialize);
@@ -2332,9 +3109,23 @@ int cmd_agent(int argc, char **argv) {
   acp_agent_callbacks_set_on_mcp_message_notification(cbs, on_mcp_notification);
   acp_agent_callbacks_set_on_ext_request(cbs, on_mcp_request);
   acp_agent_callbacks_set_on_ext_notification(cbs, on_mcp_notification);
+  if (!a.echo)
+    acp_agent_callbacks_set_on_update_sent(cbs, on_update_sent);
+  if (a.unstable) {
+    /* Without --unstable these stay unhandled: -32601, as an agent that
+     * does not advertise them answers. */
+    acp_agent_callbacks_set_on_session_fork(cbs, on_session_fork);
+    acp_agent_callbacks_set_on_session_set_title(cbs, on_session_set_title);
+    acp_agent_callbacks_set_on_session_archive(cbs, on_session_archive);
+    acp_agent_callbacks_set_on_session_unarchive(cbs, on_session_archive);
+    acp_agent_callbacks_set_on_session_status(cbs, on_session_status);
+    acp_agent_callbacks_set_on_auth_status(cbs, on_auth_status);
+  }
   if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
   if (acp_mcp_acp_consumer_new(&a.mcp, a.agent, &a, NULL) != 0)
+    goto cleanup;
+  if (a.state_dir != NULL && restore_all(&a) != 0)
     goto cleanup;
   if (acp_uv_link_new_fds(&a.link, &a.loop, 0, 1, NULL) != 0) {
     cli_err("agent", "cannot use stdin/stdout");
@@ -2360,8 +3151,15 @@ cleanup:
       acp_uv_link_close(a.link, 0, NULL, NULL);
   }
   uv_run(&a.loop, UV_RUN_DEFAULT);
+  /* A kill between a change and its save loses that change only; an
+   * orderly end loses nothing. */
+  for (asession *s = a.sessions; s != NULL; s = s->next)
+    if (s->dirty)
+      session_save(&a, s);
   while (a.sessions != NULL)
     session_destroy(&a, a.sessions);
+  while (a.broken != NULL)
+    broken_drop(&a, a.broken->id);
   uv_run(&a.loop, UV_RUN_DEFAULT);
   uv_walk(&a.loop, walk_close, NULL);
   uv_run(&a.loop, UV_RUN_DEFAULT);
@@ -2370,8 +3168,11 @@ cleanup:
   acp_mcp_acp_consumer_free(a.mcp);
   acp_agent_callbacks_free(cbs);
   acp_json_doc_free(a.doc);
+  acp_json_doc_free(a.hdoc);
+  acp_json_doc_free(a.sdoc);
   acp_arena_free(a.arena);
   acp_json_writer_free(a.w);
+  acp_json_writer_free(a.sw);
   free(a.scratch);
   return rv;
 }

@@ -12,23 +12,26 @@
 
 #include "acp/client.h"
 #include "acp/json.h"
+#include "acp/remote.h"
 #include "acp/uv.h"
 #include "cli.h"
 
 static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
-    "                        -- AGENT_CMD [ARGS...]\n"
+    "                        (-- AGENT_CMD [ARGS...] | --url URL)\n"
     "\n"
     "Run N sequential prompt turns of BYTES bytes each against the agent\n"
     "(which must echo the prompt in one agent_message_chunk, as\n"
     "`acp agent --echo` does) and print one JSON line: round trips/s, MiB/s,\n"
-    "median and p99 latency, peak RSS of both processes.\n";
+    "median and p99 latency, peak RSS of both processes. With --url the\n"
+    "agent is remote (ws://HOST:PORT/acp); its RSS is not reported.\n";
 
 typedef struct bench {
   uv_loop_t loop;
   acp_client *client;
   acp_uv_process *agent;
   acp_uv_rpc *rpc;
+  acp_uv_link *remote;
   char *payload;
   size_t size;
   long turns;
@@ -73,10 +76,26 @@ static long vmhwm_kib(int pid) {
 }
 
 static void finish(bench *b) {
-  b->agent_rss_kib = vmhwm_kib(acp_uv_process_pid(b->agent));
   acp_uv_rpc_close(b->rpc, NULL);
   b->rpc = NULL;
+  if (b->remote != NULL) {
+    b->agent_rss_kib = -1;
+    acp_uv_link_close(b->remote, 1000, NULL, NULL);
+    b->remote = NULL;
+    return;
+  }
+  b->agent_rss_kib = vmhwm_kib(acp_uv_process_pid(b->agent));
   acp_uv_process_shutdown(b->agent, NULL);
+}
+
+static void on_remote(acp_uv_link *l, int status, const char *detail,
+                      void *ud) {
+  bench *b = ud;
+  (void)l;
+  if (status != 0) {
+    fail(b, detail);
+    finish(b);
+  }
 }
 
 static int on_update(acp_client *c, const acp_client_update *u, void *ud) {
@@ -205,6 +224,7 @@ int cmd_bench_client(int argc, char **argv) {
   acp_client_callbacks *cbs = NULL;
   acp_uv_process_options *opts = NULL;
   const char *impl = "ours";
+  const char *url = NULL;
   const char *v;
   int i;
   int ok;
@@ -228,6 +248,8 @@ int cmd_bench_client(int argc, char **argv) {
       b.turns = strtol(v, NULL, 10);
     } else if ((v = cli_opt_value(argc, argv, &i, "--impl", &ok)) != NULL) {
       impl = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL) {
+      url = v;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -235,7 +257,7 @@ int cmd_bench_client(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
-  if (i >= argc || b.turns <= 0) {
+  if ((i >= argc) == (url == NULL) || b.turns <= 0) {
     fputs(bench_usage, stderr);
     return CLI_EXIT_USAGE;
   }
@@ -253,13 +275,21 @@ int cmd_bench_client(int argc, char **argv) {
   acp_client_callbacks_set_on_session_update(cbs, on_update);
   if (acp_client_new(&b.client, cbs, &b, NULL, NULL) != 0)
     goto cleanup;
-  acp_uv_process_options_set_argv(opts, (const char *const *)(argv + i));
-  acp_uv_process_options_set_exit_cb(opts, on_exit_cb);
-  if (acp_uv_process_spawn(&b.agent, &b.loop, opts, &b, NULL, NULL) != 0) {
-    cli_err("bench-client", "cannot start %s", argv[i]);
-    goto cleanup;
+  if (url != NULL) {
+    if (acp_remote_connect(&b.remote, &b.loop, url, NULL, on_remote, &b,
+                           NULL) != 0) {
+      cli_err("bench-client", "bad --url %s", url);
+      goto cleanup;
+    }
+  } else {
+    acp_uv_process_options_set_argv(opts, (const char *const *)(argv + i));
+    acp_uv_process_options_set_exit_cb(opts, on_exit_cb);
+    if (acp_uv_process_spawn(&b.agent, &b.loop, opts, &b, NULL, NULL) != 0) {
+      cli_err("bench-client", "cannot start %s", argv[i]);
+      goto cleanup;
+    }
   }
-  if (acp_uv_rpc_new(&b.rpc, acp_uv_process_link(b.agent),
+  if (acp_uv_rpc_new(&b.rpc, b.remote ? b.remote : acp_uv_process_link(b.agent),
                      acp_client_session(b.client), NULL, &b, NULL) != 0 ||
       acp_client_initialize(b.client, "{}", 2, NULL, 0, on_init, &b, NULL) != 0)
     goto cleanup;
@@ -277,12 +307,14 @@ int cmd_bench_client(int argc, char **argv) {
          impl, b.size, b.done, secs, (double)b.done / secs,
          (double)b.done * (double)b.size / secs / 1048576.0,
          pct_us(b.lat, b.done, 50), pct_us(b.lat, b.done, 99),
-         vmhwm_kib(getpid()), b.agent_rss_kib, acp_uv_process_pid(b.agent),
-         (long long)b.agent_exit);
+         vmhwm_kib(getpid()), b.agent_rss_kib,
+         b.agent ? acp_uv_process_pid(b.agent) : -1, (long long)b.agent_exit);
   rv = CLI_EXIT_OK;
 cleanup:
   if (b.rpc != NULL)
     acp_uv_rpc_close(b.rpc, NULL);
+  if (b.remote != NULL)
+    acp_uv_link_close(b.remote, 0, NULL, NULL);
   if (b.agent != NULL)
     acp_uv_process_close(b.agent, NULL);
   uv_run(&b.loop, UV_RUN_DEFAULT);

@@ -20,6 +20,7 @@
 #include "acp/client.h"
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
+#include "acp/remote.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "cli.h"
@@ -30,6 +31,8 @@
 static const char client_usage[] =
     "usage: acp client [-p PROMPT] [--cwd DIR] [--yes] [--quiet]\n"
     "                  [--mcp-tools] [-- AGENT_CMD [ARGS...]]\n"
+    "       acp client [options] --url ws://HOST:PORT/acp [--token TOKEN]\n"
+    "                  [--header 'Name: value']...\n"
     "\n"
     "A terminal client for any ACP agent (default: acp agent). The agent's\n"
     "text goes to stdout as it streams; tool calls, plans, permission\n"
@@ -52,6 +55,12 @@ static const char client_usage[] =
     "                     call); declared in session/new only when the\n"
     "                     agent advertises mcpCapabilities.acp (a\n"
     "                     conductor always does)\n"
+    "  --url URL          talk to a remote agent (ws:// or http://, upgraded\n"
+    "                     to WebSocket; e.g. one behind acp serve) instead\n"
+    "                     of starting one\n"
+    "  --token TOKEN      with --url: send 'Authorization: Bearer TOKEN'\n"
+    "                     (also from the ACP_TOKEN environment)\n"
+    "  --header 'N: V'    with --url: one more request header (repeatable)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Interactive use: each line you type is a prompt; Ctrl-C cancels the\n"
@@ -91,6 +100,7 @@ struct capp {
   acp_client *client;
   acp_uv_process *agent;
   acp_uv_rpc *rpc;
+  acp_uv_link *remote; /* --url: the connection (ours to close) */
   acp_uv_link *in;
   acp_uv_signals *sig;
   acp_json_writer *w;
@@ -420,6 +430,42 @@ static void note_compaction(capp *a, const acp_client_update *u) {
     note_content(a, u->msg, "  ", e);
 }
 
+/* subagent_update: a child session this one created (unstable). */
+static void note_subagent(capp *a, const acp_client_update *u) {
+  const char *id = NULL, *title = NULL, *st = NULL;
+  size_t idn = 0, tn = 0, sn = 0;
+
+  jstr(u->msg, u->update, "sessionId", &id, &idn);
+  jstr(u->msg, u->update, "title", &title, &tn);
+  jstr(u->msg, acp_json_obj_getz(u->update, "state"), "state", &st, &sn);
+  note(a, "[subagent %.*s]", (int)idn, id ? id : "?");
+  if (title != NULL)
+    note(a, " %.*s", (int)tn, title);
+  if (st != NULL)
+    note(a, " (%.*s)", (int)sn, st);
+  note(a, "\n");
+}
+
+/* session_message (who to whom) and session_message_chunk (its text): a
+ * message between sessions, e.g. a parent and its subagent (unstable). */
+static void note_session_message(capp *a, const acp_client_update *u) {
+  const char *id = NULL, *from = NULL, *to = NULL;
+  size_t idn = 0, fn = 0, tn = 0;
+  char lead[96];
+
+  jstr(u->msg, u->update, "messageId", &id, &idn);
+  snprintf(lead, sizeof(lead), "[message %.*s] ", (int)(idn < 64 ? idn : 64),
+           id ? id : "");
+  if (u->kind == ACP_UPDATE_SESSION_MESSAGE_CHUNK) {
+    note_content(a, u->msg, lead, acp_json_obj_getz(u->update, "content"));
+    return;
+  }
+  jstr(u->msg, u->update, "senderSessionId", &from, &fn);
+  jstr(u->msg, u->update, "recipientSessionId", &to, &tn);
+  note(a, "%s%.*s -> %.*s\n", lead, (int)fn, from ? from : "?", (int)tn,
+       to ? to : "?");
+}
+
 static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   capp *a = ud;
   const acp_json_val *content = acp_json_obj_getz(u->update, "content");
@@ -483,6 +529,13 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   case ACP_UPDATE_COMPACTION_UPDATE:
   case ACP_UPDATE_COMPACTION_SUMMARY_CHUNK:
     note_compaction(a, u);
+    break;
+  case ACP_UPDATE_SUBAGENT_UPDATE:
+    note_subagent(a, u);
+    break;
+  case ACP_UPDATE_SESSION_MESSAGE:
+  case ACP_UPDATE_SESSION_MESSAGE_CHUNK:
+    note_session_message(a, u);
     break;
   default:
     note(a, "[update] %.*s (a kind this client does not know)\n",
@@ -631,7 +684,26 @@ static int on_elicitation(acp_client *client, acp_client_request *req,
   const char *m = NULL;
   size_t n = 0;
 
+  const char *mode = NULL, *url = NULL;
+  size_t mn = 0, un = 0;
+
   acp_client_request_param_str(req, "message", &m, &n);
+  acp_client_request_param_str(req, "mode", &mode, &mn);
+  if (str_is(mode, mn, "url")) {
+    /* The user goes to the URL; the agent says when that is done
+     * (elicitation/complete). Accepting only means "I will go". */
+    acp_client_request_param_str(req, "url", &url, &un);
+    note(a, "[visit] %.*s: %.*s\n", (int)n, m ? m : "", (int)un,
+         url ? url : "");
+    if (a->yes) {
+      note(a, "--yes: accepted\n");
+      acp_client_respond(client, req, "{\"action\":\"accept\"}", 19);
+    } else {
+      note(a, "declined (acp client answers url requests only with --yes)\n");
+      acp_client_respond(client, req, "{\"action\":\"decline\"}", 20);
+    }
+    return 0;
+  }
   note(a, "[question] %.*s\n", (int)n, m ? m : "");
   if (a->yes || (a->stdin_eof && a->line_len == 0) || a->elicit != NULL) {
     note(a, "declined (no interactive answer)\n");
@@ -641,6 +713,29 @@ static int on_elicitation(acp_client *client, acp_client_request *req,
   a->elicit = req;
   note(a, "answer: ");
   read_stdin(a);
+  return 0;
+}
+
+static int on_elicitation_complete(acp_client *client, const acp_rpc_msg *msg,
+                                   void *ud) {
+  const char *id = NULL;
+  size_t n = 0;
+
+  (void)client;
+  jstr(msg, msg->params, "elicitationId", &id, &n);
+  note(ud, "[visit %.*s] done\n", (int)n, id ? id : "?");
+  return 0;
+}
+
+/* auth/status_update: the agent's sign-in state changed (unstable). */
+static int on_auth_status_update(acp_client *client, const acp_rpc_msg *msg,
+                                 void *ud) {
+  const char *st = NULL;
+  size_t n = 0;
+
+  (void)client;
+  jstr(msg, msg->params, "state", &st, &n);
+  note(ud, "[auth] %.*s\n", (int)n, st ? st : "unknown");
   return 0;
 }
 
@@ -1306,6 +1401,23 @@ static int stop_reason_code(const char *s, size_t n) {
 
 static void send_prompt(capp *a, const char *text, size_t len);
 
+/* The PromptResponse's usage (unstable): this turn's tokens. */
+static void note_turn_usage(capp *a, const acp_rpc_msg *msg) {
+  const acp_json_val *u = acp_json_obj_getz(msg->result, "usage");
+  uint64_t in = 0, out = 0, total = 0, thought = 0;
+
+  if (acp_json_type_of(u) != ACP_JSON_OBJECT)
+    return;
+  acp_json_get_uint64(acp_json_obj_getz(u, "inputTokens"), &in);
+  acp_json_get_uint64(acp_json_obj_getz(u, "outputTokens"), &out);
+  acp_json_get_uint64(acp_json_obj_getz(u, "totalTokens"), &total);
+  note(a, "[turn] %llu tokens in, %llu out, %llu total", (unsigned long long)in,
+       (unsigned long long)out, (unsigned long long)total);
+  if (acp_json_get_uint64(acp_json_obj_getz(u, "thoughtTokens"), &thought) == 0)
+    note(a, " (%llu thinking)", (unsigned long long)thought);
+  note(a, "\n");
+}
+
 static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
                           void *ud) {
   capp *a = ud;
@@ -1327,6 +1439,7 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
     }
     if (code != CLI_EXIT_OK)
       note(a, "[stop] %.*s\n", (int)n, s ? s : "(none)");
+    note_turn_usage(a, msg);
   }
   a->cancels = 0;
   if (!a->interactive) {
@@ -1563,6 +1676,10 @@ static void app_quit(capp *a, int code) {
   }
   acp_uv_rpc_close(a->rpc, NULL);
   a->rpc = NULL;
+  if (a->remote != NULL) {
+    acp_uv_link_close(a->remote, 1000, NULL, NULL);
+    a->remote = NULL;
+  }
   if (a->agent != NULL) {
     if (acp_uv_process_shutdown(a->agent, agent_stopped) != 0)
       acp_uv_process_close(a->agent, NULL);
@@ -1609,6 +1726,20 @@ static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
   app_quit(a, signum == SIGINT ? 130 : 143);
 }
 
+static void on_remote(acp_uv_link *link, int status, const char *detail,
+                      void *ud) {
+  capp *a = ud;
+
+  (void)link;
+  if (status == 0) {
+    if (!a->quiet && a->interactive)
+      note(a, "connected (Acp-Connection-Id %s)\n", detail);
+    return;
+  }
+  cli_err("client", "%s", detail);
+  app_quit(a, CLI_EXIT_FAILURE);
+}
+
 int cmd_client(int argc, char **argv) {
   capp a;
   acp_client_callbacks *cbs = NULL;
@@ -1616,6 +1747,10 @@ int cmd_client(int argc, char **argv) {
   const char *default_agent[3];
   const char *const *agent_argv;
   const char *cwd = ".";
+  const char *url = NULL;
+  const char *token = getenv("ACP_TOKEN");
+  const char *headers[33];
+  size_t nheaders = 0;
   const char *v;
   int i;
   int ok;
@@ -1623,7 +1758,7 @@ int cmd_client(int argc, char **argv) {
   int uverr = 0;
   static const char caps[] =
       "{\"fs\":{\"readTextFile\":true,\"writeTextFile\":true},"
-      "\"terminal\":true,\"elicitation\":{\"form\":{}},"
+      "\"terminal\":true,\"elicitation\":{\"form\":{},\"url\":{}},"
       "\"session\":{\"configOptions\":{\"boolean\":{}}}}";
   char info[128];
 
@@ -1652,6 +1787,16 @@ int cmd_client(int argc, char **argv) {
       a.prompt = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--cwd", &ok)) != NULL) {
       cwd = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL) {
+      url = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
+      token = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--header", &ok)) != NULL) {
+      if (nheaders == 32) {
+        cli_err("client", "too many --header");
+        return CLI_EXIT_USAGE;
+      }
+      headers[nheaders++] = v;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -1663,6 +1808,11 @@ int cmd_client(int argc, char **argv) {
     cli_err("client", "--cwd %s: %s", cwd, strerror(errno));
     return CLI_EXIT_USAGE;
   }
+  if (url != NULL && i < argc) {
+    cli_err("client", "--url and an agent command exclude each other");
+    return CLI_EXIT_USAGE;
+  }
+  headers[nheaders] = NULL;
   if (i < argc) {
     agent_argv = (const char *const *)(argv + i);
   } else {
@@ -1689,6 +1839,9 @@ int cmd_client(int argc, char **argv) {
   acp_client_callbacks_set_on_terminal_kill(cbs, on_term_kill);
   acp_client_callbacks_set_on_terminal_release(cbs, on_term_release);
   acp_client_callbacks_set_on_elicitation_create(cbs, on_elicitation);
+  acp_client_callbacks_set_on_elicitation_complete(cbs,
+                                                   on_elicitation_complete);
+  acp_client_callbacks_set_on_auth_status_update(cbs, on_auth_status_update);
   if (a.mcp_tools) {
     acp_client_callbacks_set_on_mcp_connect(cbs, on_mcp_request);
     acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_request);
@@ -1705,15 +1858,31 @@ int cmd_client(int argc, char **argv) {
     goto cleanup;
   if (a.mcp_tools && mcp_server_create(&a) != 0)
     goto cleanup;
-  acp_uv_process_options_set_argv(popts, agent_argv);
-  acp_uv_process_options_set_cwd(popts, a.cwd);
-  acp_uv_process_options_set_exit_cb(popts, agent_exited);
-  if (acp_uv_process_spawn(&a.agent, &a.loop, popts, &a, NULL, &uverr) != 0) {
-    cli_err("client", "cannot start the agent '%s': %s", agent_argv[0],
-            uverr ? uv_strerror(uverr) : "error");
-    goto cleanup;
+  if (url != NULL) {
+    acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+    ro.token = token;
+    ro.headers = headers;
+    int crv =
+        acp_remote_connect(&a.remote, &a.loop, url, &ro, on_remote, &a, NULL);
+    if (crv != 0) {
+      cli_err("client", "--url %s: %s", url,
+              crv == ACP_ERR_UNSUPPORTED
+                  ? "TLS (wss, https) is not supported yet"
+                  : "not a ws:// or http:// URL (or a bad --header)");
+      rv = CLI_EXIT_USAGE;
+      goto cleanup;
+    }
+  } else {
+    acp_uv_process_options_set_argv(popts, agent_argv);
+    acp_uv_process_options_set_cwd(popts, a.cwd);
+    acp_uv_process_options_set_exit_cb(popts, agent_exited);
+    if (acp_uv_process_spawn(&a.agent, &a.loop, popts, &a, NULL, &uverr) != 0) {
+      cli_err("client", "cannot start the agent '%s': %s", agent_argv[0],
+              uverr ? uv_strerror(uverr) : "error");
+      goto cleanup;
+    }
   }
-  if (acp_uv_rpc_new(&a.rpc, acp_uv_process_link(a.agent),
+  if (acp_uv_rpc_new(&a.rpc, a.remote ? a.remote : acp_uv_process_link(a.agent),
                      acp_client_session(a.client), on_rpc_end, &a, NULL) != 0)
     goto cleanup;
   acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,9 @@ static const char usage_text[] =
     "URL is printed on stderr). Without --everything it serves a small set:\n"
     "tools echo {message}, add {a, b} and ping (pings the client, 10 s\n"
     "timeout), resource acp://readme, prompt greet {name}. --everything\n"
-    "serves the MCP conformance fixture set.\n"
+    "serves the MCP conformance fixture set. Both transports speak the\n"
+    "stateful revisions (initialize: 2024-11-05 .. 2025-11-25, a session)\n"
+    "and 2026-07-28 (version in each request's _meta, no session) at once.\n"
     "\n"
     "client verbs: tools, resources (with templates), prompts list; call NAME\n"
     "calls a tool, read URI reads a resource, get NAME gets a prompt.\n"
@@ -218,6 +221,24 @@ static int register_default(acp_mcp_server *s) {
 
 /* MARK: - serve */
 
+/* A fresh key for the requestState of 2026 multi round-trip results: the
+ * core reads no entropy, the program gives it the OS's. */
+static int set_state_key(acp_mcp_server *reg) {
+  unsigned char key[32];
+  size_t got = 0;
+
+  while (got < sizeof(key)) {
+    ssize_t n = getrandom(key + got, sizeof(key) - got, 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return ACP_ERR_SYSTEM;
+    }
+    got += (size_t)n;
+  }
+  return acp_mcp_server_set_state_key(reg, key, sizeof(key));
+}
+
 typedef struct serve_ctx {
   acp_http_server *srv;
   acp_uv_signals *sig;
@@ -287,6 +308,8 @@ static int cmd_serve(int argc, char **argv) {
   rv = acp_mcp_server_new(&reg, "acp-mcp", "0.1.0", NULL, NULL);
   if (rv == 0)
     rv = everything ? mcp_everything_register(reg) : register_default(reg);
+  if (rv == 0)
+    rv = set_state_key(reg);
   if (rv != 0) {
     cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
     acp_mcp_server_free(reg);

@@ -26,8 +26,10 @@ static const char usage_text[] =
     "runs)\n"
     "  bench-client  the prompt-turn benchmark client (see bench/)\n"
     "  conductor     run a proxy chain in front of an agent (Proxy Chains)\n"
+    "  serve         expose a stdio agent at ws://HOST:PORT/acp (remote ACP)\n"
     "  proxy         example ACP proxies: arrow, context, guard, trace\n"
     "  mcp           MCP server (stdio, HTTP) and command-line MCP client\n"
+    "  trace         summarise a conductor trace, or draw it as an HTML page\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help (also: acp <command> --help)\n"
@@ -47,6 +49,7 @@ static const struct command commands[] = {
     {"demo", cmd_demo},    {"bench-client", cmd_bench_client},
     {"proxy", cmd_proxy},  {"conductor", cmd_conductor},
     {"mcp", cmd_mcp_exec}, {"mcp-shim", cmd_mcp_shim},
+    {"trace", cmd_trace},  {"serve", cmd_acp_serve},
 };
 
 /* `acp mcp ...` runs the acp-mcp program installed beside acp: the MCP

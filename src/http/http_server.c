@@ -107,6 +107,9 @@ struct acp_http_relay_session {
   acp_mcp_conn *conn; /* NULL for a relay session */
   bool legacy;
   bool ended; /* unlisted for session_find (a relay zombie may linger) */
+  /* One 2026-07-28 request's conn: no id given out, never found, ended
+   * with its POST (see handle_stateless_post()). */
+  bool stateless;
   /* Relay sessions only. */
   bool relay;
   bool notified;    /* `closed` ran or is running */
@@ -176,6 +179,7 @@ struct acp_http_server {
   acp_http_relay_callbacks rcb;
   void *rud;
   acp_json_doc *rdoc; /* parses acp_http_relay_deliver() messages */
+  acp_json_doc *xdoc; /* a tool's schema, for its x-mcp-header params */
   acp__buf rtmp;
   acp_http_server_options *o;
   struct MHD_Daemon *d;
@@ -801,7 +805,8 @@ static int stream_message(hs_stream *st, const char *msg, size_t len) {
   }
   if (st->sess->legacy)
     return stream_event(st, "message", msg, len, false, false);
-  return stream_event(st, NULL, msg, len, true, false);
+  /* 2026-07-28 has no resumability: no event ids. */
+  return stream_event(st, NULL, msg, len, !st->sess->stateless, false);
 }
 
 /* Drop delivered bytes of a long-lived stream. */
@@ -1457,6 +1462,29 @@ static hs_session *request_session(hs_req *rq, enum MHD_Result *ret) {
   return s;
 }
 
+/* The HTTP status of a 2026-07-28 JSON answer: 404 for Method not found,
+ * 400 for the errors the transport binds to Bad Request (Invalid params,
+ * HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocol-
+ * Version), else 200. */
+static unsigned stateless_status(acp_http_server *srv, const char *body,
+                                 size_t len) {
+  const acp_json_val *code;
+  int64_t c = 0;
+  if (acp_json_doc_parse(srv->doc, body, len, NULL) != 0)
+    return MHD_HTTP_OK;
+  code = acp_json_obj_getz(
+      acp_json_obj_getz(acp_json_doc_root(srv->doc), "error"), "code");
+  if (code == NULL || acp_json_get_int64(code, &c) != 0)
+    return MHD_HTTP_OK;
+  if (c == ACP_RPC_METHOD_NOT_FOUND)
+    return MHD_HTTP_NOT_FOUND;
+  if (c == ACP_RPC_INVALID_PARAMS || c == ACP_MCP_HEADER_MISMATCH ||
+      c == ACP_MCP_MISSING_REQUIRED_CLIENT_CAPABILITY ||
+      c == ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION)
+    return MHD_HTTP_BAD_REQUEST;
+  return MHD_HTTP_OK;
+}
+
 /* Answer a POST whose stream `st` holds every response (in st->pre) and
  * nothing else: one application/json body (an array for a batch). Frees
  * st. */
@@ -1484,11 +1512,14 @@ static enum MHD_Result answer_json(hs_req *rq, hs_stream *st, bool created) {
     return reply_error(rq->mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                        "Internal error");
   }
-  ret = reply(rq->mc, MHD_HTTP_OK, "application/json", len ? body : "", len,
-              created ? s->id : NULL);
+  ret = reply(rq->mc,
+              s->stateless ? stateless_status(srv, body, len) : MHD_HTTP_OK,
+              "application/json", len ? body : "", len, created ? s->id : NULL);
   stream_free(st);
-  if (created && s->conn != NULL &&
-      acp_mcp_conn_version(s->conn) == ACP_MCP_VERSION_UNKNOWN)
+  if (s->stateless)
+    session_end(s);
+  else if (created && s->conn != NULL &&
+           acp_mcp_conn_version(s->conn) == ACP_MCP_VERSION_UNKNOWN)
     session_end(s); /* initialize failed: no session */
   else if (s->relay)
     relay_settle(s);
@@ -1546,6 +1577,327 @@ static enum MHD_Result answer_sse(hs_req *rq, hs_stream *st, bool created) {
   }
 }
 
+/* MARK: - 2026-07-28 requests */
+
+/* A POST without a session that is a 2026-07-28 request: server/discover,
+ * a request whose _meta names a protocol version, or one whose
+ * MCP-Protocol-Version header says 2026-07-28. */
+static bool is_stateless_post(struct MHD_Connection *mc,
+                              const acp_json_val *root) {
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  const char *v = hdr(mc, "MCP-Protocol-Version");
+  if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"), "server/discover"))
+    return true;
+  if (acp_json_obj_getz(acp_json_obj_getz(params, "_meta"),
+                        ACP_MCP_META_PROTOCOL_VERSION) != NULL)
+    return true;
+  return v != NULL && strcmp(v, ACP_MCP_PROTOCOL_2026_07_28) == 0;
+}
+
+static int b64_val(char c) {
+  if (c >= 'A' && c <= 'Z')
+    return c - 'A';
+  if (c >= 'a' && c <= 'z')
+    return c - 'a' + 26;
+  if (c >= '0' && c <= '9')
+    return c - '0' + 52;
+  if (c == '+')
+    return 62;
+  if (c == '/')
+    return 63;
+  return -1;
+}
+
+/* Decode standard base64 into b: whole quanta, '=' padding only at the
+ * end (SEP-2243 rejects bad padding and characters outside the alphabet). */
+static int b64_decode(acp__buf *b, const char *p, size_t n) {
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t i;
+  if (n % 4 != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (n > 0 && p[n - 1] == '=')
+    n--;
+  if (n > 0 && p[n - 1] == '=')
+    n--;
+  for (i = 0; i < n; i++) {
+    int v = b64_val(p[i]);
+    if (v < 0)
+      return ACP_ERR_INVALID_ARGUMENT;
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (acp__buf_putc(b, (char)((acc >> bits) & 0xff)) != 0)
+        return ACP_ERR_NOMEM;
+    }
+  }
+  return 0;
+}
+
+/* A header value: visible ASCII, space and tab only. */
+static bool header_chars_ok(const char *v) {
+  for (; *v; v++) {
+    unsigned char c = (unsigned char)*v;
+    if (c != '\t' && (c < 0x20 || c > 0x7e))
+      return false;
+  }
+  return true;
+}
+
+static bool header_value(acp_http_server *srv, const char *v);
+
+/* Whether header value `v` (NULL: absent) carries the string `body`, the
+ * `=?base64?...?=` form decoded first. */
+static bool header_matches(acp_http_server *srv, const char *v,
+                           const acp_json_val *body) {
+  return header_value(srv, v) &&
+         acp_json_str_eq(body, srv->tmp.data ? srv->tmp.data : "",
+                         srv->tmp.len) != 0;
+}
+
+/* The HeaderMismatch check of a 2026 POST: the message naming the first
+ * required header that is missing or disagrees with the body, or NULL.
+ * Body members of the wrong type are left to the MCP server (-32602). */
+static const char *param_mismatch(acp_http_server *srv,
+                                  struct MHD_Connection *mc,
+                                  const acp_json_val *name,
+                                  const acp_json_val *args);
+
+static bool contains(const char *p, size_t n, const char *needle) {
+  size_t k = strlen(needle), i;
+  for (i = 0; i + k <= n; i++)
+    if (memcmp(p + i, needle, k) == 0)
+      return true;
+  return false;
+}
+
+static const char *header_mismatch(acp_http_server *srv,
+                                   struct MHD_Connection *mc,
+                                   const acp_json_val *root) {
+  const acp_json_val *method = acp_json_obj_getz(root, "method");
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  const acp_json_val *pv = acp_json_obj_getz(acp_json_obj_getz(params, "_meta"),
+                                             ACP_MCP_META_PROTOCOL_VERSION);
+  const acp_json_val *name = NULL;
+  const char *v = hdr(mc, "MCP-Protocol-Version");
+  if (v == NULL)
+    return "Header mismatch: MCP-Protocol-Version header is required";
+  if (acp_json_type_of(pv) == ACP_JSON_STRING && !header_matches(srv, v, pv))
+    return "Header mismatch: MCP-Protocol-Version header does not match "
+           "_meta.io.modelcontextprotocol/protocolVersion";
+  if (!header_matches(srv, hdr(mc, "Mcp-Method"), method))
+    return "Header mismatch: Mcp-Method header is missing or does not "
+           "match the method";
+  if (ACP_JSON_STR_EQ_LIT(method, "tools/call") ||
+      ACP_JSON_STR_EQ_LIT(method, "prompts/get"))
+    name = acp_json_obj_getz(params, "name");
+  else if (ACP_JSON_STR_EQ_LIT(method, "resources/read"))
+    name = acp_json_obj_getz(params, "uri");
+  if (acp_json_type_of(name) == ACP_JSON_STRING &&
+      !header_matches(srv, hdr(mc, "Mcp-Name"), name))
+    return "Header mismatch: Mcp-Name header is missing or does not match "
+           "the body";
+  if (ACP_JSON_STR_EQ_LIT(method, "tools/call"))
+    return param_mismatch(srv, mc, name,
+                          acp_json_obj_getz(params, "arguments"));
+  return NULL;
+}
+
+/* The decoded value of header `v` (OWS trimmed, the base64 form decoded)
+ * into srv->tmp; false when it has invalid characters or bad base64. */
+static bool header_value(acp_http_server *srv, const char *v) {
+  static const char pre[] = "=?base64?";
+  size_t n;
+  acp__buf_clear(&srv->tmp);
+  if (v == NULL || !header_chars_ok(v))
+    return false;
+  while (*v == ' ' || *v == '\t')
+    v++;
+  n = strlen(v);
+  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+    n--;
+  if (n >= sizeof(pre) + 1 && memcmp(v, pre, sizeof(pre) - 1) == 0 &&
+      v[n - 2] == '?' && v[n - 1] == '=')
+    return b64_decode(&srv->tmp, v + sizeof(pre) - 1, n - sizeof(pre) - 1) == 0;
+  return acp__buf_append(&srv->tmp, v, n) == 0;
+}
+
+/* Whether the decoded header value (srv->tmp) stands for body value `v`:
+ * a string exactly, a number numerically, a boolean as true / false. */
+static bool param_matches(acp_http_server *srv, const acp_json_val *v) {
+  const char *h = srv->tmp.data ? srv->tmp.data : "";
+  size_t n = srv->tmp.len;
+  switch (acp_json_type_of(v)) {
+  case ACP_JSON_STRING:
+    return acp_json_str_eq(v, h, n) != 0;
+  case ACP_JSON_NUMBER: {
+    char buf[64];
+    char *end;
+    double a, b;
+    if (n == 0 || n >= sizeof(buf) || acp_json_get_double(v, &b) != 0)
+      return false;
+    memcpy(buf, h, n);
+    buf[n] = '\0';
+    a = strtod(buf, &end);
+    return *end == '\0' && a == b;
+  }
+  case ACP_JSON_BOOL: {
+    bool b = false;
+    acp_json_get_bool(v, &b);
+    return b ? n == 4 && memcmp(h, "true", 4) == 0
+             : n == 5 && memcmp(h, "false", 5) == 0;
+  }
+  default: {
+    size_t rn;
+    const char *raw = acp_json_raw(v, &rn);
+    return raw != NULL && rn == n && memcmp(raw, h, n) == 0;
+  }
+  }
+}
+
+/* The Mcp-Param-{Name} headers of a tools/call: each argument whose
+ * property the tool's inputSchema marks with "x-mcp-header": Name must
+ * come with that header, equal to it; NULL when all do. */
+static const char *param_mismatch(acp_http_server *srv,
+                                  struct MHD_Connection *mc,
+                                  const acp_json_val *name,
+                                  const acp_json_val *args) {
+  const char *tool, *tn;
+  size_t tlen, tnl;
+  const acp_json_val *props, *k;
+  if (srv->reg == NULL || acp_json_type_of(name) != ACP_JSON_STRING)
+    return NULL;
+  if (acp_json_doc_str(srv->doc, name, &tn, &tnl) != 0)
+    return NULL;
+  tool = acp_mcp_server_tool_json(srv->reg, tn, tnl, &tlen);
+  /* Most tools have none: do not parse their schema. */
+  if (tool == NULL || !contains(tool, tlen, "x-mcp-header"))
+    return NULL;
+  if (srv->xdoc == NULL && acp_json_doc_new(&srv->xdoc, &srv->mem) != 0)
+    return "Header mismatch: out of memory";
+  if (acp_json_doc_parse(srv->xdoc, tool, tlen, NULL) != 0)
+    return NULL;
+  props = acp_json_obj_getz(
+      acp_json_obj_getz(acp_json_doc_root(srv->xdoc), "inputSchema"),
+      "properties");
+  for (k = acp_json_child(props); k; k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *h = acp_json_obj_getz(acp_json_next(k), "x-mcp-header");
+    const acp_json_val *v;
+    char hname[128];
+    const char *hp;
+    size_t hn, kn;
+    const char *kr = acp_json_str_raw(k, &kn);
+    if (acp_json_type_of(h) != ACP_JSON_STRING || acp_json_str_has_escapes(k))
+      continue;
+    v = acp_json_obj_get(args, kr, kn);
+    if (v == NULL || acp_json_type_of(v) == ACP_JSON_NULL)
+      continue; /* no value: no header expected */
+    hp = acp_json_str_raw(h, &hn);
+    if (hp == NULL || hn + 11 > sizeof(hname))
+      continue;
+    memcpy(hname, "Mcp-Param-", 10);
+    memcpy(hname + 10, hp, hn);
+    hname[10 + hn] = '\0';
+    if (!header_value(srv, hdr(mc, hname)) || !param_matches(srv, v))
+      return "Header mismatch: an Mcp-Param header is missing, malformed or "
+             "does not match its argument";
+  }
+  return NULL;
+}
+
+/* An error answer that keeps the request's id (2026 clients match it). */
+static enum MHD_Result reply_error_id(hs_req *rq, unsigned status, int code,
+                                      const char *message,
+                                      const acp_json_val *id) {
+  acp_http_server *srv = rq->srv;
+  size_t n;
+  const char *raw = acp_json_raw(id, &n);
+  char head[64];
+  int hn = snprintf(head, sizeof(head), "{\"jsonrpc\":\"2.0\",\"id\":");
+  int rv;
+  acp__buf_clear(&srv->tmp);
+  rv = acp__buf_append(&srv->tmp, head, (size_t)hn);
+  if (rv == 0)
+    rv = raw ? acp__buf_append(&srv->tmp, raw, n)
+             : acp__buf_append(&srv->tmp, "null", 4);
+  if (rv == 0) {
+    hn = snprintf(head, sizeof(head), ",\"error\":{\"code\":%d,\"message\":\"",
+                  code);
+    rv = acp__buf_append(&srv->tmp, head, (size_t)hn);
+  }
+  if (rv == 0)
+    rv = acp__buf_append(&srv->tmp, message, strlen(message));
+  if (rv == 0)
+    rv = acp__buf_append(&srv->tmp, "\"}}", 3);
+  if (rv != 0)
+    return reply_error(rq->mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  return reply(rq->mc, status, "application/json", srv->tmp.data, srv->tmp.len,
+               NULL);
+}
+
+/*
+ * One 2026-07-28 request: headers checked against the body, then served by
+ * a conn of its own that lives as long as the POST (no MCP-Session-Id, no
+ * event ids, nothing to resume). Concurrent requests never share a conn,
+ * so clients may reuse JSON-RPC ids freely.
+ */
+static enum MHD_Result handle_stateless_post(hs_req *rq,
+                                             const acp_json_val *root,
+                                             const char *accept) {
+  acp_http_server *srv = rq->srv;
+  struct MHD_Connection *mc = rq->mc;
+  const char *why = header_mismatch(srv, mc, root);
+  hs_session *s = NULL;
+  hs_stream *st;
+  post_info pi;
+  int rv;
+  if (why != NULL)
+    return reply_error_id(rq, MHD_HTTP_BAD_REQUEST, ACP_MCP_HEADER_MISMATCH,
+                          why, acp_json_obj_getz(root, "id"));
+  rv = session_new(srv, false, &s);
+  if (rv == ACP_ERR_LIMIT)
+    return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                       "Too many sessions");
+  if (rv != 0)
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  s->stateless = true;
+  s->ended = true; /* never found by id */
+  srv->nsessions--;
+  st = stream_new(s, false);
+  if (st == NULL || scan(st, &srv->mem, root, &pi) != 0) {
+    session_end(s);
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  st->deciding = true;
+  s->ctx = st;
+  rv = feed(s, &rq->body);
+  s->ctx = NULL;
+  st->deciding = false;
+  if (rv != 0 && acp_is_fatal(rv)) {
+    session_end(s);
+    return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  if (st->nids == 0 && !st->pre_other && accepts(accept, "application/json"))
+    return answer_json(rq, st, false);
+  {
+    enum MHD_Result ret = answer_sse(rq, st, false);
+    hs_stream *x;
+    /* answer_sse() frees the stream when it cannot answer: then nothing
+     * will end the conn but us. */
+    for (x = s->streams; x != NULL; x = x->next)
+      if (x->rq == rq)
+        break;
+    if (x == NULL)
+      session_end(s);
+    return ret;
+  }
+}
+
 static enum MHD_Result handle_post(hs_req *rq) {
   acp_http_server *srv = rq->srv;
   struct MHD_Connection *mc = rq->mc;
@@ -1578,6 +1930,9 @@ static enum MHD_Result handle_post(hs_req *rq) {
       srv->nstreams + srv->nwaiting >= srv->o->max_streams)
     return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
                        "Too many streams");
+  if (sid == NULL && !srv->relay && !pi.batch && pi.nreq == 1 &&
+      is_stateless_post(mc, root))
+    return handle_stateless_post(rq, root, accept);
   if (pi.initialize && sid == NULL) {
     if (pi.batch)
       return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600,
@@ -1976,6 +2331,10 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
         session_end(s);
         break;
       }
+  } else if (st && st->sess->stateless) {
+    /* The request's conn goes with its POST: a 2026 request whose
+     * stream broke is lost (the client re-issues it). */
+    session_end(st->sess);
   } else if (st && !st->sess->ended)
     session_gc(st->sess);
   acp__buf_dispose(&rq->body);
@@ -2001,7 +2360,7 @@ static void drive(acp_http_server *srv) {
     MHD_run(srv->d);
     for (s = srv->sessions; s; s = next) {
       next = s->next;
-      if (s->ended)
+      if (s->ended && !s->stateless)
         session_reap(s); /* a relay zombie whose streams have drained */
       else
         (void)session_flush(s);
@@ -2231,6 +2590,7 @@ fail:
     MHD_stop_daemon(srv->d);
   acp_json_doc_free(srv->doc);
   acp_json_doc_free(srv->rdoc);
+  acp_json_doc_free(srv->xdoc);
   acp_http_server_options_free(srv->o);
   acp__buf_dispose(&srv->tmp);
   acp__buf_dispose(&srv->rtmp);
@@ -2291,6 +2651,7 @@ static void server_unref(acp_http_server *srv) {
   m = srv->mem;
   acp_json_doc_free(srv->doc);
   acp_json_doc_free(srv->rdoc);
+  acp_json_doc_free(srv->xdoc);
   acp_http_server_options_free(srv->o);
   acp__buf_dispose(&srv->tmp);
   acp__buf_dispose(&srv->rtmp);
@@ -2333,7 +2694,8 @@ int acp_http_call_close_stream(acp_mcp_call *call) {
     return ACP_ERR_INVALID_ARGUMENT;
   conn = acp_mcp_call_conn(call);
   s = conn ? acp_mcp_conn_get_user_data(conn) : NULL;
-  if (s == NULL || s->magic != SESSION_MAGIC || s->legacy)
+  /* A 2026-07-28 request has nothing to resume with: its stream stays. */
+  if (s == NULL || s->magic != SESSION_MAGIC || s->legacy || s->stateless)
     return ACP_ERR_UNSUPPORTED;
   st = s->ctx;
   if (st == NULL || st->is_get)

@@ -174,3 +174,54 @@ int acp_mcp_era_write_result(acp_json_writer *w, const acp_json_val *result) {
   acp_json_write_obj_end(w);
   return acp_json_writer_error(w);
 }
+
+int acp__mcp_era_write_stateless_result(acp_json_writer *w,
+                                        const acp_json_val *result,
+                                        const char *server_info,
+                                        size_t info_len, int64_t ttl_ms,
+                                        const char *cache_scope) {
+  const acp_json_val *rt = acp_json_obj_getz(result, "resultType");
+  const acp_json_val *meta = acp_json_obj_getz(result, "_meta");
+  const acp_json_val *k;
+  bool complete = rt == NULL || acp_json_str_eq(rt, "complete", 8);
+
+  if (w == NULL || !is_obj(result) || (meta != NULL && !is_obj(meta)))
+    return ACP_ERR_INVALID_ARGUMENT;
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(result); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *v = acp_json_next(k);
+    /* The hints are ours to set on complete results; an input_required
+     * result carries none (it is never cacheable). */
+    if (key_is(k, "_meta") || (key_is(k, "ttlMs") || key_is(k, "cacheScope")))
+      continue;
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, v);
+  }
+  if (rt == NULL) {
+    acp_json_write_keyz(w, "resultType");
+    acp_json_write_strz(w, "complete");
+  }
+  if (complete && ttl_ms >= 0) {
+    acp_json_write_keyz(w, "ttlMs");
+    acp_json_write_int(w, ttl_ms);
+    acp_json_write_keyz(w, "cacheScope");
+    acp_json_write_strz(w, cache_scope != NULL ? cache_scope : "private");
+  }
+  acp_json_write_keyz(w, "_meta");
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(meta); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    if (server_info != NULL && key_is(k, ACP_MCP_META_SERVER_INFO))
+      continue;
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  if (server_info != NULL) {
+    acp_json_write_keyz(w, ACP_MCP_META_SERVER_INFO);
+    acp_json_write_raw(w, server_info, info_len);
+  }
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  return acp_json_writer_error(w);
+}

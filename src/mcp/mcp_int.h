@@ -32,4 +32,20 @@ static inline bool acp__mcp_method_is(const acp_rpc_msg *msg, const char *m) {
 /* Status for a response message (see acp_mcp_result_cb). */
 int acp__mcp_status(const acp_rpc_msg *msg);
 
+/*
+ * Write `result` as a 2026-07-28 result: every member copied byte for byte
+ * except `_meta`, `ttlMs` and `cacheScope`; `resultType` "complete" added
+ * when absent; for a complete result with ttl_ms >= 0 the CacheableResult
+ * hints `ttlMs` and `cacheScope` (NULL: "private"); `_meta` last, with the
+ * result's own members and, when server_info is not NULL (one JSON
+ * object), `io.modelcontextprotocol/serverInfo`. Appends one object to w.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (result or its _meta not an object)
+ *         or the writer's error.
+ */
+int acp__mcp_era_write_stateless_result(acp_json_writer *w,
+                                        const acp_json_val *result,
+                                        const char *server_info,
+                                        size_t info_len, int64_t ttl_ms,
+                                        const char *cache_scope);
+
 #endif /* ACP_MCP_INT_H */

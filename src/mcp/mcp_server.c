@@ -28,7 +28,33 @@ typedef struct mcp_item {
   void *ud;
   char *required; /* prompts: required argument names, NUL-separated */
   size_t nrequired;
+  bool has_cache; /* resources, templates: own read hints */
+  int64_t ttl;
+  int scope;
 } mcp_item;
+
+/* A CacheableResult hint. */
+typedef struct mcp_cache {
+  int64_t ttl;
+  int scope;
+} mcp_cache;
+
+enum { CACHE_COUNT = ACP_MCP_CACHE_READ + 1 };
+
+/*
+ * How the request being dispatched is served: by the conn's negotiated
+ * stateful revision, or statelessly at 2026-07-28 with what its `_meta`
+ * says. Copied into each call it opens.
+ */
+typedef struct mcp_req {
+  bool stateless;
+  bool cap_sampling;
+  bool cap_elicitation;
+  bool cap_roots;
+  int log_level;  /* stateless: -1 when the request set no level */
+  mcp_cache hint; /* stateless: ttl -1 when the result is not cacheable */
+  const acp_json_val *caps;
+} mcp_req;
 
 typedef struct mcp_vec {
   mcp_item **v;
@@ -52,8 +78,21 @@ struct acp_mcp_server {
   acp_mcp_conn_cb on_initialized;
   acp_mcp_conn_notification_cb on_notification;
   acp_mcp_conn *conns;
+  mcp_cache cache[CACHE_COUNT];
+  uint8_t state_key[64]; /* HMAC key of requestState */
+  size_t state_key_len;  /* 0: no multi round-trip results */
   void *user_data;
 };
+
+/* An input request of a stateless call whose response the retry carried:
+ * its callback runs once the handler returned. */
+typedef struct mcp_ready {
+  struct mcp_ready *next;
+  acp_mcp_call_response_cb cb;
+  void *ud;
+  const acp_json_val *result;
+  acp_json_doc *doc;
+} mcp_ready;
 
 /* A server->client request issued from a call. */
 typedef struct mcp_out {
@@ -88,6 +127,20 @@ struct acp_mcp_call {
   int refs;
   acp_mcp_cancel_cb on_cancel;
   void *cancel_ud;
+  mcp_req req; /* req.caps is NULL: see caps below */
+  char *caps;  /* stateless: raw clientCapabilities from _meta */
+  size_t caps_len;
+  /* Stateless multi round-trip (see stateless_input()). */
+  acp_json_doc *sdoc;            /* the verified requestState */
+  char *sbytes;                  /* ... its decoded bytes */
+  const acp_json_val *prior;     /* its responses, or NULL */
+  const acp_json_val *responses; /* inputResponses (during dispatch) */
+  acp_json_doc *rdoc;            /* ... and their document */
+  mcp_ready *ready;              /* answered, callbacks pending */
+  mcp_ready **ready_tail;
+  acp__buf inputs; /* "key":{...} members of inputRequests */
+  size_t ninputs;
+  unsigned seq; /* unnamed input requests */
   void *user_data;
 };
 
@@ -115,6 +168,10 @@ struct acp_mcp_conn {
   size_t subs_cap;
   acp_mcp_call *calls;
   mcp_out *outs;
+  mcp_req req;         /* the request being dispatched */
+  acp_json_doc *rdoc;  /* stateless: a result being rewritten */
+  acp_json_writer *mw; /* stateless: the rewritten result */
+  acp_json_writer *iw; /* stateless: serverInfo */
   uint64_t now_ms;
   void *user_data;
 };
@@ -599,6 +656,47 @@ static bool offers(const acp_mcp_server *s, int kind) {
   }
 }
 
+const char *acp_mcp_server_tool_json(const acp_mcp_server *s, const char *name,
+                                     size_t name_len, size_t *len) {
+  mcp_item *it = NULL;
+
+  if (len)
+    *len = 0;
+  if (s != NULL && name != NULL)
+    it = vec_find(&s->lists[K_TOOL], name, name_len, NULL);
+  if (it == NULL)
+    return NULL;
+  if (len)
+    *len = it->json_len;
+  return it->json;
+}
+
+int acp_mcp_server_set_cache(acp_mcp_server *s, acp_mcp_cache_target target,
+                             const char *key, uint64_t ttl_ms,
+                             acp_mcp_cache_scope scope) {
+  mcp_item *it;
+
+  if (s == NULL || (int)target < 0 || (int)target >= CACHE_COUNT ||
+      (scope != ACP_MCP_CACHE_PRIVATE && scope != ACP_MCP_CACHE_PUBLIC) ||
+      ttl_ms > (uint64_t)INT64_MAX ||
+      (key != NULL && target != ACP_MCP_CACHE_READ))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (key == NULL) {
+    s->cache[target].ttl = (int64_t)ttl_ms;
+    s->cache[target].scope = (int)scope;
+    return 0;
+  }
+  it = vec_find(&s->lists[K_RESOURCE], key, strlen(key), NULL);
+  if (it == NULL)
+    it = vec_find(&s->lists[K_TEMPLATE], key, strlen(key), NULL);
+  if (it == NULL)
+    return ACP_ERR_NOT_FOUND;
+  it->has_cache = true;
+  it->ttl = (int64_t)ttl_ms;
+  it->scope = (int)scope;
+  return 0;
+}
+
 /* MARK: - Broadcasts (Public) */
 
 int acp_mcp_server_list_changed(acp_mcp_server *s, acp_mcp_list which) {
@@ -713,6 +811,15 @@ static void call_unlink_free(acp_mcp_call *call) {
   acp__free(m, call->name);
   acp__free(m, call->token);
   acp__free(m, call->vars);
+  acp__free(m, call->caps);
+  while (call->ready) {
+    mcp_ready *r = call->ready;
+    call->ready = r->next;
+    acp__free(m, r);
+  }
+  acp__buf_dispose(&call->inputs);
+  acp_json_doc_free(call->sdoc);
+  acp__free(m, call->sbytes);
   acp__free(m, call);
 }
 
@@ -735,6 +842,20 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
   call->handle = msg->handle;
   call->method = method;
   call->kind = kind;
+  call->req = c->req;
+  call->req.caps = NULL;
+  call->ready_tail = &call->ready;
+  acp__buf_init(&call->inputs, m, 0);
+  if (c->req.stateless && c->req.caps != NULL) {
+    size_t n;
+    const char *raw = acp_json_raw(c->req.caps, &n);
+    call->caps = acp__strndup(m, raw, n);
+    if (call->caps == NULL) {
+      acp__free(m, call);
+      return ACP_ERR_NOMEM;
+    }
+    call->caps_len = n;
+  }
   meta = acp_json_obj_getz(msg->params, "_meta");
   tok = acp_json_obj_getz(meta, "progressToken");
   if (acp_json_type_of(tok) == ACP_JSON_STRING ||
@@ -743,6 +864,7 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
     const char *raw = acp_json_raw(tok, &n);
     call->token = acp__strndup(m, raw, n);
     if (call->token == NULL) {
+      acp__free(m, call->caps);
       acp__free(m, call);
       return ACP_ERR_NOMEM;
     }
@@ -755,6 +877,10 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
   *out = call;
   return 0;
 }
+
+static int stateless_respond(acp_mcp_conn *c, uint64_t handle,
+                             const char *result, size_t len,
+                             const mcp_cache *hint);
 
 static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
                        size_t len, int64_t code, const char *message,
@@ -769,6 +895,9 @@ static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
     if (is_error)
       rv = acp_rpc_session_respond_error(call->conn->rpc, call->handle, code,
                                          message, message_len, data, dlen);
+    else if (call->req.stateless)
+      rv = stateless_respond(call->conn, call->handle, result, len,
+                             &call->req.hint);
     else
       rv = acp_rpc_session_respond(call->conn->rpc, call->handle, result, len);
     if (rv != 0)
@@ -820,6 +949,20 @@ int acp_mcp_call_uri_var(const acp_mcp_call *call, const char *name,
     p = v + strlen(v) + 1;
   }
   return ACP_ERR_NOT_FOUND;
+}
+
+int acp_mcp_call_is_stateless(const acp_mcp_call *call) {
+  return call && call->req.stateless ? 1 : 0;
+}
+
+const char *acp_mcp_call_client_capabilities(const acp_mcp_call *call,
+                                             size_t *len) {
+  if (call != NULL && call->req.stateless) {
+    if (len)
+      *len = call->caps_len;
+    return call->caps;
+  }
+  return acp_mcp_conn_client_capabilities(call ? call->conn : NULL, len);
 }
 
 void acp_mcp_call_set_user_data(acp_mcp_call *call, void *ud) {
@@ -1048,11 +1191,23 @@ int acp_mcp_call_progress(acp_mcp_call *call, double progress, double total,
   return 0;
 }
 
+static int conn_log_send(acp_mcp_conn *c, acp_mcp_log_level level,
+                         const char *logger, const char *data, size_t len);
+
 int acp_mcp_call_log(acp_mcp_call *call, acp_mcp_log_level level,
                      const char *logger, const char *data, size_t len) {
   if (call == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  return acp_mcp_conn_log(call->conn, level, logger, data, len);
+  if (!call->req.stateless)
+    return acp_mcp_conn_log(call->conn, level, logger, data, len);
+  /* 2026-07-28: only a request that set a level gets messages, at or above
+   * it, on its own response stream. */
+  if (acp_mcp_log_level_str(level) == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!call->conn->srv->logging || call->req.log_level < 0 ||
+      (int)level < call->req.log_level || call->answered || call->cancelled)
+    return 0;
+  return conn_log_send(call->conn, level, logger, data, len);
 }
 
 /* MARK: - Server->client requests (Private) */
@@ -1084,10 +1239,23 @@ static int out_on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   return rv;
 }
 
+static int stateless_input(acp_mcp_call *call, const char *key,
+                           const char *method, const char *params,
+                           size_t params_len, acp_mcp_call_response_cb cb,
+                           void *user_data);
+
 int acp_mcp_call_request(acp_mcp_call *call, const char *method,
                          const char *params, size_t params_len,
                          uint64_t timeout_ms, acp_mcp_call_response_cb cb,
                          void *user_data) {
+  return acp_mcp_call_request_named(call, NULL, method, params, params_len,
+                                    timeout_ms, cb, user_data);
+}
+
+int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
+                               const char *method, const char *params,
+                               size_t params_len, uint64_t timeout_ms,
+                               acp_mcp_call_response_cb cb, void *user_data) {
   acp_mcp_conn *c;
   mcp_out *o;
   int rv;
@@ -1097,6 +1265,11 @@ int acp_mcp_call_request(acp_mcp_call *call, const char *method,
   if (call->answered || call->cancelled)
     return ACP_ERR_INVALID_STATE;
   c = call->conn;
+  /* 2026-07-28 has no server->client requests: the request becomes an
+   * input request of a multi round-trip result. */
+  if (call->req.stateless)
+    return stateless_input(call, key, method, params, params_len, cb,
+                           user_data);
   if ((strcmp(method, "sampling/createMessage") == 0 && !c->cap_sampling) ||
       (strcmp(method, "elicitation/create") == 0 && !c->cap_elicitation) ||
       (strcmp(method, "roots/list") == 0 && !c->cap_roots))
@@ -1143,6 +1316,192 @@ int acp_mcp_call_list_roots(acp_mcp_call *call, uint64_t timeout_ms,
                               user_data);
 }
 
+/* MARK: - Multi round-trip (Private) */
+
+int acp_mcp_server_set_state_key(acp_mcp_server *s, const void *key,
+                                 size_t len) {
+  if (s == NULL || (key == NULL && len > 0) || (len > 0 && len < 16) ||
+      len > sizeof(s->state_key))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (len > 0)
+    memcpy(s->state_key, key, len);
+  s->state_key_len = len;
+  return 0;
+}
+
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static int b64url_put(acp__buf *b, const uint8_t *p, size_t n) {
+  size_t i;
+  int rv = 0;
+  for (i = 0; i < n && rv == 0; i += 3) {
+    uint32_t v = (uint32_t)p[i] << 16;
+    if (i + 1 < n)
+      v |= (uint32_t)p[i + 1] << 8;
+    if (i + 2 < n)
+      v |= p[i + 2];
+    rv = acp__buf_putc(b, b64url[(v >> 18) & 63]);
+    if (rv == 0)
+      rv = acp__buf_putc(b, b64url[(v >> 12) & 63]);
+    if (rv == 0 && i + 1 < n)
+      rv = acp__buf_putc(b, b64url[(v >> 6) & 63]);
+    if (rv == 0 && i + 2 < n)
+      rv = acp__buf_putc(b, b64url[v & 63]);
+  }
+  return rv;
+}
+
+static int b64url_get(acp__buf *b, const char *p, size_t n) {
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    const char *at = p[i] ? memchr(b64url, p[i], 64) : NULL;
+    if (at == NULL)
+      return ACP_ERR_INVALID_ARGUMENT;
+    acc = (acc << 6) | (uint32_t)(at - b64url);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (acp__buf_putc(b, (char)((acc >> bits) & 0xff)) != 0)
+        return ACP_ERR_NOMEM;
+    }
+  }
+  return 0;
+}
+
+/*
+ * requestState is base64url(P) "." base64url(HMAC-SHA256(key, P)) with P
+ * the JSON {"m": method, "n": tool or prompt name, "r": {key: response}}:
+ * every response the request has gathered so far, so that a handler that
+ * runs again on the next retry finds the answers of earlier rounds. The
+ * name binds it to one tool; the MAC makes it opaque to forgery.
+ */
+static int state_write(acp_mcp_call *call, acp__buf *out) {
+  acp_mcp_conn *c = call->conn;
+  acp_json_writer *w = c->nw;
+  const acp_json_val *k;
+  uint8_t mac[32];
+  const char *p;
+  size_t n;
+  int rv;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "m");
+  acp_json_write_strz(w, call->method);
+  acp_json_write_keyz(w, "n");
+  acp_json_write_strz(w, call->name ? call->name : "");
+  acp_json_write_keyz(w, "r");
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(call->responses); k;
+       k = acp_json_next(acp_json_next(k))) {
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  for (k = acp_json_child(call->prior); k;
+       k = acp_json_next(acp_json_next(k))) {
+    size_t kn;
+    const char *kr = acp_json_str_raw(k, &kn);
+    if (acp_json_obj_get(call->responses, kr, kn) != NULL &&
+        !acp_json_str_has_escapes(k))
+      continue; /* the retry's answer wins */
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(w, &n);
+  acp__hmac_sha256(c->srv->state_key, c->srv->state_key_len, p, n, mac);
+  rv = b64url_put(out, (const uint8_t *)p, n);
+  if (rv == 0)
+    rv = acp__buf_putc(out, '.');
+  if (rv == 0)
+    rv = b64url_put(out, mac, sizeof(mac));
+  return rv;
+}
+
+/* Check a retry's requestState for `method` / `name`; on success *doc
+ * holds its payload. 1 when it is not ours (forged, altered, another
+ * tool's), 0 when good, else a fatal code. */
+static int state_verify(acp_mcp_conn *c, acp_json_doc *mdoc,
+                        const acp_json_val *v, const char *method,
+                        const char *name, acp_json_doc **doc, char **bytes) {
+  acp_mcp_server *s = c->srv;
+  acp__buf b;
+  const char *p, *dot;
+  size_t n;
+  uint8_t mac[32];
+  unsigned diff = 0;
+  size_t i;
+  int rv;
+
+  *doc = NULL;
+  *bytes = NULL;
+  if (s->state_key_len == 0 || acp_json_type_of(v) != ACP_JSON_STRING)
+    return 1;
+  rv = acp_json_doc_str(mdoc, v, &p, &n);
+  if (rv != 0)
+    return rv;
+  dot = memchr(p, '.', n);
+  if (dot == NULL)
+    return 1;
+  acp__buf_init(&b, &s->mem, 0);
+  rv = b64url_get(&b, dot + 1, n - (size_t)(dot - p) - 1);
+  if (rv == ACP_ERR_NOMEM || b.len != sizeof(mac)) {
+    acp__buf_dispose(&b);
+    return rv == ACP_ERR_NOMEM ? rv : 1;
+  }
+  memcpy(mac, b.data, sizeof(mac));
+  acp__buf_clear(&b);
+  rv = b64url_get(&b, p, (size_t)(dot - p));
+  if (rv != 0) {
+    acp__buf_dispose(&b);
+    return rv == ACP_ERR_NOMEM ? rv : 1;
+  }
+  {
+    uint8_t want[32];
+    acp__hmac_sha256(s->state_key, s->state_key_len, b.data ? b.data : "",
+                     b.len, want);
+    for (i = 0; i < sizeof(want); i++)
+      diff |= (unsigned)(want[i] ^ mac[i]);
+  }
+  if (diff != 0) {
+    acp__buf_dispose(&b);
+    return 1;
+  }
+  /* The document points into the bytes: they live as long as it. */
+  *bytes = acp__strndup(&s->mem, b.data ? b.data : "", b.len);
+  n = b.len;
+  acp__buf_dispose(&b);
+  if (*bytes == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp_json_doc_new(doc, &s->mem);
+  if (rv == 0)
+    rv = acp_json_doc_parse(*doc, *bytes, n, NULL);
+  if (rv == 0) {
+    const acp_json_val *root = acp_json_doc_root(*doc);
+    if (!acp_json_str_eq(acp_json_obj_getz(root, "m"), method,
+                         strlen(method)) ||
+        !acp_json_str_eq(acp_json_obj_getz(root, "n"), name, strlen(name)) ||
+        acp_json_type_of(acp_json_obj_getz(root, "r")) != ACP_JSON_OBJECT)
+      rv = 1;
+  } else if (rv != ACP_ERR_NOMEM) {
+    rv = 1;
+  }
+  if (rv != 0) {
+    acp_json_doc_free(*doc);
+    *doc = NULL;
+    acp__free(&s->mem, *bytes);
+    *bytes = NULL;
+  }
+  return rv;
+}
+
 /* MARK: - Dispatch helpers (Private) */
 
 /* Answer an error whose message is `prefix` followed by `detail`. */
@@ -1169,6 +1528,60 @@ static int invalid_params(acp_mcp_conn *c, uint64_t handle, const char *why) {
                      strlen(why), NULL, 0);
 }
 
+/* The serverInfo object of results and of initialize. */
+static void w_server_info(acp_json_writer *w, const acp_mcp_server *s) {
+  acp_json_write_obj_begin(w);
+  w_opt_str(w, "name", s->name);
+  w_opt_str(w, "title", s->title);
+  w_opt_str(w, "version", s->version);
+  acp_json_write_obj_end(w);
+}
+
+/*
+ * Answer a stateless request with `result` (one JSON object) rewritten as a
+ * 2026-07-28 result: resultType, the caching hints when `hint->ttl` >= 0,
+ * serverInfo in `_meta`. A result that is not an object is sent as given
+ * (the handler broke the contract; the client will say so).
+ */
+static int stateless_respond(acp_mcp_conn *c, uint64_t handle,
+                             const char *result, size_t len,
+                             const mcp_cache *hint) {
+  static const char *const scopes[] = {"private", "public"};
+  const char *info;
+  const char *p;
+  size_t info_len;
+  size_t n;
+  int rv;
+
+  if (c->rdoc == NULL) {
+    rv = acp_json_doc_new(&c->rdoc, &c->srv->mem);
+    if (rv != 0)
+      return rv;
+  }
+  rv = acp_json_doc_parse(c->rdoc, result, len, NULL);
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  if (rv != 0 ||
+      acp_json_type_of(acp_json_doc_root(c->rdoc)) != ACP_JSON_OBJECT)
+    return acp_rpc_session_respond(c->rpc, handle, result, len);
+  acp_json_writer_reset(c->iw);
+  w_server_info(c->iw, c->srv);
+  rv = acp_json_writer_error(c->iw);
+  if (rv != 0)
+    return rv;
+  info = acp_json_writer_data(c->iw, &info_len);
+  acp_json_writer_reset(c->mw);
+  rv = acp__mcp_era_write_stateless_result(
+      c->mw, acp_json_doc_root(c->rdoc), info, info_len, hint->ttl,
+      scopes[hint->scope == ACP_MCP_CACHE_PUBLIC]);
+  if (rv == ACP_ERR_INVALID_ARGUMENT) /* a `_meta` that is not an object */
+    return acp_rpc_session_respond(c->rpc, handle, result, len);
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(c->mw, &n);
+  return acp_rpc_session_respond(c->rpc, handle, p, n);
+}
+
 static int reply_w(acp_mcp_conn *c, uint64_t handle, acp_json_writer *w) {
   const char *p;
   size_t n;
@@ -1177,12 +1590,224 @@ static int reply_w(acp_mcp_conn *c, uint64_t handle, acp_json_writer *w) {
   if (rv != 0)
     return rv;
   p = acp_json_writer_data(w, &n);
-  rv = acp_rpc_session_respond(c->rpc, handle, p, n);
+  if (c->req.stateless)
+    rv = stateless_respond(c, handle, p, n, &c->req.hint);
+  else
+    rv = acp_rpc_session_respond(c->rpc, handle, p, n);
   return rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+/* MARK: - Multi round-trip: input requests (Private) */
+
+/* Answer a stateless call with its input requests: an InputRequiredResult
+ * carrying the signed requestState. */
+static int input_required_answer(acp_mcp_call *call) {
+  static const char head[] =
+      "{\"resultType\":\"input_required\",\"inputRequests\":{";
+  static const char mid[] = "},\"requestState\":\"";
+  acp_mcp_conn *c = call->conn;
+  acp__buf st;
+  acp__buf out;
+  int rv;
+
+  acp__buf_init(&st, &c->srv->mem, 0);
+  acp__buf_init(&out, &c->srv->mem, 0);
+  rv = state_write(call, &st);
+  if (rv == 0)
+    rv = acp__buf_append(&out, head, sizeof(head) - 1);
+  if (rv == 0 && call->inputs.len > 0)
+    rv = acp__buf_append(&out, call->inputs.data, call->inputs.len);
+  if (rv == 0)
+    rv = acp__buf_append(&out, mid, sizeof(mid) - 1);
+  if (rv == 0)
+    rv = acp__buf_append(&out, st.data, st.len);
+  if (rv == 0)
+    rv = acp__buf_append(&out, "\"}", 2);
+  if (rv == 0)
+    rv = call_answer(call, false, out.data, out.len, 0, NULL, 0, NULL, 0);
+  acp__buf_dispose(&st);
+  acp__buf_dispose(&out);
+  return rv;
+}
+
+/*
+ * A server->client request from a stateless call. Its answer is looked up
+ * by key in the retry's inputResponses, then in the requestState: found,
+ * the callback runs once the handler returned (see stateless_drain());
+ * not found, it joins the call's inputRequests, and the call is answered
+ * input_required when the handler is done (at once when the handler
+ * already returned). Unnamed requests are keyed by their order in the call
+ * ("1", "2", ...), which a handler that runs the same way on each retry
+ * keeps.
+ */
+static int stateless_input(acp_mcp_call *call, const char *key,
+                           const char *method, const char *params,
+                           size_t params_len, acp_mcp_call_response_cb cb,
+                           void *user_data) {
+  acp_mcp_conn *c = call->conn;
+  const acp_json_val *found;
+  acp_json_doc *doc;
+  acp_json_writer *w = c->nw;
+  char kbuf[24];
+  const char *p;
+  size_t n;
+  int rv;
+
+  if ((strcmp(method, "sampling/createMessage") == 0 &&
+       !call->req.cap_sampling) ||
+      (strcmp(method, "elicitation/create") == 0 &&
+       !call->req.cap_elicitation) ||
+      (strcmp(method, "roots/list") == 0 && !call->req.cap_roots))
+    return ACP_ERR_UNSUPPORTED;
+  /* Only the three input request kinds exist; a ping has no 2026 form. */
+  if (c->srv->state_key_len == 0 ||
+      (strcmp(method, "sampling/createMessage") != 0 &&
+       strcmp(method, "elicitation/create") != 0 &&
+       strcmp(method, "roots/list") != 0) ||
+      (call->kind != CALL_TOOL && call->kind != CALL_PROMPT))
+    return ACP_ERR_UNSUPPORTED;
+  if (params != NULL && acp_json_validate(params, params_len, NULL) != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (key == NULL) {
+    snprintf(kbuf, sizeof(kbuf), "%u", ++call->seq);
+    key = kbuf;
+  }
+  doc = call->rdoc;
+  found = acp_json_obj_getz(call->responses, key);
+  if (found == NULL) {
+    doc = call->sdoc;
+    found = acp_json_obj_getz(call->prior, key);
+  }
+  if (found != NULL) {
+    mcp_ready *r = acp__calloc(&c->srv->mem, 1, sizeof(*r));
+    if (r == NULL)
+      return ACP_ERR_NOMEM;
+    r->cb = cb;
+    r->ud = user_data;
+    r->result = found;
+    r->doc = doc;
+    *call->ready_tail = r;
+    call->ready_tail = &r->next;
+    return 0;
+  }
+  /* "key":{"method":M,"params":P} appended to the inputRequests members;
+   * a key already asked for in this round is asked once. */
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, key);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "method");
+  acp_json_write_strz(w, method);
+  acp_json_write_keyz(w, "params");
+  if (params != NULL)
+    acp_json_write_raw(w, params, params_len);
+  else
+    acp_json_write_raw(w, "{}", 2);
+  acp_json_write_obj_end(w);
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM || rv == ACP_ERR_LIMIT
+               ? rv
+               : ACP_ERR_INVALID_ARGUMENT;
+  p = acp_json_writer_data(w, &n);
+  rv = call->ninputs ? acp__buf_putc(&call->inputs, ',') : 0;
+  if (rv == 0) /* without the enclosing braces */
+    rv = acp__buf_append(&call->inputs, p + 1, n - 2);
+  if (rv != 0)
+    return rv;
+  call->ninputs++;
+  /* Outside the handler (a later request): nothing else can come. */
+  if (!call->in_cb)
+    return input_required_answer(call);
+  return 0;
+}
+
+/* After a stateless call's handler: run the callbacks of the requests the
+ * retry answered (they may ask for more), then answer input_required if
+ * something is still missing and nobody answered. */
+static int stateless_drain(acp_mcp_call *call, int rv) {
+  while (call->ready != NULL && (rv >= 0 || rv == ACP_ERR_PAUSE) &&
+         !call->answered) {
+    mcp_ready *r = call->ready;
+    acp_rpc_msg m;
+    call->ready = r->next;
+    if (call->ready == NULL)
+      call->ready_tail = &call->ready;
+    memset(&m, 0, sizeof(m));
+    m.kind = ACP_RPC_RESPONSE;
+    m.result = r->result;
+    m.root = r->result;
+    m.doc = r->doc;
+    rv = r->cb ? r->cb(call, 0, &m, r->ud) : 0;
+    acp__free(&call->conn->srv->mem, r);
+  }
+  if ((rv >= 0 || rv == ACP_ERR_PAUSE) && !call->answered && !call->cancelled &&
+      call->ninputs > 0) {
+    int arv = input_required_answer(call);
+    if (arv != 0)
+      rv = arv;
+  }
+  return rv;
+}
+
+/*
+ * The multi round-trip members of a stateless tools/call or prompts/get:
+ * `inputResponses` (an object of objects) and `requestState` (ours,
+ * unaltered, for this method and name). 1 when an error was answered.
+ */
+static int stateless_prepare(acp_mcp_conn *c, const acp_rpc_msg *msg,
+                             const char *method, const mcp_item *it,
+                             acp_json_doc **sdoc, char **sbytes) {
+  const acp_json_val *ir = acp_json_obj_getz(msg->params, "inputResponses");
+  const acp_json_val *rs = acp_json_obj_getz(msg->params, "requestState");
+  const acp_json_val *k;
+  int rv;
+
+  *sdoc = NULL;
+  *sbytes = NULL;
+  if (!c->req.stateless)
+    return 0;
+  if (ir != NULL && acp_json_type_of(ir) != ACP_JSON_OBJECT) {
+    rv = invalid_params(c, msg->handle, "inputResponses must be an object");
+    return rv != 0 ? rv : 1;
+  }
+  for (k = acp_json_child(ir); k; k = acp_json_next(acp_json_next(k)))
+    if (acp_json_type_of(acp_json_next(k)) != ACP_JSON_OBJECT) {
+      rv = invalid_params(c, msg->handle,
+                          "each input response must be an object");
+      return rv != 0 ? rv : 1;
+    }
+  if (rs == NULL)
+    return 0;
+  rv = state_verify(c, msg->doc, rs, method, it->key, sdoc, sbytes);
+  if (rv == 1) {
+    rv = invalid_params(c, msg->handle,
+                        "requestState failed its integrity check");
+    return rv != 0 ? rv : 1;
+  }
+  return rv;
+}
+
+/* Hand the prepared multi round-trip inputs to a started call. */
+static void stateless_attach(acp_mcp_call *call, const acp_rpc_msg *msg,
+                             acp_json_doc *sdoc, char *sbytes) {
+  const acp_json_val *ir = acp_json_obj_getz(msg->params, "inputResponses");
+  if (!call->req.stateless)
+    return;
+  call->sdoc = sdoc;
+  call->sbytes = sbytes;
+  call->prior = sdoc ? acp_json_obj_getz(acp_json_doc_root(sdoc), "r") : NULL;
+  call->responses = acp_json_type_of(ir) == ACP_JSON_OBJECT ? ir : NULL;
+  call->rdoc = msg->doc;
 }
 
 /* After a handler returned: soft failure handling and release. */
 static int handler_done(acp_mcp_call *call, int rv) {
+  if (call->req.stateless)
+    rv = stateless_drain(call, rv);
+  /* What the request carried is gone with its message. */
+  call->responses = NULL;
+  call->rdoc = NULL;
   call->msg = NULL;
   if (rv == ACP_ERR_PAUSE || rv >= 0) {
     call->in_cb = false;
@@ -1218,6 +1843,50 @@ static const acp_json_val *param(const acp_rpc_msg *msg, const char *k) {
 
 /* MARK: - Methods (Private) */
 
+/*
+ * The server's capabilities, from the registry. At 2026-07-28 there is no
+ * list_changed or resources/subscribe delivery without subscriptions/listen,
+ * which we do not offer, so neither is announced there.
+ */
+static void w_capabilities(acp_json_writer *w, const acp_mcp_server *s,
+                           bool stateless) {
+  acp_json_write_obj_begin(w);
+  if (offers(s, K_TOOL)) {
+    acp_json_write_keyz(w, "tools");
+    if (stateless)
+      acp_json_write_raw(w, "{}", 2);
+    else
+      acp_json_write_raw(w, "{\"listChanged\":true}", 20);
+  }
+  if (offers(s, K_RESOURCE)) {
+    acp_json_write_keyz(w, "resources");
+    acp_json_write_obj_begin(w);
+    if (!stateless) {
+      acp_json_write_keyz(w, "subscribe");
+      acp_json_write_bool(w, s->subscribe);
+      acp_json_write_keyz(w, "listChanged");
+      acp_json_write_bool(w, true);
+    }
+    acp_json_write_obj_end(w);
+  }
+  if (offers(s, K_PROMPT)) {
+    acp_json_write_keyz(w, "prompts");
+    if (stateless)
+      acp_json_write_raw(w, "{}", 2);
+    else
+      acp_json_write_raw(w, "{\"listChanged\":true}", 20);
+  }
+  if (s->logging) {
+    acp_json_write_keyz(w, "logging");
+    acp_json_write_raw(w, "{}", 2);
+  }
+  if (s->complete_cb) {
+    acp_json_write_keyz(w, "completions");
+    acp_json_write_raw(w, "{}", 2);
+  }
+  acp_json_write_obj_end(w);
+}
+
 static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_mcp_server *s = c->srv;
   const acp_json_val *pv = param(msg, "protocolVersion");
@@ -1250,39 +1919,9 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_json_write_keyz(w, "protocolVersion");
   acp_json_write_strz(w, acp_mcp_version_str(v));
   acp_json_write_keyz(w, "capabilities");
-  acp_json_write_obj_begin(w);
-  if (offers(s, K_TOOL)) {
-    acp_json_write_keyz(w, "tools");
-    acp_json_write_raw(w, "{\"listChanged\":true}", 20);
-  }
-  if (offers(s, K_RESOURCE)) {
-    acp_json_write_keyz(w, "resources");
-    acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "subscribe");
-    acp_json_write_bool(w, s->subscribe);
-    acp_json_write_keyz(w, "listChanged");
-    acp_json_write_bool(w, true);
-    acp_json_write_obj_end(w);
-  }
-  if (offers(s, K_PROMPT)) {
-    acp_json_write_keyz(w, "prompts");
-    acp_json_write_raw(w, "{\"listChanged\":true}", 20);
-  }
-  if (s->logging) {
-    acp_json_write_keyz(w, "logging");
-    acp_json_write_raw(w, "{}", 2);
-  }
-  if (s->complete_cb) {
-    acp_json_write_keyz(w, "completions");
-    acp_json_write_raw(w, "{}", 2);
-  }
-  acp_json_write_obj_end(w);
+  w_capabilities(w, s, false);
   acp_json_write_keyz(w, "serverInfo");
-  acp_json_write_obj_begin(w);
-  w_opt_str(w, "name", s->name);
-  w_opt_str(w, "title", s->title);
-  w_opt_str(w, "version", s->version);
-  acp_json_write_obj_end(w);
+  w_server_info(w, s);
   w_opt_str(w, "instructions", s->instructions);
   acp_json_write_obj_end(w);
   rv = acp_json_writer_error(w);
@@ -1440,6 +2079,8 @@ static int call_start(acp_mcp_conn *c, const acp_rpc_msg *msg,
 static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_json_val *name = param(msg, "name");
   const acp_json_val *args = param(msg, "arguments");
+  acp_json_doc *sdoc;
+  char *sbytes;
   acp_mcp_call *call;
   mcp_item *it;
   const char *p;
@@ -1461,9 +2102,16 @@ static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return reply_error(c, msg->handle, ACP_RPC_INVALID_PARAMS,
                        "Unknown tool: ", p, n, NULL, 0);
   }
-  rv = call_start(c, msg, "tools/call", CALL_TOOL, it, &call);
+  rv = stateless_prepare(c, msg, "tools/call", it, &sdoc, &sbytes);
   if (rv != 0)
+    return rv == 1 ? 0 : rv;
+  rv = call_start(c, msg, "tools/call", CALL_TOOL, it, &call);
+  if (rv != 0) {
+    acp_json_doc_free(sdoc);
+    acp__free(&c->srv->mem, sbytes);
     return rv;
+  }
+  stateless_attach(call, msg, sdoc, sbytes);
   rv = it->cb.tool(call, args, it->ud);
   return handler_done(call, rv);
 }
@@ -1544,13 +2192,22 @@ static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       const char *d;
       size_t dn;
       d = acp_json_writer_data(w, &dn);
-      return reply_error(c, msg->handle, ACP_MCP_RESOURCE_NOT_FOUND,
+      /* 2026-07-28 renumbered resource-not-found to Invalid params. */
+      return reply_error(c, msg->handle,
+                         c->req.stateless ? ACP_RPC_INVALID_PARAMS
+                                          : ACP_MCP_RESOURCE_NOT_FOUND,
                          "Resource not found", NULL, 0, d, dn);
     }
   }
   copy = acp__strndup(&s->mem, uri, n);
   if (copy == NULL)
     return ACP_ERR_NOMEM;
+  if (c->req.stateless && it->has_cache) {
+    c->req.hint.ttl = it->ttl;
+    c->req.hint.scope = it->scope;
+  } else if (c->req.stateless) {
+    c->req.hint = s->cache[ACP_MCP_CACHE_READ];
+  }
   rv = call_new(c, msg, "resources/read", CALL_READ, &call);
   if (rv == 0 && from_template)
     rv = store_vars(c, call, it, uri, vs, vl, nv);
@@ -1573,6 +2230,8 @@ static int do_prompt_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_json_val *name = param(msg, "name");
   const acp_json_val *args = param(msg, "arguments");
   const acp_json_val *k;
+  acp_json_doc *sdoc;
+  char *sbytes;
   acp_mcp_call *call;
   mcp_item *it;
   const char *p;
@@ -1605,9 +2264,16 @@ static int do_prompt_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
                          "Missing required argument: ", p, n, NULL, 0);
     p += n + 1;
   }
-  rv = call_start(c, msg, "prompts/get", CALL_PROMPT, it, &call);
+  rv = stateless_prepare(c, msg, "prompts/get", it, &sdoc, &sbytes);
   if (rv != 0)
+    return rv == 1 ? 0 : rv;
+  rv = call_start(c, msg, "prompts/get", CALL_PROMPT, it, &call);
+  if (rv != 0) {
+    acp_json_doc_free(sdoc);
+    acp__free(&c->srv->mem, sbytes);
     return rv;
+  }
+  stateless_attach(call, msg, sdoc, sbytes);
   rv = it->cb.prompt(call, args, it->ud);
   return handler_done(call, rv);
 }
@@ -1723,14 +2389,162 @@ static int not_found(acp_mcp_conn *c, const acp_rpc_msg *msg) {
                      "Method not found", NULL, 0, NULL, 0);
 }
 
+/* MARK: - Stateless requests (Private) */
+
+static const char supported_versions[] =
+    "[\"" ACP_MCP_PROTOCOL_2026_07_28 "\"]";
+
+static int do_discover(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_mcp_server *s = c->srv;
+  acp_json_writer *w = c->w;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "supportedVersions");
+  acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
+  acp_json_write_keyz(w, "capabilities");
+  w_capabilities(w, s, true);
+  w_opt_str(w, "instructions", s->instructions);
+  acp_json_write_obj_end(w);
+  return reply_w(c, msg->handle, w);
+}
+
+static int unsupported_version(acp_mcp_conn *c, const acp_rpc_msg *msg,
+                               const acp_json_val *pv) {
+  acp_json_writer *w = c->w;
+  const char *d;
+  size_t n;
+  int rv;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "supported");
+  acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
+  acp_json_write_keyz(w, "requested");
+  acp_json_write_val(w, pv);
+  acp_json_write_obj_end(w);
+  rv = acp_json_writer_error(w);
+  if (rv != 0)
+    return rv;
+  d = acp_json_writer_data(w, &n);
+  return reply_error(c, msg->handle, ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION,
+                     "Unsupported protocol version", NULL, 0, d, n);
+}
+
+/*
+ * A request carrying `_meta["io.modelcontextprotocol/protocolVersion"]`, or
+ * server/discover: check the per-request fields, then serve it at
+ * 2026-07-28 from the same registry, whatever the conn negotiated.
+ */
+static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_mcp_server *s = c->srv;
+  const acp_json_val *meta = param(msg, "_meta");
+  const acp_json_val *pv =
+      acp_json_obj_getz(meta, ACP_MCP_META_PROTOCOL_VERSION);
+  const acp_json_val *caps =
+      acp_json_obj_getz(meta, ACP_MCP_META_CLIENT_CAPABILITIES);
+  const acp_json_val *info = acp_json_obj_getz(meta, ACP_MCP_META_CLIENT_INFO);
+  const acp_json_val *lv = acp_json_obj_getz(meta, ACP_MCP_META_LOG_LEVEL);
+  int kind = -1;
+
+  if (acp_json_type_of(meta) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "_meta is required");
+  if (acp_json_type_of(pv) != ACP_JSON_STRING)
+    return invalid_params(c, msg->handle,
+                          "_meta." ACP_MCP_META_PROTOCOL_VERSION
+                          " must be a string");
+  if (!ACP_JSON_STR_EQ_LIT(pv, ACP_MCP_PROTOCOL_2026_07_28))
+    return unsupported_version(c, msg, pv);
+  if (acp_json_type_of(caps) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle,
+                          "_meta." ACP_MCP_META_CLIENT_CAPABILITIES
+                          " must be an object");
+  if (info != NULL && acp_json_type_of(info) != ACP_JSON_OBJECT)
+    return invalid_params(
+        c, msg->handle, "_meta." ACP_MCP_META_CLIENT_INFO " must be an object");
+  memset(&c->req, 0, sizeof(c->req));
+  c->req.log_level = -1;
+  if (lv != NULL) {
+    const char *p;
+    size_t n;
+    int rv;
+
+    if (acp_json_type_of(lv) != ACP_JSON_STRING)
+      return invalid_params(c, msg->handle, "unknown log level");
+    rv = acp_json_doc_str(msg->doc, lv, &p, &n);
+    if (rv != 0)
+      return rv;
+    c->req.log_level = acp_mcp_log_level_parse(p, n);
+    if (c->req.log_level < 0)
+      return invalid_params(c, msg->handle, "unknown log level");
+  }
+  c->req.stateless = true;
+  c->req.caps = caps;
+  c->req.cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
+  c->req.cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+  c->req.cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
+  c->req.hint.ttl = -1;
+
+  if (acp__mcp_method_is(msg, "server/discover")) {
+    c->req.hint = s->cache[ACP_MCP_CACHE_DISCOVER];
+    return do_discover(c, msg);
+  }
+  if (acp__mcp_method_is(msg, "tools/list"))
+    kind = K_TOOL;
+  else if (acp__mcp_method_is(msg, "resources/list"))
+    kind = K_RESOURCE;
+  else if (acp__mcp_method_is(msg, "resources/templates/list"))
+    kind = K_TEMPLATE;
+  else if (acp__mcp_method_is(msg, "prompts/list"))
+    kind = K_PROMPT;
+  if (kind >= 0) {
+    if (!offers(s, kind))
+      return not_found(c, msg);
+    /* acp_mcp_list and the list cache targets share their numbering. */
+    c->req.hint = s->cache[kind == K_TOOL       ? ACP_MCP_CACHE_TOOLS_LIST
+                           : kind == K_RESOURCE ? ACP_MCP_CACHE_RESOURCES_LIST
+                           : kind == K_TEMPLATE ? ACP_MCP_CACHE_TEMPLATES_LIST
+                                                : ACP_MCP_CACHE_PROMPTS_LIST];
+    return do_list(c, msg, kind);
+  }
+  if (acp__mcp_method_is(msg, "tools/call"))
+    return offers(s, K_TOOL) ? do_tool_call(c, msg) : not_found(c, msg);
+  if (acp__mcp_method_is(msg, "resources/read"))
+    return offers(s, K_RESOURCE) ? do_read(c, msg) : not_found(c, msg);
+  if (acp__mcp_method_is(msg, "prompts/get"))
+    return offers(s, K_PROMPT) ? do_prompt_get(c, msg) : not_found(c, msg);
+  if (acp__mcp_method_is(msg, "completion/complete"))
+    return s->complete_cb ? do_complete(c, msg) : not_found(c, msg);
+  /* initialize, ping, logging/setLevel, resources/(un)subscribe do not
+   * exist at 2026-07-28; subscriptions/listen is not offered. */
+  return not_found(c, msg);
+}
+
+static bool is_stateless_request(const acp_rpc_msg *msg) {
+  if (acp__mcp_method_is(msg, "server/discover"))
+    return true;
+  return acp_json_obj_getz(acp_json_obj_getz(msg->params, "_meta"),
+                           ACP_MCP_META_PROTOCOL_VERSION) != NULL;
+}
+
 static int conn_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
                            void *user_data) {
   acp_mcp_conn *c = user_data;
   acp_mcp_server *s = c->srv;
+  int rv;
 
   ACP_UNUSED(rpc);
+  memset(&c->req, 0, sizeof(c->req));
+  if (msg->params != NULL && acp_json_type_of(msg->params) == ACP_JSON_OBJECT &&
+      is_stateless_request(msg)) {
+    rv = do_stateless(c, msg);
+    memset(&c->req, 0, sizeof(c->req));
+    return rv;
+  }
+  if (msg->params == NULL && acp__mcp_method_is(msg, "server/discover"))
+    return invalid_params(c, msg->handle, "_meta is required");
   if (acp__mcp_method_is(msg, "ping")) {
-    int rv = acp_rpc_session_respond(c->rpc, msg->handle, "{}", 2);
+    rv = acp_rpc_session_respond(c->rpc, msg->handle, "{}", 2);
     return rv == ACP_ERR_NOMEM ? rv : 0;
   }
   if (msg->params != NULL && acp_json_type_of(msg->params) != ACP_JSON_OBJECT)
@@ -1862,6 +2676,12 @@ int acp_mcp_conn_new(acp_mcp_conn **out, acp_mcp_server *s, void *user_data) {
   rv = acp_json_writer_new(&c->nw, 0, &s->mem);
   if (rv != 0)
     goto cleanup;
+  rv = acp_json_writer_new(&c->mw, 0, &s->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_writer_new(&c->iw, 0, &s->mem);
+  if (rv != 0)
+    goto cleanup;
   c->next = s->conns;
   if (s->conns)
     s->conns->prev = c;
@@ -1871,6 +2691,8 @@ cleanup:
   acp_rpc_callbacks_free(cbs);
   acp_rpc_options_free(opts);
   if (rv != 0) {
+    acp_json_writer_free(c->mw);
+    acp_json_writer_free(c->iw);
     acp_json_writer_free(c->w);
     acp_json_writer_free(c->nw);
     acp_rpc_session_free(c->rpc);
@@ -1905,6 +2727,9 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
   acp__free(&s->mem, c->subs);
   acp__free(&s->mem, c->client_caps);
   acp__free(&s->mem, c->client_info);
+  acp_json_doc_free(c->rdoc);
+  acp_json_writer_free(c->mw);
+  acp_json_writer_free(c->iw);
   acp_json_writer_free(c->w);
   acp_json_writer_free(c->nw);
   acp_rpc_session_free(c->rpc);
@@ -1983,15 +2808,20 @@ acp_mcp_log_level acp_mcp_conn_log_level(const acp_mcp_conn *c) {
 
 int acp_mcp_conn_log(acp_mcp_conn *c, acp_mcp_log_level level,
                      const char *logger, const char *data, size_t len) {
+  if (c == NULL || acp_mcp_log_level_str(level) == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!c->srv->logging || !c->answered_init || (int)level < c->log_level)
+    return 0;
+  return conn_log_send(c, level, logger, data, len);
+}
+
+static int conn_log_send(acp_mcp_conn *c, acp_mcp_log_level level,
+                         const char *logger, const char *data, size_t len) {
   acp_json_writer *w;
   const char *p;
   size_t n;
   int rv;
 
-  if (c == NULL || acp_mcp_log_level_str(level) == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  if (!c->srv->logging || !c->answered_init || (int)level < c->log_level)
-    return 0;
   w = c->nw;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);

@@ -71,6 +71,9 @@ struct acp_router {
   acp_json_doc *doc2; /* re-parsing stored params (G0 fallback) */
   bool in_batch;
   bool in_cb;
+  /* The request the next written message answers (trace only). */
+  uint32_t ans_link;
+  int64_t ans_id;
   bool fatal;
   uint32_t ncut; /* live RT_F_CUT entries */
 };
@@ -230,6 +233,9 @@ static int w_end(wmsg *w) {
     hop.data = l->out.data + w->start;
     hop.len = l->out.len - w->start - (r->in_batch ? 0 : 1);
     hop.in_batch = r->in_batch;
+    hop.answers_link =
+        r->ans_link == RT_SELF ? ACP_ROUTER_SELF : (size_t)r->ans_link;
+    hop.answers_id = r->ans_link == RT_SELF ? 0 : r->ans_id;
     r->in_cb = true;
     r->o.trace(r, &hop, r->user_data);
     r->in_cb = false;
@@ -1362,7 +1368,10 @@ static int route_response(acp_router *r, uint32_t k, const acp_json_val *id,
   else
     w_lit(&w, "null");
   w_lit(&w, "}");
+  r->ans_link = k;
+  r->ans_id = e->id;
   rv = w_end(&w);
+  r->ans_link = RT_SELF;
   if (rv == ACP_ERR_LIMIT) {
     event(r, ACP_ROUTER_EVENT_REJECTED, k, "response exceeds output cap");
     rv = emit_error(r, e->src, e->orig, e->orig_len, ACP_RPC_INTERNAL_ERROR,
@@ -1529,6 +1538,7 @@ int acp_router_new(acp_router **out, size_t ncomponents,
   if (r == NULL)
     return ACP_ERR_NOMEM;
   r->mem = m;
+  r->ans_link = RT_SELF;
   r->user_data = user_data;
   r->n = ncomponents;
   if (opts != NULL) {
@@ -1808,8 +1818,12 @@ int acp_router_link_closed(acp_router *r, size_t link, const char *reason,
     if (rv != 0)
       break;
     if (e->dst == k) {
-      if (e->src != RT_SELF)
+      if (e->src != RT_SELF) {
+        r->ans_link = k;
+        r->ans_id = e->id;
         rv = answer_closed(r, e->src, k, e->orig, e->orig_len);
+        r->ans_link = RT_SELF;
+      }
       if (e->flags & RT_F_CUT)
         r->ncut--;
       rt__table_release(&r->tab, i);

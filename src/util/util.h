@@ -77,4 +77,18 @@ static inline void acp__buf_clear(acp__buf *b) {
   b->len = 0;
 }
 
+/* SHA-256 (FIPS 180-4), incremental. */
+typedef struct acp__sha256 {
+  uint32_t h[8];
+  uint64_t len;
+  uint8_t buf[64];
+  size_t n;
+} acp__sha256;
+void acp__sha256_init(acp__sha256 *s);
+void acp__sha256_update(acp__sha256 *s, const void *data, size_t len);
+void acp__sha256_final(acp__sha256 *s, uint8_t out[32]);
+/* HMAC-SHA256 (RFC 2104) of msg under key, into out. */
+void acp__hmac_sha256(const void *key, size_t key_len, const void *msg,
+                      size_t msg_len, uint8_t out[32]);
+
 #endif /* ACP_UTIL_H */

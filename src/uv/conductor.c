@@ -645,6 +645,9 @@ struct cond {
   /* --trace: the source link of each line the router wrote for the agent
    * (long long each), until the bridge says what the agent got. */
   acp__buf br_trace_from;
+  /* The request the trace line being written answers: link, or -1. */
+  long long tr_ans_link;
+  long long tr_ans_id;
   bool br_trace_unknown; /* an entry was lost: sources unknown until the
                           * agent's pending output is written */
   /* HTTP bridging: a helper process (`acp mcp http-bridge`) serves a
@@ -787,6 +790,9 @@ static void write_entry(cond *c, FILE *f, const char *from, long long from_link,
           "\"toLink\":%lld,\"dir\":\"%s\",\"message\":",
           t, from, from_link, to, to_link, dir);
   fwrite(data, 1, len, f);
+  if (c->tr_ans_link >= 0)
+    fprintf(f, ",\"answers\":{\"link\":%lld,\"id\":%lld}", c->tr_ans_link,
+            c->tr_ans_id);
   fputs("}\n", f);
   fflush(f);
 }
@@ -796,6 +802,14 @@ static void trace_entry(cond *c, const char *from, long long from_link,
                         const char *data, size_t len) {
   write_entry(c, c->trace, from, from_link, to, to_link, dir, data, len);
 }
+
+/* What a traced line to the agent waits with until the bridge says what
+ * the agent got: its source and the request it answers (see on_trace). */
+typedef struct br_trace_src {
+  long long from;
+  long long ans_link;
+  long long ans_id;
+} br_trace_src;
 
 /* --debug-dir: the bridge's traffic, with its real ends, in bridge.jsonl
  * (opened at the first message). */
@@ -809,8 +823,11 @@ static void dbg_bridge(cond *c, const char *from, long long from_link,
     snprintf(path, sizeof(path), "%s/bridge.jsonl", c->o->debug_dir);
     c->dbg_bridge = fopen(path, "a");
   }
+  long long ans = c->tr_ans_link;
+  c->tr_ans_link = -1; /* bridge.jsonl keeps its format */
   write_entry(c, c->dbg_bridge, from, from_link, to, to_link, "bridge", data,
               len);
+  c->tr_ans_link = ans;
 }
 
 static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
@@ -825,8 +842,13 @@ static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
   if (c->br != NULL && c->o->mode == ACP_ROUTER_MODE_AGENT && hop->to == c->n &&
       !hop->in_batch) {
     /* The bridge may rewrite or take it: it says what the agent got. */
+    br_trace_src src = {.from = from,
+                        .ans_link = hop->answers_link == ACP_ROUTER_SELF
+                                        ? -1
+                                        : (long long)hop->answers_link,
+                        .ans_id = (long long)hop->answers_id};
     if (!c->br_trace_unknown &&
-        acp__buf_append(&c->br_trace_from, &from, sizeof(from)) != 0) {
+        acp__buf_append(&c->br_trace_from, &src, sizeof(src)) != 0) {
       /* A missing entry would shift every later source by one: better
        * none (the trace says "unknown") than wrong ones, until the agent's
        * pending output is written. */
@@ -844,11 +866,16 @@ static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
     dir = hop->to == 0 ? "left" : "right";
   else
     dir = hop->to > hop->from ? "right" : "left";
+  if (hop->answers_link != ACP_ROUTER_SELF) {
+    c->tr_ans_link = (long long)hop->answers_link;
+    c->tr_ans_id = (long long)hop->answers_id;
+  }
   trace_entry(c,
               c->br_injecting && hop->from == c->n ? "bridge"
                                                    : link_name(c, hop->from),
               from, link_name(c, hop->to), (long long)hop->to, dir, hop->data,
               hop->len);
+  c->tr_ans_link = -1;
 }
 
 static void on_event(acp_router *r, acp_router_event_type type, size_t link,
@@ -1300,15 +1327,15 @@ static void br_cb_event(acp_mcp_bridge *b, acp_mcp_bridge_event_type type,
 
 /* The source of the next line the router wrote for the agent, as its trace
  * callback saw it (the bridge reports the line as the agent got it). */
-static long long br_trace_pop(cond *c) {
-  long long from = -1;
+static br_trace_src br_trace_pop(cond *c) {
+  br_trace_src src = {.from = -1, .ans_link = -1, .ans_id = 0};
   if (c->br_trace_unknown)
-    return -1;
-  if (c->br_trace_from.len >= sizeof(from)) {
-    memcpy(&from, c->br_trace_from.data, sizeof(from));
-    acp__buf_consume(&c->br_trace_from, sizeof(from));
+    return src;
+  if (c->br_trace_from.len >= sizeof(src)) {
+    memcpy(&src, c->br_trace_from.data, sizeof(src));
+    acp__buf_consume(&c->br_trace_from, sizeof(src));
   }
-  return from;
+  return src;
 }
 
 static void br_cb_trace(acp_mcp_bridge *b, const acp_mcp_bridge_hop *hop,
@@ -1316,7 +1343,7 @@ static void br_cb_trace(acp_mcp_bridge *b, const acp_mcp_bridge_hop *hop,
   cond *c = ud;
   char ep[40], srv[300];
   const char *agent = link_name(c, c->n);
-  long long from;
+  br_trace_src src;
   (void)b;
   snprintf(ep, sizeof(ep), "endpoint:%llu", (unsigned long long)hop->endpoint);
   snprintf(srv, sizeof(srv), "bridge:%s", hop->server ? hop->server : "");
@@ -1333,13 +1360,17 @@ static void br_cb_trace(acp_mcp_bridge *b, const acp_mcp_bridge_hop *hop,
   case ACP_MCP_BRIDGE_HOP_TO_BRIDGE:
     if (hop->len > 0 && hop->data[0] == '[')
       break; /* a batch: the router traced its elements */
-    from = br_trace_pop(c);
-    trace_entry(c, from < 0 ? "conductor" : link_name(c, (size_t)from), from,
+    src = br_trace_pop(c);
+    c->tr_ans_link = src.ans_link;
+    c->tr_ans_id = src.ans_id;
+    trace_entry(c, src.from < 0 ? "conductor" : link_name(c, (size_t)src.from),
+                src.from,
                 hop->type == ACP_MCP_BRIDGE_HOP_TO_AGENT ? agent : "bridge",
                 (long long)c->n, "right", hop->data, hop->len);
+    c->tr_ans_link = -1;
     if (hop->type == ACP_MCP_BRIDGE_HOP_TO_BRIDGE)
-      dbg_bridge(c, from < 0 ? "conductor" : link_name(c, (size_t)from), from,
-                 "bridge", (long long)c->n, hop->data, hop->len);
+      dbg_bridge(c, src.from < 0 ? "conductor" : link_name(c, (size_t)src.from),
+                 src.from, "bridge", (long long)c->n, hop->data, hop->len);
     break;
   }
 }
@@ -1997,6 +2028,7 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
   c->mem = &o->mem;
   c->n = o->ncomps;
   c->t0 = uv_hrtime();
+  c->tr_ans_link = -1;
   acp_ndjson_init(&c->upfr, o->max_line, c->mem);
   if (uv_loop_init(&c->loop) != 0) {
     acp__free(c->mem, c);

@@ -18,7 +18,14 @@
 
 /* MARK: - Types */
 
-typedef enum side_kind { SIDE_NONE = 0, SIDE_STREAM, SIDE_FILE } side_kind;
+/* SIDE_USER: bytes come from and go to user code (acp_uv_link_new_user()):
+ * a message transport such as a WebSocket presents itself as a byte link. */
+typedef enum side_kind {
+  SIDE_NONE = 0,
+  SIDE_STREAM,
+  SIDE_FILE,
+  SIDE_USER
+} side_kind;
 
 typedef struct side {
   side_kind kind;
@@ -107,6 +114,11 @@ struct acp_uv_link {
   uv_timer_t timer;
   acp_uv_link_close_cb close_cb;
   void *close_ud;
+
+  /* user side (SIDE_USER) */
+  acp_uv_link_ops ops;
+  void *ops_ud;
+  bool ops_closed;
 };
 
 /* MARK: - Helpers (Private) */
@@ -177,6 +189,8 @@ static void close_side(acp_uv_link *l, side *s) {
   if (s->kind == SIDE_NONE || s->closed)
     return;
   s->closed = true;
+  if (s->kind == SIDE_USER)
+    return;
   if (s->kind == SIDE_STREAM) {
     uv_os_fd_t hfd = -1;
     (void)uv_fileno((uv_handle_t *)s->stream, &hfd);
@@ -289,7 +303,9 @@ static void grow_pipe(side *sd, bool *tried) {
 
 static void deliver_end(acp_uv_link *l, int status) {
   l->rd_done = true;
-  if (l->reading) {
+  if (l->reading && l->rd.kind == SIDE_USER) {
+    l->reading = false;
+  } else if (l->reading) {
     uv_read_stop(l->rd.stream);
     l->reading = false;
   }
@@ -372,7 +388,13 @@ static void on_fs_read(uv_fs_t *req) {
 
 static int update_reading(acp_uv_link *l) {
   bool want = want_read(l);
-  if (l->rd.kind == SIDE_STREAM) {
+  if (l->rd.kind == SIDE_USER) {
+    if (want != l->reading) {
+      l->reading = want;
+      if (l->ops.read_changed)
+        l->ops.read_changed(l, want ? 1 : 0, l->ops_ud);
+    }
+  } else if (l->rd.kind == SIDE_STREAM) {
     if (want && !l->reading) {
       int r = uv_read_start(l->rd.stream, on_alloc, on_stream_read);
       if (r < 0)
@@ -502,6 +524,11 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
 
 static void end_write_side(acp_uv_link *l) {
   l->wr_ended = true;
+  if (l->wr.kind == SIDE_USER) {
+    if (l->ops.shutdown)
+      l->ops.shutdown(l, l->ops_ud);
+    return;
+  }
   if (l->wr.kind == SIDE_STREAM && l->same) {
     if (uv_shutdown(&l->shreq, l->wr.stream, on_shutdown) != 0)
       l->shreq.data = NULL;
@@ -526,9 +553,14 @@ static void do_close(acp_uv_link *l) {
   }
   l->dsts = NULL;
   l->bp_holds = 0;
-  if (l->reading) {
+  if (l->reading && l->rd.kind != SIDE_USER)
     uv_read_stop(l->rd.stream);
-    l->reading = false;
+  l->reading = false;
+  if ((l->rd.kind == SIDE_USER || l->wr.kind == SIDE_USER) && !l->ops_closed) {
+    /* The transport lets go of the link here; it must not call it again. */
+    l->ops_closed = true;
+    if (l->ops.close)
+      l->ops.close(l, l->ops_ud);
   }
   if (l->wr.kind == SIDE_FILE)
     drop_file_queue(l, l->fs_wbusy);
@@ -784,6 +816,21 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
     return 0;
   if (len > UINT32_MAX)
     return ACP_ERR_NOMEM;
+  if (l->wr.kind == SIDE_USER) {
+    /* Counted before the op runs: the transport may report bytes sent
+     * from inside it (a socket that took them at once). */
+    l->queued += len;
+    l->nwrites = 1;
+    int r = l->ops.write(l, data, len, l->ops_ud);
+    if (r != 0) {
+      l->queued -= len < l->queued ? len : l->queued;
+      if (l->queued == 0)
+        l->nwrites = 0;
+      return r;
+    }
+    check_high(l);
+    return 0;
+  }
   if (l->wr.kind == SIDE_STREAM) {
     if (len > 65536 && !l->wr_grown)
       grow_pipe(&l->wr, &l->wr_grown);
@@ -913,4 +960,61 @@ void acp_uv_link_set_spare_max(acp_uv_link *l, size_t bytes) {
     acp__free(&l->mem, l->spare);
     l->spare = NULL;
   }
+}
+
+/* MARK: - User links (Public) */
+
+int acp_uv_link_new_user(acp_uv_link **out, uv_loop_t *loop,
+                         const acp_uv_link_ops *ops, void *user_data,
+                         const acp_mem *mem) {
+  acp_uv_link *l = NULL;
+  int rv;
+  if (out)
+    *out = NULL;
+  if (!out || !loop || !ops || !ops->write)
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = link_alloc(&l, loop, mem);
+  if (rv != 0)
+    return rv;
+  l->rd.kind = SIDE_USER;
+  l->wr.kind = SIDE_USER;
+  l->same = true;
+  l->ops = *ops;
+  l->ops_ud = user_data;
+  *out = l;
+  return 0;
+}
+
+int acp_uv_link_user_deliver(acp_uv_link *l, const char *data, size_t len) {
+  if (!l || l->rd.kind != SIDE_USER || (!data && len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!want_read(l))
+    return ACP_ERR_PAUSE;
+  if (len > 0)
+    l->read_cb(l, 0, data, len, l->read_ud);
+  return 0;
+}
+
+void acp_uv_link_user_end(acp_uv_link *l, int status) {
+  if (!l || l->rd.kind != SIDE_USER || l->rd_done || l->state == ST_CLOSING)
+    return;
+  deliver_end(l, status < 0 ? status : UV_EOF);
+}
+
+void acp_uv_link_user_written(acp_uv_link *l, size_t len) {
+  if (!l || l->wr.kind != SIDE_USER)
+    return;
+  l->queued = len < l->queued ? l->queued - len : 0;
+  if (l->queued == 0)
+    l->nwrites = 0;
+  if (l->state != ST_CLOSING)
+    after_write_done(l);
+}
+
+void acp_uv_link_user_write_failed(acp_uv_link *l, int uv_err) {
+  if (!l || l->wr.kind != SIDE_USER)
+    return;
+  if (l->write_err == 0)
+    l->write_err = uv_err < 0 ? uv_err : UV_EPIPE;
+  acp_uv_link_user_written(l, l->queued);
 }

@@ -2,9 +2,12 @@
 # The MCP conformance suite's SERVER mode against `acp mcp serve
 # --everything` over Streamable HTTP on 127.0.0.1:
 #   1. @modelcontextprotocol/conformance 0.1.16, --suite all;
-#   2. 0.2.0-alpha.12, --requirements 2025-11-25 (every scored check).
-# Both with tests/conformance/expected-failures-server.yml. Runs on Node 22
-# (installed by tools/install-mcp-peers.sh). Exit 0 when both runs pass,
+#   2. 0.2.0-alpha.12, --requirements 2025-11-25 (every scored check);
+#   3. 0.2.0-alpha.12, --requirements 2026-07-28 (the stateless revision:
+#      per-request _meta, no session; its not-scored extension and pending
+#      scenarios run and are reported but do not fail the run).
+# All with tests/conformance/expected-failures-server.yml. Runs on Node 22
+# (installed by tools/install-mcp-peers.sh). Exit 0 when every run passes,
 # 1 on a failure, 77 (skipped, reason printed) when a prerequisite is
 # missing: node/npm, the pinned peers, the acp program or its `mcp serve`.
 #
@@ -58,6 +61,7 @@ run() { # label version args...
 }
 run server-0.1.16 0.1.16 --suite all
 run server-0.2.0-alpha.12-req-2025-11-25 0.2.0-alpha.12 --requirements 2025-11-25
+run server-0.2.0-alpha.12-req-2026-07-28 0.2.0-alpha.12 --requirements 2026-07-28
 
 stop_pid "$server_pid"; server_pid=""
 if [ $rc -ne 0 ]; then

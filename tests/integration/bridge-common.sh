@@ -3,6 +3,8 @@
 # the conductor's bridge sockets land in it), ok/ko counting, cleanup of the
 # chain in $cpid, and the ACP and MCP messages both send.
 set -u
+# The reference agent numbers sessions sess_1, sess_2... (acp agent --help)
+export ACP_AGENT_SEQUENTIAL_IDS=1
 ACP=${1:-${ACP_BIN:-acp}}
 T=$(mktemp -d "${TMPDIR:-/tmp}/$NAME.XXXXXX")
 export TMPDIR="$T"

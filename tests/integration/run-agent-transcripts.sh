@@ -2,7 +2,8 @@
 # run-agent-transcripts.sh - replay tests/transcripts/agent/<case>/: in.jsonl
 # is fed to `acp agent` on stdin all at once and its stdout must equal
 # expect.jsonl byte for byte (the agent is deterministic: session ids are
-# sess_1, sess_2..., tool call ids tool_1...). In expect.jsonl, @VERSION@
+# sess_1, sess_2... under ACP_AGENT_SEQUENTIAL_IDS=1, which this script
+# sets; tool call ids tool_1...). In expect.jsonl, @VERSION@
 # stands for the version `acp --version` prints. Optional files: case.txt
 # (what the case shows), args (extra `acp agent` arguments, e.g. --echo).
 # The agent must also exit 0 and print nothing on stderr.
@@ -11,6 +12,7 @@
 # (every agent runs under it; a report on stderr fails the case).
 # Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built).
 set -u
+export ACP_AGENT_SEQUENTIAL_IDS=1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 acp=${ACP_BIN:-$root/build/acp}

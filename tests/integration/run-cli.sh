@@ -16,6 +16,8 @@
 #                        check. The slow /big case is skipped then.
 # Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built).
 set -u
+# The reference agent numbers sessions sess_1, sess_2... (acp agent --help)
+export ACP_AGENT_SEQUENTIAL_IDS=1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 acp=${ACP_BIN:-$root/build/acp}
@@ -507,6 +509,32 @@ last line without newline
 
 cl inter-eof $none
 check "interactive: immediate EOF exits 0" 0 ""
+
+# MARK: - Unstable methods (acp agent --unstable)
+
+# The newest unstable updates and calls, end to end: the agent sends them,
+# acp client renders each (nothing as a bare [kind]) and answers terminal/kill
+# and the url elicitation; usage comes back in the PromptResponse.
+printf '/subagent sess_child Research\n/message sess_child Look into the logs\n/auth unauthenticated\n/turn-usage 120 30\n/kill sleep 30\n/elicit-url https://example.invalid/login\ndone' >"$work/uprompt"
+run unstable "$acp" client --cwd "$cwd" --yes -p "$(cat "$work/uprompt")" -- \
+  $wrap "$acp" agent --unstable
+check "unstable: subagent, session message, auth, usage, kill, url elicitation" 0 \
+  "terminal killed
+killed by SIGKILL
+elicitation: accept
+elicitation complete
+done
+" "[subagent sess_child] Research (running)" \
+  "[message msg_1] sess_1 -> sess_child" "[message msg_1] Look into the logs" \
+  "[auth] unauthenticated" "[tool] sleep 30: failed" \
+  "[visit] Please sign in: https://example.invalid/login" \
+  "[visit elicit_1] done" "[turn] 120 tokens in, 30 out, 150 total" \
+  "!a kind this client does not know"
+run unstable-decline "$acp" client --cwd "$cwd" -p "/elicit-url https://example.invalid/x" -- \
+  $wrap "$acp" agent --unstable
+check "unstable: a url elicitation without --yes is declined" 0 \
+  "elicitation: decline
+" "[visit] Please sign in: https://example.invalid/x" "declined" "![visit elicit_1] done"
 
 # MARK: - Help, version, bad options
 

@@ -33,6 +33,14 @@ for sc in full echo cancel; do
   if [ $? -eq 0 ]; then ok "SDK client -> acp agent: $sc"; else
     ko "SDK client -> acp agent: $sc" "$out"; fi
 done
+out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario unstable \
+      -- "$acp" agent --unstable 2>&1)
+if [ $? -eq 0 ]; then ok "SDK client -> acp agent --unstable: the newest unstable methods"
+else ko "SDK client -> acp agent --unstable" "$out"; fi
+out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario unstable \
+      -- "$acp" conductor agent "$acp proxy arrow" "$acp agent --unstable" 2>&1)
+if [ $? -eq 0 ]; then ok "SDK client -> acp conductor -> acp agent --unstable"
+else ko "SDK client -> acp conductor -> acp agent --unstable" "$out"; fi
 out=$(timeout 120 node "$here/sdk_client.mjs" --scenario bench --turns 200 \
       --payload 65536 -- "$acp" agent --echo 2>&1)
 if [ $? -eq 0 ]; then ok "SDK client -> acp agent --echo: 200 turns of 64 KiB"

@@ -4,7 +4,13 @@
 // newline-delimited JSON-RPC on stdin/stdout and writes nothing else to stdout
 // (diagnostics go to stderr, only with --verbose).
 //
-// Usage: node sdk_agent.mjs [--echo] [--verbose]
+// Usage: node sdk_agent.mjs [--echo] [--verbose] [--serve]
+//
+// --serve: instead of stdio, host the agent with the SDK's
+// experimental/server (AcpServer) and experimental/node adapters on
+// http://127.0.0.1:<free port>/acp, WebSocket upgrades through the pinned
+// `ws` package; prints {"port":N} on stdout once listening, runs until
+// SIGTERM.
 //
 // Behaviour (the contract interop clients, ours included, test against):
 //   initialize       -> protocolVersion 1, agentCapabilities (no loadSession),
@@ -34,15 +40,16 @@
 //                       5. stopReason end_turn.
 //   session/cancel   -> cancels the running prompt of that session, if any.
 import { Readable, Writable } from 'node:stream';
-import { loadSdk } from './sdk_loader.mjs';
+import { loadSdk, loadSdkModule } from './sdk_loader.mjs';
 
 const acp = await loadSdk();
 
 const argv = process.argv.slice(2);
 const echoMode = argv.includes('--echo');
 const verbose = argv.includes('--verbose');
+const serveMode = argv.includes('--serve');
 for (const a of argv) {
-  if (a !== '--echo' && a !== '--verbose') {
+  if (a !== '--echo' && a !== '--verbose' && a !== '--serve') {
     process.stderr.write(`sdk_agent: unknown argument ${a}\nusage: node sdk_agent.mjs [--echo] [--verbose]\n`);
     process.exit(2);
   }
@@ -187,6 +194,31 @@ const app = acp
     log('session/cancel', params.sessionId);
     if (s && s.cancel) s.cancel();
   });
+
+if (serveMode) {
+  const { AcpServer } = await loadSdkModule('@agentclientprotocol/sdk/experimental/server');
+  const node = await loadSdkModule('@agentclientprotocol/sdk/experimental/node');
+  const wsmod = await loadSdkModule('ws');
+  const WebSocketServer = wsmod.WebSocketServer || (wsmod.default && wsmod.default.WebSocketServer);
+  const http = await import('node:http');
+  const server = new AcpServer({ agent: app });
+  const wss = new WebSocketServer({ noServer: true });
+  const httpServer = http.createServer(node.createNodeHttpHandler(server));
+  const upgrade = node.createNodeWebSocketUpgradeHandler(server, wss);
+  httpServer.on('upgrade', (req, socket, head) => {
+    if (new URL(req.url, 'http://x').pathname !== '/acp') { socket.destroy(); return; }
+    upgrade(req, socket, head);
+  });
+  httpServer.listen(0, '127.0.0.1', () => {
+    process.stdout.write(JSON.stringify({ port: httpServer.address().port }) + '\n');
+  });
+  process.on('SIGTERM', async () => {
+    await server.close();
+    httpServer.close();
+    process.exit(0);
+  });
+  await new Promise(() => {});
+}
 
 const conn = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
 await conn.closed;

@@ -6,6 +6,11 @@
 //   node sdk_client.mjs [--scenario full|echo|cancel|bench] [--timeout SEC]
 //                       [--payload BYTES] [--turns N] [--verbose]
 //                       [--dialect sdk|acp] -- CMD ARGS...
+//   node sdk_client.mjs [same options] --url ws://HOST:PORT/acp [--token T]
+//
+// With --url the agent is remote: the SDK's experimental/ws-client connects
+// to it (with the pinned `ws` package as its WebSocket on Node 20), nothing
+// is spawned, and the same scenarios run over the connection.
 //
 // Every scenario: spawn CMD (stdin/stdout = ACP, stderr inherited), initialize
 // (protocolVersion 1, clientCapabilities.fs.readTextFile=true), session/new
@@ -21,6 +26,12 @@
 //   cancel prompt "wait"; ~50 ms after the first session/update, send
 //          session/cancel. Checks: stopReason "cancelled"; >= 1 update before
 //          the response; no update for 300 ms after the response.
+//   unstable  against `acp agent --unstable`: a prompt of the unstable
+//          commands (subagent_update, session_message(+_chunk),
+//          auth/status_update, usage in the PromptResponse), then
+//          session/set_title, session/status, session/fork, session/archive,
+//          session/list {archived: only}, session/unarchive, auth/status,
+//          each answer as the schema says.
 //   bench  the prompt-turn benchmark workload (bench/turns/ts_client.mjs):
 //          --turns N (default 200) prompts of --payload BYTES (default 5)
 //          against an agent that echoes the prompt (e.g. sdk_agent.mjs --echo);
@@ -34,12 +45,12 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
-import { loadSdk } from './sdk_loader.mjs';
+import { loadSdk, loadSdkModule } from './sdk_loader.mjs';
 
 function usage(msg) {
   if (msg) process.stderr.write(`sdk_client: ${msg}\n`);
   process.stderr.write(
-    'usage: node sdk_client.mjs [--scenario full|echo|cancel|bench] [--timeout SEC]\n' +
+    'usage: node sdk_client.mjs [--scenario full|echo|cancel|bench|unstable] [--timeout SEC]\n' +
       '                           [--payload BYTES] [--turns N] [--verbose] -- CMD ARGS...\n',
   );
   process.exit(2);
@@ -63,10 +74,13 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--turns') opts.turns = Number(val());
   else if (a === '--verbose') opts.verbose = true;
   else if (a === '--dialect') opts.dialect = val();
+  else if (a === '--url') opts.url = val();
+  else if (a === '--token') opts.token = val();
   else usage(`unknown argument ${a}`);
 }
+if (opts.url) cmd = cmd || [opts.url];
 if (!cmd || cmd.length === 0) usage('missing agent command after --');
-if (!['full', 'echo', 'cancel', 'bench'].includes(opts.scenario)) usage(`unknown scenario ${opts.scenario}`);
+if (!['full', 'echo', 'cancel', 'bench', 'unstable'].includes(opts.scenario)) usage(`unknown scenario ${opts.scenario}`);
 if (!(opts.timeout > 0)) usage('bad --timeout');
 // The checks are the same for every agent; only the prompt that asks for
 // each behaviour differs. `sdk` is sdk_agent.mjs's language, `acp` is the
@@ -88,7 +102,7 @@ if (opts.scenario === 'bench') {
   process.exit(0);
 }
 
-const acp = await loadSdk();
+const acp = await loadSdk(opts.scenario === 'unstable' ? '/unstable' : '');
 
 const errors = [];
 const check = (cond, msg) => { if (!cond) errors.push(msg); return cond; };
@@ -108,14 +122,16 @@ let firstUpdateResolve;
 const firstUpdate = new Promise((r) => { firstUpdateResolve = r; });
 const permissionRequests = [];
 const fileReads = [];
+const authUpdates = [];
 
-const child = spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+const child = opts.url ? null : spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
 let childExit = null;
 const childExited = new Promise((resolve) => {
+  if (!child) return;
   child.on('exit', (code, signal) => { childExit = { code, signal }; resolve(); });
   child.on('error', (e) => { childExit = { error: e.message }; resolve(); });
 });
-child.stdin.on('error', () => {}); // EPIPE when the agent dies; reported via exit
+if (child) child.stdin.on('error', () => {}); // EPIPE when the agent dies; reported via exit
 
 let finished = false;
 function finish(code) {
@@ -125,7 +141,7 @@ function finish(code) {
   if (errors.length) summary.errors = errors;
   process.stdout.write(JSON.stringify(summary) + '\n');
   try { rmSync(cwd, { recursive: true, force: true }); } catch {}
-  if (childExit === null) {
+  if (child && childExit === null) {
     try { child.stdin.end(); } catch {}
     const t = setTimeout(() => { if (childExit === null) child.kill('SIGKILL'); }, 2000);
     childExited.then(() => { clearTimeout(t); process.exit(summary.ok ? 0 : 1); });
@@ -181,7 +197,23 @@ const app = acp
     return { content };
   });
 
-const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+if (opts.scenario === 'unstable') {
+  // Only the unstable API knows this method.
+  app.onNotification('auth/status_update', ({ params }) => {
+    authUpdates.push(params);
+  });
+}
+
+let stream;
+if (opts.url) {
+  const { createWebSocketStream } = await loadSdkModule('@agentclientprotocol/sdk/experimental/ws-client');
+  const wsmod = await loadSdkModule('ws');
+  const WebSocket = wsmod.WebSocket || wsmod.default;
+  const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : undefined;
+  stream = createWebSocketStream(opts.url, { WebSocket, headers });
+} else {
+  stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+}
 
 async function run(agent) {
   const init = await agent.request('initialize', {
@@ -191,6 +223,7 @@ async function run(agent) {
   });
   summary.protocolVersion = init.protocolVersion;
   summary.agentInfo = init.agentInfo || null;
+  summary.sessionCapabilities = (init.agentCapabilities || {}).sessionCapabilities || null;
   check(init.protocolVersion === 1, `initialize: protocolVersion ${init.protocolVersion}, want 1`);
 
   const sess = await agent.request('session/new', { cwd, mcpServers: [] });
@@ -233,6 +266,50 @@ async function run(agent) {
     check(updates.every((u) => u.sessionId === sessionId), 'update for another session');
     summary.permissionRequests = permissionRequests.length;
     summary.fileReads = fileReads.length;
+  } else if (opts.scenario === 'unstable') {
+    const r = await prompt('/subagent sess_child Research\n/message sess_child Look\n' +
+      '/auth unauthenticated\n/turn-usage 120 30\ndone');
+    summary.stopReason = r.stopReason;
+    check(r.stopReason === 'end_turn', `stopReason ${r.stopReason}, want end_turn`);
+    check(r.usage && r.usage.inputTokens === 120 && r.usage.outputTokens === 30 &&
+      r.usage.totalTokens === 150, `PromptResponse usage ${JSON.stringify(r.usage)}`);
+    const kinds = updates.map((u) => u.kind);
+    for (const k of ['subagent_update', 'session_message', 'session_message_chunk']) {
+      check(kinds.includes(k), `no ${k} update (got ${kinds.join(',')})`);
+    }
+    const sub = updates.find((u) => u.kind === 'subagent_update');
+    check(sub && sub.update.sessionId === 'sess_child', 'subagent_update names sess_child');
+    check(authUpdates.length === 1 && authUpdates[0].state === 'unauthenticated',
+      `auth/status_update ${JSON.stringify(authUpdates)}`);
+    const caps = summary.sessionCapabilities || {};
+    for (const c of ['fork', 'title', 'archive', 'status']) {
+      check(caps[c], `sessionCapabilities.${c} not advertised`);
+    }
+    await agent.request('session/set_title', { sessionId, title: 'Interop' });
+    const st = await agent.request('session/status', { sessionId });
+    check(st.status === 'open', `session/status ${JSON.stringify(st)}, want open`);
+    const fork = await agent.request('session/fork', { sessionId, cwd });
+    check(typeof fork.sessionId === 'string' && fork.sessionId !== sessionId,
+      `session/fork answered ${JSON.stringify(fork.sessionId)}`);
+    await agent.request('session/archive', { sessionId });
+    const st2 = await agent.request('session/status', { sessionId });
+    check(st2.status === 'saved', `session/status after archive ${JSON.stringify(st2)}, want saved`);
+    const only = await agent.request('session/list', { archived: 'only' });
+    check(only.sessions.length === 1 && only.sessions[0].sessionId === sessionId &&
+      only.sessions[0].title === 'Interop' && only.sessions[0].archived === true,
+      `session/list archived only: ${JSON.stringify(only.sessions)}`);
+    await agent.request('session/unarchive', { sessionId });
+    const all = await agent.request('session/list', {});
+    check(all.sessions.length === 2, `session/list after unarchive: ${all.sessions.length} sessions, want 2`);
+    const auth = await agent.request('auth/status', {});
+    check(auth.state === 'unauthenticated', `auth/status ${JSON.stringify(auth)}`);
+    let missing = null;
+    try {
+      await agent.request('session/status', { sessionId: 'sess_nope' });
+    } catch (e) {
+      missing = e;
+    }
+    check(missing && missing.code === -32002, `session/status of an unknown id: ${missing && missing.code}, want -32002`);
   } else if (opts.scenario === 'cancel') {
     const pending = prompt(acpDialect ? '/wait' : 'wait');
     pending.catch(() => {});

@@ -13,12 +13,23 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const repoRoot = path.resolve(here, '..', '..');
 export const peersDir = process.env.ACP_PEERS_DIR || path.join(repoRoot, 'build', 'peers', 'acp');
 
-export async function loadSdk() {
+// `sub` picks an export of the package: '' (the stable v1 API) or
+// '/unstable' (v1 with the unstable methods, e.g. auth/status_update).
+export async function loadSdk(sub = '') {
   const pkgJson = path.join(peersDir, 'package.json');
   if (!existsSync(path.join(peersDir, 'node_modules', '@agentclientprotocol', 'sdk'))) {
     throw new Error(`ACP SDK not installed in ${peersDir}; run tools/install-peers.sh first`);
   }
   const require = createRequire(pkgJson);
-  const entry = require.resolve('@agentclientprotocol/sdk');
+  const entry = require.resolve('@agentclientprotocol/sdk' + sub);
+  return import(pathToFileURL(entry).href);
+}
+
+// Import another entry point of the pinned peers: a subpath export of the SDK
+// ('@agentclientprotocol/sdk/experimental/ws-client') or a package ('ws').
+export async function loadSdkModule(spec) {
+  await loadSdk();
+  const require = createRequire(path.join(peersDir, 'package.json'));
+  const entry = require.resolve(spec);
   return import(pathToFileURL(entry).href);
 }

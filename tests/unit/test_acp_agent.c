@@ -23,6 +23,7 @@ typedef struct actx {
   acp_agent_request *held;
   char last_sid[64];
   char ext_method[64];
+  void *user; /* a test's own state */
 } actx;
 
 static int on_init_default(acp_agent *a, acp_agent_request *req, void *ud) {
@@ -443,6 +444,78 @@ static acp_client *make_client(cctx *x) {
   return c;
 }
 
+/* MARK: - update observer */
+
+typedef struct seen {
+  int n;
+  char sid[8];
+  char all[1024];
+} seen;
+
+static void on_sent(acp_agent *a, const char *sid, const char *u, size_t len,
+                    void *ud) {
+  seen *x = ((actx *)ud)->user;
+
+  (void)a;
+  x->n++;
+  snprintf(x->sid, sizeof(x->sid), "%s", sid);
+  strncat(x->all, u, len);
+  strcat(x->all, "\n");
+}
+
+static void test_agent_update_observer_sees_each_update_sent(void **state) {
+  actx ax = {0};
+  cctx cx = {0};
+  seen sx = {0};
+  acp_agent_callbacks *cbs;
+  acp_agent *a = NULL;
+  acp_client *c = make_client(&cx);
+  pair_wire wire = {0};
+
+  (void)state;
+  ax.user = &sx;
+  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
+  acp_agent_callbacks_set_on_initialize(cbs, on_init_default);
+  acp_agent_callbacks_set_on_session_new(cbs, on_new);
+  acp_agent_callbacks_set_on_update_sent(cbs, on_sent);
+  assert_int_equal(acp_agent_new(&a, cbs, &ax, NULL, NULL), 0);
+  acp_agent_callbacks_free(cbs);
+  assert_int_equal(acp_client_initialize(c, NULL, 0, NULL, 0, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(acp_client_session_new(c, "/tmp", NULL, 0, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", "Hi", 2, NULL, 0), 0);
+  assert_int_equal(acp_agent_send_plan(a, "s1", LIT("[]")), 0);
+  assert_int_equal(acp_agent_send_tool_call(a, "s1", "t1", "Read", NULL, NULL,
+                                            LIT("{\"rawInput\":{}}")),
+                   0);
+  assert_int_equal(
+      acp_agent_send_update_raw(a, "s1", LIT("{\"sessionUpdate\":\"_x\"}")), 0);
+  /* A send that fails is not observed. */
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", "x", 1, LIT("[1]")),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(sx.n, 4);
+  assert_string_equal(sx.sid, "s1");
+  assert_string_equal(
+      sx.all,
+      "{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":"
+      "\"text\",\"text\":\"Hi\"}}\n"
+      "{\"sessionUpdate\":\"plan\",\"entries\":[]}\n"
+      "{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"t1\",\"title\":"
+      "\"Read\",\"rawInput\":{}}\n"
+      "{\"sessionUpdate\":\"_x\"}\n");
+  assert_int_equal(pump(a, c, &wire), 0);
+  /* What was observed is what went on the wire. */
+  assert_non_null(strstr(wire.a2c.data,
+                         "\"update\":{\"sessionUpdate\":\"tool_call\","
+                         "\"toolCallId\":\"t1\",\"title\":\"Read\","
+                         "\"rawInput\":{}}}"));
+  wire_clear(&wire);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
 static void test_agent_prompt_turn_streams_updates(void **state) {
   actx ax = {0};
   cctx cx = {0};
@@ -665,6 +738,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_agent_initialize_negotiates_version_1),
       cmocka_unit_test(test_agent_client_supports),
+      cmocka_unit_test(test_agent_update_observer_sees_each_update_sent),
       cmocka_unit_test(test_agent_initialize_raw_answer_cannot_raise_version),
       cmocka_unit_test(test_agent_unknown_request_is_32601),
       cmocka_unit_test(test_agent_ext_methods_reach_ext_handlers),

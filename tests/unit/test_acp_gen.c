@@ -30,7 +30,10 @@ static void load(loaded *l, const char *name) {
   long n;
   int rv;
 
-  snprintf(path, sizeof(path), "%s%s", SCHEMA_DIR, name);
+  if (strchr(name, '/') != NULL) /* a path under spec/ */
+    snprintf(path, sizeof(path), "%s/%s", ACP_SPEC_DIR, name);
+  else
+    snprintf(path, sizeof(path), "%s%s", SCHEMA_DIR, name);
   f = fopen(path, "rb");
   assert_non_null(f);
   assert_int_equal(fseek(f, 0, SEEK_END), 0);
@@ -98,6 +101,19 @@ static void seen_add(seen_set *s, const char *name) {
   s->n++;
 }
 
+static bool seen_has(const seen_set *s, const char *name) {
+  size_t i;
+  for (i = 0; i < s->n; i++)
+    if (strcmp(s->names[i], name) == 0)
+      return true;
+  return false;
+}
+
+/* Set while reading the newer copy (spec/acp/schema-sdk-2.4.0): only its
+ * methods the main copy lacks are in the table, the proxy ones not at
+ * all. */
+static const seen_set *overlay_skip;
+
 /*
  * Every $defs entry with an x-method must be in the table with the x-side
  * as its side, and its role (params, notification params, result) must match
@@ -126,6 +142,9 @@ static size_t check_schema(const char *file, bool unstable_file,
     str_of(xm, method, sizeof(method));
     assert_non_null(xs);
     str_of(xs, side, sizeof(side));
+    if (overlay_skip != NULL &&
+        (seen_has(overlay_skip, method) || strcmp(side, "proxy") == 0))
+      continue;
     mi = acp_method_by_name(method, strlen(method));
     if (mi == NULL)
       fail_msg("%s: %s (%s) not in the method table", file, method, name);
@@ -192,6 +211,7 @@ static void check_meta(const char *file, seen_set *seen) {
 static void test_gen_table_matches_schema(void **state) {
   seen_set *stable = calloc(1, sizeof(*stable));
   seen_set *all = calloc(1, sizeof(*all));
+  seen_set *newer;
   size_t i, n_unstable = 0;
   (void)state;
 
@@ -201,6 +221,17 @@ static void test_gen_table_matches_schema(void **state) {
   check_meta("meta.json", stable);
   assert_true(check_schema("schema.unstable.json", true, all) > 0);
   check_meta("meta.unstable.json", all);
+  overlay_skip = all;
+  newer = calloc(1, sizeof(*newer));
+  assert_non_null(newer);
+  /* 5 requests, their 5 responses, 1 notification. */
+  assert_int_equal(
+      check_schema("acp/schema-sdk-2.4.0/v1/schema.unstable.json", true, newer),
+      11);
+  overlay_skip = NULL;
+  for (i = 0; i < newer->n; i++)
+    seen_add(all, newer->names[i]);
+  free(newer);
   /* The unstable set is a superset of the stable one here, but count the
    * union to be safe. */
   for (i = 0; i < stable->n; i++)

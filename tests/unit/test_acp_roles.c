@@ -81,6 +81,12 @@ static const struct {
      "{\"connectionId\":\"c\",\"method\":\"tools/list\",\"params\":{}}"},
     {"mcp/disconnect", "{\"connectionId\":\"c\"}"},
     {"$/cancel_request", "{\"requestId\":0}"},
+    {"session/set_title", "{\"sessionId\":\"s\",\"title\":\"t\"}"},
+    {"session/archive", "{\"sessionId\":\"s\"}"},
+    {"session/unarchive", "{\"sessionId\":\"s\"}"},
+    {"session/status", "{\"sessionId\":\"s\"}"},
+    {"auth/status", "{}"},
+    {"auth/status_update", "{\"state\":\"authenticated\"}"},
 };
 
 static const char *params_for(const char *method) {
@@ -156,6 +162,11 @@ AGENT_REQ(nes_start, "nes/start")
 AGENT_REQ(nes_suggest, "nes/suggest")
 AGENT_REQ(nes_close, "nes/close")
 AGENT_REQ(mcp_message, "mcp/message")
+AGENT_REQ(session_set_title, "session/set_title")
+AGENT_REQ(session_archive, "session/archive")
+AGENT_REQ(session_unarchive, "session/unarchive")
+AGENT_REQ(session_status, "session/status")
+AGENT_REQ(auth_status, "auth/status")
 AGENT_NOTIF(nes_accept, "nes/accept")
 AGENT_NOTIF(nes_reject, "nes/reject")
 AGENT_NOTIF(document_did_open, "document/didOpen")
@@ -179,6 +190,7 @@ CLIENT_REQ(mcp_disconnect, "mcp/disconnect")
 CLIENT_REQ(mcp_message, "mcp/message")
 CLIENT_NOTIF(elicitation_complete, "elicitation/complete")
 CLIENT_NOTIF(mcp_message_notification, "mcp/message")
+CLIENT_NOTIF(auth_status_update, "auth/status_update")
 
 static int a_session_cancel(acp_agent *a, const char *sid, size_t len,
                             acp_agent_request *prompt, const acp_rpc_msg *msg,
@@ -279,6 +291,11 @@ static void make_pair(acp_agent **a, acp_client **c) {
   acp_agent_callbacks_set_on_mcp_message(ac, a_mcp_message);
   acp_agent_callbacks_set_on_mcp_message_notification(
       ac, a_mcp_message_notification);
+  acp_agent_callbacks_set_on_session_set_title(ac, a_session_set_title);
+  acp_agent_callbacks_set_on_session_archive(ac, a_session_archive);
+  acp_agent_callbacks_set_on_session_unarchive(ac, a_session_unarchive);
+  acp_agent_callbacks_set_on_session_status(ac, a_session_status);
+  acp_agent_callbacks_set_on_auth_status(ac, a_auth_status);
   acp_agent_callbacks_set_on_cancel_request(ac, a_cancel_req);
   acp_agent_callbacks_set_on_ext_request(ac, a_ext);
   assert_int_equal(acp_agent_new(a, ac, NULL, NULL, NULL), 0);
@@ -302,6 +319,7 @@ static void make_pair(acp_agent **a, acp_client **c) {
   acp_client_callbacks_set_on_mcp_message(cc, c_mcp_message);
   acp_client_callbacks_set_on_mcp_message_notification(
       cc, c_mcp_message_notification);
+  acp_client_callbacks_set_on_auth_status_update(cc, c_auth_status_update);
   acp_client_callbacks_set_on_cancel_request(cc, c_cancel_req);
   acp_client_callbacks_set_on_ext_request(cc, c_ext);
   assert_int_equal(acp_client_new(c, cc, NULL, NULL, NULL), 0);
@@ -452,7 +470,10 @@ static const acp_json_val *load_defs(const char *file, char **text,
   size_t len = 0;
   const acp_json_val *defs;
 
-  snprintf(path, sizeof(path), "%s/acp/schema/v1/%s", ACP_SPEC_DIR, file);
+  if (strchr(file, '/') != NULL) /* a path under spec/ */
+    snprintf(path, sizeof(path), "%s/%s", ACP_SPEC_DIR, file);
+  else
+    snprintf(path, sizeof(path), "%s/acp/schema/v1/%s", ACP_SPEC_DIR, file);
   *text = read_file(path, &len);
   if (*text == NULL)
     fail_msg("cannot read %s", path);
@@ -463,15 +484,41 @@ static const acp_json_val *load_defs(const char *file, char **text,
   return defs;
 }
 
-static void walk_schema(const char *file, int *n_methods) {
+/* Is `method` an x-method of defs? */
+static int has_method(acp_json_doc *doc, const acp_json_val *defs,
+                      const char *method) {
+  const acp_json_val *k;
+
+  for (k = acp_json_child(defs); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *xm = acp_json_obj_getz(acp_json_next(k), "x-method");
+    char m[128];
+
+    if (xm == NULL)
+      continue;
+    str_of(doc, xm, m, sizeof(m));
+    if (strcmp(m, method) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* Send every method of `file` (only those `base` lacks, when not NULL). */
+static void walk_schema_new(const char *file, const char *base,
+                            int *n_methods) {
   char *text;
+  char *btext = NULL;
   acp_json_doc *doc;
+  acp_json_doc *bdoc = NULL;
   const acp_json_val *defs;
+  const acp_json_val *bdefs = NULL;
   const acp_json_val *k;
   acp_agent *a;
   acp_client *c;
 
   defs = load_defs(file, &text, &doc);
+  if (base != NULL)
+    bdefs = load_defs(base, &btext, &bdoc);
   make_pair(&a, &c);
   *n_methods = 0;
   for (k = acp_json_child(defs); k != NULL;
@@ -490,6 +537,10 @@ static void walk_schema(const char *file, int *n_methods) {
     str_of(doc, acp_json_obj_getz(def, "x-side"), side, sizeof(side));
     if (ends_with(name, "Response"))
       continue;
+    if (bdefs != NULL && has_method(bdoc, bdefs, method))
+      continue;
+    if (bdefs != NULL && strcmp(side, "proxy") == 0)
+      continue; /* proxy methods: not generated (gen_acp.py overlay()) */
     is_notif = ends_with(name, "Notification");
     if (!is_notif && !ends_with(name, "Request"))
       fail_msg("unexpected def %s for %s", name, method);
@@ -512,7 +563,13 @@ static void walk_schema(const char *file, int *n_methods) {
   acp_client_free(c);
   acp_agent_free(a);
   acp_json_doc_free(doc);
+  acp_json_doc_free(bdoc);
   free(text);
+  free(btext);
+}
+
+static void walk_schema(const char *file, int *n_methods) {
+  walk_schema_new(file, NULL, n_methods);
 }
 
 static void test_roles_every_stable_method_reaches_typed_handler(void **s) {
@@ -530,6 +587,63 @@ static void test_roles_every_unstable_method_reaches_typed_handler(void **s) {
   (void)s;
   walk_schema("schema.unstable.json", &n);
   assert_true(n > 25);
+  /* The newer copy's additions: session/set_title, archive, unarchive,
+   * status, auth/status, auth/status_update. */
+  walk_schema_new("acp/schema-sdk-2.4.0/v1/schema.unstable.json",
+                  "schema.unstable.json", &n);
+  assert_int_equal(n, 6);
+}
+
+/* The typed calls of the newest unstable methods reach the typed handlers
+ * with the params the schema requires (no -32602 from the check). */
+static void test_roles_unstable_typed_calls(void **s) {
+  acp_agent *a;
+  acp_client *c;
+  int ok_before = n_ok;
+  struct {
+    int rv;
+    const char *method;
+  } sent[8];
+  size_t i = 0;
+  size_t k;
+  static const char accounts[] = "[{\"label\":\"k\",\"active\":true}]";
+
+  (void)s;
+  make_pair(&a, &c);
+#define TYPED(call, name)                                                      \
+  do {                                                                         \
+    hit[0] = '\0';                                                             \
+    sent[i].rv = (call);                                                       \
+    sent[i].method = name;                                                     \
+    assert_int_equal(sent[i].rv, 0);                                           \
+    assert_int_equal(pump(a, c, NULL), 0);                                     \
+    assert_string_equal(hit, name);                                            \
+    i++;                                                                       \
+  } while (0)
+  TYPED(acp_client_session_fork(c, "s", "/", NULL, 0, c_resp, NULL, NULL),
+        "session/fork");
+  TYPED(acp_client_session_set_title(c, "s", "T", c_resp, NULL, NULL),
+        "session/set_title");
+  TYPED(acp_client_session_archive(c, "s", c_resp, NULL, NULL),
+        "session/archive");
+  TYPED(acp_client_session_unarchive(c, "s", c_resp, NULL, NULL),
+        "session/unarchive");
+  TYPED(acp_client_session_status(c, "s", c_resp, NULL, NULL),
+        "session/status");
+  TYPED(acp_client_auth_status(c, c_resp, NULL, NULL), "auth/status");
+  TYPED(acp_agent_send_auth_status_update(a, "authenticated", accounts,
+                                          strlen(accounts)),
+        "auth/status_update");
+#undef TYPED
+  assert_int_equal(n_ok, ok_before + 6);
+  for (k = 0; k < i; k++)
+    assert_int_equal(sent[k].rv, 0);
+  assert_int_equal(acp_client_session_set_title(c, "s", NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_send_auth_status_update(a, NULL, NULL, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_client_free(c);
+  acp_agent_free(a);
 }
 
 /* The required-member check follows the schema (generated from it): for
@@ -668,6 +782,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roles_every_stable_method_reaches_typed_handler),
       cmocka_unit_test(test_roles_every_unstable_method_reaches_typed_handler),
+      cmocka_unit_test(test_roles_unstable_typed_calls),
       cmocka_unit_test(test_roles_method_table_is_fully_routed),
       cmocka_unit_test(test_roles_required_members_follow_schema),
   };

@@ -76,6 +76,19 @@ static int srv_start(ht_server *s) {
   assert_int_equal(ht_add_tool(s->reg, "slow", NULL, tool_slow, t), 0);
   assert_int_equal(ht_add_tool(s->reg, "finish", NULL, tool_finish, t), 0);
   assert_int_equal(ht_add_tool(s->reg, "poll", NULL, tool_poll, t), 0);
+  {
+    /* `region` and `n` are mirrored in Mcp-Param-* headers (x-mcp-header). */
+    acp_mcp_tool_def d;
+    memset(&d, 0, sizeof(d));
+    d.version = ACP_MCP_DEF_VERSION;
+    d.name = "where";
+    d.input_schema =
+        "{\"type\":\"object\",\"properties\":{\"region\":{\"type\":"
+        "\"string\",\"x-mcp-header\":\"Region\"},\"n\":{\"type\":\"number\","
+        "\"x-mcp-header\":\"N\"},\"message\":{\"type\":\"string\"}}}";
+    d.handler = ht_tool_echo;
+    assert_int_equal(acp_mcp_server_add_tool(s->reg, &d), 0);
+  }
   acp_mcp_server_set_on_notification(s->reg, on_poke);
   assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
   acp_http_server_options_set_max_body(o, 1000);
@@ -317,6 +330,163 @@ static void test_sse_and_resume(void **state) {
 /* A GET stream whose client leaves while nothing is being sent: the server
  * notices the close (not only at its next write), so the session's one GET
  * is free again for the reconnecting client instead of 409 Conflict. */
+/* MARK: - 2026-07-28 */
+
+#define META26_HTTP                                                            \
+  "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","     \
+  "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+#define H26 "MCP-Protocol-Version: 2026-07-28\r\n"
+
+static void test_stateless_requests(void **state) {
+  srv_thread *t = *state;
+  const char *sid = new_session(t->s.port);
+  char *r;
+
+  /* A 2026 request needs no session and opens none. */
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+              "\"hi\"}," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "Content-Type: application/json"));
+  assert_null(strstr(r, "MCP-Session-Id"));
+  assert_non_null(strstr(r, "\"resultType\":\"complete\""));
+  free(r);
+  /* The name may come base64-encoded ("echo"). */
+  r = ht_post(t->s.port,
+              H26 "Mcp-Method: tools/call\r\nMcp-Name: =?base64?ZWNobw==?=\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+              "\"b64\"}," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "b64"));
+  free(r);
+  /* Missing or disagreeing headers: 400 HeaderMismatch with the id. */
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"echo\"," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "\"id\":3,\"error\":{\"code\":-32020"));
+  free(r);
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/list\r\nMcp-Name: echo\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"echo\"," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "-32020"));
+  free(r);
+  r = ht_post(t->s.port,
+              "MCP-Protocol-Version: 2025-11-25\r\nMcp-Method: tools/list\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\","
+              "\"params\":{" META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "-32020"));
+  free(r);
+  r = ht_post(t->s.port, "Mcp-Method: tools/list\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/list\","
+              "\"params\":{" META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "-32020"));
+  free(r);
+  /* Errors the transport binds to a status. */
+  r = ht_post(t->s.port, H26 "Mcp-Method: ping\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\","
+              "\"params\":{" META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 404);
+  assert_non_null(strstr(r, "\"id\":7,\"error\":{\"code\":-32601"));
+  free(r);
+  r = ht_post(t->s.port, H26 "Mcp-Method: server/discover\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"server/discover\","
+              "\"params\":{}}",
+              NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "-32602"));
+  free(r);
+  r = ht_post(t->s.port,
+              "MCP-Protocol-Version: 1999-01-01\r\nMcp-Method: tools/list\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\","
+              "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+              "protocolVersion\":\"1999-01-01\",\"io.modelcontextprotocol/"
+              "clientCapabilities\":{}}}}",
+              NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "\"code\":-32022"));
+  free(r);
+  /* A streamed answer has no event ids (nothing to resume) and no session;
+   * the session opened above is untouched. */
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: poll\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"poll\",\"_meta\":{\"progressToken\":1,"
+              "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+              "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_null(strstr(r, "MCP-Session-Id"));
+  assert_null(strstr(r, "\nid: "));
+  assert_non_null(strstr(r, "notifications/progress"));
+  /* The tool's close_stream was refused (it answers with that error): the
+   * answer is on this stream, not held for a reconnection. */
+  assert_non_null(strstr(r, "\"id\":10,\"result\""));
+  assert_non_null(strstr(r, "\"isError\":true"));
+  free(r);
+  assert_int_equal(acp_http_server_session_count(t->s.srv), 1);
+  /* x-mcp-header parameters: header and argument must agree. */
+  {
+    static const struct {
+      const char *headers;
+      int status;
+    } cases[] = {
+        {"Mcp-Param-Region: eu-west\r\nMcp-Param-N: 42.0\r\n", 200},
+        {"Mcp-Param-Region: =?base64?ZXUtd2VzdA==?=\r\nmcp-param-n: 42\r\n",
+         200},
+        {"Mcp-Param-N: 42\r\n", 400},                              /* missing */
+        {"Mcp-Param-Region: us-east\r\nMcp-Param-N: 42\r\n", 400}, /* differs */
+        {"Mcp-Param-Region: eu-west\r\nMcp-Param-N: 41\r\n", 400},
+        {"Mcp-Param-Region: =?base64?ZXUtd2VzdA?=\r\nMcp-Param-N: 42\r\n",
+         400}, /* bad padding */
+        {"Mcp-Param-Region: =?base64?ZXUt!!!2VzdA==?=\r\nMcp-Param-N: 42\r\n",
+         400}, /* not base64 */
+    };
+    size_t i;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+      char h[512];
+      snprintf(h, sizeof(h),
+               H26 "Mcp-Method: tools/call\r\nMcp-Name: where\r\n%s",
+               cases[i].headers);
+      r = ht_post(t->s.port, h,
+                  "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"where\",\"arguments\":{\"region\":"
+                  "\"eu-west\",\"n\":42,\"message\":\"m\"}," META26_HTTP "}}",
+                  NULL);
+      if (ht_status(r) != cases[i].status)
+        fail_msg("case %zu: %s", i, r);
+      if (cases[i].status == 400)
+        assert_non_null(strstr(r, "\"code\":-32020"));
+      free(r);
+    }
+    /* A null or absent argument expects no header. */
+    r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: where\r\n",
+                "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"where\",\"arguments\":{\"region\":"
+                "null,\"message\":\"m\"}," META26_HTTP "}}",
+                NULL);
+    assert_int_equal(ht_status(r), 200);
+    free(r);
+  }
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-11-25\r\n",
+                "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/list\"}",
+                NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_null(strstr(r, "resultType"));
+  free(r);
+}
+
 static void test_get_client_leaves(void **state) {
   srv_thread *t = *state;
   const char *sid = new_session(t->s.port);
@@ -621,6 +791,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_priming_only_from_2025_11_25, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_legacy_raw, setup, ht_teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_requests, setup,
+                                      ht_teardown),
       cmocka_unit_test_setup_teardown(test_client_streamable, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_client_get_stream, setup,

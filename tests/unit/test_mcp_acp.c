@@ -939,9 +939,10 @@ static void test_mcp_acp_connectionless_unknown_server(void **state) {
   fx_free(&f);
 }
 
-/* libacp's own provider over M2: it has no server/discover (-32601 inside
- * the carrier), so the initialize result is synthesized; _meta is ignored
- * by a 2025 server and the tools work. */
+/* libacp's own provider over M2: its server answers server/discover (it
+ * serves both eras), so the initialize result carries the server's own
+ * identity and 2026 capabilities; each request is served statelessly from
+ * its _meta and the tools work. */
 static void test_mcp_acp_connectionless_to_libacp_provider(void **state) {
   fx f;
   acp_mcp_client *mc;
@@ -955,8 +956,10 @@ static void test_mcp_acp_connectionless_to_libacp_provider(void **state) {
   assert_int_equal(connect_link(&f, mc, ACP_MCP_ACP_SHAPE_M2, &link), 0);
   info = acp_mcp_client_server_info(mc, &len);
   assert_non_null(info);
-  assert_memory_equal(info, "{\"name\":\"mcp-server\",\"version\":\"0\"}", len);
+  assert_int_equal(len, 32);
+  assert_memory_equal(info, "{\"name\":\"tools\",\"version\":\"1.0\"}", len);
   info = acp_mcp_client_server_capabilities(mc, &len);
+  assert_int_equal(len, 12);
   assert_memory_equal(info, "{\"tools\":{}}", len);
   assert_int_equal(
       call_tool(&f, mc, "echo", "{\"message\":\"m2 native\"}", NULL), 0);

@@ -250,21 +250,34 @@ static void test_capabilities(void **state) {
 }
 
 static void test_lists(void **state) {
-  static const char *const tools[] = {"test_simple_text",
-                                      "test_image_content",
-                                      "test_audio_content",
-                                      "test_embedded_resource",
-                                      "test_multiple_content_types",
-                                      "test_tool_with_logging",
-                                      "test_tool_with_progress",
-                                      "test_error_handling",
-                                      "test_sampling",
-                                      "test_elicitation",
-                                      "test_elicitation_sep1034_defaults",
-                                      "test_elicitation_sep1330_enums",
-                                      "json_schema_2020_12_tool",
-                                      "test_reconnection",
-                                      "echo"};
+  static const char *const tools[] = {
+      "test_simple_text",
+      "test_image_content",
+      "test_audio_content",
+      "test_embedded_resource",
+      "test_multiple_content_types",
+      "test_tool_with_logging",
+      "test_tool_with_progress",
+      "test_error_handling",
+      "test_sampling",
+      "test_elicitation",
+      "test_elicitation_sep1034_defaults",
+      "test_elicitation_sep1330_enums",
+      "json_schema_2020_12_tool",
+      "test_reconnection",
+      "test_missing_capability",
+      "test_logging_tool",
+      "test_streaming_elicitation",
+      "test_input_required_result_elicitation",
+      "test_input_required_result_sampling",
+      "test_input_required_result_list_roots",
+      "test_input_required_result_request_state",
+      "test_input_required_result_multi_round",
+      "test_input_required_result_multiple_inputs",
+      "test_input_required_result_tampered_state",
+      "test_input_required_result_capabilities",
+      "test_custom_header",
+      "echo"};
   acp_json_doc *doc = NULL;
   const acp_json_val *arr, *t;
   rec r;

@@ -15,6 +15,7 @@
 #include "acp/mcp.h"
 #include "mcp_fixture.h"
 #include "failmem.h"
+#include "util.h"
 
 static failmem fm;
 
@@ -65,6 +66,17 @@ static const char *drain(acp_mcp_conn *c) {
     if (strstr((s), (needle)) != NULL)                                         \
       fail_msg("unexpected %s in: %s", needle, s);                             \
   } while (0)
+
+/* 2026-07-28 request _meta, and the serverInfo of its results. */
+#define META26                                                                 \
+  "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","     \
+  "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+#define SERVER_INFO26                                                          \
+  "\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{\"name\":\"test-"        \
+  "server\",\"version\":\"1.2.3\"}}"
+#define META26_ELICIT                                                          \
+  "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","     \
+  "\"io.modelcontextprotocol/clientCapabilities\":{\"elicitation\":{}}}"
 
 /* Shared state the handlers below record into. */
 typedef struct fx {
@@ -150,6 +162,88 @@ static int tool_sample(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   if (rv == ACP_ERR_UNSUPPORTED)
     return acp_mcp_call_respond_text(call, "no sampling", 11, true);
   return rv;
+}
+
+/* Logs at info and warning, then answers which era served the call and the
+ * client capabilities that applied to it. */
+static int tool_log(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  char text[256];
+  size_t n = 0;
+  const char *caps = acp_mcp_call_client_capabilities(call, &n);
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_log(call, ACP_MCP_LOG_INFO, "t", "\"i\"", 3);
+  if (rv == 0)
+    rv = acp_mcp_call_log(call, ACP_MCP_LOG_WARNING, "t", "\"w\"", 3);
+  if (rv != 0)
+    return rv;
+  snprintf(text, sizeof(text), "%s %.*s",
+           acp_mcp_call_is_stateless(call) ? "stateless" : "stateful", (int)n,
+           caps ? caps : "");
+  return acp_mcp_call_respond_text(call, text, strlen(text), false);
+}
+
+/* Multi round-trip: "ask" wants a name; "two" wants step1, then step2. */
+static int answer_with(acp_mcp_call *call, int status, const acp_rpc_msg *msg,
+                       const char *prefix, const char *prop) {
+  char text[256];
+  const char *p = "";
+  size_t n = 0;
+  const acp_json_val *v =
+      acp_json_obj_getz(acp_json_obj_getz(msg->result, "content"), prop);
+  if (status != 0)
+    return acp_mcp_call_respond_text(call, "failed", 6, true);
+  if (acp_json_type_of(v) == ACP_JSON_STRING)
+    acp_json_doc_str(msg->doc, v, &p, &n);
+  snprintf(text, sizeof(text), "%s%.*s", prefix, (int)n, p);
+  return acp_mcp_call_respond_text(call, text, strlen(text), false);
+}
+
+static int on_name(acp_mcp_call *call, int status, const acp_rpc_msg *msg,
+                   void *ud) {
+  (void)ud;
+  return answer_with(call, status, msg, "Hello ", "name");
+}
+
+#define ASK_NAME                                                               \
+  "{\"message\":\"Name?\",\"requestedSchema\":{\"type\":\"object\","           \
+  "\"properties\":{\"name\":{\"type\":\"string\"}}}}"
+
+static int tool_ask(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_request_named(call, "name", "elicitation/create", ASK_NAME,
+                                  strlen(ASK_NAME), 0, on_name, NULL);
+  if (rv == ACP_ERR_UNSUPPORTED)
+    return acp_mcp_call_respond_text(call, "no elicitation", 14, true);
+  return rv;
+}
+
+static int on_step2(acp_mcp_call *call, int status, const acp_rpc_msg *msg,
+                    void *ud) {
+  (void)ud;
+  return answer_with(call, status, msg, "color ", "color");
+}
+
+static int on_step1(acp_mcp_call *call, int status, const acp_rpc_msg *msg,
+                    void *ud) {
+  (void)ud;
+  (void)msg;
+  if (status != 0)
+    return acp_mcp_call_respond_text(call, "failed", 6, true);
+  /* Unnamed: keyed "1" (step1 was named, so the count starts here). */
+  return acp_mcp_call_elicit(call, ASK_NAME, strlen(ASK_NAME), 0, on_step2,
+                             NULL);
+}
+
+static int tool_two(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)a;
+  (void)ud;
+  return acp_mcp_call_request_named(call, "step1", "elicitation/create",
+                                    ASK_NAME, strlen(ASK_NAME), 0, on_step1,
+                                    NULL);
 }
 
 static int read_static(acp_mcp_call *call, const char *uri, size_t n,
@@ -255,7 +349,22 @@ static int make_server(acp_mcp_server **out, const acp_mem *mem) {
     d.handler = tool_sample;
     if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
       goto fail;
+    d.name = "log";
+    d.handler = tool_log;
+    if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
+      goto fail;
+    d.name = "ask";
+    d.handler = tool_ask;
+    if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
+      goto fail;
+    d.name = "two";
+    d.handler = tool_two;
+    if ((rv = acp_mcp_server_add_tool(s, &d)) != 0)
+      goto fail;
   }
+  if ((rv = acp_mcp_server_set_state_key(s, "0123456789abcdef0123456789abcdef",
+                                         32)) != 0)
+    goto fail;
   memset(&r, 0, sizeof(r));
   r.version = ACP_MCP_DEF_VERSION;
   r.uri = "mem://a";
@@ -598,8 +707,8 @@ static void test_pagination_across_pages(void **state) {
              "\"params\":{\"cursor\":\"%s\"}}",
              cursor);
   }
-  assert_int_equal(pages, 3); /* 6 tools, 2 per page */
-  assert_int_equal(names, 6);
+  assert_int_equal(pages, 5); /* 9 tools, 2 per page */
+  assert_int_equal(names, 9);
   /* A cursor of another list, garbage, and one past the end. */
   out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/list\","
                    "\"params\":{\"cursor\":\"t2\"}}");
@@ -1069,6 +1178,20 @@ static int failmem_scenario(const acp_mem *mem) {
       "[{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}]",
       "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{"
       "\"name\":\"nope\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"server/discover\","
+      "\"params\":{" META26 "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/list\","
+      "\"params\":{" META26 "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"resources/read\","
+      "\"params\":{\"uri\":\"mem://a\"," META26 "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"tools/call\","
+      "\"params\":{\"name\":\"two\"," META26_ELICIT "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"tools/call\","
+      "\"params\":{\"name\":\"two\",\"inputResponses\":{\"step1\":{}},"
+      "\"requestState\":\"e30.AAAA\"," META26_ELICIT "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\","
+      "\"params\":{\"name\":\"two\",\"inputResponses\":{\"step1\":{},"
+      "\"1\":{}}," META26_ELICIT "}}",
   };
   acp_mcp_server *s = NULL;
   acp_mcp_conn *c = NULL;
@@ -1141,6 +1264,529 @@ static void test_allocation_failure_loop(void **state) {
   assert_true(failures > 0);
 }
 
+/* MARK: - Stateless requests (2026-07-28) */
+
+static void test_stateless_discover(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/"
+                   "discover\",\"params\":{" META26 "}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"supportedVersions\":["
+           "\"2026-07-28\"],\"capabilities\":{\"tools\":{},\"resources\":{},"
+           "\"prompts\":{},\"logging\":{},\"completions\":{}},"
+           "\"instructions\":\"Be nice\",\"resultType\":\"complete\","
+           "\"ttlMs\":0,\"cacheScope\":\"private\"," SERVER_INFO26 "}}\n");
+  /* Nothing was negotiated: the conn is still without a stateful era. */
+  assert_int_equal(acp_mcp_conn_version(p->c), ACP_MCP_VERSION_UNKNOWN);
+  /* A stateful request on the same conn is still refused until initialize. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+  HAS(out, "\"code\":-32600");
+  HAS(out, "Server not initialized");
+}
+
+static void test_stateless_meta_errors(void **state) {
+  pair *p = *state;
+  const char *out;
+  static const char *const removed[] = {
+      "initialize",           "ping",
+      "logging/setLevel",     "resources/subscribe",
+      "subscriptions/listen", "nope/nope"};
+  size_t i;
+
+  out = xchg(p->c,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}");
+  HAS(out, "\"id\":1,\"error\":{\"code\":-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/"
+                   "discover\",\"params\":{}}");
+  HAS(out, "\"id\":2,\"error\":{\"code\":-32602");
+  out =
+      xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"server/discover\","
+                 "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                 "clientCapabilities\":{}}}}");
+  HAS(out, "\"id\":3,\"error\":{\"code\":-32602");
+  HAS(out, "protocolVersion");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"2026-07-28\"}}}");
+  HAS(out, "\"id\":4,\"error\":{\"code\":-32602");
+  HAS(out, "clientCapabilities");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"1999-01-01\",\"io.modelcontextprotocol/"
+                   "clientCapabilities\":{}}}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32022,"
+           "\"message\":\"Unsupported protocol version\",\"data\":{"
+           "\"supported\":[\"2026-07-28\"],\"requested\":\"1999-01-01\"}}}\n");
+  /* A stateful revision named per request is not a stateless one. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"2025-11-25\",\"io.modelcontextprotocol/"
+                   "clientCapabilities\":{}}}}");
+  HAS(out, "\"code\":-32022");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/"
+                   "clientCapabilities\":{},\"io.modelcontextprotocol/"
+                   "logLevel\":\"loud\"}}}");
+  HAS(out, "\"id\":7,\"error\":{\"code\":-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\","
+                   "\"params\":{\"_meta\":{\"io.modelcontextprotocol/"
+                   "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/"
+                   "clientCapabilities\":{},\"io.modelcontextprotocol/"
+                   "clientInfo\":\"me\"}}}");
+  HAS(out, "\"id\":8,\"error\":{\"code\":-32602");
+  for (i = 0; i < sizeof(removed) / sizeof(removed[0]); i++) {
+    char line[512];
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":{"
+             "\"uri\":\"mem://a\",\"level\":\"info\"," META26 "}}",
+             removed[i]);
+    out = xchg(p->c, line);
+    HAS(out, "\"id\":9,\"error\":{\"code\":-32601");
+  }
+  assert_int_equal(acp_mcp_conn_version(p->c), ACP_MCP_VERSION_UNKNOWN);
+}
+
+static void test_stateless_results(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+                   "\"params\":{" META26 "}}");
+  /* Registration order, every time. */
+  {
+    const char *names[] = {"\"echo\"", "\"structured\"", "\"fail\"",
+                           "\"slow\"", "\"progress\"",   "\"sample\"",
+                           "\"log\""};
+    const char *at = out;
+    size_t i;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+      const char *next = strstr(at, names[i]);
+      if (next == NULL)
+        fail_msg("%s missing or out of order in %s", names[i], out);
+      at = next;
+    }
+  }
+  HAS(out, "],\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":"
+           "\"private\"," SERVER_INFO26 "}}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+                   "\"hi\"}," META26 "}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[{\"type\":"
+           "\"text\",\"text\":\"Echo: hi\"}],\"resultType\":\"complete\","
+           "" SERVER_INFO26 "}}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"fail\"," META26 "}}");
+  HAS(out, "\"isError\":true,\"resultType\":\"complete\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://a\"," META26 "}}");
+  HAS(out, "\"text\":\"alpha\"}],\"resultType\":\"complete\",\"ttlMs\":0,"
+           "\"cacheScope\":\"private\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://none\"," META26 "}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32602,"
+           "\"message\":\"Resource not found\",\"data\":{\"uri\":"
+           "\"mem://none\"}}}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"prompts/get\","
+                   "\"params\":{\"name\":\"greet\",\"arguments\":{\"name\":"
+                   "\"Ann\"}," META26 "}}");
+  HAS(out, "Hello Ann\"}}],\"resultType\":\"complete\"," SERVER_INFO26);
+  HASNT(out, "ttlMs");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"completion/"
+                   "complete\",\"params\":{\"ref\":{\"type\":\"ref/prompt\","
+                   "\"name\":\"greet\"},\"argument\":{\"name\":\"name\","
+                   "\"value\":\"py\"}," META26 "}}");
+  HAS(out, "\"hasMore\":true},\"resultType\":\"complete\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/"
+                   "templates/list\",\"params\":{" META26 "}}");
+  HAS(out, "mem://items/{id}");
+  HAS(out, "\"ttlMs\":0");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"prompts/"
+                   "list\",\"params\":{" META26 "}}");
+  HAS(out, "\"ttlMs\":0");
+  /* No server->client requests at 2026: the handler's request becomes an
+   * input request of an InputRequiredResult. */
+  out = xchg(p->c,
+             "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"sample\",\"_meta\":{\"io."
+             "modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io."
+             "modelcontextprotocol/clientCapabilities\":{\"sampling\":{}}}}}");
+  HAS(out, "\"resultType\":\"input_required\",\"inputRequests\":{\"1\":{"
+           "\"method\":\"sampling/createMessage\"");
+  HASNT(out, "\"id\":0,\"method\""); /* no server->client request */
+}
+
+static void test_stateless_cache_hints(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_TOOLS_LIST,
+                                            NULL, 60000, ACP_MCP_CACHE_PUBLIC),
+                   0);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_READ, NULL, 7,
+                                            ACP_MCP_CACHE_PRIVATE),
+                   0);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_READ, "mem://a",
+                                            5, ACP_MCP_CACHE_PUBLIC),
+                   0);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_READ,
+                                            "mem://items/{id}", 9,
+                                            ACP_MCP_CACHE_PUBLIC),
+                   0);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_READ,
+                                            "mem://zzz", 5,
+                                            ACP_MCP_CACHE_PUBLIC),
+                   ACP_ERR_NOT_FOUND);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_TOOLS_LIST,
+                                            "echo", 5, ACP_MCP_CACHE_PUBLIC),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, (acp_mcp_cache_target)6, NULL,
+                                            5, ACP_MCP_CACHE_PUBLIC),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_DISCOVER, NULL,
+                                            UINT64_MAX, ACP_MCP_CACHE_PUBLIC),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_cache(p->s, ACP_MCP_CACHE_DISCOVER, NULL,
+                                            1, (acp_mcp_cache_scope)2),
+                   ACP_ERR_INVALID_ARGUMENT);
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\","
+                   "\"params\":{" META26 "}}");
+  HAS(out, "\"ttlMs\":60000,\"cacheScope\":\"public\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/"
+                   "list\",\"params\":{" META26 "}}");
+  HAS(out, "\"ttlMs\":0,\"cacheScope\":\"private\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://a\"," META26 "}}");
+  HAS(out, "\"ttlMs\":5,\"cacheScope\":\"public\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://items/3\"," META26 "}}");
+  HAS(out, "\"ttlMs\":9,\"cacheScope\":\"public\"");
+  /* Dropping the registration drops its setting. */
+  assert_int_equal(acp_mcp_server_remove_resource(p->s, "mem://a"), 0);
+  {
+    acp_mcp_resource_def r;
+    memset(&r, 0, sizeof(r));
+    r.version = ACP_MCP_DEF_VERSION;
+    r.uri = "mem://a";
+    r.name = "a";
+    r.size = -1;
+    r.handler = read_static;
+    assert_int_equal(acp_mcp_server_add_resource(p->s, &r), 0);
+  }
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://a\"," META26 "}}");
+  HAS(out, "\"ttlMs\":7,\"cacheScope\":\"private\"");
+  /* A stateful session never sees the 2026 members. */
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/list\"}");
+  HASNT(out, "ttlMs");
+  HASNT(out, "resultType");
+  HASNT(out, "serverInfo");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/"
+                   "read\",\"params\":{\"uri\":\"mem://none\"}}");
+  HAS(out, "\"code\":-32002");
+}
+
+static void test_stateless_log_level(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  /* No level in _meta: no notifications/message at all. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\"," META26 "}}");
+  HASNT(out, "notifications/message");
+  HAS(out, "stateless {}");
+  /* The level applies to this request only. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\",\"_meta\":{\"io."
+                   "modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io."
+                   "modelcontextprotocol/clientCapabilities\":{\"x\":{}},\"io."
+                   "modelcontextprotocol/logLevel\":\"warning\"}}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+           "\"params\":{\"level\":\"warning\",\"logger\":\"t\",\"data\":"
+           "\"w\"}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":"
+           "[{\"type\":\"text\",\"text\":\"stateless {\\\"x\\\":{}}\"}],"
+           "\"resultType\":\"complete\"," SERVER_INFO26 "}}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\"," META26 "}}");
+  HASNT(out, "notifications/message");
+  /* Broadcast logs reach no stateless client. */
+  assert_int_equal(
+      acp_mcp_server_log(p->s, ACP_MCP_LOG_EMERGENCY, NULL, "1", 1), 0);
+  assert_string_equal(drain(p->c), "");
+}
+
+/* MARK: - Multi round-trip (2026-07-28) */
+
+static void hex_eq(const uint8_t *got, const char *want) {
+  char hex[65];
+  size_t i;
+  for (i = 0; i < 32; i++)
+    snprintf(hex + 2 * i, 3, "%02x", got[i]);
+  assert_string_equal(hex, want);
+}
+
+static void test_sha256_hmac_vectors(void **state) {
+  static const char million_a_prefix[] =
+      "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  acp__sha256 h;
+  uint8_t out[32];
+  uint8_t key[131];
+  size_t i;
+  (void)state;
+
+  acp__sha256_init(&h);
+  acp__sha256_final(&h, out);
+  hex_eq(out,
+         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  acp__sha256_init(&h);
+  acp__sha256_update(&h, "abc", 3);
+  acp__sha256_final(&h, out);
+  hex_eq(out,
+         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  /* 56 bytes: the padding spills into a second block; fed in pieces. */
+  acp__sha256_init(&h);
+  for (i = 0; i < sizeof(million_a_prefix) - 1; i += 5)
+    acp__sha256_update(&h, million_a_prefix + i,
+                       sizeof(million_a_prefix) - 1 - i < 5
+                           ? sizeof(million_a_prefix) - 1 - i
+                           : 5);
+  acp__sha256_final(&h, out);
+  hex_eq(out,
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  /* RFC 4231 test cases 1, 2 and 6 (key longer than a block). */
+  memset(key, 0x0b, 20);
+  acp__hmac_sha256(key, 20, "Hi There", 8, out);
+  hex_eq(out,
+         "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  acp__hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, out);
+  hex_eq(out,
+         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  memset(key, 0xaa, sizeof(key));
+  acp__hmac_sha256(key, sizeof(key),
+                   "Test Using Larger Than Block-Size Key - Hash Key First", 54,
+                   out);
+  hex_eq(out,
+         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+/* The requestState of an answer (static buffer). */
+static const char *state_of(const char *out) {
+  static char st[1024];
+  const char *p = strstr(out, "\"requestState\":\"");
+  const char *e;
+  if (p == NULL)
+    fail_msg("no requestState in %s", out);
+  p += 16;
+  e = strchr(p, '"');
+  assert_non_null(e);
+  assert_true((size_t)(e - p) < sizeof(st));
+  memcpy(st, p, (size_t)(e - p));
+  st[e - p] = '\0';
+  return st;
+}
+
+static void test_stateless_input_required(void **state) {
+  pair *p = *state;
+  char line[2048];
+  char st[1024];
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\"," META26_ELICIT "}}");
+  HAS(out, "\"result\":{\"resultType\":\"input_required\",\"inputRequests\":{"
+           "\"name\":{\"method\":\"elicitation/create\",\"params\":" ASK_NAME
+           "}},\"requestState\":\"");
+  HAS(out, SERVER_INFO26);
+  HASNT(out, "ttlMs");
+  HASNT(out, "elicitation/create\",\"id\""); /* no server->client request */
+  strcpy(st, state_of(out));
+  /* The retry's answer reaches the handler's callback. */
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+           "{\"name\":\"ask\",\"inputResponses\":{\"name\":{\"action\":"
+           "\"accept\",\"content\":{\"name\":\"Ann\"}},\"extra\":{}},"
+           "\"requestState\":\"%s\"," META26_ELICIT "}}",
+           st);
+  out = xchg(p->c, line);
+  HAS(out, "\"id\":2,\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+           "\"Hello Ann\"}],\"resultType\":\"complete\"");
+  /* Without the state the answer alone is enough for one round. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\",\"inputResponses\":{\"name\":{"
+                   "\"action\":\"accept\",\"content\":{\"name\":\"Bo\"}}},"
+                   "" META26_ELICIT "}}");
+  HAS(out, "Hello Bo");
+  /* A wrong key re-asks. */
+  out =
+      xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+                 "\"params\":{\"name\":\"ask\",\"inputResponses\":{\"nom\":{}},"
+                 "" META26_ELICIT "}}");
+  HAS(out, "\"id\":4,\"result\":{\"resultType\":\"input_required\"");
+  /* Tampered, truncated, forged or foreign states are refused. */
+  {
+    char bad[1024];
+    size_t n = strlen(st);
+    static const char *const forged[] = {"", "x.y", "eyJ9.AAAA"};
+    size_t i;
+    strcpy(bad, st);
+    bad[2] = bad[2] == 'A' ? 'B' : 'A';
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"ask\",\"requestState\":\"%s\","
+             "" META26_ELICIT "}}",
+             bad);
+    out = xchg(p->c, line);
+    HAS(out, "\"id\":5,\"error\":{\"code\":-32602");
+    strcpy(bad, st);
+    bad[n - 1] = bad[n - 1] == 'A' ? 'B' : 'A';
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"ask\",\"requestState\":\"%s-x\","
+             "" META26_ELICIT "}}",
+             st);
+    out = xchg(p->c, line);
+    HAS(out, "\"id\":6,\"error\":{\"code\":-32602");
+    for (i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+      snprintf(line, sizeof(line),
+               "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"ask\",\"requestState\":\"%s\","
+               "" META26_ELICIT "}}",
+               forged[i]);
+      out = xchg(p->c, line);
+      HAS(out, "\"id\":7,\"error\":{\"code\":-32602");
+    }
+    /* The state of "ask" does not open "two". */
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"two\",\"requestState\":\"%s\","
+             "" META26_ELICIT "}}",
+             st);
+    out = xchg(p->c, line);
+    HAS(out, "\"id\":8,\"error\":{\"code\":-32602");
+    HAS(out, "integrity");
+  }
+  /* inputResponses must be an object of objects. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\",\"inputResponses\":null,"
+                   "" META26_ELICIT "}}");
+  HAS(out, "\"id\":9,\"error\":{\"code\":-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\",\"inputResponses\":{\"name\":"
+                   "12345}," META26_ELICIT "}}");
+  HAS(out, "\"id\":10,\"error\":{\"code\":-32602");
+  /* No elicitation capability declared: the handler is told. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\"," META26 "}}");
+  HAS(out, "no elicitation");
+  /* Without a state key there are no input requests. */
+  assert_int_equal(acp_mcp_server_set_state_key(p->s, "short", 5),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_state_key(p->s, NULL, 0), 0);
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\"," META26_ELICIT "}}");
+  HAS(out, "no elicitation");
+  /* In a 2025 session the same handler sends a real request. */
+  do_init(p->c, "2025-11-25", "{\"elicitation\":{}}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\"}}");
+  HAS(out, "\"method\":\"elicitation/create\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"action\":"
+                   "\"accept\",\"content\":{\"name\":\"Cy\"}}}");
+  HAS(out, "\"id\":13,\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+           "\"Hello Cy\"}]}");
+}
+
+static void test_stateless_multi_round(void **state) {
+  pair *p = *state;
+  char line[4096];
+  char st[1024];
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"two\"," META26_ELICIT "}}");
+  HAS(out, "\"inputRequests\":{\"step1\":");
+  strcpy(st, state_of(out));
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+           "{\"name\":\"two\",\"inputResponses\":{\"step1\":{\"action\":"
+           "\"accept\",\"content\":{\"name\":\"Ann\"}}},\"requestState\":"
+           "\"%s\"," META26_ELICIT "}}",
+           st);
+  out = xchg(p->c, line);
+  /* Round 2: the next question, and a state that remembers step1. */
+  HAS(out, "\"inputRequests\":{\"1\":{\"method\":\"elicitation/create\"");
+  HASNT(out, "\"step1\":{\"method\"");
+  assert_string_not_equal(state_of(out), st);
+  strcpy(st, state_of(out));
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+           "{\"name\":\"two\",\"inputResponses\":{\"1\":{\"action\":"
+           "\"accept\",\"content\":{\"color\":\"red\"}}},\"requestState\":"
+           "\"%s\"," META26_ELICIT "}}",
+           st);
+  out = xchg(p->c, line);
+  HAS(out, "\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+           "\"color red\"}],\"resultType\":\"complete\"");
+  /* The round-2 answer alone (state of round 1 lost) asks step1 again. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"two\",\"inputResponses\":{\"1\":{}},"
+                   "" META26_ELICIT "}}");
+  HAS(out, "\"inputRequests\":{\"step1\":");
+}
+
+/* One server, a 2025-11-25 session and a 2026 client at the same time. */
+static void test_both_eras_one_server(void **state) {
+  pair *p = *state;
+  acp_mcp_conn *modern = NULL;
+  acp_mcp_call *pending;
+  const char *out;
+
+  assert_int_equal(acp_mcp_conn_new(&modern, p->s, NULL), 0);
+  do_init(p->c, "2025-11-25", "{\"sampling\":{}}");
+  /* The 2026 client starts a slow call. */
+  out = xchg(modern, "{\"jsonrpc\":\"2.0\",\"id\":\"m1\",\"method\":\"tools/"
+                     "call\",\"params\":{\"name\":\"slow\"," META26 "}}");
+  assert_string_equal(out, "");
+  pending = g.pending;
+  assert_non_null(pending);
+  assert_true(acp_mcp_call_is_stateless(pending));
+  /* Meanwhile the session is served in its own era. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\"}}");
+  HAS(out, "\"text\":\"stateful {\\\"sampling\\\":{}}\"}]}}");
+  HASNT(out, "resultType");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"sample\"}}");
+  HAS(out, "sampling/createMessage");
+  /* A 2026 request on the session's conn is served statelessly too. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"log\"," META26 "}}");
+  HAS(out, "stateless {}");
+  HAS(out, "\"resultType\":\"complete\"");
+  /* The slow 2026 call answered later still gets the 2026 form. */
+  assert_int_equal(acp_mcp_call_respond_text(pending, "late", 4, false), 0);
+  out = drain(modern);
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"id\":\"m1\",\"result\":{\"content\":[{"
+           "\"type\":\"text\",\"text\":\"late\"}],\"resultType\":"
+           "\"complete\"," SERVER_INFO26 "}}\n");
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_conn_version(p->c), ACP_MCP_VERSION_2025_11_25);
+  assert_int_equal(acp_mcp_conn_version(modern), ACP_MCP_VERSION_UNKNOWN);
+  /* Notifications for sessions do not reach the stateless conn. */
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_TOOLS), 0);
+  HAS(drain(p->c), "notifications/tools/list_changed");
+  assert_string_equal(drain(modern), "");
+  acp_mcp_conn_free(modern);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_initialize_negotiation_matrix, setup,
@@ -1188,6 +1834,21 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_registration_errors, setup,
                                       teardown),
       cmocka_unit_test(test_uri_template_match),
+      cmocka_unit_test_setup_teardown(test_stateless_discover, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_meta_errors, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_results, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_cache_hints, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_log_level, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_both_eras_one_server, setup,
+                                      teardown),
+      cmocka_unit_test(test_sha256_hmac_vectors),
+      cmocka_unit_test_setup_teardown(test_stateless_input_required, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_multi_round, setup,
+                                      teardown),
       cmocka_unit_test(test_versions_and_levels),
       cmocka_unit_test(test_allocation_failure_loop),
   };

@@ -22,6 +22,8 @@ typedef struct rec {
   int ntrace;
   size_t last_from;
   size_t last_to;
+  size_t last_answers_link;
+  int64_t last_answers_id;
   int nevents[8];
   size_t last_event_link;
   int reenter;
@@ -37,6 +39,8 @@ static void on_trace(acp_router *r, const acp_router_hop *hop, void *ud) {
   x->ntrace++;
   x->last_from = hop->from;
   x->last_to = hop->to;
+  x->last_answers_link = hop->answers_link;
+  x->last_answers_id = hop->answers_id;
   /* Every traced message is one valid JSON text. */
   assert_int_equal(acp_json_validate(hop->data, hop->len, NULL), 0);
   if (x->reenter) {
@@ -1020,6 +1024,39 @@ static void test_router_batch_split_by_destination(void **state) {
 
 #define CLOSE_DATA "{\"component\":2,\"name\":\"arrow\",\"exitStatus\":1}"
 
+/* A routed answer names the request it answers as written to its link, so
+ * a trace can pair them although the id is rewritten on every hop. */
+static void test_router_trace_names_the_answered_request(void **state) {
+  acp_router *r = mk_agent(2);
+
+  (void)state;
+  init_chain(r, 2);
+  feed(r, 0, "{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"method\":\"m\"}");
+  assert_int_equal(R.last_answers_link, ACP_ROUTER_SELF);
+  EXPECT(r, 1, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"m\"}");
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"m\"}}");
+  EXPECT(r, 2, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"m\"}");
+  feed(r, 2, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+  assert_int_equal(R.last_from, 2);
+  assert_int_equal(R.last_answers_link, 2);
+  assert_int_equal(R.last_answers_id, 2);
+  EXPECT(r, 1, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}");
+  feed(r, 1, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}");
+  assert_int_equal(R.last_answers_link, 1);
+  assert_int_equal(R.last_answers_id, 2);
+  EXPECT(r, 0, "{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{}}");
+  /* A request then its link dies: the router's error names it too. */
+  feed(r, 0, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"m\"}");
+  take(r, 1);
+  assert_int_equal(acp_router_link_closed(r, 1, "gone", NULL, 0), 0);
+  assert_int_equal(R.last_from, ACP_ROUTER_SELF);
+  assert_int_equal(R.last_answers_link, 1);
+  assert_int_equal(R.last_answers_id, 3);
+  acp_router_free(r);
+}
+
 static void test_router_link_death_answers_pending(void **state) {
   acp_router *r = mk_agent(3);
 
@@ -1753,6 +1790,7 @@ int main(void) {
       cmocka_unit_test(test_router_fallback_exhausted_passes_error_back),
       cmocka_unit_test(test_router_batch_same_destination),
       cmocka_unit_test(test_router_batch_split_by_destination),
+      cmocka_unit_test(test_router_trace_names_the_answered_request),
       cmocka_unit_test(test_router_link_death_answers_pending),
       cmocka_unit_test(test_router_proxy_death_cancels_the_turn),
       cmocka_unit_test(test_router_held_prompt_ends),

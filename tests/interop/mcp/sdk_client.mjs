@@ -153,7 +153,7 @@ await step("resources", async () => {
 });
 await step("prompts", async () => {
   const l = await client.listPrompts();
-  check("prompts/list", l.prompts.length === 4, l);
+  check("prompts/list", l.prompts.length === 5, l);
   const p = await client.getPrompt({ name: "test_prompt_with_arguments", arguments: { arg1: "a", arg2: "b" } });
   check("prompts/get", p.messages[0].content.text === "Prompt with arguments: arg1='a', arg2='b'", p);
   const i = await client.getPrompt({ name: "test_prompt_with_image" });

@@ -1,0 +1,236 @@
+/*
+ * uv_cat_floor: the floor of a prompt turn on this machine
+ * (bench/run-turns.sh). A libuv program that writes one line of S bytes to
+ * `cat` and reads the same S + 1 bytes back, one line in flight, N times. No
+ * JSON, no framing beyond counting bytes: what an event loop, two pipes, a
+ * second process and the copies through the kernel cost for a payload of that
+ * size. A prompt turn does the same trip (the prompt out, the echoed chunk and
+ * the response back) plus the protocol, so ours/floor says how much of a turn
+ * is our own work.
+ *
+ * Usage: uv_cat_floor [--payload S] [--turns N] [--impl NAME] [-- CMD ARGS...]
+ * (default command: cat). Prints one JSON line with the fields of
+ * `acp bench-client` (bench/README.md), "agent" being the command, and
+ * exits 0; exits 1 with a message if the echo comes back wrong or short.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+typedef struct {
+  uv_loop_t loop;
+  uv_process_t proc;
+  uv_pipe_t in;  /* cat's stdin: we write */
+  uv_pipe_t out; /* cat's stdout: we read */
+  uv_write_t wr;
+  char *line; /* S bytes + '\n' */
+  size_t len; /* S + 1 */
+  size_t got; /* bytes of the current echo read so far */
+  long turns, done;
+  uint64_t *lat;
+  uint64_t t0, t_start, t_end;
+  long agent_rss_kib;
+  int64_t agent_exit;
+  int failed;
+  char rbuf[65536];
+} floor_bench;
+
+static long vmhwm_kib(int pid) {
+  char path[64], line[256];
+  long kib = -1;
+  FILE *f;
+
+  snprintf(path, sizeof(path), "/proc/%d/status", pid);
+  f = fopen(path, "r");
+  if (f == NULL)
+    return -1;
+  while (fgets(line, sizeof(line), f) != NULL)
+    if (strncmp(line, "VmHWM:", 6) == 0)
+      kib = strtol(line + 6, NULL, 10);
+  fclose(f);
+  return kib;
+}
+
+static void fail(floor_bench *b, const char *msg) {
+  if (!b->failed)
+    fprintf(stderr, "uv_cat_floor: %s (after %ld turns)\n", msg, b->done);
+  b->failed = 1;
+  uv_read_stop((uv_stream_t *)&b->out);
+  if (!uv_is_closing((uv_handle_t *)&b->in))
+    uv_close((uv_handle_t *)&b->in, NULL);
+}
+
+static void on_write(uv_write_t *req, int status) {
+  if (status != 0)
+    fail(req->data, "write failed");
+}
+
+static void send_line(floor_bench *b) {
+  uv_buf_t buf = uv_buf_init(b->line, (unsigned)b->len);
+
+  b->got = 0;
+  b->wr.data = b;
+  b->t0 = uv_hrtime();
+  if (uv_write(&b->wr, (uv_stream_t *)&b->in, &buf, 1, on_write) != 0)
+    fail(b, "uv_write failed");
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  floor_bench *b = h->data;
+
+  (void)suggested;
+  *buf = uv_buf_init(b->rbuf, sizeof(b->rbuf));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  floor_bench *b = s->data;
+
+  if (n < 0) {
+    fail(b, "the command closed its output early");
+    return;
+  }
+  b->got += (size_t)n;
+  if (b->got > b->len) {
+    fail(b, "more bytes came back than were sent");
+    return;
+  }
+  if (b->got < b->len)
+    return;
+  /* The whole line is back: only then is its last byte the newline. */
+  if (n == 0 || buf->base[n - 1] != '\n') {
+    fail(b, "the echo does not end with the line's newline");
+    return;
+  }
+  b->lat[b->done++] = uv_hrtime() - b->t0;
+  if (b->done < b->turns) {
+    send_line(b);
+    return;
+  }
+  b->t_end = uv_hrtime();
+  /* Read cat's peak RSS before closing its stdin, as bench-client does. */
+  b->agent_rss_kib = vmhwm_kib(b->proc.pid);
+  uv_read_stop(s);
+  uv_close((uv_handle_t *)&b->in, NULL);
+}
+
+static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {
+  floor_bench *b = p->data;
+
+  b->agent_exit = sig ? -sig : status;
+  uv_close((uv_handle_t *)p, NULL);
+  uv_close((uv_handle_t *)&b->out, NULL);
+}
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, c = *(const uint64_t *)y;
+  return a < c ? -1 : a > c;
+}
+
+/* Nearest-rank percentile in microseconds, as bench-client computes it. */
+static double pct_us(const uint64_t *v, long n, double p) {
+  long rank;
+
+  if (n <= 0)
+    return 0;
+  rank = (long)(p / 100.0 * (double)n + 0.999999);
+  if (rank < 1)
+    rank = 1;
+  if (rank > n)
+    rank = n;
+  return (double)v[rank - 1] / 1000.0;
+}
+
+int main(int argc, char **argv) {
+  static floor_bench b;
+  char *default_cmd[] = {"cat", NULL};
+  char **cmd = default_cmd;
+  const char *impl = "floor";
+  size_t size = 5;
+  uv_process_options_t opts;
+  uv_stdio_container_t stdio[3];
+  double secs;
+  int i, rc;
+
+  b.turns = 20000;
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) {
+      if (i + 1 < argc)
+        cmd = argv + i + 1;
+      break;
+    } else if (strcmp(argv[i], "--payload") == 0 && i + 1 < argc) {
+      size = strtoul(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--turns") == 0 && i + 1 < argc) {
+      b.turns = strtol(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc) {
+      impl = argv[++i];
+    } else {
+      fprintf(stderr, "usage: uv_cat_floor [--payload S] [--turns N] "
+                      "[--impl NAME] [-- CMD ARGS...]\n");
+      return 2;
+    }
+  }
+  if (b.turns <= 0) {
+    fprintf(stderr, "uv_cat_floor: --turns must be positive\n");
+    return 2;
+  }
+  b.len = size + 1;
+  b.line = malloc(b.len);
+  b.lat = calloc((size_t)b.turns, sizeof(uint64_t));
+  if (b.line == NULL || b.lat == NULL)
+    return 1;
+  /* The same bytes as bench-client's prompt text. */
+  for (size_t k = 0; k < size; k++)
+    b.line[k] = (char)('a' + k % 26);
+  b.line[size] = '\n';
+  b.agent_exit = -1;
+  b.agent_rss_kib = -1;
+  signal(SIGPIPE, SIG_IGN);
+
+  uv_loop_init(&b.loop);
+  uv_pipe_init(&b.loop, &b.in, 0);
+  uv_pipe_init(&b.loop, &b.out, 0);
+  b.in.data = b.out.data = b.proc.data = &b;
+  memset(&opts, 0, sizeof(opts));
+  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+  stdio[0].data.stream = (uv_stream_t *)&b.in;
+  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[1].data.stream = (uv_stream_t *)&b.out;
+  stdio[2].flags = UV_INHERIT_FD;
+  stdio[2].data.fd = 2;
+  opts.file = cmd[0];
+  opts.args = cmd;
+  opts.exit_cb = on_exit_cb;
+  opts.stdio = stdio;
+  opts.stdio_count = 3;
+  rc = uv_spawn(&b.loop, &b.proc, &opts);
+  if (rc != 0) {
+    fprintf(stderr, "uv_cat_floor: cannot start %s: %s\n", cmd[0],
+            uv_strerror(rc));
+    return 1;
+  }
+  uv_read_start((uv_stream_t *)&b.out, on_alloc, on_read);
+  b.t_start = uv_hrtime();
+  send_line(&b);
+  uv_run(&b.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&b.loop);
+  if (b.failed || b.done != b.turns)
+    return 1;
+  qsort(b.lat, (size_t)b.done, sizeof(uint64_t), cmp_u64);
+  secs = (double)(b.t_end - b.t_start) / 1e9;
+  printf("{\"impl\":\"%s\",\"payload\":%zu,\"turns\":%ld,\"seconds\":%.4f,"
+         "\"rtps\":%.1f,\"mibps\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+         "\"client_peak_rss_kib\":%ld,\"agent_peak_rss_kib\":%ld,"
+         "\"agent_pid\":%d,\"agent_exit\":%lld}\n",
+         impl, size, b.done, secs, (double)b.done / secs,
+         (double)b.done * (double)size / secs / 1048576.0,
+         pct_us(b.lat, b.done, 50), pct_us(b.lat, b.done, 99),
+         vmhwm_kib((int)getpid()), b.agent_rss_kib, b.proc.pid,
+         (long long)b.agent_exit);
+  free(b.line);
+  free(b.lat);
+  return 0;
+}

@@ -1,0 +1,96 @@
+/*
+ * Fuzz target: the remote transport's sans-I/O pieces (src/remote/ws.c, in
+ * libacp-remote): the WebSocket frame codec as server and as client, and
+ * the HTTP/1.1 upgrade request and response parsers.
+ *
+ * Byte 0: bits 0-1 pick the piece (0 server codec, 1 client codec, 2 the
+ * upgrade request and its check, 3 a response head); bits 2-7 the piece
+ * size the codec is fed in (1..64). Feeding the same frames at once and in
+ * pieces must deliver the same messages and end the same way; every
+ * delivered message is within the cap and is one NDJSON line.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "remote/ws_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+typedef struct fz {
+  uint64_t hash;
+  size_t msgs;
+  size_t cap;
+} fz;
+
+static int on_msg(void *ud, char *d, size_t n) {
+  fz *f = ud;
+  if (n > f->cap || d[n] != '\n' || memchr(d, '\n', n) != NULL)
+    abort();
+  for (size_t i = 0; i < n; i++)
+    f->hash = f->hash * 31 + (unsigned char)d[i];
+  f->msgs++;
+  return 0;
+}
+
+static int run_codec(bool client, const uint8_t *d, size_t n, size_t piece,
+                     fz *f) {
+  acp__ws ws;
+  int end = 0;
+  acp__ws_init(&ws, client, f->cap, NULL);
+  size_t off = 0;
+  while (off < n) {
+    size_t k = n - off < piece ? n - off : piece;
+    acp_ssize r = acp__ws_recv(&ws, d + off, k, on_msg, f);
+    if (r < 0) {
+      end = (int)r;
+      break;
+    }
+    if ((size_t)r < k) {
+      if (!ws.close_received)
+        abort(); /* only a close frame stops short without pausing */
+      end = 1;
+      break;
+    }
+    off += k;
+  }
+  if (ws.out.len > 0 && (ws.out.data[0] & 0x80) == 0)
+    abort(); /* what we queue is always a final frame */
+  acp__ws_dispose(&ws);
+  return end;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1)
+    return 0;
+  int mode = data[0] & 3;
+  size_t piece = (size_t)(data[0] >> 2) + 1;
+  const uint8_t *d = data + 1;
+  size_t n = size - 1;
+  if (mode <= 1) {
+    fz a = {0, 0, 4096}, b = {0, 0, 4096};
+    int ea = run_codec(mode == 1, d, n, n ? n : 1, &a);
+    int eb = run_codec(mode == 1, d, n, piece, &b);
+    if (ea != eb || a.hash != b.hash || a.msgs != b.msgs)
+      abort();
+    return 0;
+  }
+  acp__http_head h;
+  acp_ssize r = acp__http_parse_head((const char *)d, n, mode == 3, &h);
+  if (r > 0) {
+    if ((size_t)r > n)
+      abort();
+    for (size_t i = 0; i < h.nheaders; i++)
+      if (h.headers[i].name_len == 0 ||
+          h.headers[i].name + h.headers[i].name_len > (const char *)d + n)
+        abort();
+    if (mode == 2) {
+      static const char *const hosts[] = {"127.0.0.1:8080", NULL};
+      acp__ws_policy p = {"/acp", "tok", hosts};
+      char accept[29];
+      int st = acp__ws_check_request(&h, &p, accept);
+      if (st == 101 && strlen(accept) != 28)
+        abort();
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,185 @@
+/*
+ * libacp-remote - remote ACP: the WebSocket profile of the RFD "Streamable
+ * HTTP & WebSocket Transport" on one `/acp` endpoint, over HTTP/1.1.
+ *
+ * A remote connection is a byte link (acp/uv.h, acp_uv_link_new_user()):
+ * each WebSocket text message arrives as one NDJSON line, and each line
+ * written to the link leaves as one text message. So everything that runs
+ * over stdio (acp_uv_rpc with the agent, client and proxy roles, couplings,
+ * a relay to a child's pipes) runs over it unchanged.
+ *
+ * Experimental: Streamable HTTP (POST/SSE) is not served yet; a POST or
+ * DELETE to the endpoint is answered 501.
+ *
+ * Lifetime: the same rules as acp/uv.h. A link handed out here belongs to
+ * the receiver, who closes it with acp_uv_link_close(); closing it sends a
+ * close frame (1000) and closes the socket once written.
+ *
+ * Thread-safety: everything belongs to the loop's thread.
+ */
+#ifndef ACP_REMOTE_H
+#define ACP_REMOTE_H
+
+#include "uv.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Default cap of one message, in bytes: 16 MiB. */
+#define ACP_REMOTE_DEFAULT_MAX_MESSAGE ((size_t)16 << 20)
+/** Default cap of simultaneous connections of a server. */
+#define ACP_REMOTE_DEFAULT_MAX_CONNECTIONS 256u
+/** Default interval between pings; a peer silent for two is dropped. */
+#define ACP_REMOTE_DEFAULT_PING_MS 30000u
+
+/**
+ * Server options. Transparent; start from ACP_REMOTE_SERVER_OPTIONS_INIT
+ * so fields added later get their defaults.
+ */
+typedef struct acp_remote_server_options {
+  unsigned version; /**< 1 */
+  /** Address to bind (numeric IPv4 or IPv6); NULL: "127.0.0.1". */
+  const char *host;
+  /** Port; 0 picks a free one (acp_remote_server_port()). */
+  int port;
+  /** Bearer token every request must carry, or NULL for none. */
+  const char *token;
+  /**
+   * Host names accepted in Host and in Origin (each "name" or
+   * "name:port"), NULL-terminated, in addition to the bound address and
+   * "localhost" with the bound port. Requests naming another host are
+   * refused with 403 (DNS rebinding, cross-site pages). NULL: none more.
+   */
+  const char *const *allowed_hosts;
+  /** Cap of one message (0: ACP_REMOTE_DEFAULT_MAX_MESSAGE). Bigger
+   *  messages close the connection with 1009. */
+  size_t max_message;
+  /** Cap of connections, handshaking or open (0: the default); past it
+   *  a request is answered 503. */
+  unsigned max_connections;
+  /** Ping interval in ms (0: the default; UINT64_MAX: never). */
+  uint64_t ping_ms;
+} acp_remote_server_options;
+
+#define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
+  { 1, NULL, 0, NULL, NULL, 0, 0, 0 }
+
+/** A listening server. Opaque. */
+typedef struct acp_remote_server acp_remote_server;
+
+/**
+ * A WebSocket connection was accepted. `link` belongs to the callee from
+ * now on (close it with acp_uv_link_close()); its reading starts with
+ * acp_uv_link_read_start() as for any link. `connection_id` is the
+ * Acp-Connection-Id sent in the 101 response (borrowed for the call).
+ */
+typedef void (*acp_remote_accept_cb)(acp_remote_server *server,
+                                     acp_uv_link *link,
+                                     const char *connection_id,
+                                     void *user_data);
+
+/**
+ * Listen for ACP connections on `opts->host`:`opts->port`, path `/acp`.
+ * Requests are checked in this order: path (404), Host and Origin (403),
+ * bearer token (401), connection cap (503), method and upgrade headers
+ * (405, 426, 400, 501); a valid upgrade gets 101 and `cb`.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out/loop/cb, a bad host),
+ *         ACP_ERR_SYSTEM (bind or listen failed: `*uv_err_out`, if not
+ *         NULL, gets the libuv error), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
+                                     const acp_remote_server_options *opts,
+                                     acp_remote_accept_cb cb, void *user_data,
+                                     const acp_mem *mem, int *uv_err_out);
+
+/** The port the server listens on. */
+ACP_EXTERN int acp_remote_server_port(const acp_remote_server *server);
+
+/** Connections open now (handshaking or handed out and not closed). */
+ACP_EXTERN unsigned
+acp_remote_server_connections(const acp_remote_server *server);
+
+/**
+ * Stop listening and drop connections still handshaking; links already
+ * handed out stay open (they are their owners'). Frees the server once its
+ * handles are closed (run the loop). Accepts NULL.
+ */
+ACP_EXTERN void acp_remote_server_close(acp_remote_server *server);
+
+/** Client options; start from ACP_REMOTE_CLIENT_OPTIONS_INIT. */
+typedef struct acp_remote_client_options {
+  unsigned version; /**< 1 */
+  /** Sent as "Authorization: Bearer TOKEN", or NULL. */
+  const char *token;
+  /** More request headers, each "Name: value", NULL-terminated, or NULL. */
+  const char *const *headers;
+  /** Cap of one received message (0: the default). */
+  size_t max_message;
+  /** Ping interval in ms (0: the default; UINT64_MAX: never). */
+  uint64_t ping_ms;
+} acp_remote_client_options;
+
+#define ACP_REMOTE_CLIENT_OPTIONS_INIT                                         \
+  { 1, NULL, NULL, 0, 0 }
+
+/**
+ * Called once when the handshake of acp_remote_connect() is over.
+ * @param status  0: connected; otherwise an ACP_ERR_* code
+ *                (ACP_ERR_NOT_FOUND: the name did not resolve;
+ *                ACP_ERR_SYSTEM: connect failed; ACP_ERR_PROTOCOL: the
+ *                server refused the upgrade or answered nonsense).
+ * @param detail  what went wrong (e.g. "HTTP 401: invalid token"), or the
+ *                Acp-Connection-Id on success; borrowed for the call.
+ * On failure the link's read side then ends with an error.
+ */
+typedef void (*acp_remote_connect_cb)(acp_uv_link *link, int status,
+                                      const char *detail, void *user_data);
+
+/**
+ * Connect to `url` (ws://HOST[:PORT]/PATH, or http://... which is upgraded
+ * the same way; wss/https are not supported yet) and return the link at
+ * once: what is written before the handshake completes is sent after it.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL, a URL we cannot parse),
+ *         ACP_ERR_UNSUPPORTED (a TLS scheme), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop,
+                                  const char *url,
+                                  const acp_remote_client_options *opts,
+                                  acp_remote_connect_cb cb, void *user_data,
+                                  const acp_mem *mem);
+
+/* MARK: - Serving an agent */
+
+/** Options of acp_remote_serve(). */
+typedef struct acp_remote_serve_options {
+  unsigned version; /**< 1 */
+  acp_remote_server_options server;
+  /** The agent command (argv[0] looked up in PATH), NULL-terminated. */
+  const char *const *agent_argv;
+  /** Print a line per connection on stderr. */
+  int verbose;
+  /**
+   * Called once listening, with the port (e.g. to print it). May be NULL.
+   */
+  void (*on_listening)(int port, void *user_data);
+  void *user_data;
+} acp_remote_serve_options;
+
+/**
+ * Blocking: serve `opts->agent_argv` on a private loop, one agent process
+ * per connection, relaying lines both ways with backpressure (a slow
+ * reader stops the reading of its agent's stdout). When a connection ends
+ * its agent is stopped with the shutdown ladder (stdin closed, SIGTERM,
+ * SIGKILL); when an agent exits its connection is closed (1011). Runs until
+ * SIGTERM or SIGINT, then closes everything. Ignores SIGPIPE.
+ * @return 0, or an error from starting the server (as
+ *         acp_remote_server_new()).
+ */
+ACP_EXTERN int acp_remote_serve(const acp_remote_serve_options *opts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACP_REMOTE_H */

@@ -1,0 +1,151 @@
+/*
+ * acp serve: any stdio ACP agent at ws://HOST:PORT/acp, one agent process
+ * per connection (acp_remote_serve() does the work).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/remote.h"
+#include "cli.h"
+
+static const char serve_usage[] =
+    "usage: acp serve [--listen HOST:PORT] [--token TOKEN]\n"
+    "                 [--allow-host NAME[:PORT]]... [--max-connections N]\n"
+    "                 [--max-message BYTES] [--ping-ms MS] [--verbose]\n"
+    "                 -- AGENT_CMD [ARGS...]\n"
+    "\n"
+    "Expose a stdio ACP agent over WebSocket at ws://HOST:PORT/acp (the\n"
+    "WebSocket profile of remote ACP). Each connection gets its own agent\n"
+    "process, stopped (stdin closed, SIGTERM, SIGKILL) when the connection\n"
+    "ends; each text message is one line of the agent's stdin or stdout.\n"
+    "\n"
+    "options:\n"
+    "  --listen HOST:PORT   address to bind (default 127.0.0.1:8080; port 0\n"
+    "                       picks a free one); the URL is printed on stderr\n"
+    "  --token TOKEN        require 'Authorization: Bearer TOKEN' (401)\n"
+    "                       (also from the ACP_SERVE_TOKEN environment)\n"
+    "  --allow-host NAME    also accept this Host / Origin authority (403\n"
+    "                       otherwise; the bound address and localhost are)\n"
+    "  --max-connections N  connections at once (default 256; 503 beyond)\n"
+    "  --max-message BYTES  largest message (default 16 MiB; close 1009)\n"
+    "  --ping-ms MS         ping interval; a peer silent for two is dropped\n"
+    "                       (default 30000; 0 keeps the default)\n"
+    "  --verbose            a line on stderr per connection\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Streamable HTTP (POST/GET SSE) is not served yet: POST gets 501.\n";
+
+static void on_listening(int port, void *ud) {
+  const char *host = ud;
+  fprintf(stderr, "acp serve: listening on ws://%s:%d/acp\n", host, port);
+  fflush(stderr);
+}
+
+static int parse_size(const char *v, unsigned long long *out) {
+  char *end = NULL;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (end == v || *end != '\0' || v[0] == '-')
+    return -1;
+  *out = n;
+  return 0;
+}
+
+int cmd_acp_serve(int argc, char **argv) {
+  acp_remote_serve_options o;
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  const char *listen = "127.0.0.1:8080";
+  const char *allow[33];
+  size_t nallow = 0;
+  char host[256];
+  const char *v;
+  int i, ok;
+  unsigned long long n;
+
+  memset(&o, 0, sizeof(o));
+  so.token = getenv("ACP_SERVE_TOKEN");
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) {
+      i++;
+      break;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      fputs(serve_usage, stdout);
+      return CLI_EXIT_OK;
+    } else if (strcmp(argv[i], "--verbose") == 0) {
+      o.verbose = 1;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--listen", &ok)) != NULL) {
+      listen = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
+      so.token = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--allow-host", &ok)) !=
+               NULL) {
+      if (nallow == 32) {
+        cli_err("serve", "too many --allow-host");
+        return CLI_EXIT_USAGE;
+      }
+      allow[nallow++] = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--max-connections", &ok)) !=
+               NULL) {
+      if (parse_size(v, &n) != 0 || n == 0 || n > 1000000) {
+        cli_err("serve", "--max-connections: a number from 1 is needed");
+        return CLI_EXIT_USAGE;
+      }
+      so.max_connections = (unsigned)n;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--max-message", &ok)) !=
+               NULL) {
+      if (parse_size(v, &n) != 0 || n < 1024) {
+        cli_err("serve", "--max-message: a byte count from 1024 is needed");
+        return CLI_EXIT_USAGE;
+      }
+      so.max_message = (size_t)n;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--ping-ms", &ok)) != NULL) {
+      if (parse_size(v, &n) != 0) {
+        cli_err("serve", "--ping-ms: a number is needed");
+        return CLI_EXIT_USAGE;
+      }
+      so.ping_ms = n;
+    } else {
+      if (ok < 0)
+        return CLI_EXIT_USAGE;
+      cli_err("serve", "unknown option '%s' (see acp serve --help)", argv[i]);
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (i >= argc) {
+    cli_err("serve", "no agent command (acp serve [options] -- AGENT ...)");
+    return CLI_EXIT_USAGE;
+  }
+  /* HOST:PORT, [V6]:PORT */
+  const char *colon = strrchr(listen, ':');
+  const char *hs = listen, *he = colon;
+  if (!colon || colon == listen) {
+    cli_err("serve", "--listen needs HOST:PORT");
+    return CLI_EXIT_USAGE;
+  }
+  if (listen[0] == '[' && colon[-1] == ']') {
+    hs++;
+    he--;
+  }
+  if ((size_t)(he - hs) >= sizeof(host) || parse_size(colon + 1, &n) != 0 ||
+      n > 65535) {
+    cli_err("serve", "--listen needs HOST:PORT");
+    return CLI_EXIT_USAGE;
+  }
+  memcpy(host, hs, (size_t)(he - hs));
+  host[he - hs] = '\0';
+  so.host = host;
+  so.port = (int)n;
+  allow[nallow] = NULL;
+  so.allowed_hosts = nallow ? allow : NULL;
+  o.version = 1;
+  o.server = so;
+  o.agent_argv = (const char *const *)(argv + i);
+  o.on_listening = on_listening;
+  o.user_data = host;
+  int rv = acp_remote_serve(&o);
+  if (rv == ACP_ERR_INVALID_ARGUMENT) {
+    cli_err("serve", "cannot listen on '%s'", listen);
+    return CLI_EXIT_USAGE;
+  }
+  return rv == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+}

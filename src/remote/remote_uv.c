@@ -1,0 +1,1184 @@
+/*
+ * The runtime half of libacp-remote: TCP on the loop, the handshake and the
+ * frame codec of ws.c, and a user link (acp_uv_link_new_user()) per
+ * connection so that the roles run over it as over stdio.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/remote.h"
+#include "ws_int.h"
+
+/* Read buffers are taken per read and given back after it (every consumer
+ * copies what it keeps), so an idle connection holds none: 64 KiB stays
+ * under glibc's mmap threshold, so taking one is cheap. */
+#define READ_CHUNK ((size_t)64 << 10)
+/* A message or line buffer grown past this is released after use, so one
+ * big message does not stay with an idle connection. */
+#define KEEP_MAX ((size_t)1 << 20)
+#define HANDSHAKE_MS 10000
+
+/* MARK: - Types */
+
+typedef struct wconn wconn;
+
+typedef struct wwrite {
+  uv_write_t req;
+  wconn *c;
+  size_t credit; /* link bytes this frame completes */
+  size_t len;
+  struct wwrite *next_done;
+  char data[];
+} wwrite;
+
+enum { C_HANDSHAKE = 0, C_OPEN, C_DONE };
+
+struct acp_remote_server {
+  acp_mem mem;
+  uv_loop_t *loop;
+  uv_tcp_t tcp;
+  acp_remote_server_options opts;
+  char *token;
+  char **hosts;  /* NULL-terminated, allowed Host/Origin authorities */
+  size_t nhosts; /* slots filled (or tried) in hosts */
+  acp_remote_accept_cb cb;
+  void *ud;
+  int port;
+  unsigned nconns;
+  wconn *conns; /* every connection not yet freed */
+  bool closing;
+};
+
+struct wconn {
+  acp_mem mem;
+  uv_loop_t *loop;
+  uv_tcp_t tcp;
+  uv_timer_t timer;  /* handshake deadline, then pings */
+  uv_timer_t resume; /* feeds held frames from the loop */
+  uv_connect_t creq;
+  uv_getaddrinfo_t gai;
+  acp_remote_server *srv;
+  wconn *prev, *next;
+  int state;
+  bool client;
+  bool tcp_reading;
+  bool tcp_closed;
+  bool wr_eof;    /* no more frames: close sent or socket gone */
+  bool lingering; /* write side shut, reading to the peer's end */
+  uv_shutdown_t shreq;
+  unsigned handles; /* handles not yet closed */
+  unsigned writes;  /* uv_writes in flight */
+  acp__buf in;      /* handshake bytes, then frames held while paused */
+  acp__ws ws;
+  acp_uv_link *link; /* NULL once the link let go */
+  bool link_reading;
+  bool ended;     /* the link's read side was ended */
+  acp__buf line;  /* an outgoing line not complete yet */
+  bool line_drop; /* discarding an over-long line up to its '\n' */
+  bool no_credit; /* framing bytes already reported sent */
+  wwrite *last;   /* newest write in flight */
+  uint64_t ping_ms;
+  bool heard;   /* bytes arrived since the last ping */
+  uint64_t rng; /* mask generator (client) */
+  char conn_id[37];
+  /* client */
+  char *host;
+  char *port;
+  acp__buf req; /* the upgrade request, sent once connected */
+  char accept[29];
+  acp_remote_connect_cb ccb;
+  void *cud;
+};
+
+/* MARK: - Helpers (Private) */
+
+static void conn_unref(wconn *c);
+
+static void on_closed(uv_handle_t *h) {
+  wconn *c = h->data;
+  c->handles--;
+  conn_unref(c);
+}
+
+static void conn_free(wconn *c) {
+  if (c->srv) {
+    if (c->prev)
+      c->prev->next = c->next;
+    else
+      c->srv->conns = c->next;
+    if (c->next)
+      c->next->prev = c->prev;
+    c->srv->nconns--;
+  }
+  acp__ws_dispose(&c->ws);
+  acp__buf_dispose(&c->in);
+  acp__buf_dispose(&c->line);
+  acp__buf_dispose(&c->req);
+  acp__free(&c->mem, c->host);
+  acp__free(&c->mem, c->port);
+  acp__free(&c->mem, c);
+}
+
+/* Memory goes when both handles are closed, no write is in flight and the
+ * link has let go. */
+static void conn_unref(wconn *c) {
+  if (c->handles == 0 && c->writes == 0 && c->link == NULL && c->tcp_closed)
+    conn_free(c);
+}
+
+static void conn_close_tcp(wconn *c) {
+  if (c->tcp_closed)
+    return;
+  c->tcp_closed = true;
+  c->wr_eof = true;
+  c->tcp_reading = false;
+  c->handles += 3;
+  uv_close((uv_handle_t *)&c->tcp, on_closed);
+  uv_close((uv_handle_t *)&c->timer, on_closed);
+  uv_close((uv_handle_t *)&c->resume, on_closed);
+}
+
+static void client_fail(wconn *c, int err, const char *detail);
+
+static void on_linger_timeout(uv_timer_t *t) {
+  conn_close_tcp(t->data);
+}
+
+static void on_shut(uv_shutdown_t *req, int status) {
+  wconn *c = req->data;
+  c->handles--;
+  if (status < 0)
+    conn_close_tcp(c);
+  conn_unref(c);
+}
+
+static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+/* End gracefully: what is queued (a close frame, an error page) is sent,
+ * the write side shut down, and the socket read and discarded until the
+ * peer closes (or a second passes). Closing at once while the peer still
+ * sends would make the kernel answer with a reset that can overtake our
+ * close frame (the peer would see 1006 instead of 1009). */
+static void conn_finish(wconn *c) {
+  if (c->tcp_closed || c->lingering)
+    return;
+  c->lingering = true;
+  c->wr_eof = true;
+  uv_timer_stop(&c->resume);
+  uv_timer_start(&c->timer, on_linger_timeout, 1000, 0);
+  c->shreq.data = c;
+  if (uv_shutdown(&c->shreq, (uv_stream_t *)&c->tcp, on_shut) != 0) {
+    conn_close_tcp(c);
+    return;
+  }
+  c->handles++;
+  if (!c->tcp_reading &&
+      uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_tcp_read) == 0)
+    c->tcp_reading = true;
+}
+
+static void next_mask(wconn *c, uint8_t m[4]) {
+  /* xorshift64*, seeded from the system's random source: masks need to be
+   * unpredictable to the page that could choose our payload (a browser),
+   * which a CLI has not. */
+  c->rng ^= c->rng >> 12;
+  c->rng ^= c->rng << 25;
+  c->rng ^= c->rng >> 27;
+  uint64_t v = c->rng * 2685821657736338717ull;
+  memcpy(m, &v, 4);
+}
+
+/* End the link's read side once. */
+static void end_link(wconn *c, int status) {
+  if (c->ended)
+    return;
+  c->ended = true;
+  if (c->link)
+    acp_uv_link_user_end(c->link, status);
+}
+
+/* MARK: - Writing (Private) */
+
+static void report_credit(wconn *c, size_t n) {
+  if (n > 0 && c->link && !c->no_credit)
+    acp_uv_link_user_written(c->link, n);
+}
+
+static void on_tcp_write(uv_write_t *req, int status) {
+  wwrite *w = (wwrite *)req;
+  wconn *c = w->c;
+  size_t credit = w->credit;
+  c->writes--;
+  if (c->last == w)
+    c->last = NULL;
+  acp__free(&c->mem, w);
+  if (status < 0 && c->link && !c->tcp_closed) {
+    acp_uv_link_user_write_failed(c->link, status);
+    end_link(c, status);
+    conn_close_tcp(c);
+  } else {
+    report_credit(c, credit);
+  }
+  conn_unref(c);
+}
+
+/* Send bufs (copied unless the kernel takes them now), crediting `credit`
+ * link bytes when written. */
+static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
+                     bool mask_last) {
+  size_t total = 0, off = 0;
+  if (c->tcp_closed || c->wr_eof) {
+    report_credit(c, credit);
+    return 0;
+  }
+  for (unsigned i = 0; i < nb; i++)
+    total += bufs[i].len;
+  if (c->writes == 0 && !mask_last && c->state == C_OPEN) {
+    int r = uv_try_write((uv_stream_t *)&c->tcp, bufs, nb);
+    if (r > 0 && (size_t)r == total) {
+      report_credit(c, credit);
+      return 0;
+    }
+    if (r > 0)
+      off = (size_t)r;
+  }
+  wwrite *w = acp__malloc(&c->mem, sizeof(*w) + total - off);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  w->c = c;
+  w->credit = credit;
+  w->len = 0;
+  for (unsigned i = 0; i < nb; i++) {
+    size_t l = bufs[i].len;
+    const char *p = bufs[i].base;
+    if (off >= l) {
+      off -= l;
+      continue;
+    }
+    p += off;
+    l -= off;
+    off = 0;
+    memcpy(w->data + w->len, p, l);
+    w->len += l;
+  }
+  uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  int r = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tcp_write);
+  if (r < 0) {
+    acp__free(&c->mem, w);
+    return ACP_ERR_SYSTEM;
+  }
+  c->writes++;
+  c->last = w;
+  return 0;
+}
+
+/* Flush the control frames the codec queued (pong, close). */
+static void flush_control(wconn *c) {
+  if (c->ws.out.len == 0 || c->state != C_OPEN)
+    return;
+  uv_buf_t b = uv_buf_init(c->ws.out.data, (unsigned)c->ws.out.len);
+  (void)send_bufs(c, &b, 1, 0, false);
+  acp__buf_clear(&c->ws.out);
+  if (c->ws.close_sent)
+    c->wr_eof = true;
+}
+
+/* One text frame of p1 + p2. */
+static int send_text(wconn *c, const char *p1, size_t n1, const char *p2,
+                     size_t n2, size_t credit) {
+  uint8_t hdr[14];
+  uint8_t m[4];
+  size_t hl;
+  if (!c->client) {
+    hl = acp__ws_header(hdr, ACP__WS_OP_TEXT, n1 + n2, NULL);
+    uv_buf_t b[3] = {uv_buf_init((char *)hdr, (unsigned)hl),
+                     uv_buf_init((char *)p1, (unsigned)n1),
+                     uv_buf_init((char *)p2, (unsigned)n2)};
+    return send_bufs(c, b, 3, credit, false);
+  }
+  next_mask(c, m);
+  hl = acp__ws_header(hdr, ACP__WS_OP_TEXT, n1 + n2, m);
+  wwrite *w = acp__malloc(&c->mem, sizeof(*w) + hl + n1 + n2);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  memcpy(w->data, hdr, hl);
+  if (n1)
+    memcpy(w->data + hl, p1, n1);
+  if (n2)
+    memcpy(w->data + hl + n1, p2, n2);
+  acp__ws_apply_mask((uint8_t *)w->data + hl, n1 + n2, m, 0);
+  if (c->tcp_closed || c->wr_eof || c->state != C_OPEN) {
+    acp__free(&c->mem, w);
+    report_credit(c, credit);
+    return 0;
+  }
+  w->c = c;
+  w->credit = credit;
+  w->len = hl + n1 + n2;
+  uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tcp_write) < 0) {
+    acp__free(&c->mem, w);
+    return ACP_ERR_SYSTEM;
+  }
+  c->writes++;
+  c->last = w;
+  return 0;
+}
+
+static bool blank(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+      return false;
+  return true;
+}
+
+/* Frame every complete line of data[0..len); keep the rest. Before the
+ * handshake is over everything waits in c->line. */
+static int frames_from(wconn *c, const char *data, size_t len) {
+  int rv = 0;
+  /* Bytes held in the line buffer count as sent: the buffer is capped at
+   * the message size, and holding them in the link's queue would stop the
+   * source (an agent's stdout) before the line it is writing can end. */
+  if (c->state != C_OPEN) {
+    rv = acp__buf_append(&c->line, data, len);
+    if (rv == 0)
+      report_credit(c, len);
+    return rv;
+  }
+  while (len > 0) {
+    const char *nl = memchr(data, '\n', len);
+    if (!nl) {
+      if (!c->line_drop) {
+        rv = acp__buf_append(&c->line, data, len);
+        if (rv == ACP_ERR_LIMIT) {
+          c->line_drop = true;
+          acp__buf_clear(&c->line);
+          rv = 0;
+        }
+      }
+      report_credit(c, len);
+      return rv;
+    }
+    size_t seg = (size_t)(nl - data);
+    size_t credit = seg + 1;
+    if (c->line_drop || (c->line.len == 0 && blank(data, seg)) ||
+        (c->line.len + seg > c->ws.max_msg && c->ws.max_msg != 0)) {
+      c->line_drop = false;
+      acp__buf_clear(&c->line);
+      if (c->last)
+        c->last->credit += credit;
+      else
+        report_credit(c, credit);
+    } else {
+      /* A CR before the LF is the line ending's, not the message's. */
+      size_t n1 = c->line.len;
+      size_t n2 = seg;
+      if (n2 > 0 && data[n2 - 1] == '\r')
+        n2--;
+      else if (n2 == 0 && n1 > 0 && c->line.data[n1 - 1] == '\r')
+        n1--;
+      rv = send_text(c, c->line.data, n1, data, n2, credit);
+      acp__buf_clear(&c->line);
+      if (c->line.cap > KEEP_MAX) {
+        size_t max = c->line.max;
+        acp__buf_dispose(&c->line);
+        acp__buf_init(&c->line, &c->mem, max);
+      }
+      if (rv != 0)
+        return rv;
+    }
+    data += seg + 1;
+    len -= seg + 1;
+  }
+  return 0;
+}
+
+/* MARK: - Link ops (Private) */
+
+static void process_input(wconn *c);
+
+static int op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
+  wconn *c = ud;
+  (void)l;
+  if (c->wr_eof && c->state != C_HANDSHAKE)
+    return ACP_ERR_CLOSED;
+  return frames_from(c, data, len);
+}
+
+static void update_tcp_reading(wconn *c);
+
+static void on_resume(uv_timer_t *t);
+
+static void op_read_changed(acp_uv_link *l, int reading, void *ud) {
+  wconn *c = ud;
+  (void)l;
+  c->link_reading = reading != 0;
+  if (c->link_reading && c->state == C_OPEN && c->in.len > 0 &&
+      !c->tcp_closed) {
+    /* Held frames are fed from the loop, not from inside read_start. */
+    uv_timer_start(&c->resume, on_resume, 0, 0);
+    return;
+  }
+  update_tcp_reading(c);
+}
+
+static void op_shutdown(acp_uv_link *l, void *ud) {
+  wconn *c = ud;
+  (void)l;
+  if (c->state == C_OPEN && !c->ws.close_sent) {
+    uint8_t m[4];
+    next_mask(c, m);
+    acp__ws_queue_close(&c->ws, ACP__WS_CLOSE_NORMAL, NULL,
+                        c->client ? m : NULL);
+    flush_control(c);
+  }
+}
+
+static void op_close(acp_uv_link *l, void *ud) {
+  wconn *c = ud;
+  (void)l;
+  op_shutdown(l, ud);
+  c->link = NULL;
+  conn_finish(c);
+  conn_unref(c);
+}
+
+static const acp_uv_link_ops link_ops = {op_write, op_read_changed, op_shutdown,
+                                         op_close};
+
+/* MARK: - Reading (Private) */
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  wconn *c = h->data;
+  (void)hint;
+  char *p = acp__malloc(&c->mem, READ_CHUNK);
+  *buf = uv_buf_init(p, p ? (unsigned)READ_CHUNK : 0);
+}
+
+static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static void update_tcp_reading(wconn *c) {
+  if (c->lingering)
+    return;
+  bool want = !c->tcp_closed && !c->ended &&
+              (c->state == C_HANDSHAKE ||
+               (c->state == C_OPEN && c->link_reading && c->in.len == 0));
+  if (want && !c->tcp_reading) {
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_tcp_read) == 0)
+      c->tcp_reading = true;
+  } else if (!want && c->tcp_reading) {
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->tcp_reading = false;
+  }
+}
+
+static int on_message(void *ud, char *data, size_t len) {
+  wconn *c = ud;
+  if (!c->link)
+    return 0;
+  /* data[len] is the '\n' of line mode. */
+  int rv = acp_uv_link_user_deliver(c->link, data, len + 1);
+  if (rv != 0)
+    return ACP_ERR_INTERNAL;
+  if (!c->link || !acp_uv_link_is_reading(c->link))
+    return ACP_ERR_PAUSE;
+  return 0;
+}
+
+/* Feed frames; hold what a paused link did not take. */
+static void feed(wconn *c, const char *data, size_t len) {
+  if (c->client)
+    next_mask(c, c->ws.auto_mask);
+  acp_ssize n = acp__ws_recv(&c->ws, (const uint8_t *)data, len, on_message, c);
+  flush_control(c);
+  if (n < 0) {
+    end_link(c, n == ACP_ERR_LIMIT ? UV_E2BIG : UV_EPROTO);
+    conn_finish(c);
+    return;
+  }
+  if (c->ws.close_received) {
+    end_link(c, UV_EOF);
+    conn_finish(c);
+    return;
+  }
+  if ((size_t)n < len) {
+    if (acp__buf_append(&c->in, data + n, len - (size_t)n) != 0) {
+      end_link(c, UV_ENOMEM);
+      conn_close_tcp(c);
+      return;
+    }
+  }
+}
+
+static void process_input(wconn *c) {
+  if (c->in.len == 0 || c->tcp_closed)
+    return;
+  /* Take the held bytes out first: feeding may hold a new tail. */
+  acp__buf held = c->in;
+  acp__buf_init(&c->in, &c->mem, 0);
+  feed(c, held.data, held.len);
+  acp__buf_dispose(&held);
+}
+
+static void on_resume(uv_timer_t *t) {
+  wconn *c = t->data;
+  if (c->link_reading)
+    process_input(c);
+  update_tcp_reading(c);
+}
+
+static void server_handshake(wconn *c);
+static void client_handshake(wconn *c);
+
+static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf);
+
+static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  wconn *c = s->data;
+  /* The connection is freed only from close callbacks, never in here. */
+  tcp_read(c, n, buf);
+  acp__free(&c->mem, buf->base);
+  if (c->ws.msg.cap > KEEP_MAX && c->ws.msg.len == 0) {
+    size_t max = c->ws.msg.max;
+    acp__buf_dispose(&c->ws.msg);
+    acp__buf_init(&c->ws.msg, &c->ws.mem, max);
+  }
+}
+
+static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
+  if (n == 0)
+    return;
+  if (c->lingering) {
+    if (n < 0)
+      conn_close_tcp(c);
+    return;
+  }
+  if (n < 0) {
+    if (c->state == C_HANDSHAKE && c->client && c->ccb) {
+      acp_remote_connect_cb cb = c->ccb;
+      c->ccb = NULL;
+      cb(c->link, ACP_ERR_PROTOCOL, "the server closed the connection", c->cud);
+    }
+    end_link(c, (int)n);
+    conn_close_tcp(c);
+    return;
+  }
+  c->heard = true;
+  if (c->state == C_HANDSHAKE) {
+    if (acp__buf_append(&c->in, buf->base, (size_t)n) != 0) {
+      if (c->client)
+        client_fail(c, ACP_ERR_NOMEM, "out of memory");
+      else
+        conn_close_tcp(c);
+      return;
+    }
+    if (c->client)
+      client_handshake(c);
+    else
+      server_handshake(c);
+    return;
+  }
+  if (c->state != C_OPEN)
+    return;
+  feed(c, buf->base, (size_t)n);
+  update_tcp_reading(c);
+}
+
+/* MARK: - Ping (Private) */
+
+static void on_ping(uv_timer_t *t) {
+  wconn *c = t->data;
+  uint8_t m[4];
+  if (c->state != C_OPEN || c->tcp_closed)
+    return;
+  if (!c->heard && c->ws.pongs == 0) {
+    /* Silent for a whole interval after a ping: the peer is gone. */
+    end_link(c, UV_ETIMEDOUT);
+    conn_close_tcp(c);
+    return;
+  }
+  c->heard = false;
+  c->ws.pongs = 0;
+  next_mask(c, m);
+  if (!c->ws.close_sent && acp__ws_queue_control(&c->ws, ACP__WS_OP_PING, NULL,
+                                                 0, c->client ? m : NULL) == 0)
+    flush_control(c);
+  uv_timer_start(&c->timer, on_ping, c->ping_ms, 0);
+}
+
+static void start_ping(wconn *c) {
+  uv_timer_stop(&c->timer);
+  if (c->ping_ms != UINT64_MAX)
+    uv_timer_start(&c->timer, on_ping, c->ping_ms, 0);
+}
+
+/* MARK: - Connections (Private) */
+
+static int conn_new(wconn **out, uv_loop_t *loop, bool client, size_t max_msg,
+                    uint64_t ping_ms, const acp_mem *mem) {
+  acp_mem m;
+  acp__mem_init(&m, mem);
+  wconn *c = acp__calloc(&m, 1, sizeof(*c));
+  *out = NULL;
+  if (!c)
+    return ACP_ERR_NOMEM;
+  c->mem = m;
+  c->loop = loop;
+  c->client = client;
+  if (max_msg == 0)
+    max_msg = ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  acp__ws_init(&c->ws, client, max_msg, &c->mem);
+  acp__buf_init(&c->in, &c->mem, 0);
+  acp__buf_init(&c->line, &c->mem, max_msg);
+  acp__buf_init(&c->req, &c->mem, 0);
+  c->ping_ms = ping_ms == 0 ? ACP_REMOTE_DEFAULT_PING_MS : ping_ms;
+  uint8_t seed[8];
+  if (uv_random(NULL, NULL, seed, sizeof(seed), 0, NULL) != 0)
+    memcpy(seed, &c, sizeof(seed) < sizeof(c) ? sizeof(seed) : sizeof(c));
+  memcpy(&c->rng, seed, 8);
+  c->rng |= 1;
+  uv_tcp_init(loop, &c->tcp);
+  uv_timer_init(loop, &c->timer);
+  uv_timer_init(loop, &c->resume);
+  c->tcp.data = c;
+  c->timer.data = c;
+  c->resume.data = c;
+  *out = c;
+  return 0;
+}
+
+/* MARK: - Server (Private) */
+
+static void uuid4(char out[37]) {
+  uint8_t b[16];
+  static const char hex[] = "0123456789abcdef";
+  if (uv_random(NULL, NULL, b, sizeof(b), 0, NULL) != 0)
+    memset(b, 0x5a, sizeof(b));
+  b[6] = (uint8_t)((b[6] & 0x0F) | 0x40);
+  b[8] = (uint8_t)((b[8] & 0x3F) | 0x80);
+  size_t o = 0;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      out[o++] = '-';
+    out[o++] = hex[b[i] >> 4];
+    out[o++] = hex[b[i] & 15];
+  }
+  out[o] = '\0';
+}
+
+static const char *reason_of(int st) {
+  switch (st) {
+  case 400:
+    return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 413:
+    return "Content Too Large";
+  case 426:
+    return "Upgrade Required";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 501:
+    return "Not Implemented";
+  case 503:
+    return "Service Unavailable";
+  default:
+    return "Error";
+  }
+}
+
+static const char *detail_of(int st) {
+  switch (st) {
+  case 400:
+    return "not a valid WebSocket upgrade request";
+  case 401:
+    return "a valid bearer token is required";
+  case 403:
+    return "this Host or Origin is not allowed";
+  case 404:
+    return "the ACP endpoint is /acp";
+  case 405:
+    return "use GET with Upgrade: websocket";
+  case 426:
+    return "this endpoint serves WebSocket upgrades";
+  case 431:
+    return "the request head is too large";
+  case 501:
+    return "Streamable HTTP is not served yet: use WebSocket";
+  case 503:
+    return "too many connections";
+  default:
+    return "error";
+  }
+}
+
+static void refuse(wconn *c, int st) {
+  char buf[512];
+  const char *d = detail_of(st);
+  int n = snprintf(buf, sizeof(buf),
+                   "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\n%s\r\n%s\n",
+                   st, reason_of(st), strlen(d) + 1,
+                   st == 401   ? "WWW-Authenticate: Bearer\r\n"
+                   : st == 426 ? "Upgrade: websocket\r\n"
+                               : "",
+                   d);
+  uv_buf_t b = uv_buf_init(buf, (unsigned)n);
+  c->state = C_DONE;
+  uv_read_stop((uv_stream_t *)&c->tcp);
+  c->tcp_reading = false;
+  (void)send_bufs(c, &b, 1, 0, false);
+  conn_finish(c);
+}
+
+static void server_handshake(wconn *c) {
+  acp_remote_server *s = c->srv;
+  acp__http_head h;
+  char accept[29];
+  acp_ssize n = acp__http_parse_head(c->in.data, c->in.len, false, &h);
+  if (n == 0)
+    return;
+  if (n < 0 || s == NULL) {
+    refuse(c, n == ACP_ERR_LIMIT ? 431 : 400);
+    return;
+  }
+  acp__ws_policy pol = {"/acp", s->token, (const char *const *)s->hosts};
+  int st = acp__ws_check_request(&h, &pol, accept);
+  if (st == 101 && s->nconns > s->opts.max_connections)
+    st = 503;
+  if (st != 101) {
+    refuse(c, st);
+    return;
+  }
+  uv_timer_stop(&c->timer);
+  acp__buf_consume(&c->in, (size_t)n);
+  uuid4(c->conn_id);
+  char resp[256];
+  int rl = snprintf(resp, sizeof(resp),
+                    "HTTP/1.1 101 Switching Protocols\r\n"
+                    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                    "Sec-WebSocket-Accept: %s\r\n"
+                    "Acp-Connection-Id: %s\r\n\r\n",
+                    accept, c->conn_id);
+  c->state = C_OPEN;
+  uv_buf_t b = uv_buf_init(resp, (unsigned)rl);
+  if (send_bufs(c, &b, 1, 0, false) != 0 ||
+      acp_uv_link_new_user(&c->link, c->loop, &link_ops, c, &c->mem) != 0) {
+    c->link = NULL;
+    conn_close_tcp(c);
+    return;
+  }
+  /* Reading waits for the link's owner. */
+  update_tcp_reading(c);
+  start_ping(c);
+  s->cb(s, c->link, c->conn_id, s->ud);
+}
+
+static void on_handshake_timeout(uv_timer_t *t) {
+  wconn *c = t->data;
+  if (c->state != C_HANDSHAKE)
+    return;
+  if (c->client)
+    client_fail(c, ACP_ERR_TIMEOUT, "no answer to the upgrade request");
+  else
+    conn_close_tcp(c);
+}
+
+static void on_connection(uv_stream_t *ls, int status) {
+  acp_remote_server *s = ls->data;
+  wconn *c;
+  if (status < 0 || s->closing)
+    return;
+  if (conn_new(&c, s->loop, false, s->opts.max_message, s->opts.ping_ms,
+               &s->mem) != 0)
+    return;
+  c->srv = s;
+  c->next = s->conns;
+  if (s->conns)
+    s->conns->prev = c;
+  s->conns = c;
+  s->nconns++;
+  if (uv_accept(ls, (uv_stream_t *)&c->tcp) != 0) {
+    conn_close_tcp(c);
+    return;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  uv_timer_start(&c->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
+  update_tcp_reading(c);
+}
+
+/* MARK: - Server (Public) */
+
+static char *hostport(const acp_mem *m, const char *h, int port) {
+  char buf[300];
+  if (strchr(h, ':'))
+    snprintf(buf, sizeof(buf), "[%s]:%d", h, port);
+  else
+    snprintf(buf, sizeof(buf), "%s:%d", h, port);
+  return acp__strdup(m, buf);
+}
+
+static void on_server_closed(uv_handle_t *h) {
+  acp_remote_server *s = h->data;
+  /* Every slot: a failed copy leaves a NULL before filled ones. */
+  for (size_t i = 0; s->hosts && i < s->nhosts; i++)
+    acp__free(&s->mem, s->hosts[i]);
+  acp__free(&s->mem, s->hosts);
+  acp__free(&s->mem, s->token);
+  acp__free(&s->mem, s);
+}
+
+int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
+                          const acp_remote_server_options *opts,
+                          acp_remote_accept_cb cb, void *user_data,
+                          const acp_mem *mem, int *uv_err_out) {
+  acp_remote_server_options dflt = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  struct sockaddr_storage ss;
+  acp_mem m;
+  int r;
+  if (uv_err_out)
+    *uv_err_out = 0;
+  if (out)
+    *out = NULL;
+  if (!out || !loop || !cb)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!opts)
+    opts = &dflt;
+  const char *host = opts->host ? opts->host : "127.0.0.1";
+  if (uv_ip4_addr(host, opts->port, (struct sockaddr_in *)&ss) != 0 &&
+      uv_ip6_addr(host, opts->port, (struct sockaddr_in6 *)&ss) != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  acp__mem_init(&m, mem);
+  acp_remote_server *s = acp__calloc(&m, 1, sizeof(*s));
+  if (!s)
+    return ACP_ERR_NOMEM;
+  s->mem = m;
+  s->loop = loop;
+  s->opts = *opts;
+  s->cb = cb;
+  s->ud = user_data;
+  if (s->opts.max_connections == 0)
+    s->opts.max_connections = ACP_REMOTE_DEFAULT_MAX_CONNECTIONS;
+  uv_tcp_init(loop, &s->tcp);
+  s->tcp.data = s;
+  r = uv_tcp_bind(&s->tcp, (struct sockaddr *)&ss, 0);
+  if (r == 0)
+    r = uv_listen((uv_stream_t *)&s->tcp, 128, on_connection);
+  if (r != 0) {
+    if (uv_err_out)
+      *uv_err_out = r;
+    uv_close((uv_handle_t *)&s->tcp, on_server_closed);
+    return ACP_ERR_SYSTEM;
+  }
+  int len = sizeof(ss);
+  uv_tcp_getsockname(&s->tcp, (struct sockaddr *)&ss, &len);
+  s->port =
+      ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                     : ((struct sockaddr_in *)&ss)->sin_port);
+  size_t extra = 0;
+  if (opts->allowed_hosts)
+    while (opts->allowed_hosts[extra])
+      extra++;
+  s->hosts = acp__calloc(&s->mem, extra + 5, sizeof(char *));
+  if (!s->hosts)
+    goto nomem;
+  size_t k = 0;
+  s->nhosts = extra + 2;
+  s->hosts[k++] = hostport(&s->mem, host, s->port);
+  s->hosts[k++] = hostport(&s->mem, "localhost", s->port);
+  for (size_t i = 0; i < extra; i++)
+    s->hosts[k++] = acp__strdup(&s->mem, opts->allowed_hosts[i]);
+  for (size_t i = 0; i < k; i++)
+    if (!s->hosts[i])
+      goto nomem;
+  if (opts->token) {
+    s->token = acp__strdup(&s->mem, opts->token);
+    if (!s->token)
+      goto nomem;
+  }
+  s->opts.token = s->token;
+  *out = s;
+  return 0;
+nomem:
+  uv_close((uv_handle_t *)&s->tcp, on_server_closed);
+  return ACP_ERR_NOMEM;
+}
+
+int acp_remote_server_port(const acp_remote_server *s) {
+  return s ? s->port : 0;
+}
+
+unsigned acp_remote_server_connections(const acp_remote_server *s) {
+  return s ? s->nconns : 0;
+}
+
+void acp_remote_server_close(acp_remote_server *s) {
+  if (!s || s->closing)
+    return;
+  s->closing = true;
+  for (wconn *c = s->conns; c;) {
+    wconn *next = c->next;
+    c->srv = NULL;
+    c->prev = c->next = NULL;
+    if (c->state == C_HANDSHAKE)
+      conn_close_tcp(c);
+    c = next;
+  }
+  s->conns = NULL;
+  uv_close((uv_handle_t *)&s->tcp, on_server_closed);
+}
+
+/* MARK: - Client (Private) */
+
+static void client_fail(wconn *c, int err, const char *detail) {
+  if (c->ccb) {
+    acp_remote_connect_cb cb = c->ccb;
+    c->ccb = NULL;
+    cb(c->link, err, detail, c->cud);
+  }
+  c->state = C_DONE;
+  end_link(c, UV_ECONNREFUSED);
+  conn_close_tcp(c);
+}
+
+static void client_handshake(wconn *c) {
+  acp__http_head h;
+  char detail[300];
+  acp_ssize n = acp__http_parse_head(c->in.data, c->in.len, true, &h);
+  if (n == 0)
+    return;
+  if (n < 0) {
+    client_fail(c, ACP_ERR_PROTOCOL, "the server's answer is not HTTP");
+    return;
+  }
+  if (h.status != 101) {
+    /* Say what the server said: its status and the start of its body. */
+    size_t body = c->in.len - (size_t)n;
+    if (body > 200)
+      body = 200;
+    while (body > 0 && (c->in.data[n + (acp_ssize)body - 1] == '\n' ||
+                        c->in.data[n + (acp_ssize)body - 1] == '\r'))
+      body--;
+    snprintf(detail, sizeof(detail), "HTTP %d %.*s%s%.*s", h.status,
+             (int)h.target_len, h.target, body ? ": " : "", (int)body,
+             c->in.data + n);
+    client_fail(c, ACP_ERR_PROTOCOL, detail);
+    return;
+  }
+  const acp__http_header *acc = acp__http_find(&h, "Sec-WebSocket-Accept");
+  if (!acc || acc->value_len != 28 || memcmp(acc->value, c->accept, 28) != 0 ||
+      !acp__http_has_token(&h, "Upgrade", "websocket")) {
+    client_fail(c, ACP_ERR_PROTOCOL, "the server did not accept the upgrade");
+    return;
+  }
+  const acp__http_header *id = acp__http_find(&h, "Acp-Connection-Id");
+  snprintf(c->conn_id, sizeof(c->conn_id), "%.*s", id ? (int)id->value_len : 0,
+           id ? id->value : "");
+  acp__buf_consume(&c->in, (size_t)n);
+  c->state = C_OPEN;
+  uv_timer_stop(&c->timer);
+  start_ping(c);
+  /* Lines written while connecting go out now. */
+  acp__buf pending = c->line;
+  acp__buf_init(&c->line, &c->mem, c->ws.max_msg);
+  /* Their bytes were reported sent when they were buffered. */
+  c->no_credit = true;
+  int rv = frames_from(c, pending.data, pending.len);
+  c->no_credit = false;
+  acp__buf_dispose(&pending);
+  if (rv != 0) {
+    client_fail(c, rv, "cannot send what was written while connecting");
+    return;
+  }
+  if (c->ccb) {
+    acp_remote_connect_cb cb = c->ccb;
+    c->ccb = NULL;
+    cb(c->link, 0, c->conn_id, c->cud);
+  }
+  if (c->in.len > 0 && c->link_reading) {
+    uv_timer_start(&c->resume, on_resume, 0, 0);
+    update_tcp_reading(c);
+    return;
+  }
+  update_tcp_reading(c);
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+  wconn *c = req->data;
+  if (c->tcp_closed)
+    return;
+  if (status < 0) {
+    char d[200];
+    snprintf(d, sizeof(d), "cannot connect to %s:%s: %s", c->host, c->port,
+             uv_strerror(status));
+    client_fail(c, ACP_ERR_SYSTEM, d);
+    return;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  uv_buf_t b = uv_buf_init(c->req.data, (unsigned)c->req.len);
+  int rv = send_bufs(c, &b, 1, 0, false);
+  if (rv != 0) {
+    client_fail(c, rv, "cannot send the upgrade request");
+    return;
+  }
+  update_tcp_reading(c);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status,
+                        struct addrinfo *res) {
+  wconn *c = req->data;
+  c->handles--;
+  if (c->tcp_closed) {
+    uv_freeaddrinfo(res);
+    conn_unref(c);
+    return;
+  }
+  if (status < 0 || !res) {
+    char d[200];
+    snprintf(d, sizeof(d), "cannot resolve %s: %s", c->host,
+             uv_strerror(status));
+    uv_freeaddrinfo(res);
+    client_fail(c, ACP_ERR_NOT_FOUND, d);
+    return;
+  }
+  c->creq.data = c;
+  int r = uv_tcp_connect(&c->creq, &c->tcp, res->ai_addr, on_connect);
+  uv_freeaddrinfo(res);
+  if (r < 0)
+    client_fail(c, ACP_ERR_SYSTEM, uv_strerror(r));
+}
+
+/* MARK: - Client (Public) */
+
+int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
+                       const acp_remote_client_options *opts,
+                       acp_remote_connect_cb cb, void *user_data,
+                       const acp_mem *mem) {
+  acp_remote_client_options dflt = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  const char *p;
+  const char *defport;
+  wconn *c = NULL;
+  int rv;
+  if (out)
+    *out = NULL;
+  if (!out || !loop || !url)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!opts)
+    opts = &dflt;
+  if (strncmp(url, "ws://", 5) == 0) {
+    p = url + 5;
+    defport = "80";
+  } else if (strncmp(url, "http://", 7) == 0) {
+    p = url + 7;
+    defport = "80";
+  } else if (strncmp(url, "wss://", 6) == 0 ||
+             strncmp(url, "https://", 8) == 0) {
+    return ACP_ERR_UNSUPPORTED;
+  } else {
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  const char *slash = strchr(p, '/');
+  const char *path = slash ? slash : "/";
+  size_t alen = slash ? (size_t)(slash - p) : strlen(p);
+  if (alen == 0 || memchr(p, '@', alen))
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (const char *q = url; *q; q++)
+    if ((unsigned char)*q <= 0x20 || *q == 0x7F)
+      return ACP_ERR_INVALID_ARGUMENT;
+  rv = conn_new(&c, loop, true, opts->max_message, opts->ping_ms, mem);
+  if (rv != 0)
+    return rv;
+  const char *hs = p, *he, *ps = NULL, *pe = p + alen;
+  if (*p == '[') {
+    const char *rb = memchr(p, ']', alen);
+    if (!rb)
+      goto bad;
+    hs = p + 1;
+    he = rb;
+    if (rb + 1 < pe && rb[1] == ':')
+      ps = rb + 2;
+  } else {
+    const char *colon = memchr(p, ':', alen);
+    he = colon ? colon : pe;
+    if (colon)
+      ps = colon + 1;
+  }
+  c->host = acp__strndup(&c->mem, hs, (size_t)(he - hs));
+  c->port = ps ? acp__strndup(&c->mem, ps, (size_t)(pe - ps))
+               : acp__strdup(&c->mem, defport);
+  if (!c->host || !c->port)
+    goto nomem;
+  if (c->host[0] == '\0' || c->port[0] == '\0')
+    goto bad;
+  /* The request. */
+  uint8_t key[16];
+  char key64[32];
+  if (uv_random(NULL, NULL, key, sizeof(key), 0, NULL) != 0)
+    memcpy(key, &c->rng, 8), memcpy(key + 8, &c->rng, 8);
+  acp__base64(key, 16, key64);
+  acp__ws_accept_key(key64, 24, c->accept);
+  char line[512];
+  int n = snprintf(line, sizeof(line),
+                   "GET %s HTTP/1.1\r\nHost: %.*s\r\nUpgrade: websocket\r\n"
+                   "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                   "Sec-WebSocket-Version: 13\r\n",
+                   path, (int)alen, p, key64);
+  if (n < 0 || (size_t)n >= sizeof(line))
+    goto bad;
+  if (acp__buf_append(&c->req, line, (size_t)n) != 0)
+    goto nomem;
+  if (opts->token) {
+    if (strpbrk(opts->token, "\r\n"))
+      goto bad;
+    if (acp__buf_append(&c->req, "Authorization: Bearer ", 22) != 0 ||
+        acp__buf_append(&c->req, opts->token, strlen(opts->token)) != 0 ||
+        acp__buf_append(&c->req, "\r\n", 2) != 0)
+      goto nomem;
+  }
+  for (size_t i = 0; opts->headers && opts->headers[i]; i++) {
+    const char *hd = opts->headers[i];
+    if (strpbrk(hd, "\r\n") || !strchr(hd, ':'))
+      goto bad;
+    if (acp__buf_append(&c->req, hd, strlen(hd)) != 0 ||
+        acp__buf_append(&c->req, "\r\n", 2) != 0)
+      goto nomem;
+  }
+  if (acp__buf_append(&c->req, "\r\n", 2) != 0)
+    goto nomem;
+  rv = acp_uv_link_new_user(&c->link, loop, &link_ops, c, &c->mem);
+  if (rv != 0)
+    goto fail;
+  c->ccb = cb;
+  c->cud = user_data;
+  struct addrinfo hints;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  c->gai.data = c;
+  c->handles++;
+  rv = uv_getaddrinfo(loop, &c->gai, on_resolved, c->host, c->port, &hints);
+  if (rv != 0) {
+    c->handles--;
+    /* Reported through the callback from the loop, like any failure. */
+    client_fail(c, ACP_ERR_NOT_FOUND, "cannot resolve the host");
+  } else {
+    uv_timer_start(&c->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
+  }
+  *out = c->link;
+  return 0;
+bad:
+  rv = ACP_ERR_INVALID_ARGUMENT;
+  goto fail;
+nomem:
+  rv = ACP_ERR_NOMEM;
+fail:
+  conn_close_tcp(c);
+  return rv;
+}

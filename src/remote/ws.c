@@ -1,0 +1,682 @@
+/*
+ * RFC 6455 frames and the HTTP/1.1 upgrade, sans I/O. Our own codec rather
+ * than wslay: docs/decisions.md says why (allocator, copies, control).
+ */
+#include <string.h>
+
+#include "ws_int.h"
+
+/* MARK: - SHA-1 and base64 (Private) */
+
+static uint32_t rol(uint32_t x, int n) {
+  return (x << n) | (x >> (32 - n));
+}
+
+static void sha1_block(uint32_t h[5], const uint8_t *p) {
+  uint32_t w[80];
+  for (int i = 0; i < 16; i++)
+    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+           (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+  for (int i = 16; i < 80; i++)
+    w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+  for (int i = 0; i < 80; i++) {
+    uint32_t f, k;
+    if (i < 20) {
+      f = (b & c) | (~b & d);
+      k = 0x5A827999u;
+    } else if (i < 40) {
+      f = b ^ c ^ d;
+      k = 0x6ED9EBA1u;
+    } else if (i < 60) {
+      f = (b & c) | (b & d) | (c & d);
+      k = 0x8F1BBCDCu;
+    } else {
+      f = b ^ c ^ d;
+      k = 0xCA62C1D6u;
+    }
+    uint32_t t = rol(a, 5) + f + e + k + w[i];
+    e = d;
+    d = c;
+    c = rol(b, 30);
+    b = a;
+    a = t;
+  }
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+}
+
+void acp__sha1(const void *data, size_t len, uint8_t out[20]) {
+  uint32_t h[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u,
+                   0xC3D2E1F0u};
+  const uint8_t *p = data;
+  size_t n = len;
+  uint8_t tail[128];
+  while (n >= 64) {
+    sha1_block(h, p);
+    p += 64;
+    n -= 64;
+  }
+  memset(tail, 0, sizeof(tail));
+  memcpy(tail, p, n);
+  tail[n] = 0x80;
+  size_t tlen = n + 1 + 8 <= 64 ? 64 : 128;
+  uint64_t bits = (uint64_t)len * 8;
+  for (int i = 0; i < 8; i++)
+    tail[tlen - 1 - i] = (uint8_t)(bits >> (8 * i));
+  sha1_block(h, tail);
+  if (tlen == 128)
+    sha1_block(h, tail + 64);
+  for (int i = 0; i < 5; i++) {
+    out[4 * i] = (uint8_t)(h[i] >> 24);
+    out[4 * i + 1] = (uint8_t)(h[i] >> 16);
+    out[4 * i + 2] = (uint8_t)(h[i] >> 8);
+    out[4 * i + 3] = (uint8_t)h[i];
+  }
+}
+
+size_t acp__base64(const uint8_t *in, size_t n, char *out) {
+  static const char tab[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)in[i] << 16;
+    if (i + 1 < n)
+      v |= (uint32_t)in[i + 1] << 8;
+    if (i + 2 < n)
+      v |= in[i + 2];
+    out[o++] = tab[(v >> 18) & 63];
+    out[o++] = tab[(v >> 12) & 63];
+    out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+    out[o++] = i + 2 < n ? tab[v & 63] : '=';
+  }
+  out[o] = '\0';
+  return o;
+}
+
+void acp__ws_accept_key(const char *key, size_t key_len, char out[29]) {
+  static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+  char buf[128 + sizeof(guid)];
+  uint8_t digest[20];
+  if (key_len > 128)
+    key_len = 128;
+  memcpy(buf, key, key_len);
+  memcpy(buf + key_len, guid, sizeof(guid) - 1);
+  acp__sha1(buf, key_len + sizeof(guid) - 1, digest);
+  acp__base64(digest, 20, out);
+}
+
+/* MARK: - Frame codec (Public) */
+
+void acp__ws_init(acp__ws *ws, bool client, size_t max_msg,
+                  const acp_mem *mem) {
+  memset(ws, 0, sizeof(*ws));
+  acp__mem_init(&ws->mem, mem);
+  ws->client = client;
+  ws->line_mode = true;
+  ws->max_msg = max_msg;
+  ws->hdr_need = 2;
+  /* One byte over the cap: the '\n' of line mode. */
+  acp__buf_init(&ws->msg, &ws->mem, max_msg == 0 ? 0 : max_msg + 1);
+  acp__buf_init(&ws->out, &ws->mem, 0);
+}
+
+void acp__ws_dispose(acp__ws *ws) {
+  acp__buf_dispose(&ws->msg);
+  acp__buf_dispose(&ws->out);
+}
+
+size_t acp__ws_header(uint8_t out[14], int op, uint64_t len,
+                      const uint8_t *mask) {
+  size_t n = 0;
+  uint8_t mbit = mask ? 0x80 : 0;
+  out[n++] = (uint8_t)(0x80 | (op & 0x0F));
+  if (len < 126) {
+    out[n++] = (uint8_t)(mbit | len);
+  } else if (len <= 0xFFFF) {
+    out[n++] = (uint8_t)(mbit | 126);
+    out[n++] = (uint8_t)(len >> 8);
+    out[n++] = (uint8_t)len;
+  } else {
+    out[n++] = (uint8_t)(mbit | 127);
+    for (int i = 7; i >= 0; i--)
+      out[n++] = (uint8_t)(len >> (8 * i));
+  }
+  if (mask) {
+    memcpy(out + n, mask, 4);
+    n += 4;
+  }
+  return n;
+}
+
+void acp__ws_apply_mask(uint8_t *p, size_t n, const uint8_t mask[4],
+                        uint64_t at) {
+  size_t i = 0;
+  /* Eight bytes at a time once aligned to the mask's phase: byte by byte,
+   * unmasking was most of a 1 MiB turn's CPU time. */
+  while (i < n && ((at + i) & 3) != 0) {
+    p[i] ^= mask[(at + i) & 3];
+    i++;
+  }
+  uint8_t m8[8];
+  for (int k = 0; k < 8; k++)
+    m8[k] = mask[k & 3];
+  uint64_t w;
+  memcpy(&w, m8, 8);
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    memcpy(&v, p + i, 8);
+    v ^= w;
+    memcpy(p + i, &v, 8);
+  }
+  for (; i < n; i++)
+    p[i] ^= mask[(at + i) & 3];
+}
+
+int acp__ws_queue_control(acp__ws *ws, int op, const uint8_t *payload,
+                          size_t len, const uint8_t *mask) {
+  uint8_t hdr[14];
+  size_t hl;
+  int rv;
+  if (len > 125)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!mask && ws->client)
+    mask = ws->auto_mask;
+  hl = acp__ws_header(hdr, op, len, mask);
+  rv = acp__buf_reserve(&ws->out, hl + len);
+  if (rv != 0)
+    return rv;
+  acp__buf_append(&ws->out, hdr, hl);
+  if (len > 0) {
+    uint8_t *dst = (uint8_t *)ws->out.data + ws->out.len;
+    acp__buf_append(&ws->out, payload, len);
+    if (mask)
+      acp__ws_apply_mask(dst, len, mask, 0);
+  }
+  return 0;
+}
+
+int acp__ws_queue_close(acp__ws *ws, int code, const char *reason,
+                        const uint8_t *mask) {
+  uint8_t p[125];
+  size_t n = 2;
+  if (ws->close_sent)
+    return 0;
+  ws->close_sent = true;
+  if (ws->close_code == 0)
+    ws->close_code = code;
+  p[0] = (uint8_t)(code >> 8);
+  p[1] = (uint8_t)code;
+  if (reason) {
+    size_t r = strlen(reason);
+    if (r > sizeof(p) - 2)
+      r = sizeof(p) - 2;
+    memcpy(p + 2, reason, r);
+    n += r;
+  }
+  return acp__ws_queue_control(ws, ACP__WS_OP_CLOSE, p, n, mask);
+}
+
+/* MARK: - Receiving (Private) */
+
+static bool utf8_valid(const uint8_t *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    /* ASCII eight bytes at a time: JSON is mostly ASCII. */
+    if (i + 8 <= n) {
+      uint64_t v;
+      memcpy(&v, s + i, 8);
+      if ((v & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    uint8_t c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t k;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      k = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      k = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      k = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i <= k)
+      return false;
+    for (size_t j = 1; j <= k; j++) {
+      if ((s[i + j] & 0xC0) != 0x80)
+        return false;
+      cp = (cp << 6) | (s[i + j] & 0x3F);
+    }
+    if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) ||
+        (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += k + 1;
+  }
+  return true;
+}
+
+static acp_ssize fail(acp__ws *ws, int code, int err) {
+  ws->failed = true;
+  int rv = acp__ws_queue_close(ws, code, NULL, NULL);
+  return rv == ACP_ERR_NOMEM ? ACP_ERR_NOMEM : err;
+}
+
+static bool close_code_ok(int c) {
+  return (c >= 1000 && c <= 1003) || (c >= 1007 && c <= 1014) ||
+         (c >= 3000 && c <= 4999);
+}
+
+/* A whole control frame arrived in ws->ctl. */
+static acp_ssize on_control(acp__ws *ws) {
+  int rv = 0;
+  if (ws->op == ACP__WS_OP_PING) {
+    if (!ws->close_sent)
+      rv = acp__ws_queue_control(ws, ACP__WS_OP_PONG, ws->ctl, ws->ctl_len,
+                                 NULL);
+  } else if (ws->op == ACP__WS_OP_PONG) {
+    ws->pongs++;
+  } else {
+    int code = ACP__WS_CLOSE_NORMAL;
+    ws->close_received = true;
+    if (ws->ctl_len == 1)
+      return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+    if (ws->ctl_len >= 2) {
+      code = ws->ctl[0] << 8 | ws->ctl[1];
+      if (!close_code_ok(code) || !utf8_valid(ws->ctl + 2, ws->ctl_len - 2))
+        return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+    }
+    if (ws->close_code == 0)
+      ws->close_code = code;
+    rv = acp__ws_queue_close(ws, code, NULL, NULL);
+  }
+  return rv;
+}
+
+static int deliver(acp__ws *ws, acp__ws_msg_cb cb, void *ud) {
+  int op = ws->msg_op;
+  ws->msg_op = 0;
+  if (op != ACP__WS_OP_TEXT) {
+    acp__buf_clear(&ws->msg);
+    return 0;
+  }
+  uint8_t *d = (uint8_t *)ws->msg.data;
+  size_t n = ws->msg.len;
+  if (!utf8_valid(d, n))
+    return (int)fail(ws, ACP__WS_CLOSE_BAD_DATA, ACP_ERR_PROTOCOL);
+  if (ws->line_mode) {
+    int rv = acp__buf_putc(&ws->msg, '\n');
+    if (rv != 0)
+      return rv;
+    d = (uint8_t *)ws->msg.data;
+    uint8_t *q = d, *end = d + n;
+    while ((q = memchr(q, '\n', (size_t)(end - q))) != NULL)
+      *q++ = ' ';
+    q = d;
+    while ((q = memchr(q, '\r', (size_t)(end - q))) != NULL)
+      *q++ = ' ';
+  }
+  acp__buf_clear(&ws->msg);
+  return cb(ud, (char *)d, n);
+}
+
+static acp_ssize parse_header(acp__ws *ws) {
+  const uint8_t *h = ws->hdr;
+  int op = h[0] & 0x0F;
+  uint64_t len = h[1] & 0x7F;
+  size_t at = 2;
+  if (h[0] & 0x70)
+    return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+  ws->fin = (h[0] & 0x80) != 0;
+  ws->masked = (h[1] & 0x80) != 0;
+  if (len == 126) {
+    len = (uint64_t)h[2] << 8 | h[3];
+    at = 4;
+    if (len < 126)
+      return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+  } else if (len == 127) {
+    len = 0;
+    for (int i = 0; i < 8; i++)
+      len = len << 8 | h[2 + i];
+    at = 10;
+    if (len >> 63 || len <= 0xFFFF)
+      return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+  }
+  if (ws->masked)
+    memcpy(ws->mask, h + at, 4);
+  /* A server must see masked frames, a client unmasked ones. */
+  if (ws->masked == ws->client)
+    return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+  ws->op = op;
+  ws->remain = len;
+  ws->mask_at = 0;
+  if (op >= 0x8) {
+    if (!ws->fin || len > 125 ||
+        (op != ACP__WS_OP_CLOSE && op != ACP__WS_OP_PING &&
+         op != ACP__WS_OP_PONG))
+      return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+    ws->ctl_len = 0;
+    return 0;
+  }
+  if (op == ACP__WS_OP_CONT) {
+    if (ws->msg_op == 0)
+      return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+  } else if (op == ACP__WS_OP_TEXT || op == ACP__WS_OP_BINARY) {
+    if (ws->msg_op != 0)
+      return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+    ws->msg_op = op;
+  } else {
+    return fail(ws, ACP__WS_CLOSE_PROTOCOL, ACP_ERR_PROTOCOL);
+  }
+  if (ws->max_msg != 0 && len > ws->max_msg - ws->msg.len)
+    return fail(ws, ACP__WS_CLOSE_TOO_BIG, ACP_ERR_LIMIT);
+  return acp__buf_reserve(&ws->msg, (size_t)len);
+}
+
+/* MARK: - Receiving (Public) */
+
+acp_ssize acp__ws_recv(acp__ws *ws, const uint8_t *data, size_t len,
+                       acp__ws_msg_cb cb, void *user_data) {
+  size_t off = 0;
+  if (ws->failed)
+    return ACP_ERR_PROTOCOL;
+  while (off < len && !ws->close_received) {
+    if (ws->hdr_have < ws->hdr_need) {
+      ws->hdr[ws->hdr_have++] = data[off++];
+      if (ws->hdr_have == 2) {
+        size_t l7 = ws->hdr[1] & 0x7F;
+        ws->hdr_need = 2 +
+                       (l7 == 126   ? 2
+                        : l7 == 127 ? 8
+                                    : 0) +
+                       ((ws->hdr[1] & 0x80) ? 4 : 0);
+      }
+      if (ws->hdr_have < ws->hdr_need)
+        continue;
+      acp_ssize rv = parse_header(ws);
+      if (rv != 0)
+        return rv;
+      if (ws->remain > 0)
+        continue;
+    } else {
+      size_t take = len - off;
+      if ((uint64_t)take > ws->remain)
+        take = (size_t)ws->remain;
+      uint8_t *dst;
+      if (ws->op >= 0x8) {
+        dst = ws->ctl + ws->ctl_len;
+        memcpy(dst, data + off, take);
+        ws->ctl_len += take;
+      } else {
+        dst = (uint8_t *)ws->msg.data + ws->msg.len;
+        memcpy(dst, data + off, take);
+        ws->msg.len += take;
+      }
+      if (ws->masked)
+        acp__ws_apply_mask(dst, take, ws->mask, ws->mask_at);
+      ws->mask_at += take;
+      ws->remain -= take;
+      off += take;
+      if (ws->remain > 0)
+        continue;
+    }
+    /* The frame is complete. */
+    ws->hdr_have = 0;
+    ws->hdr_need = 2;
+    if (ws->op >= 0x8) {
+      acp_ssize rv = on_control(ws);
+      if (rv != 0)
+        return rv;
+      continue;
+    }
+    if (!ws->fin)
+      continue;
+    int rv = deliver(ws, cb, user_data);
+    if (rv == ACP_ERR_PAUSE)
+      return (acp_ssize)off;
+    if (rv != 0) {
+      ws->failed = true;
+      return rv;
+    }
+  }
+  return (acp_ssize)off;
+}
+
+/* MARK: - HTTP/1.1 heads (Public) */
+
+static bool tchar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static bool ieq(const char *a, size_t n, const char *b) {
+  if (strlen(b) != n)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z')
+      x = (char)(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z')
+      y = (char)(y - 'A' + 'a');
+    if (x != y)
+      return false;
+  }
+  return true;
+}
+
+/* The end of the line starting at `p` (pointing at "\r\n"), or NULL. */
+static const char *line_end(const char *p, const char *end) {
+  for (; p + 1 < end; p++) {
+    if (p[0] == '\r' && p[1] == '\n')
+      return p;
+    if (p[0] == '\n' || p[0] == '\r' || p[0] == '\0')
+      return NULL;
+  }
+  return NULL;
+}
+
+acp_ssize acp__http_parse_head(const char *buf, size_t len, bool response,
+                               acp__http_head *h) {
+  const char *term = NULL;
+  memset(h, 0, sizeof(*h));
+  for (size_t i = 0; i + 3 < len; i++) {
+    if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
+        buf[i + 3] == '\n') {
+      term = buf + i;
+      break;
+    }
+  }
+  if (!term)
+    return len >= ACP__HTTP_MAX_HEAD ? ACP_ERR_LIMIT : 0;
+  if ((size_t)(term - buf) + 4 > ACP__HTTP_MAX_HEAD)
+    return ACP_ERR_LIMIT;
+  const char *end = term + 2;
+  const char *p = buf;
+  const char *e = line_end(p, end);
+  if (!e)
+    return ACP_ERR_PARSE;
+  /* Start line. */
+  const char *sp1 = memchr(p, ' ', (size_t)(e - p));
+  if (!sp1)
+    return ACP_ERR_PARSE;
+  if (response) {
+    if (sp1 - p != 8 || memcmp(p, "HTTP/1.", 7) != 0 || e - sp1 < 4)
+      return ACP_ERR_PARSE;
+    h->minor_version = p[7] - '0';
+    int st = 0;
+    for (int i = 1; i <= 3; i++) {
+      char c = sp1[i];
+      if (c < '0' || c > '9')
+        return ACP_ERR_PARSE;
+      st = st * 10 + (c - '0');
+    }
+    h->status = st;
+    h->target = sp1 + 4 < e ? sp1 + 5 : e;
+    h->target_len = (size_t)(e - h->target);
+  } else {
+    const char *sp2 = memchr(sp1 + 1, ' ', (size_t)(e - sp1 - 1));
+    if (!sp2 || sp1 == p || sp2 == sp1 + 1 || e - sp2 != 9 ||
+        memcmp(sp2 + 1, "HTTP/1.", 7) != 0 || sp2[8] < '0' || sp2[8] > '9')
+      return ACP_ERR_PARSE;
+    for (const char *q = p; q < sp1; q++)
+      if (!tchar(*q))
+        return ACP_ERR_PARSE;
+    for (const char *q = sp1 + 1; q < sp2; q++)
+      if ((unsigned char)*q <= 0x20 || *q == 0x7F)
+        return ACP_ERR_PARSE;
+    h->method = p;
+    h->method_len = (size_t)(sp1 - p);
+    h->target = sp1 + 1;
+    h->target_len = (size_t)(sp2 - sp1 - 1);
+    h->minor_version = sp2[8] - '0';
+  }
+  p = e + 2;
+  while (p < end) {
+    e = line_end(p, end + 2);
+    if (!e)
+      return ACP_ERR_PARSE;
+    if (e == p)
+      break;
+    const char *colon = memchr(p, ':', (size_t)(e - p));
+    if (!colon || colon == p)
+      return ACP_ERR_PARSE;
+    for (const char *q = p; q < colon; q++)
+      if (!tchar(*q))
+        return ACP_ERR_PARSE;
+    const char *v = colon + 1;
+    const char *ve = e;
+    while (v < ve && (*v == ' ' || *v == '\t'))
+      v++;
+    while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+      ve--;
+    for (const char *q = v; q < ve; q++)
+      if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7F)
+        return ACP_ERR_PARSE;
+    if (h->nheaders == ACP__HTTP_MAX_HEADERS)
+      return ACP_ERR_LIMIT;
+    acp__http_header *hd = &h->headers[h->nheaders++];
+    hd->name = p;
+    hd->name_len = (size_t)(colon - p);
+    hd->value = v;
+    hd->value_len = (size_t)(ve - v);
+    p = e + 2;
+  }
+  return (acp_ssize)(term - buf + 4);
+}
+
+const acp__http_header *acp__http_find(const acp__http_head *h,
+                                       const char *name) {
+  for (size_t i = 0; i < h->nheaders; i++)
+    if (ieq(h->headers[i].name, h->headers[i].name_len, name))
+      return &h->headers[i];
+  return NULL;
+}
+
+bool acp__http_has_token(const acp__http_head *h, const char *name,
+                         const char *tok) {
+  for (size_t i = 0; i < h->nheaders; i++) {
+    const acp__http_header *hd = &h->headers[i];
+    if (!ieq(hd->name, hd->name_len, name))
+      continue;
+    const char *p = hd->value, *end = hd->value + hd->value_len;
+    while (p < end) {
+      const char *c = memchr(p, ',', (size_t)(end - p));
+      const char *te = c ? c : end;
+      const char *a = p, *b = te;
+      while (a < b && (*a == ' ' || *a == '\t'))
+        a++;
+      while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+        b--;
+      if (ieq(a, (size_t)(b - a), tok))
+        return true;
+      p = c ? c + 1 : end;
+    }
+  }
+  return false;
+}
+
+/* Host (or the authority of an Origin) allowed by the policy? */
+static bool host_ok(const acp__ws_policy *p, const char *v, size_t n) {
+  if (!p->hosts)
+    return true;
+  for (size_t i = 0; p->hosts[i]; i++)
+    if (ieq(v, n, p->hosts[i]))
+      return true;
+  return false;
+}
+
+static bool const_time_eq(const char *a, size_t an, const char *b, size_t bn) {
+  unsigned char d = an != bn;
+  for (size_t i = 0; i < an && i < bn; i++)
+    d |= (unsigned char)(a[i] ^ b[i]);
+  return d == 0;
+}
+
+int acp__ws_check_request(const acp__http_head *h, const acp__ws_policy *p,
+                          char accept[29]) {
+  const acp__http_header *hd;
+  size_t plen = strlen(p->path);
+  size_t tl = h->target_len;
+  const char *q = memchr(h->target, '?', tl);
+  if (q)
+    tl = (size_t)(q - h->target);
+  if (tl != plen || memcmp(h->target, p->path, plen) != 0)
+    return 404;
+  hd = acp__http_find(h, "Host");
+  if (!hd || h->minor_version < 1)
+    return 400;
+  if (!host_ok(p, hd->value, hd->value_len))
+    return 403;
+  hd = acp__http_find(h, "Origin");
+  if (hd) {
+    /* "null" and anything but scheme://authority is refused. */
+    const char *s = memchr(hd->value, ':', hd->value_len);
+    if (!s || (size_t)(s - hd->value) + 3 > hd->value_len || s[1] != '/' ||
+        s[2] != '/')
+      return 403;
+    const char *auth = s + 3;
+    size_t an = hd->value_len - (size_t)(auth - hd->value);
+    if (!host_ok(p, auth, an))
+      return 403;
+  }
+  if (p->token) {
+    hd = acp__http_find(h, "Authorization");
+    if (!hd || hd->value_len < 7 || !ieq(hd->value, 7, "Bearer ") ||
+        !const_time_eq(hd->value + 7, hd->value_len - 7, p->token,
+                       strlen(p->token)))
+      return 401;
+  }
+  if (!ieq(h->method, h->method_len, "GET")) {
+    if (ieq(h->method, h->method_len, "POST") ||
+        ieq(h->method, h->method_len, "DELETE"))
+      return 501;
+    return 405;
+  }
+  if (!acp__http_find(h, "Upgrade"))
+    return 426;
+  if (!acp__http_has_token(h, "Upgrade", "websocket") ||
+      !acp__http_has_token(h, "Connection", "upgrade"))
+    return 400;
+  hd = acp__http_find(h, "Sec-WebSocket-Version");
+  if (!hd || hd->value_len != 2 || memcmp(hd->value, "13", 2) != 0)
+    return 400;
+  hd = acp__http_find(h, "Sec-WebSocket-Key");
+  /* A key is 16 bytes in base64: 24 characters. */
+  if (!hd || hd->value_len != 24)
+    return 400;
+  acp__ws_accept_key(hd->value, hd->value_len, accept);
+  return 101;
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// remote_peer.mjs - raw WebSocket peers (the pinned `ws` package, not the
+// ACP SDK) for the fault cases of run-remote-interop.sh, each against a
+// server at URL (e.g. `acp serve`). Prints one JSON line; exit 0 when the
+// expectation held, 1 otherwise.
+//
+//   big URL BYTES      send one text message of BYTES bytes; expect the
+//                      server to close with 1009 (message too big)
+//   vanish URL         initialize, session/new, prompt "/wait"; at the first
+//                      session/update drop the TCP connection without a
+//                      close frame (terminate); prints the session id
+//   binary URL         a binary frame is ignored (RFD): then initialize works
+//   dead URL           a raw TCP client that completes the upgrade and then
+//                      never answers a ping: expect the server to drop it
+//   refused URL TOKEN  expect the upgrade to fail with HTTP 401
+import net from 'node:net';
+import { loadSdkModule } from './sdk_loader.mjs';
+
+const [mode, url, arg] = process.argv.slice(2);
+const wsmod = await loadSdkModule('ws');
+const WebSocket = wsmod.WebSocket || wsmod.default;
+const done = (ok, info) => {
+  process.stdout.write(JSON.stringify({ ok, mode, ...info }) + '\n');
+  process.exit(ok ? 0 : 1);
+};
+setTimeout(() => done(false, { error: 'timeout' }), 30000).unref();
+
+const init = { jsonrpc: '2.0', id: 1, method: 'initialize',
+  params: { protocolVersion: 1, clientCapabilities: {} } };
+
+if (mode === 'big') {
+  const ws = new WebSocket(url);
+  ws.on('open', () => ws.send('x'.repeat(Number(arg))));
+  ws.on('close', (code) => done(code === 1009, { code }));
+  ws.on('error', () => {});
+} else if (mode === 'binary') {
+  const ws = new WebSocket(url);
+  ws.on('open', () => {
+    ws.send(Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'nope' })));
+    ws.send(JSON.stringify(init));
+  });
+  ws.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    ws.close();
+    done(m.id === 1 && !!m.result, { id: m.id });
+  });
+  ws.on('error', (e) => done(false, { error: e.message }));
+} else if (mode === 'vanish') {
+  const ws = new WebSocket(url);
+  let sessionId = null;
+  ws.on('open', () => ws.send(JSON.stringify(init)));
+  ws.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.id === 1) {
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'session/new',
+        params: { cwd: process.cwd(), mcpServers: [] } }));
+    } else if (m.id === 2) {
+      sessionId = m.result.sessionId;
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'session/prompt',
+        params: { sessionId, prompt: [{ type: 'text', text: 'busy\n/wait' }] } }));
+    } else if (m.method === 'session/update') {
+      ws.terminate();
+      done(true, { sessionId });
+    }
+  });
+  ws.on('error', (e) => done(false, { error: e.message }));
+} else if (mode === 'dead') {
+  const u = new URL(url);
+  const s = net.connect(Number(u.port), u.hostname, () => {
+    s.write(`GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\n` +
+      'Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n' +
+      'Sec-WebSocket-Version: 13\r\n\r\n');
+  });
+  let got = '';
+  let pings = 0;
+  s.on('data', (d) => {
+    got += d.toString('latin1');
+    // Count ping frames (0x89) after the head; never answer them.
+    const i = got.indexOf('\r\n\r\n');
+    if (i >= 0) pings = [...got.slice(i + 4)].filter((c) => c.charCodeAt(0) === 0x89).length;
+  });
+  s.on('close', () => done(got.startsWith('HTTP/1.1 101') && pings >= 1, { pings }));
+  s.on('error', () => {});
+} else if (mode === 'refused') {
+  const ws = new WebSocket(url, { headers: { Authorization: `Bearer ${arg}` } });
+  ws.on('unexpected-response', (req, res) => done(res.statusCode === 401, { status: res.statusCode }));
+  ws.on('open', () => done(false, { error: 'upgrade accepted' }));
+  ws.on('error', () => {});
+} else {
+  process.stderr.write('usage: node remote_peer.mjs big|vanish|binary|dead|refused URL [ARG]\n');
+  process.exit(2);
+}

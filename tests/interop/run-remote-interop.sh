@@ -1,0 +1,213 @@
+#!/bin/sh
+# run-remote-interop.sh - remote ACP over WebSocket (libacp-remote) against
+# the official ACP TypeScript SDK 2.4 and the `ws` package, both directions:
+#   - the SDK's experimental/ws-client (sdk_client.mjs --url) drives
+#     `acp serve -- acp agent`: full, echo and cancelled turns;
+#   - `acp client --url` drives an agent hosted by the SDK's
+#     experimental/server + experimental/node (sdk_agent.mjs --serve);
+#   - faults: wrong token (401), wrong Origin or Host (403), bad upgrade
+#     (400), POST (501), oversized message (close 1009), a binary frame
+#     (ignored), a client that vanishes mid-turn (its agent is stopped, the
+#     server keeps serving), an agent that dies mid-turn (the client gets an
+#     error), a peer that never answers pings (dropped).
+# Needs ACP_BIN, node and curl; installs the peers if missing. Exit 77 when
+# node or the peers cannot be had. ACP_VALGRIND_WRAP (as in run-cli.sh)
+# prefixes every acp process started here.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+wrap=${ACP_VALGRIND_WRAP:-}
+command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
+command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
+if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
+  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
+  exit 77
+fi
+work=$(mktemp -d)
+pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  for p in $pids; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+
+# Start `acp serve` with a free port (it binds port 0 and prints the URL).
+# Sets $port and $serve_pid; its stderr goes to $1.
+start_serve() {
+  log=$1; shift
+  # shellcheck disable=SC2086
+  $wrap "$acp" serve --listen 127.0.0.1:0 --verbose "$@" 2>"$log" &
+  serve_pid=$!
+  pids="$pids $serve_pid"
+  serve_pids="${serve_pids:-} $serve_pid"
+  port=""
+  for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on ws:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log")
+    [ -n "$port" ] && return 0
+    sleep 0.05
+  done
+  echo "acp serve did not start:"; cat "$log"; exit 1
+}
+
+status_of() { # curl's status code of a request to /acp with extra args
+  curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"
+}
+upgrade_hdrs="-H Connection:Upgrade -H Upgrade:websocket -H Sec-WebSocket-Version:13 -H Sec-WebSocket-Key:dGhlIHNhbXBsZSBub25jZQ=="
+
+# ---- SDK ws-client -> acp serve -- acp agent -------------------------------
+start_serve "$work/serve.log" --max-message 1048576 --ping-ms 200 -- "$acp" agent
+url="ws://127.0.0.1:$port/acp"
+for sc in full echo cancel; do
+  out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario $sc \
+        --url "$url" 2>&1)
+  if [ $? -eq 0 ]; then ok "SDK ws-client -> acp serve: $sc"; else
+    ko "SDK ws-client -> acp serve: $sc" "$out"; fi
+done
+
+# acp client --url against our own server, for the record
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$url" -p "hello over the socket" 2>&1)
+if [ "$out" = "hello over the socket" ]; then ok "acp client --url -> acp serve: a turn"
+else ko "acp client --url -> acp serve" "$out"; fi
+
+# ---- refusals ---------------------------------------------------------------
+# shellcheck disable=SC2086
+st=$(status_of $upgrade_hdrs -H "Origin: http://evil.example" "http://127.0.0.1:$port/acp")
+[ "$st" = 403 ] && ok "foreign Origin: 403" || ko "foreign Origin" "status $st"
+# shellcheck disable=SC2086
+st=$(status_of $upgrade_hdrs -H "Origin: http://localhost:$port" "http://127.0.0.1:$port/acp")
+# 101 makes curl wait for a body: a timeout (000 after 101) is fine, 403 is not
+[ "$st" != 403 ] && ok "own Origin accepted" || ko "own Origin" "status $st"
+# shellcheck disable=SC2086
+st=$(status_of $upgrade_hdrs -H "Host: rebound.example" "http://127.0.0.1:$port/acp")
+[ "$st" = 403 ] && ok "foreign Host: 403" || ko "foreign Host" "status $st"
+st=$(status_of -H "Connection: Upgrade" -H "Upgrade: websocket" "http://127.0.0.1:$port/acp")
+[ "$st" = 400 ] && ok "upgrade without a key: 400" || ko "bad upgrade" "status $st"
+# shellcheck disable=SC2086
+st=$(status_of $upgrade_hdrs "http://127.0.0.1:$port/other")
+[ "$st" = 404 ] && ok "another path: 404" || ko "another path" "status $st"
+st=$(status_of -X POST -H "Content-Type: application/json" -d '{}' "http://127.0.0.1:$port/acp")
+[ "$st" = 501 ] && ok "POST (Streamable HTTP not served): 501" || ko "POST" "status $st"
+st=$(timeout 10 node -e '
+  const s = require("net").connect(Number(process.argv[1]), "127.0.0.1", () => s.end("NOT HTTP AT ALL\r\n\r\n"));
+  let d = ""; s.on("data", (b) => d += b); s.on("close", () => console.log(d.split(" ")[1]));' "$port")
+[ "$st" = 400 ] && ok "not HTTP: 400" || ko "not HTTP" "status $st"
+
+# ---- frames -----------------------------------------------------------------
+out=$(timeout 30 node "$here/remote_peer.mjs" big "$url" 2000000 2>&1)
+[ $? -eq 0 ] && ok "oversized message: close 1009" || ko "oversized message" "$out"
+out=$(timeout 30 node "$here/remote_peer.mjs" binary "$url" 2>&1)
+[ $? -eq 0 ] && ok "binary frame ignored" || ko "binary frame" "$out"
+out=$(timeout 30 node "$here/remote_peer.mjs" dead "$url" 2>&1)
+[ $? -eq 0 ] && ok "a peer that never answers pings is dropped" || ko "dead peer" "$out"
+
+# ---- the client vanishes mid-turn -------------------------------------------
+: > "$work/serve.log.mark"
+before=$(grep -c 'agent pid' "$work/serve.log")
+out=$(timeout 30 node "$here/remote_peer.mjs" vanish "$url" 2>&1)
+rc=$?
+sleep 0.1
+apid=$(grep 'agent pid' "$work/serve.log" | tail -1 | sed 's/.*agent pid //')
+cid=$(grep 'agent pid' "$work/serve.log" | tail -1 | sed 's/.*connection \([^:]*\):.*/\1/')
+gone=0
+for _ in $(seq 1 100); do
+  if ! kill -0 "$apid" 2>/dev/null && grep -q "connection $cid closed" "$work/serve.log"; then
+    gone=1; break; fi
+  sleep 0.05
+done
+if [ $rc -eq 0 ] && [ "$gone" = 1 ] && [ "$(grep -c 'agent pid' "$work/serve.log")" -gt "$before" ]; then
+  ok "client vanished mid-turn: its agent (pid $apid) was stopped"
+else
+  ko "client vanished mid-turn" "$out" "agent $apid gone=$gone" "$(cat "$work/serve.log")"
+fi
+out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url "$url" 2>&1)
+[ $? -eq 0 ] && ok "the server keeps serving after that" || ko "serving after a vanished client" "$out"
+
+# ---- wrong token ------------------------------------------------------------
+start_serve "$work/serve2.log" --token sekrit -- "$acp" agent
+url2="ws://127.0.0.1:$port/acp"
+# shellcheck disable=SC2086
+st=$(status_of $upgrade_hdrs "http://127.0.0.1:$port/acp")
+[ "$st" = 401 ] && ok "no token: 401" || ko "no token" "status $st"
+out=$(timeout 30 node "$here/remote_peer.mjs" refused "$url2" wrong 2>&1)
+[ $? -eq 0 ] && ok "wrong token (ws package): 401" || ko "wrong token (ws)" "$out"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$url2" --token wrong -p hi 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "HTTP 401"; then ok "acp client --url, wrong token: says 401"
+else ko "acp client wrong token" "exit $rc" "$out"; fi
+out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url "$url2" --token sekrit 2>&1)
+[ $? -eq 0 ] && ok "SDK ws-client with the token" || ko "SDK ws-client with token" "$out"
+out=$(ACP_TOKEN=sekrit timeout 30 $wrap "$acp" client --quiet --url "$url2" -p "tok" 2>&1)
+[ "$out" = "tok" ] && ok "acp client --url with the token" || ko "acp client with token" "$out"
+
+# ---- the agent dies mid-turn --------------------------------------------------
+before=$(grep -c 'agent pid' "$work/serve2.log")
+"$acp" client --url "$url2" --token sekrit -p "under way
+/wait" >"$work/dies.out" 2>"$work/dies.err" &
+cpid=$!
+pids="$pids $cpid"
+# the turn is under way once the client printed the agent's first text
+for _ in $(seq 1 200); do
+  grep -q "under way" "$work/dies.out" &&
+    [ "$(grep -c 'agent pid' "$work/serve2.log")" -gt "$before" ] && break
+  sleep 0.05
+done
+apid=$(grep 'agent pid' "$work/serve2.log" | tail -1 | sed 's/.*agent pid //')
+kill -9 "$apid" 2>/dev/null
+wait "$cpid"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "Connection closed\|closed the connection" "$work/dies.err"; then
+  ok "agent died mid-turn: the client got an error (exit 1)"
+else
+  ko "agent died mid-turn" "exit $rc" "$(cat "$work/dies.err")"
+fi
+
+# ---- acp client --url -> an agent hosted by the SDK's experimental/server ----
+node "$here/sdk_agent.mjs" --serve >"$work/sdk.out" 2>"$work/sdk.err" &
+sdk_pid=$!
+pids="$pids $sdk_pid"
+sport=""
+for _ in $(seq 1 200); do
+  sport=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$work/sdk.out")
+  [ -n "$sport" ] && break
+  sleep 0.05
+done
+surl="ws://127.0.0.1:$sport/acp"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$surl" -p "echo:hi from libacp" 2>&1)
+[ "$out" = "hi from libacp" ] && ok "acp client --url -> SDK server: echo" || ko "acp client -> SDK server: echo" "$out" "$(cat "$work/sdk.err")"
+echo "hello from the file" > "$work/hello.txt"
+out=$(timeout 30 $wrap "$acp" client --yes --cwd "$work" --url "$surl" -p "read $work/hello.txt" 2>"$work/err")
+rc=$?
+if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q "hello from the file" &&
+   grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err"; then
+  ok "acp client --url -> SDK server: full turn (permission, file read)"
+else
+  ko "acp client --url -> SDK server: full turn" "exit $rc" "$out" "$(cat "$work/err")"
+fi
+# cancel with Ctrl-C, as a user would
+"$acp" client --url "$surl" -p wait >"$work/c.out" 2>"$work/c.err" &
+cpid=$!
+for _ in $(seq 1 200); do grep -q "waiting for cancel" "$work/c.out" && break; sleep 0.05; done
+kill -INT "$cpid"
+wait "$cpid"
+rc=$?
+[ $rc -eq 3 ] && ok "acp client --url -> SDK server: Ctrl-C cancels (exit 3)" || ko "cancel over ws" "exit $rc" "$(cat "$work/c.err")"
+
+# acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP its report
+# (leaks, errors) lands in its log.
+for p in $serve_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+if [ -n "$wrap" ]; then
+  if grep -q '^==[0-9]*== ' "$work"/serve*.log; then
+    ko "acp serve under $wrap" "$(grep '^==[0-9]*== ' "$work"/serve*.log | head -20)"
+  else
+    ok "acp serve clean under $wrap"
+  fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,514 @@
+/*
+ * libacp-remote: the WebSocket codec and upgrade handshake without I/O,
+ * then a server and a client on one loop over loopback: lines written on
+ * one side arrive as lines on the other, a slow reader holds the writer
+ * back, refusals reach the client with the server's status, and every
+ * handle is closed at the end (uv_loop_close() == 0).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/remote.h"
+#include "failmem.h"
+#include "remote/ws_int.h"
+
+/* MARK: - Codec */
+
+typedef struct got {
+  char text[8][256];
+  size_t n;
+  bool pause_each;
+} got;
+
+static int on_msg(void *ud, char *d, size_t n) {
+  got *g = ud;
+  assert_true(g->n < 8 && n < 255);
+  assert_int_equal(d[n], '\n');
+  memcpy(g->text[g->n], d, n);
+  g->text[g->n][n] = '\0';
+  g->n++;
+  return g->pause_each ? ACP_ERR_PAUSE : 0;
+}
+
+static size_t frame(uint8_t *out, int op, bool fin, const char *p, size_t n,
+                    const uint8_t *mask) {
+  size_t hl = acp__ws_header(out, op, n, mask);
+  if (!fin)
+    out[0] &= 0x7F;
+  memcpy(out + hl, p, n);
+  if (mask)
+    acp__ws_apply_mask(out + hl, n, mask, 0);
+  return hl + n;
+}
+
+static const uint8_t M[4] = {1, 2, 3, 4};
+
+static void test_accept_key_matches_rfc6455_example(void **state) {
+  char out[29];
+  (void)state;
+  acp__ws_accept_key("dGhlIHNhbXBsZSBub25jZQ==", 24, out);
+  assert_string_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+}
+
+static void test_server_reassembles_fragments_around_a_ping(void **state) {
+  acp__ws ws;
+  got g = {0};
+  uint8_t buf[512];
+  size_t n = 0;
+  (void)state;
+  acp__ws_init(&ws, false, 1024, NULL);
+  n += frame(buf + n, ACP__WS_OP_TEXT, false, "{\"a\":", 5, M);
+  n += frame(buf + n, ACP__WS_OP_PING, true, "hi", 2, M);
+  n += frame(buf + n, ACP__WS_OP_CONT, true, "\n1}", 3, M);
+  /* one byte at a time: the parser resumes anywhere */
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(acp__ws_recv(&ws, buf + i, 1, on_msg, &g), 1);
+  assert_int_equal(g.n, 1);
+  assert_string_equal(g.text[0], "{\"a\": 1}"); /* LF became a space */
+  /* the pong echoes the ping's payload, unmasked from a server */
+  assert_int_equal(ws.out.len, 4);
+  assert_memory_equal(ws.out.data, "\x8a\x02hi", 4);
+  acp__ws_dispose(&ws);
+}
+
+static void test_pause_stops_after_the_message(void **state) {
+  acp__ws ws;
+  got g = {.pause_each = true};
+  uint8_t buf[128];
+  size_t n = 0, a;
+  (void)state;
+  acp__ws_init(&ws, false, 1024, NULL);
+  a = n += frame(buf + n, ACP__WS_OP_TEXT, true, "{}", 2, M);
+  n += frame(buf + n, ACP__WS_OP_TEXT, true, "[]", 2, M);
+  assert_int_equal(acp__ws_recv(&ws, buf, n, on_msg, &g), (acp_ssize)a);
+  assert_int_equal(acp__ws_recv(&ws, buf + a, n - a, on_msg, &g),
+                   (acp_ssize)(n - a));
+  assert_int_equal(g.n, 2);
+  assert_string_equal(g.text[1], "[]");
+  acp__ws_dispose(&ws);
+}
+
+static void expect_close(const uint8_t *in, size_t n, bool client, int err,
+                         int code) {
+  acp__ws ws;
+  got g = {0};
+  acp__ws_init(&ws, client, 16, NULL);
+  assert_int_equal(acp__ws_recv(&ws, in, n, on_msg, &g), err);
+  assert_int_equal(ws.close_code, code);
+  assert_true(ws.close_sent);
+  assert_int_equal((uint8_t)ws.out.data[0], 0x88);
+  /* a client masks its frames (with the codec's auto_mask, zero here) */
+  size_t at = client ? 6 : 2;
+  assert_int_equal(
+      ((uint8_t)ws.out.data[at] << 8) | (uint8_t)ws.out.data[at + 1], code);
+  /* and nothing more is accepted */
+  assert_int_equal(acp__ws_recv(&ws, in, n, on_msg, &g), ACP_ERR_PROTOCOL);
+  assert_int_equal(g.n, 0);
+  acp__ws_dispose(&ws);
+}
+
+static void test_bad_frames_close_with_the_right_code(void **state) {
+  uint8_t buf[128];
+  size_t n;
+  (void)state;
+  /* unmasked frame to a server */
+  n = frame(buf, ACP__WS_OP_TEXT, true, "{}", 2, NULL);
+  expect_close(buf, n, false, ACP_ERR_PROTOCOL, 1002);
+  /* masked frame to a client */
+  n = frame(buf, ACP__WS_OP_TEXT, true, "{}", 2, M);
+  expect_close(buf, n, true, ACP_ERR_PROTOCOL, 1002);
+  /* a reserved bit */
+  n = frame(buf, ACP__WS_OP_TEXT, true, "{}", 2, M);
+  buf[0] |= 0x40;
+  expect_close(buf, n, false, ACP_ERR_PROTOCOL, 1002);
+  /* continuation with nothing to continue */
+  n = frame(buf, ACP__WS_OP_CONT, true, "{}", 2, M);
+  expect_close(buf, n, false, ACP_ERR_PROTOCOL, 1002);
+  /* a fragmented ping */
+  n = frame(buf, ACP__WS_OP_PING, false, "", 0, M);
+  expect_close(buf, n, false, ACP_ERR_PROTOCOL, 1002);
+  /* over the 16-byte cap: 1009, before the payload arrives */
+  n = frame(buf, ACP__WS_OP_TEXT, true, "01234567890123456", 17, M);
+  expect_close(buf, 6, false, ACP_ERR_LIMIT, 1009);
+  /* invalid UTF-8 in a text message */
+  n = frame(buf, ACP__WS_OP_TEXT, true, "\xc0\xaf", 2, M);
+  expect_close(buf, n, false, ACP_ERR_PROTOCOL, 1007);
+  /* a close frame with a 1-byte body */
+  n = frame(buf, ACP__WS_OP_CLOSE, true, "\x03", 1, M);
+  expect_close(buf, n, false, ACP_ERR_PROTOCOL, 1002);
+}
+
+static void test_close_is_echoed_and_binary_ignored(void **state) {
+  acp__ws ws;
+  got g = {0};
+  uint8_t buf[128];
+  size_t n = 0;
+  (void)state;
+  acp__ws_init(&ws, false, 1024, NULL);
+  n += frame(buf + n, ACP__WS_OP_BINARY, true, "\x00\x01", 2, M);
+  n += frame(buf + n, ACP__WS_OP_TEXT, true, "{}", 2, M);
+  size_t at = n;
+  n += frame(buf + n, ACP__WS_OP_CLOSE, true, "\x03\xe8", 2, M);
+  n += frame(buf + n, ACP__WS_OP_TEXT, true, "[]", 2, M);
+  /* input stops after the close frame */
+  assert_int_equal(acp__ws_recv(&ws, buf, n, on_msg, &g), (acp_ssize)(at + 8));
+  assert_int_equal(g.n, 1);
+  assert_true(ws.close_received);
+  assert_int_equal(ws.close_code, 1000);
+  assert_memory_equal(ws.out.data, "\x88\x02\x03\xe8", 4);
+  acp__ws_dispose(&ws);
+}
+
+/* Every allocation of the codec failing in turn: each run ends with an
+ * error or completes, and nothing is left allocated. */
+static int codec_scenario(failmem *f) {
+  acp_mem m = failmem_start(f, f->fail_at);
+  acp__ws ws;
+  got g = {0};
+  uint8_t buf[1024];
+  size_t n = 0;
+  char big[300];
+  memset(big, 'x', sizeof(big));
+  acp__ws_init(&ws, false, 1024, &m);
+  n += frame(buf + n, ACP__WS_OP_TEXT, false, "{\"a\":", 5, M);
+  n += frame(buf + n, ACP__WS_OP_PING, true, "hi", 2, M);
+  n += frame(buf + n, ACP__WS_OP_CONT, true, "1}", 2, M);
+  n += frame(buf + n, ACP__WS_OP_BINARY, true, big, sizeof(big), M);
+  n += frame(buf + n, ACP__WS_OP_CLOSE, true, "\x03\xe8", 2, M);
+  acp_ssize r = acp__ws_recv(&ws, buf, n, on_msg, &g);
+  acp__ws_dispose(&ws);
+  if (r < 0) {
+    assert_int_equal(r, ACP_ERR_NOMEM);
+    return 0;
+  }
+  assert_int_equal(r, (acp_ssize)n);
+  assert_int_equal(g.n, 1);
+  return 1;
+}
+
+static void test_codec_allocation_failures(void **state) {
+  (void)state;
+  failmem_sweep(codec_scenario, 2);
+}
+
+/* MARK: - Handshake */
+
+static int check(const char *req, const char *token) {
+  acp__http_head h;
+  char accept[29];
+  static const char *const hosts[] = {"127.0.0.1:9", "localhost:9", NULL};
+  acp__ws_policy p = {"/acp", token, hosts};
+  acp_ssize n = acp__http_parse_head(req, strlen(req), false, &h);
+  if (n <= 0)
+    return (int)n;
+  assert_int_equal((size_t)n, strlen(req));
+  return acp__ws_check_request(&h, &p, accept);
+}
+
+#define UP                                                                     \
+  "Upgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"                  \
+  "Sec-WebSocket-Version: 13\r\n"                                              \
+  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+
+static void test_upgrade_requests_get_the_right_status(void **state) {
+  (void)state;
+  assert_int_equal(
+      check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP "\r\n", NULL), 101);
+  assert_int_equal(check("GET /acp?x=1 HTTP/1.1\r\nHost: localhost:9\r\n" UP
+                         "Origin: http://localhost:9\r\n\r\n",
+                         NULL),
+                   101);
+  assert_int_equal(check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP
+                         "Origin: https://evil.example\r\n\r\n",
+                         NULL),
+                   403);
+  assert_int_equal(check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP
+                         "Origin: null\r\n\r\n",
+                         NULL),
+                   403);
+  assert_int_equal(
+      check("GET /acp HTTP/1.1\r\nHost: evil.example:9\r\n" UP "\r\n", NULL),
+      403);
+  assert_int_equal(
+      check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP "\r\n", "t0k"),
+      401);
+  assert_int_equal(check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP
+                         "Authorization: Bearer t0kx\r\n\r\n",
+                         "t0k"),
+                   401);
+  assert_int_equal(check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP
+                         "Authorization: bearer t0k\r\n\r\n",
+                         "t0k"),
+                   101);
+  assert_int_equal(
+      check("GET /x HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP "\r\n", NULL), 404);
+  assert_int_equal(
+      check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 426);
+  assert_int_equal(
+      check("POST /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 501);
+  assert_int_equal(
+      check("PUT /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 405);
+  assert_int_equal(check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"
+                         "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                         "Sec-WebSocket-Version: 8\r\n"
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+                         NULL),
+                   400);
+  assert_int_equal(check("GET /acp HTTP/1.0\r\n" UP "\r\n", NULL), 400);
+  assert_int_equal(check("GET /acp HTTP/1.1\r\nBad Header: x\r\n\r\n", NULL),
+                   ACP_ERR_PARSE);
+  assert_int_equal(check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n", NULL),
+                   0);
+}
+
+/* MARK: - Loopback */
+
+typedef struct pair {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *srv_link;
+  acp_uv_link *cli;
+  char got[1 << 16];
+  size_t got_len;
+  int status;
+  char detail[256];
+  int ended;
+  bool echo;
+  bool hold; /* the server side does not read */
+  size_t max_queue;
+} pair;
+
+static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
+                     void *ud) {
+  pair *p = ud;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    p->srv_link = NULL;
+    return;
+  }
+  if (p->echo)
+    acp_uv_link_write(l, d, n);
+}
+
+static void on_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                      void *ud) {
+  pair *p = ud;
+  (void)s;
+  assert_int_equal(strlen(id), 36);
+  p->srv_link = link;
+  if (!p->hold)
+    acp_uv_link_read_start(link, srv_read, p);
+}
+
+static void cli_read(acp_uv_link *l, int status, const char *d, size_t n,
+                     void *ud) {
+  pair *p = ud;
+  if (status != 0) {
+    p->ended++;
+    acp_uv_link_close(l, 0, NULL, NULL);
+    p->cli = NULL;
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+    return;
+  }
+  assert_true(p->got_len + n <= sizeof(p->got));
+  memcpy(p->got + p->got_len, d, n);
+  p->got_len += n;
+  if (p->got_len >= 30) {
+    acp_uv_link_close(l, 1000, NULL, NULL);
+    p->cli = NULL;
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+  }
+}
+
+static void on_connected(acp_uv_link *l, int status, const char *detail,
+                         void *ud) {
+  pair *p = ud;
+  (void)l;
+  p->status = status;
+  snprintf(p->detail, sizeof(p->detail), "%s", detail);
+}
+
+static void start(pair *p, const char *token, const char *client_token) {
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  char url[64];
+  assert_int_equal(uv_loop_init(&p->loop), 0);
+  so.token = token;
+  assert_int_equal(
+      acp_remote_server_new(&p->srv, &p->loop, &so, on_accept, p, NULL, NULL),
+      0);
+  snprintf(url, sizeof(url), "ws://127.0.0.1:%d/acp",
+           acp_remote_server_port(p->srv));
+  co.token = client_token;
+  p->status = 1;
+  assert_int_equal(
+      acp_remote_connect(&p->cli, &p->loop, url, &co, on_connected, p, NULL),
+      0);
+  assert_int_equal(acp_uv_link_read_start(p->cli, cli_read, p), 0);
+}
+
+static void test_lines_cross_the_socket_both_ways(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  p->echo = true;
+  start(p, "tok", "tok");
+  /* written before the handshake is over: held, then sent in order; a
+   * line split across writes is one message; blank lines are dropped */
+  assert_int_equal(acp_uv_link_write(p->cli, "{\"a\":1}\n\n{\"b\"", 13), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, ":2}\r\n[3,4,5,6,7,8,9]\n", 21),
+                   0);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, 0);
+  assert_int_equal(strlen(p->detail), 36);
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, "{\"a\":1}\n{\"b\":2}\n[3,4,5,6,7,8,9]\n");
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+static void test_refused_upgrade_reports_status(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  start(p, "tok", "wrong");
+  acp_uv_link_write(p->cli, "{}\n", 3);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, ACP_ERR_PROTOCOL);
+  assert_non_null(strstr(p->detail, "HTTP 401"));
+  assert_int_equal(p->ended, 1);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* A server side that does not read: the client's writes pile up in its
+ * link's queue (which a coupling would act on) instead of vanishing. */
+static void on_check(uv_timer_t *t) {
+  pair *p = t->data;
+  size_t q = acp_uv_link_write_queue_size(p->cli);
+  if (q < (size_t)8 << 20 && p->status == 0) {
+    char chunk[4096];
+    memset(chunk, 'x', sizeof(chunk) - 1);
+    chunk[sizeof(chunk) - 1] = '\n';
+    for (int i = 0; i < 256; i++)
+      acp_uv_link_write(p->cli, chunk, sizeof(chunk));
+    uv_timer_start(t, on_check, 5, 0);
+    return;
+  }
+  p->max_queue = q;
+  uv_close((uv_handle_t *)t, NULL);
+  acp_uv_link_close(p->cli, 0, NULL, NULL);
+  p->cli = NULL;
+  if (p->srv_link) {
+    acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+    p->srv_link = NULL;
+  }
+  acp_remote_server_close(p->srv);
+  p->srv = NULL;
+}
+
+static void test_unread_socket_backs_up_into_the_link(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  uv_timer_t t;
+  (void)state;
+  p->hold = true;
+  start(p, NULL, NULL);
+  uv_timer_init(&p->loop, &t);
+  t.data = p;
+  uv_timer_start(&t, on_check, 5, 0);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_true(p->max_queue >= (size_t)8 << 20);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* The loopback exchange with every allocation of the server and the
+ * client failing in turn: the loop always ends, every handle is closed,
+ * nothing leaks. A run that completes delivers the whole echo. */
+static void fm_on_accept(acp_remote_server *s, acp_uv_link *link,
+                         const char *id, void *ud) {
+  pair *p = ud;
+  (void)s;
+  (void)id;
+  p->srv_link = link;
+  if (acp_uv_link_read_start(link, srv_read, p) != 0) {
+    acp_uv_link_close(link, 0, NULL, NULL);
+    p->srv_link = NULL;
+  }
+}
+
+static void fm_on_connected(acp_uv_link *l, int status, const char *detail,
+                            void *ud) {
+  on_connected(l, status, detail, ud);
+}
+
+static int pair_scenario(failmem *f) {
+  pair *p = calloc(1, sizeof(*p));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_mem m = failmem_start(f, f->fail_at);
+  char url[64];
+  int done = 0;
+  assert_int_equal(uv_loop_init(&p->loop), 0);
+  p->echo = true;
+  p->status = 1;
+  if (acp_remote_server_new(&p->srv, &p->loop, &so, fm_on_accept, p, &m,
+                            NULL) != 0)
+    goto out;
+  snprintf(url, sizeof(url), "ws://127.0.0.1:%d/acp",
+           acp_remote_server_port(p->srv));
+  if (acp_remote_connect(&p->cli, &p->loop, url, NULL, fm_on_connected, p,
+                         &m) != 0) {
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+    goto out;
+  }
+  if (acp_uv_link_read_start(p->cli, cli_read, p) != 0 ||
+      acp_uv_link_write(p->cli, "{\"a\":1}\n{\"b\":2}\n[3,4,5,6,7,8,9]\n",
+                        32) != 0) {
+    acp_uv_link_close(p->cli, 0, NULL, NULL);
+    p->cli = NULL;
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+  }
+out:
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  if (p->srv_link)
+    acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+  if (p->srv)
+    acp_remote_server_close(p->srv);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  done = p->got_len == 32;
+  free(p);
+  return done;
+}
+
+static void test_loopback_allocation_failures(void **state) {
+  (void)state;
+  failmem_sweep(pair_scenario, 10);
+}
+
+int main(void) {
+  acp_uv_ignore_sigpipe();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_accept_key_matches_rfc6455_example),
+      cmocka_unit_test(test_server_reassembles_fragments_around_a_ping),
+      cmocka_unit_test(test_pause_stops_after_the_message),
+      cmocka_unit_test(test_bad_frames_close_with_the_right_code),
+      cmocka_unit_test(test_close_is_echoed_and_binary_ignored),
+      cmocka_unit_test(test_codec_allocation_failures),
+      cmocka_unit_test(test_upgrade_requests_get_the_right_status),
+      cmocka_unit_test(test_lines_cross_the_socket_both_ways),
+      cmocka_unit_test(test_refused_upgrade_reports_status),
+      cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
+      cmocka_unit_test(test_loopback_allocation_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
