@@ -52,6 +52,8 @@ run stdio-call-json 0 '{"content":[{"type":"text","text":"hi"}]' -- mcp call --j
 run stdio-protocol-forced 0 '"protocolVersion":"2025-03-26"}' -- mcp call --json --protocol 2025-03-26 --stdio "$acp" mcp serve -- echo message=hi
 run stdio-protocol-auto 0 '"protocolVersion":"20' -- mcp tools --json --protocol auto --stdio "$acp" mcp serve
 run stdio-protocol-bad 2 '' -- mcp tools --protocol 1999-01-01 --stdio "$acp" mcp serve
+# Our client and our server at the stateless revision (no initialize).
+run stdio-protocol-2026 0 '"protocolVersion":"2026-07-28"}' -- mcp call --json --protocol 2026-07-28 --stdio "$acp" mcp serve -- echo message=hi
 run stdio-read 0 "an MCP server built on libacp" -- mcp read --stdio "$acp" mcp serve -- acp://readme
 run stdio-get 0 "user: Please greet Bob warmly." -- mcp get --stdio "$acp" mcp serve -- greet name=Bob
 run stdio-resources-json 0 '"resourceTemplates":[]' -- mcp resources --json --stdio "$acp" mcp serve
@@ -84,6 +86,8 @@ run http-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --url "$url" pin
 run http-call 0 "5" -- mcp call --url "$url" add a=2 b=3
 run http-call-json 0 '"structuredContent":{"sum":5}' -- mcp call --json --url "$url" add a=2 b=3
 run http-protocol-forced 0 '"protocolVersion":"2025-06-18"}' -- mcp call --json --protocol 2025-06-18 --url "$url" add a=2 b=3
+run http-protocol-2026 0 '"structuredContent":{"sum":5}' -- mcp call --json --protocol 2026-07-28 --url "$url" add a=2 b=3
+run http-protocol-2026-read 0 '"protocolVersion":"2026-07-28"}' -- mcp read --json --protocol 2026-07-28 --url "$url" acp://readme
 run http-read 0 "an MCP server built on libacp" -- mcp read --url "$url" acp://readme
 run http-get 0 "Please greet Ann warmly." -- mcp get --url "$url" greet name=Ann
 run http-streamable-explicit 0 "echo" -- mcp tools --transport streamable --url "$url"
