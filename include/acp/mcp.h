@@ -66,7 +66,9 @@
  *     one we issued for that list, or points past its end, is -32602.
  *
  * CLIENT. acp_mcp_client wraps one rpc session: initialize (asks
- * 2025-11-25 by default, accepts any version above), list helpers with
+ * 2025-11-25 by default, accepts any version above; or, by choice, the
+ * stateless 2026-07-28 found with server/discover: see MARK: - Client:
+ * eras), list helpers with
  * automatic paging, tools/call with progress, reads, prompts, subscriptions,
  * completion, logging level, ping, and handlers for the server's requests
  * (roots/list, sampling/createMessage, elicitation/create) that may answer
@@ -1057,7 +1059,9 @@ ACP_EXTERN const char *acp_mcp_client_instructions(const acp_mcp_client *c);
 /**
  * Send any request (params: JSON object or NULL). Every helper below is this
  * with a fixed method and params. Before initialize completed only
- * `initialize` and `ping` may be sent.
+ * `initialize`, `ping` and `server/discover` may be sent. Once the client
+ * is stateless (acp_mcp_client_era()), the 2026 `_meta` is added to
+ * `params` (see MARK: - Client: eras).
  * @param opts    NULL for defaults.
  * @param id_out  optional; the request id (for acp_mcp_client_cancel()).
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_INVALID_STATE, ACP_ERR_NOMEM,
@@ -1131,6 +1135,140 @@ ACP_EXTERN int acp_mcp_client_cancel(acp_mcp_client *c, int64_t id,
                                      const char *reason, uint64_t now_ms);
 /** Send notifications/roots/list_changed. */
 ACP_EXTERN int acp_mcp_client_roots_changed(acp_mcp_client *c);
+
+/* MARK: - Client: eras (2026-07-28) */
+
+/*
+ * The client speaks the stateless revision 2026-07-28 as well as the
+ * stateful ones. Which one acp_mcp_client_initialize() uses is the client's
+ * mode (acp_mcp_client_set_mode()):
+ *
+ *   - ACP_MCP_CLIENT_STATEFUL (the default, as before this revision
+ *     existed): `initialize` with the version of
+ *     acp_mcp_client_set_protocol_version(), then notifications/initialized.
+ *   - ACP_MCP_CLIENT_AUTO: probe with `server/discover` (carrying the 2026
+ *     `_meta`). A result whose `supportedVersions` lists "2026-07-28" makes
+ *     the client stateless; any error answer (-32601 from a server that
+ *     does not know the method, -32022 UnsupportedProtocolVersion, -32600
+ *     "not initialized", ...) or a result without "2026-07-28" makes it
+ *     fall back to `initialize` as in STATEFUL mode (the 2026 client
+ *     negotiates down). The callback of acp_mcp_client_initialize() runs
+ *     once, when either handshake finished.
+ *   - ACP_MCP_CLIENT_STATELESS: 2026-07-28 only: `server/discover`, and the
+ *     callback gets ACP_ERR_UNSUPPORTED (msg the response) when the server
+ *     answers an error or does not list "2026-07-28".
+ *
+ * Once stateless (acp_mcp_client_era() is ACP_MCP_ERA_STATELESS):
+ *   - every request carries `_meta` with
+ *     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+ *     "io.modelcontextprotocol/clientCapabilities" (what the callbacks
+ *     declare, as initialize would) and "io.modelcontextprotocol/clientInfo"
+ *     (name and version of acp_mcp_client_new()); members the caller put in
+ *     `_meta` are kept. No initialize, no notifications/initialized.
+ *   - acp_mcp_client_server_capabilities(), _server_info() and
+ *     _instructions() come from the discover result (serverInfo from its
+ *     `_meta["io.modelcontextprotocol/serverInfo"]`).
+ *   - Multi round-trip requests: a tools/call, resources/read or prompts/get
+ *     answered with `resultType: "input_required"` does not reach the
+ *     caller's callback. Each entry of `inputRequests` is handed to the
+ *     roots / sampling / elicitation callback (the same ones a stateful
+ *     server's requests reach; acp_mcp_client_request_method() names it),
+ *     which answers with acp_mcp_client_respond(), now or later. When every
+ *     entry is answered the original request is sent again (a new id) with
+ *     `inputResponses` (the answers under the server's keys) and the exact
+ *     `requestState` of the interim result (omitted when it had none); the
+ *     final result reaches the callback. An entry whose method has no
+ *     callback, an answer with acp_mcp_client_respond_error(), or more than
+ *     ACP_MCP_CLIENT_MAX_ROUNDS interim results in a row complete the
+ *     request with ACP_ERR_UNSUPPORTED, ACP_ERR_CANCELLED or
+ *     ACP_ERR_PROTOCOL respectively, with msg NULL. The id given by
+ *     id_out names the first attempt only.
+ *   - List caching: a complete tools/list, resources/list,
+ *     resources/templates/list or prompts/list result with `ttlMs` > 0 and
+ *     a `cacheScope` of "private" or "public" is kept for ttlMs (by method
+ *     and cursor). The cache belongs to this one client object and is never
+ *     shared, which both scopes allow. A list request while its entry is
+ *     fresh is answered from it: the callback runs before the list function
+ *     returns, with a synthesized msg (msg->local set, -1 in id_out). A
+ *     notifications/<list>/list_changed drops the matching entries;
+ *     acp_mcp_client_cache_clear() drops all.
+ *   - Results that omit `resultType` are taken as "complete" (a server of
+ *     an earlier revision).
+ */
+
+/** How acp_mcp_client_initialize() chooses the protocol revision. */
+typedef enum acp_mcp_client_mode {
+  ACP_MCP_CLIENT_STATEFUL = 0, /**< initialize only (the default) */
+  ACP_MCP_CLIENT_AUTO = 1,     /**< server/discover, else initialize */
+  ACP_MCP_CLIENT_STATELESS = 2 /**< 2026-07-28 only */
+} acp_mcp_client_mode;
+
+/** Which family of revisions a client or conn speaks. */
+typedef enum acp_mcp_era {
+  ACP_MCP_ERA_NONE = 0,     /**< not negotiated yet */
+  ACP_MCP_ERA_STATEFUL = 1, /**< 2024-11-05 .. 2025-11-25, after initialize */
+  ACP_MCP_ERA_STATELESS = 2 /**< 2026-07-28, per-request _meta */
+} acp_mcp_era;
+
+/** Interim input_required results followed in a row before giving up. */
+#define ACP_MCP_CLIENT_MAX_ROUNDS 16
+
+/**
+ * Set the mode (before acp_mcp_client_initialize()).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (c NULL, mode out of range),
+ *         ACP_ERR_INVALID_STATE (the handshake was already sent).
+ */
+ACP_EXTERN int acp_mcp_client_set_mode(acp_mcp_client *c,
+                                       acp_mcp_client_mode mode);
+/**
+ * Force one revision by its string: "2026-07-28" is ACP_MCP_CLIENT_STATELESS;
+ * a stateful revision is ACP_MCP_CLIENT_STATEFUL asking that version; NULL
+ * or "auto" is ACP_MCP_CLIENT_AUTO (asking ACP_MCP_VERSION_LATEST if it
+ * falls back).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (unknown revision), or
+ *         ACP_ERR_INVALID_STATE (the handshake was already sent).
+ */
+ACP_EXTERN int acp_mcp_client_set_protocol(acp_mcp_client *c,
+                                           const char *version);
+/** The negotiated era (ACP_MCP_ERA_NONE before the handshake completed). */
+ACP_EXTERN acp_mcp_era acp_mcp_client_era(const acp_mcp_client *c);
+/**
+ * The negotiated revision as a static string ("2026-07-28", "2025-11-25",
+ * ...), NULL before the handshake completed. acp_mcp_client_version() is
+ * ACP_MCP_VERSION_UNKNOWN for 2026-07-28 (its enum lists the stateful
+ * revisions).
+ */
+ACP_EXTERN const char *acp_mcp_client_protocol(const acp_mcp_client *c);
+/** Drop every cached list result. Accepts NULL. */
+ACP_EXTERN void acp_mcp_client_cache_clear(acp_mcp_client *c);
+
+/**
+ * Receives one `Mcp-Param-{name}` header of a tools/call: `name` is the
+ * x-mcp-header value, `value` the argument as text (a string as is, an
+ * integer in decimal, a boolean "true" / "false"); neither NUL-terminated,
+ * valid during the call. Encoding for HTTP (the Base64 sentinel for a value
+ * that is not header-safe) is the transport's. Return 0 to go on; anything
+ * else stops the walk and is returned.
+ */
+typedef int (*acp_mcp_param_header_cb)(const char *name, size_t name_len,
+                                       const char *value, size_t value_len,
+                                       void *user_data);
+/**
+ * The custom headers (2026-07-28 `x-mcp-header`) of a tools/call request:
+ * for `params` (the request's params object, parsed in `doc`), the
+ * annotated parameters of the named tool present in `arguments`, as the
+ * client learnt them from its last stateless tools/list (tools with an
+ * invalid annotation were removed from that result, as the spec requires).
+ * Integers outside +-(2^53-1) and values of other types are skipped. A
+ * tool not listed, or without annotations, gives no header. Used by the
+ * Streamable HTTP transport (acp/http.h).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM, or what `cb` returned.
+ */
+ACP_EXTERN int acp_mcp_client_param_headers(acp_mcp_client *c,
+                                            acp_json_doc *doc,
+                                            const acp_json_val *params,
+                                            acp_mcp_param_header_cb cb,
+                                            void *user_data);
 
 /** The method of a server request ("roots/list", ...; static). */
 ACP_EXTERN const char *

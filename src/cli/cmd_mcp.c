@@ -56,9 +56,16 @@ static const char usage_text[] =
     "                       arguments with --\n"
     "  --timeout MS         per-request inactivity timeout (default 60000,\n"
     "                       0: none); progress resets it\n"
+    "  --protocol VERSION   the MCP revision: auto (default: server/discover,\n"
+    "                       falling back to initialize for servers of earlier\n"
+    "                       revisions), 2026-07-28 (stateless only), or a\n"
+    "                       stateful one (2025-11-25 ... 2024-11-05: "
+    "initialize)\n"
     "  -h, --help           this help\n"
     "\n"
-    "Progress notifications and server log messages go to stderr.\n"
+    "Progress notifications and server log messages go to stderr. With --json\n"
+    "the printed object ends with \"protocolVersion\", the negotiated "
+    "revision.\n"
     "\n"
     "exit status: 0 success; 1 failure (connection, protocol, JSON-RPC error,\n"
     "timeout); 2 bad command line; 3 the tool answered isError: true.\n";
@@ -462,6 +469,41 @@ static void print_content(acp_json_doc *doc, const acp_json_val *b) {
   }
 }
 
+/* MARK: - Protocol revision (2026-07-28 and the stateful ones) */
+
+/* The result object as one JSON line, with "protocolVersion": the
+ * negotiated revision appended as its last member. */
+static void print_with_protocol(mcli *m, const acp_rpc_msg *msg) {
+  const char *pv = acp_mcp_client_protocol(m->c);
+  acp_json_writer *w = NULL;
+  const acp_json_val *k;
+  const char *s;
+  size_t n;
+
+  if (acp_json_writer_new(&w, 0, NULL) != 0)
+    return;
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(msg->result); k;
+       k = acp_json_next(acp_json_next(k))) {
+    if (acp_json_doc_str(msg->doc, k, &s, &n) != 0)
+      continue;
+    if (n == 15 && memcmp(s, "protocolVersion", 15) == 0)
+      continue;
+    acp_json_write_key(w, s, n);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  acp_json_write_keyz(w, "protocolVersion");
+  if (pv)
+    acp_json_write_strz(w, pv);
+  else
+    acp_json_write_null(w);
+  acp_json_write_obj_end(w);
+  s = acp_json_writer_data(w, &n);
+  if (acp_json_writer_error(w) == 0)
+    print_json_line(s, n);
+  acp_json_writer_free(w);
+}
+
 static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                      void *ud) {
   mcli *m = ud;
@@ -475,9 +517,7 @@ static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
   }
   r = msg->result;
   if (m->json) {
-    size_t n;
-    const char *raw = acp_json_raw(r, &n);
-    print_json_line(raw, n);
+    print_with_protocol(m, msg);
     if (m->verb == V_CALL) {
       bool e = false;
       acp_json_get_bool(acp_json_obj_getz(r, "isError"), &e);
@@ -598,6 +638,12 @@ static int on_page(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
   if (m->json) {
     size_t n;
     const char *s;
+    const char *pv = acp_mcp_client_protocol(m->c);
+    acp_json_write_keyz(m->out, "protocolVersion");
+    if (pv)
+      acp_json_write_strz(m->out, pv);
+    else
+      acp_json_write_null(m->out);
     acp_json_write_obj_end(m->out);
     s = acp_json_writer_data(m->out, &n);
     print_json_line(s, n);
@@ -650,6 +696,12 @@ static int on_initialized(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
   uint64_t now = uv_now(&m->loop);
   int rv = 0;
   (void)c;
+  if (status == ACP_ERR_UNSUPPORTED) {
+    cli_err(SUB, "the server does not speak the protocol revision asked "
+                 "(try --protocol auto)");
+    finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
   if (status != 0) {
     print_rpc_error(msg, status);
     finish(m, CLI_EXIT_FAILURE);
@@ -729,7 +781,7 @@ static int add_arg(acp_json_writer *w, const char *kv, int strings_only) {
 
 static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   mcli m;
-  const char *url = NULL, *tname = "auto";
+  const char *url = NULL, *tname = "auto", *protocol = NULL;
   const char *hdrs[16];
   size_t nhdrs = 0, k;
   char **cmd = NULL;
@@ -762,6 +814,8 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       hdrs[nhdrs++] = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--timeout", &ok)) != NULL)
       timeout = strtoull(v, NULL, 10);
+    else if ((v = cli_opt_value(argc, argv, &i, "--protocol", &ok)) != NULL)
+      protocol = v;
     else if (strcmp(argv[i], "--stdio") == 0) {
       cmd = argv + i + 1;
       for (i = i + 1; i < argc; i++) {
@@ -829,6 +883,17 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   acp_mcp_client_callbacks_free(cbs);
   if (rv == 0)
     acp_mcp_client_set_timeouts(m.c, timeout, 0);
+  if (rv == 0 && acp_mcp_client_set_protocol(m.c, protocol) != 0) {
+    cli_err(SUB,
+            "--protocol is auto, 2026-07-28, 2025-11-25, 2025-06-18, "
+            "2025-03-26 or 2024-11-05, not '%s'",
+            protocol);
+    acp_mcp_client_free(m.c);
+    acp_json_writer_free(m.args);
+    acp_json_writer_free(m.out);
+    uv_loop_close(&m.loop);
+    return CLI_EXIT_USAGE;
+  }
   if (rv == 0 && url) {
     rv = acp_http_client_new(&m.hc, &m.loop, m.c, url, mode, on_http_end, &m,
                              NULL);

@@ -32,8 +32,9 @@ struct hc_xfer {
   size_t body_len;
   char *req_id; /* raw id of the request posted, or NULL */
   bool got_response;
-  bool probe; /* AUTO: the first POST, which decides the transport */
-  bool typed; /* content type checked */
+  bool probe;     /* AUTO: the first POST, which decides the transport */
+  bool stateless; /* a 2026-07-28 message: no MCP-Session-Id */
+  bool typed;     /* content type checked */
   bool is_sse;
   acp__buf resp;
   acp__sse sse;
@@ -102,11 +103,154 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
 
 /* The MCP-Protocol-Version to send, or NULL while unknown. */
 static const char *proto_version(const acp_http_client *hc) {
-  if (hc->mc) {
-    acp_mcp_version v = acp_mcp_client_version(hc->mc);
-    return v == ACP_MCP_VERSION_UNKNOWN ? NULL : acp_mcp_version_str(v);
-  }
+  if (hc->mc)
+    return acp_mcp_client_protocol(hc->mc);
   return hc->proto;
+}
+
+/* MARK: - 2026-07-28 request headers */
+
+/* Whether `s` can be a header value as is (visible ASCII and inner spaces,
+ * no leading or trailing whitespace). */
+static bool header_safe(const char *s, size_t n) {
+  size_t i;
+  if (n > 0 &&
+      (s[0] == ' ' || s[n - 1] == ' ' || s[0] == '\t' || s[n - 1] == '\t'))
+    return false;
+  for (i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch < 0x20 || ch > 0x7e)
+      return false;
+  }
+  return true;
+}
+
+/* "Name: value" into `out` (heap), the value in the spec's Base64 sentinel
+ * form (=?base64?...?=) when it is not header-safe. */
+static char *header_line(const acp_mem *m, const char *name, const char *v,
+                         size_t n) {
+  static const char b64[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t nl = strlen(name);
+  size_t cap = nl + 2 + 11 + (n + 2) / 3 * 4 + 1;
+  char *out = acp__malloc(m, cap);
+  char *q;
+  size_t i;
+
+  if (out == NULL)
+    return NULL;
+  memcpy(out, name, nl);
+  q = out + nl;
+  if (n == 0) {
+    /* libcurl reads "Name:" as "remove this header", "Name;" as "send it
+     * empty". */
+    *q++ = ';';
+    *q = '\0';
+    return out;
+  }
+  *q++ = ':';
+  *q++ = ' ';
+  if (header_safe(v, n)) {
+    memcpy(q, v, n);
+    q[n] = '\0';
+    return out;
+  }
+  memcpy(q, "=?base64?", 9);
+  q += 9;
+  for (i = 0; i + 2 < n; i += 3) {
+    unsigned w = (unsigned)(unsigned char)v[i] << 16 |
+                 (unsigned)(unsigned char)v[i + 1] << 8 |
+                 (unsigned char)v[i + 2];
+    *q++ = b64[w >> 18 & 63];
+    *q++ = b64[w >> 12 & 63];
+    *q++ = b64[w >> 6 & 63];
+    *q++ = b64[w & 63];
+  }
+  if (i < n) {
+    unsigned w = (unsigned)(unsigned char)v[i] << 16;
+    if (i + 1 < n)
+      w |= (unsigned)(unsigned char)v[i + 1] << 8;
+    *q++ = b64[w >> 18 & 63];
+    *q++ = b64[w >> 12 & 63];
+    *q++ = i + 1 < n ? b64[w >> 6 & 63] : '=';
+    *q++ = '=';
+  }
+  memcpy(q, "?=", 3);
+  return out;
+}
+
+static int add_line(hc_xfer *x, char *line) {
+  struct curl_slist *l;
+  if (line == NULL)
+    return ACP_ERR_NOMEM;
+  l = curl_slist_append(x->hdrs, line);
+  acp__free(&x->hc->mem, line);
+  if (l == NULL)
+    return ACP_ERR_NOMEM;
+  x->hdrs = l;
+  return 0;
+}
+
+/* One Mcp-Param-{name} header (acp_mcp_client_param_headers()). */
+static int add_param(const char *name, size_t name_len, const char *value,
+                     size_t value_len, void *ud) {
+  hc_xfer *x = ud;
+  char hname[128];
+
+  if (name_len > sizeof(hname) - 11)
+    return 0; /* no header line that long: leave it out */
+  memcpy(hname, "Mcp-Param-", 10);
+  memcpy(hname + 10, name, name_len);
+  hname[10 + name_len] = '\0';
+  return add_line(x, header_line(&x->hc->mem, hname, value, value_len));
+}
+
+/*
+ * A 2026-07-28 message (a request carrying
+ * _meta["io.modelcontextprotocol/protocolVersion"], or any message once the
+ * MCP client is stateless) gets Mcp-Method, and for tools/call,
+ * resources/read and prompts/get Mcp-Name (params.name or params.uri);
+ * *version_out is the version it names. Returns 0 or ACP_ERR_NOMEM.
+ */
+static int add_2026_headers(acp_http_client *hc, hc_xfer *x,
+                            const acp_json_val *root, bool *is_2026,
+                            const char **version_out) {
+  const acp_json_val *method = acp_json_obj_getz(root, "method");
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  const acp_json_val *pv = acp_json_obj_getz(acp_json_obj_getz(params, "_meta"),
+                                             ACP_MCP_META_PROTOCOL_VERSION);
+  const acp_json_val *name = NULL;
+  const char *s;
+  size_t n;
+  int rv;
+
+  *is_2026 = false;
+  if (acp_json_type_of(method) != ACP_JSON_STRING)
+    return 0;
+  if (acp_json_type_of(pv) == ACP_JSON_STRING)
+    *version_out = ACP_JSON_STR_EQ_LIT(pv, ACP_MCP_PROTOCOL_2026_07_28)
+                       ? ACP_MCP_PROTOCOL_2026_07_28
+                       : NULL;
+  else if (hc->mc == NULL ||
+           acp_mcp_client_era(hc->mc) != ACP_MCP_ERA_STATELESS)
+    return 0;
+  *is_2026 = true;
+  if (acp_json_doc_str(hc->doc, method, &s, &n) != 0)
+    return 0;
+  rv = add_line(x, header_line(&hc->mem, "Mcp-Method", s, n));
+  if (rv != 0)
+    return rv;
+  if (ACP_JSON_STR_EQ_LIT(method, "tools/call") ||
+      ACP_JSON_STR_EQ_LIT(method, "prompts/get"))
+    name = acp_json_obj_getz(params, "name");
+  else if (ACP_JSON_STR_EQ_LIT(method, "resources/read"))
+    name = acp_json_obj_getz(params, "uri");
+  if (acp_json_type_of(name) == ACP_JSON_STRING &&
+      acp_json_doc_str(hc->doc, name, &s, &n) == 0)
+    rv = add_line(x, header_line(&hc->mem, "Mcp-Name", s, n));
+  if (rv == 0 && hc->mc != NULL && ACP_JSON_STR_EQ_LIT(method, "tools/call"))
+    rv = acp_mcp_client_param_headers(hc->mc, hc->doc, params, add_param, x);
+  return rv;
 }
 
 static bool version_token_ok(const char *s, size_t n) {
@@ -265,7 +409,9 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
       set_get_state(hc, ACP_HTTP_GET_REFUSED);
     return len;
   }
-  if (len > 15 && strncasecmp(buf, "mcp-session-id:", 15) == 0) {
+  /* 2026-07-28 has no sessions: a session id on its answers is ignored. */
+  if (!x->stateless && len > 15 &&
+      strncasecmp(buf, "mcp-session-id:", 15) == 0) {
     size_t a = 15, b = len;
     while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
       a++;
@@ -385,6 +531,7 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
   curl_easy_setopt(x->e, CURLOPT_PROTOCOLS_STR, "http,https");
   if (kind == X_POST) {
     const acp_json_val *root, *id, *method;
+    bool is_2026 = false;
     x->body = acp__strndup(&hc->mem, body, len);
     if (x->body == NULL)
       rv = ACP_ERR_NOMEM;
@@ -406,6 +553,10 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
             rv = ACP_ERR_NOMEM;
         }
       }
+      if (rv == 0 && hc->transport != ACP_HTTP_LEGACY_SSE)
+        rv = add_2026_headers(hc, x, root, &is_2026, &v);
+      if (is_2026)
+        x->stateless = true;
     }
     if (rv == 0) {
       curl_easy_setopt(x->e, CURLOPT_POST, 1L);
@@ -423,7 +574,7 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
     if (rv == 0 && body)
       rv = add_header(x, "Last-Event-ID", body);
   }
-  if (rv == 0 && kind != X_LEGACY && hc->session_id &&
+  if (rv == 0 && kind != X_LEGACY && hc->session_id && !x->stateless &&
       hc->transport != ACP_HTTP_LEGACY_SSE)
     rv = add_header(x, "MCP-Session-Id", hc->session_id);
   if (rv == 0 && kind != X_LEGACY && v != NULL &&
@@ -504,6 +655,14 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     hc_fail(hc, ACP_ERR_SYSTEM, what);
     return;
   }
+  if (x->probe && x->stateless && (status < 200 || status >= 300)) {
+    /* A 2026 server/discover probe refused by a server of an earlier
+     * revision (which wants a session first): the transport is still
+     * unknown. The MCP client gets the error below and falls back to
+     * initialize, which probes again. */
+    x->probe = false;
+    hc->probing = false;
+  }
   if (x->probe && (status == 400 || status == 404 || status == 405)) {
     /* Fall back to the legacy transport: GET the URL, hold the probe
      * (initialize) ahead of what was held behind it. */
@@ -547,6 +706,14 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     return;
   }
   if (status < 200 || status >= 300) {
+    /* A 2026-07-28 error may come with an HTTP error status and its
+     * JSON-RPC answer as the body (UnsupportedProtocolVersionError with the
+     * supported list, HeaderMismatchError): hand that over as it is. */
+    if (x->stateless && !x->is_sse && x->resp.len > 0) {
+      note_response(x, x->resp.data, x->resp.len);
+      if (x->got_response)
+        (void)deliver(hc, x->resp.data, x->resp.len);
+    }
     synth_error(hc, x, status);
     xfer_free(x);
     return;
@@ -580,7 +747,20 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     }
     acp__buf_dispose(&body);
   }
-  if (x->is_sse && x->req_id && !x->got_response && !hc->ended) {
+  if (x->stateless && x->is_sse && x->req_id && !x->got_response &&
+      !hc->ended) {
+    /* 2026-07-28 has no resumability: a stream that ended before the
+     * answer lost the request. Fail it now (the caller may send it again,
+     * a new request with a new id) rather than leave it to a timeout. */
+    char buf[256];
+    int n = snprintf(buf, sizeof(buf),
+                     "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":"
+                     "-32000,\"message\":\"The response stream ended before "
+                     "the response\"}}",
+                     x->req_id);
+    if (strlen(x->req_id) <= 100 && n > 0 && (size_t)n < sizeof(buf))
+      (void)deliver(hc, buf, (size_t)n);
+  } else if (x->is_sse && x->req_id && !x->got_response && !hc->ended) {
     /* The server closed the stream before answering: resume it. */
     size_t il;
     const char *last = acp__sse_last_id(&x->sse, &il);

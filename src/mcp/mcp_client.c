@@ -9,7 +9,7 @@
 
 /* MARK: - Types (Private) */
 
-enum { P_PLAIN = 0, P_INIT, P_PAGE };
+enum { P_PLAIN = 0, P_INIT, P_PAGE, P_DISCOVER };
 enum { R_ROOTS = 0, R_SAMPLING, R_ELICIT, R_COUNT };
 
 #define MAX_PAGES 10000
@@ -55,7 +55,45 @@ typedef struct mcp_pending {
   bool timed_out;
   bool cancelled;
   mcp_pager *pager;
+  /* 2026-07-28: what a multi round-trip retry or a cache store needs. */
+  char *rq_params; /* the caller's params (NULL: none) */
+  size_t rq_params_len;
+  const char *rq_method;    /* static; NULL: not retryable */
+  const char *cache_method; /* static; NULL: not cacheable */
+  acp_mcp_request_opts rq_opts;
+  int rounds;
 } mcp_pending;
+
+/* One input_required interim result whose inputRequests are being answered.
+ * Owned by its requests (refs) until every one was answered. */
+typedef struct mcp_round {
+  const char *method;
+  char *params;
+  size_t params_len;
+  acp_mcp_request_opts opts;
+  acp_mcp_result_cb cb;
+  void *ud;
+  int rounds;
+  char *state; /* raw JSON string of requestState, or NULL */
+  size_t state_len;
+  size_t n;
+  char **keys; /* raw JSON strings of the inputRequests keys */
+  size_t *key_lens;
+  char **answers; /* raw JSON of each answer, NULL until answered */
+  size_t *answer_lens;
+  size_t refs; /* unanswered requests, plus one while being set up */
+  bool failed;
+} mcp_round;
+
+typedef struct mcp_cache_entry {
+  struct mcp_cache_entry *next;
+  const char *method; /* static */
+  char *params;
+  size_t params_len;
+  char *result;
+  size_t result_len;
+  uint64_t expires;
+} mcp_cache_entry;
 
 struct acp_mcp_client_request {
   acp_mcp_client_request *next;
@@ -65,6 +103,8 @@ struct acp_mcp_client_request {
   bool in_cb;
   bool answered;
   bool cancelled;
+  mcp_round *round; /* 2026: an inputRequests entry, else NULL */
+  size_t index;
 };
 
 struct acp_mcp_client {
@@ -93,6 +133,17 @@ struct acp_mcp_client {
   uint64_t max_total_ms;
   int64_t next_token;
   uint64_t now_ms;
+  /* 2026-07-28 */
+  acp_mcp_client_mode mode;
+  acp_mcp_era era;
+  const char *protocol; /* static; the negotiated revision */
+  bool discover_retried;
+  struct mcp_hdr_tool *hdr_tools; /* tools with x-mcp-header annotations */
+  char *init_json;                /* {"capabilities","clientInfo"} for _meta */
+  acp_json_doc *init_doc;
+  acp_json_writer *sw; /* params with the 2026 _meta */
+  acp_json_doc *sdoc;
+  mcp_cache_entry *cache;
 };
 
 /* MARK: - Callbacks (Public) */
@@ -208,6 +259,54 @@ static int copy_members(acp_mcp_client *c, acp_json_writer *w,
   return 0;
 }
 
+static int cache_lookup(acp_mcp_client *c, mcp_pending *p, const char *method,
+                        const char *params, size_t params_len, bool *hit);
+static void cache_drop(acp_mcp_client *c, acp_mcp_list which);
+
+static const char *const mrtr_methods[3] = {"tools/call", "resources/read",
+                                            "prompts/get"};
+
+/* The static name of a method that may answer input_required, or NULL. */
+static const char *mrtr_method(const char *m) {
+  int i;
+  for (i = 0; i < 3; i++)
+    if (strcmp(m, mrtr_methods[i]) == 0)
+      return mrtr_methods[i];
+  return NULL;
+}
+
+static const char *list_method_static(const char *m) {
+  int i;
+  for (i = 0; i < 4; i++)
+    if (strcmp(m, list_methods[i]) == 0)
+      return list_methods[i];
+  return NULL;
+}
+
+/* Wrap *params (a JSON object or NULL) with the 2026 request _meta into
+ * c->sw. */
+static int stateless_params(acp_mcp_client *c, const char **params,
+                            size_t *params_len) {
+  const acp_json_val *root = NULL;
+  int rv;
+
+  if (*params != NULL) {
+    rv = acp_json_doc_parse(c->sdoc, *params, *params_len, NULL);
+    root = acp_json_doc_root(c->sdoc);
+    if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT)
+      return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
+  }
+  acp_json_writer_reset(c->sw);
+  rv = acp_mcp_era_write_request_params(c->sw, root,
+                                        acp_json_doc_root(c->init_doc));
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM || rv == ACP_ERR_LIMIT
+               ? rv
+               : ACP_ERR_INVALID_ARGUMENT;
+  *params = acp_json_writer_data(c->sw, params_len);
+  return 0;
+}
+
 /*
  * Send `params` (a JSON object or NULL) as `method`, splicing
  * _meta.progressToken when the options ask for progress.
@@ -224,7 +323,7 @@ static int send_req(acp_mcp_client *c, const char *method, const char *params,
   if (opts != NULL && opts->version != ACP_MCP_REQUEST_OPTS_VERSION)
     return ACP_ERR_INVALID_ARGUMENT;
   if (!c->ready && strcmp(method, "initialize") != 0 &&
-      strcmp(method, "ping") != 0)
+      strcmp(method, "ping") != 0 && strcmp(method, "server/discover") != 0)
     return ACP_ERR_INVALID_STATE;
   if (opts && opts->timeout_ms)
     timeout = opts->timeout_ms;
@@ -241,6 +340,34 @@ static int send_req(acp_mcp_client *c, const char *method, const char *params,
   p->timeout = timeout;
   p->deadline = timeout ? add_sat(c->now_ms, timeout) : UINT64_MAX;
   p->hard = max_total ? add_sat(c->now_ms, max_total) : UINT64_MAX;
+  if (c->era == ACP_MCP_ERA_STATELESS && kind != P_INIT) {
+    bool hit = false;
+
+    if (mrtr_method(method) || list_method_static(method) != NULL) {
+      if (params != NULL) {
+        p->rq_params = acp__strndup(&c->mem, params, params_len);
+        if (p->rq_params == NULL) {
+          acp__free(&c->mem, p);
+          return ACP_ERR_NOMEM;
+        }
+        p->rq_params_len = params_len;
+      }
+      if (opts)
+        p->rq_opts = *opts;
+      else
+        p->rq_opts.version = ACP_MCP_REQUEST_OPTS_VERSION;
+      p->rq_method = mrtr_method(method);
+      p->cache_method = list_method_static(method);
+    }
+    if (p->cache_method != NULL) {
+      rv = cache_lookup(c, p, p->cache_method, params, params_len, &hit);
+      if (hit) {
+        if (id_out)
+          *id_out = -1;
+        return rv;
+      }
+    }
+  }
   if (opts && opts->on_progress) {
     acp_json_writer *w = c->pw;
     const acp_json_val *root = NULL;
@@ -277,10 +404,20 @@ static int send_req(acp_mcp_client *c, const char *method, const char *params,
     }
     params = acp_json_writer_data(w, &params_len);
   }
+  if ((c->era == ACP_MCP_ERA_STATELESS && kind != P_INIT) ||
+      strcmp(method, "server/discover") == 0) {
+    rv = stateless_params(c, &params, &params_len);
+    if (rv != 0) {
+      acp__free(&c->mem, p->rq_params);
+      acp__free(&c->mem, p);
+      return rv;
+    }
+  }
   rv =
       acp_rpc_session_request(c->rpc, method, strlen(method), params,
                               params_len, 0, c->now_ms, on_response, p, &p->id);
   if (rv != 0) {
+    acp__free(&c->mem, p->rq_params);
     acp__free(&c->mem, p);
     return rv;
   }
@@ -345,6 +482,8 @@ static int init_result(acp_mcp_client *c, const acp_rpc_msg *msg, int *fatal) {
     return rv;
   }
   c->version = v;
+  c->era = ACP_MCP_ERA_STATEFUL;
+  c->protocol = acp_mcp_version_str(v);
   c->ready = true;
   return 0;
 }
@@ -386,6 +525,114 @@ static int on_page(acp_mcp_client *c, mcp_pager *pg, int status,
   return 0;
 }
 
+static void pending_free(acp_mcp_client *c, mcp_pending *p) {
+  acp__free(&c->mem, p->rq_params);
+  acp__free(&c->mem, p);
+}
+
+/* The result's resultType is "input_required" (absent means complete). */
+static bool is_input_required(const acp_json_val *result) {
+  const acp_json_val *rt = acp_json_obj_getz(result, "resultType");
+  return rt != NULL && ACP_JSON_STR_EQ_LIT(rt, "input_required");
+}
+
+static int send_initialize(acp_mcp_client *c, acp_mcp_result_cb cb, void *ud);
+static int mrtr_start(acp_mcp_client *c, mcp_pending *p,
+                      const acp_rpc_msg *msg);
+static int cache_store(acp_mcp_client *c, const mcp_pending *p,
+                       const acp_rpc_msg *msg);
+static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
+                               const acp_rpc_msg *msg);
+static void hdr_tools_free(acp_mcp_client *c);
+static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
+                            char **out_json, size_t *out_len);
+
+/* Whether a list of versions (an array or NULL) has 2026-07-28. */
+static bool supported_has_2026(const acp_json_val *list) {
+  const acp_json_val *v;
+  if (acp_json_type_of(list) != ACP_JSON_ARRAY)
+    return false;
+  for (v = acp_json_child(list); v != NULL; v = acp_json_next(v))
+    if (ACP_JSON_STR_EQ_LIT(v, ACP_MCP_PROTOCOL_2026_07_28))
+      return true;
+  return false;
+}
+
+/* Whether a discover result lists 2026-07-28. */
+static bool discover_has_2026(const acp_json_val *result) {
+  return supported_has_2026(acp_json_obj_getz(result, "supportedVersions"));
+}
+
+/* The server/discover answer: become stateless, fall back to initialize, or
+ * fail. Returns the status for the user callback (1: the callback is
+ * deferred to initialize), or a fatal code through *fatal. */
+static int discover_result(acp_mcp_client *c, mcp_pending *p, int status,
+                           const acp_rpc_msg *msg, int *fatal) {
+  const acp_json_val *ins;
+  int rv;
+
+  *fatal = 0;
+  if (status == ACP_ERR_TIMEOUT || status == ACP_ERR_CLOSED ||
+      status == ACP_ERR_CANCELLED)
+    return status;
+  if (status == ACP_ERR_PROTOCOL &&
+      msg->error_code == ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION &&
+      !c->discover_retried &&
+      supported_has_2026(acp_json_obj_getz(msg->error_data, "supported"))) {
+    /* Rejected although the server names 2026-07-28 among the supported
+     * versions (a server that refuses a first request, or one that
+     * changed): ask once more. */
+    c->discover_retried = true;
+    rv = send_req(c, "server/discover", NULL, 0, NULL, P_DISCOVER, p->cb, p->ud,
+                  NULL, NULL);
+    if (rv != 0) {
+      if (acp_is_fatal(rv))
+        *fatal = rv;
+      return rv;
+    }
+    return 1;
+  }
+  if (status != 0 || !discover_has_2026(msg->result)) {
+    if (c->mode == ACP_MCP_CLIENT_STATELESS)
+      return ACP_ERR_UNSUPPORTED;
+    rv = send_initialize(c, p->cb, p->ud);
+    if (rv != 0) {
+      if (acp_is_fatal(rv))
+        *fatal = rv;
+      return rv;
+    }
+    return 1;
+  }
+  ins = acp_json_obj_getz(msg->result, "instructions");
+  rv = copy_raw(c, acp_json_obj_getz(msg->result, "capabilities"),
+                &c->server_caps, &c->server_caps_len);
+  if (rv == 0)
+    rv = copy_raw(c,
+                  acp_json_obj_getz(acp_json_obj_getz(msg->result, "_meta"),
+                                    ACP_MCP_META_SERVER_INFO),
+                  &c->server_info, &c->server_info_len);
+  if (rv == 0 && acp_json_type_of(ins) == ACP_JSON_STRING)
+    rv = acp__mcp_str_dup(&c->mem, msg->doc, ins, &c->instructions, NULL);
+  if (rv != 0) {
+    *fatal = rv;
+    return rv;
+  }
+  c->era = ACP_MCP_ERA_STATELESS;
+  c->protocol = ACP_MCP_PROTOCOL_2026_07_28;
+  c->ready = true;
+  return 0;
+}
+
+/* Hand a completed request to its caller. */
+static int deliver(acp_mcp_client *c, mcp_pending *p, int status,
+                   const acp_rpc_msg *msg) {
+  if (p->kind == P_PAGE)
+    return on_page(c, p->pager, status, msg);
+  if (p->cb)
+    return p->cb(c, status, msg, p->ud);
+  return 0;
+}
+
 static int on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
                        void *user_data) {
   mcp_pending *p = user_data;
@@ -405,21 +652,75 @@ static int on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
     int fatal;
     status = init_result(c, msg, &fatal);
     if (fatal != 0) {
-      acp__free(&c->mem, p);
+      pending_free(c, p);
       return fatal;
     }
   }
-  if (p->kind == P_PAGE)
-    rv = on_page(c, p->pager, status, msg);
-  else if (p->cb)
-    rv = p->cb(c, status, msg, p->ud);
-  acp__free(&c->mem, p);
+  if (p->kind == P_DISCOVER) {
+    int fatal;
+    status = discover_result(c, p, status, msg, &fatal);
+    if (fatal != 0 || status == 1) {
+      pending_free(c, p);
+      return fatal;
+    }
+  }
+  if (status == 0 && p->rq_method != NULL && is_input_required(msg->result)) {
+    rv = mrtr_start(c, p, msg);
+    pending_free(c, p);
+    return rv;
+  }
+  if (status == 0 && p->cache_method == list_methods[ACP_MCP_LIST_TOOLS])
+    return tools_list_response(c, p, msg);
+  if (status == 0 && p->cache_method != NULL) {
+    rv = cache_store(c, p, msg);
+    if (rv != 0) {
+      pending_free(c, p);
+      return rv;
+    }
+  }
+  rv = deliver(c, p, status, msg);
+  pending_free(c, p);
+  return rv;
+}
+
+/* A stateless tools/list result: tools with an invalid x-mcp-header are
+ * dropped from what is cached and delivered (a copy of the result). */
+static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
+                               const acp_rpc_msg *msg) {
+  acp_rpc_msg m = *msg;
+  acp_json_doc *doc = NULL;
+  char *json = NULL;
+  size_t len = 0;
+  int rv = hdr_filter_tools(c, msg, &json, &len);
+
+  if (rv == 0 && json != NULL) {
+    rv = acp_json_doc_new(&doc, &c->mem);
+    if (rv == 0)
+      rv = acp_json_doc_parse(doc, json, len, NULL);
+    if (rv == 0) {
+      m.result = acp_json_doc_root(doc);
+      m.doc = doc;
+    }
+  }
+  if (rv == 0)
+    rv = cache_store(c, p, &m);
+  if (rv == 0)
+    rv = deliver(c, p, 0, &m);
+  acp_json_doc_free(doc);
+  acp__free(&c->mem, json);
+  pending_free(c, p);
   return rv;
 }
 
 /* MARK: - Incoming (Private) */
 
+static int round_unref(acp_mcp_client *c, mcp_round *rd);
+
 static void req_unlink_free(acp_mcp_client *c, acp_mcp_client_request *r) {
+  mcp_round *rd = r->round;
+
+  if (rd != NULL && !r->answered)
+    rd->failed = true; /* freed unanswered: the client is going away */
   if (r->prev)
     r->prev->next = r->next;
   else
@@ -427,6 +728,8 @@ static void req_unlink_free(acp_mcp_client *c, acp_mcp_client_request *r) {
   if (r->next)
     r->next->prev = r->prev;
   acp__free(&c->mem, r);
+  if (rd != NULL)
+    (void)round_unref(c, rd);
 }
 
 static int client_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
@@ -550,6 +853,7 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
         : acp__mcp_method_is(msg, "notifications/prompts/list_changed")
             ? ACP_MCP_LIST_PROMPTS
             : ACP_MCP_LIST_RESOURCES;
+    cache_drop(c, which);
     return c->cbs.list_changed ? c->cbs.list_changed(c, which, c->user_data)
                                : 0;
   }
@@ -574,7 +878,8 @@ static int client_on_cancel(acp_rpc_session *rpc, uint64_t handle,
   acp_mcp_client_request *r;
 
   for (r = c->reqs; r != NULL; r = r->next)
-    if (r->handle == handle && !r->answered && !r->cancelled)
+    if (r->round == NULL && r->handle == handle && !r->answered &&
+        !r->cancelled)
       break;
   if (r == NULL)
     return 0;
@@ -637,6 +942,15 @@ int acp_mcp_client_new(acp_mcp_client **out,
   rv = acp_json_doc_new(&c->doc, &c->mem);
   if (rv != 0)
     goto cleanup;
+  rv = acp_json_writer_new(&c->sw, 0, &c->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_doc_new(&c->sdoc, &c->mem);
+  if (rv != 0)
+    goto cleanup;
+  rv = acp_json_doc_new(&c->init_doc, &c->mem);
+  if (rv != 0)
+    goto cleanup;
   *out = c;
 cleanup:
   acp_rpc_callbacks_free(rcbs);
@@ -653,10 +967,16 @@ void acp_mcp_client_free(acp_mcp_client *c) {
     mcp_pending *p = c->pending;
     c->pending = p->next;
     pager_free(c, p->pager);
-    acp__free(&c->mem, p);
+    pending_free(c, p);
   }
   while (c->reqs)
     req_unlink_free(c, c->reqs);
+  acp_mcp_client_cache_clear(c);
+  hdr_tools_free(c);
+  acp_json_writer_free(c->sw);
+  acp_json_doc_free(c->sdoc);
+  acp_json_doc_free(c->init_doc);
+  acp__free(&c->mem, c->init_json);
   acp_rpc_session_free(c->rpc);
   acp_json_writer_free(c->w);
   acp_json_writer_free(c->pw);
@@ -763,23 +1083,16 @@ void acp_mcp_client_set_roots_list_changed(acp_mcp_client *c, int on) {
     c->roots_list_changed = on != 0;
 }
 
-int acp_mcp_client_initialize(acp_mcp_client *c, uint64_t now_ms,
-                              acp_mcp_result_cb cb, void *user_data) {
-  acp_json_writer *w;
-  const char *p;
-  size_t n;
-  int rv;
-
-  if (c == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  if (c->init_sent)
-    return ACP_ERR_INVALID_STATE;
-  c->now_ms = now_ms;
-  w = c->w;
+/* {"protocolVersion"?, "capabilities", "clientInfo"} into w: initialize's
+ * params, or (without a version) what the 2026 _meta is built from. */
+static int write_init_params(acp_mcp_client *c, acp_json_writer *w,
+                             const char *version) {
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "protocolVersion");
-  acp_json_write_strz(w, acp_mcp_version_str(c->asked));
+  if (version != NULL) {
+    acp_json_write_keyz(w, "protocolVersion");
+    acp_json_write_strz(w, version);
+  }
   acp_json_write_keyz(w, "capabilities");
   acp_json_write_obj_begin(w);
   if (c->cbs.req[R_ROOTS]) {
@@ -805,11 +1118,54 @@ int acp_mcp_client_initialize(acp_mcp_client *c, uint64_t now_ms,
   acp_json_write_keyz(w, "version");
   acp_json_write_strz(w, c->version_str);
   acp_json_write_obj_end(w);
-  rv = acp_json_write_obj_end(w);
+  return acp_json_write_obj_end(w);
+}
+
+static int send_initialize(acp_mcp_client *c, acp_mcp_result_cb cb, void *ud) {
+  const char *p;
+  size_t n;
+  int rv = write_init_params(c, c->w, acp_mcp_version_str(c->asked));
+
   if (rv != 0)
     return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
-  p = acp_json_writer_data(w, &n);
-  rv = send_req(c, "initialize", p, n, NULL, P_INIT, cb, user_data, NULL, NULL);
+  p = acp_json_writer_data(c->w, &n);
+  return send_req(c, "initialize", p, n, NULL, P_INIT, cb, ud, NULL, NULL);
+}
+
+/* server/discover with the 2026 _meta, built from what initialize would
+ * declare (kept in init_doc for every later request). */
+static int send_discover(acp_mcp_client *c, acp_mcp_result_cb cb, void *ud) {
+  const char *p;
+  size_t n;
+  int rv = write_init_params(c, c->w, NULL);
+
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
+  p = acp_json_writer_data(c->w, &n);
+  acp__free(&c->mem, c->init_json);
+  c->init_json = acp__strndup(&c->mem, p, n);
+  if (c->init_json == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp_json_doc_parse(c->init_doc, c->init_json, n, NULL);
+  if (rv != 0)
+    return rv;
+  return send_req(c, "server/discover", NULL, 0, NULL, P_DISCOVER, cb, ud, NULL,
+                  NULL);
+}
+
+int acp_mcp_client_initialize(acp_mcp_client *c, uint64_t now_ms,
+                              acp_mcp_result_cb cb, void *user_data) {
+  int rv;
+
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (c->init_sent)
+    return ACP_ERR_INVALID_STATE;
+  c->now_ms = now_ms;
+  if (c->mode == ACP_MCP_CLIENT_STATEFUL)
+    rv = send_initialize(c, cb, user_data);
+  else
+    rv = send_discover(c, cb, user_data);
   if (rv == 0)
     c->init_sent = true;
   return rv;
@@ -1119,6 +1475,9 @@ int acp_mcp_client_request_is_cancelled(const acp_mcp_client_request *r) {
   return r && r->cancelled ? 1 : 0;
 }
 
+static int round_answer(acp_mcp_client *c, acp_mcp_client_request *r,
+                        bool is_error, const char *result, size_t len);
+
 static int req_answer(acp_mcp_client *c, acp_mcp_client_request *r,
                       bool is_error, const char *result, size_t len,
                       int64_t code, const char *message) {
@@ -1128,6 +1487,8 @@ static int req_answer(acp_mcp_client *c, acp_mcp_client_request *r,
     return ACP_ERR_INVALID_ARGUMENT;
   if (r->answered)
     return ACP_ERR_INVALID_STATE;
+  if (r->round != NULL)
+    return round_answer(c, r, is_error, result, len);
   if (!r->cancelled) {
     if (is_error)
       rv = acp_rpc_session_respond_error(c->rpc, r->handle, code, message,
@@ -1155,4 +1516,783 @@ int acp_mcp_client_respond(acp_mcp_client *c, acp_mcp_client_request *r,
 int acp_mcp_client_respond_error(acp_mcp_client *c, acp_mcp_client_request *r,
                                  int64_t code, const char *message) {
   return req_answer(c, r, true, NULL, 0, code, message ? message : "Error");
+}
+
+/* MARK: - 2026-07-28: multi round-trip requests (Private) */
+
+static void round_free(acp_mcp_client *c, mcp_round *rd) {
+  size_t i;
+
+  for (i = 0; i < rd->n; i++) {
+    acp__free(&c->mem, rd->keys[i]);
+    acp__free(&c->mem, rd->answers[i]);
+  }
+  acp__free(&c->mem, rd->keys);
+  acp__free(&c->mem, rd->key_lens);
+  acp__free(&c->mem, rd->answers);
+  acp__free(&c->mem, rd->answer_lens);
+  acp__free(&c->mem, rd->params);
+  acp__free(&c->mem, rd->state);
+  acp__free(&c->mem, rd);
+}
+
+/* End the original request with `status` (msg NULL), once. */
+static int round_fail(acp_mcp_client *c, mcp_round *rd, int status) {
+  int rv = 0;
+
+  if (rd->failed)
+    return 0;
+  rd->failed = true;
+  if (rd->cb)
+    rv = rd->cb(c, status, NULL, rd->ud);
+  return rv == 0 || rv == ACP_ERR_PAUSE ? 0 : ACP_ERR_CALLBACK_FAILURE;
+}
+
+/* Send the original request again with inputResponses and requestState. */
+static int round_retry(acp_mcp_client *c, mcp_round *rd) {
+  acp_json_writer *w = c->w;
+  const acp_json_val *root = NULL;
+  const acp_json_val *k;
+  mcp_pending *p;
+  const char *d;
+  size_t n;
+  size_t i;
+  int rv;
+
+  if (rd->params != NULL) {
+    rv = acp_json_doc_parse(c->doc, rd->params, rd->params_len, NULL);
+    if (rv != 0)
+      return rv;
+    root = acp_json_doc_root(c->doc);
+  }
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(root); k; k = acp_json_next(acp_json_next(k))) {
+    if (ACP_JSON_STR_EQ_LIT(k, "inputResponses") ||
+        ACP_JSON_STR_EQ_LIT(k, "requestState"))
+      continue;
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  if (rd->n > 0) {
+    /* Keys are the server's raw JSON strings and answers raw JSON values
+     * (acp_mcp_client_respond() takes them verbatim): splice the object
+     * whole. */
+    size_t len = 2;
+    char *obj;
+    char *q;
+
+    for (i = 0; i < rd->n; i++)
+      len += rd->key_lens[i] + 1 + rd->answer_lens[i] + 1;
+    obj = acp__malloc(&c->mem, len);
+    if (obj == NULL)
+      return ACP_ERR_NOMEM;
+    q = obj;
+    *q++ = '{';
+    for (i = 0; i < rd->n; i++) {
+      memcpy(q, rd->keys[i], rd->key_lens[i]);
+      q += rd->key_lens[i];
+      *q++ = ':';
+      memcpy(q, rd->answers[i], rd->answer_lens[i]);
+      q += rd->answer_lens[i];
+      if (i + 1 < rd->n)
+        *q++ = ',';
+    }
+    *q++ = '}';
+    acp_json_write_keyz(w, "inputResponses");
+    acp_json_write_raw(w, obj, (size_t)(q - obj));
+    acp__free(&c->mem, obj);
+  }
+  if (rd->state != NULL) {
+    acp_json_write_keyz(w, "requestState");
+    acp_json_write_raw(w, rd->state, rd->state_len);
+  }
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv;
+  d = acp_json_writer_data(w, &n);
+  rv = send_req(c, rd->method, d, n, &rd->opts, P_PLAIN, rd->cb, rd->ud, NULL,
+                NULL);
+  if (rv != 0)
+    return rv;
+  p = c->pending; /* send_req pushed it first */
+  p->rounds = rd->rounds;
+  return 0;
+}
+
+static int round_unref(acp_mcp_client *c, mcp_round *rd) {
+  int rv = 0;
+
+  if (--rd->refs > 0)
+    return 0;
+  if (!rd->failed) {
+    rv = round_retry(c, rd);
+    if (rv != 0 && !acp_is_fatal(rv))
+      rv = round_fail(c, rd, rv);
+  }
+  round_free(c, rd);
+  return rv;
+}
+
+static int round_answer(acp_mcp_client *c, acp_mcp_client_request *r,
+                        bool is_error, const char *result, size_t len) {
+  mcp_round *rd = r->round;
+  int rv = 0;
+
+  if (is_error) {
+    rv = round_fail(c, rd, ACP_ERR_CANCELLED);
+  } else if (!rd->failed) {
+    rd->answers[r->index] = acp__strndup(&c->mem, result, len);
+    if (rd->answers[r->index] == NULL)
+      return ACP_ERR_NOMEM;
+    rd->answer_lens[r->index] = len;
+  }
+  r->answered = true;
+  if (!r->in_cb) {
+    int urv;
+
+    r->round = NULL; /* unref here, to return the retry's outcome */
+    req_unlink_free(c, r);
+    urv = round_unref(c, rd);
+    if (rv == 0)
+      rv = urv;
+  }
+  return rv;
+}
+
+static int req_index(const acp_json_val *entry) {
+  const acp_json_val *m = acp_json_obj_getz(entry, "method");
+  int i;
+
+  if (acp_json_type_of(entry) != ACP_JSON_OBJECT ||
+      acp_json_type_of(m) != ACP_JSON_STRING)
+    return -1;
+  for (i = 0; i < R_COUNT; i++)
+    if (acp_json_str_eq(m, req_methods[i], strlen(req_methods[i])))
+      return i;
+  return -1;
+}
+
+/* An input_required result: hand each inputRequests entry to its callback;
+ * the last answer sends the retry (round_unref). */
+static int mrtr_start(acp_mcp_client *c, mcp_pending *p,
+                      const acp_rpc_msg *msg) {
+  const acp_json_val *reqs = acp_json_obj_getz(msg->result, "inputRequests");
+  const acp_json_val *state = acp_json_obj_getz(msg->result, "requestState");
+  const acp_json_val *k;
+  mcp_round *rd;
+  size_t n = 0;
+  size_t i;
+  int rv = 0;
+
+  rd = acp__calloc(&c->mem, 1, sizeof(*rd));
+  if (rd == NULL)
+    return ACP_ERR_NOMEM;
+  rd->method = p->rq_method;
+  rd->params = p->rq_params;
+  rd->params_len = p->rq_params_len;
+  p->rq_params = NULL;
+  rd->opts = p->rq_opts;
+  rd->cb = p->cb;
+  rd->ud = p->ud;
+  rd->rounds = p->rounds + 1;
+  rd->refs = 1;
+  if (rd->rounds > ACP_MCP_CLIENT_MAX_ROUNDS ||
+      (reqs != NULL && acp_json_type_of(reqs) != ACP_JSON_OBJECT) ||
+      (state != NULL && acp_json_type_of(state) != ACP_JSON_STRING) ||
+      (reqs == NULL && state == NULL)) {
+    rv = round_fail(c, rd, ACP_ERR_PROTOCOL);
+    round_free(c, rd);
+    return rv;
+  }
+  for (k = acp_json_child(reqs); k; k = acp_json_next(acp_json_next(k))) {
+    int ix = req_index(acp_json_next(k));
+    if (ix < 0 || c->cbs.req[ix] == NULL) {
+      rv = round_fail(c, rd, ACP_ERR_UNSUPPORTED);
+      round_free(c, rd);
+      return rv;
+    }
+    n++;
+  }
+  if (state != NULL) {
+    const char *raw = acp_json_raw(state, &rd->state_len);
+    rd->state = acp__strndup(&c->mem, raw, rd->state_len);
+    if (rd->state == NULL)
+      goto nomem;
+  }
+  if (n > 0) {
+    rd->keys = acp__calloc(&c->mem, n, sizeof(*rd->keys));
+    rd->key_lens = acp__calloc(&c->mem, n, sizeof(*rd->key_lens));
+    rd->answers = acp__calloc(&c->mem, n, sizeof(*rd->answers));
+    rd->answer_lens = acp__calloc(&c->mem, n, sizeof(*rd->answer_lens));
+    if (!rd->keys || !rd->key_lens || !rd->answers || !rd->answer_lens)
+      goto nomem;
+  }
+  rd->n = n;
+  for (i = 0, k = acp_json_child(reqs); k;
+       i++, k = acp_json_next(acp_json_next(k))) {
+    const char *raw = acp_json_raw(k, &rd->key_lens[i]);
+    rd->keys[i] = acp__strndup(&c->mem, raw, rd->key_lens[i]);
+    if (rd->keys[i] == NULL)
+      goto nomem;
+  }
+  for (i = 0, k = acp_json_child(reqs); k && rv == 0 && !rd->failed;
+       i++, k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *entry = acp_json_next(k);
+    const acp_json_val *params = acp_json_obj_getz(entry, "params");
+    int ix = req_index(entry);
+    acp_mcp_client_request *r;
+
+    if (params != NULL && acp_json_type_of(params) != ACP_JSON_OBJECT)
+      params = NULL;
+    r = acp__calloc(&c->mem, 1, sizeof(*r));
+    if (r == NULL) {
+      rv = ACP_ERR_NOMEM;
+      break;
+    }
+    r->method = req_methods[ix];
+    r->round = rd;
+    r->index = i;
+    rd->refs++;
+    r->next = c->reqs;
+    if (c->reqs)
+      c->reqs->prev = r;
+    c->reqs = r;
+    r->in_cb = true;
+    rv = c->cbs.req[ix](c, r, params, c->user_data);
+    r->in_cb = false;
+    if (r->answered)
+      req_unlink_free(c, r); /* unrefs: never the last (setup holds one) */
+  }
+  if (rv != 0)
+    rd->failed = true;
+  {
+    int urv = round_unref(c, rd);
+    return rv != 0 ? rv : urv;
+  }
+nomem:
+  round_free(c, rd);
+  return ACP_ERR_NOMEM;
+}
+
+/* MARK: - 2026-07-28: list cache (Private) */
+
+static bool cache_key_is(const mcp_cache_entry *e, const char *method,
+                         const char *params, size_t params_len) {
+  if (e->method != method || e->params_len != params_len)
+    return false;
+  return params_len == 0 || memcmp(e->params, params, params_len) == 0;
+}
+
+static void cache_entry_free(acp_mcp_client *c, mcp_cache_entry *e) {
+  acp__free(&c->mem, e->params);
+  acp__free(&c->mem, e->result);
+  acp__free(&c->mem, e);
+}
+
+static void cache_drop(acp_mcp_client *c, acp_mcp_list which) {
+  mcp_cache_entry **pp = &c->cache;
+
+  while (*pp != NULL) {
+    mcp_cache_entry *e = *pp;
+    bool drop = e->method == list_methods[which] ||
+                (which == ACP_MCP_LIST_RESOURCES &&
+                 e->method == list_methods[ACP_MCP_LIST_RESOURCE_TEMPLATES]);
+    if (drop) {
+      *pp = e->next;
+      cache_entry_free(c, e);
+    } else {
+      pp = &e->next;
+    }
+  }
+}
+
+void acp_mcp_client_cache_clear(acp_mcp_client *c) {
+  if (c == NULL)
+    return;
+  while (c->cache) {
+    mcp_cache_entry *e = c->cache;
+    c->cache = e->next;
+    cache_entry_free(c, e);
+  }
+}
+
+static int cache_store(acp_mcp_client *c, const mcp_pending *p,
+                       const acp_rpc_msg *msg) {
+  const acp_json_val *ttl = acp_json_obj_getz(msg->result, "ttlMs");
+  const acp_json_val *scope = acp_json_obj_getz(msg->result, "cacheScope");
+  mcp_cache_entry **pp;
+  mcp_cache_entry *e;
+  const char *raw;
+  size_t n;
+  int64_t ms;
+
+  if (is_input_required(msg->result) || acp_json_get_int64(ttl, &ms) != 0 ||
+      ms <= 0 || scope == NULL ||
+      !(ACP_JSON_STR_EQ_LIT(scope, "private") ||
+        ACP_JSON_STR_EQ_LIT(scope, "public")))
+    return 0;
+  for (pp = &c->cache; *pp != NULL; pp = &(*pp)->next)
+    if (cache_key_is(*pp, p->cache_method, p->rq_params, p->rq_params_len)) {
+      e = *pp;
+      *pp = e->next;
+      cache_entry_free(c, e);
+      break;
+    }
+  e = acp__calloc(&c->mem, 1, sizeof(*e));
+  if (e == NULL)
+    return ACP_ERR_NOMEM;
+  raw = acp_json_raw(msg->result, &n);
+  e->method = p->cache_method;
+  e->result = acp__strndup(&c->mem, raw, n);
+  e->result_len = n;
+  if (p->rq_params_len > 0)
+    e->params = acp__strndup(&c->mem, p->rq_params, p->rq_params_len);
+  e->params_len = p->rq_params_len;
+  e->expires = add_sat(c->now_ms, (uint64_t)ms);
+  if (e->result == NULL || (p->rq_params_len > 0 && e->params == NULL)) {
+    cache_entry_free(c, e);
+    return ACP_ERR_NOMEM;
+  }
+  e->next = c->cache;
+  c->cache = e;
+  return 0;
+}
+
+/* Answer `p` from a fresh cache entry (the callback runs now). *hit tells
+ * whether it did; p is consumed then. */
+static int cache_lookup(acp_mcp_client *c, mcp_pending *p, const char *method,
+                        const char *params, size_t params_len, bool *hit) {
+  mcp_cache_entry **pp;
+  mcp_cache_entry *e = NULL;
+  acp_json_doc *doc = NULL;
+  acp_rpc_msg m;
+  char *copy;
+  int rv;
+
+  *hit = false;
+  for (pp = &c->cache; *pp != NULL;) {
+    if ((*pp)->expires <= c->now_ms) {
+      mcp_cache_entry *old = *pp;
+      *pp = old->next;
+      cache_entry_free(c, old);
+      continue;
+    }
+    if (cache_key_is(*pp, method, params, params_len)) {
+      e = *pp;
+      break;
+    }
+    pp = &(*pp)->next;
+  }
+  if (e == NULL)
+    return 0;
+  /* The callback may clear the cache: deliver from a copy. */
+  copy = acp__strndup(&c->mem, e->result, e->result_len);
+  if (copy == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp_json_doc_new(&doc, &c->mem);
+  if (rv == 0)
+    rv = acp_json_doc_parse(doc, copy, e->result_len, NULL);
+  if (rv != 0) {
+    acp_json_doc_free(doc);
+    acp__free(&c->mem, copy);
+    return rv;
+  }
+  memset(&m, 0, sizeof(m));
+  m.kind = ACP_RPC_RESPONSE;
+  m.result = acp_json_doc_root(doc);
+  m.root = m.result;
+  m.doc = doc;
+  m.raw = copy;
+  m.raw_len = e->result_len;
+  m.local = true;
+  *hit = true;
+  rv = deliver(c, p, 0, &m);
+  pending_free(c, p);
+  acp_json_doc_free(doc);
+  acp__free(&c->mem, copy);
+  if (rv == 0 || rv == ACP_ERR_PAUSE)
+    return 0;
+  return acp_is_fatal(rv) ? rv : ACP_ERR_CALLBACK_FAILURE;
+}
+
+/* MARK: - 2026-07-28 (Public) */
+
+int acp_mcp_client_set_mode(acp_mcp_client *c, acp_mcp_client_mode mode) {
+  if (c == NULL || (int)mode < 0 || (int)mode > (int)ACP_MCP_CLIENT_STATELESS)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (c->init_sent)
+    return ACP_ERR_INVALID_STATE;
+  c->mode = mode;
+  return 0;
+}
+
+int acp_mcp_client_set_protocol(acp_mcp_client *c, const char *version) {
+  acp_mcp_version v;
+
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (c->init_sent)
+    return ACP_ERR_INVALID_STATE;
+  if (version == NULL || strcmp(version, "auto") == 0) {
+    c->asked = ACP_MCP_VERSION_LATEST;
+    c->mode = ACP_MCP_CLIENT_AUTO;
+    return 0;
+  }
+  if (strcmp(version, ACP_MCP_PROTOCOL_2026_07_28) == 0) {
+    c->mode = ACP_MCP_CLIENT_STATELESS;
+    return 0;
+  }
+  v = acp_mcp_version_parse(version, strlen(version));
+  if (v == ACP_MCP_VERSION_UNKNOWN)
+    return ACP_ERR_INVALID_ARGUMENT;
+  c->asked = v;
+  c->mode = ACP_MCP_CLIENT_STATEFUL;
+  return 0;
+}
+
+acp_mcp_era acp_mcp_client_era(const acp_mcp_client *c) {
+  return c ? c->era : ACP_MCP_ERA_NONE;
+}
+
+const char *acp_mcp_client_protocol(const acp_mcp_client *c) {
+  return c ? c->protocol : NULL;
+}
+
+/* MARK: - 2026-07-28: x-mcp-header (Private) */
+
+/*
+ * A tool whose inputSchema marks parameters with `x-mcp-header` has them
+ * mirrored into `Mcp-Param-{name}` headers by a Streamable HTTP transport.
+ * tools/list results (stateless era) are checked here: a tool with an
+ * invalid annotation is removed from the result the caller sees (the spec
+ * says such tools MUST be excluded), and the schema of every tool with a
+ * valid one is kept, by name, for acp_mcp_client_param_headers().
+ */
+
+#define HDR_MAX 64
+#define HDR_DEPTH 32
+
+typedef struct hdr_scan {
+  const char *names[HDR_MAX];
+  size_t lens[HDR_MAX];
+  size_t n;
+  bool bad;
+} hdr_scan;
+
+static bool is_tchar(unsigned char ch) {
+  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+         (ch >= 'A' && ch <= 'Z') || (ch != 0 && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+static bool ascii_case_eq(const char *a, const char *b, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    unsigned char x = (unsigned char)a[i];
+    unsigned char y = (unsigned char)b[i];
+    if (x >= 'A' && x <= 'Z')
+      x = (unsigned char)(x + 32);
+    if (y >= 'A' && y <= 'Z')
+      y = (unsigned char)(y + 32);
+    if (x != y)
+      return false;
+  }
+  return true;
+}
+
+/* One x-mcp-header value on a property schema `prop`. */
+static void hdr_check(hdr_scan *hs, acp_json_doc *doc, const acp_json_val *prop,
+                      const acp_json_val *h) {
+  const acp_json_val *type = acp_json_obj_getz(prop, "type");
+  const char *s;
+  size_t n;
+  size_t i;
+
+  if (acp_json_type_of(h) != ACP_JSON_STRING ||
+      acp_json_doc_str(doc, h, &s, &n) != 0 || n == 0 || hs->n == HDR_MAX) {
+    hs->bad = true;
+    return;
+  }
+  for (i = 0; i < n; i++)
+    if (!is_tchar((unsigned char)s[i])) {
+      hs->bad = true;
+      return;
+    }
+  if (!(ACP_JSON_STR_EQ_LIT(type, "string") ||
+        ACP_JSON_STR_EQ_LIT(type, "integer") ||
+        ACP_JSON_STR_EQ_LIT(type, "boolean"))) {
+    hs->bad = true;
+    return;
+  }
+  for (i = 0; i < hs->n; i++)
+    if (hs->lens[i] == n && ascii_case_eq(hs->names[i], s, n)) {
+      hs->bad = true;
+      return;
+    }
+  /* Names point into the document (or its unescape space, which is not
+   * reused while the same document is read). Keep the raw span instead to
+   * stay safe: the raw string is compared after decoding only for escapes,
+   * which a valid token never has. */
+  hs->names[hs->n] = acp_json_str_raw(h, &hs->lens[hs->n]);
+  hs->n++;
+}
+
+/* Walk a schema value: `reach` when its `properties` are statically
+ * reachable from the root, `is_prop` when it is itself such a property. */
+static void hdr_walk(hdr_scan *hs, acp_json_doc *doc, const acp_json_val *v,
+                     bool reach, bool is_prop, int depth) {
+  const acp_json_val *k;
+
+  if (hs->bad)
+    return;
+  if (depth > HDR_DEPTH) {
+    hs->bad = true;
+    return;
+  }
+  if (acp_json_type_of(v) == ACP_JSON_ARRAY) {
+    for (k = acp_json_child(v); k != NULL; k = acp_json_next(k))
+      hdr_walk(hs, doc, k, false, false, depth + 1);
+    return;
+  }
+  if (acp_json_type_of(v) != ACP_JSON_OBJECT)
+    return;
+  for (k = acp_json_child(v); k != NULL && !hs->bad;
+       k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *m = acp_json_next(k);
+    if (ACP_JSON_STR_EQ_LIT(k, "x-mcp-header")) {
+      if (!is_prop)
+        hs->bad = true;
+      else
+        hdr_check(hs, doc, v, m);
+    } else if (ACP_JSON_STR_EQ_LIT(k, "properties") && reach &&
+               acp_json_type_of(m) == ACP_JSON_OBJECT) {
+      const acp_json_val *p;
+      for (p = acp_json_child(m); p != NULL;
+           p = acp_json_next(acp_json_next(p)))
+        hdr_walk(hs, doc, acp_json_next(p), true, true, depth + 1);
+    } else {
+      hdr_walk(hs, doc, m, false, false, depth + 1);
+    }
+  }
+}
+
+typedef struct mcp_hdr_tool {
+  struct mcp_hdr_tool *next;
+  char *name;
+  size_t name_len;
+  char *schema; /* raw JSON of the inputSchema */
+  size_t schema_len;
+} mcp_hdr_tool;
+
+static void hdr_tool_forget(acp_mcp_client *c, const char *name, size_t n) {
+  mcp_hdr_tool **pp = &c->hdr_tools;
+  while (*pp != NULL) {
+    mcp_hdr_tool *t = *pp;
+    if (t->name_len == n && memcmp(t->name, name, n) == 0) {
+      *pp = t->next;
+      acp__free(&c->mem, t->name);
+      acp__free(&c->mem, t->schema);
+      acp__free(&c->mem, t);
+    } else {
+      pp = &t->next;
+    }
+  }
+}
+
+static void hdr_tools_free(acp_mcp_client *c) {
+  while (c->hdr_tools != NULL) {
+    mcp_hdr_tool *t = c->hdr_tools;
+    c->hdr_tools = t->next;
+    acp__free(&c->mem, t->name);
+    acp__free(&c->mem, t->schema);
+    acp__free(&c->mem, t);
+  }
+}
+
+/*
+ * Check the tools of a tools/list result. *out_json is set (heap, the
+ * caller frees) to the result without the rejected tools when there were
+ * any, else NULL.
+ */
+static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
+                            char **out_json, size_t *out_len) {
+  const acp_json_val *tools = acp_json_obj_getz(msg->result, "tools");
+  const acp_json_val *t;
+  const acp_json_val *k;
+  acp_json_writer *w = NULL;
+  size_t rejected = 0;
+  int rv = 0;
+
+  *out_json = NULL;
+  *out_len = 0;
+  if (acp_json_type_of(tools) != ACP_JSON_ARRAY)
+    return 0;
+  for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t)) {
+    const acp_json_val *nv = acp_json_obj_getz(t, "name");
+    const acp_json_val *schema = acp_json_obj_getz(t, "inputSchema");
+    const char *name;
+    size_t nn;
+    hdr_scan hs;
+
+    if (acp_json_type_of(nv) != ACP_JSON_STRING ||
+        acp_json_doc_str(msg->doc, nv, &name, &nn) != 0)
+      continue;
+    memset(&hs, 0, sizeof(hs));
+    hdr_walk(&hs, msg->doc, schema, true, false, 0);
+    hdr_tool_forget(c, name, nn);
+    if (hs.bad) {
+      rejected++;
+    } else if (hs.n > 0) {
+      mcp_hdr_tool *e = acp__calloc(&c->mem, 1, sizeof(*e));
+      const char *raw;
+      size_t rn;
+
+      if (e == NULL)
+        return ACP_ERR_NOMEM;
+      raw = acp_json_raw(schema, &rn);
+      e->name = acp__strndup(&c->mem, name, nn);
+      e->schema = acp__strndup(&c->mem, raw, rn);
+      e->name_len = nn;
+      e->schema_len = rn;
+      if (e->name == NULL || e->schema == NULL) {
+        acp__free(&c->mem, e->name);
+        acp__free(&c->mem, e->schema);
+        acp__free(&c->mem, e);
+        return ACP_ERR_NOMEM;
+      }
+      e->next = c->hdr_tools;
+      c->hdr_tools = e;
+    }
+  }
+  if (rejected == 0)
+    return 0;
+  rv = acp_json_writer_new(&w, 0, &c->mem);
+  if (rv != 0)
+    return rv;
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(msg->result); k;
+       k = acp_json_next(acp_json_next(k))) {
+    acp__json_write_key_val(w, k);
+    if (acp_json_next(k) != tools) {
+      acp_json_write_val(w, acp_json_next(k));
+      continue;
+    }
+    acp_json_write_arr_begin(w);
+    for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t)) {
+      hdr_scan hs;
+
+      memset(&hs, 0, sizeof(hs));
+      hdr_walk(&hs, msg->doc, acp_json_obj_getz(t, "inputSchema"), true, false,
+               0);
+      if (!hs.bad)
+        acp_json_write_val(w, t);
+    }
+    acp_json_write_arr_end(w);
+  }
+  rv = acp_json_write_obj_end(w);
+  if (rv == 0) {
+    const char *d = acp_json_writer_data(w, out_len);
+    *out_json = acp__strndup(&c->mem, d, *out_len);
+    if (*out_json == NULL)
+      rv = ACP_ERR_NOMEM;
+  }
+  acp_json_writer_free(w);
+  return rv;
+}
+
+/* Emit the headers of `schema`'s annotated properties found in `args`. */
+static int hdr_emit(acp_json_doc *sdoc, const acp_json_val *schema,
+                    acp_json_doc *adoc, const acp_json_val *args,
+                    acp_mcp_param_header_cb cb, void *ud, int depth) {
+  const acp_json_val *props = acp_json_obj_getz(schema, "properties");
+  const acp_json_val *p;
+  int rv;
+
+  if (depth > HDR_DEPTH || acp_json_type_of(args) != ACP_JSON_OBJECT)
+    return 0;
+  for (p = acp_json_child(props); p != NULL;
+       p = acp_json_next(acp_json_next(p))) {
+    const acp_json_val *ps = acp_json_next(p);
+    const acp_json_val *h = acp_json_obj_getz(ps, "x-mcp-header");
+    const acp_json_val *v = NULL;
+    const acp_json_val *a;
+    const char *pn;
+    size_t pnl;
+    char num[32];
+    const char *val = NULL;
+    size_t vl = 0;
+
+    if (acp_json_doc_str(sdoc, p, &pn, &pnl) != 0)
+      continue;
+    for (a = acp_json_child(args); a != NULL;
+         a = acp_json_next(acp_json_next(a)))
+      if (acp_json_str_eq(a, pn, pnl))
+        v = acp_json_next(a);
+    if (v == NULL)
+      continue;
+    if (h == NULL) {
+      rv = hdr_emit(sdoc, ps, adoc, v, cb, ud, depth + 1);
+      if (rv != 0)
+        return rv;
+      continue;
+    }
+    if (acp_json_type_of(v) == ACP_JSON_STRING) {
+      if (acp_json_doc_str(adoc, v, &val, &vl) != 0)
+        continue;
+    } else if (acp_json_type_of(v) == ACP_JSON_BOOL) {
+      bool bv = false;
+      acp_json_get_bool(v, &bv);
+      val = bv ? "true" : "false";
+      vl = bv ? 4 : 5;
+    } else {
+      int64_t iv;
+      const int64_t max_safe = ((int64_t)1 << 53) - 1;
+      if (acp_json_get_int64(v, &iv) != 0 || iv > max_safe || iv < -max_safe)
+        continue;
+      vl = (size_t)snprintf(num, sizeof(num), "%lld", (long long)iv);
+      val = num;
+    }
+    {
+      const char *hn;
+      size_t hnl;
+      if (acp_json_doc_str(sdoc, h, &hn, &hnl) != 0)
+        continue;
+      rv = cb(hn, hnl, val, vl, ud);
+      if (rv != 0)
+        return rv;
+    }
+  }
+  return 0;
+}
+
+/* MARK: - 2026-07-28: x-mcp-header (Public) */
+
+int acp_mcp_client_param_headers(acp_mcp_client *c, acp_json_doc *doc,
+                                 const acp_json_val *params,
+                                 acp_mcp_param_header_cb cb, void *user_data) {
+  const acp_json_val *nv = acp_json_obj_getz(params, "name");
+  const mcp_hdr_tool *t;
+  acp_json_doc *sdoc = NULL;
+  const char *name;
+  size_t nn;
+  int rv;
+
+  if (c == NULL || doc == NULL || cb == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (acp_json_type_of(nv) != ACP_JSON_STRING ||
+      acp_json_doc_str(doc, nv, &name, &nn) != 0)
+    return 0;
+  for (t = c->hdr_tools; t != NULL; t = t->next)
+    if (t->name_len == nn && memcmp(t->name, name, nn) == 0)
+      break;
+  if (t == NULL)
+    return 0;
+  rv = acp_json_doc_new(&sdoc, &c->mem);
+  if (rv == 0)
+    rv = acp_json_doc_parse(sdoc, t->schema, t->schema_len, NULL);
+  if (rv == 0)
+    rv = hdr_emit(sdoc, acp_json_doc_root(sdoc), doc,
+                  acp_json_obj_getz(params, "arguments"), cb, user_data, 0);
+  acp_json_doc_free(sdoc);
+  return rv;
 }

@@ -25,6 +25,10 @@
  *   json-schema-2020-12-preservation
  *                   call the tool that takes a `schema` object with the
  *                   inputSchema of json_schema_2020_12_tool, verbatim.
+ *   a scenario whose MCP_CONFORMANCE_CONTEXT has "toolCalls"
+ *                   initialize (or discover), tools/list, then exactly
+ *                   those calls (name and arguments from the context) of
+ *                   the tools still listed.
  *   anything else   the same as tools_call. The auth scenarios end in
  *                   HTTP 401 (no OAuth yet), which fails the run: they are
  *                   expected failures (expected-failures-client.yml).
@@ -349,6 +353,70 @@ static void call_next_tool(void) {
   }
 }
 
+/*
+ * The calls a scenario names in MCP_CONFORMANCE_CONTEXT {"toolCalls":
+ * [{"name", "arguments"}]}, made instead of the generated ones when given
+ * (http-custom-headers: values chosen to test header encoding, a null that
+ * must give no header). Only tools the listed `tools` still have are called
+ * (the client drops tools whose x-mcp-header is invalid). Returns 1 when
+ * the context named calls (G.tool_* filled), 0 otherwise.
+ */
+static int context_tool_calls(const acp_json_val *tools) {
+  const char *ctx = getenv("MCP_CONFORMANCE_CONTEXT");
+  const acp_json_val *calls, *tc, *t;
+  acp_json_doc *doc = NULL;
+  size_t n;
+  int named = 0;
+
+  if (ctx == NULL || acp_json_doc_new(&doc, NULL) != 0)
+    return 0;
+  if (acp_json_doc_parse(doc, ctx, strlen(ctx), NULL) != 0) {
+    acp_json_doc_free(doc);
+    return 0;
+  }
+  calls = acp_json_obj_getz(acp_json_doc_root(doc), "toolCalls");
+  n = acp_json_len(calls);
+  if (acp_json_type_of(calls) == ACP_JSON_ARRAY && n > 0) {
+    named = 1;
+    G.tool_names = calloc(n, sizeof(char *));
+    G.tool_args = calloc(n, sizeof(char *));
+    for (tc = acp_json_child(calls); tc != NULL && G.tool_names && G.tool_args;
+         tc = acp_json_next(tc)) {
+      const acp_json_val *name = acp_json_obj_getz(tc, "name");
+      const acp_json_val *args = acp_json_obj_getz(tc, "arguments");
+      const char *raw;
+      size_t rn;
+      bool listed = false;
+
+      for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t)) {
+        const acp_json_val *tn = acp_json_obj_getz(t, "name");
+        size_t ln;
+        const char *lr = acp_json_raw(tn, &ln);
+        const char *cr = acp_json_raw(name, &rn);
+        if (lr && cr && ln == rn && memcmp(lr, cr, ln) == 0)
+          listed = true;
+      }
+      if (!listed || acp_json_type_of(name) != ACP_JSON_STRING)
+        continue;
+      G.tool_names[G.ntools] = dup_str(doc, name);
+      raw = args ? acp_json_raw(args, &rn) : "{}";
+      if (args == NULL)
+        rn = 2;
+      G.tool_args[G.ntools] = malloc(rn + 1);
+      if (G.tool_names[G.ntools] == NULL || G.tool_args[G.ntools] == NULL) {
+        free(G.tool_names[G.ntools]);
+        free(G.tool_args[G.ntools]);
+        break;
+      }
+      memcpy(G.tool_args[G.ntools], raw, rn);
+      G.tool_args[G.ntools][rn] = '\0';
+      G.ntools++;
+    }
+  }
+  acp_json_doc_free(doc);
+  return named;
+}
+
 static int on_tools_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                          void *ud) {
   const acp_json_val *tools, *t, *focal = NULL;
@@ -365,6 +433,10 @@ static int on_tools_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
   printf("tools/list: %zu tool(s)\n", acp_json_len(tools));
   if (strcmp(G.scenario, "initialize") == 0) {
     finish(0);
+    return 0;
+  }
+  if (context_tool_calls(tools) != 0) {
+    call_next_tool();
     return 0;
   }
   n = acp_json_len(tools);
@@ -427,8 +499,7 @@ static int on_initialized(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     finish(1);
     return 0;
   }
-  printf("initialized: protocol %s\n",
-         acp_mcp_version_str(acp_mcp_client_version(c)));
+  printf("initialized: protocol %s\n", acp_mcp_client_protocol(c));
   rv = acp_mcp_client_list(c, ACP_MCP_LIST_TOOLS, NULL, NULL, now_ms(),
                            on_tools_list, NULL, NULL);
   if (rv != 0) {
@@ -487,9 +558,9 @@ int main(int argc, char **argv) {
   acp_mcp_client_set_timeouts(G.client, CC_REQUEST_TIMEOUT_MS, 0);
   pv = getenv("MCP_CONFORMANCE_PROTOCOL_VERSION");
   if (pv != NULL && pv[0] != '\0') {
-    acp_mcp_version v = acp_mcp_version_parse(pv, strlen(pv));
-    if (v == ACP_MCP_VERSION_UNKNOWN ||
-        acp_mcp_client_set_protocol_version(G.client, v) != 0)
+    /* "2026-07-28": stateless (server/discover, _meta on every request);
+     * a stateful revision: initialize asking it. */
+    if (acp_mcp_client_set_protocol(G.client, pv) != 0)
       say("protocol version %s is not spoken; asking the latest", pv);
   }
 

@@ -2,11 +2,13 @@
 # The MCP conformance suite's CLIENT mode against conformance_client (our
 # MCP client over our HTTP transport):
 #   1. @modelcontextprotocol/conformance 0.1.16, --suite all;
-#   2. 0.2.0-alpha.12, --requirements 2025-11-25.
-# Both with tests/conformance/expected-failures-client.yml (the auth
-# scenarios: OAuth is a later issue). The suite's mock servers listen on
+#   2. 0.2.0-alpha.12, --requirements 2025-11-25;
+#   3. 0.2.0-alpha.12, --requirements 2026-07-28 (the client stateless).
+# The first two with tests/conformance/expected-failures-client.yml, the
+# third with expected-failures-client-2026.yml (the auth scenarios: OAuth
+# is a later issue). The suite's mock servers listen on
 # every interface, so everything runs inside a private network namespace
-# with only loopback up (`unshare -n`). Exit 0 when both runs pass, 1 on a
+# with only loopback up (`unshare -n`). Exit 0 when every run passes, 1 on a
 # failure, 77 (skipped, reason printed) when a prerequisite is missing:
 # node/npm, the pinned peers, Node 22, unshare -n / ip, or the
 # conformance_client program (built once the HTTP client exists).
@@ -68,4 +70,10 @@ run() { # label version args...
 }
 run client-0.1.16 0.1.16 --suite all
 run client-0.2.0-alpha.12-req-2025-11-25 0.2.0-alpha.12 --requirements 2025-11-25
+
+# --- 2026-07-28 (stateless client) ------------------------------------------
+# Its own expected failures (expected-failures-client-2026.yml: the auth
+# scenarios, one of which passes in the 2025 runs above).
+ef="$conf_here/expected-failures-client-2026.yml"
+run client-0.2.0-alpha.12-req-2026-07-28 0.2.0-alpha.12 --requirements 2026-07-28
 exit $rc

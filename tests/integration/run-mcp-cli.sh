@@ -47,7 +47,13 @@ run() {
 # --- stdio ---
 run stdio-tools 0 "echo - Echoes back the message" -- mcp tools --stdio "$acp" mcp serve
 run stdio-call 0 "5.5" -- mcp call --stdio "$acp" mcp serve -- add a=2 b=3.5
-run stdio-call-json 0 '{"content":[{"type":"text","text":"hi"}]}' -- mcp call --json --stdio "$acp" mcp serve -- echo message=hi
+run stdio-call-json 0 '{"content":[{"type":"text","text":"hi"}]' -- mcp call --json --stdio "$acp" mcp serve -- echo message=hi
+# --protocol: a forced stateful revision is negotiated and shown by --json
+run stdio-protocol-forced 0 '"protocolVersion":"2025-03-26"}' -- mcp call --json --protocol 2025-03-26 --stdio "$acp" mcp serve -- echo message=hi
+run stdio-protocol-auto 0 '"protocolVersion":"20' -- mcp tools --json --protocol auto --stdio "$acp" mcp serve
+run stdio-protocol-bad 2 '' -- mcp tools --protocol 1999-01-01 --stdio "$acp" mcp serve
+# Our client and our server at the stateless revision (no initialize).
+run stdio-protocol-2026 0 '"protocolVersion":"2026-07-28"}' -- mcp call --json --protocol 2026-07-28 --stdio "$acp" mcp serve -- echo message=hi
 run stdio-read 0 "an MCP server built on libacp" -- mcp read --stdio "$acp" mcp serve -- acp://readme
 run stdio-get 0 "user: Please greet Bob warmly." -- mcp get --stdio "$acp" mcp serve -- greet name=Bob
 run stdio-resources-json 0 '"resourceTemplates":[]' -- mcp resources --json --stdio "$acp" mcp serve
@@ -56,7 +62,9 @@ run stdio-tool-error 3 "message must be a string" -- mcp call --stdio "$acp" mcp
 run stdio-unknown-tool 1 "" -- mcp call --stdio "$acp" mcp serve -- nope
 # A server->client request with a 10 s timeout gets the client's answer
 # (the conn's clock must be the loop's, or the deadline is already past).
-run stdio-ping-client 0 "pong" -- mcp call --stdio "$acp" mcp serve -- ping
+# The ping tool pings the client: a server->client request, which only the
+# stateful revisions have (2026-07-28 has none), so these ask 2025-11-25.
+run stdio-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --stdio "$acp" mcp serve -- ping
 run stdio-server-missing 1 "" -- mcp tools --stdio /nonexistent/server
 if [ -f "$root/src/fixtures/mcp_everything.c" ]; then
   run stdio-everything 0 "test_simple_text" -- mcp tools --stdio "$acp" mcp serve --everything
@@ -74,9 +82,12 @@ done
 url=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/serve.log")
 base=${url%/mcp}
 run http-tools 0 "add - Adds two numbers" -- mcp tools --url "$url"
-run http-ping-client 0 "pong" -- mcp call --url "$url" ping
+run http-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --url "$url" ping
 run http-call 0 "5" -- mcp call --url "$url" add a=2 b=3
 run http-call-json 0 '"structuredContent":{"sum":5}' -- mcp call --json --url "$url" add a=2 b=3
+run http-protocol-forced 0 '"protocolVersion":"2025-06-18"}' -- mcp call --json --protocol 2025-06-18 --url "$url" add a=2 b=3
+run http-protocol-2026 0 '"structuredContent":{"sum":5}' -- mcp call --json --protocol 2026-07-28 --url "$url" add a=2 b=3
+run http-protocol-2026-read 0 '"protocolVersion":"2026-07-28"}' -- mcp read --json --protocol 2026-07-28 --url "$url" acp://readme
 run http-read 0 "an MCP server built on libacp" -- mcp read --url "$url" acp://readme
 run http-get 0 "Please greet Ann warmly." -- mcp get --url "$url" greet name=Ann
 run http-streamable-explicit 0 "echo" -- mcp tools --transport streamable --url "$url"

@@ -556,6 +556,118 @@ static void test_raw_headers_on_the_wire(void **state) {
   rt_dispose(&x);
 }
 
+/* MARK: - 2026-07-28 on the wire */
+
+/* Answers: id 7 with an SSE stream that ends before the response; id 8
+ * with HTTP 400 and a JSON-RPC -32022 body; id 9 with a result and a
+ * session id (which a 2026 client must not send back). */
+static void *rec2026_main(void *arg) {
+  rec_srv *s = arg;
+  while (s->nreqs < REC_MAX) {
+    struct pollfd p = {s->lfd, POLLIN, 0};
+    int fd;
+    char *r;
+    if (poll(&p, 1, 10000) <= 0)
+      break;
+    fd = accept(s->lfd, NULL, NULL);
+    if (fd < 0)
+      break;
+    r = read_request(fd);
+    s->reqs[s->nreqs++] = r;
+    if (strstr(r, "\"id\":7"))
+      respond(fd, "200 OK", "Content-Type: text/event-stream\r\n",
+              ": no answer follows\n\n");
+    else if (strstr(r, "\"id\":8"))
+      respond(fd, "400 Bad Request", "Content-Type: application/json\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":8,\"error\":{\"code\":-32022,"
+              "\"message\":\"Unsupported protocol version\",\"data\":{"
+              "\"supported\":[\"2026-07-28\"]}}}");
+    else if (strstr(r, "\"id\":10"))
+      respond(fd, "200 OK", "Content-Type: application/json\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":10,\"result\":{\"messages\":[]}}");
+    else if (strstr(r, "\"id\":9"))
+      respond(fd, "200 OK",
+              "Content-Type: application/json\r\nMCP-Session-Id: nope\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"resultType\":"
+              "\"complete\",\"tools\":[]}}");
+    else
+      respond(fd, "202 Accepted", "", "");
+    close(fd);
+    if (s->nreqs == 4)
+      break;
+  }
+  return NULL;
+}
+
+#define META2026                                                               \
+  "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","     \
+  "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+/* 2026 requests (the version in _meta): MCP-Protocol-Version from _meta,
+ * Mcp-Method, Mcp-Name (Base64 sentinel when not header-safe), never a
+ * session id; an error body sent with HTTP 400 reaches the caller as it
+ * is; a stream that ends before the answer fails the request at once; a
+ * session id on an answer is ignored (no DELETE at close). */
+static void test_raw_2026_on_the_wire(void **state) {
+  static const step steps[] = {
+      {"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/"
+       "list\",\"params\":{" META2026 "}}",
+       9},
+      {"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{"
+       "\"name\":\"w\u00e9 ther\",\"arguments\":{}," META2026 "}}",
+       7},
+      {"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/read\","
+       "\"params\":{\"uri\":\"file:///a b\"," META2026 "}}",
+       8},
+      {"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"prompts/get\","
+       "\"params\":{\"name\":\"\"," META2026 "}}",
+       10}};
+  rec_srv s;
+  const char *r;
+  int i;
+  rt x;
+  (void)state;
+  memset(&s, 0, sizeof(s));
+  s.lfd = ht_loopback_socket(&s.port, 8);
+  pthread_create(&s.th, NULL, rec2026_main, &s);
+
+  rt_init(&x, s.port, "/mcp", ACP_HTTP_STREAMABLE);
+  rt_run(&x, steps, 4);
+  pthread_join(s.th, NULL);
+  close(s.lfd);
+  assert_int_equal(x.ends, 0);
+  assert_int_equal(s.nreqs, 4);
+
+  r = rec_find(&s, "tools/list");
+  assert_non_null(r);
+  assert_non_null(strstr(r, "\r\nMcp-Method: tools/list\r\n"));
+  assert_null(strstr(r, "Mcp-Name"));
+  assert_non_null(strstr(r, "\r\nMCP-Protocol-Version: 2026-07-28\r\n"));
+  r = rec_find(&s, "tools/call");
+  assert_non_null(r);
+  assert_non_null(strstr(r, "\r\nMcp-Method: tools/call\r\n"));
+  assert_non_null(strstr(r, "\r\nMcp-Name: =?base64?d8OpIHRoZXI=?=\r\n"));
+  r = rec_find(&s, "resources/read");
+  assert_non_null(r);
+  assert_non_null(strstr(r, "\r\nMcp-Name: file:///a b\r\n"));
+  r = rec_find(&s, "prompts/get");
+  assert_non_null(r);
+  assert_non_null(strstr(r, "\r\nMcp-Name:\r\n")); /* empty, still sent */
+  for (i = 0; i < s.nreqs; i++) {
+    assert_null(strstr(s.reqs[i], "MCP-Session-Id"));
+    free(s.reqs[i]);
+  }
+  assert_non_null(rt_find(&x, "\"id\":9,\"result\""));
+  r = rt_find(&x, "\"id\":7,");
+  assert_non_null(r);
+  assert_non_null(strstr(r, "ended before the response"));
+  r = rt_find(&x, "\"id\":8,");
+  assert_non_null(r);
+  assert_non_null(strstr(r, "-32022"));
+  assert_non_null(strstr(r, "\"supported\":[\"2026-07-28\"]"));
+  rt_dispose(&x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_raw_streamable_sequence, setup,
@@ -572,6 +684,7 @@ int main(void) {
       cmocka_unit_test(test_raw_argument_errors),
       cmocka_unit_test(test_raw_connection_refused),
       cmocka_unit_test(test_raw_headers_on_the_wire),
+      cmocka_unit_test(test_raw_2026_on_the_wire),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

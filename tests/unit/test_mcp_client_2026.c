@@ -1,0 +1,762 @@
+/*
+ * MCP client at 2026-07-28 against scripted server lines: the discover
+ * probe and its fallback to initialize, the per-request _meta, multi
+ * round-trip retries, and the list cache. Each test plays the server by
+ * feeding JSON lines to acp_mcp_client_recv() and reading what the client
+ * sends.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/mcp.h"
+#include "failmem.h"
+
+/* MARK: - Harness */
+
+typedef struct rec {
+  int status;
+  int calls;
+  bool had_msg;
+  char text[2048];
+} rec;
+
+typedef struct world {
+  acp_mcp_client *c;
+  uint64_t now;
+  char out[8192]; /* what the client sent since the last take() */
+  int elicits;
+  int samplings;
+  acp_mcp_client_request *held; /* a sampling answered later */
+  bool elicit_error;            /* answer elicitation with an error */
+} world;
+
+static world W;
+
+#define HAS(s, needle)                                                         \
+  do {                                                                         \
+    if (strstr((s), (needle)) == NULL)                                         \
+      fail_msg("expected %s in: %s", needle, s);                               \
+  } while (0)
+#define LACKS(s, needle)                                                       \
+  do {                                                                         \
+    if (strstr((s), (needle)) != NULL)                                         \
+      fail_msg("did not expect %s in: %s", needle, s);                         \
+  } while (0)
+
+/* Everything the client has to send, into W.out. Returns its length. */
+static size_t take(void) {
+  size_t len = 0;
+  const char *d;
+  acp_ssize n;
+
+  W.out[0] = '\0';
+  while ((n = acp_mcp_client_send(W.c, &d)) > 0) {
+    assert_true(len + (size_t)n < sizeof(W.out));
+    memcpy(W.out + len, d, (size_t)n);
+    len += (size_t)n;
+    W.out[len] = '\0';
+  }
+  assert_true(n == 0);
+  return len;
+}
+
+/* The id of the last request in W.out ("id":N). */
+static long last_id(void) {
+  const char *p = W.out;
+  const char *hit = NULL;
+  while ((p = strstr(p, "\"id\":")) != NULL)
+    hit = p++;
+  assert_non_null(hit);
+  return strtol(hit + 5, NULL, 10);
+}
+
+/* Feed one server line (printf format). */
+static void feed(const char *fmt, ...) {
+  char line[4096];
+  va_list ap;
+  int n;
+
+  va_start(ap, fmt);
+  n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+  va_end(ap);
+  assert_true(n > 0 && n < (int)sizeof(line) - 1);
+  line[n++] = '\n';
+  assert_int_equal(acp_mcp_client_recv(W.c, line, (size_t)n, W.now), n);
+}
+
+static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                     void *ud) {
+  rec *r = ud;
+  (void)c;
+  r->status = status;
+  r->calls++;
+  r->had_msg = msg != NULL;
+  r->text[0] = '\0';
+  if (status == 0) {
+    size_t n;
+    const char *raw = acp_json_raw(msg->result, &n);
+    snprintf(r->text, sizeof(r->text), "%.*s", (int)n, raw);
+  } else if (msg != NULL && msg->error != NULL) {
+    snprintf(r->text, sizeof(r->text), "%lld", (long long)msg->error_code);
+  }
+  return 0;
+}
+
+static int on_elicit(acp_mcp_client *c, acp_mcp_client_request *req,
+                     const acp_json_val *params, void *ud) {
+  const char *a = "{\"action\":\"accept\",\"content\":{\"name\":\"octocat\"}}";
+  (void)ud;
+  W.elicits++;
+  assert_string_equal(acp_mcp_client_request_method(req), "elicitation/create");
+  assert_non_null(acp_json_obj_getz(params, "message"));
+  if (W.elicit_error)
+    return acp_mcp_client_respond_error(c, req, -1, "declined");
+  return acp_mcp_client_respond(c, req, a, strlen(a));
+}
+
+static int on_sampling(acp_mcp_client *c, acp_mcp_client_request *req,
+                       const acp_json_val *params, void *ud) {
+  (void)c;
+  (void)params;
+  (void)ud;
+  W.samplings++;
+  W.held = req; /* answered later, outside the callback */
+  return 0;
+}
+
+static void make_client(const acp_mem *mem, bool with_cbs) {
+  acp_mcp_client_callbacks *cbs = NULL;
+
+  assert_int_equal(acp_mcp_client_callbacks_new(&cbs), 0);
+  if (with_cbs) {
+    acp_mcp_client_callbacks_set_on_elicitation(cbs, on_elicit);
+    acp_mcp_client_callbacks_set_on_sampling(cbs, on_sampling);
+  }
+  assert_int_equal(acp_mcp_client_new(&W.c, cbs, "t2026", "1.2", NULL, mem), 0);
+  acp_mcp_client_callbacks_free(cbs);
+}
+
+static int setup(void **state) {
+  (void)state;
+  memset(&W, 0, sizeof(W));
+  W.now = 1000;
+  make_client(NULL, true);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  acp_mcp_client_free(W.c);
+  W.c = NULL;
+  return 0;
+}
+
+#define DISCOVER_2026                                                          \
+  "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":\"complete\","   \
+  "\"supportedVersions\":[\"2026-07-28\",\"2025-11-25\"],"                     \
+  "\"capabilities\":{\"tools\":{}},\"instructions\":\"hi\",\"ttlMs\":0,"       \
+  "\"cacheScope\":\"private\",\"_meta\":{\"io.modelcontextprotocol/"           \
+  "serverInfo\":{\"name\":\"srv\",\"version\":\"9\"}}}}"
+
+/* Handshake to the stateless era. */
+static void go_stateless(void) {
+  rec r = {0};
+  size_t n;
+
+  assert_int_equal(acp_mcp_client_set_protocol(W.c, NULL), 0);
+  assert_int_equal(acp_mcp_client_initialize(W.c, W.now, on_result, &r), 0);
+  take();
+  HAS(W.out, "\"method\":\"server/discover\"");
+  feed(DISCOVER_2026, last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(take(), 0); /* no notifications/initialized */
+  assert_int_equal(acp_mcp_client_era(W.c), ACP_MCP_ERA_STATELESS);
+  assert_string_equal(acp_mcp_client_protocol(W.c), "2026-07-28");
+  assert_string_equal(acp_mcp_client_server_info(W.c, &n),
+                      "{\"name\":\"srv\",\"version\":\"9\"}");
+  assert_string_equal(acp_mcp_client_instructions(W.c), "hi");
+}
+
+/* MARK: - Negotiation */
+
+static void test_discover_then_stateless_requests(void **state) {
+  rec r = {0};
+  const char *args = "{\"x\":1}";
+  (void)state;
+
+  go_stateless();
+  assert_int_equal(acp_mcp_client_call_tool(W.c, "echo", args, strlen(args),
+                                            NULL, W.now, on_result, &r, NULL),
+                   0);
+  take();
+  HAS(W.out, "\"method\":\"tools/call\"");
+  HAS(W.out, "\"arguments\":{\"x\":1}");
+  HAS(W.out, "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"");
+  HAS(W.out, "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"t2026\","
+             "\"version\":\"1.2\"}");
+  /* The callbacks declared elicitation and sampling, as initialize would. */
+  HAS(W.out, "\"io.modelcontextprotocol/clientCapabilities\":{\"sampling\":{}"
+             ",\"elicitation\":{}}");
+  LACKS(W.out, "initialize");
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"complete\",\"content\":[]}}",
+       last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, 0);
+  HAS(r.text, "\"content\":[]");
+}
+
+static int on_prog(acp_mcp_client *c, double progress, double total,
+                   const char *message, size_t message_len, void *ud) {
+  (void)c;
+  (void)progress;
+  (void)total;
+  (void)message;
+  (void)message_len;
+  (void)ud;
+  return 0;
+}
+
+static void test_caller_meta_and_progress_kept(void **state) {
+  rec r = {0};
+  acp_mcp_request_opts o = ACP_MCP_REQUEST_OPTS_INIT;
+  const char *params = "{\"name\":\"a\",\"_meta\":{\"k\":\"v\"}}";
+  (void)state;
+
+  go_stateless();
+  o.on_progress = on_prog;
+  assert_int_equal(acp_mcp_client_send_request(W.c, "tools/call", params,
+                                               strlen(params), &o, W.now,
+                                               on_result, &r, NULL),
+                   0);
+  take();
+  /* The caller's _meta keeps its member, the 2026 ones follow. */
+  HAS(W.out, "\"_meta\":{\"progressToken\":");
+  HAS(W.out, "\"k\":\"v\",\"io.modelcontextprotocol/"
+             "protocolVersion\":\"2026-07-28\"");
+}
+
+static void test_fallback_to_initialize_on_method_not_found(void **state) {
+  rec r = {0};
+  (void)state;
+
+  assert_int_equal(acp_mcp_client_set_protocol(W.c, "auto"), 0);
+  assert_int_equal(acp_mcp_client_initialize(W.c, W.now, on_result, &r), 0);
+  take();
+  HAS(W.out, "server/discover");
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"error\":{\"code\":-32601,"
+       "\"message\":\"Method not found\"}}",
+       last_id());
+  assert_int_equal(r.calls, 0); /* the callback waits for initialize */
+  take();
+  HAS(W.out, "\"method\":\"initialize\"");
+  HAS(W.out, "\"protocolVersion\":\"2025-11-25\"");
+  LACKS(W.out, "io.modelcontextprotocol/protocolVersion");
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"protocolVersion\":"
+       "\"2025-06-18\",\"capabilities\":{},\"serverInfo\":{\"name\":\"old\","
+       "\"version\":\"1\"}}}",
+       last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, 0);
+  take();
+  HAS(W.out, "notifications/initialized");
+  assert_int_equal(acp_mcp_client_era(W.c), ACP_MCP_ERA_STATEFUL);
+  assert_string_equal(acp_mcp_client_protocol(W.c), "2025-06-18");
+  assert_int_equal(acp_mcp_client_version(W.c), ACP_MCP_VERSION_2025_06_18);
+  /* Stateful requests carry no 2026 _meta. */
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  take();
+  LACKS(W.out, "io.modelcontextprotocol");
+}
+
+static void test_fallback_when_2026_not_listed(void **state) {
+  rec r = {0};
+  (void)state;
+
+  assert_int_equal(acp_mcp_client_set_mode(W.c, ACP_MCP_CLIENT_AUTO), 0);
+  assert_int_equal(acp_mcp_client_initialize(W.c, W.now, on_result, &r), 0);
+  take();
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"supportedVersions\":"
+       "[\"2027-01-01\"],\"capabilities\":{}}}",
+       last_id());
+  take();
+  HAS(W.out, "\"method\":\"initialize\"");
+  /* The -32022 answer of a newer-only server falls back the same way. */
+  assert_int_equal(r.calls, 0);
+}
+
+static void test_discover_retried_once_on_unsupported_version(void **state) {
+  rec r = {0};
+  (void)state;
+
+  assert_int_equal(acp_mcp_client_set_protocol(W.c, "2026-07-28"), 0);
+  assert_int_equal(acp_mcp_client_initialize(W.c, W.now, on_result, &r), 0);
+  take();
+  /* -32022 naming 2026-07-28 as supported: asked again, once. */
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"error\":{\"code\":-32022,"
+       "\"message\":\"Unsupported protocol version\",\"data\":{\"supported\":"
+       "[\"2026-07-28\"],\"requested\":\"x\"}}}",
+       last_id());
+  assert_int_equal(r.calls, 0);
+  take();
+  HAS(W.out, "\"method\":\"server/discover\"");
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"error\":{\"code\":-32022,"
+       "\"message\":\"Unsupported protocol version\",\"data\":{\"supported\":"
+       "[\"2026-07-28\"]}}}",
+       last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, ACP_ERR_UNSUPPORTED);
+  assert_int_equal(take(), 0);
+}
+
+static void test_forced_versions(void **state) {
+  rec r = {0};
+  (void)state;
+
+  /* Forced 2026: an old server's error is ACP_ERR_UNSUPPORTED. */
+  assert_int_equal(acp_mcp_client_set_protocol(W.c, "2026-07-28"), 0);
+  assert_int_equal(acp_mcp_client_set_protocol(W.c, "1999-01-01"),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_client_initialize(W.c, W.now, on_result, &r), 0);
+  assert_int_equal(acp_mcp_client_set_protocol(W.c, "auto"),
+                   ACP_ERR_INVALID_STATE);
+  take();
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"error\":{\"code\":-32600,"
+       "\"message\":\"Server not initialized\"}}",
+       last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, ACP_ERR_UNSUPPORTED);
+  assert_int_equal(take(), 0);
+  assert_int_equal(acp_mcp_client_era(W.c), ACP_MCP_ERA_NONE);
+  assert_null(acp_mcp_client_protocol(W.c));
+  acp_mcp_client_free(W.c);
+
+  /* Forced stateful: initialize first, with that version. */
+  make_client(NULL, false);
+  assert_int_equal(acp_mcp_client_set_protocol(W.c, "2025-03-26"), 0);
+  assert_int_equal(acp_mcp_client_initialize(W.c, W.now, on_result, &r), 0);
+  take();
+  HAS(W.out, "\"method\":\"initialize\"");
+  HAS(W.out, "\"protocolVersion\":\"2025-03-26\"");
+  LACKS(W.out, "server/discover");
+}
+
+/* MARK: - Multi round-trip requests */
+
+#define INPUT_REQUIRED                                                         \
+  "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"                \
+  "\"input_required\",\"inputRequests\":{\"login\":{\"method\":"               \
+  "\"elicitation/create\",\"params\":{\"mode\":\"form\",\"message\":\"Who?"    \
+  "\",\"requestedSchema\":{\"type\":\"object\"}}},\"cap\":{\"method\":"        \
+  "\"sampling/createMessage\",\"params\":{\"messages\":[],\"maxTokens\":5}}}"  \
+  ",\"requestState\":\"s\\u0074ate+/=\\\"1\"}}"
+
+static void test_input_required_retry(void **state) {
+  rec r = {0};
+  const char *ans = "{\"role\":\"assistant\",\"content\":{\"type\":\"text\","
+                    "\"text\":\"Paris\"},\"model\":\"m\"}";
+  long first;
+  (void)state;
+
+  go_stateless();
+  assert_int_equal(acp_mcp_client_call_tool(W.c, "book", "{\"n\":2}", 7, NULL,
+                                            W.now, on_result, &r, NULL),
+                   0);
+  take();
+  first = last_id();
+  feed(INPUT_REQUIRED, first);
+  assert_int_equal(r.calls, 0);
+  assert_int_equal(W.elicits, 1);
+  assert_int_equal(W.samplings, 1);
+  assert_non_null(W.held);
+  assert_string_equal(acp_mcp_client_request_method(W.held),
+                      "sampling/createMessage");
+  assert_int_equal(take(), 0); /* waits for the held answer */
+  assert_int_equal(acp_mcp_client_respond(W.c, W.held, ans, strlen(ans)), 0);
+  take();
+  HAS(W.out, "\"method\":\"tools/call\"");
+  HAS(W.out, "\"name\":\"book\"");
+  HAS(W.out, "\"arguments\":{\"n\":2}");
+  HAS(W.out, "\"inputResponses\":{\"login\":{\"action\":\"accept\","
+             "\"content\":{\"name\":\"octocat\"}},\"cap\":{\"role\":");
+  /* requestState echoed byte for byte, escapes included. */
+  HAS(W.out, "\"requestState\":\"s\\u0074ate+/=\\\"1\"");
+  HAS(W.out, "io.modelcontextprotocol/protocolVersion");
+  assert_true(last_id() != first);
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"complete\",\"content\":[{\"type\":\"text\",\"text\":\"booked\"}]}}",
+       last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, 0);
+  HAS(r.text, "booked");
+}
+
+static void test_input_required_state_only_and_limit(void **state) {
+  rec r = {0};
+  int i;
+  (void)state;
+
+  go_stateless();
+  assert_int_equal(acp_mcp_client_read_resource(W.c, "x://a", NULL, W.now,
+                                                on_result, &r, NULL),
+                   0);
+  take();
+  /* requestState alone: retried at once, without inputResponses. */
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"input_required\",\"requestState\":\"again\"}}",
+       last_id());
+  take();
+  HAS(W.out, "\"method\":\"resources/read\"");
+  HAS(W.out, "\"uri\":\"x://a\"");
+  HAS(W.out, "\"requestState\":\"again\"");
+  LACKS(W.out, "inputResponses");
+  /* The server keeps asking: the client gives up after the limit. */
+  for (i = 1; i < ACP_MCP_CLIENT_MAX_ROUNDS; i++) {
+    feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+         "\"input_required\",\"requestState\":\"again\"}}",
+         last_id());
+    assert_int_equal(r.calls, 0);
+    take();
+    /* the retry's requestState replaces the previous one, not added */
+    assert_non_null(strstr(W.out, "requestState"));
+    assert_null(strstr(strstr(W.out, "requestState") + 1, "requestState"));
+  }
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"input_required\",\"requestState\":\"again\"}}",
+       last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, ACP_ERR_PROTOCOL);
+  assert_false(r.had_msg);
+  assert_int_equal(take(), 0);
+}
+
+static void test_input_required_failures(void **state) {
+  rec r = {0};
+  (void)state;
+
+  go_stateless();
+  /* roots/list has no callback here: ACP_ERR_UNSUPPORTED, no retry. */
+  assert_int_equal(acp_mcp_client_get_prompt(W.c, "p", NULL, 0, NULL, W.now,
+                                             on_result, &r, NULL),
+                   0);
+  take();
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"input_required\",\"inputRequests\":{\"r\":{\"method\":"
+       "\"roots/list\"}}}}",
+       last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, ACP_ERR_UNSUPPORTED);
+  assert_int_equal(take(), 0);
+
+  /* An error answer ends the request with ACP_ERR_CANCELLED. */
+  memset(&r, 0, sizeof(r));
+  W.elicit_error = true;
+  assert_int_equal(acp_mcp_client_call_tool(W.c, "t", NULL, 0, NULL, W.now,
+                                            on_result, &r, NULL),
+                   0);
+  take();
+  feed(INPUT_REQUIRED, last_id());
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, ACP_ERR_CANCELLED);
+  /* The user is asked nothing more once one answer failed; no retry. */
+  assert_int_equal(W.samplings, 0);
+  assert_null(W.held);
+  assert_int_equal(take(), 0);
+  assert_int_equal(r.calls, 1);
+
+  /* Neither inputRequests nor requestState: a protocol error. */
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(acp_mcp_client_call_tool(W.c, "t", NULL, 0, NULL, W.now,
+                                            on_result, &r, NULL),
+                   0);
+  take();
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"input_required\"}}",
+       last_id());
+  assert_int_equal(r.status, ACP_ERR_PROTOCOL);
+}
+
+/* MARK: - List cache */
+
+static void list_answer(long ttl, const char *scope, const char *tool) {
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"complete\",\"tools\":[{\"name\":\"%s\",\"inputSchema\":{}}],"
+       "\"ttlMs\":%ld,\"cacheScope\":\"%s\"}}",
+       last_id(), tool, ttl, scope);
+}
+
+static void test_list_cache(void **state) {
+  rec r = {0};
+  int64_t id = 0;
+  (void)state;
+
+  go_stateless();
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, &id),
+                   0);
+  assert_true(id > 0);
+  take();
+  HAS(W.out, "tools/list");
+  list_answer(1000, "public", "one");
+  assert_int_equal(r.calls, 1);
+
+  /* Fresh: answered from the cache, nothing sent. */
+  W.now += 999;
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, &id),
+                   0);
+  assert_int_equal(id, -1);
+  assert_int_equal(r.calls, 2);
+  assert_int_equal(r.status, 0);
+  HAS(r.text, "\"one\"");
+  assert_int_equal(take(), 0);
+
+  /* Another cursor is another entry. */
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, "c2", NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  take();
+  HAS(W.out, "\"cursor\":\"c2\"");
+  list_answer(0, "public", "x");
+
+  /* Stale at ttlMs: asked again. */
+  W.now += 1;
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  take();
+  HAS(W.out, "tools/list");
+  list_answer(5000, "private", "two");
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  assert_int_equal(take(), 0);
+  HAS(r.text, "\"two\"");
+
+  /* list_changed drops it. */
+  feed("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}");
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  take();
+  HAS(W.out, "tools/list");
+  /* A cacheScope we do not know: not cached. */
+  list_answer(5000, "shared", "three");
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  take();
+  HAS(W.out, "tools/list");
+  list_answer(5000, "public", "four");
+  acp_mcp_client_cache_clear(W.c);
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  take();
+  HAS(W.out, "tools/list");
+}
+
+/* MARK: - x-mcp-header */
+
+static int collect_header(const char *name, size_t nl, const char *value,
+                          size_t vl, void *ud) {
+  char *acc = ud;
+  size_t len = strlen(acc);
+  snprintf(acc + len, 512 - len, "%.*s=%.*s;", (int)nl, name, (int)vl, value);
+  return 0;
+}
+
+static void test_x_mcp_header(void **state) {
+  rec r = {0};
+  char acc[512] = "";
+  acp_json_doc *doc = NULL;
+  const char *params =
+      "{\"name\":\"good\",\"arguments\":{\"region\":\"eu west\",\"count\":7,"
+      "\"flag\":false,\"obj\":{\"inner\":\"x\"},\"other\":1,\"big\":"
+      "9007199254740992}}";
+  (void)state;
+
+  go_stateless();
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  take();
+  feed(
+      "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"tools\":["
+      "{\"name\":\"good\",\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+      "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+      "\"count\":{\"type\":\"integer\",\"x-mcp-header\":\"Count\"},"
+      "\"flag\":{\"type\":\"boolean\",\"x-mcp-header\":\"Flag\"},"
+      "\"big\":{\"type\":\"integer\",\"x-mcp-header\":\"Big\"},"
+      "\"obj\":{\"type\":\"object\",\"properties\":{\"inner\":{\"type\":"
+      "\"string\",\"x-mcp-header\":\"Inner\"}}},\"other\":{\"type\":"
+      "\"integer\"}"
+      "}}},"
+      "{\"name\":\"plain\",\"inputSchema\":{\"type\":\"object\"}},"
+      "{\"name\":\"bad_number\",\"inputSchema\":{\"properties\":{\"a\":{"
+      "\"type\":\"number\",\"x-mcp-header\":\"A\"}}}},"
+      "{\"name\":\"bad_dup\",\"inputSchema\":{\"properties\":{\"a\":{"
+      "\"type\":\"string\",\"x-mcp-header\":\"A\"},\"b\":{\"type\":"
+      "\"string\",\"x-mcp-header\":\"a\"}}}},"
+      "{\"name\":\"bad_items\",\"inputSchema\":{\"properties\":{\"a\":{"
+      "\"type\":\"array\",\"items\":{\"type\":\"string\",\"x-mcp-header\":"
+      "\"A\"}}}}},"
+      "{\"name\":\"bad_char\",\"inputSchema\":{\"properties\":{\"a\":{"
+      "\"type\":\"string\",\"x-mcp-header\":\"A B\"}}}}"
+      "],\"resultType\":\"complete\"}}",
+      last_id());
+  assert_int_equal(r.status, 0);
+  HAS(r.text, "\"name\":\"good\"");
+  HAS(r.text, "\"name\":\"plain\"");
+  LACKS(r.text, "bad_");
+  HAS(r.text, "\"resultType\":\"complete\"");
+
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(acp_json_doc_parse(doc, params, strlen(params), NULL), 0);
+  assert_int_equal(acp_mcp_client_param_headers(
+                       W.c, doc, acp_json_doc_root(doc), collect_header, acc),
+                   0);
+  /* In schema order; 2^53 is outside the safe range: no header. */
+  assert_string_equal(acc, "Region=eu west;Count=7;Flag=false;Inner=x;");
+  acp_json_doc_free(doc);
+}
+
+/* MARK: - Allocation failures */
+
+static int scenario(const acp_mem *mem) {
+  rec r = {0};
+  const char *ans = "{\"model\":\"m\",\"role\":\"assistant\",\"content\":{}}";
+  const char *d;
+  acp_ssize n;
+  int rv;
+  char line[2048];
+
+  memset(&W, 0, sizeof(W));
+  W.now = 1;
+  {
+    acp_mcp_client_callbacks *cbs = NULL;
+    rv = acp_mcp_client_callbacks_new(&cbs);
+    if (rv != 0)
+      return rv;
+    acp_mcp_client_callbacks_set_on_elicitation(cbs, on_elicit);
+    acp_mcp_client_callbacks_set_on_sampling(cbs, on_sampling);
+    rv = acp_mcp_client_new(&W.c, cbs, "t", "1", NULL, mem);
+    acp_mcp_client_callbacks_free(cbs);
+    if (rv != 0)
+      return rv;
+  }
+#define STEP(x)                                                                \
+  do {                                                                         \
+    rv = (x);                                                                  \
+    if (rv < 0)                                                                \
+      goto done;                                                               \
+  } while (0)
+#define DRAIN()                                                                \
+  do {                                                                         \
+    W.out[0] = '\0';                                                           \
+    while ((n = acp_mcp_client_send(W.c, &d)) > 0)                             \
+      snprintf(W.out, sizeof(W.out), "%.*s", (int)n, d);                       \
+    if (n < 0) {                                                               \
+      rv = (int)n;                                                             \
+      goto done;                                                               \
+    }                                                                          \
+  } while (0)
+#define FEED(...)                                                              \
+  do {                                                                         \
+    int len_ = snprintf(line, sizeof(line), __VA_ARGS__);                      \
+    STEP((int)acp_mcp_client_recv(W.c, line, (size_t)len_, W.now));            \
+  } while (0)
+  STEP(acp_mcp_client_set_protocol(W.c, NULL));
+  STEP(acp_mcp_client_initialize(W.c, W.now, on_result, &r));
+  DRAIN();
+  FEED("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"supportedVersions\":"
+       "[\"2026-07-28\"],\"capabilities\":{},\"_meta\":{\"io."
+       "modelcontextprotocol/serverInfo\":{\"name\":\"s\",\"version\":\"1\""
+       "}}}}\n",
+       last_id());
+  if (r.status != 0) {
+    rv = r.status;
+    goto done;
+  }
+  STEP(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL, W.now,
+                           on_result, &r, NULL));
+  DRAIN();
+  FEED("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"tools\":[],\"ttlMs\":9,"
+       "\"cacheScope\":\"private\"}}\n",
+       last_id());
+  STEP(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL, W.now,
+                           on_result, &r, NULL));
+  STEP(acp_mcp_client_call_tool(W.c, "t", "{}", 2, NULL, W.now, on_result, &r,
+                                NULL));
+  DRAIN();
+  FEED(INPUT_REQUIRED "\n", last_id());
+  if (W.held == NULL) {
+    rv = ACP_ERR_NOMEM;
+    goto done;
+  }
+  STEP(acp_mcp_client_respond(W.c, W.held, ans, strlen(ans)));
+  DRAIN();
+  FEED("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"content\":[]}}\n",
+       last_id());
+  rv = r.status == 0 && r.calls == 4 ? 1 : (r.status ? r.status : -1);
+done:
+  acp_mcp_client_free(W.c);
+  W.c = NULL;
+  return rv;
+}
+
+static void test_allocation_failure_loop(void **state) {
+  failmem fm;
+  acp_mem mem;
+  long total;
+  long i;
+  (void)state;
+
+  memset(&fm, 0, sizeof(fm));
+  mem = failmem_start(&fm, -1);
+  assert_int_equal(scenario(&mem), 1);
+  assert_int_equal(fm.live, 0);
+  total = fm.count;
+  assert_true(total > 20);
+  for (i = 0; i < total; i++) {
+    mem = failmem_start(&fm, i);
+    (void)scenario(&mem);
+    assert_int_equal(fm.live, 0);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_discover_then_stateless_requests,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_caller_meta_and_progress_kept, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(
+          test_fallback_to_initialize_on_method_not_found, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fallback_when_2026_not_listed, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_forced_versions, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_discover_retried_once_on_unsupported_version, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_input_required_retry, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_input_required_state_only_and_limit,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_input_required_failures, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_list_cache, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_x_mcp_header, setup, teardown),
+      cmocka_unit_test(test_allocation_failure_loop),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
