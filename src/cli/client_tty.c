@@ -152,6 +152,12 @@ static void on_readable(uv_poll_t *p, int status, int events) {
     return;
   errno = 0;
   buf = el_gets(t->el, &n);
+  /* In unbuffered mode libedit reports Ctrl-D on an empty line as a line
+   * holding only ^D. */
+  if (buf != NULL && n == 1 && buf[0] == '\004') {
+    buf = NULL;
+    n = 0;
+  }
   if (buf == NULL) {
     /* libedit answers an edit that leaves the line empty (e.g. Ctrl-U) with
      * NULL and -1 but no errno; NULL and 0 is the end of input (Ctrl-D on

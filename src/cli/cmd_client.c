@@ -1729,12 +1729,19 @@ static void cmd_finished(capp *a) {
   read_stdin(a);
 }
 
-static bool cmd_failed(capp *a, const acp_rpc_msg *msg, const char *what) {
+/* The slash command waiting for its answer, for messages. */
+static char running_cmd[32];
+
+static bool cmd_failed(capp *a, const acp_rpc_msg *msg) {
   if (msg->result != NULL)
     return false;
-  note(a, "%s failed: error %lld: %.*s\n", what, (long long)msg->error_code,
-       (int)msg->error_message_len,
-       msg->error_message ? msg->error_message : "");
+  if (msg->error_code == ACP_RPC_METHOD_NOT_FOUND)
+    note(a, "%s: this agent does not support it (method not found)\n",
+         running_cmd);
+  else
+    note(a, "%s failed: error %lld: %.*s\n", running_cmd,
+         (long long)msg->error_code, (int)msg->error_message_len,
+         msg->error_message ? msg->error_message : "");
   return true;
 }
 
@@ -1742,7 +1749,7 @@ static int on_cmd_ok(acp_client *client, const acp_rpc_msg *msg, void *ud) {
   capp *a = ud;
 
   (void)client;
-  if (!cmd_failed(a, msg, "the command"))
+  if (!cmd_failed(a, msg))
     note(a, "ok\n");
   cmd_finished(a);
   return 0;
@@ -1759,7 +1766,7 @@ static int on_cmd_session(acp_client *client, const acp_rpc_msg *msg,
   size_t n = 0;
 
   (void)client;
-  if (!cmd_failed(a, msg, "the session command")) {
+  if (!cmd_failed(a, msg)) {
     char *id = jstr(msg, msg->result, "sessionId", &s, &n) == 0 ? strndup(s, n)
                                                                 : pending_sid;
     if (id == pending_sid)
@@ -1782,7 +1789,7 @@ static int on_cmd_list(acp_client *client, const acp_rpc_msg *msg, void *ud) {
   int n = 0;
 
   (void)client;
-  if (!cmd_failed(a, msg, "session/list")) {
+  if (!cmd_failed(a, msg)) {
     for (e = acp_json_child(acp_json_obj_getz(msg->result, "sessions"));
          e != NULL; e = acp_json_next(e), n++) {
       const char *id = NULL, *title = NULL, *at = NULL;
@@ -1806,7 +1813,7 @@ static int on_cmd_closed(acp_client *client, const acp_rpc_msg *msg, void *ud) {
   capp *a = ud;
 
   (void)client;
-  if (!cmd_failed(a, msg, "session/close")) {
+  if (!cmd_failed(a, msg)) {
     note(a, "session %s closed (/new, /load or /resume to go on)\n",
          a->session_id);
     free(a->session_id);
@@ -1884,6 +1891,7 @@ static void slash_command(capp *a, char *line, size_t len) {
     return;
   }
   a->state = ST_CMD;
+  snprintf(running_cmd, sizeof(running_cmd), "/%s", name);
   if (strcmp(name, "help") == 0) {
     size_t i;
     note(a, "slash commands:\n%s", slash_help);

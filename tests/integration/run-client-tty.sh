@@ -1,0 +1,172 @@
+#!/bin/sh
+# run-client-tty.sh - `acp client` in a real terminal: tmux (a private
+# server, fixed 100x40 size) runs `acp client --agent ref` (the agent named
+# in an agents file at its default place, $XDG_CONFIG_HOME/acp/agents.json)
+# against `acp agent`; the script types keys and checks what the screen
+# shows: a prompt and its answer, slash commands, the agent's commands and
+# their Tab completion, history recall with Up, a continued (multi-line)
+# prompt, Ctrl-C at the prompt (clears the line) and during a turn
+# (session/cancel), colours, and Ctrl-D (quits with status 0, history kept).
+#
+# Env: ACP_BIN the built acp (default: build/acp)
+# Exit status: 0 all passed, 1 some failed, 77 skipped (no acp, no tmux,
+# or acp built without libedit).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+if [ ! -x "$acp" ]; then
+  echo "SKIP: $acp is not built"
+  exit 77
+fi
+case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "SKIP: tmux is not installed (Debian package tmux)"
+  exit 77
+fi
+
+work=$(mktemp -d)
+sock=acp-client-tty-$$
+tm() { tmux -L "$sock" -f /dev/null "$@"; }
+cleanup() {
+  tm kill-server 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/cwd" "$work/config/acp" "$work/state"
+cat >"$work/config/acp/agents.json" <<JSON
+{"agents": {"ref": {"command": "$acp", "args": ["agent", "--unstable"],
+                    "env": {"ACP_AGENT_SEQUENTIAL_IDS": "1"}}}}
+JSON
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() {
+  fail=$((fail + 1))
+  echo "FAIL $1"
+  echo "     screen (last lines):"
+  screen | tail -n 12 | sed 's/^/     | /'
+}
+screen() {
+  tm capture-pane -p -J -S -200 -t t 2>/dev/null | sed 's/[[:space:]]*$//; /^$/d'
+}
+
+# expect NAME FIXED-STRING: wait until the screen shows the string (a line
+# containing it), up to 30 s, then pass or fail.
+expect() {
+  _i=0
+  while [ $_i -lt 300 ]; do
+    if screen | grep -qF -- "$2"; then
+      ok "$1"
+      return 0
+    fi
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  ko "$1 (no line with '$2')"
+  return 1
+}
+# last_line NAME EXACT: the screen's last non-empty line is EXACT.
+last_line() {
+  _i=0
+  while [ $_i -lt 300 ]; do
+    if [ "$(screen | tail -n 1)" = "$2" ]; then
+      ok "$1"
+      return 0
+    fi
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  ko "$1 (last line is not '$2')"
+  return 1
+}
+keys() { tm send-keys -t t "$@"; }
+
+tm new-session -d -s t -x 100 -y 40 \
+  "env -u NO_COLOR XDG_CONFIG_HOME='$work/config' XDG_STATE_HOME='$work/state' \
+   HOME='$work' TERM=screen '$acp' client --cwd '$work/cwd' --agent ref; \
+   echo \$? >'$work/status'; sleep 600"
+if ! expect "the client starts and shows its session" \
+  "session sess_1 in $work/cwd; type a prompt (Ctrl-D quits)"; then
+  if screen | grep -q "interactive editing is unavailable"; then
+    echo "SKIP: acp was built without libedit"
+    exit 77
+  fi
+fi
+last_line "the prompt" ">"
+
+keys "hello tty" Enter
+expect "a prompt is answered" "hello tty"
+last_line "back at the prompt after the turn" ">"
+
+keys "/title Tty Title" Enter
+expect "/title sets the title (session/set_title)" "[title] Tty Title"
+
+keys "/nope" Enter
+expect "an unknown command says so" \
+  "unknown command /nope (/help lists them; //nope sends it to the agent as is)"
+
+keys "/help" Enter
+expect "/help lists the commands" "/resume ID         resume session ID (no replay)"
+
+keys "//commands" Enter
+expect "the agent's commands are listed" "[commands] /plan /read /wait"
+
+# History: Up twice is the line before the last (/help), Ctrl-C drops it.
+keys Up Up
+last_line "Up Up recalls the line before last" "> /help"
+keys C-c
+expect "Ctrl-C at the prompt clears the line" "> /help^C"
+last_line "a fresh prompt after Ctrl-C" ">"
+
+# Tab completes the agent's advertised command; /wait makes the turn wait
+# until it is cancelled, which Ctrl-C does.
+keys "/wa" Tab
+last_line "Tab completes an agent command" "> /wait"
+keys Enter
+expect "the agent's command runs as a prompt" "waiting for session/cancel"
+keys C-c
+expect "Ctrl-C during a turn cancels it" "[stop] cancelled"
+last_line "the prompt after the cancelled turn" ">"
+
+# A trailing backslash continues the prompt on the next line.
+keys 'first line\' Enter
+last_line "a continued line prompts with ..." "..."
+keys "second line" Enter
+expect "the continued prompt is sent whole" "... second line"
+expect "both lines are answered" "first line"
+
+keys "//think deeply" Enter
+expect "a thought is shown" "(thinking) deeply"
+if tm capture-pane -p -e -J -S -200 -t t | grep "(thinking) deeply" |
+  grep -q "$(printf '\033')\["; then
+  ok "thoughts are styled on a terminal"
+else
+  ko "thoughts are styled on a terminal"
+fi
+
+keys "/fork" Enter
+expect "/fork switches to the copy" "session sess_2"
+keys "/list" Enter
+expect "/list marks the current session" "* sess_2"
+
+keys C-d
+_i=0
+while [ ! -s "$work/status" ] && [ $_i -lt 300 ]; do
+  sleep 0.1
+  _i=$((_i + 1))
+done
+if [ "$(cat "$work/status" 2>/dev/null)" = 0 ]; then
+  ok "Ctrl-D quits with status 0"
+else
+  ko "Ctrl-D quits with status 0 (status: $(cat "$work/status" 2>/dev/null))"
+fi
+if grep -q 'hello\\040tty' "$work/state/acp/history" 2>/dev/null; then
+  ok "history kept in \$XDG_STATE_HOME/acp/history"
+else
+  ko "history kept in \$XDG_STATE_HOME/acp/history"
+fi
+
+echo "client-tty: $pass passed, $fail failed"
+[ $fail -eq 0 ]
