@@ -146,6 +146,14 @@ else
   ko "thoughts are styled on a terminal"
 fi
 
+# A permission question is asked at a "choose:" prompt.
+keys "//ask Edit the file" Enter
+expect "a permission request is shown" "[permission] Edit the file"
+last_line "and asked at its own prompt" "choose:"
+keys "1" Enter
+expect "the answer picks the first option" "-> allow"
+last_line "the prompt after the answered turn" ">"
+
 keys "/fork" Enter
 expect "/fork switches to the copy" "session sess_2"
 keys "/list" Enter
@@ -166,6 +174,70 @@ if grep -q 'hello\\040tty' "$work/state/acp/history" 2>/dev/null; then
   ok "history kept in \$XDG_STATE_HOME/acp/history"
 else
   ko "history kept in \$XDG_STATE_HOME/acp/history"
+fi
+
+tm kill-server 2>/dev/null
+
+# Without a terminal: --interactive gives the slash commands to piped
+# input, --color always styles notes and shows diffs, --agent errors.
+run() { # run NAME STDIN ARGS...: rc, $work/out, $work/err
+  _in=$2
+  shift 2
+  printf '%s' "$_in" | timeout 60 env XDG_CONFIG_HOME="$work/config" \
+    "$acp" client --cwd "$work/cwd" "$@" >"$work/out" 2>"$work/err"
+  rc=$?
+}
+has() { # has NAME FILE FIXED-STRING
+  if grep -qF -- "$3" "$2"; then ok "$1"; else
+    fail=$((fail + 1))
+    echo "FAIL $1 (no '$3' in $(basename "$2"))"
+    sed 's/^/     | /' "$2" | head -20
+  fi
+}
+run piped "/nope
+/title Piped
+hi
+" --interactive --agent ref
+has "--interactive: unknown command on piped input" "$work/err" \
+  "unknown command /nope"
+has "--interactive: /title on piped input" "$work/err" "[title] Piped"
+has "--interactive: a prompt on piped input" "$work/out" "hi"
+diff='{"sessionUpdate":"tool_call","toolCallId":"d1","title":"Edit","status":"completed","content":[{"type":"diff","path":"/x.txt","oldText":"old","newText":"new"}]}'
+run color "//think hmm
+//update $diff
+" --interactive --color always --agent ref
+esc=$(printf '\033')
+has "--color always dims thoughts" "$work/err" "${esc}[2;3m(thinking) hmm"
+has "--color always: a completed tool call is green" "$work/err" \
+  "${esc}[32m[tool] Edit (completed)"
+has "a diff: old lines red" "$work/err" "${esc}[31m  -old${esc}[0m"
+has "a diff: new lines green" "$work/err" "${esc}[32m  +new${esc}[0m"
+run nocolor "//think hmm
+" --interactive --agent ref
+if grep -q "$esc" "$work/err"; then
+  fail=$((fail + 1))
+  echo "FAIL --color auto without a terminal: no escapes"
+else
+  ok "--color auto without a terminal: no escapes"
+fi
+run noagent "" --agent nosuch
+if [ $rc -eq 2 ]; then ok "--agent NAME not in the file: exit 2"; else
+  fail=$((fail + 1))
+  echo "FAIL --agent NAME not in the file: exit 2 (got $rc)"
+fi
+has "--agent NAME not in the file: says so" "$work/err" \
+  "agents file $work/config/acp/agents.json: no agent named \"nosuch\""
+run badfile "" --agent ref --agents-file "$work/no-such.json"
+has "--agents-file that does not exist: says so" "$work/err" \
+  "agents file $work/no-such.json: No such file or directory"
+printf '{"agents": {"x": {"args": []}}}' >"$work/bad.json"
+run nocommand "" --agent x --agents-file "$work/bad.json"
+has "an agent without a command: says so" "$work/err" \
+  "agent \"x\": \"command\" must be a non-empty string"
+run badcolor "" --color sometimes
+if [ $rc -eq 2 ]; then ok "--color sometimes: exit 2"; else
+  fail=$((fail + 1))
+  echo "FAIL --color sometimes: exit 2 (got $rc)"
 fi
 
 echo "client-tty: $pass passed, $fail failed"
