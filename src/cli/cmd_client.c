@@ -1523,11 +1523,13 @@ static void note_turn_usage(capp *a, const acp_rpc_msg *msg) {
   acp_json_get_uint64(acp_json_obj_getz(u, "inputTokens"), &in);
   acp_json_get_uint64(acp_json_obj_getz(u, "outputTokens"), &out);
   acp_json_get_uint64(acp_json_obj_getz(u, "totalTokens"), &total);
+  if (a->color)
+    note(a, "\033[2m");
   note(a, "[turn] %llu tokens in, %llu out, %llu total", (unsigned long long)in,
        (unsigned long long)out, (unsigned long long)total);
   if (acp_json_get_uint64(acp_json_obj_getz(u, "thoughtTokens"), &thought) == 0)
     note(a, " (%llu thinking)", (unsigned long long)thought);
-  note(a, "\n");
+  note(a, "%s\n", a->color ? "\033[0m" : "");
 }
 
 static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
