@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <wchar.h>
 
 struct ctty {
   uv_loop_t *loop;
@@ -275,8 +276,10 @@ int ctty_new(ctty **out, uv_loop_t *loop, const char *history_path,
   el_set(t->el, EL_SIGNAL, 0); /* SIGINT belongs to the client's loop */
   el_set(t->el, EL_PROMPT, prompt_fn);
   el_set(t->el, EL_HIST, history, t->hist);
-  el_set(t->el, EL_ADDFN, "acp-complete", "complete a command name",
-         complete_fn);
+  /* The wide form: libedit keeps these pointers, where the narrow one
+   * makes copies it never frees. */
+  el_wset(t->el, EL_ADDFN, L"acp-complete", L"complete a command name",
+          complete_fn);
   el_set(t->el, EL_BIND, "^I", "acp-complete", NULL);
   el_source(t->el, NULL); /* the user's ~/.editrc */
   the_tty = t;
