@@ -31,9 +31,9 @@
 
 static const char client_usage[] =
     "usage: acp client [-p PROMPT] [--cwd DIR] [--yes] [--quiet]\n"
-    "                  [--mcp-tools] [--interactive] [--color WHEN]\n"
+    "                  [--interactive] [--color WHEN]\n"
     "                  [--agent NAME [--agents-file FILE]]\n"
-    "                  [-- AGENT_CMD [ARGS...]]\n"
+    "                  [--mcp-tools] [-- AGENT_CMD [ARGS...]]\n"
     "\n"
     "A terminal client for any ACP agent (default: acp agent). The agent's\n"
     "text goes to stdout as it streams; tool calls, plans, permission\n"
@@ -49,13 +49,6 @@ static const char client_usage[] =
     "  --yes              allow every permission request (first allow\n"
     "                     option) without asking\n"
     "  --quiet            do not print notes on stderr\n"
-    "  --mcp-tools        offer an MCP server named \"client\" to the agent\n"
-    "                     over the ACP connection itself (MCP-over-ACP),\n"
-    "                     with the tools `echo {message}` and\n"
-    "                     `client_info {}` (names the ACP session of the\n"
-    "                     call); declared in session/new only when the\n"
-    "                     agent advertises mcpCapabilities.acp (a\n"
-    "                     conductor always does)\n"
     "  --interactive      the interactive front end even when stdin is not\n"
     "                     a terminal (it is the default on a terminal):\n"
     "                     slash commands, a line editor with history\n"
@@ -68,6 +61,13 @@ static const char client_usage[] =
     "                     ~/.config/acp/agents.json), shaped\n"
     "                     {\"agents\": {\"NAME\": {\"command\": \"...\",\n"
     "                     \"args\": [...], \"env\": {...}}}}\n"
+    "  --mcp-tools        offer an MCP server named \"client\" to the agent\n"
+    "                     over the ACP connection itself (MCP-over-ACP),\n"
+    "                     with the tools `echo {message}` and\n"
+    "                     `client_info {}` (names the ACP session of the\n"
+    "                     call); declared in session/new only when the\n"
+    "                     agent advertises mcpCapabilities.acp (a\n"
+    "                     conductor always does)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Interactive use: each line you type is a prompt; Ctrl-C cancels the\n"
@@ -2289,6 +2289,14 @@ int cmd_client(int argc, char **argv) {
     cli_err("client", "--cwd %s: %s", cwd, strerror(errno));
     return CLI_EXIT_USAGE;
   }
+  if (i < argc) {
+    agent_argv = (const char *const *)(argv + i);
+  } else {
+    default_agent[0] = cli_self_path();
+    default_agent[1] = "agent";
+    default_agent[2] = NULL;
+    agent_argv = default_agent;
+  }
   if (strcmp(color, "always") == 0) {
     a.color = true;
   } else if (strcmp(color, "auto") == 0) {
@@ -2314,13 +2322,6 @@ int cmd_client(int argc, char **argv) {
     if (client_agents_find(agents_file, agent_name, &named_agent) != 0)
       return CLI_EXIT_USAGE;
     agent_argv = (const char *const *)named_agent;
-  } else if (i < argc) {
-    agent_argv = (const char *const *)(argv + i);
-  } else {
-    default_agent[0] = cli_self_path();
-    default_agent[1] = "agent";
-    default_agent[2] = NULL;
-    agent_argv = default_agent;
   }
   a.interactive = a.prompt == NULL;
   /* The front end: on a terminal, or asked for. */
