@@ -8,10 +8,15 @@
 # prompt, Ctrl-C at the prompt (clears the line) and during a turn
 # (session/cancel), colours, and Ctrl-D (quits with status 0, history kept).
 #
-# Env: ACP_BIN the built acp (default: build/acp)
+# Env: ACP_BIN           the built acp (default: build/acp)
+#      ACP_VALGRIND_WRAP a command prefix (see run-cli.sh) the client runs
+#                        under; any report it prints fails the check.
 # Exit status: 0 all passed, 1 some failed, 77 skipped (no acp, no tmux,
 # or acp built without libedit).
 set -u
+wrap=${ACP_VALGRIND_WRAP:-}
+# How many 0.1 s polls to wait for the screen (valgrind is slow).
+if [ -n "$wrap" ]; then tries=3000; else tries=300; fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 acp=${ACP_BIN:-$root/build/acp}
@@ -56,7 +61,7 @@ screen() {
 # containing it), up to 30 s, then pass or fail.
 expect() {
   _i=0
-  while [ $_i -lt 300 ]; do
+  while [ $_i -lt $tries ]; do
     if screen | grep -qF -- "$2"; then
       ok "$1"
       return 0
@@ -70,7 +75,7 @@ expect() {
 # last_line NAME EXACT: the screen's last non-empty line is EXACT.
 last_line() {
   _i=0
-  while [ $_i -lt 300 ]; do
+  while [ $_i -lt $tries ]; do
     if [ "$(screen | tail -n 1)" = "$2" ]; then
       ok "$1"
       return 0
@@ -85,7 +90,7 @@ keys() { tm send-keys -t t "$@"; }
 
 tm new-session -d -s t -x 100 -y 40 \
   "env -u NO_COLOR XDG_CONFIG_HOME='$work/config' XDG_STATE_HOME='$work/state' \
-   HOME='$work' TERM=screen '$acp' client --cwd '$work/cwd' --agent ref; \
+   HOME='$work' TERM=screen $wrap '$acp' client --cwd '$work/cwd' --agent ref; \
    echo \$? >'$work/status'; sleep 600"
 if ! expect "the client starts and shows its session" \
   "session sess_1 in $work/cwd; type a prompt (Ctrl-D quits)"; then
@@ -161,7 +166,7 @@ expect "/list marks the current session" "* sess_2"
 
 keys C-d
 _i=0
-while [ ! -s "$work/status" ] && [ $_i -lt 300 ]; do
+while [ ! -s "$work/status" ] && [ $_i -lt $tries ]; do
   sleep 0.1
   _i=$((_i + 1))
 done
@@ -169,6 +174,11 @@ if [ "$(cat "$work/status" 2>/dev/null)" = 0 ]; then
   ok "Ctrl-D quits with status 0"
 else
   ko "Ctrl-D quits with status 0 (status: $(cat "$work/status" 2>/dev/null))"
+fi
+if [ -n "$wrap" ] && screen | grep -q '^==[0-9]*=='; then
+  fail=$((fail + 1))
+  echo "FAIL valgrind is clean on the terminal"
+  screen | grep '^==[0-9]*==' | head -40
 fi
 if grep -q 'hello\\040tty' "$work/state/acp/history" 2>/dev/null; then
   ok "history kept in \$XDG_STATE_HOME/acp/history"
@@ -183,9 +193,14 @@ tm kill-server 2>/dev/null
 run() { # run NAME STDIN ARGS...: rc, $work/out, $work/err
   _in=$2
   shift 2
-  printf '%s' "$_in" | timeout 60 env XDG_CONFIG_HOME="$work/config" \
-    "$acp" client --cwd "$work/cwd" "$@" >"$work/out" 2>"$work/err"
+  printf '%s' "$_in" | timeout 600 env XDG_CONFIG_HOME="$work/config" \
+    $wrap "$acp" client --cwd "$work/cwd" "$@" >"$work/out" 2>"$work/err"
   rc=$?
+  if [ -n "$wrap" ] && grep -q '^==[0-9]*==' "$work/err"; then
+    fail=$((fail + 1))
+    echo "FAIL $1: valgrind is clean"
+    grep '^==[0-9]*==' "$work/err" | head -40
+  fi
 }
 has() { # has NAME FILE FIXED-STRING
   if grep -qF -- "$3" "$2"; then ok "$1"; else
