@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <histedit.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ struct ctty {
   uv_loop_t *loop;
   uv_poll_t poll;
   uv_timer_t redraw; /* brings the prompt back after ctty_hide() */
+  uv_signal_t winch; /* the terminal's new size (libedit's own handler is
+                        off: signals belong to the loop) */
   EditLine *el;
   History *hist;
   char *history_path;
@@ -213,6 +216,13 @@ static void on_readable(uv_poll_t *p, int status, int events) {
   free(joined);
 }
 
+static void on_winch(uv_signal_t *sig, int signum) {
+  ctty *t = sig->data;
+
+  (void)signum;
+  el_resize(t->el);
+}
+
 static void on_redraw(uv_timer_t *tm) {
   ctty *t = tm->data;
 
@@ -266,6 +276,9 @@ int ctty_new(ctty **out, uv_loop_t *loop, const char *history_path,
   t->poll.data = t;
   uv_timer_init(loop, &t->redraw);
   t->redraw.data = t;
+  uv_signal_init(loop, &t->winch);
+  t->winch.data = t;
+  uv_signal_start(&t->winch, on_winch, SIGWINCH);
   history(t->hist, &ev, H_SETSIZE, 1000);
   history(t->hist, &ev, H_SETUNIQUE, 1);
   if (history_path != NULL && (t->history_path = strdup(history_path))) {
@@ -391,9 +404,10 @@ void ctty_free(ctty *t) {
   history_end(t->hist);
   if (the_tty == t)
     the_tty = NULL;
-  t->closing = 3; /* two handles to close; 1 means done */
+  t->closing = 4; /* three handles to close; 1 means done */
   uv_close((uv_handle_t *)&t->poll, closed);
   uv_close((uv_handle_t *)&t->redraw, closed);
+  uv_close((uv_handle_t *)&t->winch, closed);
 }
 
 #else /* !ACP_HAVE_LIBEDIT */

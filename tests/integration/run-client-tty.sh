@@ -188,6 +188,43 @@ fi
 
 tm kill-server 2>/dev/null
 
+# NO_COLOR turns colour off on a terminal too; a resized window keeps the
+# editor working.
+rm -f "$work/status"
+tm new-session -d -s t -x 100 -y 40 \
+  "env NO_COLOR=1 XDG_CONFIG_HOME='$work/config' XDG_STATE_HOME='$work/state' \
+   HOME='$work' TERM=screen $wrap '$acp' client --cwd '$work/cwd' --agent ref; \
+   echo \$? >'$work/status'; sleep 600"
+expect "a second client starts" "type a prompt (Ctrl-D quits)"
+keys "//think plainly" Enter
+expect "a thought with NO_COLOR set" "(thinking) plainly"
+if tm capture-pane -p -e -J -S -200 -t t | grep "(thinking) plainly" |
+  grep -q "$(printf '\033')\["; then
+  ko "NO_COLOR: no styling on a terminal"
+else
+  ok "NO_COLOR: no styling on a terminal"
+fi
+tm resize-window -t t -x 60 -y 20
+keys "after resize" Enter
+expect "a prompt after the window was resized" "after resize"
+last_line "the prompt after it" ">"
+keys Up
+last_line "Up recalls the line just sent" "> after resize"
+keys Up Up
+last_line "and before it the first client's last line (history file)" "> /list"
+keys C-u C-d
+_i=0
+while [ ! -s "$work/status" ] && [ $_i -lt $tries ]; do
+  sleep 0.1
+  _i=$((_i + 1))
+done
+if [ "$(cat "$work/status" 2>/dev/null)" = 0 ]; then
+  ok "Ctrl-D quits the second client"
+else
+  ko "Ctrl-D quits the second client (status: $(cat "$work/status" 2>/dev/null))"
+fi
+tm kill-server 2>/dev/null
+
 # Without a terminal: --interactive gives the slash commands to piped
 # input, --color always styles notes and shows diffs, --agent errors.
 run() { # run NAME STDIN ARGS...: rc, $work/out, $work/err
