@@ -1727,6 +1727,7 @@ static bool agent_has_command(const capp *a, const char *name, size_t n) {
 static void cmd_finished(capp *a) {
   if (a->state == ST_CMD)
     a->state = ST_IDLE;
+  a->cancels = 0;
   show_prompt(a);
   read_stdin(a);
 }
@@ -2207,6 +2208,13 @@ static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
   if (signum == SIGINT && a->tty != NULL && a->state != ST_PROMPT &&
       ctty_reading(a->tty)) {
     ctty_interrupt(a->tty); /* at the prompt: drop the line */
+    return;
+  }
+  if (signum == SIGINT && a->state == ST_CMD && a->cancels == 0) {
+    /* A slash command's request has no turn to cancel: wait for it. */
+    a->cancels++;
+    note(a, "^C: still waiting for the answer to %s (again to quit)\n",
+         running_cmd);
     return;
   }
   if (signum == SIGINT && a->state == ST_PROMPT && a->cancels == 0) {
