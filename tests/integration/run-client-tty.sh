@@ -31,10 +31,12 @@ if ! command -v tmux >/dev/null 2>&1; then
 fi
 
 work=$(mktemp -d)
-sock=acp-client-tty-$$
+sock1=acp-client-tty-$$
+sock=$sock1
 tm() { tmux -L "$sock" -f /dev/null "$@"; }
 cleanup() {
-  tm kill-server 2>/dev/null
+  tmux -L "$sock1" kill-server 2>/dev/null
+  tmux -L "$sock1-2" kill-server 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -87,6 +89,17 @@ last_line() {
   return 1
 }
 keys() { tm send-keys -t t "$@"; }
+# at_prompt: wait (silently) until the idle prompt is shown, so that the
+# next keys go to the editor and not to the terminal's cooked mode.
+at_prompt() {
+  _i=0
+  while [ $_i -lt $tries ]; do
+    [ "$(screen | tail -n 1)" = ">" ] && return 0
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  ko "the prompt comes back"
+}
 
 tm new-session -d -s t -x 100 -y 40 \
   "env -u NO_COLOR XDG_CONFIG_HOME='$work/config' XDG_STATE_HOME='$work/state' \
@@ -108,17 +121,21 @@ last_line "back at the prompt after the turn" ">"
 keys "/title Tty Title" Enter
 expect "/title sets the title (session/set_title)" "[title] Tty Title"
 
+at_prompt
 keys "/nope" Enter
 expect "an unknown command says so" \
   "unknown command /nope (/help lists them; //nope sends it to the agent as is)"
 
+at_prompt
 keys "/help" Enter
 expect "/help lists the commands" "/resume ID         resume session ID (no replay)"
 
+at_prompt
 keys "//commands" Enter
 expect "the agent's commands are listed" "[commands] /plan /read /wait"
 
 # History: Up twice is the line before the last (/help), Ctrl-C drops it.
+at_prompt
 keys Up Up
 last_line "Up Up recalls the line before last" "> /help"
 keys C-c
@@ -127,6 +144,7 @@ last_line "a fresh prompt after Ctrl-C" ">"
 
 # Tab completes the agent's advertised command; /wait makes the turn wait
 # until it is cancelled, which Ctrl-C does.
+at_prompt
 keys "/wa" Tab
 last_line "Tab completes an agent command" "> /wait"
 keys Enter
@@ -136,12 +154,14 @@ expect "Ctrl-C during a turn cancels it" "[stop] cancelled"
 last_line "the prompt after the cancelled turn" ">"
 
 # A trailing backslash continues the prompt on the next line.
+at_prompt
 keys 'first line\' Enter
 last_line "a continued line prompts with ..." "..."
 keys "second line" Enter
 expect "the continued prompt is sent whole" "... second line"
 expect "both lines are answered" "first line"
 
+at_prompt
 keys "//think deeply" Enter
 expect "a thought is shown" "(thinking) deeply"
 if tm capture-pane -p -e -J -S -200 -t t | grep "(thinking) deeply" |
@@ -152,6 +172,7 @@ else
 fi
 
 # A permission question is asked at a "choose:" prompt.
+at_prompt
 keys "//ask Edit the file" Enter
 expect "a permission request is shown" "[permission] Edit the file"
 last_line "and asked at its own prompt" "choose:"
@@ -159,11 +180,14 @@ keys "1" Enter
 expect "the answer picks the first option" "-> allow"
 last_line "the prompt after the answered turn" ">"
 
+at_prompt
 keys "/fork" Enter
 expect "/fork switches to the copy" "session sess_2"
+at_prompt
 keys "/list" Enter
 expect "/list marks the current session" "* sess_2"
 
+at_prompt
 keys C-d
 _i=0
 while [ ! -s "$work/status" ] && [ $_i -lt $tries ]; do
@@ -191,11 +215,14 @@ tm kill-server 2>/dev/null
 # NO_COLOR turns colour off on a terminal too; a resized window keeps the
 # editor working.
 rm -f "$work/status"
+# A server of its own: the first one may still be going away.
+sock=$sock1-2
 tm new-session -d -s t -x 100 -y 40 \
   "env NO_COLOR=1 XDG_CONFIG_HOME='$work/config' XDG_STATE_HOME='$work/state' \
    HOME='$work' TERM=screen $wrap '$acp' client --cwd '$work/cwd' --agent ref; \
    echo \$? >'$work/status'; sleep 600"
 expect "a second client starts" "type a prompt (Ctrl-D quits)"
+at_prompt
 keys "//think plainly" Enter
 expect "a thought with NO_COLOR set" "(thinking) plainly"
 if tm capture-pane -p -e -J -S -200 -t t | grep "(thinking) plainly" |
@@ -204,6 +231,7 @@ if tm capture-pane -p -e -J -S -200 -t t | grep "(thinking) plainly" |
 else
   ok "NO_COLOR: no styling on a terminal"
 fi
+at_prompt
 tm resize-window -t t -x 60 -y 20
 keys "after resize" Enter
 expect "a prompt after the window was resized" "after resize"

@@ -87,6 +87,7 @@ keys "/list" Enter
 expect "a method the SDK agent lacks is reported" \
   "/list: this agent does not support it (method not found)"
 
+last_line "the prompt after /list" ">"
 keys "wait" Enter
 expect "a waiting turn" "waiting for cancel"
 keys C-c
