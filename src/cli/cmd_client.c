@@ -24,12 +24,16 @@
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "cli.h"
+#include "client_agents.h"
+#include "client_tty.h"
 
 #define MAX_FILE (64u << 20)
 #define DEFAULT_TERM_LIMIT (1u << 20)
 
 static const char client_usage[] =
     "usage: acp client [-p PROMPT] [--cwd DIR] [--yes] [--quiet]\n"
+    "                  [--interactive] [--color WHEN]\n"
+    "                  [--agent NAME [--agents-file FILE]]\n"
     "                  [--mcp-tools] [-- AGENT_CMD [ARGS...]]\n"
     "       acp client [options] --url ws://HOST:PORT/acp [--token TOKEN]\n"
     "                  [--header 'Name: value']...\n"
@@ -48,6 +52,18 @@ static const char client_usage[] =
     "  --yes              allow every permission request (first allow\n"
     "                     option) without asking\n"
     "  --quiet            do not print notes on stderr\n"
+    "  --interactive      the interactive front end even when stdin is not\n"
+    "                     a terminal (it is the default on a terminal):\n"
+    "                     slash commands, a line editor with history\n"
+    "  --color WHEN       auto (default: when stderr is a terminal and\n"
+    "                     NO_COLOR is unset or empty), always, never\n"
+    "  --agent NAME       run the agent NAME of the agents file instead of\n"
+    "                     AGENT_CMD\n"
+    "  --agents-file FILE the agents file (default:\n"
+    "                     $XDG_CONFIG_HOME/acp/agents.json, else\n"
+    "                     ~/.config/acp/agents.json), shaped\n"
+    "                     {\"agents\": {\"NAME\": {\"command\": \"...\",\n"
+    "                     \"args\": [...], \"env\": {...}}}}\n"
     "  --mcp-tools        offer an MCP server named \"client\" to the agent\n"
     "                     over the ACP connection itself (MCP-over-ACP),\n"
     "                     with the tools `echo {message}` and\n"
@@ -64,7 +80,11 @@ static const char client_usage[] =
     "  -h, --help         show this help\n"
     "\n"
     "Interactive use: each line you type is a prompt; Ctrl-C cancels the\n"
-    "running turn (a second Ctrl-C, or Ctrl-D when idle, quits).\n";
+    "running turn (a second Ctrl-C, or Ctrl-D when idle, quits).\n"
+    "In the interactive front end a line ending in \\ continues on the next,\n"
+    "Up and Down recall history ($XDG_STATE_HOME/acp/history, else\n"
+    "~/.local/state/acp/history), Tab completes /commands, Ctrl-C at the\n"
+    "prompt clears the line, and /help lists the slash commands.\n";
 
 typedef struct capp capp;
 
@@ -85,7 +105,7 @@ typedef struct term {
   struct term *next;
 } term;
 
-enum cstate { ST_INIT, ST_NEW, ST_IDLE, ST_PROMPT, ST_DONE };
+enum cstate { ST_INIT, ST_NEW, ST_IDLE, ST_PROMPT, ST_DONE, ST_CMD };
 
 /* The title of a tool call still running, for its later updates (which
  * carry only the id). */
@@ -128,6 +148,12 @@ struct capp {
   acp_mcp_acp_provider *prov; /* offers it over the ACP connection */
   acp_mcp_acp_decl *decl;     /* its declaration on our session */
   tool_title *tools;          /* tool calls not finished yet */
+  /* The interactive front end (client_tty.c and the slash commands). */
+  bool fancy;        /* slash commands, prompts shown by the editor */
+  bool color;        /* --color */
+  ctty *tty;         /* the line editor, NULL when reading plain lines */
+  char **agent_cmds; /* the agent's advertised command names */
+  size_t nagent_cmds;
 };
 
 static void app_quit(capp *a, int code);
@@ -144,6 +170,7 @@ static void note(capp *a, const char *fmt, ...) {
 
   if (a->quiet)
     return;
+  ctty_hide(a->tty);
   if (!a->at_line_start) {
     fputc('\n', stdout);
     fflush(stdout);
@@ -157,6 +184,7 @@ static void note(capp *a, const char *fmt, ...) {
 static void out_text(capp *a, const char *s, size_t n) {
   if (n == 0)
     return;
+  ctty_hide(a->tty);
   fwrite(s, 1, n, stdout);
   fflush(stdout);
   a->at_line_start = s[n - 1] == '\n';
@@ -466,13 +494,93 @@ static void note_session_message(capp *a, const acp_client_update *u) {
        to ? to : "?");
 }
 
+/* MARK: - Colours and diffs (the interactive front end) */
+
+/* The SGR sequence an update's lines are shown in under --color, or NULL:
+ * thoughts dimmed, tool calls by status, plans, modes and config, usage. */
+static const char *update_style(const acp_client_update *u) {
+  const char *st = NULL;
+  size_t sn = 0;
+
+  switch (u->kind) {
+  case ACP_UPDATE_AGENT_THOUGHT_CHUNK:
+    return "\033[2;3m";
+  case ACP_UPDATE_TOOL_CALL:
+  case ACP_UPDATE_TOOL_CALL_UPDATE:
+    jstr(u->msg, u->update, "status", &st, &sn);
+    if (str_is(st, sn, "completed"))
+      return "\033[32m";
+    if (str_is(st, sn, "failed"))
+      return "\033[31m";
+    return "\033[33m";
+  case ACP_UPDATE_PLAN:
+  case ACP_UPDATE_PLAN_UPDATE:
+  case ACP_UPDATE_PLAN_REMOVED:
+    return "\033[36m";
+  case ACP_UPDATE_CURRENT_MODE_UPDATE:
+  case ACP_UPDATE_CONFIG_OPTION_UPDATE:
+  case ACP_UPDATE_SESSION_INFO_UPDATE:
+    return "\033[35m";
+  case ACP_UPDATE_USAGE_UPDATE:
+    return "\033[2m";
+  case ACP_UPDATE_NOTICE:
+    return "\033[1m";
+  default:
+    return NULL;
+  }
+}
+
+/* The text's lines, each after `mark`, in `style` under --color. */
+static void note_lines(capp *a, const char *style, const char *mark,
+                       const char *s, size_t n) {
+  while (n > 0) {
+    const char *nl = memchr(s, '\n', n);
+    size_t k = nl ? (size_t)(nl - s) : n;
+    note(a, "%s%s%.*s%s\n", a->color ? style : "", mark, (int)k, s,
+         a->color ? "\033[0m" : "");
+    s += k;
+    n -= k;
+    if (nl != NULL) {
+      s++;
+      n--;
+    }
+  }
+}
+
+/* A tool call's diff content: the old lines (-, red), then the new ones
+ * (+, green). Shown in the interactive front end only. */
+static void note_diffs(capp *a, const acp_client_update *u) {
+  const acp_json_val *c;
+
+  for (c = acp_json_child(acp_json_obj_getz(u->update, "content")); c != NULL;
+       c = acp_json_next(c)) {
+    const char *type = NULL, *path = NULL, *o = NULL, *nw = NULL;
+    size_t tn = 0, pn = 0, on = 0, nn = 0;
+    jstr(u->msg, c, "type", &type, &tn);
+    if (!str_is(type, tn, "diff"))
+      continue;
+    jstr(u->msg, c, "path", &path, &pn);
+    jstr(u->msg, c, "oldText", &o, &on);
+    jstr(u->msg, c, "newText", &nw, &nn);
+    note(a, "%s  diff %.*s%s\n", a->color ? "\033[1m" : "", (int)pn,
+         path ? path : "", a->color ? "\033[0m" : "");
+    note_lines(a, "\033[31m", "  -", o, o ? on : 0);
+    note_lines(a, "\033[32m", "  +", nw, nw ? nn : 0);
+  }
+}
+
+static void remember_commands(capp *a, const acp_client_update *u);
+
 static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   capp *a = ud;
   const acp_json_val *content = acp_json_obj_getz(u->update, "content");
   const char *s = NULL, *s2 = NULL;
   size_t n = 0, n2 = 0;
+  const char *style = a->color ? update_style(u) : NULL;
 
   (void)client;
+  if (style != NULL)
+    note(a, "%s", style);
   switch (u->kind) {
   case ACP_UPDATE_AGENT_MESSAGE_CHUNK:
     if (u->text != NULL)
@@ -504,6 +612,7 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
     break;
   case ACP_UPDATE_AVAILABLE_COMMANDS_UPDATE:
     note_commands(a, u);
+    remember_commands(a, u);
     break;
   case ACP_UPDATE_CURRENT_MODE_UPDATE:
     jstr(u->msg, u->update, "currentModeId", &s, &n);
@@ -542,6 +651,11 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
          (int)u->kind_name_len, u->kind_name);
     break;
   }
+  if (style != NULL)
+    note(a, "\033[0m");
+  if (a->fancy && (u->kind == ACP_UPDATE_TOOL_CALL ||
+                   u->kind == ACP_UPDATE_TOOL_CALL_UPDATE))
+    note_diffs(a, u);
   return 0;
 }
 
@@ -673,7 +787,8 @@ static int on_permission(acp_client *client, acp_client_request *req,
     answer_permission(a, "", 0);
     return 0;
   }
-  note(a, "choose 1-%u: ", i);
+  if (a->tty == NULL)
+    note(a, "choose 1-%u: ", i);
   read_stdin(a);
   return 0;
 }
@@ -711,7 +826,8 @@ static int on_elicitation(acp_client *client, acp_client_request *req,
     return 0;
   }
   a->elicit = req;
-  note(a, "answer: ");
+  if (a->tty == NULL)
+    note(a, "answer: ");
   read_stdin(a);
   return 0;
 }
@@ -1401,6 +1517,12 @@ static int stop_reason_code(const char *s, size_t n) {
 
 static void send_prompt(capp *a, const char *text, size_t len);
 
+/* The idle prompt: printed on stderr, or shown by the line editor. */
+static void show_prompt(capp *a) {
+  if (a->tty == NULL)
+    fputs("> ", stderr);
+}
+
 /* The PromptResponse's usage (unstable): this turn's tokens. */
 static void note_turn_usage(capp *a, const acp_rpc_msg *msg) {
   const acp_json_val *u = acp_json_obj_getz(msg->result, "usage");
@@ -1411,11 +1533,13 @@ static void note_turn_usage(capp *a, const acp_rpc_msg *msg) {
   acp_json_get_uint64(acp_json_obj_getz(u, "inputTokens"), &in);
   acp_json_get_uint64(acp_json_obj_getz(u, "outputTokens"), &out);
   acp_json_get_uint64(acp_json_obj_getz(u, "totalTokens"), &total);
+  if (a->color)
+    note(a, "\033[2m");
   note(a, "[turn] %llu tokens in, %llu out, %llu total", (unsigned long long)in,
        (unsigned long long)out, (unsigned long long)total);
   if (acp_json_get_uint64(acp_json_obj_getz(u, "thoughtTokens"), &thought) == 0)
     note(a, " (%llu thinking)", (unsigned long long)thought);
-  note(a, "\n");
+  note(a, "%s\n", a->color ? "\033[0m" : "");
 }
 
 static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
@@ -1451,12 +1575,18 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
     app_quit(a, CLI_EXIT_OK);
     return 0;
   }
-  fputs("> ", stderr);
+  show_prompt(a);
   read_stdin(a); /* lines typed ahead are used first */
   return 0;
 }
 
 static void send_prompt(capp *a, const char *text, size_t len) {
+  if (a->session_id == NULL) {
+    note(a, "no session: /new starts one, /load ID or /resume ID opens "
+            "one\n");
+    read_stdin(a);
+    return;
+  }
   a->state = ST_PROMPT;
   a->at_line_start = true;
   if (acp_client_prompt_text(a->client, a->session_id, text, len,
@@ -1501,7 +1631,7 @@ static int on_session_new(acp_client *client, const acp_rpc_msg *msg,
     a->state = ST_IDLE;
     note(a, "session %s in %s; type a prompt (Ctrl-D quits)\n", a->session_id,
          a->cwd);
-    fputs("> ", stderr);
+    show_prompt(a);
     read_stdin(a);
   }
   return 0;
@@ -1527,6 +1657,328 @@ static int on_initialized(acp_client *client, const acp_rpc_msg *msg,
   return 0;
 }
 
+/* MARK: - Slash commands (the interactive front end) */
+
+static const char *const builtin_cmds[] = {
+    "new",    "list", "load",  "resume", "fork", "close", "mode",
+    "config", "auth", "title", "cancel", "help", "quit"};
+#define NBUILTIN (sizeof(builtin_cmds) / sizeof(builtin_cmds[0]))
+
+static const char slash_help[] =
+    "  /new               start a new session\n"
+    "  /list              list the agent's sessions\n"
+    "  /load ID           load session ID (its history is replayed)\n"
+    "  /resume ID         resume session ID (no replay)\n"
+    "  /fork              fork the current session and switch to the copy\n"
+    "  /close             close the current session\n"
+    "  /mode NAME         set the session mode\n"
+    "  /config ID VALUE   set a config option (true/false for booleans)\n"
+    "  /auth METHOD       authenticate with METHOD\n"
+    "  /title TEXT        set the session title\n"
+    "  /cancel            send session/cancel\n"
+    "  /help              this list\n"
+    "  /quit              quit (as Ctrl-D)\n"
+    "  //TEXT             send /TEXT to the agent as a prompt\n";
+
+/* Tab completes the built-in names and the agent's. */
+static void update_completion(capp *a) {
+  const char *names[NBUILTIN + 64];
+  size_t i, n = 0;
+
+  for (i = 0; i < NBUILTIN; i++)
+    names[n++] = builtin_cmds[i];
+  for (i = 0; i < a->nagent_cmds && n < sizeof(names) / sizeof(names[0]); i++)
+    names[n++] = a->agent_cmds[i];
+  ctty_set_commands(a->tty, names, n);
+}
+
+static void free_agent_cmds(capp *a) {
+  size_t i;
+
+  for (i = 0; i < a->nagent_cmds; i++)
+    free(a->agent_cmds[i]);
+  free(a->agent_cmds);
+  a->agent_cmds = NULL;
+  a->nagent_cmds = 0;
+}
+
+static void remember_commands(capp *a, const acp_client_update *u) {
+  const acp_json_val *list = acp_json_obj_getz(u->update, "availableCommands");
+  const acp_json_val *e;
+  size_t n = 0;
+
+  free_agent_cmds(a);
+  for (e = acp_json_child(list); e != NULL; e = acp_json_next(e))
+    n++;
+  a->agent_cmds = calloc(n + 1, sizeof(char *));
+  if (a->agent_cmds == NULL)
+    return;
+  for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
+    const char *name = NULL;
+    size_t nn = 0;
+    if (jstr(u->msg, e, "name", &name, &nn) == 0 && nn > 0 &&
+        memchr(name, ' ', nn) == NULL &&
+        (a->agent_cmds[a->nagent_cmds] = strndup(name, nn)) != NULL)
+      a->nagent_cmds++;
+  }
+  update_completion(a);
+}
+
+static bool agent_has_command(const capp *a, const char *name, size_t n) {
+  size_t i;
+
+  for (i = 0; i < a->nagent_cmds; i++)
+    if (strlen(a->agent_cmds[i]) == n && memcmp(a->agent_cmds[i], name, n) == 0)
+      return true;
+  return false;
+}
+
+/* A command's answer is in: back to the prompt. */
+static void cmd_finished(capp *a) {
+  if (a->state == ST_CMD)
+    a->state = ST_IDLE;
+  a->cancels = 0;
+  show_prompt(a);
+  read_stdin(a);
+}
+
+/* The slash command waiting for its answer, for messages. */
+static char running_cmd[32];
+
+static bool cmd_failed(capp *a, const acp_rpc_msg *msg) {
+  if (msg->result != NULL)
+    return false;
+  if (msg->error_code == ACP_RPC_METHOD_NOT_FOUND)
+    note(a, "%s: this agent does not support it (method not found)\n",
+         running_cmd);
+  else
+    note(a, "%s failed: error %lld: %.*s\n", running_cmd,
+         (long long)msg->error_code, (int)msg->error_message_len,
+         msg->error_message ? msg->error_message : "");
+  return true;
+}
+
+static int on_cmd_ok(acp_client *client, const acp_rpc_msg *msg, void *ud) {
+  capp *a = ud;
+
+  (void)client;
+  if (!cmd_failed(a, msg))
+    note(a, "ok\n");
+  cmd_finished(a);
+  return 0;
+}
+
+/* session/new, load, resume and fork: the session they name becomes the
+ * current one (load and resume answer no id: the one asked for). */
+static char *pending_sid;
+
+static int on_cmd_session(acp_client *client, const acp_rpc_msg *msg,
+                          void *ud) {
+  capp *a = ud;
+  const char *s = NULL;
+  size_t n = 0;
+
+  (void)client;
+  if (!cmd_failed(a, msg)) {
+    char *id = jstr(msg, msg->result, "sessionId", &s, &n) == 0 ? strndup(s, n)
+                                                                : pending_sid;
+    if (id == pending_sid)
+      pending_sid = NULL;
+    if (id != NULL) {
+      free(a->session_id);
+      a->session_id = id;
+      note(a, "session %s\n", id);
+    }
+  }
+  free(pending_sid);
+  pending_sid = NULL;
+  cmd_finished(a);
+  return 0;
+}
+
+static int on_cmd_list(acp_client *client, const acp_rpc_msg *msg, void *ud) {
+  capp *a = ud;
+  const acp_json_val *e;
+  int n = 0;
+
+  (void)client;
+  if (!cmd_failed(a, msg)) {
+    for (e = acp_json_child(acp_json_obj_getz(msg->result, "sessions"));
+         e != NULL; e = acp_json_next(e), n++) {
+      const char *id = NULL, *title = NULL, *at = NULL;
+      size_t idn = 0, tn = 0, an = 0;
+      jstr(msg, e, "sessionId", &id, &idn);
+      jstr(msg, e, "title", &title, &tn);
+      jstr(msg, e, "updatedAt", &at, &an);
+      note(a, "%s %.*s  %.*s%s%.*s\n",
+           a->session_id && str_is(id, idn, a->session_id) ? "*" : " ",
+           (int)idn, id ? id : "?", (int)tn, title ? title : "", at ? "  " : "",
+           (int)an, at ? at : "");
+    }
+    if (n == 0)
+      note(a, "no sessions\n");
+  }
+  cmd_finished(a);
+  return 0;
+}
+
+static int on_cmd_closed(acp_client *client, const acp_rpc_msg *msg, void *ud) {
+  capp *a = ud;
+
+  (void)client;
+  if (!cmd_failed(a, msg)) {
+    note(a, "session %s closed (/new, /load or /resume to go on)\n",
+         a->session_id);
+    free(a->session_id);
+    a->session_id = NULL;
+  }
+  cmd_finished(a);
+  return 0;
+}
+
+/* "/config ID VALUE": true/false go as booleans, anything else as a
+ * value id. */
+static int send_config(capp *a, const char *id, const char *val) {
+  const char *p;
+  size_t n;
+  bool b = strcmp(val, "true") == 0 || strcmp(val, "false") == 0;
+
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "sessionId");
+  acp_json_write_strz(a->w, a->session_id);
+  acp_json_write_keyz(a->w, "configId");
+  acp_json_write_strz(a->w, id);
+  if (b) {
+    acp_json_write_keyz(a->w, "type");
+    acp_json_write_strz(a->w, "boolean");
+    acp_json_write_keyz(a->w, "value");
+    acp_json_write_raw(a->w, val, strlen(val));
+  } else {
+    acp_json_write_keyz(a->w, "value");
+    acp_json_write_strz(a->w, val);
+  }
+  acp_json_write_obj_end(a->w);
+  p = acp_json_writer_data(a->w, &n);
+  if (acp_json_writer_error(a->w) != 0)
+    return -1;
+  return acp_client_call(a->client, "session/set_config_option", p, n,
+                         on_cmd_ok, a, NULL);
+}
+
+/* The line starts with '/': run a built-in command, send an advertised
+ * agent command as a prompt, or say what is wrong. `line` is modified. */
+static void slash_command(capp *a, char *line, size_t len) {
+  char *name = line + 1, *arg, *arg2 = NULL, *end = line + len;
+  size_t nlen;
+  int rv = 0;
+  bool need_session;
+  char sep;
+
+  if (len >= 2 && line[1] == '/') {
+    send_prompt(a, line + 1, len - 1);
+    return;
+  }
+  nlen = strcspn(name, " \t\n");
+  arg = name + nlen;
+  while (arg < end && (*arg == ' ' || *arg == '\t'))
+    arg++;
+  sep = name[nlen];
+  name[nlen] = '\0';
+  if (!(strcmp(name, "mode") && strcmp(name, "config") &&
+        strcmp(name, "title") && strcmp(name, "fork") &&
+        strcmp(name, "close") && strcmp(name, "cancel")))
+    need_session = true;
+  else
+    need_session = false;
+  if (strcmp(name, "config") == 0) {
+    arg2 = arg + strcspn(arg, " \t");
+    if (*arg2 != '\0')
+      *arg2++ = '\0';
+    while (*arg2 == ' ' || *arg2 == '\t')
+      arg2++;
+  }
+  if (need_session && a->session_id == NULL) {
+    note(a, "/%s: no session (/new, /load ID or /resume ID first)\n", name);
+    show_prompt(a);
+    return;
+  }
+  a->state = ST_CMD;
+  snprintf(running_cmd, sizeof(running_cmd), "/%s", name);
+  if (strcmp(name, "help") == 0) {
+    size_t i;
+    note(a, "slash commands:\n%s", slash_help);
+    if (a->nagent_cmds > 0) {
+      note(a, "the agent's commands (sent as prompts):");
+      for (i = 0; i < a->nagent_cmds; i++)
+        note(a, " /%s", a->agent_cmds[i]);
+      note(a, "\n");
+    }
+    cmd_finished(a);
+    return;
+  } else if (strcmp(name, "quit") == 0) {
+    app_quit(a, CLI_EXIT_OK);
+    return;
+  } else if (strcmp(name, "new") == 0) {
+    rv = acp_client_session_new(a->client, a->cwd, NULL, 0, on_cmd_session, a,
+                                NULL);
+  } else if (strcmp(name, "list") == 0) {
+    rv = acp_client_session_list(a->client, a->cwd, NULL, on_cmd_list, a, NULL);
+  } else if ((strcmp(name, "load") == 0 || strcmp(name, "resume") == 0) &&
+             *arg != '\0') {
+    free(pending_sid);
+    pending_sid = strdup(arg);
+    rv = name[0] == 'l'
+             ? acp_client_session_load(a->client, arg, a->cwd, NULL, 0,
+                                       on_cmd_session, a, NULL)
+             : acp_client_session_resume(a->client, arg, a->cwd, NULL, 0,
+                                         on_cmd_session, a, NULL);
+  } else if (strcmp(name, "fork") == 0) {
+    rv = acp_client_session_fork(a->client, a->session_id, a->cwd, NULL, 0,
+                                 on_cmd_session, a, NULL);
+  } else if (strcmp(name, "close") == 0) {
+    rv = acp_client_session_close(a->client, a->session_id, on_cmd_closed, a,
+                                  NULL);
+  } else if (strcmp(name, "mode") == 0 && *arg != '\0') {
+    rv = acp_client_set_mode(a->client, a->session_id, arg, on_cmd_ok, a, NULL);
+  } else if (strcmp(name, "config") == 0 && *arg != '\0' && *arg2 != '\0') {
+    rv = send_config(a, arg, arg2);
+  } else if (strcmp(name, "auth") == 0 && *arg != '\0') {
+    rv = acp_client_authenticate(a->client, arg, on_cmd_ok, a, NULL);
+  } else if (strcmp(name, "title") == 0 && *arg != '\0') {
+    rv = acp_client_session_set_title(a->client, a->session_id, arg, on_cmd_ok,
+                                      a, NULL);
+  } else if (strcmp(name, "cancel") == 0) {
+    rv = acp_client_cancel(a->client, a->session_id);
+    note(a, "sent session/cancel (Ctrl-C cancels a running turn)\n");
+    cmd_finished(a);
+    return;
+  } else if (agent_has_command(a, name, nlen)) {
+    a->state = ST_IDLE;
+    name[nlen] = sep;
+    send_prompt(a, line, len);
+    return;
+  } else {
+    size_t i;
+    bool known = false;
+    for (i = 0; i < NBUILTIN; i++)
+      known = known || strcmp(builtin_cmds[i], name) == 0;
+    if (known)
+      note(a, "/%s: missing argument (see /help)\n", name);
+    else
+      note(a,
+           "unknown command /%s (/help lists them; //%s sends it to the "
+           "agent as is)\n",
+           name, name);
+    cmd_finished(a);
+    return;
+  }
+  if (rv != 0) {
+    note(a, "/%s: cannot send the request\n", name);
+    cmd_finished(a);
+  }
+}
+
 /* MARK: - Input */
 
 static void handle_line(capp *a, char *line, size_t len) {
@@ -1538,11 +1990,16 @@ static void handle_line(capp *a, char *line, size_t len) {
     answer_elicitation(a, line, len);
   } else if (a->state == ST_IDLE && a->interactive) {
     if (len == 0) {
-      fputs("> ", stderr);
+      show_prompt(a);
       return;
     }
     if ((len == 5 && memcmp(line, "/quit", 5) == 0)) {
       app_quit(a, CLI_EXIT_OK);
+      return;
+    }
+    if (a->fancy && line[0] == '/') {
+      line[len] = '\0';
+      slash_command(a, line, len);
       return;
     }
     send_prompt(a, line, len);
@@ -1615,6 +2072,15 @@ static void stdin_read(acp_uv_link *link, int status, const char *data,
 /* Something wants a line: use a buffered one, or read more. Reading stops
  * while nothing waits for the user. */
 static void read_stdin(capp *a) {
+  if (a->tty != NULL) {
+    if (!wants_line(a))
+      ctty_stop(a->tty);
+    else if (a->stdin_eof)
+      stdin_ended(a);
+    else
+      ctty_read(a->tty, a->perm ? "choose: " : a->elicit ? "answer: " : "> ");
+    return;
+  }
   drain_lines(a);
   if (!wants_line(a)) {
     if (a->in != NULL && acp_uv_link_is_reading(a->in))
@@ -1630,6 +2096,41 @@ static void read_stdin(capp *a) {
   }
   if (!acp_uv_link_is_reading(a->in))
     acp_uv_link_read_start(a->in, stdin_read, a);
+}
+
+/* A line from the editor (NULL: Ctrl-D). */
+static void tty_line(void *ud, const char *line, size_t len) {
+  capp *a = ud;
+  char *copy;
+
+  if (line == NULL) {
+    a->stdin_eof = true;
+    stdin_ended(a);
+    return;
+  }
+  copy = strndup(line, len);
+  if (copy == NULL)
+    return;
+  handle_line(a, copy, len);
+  free(copy);
+  read_stdin(a);
+}
+
+/* The history file: $XDG_STATE_HOME/acp/history, else
+ * ~/.local/state/acp/history; NULL when neither can be named. */
+static char *history_path(void) {
+  const char *x = getenv("XDG_STATE_HOME");
+  const char *home = getenv("HOME");
+  char buf[PATH_MAX];
+  int n;
+
+  if (x != NULL && x[0] == '/')
+    n = snprintf(buf, sizeof(buf), "%s/acp/history", x);
+  else if (home != NULL && home[0] != '\0')
+    n = snprintf(buf, sizeof(buf), "%s/.local/state/acp/history", home);
+  else
+    return NULL;
+  return n > 0 && (size_t)n < sizeof(buf) ? strdup(buf) : NULL;
 }
 
 /* MARK: - Lifecycle */
@@ -1670,6 +2171,8 @@ static void app_quit(capp *a, int code) {
     term_free(a, t);
   acp_uv_signals_close(a->sig);
   a->sig = NULL;
+  ctty_free(a->tty);
+  a->tty = NULL;
   if (a->in != NULL) {
     acp_uv_link_close(a->in, 0, NULL, NULL);
     a->in = NULL;
@@ -1716,6 +2219,18 @@ static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
   capp *a = ud;
 
   (void)sig;
+  if (signum == SIGINT && a->tty != NULL && a->state != ST_PROMPT &&
+      ctty_reading(a->tty)) {
+    ctty_interrupt(a->tty); /* at the prompt: drop the line */
+    return;
+  }
+  if (signum == SIGINT && a->state == ST_CMD && a->cancels == 0) {
+    /* A slash command's request has no turn to cancel: wait for it. */
+    a->cancels++;
+    note(a, "^C: still waiting for the answer to %s (again to quit)\n",
+         running_cmd);
+    return;
+  }
   if (signum == SIGINT && a->state == ST_PROMPT && a->cancels == 0) {
     a->cancels++;
     note(a, "^C: cancelling the turn (again to quit)\n");
@@ -1752,6 +2267,13 @@ int cmd_client(int argc, char **argv) {
   const char *headers[33];
   size_t nheaders = 0;
   const char *v;
+  const char *color = "auto";
+  const char *agent_name = NULL;
+  const char *agents_file = NULL;
+  char agents_path[PATH_MAX];
+  char **named_agent = NULL;
+  char *hist = NULL;
+  bool force_interactive = false;
   int i;
   int ok;
   int rv = CLI_EXIT_FAILURE;
@@ -1777,6 +2299,15 @@ int cmd_client(int argc, char **argv) {
       a.quiet = true;
     } else if (strcmp(argv[i], "--mcp-tools") == 0) {
       a.mcp_tools = true;
+    } else if (strcmp(argv[i], "--interactive") == 0) {
+      force_interactive = true;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--color", &ok)) != NULL) {
+      color = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--agent", &ok)) != NULL) {
+      agent_name = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--agents-file", &ok)) !=
+               NULL) {
+      agents_file = v;
     } else if (strcmp(argv[i], "-p") == 0) {
       if (i + 1 >= argc) {
         cli_err("client", "-p needs a prompt");
@@ -1821,7 +2352,35 @@ int cmd_client(int argc, char **argv) {
     default_agent[2] = NULL;
     agent_argv = default_agent;
   }
+  if (strcmp(color, "always") == 0) {
+    a.color = true;
+  } else if (strcmp(color, "auto") == 0) {
+    v = getenv("NO_COLOR");
+    a.color = isatty(2) && (v == NULL || v[0] == '\0');
+  } else if (strcmp(color, "never") != 0) {
+    cli_err("client", "--color must be auto, always or never");
+    return CLI_EXIT_USAGE;
+  }
+  if (agent_name != NULL && i < argc) {
+    cli_err("client", "--agent and an agent command exclude each other");
+    return CLI_EXIT_USAGE;
+  }
+  if (agent_name != NULL) {
+    if (agents_file == NULL) {
+      if (client_agents_default_path(agents_path, sizeof(agents_path)) != 0) {
+        cli_err("client", "no agents file: set XDG_CONFIG_HOME or HOME, or "
+                          "use --agents-file");
+        return CLI_EXIT_USAGE;
+      }
+      agents_file = agents_path;
+    }
+    if (client_agents_find(agents_file, agent_name, &named_agent) != 0)
+      return CLI_EXIT_USAGE;
+    agent_argv = (const char *const *)named_agent;
+  }
   a.interactive = a.prompt == NULL;
+  /* The front end: on a terminal, or asked for. */
+  a.fancy = a.interactive && (force_interactive || isatty(0));
   acp_uv_ignore_sigpipe();
   if (uv_loop_init(&a.loop) != 0)
     return CLI_EXIT_FAILURE;
@@ -1886,6 +2445,16 @@ int cmd_client(int argc, char **argv) {
                      acp_client_session(a.client), on_rpc_end, &a, NULL) != 0)
     goto cleanup;
   acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);
+  if (a.fancy && isatty(0)) {
+    if (!ctty_available())
+      note(&a, "interactive editing is unavailable (acp was built without "
+               "libedit); reading plain lines\n");
+    else if (ctty_new(&a.tty, &a.loop, (hist = history_path()), tty_line, &a) !=
+             0)
+      note(&a, "cannot start the line editor; reading plain lines\n");
+    free(hist);
+    update_completion(&a);
+  }
   snprintf(info, sizeof(info),
            "{\"name\":\"acp-client\",\"title\":\"libacp terminal client\","
            "\"version\":\"%s\"}",
@@ -1914,6 +2483,10 @@ cleanup:
     free(tt->title);
     free(tt);
   }
+  client_agents_free_argv(named_agent);
+  free_agent_cmds(&a);
+  free(pending_sid);
+  pending_sid = NULL;
   free(a.session_id);
   free(a.line);
   free(a.perm_options);
