@@ -2365,6 +2365,10 @@ int cmd_client(int argc, char **argv) {
     cli_err("client", "--agent and an agent command exclude each other");
     return CLI_EXIT_USAGE;
   }
+  if (agent_name != NULL && url != NULL) {
+    cli_err("client", "--agent and --url exclude each other");
+    return CLI_EXIT_USAGE;
+  }
   if (agent_name != NULL) {
     if (agents_file == NULL) {
       if (client_agents_default_path(agents_path, sizeof(agents_path)) != 0) {

@@ -314,6 +314,9 @@ printf '{"agents": {"x": {"args": []}}}' >"$work/bad.json"
 run nocommand "" --agent x --agents-file "$work/bad.json"
 has "an agent without a command: says so" "$work/err" \
   "agent \"x\": \"command\" must be a non-empty string"
+run agenturl "" --agent ref --url ws://127.0.0.1:9/acp
+has "--agent with --url: says they exclude each other" "$work/err" \
+  "--agent and --url exclude each other"
 run badcolor "" --color sometimes
 if [ $rc -eq 2 ]; then ok "--color sometimes: exit 2"; else
   fail=$((fail + 1))
