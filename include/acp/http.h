@@ -25,7 +25,9 @@
  *     Last-Event-ID replays that stream's later events only, then continues
  *     it live.
  *   - MCP-Session-Id: 32 hex digits (128 bits from getrandom(2), or
- *     /dev/urandom), assigned in the initialize answer. Status codes: 400
+ *     /dev/urandom), after "PREFIX-" when a worker name is set
+ *     (acp_http_server_options_set_session_prefix()), assigned in the
+ *     initialize answer. Status codes: 400
  *     missing session id (non-initialize), unsupported MCP-Protocol-Version,
  *     malformed JSON (-32700 body) or invalid message (-32600 body); 403 bad
  *     Origin or Host; 404 unknown or ended session, or another path; 405
@@ -93,6 +95,8 @@ extern "C" {
 #define ACP_HTTP_DEFAULT_MAX_STREAMS 256
 /** Default cap of live sessions: 1024. */
 #define ACP_HTTP_DEFAULT_MAX_SESSIONS 1024
+/** Longest prefix of acp_http_server_options_set_session_prefix(). */
+#define ACP_HTTP_MAX_SESSION_PREFIX 32
 /** Default `retry` sent in priming events, in milliseconds. */
 #define ACP_HTTP_DEFAULT_RETRY_MS 1000
 
@@ -156,6 +160,23 @@ ACP_EXTERN void acp_http_server_options_set_legacy(acp_http_server_options *o,
  */
 ACP_EXTERN void
 acp_http_server_options_set_listen_fd(acp_http_server_options *o, int fd);
+/**
+ * Name this server (one worker of several behind a proxy) in the session
+ * ids it assigns: "PREFIX-" then the usual 32 hex digits (still 128 random
+ * bits), e.g. "w1-3f0c...". A proxy routes a request carrying
+ * MCP-Session-Id (or a legacy `sessionId`) to the worker the prefix names
+ * (examples/deploy/). JSON and SSE answers to POST and GET on the
+ * endpoint then also carry the header `X-Acp-Worker: PREFIX`, so a client
+ * or a test sees which worker answered; error answers do not.
+ * @param prefix  1 to ACP_HTTP_MAX_SESSION_PREFIX characters of
+ *                [A-Za-z0-9_] (no '-': the id splits at its first '-');
+ *                NULL or "" (the default): bare 32 hex digits. Copied.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL options, too long, another
+ *         character; the previous prefix stays), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int
+acp_http_server_options_set_session_prefix(acp_http_server_options *o,
+                                           const char *prefix);
 
 /**
  * Start serving `registry` on `loop`. The registry is borrowed and must
@@ -331,7 +352,8 @@ ACP_EXTERN void acp_http_relay_session_set_user_data(acp_http_relay_session *s,
  * NULL). */
 ACP_EXTERN void *
 acp_http_relay_session_get_user_data(const acp_http_relay_session *s);
-/** The session's MCP-Session-Id (32 hex digits, NUL-terminated; borrowed,
+/** The session's MCP-Session-Id ("[PREFIX-]" and 32 hex digits,
+ * NUL-terminated; borrowed,
  * valid as `s`), or NULL for NULL. */
 ACP_EXTERN const char *
 acp_http_relay_session_id(const acp_http_relay_session *s);

@@ -22,7 +22,8 @@
 enum { MCP_EXIT_TOOL_ERROR = 3 };
 
 static const char usage_text[] =
-    "usage: acp mcp serve [--http ADDR:PORT | --stdio] [--everything]\n"
+    "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] | --stdio]\n"
+    "                     [--everything]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
     "       acp mcp call|read|get [--json] [OPTIONS]\n"
@@ -39,6 +40,10 @@ static const char usage_text[] =
     "serves the MCP conformance fixture set. Both transports speak the\n"
     "stateful revisions (initialize: 2024-11-05 .. 2025-11-25, a session)\n"
     "and 2026-07-28 (version in each request's _meta, no session) at once.\n"
+    "--worker-id NAME (1-32 of A-Z a-z 0-9 _) names this process in its\n"
+    "session ids (NAME-<32 hex>) and in an X-Acp-Worker answer header, so a\n"
+    "proxy in front of several workers routes each session to its worker\n"
+    "(examples/deploy/nginx.conf).\n"
     "\n"
     "client verbs: tools, resources (with templates), prompts list; call NAME\n"
     "calls a tool, read URI reads a resource, get NAME gets a prompt.\n"
@@ -283,7 +288,7 @@ static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
 }
 
 static int cmd_serve(int argc, char **argv) {
-  const char *http = NULL;
+  const char *http = NULL, *worker = NULL;
   int everything = 0, i, ok, rv, status = CLI_EXIT_OK;
   acp_mcp_server *reg = NULL;
   for (i = 1; i < argc; i++) {
@@ -298,10 +303,28 @@ static int cmd_serve(int argc, char **argv) {
       http = NULL;
     else if ((v = cli_opt_value(argc, argv, &i, "--http", &ok)) != NULL)
       http = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--worker-id", &ok)) != NULL)
+      worker = v;
     else {
       if (ok >= 0)
         cli_err(SUB, "unknown option '%s'", argv[i]);
       usage(stderr);
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (worker != NULL && http == NULL) {
+    cli_err(SUB, "--worker-id needs --http");
+    return CLI_EXIT_USAGE;
+  }
+  if (worker != NULL) {
+    /* Checked before anything starts, with the library's own rule. */
+    acp_http_server_options *o = NULL;
+    rv = acp_http_server_options_new(&o, NULL);
+    if (rv == 0)
+      rv = acp_http_server_options_set_session_prefix(o, worker);
+    acp_http_server_options_free(o);
+    if (rv != 0 || worker[0] == 0) {
+      cli_err(SUB, "--worker-id wants 1-32 of A-Z a-z 0-9 _, not '%s'", worker);
       return CLI_EXIT_USAGE;
     }
   }
@@ -341,6 +364,8 @@ static int cmd_serve(int argc, char **argv) {
     rv = acp_http_server_options_new(&o, NULL);
     if (rv == 0)
       rv = acp_http_server_options_set_address(o, addr, port);
+    if (rv == 0 && worker != NULL)
+      rv = acp_http_server_options_set_session_prefix(o, worker);
     if (rv == 0)
       rv = acp_http_server_new(&sc.srv, &loop, reg, o, NULL);
     acp_http_server_options_free(o);

@@ -62,6 +62,7 @@ struct acp_http_server_options {
   uint32_t retry_ms;
   int legacy;
   int listen_fd;
+  char *prefix; /* names this worker in session ids, or NULL */
 };
 
 typedef struct hs_event {
@@ -111,7 +112,8 @@ struct acp_http_relay_session {
   uint32_t magic;
   acp_http_server *srv;
   hs_session *next;
-  char id[33];
+  /* "[PREFIX-]<32 hex>": see acp_http_server_options_set_session_prefix() */
+  char id[ACP_HTTP_MAX_SESSION_PREFIX + 1 + 32 + 1];
   acp_mcp_conn *conn; /* NULL for a relay session */
   bool legacy;
   bool ended; /* unlisted for session_find (a relay zombie may linger) */
@@ -251,6 +253,7 @@ void acp_http_server_options_free(acp_http_server_options *o) {
   m = o->mem;
   acp__free(&m, o->addr);
   acp__free(&m, o->path);
+  acp__free(&m, o->prefix);
   strv_free(&m, o->origins, o->norigins);
   strv_free(&m, o->hosts, o->nhosts);
   acp__free(&m, o);
@@ -346,6 +349,34 @@ void acp_http_server_options_set_listen_fd(acp_http_server_options *o, int fd) {
     o->listen_fd = fd < 0 ? -1 : fd;
 }
 
+/* The characters are a subset of what an nginx map key, a file name and an
+ * HTTP header value can all carry unquoted; no '-', so the id splits at its
+ * first '-' without ambiguity. */
+int acp_http_server_options_set_session_prefix(acp_http_server_options *o,
+                                               const char *prefix) {
+  size_t i, n;
+  char *p = NULL;
+  if (o == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  n = prefix ? strlen(prefix) : 0;
+  if (n > ACP_HTTP_MAX_SESSION_PREFIX)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (i = 0; i < n; i++) {
+    char c = prefix[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_'))
+      return ACP_ERR_INVALID_ARGUMENT;
+  }
+  if (n > 0) {
+    p = acp__strdup(&o->mem, prefix);
+    if (p == NULL)
+      return ACP_ERR_NOMEM;
+  }
+  acp__free(&o->mem, o->prefix);
+  o->prefix = p;
+  return 0;
+}
+
 static int options_copy(acp_http_server_options **out,
                         const acp_http_server_options *src,
                         const acp_mem *mem) {
@@ -368,6 +399,8 @@ static int options_copy(acp_http_server_options **out,
     o->retry_ms = src->retry_ms;
     o->legacy = src->legacy;
     o->listen_fd = src->listen_fd;
+    if (rv == 0)
+      rv = acp_http_server_options_set_session_prefix(o, src->prefix);
   }
   if (o->max_body == 0)
     o->max_body = ACP_HTTP_DEFAULT_MAX_BODY;
@@ -880,7 +913,14 @@ static int session_new(acp_http_server *srv, bool legacy, hs_session **out) {
   s->srv = srv;
   s->legacy = legacy;
   s->relay = srv->relay;
-  rv = acp__http_random_hex(s->id, 16);
+  if (srv->o->prefix) {
+    /* The random part keeps its 128 bits: the prefix is public. */
+    size_t pl = strlen(srv->o->prefix);
+    memcpy(s->id, srv->o->prefix, pl);
+    s->id[pl] = '-';
+    rv = acp__http_random_hex(s->id + pl + 1, 16);
+  } else
+    rv = acp__http_random_hex(s->id, 16);
   if (rv == 0 && !srv->relay)
     rv = acp_mcp_conn_new(&s->conn, srv->reg, s);
   if (rv == 0) {
@@ -1259,6 +1299,8 @@ static enum MHD_Result queue_sse(hs_req *rq, hs_stream *st, uint64_t pos,
   MHD_add_response_header(r, "Cache-Control", "no-cache");
   if (session_id)
     MHD_add_response_header(r, "MCP-Session-Id", session_id);
+  if (srv->o->prefix)
+    MHD_add_response_header(r, "X-Acp-Worker", srv->o->prefix);
   rq->st = st;
   rq->pos = pos;
   st->rq = rq;
@@ -1520,9 +1562,10 @@ static enum MHD_Result answer_json(hs_req *rq, hs_stream *st, bool created) {
     return reply_error(rq->mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                        "Internal error");
   }
-  ret = reply(rq->mc,
-              s->stateless ? stateless_status(srv, body, len) : MHD_HTTP_OK,
-              "application/json", len ? body : "", len, created ? s->id : NULL);
+  ret = reply_hdr(
+      rq->mc, s->stateless ? stateless_status(srv, body, len) : MHD_HTTP_OK,
+      "application/json", len ? body : "", len, created ? s->id : NULL,
+      srv->o->prefix ? "X-Acp-Worker" : NULL, srv->o->prefix);
   stream_free(st);
   if (s->stateless)
     session_end(s);

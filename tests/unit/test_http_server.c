@@ -813,6 +813,107 @@ static void test_origin_host_checks(void **state) {
   assert_int_equal(strlen(hex), 32);
 }
 
+/* MARK: - Worker prefix */
+
+static int srv_start_prefixed(ht_server *s) {
+  acp_http_server_options *o = NULL;
+  assert_int_equal(acp_mcp_server_new(&s->reg, "t", "1", NULL, NULL), 0);
+  assert_int_equal(ht_add_tool(s->reg, "echo", NULL, ht_tool_echo, NULL), 0);
+  assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, "w_7"), 0);
+  assert_int_equal(acp_http_server_new(&s->srv, &s->loop, s->reg, o, NULL), 0);
+  acp_http_server_options_free(o);
+  return 0;
+}
+
+static int setup_prefixed(void **state) {
+  return ht_setup(state, sizeof(srv_thread), srv_start_prefixed);
+}
+
+/* The session id of an initialize answer, "w_7-<32 hex>" (static). */
+static const char *prefixed_session(const char *resp) {
+  static char sid[80];
+  const char *h = strstr(resp, "MCP-Session-Id: ");
+  char hex[40];
+  assert_non_null(h);
+  assert_int_equal(sscanf(h + 16, "%79[^\r\n]", sid), 1);
+  assert_int_equal(strlen(sid), 4 + 32);
+  assert_memory_equal(sid, "w_7-", 4);
+  assert_int_equal(sscanf(sid + 4, "%39[0-9a-f]", hex), 1);
+  assert_int_equal(strlen(hex), 32);
+  return sid;
+}
+
+static void test_session_prefix(void **state) {
+  srv_thread *t = *state;
+  char sid[80], *r;
+  r = ht_post(t->s.port, "", ht_init_body, NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "X-Acp-Worker: w_7\r\n"));
+  snprintf(sid, sizeof(sid), "%s", prefixed_session(r));
+  free(r);
+  /* A second session gets other random bits behind the same name. */
+  r = ht_post(t->s.port, "", ht_init_body, NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_string_not_equal(prefixed_session(r), sid);
+  free(r);
+  /* The prefixed id is the session's name: requests with it work... */
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-11-25\r\n",
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+                "\"hi\"}}}",
+                NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "\"text\":\"hi\""));
+  assert_non_null(strstr(r, "X-Acp-Worker: w_7\r\n"));
+  free(r);
+  /* ...its random part alone, or another worker's name, is unknown. */
+  r = ht_post_s(t->s.port, sid + 4, "",
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}", NULL);
+  assert_int_equal(ht_status(r), 404);
+  free(r);
+  sid[0] = 'v';
+  r = ht_post_s(t->s.port, sid, "",
+                "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}", NULL);
+  assert_int_equal(ht_status(r), 404);
+  free(r);
+  /* A 2026 stateless answer names the worker too, and opens no session. */
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+              "\"s\"}," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "X-Acp-Worker: w_7\r\n"));
+  assert_null(strstr(r, "MCP-Session-Id"));
+  free(r);
+}
+
+static void test_session_prefix_option(void **state) {
+  acp_http_server_options *o = NULL;
+  char longest[ACP_HTTP_MAX_SESSION_PREFIX + 2];
+  (void)state;
+  assert_int_equal(acp_http_server_options_set_session_prefix(NULL, "w"),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, "a-b"),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, "a b"),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, "w\xc3\xa9"),
+                   ACP_ERR_INVALID_ARGUMENT);
+  memset(longest, 'x', sizeof(longest) - 1);
+  longest[sizeof(longest) - 1] = 0; /* one too many */
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, longest),
+                   ACP_ERR_INVALID_ARGUMENT);
+  longest[ACP_HTTP_MAX_SESSION_PREFIX] = 0;
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, longest), 0);
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, "Az09_"), 0);
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, ""), 0);
+  assert_int_equal(acp_http_server_options_set_session_prefix(o, NULL), 0);
+  acp_http_server_options_free(o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_initialize_and_call, setup,
@@ -839,6 +940,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_fallback, setup, ht_teardown),
       cmocka_unit_test(test_client_bad_url),
       cmocka_unit_test(test_origin_host_checks),
+      cmocka_unit_test_setup_teardown(test_session_prefix, setup_prefixed,
+                                      ht_teardown),
+      cmocka_unit_test(test_session_prefix_option),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
