@@ -104,6 +104,8 @@ run no-target 2 "" -- mcp tools
 run both-targets 2 "" -- mcp tools --url "$url" --stdio x
 run bad-arg 2 "" -- mcp call --url "$url" echo notkeyvalue
 run bad-transport 2 "" -- mcp tools --transport carrier-pigeon --url "$url"
+run worker-id-bad 2 "" -- mcp serve --http 127.0.0.1:0 --worker-id bad-name
+run worker-id-no-http 2 "" -- mcp serve --worker-id w1
 run bad-http-addr 2 "" -- mcp serve --http nope
 run unknown-verb 2 "" -- mcp frobnicate
 
