@@ -2577,8 +2577,12 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_json_write_obj_end(c->nw);
   rv = sub_notify(c, "notifications/subscriptions/acknowledged", NULL);
   if (rv != 0) {
+    /* Not acknowledged (output full): no subscription, say so. */
     sub_free(m, sub);
-    return rv == ACP_ERR_NOMEM ? rv : 0;
+    if (rv == ACP_ERR_NOMEM)
+      return rv;
+    return reply_error(c, msg->handle, ACP_RPC_INTERNAL_ERROR, "Internal error",
+                       NULL, 0, NULL, 0);
   }
   sub->next = c->listens;
   c->listens = sub;

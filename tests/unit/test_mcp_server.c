@@ -1192,6 +1192,14 @@ static int failmem_scenario(const acp_mem *mem) {
       "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\","
       "\"params\":{\"name\":\"two\",\"inputResponses\":{\"step1\":{},"
       "\"1\":{}}," META26_ELICIT "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":18,\"method\":\"subscriptions/listen\","
+      "\"params\":{\"notifications\":{\"toolsListChanged\":true,"
+      "\"resourceSubscriptions\":[\"mem://a\",\"mem://b\"]}," META26 "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":19,\"method\":\"subscriptions/listen\","
+      "\"params\":{\"notifications\":{\"promptsListChanged\":true}," META26
+      "}}",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+      "{\"requestId\":19}}",
   };
   acp_mcp_server *s = NULL;
   acp_mcp_conn *c = NULL;
@@ -1225,6 +1233,8 @@ static int failmem_scenario(const acp_mem *mem) {
     }
   }
   rv = acp_mcp_server_resource_updated(s, "mem://a");
+  if (rv == 0)
+    rv = acp_mcp_server_list_changed(s, ACP_MCP_LIST_TOOLS);
   if (rv == 0)
     rv = acp_mcp_server_log(s, ACP_MCP_LOG_ERROR, "x", "1", 1);
 done:
