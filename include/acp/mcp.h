@@ -98,9 +98,22 @@
  *     revisions are reached with initialize, not per request.
  *   - Methods: server/discover ({"supportedVersions", "capabilities",
  *     "instructions"?}), the lists, tools/call, resources/read, prompts/get,
- *     completion/complete. initialize, ping, logging/setLevel,
- *     resources/(un)subscribe and subscriptions/listen (not offered) are
- *     -32601. Capabilities at 2026 announce no listChanged and no subscribe.
+ *     completion/complete, subscriptions/listen. initialize, ping,
+ *     logging/setLevel and resources/(un)subscribe are -32601.
+ *     Capabilities are the same as at 2025 (listChanged, subscribe).
+ *   - subscriptions/listen {"notifications": SubscriptionFilter}: -32602
+ *     unless `notifications` is an object whose toolsListChanged,
+ *     promptsListChanged, resourcesListChanged are booleans and
+ *     resourceSubscriptions an array of strings, when present. The request
+ *     stays unanswered; the conn first sends
+ *     notifications/subscriptions/acknowledged with the honored subset
+ *     (list kinds the registry offers; resourceSubscriptions, echoed, when
+ *     resources and acp_mcp_server_set_subscribe() are on), then
+ *     acp_mcp_server_list_changed() and acp_mcp_server_resource_updated()
+ *     (exact URI match) send the matching notifications to it, every one
+ *     with `_meta[ACP_MCP_META_SUBSCRIPTION_ID]` = the request's id. It
+ *     ends, unanswered, on notifications/cancelled for that id or when the
+ *     conn is freed (Streamable HTTP: when the client drops the POST).
  *   - Every result gets `resultType: "complete"` (unless the handler set
  *     one) and `_meta["io.modelcontextprotocol/serverInfo"]` (a `_meta` the
  *     handler wrote keeps its members); discover, the lists and reads get
@@ -109,8 +122,9 @@
  *   - An unknown resource is -32602 with data {"uri"} (not -32002).
  *   - Logging: acp_mcp_call_log() on a stateless call sends
  *     notifications/message only when the request set a `logLevel` (and
- *     logging is on), at or above it; broadcasts (acp_mcp_server_log(),
- *     list_changed, resources/updated) reach initialized sessions only.
+ *     logging is on), at or above it; acp_mcp_server_log() reaches
+ *     initialized sessions only, list_changed and resources/updated reach
+ *     sessions and open subscriptions/listen requests.
  *   - Multi round-trip: acp_mcp_call_request() and its wrappers on a
  *     stateless call become input requests of an InputRequiredResult, the
  *     retry's answers reach the same callbacks (see
@@ -248,6 +262,9 @@ ACP_EXTERN int acp_mcp_uri_template_match(const char *tpl, size_t tpl_len,
 /** `_meta` key of a 2026 request: the minimum log level for that request
  * (optional; without it the server sends no notifications/message). */
 #define ACP_MCP_META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+/** `_meta` key of a 2026 notification on a subscriptions/listen stream: the
+ * JSON-RPC id of that listen request. */
+#define ACP_MCP_META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
 /** MCP error code (2026-07-28): UnsupportedProtocolVersionError. */
 #define ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION (-32022)
 /** MCP error code (2026-07-28): HeaderMismatchError (Streamable HTTP: an
@@ -643,8 +660,9 @@ ACP_EXTERN int acp_mcp_resource_list_add(acp_mcp_resource_list *list,
                                          const char *description);
 
 /**
- * Send notifications/<list>/list_changed to every initialized conn (the
- * resource-templates list shares notifications/resources/list_changed).
+ * Send notifications/<list>/list_changed to every initialized conn and
+ * every open subscriptions/listen that asked for it (the resource-templates
+ * list shares notifications/resources/list_changed).
  * @return 0 or the first error from a conn (ACP_ERR_NOMEM, ACP_ERR_LIMIT);
  *         every conn is tried.
  */
@@ -652,7 +670,7 @@ ACP_EXTERN int acp_mcp_server_list_changed(acp_mcp_server *server,
                                            acp_mcp_list which);
 /**
  * Send notifications/resources/updated {"uri"} to every conn subscribed to
- * `uri` (exact match).
+ * `uri` (exact match), by resources/subscribe or a subscriptions/listen.
  * @return 0 or the first error from a conn.
  */
 ACP_EXTERN int acp_mcp_server_resource_updated(acp_mcp_server *server,

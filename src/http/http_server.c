@@ -1182,7 +1182,9 @@ static int route(hs_session *s, acp_json_doc *doc, const char *line,
   if (st == NULL) {
     if (response)
       return 0; /* nobody waits for it (stream gone): drop */
-    st = s->get;
+    /* A 2026 conn has no GET stream: what it says later (a
+     * subscriptions/listen's notifications) goes to its one POST. */
+    st = s->stateless ? (usable(s->streams) ? s->streams : NULL) : s->get;
   }
   if (st == NULL)
     return 0;

@@ -94,6 +94,21 @@ typedef struct mcp_ready {
   acp_json_doc *doc;
 } mcp_ready;
 
+/*
+ * An open 2026-07-28 subscriptions/listen request: it is never answered
+ * while open, and its notifications carry its id (raw JSON) as
+ * `_meta["io.modelcontextprotocol/subscriptionId"]`.
+ */
+typedef struct mcp_sub {
+  struct mcp_sub *next;
+  uint64_t handle;
+  char *id;
+  size_t id_len;
+  bool lists[K_COUNT]; /* templates follow resources */
+  char **uris;
+  size_t nuris;
+} mcp_sub;
+
 /* A server->client request issued from a call. */
 typedef struct mcp_out {
   struct mcp_out *next;
@@ -168,6 +183,7 @@ struct acp_mcp_conn {
   size_t subs_cap;
   acp_mcp_call *calls;
   mcp_out *outs;
+  mcp_sub *listens;
   mcp_req req;         /* the request being dispatched */
   acp_json_doc *rdoc;  /* stateless: a result being rewritten */
   acp_json_writer *mw; /* stateless: the rewritten result */
@@ -699,6 +715,43 @@ int acp_mcp_server_set_cache(acp_mcp_server *s, acp_mcp_cache_target target,
 
 /* MARK: - Broadcasts (Public) */
 
+static void sub_free(const acp_mem *m, mcp_sub *sub) {
+  size_t i;
+  for (i = 0; i < sub->nuris; i++)
+    acp__free(m, sub->uris[i]);
+  acp__free(m, sub->uris);
+  acp__free(m, sub->id);
+  acp__free(m, sub);
+}
+
+/* Begin the params of a notification on `sub`: its _meta tag. The caller
+ * adds its members and closes the object. */
+static void sub_params_begin(acp_json_writer *w, const mcp_sub *sub) {
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "_meta");
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, ACP_MCP_META_SUBSCRIPTION_ID);
+  acp_json_write_raw(w, sub->id, sub->id_len);
+  acp_json_write_obj_end(w);
+}
+
+static int sub_notify(acp_mcp_conn *c, const char *method, const char *uri) {
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (uri != NULL) {
+    acp_json_write_keyz(c->nw, "uri");
+    acp_json_write_strz(c->nw, uri);
+  }
+  rv = acp_json_write_obj_end(c->nw);
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(c->nw, &n);
+  return acp_rpc_session_notify(c->rpc, method, strlen(method), p, n);
+}
+
 int acp_mcp_server_list_changed(acp_mcp_server *s, acp_mcp_list which) {
   static const char *const methods[K_COUNT] = {
       "notifications/tools/list_changed",
@@ -712,6 +765,16 @@ int acp_mcp_server_list_changed(acp_mcp_server *s, acp_mcp_list which) {
     return ACP_ERR_INVALID_ARGUMENT;
   for (c = s->conns; c != NULL; c = c->next) {
     int rv;
+    mcp_sub *sub;
+
+    for (sub = c->listens; sub != NULL; sub = sub->next) {
+      if (!sub->lists[which])
+        continue;
+      sub_params_begin(c->nw, sub);
+      rv = sub_notify(c, methods[which], NULL);
+      if (rv != 0 && first == 0)
+        first = rv;
+    }
     if (!c->answered_init)
       continue;
     rv = acp_rpc_session_notify(c->rpc, methods[which], strlen(methods[which]),
@@ -743,7 +806,20 @@ int acp_mcp_server_resource_updated(acp_mcp_server *s, const char *uri) {
     const char *p;
     size_t n;
     int rv;
+    mcp_sub *sub;
 
+    for (sub = c->listens; sub != NULL; sub = sub->next) {
+      size_t i;
+      for (i = 0; i < sub->nuris; i++)
+        if (strcmp(sub->uris[i], uri) == 0)
+          break;
+      if (i == sub->nuris)
+        continue;
+      sub_params_begin(c->nw, sub);
+      rv = sub_notify(c, "notifications/resources/updated", uri);
+      if (rv != 0 && first == 0)
+        first = rv;
+    }
     if (!acp_mcp_conn_is_subscribed(c, uri))
       continue;
     acp_json_writer_reset(c->nw);
@@ -1844,37 +1920,28 @@ static const acp_json_val *param(const acp_rpc_msg *msg, const char *k) {
 /* MARK: - Methods (Private) */
 
 /*
- * The server's capabilities, from the registry. At 2026-07-28 there is no
- * list_changed or resources/subscribe delivery without subscriptions/listen,
- * which we do not offer, so neither is announced there.
+ * The server's capabilities, from the registry; the same in both eras
+ * (at 2026-07-28 list changes and resource updates reach clients through
+ * subscriptions/listen, at 2025 through the session).
  */
-static void w_capabilities(acp_json_writer *w, const acp_mcp_server *s,
-                           bool stateless) {
+static void w_capabilities(acp_json_writer *w, const acp_mcp_server *s) {
   acp_json_write_obj_begin(w);
   if (offers(s, K_TOOL)) {
     acp_json_write_keyz(w, "tools");
-    if (stateless)
-      acp_json_write_raw(w, "{}", 2);
-    else
-      acp_json_write_raw(w, "{\"listChanged\":true}", 20);
+    acp_json_write_raw(w, "{\"listChanged\":true}", 20);
   }
   if (offers(s, K_RESOURCE)) {
     acp_json_write_keyz(w, "resources");
     acp_json_write_obj_begin(w);
-    if (!stateless) {
-      acp_json_write_keyz(w, "subscribe");
-      acp_json_write_bool(w, s->subscribe);
-      acp_json_write_keyz(w, "listChanged");
-      acp_json_write_bool(w, true);
-    }
+    acp_json_write_keyz(w, "subscribe");
+    acp_json_write_bool(w, s->subscribe);
+    acp_json_write_keyz(w, "listChanged");
+    acp_json_write_bool(w, true);
     acp_json_write_obj_end(w);
   }
   if (offers(s, K_PROMPT)) {
     acp_json_write_keyz(w, "prompts");
-    if (stateless)
-      acp_json_write_raw(w, "{}", 2);
-    else
-      acp_json_write_raw(w, "{\"listChanged\":true}", 20);
+    acp_json_write_raw(w, "{\"listChanged\":true}", 20);
   }
   if (s->logging) {
     acp_json_write_keyz(w, "logging");
@@ -1919,7 +1986,7 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_json_write_keyz(w, "protocolVersion");
   acp_json_write_strz(w, acp_mcp_version_str(v));
   acp_json_write_keyz(w, "capabilities");
-  w_capabilities(w, s, false);
+  w_capabilities(w, s);
   acp_json_write_keyz(w, "serverInfo");
   w_server_info(w, s);
   w_opt_str(w, "instructions", s->instructions);
@@ -2403,10 +2470,126 @@ static int do_discover(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_json_write_keyz(w, "supportedVersions");
   acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
   acp_json_write_keyz(w, "capabilities");
-  w_capabilities(w, s, true);
+  w_capabilities(w, s);
   w_opt_str(w, "instructions", s->instructions);
   acp_json_write_obj_end(w);
   return reply_w(c, msg->handle, w);
+}
+
+/* Read one boolean member of a SubscriptionFilter: -1 when it is present
+ * and not a boolean. */
+static int filter_flag(const acp_json_val *f, const char *k) {
+  const acp_json_val *v = acp_json_obj_getz(f, k);
+  if (v == NULL)
+    return 0;
+  bool on = false;
+  if (acp_json_type_of(v) != ACP_JSON_BOOL || acp_json_get_bool(v, &on) != 0)
+    return -1;
+  return on ? 1 : 0;
+}
+
+/*
+ * subscriptions/listen: keep the request open, acknowledge the part of its
+ * filter the registry can honor, then tag every matching broadcast with its
+ * id until the client cancels it or the conn goes (on HTTP: the POST).
+ */
+static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  static const char *const keys[K_COUNT] = {
+      "toolsListChanged", "resourcesListChanged", NULL, "promptsListChanged"};
+  acp_mcp_server *s = c->srv;
+  const acp_mem *m = &s->mem;
+  const acp_json_val *f = param(msg, "notifications");
+  const acp_json_val *uv = acp_json_obj_getz(f, "resourceSubscriptions");
+  const acp_json_val *e;
+  bool want_uris;
+  const char *p;
+  size_t n;
+  mcp_sub *sub;
+  int k;
+  int rv;
+
+  if (acp_json_type_of(f) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "notifications must be an object");
+  for (k = 0; k < K_COUNT; k++)
+    if (keys[k] != NULL && filter_flag(f, keys[k]) < 0)
+      return invalid_params(c, msg->handle,
+                            "notifications members must be booleans");
+  if (uv != NULL && acp_json_type_of(uv) != ACP_JSON_ARRAY)
+    return invalid_params(c, msg->handle,
+                          "resourceSubscriptions must be an array");
+  for (e = acp_json_child(uv); e != NULL; e = acp_json_next(e)) {
+    if (acp_json_type_of(e) != ACP_JSON_STRING)
+      return invalid_params(c, msg->handle,
+                            "resourceSubscriptions must hold strings");
+    rv = acp_json_doc_str(msg->doc, e, &p, &n);
+    if (rv != 0)
+      return rv;
+    if (memchr(p, '\0', n) != NULL)
+      return invalid_params(c, msg->handle, "uri contains NUL");
+  }
+  sub = acp__calloc(m, 1, sizeof(*sub));
+  if (sub == NULL)
+    return ACP_ERR_NOMEM;
+  sub->handle = msg->handle;
+  p = acp_json_raw(msg->id, &n);
+  sub->id = acp__strndup(m, p, n);
+  if (sub->id == NULL)
+    goto nomem;
+  sub->id_len = n;
+  for (k = 0; k < K_COUNT; k++)
+    if (keys[k] != NULL)
+      sub->lists[k] = offers(s, k) && filter_flag(f, keys[k]) == 1;
+  sub->lists[K_TEMPLATE] = sub->lists[K_RESOURCE];
+  /* Only what the server announces is honored (see w_capabilities()). */
+  want_uris = uv != NULL && offers(s, K_RESOURCE) && s->subscribe;
+  if (want_uris && acp_json_len(uv) > 0) {
+    sub->uris = acp__calloc(m, acp_json_len(uv), sizeof(*sub->uris));
+    if (sub->uris == NULL)
+      goto nomem;
+    for (e = acp_json_child(uv); e != NULL; e = acp_json_next(e)) {
+      rv = acp_json_doc_str(msg->doc, e, &p, &n);
+      if (rv != 0) {
+        sub_free(m, sub);
+        return rv;
+      }
+      sub->uris[sub->nuris] = acp__strndup(m, p, n);
+      if (sub->uris[sub->nuris] == NULL)
+        goto nomem;
+      sub->nuris++;
+    }
+  }
+  sub_params_begin(c->nw, sub);
+  acp_json_write_keyz(c->nw, "notifications");
+  acp_json_write_obj_begin(c->nw);
+  for (k = 0; k < K_COUNT; k++)
+    if (keys[k] != NULL && sub->lists[k]) {
+      acp_json_write_keyz(c->nw, keys[k]);
+      acp_json_write_bool(c->nw, true);
+    }
+  if (want_uris) {
+    size_t i;
+    acp_json_write_keyz(c->nw, "resourceSubscriptions");
+    acp_json_write_arr_begin(c->nw);
+    for (i = 0; i < sub->nuris; i++)
+      acp_json_write_strz(c->nw, sub->uris[i]);
+    acp_json_write_arr_end(c->nw);
+  }
+  acp_json_write_obj_end(c->nw);
+  rv = sub_notify(c, "notifications/subscriptions/acknowledged", NULL);
+  if (rv != 0) {
+    /* Not acknowledged (output full): no subscription, say so. */
+    sub_free(m, sub);
+    if (rv == ACP_ERR_NOMEM)
+      return rv;
+    return reply_error(c, msg->handle, ACP_RPC_INTERNAL_ERROR, "Internal error",
+                       NULL, 0, NULL, 0);
+  }
+  sub->next = c->listens;
+  c->listens = sub;
+  return 0;
+nomem:
+  sub_free(m, sub);
+  return ACP_ERR_NOMEM;
 }
 
 static int unsupported_version(acp_mcp_conn *c, const acp_rpc_msg *msg,
@@ -2515,8 +2698,10 @@ static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return offers(s, K_PROMPT) ? do_prompt_get(c, msg) : not_found(c, msg);
   if (acp__mcp_method_is(msg, "completion/complete"))
     return s->complete_cb ? do_complete(c, msg) : not_found(c, msg);
+  if (acp__mcp_method_is(msg, "subscriptions/listen"))
+    return do_listen(c, msg);
   /* initialize, ping, logging/setLevel, resources/(un)subscribe do not
-   * exist at 2026-07-28; subscriptions/listen is not offered. */
+   * exist at 2026-07-28. */
   return not_found(c, msg);
 }
 
@@ -2606,8 +2791,18 @@ static int conn_on_cancel(acp_rpc_session *rpc, uint64_t handle,
                           void *user_data) {
   acp_mcp_conn *c = user_data;
   acp_mcp_call *call;
+  mcp_sub **sp;
   int rv = 0;
 
+  /* A cancelled subscriptions/listen ends silently (MCP: no response). */
+  for (sp = &c->listens; *sp != NULL; sp = &(*sp)->next)
+    if ((*sp)->handle == handle) {
+      mcp_sub *sub = *sp;
+      *sp = sub->next;
+      sub_free(&c->srv->mem, sub);
+      return acp_rpc_session_drop(rpc, handle) == ACP_ERR_NOMEM ? ACP_ERR_NOMEM
+                                                                : 0;
+    }
   for (call = c->calls; call != NULL; call = call->next)
     if (call->handle == handle && !call->answered && !call->cancelled)
       break;
@@ -2722,6 +2917,11 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
   }
   while (c->calls)
     call_unlink_free(c->calls);
+  while (c->listens) {
+    mcp_sub *sub = c->listens;
+    c->listens = sub->next;
+    sub_free(&s->mem, sub);
+  }
   for (i = 0; i < c->nsubs; i++)
     acp__free(&s->mem, c->subs[i]);
   acp__free(&s->mem, c->subs);

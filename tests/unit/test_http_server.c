@@ -60,6 +60,17 @@ static int tool_poll(acp_mcp_call *call, const acp_json_val *args, void *ud) {
   return acp_mcp_call_respond_text(call, "polled", 6, false);
 }
 
+/* Announces a change of the tool list (to subscriptions/listen streams and
+ * sessions). */
+static int tool_change(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  int rv;
+  (void)args;
+  rv = acp_mcp_server_list_changed((acp_mcp_server *)ud, ACP_MCP_LIST_TOOLS);
+  if (rv != 0)
+    return rv;
+  return acp_mcp_call_respond_text(call, "changed", 7, false);
+}
+
 /* Answers the notification "test/poke" with "test/poked" on the conn's
  * standalone (GET) stream. */
 static int on_poke(acp_mcp_conn *conn, const acp_rpc_msg *msg, void *ud) {
@@ -76,6 +87,7 @@ static int srv_start(ht_server *s) {
   assert_int_equal(ht_add_tool(s->reg, "slow", NULL, tool_slow, t), 0);
   assert_int_equal(ht_add_tool(s->reg, "finish", NULL, tool_finish, t), 0);
   assert_int_equal(ht_add_tool(s->reg, "poll", NULL, tool_poll, t), 0);
+  assert_int_equal(ht_add_tool(s->reg, "change", NULL, tool_change, s->reg), 0);
   {
     /* `region` and `n` are mirrored in Mcp-Param-* headers (x-mcp-header). */
     acp_mcp_tool_def d;
@@ -523,6 +535,72 @@ static void test_stateless_requests(void **state) {
   free(r);
 }
 
+/* subscriptions/listen: its POST's SSE response stays open, carries the
+ * acknowledgement first, then the changes another request causes, tagged
+ * with its id; the client leaving ends it. */
+static void test_stateless_listen(void **state) {
+  srv_thread *t = *state;
+  char req[2048], buf[8192];
+  const char *ack;
+  size_t n;
+  int eof = 0;
+  int fd;
+  char *r;
+
+  ht_fmt_post(req, sizeof(req), t->s.port,
+              H26 "Mcp-Method: subscriptions/listen\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"subscriptions/"
+              "listen\",\"params\":{" META26_HTTP ",\"notifications\":{"
+              "\"toolsListChanged\":true,\"promptsListChanged\":true}}}");
+  fd = ht_connect(t->s.port);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+  n = ht_read_until(fd, buf, sizeof(buf), 0, "}}}\n", &eof);
+  assert_false(eof);
+  assert_int_equal(ht_status(buf), 200);
+  assert_non_null(strstr(buf, "text/event-stream"));
+  assert_null(strstr(buf, "MCP-Session-Id"));
+  assert_null(strstr(buf, "\nid: "));
+  /* The first event is the acknowledgement: prompts are not offered. */
+  ack = strstr(buf, "data: ");
+  assert_non_null(ack);
+  {
+    static const char want[] =
+        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+        "subscriptions/acknowledged\",\"params\":{\"_meta\":{"
+        "\"io.modelcontextprotocol/subscriptionId\":7},"
+        "\"notifications\":{\"toolsListChanged\":true}}}\n";
+    if (strncmp(ack, want, sizeof(want) - 1) != 0)
+      fail_msg("first event: %s", ack);
+  }
+  assert_null(strstr(buf, "\"id\":7,"));
+  /* Another 2026 request changes the tools: the open stream hears it. */
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: change\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"change\"," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "\"changed\""));
+  assert_null(strstr(r, "list_changed"));
+  free(r);
+  n = ht_read_until(fd, buf, sizeof(buf), n, "}}}\n", &eof);
+  assert_false(eof);
+  assert_non_null(
+      strstr(buf, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                  "tools/list_changed\",\"params\":{\"_meta\":{"
+                  "\"io.modelcontextprotocol/subscriptionId\":7}}}\n"));
+  (void)n;
+  close(fd);
+  /* Its conn went with it; changes keep working for everyone else. */
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: change\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"change\"," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  free(r);
+  assert_int_equal(acp_http_server_session_count(t->s.srv), 0);
+}
+
 static void test_get_client_leaves(void **state) {
   srv_thread *t = *state;
   const char *sid = new_session(t->s.port);
@@ -930,6 +1008,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_priming_only_from_2025_11_25, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_legacy_raw, setup, ht_teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_listen, setup,
+                                      ht_teardown),
       cmocka_unit_test_setup_teardown(test_stateless_requests, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_client_streamable, setup,

@@ -959,8 +959,8 @@ static void test_mcp_acp_connectionless_to_libacp_provider(void **state) {
   assert_int_equal(len, 32);
   assert_memory_equal(info, "{\"name\":\"tools\",\"version\":\"1.0\"}", len);
   info = acp_mcp_client_server_capabilities(mc, &len);
-  assert_int_equal(len, 12);
-  assert_memory_equal(info, "{\"tools\":{}}", len);
+  assert_int_equal(len, 30);
+  assert_memory_equal(info, "{\"tools\":{\"listChanged\":true}}", len);
   assert_int_equal(
       call_tool(&f, mc, "echo", "{\"message\":\"m2 native\"}", NULL), 0);
   assert_string_equal(f.last_text, "m2 native");

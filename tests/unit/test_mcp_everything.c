@@ -267,6 +267,8 @@ static void test_lists(void **state) {
       "test_reconnection",
       "test_missing_capability",
       "test_logging_tool",
+      "test_trigger_tool_change",
+      "test_trigger_prompt_change",
       "test_streaming_elicitation",
       "test_input_required_result_elicitation",
       "test_input_required_result_sampling",

@@ -1192,6 +1192,14 @@ static int failmem_scenario(const acp_mem *mem) {
       "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\","
       "\"params\":{\"name\":\"two\",\"inputResponses\":{\"step1\":{},"
       "\"1\":{}}," META26_ELICIT "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":18,\"method\":\"subscriptions/listen\","
+      "\"params\":{\"notifications\":{\"toolsListChanged\":true,"
+      "\"resourceSubscriptions\":[\"mem://a\",\"mem://b\"]}," META26 "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":19,\"method\":\"subscriptions/listen\","
+      "\"params\":{\"notifications\":{\"promptsListChanged\":true}," META26
+      "}}",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+      "{\"requestId\":19}}",
   };
   acp_mcp_server *s = NULL;
   acp_mcp_conn *c = NULL;
@@ -1225,6 +1233,8 @@ static int failmem_scenario(const acp_mem *mem) {
     }
   }
   rv = acp_mcp_server_resource_updated(s, "mem://a");
+  if (rv == 0)
+    rv = acp_mcp_server_list_changed(s, ACP_MCP_LIST_TOOLS);
   if (rv == 0)
     rv = acp_mcp_server_log(s, ACP_MCP_LOG_ERROR, "x", "1", 1);
 done:
@@ -1274,8 +1284,10 @@ static void test_stateless_discover(void **state) {
                    "discover\",\"params\":{" META26 "}}");
   assert_string_equal(
       out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"supportedVersions\":["
-           "\"2026-07-28\"],\"capabilities\":{\"tools\":{},\"resources\":{},"
-           "\"prompts\":{},\"logging\":{},\"completions\":{}},"
+           "\"2026-07-28\"],\"capabilities\":{\"tools\":{\"listChanged\":true},"
+           "\"resources\":{\"subscribe\":true,\"listChanged\":true},"
+           "\"prompts\":{\"listChanged\":true},\"logging\":{},"
+           "\"completions\":{}},"
            "\"instructions\":\"Be nice\",\"resultType\":\"complete\","
            "\"ttlMs\":0,\"cacheScope\":\"private\"," SERVER_INFO26 "}}\n");
   /* Nothing was negotiated: the conn is still without a stateful era. */
@@ -1286,13 +1298,136 @@ static void test_stateless_discover(void **state) {
   HAS(out, "Server not initialized");
 }
 
+#define SUBID(id)                                                              \
+  "\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":" id "}"
+
+/* subscriptions/listen: acknowledged with what is honored, never answered,
+ * tagged notifications of the opted-in kinds only, ended by cancel. */
+static void test_stateless_listen(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":\"L1\",\"method\":"
+                   "\"subscriptions/listen\",\"params\":{" META26
+                   ",\"notifications\":{\"toolsListChanged\":true,"
+                   "\"promptsListChanged\":false,\"resourceSubscriptions\":["
+                   "\"mem://a\",\"mem://items/7\"],\"other\":1}}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/"
+           "acknowledged\",\"params\":{" SUBID(
+               "\"L1\"") ",\"notifications\":{"
+                         "\"toolsListChanged\":true,\"resourceSubscriptions\":["
+                         "\"mem://a\","
+                         "\"mem://items/7\"]}}}\n");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+                   "\"subscriptions/listen\",\"params\":{" META26
+                   ",\"notifications\":{\"promptsListChanged\":true,"
+                   "\"resourcesListChanged\":true}}}");
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/"
+           "acknowledged\",\"params\":{" SUBID(
+               "2") ",\"notifications\":{"
+                    "\"resourcesListChanged\":true,\"promptsListChanged\":true}"
+                    "}}\n");
+  /* Not a session: only the subscriptions hear the broadcasts. */
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_TOOLS), 0);
+  assert_string_equal(drain(p->c),
+                      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/"
+                      "list_changed\",\"params\":{" SUBID("\"L1\"") "}}\n");
+  assert_int_equal(
+      acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_RESOURCE_TEMPLATES), 0);
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_PROMPTS), 0);
+  assert_string_equal(
+      drain(p->c), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/"
+                   "list_changed\",\"params\":{" SUBID(
+                       "2") "}}\n"
+                            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                            "prompts/list_changed\","
+                            "\"params\":{" SUBID("2") "}}\n");
+  assert_int_equal(acp_mcp_server_resource_updated(p->s, "mem://b"), 0);
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_server_resource_updated(p->s, "mem://items/7"), 0);
+  assert_string_equal(
+      drain(p->c), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/"
+                   "updated\",\"params\":{" SUBID("\"L1\"") ",\"uri\":\"mem://"
+                                                            "items/7\"}}\n");
+  /* Other requests are served meanwhile; the listens stay open. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{" META26 ",\"name\":\"echo\",\"arguments\":{"
+                   "\"text\":\"x\"}}}");
+  HAS(out, "\"id\":3,\"result\"");
+  /* Cancelling one ends it without a response. */
+  out =
+      xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                 "\"params\":{\"requestId\":\"L1\"}}");
+  assert_string_equal(out, "");
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_TOOLS), 0);
+  assert_int_equal(acp_mcp_server_resource_updated(p->s, "mem://a"), 0);
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_PROMPTS), 0);
+  HAS(drain(p->c), SUBID("2"));
+  /* A 2025 session on another conn still gets its untagged form. */
+  {
+    acp_mcp_conn *c2 = NULL;
+    assert_int_equal(acp_mcp_conn_new(&c2, p->s, NULL), 0);
+    do_init(c2, "2025-11-25", "{}");
+    assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_PROMPTS),
+                     0);
+    assert_string_equal(drain(c2), "{\"jsonrpc\":\"2.0\",\"method\":"
+                                   "\"notifications/prompts/list_changed\"}\n");
+    HAS(drain(p->c), SUBID("2"));
+    acp_mcp_conn_free(c2); /* frees its state; p->c's listen stays */
+  }
+}
+
+/* Bad filters are -32602 and open nothing; without resources.subscribe the
+ * URIs are not acknowledged. */
+static void test_stateless_listen_errors(void **state) {
+  pair *p = *state;
+  const char *out;
+  static const char *const bad[] = {
+      "",
+      ",\"notifications\":true",
+      ",\"notifications\":{\"toolsListChanged\":1}",
+      ",\"notifications\":{\"resourceSubscriptions\":\"mem://a\"}",
+      ",\"notifications\":{\"resourceSubscriptions\":[1]}",
+      ",\"notifications\":{\"resourceSubscriptions\":[\"a\\u0000b\"]}"};
+  char line[512];
+  size_t i;
+
+  for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"subscriptions/"
+             "listen\",\"params\":{" META26 "%s}}",
+             (unsigned)i, bad[i]);
+    out = xchg(p->c, line);
+    HAS(out, "\"error\":{\"code\":-32602");
+  }
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_TOOLS), 0);
+  assert_string_equal(drain(p->c), "");
+  acp_mcp_server_set_subscribe(p->s, 0);
+  out = xchg(p->c,
+             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+             "\"subscriptions/listen\",\"params\":{" META26
+             ",\"notifications\":{\"resourceSubscriptions\":[\"mem://a\"]}}}");
+  assert_string_equal(
+      out,
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/"
+      "acknowledged\",\"params\":{" SUBID("9") ",\"notifications\":{}}}\n");
+  assert_int_equal(acp_mcp_server_resource_updated(p->s, "mem://a"), 0);
+  assert_string_equal(drain(p->c), "");
+  /* A session-era request on the same conn still needs initialize. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":"
+                   "\"subscriptions/listen\",\"params\":{}}");
+  HAS(out, "Server not initialized");
+}
+
 static void test_stateless_meta_errors(void **state) {
   pair *p = *state;
   const char *out;
-  static const char *const removed[] = {
-      "initialize",           "ping",
-      "logging/setLevel",     "resources/subscribe",
-      "subscriptions/listen", "nope/nope"};
+  static const char *const removed[] = {"initialize", "ping",
+                                        "logging/setLevel",
+                                        "resources/subscribe", "nope/nope"};
   size_t i;
 
   out = xchg(p->c,
@@ -1836,6 +1971,9 @@ int main(void) {
       cmocka_unit_test(test_uri_template_match),
       cmocka_unit_test_setup_teardown(test_stateless_discover, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stateless_meta_errors, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_listen, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_listen_errors, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_stateless_results, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stateless_cache_hints, setup,
