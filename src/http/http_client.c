@@ -129,13 +129,10 @@ static bool header_safe(const char *s, size_t n) {
  * form (=?base64?...?=) when it is not header-safe. */
 static char *header_line(const acp_mem *m, const char *name, const char *v,
                          size_t n) {
-  static const char b64[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   size_t nl = strlen(name);
-  size_t cap = nl + 2 + 11 + (n + 2) / 3 * 4 + 1;
+  size_t cap = nl + 2 + 11 + acp__b64_encoded_len(n, ACP__B64_STD) + 1;
   char *out = acp__malloc(m, cap);
   char *q;
-  size_t i;
 
   if (out == NULL)
     return NULL;
@@ -157,24 +154,7 @@ static char *header_line(const acp_mem *m, const char *name, const char *v,
   }
   memcpy(q, "=?base64?", 9);
   q += 9;
-  for (i = 0; i + 2 < n; i += 3) {
-    unsigned w = (unsigned)(unsigned char)v[i] << 16 |
-                 (unsigned)(unsigned char)v[i + 1] << 8 |
-                 (unsigned char)v[i + 2];
-    *q++ = b64[w >> 18 & 63];
-    *q++ = b64[w >> 12 & 63];
-    *q++ = b64[w >> 6 & 63];
-    *q++ = b64[w & 63];
-  }
-  if (i < n) {
-    unsigned w = (unsigned)(unsigned char)v[i] << 16;
-    if (i + 1 < n)
-      w |= (unsigned)(unsigned char)v[i + 1] << 8;
-    *q++ = b64[w >> 18 & 63];
-    *q++ = b64[w >> 12 & 63];
-    *q++ = i + 1 < n ? b64[w >> 6 & 63] : '=';
-    *q++ = '=';
-  }
+  q += acp__b64_encode(q, v, n, ACP__B64_STD);
   memcpy(q, "?=", 3);
   return out;
 }

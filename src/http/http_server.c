@@ -1647,47 +1647,6 @@ static bool is_stateless_post(struct MHD_Connection *mc,
   return v != NULL && strcmp(v, ACP_MCP_PROTOCOL_2026_07_28) == 0;
 }
 
-static int b64_val(char c) {
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if (c == '+')
-    return 62;
-  if (c == '/')
-    return 63;
-  return -1;
-}
-
-/* Decode standard base64 into b: whole quanta, '=' padding only at the
- * end (SEP-2243 rejects bad padding and characters outside the alphabet). */
-static int b64_decode(acp__buf *b, const char *p, size_t n) {
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t i;
-  if (n % 4 != 0)
-    return ACP_ERR_INVALID_ARGUMENT;
-  if (n > 0 && p[n - 1] == '=')
-    n--;
-  if (n > 0 && p[n - 1] == '=')
-    n--;
-  for (i = 0; i < n; i++) {
-    int v = b64_val(p[i]);
-    if (v < 0)
-      return ACP_ERR_INVALID_ARGUMENT;
-    acc = (acc << 6) | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (acp__buf_putc(b, (char)((acc >> bits) & 0xff)) != 0)
-        return ACP_ERR_NOMEM;
-    }
-  }
-  return 0;
-}
-
 /* A header value: visible ASCII, space and tab only. */
 static bool header_chars_ok(const char *v) {
   for (; *v; v++) {
@@ -1772,7 +1731,8 @@ static bool header_value(acp_http_server *srv, const char *v) {
     n--;
   if (n >= sizeof(pre) + 1 && memcmp(v, pre, sizeof(pre) - 1) == 0 &&
       v[n - 2] == '?' && v[n - 1] == '=')
-    return b64_decode(&srv->tmp, v + sizeof(pre) - 1, n - sizeof(pre) - 1) == 0;
+    return acp__b64_decode(&srv->tmp, v + sizeof(pre) - 1, n - sizeof(pre) - 1,
+                           ACP__B64_STD) == 0;
   return acp__buf_append(&srv->tmp, v, n) == 0;
 }
 

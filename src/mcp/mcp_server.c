@@ -1405,48 +1405,6 @@ int acp_mcp_server_set_state_key(acp_mcp_server *s, const void *key,
   return 0;
 }
 
-static const char b64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static int b64url_put(acp__buf *b, const uint8_t *p, size_t n) {
-  size_t i;
-  int rv = 0;
-  for (i = 0; i < n && rv == 0; i += 3) {
-    uint32_t v = (uint32_t)p[i] << 16;
-    if (i + 1 < n)
-      v |= (uint32_t)p[i + 1] << 8;
-    if (i + 2 < n)
-      v |= p[i + 2];
-    rv = acp__buf_putc(b, b64url[(v >> 18) & 63]);
-    if (rv == 0)
-      rv = acp__buf_putc(b, b64url[(v >> 12) & 63]);
-    if (rv == 0 && i + 1 < n)
-      rv = acp__buf_putc(b, b64url[(v >> 6) & 63]);
-    if (rv == 0 && i + 2 < n)
-      rv = acp__buf_putc(b, b64url[v & 63]);
-  }
-  return rv;
-}
-
-static int b64url_get(acp__buf *b, const char *p, size_t n) {
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t i;
-  for (i = 0; i < n; i++) {
-    const char *at = p[i] ? memchr(b64url, p[i], 64) : NULL;
-    if (at == NULL)
-      return ACP_ERR_INVALID_ARGUMENT;
-    acc = (acc << 6) | (uint32_t)(at - b64url);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      if (acp__buf_putc(b, (char)((acc >> bits) & 0xff)) != 0)
-        return ACP_ERR_NOMEM;
-    }
-  }
-  return 0;
-}
-
 /*
  * requestState is base64url(P) "." base64url(HMAC-SHA256(key, P)) with P
  * the JSON {"m": method, "n": tool or prompt name, "r": {key: response}}:
@@ -1493,11 +1451,11 @@ static int state_write(acp_mcp_call *call, acp__buf *out) {
     return rv;
   p = acp_json_writer_data(w, &n);
   acp__hmac_sha256(c->srv->state_key, c->srv->state_key_len, p, n, mac);
-  rv = b64url_put(out, (const uint8_t *)p, n);
+  rv = acp__b64_append(out, p, n, ACP__B64_URL);
   if (rv == 0)
     rv = acp__buf_putc(out, '.');
   if (rv == 0)
-    rv = b64url_put(out, mac, sizeof(mac));
+    rv = acp__b64_append(out, mac, sizeof(mac), ACP__B64_URL);
   return rv;
 }
 
@@ -1527,14 +1485,14 @@ static int state_verify(acp_mcp_conn *c, acp_json_doc *mdoc,
   if (dot == NULL)
     return 1;
   acp__buf_init(&b, &s->mem, 0);
-  rv = b64url_get(&b, dot + 1, n - (size_t)(dot - p) - 1);
+  rv = acp__b64_decode(&b, dot + 1, n - (size_t)(dot - p) - 1, ACP__B64_URL);
   if (rv == ACP_ERR_NOMEM || b.len != sizeof(mac)) {
     acp__buf_dispose(&b);
     return rv == ACP_ERR_NOMEM ? rv : 1;
   }
   memcpy(mac, b.data, sizeof(mac));
   acp__buf_clear(&b);
-  rv = b64url_get(&b, p, (size_t)(dot - p));
+  rv = acp__b64_decode(&b, p, (size_t)(dot - p), ACP__B64_URL);
   if (rv != 0) {
     acp__buf_dispose(&b);
     return rv == ACP_ERR_NOMEM ? rv : 1;

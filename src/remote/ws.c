@@ -79,20 +79,7 @@ void acp__sha1(const void *data, size_t len, uint8_t out[20]) {
 }
 
 size_t acp__base64(const uint8_t *in, size_t n, char *out) {
-  static const char tab[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  size_t o = 0;
-  for (size_t i = 0; i < n; i += 3) {
-    uint32_t v = (uint32_t)in[i] << 16;
-    if (i + 1 < n)
-      v |= (uint32_t)in[i + 1] << 8;
-    if (i + 2 < n)
-      v |= in[i + 2];
-    out[o++] = tab[(v >> 18) & 63];
-    out[o++] = tab[(v >> 12) & 63];
-    out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-    out[o++] = i + 2 < n ? tab[v & 63] : '=';
-  }
+  size_t o = acp__b64_encode(out, in, n, ACP__B64_STD);
   out[o] = '\0';
   return o;
 }

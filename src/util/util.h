@@ -91,4 +91,21 @@ void acp__sha256_final(acp__sha256 *s, uint8_t out[32]);
 void acp__hmac_sha256(const void *key, size_t key_len, const void *msg,
                       size_t msg_len, uint8_t out[32]);
 
+/* Base64 (RFC 4648). ACP__B64_STD: standard alphabet, '=' padded;
+ * ACP__B64_URL: URL-safe alphabet (section 5), unpadded. */
+#define ACP__B64_STD 0
+#define ACP__B64_URL 1
+/* Characters acp__b64_encode() writes for n bytes. */
+size_t acp__b64_encoded_len(size_t n, int form);
+/* Encode in[0..n) into out (room for acp__b64_encoded_len(n, form); no NUL
+ * written); returns the characters written. */
+size_t acp__b64_encode(char *out, const void *in, size_t n, int form);
+/* Encode in[0..n) onto the end of b. 0, ACP_ERR_LIMIT or ACP_ERR_NOMEM. */
+int acp__b64_append(acp__buf *b, const void *in, size_t n, int form);
+/* Decode p[0..n) onto the end of b. Strict: STD needs whole padded quanta,
+ * URL takes no padding; any other character is ACP_ERR_INVALID_ARGUMENT.
+ * ACP_ERR_NOMEM / ACP_ERR_LIMIT from b (b may then hold part of the
+ * output). */
+int acp__b64_decode(acp__buf *b, const char *p, size_t n, int form);
+
 #endif /* ACP_UTIL_H */

@@ -1,0 +1,122 @@
+/* The shared helpers of src/util: Base64 in both forms (RFC 4648 section 10
+ * vectors, URL-safe alphabet, strict decoding) and the capped buffer it
+ * writes into. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "util.h"
+
+static acp_mem mem;
+
+static const char *const plain[] = {"",     "f",     "fo",    "foo",
+                                    "foob", "fooba", "foobar"};
+static const char *const std_enc[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                      "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+static const char *const url_enc[] = {"",       "Zg",      "Zm8",     "Zm9v",
+                                      "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
+
+static void check_round_trip(const char *in, const char *want, int form) {
+  acp__buf b;
+  char out[32];
+  size_t n = strlen(in), o;
+
+  assert_int_equal(acp__b64_encoded_len(n, form), strlen(want));
+  o = acp__b64_encode(out, in, n, form);
+  assert_int_equal(o, strlen(want));
+  assert_memory_equal(out, want, o);
+  acp__buf_init(&b, &mem, 0);
+  assert_int_equal(acp__b64_decode(&b, want, strlen(want), form), 0);
+  assert_int_equal(b.len, n);
+  if (n > 0)
+    assert_memory_equal(b.data, in, n);
+  acp__buf_clear(&b);
+  assert_int_equal(acp__b64_append(&b, in, n, form), 0);
+  assert_int_equal(b.len, strlen(want));
+  if (b.len > 0)
+    assert_memory_equal(b.data, want, b.len);
+  acp__buf_dispose(&b);
+}
+
+static void test_b64_rfc4648_vectors(void **state) {
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+    check_round_trip(plain[i], std_enc[i], ACP__B64_STD);
+    check_round_trip(plain[i], url_enc[i], ACP__B64_URL);
+  }
+}
+
+/* Bytes 0xfb 0xff use the two alphabet-specific characters. */
+static void test_b64_alphabets(void **state) {
+  static const uint8_t in[] = {0xfb, 0xff, 0xbf};
+  char out[8];
+  acp__buf b;
+  (void)state;
+  assert_int_equal(acp__b64_encode(out, in, 3, ACP__B64_STD), 4);
+  assert_memory_equal(out, "+/+/", 4);
+  assert_int_equal(acp__b64_encode(out, in, 3, ACP__B64_URL), 4);
+  assert_memory_equal(out, "-_-_", 4);
+  acp__buf_init(&b, &mem, 0);
+  assert_int_equal(acp__b64_decode(&b, "-_-_", 4, ACP__B64_STD),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp__buf_clear(&b);
+  assert_int_equal(acp__b64_decode(&b, "+/+/", 4, ACP__B64_URL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp__buf_dispose(&b);
+}
+
+static void test_b64_strict(void **state) {
+  static const char *const bad_std[] = {
+      "Zg=", "Zg", "Z===", "Zg=a", "Zm9v\n", "Zm 9"};
+  static const char *const bad_url[] = {"Zg==", "Z", "Zm9vY", "Zm9v!"};
+  acp__buf b;
+  size_t i;
+  (void)state;
+  acp__buf_init(&b, &mem, 0);
+  for (i = 0; i < sizeof(bad_std) / sizeof(bad_std[0]); i++) {
+    acp__buf_clear(&b);
+    assert_int_equal(
+        acp__b64_decode(&b, bad_std[i], strlen(bad_std[i]), ACP__B64_STD),
+        ACP_ERR_INVALID_ARGUMENT);
+  }
+  for (i = 0; i < sizeof(bad_url) / sizeof(bad_url[0]); i++) {
+    acp__buf_clear(&b);
+    assert_int_equal(
+        acp__b64_decode(&b, bad_url[i], strlen(bad_url[i]), ACP__B64_URL),
+        ACP_ERR_INVALID_ARGUMENT);
+  }
+  /* A NUL inside the counted input is not part of the alphabet. */
+  acp__buf_clear(&b);
+  assert_int_equal(acp__b64_decode(&b, "Zm\0v", 4, ACP__B64_URL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp__buf_dispose(&b);
+}
+
+/* The buffer's cap is honoured: encoding past it fails and writes nothing. */
+static void test_b64_append_cap(void **state) {
+  acp__buf b;
+  (void)state;
+  acp__buf_init(&b, &mem, 7);
+  assert_int_equal(acp__b64_append(&b, "foobar", 6, ACP__B64_STD),
+                   ACP_ERR_LIMIT);
+  assert_int_equal(b.len, 0);
+  assert_int_equal(acp__b64_append(&b, "fooba", 5, ACP__B64_URL), 0);
+  assert_int_equal(b.len, 7);
+  acp__buf_dispose(&b);
+}
+
+int main(void) {
+  acp__mem_init(&mem, NULL);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_b64_rfc4648_vectors),
+      cmocka_unit_test(test_b64_alphabets),
+      cmocka_unit_test(test_b64_strict),
+      cmocka_unit_test(test_b64_append_cap),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
