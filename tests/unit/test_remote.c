@@ -251,8 +251,12 @@ static void test_upgrade_requests_get_the_right_status(void **state) {
       check("GET /x HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP "\r\n", NULL), 404);
   assert_int_equal(
       check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 426);
+  /* Streamable HTTP methods pass the policy and go to
+   * acp__http_check_acp() (501 from this function means just that). */
   assert_int_equal(
       check("POST /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 501);
+  assert_int_equal(
+      check("POST /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", "t0k"), 401);
   assert_int_equal(
       check("PUT /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 405);
   assert_int_equal(check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"
@@ -495,6 +499,91 @@ static void test_loopback_allocation_failures(void **state) {
   failmem_sweep(pair_scenario, 10);
 }
 
+/* MARK: - Streamable HTTP requests */
+
+static int check_acp(const char *req, size_t max, acp__acp_req *r) {
+  acp__http_head h;
+  acp_ssize n = acp__http_parse_head(req, strlen(req), false, &h);
+  assert_true(n > 0);
+  return acp__http_check_acp(&h, max, r);
+}
+
+#define H "Host: 127.0.0.1:9\r\n"
+#define CID "Acp-Connection-Id: 0f0e4b3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b\r\n"
+
+static void test_streamable_http_requests_are_classified(void **state) {
+  acp__acp_req r;
+  (void)state;
+  /* initialize: no connection id yet */
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 42\r\n\r\n",
+                             100, &r),
+                   0);
+  assert_int_equal(r.kind, ACP__REQ_POST);
+  assert_int_equal(r.content_length, 42);
+  assert_null(r.conn_id);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H CID
+                             "Acp-Session-Id: s1\r\n"
+                             "Content-Type: application/json; charset=utf-8\r\n"
+                             "Content-Length: 0\r\n\r\n",
+                             100, &r),
+                   0);
+  assert_int_equal(r.conn_id_len, 36);
+  assert_int_equal(r.session_id_len, 2);
+  assert_memory_equal(r.session_id, "s1", 2);
+  /* limits and shapes */
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 101\r\n\r\n",
+                             100, &r),
+                   413);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 99999999999999999999\r\n\r\n",
+                             100, &r),
+                   411);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 1x\r\n\r\n",
+                             100, &r),
+                   400);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\n",
+                             100, &r),
+                   411);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: text/plain\r\n"
+                             "Content-Length: 2\r\n\r\n",
+                             100, &r),
+                   415);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/jsonx\r\n"
+                             "Content-Length: 2\r\n\r\n",
+                             100, &r),
+                   415);
+  /* GET: SSE needs Accept and a connection id; a plain GET stays 426 */
+  assert_int_equal(check_acp("GET /acp HTTP/1.1\r\n" H CID
+                             "Accept: text/event-stream\r\n\r\n",
+                             100, &r),
+                   0);
+  assert_int_equal(r.kind, ACP__REQ_SSE);
+  assert_null(r.session_id);
+  assert_int_equal(check_acp("GET /acp HTTP/1.1\r\n" H
+                             "Accept: text/event-stream\r\n\r\n",
+                             100, &r),
+                   400);
+  assert_int_equal(check_acp("GET /acp HTTP/1.1\r\n" H CID "\r\n", 100, &r),
+                   426);
+  assert_int_equal(check_acp("DELETE /acp HTTP/1.1\r\n" H CID "\r\n", 100, &r),
+                   0);
+  assert_int_equal(r.kind, ACP__REQ_DELETE);
+  assert_int_equal(check_acp("DELETE /acp HTTP/1.1\r\n" H "\r\n", 100, &r),
+                   400);
+  assert_int_equal(check_acp("PATCH /acp HTTP/1.1\r\n" H "\r\n", 100, &r), 405);
+}
+
 int main(void) {
   acp_uv_ignore_sigpipe();
   const struct CMUnitTest tests[] = {
@@ -509,6 +598,7 @@ int main(void) {
       cmocka_unit_test(test_refused_upgrade_reports_status),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
+      cmocka_unit_test(test_streamable_http_requests_are_classified),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
