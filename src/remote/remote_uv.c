@@ -168,9 +168,9 @@ static void conn_unref(wconn *c) {
 }
 
 static void conn_close_tcp(wconn *c) {
+  hc_detach(c);
   if (c->tcp_closed)
     return;
-  hc_detach(c);
   c->tcp_closed = true;
   c->wr_eof = true;
   c->tcp_reading = false;
@@ -203,9 +203,9 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
  * sends would make the kernel answer with a reset that can overtake our
  * close frame (the peer would see 1006 instead of 1009). */
 static void conn_finish(wconn *c) {
+  hc_detach(c);
   if (c->tcp_closed || c->lingering)
     return;
-  hc_detach(c);
   c->lingering = true;
   c->wr_eof = true;
   uv_timer_stop(&c->resume);
@@ -1146,13 +1146,18 @@ static void http_initialize(wconn *c, char *body, size_t blen, size_t total) {
    * answered 502; hc stays allocated until its timer's close callback. */
   if (!hc->link)
     return;
-  if (!acp_uv_link_is_reading(hc->link) ||
-      acp_uv_link_user_deliver(hc->link, body, blen) != 0 ||
-      (hc->link && acp_uv_link_user_deliver(hc->link, "\n", 1) != 0)) {
-    hc_end(hc, UV_EPROTO);
-    return;
+  /* The request leaves the socket's buffer before the agent sees it: an
+   * owner that answers at once re-enters this socket (http_next). */
+  char *copy = acp__malloc(&hc->mem, blen + 1);
+  if (copy) {
+    memcpy(copy, body, blen);
+    copy[blen] = '\n';
   }
   acp__buf_consume(&c->in, total);
+  if (!copy || !acp_uv_link_is_reading(hc->link) ||
+      acp_uv_link_user_deliver(hc->link, copy, blen + 1) != 0)
+    hc_end(hc, UV_EPROTO);
+  acp__free(&hc->mem, copy);
 }
 
 static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
