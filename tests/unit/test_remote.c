@@ -402,6 +402,11 @@ static void test_refused_upgrade_reports_status(void **state) {
 static void on_check(uv_timer_t *t) {
   pair *p = t->data;
   size_t q = acp_uv_link_write_queue_size(p->cli);
+  if (p->status == 1) {
+    /* the handshake is not over yet (slow under valgrind): wait for it */
+    uv_timer_start(t, on_check, 5, 0);
+    return;
+  }
   if (q < (size_t)8 << 20 && p->status == 0) {
     char chunk[4096];
     memset(chunk, 'x', sizeof(chunk) - 1);
