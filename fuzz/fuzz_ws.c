@@ -4,7 +4,8 @@
  * the HTTP/1.1 upgrade request and response parsers.
  *
  * Byte 0: bits 0-1 pick the piece (0 server codec, 1 client codec, 2 the
- * upgrade request and its check, 3 a response head); bits 2-7 the piece
+ * upgrade request and its check, then the Streamable HTTP request
+ * classifier for POST/GET/DELETE, 3 a response head); bits 2-7 the piece
  * size the codec is fed in (1..64). Feeding the same frames at once and in
  * pieces must deliver the same messages and end the same way; every
  * delivered message is within the cap and is one NDJSON line.
@@ -90,6 +91,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int st = acp__ws_check_request(&h, &p, accept);
       if (st == 101 && strlen(accept) != 28)
         abort();
+      if (st == 501 || st == 426) {
+        /* Streamable HTTP: whatever it says, what it points at is in the
+         * head and a POST's length is within the cap. */
+        acp__acp_req q;
+        int hs = acp__http_check_acp(&h, 4096, &q);
+        if (hs == 0 && q.kind == ACP__REQ_POST && q.content_length > 4096)
+          abort();
+        if (q.conn_id && (q.conn_id < (const char *)d ||
+                          q.conn_id + q.conn_id_len > (const char *)d + n))
+          abort();
+        if (q.session_id &&
+            (q.session_id < (const char *)d ||
+             q.session_id + q.session_id_len > (const char *)d + n))
+          abort();
+      }
     }
   }
   return 0;

@@ -8,8 +8,16 @@
  * over stdio (acp_uv_rpc with the agent, client and proxy roles, couplings,
  * a relay to a child's pipes) runs over it unchanged.
  *
- * Experimental: Streamable HTTP (POST/SSE) is not served yet; a POST or
- * DELETE to the endpoint is answered 501.
+ * The server also serves the Streamable HTTP profile on the same endpoint,
+ * as the TS SDK 2.4 ships it (HTTP/1.1): a POST of `initialize` without
+ * Acp-Connection-Id creates a connection (a link handed to the accept
+ * callback, like a WebSocket's) and is answered 200 with the agent's first
+ * line as JSON and the new Acp-Connection-Id; every other POST is one
+ * message (202); GET with Accept: text/event-stream opens the connection's
+ * SSE stream (with Acp-Session-Id: a session stream, held open; all of the
+ * agent's messages go on the connection stream, in order); DELETE ends the
+ * link's read side. The end of the connection stream ends it too.
+ * Experimental.
  *
  * Lifetime: the same rules as acp/uv.h. A link handed out here belongs to
  * the receiver, who closes it with acp_uv_link_close(); closing it sends a
@@ -83,7 +91,10 @@ typedef void (*acp_remote_accept_cb)(acp_remote_server *server,
  * Listen for ACP connections on `opts->host`:`opts->port`, path `/acp`.
  * Requests are checked in this order: path (404), Host and Origin (403),
  * bearer token (401), connection cap (503), method and upgrade headers
- * (405, 426, 400, 501); a valid upgrade gets 101 and `cb`.
+ * (405, 426, 400); a valid upgrade gets 101 and `cb`. Streamable HTTP
+ * requests then get 400, 411, 413, 415, 404 (unknown Acp-Connection-Id),
+ * 409 (a second connection stream), 503 (connection cap, or the agent is
+ * not reading), 502 (the link was closed before initialize was answered).
  * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out/loop/cb, a bad host),
  *         ACP_ERR_SYSTEM (bind or listen failed: `*uv_err_out`, if not
  *         NULL, gets the libuv error), ACP_ERR_NOMEM.

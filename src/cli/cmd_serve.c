@@ -1,6 +1,6 @@
 /*
- * acp serve: any stdio ACP agent at ws://HOST:PORT/acp, one agent process
- * per connection (acp_remote_serve() does the work).
+ * acp serve: any stdio ACP agent at HOST:PORT/acp (WebSocket and Streamable
+ * HTTP), one agent process per connection (acp_remote_serve() does the work).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +15,13 @@ static const char serve_usage[] =
     "                 [--max-message BYTES] [--ping-ms MS] [--verbose]\n"
     "                 -- AGENT_CMD [ARGS...]\n"
     "\n"
-    "Expose a stdio ACP agent over WebSocket at ws://HOST:PORT/acp (the\n"
-    "WebSocket profile of remote ACP). Each connection gets its own agent\n"
-    "process, stopped (stdin closed, SIGTERM, SIGKILL) when the connection\n"
-    "ends; each text message is one line of the agent's stdin or stdout.\n"
+    "Expose a stdio ACP agent at HOST:PORT/acp over both profiles of remote\n"
+    "ACP: WebSocket (ws://HOST:PORT/acp) and Streamable HTTP (POST\n"
+    "initialize -> 200 with Acp-Connection-Id, other POSTs -> 202, GET SSE\n"
+    "streams with the agent's messages, DELETE ends the connection). Each\n"
+    "connection gets its own agent process, stopped (stdin closed, SIGTERM,\n"
+    "SIGKILL) when the connection ends; each message is one line of the\n"
+    "agent's stdin or stdout.\n"
     "\n"
     "options:\n"
     "  --listen HOST:PORT   address to bind (default 127.0.0.1:8080; port 0\n"
@@ -28,13 +31,14 @@ static const char serve_usage[] =
     "  --allow-host NAME    also accept this Host / Origin authority (403\n"
     "                       otherwise; the bound address and localhost are)\n"
     "  --max-connections N  connections at once (default 256; 503 beyond)\n"
-    "  --max-message BYTES  largest message (default 16 MiB; close 1009)\n"
+    "  --max-message BYTES  largest message (default 16 MiB; close 1009,\n"
+    "                       a POST body beyond it gets 413)\n"
     "  --ping-ms MS         ping interval; a peer silent for two is dropped\n"
-    "                       (default 30000; 0 keeps the default)\n"
+    "                       (default 30000; 0 keeps the default); also the\n"
+    "                       SSE keepalive, and how long a Streamable HTTP\n"
+    "                       connection may go without its GET stream\n"
     "  --verbose            a line on stderr per connection\n"
-    "  -h, --help           show this help\n"
-    "\n"
-    "Streamable HTTP (POST/GET SSE) is not served yet: POST gets 501.\n";
+    "  -h, --help           show this help\n";
 
 static void on_listening(int port, void *ud) {
   const char *host = ud;

@@ -32,7 +32,13 @@ typedef struct wwrite {
   char data[];
 } wwrite;
 
-enum { C_HANDSHAKE = 0, C_OPEN, C_DONE };
+/* C_WAIT: a Streamable HTTP initialize waits for the agent's answer;
+ * C_SSE: the socket carries an SSE response until it closes. */
+enum { C_HANDSHAKE = 0, C_OPEN, C_DONE, C_WAIT, C_SSE };
+
+typedef struct hconn hconn;
+/* What a socket is to its Streamable HTTP connection. */
+enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION };
 
 struct acp_remote_server {
   acp_mem mem;
@@ -46,7 +52,9 @@ struct acp_remote_server {
   void *ud;
   int port;
   unsigned nconns;
-  wconn *conns; /* every connection not yet freed */
+  wconn *conns;  /* every connection not yet freed */
+  hconn *hconns; /* Streamable HTTP connections with a link */
+  unsigned nhconns;
   bool closing;
 };
 
@@ -89,7 +97,39 @@ struct wconn {
   char accept[29];
   acp_remote_connect_cb ccb;
   void *cud;
+  /* Streamable HTTP: the ACP connection this socket serves, and how */
+  hconn *hc;
+  int hrole;
+  wconn *hnext; /* in hc->sessions */
 };
+
+/*
+ * A Streamable HTTP ACP connection: one link whose messages arrive in
+ * POST bodies and leave on the GET SSE stream. It outlives the sockets
+ * that carry it; until the stream is open the agent's lines wait in
+ * `pend` (already SSE events) and are reported sent only once written,
+ * so the link's queue, and the coupling to the agent's stdout, stay real.
+ */
+struct hconn {
+  acp_mem mem;
+  acp_remote_server *srv; /* NULL once the server closed */
+  hconn *prev, *next;
+  acp_uv_link *link; /* NULL once the owner closed it */
+  uv_timer_t idle;   /* no stream for a ping interval: the client is gone */
+  uint64_t idle_ms;
+  size_t max_msg;
+  bool ended;
+  bool line_drop;
+  acp__buf line; /* an outgoing line not complete yet */
+  acp__buf pend; /* SSE events waiting for the stream */
+  size_t pend_credit;
+  wconn *waiter;   /* the initialize POST waiting for its answer */
+  wconn *stream;   /* the connection-scoped SSE stream */
+  wconn *sessions; /* session-scoped SSE streams (held open) */
+  char id[37];
+};
+
+static void hc_detach(wconn *c);
 
 /* MARK: - Helpers (Private) */
 
@@ -128,6 +168,7 @@ static void conn_unref(wconn *c) {
 }
 
 static void conn_close_tcp(wconn *c) {
+  hc_detach(c);
   if (c->tcp_closed)
     return;
   c->tcp_closed = true;
@@ -162,6 +203,7 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
  * sends would make the kernel answer with a reset that can overtake our
  * close frame (the peer would see 1006 instead of 1009). */
 static void conn_finish(wconn *c) {
+  hc_detach(c);
   if (c->tcp_closed || c->lingering)
     return;
   c->lingering = true;
@@ -202,8 +244,9 @@ static void end_link(wconn *c, int status) {
 /* MARK: - Writing (Private) */
 
 static void report_credit(wconn *c, size_t n) {
-  if (n > 0 && c->link && !c->no_credit)
-    acp_uv_link_user_written(c->link, n);
+  acp_uv_link *l = c->link ? c->link : (c->hc ? c->hc->link : NULL);
+  if (n > 0 && l && !c->no_credit)
+    acp_uv_link_user_written(l, n);
 }
 
 static void on_tcp_write(uv_write_t *req, int status) {
@@ -214,8 +257,9 @@ static void on_tcp_write(uv_write_t *req, int status) {
   if (c->last == w)
     c->last = NULL;
   acp__free(&c->mem, w);
-  if (status < 0 && c->link && !c->tcp_closed) {
-    acp_uv_link_user_write_failed(c->link, status);
+  if (status < 0 && (c->link || c->hc) && !c->tcp_closed) {
+    if (c->link)
+      acp_uv_link_user_write_failed(c->link, status);
     end_link(c, status);
     conn_close_tcp(c);
   } else {
@@ -235,7 +279,8 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
   }
   for (unsigned i = 0; i < nb; i++)
     total += bufs[i].len;
-  if (c->writes == 0 && !mask_last && c->state == C_OPEN) {
+  if (c->writes == 0 && !mask_last &&
+      (c->state == C_OPEN || c->state == C_SSE)) {
     int r = uv_try_write((uv_stream_t *)&c->tcp, bufs, nb);
     if (r > 0 && (size_t)r == total) {
       report_credit(c, credit);
@@ -463,7 +508,7 @@ static void update_tcp_reading(wconn *c) {
   if (c->lingering)
     return;
   bool want = !c->tcp_closed && !c->ended &&
-              (c->state == C_HANDSHAKE ||
+              (c->state == C_HANDSHAKE || c->state == C_SSE ||
                (c->state == C_OPEN && c->link_reading && c->in.len == 0));
   if (want && !c->tcp_reading) {
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_tcp_read) == 0)
@@ -679,14 +724,22 @@ static const char *reason_of(int st) {
     return "Not Found";
   case 405:
     return "Method Not Allowed";
+  case 409:
+    return "Conflict";
+  case 411:
+    return "Length Required";
   case 413:
     return "Content Too Large";
+  case 415:
+    return "Unsupported Media Type";
   case 426:
     return "Upgrade Required";
   case 431:
     return "Request Header Fields Too Large";
   case 501:
     return "Not Implemented";
+  case 502:
+    return "Bad Gateway";
   case 503:
     return "Service Unavailable";
   default:
@@ -705,13 +758,23 @@ static const char *detail_of(int st) {
   case 404:
     return "the ACP endpoint is /acp";
   case 405:
-    return "use GET with Upgrade: websocket";
+    return "use POST, GET (SSE or WebSocket upgrade) or DELETE";
+  case 409:
+    return "this stream already has a reader";
+  case 411:
+    return "a POST needs a Content-Length";
+  case 413:
+    return "the message is too large";
+  case 415:
+    return "the body must be application/json";
   case 426:
-    return "this endpoint serves WebSocket upgrades";
+    return "GET upgrades to WebSocket or accepts text/event-stream";
   case 431:
     return "the request head is too large";
   case 501:
-    return "Streamable HTTP is not served yet: use WebSocket";
+    return "not implemented";
+  case 502:
+    return "the agent went away";
   case 503:
     return "too many connections";
   default:
@@ -719,9 +782,8 @@ static const char *detail_of(int st) {
   }
 }
 
-static void refuse(wconn *c, int st) {
+static void refuse_msg(wconn *c, int st, const char *d) {
   char buf[512];
-  const char *d = detail_of(st);
   int n = snprintf(buf, sizeof(buf),
                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
                    "Content-Length: %zu\r\nConnection: close\r\n%s\r\n%s\n",
@@ -738,6 +800,13 @@ static void refuse(wconn *c, int st) {
   conn_finish(c);
 }
 
+static void refuse(wconn *c, int st) {
+  refuse_msg(c, st, detail_of(st));
+}
+
+static void http_request(wconn *c, const acp__http_head *h, size_t head_len);
+static void on_handshake_timeout(uv_timer_t *t);
+
 static void server_handshake(wconn *c) {
   acp_remote_server *s = c->srv;
   acp__http_head h;
@@ -751,6 +820,10 @@ static void server_handshake(wconn *c) {
   }
   acp__ws_policy pol = {"/acp", s->token, (const char *const *)s->hosts};
   int st = acp__ws_check_request(&h, &pol, accept);
+  if (st == 501 || st == 426) {
+    http_request(c, &h, (size_t)n);
+    return;
+  }
   if (st == 101 && s->nconns > s->opts.max_connections)
     st = 503;
   if (st != 101) {
@@ -811,6 +884,374 @@ static void on_connection(uv_stream_t *ls, int status) {
   }
   uv_tcp_nodelay(&c->tcp, 1);
   uv_timer_start(&c->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
+  update_tcp_reading(c);
+}
+
+/* MARK: - Streamable HTTP (Private) */
+
+static void hc_end(hconn *hc, int status) {
+  if (hc->ended || !hc->link)
+    return;
+  hc->ended = true;
+  acp_uv_link_user_end(hc->link, status);
+}
+
+/* A socket lets go of its connection (closed or finishing). */
+static void hc_detach(wconn *c) {
+  hconn *hc = c->hc;
+  if (!hc)
+    return;
+  c->hc = NULL;
+  switch (c->hrole) {
+  case H_WAITER:
+    hc->waiter = NULL;
+    hc_end(hc, UV_ECONNRESET); /* the client gave up on initialize */
+    break;
+  case H_STREAM:
+    hc->stream = NULL;
+    /* The SDK's client treats the end of this stream as the end of the
+     * connection; so do we: the agent's turn is cancelled. */
+    hc_end(hc, UV_ECONNRESET);
+    break;
+  case H_SESSION:
+    for (wconn **pp = &hc->sessions; *pp; pp = &(*pp)->hnext)
+      if (*pp == c) {
+        *pp = c->hnext;
+        break;
+      }
+    break;
+  default:
+    break;
+  }
+  c->hrole = H_NONE;
+  c->hnext = NULL;
+}
+
+static void on_hc_closed(uv_handle_t *h) {
+  hconn *hc = h->data;
+  acp__buf_dispose(&hc->line);
+  acp__buf_dispose(&hc->pend);
+  acp__free(&hc->mem, hc);
+}
+
+static void on_hc_idle(uv_timer_t *t) {
+  hconn *hc = t->data;
+  if (!hc->stream && !hc->waiter)
+    hc_end(hc, UV_ETIMEDOUT);
+}
+
+static void hc_idle_start(hconn *hc) {
+  if (hc->idle_ms != UINT64_MAX && hc->link)
+    uv_timer_start(&hc->idle, on_hc_idle, hc->idle_ms, 0);
+}
+
+static void on_sse_ping(uv_timer_t *t) {
+  wconn *c = t->data;
+  static char ping[] = ":\n\n";
+  if (c->state != C_SSE || c->tcp_closed || c->wr_eof)
+    return;
+  /* A comment line: a dead peer shows up as a failed write. */
+  uv_buf_t b = uv_buf_init(ping, 3);
+  (void)send_bufs(c, &b, 1, 0, false);
+  uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);
+}
+
+/* Ready for the next request on a kept-alive socket. */
+static void http_next(wconn *c) {
+  c->state = C_HANDSHAKE;
+  uv_timer_start(&c->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
+  update_tcp_reading(c);
+  if (c->in.len > 0)
+    server_handshake(c);
+}
+
+/* One complete line from the agent: the initialize answer, or an event. */
+static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
+                   size_t n2, size_t credit) {
+  wconn *w = hc->waiter;
+  if (w) {
+    char head[256];
+    int hl = snprintf(head, sizeof(head),
+                      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %zu\r\nCache-Control: no-store\r\n"
+                      "Acp-Connection-Id: %s\r\n\r\n",
+                      n1 + n2, hc->id);
+    uv_buf_t b[3] = {uv_buf_init(head, (unsigned)hl),
+                     uv_buf_init((char *)p1, (unsigned)n1),
+                     uv_buf_init((char *)p2, (unsigned)n2)};
+    hc->waiter = NULL;
+    w->hc = NULL;
+    w->hrole = H_NONE;
+    int rv = send_bufs(w, b, 3, 0, false);
+    acp_uv_link_user_written(hc->link, credit);
+    hc_idle_start(hc);
+    http_next(w);
+    return rv;
+  }
+  if (hc->stream) {
+    uv_buf_t b[4] = {
+        uv_buf_init("data: ", 6), uv_buf_init((char *)p1, (unsigned)n1),
+        uv_buf_init((char *)p2, (unsigned)n2), uv_buf_init("\n\n", 2)};
+    return send_bufs(hc->stream, b, 4, credit, false);
+  }
+  int rv = acp__buf_append(&hc->pend, "data: ", 6);
+  if (rv == 0)
+    rv = acp__buf_append(&hc->pend, p1, n1);
+  if (rv == 0)
+    rv = acp__buf_append(&hc->pend, p2, n2);
+  if (rv == 0)
+    rv = acp__buf_append(&hc->pend, "\n\n", 2);
+  hc->pend_credit += credit;
+  return rv;
+}
+
+static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
+  hconn *hc = ud;
+  (void)l;
+  while (len > 0) {
+    const char *nl = memchr(data, '\n', len);
+    if (!nl) {
+      if (!hc->line_drop &&
+          acp__buf_append(&hc->line, data, len) == ACP_ERR_LIMIT) {
+        hc->line_drop = true;
+        acp__buf_clear(&hc->line);
+      }
+      acp_uv_link_user_written(hc->link, len);
+      return 0;
+    }
+    size_t seg = (size_t)(nl - data);
+    size_t n1 = hc->line.len, n2 = seg;
+    if (n2 > 0 && data[n2 - 1] == '\r')
+      n2--;
+    else if (n2 == 0 && n1 > 0 && hc->line.data[n1 - 1] == '\r')
+      n1--;
+    if (hc->line_drop || (n1 == 0 && blank(data, n2)) ||
+        n1 + n2 > hc->max_msg) {
+      acp_uv_link_user_written(hc->link, seg + 1);
+    } else {
+      int rv = hc_emit(hc, hc->line.data, n1, data, n2, seg + 1);
+      if (rv != 0)
+        return rv;
+    }
+    hc->line_drop = false;
+    acp__buf_clear(&hc->line);
+    data += seg + 1;
+    len -= seg + 1;
+  }
+  return 0;
+}
+
+static void hc_op_read_changed(acp_uv_link *l, int reading, void *ud) {
+  (void)l;
+  (void)reading;
+  (void)ud;
+}
+
+static void hc_op_shutdown(acp_uv_link *l, void *ud) {
+  (void)l;
+  (void)ud;
+}
+
+static void hc_op_close(acp_uv_link *l, void *ud) {
+  hconn *hc = ud;
+  (void)l;
+  hc->link = NULL;
+  if (hc->srv) {
+    if (hc->prev)
+      hc->prev->next = hc->next;
+    else
+      hc->srv->hconns = hc->next;
+    if (hc->next)
+      hc->next->prev = hc->prev;
+    hc->srv->nhconns--;
+    hc->srv = NULL;
+  }
+  wconn *w = hc->waiter;
+  if (w) {
+    hc_detach(w);
+    refuse(w, 502);
+  }
+  if (hc->stream)
+    conn_finish(hc->stream); /* ends the SSE body: it is close-delimited */
+  while (hc->sessions)
+    conn_finish(hc->sessions);
+  uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
+}
+
+static const acp_uv_link_ops hc_ops = {hc_op_write, hc_op_read_changed,
+                                       hc_op_shutdown, hc_op_close};
+
+static hconn *hc_find(acp_remote_server *s, const acp__acp_req *r) {
+  if (!s || r->conn_id_len != 36)
+    return NULL;
+  for (hconn *hc = s->hconns; hc; hc = hc->next)
+    if (memcmp(hc->id, r->conn_id, 36) == 0)
+      return hc->ended ? NULL : hc;
+  return NULL;
+}
+
+static bool mem_has(const char *p, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (memcmp(p + i, needle, k) == 0)
+      return true;
+  return false;
+}
+
+static void http_initialize(wconn *c, char *body, size_t blen, size_t total) {
+  acp_remote_server *s = c->srv;
+  if (!mem_has(body, blen, "\"initialize\"")) {
+    refuse_msg(c, 400,
+               "the first POST must be initialize (or send an "
+               "Acp-Connection-Id)");
+    return;
+  }
+  if (s->nhconns >= s->opts.max_connections) {
+    refuse(c, 503);
+    return;
+  }
+  hconn *hc = acp__calloc(&s->mem, 1, sizeof(*hc));
+  if (!hc) {
+    refuse(c, 503);
+    return;
+  }
+  hc->mem = s->mem;
+  hc->max_msg = s->opts.max_message ? s->opts.max_message
+                                    : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  hc->idle_ms = s->opts.ping_ms ? s->opts.ping_ms : ACP_REMOTE_DEFAULT_PING_MS;
+  acp__buf_init(&hc->line, &hc->mem, hc->max_msg);
+  acp__buf_init(&hc->pend, &hc->mem, 0);
+  uv_timer_init(c->loop, &hc->idle);
+  hc->idle.data = hc;
+  uuid4(hc->id);
+  if (acp_uv_link_new_user(&hc->link, c->loop, &hc_ops, hc, &hc->mem) != 0) {
+    hc->link = NULL;
+    uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
+    refuse(c, 503);
+    return;
+  }
+  hc->srv = s;
+  hc->next = s->hconns;
+  if (s->hconns)
+    s->hconns->prev = hc;
+  s->hconns = hc;
+  s->nhconns++;
+  hc->waiter = c;
+  c->hc = hc;
+  c->hrole = H_WAITER;
+  c->state = C_WAIT;
+  update_tcp_reading(c);
+  s->cb(s, hc->link, hc->id, s->ud);
+  /* The owner may have closed it at once (no agent): hc_op_close ran and
+   * answered 502; hc stays allocated until its timer's close callback. */
+  if (!hc->link)
+    return;
+  /* The request leaves the socket's buffer before the agent sees it: an
+   * owner that answers at once re-enters this socket (http_next). */
+  char *copy = acp__malloc(&hc->mem, blen + 1);
+  if (copy) {
+    memcpy(copy, body, blen);
+    copy[blen] = '\n';
+  }
+  acp__buf_consume(&c->in, total);
+  if (!copy || !acp_uv_link_is_reading(hc->link) ||
+      acp_uv_link_user_deliver(hc->link, copy, blen + 1) != 0)
+    hc_end(hc, UV_EPROTO);
+  acp__free(&hc->mem, copy);
+}
+
+static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
+  acp_remote_server *s = c->srv;
+  acp__acp_req r;
+  size_t max = s->opts.max_message ? s->opts.max_message
+                                   : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  int st = acp__http_check_acp(h, max, &r);
+  if (st != 0) {
+    refuse(c, st);
+    return;
+  }
+  if (r.kind == ACP__REQ_POST) {
+    if (c->in.len < head_len + r.content_length)
+      return; /* the body is still coming */
+    char *body = c->in.data + head_len;
+    size_t blen = r.content_length;
+    /* Line mode, as for WebSocket text: a raw CR or LF is whitespace. */
+    for (size_t i = 0; i < blen; i++)
+      if (body[i] == '\r' || body[i] == '\n')
+        body[i] = ' ';
+    if (!r.conn_id) {
+      http_initialize(c, body, blen, head_len + blen);
+      return;
+    }
+    hconn *hc = hc_find(s, &r);
+    if (!hc) {
+      refuse_msg(c, 404, "unknown Acp-Connection-Id");
+      return;
+    }
+    if (!acp_uv_link_is_reading(hc->link)) {
+      /* The agent's stdin is backed up: the client retries later. */
+      refuse_msg(c, 503, "the agent is not reading: retry later");
+      return;
+    }
+    if (acp_uv_link_user_deliver(hc->link, body, blen) != 0 ||
+        (hc->link && acp_uv_link_user_deliver(hc->link, "\n", 1) != 0)) {
+      refuse(c, 502);
+      return;
+    }
+    acp__buf_consume(&c->in, head_len + blen);
+    static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+    uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
+    (void)send_bufs(c, &b, 1, 0, false);
+    http_next(c);
+    return;
+  }
+  hconn *hc = hc_find(s, &r);
+  if (!hc) {
+    refuse_msg(c, 404, "unknown Acp-Connection-Id");
+    return;
+  }
+  acp__buf_consume(&c->in, head_len);
+  if (r.kind == ACP__REQ_DELETE) {
+    static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+    uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
+    (void)send_bufs(c, &b, 1, 0, false);
+    /* The owner stops the agent with its ladder and closes the link. */
+    hc_end(hc, UV_EOF);
+    http_next(c);
+    return;
+  }
+  if (!r.session_id && hc->stream) {
+    refuse(c, 409);
+    return;
+  }
+  static char sse[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                      "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
+  uv_buf_t b = uv_buf_init(sse, sizeof(sse) - 1);
+  c->state = C_SSE;
+  c->hc = hc;
+  (void)send_bufs(c, &b, 1, 0, false);
+  if (r.session_id) {
+    /* Everything the agent says goes on the connection stream, in order;
+     * a session stream is held open for the client (see decisions.md). */
+    c->hrole = H_SESSION;
+    c->hnext = hc->sessions;
+    hc->sessions = c;
+  } else {
+    c->hrole = H_STREAM;
+    hc->stream = c;
+    uv_timer_stop(&hc->idle);
+    if (hc->pend.len > 0) {
+      uv_buf_t pb = uv_buf_init(hc->pend.data, (unsigned)hc->pend.len);
+      size_t credit = hc->pend_credit;
+      hc->pend_credit = 0;
+      (void)send_bufs(c, &pb, 1, credit, false);
+      acp__buf_dispose(&hc->pend);
+      acp__buf_init(&hc->pend, &hc->mem, 0);
+    }
+  }
+  uv_timer_stop(&c->timer);
+  if (c->ping_ms != UINT64_MAX)
+    uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);
   update_tcp_reading(c);
 }
 
@@ -932,6 +1373,9 @@ void acp_remote_server_close(acp_remote_server *s) {
     c = next;
   }
   s->conns = NULL;
+  for (hconn *hc = s->hconns; hc; hc = hc->next)
+    hc->srv = NULL;
+  s->hconns = NULL;
   uv_close((uv_handle_t *)&s->tcp, on_server_closed);
 }
 

@@ -667,3 +667,67 @@ int acp__ws_check_request(const acp__http_head *h, const acp__ws_policy *p,
   acp__ws_accept_key(hd->value, hd->value_len, accept);
   return 101;
 }
+
+/* MARK: - Streamable HTTP requests */
+
+static bool has_substr_ci(const char *v, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (ieq(v + i, k, needle))
+      return true;
+  return false;
+}
+
+int acp__http_check_acp(const acp__http_head *h, size_t max_body,
+                        acp__acp_req *r) {
+  const acp__http_header *hd;
+  memset(r, 0, sizeof(*r));
+  hd = acp__http_find(h, "Acp-Connection-Id");
+  if (hd && hd->value_len > 0) {
+    r->conn_id = hd->value;
+    r->conn_id_len = hd->value_len;
+  }
+  hd = acp__http_find(h, "Acp-Session-Id");
+  if (hd && hd->value_len > 0) {
+    r->session_id = hd->value;
+    r->session_id_len = hd->value_len;
+  }
+  if (ieq(h->method, h->method_len, "GET")) {
+    hd = acp__http_find(h, "Accept");
+    /* A plain GET keeps its old answer: this endpoint upgrades. */
+    if (!hd || !has_substr_ci(hd->value, hd->value_len, "text/event-stream"))
+      return 426;
+    if (!r->conn_id)
+      return 400;
+    r->kind = ACP__REQ_SSE;
+    return 0;
+  }
+  if (ieq(h->method, h->method_len, "DELETE")) {
+    if (!r->conn_id)
+      return 400;
+    r->kind = ACP__REQ_DELETE;
+    return 0;
+  }
+  if (!ieq(h->method, h->method_len, "POST"))
+    return 405;
+  r->kind = ACP__REQ_POST;
+  if (acp__http_find(h, "Transfer-Encoding"))
+    return 411; /* Node's fetch sends a string body with a length */
+  hd = acp__http_find(h, "Content-Length");
+  if (!hd || hd->value_len == 0 || hd->value_len > 19)
+    return 411;
+  uint64_t cl = 0;
+  for (size_t i = 0; i < hd->value_len; i++) {
+    if (hd->value[i] < '0' || hd->value[i] > '9')
+      return 400;
+    cl = cl * 10 + (uint64_t)(hd->value[i] - '0');
+  }
+  if (cl > max_body)
+    return 413;
+  r->content_length = (size_t)cl;
+  hd = acp__http_find(h, "Content-Type");
+  if (!hd || hd->value_len < 16 || !ieq(hd->value, 16, "application/json") ||
+      (hd->value_len > 16 && hd->value[16] != ';' && hd->value[16] != ' '))
+    return 415;
+  return 0;
+}

@@ -179,4 +179,31 @@ typedef struct acp__ws_policy {
 int acp__ws_check_request(const acp__http_head *h, const acp__ws_policy *p,
                           char accept[29]);
 
+/* MARK: - Streamable HTTP */
+
+enum { ACP__REQ_POST = 1, ACP__REQ_SSE, ACP__REQ_DELETE };
+
+typedef struct acp__acp_req {
+  int kind;              /* ACP__REQ_* */
+  size_t content_length; /* POST: the body's length */
+  const char *conn_id;   /* Acp-Connection-Id, or NULL (points into head) */
+  size_t conn_id_len;
+  const char *session_id; /* Acp-Session-Id, or NULL */
+  size_t session_id_len;
+} acp__acp_req;
+
+/*
+ * Classify a Streamable HTTP request to the endpoint, for which
+ * acp__ws_check_request() answered 501 (POST, DELETE) or 426 (GET without
+ * an upgrade): path, Host, Origin and token were checked already. Returns
+ * 0 (go: `r` filled) or the status to answer: 400 (GET SSE or DELETE
+ * without Acp-Connection-Id, a bad Content-Length), 405, 411 (POST without
+ * a Content-Length: chunked bodies are not taken), 413 (body over
+ * `max_body`), 415 (not application/json), 426 (a GET that does not accept
+ * text/event-stream). Whether an Acp-Connection-Id is known is the
+ * caller's business (404).
+ */
+int acp__http_check_acp(const acp__http_head *h, size_t max_body,
+                        acp__acp_req *r);
+
 #endif /* ACP_WS_INT_H */

@@ -3,10 +3,15 @@
 # the official ACP TypeScript SDK 2.4 and the `ws` package, both directions:
 #   - the SDK's experimental/ws-client (sdk_client.mjs --url) drives
 #     `acp serve -- acp agent`: full, echo and cancelled turns;
+#   - the SDK's experimental/http-client (sdk_client.mjs --http) drives the
+#     same server over Streamable HTTP (POST, GET SSE, DELETE): full, echo
+#     and cancelled turns; faults: unknown connection id (404), oversized
+#     POST (413), not JSON (415), DELETE or a dropped SSE stream mid-turn
+#     (the agent is stopped), wrong token (401), foreign Origin (403);
 #   - `acp client --url` drives an agent hosted by the SDK's
 #     experimental/server + experimental/node (sdk_agent.mjs --serve);
 #   - faults: wrong token (401), wrong Origin or Host (403), bad upgrade
-#     (400), POST (501), oversized message (close 1009), a binary frame
+#     (400), oversized message (close 1009), a binary frame
 #     (ignored), a client that vanishes mid-turn (its agent is stopped, the
 #     server keeps serving), an agent that dies mid-turn (the client gets an
 #     error), a peer that never answers pings (dropped).
@@ -92,11 +97,49 @@ st=$(status_of -H "Connection: Upgrade" -H "Upgrade: websocket" "http://127.0.0.
 st=$(status_of $upgrade_hdrs "http://127.0.0.1:$port/other")
 [ "$st" = 404 ] && ok "another path: 404" || ko "another path" "status $st"
 st=$(status_of -X POST -H "Content-Type: application/json" -d '{}' "http://127.0.0.1:$port/acp")
-[ "$st" = 501 ] && ok "POST (Streamable HTTP not served): 501" || ko "POST" "status $st"
+[ "$st" = 400 ] && ok "POST without a connection that is not initialize: 400" || ko "POST not initialize" "status $st"
+st=$(status_of -X POST -H "Origin: http://evil.example" -H "Content-Type: application/json" -d '{}' "http://127.0.0.1:$port/acp")
+[ "$st" = 403 ] && ok "POST from a foreign Origin: 403" || ko "POST foreign Origin" "status $st"
+st=$(status_of -X POST -H "Content-Type: text/plain" -d '{}' "http://127.0.0.1:$port/acp")
+[ "$st" = 415 ] && ok "POST not JSON: 415" || ko "POST not JSON" "status $st"
 st=$(timeout 10 node -e '
   const s = require("net").connect(Number(process.argv[1]), "127.0.0.1", () => s.end("NOT HTTP AT ALL\r\n\r\n"));
   let d = ""; s.on("data", (b) => d += b); s.on("close", () => console.log(d.split(" ")[1]));' "$port")
 [ "$st" = 400 ] && ok "not HTTP: 400" || ko "not HTTP" "status $st"
+
+# ---- Streamable HTTP: SDK http-client -> acp serve -- acp agent -------------
+hurl="http://127.0.0.1:$port/acp"
+for sc in full echo cancel; do
+  out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario $sc \
+        --url "$hurl" --http 2>&1)
+  if [ $? -eq 0 ]; then ok "SDK http-client -> acp serve: $sc"; else
+    ko "SDK http-client -> acp serve: $sc" "$out"; fi
+done
+out=$(timeout 30 node "$here/http_peer.mjs" unknown "$hurl" 2>&1)
+[ $? -eq 0 ] && ok "unknown Acp-Connection-Id: 404 (POST, GET, DELETE)" || ko "unknown connection id" "$out"
+out=$(timeout 30 node "$here/http_peer.mjs" big "$hurl" 2000000 2>&1)
+[ $? -eq 0 ] && ok "oversized POST: 413" || ko "oversized POST" "$out"
+# DELETE mid-turn, and a client whose SSE stream drops mid-turn: the agent
+# is stopped either way, and the server keeps serving.
+for m in delete vanish; do
+  out=$(timeout 30 node "$here/http_peer.mjs" $m "$hurl" 2>&1)
+  rc=$?
+  cid=$(printf '%s' "$out" | sed -n 's/.*"cid":"\([^"]*\)".*/\1/p')
+  apid=$(grep "connection $cid: agent pid" "$work/serve.log" | sed 's/.*agent pid //')
+  gone=0
+  for _ in $(seq 1 100); do
+    if [ -n "$apid" ] && ! kill -0 "$apid" 2>/dev/null &&
+       grep -q "connection $cid closed" "$work/serve.log"; then gone=1; break; fi
+    sleep 0.05
+  done
+  if [ $rc -eq 0 ] && [ "$gone" = 1 ]; then
+    ok "Streamable HTTP, $m mid-turn: its agent (pid $apid) was stopped"
+  else
+    ko "Streamable HTTP, $m mid-turn" "$out" "agent $apid gone=$gone" "$(cat "$work/serve.log")"
+  fi
+done
+out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url "$hurl" --http 2>&1)
+[ $? -eq 0 ] && ok "Streamable HTTP: the server keeps serving after that" || ko "serving after http faults" "$out"
 
 # ---- frames -----------------------------------------------------------------
 out=$(timeout 30 node "$here/remote_peer.mjs" big "$url" 2000000 2>&1)
@@ -142,6 +185,10 @@ if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "HTTP 401"; then ok "acp client
 else ko "acp client wrong token" "exit $rc" "$out"; fi
 out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url "$url2" --token sekrit 2>&1)
 [ $? -eq 0 ] && ok "SDK ws-client with the token" || ko "SDK ws-client with token" "$out"
+st=$(status_of -X POST -H "Authorization: Bearer wrong" -H "Content-Type: application/json" -d '{}' "http://127.0.0.1:$port/acp")
+[ "$st" = 401 ] && ok "POST with a wrong token: 401" || ko "POST wrong token" "status $st"
+out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url "http://127.0.0.1:$port/acp" --http --token sekrit 2>&1)
+[ $? -eq 0 ] && ok "SDK http-client with the token" || ko "SDK http-client with token" "$out"
 out=$(ACP_TOKEN=sekrit timeout 30 $wrap "$acp" client --quiet --url "$url2" -p "tok" 2>&1)
 [ "$out" = "tok" ] && ok "acp client --url with the token" || ko "acp client with token" "$out"
 

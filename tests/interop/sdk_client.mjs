@@ -8,7 +8,8 @@
 //                       [--dialect sdk|acp] -- CMD ARGS...
 //   node sdk_client.mjs [same options] --url ws://HOST:PORT/acp [--token T]
 //
-// With --url the agent is remote: the SDK's experimental/ws-client connects
+// With --url the agent is remote (--http: over Streamable HTTP with the
+// SDK's experimental/http-client): the SDK's experimental/ws-client connects
 // to it (with the pinned `ws` package as its WebSocket on Node 20), nothing
 // is spawned, and the same scenarios run over the connection.
 //
@@ -75,6 +76,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--verbose') opts.verbose = true;
   else if (a === '--dialect') opts.dialect = val();
   else if (a === '--url') opts.url = val();
+  else if (a === '--http') opts.http = true;
   else if (a === '--token') opts.token = val();
   else usage(`unknown argument ${a}`);
 }
@@ -205,7 +207,12 @@ if (opts.scenario === 'unstable') {
 }
 
 let stream;
-if (opts.url) {
+if (opts.url && opts.http) {
+  // Streamable HTTP: POST per message, GET SSE for the agent's messages.
+  const { createHttpStream } = await loadSdkModule('@agentclientprotocol/sdk/experimental/http-client');
+  const headers = opts.token ? { Authorization: `Bearer ${opts.token}` } : undefined;
+  stream = createHttpStream(opts.url, { headers });
+} else if (opts.url) {
   const { createWebSocketStream } = await loadSdkModule('@agentclientprotocol/sdk/experimental/ws-client');
   const wsmod = await loadSdkModule('ws');
   const WebSocket = wsmod.WebSocket || wsmod.default;

@@ -15,6 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "acp/remote.h"
 #include "failmem.h"
 #include "remote/ws_int.h"
@@ -251,8 +256,12 @@ static void test_upgrade_requests_get_the_right_status(void **state) {
       check("GET /x HTTP/1.1\r\nHost: 127.0.0.1:9\r\n" UP "\r\n", NULL), 404);
   assert_int_equal(
       check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 426);
+  /* Streamable HTTP methods pass the policy and go to
+   * acp__http_check_acp() (501 from this function means just that). */
   assert_int_equal(
       check("POST /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 501);
+  assert_int_equal(
+      check("POST /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", "t0k"), 401);
   assert_int_equal(
       check("PUT /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n", NULL), 405);
   assert_int_equal(check("GET /acp HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"
@@ -393,6 +402,11 @@ static void test_refused_upgrade_reports_status(void **state) {
 static void on_check(uv_timer_t *t) {
   pair *p = t->data;
   size_t q = acp_uv_link_write_queue_size(p->cli);
+  if (p->status == 1) {
+    /* the handshake is not over yet (slow under valgrind): wait for it */
+    uv_timer_start(t, on_check, 5, 0);
+    return;
+  }
   if (q < (size_t)8 << 20 && p->status == 0) {
     char chunk[4096];
     memset(chunk, 'x', sizeof(chunk) - 1);
@@ -427,6 +441,162 @@ static void test_unread_socket_backs_up_into_the_link(void **state) {
   assert_true(p->max_queue >= (size_t)8 << 20);
   assert_int_equal(uv_loop_close(&p->loop), 0);
   free(p);
+}
+
+/* Streamable HTTP: a client that opens its SSE stream and never reads it.
+ * The agent's side keeps writing; what the socket does not take stays in
+ * the server link's queue (the coupling in acp serve then stops reading
+ * the agent's stdout) instead of being reported sent. The client is a
+ * plain blocking socket on a thread, as dumb as a stalled reader gets. */
+typedef struct hpair {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link;
+  int port;
+  uv_thread_t th;
+  uv_sem_t opened; /* the client sent its GET */
+  uv_sem_t stop;   /* the test is over */
+  bool sse_sent;
+  char conn_id[37];
+  size_t max_queue;
+  bool initialized;
+} hpair;
+
+static int raw_connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  return fd;
+}
+
+static void raw_send(int fd, const char *s) {
+  size_t n = strlen(s), off = 0;
+  while (off < n) {
+    ssize_t k = write(fd, s + off, n - off);
+    assert_true(k > 0);
+    off += (size_t)k;
+  }
+}
+
+static void hclient(void *arg) {
+  hpair *h = arg;
+  char req[512], resp[4096];
+  size_t have = 0;
+  const char *body = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+  int fd = raw_connect(h->port);
+  snprintf(req, sizeof(req),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+           h->port, strlen(body), body);
+  raw_send(fd, req);
+  /* read the 200 up to its body: {"id":1,...} */
+  while (have < sizeof(resp) - 1) {
+    ssize_t k = read(fd, resp + have, sizeof(resp) - 1 - have);
+    assert_true(k > 0);
+    have += (size_t)k;
+    resp[have] = '\0';
+    if (strstr(resp, "\r\n\r\n") && strchr(strstr(resp, "\r\n\r\n"), '}'))
+      break;
+  }
+  assert_non_null(strstr(resp, "HTTP/1.1 200"));
+  const char *id = strstr(resp, "Acp-Connection-Id: ");
+  assert_non_null(id);
+  memcpy(h->conn_id, id + 19, 36);
+  int sfd = raw_connect(h->port);
+  snprintf(req, sizeof(req),
+           "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Accept: text/event-stream\r\nAcp-Connection-Id: %s\r\n\r\n",
+           h->port, h->conn_id);
+  raw_send(sfd, req);
+  uv_sem_post(&h->opened);
+  uv_sem_wait(&h->stop); /* never read the stream */
+  close(sfd);
+  close(fd);
+}
+
+static void h_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  hpair *h = ud;
+  (void)d;
+  (void)n;
+  if (status != 0)
+    return;
+  if (!h->initialized) {
+    h->initialized = true;
+    const char *r = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, strlen(r));
+  }
+}
+
+static void h_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  hpair *h = ud;
+  (void)s;
+  assert_int_equal(strlen(id), 36);
+  assert_null(h->link); /* one initialize, one connection */
+  h->link = link;
+  acp_uv_link_read_start(link, h_read, h);
+}
+
+static void h_flood(uv_timer_t *t) {
+  hpair *h = t->data;
+  if (!h->sse_sent) {
+    /* wait (off the loop's back) until the client sent its GET */
+    if (uv_sem_trywait(&h->opened) != 0) {
+      uv_timer_start(t, h_flood, 5, 0);
+      return;
+    }
+    h->sse_sent = true;
+  }
+  size_t q = h->link ? acp_uv_link_write_queue_size(h->link) : 0;
+  if (h->link && q < (size_t)8 << 20) {
+    char chunk[4096];
+    memset(chunk, 'x', sizeof(chunk));
+    memcpy(chunk, "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"", 38);
+    memcpy(chunk + sizeof(chunk) - 3, "\"}\n", 3);
+    for (int i = 0; i < 256; i++)
+      acp_uv_link_write(h->link, chunk, sizeof(chunk));
+    uv_timer_start(t, h_flood, 5, 0);
+    return;
+  }
+  h->max_queue = q;
+  uv_close((uv_handle_t *)t, NULL);
+  uv_sem_post(&h->stop);
+  if (h->link) {
+    acp_uv_link_close(h->link, 0, NULL, NULL);
+    h->link = NULL;
+  }
+  acp_remote_server_close(h->srv);
+  h->srv = NULL;
+}
+
+static void test_unread_sse_stream_backs_up_into_the_link(void **state) {
+  hpair *h = calloc(1, sizeof(*h));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  uv_timer_t t;
+  (void)state;
+  assert_int_equal(uv_loop_init(&h->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&h->srv, &h->loop, &so, h_accept, h, NULL, NULL),
+      0);
+  h->port = acp_remote_server_port(h->srv);
+  uv_sem_init(&h->opened, 0);
+  uv_sem_init(&h->stop, 0);
+  assert_int_equal(uv_thread_create(&h->th, hclient, h), 0);
+  uv_timer_init(&h->loop, &t);
+  t.data = h;
+  uv_timer_start(&t, h_flood, 5, 0);
+  assert_int_equal(uv_run(&h->loop, UV_RUN_DEFAULT), 0);
+  uv_thread_join(&h->th);
+  assert_true(h->max_queue >= (size_t)8 << 20);
+  assert_int_equal(uv_loop_close(&h->loop), 0);
+  uv_sem_destroy(&h->opened);
+  uv_sem_destroy(&h->stop);
+  free(h);
 }
 
 /* The loopback exchange with every allocation of the server and the
@@ -495,6 +665,91 @@ static void test_loopback_allocation_failures(void **state) {
   failmem_sweep(pair_scenario, 10);
 }
 
+/* MARK: - Streamable HTTP requests */
+
+static int check_acp(const char *req, size_t max, acp__acp_req *r) {
+  acp__http_head h;
+  acp_ssize n = acp__http_parse_head(req, strlen(req), false, &h);
+  assert_true(n > 0);
+  return acp__http_check_acp(&h, max, r);
+}
+
+#define H "Host: 127.0.0.1:9\r\n"
+#define CID "Acp-Connection-Id: 0f0e4b3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b\r\n"
+
+static void test_streamable_http_requests_are_classified(void **state) {
+  acp__acp_req r;
+  (void)state;
+  /* initialize: no connection id yet */
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 42\r\n\r\n",
+                             100, &r),
+                   0);
+  assert_int_equal(r.kind, ACP__REQ_POST);
+  assert_int_equal(r.content_length, 42);
+  assert_null(r.conn_id);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H CID
+                             "Acp-Session-Id: s1\r\n"
+                             "Content-Type: application/json; charset=utf-8\r\n"
+                             "Content-Length: 0\r\n\r\n",
+                             100, &r),
+                   0);
+  assert_int_equal(r.conn_id_len, 36);
+  assert_int_equal(r.session_id_len, 2);
+  assert_memory_equal(r.session_id, "s1", 2);
+  /* limits and shapes */
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 101\r\n\r\n",
+                             100, &r),
+                   413);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 99999999999999999999\r\n\r\n",
+                             100, &r),
+                   411);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 1x\r\n\r\n",
+                             100, &r),
+                   400);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/json\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\n",
+                             100, &r),
+                   411);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: text/plain\r\n"
+                             "Content-Length: 2\r\n\r\n",
+                             100, &r),
+                   415);
+  assert_int_equal(check_acp("POST /acp HTTP/1.1\r\n" H
+                             "Content-Type: application/jsonx\r\n"
+                             "Content-Length: 2\r\n\r\n",
+                             100, &r),
+                   415);
+  /* GET: SSE needs Accept and a connection id; a plain GET stays 426 */
+  assert_int_equal(check_acp("GET /acp HTTP/1.1\r\n" H CID
+                             "Accept: text/event-stream\r\n\r\n",
+                             100, &r),
+                   0);
+  assert_int_equal(r.kind, ACP__REQ_SSE);
+  assert_null(r.session_id);
+  assert_int_equal(check_acp("GET /acp HTTP/1.1\r\n" H
+                             "Accept: text/event-stream\r\n\r\n",
+                             100, &r),
+                   400);
+  assert_int_equal(check_acp("GET /acp HTTP/1.1\r\n" H CID "\r\n", 100, &r),
+                   426);
+  assert_int_equal(check_acp("DELETE /acp HTTP/1.1\r\n" H CID "\r\n", 100, &r),
+                   0);
+  assert_int_equal(r.kind, ACP__REQ_DELETE);
+  assert_int_equal(check_acp("DELETE /acp HTTP/1.1\r\n" H "\r\n", 100, &r),
+                   400);
+  assert_int_equal(check_acp("PATCH /acp HTTP/1.1\r\n" H "\r\n", 100, &r), 405);
+}
+
 int main(void) {
   acp_uv_ignore_sigpipe();
   const struct CMUnitTest tests[] = {
@@ -509,6 +764,8 @@ int main(void) {
       cmocka_unit_test(test_refused_upgrade_reports_status),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
+      cmocka_unit_test(test_streamable_http_requests_are_classified),
+      cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
