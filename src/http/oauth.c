@@ -496,6 +496,42 @@ char *acp__oauth_select_scope(const char *challenge_scope,
   return xstrdup(base);
 }
 
+char *acp__oauth_scope_union(const char *a, const char *b) {
+  acp__buf u;
+  const char *lists[2] = {a, b};
+  char *out;
+  int rv = 0;
+  acp__buf_init(&u, dflt_mem(), 0);
+  for (int k = 0; k < 2; k++) {
+    const char *p = lists[k];
+    if (p == NULL)
+      continue;
+    while (*p) {
+      size_t l;
+      while (*p == ' ')
+        p++;
+      l = strcspn(p, " ");
+      if (l > 0) {
+        char *w = xstrndup(p, l);
+        char *have = u.len ? xstrndup(u.data, u.len) : NULL;
+        if (w == NULL || (u.len && have == NULL))
+          rv = ACP_ERR_NOMEM;
+        else if (!has_word(have, w)) {
+          if (u.len)
+            rv |= acp__buf_putc(&u, ' ');
+          rv |= acp__buf_append(&u, p, l);
+        }
+        free(w);
+        free(have);
+      }
+      p += l;
+    }
+  }
+  out = rv == 0 && u.len ? xstrndup(u.data, u.len) : NULL;
+  acp__buf_dispose(&u);
+  return out;
+}
+
 /* MARK: - Requests */
 
 char *acp__oauth_form_enc(const char *s) {

@@ -90,6 +90,10 @@ size_t acp__oauth_b64url(const uint8_t *in, size_t n, char *out);
 char *acp__oauth_select_scope(const char *challenge_scope,
                               const char *prm_scopes, const char *as_scopes);
 
+/* The words of a followed by those of b not in a (space-separated lists;
+ * either may be NULL). NULL when both are empty, or out of memory. */
+char *acp__oauth_scope_union(const char *a, const char *b);
+
 /* An authorization request URL (OAuth 2.1 section 4.1.1 with PKCE S256,
  * RFC 8707 `resource`). `scope` may be NULL. */
 char *acp__oauth_authorize_url(const char *endpoint, const char *client_id,

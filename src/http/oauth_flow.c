@@ -259,8 +259,11 @@ static int discover_prm(acp_http_oauth *o, const char *rm,
   return rv;
 }
 
-static int discover_as(acp_http_oauth *o, const char *issuer,
-                       acp__oauth_as *as) {
+/* `strict`: the metadata must name `issuer` (RFC 8414 section 3.3). A
+ * 2025-03-26 server without resource metadata has no recorded issuer to
+ * compare with: its metadata is found from its own origin. */
+static int discover_as(acp_http_oauth *o, const char *issuer, acp__oauth_as *as,
+                       bool strict) {
   char *urls[ACP__OAUTH_MAX_URLS] = {0};
   size_t n = 0, i;
   int rv = ACP_ERR_NOT_FOUND;
@@ -273,8 +276,7 @@ static int discover_as(acp_http_oauth *o, const char *issuer,
       rv = acp__oauth_parse_as(r.data, r.len, as);
       if (rv != 0) {
         set_err(o, "malformed authorization server metadata", urls[i]);
-      } else if (strcmp(as->issuer, issuer) != 0) {
-        /* RFC 8414 section 3.3: the issuer must be the one asked for. */
+      } else if (strict && strcmp(as->issuer, issuer) != 0) {
         set_err(o, "authorization server metadata names another issuer",
                 urls[i]);
         acp__oauth_as_free(as);
@@ -502,7 +504,7 @@ int acp_http_oauth_authorize(acp_http_oauth *o, long status,
   } else {
     goto done;
   }
-  rv = discover_as(o, issuer, &as);
+  rv = discover_as(o, issuer, &as, have_prm);
   if (rv == 0) {
     have_as = true;
   } else if (rv == ACP_ERR_NOT_FOUND && !have_prm) {
@@ -557,6 +559,18 @@ int acp_http_oauth_authorize(acp_http_oauth *o, long status,
   }
   scope = acp__oauth_select_scope(ch.scope, prm.scopes_supported,
                                   as.refresh_ok ? as.scopes_supported : NULL);
+  if (status == 403 && o->scope != NULL) {
+    /* Step-up asks for what was granted before plus the challenge's
+     * scope, so the new token does not lose earlier rights (SEP-2350). */
+    char *u = acp__oauth_scope_union(o->scope, scope);
+    if (u == NULL) {
+      rv = ACP_ERR_NOMEM;
+      goto done;
+    }
+    free(scope);
+    scope = u;
+  }
+  set_str(&o->scope, scope);
   if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) ||
       random_b64(state, 24) != 0) {
     rv = ACP_ERR_SYSTEM;

@@ -29,9 +29,10 @@
  *                   initialize (or discover), tools/list, then exactly
  *                   those calls (name and arguments from the context) of
  *                   the tools still listed.
- *   anything else   the same as tools_call. The auth scenarios end in
- *                   HTTP 401 (no OAuth yet), which fails the run: they are
- *                   expected failures (expected-failures-client.yml).
+ *   anything else   the same as tools_call. A run that ends in HTTP 401
+ *                   (or 403 insufficient_scope) authorizes with
+ * acp_http_oauth_* (the authorization URL fetched without following its
+ *                   redirect) and runs again with the bearer token.
  *
  * Every run also declares sampling (answered with a fixed assistant text)
  * and roots (one root, file:///tmp). Exit status: 0 when every step

@@ -200,6 +200,14 @@ static void test_scope(void **state) {
   s = acp__oauth_select_scope("offline_access b", NULL, "offline_access");
   assert_string_equal(s, "offline_access b");
   free(s);
+  /* Step-up: the union, in order, without repeats. */
+  s = acp__oauth_scope_union("a  b", "b c a d");
+  assert_string_equal(s, "a b c d");
+  free(s);
+  s = acp__oauth_scope_union(NULL, "x");
+  assert_string_equal(s, "x");
+  free(s);
+  assert_null(acp__oauth_scope_union(NULL, "  "));
 }
 
 static void test_authorize_url(void **state) {
