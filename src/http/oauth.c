@@ -26,13 +26,7 @@ static char *xstrndup(const char *s, size_t n) {
 
 /* The default allocator, for acp__buf (the core's strings use malloc). */
 static const acp_mem *dflt_mem(void) {
-  static acp_mem m;
-  static int init;
-  if (!init) {
-    acp__mem_init(&m, NULL);
-    init = 1;
-  }
-  return &m;
+  return acp_mem_default();
 }
 
 static char *xstrdup(const char *s) {
