@@ -533,6 +533,110 @@ acp_http_client_get_state(const acp_http_client *hc);
 ACP_EXTERN long acp_http_client_last_status(const acp_http_client *hc);
 ACP_EXTERN const char *acp_http_client_error(const acp_http_client *hc);
 /**
+ * The WWW-Authenticate value of the last 401 or 403 answer (NUL-terminated,
+ * owned by hc, valid until its next answer or close), or NULL. Feed it with
+ * acp_http_client_last_status() to acp_http_oauth_authorize().
+ */
+ACP_EXTERN const char *
+acp_http_client_www_authenticate(const acp_http_client *hc);
+
+/*
+ * MCP AUTHORIZATION (OAuth 2.1, MCP 2025-11-25 "Authorization"), client
+ * side. One acp_http_oauth per MCP server URL. When a transport ends with
+ * 401 (or 403 insufficient_scope), call acp_http_oauth_authorize() with
+ * the status and the WWW-Authenticate value; it runs, blocking (libcurl,
+ * not on the loop: call it between transports, not from a callback):
+ * protected resource metadata discovery (RFC 9728: the challenge's
+ * resource_metadata, then the well-known URLs), a check that the metadata
+ * names this server, authorization server metadata (RFC 8414 and OpenID
+ * discovery, every path variant; the issuer must match), PKCE S256 (an
+ * authorization server not advertising S256 is refused), client identity
+ * in the spec's order (pre-registered, acp_http_oauth_set_client(); a
+ * Client ID Metadata Document URL, when the server supports them; dynamic
+ * registration, RFC 7591, with application_type), the authorization code
+ * grant through the application's callback (state and RFC 9207 `iss`
+ * checked), and the token request (auth none, client_secret_basic or
+ * client_secret_post). Then open a new transport with the header
+ * "Authorization: Bearer <acp_http_oauth_token()>".
+ * Scope: the challenge's, else the resource's scopes_supported, else none;
+ * offline_access is added when the authorization server lists it. Step-up
+ * (403 insufficient_scope) is allowed twice per object, then refused.
+ * Credentials and tokens belong to one issuer: when the resource names
+ * another authorization server, they are dropped and the client registers
+ * again. Tokens and secrets are never logged nor put in error texts; TLS
+ * verification stays on; no request follows redirects.
+ * An MCP server of the 2025-03-26 revision without resource metadata is
+ * served too (its origin is the authorization server; default endpoints
+ * /authorize, /token, /register when it has no metadata either).
+ */
+typedef struct acp_http_oauth acp_http_oauth;
+
+/**
+ * The application opens `auth_url` (a browser, or a headless fetch) and
+ * hands back the URL the authorization server redirected to (the redirect
+ * URI with `code`, `state`, maybe `iss`). `auth_url` is borrowed for the
+ * call. *redirect_url must be malloc'ed by the callback; the library
+ * frees it. Return 0, or a negative ACP_ERR_* to abandon (the flow then
+ * fails with that code).
+ */
+typedef int (*acp_http_oauth_open_cb)(acp_http_oauth *o, const char *auth_url,
+                                      char **redirect_url, void *user_data);
+
+/** Create for the MCP server at `mcp_url` (copied). 0,
+ * ACP_ERR_INVALID_ARGUMENT (not http(s)), ACP_ERR_NOMEM. */
+ACP_EXTERN int acp_http_oauth_new(acp_http_oauth **out, const char *mcp_url);
+/** Free; secrets are wiped first. Accepts NULL. */
+ACP_EXTERN void acp_http_oauth_free(acp_http_oauth *o);
+/** Pre-registered client credentials (copied); secret may be NULL (a
+ * public client). Used with whichever issuer the flow discovers. */
+ACP_EXTERN int acp_http_oauth_set_client(acp_http_oauth *o,
+                                         const char *client_id,
+                                         const char *client_secret);
+/** The https URL of this client's Client ID Metadata Document (copied):
+ * used as client_id where the authorization server supports them. */
+ACP_EXTERN int acp_http_oauth_set_metadata_url(acp_http_oauth *o,
+                                               const char *url);
+/** Redirect URI (copied; default "http://127.0.0.1/callback"). */
+ACP_EXTERN int acp_http_oauth_set_redirect_uri(acp_http_oauth *o,
+                                               const char *uri);
+/** The callback of the authorization code grant (required for it). */
+ACP_EXTERN void acp_http_oauth_set_open_cb(acp_http_oauth *o,
+                                           acp_http_oauth_open_cb cb,
+                                           void *user_data);
+/** acp_http_oauth_authorize() flags: use the client credentials grant
+ * (machine clients; needs pre-registered credentials) instead of the
+ * authorization code grant. */
+#define ACP_HTTP_OAUTH_CLIENT_CREDENTIALS 1
+/**
+ * Run the flow (see above) after an answer of `status` (401 or 403) with
+ * `www_authenticate` (may be NULL). Blocking.
+ * @return 0 (a token is ready), ACP_ERR_PROTOCOL (bad metadata, a resource
+ *         or issuer mismatch, state or iss mismatch, a refused token
+ *         request, a 403 that is not insufficient_scope),
+ *         ACP_ERR_UNSUPPORTED (no S256; no way to get a client id),
+ *         ACP_ERR_LIMIT (step-up limit), ACP_ERR_NOT_FOUND (no metadata),
+ *         ACP_ERR_INVALID_STATE (no callback), the callback's code,
+ *         ACP_ERR_SYSTEM, ACP_ERR_NOMEM. acp_http_oauth_error() says why.
+ */
+ACP_EXTERN int acp_http_oauth_authorize(acp_http_oauth *o, long status,
+                                        const char *www_authenticate,
+                                        int flags);
+/** Refresh with the refresh token (blocking). 0 or as above;
+ * ACP_ERR_INVALID_STATE without a refresh token. */
+ACP_EXTERN int acp_http_oauth_refresh(acp_http_oauth *o);
+/** The access token (owned by o, valid until the next call on o), or
+ * NULL; refreshed first (blocking) when it expires within 30 s. */
+ACP_EXTERN const char *acp_http_oauth_token(acp_http_oauth *o);
+/** Why the last call failed ("" if it did not); never holds a secret. */
+ACP_EXTERN const char *acp_http_oauth_error(const acp_http_oauth *o);
+/**
+ * For headless hosts and tests: GET `url` without following redirects and
+ * return the Location of a 3xx answer (malloc'ed, in *location). 0,
+ * ACP_ERR_PROTOCOL (no redirect), ACP_ERR_INVALID_ARGUMENT.
+ */
+ACP_EXTERN int acp_http_oauth_fetch_redirect(const char *url, char **location);
+
+/**
  * Close: abort transfers, send DELETE for a Streamable session (waiting at
  * most `timeout_ms` for it; 0: skip it), release everything, run `cb`
  * (may be NULL), free. The MCP client is not freed. Accepts NULL.

@@ -86,6 +86,7 @@ struct acp_http_client {
   void *get_ud;
   hc_xfer *get_x; /* the standalone GET transfer while it runs */
   long last_status;
+  char *www_auth; /* of the last 401/403 */
   char err[CURL_ERROR_SIZE + 64];
   /* resumption of a POST stream that ended early */
   char *resume_id;
@@ -388,6 +389,21 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
     else if (status >= 200)
       set_get_state(hc, ACP_HTTP_GET_REFUSED);
     return len;
+  }
+  if (len > 17 && strncasecmp(buf, "www-authenticate:", 17) == 0) {
+    size_t a = 17, b = len;
+    while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
+      a++;
+    while (b > a &&
+           (buf[b - 1] == '\r' || buf[b - 1] == '\n' || buf[b - 1] == ' '))
+      b--;
+    {
+      char *v = acp__strndup(&hc->mem, buf + a, b - a);
+      if (v) {
+        acp__free(&hc->mem, hc->www_auth);
+        hc->www_auth = v;
+      }
+    }
   }
   /* 2026-07-28 has no sessions: a session id on its answers is ignored. */
   if (!x->stateless && len > 15 &&
@@ -1205,6 +1221,11 @@ acp_http_get_state acp_http_client_get_state(const acp_http_client *hc) {
   return hc ? hc->get_state : ACP_HTTP_GET_NONE;
 }
 
+const char *acp_http_client_www_authenticate(const acp_http_client *hc) {
+  return hc && (hc->last_status == 401 || hc->last_status == 403) ? hc->www_auth
+                                                                  : NULL;
+}
+
 long acp_http_client_last_status(const acp_http_client *hc) {
   return hc ? hc->last_status : 0;
 }
@@ -1241,6 +1262,7 @@ static void finish_close(acp_http_client *hc) {
   hc->proto = hc->init_id = NULL;
   acp__free(&hc->mem, hc->url);
   acp__free(&hc->mem, hc->session_id);
+  acp__free(&hc->mem, hc->www_auth);
   acp__free(&hc->mem, hc->endpoint);
   acp__free(&hc->mem, hc->resume_id);
   acp__free(&hc->mem, hc->resume_req);

@@ -29,9 +29,10 @@
  *                   initialize (or discover), tools/list, then exactly
  *                   those calls (name and arguments from the context) of
  *                   the tools still listed.
- *   anything else   the same as tools_call. The auth scenarios end in
- *                   HTTP 401 (no OAuth yet), which fails the run: they are
- *                   expected failures (expected-failures-client.yml).
+ *   anything else   the same as tools_call. A run that ends in HTTP 401
+ *                   (or 403 insufficient_scope) authorizes with
+ * acp_http_oauth_* (the authorization URL fetched without following its
+ *                   redirect) and runs again with the bearer token.
  *
  * Every run also declares sampling (answered with a fixed assistant text)
  * and roots (one root, file:///tmp). Exit status: 0 when every step
@@ -70,6 +71,9 @@ typedef struct cc {
   char **tool_args;
   size_t ntools;
   size_t next_tool;
+  /* how the last transport ended, for the OAuth flow */
+  long end_status;
+  char *www_auth;
 } cc;
 
 static cc G;
@@ -108,6 +112,12 @@ static void finish(int failed) {
     G.failed = 1;
   uv_timer_stop(&G.deadline);
   uv_close((uv_handle_t *)&G.deadline, on_timer_closed);
+  G.end_status = acp_http_client_last_status(G.http);
+  {
+    const char *wa = acp_http_client_www_authenticate(G.http);
+    free(G.www_auth);
+    G.www_auth = wa ? strdup(wa) : NULL;
+  }
   /* DELETE the session (bounded), then release the transport. */
   acp_http_client_close(G.http, 2000, on_http_closed, NULL);
   G.http = NULL;
@@ -516,31 +526,56 @@ static void usage(void) {
                   "  (scenario in MCP_CONFORMANCE_SCENARIO)\n");
 }
 
-int main(int argc, char **argv) {
+/* MARK: - OAuth */
+
+/* The suite's authorization server redirects at once: fetch the URL
+ * without following the redirect and hand back its Location. */
+static int open_auth_url(acp_http_oauth *o, const char *auth_url,
+                         char **redirect_url, void *ud) {
+  (void)o;
+  (void)ud;
+  return acp_http_oauth_fetch_redirect(auth_url, redirect_url);
+}
+
+/* Pre-registered credentials from MCP_CONFORMANCE_CONTEXT
+ * {"client_id": ..., "client_secret": ...}, when it has them. */
+static void context_client(acp_http_oauth *oa) {
+  const char *ctx = getenv("MCP_CONFORMANCE_CONTEXT");
+  acp_json_doc *doc = NULL;
+  if (ctx == NULL || acp_json_doc_new(&doc, NULL) != 0)
+    return;
+  if (acp_json_doc_parse(doc, ctx, strlen(ctx), NULL) == 0) {
+    const acp_json_val *root = acp_json_doc_root(doc);
+    char *id = dup_str(doc, acp_json_obj_getz(root, "client_id"));
+    char *sec = dup_str(doc, acp_json_obj_getz(root, "client_secret"));
+    if (id != NULL)
+      acp_http_oauth_set_client(oa, id, sec);
+    free(id);
+    free(sec);
+  }
+  acp_json_doc_free(doc);
+}
+
+/* One run of the scenario over a new transport and MCP client; `bearer`
+ * (may be NULL) goes in the Authorization header. */
+static int run_once(const char *url, acp_http_transport mode,
+                    const char *bearer) {
   acp_mcp_client_callbacks *cbs = NULL;
-  acp_http_transport mode = ACP_HTTP_STREAMABLE;
-  const char *url;
   const char *pv;
   size_t i;
   int rv;
 
-  if (argc < 2) {
-    usage();
-    return 2;
+  for (i = 0; i < G.ntools; i++) {
+    free(G.tool_names[i]);
+    free(G.tool_args[i]);
   }
-  for (i = 1; i + 1 < (size_t)argc; i++) {
-    if (strcmp(argv[i], "--legacy") == 0) {
-      mode = ACP_HTTP_LEGACY_SSE;
-    } else {
-      usage();
-      return 2;
-    }
-  }
-  url = argv[argc - 1];
-  memset(&G, 0, sizeof(G));
-  G.scenario = getenv("MCP_CONFORMANCE_SCENARIO");
-  if (G.scenario == NULL || G.scenario[0] == '\0')
-    G.scenario = "initialize";
+  free(G.tool_names);
+  free(G.tool_args);
+  G.tool_names = G.tool_args = NULL;
+  G.ntools = G.next_tool = 0;
+  G.failed = 0;
+  G.finished = G.tools_waiting = G.closed = false;
+  G.end_status = 0;
   G.loop = uv_default_loop();
 
   if (acp_mcp_client_callbacks_new(&cbs) != 0)
@@ -574,6 +609,11 @@ int main(int argc, char **argv) {
     G.failed = 1;
     uv_close((uv_handle_t *)&G.deadline, on_timer_closed);
   } else {
+    if (bearer != NULL) {
+      char hv[4096];
+      snprintf(hv, sizeof(hv), "Bearer %s", bearer);
+      acp_http_client_add_header(G.http, "Authorization", hv);
+    }
     /* Servers send requests not tied to a client request (the SDK's
      * server.request() from a tool handler) on the standalone GET stream:
      * open it where a scenario's server does that. (Not for sse-retry, whose
@@ -594,12 +634,71 @@ int main(int argc, char **argv) {
     G.failed = 1;
   uv_loop_close(G.loop);
   acp_mcp_client_free(G.client);
+  G.client = NULL;
+  return G.failed;
+}
+
+int main(int argc, char **argv) {
+  acp_http_transport mode = ACP_HTTP_STREAMABLE;
+  acp_http_oauth *oa = NULL;
+  const char *url;
+  const char *bearer = NULL;
+  size_t i;
+  int attempt, flags = 0;
+
+  if (argc < 2) {
+    usage();
+    return 2;
+  }
+  for (i = 1; i + 1 < (size_t)argc; i++) {
+    if (strcmp(argv[i], "--legacy") == 0) {
+      mode = ACP_HTTP_LEGACY_SSE;
+    } else {
+      usage();
+      return 2;
+    }
+  }
+  url = argv[argc - 1];
+  memset(&G, 0, sizeof(G));
+  G.scenario = getenv("MCP_CONFORMANCE_SCENARIO");
+  if (G.scenario == NULL || G.scenario[0] == '\0')
+    G.scenario = "initialize";
+  if (acp_http_oauth_new(&oa, url) != 0) {
+    say("cannot set up OAuth for %s", url);
+    return 1;
+  }
+  acp_http_oauth_set_open_cb(oa, open_auth_url, NULL);
+  acp_http_oauth_set_redirect_uri(oa, "http://localhost:3000/callback");
+  acp_http_oauth_set_metadata_url(
+      oa, "https://conformance-test.local/client-metadata.json");
+  context_client(oa);
+  if (strcmp(G.scenario, "auth/client-credentials-basic") == 0)
+    flags |= ACP_HTTP_OAUTH_CLIENT_CREDENTIALS;
+
+  /* A run that ends in 401 (or 403 insufficient_scope) authorizes and
+   * runs again with the token; the OAuth object bounds step-ups. */
+  for (attempt = 0; attempt < 5; attempt++) {
+    int r;
+    if (run_once(url, mode, bearer) == 0)
+      break;
+    if (G.end_status != 401 && G.end_status != 403)
+      break;
+    r = acp_http_oauth_authorize(oa, G.end_status, G.www_auth, flags);
+    if (r != 0) {
+      say("authorization failed: %d (%s)", r, acp_http_oauth_error(oa));
+      break;
+    }
+    bearer = acp_http_oauth_token(oa);
+    say("authorized; running again with the token");
+  }
+  acp_http_oauth_free(oa);
   for (i = 0; i < G.ntools; i++) {
     free(G.tool_names[i]);
     free(G.tool_args[i]);
   }
   free(G.tool_names);
   free(G.tool_args);
+  free(G.www_auth);
   fflush(stdout);
   if (!G.failed)
     say("scenario %s: ok", G.scenario);

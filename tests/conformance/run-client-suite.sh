@@ -5,8 +5,8 @@
 #   2. 0.2.0-alpha.12, --requirements 2025-11-25;
 #   3. 0.2.0-alpha.12, --requirements 2026-07-28 (the client stateless).
 # The first two with tests/conformance/expected-failures-client.yml, the
-# third with expected-failures-client-2026.yml (the auth scenarios: OAuth
-# is a later issue). The suite's mock servers listen on
+# third with expected-failures-client-2026.yml (the extension auth scenarios
+# that run there and fail). The suite's mock servers listen on
 # every interface, so everything runs inside a private network namespace
 # with only loopback up (`unshare -n`). Exit 0 when every run passes, 1 on a
 # failure, 77 (skipped, reason printed) when a prerequisite is missing:
@@ -72,8 +72,8 @@ run client-0.1.16 0.1.16 --suite all
 run client-0.2.0-alpha.12-req-2025-11-25 0.2.0-alpha.12 --requirements 2025-11-25
 
 # --- 2026-07-28 (stateless client) ------------------------------------------
-# Its own expected failures (expected-failures-client-2026.yml: the auth
-# scenarios, one of which passes in the 2025 runs above).
+# Its own expected failures (expected-failures-client-2026.yml: the
+# extension auth scenarios of this revision).
 ef="$conf_here/expected-failures-client-2026.yml"
 run client-0.2.0-alpha.12-req-2026-07-28 0.2.0-alpha.12 --requirements 2026-07-28
 exit $rc
