@@ -442,26 +442,7 @@ int acp__oauth_parse_as(const char *json, size_t len, acp__oauth_as *out) {
 /* MARK: - PKCE, scope */
 
 size_t acp__oauth_b64url(const uint8_t *in, size_t n, char *out) {
-  static const char t[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  size_t i, o = 0;
-  for (i = 0; i + 2 < n; i += 3) {
-    uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-    out[o++] = t[v >> 18];
-    out[o++] = t[(v >> 12) & 63];
-    out[o++] = t[(v >> 6) & 63];
-    out[o++] = t[v & 63];
-  }
-  if (n - i == 1) {
-    uint32_t v = (uint32_t)in[i] << 16;
-    out[o++] = t[v >> 18];
-    out[o++] = t[(v >> 12) & 63];
-  } else if (n - i == 2) {
-    uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
-    out[o++] = t[v >> 18];
-    out[o++] = t[(v >> 12) & 63];
-    out[o++] = t[(v >> 6) & 63];
-  }
+  size_t o = acp__b64_encode(out, in, n, ACP__B64_URL);
   out[o] = '\0';
   return o;
 }
@@ -758,26 +739,14 @@ int acp__oauth_token_request(const char *grant, const char *code,
     char *id = acp__oauth_form_enc(client_id);
     char *sec = acp__oauth_form_enc(client_secret);
     char *pair = id && sec ? xfmt("%s:%s", id, sec) : NULL;
-    static const char t[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     free(id);
     free(sec);
     if (pair != NULL) {
-      size_t n = strlen(pair), i, o = 6;
-      char *h = malloc(6 + (n + 2) / 3 * 4 + 1);
+      size_t n = strlen(pair), o = 6;
+      char *h = malloc(6 + acp__b64_encoded_len(n, ACP__B64_STD) + 1);
       if (h != NULL) {
         memcpy(h, "Basic ", 6);
-        for (i = 0; i < n; i += 3) {
-          uint32_t v = (uint32_t)(unsigned char)pair[i] << 16;
-          if (i + 1 < n)
-            v |= (uint32_t)(unsigned char)pair[i + 1] << 8;
-          if (i + 2 < n)
-            v |= (unsigned char)pair[i + 2];
-          h[o++] = t[v >> 18];
-          h[o++] = t[(v >> 12) & 63];
-          h[o++] = i + 1 < n ? t[(v >> 6) & 63] : '=';
-          h[o++] = i + 2 < n ? t[v & 63] : '=';
-        }
+        o += acp__b64_encode(h + 6, pair, n, ACP__B64_STD);
         h[o] = '\0';
         *authz = h;
       }
