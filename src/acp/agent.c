@@ -7,7 +7,8 @@
 
 #include "acp/version.h"
 
-/* The only protocol version this library speaks. */
+/* The version answered unless the application opts in to the v2 draft
+ * (acp_agent_set_max_protocol_version()). */
 #define AGENT_PROTOCOL_VERSION 1
 
 struct acp_agent_callbacks {
@@ -38,9 +39,23 @@ struct acp_agent {
   char *client_caps; /* clientCapabilities of initialize (raw), or NULL */
   size_t client_caps_len;
   bool initialized;
-  size_t update_at;           /* update_begin: where the update starts */
+  int max_version;  /* highest version the application speaks (1 or 2) */
+  int version;      /* negotiated by the last answered initialize, else 0 */
+  size_t update_at; /* update_begin: where the update starts */
   const char *update_session; /* update_begin: its session id */
 };
+
+/*
+ * The version an initialize request gets: 2 when the application opted in
+ * and the client asked for 2 or more, else 1 (the spec: answer the asked
+ * version if supported, else the latest supported one).
+ */
+static int negotiated_version(const acp_agent *a, const acp__req *req) {
+  if (a->max_version >= ACP_PROTOCOL_V2 &&
+      req->protocol_version >= ACP_PROTOCOL_V2)
+    return ACP_PROTOCOL_V2;
+  return AGENT_PROTOCOL_VERSION;
+}
 
 /* MARK: - Callbacks */
 
@@ -183,6 +198,10 @@ static void agent_on_answered(acp__role *r, acp__req *req, bool is_error) {
 
   if (req->method == ACP_METHOD_INITIALIZE && !is_error) {
     a->initialized = true;
+    /* From now on incoming messages are checked and dispatched with the
+     * negotiated version's table. */
+    a->version = negotiated_version(a, req);
+    r->version = a->version;
     return;
   }
   if (req->session_id == NULL)
@@ -493,7 +512,15 @@ int acp_agent_is_initialized(const acp_agent *agent) {
 }
 
 int acp_agent_protocol_version(const acp_agent *agent) {
-  return acp_agent_is_initialized(agent) ? AGENT_PROTOCOL_VERSION : 0;
+  return acp_agent_is_initialized(agent) ? agent->version : 0;
+}
+
+int acp_agent_set_max_protocol_version(acp_agent *agent, int version) {
+  if (agent == NULL ||
+      (version != ACP_PROTOCOL_V1 && version != ACP_PROTOCOL_V2))
+    return ACP_ERR_INVALID_ARGUMENT;
+  agent->max_version = version;
+  return 0;
 }
 
 /* MARK: - Requests */
@@ -550,7 +577,7 @@ static int respond_initialize_raw(acp_agent *a, acp__req *req,
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(r);
   acp_json_write_keyz(w, "protocolVersion");
-  acp_json_write_int(w, AGENT_PROTOCOL_VERSION);
+  acp_json_write_int(w, negotiated_version(a, req));
   for (k = acp_json_child(root); k != NULL;
        k = acp_json_next(acp_json_next(k))) {
     const char *s;
@@ -604,19 +631,23 @@ int acp_agent_respond_initialize(acp_agent *agent, acp_agent_request *req,
                                  const char *info, size_t info_len,
                                  const char *auth, size_t auth_len) {
   acp_json_writer *w;
+  bool v2;
 
   if (agent == NULL || req == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
+  v2 = negotiated_version(agent, req) == ACP_PROTOCOL_V2;
   w = acp__role_obj_begin(&agent->role);
   acp_json_write_keyz(w, "protocolVersion");
-  acp_json_write_int(w, AGENT_PROTOCOL_VERSION);
-  acp__w_raw(w, "agentCapabilities", caps, caps_len, "{}");
+  acp_json_write_int(w, v2 ? ACP_PROTOCOL_V2 : AGENT_PROTOCOL_VERSION);
+  /* v2 renamed agentCapabilities and agentInfo (InitializeResponse). */
+  acp__w_raw(w, v2 ? "capabilities" : "agentCapabilities", caps, caps_len,
+             "{}");
   if (info != NULL) {
-    acp__w_raw(w, "agentInfo", info, info_len, NULL);
+    acp__w_raw(w, v2 ? "info" : "agentInfo", info, info_len, NULL);
   } else {
-    acp_json_write_keyz(w, "agentInfo");
+    acp_json_write_keyz(w, v2 ? "info" : "agentInfo");
     acp_json_write_obj_begin(w);
     acp__w_str(w, "name", "libacp");
     acp__w_str(w, "version", ACP_VERSION);

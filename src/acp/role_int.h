@@ -101,6 +101,9 @@ struct acp__role {
                      the proxy, which handles every method by routing */
   const acp__role_ops *ops;
   void *owner;
+  /* Protocol version whose method table validates and dispatches incoming
+   * messages (ACP_PROTOCOL_V1 until initialize negotiated another). */
+  int version;
 };
 
 int acp__role_init(acp__role *r, acp_side side, const acp__role_ops *ops,

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "acp/client.h"
+#include "acp/methods.h"
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
 #include "acp/remote.h"
@@ -34,7 +35,7 @@ static const char client_usage[] =
     "usage: acp client [-p PROMPT] [--cwd DIR] [--yes] [--quiet]\n"
     "                  [--interactive] [--color WHEN]\n"
     "                  [--agent NAME [--agents-file FILE]]\n"
-    "                  [--mcp-tools] [-- AGENT_CMD [ARGS...]]\n"
+    "                  [--mcp-tools] [--protocol-v2] [-- AGENT_CMD [ARGS...]]\n"
     "       acp client [options] --url ws://HOST:PORT/acp [--token TOKEN]\n"
     "                  [--header 'Name: value']...\n"
     "\n"
@@ -77,6 +78,8 @@ static const char client_usage[] =
     "  --token TOKEN      with --url: send 'Authorization: Bearer TOKEN'\n"
     "                     (also from the ACP_TOKEN environment)\n"
     "  --header 'N: V'    with --url: one more request header (repeatable)\n"
+    "  --protocol-v2      ask for the ACP v2 draft in initialize and speak\n"
+    "                     what the agent answers (1 or 2)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Interactive use: each line you type is a prompt; Ctrl-C cancels the\n"
@@ -128,6 +131,7 @@ struct capp {
   char *session_id;
   const char *prompt;
   bool yes;
+  bool protocol_v2; /* --protocol-v2: ask for the ACP v2 draft */
   bool quiet;
   bool interactive;
   bool stdin_eof;
@@ -1650,6 +1654,18 @@ static int on_initialized(acp_client *client, const acp_rpc_msg *msg,
     return 0;
   }
   a->state = ST_NEW;
+  if (acp_client_protocol_version(client) > 1)
+    note(a, "protocol version %lld\n",
+         (long long)acp_client_protocol_version(client));
+  if (acp_client_protocol_version(client) > 1 && !a->protocol_v2) {
+    /* The spec: close when the answer is a version we cannot speak. */
+    note(a,
+         "the agent answered protocol version %lld; acp client speaks 1 "
+         "(2 with --protocol-v2)\n",
+         (long long)acp_client_protocol_version(client));
+    app_quit(a, CLI_EXIT_FAILURE);
+    return 0;
+  }
   if (mcp_servers_json(a, msg, &servers, &servers_len) != 0 ||
       acp_client_session_new(client, a->cwd, servers, servers_len,
                              on_session_new, a, NULL) != 0)
@@ -2295,6 +2311,8 @@ int cmd_client(int argc, char **argv) {
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0) {
       a.yes = true;
+    } else if (strcmp(argv[i], "--protocol-v2") == 0) {
+      a.protocol_v2 = true;
     } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
       a.quiet = true;
     } else if (strcmp(argv[i], "--mcp-tools") == 0) {
@@ -2418,6 +2436,9 @@ int cmd_client(int argc, char **argv) {
     acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_message);
   }
   if (acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
+    goto cleanup;
+  if (a.protocol_v2 &&
+      acp_client_set_max_protocol_version(a.client, ACP_PROTOCOL_V2) != 0)
     goto cleanup;
   if (a.mcp_tools && mcp_server_create(&a) != 0)
     goto cleanup;
