@@ -3,6 +3,8 @@
  * initialize negotiation, prompt-turn tracking and the client-call and
  * session/update helpers.
  */
+#include <stdio.h>
+
 #include "role_int.h"
 
 #include "acp/version.h"
@@ -26,9 +28,11 @@ typedef struct agent_sess {
   struct agent_sess *next;
   char *id;
   size_t id_len;
-  acp__req *prompt; /* pending session/prompt or NULL */
-  bool cancelled;   /* the pending (or last) turn was cancelled */
-  bool blocked;     /* a cancelled turn was answered: no updates */
+  acp__req *prompt;    /* pending session/prompt or NULL */
+  bool cancelled;      /* the pending (or last) turn was cancelled */
+  bool blocked;        /* a cancelled turn was answered: no updates */
+  char reply_id[32];   /* v2: messageId of the agent's reply in this turn */
+  char thought_id[32]; /* v2: messageId of its thoughts in this turn */
 } agent_sess;
 
 struct acp_agent {
@@ -41,6 +45,7 @@ struct acp_agent {
   bool initialized;
   int max_version;  /* highest version the application speaks (1 or 2) */
   int version;      /* negotiated by the last answered initialize, else 0 */
+  uint64_t msg_seq; /* v2: message ids the library assigns */
   size_t update_at; /* update_begin: where the update starts */
   const char *update_session; /* update_begin: its session id */
 };
@@ -56,6 +61,8 @@ static int negotiated_version(const acp_agent *a, const acp__req *req) {
     return ACP_PROTOCOL_V2;
   return AGENT_PROTOCOL_VERSION;
 }
+
+static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req);
 
 /* MARK: - Callbacks */
 
@@ -287,6 +294,11 @@ static int agent_on_request(acp__role *r, acp__req *req,
     s->prompt = req;
     s->cancelled = false;
     s->blocked = false;
+    if (r->version == ACP_PROTOCOL_V2) {
+      rv = v2_accept_prompt(a, s, req);
+      if (rv != 0)
+        return rv;
+    }
     break;
   }
   case ACP_METHOD_SESSION_LOAD:
@@ -308,6 +320,79 @@ static int agent_on_request(acp__role *r, acp__req *req,
   rv = cb(a, req, a->user_data);
   if (rv != 0 && rv != ACP_ERR_PAUSE)
     return ACP_ERR_CALLBACK_FAILURE;
+  return rv;
+}
+
+/* session/update {state_update: state, stopReason}. */
+static int v2_state(acp_agent *a, const char *session_id, const char *state,
+                    const char *stop_reason) {
+  acp_json_writer *w = acp__role_obj_begin(&a->role);
+
+  acp__w_str(w, "sessionId", session_id);
+  acp_json_write_keyz(w, "update");
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "sessionUpdate", "state_update");
+  acp__w_str(w, "state", state);
+  if (stop_reason != NULL)
+    acp__w_str(w, "stopReason", stop_reason);
+  acp_json_write_obj_end(w);
+  return acp__role_notify_obj(&a->role, "session/update");
+}
+
+/*
+ * ACP v2 prompt lifecycle on top of the v1-shaped handler API: the library
+ * accepts the prompt at once (response {messageId}), reports the inserted
+ * user message and `state_update` running, then calls the handler as in v1;
+ * acp_agent_respond_prompt() ends the turn with an idle `state_update`
+ * carrying the stop reason instead of a response. Chunks sent in the turn
+ * carry the turn's reply messageId. So one application serves v1 and v2
+ * clients alike.
+ */
+static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req) {
+  acp__role *r = &a->role;
+  acp_json_writer *w;
+  char user_id[32];
+  size_t n = 0;
+  const char *prompt =
+      acp_json_raw(acp_json_obj_getz(req->msg->params, "prompt"), &n);
+  const char *out;
+  size_t len;
+  int rv;
+
+  snprintf(user_id, sizeof(user_id), "msg_%llu",
+           (unsigned long long)++a->msg_seq);
+  snprintf(s->reply_id, sizeof(s->reply_id), "msg_%llu",
+           (unsigned long long)++a->msg_seq);
+  snprintf(s->thought_id, sizeof(s->thought_id), "msg_%llu",
+           (unsigned long long)++a->msg_seq);
+  w = acp__role_obj_begin(r);
+  acp__w_str(w, "messageId", user_id);
+  rv = acp__role_obj_end(r, &out, &len);
+  if (rv == 0)
+    rv = acp__role_respond_early(r, req, out, len);
+  if (rv != 0)
+    return rv;
+  req->accepted = true;
+  w = acp__role_obj_begin(r);
+  acp__w_str(w, "sessionId", s->id);
+  acp_json_write_keyz(w, "update");
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "sessionUpdate", "user_message");
+  acp__w_str(w, "messageId", user_id);
+  acp__w_raw(w, "content", prompt, n, "[]");
+  acp_json_write_obj_end(w);
+  rv = acp__role_notify_obj(r, "session/update");
+  if (rv == 0)
+    rv = v2_state(a, s->id, "running", NULL);
+  return rv;
+}
+
+/* End an accepted v2 turn: idle with the stop reason; no response. */
+static int v2_end_turn(acp_agent *a, acp__req *req, const char *stop_reason,
+                       bool is_error) {
+  int rv = v2_state(a, req->session_id, "idle", stop_reason);
+
+  acp__role_finish(&a->role, req, is_error);
   return rv;
 }
 
@@ -613,6 +698,10 @@ int acp_agent_respond_error(acp_agent *agent, acp_agent_request *req,
                             size_t data_len) {
   if (agent == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (req != NULL && req->accepted && !req->answered)
+    /* An accepted v2 prompt cannot be answered twice: the turn ends. */
+    return v2_end_turn(agent, req, req->cancelled ? "cancelled" : "error",
+                       true);
   return acp__role_respond_error(&agent->role, req, code, message, data,
                                  data_len);
 }
@@ -686,6 +775,8 @@ int acp_agent_respond_prompt(acp_agent *agent, acp_agent_request *req,
     return ACP_ERR_INVALID_STATE;
   if (req->cancelled)
     stop_reason = "cancelled";
+  if (req->accepted)
+    return v2_end_turn(agent, req, stop_reason, false);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "stopReason", stop_reason);
   acp__w_raw(w, "usage", usage, usage_len, NULL);
@@ -944,6 +1035,69 @@ static int update_end(acp_agent *a, const char *extra, size_t extra_len) {
   return acp__role_notify_obj(&a->role, "session/update");
 }
 
+/* v2: the message a chunk of `kind` belongs to in the session's turn (a
+ * chunk outside a turn gets msg_0). */
+static const char *v2_message_id(const agent_sess *s, const char *kind) {
+  const char *id;
+
+  if (s == NULL)
+    return "msg_0";
+  id = strcmp(kind, "agent_thought_chunk") == 0 ? s->thought_id : s->reply_id;
+  return id[0] ? id : "msg_0";
+}
+
+/*
+ * v2: a message chunk the application wrote without a messageId gets the
+ * turn's reply id (ContentChunk requires one). Sends it and returns 0, or 1
+ * when the update needs no change (the caller sends it as is).
+ */
+static int v2_chunk_with_id(acp_agent *a, const char *session_id,
+                            const char *update, size_t len) {
+  acp__role *r = &a->role;
+  const acp_json_val *root, *kind, *k;
+  agent_sess *s;
+  acp_json_writer *w;
+  int rv = acp_json_doc_parse(r->doc, update, len, NULL);
+
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  root = acp_json_doc_root(r->doc);
+  if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT ||
+      acp_json_obj_getz(root, "messageId") != NULL)
+    return 1;
+  kind = acp_json_obj_getz(root, "sessionUpdate");
+  if (!ACP_JSON_STR_EQ_LIT(kind, "agent_message_chunk") &&
+      !ACP_JSON_STR_EQ_LIT(kind, "agent_thought_chunk"))
+    return 1;
+  s = sess_find(a, session_id, strlen(session_id));
+  w = acp__role_obj_begin(r);
+  acp__w_str(w, "sessionId", session_id);
+  acp_json_write_keyz(w, "update");
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(root); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const char *ks;
+    size_t kn;
+
+    rv = acp_json_doc_str(r->doc, k, &ks, &kn);
+    if (rv != 0)
+      return rv;
+    acp_json_write_key(w, ks, kn);
+    acp_json_write_val(w, acp_json_next(k));
+    if (ACP_JSON_STR_EQ_LIT(k, "sessionUpdate"))
+      acp__w_str(
+          w, "messageId",
+          v2_message_id(s, ACP_JSON_STR_EQ_LIT(kind, "agent_thought_chunk")
+                               ? "agent_thought_chunk"
+                               : "agent_message_chunk"));
+  }
+  acp_json_write_obj_end(w);
+  rv = acp__role_notify_obj(r, "session/update");
+  if (rv == 0 && a->cbs.update_sent != NULL)
+    a->cbs.update_sent(a, session_id, update, len, a->user_data);
+  return rv;
+}
+
 int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
                               const char *update, size_t update_len) {
   acp_json_writer *w;
@@ -953,6 +1107,11 @@ int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
     return rv;
   if (update == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (agent->role.version == ACP_PROTOCOL_V2) {
+    rv = v2_chunk_with_id(agent, session_id, update, update_len);
+    if (rv != 1)
+      return rv;
+  }
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_raw(w, "update", update, update_len, NULL);
@@ -973,7 +1132,8 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
     return rv;
   if (text == NULL && text_len != 0)
     return ACP_ERR_INVALID_ARGUMENT;
-  if (extra == NULL && a->cbs.update_sent == NULL) {
+  if (extra == NULL && a->cbs.update_sent == NULL &&
+      a->role.version != ACP_PROTOCOL_V2) {
     /* The common, large case goes straight into the session's output: the
      * text is copied once, not into a params writer first. */
     acp__rpc_part parts[] = {
@@ -989,6 +1149,12 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
                                   sizeof(parts) / sizeof(parts[0]));
   }
   w = update_begin(a, session_id, kind);
+  if (a->role.version == ACP_PROTOCOL_V2) {
+    /* v2 chunks belong to a message: the turn's reply. */
+    agent_sess *s = sess_find(a, session_id, strlen(session_id));
+
+    acp__w_str(w, "messageId", v2_message_id(s, kind));
+  }
   acp_json_write_keyz(w, "content");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "text");

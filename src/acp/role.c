@@ -283,6 +283,20 @@ static void req_answered(acp__role *r, acp__req *req, bool is_error) {
     req_free(r, req);
 }
 
+void acp__role_finish(acp__role *r, acp__req *req, bool is_error) {
+  if (!req->answered)
+    req_answered(r, req, is_error);
+}
+
+int acp__role_respond_early(acp__role *r, acp__req *req, const char *result,
+                            size_t len) {
+  int rv = req_answerable(r, req);
+
+  if (rv != 0)
+    return rv;
+  return acp_rpc_session_respond(r->rpc, req->handle, result, len);
+}
+
 int acp__role_respond(acp__role *r, acp__req *req, const char *result,
                       size_t len) {
   int rv = req_answerable(r, req);

@@ -575,6 +575,8 @@ static void note_diffs(capp *a, const acp_client_update *u) {
 
 static void remember_commands(capp *a, const acp_client_update *u);
 
+static void v2_state_update(capp *a, const acp_client_update *u);
+
 static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   capp *a = ud;
   const acp_json_val *content = acp_json_obj_getz(u->update, "content");
@@ -583,6 +585,12 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   const char *style = a->color ? update_style(u) : NULL;
 
   (void)client;
+  if (u->kind_name_len == 12 && memcmp(u->kind_name, "state_update", 12) == 0) {
+    v2_state_update(a, u);
+    return 0;
+  }
+  if (u->kind_name_len == 12 && memcmp(u->kind_name, "user_message", 12) == 0)
+    return 0; /* v2: the prompt we sent, echoed with its messageId */
   if (style != NULL)
     note(a, "%s", style);
   switch (u->kind) {
@@ -1546,6 +1554,28 @@ static void note_turn_usage(capp *a, const acp_rpc_msg *msg) {
   note(a, "%s\n", a->color ? "\033[0m" : "");
 }
 
+static void turn_ended(capp *a, int code);
+
+/* ACP v2: the turn ends with an idle state_update carrying the stop
+ * reason, not with the session/prompt response. */
+static void v2_state_update(capp *a, const acp_client_update *u) {
+  const char *st = NULL, *s = NULL;
+  size_t stn = 0, n = 0;
+  int code;
+
+  jstr(u->msg, u->update, "state", &st, &stn);
+  if (st == NULL || stn != 4 || memcmp(st, "idle", 4) != 0 ||
+      a->state != ST_PROMPT)
+    return;
+  jstr(u->msg, u->update, "stopReason", &s, &n);
+  code = s ? stop_reason_code(s, n) : CLI_EXIT_OK;
+  if (!a->at_line_start)
+    out_text(a, "\n", 1);
+  if (code != CLI_EXIT_OK)
+    note(a, "[stop] %.*s\n", (int)n, s ? s : "(none)");
+  turn_ended(a, code);
+}
+
 static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
                           void *ud) {
   capp *a = ud;
@@ -1553,7 +1583,10 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
   size_t n = 0;
   int code;
 
-  (void)client;
+  if (msg->result != NULL &&
+      acp_client_protocol_version(client) == ACP_PROTOCOL_V2 &&
+      acp_json_obj_getz(msg->result, "stopReason") == NULL)
+    return 0; /* v2: prompt accepted; the turn ends on state_update idle */
   if (msg->result == NULL) {
     note(a, "error %lld: %.*s\n", (long long)msg->error_code,
          (int)msg->error_message_len,
@@ -1569,19 +1602,23 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
       note(a, "[stop] %.*s\n", (int)n, s ? s : "(none)");
     note_turn_usage(a, msg);
   }
+  turn_ended(a, code);
+  return 0;
+}
+
+static void turn_ended(capp *a, int code) {
   a->cancels = 0;
   if (!a->interactive) {
     app_quit(a, code);
-    return 0;
+    return;
   }
   a->state = ST_IDLE;
   if (a->stdin_eof && a->line_len == 0) {
     app_quit(a, CLI_EXIT_OK);
-    return 0;
+    return;
   }
   show_prompt(a);
   read_stdin(a); /* lines typed ahead are used first */
-  return 0;
 }
 
 static void send_prompt(capp *a, const char *text, size_t len) {

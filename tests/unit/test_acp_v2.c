@@ -30,6 +30,19 @@ static int a_session_load(acp_agent *a, acp_agent_request *req, void *ud) {
   return acp_agent_respond_empty(a, req);
 }
 
+static int prompt_fails;
+
+/* A v1-shaped prompt handler: one chunk, then the end of the turn (or an
+ * error when prompt_fails). */
+static int a_session_prompt(acp_agent *a, acp_agent_request *req, void *ud) {
+  (void)ud;
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", LIT("hi"), NULL, 0),
+                   0);
+  if (prompt_fails)
+    return acp_agent_respond_error(a, req, -32603, "boom", NULL, 0);
+  return acp_agent_respond_prompt(a, req, "end_turn", NULL, 0);
+}
+
 static int a_ext(acp_agent *a, acp_agent_request *req, void *ud) {
   (void)ud;
   ext_hits++;
@@ -70,6 +83,7 @@ static acp_agent *new_agent(int max, bool ext) {
   assert_int_equal(acp_agent_callbacks_new(&ac), 0);
   acp_agent_callbacks_set_on_session_new(ac, a_session_new);
   acp_agent_callbacks_set_on_session_load(ac, a_session_load);
+  acp_agent_callbacks_set_on_session_prompt(ac, a_session_prompt);
   if (ext)
     acp_agent_callbacks_set_on_ext_request(ac, a_ext);
   assert_int_equal(acp_agent_new(&a, ac, NULL, NULL, NULL), 0);
@@ -300,6 +314,61 @@ static void test_v2_client_gets_unasked_version(void **s) {
   acp_client_free(c);
 }
 
+/* The same v1-shaped prompt handler under v1 and v2: v2 gets the prompt
+ * accepted with a messageId, user_message, running, a chunk with a
+ * messageId and the end as an idle state_update; a failing turn ends idle
+ * with stopReason error, never with a second response. */
+static void test_v2_prompt_lifecycle(void **s) {
+  static const char prompt[] =
+      "{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\","
+      "\"text\":\"x\"}]}";
+  int v, fail;
+  (void)s;
+
+  for (fail = 0; fail <= 1; fail++) {
+    for (v = ACP_PROTOCOL_V1; v <= ACP_PROTOCOL_V2; v++) {
+      acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
+      acp_client *c = new_client(v);
+      pair_wire w = {{0}, {0}};
+
+      prompt_fails = fail;
+      assert_int_equal(negotiate(a, c, NULL), v);
+      n_ok = 0;
+      assert_int_equal(acp_client_call(c, "session/prompt", prompt,
+                                       sizeof(prompt) - 1, c_resp, NULL, NULL),
+                       0);
+      assert_int_equal(pump(a, c, &w), 0);
+      if (v == ACP_PROTOCOL_V2) {
+        assert_int_equal(n_ok, 1);
+        assert_int_equal(tbuf_count(&w.a2c, "\"result\""), 1);
+        assert_non_null(strstr(w.a2c.data, "\"result\":{\"messageId\":"));
+        assert_non_null(
+            strstr(w.a2c.data, "\"sessionUpdate\":\"user_message\""));
+        assert_non_null(strstr(w.a2c.data, "\"state\":\"running\""));
+        assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":"
+                                           "\"agent_message_chunk\","
+                                           "\"messageId\":"));
+        assert_non_null(
+            strstr(w.a2c.data, fail ? "\"state\":\"idle\","
+                                      "\"stopReason\":\"error\""
+                                    : "\"state\":\"idle\","
+                                      "\"stopReason\":\"end_turn\""));
+        assert_null(strstr(w.a2c.data, "\"error\":{"));
+      } else {
+        assert_null(strstr(w.a2c.data, "state_update"));
+        assert_null(strstr(w.a2c.data, "messageId"));
+        assert_non_null(strstr(w.a2c.data, fail ? "\"error\":{"
+                                                : "\"stopReason\":"
+                                                  "\"end_turn\""));
+      }
+      wire_clear(&w);
+      acp_client_free(c);
+      acp_agent_free(a);
+    }
+  }
+  prompt_fails = 0;
+}
+
 static void test_v2_set_max_rejects_bad_input(void **s) {
   acp_agent *a = new_agent(0, false);
   acp_client *c = new_client(0);
@@ -329,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_v2_agent_dispatches_with_v2_table),
       cmocka_unit_test(test_v2_client_checks_with_v2_table),
       cmocka_unit_test(test_v2_client_gets_unasked_version),
+      cmocka_unit_test(test_v2_prompt_lifecycle),
       cmocka_unit_test(test_v2_set_max_rejects_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
