@@ -210,6 +210,23 @@ acp_agent_callbacks_set_on_session_status(acp_agent_callbacks *cbs,
                                           acp_agent_request_cb cb);
 ACP_EXTERN void acp_agent_callbacks_set_on_auth_status(acp_agent_callbacks *cbs,
                                                        acp_agent_request_cb cb);
+/*
+ * ACP v2 only (reached once v2 is negotiated, see
+ * acp_agent_set_max_protocol_version()): `auth/login` {methodId},
+ * `auth/logout` {}, `tool_call/cancel` {sessionId, toolCallId} and
+ * `terminal/cancel` {sessionId, terminalId}. Under v1 these names are
+ * extension methods (on_ext_request).
+ */
+ACP_EXTERN void acp_agent_callbacks_set_on_auth_login(acp_agent_callbacks *cbs,
+                                                      acp_agent_request_cb cb);
+ACP_EXTERN void acp_agent_callbacks_set_on_auth_logout(acp_agent_callbacks *cbs,
+                                                       acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_tool_call_cancel(acp_agent_callbacks *cbs,
+                                            acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_terminal_cancel(acp_agent_callbacks *cbs,
+                                           acp_agent_request_cb cb);
 ACP_EXTERN void
 acp_agent_callbacks_set_on_session_fork(acp_agent_callbacks *cbs,
                                         acp_agent_request_cb cb);

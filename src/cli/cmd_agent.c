@@ -3114,6 +3114,9 @@ int cmd_agent(int argc, char **argv) {
   acp_agent_callbacks_set_on_initialize(cbs, on_initialize);
   acp_agent_callbacks_set_on_authenticate(cbs, on_authenticate);
   acp_agent_callbacks_set_on_logout(cbs, on_empty);
+  /* v2 (--protocol-v2): the same auth answers under the v2 names. */
+  acp_agent_callbacks_set_on_auth_login(cbs, on_authenticate);
+  acp_agent_callbacks_set_on_auth_logout(cbs, on_empty);
   acp_agent_callbacks_set_on_session_new(cbs, on_session_new);
   acp_agent_callbacks_set_on_session_load(cbs, on_session_load);
   acp_agent_callbacks_set_on_session_resume(cbs, on_session_resume);
