@@ -63,7 +63,9 @@ static const char agent_usage[] =
     "               speak the ACP v2 draft with a client that asks for 2\n"
     "               (initialize protocolVersion >= 2); others get 1. Under\n"
     "               v2 the v1-only methods (session/load, session/set_mode,\n"
-    "               authenticate, fs/*, terminal/*) are not served\n"
+    "               authenticate, fs/*, terminal/*) are not served;\n"
+    "               auth/login and auth/logout are; a prompt is accepted at\n"
+    "               once and its turn ends with state_update idle\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
@@ -2207,6 +2209,19 @@ static int on_authenticate(acp_agent *agent, acp_agent_request *req, void *ud) {
   return 0;
 }
 
+/* v2 tool_call/cancel and terminal/cancel: no tool call or terminal of
+ * this agent advertises capabilities.cancel, and the spec answers -32602
+ * for one that is unknown, final or not cancellable. */
+static int on_cancel_not_cancellable(acp_agent *agent, acp_agent_request *req,
+                                     void *ud) {
+  (void)ud;
+  acp_agent_respond_error(agent, req, -32602,
+                          "Invalid params: not a cancellable tool call or "
+                          "terminal of this session",
+                          NULL, 0);
+  return 0;
+}
+
 static int on_empty(acp_agent *agent, acp_agent_request *req, void *ud) {
   (void)ud;
   acp_agent_respond_empty(agent, req);
@@ -3117,6 +3132,8 @@ int cmd_agent(int argc, char **argv) {
   /* v2 (--protocol-v2): the same auth answers under the v2 names. */
   acp_agent_callbacks_set_on_auth_login(cbs, on_authenticate);
   acp_agent_callbacks_set_on_auth_logout(cbs, on_empty);
+  acp_agent_callbacks_set_on_tool_call_cancel(cbs, on_cancel_not_cancellable);
+  acp_agent_callbacks_set_on_terminal_cancel(cbs, on_cancel_not_cancellable);
   acp_agent_callbacks_set_on_session_new(cbs, on_session_new);
   acp_agent_callbacks_set_on_session_load(cbs, on_session_load);
   acp_agent_callbacks_set_on_session_resume(cbs, on_session_resume);
