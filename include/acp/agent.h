@@ -33,10 +33,12 @@
  *     acp_agent_is_initialized() to refuse them if you want.
  *
  * Version negotiation: `protocolVersion` must be an integer in [0, 65535]
- * (anything else is -32602). The library answers 1, the latest version it
- * speaks, whatever the client asked for (asking 1 gives 1, asking 65535
- * gives 1). The handler cannot change that: acp_agent_respond() on an
- * initialize request rewrites `protocolVersion` to 1.
+ * (anything else is -32602). The library answers 1 whatever the client
+ * asked for (asking 1 gives 1, asking 65535 gives 1), unless the
+ * application opted in to the v2 draft with
+ * acp_agent_set_max_protocol_version(): then a client asking 2 or more gets
+ * 2. The handler cannot change that: acp_agent_respond() on an initialize
+ * request rewrites `protocolVersion` to the negotiated version.
  *
  * Prompt turns. The library tracks the pending `session/prompt` of each ACP
  * session. `session/cancel` for that session marks the turn cancelled and
@@ -208,6 +210,23 @@ acp_agent_callbacks_set_on_session_status(acp_agent_callbacks *cbs,
                                           acp_agent_request_cb cb);
 ACP_EXTERN void acp_agent_callbacks_set_on_auth_status(acp_agent_callbacks *cbs,
                                                        acp_agent_request_cb cb);
+/*
+ * ACP v2 only (reached once v2 is negotiated, see
+ * acp_agent_set_max_protocol_version()): `auth/login` {methodId},
+ * `auth/logout` {}, `tool_call/cancel` {sessionId, toolCallId} and
+ * `terminal/cancel` {sessionId, terminalId}. Under v1 these names are
+ * extension methods (on_ext_request).
+ */
+ACP_EXTERN void acp_agent_callbacks_set_on_auth_login(acp_agent_callbacks *cbs,
+                                                      acp_agent_request_cb cb);
+ACP_EXTERN void acp_agent_callbacks_set_on_auth_logout(acp_agent_callbacks *cbs,
+                                                       acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_tool_call_cancel(acp_agent_callbacks *cbs,
+                                            acp_agent_request_cb cb);
+ACP_EXTERN void
+acp_agent_callbacks_set_on_terminal_cancel(acp_agent_callbacks *cbs,
+                                           acp_agent_request_cb cb);
 ACP_EXTERN void
 acp_agent_callbacks_set_on_session_fork(acp_agent_callbacks *cbs,
                                         acp_agent_request_cb cb);
@@ -281,6 +300,22 @@ acp_agent_callbacks_set_on_ext_notification(acp_agent_callbacks *cbs,
 ACP_EXTERN int acp_agent_new(acp_agent **out, const acp_agent_callbacks *cbs,
                              void *user_data, const acp_rpc_options *opts,
                              const acp_mem *mem);
+
+/**
+ * Opt in to the ACP v2 draft. With version ACP_PROTOCOL_V2 an `initialize`
+ * that asks for 2 or more is answered 2 (one that asks for 1 or 0 still gets
+ * 1); with ACP_PROTOCOL_V1 (the default) every initialize is answered 1.
+ * Once a v2 initialize is answered, incoming messages are checked and
+ * dispatched with the v2 method table (acp_method_by_name_version()): v1-only
+ * methods (session/load, authenticate...) go to on_ext_request or get
+ * -32601, and the default initialize answer uses the v2 member names
+ * (`capabilities`, `info`). Call before the initialize request arrives.
+ *
+ * @return 0, or ACP_ERR_INVALID_ARGUMENT for a NULL agent or a version other
+ *         than 1 or 2.
+ */
+ACP_EXTERN int acp_agent_set_max_protocol_version(acp_agent *agent,
+                                                  int version);
 
 /**
  * Free the agent, its session and every unanswered request object. Pending

@@ -204,6 +204,21 @@ ACP_EXTERN void acp_client_set_call_timeout(acp_client *client,
                                             uint64_t timeout_ms);
 
 /**
+ * Opt in to the ACP v2 draft: acp_client_initialize() then asks for
+ * protocolVersion 2 (sending the v1 and the v2 member names, so that a v1
+ * agent can answer 1), and once the agent answers 2 incoming messages are
+ * checked and dispatched with the v2 method table. Whatever was asked, the
+ * client speaks the version the agent answered; an answer it did not
+ * enable (above the maximum) leaves it on v1 and the application should
+ * close (acp_client_protocol_version() tells). Default ACP_PROTOCOL_V1.
+ *
+ * @return 0, or ACP_ERR_INVALID_ARGUMENT for NULL or a version other than
+ *         1 or 2.
+ */
+ACP_EXTERN int acp_client_set_max_protocol_version(acp_client *client,
+                                                   int version);
+
+/**
  * The protocolVersion of the agent's successful initialize response, or 0
  * before one arrived.
  */

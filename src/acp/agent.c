@@ -3,11 +3,14 @@
  * initialize negotiation, prompt-turn tracking and the client-call and
  * session/update helpers.
  */
+#include <stdio.h>
+
 #include "role_int.h"
 
 #include "acp/version.h"
 
-/* The only protocol version this library speaks. */
+/* The version answered unless the application opts in to the v2 draft
+ * (acp_agent_set_max_protocol_version()). */
 #define AGENT_PROTOCOL_VERSION 1
 
 struct acp_agent_callbacks {
@@ -25,9 +28,11 @@ typedef struct agent_sess {
   struct agent_sess *next;
   char *id;
   size_t id_len;
-  acp__req *prompt; /* pending session/prompt or NULL */
-  bool cancelled;   /* the pending (or last) turn was cancelled */
-  bool blocked;     /* a cancelled turn was answered: no updates */
+  acp__req *prompt;    /* pending session/prompt or NULL */
+  bool cancelled;      /* the pending (or last) turn was cancelled */
+  bool blocked;        /* a cancelled turn was answered: no updates */
+  char reply_id[32];   /* v2: messageId of the agent's reply in this turn */
+  char thought_id[32]; /* v2: messageId of its thoughts in this turn */
 } agent_sess;
 
 struct acp_agent {
@@ -38,9 +43,26 @@ struct acp_agent {
   char *client_caps; /* clientCapabilities of initialize (raw), or NULL */
   size_t client_caps_len;
   bool initialized;
-  size_t update_at;           /* update_begin: where the update starts */
+  int max_version;  /* highest version the application speaks (1 or 2) */
+  int version;      /* negotiated by the last answered initialize, else 0 */
+  uint64_t msg_seq; /* v2: message ids the library assigns */
+  size_t update_at; /* update_begin: where the update starts */
   const char *update_session; /* update_begin: its session id */
 };
+
+/*
+ * The version an initialize request gets: 2 when the application opted in
+ * and the client asked for 2 or more, else 1 (the spec: answer the asked
+ * version if supported, else the latest supported one).
+ */
+static int negotiated_version(const acp_agent *a, const acp__req *req) {
+  if (a->max_version >= ACP_PROTOCOL_V2 &&
+      req->protocol_version >= ACP_PROTOCOL_V2)
+    return ACP_PROTOCOL_V2;
+  return AGENT_PROTOCOL_VERSION;
+}
+
+static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req);
 
 /* MARK: - Callbacks */
 
@@ -93,6 +115,10 @@ REQ_SETTER(session_archive, ACP_METHOD_SESSION_ARCHIVE)
 REQ_SETTER(session_unarchive, ACP_METHOD_SESSION_UNARCHIVE)
 REQ_SETTER(session_status, ACP_METHOD_SESSION_STATUS)
 REQ_SETTER(auth_status, ACP_METHOD_AUTH_STATUS)
+REQ_SETTER(auth_login, ACP_METHOD_AUTH_LOGIN)
+REQ_SETTER(auth_logout, ACP_METHOD_AUTH_LOGOUT)
+REQ_SETTER(tool_call_cancel, ACP_METHOD_TOOL_CALL_CANCEL)
+REQ_SETTER(terminal_cancel, ACP_METHOD_TERMINAL_CANCEL)
 NOTIF_SETTER(nes_accept, ACP_METHOD_NES_ACCEPT)
 NOTIF_SETTER(nes_reject, ACP_METHOD_NES_REJECT)
 NOTIF_SETTER(document_did_open, ACP_METHOD_DOCUMENT_DID_OPEN)
@@ -183,6 +209,10 @@ static void agent_on_answered(acp__role *r, acp__req *req, bool is_error) {
 
   if (req->method == ACP_METHOD_INITIALIZE && !is_error) {
     a->initialized = true;
+    /* From now on incoming messages are checked and dispatched with the
+     * negotiated version's table. */
+    a->version = negotiated_version(a, req);
+    r->version = a->version;
     return;
   }
   if (req->session_id == NULL)
@@ -268,6 +298,11 @@ static int agent_on_request(acp__role *r, acp__req *req,
     s->prompt = req;
     s->cancelled = false;
     s->blocked = false;
+    if (r->version == ACP_PROTOCOL_V2) {
+      rv = v2_accept_prompt(a, s, req);
+      if (rv != 0)
+        return rv;
+    }
     break;
   }
   case ACP_METHOD_SESSION_LOAD:
@@ -289,6 +324,79 @@ static int agent_on_request(acp__role *r, acp__req *req,
   rv = cb(a, req, a->user_data);
   if (rv != 0 && rv != ACP_ERR_PAUSE)
     return ACP_ERR_CALLBACK_FAILURE;
+  return rv;
+}
+
+/* session/update {state_update: state, stopReason}. */
+static int v2_state(acp_agent *a, const char *session_id, const char *state,
+                    const char *stop_reason) {
+  acp_json_writer *w = acp__role_obj_begin(&a->role);
+
+  acp__w_str(w, "sessionId", session_id);
+  acp_json_write_keyz(w, "update");
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "sessionUpdate", "state_update");
+  acp__w_str(w, "state", state);
+  if (stop_reason != NULL)
+    acp__w_str(w, "stopReason", stop_reason);
+  acp_json_write_obj_end(w);
+  return acp__role_notify_obj(&a->role, "session/update");
+}
+
+/*
+ * ACP v2 prompt lifecycle on top of the v1-shaped handler API: the library
+ * accepts the prompt at once (response {messageId}), reports the inserted
+ * user message and `state_update` running, then calls the handler as in v1;
+ * acp_agent_respond_prompt() ends the turn with an idle `state_update`
+ * carrying the stop reason instead of a response. Chunks sent in the turn
+ * carry the turn's reply messageId. So one application serves v1 and v2
+ * clients alike.
+ */
+static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req) {
+  acp__role *r = &a->role;
+  acp_json_writer *w;
+  char user_id[32];
+  size_t n = 0;
+  const char *prompt =
+      acp_json_raw(acp_json_obj_getz(req->msg->params, "prompt"), &n);
+  const char *out;
+  size_t len;
+  int rv;
+
+  snprintf(user_id, sizeof(user_id), "msg_%llu",
+           (unsigned long long)++a->msg_seq);
+  snprintf(s->reply_id, sizeof(s->reply_id), "msg_%llu",
+           (unsigned long long)++a->msg_seq);
+  snprintf(s->thought_id, sizeof(s->thought_id), "msg_%llu",
+           (unsigned long long)++a->msg_seq);
+  w = acp__role_obj_begin(r);
+  acp__w_str(w, "messageId", user_id);
+  rv = acp__role_obj_end(r, &out, &len);
+  if (rv == 0)
+    rv = acp__role_respond_early(r, req, out, len);
+  if (rv != 0)
+    return rv;
+  req->accepted = true;
+  w = acp__role_obj_begin(r);
+  acp__w_str(w, "sessionId", s->id);
+  acp_json_write_keyz(w, "update");
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "sessionUpdate", "user_message");
+  acp__w_str(w, "messageId", user_id);
+  acp__w_raw(w, "content", prompt, n, "[]");
+  acp_json_write_obj_end(w);
+  rv = acp__role_notify_obj(r, "session/update");
+  if (rv == 0)
+    rv = v2_state(a, s->id, "running", NULL);
+  return rv;
+}
+
+/* End an accepted v2 turn: idle with the stop reason; no response. */
+static int v2_end_turn(acp_agent *a, acp__req *req, const char *stop_reason,
+                       bool is_error) {
+  int rv = v2_state(a, req->session_id, "idle", stop_reason);
+
+  acp__role_finish(&a->role, req, is_error);
   return rv;
 }
 
@@ -493,7 +601,15 @@ int acp_agent_is_initialized(const acp_agent *agent) {
 }
 
 int acp_agent_protocol_version(const acp_agent *agent) {
-  return acp_agent_is_initialized(agent) ? AGENT_PROTOCOL_VERSION : 0;
+  return acp_agent_is_initialized(agent) ? agent->version : 0;
+}
+
+int acp_agent_set_max_protocol_version(acp_agent *agent, int version) {
+  if (agent == NULL ||
+      (version != ACP_PROTOCOL_V1 && version != ACP_PROTOCOL_V2))
+    return ACP_ERR_INVALID_ARGUMENT;
+  agent->max_version = version;
+  return 0;
 }
 
 /* MARK: - Requests */
@@ -550,7 +666,7 @@ static int respond_initialize_raw(acp_agent *a, acp__req *req,
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(r);
   acp_json_write_keyz(w, "protocolVersion");
-  acp_json_write_int(w, AGENT_PROTOCOL_VERSION);
+  acp_json_write_int(w, negotiated_version(a, req));
   for (k = acp_json_child(root); k != NULL;
        k = acp_json_next(acp_json_next(k))) {
     const char *s;
@@ -586,6 +702,10 @@ int acp_agent_respond_error(acp_agent *agent, acp_agent_request *req,
                             size_t data_len) {
   if (agent == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (req != NULL && req->accepted && !req->answered)
+    /* An accepted v2 prompt cannot be answered twice: the turn ends. */
+    return v2_end_turn(agent, req, req->cancelled ? "cancelled" : "error",
+                       true);
   return acp__role_respond_error(&agent->role, req, code, message, data,
                                  data_len);
 }
@@ -604,19 +724,23 @@ int acp_agent_respond_initialize(acp_agent *agent, acp_agent_request *req,
                                  const char *info, size_t info_len,
                                  const char *auth, size_t auth_len) {
   acp_json_writer *w;
+  bool v2;
 
   if (agent == NULL || req == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
+  v2 = negotiated_version(agent, req) == ACP_PROTOCOL_V2;
   w = acp__role_obj_begin(&agent->role);
   acp_json_write_keyz(w, "protocolVersion");
-  acp_json_write_int(w, AGENT_PROTOCOL_VERSION);
-  acp__w_raw(w, "agentCapabilities", caps, caps_len, "{}");
+  acp_json_write_int(w, v2 ? ACP_PROTOCOL_V2 : AGENT_PROTOCOL_VERSION);
+  /* v2 renamed agentCapabilities and agentInfo (InitializeResponse). */
+  acp__w_raw(w, v2 ? "capabilities" : "agentCapabilities", caps, caps_len,
+             "{}");
   if (info != NULL) {
-    acp__w_raw(w, "agentInfo", info, info_len, NULL);
+    acp__w_raw(w, v2 ? "info" : "agentInfo", info, info_len, NULL);
   } else {
-    acp_json_write_keyz(w, "agentInfo");
+    acp_json_write_keyz(w, v2 ? "info" : "agentInfo");
     acp_json_write_obj_begin(w);
     acp__w_str(w, "name", "libacp");
     acp__w_str(w, "version", ACP_VERSION);
@@ -655,6 +779,8 @@ int acp_agent_respond_prompt(acp_agent *agent, acp_agent_request *req,
     return ACP_ERR_INVALID_STATE;
   if (req->cancelled)
     stop_reason = "cancelled";
+  if (req->accepted)
+    return v2_end_turn(agent, req, stop_reason, false);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "stopReason", stop_reason);
   acp__w_raw(w, "usage", usage, usage_len, NULL);
@@ -913,6 +1039,69 @@ static int update_end(acp_agent *a, const char *extra, size_t extra_len) {
   return acp__role_notify_obj(&a->role, "session/update");
 }
 
+/* v2: the message a chunk of `kind` belongs to in the session's turn (a
+ * chunk outside a turn gets msg_0). */
+static const char *v2_message_id(const agent_sess *s, const char *kind) {
+  const char *id;
+
+  if (s == NULL)
+    return "msg_0";
+  id = strcmp(kind, "agent_thought_chunk") == 0 ? s->thought_id : s->reply_id;
+  return id[0] ? id : "msg_0";
+}
+
+/*
+ * v2: a message chunk the application wrote without a messageId gets the
+ * turn's reply id (ContentChunk requires one). Sends it and returns 0, or 1
+ * when the update needs no change (the caller sends it as is).
+ */
+static int v2_chunk_with_id(acp_agent *a, const char *session_id,
+                            const char *update, size_t len) {
+  acp__role *r = &a->role;
+  const acp_json_val *root, *kind, *k;
+  agent_sess *s;
+  acp_json_writer *w;
+  int rv = acp_json_doc_parse(r->doc, update, len, NULL);
+
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  root = acp_json_doc_root(r->doc);
+  if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT ||
+      acp_json_obj_getz(root, "messageId") != NULL)
+    return 1;
+  kind = acp_json_obj_getz(root, "sessionUpdate");
+  if (!ACP_JSON_STR_EQ_LIT(kind, "agent_message_chunk") &&
+      !ACP_JSON_STR_EQ_LIT(kind, "agent_thought_chunk"))
+    return 1;
+  s = sess_find(a, session_id, strlen(session_id));
+  w = acp__role_obj_begin(r);
+  acp__w_str(w, "sessionId", session_id);
+  acp_json_write_keyz(w, "update");
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(root); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const char *ks;
+    size_t kn;
+
+    rv = acp_json_doc_str(r->doc, k, &ks, &kn);
+    if (rv != 0)
+      return rv;
+    acp_json_write_key(w, ks, kn);
+    acp_json_write_val(w, acp_json_next(k));
+    if (ACP_JSON_STR_EQ_LIT(k, "sessionUpdate"))
+      acp__w_str(
+          w, "messageId",
+          v2_message_id(s, ACP_JSON_STR_EQ_LIT(kind, "agent_thought_chunk")
+                               ? "agent_thought_chunk"
+                               : "agent_message_chunk"));
+  }
+  acp_json_write_obj_end(w);
+  rv = acp__role_notify_obj(r, "session/update");
+  if (rv == 0 && a->cbs.update_sent != NULL)
+    a->cbs.update_sent(a, session_id, update, len, a->user_data);
+  return rv;
+}
+
 int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
                               const char *update, size_t update_len) {
   acp_json_writer *w;
@@ -922,6 +1111,11 @@ int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
     return rv;
   if (update == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (agent->role.version == ACP_PROTOCOL_V2) {
+    rv = v2_chunk_with_id(agent, session_id, update, update_len);
+    if (rv != 1)
+      return rv;
+  }
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_raw(w, "update", update, update_len, NULL);
@@ -942,7 +1136,8 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
     return rv;
   if (text == NULL && text_len != 0)
     return ACP_ERR_INVALID_ARGUMENT;
-  if (extra == NULL && a->cbs.update_sent == NULL) {
+  if (extra == NULL && a->cbs.update_sent == NULL &&
+      a->role.version != ACP_PROTOCOL_V2) {
     /* The common, large case goes straight into the session's output: the
      * text is copied once, not into a params writer first. */
     acp__rpc_part parts[] = {
@@ -958,6 +1153,12 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
                                   sizeof(parts) / sizeof(parts[0]));
   }
   w = update_begin(a, session_id, kind);
+  if (a->role.version == ACP_PROTOCOL_V2) {
+    /* v2 chunks belong to a message: the turn's reply. */
+    agent_sess *s = sess_find(a, session_id, strlen(session_id));
+
+    acp__w_str(w, "messageId", v2_message_id(s, kind));
+  }
   acp_json_write_keyz(w, "content");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "text");

@@ -5,6 +5,8 @@
  */
 #include "role_int.h"
 
+#include "acp/version.h"
+
 #define CLIENT_PROTOCOL_VERSION 1
 
 /* Call kinds that the client post-processes. */
@@ -24,6 +26,7 @@ struct acp_client {
   acp_client_callbacks cbs;
   void *user_data;
   int64_t protocol_version;
+  int max_version; /* highest version initialize asks for (0 means 1) */
   char *agent_caps;
   size_t agent_caps_len;
 };
@@ -232,10 +235,19 @@ static int client_record_initialize(acp_client *c, const acp_rpc_msg *msg) {
                          &v) != 0)
     return 0;
   c->protocol_version = v;
+  /* Speak what the agent answered, if we enabled it; an answer we cannot
+   * speak leaves the v1 table (the application should close, see
+   * acp_client_protocol_version()). */
+  if (v == ACP_PROTOCOL_V2 && c->max_version >= ACP_PROTOCOL_V2)
+    c->role.version = ACP_PROTOCOL_V2;
+  else
+    c->role.version = ACP_PROTOCOL_V1;
   acp__free(&c->role.mem, c->agent_caps);
   c->agent_caps = NULL;
   c->agent_caps_len = 0;
   caps = acp_json_obj_getz(msg->result, "agentCapabilities");
+  if (caps == NULL) /* v2 spelling */
+    caps = acp_json_obj_getz(msg->result, "capabilities");
   if (caps != NULL) {
     size_t n;
     const char *raw = acp_json_raw(caps, &n);
@@ -515,6 +527,14 @@ int acp_client_notify(acp_client *client, const char *method,
   return acp__role_notify(&client->role, method, params, params_len);
 }
 
+int acp_client_set_max_protocol_version(acp_client *client, int version) {
+  if (client == NULL ||
+      (version != ACP_PROTOCOL_V1 && version != ACP_PROTOCOL_V2))
+    return ACP_ERR_INVALID_ARGUMENT;
+  client->max_version = version;
+  return 0;
+}
+
 int acp_client_cancel_call(acp_client *client, int64_t id) {
   if (client == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
@@ -531,9 +551,27 @@ int acp_client_initialize(acp_client *client, const char *caps, size_t caps_len,
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(&client->role);
   acp_json_write_keyz(w, "protocolVersion");
-  acp_json_write_int(w, CLIENT_PROTOCOL_VERSION);
-  acp__w_raw(w, "clientCapabilities", caps, caps_len, "{}");
-  acp__w_raw(w, "clientInfo", info, info_len, NULL);
+  if (client->max_version >= ACP_PROTOCOL_V2) {
+    /* Ask for 2 with both spellings: a v1 agent answering 1 reads
+     * clientCapabilities/clientInfo, a v2 one capabilities/info. */
+    acp_json_write_int(w, ACP_PROTOCOL_V2);
+    acp__w_raw(w, "clientCapabilities", caps, caps_len, "{}");
+    acp__w_raw(w, "capabilities", caps, caps_len, "{}");
+    acp__w_raw(w, "clientInfo", info, info_len, NULL);
+    if (info != NULL) {
+      acp__w_raw(w, "info", info, info_len, NULL);
+    } else {
+      acp_json_write_keyz(w, "info");
+      acp_json_write_obj_begin(w);
+      acp__w_str(w, "name", "libacp");
+      acp__w_str(w, "version", ACP_VERSION);
+      acp_json_write_obj_end(w);
+    }
+  } else {
+    acp_json_write_int(w, CLIENT_PROTOCOL_VERSION);
+    acp__w_raw(w, "clientCapabilities", caps, caps_len, "{}");
+    acp__w_raw(w, "clientInfo", info, info_len, NULL);
+  }
   return client_call_w(client, CALL_INITIALIZE, "initialize", cb, cb_user_data,
                        id_out);
 }

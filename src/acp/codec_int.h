@@ -98,5 +98,9 @@ extern const size_t acp__all_types_count;
  * or when the handler checks (mcp/connect, mcp/message) or for an unknown
  * id. Static storage. */
 const char *acp__method_required_params(int method_id);
+/* The same for the table of one protocol version (src/acp/gen_methods.c):
+ * version 2 reads the v2 schema's required members, any other version the
+ * v1 ones. "" for a method the version does not have. */
+const char *acp__method_required_params_version(int version, int method_id);
 
 #endif /* ACP_CODEC_INT_H */

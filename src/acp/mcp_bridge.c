@@ -1001,6 +1001,19 @@ acp_ssize acp_mcp_bridge_from_agent(acp_mcp_bridge *b, const char *line,
   b->caps_seen = true;
   if (acp_json_type_of(res) != ACP_JSON_OBJECT)
     return (acp_ssize)len;
+  {
+    int64_t pv = 1;
+
+    /* ACP v2 (or later) has no agentCapabilities and another MCP-over-ACP
+     * binding: the bridge stays out of such a chain, which then carries
+     * every byte unchanged. */
+    if (acp_json_get_int64(acp_json_obj_getz(res, "protocolVersion"), &pv) ==
+            0 &&
+        pv > 1) {
+      b->agent_acp = true;
+      return (acp_ssize)len;
+    }
+  }
   caps = acp_json_obj_getz(res, "agentCapabilities");
   b->agent_acp = acp_mcp_acp_caps_has_acp(caps) != 0;
   if (acp_json_get_bool(

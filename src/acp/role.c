@@ -17,9 +17,10 @@
  * i(nteger)). Returns 0 when valid, else
  * writes "<path>: <reason>" into msg and the path into path.
  */
-static int check_params(acp_method_id id, const acp_json_val *params, char *msg,
-                        size_t msgcap, char *path, size_t pathcap) {
-  const char *spec = acp__method_required_params((int)id);
+static int check_params(int version, acp_method_id id,
+                        const acp_json_val *params, char *msg, size_t msgcap,
+                        char *path, size_t pathcap) {
+  const char *spec = acp__method_required_params_version(version, (int)id);
   const char *p = spec;
 
   if (params != NULL && acp_json_type_of(params) != ACP_JSON_OBJECT) {
@@ -182,14 +183,14 @@ static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
       return rv == ACP__ROLE_DONE ? 0 : rv;
   }
   if (r->side != 0)
-    mi = acp_method_by_name(msg->method, msg->method_len);
+    mi = acp_method_by_name_version(r->version, msg->method, msg->method_len);
   if (mi != NULL && ((mi->side & r->side) == 0 || mi->is_notification))
     mi = NULL;
   if (mi != NULL) {
     char why[192];
     char path[96];
 
-    if (check_params(mi->id, msg->params, why, sizeof(why), path,
+    if (check_params(r->version, mi->id, msg->params, why, sizeof(why), path,
                      sizeof(path)) != 0)
       return respond_invalid_params(r, msg->handle, why, path);
   }
@@ -233,7 +234,7 @@ static int rpc_on_notification(acp_rpc_session *s, const acp_rpc_msg *msg,
 
   ACP_UNUSED(s);
   if (r->side != 0)
-    mi = acp_method_by_name(msg->method, msg->method_len);
+    mi = acp_method_by_name_version(r->version, msg->method, msg->method_len);
   if (mi != NULL && ((mi->side & r->side) == 0 ||
                      (!mi->is_notification && mi->notification_type == NULL)))
     mi = NULL;
@@ -243,7 +244,7 @@ static int rpc_on_notification(acp_rpc_session *s, const acp_rpc_msg *msg,
 
     /* A notification cannot be answered: one that fails the check is
      * dropped. */
-    if (check_params(mi->id, msg->params, why, sizeof(why), path,
+    if (check_params(r->version, mi->id, msg->params, why, sizeof(why), path,
                      sizeof(path)) != 0)
       return 0;
   }
@@ -280,6 +281,20 @@ static void req_answered(acp__role *r, acp__req *req, bool is_error) {
     r->ops->on_answered(r, req, is_error);
   if (!req->in_cb)
     req_free(r, req);
+}
+
+void acp__role_finish(acp__role *r, acp__req *req, bool is_error) {
+  if (!req->answered)
+    req_answered(r, req, is_error);
+}
+
+int acp__role_respond_early(acp__role *r, acp__req *req, const char *result,
+                            size_t len) {
+  int rv = req_answerable(r, req);
+
+  if (rv != 0)
+    return rv;
+  return acp_rpc_session_respond(r->rpc, req->handle, result, len);
 }
 
 int acp__role_respond(acp__role *r, acp__req *req, const char *result,
@@ -581,6 +596,7 @@ int acp__role_init(acp__role *r, acp_side side, const acp__role_ops *ops,
   memset(r, 0, sizeof(*r));
   acp__mem_init(&r->mem, mem);
   r->side = side;
+  r->version = ACP_PROTOCOL_V1;
   r->ops = ops;
   r->owner = owner;
   acp__buf_init(&r->buf, &r->mem, 0);

@@ -40,6 +40,9 @@ struct acp_incoming_request {
   bool in_cb;             /* held: answering does not free it */
   bool answered;
   bool cancelled;
+  /* ACP v2 session/prompt: the response (the prompt's acceptance) went out
+   * already; the turn ends with an idle state_update (agent.c). */
+  bool accepted;
   bool in_batch; /* arrived in a batch: the session assembles the answer */
 };
 
@@ -101,6 +104,9 @@ struct acp__role {
                      the proxy, which handles every method by routing */
   const acp__role_ops *ops;
   void *owner;
+  /* Protocol version whose method table validates and dispatches incoming
+   * messages (ACP_PROTOCOL_V1 until initialize negotiated another). */
+  int version;
 };
 
 int acp__role_init(acp__role *r, acp_side side, const acp__role_ops *ops,
@@ -159,6 +165,12 @@ acp_json_writer *acp__role_obj_begin(acp__role *r);
 int acp__role_obj_end(acp__role *r, const char **data, size_t *len);
 /* Close that object and send it as req's result / as method's params. */
 int acp__role_respond_obj(acp__role *r, acp__req *req);
+/* Mark req answered without writing a response (its response was already
+ * written straight to the session, as a v2 prompt acceptance). */
+void acp__role_finish(acp__role *r, acp__req *req, bool is_error);
+/* Write a response for req now but keep req pending for the role. */
+int acp__role_respond_early(acp__role *r, acp__req *req, const char *result,
+                            size_t len);
 int acp__role_notify_obj(acp__role *r, const char *method);
 
 /* Writer helpers; all errors are sticky on the writer. */

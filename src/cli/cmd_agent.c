@@ -13,6 +13,7 @@
 #include "acp/agent.h"
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
+#include "acp/methods.h"
 #include "acp/types.h"
 #include "acp/uv.h"
 #include "acp/version.h"
@@ -26,6 +27,7 @@
 static const char agent_usage[] =
     "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
     "                 [--mcp-http on|off] [--state-dir DIR] [--unstable]\n"
+    "                 [--protocol-v2]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -57,6 +59,13 @@ static const char agent_usage[] =
     "               session/fork, session/set_title, session/archive,\n"
     "               session/unarchive, session/status, auth/status (see the\n"
     "               unstable commands below)\n"
+    "  --protocol-v2\n"
+    "               speak the ACP v2 draft with a client that asks for 2\n"
+    "               (initialize protocolVersion >= 2); others get 1. Under\n"
+    "               v2 the v1-only methods (session/load, session/set_mode,\n"
+    "               authenticate, fs/*, terminal/*) are not served;\n"
+    "               auth/login and auth/logout are; a prompt is accepted at\n"
+    "               once and its turn ends with state_update idle\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
@@ -146,6 +155,7 @@ struct app {
   uv_idle_t flush;       /* saves dirty sessions once per loop iteration */
   struct broken *broken; /* state files that could not be restored */
   bool unstable;         /* --unstable */
+  bool protocol_v2;      /* --protocol-v2: answer 2 to a client asking 2 */
   char auth_state[32];   /* what auth/status answers (/auth changes it) */
   unsigned next_msg;     /* /message ids */
   unsigned next_elicit;  /* /elicit-url ids */
@@ -2118,6 +2128,12 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   app *a = ud;
   const acp_json_val *p = acp_agent_request_params(req);
   const acp_json_val *caps = acp_json_obj_getz(p, "clientCapabilities");
+  /* v2 (acp agent --protocol-v2 and a client asking 2): the v2 shape. */
+  bool v2 = a->protocol_v2 &&
+            acp_agent_request_protocol_version(req) >= ACP_PROTOCOL_V2;
+  static const char caps_v2[] =
+      "{\"session\":{\"prompt\":{\"image\":false,\"audio\":false,"
+      "\"embeddedContext\":true},\"delete\":{}}}";
   const acp_json_val *fs = acp_json_obj_getz(caps, "fs");
   bool b;
   size_t n;
@@ -2148,6 +2164,11 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
     snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on);
     agent_caps = ucaps;
   }
+  if (v2) {
+    agent_caps = caps_v2;
+    caps = acp_json_obj_getz(p, "capabilities");
+    fs = NULL; /* v2 has no fs or terminal client methods */
+  }
   agent_caps_len = strlen(agent_caps);
   acp_json_writer *cw = NULL;
   int rv;
@@ -2167,7 +2188,7 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   kvs(a->w, "version", ACP_VERSION);
   acp_json_write_obj_end(a->w);
   info = wdata(a, &n);
-  if (!a->mcp_acp_off) {
+  if (!a->mcp_acp_off && !v2) {
     /* --mcp-acp native: advertise mcpCapabilities.acp. */
     if (acp_json_writer_new(&cw, 0, NULL) != 0 ||
         acp_mcp_acp_caps_enable(cw, agent_caps, agent_caps_len) != 0)
@@ -2184,6 +2205,19 @@ static int on_authenticate(acp_agent *agent, acp_agent_request *req, void *ud) {
   (void)ud;
   /* No auth methods are advertised, so no methodId can be valid. */
   acp_agent_respond_error(agent, req, -32602, "unknown authentication method",
+                          NULL, 0);
+  return 0;
+}
+
+/* v2 tool_call/cancel and terminal/cancel: no tool call or terminal of
+ * this agent advertises capabilities.cancel, and the spec answers -32602
+ * for one that is unknown, final or not cancellable. */
+static int on_cancel_not_cancellable(acp_agent *agent, acp_agent_request *req,
+                                     void *ud) {
+  (void)ud;
+  acp_agent_respond_error(agent, req, -32602,
+                          "Invalid params: not a cancellable tool call or "
+                          "terminal of this session",
                           NULL, 0);
   return 0;
 }
@@ -3058,6 +3092,8 @@ int cmd_agent(int argc, char **argv) {
       a.mcp_acp_off = strcmp(v, "off") == 0;
     } else if (strcmp(argv[i], "--unstable") == 0) {
       a.unstable = true;
+    } else if (strcmp(argv[i], "--protocol-v2") == 0) {
+      a.protocol_v2 = true;
     } else if ((v = cli_opt_value(argc, argv, &i, "--state-dir", &ok)) !=
                NULL) {
       if (v[0] == '\0') {
@@ -3093,6 +3129,11 @@ int cmd_agent(int argc, char **argv) {
   acp_agent_callbacks_set_on_initialize(cbs, on_initialize);
   acp_agent_callbacks_set_on_authenticate(cbs, on_authenticate);
   acp_agent_callbacks_set_on_logout(cbs, on_empty);
+  /* v2 (--protocol-v2): the same auth answers under the v2 names. */
+  acp_agent_callbacks_set_on_auth_login(cbs, on_authenticate);
+  acp_agent_callbacks_set_on_auth_logout(cbs, on_empty);
+  acp_agent_callbacks_set_on_tool_call_cancel(cbs, on_cancel_not_cancellable);
+  acp_agent_callbacks_set_on_terminal_cancel(cbs, on_cancel_not_cancellable);
   acp_agent_callbacks_set_on_session_new(cbs, on_session_new);
   acp_agent_callbacks_set_on_session_load(cbs, on_session_load);
   acp_agent_callbacks_set_on_session_resume(cbs, on_session_resume);
@@ -3122,6 +3163,9 @@ int cmd_agent(int argc, char **argv) {
     acp_agent_callbacks_set_on_auth_status(cbs, on_auth_status);
   }
   if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
+    goto cleanup;
+  if (a.protocol_v2 &&
+      acp_agent_set_max_protocol_version(a.agent, ACP_PROTOCOL_V2) != 0)
     goto cleanup;
   if (acp_mcp_acp_consumer_new(&a.mcp, a.agent, &a, NULL) != 0)
     goto cleanup;

@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "acp/client.h"
+#include "acp/methods.h"
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
 #include "acp/remote.h"
@@ -34,7 +35,7 @@ static const char client_usage[] =
     "usage: acp client [-p PROMPT] [--cwd DIR] [--yes] [--quiet]\n"
     "                  [--interactive] [--color WHEN]\n"
     "                  [--agent NAME [--agents-file FILE]]\n"
-    "                  [--mcp-tools] [-- AGENT_CMD [ARGS...]]\n"
+    "                  [--mcp-tools] [--protocol-v2] [-- AGENT_CMD [ARGS...]]\n"
     "       acp client [options] --url ws://HOST:PORT/acp [--token TOKEN]\n"
     "                  [--header 'Name: value']...\n"
     "\n"
@@ -77,6 +78,8 @@ static const char client_usage[] =
     "  --token TOKEN      with --url: send 'Authorization: Bearer TOKEN'\n"
     "                     (also from the ACP_TOKEN environment)\n"
     "  --header 'N: V'    with --url: one more request header (repeatable)\n"
+    "  --protocol-v2      ask for the ACP v2 draft in initialize and speak\n"
+    "                     what the agent answers (1 or 2)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Interactive use: each line you type is a prompt; Ctrl-C cancels the\n"
@@ -128,6 +131,7 @@ struct capp {
   char *session_id;
   const char *prompt;
   bool yes;
+  bool protocol_v2; /* --protocol-v2: ask for the ACP v2 draft */
   bool quiet;
   bool interactive;
   bool stdin_eof;
@@ -571,6 +575,8 @@ static void note_diffs(capp *a, const acp_client_update *u) {
 
 static void remember_commands(capp *a, const acp_client_update *u);
 
+static void v2_state_update(capp *a, const acp_client_update *u);
+
 static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   capp *a = ud;
   const acp_json_val *content = acp_json_obj_getz(u->update, "content");
@@ -579,6 +585,12 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   const char *style = a->color ? update_style(u) : NULL;
 
   (void)client;
+  if (u->kind_name_len == 12 && memcmp(u->kind_name, "state_update", 12) == 0) {
+    v2_state_update(a, u);
+    return 0;
+  }
+  if (u->kind_name_len == 12 && memcmp(u->kind_name, "user_message", 12) == 0)
+    return 0; /* v2: the prompt we sent, echoed with its messageId */
   if (style != NULL)
     note(a, "%s", style);
   switch (u->kind) {
@@ -1542,6 +1554,28 @@ static void note_turn_usage(capp *a, const acp_rpc_msg *msg) {
   note(a, "%s\n", a->color ? "\033[0m" : "");
 }
 
+static void turn_ended(capp *a, int code);
+
+/* ACP v2: the turn ends with an idle state_update carrying the stop
+ * reason, not with the session/prompt response. */
+static void v2_state_update(capp *a, const acp_client_update *u) {
+  const char *st = NULL, *s = NULL;
+  size_t stn = 0, n = 0;
+  int code;
+
+  jstr(u->msg, u->update, "state", &st, &stn);
+  if (st == NULL || stn != 4 || memcmp(st, "idle", 4) != 0 ||
+      a->state != ST_PROMPT)
+    return;
+  jstr(u->msg, u->update, "stopReason", &s, &n);
+  code = s ? stop_reason_code(s, n) : CLI_EXIT_OK;
+  if (!a->at_line_start)
+    out_text(a, "\n", 1);
+  if (code != CLI_EXIT_OK)
+    note(a, "[stop] %.*s\n", (int)n, s ? s : "(none)");
+  turn_ended(a, code);
+}
+
 static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
                           void *ud) {
   capp *a = ud;
@@ -1549,7 +1583,10 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
   size_t n = 0;
   int code;
 
-  (void)client;
+  if (msg->result != NULL &&
+      acp_client_protocol_version(client) == ACP_PROTOCOL_V2 &&
+      acp_json_obj_getz(msg->result, "stopReason") == NULL)
+    return 0; /* v2: prompt accepted; the turn ends on state_update idle */
   if (msg->result == NULL) {
     note(a, "error %lld: %.*s\n", (long long)msg->error_code,
          (int)msg->error_message_len,
@@ -1565,19 +1602,23 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
       note(a, "[stop] %.*s\n", (int)n, s ? s : "(none)");
     note_turn_usage(a, msg);
   }
+  turn_ended(a, code);
+  return 0;
+}
+
+static void turn_ended(capp *a, int code) {
   a->cancels = 0;
   if (!a->interactive) {
     app_quit(a, code);
-    return 0;
+    return;
   }
   a->state = ST_IDLE;
   if (a->stdin_eof && a->line_len == 0) {
     app_quit(a, CLI_EXIT_OK);
-    return 0;
+    return;
   }
   show_prompt(a);
   read_stdin(a); /* lines typed ahead are used first */
-  return 0;
 }
 
 static void send_prompt(capp *a, const char *text, size_t len) {
@@ -1650,6 +1691,18 @@ static int on_initialized(acp_client *client, const acp_rpc_msg *msg,
     return 0;
   }
   a->state = ST_NEW;
+  if (acp_client_protocol_version(client) > 1)
+    note(a, "protocol version %lld\n",
+         (long long)acp_client_protocol_version(client));
+  if (acp_client_protocol_version(client) > 1 && !a->protocol_v2) {
+    /* The spec: close when the answer is a version we cannot speak. */
+    note(a,
+         "the agent answered protocol version %lld; acp client speaks 1 "
+         "(2 with --protocol-v2)\n",
+         (long long)acp_client_protocol_version(client));
+    app_quit(a, CLI_EXIT_FAILURE);
+    return 0;
+  }
   if (mcp_servers_json(a, msg, &servers, &servers_len) != 0 ||
       acp_client_session_new(client, a->cwd, servers, servers_len,
                              on_session_new, a, NULL) != 0)
@@ -2295,6 +2348,8 @@ int cmd_client(int argc, char **argv) {
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "-y") == 0) {
       a.yes = true;
+    } else if (strcmp(argv[i], "--protocol-v2") == 0) {
+      a.protocol_v2 = true;
     } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
       a.quiet = true;
     } else if (strcmp(argv[i], "--mcp-tools") == 0) {
@@ -2418,6 +2473,9 @@ int cmd_client(int argc, char **argv) {
     acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_message);
   }
   if (acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
+    goto cleanup;
+  if (a.protocol_v2 &&
+      acp_client_set_max_protocol_version(a.client, ACP_PROTOCOL_V2) != 0)
     goto cleanup;
   if (a.mcp_tools && mcp_server_create(&a) != 0)
     goto cleanup;

@@ -6,6 +6,7 @@
  * literal envelope pieces and spans of the input (ids, method names, params,
  * results), so a forwarded payload is copied exactly once.
  */
+#include <stdio.h>
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
 #include "acp/rpc.h"
@@ -46,6 +47,7 @@ typedef struct rt_link {
   size_t init_params_len;
   char *init_result; /* its successful InitializeResponse result */
   size_t init_result_len;
+  int64_t init_version; /* that result's protocolVersion, -1 if none */
 } rt_link;
 
 /* An MCP-over-ACP server id declared by a component, or a connection id
@@ -1282,6 +1284,57 @@ static int route_call(acp_router *r, uint32_t k, const acp_json_val *id,
   return forward(r, k, left_of(r, k), DIR_LEFT, &c);
 }
 
+/*
+ * A proxy's initialize answer whose protocolVersion differs from its
+ * successor's: the router translates nothing between protocol versions
+ * (ACP v1 and the v2 draft differ in methods and shapes), so such a chain
+ * cannot work and is refused at initialize.
+ */
+static bool init_version_mismatch(const acp_router *r, uint32_t k,
+                                  const acp_json_val *result) {
+  uint32_t s = right_of(r, k);
+  int64_t v = -1;
+
+  if (s == 0 || s == k || r->links[s].init_result == NULL)
+    return false;
+  (void)acp_json_get_int64(acp_json_obj_getz(result, "protocolVersion"), &v);
+  return v != r->links[s].init_version;
+}
+
+static int refuse_init_mismatch(acp_router *r, uint32_t k, uint32_t idx,
+                                const acp_json_val *result) {
+  rt_entry *e = &r->tab.e[idx];
+  uint32_t s = right_of(r, k);
+  long long sv = (long long)r->links[s].init_version;
+  char msg[240];
+  char data[160];
+  int64_t v = -1;
+  int m, n;
+  int rv;
+
+  (void)acp_json_get_int64(acp_json_obj_getz(result, "protocolVersion"), &v);
+  /* msg is a JSON string literal: nothing in it needs escaping. */
+  m = snprintf(msg, sizeof(msg),
+               "\"protocol version mismatch in the chain: component %u "
+               "answered initialize with protocolVersion %lld, its successor "
+               "%u with %lld; the conductor translates nothing between "
+               "versions\"",
+               (unsigned)k, (long long)v, (unsigned)s, sv);
+  n = snprintf(data, sizeof(data),
+               "{\"component\":%u,\"protocolVersion\":%lld,\"successor\":%u,"
+               "\"successorProtocolVersion\":%lld}",
+               (unsigned)k, (long long)v, (unsigned)s, sv);
+  event(r, ACP_ROUTER_EVENT_REJECTED, k, "protocol version mismatch");
+  if (e->src == RT_SELF) {
+    rt__table_release(&r->tab, idx);
+    return 0;
+  }
+  rv = emit_error(r, e->src, e->orig, e->orig_len, ACP_RPC_INTERNAL_ERROR, msg,
+                  (size_t)m, data, (size_t)n);
+  rt__table_release(&r->tab, idx);
+  return rv;
+}
+
 static int route_response(acp_router *r, uint32_t k, const acp_json_val *id,
                           const acp_json_val *result,
                           const acp_json_val *error) {
@@ -1333,6 +1386,8 @@ static int route_response(acp_router *r, uint32_t k, const acp_json_val *id,
   }
   if (e->flags & RT_F_INIT) {
     rt_link *l = &r->links[k];
+    if (ok && result != NULL && init_version_mismatch(r, k, result))
+      return refuse_init_mismatch(r, k, idx, result);
     if (ok && result != NULL) {
       size_t len;
       const char *p = acp_json_raw(result, &len);
@@ -1342,6 +1397,9 @@ static int route_response(acp_router *r, uint32_t k, const acp_json_val *id,
       acp__free(&r->mem, l->init_result);
       l->init_result = copy;
       l->init_result_len = len;
+      l->init_version = -1;
+      (void)acp_json_get_int64(acp_json_obj_getz(result, "protocolVersion"),
+                               &l->init_version);
       event(r, ACP_ROUTER_EVENT_INITIALIZED, k, "initialized");
     }
     if (l->state == ACP_ROUTER_LINK_RESTARTING) {

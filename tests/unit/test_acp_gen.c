@@ -113,6 +113,8 @@ static bool seen_has(const seen_set *s, const char *name) {
  * methods the main copy lacks are in the table, the proxy ones not at
  * all. */
 static const seen_set *overlay_skip;
+/* The protocol version whose table check_schema() reads. */
+static int table_version = ACP_PROTOCOL_V1;
 
 /*
  * Every $defs entry with an x-method must be in the table with the x-side
@@ -145,13 +147,20 @@ static size_t check_schema(const char *file, bool unstable_file,
     if (overlay_skip != NULL &&
         (seen_has(overlay_skip, method) || strcmp(side, "proxy") == 0))
       continue;
-    mi = acp_method_by_name(method, strlen(method));
+    if (table_version == ACP_PROTOCOL_V2 && strcmp(side, "proxy") == 0)
+      continue; /* proxy methods: not generated (gen_acp.py overlay()) */
+    mi = acp_method_by_name_version(table_version, method, strlen(method));
     if (mi == NULL)
       fail_msg("%s: %s (%s) not in the method table", file, method, name);
     assert_string_equal(mi->name, method);
     assert_int_equal(mi->name_len, strlen(method));
-    assert_ptr_equal(acp_method_by_id(mi->id), mi);
-    assert_int_equal(mi->side, side_of(side));
+    assert_ptr_equal(acp_method_by_id_version(table_version, mi->id), mi);
+    /* The SDK's v2 copy spells mcp/message (both) as two types, one per
+     * side. */
+    if (table_version == ACP_PROTOCOL_V2)
+      assert_int_equal(mi->side & side_of(side), side_of(side));
+    else
+      assert_int_equal(mi->side, side_of(side));
     if (!unstable_file)
       assert_false(mi->unstable);
     if (ends_with(name, "Notification")) {
@@ -237,7 +246,9 @@ static void test_gen_table_matches_schema(void **state) {
   for (i = 0; i < stable->n; i++)
     seen_add(all, stable->names[i]);
   assert_int_equal(acp_method_count(), all->n);
-  assert_int_equal(acp_method_count(), (size_t)ACP_METHOD__COUNT - 1);
+  /* The ids after the v1 ones belong to the methods only v2 has. */
+  assert_true(acp_method_count() < (size_t)ACP_METHOD__COUNT - 1);
+  assert_int_equal(acp_method_by_name("auth/login", 10), NULL);
   for (i = 0; i < acp_method_count(); i++) {
     const acp_method_info *mi = acp_method_at(i);
     size_t j;
@@ -323,11 +334,63 @@ static void test_gen_lookup_rejects_unknown(void **state) {
   assert_non_null(acp_method_at(acp_method_count() - 1));
 }
 
+/* The v2 table: every method of the v2 schemas (and of the SDK 2.4.0 copy)
+ * and nothing else, ids shared with v1 where the wire name is, the methods
+ * v2 dropped absent, and the v2 required members. */
+static void test_gen_v2_table(void **state) {
+  seen_set *stable = calloc(1, sizeof(*stable));
+  seen_set *all = calloc(1, sizeof(*all));
+  const acp_method_info *mi;
+  size_t i;
+  (void)state;
+
+  assert_non_null(stable);
+  assert_non_null(all);
+  table_version = ACP_PROTOCOL_V2;
+  assert_true(check_schema("acp/schema/v2/schema.json", false, stable) > 0);
+  assert_true(
+      check_schema("acp/schema-sdk-2.4.0/v2/schema.json", false, stable) > 0);
+  for (i = 0; i < stable->n; i++)
+    seen_add(all, stable->names[i]);
+  check_schema("acp/schema/v2/schema.unstable.json", true, all);
+  check_schema("acp/schema-sdk-2.4.0/v2/schema.unstable.json", true, all);
+  table_version = ACP_PROTOCOL_V1;
+  assert_int_equal(acp_method_count_version(ACP_PROTOCOL_V2), all->n);
+  for (i = 0; i < acp_method_count_version(ACP_PROTOCOL_V2); i++) {
+    mi = acp_method_at_version(ACP_PROTOCOL_V2, i);
+    assert_non_null(mi);
+    assert_true(seen_has(all, mi->name));
+    assert_int_equal(mi->unstable, !seen_has(stable, mi->name));
+  }
+  assert_null(acp_method_at_version(ACP_PROTOCOL_V2, all->n));
+  /* v2 dropped these. */
+  assert_null(acp_method_by_name_version(ACP_PROTOCOL_V2, "session/load", 12));
+  assert_null(
+      acp_method_by_name_version(ACP_PROTOCOL_V2, "fs/read_text_file", 17));
+  assert_null(acp_method_by_name_version(ACP_PROTOCOL_V2, "authenticate", 12));
+  /* Shared methods keep their id; v2-only ones come after v1's. */
+  mi = acp_method_by_name_version(ACP_PROTOCOL_V2, "session/prompt", 14);
+  assert_non_null(mi);
+  assert_int_equal(mi->id, ACP_METHOD_SESSION_PROMPT);
+  assert_ptr_not_equal(mi, acp_method_by_id(ACP_METHOD_SESSION_PROMPT));
+  mi = acp_method_by_name_version(ACP_PROTOCOL_V2, "tool_call/cancel", 16);
+  assert_non_null(mi);
+  assert_false(mi->unstable);
+  assert_true((size_t)mi->id > acp_method_count());
+  assert_ptr_equal(acp_method_by_id(mi->id), mi);
+  assert_null(acp_method_by_id_version(ACP_PROTOCOL_V1, mi->id));
+  assert_null(acp_method_by_name_version(3, "initialize", 10));
+  assert_int_equal(acp_method_count_version(0), 0);
+  free(stable);
+  free(all);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gen_table_matches_schema),
       cmocka_unit_test(test_gen_known_kinds),
       cmocka_unit_test(test_gen_lookup_rejects_unknown),
+      cmocka_unit_test(test_gen_v2_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

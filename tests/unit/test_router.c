@@ -1765,8 +1765,87 @@ static void test_router_failmalloc(void **state) {
   failmem_sweep(scenario, 10);
 }
 
+/* MARK: - ACP v2 */
+
+#define V2_PARAMS                                                              \
+  "{\"protocolVersion\":2,\"info\":{\"name\":\"c\"},\"capabilities\":{}}"
+#define V2_RESULT                                                              \
+  "{\"protocolVersion\":2,\"info\":{\"name\":\"a\"},\"capabilities\":{"        \
+  "\"session\":{}}}"
+
+/* A v2 chain (proxy + agent both answer 2) is carried byte-exact, later
+ * v2-only traffic too: the router reads no method table. */
+static void test_router_v2_chain_is_byte_exact(void **state) {
+  acp_router *r = mk_agent(2);
+
+  (void)state;
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+       "\"params\":" V2_PARAMS "}");
+  EXPECT(r, 1,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"proxy/initialize\","
+         "\"params\":" V2_PARAMS "}");
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":100,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"initialize\",\"params\":" V2_PARAMS "}}");
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+         "\"params\":" V2_PARAMS "}");
+  feed(r, 2, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":" V2_RESULT "}");
+  EXPECT(r, 1, "{\"jsonrpc\":\"2.0\",\"id\":100,\"result\":" V2_RESULT "}");
+  feed(r, 1, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":" V2_RESULT "}");
+  EXPECT(r, 0, "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":" V2_RESULT "}");
+  nothing_anywhere(r);
+  /* tool_call/cancel (v2 only) from the client reaches the proxy as is. */
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tool_call/cancel\","
+       "\"params\":{\"sessionId\":\"s\",\"toolCallId\":\"t\"}}");
+  EXPECT(r, 1,
+         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tool_call/cancel\","
+         "\"params\":{\"sessionId\":\"s\",\"toolCallId\":\"t\"}}");
+  assert_int_equal(R.nevents[ACP_ROUTER_EVENT_REJECTED], 0);
+  acp_router_free(r);
+}
+
+/* A proxy that answers another protocolVersion than its successor did: the
+ * client gets a clear error instead of a chain speaking two versions. */
+static void test_router_version_mismatch_is_refused(void **state) {
+  acp_router *r = mk_agent(2);
+
+  (void)state;
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+       "\"params\":" V2_PARAMS "}");
+  EXPECT(r, 1,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"proxy/initialize\","
+         "\"params\":" V2_PARAMS "}");
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":100,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"initialize\",\"params\":" V2_PARAMS "}}");
+  EXPECT(r, 2,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+         "\"params\":" V2_PARAMS "}");
+  /* The agent speaks 1, the proxy claims 2. */
+  feed(r, 2, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":" INIT_RESULT "}");
+  EXPECT(r, 1, "{\"jsonrpc\":\"2.0\",\"id\":100,\"result\":" INIT_RESULT "}");
+  feed(r, 1, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":" V2_RESULT "}");
+  EXPECT(r, 0,
+         "{\"jsonrpc\":\"2.0\",\"id\":0,\"error\":{\"code\":-32603,"
+         "\"message\":\"protocol version mismatch in the chain: component 1 "
+         "answered initialize with protocolVersion 2, its successor 2 with "
+         "1; the conductor translates nothing between versions\","
+         "\"data\":{\"component\":1,\"protocolVersion\":2,\"successor\":2,"
+         "\"successorProtocolVersion\":1}}}");
+  assert_int_equal(R.nevents[ACP_ROUTER_EVENT_REJECTED], 1);
+  nothing_anywhere(r);
+  assert_int_equal(acp_router_pending(r), 0);
+  acp_router_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_router_v2_chain_is_byte_exact),
+      cmocka_unit_test(test_router_version_mismatch_is_refused),
       cmocka_unit_test(test_router_new_rejects_bad_arguments),
       cmocka_unit_test(test_router_init_one_component_is_a_pass_through),
       cmocka_unit_test(test_router_init_two_components),

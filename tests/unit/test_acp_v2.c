@@ -1,0 +1,405 @@
+/*
+ * ACP v2 draft negotiation on both roles: an agent answers 2 only when the
+ * application opted in and the client asked for 2 or more, a client asks
+ * for the highest version it enabled and speaks what the agent answered,
+ * and each role then checks and dispatches with the negotiated version's
+ * method table.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "acp_roles_pair.h"
+
+static int new_hits;
+static int ext_hits;
+static int64_t last_code;
+static int n_ok;
+
+static int a_session_new(acp_agent *a, acp_agent_request *req, void *ud) {
+  (void)ud;
+  new_hits++;
+  return acp_agent_respond_session_new(a, req, "s1", NULL, 0);
+}
+
+static int a_session_load(acp_agent *a, acp_agent_request *req, void *ud) {
+  (void)ud;
+  return acp_agent_respond_empty(a, req);
+}
+
+static int prompt_fails;
+
+/* A v1-shaped prompt handler: one chunk, then the end of the turn (or an
+ * error when prompt_fails). */
+static int a_session_prompt(acp_agent *a, acp_agent_request *req, void *ud) {
+  (void)ud;
+  assert_int_equal(acp_agent_send_message_chunk(a, "s1", LIT("hi"), NULL, 0),
+                   0);
+  if (prompt_fails)
+    return acp_agent_respond_error(a, req, -32603, "boom", NULL, 0);
+  return acp_agent_respond_prompt(a, req, "end_turn", NULL, 0);
+}
+
+static int a_ext(acp_agent *a, acp_agent_request *req, void *ud) {
+  (void)ud;
+  ext_hits++;
+  return acp_agent_respond_empty(a, req);
+}
+
+static int c_permission(acp_client *c, acp_client_request *req, void *ud) {
+  (void)ud;
+  return acp_client_respond(c, req,
+                            LIT("{\"outcome\":{\"outcome\":\"cancelled\"}}"));
+}
+
+static int c_resp(acp_client *c, const acp_rpc_msg *msg, void *ud) {
+  const acp_json_val *code;
+  (void)c;
+  (void)ud;
+  last_code = 0;
+  if (msg->error != NULL) {
+    code = acp_json_obj_getz(msg->error, "code");
+    acp_json_get_int64(code, &last_code);
+  } else {
+    n_ok++;
+  }
+  return 0;
+}
+
+static int a_resp(acp_agent *a, const acp_rpc_msg *msg, void *ud) {
+  (void)a;
+  return c_resp(NULL, msg, ud);
+}
+
+/* An agent without an initialize handler (the library answers) and
+ * with session/new, session/load and an extension handler. */
+static acp_agent *new_agent(int max, bool ext) {
+  acp_agent_callbacks *ac;
+  acp_agent *a;
+
+  assert_int_equal(acp_agent_callbacks_new(&ac), 0);
+  acp_agent_callbacks_set_on_session_new(ac, a_session_new);
+  acp_agent_callbacks_set_on_session_load(ac, a_session_load);
+  acp_agent_callbacks_set_on_session_prompt(ac, a_session_prompt);
+  if (ext)
+    acp_agent_callbacks_set_on_ext_request(ac, a_ext);
+  assert_int_equal(acp_agent_new(&a, ac, NULL, NULL, NULL), 0);
+  acp_agent_callbacks_free(ac);
+  if (max != 0)
+    assert_int_equal(acp_agent_set_max_protocol_version(a, max), 0);
+  return a;
+}
+
+static acp_client *new_client(int max) {
+  acp_client_callbacks *cc;
+  acp_client *c;
+
+  assert_int_equal(acp_client_callbacks_new(&cc), 0);
+  acp_client_callbacks_set_on_request_permission(cc, c_permission);
+  assert_int_equal(acp_client_new(&c, cc, NULL, NULL, NULL), 0);
+  acp_client_callbacks_free(cc);
+  if (max != 0)
+    assert_int_equal(acp_client_set_max_protocol_version(c, max), 0);
+  return c;
+}
+
+/* Connect, initialize, and return the version both ended on (they must
+ * agree). */
+static int negotiate(acp_agent *a, acp_client *c, pair_wire *w) {
+  n_ok = 0;
+  assert_int_equal(
+      acp_client_initialize(c, NULL, 0, NULL, 0, c_resp, NULL, NULL), 0);
+  assert_int_equal(pump(a, c, w), 0);
+  assert_int_equal(n_ok, 1);
+  assert_int_equal(acp_agent_protocol_version(a),
+                   (int)acp_client_protocol_version(c));
+  return acp_agent_protocol_version(a);
+}
+
+static void run_case(int agent_max, int client_max, int want) {
+  acp_agent *a = new_agent(agent_max, false);
+  acp_client *c = new_client(client_max);
+  pair_wire w = {{0}, {0}};
+
+  assert_int_equal(negotiate(a, c, &w), want);
+  if (client_max == ACP_PROTOCOL_V2) {
+    assert_non_null(strstr(w.c2a.data, "\"protocolVersion\":2"));
+    assert_non_null(strstr(w.c2a.data, "\"info\":"));
+  } else {
+    assert_non_null(strstr(w.c2a.data, "\"protocolVersion\":1"));
+  }
+  if (want == ACP_PROTOCOL_V2) {
+    assert_non_null(strstr(w.a2c.data, "\"capabilities\":"));
+    assert_null(strstr(w.a2c.data, "agentCapabilities"));
+  } else {
+    assert_non_null(strstr(w.a2c.data, "\"agentCapabilities\":"));
+  }
+  wire_clear(&w);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
+static void test_v2_default_agent_answers_1(void **s) {
+  (void)s;
+  run_case(0, ACP_PROTOCOL_V2, ACP_PROTOCOL_V1);
+  run_case(ACP_PROTOCOL_V1, ACP_PROTOCOL_V2, ACP_PROTOCOL_V1);
+}
+
+static void test_v2_client_v1_gets_1(void **s) {
+  (void)s;
+  run_case(ACP_PROTOCOL_V2, 0, ACP_PROTOCOL_V1);
+  run_case(ACP_PROTOCOL_V2, ACP_PROTOCOL_V1, ACP_PROTOCOL_V1);
+}
+
+static void test_v2_both_opted_in_get_2(void **s) {
+  (void)s;
+  run_case(ACP_PROTOCOL_V2, ACP_PROTOCOL_V2, ACP_PROTOCOL_V2);
+}
+
+/* Raw initialize requests: 65535 gets 2 (the latest we speak), 0 and 1 get
+ * 1, a string is -32602. */
+static void test_v2_agent_answers_raw_versions(void **s) {
+  static const struct {
+    const char *line;
+    const char *want;
+  } cases[] = {
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":65535}}\n",
+       "\"protocolVersion\":2"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":2}}\n",
+       "\"protocolVersion\":2"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":1}}\n",
+       "\"protocolVersion\":1"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":0}}\n",
+       "\"protocolVersion\":1"},
+      {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+       "\"protocolVersion\":\"2\"}}\n",
+       "-32602"},
+  };
+  size_t i;
+  (void)s;
+
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
+    tbuf out = {0};
+
+    assert_int_equal(agent_feed(a, cases[i].line, &out), 0);
+    if (strstr(out.data, cases[i].want) == NULL)
+      fail_msg("case %zu: want %s in %s", i, cases[i].want, out.data);
+    tbuf_clear(&out);
+    acp_agent_free(a);
+  }
+}
+
+/* After a v2 initialize the agent dispatches with the v2 table: session/new
+ * reaches its handler, session/load (v1 only) does not; tool_call/cancel
+ * (v2 only) is a known method checked for its required members. */
+static void test_v2_agent_dispatches_with_v2_table(void **s) {
+  acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
+  acp_client *c = new_client(ACP_PROTOCOL_V2);
+  (void)s;
+
+  assert_int_equal(negotiate(a, c, NULL), ACP_PROTOCOL_V2);
+  new_hits = 0;
+  assert_int_equal(acp_client_call(c, "session/new", LIT("{\"cwd\":\"/\"}"),
+                                   c_resp, NULL, NULL),
+                   0);
+  assert_int_equal(pump(a, c, NULL), 0);
+  assert_int_equal(new_hits, 1);
+  assert_int_equal(last_code, 0);
+  assert_int_equal(acp_client_call(c, "session/load",
+                                   LIT("{\"sessionId\":\"s1\",\"cwd\":\"/\","
+                                       "\"mcpServers\":[]}"),
+                                   c_resp, NULL, NULL),
+                   0);
+  assert_int_equal(pump(a, c, NULL), 0);
+  assert_int_equal(last_code, ACP_RPC_METHOD_NOT_FOUND);
+  assert_int_equal(
+      acp_client_call(c, "tool_call/cancel", LIT("{}"), c_resp, NULL, NULL), 0);
+  assert_int_equal(pump(a, c, NULL), 0);
+  assert_int_equal(last_code, ACP_RPC_INVALID_PARAMS);
+  acp_client_free(c);
+  acp_agent_free(a);
+
+  /* The same agent speaking v1 serves session/load, and knows no
+   * tool_call/cancel (an extension handler sees it). */
+  a = new_agent(ACP_PROTOCOL_V2, true);
+  c = new_client(ACP_PROTOCOL_V1);
+  assert_int_equal(negotiate(a, c, NULL), ACP_PROTOCOL_V1);
+  assert_int_equal(acp_client_call(c, "session/load",
+                                   LIT("{\"sessionId\":\"s1\",\"cwd\":\"/\","
+                                       "\"mcpServers\":[]}"),
+                                   c_resp, NULL, NULL),
+                   0);
+  assert_int_equal(pump(a, c, NULL), 0);
+  assert_int_equal(last_code, 0);
+  ext_hits = 0;
+  assert_int_equal(
+      acp_client_call(c, "tool_call/cancel", LIT("{}"), c_resp, NULL, NULL), 0);
+  assert_int_equal(pump(a, c, NULL), 0);
+  assert_int_equal(ext_hits, 1);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
+/* The client checks with the table of the version the agent answered: a v2
+ * session/request_permission needs `title`, a v1 one does not. */
+static void test_v2_client_checks_with_v2_table(void **s) {
+  static const char perm[] =
+      "{\"sessionId\":\"s1\",\"toolCall\":{\"toolCallId\":\"t1\"},"
+      "\"options\":[]}";
+  int v;
+  (void)s;
+
+  for (v = ACP_PROTOCOL_V1; v <= ACP_PROTOCOL_V2; v++) {
+    acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
+    acp_client *c = new_client(v);
+
+    assert_int_equal(negotiate(a, c, NULL), v);
+    n_ok = 0;
+    last_code = 0;
+    assert_int_equal(acp_agent_call(a, "session/request_permission", perm,
+                                    sizeof(perm) - 1, a_resp, NULL, NULL),
+                     0);
+    assert_int_equal(pump(a, c, NULL), 0);
+    if (v == ACP_PROTOCOL_V2) {
+      assert_int_equal(last_code, ACP_RPC_INVALID_PARAMS);
+    } else {
+      assert_int_equal(last_code, 0);
+      assert_int_equal(n_ok, 1);
+    }
+    acp_client_free(c);
+    acp_agent_free(a);
+  }
+}
+
+/* A client that only enabled v1 and gets 2 stays on the v1 table and can
+ * tell (acp_client_protocol_version()) that it should close. */
+static void test_v2_client_gets_unasked_version(void **s) {
+  acp_client *c = new_client(0);
+  tbuf out = {0};
+  char line[160];
+  int64_t id = -1;
+  const char *d;
+  (void)s;
+
+  assert_int_equal(
+      acp_client_initialize(c, NULL, 0, NULL, 0, c_resp, NULL, &id), 0);
+  assert_true(acp_client_send(c, &d) > 0);
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{"
+           "\"protocolVersion\":2,\"info\":{\"name\":\"x\"}}}\n",
+           (long long)id);
+  assert_int_equal(client_feed(c, line, &out), 0);
+  assert_int_equal(acp_client_protocol_version(c), 2);
+  /* Still v1: a v1 session/request_permission without title is served. */
+  tbuf_clear(&out);
+  assert_int_equal(
+      client_feed(c,
+                  "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":"
+                  "\"session/request_permission\",\"params\":{\"sessionId\":"
+                  "\"s1\",\"toolCall\":{\"toolCallId\":\"t\"},\"options\":[]}}"
+                  "\n",
+                  &out),
+      0);
+  assert_non_null(out.data);
+  assert_non_null(strstr(out.data, "\"cancelled\""));
+  tbuf_clear(&out);
+  acp_client_free(c);
+}
+
+/* The same v1-shaped prompt handler under v1 and v2: v2 gets the prompt
+ * accepted with a messageId, user_message, running, a chunk with a
+ * messageId and the end as an idle state_update; a failing turn ends idle
+ * with stopReason error, never with a second response. */
+static void test_v2_prompt_lifecycle(void **s) {
+  static const char prompt[] =
+      "{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\","
+      "\"text\":\"x\"}]}";
+  int v, fail;
+  (void)s;
+
+  for (fail = 0; fail <= 1; fail++) {
+    for (v = ACP_PROTOCOL_V1; v <= ACP_PROTOCOL_V2; v++) {
+      acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
+      acp_client *c = new_client(v);
+      pair_wire w = {{0}, {0}};
+
+      prompt_fails = fail;
+      assert_int_equal(negotiate(a, c, NULL), v);
+      n_ok = 0;
+      assert_int_equal(acp_client_call(c, "session/prompt", prompt,
+                                       sizeof(prompt) - 1, c_resp, NULL, NULL),
+                       0);
+      assert_int_equal(pump(a, c, &w), 0);
+      if (v == ACP_PROTOCOL_V2) {
+        assert_int_equal(n_ok, 1);
+        assert_int_equal(tbuf_count(&w.a2c, "\"result\""), 1);
+        assert_non_null(strstr(w.a2c.data, "\"result\":{\"messageId\":"));
+        assert_non_null(
+            strstr(w.a2c.data, "\"sessionUpdate\":\"user_message\""));
+        assert_non_null(strstr(w.a2c.data, "\"state\":\"running\""));
+        assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":"
+                                           "\"agent_message_chunk\","
+                                           "\"messageId\":"));
+        assert_non_null(
+            strstr(w.a2c.data, fail ? "\"state\":\"idle\","
+                                      "\"stopReason\":\"error\""
+                                    : "\"state\":\"idle\","
+                                      "\"stopReason\":\"end_turn\""));
+        assert_null(strstr(w.a2c.data, "\"error\":{"));
+      } else {
+        assert_null(strstr(w.a2c.data, "state_update"));
+        assert_null(strstr(w.a2c.data, "messageId"));
+        assert_non_null(strstr(w.a2c.data, fail ? "\"error\":{"
+                                                : "\"stopReason\":"
+                                                  "\"end_turn\""));
+      }
+      wire_clear(&w);
+      acp_client_free(c);
+      acp_agent_free(a);
+    }
+  }
+  prompt_fails = 0;
+}
+
+static void test_v2_set_max_rejects_bad_input(void **s) {
+  acp_agent *a = new_agent(0, false);
+  acp_client *c = new_client(0);
+  (void)s;
+
+  assert_int_equal(acp_agent_set_max_protocol_version(NULL, 2),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_set_max_protocol_version(a, 3),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_set_max_protocol_version(a, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_set_max_protocol_version(NULL, 2),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_set_max_protocol_version(c, -1),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_protocol_version(a), 0);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_v2_default_agent_answers_1),
+      cmocka_unit_test(test_v2_client_v1_gets_1),
+      cmocka_unit_test(test_v2_both_opted_in_get_2),
+      cmocka_unit_test(test_v2_agent_answers_raw_versions),
+      cmocka_unit_test(test_v2_agent_dispatches_with_v2_table),
+      cmocka_unit_test(test_v2_client_checks_with_v2_table),
+      cmocka_unit_test(test_v2_client_gets_unasked_version),
+      cmocka_unit_test(test_v2_prompt_lifecycle),
+      cmocka_unit_test(test_v2_set_max_rejects_bad_input),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
