@@ -362,6 +362,21 @@ acp_mcp_era_write_request_params(acp_json_writer *w, const acp_json_val *params,
 ACP_EXTERN int acp_mcp_era_write_result(acp_json_writer *w,
                                         const acp_json_val *result);
 
+/**
+ * The params member a 2026-07-28 Streamable HTTP `Mcp-Name` header mirrors:
+ * the `name` of tools/call and prompts/get, the `uri` of resources/read.
+ * The client writes the header from it and the server checks the header
+ * against it, so both sides share this one rule.
+ *
+ * @param method  the request's `method` value (may be NULL).
+ * @param params  the request's `params` value (may be NULL).
+ * @return the member's value, borrowed from params' document; NULL for any
+ *         other method or when the member is absent. Its type is not
+ *         checked.
+ */
+ACP_EXTERN const acp_json_val *acp_mcp_named_param(const acp_json_val *method,
+                                                   const acp_json_val *params);
+
 /* MARK: - Server: registry */
 
 /** The registry. Opaque. */

@@ -221,11 +221,7 @@ static int add_2026_headers(acp_http_client *hc, hc_xfer *x,
   rv = add_line(x, header_line(&hc->mem, "Mcp-Method", s, n));
   if (rv != 0)
     return rv;
-  if (ACP_JSON_STR_EQ_LIT(method, "tools/call") ||
-      ACP_JSON_STR_EQ_LIT(method, "prompts/get"))
-    name = acp_json_obj_getz(params, "name");
-  else if (ACP_JSON_STR_EQ_LIT(method, "resources/read"))
-    name = acp_json_obj_getz(params, "uri");
+  name = acp_mcp_named_param(method, params);
   if (acp_json_type_of(name) == ACP_JSON_STRING &&
       acp_json_doc_str(hc->doc, name, &s, &n) == 0)
     rv = add_line(x, header_line(&hc->mem, "Mcp-Name", s, n));

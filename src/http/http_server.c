@@ -1701,11 +1701,7 @@ static const char *header_mismatch(acp_http_server *srv,
   if (!header_matches(srv, hdr(mc, "Mcp-Method"), method))
     return "Header mismatch: Mcp-Method header is missing or does not "
            "match the method";
-  if (ACP_JSON_STR_EQ_LIT(method, "tools/call") ||
-      ACP_JSON_STR_EQ_LIT(method, "prompts/get"))
-    name = acp_json_obj_getz(params, "name");
-  else if (ACP_JSON_STR_EQ_LIT(method, "resources/read"))
-    name = acp_json_obj_getz(params, "uri");
+  name = acp_mcp_named_param(method, params);
   if (acp_json_type_of(name) == ACP_JSON_STRING &&
       !header_matches(srv, hdr(mc, "Mcp-Name"), name))
     return "Header mismatch: Mcp-Name header is missing or does not match "

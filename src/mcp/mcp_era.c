@@ -225,3 +225,13 @@ int acp__mcp_era_write_stateless_result(acp_json_writer *w,
   acp_json_write_obj_end(w);
   return acp_json_writer_error(w);
 }
+
+const acp_json_val *acp_mcp_named_param(const acp_json_val *method,
+                                        const acp_json_val *params) {
+  if (ACP_JSON_STR_EQ_LIT(method, "tools/call") ||
+      ACP_JSON_STR_EQ_LIT(method, "prompts/get"))
+    return acp_json_obj_getz(params, "name");
+  if (ACP_JSON_STR_EQ_LIT(method, "resources/read"))
+    return acp_json_obj_getz(params, "uri");
+  return NULL;
+}

@@ -363,6 +363,46 @@ static void test_era_writer_failures_are_reported(void **state) {
   }
 }
 
+/* MARK: - the member Mcp-Name mirrors */
+
+static void test_named_param(void **state) {
+  fx *f = *state;
+  const acp_json_val *m, *p, *v;
+  static const struct {
+    const char *msg, *want; /* want: the raw member, or NULL */
+  } cases[] = {
+      {"{\"method\":\"tools/"
+       "call\",\"params\":{\"name\":\"echo\",\"uri\":\"x\"}}",
+       "\"echo\""},
+      {"{\"method\":\"prompts/get\",\"params\":{\"name\":7}}", "7"},
+      {"{\"method\":\"resources/"
+       "read\",\"params\":{\"name\":\"n\",\"uri\":\"a:b\"}}",
+       "\"a:b\""},
+      {"{\"method\":\"tools/list\",\"params\":{\"name\":\"echo\"}}", NULL},
+      {"{\"method\":\"tools/call\",\"params\":{}}", NULL},
+      {"{\"method\":\"tools/call\"}", NULL},
+      {"{\"method\":7,\"params\":{\"name\":\"echo\"}}", NULL},
+  };
+  size_t i, n;
+  const char *raw;
+
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const acp_json_val *root = parse(f->b, cases[i].msg);
+    m = acp_json_obj_getz(root, "method");
+    p = acp_json_obj_getz(root, "params");
+    v = acp_mcp_named_param(m, p);
+    if (cases[i].want == NULL) {
+      assert_null(v);
+      continue;
+    }
+    assert_non_null(v);
+    raw = acp_json_raw(v, &n);
+    assert_int_equal(n, strlen(cases[i].want));
+    assert_memory_equal(raw, cases[i].want, n);
+  }
+  assert_null(acp_mcp_named_param(NULL, NULL));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_era_initialize_result_from_discover,
@@ -387,6 +427,7 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_era_writer_failures_are_reported,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(test_named_param, setup, teardown),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
