@@ -228,6 +228,145 @@ ACP_EXTERN void acp_http_server_close(acp_http_server *srv,
  */
 ACP_EXTERN int acp_http_call_close_stream(acp_mcp_call *call);
 
+/* MARK: - Server: authorization (resource server) */
+
+/**
+ * The authorization of a registry server as an OAuth 2.1 resource server
+ * (MCP authorization; RFC 9728, RFC 6750, RFC 8707). Opaque. Configure
+ * it, then hand it to acp_http_server_options_set_auth(). With it:
+ *   - `GET /.well-known/oauth-protected-resource` and the same with the
+ *     MCP path appended (e.g. `/.well-known/oauth-protected-resource/mcp`)
+ *     answer the protected resource metadata: `resource`,
+ *     `authorization_servers` (the issuer), `scopes_supported` (the
+ *     scopes of acp_http_auth_add_scope() and of every tool),
+ *     `bearer_methods_supported` ["header"]. No token needed.
+ *   - Every request to the MCP endpoint (POST, GET, DELETE; 2025 sessions
+ *     and 2026-07-28 requests alike) needs `Authorization: Bearer TOKEN`.
+ *     None: 401 with `WWW-Authenticate: Bearer resource_metadata="URL"`
+ *     (and `scope="..."` when scopes are required). A token that is not
+ *     valid: 401 with `error="invalid_token"` and a short
+ *     `error_description`. A valid token without every scope of
+ *     acp_http_auth_add_scope(): 403 `error="insufficient_scope"`.
+ *   - A JWT access token is valid when its compact JWS is signed RS256
+ *     or ES256 (nothing else: `none` and HS* are refused, and the key's
+ *     type must fit `alg`) by a key of the issuer's JWK Set, `iss` equals
+ *     the issuer, `aud` (string or array) contains the audience, `exp`
+ *     has not passed and `nbf` has (60 s leeway by default), `typ`, when
+ *     present, is JWT or at+jwt, and the token is at most 8 KiB. Scopes
+ *     come from `scope` (space-separated) or `scp`.
+ *   - The JWK Set is found through the issuer's authorization server
+ *     metadata (RFC 8414, then OpenID discovery) `jwks_uri` (or set with
+ *     acp_http_auth_set_jwks_uri() / acp_http_auth_set_jwks()), fetched
+ *     with libcurl on first use (no redirects, TLS verified, 256 KiB at
+ *     most, 10 s timeout), kept, and fetched again once when a token names
+ *     a `kid` the set lacks (at most once per 30 s).
+ *   - With acp_http_auth_set_introspection(), tokens are instead checked
+ *     by the issuer's introspection endpoint (RFC 7662; the server
+ *     authenticates with client_secret_basic): `active` must be true, and
+ *     `iss`, `aud`, `exp`, `nbf` are checked when present.
+ *   - A `tools/call` of a tool with required scopes
+ *     (acp_http_auth_add_tool_scope()) by a token lacking one of them is
+ *     answered 403 `WWW-Authenticate: Bearer error="insufficient_scope",
+ *     scope="..."` (every scope the call needs) and the tool does not run
+ *     (in a batch: none of its messages is processed).
+ *   - A session is bound to the subject (`sub`) of the token that opened
+ *     it: a request of that session with another subject's token gets 403.
+ *   - The legacy HTTP+SSE endpoints are off.
+ *   - Fetches and introspection are blocking libcurl calls made on the
+ *     loop's thread while the request waits (bounded by the timeout).
+ *   - Tokens are never logged nor kept beyond the request.
+ * A tool handler reads the token's subject and scopes with
+ * acp_http_call_auth().
+ */
+typedef struct acp_http_auth acp_http_auth;
+
+/**
+ * @param issuer  the authorization server's issuer identifier (an http or
+ *                https URL); copied.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out or issuer, not http(s)),
+ *         ACP_ERR_SYSTEM (libcurl could not start), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_auth_new(acp_http_auth **out, const char *issuer,
+                                 const acp_mem *mem);
+/** Accepts NULL. The servers using it must be closed first. */
+ACP_EXTERN void acp_http_auth_free(acp_http_auth *a);
+/**
+ * The canonical URL of this resource (the metadata's `resource`, RFC
+ * 8707). Default: "http://ADDR:PORT" and the MCP path, from the address
+ * the server listens on (set it when clients reach the server by another
+ * name, behind a proxy, or when listening on 0.0.0.0 or ::).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL, not http(s)), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_auth_set_resource(acp_http_auth *a, const char *url);
+/**
+ * The audience a token's `aud` must contain. Default: the resource URL.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_auth_set_audience(acp_http_auth *a, const char *aud);
+/**
+ * A scope every request needs (listed in the metadata, asked for in the
+ * 401 challenge). May be called several times.
+ * @param scope  one scope token (no space, quote or backslash); copied.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_auth_add_scope(acp_http_auth *a, const char *scope);
+/**
+ * A scope calling tool `tool` needs (in addition to those of
+ * acp_http_auth_add_scope()). May be called several times per tool.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_auth_add_tool_scope(acp_http_auth *a, const char *tool,
+                                            const char *scope);
+/**
+ * Check tokens with the introspection endpoint `url` (RFC 7662) instead
+ * of as JWTs, authenticating as `client_id` / `client_secret`
+ * (client_secret_basic). All copied; the secret is never logged.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL, url not http(s)),
+ *         ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_auth_set_introspection(acp_http_auth *a,
+                                               const char *url,
+                                               const char *client_id,
+                                               const char *client_secret);
+/**
+ * Fetch the JWK Set from `url` instead of discovering it.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_auth_set_jwks_uri(acp_http_auth *a, const char *url);
+/**
+ * Use this JWK Set ({"keys":[...]}) and never fetch one.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL), ACP_ERR_PARSE (not a JWK
+ *         Set), ACP_ERR_LIMIT (over 256 KiB), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_auth_set_jwks(acp_http_auth *a, const char *json,
+                                      size_t len);
+/** Clock skew allowed on `exp` and `nbf`, in seconds (default 60). */
+ACP_EXTERN void acp_http_auth_set_leeway(acp_http_auth *a, unsigned seconds);
+
+/**
+ * Protect a registry server with `auth` (borrowed: it must outlive every
+ * server created from these options). NULL (the default): no
+ * authorization. A relay server refuses options carrying one.
+ */
+ACP_EXTERN void acp_http_server_options_set_auth(acp_http_server_options *o,
+                                                 acp_http_auth *auth);
+
+/**
+ * From a tool (or other) handler while its request is being dispatched:
+ * the subject and scopes of the access token the request carried.
+ * @param subject  receives the token's `sub` (NUL-terminated, borrowed
+ *                 until the handler returns; NULL when the token has
+ *                 none). May be NULL.
+ * @param scopes   receives its scopes, space-separated ("" when none).
+ *                 May be NULL.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL call), ACP_ERR_UNSUPPORTED
+ *         (the server has no authorization, or the conn is not an HTTP
+ *         server's), ACP_ERR_INVALID_STATE (not called while the request
+ *         is being dispatched).
+ */
+ACP_EXTERN int acp_http_call_auth(const acp_mcp_call *call,
+                                  const char **subject, const char **scopes);
+
 /* MARK: - Server: relay mode */
 
 /**

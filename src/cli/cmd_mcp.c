@@ -23,7 +23,7 @@ enum { MCP_EXIT_TOOL_ERROR = 3 };
 
 static const char usage_text[] =
     "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] | --stdio]\n"
-    "                     [--everything]\n"
+    "                     [--everything] [AUTH OPTIONS]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
     "       acp mcp call|read|get [--json] [OPTIONS]\n"
@@ -44,6 +44,26 @@ static const char usage_text[] =
     "session ids (NAME-<32 hex>) and in an X-Acp-Worker answer header, so a\n"
     "proxy in front of several workers routes each session to its worker\n"
     "(examples/deploy/nginx.conf).\n"
+    "\n"
+    "serve --http as an OAuth 2.1 resource server (MCP authorization): every\n"
+    "request needs 'Authorization: Bearer TOKEN', a JWT from the issuer\n"
+    "(RS256 or ES256, keys from the issuer's jwks_uri; iss, aud, exp, nbf\n"
+    "checked) or a token its introspection endpoint says is active; the\n"
+    "protected resource metadata is at /.well-known/oauth-protected-resource\n"
+    "(and .../mcp); no token: 401, bad token: 401 invalid_token, missing\n"
+    "scope: 403 insufficient_scope. Adds the tool whoami (the token's\n"
+    "subject and scopes). The legacy HTTP+SSE endpoints are off.\n"
+    "  --auth-issuer URL         the authorization server (enables it)\n"
+    "  --auth-audience AUD       the aud tokens must carry (default: the\n"
+    "                            resource URL)\n"
+    "  --auth-resource URL       this server's canonical URL (default:\n"
+    "                            http://ADDR:PORT/mcp)\n"
+    "  --auth-scopes a,b         scopes every request needs\n"
+    "  --auth-tool-scope T=a,b   scopes calling tool T needs (repeatable)\n"
+    "  --auth-introspect URL     check tokens by introspection (RFC 7662)\n"
+    "  --auth-client-id ID       with --auth-introspect: our client id\n"
+    "  --auth-client-secret S    ... and secret (default: the environment\n"
+    "                            variable ACP_MCP_AUTH_CLIENT_SECRET)\n"
     "\n"
     "client verbs: tools, resources (with templates), prompts list; call NAME\n"
     "calls a tool, read URI reads a resource, get NAME gets a prompt.\n"
@@ -172,6 +192,127 @@ static int prompt_greet(acp_mcp_call *call, const acp_json_val *args,
   return rv;
 }
 
+/* whoami (with --auth-issuer): the caller's token subject and scopes. It
+ * also says on stderr that it ran (the integration test's witness that a
+ * refused call ran nothing). */
+static int tool_whoami(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  const char *sub = NULL, *scopes = NULL;
+  char text[1024];
+  int rv;
+  (void)args;
+  (void)ud;
+  rv = acp_http_call_auth(call, &sub, &scopes);
+  if (rv != 0)
+    return acp_mcp_call_respond_text(call, "anonymous", 9, 0);
+  fprintf(stderr, "acp mcp: whoami ran for %s\n", sub ? sub : "(no subject)");
+  fflush(stderr);
+  snprintf(text, sizeof(text), "subject=%s scopes=%s", sub ? sub : "",
+           scopes ? scopes : "");
+  return acp_mcp_call_respond_text(call, text, strlen(text), 0);
+}
+
+static int register_whoami(acp_mcp_server *s) {
+  acp_mcp_tool_def d;
+  memset(&d, 0, sizeof(d));
+  d.version = ACP_MCP_DEF_VERSION;
+  d.name = "whoami";
+  d.description = "The subject and scopes of the caller's access token";
+  d.input_schema = "{\"type\":\"object\"}";
+  d.handler = tool_whoami;
+  return acp_mcp_server_add_tool(s, &d);
+}
+
+/* Add comma-separated scopes to `a`, for every request (tool NULL) or for
+ * one tool. */
+static int add_scopes(acp_http_auth *a, const char *tool, const char *list) {
+  char buf[512];
+  char *p, *save = NULL;
+  int rv = 0;
+  if (strlen(list) >= sizeof(buf))
+    return ACP_ERR_INVALID_ARGUMENT;
+  memcpy(buf, list, strlen(list) + 1);
+  for (p = strtok_r(buf, ",", &save); p != NULL && rv == 0;
+       p = strtok_r(NULL, ",", &save))
+    rv = tool ? acp_http_auth_add_tool_scope(a, tool, p)
+              : acp_http_auth_add_scope(a, p);
+  return rv;
+}
+
+#define MAX_TOOL_SCOPES 64
+
+typedef struct auth_opts {
+  const char *issuer, *audience, *resource, *scopes;
+  const char *introspect, *client_id, *client_secret;
+  const char *tool_scopes[MAX_TOOL_SCOPES];
+  size_t ntool;
+} auth_opts;
+
+/* The acp_http_auth of --auth-*; NULL without --auth-issuer. 0 or a CLI
+ * exit status (the error printed). */
+static int make_auth(const auth_opts *ao, acp_http_auth **out) {
+  acp_http_auth *a = NULL;
+  size_t i;
+  int rv;
+  *out = NULL;
+  if (ao->issuer == NULL)
+    return 0;
+  rv = acp_http_auth_new(&a, ao->issuer, NULL);
+  if (rv != 0) {
+    cli_err(SUB, "--auth-issuer wants an http(s) URL, not '%s'", ao->issuer);
+    return CLI_EXIT_USAGE;
+  }
+  if (ao->audience != NULL &&
+      acp_http_auth_set_audience(a, ao->audience) != 0) {
+    cli_err(SUB, "bad --auth-audience");
+    goto usage;
+  }
+  if (ao->resource != NULL &&
+      acp_http_auth_set_resource(a, ao->resource) != 0) {
+    cli_err(SUB, "--auth-resource wants an http(s) URL");
+    goto usage;
+  }
+  if (ao->scopes != NULL && add_scopes(a, NULL, ao->scopes) != 0) {
+    cli_err(SUB, "bad --auth-scopes '%s'", ao->scopes);
+    goto usage;
+  }
+  for (i = 0; i < ao->ntool; i++) {
+    const char *eq = strchr(ao->tool_scopes[i], '=');
+    char tool[256];
+    size_t tl = eq ? (size_t)(eq - ao->tool_scopes[i]) : 0;
+    if (eq == NULL || tl == 0 || tl >= sizeof(tool)) {
+      cli_err(SUB, "--auth-tool-scope wants TOOL=SCOPE[,SCOPE...]");
+      goto usage;
+    }
+    memcpy(tool, ao->tool_scopes[i], tl);
+    tool[tl] = 0;
+    if (add_scopes(a, tool, eq + 1) != 0) {
+      cli_err(SUB, "bad --auth-tool-scope '%s'", ao->tool_scopes[i]);
+      goto usage;
+    }
+  }
+  if (ao->introspect != NULL) {
+    const char *secret = ao->client_secret;
+    if (secret == NULL)
+      secret = getenv("ACP_MCP_AUTH_CLIENT_SECRET");
+    if (ao->client_id == NULL || secret == NULL ||
+        acp_http_auth_set_introspection(a, ao->introspect, ao->client_id,
+                                        secret) != 0) {
+      cli_err(SUB, "--auth-introspect wants an http(s) URL, --auth-client-id "
+                   "and --auth-client-secret");
+      goto usage;
+    }
+  } else if (ao->client_id != NULL || ao->client_secret != NULL) {
+    cli_err(SUB, "--auth-client-id and --auth-client-secret go with "
+                 "--auth-introspect");
+    goto usage;
+  }
+  *out = a;
+  return 0;
+usage:
+  acp_http_auth_free(a);
+  return CLI_EXIT_USAGE;
+}
+
 static int register_default(acp_mcp_server *s) {
   acp_mcp_tool_def echo, add, ping;
   acp_mcp_resource_def res;
@@ -291,6 +432,9 @@ static int cmd_serve(int argc, char **argv) {
   const char *http = NULL, *worker = NULL;
   int everything = 0, i, ok, rv, status = CLI_EXIT_OK;
   acp_mcp_server *reg = NULL;
+  acp_http_auth *auth = NULL;
+  auth_opts ao;
+  memset(&ao, 0, sizeof(ao));
   for (i = 1; i < argc; i++) {
     const char *v;
     ok = 0;
@@ -305,6 +449,32 @@ static int cmd_serve(int argc, char **argv) {
       http = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--worker-id", &ok)) != NULL)
       worker = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--auth-issuer", &ok)) != NULL)
+      ao.issuer = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--auth-audience", &ok)) !=
+             NULL)
+      ao.audience = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--auth-resource", &ok)) !=
+             NULL)
+      ao.resource = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--auth-scopes", &ok)) != NULL)
+      ao.scopes = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--auth-tool-scope", &ok)) !=
+             NULL) {
+      if (ao.ntool == MAX_TOOL_SCOPES) {
+        cli_err(SUB, "too many --auth-tool-scope");
+        return CLI_EXIT_USAGE;
+      }
+      ao.tool_scopes[ao.ntool++] = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--auth-introspect", &ok)) !=
+               NULL)
+      ao.introspect = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--auth-client-id", &ok)) !=
+             NULL)
+      ao.client_id = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--auth-client-secret", &ok)) !=
+             NULL)
+      ao.client_secret = v;
     else {
       if (ok >= 0)
         cli_err(SUB, "unknown option '%s'", argv[i]);
@@ -316,6 +486,20 @@ static int cmd_serve(int argc, char **argv) {
     cli_err(SUB, "--worker-id needs --http");
     return CLI_EXIT_USAGE;
   }
+  if (http == NULL &&
+      (ao.issuer || ao.audience || ao.resource || ao.scopes || ao.ntool ||
+       ao.introspect || ao.client_id || ao.client_secret)) {
+    cli_err(SUB, "the --auth-* options need --http");
+    return CLI_EXIT_USAGE;
+  }
+  if (ao.issuer == NULL &&
+      (ao.audience || ao.resource || ao.scopes || ao.ntool || ao.introspect ||
+       ao.client_id || ao.client_secret)) {
+    cli_err(SUB, "the --auth-* options need --auth-issuer");
+    return CLI_EXIT_USAGE;
+  }
+  if ((rv = make_auth(&ao, &auth)) != 0)
+    return rv;
   if (worker != NULL) {
     /* Checked before anything starts, with the library's own rule. */
     acp_http_server_options *o = NULL;
@@ -331,11 +515,14 @@ static int cmd_serve(int argc, char **argv) {
   rv = acp_mcp_server_new(&reg, "acp-mcp", "0.1.0", NULL, NULL);
   if (rv == 0)
     rv = everything ? mcp_everything_register(reg) : register_default(reg);
+  if (rv == 0 && auth != NULL)
+    rv = register_whoami(reg);
   if (rv == 0)
     rv = set_state_key(reg);
   if (rv != 0) {
     cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
     acp_mcp_server_free(reg);
+    acp_http_auth_free(auth);
     return CLI_EXIT_FAILURE;
   }
   if (http == NULL) {
@@ -357,6 +544,7 @@ static int cmd_serve(int argc, char **argv) {
     if (parse_addr(http, addr, sizeof(addr), &port) != 0) {
       cli_err(SUB, "--http wants ADDR:PORT or PORT, not '%s'", http);
       acp_mcp_server_free(reg);
+      acp_http_auth_free(auth);
       return CLI_EXIT_USAGE;
     }
     acp_uv_ignore_sigpipe();
@@ -366,6 +554,8 @@ static int cmd_serve(int argc, char **argv) {
       rv = acp_http_server_options_set_address(o, addr, port);
     if (rv == 0 && worker != NULL)
       rv = acp_http_server_options_set_session_prefix(o, worker);
+    if (rv == 0)
+      acp_http_server_options_set_auth(o, auth);
     if (rv == 0)
       rv = acp_http_server_new(&sc.srv, &loop, reg, o, NULL);
     acp_http_server_options_free(o);
@@ -386,6 +576,7 @@ static int cmd_serve(int argc, char **argv) {
     uv_loop_close(&loop);
   }
   acp_mcp_server_free(reg);
+  acp_http_auth_free(auth);
   return status;
 }
 

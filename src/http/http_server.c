@@ -9,6 +9,8 @@
 #include "acp/http.h"
 #include "acp/ndjson.h"
 #include "http_internal.h"
+#include "jwt.h"
+#include "oauth.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +64,8 @@ struct acp_http_server_options {
   uint32_t retry_ms;
   int legacy;
   int listen_fd;
-  char *prefix; /* names this worker in session ids, or NULL */
+  char *prefix;        /* names this worker in session ids, or NULL */
+  acp_http_auth *auth; /* borrowed, or NULL: no authorization */
 };
 
 typedef struct hs_event {
@@ -128,6 +131,9 @@ struct acp_http_relay_session {
   void *ud;
   char *auth; /* Authorization of `open`, or NULL */
   size_t auth_len;
+  /* With acp_http_auth: the subject of the token that opened the session
+   * (NULL: a token without `sub`), which later requests must match. */
+  char *sub;
   char *init_id; /* raw id of the initialize request, until answered */
   bool batch_ok; /* the answer to initialize said 2025-03-26 */
   bool prime;    /* ... said 2025-11-25 or later: see primes() */
@@ -161,6 +167,8 @@ struct hs_req {
   hs_watch *watch;  /* the socket's watch while suspended, kept until done */
   bool gone;        /* the client closed while suspended: end this request */
   uint64_t susp_at; /* uv_now() when last suspended */
+  bool authed;      /* claims holds the request's valid token */
+  acp__jwt_claims claims; /* with acp_http_auth (never the token) */
 };
 
 /* A suspended connection is out of MHD's sight: a client that leaves would
@@ -211,6 +219,13 @@ struct acp_http_server {
   bool in_run;
   acp_http_server_close_cb close_cb;
   void *close_ud;
+  /* acp_http_auth: the resource URL, the metadata and where it is. */
+  char *resource;
+  char *prm;
+  size_t prm_len;
+  char *prm_path;             /* PRM_WELL_KNOWN and the MCP path */
+  char *prm_url;              /* absolute, for WWW-Authenticate */
+  const acp__jwt_claims *cur; /* the request being dispatched's token */
 };
 
 /* MARK: - Options */
@@ -352,6 +367,12 @@ void acp_http_server_options_set_listen_fd(acp_http_server_options *o, int fd) {
 /* The characters are a subset of what an nginx map key, a file name and an
  * HTTP header value can all carry unquoted; no '-', so the id splits at its
  * first '-' without ambiguity. */
+void acp_http_server_options_set_auth(acp_http_server_options *o,
+                                      acp_http_auth *auth) {
+  if (o != NULL)
+    o->auth = auth;
+}
+
 int acp_http_server_options_set_session_prefix(acp_http_server_options *o,
                                                const char *prefix) {
   size_t i, n;
@@ -399,6 +420,7 @@ static int options_copy(acp_http_server_options **out,
     o->retry_ms = src->retry_ms;
     o->legacy = src->legacy;
     o->listen_fd = src->listen_fd;
+    o->auth = src->auth;
     if (rv == 0)
       rv = acp_http_server_options_set_session_prefix(o, src->prefix);
   }
@@ -964,6 +986,7 @@ static void session_end(hs_session *s) {
     acp__free(&srv->mem, s->omap[i].id);
   acp__free(&srv->mem, s->omap);
   acp__free(&srv->mem, s->auth);
+  acp__free(&srv->mem, s->sub);
   acp__free(&srv->mem, s->init_id);
   s->magic = 0;
   acp__free(&srv->mem, s);
@@ -1484,6 +1507,211 @@ static bool version_ok(struct MHD_Connection *mc) {
   return acp_mcp_version_parse(v, strlen(v)) != ACP_MCP_VERSION_UNKNOWN;
 }
 
+/* MARK: - Authorization (acp_http_auth) */
+
+#define PRM_WELL_KNOWN "/.well-known/oauth-protected-resource"
+
+static bool same_subject(const char *a, const char *b) {
+  if (a == NULL || b == NULL)
+    return a == NULL && b == NULL;
+  return strcmp(a, b) == 0;
+}
+
+/* 401 or 403 with `WWW-Authenticate: Bearer resource_metadata=...` (RFC
+ * 9728 5.1, RFC 6750 3). `error`, `desc` and `scope` may be NULL or "";
+ * they hold no quote or backslash (static reasons, checked scope
+ * tokens). */
+static enum MHD_Result reply_challenge(hs_req *rq, unsigned status,
+                                       const char *error, const char *desc,
+                                       const char *scope) {
+  acp_http_server *srv = rq->srv;
+  acp__buf h;
+  enum MHD_Result ret;
+  const char *body =
+      status == MHD_HTTP_FORBIDDEN
+          ? "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32000,\"message\":"
+            "\"Forbidden: insufficient scope\"},\"id\":null}"
+          : "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32000,\"message\":"
+            "\"Unauthorized\"},\"id\":null}";
+  int rv;
+  acp__buf_init(&h, &srv->mem, 0);
+  rv = acp__buf_append(&h, "Bearer resource_metadata=\"", 26);
+  if (rv == 0)
+    rv = acp__buf_append(&h, srv->prm_url, strlen(srv->prm_url));
+  if (rv == 0)
+    rv = acp__buf_putc(&h, '"');
+  if (rv == 0 && scope != NULL && *scope) {
+    rv = acp__buf_append(&h, ", scope=\"", 9);
+    if (rv == 0)
+      rv = acp__buf_append(&h, scope, strlen(scope));
+    if (rv == 0)
+      rv = acp__buf_putc(&h, '"');
+  }
+  if (rv == 0 && error != NULL) {
+    rv = acp__buf_append(&h, ", error=\"", 9);
+    if (rv == 0)
+      rv = acp__buf_append(&h, error, strlen(error));
+    if (rv == 0)
+      rv = acp__buf_putc(&h, '"');
+  }
+  if (rv == 0 && desc != NULL) {
+    rv = acp__buf_append(&h, ", error_description=\"", 21);
+    if (rv == 0)
+      rv = acp__buf_append(&h, desc, strlen(desc));
+    if (rv == 0)
+      rv = acp__buf_putc(&h, '"');
+  }
+  if (rv == 0)
+    rv = acp__buf_putc(&h, '\0');
+  if (rv != 0) {
+    acp__buf_dispose(&h);
+    return reply_error(rq->mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+  }
+  ret = reply_hdr(rq->mc, status, "application/json", body, strlen(body), NULL,
+                  "WWW-Authenticate", h.data);
+  acp__buf_dispose(&h);
+  return ret;
+}
+
+/* The bearer token of a request to the MCP endpoint, checked (see
+ * acp_http_auth in acp/http.h). False when an answer was queued (*ret). */
+static bool authorize(hs_req *rq, enum MHD_Result *ret) {
+  acp_http_server *srv = rq->srv;
+  acp_http_auth *auth = srv->o->auth;
+  const char *h = hdr(rq->mc, "Authorization");
+  const char *base = acp__http_auth_scopes(auth);
+  const char *why = NULL;
+  size_t n;
+  int rv;
+  if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) {
+    *ret = reply_challenge(rq, MHD_HTTP_UNAUTHORIZED, NULL, NULL, base);
+    return false;
+  }
+  h += 7;
+  while (*h == ' ')
+    h++;
+  n = strlen(h);
+  while (n > 0 && h[n - 1] == ' ')
+    n--;
+  rv = acp__http_auth_check(auth, &srv->mem, srv->resource, h, n, &rq->claims,
+                            &why);
+  if (rv == ACP_ERR_NOMEM) {
+    *ret = reply_error(rq->mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                       "Internal error");
+    return false;
+  }
+  if (rv == ACP_ERR_SYSTEM) {
+    *ret = reply_error(rq->mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
+                       "Service Unavailable: the authorization server's "
+                       "keys cannot be fetched");
+    return false;
+  }
+  if (rv != 0) {
+    *ret = reply_challenge(rq, MHD_HTTP_UNAUTHORIZED, "invalid_token",
+                           why ? why : "invalid token", base);
+    return false;
+  }
+  rq->authed = true;
+  if (!acp__scope_covers(rq->claims.scope, base)) {
+    *ret = reply_challenge(rq, MHD_HTTP_FORBIDDEN, "insufficient_scope", NULL,
+                           base);
+    return false;
+  }
+  return true;
+}
+
+/* The scopes a POST's tools/call messages need beyond the token's:
+ * NULL when the token covers them all (or no tool has required scopes),
+ * else (in *need, allocated) every scope those calls need. */
+static int tool_scopes_missing(hs_req *rq, const acp_json_val *root,
+                               char **need) {
+  acp_http_server *srv = rq->srv;
+  acp_http_auth *auth = srv->o->auth;
+  const acp_json_val *e;
+  bool arr = acp_json_type_of(root) == ACP_JSON_ARRAY;
+  bool short_ = false;
+  acp__buf b;
+  int rv = 0;
+  *need = NULL;
+  acp__buf_init(&b, &srv->mem, 0);
+  rv = acp__buf_append(&b, acp__http_auth_scopes(auth),
+                       strlen(acp__http_auth_scopes(auth)));
+  for (e = arr ? acp_json_child(root) : root; e != NULL && rv == 0;
+       e = arr ? acp_json_next(e) : NULL) {
+    const acp_json_val *name;
+    const char *nm, *ts;
+    size_t nl;
+    if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(e, "method"), "tools/call"))
+      continue;
+    name = acp_json_obj_getz(acp_json_obj_getz(e, "params"), "name");
+    if (acp_json_type_of(name) != ACP_JSON_STRING ||
+        acp_json_doc_str(srv->doc, name, &nm, &nl) != 0)
+      continue; /* the conn answers it -32602 */
+    ts = acp__http_auth_tool_scopes(auth, nm, nl);
+    if (ts == NULL)
+      continue;
+    if (!acp__scope_covers(rq->claims.scope, ts))
+      short_ = true;
+    if (b.len > 0)
+      rv = acp__buf_putc(&b, ' ');
+    if (rv == 0)
+      rv = acp__buf_append(&b, ts, strlen(ts));
+  }
+  if (rv == 0 && short_ && (rv = acp__buf_putc(&b, '\0')) == 0) {
+    *need = b.data;
+    return 0;
+  }
+  acp__buf_dispose(&b);
+  return rv;
+}
+
+/* The resource URL and the metadata of a server with authorization. */
+static int auth_setup(acp_http_server *srv) {
+  acp_http_auth *auth = srv->o->auth;
+  const char *r = acp__http_auth_resource(auth);
+  char *origin;
+  size_t n;
+  if (r != NULL)
+    srv->resource = acp__strdup(&srv->mem, r);
+  else {
+    bool v6 = strchr(srv->o->addr, ':') != NULL;
+    n = strlen(srv->o->addr) + strlen(srv->o->path) + 32;
+    srv->resource = acp__malloc(&srv->mem, n);
+    if (srv->resource != NULL)
+      snprintf(srv->resource, n, "http://%s%s%s:%u%s", v6 ? "[" : "",
+               srv->o->addr, v6 ? "]" : "", (unsigned)srv->port, srv->o->path);
+  }
+  if (srv->resource == NULL)
+    return ACP_ERR_NOMEM;
+  n = sizeof(PRM_WELL_KNOWN) + strlen(srv->o->path);
+  if ((srv->prm_path = acp__malloc(&srv->mem, n)) == NULL)
+    return ACP_ERR_NOMEM;
+  snprintf(srv->prm_path, n, "%s%s", PRM_WELL_KNOWN, srv->o->path);
+  origin = acp__oauth_origin(srv->resource);
+  if (origin == NULL)
+    return ACP_ERR_NOMEM;
+  n = strlen(origin) + strlen(srv->prm_path) + 1;
+  srv->prm_url = acp__malloc(&srv->mem, n);
+  if (srv->prm_url != NULL)
+    snprintf(srv->prm_url, n, "%s%s", origin, srv->prm_path);
+  free(origin);
+  if (srv->prm_url == NULL)
+    return ACP_ERR_NOMEM;
+  /* A resource_metadata value goes into a quoted header parameter. */
+  if (strpbrk(srv->prm_url, "\"\\\r\n") != NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  srv->prm = acp__http_auth_prm(auth, &srv->mem, srv->resource, &srv->prm_len);
+  return srv->prm == NULL ? ACP_ERR_NOMEM : 0;
+}
+
+static void auth_dispose(acp_http_server *srv, const acp_mem *m) {
+  acp__free(m, srv->resource);
+  acp__free(m, srv->prm_path);
+  acp__free(m, srv->prm_url);
+  acp__free(m, srv->prm);
+}
+
 /* The Streamable session a request names, checked: the id is present
  * (400) and live (404), the Authorization matches a relay session's (401),
  * MCP-Protocol-Version is one we know (400). NULL when an error answer
@@ -1504,6 +1732,11 @@ static hs_session *request_session(hs_req *rq, enum MHD_Result *ret) {
   }
   if (!auth_ok(s, hdr(mc, "Authorization"))) {
     *ret = reply_unauthorized(mc);
+    return NULL;
+  }
+  if (rq->srv->o->auth != NULL && !same_subject(s->sub, rq->claims.sub)) {
+    *ret = reply_error(mc, MHD_HTTP_FORBIDDEN, -32000,
+                       "Forbidden: the session belongs to another subject");
     return NULL;
   }
   if (!version_ok(mc)) {
@@ -1939,6 +2172,20 @@ static enum MHD_Result handle_post(hs_req *rq) {
       srv->nstreams + srv->nwaiting >= srv->o->max_streams)
     return reply_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
                        "Too many streams");
+  if (srv->o->auth != NULL) {
+    /* Per-tool scopes: refused before anything reaches the conn. */
+    char *need = NULL;
+    enum MHD_Result ret;
+    if (tool_scopes_missing(rq, root, &need) != 0)
+      return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                         "Internal error");
+    if (need != NULL) {
+      ret = reply_challenge(rq, MHD_HTTP_FORBIDDEN, "insufficient_scope", NULL,
+                            need);
+      acp__free(&srv->mem, need);
+      return ret;
+    }
+  }
   if (sid == NULL && !srv->relay && !pi.batch && pi.nreq == 1 &&
       is_stateless_post(mc, root))
     return handle_stateless_post(rq, root, accept);
@@ -1957,6 +2204,12 @@ static enum MHD_Result handle_post(hs_req *rq) {
       return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                          "Internal error");
     created = true;
+    if (srv->o->auth != NULL && rq->claims.sub != NULL &&
+        (s->sub = acp__strdup(&srv->mem, rq->claims.sub)) == NULL) {
+      session_end(s);
+      return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
+                         "Internal error");
+    }
     if (srv->relay) {
       rv = relay_open(s, hdr(mc, "Authorization"), root);
       if (rv != 0) {
@@ -2219,8 +2472,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
   bool is_mcp, is_sse, is_msg;
   (void)version;
   is_mcp = strcmp(url, srv->o->path) == 0;
-  is_sse = srv->o->legacy && !srv->relay && strcmp(url, "/sse") == 0;
-  is_msg = srv->o->legacy && !srv->relay && strcmp(url, "/message") == 0;
+  /* The legacy transport is off with authorization (acp/http.h). */
+  is_sse = srv->o->legacy && !srv->relay && srv->o->auth == NULL &&
+           strcmp(url, "/sse") == 0;
+  is_msg = srv->o->legacy && !srv->relay && srv->o->auth == NULL &&
+           strcmp(url, "/message") == 0;
   if (rq == NULL) {
     const char *cl;
     rq = acp__calloc(&srv->mem, 1, sizeof(*rq));
@@ -2244,6 +2500,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
     if (!acp__http_origin_ok(srv->o, hdr(mc, "Origin")))
       return reply_error(mc, MHD_HTTP_FORBIDDEN, -32000,
                          "Forbidden: invalid Origin header");
+    if (srv->o->auth != NULL &&
+        (strcmp(url, srv->prm_path) == 0 || strcmp(url, PRM_WELL_KNOWN) == 0)) {
+      if (rq->method == M_GET)
+        return reply(mc, MHD_HTTP_OK, "application/json", srv->prm,
+                     srv->prm_len, NULL);
+      return reply_hdr(mc, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "", 0, NULL,
+                       "Allow", "GET");
+    }
     if (!is_mcp && !is_sse && !is_msg)
       return reply_error(mc, MHD_HTTP_NOT_FOUND, -32000, "Not Found");
     if ((is_sse && rq->method != M_GET) || (is_msg && rq->method != M_POST) ||
@@ -2260,6 +2524,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
       ret = MHD_queue_response(mc, MHD_HTTP_METHOD_NOT_ALLOWED, r);
       MHD_destroy_response(r);
       return ret;
+    }
+    if (is_mcp && rq->method != M_OTHER && srv->o->auth != NULL) {
+      enum MHD_Result ret;
+      if (!authorize(rq, &ret))
+        return ret;
     }
     if (rq->method == M_POST) {
       cl = hdr(mc, "Content-Length");
@@ -2299,8 +2568,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
   if (is_msg)
     return handle_legacy_post(rq);
   switch (rq->method) {
-  case M_POST:
-    return handle_post(rq);
+  case M_POST: {
+    enum MHD_Result ret;
+    /* acp_http_call_auth() reads the token's claims while handlers run. */
+    srv->cur = rq->authed ? &rq->claims : NULL;
+    ret = handle_post(rq);
+    srv->cur = NULL;
+    return ret;
+  }
   case M_GET:
     return handle_get(rq);
   default:
@@ -2347,6 +2622,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
   } else if (st && !st->sess->ended)
     session_gc(st->sess);
   acp__buf_dispose(&rq->body);
+  acp__jwt_claims_free(&srv->mem, &rq->claims);
   acp__free(&srv->mem, rq);
 }
 
@@ -2493,7 +2769,7 @@ static int server_new(acp_http_server **out, uv_loop_t *loop,
   }
   *out = NULL;
   if (loop == NULL || (registry == NULL && cbs == NULL) ||
-      (cbs && cbs->message == NULL)) {
+      (cbs && cbs->message == NULL) || (cbs && opts && opts->auth != NULL)) {
     rv = ACP_ERR_INVALID_ARGUMENT;
     goto fail_fd;
   }
@@ -2569,6 +2845,8 @@ static int server_new(acp_http_server **out, uv_loop_t *loop,
     info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : srv->o->port;
   }
+  if (srv->o->auth != NULL && (rv = auth_setup(srv)) != 0)
+    goto fail;
   info = MHD_get_daemon_info(srv->d, MHD_DAEMON_INFO_EPOLL_FD);
   efd = info ? info->epoll_fd : -1;
   if (efd < 0 || uv_poll_init(loop, &srv->poll, efd) != 0) {
@@ -2597,6 +2875,7 @@ fail:
   }
   if (srv->d)
     MHD_stop_daemon(srv->d);
+  auth_dispose(srv, &m);
   acp_json_doc_free(srv->doc);
   acp_json_doc_free(srv->rdoc);
   acp_json_doc_free(srv->xdoc);
@@ -2658,6 +2937,7 @@ static void server_unref(acp_http_server *srv) {
   if (srv->close_cb)
     srv->close_cb(srv, srv->close_ud);
   m = srv->mem;
+  auth_dispose(srv, &m);
   acp_json_doc_free(srv->doc);
   acp_json_doc_free(srv->rdoc);
   acp_json_doc_free(srv->xdoc);
@@ -2719,6 +2999,25 @@ int acp_http_call_close_stream(acp_mcp_call *call) {
                (unsigned long long)st->no);
   return acp_rpc_session_notify(acp_mcp_conn_session(conn), CUT_METHOD,
                                 sizeof(CUT_METHOD) - 1, params, (size_t)n);
+}
+
+int acp_http_call_auth(const acp_mcp_call *call, const char **subject,
+                       const char **scopes) {
+  acp_mcp_conn *conn;
+  hs_session *s;
+  if (call == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  conn = acp_mcp_call_conn(call);
+  s = conn ? acp_mcp_conn_get_user_data(conn) : NULL;
+  if (s == NULL || s->magic != SESSION_MAGIC || s->srv->o->auth == NULL)
+    return ACP_ERR_UNSUPPORTED;
+  if (s->srv->cur == NULL || acp_mcp_call_msg(call) == NULL)
+    return ACP_ERR_INVALID_STATE;
+  if (subject != NULL)
+    *subject = s->srv->cur->sub;
+  if (scopes != NULL)
+    *scopes = s->srv->cur->scope;
+  return 0;
 }
 
 /* MARK: - Relay sessions (Public) */

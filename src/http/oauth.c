@@ -395,6 +395,7 @@ void acp__oauth_as_free(acp__oauth_as *a) {
   free(a->token_endpoint);
   free(a->registration_endpoint);
   free(a->scopes_supported);
+  free(a->jwks_uri);
   memset(a, 0, sizeof(*a));
 }
 
@@ -411,6 +412,7 @@ int acp__oauth_parse_as(const char *json, size_t len, acp__oauth_as *out) {
   out->token_endpoint = json_str(doc, root, "token_endpoint");
   out->registration_endpoint = json_str(doc, root, "registration_endpoint");
   out->scopes_supported = json_join(doc, root, "scopes_supported");
+  out->jwks_uri = json_str(doc, root, "jwks_uri");
   l = json_join(doc, root, "code_challenge_methods_supported");
   out->s256 = has_word(l, "S256");
   free(l);

@@ -66,6 +66,7 @@ typedef struct acp__oauth_as {
   char *token_endpoint;
   char *registration_endpoint;
   char *scopes_supported; /* space-joined, or NULL */
+  char *jwks_uri;         /* or NULL (read by the resource server) */
   bool s256;              /* code_challenge_methods_supported has S256 */
   bool auth_none, auth_basic, auth_post; /* token endpoint auth methods */
   bool auth_methods_listed;
