@@ -1,0 +1,249 @@
+#!/bin/sh
+# run-mcp-auth.sh - MCP authorization end to end, real processes on
+# 127.0.0.1: a small authorization server (oauth-as.mjs, plain Node), `acp
+# mcp serve --http --auth-issuer` as the resource server, and our client
+# (conformance_client: the OAuth flow of libacp-http) getting a token by
+# the authorization code grant with PKCE, stepping up on 403 and calling
+# the tool `whoami`, at 2025-11-25 (a session) and 2026-07-28
+# (stateless). Then every failure, both ways: tokens minted wrong
+# (expired, not yet valid, wrong audience, wrong issuer, bad signature,
+# alg none, HS256 with the public key, unknown kid, missing scope) each get
+# their status and challenge, and the tool does not run (its stderr line,
+# written only when it runs, is counted); our client against a server
+# that refuses what the authorization server grants (scope withheld,
+# another audience) fails and runs nothing. Also: the protected resource
+# metadata, session binding to the subject, introspection (RFC 7662), the
+# key set fetched once, and no token in any log.
+#
+# Env: ACP_BIN            the built acp (default: build/acp)
+#      ACP_VALGRIND_WRAP  a command prefix (e.g. valgrind ...) for acp
+# Exit status: 0 all passed, 1 some failed, 77 skipped (no acp or node).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+wrap=${ACP_VALGRIND_WRAP:-}
+if [ ! -x "$acp" ]; then
+  echo "SKIP: $acp is not built"
+  exit 77
+fi
+case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
+cc=$(dirname "$acp")/tests/conformance/conformance_client
+if ! command -v node >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  echo "SKIP: node or curl missing"
+  exit 77
+fi
+if [ ! -x "$cc" ]; then
+  echo "SKIP: $cc is not built"
+  exit 77
+fi
+if [ -n "$wrap" ]; then T=300; else T=30; fi
+
+work=$(mktemp -d)
+pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; for f in out hdr cc.err; do [ -f "$work/$f" ] && sed "s/^/  $f: /" "$work/$f" | head -20; done; }
+
+# Wait (up to T seconds) for a line matching $2 in file $1.
+wait_for() {
+  i=0
+  while ! grep -q "$2" "$1" 2>/dev/null; do
+    i=$((i + 1))
+    if [ $i -gt $((T * 10)) ]; then return 1; fi
+    sleep 0.1
+  done
+}
+
+# --- the authorization server ---
+node "$here/oauth-as.mjs" >"$work/as.out" 2>"$work/as.err" &
+pids="$pids $!"
+wait_for "$work/as.out" '"issuer"' || { echo "FAIL: the authorization server did not start"; cat "$work/as.err"; exit 1; }
+iss=$(sed -n 's/.*"issuer":"\([^"]*\)".*/\1/p' "$work/as.out")
+
+# serve NAME ARGS...: start a resource server; its URL in $url, its stderr
+# in $work/NAME.err.
+serve() {
+  name=$1
+  shift
+  $wrap "$acp" mcp serve --http 127.0.0.1:0 "$@" 2>"$work/$name.err" &
+  pids="$pids $!"
+  wait_for "$work/$name.err" 'serving http' || { echo "FAIL: $name did not start"; cat "$work/$name.err"; exit 1; }
+  url=$(sed -n 's/.*serving \(http[^ ]*\).*/\1/p' "$work/$name.err")
+}
+runs() { grep -c 'whoami ran' "$work/$1.err"; }
+
+serve rs --auth-issuer "$iss" --auth-scopes mcp:read --auth-tool-scope whoami=mcp:admin
+rs=$url
+base=${rs%/mcp}
+
+# --- protected resource metadata (RFC 9728) ---
+for p in /.well-known/oauth-protected-resource/mcp /.well-known/oauth-protected-resource; do
+  curl -s "$base$p" >"$work/out"
+  if grep -qF "\"resource\":\"$rs\"" "$work/out" && grep -qF "\"authorization_servers\":[\"$iss\"]" "$work/out" &&
+    grep -qF '"scopes_supported":["mcp:read","mcp:admin"]' "$work/out"; then ok "prm $p"; else ko "prm $p"; fi
+done
+
+# post TOKEN BODY [extra curl args]: POST to the resource server; status in
+# $status, headers in $work/hdr, body in $work/out.
+post() {
+  tok=$1 body=$2
+  shift 2
+  if [ -n "$tok" ]; then set -- "$@" -H "Authorization: Bearer $tok"; fi
+  status=$(curl -s -o "$work/out" -D "$work/hdr" -w '%{http_code}' "$rs" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' "$@" -d "$body")
+}
+# A 2026-07-28 tools/call of whoami (stateless: no session needed).
+call26='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+call() { post "$1" "$call26" -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: whoami'; }
+init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+mint() { curl -s "$iss/mint?$1"; }
+aud=$(printf '%s' "$rs" | sed 's/:/%3A/g; s#/#%2F#g')
+
+# --- no token ---
+post "" "$init"
+if [ "$status" = 401 ] && grep -qiF "www-authenticate: Bearer resource_metadata=\"$base/.well-known/oauth-protected-resource/mcp\", scope=\"mcp:read\"" "$work/hdr" &&
+  ! grep -qi 'error=' "$work/hdr"; then ok "no token: 401 with the challenge"; else ko "no token: 401 ($status)"; fi
+post "" "$init" -H 'Authorization: Basic dTpw'
+if [ "$status" = 401 ]; then ok "basic credentials: 401"; else ko "basic credentials ($status)"; fi
+
+# --- our client, the whole flow: 401, authorize, 403 step-up, call ---
+for pv in 2025-11-25 2026-07-28; do
+  before=$(runs rs)
+  MCP_CONFORMANCE_SCENARIO=tools_call MCP_CONFORMANCE_PROTOCOL_VERSION=$pv \
+    MCP_CONFORMANCE_CONTEXT='{"toolCalls":[{"name":"whoami","arguments":{}}]}' \
+    timeout $T "$cc" "$rs" >"$work/out" 2>"$work/cc.err"
+  st=$?
+  if [ $st -eq 0 ] && grep -qF 'subject=user-1 scopes=mcp:read mcp:admin' "$work/out" &&
+    [ "$(grep -c 'authorized; running again' "$work/cc.err")" -eq 2 ] && [ "$(runs rs)" -eq $((before + 1)) ]; then
+    ok "flow $pv: token, step-up, whoami ran once"
+  else ko "flow $pv (exit $st)"; fi
+done
+
+# --- minted tokens: valid ones run the tool ---
+before=$(runs rs)
+call "$(mint "aud=$aud&scope=mcp:read%20mcp:admin&sub=carol")"
+if [ "$status" = 200 ] && grep -qF 'subject=carol scopes=mcp:read mcp:admin' "$work/out" && [ "$(runs rs)" -eq $((before + 1)) ]; then
+  ok "minted RS256 token: 200, whoami ran"; else ko "minted RS256 token ($status)"; fi
+call "$(mint "aud=$aud&scope=mcp:read%20mcp:admin&alg=ES256&sub=dave")"
+if [ "$status" = 200 ] && grep -qF 'subject=dave' "$work/out" && [ "$(runs rs)" -eq $((before + 2)) ]; then
+  ok "minted ES256 token: 200, whoami ran"; else ko "minted ES256 token ($status)"; fi
+
+# --- minted tokens: each failure, nothing runs ---
+before=$(runs rs)
+# bad NAME QUERY REASON
+bad() {
+  call "$(mint "$2")"
+  if [ "$status" = 401 ] && grep -qiF 'error="invalid_token"' "$work/hdr" && grep -qiF "error_description=\"$3\"" "$work/hdr" &&
+    grep -qiF 'resource_metadata=' "$work/hdr"; then ok "$1: 401 invalid_token"; else ko "$1: ($status)"; fi
+}
+all="scope=mcp:read%20mcp:admin"
+bad expired "aud=$aud&$all&exp=-120" "token expired"
+bad not-yet-valid "aud=$aud&$all&nbf=600" "token not yet valid"
+bad wrong-audience "aud=http%3A%2F%2F127.0.0.1%3A1%2Fmcp&$all" "wrong audience"
+bad wrong-issuer "aud=$aud&$all&iss=http%3A%2F%2Fevil.example" "wrong issuer"
+bad bad-signature "aud=$aud&$all&badsig=1" "bad signature"
+bad bad-signature-es256 "aud=$aud&$all&badsig=1&alg=ES256" "bad signature"
+bad alg-none "aud=$aud&$all&alg=none" "unsupported alg"
+bad hs256-public-key "aud=$aud&$all&alg=HS256" "unsupported alg"
+bad unknown-kid "aud=$aud&$all&kid=nope" "no key for the token's kid and alg"
+bad alg-key-mismatch "aud=$aud&$all&alg=ES256&kid=rsa1" "no key for the token's kid and alg"
+bad dpop-typ "aud=$aud&$all&typ=dpop%2Bjwt" "unsupported JOSE header"
+call "not-a-jwt"
+if [ "$status" = 401 ] && grep -qiF 'error="invalid_token"' "$work/hdr"; then ok "garbage token: 401"; else ko "garbage token ($status)"; fi
+call "$(head -c 9000 /dev/zero | tr '\0' 'A')"
+if [ "$status" = 401 ] && grep -qiF 'token too large' "$work/hdr"; then ok "oversize token: 401"; else ko "oversize token ($status)"; fi
+# Missing the tool's scope: 403 naming every scope the call needs.
+call "$(mint "aud=$aud&scope=mcp:read")"
+if [ "$status" = 403 ] && grep -qiF 'error="insufficient_scope"' "$work/hdr" && grep -qiF 'scope="mcp:read mcp:admin"' "$work/hdr"; then
+  ok "missing tool scope: 403 insufficient_scope"; else ko "missing tool scope ($status)"; fi
+# Missing the base scope: 403 on anything, initialize included.
+post "$(mint "aud=$aud&scope=mcp:admin")" "$init"
+if [ "$status" = 403 ] && grep -qiF 'scope="mcp:read"' "$work/hdr"; then ok "missing base scope: 403"; else ko "missing base scope ($status)"; fi
+# A batch-free 2025 session: tools/list passes with mcp:read, whoami does not.
+t_read=$(mint "aud=$aud&scope=mcp:read&sub=erin")
+post "$t_read" "$init"
+sid=$(sed -n 's/^[Mm][Cc][Pp]-[Ss]ession-[Ii]d: *\([^\r]*\).*/\1/p' "$work/hdr" | tr -d '\r')
+post "$t_read" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' -H "MCP-Session-Id: $sid" -H 'MCP-Protocol-Version: 2025-11-25'
+if [ -n "$sid" ] && [ "$status" = 403 ] && grep -qiF 'insufficient_scope' "$work/hdr"; then ok "2025 session: whoami without its scope is 403"; else ko "2025 session scope ($status)"; fi
+post "$t_read" '{"jsonrpc":"2.0","id":3,"method":"tools/list"}' -H "MCP-Session-Id: $sid" -H 'MCP-Protocol-Version: 2025-11-25'
+if [ "$status" = 200 ] && grep -qF '"whoami"' "$work/out"; then ok "2025 session: tools/list with mcp:read"; else ko "2025 session tools/list ($status)"; fi
+# The session belongs to erin: frank's valid token cannot use it.
+post "$(mint "aud=$aud&$all&sub=frank")" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' -H "MCP-Session-Id: $sid" -H 'MCP-Protocol-Version: 2025-11-25'
+if [ "$status" = 403 ] && grep -qF 'another subject' "$work/out"; then ok "session bound to its subject"; else ko "session binding ($status)"; fi
+# An expired token on the session: 401 (GET and DELETE too).
+t_exp=$(mint "aud=$aud&$all&sub=erin&exp=-120")
+status=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$rs" -H "Authorization: Bearer $t_exp" -H "MCP-Session-Id: $sid")
+if [ "$status" = 401 ]; then ok "DELETE with an expired token: 401"; else ko "DELETE expired ($status)"; fi
+if [ "$(runs rs)" -eq "$before" ]; then ok "no refused request ran whoami"; else ko "a refused request ran whoami"; fi
+
+# --- our client against servers that refuse what it gets ---
+# The authorization server withholds mcp:admin: step-ups end, nothing runs.
+curl -s -X POST "$iss/control" -d '{"grant":"mcp:read"}' >/dev/null
+before=$(runs rs)
+MCP_CONFORMANCE_SCENARIO=tools_call MCP_CONFORMANCE_CONTEXT='{"toolCalls":[{"name":"whoami","arguments":{}}]}' \
+  timeout $T "$cc" "$rs" >"$work/out" 2>"$work/cc.err"
+st=$?
+if [ $st -ne 0 ] && grep -qF 'status 403' "$work/cc.err" && [ "$(runs rs)" -eq "$before" ]; then
+  ok "client, scope withheld: fails, whoami not run"; else ko "client, scope withheld (exit $st)"; fi
+curl -s -X POST "$iss/control" -d '{}' >/dev/null
+# A server expecting another audience: every token of the flow is refused.
+serve aud --auth-issuer "$iss" --auth-audience api://elsewhere
+MCP_CONFORMANCE_SCENARIO=tools_call MCP_CONFORMANCE_CONTEXT='{"toolCalls":[{"name":"whoami","arguments":{}}]}' \
+  timeout $T "$cc" "$url" >"$work/out" 2>"$work/cc.err"
+st=$?
+if [ $st -ne 0 ] && grep -qF 'authorized; running again' "$work/cc.err" && [ "$(runs aud)" -eq 0 ]; then
+  ok "client, wrong audience: fails, whoami not run"; else ko "client, wrong audience (exit $st)"; fi
+# A server trusting another issuer: the flow's tokens are refused.
+serve otheriss --auth-issuer http://127.0.0.1:1/other-issuer --auth-resource "http://127.0.0.1:1/mcp"
+status=$(curl -s -o /dev/null -w '%{http_code}' "$url" -X POST -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' -H "Authorization: Bearer $(mint "aud=http%3A%2F%2F127.0.0.1%3A1%2Fmcp&$all")" -d "$init")
+# (its issuer cannot be reached: no keys, 503; nothing runs either way)
+if [ "$status" = 503 ] && [ "$(runs otheriss)" -eq 0 ]; then ok "issuer unreachable: 503"; else ko "issuer unreachable ($status)"; fi
+
+# --- introspection (RFC 7662) ---
+serve intro --auth-issuer "$iss" --auth-introspect "$iss/introspect" --auth-client-id rs-client --auth-client-secret rs-secret
+rs=$url
+aud=$(printf '%s' "$rs" | sed 's/:/%3A/g; s#/#%2F#g')
+call "$(mint "aud=$aud&sub=gina")"
+if [ "$status" = 200 ] && grep -qF 'subject=gina' "$work/out" && [ "$(runs intro)" -eq 1 ]; then ok "introspection: active token runs whoami"; else ko "introspection: active ($status)"; fi
+call "$(mint "aud=$aud&exp=-5")"
+if [ "$status" = 401 ] && grep -qiF 'token not active' "$work/hdr"; then ok "introspection: inactive token 401"; else ko "introspection: inactive ($status)"; fi
+call "$(mint "aud=http%3A%2F%2Fx")"
+if [ "$status" = 401 ] && grep -qiF 'wrong audience' "$work/hdr"; then ok "introspection: wrong audience 401"; else ko "introspection: audience ($status)"; fi
+serve intro2 --auth-issuer "$iss" --auth-introspect "$iss/introspect" --auth-client-id rs-client --auth-client-secret wrong
+rs=$url
+aud=$(printf '%s' "$rs" | sed 's/:/%3A/g; s#/#%2F#g')
+call "$(mint "aud=$aud")"
+if [ "$status" = 401 ] && grep -qiF 'introspection failed' "$work/hdr" && [ "$(runs intro2)" -eq 0 ]; then ok "introspection: bad client secret 401"; else ko "introspection: bad secret ($status)"; fi
+
+# --- the key set is fetched once; no token in any log ---
+curl -s "$iss/stats" >"$work/out"
+jw=$(sed -n 's/.*"jwks":\([0-9]*\).*/\1/p' "$work/out")
+# Once per server process that checks JWTs (rs and aud), whatever the
+# number of tokens.
+if [ "$jw" = 2 ]; then ok "jwks fetched once per server"; else ko "jwks fetched $jw times"; fi
+if grep -q 'eyJ' "$work"/*.err; then ko "a token in a log"; else ok "no token in the logs"; fi
+
+# --- bad command lines ---
+"$acp" mcp serve --auth-issuer "$iss" >/dev/null 2>"$work/out"
+[ $? -eq 2 ] && grep -qF 'need --http' "$work/out" && ok "--auth-issuer without --http: usage" || ko "--auth-issuer without --http"
+"$acp" mcp serve --http 127.0.0.1:0 --auth-issuer ftp://x >/dev/null 2>"$work/out"
+[ $? -eq 2 ] && ok "--auth-issuer ftp: usage" || ko "--auth-issuer ftp"
+"$acp" mcp serve --http 127.0.0.1:0 --auth-scopes a >/dev/null 2>"$work/out"
+[ $? -eq 2 ] && grep -qF 'need --auth-issuer' "$work/out" && ok "--auth-scopes alone: usage" || ko "--auth-scopes alone"
+"$acp" mcp serve --http 127.0.0.1:0 --auth-issuer "$iss" --auth-tool-scope whoami >/dev/null 2>"$work/out"
+[ $? -eq 2 ] && ok "--auth-tool-scope without =: usage" || ko "--auth-tool-scope without ="
+"$acp" mcp serve --http 127.0.0.1:0 --auth-issuer "$iss" --auth-scopes 'a"b' >/dev/null 2>"$work/out"
+[ $? -eq 2 ] && ok "--auth-scopes with a quote: usage" || ko "--auth-scopes with a quote"
+"$acp" mcp serve --http 127.0.0.1:0 --auth-issuer "$iss" --auth-introspect "$iss/introspect" >/dev/null 2>"$work/out"
+[ $? -eq 2 ] && ok "--auth-introspect without client: usage" || ko "--auth-introspect without client"
+
+echo "mcp-auth: $pass passed, $fail failed"
+[ $fail -eq 0 ]
