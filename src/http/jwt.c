@@ -104,6 +104,22 @@ static bool num_claim(const acp_json_val *obj, const char *key, int64_t *out) {
   return true;
 }
 
+/* RFC 7519 4: a JWT with a claim (or header parameter) named twice must be
+ * rejected (or read by its last occurrence; our parser finds the first,
+ * so rejecting is the only safe choice). */
+static bool dup_members(acp_json_doc *doc, const acp_json_val *obj) {
+  const acp_json_val *k;
+  for (k = acp_json_child(obj); k != NULL;
+       k = acp_json_next(acp_json_next(k))) {
+    const char *s;
+    size_t n;
+    if (acp_json_doc_str(doc, k, &s, &n) != 0 ||
+        acp_json_obj_get(obj, s, n) != acp_json_next(k))
+      return true;
+  }
+  return false;
+}
+
 /* MARK: - JWK import (OpenSSL) */
 
 static EVP_PKEY *import_key(const char *type, OSSL_PARAM_BLD *bld) {
@@ -400,6 +416,10 @@ static int check_claims(const acp_mem *m, acp_json_doc *doc,
     *why = "claims are not a JSON object";
     return ACP_ERR_PROTOCOL;
   }
+  if (dup_members(doc, obj)) {
+    *why = "duplicate claim";
+    return ACP_ERR_PROTOCOL;
+  }
   if ((jwt || iss != NULL) && !str_is(doc, iss, x->issuer)) {
     *why = "wrong issuer";
     return ACP_ERR_PROTOCOL;
@@ -527,7 +547,7 @@ int acp__jwt_verify(const acp_mem *mem, const char *tok, size_t len,
     goto out;
   }
   if (!typ_ok(doc, acp_json_obj_getz(root, "typ")) ||
-      acp_json_obj_getz(root, "crit") != NULL) {
+      acp_json_obj_getz(root, "crit") != NULL || dup_members(doc, root)) {
     *why = "unsupported JOSE header";
     rv = ACP_ERR_PROTOCOL;
     goto out;

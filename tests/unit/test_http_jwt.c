@@ -26,6 +26,7 @@
 #include "acp/common.h"
 #include "acp/http.h"
 #include "failmem.h"
+#include "http_test.h"
 #include "http/http_internal.h"
 #include "http/jwt.h"
 #include "util.h"
@@ -374,6 +375,18 @@ static void test_claims(void **state) {
           ACP_ERR_PROTOCOL, "wrong audience");
   refused(k, token(h, "[1]", rsa_k), ACP_ERR_PROTOCOL,
           "claims are not a JSON object");
+  /* A claim named twice (a parser reading the first or the last would
+   * disagree on who this is). */
+  refused(k,
+          token(h,
+                "{\"iss\":\"" ISS "\",\"aud\":\"" AUD
+                "\",\"exp\":9999999999,\"sub\":\"a\",\"sub\":\"b\"}",
+                rsa_k),
+          ACP_ERR_PROTOCOL, "duplicate claim");
+  refused(k,
+          token("{\"alg\":\"RS256\",\"kid\":\"r1\",\"alg\":\"none\"}",
+                claims(""), rsa_k),
+          ACP_ERR_PROTOCOL, "unsupported JOSE header");
   refused(k, token(h, "{\"iss\":", rsa_k), ACP_ERR_PROTOCOL,
           "malformed claims");
   refused(k,
@@ -594,6 +607,234 @@ static void test_auth_config(void **state) {
   acp_http_auth_free(NULL);
 }
 
+/* MARK: - The server with authorization (in process) */
+
+typedef struct auth_thread {
+  ht_server s; /* first: ht_setup()/ht_teardown() */
+  acp_http_auth *auth;
+  int runs;     /* times "t" ran */
+  int auth_rv;  /* what acp_http_call_auth() said in "t" */
+  char sub[64]; /* ... and the subject and scopes */
+  char scopes[128];
+} auth_thread;
+
+static int tool_t(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  auth_thread *t = ud;
+  const char *sub = NULL, *sc = NULL;
+  (void)args;
+  t->runs++;
+  t->auth_rv = acp_http_call_auth(call, &sub, &sc);
+  snprintf(t->sub, sizeof(t->sub), "%s", sub ? sub : "(null)");
+  snprintf(t->scopes, sizeof(t->scopes), "%s", sc ? sc : "(null)");
+  return acp_mcp_call_respond_text(call, "ran", 3, false);
+}
+
+static int auth_start(ht_server *s) {
+  auth_thread *t = s->user_data;
+  acp_http_server_options *o = NULL;
+  assert_int_equal(acp_mcp_server_new(&s->reg, "t", "1", NULL, NULL), 0);
+  assert_int_equal(ht_add_tool(s->reg, "t", NULL, tool_t, t), 0);
+  assert_int_equal(ht_add_tool(s->reg, "echo", NULL, ht_tool_echo, NULL), 0);
+  assert_int_equal(acp_http_auth_new(&t->auth, ISS, NULL), 0);
+  assert_int_equal(acp_http_auth_set_jwks(t->auth, jwks, strlen(jwks)), 0);
+  assert_int_equal(acp_http_auth_set_audience(t->auth, AUD), 0);
+  assert_int_equal(acp_http_auth_add_scope(t->auth, "base"), 0);
+  assert_int_equal(acp_http_auth_add_tool_scope(t->auth, "t", "tool"), 0);
+  assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
+  acp_http_server_options_set_auth(o, t->auth);
+  assert_int_equal(acp_http_server_new(&s->srv, &s->loop, s->reg, o, NULL), 0);
+  acp_http_server_options_free(o);
+  return 0;
+}
+
+static int auth_setup(void **state) {
+  return ht_setup(state, sizeof(auth_thread), auth_start);
+}
+
+static int auth_teardown(void **state) {
+  auth_thread *t = *state;
+  acp_http_auth *a = t->auth;
+  int rv = ht_teardown(state);
+  acp_http_auth_free(a); /* after the server is gone */
+  return rv;
+}
+
+static char *bearer(const char *scope, const char *sub) {
+  static char h[16384];
+  char p[512];
+  snprintf(p, sizeof(p),
+           "{\"iss\":\"" ISS "\",\"aud\":\"" AUD "\",\"sub\":\"%s\","
+           "\"exp\":%lld,\"scope\":\"%s\"}",
+           sub, (long long)(now_s + 600), scope);
+  snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n",
+           token("{\"alg\":\"ES256\",\"kid\":\"e1\"}", p, ec_k));
+  return h;
+}
+
+#define CALL_T                                                                 \
+  "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"        \
+  "{\"name\":\"t\",\"arguments\":{}}}"
+
+static void test_server_auth(void **state) {
+  auth_thread *t = *state;
+  uint16_t port = t->s.port;
+  char *r, req[4096];
+  const char *sid;
+  char h[16384];
+
+  /* The metadata, at both paths; GET only. */
+  snprintf(req, sizeof(req),
+           "GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\n"
+           "Host: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  r = ht_raw(port, req, NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "\"authorization_servers\":[\"" ISS "\"]"));
+  assert_non_null(strstr(r, "\"scopes_supported\":[\"base\",\"tool\"]"));
+  free(r);
+  snprintf(req, sizeof(req),
+           "POST /.well-known/oauth-protected-resource HTTP/1.1\r\n"
+           "Host: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  r = ht_raw(port, req, NULL);
+  assert_int_equal(ht_status(r), 405);
+  free(r);
+  /* The legacy endpoints are off. */
+  snprintf(req, sizeof(req),
+           "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  r = ht_raw(port, req, NULL);
+  assert_int_equal(ht_status(r), 404);
+  free(r);
+
+  /* No token: 401 and the challenge. */
+  r = ht_post(port, "", ht_init_body, NULL);
+  assert_int_equal(ht_status(r), 401);
+  assert_non_null(strstr(r, "WWW-Authenticate: Bearer resource_metadata=\"http"
+                            "://127.0.0.1:"));
+  assert_non_null(strstr(r, "/.well-known/oauth-protected-resource/mcp\", "
+                            "scope=\"base\""));
+  free(r);
+  /* A bad token: invalid_token. */
+  r = ht_post(port, "Authorization: Bearer x.y.z\r\n", ht_init_body, NULL);
+  assert_int_equal(ht_status(r), 401);
+  assert_non_null(strstr(r, "error=\"invalid_token\""));
+  free(r);
+
+  /* A session with a token holding only the base scope. */
+  r = ht_post(port, bearer("base", "alice"), ht_init_body, NULL);
+  assert_int_equal(ht_status(r), 200);
+  sid = ht_session_id(r);
+  free(r);
+  strcpy(h, bearer("base", "alice"));
+  r = ht_post_s(port, sid, h, CALL_T, NULL);
+  assert_int_equal(ht_status(r), 403);
+  assert_non_null(strstr(r, "error=\"insufficient_scope\""));
+  assert_non_null(strstr(r, "scope=\"base tool\""));
+  free(r);
+  assert_int_equal(t->runs, 0);
+  /* The same in a batch (2025-11-25 has none: 403 before the conn
+   * refuses it) and with the name escaped. */
+  r = ht_post_s(port, sid, h,
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"\\u0074\",\"arguments\":{}}}",
+                NULL);
+  assert_int_equal(ht_status(r), 403);
+  free(r);
+  assert_int_equal(t->runs, 0);
+  /* Another tool needs only the base scope. */
+  r = ht_post_s(port, sid, h,
+                "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+                "\"hi\"}}}",
+                NULL);
+  assert_int_equal(ht_status(r), 200);
+  free(r);
+  /* With the tool's scope: it runs and sees the token. */
+  strcpy(h, bearer("base tool", "alice"));
+  r = ht_post_s(port, sid, h, CALL_T, NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "ran"));
+  free(r);
+  assert_int_equal(t->runs, 1);
+  assert_int_equal(t->auth_rv, 0);
+  assert_string_equal(t->sub, "alice");
+  assert_string_equal(t->scopes, "base tool");
+  /* Bob's token on Alice's session: 403. */
+  strcpy(h, bearer("base tool", "bob"));
+  r = ht_post_s(port, sid, h, CALL_T, NULL);
+  assert_int_equal(ht_status(r), 403);
+  assert_non_null(strstr(r, "another subject"));
+  free(r);
+  assert_int_equal(t->runs, 1);
+}
+
+static int tool_probe(acp_mcp_call *call, const acp_json_val *args, void *ud) {
+  int *rv = ud;
+  (void)args;
+  *rv = acp_http_call_auth(call, NULL, NULL);
+  return acp_mcp_call_respond_text(call, "ok", 2, false);
+}
+
+static int plain_start(ht_server *s) {
+  assert_int_equal(acp_mcp_server_new(&s->reg, "t", "1", NULL, NULL), 0);
+  assert_int_equal(ht_add_tool(s->reg, "probe", NULL, tool_probe,
+                               (char *)s->user_data + sizeof(ht_server)),
+                   0);
+  return acp_http_server_new(&s->srv, &s->loop, s->reg, NULL, NULL);
+}
+
+static void test_call_auth_without_auth(void **state) {
+  struct {
+    ht_server s;
+    int rv;
+  } * t;
+  char *r;
+  const char *sid;
+  (void)state;
+  assert_int_equal(ht_setup((void **)&t, sizeof(*t), plain_start), 0);
+  t->rv = 1;
+  r = ht_post(t->s.port, "", ht_init_body, NULL);
+  sid = ht_session_id(r);
+  free(r);
+  r = ht_post_s(t->s.port, sid, "",
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"probe\",\"arguments\":{}}}",
+                NULL);
+  assert_int_equal(ht_status(r), 200);
+  free(r);
+  assert_int_equal(t->rv, ACP_ERR_UNSUPPORTED);
+  assert_int_equal(acp_http_call_auth(NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(ht_teardown((void **)&t), 0);
+}
+
+static void on_relay_msg(acp_http_relay_session *s, const char *m, size_t n,
+                         void *ud) {
+  (void)s;
+  (void)m;
+  (void)n;
+  (void)ud;
+}
+
+static void test_relay_refuses_auth(void **state) {
+  uv_loop_t loop;
+  acp_http_server *srv = (acp_http_server *)1;
+  acp_http_server_options *o = NULL;
+  acp_http_auth *a = NULL;
+  acp_http_relay_callbacks cbs;
+  (void)state;
+  memset(&cbs, 0, sizeof(cbs));
+  cbs.message = on_relay_msg;
+  uv_loop_init(&loop);
+  assert_int_equal(acp_http_auth_new(&a, ISS, NULL), 0);
+  assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
+  acp_http_server_options_set_auth(o, a);
+  assert_int_equal(acp_http_server_new_relay(&srv, &loop, &cbs, NULL, o, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_null(srv);
+  acp_http_server_options_free(o);
+  acp_http_auth_free(a);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* Every allocation failing in turn: parse the set, check a valid token
  * and an introspection answer. */
 static int alloc_scenario(failmem *f) {
@@ -645,6 +886,10 @@ int main(void) {
       cmocka_unit_test(test_scope_covers),
       cmocka_unit_test(test_auth_config),
       cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test_setup_teardown(test_server_auth, auth_setup,
+                                      auth_teardown),
+      cmocka_unit_test(test_call_auth_without_auth),
+      cmocka_unit_test(test_relay_refuses_auth),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
