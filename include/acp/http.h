@@ -774,6 +774,26 @@ ACP_EXTERN const char *acp_http_oauth_error(const acp_http_oauth *o);
  * ACP_ERR_PROTOCOL (no redirect), ACP_ERR_INVALID_ARGUMENT.
  */
 ACP_EXTERN int acp_http_oauth_fetch_redirect(const char *url, char **location);
+/**
+ * The authorization state (issuer, client registration, endpoint, tokens)
+ * as one JSON object, for the application to store (it holds secrets: keep
+ * it private, e.g. a 0600 file) and give back to acp_http_oauth_import()
+ * in a later process. *json is malloc'ed (free() it).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_INVALID_STATE (no token
+ *         yet), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_oauth_export(acp_http_oauth *o, char **json);
+/**
+ * Restore what acp_http_oauth_export() gave, for the same MCP server URL:
+ * acp_http_oauth_token() then returns the stored token (refreshed first
+ * when it expires within 30 s).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_PARSE (not such a state,
+ *         or another server's; nothing changed), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_oauth_import(acp_http_oauth *o, const char *json,
+                                     size_t len);
+/** The issuer the tokens belong to (owned by o), or NULL. */
+ACP_EXTERN const char *acp_http_oauth_issuer(const acp_http_oauth *o);
 
 /**
  * Close: abort transfers, send DELETE for a Streamable session (waiting at

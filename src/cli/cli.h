@@ -28,6 +28,13 @@ int cmd_mcp_http_bridge(int argc, char **argv);
  * ACP_ERR_INVALID_STATE, ACP_ERR_NOMEM (acp_http_client_add_header()). */
 struct acp_http_client;
 int cli_http_add_header(struct acp_http_client *hc, const char *spec);
+/* acp-mcp only (cmd_mcp_login.c): `acp mcp login` / `logout`, and the
+ * stored tokens of `url`: *header gets "Authorization: Bearer ..."
+ * (malloc'ed; refreshed and stored again when about to expire). Returns 1
+ * when there is one, 0 when not logged in. */
+int cmd_mcp_login(int argc, char **argv);
+int cmd_mcp_logout(int argc, char **argv);
+int cli_mcp_stored_auth(const char *url, char **header);
 
 /* Exit statuses shared by the subcommands. */
 enum {

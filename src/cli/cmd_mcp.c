@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define SUB "mcp"
 
@@ -29,6 +30,7 @@ static const char usage_text[] =
     "       acp mcp call|read|get [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS... --) NAME [key=value...]\n"
     "       acp mcp relay --url URL [--header 'N: V']... [--sse|--streamable]\n"
+    "       acp mcp login URL [--timeout SECONDS] | acp mcp logout URL\n"
     "\n"
     "serve: an MCP server on stdin/stdout (default) or over HTTP (Streamable\n"
     "HTTP at /mcp, legacy HTTP+SSE at /sse and /message), on 127.0.0.1 unless\n"
@@ -995,6 +997,15 @@ static int add_arg(acp_json_writer *w, const char *kv, int strings_only) {
   return 0;
 }
 
+/* Whether --header gave an Authorization (then stored tokens stay out). */
+static int has_authorization(const char **hdrs, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (strncasecmp(hdrs[i], "Authorization:", 14) == 0)
+      return 1;
+  return 0;
+}
+
 static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   mcli m;
   const char *url = NULL, *tname = "auto", *protocol = NULL;
@@ -1120,6 +1131,16 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       if (rv != 0)
         cli_err(SUB, "bad --header '%s': 'Name: value' expected", hdrs[k]);
     }
+    if (rv == 0 && !has_authorization(hdrs, nhdrs)) {
+      /* Tokens stored by `acp mcp login URL`. */
+      char *h = NULL;
+      if (cli_mcp_stored_auth(url, &h))
+        rv = cli_http_add_header(m.hc, h);
+      if (h != NULL) {
+        memset(h, 0, strlen(h));
+        free(h);
+      }
+    }
     if (rv == ACP_ERR_INVALID_ARGUMENT)
       m.status = CLI_EXIT_USAGE;
   } else if (rv == 0) {
@@ -1177,6 +1198,10 @@ int cmd_mcp(int argc, char **argv) {
     return cmd_mcp_relay(argc - 1, argv + 1);
   if (strcmp(argv[1], "http-bridge") == 0)
     return cmd_mcp_http_bridge(argc - 1, argv + 1);
+  if (strcmp(argv[1], "login") == 0)
+    return cmd_mcp_login(argc - 1, argv + 1);
+  if (strcmp(argv[1], "logout") == 0)
+    return cmd_mcp_logout(argc - 1, argv + 1);
   for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
     if (strcmp(argv[1], verbs[i].name) == 0)
       return cmd_client_verb(verbs[i].verb, argc - 1, argv + 1);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define SUB "mcp relay"
 
@@ -397,6 +398,19 @@ int cmd_mcp_relay(int argc, char **argv) {
       cli_err(SUB, "bad --header '%s': 'Name: value' on one line expected",
               headers[k]);
       status = CLI_EXIT_USAGE;
+    }
+  }
+  if (rv == 0) {
+    /* Tokens stored by `acp mcp login URL`, unless --header gave one. */
+    char *h = NULL;
+    int given = 0;
+    for (k = 0; k < nheaders; k++)
+      given |= strncasecmp(headers[k], "Authorization:", 14) == 0;
+    if (!given && cli_mcp_stored_auth(url, &h))
+      rv = cli_http_add_header(r.hc, h);
+    if (h != NULL) {
+      memset(h, 0, strlen(h));
+      free(h);
     }
   }
   if (rv == 0) {

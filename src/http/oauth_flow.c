@@ -630,3 +630,127 @@ int acp_http_oauth_fetch_redirect(const char *url, char **location) {
   resp_free(&r);
   return *location ? 0 : ACP_ERR_PROTOCOL;
 }
+
+/* MARK: - Saving and restoring (acp mcp login) */
+
+static void put_str(acp_json_writer *w, const char *k, const char *v) {
+  if (v == NULL)
+    return;
+  acp_json_write_keyz(w, k);
+  acp_json_write_strz(w, v);
+}
+
+int acp_http_oauth_export(acp_http_oauth *o, char **json) {
+  acp_json_writer *w = NULL;
+  const char *d;
+  size_t n;
+  if (o == NULL || json == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *json = NULL;
+  if (o->access_token == NULL || o->issuer == NULL)
+    return ACP_ERR_INVALID_STATE;
+  if (acp_json_writer_new(&w, 0, NULL) != 0)
+    return ACP_ERR_NOMEM;
+  acp_json_write_obj_begin(w);
+  put_str(w, "mcp_url", o->mcp_url);
+  put_str(w, "issuer", o->issuer);
+  put_str(w, "resource", o->resource);
+  put_str(w, "token_endpoint", o->token_endpoint);
+  put_str(w, "client_id", o->client_id);
+  put_str(w, "client_secret", o->client_secret);
+  acp_json_write_keyz(w, "token_endpoint_auth");
+  acp_json_write_int(w, (int64_t)o->auth);
+  put_str(w, "access_token", o->access_token);
+  put_str(w, "refresh_token", o->refresh_token);
+  put_str(w, "scope", o->scope);
+  acp_json_write_keyz(w, "expires_at");
+  acp_json_write_int(w, (int64_t)o->expires_at);
+  acp_json_write_obj_end(w);
+  d = acp_json_writer_data(w, &n);
+  if (acp_json_writer_error(w) == 0 && d != NULL)
+    *json = strndup(d, n);
+  acp_json_writer_free(w);
+  return *json ? 0 : ACP_ERR_NOMEM;
+}
+
+/* A string member as a malloc'ed copy (NULL when absent); false when it is
+ * not a string or cannot be copied. */
+static bool get_str(acp_json_doc *doc, const acp_json_val *root, const char *k,
+                    char **out) {
+  const acp_json_val *v = acp_json_obj_getz(root, k);
+  const char *s;
+  size_t n;
+  *out = NULL;
+  if (v == NULL)
+    return true;
+  if (acp_json_type_of(v) != ACP_JSON_STRING ||
+      acp_json_doc_str(doc, v, &s, &n) != 0 || memchr(s, '\0', n) != NULL)
+    return false;
+  *out = strndup(s, n);
+  return *out != NULL;
+}
+
+int acp_http_oauth_import(acp_http_oauth *o, const char *json, size_t len) {
+  acp_json_doc *doc = NULL;
+  const acp_json_val *root;
+  char *s[9] = {0};
+  static const char *const keys[9] = {
+      "mcp_url",        "issuer",        "resource",
+      "token_endpoint", "client_id",     "client_secret",
+      "access_token",   "refresh_token", "scope"};
+  int64_t auth = 0, exp = 0;
+  size_t i;
+  int rv = 0;
+  if (o == NULL || json == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (acp_json_doc_new(&doc, NULL) != 0)
+    return ACP_ERR_NOMEM;
+  if (acp_json_doc_parse(doc, json, len, NULL) != 0 ||
+      acp_json_type_of(root = acp_json_doc_root(doc)) != ACP_JSON_OBJECT) {
+    acp_json_doc_free(doc);
+    return ACP_ERR_PARSE;
+  }
+  for (i = 0; i < 9 && rv == 0; i++)
+    if (!get_str(doc, root, keys[i], &s[i]))
+      rv = ACP_ERR_PARSE;
+  if (rv == 0 &&
+      (acp_json_get_int64(acp_json_obj_getz(root, "token_endpoint_auth"),
+                          &auth) != 0 ||
+       acp_json_get_int64(acp_json_obj_getz(root, "expires_at"), &exp) != 0 ||
+       auth < 0 || auth > ACP__OAUTH_AUTH_POST))
+    rv = ACP_ERR_PARSE;
+  /* The state must be this server's, complete and well formed. */
+  if (rv == 0 && (s[0] == NULL || strcmp(s[0], o->mcp_url) != 0 ||
+                  s[1] == NULL || s[3] == NULL || s[6] == NULL))
+    rv = ACP_ERR_PARSE;
+  acp_json_doc_free(doc);
+  if (rv != 0) {
+    for (i = 0; i < 9; i++)
+      sfree(&s[i]);
+    return rv;
+  }
+  sfree(&s[0]);
+  sfree(&o->issuer);
+  o->issuer = s[1];
+  sfree(&o->resource);
+  o->resource = s[2];
+  sfree(&o->token_endpoint);
+  o->token_endpoint = s[3];
+  sfree(&o->client_id);
+  o->client_id = s[4];
+  sfree(&o->client_secret);
+  o->client_secret = s[5];
+  sfree(&o->access_token);
+  o->access_token = s[6];
+  sfree(&o->refresh_token);
+  o->refresh_token = s[7];
+  sfree(&o->scope);
+  o->scope = s[8];
+  o->auth = (acp__oauth_auth)auth;
+  o->expires_at = (time_t)exp;
+  return 0;
+}
+
+const char *acp_http_oauth_issuer(const acp_http_oauth *o) {
+  return o ? o->issuer : NULL;
+}

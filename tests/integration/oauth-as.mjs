@@ -17,9 +17,12 @@
 //                               may be negative), nbf (idem), alg (RS256,
 //                               ES256, HS256, none), kid, badsig=1 (signed
 //                               by a key not in the JWKS), typ
-//   POST /control               JSON {"grant": "a b"}: grant only these
-//                               scopes from now on ("" or absent: all asked)
-//   GET  /stats                 {"jwks": fetches, "introspect": calls}
+//   POST /control               JSON {"grant": "a b", "ttl": S}: grant only
+//                               these scopes from now on ("" or absent: all
+//                               asked); access tokens live S seconds
+//                               (absent: 3600)
+//   GET  /stats                 {"jwks": fetches, "introspect": calls,
+//                               "refresh": refresh_token grants}
 import crypto from 'node:crypto';
 import http from 'node:http';
 
@@ -27,7 +30,8 @@ const port = Number(process.argv[2] || 0);
 const rsa = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
 const ec = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const evil = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-const stats = { jwks: 0, introspect: 0 };
+const stats = { jwks: 0, introspect: 0, refresh: 0 };
+let ttl = 3600; // lifetime of the access tokens /token issues
 let grantOnly = null; // Set of scopes, or null: grant what is asked
 let issuer = '';
 const clients = new Map();
@@ -69,7 +73,7 @@ function verify(token) {
 const now = () => Math.floor(Date.now() / 1000);
 
 function accessToken(sub, scope, aud) {
-  return sign({ claims: { iss: issuer, sub, aud, scope, iat: now(), nbf: now(), exp: now() + 3600, client_id: 'x' } });
+  return sign({ claims: { iss: issuer, sub, aud, scope, iat: now(), nbf: now(), exp: now() + ttl, client_id: 'x', jti: crypto.randomUUID() } });
 }
 
 function grant(asked) {
@@ -118,6 +122,7 @@ const server = http.createServer(async (req, res) => {
   if (u.pathname === '/control' && req.method === 'POST') {
     const c = JSON.parse(body || '{}');
     grantOnly = c.grant ? new Set(c.grant.split(' ')) : null;
+    ttl = c.ttl || 3600;
     return send(res, 200, { ok: true });
   }
   if (u.pathname === '/register' && req.method === 'POST') {
@@ -156,12 +161,13 @@ const server = http.createServer(async (req, res) => {
       const scope = grant(c.scope);
       const rt = crypto.randomBytes(16).toString('hex');
       refresh.set(rt, { scope, resource: c.resource });
-      return send(res, 200, { access_token: accessToken('user-1', scope, c.resource), token_type: 'Bearer', expires_in: 3600, scope, refresh_token: rt });
+      return send(res, 200, { access_token: accessToken('user-1', scope, c.resource), token_type: 'Bearer', expires_in: ttl, scope, refresh_token: rt });
     }
     if (gt === 'refresh_token') {
       const r = refresh.get(form.get('refresh_token'));
       if (!r) return send(res, 400, { error: 'invalid_grant' });
-      return send(res, 200, { access_token: accessToken('user-1', r.scope, r.resource), token_type: 'Bearer', expires_in: 3600, scope: r.scope });
+      stats.refresh++;
+      return send(res, 200, { access_token: accessToken('user-1', r.scope, r.resource), token_type: 'Bearer', expires_in: ttl, scope: r.scope });
     }
     return send(res, 400, { error: 'unsupported_grant_type' });
   }

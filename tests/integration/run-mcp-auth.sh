@@ -81,6 +81,7 @@ runs() { grep -c 'whoami ran' "$work/$1.err"; }
 
 serve rs --auth-issuer "$iss" --auth-scopes mcp:read --auth-tool-scope whoami=mcp:admin
 rs=$url
+rs_jwt=$rs
 base=${rs%/mcp}
 
 # --- protected resource metadata (RFC 9728) ---
@@ -222,6 +223,59 @@ rs=$url
 aud=$(printf '%s' "$rs" | sed 's/:/%3A/g; s#/#%2F#g')
 call "$(mint "aud=$aud")"
 if [ "$status" = 401 ] && grep -qiF 'introspection failed' "$work/hdr" && [ "$(runs intro2)" -eq 0 ]; then ok "introspection: bad client secret 401"; else ko "introspection: bad secret ($status)"; fi
+
+# --- acp mcp login / logout; stored tokens in the client commands ---
+export XDG_CONFIG_HOME="$work/cfg"
+rs=$rs_jwt
+aud=$(printf '%s' "$rs" | sed 's/:/%3A/g; s#/#%2F#g')
+# Tokens that live 20 s: inside the 30 s margin, so the next use refreshes.
+curl -s -X POST "$iss/control" -d '{"ttl":20}' >/dev/null
+$wrap "$acp" mcp login "$rs" --timeout 60 2>"$work/login.err" &
+lpid=$!
+pids="$pids $lpid"
+if wait_for "$work/login.err" '^http.*/authorize?'; then
+  # The "browser": the authorization server redirects to our listener.
+  curl -s -L "$(grep -m1 '^http.*/authorize?' "$work/login.err")" >"$work/out"
+fi
+wait "$lpid"
+st=$?
+f=$(ls "$work/cfg/acp/oauth/"*.json 2>/dev/null | head -1)
+if [ $st -eq 0 ] && grep -qF 'logged in to' "$work/login.err" && grep -qF 'authorized' "$work/out" && [ -n "$f" ] &&
+  [ "$(stat -c %a "$f")" = 600 ] && [ "$(stat -c %a "$work/cfg/acp/oauth")" = 700 ]; then
+  ok "login: tokens stored 0600"; else ko "login (exit $st)"; cat "$work/login.err"; fi
+if grep -q 'eyJ' "$work/login.err"; then ko "login printed a token"; else ok "login prints no token"; fi
+stored=$(sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p' "$f")
+before=$(runs rs)
+timeout $T $wrap "$acp" mcp call --url "$rs" whoami >"$work/out" 2>"$work/cc.err"
+st=$?
+refreshed=$(curl -s "$iss/stats" | sed -n 's/.*"refresh":\([0-9]*\).*/\1/p')
+now_tok=$(sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p' "$f")
+if [ $st -eq 0 ] && grep -qF 'subject=user-1 scopes=mcp:read mcp:admin' "$work/out" && [ "$(runs rs)" -eq $((before + 1)) ]; then
+  ok "call with the stored token"; else ko "call with the stored token (exit $st)"; fi
+if [ "$refreshed" = 1 ] && [ "$now_tok" != "$stored" ] && [ "$(stat -c %a "$f")" = 600 ]; then
+  ok "expiring token refreshed and stored again"; else ko "refresh (refresh=$refreshed)"; fi
+curl -s -X POST "$iss/control" -d '{}' >/dev/null
+# acp mcp relay (stdio to HTTP) uses them too.
+printf '%s\n' "$init" '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' |
+  timeout $T $wrap "$acp" mcp relay --url "$rs" >"$work/out" 2>"$work/cc.err"
+if grep -qF 'subject=user-1' "$work/out"; then ok "relay with the stored token"; else ko "relay with the stored token"; fi
+# An explicit --header wins over the stored token.
+timeout $T "$acp" mcp call --url "$rs" --header "Authorization: Bearer $(mint "aud=$aud&$all&sub=henry")" whoami >"$work/out" 2>"$work/cc.err"
+if grep -qF 'subject=henry' "$work/out"; then ok "--header Authorization wins"; else ko "--header Authorization wins"; fi
+"$acp" mcp logout "$rs" 2>"$work/out"
+before=$(runs rs)
+timeout $T "$acp" mcp call --url "$rs" whoami >"$work/out" 2>"$work/cc.err"
+st=$?
+if [ $st -ne 0 ] && [ -z "$(ls "$work/cfg/acp/oauth/")" ] && [ "$(runs rs)" -eq "$before" ]; then
+  ok "logout: tokens deleted, call refused"; else ko "logout (exit $st)"; fi
+# A login nobody completes ends at its timeout; nothing stored.
+timeout $T "$acp" mcp login "$rs" --timeout 1 >/dev/null 2>"$work/out"
+st=$?
+if [ $st -eq 1 ] && grep -qF 'no redirect' "$work/out" && [ -z "$(ls "$work/cfg/acp/oauth/")" ]; then
+  ok "login timeout"; else ko "login timeout (exit $st)"; fi
+"$acp" mcp login ftp://x >/dev/null 2>&1
+[ $? -eq 2 ] && ok "login ftp: usage" || ko "login ftp"
 
 # --- the key set is fetched once; no token in any log ---
 curl -s "$iss/stats" >"$work/out"
