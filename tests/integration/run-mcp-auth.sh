@@ -74,10 +74,12 @@ serve() {
   shift
   $wrap "$acp" mcp serve --http 127.0.0.1:0 "$@" 2>"$work/$name.err" &
   pids="$pids $!"
+  servers="$servers $name:$!"
   wait_for "$work/$name.err" 'serving http' || { echo "FAIL: $name did not start"; cat "$work/$name.err"; exit 1; }
   url=$(sed -n 's/.*serving \(http[^ ]*\).*/\1/p' "$work/$name.err")
 }
 runs() { grep -c 'whoami ran' "$work/$1.err"; }
+servers=""
 
 serve rs --auth-issuer "$iss" --auth-scopes mcp:read --auth-tool-scope whoami=mcp:admin
 rs=$url
@@ -298,6 +300,18 @@ if grep -q 'eyJ' "$work"/*.err; then ko "a token in a log"; else ok "no token in
 [ $? -eq 2 ] && ok "--auth-scopes with a quote: usage" || ko "--auth-scopes with a quote"
 "$acp" mcp serve --http 127.0.0.1:0 --auth-issuer "$iss" --auth-introspect "$iss/introspect" >/dev/null 2>"$work/out"
 [ $? -eq 2 ] && ok "--auth-introspect without client: usage" || ko "--auth-introspect without client"
+
+# --- every server stops cleanly on SIGTERM (sanitizer and valgrind
+# reports, when built or wrapped with them, land in their stderr) ---
+for sv in $servers; do
+  name=${sv%%:*} p=${sv#*:}
+  kill -TERM "$p" 2>/dev/null
+  wait "$p"
+  st=$?
+  if [ $st -eq 0 ] && ! grep -qE 'Sanitizer|runtime error|definitely lost: [1-9]|ERROR SUMMARY: [1-9]' "$work/$name.err"; then
+    ok "server $name exits cleanly"; else ko "server $name exit (status $st)"; sed 's/^/  /' "$work/$name.err" | head -30; fi
+done
+pids="$(for x in $pids; do case " $servers " in *":$x "*) ;; *) printf '%s ' "$x" ;; esac; done)"
 
 echo "mcp-auth: $pass passed, $fail failed"
 [ $fail -eq 0 ]
