@@ -354,15 +354,17 @@ ACP_EXTERN void acp_http_server_options_set_auth(acp_http_server_options *o,
 /**
  * From a tool (or other) handler while its request is being dispatched:
  * the subject and scopes of the access token the request carried.
+ * `call`'s conn must have been created by an acp_http_server (its
+ * user_data is the server's), or have NULL user_data.
  * @param subject  receives the token's `sub` (NUL-terminated, borrowed
  *                 until the handler returns; NULL when the token has
  *                 none). May be NULL.
  * @param scopes   receives its scopes, space-separated ("" when none).
  *                 May be NULL.
  * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL call), ACP_ERR_UNSUPPORTED
- *         (the server has no authorization, or the conn is not an HTTP
- *         server's), ACP_ERR_INVALID_STATE (not called while the request
- *         is being dispatched).
+ *         (the server has no authorization, or NULL user_data),
+ *         ACP_ERR_INVALID_STATE (not called while the request is being
+ *         dispatched).
  */
 ACP_EXTERN int acp_http_call_auth(const acp_mcp_call *call,
                                   const char **subject, const char **scopes);
