@@ -121,7 +121,7 @@ for pv in 2025-11-25 2026-07-28; do
   before=$(runs rs)
   MCP_CONFORMANCE_SCENARIO=tools_call MCP_CONFORMANCE_PROTOCOL_VERSION=$pv \
     MCP_CONFORMANCE_CONTEXT='{"toolCalls":[{"name":"whoami","arguments":{}}]}' \
-    timeout $T "$cc" "$rs" >"$work/out" 2>"$work/cc.err"
+    timeout $T $wrap "$cc" "$rs" >"$work/out" 2>"$work/cc.err"
   st=$?
   if [ $st -eq 0 ] && grep -qF 'subject=user-1 scopes=mcp:read mcp:admin' "$work/out" &&
     [ "$(grep -c 'authorized; running again' "$work/cc.err")" -eq 2 ] && [ "$(runs rs)" -eq $((before + 1)) ]; then
@@ -191,7 +191,7 @@ if [ "$(runs rs)" -eq "$before" ]; then ok "no refused request ran whoami"; else
 curl -s -X POST "$iss/control" -d '{"grant":"mcp:read"}' >/dev/null
 before=$(runs rs)
 MCP_CONFORMANCE_SCENARIO=tools_call MCP_CONFORMANCE_CONTEXT='{"toolCalls":[{"name":"whoami","arguments":{}}]}' \
-  timeout $T "$cc" "$rs" >"$work/out" 2>"$work/cc.err"
+  timeout $T $wrap "$cc" "$rs" >"$work/out" 2>"$work/cc.err"
 st=$?
 if [ $st -ne 0 ] && grep -qF 'status 403' "$work/cc.err" && [ "$(runs rs)" -eq "$before" ]; then
   ok "client, scope withheld: fails, whoami not run"; else ko "client, scope withheld (exit $st)"; fi
@@ -199,7 +199,7 @@ curl -s -X POST "$iss/control" -d '{}' >/dev/null
 # A server expecting another audience: every token of the flow is refused.
 serve aud --auth-issuer "$iss" --auth-audience api://elsewhere
 MCP_CONFORMANCE_SCENARIO=tools_call MCP_CONFORMANCE_CONTEXT='{"toolCalls":[{"name":"whoami","arguments":{}}]}' \
-  timeout $T "$cc" "$url" >"$work/out" 2>"$work/cc.err"
+  timeout $T $wrap "$cc" "$url" >"$work/out" 2>"$work/cc.err"
 st=$?
 if [ $st -ne 0 ] && grep -qF 'authorized; running again' "$work/cc.err" && [ "$(runs aud)" -eq 0 ]; then
   ok "client, wrong audience: fails, whoami not run"; else ko "client, wrong audience (exit $st)"; fi
