@@ -13,7 +13,7 @@ CTEST      ?= ctest
 # machine may have them from another packaging that conflicts with Debian's.
 APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
-           libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev \
+           libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev \
            python3 procps curl chromium \
            libedit-dev tmux nginx
 
