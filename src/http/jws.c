@@ -137,20 +137,28 @@ const char *acp__jws_key_alg(const acp__jws_key *k) {
   return k == NULL ? NULL : k->ec ? "ES256" : "RS256";
 }
 
-/* base64url of a BIGNUM parameter, left-padded to `pad` bytes (0: none). */
-static char *bn_b64(const EVP_PKEY *pk, const char *param, size_t pad) {
+/* base64url of a BIGNUM parameter into *out, left-padded to `pad` bytes
+ * (0: none). 0, ACP_ERR_SYSTEM (no such parameter), ACP_ERR_NOMEM. */
+static int bn_b64(const EVP_PKEY *pk, const char *param, size_t pad,
+                  char **out) {
   BIGNUM *bn = NULL;
   unsigned char buf[1024];
-  char *s = NULL;
-  int n;
+  int n, rv = ACP_ERR_SYSTEM;
+  *out = NULL;
   if (EVP_PKEY_get_bn_param(pk, param, &bn) != 1)
-    return NULL;
+    return ACP_ERR_SYSTEM;
   n = pad ? (BN_num_bytes(bn) <= (int)pad ? (int)pad : -1) : BN_num_bytes(bn);
-  if (n > 0 && (size_t)n <= sizeof(buf) && BN_bn2binpad(bn, buf, n) == n &&
-      (s = malloc(acp__b64_encoded_len((size_t)n, ACP__B64_URL) + 1)) != NULL)
-    s[acp__b64_encode(s, buf, (size_t)n, ACP__B64_URL)] = '\0';
+  if (n > 0 && (size_t)n <= sizeof(buf) && BN_bn2binpad(bn, buf, n) == n) {
+    *out = malloc(acp__b64_encoded_len((size_t)n, ACP__B64_URL) + 1);
+    if (*out != NULL) {
+      (*out)[acp__b64_encode(*out, buf, (size_t)n, ACP__B64_URL)] = '\0';
+      rv = 0;
+    } else {
+      rv = ACP_ERR_NOMEM;
+    }
+  }
   BN_free(bn);
-  return s;
+  return rv;
 }
 
 static char *writer_take(acp_json_writer *w, int rv) {
@@ -176,15 +184,17 @@ int acp__jws_public_jwk(const acp__jws_key *k, char **jwk) {
   if (k == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   if (k->ec) {
-    a = bn_b64(k->pkey, OSSL_PKEY_PARAM_EC_PUB_X, 32);
-    b = bn_b64(k->pkey, OSSL_PKEY_PARAM_EC_PUB_Y, 32);
+    rv = bn_b64(k->pkey, OSSL_PKEY_PARAM_EC_PUB_X, 32, &a);
+    if (rv == 0)
+      rv = bn_b64(k->pkey, OSSL_PKEY_PARAM_EC_PUB_Y, 32, &b);
   } else {
-    a = bn_b64(k->pkey, OSSL_PKEY_PARAM_RSA_E, 0);
-    b = bn_b64(k->pkey, OSSL_PKEY_PARAM_RSA_N, 0);
+    rv = bn_b64(k->pkey, OSSL_PKEY_PARAM_RSA_E, 0, &a);
+    if (rv == 0)
+      rv = bn_b64(k->pkey, OSSL_PKEY_PARAM_RSA_N, 0, &b);
   }
   ERR_clear_error();
-  if (a == NULL || b == NULL) {
-    rv = ACP_ERR_SYSTEM;
+  if (rv != 0) {
+    /* rv says why */
   } else if (acp_json_writer_new(&w, 0, NULL) != 0) {
     rv = ACP_ERR_NOMEM;
   } else {
