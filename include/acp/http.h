@@ -628,6 +628,21 @@ ACP_EXTERN int acp_http_client_send_raw(acp_http_client *hc, const char *msg,
 ACP_EXTERN int acp_http_client_add_header(acp_http_client *hc, const char *name,
                                           const char *value);
 
+typedef struct acp_http_oauth acp_http_oauth;
+/**
+ * Authorize this transport's requests with `o` (see MCP AUTHORIZATION
+ * below; NULL: stop). Each request then gets its own Authorization header
+ * (and, for a DPoP-bound token, a fresh DPoP proof) from
+ * acp_http_oauth_request_headers(); before o has a token none is sent, so
+ * the first request earns the 401 that starts the flow. A DPoP-Nonce the
+ * server answers is handed to o, and a POST refused with 401 that carried
+ * a new nonce (use_dpop_nonce) is sent once more with it. `o` is borrowed:
+ * it must outlive the transport, and is used from the loop's thread (a
+ * token refresh there blocks the loop for its duration).
+ */
+ACP_EXTERN void acp_http_client_set_oauth(acp_http_client *hc,
+                                          acp_http_oauth *o);
+
 /** The transport in use (AUTO until the first answer decided). */
 ACP_EXTERN acp_http_transport
 acp_http_client_transport(const acp_http_client *hc);
@@ -710,7 +725,7 @@ acp_http_client_www_authenticate(const acp_http_client *hc);
  * served too (its origin is the authorization server; default endpoints
  * /authorize, /token, /register when it has no metadata either).
  */
-typedef struct acp_http_oauth acp_http_oauth;
+/* acp_http_oauth is declared above, with acp_http_client_set_oauth(). */
 
 /**
  * The application opens `auth_url` (a browser, or a headless fetch) and
@@ -744,10 +759,82 @@ ACP_EXTERN int acp_http_oauth_set_redirect_uri(acp_http_oauth *o,
 ACP_EXTERN void acp_http_oauth_set_open_cb(acp_http_oauth *o,
                                            acp_http_oauth_open_cb cb,
                                            void *user_data);
-/** acp_http_oauth_authorize() flags: use the client credentials grant
- * (machine clients; needs pre-registered credentials) instead of the
- * authorization code grant. */
+/**
+ * private_key_jwt client authentication (RFC 7523 section 2.2): with
+ * pre-registered credentials (acp_http_oauth_set_client(); the secret may
+ * be NULL), every token request carries a fresh client assertion signed
+ * with this key (iss and sub the client id, aud the issuer, a random jti,
+ * five minutes) instead of a secret, where the authorization server lists
+ * private_key_jwt (or lists no methods). `pem` (`len` bytes, not
+ * necessarily NUL-terminated) holds an unencrypted private key, PKCS#8 or
+ * traditional; `alg` is "ES256" (EC P-256; signatures in the JOSE r||s
+ * form), "RS256" (RSA, at least 2048 bits) or NULL to take it from the key.
+ * The key is parsed into o at once; `pem` is not kept. It is never logged.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL o; no PEM key; an encrypted,
+ *         unreadable or wrong-type key; an unknown alg: the reason is in
+ *         acp_http_oauth_error()), ACP_ERR_NOMEM. A previous key is kept
+ *         on error and replaced on success.
+ */
+ACP_EXTERN int acp_http_oauth_set_client_key(acp_http_oauth *o, const char *pem,
+                                             size_t len, const char *alg);
+/**
+ * DPoP (RFC 9449). `on`: generate a fresh ES256 key for o (kept until o is
+ * freed or DPoP is turned off) and, where the authorization server lists
+ * ES256 in dpop_signing_alg_values_supported, send a proof with every
+ * token request (retried once with the server's DPoP-Nonce when it answers
+ * use_dpop_nonce) to get a DPoP-bound token. Such a token is then sent as
+ * "Authorization: DPoP <token>" with a fresh proof per request (htm, htu,
+ * iat, jti, ath and the resource server's nonce):
+ * acp_http_oauth_request_headers(), which acp_http_client_set_oauth() uses
+ * on every request. Off (the default, or on = 0) drops the key.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL o), ACP_ERR_SYSTEM (no key
+ *         could be generated), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_oauth_set_dpop(acp_http_oauth *o, int on);
+/**
+ * The DPoP-Nonce a resource server answered (RFC 9449 section 9), copied;
+ * later proofs carry it. acp_http_client_set_oauth() transports call this
+ * themselves. @return 0, ACP_ERR_INVALID_ARGUMENT (NULL, empty, or not
+ * printable ASCII without '"' and '\'), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_oauth_set_dpop_nonce(acp_http_oauth *o,
+                                             const char *nonce);
+/**
+ * An assertion for the JWT bearer grant (RFC 7523 section 2.1), e.g. a
+ * workload identity token issued by another party (copied; never logged).
+ * Used by acp_http_oauth_authorize() with ACP_HTTP_OAUTH_JWT_BEARER.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL or empty), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_oauth_set_assertion(acp_http_oauth *o, const char *jwt);
+/**
+ * Enterprise-managed authorization (SEP-990, cross-app access): the
+ * enterprise identity provider's token endpoint, the user's ID token from
+ * it, and this client's credentials there (`client_id` may be NULL;
+ * `client_secret` NULL for a public client: then client_id goes in the
+ * body, else client_secret_basic). All copied; the token and secret are
+ * never logged. With ACP_HTTP_OAUTH_ID_JAG, acp_http_oauth_authorize()
+ * exchanges the ID token at the IdP for an ID-JAG (RFC 8693; audience the
+ * MCP authorization server's issuer, resource the MCP server) and presents
+ * it with the JWT bearer grant to the MCP authorization server.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL o, a token endpoint that is
+ *         not http(s), a NULL or empty ID token, a secret without client
+ *         id), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_oauth_set_idp(acp_http_oauth *o,
+                                      const char *token_endpoint,
+                                      const char *id_token,
+                                      const char *client_id,
+                                      const char *client_secret);
+/** acp_http_oauth_authorize() flags (one of them at most): use the client
+ * credentials grant (machine clients; needs pre-registered credentials, a
+ * secret or a key) instead of the authorization code grant. */
 #define ACP_HTTP_OAUTH_CLIENT_CREDENTIALS 1
+/** The JWT bearer grant with acp_http_oauth_set_assertion()'s assertion
+ * (workload identity federation); pre-registered credentials, when set,
+ * authenticate the client. A refused assertion is not retried. */
+#define ACP_HTTP_OAUTH_JWT_BEARER 2
+/** Enterprise-managed authorization (acp_http_oauth_set_idp()). */
+#define ACP_HTTP_OAUTH_ID_JAG 4
 /**
  * Run the flow (see above) after an answer of `status` (401 or 403) with
  * `www_authenticate` (may be NULL). Blocking.
@@ -768,6 +855,24 @@ ACP_EXTERN int acp_http_oauth_refresh(acp_http_oauth *o);
 /** The access token (owned by o, valid until the next call on o), or
  * NULL; refreshed first (blocking) when it expires within 30 s. */
 ACP_EXTERN const char *acp_http_oauth_token(acp_http_oauth *o);
+/** "Bearer", or "DPoP" for a DPoP-bound token; NULL without a token. */
+ACP_EXTERN const char *acp_http_oauth_token_type(const acp_http_oauth *o);
+/**
+ * The headers of one request to the MCP server: *authorization gets the
+ * Authorization value ("Bearer <token>" or "DPoP <token>"), *dpop the DPoP
+ * proof for `method` and `url` for a DPoP-bound token (else NULL). Both
+ * malloc'ed, the caller frees them. The token is refreshed first when it
+ * expires within 30 s (blocking). The token goes only to the MCP server's
+ * origin: another origin is refused.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (a NULL argument, `url` not of the
+ *         MCP server's origin), ACP_ERR_INVALID_STATE (no token yet),
+ *         ACP_ERR_SYSTEM (signing failed), ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_http_oauth_request_headers(acp_http_oauth *o,
+                                              const char *method,
+                                              const char *url,
+                                              char **authorization,
+                                              char **dpop);
 /** Why the last call failed ("" if it did not); never holds a secret. */
 ACP_EXTERN const char *acp_http_oauth_error(const acp_http_oauth *o);
 /**

@@ -36,6 +36,8 @@ struct hc_xfer {
   bool stateless; /* a 2026-07-28 message: no MCP-Session-Id */
   bool typed;     /* content type checked */
   bool is_sse;
+  bool new_nonce;     /* the answer carried a DPoP-Nonce */
+  bool nonce_retried; /* this is the retry with that nonce */
   acp__buf resp;
   acp__sse sse;
 };
@@ -86,7 +88,8 @@ struct acp_http_client {
   void *get_ud;
   hc_xfer *get_x; /* the standalone GET transfer while it runs */
   long last_status;
-  char *www_auth; /* of the last 401/403 */
+  char *www_auth;        /* of the last 401/403 */
+  acp_http_oauth *oauth; /* per-request Authorization and DPoP, or NULL */
   char err[CURL_ERROR_SIZE + 64];
   /* resumption of a POST stream that ended early */
   char *resume_id;
@@ -401,6 +404,21 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
       }
     }
   }
+  if (hc->oauth != NULL && len > 11 &&
+      strncasecmp(buf, "dpop-nonce:", 11) == 0) {
+    /* RFC 9449 section 9: the resource server's nonce for later proofs. */
+    size_t a = 11, b = len;
+    char *v;
+    while (a < b && (buf[a] == ' ' || buf[a] == '\t'))
+      a++;
+    while (b > a &&
+           (buf[b - 1] == '\r' || buf[b - 1] == '\n' || buf[b - 1] == ' '))
+      b--;
+    v = acp__strndup(&hc->mem, buf + a, b - a);
+    if (v != NULL && acp_http_oauth_set_dpop_nonce(hc->oauth, v) == 0)
+      x->new_nonce = true;
+    acp__free(&hc->mem, v);
+  }
   /* 2026-07-28 has no sessions: a session id on its answers is ignored. */
   if (!x->stateless && len > 15 &&
       strncasecmp(buf, "mcp-session-id:", 15) == 0) {
@@ -572,6 +590,25 @@ static int start_xfer(acp_http_client *hc, int kind, const char *url,
   if (rv == 0 && kind != X_LEGACY && v != NULL &&
       hc->transport != ACP_HTTP_LEGACY_SSE)
     rv = add_header(x, "MCP-Protocol-Version", v);
+  if (rv == 0 && hc->oauth != NULL) {
+    /* A fresh Authorization (and DPoP proof) per request; no token yet
+     * (the first request that earns the 401) sends none. */
+    char *authz = NULL, *proof = NULL;
+    const char *m = kind == X_POST     ? "POST"
+                    : kind == X_DELETE ? "DELETE"
+                                       : "GET";
+    if (acp_http_oauth_request_headers(hc->oauth, m, url, &authz, &proof) ==
+        0) {
+      rv = add_line(
+          x, header_line(&hc->mem, "Authorization", authz, strlen(authz)));
+      if (rv == 0 && proof != NULL)
+        rv = add_line(x, header_line(&hc->mem, "DPoP", proof, strlen(proof)));
+    }
+    if (authz != NULL)
+      memset(authz, 0, strlen(authz));
+    free(authz);
+    free(proof);
+  }
   for (hi = 0; rv == 0 && hi < hc->xhdrs.len;) {
     const char *h = hc->xhdrs.data + hi;
     struct curl_slist *l = curl_slist_append(x->hdrs, h);
@@ -646,6 +683,24 @@ static void xfer_done(hc_xfer *x, CURLcode res) {
     xfer_free(x);
     hc_fail(hc, ACP_ERR_SYSTEM, what);
     return;
+  }
+  if (status == 401 && x->kind == X_POST && x->new_nonce && !x->nonce_retried &&
+      hc->oauth != NULL && !hc->ended && !hc->closing) {
+    /* 401 use_dpop_nonce with a new DPoP-Nonce (RFC 9449 section 9): send
+     * the same POST once more, its proof now carrying the nonce. */
+    hc_xfer *nx = NULL;
+    if (start_xfer(hc, X_POST,
+                   hc->transport == ACP_HTTP_LEGACY_SSE && hc->endpoint
+                       ? hc->endpoint
+                       : hc->url,
+                   x->body, x->body_len, &nx) == 0 &&
+        nx != NULL) {
+      nx->nonce_retried = true;
+      nx->probe = x->probe;
+      x->probe = false; /* the retry carries the probe on */
+      xfer_free(x);
+      return;
+    }
   }
   if (x->probe && x->stateless && (status < 200 || status >= 300)) {
     /* A 2026 server/discover probe refused by a server of an earlier
@@ -1215,6 +1270,11 @@ void acp_http_client_set_get_cb(acp_http_client *hc, acp_http_client_get_cb cb,
 
 acp_http_get_state acp_http_client_get_state(const acp_http_client *hc) {
   return hc ? hc->get_state : ACP_HTTP_GET_NONE;
+}
+
+void acp_http_client_set_oauth(acp_http_client *hc, acp_http_oauth *o) {
+  if (hc)
+    hc->oauth = o;
 }
 
 const char *acp_http_client_www_authenticate(const acp_http_client *hc) {

@@ -100,9 +100,14 @@ int acp__oauth_parse_challenge(const char *hdr, acp__oauth_challenge *out) {
       p++;
     if (*p != '=') {
       /* A scheme name. */
-      in_bearer = nlen == 6 && strncasecmp(name, "Bearer", 6) == 0;
-      if (in_bearer)
+      /* RFC 9449 section 7.1: a DPoP challenge carries the same
+       * parameters (and error="use_dpop_nonce"). */
+      in_bearer = (nlen == 6 && strncasecmp(name, "Bearer", 6) == 0) ||
+                  (nlen == 4 && strncasecmp(name, "DPoP", 4) == 0);
+      if (in_bearer && nlen == 6)
         out->bearer = true;
+      else if (in_bearer)
+        out->dpop = true;
       continue;
     }
     p++;
@@ -421,9 +426,13 @@ int acp__oauth_parse_as(const char *json, size_t len, acp__oauth_as *out) {
   out->auth_none = has_word(l, "none");
   out->auth_basic = has_word(l, "client_secret_basic");
   out->auth_post = has_word(l, "client_secret_post");
+  out->auth_jwt = has_word(l, "private_key_jwt");
   free(l);
   l = json_join(doc, root, "grant_types_supported");
   out->refresh_ok = l == NULL || has_word(l, "refresh_token");
+  free(l);
+  l = json_join(doc, root, "dpop_signing_alg_values_supported");
+  out->dpop_es256 = has_word(l, "ES256");
   free(l);
   v = acp_json_obj_getz(root, "client_id_metadata_document_supported");
   out->cimd = v != NULL && acp_json_get_bool(v, &out->cimd) == 0 && out->cimd;
@@ -704,38 +713,21 @@ done:
   return rv;
 }
 
-int acp__oauth_token_request(const char *grant, const char *code,
-                             const char *verifier, const char *redirect_uri,
-                             const char *refresh, const char *resource,
-                             const char *scope, const char *client_id,
+int acp__oauth_grant_request(const char *const *params, const char *client_id,
                              const char *client_secret, acp__oauth_auth auth,
                              char **body, char **authz) {
   acp__buf b;
   int rv = 0;
+  size_t i;
   *body = NULL;
   *authz = NULL;
-  if (grant == NULL || client_id == NULL ||
-      (auth != ACP__OAUTH_AUTH_NONE && client_secret == NULL))
+  if (params == NULL || params[0] == NULL ||
+      (auth != ACP__OAUTH_AUTH_NONE && client_secret == NULL) ||
+      (auth != ACP__OAUTH_AUTH_NONE && client_id == NULL))
     return ACP_ERR_INVALID_ARGUMENT;
   acp__buf_init(&b, dflt_mem(), 0);
-  rv |= add_param(&b, "grant_type", grant);
-  if (strcmp(grant, "authorization_code") == 0) {
-    if (code == NULL || verifier == NULL || redirect_uri == NULL) {
-      acp__buf_dispose(&b);
-      return ACP_ERR_INVALID_ARGUMENT;
-    }
-    rv |= add_param(&b, "code", code);
-    rv |= add_param(&b, "code_verifier", verifier);
-    rv |= add_param(&b, "redirect_uri", redirect_uri);
-  } else if (strcmp(grant, "refresh_token") == 0) {
-    if (refresh == NULL) {
-      acp__buf_dispose(&b);
-      return ACP_ERR_INVALID_ARGUMENT;
-    }
-    rv |= add_param(&b, "refresh_token", refresh);
-  }
-  rv |= add_param(&b, "resource", resource);
-  rv |= add_param(&b, "scope", scope);
+  for (i = 0; params[i] != NULL; i += 2)
+    rv |= add_param(&b, params[i], params[i + 1]);
   if (auth == ACP__OAUTH_AUTH_BASIC) {
     /* RFC 6749 section 2.3.1: form-encode id and secret, then base64. */
     char *id = acp__oauth_form_enc(client_id);
@@ -752,6 +744,7 @@ int acp__oauth_token_request(const char *grant, const char *code,
         h[o] = '\0';
         *authz = h;
       }
+      memset(pair, 0, n);
       free(pair);
     }
     if (*authz == NULL)
@@ -760,6 +753,12 @@ int acp__oauth_token_request(const char *grant, const char *code,
     rv |= add_param(&b, "client_id", client_id);
     if (auth == ACP__OAUTH_AUTH_POST)
       rv |= add_param(&b, "client_secret", client_secret);
+    if (auth == ACP__OAUTH_AUTH_JWT) {
+      /* RFC 7523 section 2.2. */
+      rv |= add_param(&b, "client_assertion_type",
+                      "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
+      rv |= add_param(&b, "client_assertion", client_secret);
+    }
   }
   *body = buf_take(&b);
   if (rv != 0 || *body == NULL) {
@@ -772,12 +771,51 @@ int acp__oauth_token_request(const char *grant, const char *code,
   return 0;
 }
 
+int acp__oauth_token_request(const char *grant, const char *code,
+                             const char *verifier, const char *redirect_uri,
+                             const char *refresh, const char *resource,
+                             const char *scope, const char *client_id,
+                             const char *client_secret, acp__oauth_auth auth,
+                             char **body, char **authz) {
+  const char *p[16];
+  size_t n = 0;
+  *body = NULL;
+  *authz = NULL;
+  if (grant == NULL || client_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  p[n++] = "grant_type";
+  p[n++] = grant;
+  if (strcmp(grant, "authorization_code") == 0) {
+    if (code == NULL || verifier == NULL || redirect_uri == NULL)
+      return ACP_ERR_INVALID_ARGUMENT;
+    p[n++] = "code";
+    p[n++] = code;
+    p[n++] = "code_verifier";
+    p[n++] = verifier;
+    p[n++] = "redirect_uri";
+    p[n++] = redirect_uri;
+  } else if (strcmp(grant, "refresh_token") == 0) {
+    if (refresh == NULL)
+      return ACP_ERR_INVALID_ARGUMENT;
+    p[n++] = "refresh_token";
+    p[n++] = refresh;
+  }
+  p[n++] = "resource";
+  p[n++] = resource;
+  p[n++] = "scope";
+  p[n++] = scope;
+  p[n] = NULL;
+  return acp__oauth_grant_request(p, client_id, client_secret, auth, body,
+                                  authz);
+}
+
 void acp__oauth_token_free(acp__oauth_token *t) {
   if (t == NULL)
     return;
   free(t->access_token);
   free(t->refresh_token);
   free(t->scope);
+  free(t->issued_token_type);
   memset(t, 0, sizeof(*t));
   t->expires_in = -1;
 }
@@ -798,11 +836,21 @@ int acp__oauth_parse_token(const char *json, size_t len,
   v = acp_json_obj_getz(root, "expires_in");
   if (v == NULL || acp_json_get_int64(v, &out->expires_in) != 0)
     out->expires_in = -1;
+  out->issued_token_type = json_str(doc, root, "issued_token_type");
   type = json_str(doc, root, "token_type");
   acp_json_doc_free(doc);
   rv = 0;
+  /* Bearer (RFC 6750), DPoP (RFC 9449 section 5) and N_A (RFC 8693
+   * section 2.2.1: a token exchange result that is no access token, the
+   * ID-JAG); the caller decides which it accepts. */
+  if (type != NULL && strcasecmp(type, "Bearer") == 0)
+    out->type = ACP__OAUTH_TOKEN_BEARER;
+  else if (type != NULL && strcasecmp(type, "DPoP") == 0)
+    out->type = ACP__OAUTH_TOKEN_DPOP;
+  else if (type != NULL && strcasecmp(type, "N_A") == 0)
+    out->type = ACP__OAUTH_TOKEN_NA;
   if (out->access_token == NULL || out->access_token[0] == '\0' ||
-      type == NULL || strcasecmp(type, "Bearer") != 0)
+      out->type == ACP__OAUTH_TOKEN_NONE)
     rv = ACP_ERR_PROTOCOL;
   else
     for (const char *p = out->access_token; *p; p++)

@@ -15,12 +15,14 @@
 /* A parsed `WWW-Authenticate` Bearer challenge (RFC 6750 section 3). */
 typedef struct acp__oauth_challenge {
   bool bearer; /* the Bearer scheme was present */
+  bool dpop;   /* the DPoP scheme was present (RFC 9449 section 7.1) */
   char *resource_metadata;
   char *scope;
   char *error;
 } acp__oauth_challenge;
 
-/* Parse a WWW-Authenticate value. 0, or ACP_ERR_INVALID_ARGUMENT for a
+/* Parse a WWW-Authenticate value (the parameters of the Bearer and DPoP
+ * challenges). 0, or ACP_ERR_INVALID_ARGUMENT for a
  * malformed value (unterminated quote, missing '='), ACP_ERR_NOMEM. A
  * value without a Bearer challenge parses with bearer false. */
 int acp__oauth_parse_challenge(const char *hdr, acp__oauth_challenge *out);
@@ -69,7 +71,9 @@ typedef struct acp__oauth_as {
   char *jwks_uri;         /* or NULL (read by the resource server) */
   bool s256;              /* code_challenge_methods_supported has S256 */
   bool auth_none, auth_basic, auth_post; /* token endpoint auth methods */
+  bool auth_jwt;                         /* private_key_jwt */
   bool auth_methods_listed;
+  bool dpop_es256; /* dpop_signing_alg_values_supported has ES256 */
   bool cimd;       /* client_id_metadata_document_supported */
   bool iss_param;  /* authorization_response_iss_parameter_supported */
   bool refresh_ok; /* grant_types_supported lists refresh_token */
@@ -117,8 +121,20 @@ char *acp__oauth_form_enc(const char *s);
 typedef enum acp__oauth_auth {
   ACP__OAUTH_AUTH_NONE = 0,
   ACP__OAUTH_AUTH_BASIC = 1,
-  ACP__OAUTH_AUTH_POST = 2
+  ACP__OAUTH_AUTH_POST = 2,
+  /* private_key_jwt (RFC 7523 section 2.2): the "secret" is the signed
+   * client assertion, sent as client_assertion with client_id. */
+  ACP__OAUTH_AUTH_JWT = 3
 } acp__oauth_auth;
+
+/* A token request body of any grant: `params` are name, value pairs ending
+ * with a NULL name (a NULL value skips its pair), form-encoded in order,
+ * then the client authentication of `auth` (see acp__oauth_token_request;
+ * NONE sends client_id when it is not NULL). 0, ACP_ERR_INVALID_ARGUMENT,
+ * ACP_ERR_NOMEM. */
+int acp__oauth_grant_request(const char *const *params, const char *client_id,
+                             const char *client_secret, acp__oauth_auth auth,
+                             char **body, char **authz);
 
 /* A token request body. `grant` is "authorization_code" (code, verifier,
  * redirect_uri), "refresh_token" (refresh) or "client_credentials".
@@ -132,15 +148,25 @@ int acp__oauth_token_request(const char *grant, const char *code,
                              const char *client_secret, acp__oauth_auth auth,
                              char **body, char **authz);
 
-/* A token response (RFC 6749 section 5.1). */
+typedef enum acp__oauth_token_type {
+  ACP__OAUTH_TOKEN_NONE = 0,
+  ACP__OAUTH_TOKEN_BEARER,
+  ACP__OAUTH_TOKEN_DPOP,
+  ACP__OAUTH_TOKEN_NA
+} acp__oauth_token_type;
+
+/* A token response (RFC 6749 section 5.1; RFC 8693 section 2.2.1). */
 typedef struct acp__oauth_token {
+  acp__oauth_token_type type;
+  char *issued_token_type; /* token exchange, or NULL */
   char *access_token;
   char *refresh_token;
   char *scope;
   int64_t expires_in; /* seconds, -1 when absent */
 } acp__oauth_token;
 /* ACP_ERR_PROTOCOL for an error response, a missing access_token or a
- * token_type other than Bearer. */
+ * token_type other than Bearer, DPoP and N_A (the caller checks which of
+ * these it asked for). */
 int acp__oauth_parse_token(const char *json, size_t len, acp__oauth_token *out);
 void acp__oauth_token_free(acp__oauth_token *t);
 

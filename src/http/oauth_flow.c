@@ -19,6 +19,7 @@
 
 #include "acp/http.h"
 #include "acp/json.h"
+#include "jws.h"
 #include "oauth.h"
 
 /* Metadata and token answers larger than this are refused. */
@@ -26,6 +27,14 @@
 #define OAUTH_TIMEOUT_S 20L
 /* Step-up authorizations (403 insufficient_scope) allowed per instance. */
 #define OAUTH_MAX_STEP_UP 2
+/* Lifetime of a private_key_jwt client assertion (RFC 7523 section 3:
+ * short, one use). */
+#define OAUTH_ASSERTION_LIFETIME_S 300
+
+#define GRANT_JWT_BEARER "urn:ietf:params:oauth:grant-type:jwt-bearer"
+#define GRANT_TOKEN_EXCHANGE "urn:ietf:params:oauth:grant-type:token-exchange"
+#define TOKEN_TYPE_ID_JAG "urn:ietf:params:oauth:token-type:id-jag"
+#define TOKEN_TYPE_ID_TOKEN "urn:ietf:params:oauth:token-type:id_token"
 
 struct acp_http_oauth {
   char *mcp_url;
@@ -47,6 +56,23 @@ struct acp_http_oauth {
   char *scope;
   time_t expires_at; /* 0: unknown */
   int step_ups;
+  /* private_key_jwt: the client's signing key (acp_http_oauth_set_client_key)
+   */
+  acp__jws_key *client_key;
+  /* DPoP (RFC 9449): the proof key, whether the current token is bound to
+   * it, whether the token endpoint takes proofs, the servers' nonces. */
+  acp__jws_key *dpop_key;
+  bool token_dpop;
+  bool as_dpop;
+  char *as_nonce;
+  char *rs_nonce;
+  /* JWT bearer grant (RFC 7523 section 2.1): an external assertion. */
+  char *assertion;
+  /* Enterprise-managed authorization (SEP-990): the IdP side. */
+  char *idp_token_endpoint;
+  char *idp_id_token;
+  char *idp_client_id;
+  char *idp_client_secret;
   char err[256];
 };
 
@@ -55,7 +81,22 @@ typedef struct resp {
   size_t len;
   bool over;
   char *location;
+  char *dpop_nonce; /* the DPoP-Nonce answer header, or NULL */
 } resp;
+
+static size_t on_hdr(char *p, size_t sz, size_t n, void *ud) {
+  resp *r = ud;
+  size_t len = sz * n, a = 11, b = len;
+  if (len > 11 && strncasecmp(p, "dpop-nonce:", 11) == 0) {
+    while (a < b && (p[a] == ' ' || p[a] == '\t'))
+      a++;
+    while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' '))
+      b--;
+    free(r->dpop_nonce);
+    r->dpop_nonce = b > a ? strndup(p + a, b - a) : NULL;
+  }
+  return len;
+}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   resp *r = ud;
@@ -78,12 +119,14 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
 static void resp_free(resp *r) {
   free(r->data);
   free(r->location);
+  free(r->dpop_nonce);
   memset(r, 0, sizeof(*r));
 }
 
-/* One request; body NULL: GET. Returns the status (0 on transport error). */
+/* One request; body NULL: GET. `dpop`: a DPoP proof header value, or
+ * NULL. Returns the status (0 on transport error). */
 static long http_do(const char *url, const char *ctype, const char *body,
-                    size_t blen, const char *authz, resp *r) {
+                    size_t blen, const char *authz, const char *dpop, resp *r) {
   CURL *e = curl_easy_init();
   struct curl_slist *h = NULL;
   long status = 0;
@@ -97,6 +140,8 @@ static long http_do(const char *url, const char *ctype, const char *body,
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_hdr);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
   h = curl_slist_append(h, "Accept: application/json");
   if (body != NULL) {
     snprintf(line, sizeof(line), "Content-Type: %s", ctype);
@@ -106,6 +151,10 @@ static long http_do(const char *url, const char *ctype, const char *body,
   }
   if (authz != NULL && strlen(authz) < sizeof(line) - 16) {
     snprintf(line, sizeof(line), "Authorization: %s", authz);
+    h = curl_slist_append(h, line);
+  }
+  if (dpop != NULL && strlen(dpop) < sizeof(line) - 16) {
+    snprintf(line, sizeof(line), "DPoP: %s", dpop);
     h = curl_slist_append(h, line);
   }
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
@@ -120,6 +169,9 @@ static long http_do(const char *url, const char *ctype, const char *body,
   curl_easy_cleanup(e);
   return status;
 }
+
+static int dpop_proof(acp_http_oauth *o, const char *htm, const char *htu,
+                      const char *access_token, const char *nonce, char **out);
 
 static void set_err(acp_http_oauth *o, const char *what, const char *url) {
   if (url)
@@ -181,6 +233,15 @@ void acp_http_oauth_free(acp_http_oauth *o) {
   sfree(&o->access_token);
   sfree(&o->refresh_token);
   sfree(&o->scope);
+  sfree(&o->as_nonce);
+  sfree(&o->rs_nonce);
+  sfree(&o->assertion);
+  sfree(&o->idp_token_endpoint);
+  sfree(&o->idp_id_token);
+  sfree(&o->idp_client_id);
+  sfree(&o->idp_client_secret);
+  acp__jws_key_free(o->client_key);
+  acp__jws_key_free(o->dpop_key);
   free(o);
 }
 
@@ -222,6 +283,125 @@ void acp_http_oauth_set_open_cb(acp_http_oauth *o, acp_http_oauth_open_cb cb,
   o->open_ud = user_data;
 }
 
+int acp_http_oauth_set_client_key(acp_http_oauth *o, const char *pem,
+                                  size_t len, const char *alg) {
+  acp__jws_key *k = NULL;
+  const char *why = NULL;
+  int rv;
+  if (o == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  o->err[0] = '\0';
+  rv = acp__jws_key_from_pem(pem, len, alg, &k, &why);
+  if (rv != 0) {
+    set_err(o, why ? why : "cannot load the client key", NULL);
+    return rv;
+  }
+  acp__jws_key_free(o->client_key);
+  o->client_key = k;
+  return 0;
+}
+
+int acp_http_oauth_set_dpop(acp_http_oauth *o, int on) {
+  if (o == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!on) {
+    acp__jws_key_free(o->dpop_key);
+    o->dpop_key = NULL;
+    return 0;
+  }
+  if (o->dpop_key != NULL)
+    return 0;
+  /* One key per object: the tokens it gets are bound to it (cnf.jkt). */
+  return acp__jws_key_generate_es256(&o->dpop_key);
+}
+
+int acp_http_oauth_set_dpop_nonce(acp_http_oauth *o, const char *nonce) {
+  const char *c;
+  if (o == NULL || nonce == NULL || nonce[0] == '\0')
+    return ACP_ERR_INVALID_ARGUMENT;
+  /* RFC 9449 section 8.1: nonce = 1*NQCHAR (printable ASCII, no '"' and
+   * no '\'). */
+  for (c = nonce; *c; c++)
+    if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e || *c == '"' ||
+        *c == '\\')
+      return ACP_ERR_INVALID_ARGUMENT;
+  return set_str(&o->rs_nonce, nonce);
+}
+
+int acp_http_oauth_set_assertion(acp_http_oauth *o, const char *jwt) {
+  if (o == NULL || jwt == NULL || jwt[0] == '\0')
+    return ACP_ERR_INVALID_ARGUMENT;
+  return set_str(&o->assertion, jwt);
+}
+
+int acp_http_oauth_set_idp(acp_http_oauth *o, const char *token_endpoint,
+                           const char *id_token, const char *client_id,
+                           const char *client_secret) {
+  char *origin = acp__oauth_origin(token_endpoint);
+  if (o == NULL || origin == NULL || id_token == NULL || id_token[0] == '\0' ||
+      (client_secret != NULL && client_id == NULL)) {
+    free(origin);
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  free(origin);
+  if (set_str(&o->idp_token_endpoint, token_endpoint) != 0 ||
+      set_str(&o->idp_id_token, id_token) != 0 ||
+      set_str(&o->idp_client_id, client_id) != 0 ||
+      set_str(&o->idp_client_secret, client_secret) != 0)
+    return ACP_ERR_NOMEM;
+  return 0;
+}
+
+const char *acp_http_oauth_token_type(const acp_http_oauth *o) {
+  if (o == NULL || o->access_token == NULL)
+    return NULL;
+  return o->token_dpop ? "DPoP" : "Bearer";
+}
+
+/* Same origin (scheme, host, port): where the token may go. */
+static bool same_origin(const char *a, const char *b) {
+  char *x = acp__oauth_origin(a), *y = acp__oauth_origin(b);
+  bool same = x != NULL && y != NULL && strcasecmp(x, y) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
+int acp_http_oauth_request_headers(acp_http_oauth *o, const char *method,
+                                   const char *url, char **authorization,
+                                   char **dpop) {
+  const char *tok;
+  char *proof = NULL, *a = NULL;
+  int rv = 0;
+  if (authorization)
+    *authorization = NULL;
+  if (dpop)
+    *dpop = NULL;
+  if (o == NULL || method == NULL || url == NULL || authorization == NULL ||
+      dpop == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  /* The token goes to the MCP server's origin only. */
+  if (!same_origin(url, o->mcp_url))
+    return ACP_ERR_INVALID_ARGUMENT;
+  tok = acp_http_oauth_token(o);
+  if (tok == NULL)
+    return ACP_ERR_INVALID_STATE;
+  if (o->token_dpop) {
+    if (o->dpop_key == NULL)
+      return ACP_ERR_INVALID_STATE;
+    rv = dpop_proof(o, method, url, tok, o->rs_nonce, &proof);
+    if (rv != 0)
+      return rv;
+  }
+  if (asprintf(&a, "%s %s", o->token_dpop ? "DPoP" : "Bearer", tok) < 0) {
+    sfree(&proof);
+    return ACP_ERR_NOMEM;
+  }
+  *authorization = a;
+  *dpop = proof;
+  return 0;
+}
+
 const char *acp_http_oauth_error(const acp_http_oauth *o) {
   return o ? o->err : "";
 }
@@ -246,7 +426,7 @@ static int discover_prm(acp_http_oauth *o, const char *rm,
     return ACP_ERR_NOMEM;
   for (i = 0; i < n && rv == ACP_ERR_NOT_FOUND; i++) {
     resp r;
-    long st = http_do(urls[i], NULL, NULL, 0, NULL, &r);
+    long st = http_do(urls[i], NULL, NULL, 0, NULL, NULL, &r);
     if (st == 200) {
       rv = acp__oauth_parse_prm(r.data, r.len, prm);
       if (rv != 0)
@@ -271,7 +451,7 @@ static int discover_as(acp_http_oauth *o, const char *issuer, acp__oauth_as *as,
     return ACP_ERR_INVALID_ARGUMENT;
   for (i = 0; i < n && rv == ACP_ERR_NOT_FOUND; i++) {
     resp r;
-    long st = http_do(urls[i], NULL, NULL, 0, NULL, &r);
+    long st = http_do(urls[i], NULL, NULL, 0, NULL, NULL, &r);
     if (st == 200) {
       rv = acp__oauth_parse_as(r.data, r.len, as);
       if (rv != 0) {
@@ -335,7 +515,7 @@ static int register_client(acp_http_oauth *o, const acp__oauth_as *as) {
   acp_json_write_obj_end(w);
   body = acp_json_writer_data(w, &blen);
   st = http_do(as->registration_endpoint, "application/json", body, blen, NULL,
-               &r);
+               NULL, &r);
   acp_json_writer_free(w);
   if ((st == 200 || st == 201) && acp_json_doc_new(&doc, NULL) == 0 &&
       acp_json_doc_parse(doc, r.data ? r.data : "", r.len, NULL) == 0) {
@@ -369,8 +549,11 @@ static int register_client(acp_http_oauth *o, const acp__oauth_as *as) {
   return rv;
 }
 
-/* The token endpoint auth method for a configured secret. */
-static acp__oauth_auth pick_auth(const acp__oauth_as *as, const char *secret) {
+/* The token endpoint auth method for the configured credentials. */
+static acp__oauth_auth pick_auth(const acp_http_oauth *o,
+                                 const acp__oauth_as *as, const char *secret) {
+  if (o->client_key != NULL && (as->auth_jwt || !as->auth_methods_listed))
+    return ACP__OAUTH_AUTH_JWT;
   if (secret == NULL)
     return ACP__OAUTH_AUTH_NONE;
   if (!as->auth_methods_listed || as->auth_basic)
@@ -378,65 +561,6 @@ static acp__oauth_auth pick_auth(const acp__oauth_as *as, const char *secret) {
   if (as->auth_post)
     return ACP__OAUTH_AUTH_POST;
   return as->auth_none ? ACP__OAUTH_AUTH_NONE : ACP__OAUTH_AUTH_BASIC;
-}
-
-static int token_call(acp_http_oauth *o, const char *body, const char *authz) {
-  resp r;
-  acp__oauth_token t;
-  long st = http_do(o->token_endpoint, "application/x-www-form-urlencoded",
-                    body, strlen(body), authz, &r);
-  int rv;
-  if (st != 200) {
-    set_err(o, "the token endpoint refused the request", o->token_endpoint);
-    resp_free(&r);
-    return ACP_ERR_PROTOCOL;
-  }
-  rv = acp__oauth_parse_token(r.data, r.len, &t);
-  resp_free(&r);
-  if (rv != 0) {
-    set_err(o, "malformed token response", o->token_endpoint);
-    return rv;
-  }
-  sfree(&o->access_token);
-  o->access_token = t.access_token;
-  t.access_token = NULL;
-  if (t.refresh_token) {
-    sfree(&o->refresh_token);
-    o->refresh_token = t.refresh_token;
-    t.refresh_token = NULL;
-  }
-  o->expires_at = t.expires_in > 0 ? time(NULL) + t.expires_in : 0;
-  acp__oauth_token_free(&t);
-  return 0;
-}
-
-int acp_http_oauth_refresh(acp_http_oauth *o) {
-  char *body = NULL, *authz = NULL;
-  int rv;
-  if (o == NULL || o->refresh_token == NULL || o->token_endpoint == NULL)
-    return ACP_ERR_INVALID_STATE;
-  rv = acp__oauth_token_request(
-      "refresh_token", NULL, NULL, NULL, o->refresh_token, o->resource, NULL,
-      o->client_id, o->client_secret, o->auth, &body, &authz);
-  if (rv == 0)
-    rv = token_call(o, body, authz);
-  sfree(&body);
-  sfree(&authz);
-  if (rv != 0)
-    sfree(&o->refresh_token); /* do not retry a refused one */
-  return rv;
-}
-
-/* Forget everything bound to the previous authorization server. */
-static void switch_issuer(acp_http_oauth *o, const char *issuer) {
-  if (o->issuer != NULL && strcmp(o->issuer, issuer) == 0)
-    return;
-  sfree(&o->client_id);
-  sfree(&o->client_secret);
-  sfree(&o->access_token);
-  sfree(&o->refresh_token);
-  sfree(&o->token_endpoint);
-  set_str(&o->issuer, issuer);
 }
 
 static int random_b64(char *out, size_t nbytes) {
@@ -452,13 +576,245 @@ static int random_b64(char *out, size_t nbytes) {
   return 0;
 }
 
+/* A signed JWT of `claims` (JSON) under key k, header {"alg","typ"[,"jwk"]}. */
+static int sign_jwt(const acp__jws_key *k, const char *typ, bool with_jwk,
+                    const char *claims, char **out) {
+  char *jwk = NULL, *hdr = NULL;
+  int rv = 0;
+  *out = NULL;
+  if (claims == NULL)
+    return ACP_ERR_NOMEM;
+  if (with_jwk)
+    rv = acp__jws_public_jwk(k, &jwk);
+  if (rv == 0 && (hdr = acp__jws_header(acp__jws_key_alg(k), typ, jwk)) == NULL)
+    rv = ACP_ERR_NOMEM;
+  if (rv == 0)
+    rv = acp__jws_sign(k, hdr, claims, out);
+  free(jwk);
+  free(hdr);
+  return rv;
+}
+
+/* The client credential for o->auth: the secret, or for private_key_jwt a
+ * fresh assertion (RFC 7523 section 3: iss = sub = client id, aud = the
+ * issuer, a random jti, five minutes), malloc'ed into *owned. */
+static int client_cred(acp_http_oauth *o, const char **cred, char **owned) {
+  char jti[44], *claims;
+  int rv;
+  *owned = NULL;
+  *cred = o->client_secret;
+  if (o->auth != ACP__OAUTH_AUTH_JWT)
+    return 0;
+  if (o->client_key == NULL || o->client_id == NULL || o->issuer == NULL)
+    return ACP_ERR_INVALID_STATE;
+  if (random_b64(jti, 16) != 0)
+    return ACP_ERR_SYSTEM;
+  claims = acp__jws_assertion_claims(o->client_id, o->issuer, jti,
+                                     (int64_t)time(NULL),
+                                     OAUTH_ASSERTION_LIFETIME_S);
+  rv = sign_jwt(o->client_key, "JWT", false, claims, owned);
+  free(claims);
+  *cred = *owned;
+  if (rv != 0)
+    set_err(o, "cannot sign the client assertion", NULL);
+  return rv;
+}
+
+/* A DPoP proof (RFC 9449 section 4) for `htm` `htu`, bound to
+ * `access_token` (NULL at the token endpoint) with `nonce` (or NULL). */
+static int dpop_proof(acp_http_oauth *o, const char *htm, const char *htu,
+                      const char *access_token, const char *nonce, char **out) {
+  char jti[44], *claims;
+  int rv;
+  *out = NULL;
+  if (random_b64(jti, 16) != 0)
+    return ACP_ERR_SYSTEM;
+  claims = acp__jws_dpop_claims(htm, htu, jti, (int64_t)time(NULL),
+                                access_token, nonce);
+  rv = sign_jwt(o->dpop_key, "dpop+jwt", true, claims, out);
+  free(claims);
+  return rv;
+}
+
+/* Whether an error answer's JSON says `code` ({"error": code}). */
+static bool answer_error_is(const resp *r, const char *code) {
+  acp_json_doc *doc = NULL;
+  bool yes = false;
+  if (r->data != NULL && acp_json_doc_new(&doc, NULL) == 0 &&
+      acp_json_doc_parse(doc, r->data, r->len, NULL) == 0) {
+    const acp_json_val *e = acp_json_obj_getz(acp_json_doc_root(doc), "error");
+    const char *s;
+    size_t n;
+    yes = e && acp_json_type_of(e) == ACP_JSON_STRING &&
+          acp_json_doc_str(doc, e, &s, &n) == 0 && n == strlen(code) &&
+          memcmp(s, code, n) == 0;
+  }
+  acp_json_doc_free(doc);
+  return yes;
+}
+
+/* POST a token request to `endpoint` and parse the answer into *t. With
+ * `dpop`, a proof goes along; a `use_dpop_nonce` answer with a DPoP-Nonce
+ * (RFC 9449 section 8) is retried once with that nonce. */
+static int post_grant(acp_http_oauth *o, const char *endpoint, const char *body,
+                      const char *authz, bool dpop, acp__oauth_token *t) {
+  resp r;
+  long st = 0;
+  int rv = 0, attempt;
+  memset(t, 0, sizeof(*t));
+  memset(&r, 0, sizeof(r));
+  for (attempt = 0; attempt < 2; attempt++) {
+    char *proof = NULL;
+    if (dpop && (rv = dpop_proof(o, "POST", endpoint, NULL, o->as_nonce,
+                                 &proof)) != 0) {
+      set_err(o, "cannot sign the DPoP proof", NULL);
+      return rv;
+    }
+    st = http_do(endpoint, "application/x-www-form-urlencoded", body,
+                 strlen(body), authz, proof, &r);
+    free(proof);
+    if (dpop && r.dpop_nonce != NULL) {
+      sfree(&o->as_nonce);
+      o->as_nonce = r.dpop_nonce;
+      r.dpop_nonce = NULL;
+      if (st == 400 && attempt == 0 && answer_error_is(&r, "use_dpop_nonce")) {
+        resp_free(&r);
+        continue;
+      }
+    }
+    break;
+  }
+  if (st != 200) {
+    set_err(o, "the token endpoint refused the request", endpoint);
+    resp_free(&r);
+    return ACP_ERR_PROTOCOL;
+  }
+  rv = acp__oauth_parse_token(r.data, r.len, t);
+  resp_free(&r);
+  if (rv != 0)
+    set_err(o, "malformed token response", endpoint);
+  return rv;
+}
+
+/* A grant at the MCP authorization server's token endpoint: client
+ * authentication added, the answer becomes the current token. */
+static int grant(acp_http_oauth *o, const char *const *params) {
+  const char *cred;
+  char *owned = NULL, *body = NULL, *authz = NULL;
+  acp__oauth_token t;
+  bool dpop = o->dpop_key != NULL && o->as_dpop;
+  int rv = client_cred(o, &cred, &owned);
+  if (rv == 0)
+    rv = acp__oauth_grant_request(params, o->client_id, cred, o->auth, &body,
+                                  &authz);
+  if (rv == 0)
+    rv = post_grant(o, o->token_endpoint, body, authz, dpop, &t);
+  sfree(&owned);
+  sfree(&body);
+  sfree(&authz);
+  if (rv != 0)
+    return rv;
+  /* A DPoP-bound token only when a proof was sent (RFC 9449 section 5);
+   * N_A is not an access token. */
+  if (t.type == ACP__OAUTH_TOKEN_NA ||
+      (t.type == ACP__OAUTH_TOKEN_DPOP && !dpop)) {
+    set_err(o, "the token endpoint answered an unexpected token_type",
+            o->token_endpoint);
+    acp__oauth_token_free(&t);
+    return ACP_ERR_PROTOCOL;
+  }
+  sfree(&o->access_token);
+  o->access_token = t.access_token;
+  t.access_token = NULL;
+  o->token_dpop = t.type == ACP__OAUTH_TOKEN_DPOP;
+  if (t.refresh_token) {
+    sfree(&o->refresh_token);
+    o->refresh_token = t.refresh_token;
+    t.refresh_token = NULL;
+  }
+  o->expires_at = t.expires_in > 0 ? time(NULL) + t.expires_in : 0;
+  acp__oauth_token_free(&t);
+  return 0;
+}
+
+int acp_http_oauth_refresh(acp_http_oauth *o) {
+  const char *p[] = {"grant_type", "refresh_token", "refresh_token",
+                     NULL,         "resource",      NULL,
+                     NULL};
+  int rv;
+  if (o == NULL || o->refresh_token == NULL || o->token_endpoint == NULL)
+    return ACP_ERR_INVALID_STATE;
+  p[3] = o->refresh_token;
+  p[5] = o->resource;
+  rv = grant(o, p);
+  if (rv != 0)
+    sfree(&o->refresh_token); /* do not retry a refused one */
+  return rv;
+}
+
+/* SEP-990: exchange the IdP's ID token for an ID-JAG at the IdP (RFC 8693),
+ * audience the MCP authorization server, resource the MCP server. The
+ * ID-JAG goes to *jag. */
+static int exchange_id_jag(acp_http_oauth *o, const char *scope, char **jag) {
+  const char *p[] = {"grant_type",
+                     GRANT_TOKEN_EXCHANGE,
+                     "requested_token_type",
+                     TOKEN_TYPE_ID_JAG,
+                     "subject_token",
+                     o->idp_id_token,
+                     "subject_token_type",
+                     TOKEN_TYPE_ID_TOKEN,
+                     "audience",
+                     o->issuer,
+                     "resource",
+                     o->resource ? o->resource : o->mcp_url,
+                     "scope",
+                     scope,
+                     NULL};
+  char *body = NULL, *authz = NULL;
+  acp__oauth_token t;
+  int rv = acp__oauth_grant_request(p, o->idp_client_id, o->idp_client_secret,
+                                    o->idp_client_secret ? ACP__OAUTH_AUTH_BASIC
+                                                         : ACP__OAUTH_AUTH_NONE,
+                                    &body, &authz);
+  *jag = NULL;
+  if (rv == 0)
+    rv = post_grant(o, o->idp_token_endpoint, body, authz, false, &t);
+  sfree(&body);
+  sfree(&authz);
+  if (rv != 0)
+    return rv;
+  if (t.issued_token_type == NULL ||
+      strcmp(t.issued_token_type, TOKEN_TYPE_ID_JAG) != 0) {
+    set_err(o, "the identity provider issued no ID-JAG", o->idp_token_endpoint);
+    acp__oauth_token_free(&t);
+    return ACP_ERR_PROTOCOL;
+  }
+  *jag = t.access_token;
+  t.access_token = NULL;
+  acp__oauth_token_free(&t);
+  return 0;
+}
+
+/* Forget everything bound to the previous authorization server. */
+static void switch_issuer(acp_http_oauth *o, const char *issuer) {
+  if (o->issuer != NULL && strcmp(o->issuer, issuer) == 0)
+    return;
+  sfree(&o->client_id);
+  sfree(&o->client_secret);
+  sfree(&o->access_token);
+  sfree(&o->refresh_token);
+  sfree(&o->token_endpoint);
+  set_str(&o->issuer, issuer);
+}
+
 int acp_http_oauth_authorize(acp_http_oauth *o, long status,
                              const char *www_authenticate, int flags) {
   acp__oauth_challenge ch;
   acp__oauth_prm prm;
   acp__oauth_as as;
   char *origin = NULL, *scope = NULL, *url = NULL, *redirect = NULL;
-  char *code = NULL, *body = NULL, *authz = NULL;
+  char *code = NULL;
   char verifier[44], challenge[44], state[44];
   const char *issuer, *why;
   bool have_prm = false, have_as = false;
@@ -531,11 +887,17 @@ int acp_http_oauth_authorize(acp_http_oauth *o, long status,
   switch_issuer(o, as.issuer);
   set_str(&o->token_endpoint, as.token_endpoint);
   set_str(&o->resource, have_prm ? prm.resource : NULL);
+  /* DPoP at the token endpoint when the application enabled it and the
+   * authorization server takes ES256 proofs (RFC 9449 section 5.1). */
+  o->as_dpop = o->dpop_key != NULL && as.dpop_es256;
   if (o->client_id == NULL) {
     if (o->cfg_client_id != NULL) {
       set_str(&o->client_id, o->cfg_client_id);
       set_str(&o->client_secret, o->cfg_client_secret);
-      o->auth = pick_auth(&as, o->client_secret);
+      o->auth = pick_auth(o, &as, o->client_secret);
+    } else if (flags & (ACP_HTTP_OAUTH_JWT_BEARER | ACP_HTTP_OAUTH_ID_JAG)) {
+      /* The assertion grants need no client id of their own. */
+      o->auth = ACP__OAUTH_AUTH_NONE;
     } else if (as.cimd && o->cimd_url != NULL) {
       set_str(&o->client_id, o->cimd_url);
       o->auth = ACP__OAUTH_AUTH_NONE;
@@ -543,13 +905,39 @@ int acp_http_oauth_authorize(acp_http_oauth *o, long status,
       goto done;
     }
   }
-  if (flags & ACP_HTTP_OAUTH_CLIENT_CREDENTIALS) {
+  if (flags & (ACP_HTTP_OAUTH_CLIENT_CREDENTIALS | ACP_HTTP_OAUTH_JWT_BEARER |
+               ACP_HTTP_OAUTH_ID_JAG)) {
+    const char *p[] = {"grant_type", "client_credentials", "assertion", NULL,
+                       "resource",   o->resource,          "scope",     NULL,
+                       NULL};
+    char *jag = NULL;
     scope = acp__oauth_select_scope(ch.scope, prm.scopes_supported, NULL);
-    rv = acp__oauth_token_request("client_credentials", NULL, NULL, NULL, NULL,
-                                  o->resource, scope, o->client_id,
-                                  o->client_secret, o->auth, &body, &authz);
-    if (rv == 0)
-      rv = token_call(o, body, authz);
+    p[7] = scope;
+    if (flags & ACP_HTTP_OAUTH_ID_JAG) {
+      if (o->idp_token_endpoint == NULL) {
+        set_err(o, "no identity provider set (acp_http_oauth_set_idp)", NULL);
+        rv = ACP_ERR_INVALID_STATE;
+        goto done;
+      }
+      if ((rv = exchange_id_jag(o, scope, &jag)) != 0)
+        goto done;
+      p[1] = GRANT_JWT_BEARER;
+      p[3] = jag;
+    } else if (flags & ACP_HTTP_OAUTH_JWT_BEARER) {
+      if (o->assertion == NULL) {
+        set_err(o, "no assertion set (acp_http_oauth_set_assertion)", NULL);
+        rv = ACP_ERR_INVALID_STATE;
+        goto done;
+      }
+      p[1] = GRANT_JWT_BEARER;
+      p[3] = o->assertion;
+    } else if (o->client_id == NULL) {
+      set_err(o, "the client credentials grant needs a client id", NULL);
+      rv = ACP_ERR_INVALID_STATE;
+      goto done;
+    }
+    rv = grant(o, p);
+    sfree(&jag);
     goto done;
   }
   if (o->open_cb == NULL) {
@@ -596,11 +984,20 @@ int acp_http_oauth_authorize(acp_http_oauth *o, long status,
     set_err(o, why, NULL);
     goto done;
   }
-  rv = acp__oauth_token_request(
-      "authorization_code", code, verifier, o->redirect_uri, NULL, o->resource,
-      NULL, o->client_id, o->client_secret, o->auth, &body, &authz);
-  if (rv == 0)
-    rv = token_call(o, body, authz);
+  {
+    const char *p[] = {"grant_type",
+                       "authorization_code",
+                       "code",
+                       code,
+                       "code_verifier",
+                       verifier,
+                       "redirect_uri",
+                       o->redirect_uri,
+                       "resource",
+                       o->resource,
+                       NULL};
+    rv = grant(o, p);
+  }
 done:
   memset(verifier, 0, sizeof(verifier));
   acp__oauth_challenge_free(&ch);
@@ -611,8 +1008,6 @@ done:
   free(url);
   sfree(&redirect);
   sfree(&code);
-  sfree(&body);
-  sfree(&authz);
   return rv;
 }
 
@@ -622,7 +1017,7 @@ int acp_http_oauth_fetch_redirect(const char *url, char **location) {
   if (url == NULL || location == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   *location = NULL;
-  st = http_do(url, NULL, NULL, 0, NULL, &r);
+  st = http_do(url, NULL, NULL, 0, NULL, NULL, &r);
   if (st >= 300 && st < 400 && r.location != NULL) {
     *location = r.location;
     r.location = NULL;

@@ -537,29 +537,58 @@ static int open_auth_url(acp_http_oauth *o, const char *auth_url,
   return acp_http_oauth_fetch_redirect(auth_url, redirect_url);
 }
 
-/* Pre-registered credentials from MCP_CONFORMANCE_CONTEXT
- * {"client_id": ..., "client_secret": ...}, when it has them. */
-static void context_client(acp_http_oauth *oa) {
+/* What MCP_CONFORMANCE_CONTEXT hands the client, when it has it:
+ * pre-registered credentials {"client_id", "client_secret"}, a signing key
+ * {"private_key_pem", "signing_algorithm"} (private_key_jwt), a workload
+ * assertion {"valid_jwt"} (JWT bearer grant), an enterprise IdP
+ * {"idp_token_endpoint", "idp_id_token", "idp_client_id"} (SEP-990).
+ * Returns the acp_http_oauth_authorize() flags they call for. */
+static int context_client(acp_http_oauth *oa) {
   const char *ctx = getenv("MCP_CONFORMANCE_CONTEXT");
   acp_json_doc *doc = NULL;
+  int flags = 0;
   if (ctx == NULL || acp_json_doc_new(&doc, NULL) != 0)
-    return;
+    return 0;
   if (acp_json_doc_parse(doc, ctx, strlen(ctx), NULL) == 0) {
     const acp_json_val *root = acp_json_doc_root(doc);
     char *id = dup_str(doc, acp_json_obj_getz(root, "client_id"));
     char *sec = dup_str(doc, acp_json_obj_getz(root, "client_secret"));
+    char *pem = dup_str(doc, acp_json_obj_getz(root, "private_key_pem"));
+    char *alg = dup_str(doc, acp_json_obj_getz(root, "signing_algorithm"));
+    char *jwt = dup_str(doc, acp_json_obj_getz(root, "valid_jwt"));
+    char *idp = dup_str(doc, acp_json_obj_getz(root, "idp_token_endpoint"));
+    char *idt = dup_str(doc, acp_json_obj_getz(root, "idp_id_token"));
+    char *idc = dup_str(doc, acp_json_obj_getz(root, "idp_client_id"));
     if (id != NULL)
       acp_http_oauth_set_client(oa, id, sec);
+    if (pem != NULL) {
+      if (acp_http_oauth_set_client_key(oa, pem, strlen(pem), alg) != 0)
+        say("client key refused: %s", acp_http_oauth_error(oa));
+      flags = ACP_HTTP_OAUTH_CLIENT_CREDENTIALS;
+    } else if (jwt != NULL) {
+      acp_http_oauth_set_assertion(oa, jwt);
+      flags = ACP_HTTP_OAUTH_JWT_BEARER;
+    } else if (idp != NULL && idt != NULL) {
+      acp_http_oauth_set_idp(oa, idp, idt, idc, NULL);
+      flags = ACP_HTTP_OAUTH_ID_JAG;
+    }
     free(id);
     free(sec);
+    free(pem);
+    free(alg);
+    free(jwt);
+    free(idp);
+    free(idt);
+    free(idc);
   }
   acp_json_doc_free(doc);
+  return flags;
 }
 
 /* One run of the scenario over a new transport and MCP client; `bearer`
  * (may be NULL) goes in the Authorization header. */
 static int run_once(const char *url, acp_http_transport mode,
-                    const char *bearer) {
+                    acp_http_oauth *oa) {
   acp_mcp_client_callbacks *cbs = NULL;
   const char *pv;
   size_t i;
@@ -609,11 +638,9 @@ static int run_once(const char *url, acp_http_transport mode,
     G.failed = 1;
     uv_close((uv_handle_t *)&G.deadline, on_timer_closed);
   } else {
-    if (bearer != NULL) {
-      char hv[4096];
-      snprintf(hv, sizeof(hv), "Bearer %s", bearer);
-      acp_http_client_add_header(G.http, "Authorization", hv);
-    }
+    /* The token (Bearer or DPoP with a proof per request) once the
+     * flow got one; none before. */
+    acp_http_client_set_oauth(G.http, oa);
     /* Servers send requests not tied to a client request (the SDK's
      * server.request() from a tool handler) on the standalone GET stream:
      * open it where a scenario's server does that. (Not for sse-retry, whose
@@ -642,7 +669,6 @@ int main(int argc, char **argv) {
   acp_http_transport mode = ACP_HTTP_STREAMABLE;
   acp_http_oauth *oa = NULL;
   const char *url;
-  const char *bearer = NULL;
   size_t i;
   int attempt, flags = 0;
 
@@ -671,15 +697,21 @@ int main(int argc, char **argv) {
   acp_http_oauth_set_redirect_uri(oa, "http://localhost:3000/callback");
   acp_http_oauth_set_metadata_url(
       oa, "https://conformance-test.local/client-metadata.json");
-  context_client(oa);
+  flags = context_client(oa);
   if (strcmp(G.scenario, "auth/client-credentials-basic") == 0)
     flags |= ACP_HTTP_OAUTH_CLIENT_CREDENTIALS;
+  /* DPoP whenever the authorization server offers it (the dpop scenarios'
+   * does; the others' do not, so they keep Bearer tokens). */
+  if (acp_http_oauth_set_dpop(oa, 1) != 0) {
+    say("cannot create a DPoP key");
+    return 1;
+  }
 
   /* A run that ends in 401 (or 403 insufficient_scope) authorizes and
    * runs again with the token; the OAuth object bounds step-ups. */
   for (attempt = 0; attempt < 5; attempt++) {
     int r;
-    if (run_once(url, mode, bearer) == 0)
+    if (run_once(url, mode, oa) == 0)
       break;
     if (G.end_status != 401 && G.end_status != 403)
       break;
@@ -688,8 +720,8 @@ int main(int argc, char **argv) {
       say("authorization failed: %d (%s)", r, acp_http_oauth_error(oa));
       break;
     }
-    bearer = acp_http_oauth_token(oa);
-    say("authorized; running again with the token");
+    say("authorized (%s); running again with the token",
+        acp_http_oauth_token_type(oa));
   }
   acp_http_oauth_free(oa);
   for (i = 0; i < G.ntools; i++) {

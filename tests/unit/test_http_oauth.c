@@ -1,7 +1,11 @@
 /*
  * The sans-I/O OAuth core (src/http/oauth.c, in libacp-http): challenges,
  * discovery URLs, metadata, PKCE, requests, redirects, token responses,
- * with bad input for each.
+ * with bad input for each; and allocation failure: the test is linked
+ * with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc so each allocation
+ * the core (and the JSON parser and buffers under it) makes can be refused
+ * in turn: every function must fail cleanly (an error or NULL, nothing
+ * leaked under valgrind and ASan) and succeed once nothing is refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,8 +17,30 @@
 #include "acp/common.h"
 #include "http/oauth.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t a, size_t n);
+void *__real_realloc(void *p, size_t n);
+static long fail_at = -1; /* refuse the allocation with this index */
+static long alloc_count;
+static bool refuse(void) {
+  return fail_at >= 0 && alloc_count++ == fail_at;
+}
+void *__wrap_malloc(size_t n);
+void *__wrap_malloc(size_t n) {
+  return refuse() ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t a, size_t n);
+void *__wrap_calloc(size_t a, size_t n) {
+  return refuse() ? NULL : __real_calloc(a, n);
+}
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n) {
+  return refuse() ? NULL : __real_realloc(p, n);
+}
 
 static void test_challenge(void **state) {
   acp__oauth_challenge c;
@@ -364,6 +390,108 @@ static void test_token_response(void **state) {
   assert_int_equal(acp__oauth_parse_token("", 0, &t), ACP_ERR_PROTOCOL);
 }
 
+/* One pass over every allocating function of the core; 0 when all of
+ * them succeeded. Each result is freed whatever happened. */
+static int core_pass(void) {
+  static const char prm[] =
+      "{\"resource\":\"https://r.example/mcp\",\"authorization_servers\":"
+      "[\"https://as.example/t\"],\"scopes_supported\":[\"a\",\"b\"]}";
+  static const char as[] =
+      "{\"issuer\":\"https://as.example/t\",\"authorization_endpoint\":"
+      "\"https://as.example/a\",\"token_endpoint\":\"https://as.example/"
+      "tok\",\"code_challenge_methods_supported\":[\"S256\"],"
+      "\"scopes_supported\":[\"x\",\"offline_access\"]}";
+  static const char tok[] = "{\"access_token\":\"T\",\"token_type\":"
+                            "\"Bearer\",\"refresh_token\":\"R\","
+                            "\"scope\":\"a\",\"expires_in\":5}";
+  const char *params[] = {"grant_type", "client_credentials", "scope", "a b",
+                          NULL};
+  acp__oauth_challenge c;
+  acp__oauth_prm p;
+  acp__oauth_as a;
+  acp__oauth_token t;
+  char *urls[ACP__OAUTH_MAX_URLS];
+  size_t n = 0, i;
+  char *s1, *s2, *s3, *code = NULL, *body = NULL, *authz = NULL;
+  const char *why;
+  int fails = 0;
+
+  if (acp__oauth_parse_challenge("Bearer scope=\"a b\", error=x, "
+                                 "resource_metadata=\"https://r/m\"",
+                                 &c) != 0)
+    fails++;
+  acp__oauth_challenge_free(&c);
+  if (acp__oauth_prm_urls("https://r.example/mcp", "https://r/m", urls, &n) !=
+      0)
+    fails++;
+  else
+    for (i = 0; i < n; i++)
+      free(urls[i]);
+  if (acp__oauth_as_urls("https://as.example/t", urls, &n) != 0)
+    fails++;
+  else
+    for (i = 0; i < n; i++)
+      free(urls[i]);
+  if (acp__oauth_parse_prm(prm, strlen(prm), &p) != 0)
+    fails++;
+  acp__oauth_prm_free(&p);
+  if (acp__oauth_parse_as(as, strlen(as), &a) != 0)
+    fails++;
+  acp__oauth_as_free(&a);
+  s1 = acp__oauth_select_scope(NULL, "a b", "x offline_access");
+  s2 = acp__oauth_scope_union("a b", "b c");
+  s3 = acp__oauth_authorize_url("https://as.example/a", "cid",
+                                "http://127.0.0.1/cb", "CH", "ST",
+                                "https://r.example/mcp", "a b");
+  fails += !s1 + !s2 + !s3;
+  free(s1);
+  free(s2);
+  free(s3);
+  if (acp__oauth_parse_redirect("http://127.0.0.1/cb?code=c%2B1&state=ST&"
+                                "iss=https%3A%2F%2Fas.example%2Ft",
+                                "ST", "https://as.example/t", true, &code,
+                                &why) != 0)
+    fails++;
+  free(code);
+  if (acp__oauth_token_request("authorization_code", "c", "v", "http://l/cb",
+                               NULL, "https://r.example/mcp", NULL, "cid",
+                               "sec", ACP__OAUTH_AUTH_BASIC, &body,
+                               &authz) != 0)
+    fails++;
+  free(body);
+  free(authz);
+  if (acp__oauth_grant_request(params, "cid", "sec", ACP__OAUTH_AUTH_POST,
+                               &body, &authz) != 0)
+    fails++;
+  free(body);
+  free(authz);
+  if (acp__oauth_parse_token(tok, strlen(tok), &t) != 0)
+    fails++;
+  acp__oauth_token_free(&t);
+  return fails;
+}
+
+static void test_alloc_failure(void **state) {
+  long i;
+  bool done = false;
+  (void)state;
+  assert_int_equal(core_pass(), 0);
+  for (i = 0; !done && i < 100000; i++) {
+    int fails;
+    alloc_count = 0;
+    fail_at = i;
+    fails = core_pass();
+    fail_at = -1;
+    /* Only a refused allocation may make a step fail. */
+    if (alloc_count <= i)
+      done = fails == 0;
+    else
+      assert_true(fails >= 0);
+  }
+  assert_true(done);
+  assert_true(i > 10);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_challenge),
@@ -377,6 +505,7 @@ int main(void) {
       cmocka_unit_test(test_redirect),
       cmocka_unit_test(test_token_request),
       cmocka_unit_test(test_token_response),
+      cmocka_unit_test(test_alloc_failure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
