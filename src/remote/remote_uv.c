@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acp/remote.h"
-#include "ws_int.h"
+#include "remote_int.h"
 
 /* Read buffers are taken per read and given back after it (every consumer
  * copies what it keeps), so an idle connection holds none: 64 KiB stays
@@ -1506,8 +1505,7 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
                        acp_remote_connect_cb cb, void *user_data,
                        const acp_mem *mem) {
   acp_remote_client_options dflt = ACP_REMOTE_CLIENT_OPTIONS_INIT;
-  const char *p;
-  const char *defport;
+  acp__url u;
   wconn *c = NULL;
   int rv;
   if (out)
@@ -1516,51 +1514,28 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
     return ACP_ERR_INVALID_ARGUMENT;
   if (!opts)
     opts = &dflt;
-  if (strncmp(url, "ws://", 5) == 0) {
-    p = url + 5;
-    defport = "80";
-  } else if (strncmp(url, "http://", 7) == 0) {
-    p = url + 7;
-    defport = "80";
-  } else if (strncmp(url, "wss://", 6) == 0 ||
-             strncmp(url, "https://", 8) == 0) {
+  if (acp__url_parse(url, &u) != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (u.tls)
     return ACP_ERR_UNSUPPORTED;
-  } else {
+  int transport = opts->version >= 2 ? opts->transport : ACP_REMOTE_AUTO;
+  if (transport == ACP_REMOTE_HTTP && u.ws)
+    return ACP_ERR_INVALID_ARGUMENT; /* ws:// names a WebSocket */
+  if (transport == ACP_REMOTE_HTTP)
+    return acp__remote_http_connect(out, loop, &u, opts, cb, user_data, mem);
+  if (transport != ACP_REMOTE_AUTO && transport != ACP_REMOTE_WEBSOCKET)
     return ACP_ERR_INVALID_ARGUMENT;
-  }
-  const char *slash = strchr(p, '/');
-  const char *path = slash ? slash : "/";
-  size_t alen = slash ? (size_t)(slash - p) : strlen(p);
-  if (alen == 0 || memchr(p, '@', alen))
-    return ACP_ERR_INVALID_ARGUMENT;
-  for (const char *q = url; *q; q++)
-    if ((unsigned char)*q <= 0x20 || *q == 0x7F)
-      return ACP_ERR_INVALID_ARGUMENT;
+  const char *path = u.path;
+  const char *p = u.authority;
+  size_t alen = u.authority_len;
   rv = conn_new(&c, loop, true, opts->max_message, opts->ping_ms, mem);
   if (rv != 0)
     return rv;
-  const char *hs = p, *he, *ps = NULL, *pe = p + alen;
-  if (*p == '[') {
-    const char *rb = memchr(p, ']', alen);
-    if (!rb)
-      goto bad;
-    hs = p + 1;
-    he = rb;
-    if (rb + 1 < pe && rb[1] == ':')
-      ps = rb + 2;
-  } else {
-    const char *colon = memchr(p, ':', alen);
-    he = colon ? colon : pe;
-    if (colon)
-      ps = colon + 1;
-  }
-  c->host = acp__strndup(&c->mem, hs, (size_t)(he - hs));
-  c->port = ps ? acp__strndup(&c->mem, ps, (size_t)(pe - ps))
-               : acp__strdup(&c->mem, defport);
+  c->host = acp__strndup(&c->mem, u.host, u.host_len);
+  c->port = u.port ? acp__strndup(&c->mem, u.port, u.port_len)
+                   : acp__strdup(&c->mem, "80");
   if (!c->host || !c->port)
     goto nomem;
-  if (c->host[0] == '\0' || c->port[0] == '\0')
-    goto bad;
   /* The request. */
   uint8_t key[16];
   char key64[32];
