@@ -219,8 +219,13 @@ typedef struct acp_remote_serve_options {
  * per connection, relaying lines both ways with backpressure (a slow
  * reader stops the reading of its agent's stdout). When a connection ends
  * its agent is stopped with the shutdown ladder (stdin closed, SIGTERM,
- * SIGKILL); when an agent exits its connection is closed (1011). Runs until
- * SIGTERM or SIGINT, then closes everything. Ignores SIGPIPE.
+ * SIGKILL). When an agent ends by itself its connection is closed once its
+ * last line was relayed: over WebSocket with 1000 if it exited with status
+ * 0, 1011 if it failed or was killed; over Streamable HTTP its streams end.
+ * Over Streamable HTTP the agent's first line must be the response to the
+ * initialize request (its id, a result or an error): anything else is
+ * answered 502 and ends the connection. On SIGTERM or SIGINT it closes
+ * everything (WebSocket: 1001) and returns. Ignores SIGPIPE.
  * @return 0, or an error from starting the server (as
  *         acp_remote_server_new()).
  */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acp/json.h"
 #include "remote_int.h"
 
 /* Read buffers are taken per read and given back after it (every consumer
@@ -125,6 +126,7 @@ struct hconn {
   wconn *waiter;   /* the initialize POST waiting for its answer */
   wconn *stream;   /* the connection-scoped SSE stream */
   wconn *sessions; /* session-scoped SSE streams (held open) */
+  char *init_id;   /* raw JSON id of initialize, until it is answered */
   char id[37];
 };
 
@@ -470,11 +472,16 @@ static void op_read_changed(acp_uv_link *l, int reading, void *ud) {
 
 static void op_shutdown(acp_uv_link *l, void *ud) {
   wconn *c = ud;
-  (void)l;
   if (c->state == C_OPEN && !c->ws.close_sent) {
     uint8_t m[4];
+    /* The owner's reason (an agent that died: 1011), else a normal end. */
+    int code = acp_uv_link_close_code(l);
+    if (code < 1000 || code > 4999)
+      code = ACP__WS_CLOSE_NORMAL;
     next_mask(c, m);
-    acp__ws_queue_close(&c->ws, ACP__WS_CLOSE_NORMAL, NULL,
+    acp__ws_queue_close(&c->ws, code,
+                        code == ACP__WS_CLOSE_INTERNAL ? "the agent exited"
+                                                       : NULL,
                         c->client ? m : NULL);
     flush_control(c);
   }
@@ -928,6 +935,7 @@ static void hc_detach(wconn *c) {
 
 static void on_hc_closed(uv_handle_t *h) {
   hconn *hc = h->data;
+  acp__free(&hc->mem, hc->init_id);
   acp__buf_dispose(&hc->line);
   acp__buf_dispose(&hc->pend);
   acp__free(&hc->mem, hc);
@@ -965,10 +973,57 @@ static void http_next(wconn *c) {
 }
 
 /* One complete line from the agent: the initialize answer, or an event. */
+/* Whether p1 + p2 is the response to initialize `id` (raw JSON): a
+ * message with that id, a result or an error, and no method. */
+static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
+                         size_t n2) {
+  acp_json_doc *doc = NULL;
+  char *joined = NULL;
+  const char *p = p2;
+  size_t n = n1 + n2;
+  bool ok = false;
+  if (n1 > 0) {
+    joined = acp__malloc(&hc->mem, n ? n : 1);
+    if (!joined)
+      return false;
+    memcpy(joined, p1, n1);
+    memcpy(joined + n1, p2, n2);
+    p = joined;
+  }
+  if (hc->init_id && acp_json_doc_new(&doc, &hc->mem) == 0 &&
+      acp_json_doc_parse(doc, p, n, NULL) == 0) {
+    const acp_json_val *root = acp_json_doc_root(doc);
+    const acp_json_val *id = acp_json_obj_getz(root, "id");
+    size_t il = 0;
+    const char *ir = id ? acp_json_raw(id, &il) : NULL;
+    ok =
+        ir && il == strlen(hc->init_id) && memcmp(ir, hc->init_id, il) == 0 &&
+        !acp_json_obj_getz(root, "method") &&
+        (acp_json_obj_getz(root, "result") || acp_json_obj_getz(root, "error"));
+  }
+  acp_json_doc_free(doc);
+  acp__free(&hc->mem, joined);
+  return ok;
+}
+
 static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
                    size_t n2, size_t credit) {
   wconn *w = hc->waiter;
+  if (w && !answers_init(hc, p1, n1, p2, n2)) {
+    /* The 200 body must be initialize's response (the SDK's client
+     * checks, and so does ours): anything else ends the connection. */
+    hc->waiter = NULL;
+    w->hc = NULL;
+    w->hrole = H_NONE;
+    refuse_msg(w, 502,
+               "the agent's first message is not the response to initialize");
+    acp_uv_link_user_written(hc->link, credit);
+    hc_end(hc, UV_EPROTO);
+    return 0;
+  }
   if (w) {
+    acp__free(&hc->mem, hc->init_id);
+    hc->init_id = NULL;
     char head[256];
     int hl = snprintf(head, sizeof(head),
                       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -1089,32 +1144,55 @@ static hconn *hc_find(acp_remote_server *s, const acp__acp_req *r) {
   return NULL;
 }
 
-static bool mem_has(const char *p, size_t n, const char *needle) {
-  size_t k = strlen(needle);
-  for (size_t i = 0; i + k <= n; i++)
-    if (memcmp(p + i, needle, k) == 0)
-      return true;
-  return false;
+/* The raw JSON id of an initialize request in body[0..blen), or NULL
+ * (not initialize, no id, or out of memory: *nomem says which). */
+static char *initialize_id(const acp_mem *m, const char *body, size_t blen,
+                           bool *nomem) {
+  acp_json_doc *doc = NULL;
+  char *out = NULL;
+  *nomem = false;
+  if (acp_json_doc_new(&doc, m) != 0) {
+    *nomem = true;
+    return NULL;
+  }
+  if (acp_json_doc_parse(doc, body, blen, NULL) == 0) {
+    const acp_json_val *root = acp_json_doc_root(doc);
+    const acp_json_val *id = acp_json_obj_getz(root, "id");
+    size_t il = 0;
+    const char *ir = id ? acp_json_raw(id, &il) : NULL;
+    if (ir && acp_json_type_of(id) != ACP_JSON_NULL &&
+        ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"), "initialize")) {
+      out = acp__strndup(m, ir, il);
+      *nomem = out == NULL;
+    }
+  }
+  acp_json_doc_free(doc);
+  return out;
 }
 
 static void http_initialize(wconn *c, char *body, size_t blen, size_t total) {
   acp_remote_server *s = c->srv;
-  if (!mem_has(body, blen, "\"initialize\"")) {
-    refuse_msg(c, 400,
-               "the first POST must be initialize (or send an "
-               "Acp-Connection-Id)");
+  bool nomem;
+  char *init_id = initialize_id(&s->mem, body, blen, &nomem);
+  if (!init_id) {
+    if (nomem)
+      refuse(c, 503);
+    else
+      refuse_msg(c, 400,
+                 "the first POST must be an initialize request with an id "
+                 "(or send an Acp-Connection-Id)");
     return;
   }
-  if (s->nhconns >= s->opts.max_connections) {
-    refuse(c, 503);
-    return;
-  }
-  hconn *hc = acp__calloc(&s->mem, 1, sizeof(*hc));
+  hconn *hc = s->nhconns >= s->opts.max_connections
+                  ? NULL
+                  : acp__calloc(&s->mem, 1, sizeof(*hc));
   if (!hc) {
+    acp__free(&s->mem, init_id);
     refuse(c, 503);
     return;
   }
   hc->mem = s->mem;
+  hc->init_id = init_id;
   hc->max_msg = s->opts.max_message ? s->opts.max_message
                                     : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
   hc->idle_ms = s->opts.ping_ms ? s->opts.ping_ms : ACP_REMOTE_DEFAULT_PING_MS;

@@ -19,6 +19,11 @@ typedef struct sconn {
   acp_uv_process *agent; /* NULL once closed */
   acp_uv_link *alink;
   bool stopping;
+  bool out_eof;     /* the agent's stdout ended */
+  bool exited;      /* the agent's exit status is known */
+  int end_code;     /* close code the agent's own end calls for */
+  uv_timer_t timer; /* an exited agent's stdout gets this long to end */
+  bool timer_done;  /* the timer is closed */
   char id[40];
 } sconn;
 
@@ -32,9 +37,16 @@ struct serve {
   bool quitting;
 };
 
+static void on_timer_closed(uv_handle_t *h);
+
 static void sconn_maybe_free(sconn *sc) {
   if (sc->ws || sc->agent)
     return;
+  if (!sc->timer_done) {
+    if (!uv_is_closing((uv_handle_t *)&sc->timer))
+      uv_close((uv_handle_t *)&sc->timer, on_timer_closed);
+    return;
+  }
   serve *sv = sc->sv;
   if (sc->prev)
     sc->prev->next = sc->next;
@@ -45,6 +57,12 @@ static void sconn_maybe_free(sconn *sc) {
   if (sv->opts->verbose)
     fprintf(stderr, "acp serve: connection %s closed\n", sc->id);
   acp__free(&sv->mem, sc);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  sconn *sc = h->data;
+  sc->timer_done = true;
+  sconn_maybe_free(sc);
 }
 
 static void ws_closed(acp_uv_link *l, void *ud) {
@@ -68,9 +86,11 @@ static void agent_stopped(acp_uv_process *p, void *ud) {
 }
 
 /* End a connection: close the socket side (flushing what the agent said
- * for up to a second) and stop the agent with the ladder. */
-static void sconn_end(sconn *sc, uint64_t flush_ms) {
+ * for up to a second; over WebSocket with `code`) and stop the agent with
+ * the ladder. */
+static void sconn_end(sconn *sc, uint64_t flush_ms, int code) {
   if (sc->ws && !sc->stopping) {
+    acp_uv_link_set_close_code(sc->ws, code);
     acp_uv_link_close(sc->ws, flush_ms, ws_closed, sc);
   }
   if (sc->agent && !sc->stopping) {
@@ -90,7 +110,24 @@ static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
   }
   /* The client went away (or the agent's stdin did): closing the agent's
    * stdin is the first rung, and an agent cancels its turn on it. */
-  sconn_end(sc, 0);
+  sconn_end(sc, 0, 1000);
+}
+
+/* The agent's side is over once its stdout ended and its exit status is
+ * known (in either order): the client is told how it ended, 1000 for an
+ * agent that exited with 0, 1011 for one that failed or was killed. */
+static void agent_over(sconn *sc) {
+  if (sc->out_eof && sc->exited) {
+    uv_timer_stop(&sc->timer);
+    sconn_end(sc, 1000, sc->end_code);
+  }
+}
+
+static void on_eof_timeout(uv_timer_t *t) {
+  sconn *sc = t->data;
+  /* Something the agent started holds its stdout open: end anyway. */
+  sc->out_eof = true;
+  agent_over(sc);
 }
 
 static void agent_read(acp_uv_link *l, int status, const char *data, size_t len,
@@ -100,8 +137,15 @@ static void agent_read(acp_uv_link *l, int status, const char *data, size_t len,
   if (status == 0) {
     if (sc->ws && acp_uv_link_write(sc->ws, data, len) == 0)
       return;
+    sconn_end(sc, 1000, 1000); /* the client side is gone */
+    return;
   }
-  sconn_end(sc, 1000);
+  acp_uv_link_read_stop(l);
+  sc->out_eof = true;
+  if (!sc->exited && !sc->stopping && sc->agent &&
+      acp_uv_process_shutdown(sc->agent, NULL) != 0)
+    sconn_end(sc, 1000, 1011);
+  agent_over(sc);
 }
 
 static void agent_exited(acp_uv_process *p, int64_t status, int sig, void *ud) {
@@ -112,7 +156,11 @@ static void agent_exited(acp_uv_process *p, int64_t status, int sig, void *ud) {
             "acp serve: connection %s: the agent exited (status %lld, "
             "signal %d)\n",
             sc->id, (long long)status, sig);
-  sconn_end(sc, 1000);
+  sc->exited = true;
+  sc->end_code = (status == 0 && sig == 0) ? 1000 : 1011;
+  if (!sc->out_eof && !sc->stopping)
+    uv_timer_start(&sc->timer, on_eof_timeout, 1000, 0);
+  agent_over(sc);
 }
 
 static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
@@ -128,6 +176,8 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
   }
   sc->sv = sv;
   sc->ws = link;
+  uv_timer_init(&sv->loop, &sc->timer);
+  sc->timer.data = sc;
   snprintf(sc->id, sizeof(sc->id), "%s", id);
   sc->next = sv->conns;
   if (sv->conns)
@@ -136,7 +186,7 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
   if (acp_uv_process_options_new(&po, &sv->mem) != 0 ||
       acp_uv_process_options_set_argv(po, sv->opts->agent_argv) != 0) {
     acp_uv_process_options_free(po);
-    sconn_end(sc, 0);
+    sconn_end(sc, 0, 1011);
     return;
   }
   acp_uv_process_options_set_exit_cb(po, agent_exited);
@@ -147,7 +197,7 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
     fprintf(stderr, "acp serve: cannot start the agent '%s': %s\n",
             sv->opts->agent_argv[0], uverr ? uv_strerror(uverr) : "error");
     sc->agent = NULL;
-    sconn_end(sc, 0);
+    sconn_end(sc, 0, 1011);
     return;
   }
   sc->alink = acp_uv_process_link(sc->agent);
@@ -172,7 +222,7 @@ static void on_signal(acp_uv_signals *s, int signum, void *ud) {
   acp_remote_server_close(sv->srv);
   sv->srv = NULL;
   for (sconn *sc = sv->conns; sc; sc = sc->next)
-    sconn_end(sc, 0);
+    sconn_end(sc, 0, 1001); /* going away */
   acp_uv_signals_close(sv->sig);
   sv->sig = NULL;
 }

@@ -310,6 +310,33 @@ else
 fi
 serve_pids=$(echo "$serve_pids" | sed "s/ $s3//")
 
+# ---- an agent that ends by itself: the close code says how ------------------
+start_serve "$work/serve4.log" -- sh -c 'head -n 1'
+out=$(timeout 30 node "$here/remote_peer.mjs" closecode "ws://127.0.0.1:$port/acp" 1000 2>&1)
+[ $? -eq 0 ] && ok "agent exited 0 by itself: close 1000" || ko "agent exit 0 close code" "$out"
+start_serve "$work/serve5.log" -- sh -c 'head -n 1; exit 3'
+out=$(timeout 30 node "$here/remote_peer.mjs" closecode "ws://127.0.0.1:$port/acp" 1011 2>&1)
+[ $? -eq 0 ] && ok "agent failed by itself: close 1011" || ko "agent failure close code" "$out"
+# Streamable HTTP: the 200 answer to initialize must be its response
+start_serve "$work/serve6.log" -- sh -c 'read l; echo "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"; echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"; cat >/dev/null'
+body=$(curl -s --max-time 10 -w ' %{http_code}' -X POST -H "Content-Type: application/json" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' "http://127.0.0.1:$port/acp")
+if printf "%s" "$body" | tr -d "\n" | grep -q "not the response to initialize *502$"; then
+  ok "acp serve: an agent whose first line is not initialize's response: 502"
+else ko "acp serve initialize check" "$body"; fi
+out=$(timeout 30 $wrap "$acp" client --quiet --url "http://127.0.0.1:$port/acp" --http -p hi 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "HTTP 502: the agent's first message is not the response to initialize"; then
+  ok "acp client --http says why (502)"
+else ko "acp client --http on a bad initialize answer" "exit $rc" "$out"; fi
+start_serve "$work/serve7.log" -- sh -c 'read l; echo "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}"; cat >/dev/null'
+st=$(status_of -X POST -H "Content-Type: application/json" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' "http://127.0.0.1:$port/acp")
+[ "$st" = 502 ] && ok "acp serve: an initialize answer with another id: 502" || ko "initialize id check" "status $st"
+st=$(status_of -X POST -H "Content-Type: application/json" \
+  -d '{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":1}}' "http://127.0.0.1:$port/acp")
+[ "$st" = 400 ] && ok "acp serve: initialize without an id: 400" || ko "initialize without id" "status $st"
+
 # ---- acp client --url -> an agent hosted by the SDK's experimental/server ----
 node "$here/sdk_agent.mjs" --serve >"$work/sdk.out" 2>"$work/sdk.err" &
 sdk_pid=$!
