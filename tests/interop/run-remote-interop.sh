@@ -12,6 +12,8 @@
 #     experimental/server + experimental/node (sdk_agent.mjs --serve), over
 #     WebSocket and over Streamable HTTP (--http): echo, full turn with
 #     permission and file read, Ctrl-C cancel;
+#   - `acp conductor agent "acp proxy arrow" URL`: a local chain whose agent
+#     is `acp serve -- acp agent` (WebSocket; Streamable HTTP with --http);
 #   - `acp client --url http://... --http` drives `acp serve -- acp agent`:
 #     a turn, a full turn (permission, file read, file write), cookies kept
 #     and returned through a cookie-setting proxy (cookie_proxy.mjs), and
@@ -187,6 +189,37 @@ if [ "$out" = "via the proxy" ] && [ "$total" -ge 4 ] && [ "$with" -eq $((total 
 else
   ko "acp client --http cookies" "$out" "$(cat "$work/proxy.out")"
 fi
+# ---- a conductor whose agent is a URL: a local proxy chain, a remote agent --
+for u in "$url" "$hurl"; do
+  out=$(timeout 30 "$acp" client --quiet -p "through the chain" -- \
+        $wrap "$acp" conductor agent "$acp proxy arrow" "$u" 2>&1)
+  if [ "$out" = ">through the chain" ]; then ok "conductor: acp proxy arrow -> $u (acp serve)"
+  else ko "conductor with a URL agent $u" "$out"; fi
+done
+node "$here/cookie_proxy.mjs" "$port" >"$work/proxy2.out" 2>/dev/null &
+proxy_pid=$!
+pids="$pids $proxy_pid"
+pport=""
+for _ in $(seq 1 200); do
+  pport=$(sed -n 's/^{"port":\([0-9]*\)}$/\1/p' "$work/proxy2.out")
+  [ -n "$pport" ] && break
+  sleep 0.05
+done
+out=$(timeout 30 "$acp" client --quiet -p "over http" -- \
+      $wrap "$acp" conductor agent --http "$acp proxy arrow" "http://127.0.0.1:$pport/acp" 2>&1)
+kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null
+if [ "$out" = ">over http" ] && grep -q '"method":"POST"' "$work/proxy2.out" &&
+   grep -q '"method":"DELETE"' "$work/proxy2.out"; then
+  ok "conductor --http: the remote agent over Streamable HTTP"
+else ko "conductor --http" "$out" "$(cat "$work/proxy2.out")"; fi
+out=$(timeout 30 "$acp" client -p "x" -- "$acp" conductor agent "$acp proxy arrow" \
+      "http://127.0.0.1:$port/nope" 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "HTTP 404" &&
+   printf '%s' "$out" | grep -q "component 2 'remote'"; then
+  ok "conductor: a refused URL agent fails the chain and says why"
+else ko "conductor: refused URL agent" "exit $rc" "$out"; fi
+
 out=$(timeout 30 $wrap "$acp" client --quiet --url "http://127.0.0.1:$port/other" --http -p hi 2>&1)
 rc=$?
 if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "initialize was refused: HTTP 404"; then
