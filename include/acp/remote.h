@@ -68,10 +68,22 @@ typedef struct acp_remote_server_options {
   unsigned max_connections;
   /** Ping interval in ms (0: the default; UINT64_MAX: never). */
   uint64_t ping_ms;
+  /**
+   * Version 2. Name of an affinity cookie, or NULL for none. When set,
+   * every new connection gets an affinity value: the one its request
+   * presents in this cookie (36 characters of [0-9a-f-]), else its own
+   * connection id; the answer that opens the connection (101, or the 200
+   * to initialize) sets the cookie to it (Path=/; HttpOnly;
+   * SameSite=Strict), and the accept callback reads it with
+   * acp_remote_server_affinity(). A client that reconnects with its
+   * cookies presents the value again (acp_remote_serve() uses it to give
+   * a reconnecting client its agent back).
+   */
+  const char *affinity_cookie;
 } acp_remote_server_options;
 
 #define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
-  { 1, NULL, 0, NULL, NULL, 0, 0, 0 }
+  { 2, NULL, 0, NULL, NULL, 0, 0, 0, NULL }
 
 /** A listening server. Opaque. */
 typedef struct acp_remote_server acp_remote_server;
@@ -103,6 +115,14 @@ ACP_EXTERN int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
                                      const acp_remote_server_options *opts,
                                      acp_remote_accept_cb cb, void *user_data,
                                      const acp_mem *mem, int *uv_err_out);
+
+/**
+ * During the accept callback: the new connection's affinity value (see
+ * acp_remote_server_options.affinity_cookie), or NULL (no affinity
+ * cookie configured, or outside the callback). Borrowed for the call.
+ */
+ACP_EXTERN const char *
+acp_remote_server_affinity(const acp_remote_server *server);
 
 /** The port the server listens on. */
 ACP_EXTERN int acp_remote_server_port(const acp_remote_server *server);
@@ -212,6 +232,19 @@ typedef struct acp_remote_serve_options {
    */
   void (*on_listening)(int port, void *user_data);
   void *user_data;
+  /**
+   * Version 2. How long (ms) an agent outlives a connection that dropped
+   * (a socket or stream that broke, a peer that stopped answering pings;
+   * not a WebSocket close or a DELETE, which end it at once), so that the
+   * client can reconnect and session/load or session/resume its sessions
+   * in the same agent process. 0 (default): stopped at once. The server
+   * then sets the affinity cookie "acp_agent" (unless
+   * server.affinity_cookie names another); a new connection presenting
+   * the value of a waiting agent is given that agent (it is sent the new
+   * connection's initialize; what the agent wrote meanwhile was dropped,
+   * up to a line boundary).
+   */
+  uint64_t session_grace_ms;
 } acp_remote_serve_options;
 
 /**

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "acp/json.h"
 #include "remote_int.h"
@@ -56,6 +57,8 @@ struct acp_remote_server {
   hconn *hconns; /* Streamable HTTP connections with a link */
   unsigned nhconns;
   bool closing;
+  char *aff_name;      /* the affinity cookie's name, or NULL */
+  const char *cur_aff; /* during the accept callback */
 };
 
 struct wconn {
@@ -128,6 +131,7 @@ struct hconn {
   wconn *sessions; /* session-scoped SSE streams (held open) */
   char *init_id;   /* raw JSON id of initialize, until it is answered */
   char id[37];
+  char aff[37]; /* affinity value (empty: no cookie) */
 };
 
 static void hc_detach(wconn *c);
@@ -813,6 +817,54 @@ static void refuse(wconn *c, int st) {
 static void http_request(wconn *c, const acp__http_head *h, size_t head_len);
 static void on_handshake_timeout(uv_timer_t *t);
 
+/* The affinity value of a new connection: what its Cookie headers give
+ * the affinity cookie, if well formed, else `own`. Empty without one. */
+static void affinity_of(const acp_remote_server *s, const acp__http_head *h,
+                        const char *own, char out[37]) {
+  size_t nl;
+  out[0] = '\0';
+  if (!s->aff_name)
+    return;
+  nl = strlen(s->aff_name);
+  for (size_t i = 0; i < h->nheaders; i++) {
+    const acp__http_header *x = &h->headers[i];
+    if (x->name_len != 6 || strncasecmp(x->name, "Cookie", 6) != 0)
+      continue;
+    const char *p = x->value, *e = x->value + x->value_len;
+    while (p < e) {
+      while (p < e && (*p == ' ' || *p == ';'))
+        p++;
+      const char *q = memchr(p, ';', (size_t)(e - p));
+      if (!q)
+        q = e;
+      if ((size_t)(q - p) == nl + 37 && memcmp(p, s->aff_name, nl) == 0 &&
+          p[nl] == '=') {
+        bool ok = true;
+        for (size_t k = nl + 1; k < nl + 37 && ok; k++)
+          ok = (p[k] >= '0' && p[k] <= '9') || (p[k] >= 'a' && p[k] <= 'f') ||
+               p[k] == '-';
+        if (ok) {
+          memcpy(out, p + nl + 1, 36);
+          out[36] = '\0';
+          return;
+        }
+      }
+      p = q;
+    }
+  }
+  snprintf(out, 37, "%s", own);
+}
+
+/* "Set-Cookie: NAME=VALUE; ...\r\n" for `aff`, or "". */
+static void affinity_header(const acp_remote_server *s, const char *aff,
+                            char *out, size_t cap) {
+  out[0] = '\0';
+  if (s && s->aff_name && aff[0])
+    snprintf(out, cap,
+             "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n",
+             s->aff_name, aff);
+}
+
 static void server_handshake(wconn *c) {
   acp_remote_server *s = c->srv;
   acp__http_head h;
@@ -839,13 +891,16 @@ static void server_handshake(wconn *c) {
   uv_timer_stop(&c->timer);
   acp__buf_consume(&c->in, (size_t)n);
   uuid4(c->conn_id);
-  char resp[256];
+  char aff[37], cookie[200];
+  affinity_of(s, &h, c->conn_id, aff);
+  affinity_header(s, aff, cookie, sizeof(cookie));
+  char resp[512];
   int rl = snprintf(resp, sizeof(resp),
                     "HTTP/1.1 101 Switching Protocols\r\n"
                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
                     "Sec-WebSocket-Accept: %s\r\n"
-                    "Acp-Connection-Id: %s\r\n\r\n",
-                    accept, c->conn_id);
+                    "Acp-Connection-Id: %s\r\n%s\r\n",
+                    accept, c->conn_id, cookie);
   c->state = C_OPEN;
   uv_buf_t b = uv_buf_init(resp, (unsigned)rl);
   if (send_bufs(c, &b, 1, 0, false) != 0 ||
@@ -857,7 +912,9 @@ static void server_handshake(wconn *c) {
   /* Reading waits for the link's owner. */
   update_tcp_reading(c);
   start_ping(c);
+  s->cur_aff = aff[0] ? aff : NULL;
   s->cb(s, c->link, c->conn_id, s->ud);
+  s->cur_aff = NULL;
 }
 
 static void on_handshake_timeout(uv_timer_t *t) {
@@ -1024,12 +1081,13 @@ static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
   if (w) {
     acp__free(&hc->mem, hc->init_id);
     hc->init_id = NULL;
-    char head[256];
+    char head[512], cookie[200];
+    affinity_header(hc->srv, hc->aff, cookie, sizeof(cookie));
     int hl = snprintf(head, sizeof(head),
                       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                       "Content-Length: %zu\r\nCache-Control: no-store\r\n"
-                      "Acp-Connection-Id: %s\r\n\r\n",
-                      n1 + n2, hc->id);
+                      "Acp-Connection-Id: %s\r\n%s\r\n",
+                      n1 + n2, hc->id, cookie);
     uv_buf_t b[3] = {uv_buf_init(head, (unsigned)hl),
                      uv_buf_init((char *)p1, (unsigned)n1),
                      uv_buf_init((char *)p2, (unsigned)n2)};
@@ -1170,7 +1228,8 @@ static char *initialize_id(const acp_mem *m, const char *body, size_t blen,
   return out;
 }
 
-static void http_initialize(wconn *c, char *body, size_t blen, size_t total) {
+static void http_initialize(wconn *c, const acp__http_head *h, char *body,
+                            size_t blen, size_t total) {
   acp_remote_server *s = c->srv;
   bool nomem;
   char *init_id = initialize_id(&s->mem, body, blen, &nomem);
@@ -1195,12 +1254,18 @@ static void http_initialize(wconn *c, char *body, size_t blen, size_t total) {
   hc->init_id = init_id;
   hc->max_msg = s->opts.max_message ? s->opts.max_message
                                     : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  /* A client has two ping intervals, and at least 10 s, to open its
+   * stream after initialize: a short --ping-ms (quick drop detection)
+   * must not fail clients that are merely slow under load. */
   hc->idle_ms = s->opts.ping_ms ? s->opts.ping_ms : ACP_REMOTE_DEFAULT_PING_MS;
+  if (hc->idle_ms != UINT64_MAX)
+    hc->idle_ms = hc->idle_ms < 5000 ? 10000 : 2 * hc->idle_ms;
   acp__buf_init(&hc->line, &hc->mem, hc->max_msg);
   acp__buf_init(&hc->pend, &hc->mem, 0);
   uv_timer_init(c->loop, &hc->idle);
   hc->idle.data = hc;
   uuid4(hc->id);
+  affinity_of(s, h, hc->id, hc->aff);
   if (acp_uv_link_new_user(&hc->link, c->loop, &hc_ops, hc, &hc->mem) != 0) {
     hc->link = NULL;
     uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
@@ -1218,7 +1283,9 @@ static void http_initialize(wconn *c, char *body, size_t blen, size_t total) {
   c->hrole = H_WAITER;
   c->state = C_WAIT;
   update_tcp_reading(c);
+  s->cur_aff = hc->aff[0] ? hc->aff : NULL;
   s->cb(s, hc->link, hc->id, s->ud);
+  s->cur_aff = NULL;
   /* The owner may have closed it at once (no agent): hc_op_close ran and
    * answered 502; hc stays allocated until its timer's close callback. */
   if (!hc->link)
@@ -1257,7 +1324,7 @@ static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
       if (body[i] == '\r' || body[i] == '\n')
         body[i] = ' ';
     if (!r.conn_id) {
-      http_initialize(c, body, blen, head_len + blen);
+      http_initialize(c, h, body, blen, head_len + blen);
       return;
     }
     hconn *hc = hc_find(s, &r);
@@ -1350,6 +1417,7 @@ static void on_server_closed(uv_handle_t *h) {
     acp__free(&s->mem, s->hosts[i]);
   acp__free(&s->mem, s->hosts);
   acp__free(&s->mem, s->token);
+  acp__free(&s->mem, s->aff_name);
   acp__free(&s->mem, s);
 }
 
@@ -1422,11 +1490,29 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
       goto nomem;
   }
   s->opts.token = s->token;
+  if (opts->version >= 2 && opts->affinity_cookie) {
+    const char *n = opts->affinity_cookie;
+    bool ok = n[0] != '\0' && strlen(n) < 64;
+    for (const char *q = n; *q && ok; q++)
+      ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+           (*q >= '0' && *q <= '9') || *q == '_' || *q == '-';
+    if (!ok) {
+      uv_close((uv_handle_t *)&s->tcp, on_server_closed);
+      return ACP_ERR_INVALID_ARGUMENT;
+    }
+    s->aff_name = acp__strdup(&s->mem, n);
+    if (!s->aff_name)
+      goto nomem;
+  }
   *out = s;
   return 0;
 nomem:
   uv_close((uv_handle_t *)&s->tcp, on_server_closed);
   return ACP_ERR_NOMEM;
+}
+
+const char *acp_remote_server_affinity(const acp_remote_server *s) {
+  return s ? s->cur_aff : NULL;
 }
 
 int acp_remote_server_port(const acp_remote_server *s) {
