@@ -15,7 +15,7 @@ APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
            libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev \
            python3 procps curl chromium \
-           libedit-dev tmux nginx
+           libedit-dev tmux nginx haproxy
 
 .PHONY: all deps configure build demo check check-unit check-asan \
         check-valgrind check-wasm check-headers check-install peers bench bench-quick bench-deps \

@@ -5,10 +5,12 @@
  *
  * Byte 0: bits 0-1 pick the piece (0 server codec, 1 client codec, 2 the
  * upgrade request and its check, then the Streamable HTTP request
- * classifier for POST/GET/DELETE, 3 a response head); bits 2-7 the piece
- * size the codec is fed in (1..64). Feeding the same frames at once and in
- * pieces must deliver the same messages and end the same way; every
- * delivered message is within the cap and is one NDJSON line.
+ * classifier for POST/GET/DELETE, 3 a response head, its body decoded
+ * (Content-Length, chunked or to the end) and the input as a URL); bits
+ * 2-7 the piece size the codec and the body decoder are fed in (1..64).
+ * Feeding the same bytes at once and in pieces must deliver the same
+ * messages (body bytes) and end the same way; every delivered message is
+ * within the cap and is one NDJSON line.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,47 @@ static int run_codec(bool client, const uint8_t *d, size_t n, size_t piece,
   return end;
 }
 
+/* Decode a body fed in pieces of `piece` bytes (held bytes carried
+ * over, as the client does); the hash of the body, how it ended. */
+static int run_body(const acp__http_head *h, const uint8_t *d, size_t n,
+                    size_t piece, uint64_t *hash, size_t *total) {
+  acp__http_body b;
+  uint8_t held[256];
+  size_t have = 0, off = 0;
+  if (acp__http_body_init(&b, h) != 0)
+    return -1;
+  *hash = 0;
+  *total = 0;
+  while (off < n && !b.done) {
+    size_t k = n - off < piece ? n - off : piece;
+    if (have + k > sizeof(held))
+      abort(); /* the decoder never holds back more than it is given */
+    memcpy(held + have, d + off, k);
+    have += k;
+    off += k;
+    for (;;) {
+      const char *p;
+      size_t pn;
+      acp_ssize r = acp__http_body_feed(&b, (const char *)held, have, &p, &pn);
+      if (r < 0)
+        return -2;
+      if ((size_t)r > have || p < (const char *)held ||
+          p + pn > (const char *)held + (size_t)r)
+        abort();
+      for (size_t i = 0; i < pn; i++)
+        *hash = *hash * 31 + (unsigned char)p[i];
+      *total += pn;
+      memmove(held, held + r, have - (size_t)r);
+      have -= (size_t)r;
+      if (r == 0 || b.done || have == 0)
+        break;
+    }
+    if (have != 0 && !b.done)
+      abort(); /* everything given is consumed until the body ends */
+  }
+  return b.done ? 1 : 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
@@ -107,6 +150,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           abort();
       }
     }
+    if (mode == 3) {
+      uint64_t ha, hb;
+      size_t ta, tb;
+      int ea = run_body(&h, d + r, n - (size_t)r, 64, &ha, &ta);
+      int eb = run_body(&h, d + r, n - (size_t)r, piece, &hb, &tb);
+      if (ea != eb || ha != hb || ta != tb)
+        abort();
+    }
+  }
+  if (mode == 3 && n < 4096) {
+    char url[4096];
+    acp__url u;
+    memcpy(url, d, n);
+    url[n] = '\0';
+    if (acp__url_parse(url, &u) == 0 &&
+        (u.host_len == 0 || u.host + u.host_len > url + n ||
+         u.authority + u.authority_len > url + n || u.path[0] != '/'))
+      abort();
   }
   return 0;
 }

@@ -189,6 +189,33 @@ acp_conductor_options_set_high_water(acp_conductor_options *opts, size_t bytes);
 ACP_EXTERN void acp_conductor_options_set_max_line(acp_conductor_options *opts,
                                                    size_t bytes);
 
+struct acp_uv_link;
+
+/**
+ * Opens a remote component: a component given as one word that starts
+ * with ws://, wss://, http:// or https:// (typically the agent at the end
+ * of a local chain) is not spawned but connected by this callback.
+ * @param uv_loop    the conductor's loop (a uv_loop_t *; acp/uv.h).
+ * @param url        the component's URL.
+ * @param link_out   receives a link on `uv_loop` (e.g. from
+ *                   acp_remote_connect() of libacp-remote) that carries the
+ *                   component's messages, one per line; the conductor
+ *                   owns and closes it.
+ * @return 0, or an ACP_ERR_* code: the component then counts as one that
+ *         could not be started. The end of the link's read side counts as
+ *         its death (the crash policy applies); when the chain shuts down
+ *         the link is closed.
+ */
+typedef int (*acp_conductor_connect_cb)(void *uv_loop, const char *url,
+                                        struct acp_uv_link **link_out,
+                                        void *user_data);
+
+/** Set the connector of URL components (none by default: such a component
+ *  cannot be started). */
+ACP_EXTERN void acp_conductor_options_set_connector(acp_conductor_options *opts,
+                                                    acp_conductor_connect_cb cb,
+                                                    void *user_data);
+
 /** Copy components' stderr lines to ours as "[name] line" (default true). */
 ACP_EXTERN void
 acp_conductor_options_set_stderr_passthrough(acp_conductor_options *opts,

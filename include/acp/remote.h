@@ -68,10 +68,22 @@ typedef struct acp_remote_server_options {
   unsigned max_connections;
   /** Ping interval in ms (0: the default; UINT64_MAX: never). */
   uint64_t ping_ms;
+  /**
+   * Version 2. Name of an affinity cookie, or NULL for none. When set,
+   * every new connection gets an affinity value: the one its request
+   * presents in this cookie (36 characters of [0-9a-f-]), else its own
+   * connection id; the answer that opens the connection (101, or the 200
+   * to initialize) sets the cookie to it (Path=/; HttpOnly;
+   * SameSite=Strict), and the accept callback reads it with
+   * acp_remote_server_affinity(). A client that reconnects with its
+   * cookies presents the value again (acp_remote_serve() uses it to give
+   * a reconnecting client its agent back).
+   */
+  const char *affinity_cookie;
 } acp_remote_server_options;
 
 #define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
-  { 1, NULL, 0, NULL, NULL, 0, 0, 0 }
+  { 2, NULL, 0, NULL, NULL, 0, 0, 0, NULL }
 
 /** A listening server. Opaque. */
 typedef struct acp_remote_server acp_remote_server;
@@ -104,6 +116,14 @@ ACP_EXTERN int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
                                      acp_remote_accept_cb cb, void *user_data,
                                      const acp_mem *mem, int *uv_err_out);
 
+/**
+ * During the accept callback: the new connection's affinity value (see
+ * acp_remote_server_options.affinity_cookie), or NULL (no affinity
+ * cookie configured, or outside the callback). Borrowed for the call.
+ */
+ACP_EXTERN const char *
+acp_remote_server_affinity(const acp_remote_server *server);
+
 /** The port the server listens on. */
 ACP_EXTERN int acp_remote_server_port(const acp_remote_server *server);
 
@@ -118,24 +138,43 @@ acp_remote_server_connections(const acp_remote_server *server);
  */
 ACP_EXTERN void acp_remote_server_close(acp_remote_server *server);
 
+/** Which profile acp_remote_connect() speaks. */
+typedef enum acp_remote_transport {
+  /** From the URL: ws:// and http:// both upgrade to WebSocket (the
+   *  profile every RFD server offers). */
+  ACP_REMOTE_AUTO = 0,
+  /** WebSocket (GET with Upgrade: websocket). */
+  ACP_REMOTE_WEBSOCKET = 1,
+  /** Streamable HTTP (POST, GET SSE streams, DELETE); http:// only. */
+  ACP_REMOTE_HTTP = 2
+} acp_remote_transport;
+
 /** Client options; start from ACP_REMOTE_CLIENT_OPTIONS_INIT. */
 typedef struct acp_remote_client_options {
-  unsigned version; /**< 1 */
+  unsigned version; /**< 2 (1: without `transport`) */
   /** Sent as "Authorization: Bearer TOKEN", or NULL. */
   const char *token;
   /** More request headers, each "Name: value", NULL-terminated, or NULL. */
   const char *const *headers;
   /** Cap of one received message (0: the default). */
   size_t max_message;
-  /** Ping interval in ms (0: the default; UINT64_MAX: never). */
+  /** Ping interval in ms (0: the default; UINT64_MAX: never). WebSocket
+   *  only. */
   uint64_t ping_ms;
+  /** The profile (acp_remote_transport). Version 2. */
+  int transport;
 } acp_remote_client_options;
 
 #define ACP_REMOTE_CLIENT_OPTIONS_INIT                                         \
-  { 1, NULL, NULL, 0, 0 }
+  { 2, NULL, NULL, 0, 0, ACP_REMOTE_AUTO }
 
 /**
- * Called once when the handshake of acp_remote_connect() is over.
+ * Called once when the handshake of acp_remote_connect() is over (for
+ * Streamable HTTP: when `initialize` was answered, or refused). Over
+ * Streamable HTTP it is called once more, with an error, if the connection
+ * fails later (a refused POST or stream, the connection stream ending),
+ * before the link's read side ends: `detail` then says why (e.g. "the
+ * server refused a message: HTTP 404: unknown Acp-Connection-Id").
  * @param status  0: connected; otherwise an ACP_ERR_* code
  *                (ACP_ERR_NOT_FOUND: the name did not resolve;
  *                ACP_ERR_SYSTEM: connect failed; ACP_ERR_PROTOCOL: the
@@ -148,11 +187,29 @@ typedef void (*acp_remote_connect_cb)(acp_uv_link *link, int status,
                                       const char *detail, void *user_data);
 
 /**
- * Connect to `url` (ws://HOST[:PORT]/PATH, or http://... which is upgraded
- * the same way; wss/https are not supported yet) and return the link at
- * once: what is written before the handshake completes is sent after it.
- * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL, a URL we cannot parse),
- *         ACP_ERR_UNSUPPORTED (a TLS scheme), ACP_ERR_NOMEM.
+ * Connect to `url` (ws://HOST[:PORT]/PATH, or http://...; wss/https are
+ * not supported yet) and return the link at once: what is written before
+ * the handshake completes is sent after it.
+ *
+ * WebSocket (ACP_REMOTE_AUTO, ACP_REMOTE_WEBSOCKET): one upgrade, then a
+ * text frame per line each way.
+ *
+ * Streamable HTTP (ACP_REMOTE_HTTP, http:// only): each line written is
+ * one POST, sent in order (the next when the previous is answered); the
+ * first must be an `initialize` request, whose 200 answer (checked to be
+ * its response) is the first line read and names the Acp-Connection-Id.
+ * The agent's other messages are read from the connection's GET SSE
+ * stream and from a session stream per session (opened when a response
+ * names a `sessionId` or a message for a session is sent); POSTs carry
+ * Acp-Session-Id for a session's messages and for answers to the agent's
+ * requests about a session. Cookies set by any answer are sent with every
+ * later request. A refused POST of a request (other than 401, 403, 404,
+ * 410) becomes a JSON-RPC error response to it (code -32603, data
+ * {status, body}); anything else refused ends the link (see
+ * acp_remote_connect_cb). Closing the link sends DELETE.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL, a URL we cannot parse, a bad
+ *         header or token, ACP_REMOTE_HTTP with ws://), ACP_ERR_UNSUPPORTED
+ *         (a TLS scheme), ACP_ERR_NOMEM.
  */
 ACP_EXTERN int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop,
                                   const char *url,
@@ -175,6 +232,19 @@ typedef struct acp_remote_serve_options {
    */
   void (*on_listening)(int port, void *user_data);
   void *user_data;
+  /**
+   * Version 2. How long (ms) an agent outlives a connection that dropped
+   * (a socket or stream that broke, a peer that stopped answering pings;
+   * not a WebSocket close or a DELETE, which end it at once), so that the
+   * client can reconnect and session/load or session/resume its sessions
+   * in the same agent process. 0 (default): stopped at once. The server
+   * then sets the affinity cookie "acp_agent" (unless
+   * server.affinity_cookie names another); a new connection presenting
+   * the value of a waiting agent is given that agent (it is sent the new
+   * connection's initialize; what the agent wrote meanwhile was dropped,
+   * up to a line boundary).
+   */
+  uint64_t session_grace_ms;
 } acp_remote_serve_options;
 
 /**
@@ -182,8 +252,13 @@ typedef struct acp_remote_serve_options {
  * per connection, relaying lines both ways with backpressure (a slow
  * reader stops the reading of its agent's stdout). When a connection ends
  * its agent is stopped with the shutdown ladder (stdin closed, SIGTERM,
- * SIGKILL); when an agent exits its connection is closed (1011). Runs until
- * SIGTERM or SIGINT, then closes everything. Ignores SIGPIPE.
+ * SIGKILL). When an agent ends by itself its connection is closed once its
+ * last line was relayed: over WebSocket with 1000 if it exited with status
+ * 0, 1011 if it failed or was killed; over Streamable HTTP its streams end.
+ * Over Streamable HTTP the agent's first line must be the response to the
+ * initialize request (its id, a result or an error): anything else is
+ * answered 502 and ends the connection. On SIGTERM or SIGINT it closes
+ * everything (WebSocket: 1001) and returns. Ignores SIGPIPE.
  * @return 0, or an error from starting the server (as
  *         acp_remote_server_new()).
  */

@@ -241,6 +241,18 @@ ACP_EXTERN int acp_uv_link_shutdown(acp_uv_link *link);
 ACP_EXTERN void acp_uv_link_close(acp_uv_link *link, uint64_t flush_timeout_ms,
                                   acp_uv_link_close_cb cb, void *user_data);
 
+/**
+ * Say why the link is being closed, for a transport that can tell its peer
+ * (a WebSocket close frame carries it): a WebSocket close code, e.g. 1000
+ * (normal, the default) or 1011 (what stands behind the link failed, such
+ * as an agent that died). Call before acp_uv_link_shutdown() or
+ * acp_uv_link_close(). Links over pipes, sockets and files ignore it.
+ */
+ACP_EXTERN void acp_uv_link_set_close_code(acp_uv_link *link, int code);
+
+/** Transport side: the code given to acp_uv_link_set_close_code(), or 0. */
+ACP_EXTERN int acp_uv_link_close_code(const acp_uv_link *link);
+
 /** The loop the link runs on. */
 ACP_EXTERN uv_loop_t *acp_uv_link_loop(const acp_uv_link *link);
 

@@ -36,7 +36,7 @@ static const char client_usage[] =
     "                  [--interactive] [--color WHEN]\n"
     "                  [--agent NAME [--agents-file FILE]]\n"
     "                  [--mcp-tools] [--protocol-v2] [-- AGENT_CMD [ARGS...]]\n"
-    "       acp client [options] --url ws://HOST:PORT/acp [--token TOKEN]\n"
+    "       acp client [options] --url URL [--ws | --http] [--token TOKEN]\n"
     "                  [--header 'Name: value']...\n"
     "\n"
     "A terminal client for any ACP agent (default: acp agent). The agent's\n"
@@ -72,9 +72,14 @@ static const char client_usage[] =
     "                     call); declared in session/new only when the\n"
     "                     agent advertises mcpCapabilities.acp (a\n"
     "                     conductor always does)\n"
-    "  --url URL          talk to a remote agent (ws:// or http://, upgraded\n"
-    "                     to WebSocket; e.g. one behind acp serve) instead\n"
-    "                     of starting one\n"
+    "  --url URL          talk to a remote agent (e.g. one behind acp serve)\n"
+    "                     instead of starting one: ws://HOST:PORT/PATH is\n"
+    "                     WebSocket; http://... upgrades to WebSocket too\n"
+    "                     unless --http is given\n"
+    "  --ws               with --url: WebSocket (the default)\n"
+    "  --http             with an http:// --url: Streamable HTTP (POST each\n"
+    "                     message, the agent's on GET SSE streams, DELETE at\n"
+    "                     the end; cookies kept and sent back)\n"
     "  --token TOKEN      with --url: send 'Authorization: Bearer TOKEN'\n"
     "                     (also from the ACP_TOKEN environment)\n"
     "  --header 'N: V'    with --url: one more request header (repeatable)\n"
@@ -2316,6 +2321,7 @@ int cmd_client(int argc, char **argv) {
   const char *const *agent_argv;
   const char *cwd = ".";
   const char *url = NULL;
+  int transport = ACP_REMOTE_AUTO;
   const char *token = getenv("ACP_TOKEN");
   const char *headers[33];
   size_t nheaders = 0;
@@ -2375,6 +2381,10 @@ int cmd_client(int argc, char **argv) {
       cwd = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL) {
       url = v;
+    } else if (strcmp(argv[i], "--ws") == 0) {
+      transport = ACP_REMOTE_WEBSOCKET;
+    } else if (strcmp(argv[i], "--http") == 0) {
+      transport = ACP_REMOTE_HTTP;
     } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
       token = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--header", &ok)) != NULL) {
@@ -2396,6 +2406,14 @@ int cmd_client(int argc, char **argv) {
   }
   if (url != NULL && i < argc) {
     cli_err("client", "--url and an agent command exclude each other");
+    return CLI_EXIT_USAGE;
+  }
+  if (transport != ACP_REMOTE_AUTO && url == NULL) {
+    cli_err("client", "--ws and --http go with --url");
+    return CLI_EXIT_USAGE;
+  }
+  if (transport == ACP_REMOTE_HTTP && strncmp(url, "http://", 7) != 0) {
+    cli_err("client", "--http needs an http:// URL (ws:// is WebSocket)");
     return CLI_EXIT_USAGE;
   }
   headers[nheaders] = NULL;
@@ -2483,6 +2501,7 @@ int cmd_client(int argc, char **argv) {
     acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
     ro.token = token;
     ro.headers = headers;
+    ro.transport = transport;
     int crv =
         acp_remote_connect(&a.remote, &a.loop, url, &ro, on_remote, &a, NULL);
     if (crv != 0) {

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "acp/conductor.h"
+#include "acp/remote.h"
 #include "cli.h"
 
 static const char conductor_usage[] =
@@ -35,6 +36,11 @@ static const char conductor_usage[] =
     "Components are spawned when the first message (initialize) arrives, each\n"
     "in its own process group; their stderr is copied to ours as \"[name] "
     "...\".\n"
+    "A COMPONENT that is one URL, ws://HOST:PORT/PATH or http://..., is a\n"
+    "remote peer (e.g. an agent behind acp serve) reached over remote ACP:\n"
+    "WebSocket, or Streamable HTTP for http:// with --http. The end of its\n"
+    "connection counts as its death; the bearer token, if any, comes from\n"
+    "the ACP_TOKEN environment variable.\n"
     "\n"
     "options:\n"
     "  --trace FILE          one JSON line per message hop: {\"time\" (ms),\n"
@@ -67,6 +73,8 @@ static const char conductor_usage[] =
     "                        component (default 256 MiB); a longer one is\n"
     "                        dropped and answered -32600 on its link\n"
     "  --quiet-stderr        do not copy components' stderr to ours\n"
+    "  --http                http:// URL components use Streamable HTTP\n"
+    "                        (default: WebSocket, as acp client --url)\n"
     "  -h, --help            show this help\n"
     "\n"
     "When a component dies, every request pending through it is answered at\n"
@@ -107,6 +115,27 @@ static void tune_allocator(void) {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
 #endif
+}
+
+/* URL components: a remote ACP link on the conductor's loop. */
+static int remote_transport = ACP_REMOTE_AUTO;
+
+static void on_remote(acp_uv_link *link, int status, const char *detail,
+                      void *ud) {
+  (void)link;
+  if (status != 0)
+    cli_err("conductor", "%s: %s", (const char *)ud, detail);
+}
+
+static int connect_remote(void *loop, const char *url, struct acp_uv_link **out,
+                          void *ud) {
+  acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  (void)ud;
+  ro.token = getenv("ACP_TOKEN");
+  if (remote_transport == ACP_REMOTE_HTTP && strncmp(url, "http://", 7) == 0)
+    ro.transport = ACP_REMOTE_HTTP;
+  /* `url` lives in the options, which outlive the run. */
+  return acp_remote_connect(out, loop, url, &ro, on_remote, (void *)url, NULL);
 }
 
 int cmd_conductor(int argc, char **argv) {
@@ -156,6 +185,10 @@ int cmd_conductor(int argc, char **argv) {
     }
     if (strcmp(a, "--quiet-stderr") == 0) {
       acp_conductor_options_set_stderr_passthrough(o, false);
+      continue;
+    }
+    if (strcmp(a, "--http") == 0) {
+      remote_transport = ACP_REMOTE_HTTP;
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--trace", &ok)) || ok) {
@@ -262,6 +295,7 @@ int cmd_conductor(int argc, char **argv) {
                                         ? ACP_ROUTER_MODE_PROXY
                                         : ACP_ROUTER_MODE_AGENT);
   acp_conductor_options_set_grace(o, g_in, g_term);
+  acp_conductor_options_set_connector(o, connect_remote, NULL);
   for (; i < argc; i++) {
     rc = acp_conductor_options_add_component_spec(o, argv[i], err, sizeof(err));
     if (rc < 0) {

@@ -12,7 +12,8 @@
 static const char serve_usage[] =
     "usage: acp serve [--listen HOST:PORT] [--token TOKEN]\n"
     "                 [--allow-host NAME[:PORT]]... [--max-connections N]\n"
-    "                 [--max-message BYTES] [--ping-ms MS] [--verbose]\n"
+    "                 [--max-message BYTES] [--ping-ms MS]\n"
+    "                 [--session-grace MS] [--verbose]\n"
     "                 -- AGENT_CMD [ARGS...]\n"
     "\n"
     "Expose a stdio ACP agent at HOST:PORT/acp over both profiles of remote\n"
@@ -35,8 +36,16 @@ static const char serve_usage[] =
     "                       a POST body beyond it gets 413)\n"
     "  --ping-ms MS         ping interval; a peer silent for two is dropped\n"
     "                       (default 30000; 0 keeps the default); also the\n"
-    "                       SSE keepalive, and how long a Streamable HTTP\n"
-    "                       connection may go without its GET stream\n"
+    "                       SSE keepalive; a Streamable HTTP connection may\n"
+    "                       go two intervals (at least 10 s) without its\n"
+    "                       GET stream\n"
+    "  --session-grace MS   keep the agent of a connection that dropped (not\n"
+    "                       one closed or DELETEd) for MS, so a client that\n"
+    "                       reconnects with its cookies (acp_agent, set on\n"
+    "                       connect) gets the same agent process back and\n"
+    "                       can session/load or session/resume its sessions;\n"
+    "                       what the agent said meanwhile is dropped\n"
+    "                       (default 0: stopped at once)\n"
     "  --verbose            a line on stderr per connection\n"
     "  -h, --help           show this help\n";
 
@@ -102,6 +111,13 @@ int cmd_acp_serve(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       }
       so.max_message = (size_t)n;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--session-grace", &ok)) !=
+               NULL) {
+      if (parse_size(v, &n) != 0) {
+        cli_err("serve", "--session-grace: milliseconds are needed");
+        return CLI_EXIT_USAGE;
+      }
+      o.session_grace_ms = n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--ping-ms", &ok)) != NULL) {
       if (parse_size(v, &n) != 0) {
         cli_err("serve", "--ping-ms: a number is needed");
@@ -141,7 +157,7 @@ int cmd_acp_serve(int argc, char **argv) {
   so.port = (int)n;
   allow[nallow] = NULL;
   so.allowed_hosts = nallow ? allow : NULL;
-  o.version = 1;
+  o.version = 2;
   o.server = so;
   o.agent_argv = (const char *const *)(argv + i);
   o.on_listening = on_listening;

@@ -6,9 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#include "acp/remote.h"
-#include "ws_int.h"
+#include "acp/json.h"
+#include "remote_int.h"
 
 /* Read buffers are taken per read and given back after it (every consumer
  * copies what it keeps), so an idle connection holds none: 64 KiB stays
@@ -56,6 +57,8 @@ struct acp_remote_server {
   hconn *hconns; /* Streamable HTTP connections with a link */
   unsigned nhconns;
   bool closing;
+  char *aff_name;      /* the affinity cookie's name, or NULL */
+  const char *cur_aff; /* during the accept callback */
 };
 
 struct wconn {
@@ -126,7 +129,9 @@ struct hconn {
   wconn *waiter;   /* the initialize POST waiting for its answer */
   wconn *stream;   /* the connection-scoped SSE stream */
   wconn *sessions; /* session-scoped SSE streams (held open) */
+  char *init_id;   /* raw JSON id of initialize, until it is answered */
   char id[37];
+  char aff[37]; /* affinity value (empty: no cookie) */
 };
 
 static void hc_detach(wconn *c);
@@ -471,11 +476,16 @@ static void op_read_changed(acp_uv_link *l, int reading, void *ud) {
 
 static void op_shutdown(acp_uv_link *l, void *ud) {
   wconn *c = ud;
-  (void)l;
   if (c->state == C_OPEN && !c->ws.close_sent) {
     uint8_t m[4];
+    /* The owner's reason (an agent that died: 1011), else a normal end. */
+    int code = acp_uv_link_close_code(l);
+    if (code < 1000 || code > 4999)
+      code = ACP__WS_CLOSE_NORMAL;
     next_mask(c, m);
-    acp__ws_queue_close(&c->ws, ACP__WS_CLOSE_NORMAL, NULL,
+    acp__ws_queue_close(&c->ws, code,
+                        code == ACP__WS_CLOSE_INTERNAL ? "the agent exited"
+                                                       : NULL,
                         c->client ? m : NULL);
     flush_control(c);
   }
@@ -807,6 +817,54 @@ static void refuse(wconn *c, int st) {
 static void http_request(wconn *c, const acp__http_head *h, size_t head_len);
 static void on_handshake_timeout(uv_timer_t *t);
 
+/* The affinity value of a new connection: what its Cookie headers give
+ * the affinity cookie, if well formed, else `own`. Empty without one. */
+static void affinity_of(const acp_remote_server *s, const acp__http_head *h,
+                        const char *own, char out[37]) {
+  size_t nl;
+  out[0] = '\0';
+  if (!s->aff_name)
+    return;
+  nl = strlen(s->aff_name);
+  for (size_t i = 0; i < h->nheaders; i++) {
+    const acp__http_header *x = &h->headers[i];
+    if (x->name_len != 6 || strncasecmp(x->name, "Cookie", 6) != 0)
+      continue;
+    const char *p = x->value, *e = x->value + x->value_len;
+    while (p < e) {
+      while (p < e && (*p == ' ' || *p == ';'))
+        p++;
+      const char *q = memchr(p, ';', (size_t)(e - p));
+      if (!q)
+        q = e;
+      if ((size_t)(q - p) == nl + 37 && memcmp(p, s->aff_name, nl) == 0 &&
+          p[nl] == '=') {
+        bool ok = true;
+        for (size_t k = nl + 1; k < nl + 37 && ok; k++)
+          ok = (p[k] >= '0' && p[k] <= '9') || (p[k] >= 'a' && p[k] <= 'f') ||
+               p[k] == '-';
+        if (ok) {
+          memcpy(out, p + nl + 1, 36);
+          out[36] = '\0';
+          return;
+        }
+      }
+      p = q;
+    }
+  }
+  snprintf(out, 37, "%s", own);
+}
+
+/* "Set-Cookie: NAME=VALUE; ...\r\n" for `aff`, or "". */
+static void affinity_header(const acp_remote_server *s, const char *aff,
+                            char *out, size_t cap) {
+  out[0] = '\0';
+  if (s && s->aff_name && aff[0])
+    snprintf(out, cap,
+             "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n",
+             s->aff_name, aff);
+}
+
 static void server_handshake(wconn *c) {
   acp_remote_server *s = c->srv;
   acp__http_head h;
@@ -833,13 +891,16 @@ static void server_handshake(wconn *c) {
   uv_timer_stop(&c->timer);
   acp__buf_consume(&c->in, (size_t)n);
   uuid4(c->conn_id);
-  char resp[256];
+  char aff[37], cookie[200];
+  affinity_of(s, &h, c->conn_id, aff);
+  affinity_header(s, aff, cookie, sizeof(cookie));
+  char resp[512];
   int rl = snprintf(resp, sizeof(resp),
                     "HTTP/1.1 101 Switching Protocols\r\n"
                     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
                     "Sec-WebSocket-Accept: %s\r\n"
-                    "Acp-Connection-Id: %s\r\n\r\n",
-                    accept, c->conn_id);
+                    "Acp-Connection-Id: %s\r\n%s\r\n",
+                    accept, c->conn_id, cookie);
   c->state = C_OPEN;
   uv_buf_t b = uv_buf_init(resp, (unsigned)rl);
   if (send_bufs(c, &b, 1, 0, false) != 0 ||
@@ -851,7 +912,9 @@ static void server_handshake(wconn *c) {
   /* Reading waits for the link's owner. */
   update_tcp_reading(c);
   start_ping(c);
+  s->cur_aff = aff[0] ? aff : NULL;
   s->cb(s, c->link, c->conn_id, s->ud);
+  s->cur_aff = NULL;
 }
 
 static void on_handshake_timeout(uv_timer_t *t) {
@@ -929,6 +992,7 @@ static void hc_detach(wconn *c) {
 
 static void on_hc_closed(uv_handle_t *h) {
   hconn *hc = h->data;
+  acp__free(&hc->mem, hc->init_id);
   acp__buf_dispose(&hc->line);
   acp__buf_dispose(&hc->pend);
   acp__free(&hc->mem, hc);
@@ -966,16 +1030,64 @@ static void http_next(wconn *c) {
 }
 
 /* One complete line from the agent: the initialize answer, or an event. */
+/* Whether p1 + p2 is the response to initialize `id` (raw JSON): a
+ * message with that id, a result or an error, and no method. */
+static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
+                         size_t n2) {
+  acp_json_doc *doc = NULL;
+  char *joined = NULL;
+  const char *p = p2;
+  size_t n = n1 + n2;
+  bool ok = false;
+  if (n1 > 0) {
+    joined = acp__malloc(&hc->mem, n ? n : 1);
+    if (!joined)
+      return false;
+    memcpy(joined, p1, n1);
+    memcpy(joined + n1, p2, n2);
+    p = joined;
+  }
+  if (hc->init_id && acp_json_doc_new(&doc, &hc->mem) == 0 &&
+      acp_json_doc_parse(doc, p, n, NULL) == 0) {
+    const acp_json_val *root = acp_json_doc_root(doc);
+    const acp_json_val *id = acp_json_obj_getz(root, "id");
+    size_t il = 0;
+    const char *ir = id ? acp_json_raw(id, &il) : NULL;
+    ok =
+        ir && il == strlen(hc->init_id) && memcmp(ir, hc->init_id, il) == 0 &&
+        !acp_json_obj_getz(root, "method") &&
+        (acp_json_obj_getz(root, "result") || acp_json_obj_getz(root, "error"));
+  }
+  acp_json_doc_free(doc);
+  acp__free(&hc->mem, joined);
+  return ok;
+}
+
 static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
                    size_t n2, size_t credit) {
   wconn *w = hc->waiter;
+  if (w && !answers_init(hc, p1, n1, p2, n2)) {
+    /* The 200 body must be initialize's response (the SDK's client
+     * checks, and so does ours): anything else ends the connection. */
+    hc->waiter = NULL;
+    w->hc = NULL;
+    w->hrole = H_NONE;
+    refuse_msg(w, 502,
+               "the agent's first message is not the response to initialize");
+    acp_uv_link_user_written(hc->link, credit);
+    hc_end(hc, UV_EPROTO);
+    return 0;
+  }
   if (w) {
-    char head[256];
+    acp__free(&hc->mem, hc->init_id);
+    hc->init_id = NULL;
+    char head[512], cookie[200];
+    affinity_header(hc->srv, hc->aff, cookie, sizeof(cookie));
     int hl = snprintf(head, sizeof(head),
                       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                       "Content-Length: %zu\r\nCache-Control: no-store\r\n"
-                      "Acp-Connection-Id: %s\r\n\r\n",
-                      n1 + n2, hc->id);
+                      "Acp-Connection-Id: %s\r\n%s\r\n",
+                      n1 + n2, hc->id, cookie);
     uv_buf_t b[3] = {uv_buf_init(head, (unsigned)hl),
                      uv_buf_init((char *)p1, (unsigned)n1),
                      uv_buf_init((char *)p2, (unsigned)n2)};
@@ -1090,40 +1202,70 @@ static hconn *hc_find(acp_remote_server *s, const acp__acp_req *r) {
   return NULL;
 }
 
-static bool mem_has(const char *p, size_t n, const char *needle) {
-  size_t k = strlen(needle);
-  for (size_t i = 0; i + k <= n; i++)
-    if (memcmp(p + i, needle, k) == 0)
-      return true;
-  return false;
+/* The raw JSON id of an initialize request in body[0..blen), or NULL
+ * (not initialize, no id, or out of memory: *nomem says which). */
+static char *initialize_id(const acp_mem *m, const char *body, size_t blen,
+                           bool *nomem) {
+  acp_json_doc *doc = NULL;
+  char *out = NULL;
+  *nomem = false;
+  if (acp_json_doc_new(&doc, m) != 0) {
+    *nomem = true;
+    return NULL;
+  }
+  if (acp_json_doc_parse(doc, body, blen, NULL) == 0) {
+    const acp_json_val *root = acp_json_doc_root(doc);
+    const acp_json_val *id = acp_json_obj_getz(root, "id");
+    size_t il = 0;
+    const char *ir = id ? acp_json_raw(id, &il) : NULL;
+    if (ir && acp_json_type_of(id) != ACP_JSON_NULL &&
+        ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"), "initialize")) {
+      out = acp__strndup(m, ir, il);
+      *nomem = out == NULL;
+    }
+  }
+  acp_json_doc_free(doc);
+  return out;
 }
 
-static void http_initialize(wconn *c, char *body, size_t blen, size_t total) {
+static void http_initialize(wconn *c, const acp__http_head *h, char *body,
+                            size_t blen, size_t total) {
   acp_remote_server *s = c->srv;
-  if (!mem_has(body, blen, "\"initialize\"")) {
-    refuse_msg(c, 400,
-               "the first POST must be initialize (or send an "
-               "Acp-Connection-Id)");
+  bool nomem;
+  char *init_id = initialize_id(&s->mem, body, blen, &nomem);
+  if (!init_id) {
+    if (nomem)
+      refuse(c, 503);
+    else
+      refuse_msg(c, 400,
+                 "the first POST must be an initialize request with an id "
+                 "(or send an Acp-Connection-Id)");
     return;
   }
-  if (s->nhconns >= s->opts.max_connections) {
-    refuse(c, 503);
-    return;
-  }
-  hconn *hc = acp__calloc(&s->mem, 1, sizeof(*hc));
+  hconn *hc = s->nhconns >= s->opts.max_connections
+                  ? NULL
+                  : acp__calloc(&s->mem, 1, sizeof(*hc));
   if (!hc) {
+    acp__free(&s->mem, init_id);
     refuse(c, 503);
     return;
   }
   hc->mem = s->mem;
+  hc->init_id = init_id;
   hc->max_msg = s->opts.max_message ? s->opts.max_message
                                     : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  /* A client has two ping intervals, and at least 10 s, to open its
+   * stream after initialize: a short --ping-ms (quick drop detection)
+   * must not fail clients that are merely slow under load. */
   hc->idle_ms = s->opts.ping_ms ? s->opts.ping_ms : ACP_REMOTE_DEFAULT_PING_MS;
+  if (hc->idle_ms != UINT64_MAX)
+    hc->idle_ms = hc->idle_ms < 5000 ? 10000 : 2 * hc->idle_ms;
   acp__buf_init(&hc->line, &hc->mem, hc->max_msg);
   acp__buf_init(&hc->pend, &hc->mem, 0);
   uv_timer_init(c->loop, &hc->idle);
   hc->idle.data = hc;
   uuid4(hc->id);
+  affinity_of(s, h, hc->id, hc->aff);
   if (acp_uv_link_new_user(&hc->link, c->loop, &hc_ops, hc, &hc->mem) != 0) {
     hc->link = NULL;
     uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
@@ -1141,7 +1283,9 @@ static void http_initialize(wconn *c, char *body, size_t blen, size_t total) {
   c->hrole = H_WAITER;
   c->state = C_WAIT;
   update_tcp_reading(c);
+  s->cur_aff = hc->aff[0] ? hc->aff : NULL;
   s->cb(s, hc->link, hc->id, s->ud);
+  s->cur_aff = NULL;
   /* The owner may have closed it at once (no agent): hc_op_close ran and
    * answered 502; hc stays allocated until its timer's close callback. */
   if (!hc->link)
@@ -1180,7 +1324,7 @@ static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
       if (body[i] == '\r' || body[i] == '\n')
         body[i] = ' ';
     if (!r.conn_id) {
-      http_initialize(c, body, blen, head_len + blen);
+      http_initialize(c, h, body, blen, head_len + blen);
       return;
     }
     hconn *hc = hc_find(s, &r);
@@ -1273,6 +1417,7 @@ static void on_server_closed(uv_handle_t *h) {
     acp__free(&s->mem, s->hosts[i]);
   acp__free(&s->mem, s->hosts);
   acp__free(&s->mem, s->token);
+  acp__free(&s->mem, s->aff_name);
   acp__free(&s->mem, s);
 }
 
@@ -1345,11 +1490,29 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
       goto nomem;
   }
   s->opts.token = s->token;
+  if (opts->version >= 2 && opts->affinity_cookie) {
+    const char *n = opts->affinity_cookie;
+    bool ok = n[0] != '\0' && strlen(n) < 64;
+    for (const char *q = n; *q && ok; q++)
+      ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+           (*q >= '0' && *q <= '9') || *q == '_' || *q == '-';
+    if (!ok) {
+      uv_close((uv_handle_t *)&s->tcp, on_server_closed);
+      return ACP_ERR_INVALID_ARGUMENT;
+    }
+    s->aff_name = acp__strdup(&s->mem, n);
+    if (!s->aff_name)
+      goto nomem;
+  }
   *out = s;
   return 0;
 nomem:
   uv_close((uv_handle_t *)&s->tcp, on_server_closed);
   return ACP_ERR_NOMEM;
+}
+
+const char *acp_remote_server_affinity(const acp_remote_server *s) {
+  return s ? s->cur_aff : NULL;
 }
 
 int acp_remote_server_port(const acp_remote_server *s) {
@@ -1506,8 +1669,7 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
                        acp_remote_connect_cb cb, void *user_data,
                        const acp_mem *mem) {
   acp_remote_client_options dflt = ACP_REMOTE_CLIENT_OPTIONS_INIT;
-  const char *p;
-  const char *defport;
+  acp__url u;
   wconn *c = NULL;
   int rv;
   if (out)
@@ -1516,51 +1678,28 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
     return ACP_ERR_INVALID_ARGUMENT;
   if (!opts)
     opts = &dflt;
-  if (strncmp(url, "ws://", 5) == 0) {
-    p = url + 5;
-    defport = "80";
-  } else if (strncmp(url, "http://", 7) == 0) {
-    p = url + 7;
-    defport = "80";
-  } else if (strncmp(url, "wss://", 6) == 0 ||
-             strncmp(url, "https://", 8) == 0) {
+  if (acp__url_parse(url, &u) != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (u.tls)
     return ACP_ERR_UNSUPPORTED;
-  } else {
+  int transport = opts->version >= 2 ? opts->transport : ACP_REMOTE_AUTO;
+  if (transport == ACP_REMOTE_HTTP && u.ws)
+    return ACP_ERR_INVALID_ARGUMENT; /* ws:// names a WebSocket */
+  if (transport == ACP_REMOTE_HTTP)
+    return acp__remote_http_connect(out, loop, &u, opts, cb, user_data, mem);
+  if (transport != ACP_REMOTE_AUTO && transport != ACP_REMOTE_WEBSOCKET)
     return ACP_ERR_INVALID_ARGUMENT;
-  }
-  const char *slash = strchr(p, '/');
-  const char *path = slash ? slash : "/";
-  size_t alen = slash ? (size_t)(slash - p) : strlen(p);
-  if (alen == 0 || memchr(p, '@', alen))
-    return ACP_ERR_INVALID_ARGUMENT;
-  for (const char *q = url; *q; q++)
-    if ((unsigned char)*q <= 0x20 || *q == 0x7F)
-      return ACP_ERR_INVALID_ARGUMENT;
+  const char *path = u.path;
+  const char *p = u.authority;
+  size_t alen = u.authority_len;
   rv = conn_new(&c, loop, true, opts->max_message, opts->ping_ms, mem);
   if (rv != 0)
     return rv;
-  const char *hs = p, *he, *ps = NULL, *pe = p + alen;
-  if (*p == '[') {
-    const char *rb = memchr(p, ']', alen);
-    if (!rb)
-      goto bad;
-    hs = p + 1;
-    he = rb;
-    if (rb + 1 < pe && rb[1] == ':')
-      ps = rb + 2;
-  } else {
-    const char *colon = memchr(p, ':', alen);
-    he = colon ? colon : pe;
-    if (colon)
-      ps = colon + 1;
-  }
-  c->host = acp__strndup(&c->mem, hs, (size_t)(he - hs));
-  c->port = ps ? acp__strndup(&c->mem, ps, (size_t)(pe - ps))
-               : acp__strdup(&c->mem, defport);
+  c->host = acp__strndup(&c->mem, u.host, u.host_len);
+  c->port = u.port ? acp__strndup(&c->mem, u.port, u.port_len)
+                   : acp__strdup(&c->mem, "80");
   if (!c->host || !c->port)
     goto nomem;
-  if (c->host[0] == '\0' || c->port[0] == '\0')
-    goto bad;
   /* The request. */
   uint8_t key[16];
   char key64[32];

@@ -731,3 +731,212 @@ int acp__http_check_acp(const acp__http_head *h, size_t max_body,
     return 415;
   return 0;
 }
+
+/* MARK: - Response bodies */
+
+int acp__http_body_init(acp__http_body *b, const acp__http_head *h) {
+  memset(b, 0, sizeof(*b));
+  if (h->status == 204 || h->status == 304 ||
+      (h->status >= 100 && h->status < 200)) {
+    b->mode = ACP__BODY_LENGTH;
+    b->done = true;
+    return 0;
+  }
+  const acp__http_header *te = acp__http_find(h, "Transfer-Encoding");
+  if (te) {
+    /* Only "chunked" alone: a server sends nothing else to a client that
+     * offers no TE. */
+    const char *v = te->value;
+    size_t n = te->value_len;
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+      n--;
+    if (!ieq(v, n, "chunked"))
+      return ACP_ERR_PARSE;
+    b->mode = ACP__BODY_CHUNKED;
+    return 0;
+  }
+  const acp__http_header *cl = acp__http_find(h, "Content-Length");
+  if (cl) {
+    uint64_t v = 0;
+    if (cl->value_len == 0 || cl->value_len > 15)
+      return ACP_ERR_PARSE;
+    for (size_t i = 0; i < cl->value_len; i++) {
+      char c = cl->value[i];
+      if (c < '0' || c > '9')
+        return ACP_ERR_PARSE;
+      v = v * 10 + (uint64_t)(c - '0');
+    }
+    b->mode = ACP__BODY_LENGTH;
+    b->remain = v;
+    b->done = v == 0;
+    return 0;
+  }
+  b->mode = ACP__BODY_CLOSE;
+  return 0;
+}
+
+/* Chunked framing states. */
+enum {
+  CS_SIZE = 0, /* hex digits of a chunk size */
+  CS_EXT,      /* extensions up to the LF */
+  CS_DATA,     /* chunk data */
+  CS_DATA_END, /* the CRLF after the data */
+  CS_TRAILER,  /* at the start of a trailer line */
+  CS_TLINE     /* inside a trailer line */
+};
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+acp_ssize acp__http_body_feed(acp__http_body *b, const char *in, size_t len,
+                              const char **out, size_t *out_len) {
+  size_t i = 0;
+  *out = in;
+  *out_len = 0;
+  if (b->done || len == 0)
+    return 0;
+  if (b->mode == ACP__BODY_CLOSE) {
+    *out_len = len;
+    return (acp_ssize)len;
+  }
+  if (b->mode == ACP__BODY_LENGTH) {
+    size_t n = b->remain < len ? (size_t)b->remain : len;
+    b->remain -= n;
+    b->done = b->remain == 0;
+    *out_len = n;
+    return (acp_ssize)n;
+  }
+  while (i < len && !b->done) {
+    char c = in[i];
+    switch (b->cst) {
+    case CS_SIZE: {
+      int v = hexval(c);
+      if (v >= 0) {
+        if (b->digits == 15)
+          return ACP_ERR_PARSE;
+        b->remain = (b->remain << 4) | (uint64_t)v;
+        b->digits++;
+        i++;
+        break;
+      }
+      if (b->digits == 0)
+        return ACP_ERR_PARSE;
+      b->cst = CS_EXT;
+      break;
+    }
+    case CS_EXT:
+      i++;
+      if (c == '\n') {
+        b->digits = 0;
+        b->cst = b->remain == 0 ? CS_TRAILER : CS_DATA;
+      } else if ((unsigned char)c < 0x20 && c != '\r' && c != '\t') {
+        return ACP_ERR_PARSE;
+      }
+      break;
+    case CS_DATA: {
+      size_t n = len - i;
+      if (n > b->remain)
+        n = (size_t)b->remain;
+      b->remain -= n;
+      if (b->remain == 0)
+        b->cst = CS_DATA_END;
+      *out = in + i;
+      *out_len = n;
+      return (acp_ssize)(i + n);
+    }
+    case CS_DATA_END:
+      i++;
+      if (c == '\n')
+        b->cst = CS_SIZE;
+      else if (c != '\r')
+        return ACP_ERR_PARSE;
+      break;
+    case CS_TRAILER:
+      i++;
+      if (c == '\n')
+        b->done = true;
+      else if (c != '\r')
+        b->cst = CS_TLINE;
+      break;
+    default: /* CS_TLINE */
+      i++;
+      if (c == '\n')
+        b->cst = CS_TRAILER;
+      break;
+    }
+  }
+  return (acp_ssize)i;
+}
+
+/* MARK: - URLs */
+
+int acp__url_parse(const char *url, acp__url *u) {
+  const char *p;
+  memset(u, 0, sizeof(*u));
+  if (!url)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (strncmp(url, "ws://", 5) == 0) {
+    p = url + 5;
+    u->ws = true;
+  } else if (strncmp(url, "http://", 7) == 0) {
+    p = url + 7;
+  } else if (strncmp(url, "wss://", 6) == 0) {
+    p = url + 6;
+    u->ws = u->tls = true;
+  } else if (strncmp(url, "https://", 8) == 0) {
+    p = url + 8;
+    u->tls = true;
+  } else {
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  for (const char *q = url; *q; q++)
+    if ((unsigned char)*q <= 0x20 || *q == 0x7F)
+      return ACP_ERR_INVALID_ARGUMENT;
+  const char *slash = strchr(p, '/');
+  size_t alen = slash ? (size_t)(slash - p) : strlen(p);
+  if (alen == 0 || memchr(p, '@', alen) || memchr(p, '?', alen) ||
+      memchr(p, '#', alen))
+    return ACP_ERR_INVALID_ARGUMENT;
+  u->path = slash ? slash : "/";
+  u->authority = p;
+  u->authority_len = alen;
+  const char *pe = p + alen;
+  const char *ps = NULL;
+  if (*p == '[') {
+    const char *rb = memchr(p, ']', alen);
+    if (!rb)
+      return ACP_ERR_INVALID_ARGUMENT;
+    u->host = p + 1;
+    u->host_len = (size_t)(rb - p - 1);
+    if (rb + 1 < pe) {
+      if (rb[1] != ':')
+        return ACP_ERR_INVALID_ARGUMENT;
+      ps = rb + 2;
+    }
+  } else {
+    const char *colon = memchr(p, ':', alen);
+    u->host = p;
+    u->host_len = colon ? (size_t)(colon - p) : alen;
+    if (colon)
+      ps = colon + 1;
+  }
+  if (u->host_len == 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (ps) {
+    u->port = ps;
+    u->port_len = (size_t)(pe - ps);
+    if (u->port_len == 0 || u->port_len > 5)
+      return ACP_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < u->port_len; i++)
+      if (ps[i] < '0' || ps[i] > '9')
+        return ACP_ERR_INVALID_ARGUMENT;
+  }
+  return 0;
+}

@@ -206,4 +206,54 @@ typedef struct acp__acp_req {
 int acp__http_check_acp(const acp__http_head *h, size_t max_body,
                         acp__acp_req *r);
 
+/* MARK: - HTTP/1.1 response bodies (the Streamable HTTP client) */
+
+enum { ACP__BODY_LENGTH = 1, ACP__BODY_CHUNKED, ACP__BODY_CLOSE };
+
+/* A response body being read: Content-Length, chunked, or up to the
+ * socket's end. Sans-I/O and allocation-free. */
+typedef struct acp__http_body {
+  int mode;        /* ACP__BODY_* */
+  uint64_t remain; /* LENGTH: bytes left; CHUNKED: left in this chunk */
+  int cst;         /* chunked: where in the framing */
+  unsigned digits; /* chunked: hex digits of the size seen */
+  bool done;       /* the whole body was read */
+} acp__http_body;
+
+/*
+ * Set up `b` for the body of response `h` (to a request of method `head`
+ * true for HEAD). Returns 0 or ACP_ERR_PARSE (a bad Content-Length, a
+ * transfer coding other than chunked).
+ */
+int acp__http_body_init(acp__http_body *b, const acp__http_head *h);
+
+/*
+ * Decode in[0..len). Sets *out / *out_len to the next span of body bytes
+ * (pointing into `in`; possibly empty) and returns the bytes consumed
+ * (0 only when len is 0 or b->done), or ACP_ERR_PARSE for broken chunk
+ * framing. Call again with the rest until it consumes nothing.
+ */
+acp_ssize acp__http_body_feed(acp__http_body *b, const char *in, size_t len,
+                              const char **out, size_t *out_len);
+
+/* MARK: - URLs */
+
+/* ws://, http:// (and the TLS schemes, recognised to be refused). Parts
+ * point into the URL. */
+typedef struct acp__url {
+  bool tls;         /* wss:// or https:// */
+  bool ws;          /* ws:// or wss:// */
+  const char *host; /* without brackets */
+  size_t host_len;
+  const char *port; /* NULL: the scheme's default */
+  size_t port_len;
+  const char *authority; /* host[:port] as written, for Host */
+  size_t authority_len;
+  const char *path; /* from the first '/', or "/" */
+} acp__url;
+
+/* Parse `url`. Returns 0 or ACP_ERR_INVALID_ARGUMENT (another scheme, no
+ * host, user info, control characters or spaces). */
+int acp__url_parse(const char *url, acp__url *u);
+
 #endif /* ACP_WS_INT_H */

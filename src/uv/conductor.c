@@ -64,6 +64,8 @@ struct acp_conductor_options {
   bool passthrough;
   acp_conductor_mcp_bridge bridge;
   char *shim_program;
+  acp_conductor_connect_cb connect;
+  void *connect_ud;
 };
 
 static void strv_free(const acp_mem *m, char **v, size_t n) {
@@ -579,6 +581,27 @@ void acp_conductor_options_set_stderr_passthrough(acp_conductor_options *o,
     o->passthrough = on;
 }
 
+void acp_conductor_options_set_connector(acp_conductor_options *o,
+                                         acp_conductor_connect_cb cb,
+                                         void *user_data) {
+  if (o) {
+    o->connect = cb;
+    o->connect_ud = user_data;
+  }
+}
+
+/* A component given as one word with a URL scheme is a remote peer. */
+static bool is_url_comp(const comp_spec *s) {
+  static const char *const schemes[] = {"ws://", "wss://", "http://",
+                                        "https://"};
+  if (s->argc != 1)
+    return false;
+  for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+    if (strncmp(s->argv[0], schemes[i], strlen(schemes[i])) == 0)
+      return true;
+  return false;
+}
+
 /* MARK: - Runtime state */
 
 typedef struct cond cond;
@@ -688,6 +711,8 @@ static const char *base_name(const char *p) {
 /* A short name: "arrow" for `acp proxy arrow`, "agent" for `acp agent`,
  * the script's name for interpreters, else the program's base name. */
 static const char *derive_name(const comp_spec *s) {
+  if (is_url_comp(s))
+    return "remote";
   const char *b = base_name(s->argv[0]);
   size_t i;
   static const char *const interp[] = {"node", "python", "python3",
@@ -1720,6 +1745,9 @@ static void report_dead(cond *c, comp *k, const char *why) {
     acp_uv_process_close(k->p, NULL);
     k->p = NULL;
     k->l = NULL;
+  } else if (k->l != NULL) {
+    acp_uv_link_close(k->l, 0, NULL, NULL); /* a remote component */
+    k->l = NULL;
   }
   if (c->shutting)
     return;
@@ -1818,8 +1846,15 @@ static void on_comp_read(acp_uv_link *l, int status, const char *data,
     return;
   if (status < 0) {
     k->out_eof = true;
-    if (k->exited && !c->shutting && !k->shut)
+    if (k->p == NULL && !c->shutting && !k->shut) {
+      /* A remote component: the end of its connection is its death. */
+      char why[160];
+      snprintf(why, sizeof(why), "closed the connection (%s)",
+               status == UV_EOF ? "end of stream" : uv_strerror(status));
+      report_dead(c, k, why);
+    } else if (k->exited && !c->shutting && !k->shut) {
       report_dead(c, k, NULL);
+    }
     return;
   }
   dbg_write(k->dbg_out, data, len);
@@ -1870,6 +1905,29 @@ static int spawn_comp(cond *c, comp *k) {
   k->sig = 0;
   acp_ndjson_dispose(&k->fr); /* a new process: a new stream */
   acp_ndjson_init(&k->fr, c->o->max_line, c->mem);
+  if (is_url_comp(k->spec)) {
+    /* A remote peer: a link from the connector, no process. */
+    if (c->o->connect == NULL) {
+      snprintf(why, sizeof(why),
+               "could not be started: no connector for URL components");
+      rc = ACP_ERR_UNSUPPORTED;
+      goto fail_why;
+    }
+    rc = c->o->connect(&c->loop, k->spec->argv[0], &k->l, c->o->connect_ud);
+    if (rc != 0 || k->l == NULL) {
+      snprintf(why, sizeof(why), "could not be connected: %s",
+               acp_strerror(rc ? rc : ACP_ERR_SYSTEM));
+      k->l = NULL;
+      goto fail_why;
+    }
+    acp_uv_link_set_spare_max(k->l, SPARE_MAX_COND);
+    k->running = true;
+    if ((rc = acp_uv_link_read_start(k->l, on_comp_read, k)) < 0) {
+      snprintf(why, sizeof(why), "could not be read: %s", acp_strerror(rc));
+      goto fail_why;
+    }
+    return 0;
+  }
   if ((rc = acp_uv_process_options_new(&po, c->mem)) < 0)
     goto fail;
   if ((rc = acp_uv_process_options_set_argv(
@@ -1901,9 +1959,13 @@ fail:
     snprintf(why, sizeof(why), "could not be started: %s", uv_strerror(uverr));
   else
     snprintf(why, sizeof(why), "could not be started: %s", acp_strerror(rc));
+fail_why:
   if (k->p != NULL) {
     acp_uv_process_close(k->p, NULL);
     k->p = NULL;
+    k->l = NULL;
+  } else if (k->l != NULL) {
+    acp_uv_link_close(k->l, 0, NULL, NULL);
     k->l = NULL;
   }
   k->running = false;
@@ -1951,6 +2013,13 @@ static void shut_next(cond *c) {
       k->shut = true;
       if (acp_uv_process_shutdown(k->p, on_comp_shut) == 0)
         return;
+    } else if (k->p == NULL && k->l != NULL) {
+      /* A remote component: its connection ends (flushing what is
+       * queued for up to the stdin grace); the server stops its agent. */
+      k->shut = true;
+      k->running = false;
+      acp_uv_link_close(k->l, c->o->stdin_grace, NULL, NULL);
+      k->l = NULL;
     }
   }
   finish(c);
@@ -1978,6 +2047,9 @@ static void finish(cond *c) {
     if (k->p != NULL) {
       acp_uv_process_close(k->p, NULL);
       k->p = NULL;
+      k->l = NULL;
+    } else if (k->l != NULL) {
+      acp_uv_link_close(k->l, 0, NULL, NULL);
       k->l = NULL;
     }
     k->running = false;

@@ -119,6 +119,7 @@ struct acp_uv_link {
   acp_uv_link_ops ops;
   void *ops_ud;
   bool ops_closed;
+  int close_code; /* acp_uv_link_set_close_code() */
 };
 
 /* MARK: - Helpers (Private) */
@@ -936,6 +937,15 @@ void acp_uv_link_close(acp_uv_link *l, uint64_t flush_timeout_ms,
 
 acp_uv_link *acp__uv_link_src(const acp_uv_link *dst) {
   return dst->src;
+}
+
+void acp_uv_link_set_close_code(acp_uv_link *l, int code) {
+  if (l)
+    l->close_code = code;
+}
+
+int acp_uv_link_close_code(const acp_uv_link *l) {
+  return l ? l->close_code : 0;
 }
 
 uv_loop_t *acp_uv_link_loop(const acp_uv_link *l) {

@@ -13,6 +13,9 @@
 //   dead URL           a raw TCP client that completes the upgrade and then
 //                      never answers a ping: expect the server to drop it
 //   refused URL TOKEN  expect the upgrade to fail with HTTP 401
+//   closecode URL CODE send initialize; expect at least one message back,
+//                      then the server's close frame with CODE (an agent
+//                      that exits by itself: 1000 if it exited 0, else 1011)
 import net from 'node:net';
 import { loadSdkModule } from './sdk_loader.mjs';
 
@@ -86,7 +89,15 @@ if (mode === 'big') {
   ws.on('unexpected-response', (req, res) => done(res.statusCode === 401, { status: res.statusCode }));
   ws.on('open', () => done(false, { error: 'upgrade accepted' }));
   ws.on('error', () => {});
+} else if (mode === 'closecode') {
+  const ws = new WebSocket(url);
+  let got = 0;
+  ws.on('open', () => ws.send(JSON.stringify(init)));
+  ws.on('message', () => { got++; });
+  ws.on('close', (code, reason) => done(got >= 1 && code === Number(arg),
+    { got, code, reason: String(reason) }));
+  ws.on('error', (e) => done(false, { error: e.message }));
 } else {
-  process.stderr.write('usage: node remote_peer.mjs big|vanish|binary|dead|refused URL [ARG]\n');
+  process.stderr.write('usage: node remote_peer.mjs big|vanish|binary|dead|refused|closecode URL [ARG]\n');
   process.exit(2);
 }

@@ -9,7 +9,16 @@
 #     POST (413), not JSON (415), DELETE or a dropped SSE stream mid-turn
 #     (the agent is stopped), wrong token (401), foreign Origin (403);
 #   - `acp client --url` drives an agent hosted by the SDK's
-#     experimental/server + experimental/node (sdk_agent.mjs --serve);
+#     experimental/server + experimental/node (sdk_agent.mjs --serve), over
+#     WebSocket and over Streamable HTTP (--http): echo, full turn with
+#     permission and file read, Ctrl-C cancel;
+#   - `acp conductor agent "acp proxy arrow" URL`: a local chain whose agent
+#     is `acp serve -- acp agent` (WebSocket; Streamable HTTP with --http);
+#   - `acp client --url http://... --http` drives `acp serve -- acp agent`:
+#     a turn, a full turn (permission, file read, file write), cookies kept
+#     and returned through a cookie-setting proxy (cookie_proxy.mjs), and
+#     faults: wrong token (401), wrong path (404), the agent dies mid-turn,
+#     the server dies mid-turn (the client exits 1 and says why);
 #   - faults: wrong token (401), wrong Origin or Host (403), bad upgrade
 #     (400), oversized message (close 1009), a binary frame
 #     (ignored), a client that vanishes mid-turn (its agent is stopped, the
@@ -141,6 +150,82 @@ done
 out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url "$hurl" --http 2>&1)
 [ $? -eq 0 ] && ok "Streamable HTTP: the server keeps serving after that" || ko "serving after http faults" "$out"
 
+# ---- Streamable HTTP: acp client --url --http -> acp serve -- acp agent ------
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$hurl" --http -p "hello over http" 2>&1)
+if [ "$out" = "hello over http" ]; then ok "acp client --http -> acp serve: a turn"
+else ko "acp client --http -> acp serve: a turn" "$out"; fi
+echo "served file" > "$work/served.txt"
+out=$(timeout 30 $wrap "$acp" client --yes --cwd "$work" --url "$hurl" --http -p "/ask:edit change it
+/read served.txt
+/write out.txt written over http" 2>"$work/herr")
+rc=$?
+if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/herr" && grep -q "\[fs\] read" "$work/herr" &&
+   [ "$(cat "$work/out.txt" 2>/dev/null)" = "written over http" ]; then
+  ok "acp client --http -> acp serve: full turn (permission, read, write)"
+else
+  ko "acp client --http -> acp serve: full turn" "exit $rc" "$out" "$(cat "$work/herr")"
+fi
+# cookies: a proxy that sets two on every answer logs whether each later
+# request brought them back (POSTs, the SSE stream, DELETE)
+node "$here/cookie_proxy.mjs" "$port" >"$work/proxy.out" 2>"$work/proxy.err" &
+proxy_pid=$!
+pids="$pids $proxy_pid"
+pport=""
+for _ in $(seq 1 200); do
+  pport=$(sed -n 's/^{"port":\([0-9]*\)}$/\1/p' "$work/proxy.out")
+  [ -n "$pport" ] && break
+  sleep 0.05
+done
+out=$(timeout 30 $wrap "$acp" client --quiet --url "http://127.0.0.1:$pport/acp" --http -p "via the proxy" 2>&1)
+kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null
+total=$(grep -c '"method"' "$work/proxy.out")
+with=$(grep '"method"' "$work/proxy.out" | grep -c '"lb":true,"other":true')
+first=$(grep '"n":0,' "$work/proxy.out")
+if [ "$out" = "via the proxy" ] && [ "$total" -ge 4 ] && [ "$with" -eq $((total - 1)) ] &&
+   printf '%s' "$first" | grep -q '"method":"POST","lb":false' &&
+   grep -q '"method":"GET","lb":true' "$work/proxy.out" &&
+   grep -q '"method":"DELETE","lb":true' "$work/proxy.out"; then
+  ok "acp client --http keeps cookies and sends them back ($with of $total requests after the first)"
+else
+  ko "acp client --http cookies" "$out" "$(cat "$work/proxy.out")"
+fi
+# ---- a conductor whose agent is a URL: a local proxy chain, a remote agent --
+for u in "$url" "$hurl"; do
+  out=$(timeout 30 "$acp" client --quiet -p "through the chain" -- \
+        $wrap "$acp" conductor agent "$acp proxy arrow" "$u" 2>&1)
+  if [ "$out" = ">through the chain" ]; then ok "conductor: acp proxy arrow -> $u (acp serve)"
+  else ko "conductor with a URL agent $u" "$out"; fi
+done
+node "$here/cookie_proxy.mjs" "$port" >"$work/proxy2.out" 2>/dev/null &
+proxy_pid=$!
+pids="$pids $proxy_pid"
+pport=""
+for _ in $(seq 1 200); do
+  pport=$(sed -n 's/^{"port":\([0-9]*\)}$/\1/p' "$work/proxy2.out")
+  [ -n "$pport" ] && break
+  sleep 0.05
+done
+out=$(timeout 30 "$acp" client --quiet -p "over http" -- \
+      $wrap "$acp" conductor agent --http "$acp proxy arrow" "http://127.0.0.1:$pport/acp" 2>&1)
+kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null
+if [ "$out" = ">over http" ] && grep -q '"method":"POST"' "$work/proxy2.out" &&
+   grep -q '"method":"DELETE"' "$work/proxy2.out"; then
+  ok "conductor --http: the remote agent over Streamable HTTP"
+else ko "conductor --http" "$out" "$(cat "$work/proxy2.out")"; fi
+out=$(timeout 30 "$acp" client -p "x" -- "$acp" conductor agent "$acp proxy arrow" \
+      "http://127.0.0.1:$port/nope" 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "HTTP 404" &&
+   printf '%s' "$out" | grep -q "component 2 'remote'"; then
+  ok "conductor: a refused URL agent fails the chain and says why"
+else ko "conductor: refused URL agent" "exit $rc" "$out"; fi
+
+out=$(timeout 30 $wrap "$acp" client --quiet --url "http://127.0.0.1:$port/other" --http -p hi 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "initialize was refused: HTTP 404"; then
+  ok "acp client --http, wrong path: says 404"
+else ko "acp client --http wrong path" "exit $rc" "$out"; fi
+
 # ---- frames -----------------------------------------------------------------
 out=$(timeout 30 node "$here/remote_peer.mjs" big "$url" 2000000 2>&1)
 [ $? -eq 0 ] && ok "oversized message: close 1009" || ko "oversized message" "$out"
@@ -191,6 +276,13 @@ out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url
 [ $? -eq 0 ] && ok "SDK http-client with the token" || ko "SDK http-client with token" "$out"
 out=$(ACP_TOKEN=sekrit timeout 30 $wrap "$acp" client --quiet --url "$url2" -p "tok" 2>&1)
 [ "$out" = "tok" ] && ok "acp client --url with the token" || ko "acp client with token" "$out"
+hurl2="http://127.0.0.1:$port/acp"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$hurl2" --http --token wrong -p hi 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "HTTP 401"; then ok "acp client --http, wrong token: says 401"
+else ko "acp client --http wrong token" "exit $rc" "$out"; fi
+out=$(ACP_TOKEN=sekrit timeout 30 $wrap "$acp" client --quiet --url "$hurl2" --http -p "tok" 2>&1)
+[ "$out" = "tok" ] && ok "acp client --http with the token" || ko "acp client --http with token" "$out"
 
 # ---- the agent dies mid-turn --------------------------------------------------
 before=$(grep -c 'agent pid' "$work/serve2.log")
@@ -213,6 +305,70 @@ if [ $rc -eq 1 ] && grep -q "Connection closed\|closed the connection" "$work/di
 else
   ko "agent died mid-turn" "exit $rc" "$(cat "$work/dies.err")"
 fi
+# the same over Streamable HTTP
+before=$(grep -c 'agent pid' "$work/serve2.log")
+"$acp" client --url "$hurl2" --http --token sekrit -p "under way
+/wait" >"$work/hdies.out" 2>"$work/hdies.err" &
+cpid=$!
+pids="$pids $cpid"
+for _ in $(seq 1 200); do
+  grep -q "under way" "$work/hdies.out" &&
+    [ "$(grep -c 'agent pid' "$work/serve2.log")" -gt "$before" ] && break
+  sleep 0.05
+done
+apid=$(grep 'agent pid' "$work/serve2.log" | tail -1 | sed 's/.*agent pid //')
+kill -9 "$apid" 2>/dev/null
+wait "$cpid"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "ended the connection stream" "$work/hdies.err"; then
+  ok "agent died mid-turn (--http): the client got an error (exit 1)"
+else
+  ko "agent died mid-turn (--http)" "exit $rc" "$(cat "$work/hdies.err")"
+fi
+# the server itself dies mid-turn (no answer, no stream end: a reset)
+start_serve "$work/serve3.log" -- "$acp" agent
+s3=$serve_pid
+"$acp" client --url "http://127.0.0.1:$port/acp" --http -p "under way
+/wait" >"$work/sdies.out" 2>"$work/sdies.err" &
+cpid=$!
+pids="$pids $cpid"
+for _ in $(seq 1 200); do grep -q "under way" "$work/sdies.out" && break; sleep 0.05; done
+kill -9 "$s3" 2>/dev/null
+wait "$cpid"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "connection stream" "$work/sdies.err"; then
+  ok "server died mid-turn (--http): the client got an error (exit 1)"
+else
+  ko "server died mid-turn (--http)" "exit $rc" "$(cat "$work/sdies.err")"
+fi
+serve_pids=$(echo "$serve_pids" | sed "s/ $s3//")
+
+# ---- an agent that ends by itself: the close code says how ------------------
+start_serve "$work/serve4.log" -- sh -c 'head -n 1'
+out=$(timeout 30 node "$here/remote_peer.mjs" closecode "ws://127.0.0.1:$port/acp" 1000 2>&1)
+[ $? -eq 0 ] && ok "agent exited 0 by itself: close 1000" || ko "agent exit 0 close code" "$out"
+start_serve "$work/serve5.log" -- sh -c 'head -n 1; exit 3'
+out=$(timeout 30 node "$here/remote_peer.mjs" closecode "ws://127.0.0.1:$port/acp" 1011 2>&1)
+[ $? -eq 0 ] && ok "agent failed by itself: close 1011" || ko "agent failure close code" "$out"
+# Streamable HTTP: the 200 answer to initialize must be its response
+start_serve "$work/serve6.log" -- sh -c 'read l; echo "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"; echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"; cat >/dev/null'
+body=$(curl -s --max-time 10 -w ' %{http_code}' -X POST -H "Content-Type: application/json" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' "http://127.0.0.1:$port/acp")
+if printf "%s" "$body" | tr -d "\n" | grep -q "not the response to initialize *502$"; then
+  ok "acp serve: an agent whose first line is not initialize's response: 502"
+else ko "acp serve initialize check" "$body"; fi
+out=$(timeout 30 $wrap "$acp" client --quiet --url "http://127.0.0.1:$port/acp" --http -p hi 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "HTTP 502: the agent's first message is not the response to initialize"; then
+  ok "acp client --http says why (502)"
+else ko "acp client --http on a bad initialize answer" "exit $rc" "$out"; fi
+start_serve "$work/serve7.log" -- sh -c 'read l; echo "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}"; cat >/dev/null'
+st=$(status_of -X POST -H "Content-Type: application/json" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' "http://127.0.0.1:$port/acp")
+[ "$st" = 502 ] && ok "acp serve: an initialize answer with another id: 502" || ko "initialize id check" "status $st"
+st=$(status_of -X POST -H "Content-Type: application/json" \
+  -d '{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":1}}' "http://127.0.0.1:$port/acp")
+[ "$st" = 400 ] && ok "acp serve: initialize without an id: 400" || ko "initialize without id" "status $st"
 
 # ---- acp client --url -> an agent hosted by the SDK's experimental/server ----
 node "$here/sdk_agent.mjs" --serve >"$work/sdk.out" 2>"$work/sdk.err" &
@@ -244,6 +400,26 @@ kill -INT "$cpid"
 wait "$cpid"
 rc=$?
 [ $rc -eq 3 ] && ok "acp client --url -> SDK server: Ctrl-C cancels (exit 3)" || ko "cancel over ws" "exit $rc" "$(cat "$work/c.err")"
+
+# the same three over Streamable HTTP (session streams, Acp-Session-Id)
+shurl="http://127.0.0.1:$sport/acp"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$shurl" --http -p "echo:hi over http" 2>&1)
+[ "$out" = "hi over http" ] && ok "acp client --http -> SDK server: echo" || ko "acp client --http -> SDK server: echo" "$out" "$(cat "$work/sdk.err")"
+out=$(timeout 30 $wrap "$acp" client --yes --cwd "$work" --url "$shurl" --http -p "read $work/hello.txt" 2>"$work/err")
+rc=$?
+if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q "hello from the file" &&
+   grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err"; then
+  ok "acp client --http -> SDK server: full turn (permission, file read)"
+else
+  ko "acp client --http -> SDK server: full turn" "exit $rc" "$out" "$(cat "$work/err")"
+fi
+"$acp" client --url "$shurl" --http -p wait >"$work/hc.out" 2>"$work/hc.err" &
+cpid=$!
+for _ in $(seq 1 200); do grep -q "waiting for cancel" "$work/hc.out" && break; sleep 0.05; done
+kill -INT "$cpid"
+wait "$cpid"
+rc=$?
+[ $rc -eq 3 ] && ok "acp client --http -> SDK server: Ctrl-C cancels (exit 3)" || ko "cancel over http" "exit $rc" "$(cat "$work/hc.err")"
 
 # acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP its report
 # (leaks, errors) lands in its log.

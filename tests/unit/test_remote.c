@@ -290,9 +290,20 @@ typedef struct pair {
   char detail[256];
   int ended;
   bool echo;
-  bool hold; /* the server side does not read */
+  bool hold;        /* the server side does not read */
+  bool answer_init; /* answer initialize (Streamable HTTP), echo the rest */
+  size_t want;      /* close the client after this many bytes (0: 30) */
+  int transport;
   size_t max_queue;
 } pair;
+
+static bool has(const char *d, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (memcmp(d + i, needle, k) == 0)
+      return true;
+  return false;
+}
 
 static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
                      void *ud) {
@@ -300,6 +311,11 @@ static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
   if (status != 0) {
     acp_uv_link_close(l, 0, NULL, NULL);
     p->srv_link = NULL;
+    return;
+  }
+  if (p->answer_init && has(d, n, "\"initialize\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, sizeof(r) - 1);
     return;
   }
   if (p->echo)
@@ -330,7 +346,7 @@ static void cli_read(acp_uv_link *l, int status, const char *d, size_t n,
   assert_true(p->got_len + n <= sizeof(p->got));
   memcpy(p->got + p->got_len, d, n);
   p->got_len += n;
-  if (p->got_len >= 30) {
+  if (p->got_len >= (p->want ? p->want : 30)) {
     acp_uv_link_close(l, 1000, NULL, NULL);
     p->cli = NULL;
     acp_remote_server_close(p->srv);
@@ -355,9 +371,11 @@ static void start(pair *p, const char *token, const char *client_token) {
   assert_int_equal(
       acp_remote_server_new(&p->srv, &p->loop, &so, on_accept, p, NULL, NULL),
       0);
-  snprintf(url, sizeof(url), "ws://127.0.0.1:%d/acp",
+  snprintf(url, sizeof(url), "%s://127.0.0.1:%d/acp",
+           p->transport == ACP_REMOTE_HTTP ? "http" : "ws",
            acp_remote_server_port(p->srv));
   co.token = client_token;
+  co.transport = p->transport;
   p->status = 1;
   assert_int_equal(
       acp_remote_connect(&p->cli, &p->loop, url, &co, on_connected, p, NULL),
@@ -382,6 +400,167 @@ static void test_lines_cross_the_socket_both_ways(void **state) {
   assert_string_equal(p->got, "{\"a\":1}\n{\"b\":2}\n[3,4,5,6,7,8,9]\n");
   assert_int_equal(uv_loop_close(&p->loop), 0);
   free(p);
+}
+
+/* Streamable HTTP: initialize is POSTed and answered 200 (the first
+ * line read), the rest is POSTed in order and comes back on the SSE
+ * stream; closing the client DELETEs the connection (the server side sees
+ * its read side end and closes). */
+static void test_streamable_http_client_round_trip(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  p->echo = true;
+  p->answer_init = true;
+  p->transport = ACP_REMOTE_HTTP;
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  static const char want[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+                             "{\"a\":1}\n{\"b\":2}\n[3,4,5]\n";
+  p->want = sizeof(want) - 1;
+  start(p, "tok", "tok");
+  assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, "{\"a\":1}\n\n{\"b\"", 13), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, ":2}\r\n[3,4,5]\n", 13), 0);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, 0);
+  assert_int_equal(strlen(p->detail), 36); /* the Acp-Connection-Id */
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, want);
+  assert_null(p->srv_link); /* DELETE ended the server's link */
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* The first message must be initialize; a refusal names the status. */
+static void test_streamable_http_client_refusals(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  p->echo = true;
+  p->transport = ACP_REMOTE_HTTP;
+  start(p, "tok", "tok");
+  acp_uv_link_write(p->cli, "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n", 31);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, ACP_ERR_PROTOCOL);
+  assert_non_null(strstr(p->detail, "must be initialize"));
+  assert_int_equal(p->ended, 1);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  memset(p, 0, sizeof(*p));
+  p->transport = ACP_REMOTE_HTTP;
+  start(p, "tok", "wrong");
+  acp_uv_link_write(
+      p->cli, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n", 47);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, ACP_ERR_PROTOCOL);
+  assert_non_null(strstr(p->detail, "HTTP 401"));
+  assert_int_equal(p->ended, 1);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* MARK: - Bodies and URLs */
+
+/* Decode `in` fed in pieces of `step` bytes; returns the body. */
+static int decode(const char *head, const char *in, size_t step, char *out,
+                  size_t cap, size_t *out_len) {
+  acp__http_head h;
+  acp__http_body b;
+  char buf[512];
+  size_t have = 0, len = strlen(in), fed = 0;
+  assert_true(acp__http_parse_head(head, strlen(head), true, &h) > 0);
+  int rv = acp__http_body_init(&b, &h);
+  if (rv != 0)
+    return rv;
+  *out_len = 0;
+  while (!b.done && fed < len) {
+    size_t k = len - fed < step ? len - fed : step;
+    memcpy(buf + have, in + fed, k);
+    have += k;
+    fed += k;
+    for (;;) {
+      const char *p;
+      size_t pn;
+      acp_ssize n = acp__http_body_feed(&b, buf, have, &p, &pn);
+      if (n < 0)
+        return (int)n;
+      assert_true(*out_len + pn <= cap);
+      memcpy(out + *out_len, p, pn);
+      *out_len += pn;
+      memmove(buf, buf + n, have - (size_t)n);
+      have -= (size_t)n;
+      if (n == 0 || b.done)
+        break;
+    }
+  }
+  return b.done ? 0 : 1;
+}
+
+static void test_response_bodies_are_decoded(void **state) {
+  char out[256];
+  size_t n;
+  (void)state;
+  const char *chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const char *body =
+      "5;ext=1\r\nhello\r\nA\r\n, chunked!\r\n0\r\nX-T: 1\r\n\r\n";
+  for (size_t step = 1; step <= strlen(body); step++) {
+    assert_int_equal(decode(chunked, body, step, out, sizeof(out), &n), 0);
+    assert_int_equal(n, 15);
+    assert_memory_equal(out, "hello, chunked!", 15);
+  }
+  assert_int_equal(decode("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n",
+                          "abcdef", 2, out, sizeof(out), &n),
+                   0);
+  assert_int_equal(n, 3);
+  /* close-delimited: never done by itself */
+  assert_int_equal(
+      decode("HTTP/1.1 200 OK\r\n\r\n", "abc", 1, out, sizeof(out), &n), 1);
+  assert_int_equal(n, 3);
+  assert_int_equal(
+      decode("HTTP/1.1 204 No Content\r\n\r\n", "", 1, out, sizeof(out), &n),
+      0);
+  assert_int_equal(decode(chunked, "zz\r\n", 1, out, sizeof(out), &n),
+                   ACP_ERR_PARSE);
+  assert_int_equal(decode(chunked, "3\r\nabcX", 1, out, sizeof(out), &n),
+                   ACP_ERR_PARSE);
+  assert_int_equal(
+      decode(chunked, "1111111111111111\r\n", 1, out, sizeof(out), &n),
+      ACP_ERR_PARSE);
+  assert_int_equal(decode("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", "", 1,
+                          out, sizeof(out), &n),
+                   ACP_ERR_PARSE);
+  assert_int_equal(decode("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+                          "", 1, out, sizeof(out), &n),
+                   ACP_ERR_PARSE);
+}
+
+static void test_urls_are_parsed(void **state) {
+  acp__url u;
+  (void)state;
+  assert_int_equal(acp__url_parse("http://127.0.0.1:8080/acp", &u), 0);
+  assert_false(u.ws);
+  assert_false(u.tls);
+  assert_int_equal(u.host_len, 9);
+  assert_memory_equal(u.port, "8080", 4);
+  assert_string_equal(u.path, "/acp");
+  assert_int_equal(acp__url_parse("ws://[::1]:9/x?y=1", &u), 0);
+  assert_true(u.ws);
+  assert_memory_equal(u.host, "::1", 3);
+  assert_int_equal(u.host_len, 3);
+  assert_int_equal(u.authority_len, 7);
+  assert_int_equal(acp__url_parse("ws://h", &u), 0);
+  assert_null(u.port);
+  assert_string_equal(u.path, "/");
+  assert_int_equal(acp__url_parse("https://h/acp", &u), 0);
+  assert_true(u.tls);
+  assert_int_equal(acp__url_parse("ftp://h/", &u), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp__url_parse("http://u@h/", &u), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp__url_parse("http:///acp", &u), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp__url_parse("http://h:/", &u), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp__url_parse("http://h:8x/", &u),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp__url_parse("http://h/a b", &u),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp__url_parse("http://[::1/", &u),
+                   ACP_ERR_INVALID_ARGUMENT);
 }
 
 static void test_refused_upgrade_reports_status(void **state) {
@@ -762,6 +941,10 @@ int main(void) {
       cmocka_unit_test(test_upgrade_requests_get_the_right_status),
       cmocka_unit_test(test_lines_cross_the_socket_both_ways),
       cmocka_unit_test(test_refused_upgrade_reports_status),
+      cmocka_unit_test(test_streamable_http_client_round_trip),
+      cmocka_unit_test(test_streamable_http_client_refusals),
+      cmocka_unit_test(test_response_bodies_are_decoded),
+      cmocka_unit_test(test_urls_are_parsed),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),

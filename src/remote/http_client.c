@@ -1,0 +1,1215 @@
+/*
+ * The client side of the Streamable HTTP profile of remote ACP, as a user
+ * link (acp_uv_link_new_user()) so the roles run over it as over stdio.
+ *
+ * Each line written to the link is one message, POSTed in order on one
+ * kept-alive socket (the next POST leaves when the previous is answered,
+ * which keeps the agent's view of the order the writer's, as the TS SDK's
+ * http-client does). The first must be `initialize`: its 200 answer
+ * carries the Acp-Connection-Id and the agent's response, which is the
+ * link's first line. Then a GET opens the connection's SSE stream, and a
+ * GET per session its session stream (the SDK's server puts a session's
+ * messages there; ours sends everything on the connection stream). Each
+ * SSE event is one line read from the link. Closing the link DELETEs the
+ * connection. Cookies from every answer are sent with every request.
+ *
+ * The sans-I/O pieces are shared, not copied: the HTTP/1.1 head parser
+ * and body decoder of ws.c, the SSE parser of libacp-http (src/http/sse.c,
+ * compiled into this library too) and the core's JSON reader, with which
+ * the session of each message is found (Acp-Session-Id).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "acp/json.h"
+#include "remote_int.h"
+#include "sse.h"
+
+#define READ_CHUNK ((size_t)64 << 10)
+/* An error page is diagnostic text: this much of it is kept. */
+#define ERR_BODY_MAX 512
+/* A DELETE at close gets this long to be answered. */
+#define DELETE_MS 2000
+#define CONNECT_MS 10000
+
+typedef struct hcli hcli;
+
+/* One message waiting to be POSTed (or in flight). */
+typedef struct hmsg {
+  struct hmsg *next;
+  size_t len;    /* of body */
+  size_t credit; /* link bytes it completes */
+  char *sid;     /* Acp-Session-Id to send, or NULL */
+  char *req_id;  /* a request's raw JSON id (for a synthesized error) */
+  bool is_init;
+  char body[];
+} hmsg;
+
+enum { K_POST = 1, K_SSE, K_DELETE };
+
+typedef struct hsock {
+  hcli *h;
+  struct hsock *next; /* in h->socks */
+  uv_tcp_t tcp;
+  uv_connect_t creq;
+  int kind;
+  bool connected;
+  bool reading;
+  bool closed;
+  bool got_bytes; /* an answer started on this request */
+  bool reused;    /* a request was answered on it before this one */
+  bool head_done;
+  bool keep_alive;
+  int status;
+  acp__buf pending; /* request bytes written once connected */
+  acp__buf in;      /* response bytes not yet consumed */
+  acp__buf text;    /* POST or error body */
+  acp__http_body body;
+  acp__sse sse;
+  bool sse_init;
+  char *sid; /* K_SSE: its session, or NULL for the connection stream */
+  hmsg *msg; /* K_POST: the message in flight */
+  char conn_id[130];
+} hsock;
+
+typedef struct route {
+  struct route *next;
+  char *id; /* the agent's request id, raw JSON */
+  char *sid;
+} route;
+
+typedef struct wreq {
+  uv_write_t req;
+  hsock *s;
+  char data[];
+} wreq;
+
+struct hcli {
+  acp_mem mem;
+  uv_loop_t *loop;
+  acp_uv_link *link; /* NULL once closed */
+  uv_getaddrinfo_t gai;
+  bool resolving;
+  struct sockaddr_storage addr;
+  bool have_addr;
+  char *host, *port, *authority, *path;
+  acp__buf extra; /* token and user headers, each ending in CRLF */
+  acp__buf cookies;
+  char conn_id[130];
+  bool init_sent;
+  bool failed;
+  bool deleted; /* no DELETE needed (the server forgot us) */
+  hmsg *q_head, *q_tail;
+  hsock *post; /* the kept-alive POST socket, or NULL */
+  hsock *socks;
+  acp__buf line;
+  bool line_drop;
+  acp__buf hold; /* lines read while the link was not taking them */
+  bool link_reading;
+  uv_timer_t resume;
+  uv_timer_t timer; /* connect deadline; then the DELETE's */
+  unsigned handles;
+  route *routes;
+  size_t max_msg;
+  acp_json_doc *doc;
+  acp_remote_connect_cb ccb;
+  void *cud;
+};
+
+static void pump(hcli *h);
+static void sock_close(hsock *s);
+static void fail(hcli *h, int err, const char *detail);
+
+/* MARK: - Lifetime (Private) */
+
+static void hmsg_free(hcli *h, hmsg *m) {
+  if (!m)
+    return;
+  acp__free(&h->mem, m->sid);
+  acp__free(&h->mem, m->req_id);
+  acp__free(&h->mem, m);
+}
+
+static void hcli_free(hcli *h) {
+  while (h->q_head) {
+    hmsg *m = h->q_head;
+    h->q_head = m->next;
+    hmsg_free(h, m);
+  }
+  while (h->routes) {
+    route *r = h->routes;
+    h->routes = r->next;
+    acp__free(&h->mem, r->id);
+    acp__free(&h->mem, r->sid);
+    acp__free(&h->mem, r);
+  }
+  acp_json_doc_free(h->doc);
+  acp__buf_dispose(&h->extra);
+  acp__buf_dispose(&h->cookies);
+  acp__buf_dispose(&h->line);
+  acp__buf_dispose(&h->hold);
+  acp__free(&h->mem, h->host);
+  acp__free(&h->mem, h->port);
+  acp__free(&h->mem, h->authority);
+  acp__free(&h->mem, h->path);
+  acp__free(&h->mem, h);
+}
+
+static void hcli_unref(hcli *h) {
+  if (h->handles == 0 && !h->link && !h->resolving && !h->socks)
+    hcli_free(h);
+}
+
+static void on_hcli_handle_closed(uv_handle_t *hd) {
+  hcli *h = hd->data;
+  h->handles--;
+  hcli_unref(h);
+}
+
+static void sock_free(hsock *s) {
+  hcli *h = s->h;
+  for (hsock **pp = &h->socks; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
+  acp__buf_dispose(&s->pending);
+  acp__buf_dispose(&s->in);
+  acp__buf_dispose(&s->text);
+  if (s->sse_init)
+    acp__sse_dispose(&s->sse);
+  acp__free(&h->mem, s->sid);
+  hmsg_free(h, s->msg);
+  acp__free(&h->mem, s);
+  hcli_unref(h);
+}
+
+static void on_sock_closed(uv_handle_t *hd) {
+  sock_free(hd->data);
+}
+
+static void sock_close(hsock *s) {
+  hcli *h = s->h;
+  if (s->closed)
+    return;
+  s->closed = true;
+  if (h->post == s)
+    h->post = NULL;
+  uv_close((uv_handle_t *)&s->tcp, on_sock_closed);
+}
+
+/* MARK: - Delivering to the link (Private) */
+
+static void sse_reading(hcli *h, bool on);
+
+/* One line (ending in '\n') for the link, or held while it is paused. */
+static void deliver(hcli *h, const char *p, size_t n) {
+  if (!h->link || h->failed)
+    return;
+  if (h->hold.len == 0 && h->link_reading &&
+      acp_uv_link_user_deliver(h->link, p, n) == 0) {
+    if (h->link && !acp_uv_link_is_reading(h->link)) {
+      h->link_reading = false;
+      sse_reading(h, false);
+    }
+    return;
+  }
+  if (acp__buf_append(&h->hold, p, n) != 0)
+    fail(h, ACP_ERR_NOMEM, "out of memory holding the agent's messages");
+  sse_reading(h, false);
+}
+
+static void flush_hold(hcli *h) {
+  size_t off = 0;
+  while (off < h->hold.len && h->link && h->link_reading) {
+    const char *p = h->hold.data + off;
+    const char *nl = memchr(p, '\n', h->hold.len - off);
+    size_t n = (size_t)(nl - p) + 1;
+    if (acp_uv_link_user_deliver(h->link, p, n) != 0)
+      break;
+    off += n;
+    if (h->link && !acp_uv_link_is_reading(h->link))
+      h->link_reading = false;
+  }
+  acp__buf_consume(&h->hold, off);
+}
+
+static void on_resume(uv_timer_t *t) {
+  hcli *h = t->data;
+  flush_hold(h);
+  if (h->hold.len == 0 && h->link_reading)
+    sse_reading(h, true);
+}
+
+/* A JSON-RPC error answering request `id` for the caller: a refused POST
+ * fails that request only, as the SDK's client does. */
+static void deliver_error(hcli *h, const char *id, int status,
+                          const char *text) {
+  acp_json_writer *w = NULL;
+  char msg[96];
+  const char *d;
+  size_t dn;
+  if (acp_json_writer_new(&w, 0, &h->mem) != 0)
+    return;
+  snprintf(msg, sizeof(msg), "ACP POST failed: HTTP %d", status);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "jsonrpc");
+  acp_json_write_strz(w, "2.0");
+  acp_json_write_keyz(w, "id");
+  acp_json_write_raw(w, id, strlen(id));
+  acp_json_write_keyz(w, "error");
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "code");
+  acp_json_write_int(w, -32603);
+  acp_json_write_keyz(w, "message");
+  acp_json_write_strz(w, msg);
+  acp_json_write_keyz(w, "data");
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "status");
+  acp_json_write_int(w, status);
+  acp_json_write_keyz(w, "body");
+  acp_json_write_strz(w, text);
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  if (acp_json_writer_error(w) == 0) {
+    d = acp_json_writer_data(w, &dn);
+    char *line = acp__malloc(&h->mem, dn + 1);
+    if (line) {
+      memcpy(line, d, dn);
+      line[dn] = '\n';
+      deliver(h, line, dn + 1);
+      acp__free(&h->mem, line);
+    }
+  }
+  acp_json_writer_free(w);
+}
+
+/* MARK: - Failing (Private) */
+
+static void fail(hcli *h, int err, const char *detail) {
+  if (h->failed)
+    return;
+  h->failed = true;
+  if (h->ccb) {
+    acp_remote_connect_cb cb = h->ccb;
+    h->ccb = NULL;
+    cb(h->link, err, detail, h->cud);
+  }
+  /* Writes in flight count as done: nobody will send them now. */
+  while (h->q_head) {
+    hmsg *m = h->q_head;
+    h->q_head = m->next;
+    if (h->link)
+      acp_uv_link_user_written(h->link, m->credit);
+    hmsg_free(h, m);
+  }
+  h->q_tail = NULL;
+  for (hsock *s = h->socks; s; s = s->next)
+    if (s->kind != K_DELETE)
+      sock_close(s);
+  if (h->link)
+    acp_uv_link_user_end(h->link,
+                         err == ACP_ERR_CLOSED ? UV_EOF : UV_ECONNRESET);
+}
+
+/* "HTTP 401 Unauthorized: the body's start" */
+static void fail_status(hcli *h, hsock *s, const char *what) {
+  char d[ERR_BODY_MAX + 200];
+  size_t n = s->text.len;
+  while (n > 0 && (s->text.data[n - 1] == '\n' || s->text.data[n - 1] == '\r'))
+    n--;
+  snprintf(d, sizeof(d), "%s: HTTP %d%s%.*s", what, s->status, n ? ": " : "",
+           (int)n, n ? s->text.data : "");
+  if (s->status == 404 || s->status == 410)
+    h->deleted = true; /* nothing to DELETE */
+  fail(h, ACP_ERR_PROTOCOL, d);
+}
+
+/* MARK: - Sockets (Private) */
+
+static void on_alloc(uv_handle_t *hd, size_t hint, uv_buf_t *buf) {
+  hsock *s = hd->data;
+  (void)hint;
+  char *p = acp__malloc(&s->h->mem, READ_CHUNK);
+  *buf = uv_buf_init(p, p ? (unsigned)READ_CHUNK : 0);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+
+static void sock_read(hsock *s, bool on) {
+  if (s->closed || !s->connected)
+    return;
+  if (on && !s->reading) {
+    if (uv_read_start((uv_stream_t *)&s->tcp, on_alloc, on_read) == 0)
+      s->reading = true;
+  } else if (!on && s->reading) {
+    uv_read_stop((uv_stream_t *)&s->tcp);
+    s->reading = false;
+  }
+}
+
+static void sse_reading(hcli *h, bool on) {
+  for (hsock *s = h->socks; s; s = s->next)
+    if (s->kind == K_SSE)
+      sock_read(s, on);
+}
+
+static void on_written(uv_write_t *req, int status) {
+  wreq *w = (wreq *)req;
+  hsock *s = w->s;
+  hcli *h = s->h;
+  acp__free(&h->mem, w);
+  if (status < 0 && !s->closed && s->kind == K_POST && s->msg &&
+      !s->got_bytes) {
+    /* Left for the read side to see (a reset arrives there too). */
+    return;
+  }
+}
+
+static int sock_write(hsock *s, const char *p, size_t n) {
+  hcli *h = s->h;
+  if (!s->connected)
+    return acp__buf_append(&s->pending, p, n);
+  wreq *w = acp__malloc(&h->mem, sizeof(*w) + n);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  memcpy(w->data, p, n);
+  w->s = s;
+  uv_buf_t b = uv_buf_init(w->data, (unsigned)n);
+  if (uv_write(&w->req, (uv_stream_t *)&s->tcp, &b, 1, on_written) != 0) {
+    acp__free(&h->mem, w);
+    return ACP_ERR_SYSTEM;
+  }
+  return 0;
+}
+
+static void sock_ended(hsock *s, int err);
+
+static void on_connect(uv_connect_t *req, int status) {
+  hsock *s = req->data;
+  hcli *h = s->h;
+  if (s->closed)
+    return;
+  if (status < 0) {
+    if (s->kind == K_DELETE) {
+      sock_close(s);
+      return;
+    }
+    char d[300];
+    snprintf(d, sizeof(d), "cannot connect to %s:%s: %s", h->host, h->port,
+             uv_strerror(status));
+    fail(h, ACP_ERR_SYSTEM, d);
+    return;
+  }
+  uv_tcp_nodelay(&s->tcp, 1);
+  s->connected = true;
+  if (s->pending.len > 0) {
+    acp__buf p = s->pending;
+    acp__buf_init(&s->pending, &h->mem, 0);
+    int rv = sock_write(s, p.data, p.len);
+    acp__buf_dispose(&p);
+    if (rv != 0) {
+      sock_ended(s, UV_EIO);
+      return;
+    }
+  }
+  if (s->kind != K_SSE || h->link_reading)
+    sock_read(s, true);
+}
+
+static hsock *sock_new(hcli *h, int kind, const char *sid) {
+  hsock *s = acp__calloc(&h->mem, 1, sizeof(*s));
+  if (!s)
+    return NULL;
+  s->h = h;
+  s->kind = kind;
+  acp__buf_init(&s->pending, &h->mem, 0);
+  acp__buf_init(&s->in, &h->mem, 0);
+  acp__buf_init(&s->text, &h->mem, 0);
+  if (sid) {
+    s->sid = acp__strdup(&h->mem, sid);
+    if (!s->sid) {
+      acp__free(&h->mem, s);
+      return NULL;
+    }
+  }
+  uv_tcp_init(h->loop, &s->tcp);
+  s->tcp.data = s;
+  s->next = h->socks;
+  h->socks = s;
+  s->creq.data = s;
+  if (uv_tcp_connect(&s->creq, &s->tcp, (struct sockaddr *)&h->addr,
+                     on_connect) != 0) {
+    sock_close(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* The request head: method, the fixed headers, cookies, the caller's. */
+static int put_head(hcli *h, acp__buf *b, const char *method, const char *sid,
+                    const char *accept, size_t body_len, bool with_conn) {
+  char line[512];
+  int n = snprintf(line, sizeof(line), "%s %s HTTP/1.1\r\nHost: %s\r\n", method,
+                   h->path, h->authority);
+  int rv = acp__buf_append(b, line, (size_t)n);
+  if (rv == 0 && accept) {
+    n = snprintf(line, sizeof(line), "Accept: %s\r\n", accept);
+    rv = acp__buf_append(b, line, (size_t)n);
+  }
+  if (rv == 0 && body_len != (size_t)-1) {
+    n = snprintf(line, sizeof(line),
+                 "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+                 body_len);
+    rv = acp__buf_append(b, line, (size_t)n);
+  }
+  if (rv == 0 && with_conn) {
+    n = snprintf(line, sizeof(line), "Acp-Connection-Id: %s\r\n", h->conn_id);
+    rv = acp__buf_append(b, line, (size_t)n);
+  }
+  if (rv == 0 && sid) {
+    rv = acp__buf_append(b, "Acp-Session-Id: ", 16);
+    if (rv == 0)
+      rv = acp__buf_append(b, sid, strlen(sid));
+    if (rv == 0)
+      rv = acp__buf_append(b, "\r\n", 2);
+  }
+  if (rv == 0 && h->cookies.len > 0) {
+    rv = acp__buf_append(b, "Cookie: ", 8);
+    if (rv == 0)
+      rv = acp__buf_append(b, h->cookies.data, h->cookies.len);
+    if (rv == 0)
+      rv = acp__buf_append(b, "\r\n", 2);
+  }
+  if (rv == 0 && h->extra.len > 0)
+    rv = acp__buf_append(b, h->extra.data, h->extra.len);
+  if (rv == 0)
+    rv = acp__buf_append(b, "\r\n", 2);
+  return rv;
+}
+
+/* Keep the cookies of an answer: name=value of each Set-Cookie (the
+ * attributes are not needed to send them back to the one origin). */
+static void keep_cookies(hcli *h, const acp__http_head *hd) {
+  for (size_t i = 0; i < hd->nheaders; i++) {
+    const acp__http_header *x = &hd->headers[i];
+    if (x->name_len != 10 || strncasecmp(x->name, "Set-Cookie", 10) != 0)
+      continue;
+    const char *v = x->value;
+    size_t n = x->value_len;
+    const char *semi = memchr(v, ';', n);
+    if (semi)
+      n = (size_t)(semi - v);
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+      n--;
+    const char *eq = memchr(v, '=', n);
+    if (!eq || eq == v)
+      continue;
+    size_t nl = (size_t)(eq - v);
+    /* Drop an earlier cookie of that name, then add this one. */
+    acp__buf nb;
+    acp__buf_init(&nb, &h->mem, 0);
+    size_t off = 0;
+    int rv = 0;
+    while (off < h->cookies.len && rv == 0) {
+      const char *c = h->cookies.data + off;
+      const char *end = memchr(c, ';', h->cookies.len - off);
+      size_t cl = end ? (size_t)(end - c) : h->cookies.len - off;
+      if (!(cl > nl && c[nl] == '=' && memcmp(c, v, nl) == 0)) {
+        if (nb.len > 0)
+          rv = acp__buf_append(&nb, "; ", 2);
+        if (rv == 0)
+          rv = acp__buf_append(&nb, c, cl);
+      }
+      off += cl + (end ? 2 : 0);
+    }
+    if (rv == 0 && nb.len > 0)
+      rv = acp__buf_append(&nb, "; ", 2);
+    if (rv == 0)
+      rv = acp__buf_append(&nb, v, n);
+    if (rv != 0) {
+      acp__buf_dispose(&nb);
+      continue;
+    }
+    acp__buf_dispose(&h->cookies);
+    h->cookies = nb;
+  }
+}
+
+/* MARK: - Messages (Private) */
+
+static hsock *find_stream(hcli *h, const char *sid) {
+  for (hsock *s = h->socks; s; s = s->next)
+    if (s->kind == K_SSE && !s->closed &&
+        (sid ? (s->sid && strcmp(s->sid, sid) == 0) : s->sid == NULL))
+      return s;
+  return NULL;
+}
+
+static void open_stream(hcli *h, const char *sid) {
+  acp__buf req;
+  if (h->failed || !h->have_addr || find_stream(h, sid))
+    return;
+  hsock *s = sock_new(h, K_SSE, sid);
+  if (!s) {
+    fail(h, ACP_ERR_NOMEM, "cannot open an SSE stream");
+    return;
+  }
+  acp__buf_init(&req, &h->mem, 0);
+  if (put_head(h, &req, "GET", sid, "text/event-stream", (size_t)-1, true) !=
+          0 ||
+      sock_write(s, req.data, req.len) != 0)
+    fail(h, ACP_ERR_NOMEM, "cannot open an SSE stream");
+  acp__buf_dispose(&req);
+}
+
+static char *dup_str(hcli *h, acp_json_doc *doc, const acp_json_val *v) {
+  const char *p;
+  size_t n;
+  if (acp_json_type_of(v) != ACP_JSON_STRING ||
+      acp_json_doc_str(doc, v, &p, &n) != 0 || memchr(p, '\r', n) ||
+      memchr(p, '\n', n) || memchr(p, '\0', n) || n > 1024)
+    return NULL;
+  return acp__strndup(&h->mem, p, n);
+}
+
+/* A message from the agent: note what it tells the transport. */
+static void inspect_inbound(hcli *h, const char *p, size_t n) {
+  if (acp_json_doc_parse(h->doc, p, n, NULL) != 0)
+    return;
+  const acp_json_val *root = acp_json_doc_root(h->doc);
+  const acp_json_val *method = acp_json_obj_getz(root, "method");
+  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  if (!method) {
+    /* A response that names a session (session/new, /load, /fork): open
+     * that session's stream, as the SDK's client does. */
+    const acp_json_val *res = acp_json_obj_getz(root, "result");
+    char *sid = dup_str(h, h->doc, acp_json_obj_getz(res, "sessionId"));
+    if (sid) {
+      open_stream(h, sid);
+      acp__free(&h->mem, sid);
+    }
+    return;
+  }
+  if (!id)
+    return;
+  /* The agent's request about a session: our answer names it too. */
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  char *sid = dup_str(h, h->doc, acp_json_obj_getz(params, "sessionId"));
+  if (!sid)
+    return;
+  size_t il;
+  const char *ir = acp_json_raw(id, &il);
+  route *r = acp__calloc(&h->mem, 1, sizeof(*r));
+  if (!r || !(r->id = acp__strndup(&h->mem, ir, il))) {
+    acp__free(&h->mem, r);
+    acp__free(&h->mem, sid);
+    return;
+  }
+  r->sid = sid;
+  r->next = h->routes;
+  h->routes = r;
+}
+
+static int on_event(void *ud, const char *type, size_t type_len,
+                    const char *data, size_t data_len, const char *id,
+                    size_t id_len) {
+  hsock *s = ud;
+  hcli *h = s->h;
+  (void)id;
+  (void)id_len;
+  if (!(type_len == 7 && memcmp(type, "message", 7) == 0) || data_len == 0)
+    return 0;
+  char *line = acp__malloc(&h->mem, data_len + 1);
+  if (!line)
+    return ACP_ERR_NOMEM;
+  /* Line mode: data lines joined by LF are one message. */
+  for (size_t i = 0; i < data_len; i++)
+    line[i] = (data[i] == '\n' || data[i] == '\r') ? ' ' : data[i];
+  line[data_len] = '\n';
+  inspect_inbound(h, line, data_len);
+  deliver(h, line, data_len + 1);
+  acp__free(&h->mem, line);
+  /* The link may have been closed or failed from in there. */
+  return (s->closed || h->failed) ? ACP_ERR_CLOSED : 0;
+}
+
+/* What the message we are about to send needs: its session, whether it
+ * is initialize, a request's id. */
+static int inspect_outbound(hcli *h, hmsg *m) {
+  if (acp_json_doc_parse(h->doc, m->body, m->len, NULL) != 0)
+    return 0; /* the agent answers a parse error; not ours to judge */
+  const acp_json_val *root = acp_json_doc_root(h->doc);
+  const acp_json_val *method = acp_json_obj_getz(root, "method");
+  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  size_t il = 0;
+  const char *ir = id ? acp_json_raw(id, &il) : NULL;
+  if (method) {
+    m->is_init = acp_json_str_eq(method, "initialize", 10) && id != NULL;
+    m->sid = dup_str(
+        h, h->doc,
+        acp_json_obj_getz(acp_json_obj_getz(root, "params"), "sessionId"));
+    if (ir && !(m->req_id = acp__strndup(&h->mem, ir, il)))
+      return ACP_ERR_NOMEM;
+    return 0;
+  }
+  if (!ir)
+    return 0;
+  for (route **pp = &h->routes; *pp; pp = &(*pp)->next) {
+    route *r = *pp;
+    if (strlen(r->id) == il && memcmp(r->id, ir, il) == 0) {
+      *pp = r->next;
+      m->sid = r->sid;
+      acp__free(&h->mem, r->id);
+      acp__free(&h->mem, r);
+      break;
+    }
+  }
+  return 0;
+}
+
+static void pump(hcli *h) {
+  acp__buf req;
+  if (h->failed || !h->have_addr || !h->q_head)
+    return;
+  if (h->post && h->post->msg)
+    return; /* one at a time, in order */
+  if (h->conn_id[0] == '\0' && h->init_sent)
+    return; /* initialize is being answered */
+  hmsg *m = h->q_head;
+  if (h->conn_id[0] == '\0' && !m->is_init) {
+    fail(h, ACP_ERR_PROTOCOL,
+         "the first message over Streamable HTTP must be initialize");
+    return;
+  }
+  if (h->conn_id[0] != '\0' && m->is_init) {
+    fail(h, ACP_ERR_PROTOCOL, "initialize was sent twice");
+    return;
+  }
+  h->q_head = m->next;
+  if (!h->q_head)
+    h->q_tail = NULL;
+  m->next = NULL;
+  if (m->sid)
+    open_stream(h, m->sid);
+  if (!h->post) {
+    h->post = sock_new(h, K_POST, NULL);
+    if (!h->post) {
+      hmsg_free(h, m);
+      fail(h, ACP_ERR_NOMEM, "cannot open a socket");
+      return;
+    }
+  } else {
+    h->post->reused = true;
+  }
+  hsock *s = h->post;
+  s->msg = m;
+  s->got_bytes = false;
+  if (m->is_init)
+    h->init_sent = true;
+  acp__buf_init(&req, &h->mem, 0);
+  int rv = put_head(h, &req, "POST", m->sid, "application/json", m->len,
+                    !m->is_init);
+  if (rv == 0)
+    rv = acp__buf_append(&req, m->body, m->len);
+  if (rv == 0)
+    rv = sock_write(s, req.data, req.len);
+  acp__buf_dispose(&req);
+  if (rv != 0)
+    fail(h, rv, "cannot send a POST");
+}
+
+/* MARK: - Answers (Private) */
+
+static void post_done(hsock *s) {
+  hcli *h = s->h;
+  hmsg *m = s->msg;
+  char d[200];
+  s->msg = NULL;
+  if (!m)
+    return;
+  if (m->is_init) {
+    if (s->status != 200) {
+      hmsg_free(h, m);
+      fail_status(h, s, "initialize was refused");
+      return;
+    }
+    if (s->conn_id[0] == '\0') {
+      hmsg_free(h, m);
+      fail(h, ACP_ERR_PROTOCOL,
+           "the initialize answer has no Acp-Connection-Id");
+      return;
+    }
+    /* Its body must answer this initialize (the SDK's client checks so). */
+    const acp_json_val *root = NULL;
+    if (acp_json_doc_parse(h->doc, s->text.data, s->text.len, NULL) == 0)
+      root = acp_json_doc_root(h->doc);
+    const acp_json_val *id = acp_json_obj_getz(root, "id");
+    size_t il = 0;
+    const char *ir = id ? acp_json_raw(id, &il) : NULL;
+    if (!root || acp_json_obj_getz(root, "method") || !ir || !m->req_id ||
+        strlen(m->req_id) != il || memcmp(ir, m->req_id, il) != 0) {
+      hmsg_free(h, m);
+      fail(h, ACP_ERR_PROTOCOL,
+           "the initialize answer is not the response to initialize");
+      return;
+    }
+    memcpy(h->conn_id, s->conn_id, sizeof(h->conn_id));
+    char *line = acp__malloc(&h->mem, s->text.len + 1);
+    if (!line) {
+      hmsg_free(h, m);
+      fail(h, ACP_ERR_NOMEM, "out of memory");
+      return;
+    }
+    for (size_t i = 0; i < s->text.len; i++)
+      line[i] = (s->text.data[i] == '\n' || s->text.data[i] == '\r')
+                    ? ' '
+                    : s->text.data[i];
+    line[s->text.len] = '\n';
+    open_stream(h, NULL);
+    if (h->ccb) {
+      acp_remote_connect_cb cb = h->ccb;
+      h->ccb = NULL;
+      cb(h->link, 0, h->conn_id, h->cud);
+      if (h->link)
+        h->ccb = cb; /* kept for a later failure */
+    }
+    deliver(h, line, s->text.len + 1);
+    acp__free(&h->mem, line);
+  } else if (s->status < 200 || s->status > 299) {
+    if (s->status == 401 || s->status == 403 || s->status == 404 ||
+        s->status == 410 || !m->req_id) {
+      /* The connection is unusable (or a notification or response was
+       * lost, which nothing could report): the end. */
+      hmsg_free(h, m);
+      snprintf(d, sizeof(d), "the server refused a message");
+      fail_status(h, s, d);
+      return;
+    }
+    size_t n = s->text.len;
+    char *t = acp__strndup(&h->mem, s->text.data ? s->text.data : "", n);
+    deliver_error(h, m->req_id, s->status, t ? t : "");
+    acp__free(&h->mem, t);
+  }
+  if (h->link)
+    acp_uv_link_user_written(h->link, m->credit);
+  hmsg_free(h, m);
+}
+
+static void answer_done(hsock *s) {
+  hcli *h = s->h;
+  if (s->kind == K_POST) {
+    post_done(s);
+    if (h->failed)
+      return;
+    /* Ready for the next answer on this socket, or done with it. */
+    s->head_done = false;
+    s->status = 0;
+    acp__buf_clear(&s->text);
+    if (!s->keep_alive)
+      sock_close(s);
+    pump(h);
+  } else if (s->kind == K_DELETE) {
+    sock_close(s);
+  } else {
+    /* A chunked SSE body that ended: the stream is over. */
+    sock_ended(s, UV_EOF);
+  }
+}
+
+static void on_head(hsock *s, const acp__http_head *hd) {
+  hcli *h = s->h;
+  s->status = hd->status;
+  keep_cookies(h, hd);
+  s->keep_alive =
+      hd->minor_version >= 1 && !acp__http_has_token(hd, "Connection", "close");
+  const acp__http_header *cid = acp__http_find(hd, "Acp-Connection-Id");
+  s->conn_id[0] = '\0';
+  if (cid && cid->value_len > 0 && cid->value_len < sizeof(s->conn_id))
+    snprintf(s->conn_id, sizeof(s->conn_id), "%.*s", (int)cid->value_len,
+             cid->value);
+  acp__buf_clear(&s->text);
+  if (s->kind == K_SSE && s->status == 200) {
+    if (!s->sse_init) {
+      acp__sse_init(&s->sse, &h->mem, h->max_msg);
+      s->sse_init = true;
+    }
+  }
+}
+
+static int on_body(hsock *s, const char *p, size_t n) {
+  hcli *h = s->h;
+  if (s->kind == K_SSE && s->status == 200) {
+    int rv = acp__sse_feed(&s->sse, p, n, on_event, s);
+    if (rv == ACP_ERR_LIMIT)
+      fail(h, ACP_ERR_LIMIT, "a message from the server is too large");
+    return rv;
+  }
+  size_t cap =
+      (s->kind == K_POST && s->msg && s->msg->is_init && s->status == 200)
+          ? h->max_msg
+          : ERR_BODY_MAX;
+  if (s->text.len < cap) {
+    size_t k = cap - s->text.len < n ? cap - s->text.len : n;
+    if (acp__buf_append(&s->text, p, k) != 0)
+      return ACP_ERR_NOMEM;
+  } else if (s->kind == K_POST && s->msg && s->msg->is_init &&
+             s->status == 200) {
+    fail(h, ACP_ERR_LIMIT, "the initialize answer is too large");
+    return ACP_ERR_LIMIT;
+  }
+  return 0;
+}
+
+/* Consume what arrived: heads, bodies, events. */
+static void process(hsock *s) {
+  hcli *h = s->h;
+  while (!s->closed && !h->failed && s->in.len > 0) {
+    if (!s->head_done) {
+      acp__http_head hd;
+      acp_ssize n = acp__http_parse_head(s->in.data, s->in.len, true, &hd);
+      if (n == 0)
+        return;
+      if (n < 0 || acp__http_body_init(&s->body, &hd) != 0) {
+        if (s->kind == K_DELETE) {
+          sock_close(s);
+          return;
+        }
+        fail(h, ACP_ERR_PROTOCOL, "the server's answer is not HTTP/1.1");
+        return;
+      }
+      if (hd.status >= 100 && hd.status < 200) {
+        acp__buf_consume(&s->in, (size_t)n);
+        continue; /* 100 Continue and the like */
+      }
+      on_head(s, &hd);
+      acp__buf_consume(&s->in, (size_t)n);
+      s->head_done = true;
+      if (s->body.done) {
+        answer_done(s);
+        continue;
+      }
+    }
+    const char *p;
+    size_t pn;
+    acp_ssize n = acp__http_body_feed(&s->body, s->in.data, s->in.len, &p, &pn);
+    if (n < 0) {
+      fail(h, ACP_ERR_PROTOCOL,
+           "broken chunked framing in the server's answer");
+      return;
+    }
+    if (pn > 0) {
+      int rv = on_body(s, p, pn);
+      if (rv == ACP_ERR_CLOSED)
+        return;
+      if (rv != 0) {
+        fail(h, ACP_ERR_NOMEM, "out of memory");
+        return;
+      }
+    }
+    acp__buf_consume(&s->in, (size_t)n);
+    if (s->body.done)
+      answer_done(s);
+    else if (n == 0)
+      return;
+  }
+}
+
+/* The socket's read side ended (EOF or an error). */
+static void sock_ended(hsock *s, int err) {
+  hcli *h = s->h;
+  if (s->closed)
+    return;
+  if (s->kind == K_DELETE) {
+    sock_close(s);
+    return;
+  }
+  if (s->kind == K_POST) {
+    if (s->msg && s->head_done && s->body.mode == ACP__BODY_CLOSE) {
+      s->keep_alive = false;
+      answer_done(s);
+      return;
+    }
+    if (s->msg && !s->got_bytes && s->reused) {
+      /* A kept-alive socket the server closed as we reused it: the
+       * request was not read. Send it again on a fresh one. */
+      hmsg *m = s->msg;
+      s->msg = NULL;
+      m->next = h->q_head;
+      h->q_head = m;
+      if (!h->q_tail)
+        h->q_tail = m;
+      sock_close(s);
+      pump(h);
+      return;
+    }
+    if (s->msg) {
+      char d[200];
+      snprintf(d, sizeof(d), "the server closed the connection (%s)",
+               err == UV_EOF ? "end of stream" : uv_strerror(err));
+      fail(h, ACP_ERR_CLOSED, d);
+      return;
+    }
+    sock_close(s); /* idle: the server let it go */
+    return;
+  }
+  /* An SSE stream. */
+  if (s->head_done && s->status != 200) {
+    if (s->sid && s->status == 409) {
+      sock_close(s); /* that session's stream has another reader */
+      return;
+    }
+    fail_status(h, s,
+                s->sid ? "the session stream was refused"
+                       : "the connection stream was refused");
+    return;
+  }
+  if (s->sid) {
+    /* A session stream ended: the next message of that session opens it
+     * again. */
+    sock_close(s);
+    return;
+  }
+  fail(h, ACP_ERR_CLOSED,
+       err == UV_EOF ? "the server ended the connection stream"
+                     : "the connection stream broke");
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
+  hsock *s = st->data;
+  if (n > 0) {
+    s->got_bytes = true;
+    if (acp__buf_append(&s->in, buf->base, (size_t)n) != 0)
+      fail(s->h, ACP_ERR_NOMEM, "out of memory");
+    else
+      process(s);
+  } else if (n < 0) {
+    sock_ended(s, (int)n);
+  }
+  acp__free(&s->h->mem, buf->base);
+}
+
+/* MARK: - Link ops (Private) */
+
+static int op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
+  hcli *h = ud;
+  (void)l;
+  if (h->failed)
+    return ACP_ERR_CLOSED;
+  while (len > 0) {
+    const char *nl = memchr(data, '\n', len);
+    if (!nl) {
+      if (!h->line_drop &&
+          acp__buf_append(&h->line, data, len) == ACP_ERR_LIMIT) {
+        h->line_drop = true;
+        acp__buf_clear(&h->line);
+      }
+      acp_uv_link_user_written(h->link, len);
+      return 0;
+    }
+    size_t seg = (size_t)(nl - data);
+    size_t total = h->line.len + seg;
+    bool blank = true;
+    for (size_t i = 0; i < h->line.len && blank; i++)
+      blank = h->line.data[i] == ' ' || h->line.data[i] == '\t' ||
+              h->line.data[i] == '\r';
+    for (size_t i = 0; i < seg && blank; i++)
+      blank = data[i] == ' ' || data[i] == '\t' || data[i] == '\r';
+    if (h->line_drop || blank || total > h->max_msg) {
+      acp_uv_link_user_written(h->link, seg + 1);
+    } else {
+      hmsg *m = acp__calloc(&h->mem, 1, sizeof(*m) + total + 1);
+      if (!m)
+        return ACP_ERR_NOMEM;
+      if (h->line.len)
+        memcpy(m->body, h->line.data, h->line.len);
+      memcpy(m->body + h->line.len, data, seg);
+      m->len = total;
+      if (m->len > 0 && m->body[m->len - 1] == '\r')
+        m->len--;
+      m->credit = seg + 1;
+      if (inspect_outbound(h, m) != 0) {
+        hmsg_free(h, m);
+        return ACP_ERR_NOMEM;
+      }
+      if (h->q_tail)
+        h->q_tail->next = m;
+      else
+        h->q_head = m;
+      h->q_tail = m;
+    }
+    h->line_drop = false;
+    acp__buf_clear(&h->line);
+    data += seg + 1;
+    len -= seg + 1;
+  }
+  pump(h);
+  return 0;
+}
+
+static void op_read_changed(acp_uv_link *l, int reading, void *ud) {
+  hcli *h = ud;
+  (void)l;
+  h->link_reading = reading != 0;
+  if (h->link_reading)
+    uv_timer_start(&h->resume, on_resume, 0, 0); /* not from in here */
+  else
+    sse_reading(h, false);
+}
+
+static void op_shutdown(acp_uv_link *l, void *ud) {
+  (void)l;
+  (void)ud;
+}
+
+static void on_delete_timeout(uv_timer_t *t) {
+  hcli *h = t->data;
+  for (hsock *s = h->socks; s; s = s->next)
+    sock_close(s);
+}
+
+static void op_close(acp_uv_link *l, void *ud) {
+  hcli *h = ud;
+  (void)l;
+  h->link = NULL;
+  h->ccb = NULL;
+  uv_timer_stop(&h->resume);
+  uv_timer_stop(&h->timer);
+  for (hsock *s = h->socks; s; s = s->next)
+    sock_close(s);
+  /* End the connection on the server: its agent is stopped at once
+   * rather than when a stream times out. */
+  if (h->conn_id[0] != '\0' && !h->deleted && h->have_addr) {
+    hsock *s = sock_new(h, K_DELETE, NULL);
+    acp__buf req;
+    acp__buf_init(&req, &h->mem, 0);
+    if (s && (put_head(h, &req, "DELETE", NULL, NULL, (size_t)-1, true) != 0 ||
+              sock_write(s, req.data, req.len) != 0))
+      sock_close(s);
+    acp__buf_dispose(&req);
+    if (s)
+      uv_timer_start(&h->timer, on_delete_timeout, DELETE_MS, 0);
+  }
+  h->handles += 2;
+  uv_close((uv_handle_t *)&h->resume, on_hcli_handle_closed);
+  uv_close((uv_handle_t *)&h->timer, on_hcli_handle_closed);
+}
+
+static const acp_uv_link_ops hcli_ops = {op_write, op_read_changed, op_shutdown,
+                                         op_close};
+
+/* MARK: - Connecting (Private) */
+
+static void on_connect_timeout(uv_timer_t *t) {
+  hcli *h = t->data;
+  if (h->conn_id[0] == '\0')
+    fail(h, ACP_ERR_TIMEOUT, "no answer to initialize");
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status,
+                        struct addrinfo *res) {
+  hcli *h = req->data;
+  h->resolving = false;
+  if (!h->link) {
+    uv_freeaddrinfo(res);
+    hcli_unref(h);
+    return;
+  }
+  if (status < 0 || !res) {
+    char d[300];
+    snprintf(d, sizeof(d), "cannot resolve %s: %s", h->host,
+             uv_strerror(status));
+    uv_freeaddrinfo(res);
+    fail(h, ACP_ERR_NOT_FOUND, d);
+    return;
+  }
+  memcpy(&h->addr, res->ai_addr, res->ai_addrlen);
+  h->have_addr = true;
+  uv_freeaddrinfo(res);
+  pump(h);
+}
+
+/* MARK: - Connecting (Internal) */
+
+int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
+                             const acp__url *u,
+                             const acp_remote_client_options *opts,
+                             acp_remote_connect_cb cb, void *user_data,
+                             const acp_mem *mem) {
+  acp_mem m;
+  int rv = ACP_ERR_NOMEM;
+  acp__mem_init(&m, mem);
+  hcli *h = acp__calloc(&m, 1, sizeof(*h));
+  if (!h)
+    return ACP_ERR_NOMEM;
+  h->mem = m;
+  h->loop = loop;
+  h->max_msg =
+      opts->max_message ? opts->max_message : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  acp__buf_init(&h->extra, &h->mem, 0);
+  acp__buf_init(&h->cookies, &h->mem, 8192);
+  acp__buf_init(&h->line, &h->mem, h->max_msg);
+  acp__buf_init(&h->hold, &h->mem, 0);
+  h->host = acp__strndup(&h->mem, u->host, u->host_len);
+  h->port = u->port ? acp__strndup(&h->mem, u->port, u->port_len)
+                    : acp__strdup(&h->mem, "80");
+  h->authority = acp__strndup(&h->mem, u->authority, u->authority_len);
+  h->path = acp__strdup(&h->mem, u->path);
+  if (!h->host || !h->port || !h->authority || !h->path ||
+      acp_json_doc_new(&h->doc, &h->mem) != 0)
+    goto fail;
+  if (strlen(h->path) > 400) {
+    rv = ACP_ERR_INVALID_ARGUMENT;
+    goto fail;
+  }
+  if (opts->token) {
+    if (strpbrk(opts->token, "\r\n")) {
+      rv = ACP_ERR_INVALID_ARGUMENT;
+      goto fail;
+    }
+    if (acp__buf_append(&h->extra, "Authorization: Bearer ", 22) != 0 ||
+        acp__buf_append(&h->extra, opts->token, strlen(opts->token)) != 0 ||
+        acp__buf_append(&h->extra, "\r\n", 2) != 0)
+      goto fail;
+  }
+  for (size_t i = 0; opts->headers && opts->headers[i]; i++) {
+    const char *hd = opts->headers[i];
+    if (strpbrk(hd, "\r\n") || !strchr(hd, ':')) {
+      rv = ACP_ERR_INVALID_ARGUMENT;
+      goto fail;
+    }
+    if (acp__buf_append(&h->extra, hd, strlen(hd)) != 0 ||
+        acp__buf_append(&h->extra, "\r\n", 2) != 0)
+      goto fail;
+  }
+  rv = acp_uv_link_new_user(&h->link, loop, &hcli_ops, h, &h->mem);
+  if (rv != 0)
+    goto fail;
+  h->ccb = cb;
+  h->cud = user_data;
+  uv_timer_init(loop, &h->resume);
+  uv_timer_init(loop, &h->timer);
+  h->resume.data = h;
+  h->timer.data = h;
+  struct addrinfo hints;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  h->gai.data = h;
+  h->resolving = true;
+  if (uv_getaddrinfo(loop, &h->gai, on_resolved, h->host, h->port, &hints) !=
+      0) {
+    h->resolving = false;
+    fail(h, ACP_ERR_NOT_FOUND, "cannot resolve the host");
+  } else {
+    uv_timer_start(&h->timer, on_connect_timeout, CONNECT_MS, 0);
+  }
+  *out = h->link;
+  return 0;
+fail:
+  hcli_free(h);
+  return rv;
+}
