@@ -314,7 +314,8 @@ static void note_tool(capp *a, const acp_client_update *u, bool first) {
          status);
   else
     note(a, "[tool] %.*s\n", (int)tn, title ? title : "");
-  if (str_is(status, sn, "completed") || str_is(status, sn, "failed"))
+  if (str_is(status, sn, "completed") || str_is(status, sn, "failed") ||
+      str_is(status, sn, "cancelled"))
     tool_forget(a, id, idn);
 }
 
@@ -758,7 +759,10 @@ static int on_permission(acp_client *client, acp_client_request *req,
   const acp_json_val *p = acp_client_request_params(req);
   const acp_json_val *opts = acp_json_obj_getz(p, "options");
   const acp_json_val *tc = acp_json_obj_getz(p, "toolCall");
+  const acp_json_val *subject = acp_json_obj_getz(p, "subject"); /* v2 */
   const acp_rpc_msg *msg = acp_client_request_msg(req);
+  const char *s = NULL;
+  size_t sn = 0;
   const acp_json_val *o;
   const char *title = NULL;
   size_t tlen = 0;
@@ -773,7 +777,11 @@ static int on_permission(acp_client *client, acp_client_request *req,
                              NULL, 0);
     return 0;
   }
-  jstr(msg, tc, "title", &title, &tlen);
+  /* v1 names the tool call (toolCall.title); v2 gives the prompt its own
+   * title, its subject the tool call (subject.toolCall) or a command. */
+  if (jstr(msg, p, "title", &title, &tlen) != 0 &&
+      jstr(msg, tc, "title", &title, &tlen) != 0)
+    jstr(msg, acp_json_obj_getz(subject, "toolCall"), "title", &title, &tlen);
   raw = acp_json_raw(opts, &n);
   a->perm_options = malloc(n + 1);
   if (a->perm_options == NULL)
@@ -782,6 +790,14 @@ static int on_permission(acp_client *client, acp_client_request *req,
   a->perm_options[n] = '\0';
   a->perm = req;
   note(a, "[permission] %.*s\n", (int)tlen, title ? title : "(tool call)");
+  if (jstr(msg, p, "description", &s, &sn) == 0)
+    note(a, "  %.*s\n", (int)sn, s);
+  if (jstr(msg, subject, "command", &s, &sn) == 0) {
+    note(a, "  $ %.*s", (int)sn, s);
+    if (jstr(msg, subject, "cwd", &s, &sn) == 0)
+      note(a, " (in %.*s)", (int)sn, s);
+    note(a, "\n");
+  }
   for (o = acp_json_child(opts); o != NULL; o = acp_json_next(o)) {
     const char *name = NULL;
     size_t nlen = 0;
@@ -1564,6 +1580,12 @@ static void v2_state_update(capp *a, const acp_client_update *u) {
   int code;
 
   jstr(u->msg, u->update, "state", &st, &stn);
+  if (str_is(st, stn, "requires_action")) {
+    /* The turn waits on the user (a permission or a question follows or
+     * is pending); running or idle comes after. */
+    note(a, "[waiting for you]\n");
+    return;
+  }
   if (st == NULL || stn != 4 || memcmp(st, "idle", 4) != 0 ||
       a->state != ST_PROMPT)
     return;
