@@ -369,6 +369,76 @@ static void test_v2_prompt_lifecycle(void **s) {
   prompt_fails = 0;
 }
 
+/* The typed senders speak the negotiated version: v2 has one tool call
+ * upsert, plans as plan_update items, permission requests with a title and
+ * a subject, and states the application reports (requires_action). */
+static void test_v2_update_shapes(void **s) {
+  static const char tc[] =
+      "{\"toolCallId\":\"t1\",\"title\":\"Edit a.c\",\"kind\":\"edit\"}";
+  static const char opts[] =
+      "[{\"optionId\":\"ok\",\"name\":\"OK\",\"kind\":\"allow_once\"}]";
+  static const char entries[] =
+      "[{\"content\":\"A\",\"priority\":\"high\",\"status\":\"pending\"}]";
+  int v;
+  (void)s;
+
+  for (v = ACP_PROTOCOL_V1; v <= ACP_PROTOCOL_V2; v++) {
+    acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
+    acp_client *c = new_client(v);
+    pair_wire w = {{0}, {0}};
+
+    assert_int_equal(negotiate(a, c, NULL), v);
+    assert_int_equal(acp_agent_send_tool_call(a, "s1", "t1", "Edit a.c", "edit",
+                                              "pending", NULL, 0),
+                     0);
+    assert_int_equal(acp_agent_send_plan(a, "s1", LIT(entries)), 0);
+    assert_int_equal(acp_agent_send_plan_update(a, "s1", "p2", LIT(entries)),
+                     0);
+    assert_int_equal(acp_agent_send_state(a, "s1", "requires_action"),
+                     v == ACP_PROTOCOL_V2 ? 0 : ACP_ERR_INVALID_STATE);
+    n_ok = 0;
+    assert_int_equal(acp_agent_request_permission(a, "s1", LIT(tc), LIT(opts),
+                                                  a_resp, NULL, NULL),
+                     0);
+    assert_int_equal(pump(a, c, &w), 0);
+    assert_int_equal(n_ok, 1); /* answered (cancelled) by c_permission */
+    assert_non_null(strstr(w.a2c.data, "\"planId\":\"p2\""));
+    if (v == ACP_PROTOCOL_V2) {
+      assert_null(strstr(w.a2c.data, "\"sessionUpdate\":\"tool_call\""));
+      assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":"
+                                         "\"tool_call_update\",\"toolCallId\":"
+                                         "\"t1\",\"title\":\"Edit a.c\""));
+      assert_null(strstr(w.a2c.data, "\"sessionUpdate\":\"plan\""));
+      assert_non_null(strstr(w.a2c.data, "\"plan\":{\"type\":\"items\","
+                                         "\"planId\":\"plan\",\"entries\":"));
+      assert_non_null(strstr(w.a2c.data, "\"state\":\"requires_action\""));
+      assert_non_null(strstr(w.a2c.data,
+                             "\"params\":{\"sessionId\":\"s1\",\"title\":"
+                             "\"Edit a.c\",\"subject\":{\"type\":\"tool_call\","
+                             "\"toolCall\":{\"toolCallId\":\"t1\""));
+      /* A v2 permission needs an object to take its title from. */
+      assert_int_equal(acp_agent_request_permission(
+                           a, "s1", LIT("[1]"), LIT(opts), NULL, NULL, NULL),
+                       ACP_ERR_INVALID_ARGUMENT);
+    } else {
+      assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":\"tool_call\","));
+      assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":\"plan\","
+                                         "\"entries\":"));
+      assert_null(strstr(w.a2c.data, "state_update"));
+      assert_non_null(strstr(w.a2c.data, "\"params\":{\"sessionId\":\"s1\","
+                                         "\"toolCall\":"));
+      assert_null(strstr(w.a2c.data, "\"subject\""));
+    }
+    assert_int_equal(acp_agent_send_state(a, "s1", NULL),
+                     ACP_ERR_INVALID_ARGUMENT);
+    assert_int_equal(acp_agent_send_plan_update(a, "s1", NULL, LIT(entries)),
+                     ACP_ERR_INVALID_ARGUMENT);
+    wire_clear(&w);
+    acp_client_free(c);
+    acp_agent_free(a);
+  }
+}
+
 static void test_v2_set_max_rejects_bad_input(void **s) {
   acp_agent *a = new_agent(0, false);
   acp_client *c = new_client(0);
@@ -399,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_v2_client_checks_with_v2_table),
       cmocka_unit_test(test_v2_client_gets_unasked_version),
       cmocka_unit_test(test_v2_prompt_lifecycle),
+      cmocka_unit_test(test_v2_update_shapes),
       cmocka_unit_test(test_v2_set_max_rejects_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
