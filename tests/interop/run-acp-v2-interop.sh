@@ -39,6 +39,17 @@ run "SDK v2 client -> acp conductor -> acp agent --protocol-v2" \
 run "SDK v2 client -> acp conductor (proxy trace) -> acp agent --protocol-v2" \
   "$acp" conductor agent "$acp proxy trace --file $work/trace.jsonl" \
   "$acp agent --protocol-v2"
+# The v2 semantics that differ from v1, as the SDK parses them (see
+# sdk_v2_client.mjs --scenario semantics).
+runs() { # NAME CMD...
+  name=$1; shift
+  out=$(timeout 60 node "$here/sdk_v2_client.mjs" --scenario semantics -- "$@" 2>&1)
+  if [ $? -eq 0 ]; then ok "$name"; else ko "$name" "$out"; fi
+}
+runs "SDK v2 client -> acp agent --protocol-v2: v2 semantics (plans, tool calls, diffs, permission states, tool_call/cancel, resume/replay)" \
+  "$acp" agent --protocol-v2
+runs "SDK v2 client -> acp conductor -> acp agent --protocol-v2: v2 semantics" \
+  "$acp" conductor agent "$acp agent --protocol-v2"
 # The proxy saw the v2 traffic as it was: the idle state_update went by.
 if grep -q '"state_update"' "$work/trace.jsonl" 2>/dev/null &&
    grep -q '"protocolVersion":2' "$work/trace.jsonl"; then
