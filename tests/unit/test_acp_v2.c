@@ -439,6 +439,97 @@ static void test_v2_update_shapes(void **s) {
   }
 }
 
+static char last_params[512];
+static char last_method[64];
+
+/* Remember what arrived, answer {}. */
+static int a_record(acp_agent *a, acp_agent_request *req, void *ud) {
+  size_t n = 0;
+  const char *raw = acp_json_raw(acp_agent_request_params(req), &n);
+  (void)ud;
+  snprintf(last_method, sizeof(last_method), "%s",
+           acp_agent_request_method(req));
+  snprintf(last_params, sizeof(last_params), "%.*s", (int)n, raw ? raw : "");
+  return acp_agent_respond(a, req, LIT("{}"));
+}
+
+/* The client's typed v2 calls put what the v2 schema asks on the wire. */
+static void test_v2_client_calls(void **s) {
+  acp_agent_callbacks *ac;
+  acp_agent *a;
+  acp_client *c = new_client(ACP_PROTOCOL_V2);
+  pair_wire w = {{0}, {0}};
+  (void)s;
+
+  assert_int_equal(acp_agent_callbacks_new(&ac), 0);
+  acp_agent_callbacks_set_on_session_new(ac, a_session_new);
+  acp_agent_callbacks_set_on_auth_login(ac, a_record);
+  acp_agent_callbacks_set_on_auth_logout(ac, a_record);
+  acp_agent_callbacks_set_on_tool_call_cancel(ac, a_record);
+  acp_agent_callbacks_set_on_terminal_cancel(ac, a_record);
+  acp_agent_callbacks_set_on_session_resume(ac, a_record);
+  acp_agent_callbacks_set_on_session_set_config_option(ac, a_record);
+  assert_int_equal(acp_agent_new(&a, ac, NULL, NULL, NULL), 0);
+  acp_agent_callbacks_free(ac);
+  assert_int_equal(acp_agent_set_max_protocol_version(a, ACP_PROTOCOL_V2), 0);
+  assert_int_equal(negotiate(a, c, NULL), ACP_PROTOCOL_V2);
+
+#define CALL_AND_CHECK(call, method, params)                                   \
+  do {                                                                         \
+    n_ok = 0;                                                                  \
+    last_method[0] = '\0';                                                     \
+    assert_int_equal(call, 0);                                                 \
+    assert_int_equal(pump(a, c, &w), 0);                                       \
+    assert_int_equal(n_ok, 1);                                                 \
+    assert_string_equal(last_method, method);                                  \
+    assert_string_equal(last_params, params);                                  \
+  } while (0)
+  CALL_AND_CHECK(acp_client_auth_login(c, "gh", c_resp, NULL, NULL),
+                 "auth/login", "{\"methodId\":\"gh\"}");
+  CALL_AND_CHECK(acp_client_auth_logout(c, c_resp, NULL, NULL), "auth/logout",
+                 "{}");
+  CALL_AND_CHECK(acp_client_tool_call_cancel(c, "s1", "t1", c_resp, NULL, NULL),
+                 "tool_call/cancel",
+                 "{\"sessionId\":\"s1\",\"toolCallId\":\"t1\"}");
+  CALL_AND_CHECK(
+      acp_client_terminal_cancel(c, "s1", "term1", c_resp, NULL, NULL),
+      "terminal/cancel", "{\"sessionId\":\"s1\",\"terminalId\":\"term1\"}");
+  CALL_AND_CHECK(acp_client_session_resume_replay(c, "s1", "/w", NULL, 0,
+                                                  LIT("{\"type\":\"start\"}"),
+                                                  c_resp, NULL, NULL),
+                 "session/resume",
+                 "{\"sessionId\":\"s1\",\"cwd\":\"/w\",\"replayFrom\":{"
+                 "\"type\":\"start\"}}");
+  CALL_AND_CHECK(acp_client_session_resume_replay(c, "s1", "/w", LIT("[]"),
+                                                  NULL, 0, c_resp, NULL, NULL),
+                 "session/resume",
+                 "{\"sessionId\":\"s1\",\"cwd\":\"/w\",\"mcpServers\":[]}");
+  CALL_AND_CHECK(acp_client_set_config_option(c, "s1", "mode", LIT("\"ask\""),
+                                              c_resp, NULL, NULL),
+                 "session/set_config_option",
+                 "{\"sessionId\":\"s1\",\"configId\":\"mode\",\"type\":"
+                 "\"id\",\"value\":\"ask\"}");
+  CALL_AND_CHECK(acp_client_set_config_option(c, "s1", "verbose", LIT("true"),
+                                              c_resp, NULL, NULL),
+                 "session/set_config_option",
+                 "{\"sessionId\":\"s1\",\"configId\":\"verbose\",\"type\":"
+                 "\"boolean\",\"value\":true}");
+#undef CALL_AND_CHECK
+  assert_int_equal(acp_client_tool_call_cancel(c, "s1", NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_client_terminal_cancel(NULL, "s1", "t", NULL, NULL, NULL),
+      ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_auth_login(c, NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_session_resume_replay(c, "s1", NULL, NULL, 0,
+                                                    NULL, 0, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  wire_clear(&w);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
 static void test_v2_set_max_rejects_bad_input(void **s) {
   acp_agent *a = new_agent(0, false);
   acp_client *c = new_client(0);
@@ -470,6 +561,7 @@ int main(void) {
       cmocka_unit_test(test_v2_client_gets_unasked_version),
       cmocka_unit_test(test_v2_prompt_lifecycle),
       cmocka_unit_test(test_v2_update_shapes),
+      cmocka_unit_test(test_v2_client_calls),
       cmocka_unit_test(test_v2_set_max_rejects_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
