@@ -498,7 +498,15 @@ ACP_EXTERN int acp_agent_notify(acp_agent *agent, const char *method,
 /** Send `$/cancel_request` for one of our pending calls (kept pending). */
 ACP_EXTERN int acp_agent_cancel_call(acp_agent *agent, int64_t id);
 
-/** `session/request_permission` {sessionId, toolCall, options}. */
+/**
+ * `session/request_permission` {sessionId, toolCall, options}. Under v2 the
+ * same call sends the v2 shape {sessionId, title, subject: {type:
+ * "tool_call", toolCall}, options}, `title` taken from the tool call's
+ * (else "Permission requested"); `tool_call_json` must then be a JSON
+ * object (else ACP_ERR_INVALID_ARGUMENT). A v2 agent whose turn cannot go
+ * on without the answer should report it with acp_agent_send_state()
+ * "requires_action" before and "running" after.
+ */
 ACP_EXTERN int acp_agent_request_permission(
     acp_agent *agent, const char *session_id, const char *tool_call_json,
     size_t tool_call_len, const char *options_json, size_t options_len,
@@ -601,7 +609,8 @@ ACP_EXTERN int
 acp_agent_send_user_message_chunk(acp_agent *agent, const char *session_id,
                                   const char *text, size_t text_len,
                                   const char *extra, size_t extra_len);
-/** `tool_call` {toolCallId, title, kind?, status?}; NULL omits. */
+/** `tool_call` {toolCallId, title, kind?, status?}; NULL omits. Under v2
+ * the update kind is `tool_call_update` (v2's one tool call upsert). */
 ACP_EXTERN int acp_agent_send_tool_call(acp_agent *agent,
                                         const char *session_id,
                                         const char *tool_call_id,
@@ -613,9 +622,28 @@ ACP_EXTERN int
 acp_agent_send_tool_call_update(acp_agent *agent, const char *session_id,
                                 const char *tool_call_id, const char *status,
                                 const char *extra, size_t extra_len);
-/** `plan` {entries}: `entries` raw JSON array. */
+/** `plan` {entries}: `entries` raw JSON array. Under v2 (which has no
+ * bare `plan`): acp_agent_send_plan_update() with plan id "plan". */
 ACP_EXTERN int acp_agent_send_plan(acp_agent *agent, const char *session_id,
                                    const char *entries, size_t entries_len);
+/** `plan_update` {plan: {type: "items", planId, entries}}: one of several
+ * plans, told apart by `plan_id` (v2; v1 unstable). Each update carries
+ * the plan's complete entry list (raw JSON array). */
+ACP_EXTERN int acp_agent_send_plan_update(acp_agent *agent,
+                                          const char *session_id,
+                                          const char *plan_id,
+                                          const char *entries,
+                                          size_t entries_len);
+/**
+ * v2 only: `state_update` {state} without a stop reason, for the states the
+ * application decides: "requires_action" (the turn waits on the user, e.g.
+ * around a permission request) and "running" (it goes on). The library
+ * itself reports "running" when it accepts a prompt and "idle" with the
+ * stop reason when acp_agent_respond_prompt() ends the turn. Errors as
+ * above, and ACP_ERR_INVALID_STATE when the connection speaks v1.
+ */
+ACP_EXTERN int acp_agent_send_state(acp_agent *agent, const char *session_id,
+                                    const char *state);
 /** `available_commands_update` {availableCommands}: raw array. */
 ACP_EXTERN int acp_agent_send_available_commands(acp_agent *agent,
                                                  const char *session_id,

@@ -348,7 +348,8 @@ ACP_EXTERN int acp_client_set_mode(acp_client *client, const char *session_id,
 /**
  * `session/set_config_option` {sessionId, configId, value}: `value` raw
  * JSON (a string id, or true/false; for booleans add "type":"boolean"
- * through acp_client_call()).
+ * through acp_client_call()). Under v2, which requires the value's type,
+ * "type" is added: "boolean" for true/false, else "id".
  */
 ACP_EXTERN int
 acp_client_set_config_option(acp_client *client, const char *session_id,
@@ -404,6 +405,52 @@ ACP_EXTERN int acp_client_session_status(acp_client *client,
 ACP_EXTERN int acp_client_auth_status(acp_client *client,
                                       acp_client_response_cb cb,
                                       void *cb_user_data, int64_t *id_out);
+
+/* ACP v2 calls (after a v2 initialize, see
+ * acp_client_set_max_protocol_version(); a v1 agent answers -32601).
+ * Errors as for the calls above. */
+
+/** `auth/login` {methodId} (one of the agent's authMethods). */
+ACP_EXTERN int acp_client_auth_login(acp_client *client, const char *method_id,
+                                     acp_client_response_cb cb,
+                                     void *cb_user_data, int64_t *id_out);
+/** `auth/logout` {}. */
+ACP_EXTERN int acp_client_auth_logout(acp_client *client,
+                                      acp_client_response_cb cb,
+                                      void *cb_user_data, int64_t *id_out);
+/**
+ * `tool_call/cancel` {sessionId, toolCallId}: only for a tool call whose
+ * last update advertised `capabilities.cancel`. The answer means the agent
+ * accepted; a tool_call_update with a final status confirms it. -32602 for
+ * a call unknown, final or not cancellable.
+ */
+ACP_EXTERN int acp_client_tool_call_cancel(acp_client *client,
+                                           const char *session_id,
+                                           const char *tool_call_id,
+                                           acp_client_response_cb cb,
+                                           void *cb_user_data, int64_t *id_out);
+/**
+ * `terminal/cancel` {sessionId, terminalId}: only for a terminal whose
+ * last terminal_update advertised `capabilities.cancel`; confirmed by a
+ * terminal_update with exitStatus. The terminal is not released.
+ */
+ACP_EXTERN int acp_client_terminal_cancel(acp_client *client,
+                                          const char *session_id,
+                                          const char *terminal_id,
+                                          acp_client_response_cb cb,
+                                          void *cb_user_data, int64_t *id_out);
+/**
+ * `session/resume` {sessionId, cwd, mcpServers?, replayFrom?}: v2 replays
+ * history only when asked, from the raw cursor `replay_from` (e.g.
+ * {"type":"start"}; NULL omits: no replay). The agent sends the replayed
+ * updates, then a state_update snapshot, then the answer; an unsupported
+ * cursor is refused with -32602.
+ */
+ACP_EXTERN int acp_client_session_resume_replay(
+    acp_client *client, const char *session_id, const char *cwd,
+    const char *mcp_servers, size_t mcp_servers_len, const char *replay_from,
+    size_t replay_from_len, acp_client_response_cb cb, void *cb_user_data,
+    int64_t *id_out);
 
 #ifdef __cplusplus
 }

@@ -63,6 +63,9 @@ static int negotiated_version(const acp_agent *a, const acp__req *req) {
 }
 
 static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req);
+static acp_json_writer *update_begin(acp_agent *a, const char *session_id,
+                                     const char *kind);
+static int update_end(acp_agent *a, const char *extra, size_t extra_len);
 
 /* MARK: - Callbacks */
 
@@ -377,15 +380,12 @@ static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req) {
   if (rv != 0)
     return rv;
   req->accepted = true;
-  w = acp__role_obj_begin(r);
-  acp__w_str(w, "sessionId", s->id);
-  acp_json_write_keyz(w, "update");
-  acp_json_write_obj_begin(w);
-  acp__w_str(w, "sessionUpdate", "user_message");
+  /* Through update_end, so that on_update_sent sees the inserted message
+   * (an application keeping history replays it with its id). */
+  w = update_begin(a, s->id, "user_message");
   acp__w_str(w, "messageId", user_id);
   acp__w_raw(w, "content", prompt, n, "[]");
-  acp_json_write_obj_end(w);
-  rv = acp__role_notify_obj(r, "session/update");
+  rv = update_end(a, NULL, 0);
   if (rv == 0)
     rv = v2_state(a, s->id, "running", NULL);
   return rv;
@@ -834,6 +834,51 @@ int acp_agent_cancel_call(acp_agent *agent, int64_t id) {
   return acp__role_cancel_call(&agent->role, id);
 }
 
+/*
+ * v2 moved the tool call under a typed subject and gave the prompt its own
+ * title (RequestPermissionRequest: title*, subject {type: "tool_call",
+ * toolCall}, options*). The title is the tool call's when it has one, so a
+ * v1-shaped caller still produces a valid v2 request.
+ */
+static int v2_request_permission(acp_agent *agent, const char *session_id,
+                                 const char *tc, size_t tc_len,
+                                 const char *options, size_t options_len,
+                                 acp_agent_response_cb cb, void *ud,
+                                 int64_t *id_out) {
+  acp_json_doc *doc = NULL;
+  const char *title = NULL;
+  size_t title_len = 0;
+  acp_json_writer *w;
+  int rv;
+
+  rv = acp_json_doc_new(&doc, &agent->role.mem);
+  if (rv != 0)
+    return rv;
+  if (acp_json_doc_parse(doc, tc, tc_len, NULL) != 0 ||
+      acp_json_type_of(acp_json_doc_root(doc)) != ACP_JSON_OBJECT) {
+    acp_json_doc_free(doc);
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  (void)acp_json_doc_str(doc,
+                         acp_json_obj_getz(acp_json_doc_root(doc), "title"),
+                         &title, &title_len);
+  w = acp__role_obj_begin(&agent->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp_json_write_keyz(w, "title");
+  if (title != NULL)
+    acp_json_write_str(w, title, title_len);
+  else
+    acp_json_write_strz(w, "Permission requested");
+  acp_json_write_keyz(w, "subject");
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "type", "tool_call");
+  acp__w_raw(w, "toolCall", tc, tc_len, NULL);
+  acp_json_write_obj_end(w);
+  acp__w_raw(w, "options", options, options_len, NULL);
+  acp_json_doc_free(doc);
+  return agent_call_w(agent, "session/request_permission", cb, ud, id_out);
+}
+
 int acp_agent_request_permission(acp_agent *agent, const char *session_id,
                                  const char *tool_call_json,
                                  size_t tool_call_len, const char *options_json,
@@ -844,6 +889,10 @@ int acp_agent_request_permission(acp_agent *agent, const char *session_id,
   if (agent == NULL || session_id == NULL || tool_call_json == NULL ||
       options_json == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (agent->role.version == ACP_PROTOCOL_V2)
+    return v2_request_permission(agent, session_id, tool_call_json,
+                                 tool_call_len, options_json, options_len, cb,
+                                 cb_user_data, id_out);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_raw(w, "toolCall", tool_call_json, tool_call_len, NULL);
@@ -1200,7 +1249,10 @@ int acp_agent_send_tool_call(acp_agent *agent, const char *session_id,
     return rv;
   if (tool_call_id == NULL || title == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  w = update_begin(agent, session_id, "tool_call");
+  /* v2 has one upsert for tool calls: a first-seen toolCallId creates it. */
+  w = update_begin(agent, session_id,
+                   agent->role.version == ACP_PROTOCOL_V2 ? "tool_call_update"
+                                                          : "tool_call");
   acp__w_str(w, "toolCallId", tool_call_id);
   acp__w_str(w, "title", title);
   if (kind != NULL)
@@ -1245,8 +1297,46 @@ static int send_raw_member(acp_agent *a, const char *session_id,
 
 int acp_agent_send_plan(acp_agent *agent, const char *session_id,
                         const char *entries, size_t entries_len) {
+  /* v2 has no bare `plan`: the session's one plan is an items plan_update
+   * with a fixed id (acp_agent_send_plan_update() names others). */
+  if (agent != NULL && agent->role.version == ACP_PROTOCOL_V2)
+    return acp_agent_send_plan_update(agent, session_id, "plan", entries,
+                                      entries_len);
   return send_raw_member(agent, session_id, "plan", "entries", entries,
                          entries_len);
+}
+
+int acp_agent_send_plan_update(acp_agent *agent, const char *session_id,
+                               const char *plan_id, const char *entries,
+                               size_t entries_len) {
+  acp_json_writer *w;
+  int rv = update_check(agent, session_id);
+
+  if (rv != 0)
+    return rv;
+  if (plan_id == NULL || entries == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = update_begin(agent, session_id, "plan_update");
+  acp_json_write_keyz(w, "plan");
+  acp_json_write_obj_begin(w);
+  acp__w_str(w, "type", "items");
+  acp__w_str(w, "planId", plan_id);
+  acp__w_raw(w, "entries", entries, entries_len, NULL);
+  acp_json_write_obj_end(w);
+  return update_end(agent, NULL, 0);
+}
+
+int acp_agent_send_state(acp_agent *agent, const char *session_id,
+                         const char *state) {
+  int rv = update_check(agent, session_id);
+
+  if (rv != 0)
+    return rv;
+  if (state == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (agent->role.version != ACP_PROTOCOL_V2)
+    return ACP_ERR_INVALID_STATE; /* v1 has no session states */
+  return v2_state(agent, session_id, state, NULL);
 }
 
 int acp_agent_send_available_commands(acp_agent *agent, const char *session_id,

@@ -707,9 +707,81 @@ int acp_client_set_config_option(acp_client *client, const char *session_id,
   w = acp__role_obj_begin(&client->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "configId", config_id);
+  if (client->role.version == ACP_PROTOCOL_V2 && value_len > 0) {
+    /* v2 requires the value's type: "id" for a value id, "boolean". */
+    acp__w_str(w, "type",
+               value[0] == 't' || value[0] == 'f' ? "boolean" : "id");
+  }
   acp__w_raw(w, "value", value, value_len, NULL);
   return client_call_w(client, CALL_PLAIN, "session/set_config_option", cb,
                        cb_user_data, id_out);
+}
+
+/* MARK: - v2 calls */
+
+int acp_client_auth_login(acp_client *client, const char *method_id,
+                          acp_client_response_cb cb, void *cb_user_data,
+                          int64_t *id_out) {
+  return call_1(client, "auth/login", "methodId", method_id, cb, cb_user_data,
+                id_out);
+}
+
+int acp_client_auth_logout(acp_client *client, acp_client_response_cb cb,
+                           void *cb_user_data, int64_t *id_out) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return client_call(client, CALL_PLAIN, "auth/logout", "{}", 2, cb,
+                     cb_user_data, id_out);
+}
+
+/* {sessionId, KEY: id}: tool_call/cancel and terminal/cancel. */
+static int call_2(acp_client *c, const char *method, const char *session_id,
+                  const char *key, const char *value, acp_client_response_cb cb,
+                  void *ud, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (c == NULL || session_id == NULL || value == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&c->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, key, value);
+  return client_call_w(c, CALL_PLAIN, method, cb, ud, id_out);
+}
+
+int acp_client_tool_call_cancel(acp_client *client, const char *session_id,
+                                const char *tool_call_id,
+                                acp_client_response_cb cb, void *cb_user_data,
+                                int64_t *id_out) {
+  return call_2(client, "tool_call/cancel", session_id, "toolCallId",
+                tool_call_id, cb, cb_user_data, id_out);
+}
+
+int acp_client_terminal_cancel(acp_client *client, const char *session_id,
+                               const char *terminal_id,
+                               acp_client_response_cb cb, void *cb_user_data,
+                               int64_t *id_out) {
+  return call_2(client, "terminal/cancel", session_id, "terminalId",
+                terminal_id, cb, cb_user_data, id_out);
+}
+
+int acp_client_session_resume_replay(acp_client *client, const char *session_id,
+                                     const char *cwd, const char *mcp_servers,
+                                     size_t mcp_servers_len,
+                                     const char *replay_from,
+                                     size_t replay_from_len,
+                                     acp_client_response_cb cb,
+                                     void *cb_user_data, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || cwd == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "cwd", cwd);
+  acp__w_raw(w, "mcpServers", mcp_servers, mcp_servers_len, NULL);
+  acp__w_raw(w, "replayFrom", replay_from, replay_from_len, NULL);
+  return client_call_w(client, CALL_PLAIN, "session/resume", cb, cb_user_data,
+                       id_out);
 }
 
 int acp_client_prompt_text(acp_client *client, const char *session_id,

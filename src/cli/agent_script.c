@@ -29,6 +29,13 @@ const char script_help[] =
     "                       is (any kind, e.g. {\"sessionUpdate\":\"notice\",\n"
     "                       \"severity\":\"info\",\"title\":\"Hi\"})\n"
     "  /elicit MESSAGE      ask the user a question (elicitation/create)\n"
+    "  /diff[:OP] PATH      an edit tool call with a diff of PATH (OP:\n"
+    "                       modify, add, delete): v1 oldText/newText, v2\n"
+    "                       changes and a git patch\n"
+    "  /cancellable TITLE   a tool call that runs until cancelled; under v2\n"
+    "                       it advertises capabilities.cancel and\n"
+    "                       tool_call/cancel ends it (status cancelled) and\n"
+    "                       the turn goes on; session/cancel ends the turn\n"
     "  /wait                wait for session/cancel; the turn ends cancelled\n"
     "  /sleep MS            pause for MS milliseconds\n"
     "  /big BYTES           stream BYTES bytes of text (in 64 KiB chunks)\n"
@@ -70,6 +77,8 @@ static const struct cmd_name cmd_names[] = {
     {"usage", STEP_USAGE},
     {"commands", STEP_COMMANDS},
     {"wait", STEP_WAIT},
+    {"cancellable", STEP_CANCELLABLE},
+    {"diff", STEP_DIFF},
     {"sleep", STEP_SLEEP},
     {"error", STEP_ERROR},
     {"stop", STEP_STOP},

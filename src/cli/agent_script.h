@@ -9,26 +9,28 @@
 #include <stdint.h>
 
 typedef enum step_kind {
-  STEP_TEXT = 1, /* stream `arg` as agent_message_chunk(s) */
-  STEP_THINK,    /* agent_thought_chunk */
-  STEP_PLAN,     /* plan entries separated by ';' */
-  STEP_TOOL,     /* tool call: pending -> in_progress -> completed */
-  STEP_ASK,      /* tool call gated by session/request_permission */
-  STEP_READ,     /* fs/read_text_file */
-  STEP_WRITE,    /* fs/write_text_file: arg = path, arg2 = text */
-  STEP_RUN,      /* terminal/create + wait_for_exit + output + release */
-  STEP_MODE,     /* current_mode_update */
-  STEP_CONFIG,   /* config option: arg = id, arg2 = value */
-  STEP_TITLE,    /* session_info_update */
-  STEP_USAGE,    /* usage_update */
-  STEP_COMMANDS, /* available_commands_update */
-  STEP_WAIT,     /* wait for session/cancel */
-  STEP_SLEEP,    /* pause `num` ms */
-  STEP_ERROR,    /* answer the prompt with error `num`, message arg */
-  STEP_STOP,     /* end the turn with stop reason `arg` */
-  STEP_BIG,      /* stream `num` bytes of text */
-  STEP_ELICIT,   /* elicitation/create (form) with message arg */
-  STEP_UPDATE,   /* a session/update whose update object is `arg` (JSON) */
+  STEP_TEXT = 1,    /* stream `arg` as agent_message_chunk(s) */
+  STEP_THINK,       /* agent_thought_chunk */
+  STEP_PLAN,        /* plan entries separated by ';' */
+  STEP_TOOL,        /* tool call: pending -> in_progress -> completed */
+  STEP_ASK,         /* tool call gated by session/request_permission */
+  STEP_READ,        /* fs/read_text_file */
+  STEP_WRITE,       /* fs/write_text_file: arg = path, arg2 = text */
+  STEP_RUN,         /* terminal/create + wait_for_exit + output + release */
+  STEP_MODE,        /* current_mode_update */
+  STEP_CONFIG,      /* config option: arg = id, arg2 = value */
+  STEP_TITLE,       /* session_info_update */
+  STEP_USAGE,       /* usage_update */
+  STEP_COMMANDS,    /* available_commands_update */
+  STEP_WAIT,        /* wait for session/cancel */
+  STEP_SLEEP,       /* pause `num` ms */
+  STEP_ERROR,       /* answer the prompt with error `num`, message arg */
+  STEP_STOP,        /* end the turn with stop reason `arg` */
+  STEP_BIG,         /* stream `num` bytes of text */
+  STEP_ELICIT,      /* elicitation/create (form) with message arg */
+  STEP_UPDATE,      /* a session/update whose update object is `arg` (JSON) */
+  STEP_CANCELLABLE, /* a tool call that runs until tool_call/cancel (v2) */
+  STEP_DIFF,        /* an edit tool call with diff content: arg path */
   /* Unstable (acp agent --unstable): */
   STEP_SUBAGENT,   /* subagent_update: arg = child session id, arg2 title */
   STEP_MESSAGE,    /* session_message + chunk: arg = recipient, arg2 text */

@@ -117,9 +117,10 @@ struct turn {
   char *stop_reason;        /* set by /stop */
   acp_mcp_client *mcp_call; /* /mcp-call: the client of the call in flight */
   int64_t mcp_call_id;
-  char *usage;     /* /turn-usage: the PromptResponse's usage, or NULL */
-  bool kill;       /* /kill: terminal/kill after create */
-  char *elicit_id; /* /elicit-url: the elicitation to complete */
+  char *usage;      /* /turn-usage: the PromptResponse's usage, or NULL */
+  bool kill;        /* /kill: terminal/kill after create */
+  char *elicit_id;  /* /elicit-url: the elicitation to complete */
+  bool cancellable; /* /cancellable: tool_id runs until cancelled */
 };
 
 struct app {
@@ -276,14 +277,48 @@ static int send_text(app *a, asession *s, const char *text) {
   return send_chunk(a, s, "agent_message_chunk", text, strlen(text));
 }
 
-/* Write the session's config options array into a->w. */
+/* The connection speaks the v2 draft (negotiated at initialize). */
+static bool is_v2(const app *a) {
+  return acp_agent_protocol_version(a->agent) == ACP_PROTOCOL_V2;
+}
+
+/* v2 has no session modes: the mode is a select config option of category
+ * "mode" (protocol/v2/session-config-options.mdx). */
+static void write_mode_option(app *a, asession *s) {
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "configId", "mode");
+  kvs(a->w, "name", "Mode");
+  kvs(a->w, "category", "mode");
+  kvs(a->w, "type", "select");
+  kvs(a->w, "currentValue", s->mode);
+  acp_json_write_keyz(a->w, "options");
+  acp_json_write_arr_begin(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "value", "ask");
+  kvs(a->w, "name", "Ask");
+  kvs(a->w, "description", "Ask before changing anything");
+  acp_json_write_obj_end(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "value", "code");
+  kvs(a->w, "name", "Code");
+  kvs(a->w, "description", "Edit and run freely");
+  acp_json_write_obj_end(a->w);
+  acp_json_write_arr_end(a->w);
+  acp_json_write_obj_end(a->w);
+}
+
+/* Write the session's config options array into a->w (v2 names the id
+ * `configId` and adds the mode). */
 static void write_config_options(app *a, asession *s) {
   static const char *models[][2] = {{"fast", "Fast"}, {"smart", "Smart"}};
+  const char *id_key = is_v2(a) ? "configId" : "id";
   size_t i;
 
   acp_json_write_arr_begin(a->w);
+  if (is_v2(a))
+    write_mode_option(a, s);
   acp_json_write_obj_begin(a->w);
-  kvs(a->w, "id", "model");
+  kvs(a->w, id_key, "model");
   kvs(a->w, "name", "Model");
   kvs(a->w, "category", "model");
   kvs(a->w, "type", "select");
@@ -302,7 +337,7 @@ static void write_config_options(app *a, asession *s) {
    * (protocol/v1/session-config-options.mdx). */
   if (acp_agent_client_supports(a->agent, "session.configOptions.boolean")) {
     acp_json_write_obj_begin(a->w);
-    kvs(a->w, "id", "verbose");
+    kvs(a->w, id_key, "verbose");
     kvs(a->w, "name", "Verbose");
     kvs(a->w, "type", "boolean");
     acp_json_write_keyz(a->w, "currentValue");
@@ -333,8 +368,10 @@ static void write_modes(app *a, asession *s) {
 
 /* Members shared by session/new, load and resume results (no braces). */
 static void write_session_state(app *a, asession *s) {
-  acp_json_write_keyz(a->w, "modes");
-  write_modes(a, s);
+  if (!is_v2(a)) {
+    acp_json_write_keyz(a->w, "modes");
+    write_modes(a, s);
+  }
   acp_json_write_keyz(a->w, "configOptions");
   write_config_options(a, s);
 }
@@ -447,7 +484,7 @@ static bool history_kind(const acp_json_val *kind) {
       "tool_call_update",    "plan",
       "plan_update",         "plan_removed",
       "session_message",     "session_message_chunk",
-      "subagent_update"};
+      "subagent_update",     "user_message" /* v2: the prompt, with its id */};
   size_t i;
 
   for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
@@ -598,17 +635,20 @@ static int on_permission(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
   (void)agent;
   if (t == NULL)
     return 0;
-  if (!call_ok(msg)) {
-    report_error(t, "session/request_permission", msg);
-    tool_done(t, "failed");
-    return 0;
-  }
-  outcome = acp_json_obj_getz(msg->result, "outcome");
+  outcome = call_ok(msg) ? acp_json_obj_getz(msg->result, "outcome") : NULL;
   msg_str(msg, outcome, "outcome", &o, &olen);
   msg_str(msg, outcome, "optionId", &opt, &optlen);
   if (o != NULL && olen == 9 && memcmp(o, "cancelled", 9) == 0) {
-    /* The client cancelled the turn; session/cancel ends it. */
+    /* The client cancelled the turn; session/cancel ends it (idle). */
     t->waiting = true;
+    return 0;
+  }
+  /* v2: requires_action is over, the turn goes on. */
+  if (is_v2(t->a))
+    acp_agent_send_state(t->a->agent, t->s->id, "running");
+  if (!call_ok(msg)) {
+    report_error(t, "session/request_permission", msg);
+    tool_done(t, "failed");
     return 0;
   }
   allowed = opt != NULL && optlen >= 5 && memcmp(opt, "allow", 5) == 0;
@@ -1038,6 +1078,92 @@ static int step_unstable(turn *t, const step *st) {
   }
 }
 
+/*
+ * /diff[:OP] PATH: an edit tool call whose content is a diff of one line.
+ * v1 shows it as oldText/newText; v2 (diff file states) as `changes`, the
+ * authoritative list of paths and operations, plus a git patch with
+ * absolute paths (protocol/v2/tool-calls.mdx#diffs).
+ */
+static void step_diff(turn *t, const step *st) {
+  app *a = t->a;
+  asession *s = t->s;
+  const char *op = st->arg2 != NULL ? st->arg2 : "modify";
+  bool add = strcmp(op, "add") == 0, del = strcmp(op, "delete") == 0;
+  char *path;
+  char *patch;
+  size_t n, plen;
+  const char *extra;
+  char title[300];
+
+  if (!add && !del && strcmp(op, "modify") != 0) {
+    snprintf(title, sizeof(title),
+             "unknown diff operation '%.64s' (modify, add, delete)\n", op);
+    send_text(a, s, title);
+    return;
+  }
+  path = resolve_path(s, st->arg ? st->arg : "");
+  new_tool_id(t);
+  snprintf(title, sizeof(title), "Edit %.280s", path);
+  acp_agent_send_tool_call(a->agent, s->id, t->tool_id, title, "edit",
+                           "in_progress", NULL, 0);
+  plen = 4 * strlen(path) + 160;
+  patch = malloc(plen);
+  if (patch == NULL)
+    exit(CLI_EXIT_FAILURE);
+  if (add)
+    snprintf(patch, plen,
+             "diff --git %s %s\nnew file mode 100644\n--- /dev/null\n"
+             "+++ %s\n@@ -0,0 +1 @@\n+new line\n",
+             path, path, path);
+  else if (del)
+    snprintf(patch, plen,
+             "diff --git %s %s\ndeleted file mode 100644\n--- %s\n"
+             "+++ /dev/null\n@@ -1 +0,0 @@\n-old line\n",
+             path, path, path);
+  else
+    snprintf(patch, plen,
+             "diff --git %s %s\n--- %s\n+++ %s\n@@ -1 +1 @@\n-old line\n"
+             "+new line\n",
+             path, path, path, path);
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "content");
+  acp_json_write_arr_begin(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "type", "diff");
+  if (is_v2(a)) {
+    acp_json_write_keyz(a->w, "changes");
+    acp_json_write_arr_begin(a->w);
+    acp_json_write_obj_begin(a->w);
+    kvs(a->w, "operation", op);
+    kvs(a->w, "path", path);
+    kvs(a->w, "fileType", "text");
+    acp_json_write_obj_end(a->w);
+    acp_json_write_arr_end(a->w);
+    acp_json_write_keyz(a->w, "patch");
+    acp_json_write_obj_begin(a->w);
+    kvs(a->w, "format", "git_patch");
+    kvs(a->w, "text", patch);
+    acp_json_write_obj_end(a->w);
+  } else {
+    kvs(a->w, "path", path);
+    acp_json_write_keyz(a->w, "oldText");
+    if (add)
+      acp_json_write_null(a->w);
+    else
+      acp_json_write_strz(a->w, "old line\n");
+    kvs(a->w, "newText", del ? "" : "new line\n");
+  }
+  acp_json_write_obj_end(a->w);
+  acp_json_write_arr_end(a->w);
+  acp_json_write_obj_end(a->w);
+  extra = wdata(a, &n);
+  acp_agent_send_tool_call_update(a->agent, s->id, t->tool_id, "completed",
+                                  extra, n);
+  free(patch);
+  free(path);
+}
+
 static void turn_run(turn *t) {
   app *a = t->a;
   int rv;
@@ -1099,6 +1225,9 @@ static void turn_run(turn *t) {
       kvs(a->w, "status", "pending");
       acp_json_write_obj_end(a->w);
       tc = wdata(a, &n);
+      /* v2: the turn cannot go on without the answer. */
+      if (is_v2(a))
+        acp_agent_send_state(a->agent, s->id, "requires_action");
       t->refs++;
       t->waiting = true;
       rv = acp_agent_request_permission(a->agent, s->id, tc, n, opts,
@@ -1231,7 +1360,17 @@ static void turn_run(turn *t) {
       }
       snprintf(s->mode, sizeof(s->mode), "%s", st->arg);
       session_changed(a, s);
-      acp_agent_send_current_mode(a->agent, s->id, s->mode);
+      if (is_v2(a)) {
+        /* v2 has no current_mode_update: the options changed. */
+        size_t n;
+        const char *opts;
+        acp_json_writer_reset(a->w);
+        write_config_options(a, s);
+        opts = wdata(a, &n);
+        acp_agent_send_config_options(a->agent, s->id, opts, n);
+      } else {
+        acp_agent_send_current_mode(a->agent, s->id, s->mode);
+      }
       break;
     case STEP_CONFIG:
       if (strcmp(st->arg, "model") == 0 && st->arg2 != NULL &&
@@ -1326,6 +1465,20 @@ static void turn_run(turn *t) {
       }
       if (step_unstable(t, st))
         return;
+      break;
+    case STEP_CANCELLABLE:
+      new_tool_id(t);
+      /* v2: the client may cancel this one call (tool_call/cancel); v1
+       * has no such method, so there only session/cancel ends it. */
+      acp_agent_send_tool_call(
+          a->agent, s->id, t->tool_id, st->arg, tool_kind(st, "execute"),
+          "in_progress", is_v2(a) ? "{\"capabilities\":{\"cancel\":{}}}" : NULL,
+          is_v2(a) ? strlen("{\"capabilities\":{\"cancel\":{}}}") : 0);
+      t->cancellable = true;
+      t->waiting = true;
+      return;
+    case STEP_DIFF:
+      step_diff(t, st);
       break;
     case STEP_WAIT:
       send_text(a, s, "waiting for session/cancel\n");
@@ -2222,6 +2375,32 @@ static int on_cancel_not_cancellable(acp_agent *agent, acp_agent_request *req,
   return 0;
 }
 
+/* v2 tool_call/cancel: the /cancellable call of the session's running turn
+ * stops. Answered first (accepted), then confirmed with a final status; the
+ * turn goes on with its next step. Anything else: -32602. */
+static int on_tool_call_cancel(acp_agent *agent, acp_agent_request *req,
+                               void *ud) {
+  app *a = ud;
+  asession *s = find_session(a, acp_agent_request_session_id(req));
+  turn *t = s != NULL ? s->turn : NULL;
+  const char *id = NULL;
+  size_t n = 0;
+  static const char gone[] = "{\"capabilities\":null}";
+
+  if (t == NULL || !t->cancellable || t->done ||
+      acp_agent_request_param_str(req, "toolCallId", &id, &n) != 0 ||
+      n != strlen(t->tool_id) || memcmp(id, t->tool_id, n) != 0)
+    return on_cancel_not_cancellable(agent, req, ud);
+  acp_agent_respond_empty(agent, req);
+  t->cancellable = false;
+  acp_agent_send_tool_call_update(agent, s->id, t->tool_id, "cancelled", gone,
+                                  sizeof(gone) - 1);
+  send_text(a, s, "tool call cancelled\n");
+  t->waiting = false;
+  turn_next(t);
+  return 0;
+}
+
 static int on_empty(acp_agent *agent, acp_agent_request *req, void *ud) {
   (void)ud;
   acp_agent_respond_empty(agent, req);
@@ -2509,23 +2688,15 @@ static asession *session_param(app *a, acp_agent_request *req) {
   return NULL;
 }
 
-static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
-  app *a = ud;
-  asession *s;
+/* Send the session's history again, as the updates it was made of. */
+static int replay_history(app *a, asession *s) {
   const acp_json_val *v;
-  const char *cwd;
-  size_t len;
   acp_json_doc *doc = a->doc;
   const char *hist;
   char *copy;
+  size_t len;
 
-  if (check_cwd(agent, req, &cwd, &len) != 0)
-    return 0;
-  s = session_param(a, req);
-  if (s == NULL)
-    return 0;
-  /* Replay the conversation before answering, as session/load requires.
-   * The history writer holds an open array: parse a closed copy. */
+  /* The history writer holds an open array: parse a closed copy. */
   hist = acp_json_writer_data(s->history, &len);
   copy = malloc(len + 1);
   if (copy == NULL)
@@ -2538,11 +2709,30 @@ static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
          v = acp_json_next(v)) {
       size_t n;
       const char *raw = acp_json_raw(v, &n);
-      acp_agent_send_update_raw(agent, s->id, raw, n);
+      acp_agent_send_update_raw(a->agent, s->id, raw, n);
     }
   }
   a->replaying = false;
   free(copy);
+  return 0;
+}
+
+static int on_session_load(acp_agent *agent, acp_agent_request *req, void *ud) {
+  app *a = ud;
+  asession *s;
+  const char *cwd;
+  size_t len;
+  int rv;
+
+  if (check_cwd(agent, req, &cwd, &len) != 0)
+    return 0;
+  s = session_param(a, req);
+  if (s == NULL)
+    return 0;
+  /* Replay the conversation before answering, as session/load requires. */
+  rv = replay_history(a, s);
+  if (rv != 0)
+    return rv;
   s->open = true;
   mcp_record(a, s, req);
   session_save(a, s);
@@ -2556,11 +2746,39 @@ static int on_session_resume(acp_agent *agent, acp_agent_request *req,
   asession *s;
   const char *cwd;
   size_t len;
+  bool replay = false;
 
   if (check_cwd(agent, req, &cwd, &len) != 0)
     return 0;
+  if (is_v2(a)) {
+    /* v2 resume replays only when asked (replayFrom {"type": "start"},
+     * inclusive); a cursor it does not know is refused, never replaced by
+     * another (protocol/v2/session-setup.mdx, rfds/v2/session-resume-
+     * replay.mdx). */
+    const acp_json_val *from =
+        acp_json_obj_getz(acp_agent_request_params(req), "replayFrom");
+    if (from != NULL && acp_json_type_of(from) != ACP_JSON_NULL) {
+      if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(from, "type"), "start")) {
+        acp_agent_respond_error(agent, req, -32602,
+                                "Invalid params: unsupported replayFrom "
+                                "cursor (this agent replays from "
+                                "{\"type\":\"start\"} only)",
+                                NULL, 0);
+        return 0;
+      }
+      replay = true;
+    }
+  }
   s = session_param(a, req);
   if (s != NULL) {
+    if (replay) {
+      int rv = replay_history(a, s);
+      if (rv != 0)
+        return rv;
+    }
+    /* v2: a current-state snapshot after any replay, before the answer. */
+    if (is_v2(a))
+      acp_agent_send_state(agent, s->id, s->turn != NULL ? "running" : "idle");
     s->open = true;
     mcp_record(a, s, req);
     session_save(a, s);
@@ -2684,9 +2902,15 @@ static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
                             "Invalid params: configId is required", NULL, 0);
     return 0;
   }
-  if (len == 5 && memcmp(id, "model", 5) == 0 &&
-      (ACP_JSON_STR_EQ_LIT(value, "fast") ||
-       ACP_JSON_STR_EQ_LIT(value, "smart"))) {
+  if (is_v2(a) && len == 4 && memcmp(id, "mode", 4) == 0 &&
+      (ACP_JSON_STR_EQ_LIT(value, "ask") ||
+       ACP_JSON_STR_EQ_LIT(value, "code"))) {
+    /* v2: the mode is a config option. */
+    snprintf(s->mode, sizeof(s->mode), "%s",
+             ACP_JSON_STR_EQ_LIT(value, "ask") ? "ask" : "code");
+  } else if (len == 5 && memcmp(id, "model", 5) == 0 &&
+             (ACP_JSON_STR_EQ_LIT(value, "fast") ||
+              ACP_JSON_STR_EQ_LIT(value, "smart"))) {
     snprintf(s->model, sizeof(s->model), "%s",
              ACP_JSON_STR_EQ_LIT(value, "fast") ? "fast" : "smart");
   } else if (len == 7 && memcmp(id, "verbose", 7) == 0 &&
@@ -2935,8 +3159,9 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
   rv = prompt_text(a, msg, prompt, &text, &len);
   if (rv != 0)
     return rv;
-  if (!a->echo) {
-    /* The user's message is part of the history a load replays. */
+  if (!a->echo && !is_v2(a)) {
+    /* The user's message is part of the history a load replays (v2: the
+     * library's user_message, with its messageId, through on_update_sent). */
     acp_json_writer *w = a->w;
     size_t n;
     const char *u;
@@ -2989,6 +3214,17 @@ static int on_session_cancel(acp_agent *agent, const char *session_id,
   snprintf(id, sizeof(id), "%.*s",
            (int)(session_id_len < 255 ? session_id_len : 255), session_id);
   s = find_session(a, id);
+  if (s != NULL && s->turn != NULL && s->turn->cancellable && !s->turn->done) {
+    /* The running call's final status goes before the turn's end. */
+    s->turn->cancellable = false;
+    if (is_v2(a))
+      acp_agent_send_tool_call_update(a->agent, s->id, s->turn->tool_id,
+                                      "cancelled", "{\"capabilities\":null}",
+                                      strlen("{\"capabilities\":null}"));
+    else /* v1 has no "cancelled" tool call status */
+      acp_agent_send_tool_call_update(a->agent, s->id, s->turn->tool_id,
+                                      "failed", NULL, 0);
+  }
   if (s != NULL && s->turn != NULL)
     turn_finish(s->turn, "cancelled");
   return 0;
@@ -3132,7 +3368,7 @@ int cmd_agent(int argc, char **argv) {
   /* v2 (--protocol-v2): the same auth answers under the v2 names. */
   acp_agent_callbacks_set_on_auth_login(cbs, on_authenticate);
   acp_agent_callbacks_set_on_auth_logout(cbs, on_empty);
-  acp_agent_callbacks_set_on_tool_call_cancel(cbs, on_cancel_not_cancellable);
+  acp_agent_callbacks_set_on_tool_call_cancel(cbs, on_tool_call_cancel);
   acp_agent_callbacks_set_on_terminal_cancel(cbs, on_cancel_not_cancellable);
   acp_agent_callbacks_set_on_session_new(cbs, on_session_new);
   acp_agent_callbacks_set_on_session_load(cbs, on_session_load);

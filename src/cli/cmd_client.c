@@ -208,6 +208,11 @@ static int jstr(const acp_rpc_msg *msg, const acp_json_val *obj,
   return acp_json_doc_str(msg->doc, v, s, len);
 }
 
+/* The connection speaks the v2 draft. */
+static bool v2(const capp *a) {
+  return acp_client_protocol_version(a->client) == ACP_PROTOCOL_V2;
+}
+
 /* MARK: - Session updates */
 
 /* Every kind of session/update (stable and unstable ones of the v1 schema)
@@ -319,7 +324,8 @@ static void note_tool(capp *a, const acp_client_update *u, bool first) {
          status);
   else
     note(a, "[tool] %.*s\n", (int)tn, title ? title : "");
-  if (str_is(status, sn, "completed") || str_is(status, sn, "failed"))
+  if (str_is(status, sn, "completed") || str_is(status, sn, "failed") ||
+      str_is(status, sn, "cancelled"))
     tool_forget(a, id, idn);
 }
 
@@ -393,7 +399,8 @@ static void note_config(capp *a, const acp_client_update *u) {
     const char *id = NULL, *val = NULL;
     size_t idn = 0, vn = 0;
     bool b;
-    jstr(u->msg, e, "id", &id, &idn);
+    if (jstr(u->msg, e, "id", &id, &idn) != 0)
+      jstr(u->msg, e, "configId", &id, &idn); /* v2 */
     if (acp_json_get_bool(v, &b) == 0) {
       val = b ? "true" : "false";
       vn = strlen(val);
@@ -556,6 +563,51 @@ static void note_lines(capp *a, const char *style, const char *mark,
   }
 }
 
+/* A v2 diff (rfds/v2/diff-file-states.mdx): `changes` is authoritative
+ * (operation and path of each file, binary or not), the patch optional. */
+static void note_v2_diff(capp *a, const acp_client_update *u,
+                         const acp_json_val *c) {
+  const acp_json_val *ch;
+  const acp_json_val *patch = acp_json_obj_getz(c, "patch");
+  const char *t = NULL;
+  size_t tn = 0;
+
+  for (ch = acp_json_child(acp_json_obj_getz(c, "changes")); ch != NULL;
+       ch = acp_json_next(ch)) {
+    const char *op = NULL, *path = NULL, *old = NULL, *ft = NULL;
+    size_t on = 0, pn = 0, oldn = 0, fn = 0;
+    jstr(u->msg, ch, "operation", &op, &on);
+    jstr(u->msg, ch, "path", &path, &pn);
+    jstr(u->msg, ch, "oldPath", &old, &oldn);
+    jstr(u->msg, ch, "fileType", &ft, &fn);
+    note(a, "%s  %.*s %.*s%s%.*s%s%.*s%s\n", a->color ? "\033[1m" : "", (int)on,
+         op ? op : "change", (int)oldn, old ? old : "", old ? " -> " : "",
+         (int)pn, path ? path : "", ft ? " (" : "", (int)fn, ft ? ft : "",
+         ft ? ")" : "");
+    if (a->color)
+      note(a, "\033[0m");
+  }
+  if (jstr(u->msg, patch, "text", &t, &tn) != 0)
+    return;
+  while (tn > 0) {
+    const char *nl = memchr(t, '\n', tn);
+    size_t k = nl ? (size_t)(nl - t) : tn;
+    const char *style = "";
+    if (k > 0 && t[0] == '+' && !(k >= 3 && memcmp(t, "+++", 3) == 0))
+      style = "\033[32m";
+    else if (k > 0 && t[0] == '-' && !(k >= 3 && memcmp(t, "---", 3) == 0))
+      style = "\033[31m";
+    note(a, "%s  %.*s%s\n", a->color ? style : "", (int)k, t,
+         a->color && style[0] ? "\033[0m" : "");
+    t += k;
+    tn -= k;
+    if (nl != NULL) {
+      t++;
+      tn--;
+    }
+  }
+}
+
 /* A tool call's diff content: the old lines (-, red), then the new ones
  * (+, green). Shown in the interactive front end only. */
 static void note_diffs(capp *a, const acp_client_update *u) {
@@ -568,6 +620,10 @@ static void note_diffs(capp *a, const acp_client_update *u) {
     jstr(u->msg, c, "type", &type, &tn);
     if (!str_is(type, tn, "diff"))
       continue;
+    if (acp_json_obj_getz(c, "changes") != NULL) {
+      note_v2_diff(a, u, c);
+      continue;
+    }
     jstr(u->msg, c, "path", &path, &pn);
     jstr(u->msg, c, "oldText", &o, &on);
     jstr(u->msg, c, "newText", &nw, &nn);
@@ -763,7 +819,10 @@ static int on_permission(acp_client *client, acp_client_request *req,
   const acp_json_val *p = acp_client_request_params(req);
   const acp_json_val *opts = acp_json_obj_getz(p, "options");
   const acp_json_val *tc = acp_json_obj_getz(p, "toolCall");
+  const acp_json_val *subject = acp_json_obj_getz(p, "subject"); /* v2 */
   const acp_rpc_msg *msg = acp_client_request_msg(req);
+  const char *s = NULL;
+  size_t sn = 0;
   const acp_json_val *o;
   const char *title = NULL;
   size_t tlen = 0;
@@ -778,7 +837,11 @@ static int on_permission(acp_client *client, acp_client_request *req,
                              NULL, 0);
     return 0;
   }
-  jstr(msg, tc, "title", &title, &tlen);
+  /* v1 names the tool call (toolCall.title); v2 gives the prompt its own
+   * title, its subject the tool call (subject.toolCall) or a command. */
+  if (jstr(msg, p, "title", &title, &tlen) != 0 &&
+      jstr(msg, tc, "title", &title, &tlen) != 0)
+    jstr(msg, acp_json_obj_getz(subject, "toolCall"), "title", &title, &tlen);
   raw = acp_json_raw(opts, &n);
   a->perm_options = malloc(n + 1);
   if (a->perm_options == NULL)
@@ -787,6 +850,14 @@ static int on_permission(acp_client *client, acp_client_request *req,
   a->perm_options[n] = '\0';
   a->perm = req;
   note(a, "[permission] %.*s\n", (int)tlen, title ? title : "(tool call)");
+  if (jstr(msg, p, "description", &s, &sn) == 0)
+    note(a, "  %.*s\n", (int)sn, s);
+  if (jstr(msg, subject, "command", &s, &sn) == 0) {
+    note(a, "  $ %.*s", (int)sn, s);
+    if (jstr(msg, subject, "cwd", &s, &sn) == 0)
+      note(a, " (in %.*s)", (int)sn, s);
+    note(a, "\n");
+  }
   for (o = acp_json_child(opts); o != NULL; o = acp_json_next(o)) {
     const char *name = NULL;
     size_t nlen = 0;
@@ -1569,6 +1640,12 @@ static void v2_state_update(capp *a, const acp_client_update *u) {
   int code;
 
   jstr(u->msg, u->update, "state", &st, &stn);
+  if (str_is(st, stn, "requires_action")) {
+    /* The turn waits on the user (a permission or a question follows or
+     * is pending); running or idle comes after. */
+    note(a, "[waiting for you]\n");
+    return;
+  }
   if (st == NULL || stn != 4 || memcmp(st, "idle", 4) != 0 ||
       a->state != ST_PROMPT)
     return;
@@ -1986,21 +2063,31 @@ static void slash_command(capp *a, char *line, size_t len) {
              *arg != '\0') {
     free(pending_sid);
     pending_sid = strdup(arg);
-    rv = name[0] == 'l'
-             ? acp_client_session_load(a->client, arg, a->cwd, NULL, 0,
-                                       on_cmd_session, a, NULL)
-             : acp_client_session_resume(a->client, arg, a->cwd, NULL, 0,
-                                         on_cmd_session, a, NULL);
+    if (v2(a)) /* v2 has no session/load: resume, replaying for /load */
+      rv = acp_client_session_resume_replay(
+          a->client, arg, a->cwd, NULL, 0,
+          name[0] == 'l' ? "{\"type\":\"start\"}" : NULL,
+          name[0] == 'l' ? 16 : 0, on_cmd_session, a, NULL);
+    else
+      rv = name[0] == 'l'
+               ? acp_client_session_load(a->client, arg, a->cwd, NULL, 0,
+                                         on_cmd_session, a, NULL)
+               : acp_client_session_resume(a->client, arg, a->cwd, NULL, 0,
+                                           on_cmd_session, a, NULL);
   } else if (strcmp(name, "fork") == 0) {
     rv = acp_client_session_fork(a->client, a->session_id, a->cwd, NULL, 0,
                                  on_cmd_session, a, NULL);
   } else if (strcmp(name, "close") == 0) {
     rv = acp_client_session_close(a->client, a->session_id, on_cmd_closed, a,
                                   NULL);
+  } else if (strcmp(name, "mode") == 0 && *arg != '\0' && v2(a)) {
+    rv = send_config(a, "mode", arg); /* v2: the mode is a config option */
   } else if (strcmp(name, "mode") == 0 && *arg != '\0') {
     rv = acp_client_set_mode(a->client, a->session_id, arg, on_cmd_ok, a, NULL);
   } else if (strcmp(name, "config") == 0 && *arg != '\0' && *arg2 != '\0') {
     rv = send_config(a, arg, arg2);
+  } else if (strcmp(name, "auth") == 0 && *arg != '\0' && v2(a)) {
+    rv = acp_client_auth_login(a->client, arg, on_cmd_ok, a, NULL);
   } else if (strcmp(name, "auth") == 0 && *arg != '\0') {
     rv = acp_client_authenticate(a->client, arg, on_cmd_ok, a, NULL);
   } else if (strcmp(name, "title") == 0 && *arg != '\0') {

@@ -16,6 +16,8 @@ Options:
                      stderr and exit 3 (a crash mid-prompt)
   --stubborn 1       ignore SIGTERM and stay after stdin EOF (needs SIGKILL)
   --tag TEXT         prefix TEXT to every agent_message_chunk text
+  --claim-version N  answer initialize with protocolVersion N whatever its
+                     successor answered (a proxy that speaks only N)
 """
 import json
 import os
@@ -23,7 +25,8 @@ import sys
 
 args = sys.argv[1:]
 opt = {"name": "proxy", "log": None, "wire": "g2", "pidfile": None,
-       "die_once": None, "tag": None, "stubborn": None}
+       "die_once": None, "tag": None, "stubborn": None,
+       "claim_version": None}
 i = 0
 while i < len(args):
     k = args[i].lstrip("-").replace("-", "_")
@@ -124,6 +127,9 @@ def handle(m):
             r["error"] = m["error"]
         else:
             r["result"] = m.get("result")
+        if kind == "init" and opt["claim_version"] is not None and \
+                isinstance(r.get("result"), dict):
+            r["result"]["protocolVersion"] = int(opt["claim_version"])
         if kind == "init":
             initialized[0] = True
             log("init")

@@ -510,6 +510,26 @@ last line without newline
 cl inter-eof $none
 check "interactive: immediate EOF exits 0" 0 ""
 
+# MARK: - ACP v2 (--protocol-v2 on both sides)
+
+# The interactive front end over v2: a diff shown from its changes and git
+# patch, /mode through set_config_option (v2 has no session/set_mode),
+# requires_action before a permission answered by the next line, /resume
+# without replay, /load as a resume replaying from the start (v2 has no
+# session/load: the permission text comes back), /auth as auth/login.
+printf '//diff src/a.c\n/mode ask\n//ask Edit\n1\n/resume sess_1\n/load sess_1\n/auth nope\n' \
+  >"$work/lines"
+timeout $T $wrap "$acp" client --cwd "$cwd" --interactive --protocol-v2 \
+  -- $wrap "$acp" agent --protocol-v2 <"$work/lines" >"$work/out" 2>"$work/err"
+rc=$?
+vg_check inter-v2
+check "interactive v2: diff, /mode, permission, /resume, /load, /auth" 0 \
+  "permission granted (allow_once)
+permission granted (allow_once)
+" "protocol version 2" "modify $real_cwd/src/a.c (text)" "  +new line" \
+  "[waiting for you]" "-> allow_once" "/auth failed: error -32602" \
+  "!unknown command" "!error -32601"
+
 # MARK: - Unstable methods (acp agent --unstable)
 
 # The newest unstable updates and calls, end to end: the agent sends them,

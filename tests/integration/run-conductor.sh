@@ -2,7 +2,9 @@
 # run-conductor.sh - `acp conductor` with real processes: initialization
 # order, nesting, arrows, reverse requests, cancellation both ways, _meta and
 # byte-exact payloads, every wire spelling, every crash policy, agent death,
-# shutdown without leftovers, options (--max-line among them), and interop with the TypeScript SDK
+# shutdown without leftovers, options (--max-line among them), a chain whose
+# links answer different protocol versions (refused, seen by the client),
+# and interop with the TypeScript SDK
 # (skipped when node or the SDK is missing).
 # Test components live in tests/conductor/ (Python 3). Prints
 # "N passed, M failed" and exits 1 if anything failed.
@@ -340,6 +342,36 @@ assert n >= 4
 EOF
 then ok "--trace: one JSON object per hop with time/from/to/dir/message"
 else ko "--trace format"; fi
+
+# ---- mixed protocol versions are refused at initialize ---------------------
+# A proxy that speaks only 1 in front of an agent answering 2 (and one
+# claiming 2 in front of an agent speaking 1): the conductor translates
+# nothing between versions, so the client gets a clear -32603 naming both,
+# and exits; with versions that agree the same chain works.
+chk_mismatch() { # NAME CLAIM AGENT WANT...
+  name=$1 claim=$2 agent=$3; shift 3
+  out=$(timeout 60 "$acp" client --protocol-v2 --cwd "$work/cwd" -p "hello" \
+        -- "$acp" conductor agent "$PX --claim-version $claim" "$agent" 2>&1)
+  rc=$?
+  good=1
+  for w in "$@"; do
+    case $out in *"$w"*) ;; *) good=0 ;; esac
+  done
+  if [ $rc -eq 1 ] && [ $good -eq 1 ]; then ok "$name"
+  else ko "$name" "exit $rc" "$out"; fi
+}
+chk_mismatch "a v1 proxy in front of a v2 agent: the client sees the refusal" \
+  1 "$AG --protocol-v2" "initialize failed: protocol version mismatch in the chain" \
+  "component 1 answered initialize with protocolVersion 1, its successor 2 with 2"
+chk_mismatch "a proxy claiming 2 in front of a v1 agent: refused too" \
+  2 "$AG" "initialize failed: protocol version mismatch in the chain" \
+  "component 1 answered initialize with protocolVersion 2, its successor 2 with 1"
+out=$(timeout 60 "$acp" client --protocol-v2 --cwd "$work/cwd" -p "hello" \
+      -- "$acp" conductor agent "$PX --claim-version 2" "$AG --protocol-v2" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q "^hello"; then
+  ok "versions that agree (2 and 2) pass through the same chain"
+else ko "versions that agree" "exit $rc" "$out"; fi
 
 # ---- interop with the TypeScript SDK -------------------------------------------
 if command -v node >/dev/null 2>&1 && "$root/tools/install-peers.sh" >/dev/null 2>&1; then

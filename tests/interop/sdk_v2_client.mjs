@@ -3,7 +3,20 @@
 // TypeScript SDK's `experimental/v2` entry point; drives an agent command
 // over stdio and checks the v2 exchange.
 //
-// Usage: node sdk_v2_client.mjs [--timeout SEC] -- CMD ARGS...
+// Usage: node sdk_v2_client.mjs [--timeout SEC] [--scenario basic|semantics]
+//                               -- CMD ARGS...
+//
+// --scenario semantics (against acp agent --protocol-v2, whose command
+// language it uses) checks the v2 semantics that differ from v1, each as
+// the SDK parses it: session/new without modes (the mode a config option
+// of category "mode"); a turn with /plan, /tool, /diff, /ask, /mode giving
+// plan_update items, tool_call_update upserts only, a diff with changes
+// and a git_patch, state running -> requires_action -> running -> idle
+// around a permission request {title, subject: tool_call}, and a
+// config_option_update; /cancellable ended by tool_call/cancel (status
+// cancelled, the turn goes on); session/resume with replayFrom start
+// replaying the prompt under its messageId, then an idle snapshot before
+// the answer; an unknown replay cursor refused with -32602.
 //
 // Initialize (the SDK asks for protocolVersion 2 and validates the answer
 // against the v2 schema), session/new in a fresh temp dir, then one prompt
@@ -21,6 +34,7 @@ import { loadSdk } from './sdk_loader.mjs';
 
 const argv = process.argv.slice(2);
 let timeout = 30;
+let scenario = 'basic';
 const sep = argv.indexOf('--');
 if (sep < 0 || sep === argv.length - 1) {
   process.stderr.write('usage: node sdk_v2_client.mjs [--timeout SEC] -- CMD ARGS...\n');
@@ -28,6 +42,7 @@ if (sep < 0 || sep === argv.length - 1) {
 }
 for (let i = 0; i < sep; i++) {
   if (argv[i] === '--timeout') timeout = Number(argv[++i]);
+  else if (argv[i] === '--scenario') scenario = argv[++i];
   else {
     process.stderr.write(`sdk_v2_client: unknown option ${argv[i]}\n`);
     process.exit(2);
@@ -54,8 +69,119 @@ function finish() {
   process.exit(result.ok ? 0 : 1);
 }
 
+// --scenario semantics: every session/update in arrival order, and the
+// permission requests, for the checks below.
+const updates = [];
+const permissions = [];
+let wake = null;
+function nextMatching(pred) {
+  return new Promise((resolve) => {
+    const look = () => {
+      const i = updates.findIndex((u, k) => k >= seen && pred(u));
+      if (i >= 0) { seen = i + 1; resolve(updates[i]); return; }
+      wake = look;
+    };
+    look();
+  });
+}
+let seen = 0;
+const untilIdle = () => nextMatching((u) => u.sessionUpdate === 'state_update' && u.state === 'idle');
+
+async function semantics(ctx) {
+  const check = (cond, what) => { if (!cond) errors.push(what); };
+  const s = await ctx.request('session/new', { cwd, mcpServers: [] });
+  const sid = s.sessionId;
+  check(s.modes === undefined, 'session/new carries v1 modes');
+  const mode = (s.configOptions || []).find((o) => o.configId === 'mode');
+  check(mode && mode.category === 'mode' && mode.currentValue === 'code', `no mode config option: ${JSON.stringify(s.configOptions)}`);
+
+  let from = updates.length;
+  const p1 = await ctx.request('session/prompt', {
+    sessionId: sid,
+    prompt: [{ type: 'text', text: '/plan A; B\n/tool Look\n/diff src/a.c\n/ask Edit a.c\n/mode ask' }],
+  });
+  await untilIdle();
+  const turn = updates.slice(from);
+  const kinds = turn.map((u) => u.sessionUpdate);
+  check(!kinds.includes('tool_call') && !kinds.includes('plan') && !kinds.includes('current_mode_update'),
+    `v1 update kinds in a v2 turn: ${kinds.join(',')}`);
+  const plan = turn.find((u) => u.sessionUpdate === 'plan_update');
+  check(plan && plan.plan.type === 'items' && typeof plan.plan.planId === 'string' && plan.plan.entries.length === 2,
+    `plan_update: ${JSON.stringify(plan)}`);
+  const diff = turn.flatMap((u) => (u.sessionUpdate === 'tool_call_update' && u.content) || []).find((c) => c.type === 'diff');
+  check(diff && diff.changes[0].operation === 'modify' && diff.changes[0].path === path.join(cwd, 'src/a.c') &&
+    diff.patch && diff.patch.format === 'git_patch' && diff.patch.text.startsWith('diff --git '),
+  `diff: ${JSON.stringify(diff)}`);
+  const states = turn.filter((u) => u.sessionUpdate === 'state_update').map((u) => u.state + (u.stopReason ? ':' + u.stopReason : ''));
+  check(JSON.stringify(states) === JSON.stringify(['running', 'requires_action', 'running', 'idle:end_turn']), `states ${states}`);
+  const perm = permissions[0];
+  check(perm && perm.title === 'Edit a.c' && perm.subject && perm.subject.type === 'tool_call' &&
+    perm.subject.toolCall.title === 'Edit a.c' && perm.toolCall === undefined, `permission ${JSON.stringify(perm)}`);
+  const cfg = turn.find((u) => u.sessionUpdate === 'config_option_update');
+  check(cfg && cfg.configOptions.find((o) => o.configId === 'mode').currentValue === 'ask', `config_option_update ${JSON.stringify(cfg)}`);
+  const user = turn.find((u) => u.sessionUpdate === 'user_message');
+  check(user && user.messageId === p1.messageId, 'user_message does not carry the prompt\'s messageId');
+
+  // tool_call/cancel
+  from = updates.length;
+  seen = from;
+  await ctx.request('session/prompt', { sessionId: sid, prompt: [{ type: 'text', text: '/cancellable Long\nafter' }] });
+  const tc = await nextMatching((u) => u.sessionUpdate === 'tool_call_update' && u.capabilities && u.capabilities.cancel);
+  await ctx.request('tool_call/cancel', { sessionId: sid, toolCallId: tc.toolCallId });
+  const done = await nextMatching((u) => u.sessionUpdate === 'tool_call_update' && u.toolCallId === tc.toolCallId && u.status);
+  check(done.status === 'cancelled' && done.capabilities === null, `after tool_call/cancel: ${JSON.stringify(done)}`);
+  const end = await untilIdle();
+  check(end.stopReason === 'end_turn', `turn after tool_call/cancel ended ${end.stopReason}`);
+  const text = updates.slice(from).filter((u) => u.sessionUpdate === 'agent_message_chunk').map((u) => u.content.text).join('');
+  check(text === 'tool call cancelled\nafter', `text after tool_call/cancel: ${JSON.stringify(text)}`);
+  try {
+    await ctx.request('tool_call/cancel', { sessionId: sid, toolCallId: tc.toolCallId });
+    errors.push('a final tool call was cancelled again');
+  } catch (e) {
+    check(e.code === -32602, `cancel of a final tool call: ${e.code}`);
+  }
+
+  // resume with replay: the history, then the state snapshot, then the answer
+  // (The SDK may run notification handlers after it resolves the answer, so
+  // wait for the snapshot; its place before the answer is in the
+  // resume_replay_v2 transcript.)
+  from = updates.length;
+  seen = from;
+  await ctx.request('session/resume', { sessionId: sid, cwd, replayFrom: { type: 'start' } });
+  await nextMatching((u) => u.sessionUpdate === 'state_update');
+  const replay = updates.slice(from);
+  const ru = replay.find((u) => u.sessionUpdate === 'user_message');
+  check(ru && ru.messageId === p1.messageId, 'replay lost the prompt\'s messageId');
+  const last = replay[replay.length - 1];
+  check(last && last.sessionUpdate === 'state_update' && last.state === 'idle', `resume did not end with a state snapshot: ${JSON.stringify(last)}`);
+  from = updates.length;
+  seen = from;
+  await ctx.request('session/resume', { sessionId: sid, cwd });
+  await nextMatching((u) => u.sessionUpdate === 'state_update');
+  const plain = updates.slice(from);
+  check(plain.length === 1 && plain[0].sessionUpdate === 'state_update', `resume without replay sent ${JSON.stringify(plain)}`);
+  try {
+    await ctx.request('session/resume', { sessionId: sid, cwd, replayFrom: { type: '_later' } });
+    errors.push('an unknown replay cursor was accepted');
+  } catch (e) {
+    check(e.code === -32602, `unknown replay cursor: ${e.code}`);
+  }
+  result.text = 'semantics checked';
+}
+
 try {
-  await acp.client({ name: 'sdk-v2-client' }).connectWith(stream, async (ctx) => {
+  const app = acp.client({ name: 'sdk-v2-client' });
+  if (scenario === 'semantics') {
+    app.onNotification('session/update', ({ params }) => {
+      updates.push(params.update);
+      if (wake) { const w = wake; wake = null; w(); }
+    });
+    app.onRequest('session/request_permission', ({ params }) => {
+      permissions.push(params);
+      return { outcome: { outcome: 'selected', optionId: params.options[0].optionId } };
+    });
+  }
+  await app.connectWith(stream, async (ctx) => {
     const init = await ctx.request('initialize', {
       protocolVersion: acp.PROTOCOL_VERSION,
       info: { name: 'sdk-v2-client', version: '1' },
@@ -63,12 +189,16 @@ try {
     });
     result.protocolVersion = init.protocolVersion;
     if (init.protocolVersion !== 2) errors.push(`protocolVersion ${init.protocolVersion}, want 2`);
+    if (scenario === 'semantics') {
+      await semantics(ctx);
+      return;
+    }
     await ctx.buildSession(cwd).withSession(async (session) => {
       await session.prompt('hello v2');
       result.text = await session.readTextUntilIdle();
     });
   });
-  if (result.text !== 'hello v2') errors.push(`text ${JSON.stringify(result.text)}, want "hello v2"`);
+  if (scenario !== 'semantics' && result.text !== 'hello v2') errors.push(`text ${JSON.stringify(result.text)}, want "hello v2"`);
 } catch (e) {
   errors.push(String(e && e.stack ? e.stack : e));
 }

@@ -369,6 +369,167 @@ static void test_v2_prompt_lifecycle(void **s) {
   prompt_fails = 0;
 }
 
+/* The typed senders speak the negotiated version: v2 has one tool call
+ * upsert, plans as plan_update items, permission requests with a title and
+ * a subject, and states the application reports (requires_action). */
+static void test_v2_update_shapes(void **s) {
+  static const char tc[] =
+      "{\"toolCallId\":\"t1\",\"title\":\"Edit a.c\",\"kind\":\"edit\"}";
+  static const char opts[] =
+      "[{\"optionId\":\"ok\",\"name\":\"OK\",\"kind\":\"allow_once\"}]";
+  static const char entries[] =
+      "[{\"content\":\"A\",\"priority\":\"high\",\"status\":\"pending\"}]";
+  int v;
+  (void)s;
+
+  for (v = ACP_PROTOCOL_V1; v <= ACP_PROTOCOL_V2; v++) {
+    acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
+    acp_client *c = new_client(v);
+    pair_wire w = {{0}, {0}};
+
+    assert_int_equal(negotiate(a, c, NULL), v);
+    assert_int_equal(acp_agent_send_tool_call(a, "s1", "t1", "Edit a.c", "edit",
+                                              "pending", NULL, 0),
+                     0);
+    assert_int_equal(acp_agent_send_plan(a, "s1", LIT(entries)), 0);
+    assert_int_equal(acp_agent_send_plan_update(a, "s1", "p2", LIT(entries)),
+                     0);
+    assert_int_equal(acp_agent_send_state(a, "s1", "requires_action"),
+                     v == ACP_PROTOCOL_V2 ? 0 : ACP_ERR_INVALID_STATE);
+    n_ok = 0;
+    assert_int_equal(acp_agent_request_permission(a, "s1", LIT(tc), LIT(opts),
+                                                  a_resp, NULL, NULL),
+                     0);
+    assert_int_equal(pump(a, c, &w), 0);
+    assert_int_equal(n_ok, 1); /* answered (cancelled) by c_permission */
+    assert_non_null(strstr(w.a2c.data, "\"planId\":\"p2\""));
+    if (v == ACP_PROTOCOL_V2) {
+      assert_null(strstr(w.a2c.data, "\"sessionUpdate\":\"tool_call\""));
+      assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":"
+                                         "\"tool_call_update\",\"toolCallId\":"
+                                         "\"t1\",\"title\":\"Edit a.c\""));
+      assert_null(strstr(w.a2c.data, "\"sessionUpdate\":\"plan\""));
+      assert_non_null(strstr(w.a2c.data, "\"plan\":{\"type\":\"items\","
+                                         "\"planId\":\"plan\",\"entries\":"));
+      assert_non_null(strstr(w.a2c.data, "\"state\":\"requires_action\""));
+      assert_non_null(strstr(w.a2c.data,
+                             "\"params\":{\"sessionId\":\"s1\",\"title\":"
+                             "\"Edit a.c\",\"subject\":{\"type\":\"tool_call\","
+                             "\"toolCall\":{\"toolCallId\":\"t1\""));
+      /* A v2 permission needs an object to take its title from. */
+      assert_int_equal(acp_agent_request_permission(
+                           a, "s1", LIT("[1]"), LIT(opts), NULL, NULL, NULL),
+                       ACP_ERR_INVALID_ARGUMENT);
+    } else {
+      assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":\"tool_call\","));
+      assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":\"plan\","
+                                         "\"entries\":"));
+      assert_null(strstr(w.a2c.data, "state_update"));
+      assert_non_null(strstr(w.a2c.data, "\"params\":{\"sessionId\":\"s1\","
+                                         "\"toolCall\":"));
+      assert_null(strstr(w.a2c.data, "\"subject\""));
+    }
+    assert_int_equal(acp_agent_send_state(a, "s1", NULL),
+                     ACP_ERR_INVALID_ARGUMENT);
+    assert_int_equal(acp_agent_send_plan_update(a, "s1", NULL, LIT(entries)),
+                     ACP_ERR_INVALID_ARGUMENT);
+    wire_clear(&w);
+    acp_client_free(c);
+    acp_agent_free(a);
+  }
+}
+
+static char last_params[512];
+static char last_method[64];
+
+/* Remember what arrived, answer {}. */
+static int a_record(acp_agent *a, acp_agent_request *req, void *ud) {
+  size_t n = 0;
+  const char *raw = acp_json_raw(acp_agent_request_params(req), &n);
+  (void)ud;
+  snprintf(last_method, sizeof(last_method), "%s",
+           acp_agent_request_method(req));
+  snprintf(last_params, sizeof(last_params), "%.*s", (int)n, raw ? raw : "");
+  return acp_agent_respond(a, req, LIT("{}"));
+}
+
+/* The client's typed v2 calls put what the v2 schema asks on the wire. */
+static void test_v2_client_calls(void **s) {
+  acp_agent_callbacks *ac;
+  acp_agent *a;
+  acp_client *c = new_client(ACP_PROTOCOL_V2);
+  pair_wire w = {{0}, {0}};
+  (void)s;
+
+  assert_int_equal(acp_agent_callbacks_new(&ac), 0);
+  acp_agent_callbacks_set_on_session_new(ac, a_session_new);
+  acp_agent_callbacks_set_on_auth_login(ac, a_record);
+  acp_agent_callbacks_set_on_auth_logout(ac, a_record);
+  acp_agent_callbacks_set_on_tool_call_cancel(ac, a_record);
+  acp_agent_callbacks_set_on_terminal_cancel(ac, a_record);
+  acp_agent_callbacks_set_on_session_resume(ac, a_record);
+  acp_agent_callbacks_set_on_session_set_config_option(ac, a_record);
+  assert_int_equal(acp_agent_new(&a, ac, NULL, NULL, NULL), 0);
+  acp_agent_callbacks_free(ac);
+  assert_int_equal(acp_agent_set_max_protocol_version(a, ACP_PROTOCOL_V2), 0);
+  assert_int_equal(negotiate(a, c, NULL), ACP_PROTOCOL_V2);
+
+#define CALL_AND_CHECK(call, method, params)                                   \
+  do {                                                                         \
+    n_ok = 0;                                                                  \
+    last_method[0] = '\0';                                                     \
+    assert_int_equal(call, 0);                                                 \
+    assert_int_equal(pump(a, c, &w), 0);                                       \
+    assert_int_equal(n_ok, 1);                                                 \
+    assert_string_equal(last_method, method);                                  \
+    assert_string_equal(last_params, params);                                  \
+  } while (0)
+  CALL_AND_CHECK(acp_client_auth_login(c, "gh", c_resp, NULL, NULL),
+                 "auth/login", "{\"methodId\":\"gh\"}");
+  CALL_AND_CHECK(acp_client_auth_logout(c, c_resp, NULL, NULL), "auth/logout",
+                 "{}");
+  CALL_AND_CHECK(acp_client_tool_call_cancel(c, "s1", "t1", c_resp, NULL, NULL),
+                 "tool_call/cancel",
+                 "{\"sessionId\":\"s1\",\"toolCallId\":\"t1\"}");
+  CALL_AND_CHECK(
+      acp_client_terminal_cancel(c, "s1", "term1", c_resp, NULL, NULL),
+      "terminal/cancel", "{\"sessionId\":\"s1\",\"terminalId\":\"term1\"}");
+  CALL_AND_CHECK(acp_client_session_resume_replay(c, "s1", "/w", NULL, 0,
+                                                  LIT("{\"type\":\"start\"}"),
+                                                  c_resp, NULL, NULL),
+                 "session/resume",
+                 "{\"sessionId\":\"s1\",\"cwd\":\"/w\",\"replayFrom\":{"
+                 "\"type\":\"start\"}}");
+  CALL_AND_CHECK(acp_client_session_resume_replay(c, "s1", "/w", LIT("[]"),
+                                                  NULL, 0, c_resp, NULL, NULL),
+                 "session/resume",
+                 "{\"sessionId\":\"s1\",\"cwd\":\"/w\",\"mcpServers\":[]}");
+  CALL_AND_CHECK(acp_client_set_config_option(c, "s1", "mode", LIT("\"ask\""),
+                                              c_resp, NULL, NULL),
+                 "session/set_config_option",
+                 "{\"sessionId\":\"s1\",\"configId\":\"mode\",\"type\":"
+                 "\"id\",\"value\":\"ask\"}");
+  CALL_AND_CHECK(acp_client_set_config_option(c, "s1", "verbose", LIT("true"),
+                                              c_resp, NULL, NULL),
+                 "session/set_config_option",
+                 "{\"sessionId\":\"s1\",\"configId\":\"verbose\",\"type\":"
+                 "\"boolean\",\"value\":true}");
+#undef CALL_AND_CHECK
+  assert_int_equal(acp_client_tool_call_cancel(c, "s1", NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_client_terminal_cancel(NULL, "s1", "t", NULL, NULL, NULL),
+      ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_auth_login(c, NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_session_resume_replay(c, "s1", NULL, NULL, 0,
+                                                    NULL, 0, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  wire_clear(&w);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
 static void test_v2_set_max_rejects_bad_input(void **s) {
   acp_agent *a = new_agent(0, false);
   acp_client *c = new_client(0);
@@ -399,6 +560,8 @@ int main(void) {
       cmocka_unit_test(test_v2_client_checks_with_v2_table),
       cmocka_unit_test(test_v2_client_gets_unasked_version),
       cmocka_unit_test(test_v2_prompt_lifecycle),
+      cmocka_unit_test(test_v2_update_shapes),
+      cmocka_unit_test(test_v2_client_calls),
       cmocka_unit_test(test_v2_set_max_rejects_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
