@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/random.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,6 +245,69 @@ static int set_state_key(acp_mcp_server *reg) {
   return acp_mcp_server_set_state_key(reg, key, sizeof(key));
 }
 
+/* The Unix time at uv's clock 0, for the task timestamps (the core
+ * reads no clock). uv_now() counts from uv_hrtime() in ms. */
+static int64_t uv_epoch_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
+         (int64_t)(uv_hrtime() / 1000000);
+}
+
+/* slow_compute's timer (mcp_everything_set_timers()) on the serve loop. */
+typedef struct ev_uv_timer {
+  uv_timer_t t;
+  void (*fire)(void *arg);
+  void *arg;
+  struct ev_uv_timer *next, *prev;
+} ev_uv_timer;
+
+static ev_uv_timer *ev_live; /* armed, not yet closing */
+
+static void ev_timer_closed(uv_handle_t *h) { free(h->data); }
+
+static void ev_timer_close(ev_uv_timer *et) {
+  if (et->prev)
+    et->prev->next = et->next;
+  else
+    ev_live = et->next;
+  if (et->next)
+    et->next->prev = et->prev;
+  uv_close((uv_handle_t *)&et->t, ev_timer_closed);
+}
+
+static void ev_timer_cb(uv_timer_t *t) {
+  ev_uv_timer *et = t->data;
+  ev_timer_close(et);
+  et->fire(et->arg);
+}
+
+static int ev_timer_start(void *ctx, uint64_t ms, void (*fire)(void *arg),
+                          void *arg, void **timer) {
+  ev_uv_timer *et = calloc(1, sizeof(*et));
+  if (et == NULL)
+    return ACP_ERR_NOMEM;
+  uv_timer_init(ctx, &et->t);
+  et->t.data = et;
+  et->fire = fire;
+  et->arg = arg;
+  uv_timer_start(&et->t, ev_timer_cb, ms, 0);
+  uv_unref((uv_handle_t *)&et->t); /* a running task does not hold exit */
+  et->next = ev_live;
+  if (ev_live)
+    ev_live->prev = et;
+  ev_live = et;
+  *timer = et;
+  return 0;
+}
+
+static void ev_timer_stop(void *ctx, void *timer) {
+  ev_uv_timer *et = timer;
+  (void)ctx;
+  uv_timer_stop(&et->t);
+  ev_timer_close(et);
+}
+
 typedef struct serve_ctx {
   acp_http_server *srv;
   acp_uv_signals *sig;
@@ -333,6 +397,7 @@ static int cmd_serve(int argc, char **argv) {
     rv = everything ? mcp_everything_register(reg) : register_default(reg);
   if (rv == 0)
     rv = set_state_key(reg);
+  acp_mcp_server_set_epoch(reg, uv_epoch_ms());
   if (rv != 0) {
     cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
     acp_mcp_server_free(reg);
@@ -361,6 +426,10 @@ static int cmd_serve(int argc, char **argv) {
     }
     acp_uv_ignore_sigpipe();
     uv_loop_init(&loop);
+    if (everything) {
+      mcp_everything_timers tm = {&loop, ev_timer_start, ev_timer_stop};
+      mcp_everything_set_timers(&tm);
+    }
     rv = acp_http_server_options_new(&o, NULL);
     if (rv == 0)
       rv = acp_http_server_options_set_address(o, addr, port);
@@ -382,6 +451,10 @@ static int cmd_serve(int argc, char **argv) {
         status = CLI_EXIT_FAILURE;
       }
     }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    mcp_everything_set_timers(NULL);
+    while (ev_live) /* timers of tasks still running */
+      ev_timer_close(ev_live);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
   }

@@ -25,7 +25,7 @@ typedef struct rec {
   int status;
   int calls;
   int64_t code;
-  char text[8192];
+  char text[32768];
 } rec;
 
 typedef struct world {
@@ -279,7 +279,14 @@ static void test_lists(void **state) {
       "test_input_required_result_tampered_state",
       "test_input_required_result_capabilities",
       "test_custom_header",
-      "echo"};
+      "echo",
+      "greet",
+      "slow_compute",
+      "failing_job",
+      "protocol_error_job",
+      "confirm_delete",
+      "multi_input",
+      "test_tool_with_task"};
   acp_json_doc *doc = NULL;
   const acp_json_val *arr, *t;
   rec r;
@@ -314,6 +321,13 @@ static void test_lists(void **state) {
   HAS(r.text, "\"$schema\":\"https://json-schema.org/draft/2020-12/schema\"");
   HAS(r.text, "\"$defs\":{\"address\":");
   HAS(r.text, "\"additionalProperties\":false");
+  HAS(r.text, "\"$anchor\":\"addressDef\"");
+  HAS(r.text, "\"allOf\":[{\"anyOf\":");
+  HAS(r.text, "\"if\":{");
+  /* Task support as the tasks-* scenarios need it. */
+  HAS(r.text, "\"name\":\"failing_job\",\"description\":\"A task that ends "
+              "with a tool error\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
+              "\"execution\":{\"taskSupport\":\"required\"}}");
 
   memset(&r, 0, sizeof(r));
   assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_RESOURCES, NULL, NULL,
