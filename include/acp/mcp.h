@@ -1262,6 +1262,78 @@ ACP_EXTERN int acp_mcp_client_cancel(acp_mcp_client *c, int64_t id,
 /** Send notifications/roots/list_changed. */
 ACP_EXTERN int acp_mcp_client_roots_changed(acp_mcp_client *c);
 
+/* MARK: - Client: tasks */
+
+/*
+ * Tasks of the server (see acp_mcp_server_set_tasks() for both wire
+ * forms). A task-augmented tools/call is answered with a task handle
+ * (acp_mcp_result_task() reads it: 2025 {"task":{...}}, 2026 a flat
+ * CreateTaskResult with resultType "task") or, when the server chose to
+ * answer at once, with the ordinary result. Then poll with
+ * acp_mcp_client_task_get(): a 2026 task's answer is inlined there
+ * (`result` or `error`, or `inputRequests` to answer with
+ * acp_mcp_client_task_update()); a 2025 task's with
+ * acp_mcp_client_task_result(), which the server holds until the task
+ * ends. The callbacks get the raw results.
+ */
+
+/**
+ * Declare the 2026 tasks extension (capabilities.extensions
+ * ["io.modelcontextprotocol/tasks"] in each request's _meta) so that the
+ * server may answer task-capable tools with tasks. Before
+ * acp_mcp_client_initialize(). No effect on a 2025 session (there the
+ * request asks, see acp_mcp_client_call_tool_task()).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or ACP_ERR_INVALID_STATE.
+ */
+ACP_EXTERN int acp_mcp_client_set_tasks(acp_mcp_client *c, int on);
+/**
+ * tools/call as a task: 2025-11-25 adds `"task":{"ttl":ttl_ms}` (ttl_ms 0
+ * omits it); 2026 sends an ordinary tools/call (the server decides; needs
+ * acp_mcp_client_set_tasks()).
+ * @return as acp_mcp_client_call_tool(), or ACP_ERR_UNSUPPORTED (a session
+ *         of a revision before 2025-11-25), ACP_ERR_INVALID_STATE (2026
+ *         without acp_mcp_client_set_tasks()).
+ */
+ACP_EXTERN int acp_mcp_client_call_tool_task(
+    acp_mcp_client *c, const char *name, const char *arguments,
+    size_t args_len, uint64_t ttl_ms, const acp_mcp_request_opts *opts,
+    uint64_t now_ms, acp_mcp_result_cb cb, void *user_data, int64_t *id_out);
+/** tasks/get {taskId}. */
+ACP_EXTERN int acp_mcp_client_task_get(acp_mcp_client *c, const char *task_id,
+                                       uint64_t now_ms, acp_mcp_result_cb cb,
+                                       void *user_data);
+/** tasks/cancel {taskId}. */
+ACP_EXTERN int acp_mcp_client_task_cancel(acp_mcp_client *c,
+                                          const char *task_id, uint64_t now_ms,
+                                          acp_mcp_result_cb cb,
+                                          void *user_data);
+/** tasks/result {taskId} (2025 only; ACP_ERR_UNSUPPORTED at 2026). */
+ACP_EXTERN int acp_mcp_client_task_result(acp_mcp_client *c,
+                                          const char *task_id, uint64_t now_ms,
+                                          acp_mcp_result_cb cb,
+                                          void *user_data);
+/** tasks/update {taskId, inputResponses} (2026 only; ACP_ERR_UNSUPPORTED
+ * otherwise). `input_responses`: a JSON object keyed like the task's
+ * inputRequests. */
+ACP_EXTERN int acp_mcp_client_task_update(acp_mcp_client *c,
+                                          const char *task_id,
+                                          const char *input_responses,
+                                          size_t len, uint64_t now_ms,
+                                          acp_mcp_result_cb cb,
+                                          void *user_data);
+/** tasks/list with an optional cursor (2025 only). */
+ACP_EXTERN int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
+                                        uint64_t now_ms, acp_mcp_result_cb cb,
+                                        void *user_data);
+/**
+ * Whether a result is a task (a CreateTaskResult of either form, a
+ * tasks/get or tasks/cancel result): 1 with its taskId and status
+ * (borrowed, decoded, valid while msg is), else 0. Any output may be NULL.
+ */
+ACP_EXTERN int acp_mcp_result_task(const acp_rpc_msg *msg,
+                                   const char **task_id, size_t *id_len,
+                                   const char **status, size_t *status_len);
+
 /* MARK: - Client: eras (2026-07-28) */
 
 /*
