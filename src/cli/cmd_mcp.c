@@ -27,7 +27,7 @@ static const char usage_text[] =
     "                     [--everything]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
-    "       acp mcp call|read|get [--json] [OPTIONS]\n"
+    "       acp mcp call|read|get [--json] [--task] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS... --) NAME [key=value...]\n"
     "       acp mcp relay --url URL [--header 'N: V']... [--sse|--streamable]\n"
     "\n"
@@ -67,6 +67,10 @@ static const char usage_text[] =
     "                       revisions), 2026-07-28 (stateless only), or a\n"
     "                       stateful one (2025-11-25 ... 2024-11-05: "
     "initialize)\n"
+    "  --task               call: as a task (2025-11-25: a task-augmented\n"
+    "                       call, then tasks/result; 2026-07-28: the tasks\n"
+    "                       extension, then tasks/get polls); the task id goes\n"
+    "                       to stderr; a server may answer at once\n"
     "  -h, --help           this help\n"
     "\n"
     "Progress notifications and server log messages go to stderr. With --json\n"
@@ -481,6 +485,10 @@ typedef struct mcli {
   int list_phase;       /* resources: 0 resources, 1 templates */
   acp_json_writer *out; /* --json list accumulation */
   int first_item;
+  int task;          /* call --task */
+  char task_id[128]; /* the task being polled */
+  uv_timer_t poll;   /* tasks/get pacing */
+  int poll_init;
 } mcli;
 
 static void finish(mcli *m, int status);
@@ -495,6 +503,10 @@ static void finish(mcli *m, int status) {
     return;
   m->done = 1;
   m->status = status;
+  if (m->poll_init) {
+    uv_close((uv_handle_t *)&m->poll, NULL);
+    m->poll_init = 0;
+  }
   if (m->hc) {
     acp_http_client_close(m->hc, 2000, NULL, NULL);
     m->hc = NULL;
@@ -674,6 +686,92 @@ static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
 
 static int start_list(mcli *m, acp_mcp_list which);
 
+/* MARK: - call --task */
+
+static int on_task_state(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                         void *ud);
+
+static void on_poll(uv_timer_t *t) {
+  mcli *m = t->data;
+  int rv = acp_mcp_client_task_get(m->c, m->task_id, uv_now(&m->loop),
+                                   on_task_state, m);
+  if (rv != 0) {
+    cli_err(SUB, "cannot poll the task: %s", acp_strerror(rv));
+    finish(m, CLI_EXIT_FAILURE);
+  }
+}
+
+/*
+ * The answer to `call --task` and to each tasks/get: a task in progress is
+ * polled (pollInterval, 0.1 to 5 s); a 2025 task's result is fetched with
+ * tasks/result (held by the server until the end); a 2026 task's is
+ * inlined in tasks/get. A server that answered at once is printed as is.
+ */
+static int on_task_state(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                         void *ud) {
+  mcli *m = ud;
+  const char *id, *st;
+  size_t il, sl;
+  const acp_json_val *r;
+  int64_t poll = 500;
+
+  if (status != 0 || !acp_mcp_result_task(msg, &id, &il, &st, &sl))
+    return on_result(c, status, msg, ud);
+  if (m->task_id[0] == 0) {
+    snprintf(m->task_id, sizeof(m->task_id), "%.*s", (int)il, id);
+    if (!m->json)
+      fprintf(stderr, "task %s\n", m->task_id);
+    if (acp_mcp_client_era(c) == ACP_MCP_ERA_STATEFUL) {
+      int rv = acp_mcp_client_task_result(c, m->task_id, uv_now(&m->loop),
+                                          on_result, m);
+      if (rv != 0) {
+        cli_err(SUB, "cannot ask the task's result: %s", acp_strerror(rv));
+        finish(m, CLI_EXIT_FAILURE);
+      }
+      return 0;
+    }
+  }
+  r = msg->result;
+  if (sl == 9 && memcmp(st, "completed", 9) == 0) {
+    acp_rpc_msg inner = *msg;
+    inner.result = acp_json_obj_getz(r, "result");
+    if (inner.result != NULL)
+      return on_result(c, 0, &inner, ud);
+  }
+  if ((sl == 9 && memcmp(st, "completed", 9) == 0) ||
+      (sl == 6 && memcmp(st, "failed", 6) == 0) ||
+      (sl == 9 && memcmp(st, "cancelled", 9) == 0)) {
+    const acp_json_val *e = acp_json_obj_getz(r, "error");
+    const char *em = "";
+    size_t en = 0;
+    acp_json_doc_str(msg->doc, acp_json_obj_getz(e, "message"), &em, &en);
+    cli_err(SUB, "task %s %.*s%s%.*s", m->task_id, (int)sl, st, en ? ": " : "",
+            (int)en, em);
+    finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  if (sl == 14 && memcmp(st, "input_required", 14) == 0) {
+    cli_err(SUB, "task %s needs input, which acp mcp call cannot give",
+            m->task_id);
+    finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  if (acp_json_get_int64(acp_json_obj_getz(r, "pollIntervalMs"), &poll) != 0 &&
+      acp_json_get_int64(acp_json_obj_getz(r, "pollInterval"), &poll) != 0)
+    poll = 500;
+  if (poll < 100)
+    poll = 100;
+  if (poll > 5000)
+    poll = 5000;
+  if (!m->poll_init) {
+    uv_timer_init(&m->loop, &m->poll);
+    m->poll.data = m;
+    m->poll_init = 1;
+  }
+  uv_timer_start(&m->poll, on_poll, (uint64_t)poll, 0);
+  return 0;
+}
+
 static int on_page(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                    bool last, void *ud) {
   mcli *m = ud;
@@ -824,8 +922,12 @@ static int on_initialized(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     break;
   case V_CALL:
     opts.on_progress = on_progress;
-    rv = acp_mcp_client_call_tool(m->c, m->name, args, alen, &opts, now,
-                                  on_result, m, NULL);
+    if (m->task)
+      rv = acp_mcp_client_call_tool_task(m->c, m->name, args, alen, 0, &opts,
+                                         now, on_task_state, m, NULL);
+    else
+      rv = acp_mcp_client_call_tool(m->c, m->name, args, alen, &opts, now,
+                                    on_result, m, NULL);
     break;
   case V_READ:
     rv = acp_mcp_client_read_resource(m->c, m->name, NULL, now, on_result, m,
@@ -899,6 +1001,8 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0)
       m.json = 1;
+    else if (verb == V_CALL && strcmp(argv[i], "--task") == 0)
+      m.task = 1;
     else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL)
       url = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--transport", &ok)) != NULL)
@@ -981,6 +1085,8 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   acp_mcp_client_callbacks_free(cbs);
   if (rv == 0)
     acp_mcp_client_set_timeouts(m.c, timeout, 0);
+  if (rv == 0 && m.task)
+    rv = acp_mcp_client_set_tasks(m.c, 1);
   if (rv == 0 && acp_mcp_client_set_protocol(m.c, protocol) != 0) {
     cli_err(SUB,
             "--protocol is auto, 2026-07-28, 2025-11-25, 2025-06-18, "
