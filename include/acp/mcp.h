@@ -271,6 +271,10 @@ ACP_EXTERN int acp_mcp_uri_template_match(const char *tpl, size_t tpl_len,
  * `Mcp-Method`, `Mcp-Name` or `MCP-Protocol-Version` header that is missing
  * or disagrees with the body). */
 #define ACP_MCP_HEADER_MISMATCH (-32020)
+/** The 2026-07-28 tasks extension's identifier (capabilities.extensions). */
+#define ACP_MCP_EXT_TASKS "io.modelcontextprotocol/tasks"
+/** `_meta` key tying a 2025-11-25 message to a task ({"taskId"}). */
+#define ACP_MCP_META_RELATED_TASK "io.modelcontextprotocol/related-task"
 /** MCP error code (2026-07-28): MissingRequiredClientCapabilityError, data
  * {"requiredCapabilities": ClientCapabilities}. */
 #define ACP_MCP_MISSING_REQUIRED_CLIENT_CAPABILITY (-32021)
@@ -364,8 +368,8 @@ ACP_EXTERN int acp_mcp_era_write_result(acp_json_writer *w,
 
 /**
  * The params member a 2026-07-28 Streamable HTTP `Mcp-Name` header mirrors:
- * the `name` of tools/call and prompts/get, the `uri` of resources/read.
- * The client writes the header from it and the server checks the header
+ * the `name` of tools/call and prompts/get, the `uri` of resources/read,
+ * the `taskId` of tasks/get, tasks/update and tasks/cancel. The client writes the header from it and the server checks the header
  * against it, so both sides share this one rule.
  *
  * @param method  the request's `method` value (may be NULL).
@@ -612,6 +616,81 @@ ACP_EXTERN int acp_mcp_server_set_cache(acp_mcp_server *server,
  */
 ACP_EXTERN int acp_mcp_server_set_state_key(acp_mcp_server *server,
                                             const void *key, size_t len);
+/**
+ * Tasks: a tools/call of a task-capable tool (see
+ * acp_mcp_server_set_tool_task_support()) from a client that asked for one
+ * is answered at once with a task handle and runs on; the client polls.
+ * Both wire forms are served from the same tools:
+ *   - 2025-11-25 (a session that negotiated it): capability `tasks`
+ *     (list, cancel, requests.tools.call); the request carries a `task`
+ *     param; answered {"task":{taskId,status,createdAt,lastUpdatedAt,ttl,
+ *     pollInterval?}}; tasks/get (the Task), tasks/result (the tool's
+ *     result with _meta[ACP_MCP_META_RELATED_TASK], or its error; held
+ *     until the task ends), tasks/list (the session's tasks, one page),
+ *     tasks/cancel (the cancelled Task; -32602 when it already ended);
+ *     notifications/tasks/status to the session on each final status.
+ *     Tasks belong to the session that made them.
+ *   - 2026-07-28 (stateless requests): capabilities.extensions
+ *     [ACP_MCP_EXT_TASKS]; a request whose clientCapabilities declare the
+ *     extension may get {"resultType":"task",taskId,status,createdAt,
+ *     lastUpdatedAt,ttlMs,pollIntervalMs?}; tasks/get answers the task with
+ *     its `result`, `error` or pending `inputRequests` inlined;
+ *     tasks/update {taskId,inputResponses} answers input requests;
+ *     tasks/cancel acks (also for an ended task). tasks/get, tasks/update
+ *     and tasks/cancel without the extension declared: -32021;
+ *     tasks/result and tasks/list: -32601.
+ * A task is created when the handler calls acp_mcp_call_start_task(), or
+ * when it returns with the call unanswered and no input pending; a 2025
+ * task-augmented call the handler answers at once gets a task too. The
+ * handler then answers the call later with the usual respond functions:
+ * a result makes the task `completed` (a tool error too, with isError),
+ * acp_mcp_call_respond_error() makes it `failed`. tasks/cancel marks it
+ * `cancelled`, sets the call cancelled and runs its cancel callback; a
+ * later answer is dropped (and releases the call). In a 2026 task,
+ * acp_mcp_call_request_named() (elicit, sample, roots) puts the task in
+ * `input_required` with the request under its key; tasks/update runs
+ * `cb` with the answer. A 2025 task cannot make requests
+ * (ACP_ERR_UNSUPPORTED).
+ *
+ * Task ids are 128 bits of HMAC-SHA256 under the state key (so tasks need
+ * acp_mcp_server_set_state_key(); without a key none are offered). Ended
+ * tasks are kept `ttl_ms` from their creation, measured on the now_ms the
+ * conns are given (the server uses the latest seen); running ones are
+ * kept until they end. At most `max_tasks` exist at once: past that a
+ * 2026 call runs as an ordinary call, a 2025 task request is answered
+ * -32603, and acp_mcp_call_start_task() returns ACP_ERR_LIMIT.
+ * @param max_tasks         0 turns tasks off (the default).
+ * @param ttl_ms            > 0.
+ * @param poll_interval_ms  suggested poll interval; 0 omits it.
+ * @return 0 or ACP_ERR_INVALID_ARGUMENT.
+ */
+ACP_EXTERN int acp_mcp_server_set_tasks(acp_mcp_server *server,
+                                        size_t max_tasks, uint64_t ttl_ms,
+                                        uint64_t poll_interval_ms);
+/**
+ * The Unix time in milliseconds at which the conns' now_ms clock read 0,
+ * for the ISO 8601 createdAt / lastUpdatedAt of tasks (the core reads no
+ * clock; acp mcp serve passes the wall clock minus uv_now()). Default 0.
+ */
+ACP_EXTERN void acp_mcp_server_set_epoch(acp_mcp_server *server,
+                                         int64_t epoch_ms);
+/** A tool's `execution.taskSupport`. */
+typedef enum acp_mcp_task_support {
+  ACP_MCP_TASK_FORBIDDEN = 0, /**< never a task (the default; not listed) */
+  ACP_MCP_TASK_OPTIONAL = 1,  /**< a task when the client asks */
+  ACP_MCP_TASK_REQUIRED = 2   /**< only as a task */
+} acp_mcp_task_support;
+/**
+ * Set a registered tool's task support; tools/list shows it as
+ * `execution: {"taskSupport": ...}` (nothing for FORBIDDEN).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOT_FOUND (no such tool) or
+ *         ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int
+acp_mcp_server_set_tool_task_support(acp_mcp_server *server, const char *name,
+                                     acp_mcp_task_support support);
+/** Tasks held now (running and ended ones not yet expired). */
+ACP_EXTERN size_t acp_mcp_server_task_count(const acp_mcp_server *server);
 /** Called when a conn receives notifications/initialized. */
 ACP_EXTERN void acp_mcp_server_set_on_initialized(acp_mcp_server *server,
                                                   acp_mcp_conn_cb cb);
@@ -799,6 +878,20 @@ ACP_EXTERN int acp_mcp_call_is_stateless(const acp_mcp_call *call);
  */
 ACP_EXTERN const char *acp_mcp_call_client_capabilities(const acp_mcp_call *c,
                                                         size_t *len);
+/**
+ * Make a task-capable tools/call a task now (see acp_mcp_server_set_tasks()):
+ * its request is answered with the task handle, and the call (same handle)
+ * runs on until answered. From the handler, or later from a callback of
+ * the call.
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (call NULL); ACP_ERR_UNSUPPORTED (not
+ *         a tools/call of a task-capable tool whose client asked for tasks);
+ *         ACP_ERR_INVALID_STATE (answered, cancelled, already a task, or
+ *         requests of the call pending); ACP_ERR_LIMIT (max_tasks reached);
+ *         ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_mcp_call_start_task(acp_mcp_call *call);
+/** The call's task id (32 hex digits) while it runs as a task, or NULL. */
+ACP_EXTERN const char *acp_mcp_call_task_id(const acp_mcp_call *call);
 /** Handler-owned pointer stored on the call. */
 ACP_EXTERN void acp_mcp_call_set_user_data(acp_mcp_call *call, void *ud);
 ACP_EXTERN void *acp_mcp_call_get_user_data(const acp_mcp_call *call);
@@ -1168,6 +1261,78 @@ ACP_EXTERN int acp_mcp_client_cancel(acp_mcp_client *c, int64_t id,
                                      const char *reason, uint64_t now_ms);
 /** Send notifications/roots/list_changed. */
 ACP_EXTERN int acp_mcp_client_roots_changed(acp_mcp_client *c);
+
+/* MARK: - Client: tasks */
+
+/*
+ * Tasks of the server (see acp_mcp_server_set_tasks() for both wire
+ * forms). A task-augmented tools/call is answered with a task handle
+ * (acp_mcp_result_task() reads it: 2025 {"task":{...}}, 2026 a flat
+ * CreateTaskResult with resultType "task") or, when the server chose to
+ * answer at once, with the ordinary result. Then poll with
+ * acp_mcp_client_task_get(): a 2026 task's answer is inlined there
+ * (`result` or `error`, or `inputRequests` to answer with
+ * acp_mcp_client_task_update()); a 2025 task's with
+ * acp_mcp_client_task_result(), which the server holds until the task
+ * ends. The callbacks get the raw results.
+ */
+
+/**
+ * Declare the 2026 tasks extension (capabilities.extensions
+ * ["io.modelcontextprotocol/tasks"] in each request's _meta) so that the
+ * server may answer task-capable tools with tasks. Before
+ * acp_mcp_client_initialize(). No effect on a 2025 session (there the
+ * request asks, see acp_mcp_client_call_tool_task()).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or ACP_ERR_INVALID_STATE.
+ */
+ACP_EXTERN int acp_mcp_client_set_tasks(acp_mcp_client *c, int on);
+/**
+ * tools/call as a task: 2025-11-25 adds `"task":{"ttl":ttl_ms}` (ttl_ms 0
+ * omits it); 2026 sends an ordinary tools/call (the server decides; needs
+ * acp_mcp_client_set_tasks()).
+ * @return as acp_mcp_client_call_tool(), or ACP_ERR_UNSUPPORTED (a session
+ *         of a revision before 2025-11-25), ACP_ERR_INVALID_STATE (2026
+ *         without acp_mcp_client_set_tasks()).
+ */
+ACP_EXTERN int acp_mcp_client_call_tool_task(
+    acp_mcp_client *c, const char *name, const char *arguments,
+    size_t args_len, uint64_t ttl_ms, const acp_mcp_request_opts *opts,
+    uint64_t now_ms, acp_mcp_result_cb cb, void *user_data, int64_t *id_out);
+/** tasks/get {taskId}. */
+ACP_EXTERN int acp_mcp_client_task_get(acp_mcp_client *c, const char *task_id,
+                                       uint64_t now_ms, acp_mcp_result_cb cb,
+                                       void *user_data);
+/** tasks/cancel {taskId}. */
+ACP_EXTERN int acp_mcp_client_task_cancel(acp_mcp_client *c,
+                                          const char *task_id, uint64_t now_ms,
+                                          acp_mcp_result_cb cb,
+                                          void *user_data);
+/** tasks/result {taskId} (2025 only; ACP_ERR_UNSUPPORTED at 2026). */
+ACP_EXTERN int acp_mcp_client_task_result(acp_mcp_client *c,
+                                          const char *task_id, uint64_t now_ms,
+                                          acp_mcp_result_cb cb,
+                                          void *user_data);
+/** tasks/update {taskId, inputResponses} (2026 only; ACP_ERR_UNSUPPORTED
+ * otherwise). `input_responses`: a JSON object keyed like the task's
+ * inputRequests. */
+ACP_EXTERN int acp_mcp_client_task_update(acp_mcp_client *c,
+                                          const char *task_id,
+                                          const char *input_responses,
+                                          size_t len, uint64_t now_ms,
+                                          acp_mcp_result_cb cb,
+                                          void *user_data);
+/** tasks/list with an optional cursor (2025 only). */
+ACP_EXTERN int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
+                                        uint64_t now_ms, acp_mcp_result_cb cb,
+                                        void *user_data);
+/**
+ * Whether a result is a task (a CreateTaskResult of either form, a
+ * tasks/get or tasks/cancel result): 1 with its taskId and status
+ * (borrowed, decoded, valid while msg is), else 0. Any output may be NULL.
+ */
+ACP_EXTERN int acp_mcp_result_task(const acp_rpc_msg *msg,
+                                   const char **task_id, size_t *id_len,
+                                   const char **status, size_t *status_len);
 
 /* MARK: - Client: eras (2026-07-28) */
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/random.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,7 +28,7 @@ static const char usage_text[] =
     "                     [--everything] [AUTH OPTIONS]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
-    "       acp mcp call|read|get [--json] [OPTIONS]\n"
+    "       acp mcp call|read|get [--json] [--task] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS... --) NAME [key=value...]\n"
     "       acp mcp relay --url URL [--header 'N: V']... [--sse|--streamable]\n"
     "       acp mcp login URL [--timeout SECONDS] | acp mcp logout URL\n"
@@ -88,6 +89,10 @@ static const char usage_text[] =
     "                       revisions), 2026-07-28 (stateless only), or a\n"
     "                       stateful one (2025-11-25 ... 2024-11-05: "
     "initialize)\n"
+    "  --task               call: as a task (2025-11-25: a task-augmented\n"
+    "                       call, then tasks/result; 2026-07-28: the tasks\n"
+    "                       extension, then tasks/get polls); the task id goes\n"
+    "                       to stderr; a server may answer at once\n"
     "  -h, --help           this help\n"
     "\n"
     "Progress notifications and server log messages go to stderr. With --json\n"
@@ -387,6 +392,69 @@ static int set_state_key(acp_mcp_server *reg) {
   return acp_mcp_server_set_state_key(reg, key, sizeof(key));
 }
 
+/* The Unix time at uv's clock 0, for the task timestamps (the core
+ * reads no clock). uv_now() counts from uv_hrtime() in ms. */
+static int64_t uv_epoch_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
+         (int64_t)(uv_hrtime() / 1000000);
+}
+
+/* slow_compute's timer (mcp_everything_set_timers()) on the serve loop. */
+typedef struct ev_uv_timer {
+  uv_timer_t t;
+  void (*fire)(void *arg);
+  void *arg;
+  struct ev_uv_timer *next, *prev;
+} ev_uv_timer;
+
+static ev_uv_timer *ev_live; /* armed, not yet closing */
+
+static void ev_timer_closed(uv_handle_t *h) { free(h->data); }
+
+static void ev_timer_close(ev_uv_timer *et) {
+  if (et->prev)
+    et->prev->next = et->next;
+  else
+    ev_live = et->next;
+  if (et->next)
+    et->next->prev = et->prev;
+  uv_close((uv_handle_t *)&et->t, ev_timer_closed);
+}
+
+static void ev_timer_cb(uv_timer_t *t) {
+  ev_uv_timer *et = t->data;
+  ev_timer_close(et);
+  et->fire(et->arg);
+}
+
+static int ev_timer_start(void *ctx, uint64_t ms, void (*fire)(void *arg),
+                          void *arg, void **timer) {
+  ev_uv_timer *et = calloc(1, sizeof(*et));
+  if (et == NULL)
+    return ACP_ERR_NOMEM;
+  uv_timer_init(ctx, &et->t);
+  et->t.data = et;
+  et->fire = fire;
+  et->arg = arg;
+  uv_timer_start(&et->t, ev_timer_cb, ms, 0);
+  uv_unref((uv_handle_t *)&et->t); /* a running task does not hold exit */
+  et->next = ev_live;
+  if (ev_live)
+    ev_live->prev = et;
+  ev_live = et;
+  *timer = et;
+  return 0;
+}
+
+static void ev_timer_stop(void *ctx, void *timer) {
+  ev_uv_timer *et = timer;
+  (void)ctx;
+  uv_timer_stop(&et->t);
+  ev_timer_close(et);
+}
+
 typedef struct serve_ctx {
   acp_http_server *srv;
   acp_uv_signals *sig;
@@ -521,6 +589,7 @@ static int cmd_serve(int argc, char **argv) {
     rv = register_whoami(reg);
   if (rv == 0)
     rv = set_state_key(reg);
+  acp_mcp_server_set_epoch(reg, uv_epoch_ms());
   if (rv != 0) {
     cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
     acp_mcp_server_free(reg);
@@ -551,6 +620,10 @@ static int cmd_serve(int argc, char **argv) {
     }
     acp_uv_ignore_sigpipe();
     uv_loop_init(&loop);
+    if (everything) {
+      mcp_everything_timers tm = {&loop, ev_timer_start, ev_timer_stop};
+      mcp_everything_set_timers(&tm);
+    }
     rv = acp_http_server_options_new(&o, NULL);
     if (rv == 0)
       rv = acp_http_server_options_set_address(o, addr, port);
@@ -574,6 +647,10 @@ static int cmd_serve(int argc, char **argv) {
         status = CLI_EXIT_FAILURE;
       }
     }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    mcp_everything_set_timers(NULL);
+    while (ev_live) /* timers of tasks still running */
+      ev_timer_close(ev_live);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
   }
@@ -601,6 +678,10 @@ typedef struct mcli {
   int list_phase;       /* resources: 0 resources, 1 templates */
   acp_json_writer *out; /* --json list accumulation */
   int first_item;
+  int task;          /* call --task */
+  char task_id[128]; /* the task being polled */
+  uv_timer_t poll;   /* tasks/get pacing */
+  int poll_init;
 } mcli;
 
 static void finish(mcli *m, int status);
@@ -615,6 +696,10 @@ static void finish(mcli *m, int status) {
     return;
   m->done = 1;
   m->status = status;
+  if (m->poll_init) {
+    uv_close((uv_handle_t *)&m->poll, NULL);
+    m->poll_init = 0;
+  }
   if (m->hc) {
     acp_http_client_close(m->hc, 2000, NULL, NULL);
     m->hc = NULL;
@@ -794,6 +879,92 @@ static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
 
 static int start_list(mcli *m, acp_mcp_list which);
 
+/* MARK: - call --task */
+
+static int on_task_state(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                         void *ud);
+
+static void on_poll(uv_timer_t *t) {
+  mcli *m = t->data;
+  int rv = acp_mcp_client_task_get(m->c, m->task_id, uv_now(&m->loop),
+                                   on_task_state, m);
+  if (rv != 0) {
+    cli_err(SUB, "cannot poll the task: %s", acp_strerror(rv));
+    finish(m, CLI_EXIT_FAILURE);
+  }
+}
+
+/*
+ * The answer to `call --task` and to each tasks/get: a task in progress is
+ * polled (pollInterval, 0.1 to 5 s); a 2025 task's result is fetched with
+ * tasks/result (held by the server until the end); a 2026 task's is
+ * inlined in tasks/get. A server that answered at once is printed as is.
+ */
+static int on_task_state(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                         void *ud) {
+  mcli *m = ud;
+  const char *id, *st;
+  size_t il, sl;
+  const acp_json_val *r;
+  int64_t poll = 500;
+
+  if (status != 0 || !acp_mcp_result_task(msg, &id, &il, &st, &sl))
+    return on_result(c, status, msg, ud);
+  if (m->task_id[0] == 0) {
+    snprintf(m->task_id, sizeof(m->task_id), "%.*s", (int)il, id);
+    if (!m->json)
+      fprintf(stderr, "task %s\n", m->task_id);
+    if (acp_mcp_client_era(c) == ACP_MCP_ERA_STATEFUL) {
+      int rv = acp_mcp_client_task_result(c, m->task_id, uv_now(&m->loop),
+                                          on_result, m);
+      if (rv != 0) {
+        cli_err(SUB, "cannot ask the task's result: %s", acp_strerror(rv));
+        finish(m, CLI_EXIT_FAILURE);
+      }
+      return 0;
+    }
+  }
+  r = msg->result;
+  if (sl == 9 && memcmp(st, "completed", 9) == 0) {
+    acp_rpc_msg inner = *msg;
+    inner.result = acp_json_obj_getz(r, "result");
+    if (inner.result != NULL)
+      return on_result(c, 0, &inner, ud);
+  }
+  if ((sl == 9 && memcmp(st, "completed", 9) == 0) ||
+      (sl == 6 && memcmp(st, "failed", 6) == 0) ||
+      (sl == 9 && memcmp(st, "cancelled", 9) == 0)) {
+    const acp_json_val *e = acp_json_obj_getz(r, "error");
+    const char *em = "";
+    size_t en = 0;
+    acp_json_doc_str(msg->doc, acp_json_obj_getz(e, "message"), &em, &en);
+    cli_err(SUB, "task %s %.*s%s%.*s", m->task_id, (int)sl, st, en ? ": " : "",
+            (int)en, em);
+    finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  if (sl == 14 && memcmp(st, "input_required", 14) == 0) {
+    cli_err(SUB, "task %s needs input, which acp mcp call cannot give",
+            m->task_id);
+    finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  if (acp_json_get_int64(acp_json_obj_getz(r, "pollIntervalMs"), &poll) != 0 &&
+      acp_json_get_int64(acp_json_obj_getz(r, "pollInterval"), &poll) != 0)
+    poll = 500;
+  if (poll < 100)
+    poll = 100;
+  if (poll > 5000)
+    poll = 5000;
+  if (!m->poll_init) {
+    uv_timer_init(&m->loop, &m->poll);
+    m->poll.data = m;
+    m->poll_init = 1;
+  }
+  uv_timer_start(&m->poll, on_poll, (uint64_t)poll, 0);
+  return 0;
+}
+
 static int on_page(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                    bool last, void *ud) {
   mcli *m = ud;
@@ -944,8 +1115,12 @@ static int on_initialized(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     break;
   case V_CALL:
     opts.on_progress = on_progress;
-    rv = acp_mcp_client_call_tool(m->c, m->name, args, alen, &opts, now,
-                                  on_result, m, NULL);
+    if (m->task)
+      rv = acp_mcp_client_call_tool_task(m->c, m->name, args, alen, 0, &opts,
+                                         now, on_task_state, m, NULL);
+    else
+      rv = acp_mcp_client_call_tool(m->c, m->name, args, alen, &opts, now,
+                                    on_result, m, NULL);
     break;
   case V_READ:
     rv = acp_mcp_client_read_resource(m->c, m->name, NULL, now, on_result, m,
@@ -1028,6 +1203,8 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0)
       m.json = 1;
+    else if (verb == V_CALL && strcmp(argv[i], "--task") == 0)
+      m.task = 1;
     else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL)
       url = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--transport", &ok)) != NULL)
@@ -1110,6 +1287,8 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   acp_mcp_client_callbacks_free(cbs);
   if (rv == 0)
     acp_mcp_client_set_timeouts(m.c, timeout, 0);
+  if (rv == 0 && m.task)
+    rv = acp_mcp_client_set_tasks(m.c, 1);
   if (rv == 0 && acp_mcp_client_set_protocol(m.c, protocol) != 0) {
     cli_err(SUB,
             "--protocol is auto, 2026-07-28, 2025-11-25, 2025-06-18, "

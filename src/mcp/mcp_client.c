@@ -119,6 +119,7 @@ struct acp_mcp_client {
   char *version_str;
   acp_mcp_version asked;
   acp_mcp_version version;
+  bool tasks; /* declare the 2026 tasks extension */
   bool init_sent;
   bool ready;
   bool roots_list_changed;
@@ -1110,6 +1111,13 @@ static int write_init_params(acp_mcp_client *c, acp_json_writer *w,
     acp_json_write_keyz(w, "elicitation");
     acp_json_write_raw(w, "{}", 2);
   }
+  /* The 2026 _meta only: a 2025 client's `tasks` capability would mean
+   * it runs tasks for the server. */
+  if (c->tasks && version == NULL) {
+    acp_json_write_keyz(w, "extensions");
+    acp_json_write_raw(w, "{\"" ACP_MCP_EXT_TASKS "\":{}}",
+                       sizeof("{\"" ACP_MCP_EXT_TASKS "\":{}}") - 1);
+  }
   acp_json_write_obj_end(w);
   acp_json_write_keyz(w, "clientInfo");
   acp_json_write_obj_begin(w);
@@ -1338,6 +1346,152 @@ int acp_mcp_client_call_tool(acp_mcp_client *c, const char *name,
                              int64_t *id_out) {
   return send_named(c, "tools/call", "name", name, args, args_len, opts, now_ms,
                     cb, user_data, id_out);
+}
+
+/* MARK: - Tasks (Public) */
+
+int acp_mcp_client_set_tasks(acp_mcp_client *c, int on) {
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (c->init_sent)
+    return ACP_ERR_INVALID_STATE;
+  c->tasks = on != 0;
+  return 0;
+}
+
+int acp_mcp_client_call_tool_task(acp_mcp_client *c, const char *name,
+                                  const char *args, size_t args_len,
+                                  uint64_t ttl_ms,
+                                  const acp_mcp_request_opts *opts,
+                                  uint64_t now_ms, acp_mcp_result_cb cb,
+                                  void *user_data, int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (c == NULL || name == NULL || ttl_ms > (uint64_t)INT64_MAX)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (c->era == ACP_MCP_ERA_STATELESS) {
+    /* The server decides; the extension must have been declared. */
+    if (!c->tasks)
+      return ACP_ERR_INVALID_STATE;
+    return acp_mcp_client_call_tool(c, name, args, args_len, opts, now_ms, cb,
+                                    user_data, id_out);
+  }
+  if (c->ready && c->version < ACP_MCP_VERSION_2025_11_25)
+    return ACP_ERR_UNSUPPORTED;
+  w = c->w;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "name");
+  acp_json_write_strz(w, name);
+  if (args) {
+    acp_json_write_keyz(w, "arguments");
+    acp_json_write_raw(w, args, args_len);
+  }
+  acp_json_write_keyz(w, "task");
+  acp_json_write_obj_begin(w);
+  if (ttl_ms > 0) {
+    acp_json_write_keyz(w, "ttl");
+    acp_json_write_int(w, (int64_t)ttl_ms);
+  }
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  return send_w(c, "tools/call", opts, now_ms, cb, user_data, id_out);
+}
+
+/* tasks/<verb> {"taskId"[, extra members]}. */
+static int send_task(acp_mcp_client *c, const char *method,
+                     const char *task_id, const char *extra_key,
+                     const char *extra, size_t extra_len, uint64_t now_ms,
+                     acp_mcp_result_cb cb, void *ud) {
+  acp_json_writer *w;
+
+  if (c == NULL || task_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = c->w;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "taskId");
+  acp_json_write_strz(w, task_id);
+  if (extra_key) {
+    acp_json_write_keyz(w, extra_key);
+    acp_json_write_raw(w, extra, extra_len);
+  }
+  acp_json_write_obj_end(w);
+  return send_w(c, method, NULL, now_ms, cb, ud, NULL);
+}
+
+int acp_mcp_client_task_get(acp_mcp_client *c, const char *task_id,
+                            uint64_t now_ms, acp_mcp_result_cb cb, void *ud) {
+  return send_task(c, "tasks/get", task_id, NULL, NULL, 0, now_ms, cb, ud);
+}
+
+int acp_mcp_client_task_cancel(acp_mcp_client *c, const char *task_id,
+                               uint64_t now_ms, acp_mcp_result_cb cb,
+                               void *ud) {
+  return send_task(c, "tasks/cancel", task_id, NULL, NULL, 0, now_ms, cb, ud);
+}
+
+int acp_mcp_client_task_result(acp_mcp_client *c, const char *task_id,
+                               uint64_t now_ms, acp_mcp_result_cb cb,
+                               void *ud) {
+  if (c != NULL && c->era == ACP_MCP_ERA_STATELESS)
+    return ACP_ERR_UNSUPPORTED;
+  return send_task(c, "tasks/result", task_id, NULL, NULL, 0, now_ms, cb, ud);
+}
+
+int acp_mcp_client_task_update(acp_mcp_client *c, const char *task_id,
+                               const char *input_responses, size_t len,
+                               uint64_t now_ms, acp_mcp_result_cb cb,
+                               void *ud) {
+  if (c != NULL && c->era != ACP_MCP_ERA_STATELESS)
+    return ACP_ERR_UNSUPPORTED;
+  if (input_responses == NULL ||
+      acp_json_validate(input_responses, len, NULL) != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return send_task(c, "tasks/update", task_id, "inputResponses",
+                   input_responses, len, now_ms, cb, ud);
+}
+
+int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
+                             uint64_t now_ms, acp_mcp_result_cb cb, void *ud) {
+  int rv;
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (c->era == ACP_MCP_ERA_STATELESS)
+    return ACP_ERR_UNSUPPORTED;
+  rv = list_params(c, cursor, cursor ? strlen(cursor) : 0);
+  if (rv != 0 && rv != ACP_ERR_NOMEM)
+    rv = 0; /* send_w reports the writer's error */
+  return send_w(c, "tasks/list", NULL, now_ms, cb, ud, NULL);
+}
+
+int acp_mcp_result_task(const acp_rpc_msg *msg, const char **task_id,
+                        size_t *id_len, const char **status,
+                        size_t *status_len) {
+  const acp_json_val *r;
+  const acp_json_val *id;
+  const acp_json_val *st;
+  size_t ignored;
+
+  if (msg == NULL || msg->result == NULL || msg->doc == NULL)
+    return 0;
+  r = msg->result;
+  if (acp_json_type_of(acp_json_obj_getz(r, "task")) == ACP_JSON_OBJECT &&
+      acp_json_obj_getz(r, "taskId") == NULL)
+    r = acp_json_obj_getz(r, "task"); /* 2025 CreateTaskResult */
+  id = acp_json_obj_getz(r, "taskId");
+  st = acp_json_obj_getz(r, "status");
+  if (acp_json_type_of(id) != ACP_JSON_STRING ||
+      acp_json_type_of(st) != ACP_JSON_STRING)
+    return 0;
+  if (task_id != NULL &&
+      acp_json_doc_str(msg->doc, id, task_id, id_len ? id_len : &ignored) != 0)
+    return 0;
+  if (status != NULL &&
+      acp_json_doc_str(msg->doc, st, status,
+                       status_len ? status_len : &ignored) != 0)
+    return 0;
+  return 1;
 }
 
 int acp_mcp_client_read_resource(acp_mcp_client *c, const char *uri,

@@ -191,9 +191,11 @@ int acp__mcp_era_write_stateless_result(acp_json_writer *w,
   for (k = acp_json_child(result); k != NULL;
        k = acp_json_next(acp_json_next(k))) {
     const acp_json_val *v = acp_json_next(k);
-    /* The hints are ours to set on complete results; an input_required
-     * result carries none (it is never cacheable). */
-    if (key_is(k, "_meta") || (key_is(k, "ttlMs") || key_is(k, "cacheScope")))
+    /* The hints are ours to set on cacheable complete results; other
+     * results keep their own `ttlMs` (a task's lifetime). */
+    if (key_is(k, "_meta") ||
+        (complete && ttl_ms >= 0 &&
+         (key_is(k, "ttlMs") || key_is(k, "cacheScope"))))
       continue;
     acp__json_write_key_val(w, k);
     acp_json_write_val(w, v);
@@ -233,5 +235,9 @@ const acp_json_val *acp_mcp_named_param(const acp_json_val *method,
     return acp_json_obj_getz(params, "name");
   if (ACP_JSON_STR_EQ_LIT(method, "resources/read"))
     return acp_json_obj_getz(params, "uri");
+  if (ACP_JSON_STR_EQ_LIT(method, "tasks/get") ||
+      ACP_JSON_STR_EQ_LIT(method, "tasks/update") ||
+      ACP_JSON_STR_EQ_LIT(method, "tasks/cancel"))
+    return acp_json_obj_getz(params, "taskId");
   return NULL;
 }

@@ -31,6 +31,8 @@ typedef struct mcp_item {
   bool has_cache; /* resources, templates: own read hints */
   int64_t ttl;
   int scope;
+  int task_support; /* tools: acp_mcp_task_support */
+  size_t exec_off;  /* tools: where `execution` starts in json, or 0 */
 } mcp_item;
 
 /* A CacheableResult hint. */
@@ -81,6 +83,16 @@ struct acp_mcp_server {
   mcp_cache cache[CACHE_COUNT];
   uint8_t state_key[64]; /* HMAC key of requestState */
   size_t state_key_len;  /* 0: no multi round-trip results */
+  /* Tasks (see MARK: - Tasks). */
+  struct mcp_task *tasks;
+  size_t ntasks;
+  size_t max_tasks; /* 0: tasks off */
+  uint64_t task_ttl;
+  uint64_t task_poll;
+  uint64_t task_seq;
+  acp_mcp_conn *task_conn; /* holds the calls of running tasks */
+  uint64_t now_ms;         /* the latest time a conn was given */
+  int64_t epoch_ms;        /* Unix time in ms at now_ms 0 */
   void *user_data;
 };
 
@@ -156,6 +168,8 @@ struct acp_mcp_call {
   acp__buf inputs; /* "key":{...} members of inputRequests */
   size_t ninputs;
   unsigned seq; /* unnamed input requests */
+  bool task_ok;  /* the request may become a task */
+  struct mcp_task *task; /* the task this call runs, or NULL */
   void *user_data;
 };
 
@@ -204,6 +218,8 @@ struct acp_mcp_resource_list {
 static const char *const list_keys[K_COUNT] = {"tools", "resources",
                                                "resourceTemplates", "prompts"};
 static const char cursor_tags[K_COUNT] = {'t', 'r', 'T', 'p'};
+
+static void tasks_free_all(acp_mcp_server *s);
 
 /* MARK: - Registry (Public) */
 
@@ -256,6 +272,7 @@ void acp_mcp_server_free(acp_mcp_server *s) {
     return;
   while (s->conns)
     acp_mcp_conn_free(s->conns);
+  tasks_free_all(s);
   for (k = 0; k < K_COUNT; k++) {
     for (i = 0; i < s->lists[k].n; i++)
       item_free(&s->mem, s->lists[k].v[i]);
@@ -957,6 +974,14 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
 static int stateless_respond(acp_mcp_conn *c, uint64_t handle,
                              const char *result, size_t len,
                              const mcp_cache *hint);
+static int task_start(acp_mcp_call *call);
+static int task_finish(acp_mcp_call *call, bool is_error, const char *result,
+                       size_t len, int64_t code, const char *message,
+                       size_t message_len, const char *data, size_t dlen);
+static int task_input(acp_mcp_call *call, const char *key, const char *method,
+                      const char *params, size_t params_len,
+                      acp_mcp_call_response_cb cb, void *user_data);
+static void tasks_conn_gone(acp_mcp_conn *c);
 
 static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
                        size_t len, int64_t code, const char *message,
@@ -967,6 +992,17 @@ static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
     return ACP_ERR_INVALID_ARGUMENT;
   if (call->answered)
     return ACP_ERR_INVALID_STATE;
+  /* A 2025 task-augmented request gets its task even when the handler
+   * answers at once (the client waits for a CreateTaskResult). */
+  if (call->task_ok && call->task == NULL && !call->req.stateless &&
+      !call->cancelled) {
+    rv = task_start(call);
+    if (rv != 0)
+      return rv;
+  }
+  if (call->task != NULL)
+    return task_finish(call, is_error, result, len, code, message,
+                       message_len, data, dlen);
   if (!call->cancelled) {
     if (is_error)
       rv = acp_rpc_session_respond_error(call->conn->rpc, call->handle, code,
@@ -1341,6 +1377,9 @@ int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
   if (call->answered || call->cancelled)
     return ACP_ERR_INVALID_STATE;
   c = call->conn;
+  /* A 2025 task runs detached from its session: no requests. */
+  if (call->task != NULL && !call->req.stateless)
+    return ACP_ERR_UNSUPPORTED;
   /* 2026-07-28 has no server->client requests: the request becomes an
    * input request of a multi round-trip result. */
   if (call->req.stateless)
@@ -1702,6 +1741,8 @@ static int stateless_input(acp_mcp_call *call, const char *key,
     return ACP_ERR_UNSUPPORTED;
   if (params != NULL && acp_json_validate(params, params_len, NULL) != 0)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (call->task != NULL)
+    return task_input(call, key, method, params, params_len, cb, user_data);
   if (key == NULL) {
     snprintf(kbuf, sizeof(kbuf), "%u", ++call->seq);
     key = kbuf;
@@ -1839,6 +1880,14 @@ static void stateless_attach(acp_mcp_call *call, const acp_rpc_msg *msg,
 static int handler_done(acp_mcp_call *call, int rv) {
   if (call->req.stateless)
     rv = stateless_drain(call, rv);
+  /* A task-capable call left to be answered later becomes a task (unless
+   * the store is full: then it is answered on its request as usual). */
+  if ((rv >= 0 || rv == ACP_ERR_PAUSE) && call->task_ok &&
+      call->task == NULL && !call->answered && !call->cancelled) {
+    int trv = task_start(call);
+    if (trv == ACP_ERR_NOMEM)
+      return trv;
+  }
   /* What the request carried is gone with its message. */
   call->responses = NULL;
   call->rdoc = NULL;
@@ -1875,6 +1924,813 @@ static const acp_json_val *param(const acp_rpc_msg *msg, const char *k) {
   return acp_json_obj_getz(msg->params, k);
 }
 
+/* MARK: - Tasks (Private) */
+
+/*
+ * A task is a tools/call that answers its request at once with a task
+ * handle and runs on: its call moves from the request's conn to the
+ * server's task conn (a conn that never does I/O: the call keeps its
+ * writers, and the request's conn, an HTTP POST's for instance, may go
+ * away), and its answer lands in the task record, read back by polling.
+ * Two wire shapes share the record: the 2025-11-25 tasks (tasks/get,
+ * tasks/result, tasks/list, tasks/cancel, bound to the session that
+ * created them) and the 2026-07-28 io.modelcontextprotocol/tasks
+ * extension (tasks/get with the result inlined, tasks/update for input,
+ * tasks/cancel).
+ */
+enum { T_WORKING, T_INPUT, T_COMPLETED, T_FAILED, T_CANCELLED };
+static const char *const task_status_names[] = {
+    "working", "input_required", "completed", "failed", "cancelled"};
+
+/* An input request of a running 2026 task, waiting for tasks/update. */
+typedef struct mcp_pend {
+  struct mcp_pend *next;
+  char *key;
+  char *member; /* {"method":M,"params":P} */
+  size_t member_len;
+  acp_mcp_call_response_cb cb;
+  void *ud;
+} mcp_pend;
+
+/* A 2025 tasks/result request held until its task ends. */
+typedef struct mcp_waiter {
+  struct mcp_waiter *next;
+  acp_mcp_conn *conn;
+  uint64_t handle;
+} mcp_waiter;
+
+typedef struct mcp_task {
+  struct mcp_task *next;
+  char id[33];
+  int status;
+  bool v2;             /* the 2026 extension's shape */
+  acp_mcp_conn *owner; /* 2025: the creating session (NULL once gone) */
+  uint64_t created;    /* server now_ms */
+  uint64_t updated;
+  acp_mcp_call *call; /* while running */
+  char *result;       /* completed: the result object */
+  size_t result_len;
+  int64_t err_code; /* failed: the error */
+  char *err_msg;
+  size_t err_msg_len;
+  char *err_data; /* JSON or NULL */
+  size_t err_data_len;
+  mcp_pend *pend;
+  mcp_waiter *waiters;
+} mcp_task;
+
+static bool tasks_offered(const acp_mcp_server *s) {
+  return s->max_tasks > 0 && s->state_key_len > 0;
+}
+
+static bool task_terminal(const mcp_task *t) { return t->status >= T_COMPLETED; }
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" for a Unix time in ms (proleptic Gregorian,
+ * from the day count by the usual era arithmetic). */
+static void iso_time(char out[64], int64_t ms) {
+  int64_t days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
+  int64_t rem = ms - days * 86400000;
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t y = yoe + era * 400;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t d = doy - (153 * mp + 2) / 5 + 1;
+  int64_t mo = mp < 10 ? mp + 3 : mp - 9;
+
+  if (mo <= 2)
+    y++;
+  snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (int)y, (int)mo,
+           (int)d, (int)(rem / 3600000), (int)(rem / 60000 % 60),
+           (int)(rem / 1000 % 60), (int)(rem % 1000));
+}
+
+/* The Task members: taskId, status, timestamps, ttl and poll interval
+ * (2026 names them ttlMs / pollIntervalMs). */
+static void w_task_fields(acp_json_writer *w, const acp_mcp_server *s,
+                          const mcp_task *t) {
+  char ts[64];
+
+  acp_json_write_keyz(w, "taskId");
+  acp_json_write_strz(w, t->id);
+  acp_json_write_keyz(w, "status");
+  acp_json_write_strz(w, task_status_names[t->status]);
+  iso_time(ts, s->epoch_ms + (int64_t)t->created);
+  acp_json_write_keyz(w, "createdAt");
+  acp_json_write_strz(w, ts);
+  iso_time(ts, s->epoch_ms + (int64_t)t->updated);
+  acp_json_write_keyz(w, "lastUpdatedAt");
+  acp_json_write_strz(w, ts);
+  acp_json_write_keyz(w, t->v2 ? "ttlMs" : "ttl");
+  acp_json_write_int(w, (int64_t)s->task_ttl);
+  if (s->task_poll > 0) {
+    acp_json_write_keyz(w, t->v2 ? "pollIntervalMs" : "pollInterval");
+    acp_json_write_int(w, (int64_t)s->task_poll);
+  }
+}
+
+static void pend_free_all(const acp_mem *m, mcp_task *t) {
+  while (t->pend) {
+    mcp_pend *p = t->pend;
+    t->pend = p->next;
+    acp__free(m, p->key);
+    acp__free(m, p->member);
+    acp__free(m, p);
+  }
+}
+
+static void task_free(acp_mcp_server *s, mcp_task *t) {
+  const acp_mem *m = &s->mem;
+
+  if (t->call)
+    t->call->task = NULL;
+  pend_free_all(m, t);
+  while (t->waiters) {
+    mcp_waiter *wt = t->waiters;
+    t->waiters = wt->next;
+    acp__free(m, wt);
+  }
+  acp__free(m, t->result);
+  acp__free(m, t->err_msg);
+  acp__free(m, t->err_data);
+  acp__free(m, t);
+}
+
+/* Drop ended tasks whose ttl (from creation) has passed. Running tasks
+ * stay: their call still points at them. */
+static void task_gc(acp_mcp_server *s) {
+  mcp_task **tp = &s->tasks;
+
+  while (*tp) {
+    mcp_task *t = *tp;
+    if (task_terminal(t) && t->waiters == NULL &&
+        s->now_ms - t->created >= s->task_ttl && s->now_ms >= t->created) {
+      *tp = t->next;
+      s->ntasks--;
+      task_free(s, t);
+    } else {
+      tp = &t->next;
+    }
+  }
+}
+
+/* The task `id` names for a request on `c` (2025 tasks only for the
+ * session that made them; 2026 ones only to 2026 requests). */
+static mcp_task *task_find(acp_mcp_conn *c, const acp_json_val *id) {
+  mcp_task *t;
+
+  task_gc(c->srv);
+  for (t = c->srv->tasks; t; t = t->next)
+    if (acp_json_str_eq(id, t->id, strlen(t->id)) &&
+        t->v2 == c->req.stateless && (t->v2 || t->owner == c))
+      return t;
+  return NULL;
+}
+
+/* 128 bits that only the holder of the state key can predict. */
+static void task_new_id(acp_mcp_server *s, char out[33]) {
+  static const char hex[] = "0123456789abcdef";
+  uint8_t in[24];
+  uint8_t mac[32];
+  uint64_t seq = ++s->task_seq;
+  int i;
+
+  memcpy(in, "acp-task", 8);
+  for (i = 0; i < 8; i++) {
+    in[8 + i] = (uint8_t)(seq >> (8 * i));
+    in[16 + i] = (uint8_t)(s->now_ms >> (8 * i));
+  }
+  acp__hmac_sha256(s->state_key, s->state_key_len, in, sizeof(in), mac);
+  for (i = 0; i < 16; i++) {
+    out[2 * i] = hex[mac[i] >> 4];
+    out[2 * i + 1] = hex[mac[i] & 15];
+  }
+  out[32] = 0;
+}
+
+/* notifications/tasks/status to the 2025 session that owns `t`. */
+static int task_notify(acp_mcp_server *s, mcp_task *t) {
+  acp_mcp_conn *o = t->owner;
+  acp_json_writer *w;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (o == NULL || !o->initialized)
+    return 0;
+  w = o->nw;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  w_task_fields(w, s, t);
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(w, &n);
+  rv = acp_rpc_session_notify(o->rpc, "notifications/tasks/status", 26, p, n);
+  return rv == ACP_ERR_NOMEM ? rv : 0;
+}
+
+static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t);
+
+/* A task reached a final status: answer its held tasks/result requests,
+ * tell its session. */
+static int task_settled(acp_mcp_server *s, mcp_task *t) {
+  int rv = 0;
+
+  while (t->waiters) {
+    mcp_waiter *wt = t->waiters;
+    int r;
+    t->waiters = wt->next;
+    r = task_answer_result(wt->conn, wt->handle, t);
+    acp__free(&s->mem, wt);
+    if (r == ACP_ERR_NOMEM)
+      rv = r;
+  }
+  if (rv == 0)
+    rv = task_notify(s, t);
+  return rv;
+}
+
+static void call_unlink(acp_mcp_call *call) {
+  acp_mcp_conn *c = call->conn;
+  if (call->prev)
+    call->prev->next = call->next;
+  else
+    c->calls = call->next;
+  if (call->next)
+    call->next->prev = call->prev;
+  call->next = call->prev = NULL;
+}
+
+/*
+ * Turn `call` into a task: answer its request with the task handle
+ * (2026: a CreateTaskResult, resultType "task"; 2025: {"task":{...}}),
+ * then move the call to the task conn.
+ */
+static int task_start(acp_mcp_call *call) {
+  acp_mcp_conn *c = call->conn;
+  acp_mcp_server *s = c->srv;
+  acp_json_writer *w;
+  mcp_task *t;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (!call->task_ok)
+    return ACP_ERR_UNSUPPORTED;
+  if (call->task != NULL || call->answered || call->cancelled ||
+      call->refs > 0 || call->ninputs > 0)
+    return ACP_ERR_INVALID_STATE;
+  task_gc(s);
+  if (s->ntasks >= s->max_tasks)
+    return ACP_ERR_LIMIT;
+  if (s->task_conn == NULL) {
+    rv = acp_mcp_conn_new(&s->task_conn, s, NULL);
+    if (rv != 0)
+      return rv;
+  }
+  /* Not c->w: an answer being turned into a task may sit there. The
+   * task conn's mw is never used otherwise (it answers nothing). */
+  w = s->task_conn->mw;
+  t = acp__calloc(&s->mem, 1, sizeof(*t));
+  if (t == NULL)
+    return ACP_ERR_NOMEM;
+  task_new_id(s, t->id);
+  t->status = T_WORKING;
+  t->v2 = call->req.stateless;
+  t->owner = t->v2 ? NULL : c;
+  t->created = t->updated = s->now_ms;
+
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  if (t->v2) {
+    acp_json_write_keyz(w, "resultType");
+    acp_json_write_strz(w, "task");
+    w_task_fields(w, s, t);
+  } else {
+    acp_json_write_keyz(w, "task");
+    acp_json_write_obj_begin(w);
+    w_task_fields(w, s, t);
+    acp_json_write_obj_end(w);
+  }
+  rv = acp_json_write_obj_end(w);
+  if (rv == 0) {
+    mcp_cache none = {-1, 0};
+    p = acp_json_writer_data(w, &n);
+    rv = t->v2 ? stateless_respond(c, call->handle, p, n, &none)
+               : acp_rpc_session_respond(c->rpc, call->handle, p, n);
+  }
+  if (rv != 0) {
+    acp__free(&s->mem, t);
+    return rv;
+  }
+  t->next = s->tasks;
+  s->tasks = t;
+  s->ntasks++;
+  call_unlink(call);
+  call->conn = s->task_conn;
+  call->next = s->task_conn->calls;
+  if (s->task_conn->calls)
+    s->task_conn->calls->prev = call;
+  s->task_conn->calls = call;
+  call->task = t;
+  t->call = call;
+  return 0;
+}
+
+/* The answer of a task's call: kept for tasks/get and tasks/result. */
+static int task_finish(acp_mcp_call *call, bool is_error, const char *result,
+                       size_t len, int64_t code, const char *message,
+                       size_t message_len, const char *data, size_t dlen) {
+  mcp_task *t = call->task;
+  acp_mcp_server *s = call->conn->srv;
+  const acp_mem *m = &s->mem;
+  bool settle = false;
+
+  if (!task_terminal(t)) {
+    if (is_error) {
+      t->err_msg = acp__strndup(m, message, message_len);
+      t->err_data = data ? acp__strndup(m, data, dlen) : NULL;
+      if (t->err_msg == NULL || (data && t->err_data == NULL)) {
+        acp__free(m, t->err_msg);
+        acp__free(m, t->err_data);
+        t->err_msg = t->err_data = NULL;
+        return ACP_ERR_NOMEM;
+      }
+      t->err_code = code;
+      t->err_msg_len = message_len;
+      t->err_data_len = data ? dlen : 0;
+      t->status = T_FAILED;
+    } else {
+      t->result = acp__strndup(m, result, len);
+      if (t->result == NULL)
+        return ACP_ERR_NOMEM;
+      t->result_len = len;
+      t->status = T_COMPLETED;
+    }
+    t->updated = s->now_ms;
+    settle = true;
+  }
+  pend_free_all(m, t);
+  t->call = NULL;
+  call->task = NULL;
+  call->answered = true;
+  call_maybe_free(call);
+  return settle ? task_settled(s, t) : 0;
+}
+
+/* Cancel a task: it ends `cancelled` at once; its call learns through
+ * its cancel callback, and whatever it answers later is dropped. */
+static int task_cancel(acp_mcp_server *s, mcp_task *t) {
+  acp_mcp_call *call = t->call;
+  int rv = 0;
+
+  if (task_terminal(t))
+    return 0;
+  t->status = T_CANCELLED;
+  t->updated = s->now_ms;
+  pend_free_all(&s->mem, t);
+  if (call != NULL && !call->cancelled) {
+    call->cancelled = true;
+    call->refs++;
+    if (call->on_cancel)
+      rv = call->on_cancel(call, call->cancel_ud);
+    call->refs--;
+    call_maybe_free(call);
+  }
+  if (rv == 0 || !acp_is_fatal(rv)) {
+    int r = task_settled(s, t);
+    if (r != 0)
+      rv = r;
+  }
+  return rv;
+}
+
+/* A request from a running 2026 task: it joins the task's inputRequests
+ * (status input_required) until tasks/update answers it. */
+static int task_input(acp_mcp_call *call, const char *key, const char *method,
+                      const char *params, size_t params_len,
+                      acp_mcp_call_response_cb cb, void *user_data) {
+  mcp_task *t = call->task;
+  acp_mcp_server *s = call->conn->srv;
+  acp_json_writer *w = call->conn->nw;
+  mcp_pend *pd, **tail;
+  char kbuf[24];
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (!t->v2)
+    return ACP_ERR_UNSUPPORTED;
+  if (key == NULL) {
+    snprintf(kbuf, sizeof(kbuf), "%u", ++call->seq);
+    key = kbuf;
+  }
+  for (pd = t->pend; pd; pd = pd->next)
+    if (strcmp(pd->key, key) == 0)
+      return ACP_ERR_INVALID_STATE;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "method");
+  acp_json_write_strz(w, method);
+  acp_json_write_keyz(w, "params");
+  if (params != NULL)
+    acp_json_write_raw(w, params, params_len);
+  else
+    acp_json_write_raw(w, "{}", 2);
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM || rv == ACP_ERR_LIMIT
+               ? rv
+               : ACP_ERR_INVALID_ARGUMENT;
+  p = acp_json_writer_data(w, &n);
+  pd = acp__calloc(&s->mem, 1, sizeof(*pd));
+  if (pd == NULL)
+    return ACP_ERR_NOMEM;
+  pd->key = acp__strndup(&s->mem, key, strlen(key));
+  pd->member = acp__strndup(&s->mem, p, n);
+  if (pd->key == NULL || pd->member == NULL) {
+    acp__free(&s->mem, pd->key);
+    acp__free(&s->mem, pd->member);
+    acp__free(&s->mem, pd);
+    return ACP_ERR_NOMEM;
+  }
+  pd->member_len = n;
+  pd->cb = cb;
+  pd->ud = user_data;
+  for (tail = &t->pend; *tail; tail = &(*tail)->next)
+    ;
+  *tail = pd;
+  t->status = T_INPUT;
+  t->updated = s->now_ms;
+  return 0;
+}
+
+/* Whether 2026 client capabilities declare the tasks extension. */
+static bool caps_have_tasks(const acp_json_val *caps) {
+  return acp_json_obj_getz(acp_json_obj_getz(caps, "extensions"),
+                           ACP_MCP_EXT_TASKS) != NULL;
+}
+
+static int missing_tasks_capability(acp_mcp_conn *c, uint64_t handle) {
+  static const char data[] = "{\"requiredCapabilities\":{\"extensions\":{\"" ACP_MCP_EXT_TASKS
+                             "\":{}}}}";
+  return reply_error(c, handle, ACP_MCP_MISSING_REQUIRED_CLIENT_CAPABILITY,
+                     "Missing required client capability: " ACP_MCP_EXT_TASKS,
+                     NULL, 0, data, sizeof(data) - 1);
+}
+
+/* The task a tasks/ request names: NULL with the error answered (*rv
+ * its status) when taskId is missing or unknown. */
+static mcp_task *task_param(acp_mcp_conn *c, const acp_rpc_msg *msg, int *rv) {
+  const acp_json_val *id = param(msg, "taskId");
+  mcp_task *t;
+
+  *rv = 0;
+  if (acp_json_type_of(id) != ACP_JSON_STRING) {
+    *rv = invalid_params(c, msg->handle, "taskId must be a string");
+    return NULL;
+  }
+  t = task_find(c, id);
+  if (t == NULL)
+    *rv = invalid_params(c, msg->handle, "unknown taskId");
+  return t;
+}
+
+/* tasks/get. 2026: the DetailedTask, with the result, error or pending
+ * inputRequests inlined; 2025: the Task. */
+static int do_tasks_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_json_writer *w = c->w;
+  mcp_task *t;
+  int rv;
+
+  t = task_param(c, msg, &rv);
+  if (t == NULL)
+    return rv;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  w_task_fields(w, c->srv, t);
+  if (t->v2 && t->status == T_COMPLETED) {
+    acp_json_write_keyz(w, "result");
+    acp_json_write_raw(w, t->result, t->result_len);
+  } else if (t->v2 && t->status == T_FAILED) {
+    acp_json_write_keyz(w, "error");
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "code");
+    acp_json_write_int(w, t->err_code);
+    acp_json_write_keyz(w, "message");
+    acp_json_write_str(w, t->err_msg, t->err_msg_len);
+    if (t->err_data) {
+      acp_json_write_keyz(w, "data");
+      acp_json_write_raw(w, t->err_data, t->err_data_len);
+    }
+    acp_json_write_obj_end(w);
+  } else if (t->v2 && t->status == T_INPUT) {
+    mcp_pend *pd;
+    acp_json_write_keyz(w, "inputRequests");
+    acp_json_write_obj_begin(w);
+    for (pd = t->pend; pd; pd = pd->next) {
+      acp_json_write_keyz(w, pd->key);
+      acp_json_write_raw(w, pd->member, pd->member_len);
+    }
+    acp_json_write_obj_end(w);
+  }
+  acp_json_write_obj_end(w);
+  return reply_w(c, msg->handle, w);
+}
+
+/* tasks/cancel. 2026: an empty ack, also for an ended task; 2025: the
+ * cancelled Task, -32602 for an ended one. */
+static int do_tasks_cancel(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_json_writer *w = c->w;
+  mcp_task *t;
+  int rv;
+
+  t = task_param(c, msg, &rv);
+  if (t == NULL)
+    return rv;
+  if (!t->v2 && task_terminal(t))
+    return invalid_params(c, msg->handle, "the task has already ended");
+  rv = task_cancel(c->srv, t);
+  if (rv != 0 && acp_is_fatal(rv))
+    return rv;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  if (!t->v2)
+    w_task_fields(w, c->srv, t);
+  acp_json_write_obj_end(w);
+  return reply_w(c, msg->handle, w);
+}
+
+/* tasks/update (2026): deliver inputResponses to the pending input
+ * requests they name (others are ignored), then ack. */
+static int do_tasks_update(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  const acp_json_val *ir = param(msg, "inputResponses");
+  const acp_json_val *k;
+  mcp_task *t;
+  int rv;
+
+  if (acp_json_type_of(ir) != ACP_JSON_OBJECT)
+    return invalid_params(c, msg->handle, "inputResponses must be an object");
+  for (k = acp_json_child(ir); k; k = acp_json_next(acp_json_next(k)))
+    if (acp_json_type_of(acp_json_next(k)) != ACP_JSON_OBJECT)
+      return invalid_params(c, msg->handle,
+                            "each input response must be an object");
+  t = task_param(c, msg, &rv);
+  if (t == NULL)
+    return rv;
+  for (k = acp_json_child(ir); k && t->call && !task_terminal(t);
+       k = acp_json_next(acp_json_next(k))) {
+    mcp_pend **pp;
+    for (pp = &t->pend; *pp; pp = &(*pp)->next)
+      if (acp_json_str_eq(k, (*pp)->key, strlen((*pp)->key)))
+        break;
+    if (*pp != NULL) {
+      mcp_pend *pd = *pp;
+      acp_mcp_call *call = t->call;
+      acp_rpc_msg m;
+      *pp = pd->next;
+      if (t->pend == NULL && t->status == T_INPUT)
+        t->status = T_WORKING;
+      t->updated = c->srv->now_ms;
+      memset(&m, 0, sizeof(m));
+      m.kind = ACP_RPC_RESPONSE;
+      m.result = acp_json_next(k);
+      m.root = m.result;
+      m.doc = msg->doc;
+      call->refs++;
+      rv = pd->cb ? pd->cb(call, 0, &m, pd->ud) : 0;
+      call->refs--;
+      acp__free(&c->srv->mem, pd->key);
+      acp__free(&c->srv->mem, pd->member);
+      acp__free(&c->srv->mem, pd);
+      call_maybe_free(call);
+      if (rv != 0 && acp_is_fatal(rv))
+        return rv;
+    }
+  }
+  acp_json_writer_reset(c->w);
+  acp_json_write_obj_begin(c->w);
+  acp_json_write_obj_end(c->w);
+  return reply_w(c, msg->handle, c->w);
+}
+
+/* The underlying request's answer, as 2025 tasks/result returns it:
+ * the result with _meta["io.modelcontextprotocol/related-task"], or the
+ * error. */
+static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t) {
+  acp_json_writer *w = c->w;
+  const acp_json_val *root;
+  const acp_json_val *meta;
+  const acp_json_val *k;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (t->status == T_FAILED)
+    return acp_rpc_session_respond_error(c->rpc, handle, t->err_code,
+                                         t->err_msg, t->err_msg_len,
+                                         t->err_data, t->err_data_len);
+  if (t->status == T_CANCELLED)
+    return acp_rpc_session_respond_error(c->rpc, handle, ACP_RPC_INVALID_PARAMS,
+                                         "Task cancelled", 14, NULL, 0);
+  if (c->rdoc == NULL) {
+    rv = acp_json_doc_new(&c->rdoc, &c->srv->mem);
+    if (rv != 0)
+      return rv;
+  }
+  rv = acp_json_doc_parse(c->rdoc, t->result, t->result_len, NULL);
+  if (rv == ACP_ERR_NOMEM)
+    return rv;
+  root = rv == 0 ? acp_json_doc_root(c->rdoc) : NULL;
+  meta = acp_json_obj_getz(root, "_meta");
+  if (acp_json_type_of(root) != ACP_JSON_OBJECT ||
+      (meta != NULL && acp_json_type_of(meta) != ACP_JSON_OBJECT))
+    return acp_rpc_session_respond(c->rpc, handle, t->result, t->result_len);
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(root); k; k = acp_json_next(acp_json_next(k))) {
+    if (acp_json_str_eq(k, "_meta", 5))
+      continue;
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  acp_json_write_keyz(w, "_meta");
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(meta); k; k = acp_json_next(acp_json_next(k))) {
+    acp__json_write_key_val(w, k);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+  acp_json_write_keyz(w, ACP_MCP_META_RELATED_TASK);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "taskId");
+  acp_json_write_strz(w, t->id);
+  acp_json_write_obj_end(w);
+  acp_json_write_obj_end(w);
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv;
+  p = acp_json_writer_data(w, &n);
+  return acp_rpc_session_respond(c->rpc, handle, p, n);
+}
+
+/* tasks/result (2025): the answer now when the task has ended, else held
+ * until it does. */
+static int do_tasks_result(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  mcp_waiter *wt;
+  mcp_task *t;
+  int rv;
+
+  t = task_param(c, msg, &rv);
+  if (t == NULL)
+    return rv;
+  if (task_terminal(t)) {
+    rv = task_answer_result(c, msg->handle, t);
+    return rv == ACP_ERR_NOMEM ? rv : 0;
+  }
+  wt = acp__calloc(&c->srv->mem, 1, sizeof(*wt));
+  if (wt == NULL)
+    return ACP_ERR_NOMEM;
+  wt->conn = c;
+  wt->handle = msg->handle;
+  wt->next = t->waiters;
+  t->waiters = wt;
+  return 0;
+}
+
+/* tasks/list (2025): this session's tasks, newest first, one page. */
+static int do_tasks_list(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_json_writer *w = c->w;
+  mcp_task *t;
+
+  if (param(msg, "cursor") != NULL)
+    return invalid_params(c, msg->handle, "unknown cursor");
+  task_gc(c->srv);
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "tasks");
+  acp_json_write_arr_begin(w);
+  for (t = c->srv->tasks; t; t = t->next)
+    if (!t->v2 && t->owner == c) {
+      acp_json_write_obj_begin(w);
+      w_task_fields(w, c->srv, t);
+      acp_json_write_obj_end(w);
+    }
+  acp_json_write_arr_end(w);
+  acp_json_write_obj_end(w);
+  return reply_w(c, msg->handle, w);
+}
+
+/* A conn goes away: its 2025 tasks lose their session, its held
+ * tasks/result requests are dropped; the task conn takes its calls. */
+static void tasks_conn_gone(acp_mcp_conn *c) {
+  acp_mcp_server *s = c->srv;
+  mcp_task *t;
+
+  if (c == s->task_conn)
+    s->task_conn = NULL;
+  for (t = s->tasks; t; t = t->next) {
+    mcp_waiter **wp = &t->waiters;
+    if (t->owner == c)
+      t->owner = NULL;
+    if (t->call && t->call->conn == c)
+      t->call = NULL; /* freed with the conn */
+    while (*wp) {
+      if ((*wp)->conn == c) {
+        mcp_waiter *wt = *wp;
+        *wp = wt->next;
+        acp__free(&s->mem, wt);
+      } else {
+        wp = &(*wp)->next;
+      }
+    }
+  }
+}
+
+static void tasks_free_all(acp_mcp_server *s) {
+  while (s->tasks) {
+    mcp_task *t = s->tasks;
+    s->tasks = t->next;
+    task_free(s, t);
+  }
+  s->ntasks = 0;
+}
+
+/* MARK: - Tasks (Public) */
+
+int acp_mcp_server_set_tasks(acp_mcp_server *s, size_t max_tasks,
+                             uint64_t ttl_ms, uint64_t poll_interval_ms) {
+  if (s == NULL || ttl_ms == 0 || ttl_ms > (uint64_t)INT64_MAX ||
+      poll_interval_ms > (uint64_t)INT64_MAX)
+    return ACP_ERR_INVALID_ARGUMENT;
+  s->max_tasks = max_tasks;
+  s->task_ttl = ttl_ms;
+  s->task_poll = poll_interval_ms;
+  return 0;
+}
+
+void acp_mcp_server_set_epoch(acp_mcp_server *s, int64_t epoch_ms) {
+  if (s)
+    s->epoch_ms = epoch_ms;
+}
+
+int acp_mcp_server_set_tool_task_support(acp_mcp_server *s, const char *name,
+                                         acp_mcp_task_support support) {
+  static const char *const names[] = {NULL, "optional", "required"};
+  mcp_item *it;
+  acp__buf b;
+  size_t base;
+  int rv = 0;
+
+  if (s == NULL || name == NULL || (int)support < ACP_MCP_TASK_FORBIDDEN ||
+      (int)support > ACP_MCP_TASK_REQUIRED)
+    return ACP_ERR_INVALID_ARGUMENT;
+  it = vec_find(&s->lists[K_TOOL], name, strlen(name), NULL);
+  if (it == NULL)
+    return ACP_ERR_NOT_FOUND;
+  /* The list entry ends in "}": `execution` goes last, replaced on each
+   * change. */
+  base = it->exec_off ? it->exec_off : it->json_len - 1;
+  acp__buf_init(&b, &s->mem, 0);
+  rv = acp__buf_append(&b, it->json, base);
+  if (rv == 0 && support != ACP_MCP_TASK_FORBIDDEN) {
+    static const char a[] = ",\"execution\":{\"taskSupport\":\"";
+    rv = acp__buf_append(&b, a, sizeof(a) - 1);
+    if (rv == 0)
+      rv = acp__buf_append(&b, names[support], strlen(names[support]));
+    if (rv == 0)
+      rv = acp__buf_append(&b, "\"}", 2);
+  }
+  if (rv == 0)
+    rv = acp__buf_append(&b, "}", 2); /* with the NUL */
+  if (rv != 0) {
+    acp__buf_dispose(&b);
+    return rv;
+  }
+  acp__free(&s->mem, it->json);
+  it->json = (char *)b.data; /* the buffer's storage is ours now */
+  it->json_len = b.len - 1;
+  it->exec_off = support != ACP_MCP_TASK_FORBIDDEN ? base : 0;
+  it->task_support = (int)support;
+  return 0;
+}
+
+int acp_mcp_call_start_task(acp_mcp_call *call) {
+  if (call == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return task_start(call);
+}
+
+const char *acp_mcp_call_task_id(const acp_mcp_call *call) {
+  return call && call->task ? call->task->id : NULL;
+}
+
+size_t acp_mcp_server_task_count(const acp_mcp_server *s) {
+  return s ? s->ntasks : 0;
+}
+
 /* MARK: - Methods (Private) */
 
 /*
@@ -1882,8 +2738,23 @@ static const acp_json_val *param(const acp_rpc_msg *msg, const char *k) {
  * (at 2026-07-28 list changes and resource updates reach clients through
  * subscriptions/listen, at 2025 through the session).
  */
-static void w_capabilities(acp_json_writer *w, const acp_mcp_server *s) {
+/* era: 0 a stateful revision before 2025-11-25, 1 2025-11-25, 2 the
+ * stateless 2026-07-28. */
+static void w_capabilities(acp_json_writer *w, const acp_mcp_server *s,
+                           int era) {
   acp_json_write_obj_begin(w);
+  if (tasks_offered(s) && era == 1) {
+    acp_json_write_keyz(w, "tasks");
+    acp_json_write_raw(w,
+                       "{\"list\":{},\"cancel\":{},\"requests\":{\"tools\":{"
+                       "\"call\":{}}}}",
+                       56);
+  }
+  if (tasks_offered(s) && era == 2) {
+    acp_json_write_keyz(w, "extensions");
+    acp_json_write_raw(w, "{\"" ACP_MCP_EXT_TASKS "\":{}}",
+                       sizeof("{\"" ACP_MCP_EXT_TASKS "\":{}}") - 1);
+  }
   if (offers(s, K_TOOL)) {
     acp_json_write_keyz(w, "tools");
     acp_json_write_raw(w, "{\"listChanged\":true}", 20);
@@ -1944,7 +2815,7 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_json_write_keyz(w, "protocolVersion");
   acp_json_write_strz(w, acp_mcp_version_str(v));
   acp_json_write_keyz(w, "capabilities");
-  w_capabilities(w, s);
+  w_capabilities(w, s, v >= ACP_MCP_VERSION_2025_11_25 ? 1 : 0);
   acp_json_write_keyz(w, "serverInfo");
   w_server_info(w, s);
   w_opt_str(w, "instructions", s->instructions);
@@ -2101,9 +2972,62 @@ static int call_start(acp_mcp_conn *c, const acp_rpc_msg *msg,
   return 0;
 }
 
+/*
+ * Whether a tools/call may become a task: the tool supports tasks and the
+ * client asked for them (2026: the tasks extension in the request's
+ * clientCapabilities; 2025-11-25: a `task` param; the 2026 extension
+ * ignores a legacy `task` param). A tool that requires a task called
+ * without is refused (2026: -32021; 2025: -32601), as is a 2025 task
+ * request for a tool that forbids them. 1 when an error was answered.
+ */
+static int tool_task_mode(acp_mcp_conn *c, const acp_rpc_msg *msg,
+                          const mcp_item *it, bool *ok) {
+  acp_mcp_server *s = c->srv;
+  bool asked;
+  int rv;
+
+  *ok = false;
+  if (!tasks_offered(s))
+    return 0;
+  if (c->req.stateless)
+    asked = caps_have_tasks(c->req.caps);
+  else if (c->version >= ACP_MCP_VERSION_2025_11_25)
+    asked = acp_json_type_of(param(msg, "task")) == ACP_JSON_OBJECT;
+  else
+    return 0;
+  if (it->task_support == ACP_MCP_TASK_REQUIRED && !asked) {
+    rv = c->req.stateless
+             ? missing_tasks_capability(c, msg->handle)
+             : reply_error(c, msg->handle, ACP_RPC_METHOD_NOT_FOUND,
+                           "This tool must be called as a task", NULL, 0,
+                           NULL, 0);
+    return rv != 0 ? rv : 1;
+  }
+  if (it->task_support == ACP_MCP_TASK_FORBIDDEN && asked &&
+      !c->req.stateless) {
+    rv = reply_error(c, msg->handle, ACP_RPC_METHOD_NOT_FOUND,
+                     "This tool does not support tasks", NULL, 0, NULL, 0);
+    return rv != 0 ? rv : 1;
+  }
+  *ok = asked && it->task_support != ACP_MCP_TASK_FORBIDDEN;
+  if (*ok) {
+    task_gc(s);
+    if (s->ntasks >= s->max_tasks) {
+      *ok = false;
+      if (!c->req.stateless) {
+        rv = reply_error(c, msg->handle, ACP_RPC_INTERNAL_ERROR,
+                         "Too many tasks", NULL, 0, NULL, 0);
+        return rv != 0 ? rv : 1;
+      }
+    }
+  }
+  return 0;
+}
+
 static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_json_val *name = param(msg, "name");
   const acp_json_val *args = param(msg, "arguments");
+  bool task_ok;
   acp_json_doc *sdoc;
   char *sbytes;
   acp_mcp_call *call;
@@ -2127,6 +3051,9 @@ static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return reply_error(c, msg->handle, ACP_RPC_INVALID_PARAMS,
                        "Unknown tool: ", p, n, NULL, 0);
   }
+  rv = tool_task_mode(c, msg, it, &task_ok);
+  if (rv != 0)
+    return rv == 1 ? 0 : rv;
   rv = stateless_prepare(c, msg, "tools/call", it, &sdoc, &sbytes);
   if (rv != 0)
     return rv == 1 ? 0 : rv;
@@ -2136,6 +3063,7 @@ static int do_tool_call(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     acp__free(&c->srv->mem, sbytes);
     return rv;
   }
+  call->task_ok = task_ok;
   stateless_attach(call, msg, sdoc, sbytes);
   rv = it->cb.tool(call, args, it->ud);
   return handler_done(call, rv);
@@ -2428,7 +3356,7 @@ static int do_discover(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_json_write_keyz(w, "supportedVersions");
   acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
   acp_json_write_keyz(w, "capabilities");
-  w_capabilities(w, s);
+  w_capabilities(w, s, 2);
   w_opt_str(w, "instructions", s->instructions);
   acp_json_write_obj_end(w);
   return reply_w(c, msg->handle, w);
@@ -2658,7 +3586,21 @@ static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return s->complete_cb ? do_complete(c, msg) : not_found(c, msg);
   if (acp__mcp_method_is(msg, "subscriptions/listen"))
     return do_listen(c, msg);
-  /* initialize, ping, logging/setLevel, resources/(un)subscribe do not
+  if (acp__mcp_method_is(msg, "tasks/get") ||
+      acp__mcp_method_is(msg, "tasks/update") ||
+      acp__mcp_method_is(msg, "tasks/cancel")) {
+    if (!tasks_offered(s))
+      return not_found(c, msg);
+    if (!caps_have_tasks(caps))
+      return missing_tasks_capability(c, msg->handle);
+    if (acp__mcp_method_is(msg, "tasks/get"))
+      return do_tasks_get(c, msg);
+    if (acp__mcp_method_is(msg, "tasks/update"))
+      return do_tasks_update(c, msg);
+    return do_tasks_cancel(c, msg);
+  }
+  /* tasks/result and tasks/list are gone from the 2026 extension.
+   * initialize, ping, logging/setLevel, resources/(un)subscribe do not
    * exist at 2026-07-28. */
   return not_found(c, msg);
 }
@@ -2723,6 +3665,16 @@ static int conn_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
     return s->complete_cb ? do_complete(c, msg) : not_found(c, msg);
   if (acp__mcp_method_is(msg, "logging/setLevel"))
     return s->logging ? do_set_level(c, msg) : not_found(c, msg);
+  if (tasks_offered(s) && c->version >= ACP_MCP_VERSION_2025_11_25) {
+    if (acp__mcp_method_is(msg, "tasks/get"))
+      return do_tasks_get(c, msg);
+    if (acp__mcp_method_is(msg, "tasks/result"))
+      return do_tasks_result(c, msg);
+    if (acp__mcp_method_is(msg, "tasks/list"))
+      return do_tasks_list(c, msg);
+    if (acp__mcp_method_is(msg, "tasks/cancel"))
+      return do_tasks_cancel(c, msg);
+  }
   return not_found(c, msg);
 }
 
@@ -2868,6 +3820,7 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
     s->conns = c->next;
   if (c->next)
     c->next->prev = c->prev;
+  tasks_conn_gone(c);
   while (c->outs) {
     mcp_out *o = c->outs;
     c->outs = o->next;
@@ -2912,6 +3865,7 @@ acp_ssize acp_mcp_conn_recv(acp_mcp_conn *c, const char *data, size_t len,
   if (c == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   c->now_ms = now_ms;
+  c->srv->now_ms = now_ms;
   return acp_rpc_session_recv(c->rpc, data, len, now_ms);
 }
 
@@ -2925,6 +3879,7 @@ int acp_mcp_conn_recv_eof(acp_mcp_conn *c, uint64_t now_ms) {
   if (c == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   c->now_ms = now_ms;
+  c->srv->now_ms = now_ms;
   return acp_rpc_session_recv_eof(c->rpc, now_ms);
 }
 
@@ -2936,6 +3891,7 @@ int acp_mcp_conn_handle_expiry(acp_mcp_conn *c, uint64_t now_ms) {
   if (c == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   c->now_ms = now_ms;
+  c->srv->now_ms = now_ms;
   return acp_rpc_session_handle_expiry(c->rpc, now_ms);
 }
 

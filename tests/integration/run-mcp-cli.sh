@@ -68,6 +68,32 @@ run stdio-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --stdio "$acp" 
 run stdio-server-missing 1 "" -- mcp tools --stdio /nonexistent/server
 if [ -f "$root/src/fixtures/mcp_everything.c" ]; then
   run stdio-everything 0 "test_simple_text" -- mcp tools --stdio "$acp" mcp serve --everything
+  # call --task: a task in both eras (the fixture's jobs end at once)
+  for pv in 2025-11-25 2026-07-28; do
+    run stdio-task-tool-error-$pv 3 "simulated tool error" -- mcp call --task --protocol $pv --stdio "$acp" mcp serve --everything -- failing_job
+    run stdio-task-failed-$pv 1 "" -- mcp call --task --protocol $pv --stdio "$acp" mcp serve --everything -- protocol_error_job
+    grep -q "the job crashed" "$work/err" || ko "stdio-task-failed-$pv (stderr lacks the error)"
+    run stdio-task-json-$pv 3 "\"protocolVersion\":\"$pv\"}" -- mcp call --json --task --protocol $pv --stdio "$acp" mcp serve --everything -- failing_job
+  done
+  run stdio-task-related-2025 3 "io.modelcontextprotocol/related-task" -- mcp call --json --task --protocol 2025-11-25 --stdio "$acp" mcp serve --everything -- failing_job
+  run stdio-task-old-revision 1 "" -- mcp call --task --protocol 2025-06-18 --stdio "$acp" mcp serve --everything -- greet name=x
+  # a task-required tool without --task
+  run stdio-task-required 1 "" -- mcp call --protocol 2025-11-25 --stdio "$acp" mcp serve --everything -- failing_job
+  # over HTTP slow_compute sleeps on a timer: polled while working
+  "$acp" mcp serve --everything --http 127.0.0.1:0 2>"$work/ev.log" &
+  ev_pid=$!
+  i=0
+  while ! grep -q "serving http" "$work/ev.log" 2>/dev/null; do
+    i=$((i + 1))
+    if [ $i -gt 100 ]; then echo "FAIL everything server did not start"; cat "$work/ev.log"; exit 1; fi
+    sleep 0.1
+  done
+  evurl=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/ev.log")
+  for pv in 2025-11-25 2026-07-28; do
+    run http-task-slow-$pv 0 "Computed L in 1 s" -- mcp call --task --protocol $pv --url "$evurl" slow_compute seconds=1 label=L
+    grep -Eq '^task [0-9a-f]{32}$' "$work/err" || ko "http-task-slow-$pv (no task id on stderr)"
+  done
+  kill "$ev_pid"; wait "$ev_pid" 2>/dev/null
 fi
 
 # --- HTTP ---

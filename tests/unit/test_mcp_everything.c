@@ -25,7 +25,7 @@ typedef struct rec {
   int status;
   int calls;
   int64_t code;
-  char text[8192];
+  char text[32768];
 } rec;
 
 typedef struct world {
@@ -279,7 +279,14 @@ static void test_lists(void **state) {
       "test_input_required_result_tampered_state",
       "test_input_required_result_capabilities",
       "test_custom_header",
-      "echo"};
+      "echo",
+      "greet",
+      "slow_compute",
+      "failing_job",
+      "protocol_error_job",
+      "confirm_delete",
+      "multi_input",
+      "test_tool_with_task"};
   acp_json_doc *doc = NULL;
   const acp_json_val *arr, *t;
   rec r;
@@ -314,6 +321,13 @@ static void test_lists(void **state) {
   HAS(r.text, "\"$schema\":\"https://json-schema.org/draft/2020-12/schema\"");
   HAS(r.text, "\"$defs\":{\"address\":");
   HAS(r.text, "\"additionalProperties\":false");
+  HAS(r.text, "\"$anchor\":\"addressDef\"");
+  HAS(r.text, "\"allOf\":[{\"anyOf\":");
+  HAS(r.text, "\"if\":{");
+  /* Task support as the tasks-* scenarios need it. */
+  HAS(r.text, "\"name\":\"failing_job\",\"description\":\"A task that ends "
+              "with a tool error\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
+              "\"execution\":{\"taskSupport\":\"required\"}}");
 
   memset(&r, 0, sizeof(r));
   assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_RESOURCES, NULL, NULL,
@@ -734,6 +748,240 @@ static void test_completion(void **state) {
   assert_int_equal(r.status, ACP_ERR_PROTOCOL);
 }
 
+/* MARK: - Tasks through the client */
+
+/* A timer the test fires by hand (slow_compute's). */
+static struct {
+  void (*fire)(void *arg);
+  void *arg;
+  int started;
+  int stopped;
+} T;
+
+static int fake_start(void *ctx, uint64_t ms, void (*fire)(void *arg),
+                      void *arg, void **timer) {
+  (void)ctx;
+  assert_true(ms > 0);
+  T.fire = fire;
+  T.arg = arg;
+  T.started++;
+  *timer = &T;
+  return 0;
+}
+
+static void fake_stop(void *ctx, void *timer) {
+  (void)ctx;
+  assert_ptr_equal(timer, &T);
+  T.fire = NULL;
+  T.stopped++;
+}
+
+static void build_tasks(acp_mcp_client_mode mode) {
+  static const mcp_everything_timers tm = {NULL, fake_start, fake_stop};
+  acp_mcp_client_callbacks *cbs = NULL;
+  rec r;
+
+  memset(&W, 0, sizeof(W));
+  memset(&T, 0, sizeof(T));
+  memset(&r, 0, sizeof(r));
+  mcp_everything_set_timers(&tm);
+  assert_int_equal(acp_mcp_server_new(&W.s, "everything", "1", NULL, NULL), 0);
+  assert_int_equal(mcp_everything_register_with(W.s, fake_close_stream), 0);
+  assert_int_equal(
+      acp_mcp_server_set_state_key(W.s, "0123456789abcdef0123456789abcdef", 32),
+      0);
+  assert_int_equal(acp_mcp_conn_new(&W.conn, W.s, NULL), 0);
+  assert_int_equal(acp_mcp_client_callbacks_new(&cbs), 0);
+  acp_mcp_client_callbacks_set_on_elicitation(cbs, c_request);
+  assert_int_equal(acp_mcp_client_new(&W.c, cbs, "test", "1", NULL, NULL), 0);
+  acp_mcp_client_callbacks_free(cbs);
+  assert_int_equal(acp_mcp_client_set_mode(W.c, mode), 0);
+  assert_int_equal(acp_mcp_client_set_tasks(W.c, 1), 0);
+  assert_int_equal(acp_mcp_client_initialize(W.c, 0, on_result, &r), 0);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(acp_mcp_client_set_tasks(W.c, 0), ACP_ERR_INVALID_STATE);
+}
+
+static int setup_tasks26(void **state) {
+  (void)state;
+  build_tasks(ACP_MCP_CLIENT_STATELESS);
+  return 0;
+}
+
+static int setup_tasks25(void **state) {
+  (void)state;
+  build_tasks(ACP_MCP_CLIENT_STATEFUL);
+  return 0;
+}
+
+static int teardown_tasks(void **state) {
+  mcp_everything_set_timers(NULL);
+  return teardown(state);
+}
+
+/* The taskId of a task result, copied into id[64]. */
+static int task_id_and_status(const acp_rpc_msg *msg, char *id, char *st) {
+  const char *p, *q;
+  size_t n, m;
+  if (!acp_mcp_result_task(msg, &p, &n, &q, &m))
+    return 0;
+  snprintf(id, 64, "%.*s", (int)n, p);
+  snprintf(st, 32, "%.*s", (int)m, q);
+  return 1;
+}
+
+typedef struct trec {
+  rec r;
+  int is_task;
+  char id[64];
+  char status[32];
+} trec;
+
+static int on_task_result(acp_mcp_client *c, int status,
+                          const acp_rpc_msg *msg, void *ud) {
+  trec *t = ud;
+  t->is_task = status == 0 && task_id_and_status(msg, t->id, t->status);
+  return on_result(c, status, msg, &t->r);
+}
+
+static void task_call(const char *name, const char *args, trec *t) {
+  memset(t, 0, sizeof(*t));
+  assert_int_equal(acp_mcp_client_call_tool_task(
+                       W.c, name, args, args ? strlen(args) : 0, 60000, NULL,
+                       0, on_task_result, t, NULL),
+                   0);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(t->r.calls, 1);
+}
+
+static void task_get(const char *id, trec *t) {
+  memset(t, 0, sizeof(*t));
+  assert_int_equal(acp_mcp_client_task_get(W.c, id, 0, on_task_result, t), 0);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(t->r.calls, 1);
+}
+
+static void test_client_tasks_2026(void **state) {
+  trec t, g;
+  rec r;
+  (void)state;
+  assert_string_equal(acp_mcp_client_protocol(W.c), "2026-07-28");
+  /* slow_compute runs as a task until its timer fires. */
+  task_call("slow_compute", "{\"seconds\":5,\"label\":\"x\"}", &t);
+  assert_int_equal(t.r.status, 0);
+  assert_true(t.is_task);
+  HAS(t.r.text, "\"resultType\":\"task\"");
+  assert_string_equal(t.status, "working");
+  assert_int_equal(strlen(t.id), 32);
+  task_get(t.id, &g);
+  assert_true(g.is_task);
+  assert_string_equal(g.status, "working");
+  assert_non_null(T.fire);
+  T.fire(T.arg);
+  task_get(t.id, &g);
+  assert_string_equal(g.status, "completed");
+  HAS(g.r.text, "\"text\":\"Computed x in 5 s\"");
+  /* Input: confirm_delete asks; tasks/update answers. */
+  task_call("confirm_delete", "{\"filename\":\"f\"}", &t);
+  assert_true(t.is_task);
+  task_get(t.id, &g);
+  assert_string_equal(g.status, "input_required");
+  HAS(g.r.text, "\"inputRequests\":{\"confirm\":{\"method\":"
+                "\"elicitation/create\"");
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(acp_mcp_client_task_update(
+                       W.c, t.id,
+                       "{\"confirm\":{\"action\":\"accept\",\"content\":{"
+                       "\"confirm\":true}}}",
+                       58, 0, on_result, &r),
+                   0);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(r.status, 0);
+  task_get(t.id, &g);
+  assert_string_equal(g.status, "completed");
+  HAS(g.r.text, "\"text\":\"Deleted\"");
+  /* Cancel: the timer is stopped, the task cancelled. */
+  task_call("slow_compute", "{\"seconds\":60}", &t);
+  assert_true(t.is_task);
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(acp_mcp_client_task_cancel(W.c, t.id, 0, on_result, &r), 0);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(T.stopped, 1);
+  task_get(t.id, &g);
+  assert_string_equal(g.status, "cancelled");
+  /* A failing job: completed with isError; a protocol error: failed. */
+  task_call("failing_job", NULL, &t);
+  task_get(t.id, &g);
+  assert_string_equal(g.status, "completed");
+  HAS(g.r.text, "\"isError\":true");
+  task_call("protocol_error_job", NULL, &t);
+  task_get(t.id, &g);
+  assert_string_equal(g.status, "failed");
+  HAS(g.r.text, "\"error\":{\"code\":-32603");
+  /* A tool that is never a task answers as usual. */
+  task_call("greet", "{\"name\":\"A\"}", &t);
+  assert_false(t.is_task);
+  HAS(t.r.text, "Hello, A!");
+  /* The 2025-only methods are refused locally. */
+  assert_int_equal(acp_mcp_client_task_result(W.c, t.id, 0, on_result, &r),
+                   ACP_ERR_UNSUPPORTED);
+  assert_int_equal(acp_mcp_client_task_list(W.c, NULL, 0, on_result, &r),
+                   ACP_ERR_UNSUPPORTED);
+  assert_int_equal(acp_mcp_client_task_get(W.c, NULL, 0, on_result, &r),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_mcp_client_task_update(W.c, t.id, "{", 1, 0, on_result, &r),
+      ACP_ERR_INVALID_ARGUMENT);
+}
+
+static void test_client_tasks_2025(void **state) {
+  trec t, g;
+  rec r;
+  (void)state;
+  assert_string_equal(acp_mcp_client_protocol(W.c), "2025-11-25");
+  task_call("slow_compute", "{\"seconds\":5,\"label\":\"y\"}", &t);
+  assert_true(t.is_task);
+  HAS(t.r.text, "{\"task\":{\"taskId\":");
+  HAS(t.r.text, "\"ttl\":300000");
+  task_get(t.id, &g);
+  assert_string_equal(g.status, "working");
+  /* tasks/result waits for the end. */
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(acp_mcp_client_task_result(W.c, t.id, 0, on_result, &r), 0);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(r.calls, 0);
+  T.fire(T.arg);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(r.calls, 1);
+  HAS(r.text, "\"text\":\"Computed y in 5 s\"");
+  HAS(r.text, "\"io.modelcontextprotocol/related-task\":{\"taskId\":\"");
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(acp_mcp_client_task_list(W.c, NULL, 0, on_result, &r), 0);
+  assert_int_equal(pump(), 0);
+  HAS(r.text, t.id);
+  /* failing_job requires a task: without one -32601, with one a result. */
+  call_tool("failing_job", NULL, &r);
+  assert_int_equal(r.code, -32601);
+  task_call("failing_job", NULL, &t);
+  assert_true(t.is_task);
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(acp_mcp_client_task_result(W.c, t.id, 0, on_result, &r), 0);
+  assert_int_equal(pump(), 0);
+  HAS(r.text, "\"isError\":true");
+  /* Cancel a running one: 2025 answers with the cancelled task. */
+  task_call("slow_compute", "{\"seconds\":9}", &t);
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(acp_mcp_client_task_cancel(W.c, t.id, 0, on_task_result, &g),
+                   0);
+  assert_int_equal(pump(), 0);
+  assert_string_equal(g.status, "cancelled");
+  assert_int_equal(
+      acp_mcp_client_task_update(W.c, t.id, "{}", 2, 0, on_result, &r),
+      ACP_ERR_UNSUPPORTED);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_register_errors),
@@ -757,6 +1005,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_subscriptions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prompts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_completion, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_tasks_2026, setup_tasks26,
+                                      teardown_tasks),
+      cmocka_unit_test_setup_teardown(test_client_tasks_2025, setup_tasks25,
+                                      teardown_tasks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1922,6 +1922,572 @@ static void test_both_eras_one_server(void **state) {
   acp_mcp_conn_free(modern);
 }
 
+/* MARK: - Tasks */
+
+#define META26_TASKS                                                           \
+  "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","     \
+  "\"io.modelcontextprotocol/clientCapabilities\":{\"elicitation\":{},"        \
+  "\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}}"
+
+static int tool_quick(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)a;
+  (void)ud;
+  return acp_mcp_call_respond_text(call, "quick done", 10, false);
+}
+
+static int tool_broken(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)a;
+  (void)ud;
+  if (acp_mcp_call_start_task(call) == 0 &&
+      acp_mcp_call_start_task(call) != ACP_ERR_INVALID_STATE)
+    return acp_mcp_call_respond_text(call, "started twice", 13, true);
+  return acp_mcp_call_respond_error(call, -32603, "crashed", "{\"x\":1}", 7);
+}
+
+static int tool_asker(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_start_task(call);
+  if (rv == 0)
+    rv = acp_mcp_call_request_named(call, "q", "elicitation/create",
+                                    ASK_NAME, strlen(ASK_NAME), 0, on_name,
+                                    NULL);
+  if (rv == 0)
+    rv = acp_mcp_call_request_named(call, "q", "elicitation/create",
+                                    ASK_NAME, strlen(ASK_NAME), 0, on_name,
+                                    NULL) == ACP_ERR_INVALID_STATE
+             ? 0
+             : ACP_ERR_INTERNAL;
+  return rv;
+}
+
+/* make_server() plus task tools: job (optional; answered by the test),
+ * quick (optional; answers at once), broken (optional; fails), asker
+ * (optional; asks a name as a task), must (required); at most 3 tasks,
+ * kept 1 s, poll 100 ms; epoch 1700000000000 (2023-11-14T22:13:20Z). */
+static int make_task_server(acp_mcp_server **out, const acp_mem *mem) {
+  static const struct {
+    const char *name;
+    acp_mcp_tool_cb cb;
+    acp_mcp_task_support sup;
+  } tools[] = {{"job", tool_slow, ACP_MCP_TASK_OPTIONAL},
+               {"quick", tool_quick, ACP_MCP_TASK_OPTIONAL},
+               {"broken", tool_broken, ACP_MCP_TASK_OPTIONAL},
+               {"asker", tool_asker, ACP_MCP_TASK_OPTIONAL},
+               {"must", tool_quick, ACP_MCP_TASK_REQUIRED}};
+  acp_mcp_server *s = NULL;
+  size_t i;
+  int rv = make_server(&s, mem);
+
+  if (rv != 0)
+    return rv;
+  for (i = 0; i < sizeof(tools) / sizeof(tools[0]) && rv == 0; i++) {
+    acp_mcp_tool_def d;
+    memset(&d, 0, sizeof(d));
+    d.version = ACP_MCP_DEF_VERSION;
+    d.name = tools[i].name;
+    d.handler = tools[i].cb;
+    rv = acp_mcp_server_add_tool(s, &d);
+    if (rv == 0)
+      rv = acp_mcp_server_set_tool_task_support(s, d.name, tools[i].sup);
+  }
+  if (rv == 0)
+    rv = acp_mcp_server_set_tasks(s, 3, 1000, 100);
+  acp_mcp_server_set_epoch(s, 1700000000000);
+  if (rv != 0) {
+    acp_mcp_server_free(s);
+    return rv;
+  }
+  *out = s;
+  return 0;
+}
+
+static int task_setup(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(make_task_server(&p->s, NULL), 0);
+  assert_int_equal(acp_mcp_conn_new(&p->c, p->s, NULL), 0);
+  *state = p;
+  return 0;
+}
+
+/* The taskId in `out` (32 hex digits) into id[33]. */
+static void task_id_of(const char *out, char id[33]) {
+  const char *p = strstr(out, "\"taskId\":\"");
+  size_t i;
+  if (p == NULL)
+    fail_msg("no taskId in: %s", out);
+  p += 10;
+  for (i = 0; i < 32; i++) {
+    if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+      fail_msg("bad taskId in: %s", out);
+    id[i] = p[i];
+  }
+  if (p[32] != '"')
+    fail_msg("taskId not 32 hex digits: %s", out);
+  id[32] = 0;
+}
+
+static const char *task_req(acp_mcp_conn *c, uint64_t now, int id,
+                            const char *method, const char *task_id,
+                            const char *extra, const char *meta) {
+  static char line[1024];
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":{"
+           "\"taskId\":\"%s\"%s%s%s}}",
+           id, method, task_id, extra ? extra : "", meta ? "," : "",
+           meta ? meta : "");
+  return xchg_at(c, line, now);
+}
+
+static void test_tasks_stateless(void **state) {
+  pair *p = *state;
+  char id[33], id2[33], id3[33];
+  const char *out;
+
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/"
+                   "discover\",\"params\":{" META26 "}}");
+  HAS(out, "\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}");
+  HASNT(out, "\"tasks\":{\"list\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\","
+                   "\"params\":{" META26 "}}");
+  HAS(out, "\"name\":\"job\",\"inputSchema\":{\"type\":\"object\"},"
+           "\"execution\":{\"taskSupport\":\"optional\"}}");
+  HAS(out, "\"execution\":{\"taskSupport\":\"required\"}");
+  HAS(out, "{\"name\":\"echo\"");
+  /* Without the extension a task-capable tool runs as an ordinary call. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"job\"," META26 "}}");
+  assert_string_equal(out, "");
+  assert_null(acp_mcp_call_task_id(g.pending));
+  assert_int_equal(acp_mcp_call_start_task(g.pending), ACP_ERR_UNSUPPORTED);
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "sync", 4, false), 0);
+  out = drain(p->c);
+  HAS(out, "\"text\":\"sync\"");
+  HASNT(out, "taskId");
+  /* A required tool without it: -32021 with the capability it needs. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"must\"," META26 "}}");
+  HAS(out, "\"code\":-32021");
+  HAS(out, "\"data\":{\"requiredCapabilities\":{\"extensions\":{"
+           "\"io.modelcontextprotocol/tasks\":{}}}}");
+  /* With it: a CreateTaskResult, flat. */
+  g.pending = NULL;
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\",\"task\":{\"ttl\":5}," META26_TASKS
+                "}}",
+                250);
+  HAS(out, "\"result\":{\"resultType\":\"task\",\"taskId\":\"");
+  HAS(out, "\"status\":\"working\",\"createdAt\":\"2023-11-14T22:13:20.250Z\","
+           "\"lastUpdatedAt\":\"2023-11-14T22:13:20.250Z\",\"ttlMs\":1000,"
+           "\"pollIntervalMs\":100,\"_meta\"");
+  HASNT(out, "requestState");
+  HASNT(out, "\"task\":{");
+  task_id_of(out, id);
+  assert_non_null(g.pending);
+  assert_string_equal(acp_mcp_call_task_id(g.pending), id);
+  assert_int_equal(acp_mcp_server_task_count(p->s), 1);
+  /* Gated, unknown, working. */
+  out = task_req(p->c, 300, 6, "tasks/get", id, NULL, META26);
+  HAS(out, "\"code\":-32021");
+  out = task_req(p->c, 300, 7, "tasks/get", "nope", NULL, META26_TASKS);
+  HAS(out, "\"code\":-32602");
+  out = task_req(p->c, 300, 8, "tasks/get", id, NULL, META26_TASKS);
+  HAS(out, "\"status\":\"working\"");
+  HAS(out, "\"resultType\":\"complete\"");
+  HASNT(out, "\"result\":{\"content\"");
+  /* The 2025 methods are gone. */
+  out = task_req(p->c, 300, 9, "tasks/result", id, NULL, META26_TASKS);
+  HAS(out, "\"code\":-32601");
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tasks/list\","
+                "\"params\":{" META26_TASKS "}}",
+                300);
+  HAS(out, "\"code\":-32601");
+  /* Finished later: tasks/get inlines the result. */
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "later", 5, false), 0);
+  out = task_req(p->c, 400, 11, "tasks/get", id, NULL, META26_TASKS);
+  HAS(out, "\"status\":\"completed\"");
+  HAS(out, "\"lastUpdatedAt\":\"2023-11-14T22:13:20.300Z\"");
+  HAS(out, "\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"later\"}]");
+  /* Cancelling an ended task: the same empty ack. */
+  out = task_req(p->c, 400, 12, "tasks/cancel", id, NULL, META26_TASKS);
+  HAS(out, "\"result\":{\"resultType\":\"complete\",\"_meta\"");
+  HASNT(out, "taskId");
+  /* A protocol error: failed with the error inlined, no result. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"broken\"," META26_TASKS "}}",
+                500);
+  task_id_of(out, id2);
+  out = task_req(p->c, 500, 14, "tasks/get", id2, NULL, META26_TASKS);
+  HAS(out, "\"status\":\"failed\"");
+  HAS(out, "\"error\":{\"code\":-32603,\"message\":\"crashed\",\"data\":{"
+           "\"x\":1}}");
+  HASNT(out, "\"result\":{\"content\"");
+  /* Input: the task asks, tasks/update answers. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"asker\"," META26_TASKS "}}",
+                600);
+  task_id_of(out, id3);
+  out = task_req(p->c, 600, 16, "tasks/get", id3, NULL, META26_TASKS);
+  HAS(out, "\"status\":\"input_required\"");
+  HAS(out, "\"inputRequests\":{\"q\":{\"method\":\"elicitation/create\","
+           "\"params\":{\"message\":\"Name?\"");
+  out = task_req(p->c, 600, 17, "tasks/update", id3,
+                 ",\"inputResponses\":\"x\"", META26_TASKS);
+  HAS(out, "\"code\":-32602");
+  out = task_req(p->c, 600, 18, "tasks/update", id3,
+                 ",\"inputResponses\":{\"other\":{}}", META26_TASKS);
+  HAS(out, "\"result\":{\"resultType\":\"complete\"");
+  out = task_req(p->c, 600, 19, "tasks/get", id3, NULL, META26_TASKS);
+  HAS(out, "\"status\":\"input_required\"");
+  out = task_req(p->c, 600, 20, "tasks/update", id3,
+                 ",\"inputResponses\":{\"q\":{\"action\":\"accept\","
+                 "\"content\":{\"name\":\"Zed\"}}}",
+                 META26_TASKS);
+  HAS(out, "\"result\":{\"resultType\":\"complete\"");
+  out = task_req(p->c, 600, 21, "tasks/get", id3, NULL, META26_TASKS);
+  HAS(out, "\"status\":\"completed\"");
+  HAS(out, "\"text\":\"Hello Zed\"");
+  assert_int_equal(acp_mcp_server_task_count(p->s), 3);
+  /* Full: a fourth task-capable call runs as an ordinary call... */
+  g.pending = NULL;
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\"," META26_TASKS "}}",
+                700);
+  assert_string_equal(out, "");
+  assert_int_equal(acp_mcp_call_start_task(g.pending), ACP_ERR_UNSUPPORTED);
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "s", 1, false), 0);
+  HASNT(drain(p->c), "taskId");
+  /* ... until the ended ones expire (1 s from creation). */
+  out = task_req(p->c, 1250, 23, "tasks/get", id, NULL, META26_TASKS);
+  HAS(out, "\"code\":-32602");
+  assert_int_equal(acp_mcp_server_task_count(p->s), 2);
+  out = task_req(p->c, 1600, 24, "tasks/get", id3, NULL, META26_TASKS);
+  HAS(out, "\"code\":-32602");
+  assert_int_equal(acp_mcp_server_task_count(p->s), 0);
+  /* Cancelling a running task: cancelled at once, its call told, its
+   * late answer dropped. */
+  g.pending = NULL;
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":25,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\"," META26_TASKS "}}",
+                1700);
+  task_id_of(out, id);
+  out = task_req(p->c, 1700, 26, "tasks/cancel", id, NULL, META26_TASKS);
+  HAS(out, "\"result\":{\"resultType\":\"complete\"");
+  assert_int_equal(g.cancels, 1);
+  assert_true(acp_mcp_call_is_cancelled(g.pending));
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "late", 4, false), 0);
+  out = task_req(p->c, 1700, 27, "tasks/get", id, NULL, META26_TASKS);
+  HAS(out, "\"status\":\"cancelled\"");
+  HASNT(out, "late");
+  /* A task outlives the conn of its request. */
+  {
+    acp_mcp_conn *other = NULL;
+    assert_int_equal(acp_mcp_conn_new(&other, p->s, NULL), 0);
+    g.pending = NULL;
+    out = xchg_at(other,
+                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"job\"," META26_TASKS "}}",
+                  1800);
+    task_id_of(out, id2);
+    acp_mcp_conn_free(other);
+    assert_int_equal(acp_mcp_call_respond_text(g.pending, "kept", 4, false),
+                     0);
+    out = task_req(p->c, 1800, 28, "tasks/get", id2, NULL, META26_TASKS);
+    HAS(out, "\"text\":\"kept\"");
+  }
+}
+
+static void test_tasks_2025(void **state) {
+  pair *p = *state;
+  acp_mcp_conn *old = NULL;
+  char id[33], id2[33];
+  const char *out;
+
+  /* Only 2025-11-25 sessions see the tasks capability. */
+  assert_int_equal(acp_mcp_conn_new(&old, p->s, NULL), 0);
+  out = xchg(old, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+                  "\"params\":{\"protocolVersion\":\"2025-06-18\","
+                  "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
+                  "\"version\":\"1\"}}}");
+  HASNT(out, "\"tasks\"");
+  out = xchg(old, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tasks/list\"}");
+  HAS(out, "\"code\":-32601");
+  acp_mcp_conn_free(old);
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\","
+                   "\"params\":{\"protocolVersion\":\"2025-11-25\","
+                   "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
+                   "\"version\":\"1\"}}}");
+  HAS(out, "\"tasks\":{\"list\":{},\"cancel\":{},\"requests\":{\"tools\":{"
+           "\"call\":{}}}}");
+  HASNT(out, "extensions");
+  xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+  /* A task-augmented call. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\",\"task\":{\"ttl\":60000}}}",
+                1000);
+  HAS(out, "\"result\":{\"task\":{\"taskId\":\"");
+  HAS(out, "\"status\":\"working\",\"createdAt\":\"2023-11-14T22:13:21.000Z\""
+           ",\"lastUpdatedAt\":\"2023-11-14T22:13:21.000Z\",\"ttl\":1000,"
+           "\"pollInterval\":100}}");
+  HASNT(out, "resultType");
+  task_id_of(out, id);
+  out = task_req(p->c, 1000, 2, "tasks/get", id, NULL, NULL);
+  HAS(out, "\"result\":{\"taskId\":\"");
+  HAS(out, "\"status\":\"working\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/list\"}");
+  HAS(out, id);
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/list\","
+                   "\"params\":{\"cursor\":\"x\"}}");
+  HAS(out, "\"code\":-32602");
+  /* tasks/result waits for the end, then carries related-task. */
+  out = task_req(p->c, 1000, 5, "tasks/result", id, NULL, NULL);
+  assert_string_equal(out, "");
+  out = task_req(p->c, 1000, 55, "tasks/update", id, NULL, NULL);
+  HAS(out, "\"code\":-32601");
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "done", 4, false), 0);
+  out = drain(p->c);
+  HAS(out, "\"id\":5,\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+           "\"done\"}],\"_meta\":{\"io.modelcontextprotocol/"
+           "related-task\":{\"taskId\":\"");
+  HAS(out, "\"method\":\"notifications/tasks/status\"");
+  HAS(out, "\"status\":\"completed\"");
+  out = task_req(p->c, 1000, 6, "tasks/cancel", id, NULL, NULL);
+  HAS(out, "\"code\":-32602");
+  /* Answered at once: still a task (the client asked for one). */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"quick\",\"task\":{}}}",
+                1000);
+  task_id_of(out, id2);
+  HAS(drain(p->c), "");
+  out = task_req(p->c, 1000, 8, "tasks/result", id2, NULL, NULL);
+  HAS(out, "\"text\":\"quick done\"");
+  /* Failed: tasks/result is the error. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"broken\",\"task\":{}}}",
+                1000);
+  task_id_of(out, id2);
+  out = task_req(p->c, 1000, 10, "tasks/result", id2, NULL, NULL);
+  HAS(out, "\"id\":10,\"error\":{\"code\":-32603,\"message\":\"crashed\"");
+  /* Refusals: task for a tool that forbids it, required without. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+                   "\"x\"},\"task\":{}}}");
+  HAS(out, "\"code\":-32601");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"must\"}}");
+  HAS(out, "\"code\":-32601");
+  /* Full (3 held): refused. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"quick\",\"task\":{}}}");
+  HAS(out, "\"code\":-32603");
+  /* A task cannot make requests at 2025. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"asker\",\"task\":{}}}",
+                5000);
+  HAS(out, "\"result\":{\"task\":");
+  task_id_of(out, id2);
+  out = task_req(p->c, 5000, 15, "tasks/result", id2, NULL, NULL);
+  HAS(out, "\"isError\":true");
+  /* Cancel a running one; its waiter hears. Another session sees nothing. */
+  g.pending = NULL;
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\",\"task\":{}}}",
+                5000);
+  task_id_of(out, id);
+  assert_int_equal(acp_mcp_conn_new(&old, p->s, NULL), 0);
+  do_init(old, "2025-11-25", "{}");
+  out = task_req(old, 5000, 1, "tasks/get", id, NULL, NULL);
+  HAS(out, "\"code\":-32602");
+  out = task_req(old, 5000, 2, "tasks/get", id, NULL, META26_TASKS);
+  HAS(out, "\"code\":-32602");
+  out = task_req(old, 5000, 3, "tasks/result", id, NULL, NULL);
+  HAS(out, "\"code\":-32602");
+  acp_mcp_conn_free(old);
+  out = task_req(p->c, 5000, 17, "tasks/result", id, NULL, NULL);
+  assert_string_equal(out, "");
+  out = task_req(p->c, 5000, 18, "tasks/cancel", id, NULL, NULL);
+  HAS(out, "\"id\":18,\"result\":{\"taskId\"");
+  HAS(out, "\"status\":\"cancelled\"");
+  HAS(out, "\"id\":17,\"error\"");
+  assert_int_equal(g.cancels, 1);
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "x", 1, false), 0);
+  /* A waiter whose session goes away is dropped with it. */
+  g.pending = NULL;
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":19,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\",\"task\":{}}}",
+                9000);
+  task_id_of(out, id);
+  out = task_req(p->c, 9000, 20, "tasks/result", id, NULL, NULL);
+  assert_string_equal(out, "");
+}
+
+static void test_task_api_errors(void **state) {
+  acp_mcp_server *s = NULL;
+  (void)state;
+  assert_int_equal(acp_mcp_server_new(&s, "s", "1", NULL, NULL), 0);
+  assert_int_equal(acp_mcp_server_set_tasks(NULL, 1, 1, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_tasks(s, 1, 0, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_set_tool_task_support(s, "nope",
+                                                        ACP_MCP_TASK_OPTIONAL),
+                   ACP_ERR_NOT_FOUND);
+  assert_int_equal(acp_mcp_server_set_tool_task_support(
+                       s, "x", (acp_mcp_task_support)7),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_call_start_task(NULL), ACP_ERR_INVALID_ARGUMENT);
+  assert_null(acp_mcp_call_task_id(NULL));
+  assert_int_equal(acp_mcp_server_task_count(s), 0);
+  assert_int_equal(mcp_fixture_add_echo(s), 0);
+  /* Set, changed, cleared: the list entry follows. */
+  assert_int_equal(
+      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_REQUIRED), 0);
+  assert_non_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL),
+                         "\"execution\":{\"taskSupport\":\"required\"}}"));
+  assert_int_equal(
+      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_OPTIONAL), 0);
+  assert_non_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL),
+                         "\"execution\":{\"taskSupport\":\"optional\"}}"));
+  assert_int_equal(
+      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_FORBIDDEN),
+      0);
+  assert_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL), "execution"));
+  acp_mcp_server_free(s);
+}
+
+static int failmem_task_scenario(const acp_mem *mem) {
+  static const char *const lines[] = {
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"job\"," META26_TASKS "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"broken\"," META26_TASKS "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"asker\"," META26_TASKS "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"server/discover\","
+      "\"params\":{" META26 "}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+      "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+      "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"quick\",\"task\":{}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/list\"}",
+  };
+  acp_mcp_server *s = NULL;
+  acp_mcp_conn *c = NULL;
+  char ids[4][33];
+  int nids = 0;
+  size_t i;
+  int rv;
+
+  memset(&g, 0, sizeof(g));
+  rv = make_task_server(&s, mem);
+  if (rv != 0)
+    return rv;
+  rv = acp_mcp_conn_new(&c, s, NULL);
+  if (rv != 0)
+    goto done;
+  for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+    char buf[512];
+    const char *out;
+    const char *t;
+    size_t n = strlen(lines[i]);
+    acp_ssize r;
+
+    memcpy(buf, lines[i], n);
+    buf[n] = '\n';
+    r = acp_mcp_conn_recv(c, buf, n + 1, 0);
+    if (r < 0) {
+      rv = (int)r;
+      goto done;
+    }
+    r = acp_mcp_conn_send(c, &out);
+    if (r < 0) {
+      rv = (int)r;
+      goto done;
+    }
+    t = out ? strstr(out, "\"taskId\":\"") : NULL;
+    if (t != NULL && (size_t)r > (size_t)(t - out) + 42 && nids < 4) {
+      memcpy(ids[nids], t + 10, 32);
+      ids[nids++][32] = 0;
+    }
+  }
+  /* Poll, answer and cancel what was created (ids: job, broken, asker,
+   * quick; some are missing when an allocation failed). */
+  for (i = 0; i < (size_t)nids; i++) {
+    const char *method[] = {"tasks/get", "tasks/update", "tasks/cancel",
+                            "tasks/result"};
+    size_t k;
+    for (k = 0; k < 4; k++) {
+      char buf[768];
+      const char *out;
+      acp_ssize r;
+      int n = snprintf(buf, sizeof(buf),
+                       "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\","
+                       "\"params\":{\"taskId\":\"%s\",\"inputResponses\":{"
+                       "\"q\":{\"content\":{\"name\":\"n\"}}}%s}}\n",
+                       (int)(10 + i * 4 + k), method[k], ids[i],
+                       k == 3 ? "" : "," META26_TASKS);
+      r = acp_mcp_conn_recv(c, buf, (size_t)n, 0);
+      if (r < 0) {
+        rv = (int)r;
+        goto done;
+      }
+      r = acp_mcp_conn_send(c, &out);
+      if (r < 0) {
+        rv = (int)r;
+        goto done;
+      }
+    }
+  }
+  if (g.pending != NULL)
+    rv = acp_mcp_call_respond_text(g.pending, "x", 1, false);
+done:
+  acp_mcp_conn_free(c);
+  acp_mcp_server_free(s);
+  return rv;
+}
+
+static void test_task_allocation_failure_loop(void **state) {
+  acp_mem mem = {&fm, fm_malloc, fm_free, fm_calloc, fm_realloc};
+  long total;
+  long i;
+  int failures = 0;
+  (void)state;
+
+  memset(&fm, 0, sizeof(fm));
+  fm.fail_at = 1L << 40;
+  assert_int_equal(failmem_task_scenario(&mem), 0);
+  assert_int_equal(fm.live, 0);
+  total = fm.count;
+  assert_true(total > 50);
+  for (i = 0; i < total; i++) {
+    int rv;
+    fm.count = 0;
+    fm.fail_at = i;
+    fm.live = 0;
+    rv = failmem_task_scenario(&mem);
+    if (rv != 0)
+      failures++;
+    assert_int_equal(fm.live, 0);
+  }
+  assert_true(failures > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_initialize_negotiation_matrix, setup,
@@ -1988,6 +2554,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_stateless_multi_round, setup,
                                       teardown),
       cmocka_unit_test(test_versions_and_levels),
+      cmocka_unit_test_setup_teardown(test_tasks_stateless, task_setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_tasks_2025, task_setup, teardown),
+      cmocka_unit_test(test_task_api_errors),
+      cmocka_unit_test(test_task_allocation_failure_loop),
       cmocka_unit_test(test_allocation_failure_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
