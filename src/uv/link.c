@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -342,16 +343,6 @@ static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   l->read_cb(l, 0, buf->base, (size_t)n, l->read_ud);
 }
 
-/* A pause hint inside a spin loop, where the CPU has one. */
-static inline void cpu_relax(void) {
-#if (defined(__GNUC__) || defined(__clang__)) &&                               \
-    (defined(__x86_64__) || defined(__i386__))
-  __builtin_ia32_pause();
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
 int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns) {
   uv_os_fd_t fd;
   uint64_t last;
@@ -386,7 +377,9 @@ int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns) {
       break;
     if (uv_hrtime() - last >= budget_ns)
       break;
-    cpu_relax();
+    /* Yield rather than pause: a task waiting for this CPU (the peer, on
+     * a machine with fewer free cores than spinners) runs first. */
+    sched_yield();
   }
   return got;
 }
