@@ -126,14 +126,20 @@ bench-deps: deps
 # `make bench-quick` (or BENCH_ARGS=--quick) is a smoke run of the same.
 BENCH_ARGS ?=
 BENCH_JSON_REPS ?=
+# The machine-readable lines of this run go to BENCH_RUN; bench/summary.mjs
+# prints the one table from them at the end.
+BENCH_RUN = $(CURDIR)/build-release/bench/last
 bench: peers bench-deps
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release
 	$(CMAKE) --build build-release -j$(JOBS)
+	rm -rf $(BENCH_RUN) && mkdir -p $(BENCH_RUN)
 	./build-release/bench/bench_json $(BENCH_JSON_REPS)
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh $(BENCH_ARGS)
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh $(BENCH_ARGS) --out $(BENCH_RUN)/turns.jsonl
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-conductor.sh $(BENCH_ARGS)
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh $(BENCH_ARGS)
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh $(BENCH_ARGS)
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp.jsonl
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh $(BENCH_ARGS) >$(BENCH_RUN)/bridge.log 2>&1; \
+	  rc=$$?; cat $(BENCH_RUN)/bridge.log; exit $$rc
+	node bench/summary.mjs $(BENCH_RUN)
 
 bench-quick:
 	$(MAKE) bench BENCH_ARGS=--quick BENCH_JSON_REPS=3

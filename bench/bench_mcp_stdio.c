@@ -1,18 +1,20 @@
 /*
- * bench_mcp_stdio: sequential `tools/call echo` round trips to an MCP
+ * bench_mcp_stdio: `tools/call echo` round trips to an MCP
  * server over stdio, on our sans-I/O MCP client (acp_mcp_client) with
  * blocking read(2)/write(2) on the pipes: no event loop on the client side,
  * so the client adds as little as possible to each round trip.
  *
  *   bench_mcp_stdio [--calls N] [--warmup N] [--message TEXT] [--impl NAME]
- *                   -- SERVER_CMD ARGS...
+ *                   [--inflight K] -- SERVER_CMD ARGS...
  *
  * Spawns the server, initializes, sends `warmup` unmeasured calls, then N
- * measured ones, one at a time: echo {"message": TEXT}; each answer must be
+ * measured ones, K in flight (default 1: one at a time; each answer sends
+ * the next call): echo {"message": TEXT}; each answer must be
  * one text block equal to TEXT. Before closing the server's stdin it reads
  * the server's VmHWM from /proc/PID/status. Prints one JSON line:
- *   {"impl":..,"calls":N,"seconds":..,"rtps":..,"p50_us":..,"p99_us":..,
- *    "server_peak_rss_kib":..,"server_pid":..}
+ *   {"impl":..,"calls":N,"inflight":K,"seconds":..,"rtps":..,"p50_us":..,
+ *    "p99_us":..,"server_peak_rss_kib":..,"server_pid":..}
+ * (latency: from a call's write to its answer).
  * Exit 0, or 1 with a message on stderr (a call failed or answered wrong).
  */
 #include "acp/json.h"
@@ -43,20 +45,29 @@ static uint64_t now_ms(void) {
   return now_ns() / 1000000u;
 }
 
-typedef struct bench {
+typedef struct bench bench;
+
+/* One call in flight. */
+typedef struct slot {
+  bench *b;
+  uint64_t t0;
+} slot;
+
+struct bench {
   acp_mcp_client *c;
   int to_srv, from_srv; /* pipe ends */
   const char *impl;
   const char *message;
   char *args; /* {"message": ...} */
-  long calls, warmup, done;
-  uint64_t t0, start;
+  long calls, warmup, done, issued, inflight;
+  slot *slots;
+  uint64_t start;
   double *lat_us;
   long rss_kib;
   int pid;
   int failed;
   int finished;
-} bench;
+};
 
 static long read_hwm(int pid) {
   char path[64], line[256];
@@ -84,11 +95,12 @@ static void finish(bench *b, int failed) {
     b->rss_kib = read_hwm(b->pid);
 }
 
-static int next_call(bench *b);
+static int next_call(slot *sl);
 
 static int on_call(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                    void *ud) {
-  bench *b = ud;
+  slot *sl = ud;
+  bench *b = sl->b;
   const acp_json_val *content, *block;
   uint64_t now = now_ns();
   (void)c;
@@ -115,23 +127,27 @@ static int on_call(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     }
   }
   if (b->done >= b->warmup)
-    b->lat_us[b->done - b->warmup] = (double)(now - b->t0) / 1e3;
+    b->lat_us[b->done - b->warmup] = (double)(now - sl->t0) / 1e3;
   b->done++;
   if (b->done == b->warmup)
     b->start = now_ns();
-  return next_call(b);
+  return next_call(sl);
 }
 
-static int next_call(bench *b) {
+static int next_call(slot *sl) {
+  bench *b = sl->b;
   int rv;
   if (b->done >= b->warmup + b->calls) {
     b->start = now_ns() - b->start;
     finish(b, 0);
     return 0;
   }
-  b->t0 = now_ns();
+  if (b->issued >= b->warmup + b->calls)
+    return 0; /* the last calls are in flight */
+  b->issued++;
+  sl->t0 = now_ns();
   rv = acp_mcp_client_call_tool(b->c, "echo", b->args, strlen(b->args), NULL,
-                                now_ms(), on_call, b, NULL);
+                                now_ms(), on_call, sl, NULL);
   if (rv != 0) {
     fprintf(stderr, "bench_mcp_stdio: cannot call: %s\n", acp_strerror(rv));
     finish(b, 1);
@@ -151,7 +167,9 @@ static int on_init(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     return 0;
   }
   b->start = now_ns();
-  return next_call(b);
+  for (long k = 0; k < b->inflight && !b->finished; k++)
+    next_call(&b->slots[k]);
+  return 0;
 }
 
 /* Write everything the client has to send. */
@@ -241,6 +259,7 @@ int main(int argc, char **argv) {
   b.warmup = 200;
   b.message = "hello";
   b.impl = "server";
+  b.inflight = 1;
   b.rss_kib = -1;
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) {
@@ -252,20 +271,27 @@ int main(int argc, char **argv) {
       b.warmup = strtol(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--message") == 0 && i + 1 < argc)
       b.message = argv[++i];
+    else if (strcmp(argv[i], "--inflight") == 0 && i + 1 < argc)
+      b.inflight = strtol(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc)
       b.impl = argv[++i];
     else {
       fprintf(stderr, "usage: bench_mcp_stdio [--calls N] [--warmup N] "
-                      "[--message TEXT] [--impl NAME] -- CMD ARGS...\n");
+                      "[--message TEXT] [--impl NAME] [--inflight K] "
+                      "-- CMD ARGS...\n");
       return 2;
     }
   }
-  if (i >= argc || b.calls <= 0 || b.warmup < 0) {
+  if (i >= argc || b.calls <= 0 || b.warmup < 0 || b.inflight <= 0) {
     fprintf(stderr, "bench_mcp_stdio: a server command is required after --\n");
     return 2;
   }
   b.lat_us = calloc((size_t)b.calls, sizeof(double));
-  if (b.lat_us == NULL || acp_json_writer_new(&w, 0, NULL) != 0)
+  b.slots = calloc((size_t)b.inflight, sizeof(slot));
+  for (long k = 0; b.slots != NULL && k < b.inflight; k++)
+    b.slots[k].b = &b;
+  if (b.lat_us == NULL || b.slots == NULL ||
+      acp_json_writer_new(&w, 0, NULL) != 0)
     return 1;
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, "message");
@@ -319,9 +345,10 @@ int main(int argc, char **argv) {
   if (!b.failed && b.done == b.warmup + b.calls) {
     double secs = (double)b.start / 1e9;
     qsort(b.lat_us, (size_t)b.calls, sizeof(double), cmp_d);
-    printf("{\"impl\":\"%s\",\"calls\":%ld,\"seconds\":%.3f,\"rtps\":%.1f,"
-           "\"p50_us\":%.1f,\"p99_us\":%.1f,\"server_peak_rss_kib\":",
-           b.impl, b.calls, secs, (double)b.calls / secs,
+    printf("{\"impl\":\"%s\",\"calls\":%ld,\"inflight\":%ld,\"seconds\":%.3f,"
+           "\"rtps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+           "\"server_peak_rss_kib\":",
+           b.impl, b.calls, b.inflight, secs, (double)b.calls / secs,
            pct(b.lat_us, b.calls, 50), pct(b.lat_us, b.calls, 99));
     if (b.rss_kib >= 0)
       printf("%ld", b.rss_kib);
@@ -331,6 +358,7 @@ int main(int argc, char **argv) {
   } else
     b.failed = 1;
   free(b.lat_us);
+  free(b.slots);
   free(b.args);
   return b.failed ? 1 : 0;
 }

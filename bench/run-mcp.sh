@@ -11,6 +11,10 @@
 #          lines without parsing them (what the pipes alone cost), run in
 #          rounds alternating with ours (--rounds, default 5); the ratio
 #          ours/floor is the median of the rounds' ratios.
+#   stdio pipelined  the same calls with 64 in flight (--inflight): each
+#          answer sends the next call. Ours, the null server and theirs,
+#          one run each; reported as rate ratios ours/theirs (target >= 10)
+#          and ours/floor.
 #   http   Streamable HTTP: one session (initialize + initialized with
 #          curl), then wrk with 64 connections for 30 s POSTing tools/call
 #          with the session headers (bench/mcp_wrk.lua): requests/s, wrk's
@@ -22,7 +26,7 @@
 #
 # Usage: bench/run-mcp.sh [--quick] [--calls N] [--duration S] [--conns N]
 #                         [--threads N] [--rounds N] [--http-rounds N]
-#                         [--only ours|theirs] [--out FILE]
+#                         [--inflight K] [--only ours|theirs] [--out FILE]
 # --quick: 2000 calls, 5 s wrk runs, 3 stdio rounds, 1 HTTP round.
 # The floors run with ours (not with --only theirs), when they are built.
 # Env:   ACP_BIN (default build-release/acp), ACP_BENCH_MCP_STDIO (default
@@ -40,6 +44,7 @@ calls=20000
 warmup=500
 duration=30
 conns=64
+inflight=64
 threads=2
 rounds=5
 http_rounds=3
@@ -53,10 +58,11 @@ while [ $# -gt 0 ]; do
     --calls) calls=$2; shift ;;
     --duration) duration=$2; shift ;;
     --conns) conns=$2; shift ;;
+    --inflight) inflight=$2; shift ;;
     --threads) threads=$2; shift ;;
     --only) only=$2; shift ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "$SCRIPT: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -126,12 +132,14 @@ failed=0
 
 # ---- stdio --------------------------------------------------------------
 round=0
-run_stdio() { # IMPL CMD... (tagged with $round; 0 = not in rounds)
+k=1
+tr=stdio
+run_stdio() { # IMPL CMD... (tagged with $round; 0 = not in rounds; $k in flight)
     impl=$1; shift
-    say "stdio $impl: $calls calls ($warmup warm-up)"
-    if timeout 600 "$BENCH" --calls "$calls" --warmup "$warmup" --impl "$impl" -- "$@" \
+    say "$tr $impl: $calls calls ($warmup warm-up), $k in flight"
+    if timeout 600 "$BENCH" --calls "$calls" --warmup "$warmup" --inflight "$k" --impl "$impl" -- "$@" \
         >"$work/stdio-$impl.json" 2>"$work/stdio-$impl.err"; then
-        sed "s/^{/{\"transport\":\"stdio\",\"round\":$round,/" "$work/stdio-$impl.json" >>"$results"
+        sed "s/^{/{\"transport\":\"$tr\",\"round\":$round,/" "$work/stdio-$impl.json" >>"$results"
     else
         say "stdio $impl FAILED"; sed 's/^/  /' "$work/stdio-$impl.err" | tail -5
         failed=1
@@ -225,6 +233,16 @@ if [ "$only" != theirs ]; then
     round=0
 fi
 if [ "$only" != ours ]; then run_stdio theirs node "$SE" stdio; fi
+# Pipelined: $inflight calls in flight.
+k=$inflight
+tr=stdio_pipelined
+if [ "$only" != theirs ]; then
+    run_stdio ours "$ACP" mcp serve --everything
+    [ -x "$NULLSRV" ] && run_stdio floor "$NULLSRV"
+fi
+if [ "$only" != ours ]; then run_stdio theirs node "$SE" stdio; fi
+k=1
+tr=stdio
 if [ "$only" != theirs ]; then
     round=1
     while [ "$round" -le "$http_rounds" ]; do
@@ -247,7 +265,7 @@ mkdir -p "$(dirname "$out")"
 cat "$results" >>"$out"
 node -e '
 const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").filter(Boolean).map(JSON.parse);
-const rate = l => l.transport === "stdio" ? l.rtps : l.rps;
+const rate = l => l.transport === "http" ? l.rps : l.rtps;
 // The lower middle of the numbers (as run-mcp-bridge.sh).
 const median = xs => { const v = xs.filter(Number.isFinite).sort((a, b) => a - b); return v.length ? v[Math.floor((v.length - 1) / 2)] : undefined; };
 // The run of IMPL with the median rate (ours and the floor may run in rounds).
@@ -256,12 +274,12 @@ const mib = k => k == null ? "n/a" : (k / 1024).toFixed(1);
 const f = (x, d = 0) => x == null ? "n/a" : Number(x).toFixed(d);
 console.log("\ntransport impl    round   rt/s or req/s   p50 us   p99 us   server peak RSS MiB   notes");
 for (const l of lines) {
-  const notes = l.transport === "stdio" ? `${l.calls} sequential calls` :
+  const notes = l.transport !== "http" ? `${l.calls} calls, ${l.inflight || 1} in flight` :
     `${l.requests} requests, ${l.conns} conns, errors connect/read/write/status/timeout ${l.err_connect}/${l.err_read}/${l.err_write}/${l.err_status}/${l.err_timeout}`;
   console.log(`${l.transport.padEnd(9)} ${l.impl.padEnd(7)} ${String(l.round || "-").padStart(5)} ${f(rate(l)).padStart(15)} ${f(l.p50_us, 1).padStart(8)} ${f(l.p99_us, 1).padStart(8)} ${mib(l.server_peak_rss_kib).padStart(21)}   ${notes}`);
 }
 let bad = 0;
-for (const t of ["stdio", "http"]) {
+for (const t of ["stdio", "stdio_pipelined", "http"]) {
   const o = get(t, "ours"), s = get(t, "theirs");
   if (o && (t === "http") && (o.err_status || o.err_timeout)) bad = 1;
   if (!o || !s) continue;
@@ -283,6 +301,11 @@ for (const [t, target, what] of [["stdio", 0.9, "mcp_null_server, blocking pipes
     (s ? `; floor/theirs ${(rate(fl) / rate(s)).toFixed(2)}x` + (t === "stdio" ? ", the most any server can reach over these pipes" : "") : ""));
   console.log(`${t}: ours/floor rate ${q.toFixed(2)}x (median of ${pairs.length} alternating rounds: ${rr.map(x => x.toFixed(2)).join(" ")}; ` +
     `target >= ${target}: ${q >= target ? "met" : "NOT met"}), p50 ${p50.toFixed(2)}`);
+}
+{
+  const o = get("stdio_pipelined", "ours"), fl = get("stdio_pipelined", "floor");
+  if (o && fl)
+    console.log(`stdio_pipelined: ours/floor rate ${(rate(o) / rate(fl)).toFixed(2)}x (one run each; floor ${f(rate(fl))} rt/s)`);
 }
 process.exit(bad);
 ' "$results" || failed=1

@@ -598,6 +598,19 @@ ACP_EXTERN int acp_agent_send_message_chunk(acp_agent *agent,
                                             const char *text, size_t text_len,
                                             const char *extra,
                                             size_t extra_len);
+/**
+ * `agent_message_chunk` whose text is `text`, a string value of a parsed
+ * message and `doc` its document (an echo of a prompt's text block: the
+ * request's acp_rpc_msg doc). The raw text is spliced as it came, without
+ * decoding and escaping it again, when acp_json_str_passthrough() allows
+ * (a 1 MiB text then costs one copy and no scan); otherwise it is decoded
+ * and sent as acp_agent_send_message_chunk() would. `doc` must outlive the
+ * call only. Errors as above, and ACP_ERR_TYPE (text not a string).
+ */
+ACP_EXTERN int
+acp_agent_send_message_chunk_val(acp_agent *agent, const char *session_id,
+                                 acp_json_doc *doc, const acp_json_val *text,
+                                 const char *extra, size_t extra_len);
 /** `agent_thought_chunk` with a text content block. */
 ACP_EXTERN int acp_agent_send_thought_chunk(acp_agent *agent,
                                             const char *session_id,

@@ -161,6 +161,18 @@ ACP_EXTERN const char *acp_json_str_raw(const acp_json_val *v, size_t *len);
 ACP_EXTERN int acp_json_str_has_escapes(const acp_json_val *v);
 
 /**
+ * Nonzero if a string value's raw text (acp_json_raw(), quotes included)
+ * may be written out in place of its decoded value escaped again: what the
+ * parser accepted is valid JSON (UTF-8 checked, escapes well formed, no raw
+ * control byte), so a reader decodes the raw text to the same string,
+ * unless it has a \u escape of a UTF-16 surrogate (which decoding turns
+ * into U+FFFD when unpaired). This is what lets a large text be forwarded
+ * with one copy and no scan (acp_json_write_str_val()). 0 for a value that
+ * is not a string or NULL.
+ */
+ACP_EXTERN int acp_json_str_passthrough(const acp_json_val *v);
+
+/**
  * Nonzero if v is a string whose decoded content equals s[0..len).
  * Works without allocating, escapes included.
  */
@@ -291,6 +303,17 @@ ACP_EXTERN int acp_json_write_raw(acp_json_writer *w, const char *json,
                                   size_t len);
 /** Splice a parsed value's original text (acp_json_raw()) verbatim. */
 ACP_EXTERN int acp_json_write_val(acp_json_writer *w, const acp_json_val *v);
+/**
+ * Write a parsed string value `v` of document `doc`: its raw text is
+ * spliced when acp_json_str_passthrough() allows (one copy, no scan), and
+ * otherwise decoded (acp_json_doc_str() on doc) and written as
+ * acp_json_write_str() does. Either way the output decodes to the same
+ * string as acp_json_doc_str(). `doc` may be NULL when the raw text passes.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (w or v NULL, or v needs decoding and
+ *         doc is NULL), ACP_ERR_TYPE (v not a string), or a write error.
+ */
+ACP_EXTERN int acp_json_write_str_val(acp_json_writer *w, acp_json_doc *doc,
+                                      const acp_json_val *v);
 
 #ifdef __cplusplus
 }

@@ -140,6 +140,23 @@ ACP_EXTERN int acp_ndjson_next(acp_ndjson *f, const char *data, size_t len,
                                size_t *line_len);
 
 /**
+ * Where the next input may be read in place: the framer's buffer right
+ * after the partial line it holds, with *room bytes free (at least 4 KiB;
+ * the buffer grows so that a long line arrives in few reads and is never
+ * copied). Read into it (read(2), a libuv alloc callback), then pass
+ * exactly that pointer and the count read to acp_ndjson_next(): the bytes
+ * are framed where they are, and a line split across reads is not copied
+ * to be gathered. Any other call on the framer ends the loan.
+ *
+ * @param f     the framer.
+ * @param room  out: free bytes at the pointer (0 with NULL).
+ * @return the pointer, or NULL when the framer has no such room to lend
+ *         (while dropping an over-long line, near the line cap, out of
+ *         memory, or a NULL argument): use a buffer of your own then.
+ */
+ACP_EXTERN char *acp_ndjson_read_buf(acp_ndjson *f, size_t *room);
+
+/**
  * End of input: hand out the last line if it had no newline, and reset the
  * framer for a new stream.
  *

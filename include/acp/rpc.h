@@ -268,6 +268,20 @@ ACP_EXTERN void acp_rpc_session_set_user_data(acp_rpc_session *s,
                                               void *user_data);
 
 /**
+ * Where the next received bytes may be read in place: the session's line
+ * buffer after the partial line it holds (acp_ndjson_read_buf()), with
+ * *room bytes free. Read into it, then pass exactly that pointer to
+ * acp_rpc_session_recv(): a long message is then parsed where it was read,
+ * never copied to gather its line. Any other call on the session ends the
+ * loan. Optional: acp_rpc_session_recv() takes bytes from anywhere.
+ *
+ * @return the pointer, or NULL (and *room = 0) when there is none to lend
+ *         (after EOF or a fatal error, inside a callback, or see
+ *         acp_ndjson_read_buf()): read into a buffer of your own then.
+ */
+ACP_EXTERN char *acp_rpc_session_read_buf(acp_rpc_session *s, size_t *room);
+
+/**
  * Feed received bytes. Complete lines are parsed and dispatched in order;
  * an incomplete tail is buffered (copied) until its newline arrives. `data`
  * is not kept after the call returns.

@@ -608,6 +608,22 @@ ACP_EXTERN int acp_uv_rpc_new(acp_uv_rpc **out, acp_uv_link *link,
                               const acp_mem *mem);
 
 /**
+ * Opt-in bounded spin on the read side, for a program that serves one
+ * peer over a pipe or socket (an agent on stdio, a client of one agent):
+ * before the loop would sleep, after a round that received or sent bytes,
+ * the link's descriptor is polled with read(2) until nothing has come for
+ * `usec` microseconds; what comes is handled at once. A reply inside the
+ * budget then skips the sleep and the wake-up through the kernel, which
+ * costs about 50 us on machines where the peer runs on another CPU. The
+ * price is CPU: up to `usec` of busy polling after each burst of traffic
+ * (never while idle). 0 (the default) turns it off. It only applies to a
+ * non-blocking stream link; while it spins, other handles of the loop
+ * wait, so use it only where this link is all the program serves. The
+ * trade, measured, is in docs/decisions.md. NULL is ignored.
+ */
+ACP_EXTERN void acp_uv_rpc_set_read_spin(acp_uv_rpc *r, uint32_t usec);
+
+/**
  * Write everything the session has to send now and re-arm the timer.
  * Normally unnecessary (automatic before each wait); useful before closing.
  * @return 0, ACP_ERR_CLOSED (link write side gone), or a fatal code from

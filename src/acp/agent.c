@@ -1175,8 +1175,12 @@ int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
   return rv;
 }
 
+/* One text chunk. The text is either `text` (escaped here) or `val`, a
+ * parsed string whose raw text passes as it is (acp_json_str_passthrough()
+ * was checked by the caller): then the bytes are copied once, unscanned. */
 static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
-                      const char *text, size_t text_len, const char *extra,
+                      const char *text, size_t text_len,
+                      const acp_json_val *val, const char *extra,
                       size_t extra_len) {
   acp_json_writer *w;
   int rv = update_check(a, session_id);
@@ -1189,6 +1193,8 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
       a->role.version != ACP_PROTOCOL_V2) {
     /* The common, large case goes straight into the session's output: the
      * text is copied once, not into a params writer first. */
+    size_t raw_len = 0;
+    const char *raw = val ? acp_json_raw(val, &raw_len) : NULL;
     acp__rpc_part parts[] = {
         ACP__PART_LIT("{\"sessionId\":"),
         ACP__PART_STR(session_id, strlen(session_id)),
@@ -1198,6 +1204,11 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
         ACP__PART_STR(text ? text : "", text_len),
         ACP__PART_LIT("}}}"),
     };
+    if (raw != NULL) {
+      parts[5].p = raw;
+      parts[5].n = raw_len;
+      parts[5].str = false;
+    }
     return acp__role_notify_parts(&a->role, "session/update", parts,
                                   sizeof(parts) / sizeof(parts[0]));
   }
@@ -1212,7 +1223,10 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "text");
   acp_json_write_keyz(w, "text");
-  acp_json_write_str(w, text ? text : "", text_len);
+  if (val != NULL)
+    acp_json_write_val(w, val);
+  else
+    acp_json_write_str(w, text ? text : "", text_len);
   acp_json_write_obj_end(w);
   return update_end(a, extra, extra_len);
 }
@@ -1221,21 +1235,45 @@ int acp_agent_send_message_chunk(acp_agent *agent, const char *session_id,
                                  const char *text, size_t text_len,
                                  const char *extra, size_t extra_len) {
   return send_chunk(agent, session_id, "agent_message_chunk", text, text_len,
-                    extra, extra_len);
+                    NULL, extra, extra_len);
+}
+
+int acp_agent_send_message_chunk_val(acp_agent *agent, const char *session_id,
+                                     acp_json_doc *doc,
+                                     const acp_json_val *text,
+                                     const char *extra, size_t extra_len) {
+  const char *s;
+  size_t n;
+  int rv;
+
+  if (text == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (acp_json_type_of(text) != ACP_JSON_STRING)
+    return ACP_ERR_TYPE;
+  if (acp_json_str_passthrough(text))
+    return send_chunk(agent, session_id, "agent_message_chunk", "", 0, text,
+                      extra, extra_len);
+  if (doc == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  rv = acp_json_doc_str(doc, text, &s, &n);
+  if (rv != 0)
+    return rv;
+  return send_chunk(agent, session_id, "agent_message_chunk", s, n, NULL, extra,
+                    extra_len);
 }
 
 int acp_agent_send_thought_chunk(acp_agent *agent, const char *session_id,
                                  const char *text, size_t text_len,
                                  const char *extra, size_t extra_len) {
   return send_chunk(agent, session_id, "agent_thought_chunk", text, text_len,
-                    extra, extra_len);
+                    NULL, extra, extra_len);
 }
 
 int acp_agent_send_user_message_chunk(acp_agent *agent, const char *session_id,
                                       const char *text, size_t text_len,
                                       const char *extra, size_t extra_len) {
   return send_chunk(agent, session_id, "user_message_chunk", text, text_len,
-                    extra, extra_len);
+                    NULL, extra, extra_len);
 }
 
 int acp_agent_send_tool_call(acp_agent *agent, const char *session_id,

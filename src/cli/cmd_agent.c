@@ -27,7 +27,7 @@
 static const char agent_usage[] =
     "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
     "                 [--mcp-http on|off] [--state-dir DIR] [--unstable]\n"
-    "                 [--protocol-v2]\n"
+    "                 [--protocol-v2] [--read-spin-us N]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -66,6 +66,11 @@ static const char agent_usage[] =
     "               authenticate, fs/*, terminal/*) are not served;\n"
     "               auth/login and auth/logout are; a prompt is accepted at\n"
     "               once and its turn ends with state_update idle\n"
+    "  --read-spin-us N\n"
+    "               after traffic, poll stdin for up to N microseconds\n"
+    "               before sleeping in the event loop: a reply within N\n"
+    "               skips the wake-up, for up to N us of CPU per burst\n"
+    "               (default 0: off; docs/decisions.md has the trade)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
@@ -140,6 +145,7 @@ struct app {
   acp_json_writer *sw; /* writing state files */
   acp_arena *arena;    /* decoded mcpServers entries (mcp_record_stdio) */
   bool echo;
+  uint32_t spin_us; /* --read-spin-us */
   const char *name;
   bool fs_read, fs_write, terminal, elicitation;
   asession *sessions;
@@ -3156,12 +3162,32 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
                             NULL, 0);
     return 0;
   }
+  if (a->echo) {
+    /* The benchmark workload: one chunk with the prompt, then end_turn. A
+     * single text block is forwarded as it came, not decoded and escaped
+     * again (acp_json_str_passthrough()). */
+    const acp_json_val *b = acp_json_child(prompt);
+    const acp_json_val *tv = acp_json_obj_getz(b, "text");
+    if (acp_json_len(prompt) == 1 &&
+        ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(b, "type"), "text") &&
+        acp_json_type_of(tv) == ACP_JSON_STRING) {
+      acp_agent_send_message_chunk_val(agent, s->id, msg->doc, tv, NULL, 0);
+    } else {
+      rv = prompt_text(a, msg, prompt, &text, &len);
+      if (rv != 0)
+        return rv;
+      acp_agent_send_message_chunk(agent, s->id, text, len, NULL, 0);
+    }
+    acp_agent_respond_prompt(agent, req, "end_turn", NULL, 0);
+    return 0;
+  }
   rv = prompt_text(a, msg, prompt, &text, &len);
   if (rv != 0)
     return rv;
-  if (!a->echo && !is_v2(a)) {
+  if (!is_v2(a)) {
     /* The user's message is part of the history a load replays (v2: the
-     * library's user_message, with its messageId, through on_update_sent). */
+     * library's user_message, with its messageId, through on_update_sent;
+     * the echo agent answered above). */
     acp_json_writer *w = a->w;
     size_t n;
     const char *u;
@@ -3179,12 +3205,7 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
     history_add(s, u, n);
     session_changed(a, s);
   }
-  if (a->echo) {
-    /* The benchmark workload: one chunk with the prompt, then end_turn. */
-    acp_agent_send_message_chunk(agent, s->id, text, len, NULL, 0);
-    acp_agent_respond_prompt(agent, req, "end_turn", NULL, 0);
-    return 0;
-  }
+
   t = calloc(1, sizeof(*t));
   if (t == NULL)
     return ACP_ERR_NOMEM;
@@ -3318,6 +3339,9 @@ int cmd_agent(int argc, char **argv) {
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--echo") == 0) {
       a.echo = true;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--read-spin-us", &ok)) !=
+               NULL) {
+      a.spin_us = (uint32_t)strtoul(v, NULL, 10);
     } else if ((v = cli_opt_value(argc, argv, &i, "--name", &ok)) != NULL) {
       a.name = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--mcp-acp", &ok)) != NULL) {
@@ -3414,6 +3438,7 @@ int cmd_agent(int argc, char **argv) {
   if (acp_uv_rpc_new(&a.rpc, a.link, acp_agent_session(a.agent), on_rpc_end, &a,
                      NULL) != 0)
     goto cleanup;
+  acp_uv_rpc_set_read_spin(a.rpc, a.spin_us);
   acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);
   uv_run(&a.loop, UV_RUN_DEFAULT);
   rv = CLI_EXIT_OK;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -18,13 +19,18 @@
 
 static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
+    "                        [--read-spin-us N]\n"
     "                        (-- AGENT_CMD [ARGS...] | --url URL)\n"
     "\n"
     "Run N sequential prompt turns of BYTES bytes each against the agent\n"
     "(which must echo the prompt in one agent_message_chunk, as\n"
     "`acp agent --echo` does) and print one JSON line: round trips/s, MiB/s,\n"
     "median and p99 latency, peak RSS of both processes. With --url the\n"
-    "agent is remote (ws://HOST:PORT/acp); its RSS is not reported.\n";
+    "agent is remote (ws://HOST:PORT/acp); its RSS is not reported.\n"
+    "The line also has the CPU time (user + system) of the client and of\n"
+    "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
+    "agent's output for up to N us before sleeping (acp agent has the\n"
+    "same option).\n";
 
 typedef struct bench {
   uv_loop_t loop;
@@ -198,6 +204,10 @@ static void on_exit_cb(acp_uv_process *p, int64_t status, int sig, void *ud) {
   }
 }
 
+static long long tv_us(const struct timeval *tv) {
+  return (long long)tv->tv_sec * 1000000 + (long long)tv->tv_usec;
+}
+
 static int cmp_u64(const void *x, const void *y) {
   uint64_t a = *(const uint64_t *)x;
   uint64_t c = *(const uint64_t *)y;
@@ -224,6 +234,9 @@ int cmd_bench_client(int argc, char **argv) {
   acp_client_callbacks *cbs = NULL;
   acp_uv_process_options *opts = NULL;
   const char *impl = "ours";
+  uint32_t spin_us = 0;
+  struct rusage ru_self;
+  struct rusage ru_kids;
   const char *url = NULL;
   const char *v;
   int i;
@@ -246,6 +259,9 @@ int cmd_bench_client(int argc, char **argv) {
       b.size = strtoul(v, NULL, 10);
     } else if ((v = cli_opt_value(argc, argv, &i, "--turns", &ok)) != NULL) {
       b.turns = strtol(v, NULL, 10);
+    } else if ((v = cli_opt_value(argc, argv, &i, "--read-spin-us", &ok)) !=
+               NULL) {
+      spin_us = (uint32_t)strtoul(v, NULL, 10);
     } else if ((v = cli_opt_value(argc, argv, &i, "--impl", &ok)) != NULL) {
       impl = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL) {
@@ -293,22 +309,28 @@ int cmd_bench_client(int argc, char **argv) {
                      acp_client_session(b.client), NULL, &b, NULL) != 0 ||
       acp_client_initialize(b.client, "{}", 2, NULL, 0, on_init, &b, NULL) != 0)
     goto cleanup;
+  acp_uv_rpc_set_read_spin(b.rpc, spin_us);
   uv_run(&b.loop, UV_RUN_DEFAULT);
   if (b.failed) {
     cli_err("bench-client", "%s (after %ld turns)", b.err, b.done);
     goto cleanup;
   }
+  getrusage(RUSAGE_SELF, &ru_self);
+  getrusage(RUSAGE_CHILDREN, &ru_kids);
   qsort(b.lat, (size_t)b.done, sizeof(uint64_t), cmp_u64);
   secs = (double)(b.t_end - b.t_start) / 1e9;
   printf("{\"impl\":\"%s\",\"payload\":%zu,\"turns\":%ld,\"seconds\":%.4f,"
          "\"rtps\":%.1f,\"mibps\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
          "\"client_peak_rss_kib\":%ld,\"agent_peak_rss_kib\":%ld,"
-         "\"agent_pid\":%d,\"agent_exit\":%lld}\n",
+         "\"agent_pid\":%d,\"agent_exit\":%lld,\"client_cpu_us\":%lld,"
+         "\"agent_cpu_us\":%lld}\n",
          impl, b.size, b.done, secs, (double)b.done / secs,
          (double)b.done * (double)b.size / secs / 1048576.0,
          pct_us(b.lat, b.done, 50), pct_us(b.lat, b.done, 99),
          vmhwm_kib(getpid()), b.agent_rss_kib,
-         b.agent ? acp_uv_process_pid(b.agent) : -1, (long long)b.agent_exit);
+         b.agent ? acp_uv_process_pid(b.agent) : -1, (long long)b.agent_exit,
+         tv_us(&ru_self.ru_utime) + tv_us(&ru_self.ru_stime),
+         tv_us(&ru_kids.ru_utime) + tv_us(&ru_kids.ru_stime));
   rv = CLI_EXIT_OK;
 cleanup:
   if (b.rpc != NULL)

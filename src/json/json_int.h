@@ -13,6 +13,7 @@
 #define ACP__JF_INT 0x02u  /* number: no fraction and no exponent */
 #define ACP__JF_NEG 0x04u  /* number: leading minus sign */
 #define ACP__JF_TRUE 0x08u /* bool: true */
+#define ACP__JF_SURR 0x10u /* string: a \u escape of a UTF-16 surrogate */
 
 /*
  * One record per value, in document order (a container is followed by its
@@ -97,6 +98,29 @@ static inline size_t acp__utf8_seq(const unsigned char *p,
   }
   return 0;
 }
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* The bytes of a 16-byte block that end a plain run of string text: quote,
+ * backslash, and (one signed compare) control bytes and bytes >= 0x80. */
+static inline __m128i acp__json_special16(__m128i v) {
+  return _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                   _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                      _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+}
+
+/* Nonzero if any of the 64 bytes at p is special (above): a long run of
+ * plain text costs one test per 64 bytes, not one per 16. */
+static inline int acp__json_special64(const unsigned char *p) {
+  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
+  __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
+  return _mm_movemask_epi8(_mm_or_si128(
+      _mm_or_si128(acp__json_special16(a), acp__json_special16(b)),
+      _mm_or_si128(acp__json_special16(c), acp__json_special16(d))));
+}
+#endif
 
 /* Validate that s[0..len) is UTF-8 (no overlongs, no surrogates, at most
  * U+10FFFF). Returns the offset of the first bad byte, or len. */

@@ -336,15 +336,24 @@ string:
   flags = 0;
   for (;;) {
 #ifdef ACP__SSE2
-    /* 16 bytes at a time: a signed compare below 0x20 catches control
-     * bytes and, being signed, every byte >= 0x80 too. */
+    /* 64 bytes a step while none is special, then 16 at a time to find
+     * which: a signed compare below 0x20 catches control bytes and, being
+     * signed, every byte >= 0x80 too. */
+    if (end - p >= 16) {
+      /* Most strings end in their first block: test it alone first. */
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+      int hm = _mm_movemask_epi8(acp__json_special16(v));
+      if (hm != 0) {
+        p += (unsigned)__builtin_ctz((unsigned)hm);
+        goto string_special;
+      }
+      p += 16;
+      while (end - p >= 64 && !acp__json_special64(p))
+        p += 64;
+    }
     while (end - p >= 16) {
       __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-      __m128i hit =
-          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                    _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-                       _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
-      int hm = _mm_movemask_epi8(hit);
+      int hm = _mm_movemask_epi8(acp__json_special16(v));
       if (hm != 0) {
         p += (unsigned)__builtin_ctz((unsigned)hm);
         goto string_special;
@@ -376,7 +385,7 @@ string:
     if (*p == '"')
       break;
     if (*p == '\\') {
-      flags = ACP__JF_ESC;
+      flags |= ACP__JF_ESC;
       p++;
       if (p == end)
         FAIL(ACP_ERR_PARSE, "unterminated string", s);
@@ -395,6 +404,10 @@ string:
         if (end - p < 5 || !hex_table[p[1]] || !hex_table[p[2]] ||
             !hex_table[p[3]] || !hex_table[p[4]])
           FAIL(ACP_ERR_PARSE, "invalid \\u escape", p - 1);
+        /* D800-DFFF: remembered so that a splice of the raw text can
+         * tell it would keep a lone surrogate that decoding replaces. */
+        if ((p[1] | 0x20) == 'd' && hex_table[p[2]] > 8)
+          flags |= ACP__JF_SURR;
         p += 5;
         break;
       default:
@@ -964,6 +977,10 @@ const char *acp_json_str_raw(const acp_json_val *v, size_t *len) {
 
 int acp_json_str_has_escapes(const acp_json_val *v) {
   return is_string(v) && (v->flags & ACP__JF_ESC) != 0;
+}
+
+int acp_json_str_passthrough(const acp_json_val *v) {
+  return is_string(v) && (v->flags & ACP__JF_SURR) == 0;
 }
 
 int acp_json_str_eq(const acp_json_val *v, const char *s, size_t len) {

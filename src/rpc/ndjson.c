@@ -33,7 +33,26 @@ static size_t carry_limit(const acp_ndjson *f) {
   return f->max_line == SIZE_MAX ? SIZE_MAX : f->max_line + 1;
 }
 
+/* Whether p points into the carry buffer (compared as integers: ordering
+ * pointers into different objects is undefined). */
+static bool in_carry(const acp_ndjson *f, const char *p) {
+  uintptr_t b = (uintptr_t)f->buf;
+  uintptr_t q = (uintptr_t)p;
+
+  return f->buf != NULL && q >= b && q < b + f->cap;
+}
+
 static int carry_append(acp_ndjson *f, const char *p, size_t n) {
+  if (in_carry(f, p)) {
+    /* Read in place (acp_ndjson_read_buf()): right after the partial line
+     * the bytes are there already; further on (the tail of a read behind a
+     * line handed out, so the carry is empty) they move to the front, and
+     * fit, being inside the buffer already. */
+    if (p != f->buf + f->len)
+      memmove(f->buf + f->len, p, n);
+    f->len += n;
+    return 0;
+  }
   if (n > f->cap - f->len) {
     size_t limit = carry_limit(f);
     size_t need = f->len + n; /* <= limit: checked by the caller */
@@ -53,6 +72,46 @@ static int carry_append(acp_ndjson *f, const char *p, size_t n) {
   memcpy(f->buf + f->len, p, n);
   f->len += n;
   return 0;
+}
+
+/* The least room worth lending for a read: below it the caller's own
+ * buffer serves better. */
+#define READ_MIN ((size_t)4096)
+/* The room a lent buffer is grown to at least, and the step by which a
+ * long line's buffer grows: the size of a pipe read. */
+#define READ_STEP ((size_t)64 * 1024)
+
+char *acp_ndjson_read_buf(acp_ndjson *f, size_t *room) {
+  size_t limit;
+  size_t want;
+  size_t ncap;
+  char *b;
+
+  if (room != NULL)
+    *room = 0;
+  if (f == NULL || room == NULL || f->skipping)
+    return NULL;
+  limit = carry_limit(f);
+  /* A partial line may reach the cap; the room after it is for the rest
+   * of the read (the next lines), so the buffer may exceed the cap by one
+   * step. */
+  if (f->cap - f->len < READ_STEP && f->len < limit) {
+    want = f->len + (f->len > READ_STEP ? f->len : READ_STEP);
+    if (want < f->len || want > limit)
+      want = limit;
+    ncap = want > SIZE_MAX - READ_STEP ? SIZE_MAX : want + READ_STEP;
+    if (ncap > f->cap) {
+      b = acp__realloc(&f->mem, f->buf, ncap);
+      if (b != NULL) {
+        f->buf = b;
+        f->cap = ncap;
+      }
+    }
+  }
+  if (f->cap - f->len < READ_MIN)
+    return NULL;
+  *room = f->cap - f->len;
+  return f->buf + f->len;
 }
 
 int acp_ndjson_next(acp_ndjson *f, const char *data, size_t len, size_t *used,

@@ -1433,6 +1433,14 @@ const char *acp_rpc_session_errmsg(const acp_rpc_session *s) {
   return s ? s->errmsg : "";
 }
 
+char *acp_rpc_session_read_buf(acp_rpc_session *s, size_t *room) {
+  if (room != NULL)
+    *room = 0;
+  if (s == NULL || room == NULL || s->failed || s->eof || s->in_cb > 0)
+    return NULL;
+  return acp_ndjson_read_buf(&s->framer, room);
+}
+
 acp_ssize acp_rpc_session_recv(acp_rpc_session *s, const char *data, size_t len,
                                uint64_t now_ms) {
   size_t pos = 0;

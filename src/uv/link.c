@@ -8,6 +8,8 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -73,6 +75,7 @@ struct acp_uv_link {
   bool rd_grown, wr_grown; /* grow_pipe() was tried on that side */
 
   acp_uv_link_read_cb read_cb;
+  acp__uv_link_buf_fn buf_fn; /* lends the buffer of stream reads, or NULL */
   void *read_ud;
   unsigned pause;
   unsigned bp_holds;
@@ -316,7 +319,15 @@ static void deliver_end(acp_uv_link *l, int status) {
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   acp_uv_link *l = h->data;
+  size_t room = 0;
+  char *p = l->buf_fn ? l->buf_fn(l->read_ud, &room) : NULL;
   (void)hint;
+  if (p != NULL) {
+    /* The consumer's buffer (the line framer's): a long line is read
+     * where it will be parsed, not copied there from here. */
+    *buf = uv_buf_init(p, room > UINT_MAX ? UINT_MAX : (unsigned)room);
+    return;
+  }
   *buf = uv_buf_init(l->sbuf, (unsigned)READ_CHUNK);
 }
 
@@ -328,9 +339,50 @@ static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     deliver_end(l, (int)n);
     return;
   }
-  if ((size_t)n == READ_CHUNK && !l->rd_grown)
+  if ((size_t)n >= READ_CHUNK && !l->rd_grown)
     grow_pipe(&l->rd, &l->rd_grown);
   l->read_cb(l, 0, buf->base, (size_t)n, l->read_ud);
+}
+
+int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns) {
+  uv_os_fd_t fd;
+  uint64_t last;
+  int got = 0;
+
+  if (budget_ns == 0 || l->rd.kind != SIDE_STREAM || !want_read(l) ||
+      !l->reading || uv_fileno((uv_handle_t *)l->rd.stream, &fd) != 0)
+    return 0;
+  /* Only a descriptor that cannot block: libuv makes pipes and sockets
+   * non-blocking; anything else is left to the loop. */
+  if ((fcntl(fd, F_GETFL) & O_NONBLOCK) == 0)
+    return 0;
+  last = uv_hrtime();
+  while (want_read(l) && l->reading) {
+    uv_buf_t buf;
+    ssize_t n;
+
+    on_alloc((uv_handle_t *)l->rd.stream, READ_CHUNK, &buf);
+    n = read(fd, buf.base, buf.len);
+    if (n > 0) {
+      /* As the loop would deliver it: the consumer reacts (and writes)
+       * at once, and the wait for the next bytes starts again. */
+      got = 1;
+      on_stream_read(l->rd.stream, n, &buf);
+      last = uv_hrtime();
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    /* End of input or an error: the loop's own read reports it. */
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+      break;
+    if (uv_hrtime() - last >= budget_ns)
+      break;
+    /* Yield rather than pause: a task waiting for this CPU (the peer, on
+     * a machine with fewer free cores than spinners) runs first. */
+    sched_yield();
+  }
+  return got;
 }
 
 static void on_fs_read(uv_fs_t *req);
@@ -777,12 +829,18 @@ int acp__uv_link_new_child(acp_uv_link **out, uv_loop_t *loop,
 
 int acp_uv_link_read_start(acp_uv_link *l, acp_uv_link_read_cb cb,
                            void *user_data) {
+  return acp__uv_link_read_start_buf(l, cb, NULL, user_data);
+}
+
+int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
+                                acp__uv_link_buf_fn buf_fn, void *user_data) {
   if (!l || !cb)
     return ACP_ERR_INVALID_ARGUMENT;
   if (l->state != ST_OPEN || l->rd.kind == SIDE_NONE || l->rd.closed ||
       l->rd_done)
     return ACP_ERR_CLOSED;
   l->read_cb = cb;
+  l->buf_fn = buf_fn;
   l->read_ud = user_data;
   l->pause &= ~(unsigned)ACP__UV_PAUSE_USER;
   return update_reading(l);

@@ -25,6 +25,19 @@ int acp__uv_link_new_child(acp_uv_link **out, uv_loop_t *loop,
 
 /* Set or clear a pause reason. */
 void acp__uv_link_pause(acp_uv_link *l, unsigned reason, bool on);
+/* As acp_uv_link_read_start(), with the consumer lending the buffer each
+ * stream read goes into: buf_fn returns where to read and its room, or
+ * NULL for the link's own buffer. The bytes are handed to cb at that
+ * pointer. acp_uv_link_read_start() ends the loan. */
+/* Bounded spin on the read side of a stream link (acp_uv_rpc_set_read_spin):
+ * read(2) the non-blocking descriptor until no byte has come for
+ * budget_ns, delivering what comes as the loop would. Returns 1 if
+ * anything was delivered. A no-op (0) for links that are not a
+ * non-blocking stream, or not reading. */
+int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns);
+typedef char *(*acp__uv_link_buf_fn)(void *user_data, size_t *room);
+int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
+                                acp__uv_link_buf_fn buf_fn, void *user_data);
 
 /* The source coupled to `dst`, or NULL. */
 acp_uv_link *acp__uv_link_src(const acp_uv_link *dst);

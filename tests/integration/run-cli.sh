@@ -556,6 +556,40 @@ check "unstable: a url elicitation without --yes is declined" 0 \
   "elicitation: decline
 " "[visit] Please sign in: https://example.invalid/x" "declined" "![visit elicit_1] done"
 
+# MARK: - The echo agent and the bench client
+
+# acp agent --echo forwards a single text block as it came (escapes kept);
+# a lone surrogate escape is decoded (U+FFFD) and escaped again.
+printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' \
+  '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}' \
+  '{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"a\n\u00e9\"b\/c"}]}}' \
+  '{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"x\ud800y"}]}}' \
+  >"$work/echo-in"
+timeout $T $wrap "$acp" agent --echo --read-spin-us 100 <"$work/echo-in" >"$work/out" 2>"$work/err"
+rc=$?
+vg_check echo-agent
+expect "acp agent --echo: the text block forwarded as it came" \
+  grep -qF '"content":{"type":"text","text":"a\n\u00e9\"b\/c"}' "$work/out"
+expect "acp agent --echo: a lone surrogate escape comes back as U+FFFD" \
+  sh -c "[ $rc = 0 ] && grep -qF '\"text\":\"x$(printf '\357\277\275')y\"' '$work/out'"
+expect "acp agent --echo: both turns end" \
+  sh -c "[ \$(grep -c '\"stopReason\":\"end_turn\"' '$work/out') = 2 ]"
+
+# Large turns, read in place, with and without the read-side spin.
+if [ -z "$wrap" ]; then
+  for spin in 0 200; do
+    run "bench-1m-spin$spin" "$acp" bench-client --read-spin-us $spin --payload 1048576 --turns 3 -- "$acp" agent --echo --read-spin-us $spin
+    expect "acp bench-client: three 1 MiB turns echoed (spin $spin us)" \
+      sh -c "[ $rc = 0 ] && grep -q '\"payload\":1048576,\"turns\":3,' '$work/out' && grep -q '\"agent_exit\":0,\"client_cpu_us\":' '$work/out'"
+  done
+  run bench-small "$acp" bench-client --read-spin-us 50 --payload 5 --turns 200 -- "$acp" agent --echo --read-spin-us 50
+  expect "acp bench-client: 200 small turns with a 50 us spin" \
+    sh -c "[ $rc = 0 ] && grep -q '\"turns\":200,' '$work/out'"
+else
+  skipped="$skipped bench-1m"
+fi
+
 # MARK: - Help, version, bad options
 
 run help $wrap "$acp" --help

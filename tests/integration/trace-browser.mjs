@@ -47,7 +47,12 @@ async function cleanup() {
   browser.kill("SIGTERM");
   await sleep(300);
   if (browser.exitCode === null) browser.kill("SIGKILL");
-  fs.rmSync(profile, { recursive: true, force: true });
+  // Chromium's helper processes may still be writing the profile for a
+  // moment after it exits (seen on a loaded machine: ENOTEMPTY): wait for
+  // the exit, then retry the removal.
+  for (let i = 0; i < 50 && browser.exitCode === null && browser.signalCode === null; i++)
+    await sleep(100);
+  fs.rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
 }
 
 let pages;

@@ -516,6 +516,72 @@ static void test_agent_update_observer_sees_each_update_sent(void **state) {
   acp_agent_free(a);
 }
 
+/* A chunk from a parsed string: the raw text goes out as it came (escapes
+ * included), a lone surrogate escape is decoded (to U+FFFD) and escaped
+ * again, on the direct path and on the one with extra members. */
+static void test_agent_message_chunk_val(void **state) {
+  static const char in[] =
+      "[\"a\\n\\u00e9\\\"b\",\"x\\ud800y\",\"caf\xc3\xa9\",1]";
+  actx ax = {0};
+  cctx cx = {0};
+  acp_agent *a = make_agent(&ax, 1, 0);
+  acp_client *c = make_client(&cx);
+  pair_wire wire = {0};
+  acp_json_doc *doc = NULL;
+  const acp_json_val *v;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(acp_json_doc_parse(doc, in, sizeof(in) - 1, NULL), 0);
+  v = acp_json_child(acp_json_doc_root(doc));
+  assert_int_equal(acp_client_initialize(c, NULL, 0, NULL, 0, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(acp_client_session_new(c, "/tmp", NULL, 0, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(pump(a, c, &wire), 0);
+  wire_clear(&wire);
+  assert_int_equal(acp_agent_send_message_chunk_val(a, "s1", doc, v, NULL, 0),
+                   0);
+  v = acp_json_next(v);
+  assert_int_equal(acp_agent_send_message_chunk_val(a, "s1", doc, v, NULL, 0),
+                   0);
+  assert_int_equal(acp_agent_send_message_chunk_val(
+                       a, "s1", doc, v, LIT("{\"messageId\":\"m1\"}")),
+                   0);
+  v = acp_json_next(v);
+  assert_int_equal(acp_agent_send_message_chunk_val(
+                       a, "s1", NULL, v, LIT("{\"messageId\":\"m2\"}")),
+                   0);
+  /* not a string, no value, a surrogate without its document */
+  assert_int_equal(
+      acp_agent_send_message_chunk_val(a, "s1", doc, acp_json_next(v), NULL, 0),
+      ACP_ERR_TYPE);
+  assert_int_equal(
+      acp_agent_send_message_chunk_val(a, "s1", doc, NULL, NULL, 0),
+      ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_send_message_chunk_val(
+                       a, "s1", NULL,
+                       acp_json_next(acp_json_child(acp_json_doc_root(doc))),
+                       NULL, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(pump(a, c, &wire), 0);
+  assert_non_null(strstr(wire.a2c.data,
+                         "\"content\":{\"type\":\"text\",\"text\":"
+                         "\"a\\n\\u00e9\\\"b\"}}}"));
+  assert_non_null(strstr(wire.a2c.data,
+                         "\"content\":{\"type\":\"text\",\"text\":"
+                         "\"x\xef\xbf\xbdy\"}}}"));
+  assert_non_null(strstr(wire.a2c.data, "\"text\":\"x\xef\xbf\xbdy\"},"
+                                        "\"messageId\":\"m1\"}"));
+  assert_non_null(strstr(wire.a2c.data, "\"text\":\"caf\xc3\xa9\"},"
+                                        "\"messageId\":\"m2\"}"));
+  assert_int_equal(tbuf_count(&wire.a2c, "agent_message_chunk"), 4);
+  wire_clear(&wire);
+  acp_json_doc_free(doc);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
 static void test_agent_prompt_turn_streams_updates(void **state) {
   actx ax = {0};
   cctx cx = {0};
@@ -744,6 +810,7 @@ int main(void) {
       cmocka_unit_test(test_agent_ext_methods_reach_ext_handlers),
       cmocka_unit_test(test_agent_invalid_params_is_32602_with_path),
       cmocka_unit_test(test_agent_request_before_initialize_is_accepted),
+      cmocka_unit_test(test_agent_message_chunk_val),
       cmocka_unit_test(test_agent_prompt_turn_streams_updates),
       cmocka_unit_test(test_agent_cancelled_turn_blocks_late_updates),
       cmocka_unit_test(test_agent_cancel_without_prompt_still_notifies),

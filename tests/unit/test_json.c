@@ -780,6 +780,189 @@ static void test_json_writer_splices_parsed_values(void **state) {
   acp_json_doc_free(doc);
 }
 
+/* A parsed string passes through as its raw text unless it has a \u
+ * escape of a UTF-16 surrogate; either way the output decodes to what
+ * acp_json_doc_str() gives. */
+static void test_json_str_passthrough(void **state) {
+  static const struct {
+    const char *in;  /* a JSON string */
+    int pass;        /* acp_json_str_passthrough() */
+    const char *out; /* what acp_json_write_str_val() writes */
+  } cases[] = {
+      {"\"plain\"", 1, "\"plain\""},
+      {"\"\"", 1, "\"\""},
+      {"\"a\\nb\\\"c\\\\d\\/e\\u00e9\\u0001\"", 1,
+       "\"a\\nb\\\"c\\\\d\\/e\\u00e9\\u0001\""},
+      {"\"caf\xc3\xa9 \xf0\x9f\x98\x80\"", 1,
+       "\"caf\xc3\xa9 \xf0\x9f\x98\x80\""},
+      {"\"\\ucfff\\ue000\"", 1, "\"\\ucfff\\ue000\""},
+      /* lone surrogates decode to U+FFFD: decoded and escaped again */
+      {"\"x\\ud800y\"", 0, "\"x\xef\xbf\xbdy\""},
+      {"\"\\uDFFF\"", 0, "\"\xef\xbf\xbd\""},
+      {"\"\\uDbff\\n\"", 0, "\"\xef\xbf\xbd\\n\""},
+      /* a pair is a surrogate escape too: decoded to its UTF-8 */
+      {"\"\\ud83d\\ude00\"", 0, "\"\xf0\x9f\x98\x80\""},
+  };
+  acp_json_writer *w = NULL;
+  size_t i;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    acp_json_doc *doc = parse_ok(cases[i].in, strlen(cases[i].in));
+    const acp_json_val *v = acp_json_doc_root(doc);
+    acp_json_doc *back = NULL;
+    const char *a, *b;
+    size_t an, bn, len;
+    const char *d;
+
+    assert_int_equal(acp_json_str_passthrough(v), cases[i].pass);
+    acp_json_writer_reset(w);
+    assert_int_equal(acp_json_write_str_val(w, doc, v), 0);
+    expect_out(w, cases[i].out);
+    /* same decoded string */
+    d = acp_json_writer_data(w, &len);
+    back = parse_ok(d, len);
+    assert_int_equal(acp_json_doc_str(doc, v, &a, &an), 0);
+    assert_int_equal(acp_json_doc_str(back, acp_json_doc_root(back), &b, &bn),
+                     0);
+    assert_int_equal(an, bn);
+    assert_memory_equal(a, b, an);
+    acp_json_doc_free(back);
+    /* without a document only the raw text can be written */
+    acp_json_writer_reset(w);
+    assert_int_equal(acp_json_write_str_val(w, NULL, v),
+                     cases[i].pass ? 0 : ACP_ERR_INVALID_ARGUMENT);
+    acp_json_doc_free(doc);
+  }
+  {
+    acp_json_doc *doc = parse_ok(S("[1,{\"a\":\"b\"}]"));
+    const acp_json_val *r = acp_json_doc_root(doc);
+
+    assert_int_equal(acp_json_str_passthrough(r), 0);
+    assert_int_equal(acp_json_str_passthrough(acp_json_child(r)), 0);
+    assert_int_equal(acp_json_str_passthrough(NULL), 0);
+    acp_json_writer_reset(w);
+    assert_int_equal(acp_json_write_str_val(w, doc, r), ACP_ERR_TYPE);
+    acp_json_writer_reset(w);
+    assert_int_equal(acp_json_write_str_val(w, doc, NULL),
+                     ACP_ERR_INVALID_ARGUMENT);
+    assert_int_equal(acp_json_write_str_val(NULL, doc, r),
+                     ACP_ERR_INVALID_ARGUMENT);
+    acp_json_doc_free(doc);
+  }
+  acp_json_writer_free(w);
+}
+
+/* The reader's and the writer's wide steps (64 bytes, after a first block
+ * of 16) must stop at a special byte wherever it falls: a quote, a
+ * backslash, a control byte, a valid or an invalid UTF-8 sequence at every
+ * offset of a long string, compared with a byte-at-a-time reference. */
+static size_t ref_escape(const unsigned char *s, size_t n, char *out,
+                         int *bad) {
+  static const char hexd[] = "0123456789abcdef";
+  size_t i, o = 0;
+
+  *bad = 0;
+  out[o++] = '"';
+  for (i = 0; i < n; i++) {
+    unsigned char c = s[i];
+    if (c == '"' || c == '\\') {
+      out[o++] = '\\';
+      out[o++] = (char)c;
+    } else if (c == '\n') {
+      out[o++] = '\\';
+      out[o++] = 'n';
+    } else if (c < 0x20 && c != '\b' && c != '\f' && c != '\r' && c != '\t') {
+      memcpy(out + o, "\\u00", 4);
+      out[o + 4] = hexd[c >> 4];
+      out[o + 5] = hexd[c & 15];
+      o += 6;
+    } else if (c == '\t' || c == '\r' || c == '\b' || c == '\f') {
+      out[o++] = '\\';
+      out[o++] = c == '\t' ? 't' : c == '\r' ? 'r' : c == '\b' ? 'b' : 'f';
+    } else if (c >= 0x80) {
+      /* the cases below use only E2 82 AC (U+20AC) as valid UTF-8 */
+      if (c == 0xE2 && i + 2 < n && s[i + 1] == 0x82 && s[i + 2] == 0xAC) {
+        memcpy(out + o, s + i, 3);
+        o += 3;
+        i += 2;
+      } else {
+        *bad = 1;
+        return 0;
+      }
+    } else {
+      out[o++] = (char)c;
+    }
+  }
+  out[o++] = '"';
+  return o;
+}
+
+static void test_json_wide_steps_stop_at_every_offset(void **state) {
+  static const char *const specials[] = {
+      "\"",           "\\",   "\n",       "\x01", "\x1f",
+      "\xe2\x82\xac", "\xff", "\xe2\x82", "\xc3", "\x80"};
+  enum { LEN = 300 };
+  unsigned char src[LEN + 4];
+  char want[LEN * 6 + 8];
+  char doc_text[LEN * 6 + 8];
+  acp_json_writer *w = NULL;
+  acp_json_doc *doc = NULL;
+  size_t k, at, len, wlen;
+  int bad;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+    size_t sl = strlen(specials[k]);
+    for (at = 0; at + sl <= LEN; at++) {
+      const char *d;
+      const char *s;
+      size_t n;
+
+      for (len = 0; len < LEN; len++)
+        src[len] = (unsigned char)('a' + len % 26);
+      memcpy(src + at, specials[k], sl);
+      wlen = ref_escape(src, LEN, want, &bad);
+      acp_json_writer_reset(w);
+      if (bad) {
+        assert_int_equal(acp_json_write_str(w, (const char *)src, LEN),
+                         ACP_ERR_INVALID_ARGUMENT);
+        /* the raw bytes in quotes are not JSON for the reader either */
+        doc_text[0] = '"';
+        memcpy(doc_text + 1, src, LEN);
+        doc_text[LEN + 1] = '"';
+        assert_int_not_equal(acp_json_doc_parse(doc, doc_text, LEN + 2, NULL),
+                             0);
+        continue;
+      }
+      assert_int_equal(acp_json_write_str(w, (const char *)src, LEN), 0);
+      d = acp_json_writer_data(w, &len);
+      assert_int_equal(len, wlen);
+      assert_memory_equal(d, want, wlen);
+      /* and the reader takes it back whole */
+      assert_int_equal(acp_json_doc_parse(doc, want, wlen, NULL), 0);
+      assert_int_equal(acp_json_doc_str(doc, acp_json_doc_root(doc), &s, &n),
+                       0);
+      assert_int_equal(n, LEN);
+      assert_memory_equal(s, src, LEN);
+      /* an unescaped control byte or quote inside is an error for it */
+      if (specials[k][0] == '\n' || specials[k][0] == 1 ||
+          specials[k][0] == 0x1f || specials[k][0] == '"') {
+        doc_text[0] = '"';
+        memcpy(doc_text + 1, src, LEN);
+        doc_text[LEN + 1] = '"';
+        assert_int_not_equal(acp_json_doc_parse(doc, doc_text, LEN + 2, NULL),
+                             0);
+      }
+    }
+  }
+  acp_json_doc_free(doc);
+  acp_json_writer_free(w);
+}
+
 static void test_json_writer_structural_misuse(void **state) {
   acp_json_writer *w = NULL;
   int k;
@@ -1068,6 +1251,8 @@ int main(void) {
       cmocka_unit_test(test_json_writer_builds_and_parses_back),
       cmocka_unit_test(test_json_writer_double_round_trips),
       cmocka_unit_test(test_json_writer_splices_parsed_values),
+      cmocka_unit_test(test_json_str_passthrough),
+      cmocka_unit_test(test_json_wide_steps_stop_at_every_offset),
       cmocka_unit_test(test_json_writer_structural_misuse),
       cmocka_unit_test(test_json_writer_cap),
       cmocka_unit_test(test_json_allocation_failures),

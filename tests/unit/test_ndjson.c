@@ -100,14 +100,58 @@ static const char *frame(const char *in, size_t len, size_t max_line,
   return events;
 }
 
-/* Every split of `in` in two pieces, and every step size, gives `want`. */
+/* As frame(), each piece read in place: copied into the framer's own
+ * buffer (acp_ndjson_read_buf()) and fed from there, as a runtime reading
+ * straight into it does; a piece larger than the room goes in parts, and
+ * when the framer lends nothing, from a heap block as above. */
+static const char *frame_inplace(const char *in, size_t len, size_t max_line,
+                                 size_t step, size_t *lent) {
+  acp_ndjson f;
+  size_t i = 0;
+
+  nevents = 0;
+  events[0] = '\0';
+  acp_ndjson_init(&f, max_line, NULL);
+  while (i < len) {
+    size_t n = len - i < step ? len - i : step;
+    size_t room = 0;
+    char *buf = acp_ndjson_read_buf(&f, &room);
+
+    if (buf != NULL) {
+      assert_true(room >= 4096);
+      if (n > room)
+        n = room;
+      memcpy(buf, in + i, n);
+      feed(&f, buf, n);
+      (*lent)++;
+    } else {
+      char *piece = malloc(n ? n : 1);
+      assert_non_null(piece);
+      memcpy(piece, in + i, n);
+      feed(&f, piece, n);
+      free(piece);
+    }
+    i += n;
+  }
+  finish(&f);
+  acp_ndjson_dispose(&f);
+  return events;
+}
+
+/* Every split of `in` in two pieces, and every step size, gives `want`,
+ * fed from the caller's buffers or read in place. */
 static void check_all_splits(const char *in, size_t max_line,
                              const char *want) {
   size_t len = strlen(in);
   size_t cut, step;
 
+  size_t lent = 0;
+
   for (step = 1; step <= len + 1; step++)
     assert_string_equal(frame(in, len, max_line, step), want);
+  for (step = 1; step <= len + 1; step++)
+    assert_string_equal(frame_inplace(in, len, max_line, step, &lent), want);
+  assert_true(lent > 0 || len == 0);
   for (cut = 0; cut <= len; cut++) {
     acp_ndjson f;
 
@@ -266,6 +310,111 @@ static void test_ndjson_overlong_reply_text(void **state) {
 
 /* MARK: - Errors */
 
+/* Long lines read in place: the buffer grows to the line, the lines come
+ * out whole and unchanged, bytes after a line move to the front, and the
+ * next long line of the same size needs no new growth. */
+static void test_ndjson_read_in_place_long_lines(void **state) {
+  static const size_t steps[] = {65536, 1000, 4097, 300000};
+  size_t big = 200000, mid = 70000;
+  size_t len = 2 * (big + 1) + 3 + mid + 2 + 4;
+  char *in = malloc(len);
+  size_t k, at = 0;
+
+  (void)state;
+  assert_non_null(in);
+  for (k = 0; k < 2; k++) {
+    memset(in + at, k ? 'z' : 'x', big);
+    at += big;
+    in[at++] = '\n';
+  }
+  memcpy(in + at, "{}\n", 3);
+  at += 3;
+  memset(in + at, 'y', mid);
+  at += mid;
+  memcpy(in + at, "\r\ntail", 6);
+  at += 6;
+  assert_int_equal(at, len);
+  for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+    acp_ndjson f;
+    size_t i = 0, nlines = 0, cap_after_first = 0;
+    const char *line;
+    size_t n;
+
+    acp_ndjson_init(&f, 0, NULL);
+    while (i < len) {
+      size_t room = 0, used = 0, pos = 0;
+      char *buf = acp_ndjson_read_buf(&f, &room);
+      size_t got = len - i < steps[k] ? len - i : steps[k];
+
+      assert_non_null(buf);
+      if (got > room)
+        got = room;
+      memcpy(buf, in + i, got);
+      i += got;
+      for (;;) {
+        int rv = acp_ndjson_next(&f, buf + pos, got - pos, &used, &line, &n);
+        pos += used;
+        if (rv == ACP_NDJSON_NEED_MORE)
+          break;
+        assert_int_equal(rv, ACP_NDJSON_LINE);
+        nlines++;
+        if (nlines == 1 || nlines == 2) {
+          assert_int_equal(n, big);
+          assert_int_equal(line[0], nlines == 1 ? 'x' : 'z');
+          assert_int_equal(line[n - 1], nlines == 1 ? 'x' : 'z');
+          assert_null(memchr(line, nlines == 1 ? 'z' : 'x', n));
+          if (nlines == 1)
+            cap_after_first = f.cap;
+          else
+            assert_int_equal(f.cap, cap_after_first);
+        } else if (nlines == 3) {
+          assert_int_equal(n, 2);
+          assert_memory_equal(line, "{}", 2);
+        } else {
+          assert_int_equal(nlines, 4);
+          assert_int_equal(n, mid);
+          assert_int_equal(line[0], 'y');
+          assert_int_equal(line[n - 1], 'y');
+        }
+      }
+      assert_int_equal(pos, got);
+    }
+    assert_int_equal(nlines, 4);
+    assert_int_equal(acp_ndjson_finish(&f, &line, &n), ACP_NDJSON_LINE);
+    assert_int_equal(n, 4);
+    assert_memory_equal(line, "tail", 4);
+    acp_ndjson_dispose(&f);
+  }
+  free(in);
+}
+
+/* The framer lends nothing while dropping an over-long line, nor without
+ * its arguments. */
+static void test_ndjson_read_buf_refusals(void **state) {
+  acp_ndjson f;
+  size_t room = 7, used = 0, n = 0;
+  const char *line = NULL;
+  char *buf;
+
+  (void)state;
+  assert_null(acp_ndjson_read_buf(NULL, &room));
+  assert_int_equal(room, 0);
+  acp_ndjson_init(&f, 8, NULL);
+  assert_null(acp_ndjson_read_buf(&f, NULL));
+  buf = acp_ndjson_read_buf(&f, &room);
+  assert_non_null(buf);
+  memcpy(buf, "0123456789", 10);
+  assert_int_equal(acp_ndjson_next(&f, buf, 10, &used, &line, &n),
+                   ACP_NDJSON_OVERLONG);
+  assert_null(acp_ndjson_read_buf(&f, &room));
+  assert_int_equal(room, 0);
+  assert_int_equal(acp_ndjson_next(&f, "x\nok\n", 5, &used, &line, &n),
+                   ACP_NDJSON_LINE);
+  assert_memory_equal(line, "ok", 2);
+  assert_non_null(acp_ndjson_read_buf(&f, &room));
+  acp_ndjson_dispose(&f);
+}
+
 static void test_ndjson_bad_arguments(void **state) {
   acp_ndjson f;
   const char *line = "x";
@@ -326,6 +475,8 @@ int main(void) {
       cmocka_unit_test(test_ndjson_dispose_leaves_it_usable),
       cmocka_unit_test(test_ndjson_dispose_after_overlong_keeps_dropping),
       cmocka_unit_test(test_ndjson_overlong_reply_text),
+      cmocka_unit_test(test_ndjson_read_in_place_long_lines),
+      cmocka_unit_test(test_ndjson_read_buf_refusals),
       cmocka_unit_test(test_ndjson_bad_arguments),
       cmocka_unit_test(test_ndjson_allocation_failure_drops_the_line),
   };

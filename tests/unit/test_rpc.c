@@ -349,6 +349,60 @@ static void test_rpc_big_message_split_in_chunks(void **state) {
   acp_rpc_session_free(s);
 }
 
+/* The same message and a small one after it, read in place into the
+ * session's buffer (acp_rpc_session_read_buf()) in reads of various sizes;
+ * nothing to lend inside a callback or after EOF. */
+static void test_rpc_big_message_read_in_place(void **state) {
+  static const size_t reads[] = {65536, 4093, 1 << 21};
+  size_t big = 1 << 20;
+  char *msg = malloc(big + 200);
+  size_t n, k;
+
+  (void)state;
+  assert_non_null(msg);
+  n = (size_t)sprintf(msg, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\","
+                           "\"params\":[\"");
+  memset(msg + n, 'x', big);
+  n += big;
+  n += (size_t)sprintf(msg + n, "\"]}\n{\"jsonrpc\":\"2.0\",\"id\":4,"
+                                "\"method\":\"m\",\"params\":[1]}\n");
+  for (k = 0; k < sizeof(reads) / sizeof(reads[0]); k++) {
+    rec r = {.mode = MODE_ECHO};
+    acp_rpc_session *s = mk(&r, NULL, NULL);
+    size_t pos = 0, room = 0;
+    const char *d;
+    acp_ssize got;
+
+    while (pos < n) {
+      char *buf = acp_rpc_session_read_buf(s, &room);
+      size_t c = n - pos < reads[k] ? n - pos : reads[k];
+
+      assert_non_null(buf);
+      if (c > room)
+        c = room;
+      memcpy(buf, msg + pos, c);
+      assert_int_equal(acp_rpc_session_recv(s, buf, c, 0), (acp_ssize)c);
+      pos += c;
+    }
+    assert_int_equal(r.nreq, 2);
+    got = acp_rpc_session_send(s, &d);
+    {
+      static const char tail[] = "\"]}\n{\"jsonrpc\":\"2.0\",\"id\":4,"
+                                 "\"result\":[1]}\n";
+      assert_int_equal(got, (acp_ssize)(big + 35 + sizeof(tail) - 1));
+      assert_memory_equal(d, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":[\"xxx",
+                          38);
+      assert_memory_equal(d + big + 35, tail, sizeof(tail) - 1);
+    }
+    assert_int_equal(acp_rpc_session_recv_eof(s, 0), 0);
+    assert_null(acp_rpc_session_read_buf(s, &room));
+    assert_int_equal(room, 0);
+    acp_rpc_session_free(s);
+  }
+  assert_null(acp_rpc_session_read_buf(NULL, NULL));
+  free(msg);
+}
+
 static void test_rpc_no_handler_answers_method_not_found(void **state) {
   rec r = {0};
   cfg c = {.no_request_cb = true};
@@ -1307,6 +1361,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_complete_line_is_not_copied),
       cmocka_unit_test(test_rpc_byte_by_byte_and_crlf),
       cmocka_unit_test(test_rpc_big_message_split_in_chunks),
+      cmocka_unit_test(test_rpc_big_message_read_in_place),
       cmocka_unit_test(test_rpc_no_handler_answers_method_not_found),
       cmocka_unit_test(test_rpc_too_many_incoming_answered_internal_error),
       cmocka_unit_test(test_rpc_respond_twice_or_unknown_handle_not_found),

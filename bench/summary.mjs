@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+// The one table of `make bench` (bench/README.md, "The table"): every
+// workload with ours, its floor, its peer, ours/floor, ours/peer and our
+// peak RSS, gathered from the machine-readable lines the bench scripts
+// wrote in one run:
+//   DIR/turns.jsonl   bench/run-turns.sh --out
+//   DIR/mcp.jsonl     bench/run-mcp.sh --out
+//   DIR/bridge.log    bench/run-mcp-bridge.sh's output (its JSON lines)
+// A file that is missing (a script skipped) leaves its rows out.
+// Usage: node bench/summary.mjs DIR [--json]  (--json: one JSON line a row)
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const dir = process.argv[2];
+const asJson = process.argv.includes("--json");
+if (!dir) {
+  console.error("usage: node bench/summary.mjs DIR [--json]");
+  process.exit(2);
+}
+const jsonLines = (name) => {
+  const p = join(dir, name);
+  if (!existsSync(p)) return [];
+  return readFileSync(p, "utf8").split("\n").filter((l) => l.startsWith("{"))
+    .map((l) => { try { return JSON.parse(l); } catch { return null; } }).filter(Boolean);
+};
+// The lower middle (as the scripts' own medians).
+const median = (xs) => {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length ? v[Math.floor((v.length - 1) / 2)] : undefined;
+};
+// The run with the median value of `key` among `runs`.
+const medianRun = (runs, key) => {
+  const v = runs.filter((r) => Number.isFinite(r[key])).sort((a, b) => a[key] - b[key]);
+  return v.length ? v[Math.floor((v.length - 1) / 2)] : undefined;
+};
+// Median over rounds of ours/floor, pairing each round of ours with the
+// floor's run of the same round.
+const roundRatio = (ours, floors, key) => median(ours.filter((o) => o.round).map((o) => {
+  const fl = floors.find((x) => x.round === o.round);
+  return fl ? o[key] / fl[key] : NaN;
+}));
+
+const rows = [];
+const row = (workload, unit, ours, floor, peer, overFloor, overPeer, rss, notes) =>
+  rows.push({ workload, unit, ours, floor, peer, ours_over_floor: overFloor, ours_over_peer: overPeer, rss_mib: rss, notes });
+const mib = (k) => (k == null ? undefined : k / 1024);
+
+// Prompt turns: 5 B in round trips/s, larger payloads in MiB/s.
+const turns = jsonLines("turns.jsonl");
+for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b)) {
+  const key = p >= 65536 ? "mibps" : "rtps";
+  const unit = p >= 65536 ? "MiB/s" : "rt/s";
+  const at = turns.filter((t) => t.payload === p);
+  const ours = at.filter((t) => t.impl !== "ts" && t.impl !== "floor");
+  const floors = at.filter((t) => t.impl === "floor");
+  const ts = at.find((t) => t.impl === "ts");
+  const o = medianRun(ours, key), fl = medianRun(floors, key);
+  if (!o && !ts) continue;
+  const name = p >= 1048576 ? `${p / 1048576} MiB` : p >= 1024 ? `${p / 1024} KiB` : `${p} B`;
+  row(`prompt turn ${name}`, unit, o?.[key], fl?.[key], ts?.[key], roundRatio(ours, floors, key),
+    o && ts ? o[key] / ts[key] : undefined,
+    o ? Math.max(mib(o.client_peak_rss_kib) ?? 0, mib(o.agent_peak_rss_kib) ?? 0) : undefined,
+    "floor: libuv <-> cat; peer: TS SDK pair; RSS: larger of client, agent");
+}
+
+// MCP: stdio sequential, stdio pipelined, Streamable HTTP.
+const mcp = jsonLines("mcp.jsonl");
+for (const [t, name, key, unit, note] of [
+  ["stdio", "MCP stdio tools/call, sequential", "rtps", "rt/s", "floor: mcp_null_server"],
+  ["stdio_pipelined", "MCP stdio tools/call, 64 in flight", "rtps", "rt/s", "floor: mcp_null_server"],
+  ["http", "MCP HTTP tools/call, 64 conns", "rps", "req/s", "floor: http_floor"],
+]) {
+  const at = mcp.filter((l) => l.transport === t);
+  const ours = at.filter((l) => l.impl === "ours"), floors = at.filter((l) => l.impl === "floor");
+  const o = medianRun(ours, key), fl = medianRun(floors, key), s = medianRun(at.filter((l) => l.impl === "theirs"), key);
+  if (!o && !s) continue;
+  const inRounds = ours.some((x) => x.round);
+  row(name, unit, o?.[key], fl?.[key], s?.[key],
+    inRounds ? roundRatio(ours, floors, key) : o && fl ? o[key] / fl[key] : undefined,
+    o && s ? o[key] / s[key] : undefined, mib(o?.server_peak_rss_kib), `${note}; peer: server-everything`);
+}
+
+// The MCP-over-ACP bridge: p50 latency, lower is better.
+const bridge = jsonLines("bridge.log");
+const runs = bridge.filter((l) => l.impl === "bridge");
+const bf = bridge.find((l) => l.bridge_over_floor_p50 !== undefined);
+const bp = bridge.find((l) => l.bridge_over_plain_p50 !== undefined);
+if (runs.length) {
+  const o = medianRun(runs, "p50_us"), fl = medianRun(bridge.filter((l) => l.impl === "relay-null"), "p50_us");
+  row("MCP-over-ACP bridge tools/call p50", "us (lower is better)", o?.p50_us, fl?.p50_us, undefined,
+    bf?.bridge_over_floor_p50, undefined, mib(o?.server_peak_rss_kib),
+    `floor: four-pipe null path; bridge/plain stdio p50 ${bp ? bp.bridge_over_plain_p50 : "n/a"}`);
+}
+
+if (asJson) {
+  for (const r of rows) console.log(JSON.stringify(r));
+  process.exit(0);
+}
+const f = (x, d = 0) => (x == null || !Number.isFinite(x) ? "n/a" : Number(x).toFixed(d));
+const cols = ["workload", "unit", "ours", "floor", "peer", "ours/floor", "ours/peer", "RSS MiB"];
+const table = rows.map((r) => [r.workload, r.unit, f(r.ours, r.ours < 100 ? 1 : 0), f(r.floor, r.floor < 100 ? 1 : 0),
+  f(r.peer, r.peer < 100 ? 1 : 0), f(r.ours_over_floor, 2), f(r.ours_over_peer, 1), f(r.rss_mib, 1)]);
+const w = cols.map((c, i) => Math.max(c.length, ...table.map((t) => t[i].length)));
+const line = (cells) => "| " + cells.map((c, i) => (i < 2 ? c.padEnd(w[i]) : c.padStart(w[i]))).join(" | ") + " |";
+console.log("\n== make bench: one table (ours/floor: median of alternating rounds; rates: above 1 is faster, p50: below 1 is faster) ==");
+console.log(line(cols));
+console.log("|" + w.map((n, i) => (i < 2 ? "-" : "").padEnd(n + 1, "-") + (i < 2 ? "-" : ":")).join("|") + "|");
+for (const t of table) console.log(line(t));
+for (const r of rows) if (r.notes) console.log(`  ${r.workload}: ${r.notes}`);
