@@ -63,6 +63,8 @@ static const char usage_text[] =
     "                            http://ADDR:PORT/mcp)\n"
     "  --auth-scopes a,b         scopes every request needs\n"
     "  --auth-tool-scope T=a,b   scopes calling tool T needs (repeatable)\n"
+    "  --auth-jwks-uri URL       the issuer's JWK Set (default: its\n"
+    "                            metadata's jwks_uri)\n"
     "  --auth-introspect URL     check tokens by introspection (RFC 7662)\n"
     "  --auth-client-id ID       with --auth-introspect: our client id\n"
     "  --auth-client-secret S    ... and secret (default: the environment\n"
@@ -248,7 +250,7 @@ static int add_scopes(acp_http_auth *a, const char *tool, const char *list) {
 #define MAX_TOOL_SCOPES 64
 
 typedef struct auth_opts {
-  const char *issuer, *audience, *resource, *scopes;
+  const char *issuer, *audience, *resource, *scopes, *jwks_uri;
   const char *introspect, *client_id, *client_secret;
   const char *tool_scopes[MAX_TOOL_SCOPES];
   size_t ntool;
@@ -276,6 +278,11 @@ static int make_auth(const auth_opts *ao, acp_http_auth **out) {
   if (ao->resource != NULL &&
       acp_http_auth_set_resource(a, ao->resource) != 0) {
     cli_err(SUB, "--auth-resource wants an http(s) URL");
+    goto usage;
+  }
+  if (ao->jwks_uri != NULL &&
+      acp_http_auth_set_jwks_uri(a, ao->jwks_uri) != 0) {
+    cli_err(SUB, "--auth-jwks-uri wants an http(s) URL");
     goto usage;
   }
   if (ao->scopes != NULL && add_scopes(a, NULL, ao->scopes) != 0) {
@@ -529,6 +536,9 @@ static int cmd_serve(int argc, char **argv) {
       ao.resource = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-scopes", &ok)) != NULL)
       ao.scopes = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--auth-jwks-uri", &ok)) !=
+             NULL)
+      ao.jwks_uri = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-tool-scope", &ok)) !=
              NULL) {
       if (ao.ntool == MAX_TOOL_SCOPES) {
@@ -558,13 +568,13 @@ static int cmd_serve(int argc, char **argv) {
   }
   if (http == NULL &&
       (ao.issuer || ao.audience || ao.resource || ao.scopes || ao.ntool ||
-       ao.introspect || ao.client_id || ao.client_secret)) {
+       ao.jwks_uri || ao.introspect || ao.client_id || ao.client_secret)) {
     cli_err(SUB, "the --auth-* options need --http");
     return CLI_EXIT_USAGE;
   }
   if (ao.issuer == NULL &&
-      (ao.audience || ao.resource || ao.scopes || ao.ntool || ao.introspect ||
-       ao.client_id || ao.client_secret)) {
+      (ao.audience || ao.resource || ao.scopes || ao.ntool || ao.jwks_uri ||
+       ao.introspect || ao.client_id || ao.client_secret)) {
     cli_err(SUB, "the --auth-* options need --auth-issuer");
     return CLI_EXIT_USAGE;
   }

@@ -210,6 +210,13 @@ status=$(curl -s -o /dev/null -w '%{http_code}' "$url" -X POST -H 'Content-Type:
 # (its issuer cannot be reached: no keys, 503; nothing runs either way)
 if [ "$status" = 503 ] && [ "$(runs otheriss)" -eq 0 ]; then ok "issuer unreachable: 503"; else ko "issuer unreachable ($status)"; fi
 
+# --- the key set named on the command line (no discovery) ---
+serve jwks --auth-issuer "$iss" --auth-jwks-uri "$iss/jwks"
+rs=$url
+aud=$(printf '%s' "$rs" | sed 's/:/%3A/g; s#/#%2F#g')
+call "$(mint "aud=$aud&sub=ivan&alg=ES256")"
+if [ "$status" = 200 ] && grep -qF 'subject=ivan' "$work/out"; then ok "--auth-jwks-uri"; else ko "--auth-jwks-uri ($status)"; fi
+
 # --- introspection (RFC 7662) ---
 serve intro --auth-issuer "$iss" --auth-introspect "$iss/introspect" --auth-client-id rs-client --auth-client-secret rs-secret
 rs=$url
@@ -282,9 +289,9 @@ if [ $st -eq 1 ] && grep -qF 'no redirect' "$work/out" && [ -z "$(ls "$work/cfg/
 # --- the key set is fetched once; no token in any log ---
 curl -s "$iss/stats" >"$work/out"
 jw=$(sed -n 's/.*"jwks":\([0-9]*\).*/\1/p' "$work/out")
-# Once per server process that checks JWTs (rs and aud), whatever the
+# Once per server process that checks JWTs (rs, aud, jwks), whatever the
 # number of tokens.
-if [ "$jw" = 2 ]; then ok "jwks fetched once per server"; else ko "jwks fetched $jw times"; fi
+if [ "$jw" = 3 ]; then ok "jwks fetched once per server"; else ko "jwks fetched $jw times"; fi
 if grep -q 'eyJ' "$work"/*.err; then ko "a token in a log"; else ok "no token in the logs"; fi
 
 # --- bad command lines ---
