@@ -253,6 +253,10 @@ static void test_refresh_refused(void **state) {
   /* The refresh fails: the old token is what there is, and the refused
    * refresh token is not tried again. */
   assert_string_equal(acp_http_oauth_token(o), "A1");
+  /* The server's OAuth error code is told. */
+  assert_non_null(strstr(acp_http_oauth_error(o),
+                         "the token endpoint refused the request: "
+                         "invalid_grant"));
   assert_int_equal(acp_http_oauth_refresh(o), ACP_ERR_INVALID_STATE);
   assert_string_equal(acp_http_oauth_token(o), "A1");
   pthread_mutex_lock(&m.mu);
