@@ -636,21 +636,35 @@ static int dpop_proof(acp_http_oauth *o, const char *htm, const char *htu,
   return rv;
 }
 
-/* Whether an error answer's JSON says `code` ({"error": code}). */
-static bool answer_error_is(const resp *r, const char *code) {
+/* The OAuth `error` code of an error answer ({"error": code}, RFC 6749
+ * section 5.2) into out, when it is a short run of the characters the RFC
+ * allows (so it is safe to show); else "". */
+static void answer_error(const resp *r, char out[64]) {
   acp_json_doc *doc = NULL;
-  bool yes = false;
+  out[0] = '\0';
   if (r->data != NULL && acp_json_doc_new(&doc, NULL) == 0 &&
       acp_json_doc_parse(doc, r->data, r->len, NULL) == 0) {
     const acp_json_val *e = acp_json_obj_getz(acp_json_doc_root(doc), "error");
     const char *s;
-    size_t n;
-    yes = e && acp_json_type_of(e) == ACP_JSON_STRING &&
-          acp_json_doc_str(doc, e, &s, &n) == 0 && n == strlen(code) &&
-          memcmp(s, code, n) == 0;
+    size_t n, i;
+    if (e && acp_json_type_of(e) == ACP_JSON_STRING &&
+        acp_json_doc_str(doc, e, &s, &n) == 0 && n > 0 && n < 64) {
+      for (i = 0; i < n; i++)
+        if (s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\\')
+          break;
+      if (i == n) {
+        memcpy(out, s, n);
+        out[n] = '\0';
+      }
+    }
   }
   acp_json_doc_free(doc);
-  return yes;
+}
+
+static bool answer_error_is(const resp *r, const char *code) {
+  char e[64];
+  answer_error(r, e);
+  return strcmp(e, code) == 0;
 }
 
 /* POST a token request to `endpoint` and parse the answer into *t. With
@@ -685,7 +699,13 @@ static int post_grant(acp_http_oauth *o, const char *endpoint, const char *body,
     break;
   }
   if (st != 200) {
-    set_err(o, "the token endpoint refused the request", endpoint);
+    char e[64], what[128];
+    answer_error(&r, e);
+    /* The OAuth error code is not a secret and says what to fix
+     * (invalid_grant, invalid_scope, unauthorized_client...). */
+    snprintf(what, sizeof(what), "the token endpoint refused the request%s%s",
+             e[0] ? ": " : "", e);
+    set_err(o, what, endpoint);
     resp_free(&r);
     return ACP_ERR_PROTOCOL;
   }

@@ -7,7 +7,12 @@
  * margin, so the next acp_http_oauth_token() must refresh it with the
  * refresh token it got, whatever the clock says (no sleeps, no timing).
  * And: the token's headers only for the MCP server's origin; a refused
- * refresh keeps no refresh token.
+ * refresh keeps no refresh token; allocation failure: the test is linked
+ * with malloc, calloc and realloc wrapped, and the whole flow (discovery,
+ * token request, refresh) runs with each of its allocations refused in
+ * turn: it must fail with an error, leak nothing (valgrind, ASan) and
+ * succeed once nothing is refused. (libcurl's and libc's own allocations,
+ * strdup and asprintf inside libc, are not wrapped.)
  */
 #define _GNU_SOURCE 1 /* strcasestr */
 #include <setjmp.h>
@@ -27,6 +32,27 @@
 #include <unistd.h>
 
 #include "acp/http.h"
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t a, size_t n);
+void *__real_realloc(void *p, size_t n);
+static long fail_at = -1; /* refuse the allocation with this index */
+static long alloc_count;
+static bool refuse(void) {
+  return fail_at >= 0 && alloc_count++ == fail_at;
+}
+void *__wrap_malloc(size_t n);
+void *__wrap_malloc(size_t n) {
+  return refuse() ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t a, size_t n);
+void *__wrap_calloc(size_t a, size_t n) {
+  return refuse() ? NULL : __real_calloc(a, n);
+}
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n) {
+  return refuse() ? NULL : __real_realloc(p, n);
+}
 
 typedef struct mock {
   int lfd;
@@ -227,6 +253,10 @@ static void test_refresh_refused(void **state) {
   /* The refresh fails: the old token is what there is, and the refused
    * refresh token is not tried again. */
   assert_string_equal(acp_http_oauth_token(o), "A1");
+  /* The server's OAuth error code is told. */
+  assert_non_null(strstr(acp_http_oauth_error(o),
+                         "the token endpoint refused the request: "
+                         "invalid_grant"));
   assert_int_equal(acp_http_oauth_refresh(o), ACP_ERR_INVALID_STATE);
   assert_string_equal(acp_http_oauth_token(o), "A1");
   pthread_mutex_lock(&m.mu);
@@ -274,11 +304,59 @@ static void test_setters(void **state) {
   acp_http_oauth_free(o);
 }
 
+/* The flow with each allocation refused in turn. */
+static void test_alloc_failure(void **state) {
+  mock m;
+  char url[128], chal[256];
+  long i;
+  bool done = false;
+  (void)state;
+  mock_start(&m);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp", m.port);
+  snprintf(chal, sizeof(chal),
+           "Bearer resource_metadata=\"http://127.0.0.1:%u/.well-known/"
+           "oauth-protected-resource/mcp\"",
+           m.port);
+  for (i = 0; !done && i < 5000; i++) {
+    acp_http_oauth *o = NULL;
+    int rv;
+    const char *tok = NULL;
+    alloc_count = 0;
+    fail_at = i;
+    rv = acp_http_oauth_new(&o, url);
+    if (rv == 0)
+      rv = acp_http_oauth_set_client(o, "cid", "sec");
+    if (rv == 0)
+      rv = acp_http_oauth_authorize(o, 401, chal,
+                                    ACP_HTTP_OAUTH_CLIENT_CREDENTIALS);
+    if (rv == 0)
+      tok = acp_http_oauth_token(o); /* refreshes (expires_in 10) */
+    fail_at = -1;
+    if (alloc_count <= i) {
+      /* Nothing was refused: the whole flow must have worked. */
+      assert_int_equal(rv, 0);
+      assert_non_null(tok);
+      assert_string_equal(tok, "A2");
+      done = true;
+    } else {
+      /* A refused allocation: an error code (or, when it hit the refresh,
+       * the old token kept), never a crash or a leak. */
+      assert_true(rv <= 0);
+    }
+    acp_http_oauth_free(o);
+  }
+  assert_true(done);
+  fprintf(stderr, "flow: %ld allocations refused in turn\n", i - 1);
+  assert_true(i > 10);
+  mock_stop(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refresh_on_expiry),
       cmocka_unit_test(test_refresh_refused),
       cmocka_unit_test(test_setters),
+      cmocka_unit_test(test_alloc_failure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
