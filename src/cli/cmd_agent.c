@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,7 @@ typedef struct app app;
 typedef struct asession asession;
 typedef struct turn turn;
 typedef struct mcpsrv mcpsrv;
+typedef struct aterm aterm;
 
 struct asession {
   char *id;
@@ -126,6 +128,21 @@ struct turn {
   bool kill;        /* /kill: terminal/kill after create */
   char *elicit_id;  /* /elicit-url: the elicitation to complete */
   bool cancellable; /* /cancellable: tool_id runs until cancelled */
+  aterm *term;      /* v2 /run: the process the agent runs, or NULL */
+};
+
+/* v2 /run: v2 has no client terminals, so the agent runs the command
+ * itself and shows it as a terminal it owns (terminal_update with
+ * capabilities.cancel, terminal_output_chunk, exitStatus). */
+struct aterm {
+  turn *t; /* holds a reference until both handles are closed */
+  uv_process_t proc;
+  uv_pipe_t out;
+  int open; /* handles not closed yet */
+  bool exited, eof, reported, cancelled;
+  int64_t exit_status;
+  int term_signal;
+  char id[32];
 };
 
 struct app {
@@ -151,6 +168,7 @@ struct app {
   asession *sessions;
   unsigned next_session;
   unsigned next_tool;
+  unsigned next_term; /* v2 /run terminal ids */
   bool closing;
   bool mcp_acp_off;          /* --mcp-acp off */
   bool mcp_http_off;         /* --mcp-http off */
@@ -543,6 +561,11 @@ static void turn_finish(turn *t, const char *stop_reason) {
     return;
   t->done = true;
   t->waiting = false;
+  if (t->term != NULL && !t->term->exited) {
+    /* The turn ends: so does the command it runs (its handles close
+     * when it has exited and its output is drained). */
+    (void)uv_process_kill(&t->term->proc, SIGTERM);
+  }
   if (t->mcp_call != NULL) {
     /* A tool call still runs for this turn: cancel it at the server before
      * the turn's answer goes out (its callback runs now, sees the turn
@@ -1170,6 +1193,247 @@ static void step_diff(turn *t, const step *st) {
   free(path);
 }
 
+static void aterm_closed(uv_handle_t *h) {
+  aterm *at = h->data;
+
+  if (--at->open > 0)
+    return;
+  if (at->t->term == at)
+    at->t->term = NULL;
+  turn_unref(at->t);
+  free(at);
+}
+
+static char *base64(const unsigned char *p, size_t n) {
+  static const char tab[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+  size_t i;
+
+  if (out == NULL)
+    exit(CLI_EXIT_FAILURE);
+  for (i = 0; i + 2 < n; i += 3) {
+    *o++ = tab[p[i] >> 2];
+    *o++ = tab[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+    *o++ = tab[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)];
+    *o++ = tab[p[i + 2] & 63];
+  }
+  if (i < n) {
+    *o++ = tab[p[i] >> 2];
+    if (i + 1 < n) {
+      *o++ = tab[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+      *o++ = tab[(p[i + 1] & 15) << 2];
+    } else {
+      *o++ = tab[(p[i] & 3) << 4];
+      *o++ = '=';
+    }
+    *o++ = '=';
+  }
+  *o = '\0';
+  return out;
+}
+
+/* The command has exited and its output is drained: say how it ended
+ * (exitStatus, cancel no longer offered), end its tool call, go on. */
+static void aterm_maybe_done(aterm *at) {
+  turn *t = at->t;
+  app *a = t->a;
+  char buf[128];
+  size_t n;
+  const char *u;
+  bool ok = at->term_signal == 0 && at->exit_status == 0;
+
+  if (!at->exited || !at->eof || at->reported)
+    return;
+  at->reported = true;
+  if (t->term == at)
+    t->term = NULL; /* a later /run of the turn gets its own */
+  uv_close((uv_handle_t *)&at->proc, aterm_closed);
+  if (t->done || t->s == NULL || a->closing)
+    return; /* the turn ended (cancel, close, end of input) */
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "sessionUpdate", "terminal_update");
+  kvs(a->w, "terminalId", at->id);
+  acp_json_write_keyz(a->w, "exitStatus");
+  acp_json_write_obj_begin(a->w);
+  if (at->term_signal != 0) {
+    snprintf(buf, sizeof(buf), "%s",
+             at->term_signal == SIGTERM   ? "SIGTERM"
+             : at->term_signal == SIGKILL ? "SIGKILL"
+             : at->term_signal == SIGINT  ? "SIGINT"
+                                          : "");
+    if (buf[0] == '\0')
+      snprintf(buf, sizeof(buf), "SIG%d", at->term_signal);
+    kvs(a->w, "signal", buf);
+  } else {
+    acp_json_write_keyz(a->w, "exitCode");
+    acp_json_write_int(a->w, at->exit_status);
+  }
+  acp_json_write_obj_end(a->w);
+  acp_json_write_keyz(a->w, "capabilities");
+  acp_json_write_null(a->w);
+  acp_json_write_obj_end(a->w);
+  u = wdata(a, &n);
+  acp_agent_send_update_raw(a->agent, t->s->id, u, n);
+  acp_agent_send_tool_call_update(a->agent, t->s->id, t->tool_id,
+                                  ok ? "completed" : "failed", NULL, 0);
+  if (at->term_signal != 0)
+    snprintf(buf, sizeof(buf), "%s %s\n",
+             at->cancelled ? "terminal cancelled:" : "killed by",
+             at->term_signal == SIGTERM ? "SIGTERM" : "a signal");
+  else
+    snprintf(buf, sizeof(buf), "exit %" PRId64 "\n", at->exit_status);
+  send_text(a, t->s, buf);
+  t->waiting = false;
+  turn_next(t);
+}
+
+static void aterm_exit(uv_process_t *p, int64_t status, int sig) {
+  aterm *at = p->data;
+
+  at->exited = true;
+  at->exit_status = status;
+  at->term_signal = sig;
+  aterm_maybe_done(at);
+}
+
+static void aterm_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
+  (void)h;
+  buf->base = malloc(size);
+  buf->len = buf->base != NULL ? size : 0;
+}
+
+static void aterm_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  aterm *at = st->data;
+  turn *t = at->t;
+
+  if (nread > 0 && !t->done && t->s != NULL) {
+    /* Each chunk is base64 on its own (the client decodes each). */
+    char *b64 = base64((const unsigned char *)buf->base, (size_t)nread);
+    size_t n;
+    const char *u;
+    acp_json_writer_reset(t->a->w);
+    acp_json_write_obj_begin(t->a->w);
+    kvs(t->a->w, "sessionUpdate", "terminal_output_chunk");
+    kvs(t->a->w, "terminalId", at->id);
+    kvs(t->a->w, "data", b64);
+    acp_json_write_obj_end(t->a->w);
+    u = wdata(t->a, &n);
+    acp_agent_send_update_raw(t->a->agent, t->s->id, u, n);
+    free(b64);
+  }
+  free(buf->base);
+  if (nread < 0) {
+    at->eof = true;
+    uv_close((uv_handle_t *)&at->out, aterm_closed);
+    aterm_maybe_done(at);
+  }
+}
+
+static void step_run_v2(turn *t, const step *st) {
+  app *a = t->a;
+  asession *s = t->s;
+  char *cmd = xstrndup(st->arg, strlen(st->arg));
+  char *argv[64];
+  size_t argc = 0;
+  char *p = cmd;
+  uv_process_options_t o;
+  uv_stdio_container_t io[3];
+  aterm *at;
+  size_t n;
+  const char *u;
+  char buf[300];
+  int rv;
+
+  while (*p != '\0' && argc < 63) { /* blanks split, no quoting: a demo */
+    while (*p == ' ')
+      *p++ = '\0';
+    if (*p == '\0')
+      break;
+    argv[argc++] = p;
+    while (*p != '\0' && *p != ' ')
+      p++;
+  }
+  argv[argc] = NULL;
+  if (a->closing) { /* end of input: start nothing more */
+    free(cmd);
+    t->waiting = true;
+    return;
+  }
+  if (argc == 0) {
+    send_text(a, s, "/run needs a command\n");
+    free(cmd);
+    turn_next(t);
+    return;
+  }
+  at = calloc(1, sizeof(*at));
+  if (at == NULL)
+    exit(CLI_EXIT_FAILURE);
+  at->t = t;
+  snprintf(at->id, sizeof(at->id), "term_%u", ++a->next_term);
+  new_tool_id(t);
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  acp_json_write_keyz(a->w, "content");
+  acp_json_write_arr_begin(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "type", "terminal");
+  kvs(a->w, "terminalId", at->id);
+  acp_json_write_obj_end(a->w);
+  acp_json_write_arr_end(a->w);
+  acp_json_write_obj_end(a->w);
+  u = wdata(a, &n);
+  acp_agent_send_tool_call(a->agent, s->id, t->tool_id, st->arg, "execute",
+                           "in_progress", u, n);
+  memset(&o, 0, sizeof(o));
+  memset(io, 0, sizeof(io));
+  uv_pipe_init(&a->loop, &at->out, 0);
+  at->out.data = at;
+  at->proc.data = at;
+  io[0].flags = UV_IGNORE;
+  io[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  io[1].data.stream = (uv_stream_t *)&at->out;
+  io[2].flags = UV_IGNORE;
+  o.file = argv[0];
+  o.args = argv;
+  o.cwd = s->cwd;
+  o.stdio = io;
+  o.stdio_count = 3;
+  o.exit_cb = aterm_exit;
+  rv = uv_spawn(&a->loop, &at->proc, &o);
+  free(cmd);
+  t->refs++; /* the terminal's, dropped when its handles are closed */
+  if (rv != 0) {
+    /* Both handles were initialized: both are closed. */
+    at->open = 2;
+    uv_close((uv_handle_t *)&at->out, aterm_closed);
+    uv_close((uv_handle_t *)&at->proc, aterm_closed);
+    snprintf(buf, sizeof(buf), "cannot run %.200s: %s\n", st->arg,
+             uv_strerror(rv));
+    acp_agent_send_tool_call_update(a->agent, s->id, t->tool_id, "failed", NULL,
+                                    0);
+    send_text(a, s, buf);
+    turn_next(t);
+    return;
+  }
+  at->open = 2;
+  t->term = at;
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "sessionUpdate", "terminal_update");
+  kvs(a->w, "terminalId", at->id);
+  kvs(a->w, "command", st->arg);
+  kvs(a->w, "cwd", s->cwd);
+  acp_json_write_keyz(a->w, "capabilities");
+  acp_json_write_raw(a->w, "{\"cancel\":{}}", strlen("{\"cancel\":{}}"));
+  acp_json_write_obj_end(a->w);
+  u = wdata(a, &n);
+  acp_agent_send_update_raw(a->agent, s->id, u, n);
+  t->waiting = true;
+  uv_read_start((uv_stream_t *)&at->out, aterm_alloc, aterm_read);
+}
+
 static void turn_run(turn *t) {
   app *a = t->a;
   int rv;
@@ -1304,6 +1568,10 @@ static void turn_run(turn *t) {
     case STEP_RUN: {
       char *cmd;
       char *p;
+      if (is_v2(a) && st->kind == STEP_RUN) {
+        step_run_v2(t, st);
+        return;
+      }
       if (!a->terminal) {
         send_text(a, s, "the client does not offer terminals\n");
         break;
@@ -2407,6 +2675,27 @@ static int on_tool_call_cancel(acp_agent *agent, acp_agent_request *req,
   return 0;
 }
 
+/* v2 terminal/cancel: stop the command a v2 /run runs (SIGTERM). Answered
+ * first; the terminal_update with its exitStatus confirms it. */
+static int on_terminal_cancel(acp_agent *agent, acp_agent_request *req,
+                              void *ud) {
+  app *a = ud;
+  asession *s = find_session(a, acp_agent_request_session_id(req));
+  turn *t = s != NULL ? s->turn : NULL;
+  aterm *at = t != NULL ? t->term : NULL;
+  const char *id = NULL;
+  size_t n = 0;
+
+  if (at == NULL || at->exited || at->cancelled ||
+      acp_agent_request_param_str(req, "terminalId", &id, &n) != 0 ||
+      n != strlen(at->id) || memcmp(id, at->id, n) != 0)
+    return on_cancel_not_cancellable(agent, req, ud);
+  acp_agent_respond_empty(agent, req);
+  at->cancelled = true;
+  (void)uv_process_kill(&at->proc, SIGTERM);
+  return 0;
+}
+
 static int on_empty(acp_agent *agent, acp_agent_request *req, void *ud) {
   (void)ud;
   acp_agent_respond_empty(agent, req);
@@ -3301,6 +3590,9 @@ static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
     return;
   a->closing = true;
   a->end_reason = reason;
+  for (asession *s = a->sessions; s != NULL; s = s->next)
+    if (s->turn != NULL && s->turn->term != NULL && !s->turn->term->exited)
+      (void)uv_process_kill(&s->turn->term->proc, SIGTERM);
   acp_uv_signals_close(a->sig);
   a->sig = NULL;
   acp_uv_rpc_close(a->rpc, NULL);
@@ -3393,7 +3685,7 @@ int cmd_agent(int argc, char **argv) {
   acp_agent_callbacks_set_on_auth_login(cbs, on_authenticate);
   acp_agent_callbacks_set_on_auth_logout(cbs, on_empty);
   acp_agent_callbacks_set_on_tool_call_cancel(cbs, on_tool_call_cancel);
-  acp_agent_callbacks_set_on_terminal_cancel(cbs, on_cancel_not_cancellable);
+  acp_agent_callbacks_set_on_terminal_cancel(cbs, on_terminal_cancel);
   acp_agent_callbacks_set_on_session_new(cbs, on_session_new);
   acp_agent_callbacks_set_on_session_load(cbs, on_session_load);
   acp_agent_callbacks_set_on_session_resume(cbs, on_session_resume);

@@ -14,7 +14,9 @@
 // and a git_patch, state running -> requires_action -> running -> idle
 // around a permission request {title, subject: tool_call}, and a
 // config_option_update; /cancellable ended by tool_call/cancel (status
-// cancelled, the turn goes on); session/resume with replayFrom start
+// cancelled, the turn goes on); /run as a terminal the agent owns (output
+// chunks in base64, exitStatus) and terminal/cancel stopping one (SIGTERM);
+// session/resume with replayFrom start
 // replaying the prompt under its messageId, then an idle snapshot before
 // the answer; an unknown replay cursor refused with -32602.
 //
@@ -139,6 +141,28 @@ async function semantics(ctx) {
     errors.push('a final tool call was cancelled again');
   } catch (e) {
     check(e.code === -32602, `cancel of a final tool call: ${e.code}`);
+  }
+
+  // /run: a terminal the agent owns; terminal/cancel stops it (SIGTERM)
+  from = updates.length;
+  seen = from;
+  await ctx.request('session/prompt', { sessionId: sid, prompt: [{ type: 'text', text: '/run echo hi\n/run sleep 60\nafter' }] });
+  const t1 = await nextMatching((u) => u.sessionUpdate === 'terminal_update' && u.exitStatus);
+  const out1 = updates.slice(from).filter((u) => u.sessionUpdate === 'terminal_output_chunk' && u.terminalId === t1.terminalId)
+    .map((u) => Buffer.from(u.data, 'base64').toString()).join('');
+  check(t1.exitStatus.exitCode === 0 && out1 === 'hi\n', `echo hi: exit ${JSON.stringify(t1.exitStatus)}, output ${JSON.stringify(out1)}`);
+  const t2 = await nextMatching((u) => u.sessionUpdate === 'terminal_update' && u.capabilities && u.capabilities.cancel && u.terminalId !== t1.terminalId);
+  check(t2.command === 'sleep 60' && t2.cwd === cwd, `terminal_update ${JSON.stringify(t2)}`);
+  await ctx.request('terminal/cancel', { sessionId: sid, terminalId: t2.terminalId });
+  const t2end = await nextMatching((u) => u.sessionUpdate === 'terminal_update' && u.terminalId === t2.terminalId && u.exitStatus);
+  check(t2end.exitStatus.signal === 'SIGTERM' && t2end.capabilities === null, `after terminal/cancel: ${JSON.stringify(t2end)}`);
+  const end2 = await untilIdle();
+  check(end2.stopReason === 'end_turn', `turn after terminal/cancel ended ${end2.stopReason}`);
+  try {
+    await ctx.request('terminal/cancel', { sessionId: sid, terminalId: t2.terminalId });
+    errors.push('an exited terminal was cancelled again');
+  } catch (e) {
+    check(e.code === -32602, `cancel of an exited terminal: ${e.code}`);
   }
 
   // resume with replay: the history, then the state snapshot, then the answer
