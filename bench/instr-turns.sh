@@ -1,8 +1,8 @@
 #!/bin/sh
 # Instructions per prompt turn, client and agent, under callgrind: a
 # measure that does not move with the machine's load (bench/README.md).
-# Each payload runs twice (N and 3N turns); the difference divided by 2N
-# removes start-up, initialize and session/new.
+# Counted inside uv_run only; each payload runs twice (N and 3N turns) and
+# the difference divided by 2N removes initialize and session/new.
 #
 # Usage: bench/instr-turns.sh [--acp BIN] [--agent-args "agent --echo"]
 #        [--payloads "5 65536 1048576"] [--turns N (1 MiB: N/10, min 5)]
@@ -35,7 +35,10 @@ trap 'rm -rf "$TMP"' EXIT
 run() { # payload turns -> "client agent"
   rm -f "$TMP"/cg.*
   # shellcheck disable=SC2086
-  valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$TMP/cg.%p" \
+  # Only inside the event loop: not the client's start-up, nor its sort of
+  # the latencies at the end (which grows faster than the turns).
+  valgrind --tool=callgrind --trace-children=yes --toggle-collect=uv_run \
+    --callgrind-out-file="$TMP/cg.%p" \
     "$ACP" bench-client --payload "$1" --turns "$2" -- "$ACP" $AGENT_ARGS \
     >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
   cpid=$(ls "$TMP"/cg.* | sed 's/.*cg\.//' | sort -n | head -1)

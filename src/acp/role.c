@@ -39,8 +39,8 @@ static int check_params(int version, acp_method_id id,
     while (*end != '\0' && *end != ' ')
       end++;
     p = *end ? end + 1 : end;
-    snprintf(path, pathcap, "/%.*s", (int)(end - name), name);
     if (params == NULL) {
+      snprintf(path, pathcap, "/%.*s", (int)(end - name), name);
       snprintf(msg, msgcap, "%s: missing (no params)", path);
       return -1;
     }
@@ -62,6 +62,9 @@ static int check_params(int version, acp_method_id id,
       break;
     }
     if (want != NULL) {
+      /* The path is formatted only for the answer: every message passes
+       * here, and snprintf was a tenth of a small prompt turn. */
+      snprintf(path, pathcap, "/%.*s", (int)(end - name), name);
       if (v == NULL)
         snprintf(msg, msgcap, "%s: required member is missing", path);
       else
