@@ -124,7 +124,7 @@ for pv in 2025-11-25 2026-07-28; do
     timeout $T $wrap "$cc" "$rs" >"$work/out" 2>"$work/cc.err"
   st=$?
   if [ $st -eq 0 ] && grep -qF 'subject=user-1 scopes=mcp:read mcp:admin' "$work/out" &&
-    [ "$(grep -c 'authorized; running again' "$work/cc.err")" -eq 2 ] && [ "$(runs rs)" -eq $((before + 1)) ]; then
+    [ "$(grep -c 'authorized.*running again' "$work/cc.err")" -eq 2 ] && [ "$(runs rs)" -eq $((before + 1)) ]; then
     ok "flow $pv: token, step-up, whoami ran once"
   else ko "flow $pv (exit $st)"; fi
 done
