@@ -32,7 +32,7 @@
 #define ERR_BODY_MAX 512
 /* A DELETE at close gets this long to be answered. */
 #define DELETE_MS 2000
-#define CONNECT_MS 10000
+#define CONNECT_MS 30000 /* initialize waits for the agent to start */
 
 typedef struct hcli hcli;
 
@@ -119,6 +119,7 @@ struct hcli {
 };
 
 static void pump(hcli *h);
+static void on_connect_timeout(uv_timer_t *t);
 static void sock_close(hsock *s);
 static void fail(hcli *h, int err, const char *detail);
 
@@ -708,8 +709,11 @@ static void pump(hcli *h) {
   hsock *s = h->post;
   s->msg = m;
   s->got_bytes = false;
-  if (m->is_init)
+  if (m->is_init) {
     h->init_sent = true;
+    /* initialize gets a deadline from when it leaves, like an upgrade. */
+    uv_timer_start(&h->timer, on_connect_timeout, CONNECT_MS, 0);
+  }
   acp__buf_init(&req, &h->mem, 0);
   int rv = put_head(h, &req, "POST", m->sid, "application/json", m->len,
                     !m->is_init);
@@ -758,6 +762,7 @@ static void post_done(hsock *s) {
       return;
     }
     memcpy(h->conn_id, s->conn_id, sizeof(h->conn_id));
+    uv_timer_stop(&h->timer);
     char *line = acp__malloc(&h->mem, s->text.len + 1);
     if (!line) {
       hmsg_free(h, m);
@@ -1204,8 +1209,6 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
       0) {
     h->resolving = false;
     fail(h, ACP_ERR_NOT_FOUND, "cannot resolve the host");
-  } else {
-    uv_timer_start(&h->timer, on_connect_timeout, CONNECT_MS, 0);
   }
   *out = h->link;
   return 0;

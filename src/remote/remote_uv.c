@@ -615,7 +615,9 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
       c->ccb = NULL;
       cb(c->link, ACP_ERR_PROTOCOL, "the server closed the connection", c->cud);
     }
-    end_link(c, (int)n);
+    /* The socket ended without a close frame: an abnormal closure (1006),
+     * a dropped connection rather than an end. */
+    end_link(c, n == UV_EOF && c->state == C_OPEN ? UV_ECONNRESET : (int)n);
     conn_close_tcp(c);
     return;
   }

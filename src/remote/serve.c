@@ -233,7 +233,7 @@ static bool rebind(serve *sv, acp_uv_link *link, const char *id,
   for (sc = sv->conns; sc; sc = sc->next)
     if (sc->parked && strcmp(sc->aff, aff) == 0)
       break;
-  if (!sc || !sc->agent || sc->stopping)
+  if (!sc || !sc->agent || sc->stopping || sc->out_eof || sc->exited)
     return false;
   uv_timer_stop(&sc->timer);
   sc->parked = false;

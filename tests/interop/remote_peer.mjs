@@ -13,6 +13,12 @@
 //   dead URL           a raw TCP client that completes the upgrade and then
 //                      never answers a ping: expect the server to drop it
 //   refused URL TOKEN  expect the upgrade to fail with HTTP 401
+//   resume URL         a turn ("remember me"), then drop the TCP connection
+//                      (no close frame), reconnect with the cookies the
+//                      upgrade set and session/load: the replayed history
+//                      must hold the prompt (the same agent process). A
+//                      reconnect before the server saw the drop gets a new
+//                      agent: retried every 100 ms, at most 50 times
 //   closecode URL CODE send initialize; expect at least one message back,
 //                      then the server's close frame with CODE (an agent
 //                      that exits by itself: 1000 if it exited 0, else 1011)
@@ -89,6 +95,51 @@ if (mode === 'big') {
   ws.on('unexpected-response', (req, res) => done(res.statusCode === 401, { status: res.statusCode }));
   ws.on('open', () => done(false, { error: 'upgrade accepted' }));
   ws.on('error', () => {});
+} else if (mode === 'resume') {
+  // One WebSocket ACP connection with a message queue.
+  const open = (cookie) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, cookie ? { headers: { Cookie: cookie } } : {});
+    const queue = [];
+    let waiter = null;
+    let setCookie = [];
+    ws.on('upgrade', (res) => { setCookie = res.headers['set-cookie'] || []; });
+    ws.on('message', (d) => { queue.push(JSON.parse(String(d))); if (waiter) waiter(); });
+    ws.on('error', reject);
+    ws.on('open', () => resolve({
+      ws, setCookie, seen: [],
+      send: (m) => ws.send(JSON.stringify(m)),
+      async next(pred) {
+        for (;;) {
+          while (queue.length) { const m = queue.shift(); if (pred(m)) return m; this.seen.push(m); }
+          await new Promise((r) => { waiter = r; });
+          waiter = null;
+        }
+      },
+    }));
+  });
+  const c1 = await open(null);
+  const cookie = c1.setCookie.map((c) => c.split(';')[0]).join('; ');
+  c1.send(init);
+  await c1.next((m) => m.id === 1);
+  c1.send({ jsonrpc: '2.0', id: 2, method: 'session/new', params: { cwd: process.cwd(), mcpServers: [] } });
+  const sessionId = (await c1.next((m) => m.id === 2)).result.sessionId;
+  c1.send({ jsonrpc: '2.0', id: 3, method: 'session/prompt',
+    params: { sessionId, prompt: [{ type: 'text', text: 'remember me' }] } });
+  await c1.next((m) => m.id === 3);
+  c1.ws.terminate();
+  for (let attempt = 1; attempt <= 50; attempt++) {
+    const c2 = await open(cookie);
+    c2.send(init);
+    await c2.next((m) => m.id === 1);
+    c2.send({ jsonrpc: '2.0', id: 2, method: 'session/load',
+      params: { sessionId, cwd: process.cwd(), mcpServers: [] } });
+    const r = await c2.next((m) => m.id === 2);
+    const replayed = c2.seen.some((m) => JSON.stringify(m).includes('remember me'));
+    c2.ws.close();
+    if (r.result && replayed) done(!!cookie, { sessionId, attempt, cookie });
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  done(false, { error: 'not resumed' });
 } else if (mode === 'closecode') {
   const ws = new WebSocket(url);
   let got = 0;
@@ -98,6 +149,6 @@ if (mode === 'big') {
     { got, code, reason: String(reason) }));
   ws.on('error', (e) => done(false, { error: e.message }));
 } else {
-  process.stderr.write('usage: node remote_peer.mjs big|vanish|binary|dead|refused|closecode URL [ARG]\n');
+  process.stderr.write('usage: node remote_peer.mjs big|vanish|binary|dead|refused|resume|closecode URL [ARG]\n');
   process.exit(2);
 }

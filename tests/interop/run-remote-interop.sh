@@ -343,6 +343,26 @@ else
 fi
 serve_pids=$(echo "$serve_pids" | sed "s/ $s3//")
 
+# ---- session grace: a dropped WebSocket's agent waits for its client ---------
+start_serve "$work/serve8.log" --session-grace 30000 -- "$acp" agent
+out=$(timeout 60 node "$here/remote_peer.mjs" resume "ws://127.0.0.1:$port/acp" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && grep -q "dropped (.*): its agent waits" "$work/serve8.log" &&
+   grep -q "resumes connection" "$work/serve8.log"; then
+  ok "--session-grace: a dropped WebSocket reconnects with its cookie and session/load's its session"
+else ko "session grace over WebSocket" "$out" "$(cat "$work/serve8.log")"; fi
+# a grace that runs out stops the agent
+start_serve "$work/serve9.log" --session-grace 300 -- "$acp" agent
+out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)
+apid=$(grep 'agent pid' "$work/serve9.log" | tail -1 | sed 's/.*agent pid //')
+gone=0
+for _ in $(seq 1 200); do
+  if grep -q "nobody came back" "$work/serve9.log" && ! kill -0 "$apid" 2>/dev/null; then gone=1; break; fi
+  sleep 0.05
+done
+[ "$gone" = 1 ] && ok "--session-grace: nobody came back, the agent (pid $apid) was stopped" ||
+  ko "session grace expiry" "$out" "$(cat "$work/serve9.log")"
+
 # ---- an agent that ends by itself: the close code says how ------------------
 start_serve "$work/serve4.log" -- sh -c 'head -n 1'
 out=$(timeout 30 node "$here/remote_peer.mjs" closecode "ws://127.0.0.1:$port/acp" 1000 2>&1)
