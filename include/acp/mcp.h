@@ -964,7 +964,8 @@ ACP_EXTERN int acp_mcp_call_log(acp_mcp_call *call, acp_mcp_log_level level,
  * Send a server->client request on behalf of `call`; `cb` gets the result
  * with the same call (which stays valid until both the call is answered
  * and every such request completed). The client capability is checked for
- * the three standard methods.
+ * the three standard methods, and for elicitation/create its mode: `form`
+ * (or no mode) needs `elicitation: {}` or `{form}`, `url` needs `{url}`.
  * @param params      JSON object (verbatim) or NULL.
  * @param timeout_ms  0 for none.
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_INVALID_STATE (call answered
@@ -1010,6 +1011,29 @@ ACP_EXTERN int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
                                           uint64_t timeout_ms,
                                           acp_mcp_call_response_cb cb,
                                           void *user_data);
+/** MCP error code (2025-11-25): URLElicitationRequiredError. */
+#define ACP_MCP_URL_ELICITATION_REQUIRED (-32042)
+/**
+ * Answer a call with URLElicitationRequiredError (-32042): the request can
+ * proceed only once the user completed the URL mode elicitations given,
+ * `elicitations` a JSON array of {"mode":"url","elicitationId","url",
+ * "message"} (checked; sent as data.elicitations). Only to a client that
+ * declared URL mode (elicitation.url).
+ * @return as acp_mcp_call_respond_error(), ACP_ERR_INVALID_ARGUMENT (not
+ *         such an array), ACP_ERR_UNSUPPORTED (the client did not declare
+ *         URL mode).
+ */
+ACP_EXTERN int acp_mcp_call_respond_url_elicitation_required(
+    acp_mcp_call *call, const char *elicitations, size_t len);
+/**
+ * Send notifications/elicitation/complete {elicitationId} on `conn`: the
+ * out-of-band interaction of a URL mode elicitation finished. Only to the
+ * client that got the elicitation (the caller's to know).
+ * @return as acp_mcp_conn_notify(), ACP_ERR_UNSUPPORTED (the client did
+ *         not declare URL mode).
+ */
+ACP_EXTERN int acp_mcp_conn_elicitation_complete(acp_mcp_conn *conn,
+                                                 const char *elicitation_id);
 /** sampling/createMessage with the given params object. */
 ACP_EXTERN int
 acp_mcp_call_create_message(acp_mcp_call *call, const char *params,
@@ -1078,6 +1102,29 @@ typedef int (*acp_mcp_client_notification_cb)(acp_mcp_client *c,
 
 ACP_EXTERN int acp_mcp_client_callbacks_new(acp_mcp_client_callbacks **out);
 ACP_EXTERN void acp_mcp_client_callbacks_free(acp_mcp_client_callbacks *cbs);
+/** notifications/elicitation/complete: the URL mode elicitation
+ * `elicitation_id` finished out of band (ids the client does not know must
+ * be ignored). */
+typedef int (*acp_mcp_elicitation_complete_cb)(acp_mcp_client *c,
+                                               const char *elicitation_id,
+                                               size_t len, void *user_data);
+/** Elicitation modes (2025-11-25), for
+ * acp_mcp_client_callbacks_set_elicitation_modes(). */
+enum { ACP_MCP_ELICIT_FORM = 1, ACP_MCP_ELICIT_URL = 2 };
+/**
+ * The modes the elicitation callback handles (default ACP_MCP_ELICIT_FORM):
+ * the capability declares them (form only: `elicitation: {}`; with URL:
+ * `{"form":{},"url":{}}`; URL only: `{"url":{}}`), and an elicitation/create
+ * of another mode is answered -32602 without calling the callback.
+ * @return 0 or ACP_ERR_INVALID_ARGUMENT (0 or unknown bits).
+ */
+ACP_EXTERN int
+acp_mcp_client_callbacks_set_elicitation_modes(acp_mcp_client_callbacks *cbs,
+                                               unsigned modes);
+/** notifications/elicitation/complete (else it reaches the generic
+ * notification callback). */
+ACP_EXTERN void acp_mcp_client_callbacks_set_on_elicitation_complete(
+    acp_mcp_client_callbacks *cbs, acp_mcp_elicitation_complete_cb cb);
 /** Setting one of these three declares the matching client capability. */
 ACP_EXTERN void
 acp_mcp_client_callbacks_set_on_roots_list(acp_mcp_client_callbacks *cbs,

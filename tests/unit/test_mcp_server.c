@@ -1962,6 +1962,34 @@ static int tool_asker(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   return rv;
 }
 
+/* URL mode elicitation: urlneed answers -32042, urlask asks in URL mode
+ * ("no url" when the client did not declare it). */
+static int tool_urlneed(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  static const char list[] =
+      "[{\"mode\":\"url\",\"elicitationId\":\"e9\",\"url\":"
+      "\"https://example.com/z\",\"message\":\"Authorize\"}]";
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_respond_url_elicitation_required(call, list, strlen(list));
+  return rv == ACP_ERR_UNSUPPORTED
+             ? acp_mcp_call_respond_text(call, "no url", 6, true)
+             : rv;
+}
+
+static int tool_urlask(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  static const char up[] =
+      "{\"mode\":\"url\",\"message\":\"Sign in\",\"url\":"
+      "\"https://example.com/x\",\"elicitationId\":\"e1\"}";
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_elicit(call, up, strlen(up), 0, on_name, NULL);
+  return rv == ACP_ERR_UNSUPPORTED
+             ? acp_mcp_call_respond_text(call, "no url", 6, true)
+             : rv;
+}
+
 /* make_server() plus task tools: job (optional; answered by the test),
  * quick (optional; answers at once), broken (optional; fails), asker
  * (optional; asks a name as a task), must (required); at most 3 tasks,
@@ -1975,7 +2003,9 @@ static int make_task_server(acp_mcp_server **out, const acp_mem *mem) {
                {"quick", tool_quick, ACP_MCP_TASK_OPTIONAL},
                {"broken", tool_broken, ACP_MCP_TASK_OPTIONAL},
                {"asker", tool_asker, ACP_MCP_TASK_OPTIONAL},
-               {"must", tool_quick, ACP_MCP_TASK_REQUIRED}};
+               {"must", tool_quick, ACP_MCP_TASK_REQUIRED},
+               {"urlneed", tool_urlneed, ACP_MCP_TASK_FORBIDDEN},
+               {"urlask", tool_urlask, ACP_MCP_TASK_FORBIDDEN}};
   acp_mcp_server *s = NULL;
   size_t i;
   int rv = make_server(&s, mem);
@@ -2335,6 +2365,47 @@ static void test_tasks_2025(void **state) {
   assert_string_equal(out, "");
 }
 
+static void test_url_elicitation_server(void **state) {
+  pair *p = *state;
+  acp_mcp_conn *form = NULL;
+  const char *out;
+
+  /* elicitation: {} is form only. */
+  assert_int_equal(acp_mcp_conn_new(&form, p->s, NULL), 0);
+  do_init(form, "2025-11-25", "{\"elicitation\":{}}");
+  out = xchg(form, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"urlask\"}}");
+  HAS(out, "no url");
+  out = xchg(form, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"urlneed\"}}");
+  HAS(out, "no url");
+  assert_int_equal(acp_mcp_conn_elicitation_complete(form, "e1"),
+                   ACP_ERR_UNSUPPORTED);
+  acp_mcp_conn_free(form);
+  /* {url} only. */
+  do_init(p->c, "2025-11-25", "{\"elicitation\":{\"url\":{}}}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"urlask\"}}");
+  HAS(out, "\"method\":\"elicitation/create\",\"params\":{\"mode\":\"url\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\"}}");
+  HAS(out, "no elicitation"); /* a form elicitation is not for this client */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"urlneed\"}}");
+  HAS(out, "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32042,"
+           "\"message\":\"This request requires more information.\",\"data\":"
+           "{\"elicitations\":[{\"mode\":\"url\",\"elicitationId\":\"e9\"");
+  assert_int_equal(acp_mcp_conn_elicitation_complete(p->c, "e9"), 0);
+  assert_string_equal(drain(p->c),
+                      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                      "elicitation/complete\",\"params\":{\"elicitationId\":"
+                      "\"e9\"}}\n");
+  assert_int_equal(acp_mcp_conn_elicitation_complete(NULL, "x"),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_call_respond_url_elicitation_required(NULL, "[]", 2),
+                   ACP_ERR_INVALID_ARGUMENT);
+}
+
 static void test_task_api_errors(void **state) {
   acp_mcp_server *s = NULL;
   (void)state;
@@ -2380,11 +2451,16 @@ static int failmem_task_scenario(const acp_mem *mem) {
       "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"server/discover\","
       "\"params\":{" META26 "}}",
       "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
-      "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+      "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{"
+      "\"elicitation\":{\"url\":{}}},"
       "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
       "\"name\":\"quick\",\"task\":{}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"urlneed\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"urlask\"}}",
       "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/list\"}",
   };
   acp_mcp_server *s = NULL;
@@ -2456,6 +2532,8 @@ static int failmem_task_scenario(const acp_mem *mem) {
   }
   if (g.pending != NULL)
     rv = acp_mcp_call_respond_text(g.pending, "x", 1, false);
+  if (rv == 0 && acp_mcp_conn_is_initialized(c))
+    rv = acp_mcp_conn_elicitation_complete(c, "e1");
 done:
   acp_mcp_conn_free(c);
   acp_mcp_server_free(s);
@@ -2558,6 +2636,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_tasks_2025, task_setup, teardown),
       cmocka_unit_test(test_task_api_errors),
+      cmocka_unit_test_setup_teardown(test_url_elicitation_server, task_setup,
+                                      teardown),
       cmocka_unit_test(test_task_allocation_failure_loop),
       cmocka_unit_test(test_allocation_failure_loop),
   };
