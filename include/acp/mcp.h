@@ -369,8 +369,9 @@ ACP_EXTERN int acp_mcp_era_write_result(acp_json_writer *w,
 /**
  * The params member a 2026-07-28 Streamable HTTP `Mcp-Name` header mirrors:
  * the `name` of tools/call and prompts/get, the `uri` of resources/read,
- * the `taskId` of tasks/get, tasks/update and tasks/cancel. The client writes the header from it and the server checks the header
- * against it, so both sides share this one rule.
+ * the `taskId` of tasks/get, tasks/update and tasks/cancel. The client writes
+ * the header from it and the server checks the header against it, so both sides
+ * share this one rule.
  *
  * @param method  the request's `method` value (may be NULL).
  * @param params  the request's `params` value (may be NULL).
@@ -1342,9 +1343,9 @@ ACP_EXTERN int acp_mcp_client_set_tasks(acp_mcp_client *c, int on);
  *         without acp_mcp_client_set_tasks()).
  */
 ACP_EXTERN int acp_mcp_client_call_tool_task(
-    acp_mcp_client *c, const char *name, const char *arguments,
-    size_t args_len, uint64_t ttl_ms, const acp_mcp_request_opts *opts,
-    uint64_t now_ms, acp_mcp_result_cb cb, void *user_data, int64_t *id_out);
+    acp_mcp_client *c, const char *name, const char *arguments, size_t args_len,
+    uint64_t ttl_ms, const acp_mcp_request_opts *opts, uint64_t now_ms,
+    acp_mcp_result_cb cb, void *user_data, int64_t *id_out);
 /** tasks/get {taskId}. */
 ACP_EXTERN int acp_mcp_client_task_get(acp_mcp_client *c, const char *task_id,
                                        uint64_t now_ms, acp_mcp_result_cb cb,
@@ -1362,12 +1363,9 @@ ACP_EXTERN int acp_mcp_client_task_result(acp_mcp_client *c,
 /** tasks/update {taskId, inputResponses} (2026 only; ACP_ERR_UNSUPPORTED
  * otherwise). `input_responses`: a JSON object keyed like the task's
  * inputRequests. */
-ACP_EXTERN int acp_mcp_client_task_update(acp_mcp_client *c,
-                                          const char *task_id,
-                                          const char *input_responses,
-                                          size_t len, uint64_t now_ms,
-                                          acp_mcp_result_cb cb,
-                                          void *user_data);
+ACP_EXTERN int acp_mcp_client_task_update(
+    acp_mcp_client *c, const char *task_id, const char *input_responses,
+    size_t len, uint64_t now_ms, acp_mcp_result_cb cb, void *user_data);
 /** tasks/list with an optional cursor (2025 only). */
 ACP_EXTERN int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
                                         uint64_t now_ms, acp_mcp_result_cb cb,
@@ -1377,9 +1375,9 @@ ACP_EXTERN int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
  * tasks/get or tasks/cancel result): 1 with its taskId and status
  * (borrowed, decoded, valid while msg is), else 0. Any output may be NULL.
  */
-ACP_EXTERN int acp_mcp_result_task(const acp_rpc_msg *msg,
-                                   const char **task_id, size_t *id_len,
-                                   const char **status, size_t *status_len);
+ACP_EXTERN int acp_mcp_result_task(const acp_rpc_msg *msg, const char **task_id,
+                                   size_t *id_len, const char **status,
+                                   size_t *status_len);
 
 /* MARK: - Client: eras (2026-07-28) */
 

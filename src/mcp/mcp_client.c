@@ -752,9 +752,10 @@ static void req_unlink_free(acp_mcp_client *c, acp_mcp_client_request *r) {
 
 /* Whether an elicitation/create's mode ("form" when absent) is one the
  * client declared: the server must not send others. */
-static bool elicit_mode_ok(const acp_mcp_client *c, const acp_json_val *params) {
-  unsigned m = c->cbs.elicit_modes ? c->cbs.elicit_modes
-                                   : (unsigned)ACP_MCP_ELICIT_FORM;
+static bool elicit_mode_ok(const acp_mcp_client *c,
+                           const acp_json_val *params) {
+  unsigned m =
+      c->cbs.elicit_modes ? c->cbs.elicit_modes : (unsigned)ACP_MCP_ELICIT_FORM;
   const acp_json_val *mode = acp_json_obj_getz(params, "mode");
 
   if (mode == NULL || ACP_JSON_STR_EQ_LIT(mode, "form"))
@@ -1458,10 +1459,9 @@ int acp_mcp_client_call_tool_task(acp_mcp_client *c, const char *name,
 }
 
 /* tasks/<verb> {"taskId"[, extra members]}. */
-static int send_task(acp_mcp_client *c, const char *method,
-                     const char *task_id, const char *extra_key,
-                     const char *extra, size_t extra_len, uint64_t now_ms,
-                     acp_mcp_result_cb cb, void *ud) {
+static int send_task(acp_mcp_client *c, const char *method, const char *task_id,
+                     const char *extra_key, const char *extra, size_t extra_len,
+                     uint64_t now_ms, acp_mcp_result_cb cb, void *ud) {
   acp_json_writer *w;
 
   if (c == NULL || task_id == NULL)

@@ -54,7 +54,7 @@ typedef struct mcp_req {
   bool cap_elicitation;
   bool cap_roots;
   unsigned elicit_modes; /* ELICIT_FORM | ELICIT_URL */
-  int log_level;  /* stateless: -1 when the request set no level */
+  int log_level;         /* stateless: -1 when the request set no level */
   mcp_cache hint; /* stateless: ttl -1 when the result is not cacheable */
   const acp_json_val *caps;
 } mcp_req;
@@ -168,8 +168,8 @@ struct acp_mcp_call {
   mcp_ready **ready_tail;
   acp__buf inputs; /* "key":{...} members of inputRequests */
   size_t ninputs;
-  unsigned seq; /* unnamed input requests */
-  bool task_ok;  /* the request may become a task */
+  unsigned seq;          /* unnamed input requests */
+  bool task_ok;          /* the request may become a task */
   struct mcp_task *task; /* the task this call runs, or NULL */
   void *user_data;
 };
@@ -1049,8 +1049,8 @@ static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
       return rv;
   }
   if (call->task != NULL)
-    return task_finish(call, is_error, result, len, code, message,
-                       message_len, data, dlen);
+    return task_finish(call, is_error, result, len, code, message, message_len,
+                       data, dlen);
   if (!call->cancelled) {
     if (is_error)
       rv = acp_rpc_session_respond_error(call->conn->rpc, call->handle, code,
@@ -1941,8 +1941,8 @@ static int handler_done(acp_mcp_call *call, int rv) {
     rv = stateless_drain(call, rv);
   /* A task-capable call left to be answered later becomes a task (unless
    * the store is full: then it is answered on its request as usual). */
-  if ((rv >= 0 || rv == ACP_ERR_PAUSE) && call->task_ok &&
-      call->task == NULL && !call->answered && !call->cancelled) {
+  if ((rv >= 0 || rv == ACP_ERR_PAUSE) && call->task_ok && call->task == NULL &&
+      !call->answered && !call->cancelled) {
     int trv = task_start(call);
     if (trv == ACP_ERR_NOMEM)
       return trv;
@@ -2042,7 +2042,9 @@ static bool tasks_offered(const acp_mcp_server *s) {
   return s->max_tasks > 0 && s->state_key_len > 0;
 }
 
-static bool task_terminal(const mcp_task *t) { return t->status >= T_COMPLETED; }
+static bool task_terminal(const mcp_task *t) {
+  return t->status >= T_COMPLETED;
+}
 
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" for a Unix time in ms (proleptic Gregorian,
  * from the day count by the usual era arithmetic). */
@@ -2434,8 +2436,9 @@ static bool caps_have_tasks(const acp_json_val *caps) {
 }
 
 static int missing_tasks_capability(acp_mcp_conn *c, uint64_t handle) {
-  static const char data[] = "{\"requiredCapabilities\":{\"extensions\":{\"" ACP_MCP_EXT_TASKS
-                             "\":{}}}}";
+  static const char data[] =
+      "{\"requiredCapabilities\":{\"extensions\":{\"" ACP_MCP_EXT_TASKS
+      "\":{}}}}";
   return reply_error(c, handle, ACP_MCP_MISSING_REQUIRED_CLIENT_CAPABILITY,
                      "Missing required client capability: " ACP_MCP_EXT_TASKS,
                      NULL, 0, data, sizeof(data) - 1);
@@ -2743,9 +2746,8 @@ int acp_mcp_call_respond_url_elicitation_required(acp_mcp_call *call,
   if (rv != 0)
     return rv;
   rv = acp_json_doc_parse(doc, elicitations, len, NULL);
-  if (rv == 0 &&
-      (acp_json_type_of(acp_json_doc_root(doc)) != ACP_JSON_ARRAY ||
-       acp_json_child(acp_json_doc_root(doc)) == NULL))
+  if (rv == 0 && (acp_json_type_of(acp_json_doc_root(doc)) != ACP_JSON_ARRAY ||
+                  acp_json_child(acp_json_doc_root(doc)) == NULL))
     rv = ACP_ERR_INVALID_ARGUMENT;
   for (e = rv == 0 ? acp_json_child(acp_json_doc_root(doc)) : NULL; e;
        e = acp_json_next(e))
@@ -3139,8 +3141,8 @@ static int tool_task_mode(acp_mcp_conn *c, const acp_rpc_msg *msg,
     rv = c->req.stateless
              ? missing_tasks_capability(c, msg->handle)
              : reply_error(c, msg->handle, ACP_RPC_METHOD_NOT_FOUND,
-                           "This tool must be called as a task", NULL, 0,
-                           NULL, 0);
+                           "This tool must be called as a task", NULL, 0, NULL,
+                           0);
     return rv != 0 ? rv : 1;
   }
   if (it->task_support == ACP_MCP_TASK_FORBIDDEN && asked &&

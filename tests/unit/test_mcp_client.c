@@ -42,7 +42,7 @@ typedef struct world {
   /* what the server saw */
   acp_mcp_call *slow;
   int server_cancels;
-  char to_server[4096]; /* last bytes the client sent */
+  char to_server[4096];  /* last bytes the client sent */
   unsigned elicit_modes; /* set before build_world(); 0: the default */
   char completed[64];    /* elicitation ids the client heard completed */
 } world;
@@ -180,7 +180,8 @@ static int tool_url(acp_mcp_call *call, const acp_json_val *what) {
 static int tool_ask(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   const acp_json_val *what = acp_json_obj_getz(a, "what");
   (void)ud;
-  if (ACP_JSON_STR_EQ_LIT(what, "url") || ACP_JSON_STR_EQ_LIT(what, "urlneed") ||
+  if (ACP_JSON_STR_EQ_LIT(what, "url") ||
+      ACP_JSON_STR_EQ_LIT(what, "urlneed") ||
       ACP_JSON_STR_EQ_LIT(what, "urldone"))
     return tool_url(call, what);
   static const char sp[] = "{\"messages\":[],\"maxTokens\":5}";
@@ -769,9 +770,9 @@ static void test_url_elicitation_form_only(void **state) {
                    ACP_ERR_INVALID_ARGUMENT);
   assert_int_equal(acp_mcp_client_callbacks_set_elicitation_modes(cbs, 4),
                    ACP_ERR_INVALID_ARGUMENT);
-  assert_int_equal(acp_mcp_client_callbacks_set_elicitation_modes(
-                       NULL, ACP_MCP_ELICIT_URL),
-                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_mcp_client_callbacks_set_elicitation_modes(NULL, ACP_MCP_ELICIT_URL),
+      ACP_ERR_INVALID_ARGUMENT);
   acp_mcp_client_callbacks_free(cbs);
 }
 

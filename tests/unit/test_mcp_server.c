@@ -1950,12 +1950,11 @@ static int tool_asker(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   (void)ud;
   rv = acp_mcp_call_start_task(call);
   if (rv == 0)
-    rv = acp_mcp_call_request_named(call, "q", "elicitation/create",
-                                    ASK_NAME, strlen(ASK_NAME), 0, on_name,
-                                    NULL);
+    rv = acp_mcp_call_request_named(call, "q", "elicitation/create", ASK_NAME,
+                                    strlen(ASK_NAME), 0, on_name, NULL);
   if (rv == 0)
-    rv = acp_mcp_call_request_named(call, "q", "elicitation/create",
-                                    ASK_NAME, strlen(ASK_NAME), 0, on_name,
+    rv = acp_mcp_call_request_named(call, "q", "elicitation/create", ASK_NAME,
+                                    strlen(ASK_NAME), 0, on_name,
                                     NULL) == ACP_ERR_INVALID_STATE
              ? 0
              : ACP_ERR_INTERNAL;
@@ -2104,11 +2103,11 @@ static void test_tasks_stateless(void **state) {
            "\"io.modelcontextprotocol/tasks\":{}}}}");
   /* With it: a CreateTaskResult, flat. */
   g.pending = NULL;
-  out = xchg_at(p->c,
-                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
-                "\"params\":{\"name\":\"job\",\"task\":{\"ttl\":5}," META26_TASKS
-                "}}",
-                250);
+  out = xchg_at(
+      p->c,
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+      "\"params\":{\"name\":\"job\",\"task\":{\"ttl\":5}," META26_TASKS "}}",
+      250);
   HAS(out, "\"result\":{\"resultType\":\"task\",\"taskId\":\"");
   HAS(out, "\"status\":\"working\",\"createdAt\":\"2023-11-14T22:13:20.250Z\","
            "\"lastUpdatedAt\":\"2023-11-14T22:13:20.250Z\",\"ttlMs\":1000,"
@@ -2228,8 +2227,7 @@ static void test_tasks_stateless(void **state) {
                   1800);
     task_id_of(out, id2);
     acp_mcp_conn_free(other);
-    assert_int_equal(acp_mcp_call_respond_text(g.pending, "kept", 4, false),
-                     0);
+    assert_int_equal(acp_mcp_call_respond_text(g.pending, "kept", 4, false), 0);
     out = task_req(p->c, 1800, 28, "tasks/get", id2, NULL, META26_TASKS);
     HAS(out, "\"text\":\"kept\"");
   }
@@ -2414,29 +2412,32 @@ static void test_task_api_errors(void **state) {
                    ACP_ERR_INVALID_ARGUMENT);
   assert_int_equal(acp_mcp_server_set_tasks(s, 1, 0, 0),
                    ACP_ERR_INVALID_ARGUMENT);
-  assert_int_equal(acp_mcp_server_set_tool_task_support(s, "nope",
-                                                        ACP_MCP_TASK_OPTIONAL),
-                   ACP_ERR_NOT_FOUND);
-  assert_int_equal(acp_mcp_server_set_tool_task_support(
-                       s, "x", (acp_mcp_task_support)7),
-                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_mcp_server_set_tool_task_support(s, "nope", ACP_MCP_TASK_OPTIONAL),
+      ACP_ERR_NOT_FOUND);
+  assert_int_equal(
+      acp_mcp_server_set_tool_task_support(s, "x", (acp_mcp_task_support)7),
+      ACP_ERR_INVALID_ARGUMENT);
   assert_int_equal(acp_mcp_call_start_task(NULL), ACP_ERR_INVALID_ARGUMENT);
   assert_null(acp_mcp_call_task_id(NULL));
   assert_int_equal(acp_mcp_server_task_count(s), 0);
   assert_int_equal(mcp_fixture_add_echo(s), 0);
   /* Set, changed, cleared: the list entry follows. */
   assert_int_equal(
-      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_REQUIRED), 0);
+      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_REQUIRED),
+      0);
   assert_non_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL),
                          "\"execution\":{\"taskSupport\":\"required\"}}"));
   assert_int_equal(
-      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_OPTIONAL), 0);
+      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_OPTIONAL),
+      0);
   assert_non_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL),
                          "\"execution\":{\"taskSupport\":\"optional\"}}"));
   assert_int_equal(
       acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_FORBIDDEN),
       0);
-  assert_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL), "execution"));
+  assert_null(
+      strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL), "execution"));
   acp_mcp_server_free(s);
 }
 
