@@ -771,6 +771,17 @@ ACP_EXTERN int acp_mcp_server_list_changed(acp_mcp_server *server,
 ACP_EXTERN int acp_mcp_server_resource_updated(acp_mcp_server *server,
                                                const char *uri);
 /**
+ * End every open 2026-07-28 subscriptions/listen (of every conn, or of one)
+ * gracefully: each is answered with its result, an empty
+ * {"resultType":"complete"}, and stops receiving notifications. For a
+ * server shutting down; over Streamable HTTP the answer ends the listen's
+ * SSE stream.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or the first error answering (every
+ *         listen is ended anyway).
+ */
+ACP_EXTERN int acp_mcp_server_close_listens(acp_mcp_server *server);
+ACP_EXTERN int acp_mcp_conn_close_listens(acp_mcp_conn *conn);
+/**
  * Send notifications/message to every initialized conn whose level allows
  * it. `data` is one JSON value (verbatim) or NULL for null; `logger` may be
  * NULL. Silently does nothing when logging is off.

@@ -2720,6 +2720,42 @@ static void tasks_free_all(acp_mcp_server *s) {
   s->ntasks = 0;
 }
 
+/* MARK: - Closing listens (Public) */
+
+int acp_mcp_conn_close_listens(acp_mcp_conn *c) {
+  mcp_cache none = {-1, 0};
+  int rv = 0;
+
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  /* Each open subscriptions/listen ends with its (only) answer, an empty
+   * complete result: the client knows the stream ended on purpose. */
+  while (c->listens) {
+    mcp_sub *sub = c->listens;
+    int r;
+    c->listens = sub->next;
+    r = stateless_respond(c, sub->handle, "{}", 2, &none);
+    if (r != 0 && rv == 0)
+      rv = r;
+    sub_free(&c->srv->mem, sub);
+  }
+  return rv;
+}
+
+int acp_mcp_server_close_listens(acp_mcp_server *s) {
+  acp_mcp_conn *c;
+  int rv = 0;
+
+  if (s == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (c = s->conns; c; c = c->next) {
+    int r = acp_mcp_conn_close_listens(c);
+    if (r != 0 && rv == 0)
+      rv = r;
+  }
+  return rv;
+}
+
 /* MARK: - URL elicitation (Public) */
 
 int acp_mcp_call_respond_url_elicitation_required(acp_mcp_call *call,

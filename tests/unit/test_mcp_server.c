@@ -1237,6 +1237,8 @@ static int failmem_scenario(const acp_mem *mem) {
     rv = acp_mcp_server_list_changed(s, ACP_MCP_LIST_TOOLS);
   if (rv == 0)
     rv = acp_mcp_server_log(s, ACP_MCP_LOG_ERROR, "x", "1", 1);
+  if (rv == 0)
+    rv = acp_mcp_server_close_listens(s);
 done:
   acp_mcp_conn_free(c);
   acp_mcp_server_free(s);
@@ -1378,6 +1380,19 @@ static void test_stateless_listen(void **state) {
     HAS(drain(p->c), SUBID("2"));
     acp_mcp_conn_free(c2); /* frees its state; p->c's listen stays */
   }
+  /* A graceful close answers the open listen: resultType complete; then
+   * nothing more reaches it. */
+  assert_int_equal(acp_mcp_server_close_listens(p->s), 0);
+  assert_string_equal(drain(p->c),
+                      "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{"
+                      "\"resultType\":\"complete\"," SERVER_INFO26 "}}\n");
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_PROMPTS), 0);
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_conn_close_listens(p->c), 0);
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_conn_close_listens(NULL), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_close_listens(NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
 }
 
 /* Bad filters are -32602 and open nothing; without resources.subscribe the
@@ -2483,6 +2498,7 @@ static int failmem_task_scenario(const acp_mem *mem) {
     const char *out;
     const char *t;
     size_t n = strlen(lines[i]);
+    size_t k;
     acp_ssize r;
 
     memcpy(buf, lines[i], n);
@@ -2497,8 +2513,14 @@ static int failmem_task_scenario(const acp_mem *mem) {
       rv = (int)r;
       goto done;
     }
-    t = out ? strstr(out, "\"taskId\":\"") : NULL;
-    if (t != NULL && (size_t)r > (size_t)(t - out) + 42 && nids < 4) {
+    /* The output is not NUL-terminated: search within its length. */
+    t = NULL;
+    for (k = 0; out != NULL && k + 42 < (size_t)r; k++)
+      if (memcmp(out + k, "\"taskId\":\"", 10) == 0) {
+        t = out + k;
+        break;
+      }
+    if (t != NULL && nids < 4) {
       memcpy(ids[nids], t + 10, 32);
       ids[nids++][32] = 0;
     }
