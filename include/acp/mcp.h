@@ -369,8 +369,9 @@ ACP_EXTERN int acp_mcp_era_write_result(acp_json_writer *w,
 /**
  * The params member a 2026-07-28 Streamable HTTP `Mcp-Name` header mirrors:
  * the `name` of tools/call and prompts/get, the `uri` of resources/read,
- * the `taskId` of tasks/get, tasks/update and tasks/cancel. The client writes the header from it and the server checks the header
- * against it, so both sides share this one rule.
+ * the `taskId` of tasks/get, tasks/update and tasks/cancel. The client writes
+ * the header from it and the server checks the header against it, so both sides
+ * share this one rule.
  *
  * @param method  the request's `method` value (may be NULL).
  * @param params  the request's `params` value (may be NULL).
@@ -770,6 +771,17 @@ ACP_EXTERN int acp_mcp_server_list_changed(acp_mcp_server *server,
 ACP_EXTERN int acp_mcp_server_resource_updated(acp_mcp_server *server,
                                                const char *uri);
 /**
+ * End every open 2026-07-28 subscriptions/listen (of every conn, or of one)
+ * gracefully: each is answered with its result, an empty
+ * {"resultType":"complete"}, and stops receiving notifications. For a
+ * server shutting down; over Streamable HTTP the answer ends the listen's
+ * SSE stream.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT or the first error answering (every
+ *         listen is ended anyway).
+ */
+ACP_EXTERN int acp_mcp_server_close_listens(acp_mcp_server *server);
+ACP_EXTERN int acp_mcp_conn_close_listens(acp_mcp_conn *conn);
+/**
  * Send notifications/message to every initialized conn whose level allows
  * it. `data` is one JSON value (verbatim) or NULL for null; `logger` may be
  * NULL. Silently does nothing when logging is off.
@@ -964,7 +976,8 @@ ACP_EXTERN int acp_mcp_call_log(acp_mcp_call *call, acp_mcp_log_level level,
  * Send a server->client request on behalf of `call`; `cb` gets the result
  * with the same call (which stays valid until both the call is answered
  * and every such request completed). The client capability is checked for
- * the three standard methods.
+ * the three standard methods, and for elicitation/create its mode: `form`
+ * (or no mode) needs `elicitation: {}` or `{form}`, `url` needs `{url}`.
  * @param params      JSON object (verbatim) or NULL.
  * @param timeout_ms  0 for none.
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_INVALID_STATE (call answered
@@ -1010,6 +1023,29 @@ ACP_EXTERN int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
                                           uint64_t timeout_ms,
                                           acp_mcp_call_response_cb cb,
                                           void *user_data);
+/** MCP error code (2025-11-25): URLElicitationRequiredError. */
+#define ACP_MCP_URL_ELICITATION_REQUIRED (-32042)
+/**
+ * Answer a call with URLElicitationRequiredError (-32042): the request can
+ * proceed only once the user completed the URL mode elicitations given,
+ * `elicitations` a JSON array of {"mode":"url","elicitationId","url",
+ * "message"} (checked; sent as data.elicitations). Only to a client that
+ * declared URL mode (elicitation.url).
+ * @return as acp_mcp_call_respond_error(), ACP_ERR_INVALID_ARGUMENT (not
+ *         such an array), ACP_ERR_UNSUPPORTED (the client did not declare
+ *         URL mode).
+ */
+ACP_EXTERN int acp_mcp_call_respond_url_elicitation_required(
+    acp_mcp_call *call, const char *elicitations, size_t len);
+/**
+ * Send notifications/elicitation/complete {elicitationId} on `conn`: the
+ * out-of-band interaction of a URL mode elicitation finished. Only to the
+ * client that got the elicitation (the caller's to know).
+ * @return as acp_mcp_conn_notify(), ACP_ERR_UNSUPPORTED (the client did
+ *         not declare URL mode).
+ */
+ACP_EXTERN int acp_mcp_conn_elicitation_complete(acp_mcp_conn *conn,
+                                                 const char *elicitation_id);
 /** sampling/createMessage with the given params object. */
 ACP_EXTERN int
 acp_mcp_call_create_message(acp_mcp_call *call, const char *params,
@@ -1078,6 +1114,29 @@ typedef int (*acp_mcp_client_notification_cb)(acp_mcp_client *c,
 
 ACP_EXTERN int acp_mcp_client_callbacks_new(acp_mcp_client_callbacks **out);
 ACP_EXTERN void acp_mcp_client_callbacks_free(acp_mcp_client_callbacks *cbs);
+/** notifications/elicitation/complete: the URL mode elicitation
+ * `elicitation_id` finished out of band (ids the client does not know must
+ * be ignored). */
+typedef int (*acp_mcp_elicitation_complete_cb)(acp_mcp_client *c,
+                                               const char *elicitation_id,
+                                               size_t len, void *user_data);
+/** Elicitation modes (2025-11-25), for
+ * acp_mcp_client_callbacks_set_elicitation_modes(). */
+enum { ACP_MCP_ELICIT_FORM = 1, ACP_MCP_ELICIT_URL = 2 };
+/**
+ * The modes the elicitation callback handles (default ACP_MCP_ELICIT_FORM):
+ * the capability declares them (form only: `elicitation: {}`; with URL:
+ * `{"form":{},"url":{}}`; URL only: `{"url":{}}`), and an elicitation/create
+ * of another mode is answered -32602 without calling the callback.
+ * @return 0 or ACP_ERR_INVALID_ARGUMENT (0 or unknown bits).
+ */
+ACP_EXTERN int
+acp_mcp_client_callbacks_set_elicitation_modes(acp_mcp_client_callbacks *cbs,
+                                               unsigned modes);
+/** notifications/elicitation/complete (else it reaches the generic
+ * notification callback). */
+ACP_EXTERN void acp_mcp_client_callbacks_set_on_elicitation_complete(
+    acp_mcp_client_callbacks *cbs, acp_mcp_elicitation_complete_cb cb);
 /** Setting one of these three declares the matching client capability. */
 ACP_EXTERN void
 acp_mcp_client_callbacks_set_on_roots_list(acp_mcp_client_callbacks *cbs,
@@ -1295,9 +1354,9 @@ ACP_EXTERN int acp_mcp_client_set_tasks(acp_mcp_client *c, int on);
  *         without acp_mcp_client_set_tasks()).
  */
 ACP_EXTERN int acp_mcp_client_call_tool_task(
-    acp_mcp_client *c, const char *name, const char *arguments,
-    size_t args_len, uint64_t ttl_ms, const acp_mcp_request_opts *opts,
-    uint64_t now_ms, acp_mcp_result_cb cb, void *user_data, int64_t *id_out);
+    acp_mcp_client *c, const char *name, const char *arguments, size_t args_len,
+    uint64_t ttl_ms, const acp_mcp_request_opts *opts, uint64_t now_ms,
+    acp_mcp_result_cb cb, void *user_data, int64_t *id_out);
 /** tasks/get {taskId}. */
 ACP_EXTERN int acp_mcp_client_task_get(acp_mcp_client *c, const char *task_id,
                                        uint64_t now_ms, acp_mcp_result_cb cb,
@@ -1315,12 +1374,9 @@ ACP_EXTERN int acp_mcp_client_task_result(acp_mcp_client *c,
 /** tasks/update {taskId, inputResponses} (2026 only; ACP_ERR_UNSUPPORTED
  * otherwise). `input_responses`: a JSON object keyed like the task's
  * inputRequests. */
-ACP_EXTERN int acp_mcp_client_task_update(acp_mcp_client *c,
-                                          const char *task_id,
-                                          const char *input_responses,
-                                          size_t len, uint64_t now_ms,
-                                          acp_mcp_result_cb cb,
-                                          void *user_data);
+ACP_EXTERN int acp_mcp_client_task_update(
+    acp_mcp_client *c, const char *task_id, const char *input_responses,
+    size_t len, uint64_t now_ms, acp_mcp_result_cb cb, void *user_data);
 /** tasks/list with an optional cursor (2025 only). */
 ACP_EXTERN int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
                                         uint64_t now_ms, acp_mcp_result_cb cb,
@@ -1330,9 +1386,9 @@ ACP_EXTERN int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
  * tasks/get or tasks/cancel result): 1 with its taskId and status
  * (borrowed, decoded, valid while msg is), else 0. Any output may be NULL.
  */
-ACP_EXTERN int acp_mcp_result_task(const acp_rpc_msg *msg,
-                                   const char **task_id, size_t *id_len,
-                                   const char **status, size_t *status_len);
+ACP_EXTERN int acp_mcp_result_task(const acp_rpc_msg *msg, const char **task_id,
+                                   size_t *id_len, const char **status,
+                                   size_t *status_len);
 
 /* MARK: - Client: eras (2026-07-28) */
 

@@ -93,7 +93,8 @@ static const char usage_text[] =
     "initialize)\n"
     "  --task               call: as a task (2025-11-25: a task-augmented\n"
     "                       call, then tasks/result; 2026-07-28: the tasks\n"
-    "                       extension, then tasks/get polls); the task id goes\n"
+    "                       extension, then tasks/get polls); the task id "
+    "goes\n"
     "                       to stderr; a server may answer at once\n"
     "  -h, --help           this help\n"
     "\n"
@@ -418,7 +419,9 @@ typedef struct ev_uv_timer {
 
 static ev_uv_timer *ev_live; /* armed, not yet closing */
 
-static void ev_timer_closed(uv_handle_t *h) { free(h->data); }
+static void ev_timer_closed(uv_handle_t *h) {
+  free(h->data);
+}
 
 static void ev_timer_close(ev_uv_timer *et) {
   if (et->prev)

@@ -26,6 +26,8 @@ struct acp_mcp_client_callbacks {
   acp_mcp_list_changed_cb list_changed;
   acp_mcp_updated_cb updated;
   acp_mcp_client_notification_cb notification;
+  unsigned elicit_modes; /* ACP_MCP_ELICIT_*; 0: form */
+  acp_mcp_elicitation_complete_cb elicit_complete;
 };
 
 typedef struct mcp_pager {
@@ -176,6 +178,21 @@ void acp_mcp_client_callbacks_set_on_elicitation(acp_mcp_client_callbacks *cbs,
                                                  acp_mcp_client_request_cb cb) {
   if (cbs)
     cbs->req[R_ELICIT] = cb;
+}
+
+int acp_mcp_client_callbacks_set_elicitation_modes(
+    acp_mcp_client_callbacks *cbs, unsigned modes) {
+  if (cbs == NULL || modes == 0 ||
+      (modes & ~(unsigned)(ACP_MCP_ELICIT_FORM | ACP_MCP_ELICIT_URL)) != 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  cbs->elicit_modes = modes;
+  return 0;
+}
+
+void acp_mcp_client_callbacks_set_on_elicitation_complete(
+    acp_mcp_client_callbacks *cbs, acp_mcp_elicitation_complete_cb cb) {
+  if (cbs)
+    cbs->elicit_complete = cb;
 }
 
 void acp_mcp_client_callbacks_set_on_request_cancelled(
@@ -733,6 +750,21 @@ static void req_unlink_free(acp_mcp_client *c, acp_mcp_client_request *r) {
     (void)round_unref(c, rd);
 }
 
+/* Whether an elicitation/create's mode ("form" when absent) is one the
+ * client declared: the server must not send others. */
+static bool elicit_mode_ok(const acp_mcp_client *c,
+                           const acp_json_val *params) {
+  unsigned m =
+      c->cbs.elicit_modes ? c->cbs.elicit_modes : (unsigned)ACP_MCP_ELICIT_FORM;
+  const acp_json_val *mode = acp_json_obj_getz(params, "mode");
+
+  if (mode == NULL || ACP_JSON_STR_EQ_LIT(mode, "form"))
+    return (m & ACP_MCP_ELICIT_FORM) != 0;
+  if (ACP_JSON_STR_EQ_LIT(mode, "url"))
+    return (m & ACP_MCP_ELICIT_URL) != 0;
+  return false;
+}
+
 static int client_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
                              void *user_data) {
   acp_mcp_client *c = user_data;
@@ -757,6 +789,12 @@ static int client_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
     rv = acp_rpc_session_respond_error(
         rpc, msg->handle, ACP_RPC_INVALID_PARAMS,
         "Invalid params: params must be an object", 40, NULL, 0);
+    return rv == ACP_ERR_NOMEM ? rv : 0;
+  }
+  if (i == R_ELICIT && !elicit_mode_ok(c, msg->params)) {
+    static const char e[] = "Invalid params: unsupported elicitation mode";
+    rv = acp_rpc_session_respond_error(rpc, msg->handle, ACP_RPC_INVALID_PARAMS,
+                                       e, sizeof(e) - 1, NULL, 0);
     return rv == ACP_ERR_NOMEM ? rv : 0;
   }
   r = acp__calloc(&c->mem, 1, sizeof(*r));
@@ -857,6 +895,19 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
     cache_drop(c, which);
     return c->cbs.list_changed ? c->cbs.list_changed(c, which, c->user_data)
                                : 0;
+  }
+  if (acp__mcp_method_is(msg, "notifications/elicitation/complete") &&
+      c->cbs.elicit_complete != NULL) {
+    const acp_json_val *iv = acp_json_obj_getz(params, "elicitationId");
+    const char *p;
+    size_t n;
+
+    if (acp_json_type_of(iv) != ACP_JSON_STRING)
+      return 0;
+    rv = acp_json_doc_str(msg->doc, iv, &p, &n);
+    if (rv != 0)
+      return rv;
+    return c->cbs.elicit_complete(c, p, n, c->user_data);
   }
   if (acp__mcp_method_is(msg, "notifications/resources/updated")) {
     const acp_json_val *uv = acp_json_obj_getz(params, "uri");
@@ -1108,8 +1159,17 @@ static int write_init_params(acp_mcp_client *c, acp_json_writer *w,
     acp_json_write_raw(w, "{}", 2);
   }
   if (c->cbs.req[R_ELICIT]) {
+    unsigned m = c->cbs.elicit_modes ? c->cbs.elicit_modes
+                                     : (unsigned)ACP_MCP_ELICIT_FORM;
     acp_json_write_keyz(w, "elicitation");
-    acp_json_write_raw(w, "{}", 2);
+    /* Form only stays `{}` (what clients before 2025-11-25 send); URL mode
+     * is declared only when the callback says it handles it. */
+    if (m == ACP_MCP_ELICIT_FORM)
+      acp_json_write_raw(w, "{}", 2);
+    else if (m == ACP_MCP_ELICIT_URL)
+      acp_json_write_raw(w, "{\"url\":{}}", 10);
+    else
+      acp_json_write_raw(w, "{\"form\":{},\"url\":{}}", 20);
   }
   /* The 2026 _meta only: a 2025 client's `tasks` capability would mean
    * it runs tasks for the server. */
@@ -1399,10 +1459,9 @@ int acp_mcp_client_call_tool_task(acp_mcp_client *c, const char *name,
 }
 
 /* tasks/<verb> {"taskId"[, extra members]}. */
-static int send_task(acp_mcp_client *c, const char *method,
-                     const char *task_id, const char *extra_key,
-                     const char *extra, size_t extra_len, uint64_t now_ms,
-                     acp_mcp_result_cb cb, void *ud) {
+static int send_task(acp_mcp_client *c, const char *method, const char *task_id,
+                     const char *extra_key, const char *extra, size_t extra_len,
+                     uint64_t now_ms, acp_mcp_result_cb cb, void *ud) {
   acp_json_writer *w;
 
   if (c == NULL || task_id == NULL)

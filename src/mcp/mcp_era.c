@@ -193,9 +193,8 @@ int acp__mcp_era_write_stateless_result(acp_json_writer *w,
     const acp_json_val *v = acp_json_next(k);
     /* The hints are ours to set on cacheable complete results; other
      * results keep their own `ttlMs` (a task's lifetime). */
-    if (key_is(k, "_meta") ||
-        (complete && ttl_ms >= 0 &&
-         (key_is(k, "ttlMs") || key_is(k, "cacheScope"))))
+    if (key_is(k, "_meta") || (complete && ttl_ms >= 0 &&
+                               (key_is(k, "ttlMs") || key_is(k, "cacheScope"))))
       continue;
     acp__json_write_key_val(w, k);
     acp_json_write_val(w, v);

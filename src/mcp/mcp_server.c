@@ -53,7 +53,8 @@ typedef struct mcp_req {
   bool cap_sampling;
   bool cap_elicitation;
   bool cap_roots;
-  int log_level;  /* stateless: -1 when the request set no level */
+  unsigned elicit_modes; /* ELICIT_FORM | ELICIT_URL */
+  int log_level;         /* stateless: -1 when the request set no level */
   mcp_cache hint; /* stateless: ttl -1 when the result is not cacheable */
   const acp_json_val *caps;
 } mcp_req;
@@ -167,8 +168,8 @@ struct acp_mcp_call {
   mcp_ready **ready_tail;
   acp__buf inputs; /* "key":{...} members of inputRequests */
   size_t ninputs;
-  unsigned seq; /* unnamed input requests */
-  bool task_ok;  /* the request may become a task */
+  unsigned seq;          /* unnamed input requests */
+  bool task_ok;          /* the request may become a task */
   struct mcp_task *task; /* the task this call runs, or NULL */
   void *user_data;
 };
@@ -191,6 +192,7 @@ struct acp_mcp_conn {
   bool cap_sampling;
   bool cap_elicitation;
   bool cap_roots;
+  unsigned elicit_modes;
   int log_level;
   char **subs;
   size_t nsubs;
@@ -220,6 +222,52 @@ static const char *const list_keys[K_COUNT] = {"tools", "resources",
 static const char cursor_tags[K_COUNT] = {'t', 'r', 'T', 'p'};
 
 static void tasks_free_all(acp_mcp_server *s);
+
+enum { ELICIT_FORM = 1, ELICIT_URL = 2 };
+
+/* The elicitation modes a client's capabilities declare: `elicitation: {}`
+ * means form only (2025-11-25 keeps the older clients' meaning). */
+static unsigned elicit_modes_of(const acp_json_val *caps) {
+  const acp_json_val *e = acp_json_obj_getz(caps, "elicitation");
+  unsigned m = 0;
+
+  if (e == NULL)
+    return 0;
+  if (acp_json_obj_getz(e, "form") != NULL)
+    m |= ELICIT_FORM;
+  if (acp_json_obj_getz(e, "url") != NULL)
+    m |= ELICIT_URL;
+  return m ? m : ELICIT_FORM;
+}
+
+/* Whether the client takes an elicitation/create with these params: its
+ * `mode` ("form" when absent) must be one it declared. 1 yes, 0 no, or
+ * ACP_ERR_NOMEM. */
+static int elicit_allowed(const acp_mem *m, unsigned modes, const char *params,
+                          size_t len) {
+  acp_json_doc *doc = NULL;
+  const acp_json_val *mode;
+  unsigned want = ELICIT_FORM;
+  int rv;
+
+  if (params != NULL) {
+    rv = acp_json_doc_new(&doc, m);
+    if (rv != 0)
+      return rv;
+    rv = acp_json_doc_parse(doc, params, len, NULL);
+    if (rv == ACP_ERR_NOMEM) {
+      acp_json_doc_free(doc);
+      return rv;
+    }
+    mode = rv == 0 ? acp_json_obj_getz(acp_json_doc_root(doc), "mode") : NULL;
+    if (mode != NULL && ACP_JSON_STR_EQ_LIT(mode, "url"))
+      want = ELICIT_URL;
+    else if (mode != NULL && !ACP_JSON_STR_EQ_LIT(mode, "form"))
+      want = 0; /* an unknown mode: nobody declared it */
+    acp_json_doc_free(doc);
+  }
+  return (modes & want) != 0;
+}
 
 /* MARK: - Registry (Public) */
 
@@ -1001,8 +1049,8 @@ static int call_answer(acp_mcp_call *call, bool is_error, const char *result,
       return rv;
   }
   if (call->task != NULL)
-    return task_finish(call, is_error, result, len, code, message,
-                       message_len, data, dlen);
+    return task_finish(call, is_error, result, len, code, message, message_len,
+                       data, dlen);
   if (!call->cancelled) {
     if (is_error)
       rv = acp_rpc_session_respond_error(call->conn->rpc, call->handle, code,
@@ -1389,6 +1437,11 @@ int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
       (strcmp(method, "elicitation/create") == 0 && !c->cap_elicitation) ||
       (strcmp(method, "roots/list") == 0 && !c->cap_roots))
     return ACP_ERR_UNSUPPORTED;
+  if (strcmp(method, "elicitation/create") == 0) {
+    rv = elicit_allowed(&c->srv->mem, c->elicit_modes, params, params_len);
+    if (rv != 1)
+      return rv == 0 ? ACP_ERR_UNSUPPORTED : rv;
+  }
   o = acp__calloc(&c->srv->mem, 1, sizeof(*o));
   if (o == NULL)
     return ACP_ERR_NOMEM;
@@ -1732,6 +1785,12 @@ static int stateless_input(acp_mcp_call *call, const char *key,
        !call->req.cap_elicitation) ||
       (strcmp(method, "roots/list") == 0 && !call->req.cap_roots))
     return ACP_ERR_UNSUPPORTED;
+  if (strcmp(method, "elicitation/create") == 0) {
+    rv = elicit_allowed(&c->srv->mem, call->req.elicit_modes, params,
+                        params_len);
+    if (rv != 1)
+      return rv == 0 ? ACP_ERR_UNSUPPORTED : rv;
+  }
   /* Only the three input request kinds exist; a ping has no 2026 form. */
   if (c->srv->state_key_len == 0 ||
       (strcmp(method, "sampling/createMessage") != 0 &&
@@ -1882,8 +1941,8 @@ static int handler_done(acp_mcp_call *call, int rv) {
     rv = stateless_drain(call, rv);
   /* A task-capable call left to be answered later becomes a task (unless
    * the store is full: then it is answered on its request as usual). */
-  if ((rv >= 0 || rv == ACP_ERR_PAUSE) && call->task_ok &&
-      call->task == NULL && !call->answered && !call->cancelled) {
+  if ((rv >= 0 || rv == ACP_ERR_PAUSE) && call->task_ok && call->task == NULL &&
+      !call->answered && !call->cancelled) {
     int trv = task_start(call);
     if (trv == ACP_ERR_NOMEM)
       return trv;
@@ -1983,7 +2042,9 @@ static bool tasks_offered(const acp_mcp_server *s) {
   return s->max_tasks > 0 && s->state_key_len > 0;
 }
 
-static bool task_terminal(const mcp_task *t) { return t->status >= T_COMPLETED; }
+static bool task_terminal(const mcp_task *t) {
+  return t->status >= T_COMPLETED;
+}
 
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" for a Unix time in ms (proleptic Gregorian,
  * from the day count by the usual era arithmetic). */
@@ -2375,8 +2436,9 @@ static bool caps_have_tasks(const acp_json_val *caps) {
 }
 
 static int missing_tasks_capability(acp_mcp_conn *c, uint64_t handle) {
-  static const char data[] = "{\"requiredCapabilities\":{\"extensions\":{\"" ACP_MCP_EXT_TASKS
-                             "\":{}}}}";
+  static const char data[] =
+      "{\"requiredCapabilities\":{\"extensions\":{\"" ACP_MCP_EXT_TASKS
+      "\":{}}}}";
   return reply_error(c, handle, ACP_MCP_MISSING_REQUIRED_CLIENT_CAPABILITY,
                      "Missing required client capability: " ACP_MCP_EXT_TASKS,
                      NULL, 0, data, sizeof(data) - 1);
@@ -2658,6 +2720,121 @@ static void tasks_free_all(acp_mcp_server *s) {
   s->ntasks = 0;
 }
 
+/* MARK: - Closing listens (Public) */
+
+int acp_mcp_conn_close_listens(acp_mcp_conn *c) {
+  mcp_cache none = {-1, 0};
+  int rv = 0;
+
+  if (c == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  /* Each open subscriptions/listen ends with its (only) answer, an empty
+   * complete result: the client knows the stream ended on purpose. */
+  while (c->listens) {
+    mcp_sub *sub = c->listens;
+    int r;
+    c->listens = sub->next;
+    r = stateless_respond(c, sub->handle, "{}", 2, &none);
+    if (r != 0 && rv == 0)
+      rv = r;
+    sub_free(&c->srv->mem, sub);
+  }
+  return rv;
+}
+
+int acp_mcp_server_close_listens(acp_mcp_server *s) {
+  acp_mcp_conn *c;
+  int rv = 0;
+
+  if (s == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (c = s->conns; c; c = c->next) {
+    int r = acp_mcp_conn_close_listens(c);
+    if (r != 0 && rv == 0)
+      rv = r;
+  }
+  return rv;
+}
+
+/* MARK: - URL elicitation (Public) */
+
+int acp_mcp_call_respond_url_elicitation_required(acp_mcp_call *call,
+                                                  const char *elicitations,
+                                                  size_t len) {
+  static const char msg[] = "This request requires more information.";
+  acp_mcp_conn *c;
+  acp_json_doc *doc = NULL;
+  const acp_json_val *e;
+  unsigned modes;
+  acp__buf b;
+  int rv;
+
+  if (call == NULL || elicitations == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (call->answered)
+    return ACP_ERR_INVALID_STATE;
+  c = call->conn;
+  modes = call->req.stateless ? call->req.elicit_modes : c->elicit_modes;
+  if (!(modes & ELICIT_URL))
+    return ACP_ERR_UNSUPPORTED;
+  /* A non-empty array of URL elicitations, each with its id. */
+  rv = acp_json_doc_new(&doc, &c->srv->mem);
+  if (rv != 0)
+    return rv;
+  rv = acp_json_doc_parse(doc, elicitations, len, NULL);
+  if (rv == 0 && (acp_json_type_of(acp_json_doc_root(doc)) != ACP_JSON_ARRAY ||
+                  acp_json_child(acp_json_doc_root(doc)) == NULL))
+    rv = ACP_ERR_INVALID_ARGUMENT;
+  for (e = rv == 0 ? acp_json_child(acp_json_doc_root(doc)) : NULL; e;
+       e = acp_json_next(e))
+    if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(e, "mode"), "url") ||
+        acp_json_type_of(acp_json_obj_getz(e, "elicitationId")) !=
+            ACP_JSON_STRING ||
+        acp_json_type_of(acp_json_obj_getz(e, "url")) != ACP_JSON_STRING ||
+        acp_json_type_of(acp_json_obj_getz(e, "message")) != ACP_JSON_STRING)
+      rv = ACP_ERR_INVALID_ARGUMENT;
+  acp_json_doc_free(doc);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
+  acp__buf_init(&b, &c->srv->mem, 0);
+  rv = acp__buf_append(&b, "{\"elicitations\":", 16);
+  if (rv == 0)
+    rv = acp__buf_append(&b, elicitations, len);
+  if (rv == 0)
+    rv = acp__buf_putc(&b, '}');
+  if (rv == 0)
+    rv = acp_mcp_call_respond_error(call, ACP_MCP_URL_ELICITATION_REQUIRED, msg,
+                                    b.data, b.len);
+  acp__buf_dispose(&b);
+  return rv;
+}
+
+int acp_mcp_conn_elicitation_complete(acp_mcp_conn *c,
+                                      const char *elicitation_id) {
+  acp_json_writer *w;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (c == NULL || elicitation_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (!(c->elicit_modes & ELICIT_URL))
+    return ACP_ERR_UNSUPPORTED;
+  w = c->nw;
+  acp_json_writer_reset(w);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "elicitationId");
+  acp_json_write_strz(w, elicitation_id);
+  rv = acp_json_write_obj_end(w);
+  if (rv != 0)
+    return rv == ACP_ERR_NOMEM || rv == ACP_ERR_LIMIT
+               ? rv
+               : ACP_ERR_INVALID_ARGUMENT;
+  p = acp_json_writer_data(w, &n);
+  return acp_rpc_session_notify(c->rpc, "notifications/elicitation/complete",
+                                34, p, n);
+}
+
 /* MARK: - Tasks (Public) */
 
 int acp_mcp_server_set_tasks(acp_mcp_server *s, size_t max_tasks,
@@ -2832,6 +3009,7 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     c->client_caps_len = n;
     c->cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
     c->cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+    c->elicit_modes = elicit_modes_of(caps);
     c->cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
   }
   if (info) {
@@ -2999,8 +3177,8 @@ static int tool_task_mode(acp_mcp_conn *c, const acp_rpc_msg *msg,
     rv = c->req.stateless
              ? missing_tasks_capability(c, msg->handle)
              : reply_error(c, msg->handle, ACP_RPC_METHOD_NOT_FOUND,
-                           "This tool must be called as a task", NULL, 0,
-                           NULL, 0);
+                           "This tool must be called as a task", NULL, 0, NULL,
+                           0);
     return rv != 0 ? rv : 1;
   }
   if (it->task_support == ACP_MCP_TASK_FORBIDDEN && asked &&
@@ -3551,6 +3729,7 @@ static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   c->req.caps = caps;
   c->req.cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
   c->req.cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+  c->req.elicit_modes = elicit_modes_of(caps);
   c->req.cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
   c->req.hint.ttl = -1;
 

@@ -42,7 +42,9 @@ typedef struct world {
   /* what the server saw */
   acp_mcp_call *slow;
   int server_cancels;
-  char to_server[4096]; /* last bytes the client sent */
+  char to_server[4096];  /* last bytes the client sent */
+  unsigned elicit_modes; /* set before build_world(); 0: the default */
+  char completed[64];    /* elicitation ids the client heard completed */
 } world;
 
 static world W;
@@ -92,8 +94,10 @@ static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     const char *raw = acp_json_raw(msg->result, &n);
     snprintf(r->text, sizeof(r->text), "%.*s", (int)n, raw);
   } else if (status == ACP_ERR_PROTOCOL) {
-    snprintf(r->text, sizeof(r->text), "%lld %s", (long long)msg->error_code,
-             msg->error_message);
+    size_t n = 0;
+    const char *raw = msg->error_data ? acp_json_raw(msg->error_data, &n) : "";
+    snprintf(r->text, sizeof(r->text), "%lld %s %.*s",
+             (long long)msg->error_code, msg->error_message, (int)n, raw);
   }
   return 0;
 }
@@ -139,9 +143,47 @@ static int relay(acp_mcp_call *call, int status, const acp_rpc_msg *msg,
   }
 }
 
+/* URL mode elicitation: "url" asks, "urlneed" answers -32042, "urldone"
+ * sends notifications/elicitation/complete; "no url mode" when the client
+ * did not declare it. */
+static int tool_url(acp_mcp_call *call, const acp_json_val *what) {
+  static const char up[] =
+      "{\"mode\":\"url\",\"message\":\"Sign in\",\"url\":"
+      "\"https://example.com/x\",\"elicitationId\":\"e1\"}";
+  static const char list[] =
+      "[{\"mode\":\"url\",\"elicitationId\":\"e2\",\"url\":"
+      "\"https://example.com/y\",\"message\":\"Authorize\"}]";
+  int rv;
+  if (ACP_JSON_STR_EQ_LIT(what, "url"))
+    rv = acp_mcp_call_elicit(call, up, strlen(up), 0, relay, NULL);
+  else if (ACP_JSON_STR_EQ_LIT(what, "urlneed")) {
+    rv = acp_mcp_call_respond_url_elicitation_required(call, "[]", 2);
+    if (rv != ACP_ERR_UNSUPPORTED) {
+      /* An empty list, or one without ids, is refused. */
+      if (rv != ACP_ERR_INVALID_ARGUMENT ||
+          acp_mcp_call_respond_url_elicitation_required(
+              call, "[{\"mode\":\"url\"}]", 16) != ACP_ERR_INVALID_ARGUMENT)
+        return acp_mcp_call_respond_text(call, "bad check", 9, true);
+      rv = acp_mcp_call_respond_url_elicitation_required(call, list,
+                                                         strlen(list));
+    }
+  } else {
+    rv = acp_mcp_conn_elicitation_complete(acp_mcp_call_conn(call), "e1");
+    if (rv == 0)
+      rv = acp_mcp_call_respond_text(call, "sent", 4, false);
+  }
+  if (rv == ACP_ERR_UNSUPPORTED)
+    return acp_mcp_call_respond_text(call, "no url mode", 11, true);
+  return rv;
+}
+
 static int tool_ask(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   const acp_json_val *what = acp_json_obj_getz(a, "what");
   (void)ud;
+  if (ACP_JSON_STR_EQ_LIT(what, "url") ||
+      ACP_JSON_STR_EQ_LIT(what, "urlneed") ||
+      ACP_JSON_STR_EQ_LIT(what, "urldone"))
+    return tool_url(call, what);
   static const char sp[] = "{\"messages\":[],\"maxTokens\":5}";
   static const char ep[] =
       "{\"message\":\"name?\",\"requestedSchema\":{\"type\":\"object\","
@@ -250,14 +292,25 @@ static int c_updated(acp_mcp_client *c, const char *uri, size_t n, void *ud) {
   return 0;
 }
 
+static int c_elicit_done(acp_mcp_client *c, const char *id, size_t n,
+                         void *ud) {
+  (void)c;
+  (void)ud;
+  snprintf(W.completed + strlen(W.completed),
+           sizeof(W.completed) - strlen(W.completed), "%.*s;", (int)n, id);
+  return 0;
+}
+
 static int build_world(const acp_mem *mem, acp_mcp_version asked) {
   acp_mcp_client_callbacks *cbs = NULL;
   acp_mcp_resource_def r;
   acp_mcp_prompt_def p;
+  unsigned modes = W.elicit_modes;
   int rv;
   int i;
 
   memset(&W, 0, sizeof(W));
+  W.elicit_modes = modes;
   rv = acp_mcp_server_new(&W.s, "srv", "1", NULL, mem);
   if (rv != 0)
     return rv;
@@ -305,6 +358,12 @@ static int build_world(const acp_mem *mem, acp_mcp_version asked) {
   acp_mcp_client_callbacks_set_on_log(cbs, c_log);
   acp_mcp_client_callbacks_set_on_list_changed(cbs, c_list_changed);
   acp_mcp_client_callbacks_set_on_resource_updated(cbs, c_updated);
+  acp_mcp_client_callbacks_set_on_elicitation_complete(cbs, c_elicit_done);
+  if (modes != 0 &&
+      acp_mcp_client_callbacks_set_elicitation_modes(cbs, modes) != 0) {
+    acp_mcp_client_callbacks_free(cbs);
+    return ACP_ERR_INTERNAL;
+  }
   rv = acp_mcp_client_new(&W.c, cbs, "cli", "0.1", NULL, mem);
   acp_mcp_client_callbacks_free(cbs);
   if (rv != 0)
@@ -323,6 +382,7 @@ static void free_world(void) {
 static int setup(void **state) {
   rec r;
   (void)state;
+  W.elicit_modes = 0;
   memset(&r, 0, sizeof(r));
   assert_int_equal(build_world(NULL, ACP_MCP_VERSION_UNKNOWN), 0);
   assert_int_equal(acp_mcp_client_initialize(W.c, 0, on_result, &r), 0);
@@ -655,6 +715,96 @@ static void test_client_server_requests_roundtrip(void **state) {
   HAS(r.text, "failed");
 }
 
+static int setup_url(void **state) {
+  rec r;
+  (void)state;
+  W.elicit_modes = ACP_MCP_ELICIT_FORM | ACP_MCP_ELICIT_URL;
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(build_world(NULL, ACP_MCP_VERSION_UNKNOWN), 0);
+  assert_int_equal(acp_mcp_client_initialize(W.c, 0, on_result, &r), 0);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(r.status, 0);
+  return 0;
+}
+
+static const char *client_caps(void) {
+  static char buf[512];
+  size_t n;
+  const char *p = acp_mcp_conn_client_capabilities(W.conn, &n);
+  snprintf(buf, sizeof(buf), "%.*s", (int)n, p ? p : "");
+  return buf;
+}
+
+/* A client whose callback handles form only declares `elicitation: {}`,
+ * and neither the server nor the client lets a URL elicitation through. */
+static void test_url_elicitation_form_only(void **state) {
+  acp_mcp_client_callbacks *cbs = NULL;
+  const char *out;
+  acp_ssize n;
+  rec r;
+  (void)state;
+  HAS(client_caps(), "\"elicitation\":{}");
+  ask("url", &r);
+  assert_null(W.held);
+  HAS(r.text, "no url mode");
+  ask("urlneed", &r);
+  HAS(r.text, "no url mode");
+  ask("urldone", &r);
+  HAS(r.text, "no url mode");
+  /* A server that sends one anyway gets -32602 and the callback is not
+   * called. */
+  {
+    static const char req[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"elicitation/create\","
+        "\"params\":{\"mode\":\"url\",\"message\":\"m\",\"url\":"
+        "\"https://e\",\"elicitationId\":\"x\"}}\n";
+    assert_int_equal(acp_mcp_client_recv(W.c, req, strlen(req), 0),
+                     (acp_ssize)strlen(req));
+    assert_null(W.held);
+    n = acp_mcp_client_send(W.c, &out);
+    assert_true(n > 0);
+    assert_non_null(strstr(out, "\"id\":77,\"error\":{\"code\":-32602"));
+  }
+  assert_int_equal(acp_mcp_client_callbacks_new(&cbs), 0);
+  assert_int_equal(acp_mcp_client_callbacks_set_elicitation_modes(cbs, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_client_callbacks_set_elicitation_modes(cbs, 4),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_mcp_client_callbacks_set_elicitation_modes(NULL, ACP_MCP_ELICIT_URL),
+      ACP_ERR_INVALID_ARGUMENT);
+  acp_mcp_client_callbacks_free(cbs);
+}
+
+static void test_url_elicitation(void **state) {
+  rec r;
+  (void)state;
+  HAS(client_caps(), "\"elicitation\":{\"form\":{},\"url\":{}}");
+  /* The request reaches the callback with its mode. */
+  ask("url", &r);
+  assert_non_null(W.held);
+  assert_int_equal(RESPOND(W.c, W.held, "{\"action\":\"accept\"}"), 0);
+  W.held = NULL;
+  assert_int_equal(pump(), 0);
+  HAS(r.text, "\"action\":\"accept\"");
+  /* Form still works. */
+  ask("elicitation", &r);
+  assert_non_null(W.held);
+  assert_int_equal(RESPOND(W.c, W.held, "{\"action\":\"decline\"}"), 0);
+  W.held = NULL;
+  assert_int_equal(pump(), 0);
+  HAS(r.text, "decline");
+  /* URLElicitationRequiredError with the elicitations in data. */
+  ask("urlneed", &r);
+  assert_int_equal(r.status, ACP_ERR_PROTOCOL);
+  HAS(r.text, "-32042 This request requires more information. "
+              "{\"elicitations\":[{\"mode\":\"url\",\"elicitationId\":\"e2\"");
+  /* notifications/elicitation/complete reaches its callback. */
+  ask("urldone", &r);
+  HAS(r.text, "sent");
+  assert_string_equal(W.completed, "e1;");
+}
+
 static void test_client_cancel_propagates_to_sampling(void **state) {
   rec r;
   int64_t id;
@@ -876,6 +1026,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_bad_arguments, setup,
                                       teardown),
       cmocka_unit_test(test_client_allocation_failure_loop),
+      cmocka_unit_test_setup_teardown(test_url_elicitation_form_only, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_url_elicitation, setup_url,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -326,7 +326,8 @@ static void test_lists(void **state) {
   HAS(r.text, "\"if\":{");
   /* Task support as the tasks-* scenarios need it. */
   HAS(r.text, "\"name\":\"failing_job\",\"description\":\"A task that ends "
-              "with a tool error\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
+              "with a tool "
+              "error\",\"inputSchema\":{\"type\":\"object\",\"properties\":{}},"
               "\"execution\":{\"taskSupport\":\"required\"}}");
 
   memset(&r, 0, sizeof(r));
@@ -838,8 +839,8 @@ typedef struct trec {
   char status[32];
 } trec;
 
-static int on_task_result(acp_mcp_client *c, int status,
-                          const acp_rpc_msg *msg, void *ud) {
+static int on_task_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                          void *ud) {
   trec *t = ud;
   t->is_task = status == 0 && task_id_and_status(msg, t->id, t->status);
   return on_result(c, status, msg, &t->r);
@@ -847,10 +848,10 @@ static int on_task_result(acp_mcp_client *c, int status,
 
 static void task_call(const char *name, const char *args, trec *t) {
   memset(t, 0, sizeof(*t));
-  assert_int_equal(acp_mcp_client_call_tool_task(
-                       W.c, name, args, args ? strlen(args) : 0, 60000, NULL,
-                       0, on_task_result, t, NULL),
-                   0);
+  assert_int_equal(
+      acp_mcp_client_call_tool_task(W.c, name, args, args ? strlen(args) : 0,
+                                    60000, NULL, 0, on_task_result, t, NULL),
+      0);
   assert_int_equal(pump(), 0);
   assert_int_equal(t->r.calls, 1);
 }

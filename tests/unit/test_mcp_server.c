@@ -1237,6 +1237,8 @@ static int failmem_scenario(const acp_mem *mem) {
     rv = acp_mcp_server_list_changed(s, ACP_MCP_LIST_TOOLS);
   if (rv == 0)
     rv = acp_mcp_server_log(s, ACP_MCP_LOG_ERROR, "x", "1", 1);
+  if (rv == 0)
+    rv = acp_mcp_server_close_listens(s);
 done:
   acp_mcp_conn_free(c);
   acp_mcp_server_free(s);
@@ -1378,6 +1380,19 @@ static void test_stateless_listen(void **state) {
     HAS(drain(p->c), SUBID("2"));
     acp_mcp_conn_free(c2); /* frees its state; p->c's listen stays */
   }
+  /* A graceful close answers the open listen: resultType complete; then
+   * nothing more reaches it. */
+  assert_int_equal(acp_mcp_server_close_listens(p->s), 0);
+  assert_string_equal(drain(p->c),
+                      "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{"
+                      "\"resultType\":\"complete\"," SERVER_INFO26 "}}\n");
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_PROMPTS), 0);
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_conn_close_listens(p->c), 0);
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_conn_close_listens(NULL), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_server_close_listens(NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
 }
 
 /* Bad filters are -32602 and open nothing; without resources.subscribe the
@@ -1950,16 +1965,43 @@ static int tool_asker(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   (void)ud;
   rv = acp_mcp_call_start_task(call);
   if (rv == 0)
-    rv = acp_mcp_call_request_named(call, "q", "elicitation/create",
-                                    ASK_NAME, strlen(ASK_NAME), 0, on_name,
-                                    NULL);
+    rv = acp_mcp_call_request_named(call, "q", "elicitation/create", ASK_NAME,
+                                    strlen(ASK_NAME), 0, on_name, NULL);
   if (rv == 0)
-    rv = acp_mcp_call_request_named(call, "q", "elicitation/create",
-                                    ASK_NAME, strlen(ASK_NAME), 0, on_name,
+    rv = acp_mcp_call_request_named(call, "q", "elicitation/create", ASK_NAME,
+                                    strlen(ASK_NAME), 0, on_name,
                                     NULL) == ACP_ERR_INVALID_STATE
              ? 0
              : ACP_ERR_INTERNAL;
   return rv;
+}
+
+/* URL mode elicitation: urlneed answers -32042, urlask asks in URL mode
+ * ("no url" when the client did not declare it). */
+static int tool_urlneed(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  static const char list[] =
+      "[{\"mode\":\"url\",\"elicitationId\":\"e9\",\"url\":"
+      "\"https://example.com/z\",\"message\":\"Authorize\"}]";
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_respond_url_elicitation_required(call, list, strlen(list));
+  return rv == ACP_ERR_UNSUPPORTED
+             ? acp_mcp_call_respond_text(call, "no url", 6, true)
+             : rv;
+}
+
+static int tool_urlask(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  static const char up[] =
+      "{\"mode\":\"url\",\"message\":\"Sign in\",\"url\":"
+      "\"https://example.com/x\",\"elicitationId\":\"e1\"}";
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_elicit(call, up, strlen(up), 0, on_name, NULL);
+  return rv == ACP_ERR_UNSUPPORTED
+             ? acp_mcp_call_respond_text(call, "no url", 6, true)
+             : rv;
 }
 
 /* make_server() plus task tools: job (optional; answered by the test),
@@ -1975,7 +2017,9 @@ static int make_task_server(acp_mcp_server **out, const acp_mem *mem) {
                {"quick", tool_quick, ACP_MCP_TASK_OPTIONAL},
                {"broken", tool_broken, ACP_MCP_TASK_OPTIONAL},
                {"asker", tool_asker, ACP_MCP_TASK_OPTIONAL},
-               {"must", tool_quick, ACP_MCP_TASK_REQUIRED}};
+               {"must", tool_quick, ACP_MCP_TASK_REQUIRED},
+               {"urlneed", tool_urlneed, ACP_MCP_TASK_FORBIDDEN},
+               {"urlask", tool_urlask, ACP_MCP_TASK_FORBIDDEN}};
   acp_mcp_server *s = NULL;
   size_t i;
   int rv = make_server(&s, mem);
@@ -2074,11 +2118,11 @@ static void test_tasks_stateless(void **state) {
            "\"io.modelcontextprotocol/tasks\":{}}}}");
   /* With it: a CreateTaskResult, flat. */
   g.pending = NULL;
-  out = xchg_at(p->c,
-                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
-                "\"params\":{\"name\":\"job\",\"task\":{\"ttl\":5}," META26_TASKS
-                "}}",
-                250);
+  out = xchg_at(
+      p->c,
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
+      "\"params\":{\"name\":\"job\",\"task\":{\"ttl\":5}," META26_TASKS "}}",
+      250);
   HAS(out, "\"result\":{\"resultType\":\"task\",\"taskId\":\"");
   HAS(out, "\"status\":\"working\",\"createdAt\":\"2023-11-14T22:13:20.250Z\","
            "\"lastUpdatedAt\":\"2023-11-14T22:13:20.250Z\",\"ttlMs\":1000,"
@@ -2198,8 +2242,7 @@ static void test_tasks_stateless(void **state) {
                   1800);
     task_id_of(out, id2);
     acp_mcp_conn_free(other);
-    assert_int_equal(acp_mcp_call_respond_text(g.pending, "kept", 4, false),
-                     0);
+    assert_int_equal(acp_mcp_call_respond_text(g.pending, "kept", 4, false), 0);
     out = task_req(p->c, 1800, 28, "tasks/get", id2, NULL, META26_TASKS);
     HAS(out, "\"text\":\"kept\"");
   }
@@ -2335,6 +2378,47 @@ static void test_tasks_2025(void **state) {
   assert_string_equal(out, "");
 }
 
+static void test_url_elicitation_server(void **state) {
+  pair *p = *state;
+  acp_mcp_conn *form = NULL;
+  const char *out;
+
+  /* elicitation: {} is form only. */
+  assert_int_equal(acp_mcp_conn_new(&form, p->s, NULL), 0);
+  do_init(form, "2025-11-25", "{\"elicitation\":{}}");
+  out = xchg(form, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"urlask\"}}");
+  HAS(out, "no url");
+  out = xchg(form, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"urlneed\"}}");
+  HAS(out, "no url");
+  assert_int_equal(acp_mcp_conn_elicitation_complete(form, "e1"),
+                   ACP_ERR_UNSUPPORTED);
+  acp_mcp_conn_free(form);
+  /* {url} only. */
+  do_init(p->c, "2025-11-25", "{\"elicitation\":{\"url\":{}}}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"urlask\"}}");
+  HAS(out, "\"method\":\"elicitation/create\",\"params\":{\"mode\":\"url\"");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"ask\"}}");
+  HAS(out, "no elicitation"); /* a form elicitation is not for this client */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"urlneed\"}}");
+  HAS(out, "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32042,"
+           "\"message\":\"This request requires more information.\",\"data\":"
+           "{\"elicitations\":[{\"mode\":\"url\",\"elicitationId\":\"e9\"");
+  assert_int_equal(acp_mcp_conn_elicitation_complete(p->c, "e9"), 0);
+  assert_string_equal(drain(p->c),
+                      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                      "elicitation/complete\",\"params\":{\"elicitationId\":"
+                      "\"e9\"}}\n");
+  assert_int_equal(acp_mcp_conn_elicitation_complete(NULL, "x"),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_call_respond_url_elicitation_required(NULL, "[]", 2),
+                   ACP_ERR_INVALID_ARGUMENT);
+}
+
 static void test_task_api_errors(void **state) {
   acp_mcp_server *s = NULL;
   (void)state;
@@ -2343,29 +2427,32 @@ static void test_task_api_errors(void **state) {
                    ACP_ERR_INVALID_ARGUMENT);
   assert_int_equal(acp_mcp_server_set_tasks(s, 1, 0, 0),
                    ACP_ERR_INVALID_ARGUMENT);
-  assert_int_equal(acp_mcp_server_set_tool_task_support(s, "nope",
-                                                        ACP_MCP_TASK_OPTIONAL),
-                   ACP_ERR_NOT_FOUND);
-  assert_int_equal(acp_mcp_server_set_tool_task_support(
-                       s, "x", (acp_mcp_task_support)7),
-                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_mcp_server_set_tool_task_support(s, "nope", ACP_MCP_TASK_OPTIONAL),
+      ACP_ERR_NOT_FOUND);
+  assert_int_equal(
+      acp_mcp_server_set_tool_task_support(s, "x", (acp_mcp_task_support)7),
+      ACP_ERR_INVALID_ARGUMENT);
   assert_int_equal(acp_mcp_call_start_task(NULL), ACP_ERR_INVALID_ARGUMENT);
   assert_null(acp_mcp_call_task_id(NULL));
   assert_int_equal(acp_mcp_server_task_count(s), 0);
   assert_int_equal(mcp_fixture_add_echo(s), 0);
   /* Set, changed, cleared: the list entry follows. */
   assert_int_equal(
-      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_REQUIRED), 0);
+      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_REQUIRED),
+      0);
   assert_non_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL),
                          "\"execution\":{\"taskSupport\":\"required\"}}"));
   assert_int_equal(
-      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_OPTIONAL), 0);
+      acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_OPTIONAL),
+      0);
   assert_non_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL),
                          "\"execution\":{\"taskSupport\":\"optional\"}}"));
   assert_int_equal(
       acp_mcp_server_set_tool_task_support(s, "echo", ACP_MCP_TASK_FORBIDDEN),
       0);
-  assert_null(strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL), "execution"));
+  assert_null(
+      strstr(acp_mcp_server_tool_json(s, "echo", 4, NULL), "execution"));
   acp_mcp_server_free(s);
 }
 
@@ -2380,11 +2467,16 @@ static int failmem_task_scenario(const acp_mem *mem) {
       "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"server/discover\","
       "\"params\":{" META26 "}}",
       "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
-      "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+      "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{"
+      "\"elicitation\":{\"url\":{}}},"
       "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
       "\"name\":\"quick\",\"task\":{}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"urlneed\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{"
+      "\"name\":\"urlask\"}}",
       "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/list\"}",
   };
   acp_mcp_server *s = NULL;
@@ -2406,6 +2498,7 @@ static int failmem_task_scenario(const acp_mem *mem) {
     const char *out;
     const char *t;
     size_t n = strlen(lines[i]);
+    size_t k;
     acp_ssize r;
 
     memcpy(buf, lines[i], n);
@@ -2420,8 +2513,14 @@ static int failmem_task_scenario(const acp_mem *mem) {
       rv = (int)r;
       goto done;
     }
-    t = out ? strstr(out, "\"taskId\":\"") : NULL;
-    if (t != NULL && (size_t)r > (size_t)(t - out) + 42 && nids < 4) {
+    /* The output is not NUL-terminated: search within its length. */
+    t = NULL;
+    for (k = 0; out != NULL && k + 42 < (size_t)r; k++)
+      if (memcmp(out + k, "\"taskId\":\"", 10) == 0) {
+        t = out + k;
+        break;
+      }
+    if (t != NULL && nids < 4) {
       memcpy(ids[nids], t + 10, 32);
       ids[nids++][32] = 0;
     }
@@ -2456,6 +2555,8 @@ static int failmem_task_scenario(const acp_mem *mem) {
   }
   if (g.pending != NULL)
     rv = acp_mcp_call_respond_text(g.pending, "x", 1, false);
+  if (rv == 0 && acp_mcp_conn_is_initialized(c))
+    rv = acp_mcp_conn_elicitation_complete(c, "e1");
 done:
   acp_mcp_conn_free(c);
   acp_mcp_server_free(s);
@@ -2558,6 +2659,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_tasks_2025, task_setup, teardown),
       cmocka_unit_test(test_task_api_errors),
+      cmocka_unit_test_setup_teardown(test_url_elicitation_server, task_setup,
+                                      teardown),
       cmocka_unit_test(test_task_allocation_failure_loop),
       cmocka_unit_test(test_allocation_failure_loop),
   };
