@@ -306,6 +306,25 @@ static bool is_v2(const app *a) {
   return acp_agent_protocol_version(a->agent) == ACP_PROTOCOL_V2;
 }
 
+/* The agent's two modes: v1 lists them as session modes (`id`), v2 as the
+ * values of a config option of category "mode" (`value`). */
+static void write_mode_list(app *a, const char *key) {
+  static const char *modes[][3] = {
+      {"ask", "Ask", "Ask before changing anything"},
+      {"code", "Code", "Edit and run freely"}};
+  size_t i;
+
+  acp_json_write_arr_begin(a->w);
+  for (i = 0; i < 2; i++) {
+    acp_json_write_obj_begin(a->w);
+    kvs(a->w, key, modes[i][0]);
+    kvs(a->w, "name", modes[i][1]);
+    kvs(a->w, "description", modes[i][2]);
+    acp_json_write_obj_end(a->w);
+  }
+  acp_json_write_arr_end(a->w);
+}
+
 /* v2 has no session modes: the mode is a select config option of category
  * "mode" (protocol/v2/session-config-options.mdx). */
 static void write_mode_option(app *a, asession *s) {
@@ -316,18 +335,7 @@ static void write_mode_option(app *a, asession *s) {
   kvs(a->w, "type", "select");
   kvs(a->w, "currentValue", s->mode);
   acp_json_write_keyz(a->w, "options");
-  acp_json_write_arr_begin(a->w);
-  acp_json_write_obj_begin(a->w);
-  kvs(a->w, "value", "ask");
-  kvs(a->w, "name", "Ask");
-  kvs(a->w, "description", "Ask before changing anything");
-  acp_json_write_obj_end(a->w);
-  acp_json_write_obj_begin(a->w);
-  kvs(a->w, "value", "code");
-  kvs(a->w, "name", "Code");
-  kvs(a->w, "description", "Edit and run freely");
-  acp_json_write_obj_end(a->w);
-  acp_json_write_arr_end(a->w);
+  write_mode_list(a, "value");
   acp_json_write_obj_end(a->w);
 }
 
@@ -375,18 +383,7 @@ static void write_modes(app *a, asession *s) {
   acp_json_write_obj_begin(a->w);
   kvs(a->w, "currentModeId", s->mode);
   acp_json_write_keyz(a->w, "availableModes");
-  acp_json_write_arr_begin(a->w);
-  acp_json_write_obj_begin(a->w);
-  kvs(a->w, "id", "ask");
-  kvs(a->w, "name", "Ask");
-  kvs(a->w, "description", "Ask before changing anything");
-  acp_json_write_obj_end(a->w);
-  acp_json_write_obj_begin(a->w);
-  kvs(a->w, "id", "code");
-  kvs(a->w, "name", "Code");
-  kvs(a->w, "description", "Edit and run freely");
-  acp_json_write_obj_end(a->w);
-  acp_json_write_arr_end(a->w);
+  write_mode_list(a, "id");
   acp_json_write_obj_end(a->w);
 }
 

@@ -598,16 +598,6 @@ char *acp__oauth_authorize_url(const char *endpoint, const char *client_id,
   return url;
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Percent- and '+'-decode n bytes; NULL on a bad escape or a NUL. */
 static char *form_dec(const char *s, size_t n) {
   char *o = malloc(n + 1), *w = o;
@@ -621,8 +611,8 @@ static char *form_dec(const char *s, size_t n) {
       int h, l;
       if (i + 2 >= n)
         goto bad;
-      h = hexval(s[i + 1]);
-      l = hexval(s[i + 2]);
+      h = acp__hexval(s[i + 1]);
+      l = acp__hexval(s[i + 2]);
       if (h < 0 || l < 0 || (h == 0 && l == 0))
         goto bad;
       *w++ = (char)(h * 16 + l);

@@ -1756,6 +1756,22 @@ static int input_required_answer(acp_mcp_call *call) {
   return rv;
 }
 
+/* {"method":M,"params":P}: one request the client is asked to run, as an
+ * inputRequests member and as a running 2026 task's pending request (P is
+ * raw JSON; none is {}). Errors stay in the writer. */
+static void write_input_request(acp_json_writer *w, const char *method,
+                                const char *params, size_t params_len) {
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "method");
+  acp_json_write_strz(w, method);
+  acp_json_write_keyz(w, "params");
+  if (params != NULL)
+    acp_json_write_raw(w, params, params_len);
+  else
+    acp_json_write_raw(w, "{}", 2);
+  acp_json_write_obj_end(w);
+}
+
 /*
  * A server->client request from a stateless call. Its answer is looked up
  * by key in the retry's inputResponses, then in the requestState: found,
@@ -1829,15 +1845,7 @@ static int stateless_input(acp_mcp_call *call, const char *key,
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, key);
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "method");
-  acp_json_write_strz(w, method);
-  acp_json_write_keyz(w, "params");
-  if (params != NULL)
-    acp_json_write_raw(w, params, params_len);
-  else
-    acp_json_write_raw(w, "{}", 2);
-  acp_json_write_obj_end(w);
+  write_input_request(w, method, params, params_len);
   rv = acp_json_write_obj_end(w);
   if (rv != 0)
     return rv == ACP_ERR_NOMEM || rv == ACP_ERR_LIMIT
@@ -2393,15 +2401,8 @@ static int task_input(acp_mcp_call *call, const char *key, const char *method,
     if (strcmp(pd->key, key) == 0)
       return ACP_ERR_INVALID_STATE;
   acp_json_writer_reset(w);
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "method");
-  acp_json_write_strz(w, method);
-  acp_json_write_keyz(w, "params");
-  if (params != NULL)
-    acp_json_write_raw(w, params, params_len);
-  else
-    acp_json_write_raw(w, "{}", 2);
-  rv = acp_json_write_obj_end(w);
+  write_input_request(w, method, params, params_len);
+  rv = acp_json_writer_error(w);
   if (rv != 0)
     return rv == ACP_ERR_NOMEM || rv == ACP_ERR_LIMIT
                ? rv

@@ -785,16 +785,6 @@ enum {
   CS_TLINE     /* inside a trailer line */
 };
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 acp_ssize acp__http_body_feed(acp__http_body *b, const char *in, size_t len,
                               const char **out, size_t *out_len) {
   size_t i = 0;
@@ -817,7 +807,7 @@ acp_ssize acp__http_body_feed(acp__http_body *b, const char *in, size_t len,
     char c = in[i];
     switch (b->cst) {
     case CS_SIZE: {
-      int v = hexval(c);
+      int v = acp__hexval(c);
       if (v >= 0) {
         if (b->digits == 15)
           return ACP_ERR_PARSE;

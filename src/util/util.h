@@ -52,6 +52,18 @@ static inline int acp__mul_overflow(size_t a, size_t b, size_t *out) {
   return 0;
 }
 
+/* The value of one hexadecimal digit, or -1 (percent-decoding in URLs and
+ * forms, chunk sizes of HTTP bodies). */
+static inline int acp__hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
 /*
  * A growable byte buffer. `max` caps len (0 = SIZE_MAX); growth past it
  * fails with ACP_ERR_LIMIT. The buffer is not NUL-terminated.

@@ -110,6 +110,25 @@ static void test_b64_append_cap(void **state) {
   acp__buf_dispose(&b);
 }
 
+/* Every byte: the sixteen digits in both cases give their value, anything
+ * else -1. */
+static void test_hexval(void **state) {
+  int c;
+  (void)state;
+  for (c = 0; c < 256; c++) {
+    int want = -1;
+    if (c >= '0' && c <= '9')
+      want = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      want = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      want = c - 'A' + 10;
+    assert_int_equal(acp__hexval((char)c), want);
+  }
+  assert_int_equal(acp__hexval('f'), 15);
+  assert_int_equal(acp__hexval('G'), -1);
+}
+
 int main(void) {
   acp__mem_init(&mem, NULL);
   const struct CMUnitTest tests[] = {
@@ -117,6 +136,7 @@ int main(void) {
       cmocka_unit_test(test_b64_alphabets),
       cmocka_unit_test(test_b64_strict),
       cmocka_unit_test(test_b64_append_cap),
+      cmocka_unit_test(test_hexval),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
