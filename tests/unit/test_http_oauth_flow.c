@@ -61,6 +61,8 @@ typedef struct mock {
   pthread_mutex_t mu;
   int token_calls;
   bool refuse_refresh;
+  int bad;       /* BAD_*: how the authorization server misbehaves */
+  int evil_hits; /* requests that reached the foreign origin's path */
   char last_token_body[1024];
   char last_authz[256];
 } mock;
@@ -75,11 +77,33 @@ static void answer(int fd, int status, const char *body) {
     return;
 }
 
+/* Bad answers of the authorization server (test_bad_server). */
+enum {
+  BAD_NONE,
+  BAD_META_REDIRECT,  /* metadata: 302 to another origin */
+  BAD_TOKEN_REDIRECT, /* token endpoint: 307 to another origin */
+  BAD_META_OVERSIZE,  /* metadata: 300 KiB */
+  BAD_META_MALFORMED  /* metadata: truncated JSON */
+};
+
+/* A redirect to http://localhost:PORT/evil: the same socket, but another
+ * origin (the host differs), so a request that followed it is counted. */
+static void redirect_away(mock *m, int fd, int status) {
+  char h[256];
+  int n = snprintf(h, sizeof(h),
+                   "HTTP/1.1 %d X\r\nLocation: http://localhost:%u/evil\r\n"
+                   "Content-Length: 0\r\nConnection: close\r\n\r\n",
+                   status, m->port);
+  if (send(fd, h, (size_t)n, MSG_NOSIGNAL) < 0)
+    return;
+}
+
 static void serve_one(mock *m, int fd) {
   char req[8192], body[2048];
   size_t len = 0;
   char *end, *cl, *authz;
   size_t want = 0;
+  int bad;
   for (;;) { /* headers, then Content-Length bytes of body */
     ssize_t k = read(fd, req + len, sizeof(req) - 1 - len);
     if (k <= 0)
@@ -92,6 +116,44 @@ static void serve_one(mock *m, int fd) {
       if (len >= (size_t)(end + 4 - req) + want)
         break;
     }
+  }
+  pthread_mutex_lock(&m->mu);
+  bad = m->bad;
+  if (strncmp(req, "GET /evil", 9) == 0 || strncmp(req, "POST /evil", 10) == 0)
+    m->evil_hits++;
+  pthread_mutex_unlock(&m->mu);
+  if (strncmp(req, "GET /.well-known/oauth-authorization-server ", 44) == 0 &&
+      bad != BAD_NONE && bad != BAD_TOKEN_REDIRECT) {
+    if (bad == BAD_META_REDIRECT) {
+      redirect_away(m, fd, 302);
+    } else if (bad == BAD_META_MALFORMED) {
+      answer(fd, 200, "{\"issuer\":\"http://127.0.0.1");
+    } else { /* BAD_META_OVERSIZE: over the flow's 256 KiB cap */
+      size_t big = 300 * 1024;
+      char h[160], *b = malloc(big);
+      int n;
+      if (b == NULL)
+        return;
+      memset(b, ' ', big);
+      b[0] = '{';
+      b[big - 1] = '}';
+      n = snprintf(h, sizeof(h),
+                   "HTTP/1.1 200 X\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                   big);
+      /* The client may hang up at its cap: no SIGPIPE. */
+      if (send(fd, h, (size_t)n, MSG_NOSIGNAL) >= 0)
+        (void)send(fd, b, big, MSG_NOSIGNAL);
+      free(b);
+    }
+    return;
+  }
+  if (strncmp(req, "POST /token ", 12) == 0 && bad == BAD_TOKEN_REDIRECT) {
+    pthread_mutex_lock(&m->mu);
+    m->token_calls++;
+    pthread_mutex_unlock(&m->mu);
+    redirect_away(m, fd, 307);
+    return;
   }
   if (strncmp(req, "GET /.well-known/oauth-protected-resource/mcp ", 46) == 0) {
     snprintf(body, sizeof(body),
@@ -266,6 +328,49 @@ static void test_refresh_refused(void **state) {
   mock_stop(&m);
 }
 
+/* Bad answers from the authorization server: a redirect to another origin
+ * (of the metadata, and of the token request, which carries the client
+ * secret), metadata over the size cap, malformed metadata. Each fails the
+ * flow with a reason, follows nothing, and no token is had. */
+static void test_bad_server(void **state) {
+  static const struct {
+    int bad;
+    int token_calls; /* requests the token endpoint got */
+  } cases[] = {{BAD_META_REDIRECT, 0},
+               {BAD_TOKEN_REDIRECT, 1},
+               {BAD_META_OVERSIZE, 0},
+               {BAD_META_MALFORMED, 0}};
+  size_t i;
+  (void)state;
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    mock m;
+    acp_http_oauth *o = NULL;
+    char url[128], chal[256];
+    mock_start(&m);
+    m.bad = cases[i].bad;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp", m.port);
+    snprintf(chal, sizeof(chal),
+             "Bearer resource_metadata=\"http://127.0.0.1:%u/.well-known/"
+             "oauth-protected-resource/mcp\"",
+             m.port);
+    assert_int_equal(acp_http_oauth_new(&o, url), 0);
+    assert_int_equal(acp_http_oauth_set_client(o, "cid", "sec"), 0);
+    assert_int_not_equal(acp_http_oauth_authorize(
+                             o, 401, chal, ACP_HTTP_OAUTH_CLIENT_CREDENTIALS),
+                         0);
+    assert_non_null(acp_http_oauth_error(o));
+    assert_true(strlen(acp_http_oauth_error(o)) > 0);
+    print_message("bad server %d: %s\n", cases[i].bad, acp_http_oauth_error(o));
+    assert_null(acp_http_oauth_token(o));
+    pthread_mutex_lock(&m.mu);
+    assert_int_equal(m.evil_hits, 0);
+    assert_int_equal(m.token_calls, cases[i].token_calls);
+    pthread_mutex_unlock(&m.mu);
+    acp_http_oauth_free(o);
+    mock_stop(&m);
+  }
+}
+
 /* The setters' bad input (no server needed). */
 static void test_setters(void **state) {
   acp_http_oauth *o = NULL;
@@ -355,6 +460,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refresh_on_expiry),
       cmocka_unit_test(test_refresh_refused),
+      cmocka_unit_test(test_bad_server),
       cmocka_unit_test(test_setters),
       cmocka_unit_test(test_alloc_failure),
   };
