@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "wrapmem.h"
+
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
@@ -30,29 +32,6 @@
 #include "acp/json.h"
 #include "http/jws.h"
 #include "http/oauth.h"
-
-/* MARK: - Allocation failure injection */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t n);
-void *__real_realloc(void *p, size_t n);
-static long fail_at = -1; /* fail the allocation with this index; -1: none */
-static long alloc_count;
-static bool refuse(void) {
-  return fail_at >= 0 && alloc_count++ == fail_at;
-}
-void *__wrap_malloc(size_t n);
-void *__wrap_malloc(size_t n) {
-  return refuse() ? NULL : __real_malloc(n);
-}
-void *__wrap_calloc(size_t a, size_t n);
-void *__wrap_calloc(size_t a, size_t n) {
-  return refuse() ? NULL : __real_calloc(a, n);
-}
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n) {
-  return refuse() ? NULL : __real_realloc(p, n);
-}
 
 /* MARK: - Helpers (OpenSSL, independent of the module) */
 
@@ -512,8 +491,7 @@ static void test_alloc_failure(void **state) {
     char *jwk = NULL, *jws = NULL, *claims, *hdr, tp[44];
     const char *why;
     int r1, r2 = -1, r3 = -1, r4 = -1;
-    alloc_count = 0;
-    fail_at = i;
+    wrapmem_arm(i);
     k = NULL;
     r1 = acp__jws_key_from_pem(pem, strlen(pem), "ES256", &k, &why);
     if (r1 == 0) {
@@ -524,7 +502,7 @@ static void test_alloc_failure(void **state) {
     hdr = acp__jws_header("ES256", "dpop+jwt", jwk);
     if (r1 == 0 && claims && hdr)
       r4 = acp__jws_sign(k, hdr, claims, &jws);
-    fail_at = -1;
+    wrapmem_fail_at = -1;
     assert_true(r1 == 0 || r1 == ACP_ERR_NOMEM);
     if (r1 == 0) {
       assert_true(r2 == 0 || r2 == ACP_ERR_NOMEM);
@@ -535,7 +513,7 @@ static void test_alloc_failure(void **state) {
       if (r4 != 0)
         assert_null(jws);
     }
-    done = r1 == 0 && r2 == 0 && r3 == 0 && r4 == 0 && alloc_count <= i;
+    done = r1 == 0 && r2 == 0 && r3 == 0 && r4 == 0 && wrapmem_count <= i;
     free(jwk);
     free(jws);
     free(claims);

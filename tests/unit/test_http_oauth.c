@@ -14,33 +14,14 @@
 
 #include <cmocka.h>
 
+#include "wrapmem.h"
+
 #include "acp/common.h"
 #include "http/oauth.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t n);
-void *__real_realloc(void *p, size_t n);
-static long fail_at = -1; /* refuse the allocation with this index */
-static long alloc_count;
-static bool refuse(void) {
-  return fail_at >= 0 && alloc_count++ == fail_at;
-}
-void *__wrap_malloc(size_t n);
-void *__wrap_malloc(size_t n) {
-  return refuse() ? NULL : __real_malloc(n);
-}
-void *__wrap_calloc(size_t a, size_t n);
-void *__wrap_calloc(size_t a, size_t n) {
-  return refuse() ? NULL : __real_calloc(a, n);
-}
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n) {
-  return refuse() ? NULL : __real_realloc(p, n);
-}
 
 static void test_challenge(void **state) {
   acp__oauth_challenge c;
@@ -478,12 +459,11 @@ static void test_alloc_failure(void **state) {
   assert_int_equal(core_pass(), 0);
   for (i = 0; !done && i < 100000; i++) {
     int fails;
-    alloc_count = 0;
-    fail_at = i;
+    wrapmem_arm(i);
     fails = core_pass();
-    fail_at = -1;
+    wrapmem_fail_at = -1;
     /* Only a refused allocation may make a step fail. */
-    if (alloc_count <= i)
+    if (wrapmem_count <= i)
       done = fails == 0;
     else
       assert_true(fails >= 0);

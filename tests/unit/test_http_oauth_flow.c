@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "wrapmem.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -32,27 +34,6 @@
 #include <unistd.h>
 
 #include "acp/http.h"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t n);
-void *__real_realloc(void *p, size_t n);
-static long fail_at = -1; /* refuse the allocation with this index */
-static long alloc_count;
-static bool refuse(void) {
-  return fail_at >= 0 && alloc_count++ == fail_at;
-}
-void *__wrap_malloc(size_t n);
-void *__wrap_malloc(size_t n) {
-  return refuse() ? NULL : __real_malloc(n);
-}
-void *__wrap_calloc(size_t a, size_t n);
-void *__wrap_calloc(size_t a, size_t n) {
-  return refuse() ? NULL : __real_calloc(a, n);
-}
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_realloc(void *p, size_t n) {
-  return refuse() ? NULL : __real_realloc(p, n);
-}
 
 typedef struct mock {
   int lfd;
@@ -426,8 +407,7 @@ static void test_alloc_failure(void **state) {
     acp_http_oauth *o = NULL;
     int rv;
     const char *tok = NULL;
-    alloc_count = 0;
-    fail_at = i;
+    wrapmem_arm(i);
     rv = acp_http_oauth_new(&o, url);
     if (rv == 0)
       rv = acp_http_oauth_set_client(o, "cid", "sec");
@@ -436,8 +416,8 @@ static void test_alloc_failure(void **state) {
                                     ACP_HTTP_OAUTH_CLIENT_CREDENTIALS);
     if (rv == 0)
       tok = acp_http_oauth_token(o); /* refreshes (expires_in 10) */
-    fail_at = -1;
-    if (alloc_count <= i) {
+    wrapmem_fail_at = -1;
+    if (wrapmem_count <= i) {
       /* Nothing was refused: the whole flow must have worked. */
       assert_int_equal(rv, 0);
       assert_non_null(tok);
