@@ -588,7 +588,10 @@ ACP_EXTERN int acp_agent_send_auth_status_update(acp_agent *agent,
  * ACP_ERR_LIMIT, ACP_ERR_NOMEM.
  */
 
-/** Any update: `update` is the raw update object. */
+/**
+ * Any update: `update` is the raw update object, spliced unchanged after it
+ * is checked to be one valid JSON object (ACP_ERR_INVALID_ARGUMENT if not).
+ */
 ACP_EXTERN int acp_agent_send_update_raw(acp_agent *agent,
                                          const char *session_id,
                                          const char *update, size_t update_len);

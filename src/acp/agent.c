@@ -1151,6 +1151,15 @@ static int v2_chunk_with_id(acp_agent *a, const char *session_id,
   return rv;
 }
 
+/* The raw update is spliced unchanged, so a malformed one would reach the
+ * client as a broken line: check it is one JSON object first. */
+static bool raw_object(const char *p, size_t n) {
+  size_t i = 0;
+  while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+    i++;
+  return i < n && p[i] == '{' && acp_json_validate(p, n, NULL) == 0;
+}
+
 int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
                               const char *update, size_t update_len) {
   acp_json_writer *w;
@@ -1158,7 +1167,7 @@ int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
 
   if (rv != 0)
     return rv;
-  if (update == NULL)
+  if (update == NULL || !raw_object(update, update_len))
     return ACP_ERR_INVALID_ARGUMENT;
   if (agent->role.version == ACP_PROTOCOL_V2) {
     rv = v2_chunk_with_id(agent, session_id, update, update_len);

@@ -495,6 +495,13 @@ static void test_agent_update_observer_sees_each_update_sent(void **state) {
   /* A send that fails is not observed. */
   assert_int_equal(acp_agent_send_message_chunk(a, "s1", "x", 1, LIT("[1]")),
                    ACP_ERR_INVALID_ARGUMENT);
+  /* A raw update must be one valid JSON object: it is spliced unchanged. */
+  assert_int_equal(acp_agent_send_update_raw(a, "s1", LIT("{\"a\":")),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_send_update_raw(a, "s1", LIT("[1]")),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_agent_send_update_raw(a, "s1", LIT("{} {}")),
+                   ACP_ERR_INVALID_ARGUMENT);
   assert_int_equal(sx.n, 4);
   assert_string_equal(sx.sid, "s1");
   assert_string_equal(
