@@ -272,8 +272,12 @@ ACP_EXTERN int acp_http_call_close_stream(acp_mcp_call *call);
  *   - A session is bound to the subject (`sub`) of the token that opened
  *     it: a request of that session with another subject's token gets 403.
  *   - The legacy HTTP+SSE endpoints are off.
- *   - Fetches and introspection are blocking libcurl calls made on the
- *     loop's thread while the request waits (bounded by the timeout).
+ *   - Fetches and introspection run on libuv's thread pool (the loop's
+ *     uv_queue_work); only the requests waiting for one are held (bounded
+ *     by the timeout), the server serves the others meanwhile. Requests
+ *     that need the key set while it is being fetched share that fetch.
+ *     Free the acp_http_auth only after every server using it is closed
+ *     and its loop has run the close to the end.
  *   - Tokens are never logged nor kept beyond the request.
  * A tool handler reads the token's subject and scopes with
  * acp_http_call_auth().

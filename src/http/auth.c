@@ -4,14 +4,19 @@
  * token introspection. The token checks themselves are in jwt.c, which
  * does no I/O.
  *
- * The fetches are blocking libcurl easy transfers made from the server's
- * request handler on the loop's thread. That stalls the loop for the
- * duration of one fetch, which happens once at the first token, then at
- * most once per JWKS_REFETCH_S when a token names an unknown kid (key
- * rotation), so an attacker sending random kids cannot make us fetch on
- * every request. Introspection fetches once per request (no cache: a
- * revoked token must stop working). docs/decisions.md says why this is
- * acceptable for now and what an asynchronous version would need.
+ * The fetches are libcurl easy transfers. The server runs them on the
+ * loop's thread pool (uv_queue_work) and suspends only the requests that
+ * wait for them, so one slow issuer does not stall every other
+ * connection; the sync acp__http_auth_check() (tests, tools) blocks. The
+ * worker thread touches nothing of acp_http_auth: a job carries copies of
+ * the URLs and credentials in, and the body out, and its result is
+ * applied on the loop's thread.
+ *
+ * The key set is fetched once at the first token, then at most once per
+ * JWKS_REFETCH_S when a token names an unknown kid (key rotation), so an
+ * attacker sending random kids cannot make us fetch on every request; all
+ * requests that need keys meanwhile wait for the one fetch. Introspection
+ * fetches once per request (no cache: a revoked token must stop working).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +25,7 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <uv.h>
 
 #include "http_internal.h"
 #include "jwt.h"
@@ -50,6 +56,8 @@ struct acp_http_auth {
   acp__jwks *keys;   /* or NULL before the first fetch */
   time_t last_fetch; /* of the key set, 0: never */
   int64_t leeway;
+  struct auth_job *keys_job; /* the key set fetch in flight, or NULL */
+  struct auth_job *jobs;     /* every fetch in flight (auth_job.next) */
 };
 
 static bool http_url(const char *u) {
@@ -121,6 +129,8 @@ int acp_http_auth_new(acp_http_auth **out, const char *issuer,
   return 0;
 }
 
+static void orphan_jobs(acp_http_auth *a);
+
 void acp_http_auth_free(acp_http_auth *a) {
   size_t i;
   if (a == NULL)
@@ -142,6 +152,7 @@ void acp_http_auth_free(acp_http_auth *a) {
   }
   acp__free(&a->mem, a->jwks_uri);
   acp__jwks_free(a->keys);
+  orphan_jobs(a);
   acp__free(&a->mem, a);
 }
 
@@ -339,13 +350,13 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
 
 /* GET (form == NULL) or POST a form to `url`; 200 answers only, the body
  * (capped) in s. Credentials, when given, go as HTTP Basic. */
-static int fetch(acp_http_auth *a, const char *url, const char *form,
+static int fetch(const acp_mem *mem, const char *url, const char *form,
                  const char *user, const char *pass, sink *s) {
   CURL *c = curl_easy_init();
   struct curl_slist *h = NULL;
   long status = 0;
   CURLcode cc;
-  acp__buf_init(&s->b, &a->mem, ACP__JWKS_MAX_BYTES);
+  acp__buf_init(&s->b, mem, ACP__JWKS_MAX_BYTES);
   s->over = false;
   if (c == NULL)
     return ACP_ERR_SYSTEM;
@@ -383,23 +394,91 @@ static int fetch(acp_http_auth *a, const char *url, const char *form,
   return 0;
 }
 
+/* MARK: - Fetch jobs */
+
+enum { JOB_KEYS, JOB_INTROSPECT };
+
+/* One fetch. The worker (job_run) reads only the copies under "in" and
+ * writes only "out"; everything else is the loop thread's. */
+typedef struct auth_job {
+  uv_work_t work;
+  acp_mem mem;           /* a copy of the auth's: the copies below */
+  acp_http_auth *a;      /* NULL once acp_http_auth_free() ran */
+  struct auth_job *next; /* in a->jobs */
+  int kind;
+  acp__auth_wait *waiters;
+  /* In. */
+  char *issuer;
+  char *url;  /* JOB_KEYS: the jwks_uri, or NULL to discover it */
+  char *form; /* JOB_INTROSPECT: the form, and Basic credentials */
+  char *user, *pass;
+  /* Out. */
+  char *found_uri; /* JOB_KEYS: the discovered jwks_uri (malloc), or NULL */
+  int rv;          /* of the fetch */
+  sink s;          /* the body when rv == 0 (default allocator) */
+  /* JOB_INTROSPECT: what the answer is checked against, and with. */
+  char *audience;
+  int64_t leeway;
+  acp_mem cmem; /* the check's allocator, for the claims */
+} auth_job;
+
+static void free_secret(const acp_mem *m, char *p) {
+  if (p != NULL) {
+    memset(p, 0, strlen(p));
+    acp__free(m, p);
+  }
+}
+
+static void job_free(auth_job *j) {
+  acp__free(&j->mem, j->issuer);
+  acp__free(&j->mem, j->url);
+  acp__free(&j->mem, j->audience);
+  free_secret(&j->mem, j->form);
+  free_secret(&j->mem, j->user);
+  free_secret(&j->mem, j->pass);
+  free(j->found_uri);
+  if (j->rv == 0)
+    acp__buf_dispose(&j->s.b);
+  acp__free(&j->mem, j);
+}
+
+static auth_job *job_new(acp_http_auth *a, int kind) {
+  auth_job *j = acp__calloc(&a->mem, 1, sizeof(*j));
+  if (j == NULL)
+    return NULL;
+  j->mem = a->mem;
+  j->a = a;
+  j->kind = kind;
+  j->rv = ACP_ERR_SYSTEM;
+  j->issuer = acp__strdup(&a->mem, a->issuer);
+  if (j->issuer == NULL) {
+    job_free(j);
+    return NULL;
+  }
+  return j;
+}
+
 /* The issuer's jwks_uri from its metadata (RFC 8414 path insertion, then
- * OpenID discovery), checked to be the issuer's own metadata. */
-static int discover(acp_http_auth *a) {
+ * OpenID discovery), checked to be the issuer's own metadata. On any
+ * thread: malloc only. */
+static int discover(const char *issuer, char **found) {
   char *urls[ACP__OAUTH_MAX_URLS];
   size_t n = 0, i;
   int rv = ACP_ERR_PROTOCOL;
-  if (acp__oauth_as_urls(a->issuer, urls, &n) != 0)
+  *found = NULL;
+  if (acp__oauth_as_urls(issuer, urls, &n) != 0)
     return ACP_ERR_NOMEM;
   for (i = 0; i < n && rv != 0; i++) {
     sink s;
     acp__oauth_as as;
-    if (fetch(a, urls[i], NULL, NULL, NULL, &s) != 0)
+    if (fetch(acp_mem_default(), urls[i], NULL, NULL, NULL, &s) != 0)
       continue;
     if (acp__oauth_parse_as(s.b.data, s.b.len, &as) == 0) {
-      if (as.issuer != NULL && strcmp(as.issuer, a->issuer) == 0 &&
-          http_url(as.jwks_uri))
-        rv = set_str(a, &a->jwks_uri, as.jwks_uri);
+      if (as.issuer != NULL && strcmp(as.issuer, issuer) == 0 &&
+          http_url(as.jwks_uri)) {
+        *found = strdup(as.jwks_uri);
+        rv = *found != NULL ? 0 : ACP_ERR_NOMEM;
+      }
       acp__oauth_as_free(&as);
     }
     acp__buf_dispose(&s.b);
@@ -409,112 +488,294 @@ static int discover(acp_http_auth *a) {
   return rv;
 }
 
-static int load_keys(acp_http_auth *a) {
-  sink s;
+/* The fetch itself: on a worker thread, or on the caller's (sync). */
+static void job_run(auth_job *j) {
+  const char *url = j->url;
+  if (j->kind == JOB_KEYS && url == NULL) {
+    j->rv = discover(j->issuer, &j->found_uri);
+    if (j->rv != 0)
+      return;
+    url = j->found_uri;
+  }
+  j->rv = fetch(acp_mem_default(), url, j->form, j->user, j->pass, &j->s);
+}
+
+/* A key set fetch has ended: keep what it found (loop thread). */
+static void keys_apply(acp_http_auth *a, auth_job *j) {
   acp__jwks *k;
-  int rv;
-  if (a->jwks_uri == NULL && (rv = discover(a)) != 0)
-    return rv;
-  a->last_fetch = time(NULL);
-  if ((rv = fetch(a, a->jwks_uri, NULL, NULL, NULL, &s)) != 0)
-    return rv;
-  rv = acp__jwks_parse(&a->mem, s.b.data, s.b.len, &k);
-  acp__buf_dispose(&s.b);
-  if (rv != 0)
-    return rv;
+  if (j->found_uri != NULL)
+    (void)set_str(a, &a->jwks_uri, j->found_uri);
+  if (j->rv != 0 || acp__jwks_parse(&a->mem, j->s.b.data, j->s.b.len, &k) != 0)
+    return; /* the old keys, if any, stay */
   acp__jwks_free(a->keys);
   a->keys = k;
-  return 0;
+}
+
+/* An introspection fetch has ended: the token's answer. */
+static int introspect_result(auth_job *j, const acp_mem *mem,
+                             const acp__jwt_expect *x, acp__jwt_claims *out,
+                             const char **why) {
+  if (j->rv != 0) {
+    *why = "introspection failed";
+    return ACP_ERR_PROTOCOL;
+  }
+  return acp__introspection_check(mem, j->s.b.data, j->s.b.len, x, out, why);
+}
+
+static void on_work(uv_work_t *w) {
+  job_run((auth_job *)w->data);
+}
+
+static void on_after_work(uv_work_t *w, int status) {
+  auth_job *j = w->data;
+  acp__auth_wait *wt, *next;
+  if (status != 0 && j->rv == 0) {
+    acp__buf_dispose(&j->s.b);
+    j->rv = ACP_ERR_CANCELLED;
+  } else if (status != 0)
+    j->rv = ACP_ERR_CANCELLED;
+  if (j->a != NULL) {
+    auth_job **pp;
+    for (pp = &j->a->jobs; *pp; pp = &(*pp)->next)
+      if (*pp == j) {
+        *pp = j->next;
+        break;
+      }
+    if (j->a->keys_job == j)
+      j->a->keys_job = NULL;
+    if (j->kind == JOB_KEYS)
+      keys_apply(j->a, j);
+  }
+  for (wt = j->waiters; wt; wt = next) {
+    next = wt->next;
+    wt->next = NULL;
+    wt->job = NULL;
+    if (j->kind == JOB_INTROSPECT) {
+      acp__jwt_expect x;
+      x.issuer = j->issuer;
+      x.audience = j->audience;
+      x.now = (int64_t)time(NULL);
+      x.leeway = j->leeway;
+      wt->why = NULL;
+      wt->rv = introspect_result(j, &j->cmem, &x, &wt->claims, &wt->why);
+      wt->has_result = true;
+    }
+    wt->done(wt);
+  }
+  job_free(j);
+}
+
+static void orphan_jobs(acp_http_auth *a) {
+  auth_job *j;
+  for (j = a->jobs; j; j = j->next)
+    j->a = NULL;
+  a->jobs = NULL;
+  a->keys_job = NULL;
+}
+
+/* Queue `j` on `loop` with `w` waiting for it: ACP_ERR_AGAIN, or the
+ * error that kept it from being queued (the job is then freed). */
+static int job_queue(acp_http_auth *a, auth_job *j, uv_loop_t *loop,
+                     acp__auth_wait *w) {
+  j->work.data = j;
+  if (uv_queue_work(loop, &j->work, on_work, on_after_work) != 0) {
+    job_free(j);
+    return ACP_ERR_SYSTEM;
+  }
+  j->next = a->jobs;
+  a->jobs = j;
+  w->next = NULL;
+  w->job = j;
+  j->waiters = w;
+  return ACP_ERR_AGAIN;
+}
+
+/* Fetch the key set: at once on this thread without a loop (0), else
+ * start the fetch or join the one in flight (ACP_ERR_AGAIN). */
+static int keys_fetch(acp_http_auth *a, uv_loop_t *loop, acp__auth_wait *w) {
+  auth_job *j = a->keys_job;
+  if (loop != NULL && j != NULL) {
+    w->job = j;
+    w->next = j->waiters;
+    j->waiters = w;
+    return ACP_ERR_AGAIN;
+  }
+  if ((j = job_new(a, JOB_KEYS)) == NULL)
+    return ACP_ERR_NOMEM;
+  if (a->jwks_uri != NULL &&
+      (j->url = acp__strdup(&a->mem, a->jwks_uri)) == NULL) {
+    job_free(j);
+    return ACP_ERR_NOMEM;
+  }
+  /* From the start, so the requests that come meanwhile join this fetch
+   * and those after it do not fetch again before the retry delay. */
+  a->last_fetch = time(NULL);
+  if (loop == NULL) {
+    job_run(j);
+    keys_apply(a, j);
+    job_free(j);
+    return 0;
+  }
+  a->keys_job = j;
+  return job_queue(a, j, loop, w);
+}
+
+/* The introspection request for `token`: the form (RFC 7662 2.1) and the
+ * client's credentials, form-encoded before Basic (RFC 6749 2.3.1). */
+static auth_job *introspect_job(acp_http_auth *a, const char *token,
+                                size_t len) {
+  auth_job *j = job_new(a, JOB_INTROSPECT);
+  acp__buf form;
+  char *t, *enc = NULL;
+  int rv = 0;
+  if (j == NULL)
+    return NULL;
+  acp__buf_init(&form, &a->mem, 0);
+  if ((t = acp__strndup(&a->mem, token, len)) == NULL ||
+      (enc = acp__oauth_form_enc(t)) == NULL)
+    rv = ACP_ERR_NOMEM;
+  if (rv == 0)
+    rv = acp__buf_append(&form, "token=", 6);
+  if (rv == 0)
+    rv = acp__buf_append(&form, enc, strlen(enc));
+  if (rv == 0)
+    rv = acp__buf_append(&form, "&token_type_hint=access_token", 29);
+  if (rv == 0)
+    rv = acp__buf_putc(&form, '\0');
+  if (t != NULL) {
+    memset(t, 0, len);
+    acp__free(&a->mem, t);
+  }
+  if (enc != NULL) {
+    memset(enc, 0, strlen(enc));
+    free(enc);
+  }
+  if (rv == 0) {
+    char *u = acp__oauth_form_enc(a->client_id);
+    char *p = acp__oauth_form_enc(a->client_secret);
+    j->url = acp__strdup(&a->mem, a->introspect);
+    j->form = acp__strndup(&a->mem, form.data, form.len);
+    j->user = u ? acp__strdup(&a->mem, u) : NULL;
+    j->pass = p ? acp__strdup(&a->mem, p) : NULL;
+    if (p != NULL) {
+      memset(p, 0, strlen(p));
+      free(p);
+    }
+    free(u);
+    if (j->url == NULL || j->form == NULL || j->user == NULL || j->pass == NULL)
+      rv = ACP_ERR_NOMEM;
+  }
+  if (form.data != NULL)
+    memset(form.data, 0, form.len);
+  acp__buf_dispose(&form);
+  if (rv != 0) {
+    job_free(j);
+    return NULL;
+  }
+  return j;
 }
 
 static int introspect(acp_http_auth *a, const acp_mem *mem,
                       const acp__jwt_expect *x, const char *token, size_t len,
-                      acp__jwt_claims *out, const char **why) {
-  acp__buf form;
-  char *t, *u = NULL, *p = NULL;
-  sink s;
+                      acp__jwt_claims *out, const char **why, uv_loop_t *loop,
+                      acp__auth_wait *w) {
+  auth_job *j = introspect_job(a, token, len);
   int rv;
-  acp__buf_init(&form, &a->mem, 0);
-  if ((t = acp__strndup(&a->mem, token, len)) == NULL)
+  if (j == NULL)
     return ACP_ERR_NOMEM;
-  {
-    char *enc = acp__oauth_form_enc(t);
-    rv = enc == NULL ? ACP_ERR_NOMEM : acp__buf_append(&form, "token=", 6);
-    if (rv == 0)
-      rv = acp__buf_append(&form, enc, strlen(enc));
-    if (rv == 0)
-      rv = acp__buf_append(&form, "&token_type_hint=access_token", 29);
-    if (rv == 0)
-      rv = acp__buf_putc(&form, '\0');
-    if (enc != NULL) {
-      memset(enc, 0, strlen(enc));
-      free(enc);
-    }
+  if (loop == NULL) {
+    job_run(j);
+    rv = introspect_result(j, mem, x, out, why);
+    job_free(j);
+    return rv;
   }
-  memset(t, 0, len);
-  acp__free(&a->mem, t);
-  /* RFC 6749 2.3.1: id and secret form-encoded before Basic. */
-  if (rv == 0) {
-    u = acp__oauth_form_enc(a->client_id);
-    p = acp__oauth_form_enc(a->client_secret);
-    if (u == NULL || p == NULL)
-      rv = ACP_ERR_NOMEM;
+  acp__mem_init(&j->cmem, mem);
+  j->leeway = x->leeway;
+  if ((j->audience = acp__strdup(&a->mem, x->audience)) == NULL) {
+    job_free(j);
+    return ACP_ERR_NOMEM;
   }
-  if (rv == 0) {
-    rv = fetch(a, a->introspect, form.data, u, p, &s);
-    if (rv == 0) {
-      rv = acp__introspection_check(mem, s.b.data, s.b.len, x, out, why);
-      acp__buf_dispose(&s.b);
-    } else {
-      *why = "introspection failed";
-      rv = ACP_ERR_PROTOCOL;
-    }
-  }
-  if (p != NULL) {
-    memset(p, 0, strlen(p));
-    free(p);
-  }
-  free(u);
-  if (form.data != NULL)
-    memset(form.data, 0, form.len);
-  acp__buf_dispose(&form);
-  return rv;
+  return job_queue(a, j, loop, w);
 }
 
-/* Check one bearer token for a server whose resource is `resource`; the
- * claims are allocated with `mem`. 0, ACP_ERR_PROTOCOL (invalid: *why),
- * ACP_ERR_NOMEM, ACP_ERR_SYSTEM (the keys could not be had: *why). */
-int acp__http_auth_check(acp_http_auth *a, const acp_mem *mem,
-                         const char *resource, const char *token, size_t len,
-                         acp__jwt_claims *out, const char **why) {
+/* MARK: - Checking */
+
+int acp__http_auth_check_on(acp_http_auth *a, const acp_mem *mem,
+                            const char *resource, const char *token, size_t len,
+                            acp__jwt_claims *out, const char **why,
+                            uv_loop_t *loop, acp__auth_wait *w) {
   acp__jwt_expect x;
   time_t now = time(NULL);
   int rv;
+  *why = NULL;
+  memset(out, 0, sizeof(*out));
+  if (w != NULL && w->has_result) {
+    /* The answer of the introspection this request waited for. */
+    *out = w->claims;
+    *why = w->why;
+    rv = w->rv;
+    w->has_result = false;
+    memset(&w->claims, 0, sizeof(w->claims));
+    return rv;
+  }
+  if (w == NULL)
+    loop = NULL;
   x.issuer = a->issuer;
   x.audience = a->audience ? a->audience : resource;
   x.now = (int64_t)now;
   x.leeway = a->leeway;
-  *why = NULL;
-  memset(out, 0, sizeof(*out));
   if (a->introspect != NULL)
-    return introspect(a, mem, &x, token, len, out, why);
+    return introspect(a, mem, &x, token, len, out, why, loop, w);
   /* No keys yet: fetch them (again at most every KEYS_RETRY_S while the
    * issuer cannot be reached, so requests do not each wait for it). */
   if (a->keys == NULL && !a->jwks_fixed &&
-      (a->last_fetch == 0 || now - a->last_fetch >= KEYS_RETRY_S))
-    (void)load_keys(a);
+      (a->keys_job != NULL || a->last_fetch == 0 ||
+       now - a->last_fetch >= KEYS_RETRY_S)) {
+    rv = keys_fetch(a, loop, w);
+    if (rv == ACP_ERR_AGAIN || rv == ACP_ERR_NOMEM)
+      return rv;
+  }
   if (a->keys == NULL) {
     *why = "the issuer's keys are unavailable";
     return ACP_ERR_SYSTEM;
   }
   rv = acp__jwt_verify(mem, token, len, a->keys, &x, out, why);
   if (rv == ACP_ERR_NOT_FOUND && !a->jwks_fixed &&
-      now - a->last_fetch >= JWKS_REFETCH_S) {
+      (a->keys_job != NULL || now - a->last_fetch >= JWKS_REFETCH_S)) {
     /* Perhaps the issuer rotated its keys: fetch them once more. */
-    (void)load_keys(a);
+    int frv = keys_fetch(a, loop, w);
+    if (frv == ACP_ERR_AGAIN || frv == ACP_ERR_NOMEM)
+      return frv;
     rv = acp__jwt_verify(mem, token, len, a->keys, &x, out, why);
   }
   if (rv == ACP_ERR_NOT_FOUND)
     rv = ACP_ERR_PROTOCOL; /* *why says no key fits */
   return rv;
+}
+
+int acp__http_auth_check(acp_http_auth *a, const acp_mem *mem,
+                         const char *resource, const char *token, size_t len,
+                         acp__jwt_claims *out, const char **why) {
+  return acp__http_auth_check_on(a, mem, resource, token, len, out, why, NULL,
+                                 NULL);
+}
+
+void acp__http_auth_unwait(acp__auth_wait *w, const acp_mem *mem) {
+  auth_job *j;
+  acp__auth_wait **pp;
+  if (w == NULL)
+    return;
+  if ((j = w->job) != NULL) {
+    for (pp = &j->waiters; *pp; pp = &(*pp)->next)
+      if (*pp == w) {
+        *pp = w->next;
+        break;
+      }
+    w->job = NULL;
+    w->next = NULL;
+  }
+  if (w->has_result) {
+    acp__jwt_claims_free(mem, &w->claims);
+    w->has_result = false;
+  }
 }

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +170,12 @@ struct hs_req {
   uint64_t susp_at; /* uv_now() when last suspended */
   bool authed;      /* claims holds the request's valid token */
   acp__jwt_claims claims; /* with acp_http_auth (never the token) */
+  /* First member of its group so that auth_done() finds the request. */
+  acp__auth_wait aw;   /* suspended for a token check's fetch (auth.c) */
+  bool auth_waiting;   /* ... in srv->authq */
+  bool auth_suspended; /* ... with the whole request in */
+  bool auth_woken;     /* the fetch ended: check the token again */
+  hs_req *auth_next;   /* in srv->authq */
 };
 
 /* A suspended connection is out of MHD's sight: a client that leaves would
@@ -210,6 +217,7 @@ struct acp_http_server {
   hs_session *sessions;
   size_t nsessions;
   hs_req *reqs;
+  hs_req *authq; /* requests waiting for a token check's fetch */
   size_t nstreams;
   size_t nwaiting; /* relay POSTs waiting for their answer (under the cap) */
   acp_json_doc *doc;
@@ -1574,9 +1582,35 @@ static enum MHD_Result reply_challenge(hs_req *rq, unsigned status,
   return ret;
 }
 
+static void authq_remove(hs_req *rq) {
+  hs_req **pp;
+  for (pp = &rq->srv->authq; *pp; pp = &(*pp)->auth_next)
+    if (*pp == rq) {
+      *pp = rq->auth_next;
+      break;
+    }
+  rq->auth_next = NULL;
+  rq->auth_waiting = false;
+}
+
+/* The fetch a suspended request waited for has ended: its handler runs
+ * again and checks the token with what the fetch brought. */
+static void auth_done(acp__auth_wait *w) {
+  hs_req *rq = (hs_req *)((char *)w - offsetof(hs_req, aw));
+  authq_remove(rq);
+  rq->auth_woken = true;
+  if (rq->auth_suspended) {
+    rq->auth_suspended = false;
+    MHD_resume_connection(rq->mc);
+    rq->srv->need_run = true;
+  }
+}
+
 /* The bearer token of a request to the MCP endpoint, checked (see
- * acp_http_auth in acp/http.h). False when an answer was queued (*ret). */
-static bool authorize(hs_req *rq, enum MHD_Result *ret) {
+ * acp_http_auth in acp/http.h): 1 when it may go on, 0 when an answer was
+ * queued (*ret), -1 when the request is suspended until a fetch the check
+ * needs has ended (auth_done). */
+static int authorize(hs_req *rq, enum MHD_Result *ret) {
   acp_http_server *srv = rq->srv;
   acp_http_auth *auth = srv->o->auth;
   const char *h = hdr(rq->mc, "Authorization");
@@ -1586,7 +1620,7 @@ static bool authorize(hs_req *rq, enum MHD_Result *ret) {
   int rv;
   if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) {
     *ret = reply_challenge(rq, MHD_HTTP_UNAUTHORIZED, NULL, NULL, base);
-    return false;
+    return 0;
   }
   h += 7;
   while (*h == ' ')
@@ -1594,31 +1628,40 @@ static bool authorize(hs_req *rq, enum MHD_Result *ret) {
   n = strlen(h);
   while (n > 0 && h[n - 1] == ' ')
     n--;
-  rv = acp__http_auth_check(auth, &srv->mem, srv->resource, h, n, &rq->claims,
-                            &why);
+  rq->aw.done = auth_done;
+  rv = acp__http_auth_check_on(auth, &srv->mem, srv->resource, h, n,
+                               &rq->claims, &why, srv->loop, &rq->aw);
+  if (rv == ACP_ERR_AGAIN) {
+    /* Other connections are served meanwhile. A client that leaves while
+     * suspended is noticed when the fetch ends (at most its timeout). */
+    rq->auth_waiting = true;
+    rq->auth_next = srv->authq;
+    srv->authq = rq;
+    return -1;
+  }
   if (rv == ACP_ERR_NOMEM) {
     *ret = reply_error(rq->mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                        "Internal error");
-    return false;
+    return 0;
   }
   if (rv == ACP_ERR_SYSTEM) {
     *ret = reply_error(rq->mc, MHD_HTTP_SERVICE_UNAVAILABLE, -32000,
                        "Service Unavailable: the authorization server's "
                        "keys cannot be fetched");
-    return false;
+    return 0;
   }
   if (rv != 0) {
     *ret = reply_challenge(rq, MHD_HTTP_UNAUTHORIZED, "invalid_token",
                            why ? why : "invalid token", base);
-    return false;
+    return 0;
   }
   rq->authed = true;
   if (!acp__scope_covers(rq->claims.scope, base)) {
     *ret = reply_challenge(rq, MHD_HTTP_FORBIDDEN, "insufficient_scope", NULL,
                            base);
-    return false;
+    return 0;
   }
-  return true;
+  return 1;
 }
 
 /* The scopes a POST's tools/call messages need beyond the token's:
@@ -2463,6 +2506,25 @@ static bool json_ctype(const char *ct) {
   return ieq(ct, n, "application/json");
 }
 
+/* The early answers that come after the token check, before any body is
+ * read: MHD_YES with rq->answered false when the request goes on. */
+static enum MHD_Result early_checks(hs_req *rq) {
+  struct MHD_Connection *mc = rq->mc;
+  const char *cl;
+  if (rq->method == M_POST) {
+    cl = hdr(mc, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > (unsigned long long)rq->srv->o->max_body)
+      return reply_error(mc, MHD_HTTP_CONTENT_TOO_LARGE, -32000,
+                         "Payload Too Large");
+    if (!json_ctype(hdr(mc, "Content-Type")))
+      return reply_error(mc, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000,
+                         "Unsupported Media Type: Content-Type must be "
+                         "application/json");
+  }
+  rq->answered = false;
+  return MHD_YES;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
                                  const char *url, const char *method,
                                  const char *version, const char *upload,
@@ -2478,7 +2540,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
   is_msg = srv->o->legacy && !srv->relay && srv->o->auth == NULL &&
            strcmp(url, "/message") == 0;
   if (rq == NULL) {
-    const char *cl;
     rq = acp__calloc(&srv->mem, 1, sizeof(*rq));
     if (rq == NULL)
       return MHD_NO;
@@ -2527,21 +2588,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
     }
     if (is_mcp && rq->method != M_OTHER && srv->o->auth != NULL) {
       enum MHD_Result ret;
-      if (!authorize(rq, &ret))
+      /* < 0: a fetch runs; the body is read meanwhile and the request
+       * waits for it at the end (rq->auth_waiting). */
+      if (authorize(rq, &ret) == 0)
         return ret;
     }
-    if (rq->method == M_POST) {
-      cl = hdr(mc, "Content-Length");
-      if (cl && strtoull(cl, NULL, 10) > (unsigned long long)srv->o->max_body)
-        return reply_error(mc, MHD_HTTP_CONTENT_TOO_LARGE, -32000,
-                           "Payload Too Large");
-      if (!json_ctype(hdr(mc, "Content-Type")))
-        return reply_error(mc, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000,
-                           "Unsupported Media Type: Content-Type must be "
-                           "application/json");
-    }
-    rq->answered = false;
-    return MHD_YES;
+    return early_checks(rq);
   }
   if (rq->waiting)
     return answer_waiting(rq);
@@ -2557,7 +2609,28 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
     *upload_size = 0;
     return MHD_YES;
   }
+  if (rq->auth_waiting) {
+    /* The whole request is in; its token still waits for a fetch. MHD
+     * calls this handler again once auth_done() resumes it. */
+    rq->auth_suspended = true;
+    MHD_suspend_connection(mc);
+    return MHD_YES;
+  }
   rq->answered = true;
+  if (rq->auth_woken) {
+    /* The fetch the token check waited for has ended: check it again. */
+    enum MHD_Result ret;
+    rq->auth_woken = false;
+    if (authorize(rq, &ret) == 0)
+      return ret;
+    if (rq->auth_waiting) {
+      /* Another fetch (a key set refetch after the first): wait again. */
+      rq->answered = false;
+      rq->auth_suspended = true;
+      MHD_suspend_connection(mc);
+      return MHD_YES;
+    }
+  }
   /* The body buffer holds one byte more than max_body (the newline the
    * conn is fed with), so a body without Content-Length is checked here. */
   if (rq->too_big || rq->body.len > srv->o->max_body)
@@ -2594,6 +2667,9 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     return;
   *con_cls = NULL;
   watch_free(rq);
+  if (rq->auth_waiting)
+    authq_remove(rq);
+  acp__http_auth_unwait(&rq->aw, &srv->mem);
   if (rq->waiting)
     srv->nwaiting--;
   if (rq->wst != NULL) {
@@ -2963,6 +3039,14 @@ void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
       watch_stop(rq);
       MHD_resume_connection(rq->mc);
     }
+  while ((rq = srv->authq) != NULL) {
+    authq_remove(rq);
+    acp__http_auth_unwait(&rq->aw, &srv->mem);
+    if (rq->auth_suspended) {
+      rq->auth_suspended = false;
+      MHD_resume_connection(rq->mc);
+    }
+  }
   while (srv->sessions)
     session_close(srv->sessions);
   MHD_stop_daemon(srv->d);

@@ -22,7 +22,12 @@
 //                               asked); access tokens live S seconds
 //                               (absent: 3600)
 //   GET  /stats                 {"jwks": fetches, "introspect": calls,
-//                               "refresh": refresh_token grants}
+//                               "refresh": refresh_token grants,
+//                               "held": /jwks-held requests waiting}
+//   GET  /jwks-held             the keys, answered only once POST /release
+//                               comes (a slow issuer: the resource server
+//                               must serve others meanwhile)
+//   POST /release               answers the waiting /jwks-held requests
 import crypto from 'node:crypto';
 import http from 'node:http';
 
@@ -30,7 +35,8 @@ const port = Number(process.argv[2] || 0);
 const rsa = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
 const ec = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const evil = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-const stats = { jwks: 0, introspect: 0, refresh: 0 };
+const stats = { jwks: 0, introspect: 0, refresh: 0, held: 0 };
+const heldRes = [];
 let ttl = 3600; // lifetime of the access tokens /token issues
 let grantOnly = null; // Set of scopes, or null: grant what is asked
 let issuer = '';
@@ -117,6 +123,18 @@ const server = http.createServer(async (req, res) => {
   if (u.pathname === '/jwks') {
     stats.jwks++;
     return send(res, 200, { keys: [jwkOf(rsa, 'rsa1', 'RS256'), jwkOf(ec, 'ec1', 'ES256')] });
+  }
+  if (u.pathname === '/jwks-held') {
+    stats.jwks++;
+    stats.held++;
+    heldRes.push(res);
+    return;
+  }
+  if (u.pathname === '/release' && req.method === 'POST') {
+    const keys = { keys: [jwkOf(rsa, 'rsa1', 'RS256'), jwkOf(ec, 'ec1', 'ES256')] };
+    while (heldRes.length) send(heldRes.shift(), 200, keys);
+    stats.held = 0;
+    return send(res, 200, {});
   }
   if (u.pathname === '/stats') return send(res, 200, stats);
   if (u.pathname === '/control' && req.method === 'POST') {

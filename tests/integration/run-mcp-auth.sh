@@ -217,6 +217,50 @@ aud=$(printf '%s' "$rs" | sed 's/:/%3A/g; s#/#%2F#g')
 call "$(mint "aud=$aud&sub=ivan&alg=ES256")"
 if [ "$status" = 200 ] && grep -qF 'subject=ivan' "$work/out"; then ok "--auth-jwks-uri"; else ko "--auth-jwks-uri ($status)"; fi
 
+# --- a slow issuer: the key fetch runs off the loop ---
+# The first token waits for the key set; meanwhile the server answers
+# others (the metadata, a token-less 401), and a second token joins the
+# same fetch. With a fetch on the loop's thread the metadata request would
+# wait for /release, which this test sends only after that answer.
+serve held --auth-issuer "$iss" --auth-jwks-uri "$iss/jwks-held"
+rs=$url
+aud=$(printf '%s' "$rs" | sed 's/:/%3A/g; s#/#%2F#g')
+jw0=$(sed -n 's/.*"jwks":\([0-9]*\).*/\1/p' <<EOF2
+$(curl -s "$iss/stats")
+EOF2
+)
+held_call() {
+  curl -s -o "$work/held$1.out" -w '%{http_code}' --max-time $T "$rs" -X POST \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: whoami' \
+    -H "Authorization: Bearer $(mint "aud=$aud&sub=held$1&alg=ES256")" -d "$call26" >"$work/held$1.st" &
+}
+held_call 1
+h1=$!
+i=0
+while [ "$i" -lt 200 ] && ! curl -s "$iss/stats" | grep -qF '"held":1'; do sleep 0.05; i=$((i + 1)); done
+held_call 2
+h2=$!
+# A client that gives up while its request waits for the fetch.
+curl -s -o /dev/null --max-time 1 "$rs" -X POST -H 'Content-Type: application/json' \
+  -H "Authorization: Bearer $(mint "aud=$aud&sub=quitter&alg=ES256")" -d "$call26" >/dev/null 2>&1
+st_prm=$(curl -s -o /dev/null -w '%{http_code}' --max-time $T "${rs%/mcp}/.well-known/oauth-protected-resource/mcp")
+post "" "$init"
+st_none=$status
+curl -s -X POST "$iss/release" >/dev/null
+wait $h1 $h2
+jw1=$(sed -n 's/.*"jwks":\([0-9]*\).*/\1/p' <<EOF2
+$(curl -s "$iss/stats")
+EOF2
+)
+if [ "$st_prm" = 200 ] && [ "$st_none" = 401 ]; then ok "slow issuer: others served while the key set is fetched"; else ko "slow issuer: metadata $st_prm, no token $st_none"; fi
+if [ "$(cat "$work/held1.st")" = 200 ] && grep -qF 'subject=held1' "$work/held1.out" &&
+  [ "$(cat "$work/held2.st")" = 200 ] && grep -qF 'subject=held2' "$work/held2.out"; then
+  ok "slow issuer: the waiting requests run once the keys come"; else ko "slow issuer: waiting requests ($(cat "$work/held1.st") $(cat "$work/held2.st"))"; fi
+if [ $((jw1 - jw0)) -eq 1 ]; then ok "slow issuer: one fetch for all waiting requests"; else ko "slow issuer: $((jw1 - jw0)) fetches"; fi
+call "$(mint "aud=$aud&sub=after&alg=ES256")"
+if [ "$status" = 200 ] && grep -qF 'subject=after' "$work/out"; then ok "slow issuer: later tokens use the keys"; else ko "slow issuer: later token ($status)"; fi
+
 # --- introspection (RFC 7662) ---
 serve intro --auth-issuer "$iss" --auth-introspect "$iss/introspect" --auth-client-id rs-client --auth-client-secret rs-secret
 rs=$url
@@ -289,9 +333,9 @@ if [ $st -eq 1 ] && grep -qF 'no redirect' "$work/out" && [ -z "$(ls "$work/cfg/
 # --- the key set is fetched once; no token in any log ---
 curl -s "$iss/stats" >"$work/out"
 jw=$(sed -n 's/.*"jwks":\([0-9]*\).*/\1/p' "$work/out")
-# Once per server process that checks JWTs (rs, aud, jwks), whatever the
+# Once per server process that checks JWTs (rs, aud, jwks, held), whatever the
 # number of tokens.
-if [ "$jw" = 3 ]; then ok "jwks fetched once per server"; else ko "jwks fetched $jw times"; fi
+if [ "$jw" = 4 ]; then ok "jwks fetched once per server"; else ko "jwks fetched $jw times"; fi
 if grep -q 'eyJ' "$work"/*.err; then ko "a token in a log"; else ok "no token in the logs"; fi
 
 # --- bad command lines ---
