@@ -66,7 +66,7 @@ run() { # label version args...
     set -e
     tail -n 40 "$out/$label.log"
     "$NODE22_BIN/node" "$conf_here/summarize.mjs" "$label" "$out/$label"
-    if [ $r -ne 0 ] && "$NODE22_BIN/node" "$conf_here/only-retry-timing.mjs" "$out/$label"; then
+    if [ $r -ne 0 ] && "$NODE22_BIN/node" "$conf_here/only-retry-timing.mjs" "$out/$label" "$ef"; then
         say "$label: conformance exit status $r from sse-retry's timing warning alone (see only-retry-timing.mjs): accepted"
         r=0
     fi
