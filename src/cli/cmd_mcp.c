@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "mcp_everything.h"
+#include "mcp_workers.h"
 
 #include "acp/http.h"
 #include "acp/json.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -24,7 +26,8 @@
 enum { MCP_EXIT_TOOL_ERROR = 3 };
 
 static const char usage_text[] =
-    "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] | --stdio]\n"
+    "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] [--workers N]\n"
+    "                      [--sse-keepalive MS] | --stdio]\n"
     "                     [--everything] [AUTH OPTIONS]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
@@ -47,6 +50,16 @@ static const char usage_text[] =
     "session ids (NAME-<32 hex>) and in an X-Acp-Worker answer header, so a\n"
     "proxy in front of several workers routes each session to its worker\n"
     "(examples/deploy/nginx.conf).\n"
+    "--workers N (1-64) runs N worker processes on the same port (each its\n"
+    "own socket, SO_REUSEPORT: the kernel spreads new connections) under a\n"
+    "supervisor that restarts a worker that dies (backoff 100 ms .. 5 s,\n"
+    "logged) and forwards SIGINT/SIGTERM; the workers are named NAME1..NAMEN\n"
+    "(default w1..wN). For 2026-07-28 (stateless) clients: a 2025 session\n"
+    "lives in one worker and a new connection may reach another (404), so\n"
+    "sessions need a proxy routing by the id's prefix (examples/deploy/).\n"
+    "--sse-keepalive MS: an SSE comment every MS ms on open 2026 streams\n"
+    "(subscriptions/listen; default 15000, 0: none). On SIGINT/SIGTERM open\n"
+    "listens end with their result and running calls get up to 5 s.\n"
     "\n"
     "serve --http as an OAuth 2.1 resource server (MCP authorization): every\n"
     "request needs 'Authorization: Bearer TOKEN', a JWT from the issuer\n"
@@ -509,8 +522,11 @@ static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
 }
 
 static int cmd_serve(int argc, char **argv) {
-  const char *http = NULL, *worker = NULL;
-  int everything = 0, i, ok, rv, status = CLI_EXIT_OK;
+  const char *http = NULL, *worker = NULL, *workers_s = NULL, *ka_s = NULL;
+  unsigned long keepalive = ACP_HTTP_DEFAULT_KEEPALIVE_MS;
+  int everything = 0, i, ok, rv, status = CLI_EXIT_OK, nworkers = 0;
+  int listen_fd = -1;
+  mcp_worker_slot slot;
   acp_mcp_server *reg = NULL;
   acp_http_auth *auth = NULL;
   auth_opts ao;
@@ -529,6 +545,11 @@ static int cmd_serve(int argc, char **argv) {
       http = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--worker-id", &ok)) != NULL)
       worker = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--workers", &ok)) != NULL)
+      workers_s = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--sse-keepalive", &ok)) !=
+             NULL)
+      ka_s = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-issuer", &ok)) != NULL)
       ao.issuer = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-audience", &ok)) !=
@@ -581,8 +602,36 @@ static int cmd_serve(int argc, char **argv) {
     cli_err(SUB, "the --auth-* options need --auth-issuer");
     return CLI_EXIT_USAGE;
   }
-  if ((rv = make_auth(&ao, &auth)) != 0)
-    return rv;
+  if (ka_s != NULL) {
+    char *end;
+    errno = 0;
+    keepalive = strtoul(ka_s, &end, 10);
+    if (*ka_s == 0 || *end != 0 || errno || keepalive > 3600000 ||
+        ka_s[0] == '-') {
+      cli_err(SUB, "--sse-keepalive wants milliseconds 0..3600000, not '%s'",
+              ka_s);
+      return CLI_EXIT_USAGE;
+    }
+    if (http == NULL) {
+      cli_err(SUB, "--sse-keepalive needs --http");
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (workers_s != NULL) {
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(workers_s, &end, 10);
+    if (*workers_s == 0 || *end != 0 || errno || v < 1 || v > 64) {
+      cli_err(SUB, "--workers wants 1..64, not '%s'", workers_s);
+      return CLI_EXIT_USAGE;
+    }
+    if (http == NULL) {
+      cli_err(SUB, "--workers needs --http");
+      return CLI_EXIT_USAGE;
+    }
+    nworkers = (int)v;
+  }
   if (worker != NULL) {
     /* Checked before anything starts, with the library's own rule. */
     acp_http_server_options *o = NULL;
@@ -595,6 +644,31 @@ static int cmd_serve(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  if (nworkers > 0) {
+    /* The supervisor returns here only when it stops; each worker goes on
+     * below with its own socket and id. */
+    char addr[64];
+    uint16_t port;
+    if (worker != NULL && strlen(worker) > 30) {
+      cli_err(SUB, "with --workers, --worker-id wants at most 30 characters");
+      return CLI_EXIT_USAGE;
+    }
+    if (parse_addr(http, addr, sizeof(addr), &port) != 0) {
+      cli_err(SUB, "--http wants ADDR:PORT or PORT, not '%s'", http);
+      return CLI_EXIT_USAGE;
+    }
+    memset(&slot, 0, sizeof(slot));
+    rv = mcp_workers_run(addr, port, nworkers, worker ? worker : "w", &slot);
+    if (rv != MCP_WORKERS_CHILD)
+      return rv == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+    worker = slot.name;
+    listen_fd = slot.listen_fd;
+  }
+  if ((rv = make_auth(&ao, &auth)) != 0) {
+    if (listen_fd >= 0)
+      close(listen_fd);
+    return rv;
+  }
   rv = acp_mcp_server_new(&reg, "acp-mcp", "0.1.0", NULL, NULL);
   if (rv == 0)
     rv = everything ? mcp_everything_register(reg) : register_default(reg);
@@ -605,6 +679,8 @@ static int cmd_serve(int argc, char **argv) {
   acp_mcp_server_set_epoch(reg, uv_epoch_ms());
   if (rv != 0) {
     cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
+    if (listen_fd >= 0)
+      close(listen_fd);
     acp_mcp_server_free(reg);
     acp_http_auth_free(auth);
     return CLI_EXIT_FAILURE;
@@ -643,6 +719,12 @@ static int cmd_serve(int argc, char **argv) {
     if (rv == 0 && worker != NULL)
       rv = acp_http_server_options_set_session_prefix(o, worker);
     if (rv == 0)
+      acp_http_server_options_set_keepalive(o, (uint32_t)keepalive);
+    if (rv == 0 && listen_fd >= 0) {
+      acp_http_server_options_set_listen_fd(o, listen_fd);
+      listen_fd = -1; /* the server's from acp_http_server_new() on */
+    }
+    if (rv == 0)
       acp_http_server_options_set_auth(o, auth);
     if (rv == 0)
       rv = acp_http_server_new(&sc.srv, &loop, reg, o, NULL);
@@ -652,8 +734,13 @@ static int cmd_serve(int argc, char **argv) {
       status = CLI_EXIT_FAILURE;
     } else {
       int v6 = strchr(addr, ':') != NULL;
-      fprintf(stderr, "acp mcp: serving http://%s%s%s:%u/mcp\n", v6 ? "[" : "",
-              addr, v6 ? "]" : "", acp_http_server_port(sc.srv));
+      if (nworkers > 0)
+        fprintf(stderr, "acp mcp: worker %s ready (pid %ld)\n", worker,
+                (long)getpid());
+      else
+        fprintf(stderr, "acp mcp: serving http://%s%s%s:%u/mcp\n",
+                v6 ? "[" : "", addr, v6 ? "]" : "",
+                acp_http_server_port(sc.srv));
       fflush(stderr);
       if (acp_uv_signals_new(&sc.sig, &loop, on_signal, &sc, NULL) != 0) {
         acp_http_server_close(sc.srv, NULL, NULL);
@@ -667,6 +754,8 @@ static int cmd_serve(int argc, char **argv) {
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
   }
+  if (listen_fd >= 0)
+    close(listen_fd);
   acp_mcp_server_free(reg);
   acp_http_auth_free(auth);
   return status;
