@@ -7,8 +7,8 @@
 #       workers (X-Acp-Worker: w1 and w2);
 #   (b) a subscriptions/listen stays open and gets SSE keep-alive comments
 #       (--sse-keepalive 100);
-#   (c) worker w1 SIGKILLed: the supervisor logs it, starts a replacement
-#       (a new pid) that answers requests as w1;
+#   (c) the worker not holding the listen SIGKILLed: the supervisor logs
+#       it, starts a replacement (a new pid) that answers under its name;
 #   (d) SIGTERM to the supervisor: the open listen ends with its result
 #       (resultType "complete"), the supervisor exits 0 and every worker
 #       pid is gone;
@@ -80,8 +80,6 @@ fi
 port=$(sed -n 's/.*serving http:[^ ]*:\([0-9]*\)\/mcp.*/\1/p' "$log")
 url="http://127.0.0.1:$port/mcp"
 pid_of() { sed -n "s/.*worker $1 ready (pid \\([0-9]*\\)).*/\\1/p" "$log" | tail -n 1; }
-w1=$(pid_of w1)
-w2=$(pid_of w2)
 
 META26='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
 # call26 N: one stateless tools/call echo on a new connection; sets $code,
@@ -115,7 +113,7 @@ done
   fail "both workers answered (w1 $seen1, w2 $seen2)"
 
 # (b) an open listen gets keep-alive comments.
-curl -s -N -o "$work/listen" \
+curl -s -N -o "$work/listen" -D "$work/listen.hdr" \
   -H 'Content-Type: application/json' \
   -H 'Accept: application/json, text/event-stream' \
   -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: subscriptions/listen' \
@@ -130,28 +128,31 @@ else
   fail "listen gets keep-alive comments"
 fi
 
-# (c) kill w1: a replacement (new pid) comes back and serves.
-kill -9 "$w1"
-if wait_for "$log" "worker w1 (pid $w1) killed by signal 9; restarting in" &&
-  wait_for "$log" "worker w1 started (pid [0-9]*)" &&
-  [ "$(sed -n 's/.*worker w1 ready (pid \([0-9]*\)).*/\1/p' "$log" | wc -l)" -ge 1 ]; then
-  pass "w1's death logged with its restart"
+# (c) kill the worker that does not hold the listen: a replacement (new
+# pid) comes back and serves.
+lw=$(tr -d '\r' <"$work/listen.hdr" | sed -n 's/^[Xx]-[Aa]cp-[Ww]orker: //p')
+case $lw in w1) victim=w2 keep=w1 ;; *) victim=w1 keep=w2 ;; esac
+vpid=$(pid_of $victim)
+kpid=$(pid_of $keep)
+kill -9 "$vpid"
+if wait_for "$log" "worker $victim (pid $vpid) killed by signal 9; restarting in"; then
+  pass "$victim's death logged with its restart"
 else
-  fail "w1's death logged with its restart"
+  fail "$victim's death logged with its restart"
   cat "$log"
 fi
 i=0
-while [ "$(pid_of w1)" = "$w1" ] && [ $i -lt 300 ]; do i=$((i + 1)); sleep 0.1; done
-nw1=$(pid_of w1)
-[ -n "$nw1" ] && [ "$nw1" != "$w1" ] && pass "w1 replaced (pid $w1 -> $nw1)" ||
-  fail "w1 replaced (pid $w1 -> $nw1)"
-seen1=0 n2=0
-while [ $n2 -lt 200 ] && [ $seen1 = 0 ]; do
+while [ "$(pid_of $victim)" = "$vpid" ] && [ $i -lt 300 ]; do i=$((i + 1)); sleep 0.1; done
+npid=$(pid_of $victim)
+[ -n "$npid" ] && [ "$npid" != "$vpid" ] && pass "$victim replaced (pid $vpid -> $npid)" ||
+  fail "$victim replaced (pid $vpid -> $npid)"
+seen=0 n2=0
+while [ $n2 -lt 200 ] && [ $seen = 0 ]; do
   n2=$((n2 + 1))
   call26 $((1000 + n2))
-  [ "$code" = 200 ] && [ "$worker" = w1 ] && seen1=1
+  [ "$code" = 200 ] && [ "$worker" = $victim ] && seen=1
 done
-[ $seen1 = 1 ] && pass "the new w1 answers" || fail "the new w1 answers"
+[ $seen = 1 ] && pass "the new $victim answers" || fail "the new $victim answers"
 
 # (d) SIGTERM: the listen ends with its result, everything stops.
 kill -TERM "$sup"
@@ -165,8 +166,8 @@ sup=""
 grep -q "all workers stopped" "$log" && pass "supervisor logs the stop" ||
   fail "supervisor logs the stop"
 gone=1
-for p in $nw1 $w2; do kill -0 "$p" 2>/dev/null && gone=0; done
-[ $gone = 1 ] && pass "worker pids gone" || fail "worker pids gone ($nw1 $w2)"
+for p in $npid $kpid; do kill -0 "$p" 2>/dev/null && gone=0; done
+[ $gone = 1 ] && pass "worker pids gone" || fail "worker pids gone ($npid $kpid)"
 wait "$listen_pid"
 listen_pid=""
 if grep -q '"id":77' "$work/listen" &&
