@@ -137,6 +137,7 @@ bench: peers bench-deps
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh $(BENCH_ARGS) --out $(BENCH_RUN)/turns.jsonl
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-conductor.sh $(BENCH_ARGS)
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp.jsonl
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-2026.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp-2026.jsonl
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh $(BENCH_ARGS) >$(BENCH_RUN)/bridge.log 2>&1; \
 	  rc=$$?; cat $(BENCH_RUN)/bridge.log; exit $$rc
 	node bench/summary.mjs $(BENCH_RUN)

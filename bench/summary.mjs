@@ -5,6 +5,7 @@
 // wrote in one run:
 //   DIR/turns.jsonl   bench/run-turns.sh --out
 //   DIR/mcp.jsonl     bench/run-mcp.sh --out
+//   DIR/mcp-2026.jsonl bench/run-mcp-2026.sh --out
 //   DIR/bridge.log    bench/run-mcp-bridge.sh's output (its JSON lines)
 // A file that is missing (a script skipped) leaves its rows out.
 // Usage: node bench/summary.mjs DIR [--json]  (--json: one JSON line a row)
@@ -78,6 +79,27 @@ for (const [t, name, key, unit, note] of [
   row(name, unit, o?.[key], fl?.[key], s?.[key],
     inRounds ? roundRatio(ours, floors, key) : o && fl ? o[key] / fl[key] : undefined,
     o && s ? o[key] / s[key] : undefined, mib(o?.server_peak_rss_kib), `${note}; peer: server-everything`);
+}
+
+// MCP 2026-07-28 stateless HTTP: one process, --workers 2, nginx + 2
+// workers, each against the @modelcontextprotocol/server 2.4.0 server.
+const m26 = jsonLines("mcp-2026.jsonl");
+{
+  const s = medianRun(m26.filter((l) => l.impl === "theirs"), "rps");
+  const one = medianRun(m26.filter((l) => l.impl === "ours"), "rps");
+  for (const [impl, name] of [
+    ["ours", "MCP HTTP 2026 stateless tools/call, 64 conns"],
+    ["workers2", "... acp mcp serve --workers 2"],
+    ["nginx2", "... nginx + 2 workers"],
+  ]) {
+    const o = medianRun(m26.filter((l) => l.impl === impl), "rps");
+    if (!o && !(impl === "ours" && s)) continue;
+    row(name, "req/s", o?.rps, undefined, s?.rps, undefined, o && s ? o.rps / s.rps : undefined,
+      mib(o?.server_peak_rss_kib),
+      impl === "ours" ? "peer: @modelcontextprotocol/server 2.4.0; RSS: all processes" +
+        (o && s ? `; peer RSS ${(mib(s.server_peak_rss_kib) ?? 0).toFixed(1)} MiB` : "")
+        : `over one process: ${o && one ? (o.rps / one.rps).toFixed(2) : "n/a"}x; RSS: all processes`);
+  }
 }
 
 // The MCP-over-ACP bridge: p50 latency, lower is better.

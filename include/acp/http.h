@@ -99,6 +99,9 @@ extern "C" {
 #define ACP_HTTP_MAX_SESSION_PREFIX 32
 /** Default `retry` sent in priming events, in milliseconds. */
 #define ACP_HTTP_DEFAULT_RETRY_MS 1000
+/** Default interval of SSE keep-alive comments on open 2026-07-28 streams,
+ * in milliseconds. */
+#define ACP_HTTP_DEFAULT_KEEPALIVE_MS 15000
 
 /* MARK: - Server */
 
@@ -142,6 +145,15 @@ acp_http_server_options_set_max_sessions(acp_http_server_options *o, size_t n);
 /** `retry` of priming events (0 selects the default). */
 ACP_EXTERN void acp_http_server_options_set_retry(acp_http_server_options *o,
                                                   uint32_t ms);
+/**
+ * Every `ms` milliseconds, write the SSE comment ": keep-alive" on each
+ * open 2026-07-28 response stream (a subscriptions/listen, a call still
+ * running), so that proxies and clients with idle timeouts keep quiet
+ * streams open. 0 turns them off; the default is
+ * ACP_HTTP_DEFAULT_KEEPALIVE_MS. (2025 sessions' streams are unchanged.)
+ */
+ACP_EXTERN void
+acp_http_server_options_set_keepalive(acp_http_server_options *o, uint32_t ms);
 /** Serve the legacy HTTP+SSE endpoints /sse and /message (default on). */
 ACP_EXTERN void acp_http_server_options_set_legacy(acp_http_server_options *o,
                                                    int on);
@@ -204,6 +216,14 @@ typedef void (*acp_http_server_close_cb)(acp_http_server *srv, void *user_data);
  * the handles (a listen descriptor given with
  * acp_http_server_options_set_listen_fd() is closed), run `cb` (may be
  * NULL), free. Accepts NULL.
+ *
+ * When 2026-07-28 requests are open (a subscriptions/listen, a call not
+ * answered yet) the server first drains, on the loop: it stops accepting
+ * connections, ends every open listen with its result (resultType
+ * "complete", acp_mcp_conn_close_listens()) and waits until those
+ * responses are written and the calls answered, at most 5 s; then it
+ * stops as above. A second call while draining stops at once. Run the
+ * loop until `cb` either way.
  */
 ACP_EXTERN void acp_http_server_close(acp_http_server *srv,
                                       acp_http_server_close_cb cb,

@@ -627,7 +627,10 @@ ACP_EXTERN int acp_mcp_server_set_state_key(acp_mcp_server *server,
  *     param; answered {"task":{taskId,status,createdAt,lastUpdatedAt,ttl,
  *     pollInterval?}}; tasks/get (the Task), tasks/result (the tool's
  *     result with _meta[ACP_MCP_META_RELATED_TASK], or its error; held
- *     until the task ends), tasks/list (the session's tasks, one page),
+ *     until the task ends), tasks/list (the session's tasks, newest
+ *     first, in pages of acp_mcp_server_set_page_size() with an opaque
+ *     nextCursor that stays valid while tasks come and go; a bad cursor
+ *     is -32602),
  *     tasks/cancel (the cancelled Task; -32602 when it already ended);
  *     notifications/tasks/status to the session on each final status.
  *     Tasks belong to the session that made them.

@@ -4,6 +4,7 @@
  */
 #include "cli.h"
 #include "mcp_everything.h"
+#include "mcp_workers.h"
 
 #include "acp/http.h"
 #include "acp/json.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -24,11 +26,12 @@
 enum { MCP_EXIT_TOOL_ERROR = 3 };
 
 static const char usage_text[] =
-    "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] | --stdio]\n"
+    "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] [--workers N]\n"
+    "                      [--sse-keepalive MS] | --stdio]\n"
     "                     [--everything] [AUTH OPTIONS]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
-    "       acp mcp call|read|get [--json] [--task] [OPTIONS]\n"
+    "       acp mcp call|read|get [--json] [--task] [ELICIT] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS... --) NAME [key=value...]\n"
     "       acp mcp relay --url URL [--header 'N: V']... [--sse|--streamable]\n"
     "       acp mcp login URL [--timeout SECONDS] | acp mcp logout URL\n"
@@ -47,6 +50,16 @@ static const char usage_text[] =
     "session ids (NAME-<32 hex>) and in an X-Acp-Worker answer header, so a\n"
     "proxy in front of several workers routes each session to its worker\n"
     "(examples/deploy/nginx.conf).\n"
+    "--workers N (1-64) runs N worker processes on the same port (each its\n"
+    "own socket, SO_REUSEPORT: the kernel spreads new connections) under a\n"
+    "supervisor that restarts a worker that dies (backoff 100 ms .. 5 s,\n"
+    "logged) and forwards SIGINT/SIGTERM; the workers are named NAME1..NAMEN\n"
+    "(default w1..wN). For 2026-07-28 (stateless) clients: a 2025 session\n"
+    "lives in one worker and a new connection may reach another (404), so\n"
+    "sessions need a proxy routing by the id's prefix (examples/deploy/).\n"
+    "--sse-keepalive MS: an SSE comment every MS ms on open 2026 streams\n"
+    "(subscriptions/listen; default 15000, 0: none). On SIGINT/SIGTERM open\n"
+    "listens end with their result and running calls get up to 5 s.\n"
     "\n"
     "serve --http as an OAuth 2.1 resource server (MCP authorization): every\n"
     "request needs 'Authorization: Bearer TOKEN', a JWT from the issuer\n"
@@ -96,6 +109,13 @@ static const char usage_text[] =
     "                       extension, then tasks/get polls); the task id "
     "goes\n"
     "                       to stderr; a server may answer at once\n"
+    "  --elicit-json FILE   answer a server's form elicitation (a 2025\n"
+    "                       elicitation/create, a 2026 input request) by\n"
+    "                       accepting with FILE's JSON object as content\n"
+    "  --accept             ... by accepting with the schema's defaults\n"
+    "  --decline            ... by declining\n"
+    "                       (none of these, on a terminal: ask for each\n"
+    "                       field on it; else elicitation is not offered)\n"
     "  -h, --help           this help\n"
     "\n"
     "Progress notifications and server log messages go to stderr. With --json\n"
@@ -509,8 +529,11 @@ static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
 }
 
 static int cmd_serve(int argc, char **argv) {
-  const char *http = NULL, *worker = NULL;
-  int everything = 0, i, ok, rv, status = CLI_EXIT_OK;
+  const char *http = NULL, *worker = NULL, *workers_s = NULL, *ka_s = NULL;
+  unsigned long keepalive = ACP_HTTP_DEFAULT_KEEPALIVE_MS;
+  int everything = 0, i, ok, rv, status = CLI_EXIT_OK, nworkers = 0;
+  int listen_fd = -1;
+  mcp_worker_slot slot;
   acp_mcp_server *reg = NULL;
   acp_http_auth *auth = NULL;
   auth_opts ao;
@@ -529,6 +552,11 @@ static int cmd_serve(int argc, char **argv) {
       http = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--worker-id", &ok)) != NULL)
       worker = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--workers", &ok)) != NULL)
+      workers_s = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--sse-keepalive", &ok)) !=
+             NULL)
+      ka_s = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-issuer", &ok)) != NULL)
       ao.issuer = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-audience", &ok)) !=
@@ -581,8 +609,36 @@ static int cmd_serve(int argc, char **argv) {
     cli_err(SUB, "the --auth-* options need --auth-issuer");
     return CLI_EXIT_USAGE;
   }
-  if ((rv = make_auth(&ao, &auth)) != 0)
-    return rv;
+  if (ka_s != NULL) {
+    char *end;
+    errno = 0;
+    keepalive = strtoul(ka_s, &end, 10);
+    if (*ka_s == 0 || *end != 0 || errno || keepalive > 3600000 ||
+        ka_s[0] == '-') {
+      cli_err(SUB, "--sse-keepalive wants milliseconds 0..3600000, not '%s'",
+              ka_s);
+      return CLI_EXIT_USAGE;
+    }
+    if (http == NULL) {
+      cli_err(SUB, "--sse-keepalive needs --http");
+      return CLI_EXIT_USAGE;
+    }
+  }
+  if (workers_s != NULL) {
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(workers_s, &end, 10);
+    if (*workers_s == 0 || *end != 0 || errno || v < 1 || v > 64) {
+      cli_err(SUB, "--workers wants 1..64, not '%s'", workers_s);
+      return CLI_EXIT_USAGE;
+    }
+    if (http == NULL) {
+      cli_err(SUB, "--workers needs --http");
+      return CLI_EXIT_USAGE;
+    }
+    nworkers = (int)v;
+  }
   if (worker != NULL) {
     /* Checked before anything starts, with the library's own rule. */
     acp_http_server_options *o = NULL;
@@ -595,6 +651,31 @@ static int cmd_serve(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  if (nworkers > 0) {
+    /* The supervisor returns here only when it stops; each worker goes on
+     * below with its own socket and id. */
+    char addr[64];
+    uint16_t port;
+    if (worker != NULL && strlen(worker) > 30) {
+      cli_err(SUB, "with --workers, --worker-id wants at most 30 characters");
+      return CLI_EXIT_USAGE;
+    }
+    if (parse_addr(http, addr, sizeof(addr), &port) != 0) {
+      cli_err(SUB, "--http wants ADDR:PORT or PORT, not '%s'", http);
+      return CLI_EXIT_USAGE;
+    }
+    memset(&slot, 0, sizeof(slot));
+    rv = mcp_workers_run(addr, port, nworkers, worker ? worker : "w", &slot);
+    if (rv != MCP_WORKERS_CHILD)
+      return rv == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
+    worker = slot.name;
+    listen_fd = slot.listen_fd;
+  }
+  if ((rv = make_auth(&ao, &auth)) != 0) {
+    if (listen_fd >= 0)
+      close(listen_fd);
+    return rv;
+  }
   rv = acp_mcp_server_new(&reg, "acp-mcp", "0.1.0", NULL, NULL);
   if (rv == 0)
     rv = everything ? mcp_everything_register(reg) : register_default(reg);
@@ -605,6 +686,8 @@ static int cmd_serve(int argc, char **argv) {
   acp_mcp_server_set_epoch(reg, uv_epoch_ms());
   if (rv != 0) {
     cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
+    if (listen_fd >= 0)
+      close(listen_fd);
     acp_mcp_server_free(reg);
     acp_http_auth_free(auth);
     return CLI_EXIT_FAILURE;
@@ -643,6 +726,12 @@ static int cmd_serve(int argc, char **argv) {
     if (rv == 0 && worker != NULL)
       rv = acp_http_server_options_set_session_prefix(o, worker);
     if (rv == 0)
+      acp_http_server_options_set_keepalive(o, (uint32_t)keepalive);
+    if (rv == 0 && listen_fd >= 0) {
+      acp_http_server_options_set_listen_fd(o, listen_fd);
+      listen_fd = -1; /* the server's from acp_http_server_new() on */
+    }
+    if (rv == 0)
       acp_http_server_options_set_auth(o, auth);
     if (rv == 0)
       rv = acp_http_server_new(&sc.srv, &loop, reg, o, NULL);
@@ -652,8 +741,13 @@ static int cmd_serve(int argc, char **argv) {
       status = CLI_EXIT_FAILURE;
     } else {
       int v6 = strchr(addr, ':') != NULL;
-      fprintf(stderr, "acp mcp: serving http://%s%s%s:%u/mcp\n", v6 ? "[" : "",
-              addr, v6 ? "]" : "", acp_http_server_port(sc.srv));
+      if (nworkers > 0)
+        fprintf(stderr, "acp mcp: worker %s ready (pid %ld)\n", worker,
+                (long)getpid());
+      else
+        fprintf(stderr, "acp mcp: serving http://%s%s%s:%u/mcp\n",
+                v6 ? "[" : "", addr, v6 ? "]" : "",
+                acp_http_server_port(sc.srv));
       fflush(stderr);
       if (acp_uv_signals_new(&sc.sig, &loop, on_signal, &sc, NULL) != 0) {
         acp_http_server_close(sc.srv, NULL, NULL);
@@ -667,6 +761,8 @@ static int cmd_serve(int argc, char **argv) {
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
   }
+  if (listen_fd >= 0)
+    close(listen_fd);
   acp_mcp_server_free(reg);
   acp_http_auth_free(auth);
   return status;
@@ -695,7 +791,20 @@ typedef struct mcli {
   char task_id[128]; /* the task being polled */
   uv_timer_t poll;   /* tasks/get pacing */
   int poll_init;
+  int elicit;        /* enum elicit_mode */
+  char *elicit_json; /* --elicit-json FILE's object */
+  size_t elicit_len;
 } mcli;
+
+/* How `acp mcp call` answers a server's form elicitation (elicitation/create
+ * in a 2025 session, an input request of a 2026 input_required result). */
+enum elicit_mode {
+  ELICIT_NONE,   /* no callback: the capability is not declared */
+  ELICIT_TTY,    /* ask on the terminal (stdin and stderr are ttys) */
+  ELICIT_JSON,   /* --elicit-json FILE: accept with the file's object */
+  ELICIT_ACCEPT, /* --accept: accept with the schema's defaults */
+  ELICIT_DECLINE /* --decline */
+};
 
 static void finish(mcli *m, int status);
 
@@ -1076,6 +1185,276 @@ static int on_progress(acp_mcp_client *c, double progress, double total,
   return 0;
 }
 
+/* MARK: - Elicitation */
+
+/* A JSON string's text into buf (cut to cap - 1), "" if not a string. */
+static const char *str_of(const acp_json_val *v, char *buf, size_t cap) {
+  size_t n = 0;
+  int rv = acp_json_str_unescape(v, buf, cap - 1, &n);
+  if (rv == ACP_ERR_BUFFER)
+    n = cap - 1;
+  else if (rv != 0)
+    n = 0;
+  buf[n] = 0;
+  return buf;
+}
+
+/* One line from stdin without its newline; -1 at end of input. */
+static int read_line(char *buf, size_t cap) {
+  size_t n;
+  if (fgets(buf, (int)cap, stdin) == NULL)
+    return -1;
+  n = strlen(buf);
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+    buf[--n] = 0;
+  return 0;
+}
+
+/* Write the answer typed for one property of `type`; 1: not valid, ask
+ * again. */
+static int put_typed(acp_json_writer *w, const char *type, const char *in) {
+  if (strcmp(type, "number") == 0 || strcmp(type, "integer") == 0) {
+    char *end;
+    double d;
+    errno = 0;
+    d = strtod(in, &end);
+    if (*in == 0 || *end != 0 || errno != 0 ||
+        (type[0] == 'i' && (d != (double)(long long)d)))
+      return 1;
+    /* The typed text is a number; keep its spelling. */
+    if (strspn(in, "-+0123456789.eE") != strlen(in) || in[0] == '+' ||
+        in[0] == '.')
+      return 1;
+    return acp_json_validate(in, strlen(in), NULL) == 0
+               ? acp_json_write_raw(w, in, strlen(in)) == 0 ? 0 : 1
+               : 1;
+  }
+  if (strcmp(type, "boolean") == 0) {
+    if (strcasecmp(in, "y") == 0 || strcasecmp(in, "yes") == 0 ||
+        strcasecmp(in, "true") == 0)
+      return acp_json_write_bool(w, true) == 0 ? 0 : 1;
+    if (strcasecmp(in, "n") == 0 || strcasecmp(in, "no") == 0 ||
+        strcasecmp(in, "false") == 0)
+      return acp_json_write_bool(w, false) == 0 ? 0 : 1;
+    return 1;
+  }
+  if (strcmp(type, "array") == 0) {
+    /* A multi-select: comma-separated values. */
+    const char *p = in;
+    acp_json_write_arr_begin(w);
+    while (*p) {
+      const char *e = strchr(p, ',');
+      size_t n = e ? (size_t)(e - p) : strlen(p);
+      while (n > 0 && p[0] == ' ')
+        p++, n--;
+      while (n > 0 && p[n - 1] == ' ')
+        n--;
+      if (n > 0)
+        acp_json_write_str(w, p, n);
+      p = e ? e + 1 : p + strlen(p);
+    }
+    acp_json_write_arr_end(w);
+    return 0;
+  }
+  return acp_json_write_strz(w, in) == 0 ? 0 : 1;
+}
+
+/* Ask each property of the schema on the terminal. Returns 0 with the
+ * result in w, 1 when the user ended input (cancel). */
+static int elicit_tty(acp_json_writer *w, const acp_json_val *params) {
+  const acp_json_val *schema = acp_json_obj_getz(params, "requestedSchema");
+  const acp_json_val *props = acp_json_obj_getz(schema, "properties");
+  const acp_json_val *k;
+  char line[1024], text[1024];
+  fprintf(stderr, "acp mcp: the server asks: %s\n",
+          str_of(acp_json_obj_getz(params, "message"), text, sizeof(text)));
+  for (;;) {
+    fprintf(stderr, "answer (a)ccept, (d)ecline or (c)ancel [a]: ");
+    fflush(stderr);
+    if (read_line(line, sizeof(line)) != 0)
+      return 1;
+    if (line[0] == 0 || strcasecmp(line, "a") == 0 ||
+        strcasecmp(line, "accept") == 0)
+      break;
+    if (strcasecmp(line, "d") == 0 || strcasecmp(line, "decline") == 0) {
+      acp_json_write_obj_begin(w);
+      acp_json_write_keyz(w, "action");
+      acp_json_write_strz(w, "decline");
+      return acp_json_write_obj_end(w) == 0 ? 0 : 1;
+    }
+    if (strcasecmp(line, "c") == 0 || strcasecmp(line, "cancel") == 0)
+      return 1;
+  }
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "action");
+  acp_json_write_strz(w, "accept");
+  acp_json_write_keyz(w, "content");
+  acp_json_write_obj_begin(w);
+  for (k = acp_json_child(props); k; k = acp_json_next(acp_json_next(k))) {
+    const acp_json_val *pr = acp_json_next(k);
+    const acp_json_val *def = acp_json_obj_getz(pr, "default");
+    const acp_json_val *en = acp_json_obj_getz(pr, "enum");
+    char name[256], type[32], desc[512];
+    str_of(k, name, sizeof(name));
+    str_of(acp_json_obj_getz(pr, "type"), type, sizeof(type));
+    str_of(acp_json_obj_getz(pr, "description"), desc, sizeof(desc));
+    for (;;) {
+      size_t dl = 0, el = 0;
+      const char *draw = acp_json_raw(def, &dl);
+      const char *eraw = acp_json_raw(en, &el);
+      fprintf(stderr, "  %s%s%s (%s)%s%.*s%s%.*s: ", name, desc[0] ? " - " : "",
+              desc, type[0] ? type : "string", el ? " one of " : "", (int)el,
+              eraw ? eraw : "", dl ? " [" : "", (int)dl, draw ? draw : "");
+      if (dl)
+        fputc(']', stderr);
+      fflush(stderr);
+      if (read_line(line, sizeof(line)) != 0)
+        return 1;
+      if (line[0] == 0) {
+        if (def != NULL) {
+          acp_json_write_key(w, name, strlen(name));
+          acp_json_write_val(w, def);
+        }
+        break; /* left out (the server checks what it requires) */
+      }
+      {
+        /* Write into a scratch writer first: a bad answer asks again. */
+        acp_json_writer *one = NULL;
+        const char *out;
+        size_t on;
+        int bad;
+        if (acp_json_writer_new(&one, 0, NULL) != 0)
+          return 1;
+        bad = put_typed(one, type[0] ? type : "string", line);
+        out = acp_json_writer_data(one, &on);
+        if (!bad && out != NULL && on > 0) {
+          acp_json_write_key(w, name, strlen(name));
+          acp_json_write_raw(w, out, on);
+        }
+        acp_json_writer_free(one);
+        if (!bad)
+          break;
+        fprintf(stderr, "  not a valid %s\n", type);
+      }
+    }
+  }
+  acp_json_write_obj_end(w);
+  return acp_json_write_obj_end(w) == 0 ? 0 : 1;
+}
+
+static int on_elicitation(acp_mcp_client *c, acp_mcp_client_request *req,
+                          const acp_json_val *params, void *ud) {
+  mcli *m = ud;
+  acp_json_writer *w = NULL;
+  const char *out;
+  size_t n;
+  int rv;
+  if (acp_json_writer_new(&w, 0, NULL) != 0)
+    return acp_mcp_client_respond_error(c, req, -32603, "no memory");
+  switch (m->elicit) {
+  case ELICIT_JSON:
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "action");
+    acp_json_write_strz(w, "accept");
+    acp_json_write_keyz(w, "content");
+    acp_json_write_raw(w, m->elicit_json, m->elicit_len);
+    acp_json_write_obj_end(w);
+    break;
+  case ELICIT_ACCEPT: {
+    const acp_json_val *props = acp_json_obj_getz(
+        acp_json_obj_getz(params, "requestedSchema"), "properties");
+    const acp_json_val *k;
+    char name[256];
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "action");
+    acp_json_write_strz(w, "accept");
+    acp_json_write_keyz(w, "content");
+    acp_json_write_obj_begin(w);
+    for (k = acp_json_child(props); k; k = acp_json_next(acp_json_next(k))) {
+      const acp_json_val *def = acp_json_obj_getz(acp_json_next(k), "default");
+      if (def == NULL)
+        continue;
+      str_of(k, name, sizeof(name));
+      acp_json_write_key(w, name, strlen(name));
+      acp_json_write_val(w, def);
+    }
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+    break;
+  }
+  case ELICIT_DECLINE:
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "action");
+    acp_json_write_strz(w, "decline");
+    acp_json_write_obj_end(w);
+    break;
+  default:
+    if (elicit_tty(w, params) != 0) {
+      acp_json_writer_reset(w);
+      acp_json_write_obj_begin(w);
+      acp_json_write_keyz(w, "action");
+      acp_json_write_strz(w, "cancel");
+      acp_json_write_obj_end(w);
+    }
+    break;
+  }
+  out = acp_json_writer_data(w, &n);
+  rv = out != NULL ? acp_mcp_client_respond(c, req, out, n)
+                   : acp_mcp_client_respond_error(c, req, -32603, "no memory");
+  acp_json_writer_free(w);
+  return rv;
+}
+
+/* --elicit-json FILE: its JSON object, checked. 0 or a CLI exit status. */
+static int load_elicit_json(mcli *m, const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  acp_json_doc *doc = NULL;
+  int ok = 0;
+  if (f == NULL) {
+    cli_err(SUB, "--elicit-json: cannot read '%s': %s", path, strerror(errno));
+    return CLI_EXIT_USAGE;
+  }
+  for (;;) {
+    size_t r;
+    if (n == cap) {
+      char *nb;
+      if (cap >= ((size_t)1 << 20)) {
+        cli_err(SUB, "--elicit-json: '%s' is over 1 MiB", path);
+        break;
+      }
+      cap = cap ? cap * 2 : 4096;
+      nb = realloc(buf, cap);
+      if (nb == NULL)
+        break;
+      buf = nb;
+    }
+    r = fread(buf + n, 1, cap - n, f);
+    n += r;
+    if (r == 0) {
+      ok = !ferror(f);
+      break;
+    }
+  }
+  fclose(f);
+  if (ok && acp_json_doc_new(&doc, NULL) == 0 &&
+      acp_json_doc_parse(doc, buf, n, NULL) == 0 &&
+      acp_json_type_of(acp_json_doc_root(doc)) == ACP_JSON_OBJECT) {
+    size_t rl;
+    const char *raw = acp_json_raw(acp_json_doc_root(doc), &rl);
+    m->elicit_json = malloc(rl);
+    if (m->elicit_json != NULL) {
+      memcpy(m->elicit_json, raw, rl);
+      m->elicit_len = rl;
+    }
+  } else if (ok)
+    cli_err(SUB, "--elicit-json: '%s' is not a JSON object", path);
+  acp_json_doc_free(doc);
+  free(buf);
+  return m->elicit_json != NULL ? 0 : CLI_EXIT_USAGE;
+}
+
 static int on_log(acp_mcp_client *c, acp_mcp_log_level level,
                   const char *logger, size_t ll, const acp_json_val *data,
                   void *ud) {
@@ -1204,21 +1583,46 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   uint64_t timeout = 60000;
   acp_http_transport mode = ACP_HTTP_AUTO;
   acp_mcp_client_callbacks *cbs = NULL;
+  const char *elicit_opt = NULL;
   int need_name = verb >= V_CALL;
   memset(&m, 0, sizeof(m));
   m.verb = verb;
   for (i = 1; i < argc; i++) {
-    const char *v;
+    const char *v = NULL;
     ok = 0;
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
       acp_json_writer_free(m.args);
+      free(m.elicit_json);
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0)
       m.json = 1;
     else if (verb == V_CALL && strcmp(argv[i], "--task") == 0)
       m.task = 1;
-    else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL)
+    else if (strcmp(argv[i], "--accept") == 0 ||
+             strcmp(argv[i], "--decline") == 0 ||
+             (v = cli_opt_value(argc, argv, &i, "--elicit-json", &ok)) !=
+                 NULL) {
+      if (elicit_opt != NULL) {
+        cli_err(SUB, "give one of --accept, --decline, --elicit-json");
+        acp_json_writer_free(m.args);
+        free(m.elicit_json);
+        return CLI_EXIT_USAGE;
+      }
+      elicit_opt = argv[i];
+      if (argv[i][2] == 'a')
+        m.elicit = ELICIT_ACCEPT;
+      else if (argv[i][2] == 'd')
+        m.elicit = ELICIT_DECLINE;
+      else {
+        m.elicit = ELICIT_JSON;
+        if ((rv = load_elicit_json(&m, v)) != 0) {
+          acp_json_writer_free(m.args);
+          free(m.elicit_json);
+          return rv;
+        }
+      }
+    } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL)
       url = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--transport", &ok)) != NULL)
       tname = v;
@@ -1226,6 +1630,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       if (nhdrs == sizeof(hdrs) / sizeof(hdrs[0])) {
         cli_err(SUB, "too many --header options");
         acp_json_writer_free(m.args);
+        free(m.elicit_json);
         return CLI_EXIT_USAGE;
       }
       hdrs[nhdrs++] = v;
@@ -1244,9 +1649,11 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       cli_err(SUB, "unknown option '%s'", argv[i]);
       usage(stderr);
       acp_json_writer_free(m.args);
+      free(m.elicit_json);
       return CLI_EXIT_USAGE;
     } else if (ok < 0) {
       acp_json_writer_free(m.args);
+      free(m.elicit_json);
       return CLI_EXIT_USAGE;
     } else if (need_name && m.name == NULL)
       m.name = argv[i];
@@ -1258,11 +1665,13 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       if (add_arg(m.args, argv[i], verb == V_GET) != 0) {
         cli_err(SUB, "argument '%s' is not key=value", argv[i]);
         acp_json_writer_free(m.args);
+        free(m.elicit_json);
         return CLI_EXIT_USAGE;
       }
     } else {
       cli_err(SUB, "unexpected argument '%s'", argv[i]);
       acp_json_writer_free(m.args);
+      free(m.elicit_json);
       return CLI_EXIT_USAGE;
     }
   }
@@ -1275,6 +1684,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
                 : "a NAME is required");
     usage(stderr);
     acp_json_writer_free(m.args);
+    free(m.elicit_json);
     return CLI_EXIT_USAGE;
   }
   if (strcmp(tname, "auto") == 0)
@@ -1286,6 +1696,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   else {
     cli_err(SUB, "--transport is auto, streamable or sse");
     acp_json_writer_free(m.args);
+    free(m.elicit_json);
     return CLI_EXIT_USAGE;
   }
   acp_uv_ignore_sigpipe();
@@ -1295,6 +1706,11 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   rv = acp_mcp_client_callbacks_new(&cbs);
   if (rv == 0) {
     acp_mcp_client_callbacks_set_on_log(cbs, on_log);
+    /* Declared only when we can answer: on a terminal, or as told. */
+    if (m.elicit == ELICIT_NONE && isatty(0) && isatty(2))
+      m.elicit = ELICIT_TTY;
+    if (m.elicit != ELICIT_NONE)
+      acp_mcp_client_callbacks_set_on_elicitation(cbs, on_elicitation);
     rv = acp_mcp_client_new(&m.c, cbs, "acp-mcp", "0.1.0", &m, NULL);
   }
   acp_mcp_client_callbacks_free(cbs);
@@ -1309,6 +1725,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
             protocol);
     acp_mcp_client_free(m.c);
     acp_json_writer_free(m.args);
+    free(m.elicit_json);
     acp_json_writer_free(m.out);
     uv_loop_close(&m.loop);
     return CLI_EXIT_USAGE;
@@ -1366,6 +1783,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   uv_loop_close(&m.loop);
   acp_mcp_client_free(m.c);
   acp_json_writer_free(m.args);
+  free(m.elicit_json);
   acp_json_writer_free(m.out);
   fflush(stdout);
   return m.status;

@@ -63,6 +63,7 @@ struct acp_http_server_options {
   size_t nhosts;
   size_t max_body, max_streams, max_sessions;
   uint32_t retry_ms;
+  uint32_t keepalive_ms; /* SSE comment interval on 2026 streams; 0: none */
   int legacy;
   int listen_fd;
   char *prefix;        /* names this worker in session ids, or NULL */
@@ -190,6 +191,9 @@ struct hs_req {
  * (libuv's check of the descriptor, then add and remove), measurable on
  * every bridged call. */
 #define WATCH_AFTER_MS 200
+/* acp_http_server_close() waits this long at most for open 2026 streams
+ * (listens being closed, calls in progress) to finish. */
+#define DRAIN_MS 5000
 struct hs_watch {
   uv_poll_t poll; /* first: the close callback gets the handle */
   acp_http_server *srv;
@@ -211,6 +215,9 @@ struct acp_http_server {
   uv_poll_t poll;
   uv_timer_t timer;
   uv_timer_t wtimer; /* arms watches on long suspensions (hs_watch) */
+  uv_timer_t ktimer; /* keep-alive comments on open 2026 streams */
+  uv_timer_t dtimer; /* bounds the drain of acp_http_server_close() */
+  bool draining;     /* closing: open 2026 streams are finishing first */
   uv_prepare_t prepare;
   int open_handles;
   uint16_t port;
@@ -254,6 +261,7 @@ int acp_http_server_options_new(acp_http_server_options **out,
   o->path = acp__strdup(&m, "/mcp");
   o->legacy = 1;
   o->listen_fd = -1;
+  o->keepalive_ms = ACP_HTTP_DEFAULT_KEEPALIVE_MS;
   if (o->addr == NULL || o->path == NULL) {
     acp_http_server_options_free(o);
     return ACP_ERR_NOMEM;
@@ -363,6 +371,11 @@ void acp_http_server_options_set_retry(acp_http_server_options *o,
   if (o)
     o->retry_ms = ms;
 }
+void acp_http_server_options_set_keepalive(acp_http_server_options *o,
+                                           uint32_t ms) {
+  if (o)
+    o->keepalive_ms = ms;
+}
 void acp_http_server_options_set_legacy(acp_http_server_options *o, int on) {
   if (o)
     o->legacy = on != 0;
@@ -426,6 +439,7 @@ static int options_copy(acp_http_server_options **out,
     o->max_streams = src->max_streams;
     o->max_sessions = src->max_sessions;
     o->retry_ms = src->retry_ms;
+    o->keepalive_ms = src->keepalive_ms;
     o->legacy = src->legacy;
     o->listen_fd = src->listen_fd;
     o->auth = src->auth;
@@ -2739,6 +2753,27 @@ static void drive(acp_http_server *srv) {
   arm(srv);
 }
 
+/* An SSE comment on every open 2026 stream: proxies and clients with an
+ * idle timeout (nginx's proxy_read_timeout is 60 s) would otherwise cut a
+ * quiet subscriptions/listen. A comment is not an event: clients skip it,
+ * and 2026 streams have no event ids or replay log to keep it out of. */
+static void on_ktimer(uv_timer_t *t) {
+  acp_http_server *srv = t->data;
+  hs_session *s;
+  hs_stream *st;
+  static const char ka[] = ": keep-alive\n\n";
+  if (srv->closing || srv->draining)
+    return;
+  for (s = srv->sessions; s != NULL; s = s->next)
+    if (s->stateless)
+      for (st = s->streams; st != NULL; st = st->next)
+        if (st->rq != NULL && !st->deciding && !st->finished &&
+            acp__buf_append(&st->log, ka, sizeof(ka) - 1) == 0)
+          wake(st);
+  if (srv->need_run)
+    drive(srv);
+}
+
 static void on_timer(uv_timer_t *t) {
   acp_http_server *srv = t->data;
   hs_session *s, *next;
@@ -2782,6 +2817,8 @@ static void on_poll(uv_poll_t *p, int status, int events) {
   drive(p->data);
 }
 
+static void drain_check(acp_http_server *srv);
+
 static void on_prepare(uv_prepare_t *p) {
   acp_http_server *srv = p->data;
   hs_session *s, *next;
@@ -2793,6 +2830,7 @@ static void on_prepare(uv_prepare_t *p) {
     drive(srv);
   else
     arm(srv);
+  drain_check(srv);
 }
 
 /* MARK: - Public */
@@ -2937,6 +2975,15 @@ static int server_new(acp_http_server **out, uv_loop_t *loop,
   uv_timer_init(loop, &srv->wtimer);
   srv->wtimer.data = srv;
   srv->open_handles++;
+  uv_timer_init(loop, &srv->ktimer);
+  srv->ktimer.data = srv;
+  srv->open_handles++;
+  uv_timer_init(loop, &srv->dtimer);
+  srv->dtimer.data = srv;
+  srv->open_handles++;
+  if (srv->o->keepalive_ms > 0)
+    uv_timer_start(&srv->ktimer, on_ktimer, srv->o->keepalive_ms,
+                   srv->o->keepalive_ms);
   uv_prepare_init(loop, &srv->prepare);
   srv->prepare.data = srv;
   srv->open_handles++;
@@ -3023,14 +3070,70 @@ static void server_unref(acp_http_server *srv) {
   acp__free(&m, srv);
 }
 
+/* Open 2026 responses: a stateless request's stream still held by its
+ * HTTP request (an open subscriptions/listen, a call not answered yet). */
+static bool stateless_open(const acp_http_server *srv) {
+  const hs_session *s;
+  const hs_stream *st;
+  for (s = srv->sessions; s != NULL; s = s->next)
+    if (s->stateless)
+      for (st = s->streams; st != NULL; st = st->next)
+        if (st->rq != NULL)
+          return true;
+  return false;
+}
+
+static void close_now(acp_http_server *srv);
+
+static void on_dtimer(uv_timer_t *t) {
+  close_now(t->data);
+}
+
+/* Drained (see acp_http_server_close()): stop now. */
+static void drain_check(acp_http_server *srv) {
+  if (srv->draining && !srv->closing && !stateless_open(srv))
+    close_now(srv);
+}
+
 void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
                            void *user_data) {
-  hs_req *rq;
+  hs_session *s;
   if (srv == NULL || srv->closing)
     return;
-  srv->closing = true;
+  if (srv->draining) {
+    /* Asked again while draining: stop at once. */
+    close_now(srv);
+    return;
+  }
   srv->close_cb = cb;
   srv->close_ud = user_data;
+  if (srv->d == NULL || !stateless_open(srv)) {
+    close_now(srv);
+    return;
+  }
+  /* Open 2026 listens end with their result (resultType "complete") and
+   * calls in progress get DRAIN_MS to answer, on a daemon that takes no
+   * new connections (with SO_REUSEPORT the kernel sends them to the other
+   * workers); then everything stops as below. */
+  srv->draining = true;
+  {
+    MHD_socket lfd = MHD_quiesce_daemon(srv->d);
+    if (lfd != MHD_INVALID_SOCKET)
+      close(lfd);
+  }
+  for (s = srv->sessions; s != NULL; s = s->next)
+    if (s->stateless && s->conn != NULL)
+      (void)acp_mcp_conn_close_listens(s->conn);
+  uv_timer_start(&srv->dtimer, on_dtimer, DRAIN_MS, 0);
+  srv->need_run = true; /* on_prepare flushes and runs MHD */
+}
+
+static void close_now(acp_http_server *srv) {
+  hs_req *rq;
+  if (srv->closing)
+    return;
+  srv->closing = true;
+  srv->draining = false;
   uv_poll_stop(&srv->poll);
   /* Every suspended connection must be resumed before MHD stops. */
   for (rq = srv->reqs; rq; rq = rq->next)
@@ -3054,6 +3157,8 @@ void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
   uv_close((uv_handle_t *)&srv->poll, on_handle_closed);
   uv_close((uv_handle_t *)&srv->timer, on_handle_closed);
   uv_close((uv_handle_t *)&srv->wtimer, on_handle_closed);
+  uv_close((uv_handle_t *)&srv->ktimer, on_handle_closed);
+  uv_close((uv_handle_t *)&srv->dtimer, on_handle_closed);
   uv_close((uv_handle_t *)&srv->prepare, on_handle_closed);
 }
 

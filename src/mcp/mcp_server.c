@@ -2034,6 +2034,7 @@ typedef struct mcp_task {
   acp_mcp_conn *owner; /* 2025: the creating session (NULL once gone) */
   uint64_t created;    /* server now_ms */
   uint64_t updated;
+  uint64_t seq;       /* creation order (from 1): tasks/list cursors */
   acp_mcp_call *call; /* while running */
   char *result;       /* completed: the result object */
   size_t result_len;
@@ -2271,6 +2272,7 @@ static int task_start(acp_mcp_call *call) {
   t->v2 = call->req.stateless;
   t->owner = t->v2 ? NULL : c;
   t->created = t->updated = s->now_ms;
+  t->seq = s->task_seq; /* task_new_id() just counted it */
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
@@ -2663,24 +2665,60 @@ static int do_tasks_result(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   return 0;
 }
 
-/* tasks/list (2025): this session's tasks, newest first, one page. */
+/* tasks/list (2025): this session's tasks, newest first, in pages of the
+ * server's page size (acp_mcp_server_set_page_size(); 0: one page). The
+ * cursor "k<seq>" means "tasks created before task number seq": unlike an
+ * offset it stays right while tasks are created and dropped between
+ * pages (the list is kept newest first, so seq falls along it). */
 static int do_tasks_list(acp_mcp_conn *c, const acp_rpc_msg *msg) {
+  acp_mcp_server *s = c->srv;
   acp_json_writer *w = c->w;
+  const acp_json_val *cur = param(msg, "cursor");
+  uint64_t before = UINT64_MAX;
+  size_t emitted = 0;
   mcp_task *t;
 
-  if (param(msg, "cursor") != NULL)
-    return invalid_params(c, msg->handle, "unknown cursor");
-  task_gc(c->srv);
+  if (cur != NULL && acp_json_type_of(cur) != ACP_JSON_NULL) {
+    const char *p;
+    size_t n, i;
+    uint64_t v = 0;
+    bool bad = acp_json_type_of(cur) != ACP_JSON_STRING ||
+               acp_json_doc_str(msg->doc, cur, &p, &n) != 0 || n < 2 ||
+               n > 21 || p[0] != 'k' || p[1] == '0';
+    for (i = 1; !bad && i < n; i++) {
+      if (p[i] < '0' || p[i] > '9' || v > (UINT64_MAX - 9) / 10)
+        bad = true;
+      else
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    if (bad)
+      return invalid_params(c, msg->handle, "invalid cursor");
+    before = v;
+  }
+  task_gc(s);
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, "tasks");
   acp_json_write_arr_begin(w);
-  for (t = c->srv->tasks; t; t = t->next)
-    if (!t->v2 && t->owner == c) {
-      acp_json_write_obj_begin(w);
-      w_task_fields(w, c->srv, t);
+  for (t = s->tasks; t; t = t->next) {
+    if (t->v2 || t->owner != c || t->seq >= before)
+      continue;
+    if (s->page_size > 0 && emitted == s->page_size) {
+      /* More remain: the next page starts below the last one given. */
+      char buf[32];
+      acp_json_write_arr_end(w);
+      snprintf(buf, sizeof(buf), "k%llu", (unsigned long long)before);
+      acp_json_write_keyz(w, "nextCursor");
+      acp_json_write_strz(w, buf);
       acp_json_write_obj_end(w);
+      return reply_w(c, msg->handle, w);
     }
+    acp_json_write_obj_begin(w);
+    w_task_fields(w, s, t);
+    acp_json_write_obj_end(w);
+    emitted++;
+    before = t->seq;
+  }
   acp_json_write_arr_end(w);
   acp_json_write_obj_end(w);
   return reply_w(c, msg->handle, w);

@@ -5,7 +5,18 @@
 #   (a) 2026-07-28 stateless tools/call requests spread over both workers;
 #   (b) a 2025 session initialized through nginx stays on the worker that
 #       created it (its id names it) for several requests;
-#   (c) one worker killed: stateless requests keep succeeding on the other
+#   (d) SSE through nginx: a 2026 subscriptions/listen gets its
+#       acknowledgement and then keep-alive comments (--sse-keepalive 100),
+#       a 2025 tools/call `ping` on w1's session gets the server's ping
+#       request on its SSE response;
+#   (e) requests in flight on a killed worker: w1 is stopped (SIGSTOP),
+#       two stateless calls go out (one per worker), w1 is SIGKILLed: the
+#       one held by w1 gets nginx's 502 at once (not a hang) and was passed
+#       to one upstream only (the access log's $upstream_addr: a POST is
+#       never resent, so a tool never runs twice), the other is answered by
+#       w2; the in-flight SSE response of w1's session ends with a transfer
+#       error (not a hang);
+#   (c) with w1 dead: stateless requests keep succeeding on the other
 #       (nginx retries connect failures), the killed worker's session gets
 #       404 "Session not found" from the backup worker, the other worker's
 #       session still works, and a re-initialize works.
@@ -38,9 +49,10 @@ work=$(mktemp -d)
 chmod 755 "$work"
 pids=""
 ngx_pid=""
+bg_pids=""
 cleanup() {
-  for p in $pids $ngx_pid; do kill "$p" 2>/dev/null; done
-  for p in $pids $ngx_pid; do wait "$p" 2>/dev/null; done
+  for p in $bg_pids $pids $ngx_pid; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+  for p in $bg_pids $pids $ngx_pid; do wait "$p" 2>/dev/null; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -52,7 +64,8 @@ fail() { echo "FAIL $1"; fails=$((fails + 1)); }
 
 # Start worker NAME; sets $port_NAME and $pid_NAME.
 start_worker() {
-  "$acp" mcp serve --http 127.0.0.1:0 --worker-id "$1" 2>"$work/$1.log" &
+  "$acp" mcp serve --http 127.0.0.1:0 --worker-id "$1" --sse-keepalive 100 \
+    2>"$work/$1.log" &
   eval "pid_$1=$!"
   pids="$pids $!"
   i=0
@@ -80,7 +93,8 @@ start_nginx() {
       -e "s/127\.0\.0\.1:8100/127.0.0.1:$nport/" \
       -e "s/^worker_processes .*/worker_processes 1;/" \
       -e "s|^http {|http {\\
-    access_log $work/access.log;\\
+    log_format up '\$status \$upstream_addr \$request_time';\\
+    access_log $work/access.log up;\\
     client_body_temp_path $work/client_body;\\
     proxy_temp_path $work/proxy;\\
     fastcgi_temp_path $work/fastcgi;\\
@@ -214,10 +228,116 @@ for w in w1 w2; do
   fi
 done
 
-# --- (c) a worker dies ---
-kill "$pid_w1"
+# --- (d) SSE through nginx ---
+bg_pids=""
+curl -s -N -o "$work/listen" -D "$work/listen.hdr" \
+  -H 'Content-Type: application/json' \
+  -H 'Accept: application/json, text/event-stream' \
+  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: subscriptions/listen' \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":90,\"method\":\"subscriptions/listen\",\"params\":{$META26,\"notifications\":{\"toolsListChanged\":true}}}" \
+  "$url" &
+listen_pid=$!
+bg_pids="$bg_pids $listen_pid"
+# wait_for FILE PATTERN: until it appears (bounded against a hang, ~30 s).
+wait_for() {
+  i=0
+  while ! grep -q "$2" "$1" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && return 1
+    sleep 0.1
+  done
+}
+if wait_for "$work/listen" "notifications/subscriptions/acknowledged" &&
+   wait_for "$work/listen" "^: keep-alive"; then
+  pass "2026 listen through nginx: acknowledgement, then keep-alive comments"
+else
+  fail "2026 listen through nginx: $(head -c 300 "$work/listen")"
+fi
+if [ -n "$sid_w1" ]; then
+  # The ping tool pings the client (10 s timeout) on the POST's stream:
+  # the request stays in flight on w1 while we do not answer.
+  curl -s -N -o "$work/ping" -H "MCP-Session-Id: $sid_w1" \
+    -H 'MCP-Protocol-Version: 2025-11-25' \
+    -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    --data-binary '{"jsonrpc":"2.0","id":91,"method":"tools/call","params":{"name":"ping"}}' \
+    "$url" &
+  ping_pid=$!
+  bg_pids="$bg_pids $ping_pid"
+  if wait_for "$work/ping" '"method":"ping"'; then
+    pass "2025 POST stream through nginx: the server's ping request arrives"
+  else
+    fail "2025 POST stream through nginx: $(head -c 300 "$work/ping")"
+  fi
+fi
+
+# --- (e) requests in flight on a killed worker ---
+# Stopped, w1 still takes connections (the kernel's backlog) and requests
+# (socket buffers) but answers nothing: a request nginx passed to it is in
+# flight there, before any response header.
+kill -STOP "$pid_w1"
+: >"$work/access.log"
+for k in 1 2; do
+  curl -s -o "$work/inflight$k" -D "$work/inflight$k.hdr" -w '%{http_code}' \
+    -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' \
+    -H 'Mcp-Name: echo' \
+    --data-binary "{\"jsonrpc\":\"2.0\",\"id\":$((80 + k)),\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"f$k\"},$META26}}" \
+    "$url" >"$work/inflight$k.code" &
+  eval "inflight_pid$k=$!"
+  bg_pids="$bg_pids $!"
+done
+# One of the two reached w2 and is answered; the other waits on w1.
+i=0
+while [ $i -lt 300 ] && [ ! -s "$work/inflight1.code" ] &&
+      [ ! -s "$work/inflight2.code" ]; do
+  i=$((i + 1)); sleep 0.1
+done
+kill -KILL "$pid_w1"
+kill -CONT "$pid_w1" 2>/dev/null
 wait "$pid_w1" 2>/dev/null
 pids=$(echo "$pids" | sed "s/ $pid_w1//")
+wait "$inflight_pid1" "$inflight_pid2"
+c1=$(cat "$work/inflight1.code")
+c2=$(cat "$work/inflight2.code")
+case "$c1 $c2" in
+  "200 502"|"502 200") pass "in flight on the killed w1: 502 (the other call: 200)" ;;
+  *) fail "in flight on the killed w1: HTTP $c1 and $c2 (want 200 and 502)" ;;
+esac
+for k in 1 2; do
+  if [ "$(cat "$work/inflight$k.code")" = 200 ]; then
+    w=$(tr -d '\r' <"$work/inflight$k.hdr" | sed -n 's/^[Xx]-[Aa]cp-[Ww]orker: //p')
+    if [ "$w" = w2 ] && grep -q "\"text\":\"f$k\"" "$work/inflight$k"; then
+      pass "the other call was answered by w2"
+    else
+      fail "the other call: worker '$w': $(head -c 200 "$work/inflight$k")"
+    fi
+  fi
+done
+# nginx logged each request once; the 502's $upstream_addr names one
+# upstream (a resent POST would list two, "A, B").
+if grep -q "^502 127.0.0.1:$port_w1 " "$work/access.log" &&
+   ! grep -q "^502 .*, " "$work/access.log"; then
+  pass "the 502 request went to w1 only (never resent to w2)"
+else
+  fail "the 502 request's upstreams: $(cat "$work/access.log")"
+fi
+if [ -n "$sid_w1" ]; then
+  wait "$ping_pid"
+  rc=$?
+  if [ $rc -ne 0 ] && ! grep -q '"id":91' "$work/ping"; then
+    pass "the in-flight SSE response of w1's session ends with an error (curl $rc)"
+  else
+    fail "the in-flight SSE response of w1's session: curl $rc: $(head -c 300 "$work/ping")"
+  fi
+fi
+case $(tr -d '\r' <"$work/listen.hdr" | sed -n 's/^[Xx]-[Aa]cp-[Ww]orker: //p') in
+  w2) kill "$listen_pid" 2>/dev/null ;;
+esac
+wait "$listen_pid" 2>/dev/null
+
+# --- (c) with w1 dead ---
 ok=0
 for k in 21 22 23 24 25 26; do
   call26 $k

@@ -992,6 +992,108 @@ static void test_session_prefix_option(void **state) {
   acp_http_server_options_free(o);
 }
 
+/* MARK: - Keep-alive and drain */
+
+static int srv_start_keepalive(ht_server *s) {
+  acp_http_server_options *o = NULL;
+  assert_int_equal(acp_mcp_server_new(&s->reg, "t", "1", NULL, NULL), 0);
+  assert_int_equal(ht_add_tool(s->reg, "echo", NULL, ht_tool_echo, NULL), 0);
+  assert_int_equal(ht_add_tool(s->reg, "change", NULL, tool_change, s->reg), 0);
+  assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
+  acp_http_server_options_set_keepalive(o, 20);
+  acp_http_server_options_set_keepalive(NULL, 20); /* accepted */
+  assert_int_equal(acp_http_server_new(&s->srv, &s->loop, s->reg, o, NULL), 0);
+  acp_http_server_options_free(o);
+  return 0;
+}
+
+static int setup_keepalive(void **state) {
+  return ht_setup(state, sizeof(srv_thread), srv_start_keepalive);
+}
+
+/* The server was stopped by the test itself. */
+static int teardown_stopped(void **state) {
+  ht_server *s = *state;
+  assert_int_equal(s->close_rv, 0);
+  free(s);
+  return 0;
+}
+
+/* Open a subscriptions/listen with id 7; return its socket after the
+ * acknowledgement (in buf, length in *n). */
+static int open_listen(uint16_t port, char *buf, size_t cap, size_t *n) {
+  char req[2048];
+  int eof = 0, fd;
+  ht_fmt_post(req, sizeof(req), port,
+              H26 "Mcp-Method: subscriptions/listen\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"subscriptions/"
+              "listen\",\"params\":{" META26_HTTP ",\"notifications\":{"
+              "\"toolsListChanged\":true}}}");
+  fd = ht_connect(port);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+  *n = ht_read_until(fd, buf, cap, 0, "}}}\n", &eof);
+  assert_false(eof);
+  assert_int_equal(ht_status(buf), 200);
+  assert_non_null(strstr(buf, "subscriptions/acknowledged"));
+  return fd;
+}
+
+/* An open listen gets ": keep-alive" comments between its events, and
+ * its events still arrive whole. */
+static void test_listen_keepalive(void **state) {
+  srv_thread *t = *state;
+  char buf[16384], *r;
+  size_t n;
+  int eof = 0, fd = open_listen(t->s.port, buf, sizeof(buf), &n);
+  const char *p;
+  n = ht_read_until(fd, buf, sizeof(buf), n, "\n: keep-alive\n\n", &eof);
+  assert_false(eof);
+  p = strstr(buf, "\n: keep-alive\n\n");
+  assert_non_null(p);
+  /* A second one: they repeat. */
+  while (strstr(p + 1, "\n: keep-alive\n\n") == NULL) {
+    ssize_t k = read(fd, buf + n, sizeof(buf) - n - 1);
+    assert_true(k > 0);
+    n += (size_t)k;
+    buf[n] = 0;
+  }
+  /* Nothing else in between: no event came. */
+  assert_null(strstr(buf, "list_changed"));
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: change\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"change\"," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  free(r);
+  n = ht_read_until(fd, buf, sizeof(buf), n, "list_changed", &eof);
+  assert_false(eof);
+  n = ht_read_until(fd, buf, sizeof(buf), n, "}}}\n\n", &eof);
+  assert_non_null(strstr(buf, "data: {\"jsonrpc\":\"2.0\",\"method\":"
+                              "\"notifications/tools/list_changed\""));
+  (void)n;
+  close(fd);
+}
+
+/* Closing the server ends an open listen with its result, then the
+ * response, before the server stops. */
+static void test_close_ends_listens(void **state) {
+  srv_thread *t = *state;
+  char buf[16384];
+  size_t n;
+  int eof = 0, fd = open_listen(t->s.port, buf, sizeof(buf), &n);
+  ht_server_stop(&t->s); /* returns once the server is closed */
+  n = ht_read_until(fd, buf, sizeof(buf), n, NULL, &eof);
+  assert_true(eof);
+  if (strstr(buf, "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{") == NULL ||
+      strstr(buf, "\"resultType\":\"complete\"") == NULL)
+    fail_msg("no complete result: %s", buf);
+  /* The chunked response ended properly (its last chunk). */
+  assert_non_null(strstr(buf, "\r\n0\r\n\r\n"));
+  (void)n;
+  close(fd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_initialize_and_call, setup,
@@ -1023,6 +1125,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_session_prefix, setup_prefixed,
                                       ht_teardown),
       cmocka_unit_test(test_session_prefix_option),
+      cmocka_unit_test_setup_teardown(test_listen_keepalive, setup_keepalive,
+                                      ht_teardown),
+      cmocka_unit_test_setup_teardown(test_close_ends_listens, setup_keepalive,
+                                      teardown_stopped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

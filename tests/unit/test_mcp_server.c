@@ -2248,6 +2248,112 @@ static void test_tasks_stateless(void **state) {
   }
 }
 
+/* tasks/list in pages of the server's page size: newest first, a cursor
+ * that stays right while tasks are created between pages, bad cursors
+ * -32602. */
+static void test_tasks_list_paging(void **state) {
+  pair *p = *state;
+  char ids[6][33], line[512];
+  const char *out, *cur;
+  char cursor[32];
+  int i;
+
+  assert_int_equal(acp_mcp_server_set_tasks(p->s, 10, 60000, 100), 0);
+  do_init(p->c, "2025-11-25", "{}");
+  acp_mcp_server_set_page_size(p->s, 2);
+  for (i = 0; i < 5; i++) {
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"job\",\"task\":{}}}",
+             100 + i);
+    out = xchg_at(p->c, line, 1000);
+    task_id_of(out, ids[i]);
+  }
+  /* Page 1: the two newest, and a cursor. */
+  out = xchg_at(
+      p->c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tasks/list\"}", 1000);
+  HAS(out, ids[4]);
+  HAS(out, ids[3]);
+  HASNT(out, ids[2]);
+  assert_true(strstr(out, ids[4]) < strstr(out, ids[3]));
+  cur = strstr(out, "\"nextCursor\":\"");
+  assert_non_null(cur);
+  assert_int_equal(sscanf(cur + 14, "%31[^\"]", cursor), 1);
+  /* A task created meanwhile does not shift the next page. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":200,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\",\"task\":{}}}",
+                1000);
+  task_id_of(out, ids[5]);
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tasks/list\","
+           "\"params\":{\"cursor\":\"%s\"}}",
+           cursor);
+  out = xchg_at(p->c, line, 1000);
+  HAS(out, ids[2]);
+  HAS(out, ids[1]);
+  HASNT(out, ids[0]);
+  HASNT(out, ids[3]);
+  HASNT(out, ids[5]);
+  cur = strstr(out, "\"nextCursor\":\"");
+  assert_non_null(cur);
+  assert_int_equal(sscanf(cur + 14, "%31[^\"]", cursor), 1);
+  /* The last page: the oldest, no cursor. */
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/list\","
+           "\"params\":{\"cursor\":\"%s\"}}",
+           cursor);
+  out = xchg_at(p->c, line, 1000);
+  HAS(out, ids[0]);
+  HASNT(out, ids[1]);
+  HASNT(out, "nextCursor");
+  /* The first page now starts with the new task. */
+  out = xchg_at(
+      p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/list\"}", 1000);
+  HAS(out, ids[5]);
+  HAS(out, ids[4]);
+  HASNT(out, ids[3]);
+  /* A cursor below every task: an empty last page. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tasks/list\","
+                "\"params\":{\"cursor\":\"k1\"}}",
+                1000);
+  HAS(out, "\"result\":{\"tasks\":[]}");
+  /* Bad cursors. */
+  {
+    static const char *const bad[] = {"\"k0\"",
+                                      "\"k\"",
+                                      "\"kx\"",
+                                      "\"t2\"",
+                                      "\"k-1\"",
+                                      "5",
+                                      "\"k99999999999999999999\"",
+                                      "{}"};
+    size_t k;
+    for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+      snprintf(line, sizeof(line),
+               "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tasks/list\","
+               "\"params\":{\"cursor\":%s}}",
+               bad[k]);
+      out = xchg_at(p->c, line, 1000);
+      if (strstr(out, "\"code\":-32602") == NULL)
+        fail_msg("cursor %s: %s", bad[k], out);
+    }
+  }
+  /* A null cursor is the first page. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tasks/list\","
+                "\"params\":{\"cursor\":null}}",
+                1000);
+  HAS(out, ids[5]);
+  acp_mcp_server_set_page_size(p->s, 0);
+  out = xchg_at(
+      p->c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tasks/list\"}", 1000);
+  for (i = 0; i < 6; i++)
+    HAS(out, ids[i]);
+  HASNT(out, "nextCursor");
+}
+
 static void test_tasks_2025(void **state) {
   pair *p = *state;
   acp_mcp_conn *old = NULL;
@@ -2658,6 +2764,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tasks_stateless, task_setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_tasks_2025, task_setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tasks_list_paging, task_setup,
+                                      teardown),
       cmocka_unit_test(test_task_api_errors),
       cmocka_unit_test_setup_teardown(test_url_elicitation_server, task_setup,
                                       teardown),
