@@ -14,6 +14,7 @@
 #include "acp/client.h"
 #include "acp/json.h"
 #include "acp/methods.h"
+#include "acp/types.h"
 #include "acp/proxy.h"
 #include "acp/rpc.h"
 
@@ -107,6 +108,9 @@ struct acp__role {
   /* Protocol version whose method table validates and dispatches incoming
    * messages (ACP_PROTOCOL_V1 until initialize negotiated another). */
   int version;
+  /* v2: scratch arena of the typed params check (created on first use,
+   * reset after each message). */
+  acp_arena *arena;
 };
 
 int acp__role_init(acp__role *r, acp_side side, const acp__role_ops *ops,
