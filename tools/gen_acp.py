@@ -753,6 +753,7 @@ class CType:
         self.fields = []
         self.variants = []
         self.disc = None
+        self.disc_optional = False
         self.tag_enum = None
         self.desc = ""
         cname = C_NAME_OVERRIDES.get(name, c_ident(name))
@@ -979,6 +980,14 @@ class Model:
 
     def _fill_object(self, t, d, skip=()):
         req = set(d.get("required", []))
+        alts = d.get("oneOf") or d.get("anyOf")
+        if alts and "properties" in d:
+            # A member that is also the variants' discriminator (v2's
+            # IdleStateUpdate.stopReason) belongs to the variant part, which
+            # writes it: as a field too it would be written twice.
+            skip = set(skip) | {pn for a in alts
+                                for pn, p in a.get("properties", {}).items()
+                                if "const" in p}
         for pn, p in d.get("properties", {}).items():
             if pn in skip:
                 continue
@@ -1019,6 +1028,10 @@ class Model:
                 tag = props.pop(disc)["const"]
             elif disc in props:
                 # An open "other" alternative: unknown tags are kept raw.
+                # One that does not require the member (v2 IdleStateUpdate's
+                # `stopReason: null`) makes the discriminator optional.
+                if disc not in a.get("required", []):
+                    u.disc_optional = True
                 continue
             refs = [ref_name(x["$ref"]) for x in a.get("allOf", [])
                     if "$ref" in x]
@@ -1575,6 +1588,8 @@ def gen_types_c(model, methods, v2methods=None):
             a("    .raw_offset = offsetof(%s, raw)," % t.c)
             a("    .disc = %s," % c_str(t.disc))
             a("    .disc_len = %d," % len(t.disc or ""))
+            if t.disc_optional:
+                a("    .disc_optional = true,")
             a("    .variants = variants_%s," % c_ident(name))
             a("    .nvariants = %d," % len(t.variants))
             a("    .tag_offset = offsetof(%s, kind)," % t.c)

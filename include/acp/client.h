@@ -26,6 +26,7 @@
 #include "common.h"
 #include "json.h"
 #include "rpc.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -244,6 +245,26 @@ ACP_EXTERN int acp_client_request_param_str(const acp_client_request *req,
                                             const char *key, const char **s,
                                             size_t *len);
 ACP_EXTERN int acp_client_request_is_cancelled(const acp_client_request *req);
+/** Typed params of an incoming request: see acp_agent_request_decode(). */
+ACP_EXTERN int acp_client_request_decode(const acp_client_request *req,
+                                         acp_arena *arena, const void **out);
+
+/**
+ * Decode a `session/update`'s `update` into the generated union of the
+ * negotiated version: `acp_session_update` (types.h) under v1,
+ * `acp_v2_session_update` (types_v2.h) under v2, whose kinds carry the v2
+ * members (messageId of message chunks, state_update with its state and
+ * stop reason...). An unknown kind decodes with kind _UNKNOWN.
+ *
+ * @param arena  receives the union and unescaped strings; it also points into
+ *               update->msg, so use it during the update callback only.
+ * @param out    receives a pointer to the union (NULL on failure).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_PARSE (the update does not
+ *         match the schema; the error names the member) or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_client_update_decode(const acp_client *client,
+                                        const acp_client_update *update,
+                                        acp_arena *arena, const void **out);
 
 /* MARK: - Answers (errors as for acp_agent_respond) */
 

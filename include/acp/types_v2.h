@@ -2510,8 +2510,6 @@ struct acp_v2_idle_state_update {
   size_t background_count;
   /** `_meta`: Extension metadata, kept verbatim. */
   const acp_json_val *meta;
-  /** `stopReason`: Why foreground work stopped. */
-  acp_str stop_reason;
   /** Variant members (in the same JSON object). */
   acp_v2_idle_state_update_variant variant;
   /** The JSON object this was decoded from, or NULL. */

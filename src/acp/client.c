@@ -3,6 +3,7 @@
  * terminal, elicitation, session/update, unstable mcp/...) to typed handlers
  * and one call helper per agent method.
  */
+#include "acp/types_v2.h"
 #include "role_int.h"
 
 #include "acp/version.h"
@@ -395,6 +396,33 @@ const char *acp_client_request_session_id(const acp_client_request *req) {
 int acp_client_request_param_str(const acp_client_request *req, const char *key,
                                  const char **s, size_t *len) {
   return acp__req_param_str(req, key, s, len);
+}
+
+int acp_client_request_decode(const acp_client_request *req, acp_arena *arena,
+                              const void **out) {
+  return acp__req_decode(req, arena, out);
+}
+
+int acp_client_update_decode(const acp_client *client,
+                             const acp_client_update *update, acp_arena *arena,
+                             const void **out) {
+  const acp_type_desc *t;
+  void *p;
+  int rv;
+
+  if (client == NULL || update == NULL || update->update == NULL ||
+      arena == NULL || out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  t = client->role.version == ACP_PROTOCOL_V2 ? &acp_type_v2_session_update
+                                              : &acp_type_session_update;
+  p = acp_arena_alloc(arena, acp_type_size(t));
+  if (p == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp_decode_named(t, update->update, arena, p, "update", NULL, 0);
+  if (rv == 0)
+    *out = p;
+  return rv;
 }
 
 int acp_client_request_is_cancelled(const acp_client_request *req) {

@@ -514,6 +514,8 @@ static int decode_union_into(dec_ctx *c, const acp_type_desc *t,
   *(const acp_json_val **)AT(out, t->raw_offset) = v;
   if (t->disc != NULL)
     d = acp_json_obj_get(v, t->disc, t->disc_len);
+  if (t->disc_optional && (d == NULL || acp_json_type_of(d) == ACP_JSON_NULL))
+    return 0; /* no variant; a null is re-emitted from raw */
   if (d != NULL) {
     if (acp_json_type_of(d) != ACP_JSON_STRING) {
       size_t old = path_push_key(c, t->disc, t->disc_len);

@@ -79,6 +79,9 @@ struct acp_type_desc {
   /* unions: tag value i+1 selects variants[i] */
   const char *disc; /* discriminator property, or NULL */
   size_t disc_len;
+  /* The discriminator may be absent or null: no variant (kind 0), the
+   * members kept in raw. */
+  bool disc_optional;
   const acp__variant *variants;
   size_t nvariants;
   size_t tag_offset;

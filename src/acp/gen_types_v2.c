@@ -2097,6 +2097,7 @@ const acp_type_desc acp_type_v2_idle_state_update_variant = {
     .raw_offset = offsetof(acp_v2_idle_state_update_variant, raw),
     .disc = "stopReason",
     .disc_len = 10,
+    .disc_optional = true,
     .variants = variants_idle_state_update_variant,
     .nvariants = 6,
     .tag_offset = offsetof(acp_v2_idle_state_update_variant, kind),
@@ -2107,7 +2108,6 @@ static const acp__field fields_idle_state_update[] = {
     {"usage", 5, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_v2_idle_state_update, usage), 0, &acp_type_usage, NULL},
     {"background", 10, ACP__FT_ARRAY, ACP__FT_PTR, ACP__FF_LENIENT, offsetof(acp_v2_idle_state_update, background), offsetof(acp_v2_idle_state_update, background_count), &acp_type_v2_background_work, NULL},
     {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_v2_idle_state_update, meta), 0, NULL, NULL},
-    {"stopReason", 10, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_v2_idle_state_update, stop_reason), 0, NULL, NULL},
     {NULL, 0, ACP__FT_FLATTEN, 0, 0, offsetof(acp_v2_idle_state_update, variant), 0, &acp_type_v2_idle_state_update_variant, NULL},
 };
 const acp_type_desc acp_type_v2_idle_state_update = {
@@ -2116,7 +2116,7 @@ const acp_type_desc acp_type_v2_idle_state_update = {
     .size = sizeof(acp_v2_idle_state_update),
     .raw_offset = offsetof(acp_v2_idle_state_update, raw),
     .fields = fields_idle_state_update,
-    .nfields = 5,
+    .nfields = 4,
 };
 
 static const acp__field fields_requires_action_state_update[] = {

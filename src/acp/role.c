@@ -218,6 +218,32 @@ int acp__req_param_str(const acp__req *req, const char *key, const char **s,
   return acp_json_doc_str(req->msg->doc, v, s, len);
 }
 
+int acp__req_decode(const acp__req *req, acp_arena *arena, const void **out) {
+  const acp_type_desc *t;
+  void *p;
+  int rv;
+
+  if (req == NULL || arena == NULL || out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  if (req->msg == NULL)
+    return ACP_ERR_INVALID_STATE;
+  t = acp_method_params_desc_version(req->role->version, (int)req->method);
+  if (t == NULL)
+    return ACP_ERR_NOT_FOUND;
+  p = acp_arena_alloc(arena, acp_type_size(t));
+  if (p == NULL)
+    return ACP_ERR_NOMEM;
+  /* Lenient: the role checked what the method requires already (v2: the
+   * whole params); params that are absent decode as an empty object. */
+  rv =
+      acp_decode_ex(t, req->msg->params, arena, p, "params",
+                    req->msg->params == NULL ? ACP_DECODE_LENIENT : 0, NULL, 0);
+  if (rv == 0)
+    *out = p;
+  return rv;
+}
+
 static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
                           void *user_data) {
   acp__role *r = user_data;

@@ -190,5 +190,6 @@ int acp__w_members(acp__role *r, acp_json_writer *w, const char *extra,
 /* Request accessors shared by both roles. */
 int acp__req_param_str(const acp__req *req, const char *key, const char **s,
                        size_t *len);
+int acp__req_decode(const acp__req *req, acp_arena *arena, const void **out);
 
 #endif /* ACP_ROLE_INT_H */

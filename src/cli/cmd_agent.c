@@ -16,6 +16,7 @@
 #include "acp/mcp_acp.h"
 #include "acp/methods.h"
 #include "acp/types.h"
+#include "acp/types_v2.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "agent_script.h"
@@ -2654,13 +2655,15 @@ static int on_tool_call_cancel(acp_agent *agent, acp_agent_request *req,
   app *a = ud;
   asession *s = find_session(a, acp_agent_request_session_id(req));
   turn *t = s != NULL ? s->turn : NULL;
-  const char *id = NULL;
-  size_t n = 0;
+  const acp_v2_cancel_tool_call_request *p = NULL;
   static const char gone[] = "{\"capabilities\":null}";
 
+  /* The generated v2 params (types_v2.h); the role checked them already. */
+  acp_arena_reset(a->arena);
   if (t == NULL || !t->cancellable || t->done ||
-      acp_agent_request_param_str(req, "toolCallId", &id, &n) != 0 ||
-      n != strlen(t->tool_id) || memcmp(id, t->tool_id, n) != 0)
+      acp_agent_request_decode(req, a->arena, (const void **)&p) != 0 ||
+      p->tool_call_id.len != strlen(t->tool_id) ||
+      memcmp(p->tool_call_id.ptr, t->tool_id, p->tool_call_id.len) != 0)
     return on_cancel_not_cancellable(agent, req, ud);
   acp_agent_respond_empty(agent, req);
   t->cancellable = false;
@@ -2680,12 +2683,13 @@ static int on_terminal_cancel(acp_agent *agent, acp_agent_request *req,
   asession *s = find_session(a, acp_agent_request_session_id(req));
   turn *t = s != NULL ? s->turn : NULL;
   aterm *at = t != NULL ? t->term : NULL;
-  const char *id = NULL;
-  size_t n = 0;
+  const acp_v2_cancel_terminal_request *p = NULL;
 
+  acp_arena_reset(a->arena);
   if (at == NULL || at->exited || at->cancelled ||
-      acp_agent_request_param_str(req, "terminalId", &id, &n) != 0 ||
-      n != strlen(at->id) || memcmp(id, at->id, n) != 0)
+      acp_agent_request_decode(req, a->arena, (const void **)&p) != 0 ||
+      p->terminal_id.len != strlen(at->id) ||
+      memcmp(p->terminal_id.ptr, at->id, p->terminal_id.len) != 0)
     return on_cancel_not_cancellable(agent, req, ud);
   acp_agent_respond_empty(agent, req);
   at->cancelled = true;

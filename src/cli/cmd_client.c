@@ -22,6 +22,7 @@
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
 #include "acp/remote.h"
+#include "acp/types_v2.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "cli.h"
@@ -124,6 +125,7 @@ typedef struct tool_title {
 } tool_title;
 
 struct capp {
+  acp_arena *arena; /* typed v2 updates and results, reset after each use */
   uv_loop_t loop;
   acp_client *client;
   acp_uv_process *agent;
@@ -1635,21 +1637,33 @@ static void turn_ended(capp *a, int code);
 /* ACP v2: the turn ends with an idle state_update carrying the stop
  * reason, not with the session/prompt response. */
 static void v2_state_update(capp *a, const acp_client_update *u) {
-  const char *st = NULL, *s = NULL;
-  size_t stn = 0, n = 0;
+  const acp_v2_session_update *su = NULL;
+  const acp_v2_state_update *st;
+  const char *s = NULL;
+  size_t n = 0;
   int code;
 
-  jstr(u->msg, u->update, "state", &st, &stn);
-  if (str_is(st, stn, "requires_action")) {
+  /* The generated v2 union (types_v2.h): state_update is a StateUpdate
+   * tagged by `state`, an idle one tagged again by its stopReason. */
+  acp_arena_reset(a->arena);
+  if (acp_client_update_decode(a->client, u, a->arena, (const void **)&su) !=
+          0 ||
+      su->kind != ACP_V2_SESSION_UPDATE_KIND_STATE_UPDATE)
+    return;
+  st = su->state_update;
+  if (st->kind == ACP_V2_STATE_UPDATE_KIND_REQUIRES_ACTION) {
     /* The turn waits on the user (a permission or a question follows or
      * is pending); running or idle comes after. */
     note(a, "[waiting for you]\n");
     return;
   }
-  if (st == NULL || stn != 4 || memcmp(st, "idle", 4) != 0 ||
-      a->state != ST_PROMPT)
+  if (st->kind != ACP_V2_STATE_UPDATE_KIND_IDLE || a->state != ST_PROMPT)
     return;
-  jstr(u->msg, u->update, "stopReason", &s, &n);
+  s = acp_v2_idle_state_update_kind_to_str(st->idle->variant.kind);
+  if (s != NULL)
+    n = strlen(s);
+  else /* a stop reason this version does not know: kept in raw */
+    jstr(u->msg, u->update, "stopReason", &s, &n);
   code = s ? stop_reason_code(s, n) : CLI_EXIT_OK;
   if (!a->at_line_start)
     out_text(a, "\n", 1);
@@ -1666,9 +1680,20 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
   int code;
 
   if (msg->result != NULL &&
-      acp_client_protocol_version(client) == ACP_PROTOCOL_V2 &&
-      acp_json_obj_getz(msg->result, "stopReason") == NULL)
-    return 0; /* v2: prompt accepted; the turn ends on state_update idle */
+      acp_client_protocol_version(client) == ACP_PROTOCOL_V2) {
+    /* v2: the prompt was accepted ({messageId}, types_v2.h); the turn ends
+     * on state_update idle. An answer of another shape ends it now. */
+    acp_v2_prompt_response pr;
+    char err[160];
+
+    acp_arena_reset(a->arena);
+    if (acp_decode_named(&acp_type_v2_prompt_response, msg->result, a->arena,
+                         &pr, "result", err, sizeof(err)) == 0)
+      return 0;
+    note(a, "error: the agent's prompt answer is not v2: %s\n", err);
+    turn_ended(a, CLI_EXIT_FAILURE);
+    return 0;
+  }
   if (msg->result == NULL) {
     note(a, "error %lld: %.*s\n", (long long)msg->error_code,
          (int)msg->error_message_len,
@@ -2577,7 +2602,8 @@ int cmd_client(int argc, char **argv) {
   } else {
     acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_message);
   }
-  if (acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
+  if (acp_arena_new(&a.arena, NULL) != 0 ||
+      acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
   if (a.protocol_v2 &&
       acp_client_set_max_protocol_version(a.client, ACP_PROTOCOL_V2) != 0)
@@ -2638,6 +2664,7 @@ cleanup:
   uv_run(&a.loop, UV_RUN_DEFAULT);
   uv_loop_close(&a.loop);
   acp_client_free(a.client);
+  acp_arena_free(a.arena);
   /* After the client, which may hold response callbacks into it. */
   acp_mcp_acp_provider_free(a.prov);
   acp_mcp_server_free(a.mcp_server);
