@@ -108,7 +108,10 @@ static int check_params_v2(acp__role *r, acp_method_id id, bool notification,
   if (rv != ACP_ERR_PARSE)
     return rv;
   /* "params.a[2].b: reason" -> path "/a/2/b", msg "/a/2/b: reason". */
-  colon = strstr(err, ": ");
+  /* strstr is not among the libc symbols the core may use. */
+  for (colon = strchr(err, ':'); colon != NULL && colon[1] != ' ';
+       colon = strchr(colon + 1, ':'))
+    ;
   p = err + strlen("params");
   while (*p != '\0' && p != colon && n + 1 < pathcap) {
     if (*p == '.' || *p == '[')
