@@ -427,6 +427,92 @@ ACP_EXTERN int acp_client_auth_status(acp_client *client,
                                       acp_client_response_cb cb,
                                       void *cb_user_data, int64_t *id_out);
 
+/*
+ * Unstable v1 providers, next edit suggestions (NES) and documents. The
+ * agent advertises them in agentCapabilities (`providers`, `nes`); one that
+ * does not answers -32601. Raw JSON arguments must be valid JSON of the
+ * schema's type; NULL omits an optional one. Errors as for the calls above.
+ */
+
+/** `providers/list` {}: answered {providers: [{providerId, supported,
+ * required, current?}]}. */
+ACP_EXTERN int acp_client_providers_list(acp_client *client,
+                                         acp_client_response_cb cb,
+                                         void *cb_user_data, int64_t *id_out);
+/** `providers/set` {providerId, apiType, baseUrl, headers?}: `api_type` is
+ * an LlmProtocol ("anthropic", "openai"...), `headers` a raw JSON object of
+ * strings or NULL. */
+ACP_EXTERN int acp_client_providers_set(
+    acp_client *client, const char *provider_id, const char *api_type,
+    const char *base_url, const char *headers, size_t headers_len,
+    acp_client_response_cb cb, void *cb_user_data, int64_t *id_out);
+/** `providers/disable` {providerId}. */
+ACP_EXTERN int acp_client_providers_disable(acp_client *client,
+                                            const char *provider_id,
+                                            acp_client_response_cb cb,
+                                            void *cb_user_data,
+                                            int64_t *id_out);
+/** `nes/start` {workspaceUri?, workspaceFolders?}: answered {sessionId}, the
+ * NES session the nes/ and document/ messages name. `workspace_folders` is
+ * a raw JSON array of {uri, name} or NULL. */
+ACP_EXTERN int acp_client_nes_start(acp_client *client,
+                                    const char *workspace_uri,
+                                    const char *workspace_folders,
+                                    size_t workspace_folders_len,
+                                    acp_client_response_cb cb,
+                                    void *cb_user_data, int64_t *id_out);
+/** `nes/suggest` {sessionId, uri, version, position: {line, character},
+ * triggerKind, context?}: answered {suggestions}. `trigger_kind` is
+ * "automatic", "diagnostic" or "manual"; `context` raw JSON or NULL. */
+ACP_EXTERN int acp_client_nes_suggest(
+    acp_client *client, const char *session_id, const char *uri,
+    int64_t version, int64_t line, int64_t character, const char *trigger_kind,
+    const char *context, size_t context_len, acp_client_response_cb cb,
+    void *cb_user_data, int64_t *id_out);
+/** `nes/close` {sessionId}. */
+ACP_EXTERN int acp_client_nes_close(acp_client *client, const char *session_id,
+                                    acp_client_response_cb cb,
+                                    void *cb_user_data, int64_t *id_out);
+/** Notification `nes/accept` {sessionId, id}: the suggestion was applied. */
+ACP_EXTERN int acp_client_nes_accept(acp_client *client, const char *session_id,
+                                     const char *suggestion_id);
+/** Notification `nes/reject` {sessionId, id, reason?}: `reason` is
+ * "rejected", "ignored", "replaced", "cancelled" or NULL. */
+ACP_EXTERN int acp_client_nes_reject(acp_client *client, const char *session_id,
+                                     const char *suggestion_id,
+                                     const char *reason);
+/** Notification `document/didOpen` {sessionId, uri, languageId, version,
+ * text}. `text` is `text_len` bytes of UTF-8. */
+ACP_EXTERN int acp_client_document_did_open(acp_client *client,
+                                            const char *session_id,
+                                            const char *uri,
+                                            const char *language_id,
+                                            int64_t version, const char *text,
+                                            size_t text_len);
+/** Notification `document/didChange` {sessionId, uri, version,
+ * contentChanges}: `content_changes` a raw JSON array of {range?, text}. */
+ACP_EXTERN int acp_client_document_did_change(acp_client *client,
+                                              const char *session_id,
+                                              const char *uri, int64_t version,
+                                              const char *content_changes,
+                                              size_t content_changes_len);
+/** Notification `document/didClose` {sessionId, uri}. */
+ACP_EXTERN int acp_client_document_did_close(acp_client *client,
+                                             const char *session_id,
+                                             const char *uri);
+/** Notification `document/didSave` {sessionId, uri}. */
+ACP_EXTERN int acp_client_document_did_save(acp_client *client,
+                                            const char *session_id,
+                                            const char *uri);
+/** Notification `document/didFocus` {sessionId, uri, version, position,
+ * visibleRange}: `visible_range` a raw JSON Range {start, end}. */
+ACP_EXTERN int acp_client_document_did_focus(acp_client *client,
+                                             const char *session_id,
+                                             const char *uri, int64_t version,
+                                             int64_t line, int64_t character,
+                                             const char *visible_range,
+                                             size_t visible_range_len);
+
 /* ACP v2 calls (after a v2 initialize, see
  * acp_client_set_max_protocol_version(); a v1 agent answers -32601).
  * Errors as for the calls above. */
