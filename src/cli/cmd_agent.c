@@ -20,6 +20,7 @@
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "agent_script.h"
+#include "agent_nes.h"
 #include "agent_store.h"
 #include "cli.h"
 
@@ -60,7 +61,9 @@ static const char agent_usage[] =
     "  --unstable   also advertise and serve the unstable methods:\n"
     "               session/fork, session/set_title, session/archive,\n"
     "               session/unarchive, session/status, auth/status (see the\n"
-    "               unstable commands below)\n"
+    "               unstable commands below), providers/* (provider main),\n"
+    "               nes/* and document/* (nes/suggest turns each TODO of an\n"
+    "               open document into a DONE edit suggestion)\n"
     "  --protocol-v2\n"
     "               speak the ACP v2 draft with a client that asks for 2\n"
     "               (initialize protocolVersion >= 2); others get 1. Under\n"
@@ -181,6 +184,7 @@ struct app {
   uv_idle_t flush;       /* saves dirty sessions once per loop iteration */
   struct broken *broken; /* state files that could not be restored */
   bool unstable;         /* --unstable */
+  agent_nes *nes;        /* --unstable: providers, NES, documents */
   bool protocol_v2;      /* --protocol-v2: answer 2 to a client asking 2 */
   char auth_state[32];   /* what auth/status answers (/auth changes it) */
   unsigned next_msg;     /* /message ids */
@@ -2579,14 +2583,15 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
       "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
       "\"http\":%s,\"sse\":%s},\"sessionCapabilities\":{\"list\":{},"
       "\"resume\":{},\"close\":{},\"delete\":{},\"fork\":{},\"title\":{},"
-      "\"archive\":{},\"status\":{}},\"auth\":{\"status\":{}}}";
-  char ucaps[sizeof(caps_unstable) + 16];
+      "\"archive\":{},\"status\":{}},\"auth\":{\"status\":{}},%s}";
+  char ucaps[sizeof(caps_unstable) + 256];
   const char *agent_caps = a->mcp_http_off ? caps_no_http : caps_http;
   size_t agent_caps_len;
 
   if (a->unstable) {
     const char *on = a->mcp_http_off ? "false" : "true";
-    snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on);
+    snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on,
+             agent_nes_capabilities());
     agent_caps = ucaps;
   }
   if (v2) {
@@ -3278,6 +3283,10 @@ static int on_session_close(acp_agent *agent, acp_agent_request *req,
 
 /* MARK: - Unstable session methods (--unstable) */
 
+agent_nes *agent_nes_of(void *user_data) {
+  return ((app *)user_data)->nes;
+}
+
 static int on_session_set_title(acp_agent *agent, acp_agent_request *req,
                                 void *ud) {
   app *a = ud;
@@ -3714,6 +3723,10 @@ int cmd_agent(int argc, char **argv) {
     acp_agent_callbacks_set_on_session_unarchive(cbs, on_session_archive);
     acp_agent_callbacks_set_on_session_status(cbs, on_session_status);
     acp_agent_callbacks_set_on_auth_status(cbs, on_auth_status);
+    a.nes = agent_nes_new();
+    if (a.nes == NULL)
+      goto cleanup;
+    agent_nes_register(cbs);
   }
   if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
@@ -3769,6 +3782,7 @@ cleanup:
   acp_json_doc_free(a.hdoc);
   acp_json_doc_free(a.sdoc);
   acp_arena_free(a.arena);
+  agent_nes_free(a.nes);
   acp_json_writer_free(a.w);
   acp_json_writer_free(a.sw);
   free(a.scratch);
