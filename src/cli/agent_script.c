@@ -42,6 +42,8 @@ const char script_help[] =
     "  /wait                wait for session/cancel; the turn ends cancelled\n"
     "  /sleep MS            pause for MS milliseconds\n"
     "  /big BYTES           stream BYTES bytes of text (in 64 KiB chunks)\n"
+    "  /chunks N TEXT       stream TEXT (\\n is a newline) as message chunks\n"
+    "                       of N bytes, e.g. markdown split mid-marker\n"
     "  /error CODE MESSAGE  answer the prompt with that JSON-RPC error\n"
     "  /stop REASON         end the turn with REASON (end_turn, max_tokens,\n"
     "                       max_turn_requests, refusal, cancelled)\n"
@@ -86,6 +88,7 @@ static const struct cmd_name cmd_names[] = {
     {"error", STEP_ERROR},
     {"stop", STEP_STOP},
     {"big", STEP_BIG},
+    {"chunks", STEP_CHUNKS},
     {"elicit", STEP_ELICIT},
     {"update", STEP_UPDATE},
     {"subagent", STEP_SUBAGENT},
@@ -206,6 +209,15 @@ static int parse_command(script *sc, size_t *cap, const char *p,
   case STEP_SLEEP:
   case STEP_BIG:
     st.num = strtoll(q, NULL, 10);
+    break;
+  case STEP_CHUNKS:
+    st.num = strtoll(q, NULL, 10);
+    while (q < end && isdigit((unsigned char)*q))
+      q++;
+    q = skip_ws(q, end);
+    st.arg = dup_range(q, (size_t)(end - q));
+    if (st.arg == NULL)
+      return -1;
     break;
   case STEP_UNKNOWN:
     st.arg = dup_range(p, (size_t)(end - p));

@@ -980,6 +980,34 @@ static void step_big(turn *t, int64_t bytes) {
   free(buf);
 }
 
+/* /chunks N TEXT: TEXT with \n and \\ decoded, in chunks of N bytes
+ * (markdown markers split anywhere, UTF-8 sequences kept whole). */
+static void step_chunks(turn *t, int64_t size, const char *text) {
+  size_t n = strlen(text), len = 0, i, at;
+  char *buf = malloc(n + 1);
+
+  if (buf == NULL)
+    return;
+  for (i = 0; i < n; i++) {
+    if (text[i] == '\\' && i + 1 < n && (text[i + 1] == 'n' || text[i + 1] == '\\')) {
+      buf[len++] = text[i + 1] == 'n' ? '\n' : '\\';
+      i++;
+    } else {
+      buf[len++] = text[i];
+    }
+  }
+  if (size <= 0)
+    size = 1;
+  for (at = 0; at < len; at += (size_t)size) {
+    size_t k = len - at < (size_t)size ? len - at : (size_t)size;
+    /* Never inside a UTF-8 sequence: each chunk is a JSON string. */
+    while (at + k < len && ((unsigned char)buf[at + k] & 0xC0) == 0x80)
+      k++;
+    send_chunk(t->a, t->s, "agent_message_chunk", buf + at, k);
+  }
+  free(buf);
+}
+
 static void step_text(turn *t, const char *text) {
   const char *p = text;
 
@@ -1780,6 +1808,9 @@ static void turn_run(turn *t) {
       return;
     case STEP_BIG:
       step_big(t, st->num);
+      break;
+    case STEP_CHUNKS:
+      step_chunks(t, st->num, st->arg);
       break;
     case STEP_UNKNOWN:
     default:
