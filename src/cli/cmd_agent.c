@@ -989,7 +989,8 @@ static void step_chunks(turn *t, int64_t size, const char *text) {
   if (buf == NULL)
     return;
   for (i = 0; i < n; i++) {
-    if (text[i] == '\\' && i + 1 < n && (text[i + 1] == 'n' || text[i + 1] == '\\')) {
+    if (text[i] == '\\' && i + 1 < n &&
+        (text[i + 1] == 'n' || text[i + 1] == '\\')) {
       buf[len++] = text[i + 1] == 'n' ? '\n' : '\\';
       i++;
     } else {

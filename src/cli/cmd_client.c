@@ -28,6 +28,7 @@
 #include "cli.h"
 #include "client_agents.h"
 #include "client_tty.h"
+#include "md_render.h"
 
 #define MAX_FILE (64u << 20)
 #define DEFAULT_TERM_LIMIT (1u << 20)
@@ -58,7 +59,9 @@ static const char client_usage[] =
     "                     a terminal (it is the default on a terminal):\n"
     "                     slash commands, a line editor with history\n"
     "  --color WHEN       auto (default: when stderr is a terminal and\n"
-    "                     NO_COLOR is unset or empty), always, never\n"
+    "                     NO_COLOR is unset or empty), always, never; the\n"
+    "                     agent's text is rendered as markdown when stdout\n"
+    "                     is a terminal too (or with always)\n"
     "  --agent NAME       run the agent NAME of the agents file instead of\n"
     "                     AGENT_CMD\n"
     "  --agents-file FILE the agents file (default:\n"
@@ -160,8 +163,10 @@ struct capp {
   acp_mcp_acp_decl *decl;     /* its declaration on our session */
   tool_title *tools;          /* tool calls not finished yet */
   /* The interactive front end (client_tty.c and the slash commands). */
-  bool fancy;        /* slash commands, prompts shown by the editor */
-  bool color;        /* --color */
+  bool fancy; /* slash commands, prompts shown by the editor */
+  bool color; /* --color */
+  bool md_on; /* agent text rendered as markdown (a tty, --color) */
+  md_render md;
   ctty *tty;         /* the line editor, NULL when reading plain lines */
   char **agent_cmds; /* the agent's advertised command names */
   size_t nagent_cmds;
@@ -176,11 +181,16 @@ static void cancel_questions(capp *a);
 static void note(capp *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+static void md_end(capp *a);
+
 static void note(capp *a, const char *fmt, ...) {
   va_list ap;
 
   if (a->quiet)
     return;
+  /* The agent's text first, with its style closed: a note never comes out
+   * bold because a **span was open. */
+  md_end(a);
   ctty_hide(a->tty);
   if (!a->at_line_start) {
     fputc('\n', stdout);
@@ -199,6 +209,34 @@ static void out_text(capp *a, const char *s, size_t n) {
   fwrite(s, 1, n, stdout);
   fflush(stdout);
   a->at_line_start = s[n - 1] == '\n';
+}
+
+static void md_emit(void *ud, const char *s, size_t n) {
+  capp *a = ud;
+
+  fwrite(s, 1, n, stdout);
+  fflush(stdout);
+  a->at_line_start = s[n - 1] == '\n';
+}
+
+/* The agent's message text: rendered (md_render.c) on a colour tty,
+ * written unchanged otherwise. */
+static void out_agent_text(capp *a, const char *s, size_t n) {
+  if (!a->md_on) {
+    out_text(a, s, n);
+    return;
+  }
+  ctty_hide(a->tty);
+  md_feed(&a->md, s, n);
+}
+
+/* The text paused (a note, the end of the turn): held-back bytes out,
+ * style reset. */
+static void md_end(capp *a) {
+  if (!a->md_on)
+    return;
+  ctty_hide(a->tty);
+  md_flush(&a->md);
 }
 
 static int jstr(const acp_rpc_msg *msg, const acp_json_val *obj,
@@ -659,7 +697,7 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   switch (u->kind) {
   case ACP_UPDATE_AGENT_MESSAGE_CHUNK:
     if (u->text != NULL)
-      out_text(a, u->text, u->text_len);
+      out_agent_text(a, u->text, u->text_len);
     else
       note_content(a, u->msg, "", content);
     break;
@@ -1665,6 +1703,7 @@ static void v2_state_update(capp *a, const acp_client_update *u) {
   else /* a stop reason this version does not know: kept in raw */
     jstr(u->msg, u->update, "stopReason", &s, &n);
   code = s ? stop_reason_code(s, n) : CLI_EXIT_OK;
+  md_end(a);
   if (!a->at_line_start)
     out_text(a, "\n", 1);
   if (code != CLI_EXIT_OK)
@@ -1702,6 +1741,7 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
   } else {
     jstr(msg, msg->result, "stopReason", &s, &n);
     code = s ? stop_reason_code(s, n) : CLI_EXIT_FAILURE;
+    md_end(a);
     if (!a->at_line_start) {
       out_text(a, "\n", 1);
     }
@@ -2539,13 +2579,18 @@ int cmd_client(int argc, char **argv) {
   }
   if (strcmp(color, "always") == 0) {
     a.color = true;
+    a.md_on = true;
   } else if (strcmp(color, "auto") == 0) {
     v = getenv("NO_COLOR");
     a.color = isatty(2) && (v == NULL || v[0] == '\0');
+    /* Markdown styling goes to stdout: only when that is a terminal too
+     * (a pipe or a file gets the agent's bytes unchanged). */
+    a.md_on = a.color && isatty(1);
   } else if (strcmp(color, "never") != 0) {
     cli_err("client", "--color must be auto, always or never");
     return CLI_EXIT_USAGE;
   }
+  md_init(&a.md, md_emit, &a);
   if (agent_name != NULL && i < argc) {
     cli_err("client", "--agent and an agent command exclude each other");
     return CLI_EXIT_USAGE;
