@@ -705,7 +705,8 @@ def camel(name):
 class Enum:
     """A string enum (or the tags of a union)."""
 
-    def __init__(self, name, values, is_open, docs=None, tags_of=None):
+    def __init__(self, name, values, is_open, docs=None, tags_of=None,
+                 cpre="acp_"):
         self.name = name          # schema name (or Union + "Kind")
         # list of (wire string, C suffix); a wire value "unknown" (AuthState)
         # is _UNKNOWN_VALUE, since _UNKNOWN (0) means absent or unrecognized
@@ -714,8 +715,8 @@ class Enum:
         self.is_open = is_open
         self.docs = docs or {}
         self.tags_of = tags_of
-        self.c = "acp_" + c_ident(name)
-        self.prefix = "ACP_" + upper_ident(name)
+        self.c = cpre + c_ident(name)
+        self.prefix = cpre.upper() + upper_ident(name)
 
     def value_c(self, suffix):
         return "%s_%s" % (self.prefix, suffix)
@@ -746,17 +747,18 @@ class Variant:
 class CType:
     """An object struct or a union struct."""
 
-    def __init__(self, name, kind):
+    def __init__(self, name, kind, cpre="acp_"):
         self.name = name
         self.kind = kind          # "object" | "union"
         self.fields = []
         self.variants = []
         self.disc = None
+        self.disc_optional = False
         self.tag_enum = None
         self.desc = ""
         cname = C_NAME_OVERRIDES.get(name, c_ident(name))
-        self.c = "acp_" + cname
-        self.var = "acp_type_" + cname
+        self.c = cpre + cname
+        self.var = "acp_type_" + cpre[4:] + cname
 
 
 def first_line(text):
@@ -798,7 +800,15 @@ def comment(indent, text, width=80):
 
 
 class Model:
-    def __init__(self, schema):
+    def __init__(self, schema, base=None, own=None, cpre="acp_"):
+        # A v2 model (base = the v1 model) generates only the types in
+        # `own` (new or changed in v2), named with cpre "acp_v2_"; every
+        # other type is the v1 one (base.types / base.enums).
+        self.base = base
+        self.own = own
+        self.cpre = cpre
+        self.base_enums_used = []
+        self._kind_busy = set()
         self.schema = schema
         self.defs = schema["$defs"]
         self.types = {}       # name -> CType
@@ -845,14 +855,33 @@ class Model:
         refs = [x["$ref"] for x in a.get("allOf", []) if "$ref" in x]
         if a.get("type") is None and not refs:
             return False
+        # v2 nests unions (SessionUpdate's state_update is the StateUpdate
+        # union, tagged by `state` in the same object); codec.c decodes a
+        # union variant in place. The v1 model keeps its shapes.
+        ok = ("object", "union") if self.base is not None else ("object",)
         for r in refs:
-            if self.def_kind(ref_name(r)) not in ("object",):
+            n = ref_name(r)
+            if n in self._kind_busy:
+                return False
+            self._kind_busy.add(n)
+            k = self.def_kind(n)
+            self._kind_busy.discard(n)
+            if k not in ok:
                 return False
         return True
+
+    def shared(self, name):
+        """True when a v2 model takes `name` from the v1 model."""
+        return self.base is not None and name not in self.own
 
     def enum_for(self, name):
         if name in self.enums:
             return self.enums[name]
+        if self.shared(name) and name in self.base.enums:
+            e = self.base.enums[name]
+            if name not in self.base_enums_used:
+                self.base_enums_used.append(name)
+            return e
         d = self.defs[name]
         alts = d.get("oneOf") or d.get("anyOf") or []
         values = []
@@ -866,7 +895,7 @@ class Model:
                 is_open = True
         for v in d.get("enum", []):
             values.append((v, upper_ident(v)))
-        e = Enum(name, values, is_open, docs)
+        e = Enum(name, values, is_open, docs, cpre=self.cpre)
         e.desc = first_line(d.get("description"))
         self.enums[name] = e
         self.enum_order.append(name)
@@ -930,13 +959,16 @@ class Model:
     def build(self, name, schema=None):
         if name in self.types or name in self._busy:
             return
+        if schema is None and self.shared(name) and name in self.base.types:
+            self.types[name] = self.base.types[name]
+            return
         d = schema if schema is not None else self.defs[name]
         self._busy.add(name)
         kind = "union" if (schema is None and
                            self.def_kind(name) == "union") else "object"
         if schema is not None:
             kind = "object"
-        t = CType(name, kind)
+        t = CType(name, kind, self.cpre)
         t.desc = first_line(d.get("description"))
         if kind == "object":
             self._fill_object(t, d)
@@ -948,6 +980,14 @@ class Model:
 
     def _fill_object(self, t, d, skip=()):
         req = set(d.get("required", []))
+        alts = d.get("oneOf") or d.get("anyOf")
+        if alts and "properties" in d:
+            # A member that is also the variants' discriminator (v2's
+            # IdleStateUpdate.stopReason) belongs to the variant part, which
+            # writes it: as a field too it would be written twice.
+            skip = set(skip) | {pn for a in alts
+                                for pn, p in a.get("properties", {}).items()
+                                if "const" in p}
         for pn, p in d.get("properties", {}).items():
             if pn in skip:
                 continue
@@ -958,7 +998,7 @@ class Model:
         alts = d.get("oneOf") or d.get("anyOf")
         if alts and "properties" in d:
             vname = t.name + "Variant"
-            u = CType(vname, "union")
+            u = CType(vname, "union", self.cpre)
             u.desc = "The variant part of %s (members of the same object)." \
                 % t.name
             self._busy.add(vname)
@@ -988,6 +1028,10 @@ class Model:
                 tag = props.pop(disc)["const"]
             elif disc in props:
                 # An open "other" alternative: unknown tags are kept raw.
+                # One that does not require the member (v2 IdleStateUpdate's
+                # `stopReason: null`) makes the discriminator optional.
+                if disc not in a.get("required", []):
+                    u.disc_optional = True
                 continue
             refs = [ref_name(x["$ref"]) for x in a.get("allOf", [])
                     if "$ref" in x]
@@ -1022,7 +1066,7 @@ class Model:
         ename = u.name + "Kind"
         if u.name.endswith("Variant"):
             ename = u.name[:-7] + "Kind"
-        e = Enum(ename, tags, True, tags_of=u.name)
+        e = Enum(ename, tags, True, tags_of=u.name, cpre=self.cpre)
         e.desc = "Which variant a %s holds." % u.name
         e.tagged = [v.tag is not None for v in u.variants]
         self.enums[ename] = e
@@ -1424,21 +1468,40 @@ def ft_code(ft):
             "array": "ACP__FT_ARRAY", "flatten": "ACP__FT_FLATTEN"}[ft[0]]
 
 
-def gen_types_c(model, methods):
+def gen_types_c(model, methods, v2methods=None):
+    """gen_types.c, or with v2methods gen_types_v2.c (the v2 model's own
+    types, and the descriptors of every v2 method's params and result)."""
     L = []
     a = L.append
     a("""/*
- * ACP schema enums and type descriptors.
+ * ACP%s schema enums and type descriptors.
  * %s
  */
 #include <assert.h>
 #include <stddef.h>
 
 #include "codec_int.h"
-""" % HEADER_NOTE)
+""" % (" v2" if v2methods else "", HEADER_NOTE))
+    if v2methods:
+        a('#include "acp/methods.h"')
+        a('#include "acp/types_v2.h"')
+        a("")
     a("/* MARK: - Enums */")
     a("")
     a("/* clang-format off */")
+    # The v1 enums v2 types use unchanged: a private copy of their table
+    # (same values, same order, so the C values are the v1 ones).
+    for name in model.base_enums_used:
+        e = model.base.enums[name]
+        var = "enum_" + c_ident(name)
+        a("static const acp_str %s_values[] = {" % var)
+        for wire, _ in e.values:
+            a("    {%s, %d}," % (c_str(wire), len(wire.encode())))
+        a("};")
+        a("static const acp__enum_desc %s = {%s, %s_values, %d, %s};" % (
+            var, c_str(name), var, len(e.values),
+            "true" if e.is_open else "false"))
+        a("")
     for name in model.enum_order:
         e = model.enums[name]
         var = "enum_" + c_ident(name)
@@ -1525,6 +1588,8 @@ def gen_types_c(model, methods):
             a("    .raw_offset = offsetof(%s, raw)," % t.c)
             a("    .disc = %s," % c_str(t.disc))
             a("    .disc_len = %d," % len(t.disc or ""))
+            if t.disc_optional:
+                a("    .disc_optional = true,")
             a("    .variants = variants_%s," % c_ident(name))
             a("    .nvariants = %d," % len(t.variants))
             a("    .tag_offset = offsetof(%s, kind)," % t.c)
@@ -1533,6 +1598,8 @@ def gen_types_c(model, methods):
         a("")
     a("/* clang-format on */")
     a("")
+    if v2methods:
+        return gen_types_v2_tail(model, v2methods, L)
     a("const acp_type_desc *const acp__all_types[] = {")
     for name in sorted(model.order):
         a("    &%s," % model.types[name].var)
@@ -1588,6 +1655,204 @@ const char *acp__method_required_params(int method_id) {
     return "\n".join(L) + "\n"
 
 
+# MARK: - types_v2.h / gen_types_v2.c
+
+
+def strip_docs(node):
+    """A schema node without its prose (description, title): what decides
+    whether a v2 type has the v1 type's shape."""
+    if isinstance(node, dict):
+        return {k: strip_docs(v) for k, v in node.items()
+                if k not in ("description", "title", "x-docs-ignore")}
+    if isinstance(node, list):
+        return [strip_docs(x) for x in node]
+    return node
+
+
+def v2_own_types(v1schema, v2schema):
+    """The v2 $defs that need their own C type: new in v2, shaped
+    differently from v1, or referring (transitively) to such a type. The
+    rest are the v1 types, so code handling both versions shares them."""
+    d1 = v1schema["$defs"]
+    d2 = v2schema["$defs"]
+    own = {n for n, d in d2.items()
+           if n not in d1 or strip_docs(d) != strip_docs(d1[n])}
+    refs = {n: set(collect_refs(d, [])) for n, d in d2.items()}
+    changed = True
+    while changed:
+        changed = False
+        for n in d2:
+            if n not in own and refs[n] & own:
+                own.add(n)
+                changed = True
+    return own
+
+
+def v2_types_schema():
+    """The v2 schema the types are generated from: the method table's
+    (load_schema()) with every shared definition taken from the newer SDK
+    copy, whose shapes are what v2 peers send today (PromptResponse
+    {messageId}, NewSessionResponse availableCommands, the error stop
+    reason...). Definitions only the main copy has (nes/*, document/*,
+    mcp/connect) stay."""
+    schema = load_schema(V2_SCHEMA_DIR, ".unstable")
+    path = os.path.join(V2_OVERLAY_DIR, "schema.unstable.json")
+    odefs = load_json(path)["$defs"]
+    defs = schema["$defs"]
+    for name in list(defs):
+        if name in odefs and strip_docs(odefs[name]) != strip_docs(defs[name]):
+            defs[name] = odefs[name]
+            overlay_refs(odefs, defs, odefs[name])
+    return schema
+
+
+def build_v2_model(v1model, v2methods):
+    schema = v2_types_schema()
+    own = v2_own_types(v1model.schema, schema)
+    model = Model(schema, base=v1model, own=own, cpre="acp_v2_")
+    for name in schema["$defs"]:
+        if name in own and model.def_kind(name) == "enum":
+            model.enum_for(name)
+    for m in v2methods:
+        for n in (m.request_type, m.result_type, m.notification_type):
+            if n and model.def_kind(n) in ("object", "union"):
+                model.build(n)
+    return model
+
+
+TYPES_V2_H_TOP = """/*
+ * libacp - ACP v2 (draft) schema types beside the v1 ones.
+ *
+ * %s
+ *
+ * The v2 schema (spec/acp/schema/v2 plus the TypeScript SDK 2.4.0 copy's
+ * additions) through the same generic codec as v1 (types.h: acp_decode(),
+ * acp_encode(), arenas, lifetimes, the C mapping). A v2 type whose shape is
+ * the v1 one is the v1 struct (`acp_content_chunk`...); a type new in v2 or
+ * shaped differently (or containing such a type) is generated here as
+ * `acp_v2_<snake_name>` with its descriptor `acp_type_v2_<snake_name>`, and
+ * v2 enums that changed as `acp_v2_<enum>` / ACP_V2_<ENUM>_<VALUE>.
+ *
+ * To decode a v2 message, take the descriptor of its method from
+ * acp_method_params_desc_version() / acp_method_result_desc_version() (or
+ * the schema name from acp_type_by_name_version()).
+ *
+ * Thread-safety: as types.h.
+ */
+#ifndef ACP_TYPES_V2_H
+#define ACP_TYPES_V2_H
+
+#include "common.h"
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Type descriptors of a method's params, result and notification params in
+ * the table of one protocol version (acp_method_by_id_version()):
+ * ACP_PROTOCOL_V1 (1) gives acp_method_params_desc() etc., ACP_PROTOCOL_V2
+ * (2) the v2 schema's types.
+ *
+ * @return the descriptor, or NULL when the version does not have the method,
+ *         the method has no such part, the part is free-form JSON, or the
+ *         version is unknown.
+ */
+ACP_EXTERN const acp_type_desc *acp_method_params_desc_version(int version,
+                                                               int method_id);
+ACP_EXTERN const acp_type_desc *acp_method_result_desc_version(int version,
+                                                               int method_id);
+ACP_EXTERN const acp_type_desc *
+acp_method_notification_desc_version(int version, int method_id);
+
+/**
+ * Find a type descriptor by schema name in one version's schema:
+ * acp_type_by_name_version(2, "PromptResponse") is the v2 PromptResponse
+ * ({messageId}), version 1 is acp_type_by_name().
+ *
+ * @return the descriptor, or NULL when that version generates no struct of
+ *         that name (or the version is unknown).
+ */
+ACP_EXTERN const acp_type_desc *acp_type_by_name_version(int version,
+                                                         const char *name);
+
+"""
+
+
+def gen_types_v2_h(model):
+    L = [TYPES_V2_H_TOP % HEADER_NOTE]
+    L += enum_decls(model)
+    L += struct_decls(model)
+    L.append("""#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACP_TYPES_V2_H */""")
+    return "\n".join(L) + "\n"
+
+
+def gen_types_v2_tail(model, v2methods, L):
+    a = L.append
+    a("/* Every type of the v2 schema with a struct (own and shared), by")
+    a(" * schema name, for acp_type_by_name_version(). */")
+    a("const acp_type_desc *const acp__all_types_v2[] = {")
+    for name in sorted(model.types):
+        a("    &%s," % model.types[name].var)
+    a("};")
+    a("const size_t acp__all_types_v2_count =")
+    a("    sizeof(acp__all_types_v2) / sizeof(acp__all_types_v2[0]);")
+    a("")
+
+    def desc_ref(n):
+        if n and n in model.types:
+            return "&" + model.types[n].var
+        return "NULL"
+
+    a("/* MARK: - Method types */")
+    a("")
+    a("static const struct {")
+    a("  const acp_type_desc *params, *result, *notification;")
+    a("} method_types_v2[ACP_METHOD__COUNT] = {")
+    for m in v2methods:
+        a("    [%s] = {%s, %s, %s}," % (
+            m.enum, desc_ref(m.params_type), desc_ref(m.result_type),
+            desc_ref(m.notification_type)))
+    a("};")
+    a("""
+static bool v2_id(int method_id) {
+  return method_id > 0 && method_id < (int)ACP_METHOD__COUNT;
+}
+
+const acp_type_desc *acp_method_params_desc_version(int version,
+                                                    int method_id) {
+  if (version == ACP_PROTOCOL_V1)
+    return acp_method_params_desc(method_id);
+  if (version != ACP_PROTOCOL_V2 || !v2_id(method_id))
+    return NULL;
+  return method_types_v2[method_id].params;
+}
+
+const acp_type_desc *acp_method_result_desc_version(int version,
+                                                    int method_id) {
+  if (version == ACP_PROTOCOL_V1)
+    return acp_method_result_desc(method_id);
+  if (version != ACP_PROTOCOL_V2 || !v2_id(method_id))
+    return NULL;
+  return method_types_v2[method_id].result;
+}
+
+const acp_type_desc *acp_method_notification_desc_version(int version,
+                                                          int method_id) {
+  if (version == ACP_PROTOCOL_V1)
+    return acp_method_notification_desc(method_id);
+  if (version != ACP_PROTOCOL_V2 || !v2_id(method_id))
+    return NULL;
+  return method_types_v2[method_id].notification;
+}""")
+    return "\n".join(L) + "\n"
+
+
 # MARK: - Driver
 
 
@@ -1602,6 +1867,9 @@ def generate(schema_dir):
         "include/acp/types.h": gen_types_h(model),
         "src/acp/gen_types.c": gen_types_c(model, methods),
     }
+    v2model = build_v2_model(model, v2methods)
+    files["include/acp/types_v2.h"] = gen_types_v2_h(v2model)
+    files["src/acp/gen_types_v2.c"] = gen_types_c(v2model, None, v2methods)
     return files
 
 

@@ -13,6 +13,7 @@
 #include "rpc.h"
 #include "methods.h"
 #include "types.h"
+#include "types_v2.h"
 #include "agent.h"
 #include "client.h"
 #include "proxy.h"

@@ -64,6 +64,7 @@
 #include "common.h"
 #include "json.h"
 #include "rpc.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -391,6 +392,24 @@ acp_agent_request_session_id(const acp_agent_request *req);
 ACP_EXTERN int acp_agent_request_param_str(const acp_agent_request *req,
                                            const char *key, const char **s,
                                            size_t *len);
+/**
+ * Decode the request's params into the generated struct of its method in
+ * the negotiated protocol version: types.h for v1, types_v2.h for v2 (e.g.
+ * `acp_v2_cancel_tool_call_request` for `tool_call/cancel`, see
+ * acp_method_params_desc_version()). Only while the handler runs.
+ *
+ * @param arena  receives the struct and unescaped strings; the struct also
+ *               points into the message, so use it only during the handler.
+ * @param out    receives a pointer to the struct (NULL on failure); cast it
+ *               to the method's type.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (a NULL argument),
+ *         ACP_ERR_INVALID_STATE (handler returned), ACP_ERR_NOT_FOUND (an
+ *         extension method, or params that are free-form JSON),
+ *         ACP_ERR_PARSE (params do not match the schema; under v2 the role
+ *         already answered such a request -32602) or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_agent_request_decode(const acp_agent_request *req,
+                                        acp_arena *arena, const void **out);
 /** For `initialize`: the protocolVersion the client asked for, else -1. */
 ACP_EXTERN int64_t
 acp_agent_request_protocol_version(const acp_agent_request *req);

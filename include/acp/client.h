@@ -26,6 +26,7 @@
 #include "common.h"
 #include "json.h"
 #include "rpc.h"
+#include "types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -244,6 +245,26 @@ ACP_EXTERN int acp_client_request_param_str(const acp_client_request *req,
                                             const char *key, const char **s,
                                             size_t *len);
 ACP_EXTERN int acp_client_request_is_cancelled(const acp_client_request *req);
+/** Typed params of an incoming request: see acp_agent_request_decode(). */
+ACP_EXTERN int acp_client_request_decode(const acp_client_request *req,
+                                         acp_arena *arena, const void **out);
+
+/**
+ * Decode a `session/update`'s `update` into the generated union of the
+ * negotiated version: `acp_session_update` (types.h) under v1,
+ * `acp_v2_session_update` (types_v2.h) under v2, whose kinds carry the v2
+ * members (messageId of message chunks, state_update with its state and
+ * stop reason...). An unknown kind decodes with kind _UNKNOWN.
+ *
+ * @param arena  receives the union and unescaped strings; it also points into
+ *               update->msg, so use it during the update callback only.
+ * @param out    receives a pointer to the union (NULL on failure).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_PARSE (the update does not
+ *         match the schema; the error names the member) or ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_client_update_decode(const acp_client *client,
+                                        const acp_client_update *update,
+                                        acp_arena *arena, const void **out);
 
 /* MARK: - Answers (errors as for acp_agent_respond) */
 
@@ -405,6 +426,92 @@ ACP_EXTERN int acp_client_session_status(acp_client *client,
 ACP_EXTERN int acp_client_auth_status(acp_client *client,
                                       acp_client_response_cb cb,
                                       void *cb_user_data, int64_t *id_out);
+
+/*
+ * Unstable v1 providers, next edit suggestions (NES) and documents. The
+ * agent advertises them in agentCapabilities (`providers`, `nes`); one that
+ * does not answers -32601. Raw JSON arguments must be valid JSON of the
+ * schema's type; NULL omits an optional one. Errors as for the calls above.
+ */
+
+/** `providers/list` {}: answered {providers: [{providerId, supported,
+ * required, current?}]}. */
+ACP_EXTERN int acp_client_providers_list(acp_client *client,
+                                         acp_client_response_cb cb,
+                                         void *cb_user_data, int64_t *id_out);
+/** `providers/set` {providerId, apiType, baseUrl, headers?}: `api_type` is
+ * an LlmProtocol ("anthropic", "openai"...), `headers` a raw JSON object of
+ * strings or NULL. */
+ACP_EXTERN int acp_client_providers_set(
+    acp_client *client, const char *provider_id, const char *api_type,
+    const char *base_url, const char *headers, size_t headers_len,
+    acp_client_response_cb cb, void *cb_user_data, int64_t *id_out);
+/** `providers/disable` {providerId}. */
+ACP_EXTERN int acp_client_providers_disable(acp_client *client,
+                                            const char *provider_id,
+                                            acp_client_response_cb cb,
+                                            void *cb_user_data,
+                                            int64_t *id_out);
+/** `nes/start` {workspaceUri?, workspaceFolders?}: answered {sessionId}, the
+ * NES session the nes/ and document/ messages name. `workspace_folders` is
+ * a raw JSON array of {uri, name} or NULL. */
+ACP_EXTERN int acp_client_nes_start(acp_client *client,
+                                    const char *workspace_uri,
+                                    const char *workspace_folders,
+                                    size_t workspace_folders_len,
+                                    acp_client_response_cb cb,
+                                    void *cb_user_data, int64_t *id_out);
+/** `nes/suggest` {sessionId, uri, version, position: {line, character},
+ * triggerKind, context?}: answered {suggestions}. `trigger_kind` is
+ * "automatic", "diagnostic" or "manual"; `context` raw JSON or NULL. */
+ACP_EXTERN int acp_client_nes_suggest(
+    acp_client *client, const char *session_id, const char *uri,
+    int64_t version, int64_t line, int64_t character, const char *trigger_kind,
+    const char *context, size_t context_len, acp_client_response_cb cb,
+    void *cb_user_data, int64_t *id_out);
+/** `nes/close` {sessionId}. */
+ACP_EXTERN int acp_client_nes_close(acp_client *client, const char *session_id,
+                                    acp_client_response_cb cb,
+                                    void *cb_user_data, int64_t *id_out);
+/** Notification `nes/accept` {sessionId, id}: the suggestion was applied. */
+ACP_EXTERN int acp_client_nes_accept(acp_client *client, const char *session_id,
+                                     const char *suggestion_id);
+/** Notification `nes/reject` {sessionId, id, reason?}: `reason` is
+ * "rejected", "ignored", "replaced", "cancelled" or NULL. */
+ACP_EXTERN int acp_client_nes_reject(acp_client *client, const char *session_id,
+                                     const char *suggestion_id,
+                                     const char *reason);
+/** Notification `document/didOpen` {sessionId, uri, languageId, version,
+ * text}. `text` is `text_len` bytes of UTF-8. */
+ACP_EXTERN int acp_client_document_did_open(acp_client *client,
+                                            const char *session_id,
+                                            const char *uri,
+                                            const char *language_id,
+                                            int64_t version, const char *text,
+                                            size_t text_len);
+/** Notification `document/didChange` {sessionId, uri, version,
+ * contentChanges}: `content_changes` a raw JSON array of {range?, text}. */
+ACP_EXTERN int acp_client_document_did_change(acp_client *client,
+                                              const char *session_id,
+                                              const char *uri, int64_t version,
+                                              const char *content_changes,
+                                              size_t content_changes_len);
+/** Notification `document/didClose` {sessionId, uri}. */
+ACP_EXTERN int acp_client_document_did_close(acp_client *client,
+                                             const char *session_id,
+                                             const char *uri);
+/** Notification `document/didSave` {sessionId, uri}. */
+ACP_EXTERN int acp_client_document_did_save(acp_client *client,
+                                            const char *session_id,
+                                            const char *uri);
+/** Notification `document/didFocus` {sessionId, uri, version, position,
+ * visibleRange}: `visible_range` a raw JSON Range {start, end}. */
+ACP_EXTERN int acp_client_document_did_focus(acp_client *client,
+                                             const char *session_id,
+                                             const char *uri, int64_t version,
+                                             int64_t line, int64_t character,
+                                             const char *visible_range,
+                                             size_t visible_range_len);
 
 /* ACP v2 calls (after a v2 initialize, see
  * acp_client_set_max_protocol_version(); a v1 agent answers -32601).

@@ -3377,8 +3377,6 @@ struct acp_idle_state_update {
   acp_usage *usage;
   /** `_meta`: Extension metadata, kept verbatim. */
   const acp_json_val *meta;
-  /** `stopReason`: Why foreground work stopped. */
-  acp_str stop_reason;
   /** Variant members (in the same JSON object). */
   acp_idle_state_update_variant variant;
   /** The JSON object this was decoded from, or NULL. */

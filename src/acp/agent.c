@@ -635,6 +635,11 @@ int acp_agent_request_param_str(const acp_agent_request *req, const char *key,
   return acp__req_param_str(req, key, s, len);
 }
 
+int acp_agent_request_decode(const acp_agent_request *req, acp_arena *arena,
+                             const void **out) {
+  return acp__req_decode(req, arena, out);
+}
+
 int64_t acp_agent_request_protocol_version(const acp_agent_request *req) {
   return req ? req->protocol_version : -1;
 }

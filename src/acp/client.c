@@ -3,6 +3,7 @@
  * terminal, elicitation, session/update, unstable mcp/...) to typed handlers
  * and one call helper per agent method.
  */
+#include "acp/types_v2.h"
 #include "role_int.h"
 
 #include "acp/version.h"
@@ -397,6 +398,33 @@ int acp_client_request_param_str(const acp_client_request *req, const char *key,
   return acp__req_param_str(req, key, s, len);
 }
 
+int acp_client_request_decode(const acp_client_request *req, acp_arena *arena,
+                              const void **out) {
+  return acp__req_decode(req, arena, out);
+}
+
+int acp_client_update_decode(const acp_client *client,
+                             const acp_client_update *update, acp_arena *arena,
+                             const void **out) {
+  const acp_type_desc *t;
+  void *p;
+  int rv;
+
+  if (client == NULL || update == NULL || update->update == NULL ||
+      arena == NULL || out == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  t = client->role.version == ACP_PROTOCOL_V2 ? &acp_type_v2_session_update
+                                              : &acp_type_session_update;
+  p = acp_arena_alloc(arena, acp_type_size(t));
+  if (p == NULL)
+    return ACP_ERR_NOMEM;
+  rv = acp_decode_named(t, update->update, arena, p, "update", NULL, 0);
+  if (rv == 0)
+    *out = p;
+  return rv;
+}
+
 int acp_client_request_is_cancelled(const acp_client_request *req) {
   return req && req->cancelled;
 }
@@ -715,6 +743,207 @@ int acp_client_set_config_option(acp_client *client, const char *session_id,
   acp__w_raw(w, "value", value, value_len, NULL);
   return client_call_w(client, CALL_PLAIN, "session/set_config_option", cb,
                        cb_user_data, id_out);
+}
+
+/* MARK: - Providers, NES, documents (unstable) */
+
+int acp_client_providers_list(acp_client *client, acp_client_response_cb cb,
+                              void *cb_user_data, int64_t *id_out) {
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return client_call(client, CALL_PLAIN, "providers/list", "{}", 2, cb,
+                     cb_user_data, id_out);
+}
+
+int acp_client_providers_set(acp_client *client, const char *provider_id,
+                             const char *api_type, const char *base_url,
+                             const char *headers, size_t headers_len,
+                             acp_client_response_cb cb, void *cb_user_data,
+                             int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || provider_id == NULL || api_type == NULL ||
+      base_url == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "providerId", provider_id);
+  acp__w_str(w, "apiType", api_type);
+  acp__w_str(w, "baseUrl", base_url);
+  acp__w_raw(w, "headers", headers, headers_len, NULL);
+  return client_call_w(client, CALL_PLAIN, "providers/set", cb, cb_user_data,
+                       id_out);
+}
+
+int acp_client_providers_disable(acp_client *client, const char *provider_id,
+                                 acp_client_response_cb cb, void *cb_user_data,
+                                 int64_t *id_out) {
+  return call_1(client, "providers/disable", "providerId", provider_id, cb,
+                cb_user_data, id_out);
+}
+
+int acp_client_nes_start(acp_client *client, const char *workspace_uri,
+                         const char *workspace_folders,
+                         size_t workspace_folders_len,
+                         acp_client_response_cb cb, void *cb_user_data,
+                         int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  if (workspace_uri != NULL)
+    acp__w_str(w, "workspaceUri", workspace_uri);
+  acp__w_raw(w, "workspaceFolders", workspace_folders, workspace_folders_len,
+             NULL);
+  return client_call_w(client, CALL_PLAIN, "nes/start", cb, cb_user_data,
+                       id_out);
+}
+
+/* "KEY": {"line": L, "character": C} */
+static void w_position(acp_json_writer *w, const char *key, int64_t line,
+                       int64_t character) {
+  acp_json_write_keyz(w, key);
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "line");
+  acp_json_write_int(w, line);
+  acp_json_write_keyz(w, "character");
+  acp_json_write_int(w, character);
+  acp_json_write_obj_end(w);
+}
+
+int acp_client_nes_suggest(acp_client *client, const char *session_id,
+                           const char *uri, int64_t version, int64_t line,
+                           int64_t character, const char *trigger_kind,
+                           const char *context, size_t context_len,
+                           acp_client_response_cb cb, void *cb_user_data,
+                           int64_t *id_out) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || uri == NULL ||
+      trigger_kind == NULL || line < 0 || character < 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = acp__role_obj_begin(&client->role);
+  acp__w_str(w, "sessionId", session_id);
+  acp__w_str(w, "uri", uri);
+  acp_json_write_keyz(w, "version");
+  acp_json_write_int(w, version);
+  w_position(w, "position", line, character);
+  acp__w_str(w, "triggerKind", trigger_kind);
+  acp__w_raw(w, "context", context, context_len, NULL);
+  return client_call_w(client, CALL_PLAIN, "nes/suggest", cb, cb_user_data,
+                       id_out);
+}
+
+int acp_client_nes_close(acp_client *client, const char *session_id,
+                         acp_client_response_cb cb, void *cb_user_data,
+                         int64_t *id_out) {
+  return call_1(client, "nes/close", "sessionId", session_id, cb, cb_user_data,
+                id_out);
+}
+
+/* {sessionId, uri?}: the start of every nes/ and document/ notification. */
+static acp_json_writer *doc_begin(acp_client *c, const char *session_id,
+                                  const char *uri) {
+  acp_json_writer *w = acp__role_obj_begin(&c->role);
+
+  acp__w_str(w, "sessionId", session_id);
+  if (uri != NULL)
+    acp__w_str(w, "uri", uri);
+  return w;
+}
+
+int acp_client_nes_accept(acp_client *client, const char *session_id,
+                          const char *suggestion_id) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || suggestion_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = doc_begin(client, session_id, NULL);
+  acp__w_str(w, "id", suggestion_id);
+  return acp__role_notify_obj(&client->role, "nes/accept");
+}
+
+int acp_client_nes_reject(acp_client *client, const char *session_id,
+                          const char *suggestion_id, const char *reason) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || suggestion_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = doc_begin(client, session_id, NULL);
+  acp__w_str(w, "id", suggestion_id);
+  if (reason != NULL)
+    acp__w_str(w, "reason", reason);
+  return acp__role_notify_obj(&client->role, "nes/reject");
+}
+
+int acp_client_document_did_open(acp_client *client, const char *session_id,
+                                 const char *uri, const char *language_id,
+                                 int64_t version, const char *text,
+                                 size_t text_len) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || uri == NULL ||
+      language_id == NULL || (text == NULL && text_len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = doc_begin(client, session_id, uri);
+  acp__w_str(w, "languageId", language_id);
+  acp_json_write_keyz(w, "version");
+  acp_json_write_int(w, version);
+  acp_json_write_keyz(w, "text");
+  acp_json_write_str(w, text != NULL ? text : "", text_len);
+  return acp__role_notify_obj(&client->role, "document/didOpen");
+}
+
+int acp_client_document_did_change(acp_client *client, const char *session_id,
+                                   const char *uri, int64_t version,
+                                   const char *content_changes,
+                                   size_t content_changes_len) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || uri == NULL ||
+      content_changes == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = doc_begin(client, session_id, uri);
+  acp_json_write_keyz(w, "version");
+  acp_json_write_int(w, version);
+  acp__w_raw(w, "contentChanges", content_changes, content_changes_len, NULL);
+  return acp__role_notify_obj(&client->role, "document/didChange");
+}
+
+static int doc_uri_only(acp_client *c, const char *method,
+                        const char *session_id, const char *uri) {
+  if (c == NULL || session_id == NULL || uri == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  doc_begin(c, session_id, uri);
+  return acp__role_notify_obj(&c->role, method);
+}
+
+int acp_client_document_did_close(acp_client *client, const char *session_id,
+                                  const char *uri) {
+  return doc_uri_only(client, "document/didClose", session_id, uri);
+}
+
+int acp_client_document_did_save(acp_client *client, const char *session_id,
+                                 const char *uri) {
+  return doc_uri_only(client, "document/didSave", session_id, uri);
+}
+
+int acp_client_document_did_focus(acp_client *client, const char *session_id,
+                                  const char *uri, int64_t version,
+                                  int64_t line, int64_t character,
+                                  const char *visible_range,
+                                  size_t visible_range_len) {
+  acp_json_writer *w;
+
+  if (client == NULL || session_id == NULL || uri == NULL ||
+      visible_range == NULL || line < 0 || character < 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w = doc_begin(client, session_id, uri);
+  acp_json_write_keyz(w, "version");
+  acp_json_write_int(w, version);
+  w_position(w, "position", line, character);
+  acp__w_raw(w, "visibleRange", visible_range, visible_range_len, NULL);
+  return acp__role_notify_obj(&client->role, "document/didFocus");
 }
 
 /* MARK: - v2 calls */

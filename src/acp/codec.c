@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "codec_int.h"
+#include "acp/methods.h"
+#include "acp/types_v2.h"
 #include "internal.h"
 
 /* MARK: - Arena */
@@ -125,22 +127,35 @@ const char *acp__enum_to_str(const acp__enum_desc *e, int v) {
   return e->values[v - 1].ptr;
 }
 
-const acp_type_desc *acp_type_by_name(const char *name) {
-  size_t lo = 0, hi = acp__all_types_count;
+/* Binary search of a generated list sorted by schema name. */
+static const acp_type_desc *type_in(const acp_type_desc *const *list, size_t n,
+                                    const char *name) {
+  size_t lo = 0, hi = n;
 
   if (name == NULL)
     return NULL;
-  /* The generated list is sorted by name. */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(name, acp__all_types[mid]->name);
+    int c = strcmp(name, list[mid]->name);
     if (c == 0)
-      return acp__all_types[mid];
+      return list[mid];
     if (c < 0)
       hi = mid;
     else
       lo = mid + 1;
   }
+  return NULL;
+}
+
+const acp_type_desc *acp_type_by_name(const char *name) {
+  return type_in(acp__all_types, acp__all_types_count, name);
+}
+
+const acp_type_desc *acp_type_by_name_version(int version, const char *name) {
+  if (version == ACP_PROTOCOL_V1)
+    return acp_type_by_name(name);
+  if (version == ACP_PROTOCOL_V2)
+    return type_in(acp__all_types_v2, acp__all_types_v2_count, name);
   return NULL;
 }
 
@@ -483,6 +498,10 @@ static int decode_variant(dec_ctx *c, const acp_type_desc *t, size_t i,
   if (p == NULL)
     return fail_nomem(c);
   *(void **)AT(out, var->offset) = p;
+  /* A variant may itself be a union over the same object (v2's
+   * state_update is a StateUpdate, tagged by `state`). */
+  if (var->type->kind == ACP__KIND_UNION)
+    return decode_union_into(c, var->type, v, p);
   return decode_object(c, var->type, v, p);
 }
 
@@ -495,6 +514,8 @@ static int decode_union_into(dec_ctx *c, const acp_type_desc *t,
   *(const acp_json_val **)AT(out, t->raw_offset) = v;
   if (t->disc != NULL)
     d = acp_json_obj_get(v, t->disc, t->disc_len);
+  if (t->disc_optional && (d == NULL || acp_json_type_of(d) == ACP_JSON_NULL))
+    return 0; /* no variant; a null is re-emitted from raw */
   if (d != NULL) {
     if (acp_json_type_of(d) != ACP_JSON_STRING) {
       size_t old = path_push_key(c, t->disc, t->disc_len);
@@ -694,6 +715,8 @@ static int encode_union_members(const acp_type_desc *t, const void *in,
   p = *(const void *const *)CAT(in, var->offset);
   if (p == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (var->type->kind == ACP__KIND_UNION) /* nested, see decode_variant() */
+    return encode_union_members(var->type, p, w);
   return encode_known(var->type, p, w);
 }
 
@@ -773,6 +796,8 @@ static bool union_key_written(const acp_type_desc *t, const void *in,
   if (var->type == NULL)
     return false;
   p = *(const void *const *)CAT(in, var->offset);
+  if (p != NULL && var->type->kind == ACP__KIND_UNION)
+    return union_key_written(var->type, p, key);
   return p != NULL && key_written(var->type, p, key);
 }
 

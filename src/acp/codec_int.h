@@ -79,6 +79,9 @@ struct acp_type_desc {
   /* unions: tag value i+1 selects variants[i] */
   const char *disc; /* discriminator property, or NULL */
   size_t disc_len;
+  /* The discriminator may be absent or null: no variant (kind 0), the
+   * members kept in raw. */
+  bool disc_optional;
   const acp__variant *variants;
   size_t nvariants;
   size_t tag_offset;
@@ -92,6 +95,10 @@ const char *acp__enum_to_str(const acp__enum_desc *e, int v);
 /* Every generated type descriptor, for acp_type_by_name(). */
 extern const acp_type_desc *const acp__all_types[];
 extern const size_t acp__all_types_count;
+/* Every struct type of the v2 schema (own and shared with v1), sorted by
+ * schema name, for acp_type_by_name_version() (src/acp/gen_types_v2.c). */
+extern const acp_type_desc *const acp__all_types_v2[];
+extern const size_t acp__all_types_v2_count;
 
 /* The members a method's params must carry, from the schema's `required`
  * (generated): space-separated "<t>:<name>", t one of s a o i; "" when none

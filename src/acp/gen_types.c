@@ -2775,6 +2775,7 @@ const acp_type_desc acp_type_idle_state_update_variant = {
     .raw_offset = offsetof(acp_idle_state_update_variant, raw),
     .disc = "stopReason",
     .disc_len = 10,
+    .disc_optional = true,
     .variants = variants_idle_state_update_variant,
     .nvariants = 6,
     .tag_offset = offsetof(acp_idle_state_update_variant, kind),
@@ -2784,7 +2785,6 @@ const acp_type_desc acp_type_idle_state_update_variant = {
 static const acp__field fields_idle_state_update[] = {
     {"usage", 5, ACP__FT_PTR, 0, ACP__FF_LENIENT, offsetof(acp_idle_state_update, usage), 0, &acp_type_usage, NULL},
     {"_meta", 5, ACP__FT_JSON, 0, ACP__FF_LENIENT, offsetof(acp_idle_state_update, meta), 0, NULL, NULL},
-    {"stopReason", 10, ACP__FT_STR, 0, ACP__FF_LENIENT, offsetof(acp_idle_state_update, stop_reason), 0, NULL, NULL},
     {NULL, 0, ACP__FT_FLATTEN, 0, 0, offsetof(acp_idle_state_update, variant), 0, &acp_type_idle_state_update_variant, NULL},
 };
 const acp_type_desc acp_type_idle_state_update = {
@@ -2793,7 +2793,7 @@ const acp_type_desc acp_type_idle_state_update = {
     .size = sizeof(acp_idle_state_update),
     .raw_offset = offsetof(acp_idle_state_update, raw),
     .fields = fields_idle_state_update,
-    .nfields = 4,
+    .nfields = 3,
 };
 
 static const acp__field fields_requires_action_state_update[] = {

@@ -14,6 +14,7 @@
 #include "acp/client.h"
 #include "acp/json.h"
 #include "acp/methods.h"
+#include "acp/types.h"
 #include "acp/proxy.h"
 #include "acp/rpc.h"
 
@@ -107,6 +108,9 @@ struct acp__role {
   /* Protocol version whose method table validates and dispatches incoming
    * messages (ACP_PROTOCOL_V1 until initialize negotiated another). */
   int version;
+  /* v2: scratch arena of the typed params check (created on first use,
+   * reset after each message). */
+  acp_arena *arena;
 };
 
 int acp__role_init(acp__role *r, acp_side side, const acp__role_ops *ops,
@@ -186,5 +190,6 @@ int acp__w_members(acp__role *r, acp_json_writer *w, const char *extra,
 /* Request accessors shared by both roles. */
 int acp__req_param_str(const acp__req *req, const char *key, const char **s,
                        size_t *len);
+int acp__req_decode(const acp__req *req, acp_arena *arena, const void **out);
 
 #endif /* ACP_ROLE_INT_H */

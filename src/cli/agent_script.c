@@ -42,6 +42,8 @@ const char script_help[] =
     "  /wait                wait for session/cancel; the turn ends cancelled\n"
     "  /sleep MS            pause for MS milliseconds\n"
     "  /big BYTES           stream BYTES bytes of text (in 64 KiB chunks)\n"
+    "  /chunks N TEXT       stream TEXT (\\n is a newline) as message chunks\n"
+    "                       of N bytes, e.g. markdown split mid-marker\n"
     "  /error CODE MESSAGE  answer the prompt with that JSON-RPC error\n"
     "  /stop REASON         end the turn with REASON (end_turn, max_tokens,\n"
     "                       max_turn_requests, refusal, cancelled)\n"
@@ -67,33 +69,20 @@ struct cmd_name {
 };
 
 static const struct cmd_name cmd_names[] = {
-    {"think", STEP_THINK},
-    {"plan", STEP_PLAN},
-    {"tool", STEP_TOOL},
-    {"ask", STEP_ASK},
-    {"read", STEP_READ},
-    {"write", STEP_WRITE},
-    {"run", STEP_RUN},
-    {"mode", STEP_MODE},
-    {"config", STEP_CONFIG},
-    {"title", STEP_TITLE},
-    {"usage", STEP_USAGE},
-    {"commands", STEP_COMMANDS},
-    {"wait", STEP_WAIT},
-    {"cancellable", STEP_CANCELLABLE},
-    {"diff", STEP_DIFF},
-    {"sleep", STEP_SLEEP},
-    {"error", STEP_ERROR},
-    {"stop", STEP_STOP},
-    {"big", STEP_BIG},
-    {"elicit", STEP_ELICIT},
-    {"update", STEP_UPDATE},
-    {"subagent", STEP_SUBAGENT},
-    {"message", STEP_MESSAGE},
-    {"auth", STEP_AUTH},
-    {"turn-usage", STEP_TURN_USAGE},
-    {"kill", STEP_KILL},
-    {"elicit-url", STEP_ELICIT_URL},
+    {"think", STEP_THINK},       {"plan", STEP_PLAN},
+    {"tool", STEP_TOOL},         {"ask", STEP_ASK},
+    {"read", STEP_READ},         {"write", STEP_WRITE},
+    {"run", STEP_RUN},           {"mode", STEP_MODE},
+    {"config", STEP_CONFIG},     {"title", STEP_TITLE},
+    {"usage", STEP_USAGE},       {"commands", STEP_COMMANDS},
+    {"wait", STEP_WAIT},         {"cancellable", STEP_CANCELLABLE},
+    {"diff", STEP_DIFF},         {"sleep", STEP_SLEEP},
+    {"error", STEP_ERROR},       {"stop", STEP_STOP},
+    {"big", STEP_BIG},           {"chunks", STEP_CHUNKS},
+    {"elicit", STEP_ELICIT},     {"update", STEP_UPDATE},
+    {"subagent", STEP_SUBAGENT}, {"message", STEP_MESSAGE},
+    {"auth", STEP_AUTH},         {"turn-usage", STEP_TURN_USAGE},
+    {"kill", STEP_KILL},         {"elicit-url", STEP_ELICIT_URL},
 };
 
 static char *dup_range(const char *p, size_t n) {
@@ -206,6 +195,15 @@ static int parse_command(script *sc, size_t *cap, const char *p,
   case STEP_SLEEP:
   case STEP_BIG:
     st.num = strtoll(q, NULL, 10);
+    break;
+  case STEP_CHUNKS:
+    st.num = strtoll(q, NULL, 10);
+    while (q < end && isdigit((unsigned char)*q))
+      q++;
+    q = skip_ws(q, end);
+    st.arg = dup_range(q, (size_t)(end - q));
+    if (st.arg == NULL)
+      return -1;
     break;
   case STEP_UNKNOWN:
     st.arg = dup_range(p, (size_t)(end - p));

@@ -27,6 +27,7 @@ typedef enum step_kind {
   STEP_ERROR,       /* answer the prompt with error `num`, message arg */
   STEP_STOP,        /* end the turn with stop reason `arg` */
   STEP_BIG,         /* stream `num` bytes of text */
+  STEP_CHUNKS,      /* stream arg (\n decoded) in chunks of `num` bytes */
   STEP_ELICIT,      /* elicitation/create (form) with message arg */
   STEP_UPDATE,      /* a session/update whose update object is `arg` (JSON) */
   STEP_CANCELLABLE, /* a tool call that runs until tool_call/cancel (v2) */

@@ -16,9 +16,11 @@
 #include "acp/mcp_acp.h"
 #include "acp/methods.h"
 #include "acp/types.h"
+#include "acp/types_v2.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "agent_script.h"
+#include "agent_nes.h"
 #include "agent_store.h"
 #include "cli.h"
 
@@ -59,7 +61,9 @@ static const char agent_usage[] =
     "  --unstable   also advertise and serve the unstable methods:\n"
     "               session/fork, session/set_title, session/archive,\n"
     "               session/unarchive, session/status, auth/status (see the\n"
-    "               unstable commands below)\n"
+    "               unstable commands below), providers/* (provider main),\n"
+    "               nes/* and document/* (nes/suggest turns each TODO of an\n"
+    "               open document into a DONE edit suggestion)\n"
     "  --protocol-v2\n"
     "               speak the ACP v2 draft with a client that asks for 2\n"
     "               (initialize protocolVersion >= 2); others get 1. Under\n"
@@ -180,6 +184,7 @@ struct app {
   uv_idle_t flush;       /* saves dirty sessions once per loop iteration */
   struct broken *broken; /* state files that could not be restored */
   bool unstable;         /* --unstable */
+  agent_nes *nes;        /* --unstable: providers, NES, documents */
   bool protocol_v2;      /* --protocol-v2: answer 2 to a client asking 2 */
   char auth_state[32];   /* what auth/status answers (/auth changes it) */
   unsigned next_msg;     /* /message ids */
@@ -971,6 +976,35 @@ static void step_big(turn *t, int64_t bytes) {
     size_t at = (size_t)((bytes - left) % (int64_t)line_len);
     acp_agent_send_message_chunk(t->a->agent, t->s->id, buf + at, n, NULL, 0);
     left -= (int64_t)n;
+  }
+  free(buf);
+}
+
+/* /chunks N TEXT: TEXT with \n and \\ decoded, in chunks of N bytes
+ * (markdown markers split anywhere, UTF-8 sequences kept whole). */
+static void step_chunks(turn *t, int64_t size, const char *text) {
+  size_t n = strlen(text), len = 0, i, at;
+  char *buf = malloc(n + 1);
+
+  if (buf == NULL)
+    return;
+  for (i = 0; i < n; i++) {
+    if (text[i] == '\\' && i + 1 < n &&
+        (text[i + 1] == 'n' || text[i + 1] == '\\')) {
+      buf[len++] = text[i + 1] == 'n' ? '\n' : '\\';
+      i++;
+    } else {
+      buf[len++] = text[i];
+    }
+  }
+  if (size <= 0)
+    size = 1;
+  for (at = 0; at < len; at += (size_t)size) {
+    size_t k = len - at < (size_t)size ? len - at : (size_t)size;
+    /* Never inside a UTF-8 sequence: each chunk is a JSON string. */
+    while (at + k < len && ((unsigned char)buf[at + k] & 0xC0) == 0x80)
+      k++;
+    send_chunk(t->a, t->s, "agent_message_chunk", buf + at, k);
   }
   free(buf);
 }
@@ -1776,6 +1810,9 @@ static void turn_run(turn *t) {
     case STEP_BIG:
       step_big(t, st->num);
       break;
+    case STEP_CHUNKS:
+      step_chunks(t, st->num, st->arg);
+      break;
     case STEP_UNKNOWN:
     default:
       if (st->kind == STEP_UNKNOWN && st->arg != NULL && step_mcp(t, st->arg))
@@ -2578,14 +2615,15 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
       "\"audio\":false,\"embeddedContext\":true},\"mcpCapabilities\":{"
       "\"http\":%s,\"sse\":%s},\"sessionCapabilities\":{\"list\":{},"
       "\"resume\":{},\"close\":{},\"delete\":{},\"fork\":{},\"title\":{},"
-      "\"archive\":{},\"status\":{}},\"auth\":{\"status\":{}}}";
-  char ucaps[sizeof(caps_unstable) + 16];
+      "\"archive\":{},\"status\":{}},\"auth\":{\"status\":{}},%s}";
+  char ucaps[sizeof(caps_unstable) + 256];
   const char *agent_caps = a->mcp_http_off ? caps_no_http : caps_http;
   size_t agent_caps_len;
 
   if (a->unstable) {
     const char *on = a->mcp_http_off ? "false" : "true";
-    snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on);
+    snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on,
+             agent_nes_capabilities());
     agent_caps = ucaps;
   }
   if (v2) {
@@ -2654,13 +2692,15 @@ static int on_tool_call_cancel(acp_agent *agent, acp_agent_request *req,
   app *a = ud;
   asession *s = find_session(a, acp_agent_request_session_id(req));
   turn *t = s != NULL ? s->turn : NULL;
-  const char *id = NULL;
-  size_t n = 0;
+  const acp_v2_cancel_tool_call_request *p = NULL;
   static const char gone[] = "{\"capabilities\":null}";
 
+  /* The generated v2 params (types_v2.h); the role checked them already. */
+  acp_arena_reset(a->arena);
   if (t == NULL || !t->cancellable || t->done ||
-      acp_agent_request_param_str(req, "toolCallId", &id, &n) != 0 ||
-      n != strlen(t->tool_id) || memcmp(id, t->tool_id, n) != 0)
+      acp_agent_request_decode(req, a->arena, (const void **)&p) != 0 ||
+      p->tool_call_id.len != strlen(t->tool_id) ||
+      memcmp(p->tool_call_id.ptr, t->tool_id, p->tool_call_id.len) != 0)
     return on_cancel_not_cancellable(agent, req, ud);
   acp_agent_respond_empty(agent, req);
   t->cancellable = false;
@@ -2680,12 +2720,13 @@ static int on_terminal_cancel(acp_agent *agent, acp_agent_request *req,
   asession *s = find_session(a, acp_agent_request_session_id(req));
   turn *t = s != NULL ? s->turn : NULL;
   aterm *at = t != NULL ? t->term : NULL;
-  const char *id = NULL;
-  size_t n = 0;
+  const acp_v2_cancel_terminal_request *p = NULL;
 
+  acp_arena_reset(a->arena);
   if (at == NULL || at->exited || at->cancelled ||
-      acp_agent_request_param_str(req, "terminalId", &id, &n) != 0 ||
-      n != strlen(at->id) || memcmp(id, at->id, n) != 0)
+      acp_agent_request_decode(req, a->arena, (const void **)&p) != 0 ||
+      p->terminal_id.len != strlen(at->id) ||
+      memcmp(p->terminal_id.ptr, at->id, p->terminal_id.len) != 0)
     return on_cancel_not_cancellable(agent, req, ud);
   acp_agent_respond_empty(agent, req);
   at->cancelled = true;
@@ -3274,6 +3315,10 @@ static int on_session_close(acp_agent *agent, acp_agent_request *req,
 
 /* MARK: - Unstable session methods (--unstable) */
 
+agent_nes *agent_nes_of(void *user_data) {
+  return ((app *)user_data)->nes;
+}
+
 static int on_session_set_title(acp_agent *agent, acp_agent_request *req,
                                 void *ud) {
   app *a = ud;
@@ -3710,6 +3755,10 @@ int cmd_agent(int argc, char **argv) {
     acp_agent_callbacks_set_on_session_unarchive(cbs, on_session_archive);
     acp_agent_callbacks_set_on_session_status(cbs, on_session_status);
     acp_agent_callbacks_set_on_auth_status(cbs, on_auth_status);
+    a.nes = agent_nes_new();
+    if (a.nes == NULL)
+      goto cleanup;
+    agent_nes_register(cbs);
   }
   if (acp_agent_new(&a.agent, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
@@ -3765,6 +3814,7 @@ cleanup:
   acp_json_doc_free(a.hdoc);
   acp_json_doc_free(a.sdoc);
   acp_arena_free(a.arena);
+  agent_nes_free(a.nes);
   acp_json_writer_free(a.w);
   acp_json_writer_free(a.sw);
   free(a.scratch);

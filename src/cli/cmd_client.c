@@ -22,11 +22,13 @@
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
 #include "acp/remote.h"
+#include "acp/types_v2.h"
 #include "acp/uv.h"
 #include "acp/version.h"
 #include "cli.h"
 #include "client_agents.h"
 #include "client_tty.h"
+#include "md_render.h"
 
 #define MAX_FILE (64u << 20)
 #define DEFAULT_TERM_LIMIT (1u << 20)
@@ -57,7 +59,9 @@ static const char client_usage[] =
     "                     a terminal (it is the default on a terminal):\n"
     "                     slash commands, a line editor with history\n"
     "  --color WHEN       auto (default: when stderr is a terminal and\n"
-    "                     NO_COLOR is unset or empty), always, never\n"
+    "                     NO_COLOR is unset or empty), always, never; the\n"
+    "                     agent's text is rendered as markdown when stdout\n"
+    "                     is a terminal too (or with always)\n"
     "  --agent NAME       run the agent NAME of the agents file instead of\n"
     "                     AGENT_CMD\n"
     "  --agents-file FILE the agents file (default:\n"
@@ -124,6 +128,7 @@ typedef struct tool_title {
 } tool_title;
 
 struct capp {
+  acp_arena *arena; /* typed v2 updates and results, reset after each use */
   uv_loop_t loop;
   acp_client *client;
   acp_uv_process *agent;
@@ -158,8 +163,10 @@ struct capp {
   acp_mcp_acp_decl *decl;     /* its declaration on our session */
   tool_title *tools;          /* tool calls not finished yet */
   /* The interactive front end (client_tty.c and the slash commands). */
-  bool fancy;        /* slash commands, prompts shown by the editor */
-  bool color;        /* --color */
+  bool fancy; /* slash commands, prompts shown by the editor */
+  bool color; /* --color */
+  bool md_on; /* agent text rendered as markdown (a tty, --color) */
+  md_render md;
   ctty *tty;         /* the line editor, NULL when reading plain lines */
   char **agent_cmds; /* the agent's advertised command names */
   size_t nagent_cmds;
@@ -174,11 +181,16 @@ static void cancel_questions(capp *a);
 static void note(capp *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+static void md_end(capp *a);
+
 static void note(capp *a, const char *fmt, ...) {
   va_list ap;
 
   if (a->quiet)
     return;
+  /* The agent's text first, with its style closed: a note never comes out
+   * bold because a **span was open. */
+  md_end(a);
   ctty_hide(a->tty);
   if (!a->at_line_start) {
     fputc('\n', stdout);
@@ -197,6 +209,34 @@ static void out_text(capp *a, const char *s, size_t n) {
   fwrite(s, 1, n, stdout);
   fflush(stdout);
   a->at_line_start = s[n - 1] == '\n';
+}
+
+static void md_emit(void *ud, const char *s, size_t n) {
+  capp *a = ud;
+
+  fwrite(s, 1, n, stdout);
+  fflush(stdout);
+  a->at_line_start = s[n - 1] == '\n';
+}
+
+/* The agent's message text: rendered (md_render.c) on a colour tty,
+ * written unchanged otherwise. */
+static void out_agent_text(capp *a, const char *s, size_t n) {
+  if (!a->md_on) {
+    out_text(a, s, n);
+    return;
+  }
+  ctty_hide(a->tty);
+  md_feed(&a->md, s, n);
+}
+
+/* The text paused (a note, the end of the turn): held-back bytes out,
+ * style reset. */
+static void md_end(capp *a) {
+  if (!a->md_on)
+    return;
+  ctty_hide(a->tty);
+  md_flush(&a->md);
 }
 
 static int jstr(const acp_rpc_msg *msg, const acp_json_val *obj,
@@ -657,7 +697,7 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
   switch (u->kind) {
   case ACP_UPDATE_AGENT_MESSAGE_CHUNK:
     if (u->text != NULL)
-      out_text(a, u->text, u->text_len);
+      out_agent_text(a, u->text, u->text_len);
     else
       note_content(a, u->msg, "", content);
     break;
@@ -1635,22 +1675,35 @@ static void turn_ended(capp *a, int code);
 /* ACP v2: the turn ends with an idle state_update carrying the stop
  * reason, not with the session/prompt response. */
 static void v2_state_update(capp *a, const acp_client_update *u) {
-  const char *st = NULL, *s = NULL;
-  size_t stn = 0, n = 0;
+  const acp_v2_session_update *su = NULL;
+  const acp_v2_state_update *st;
+  const char *s = NULL;
+  size_t n = 0;
   int code;
 
-  jstr(u->msg, u->update, "state", &st, &stn);
-  if (str_is(st, stn, "requires_action")) {
+  /* The generated v2 union (types_v2.h): state_update is a StateUpdate
+   * tagged by `state`, an idle one tagged again by its stopReason. */
+  acp_arena_reset(a->arena);
+  if (acp_client_update_decode(a->client, u, a->arena, (const void **)&su) !=
+          0 ||
+      su->kind != ACP_V2_SESSION_UPDATE_KIND_STATE_UPDATE)
+    return;
+  st = su->state_update;
+  if (st->kind == ACP_V2_STATE_UPDATE_KIND_REQUIRES_ACTION) {
     /* The turn waits on the user (a permission or a question follows or
      * is pending); running or idle comes after. */
     note(a, "[waiting for you]\n");
     return;
   }
-  if (st == NULL || stn != 4 || memcmp(st, "idle", 4) != 0 ||
-      a->state != ST_PROMPT)
+  if (st->kind != ACP_V2_STATE_UPDATE_KIND_IDLE || a->state != ST_PROMPT)
     return;
-  jstr(u->msg, u->update, "stopReason", &s, &n);
+  s = acp_v2_idle_state_update_kind_to_str(st->idle->variant.kind);
+  if (s != NULL)
+    n = strlen(s);
+  else /* a stop reason this version does not know: kept in raw */
+    jstr(u->msg, u->update, "stopReason", &s, &n);
   code = s ? stop_reason_code(s, n) : CLI_EXIT_OK;
+  md_end(a);
   if (!a->at_line_start)
     out_text(a, "\n", 1);
   if (code != CLI_EXIT_OK)
@@ -1666,9 +1719,20 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
   int code;
 
   if (msg->result != NULL &&
-      acp_client_protocol_version(client) == ACP_PROTOCOL_V2 &&
-      acp_json_obj_getz(msg->result, "stopReason") == NULL)
-    return 0; /* v2: prompt accepted; the turn ends on state_update idle */
+      acp_client_protocol_version(client) == ACP_PROTOCOL_V2) {
+    /* v2: the prompt was accepted ({messageId}, types_v2.h); the turn ends
+     * on state_update idle. An answer of another shape ends it now. */
+    acp_v2_prompt_response pr;
+    char err[160];
+
+    acp_arena_reset(a->arena);
+    if (acp_decode_named(&acp_type_v2_prompt_response, msg->result, a->arena,
+                         &pr, "result", err, sizeof(err)) == 0)
+      return 0;
+    note(a, "error: the agent's prompt answer is not v2: %s\n", err);
+    turn_ended(a, CLI_EXIT_FAILURE);
+    return 0;
+  }
   if (msg->result == NULL) {
     note(a, "error %lld: %.*s\n", (long long)msg->error_code,
          (int)msg->error_message_len,
@@ -1677,6 +1741,7 @@ static int on_prompt_done(acp_client *client, const acp_rpc_msg *msg,
   } else {
     jstr(msg, msg->result, "stopReason", &s, &n);
     code = s ? stop_reason_code(s, n) : CLI_EXIT_FAILURE;
+    md_end(a);
     if (!a->at_line_start) {
       out_text(a, "\n", 1);
     }
@@ -2514,13 +2579,18 @@ int cmd_client(int argc, char **argv) {
   }
   if (strcmp(color, "always") == 0) {
     a.color = true;
+    a.md_on = true;
   } else if (strcmp(color, "auto") == 0) {
     v = getenv("NO_COLOR");
     a.color = isatty(2) && (v == NULL || v[0] == '\0');
+    /* Markdown styling goes to stdout: only when that is a terminal too
+     * (a pipe or a file gets the agent's bytes unchanged). */
+    a.md_on = a.color && isatty(1);
   } else if (strcmp(color, "never") != 0) {
     cli_err("client", "--color must be auto, always or never");
     return CLI_EXIT_USAGE;
   }
+  md_init(&a.md, md_emit, &a);
   if (agent_name != NULL && i < argc) {
     cli_err("client", "--agent and an agent command exclude each other");
     return CLI_EXIT_USAGE;
@@ -2577,7 +2647,8 @@ int cmd_client(int argc, char **argv) {
   } else {
     acp_client_callbacks_set_on_mcp_message(cbs, on_mcp_message);
   }
-  if (acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
+  if (acp_arena_new(&a.arena, NULL) != 0 ||
+      acp_client_new(&a.client, cbs, &a, NULL, NULL) != 0)
     goto cleanup;
   if (a.protocol_v2 &&
       acp_client_set_max_protocol_version(a.client, ACP_PROTOCOL_V2) != 0)
@@ -2638,6 +2709,7 @@ cleanup:
   uv_run(&a.loop, UV_RUN_DEFAULT);
   uv_loop_close(&a.loop);
   acp_client_free(a.client);
+  acp_arena_free(a.arena);
   /* After the client, which may hold response callbacks into it. */
   acp_mcp_acp_provider_free(a.prov);
   acp_mcp_server_free(a.mcp_server);

@@ -134,6 +134,24 @@ world
 "
 expect "text: nothing on stderr" test ! -s "$work/err"
 
+# Markdown streamed in 2-byte chunks to a pipe (not a terminal): the bytes
+# are the agent's, unchanged, with --color auto and never; --color always
+# renders them (styles, no markers).
+md='# T\n- a **b** `c`\n```\nx *y*\n```'
+md_plain='# T
+- a **b** `c`
+```
+x *y*
+```
+'
+cl md-pipe $none -p "/chunks 2 $md"
+check "markdown to a pipe: unchanged bytes" 0 "$md_plain"
+cl md-never $none --color never -p "/chunks 2 $md"
+check "markdown with --color never: unchanged bytes" 0 "$md_plain"
+cl md-always $none --color always -p "/chunks 2 $md"
+check "markdown with --color always: rendered" 0 "$(printf '\033[1mT\033[0m\n\342\200\242 a \033[1mb\033[0m \033[36mc\033[0m\n\033[2m```\033[0m\n\033[33mx *y*\033[0m\n\033[2m```\033[0m')
+"
+
 cl text-nl $none -p "one line
 "
 check "text ending in a newline gets no extra one" 0 "one line

@@ -171,6 +171,31 @@ else
   ko "thoughts are styled on a terminal"
 fi
 
+# Streamed markdown, two bytes per chunk (every marker split somewhere):
+# headings bold without their '#', bullets, **bold** and `code` styled
+# without their markers, a fenced block kept verbatim and coloured.
+at_prompt
+keys '//chunks 2 # MdTitle\n- item **bold** and `code`\n```\nx **y**\n```\nend *e*' Enter
+expect "markdown: the heading without its marker" "MdTitle"
+expect "markdown: a bullet with bold and code, markers gone" \
+  "$(printf '\342\200\242') item bold and code"
+expect "markdown: the fenced block verbatim" "x **y**"
+expect "markdown: emphasis without its stars" "end e"
+if ! screen | grep -qx "MdTitle" || screen | grep -qx "# MdTitle"; then
+  ko "markdown: no '# ' left on the heading"
+else
+  ok "markdown: no '# ' left on the heading"
+fi
+md_styled() {
+  tm capture-pane -p -e -J -S -200 -t t | grep -F "$1" |
+    grep -q "$(printf '\033')\["
+}
+if md_styled "MdTitle" && md_styled "item" && md_styled "x **y**"; then
+  ok "markdown: heading, bullet line and code block are styled"
+else
+  ko "markdown: heading, bullet line and code block are styled"
+fi
+
 # A permission question is asked at a "choose:" prompt.
 at_prompt
 keys "//ask Edit the file" Enter
@@ -232,13 +257,25 @@ else
   ok "NO_COLOR: no styling on a terminal"
 fi
 at_prompt
+keys '//chunks 2 # NoColorTitle\n- it **b**' Enter
+expect "NO_COLOR: markdown shown as it is" "# NoColorTitle"
+expect "NO_COLOR: markers kept" "- it **b**"
+if tm capture-pane -p -e -J -S -200 -t t | grep -F "NoColorTitle" |
+  grep -q "$(printf '\033')\["; then
+  ko "NO_COLOR: markdown not styled"
+else
+  ok "NO_COLOR: markdown not styled"
+fi
+at_prompt
 tm resize-window -t t -x 60 -y 20
 keys "after resize" Enter
 expect "a prompt after the window was resized" "after resize"
 last_line "the prompt after it" ">"
 keys Up
 last_line "Up recalls the line just sent" "> after resize"
-keys Up Up
+# Up past this client's three lines (after resize, the markdown, the
+# thought) to the first client's last one.
+keys Up Up Up
 last_line "and before it the first client's last line (history file)" "> /list"
 keys C-u C-d
 _i=0

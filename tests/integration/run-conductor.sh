@@ -394,5 +394,35 @@ else
   skip=$((skip + 3)); echo "SKIP interop: node or the SDK is missing"
 fi
 
+# The unstable providers, NES and document methods through a conductor
+# with a proxy in the chain: the agent's answers are the ones it gives
+# directly (the transcript unstable_nes_providers), so the requests reached
+# it with their params and the notifications (didOpen, didChange,
+# nes/reject...) did too, in order (the suggestions depend on them).
+nes=$root/tests/transcripts/agent/unstable_nes_providers
+timeout 60 "$acp" conductor agent --trace "$work/nes.jsonl" "$AR" \
+  "$AG --unstable" <"$nes/in.jsonl" >"$work/nes.out" 2>"$work/nes.err"
+rc=$?
+routed=$(python3 - "$work/nes.jsonl" <<'EOF'
+import json, sys
+seen = set()
+for line in open(sys.argv[1]):
+    h = json.loads(line)
+    m = h["message"].get("method", "")
+    if h["toLink"] == 2 and m.split("/")[0] in ("providers", "nes", "document"):
+        seen.add(m)
+print(len(seen))
+EOF
+)
+tail -n +2 "$nes/expect.jsonl" >"$work/nes.want"
+tail -n +2 "$work/nes.out" >"$work/nes.got"
+if [ $rc -eq 0 ] && cmp -s "$work/nes.want" "$work/nes.got" &&
+   [ "$routed" = 13 ]; then
+  ok "conductor routes providers/*, nes/*, document/* (13 methods) to the agent"
+else
+  ko "conductor: providers, nes, document" "exit $rc, $routed methods at the agent" \
+    "$(diff "$work/nes.want" "$work/nes.got" | head -5)" "$(head -5 "$work/nes.err")"
+fi
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

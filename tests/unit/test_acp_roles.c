@@ -646,6 +646,111 @@ static void test_roles_unstable_typed_calls(void **s) {
   acp_agent_free(a);
 }
 
+/* The typed calls of the unstable providers, NES and document methods reach
+ * the typed handlers, and what they put on the wire decodes strictly with
+ * the method's generated params type (so it is what the schema asks). */
+static void test_roles_providers_nes_documents_typed_calls(void **s) {
+  acp_agent *a;
+  acp_client *c;
+  pair_wire w = {{0}, {0}};
+  acp_json_doc *doc;
+  acp_arena *arena;
+  char err[160];
+  int n = 0;
+  static const char range[] =
+      "{\"start\":{\"line\":0,\"character\":0},\"end\":{\"line\":9,"
+      "\"character\":0}}";
+  static const char changes[] = "[{\"text\":\"x = 1\\n\"}]";
+  static const char folders[] = "[{\"uri\":\"file:///w\",\"name\":\"w\"}]";
+  static const char headers[] = "{\"x-k\":\"v\"}";
+
+  (void)s;
+  make_pair(&a, &c);
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(acp_arena_new(&arena, NULL), 0);
+#define WIRE(call, name)                                                       \
+  do {                                                                         \
+    const acp_json_val *root;                                                  \
+    const acp_method_info *mi;                                                 \
+    const acp_type_desc *t;                                                    \
+    void *out;                                                                 \
+    wire_clear(&w);                                                            \
+    hit[0] = '\0';                                                             \
+    assert_int_equal((call), 0);                                               \
+    assert_int_equal(pump(a, c, &w), 0);                                       \
+    assert_string_equal(hit, name);                                            \
+    assert_int_equal(acp_json_doc_parse(doc, w.c2a.data, w.c2a.len, NULL), 0); \
+    root = acp_json_doc_root(doc);                                             \
+    mi = acp_method_by_name(name, strlen(name));                               \
+    assert_non_null(mi);                                                       \
+    t = mi->is_notification ? acp_method_notification_desc(mi->id)             \
+                            : acp_method_params_desc(mi->id);                  \
+    assert_non_null(t);                                                        \
+    out = acp_arena_alloc(arena, acp_type_size(t));                            \
+    if (acp_decode(t, acp_json_obj_getz(root, "params"), arena, out, err,      \
+                   sizeof(err)) != 0)                                          \
+      fail_msg("%s: %s", name, err);                                           \
+    n++;                                                                       \
+  } while (0)
+  WIRE(acp_client_providers_list(c, c_resp, NULL, NULL), "providers/list");
+  WIRE(acp_client_providers_set(c, "main", "openai", "https://h.invalid/v1",
+                                LIT(headers), c_resp, NULL, NULL),
+       "providers/set");
+  WIRE(acp_client_providers_set(c, "main", "anthropic", "http://127.0.0.1:1",
+                                NULL, 0, c_resp, NULL, NULL),
+       "providers/set");
+  WIRE(acp_client_providers_disable(c, "main", c_resp, NULL, NULL),
+       "providers/disable");
+  WIRE(acp_client_nes_start(c, "file:///w", LIT(folders), c_resp, NULL, NULL),
+       "nes/start");
+  WIRE(acp_client_nes_start(c, NULL, NULL, 0, c_resp, NULL, NULL), "nes/start");
+  WIRE(acp_client_nes_suggest(c, "n1", "file:///w/a.py", 2, 0, 4, "manual",
+                              NULL, 0, c_resp, NULL, NULL),
+       "nes/suggest");
+  WIRE(acp_client_nes_close(c, "n1", c_resp, NULL, NULL), "nes/close");
+  WIRE(acp_client_nes_accept(c, "n1", "sug_1"), "nes/accept");
+  WIRE(acp_client_nes_reject(c, "n1", "sug_2", "ignored"), "nes/reject");
+  WIRE(acp_client_nes_reject(c, "n1", "sug_3", NULL), "nes/reject");
+  WIRE(acp_client_document_did_open(c, "n1", "file:///w/a.py", "python", 1,
+                                    LIT("x = \"\\u00e9\"\n")),
+       "document/didOpen");
+  WIRE(acp_client_document_did_change(c, "n1", "file:///w/a.py", 2,
+                                      LIT(changes)),
+       "document/didChange");
+  WIRE(acp_client_document_did_save(c, "n1", "file:///w/a.py"),
+       "document/didSave");
+  WIRE(acp_client_document_did_focus(c, "n1", "file:///w/a.py", 2, 1, 0,
+                                     LIT(range)),
+       "document/didFocus");
+  WIRE(acp_client_document_did_close(c, "n1", "file:///w/a.py"),
+       "document/didClose");
+#undef WIRE
+  assert_int_equal(n, 16);
+  assert_int_equal(
+      acp_client_providers_set(c, "m", NULL, "u", NULL, 0, NULL, NULL, NULL),
+      ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_providers_disable(c, NULL, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_nes_suggest(c, "n", "u", 1, -1, 0, "manual", NULL,
+                                          0, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_nes_accept(c, "n", NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_document_did_open(NULL, "n", "u", "c", 1, "", 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_document_did_change(c, "n", "u", 1, NULL, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_document_did_focus(c, "n", "u", 1, 0, 0, NULL, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_client_document_did_close(c, NULL, "u"),
+                   ACP_ERR_INVALID_ARGUMENT);
+  wire_clear(&w);
+  acp_arena_free(arena);
+  acp_json_doc_free(doc);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
 /* The required-member check follows the schema (generated from it): for
  * every request whose params type has `required` members, params `{}` are
  * refused with -32602 naming one of them, and the typed handler does not
@@ -783,6 +888,7 @@ int main(void) {
       cmocka_unit_test(test_roles_every_stable_method_reaches_typed_handler),
       cmocka_unit_test(test_roles_every_unstable_method_reaches_typed_handler),
       cmocka_unit_test(test_roles_unstable_typed_calls),
+      cmocka_unit_test(test_roles_providers_nes_documents_typed_calls),
       cmocka_unit_test(test_roles_method_table_is_fully_routed),
       cmocka_unit_test(test_roles_required_members_follow_schema),
   };

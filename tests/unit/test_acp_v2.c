@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "acp_roles_pair.h"
+#include "acp/types_v2.h"
 
 static int new_hits;
 static int ext_hits;
@@ -530,6 +531,126 @@ static void test_v2_client_calls(void **s) {
   acp_agent_free(a);
 }
 
+/* MARK: - Typed v2 params and updates in the roles */
+
+static char typed_tool[32];
+static int typed_rv;
+
+/* tool_call/cancel through the generated v2 struct. */
+static int a_typed_cancel(acp_agent *a, acp_agent_request *req, void *ud) {
+  acp_arena *arena = NULL;
+  const acp_v2_cancel_tool_call_request *p = NULL;
+  (void)ud;
+  assert_int_equal(acp_arena_new(&arena, NULL), 0);
+  typed_rv = acp_agent_request_decode(req, arena, (const void **)&p);
+  if (typed_rv == 0)
+    snprintf(typed_tool, sizeof(typed_tool), "%.*s", (int)p->tool_call_id.len,
+             p->tool_call_id.ptr);
+  assert_int_equal(acp_agent_request_decode(req, NULL, (const void **)&p),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_arena_free(arena);
+  return acp_agent_respond(a, req, LIT("{}"));
+}
+
+static int n_idle, n_chunks_with_id, n_running, n_user;
+
+static int c_typed_update(acp_client *c, const acp_client_update *u, void *ud) {
+  acp_arena *arena = NULL;
+  const acp_v2_session_update *su = NULL;
+  (void)ud;
+  assert_int_equal(acp_arena_new(&arena, NULL), 0);
+  assert_int_equal(acp_client_update_decode(c, u, arena, (const void **)&su),
+                   0);
+  switch (su->kind) {
+  case ACP_V2_SESSION_UPDATE_KIND_STATE_UPDATE:
+    if (su->state_update->kind == ACP_V2_STATE_UPDATE_KIND_IDLE) {
+      assert_int_equal(su->state_update->idle->variant.kind,
+                       ACP_V2_IDLE_STATE_UPDATE_KIND_END_TURN);
+      n_idle++;
+    } else if (su->state_update->kind == ACP_V2_STATE_UPDATE_KIND_RUNNING) {
+      n_running++;
+    }
+    break;
+  case ACP_V2_SESSION_UPDATE_KIND_AGENT_MESSAGE_CHUNK:
+    if (su->agent_message_chunk->message_id.len > 0)
+      n_chunks_with_id++;
+    break;
+  case ACP_V2_SESSION_UPDATE_KIND_USER_MESSAGE:
+    assert_int_equal(su->user_message->content_count, 1);
+    n_user++;
+    break;
+  default:
+    break;
+  }
+  acp_arena_free(arena);
+  return 0;
+}
+
+/* The agent decodes v2 params into the generated structs, the client the
+ * v2 updates; a v2 message whose nested member has the wrong type is
+ * refused -32602 before any handler runs. */
+static void test_v2_typed_in_roles(void **s) {
+  static const char prompt[] =
+      "{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\","
+      "\"text\":\"x\"}]}";
+  static const char bad_prompt[] =
+      "{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\","
+      "\"text\":1}]}";
+  acp_agent_callbacks *ac;
+  acp_client_callbacks *cc;
+  acp_agent *a;
+  acp_client *c;
+  pair_wire w = {{0}, {0}};
+  (void)s;
+
+  assert_int_equal(acp_agent_callbacks_new(&ac), 0);
+  acp_agent_callbacks_set_on_session_new(ac, a_session_new);
+  acp_agent_callbacks_set_on_session_prompt(ac, a_session_prompt);
+  acp_agent_callbacks_set_on_tool_call_cancel(ac, a_typed_cancel);
+  assert_int_equal(acp_agent_new(&a, ac, NULL, NULL, NULL), 0);
+  acp_agent_callbacks_free(ac);
+  assert_int_equal(acp_agent_set_max_protocol_version(a, ACP_PROTOCOL_V2), 0);
+  assert_int_equal(acp_client_callbacks_new(&cc), 0);
+  acp_client_callbacks_set_on_session_update(cc, c_typed_update);
+  assert_int_equal(acp_client_new(&c, cc, NULL, NULL, NULL), 0);
+  acp_client_callbacks_free(cc);
+  assert_int_equal(acp_client_set_max_protocol_version(c, ACP_PROTOCOL_V2), 0);
+  assert_int_equal(negotiate(a, c, NULL), ACP_PROTOCOL_V2);
+
+  typed_tool[0] = '\0';
+  typed_rv = -1;
+  n_ok = 0;
+  assert_int_equal(
+      acp_client_tool_call_cancel(c, "s1", "tool\\7", c_resp, NULL, NULL), 0);
+  assert_int_equal(pump(a, c, &w), 0);
+  assert_int_equal(n_ok, 1);
+  assert_int_equal(typed_rv, 0);
+  assert_string_equal(typed_tool, "tool\\7");
+
+  n_idle = n_chunks_with_id = n_running = n_user = 0;
+  assert_int_equal(acp_client_call(c, "session/prompt", prompt,
+                                   sizeof(prompt) - 1, c_resp, NULL, NULL),
+                   0);
+  assert_int_equal(pump(a, c, &w), 0);
+  assert_int_equal(n_user, 1);
+  assert_int_equal(n_running, 1);
+  assert_int_equal(n_chunks_with_id, 1);
+  assert_int_equal(n_idle, 1);
+
+  wire_clear(&w);
+  last_code = 0;
+  assert_int_equal(acp_client_call(c, "session/prompt", bad_prompt,
+                                   sizeof(bad_prompt) - 1, c_resp, NULL, NULL),
+                   0);
+  assert_int_equal(pump(a, c, &w), 0);
+  assert_int_equal(last_code, -32602);
+  assert_non_null(strstr(w.a2c.data, "\"path\":\"/prompt/0/text\""));
+  assert_null(strstr(w.a2c.data, "state_update"));
+  wire_clear(&w);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
 static void test_v2_set_max_rejects_bad_input(void **s) {
   acp_agent *a = new_agent(0, false);
   acp_client *c = new_client(0);
@@ -553,6 +674,7 @@ static void test_v2_set_max_rejects_bad_input(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_v2_default_agent_answers_1),
+      cmocka_unit_test(test_v2_typed_in_roles),
       cmocka_unit_test(test_v2_client_v1_gets_1),
       cmocka_unit_test(test_v2_both_opted_in_get_2),
       cmocka_unit_test(test_v2_agent_answers_raw_versions),
