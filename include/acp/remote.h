@@ -17,6 +17,9 @@
  * SSE stream (with Acp-Session-Id: a session stream, held open; all of the
  * agent's messages go on the connection stream, in order); DELETE ends the
  * link's read side. The end of the connection stream ends it too.
+ *
+ * Both profiles also run over TLS (https://, wss://): see acp_remote_tls
+ * below, acp_remote_server_options.tls and acp_remote_client_options.tls.
  * Experimental.
  *
  * Lifetime: the same rules as acp/uv.h. A link handed out here belongs to
@@ -183,7 +186,9 @@ typedef void (*acp_remote_accept_cb)(acp_remote_server *server,
  * Listen for ACP connections on `opts->host`:`opts->port`, path `/acp`.
  * Requests are checked in this order: path (404), Host and Origin (403),
  * bearer token (401), connection cap (503), method and upgrade headers
- * (405, 426, 400); a valid upgrade gets 101 and `cb`. Streamable HTTP
+ * (405, 426, 400); a valid upgrade gets 101 and `cb`. With `opts->tls`
+ * (version 3) the TLS handshake comes first, within the same 10 s
+ * deadline as the request head. Streamable HTTP
  * requests then get 400, 411, 413, 415, 404 (unknown Acp-Connection-Id),
  * 409 (a second connection stream), 503 (connection cap, or the agent is
  * not reading), 502 (the link was closed before initialize was answered).
@@ -220,8 +225,8 @@ ACP_EXTERN void acp_remote_server_close(acp_remote_server *server);
 
 /** Which profile acp_remote_connect() speaks. */
 typedef enum acp_remote_transport {
-  /** From the URL: ws:// and http:// both upgrade to WebSocket (the
-   *  profile every RFD server offers). */
+  /** From the URL: ws:// and http:// (wss:// and https:// over TLS) all
+   *  upgrade to WebSocket (the profile every RFD server offers). */
   ACP_REMOTE_AUTO = 0,
   /** WebSocket (GET with Upgrade: websocket). */
   ACP_REMOTE_WEBSOCKET = 1,
