@@ -117,6 +117,10 @@ int acp_remote_tls_new(acp_remote_tls **out, int role, const acp_mem *mem) {
   SSL_CTX_set_mode(t->ctx, SSL_MODE_RELEASE_BUFFERS);
   if (role == ACP_REMOTE_TLS_SERVER) {
     SSL_CTX_set_alpn_select_cb(t->ctx, alpn_select, NULL);
+    /* No session resumption (nothing keeps sessions across connections
+     * yet): TLS 1.3 tickets would be bytes and work for nothing. */
+    SSL_CTX_set_num_tickets(t->ctx, 0);
+    SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_OFF);
   } else {
     SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
     if (SSL_CTX_set_alpn_protos(t->ctx, alpn_protos, ALPN_LEN) != 0) {

@@ -251,6 +251,10 @@ out=$(timeout 30 $wrap "$acp" client --quiet --url "$burl" --ca "$c/ca.pem" \
 # acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP its report
 # (leaks, errors) lands in its log.
 for p in $serve_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+# Under sanitizers (an ASan build as ACP_BIN) their reports land there too.
+if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work"/serve*.log; then
+  ko "acp serve under sanitizers" "$(grep -hE -A12 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work"/serve*.log | head -40)"
+fi
 if [ -n "$wrap" ]; then
   if grep -q '^==[0-9]*== ' "$work"/serve*.log; then
     ko "acp serve under $wrap" "$(grep '^==[0-9]*== ' "$work"/serve*.log | head -20)"
