@@ -14,8 +14,9 @@
 #   - mutual TLS (--client-ca): the right client certificate gets in;
 #     none, or one from another CA, is refused during the handshake and
 #     the server keeps serving; --client-ca with --token needs both;
-#   - plaintext HTTP to the TLS port: 400 in plaintext, and the server
-#     keeps serving.
+#   - plaintext HTTP to the TLS port: 400 in plaintext; a broken handshake
+#     is closed, a stalled one at the handshake deadline; the server keeps
+#     serving.
 # Needs ACP_BIN, node, curl and openssl; installs the peers if missing.
 # Exit 77 when one is missing. ACP_VALGRIND_WRAP (as in run-cli.sh)
 # prefixes every acp process started here.
@@ -175,6 +176,12 @@ st=$(timeout 10 node -e '
   const s = require("net").connect(Number(process.argv[1]), "127.0.0.1", () => s.write(Buffer.from([0x16, 3, 1, 0, 5, 1, 2, 3, 4, 5])));
   s.on("data", () => {}); s.on("error", () => {}); s.on("close", () => console.log("closed"));' "$port")
 [ "$st" = closed ] && ok "a broken handshake is closed" || ko "broken handshake" "$st"
+# A client that starts a handshake and stalls is closed by the handshake
+# deadline (10 s, the one that covers the request head).
+st=$(timeout 40 node -e '
+  const s = require("net").connect(Number(process.argv[1]), "127.0.0.1", () => s.write(Buffer.from([0x16, 3, 1])));
+  s.on("data", () => {}); s.on("error", () => {}); s.on("close", () => console.log("closed"));' "$port")
+[ "$st" = closed ] && ok "a stalled handshake is closed by the deadline" || ko "stalled handshake" "$st"
 st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$c/ca.pem" \
      -X POST -H "Content-Type: text/plain" -d '{}' "$https")
 [ "$st" = 415 ] && ok "https POST not JSON: 415 (the HTTP checks run over TLS)" ||
