@@ -10,6 +10,7 @@
 
 #include "acp/json.h"
 #include "remote_int.h"
+#include "tls_int.h"
 
 /* Read buffers are taken per read and given back after it (every consumer
  * copies what it keeps), so an idle connection holds none: 64 KiB stays
@@ -59,6 +60,7 @@ struct acp_remote_server {
   bool closing;
   char *aff_name;      /* the affinity cookie's name, or NULL */
   const char *cur_aff; /* during the accept callback */
+  acp_remote_tls *tls; /* a reference, or NULL: plain TCP */
 };
 
 struct wconn {
@@ -104,6 +106,8 @@ struct wconn {
   hconn *hc;
   int hrole;
   wconn *hnext; /* in hc->sessions */
+  /* TLS (tls.c), or NULL: between the socket and everything above. */
+  acp__tls *tls;
 };
 
 /*
@@ -162,6 +166,7 @@ static void conn_free(wconn *c) {
   acp__buf_dispose(&c->req);
   acp__free(&c->mem, c->host);
   acp__free(&c->mem, c->port);
+  acp__tls_free(c->tls);
   acp__free(&c->mem, c);
 }
 
@@ -186,6 +191,7 @@ static void conn_close_tcp(wconn *c) {
 }
 
 static void client_fail(wconn *c, int err, const char *detail);
+static void refuse_msg(wconn *c, int st, const char *d);
 
 static void on_linger_timeout(uv_timer_t *t) {
   conn_close_tcp(t->data);
@@ -201,6 +207,7 @@ static void on_shut(uv_shutdown_t *req, int status) {
 
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static int tls_flush(wconn *c, size_t credit);
 
 /* End gracefully: what is queued (a close frame, an error page) is sent,
  * the write side shut down, and the socket read and discarded until the
@@ -213,6 +220,10 @@ static void conn_finish(wconn *c) {
     return;
   c->lingering = true;
   c->wr_eof = true;
+  if (c->tls) {
+    acp__tls_close(c->tls); /* close_notify, before our FIN */
+    (void)tls_flush(c, 0);
+  }
   uv_timer_stop(&c->resume);
   uv_timer_start(&c->timer, on_linger_timeout, 1000, 0);
   c->shreq.data = c;
@@ -273,6 +284,61 @@ static void on_tcp_write(uv_write_t *req, int status) {
   conn_unref(c);
 }
 
+/* MARK: - TLS (Private) */
+
+/*
+ * The hooks of the TLS filter: tls_flush() writes the ciphertext it has
+ * (handshake messages, records, alerts), tls_send() encrypts instead of
+ * writing, tls_read() decrypts what the socket read and passes the
+ * plaintext on to tcp_read() as if the socket had read it. A write still
+ * completes (and credits its link bytes) when the kernel took its
+ * ciphertext, so backpressure is what it is without TLS.
+ */
+static int tls_flush(wconn *c, size_t credit) {
+  size_t n = c->tls && !c->tcp_closed ? acp__tls_pending(c->tls) : 0;
+  if (n == 0) {
+    report_credit(c, credit);
+    return 0;
+  }
+  wwrite *w = acp__malloc(&c->mem, sizeof(*w) + n);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  w->c = c;
+  w->credit = credit;
+  w->len = acp__tls_take(c->tls, w->data, n);
+  uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  if (c->writes == 0) {
+    int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (r > 0 && (size_t)r == w->len) {
+      acp__free(&c->mem, w);
+      report_credit(c, credit);
+      return 0;
+    }
+    if (r > 0) {
+      b.base += r;
+      b.len -= (size_t)r;
+    }
+  }
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tcp_write) < 0) {
+    acp__free(&c->mem, w);
+    return ACP_ERR_SYSTEM;
+  }
+  c->writes++;
+  c->last = w;
+  return 0;
+}
+
+static int tls_send(wconn *c, const uv_buf_t *bufs, unsigned nb,
+                    size_t credit) {
+  for (unsigned i = 0; i < nb; i++)
+    if (bufs[i].len > 0) {
+      int rv = acp__tls_write(c->tls, bufs[i].base, bufs[i].len);
+      if (rv != 0)
+        return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_SYSTEM;
+    }
+  return tls_flush(c, credit);
+}
+
 /* Send bufs (copied unless the kernel takes them now), crediting `credit`
  * link bytes when written. */
 static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
@@ -282,6 +348,8 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
     report_credit(c, credit);
     return 0;
   }
+  if (c->tls)
+    return tls_send(c, bufs, nb, credit);
   for (unsigned i = 0; i < nb; i++)
     total += bufs[i].len;
   if (c->writes == 0 && !mask_last &&
@@ -368,6 +436,11 @@ static int send_text(wconn *c, const char *p1, size_t n1, const char *p2,
   w->credit = credit;
   w->len = hl + n1 + n2;
   uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  if (c->tls) {
+    int rv = tls_send(c, &b, 1, credit);
+    acp__free(&c->mem, w);
+    return rv;
+  }
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tcp_write) < 0) {
     acp__free(&c->mem, w);
     return ACP_ERR_SYSTEM;
@@ -588,11 +661,15 @@ static void server_handshake(wconn *c);
 static void client_handshake(wconn *c);
 
 static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf);
+static void tls_read(wconn *c, const char *data, size_t n);
 
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   wconn *c = s->data;
   /* The connection is freed only from close callbacks, never in here. */
-  tcp_read(c, n, buf);
+  if (c->tls && n > 0 && !c->lingering)
+    tls_read(c, buf->base, (size_t)n);
+  else
+    tcp_read(c, n, buf);
   acp__free(&c->mem, buf->base);
   if (c->ws.msg.cap > KEEP_MAX && c->ws.msg.len == 0) {
     size_t max = c->ws.msg.max;
@@ -640,6 +717,67 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
     return;
   feed(c, buf->base, (size_t)n);
   update_tcp_reading(c);
+}
+
+/* The handshake failed or a record was bad: say why and close. */
+static void tls_failed(wconn *c) {
+  const char *why = acp__tls_error(c->tls);
+  if (c->client) {
+    if (c->state == C_HANDSHAKE) {
+      client_fail(c, ACP_ERR_PROTOCOL, why);
+      return;
+    }
+    end_link(c, UV_EPROTO);
+    conn_close_tcp(c);
+    return;
+  }
+  if (acp__tls_plain_http(c->tls) && c->state == C_HANDSHAKE) {
+    /* Someone spoke plaintext HTTP to the TLS port: tell them so in
+     * plaintext (the alert OpenSSL queued would mean nothing to them). */
+    acp__tls *t = c->tls;
+    while (acp__tls_pending(t) > 0) {
+      char junk[256];
+      (void)acp__tls_take(t, junk, sizeof(junk));
+    }
+    c->tls = NULL;
+    refuse_msg(c, 400, "this port speaks TLS: use https:// or wss://");
+    c->tls = t;
+    return;
+  }
+  if (c->state == C_OPEN)
+    end_link(c, UV_EPROTO);
+  c->state = C_DONE;
+  conn_finish(c); /* the alert, if any, was flushed */
+}
+
+static void tls_read(wconn *c, const char *data, size_t n) {
+  acp__buf plain;
+  acp__buf_init(&plain, &c->mem, 0);
+  int rv = acp__tls_feed(c->tls, data, n);
+  if (rv == 0)
+    rv = acp__tls_read(c->tls, &plain);
+  /* Handshake messages, a key update's answer, an alert. */
+  if (tls_flush(c, 0) != 0 && rv == 0)
+    rv = ACP_ERR_NOMEM;
+  /* Once acp__tls_ready(), acp__tls_alpn() names the protocol agreed on
+   * ("http/1.1" only for now): where HTTP/2 over TLS would branch off. */
+  if (plain.len > 0) {
+    uv_buf_t b = uv_buf_init(plain.data, (unsigned)plain.len);
+    tcp_read(c, (ssize_t)plain.len, &b);
+  }
+  acp__buf_dispose(&plain);
+  if (rv == 0 || c->tcp_closed || c->lingering)
+    return;
+  if (rv == ACP_ERR_CLOSED) {
+    tcp_read(c, UV_EOF, NULL); /* close_notify: the peer's end */
+  } else if (rv == ACP_ERR_PROTOCOL) {
+    tls_failed(c);
+  } else if (c->client && c->state == C_HANDSHAKE) {
+    client_fail(c, rv, "out of memory");
+  } else {
+    end_link(c, UV_ENOMEM);
+    conn_close_tcp(c);
+  }
 }
 
 /* MARK: - Ping (Private) */
@@ -948,6 +1086,11 @@ static void on_connection(uv_stream_t *ls, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
+  if (s->tls && acp__tls_new(&c->tls, s->tls, NULL, &c->mem) != 0) {
+    conn_close_tcp(c);
+    return;
+  }
+  /* One deadline for the TLS handshake and the HTTP request after it. */
   uv_timer_start(&c->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
   update_tcp_reading(c);
 }
@@ -1420,6 +1563,7 @@ static void on_server_closed(uv_handle_t *h) {
   acp__free(&s->mem, s->hosts);
   acp__free(&s->mem, s->token);
   acp__free(&s->mem, s->aff_name);
+  acp__tls_conf_unref(s->tls);
   acp__free(&s->mem, s);
 }
 
@@ -1439,6 +1583,9 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
     return ACP_ERR_INVALID_ARGUMENT;
   if (!opts)
     opts = &dflt;
+  const acp_remote_tls *tls = opts->version >= 3 ? opts->tls : NULL;
+  if (tls && !acp__tls_conf_ready(tls))
+    return ACP_ERR_INVALID_ARGUMENT; /* a client's, or no certificate */
   const char *host = opts->host ? opts->host : "127.0.0.1";
   if (uv_ip4_addr(host, opts->port, (struct sockaddr_in *)&ss) != 0 &&
       uv_ip6_addr(host, opts->port, (struct sockaddr_in6 *)&ss) != 0)
@@ -1450,6 +1597,11 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
   s->mem = m;
   s->loop = loop;
   s->opts = *opts;
+  if (tls) {
+    /* Ours to keep: the caller may free theirs once we return. */
+    s->tls = (acp_remote_tls *)tls;
+    acp__tls_conf_ref(s->tls);
+  }
   s->cb = cb;
   s->ud = user_data;
   if (s->opts.max_connections == 0)
@@ -1682,8 +1834,9 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
     opts = &dflt;
   if (acp__url_parse(url, &u) != 0)
     return ACP_ERR_INVALID_ARGUMENT;
-  if (u.tls)
-    return ACP_ERR_UNSUPPORTED;
+  const acp_remote_tls *tls = opts->version >= 3 ? opts->tls : NULL;
+  if (tls && acp__tls_conf_is_server(tls))
+    return ACP_ERR_INVALID_ARGUMENT;
   int transport = opts->version >= 2 ? opts->transport : ACP_REMOTE_AUTO;
   if (transport == ACP_REMOTE_HTTP && u.ws)
     return ACP_ERR_INVALID_ARGUMENT; /* ws:// names a WebSocket */
@@ -1699,9 +1852,14 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
     return rv;
   c->host = acp__strndup(&c->mem, u.host, u.host_len);
   c->port = u.port ? acp__strndup(&c->mem, u.port, u.port_len)
-                   : acp__strdup(&c->mem, "80");
+                   : acp__strdup(&c->mem, u.tls ? "443" : "80");
   if (!c->host || !c->port)
     goto nomem;
+  if (u.tls) {
+    rv = acp__tls_new_client(&c->tls, tls, c->host, &c->mem);
+    if (rv != 0)
+      goto fail;
+  }
   /* The request. */
   uint8_t key[16];
   char key64[32];

@@ -333,7 +333,8 @@ int acp_remote_serve(const acp_remote_serve_options *opts) {
   acp_remote_server_options so = opts->server;
   if (opts->version >= 2 && opts->session_grace_ms > 0 &&
       (so.version < 2 || !so.affinity_cookie)) {
-    so.version = 2;
+    if (so.version < 2)
+      so.version = 2; /* not lower: later fields (tls) stay */
     so.affinity_cookie = "acp_agent";
   }
   rv = acp_remote_server_new(&sv.srv, &sv.loop, &so, on_accept, &sv, NULL,
