@@ -17,7 +17,11 @@
  * SSE stream (with Acp-Session-Id: a session stream, held open; all of the
  * agent's messages go on the connection stream, in order); DELETE ends the
  * link's read side. The end of the connection stream ends it too.
- * Experimental.
+ * Streamable HTTP is served over HTTP/1.1 and over cleartext HTTP/2 with
+ * prior knowledge (a socket whose first bytes are the HTTP/2 preface), on
+ * the same port, with the same checks and answers; an HTTP/2 connection
+ * may carry many ACP connections, and one ACP connection's requests may
+ * arrive on several. Experimental.
  *
  * Lifetime: the same rules as acp/uv.h. A link handed out here belongs to
  * the receiver, who closes it with acp_uv_link_close(); closing it sends a

@@ -30,6 +30,11 @@
 //   nojson URL       POST text/plain: 415
 //   garbage URL      the preface, then bytes that are no frame: the server
 //                    answers GOAWAY (or closes) and nothing hangs
+//   bench URL SIZE TURNS [h1]
+//                    TURNS echo turns of SIZE bytes (agent `acp agent
+//                    --echo`): prints turns/s; with h1 the same client
+//                    code over HTTP/1.1 (node:http, keep-alive) instead
+import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import fs from 'node:fs';
@@ -43,13 +48,40 @@ if (mode !== 'slow') setTimeout(() => done(false, { error: 'timeout' }), 60000).
 const u = new URL(url || 'http://127.0.0.1:1/acp');
 
 const connect = () => new Promise((resolve, reject) => {
-  const s = http2.connect(u.origin);
+  const s = http2.connect(u.origin, { createConnection: () => {
+    const c = net.connect(Number(u.port), u.hostname);
+    c.setNoDelay(true); // node:http does the same for HTTP/1.1
+    return c;
+  } });
   s.once('connect', () => resolve(s));
   s.once('error', reject);
 });
 
+// HTTP/1.1 stand-in for an HTTP/2 session (bench h1): a keep-alive agent.
+const h1session = () => ({ h1: new http.Agent({ keepAlive: true, maxSockets: 8 }) });
+
+function h1request(sess, method, headers, body) {
+  const h = { ...headers };
+  delete h[':path'];
+  return http.request({ host: u.hostname, port: u.port, path: headers[':path'] || u.pathname,
+    method, headers: h, agent: sess.h1 });
+}
+
 // One request: resolves {status, headers, body}.
 function request(sess, method, headers, body) {
+  if (sess.h1) {
+    return new Promise((resolve, reject) => {
+      const req = h1request(sess, method, headers, body);
+      req.on('response', (res) => {
+        const parts = [];
+        res.on('data', (d) => parts.push(d));
+        res.on('end', () => resolve({ status: res.statusCode, headers: res.headers,
+          body: Buffer.concat(parts).toString() }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
   return new Promise((resolve, reject) => {
     const req = sess.request({ ':method': method, ':path': u.pathname, ...headers },
       { endStream: body === undefined });
@@ -77,12 +109,27 @@ async function initialize(sess, extra = {}) {
 // The connection's SSE stream: calls onMsg(message) for each event.
 function openSse(sess, cid, onMsg) {
   return new Promise((resolve, reject) => {
-    const st = sess.request({ ':method': 'GET', ':path': u.pathname,
-      accept: 'text/event-stream', 'acp-connection-id': cid }, { endStream: true });
     let buf = '';
-    st.setEncoding('utf8');
-    st.on('response', (h) => resolve({ stream: st, status: h[':status'] }));
-    st.on('data', (d) => {
+    const hdrs = { accept: 'text/event-stream', 'acp-connection-id': cid };
+    let st;
+    if (sess.h1) {
+      const req = h1request({ h1: false }, 'GET', hdrs);
+      req.on('response', (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (d) => st(d));
+        resolve({ stream: res, status: res.statusCode });
+      });
+      req.on('error', reject);
+      req.end();
+      st = (d) => feed(d);
+    } else {
+      st = sess.request({ ':method': 'GET', ':path': u.pathname, ...hdrs }, { endStream: true });
+      st.setEncoding('utf8');
+      st.on('response', (h) => resolve({ stream: st, status: h[':status'] }));
+      st.on('data', (d) => feed(d));
+      st.on('error', (e) => reject(e));
+    }
+    function feed(d) {
       buf += d;
       let i;
       while ((i = buf.indexOf('\n\n')) >= 0) {
@@ -91,8 +138,7 @@ function openSse(sess, cid, onMsg) {
         const data = ev.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
         if (data) onMsg(JSON.parse(data));
       }
-    });
-    st.on('error', (e) => reject(e));
+    }
   });
 }
 
@@ -221,6 +267,20 @@ if (mode === 'full') {
     setTimeout(() => done(true, { cid: c.cid }), 100);
   };
   c.prompt('busy\n/wait').catch(() => {});
+} else if (mode === 'bench') {
+  const size = Number(arg || 5);
+  const turns = Number(arg2 || 200);
+  const sess = arg3 === 'h1' ? h1session() : await connect();
+  const c = await acpConnection(sess);
+  const text = 'x'.repeat(size);
+  for (let i = 0; i < 10; i++) await echo(c, text); // warm-up
+  const t0 = process.hrtime.bigint();
+  let good = 0;
+  for (let i = 0; i < turns; i++) if ((await echo(c, text)).ok) good++;
+  const s = Number(process.hrtime.bigint() - t0) / 1e9;
+  await c.del();
+  done(good === turns, { proto: arg3 === 'h1' ? 'http/1.1' : 'h2c', size, turns,
+    turnsPerSec: Math.round(turns / s), MiBps: +((size * turns) / s / 1048576).toFixed(1) });
 } else if (mode === 'slow') {
   const sess = await connect();
   const c = await acpConnection(sess);

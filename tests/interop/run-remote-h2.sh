@@ -58,6 +58,19 @@ start_serve() {
   url="http://127.0.0.1:$port/acp"
 }
 
+# Stop server $1 (pid) with SIGTERM: it must exit 0 (valgrind's errors,
+# under ACP_VALGRIND_WRAP, make it 99). $2 names it, $3 is its log.
+stop_serve() {
+  kill -TERM "$1" 2>/dev/null
+  code=""
+  for _ in $(seq 1 1200); do
+    if ! kill -0 "$1" 2>/dev/null; then wait "$1"; code=$?; break; fi
+    sleep 0.05
+  done
+  if [ "$code" = 0 ]; then ok "$2: SIGTERM, exit 0"
+  else ko "$2: SIGTERM" "exit '$code'" "$(tail -20 "$3")"; fi
+}
+
 # Wait until the agent of connection $2 (in log $1) is gone and the
 # connection closed; prints the agent's pid, returns 0 if so.
 agent_stopped() {
@@ -74,6 +87,7 @@ agent_stopped() {
 }
 
 start_serve "$work/serve.log" --max-message 1048576 --ping-ms 200 -- "$acp" agent
+main_pid=$serve_pid
 echo "the first line of the served file" > "$work/served.txt"
 echo "second line" >> "$work/served.txt"
 
@@ -156,7 +170,8 @@ kill "$slow_pid" 2>/dev/null; wait "$slow_pid" 2>/dev/null
 apid2=$(agent_stopped "$work/serve3.log" "$cid")
 [ $? -eq 0 ] && ok "h2c: the dropped TCP connection ends its ACP connection (agent $apid2 stopped)" ||
   ko "h2c: dropped connection" "agent $apid2" "$(tail -5 "$work/serve3.log")"
-kill "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null
+stop_serve "$serve_pid" "the flooded server" "$work/serve3.log"
+stop_serve "$main_pid" "the first server" "$work/serve.log"
 
 # ---- tokens -------------------------------------------------------------------
 start_serve "$work/serve2.log" --token s3cret -- "$acp" agent
@@ -175,14 +190,7 @@ for _ in $(seq 1 400); do
   grep -q '"cid"' "$work/idle.out" && break
   sleep 0.05
 done
-kill -TERM "$serve_pid"
-code=""
-for _ in $(seq 1 600); do
-  if ! kill -0 "$serve_pid" 2>/dev/null; then wait "$serve_pid"; code=$?; break; fi
-  sleep 0.05
-done
-if [ "$code" = 0 ]; then ok "h2c: SIGTERM with an HTTP/2 client connected: the server exits 0"
-else ko "h2c: shutdown" "exit '$code'" "$(tail -5 "$work/serve2.log")"; fi
+stop_serve "$serve_pid" "h2c: with an HTTP/2 client connected (GOAWAY)" "$work/serve2.log"
 kill "$idle_pid" 2>/dev/null; wait "$idle_pid" 2>/dev/null
 
 echo "$pass passed, $fail failed"
