@@ -25,6 +25,11 @@
 
 /* Output is gathered up to this before one write to the socket. */
 #define OUT_BATCH ((size_t)64 << 10)
+/* What a client may send before we acknowledge it, per stream and per
+ * connection: bodies are read whole anyway (capped by max_body), and the
+ * default 64 KiB costs a round trip in every 64 KiB message. */
+#define STREAM_WINDOW ((size_t)1 << 20)
+#define CONN_WINDOW ((size_t)4 << 20)
 /* Bytes of one request's header fields (names and values) we keep. */
 #define HDR_MAX ((size_t)ACP__HTTP_MAX_HEAD)
 
@@ -507,9 +512,12 @@ int acp__h2_new(acp__h2 **out, const acp__h2_io *io, void *ud, size_t max_body,
   nghttp2_settings_entry iv[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, ACP__H2_MAX_STREAMS},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)HDR_MAX * 2},
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)STREAM_WINDOW}};
   if (nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv,
-                              sizeof(iv) / sizeof(iv[0])) != 0)
+                              sizeof(iv) / sizeof(iv[0])) != 0 ||
+      nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0,
+                                            (int32_t)CONN_WINDOW) != 0)
     goto cleanup;
   rv = 0;
   *out = h;
