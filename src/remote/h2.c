@@ -635,6 +635,10 @@ void acp__h2_goaway(acp__h2 *h) {
   acp__h2_flush(h);
 }
 
+bool acp__h2_idle(const acp__h2 *h) {
+  return h->streams == NULL;
+}
+
 bool acp__h2_done(const acp__h2 *h) {
   return h->broken || (nghttp2_session_want_read(h->s) == 0 &&
                        nghttp2_session_want_write(h->s) == 0);

@@ -121,6 +121,9 @@ void acp__h2_keepalive(acp__h2 *h);
 /* GOAWAY (no error): no new streams; the open ones go on. Flushes. */
 void acp__h2_goaway(acp__h2 *h);
 
+/* No stream is open. */
+bool acp__h2_idle(const acp__h2 *h);
+
 /* Nothing more to read or write (after GOAWAY or an error, once every
  * stream is closed): the runtime closes the socket. */
 bool acp__h2_done(const acp__h2 *h);

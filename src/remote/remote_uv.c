@@ -104,9 +104,10 @@ struct wconn {
   void *cud;
   /* Streamable HTTP over HTTP/1.1: the socket is one exchange at a time */
   acp__hx hx;
-  size_t h1_total; /* bytes of the request being served, not consumed */
-  bool h2_maybe;   /* nothing read yet: the HTTP/2 preface may come */
-  acp__h2 *h2;     /* C_H2: the HTTP/2 connection */
+  size_t h1_total;   /* bytes of the request being served, not consumed */
+  bool h2_maybe;     /* nothing read yet: the HTTP/2 preface may come */
+  acp__h2 *h2;       /* C_H2: the HTTP/2 connection */
+  uint64_t h2_quiet; /* ms without streams or bytes */
 };
 
 /*
@@ -1601,7 +1602,18 @@ static void on_h2_ping(uv_timer_t *t) {
   wconn *c = t->data;
   if (c->state != C_H2 || !c->h2 || c->tcp_closed || c->lingering)
     return;
-  acp__h2_keepalive(c->h2);
+  /* A connection without streams that says nothing for two intervals (at
+   * least 10 s, as an HTTP/1.1 socket between requests) is closed. */
+  uint64_t limit = c->ping_ms < 5000 ? 10000 : 2 * c->ping_ms;
+  if (c->heard || !acp__h2_idle(c->h2))
+    c->h2_quiet = 0;
+  else
+    c->h2_quiet += c->ping_ms;
+  c->heard = false;
+  if (c->h2_quiet >= limit)
+    acp__h2_goaway(c->h2);
+  else
+    acp__h2_keepalive(c->h2);
   h2_check(c);
   if (c->h2)
     uv_timer_start(&c->timer, on_h2_ping, c->ping_ms, 0);

@@ -30,6 +30,8 @@
 //   nojson URL       POST text/plain: 415
 //   garbage URL      the preface, then bytes that are no frame: the server
 //                    answers GOAWAY (or closes) and nothing hangs
+//   idle URL         an HTTP/2 connection that opens no stream: the
+//                    server sends GOAWAY and closes it
 //   bench URL SIZE TURNS [h1]
 //                    TURNS echo turns of SIZE bytes (agent `acp agent
 //                    --echo`): prints turns/s; with h1 the same client
@@ -269,6 +271,12 @@ if (mode === 'full') {
     setTimeout(() => done(true, { cid: c.cid }), 100);
   };
   c.prompt('busy\n/wait').catch(() => {});
+} else if (mode === 'idle') {
+  const sess = await connect();
+  let goaway = false;
+  sess.on('goaway', () => { goaway = true; });
+  sess.on('error', () => {});
+  sess.on('close', () => done(goaway, { goaway }));
 } else if (mode === 'bench') {
   const size = Number(arg || 5);
   const turns = Number(arg2 || 200);

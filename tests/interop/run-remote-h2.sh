@@ -12,7 +12,9 @@
 #     Acp-Connection-Id and another path (404), oversized POST (413, the
 #     session goes on), not JSON (415), RST_STREAM of the SSE stream
 #     mid-turn (its agent is stopped, by pid; the server keeps serving),
-#     garbage after the preface (GOAWAY, then close);
+#     garbage after the preface (GOAWAY, then close); an idle connection
+#     (no stream, nothing said for two --ping-ms and at least 10 s) gets
+#     GOAWAY and is closed;
 #   - backpressure: a reader that stops granting flow-control window stops
 #     its agent (blocked writing its stdout) while the server's memory
 #     stays small;
@@ -121,6 +123,10 @@ out=$(peer nojson "$url")
 [ $? -eq 0 ] && ok "h2c: POST not JSON: 415" || ko "h2c: 415" "$out"
 out=$(peer garbage "$url")
 [ $? -eq 0 ] && ok "h2c: garbage after the preface: GOAWAY and close" || ko "h2c: garbage" "$out"
+
+out=$(peer idle "$url")
+[ $? -eq 0 ] && ok "h2c: a connection without streams is closed after a while (GOAWAY)" ||
+  ko "h2c: idle connection" "$out"
 
 # ---- RST_STREAM of the SSE stream mid-turn ------------------------------------
 out=$(peer rst "$url")
