@@ -14,6 +14,7 @@ CTEST      ?= ctest
 APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
            libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev \
+           libnghttp2-dev \
            python3 procps curl chromium \
            libedit-dev tmux nginx haproxy
 

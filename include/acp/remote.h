@@ -17,7 +17,11 @@
  * SSE stream (with Acp-Session-Id: a session stream, held open; all of the
  * agent's messages go on the connection stream, in order); DELETE ends the
  * link's read side. The end of the connection stream ends it too.
- *
+ * Streamable HTTP is served over HTTP/1.1 and over cleartext HTTP/2 with
+ * prior knowledge (a socket whose first bytes are the HTTP/2 preface), on
+ * the same port, with the same checks and answers; an HTTP/2 connection
+ * may carry many ACP connections, and one ACP connection's requests may
+ * arrive on several.
  * Both profiles also run over TLS (https://, wss://): see acp_remote_tls
  * below, acp_remote_server_options.tls and acp_remote_client_options.tls.
  * Experimental.

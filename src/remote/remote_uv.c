@@ -3,6 +3,7 @@
  * frame codec of ws.c, and a user link (acp_uv_link_new_user()) per
  * connection so that the roles run over it as over stdio.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,9 @@ typedef struct wwrite {
 } wwrite;
 
 /* C_WAIT: a Streamable HTTP initialize waits for the agent's answer;
- * C_SSE: the socket carries an SSE response until it closes. */
-enum { C_HANDSHAKE = 0, C_OPEN, C_DONE, C_WAIT, C_SSE };
+ * C_SSE: the socket carries an SSE response until it closes;
+ * C_H2: the socket is an HTTP/2 connection (h2.c). */
+enum { C_HANDSHAKE = 0, C_OPEN, C_DONE, C_WAIT, C_SSE, C_H2 };
 
 typedef struct hconn hconn;
 /* What a socket is to its Streamable HTTP connection. */
@@ -102,10 +104,12 @@ struct wconn {
   char accept[29];
   acp_remote_connect_cb ccb;
   void *cud;
-  /* Streamable HTTP: the ACP connection this socket serves, and how */
-  hconn *hc;
-  int hrole;
-  wconn *hnext; /* in hc->sessions */
+  /* Streamable HTTP over HTTP/1.1: the socket is one exchange at a time */
+  acp__hx hx;
+  size_t h1_total;   /* bytes of the request being served, not consumed */
+  bool h2_maybe;     /* nothing read yet: the HTTP/2 preface may come */
+  acp__h2 *h2;       /* C_H2: the HTTP/2 connection */
+  uint64_t h2_quiet; /* ms without streams or bytes */
   /* TLS (tls.c), or NULL: between the socket and everything above. */
   acp__tls *tls;
 };
@@ -130,15 +134,17 @@ struct hconn {
   acp__buf line; /* an outgoing line not complete yet */
   acp__buf pend; /* SSE events waiting for the stream */
   size_t pend_credit;
-  wconn *waiter;   /* the initialize POST waiting for its answer */
-  wconn *stream;   /* the connection-scoped SSE stream */
-  wconn *sessions; /* session-scoped SSE streams (held open) */
-  char *init_id;   /* raw JSON id of initialize, until it is answered */
+  acp__hx *waiter;   /* the initialize POST waiting for its answer */
+  acp__hx *stream;   /* the connection-scoped SSE stream */
+  acp__hx *sessions; /* session-scoped SSE streams (held open) */
+  char *init_id;     /* raw JSON id of initialize, until it is answered */
   char id[37];
   char aff[37]; /* affinity value (empty: no cookie) */
 };
 
 static void hc_detach(wconn *c);
+static void hx_detach(acp__hx *x);
+static const acp__hx_ops h1_ops;
 
 /* MARK: - Helpers (Private) */
 
@@ -177,8 +183,11 @@ static void conn_unref(wconn *c) {
     conn_free(c);
 }
 
+static void h2_drop(wconn *c);
+
 static void conn_close_tcp(wconn *c) {
   hc_detach(c);
+  h2_drop(c);
   if (c->tcp_closed)
     return;
   c->tcp_closed = true;
@@ -216,6 +225,7 @@ static int tls_flush(wconn *c, size_t credit);
  * close frame (the peer would see 1006 instead of 1009). */
 static void conn_finish(wconn *c) {
   hc_detach(c);
+  h2_drop(c);
   if (c->tcp_closed || c->lingering)
     return;
   c->lingering = true;
@@ -260,10 +270,12 @@ static void end_link(wconn *c, int status) {
 /* MARK: - Writing (Private) */
 
 static void report_credit(wconn *c, size_t n) {
-  acp_uv_link *l = c->link ? c->link : (c->hc ? c->hc->link : NULL);
+  acp_uv_link *l = c->link ? c->link : (c->hx.hc ? c->hx.hc->link : NULL);
   if (n > 0 && l && !c->no_credit)
     acp_uv_link_user_written(l, n);
 }
+
+static void h2_pump(wconn *c);
 
 static void on_tcp_write(uv_write_t *req, int status) {
   wwrite *w = (wwrite *)req;
@@ -273,13 +285,15 @@ static void on_tcp_write(uv_write_t *req, int status) {
   if (c->last == w)
     c->last = NULL;
   acp__free(&c->mem, w);
-  if (status < 0 && (c->link || c->hc) && !c->tcp_closed) {
+  if (status < 0 && (c->link || c->hx.hc || c->h2) && !c->tcp_closed) {
     if (c->link)
       acp_uv_link_user_write_failed(c->link, status);
     end_link(c, status);
     conn_close_tcp(c);
   } else {
     report_credit(c, credit);
+    if (c->h2 && !c->tcp_closed && !c->lingering)
+      h2_pump(c);
   }
   conn_unref(c);
 }
@@ -353,7 +367,7 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
   for (unsigned i = 0; i < nb; i++)
     total += bufs[i].len;
   if (c->writes == 0 && !mask_last &&
-      (c->state == C_OPEN || c->state == C_SSE)) {
+      (c->state == C_OPEN || c->state == C_SSE || c->state == C_H2)) {
     int r = uv_try_write((uv_stream_t *)&c->tcp, bufs, nb);
     if (r > 0 && (size_t)r == total) {
       report_credit(c, credit);
@@ -590,9 +604,10 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void update_tcp_reading(wconn *c) {
   if (c->lingering)
     return;
-  bool want = !c->tcp_closed && !c->ended &&
-              (c->state == C_HANDSHAKE || c->state == C_SSE ||
-               (c->state == C_OPEN && c->link_reading && c->in.len == 0));
+  bool want =
+      !c->tcp_closed && !c->ended &&
+      (c->state == C_HANDSHAKE || c->state == C_SSE || c->state == C_H2 ||
+       (c->state == C_OPEN && c->link_reading && c->in.len == 0));
   if (want && !c->tcp_reading) {
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_tcp_read) == 0)
       c->tcp_reading = true;
@@ -662,6 +677,7 @@ static void client_handshake(wconn *c);
 
 static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf);
 static void tls_read(wconn *c, const char *data, size_t n);
+static void h2_read(wconn *c, const char *data, size_t len);
 
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   wconn *c = s->data;
@@ -711,6 +727,10 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
       client_handshake(c);
     else
       server_handshake(c);
+    return;
+  }
+  if (c->state == C_H2) {
+    h2_read(c, buf->base, (size_t)n);
     return;
   }
   if (c->state != C_OPEN)
@@ -839,6 +859,7 @@ static int conn_new(wconn **out, uv_loop_t *loop, bool client, size_t max_msg,
   c->tcp.data = c;
   c->timer.data = c;
   c->resume.data = c;
+  c->hx.ops = &h1_ops;
   *out = c;
   return 0;
 }
@@ -995,20 +1016,42 @@ static void affinity_of(const acp_remote_server *s, const acp__http_head *h,
   snprintf(out, 37, "%s", own);
 }
 
+/* The Set-Cookie value "NAME=VALUE; ..." for `aff`, or "". */
+static void affinity_value(const acp_remote_server *s, const char *aff,
+                           char *out, size_t cap) {
+  out[0] = '\0';
+  if (s && s->aff_name && aff[0])
+    snprintf(out, cap, "%s=%s; Path=/; HttpOnly; SameSite=Strict", s->aff_name,
+             aff);
+}
+
 /* "Set-Cookie: NAME=VALUE; ...\r\n" for `aff`, or "". */
 static void affinity_header(const acp_remote_server *s, const char *aff,
                             char *out, size_t cap) {
+  char v[160];
+  affinity_value(s, aff, v, sizeof(v));
   out[0] = '\0';
-  if (s && s->aff_name && aff[0])
-    snprintf(out, cap,
-             "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n",
-             s->aff_name, aff);
+  if (v[0])
+    snprintf(out, cap, "Set-Cookie: %s\r\n", v);
 }
+
+static void h2_start(wconn *c);
 
 static void server_handshake(wconn *c) {
   acp_remote_server *s = c->srv;
   acp__http_head h;
   char accept[29];
+  if (c->h2_maybe) {
+    /* HTTP/2 with prior knowledge: the first bytes are its preface. */
+    int pf = acp__h2_preface(c->in.data, c->in.len);
+    if (pf < 0)
+      return;
+    c->h2_maybe = false;
+    if (pf > 0) {
+      h2_start(c);
+      return;
+    }
+  }
   acp_ssize n = acp__http_parse_head(c->in.data, c->in.len, false, &h);
   if (n == 0)
     return;
@@ -1090,6 +1133,7 @@ static void on_connection(uv_stream_t *ls, int status) {
     conn_close_tcp(c);
     return;
   }
+  c->h2_maybe = true;
   /* One deadline for the TLS handshake and the HTTP request after it. */
   uv_timer_start(&c->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
   update_tcp_reading(c);
@@ -1104,13 +1148,13 @@ static void hc_end(hconn *hc, int status) {
   acp_uv_link_user_end(hc->link, status);
 }
 
-/* A socket lets go of its connection (closed or finishing). */
-static void hc_detach(wconn *c) {
-  hconn *hc = c->hc;
+/* An exchange lets go of its connection (closed, finishing or reset). */
+static void hx_detach(acp__hx *x) {
+  hconn *hc = x->hc;
   if (!hc)
     return;
-  c->hc = NULL;
-  switch (c->hrole) {
+  x->hc = NULL;
+  switch (x->role) {
   case H_WAITER:
     hc->waiter = NULL;
     hc_end(hc, UV_ECONNRESET); /* the client gave up on initialize */
@@ -1122,17 +1166,27 @@ static void hc_detach(wconn *c) {
     hc_end(hc, UV_ECONNRESET);
     break;
   case H_SESSION:
-    for (wconn **pp = &hc->sessions; *pp; pp = &(*pp)->hnext)
-      if (*pp == c) {
-        *pp = c->hnext;
+    for (acp__hx **pp = &hc->sessions; *pp; pp = &(*pp)->next)
+      if (*pp == x) {
+        *pp = x->next;
         break;
       }
     break;
   default:
     break;
   }
-  c->hrole = H_NONE;
-  c->hnext = NULL;
+  x->role = H_NONE;
+  x->next = NULL;
+}
+
+/* A socket lets go of its connection (closed or finishing). */
+static void hc_detach(wconn *c) {
+  hx_detach(&c->hx);
+}
+
+static void hx_refuse(acp__hx *x, int st, const char *detail) {
+  acp__hx_resp r = {st, detail, NULL, NULL, NULL, 0, NULL, 0};
+  x->ops->respond(x, &r);
 }
 
 static void on_hc_closed(uv_handle_t *h) {
@@ -1174,6 +1228,80 @@ static void http_next(wconn *c) {
     server_handshake(c);
 }
 
+/* MARK: - HTTP/1.1 exchanges (Private) */
+
+static wconn *hx_conn(acp__hx *x) {
+  return (wconn *)(void *)((char *)x - offsetof(wconn, hx));
+}
+
+static void h1_respond(acp__hx *x, const acp__hx_resp *r) {
+  wconn *c = hx_conn(x);
+  if (r->status >= 400) {
+    refuse_msg(c, r->status, r->detail ? r->detail : detail_of(r->status));
+    return;
+  }
+  if (r->status != 200) {
+    /* 202: the next request is read once this one is consumed. */
+    static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+    uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
+    (void)send_bufs(c, &b, 1, 0, false);
+    return;
+  }
+  char head[600];
+  int hl =
+      snprintf(head, sizeof(head),
+               "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+               "Content-Length: %zu\r\nCache-Control: no-store\r\n"
+               "Acp-Connection-Id: %s\r\n%s%s%s\r\n",
+               r->n1 + r->n2, r->conn_id ? r->conn_id : "",
+               r->set_cookie ? "Set-Cookie: " : "",
+               r->set_cookie ? r->set_cookie : "", r->set_cookie ? "\r\n" : "");
+  uv_buf_t b[3] = {uv_buf_init(head, (unsigned)hl),
+                   uv_buf_init((char *)r->p1, (unsigned)r->n1),
+                   uv_buf_init((char *)r->p2, (unsigned)r->n2)};
+  (void)send_bufs(c, b, 3, 0, false);
+  http_next(c);
+}
+
+static void h1_open_sse(acp__hx *x) {
+  wconn *c = hx_conn(x);
+  static char sse[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                      "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
+  uv_buf_t b = uv_buf_init(sse, sizeof(sse) - 1);
+  c->state = C_SSE;
+  (void)send_bufs(c, &b, 1, 0, false);
+  uv_timer_stop(&c->timer);
+  if (c->ping_ms != UINT64_MAX)
+    uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);
+  update_tcp_reading(c);
+}
+
+static int h1_send(acp__hx *x, const uv_buf_t *b, unsigned nb, size_t credit) {
+  uv_buf_t bufs[4];
+  for (unsigned i = 0; i < nb && i < 4; i++)
+    bufs[i] = b[i];
+  return send_bufs(hx_conn(x), bufs, nb < 4 ? nb : 4, credit, false);
+}
+
+static void h1_finish(acp__hx *x) {
+  /* Ends the SSE body: it is close-delimited. */
+  conn_finish(hx_conn(x));
+}
+
+static void h1_taken(acp__hx *x) {
+  wconn *c = hx_conn(x);
+  if (c->h1_total > 0 && c->h1_total <= c->in.len)
+    acp__buf_consume(&c->in, c->h1_total);
+  c->h1_total = 0;
+  c->state = C_WAIT;
+  update_tcp_reading(c);
+}
+
+static const acp__hx_ops h1_ops = {h1_respond, h1_open_sse, h1_send, h1_finish,
+                                   h1_taken};
+
+/* MARK: - ACP connections (Private) */
+
 /* One complete line from the agent: the initialize answer, or an event. */
 /* Whether p1 + p2 is the response to initialize `id` (raw JSON): a
  * message with that id, a result or an error, and no method. */
@@ -1210,15 +1338,15 @@ static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
 
 static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
                    size_t n2, size_t credit) {
-  wconn *w = hc->waiter;
+  acp__hx *w = hc->waiter;
   if (w && !answers_init(hc, p1, n1, p2, n2)) {
     /* The 200 body must be initialize's response (the SDK's client
      * checks, and so does ours): anything else ends the connection. */
     hc->waiter = NULL;
     w->hc = NULL;
-    w->hrole = H_NONE;
-    refuse_msg(w, 502,
-               "the agent's first message is not the response to initialize");
+    w->role = H_NONE;
+    hx_refuse(w, 502,
+              "the agent's first message is not the response to initialize");
     acp_uv_link_user_written(hc->link, credit);
     hc_end(hc, UV_EPROTO);
     return 0;
@@ -1226,30 +1354,23 @@ static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
   if (w) {
     acp__free(&hc->mem, hc->init_id);
     hc->init_id = NULL;
-    char head[512], cookie[200];
-    affinity_header(hc->srv, hc->aff, cookie, sizeof(cookie));
-    int hl = snprintf(head, sizeof(head),
-                      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %zu\r\nCache-Control: no-store\r\n"
-                      "Acp-Connection-Id: %s\r\n%s\r\n",
-                      n1 + n2, hc->id, cookie);
-    uv_buf_t b[3] = {uv_buf_init(head, (unsigned)hl),
-                     uv_buf_init((char *)p1, (unsigned)n1),
-                     uv_buf_init((char *)p2, (unsigned)n2)};
+    char cookie[200];
+    affinity_value(hc->srv, hc->aff, cookie, sizeof(cookie));
+    acp__hx_resp r = {200, NULL, hc->id, cookie[0] ? cookie : NULL,
+                      p1,  n1,   p2,     n2};
     hc->waiter = NULL;
     w->hc = NULL;
-    w->hrole = H_NONE;
-    int rv = send_bufs(w, b, 3, 0, false);
+    w->role = H_NONE;
+    w->ops->respond(w, &r);
     acp_uv_link_user_written(hc->link, credit);
     hc_idle_start(hc);
-    http_next(w);
-    return rv;
+    return 0;
   }
   if (hc->stream) {
     uv_buf_t b[4] = {
         uv_buf_init("data: ", 6), uv_buf_init((char *)p1, (unsigned)n1),
         uv_buf_init((char *)p2, (unsigned)n2), uv_buf_init("\n\n", 2)};
-    return send_bufs(hc->stream, b, 4, credit, false);
+    return hc->stream->ops->send(hc->stream, b, 4, credit);
   }
   int rv = acp__buf_append(&hc->pend, "data: ", 6);
   if (rv == 0)
@@ -1323,15 +1444,21 @@ static void hc_op_close(acp_uv_link *l, void *ud) {
     hc->srv->nhconns--;
     hc->srv = NULL;
   }
-  wconn *w = hc->waiter;
+  acp__hx *w = hc->waiter;
   if (w) {
-    hc_detach(w);
-    refuse(w, 502);
+    hx_detach(w);
+    hx_refuse(w, 502, detail_of(502));
   }
-  if (hc->stream)
-    conn_finish(hc->stream); /* ends the SSE body: it is close-delimited */
-  while (hc->sessions)
-    conn_finish(hc->sessions);
+  if (hc->stream) {
+    acp__hx *x = hc->stream;
+    hx_detach(x);
+    x->ops->finish(x);
+  }
+  while (hc->sessions) {
+    acp__hx *x = hc->sessions;
+    hx_detach(x);
+    x->ops->finish(x);
+  }
   uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
 }
 
@@ -1373,18 +1500,17 @@ static char *initialize_id(const acp_mem *m, const char *body, size_t blen,
   return out;
 }
 
-static void http_initialize(wconn *c, const acp__http_head *h, char *body,
-                            size_t blen, size_t total) {
-  acp_remote_server *s = c->srv;
+static void hx_initialize(acp_remote_server *s, acp__hx *x,
+                          const acp__http_head *h, char *body, size_t blen) {
   bool nomem;
   char *init_id = initialize_id(&s->mem, body, blen, &nomem);
   if (!init_id) {
     if (nomem)
-      refuse(c, 503);
+      hx_refuse(x, 503, detail_of(503));
     else
-      refuse_msg(c, 400,
-                 "the first POST must be an initialize request with an id "
-                 "(or send an Acp-Connection-Id)");
+      hx_refuse(x, 400,
+                "the first POST must be an initialize request with an id "
+                "(or send an Acp-Connection-Id)");
     return;
   }
   hconn *hc = s->nhconns >= s->opts.max_connections
@@ -1392,7 +1518,7 @@ static void http_initialize(wconn *c, const acp__http_head *h, char *body,
                   : acp__calloc(&s->mem, 1, sizeof(*hc));
   if (!hc) {
     acp__free(&s->mem, init_id);
-    refuse(c, 503);
+    hx_refuse(x, 503, detail_of(503));
     return;
   }
   hc->mem = s->mem;
@@ -1407,14 +1533,14 @@ static void http_initialize(wconn *c, const acp__http_head *h, char *body,
     hc->idle_ms = hc->idle_ms < 5000 ? 10000 : 2 * hc->idle_ms;
   acp__buf_init(&hc->line, &hc->mem, hc->max_msg);
   acp__buf_init(&hc->pend, &hc->mem, 0);
-  uv_timer_init(c->loop, &hc->idle);
+  uv_timer_init(s->loop, &hc->idle);
   hc->idle.data = hc;
   uuid4(hc->id);
   affinity_of(s, h, hc->id, hc->aff);
-  if (acp_uv_link_new_user(&hc->link, c->loop, &hc_ops, hc, &hc->mem) != 0) {
+  if (acp_uv_link_new_user(&hc->link, s->loop, &hc_ops, hc, &hc->mem) != 0) {
     hc->link = NULL;
     uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
-    refuse(c, 503);
+    hx_refuse(x, 503, detail_of(503));
     return;
   }
   hc->srv = s;
@@ -1423,11 +1549,9 @@ static void http_initialize(wconn *c, const acp__http_head *h, char *body,
     s->hconns->prev = hc;
   s->hconns = hc;
   s->nhconns++;
-  hc->waiter = c;
-  c->hc = hc;
-  c->hrole = H_WAITER;
-  c->state = C_WAIT;
-  update_tcp_reading(c);
+  hc->waiter = x;
+  x->hc = hc;
+  x->role = H_WAITER;
   s->cur_aff = hc->aff[0] ? hc->aff : NULL;
   s->cb(s, hc->link, hc->id, s->ud);
   s->cur_aff = NULL;
@@ -1442,11 +1566,84 @@ static void http_initialize(wconn *c, const acp__http_head *h, char *body,
     memcpy(copy, body, blen);
     copy[blen] = '\n';
   }
-  acp__buf_consume(&c->in, total);
+  if (x->ops->taken)
+    x->ops->taken(x);
   if (!copy || !acp_uv_link_is_reading(hc->link) ||
       acp_uv_link_user_deliver(hc->link, copy, blen + 1) != 0)
     hc_end(hc, UV_EPROTO);
   acp__free(&hc->mem, copy);
+}
+
+/* A Streamable HTTP request (checked into `r`) with its whole body, on
+ * an exchange of either HTTP version. Answers through x->ops. */
+static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
+                     const acp__acp_req *r, char *body, size_t blen) {
+  if (r->kind == ACP__REQ_POST) {
+    /* Line mode, as for WebSocket text: a raw CR or LF is whitespace. */
+    for (size_t i = 0; i < blen; i++)
+      if (body[i] == '\r' || body[i] == '\n')
+        body[i] = ' ';
+    if (!r->conn_id) {
+      hx_initialize(s, x, h, body, blen);
+      return;
+    }
+    hconn *hc = hc_find(s, r);
+    if (!hc) {
+      hx_refuse(x, 404, "unknown Acp-Connection-Id");
+      return;
+    }
+    if (!acp_uv_link_is_reading(hc->link)) {
+      /* The agent's stdin is backed up: the client retries later. */
+      hx_refuse(x, 503, "the agent is not reading: retry later");
+      return;
+    }
+    if (acp_uv_link_user_deliver(hc->link, body, blen) != 0 ||
+        (hc->link && acp_uv_link_user_deliver(hc->link, "\n", 1) != 0)) {
+      hx_refuse(x, 502, detail_of(502));
+      return;
+    }
+    acp__hx_resp ok = {202, NULL, NULL, NULL, NULL, 0, NULL, 0};
+    x->ops->respond(x, &ok);
+    return;
+  }
+  hconn *hc = hc_find(s, r);
+  if (!hc) {
+    hx_refuse(x, 404, "unknown Acp-Connection-Id");
+    return;
+  }
+  if (r->kind == ACP__REQ_DELETE) {
+    acp__hx_resp ok = {202, NULL, NULL, NULL, NULL, 0, NULL, 0};
+    x->ops->respond(x, &ok);
+    /* The owner stops the agent with its ladder and closes the link. */
+    hc_end(hc, UV_EOF);
+    return;
+  }
+  if (!r->session_id && hc->stream) {
+    hx_refuse(x, 409, detail_of(409));
+    return;
+  }
+  x->ops->open_sse(x);
+  x->hc = hc;
+  if (r->session_id) {
+    /* Everything the agent says goes on the connection stream, in order;
+     * a session stream is held open for the client (see decisions.md). */
+    x->role = H_SESSION;
+    x->next = hc->sessions;
+    hc->sessions = x;
+    return;
+  }
+  x->role = H_STREAM;
+  hc->stream = x;
+  uv_timer_stop(&hc->idle);
+  if (hc->pend.len > 0) {
+    uv_buf_t pb = uv_buf_init(hc->pend.data, (unsigned)hc->pend.len);
+    size_t credit = hc->pend_credit;
+    acp__buf held = hc->pend;
+    hc->pend_credit = 0;
+    acp__buf_init(&hc->pend, &hc->mem, 0);
+    (void)x->ops->send(x, &pb, 1, credit);
+    acp__buf_dispose(&held);
+  }
 }
 
 static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
@@ -1459,89 +1656,156 @@ static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
     refuse(c, st);
     return;
   }
-  if (r.kind == ACP__REQ_POST) {
-    if (c->in.len < head_len + r.content_length)
-      return; /* the body is still coming */
-    char *body = c->in.data + head_len;
-    size_t blen = r.content_length;
-    /* Line mode, as for WebSocket text: a raw CR or LF is whitespace. */
-    for (size_t i = 0; i < blen; i++)
-      if (body[i] == '\r' || body[i] == '\n')
-        body[i] = ' ';
-    if (!r.conn_id) {
-      http_initialize(c, h, body, blen, head_len + blen);
-      return;
-    }
-    hconn *hc = hc_find(s, &r);
-    if (!hc) {
-      refuse_msg(c, 404, "unknown Acp-Connection-Id");
-      return;
-    }
-    if (!acp_uv_link_is_reading(hc->link)) {
-      /* The agent's stdin is backed up: the client retries later. */
-      refuse_msg(c, 503, "the agent is not reading: retry later");
-      return;
-    }
-    if (acp_uv_link_user_deliver(hc->link, body, blen) != 0 ||
-        (hc->link && acp_uv_link_user_deliver(hc->link, "\n", 1) != 0)) {
-      refuse(c, 502);
-      return;
-    }
-    acp__buf_consume(&c->in, head_len + blen);
-    static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
-    uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
-    (void)send_bufs(c, &b, 1, 0, false);
+  size_t blen = r.kind == ACP__REQ_POST ? r.content_length : 0;
+  if (c->in.len < head_len + blen)
+    return; /* the body is still coming */
+  c->h1_total = head_len + blen;
+  hx_serve(s, &c->hx, h, &r, c->in.data + head_len, blen);
+  /* A 202 leaves the socket ready for the next request; an initialize
+   * consumed its bytes (h1_taken), an SSE stream or a refusal keeps it. */
+  if (c->h1_total > 0 && c->state == C_HANDSHAKE && !c->tcp_closed &&
+      !c->lingering) {
+    acp__buf_consume(&c->in, c->h1_total);
+    c->h1_total = 0;
     http_next(c);
+  }
+  c->h1_total = 0;
+}
+
+/* MARK: - HTTP/2 (Private) */
+
+/* An HTTP/2 request: the same checks as an HTTP/1.1 one (path, Host from
+ * :authority, Origin, token; then the Streamable HTTP rules). HTTP/2 has
+ * no WebSocket upgrade here (RFC 8441 is not offered). */
+static void h2_request(void *ud, acp__hx *x, const acp__http_head *h,
+                       char *body, size_t blen) {
+  wconn *c = ud;
+  acp_remote_server *s = c->srv;
+  char accept[29];
+  acp__acp_req r;
+  if (!s) {
+    hx_refuse(x, 503, "the server is shutting down");
     return;
   }
-  hconn *hc = hc_find(s, &r);
-  if (!hc) {
-    refuse_msg(c, 404, "unknown Acp-Connection-Id");
+  acp__ws_policy pol = {"/acp", s->token, (const char *const *)s->hosts};
+  int st = acp__ws_check_request(h, &pol, accept);
+  if (st == 101 || st == 400)
+    st = 400;
+  else if (st == 501 || st == 426)
+    st = acp__http_check_acp(h,
+                             s->opts.max_message
+                                 ? s->opts.max_message
+                                 : ACP_REMOTE_DEFAULT_MAX_MESSAGE,
+                             &r);
+  if (st != 0) {
+    hx_refuse(x, st, detail_of(st));
     return;
   }
-  acp__buf_consume(&c->in, head_len);
-  if (r.kind == ACP__REQ_DELETE) {
-    static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
-    uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
-    (void)send_bufs(c, &b, 1, 0, false);
-    /* The owner stops the agent with its ladder and closes the link. */
-    hc_end(hc, UV_EOF);
-    http_next(c);
+  hx_serve(s, x, h, &r, body, blen);
+}
+
+static int h2_write(void *ud, const char *data, size_t len) {
+  wconn *c = ud;
+  uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+  return send_bufs(c, &b, 1, 0, false);
+}
+
+/* The socket's queue past this stops taking frames from the streams. */
+#define H2_HIGH_WATER ((size_t)256 << 10)
+
+static bool h2_writable(void *ud) {
+  wconn *c = ud;
+  return !c->tcp_closed && !c->wr_eof &&
+         uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < H2_HIGH_WATER;
+}
+
+static void h2_release(void *ud, acp__hx *x, size_t credit) {
+  (void)ud;
+  if (credit && x->hc && x->hc->link)
+    acp_uv_link_user_written(x->hc->link, credit);
+  hx_detach(x);
+}
+
+static void h2_credit(void *ud, acp__hx *x, size_t n) {
+  (void)ud;
+  if (n && x->hc && x->hc->link)
+    acp_uv_link_user_written(x->hc->link, n);
+}
+
+static const acp__h2_io h2_io = {h2_write, h2_writable, h2_request, h2_release,
+                                 h2_credit};
+
+/* After the session read or wrote: close a connection that is over. */
+static void h2_check(wconn *c) {
+  if (c->h2 && !c->tcp_closed && !c->lingering && acp__h2_done(c->h2))
+    conn_finish(c);
+}
+
+static void on_h2_ping(uv_timer_t *t) {
+  wconn *c = t->data;
+  if (c->state != C_H2 || !c->h2 || c->tcp_closed || c->lingering)
+    return;
+  /* A connection without streams that says nothing for two intervals (at
+   * least 10 s, as an HTTP/1.1 socket between requests) is closed. */
+  uint64_t limit = c->ping_ms < 5000 ? 10000 : 2 * c->ping_ms;
+  if (c->heard || !acp__h2_idle(c->h2))
+    c->h2_quiet = 0;
+  else
+    c->h2_quiet += c->ping_ms;
+  c->heard = false;
+  if (c->h2_quiet >= limit)
+    acp__h2_goaway(c->h2);
+  else
+    acp__h2_keepalive(c->h2);
+  h2_check(c);
+  if (c->h2)
+    uv_timer_start(&c->timer, on_h2_ping, c->ping_ms, 0);
+}
+
+/* The bytes read so far are an HTTP/2 connection: hand it to h2.c (from
+ * the preface today; after ALPN "h2" too). */
+static void h2_start(wconn *c) {
+  acp_remote_server *s = c->srv;
+  size_t max = s && s->opts.max_message ? s->opts.max_message
+                                        : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  if (acp__h2_new(&c->h2, &h2_io, c, max, &c->mem) != 0) {
+    conn_close_tcp(c);
     return;
   }
-  if (!r.session_id && hc->stream) {
-    refuse(c, 409);
-    return;
-  }
-  static char sse[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                      "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
-  uv_buf_t b = uv_buf_init(sse, sizeof(sse) - 1);
-  c->state = C_SSE;
-  c->hc = hc;
-  (void)send_bufs(c, &b, 1, 0, false);
-  if (r.session_id) {
-    /* Everything the agent says goes on the connection stream, in order;
-     * a session stream is held open for the client (see decisions.md). */
-    c->hrole = H_SESSION;
-    c->hnext = hc->sessions;
-    hc->sessions = c;
-  } else {
-    c->hrole = H_STREAM;
-    hc->stream = c;
-    uv_timer_stop(&hc->idle);
-    if (hc->pend.len > 0) {
-      uv_buf_t pb = uv_buf_init(hc->pend.data, (unsigned)hc->pend.len);
-      size_t credit = hc->pend_credit;
-      hc->pend_credit = 0;
-      (void)send_bufs(c, &pb, 1, credit, false);
-      acp__buf_dispose(&hc->pend);
-      acp__buf_init(&hc->pend, &hc->mem, 0);
-    }
-  }
+  c->state = C_H2;
   uv_timer_stop(&c->timer);
   if (c->ping_ms != UINT64_MAX)
-    uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);
-  update_tcp_reading(c);
+    uv_timer_start(&c->timer, on_h2_ping, c->ping_ms, 0);
+  acp__buf held = c->in;
+  acp__buf_init(&c->in, &c->mem, 0);
+  int rv = acp__h2_recv(c->h2, held.data, held.len);
+  acp__buf_dispose(&held);
+  if (rv != 0)
+    conn_finish(c); /* after the GOAWAY, if one was queued */
+  else
+    h2_check(c);
+}
+
+static void h2_drop(wconn *c) {
+  if (c->h2) {
+    acp__h2 *h = c->h2;
+    c->h2 = NULL;
+    acp__h2_free(h); /* its streams' ACP connections are released */
+  }
+}
+
+static void h2_pump(wconn *c) {
+  acp__h2_flush(c->h2);
+  h2_check(c);
+}
+
+static void h2_read(wconn *c, const char *data, size_t len) {
+  if (!c->h2)
+    return;
+  if (acp__h2_recv(c->h2, data, len) != 0)
+    conn_finish(c);
+  else
+    h2_check(c);
 }
 
 /* MARK: - Server (Public) */
@@ -1687,6 +1951,11 @@ void acp_remote_server_close(acp_remote_server *s) {
     c->prev = c->next = NULL;
     if (c->state == C_HANDSHAKE)
       conn_close_tcp(c);
+    else if (c->state == C_H2 && c->h2) {
+      /* GOAWAY: no new streams; the open ones end with their links. */
+      acp__h2_goaway(c->h2);
+      h2_check(c);
+    }
     c = next;
   }
   s->conns = NULL;
