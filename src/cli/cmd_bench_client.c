@@ -20,13 +20,14 @@
 static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
     "                        [--read-spin-us N]\n"
-    "                        (-- AGENT_CMD [ARGS...] | --url URL)\n"
+    "                        (-- AGENT_CMD [ARGS...] | --url URL [--http])\n"
     "\n"
     "Run N sequential prompt turns of BYTES bytes each against the agent\n"
     "(which must echo the prompt in one agent_message_chunk, as\n"
     "`acp agent --echo` does) and print one JSON line: round trips/s, MiB/s,\n"
     "median and p99 latency, peak RSS of both processes. With --url the\n"
-    "agent is remote (ws://HOST:PORT/acp); its RSS is not reported.\n"
+    "agent is remote (ws://HOST:PORT/acp); its RSS is not reported; with\n"
+    "--http too (an http:// URL) it is reached over Streamable HTTP.\n"
     "The line also has the CPU time (user + system) of the client and of\n"
     "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
     "agent's output for up to N us before sleeping (acp agent has the\n"
@@ -238,6 +239,7 @@ int cmd_bench_client(int argc, char **argv) {
   struct rusage ru_self;
   struct rusage ru_kids;
   const char *url = NULL;
+  acp_remote_client_options ropts = ACP_REMOTE_CLIENT_OPTIONS_INIT;
   const char *v;
   int i;
   int ok;
@@ -266,6 +268,8 @@ int cmd_bench_client(int argc, char **argv) {
       impl = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL) {
       url = v;
+    } else if (strcmp(argv[i], "--http") == 0) {
+      ropts.transport = ACP_REMOTE_HTTP;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -292,7 +296,7 @@ int cmd_bench_client(int argc, char **argv) {
   if (acp_client_new(&b.client, cbs, &b, NULL, NULL) != 0)
     goto cleanup;
   if (url != NULL) {
-    if (acp_remote_connect(&b.remote, &b.loop, url, NULL, on_remote, &b,
+    if (acp_remote_connect(&b.remote, &b.loop, url, &ropts, on_remote, &b,
                            NULL) != 0) {
       cli_err("bench-client", "bad --url %s", url);
       goto cleanup;

@@ -39,7 +39,7 @@ enum { C_HANDSHAKE = 0, C_OPEN, C_DONE, C_WAIT, C_SSE };
 
 typedef struct hconn hconn;
 /* What a socket is to its Streamable HTTP connection. */
-enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION };
+enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION, H_HELD };
 
 struct acp_remote_server {
   acp_mem mem;
@@ -132,9 +132,21 @@ struct hconn {
   char *init_id;   /* raw JSON id of initialize, until it is answered */
   char id[37];
   char aff[37]; /* affinity value (empty: no cookie) */
+  /* Session streams by session id, and the session-scoped requests whose
+   * answers go there (see hc_route_of). */
+  struct hroute *routes;
+  struct hreq *reqs;
+  unsigned nreqs;
+  /* POSTs held while the agent is not reading, oldest first (hnext). */
+  wconn *held, *held_tail;
+  unsigned nheld;
+  wconn *releasing; /* the held POST being let through */
 };
 
 static void hc_detach(wconn *c);
+static void hc_route_del(hconn *hc, wconn *c);
+static void hc_unhold(hconn *hc, wconn *c);
+static void hc_routes_free(hconn *hc);
 
 /* MARK: - Helpers (Private) */
 
@@ -984,6 +996,10 @@ static void hc_detach(wconn *c) {
         *pp = c->hnext;
         break;
       }
+    hc_route_del(hc, c);
+    break;
+  case H_HELD:
+    hc_unhold(hc, c);
     break;
   default:
     break;
@@ -994,6 +1010,7 @@ static void hc_detach(wconn *c) {
 
 static void on_hc_closed(uv_handle_t *h) {
   hconn *hc = h->data;
+  hc_routes_free(hc);
   acp__free(&hc->mem, hc->init_id);
   acp__buf_dispose(&hc->line);
   acp__buf_dispose(&hc->pend);
@@ -1065,6 +1082,282 @@ static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
   return ok;
 }
 
+/* MARK: - Streamable HTTP: session streams, held POSTs (Private) */
+
+/* Cap of session-scoped requests remembered per connection for routing
+ * their answers (more are answered on the connection stream). */
+#define HREQ_MAX 256u
+/* POSTs held per connection while the agent is not reading, and how long
+ * one may wait; beyond either: 503. */
+#define HOLD_MAX 32u
+#define HOLD_MS 30000
+
+/* A session stream: `c` carries the messages of session sid[0..len). */
+typedef struct hroute {
+  struct hroute *next;
+  wconn *c;
+  size_t len;
+  char sid[];
+} hroute;
+
+/* A request POSTed with Acp-Session-Id: text[0..id_len) is its raw JSON
+ * id, then the session id. */
+typedef struct hreq {
+  struct hreq *next;
+  size_t id_len, sid_len;
+  char text[];
+} hreq;
+
+/*
+ * Just enough JSON to route a message without a parse: the agent's lines
+ * can be megabytes, and routing needs three members near the top (method,
+ * id, params.sessionId). Strings are skipped with memchr. Input that is
+ * not JSON makes these return NULL / false, and the message then goes on
+ * the connection stream (the client's JSON parser says what is wrong).
+ */
+static const char *js_ws(const char *p, const char *e) {
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+    p++;
+  return p;
+}
+
+/* p at '"': the byte after the closing quote, or NULL. */
+static const char *js_str_end(const char *p, const char *e) {
+  p++;
+  for (;;) {
+    const char *q = p < e ? memchr(p, '"', (size_t)(e - p)) : NULL;
+    if (!q)
+      return NULL;
+    size_t bs = 0;
+    while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
+      bs++;
+    if (bs % 2 == 0)
+      return q + 1;
+    p = q + 1;
+  }
+}
+
+/* The byte after the value at p, or NULL. */
+static const char *js_val_end(const char *p, const char *e) {
+  size_t depth = 0;
+  while (p < e) {
+    char ch = *p;
+    if (ch == '"') {
+      p = js_str_end(p, e);
+      if (!p)
+        return NULL;
+      if (depth == 0)
+        return p;
+      continue;
+    }
+    if (ch == '{' || ch == '[') {
+      depth++;
+    } else if (ch == '}' || ch == ']') {
+      if (depth == 0)
+        return p; /* a scalar ended by its container */
+      if (--depth == 0)
+        return p + 1;
+    } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\t' ||
+                              ch == '\r' || ch == '\n')) {
+      return p;
+    }
+    p++;
+  }
+  return depth == 0 ? p : NULL;
+}
+
+/* In the object at p, the value of member `key` (raw, no escapes):
+ * [*vb, *ve). */
+static bool js_member(const char *p, const char *e, const char *key,
+                      size_t klen, const char **vb, const char **ve) {
+  p = js_ws(p, e);
+  if (p >= e || *p != '{')
+    return false;
+  p++;
+  for (;;) {
+    p = js_ws(p, e);
+    if (p >= e || *p != '"')
+      return false;
+    const char *ks = p + 1, *kend = js_str_end(p, e);
+    if (!kend)
+      return false;
+    p = js_ws(kend, e);
+    if (p >= e || *p != ':')
+      return false;
+    p = js_ws(p + 1, e);
+    const char *v = p;
+    p = js_val_end(p, e);
+    if (!p || p == v)
+      return false;
+    if ((size_t)(kend - 1 - ks) == klen && memcmp(ks, key, klen) == 0) {
+      *vb = v;
+      *ve = p;
+      return true;
+    }
+    p = js_ws(p, e);
+    if (p >= e || *p != ',')
+      return false;
+    p++;
+  }
+}
+
+static wconn *hc_stream_for(hconn *hc, const char *sid, size_t len) {
+  for (hroute *r = hc->routes; r; r = r->next)
+    if (r->len == len && memcmp(r->sid, sid, len) == 0)
+      return r->c; /* the newest stream of the session */
+  return NULL;
+}
+
+/* The session stream a message of the agent goes on, or NULL (the
+ * connection stream): a request or notification whose params.sessionId
+ * has a stream open, or the answer to a request POSTed with that
+ * session's Acp-Session-Id (as the RFD routes them). */
+static wconn *hc_route_of(hconn *hc, const char *p, size_t n) {
+  const char *e = p + n, *vb, *ve, *pb, *pe;
+  if (js_member(p, e, "method", 6, &vb, &ve)) {
+    if (!js_member(p, e, "params", 6, &pb, &pe) ||
+        !js_member(pb, pe, "sessionId", 9, &vb, &ve) || *vb != '"' ||
+        ve - vb < 2)
+      return NULL;
+    return hc_stream_for(hc, vb + 1, (size_t)(ve - vb - 2));
+  }
+  if (!hc->reqs || !js_member(p, e, "id", 2, &vb, &ve))
+    return NULL;
+  for (hreq **pp = &hc->reqs; *pp; pp = &(*pp)->next) {
+    hreq *q = *pp;
+    if (q->id_len == (size_t)(ve - vb) && memcmp(q->text, vb, q->id_len) == 0) {
+      wconn *to = hc_stream_for(hc, q->text + q->id_len, q->sid_len);
+      *pp = q->next;
+      hc->nreqs--;
+      acp__free(&hc->mem, q);
+      return to;
+    }
+  }
+  return NULL;
+}
+
+/* A POST with Acp-Session-Id, session streams open: remember a request's
+ * id, so that its answer goes on the session's stream. */
+static void hc_note_request(hconn *hc, const char *body, size_t blen,
+                            const char *sid, size_t sid_len) {
+  const char *e = body + blen, *vb, *ve, *mb, *me;
+  if (hc->nreqs >= HREQ_MAX || !js_member(body, e, "method", 6, &mb, &me) ||
+      !js_member(body, e, "id", 2, &vb, &ve))
+    return;
+  size_t il = (size_t)(ve - vb);
+  hreq *q = acp__malloc(&hc->mem, sizeof(*q) + il + sid_len);
+  if (!q)
+    return; /* its answer goes on the connection stream */
+  q->id_len = il;
+  q->sid_len = sid_len;
+  memcpy(q->text, vb, il);
+  memcpy(q->text + il, sid, sid_len);
+  q->next = hc->reqs;
+  hc->reqs = q;
+  hc->nreqs++;
+}
+
+static void hc_route_add(hconn *hc, wconn *c, const char *sid, size_t len) {
+  hroute *r = acp__malloc(&hc->mem, sizeof(*r) + len);
+  if (!r)
+    return; /* the session's messages stay on the connection stream */
+  r->c = c;
+  r->len = len;
+  memcpy(r->sid, sid, len);
+  r->next = hc->routes;
+  hc->routes = r;
+}
+
+static void hc_route_del(hconn *hc, wconn *c) {
+  for (hroute **pp = &hc->routes; *pp; pp = &(*pp)->next)
+    if ((*pp)->c == c) {
+      hroute *r = *pp;
+      *pp = r->next;
+      acp__free(&hc->mem, r);
+      return;
+    }
+}
+
+static void hc_routes_free(hconn *hc) {
+  while (hc->routes) {
+    hroute *r = hc->routes;
+    hc->routes = r->next;
+    acp__free(&hc->mem, r);
+  }
+  while (hc->reqs) {
+    hreq *q = hc->reqs;
+    hc->reqs = q->next;
+    acp__free(&hc->mem, q);
+  }
+  hc->nreqs = 0;
+}
+
+static void on_hold_timeout(uv_timer_t *t) {
+  wconn *c = t->data;
+  if (c->hrole != H_HELD)
+    return;
+  hc_detach(c);
+  refuse_msg(c, 503, "the agent did not read in time: retry later");
+}
+
+/* Hold the POST on `c` (its request stays in c->in): false at the cap. */
+static bool hc_hold(hconn *hc, wconn *c) {
+  if (hc->nheld >= HOLD_MAX)
+    return false;
+  c->hc = hc;
+  c->hrole = H_HELD;
+  c->hnext = NULL;
+  if (hc->held_tail)
+    hc->held_tail->hnext = c;
+  else
+    hc->held = c;
+  hc->held_tail = c;
+  hc->nheld++;
+  c->state = C_WAIT; /* not read meanwhile */
+  update_tcp_reading(c);
+  uv_timer_start(&c->timer, on_hold_timeout, HOLD_MS, 0);
+  return true;
+}
+
+static void on_held_release(uv_timer_t *t);
+
+static void hc_unhold(hconn *hc, wconn *c) {
+  wconn *prev = NULL;
+  for (wconn *w = hc->held; w; prev = w, w = w->hnext)
+    if (w == c) {
+      if (prev)
+        prev->hnext = c->hnext;
+      else
+        hc->held = c->hnext;
+      if (hc->held_tail == c)
+        hc->held_tail = prev;
+      hc->nheld--;
+      break;
+    }
+  uv_timer_stop(&c->timer);
+  uv_timer_stop(&c->resume);
+  /* A release that was due on `c` passes to the next in line. */
+  if (hc->held && hc->link && acp_uv_link_is_reading(hc->link) &&
+      hc->releasing == NULL)
+    uv_timer_start(&hc->held->resume, on_held_release, 0, 0);
+}
+
+/* The agent reads again: held POSTs go on, oldest first, while it does. */
+static void on_held_release(uv_timer_t *t) {
+  wconn *c = t->data;
+  hconn *hc = c->hc;
+  if (c->hrole != H_HELD || !hc)
+    return;
+  while (hc->held && hc->link && acp_uv_link_is_reading(hc->link)) {
+    wconn *w = hc->held;
+    hc_detach(w);
+    w->state = C_HANDSHAKE;
+    hc->releasing = w;
+    server_handshake(w); /* parses the request again and delivers it */
+    hc->releasing = NULL;
+  }
+}
+
 static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
                    size_t n2, size_t credit) {
   wconn *w = hc->waiter;
@@ -1102,11 +1395,28 @@ static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
     http_next(w);
     return rv;
   }
-  if (hc->stream) {
+  wconn *to = hc->stream;
+  if (hc->routes) {
+    wconn *sc = NULL;
+    if (n1 == 0)
+      sc = hc_route_of(hc, p2, n2);
+    else if (n2 == 0)
+      sc = hc_route_of(hc, p1, n1);
+    else if (p1 == hc->line.data && acp__buf_append(&hc->line, p2, n2) == 0) {
+      /* A line split over reads is made whole (its tail copied once). */
+      p1 = hc->line.data;
+      n1 = hc->line.len;
+      n2 = 0;
+      sc = hc_route_of(hc, p1, n1);
+    }
+    if (sc)
+      to = sc;
+  }
+  if (to) {
     uv_buf_t b[4] = {
         uv_buf_init("data: ", 6), uv_buf_init((char *)p1, (unsigned)n1),
         uv_buf_init((char *)p2, (unsigned)n2), uv_buf_init("\n\n", 2)};
-    return send_bufs(hc->stream, b, 4, credit, false);
+    return send_bufs(to, b, 4, credit, false);
   }
   int rv = acp__buf_append(&hc->pend, "data: ", 6);
   if (rv == 0)
@@ -1155,10 +1465,14 @@ static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
   return 0;
 }
 
+static void on_held_release(uv_timer_t *t);
+
 static void hc_op_read_changed(acp_uv_link *l, int reading, void *ud) {
+  hconn *hc = ud;
   (void)l;
-  (void)reading;
-  (void)ud;
+  /* Held POSTs go on from the loop, not from inside read_start. */
+  if (reading && hc->held)
+    uv_timer_start(&hc->held->resume, on_held_release, 0, 0);
 }
 
 static void hc_op_shutdown(acp_uv_link *l, void *ud) {
@@ -1189,6 +1503,11 @@ static void hc_op_close(acp_uv_link *l, void *ud) {
     conn_finish(hc->stream); /* ends the SSE body: it is close-delimited */
   while (hc->sessions)
     conn_finish(hc->sessions);
+  while (hc->held) {
+    wconn *hw = hc->held;
+    hc_detach(hw);
+    refuse_msg(hw, 410, "the connection ended");
+  }
   uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
 }
 
@@ -1334,17 +1653,39 @@ static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
       refuse_msg(c, 404, "unknown Acp-Connection-Id");
       return;
     }
-    if (!acp_uv_link_is_reading(hc->link)) {
-      /* The agent's stdin is backed up: the client retries later. */
-      refuse_msg(c, 503, "the agent is not reading: retry later");
+    if (!acp_uv_link_is_reading(hc->link) || (hc->held && hc->releasing != c)) {
+      /* The agent's stdin is backed up: the POST waits its turn (in
+       * order, up to a cap and a deadline), then 503. */
+      if (!hc_hold(hc, c))
+        refuse_msg(c, 503,
+                   "the agent is not reading and too many messages wait: "
+                   "retry later");
       return;
     }
-    if (acp_uv_link_user_deliver(hc->link, body, blen) != 0 ||
-        (hc->link && acp_uv_link_user_deliver(hc->link, "\n", 1) != 0)) {
+    if (r.session_id && hc->routes)
+      hc_note_request(hc, body, blen, r.session_id, r.session_id_len);
+    /* Body and '\n' in one delivery: the body alone can fill the agent's
+     * queue past its mark, and the link takes nothing more after that. */
+    size_t end = head_len + blen;
+    int saved = -1;
+    if (c->in.len > end) {
+      saved = (unsigned char)c->in.data[end]; /* the next request's */
+      c->in.data[end] = '\n';
+    } else if (acp__buf_putc(&c->in, '\n') != 0) {
+      refuse(c, 503);
+      return;
+    }
+    body = c->in.data + head_len;
+    int drv = acp_uv_link_user_deliver(hc->link, body, blen + 1);
+    if (saved >= 0)
+      c->in.data[end] = (char)saved;
+    else
+      c->in.len--;
+    if (drv != 0) {
       refuse(c, 502);
       return;
     }
-    acp__buf_consume(&c->in, head_len + blen);
+    acp__buf_consume(&c->in, end);
     static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
     uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
     (void)send_bufs(c, &b, 1, 0, false);
@@ -1377,11 +1718,11 @@ static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
   c->hc = hc;
   (void)send_bufs(c, &b, 1, 0, false);
   if (r.session_id) {
-    /* Everything the agent says goes on the connection stream, in order;
-     * a session stream is held open for the client (see decisions.md). */
+    /* The session's messages go here from now on (hc_route_of). */
     c->hrole = H_SESSION;
     c->hnext = hc->sessions;
     hc->sessions = c;
+    hc_route_add(hc, c, r.session_id, r.session_id_len);
   } else {
     c->hrole = H_STREAM;
     hc->stream = c;
