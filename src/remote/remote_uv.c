@@ -1391,9 +1391,15 @@ static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
     w->hrole = H_NONE;
     int rv = send_bufs(w, b, 3, 0, false);
     acp_uv_link_user_written(hc->link, credit);
+    if (rv != 0) {
+      /* The answer could not be queued: the client must not wait for it. */
+      conn_close_tcp(w);
+      hc_end(hc, UV_ENOMEM);
+      return 0;
+    }
     hc_idle_start(hc);
     http_next(w);
-    return rv;
+    return 0;
   }
   wconn *to = hc->stream;
   if (hc->routes) {
