@@ -75,10 +75,19 @@ run_profile() { # ws|http SIZE N_OURS N_TS
   start_servers
   # shellcheck disable=SC2086
   "$acp" bench-client --impl "ours-$prof" --payload "$size" --turns "$n_ours" \
-    --url "$scheme://127.0.0.1:$sport/acp" $flag >"$tmp/o.json" ||
-    echo "{\"impl\":\"ours-$prof\",\"payload\":$size,\"failed\":true}" >"$tmp/o.json"
-  apid=$(sed -n 's/.*agent pid //p' "$tmp/serve.log" | tail -1)
-  addrss "$tmp/o.json" "$(hwm "$spid")" "$(hwm "${apid:-0}")"
+    --url "$scheme://127.0.0.1:$sport/acp" $flag >"$tmp/o.json" &
+  cpid=$!
+  # acp serve stops the agent when the client goes: its peak is sampled
+  # while the turns run (the last reading is at most 0.1 s old).
+  arss=-1
+  while kill -0 "$cpid" 2>/dev/null; do
+    apid=$(sed -n 's/.*agent pid //p' "$tmp/serve.log" | tail -1)
+    v=$(hwm "${apid:-0}")
+    [ -n "$v" ] && [ "$v" -gt "$arss" ] 2>/dev/null && arss=$v
+    sleep 0.1
+  done
+  wait "$cpid" || echo "{\"impl\":\"ours-$prof\",\"payload\":$size,\"failed\":true}" >"$tmp/o.json"
+  addrss "$tmp/o.json" "$(hwm "$spid")" "$arss"
   # shellcheck disable=SC2086
   node "$root/bench/turns/ts_client.mjs" --impl "ts-$prof" --payload "$size" --turns "$n_ts" \
     --url "$scheme://127.0.0.1:$nport/acp" $flag >"$tmp/t.json" ||
