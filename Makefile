@@ -140,6 +140,8 @@ bench: peers bench-deps
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp.jsonl
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh $(BENCH_ARGS) >$(BENCH_RUN)/bridge.log 2>&1; \
 	  rc=$$?; cat $(BENCH_RUN)/bridge.log; exit $$rc
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-remote.sh $(BENCH_ARGS) --out $(BENCH_RUN)/remote.jsonl
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/idle-conns.sh --out $(BENCH_RUN)/idle.jsonl
 	node bench/summary.mjs $(BENCH_RUN)
 
 bench-quick:

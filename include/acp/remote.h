@@ -14,14 +14,17 @@
  * callback, like a WebSocket's) and is answered 200 with the agent's first
  * line as JSON and the new Acp-Connection-Id; every other POST is one
  * message (202); GET with Accept: text/event-stream opens the connection's
- * SSE stream (with Acp-Session-Id: a session stream, held open; all of the
- * agent's messages go on the connection stream, in order); DELETE ends the
- * link's read side. The end of the connection stream ends it too.
+ * SSE stream; with Acp-Session-Id a session stream, which from then on
+ * carries the agent's messages whose params.sessionId is that session and
+ * the answers to requests POSTed with that Acp-Session-Id (the rest go on
+ * the connection stream). A POST that finds the agent not reading is held
+ * (in order; at most 32 per connection, 30 s each, then 503). DELETE ends
+ * the link's read side. The end of the connection stream ends it too.
  * Streamable HTTP is served over HTTP/1.1 and over cleartext HTTP/2 with
  * prior knowledge (a socket whose first bytes are the HTTP/2 preface), on
- * the same port, with the same checks and answers; an HTTP/2 connection
- * may carry many ACP connections, and one ACP connection's requests may
- * arrive on several.
+ * the same port, with the same checks and answers (session streams and
+ * held POSTs included); an HTTP/2 connection may carry many ACP
+ * connections, and one ACP connection's requests may arrive on several.
  * Both profiles also run over TLS (https://, wss://): see acp_remote_tls
  * below, acp_remote_server_options.tls and acp_remote_client_options.tls.
  * Experimental.
@@ -195,7 +198,9 @@ typedef void (*acp_remote_accept_cb)(acp_remote_server *server,
  * deadline as the request head. Streamable HTTP
  * requests then get 400, 411, 413, 415, 404 (unknown Acp-Connection-Id),
  * 409 (a second connection stream), 503 (connection cap, or the agent is
- * not reading), 502 (the link was closed before initialize was answered).
+ * not reading and 32 POSTs wait already, or one waited 30 s), 502 (the
+ * link was closed before initialize was answered), 410 (a held POST whose
+ * connection ended).
  * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out/loop/cb, a bad host),
  *         ACP_ERR_SYSTEM (bind or listen failed: `*uv_err_out`, if not
  *         NULL, gets the libuv error), ACP_ERR_NOMEM.
@@ -343,7 +348,9 @@ typedef struct acp_remote_serve_options {
    * server.affinity_cookie names another); a new connection presenting
    * the value of a waiting agent is given that agent (it is sent the new
    * connection's initialize; what the agent wrote meanwhile was dropped,
-   * up to a line boundary).
+   * up to a line boundary). A connection that drops with prompt turns in
+   * flight (session/prompt requests not yet answered) first sends the
+   * agent session/cancel for each of their sessions.
    */
   uint64_t session_grace_ms;
 } acp_remote_serve_options;

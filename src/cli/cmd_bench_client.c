@@ -20,14 +20,17 @@
 static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
     "                        [--read-spin-us N]\n"
-    "                        (-- AGENT_CMD [ARGS...] | --url URL [--ca FILE])\n"
+    "                        (-- AGENT_CMD [ARGS...] |\n"
+    "                         --url URL [--http] [--ca FILE])\n"
     "\n"
     "Run N sequential prompt turns of BYTES bytes each against the agent\n"
     "(which must echo the prompt in one agent_message_chunk, as\n"
     "`acp agent --echo` does) and print one JSON line: round trips/s, MiB/s,\n"
     "median and p99 latency, peak RSS of both processes. With --url the\n"
     "agent is remote (ws://HOST:PORT/acp, or wss:// with the server's CA\n"
-    "in --ca FILE, else the system's); its RSS is not reported.\n"
+    "in --ca FILE, else the system's); its RSS is not reported; with\n"
+    "--http too (an http:// or https:// URL) it is reached over Streamable\n"
+    "HTTP.\n"
     "The line also has the CPU time (user + system) of the client and of\n"
     "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
     "agent's output for up to N us before sleeping (acp agent has the\n"
@@ -240,6 +243,7 @@ int cmd_bench_client(int argc, char **argv) {
   struct rusage ru_kids;
   const char *url = NULL;
   const char *ca = NULL;
+  bool http = false;
   const char *v;
   int i;
   int ok;
@@ -270,6 +274,8 @@ int cmd_bench_client(int argc, char **argv) {
       url = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--ca", &ok)) != NULL) {
       ca = v;
+    } else if (strcmp(argv[i], "--http") == 0) {
+      http = true;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -306,6 +312,8 @@ int cmd_bench_client(int argc, char **argv) {
       goto cleanup;
     }
     ro.tls = tls;
+    if (http)
+      ro.transport = ACP_REMOTE_HTTP;
     int crv =
         acp_remote_connect(&b.remote, &b.loop, url, &ro, on_remote, &b, NULL);
     acp_remote_tls_free(tls);

@@ -57,7 +57,8 @@ static const char serve_usage[] =
     "                       reconnects with its cookies (acp_agent, set on\n"
     "                       connect) gets the same agent process back and\n"
     "                       can session/load or session/resume its sessions;\n"
-    "                       what the agent said meanwhile is dropped\n"
+    "                       what the agent said meanwhile is dropped, and\n"
+    "                       a turn in flight is cancelled (session/cancel)\n"
     "                       (default 0: stopped at once)\n"
     "  --verbose            a line on stderr per connection\n"
     "  -h, --help           show this help\n";

@@ -188,8 +188,9 @@ static void stream_resume(acp__h2 *h, h2s *st) {
   }
 }
 
-/* Submit a response, with `body` (len bytes, may be NULL) and EOF. */
-static void stream_answer(h2s *st, int status, const nghttp2_nv *extra,
+/* Submit a response, with `body` (len bytes, may be NULL) and EOF. False
+ * when it could not be (the stream is reset, or the connection broken). */
+static bool stream_answer(h2s *st, int status, const nghttp2_nv *extra,
                           size_t nextra, const char *ctype, const char *p1,
                           size_t n1, const char *p2, size_t n2, bool hold) {
   acp__h2 *h = st->h2;
@@ -197,7 +198,7 @@ static void stream_answer(h2s *st, int status, const nghttp2_nv *extra,
   nghttp2_nv nv[8];
   size_t k = 0;
   if (st->answered || h->broken)
-    return;
+    return false;
   st->answered = true;
   snprintf(code, sizeof(code), "%d", status);
 #define NV(n, v)                                                               \
@@ -215,7 +216,7 @@ static void stream_answer(h2s *st, int status, const nghttp2_nv *extra,
         (n2 && acp__buf_append(&st->out, p2, n2) != 0)) {
       nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id,
                                 NGHTTP2_INTERNAL_ERROR);
-      return;
+      return false;
     }
     st->eof = !hold;
     st->has_body = true;
@@ -223,9 +224,12 @@ static void stream_answer(h2s *st, int status, const nghttp2_nv *extra,
   nghttp2_data_provider dp;
   dp.source.ptr = st;
   dp.read_callback = read_body;
-  if (nghttp2_submit_response(h->s, st->id, nv, k, body ? &dp : NULL) != 0)
+  if (nghttp2_submit_response(h->s, st->id, nv, k, body ? &dp : NULL) != 0) {
     nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id,
                               NGHTTP2_INTERNAL_ERROR);
+    return false;
+  }
+  return true;
 }
 
 /* Flush unless a call into the session is under way (then it will). */
@@ -243,23 +247,23 @@ static void refuse(h2s *st, int status, const char *detail) {
   if (status == 401)
     ext[ne++] = (nghttp2_nv){(uint8_t *)"www-authenticate", (uint8_t *)"Bearer",
                              16, 6, NGHTTP2_NV_FLAG_NONE};
-  stream_answer(st, status, ext, ne, "text/plain", detail, strlen(detail), "\n",
-                1, false);
+  (void)stream_answer(st, status, ext, ne, "text/plain", detail, strlen(detail),
+                      "\n", 1, false);
   h2_kick(st->h2);
 }
 
 /* MARK: - Exchange ops (Private) */
 
-static void op_respond(acp__hx *x, const acp__hx_resp *r) {
+static int op_respond(acp__hx *x, const acp__hx_resp *r) {
   h2s *st = (h2s *)x;
   if (r->status >= 400) {
     refuse(st, r->status, r->detail ? r->detail : "error");
-    return;
+    return 0;
   }
   if (r->status != 200) {
-    stream_answer(st, r->status, NULL, 0, NULL, NULL, 0, NULL, 0, false);
+    (void)stream_answer(st, r->status, NULL, 0, NULL, NULL, 0, NULL, 0, false);
     h2_kick(st->h2);
-    return;
+    return 0;
   }
   nghttp2_nv ext[3];
   size_t ne = 0;
@@ -272,16 +276,18 @@ static void op_respond(acp__hx *x, const acp__hx_resp *r) {
   if (r->set_cookie)
     ext[ne++] = (nghttp2_nv){(uint8_t *)"set-cookie", (uint8_t *)r->set_cookie,
                              10, strlen(r->set_cookie), NGHTTP2_NV_FLAG_NONE};
-  stream_answer(st, 200, ext, ne, "application/json", r->p1, r->n1, r->p2,
-                r->n2, false);
+  bool ok = stream_answer(st, 200, ext, ne, "application/json", r->p1, r->n1,
+                          r->p2, r->n2, false);
   h2_kick(st->h2);
+  return ok ? 0 : ACP_ERR_NOMEM;
 }
 
 static void op_open_sse(acp__hx *x) {
   h2s *st = (h2s *)x;
   nghttp2_nv ext[1] = {{(uint8_t *)"cache-control", (uint8_t *)"no-cache", 13,
                         8, NGHTTP2_NV_FLAG_NONE}};
-  stream_answer(st, 200, ext, 1, "text/event-stream", NULL, 0, NULL, 0, true);
+  (void)stream_answer(st, 200, ext, 1, "text/event-stream", NULL, 0, NULL, 0,
+                      true);
   h2_kick(st->h2);
 }
 
@@ -361,6 +367,11 @@ static void dispatch(acp__h2 *h, h2s *st) {
   head.nheaders = k;
   if (!head.method || !head.target) {
     refuse(st, 400, "a request needs :method and :path");
+    return;
+  }
+  /* The spare byte io.request may write after the body (a '\n'). */
+  if (acp__buf_reserve(&st->body, 1) != 0) {
+    refuse(st, 503, "out of memory: retry later");
     return;
   }
   h->io.request(h->ud, &st->hx, &head, st->body.data, st->body.len);

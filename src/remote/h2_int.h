@@ -44,8 +44,10 @@ typedef struct acp__hx_resp {
 
 typedef struct acp__hx_ops {
   /* Answer the request (once). The exchange may be gone when this
-   * returns (an HTTP/1.1 error closes its socket). */
-  void (*respond)(acp__hx *x, const acp__hx_resp *r);
+   * returns (an HTTP/1.1 error closes its socket). Returns 0, or an
+   * ACP_ERR_* code when the response could not be queued (the socket was
+   * closed or the stream reset: the client does not wait for it). */
+  int (*respond)(acp__hx *x, const acp__hx_resp *r);
   /* Answer 200 text/event-stream and hold the body open. */
   void (*open_sse)(acp__hx *x);
   /* Body bytes of an open SSE response; `credit` link bytes are reported
@@ -79,7 +81,8 @@ typedef struct acp__h2_io {
   /* A complete request on exchange `x` (an HTTP/1.1-shaped head with the
    * pseudo-headers mapped: :method, :path, :authority as Host; a POST
    * without content-length gets one for its body). Answer through x->ops
-   * now or later. `body` is borrowed for the call. */
+   * now or later. `body` is borrowed for the call; body[blen] is a spare
+   * byte the callee may write (not NULL, even for an empty body). */
   void (*request)(void *ud, acp__hx *x, const acp__http_head *h, char *body,
                   size_t blen);
   /* The stream of `x` is gone (closed, reset, or the connection dropped):

@@ -42,7 +42,8 @@ enum { C_HANDSHAKE = 0, C_OPEN, C_DONE, C_WAIT, C_SSE, C_H2 };
 
 typedef struct hconn hconn;
 /* What a socket is to its Streamable HTTP connection. */
-enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION };
+/* H_HELD: a POST waiting for the agent to read (see hc_hold). */
+enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION, H_HELD };
 
 struct acp_remote_server {
   acp_mem mem;
@@ -138,12 +139,28 @@ struct hconn {
   acp__hx *stream;   /* the connection-scoped SSE stream */
   acp__hx *sessions; /* session-scoped SSE streams (held open) */
   char *init_id;     /* raw JSON id of initialize, until it is answered */
+  /* Session streams by session id, and the session-scoped requests whose
+   * answers go there (see hc_route_of). */
+  struct hroute *routes;
+  struct hreq *reqs;
+  unsigned nreqs;
+  /* POSTs held while the agent is not reading, oldest first; `hold`
+   * releases them (from the loop) or answers the ones past their
+   * deadline. */
+  struct hheld *held, *held_tail;
+  unsigned nheld;
+  uv_timer_t hold;
+  unsigned handles; /* of idle and hold, not yet closed */
   char id[37];
   char aff[37]; /* affinity value (empty: no cookie) */
 };
 
 static void hc_detach(wconn *c);
 static void hx_detach(acp__hx *x);
+static void hc_route_del(hconn *hc, acp__hx *x);
+static void hc_unhold(hconn *hc, acp__hx *x);
+static void hc_routes_free(hconn *hc);
+static struct hheld *hc_take_held(hconn *hc, const acp__hx *x);
 static const acp__hx_ops h1_ops;
 
 /* MARK: - Helpers (Private) */
@@ -1052,6 +1069,12 @@ static void server_handshake(wconn *c) {
       return;
     }
   }
+  /* A spare byte after what was read, reserved before the head points
+   * into the buffer: hx_serve may write the byte after a body. */
+  if (acp__buf_reserve(&c->in, 1) != 0) {
+    refuse(c, 503);
+    return;
+  }
   acp_ssize n = acp__http_parse_head(c->in.data, c->in.len, false, &h);
   if (n == 0)
     return;
@@ -1171,6 +1194,10 @@ static void hx_detach(acp__hx *x) {
         *pp = x->next;
         break;
       }
+    hc_route_del(hc, x);
+    break;
+  case H_HELD:
+    hc_unhold(hc, x); /* the client gave up on it (or its socket died) */
     break;
   default:
     break;
@@ -1186,11 +1213,14 @@ static void hc_detach(wconn *c) {
 
 static void hx_refuse(acp__hx *x, int st, const char *detail) {
   acp__hx_resp r = {st, detail, NULL, NULL, NULL, 0, NULL, 0};
-  x->ops->respond(x, &r);
+  (void)x->ops->respond(x, &r);
 }
 
 static void on_hc_closed(uv_handle_t *h) {
   hconn *hc = h->data;
+  if (--hc->handles > 0)
+    return;
+  hc_routes_free(hc);
   acp__free(&hc->mem, hc->init_id);
   acp__buf_dispose(&hc->line);
   acp__buf_dispose(&hc->pend);
@@ -1201,6 +1231,13 @@ static void on_hc_idle(uv_timer_t *t) {
   hconn *hc = t->data;
   if (!hc->stream && !hc->waiter)
     hc_end(hc, UV_ETIMEDOUT);
+}
+
+/* Close the connection's timers; it is freed once both are closed. */
+static void hc_close_handles(hconn *hc) {
+  hc->handles = 2;
+  uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
+  uv_close((uv_handle_t *)&hc->hold, on_hc_closed);
 }
 
 static void hc_idle_start(hconn *hc) {
@@ -1234,18 +1271,21 @@ static wconn *hx_conn(acp__hx *x) {
   return (wconn *)(void *)((char *)x - offsetof(wconn, hx));
 }
 
-static void h1_respond(acp__hx *x, const acp__hx_resp *r) {
+static int h1_respond(acp__hx *x, const acp__hx_resp *r) {
   wconn *c = hx_conn(x);
   if (r->status >= 400) {
     refuse_msg(c, r->status, r->detail ? r->detail : detail_of(r->status));
-    return;
+    return 0;
   }
   if (r->status != 200) {
-    /* 202: the next request is read once this one is consumed. */
+    /* 202: the next request is read once this one is consumed (by
+     * http_request, or already, for a POST that was held). */
     static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
     uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
     (void)send_bufs(c, &b, 1, 0, false);
-    return;
+    if (c->state == C_WAIT && !c->tcp_closed && !c->lingering)
+      http_next(c);
+    return 0;
   }
   char head[600];
   int hl =
@@ -1259,8 +1299,13 @@ static void h1_respond(acp__hx *x, const acp__hx_resp *r) {
   uv_buf_t b[3] = {uv_buf_init(head, (unsigned)hl),
                    uv_buf_init((char *)r->p1, (unsigned)r->n1),
                    uv_buf_init((char *)r->p2, (unsigned)r->n2)};
-  (void)send_bufs(c, b, 3, 0, false);
+  int rv = send_bufs(c, b, 3, 0, false);
+  if (rv != 0) {
+    conn_close_tcp(c);
+    return rv;
+  }
   http_next(c);
+  return 0;
 }
 
 static void h1_open_sse(acp__hx *x) {
@@ -1336,6 +1381,346 @@ static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
   return ok;
 }
 
+/* MARK: - Streamable HTTP: session streams, held POSTs (Private) */
+
+/* Cap of session-scoped requests remembered per connection for routing
+ * their answers (more are answered on the connection stream). */
+#define HREQ_MAX 256u
+/* POSTs held per connection while the agent is not reading, and how long
+ * one may wait; beyond either: 503. */
+#define HOLD_MAX 32u
+#define HOLD_MS 30000
+
+/* A session stream: `x` carries the messages of session sid[0..len). */
+typedef struct hroute {
+  struct hroute *next;
+  acp__hx *x;
+  size_t len;
+  char sid[];
+} hroute;
+
+/* A request POSTed with Acp-Session-Id: text[0..id_len) is its raw JSON
+ * id, then the session id. */
+typedef struct hreq {
+  struct hreq *next;
+  size_t id_len, sid_len;
+  char text[];
+} hreq;
+
+/*
+ * Just enough JSON to route a message without a parse: the agent's lines
+ * can be megabytes, and routing needs three members near the top (method,
+ * id, params.sessionId). Strings are skipped with memchr. Input that is
+ * not JSON makes these return NULL / false, and the message then goes on
+ * the connection stream (the client's JSON parser says what is wrong).
+ */
+static const char *js_ws(const char *p, const char *e) {
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+    p++;
+  return p;
+}
+
+/* p at '"': the byte after the closing quote, or NULL. */
+static const char *js_str_end(const char *p, const char *e) {
+  p++;
+  for (;;) {
+    const char *q = p < e ? memchr(p, '"', (size_t)(e - p)) : NULL;
+    if (!q)
+      return NULL;
+    size_t bs = 0;
+    while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
+      bs++;
+    if (bs % 2 == 0)
+      return q + 1;
+    p = q + 1;
+  }
+}
+
+/* The byte after the value at p, or NULL. */
+static const char *js_val_end(const char *p, const char *e) {
+  size_t depth = 0;
+  while (p < e) {
+    char ch = *p;
+    if (ch == '"') {
+      p = js_str_end(p, e);
+      if (!p)
+        return NULL;
+      if (depth == 0)
+        return p;
+      continue;
+    }
+    if (ch == '{' || ch == '[') {
+      depth++;
+    } else if (ch == '}' || ch == ']') {
+      if (depth == 0)
+        return p; /* a scalar ended by its container */
+      if (--depth == 0)
+        return p + 1;
+    } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\t' ||
+                              ch == '\r' || ch == '\n')) {
+      return p;
+    }
+    p++;
+  }
+  return depth == 0 ? p : NULL;
+}
+
+/* In the object at p, the value of member `key` (raw, no escapes):
+ * [*vb, *ve). */
+static bool js_member(const char *p, const char *e, const char *key,
+                      size_t klen, const char **vb, const char **ve) {
+  p = js_ws(p, e);
+  if (p >= e || *p != '{')
+    return false;
+  p++;
+  for (;;) {
+    p = js_ws(p, e);
+    if (p >= e || *p != '"')
+      return false;
+    const char *ks = p + 1, *kend = js_str_end(p, e);
+    if (!kend)
+      return false;
+    p = js_ws(kend, e);
+    if (p >= e || *p != ':')
+      return false;
+    p = js_ws(p + 1, e);
+    const char *v = p;
+    p = js_val_end(p, e);
+    if (!p || p == v)
+      return false;
+    if ((size_t)(kend - 1 - ks) == klen && memcmp(ks, key, klen) == 0) {
+      *vb = v;
+      *ve = p;
+      return true;
+    }
+    p = js_ws(p, e);
+    if (p >= e || *p != ',')
+      return false;
+    p++;
+  }
+}
+
+static acp__hx *hc_stream_for(hconn *hc, const char *sid, size_t len) {
+  for (hroute *r = hc->routes; r; r = r->next)
+    if (r->len == len && memcmp(r->sid, sid, len) == 0)
+      return r->x; /* the newest stream of the session */
+  return NULL;
+}
+
+/* The session stream a message of the agent goes on, or NULL (the
+ * connection stream): a request or notification whose params.sessionId
+ * has a stream open, or the answer to a request POSTed with that
+ * session's Acp-Session-Id (as the RFD routes them). */
+static acp__hx *hc_route_of(hconn *hc, const char *p, size_t n) {
+  const char *e = p + n, *vb, *ve, *pb, *pe;
+  if (js_member(p, e, "method", 6, &vb, &ve)) {
+    if (!js_member(p, e, "params", 6, &pb, &pe) ||
+        !js_member(pb, pe, "sessionId", 9, &vb, &ve) || *vb != '"' ||
+        ve - vb < 2)
+      return NULL;
+    return hc_stream_for(hc, vb + 1, (size_t)(ve - vb - 2));
+  }
+  if (!hc->reqs || !js_member(p, e, "id", 2, &vb, &ve))
+    return NULL;
+  for (hreq **pp = &hc->reqs; *pp; pp = &(*pp)->next) {
+    hreq *q = *pp;
+    if (q->id_len == (size_t)(ve - vb) && memcmp(q->text, vb, q->id_len) == 0) {
+      acp__hx *to = hc_stream_for(hc, q->text + q->id_len, q->sid_len);
+      *pp = q->next;
+      hc->nreqs--;
+      acp__free(&hc->mem, q);
+      return to;
+    }
+  }
+  return NULL;
+}
+
+/* A POST with Acp-Session-Id, session streams open: remember a request's
+ * id, so that its answer goes on the session's stream. */
+static void hc_note_request(hconn *hc, const char *body, size_t blen,
+                            const char *sid, size_t sid_len) {
+  const char *e = body + blen, *vb, *ve, *mb, *me;
+  if (hc->nreqs >= HREQ_MAX || !js_member(body, e, "method", 6, &mb, &me) ||
+      !js_member(body, e, "id", 2, &vb, &ve))
+    return;
+  size_t il = (size_t)(ve - vb);
+  hreq *q = acp__malloc(&hc->mem, sizeof(*q) + il + sid_len);
+  if (!q)
+    return; /* its answer goes on the connection stream */
+  q->id_len = il;
+  q->sid_len = sid_len;
+  memcpy(q->text, vb, il);
+  memcpy(q->text + il, sid, sid_len);
+  q->next = hc->reqs;
+  hc->reqs = q;
+  hc->nreqs++;
+}
+
+static void hc_route_add(hconn *hc, acp__hx *x, const char *sid, size_t len) {
+  hroute *r = acp__malloc(&hc->mem, sizeof(*r) + len);
+  if (!r)
+    return; /* the session's messages stay on the connection stream */
+  r->x = x;
+  r->len = len;
+  memcpy(r->sid, sid, len);
+  r->next = hc->routes;
+  hc->routes = r;
+}
+
+static void hc_route_del(hconn *hc, acp__hx *x) {
+  for (hroute **pp = &hc->routes; *pp; pp = &(*pp)->next)
+    if ((*pp)->x == x) {
+      hroute *r = *pp;
+      *pp = r->next;
+      acp__free(&hc->mem, r);
+      return;
+    }
+}
+
+static void hc_routes_free(hconn *hc) {
+  while (hc->routes) {
+    hroute *r = hc->routes;
+    hc->routes = r->next;
+    acp__free(&hc->mem, r);
+  }
+  while (hc->reqs) {
+    hreq *q = hc->reqs;
+    hc->reqs = q->next;
+    acp__free(&hc->mem, q);
+  }
+  hc->nreqs = 0;
+  while (hc->held)
+    acp__free(&hc->mem, hc_take_held(hc, NULL));
+}
+
+/* A held POST: its body and '\n' (text[0..len)), then the Acp-Session-Id
+ * it came with (sid_len bytes, maybe none). */
+typedef struct hheld {
+  struct hheld *next;
+  acp__hx *x;
+  uint64_t deadline; /* loop time, ms */
+  size_t len, sid_len;
+  char text[];
+} hheld;
+
+static void on_hold(uv_timer_t *t);
+
+/* At once while the agent reads (the held POSTs go on from the loop, not
+ * from inside read_changed), else at the oldest one's deadline. */
+static void hc_hold_arm(hconn *hc) {
+  if (!hc->held || !hc->link) {
+    uv_timer_stop(&hc->hold);
+    return;
+  }
+  uint64_t now = uv_now(hc->hold.loop), due = 0;
+  if (!acp_uv_link_is_reading(hc->link) && hc->held->deadline > now)
+    due = hc->held->deadline - now;
+  uv_timer_start(&hc->hold, on_hold, due, 0);
+}
+
+/* Hold the POST of `x` (a copy of its body: an HTTP/2 body is borrowed,
+ * an HTTP/1.1 socket is not read meanwhile). 0, ACP_ERR_LIMIT (the cap),
+ * ACP_ERR_NOMEM. */
+static int hc_hold(hconn *hc, acp__hx *x, const char *body, size_t blen,
+                   const acp__acp_req *r) {
+  if (hc->nheld >= HOLD_MAX)
+    return ACP_ERR_LIMIT;
+  size_t sl = r->session_id ? r->session_id_len : 0;
+  hheld *q = acp__malloc(&hc->mem, sizeof(*q) + blen + 1 + sl);
+  if (!q)
+    return ACP_ERR_NOMEM;
+  q->next = NULL;
+  q->x = x;
+  q->deadline = uv_now(hc->hold.loop) + HOLD_MS;
+  q->len = blen + 1;
+  q->sid_len = sl;
+  if (blen)
+    memcpy(q->text, body, blen);
+  q->text[blen] = '\n';
+  if (sl)
+    memcpy(q->text + blen + 1, r->session_id, sl);
+  if (hc->held_tail)
+    hc->held_tail->next = q;
+  else
+    hc->held = q;
+  hc->held_tail = q;
+  hc->nheld++;
+  x->hc = hc;
+  x->role = H_HELD;
+  if (x->ops->taken)
+    x->ops->taken(x);
+  hc_hold_arm(hc);
+  return 0;
+}
+
+/* Unlink the held POST of `x` (or the oldest, x NULL) and return it; its
+ * exchange is detached. */
+static hheld *hc_take_held(hconn *hc, const acp__hx *x) {
+  hheld *prev = NULL;
+  for (hheld *q = hc->held; q; prev = q, q = q->next) {
+    if (x && q->x != x)
+      continue;
+    if (prev)
+      prev->next = q->next;
+    else
+      hc->held = q->next;
+    if (hc->held_tail == q)
+      hc->held_tail = prev;
+    hc->nheld--;
+    q->x->hc = NULL;
+    q->x->role = H_NONE;
+    q->x->next = NULL;
+    return q;
+  }
+  return NULL;
+}
+
+/* The exchange of a held POST went away (reset, socket closed). */
+static void hc_unhold(hconn *hc, acp__hx *x) {
+  acp__free(&hc->mem, hc_take_held(hc, x));
+  hc_hold_arm(hc);
+}
+
+/* One POSTed message to the agent, then 202 (502 if the link refused it).
+ * body[blen] must be writable: it holds the '\n' for the call. */
+static void hc_deliver(hconn *hc, acp__hx *x, char *body, size_t blen,
+                       const char *sid, size_t sid_len) {
+  if (sid && sid_len && hc->routes)
+    hc_note_request(hc, body, blen, sid, sid_len);
+  /* Body and '\n' in one delivery: the body alone can fill the agent's
+   * queue past its mark, and the link takes nothing more after that. */
+  char saved = body[blen];
+  body[blen] = '\n';
+  int rv = acp_uv_link_user_deliver(hc->link, body, blen + 1);
+  body[blen] = saved;
+  if (rv != 0) {
+    hx_refuse(x, 502, detail_of(502));
+    return;
+  }
+  acp__hx_resp ok = {202, NULL, NULL, NULL, NULL, 0, NULL, 0};
+  (void)x->ops->respond(x, &ok);
+}
+
+static void on_hold(uv_timer_t *t) {
+  hconn *hc = t->data;
+  /* The agent reads: held POSTs go on, oldest first, while it does. */
+  while (hc->held && hc->link && !hc->ended &&
+         acp_uv_link_is_reading(hc->link)) {
+    hheld *q = hc_take_held(hc, NULL);
+    hc_deliver(hc, q->x, q->text, q->len - 1,
+               q->sid_len ? q->text + q->len : NULL, q->sid_len);
+    acp__free(&hc->mem, q);
+  }
+  uint64_t now = uv_now(t->loop);
+  while (hc->held && hc->held->deadline <= now) {
+    hheld *q = hc_take_held(hc, NULL);
+    acp__hx *x = q->x;
+    acp__free(&hc->mem, q);
+    hx_refuse(x, 503, "the agent did not read in time: retry later");
+  }
+  hc_hold_arm(hc);
+}
+
 static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
                    size_t n2, size_t credit) {
   acp__hx *w = hc->waiter;
@@ -1361,16 +1746,39 @@ static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
     hc->waiter = NULL;
     w->hc = NULL;
     w->role = H_NONE;
-    w->ops->respond(w, &r);
+    int rv = w->ops->respond(w, &r);
     acp_uv_link_user_written(hc->link, credit);
+    if (rv != 0) {
+      /* The answer could not be queued (its exchange was closed or reset):
+       * the client does not wait for it, and the connection ends. */
+      hc_end(hc, UV_ENOMEM);
+      return 0;
+    }
     hc_idle_start(hc);
     return 0;
   }
-  if (hc->stream) {
+  acp__hx *to = hc->stream;
+  if (hc->routes) {
+    acp__hx *sx = NULL;
+    if (n1 == 0)
+      sx = hc_route_of(hc, p2, n2);
+    else if (n2 == 0)
+      sx = hc_route_of(hc, p1, n1);
+    else if (p1 == hc->line.data && acp__buf_append(&hc->line, p2, n2) == 0) {
+      /* A line split over reads is made whole (its tail copied once). */
+      p1 = hc->line.data;
+      n1 = hc->line.len;
+      n2 = 0;
+      sx = hc_route_of(hc, p1, n1);
+    }
+    if (sx)
+      to = sx;
+  }
+  if (to) {
     uv_buf_t b[4] = {
         uv_buf_init("data: ", 6), uv_buf_init((char *)p1, (unsigned)n1),
         uv_buf_init((char *)p2, (unsigned)n2), uv_buf_init("\n\n", 2)};
-    return hc->stream->ops->send(hc->stream, b, 4, credit);
+    return to->ops->send(to, b, 4, credit);
   }
   int rv = acp__buf_append(&hc->pend, "data: ", 6);
   if (rv == 0)
@@ -1422,7 +1830,7 @@ static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
 static void hc_op_read_changed(acp_uv_link *l, int reading, void *ud) {
   (void)l;
   (void)reading;
-  (void)ud;
+  hc_hold_arm(ud); /* held POSTs go on once the agent reads again */
 }
 
 static void hc_op_shutdown(acp_uv_link *l, void *ud) {
@@ -1459,7 +1867,12 @@ static void hc_op_close(acp_uv_link *l, void *ud) {
     hx_detach(x);
     x->ops->finish(x);
   }
-  uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
+  while (hc->held) {
+    acp__hx *x = hc->held->x;
+    hx_detach(x);
+    hx_refuse(x, 410, "the connection ended");
+  }
+  hc_close_handles(hc);
 }
 
 static const acp_uv_link_ops hc_ops = {hc_op_write, hc_op_read_changed,
@@ -1535,11 +1948,13 @@ static void hx_initialize(acp_remote_server *s, acp__hx *x,
   acp__buf_init(&hc->pend, &hc->mem, 0);
   uv_timer_init(s->loop, &hc->idle);
   hc->idle.data = hc;
+  uv_timer_init(s->loop, &hc->hold);
+  hc->hold.data = hc;
   uuid4(hc->id);
   affinity_of(s, h, hc->id, hc->aff);
   if (acp_uv_link_new_user(&hc->link, s->loop, &hc_ops, hc, &hc->mem) != 0) {
     hc->link = NULL;
-    uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
+    hc_close_handles(hc);
     hx_refuse(x, 503, detail_of(503));
     return;
   }
@@ -1592,18 +2007,19 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
       hx_refuse(x, 404, "unknown Acp-Connection-Id");
       return;
     }
-    if (!acp_uv_link_is_reading(hc->link)) {
-      /* The agent's stdin is backed up: the client retries later. */
-      hx_refuse(x, 503, "the agent is not reading: retry later");
+    if (!acp_uv_link_is_reading(hc->link) || hc->held) {
+      /* The agent's stdin is backed up: the POST waits its turn (in
+       * order, up to a cap and a deadline), then 503. */
+      int hr = hc_hold(hc, x, body, blen, r);
+      if (hr == ACP_ERR_LIMIT)
+        hx_refuse(x, 503,
+                  "the agent is not reading and too many messages wait: "
+                  "retry later");
+      else if (hr != 0)
+        hx_refuse(x, 503, detail_of(503));
       return;
     }
-    if (acp_uv_link_user_deliver(hc->link, body, blen) != 0 ||
-        (hc->link && acp_uv_link_user_deliver(hc->link, "\n", 1) != 0)) {
-      hx_refuse(x, 502, detail_of(502));
-      return;
-    }
-    acp__hx_resp ok = {202, NULL, NULL, NULL, NULL, 0, NULL, 0};
-    x->ops->respond(x, &ok);
+    hc_deliver(hc, x, body, blen, r->session_id, r->session_id_len);
     return;
   }
   hconn *hc = hc_find(s, r);
@@ -1613,7 +2029,7 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
   }
   if (r->kind == ACP__REQ_DELETE) {
     acp__hx_resp ok = {202, NULL, NULL, NULL, NULL, 0, NULL, 0};
-    x->ops->respond(x, &ok);
+    (void)x->ops->respond(x, &ok);
     /* The owner stops the agent with its ladder and closes the link. */
     hc_end(hc, UV_EOF);
     return;
@@ -1625,11 +2041,11 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
   x->ops->open_sse(x);
   x->hc = hc;
   if (r->session_id) {
-    /* Everything the agent says goes on the connection stream, in order;
-     * a session stream is held open for the client (see decisions.md). */
+    /* The session's messages go here from now on (hc_route_of). */
     x->role = H_SESSION;
     x->next = hc->sessions;
     hc->sessions = x;
+    hc_route_add(hc, x, r->session_id, r->session_id_len);
     return;
   }
   x->role = H_STREAM;

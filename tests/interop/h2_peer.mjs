@@ -32,6 +32,17 @@
 //                    answers GOAWAY (or closes) and nothing hangs
 //   idle URL         an HTTP/2 connection that opens no stream: the
 //                    server sends GOAWAY and closes it
+//   sessions URL     (acp agent) two sessions, a session-scoped SSE stream
+//                    open for the first only, a prompt to each, all on one
+//                    HTTP/2 connection: the first's updates and prompt
+//                    answer arrive on its session stream, the second's on
+//                    the connection stream, nothing crosses
+//   hold URL DIR     (an agent that answers initialize, then reads nothing
+//                    until DIR/go exists, then copies its stdin to DIR/got)
+//                    48 concurrent 256 KiB POSTs as streams of one HTTP/2
+//                    connection: some are answered 503 (the cap of held
+//                    POSTs), the held ones 202 once DIR/go lets the agent
+//                    read, and the agent gets every 202'd body whole
 //   bench URL SIZE TURNS [h1]
 //                    TURNS echo turns of SIZE bytes (agent `acp agent
 //                    --echo`): prints turns/s; with h1 the same client
@@ -111,10 +122,10 @@ async function initialize(sess, extra = {}) {
 }
 
 // The connection's SSE stream: calls onMsg(message) for each event.
-function openSse(sess, cid, onMsg) {
+function openSse(sess, cid, onMsg, extra = {}) {
   return new Promise((resolve, reject) => {
     let buf = '';
-    const hdrs = { accept: 'text/event-stream', 'acp-connection-id': cid };
+    const hdrs = { accept: 'text/event-stream', 'acp-connection-id': cid, ...extra };
     let st;
     if (sess.h1) {
       const req = h1request({ h1: false }, 'GET', hdrs);
@@ -353,7 +364,83 @@ if (mode === 'full') {
     }
     done(goaway, { bytes: data.length, goaway });
   });
+} else if (mode === 'sessions') {
+  const sess = await connect();
+  const r = await initialize(sess);
+  const cid = r.headers['acp-connection-id'];
+  if (r.status !== 200 || !cid) done(false, { status: r.status, cid });
+  const h = { 'acp-connection-id': cid };
+  const conn = [];
+  const sa = [];
+  const waiters = [];
+  const got = (list, m) => {
+    list.push(m);
+    for (const w of waiters.splice(0)) w();
+  };
+  const until = async (pred) => { while (!pred()) await new Promise((res) => waiters.push(res)); };
+  const cs = await openSse(sess, cid, (m) => got(conn, m));
+  if (cs.status !== 200) done(false, { sse: cs.status });
+  for (const id of [2, 3]) {
+    const st = await post(sess, h, { jsonrpc: '2.0', id, method: 'session/new', params: { cwd: process.cwd(), mcpServers: [] } });
+    if (st.status !== 202) done(false, { sessionNew: st.status });
+  }
+  await until(() => conn.some((m) => m.id === 2) && conn.some((m) => m.id === 3));
+  const a = conn.find((m) => m.id === 2).result.sessionId;
+  const b = conn.find((m) => m.id === 3).result.sessionId;
+  const ss = await openSse(sess, cid, (m) => got(sa, m), { 'acp-session-id': a });
+  if (ss.status !== 200) done(false, { sessionStream: ss.status });
+  const before = conn.length;
+  for (const [id, sid] of [[4, a], [5, b]]) {
+    const st = await post(sess, { ...h, 'acp-session-id': sid }, { jsonrpc: '2.0', id, method: 'session/prompt',
+      params: { sessionId: sid, prompt: [{ type: 'text', text: `hello ${sid}` }] } });
+    if (st.status !== 202) done(false, { prompt: st.status });
+  }
+  await until(() => sa.some((m) => m.id === 4) && conn.some((m) => m.id === 5));
+  const later = conn.slice(before);
+  const sidOf = (m) => m.params && m.params.sessionId;
+  const ok = sa.length >= 2 && sa.every((m) => m.id === 4 || sidOf(m) === a) &&
+    sa.some((m) => m.method === 'session/update') &&
+    later.some((m) => m.method === 'session/update' && sidOf(m) === b) &&
+    !later.some((m) => m.id === 4 || sidOf(m) === a) &&
+    sa.findIndex((m) => m.id === 4) === sa.length - 1;
+  await request(sess, 'DELETE', h);
+  done(ok, { onSession: sa.map((m) => m.method || `answer ${m.id}`),
+    onConnection: later.map((m) => m.method || `answer ${m.id}`) });
+} else if (mode === 'hold') {
+  const sess = await connect();
+  const r = await initialize(sess);
+  const cid = r.headers['acp-connection-id'];
+  if (r.status !== 200 || !cid) done(false, { status: r.status, cid });
+  const h = { 'acp-connection-id': cid };
+  const cs = await openSse(sess, cid, () => {});
+  if (cs.status !== 200) done(false, { sse: cs.status });
+  const pad = 'p'.repeat(256 * 1024);
+  let first503;
+  const saw503 = new Promise((res) => { first503 = res; });
+  const posts = Array.from({ length: 48 }, (_, i) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', method: '_test/fill', params: { i, pad } });
+    return request(sess, 'POST', { ...json, ...h }, body).then((x) => {
+      if (x.status === 503) first503(x.body);
+      return { status: x.status, text: x.body, len: Buffer.byteLength(body) };
+    }, (e) => ({ status: 0, text: e.message, len: 0 }));
+  });
+  const text503 = await Promise.race([saw503, Promise.all(posts).then(() => null)]);
+  fs.writeFileSync(`${arg}/go`, '');
+  const res = await Promise.all(posts);
+  const n202 = res.filter((x) => x.status === 202).length;
+  const n503 = res.filter((x) => x.status === 503).length;
+  const want = res.filter((x) => x.status === 202).reduce((s, x) => s + x.len + 1, 0);
+  await request(sess, 'DELETE', h);
+  let size = -1;
+  for (let k = 0; k < 400; k++) {
+    size = fs.existsSync(`${arg}/got`) ? fs.statSync(`${arg}/got`).size : -1;
+    if (size === want) break;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  done(n503 >= 1 && n202 >= 32 && n202 + n503 === 48 && size === want &&
+    /too many messages wait/.test(text503 || ''), { n202, n503, agentGot: size, want, text503,
+    other: res.filter((x) => x.status !== 202 && x.status !== 503) });
 } else {
-  process.stderr.write('usage: node h2_peer.mjs full|echo|cancel|multi|big|rst|status|unknown|toobig|nojson|garbage URL [ARG...]\n');
+  process.stderr.write('usage: node h2_peer.mjs full|echo|cancel|multi|big|rst|sessions|hold|status|unknown|toobig|nojson|garbage URL [ARG...]\n');
   process.exit(2);
 }

@@ -7,6 +7,12 @@
 #     a 64 KiB and a 1 MiB echo;
 #   - two ACP connections multiplexed on one HTTP/2 session, the second
 #     one's POSTs on another session;
+#   - session-scoped SSE routing: a session's updates and prompt answer on
+#     its session stream, another session's on the connection stream;
+#   - POSTs held while the agent does not read (503 past the cap), then
+#     delivered whole, as streams of one HTTP/2 connection;
+#   - --session-grace: an SSE stream reset mid-turn sends the agent
+#     session/cancel for the turn's session;
 #   - HTTP/1.1 still served on the same port (curl);
 #   - faults: wrong or missing token (401), foreign Origin (403), unknown
 #     Acp-Connection-Id and another path (404), oversized POST (413, the
@@ -106,6 +112,10 @@ out=$(peer multi "$url")
 [ $? -eq 0 ] && ok "h2c: two ACP connections on one HTTP/2 session (and POSTs over a second one)" ||
   ko "h2c: multiplexed connections" "$out"
 
+out=$(peer sessions "$url")
+[ $? -eq 0 ] && ok "h2c: a session's updates and prompt answer go on its session stream, the others' on the connection stream" ||
+  ko "h2c: session-scoped SSE routing" "$out"
+
 # HTTP/1.1 on the same port still works.
 st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST \
      -H "Content-Type: text/plain" -d '{}' "$url")
@@ -178,6 +188,34 @@ apid2=$(agent_stopped "$work/serve3.log" "$cid")
   ko "h2c: dropped connection" "agent $apid2" "$(tail -5 "$work/serve3.log")"
 stop_serve "$serve_pid" "the flooded server" "$work/serve3.log"
 stop_serve "$main_pid" "the first server" "$work/serve.log"
+
+# ---- POSTs wait while the agent's stdin is backed up ---------------------------
+mkdir -p "$work/hold"
+start_serve "$work/serve-hold.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}'; while [ ! -e '$work/hold/go' ]; do sleep 0.05; done; cat >'$work/hold/got'"
+out=$(peer hold "$url" "$work/hold")
+[ $? -eq 0 ] && ok "h2c: POSTs are held while the agent does not read (503 past the cap), then delivered whole" ||
+  ko "h2c: held POSTs" "$out" "$(tail -5 "$work/serve-hold.log")"
+stop_serve "$serve_pid" "the holding server" "$work/serve-hold.log"
+
+# ---- session grace: an SSE stream reset mid-turn cancels the turn --------------
+: >"$work/ag.in"; : >"$work/ag.out"
+start_serve "$work/serve-grace.log" --session-grace 30000 -- \
+  sh -c "tee -a '$work/ag.in' | '$acp' agent | tee -a '$work/ag.out'"
+out=$(peer rst "$url")
+sid=$(grep -o '"sessionId":"[^"]*"' "$work/ag.in" | head -1)
+seen=0
+for _ in $(seq 1 200); do
+  if [ -n "$sid" ] && grep '"session/cancel"' "$work/ag.in" | grep -qF "$sid" &&
+     grep -q '"stopReason":"cancelled"' "$work/ag.out"; then seen=1; break; fi
+  sleep 0.05
+done
+if [ "$seen" = 1 ] && grep -q "cancelled the turn of session" "$work/serve-grace.log"; then
+  ok "h2c, --session-grace: the SSE stream reset mid-turn; the agent got session/cancel and ended the turn cancelled"
+else
+  ko "h2c: session grace cancel" "$out" "$(tail -5 "$work/serve-grace.log")" \
+    "agent in: $(cut -c1-200 "$work/ag.in")" "agent out: $(cut -c1-200 "$work/ag.out")"
+fi
+stop_serve "$serve_pid" "the server with a grace" "$work/serve-grace.log"
 
 # ---- tokens -------------------------------------------------------------------
 start_serve "$work/serve2.log" --token s3cret -- "$acp" agent
