@@ -43,6 +43,10 @@
 //                    connection: some are answered 503 (the cap of held
 //                    POSTs), the held ones 202 once DIR/go lets the agent
 //                    read, and the agent gets every 202'd body whole
+//   gone URL         (an agent that answers initialize, then reads nothing)
+//                    56 concurrent 256 KiB POSTs on one HTTP/2
+//                    connection; once one is refused 503 (the held ones
+//                    are at the cap), DELETE: the held ones are answered 410
 //   bench URL SIZE TURNS [h1]
 //                    TURNS echo turns of SIZE bytes (agent `acp agent
 //                    --echo`): prints turns/s; with h1 the same client
@@ -440,7 +444,31 @@ if (mode === 'full') {
   done(n503 >= 1 && n202 >= 32 && n202 + n503 === 48 && size === want &&
     /too many messages wait/.test(text503 || ''), { n202, n503, agentGot: size, want, text503,
     other: res.filter((x) => x.status !== 202 && x.status !== 503) });
+} else if (mode === 'gone') {
+  const sess = await connect();
+  const r = await initialize(sess);
+  const cid = r.headers['acp-connection-id'];
+  if (r.status !== 200 || !cid) done(false, { status: r.status, cid });
+  const h = { 'acp-connection-id': cid };
+  const cs = await openSse(sess, cid, () => {});
+  if (cs.status !== 200) done(false, { sse: cs.status });
+  const pad = 'p'.repeat(256 * 1024);
+  let first503;
+  const saw503 = new Promise((res) => { first503 = res; });
+  const posts = Array.from({ length: 56 }, (_, i) =>
+    post(sess, h, { jsonrpc: '2.0', method: '_test/fill', params: { i, pad } }).then((x) => {
+      if (x.status === 503) first503();
+      return { status: x.status, text: x.body };
+    }, (e) => ({ status: 0, text: e.message })));
+  await Promise.race([saw503, Promise.all(posts)]);
+  const del = (await request(sess, 'DELETE', h)).status;
+  const res = await Promise.all(posts);
+  const count = (st) => res.filter((x) => x.status === st).length;
+  const n410 = count(410);
+  done(del === 202 && n410 >= 1 && count(202) + count(503) + n410 === 56 &&
+    res.filter((x) => x.status === 410).every((x) => /connection ended/.test(x.text)),
+  { del, n202: count(202), n503: count(503), n410, other: res.filter((x) => ![202, 410, 503].includes(x.status)) });
 } else {
-  process.stderr.write('usage: node h2_peer.mjs full|echo|cancel|multi|big|rst|sessions|hold|status|unknown|toobig|nojson|garbage URL [ARG...]\n');
+  process.stderr.write('usage: node h2_peer.mjs full|echo|cancel|multi|big|rst|sessions|hold|gone|status|unknown|toobig|nojson|garbage URL [ARG...]\n');
   process.exit(2);
 }

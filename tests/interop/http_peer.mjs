@@ -20,6 +20,10 @@
 //                48 concurrent 256 KiB POSTs: some are answered 503 (the
 //                cap of held POSTs), the held ones 202 once DIR/go lets
 //                the agent read, and the agent gets every 202'd body whole
+//   gone URL     (an agent that answers initialize, then reads nothing)
+//                56 concurrent 256 KiB POSTs; once one is refused 503
+//                (the held ones are at the cap), DELETE: the held ones are
+//                answered 410
 const [mode, url, arg] = process.argv.slice(2);
 const done = (ok, info) => {
   process.stdout.write(JSON.stringify({ ok, mode, ...info }) + '\n');
@@ -94,8 +98,10 @@ if (mode === 'vanish') {
   await sessions();
 } else if (mode === 'hold') {
   await hold(arg);
+} else if (mode === 'gone') {
+  await gone();
 } else {
-  process.stderr.write('usage: node http_peer.mjs vanish|delete|unknown|big|sessions|hold URL [ARG]\n');
+  process.stderr.write('usage: node http_peer.mjs vanish|delete|unknown|big|sessions|hold|gone URL [ARG]\n');
   process.exit(2);
 }
 
@@ -206,4 +212,29 @@ async function hold(dir) {
   done(n503 >= 1 && n202 >= 32 && n202 + n503 === 48 && size === want &&
     /too many messages wait/.test(text503 || ''), { n202, n503, agentGot: size, want, text503,
     other: res.filter((r) => r.status !== 202 && r.status !== 503) });
+}
+
+async function gone() {
+  const cid = await initialize();
+  const h = { 'Acp-Connection-Id': cid };
+  const cs = await fetch(url, { headers: { ...h, Accept: 'text/event-stream' } });
+  if (cs.status !== 200) done(false, { sse: cs.status });
+  readSse(cs, () => {});
+  const pad = 'p'.repeat(256 * 1024);
+  let first503;
+  const saw503 = new Promise((res) => { first503 = res; });
+  const posts = Array.from({ length: 56 }, (_, i) =>
+    post(h, { jsonrpc: '2.0', method: '_test/fill', params: { i, pad } }).then(async (r) => {
+      const text = await r.text();
+      if (r.status === 503) first503();
+      return { status: r.status, text };
+    }, (e) => ({ status: 0, text: e.message })));
+  await Promise.race([saw503, Promise.all(posts)]);
+  const del = (await fetch(url, { method: 'DELETE', headers: h })).status;
+  const res = await Promise.all(posts);
+  const count = (st) => res.filter((r) => r.status === st).length;
+  const n410 = count(410);
+  done(del === 202 && n410 >= 1 && count(202) + count(503) + n410 === 56 &&
+    res.filter((r) => r.status === 410).every((r) => /connection ended/.test(r.text)),
+  { del, n202: count(202), n503: count(503), n410, other: res.filter((r) => ![202, 410, 503].includes(r.status)) });
 }

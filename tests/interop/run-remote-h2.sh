@@ -10,7 +10,8 @@
 #   - session-scoped SSE routing: a session's updates and prompt answer on
 #     its session stream, another session's on the connection stream;
 #   - POSTs held while the agent does not read (503 past the cap), then
-#     delivered whole, as streams of one HTTP/2 connection;
+#     delivered whole, as streams of one HTTP/2 connection; held ones get
+#     410 when their connection ends;
 #   - --session-grace: an SSE stream reset mid-turn sends the agent
 #     session/cancel for the turn's session;
 #   - HTTP/1.1 still served on the same port (curl);
@@ -196,6 +197,11 @@ out=$(peer hold "$url" "$work/hold")
 [ $? -eq 0 ] && ok "h2c: POSTs are held while the agent does not read (503 past the cap), then delivered whole" ||
   ko "h2c: held POSTs" "$out" "$(tail -5 "$work/serve-hold.log")"
 stop_serve "$serve_pid" "the holding server" "$work/serve-hold.log"
+start_serve "$work/serve-gone.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}'; exec sleep 600"
+out=$(peer gone "$url")
+[ $? -eq 0 ] && ok "h2c: held POSTs are answered 410 when their connection ends" ||
+  ko "h2c: held POSTs at the end of the connection" "$out" "$(tail -5 "$work/serve-gone.log")"
+stop_serve "$serve_pid" "the server of the ended connection" "$work/serve-gone.log"
 
 # ---- session grace: an SSE stream reset mid-turn cancels the turn --------------
 : >"$work/ag.in"; : >"$work/ag.out"

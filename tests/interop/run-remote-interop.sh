@@ -372,6 +372,10 @@ start_serve "$work/serve-hold.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\"
 out=$(timeout 60 node "$here/http_peer.mjs" hold "http://127.0.0.1:$port/acp" "$work/hold" 2>&1)
 [ $? -eq 0 ] && ok "Streamable HTTP: POSTs are held while the agent does not read (503 past the cap), then delivered whole" ||
   ko "held POSTs" "$out" "$(cat "$work/serve-hold.log")"
+start_serve "$work/serve-gone.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}'; exec sleep 600"
+out=$(timeout 60 node "$here/http_peer.mjs" gone "http://127.0.0.1:$port/acp" 2>&1)
+[ $? -eq 0 ] && ok "Streamable HTTP: held POSTs are answered 410 when their connection ends" ||
+  ko "held POSTs at the end of the connection" "$out" "$(cat "$work/serve-gone.log")"
 
 # ---- session grace: a drop mid-turn cancels the turn -------------------------
 # The agent's stdin and stdout are traced (tee): it must be sent
