@@ -47,6 +47,9 @@
 //                    56 concurrent 256 KiB POSTs on one HTTP/2
 //                    connection; once one is refused 503 (the held ones
 //                    are at the cap), DELETE: the held ones are answered 410
+//   expire URL       (the same agent) 56 concurrent 256 KiB POSTs, no
+//                    DELETE: the held ones are answered 503 "did not read
+//                    in time" once their 30 s are up
 //   bench URL SIZE TURNS [h1]
 //                    TURNS echo turns of SIZE bytes (agent `acp agent
 //                    --echo`): prints turns/s; with h1 the same client
@@ -444,7 +447,7 @@ if (mode === 'full') {
   done(n503 >= 1 && n202 >= 32 && n202 + n503 === 48 && size === want &&
     /too many messages wait/.test(text503 || ''), { n202, n503, agentGot: size, want, text503,
     other: res.filter((x) => x.status !== 202 && x.status !== 503) });
-} else if (mode === 'gone') {
+} else if (mode === 'gone' || mode === 'expire') {
   const sess = await connect();
   const r = await initialize(sess);
   const cid = r.headers['acp-connection-id'];
@@ -461,6 +464,14 @@ if (mode === 'full') {
       return { status: x.status, text: x.body };
     }, (e) => ({ status: 0, text: e.message })));
   await Promise.race([saw503, Promise.all(posts)]);
+  if (mode === 'expire') {
+    const res = await Promise.all(posts);
+    const late = res.filter((x) => x.status === 503 && /did not read in time/.test(x.text)).length;
+    const del = (await request(sess, 'DELETE', h)).status;
+    done(del === 202 && late >= 1 && res.every((x) => x.status === 202 || x.status === 503),
+      { del, n202: res.filter((x) => x.status === 202).length, late,
+        other: res.filter((x) => x.status !== 202 && x.status !== 503) });
+  }
   const del = (await request(sess, 'DELETE', h)).status;
   const res = await Promise.all(posts);
   const count = (st) => res.filter((x) => x.status === st).length;
@@ -469,6 +480,6 @@ if (mode === 'full') {
     res.filter((x) => x.status === 410).every((x) => /connection ended/.test(x.text)),
   { del, n202: count(202), n503: count(503), n410, other: res.filter((x) => ![202, 410, 503].includes(x.status)) });
 } else {
-  process.stderr.write('usage: node h2_peer.mjs full|echo|cancel|multi|big|rst|sessions|hold|gone|status|unknown|toobig|nojson|garbage URL [ARG...]\n');
+  process.stderr.write('usage: node h2_peer.mjs full|echo|cancel|multi|big|rst|sessions|hold|gone|expire|status|unknown|toobig|nojson|garbage URL [ARG...]\n');
   process.exit(2);
 }

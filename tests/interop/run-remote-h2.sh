@@ -11,7 +11,7 @@
 #     its session stream, another session's on the connection stream;
 #   - POSTs held while the agent does not read (503 past the cap), then
 #     delivered whole, as streams of one HTTP/2 connection; held ones get
-#     410 when their connection ends;
+#     410 when their connection ends, 503 after 30 s without reading;
 #   - --session-grace: an SSE stream reset mid-turn sends the agent
 #     session/cancel for the turn's session;
 #   - HTTP/1.1 still served on the same port (curl);
@@ -202,6 +202,12 @@ out=$(peer gone "$url")
 [ $? -eq 0 ] && ok "h2c: held POSTs are answered 410 when their connection ends" ||
   ko "h2c: held POSTs at the end of the connection" "$out" "$(tail -5 "$work/serve-gone.log")"
 stop_serve "$serve_pid" "the server of the ended connection" "$work/serve-gone.log"
+# Nothing reads: the held ones get 503 once their 30 s are up (slow, once).
+start_serve "$work/serve-expire.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}'; exec sleep 600"
+out=$(timeout 90 node "$here/h2_peer.mjs" expire "$url" 2>&1)
+[ $? -eq 0 ] && ok "h2c: held POSTs are answered 503 after 30 s when the agent never reads" ||
+  ko "h2c: held POSTs past their deadline" "$out" "$(tail -5 "$work/serve-expire.log")"
+stop_serve "$serve_pid" "the server of the expired POSTs" "$work/serve-expire.log"
 
 # ---- session grace: an SSE stream reset mid-turn cancels the turn --------------
 : >"$work/ag.in"; : >"$work/ag.out"
