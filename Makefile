@@ -14,6 +14,7 @@ CTEST      ?= ctest
 APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            valgrind clang lld wasi-libc libclang-rt-14-dev-wasm32 \
            libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev \
+           libnghttp2-dev \
            python3 procps curl chromium \
            libedit-dev tmux nginx haproxy
 
@@ -140,6 +141,8 @@ bench: peers bench-deps
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-2026.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp-2026.jsonl
 	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh $(BENCH_ARGS) >$(BENCH_RUN)/bridge.log 2>&1; \
 	  rc=$$?; cat $(BENCH_RUN)/bridge.log; exit $$rc
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-remote.sh $(BENCH_ARGS) --out $(BENCH_RUN)/remote.jsonl
+	ACP_BIN=$(CURDIR)/build-release/acp ./bench/idle-conns.sh --out $(BENCH_RUN)/idle.jsonl
 	node bench/summary.mjs $(BENCH_RUN)
 
 bench-quick:

@@ -1,14 +1,21 @@
 #!/bin/sh
-# run-remote.sh - prompt turns over WebSocket (remote ACP), in one run:
-#   stdio     acp bench-client -- acp agent --echo           (no network)
-#   ours-ws   acp bench-client --url  <->  acp serve -- acp agent --echo
-#   ts-ws     the TS SDK pair: bench/turns/ts_client.mjs --url (the SDK's
-#             experimental/ws-client) <-> tests/interop/sdk_agent.mjs
-#             --serve --echo (experimental/server + experimental/node + ws)
+# run-remote.sh - prompt turns over remote ACP, both profiles, in one run:
+#   stdio      acp bench-client -- acp agent --echo            (no network)
+#   ours-ws    acp bench-client --url ws://...  <->  acp serve -- acp agent --echo
+#   ts-ws      the TS SDK 2.4 pair: bench/turns/ts_client.mjs --url ws://...
+#              (experimental/ws-client) <-> tests/interop/sdk_agent.mjs
+#              --serve --echo (experimental/server + experimental/node + ws)
+#   ours-http  acp bench-client --url http://... --http  <->  acp serve (the
+#              Streamable HTTP profile: POST per message, GET SSE streams)
+#   ts-http    ts_client.mjs --url http://... --http (experimental/http-client)
+#              <-> the same SDK server
 # at 5 B, 64 KiB and 1 MiB, reported as turns/s, MiB/s, p50, and ratios:
-# ours-ws / ts-ws (the comparison the issue asks for) and ours-ws / stdio
-# (what the network hop and the serve relay cost). Peak RSS: acp serve plus
-# its agent process vs. the SDK server's node process. Not in CI.
+# ours / ts per profile (the comparison the issue asks for) and ours / stdio
+# (what the network hop and the serve relay cost). Peak RSS (VmHWM) of each
+# client, and of each server: acp serve alone and its agent process, vs. the
+# SDK server's node process (its agent runs inside it). Every pair gets
+# fresh servers, so each peak belongs to one profile and one payload.
+# Not in CI; `make bench` runs it and bench/summary.mjs reads its lines.
 #
 # Usage: bench/run-remote.sh [--quick] [--out FILE]
 # Environment: ACP_BIN (the acp program; a Release build is best).
@@ -22,7 +29,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
   --quick) scale=5 ;;
   --out) out=$2; shift ;;
-  *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
   shift
 done
@@ -35,10 +42,14 @@ pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$tmp"' EXIT
 
 hwm() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$1/status" 2>/dev/null || echo -1; }
+# Appends the server's figures to the client's JSON line.
+addrss() { # FILE SERVER_KIB AGENT_KIB
+  sed "s/}\$/,\"server_peak_rss_kib\":${2:--1},\"server_agent_peak_rss_kib\":${3:--1}}/" "$1" >>"$out"
+}
 
-# Fresh servers per payload, so each peak RSS belongs to that payload.
-run_payload() {
-  size=$1 n_ours=$2 n_ts=$3
+start_servers() {
+  : >"$tmp/serve.log"
+  : >"$tmp/sdk.out"
   "$acp" serve --listen 127.0.0.1:0 --verbose -- "$acp" agent --echo 2>"$tmp/serve.log" &
   spid=$!; pids="$pids $spid"
   node "$root/tests/interop/sdk_agent.mjs" --serve --echo >"$tmp/sdk.out" 2>"$tmp/sdk.err" &
@@ -50,19 +61,46 @@ run_payload() {
     [ -n "$sport" ] && [ -n "$nport" ] && break
     sleep 0.05
   done
-  "$acp" bench-client --impl stdio --payload "$size" --turns "$n_ours" \
-    -- "$acp" agent --echo >>"$out" || echo '{"impl":"stdio","failed":true}' >>"$out"
-  "$acp" bench-client --impl ours-ws --payload "$size" --turns "$n_ours" \
-    --url "ws://127.0.0.1:$sport/acp" >"$tmp/o.json" || echo '{"impl":"ours-ws","failed":true}' >"$tmp/o.json"
-  apid=$(sed -n 's/.*agent pid //p' "$tmp/serve.log" | tail -1)
-  srss=$(hwm "$spid") arss=$(hwm "${apid:-0}")
-  sed "s/}\$/,\"server_peak_rss_kib\":$srss,\"server_agent_peak_rss_kib\":$arss}/" "$tmp/o.json" >>"$out"
-  node "$root/bench/turns/ts_client.mjs" --impl ts-ws --payload "$size" --turns "$n_ts" \
-    --url "ws://127.0.0.1:$nport/acp" >"$tmp/t.json" || echo '{"impl":"ts-ws","failed":true}' >"$tmp/t.json"
-  nrss=$(hwm "$npid")
-  sed "s/}\$/,\"server_peak_rss_kib\":$nrss,\"server_agent_peak_rss_kib\":0}/" "$tmp/t.json" >>"$out"
+}
+
+stop_servers() {
   kill "$spid" "$npid" 2>/dev/null
   wait "$spid" "$npid" 2>/dev/null
+}
+
+# One profile at one payload: ours then theirs, on fresh servers.
+run_profile() { # ws|http SIZE N_OURS N_TS
+  prof=$1 size=$2 n_ours=$3 n_ts=$4
+  if [ "$prof" = http ]; then scheme=http flag=--http; else scheme=ws flag=; fi
+  start_servers
+  # shellcheck disable=SC2086
+  "$acp" bench-client --impl "ours-$prof" --payload "$size" --turns "$n_ours" \
+    --url "$scheme://127.0.0.1:$sport/acp" $flag >"$tmp/o.json" &
+  cpid=$!
+  # acp serve stops the agent when the client goes: its peak is sampled
+  # while the turns run (the last reading is at most 0.1 s old).
+  arss=-1
+  while kill -0 "$cpid" 2>/dev/null; do
+    apid=$(sed -n 's/.*agent pid //p' "$tmp/serve.log" | tail -1)
+    v=$(hwm "${apid:-0}")
+    [ -n "$v" ] && [ "$v" -gt "$arss" ] 2>/dev/null && arss=$v
+    sleep 0.1
+  done
+  wait "$cpid" || echo "{\"impl\":\"ours-$prof\",\"payload\":$size,\"failed\":true}" >"$tmp/o.json"
+  addrss "$tmp/o.json" "$(hwm "$spid")" "$arss"
+  # shellcheck disable=SC2086
+  node "$root/bench/turns/ts_client.mjs" --impl "ts-$prof" --payload "$size" --turns "$n_ts" \
+    --url "$scheme://127.0.0.1:$nport/acp" $flag >"$tmp/t.json" ||
+    echo "{\"impl\":\"ts-$prof\",\"payload\":$size,\"failed\":true}" >"$tmp/t.json"
+  addrss "$tmp/t.json" "$(hwm "$npid")" 0
+  stop_servers
+}
+
+run_payload() { # SIZE N_OURS N_TS
+  "$acp" bench-client --impl stdio --payload "$1" --turns "$2" \
+    -- "$acp" agent --echo >>"$out" || echo "{\"impl\":\"stdio\",\"payload\":$1,\"failed\":true}" >>"$out"
+  run_profile ws "$@"
+  run_profile http "$@"
 }
 
 run_payload 5 $((20000 / scale)) $((2000 / scale))
@@ -76,16 +114,23 @@ by = {}
 for r in rows:
     by.setdefault(r.get('payload'), {})[r['impl']] = r
 def size(p): return {5: '5 B', 65536: '64 KiB', 1048576: '1 MiB'}.get(p, str(p))
-print('| payload | stdio turns/s | ours-ws turns/s | ts-ws turns/s | ours-ws/ts-ws | ours-ws/stdio | p50 µs stdio/ours-ws/ts-ws | server RSS MiB ours (serve+agent) / ts |')
-print('|---|---|---|---|---|---|---|---|')
+mib = lambda k: k / 1024 if k is not None and k >= 0 else float('nan')
+print('| payload | profile | stdio turns/s | ours turns/s | ts turns/s | ours/ts | ours/stdio '
+      '| p50 µs stdio/ours/ts | RSS MiB server ours (serve+agent) / ts | RSS MiB client ours / ts |')
+print('|---|---|---|---|---|---|---|---|---|---|')
 for p in sorted(k for k in by if k is not None):
-    d = by[p]; s, o, t = d.get('stdio'), d.get('ours-ws'), d.get('ts-ws')
-    if not (s and o and t) or any(x.get('failed') for x in (s, o, t)):
-        print(f'| {size(p)} | failed: {sorted(d)} |'); continue
-    ors = (o['server_peak_rss_kib'] + o['server_agent_peak_rss_kib']) / 1024
-    trs = t['server_peak_rss_kib'] / 1024
-    unit = 'mibps' if p >= 65536 else 'rtps'
-    print(f"| {size(p)} | {s['rtps']:.0f} | {o['rtps']:.0f} | {t['rtps']:.0f} | "
-          f"{o[unit]/t[unit]:.1f}x | {o[unit]/s[unit]:.2f}x | "
-          f"{s['p50_us']:.0f}/{o['p50_us']:.0f}/{t['p50_us']:.0f} | {ors:.1f} / {trs:.1f} |")
+    d = by[p]
+    for prof in ('ws', 'http'):
+        s, o, t = d.get('stdio'), d.get('ours-' + prof), d.get('ts-' + prof)
+        if not (s and o and t) or any(x.get('failed') for x in (s, o, t)):
+            print(f'| {size(p)} | {prof} | failed: '
+                  f'{[k for k, v in d.items() if v.get("failed")] or "missing rows"} |')
+            continue
+        unit = 'mibps' if p >= 65536 else 'rtps'
+        print(f"| {size(p)} | {prof} | {s['rtps']:.0f} | {o['rtps']:.0f} | {t['rtps']:.0f} | "
+              f"{o[unit]/t[unit]:.1f}x | {o[unit]/s[unit]:.2f}x | "
+              f"{s['p50_us']:.0f}/{o['p50_us']:.0f}/{t['p50_us']:.0f} | "
+              f"{mib(o['server_peak_rss_kib']):.1f}+{mib(o['server_agent_peak_rss_kib']):.1f} / "
+              f"{mib(t['server_peak_rss_kib']):.1f} | "
+              f"{mib(o['client_peak_rss_kib']):.1f} / {mib(t['client_peak_rss_kib']):.1f} |")
 PY

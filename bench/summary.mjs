@@ -7,6 +7,8 @@
 //   DIR/mcp.jsonl     bench/run-mcp.sh --out
 //   DIR/mcp-2026.jsonl bench/run-mcp-2026.sh --out
 //   DIR/bridge.log    bench/run-mcp-bridge.sh's output (its JSON lines)
+//   DIR/remote.jsonl  bench/run-remote.sh --out
+//   DIR/idle.jsonl    bench/idle-conns.mjs --out
 // A file that is missing (a script skipped) leaves its rows out.
 // Usage: node bench/summary.mjs DIR [--json]  (--json: one JSON line a row)
 import { existsSync, readFileSync } from "node:fs";
@@ -112,6 +114,35 @@ if (runs.length) {
   row("MCP-over-ACP bridge tools/call p50", "us (lower is better)", o?.p50_us, fl?.p50_us, undefined,
     bf?.bridge_over_floor_p50, undefined, mib(o?.server_peak_rss_kib),
     `floor: four-pipe null path; bridge/plain stdio p50 ${bp ? bp.bridge_over_plain_p50 : "n/a"}`);
+}
+
+// Remote ACP: prompt turns over WebSocket and over Streamable HTTP, ours
+// (acp bench-client --url <-> acp serve) against the TS SDK pair; the floor
+// is our own stdio turn, so ours/floor is what the network hop costs.
+const remote = jsonLines("remote.jsonl").filter((l) => !l.failed);
+const sizeName = (p) => (p >= 1048576 ? `${p / 1048576} MiB` : p >= 1024 ? `${p / 1024} KiB` : `${p} B`);
+for (const p of [...new Set(remote.map((t) => t.payload))].sort((a, b) => a - b)) {
+  const key = p >= 65536 ? "mibps" : "rtps";
+  const unit = p >= 65536 ? "MiB/s" : "rt/s";
+  const at = remote.filter((t) => t.payload === p);
+  const s = at.find((t) => t.impl === "stdio");
+  for (const prof of ["ws", "http"]) {
+    const o = at.find((t) => t.impl === `ours-${prof}`), t = at.find((x) => x.impl === `ts-${prof}`);
+    if (!o && !t) continue;
+    const kib = (x) => (x != null && x >= 0 ? `${(x / 1024).toFixed(1)}` : "n/a");
+    row(`remote ${prof === "ws" ? "WebSocket" : "Streamable HTTP"} turn ${sizeName(p)}`, unit, o?.[key], s?.[key], t?.[key],
+      o && s ? o[key] / s[key] : undefined, o && t ? o[key] / t[key] : undefined, mib(o?.server_peak_rss_kib),
+      `floor: our stdio turn (the hop's cost); peer: TS SDK ${prof}-client <-> experimental/server; ` +
+      `RSS MiB server ours ${kib(o?.server_peak_rss_kib)} (+agent ${kib(o?.server_agent_peak_rss_kib)}) vs ts ${kib(t?.server_peak_rss_kib)}, ` +
+      `client ours ${kib(o?.client_peak_rss_kib)} vs ts ${kib(t?.client_peak_rss_kib)}`);
+  }
+}
+
+// Idle connections held by acp serve: its own RSS growth per connection.
+for (const l of jsonLines("idle.jsonl").filter((x) => x.per_conn_kib !== undefined)) {
+  row(`acp serve: ${l.conns} idle ${l.profile === "ws" ? "WebSocket" : "Streamable HTTP"} connections`, "KiB/conn",
+    l.per_conn_kib, undefined, undefined, undefined, undefined, mib(l.rss_after_kib),
+    `acp serve's own RSS ${l.rss_before_kib} -> ${l.rss_after_kib} KiB (agents not counted); target < 64 KiB/conn`);
 }
 
 if (asJson) {

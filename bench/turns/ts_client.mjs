@@ -3,7 +3,8 @@
 // TypeScript SDK (the "theirs" side of bench/run-turns.sh).
 //
 // Usage: node ts_client.mjs [--payload BYTES] [--turns N] [--warmup N]
-//                           [--impl NAME] [--timeout SEC] -- AGENT_CMD ARGS...
+//                           [--impl NAME] [--timeout SEC]
+//                           (-- AGENT_CMD ARGS... | --url URL [--http])
 //
 // Spawns the agent (stdin/stdout = ACP, stderr inherited), initialize,
 // session/new, then N sequential session/prompt requests, each one text block
@@ -56,13 +57,14 @@ function percentile(sorted, p) {
  * Runs the benchmark against `cmd` (array). Resolves with the result object;
  * rejects with an Error on any failed check.
  */
-export async function runBench({ cmd, url, payload, turns, warmup = 0, impl = 'ts', timeoutSec = 0 }) {
+export async function runBench({ cmd, url, http = false, payload, turns, warmup = 0, impl = 'ts', timeoutSec = 0 }) {
   const { loadSdk, loadSdkModule } = await import(loaderUrl);
   const acp = await loadSdk();
   const text = makePayload(payload);
 
   // With `url` the agent is remote (the SDK's experimental/ws-client, the
-  // pinned `ws` package as its WebSocket): nothing is spawned.
+  // pinned `ws` package as its WebSocket; with `http` its
+  // experimental/http-client, Streamable HTTP): nothing is spawned.
   const child = url ? null : spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
   let exitInfo = url ? { code: null } : null;
   const exited = new Promise((resolve) => {
@@ -94,7 +96,10 @@ export async function runBench({ cmd, url, payload, turns, warmup = 0, impl = 't
     : null;
 
   let stream;
-  if (url) {
+  if (url && http) {
+    const { createHttpStream } = await loadSdkModule('@agentclientprotocol/sdk/experimental/http-client');
+    stream = createHttpStream(url);
+  } else if (url) {
     const { createWebSocketStream } = await loadSdkModule('@agentclientprotocol/sdk/experimental/ws-client');
     const wsmod = await loadSdkModule('ws');
     stream = createWebSocketStream(url, { WebSocket: wsmod.WebSocket || wsmod.default });
@@ -175,7 +180,7 @@ export async function runBench({ cmd, url, payload, turns, warmup = 0, impl = 't
 
 function usage(msg) {
   if (msg) process.stderr.write(`ts_client: ${msg}\n`);
-  process.stderr.write('usage: node ts_client.mjs [--payload BYTES] [--turns N] [--warmup N] [--impl NAME] [--timeout SEC] (-- AGENT_CMD ARGS... | --url ws://HOST:PORT/acp)\n');
+  process.stderr.write('usage: node ts_client.mjs [--payload BYTES] [--turns N] [--warmup N] [--impl NAME] [--timeout SEC] (-- AGENT_CMD ARGS... | --url ws://HOST:PORT/acp | --url http://HOST:PORT/acp --http)\n');
   process.exit(2);
 }
 
@@ -198,6 +203,7 @@ async function main() {
     else if (a === '--timeout') o.timeoutSec = num();
     else if (a === '--impl') { if (i + 1 >= argv.length) usage('--impl needs a value'); o.impl = argv[++i]; }
     else if (a === '--url') { if (i + 1 >= argv.length) usage('--url needs a value'); o.url = argv[++i]; }
+    else if (a === '--http') o.http = true;
     else usage(`unknown argument ${a}`);
   }
   if ((!cmd || cmd.length === 0) && !o.url) usage('missing agent command after -- (or --url URL)');

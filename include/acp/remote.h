@@ -14,9 +14,19 @@
  * callback, like a WebSocket's) and is answered 200 with the agent's first
  * line as JSON and the new Acp-Connection-Id; every other POST is one
  * message (202); GET with Accept: text/event-stream opens the connection's
- * SSE stream (with Acp-Session-Id: a session stream, held open; all of the
- * agent's messages go on the connection stream, in order); DELETE ends the
- * link's read side. The end of the connection stream ends it too.
+ * SSE stream; with Acp-Session-Id a session stream, which from then on
+ * carries the agent's messages whose params.sessionId is that session and
+ * the answers to requests POSTed with that Acp-Session-Id (the rest go on
+ * the connection stream). A POST that finds the agent not reading is held
+ * (in order; at most 32 per connection, 30 s each, then 503). DELETE ends
+ * the link's read side. The end of the connection stream ends it too.
+ * Streamable HTTP is served over HTTP/1.1 and over cleartext HTTP/2 with
+ * prior knowledge (a socket whose first bytes are the HTTP/2 preface), on
+ * the same port, with the same checks and answers (session streams and
+ * held POSTs included); an HTTP/2 connection may carry many ACP
+ * connections, and one ACP connection's requests may arrive on several.
+ * Both profiles also run over TLS (https://, wss://): see acp_remote_tls
+ * below, acp_remote_server_options.tls and acp_remote_client_options.tls.
  * Experimental.
  *
  * Lifetime: the same rules as acp/uv.h. A link handed out here belongs to
@@ -33,6 +43,77 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* MARK: - TLS */
+
+/**
+ * A TLS configuration (OpenSSL underneath; the socket stays libuv's): for
+ * a server, its certificate and optionally the CA that client certificates
+ * must chain to (mutual TLS); for a client, the CA its server's certificate
+ * must chain to (default: the system store) and optionally its own
+ * certificate. TLS 1.2 at least; ALPN offers "http/1.1". Opaque.
+ *
+ * Lifetime: a server or client given one keeps what it needs (a
+ * reference), so the caller may free it right after acp_remote_server_new()
+ * or acp_remote_connect() returned, and may hand one to many of them. Do
+ * not change it once handed out.
+ */
+typedef struct acp_remote_tls acp_remote_tls;
+
+/** Which side a TLS configuration is for. */
+typedef enum acp_remote_tls_role {
+  ACP_REMOTE_TLS_CLIENT = 0,
+  ACP_REMOTE_TLS_SERVER = 1
+} acp_remote_tls_role;
+
+/**
+ * Make an empty configuration for `role` (acp_remote_tls_role).
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out, a bad role),
+ *         ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_remote_tls_new(acp_remote_tls **out, int role,
+                                  const acp_mem *mem);
+
+/**
+ * Load a certificate chain (PEM, the leaf first) and its private key (PEM,
+ * unencrypted). A server needs one; for a client it is the certificate
+ * presented to a server that asks (mutual TLS). The files are read now.
+ * @return 0, or ACP_ERR_INVALID_ARGUMENT (NULL, a file that cannot be read
+ *         or parsed, a key that does not match: acp_remote_tls_error()
+ *         says which and why).
+ */
+ACP_EXTERN int acp_remote_tls_set_cert(acp_remote_tls *tls,
+                                       const char *cert_path,
+                                       const char *key_path);
+
+/**
+ * Server: require every client to present a certificate that chains to a
+ * CA in `ca_path` (PEM, one or more). A client without one, or with one
+ * from another CA, is refused during the handshake, before any HTTP (so
+ * before a bearer token is looked at: with both set a client needs both).
+ * @return 0, or ACP_ERR_INVALID_ARGUMENT (NULL, a client configuration,
+ *         an unreadable file: see acp_remote_tls_error()).
+ */
+ACP_EXTERN int acp_remote_tls_set_client_ca(acp_remote_tls *tls,
+                                            const char *ca_path);
+
+/**
+ * Client: trust the CAs in `ca_path` (PEM) instead of the system store.
+ * Whatever the store, the server's certificate must name the URL's host
+ * (a DNS name, sent as SNI too, or an IP address).
+ * @return 0, or ACP_ERR_INVALID_ARGUMENT (NULL, a server configuration,
+ *         an unreadable file: see acp_remote_tls_error()).
+ */
+ACP_EXTERN int acp_remote_tls_set_ca(acp_remote_tls *tls, const char *ca_path);
+
+/**
+ * Why the last setter failed (e.g. "cannot load the private key k.pem: no
+ * start line"), or "". Borrowed until the next call on `tls`.
+ */
+ACP_EXTERN const char *acp_remote_tls_error(const acp_remote_tls *tls);
+
+/** Drop the caller's reference (see the lifetime above). Accepts NULL. */
+ACP_EXTERN void acp_remote_tls_free(acp_remote_tls *tls);
 
 /** Default cap of one message, in bytes: 16 MiB. */
 #define ACP_REMOTE_DEFAULT_MAX_MESSAGE ((size_t)16 << 20)
@@ -80,10 +161,19 @@ typedef struct acp_remote_server_options {
    * a reconnecting client its agent back).
    */
   const char *affinity_cookie;
+  /**
+   * Version 3. Serve https:// and wss:// (TLS on every connection) with
+   * this server configuration (acp_remote_tls_set_cert() done), or NULL
+   * for plain TCP. The server keeps a reference. A connection that does
+   * not complete the handshake within the handshake deadline (10 s, the
+   * same that covers the HTTP request) is closed; one that sends
+   * plaintext HTTP gets a plaintext 400 and is closed.
+   */
+  const acp_remote_tls *tls;
 } acp_remote_server_options;
 
 #define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
-  { 2, NULL, 0, NULL, NULL, 0, 0, 0, NULL }
+  { 3, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL }
 
 /** A listening server. Opaque. */
 typedef struct acp_remote_server acp_remote_server;
@@ -103,10 +193,14 @@ typedef void (*acp_remote_accept_cb)(acp_remote_server *server,
  * Listen for ACP connections on `opts->host`:`opts->port`, path `/acp`.
  * Requests are checked in this order: path (404), Host and Origin (403),
  * bearer token (401), connection cap (503), method and upgrade headers
- * (405, 426, 400); a valid upgrade gets 101 and `cb`. Streamable HTTP
+ * (405, 426, 400); a valid upgrade gets 101 and `cb`. With `opts->tls`
+ * (version 3) the TLS handshake comes first, within the same 10 s
+ * deadline as the request head. Streamable HTTP
  * requests then get 400, 411, 413, 415, 404 (unknown Acp-Connection-Id),
  * 409 (a second connection stream), 503 (connection cap, or the agent is
- * not reading), 502 (the link was closed before initialize was answered).
+ * not reading and 32 POSTs wait already, or one waited 30 s), 502 (the
+ * link was closed before initialize was answered), 410 (a held POST whose
+ * connection ended).
  * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL out/loop/cb, a bad host),
  *         ACP_ERR_SYSTEM (bind or listen failed: `*uv_err_out`, if not
  *         NULL, gets the libuv error), ACP_ERR_NOMEM.
@@ -140,18 +234,19 @@ ACP_EXTERN void acp_remote_server_close(acp_remote_server *server);
 
 /** Which profile acp_remote_connect() speaks. */
 typedef enum acp_remote_transport {
-  /** From the URL: ws:// and http:// both upgrade to WebSocket (the
-   *  profile every RFD server offers). */
+  /** From the URL: ws:// and http:// (wss:// and https:// over TLS) all
+   *  upgrade to WebSocket (the profile every RFD server offers). */
   ACP_REMOTE_AUTO = 0,
   /** WebSocket (GET with Upgrade: websocket). */
   ACP_REMOTE_WEBSOCKET = 1,
-  /** Streamable HTTP (POST, GET SSE streams, DELETE); http:// only. */
+  /** Streamable HTTP (POST, GET SSE streams, DELETE); http:// or
+   *  https://. */
   ACP_REMOTE_HTTP = 2
 } acp_remote_transport;
 
 /** Client options; start from ACP_REMOTE_CLIENT_OPTIONS_INIT. */
 typedef struct acp_remote_client_options {
-  unsigned version; /**< 2 (1: without `transport`) */
+  unsigned version; /**< 3 (1: without `transport`, 2: without `tls`) */
   /** Sent as "Authorization: Bearer TOKEN", or NULL. */
   const char *token;
   /** More request headers, each "Name: value", NULL-terminated, or NULL. */
@@ -163,10 +258,17 @@ typedef struct acp_remote_client_options {
   uint64_t ping_ms;
   /** The profile (acp_remote_transport). Version 2. */
   int transport;
+  /**
+   * Version 3. A client configuration for wss:// and https:// URLs (a CA
+   * file, a client certificate), or NULL: the system's CA store, no
+   * client certificate. Ignored for ws:// and http://. The connection
+   * keeps a reference.
+   */
+  const acp_remote_tls *tls;
 } acp_remote_client_options;
 
 #define ACP_REMOTE_CLIENT_OPTIONS_INIT                                         \
-  { 2, NULL, NULL, 0, 0, ACP_REMOTE_AUTO }
+  { 3, NULL, NULL, 0, 0, ACP_REMOTE_AUTO, NULL }
 
 /**
  * Called once when the handshake of acp_remote_connect() is over (for
@@ -178,7 +280,10 @@ typedef struct acp_remote_client_options {
  * @param status  0: connected; otherwise an ACP_ERR_* code
  *                (ACP_ERR_NOT_FOUND: the name did not resolve;
  *                ACP_ERR_SYSTEM: connect failed; ACP_ERR_PROTOCOL: the
- *                server refused the upgrade or answered nonsense).
+ *                server refused the upgrade or answered nonsense, or the
+ *                TLS handshake failed: `detail` then names OpenSSL's
+ *                reason, e.g. "TLS: certificate verify failed: hostname
+ *                mismatch").
  * @param detail  what went wrong (e.g. "HTTP 401: invalid token"), or the
  *                Acp-Connection-Id on success; borrowed for the call.
  * On failure the link's read side then ends with an error.
@@ -187,14 +292,15 @@ typedef void (*acp_remote_connect_cb)(acp_uv_link *link, int status,
                                       const char *detail, void *user_data);
 
 /**
- * Connect to `url` (ws://HOST[:PORT]/PATH, or http://...; wss/https are
- * not supported yet) and return the link at once: what is written before
- * the handshake completes is sent after it.
+ * Connect to `url` (ws://HOST[:PORT]/PATH, http://..., or over TLS
+ * wss://... and https://..., see acp_remote_client_options.tls) and return
+ * the link at once: what is written before the handshake completes is sent
+ * after it.
  *
  * WebSocket (ACP_REMOTE_AUTO, ACP_REMOTE_WEBSOCKET): one upgrade, then a
  * text frame per line each way.
  *
- * Streamable HTTP (ACP_REMOTE_HTTP, http:// only): each line written is
+ * Streamable HTTP (ACP_REMOTE_HTTP, http:// or https://): each line written is
  * one POST, sent in order (the next when the previous is answered); the
  * first must be an `initialize` request, whose 200 answer (checked to be
  * its response) is the first line read and names the Acp-Connection-Id.
@@ -208,8 +314,8 @@ typedef void (*acp_remote_connect_cb)(acp_uv_link *link, int status,
  * {status, body}); anything else refused ends the link (see
  * acp_remote_connect_cb). Closing the link sends DELETE.
  * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL, a URL we cannot parse, a bad
- *         header or token, ACP_REMOTE_HTTP with ws://), ACP_ERR_UNSUPPORTED
- *         (a TLS scheme), ACP_ERR_NOMEM.
+ *         header or token, ACP_REMOTE_HTTP with ws:// or wss://, a
+ *         server TLS configuration), ACP_ERR_NOMEM.
  */
 ACP_EXTERN int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop,
                                   const char *url,
@@ -242,7 +348,9 @@ typedef struct acp_remote_serve_options {
    * server.affinity_cookie names another); a new connection presenting
    * the value of a waiting agent is given that agent (it is sent the new
    * connection's initialize; what the agent wrote meanwhile was dropped,
-   * up to a line boundary).
+   * up to a line boundary). A connection that drops with prompt turns in
+   * flight (session/prompt requests not yet answered) first sends the
+   * agent session/cancel for each of their sessions.
    */
   uint64_t session_grace_ms;
 } acp_remote_serve_options;

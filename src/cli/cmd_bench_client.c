@@ -20,13 +20,17 @@
 static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
     "                        [--read-spin-us N]\n"
-    "                        (-- AGENT_CMD [ARGS...] | --url URL)\n"
+    "                        (-- AGENT_CMD [ARGS...] |\n"
+    "                         --url URL [--http] [--ca FILE])\n"
     "\n"
     "Run N sequential prompt turns of BYTES bytes each against the agent\n"
     "(which must echo the prompt in one agent_message_chunk, as\n"
     "`acp agent --echo` does) and print one JSON line: round trips/s, MiB/s,\n"
     "median and p99 latency, peak RSS of both processes. With --url the\n"
-    "agent is remote (ws://HOST:PORT/acp); its RSS is not reported.\n"
+    "agent is remote (ws://HOST:PORT/acp, or wss:// with the server's CA\n"
+    "in --ca FILE, else the system's); its RSS is not reported; with\n"
+    "--http too (an http:// or https:// URL) it is reached over Streamable\n"
+    "HTTP.\n"
     "The line also has the CPU time (user + system) of the client and of\n"
     "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
     "agent's output for up to N us before sleeping (acp agent has the\n"
@@ -238,6 +242,8 @@ int cmd_bench_client(int argc, char **argv) {
   struct rusage ru_self;
   struct rusage ru_kids;
   const char *url = NULL;
+  const char *ca = NULL;
+  bool http = false;
   const char *v;
   int i;
   int ok;
@@ -266,6 +272,10 @@ int cmd_bench_client(int argc, char **argv) {
       impl = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL) {
       url = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--ca", &ok)) != NULL) {
+      ca = v;
+    } else if (strcmp(argv[i], "--http") == 0) {
+      http = true;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -292,8 +302,22 @@ int cmd_bench_client(int argc, char **argv) {
   if (acp_client_new(&b.client, cbs, &b, NULL, NULL) != 0)
     goto cleanup;
   if (url != NULL) {
-    if (acp_remote_connect(&b.remote, &b.loop, url, NULL, on_remote, &b,
-                           NULL) != 0) {
+    acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+    acp_remote_tls *tls = NULL;
+    if (ca && (acp_remote_tls_new(&tls, ACP_REMOTE_TLS_CLIENT, NULL) != 0 ||
+               acp_remote_tls_set_ca(tls, ca) != 0)) {
+      cli_err("bench-client", "--ca: %s",
+              tls ? acp_remote_tls_error(tls) : "out of memory");
+      acp_remote_tls_free(tls);
+      goto cleanup;
+    }
+    ro.tls = tls;
+    if (http)
+      ro.transport = ACP_REMOTE_HTTP;
+    int crv =
+        acp_remote_connect(&b.remote, &b.loop, url, &ro, on_remote, &b, NULL);
+    acp_remote_tls_free(tls);
+    if (crv != 0) {
       cli_err("bench-client", "bad --url %s", url);
       goto cleanup;
     }

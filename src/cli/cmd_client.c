@@ -40,6 +40,7 @@ static const char client_usage[] =
     "                  [--mcp-tools] [--protocol-v2] [-- AGENT_CMD [ARGS...]]\n"
     "       acp client [options] --url URL [--ws | --http] [--token TOKEN]\n"
     "                  [--header 'Name: value']...\n"
+    "                  [--ca FILE] [--cert FILE --key FILE]\n"
     "\n"
     "A terminal client for any ACP agent (default: acp agent). The agent's\n"
     "text goes to stdout as it streams; tool calls, plans, permission\n"
@@ -79,14 +80,23 @@ static const char client_usage[] =
     "  --url URL          talk to a remote agent (e.g. one behind acp serve)\n"
     "                     instead of starting one: ws://HOST:PORT/PATH is\n"
     "                     WebSocket; http://... upgrades to WebSocket too\n"
-    "                     unless --http is given\n"
+    "                     unless --http is given; wss:// and https:// are\n"
+    "                     the same over TLS (the server's certificate is\n"
+    "                     checked against the system's CAs, or --ca, and\n"
+    "                     must name the URL's host)\n"
     "  --ws               with --url: WebSocket (the default)\n"
-    "  --http             with an http:// --url: Streamable HTTP (POST each\n"
+    "  --http             with an http:// or https:// --url: Streamable\n"
+    "                     HTTP (POST each\n"
     "                     message, the agent's on GET SSE streams, DELETE at\n"
     "                     the end; cookies kept and sent back)\n"
     "  --token TOKEN      with --url: send 'Authorization: Bearer TOKEN'\n"
     "                     (also from the ACP_TOKEN environment)\n"
     "  --header 'N: V'    with --url: one more request header (repeatable)\n"
+    "  --ca FILE          with a wss:// or https:// --url: trust the CAs in\n"
+    "                     FILE (PEM) instead of the system's\n"
+    "  --cert FILE --key FILE\n"
+    "                     with a wss:// or https:// --url: present this\n"
+    "                     client certificate (PEM; mutual TLS)\n"
     "  --protocol-v2      ask for the ACP v2 draft in initialize and speak\n"
     "                     what the agent answers (1 or 2)\n"
     "  -h, --help         show this help\n"
@@ -2478,6 +2488,8 @@ int cmd_client(int argc, char **argv) {
   const char *headers[33];
   size_t nheaders = 0;
   const char *v;
+  const char *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL;
+  acp_remote_tls *tls = NULL;
   const char *color = "auto";
   const char *agent_name = NULL;
   const char *agents_file = NULL;
@@ -2539,6 +2551,12 @@ int cmd_client(int argc, char **argv) {
       transport = ACP_REMOTE_HTTP;
     } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
       token = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--ca", &ok)) != NULL) {
+      tls_ca = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--cert", &ok)) != NULL) {
+      tls_cert = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--key", &ok)) != NULL) {
+      tls_key = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--header", &ok)) != NULL) {
       if (nheaders == 32) {
         cli_err("client", "too many --header");
@@ -2564,8 +2582,21 @@ int cmd_client(int argc, char **argv) {
     cli_err("client", "--ws and --http go with --url");
     return CLI_EXIT_USAGE;
   }
-  if (transport == ACP_REMOTE_HTTP && strncmp(url, "http://", 7) != 0) {
-    cli_err("client", "--http needs an http:// URL (ws:// is WebSocket)");
+  if (transport == ACP_REMOTE_HTTP && strncmp(url, "http://", 7) != 0 &&
+      strncmp(url, "https://", 8) != 0) {
+    cli_err("client",
+            "--http needs an http:// or https:// URL (ws:// is WebSocket)");
+    return CLI_EXIT_USAGE;
+  }
+  if ((tls_ca || tls_cert || tls_key) &&
+      (url == NULL ||
+       (strncmp(url, "wss://", 6) != 0 && strncmp(url, "https://", 8) != 0))) {
+    cli_err("client", "--ca, --cert and --key go with a wss:// or https:// "
+                      "--url");
+    return CLI_EXIT_USAGE;
+  }
+  if ((tls_cert != NULL) != (tls_key != NULL)) {
+    cli_err("client", "--cert and --key go together");
     return CLI_EXIT_USAGE;
   }
   headers[nheaders] = NULL;
@@ -2660,13 +2691,28 @@ int cmd_client(int argc, char **argv) {
     ro.token = token;
     ro.headers = headers;
     ro.transport = transport;
+    if (tls_ca || tls_cert) {
+      int trv = acp_remote_tls_new(&tls, ACP_REMOTE_TLS_CLIENT, NULL);
+      if (trv == 0 && tls_ca)
+        trv = acp_remote_tls_set_ca(tls, tls_ca);
+      if (trv == 0 && tls_cert)
+        trv = acp_remote_tls_set_cert(tls, tls_cert, tls_key);
+      if (trv != 0) {
+        cli_err("client", "%s",
+                tls ? acp_remote_tls_error(tls) : "out of memory");
+        rv = CLI_EXIT_USAGE;
+        goto cleanup;
+      }
+    }
+    ro.tls = tls;
     int crv =
         acp_remote_connect(&a.remote, &a.loop, url, &ro, on_remote, &a, NULL);
+    acp_remote_tls_free(tls); /* the connection keeps its reference */
+    tls = NULL;
     if (crv != 0) {
       cli_err("client", "--url %s: %s", url,
-              crv == ACP_ERR_UNSUPPORTED
-                  ? "TLS (wss, https) is not supported yet"
-                  : "not a ws:// or http:// URL (or a bad --header)");
+              "not a ws://, wss://, http:// or https:// URL (or a bad "
+              "--header)");
       rv = CLI_EXIT_USAGE;
       goto cleanup;
     }
@@ -2704,6 +2750,7 @@ int cmd_client(int argc, char **argv) {
   uv_run(&a.loop, UV_RUN_DEFAULT);
   rv = a.exit_code;
 cleanup:
+  acp_remote_tls_free(tls);
   if (!a.closing)
     app_quit(&a, rv);
   uv_run(&a.loop, UV_RUN_DEFAULT);

@@ -36,9 +36,10 @@ static const char conductor_usage[] =
     "Components are spawned when the first message (initialize) arrives, each\n"
     "in its own process group; their stderr is copied to ours as \"[name] "
     "...\".\n"
-    "A COMPONENT that is one URL, ws://HOST:PORT/PATH or http://..., is a\n"
-    "remote peer (e.g. an agent behind acp serve) reached over remote ACP:\n"
-    "WebSocket, or Streamable HTTP for http:// with --http. The end of its\n"
+    "A COMPONENT that is one URL, ws://HOST:PORT/PATH or http://... (or\n"
+    "over TLS wss://, https://), is a remote peer (e.g. an agent behind acp\n"
+    "serve) reached over remote ACP: WebSocket, or Streamable HTTP for\n"
+    "http:// and https:// with --http. The end of its\n"
     "connection counts as its death; the bearer token, if any, comes from\n"
     "the ACP_TOKEN environment variable.\n"
     "\n"
@@ -75,6 +76,11 @@ static const char conductor_usage[] =
     "  --quiet-stderr        do not copy components' stderr to ours\n"
     "  --http                http:// URL components use Streamable HTTP\n"
     "                        (default: WebSocket, as acp client --url)\n"
+    "  --ca FILE             wss:// and https:// URL components: trust the\n"
+    "                        CAs in FILE (PEM) instead of the system's\n"
+    "  --cert FILE --key FILE\n"
+    "                        wss:// and https:// URL components: present\n"
+    "                        this client certificate (mutual TLS)\n"
     "  -h, --help            show this help\n"
     "\n"
     "When a component dies, every request pending through it is answered at\n"
@@ -119,6 +125,7 @@ static void tune_allocator(void) {
 
 /* URL components: a remote ACP link on the conductor's loop. */
 static int remote_transport = ACP_REMOTE_AUTO;
+static const char *tls_ca, *tls_cert, *tls_key; /* wss://, https:// */
 
 static void on_remote(acp_uv_link *link, int status, const char *detail,
                       void *ud) {
@@ -131,11 +138,34 @@ static int connect_remote(void *loop, const char *url, struct acp_uv_link **out,
                           void *ud) {
   acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
   (void)ud;
+  acp_remote_tls *tls = NULL;
+  int rv;
   ro.token = getenv("ACP_TOKEN");
-  if (remote_transport == ACP_REMOTE_HTTP && strncmp(url, "http://", 7) == 0)
+  if (remote_transport == ACP_REMOTE_HTTP &&
+      (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0))
     ro.transport = ACP_REMOTE_HTTP;
+  if ((tls_cert != NULL) != (tls_key != NULL)) {
+    cli_err("conductor", "--cert and --key go together");
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  if (tls_ca || tls_cert) {
+    rv = acp_remote_tls_new(&tls, ACP_REMOTE_TLS_CLIENT, NULL);
+    if (rv == 0 && tls_ca)
+      rv = acp_remote_tls_set_ca(tls, tls_ca);
+    if (rv == 0 && tls_cert)
+      rv = acp_remote_tls_set_cert(tls, tls_cert, tls_key);
+    if (rv != 0) {
+      cli_err("conductor", "%s: %s", url,
+              tls ? acp_remote_tls_error(tls) : "out of memory");
+      acp_remote_tls_free(tls);
+      return rv;
+    }
+    ro.tls = tls;
+  }
   /* `url` lives in the options, which outlive the run. */
-  return acp_remote_connect(out, loop, url, &ro, on_remote, (void *)url, NULL);
+  rv = acp_remote_connect(out, loop, url, &ro, on_remote, (void *)url, NULL);
+  acp_remote_tls_free(tls); /* the connection keeps its reference */
+  return rv;
 }
 
 int cmd_conductor(int argc, char **argv) {
@@ -189,6 +219,24 @@ int cmd_conductor(int argc, char **argv) {
     }
     if (strcmp(a, "--http") == 0) {
       remote_transport = ACP_REMOTE_HTTP;
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--ca", &ok)) || ok) {
+      if (ok < 0)
+        goto usage;
+      tls_ca = v;
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--cert", &ok)) || ok) {
+      if (ok < 0)
+        goto usage;
+      tls_cert = v;
+      continue;
+    }
+    if ((v = cli_opt_value(argc, argv, &i, "--key", &ok)) || ok) {
+      if (ok < 0)
+        goto usage;
+      tls_key = v;
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--trace", &ok)) || ok) {

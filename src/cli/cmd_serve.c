@@ -2,6 +2,7 @@
  * acp serve: any stdio ACP agent at HOST:PORT/acp (WebSocket and Streamable
  * HTTP), one agent process per connection (acp_remote_serve() does the work).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 static const char serve_usage[] =
     "usage: acp serve [--listen HOST:PORT] [--token TOKEN]\n"
+    "                 [--tls CERT KEY [--client-ca FILE]]\n"
     "                 [--allow-host NAME[:PORT]]... [--max-connections N]\n"
     "                 [--max-message BYTES] [--ping-ms MS]\n"
     "                 [--session-grace MS] [--verbose]\n"
@@ -19,7 +21,8 @@ static const char serve_usage[] =
     "Expose a stdio ACP agent at HOST:PORT/acp over both profiles of remote\n"
     "ACP: WebSocket (ws://HOST:PORT/acp) and Streamable HTTP (POST\n"
     "initialize -> 200 with Acp-Connection-Id, other POSTs -> 202, GET SSE\n"
-    "streams with the agent's messages, DELETE ends the connection). Each\n"
+    "streams with the agent's messages, DELETE ends the connection) over\n"
+    "HTTP/1.1 or cleartext HTTP/2 (h2c with prior knowledge, same port). Each\n"
     "connection gets its own agent process, stopped (stdin closed, SIGTERM,\n"
     "SIGKILL) when the connection ends; each message is one line of the\n"
     "agent's stdin or stdout.\n"
@@ -29,6 +32,16 @@ static const char serve_usage[] =
     "                       picks a free one); the URL is printed on stderr\n"
     "  --token TOKEN        require 'Authorization: Bearer TOKEN' (401)\n"
     "                       (also from the ACP_SERVE_TOKEN environment)\n"
+    "  --tls CERT KEY       serve https:// and wss:// (TLS 1.2 or later) on\n"
+    "                       the same /acp endpoint, with the certificate\n"
+    "                       chain CERT and its private key KEY (PEM files,\n"
+    "                       the key unencrypted); plain HTTP sent to the\n"
+    "                       port is answered 400 and closed\n"
+    "  --client-ca FILE     with --tls: mutual TLS; a client must present a\n"
+    "                       certificate signed by a CA in FILE (PEM) or the\n"
+    "                       handshake fails, before any HTTP. With --token\n"
+    "                       too, a client needs both: the certificate to get\n"
+    "                       in, then the token on every request\n"
     "  --allow-host NAME    also accept this Host / Origin authority (403\n"
     "                       otherwise; the bound address and localhost are)\n"
     "  --max-connections N  connections at once (default 256; 503 beyond)\n"
@@ -44,14 +57,21 @@ static const char serve_usage[] =
     "                       reconnects with its cookies (acp_agent, set on\n"
     "                       connect) gets the same agent process back and\n"
     "                       can session/load or session/resume its sessions;\n"
-    "                       what the agent said meanwhile is dropped\n"
+    "                       what the agent said meanwhile is dropped, and\n"
+    "                       a turn in flight is cancelled (session/cancel)\n"
     "                       (default 0: stopped at once)\n"
     "  --verbose            a line on stderr per connection\n"
     "  -h, --help           show this help\n";
 
+typedef struct serve_info {
+  const char *host;
+  bool tls;
+} serve_info;
+
 static void on_listening(int port, void *ud) {
-  const char *host = ud;
-  fprintf(stderr, "acp serve: listening on ws://%s:%d/acp\n", host, port);
+  const serve_info *si = ud;
+  fprintf(stderr, "acp serve: listening on %s://%s:%d/acp\n",
+          si->tls ? "wss" : "ws", si->host, port);
   fflush(stderr);
 }
 
@@ -74,6 +94,9 @@ int cmd_acp_serve(int argc, char **argv) {
   const char *v;
   int i, ok;
   unsigned long long n;
+  const char *cert = NULL, *key = NULL, *client_ca = NULL;
+  acp_remote_tls *tls = NULL;
+  serve_info si;
 
   memset(&o, 0, sizeof(o));
   so.token = getenv("ACP_SERVE_TOKEN");
@@ -90,6 +113,17 @@ int cmd_acp_serve(int argc, char **argv) {
       listen = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
       so.token = v;
+    } else if (strcmp(argv[i], "--tls") == 0) {
+      if (i + 2 >= argc || strcmp(argv[i + 1], "--") == 0 ||
+          strcmp(argv[i + 2], "--") == 0) {
+        cli_err("serve", "--tls needs CERT KEY (two PEM files)");
+        return CLI_EXIT_USAGE;
+      }
+      cert = argv[++i];
+      key = argv[++i];
+    } else if ((v = cli_opt_value(argc, argv, &i, "--client-ca", &ok)) !=
+               NULL) {
+      client_ca = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--allow-host", &ok)) !=
                NULL) {
       if (nallow == 32) {
@@ -135,6 +169,10 @@ int cmd_acp_serve(int argc, char **argv) {
     cli_err("serve", "no agent command (acp serve [options] -- AGENT ...)");
     return CLI_EXIT_USAGE;
   }
+  if (client_ca && !cert) {
+    cli_err("serve", "--client-ca goes with --tls CERT KEY");
+    return CLI_EXIT_USAGE;
+  }
   /* HOST:PORT, [V6]:PORT */
   const char *colon = strrchr(listen, ':');
   const char *hs = listen, *he = colon;
@@ -157,12 +195,29 @@ int cmd_acp_serve(int argc, char **argv) {
   so.port = (int)n;
   allow[nallow] = NULL;
   so.allowed_hosts = nallow ? allow : NULL;
+  if (cert) {
+    int trv = acp_remote_tls_new(&tls, ACP_REMOTE_TLS_SERVER, NULL);
+    if (trv == 0)
+      trv = acp_remote_tls_set_cert(tls, cert, key);
+    if (trv == 0 && client_ca)
+      trv = acp_remote_tls_set_client_ca(tls, client_ca);
+    if (trv != 0) {
+      cli_err("serve", "--tls: %s",
+              tls ? acp_remote_tls_error(tls) : "out of memory");
+      acp_remote_tls_free(tls);
+      return CLI_EXIT_USAGE;
+    }
+    so.tls = tls;
+  }
+  si.host = host;
+  si.tls = tls != NULL;
   o.version = 2;
   o.server = so;
   o.agent_argv = (const char *const *)(argv + i);
   o.on_listening = on_listening;
-  o.user_data = host;
+  o.user_data = &si;
   int rv = acp_remote_serve(&o);
+  acp_remote_tls_free(tls);
   if (rv == ACP_ERR_INVALID_ARGUMENT) {
     cli_err("serve", "cannot listen on '%s'", listen);
     return CLI_EXIT_USAGE;

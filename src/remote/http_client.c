@@ -26,6 +26,7 @@
 #include "acp/json.h"
 #include "remote_int.h"
 #include "sse.h"
+#include "tls_int.h"
 
 #define READ_CHUNK ((size_t)64 << 10)
 /* An error page is diagnostic text: this much of it is kept. */
@@ -72,6 +73,7 @@ typedef struct hsock {
   char *sid; /* K_SSE: its session, or NULL for the connection stream */
   hmsg *msg; /* K_POST: the message in flight */
   char conn_id[130];
+  acp__tls *tls; /* https: each socket its own TLS connection */
 } hsock;
 
 typedef struct route {
@@ -116,6 +118,7 @@ struct hcli {
   acp_json_doc *doc;
   acp_remote_connect_cb ccb;
   void *cud;
+  acp_remote_tls *tls; /* https: a reference, shared by the sockets */
 };
 
 static void pump(hcli *h);
@@ -155,6 +158,7 @@ static void hcli_free(hcli *h) {
   acp__free(&h->mem, h->port);
   acp__free(&h->mem, h->authority);
   acp__free(&h->mem, h->path);
+  acp__tls_conf_unref(h->tls);
   acp__free(&h->mem, h);
 }
 
@@ -183,6 +187,7 @@ static void sock_free(hsock *s) {
     acp__sse_dispose(&s->sse);
   acp__free(&h->mem, s->sid);
   hmsg_free(h, s->msg);
+  acp__tls_free(s->tls);
   acp__free(&h->mem, s);
   hcli_unref(h);
 }
@@ -370,10 +375,8 @@ static void on_written(uv_write_t *req, int status) {
   }
 }
 
-static int sock_write(hsock *s, const char *p, size_t n) {
+static int raw_write(hsock *s, const char *p, size_t n) {
   hcli *h = s->h;
-  if (!s->connected)
-    return acp__buf_append(&s->pending, p, n);
   wreq *w = acp__malloc(&h->mem, sizeof(*w) + n);
   if (!w)
     return ACP_ERR_NOMEM;
@@ -385,6 +388,31 @@ static int sock_write(hsock *s, const char *p, size_t n) {
     return ACP_ERR_SYSTEM;
   }
   return 0;
+}
+
+/* https: what the TLS filter has to send (handshake, records, alerts). */
+static int tls_flush(hsock *s) {
+  size_t n = acp__tls_pending(s->tls);
+  if (n == 0)
+    return 0;
+  char *p = acp__malloc(&s->h->mem, n);
+  if (!p)
+    return ACP_ERR_NOMEM;
+  n = acp__tls_take(s->tls, p, n);
+  int rv = raw_write(s, p, n);
+  acp__free(&s->h->mem, p);
+  return rv;
+}
+
+static int sock_write(hsock *s, const char *p, size_t n) {
+  if (!s->connected)
+    return acp__buf_append(&s->pending, p, n);
+  if (!s->tls)
+    return raw_write(s, p, n);
+  int rv = acp__tls_write(s->tls, p, n);
+  if (rv == 0)
+    rv = tls_flush(s);
+  return rv;
 }
 
 static void sock_ended(hsock *s, int err);
@@ -407,6 +435,13 @@ static void on_connect(uv_connect_t *req, int status) {
   }
   uv_tcp_nodelay(&s->tcp, 1);
   s->connected = true;
+  if (h->tls && acp__tls_new(&s->tls, h->tls, h->host, &h->mem) != 0) {
+    if (s->kind == K_DELETE)
+      sock_close(s);
+    else
+      fail(h, ACP_ERR_NOMEM, "out of memory");
+    return;
+  }
   if (s->pending.len > 0) {
     acp__buf p = s->pending;
     acp__buf_init(&s->pending, &h->mem, 0);
@@ -983,9 +1018,34 @@ static void sock_ended(hsock *s, int err) {
                      : "the connection stream broke");
 }
 
+/* https: decrypt what the socket read into s->in. */
+static void tls_read(hsock *s, const char *p, size_t n) {
+  hcli *h = s->h;
+  s->got_bytes = true;
+  int rv = acp__tls_feed(s->tls, p, n);
+  if (rv == 0)
+    rv = acp__tls_read(s->tls, &s->in);
+  if (tls_flush(s) != 0 && rv == 0)
+    rv = ACP_ERR_NOMEM;
+  if (s->in.len > 0)
+    process(s);
+  if (rv == 0 || s->closed)
+    return;
+  if (rv == ACP_ERR_CLOSED)
+    sock_ended(s, UV_EOF);
+  else if (s->kind == K_DELETE)
+    sock_close(s);
+  else if (rv == ACP_ERR_PROTOCOL)
+    fail(h, ACP_ERR_PROTOCOL, acp__tls_error(s->tls));
+  else
+    fail(h, ACP_ERR_NOMEM, "out of memory");
+}
+
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   hsock *s = st->data;
-  if (n > 0) {
+  if (n > 0 && s->tls) {
+    tls_read(s, buf->base, (size_t)n);
+  } else if (n > 0) {
     s->got_bytes = true;
     if (acp__buf_append(&s->in, buf->base, (size_t)n) != 0)
       fail(s->h, ACP_ERR_NOMEM, "out of memory");
@@ -1160,12 +1220,22 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
   acp__buf_init(&h->hold, &h->mem, 0);
   h->host = acp__strndup(&h->mem, u->host, u->host_len);
   h->port = u->port ? acp__strndup(&h->mem, u->port, u->port_len)
-                    : acp__strdup(&h->mem, "80");
+                    : acp__strdup(&h->mem, u->tls ? "443" : "80");
   h->authority = acp__strndup(&h->mem, u->authority, u->authority_len);
   h->path = acp__strdup(&h->mem, u->path);
   if (!h->host || !h->port || !h->authority || !h->path ||
       acp_json_doc_new(&h->doc, &h->mem) != 0)
     goto fail;
+  if (u->tls) {
+    const acp_remote_tls *conf = opts->version >= 3 ? opts->tls : NULL;
+    if (conf) {
+      h->tls = (acp_remote_tls *)conf;
+      acp__tls_conf_ref(h->tls);
+    } else if ((rv = acp_remote_tls_new(&h->tls, ACP_REMOTE_TLS_CLIENT,
+                                        &h->mem)) != 0) {
+      goto fail;
+    }
+  }
   if (strlen(h->path) > 400) {
     rv = ACP_ERR_INVALID_ARGUMENT;
     goto fail;

@@ -7,6 +7,7 @@
 #define ACP_REMOTE_INT_H
 
 #include "acp/remote.h"
+#include "h2_int.h"
 #include "ws_int.h"
 
 /*

@@ -3,6 +3,7 @@
  * frame codec of ws.c, and a user link (acp_uv_link_new_user()) per
  * connection so that the roles run over it as over stdio.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "acp/json.h"
 #include "remote_int.h"
+#include "tls_int.h"
 
 /* Read buffers are taken per read and given back after it (every consumer
  * copies what it keeps), so an idle connection holds none: 64 KiB stays
@@ -34,12 +36,14 @@ typedef struct wwrite {
 } wwrite;
 
 /* C_WAIT: a Streamable HTTP initialize waits for the agent's answer;
- * C_SSE: the socket carries an SSE response until it closes. */
-enum { C_HANDSHAKE = 0, C_OPEN, C_DONE, C_WAIT, C_SSE };
+ * C_SSE: the socket carries an SSE response until it closes;
+ * C_H2: the socket is an HTTP/2 connection (h2.c). */
+enum { C_HANDSHAKE = 0, C_OPEN, C_DONE, C_WAIT, C_SSE, C_H2 };
 
 typedef struct hconn hconn;
 /* What a socket is to its Streamable HTTP connection. */
-enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION };
+/* H_HELD: a POST waiting for the agent to read (see hc_hold). */
+enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION, H_HELD };
 
 struct acp_remote_server {
   acp_mem mem;
@@ -59,6 +63,7 @@ struct acp_remote_server {
   bool closing;
   char *aff_name;      /* the affinity cookie's name, or NULL */
   const char *cur_aff; /* during the accept callback */
+  acp_remote_tls *tls; /* a reference, or NULL: plain TCP */
 };
 
 struct wconn {
@@ -100,10 +105,14 @@ struct wconn {
   char accept[29];
   acp_remote_connect_cb ccb;
   void *cud;
-  /* Streamable HTTP: the ACP connection this socket serves, and how */
-  hconn *hc;
-  int hrole;
-  wconn *hnext; /* in hc->sessions */
+  /* Streamable HTTP over HTTP/1.1: the socket is one exchange at a time */
+  acp__hx hx;
+  size_t h1_total;   /* bytes of the request being served, not consumed */
+  bool h2_maybe;     /* nothing read yet: the HTTP/2 preface may come */
+  acp__h2 *h2;       /* C_H2: the HTTP/2 connection */
+  uint64_t h2_quiet; /* ms without streams or bytes */
+  /* TLS (tls.c), or NULL: between the socket and everything above. */
+  acp__tls *tls;
 };
 
 /*
@@ -126,15 +135,33 @@ struct hconn {
   acp__buf line; /* an outgoing line not complete yet */
   acp__buf pend; /* SSE events waiting for the stream */
   size_t pend_credit;
-  wconn *waiter;   /* the initialize POST waiting for its answer */
-  wconn *stream;   /* the connection-scoped SSE stream */
-  wconn *sessions; /* session-scoped SSE streams (held open) */
-  char *init_id;   /* raw JSON id of initialize, until it is answered */
+  acp__hx *waiter;   /* the initialize POST waiting for its answer */
+  acp__hx *stream;   /* the connection-scoped SSE stream */
+  acp__hx *sessions; /* session-scoped SSE streams (held open) */
+  char *init_id;     /* raw JSON id of initialize, until it is answered */
+  /* Session streams by session id, and the session-scoped requests whose
+   * answers go there (see hc_route_of). */
+  struct hroute *routes;
+  struct hreq *reqs;
+  unsigned nreqs;
+  /* POSTs held while the agent is not reading, oldest first; `hold`
+   * releases them (from the loop) or answers the ones past their
+   * deadline. */
+  struct hheld *held, *held_tail;
+  unsigned nheld;
+  uv_timer_t hold;
+  unsigned handles; /* of idle and hold, not yet closed */
   char id[37];
   char aff[37]; /* affinity value (empty: no cookie) */
 };
 
 static void hc_detach(wconn *c);
+static void hx_detach(acp__hx *x);
+static void hc_route_del(hconn *hc, acp__hx *x);
+static void hc_unhold(hconn *hc, acp__hx *x);
+static void hc_routes_free(hconn *hc);
+static struct hheld *hc_take_held(hconn *hc, const acp__hx *x);
+static const acp__hx_ops h1_ops;
 
 /* MARK: - Helpers (Private) */
 
@@ -162,6 +189,7 @@ static void conn_free(wconn *c) {
   acp__buf_dispose(&c->req);
   acp__free(&c->mem, c->host);
   acp__free(&c->mem, c->port);
+  acp__tls_free(c->tls);
   acp__free(&c->mem, c);
 }
 
@@ -172,8 +200,11 @@ static void conn_unref(wconn *c) {
     conn_free(c);
 }
 
+static void h2_drop(wconn *c);
+
 static void conn_close_tcp(wconn *c) {
   hc_detach(c);
+  h2_drop(c);
   if (c->tcp_closed)
     return;
   c->tcp_closed = true;
@@ -186,6 +217,7 @@ static void conn_close_tcp(wconn *c) {
 }
 
 static void client_fail(wconn *c, int err, const char *detail);
+static void refuse_msg(wconn *c, int st, const char *d);
 
 static void on_linger_timeout(uv_timer_t *t) {
   conn_close_tcp(t->data);
@@ -201,6 +233,7 @@ static void on_shut(uv_shutdown_t *req, int status) {
 
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static int tls_flush(wconn *c, size_t credit);
 
 /* End gracefully: what is queued (a close frame, an error page) is sent,
  * the write side shut down, and the socket read and discarded until the
@@ -209,10 +242,15 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
  * close frame (the peer would see 1006 instead of 1009). */
 static void conn_finish(wconn *c) {
   hc_detach(c);
+  h2_drop(c);
   if (c->tcp_closed || c->lingering)
     return;
   c->lingering = true;
   c->wr_eof = true;
+  if (c->tls) {
+    acp__tls_close(c->tls); /* close_notify, before our FIN */
+    (void)tls_flush(c, 0);
+  }
   uv_timer_stop(&c->resume);
   uv_timer_start(&c->timer, on_linger_timeout, 1000, 0);
   c->shreq.data = c;
@@ -249,10 +287,12 @@ static void end_link(wconn *c, int status) {
 /* MARK: - Writing (Private) */
 
 static void report_credit(wconn *c, size_t n) {
-  acp_uv_link *l = c->link ? c->link : (c->hc ? c->hc->link : NULL);
+  acp_uv_link *l = c->link ? c->link : (c->hx.hc ? c->hx.hc->link : NULL);
   if (n > 0 && l && !c->no_credit)
     acp_uv_link_user_written(l, n);
 }
+
+static void h2_pump(wconn *c);
 
 static void on_tcp_write(uv_write_t *req, int status) {
   wwrite *w = (wwrite *)req;
@@ -262,15 +302,72 @@ static void on_tcp_write(uv_write_t *req, int status) {
   if (c->last == w)
     c->last = NULL;
   acp__free(&c->mem, w);
-  if (status < 0 && (c->link || c->hc) && !c->tcp_closed) {
+  if (status < 0 && (c->link || c->hx.hc || c->h2) && !c->tcp_closed) {
     if (c->link)
       acp_uv_link_user_write_failed(c->link, status);
     end_link(c, status);
     conn_close_tcp(c);
   } else {
     report_credit(c, credit);
+    if (c->h2 && !c->tcp_closed && !c->lingering)
+      h2_pump(c);
   }
   conn_unref(c);
+}
+
+/* MARK: - TLS (Private) */
+
+/*
+ * The hooks of the TLS filter: tls_flush() writes the ciphertext it has
+ * (handshake messages, records, alerts), tls_send() encrypts instead of
+ * writing, tls_read() decrypts what the socket read and passes the
+ * plaintext on to tcp_read() as if the socket had read it. A write still
+ * completes (and credits its link bytes) when the kernel took its
+ * ciphertext, so backpressure is what it is without TLS.
+ */
+static int tls_flush(wconn *c, size_t credit) {
+  size_t n = c->tls && !c->tcp_closed ? acp__tls_pending(c->tls) : 0;
+  if (n == 0) {
+    report_credit(c, credit);
+    return 0;
+  }
+  wwrite *w = acp__malloc(&c->mem, sizeof(*w) + n);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  w->c = c;
+  w->credit = credit;
+  w->len = acp__tls_take(c->tls, w->data, n);
+  uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  if (c->writes == 0) {
+    int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (r > 0 && (size_t)r == w->len) {
+      acp__free(&c->mem, w);
+      report_credit(c, credit);
+      return 0;
+    }
+    if (r > 0) {
+      b.base += r;
+      b.len -= (size_t)r;
+    }
+  }
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tcp_write) < 0) {
+    acp__free(&c->mem, w);
+    return ACP_ERR_SYSTEM;
+  }
+  c->writes++;
+  c->last = w;
+  return 0;
+}
+
+static int tls_send(wconn *c, const uv_buf_t *bufs, unsigned nb,
+                    size_t credit) {
+  for (unsigned i = 0; i < nb; i++)
+    if (bufs[i].len > 0) {
+      int rv = acp__tls_write(c->tls, bufs[i].base, bufs[i].len);
+      if (rv != 0)
+        return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_SYSTEM;
+    }
+  return tls_flush(c, credit);
 }
 
 /* Send bufs (copied unless the kernel takes them now), crediting `credit`
@@ -282,10 +379,12 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
     report_credit(c, credit);
     return 0;
   }
+  if (c->tls)
+    return tls_send(c, bufs, nb, credit);
   for (unsigned i = 0; i < nb; i++)
     total += bufs[i].len;
   if (c->writes == 0 && !mask_last &&
-      (c->state == C_OPEN || c->state == C_SSE)) {
+      (c->state == C_OPEN || c->state == C_SSE || c->state == C_H2)) {
     int r = uv_try_write((uv_stream_t *)&c->tcp, bufs, nb);
     if (r > 0 && (size_t)r == total) {
       report_credit(c, credit);
@@ -368,6 +467,11 @@ static int send_text(wconn *c, const char *p1, size_t n1, const char *p2,
   w->credit = credit;
   w->len = hl + n1 + n2;
   uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  if (c->tls) {
+    int rv = tls_send(c, &b, 1, credit);
+    acp__free(&c->mem, w);
+    return rv;
+  }
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tcp_write) < 0) {
     acp__free(&c->mem, w);
     return ACP_ERR_SYSTEM;
@@ -517,9 +621,10 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void update_tcp_reading(wconn *c) {
   if (c->lingering)
     return;
-  bool want = !c->tcp_closed && !c->ended &&
-              (c->state == C_HANDSHAKE || c->state == C_SSE ||
-               (c->state == C_OPEN && c->link_reading && c->in.len == 0));
+  bool want =
+      !c->tcp_closed && !c->ended &&
+      (c->state == C_HANDSHAKE || c->state == C_SSE || c->state == C_H2 ||
+       (c->state == C_OPEN && c->link_reading && c->in.len == 0));
   if (want && !c->tcp_reading) {
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_tcp_read) == 0)
       c->tcp_reading = true;
@@ -588,11 +693,16 @@ static void server_handshake(wconn *c);
 static void client_handshake(wconn *c);
 
 static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf);
+static void tls_read(wconn *c, const char *data, size_t n);
+static void h2_read(wconn *c, const char *data, size_t len);
 
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   wconn *c = s->data;
   /* The connection is freed only from close callbacks, never in here. */
-  tcp_read(c, n, buf);
+  if (c->tls && n > 0 && !c->lingering)
+    tls_read(c, buf->base, (size_t)n);
+  else
+    tcp_read(c, n, buf);
   acp__free(&c->mem, buf->base);
   if (c->ws.msg.cap > KEEP_MAX && c->ws.msg.len == 0) {
     size_t max = c->ws.msg.max;
@@ -636,10 +746,75 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
       server_handshake(c);
     return;
   }
+  if (c->state == C_H2) {
+    h2_read(c, buf->base, (size_t)n);
+    return;
+  }
   if (c->state != C_OPEN)
     return;
   feed(c, buf->base, (size_t)n);
   update_tcp_reading(c);
+}
+
+/* The handshake failed or a record was bad: say why and close. */
+static void tls_failed(wconn *c) {
+  const char *why = acp__tls_error(c->tls);
+  if (c->client) {
+    if (c->state == C_HANDSHAKE) {
+      client_fail(c, ACP_ERR_PROTOCOL, why);
+      return;
+    }
+    end_link(c, UV_EPROTO);
+    conn_close_tcp(c);
+    return;
+  }
+  if (acp__tls_plain_http(c->tls) && c->state == C_HANDSHAKE) {
+    /* Someone spoke plaintext HTTP to the TLS port: tell them so in
+     * plaintext (the alert OpenSSL queued would mean nothing to them). */
+    acp__tls *t = c->tls;
+    while (acp__tls_pending(t) > 0) {
+      char junk[256];
+      (void)acp__tls_take(t, junk, sizeof(junk));
+    }
+    c->tls = NULL;
+    refuse_msg(c, 400, "this port speaks TLS: use https:// or wss://");
+    c->tls = t;
+    return;
+  }
+  if (c->state == C_OPEN)
+    end_link(c, UV_EPROTO);
+  c->state = C_DONE;
+  conn_finish(c); /* the alert, if any, was flushed */
+}
+
+static void tls_read(wconn *c, const char *data, size_t n) {
+  acp__buf plain;
+  acp__buf_init(&plain, &c->mem, 0);
+  int rv = acp__tls_feed(c->tls, data, n);
+  if (rv == 0)
+    rv = acp__tls_read(c->tls, &plain);
+  /* Handshake messages, a key update's answer, an alert. */
+  if (tls_flush(c, 0) != 0 && rv == 0)
+    rv = ACP_ERR_NOMEM;
+  /* Once acp__tls_ready(), acp__tls_alpn() names the protocol agreed on
+   * ("http/1.1" only for now): where HTTP/2 over TLS would branch off. */
+  if (plain.len > 0) {
+    uv_buf_t b = uv_buf_init(plain.data, (unsigned)plain.len);
+    tcp_read(c, (ssize_t)plain.len, &b);
+  }
+  acp__buf_dispose(&plain);
+  if (rv == 0 || c->tcp_closed || c->lingering)
+    return;
+  if (rv == ACP_ERR_CLOSED) {
+    tcp_read(c, UV_EOF, NULL); /* close_notify: the peer's end */
+  } else if (rv == ACP_ERR_PROTOCOL) {
+    tls_failed(c);
+  } else if (c->client && c->state == C_HANDSHAKE) {
+    client_fail(c, rv, "out of memory");
+  } else {
+    end_link(c, UV_ENOMEM);
+    conn_close_tcp(c);
+  }
 }
 
 /* MARK: - Ping (Private) */
@@ -701,6 +876,7 @@ static int conn_new(wconn **out, uv_loop_t *loop, bool client, size_t max_msg,
   c->tcp.data = c;
   c->timer.data = c;
   c->resume.data = c;
+  c->hx.ops = &h1_ops;
   *out = c;
   return 0;
 }
@@ -857,20 +1033,48 @@ static void affinity_of(const acp_remote_server *s, const acp__http_head *h,
   snprintf(out, 37, "%s", own);
 }
 
+/* The Set-Cookie value "NAME=VALUE; ..." for `aff`, or "". */
+static void affinity_value(const acp_remote_server *s, const char *aff,
+                           char *out, size_t cap) {
+  out[0] = '\0';
+  if (s && s->aff_name && aff[0])
+    snprintf(out, cap, "%s=%s; Path=/; HttpOnly; SameSite=Strict", s->aff_name,
+             aff);
+}
+
 /* "Set-Cookie: NAME=VALUE; ...\r\n" for `aff`, or "". */
 static void affinity_header(const acp_remote_server *s, const char *aff,
                             char *out, size_t cap) {
+  char v[160];
+  affinity_value(s, aff, v, sizeof(v));
   out[0] = '\0';
-  if (s && s->aff_name && aff[0])
-    snprintf(out, cap,
-             "Set-Cookie: %s=%s; Path=/; HttpOnly; SameSite=Strict\r\n",
-             s->aff_name, aff);
+  if (v[0])
+    snprintf(out, cap, "Set-Cookie: %s\r\n", v);
 }
+
+static void h2_start(wconn *c);
 
 static void server_handshake(wconn *c) {
   acp_remote_server *s = c->srv;
   acp__http_head h;
   char accept[29];
+  if (c->h2_maybe) {
+    /* HTTP/2 with prior knowledge: the first bytes are its preface. */
+    int pf = acp__h2_preface(c->in.data, c->in.len);
+    if (pf < 0)
+      return;
+    c->h2_maybe = false;
+    if (pf > 0) {
+      h2_start(c);
+      return;
+    }
+  }
+  /* A spare byte after what was read, reserved before the head points
+   * into the buffer: hx_serve may write the byte after a body. */
+  if (acp__buf_reserve(&c->in, 1) != 0) {
+    refuse(c, 503);
+    return;
+  }
   acp_ssize n = acp__http_parse_head(c->in.data, c->in.len, false, &h);
   if (n == 0)
     return;
@@ -948,6 +1152,12 @@ static void on_connection(uv_stream_t *ls, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
+  if (s->tls && acp__tls_new(&c->tls, s->tls, NULL, &c->mem) != 0) {
+    conn_close_tcp(c);
+    return;
+  }
+  c->h2_maybe = true;
+  /* One deadline for the TLS handshake and the HTTP request after it. */
   uv_timer_start(&c->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
   update_tcp_reading(c);
 }
@@ -961,13 +1171,13 @@ static void hc_end(hconn *hc, int status) {
   acp_uv_link_user_end(hc->link, status);
 }
 
-/* A socket lets go of its connection (closed or finishing). */
-static void hc_detach(wconn *c) {
-  hconn *hc = c->hc;
+/* An exchange lets go of its connection (closed, finishing or reset). */
+static void hx_detach(acp__hx *x) {
+  hconn *hc = x->hc;
   if (!hc)
     return;
-  c->hc = NULL;
-  switch (c->hrole) {
+  x->hc = NULL;
+  switch (x->role) {
   case H_WAITER:
     hc->waiter = NULL;
     hc_end(hc, UV_ECONNRESET); /* the client gave up on initialize */
@@ -979,21 +1189,38 @@ static void hc_detach(wconn *c) {
     hc_end(hc, UV_ECONNRESET);
     break;
   case H_SESSION:
-    for (wconn **pp = &hc->sessions; *pp; pp = &(*pp)->hnext)
-      if (*pp == c) {
-        *pp = c->hnext;
+    for (acp__hx **pp = &hc->sessions; *pp; pp = &(*pp)->next)
+      if (*pp == x) {
+        *pp = x->next;
         break;
       }
+    hc_route_del(hc, x);
+    break;
+  case H_HELD:
+    hc_unhold(hc, x); /* the client gave up on it (or its socket died) */
     break;
   default:
     break;
   }
-  c->hrole = H_NONE;
-  c->hnext = NULL;
+  x->role = H_NONE;
+  x->next = NULL;
+}
+
+/* A socket lets go of its connection (closed or finishing). */
+static void hc_detach(wconn *c) {
+  hx_detach(&c->hx);
+}
+
+static void hx_refuse(acp__hx *x, int st, const char *detail) {
+  acp__hx_resp r = {st, detail, NULL, NULL, NULL, 0, NULL, 0};
+  (void)x->ops->respond(x, &r);
 }
 
 static void on_hc_closed(uv_handle_t *h) {
   hconn *hc = h->data;
+  if (--hc->handles > 0)
+    return;
+  hc_routes_free(hc);
   acp__free(&hc->mem, hc->init_id);
   acp__buf_dispose(&hc->line);
   acp__buf_dispose(&hc->pend);
@@ -1004,6 +1231,13 @@ static void on_hc_idle(uv_timer_t *t) {
   hconn *hc = t->data;
   if (!hc->stream && !hc->waiter)
     hc_end(hc, UV_ETIMEDOUT);
+}
+
+/* Close the connection's timers; it is freed once both are closed. */
+static void hc_close_handles(hconn *hc) {
+  hc->handles = 2;
+  uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
+  uv_close((uv_handle_t *)&hc->hold, on_hc_closed);
 }
 
 static void hc_idle_start(hconn *hc) {
@@ -1030,6 +1264,88 @@ static void http_next(wconn *c) {
   if (c->in.len > 0)
     server_handshake(c);
 }
+
+/* MARK: - HTTP/1.1 exchanges (Private) */
+
+static wconn *hx_conn(acp__hx *x) {
+  return (wconn *)(void *)((char *)x - offsetof(wconn, hx));
+}
+
+static int h1_respond(acp__hx *x, const acp__hx_resp *r) {
+  wconn *c = hx_conn(x);
+  if (r->status >= 400) {
+    refuse_msg(c, r->status, r->detail ? r->detail : detail_of(r->status));
+    return 0;
+  }
+  if (r->status != 200) {
+    /* 202: the next request is read once this one is consumed (by
+     * http_request, or already, for a POST that was held). */
+    static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+    uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
+    (void)send_bufs(c, &b, 1, 0, false);
+    if (c->state == C_WAIT && !c->tcp_closed && !c->lingering)
+      http_next(c);
+    return 0;
+  }
+  char head[600];
+  int hl =
+      snprintf(head, sizeof(head),
+               "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+               "Content-Length: %zu\r\nCache-Control: no-store\r\n"
+               "Acp-Connection-Id: %s\r\n%s%s%s\r\n",
+               r->n1 + r->n2, r->conn_id ? r->conn_id : "",
+               r->set_cookie ? "Set-Cookie: " : "",
+               r->set_cookie ? r->set_cookie : "", r->set_cookie ? "\r\n" : "");
+  uv_buf_t b[3] = {uv_buf_init(head, (unsigned)hl),
+                   uv_buf_init((char *)r->p1, (unsigned)r->n1),
+                   uv_buf_init((char *)r->p2, (unsigned)r->n2)};
+  int rv = send_bufs(c, b, 3, 0, false);
+  if (rv != 0) {
+    conn_close_tcp(c);
+    return rv;
+  }
+  http_next(c);
+  return 0;
+}
+
+static void h1_open_sse(acp__hx *x) {
+  wconn *c = hx_conn(x);
+  static char sse[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                      "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
+  uv_buf_t b = uv_buf_init(sse, sizeof(sse) - 1);
+  c->state = C_SSE;
+  (void)send_bufs(c, &b, 1, 0, false);
+  uv_timer_stop(&c->timer);
+  if (c->ping_ms != UINT64_MAX)
+    uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);
+  update_tcp_reading(c);
+}
+
+static int h1_send(acp__hx *x, const uv_buf_t *b, unsigned nb, size_t credit) {
+  uv_buf_t bufs[4];
+  for (unsigned i = 0; i < nb && i < 4; i++)
+    bufs[i] = b[i];
+  return send_bufs(hx_conn(x), bufs, nb < 4 ? nb : 4, credit, false);
+}
+
+static void h1_finish(acp__hx *x) {
+  /* Ends the SSE body: it is close-delimited. */
+  conn_finish(hx_conn(x));
+}
+
+static void h1_taken(acp__hx *x) {
+  wconn *c = hx_conn(x);
+  if (c->h1_total > 0 && c->h1_total <= c->in.len)
+    acp__buf_consume(&c->in, c->h1_total);
+  c->h1_total = 0;
+  c->state = C_WAIT;
+  update_tcp_reading(c);
+}
+
+static const acp__hx_ops h1_ops = {h1_respond, h1_open_sse, h1_send, h1_finish,
+                                   h1_taken};
+
+/* MARK: - ACP connections (Private) */
 
 /* One complete line from the agent: the initialize answer, or an event. */
 /* Whether p1 + p2 is the response to initialize `id` (raw JSON): a
@@ -1065,17 +1381,357 @@ static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
   return ok;
 }
 
+/* MARK: - Streamable HTTP: session streams, held POSTs (Private) */
+
+/* Cap of session-scoped requests remembered per connection for routing
+ * their answers (more are answered on the connection stream). */
+#define HREQ_MAX 256u
+/* POSTs held per connection while the agent is not reading, and how long
+ * one may wait; beyond either: 503. */
+#define HOLD_MAX 32u
+#define HOLD_MS 30000
+
+/* A session stream: `x` carries the messages of session sid[0..len). */
+typedef struct hroute {
+  struct hroute *next;
+  acp__hx *x;
+  size_t len;
+  char sid[];
+} hroute;
+
+/* A request POSTed with Acp-Session-Id: text[0..id_len) is its raw JSON
+ * id, then the session id. */
+typedef struct hreq {
+  struct hreq *next;
+  size_t id_len, sid_len;
+  char text[];
+} hreq;
+
+/*
+ * Just enough JSON to route a message without a parse: the agent's lines
+ * can be megabytes, and routing needs three members near the top (method,
+ * id, params.sessionId). Strings are skipped with memchr. Input that is
+ * not JSON makes these return NULL / false, and the message then goes on
+ * the connection stream (the client's JSON parser says what is wrong).
+ */
+static const char *js_ws(const char *p, const char *e) {
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+    p++;
+  return p;
+}
+
+/* p at '"': the byte after the closing quote, or NULL. */
+static const char *js_str_end(const char *p, const char *e) {
+  p++;
+  for (;;) {
+    const char *q = p < e ? memchr(p, '"', (size_t)(e - p)) : NULL;
+    if (!q)
+      return NULL;
+    size_t bs = 0;
+    while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
+      bs++;
+    if (bs % 2 == 0)
+      return q + 1;
+    p = q + 1;
+  }
+}
+
+/* The byte after the value at p, or NULL. */
+static const char *js_val_end(const char *p, const char *e) {
+  size_t depth = 0;
+  while (p < e) {
+    char ch = *p;
+    if (ch == '"') {
+      p = js_str_end(p, e);
+      if (!p)
+        return NULL;
+      if (depth == 0)
+        return p;
+      continue;
+    }
+    if (ch == '{' || ch == '[') {
+      depth++;
+    } else if (ch == '}' || ch == ']') {
+      if (depth == 0)
+        return p; /* a scalar ended by its container */
+      if (--depth == 0)
+        return p + 1;
+    } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\t' ||
+                              ch == '\r' || ch == '\n')) {
+      return p;
+    }
+    p++;
+  }
+  return depth == 0 ? p : NULL;
+}
+
+/* In the object at p, the value of member `key` (raw, no escapes):
+ * [*vb, *ve). */
+static bool js_member(const char *p, const char *e, const char *key,
+                      size_t klen, const char **vb, const char **ve) {
+  p = js_ws(p, e);
+  if (p >= e || *p != '{')
+    return false;
+  p++;
+  for (;;) {
+    p = js_ws(p, e);
+    if (p >= e || *p != '"')
+      return false;
+    const char *ks = p + 1, *kend = js_str_end(p, e);
+    if (!kend)
+      return false;
+    p = js_ws(kend, e);
+    if (p >= e || *p != ':')
+      return false;
+    p = js_ws(p + 1, e);
+    const char *v = p;
+    p = js_val_end(p, e);
+    if (!p || p == v)
+      return false;
+    if ((size_t)(kend - 1 - ks) == klen && memcmp(ks, key, klen) == 0) {
+      *vb = v;
+      *ve = p;
+      return true;
+    }
+    p = js_ws(p, e);
+    if (p >= e || *p != ',')
+      return false;
+    p++;
+  }
+}
+
+static acp__hx *hc_stream_for(hconn *hc, const char *sid, size_t len) {
+  for (hroute *r = hc->routes; r; r = r->next)
+    if (r->len == len && memcmp(r->sid, sid, len) == 0)
+      return r->x; /* the newest stream of the session */
+  return NULL;
+}
+
+/* The session stream a message of the agent goes on, or NULL (the
+ * connection stream): a request or notification whose params.sessionId
+ * has a stream open, or the answer to a request POSTed with that
+ * session's Acp-Session-Id (as the RFD routes them). */
+static acp__hx *hc_route_of(hconn *hc, const char *p, size_t n) {
+  const char *e = p + n, *vb, *ve, *pb, *pe;
+  if (js_member(p, e, "method", 6, &vb, &ve)) {
+    if (!js_member(p, e, "params", 6, &pb, &pe) ||
+        !js_member(pb, pe, "sessionId", 9, &vb, &ve) || *vb != '"' ||
+        ve - vb < 2)
+      return NULL;
+    return hc_stream_for(hc, vb + 1, (size_t)(ve - vb - 2));
+  }
+  if (!hc->reqs || !js_member(p, e, "id", 2, &vb, &ve))
+    return NULL;
+  for (hreq **pp = &hc->reqs; *pp; pp = &(*pp)->next) {
+    hreq *q = *pp;
+    if (q->id_len == (size_t)(ve - vb) && memcmp(q->text, vb, q->id_len) == 0) {
+      acp__hx *to = hc_stream_for(hc, q->text + q->id_len, q->sid_len);
+      *pp = q->next;
+      hc->nreqs--;
+      acp__free(&hc->mem, q);
+      return to;
+    }
+  }
+  return NULL;
+}
+
+/* A POST with Acp-Session-Id, session streams open: remember a request's
+ * id, so that its answer goes on the session's stream. */
+static void hc_note_request(hconn *hc, const char *body, size_t blen,
+                            const char *sid, size_t sid_len) {
+  const char *e = body + blen, *vb, *ve, *mb, *me;
+  if (hc->nreqs >= HREQ_MAX || !js_member(body, e, "method", 6, &mb, &me) ||
+      !js_member(body, e, "id", 2, &vb, &ve))
+    return;
+  size_t il = (size_t)(ve - vb);
+  hreq *q = acp__malloc(&hc->mem, sizeof(*q) + il + sid_len);
+  if (!q)
+    return; /* its answer goes on the connection stream */
+  q->id_len = il;
+  q->sid_len = sid_len;
+  memcpy(q->text, vb, il);
+  memcpy(q->text + il, sid, sid_len);
+  q->next = hc->reqs;
+  hc->reqs = q;
+  hc->nreqs++;
+}
+
+static void hc_route_add(hconn *hc, acp__hx *x, const char *sid, size_t len) {
+  hroute *r = acp__malloc(&hc->mem, sizeof(*r) + len);
+  if (!r)
+    return; /* the session's messages stay on the connection stream */
+  r->x = x;
+  r->len = len;
+  memcpy(r->sid, sid, len);
+  r->next = hc->routes;
+  hc->routes = r;
+}
+
+static void hc_route_del(hconn *hc, acp__hx *x) {
+  for (hroute **pp = &hc->routes; *pp; pp = &(*pp)->next)
+    if ((*pp)->x == x) {
+      hroute *r = *pp;
+      *pp = r->next;
+      acp__free(&hc->mem, r);
+      return;
+    }
+}
+
+static void hc_routes_free(hconn *hc) {
+  while (hc->routes) {
+    hroute *r = hc->routes;
+    hc->routes = r->next;
+    acp__free(&hc->mem, r);
+  }
+  while (hc->reqs) {
+    hreq *q = hc->reqs;
+    hc->reqs = q->next;
+    acp__free(&hc->mem, q);
+  }
+  hc->nreqs = 0;
+  while (hc->held)
+    acp__free(&hc->mem, hc_take_held(hc, NULL));
+}
+
+/* A held POST: its body and '\n' (text[0..len)), then the Acp-Session-Id
+ * it came with (sid_len bytes, maybe none). */
+typedef struct hheld {
+  struct hheld *next;
+  acp__hx *x;
+  uint64_t deadline; /* loop time, ms */
+  size_t len, sid_len;
+  char text[];
+} hheld;
+
+static void on_hold(uv_timer_t *t);
+
+/* At once while the agent reads (the held POSTs go on from the loop, not
+ * from inside read_changed), else at the oldest one's deadline. */
+static void hc_hold_arm(hconn *hc) {
+  if (!hc->held || !hc->link) {
+    uv_timer_stop(&hc->hold);
+    return;
+  }
+  uint64_t now = uv_now(hc->hold.loop), due = 0;
+  if (!acp_uv_link_is_reading(hc->link) && hc->held->deadline > now)
+    due = hc->held->deadline - now;
+  uv_timer_start(&hc->hold, on_hold, due, 0);
+}
+
+/* Hold the POST of `x` (a copy of its body: an HTTP/2 body is borrowed,
+ * an HTTP/1.1 socket is not read meanwhile). 0, ACP_ERR_LIMIT (the cap),
+ * ACP_ERR_NOMEM. */
+static int hc_hold(hconn *hc, acp__hx *x, const char *body, size_t blen,
+                   const acp__acp_req *r) {
+  if (hc->nheld >= HOLD_MAX)
+    return ACP_ERR_LIMIT;
+  size_t sl = r->session_id ? r->session_id_len : 0;
+  hheld *q = acp__malloc(&hc->mem, sizeof(*q) + blen + 1 + sl);
+  if (!q)
+    return ACP_ERR_NOMEM;
+  q->next = NULL;
+  q->x = x;
+  q->deadline = uv_now(hc->hold.loop) + HOLD_MS;
+  q->len = blen + 1;
+  q->sid_len = sl;
+  if (blen)
+    memcpy(q->text, body, blen);
+  q->text[blen] = '\n';
+  if (sl)
+    memcpy(q->text + blen + 1, r->session_id, sl);
+  if (hc->held_tail)
+    hc->held_tail->next = q;
+  else
+    hc->held = q;
+  hc->held_tail = q;
+  hc->nheld++;
+  x->hc = hc;
+  x->role = H_HELD;
+  if (x->ops->taken)
+    x->ops->taken(x);
+  hc_hold_arm(hc);
+  return 0;
+}
+
+/* Unlink the held POST of `x` (or the oldest, x NULL) and return it; its
+ * exchange is detached. */
+static hheld *hc_take_held(hconn *hc, const acp__hx *x) {
+  hheld *prev = NULL;
+  for (hheld *q = hc->held; q; prev = q, q = q->next) {
+    if (x && q->x != x)
+      continue;
+    if (prev)
+      prev->next = q->next;
+    else
+      hc->held = q->next;
+    if (hc->held_tail == q)
+      hc->held_tail = prev;
+    hc->nheld--;
+    q->x->hc = NULL;
+    q->x->role = H_NONE;
+    q->x->next = NULL;
+    return q;
+  }
+  return NULL;
+}
+
+/* The exchange of a held POST went away (reset, socket closed). */
+static void hc_unhold(hconn *hc, acp__hx *x) {
+  acp__free(&hc->mem, hc_take_held(hc, x));
+  hc_hold_arm(hc);
+}
+
+/* One POSTed message to the agent, then 202 (502 if the link refused it).
+ * body[blen] must be writable: it holds the '\n' for the call. */
+static void hc_deliver(hconn *hc, acp__hx *x, char *body, size_t blen,
+                       const char *sid, size_t sid_len) {
+  if (sid && sid_len && hc->routes)
+    hc_note_request(hc, body, blen, sid, sid_len);
+  /* Body and '\n' in one delivery: the body alone can fill the agent's
+   * queue past its mark, and the link takes nothing more after that. */
+  char saved = body[blen];
+  body[blen] = '\n';
+  int rv = acp_uv_link_user_deliver(hc->link, body, blen + 1);
+  body[blen] = saved;
+  if (rv != 0) {
+    hx_refuse(x, 502, detail_of(502));
+    return;
+  }
+  acp__hx_resp ok = {202, NULL, NULL, NULL, NULL, 0, NULL, 0};
+  (void)x->ops->respond(x, &ok);
+}
+
+static void on_hold(uv_timer_t *t) {
+  hconn *hc = t->data;
+  /* The agent reads: held POSTs go on, oldest first, while it does. */
+  while (hc->held && hc->link && !hc->ended &&
+         acp_uv_link_is_reading(hc->link)) {
+    hheld *q = hc_take_held(hc, NULL);
+    hc_deliver(hc, q->x, q->text, q->len - 1,
+               q->sid_len ? q->text + q->len : NULL, q->sid_len);
+    acp__free(&hc->mem, q);
+  }
+  uint64_t now = uv_now(t->loop);
+  while (hc->held && hc->held->deadline <= now) {
+    hheld *q = hc_take_held(hc, NULL);
+    acp__hx *x = q->x;
+    acp__free(&hc->mem, q);
+    hx_refuse(x, 503, "the agent did not read in time: retry later");
+  }
+  hc_hold_arm(hc);
+}
+
 static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
                    size_t n2, size_t credit) {
-  wconn *w = hc->waiter;
+  acp__hx *w = hc->waiter;
   if (w && !answers_init(hc, p1, n1, p2, n2)) {
     /* The 200 body must be initialize's response (the SDK's client
      * checks, and so does ours): anything else ends the connection. */
     hc->waiter = NULL;
     w->hc = NULL;
-    w->hrole = H_NONE;
-    refuse_msg(w, 502,
-               "the agent's first message is not the response to initialize");
+    w->role = H_NONE;
+    hx_refuse(w, 502,
+              "the agent's first message is not the response to initialize");
     acp_uv_link_user_written(hc->link, credit);
     hc_end(hc, UV_EPROTO);
     return 0;
@@ -1083,30 +1739,46 @@ static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
   if (w) {
     acp__free(&hc->mem, hc->init_id);
     hc->init_id = NULL;
-    char head[512], cookie[200];
-    affinity_header(hc->srv, hc->aff, cookie, sizeof(cookie));
-    int hl = snprintf(head, sizeof(head),
-                      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %zu\r\nCache-Control: no-store\r\n"
-                      "Acp-Connection-Id: %s\r\n%s\r\n",
-                      n1 + n2, hc->id, cookie);
-    uv_buf_t b[3] = {uv_buf_init(head, (unsigned)hl),
-                     uv_buf_init((char *)p1, (unsigned)n1),
-                     uv_buf_init((char *)p2, (unsigned)n2)};
+    char cookie[200];
+    affinity_value(hc->srv, hc->aff, cookie, sizeof(cookie));
+    acp__hx_resp r = {200, NULL, hc->id, cookie[0] ? cookie : NULL,
+                      p1,  n1,   p2,     n2};
     hc->waiter = NULL;
     w->hc = NULL;
-    w->hrole = H_NONE;
-    int rv = send_bufs(w, b, 3, 0, false);
+    w->role = H_NONE;
+    int rv = w->ops->respond(w, &r);
     acp_uv_link_user_written(hc->link, credit);
+    if (rv != 0) {
+      /* The answer could not be queued (its exchange was closed or reset):
+       * the client does not wait for it, and the connection ends. */
+      hc_end(hc, UV_ENOMEM);
+      return 0;
+    }
     hc_idle_start(hc);
-    http_next(w);
-    return rv;
+    return 0;
   }
-  if (hc->stream) {
+  acp__hx *to = hc->stream;
+  if (hc->routes) {
+    acp__hx *sx = NULL;
+    if (n1 == 0)
+      sx = hc_route_of(hc, p2, n2);
+    else if (n2 == 0)
+      sx = hc_route_of(hc, p1, n1);
+    else if (p1 == hc->line.data && acp__buf_append(&hc->line, p2, n2) == 0) {
+      /* A line split over reads is made whole (its tail copied once). */
+      p1 = hc->line.data;
+      n1 = hc->line.len;
+      n2 = 0;
+      sx = hc_route_of(hc, p1, n1);
+    }
+    if (sx)
+      to = sx;
+  }
+  if (to) {
     uv_buf_t b[4] = {
         uv_buf_init("data: ", 6), uv_buf_init((char *)p1, (unsigned)n1),
         uv_buf_init((char *)p2, (unsigned)n2), uv_buf_init("\n\n", 2)};
-    return send_bufs(hc->stream, b, 4, credit, false);
+    return to->ops->send(to, b, 4, credit);
   }
   int rv = acp__buf_append(&hc->pend, "data: ", 6);
   if (rv == 0)
@@ -1158,7 +1830,7 @@ static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
 static void hc_op_read_changed(acp_uv_link *l, int reading, void *ud) {
   (void)l;
   (void)reading;
-  (void)ud;
+  hc_hold_arm(ud); /* held POSTs go on once the agent reads again */
 }
 
 static void hc_op_shutdown(acp_uv_link *l, void *ud) {
@@ -1180,16 +1852,27 @@ static void hc_op_close(acp_uv_link *l, void *ud) {
     hc->srv->nhconns--;
     hc->srv = NULL;
   }
-  wconn *w = hc->waiter;
+  acp__hx *w = hc->waiter;
   if (w) {
-    hc_detach(w);
-    refuse(w, 502);
+    hx_detach(w);
+    hx_refuse(w, 502, detail_of(502));
   }
-  if (hc->stream)
-    conn_finish(hc->stream); /* ends the SSE body: it is close-delimited */
-  while (hc->sessions)
-    conn_finish(hc->sessions);
-  uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
+  if (hc->stream) {
+    acp__hx *x = hc->stream;
+    hx_detach(x);
+    x->ops->finish(x);
+  }
+  while (hc->sessions) {
+    acp__hx *x = hc->sessions;
+    hx_detach(x);
+    x->ops->finish(x);
+  }
+  while (hc->held) {
+    acp__hx *x = hc->held->x;
+    hx_detach(x);
+    hx_refuse(x, 410, "the connection ended");
+  }
+  hc_close_handles(hc);
 }
 
 static const acp_uv_link_ops hc_ops = {hc_op_write, hc_op_read_changed,
@@ -1230,18 +1913,17 @@ static char *initialize_id(const acp_mem *m, const char *body, size_t blen,
   return out;
 }
 
-static void http_initialize(wconn *c, const acp__http_head *h, char *body,
-                            size_t blen, size_t total) {
-  acp_remote_server *s = c->srv;
+static void hx_initialize(acp_remote_server *s, acp__hx *x,
+                          const acp__http_head *h, char *body, size_t blen) {
   bool nomem;
   char *init_id = initialize_id(&s->mem, body, blen, &nomem);
   if (!init_id) {
     if (nomem)
-      refuse(c, 503);
+      hx_refuse(x, 503, detail_of(503));
     else
-      refuse_msg(c, 400,
-                 "the first POST must be an initialize request with an id "
-                 "(or send an Acp-Connection-Id)");
+      hx_refuse(x, 400,
+                "the first POST must be an initialize request with an id "
+                "(or send an Acp-Connection-Id)");
     return;
   }
   hconn *hc = s->nhconns >= s->opts.max_connections
@@ -1249,7 +1931,7 @@ static void http_initialize(wconn *c, const acp__http_head *h, char *body,
                   : acp__calloc(&s->mem, 1, sizeof(*hc));
   if (!hc) {
     acp__free(&s->mem, init_id);
-    refuse(c, 503);
+    hx_refuse(x, 503, detail_of(503));
     return;
   }
   hc->mem = s->mem;
@@ -1264,14 +1946,16 @@ static void http_initialize(wconn *c, const acp__http_head *h, char *body,
     hc->idle_ms = hc->idle_ms < 5000 ? 10000 : 2 * hc->idle_ms;
   acp__buf_init(&hc->line, &hc->mem, hc->max_msg);
   acp__buf_init(&hc->pend, &hc->mem, 0);
-  uv_timer_init(c->loop, &hc->idle);
+  uv_timer_init(s->loop, &hc->idle);
   hc->idle.data = hc;
+  uv_timer_init(s->loop, &hc->hold);
+  hc->hold.data = hc;
   uuid4(hc->id);
   affinity_of(s, h, hc->id, hc->aff);
-  if (acp_uv_link_new_user(&hc->link, c->loop, &hc_ops, hc, &hc->mem) != 0) {
+  if (acp_uv_link_new_user(&hc->link, s->loop, &hc_ops, hc, &hc->mem) != 0) {
     hc->link = NULL;
-    uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
-    refuse(c, 503);
+    hc_close_handles(hc);
+    hx_refuse(x, 503, detail_of(503));
     return;
   }
   hc->srv = s;
@@ -1280,11 +1964,9 @@ static void http_initialize(wconn *c, const acp__http_head *h, char *body,
     s->hconns->prev = hc;
   s->hconns = hc;
   s->nhconns++;
-  hc->waiter = c;
-  c->hc = hc;
-  c->hrole = H_WAITER;
-  c->state = C_WAIT;
-  update_tcp_reading(c);
+  hc->waiter = x;
+  x->hc = hc;
+  x->role = H_WAITER;
   s->cur_aff = hc->aff[0] ? hc->aff : NULL;
   s->cb(s, hc->link, hc->id, s->ud);
   s->cur_aff = NULL;
@@ -1299,11 +1981,85 @@ static void http_initialize(wconn *c, const acp__http_head *h, char *body,
     memcpy(copy, body, blen);
     copy[blen] = '\n';
   }
-  acp__buf_consume(&c->in, total);
+  if (x->ops->taken)
+    x->ops->taken(x);
   if (!copy || !acp_uv_link_is_reading(hc->link) ||
       acp_uv_link_user_deliver(hc->link, copy, blen + 1) != 0)
     hc_end(hc, UV_EPROTO);
   acp__free(&hc->mem, copy);
+}
+
+/* A Streamable HTTP request (checked into `r`) with its whole body, on
+ * an exchange of either HTTP version. Answers through x->ops. */
+static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
+                     const acp__acp_req *r, char *body, size_t blen) {
+  if (r->kind == ACP__REQ_POST) {
+    /* Line mode, as for WebSocket text: a raw CR or LF is whitespace. */
+    for (size_t i = 0; i < blen; i++)
+      if (body[i] == '\r' || body[i] == '\n')
+        body[i] = ' ';
+    if (!r->conn_id) {
+      hx_initialize(s, x, h, body, blen);
+      return;
+    }
+    hconn *hc = hc_find(s, r);
+    if (!hc) {
+      hx_refuse(x, 404, "unknown Acp-Connection-Id");
+      return;
+    }
+    if (!acp_uv_link_is_reading(hc->link) || hc->held) {
+      /* The agent's stdin is backed up: the POST waits its turn (in
+       * order, up to a cap and a deadline), then 503. */
+      int hr = hc_hold(hc, x, body, blen, r);
+      if (hr == ACP_ERR_LIMIT)
+        hx_refuse(x, 503,
+                  "the agent is not reading and too many messages wait: "
+                  "retry later");
+      else if (hr != 0)
+        hx_refuse(x, 503, detail_of(503));
+      return;
+    }
+    hc_deliver(hc, x, body, blen, r->session_id, r->session_id_len);
+    return;
+  }
+  hconn *hc = hc_find(s, r);
+  if (!hc) {
+    hx_refuse(x, 404, "unknown Acp-Connection-Id");
+    return;
+  }
+  if (r->kind == ACP__REQ_DELETE) {
+    acp__hx_resp ok = {202, NULL, NULL, NULL, NULL, 0, NULL, 0};
+    (void)x->ops->respond(x, &ok);
+    /* The owner stops the agent with its ladder and closes the link. */
+    hc_end(hc, UV_EOF);
+    return;
+  }
+  if (!r->session_id && hc->stream) {
+    hx_refuse(x, 409, detail_of(409));
+    return;
+  }
+  x->ops->open_sse(x);
+  x->hc = hc;
+  if (r->session_id) {
+    /* The session's messages go here from now on (hc_route_of). */
+    x->role = H_SESSION;
+    x->next = hc->sessions;
+    hc->sessions = x;
+    hc_route_add(hc, x, r->session_id, r->session_id_len);
+    return;
+  }
+  x->role = H_STREAM;
+  hc->stream = x;
+  uv_timer_stop(&hc->idle);
+  if (hc->pend.len > 0) {
+    uv_buf_t pb = uv_buf_init(hc->pend.data, (unsigned)hc->pend.len);
+    size_t credit = hc->pend_credit;
+    acp__buf held = hc->pend;
+    hc->pend_credit = 0;
+    acp__buf_init(&hc->pend, &hc->mem, 0);
+    (void)x->ops->send(x, &pb, 1, credit);
+    acp__buf_dispose(&held);
+  }
 }
 
 static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
@@ -1316,89 +2072,156 @@ static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
     refuse(c, st);
     return;
   }
-  if (r.kind == ACP__REQ_POST) {
-    if (c->in.len < head_len + r.content_length)
-      return; /* the body is still coming */
-    char *body = c->in.data + head_len;
-    size_t blen = r.content_length;
-    /* Line mode, as for WebSocket text: a raw CR or LF is whitespace. */
-    for (size_t i = 0; i < blen; i++)
-      if (body[i] == '\r' || body[i] == '\n')
-        body[i] = ' ';
-    if (!r.conn_id) {
-      http_initialize(c, h, body, blen, head_len + blen);
-      return;
-    }
-    hconn *hc = hc_find(s, &r);
-    if (!hc) {
-      refuse_msg(c, 404, "unknown Acp-Connection-Id");
-      return;
-    }
-    if (!acp_uv_link_is_reading(hc->link)) {
-      /* The agent's stdin is backed up: the client retries later. */
-      refuse_msg(c, 503, "the agent is not reading: retry later");
-      return;
-    }
-    if (acp_uv_link_user_deliver(hc->link, body, blen) != 0 ||
-        (hc->link && acp_uv_link_user_deliver(hc->link, "\n", 1) != 0)) {
-      refuse(c, 502);
-      return;
-    }
-    acp__buf_consume(&c->in, head_len + blen);
-    static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
-    uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
-    (void)send_bufs(c, &b, 1, 0, false);
+  size_t blen = r.kind == ACP__REQ_POST ? r.content_length : 0;
+  if (c->in.len < head_len + blen)
+    return; /* the body is still coming */
+  c->h1_total = head_len + blen;
+  hx_serve(s, &c->hx, h, &r, c->in.data + head_len, blen);
+  /* A 202 leaves the socket ready for the next request; an initialize
+   * consumed its bytes (h1_taken), an SSE stream or a refusal keeps it. */
+  if (c->h1_total > 0 && c->state == C_HANDSHAKE && !c->tcp_closed &&
+      !c->lingering) {
+    acp__buf_consume(&c->in, c->h1_total);
+    c->h1_total = 0;
     http_next(c);
+  }
+  c->h1_total = 0;
+}
+
+/* MARK: - HTTP/2 (Private) */
+
+/* An HTTP/2 request: the same checks as an HTTP/1.1 one (path, Host from
+ * :authority, Origin, token; then the Streamable HTTP rules). HTTP/2 has
+ * no WebSocket upgrade here (RFC 8441 is not offered). */
+static void h2_request(void *ud, acp__hx *x, const acp__http_head *h,
+                       char *body, size_t blen) {
+  wconn *c = ud;
+  acp_remote_server *s = c->srv;
+  char accept[29];
+  acp__acp_req r;
+  if (!s) {
+    hx_refuse(x, 503, "the server is shutting down");
     return;
   }
-  hconn *hc = hc_find(s, &r);
-  if (!hc) {
-    refuse_msg(c, 404, "unknown Acp-Connection-Id");
+  acp__ws_policy pol = {"/acp", s->token, (const char *const *)s->hosts};
+  int st = acp__ws_check_request(h, &pol, accept);
+  if (st == 101 || st == 400)
+    st = 400;
+  else if (st == 501 || st == 426)
+    st = acp__http_check_acp(h,
+                             s->opts.max_message
+                                 ? s->opts.max_message
+                                 : ACP_REMOTE_DEFAULT_MAX_MESSAGE,
+                             &r);
+  if (st != 0) {
+    hx_refuse(x, st, detail_of(st));
     return;
   }
-  acp__buf_consume(&c->in, head_len);
-  if (r.kind == ACP__REQ_DELETE) {
-    static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
-    uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
-    (void)send_bufs(c, &b, 1, 0, false);
-    /* The owner stops the agent with its ladder and closes the link. */
-    hc_end(hc, UV_EOF);
-    http_next(c);
+  hx_serve(s, x, h, &r, body, blen);
+}
+
+static int h2_write(void *ud, const char *data, size_t len) {
+  wconn *c = ud;
+  uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+  return send_bufs(c, &b, 1, 0, false);
+}
+
+/* The socket's queue past this stops taking frames from the streams. */
+#define H2_HIGH_WATER ((size_t)256 << 10)
+
+static bool h2_writable(void *ud) {
+  wconn *c = ud;
+  return !c->tcp_closed && !c->wr_eof &&
+         uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < H2_HIGH_WATER;
+}
+
+static void h2_release(void *ud, acp__hx *x, size_t credit) {
+  (void)ud;
+  if (credit && x->hc && x->hc->link)
+    acp_uv_link_user_written(x->hc->link, credit);
+  hx_detach(x);
+}
+
+static void h2_credit(void *ud, acp__hx *x, size_t n) {
+  (void)ud;
+  if (n && x->hc && x->hc->link)
+    acp_uv_link_user_written(x->hc->link, n);
+}
+
+static const acp__h2_io h2_io = {h2_write, h2_writable, h2_request, h2_release,
+                                 h2_credit};
+
+/* After the session read or wrote: close a connection that is over. */
+static void h2_check(wconn *c) {
+  if (c->h2 && !c->tcp_closed && !c->lingering && acp__h2_done(c->h2))
+    conn_finish(c);
+}
+
+static void on_h2_ping(uv_timer_t *t) {
+  wconn *c = t->data;
+  if (c->state != C_H2 || !c->h2 || c->tcp_closed || c->lingering)
+    return;
+  /* A connection without streams that says nothing for two intervals (at
+   * least 10 s, as an HTTP/1.1 socket between requests) is closed. */
+  uint64_t limit = c->ping_ms < 5000 ? 10000 : 2 * c->ping_ms;
+  if (c->heard || !acp__h2_idle(c->h2))
+    c->h2_quiet = 0;
+  else
+    c->h2_quiet += c->ping_ms;
+  c->heard = false;
+  if (c->h2_quiet >= limit)
+    acp__h2_goaway(c->h2);
+  else
+    acp__h2_keepalive(c->h2);
+  h2_check(c);
+  if (c->h2)
+    uv_timer_start(&c->timer, on_h2_ping, c->ping_ms, 0);
+}
+
+/* The bytes read so far are an HTTP/2 connection: hand it to h2.c (from
+ * the preface today; after ALPN "h2" too). */
+static void h2_start(wconn *c) {
+  acp_remote_server *s = c->srv;
+  size_t max = s && s->opts.max_message ? s->opts.max_message
+                                        : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  if (acp__h2_new(&c->h2, &h2_io, c, max, &c->mem) != 0) {
+    conn_close_tcp(c);
     return;
   }
-  if (!r.session_id && hc->stream) {
-    refuse(c, 409);
-    return;
-  }
-  static char sse[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                      "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
-  uv_buf_t b = uv_buf_init(sse, sizeof(sse) - 1);
-  c->state = C_SSE;
-  c->hc = hc;
-  (void)send_bufs(c, &b, 1, 0, false);
-  if (r.session_id) {
-    /* Everything the agent says goes on the connection stream, in order;
-     * a session stream is held open for the client (see decisions.md). */
-    c->hrole = H_SESSION;
-    c->hnext = hc->sessions;
-    hc->sessions = c;
-  } else {
-    c->hrole = H_STREAM;
-    hc->stream = c;
-    uv_timer_stop(&hc->idle);
-    if (hc->pend.len > 0) {
-      uv_buf_t pb = uv_buf_init(hc->pend.data, (unsigned)hc->pend.len);
-      size_t credit = hc->pend_credit;
-      hc->pend_credit = 0;
-      (void)send_bufs(c, &pb, 1, credit, false);
-      acp__buf_dispose(&hc->pend);
-      acp__buf_init(&hc->pend, &hc->mem, 0);
-    }
-  }
+  c->state = C_H2;
   uv_timer_stop(&c->timer);
   if (c->ping_ms != UINT64_MAX)
-    uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);
-  update_tcp_reading(c);
+    uv_timer_start(&c->timer, on_h2_ping, c->ping_ms, 0);
+  acp__buf held = c->in;
+  acp__buf_init(&c->in, &c->mem, 0);
+  int rv = acp__h2_recv(c->h2, held.data, held.len);
+  acp__buf_dispose(&held);
+  if (rv != 0)
+    conn_finish(c); /* after the GOAWAY, if one was queued */
+  else
+    h2_check(c);
+}
+
+static void h2_drop(wconn *c) {
+  if (c->h2) {
+    acp__h2 *h = c->h2;
+    c->h2 = NULL;
+    acp__h2_free(h); /* its streams' ACP connections are released */
+  }
+}
+
+static void h2_pump(wconn *c) {
+  acp__h2_flush(c->h2);
+  h2_check(c);
+}
+
+static void h2_read(wconn *c, const char *data, size_t len) {
+  if (!c->h2)
+    return;
+  if (acp__h2_recv(c->h2, data, len) != 0)
+    conn_finish(c);
+  else
+    h2_check(c);
 }
 
 /* MARK: - Server (Public) */
@@ -1420,6 +2243,7 @@ static void on_server_closed(uv_handle_t *h) {
   acp__free(&s->mem, s->hosts);
   acp__free(&s->mem, s->token);
   acp__free(&s->mem, s->aff_name);
+  acp__tls_conf_unref(s->tls);
   acp__free(&s->mem, s);
 }
 
@@ -1439,6 +2263,9 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
     return ACP_ERR_INVALID_ARGUMENT;
   if (!opts)
     opts = &dflt;
+  const acp_remote_tls *tls = opts->version >= 3 ? opts->tls : NULL;
+  if (tls && !acp__tls_conf_ready(tls))
+    return ACP_ERR_INVALID_ARGUMENT; /* a client's, or no certificate */
   const char *host = opts->host ? opts->host : "127.0.0.1";
   if (uv_ip4_addr(host, opts->port, (struct sockaddr_in *)&ss) != 0 &&
       uv_ip6_addr(host, opts->port, (struct sockaddr_in6 *)&ss) != 0)
@@ -1450,6 +2277,11 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
   s->mem = m;
   s->loop = loop;
   s->opts = *opts;
+  if (tls) {
+    /* Ours to keep: the caller may free theirs once we return. */
+    s->tls = (acp_remote_tls *)tls;
+    acp__tls_conf_ref(s->tls);
+  }
   s->cb = cb;
   s->ud = user_data;
   if (s->opts.max_connections == 0)
@@ -1535,6 +2367,11 @@ void acp_remote_server_close(acp_remote_server *s) {
     c->prev = c->next = NULL;
     if (c->state == C_HANDSHAKE)
       conn_close_tcp(c);
+    else if (c->state == C_H2 && c->h2) {
+      /* GOAWAY: no new streams; the open ones end with their links. */
+      acp__h2_goaway(c->h2);
+      h2_check(c);
+    }
     c = next;
   }
   s->conns = NULL;
@@ -1682,8 +2519,9 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
     opts = &dflt;
   if (acp__url_parse(url, &u) != 0)
     return ACP_ERR_INVALID_ARGUMENT;
-  if (u.tls)
-    return ACP_ERR_UNSUPPORTED;
+  const acp_remote_tls *tls = opts->version >= 3 ? opts->tls : NULL;
+  if (tls && acp__tls_conf_is_server(tls))
+    return ACP_ERR_INVALID_ARGUMENT;
   int transport = opts->version >= 2 ? opts->transport : ACP_REMOTE_AUTO;
   if (transport == ACP_REMOTE_HTTP && u.ws)
     return ACP_ERR_INVALID_ARGUMENT; /* ws:// names a WebSocket */
@@ -1699,9 +2537,14 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
     return rv;
   c->host = acp__strndup(&c->mem, u.host, u.host_len);
   c->port = u.port ? acp__strndup(&c->mem, u.port, u.port_len)
-                   : acp__strdup(&c->mem, "80");
+                   : acp__strdup(&c->mem, u.tls ? "443" : "80");
   if (!c->host || !c->port)
     goto nomem;
+  if (u.tls) {
+    rv = acp__tls_new_client(&c->tls, tls, c->host, &c->mem);
+    if (rv != 0)
+      goto fail;
+  }
   /* The request. */
   uint8_t key[16];
   char key64[32];

@@ -7,13 +7,35 @@
  * for a reconnect that presents its affinity cookie: the agent process,
  * and so every session it holds, is handed to the new connection. Why
  * this and not a session store: docs/decisions.md.
+ *
+ * With a grace, the relay also watches for prompt turns (the only JSON it
+ * looks at): the session/prompt requests the client sends and the agent's
+ * answers to them. When the connection drops with turns in flight, the
+ * agent is sent session/cancel for their sessions, so it does not go on
+ * working for nobody while it waits (without a grace, closing its stdin
+ * does that). Only with a grace: the watching costs a parse per prompt.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "acp/json.h"
 #include "acp/remote.h"
 #include "util.h"
+
+/* Cap of prompt turns tracked per connection (more are not cancelled). */
+#define TURNS_MAX 64u
+/* Agent lines longer than this are not looked at: a prompt's answer is
+ * small, the long lines are updates. */
+#define ALINE_MAX ((size_t)64 << 10)
+
+/* A prompt in flight: the request's id and its sessionId, as raw JSON text
+ * (text[0..id_len) then text[id_len..id_len+sid_len)). */
+typedef struct sturn {
+  struct sturn *next;
+  size_t id_len, sid_len;
+  char text[];
+} sturn;
 
 typedef struct serve serve;
 
@@ -33,7 +55,14 @@ typedef struct sconn {
   bool line_start;  /* the last byte handed to a connection ended a line */
   bool skip_line;   /* drop the agent's output up to its next '\n' */
   unsigned closing; /* connection links closing, not yet called back */
-  char aff[37];     /* affinity value, or empty */
+  /* Turn tracking (session grace only). */
+  acp__buf cline; /* the client's line being assembled */
+  bool cskip;     /* that line overflowed: skip it */
+  acp__buf aline; /* the agent's line being assembled (turns in flight) */
+  bool askip;     /* skip the agent's output up to its next '\n' */
+  sturn *turns;
+  unsigned nturns;
+  char aff[37]; /* affinity value, or empty */
   char id[40];
 } sconn;
 
@@ -48,6 +77,165 @@ struct serve {
 };
 
 static void on_timer_closed(uv_handle_t *h);
+
+/* MARK: - Prompt turns in flight (session grace) */
+
+/* Whether p[0..n) holds pat[0..m) (no memmem in C11). */
+static bool has_bytes(const char *p, size_t n, const char *pat, size_t m) {
+  const char *end = p + n;
+  while (m > 0 && (size_t)(end - p) >= m) {
+    const char *c = memchr(p, pat[0], (size_t)(end - p) - m + 1);
+    if (!c)
+      return false;
+    if (memcmp(c, pat, m) == 0)
+      return true;
+    p = c + 1;
+  }
+  return false;
+}
+
+static uint64_t grace_ms(const serve *sv) {
+  return sv->opts->version >= 2 ? sv->opts->session_grace_ms : 0;
+}
+
+static void turns_clear(sconn *sc) {
+  while (sc->turns) {
+    sturn *t = sc->turns;
+    sc->turns = t->next;
+    acp__free(&sc->sv->mem, t);
+  }
+  sc->nturns = 0;
+}
+
+/* One whole line from the client: a session/prompt request is noted. */
+static void track_client_line(sconn *sc, const char *line, size_t len) {
+  static const char pat[] = "\"session/prompt\"";
+  acp_json_doc *doc = NULL;
+  if (len < sizeof(pat) - 1 || !has_bytes(line, len, pat, sizeof(pat) - 1) ||
+      sc->nturns >= TURNS_MAX || acp_json_doc_new(&doc, &sc->sv->mem) != 0)
+    return;
+  const acp_json_val *root = NULL, *id, *sid;
+  if (acp_json_doc_parse(doc, line, len, NULL) == 0)
+    root = acp_json_doc_root(doc);
+  const acp_json_val *m = acp_json_obj_getz(root, "method");
+  id = acp_json_obj_getz(root, "id");
+  sid = acp_json_obj_getz(acp_json_obj_getz(root, "params"), "sessionId");
+  if (m && acp_json_str_eq(m, "session/prompt", 14) && id && sid &&
+      acp_json_type_of(sid) == ACP_JSON_STRING) {
+    size_t il, sl;
+    const char *ir = acp_json_raw(id, &il), *sr = acp_json_raw(sid, &sl);
+    sturn *t = acp__malloc(&sc->sv->mem, sizeof(*t) + il + sl);
+    if (t) {
+      t->id_len = il;
+      t->sid_len = sl;
+      memcpy(t->text, ir, il);
+      memcpy(t->text + il, sr, sl);
+      if (!sc->turns) {
+        /* The agent's output is watched from its next line on. */
+        acp__buf_clear(&sc->aline);
+        sc->askip = !sc->line_start;
+      }
+      t->next = sc->turns;
+      sc->turns = t;
+      sc->nturns++;
+    }
+  }
+  acp_json_doc_free(doc);
+}
+
+/* One whole line from the agent, turns in flight: the answer to a prompt
+ * ends its turn. Requests and notifications (they have a "method") are
+ * not answers. */
+static void track_agent_line(sconn *sc, const char *line, size_t len) {
+  acp_json_doc *doc = NULL;
+  if (has_bytes(line, len, "\"method\"", 8) ||
+      acp_json_doc_new(&doc, &sc->sv->mem) != 0)
+    return;
+  if (acp_json_doc_parse(doc, line, len, NULL) == 0) {
+    const acp_json_val *id = acp_json_obj_getz(acp_json_doc_root(doc), "id");
+    size_t il = 0;
+    const char *ir = id ? acp_json_raw(id, &il) : NULL;
+    for (sturn **pp = &sc->turns; ir && *pp; pp = &(*pp)->next) {
+      sturn *t = *pp;
+      if (t->id_len == il && memcmp(t->text, ir, il) == 0) {
+        *pp = t->next;
+        acp__free(&sc->sv->mem, t);
+        sc->nturns--;
+        break;
+      }
+    }
+  }
+  acp_json_doc_free(doc);
+}
+
+/* Split `data` into lines for `fn`, assembling pieces in `acc` (up to its
+ * cap; a longer line is skipped with *skip). */
+static void track_bytes(sconn *sc, acp__buf *acc, bool *skip, const char *d,
+                        size_t n, void (*fn)(sconn *, const char *, size_t)) {
+  while (n > 0) {
+    const char *nl = memchr(d, '\n', n);
+    size_t seg = nl ? (size_t)(nl - d) : n;
+    if (nl && acc->len == 0 && !*skip) {
+      fn(sc, d, seg);
+    } else {
+      if (!*skip && acp__buf_append(acc, d, seg) != 0) {
+        *skip = true;
+        acp__buf_clear(acc);
+      }
+      if (nl) {
+        if (!*skip)
+          fn(sc, acc->data, acc->len);
+        *skip = false;
+        acp__buf_clear(acc);
+        if (acc->cap > ALINE_MAX)
+          acp__buf_dispose(acc); /* keep an idle connection small */
+      }
+    }
+    if (!nl)
+      break;
+    d = nl + 1;
+    n -= seg + 1;
+  }
+}
+
+/* The connection dropped: cancel the turns in flight, one session/cancel
+ * per session. Not when the client's last line reached the agent only in
+ * part (whatever is written next would end up inside it). */
+static void cancel_turns(sconn *sc) {
+  acp__buf msg;
+  if (!sc->turns)
+    return;
+  if (sc->cline.len > 0 || sc->cskip || !sc->alink) {
+    turns_clear(sc);
+    return;
+  }
+  acp__buf_init(&msg, &sc->sv->mem, 0);
+  for (sturn *t = sc->turns; t; t = t->next) {
+    const char *sid = t->text + t->id_len;
+    bool dup = false;
+    for (sturn *u = sc->turns; u != t && !dup; u = u->next)
+      dup = u->sid_len == t->sid_len &&
+            memcmp(u->text + u->id_len, sid, t->sid_len) == 0;
+    if (dup)
+      continue;
+    static const char pre[] =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":"
+        "{\"sessionId\":";
+    acp__buf_clear(&msg);
+    if (acp__buf_append(&msg, pre, sizeof(pre) - 1) != 0 ||
+        acp__buf_append(&msg, sid, t->sid_len) != 0 ||
+        acp__buf_append(&msg, "}}\n", 3) != 0 ||
+        acp_uv_link_write(sc->alink, msg.data, msg.len) != 0)
+      break;
+    if (sc->sv->opts->verbose)
+      fprintf(stderr,
+              "acp serve: connection %s: cancelled the turn of session "
+              "%.*s\n",
+              sc->id, (int)t->sid_len, sid);
+  }
+  acp__buf_dispose(&msg);
+  turns_clear(sc);
+}
 
 static void sconn_maybe_free(sconn *sc) {
   if (sc->ws || sc->agent || sc->closing)
@@ -66,6 +254,9 @@ static void sconn_maybe_free(sconn *sc) {
     sc->next->prev = sc->prev;
   if (sv->opts->verbose)
     fprintf(stderr, "acp serve: connection %s closed\n", sc->id);
+  turns_clear(sc);
+  acp__buf_dispose(&sc->cline);
+  acp__buf_dispose(&sc->aline);
   acp__free(&sv->mem, sc);
 }
 
@@ -136,11 +327,12 @@ static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
   if (l != sc->ws)
     return;
   if (status == 0) {
+    if (sc->alink && grace_ms(sc->sv) > 0)
+      track_bytes(sc, &sc->cline, &sc->cskip, data, len, track_client_line);
     if (sc->alink && acp_uv_link_write(sc->alink, data, len) == 0)
       return;
   }
-  uint64_t grace =
-      sc->sv->opts->version >= 2 ? sc->sv->opts->session_grace_ms : 0;
+  uint64_t grace = grace_ms(sc->sv);
   if (status != 0 && status != UV_EOF && grace > 0 && sc->agent &&
       !sc->stopping && !sc->exited && !sc->out_eof && sc->aff[0]) {
     /* Dropped, not ended: the agent waits for its client to come back. */
@@ -150,6 +342,7 @@ static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
               "%llu ms\n",
               sc->id, uv_strerror(status), (unsigned long long)grace);
     close_ws(sc, 0, 1000);
+    cancel_turns(sc);
     sc->parked = true;
     uv_timer_start(&sc->timer, on_grace_timeout, grace, 0);
     return;
@@ -194,6 +387,8 @@ static void agent_read(acp_uv_link *l, int status, const char *data, size_t len,
       if (len == 0)
         return;
     }
+    if (sc->turns)
+      track_bytes(sc, &sc->aline, &sc->askip, data, len, track_agent_line);
     if (len > 0)
       sc->line_start = data[len - 1] == '\n';
     if (!sc->ws && sc->parked)
@@ -266,6 +461,10 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
   sc->sv = sv;
   sc->ws = link;
   sc->line_start = true;
+  acp__buf_init(&sc->cline, &sv->mem,
+                sv->opts->server.max_message ? sv->opts->server.max_message
+                                             : ACP_REMOTE_DEFAULT_MAX_MESSAGE);
+  acp__buf_init(&sc->aline, &sv->mem, ALINE_MAX);
   if (aff)
     snprintf(sc->aff, sizeof(sc->aff), "%s", aff);
   uv_timer_init(&sv->loop, &sc->timer);
@@ -333,7 +532,8 @@ int acp_remote_serve(const acp_remote_serve_options *opts) {
   acp_remote_server_options so = opts->server;
   if (opts->version >= 2 && opts->session_grace_ms > 0 &&
       (so.version < 2 || !so.affinity_cookie)) {
-    so.version = 2;
+    if (so.version < 2)
+      so.version = 2; /* not lower: later fields (tls) stay */
     so.affinity_cookie = "acp_agent";
   }
   rv = acp_remote_server_new(&sv.srv, &sv.loop, &so, on_accept, &sv, NULL,

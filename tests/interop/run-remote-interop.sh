@@ -128,6 +128,9 @@ out=$(timeout 30 node "$here/http_peer.mjs" unknown "$hurl" 2>&1)
 [ $? -eq 0 ] && ok "unknown Acp-Connection-Id: 404 (POST, GET, DELETE)" || ko "unknown connection id" "$out"
 out=$(timeout 30 node "$here/http_peer.mjs" big "$hurl" 2000000 2>&1)
 [ $? -eq 0 ] && ok "oversized POST: 413" || ko "oversized POST" "$out"
+out=$(timeout 60 node "$here/http_peer.mjs" sessions "$hurl" 2>&1)
+[ $? -eq 0 ] && ok "Streamable HTTP: a session's updates and prompt answer go on its session stream, the others' on the connection stream" ||
+  ko "session-scoped SSE routing" "$out"
 # DELETE mid-turn, and a client whose SSE stream drops mid-turn: the agent
 # is stopped either way, and the server keeps serving.
 for m in delete vanish; do
@@ -362,6 +365,57 @@ for _ in $(seq 1 200); do
 done
 [ "$gone" = 1 ] && ok "--session-grace: nobody came back, the agent (pid $apid) was stopped" ||
   ko "session grace expiry" "$out" "$(cat "$work/serve9.log")"
+
+# ---- POSTs wait while the agent's stdin is backed up ------------------------
+mkdir -p "$work/hold"
+start_serve "$work/serve-hold.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}'; while [ ! -e '$work/hold/go' ]; do sleep 0.05; done; cat >'$work/hold/got'"
+out=$(timeout 60 node "$here/http_peer.mjs" hold "http://127.0.0.1:$port/acp" "$work/hold" 2>&1)
+[ $? -eq 0 ] && ok "Streamable HTTP: POSTs are held while the agent does not read (503 past the cap), then delivered whole" ||
+  ko "held POSTs" "$out" "$(cat "$work/serve-hold.log")"
+start_serve "$work/serve-gone.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}'; exec sleep 600"
+out=$(timeout 60 node "$here/http_peer.mjs" gone "http://127.0.0.1:$port/acp" 2>&1)
+[ $? -eq 0 ] && ok "Streamable HTTP: held POSTs are answered 410 when their connection ends" ||
+  ko "held POSTs at the end of the connection" "$out" "$(cat "$work/serve-gone.log")"
+
+# ---- session grace: a drop mid-turn cancels the turn -------------------------
+# The agent's stdin and stdout are traced (tee): it must be sent
+# session/cancel for the session whose prompt was in flight, and answer the
+# turn with stopReason "cancelled" (the reference agent's behaviour), while
+# it waits for a reconnect. WebSocket (reset) and Streamable HTTP (the SSE
+# stream dropped).
+for prof in ws http; do
+  : >"$work/ag-$prof.in"; : >"$work/ag-$prof.out"
+  start_serve "$work/serve-c$prof.log" --session-grace 30000 -- \
+    sh -c "tee -a '$work/ag-$prof.in' | '$acp' agent | tee -a '$work/ag-$prof.out'"
+  if [ $prof = ws ]; then
+    out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)
+  else
+    out=$(timeout 30 node "$here/http_peer.mjs" vanish "http://127.0.0.1:$port/acp" 2>&1)
+  fi
+  sid=$(grep -o '"sessionId":"[^"]*"' "$work/ag-$prof.in" | head -1)
+  seen=0
+  for _ in $(seq 1 200); do
+    if [ -n "$sid" ] && grep '"session/cancel"' "$work/ag-$prof.in" | grep -qF "$sid" &&
+       grep '"id":3' "$work/ag-$prof.out" | grep -q '"stopReason":"cancelled"'; then seen=1; break; fi
+    sleep 0.05
+  done
+  if [ "$seen" = 1 ] && grep -q "dropped (.*): its agent waits" "$work/serve-c$prof.log" &&
+     grep -q "cancelled the turn of session" "$work/serve-c$prof.log"; then
+    ok "--session-grace, $prof dropped mid-turn: the agent got session/cancel and ended the turn cancelled"
+  else
+    ko "session grace cancel ($prof)" "$out" "$(cat "$work/serve-c$prof.log")" \
+      "agent in: $(cut -c1-200 "$work/ag-$prof.in")" "agent out: $(cut -c1-200 "$work/ag-$prof.out")"
+  fi
+done
+# a turn that ended before the drop is not cancelled
+: >"$work/ag-done.in"
+start_serve "$work/serve-cdone.log" --session-grace 30000 -- \
+  sh -c "tee -a '$work/ag-done.in' | '$acp' agent"
+out=$(timeout 30 node "$here/remote_peer.mjs" resume "ws://127.0.0.1:$port/acp" 2>&1)
+if [ $? -eq 0 ] && grep -q '"session/prompt"' "$work/ag-done.in" &&
+   ! grep -q '"session/cancel"' "$work/ag-done.in"; then
+  ok "--session-grace: a drop after the turn ended sends no session/cancel"
+else ko "session grace, no turn in flight" "$out" "$(cat "$work/serve-cdone.log")"; fi
 
 # ---- an agent that ends by itself: the close code says how ------------------
 start_serve "$work/serve4.log" -- sh -c 'head -n 1'

@@ -1,0 +1,253 @@
+#!/bin/sh
+# run-remote-h2.sh - the Streamable HTTP profile of remote ACP over
+# cleartext HTTP/2 with prior knowledge (h2c), served by `acp serve` on the
+# same port as HTTP/1.1 and WebSocket, driven by Node's built-in
+# node:http2 client (h2_peer.mjs; no npm package):
+#   - full turn (permission, file read answered by POST), echo, cancel,
+#     a 64 KiB and a 1 MiB echo;
+#   - two ACP connections multiplexed on one HTTP/2 session, the second
+#     one's POSTs on another session;
+#   - session-scoped SSE routing: a session's updates and prompt answer on
+#     its session stream, another session's on the connection stream;
+#   - POSTs held while the agent does not read (503 past the cap), then
+#     delivered whole, as streams of one HTTP/2 connection; held ones get
+#     410 when their connection ends, 503 after 30 s without reading;
+#   - --session-grace: an SSE stream reset mid-turn sends the agent
+#     session/cancel for the turn's session;
+#   - HTTP/1.1 still served on the same port (curl);
+#   - faults: wrong or missing token (401), foreign Origin (403), unknown
+#     Acp-Connection-Id and another path (404), oversized POST (413, the
+#     session goes on), not JSON (415), RST_STREAM of the SSE stream
+#     mid-turn (its agent is stopped, by pid; the server keeps serving),
+#     garbage after the preface (GOAWAY, then close); an idle connection
+#     (no stream, nothing said for two --ping-ms and at least 10 s) gets
+#     GOAWAY and is closed;
+#   - backpressure: a reader that stops granting flow-control window stops
+#     its agent (blocked writing its stdout) while the server's memory
+#     stays small;
+#   - shutdown: SIGTERM with an HTTP/2 client connected ends the server.
+# Needs ACP_BIN, node and python3. Exit 77 without node. ACP_VALGRIND_WRAP (as in
+# run-cli.sh) prefixes every acp serve started here.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+wrap=${ACP_VALGRIND_WRAP:-}
+command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed"; exit 77; }
+node -e 'require("node:http2")' 2>/dev/null || { echo "SKIP: node has no http2"; exit 77; }
+work=$(mktemp -d)
+pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  for p in $pids; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+peer() { timeout 60 node "$here/h2_peer.mjs" "$@" 2>&1; }
+
+# Start `acp serve` on a free port; sets $port, $url and $serve_pid.
+start_serve() {
+  log=$1; shift
+  # shellcheck disable=SC2086
+  $wrap "$acp" serve --listen 127.0.0.1:0 --verbose "$@" 2>"$log" &
+  serve_pid=$!
+  pids="$pids $serve_pid"
+  port=""
+  for _ in $(seq 1 200); do
+    port=$(sed -n 's/.*listening on ws:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log")
+    [ -n "$port" ] && break
+    sleep 0.05
+  done
+  [ -n "$port" ] || { echo "acp serve did not start:"; cat "$log"; exit 1; }
+  url="http://127.0.0.1:$port/acp"
+}
+
+# Stop server $1 (pid) with SIGTERM: it must exit 0 (valgrind's errors,
+# under ACP_VALGRIND_WRAP, make it 99). $2 names it, $3 is its log.
+stop_serve() {
+  kill -TERM "$1" 2>/dev/null
+  code=""
+  for _ in $(seq 1 1200); do
+    if ! kill -0 "$1" 2>/dev/null; then wait "$1"; code=$?; break; fi
+    sleep 0.05
+  done
+  if [ "$code" = 0 ]; then ok "$2: SIGTERM, exit 0"
+  else ko "$2: SIGTERM" "exit '$code'" "$(tail -20 "$3")"; fi
+}
+
+# Wait until the agent of connection $2 (in log $1) is gone and the
+# connection closed; prints the agent's pid, returns 0 if so.
+agent_stopped() {
+  apid=""
+  for _ in $(seq 1 400); do
+    apid=$(grep "connection $2: agent pid" "$1" | sed 's/.*agent pid //')
+    if [ -n "$apid" ] && ! kill -0 "$apid" 2>/dev/null &&
+       grep -q "connection $2 closed" "$1"; then
+      echo "$apid"; return 0
+    fi
+    sleep 0.05
+  done
+  echo "$apid"; return 1
+}
+
+start_serve "$work/serve.log" --max-message 1048576 --ping-ms 200 -- "$acp" agent
+main_pid=$serve_pid
+echo "the first line of the served file" > "$work/served.txt"
+echo "second line" >> "$work/served.txt"
+
+# ---- turns --------------------------------------------------------------
+out=$(peer full "$url" "$work/served.txt")
+[ $? -eq 0 ] && ok "h2c: full turn (permission, file read, DELETE)" || ko "h2c: full turn" "$out"
+out=$(peer echo "$url")
+[ $? -eq 0 ] && ok "h2c: echo" || ko "h2c: echo" "$out"
+out=$(peer cancel "$url")
+[ $? -eq 0 ] && ok "h2c: cancel (stopReason cancelled)" || ko "h2c: cancel" "$out"
+out=$(peer big "$url" 1000000)
+[ $? -eq 0 ] && ok "h2c: 64 KiB and 1 MB echo" || ko "h2c: big echo" "$out"
+out=$(peer multi "$url")
+[ $? -eq 0 ] && ok "h2c: two ACP connections on one HTTP/2 session (and POSTs over a second one)" ||
+  ko "h2c: multiplexed connections" "$out"
+
+out=$(peer sessions "$url")
+[ $? -eq 0 ] && ok "h2c: a session's updates and prompt answer go on its session stream, the others' on the connection stream" ||
+  ko "h2c: session-scoped SSE routing" "$out"
+
+# HTTP/1.1 on the same port still works.
+st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST \
+     -H "Content-Type: text/plain" -d '{}' "$url")
+[ "$st" = 415 ] && ok "HTTP/1.1 on the same port (415 for text/plain)" || ko "HTTP/1.1 beside h2c" "status $st"
+
+# ---- refusals -------------------------------------------------------------
+out=$(peer status "$url" 403 "" "http://evil.example")
+[ $? -eq 0 ] && ok "h2c: foreign Origin: 403" || ko "h2c: foreign Origin" "$out"
+out=$(peer unknown "$url")
+[ $? -eq 0 ] && ok "h2c: unknown Acp-Connection-Id (POST, GET, DELETE) and another path: 404" ||
+  ko "h2c: 404s" "$out"
+out=$(peer toobig "$url" 2000000)
+[ $? -eq 0 ] && ok "h2c: oversized POST: 413, the session goes on" || ko "h2c: 413" "$out"
+out=$(peer nojson "$url")
+[ $? -eq 0 ] && ok "h2c: POST not JSON: 415" || ko "h2c: 415" "$out"
+out=$(peer garbage "$url")
+[ $? -eq 0 ] && ok "h2c: garbage after the preface: GOAWAY and close" || ko "h2c: garbage" "$out"
+
+out=$(peer idle "$url")
+[ $? -eq 0 ] && ok "h2c: a connection without streams is closed after a while (GOAWAY)" ||
+  ko "h2c: idle connection" "$out"
+
+# ---- RST_STREAM of the SSE stream mid-turn ------------------------------------
+out=$(peer rst "$url")
+rc=$?
+cid=$(printf '%s' "$out" | sed -n 's/.*"cid":"\([^"]*\)".*/\1/p')
+apid=$(agent_stopped "$work/serve.log" "$cid")
+gone=$?
+if [ $rc -eq 0 ] && [ -n "$cid" ] && [ $gone -eq 0 ]; then
+  ok "h2c: RST_STREAM of the SSE stream mid-turn stops its agent (pid $apid)"
+else
+  ko "h2c: RST_STREAM mid-turn" "$out" "agent $apid" "$(tail -5 "$work/serve.log")"
+fi
+out=$(peer echo "$url")
+[ $? -eq 0 ] && ok "h2c: the server keeps serving after the faults" || ko "h2c: serving after faults" "$out"
+
+# ---- backpressure: a reader that grants no window -----------------------------
+# flood_agent.py answers a prompt with 64 KiB updates forever, with blocking
+# writes; the client stops reading its SSE stream at the first one.
+start_serve "$work/serve3.log" -- python3 "$here/flood_agent.py"
+node "$here/h2_peer.mjs" slow "$url" 0 >"$work/slow.out" 2>&1 &
+slow_pid=$!
+pids="$pids $slow_pid"
+cid=""
+for _ in $(seq 1 400); do
+  cid=$(sed -n 's/.*"cid":"\([^"]*\)".*/\1/p' "$work/slow.out")
+  [ -n "$cid" ] && break
+  sleep 0.05
+done
+apid=$(grep "connection $cid: agent pid" "$work/serve3.log" | sed 's/.*agent pid //')
+# The agent blocks in write(2) on its stdout and stays so: nothing reads
+# its pipe while the SSE stream has no window.
+blocked=0
+for _ in $(seq 1 600); do
+  sc=$(cut -d' ' -f1,2 "/proc/$apid/syscall" 2>/dev/null)
+  if [ "$sc" = "1 0x1" ]; then blocked=$((blocked + 1)); else blocked=0; fi
+  [ $blocked -ge 20 ] && break
+  sleep 0.05
+done
+rss=$(sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$serve_pid/status")
+[ -n "$wrap" ] && rss=0 # under valgrind the server's own RSS says nothing
+if [ -n "$cid" ] && [ $blocked -ge 20 ] && [ "${rss:-999999}" -lt 65536 ]; then
+  ok "h2c: a reader that grants no window stops its agent (blocked writing; server RSS ${rss} KiB)"
+else
+  ko "h2c: backpressure" "cid=$cid agent=$apid blocked=$blocked rss=${rss}KiB" "$(cat "$work/slow.out")"
+fi
+kill "$slow_pid" 2>/dev/null; wait "$slow_pid" 2>/dev/null
+apid2=$(agent_stopped "$work/serve3.log" "$cid")
+[ $? -eq 0 ] && ok "h2c: the dropped TCP connection ends its ACP connection (agent $apid2 stopped)" ||
+  ko "h2c: dropped connection" "agent $apid2" "$(tail -5 "$work/serve3.log")"
+stop_serve "$serve_pid" "the flooded server" "$work/serve3.log"
+stop_serve "$main_pid" "the first server" "$work/serve.log"
+
+# ---- POSTs wait while the agent's stdin is backed up ---------------------------
+mkdir -p "$work/hold"
+start_serve "$work/serve-hold.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}'; while [ ! -e '$work/hold/go' ]; do sleep 0.05; done; cat >'$work/hold/got'"
+out=$(peer hold "$url" "$work/hold")
+[ $? -eq 0 ] && ok "h2c: POSTs are held while the agent does not read (503 past the cap), then delivered whole" ||
+  ko "h2c: held POSTs" "$out" "$(tail -5 "$work/serve-hold.log")"
+stop_serve "$serve_pid" "the holding server" "$work/serve-hold.log"
+start_serve "$work/serve-gone.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}'; exec sleep 600"
+out=$(peer gone "$url")
+[ $? -eq 0 ] && ok "h2c: held POSTs are answered 410 when their connection ends" ||
+  ko "h2c: held POSTs at the end of the connection" "$out" "$(tail -5 "$work/serve-gone.log")"
+stop_serve "$serve_pid" "the server of the ended connection" "$work/serve-gone.log"
+# Nothing reads: the held ones get 503 once their 30 s are up (slow, once).
+start_serve "$work/serve-expire.log" -- sh -c "read l; printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}'; exec sleep 600"
+out=$(timeout 90 node "$here/h2_peer.mjs" expire "$url" 2>&1)
+[ $? -eq 0 ] && ok "h2c: held POSTs are answered 503 after 30 s when the agent never reads" ||
+  ko "h2c: held POSTs past their deadline" "$out" "$(tail -5 "$work/serve-expire.log")"
+stop_serve "$serve_pid" "the server of the expired POSTs" "$work/serve-expire.log"
+
+# ---- session grace: an SSE stream reset mid-turn cancels the turn --------------
+: >"$work/ag.in"; : >"$work/ag.out"
+start_serve "$work/serve-grace.log" --session-grace 30000 -- \
+  sh -c "tee -a '$work/ag.in' | '$acp' agent | tee -a '$work/ag.out'"
+out=$(peer rst "$url")
+sid=$(grep -o '"sessionId":"[^"]*"' "$work/ag.in" | head -1)
+seen=0
+for _ in $(seq 1 200); do
+  if [ -n "$sid" ] && grep '"session/cancel"' "$work/ag.in" | grep -qF "$sid" &&
+     grep -q '"stopReason":"cancelled"' "$work/ag.out"; then seen=1; break; fi
+  sleep 0.05
+done
+if [ "$seen" = 1 ] && grep -q "cancelled the turn of session" "$work/serve-grace.log"; then
+  ok "h2c, --session-grace: the SSE stream reset mid-turn; the agent got session/cancel and ended the turn cancelled"
+else
+  ko "h2c: session grace cancel" "$out" "$(tail -5 "$work/serve-grace.log")" \
+    "agent in: $(cut -c1-200 "$work/ag.in")" "agent out: $(cut -c1-200 "$work/ag.out")"
+fi
+stop_serve "$serve_pid" "the server with a grace" "$work/serve-grace.log"
+
+# ---- tokens -------------------------------------------------------------------
+start_serve "$work/serve2.log" --token s3cret -- "$acp" agent
+out=$(peer status "$url" 401)
+[ $? -eq 0 ] && ok "h2c: no token: 401" || ko "h2c: no token" "$out"
+out=$(peer status "$url" 401 wrong)
+[ $? -eq 0 ] && ok "h2c: wrong token: 401" || ko "h2c: wrong token" "$out"
+out=$(peer status "$url" 200 s3cret)
+[ $? -eq 0 ] && ok "h2c: right token: 200" || ko "h2c: right token" "$out"
+
+# ---- shutdown with an HTTP/2 client connected: GOAWAY, the server exits --------
+node "$here/h2_peer.mjs" slow "$url" 1000 >"$work/idle.out" 2>&1 &
+idle_pid=$!
+pids="$pids $idle_pid"
+for _ in $(seq 1 400); do
+  grep -q '"cid"' "$work/idle.out" && break
+  sleep 0.05
+done
+stop_serve "$serve_pid" "h2c: with an HTTP/2 client connected (GOAWAY)" "$work/serve2.log"
+kill "$idle_pid" 2>/dev/null; wait "$idle_pid" 2>/dev/null
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

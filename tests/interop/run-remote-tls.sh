@@ -1,0 +1,274 @@
+#!/bin/sh
+# run-remote-tls.sh - remote ACP over TLS (wss://, https://): `acp serve
+# --tls` against the official ACP TypeScript SDK 2.4 and `acp client`,
+# with certificates made here with the openssl program (a CA, a server
+# certificate for 127.0.0.1 and localhost, one for another name, a client
+# certificate, and a second CA with its own client certificate):
+#   - the SDK's experimental/ws-client (wss://) and experimental/http-client
+#     (https://) drive `acp serve --tls -- acp agent` (NODE_EXTRA_CA_CERTS);
+#   - `acp client --url wss://... --ca` and `--url https://... --http`: a
+#     full turn; wss://localhost (SNI and a DNS name check);
+#   - `acp conductor agent --ca ... "acp proxy arrow" wss://...`;
+#   - the client refuses a server whose CA it does not trust, and a
+#     certificate for another name, saying OpenSSL's reason;
+#   - mutual TLS (--client-ca): the right client certificate gets in;
+#     none, or one from another CA, is refused during the handshake and
+#     the server keeps serving; --client-ca with --token needs both;
+#   - plaintext HTTP to the TLS port: 400 in plaintext; a broken handshake
+#     is closed, a stalled one at the handshake deadline; the server keeps
+#     serving.
+# Needs ACP_BIN, node, curl and openssl; installs the peers if missing.
+# Exit 77 when one is missing. ACP_VALGRIND_WRAP (as in run-cli.sh)
+# prefixes every acp process started here.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+wrap=${ACP_VALGRIND_WRAP:-}
+command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
+command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
+command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl is not installed"; exit 77; }
+if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
+  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
+  exit 77
+fi
+work=$(mktemp -d)
+pids=""
+serve_pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  for p in $pids; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+
+# ---- certificates -------------------------------------------------------------
+c=$work/certs
+mkdir -p "$c"
+# make_ca NAME: NAME.key, NAME.pem
+make_ca() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$c/$1.key" -out "$c/$1.pem" -days 2 -subj "/CN=libacp test $1" \
+    -addext basicConstraints=critical,CA:TRUE \
+    -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+}
+# make_cert NAME CA SAN EKU: NAME.key, NAME.pem signed by CA
+make_cert() {
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$c/$1.key" -out "$c/$1.csr" -subj "/CN=$1" 2>/dev/null &&
+  printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=%s\n%s\n' \
+    "$4" "$3" >"$c/$1.ext" &&
+  openssl x509 -req -in "$c/$1.csr" -CA "$c/$2.pem" -CAkey "$c/$2.key" \
+    -CAcreateserial -days 2 -extfile "$c/$1.ext" -out "$c/$1.pem" 2>/dev/null
+}
+if ! { make_ca ca && make_ca otherca &&
+       make_cert server ca "subjectAltName=DNS:localhost,IP:127.0.0.1" serverAuth &&
+       make_cert wrongname ca "subjectAltName=DNS:elsewhere.example" serverAuth &&
+       make_cert client ca "subjectAltName=DNS:client" clientAuth &&
+       make_cert stranger otherca "subjectAltName=DNS:stranger" clientAuth; }; then
+  echo "FAIL: cannot make the test certificates with openssl"; exit 1
+fi
+
+# Start `acp serve` with a free port. Sets $port and $serve_pid; its
+# stderr goes to $1.
+start_serve() {
+  log=$1; shift
+  # shellcheck disable=SC2086
+  $wrap "$acp" serve --listen 127.0.0.1:0 --verbose "$@" 2>"$log" &
+  serve_pid=$!
+  pids="$pids $serve_pid"
+  serve_pids="$serve_pids $serve_pid"
+  port=""
+  for _ in $(seq 1 200); do
+    port=$(sed -n 's/.*listening on wss:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log")
+    [ -n "$port" ] && return 0
+    kill -0 "$serve_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "acp serve did not start:"; cat "$log"; exit 1
+}
+
+# ---- setup errors are clear -----------------------------------------------------
+out=$("$acp" serve --tls "$c/server.pem" "$c/nothere.key" -- "$acp" agent 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "cannot load the private key"; then
+  ok "serve --tls with a missing key: exit 2, says so"
+else ko "serve --tls with a missing key" "exit $rc: $out"; fi
+out=$("$acp" serve --tls "$c/server.pem" "$c/client.key" -- "$acp" agent 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "mismatch"; then
+  ok "serve --tls with another certificate's key: exit 2, says so"
+else ko "serve --tls with a mismatched key" "exit $rc: $out"; fi
+
+# ---- acp serve --tls -- acp agent ---------------------------------------------
+start_serve "$work/serve.log" --tls "$c/server.pem" "$c/server.key" -- "$acp" agent
+wss="wss://127.0.0.1:$port/acp"
+https="https://127.0.0.1:$port/acp"
+
+for sc in full echo cancel; do
+  out=$(NODE_EXTRA_CA_CERTS="$c/ca.pem" timeout 60 node "$here/sdk_client.mjs" \
+        --dialect acp --scenario $sc --url "$wss" 2>&1)
+  if [ $? -eq 0 ]; then ok "SDK ws-client -> acp serve --tls (wss): $sc"; else
+    ko "SDK ws-client -> acp serve --tls: $sc" "$out"; fi
+  out=$(NODE_EXTRA_CA_CERTS="$c/ca.pem" timeout 60 node "$here/sdk_client.mjs" \
+        --dialect acp --scenario $sc --url "$https" --http 2>&1)
+  if [ $? -eq 0 ]; then ok "SDK http-client -> acp serve --tls (https): $sc"; else
+    ko "SDK http-client -> acp serve --tls: $sc" "$out"; fi
+done
+
+# A full turn: the agent asks permission, reads and writes a file.
+echo "served file" >"$work/served.txt"
+for mode in ws http; do
+  u=$wss; extra=""
+  [ $mode = http ] && { u=$https; extra=--http; }
+  rm -f "$work/out.txt"
+  # shellcheck disable=SC2086
+  out=$(timeout 60 $wrap "$acp" client --yes --cwd "$work" --url "$u" $extra \
+        --ca "$c/ca.pem" -p "/ask:edit change it
+/read served.txt
+/write out.txt written over $mode" 2>"$work/err")
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err" &&
+     [ "$(cat "$work/out.txt" 2>/dev/null)" = "written over $mode" ]; then
+    ok "acp client --url $u $extra: full turn (permission, read, write)"
+  else ko "acp client full turn over $mode" "exit $rc" "$out" "$(cat "$work/err")"; fi
+done
+out=$(timeout 30 $wrap "$acp" client --quiet --url "wss://localhost:$port/acp" \
+      --ca "$c/ca.pem" -p "by name" 2>&1)
+[ "$out" = "by name" ] && ok "acp client --url wss://localhost (SNI, DNS name)" ||
+  ko "acp client wss://localhost" "$out"
+out=$(timeout 30 "$acp" client --quiet -p "through the chain" -- \
+      $wrap "$acp" conductor agent --ca "$c/ca.pem" "$acp proxy arrow" "$wss" 2>&1)
+[ "$out" = ">through the chain" ] && ok "conductor: acp proxy arrow -> $wss" ||
+  ko "conductor with a wss:// agent" "$out"
+out=$(timeout 30 "$acp" client --quiet -p "over https" -- \
+      $wrap "$acp" conductor agent --http --ca "$c/ca.pem" "$acp proxy arrow" "$https" 2>&1)
+[ "$out" = ">over https" ] && ok "conductor --http: acp proxy arrow -> $https" ||
+  ko "conductor with an https:// agent" "$out"
+
+# ---- the client checks the server -----------------------------------------------
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$wss" -p "hi" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "certificate verify failed"; then
+  ok "a server from an unknown CA is refused ($(printf '%s' "$out" | head -1))"
+else ko "unknown CA" "exit $rc: $out"; fi
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$https" --http -p "hi" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "certificate verify failed"; then
+  ok "https: a server from an unknown CA is refused"
+else ko "unknown CA over https" "exit $rc: $out"; fi
+out=$(timeout 30 "$acp" client --quiet --url "$wss" --ca "$c/nothere.pem" -p "hi" 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "cannot load the CA file"; then
+  ok "client --ca with a missing file: exit 2, says so"
+else ko "client --ca missing" "exit $rc: $out"; fi
+
+# ---- plaintext to the TLS port ---------------------------------------------------
+st=$(curl -s -o "$work/plain.body" -w '%{http_code}' --max-time 10 "http://127.0.0.1:$port/acp")
+if [ "$st" = 400 ] && grep -q "speaks TLS" "$work/plain.body"; then
+  ok "plain HTTP to the TLS port: 400, says to use TLS"
+else ko "plain HTTP to the TLS port" "status $st: $(cat "$work/plain.body" 2>/dev/null)"; fi
+st=$(timeout 10 node -e '
+  const s = require("net").connect(Number(process.argv[1]), "127.0.0.1", () => s.write(Buffer.from([0x16, 3, 1, 0, 5, 1, 2, 3, 4, 5])));
+  s.on("data", () => {}); s.on("error", () => {}); s.on("close", () => console.log("closed"));' "$port")
+[ "$st" = closed ] && ok "a broken handshake is closed" || ko "broken handshake" "$st"
+# A client that starts a handshake and stalls is closed by the handshake
+# deadline (10 s, the one that covers the request head).
+st=$(timeout 40 node -e '
+  const s = require("net").connect(Number(process.argv[1]), "127.0.0.1", () => s.write(Buffer.from([0x16, 3, 1])));
+  s.on("data", () => {}); s.on("error", () => {}); s.on("close", () => console.log("closed"));' "$port")
+[ "$st" = closed ] && ok "a stalled handshake is closed by the deadline" || ko "stalled handshake" "$st"
+st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$c/ca.pem" \
+     -X POST -H "Content-Type: text/plain" -d '{}' "$https")
+[ "$st" = 415 ] && ok "https POST not JSON: 415 (the HTTP checks run over TLS)" ||
+  ko "https POST not JSON" "status $st"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$wss" --ca "$c/ca.pem" -p "still here" 2>&1)
+[ "$out" = "still here" ] && ok "the server keeps serving after the faults" ||
+  ko "serving after faults" "$out"
+
+# ---- hostname mismatch -----------------------------------------------------------
+start_serve "$work/serve-wrongname.log" --tls "$c/wrongname.pem" "$c/wrongname.key" -- "$acp" agent
+out=$(timeout 30 $wrap "$acp" client --quiet --url "wss://127.0.0.1:$port/acp" \
+      --ca "$c/ca.pem" -p "hi" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "certificate verify failed.*mismatch"; then
+  ok "a certificate for another IP address is refused ($(printf '%s' "$out" | head -1))"
+else ko "IP address mismatch" "exit $rc: $out"; fi
+out=$(timeout 30 $wrap "$acp" client --quiet --url "wss://localhost:$port/acp" \
+      --ca "$c/ca.pem" -p "hi" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "certificate verify failed: hostname mismatch"; then
+  ok "a certificate for another DNS name is refused ($(printf '%s' "$out" | head -1))"
+else ko "hostname mismatch" "exit $rc: $out"; fi
+
+# ---- mutual TLS -------------------------------------------------------------------
+start_serve "$work/serve-mtls.log" --tls "$c/server.pem" "$c/server.key" \
+  --client-ca "$c/ca.pem" -- "$acp" agent
+murl="wss://127.0.0.1:$port/acp"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$murl" --ca "$c/ca.pem" \
+      --cert "$c/client.pem" --key "$c/client.key" -p "with my cert" 2>&1)
+[ "$out" = "with my cert" ] && ok "mTLS: the right client certificate gets in" ||
+  ko "mTLS right cert" "$out"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "https://127.0.0.1:$port/acp" --http \
+      --ca "$c/ca.pem" --cert "$c/client.pem" --key "$c/client.key" -p "https mtls" 2>&1)
+[ "$out" = "https mtls" ] && ok "mTLS over https (Streamable HTTP)" ||
+  ko "mTLS https" "$out"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$murl" --ca "$c/ca.pem" -p "no cert" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "TLS"; then
+  ok "mTLS: no client certificate is refused ($(printf '%s' "$out" | head -1))"
+else ko "mTLS without a cert" "exit $rc: $out"; fi
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$murl" --ca "$c/ca.pem" \
+      --cert "$c/stranger.pem" --key "$c/stranger.key" -p "wrong ca" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "TLS"; then
+  ok "mTLS: a certificate from another CA is refused ($(printf '%s' "$out" | head -1))"
+else ko "mTLS with another CA's cert" "exit $rc: $out"; fi
+st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$c/ca.pem" \
+     -X POST -H "Content-Type: text/plain" -d '{}' "https://127.0.0.1:$port/acp")
+[ "$st" = 000 ] && ok "mTLS: curl without a certificate gets no HTTP answer" ||
+  ko "mTLS curl" "status $st"
+out=$(NODE_EXTRA_CA_CERTS="$c/ca.pem" timeout 60 node "$here/sdk_client.mjs" \
+      --dialect acp --scenario echo --url "$murl" 2>&1)
+[ $? -ne 0 ] && ok "mTLS: the SDK ws-client without a certificate is refused" ||
+  ko "mTLS SDK without a cert" "$out"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$murl" --ca "$c/ca.pem" \
+      --cert "$c/client.pem" --key "$c/client.key" -p "still serving" 2>&1)
+[ "$out" = "still serving" ] && ok "mTLS: the server keeps serving after refusals" ||
+  ko "mTLS after refusals" "$out"
+
+# --client-ca and --token: both needed
+start_serve "$work/serve-both.log" --tls "$c/server.pem" "$c/server.key" \
+  --client-ca "$c/ca.pem" --token s3cret -- "$acp" agent
+burl="wss://127.0.0.1:$port/acp"
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$burl" --ca "$c/ca.pem" \
+      --cert "$c/client.pem" --key "$c/client.key" -p "no token" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "401"; then
+  ok "mTLS + token: a certificate without the token gets 401"
+else ko "mTLS + token, no token" "exit $rc: $out"; fi
+out=$(timeout 30 $wrap "$acp" client --quiet --url "$burl" --ca "$c/ca.pem" \
+      --cert "$c/client.pem" --key "$c/client.key" --token s3cret -p "both" 2>&1)
+[ "$out" = "both" ] && ok "mTLS + token: both get in" || ko "mTLS + token" "$out"
+
+# acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP its report
+# (leaks, errors) lands in its log.
+for p in $serve_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+# Under sanitizers (an ASan build as ACP_BIN) their reports land there too.
+if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work"/serve*.log; then
+  ko "acp serve under sanitizers" "$(grep -hE -A12 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work"/serve*.log | head -40)"
+fi
+if [ -n "$wrap" ]; then
+  if grep -q '^==[0-9]*== ' "$work"/serve*.log; then
+    ko "acp serve under $wrap" "$(grep '^==[0-9]*== ' "$work"/serve*.log | head -20)"
+  else
+    ok "acp serve clean under $wrap"
+  fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
