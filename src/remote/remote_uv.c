@@ -796,8 +796,8 @@ static void tls_read(wconn *c, const char *data, size_t n) {
   /* Handshake messages, a key update's answer, an alert. */
   if (tls_flush(c, 0) != 0 && rv == 0)
     rv = ACP_ERR_NOMEM;
-  /* Once acp__tls_ready(), acp__tls_alpn() names the protocol agreed on
-   * ("http/1.1" only for now): where HTTP/2 over TLS would branch off. */
+  /* HTTP/2 over TLS (ALPN "h2") needs no branch here: the plaintext starts
+   * with the connection preface, which server_handshake() looks for. */
   if (plain.len > 0) {
     uv_buf_t b = uv_buf_init(plain.data, (unsigned)plain.len);
     tcp_read(c, (ssize_t)plain.len, &b);

@@ -51,13 +51,16 @@ struct acp__tls {
 };
 
 /*
- * ALPN: the protocols we speak over TLS, in wire format (a length byte
- * before each name), most preferred first. HTTP/2 (branch h-h2) only has
- * to add "\x02h2" in front: the server picks the first of its list the
- * client offers, and acp__tls_alpn() tells the connection what was agreed.
+ * ALPN, in wire format (a length byte before each name), most preferred
+ * first. The server offers HTTP/2 and HTTP/1.1: it picks the first of its
+ * list the client offers, and the connection needs no branch on the
+ * result, since an HTTP/2 client's first bytes are the connection preface
+ * either way (remote_uv.c looks for it after TLS as on cleartext). The
+ * client asks for HTTP/1.1 only: its Streamable HTTP and WebSocket code
+ * speak nothing else, and a server that agreed to h2 would expect frames.
  */
-static const unsigned char alpn_protos[] = "\x08http/1.1";
-#define ALPN_LEN (sizeof(alpn_protos) - 1)
+static const unsigned char alpn_server[] = "\x02h2\x08http/1.1";
+static const unsigned char alpn_client[] = "\x08http/1.1";
 
 /* MARK: - Errors (Private) */
 
@@ -80,8 +83,8 @@ static int alpn_select(SSL *ssl, const unsigned char **out,
   (void)ssl;
   (void)arg;
   unsigned char *o = NULL;
-  if (SSL_select_next_proto(&o, outlen, alpn_protos, ALPN_LEN, in, inlen) !=
-      OPENSSL_NPN_NEGOTIATED)
+  if (SSL_select_next_proto(&o, outlen, alpn_server, sizeof(alpn_server) - 1,
+                            in, inlen) != OPENSSL_NPN_NEGOTIATED)
     return SSL_TLSEXT_ERR_NOACK; /* no ALPN agreed: HTTP/1.1 anyway */
   *out = o;
   return SSL_TLSEXT_ERR_OK;
@@ -123,7 +126,8 @@ int acp_remote_tls_new(acp_remote_tls **out, int role, const acp_mem *mem) {
     SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_OFF);
   } else {
     SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
-    if (SSL_CTX_set_alpn_protos(t->ctx, alpn_protos, ALPN_LEN) != 0) {
+    if (SSL_CTX_set_alpn_protos(t->ctx, alpn_client, sizeof(alpn_client) - 1) !=
+        0) {
       ERR_clear_error();
       SSL_CTX_free(t->ctx);
       acp__free(&m, t);

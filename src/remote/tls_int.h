@@ -76,7 +76,7 @@ const char *acp__tls_error(const acp__tls *t);
 /* The failure was a plaintext HTTP request (a server can answer it in
  * plaintext). */
 bool acp__tls_plain_http(const acp__tls *t);
-/* The protocol ALPN agreed on ("http/1.1"), or NULL. */
+/* The protocol ALPN agreed on ("h2", "http/1.1"), or NULL. */
 const char *acp__tls_alpn(const acp__tls *t);
 
 #endif /* ACP_TLS_INT_H */

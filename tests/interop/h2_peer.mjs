@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // h2_peer.mjs - Streamable HTTP over cleartext HTTP/2 (h2c, prior
 // knowledge) with Node's built-in node:http2 client, against `acp serve`
-// at URL (http://127.0.0.1:PORT/acp). Prints one JSON line; exit 0 when
+// at URL (http://127.0.0.1:PORT/acp; https:// for HTTP/2 over TLS). Prints one JSON line; exit 0 when
 // the expectation held. Used by run-remote-h2.sh.
 //
 //   full URL FILE    initialize, GET the SSE stream, session/new, a prompt
@@ -69,12 +69,21 @@ const u = new URL(url || 'http://127.0.0.1:1/acp');
 
 // Windows of 1 MiB (stream) and 4 MiB (connection), as for the server's
 // side: node's default 64 KiB costs a round trip in every 64 KiB message.
+// An https:// URL is HTTP/2 over TLS (ALPN h2; the CA from
+// NODE_EXTRA_CA_CERTS), an http:// one cleartext h2c with prior knowledge.
 const connect = () => new Promise((resolve, reject) => {
-  const s = http2.connect(u.origin, { settings: { initialWindowSize: 1 << 20 }, createConnection: () => {
-    const c = net.connect(Number(u.port), u.hostname);
-    c.setNoDelay(true); // node:http does the same for HTTP/1.1
-    return c;
-  } });
+  const settings = { initialWindowSize: 1 << 20 };
+  const s = u.protocol === 'https:' ? http2.connect(u.origin, { settings })
+    : http2.connect(u.origin, { settings, createConnection: () => {
+      const c = net.connect(Number(u.port), u.hostname);
+      c.setNoDelay(true); // node:http does the same for HTTP/1.1
+      return c;
+    } });
+  if (u.protocol === 'https:') {
+    s.once('connect', () => {
+      if (s.alpnProtocol !== 'h2') reject(new Error(`ALPN agreed on ${s.alpnProtocol}`));
+    });
+  }
   s.once('connect', () => { s.setLocalWindowSize(4 << 20); resolve(s); });
   s.once('error', reject);
 });

@@ -120,6 +120,18 @@ for sc in full echo cancel; do
     ko "SDK http-client -> acp serve --tls: $sc" "$out"; fi
 done
 
+# HTTP/2 over TLS (ALPN h2) with node:http2: the same exchanges as h2c.
+echo "h2 over tls" >"$work/h2.txt"
+for sc in "full $work/h2.txt" "echo" "cancel" "multi"; do
+  set -- $sc
+  out=$(NODE_EXTRA_CA_CERTS="$c/ca.pem" timeout 60 node "$here/h2_peer.mjs" "$1" "$https" ${2:+"$2"} 2>&1)
+  if [ $? -eq 0 ]; then ok "node:http2 over TLS (ALPN h2) -> acp serve --tls: $1"; else
+    ko "node:http2 over TLS -> acp serve --tls: $1" "$out"; fi
+done
+# An HTTP/1.1-only client still gets HTTP/1.1 (curl, ALPN http/1.1).
+v=$(curl -s --http1.1 --cacert "$c/ca.pem" -o /dev/null -w '%{http_version}' -X POST -H 'Content-Type: text/plain' -d x "$https")
+if [ "$v" = "1.1" ]; then ok "an HTTP/1.1 client over TLS gets HTTP/1.1"; else ko "HTTP/1.1 over TLS" "version $v"; fi
+
 # A full turn: the agent asks permission, reads and writes a file.
 echo "served file" >"$work/served.txt"
 for mode in ws http; do
