@@ -80,8 +80,9 @@ struct wconn {
   bool client;
   bool tcp_reading;
   bool tcp_closed;
-  bool wr_eof;    /* no more frames: close sent or socket gone */
-  bool lingering; /* write side shut, reading to the peer's end */
+  bool wr_eof;        /* no more frames: close sent or socket gone */
+  bool lingering;     /* write side shut, reading to the peer's end */
+  uint64_t linger_at; /* uv_now() when lingering began */
   uv_shutdown_t shreq;
   unsigned handles; /* handles not yet closed */
   unsigned writes;  /* uv_writes in flight */
@@ -219,6 +220,11 @@ static void conn_close_tcp(wconn *c) {
 static void client_fail(wconn *c, int err, const char *detail);
 static void refuse_msg(wconn *c, int st, const char *d);
 
+/* A finished connection reads and drops what the peer still sends until
+ * it ends, goes quiet for LINGER_IDLE_MS, or LINGER_MAX_MS have passed. */
+#define LINGER_IDLE_MS 1000
+#define LINGER_MAX_MS 10000
+
 static void on_linger_timeout(uv_timer_t *t) {
   conn_close_tcp(t->data);
 }
@@ -252,7 +258,8 @@ static void conn_finish(wconn *c) {
     (void)tls_flush(c, 0);
   }
   uv_timer_stop(&c->resume);
-  uv_timer_start(&c->timer, on_linger_timeout, 1000, 0);
+  c->linger_at = uv_now(c->tcp.loop);
+  uv_timer_start(&c->timer, on_linger_timeout, LINGER_IDLE_MS, 0);
   c->shreq.data = c;
   if (uv_shutdown(&c->shreq, (uv_stream_t *)&c->tcp, on_shut) != 0) {
     conn_close_tcp(c);
@@ -717,6 +724,10 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
   if (c->lingering) {
     if (n < 0)
       conn_close_tcp(c);
+    else if (uv_now(c->tcp.loop) - c->linger_at < LINGER_MAX_MS)
+      /* Still sending (the rest of an oversized message, say): closing
+       * now would reset the socket and lose our close frame. */
+      uv_timer_start(&c->timer, on_linger_timeout, LINGER_IDLE_MS, 0);
     return;
   }
   if (n < 0) {
