@@ -64,6 +64,10 @@ struct acp_remote_server {
   char *aff_name;      /* the affinity cookie's name, or NULL */
   const char *cur_aff; /* during the accept callback */
   acp_remote_tls *tls; /* a reference, or NULL: plain TCP */
+  uv_tcp_t spare;      /* takes a connection we cannot afford (drop_one) */
+  bool spare_busy;     /* ... closing it now */
+  bool drop_pending;   /* ... and another waits for it */
+  bool tcp_closed;     /* the listening handle's close has completed */
 };
 
 struct wconn {
@@ -1144,14 +1148,49 @@ static void on_handshake_timeout(uv_timer_t *t) {
     conn_close_tcp(c);
 }
 
+static void server_free(acp_remote_server *s);
+static void on_connection(uv_stream_t *ls, int status);
+
+static void on_spare_closed(uv_handle_t *h) {
+  acp_remote_server *s = h->data;
+  s->spare_busy = false;
+  if (s->tcp_closed) {
+    server_free(s);
+    return;
+  }
+  if (s->drop_pending && !s->closing) {
+    s->drop_pending = false;
+    on_connection((uv_stream_t *)&s->tcp, 0);
+  }
+}
+
+/* No memory for a new connection: accept it into the spare handle and
+ * close it at once (the client sees its connection end). Leaving it
+ * unaccepted would stop the server for good: libuv stops polling the
+ * listening socket until uv_accept() takes the connection it holds. */
+static void drop_one(acp_remote_server *s) {
+  if (s->spare_busy) {
+    s->drop_pending = true; /* again when the spare is free */
+    return;
+  }
+  if (uv_tcp_init(s->loop, &s->spare) != 0)
+    return;
+  s->spare.data = s;
+  s->spare_busy = true;
+  (void)uv_accept((uv_stream_t *)&s->tcp, (uv_stream_t *)&s->spare);
+  uv_close((uv_handle_t *)&s->spare, on_spare_closed);
+}
+
 static void on_connection(uv_stream_t *ls, int status) {
   acp_remote_server *s = ls->data;
   wconn *c;
   if (status < 0 || s->closing)
     return;
   if (conn_new(&c, s->loop, false, s->opts.max_message, s->opts.ping_ms,
-               &s->mem) != 0)
+               &s->mem) != 0) {
+    drop_one(s);
     return;
+  }
   c->srv = s;
   c->next = s->conns;
   if (s->conns)
@@ -2248,6 +2287,12 @@ static char *hostport(const acp_mem *m, const char *h, int port) {
 
 static void on_server_closed(uv_handle_t *h) {
   acp_remote_server *s = h->data;
+  s->tcp_closed = true;
+  if (!s->spare_busy) /* else on_spare_closed() frees it */
+    server_free(s);
+}
+
+static void server_free(acp_remote_server *s) {
   /* Every slot: a failed copy leaves a NULL before filled ones. */
   for (size_t i = 0; s->hosts && i < s->nhosts; i++)
     acp__free(&s->mem, s->hosts[i]);

@@ -844,6 +844,135 @@ static void test_loopback_allocation_failures(void **state) {
   failmem_sweep(pair_scenario, 10);
 }
 
+/* MARK: - A connection the server cannot afford */
+
+/* An allocator that fails everything while `fail` is set. */
+typedef struct tog {
+  bool fail;
+} tog;
+static void *tog_malloc(size_t n, void *ud) {
+  return ((tog *)ud)->fail ? NULL : malloc(n);
+}
+static void tog_free(void *p, void *ud) {
+  (void)ud;
+  free(p);
+}
+static void *tog_calloc(size_t a, size_t n, void *ud) {
+  return ((tog *)ud)->fail ? NULL : calloc(a, n);
+}
+static void *tog_realloc(void *p, size_t n, void *ud) {
+  return ((tog *)ud)->fail ? NULL : realloc(p, n);
+}
+
+/* A raw TCP client: sends `req` (or nothing), keeps what comes back until
+ * the server ends the connection. */
+typedef struct raw {
+  uv_tcp_t tcp;
+  uv_connect_t cr;
+  uv_write_t wr;
+  const char *req;
+  char got[512];
+  size_t n;
+  bool ended;
+  uv_timer_t guard; /* a deadlock guard, not a measurement */
+  bool timed_out;
+} raw;
+
+static void raw_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
+  raw *r = h->data;
+  (void)hint;
+  b->base = r->got + r->n;
+  b->len = sizeof(r->got) - 1 - r->n;
+}
+
+static void raw_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  raw *r = st->data;
+  (void)b;
+  if (n > 0) {
+    r->n += (size_t)n;
+    r->got[r->n] = '\0';
+  } else if (n < 0) {
+    r->ended = true;
+    uv_close((uv_handle_t *)&r->tcp, NULL);
+    uv_close((uv_handle_t *)&r->guard, NULL);
+  }
+}
+
+static void raw_connected(uv_connect_t *cr, int status) {
+  raw *r = cr->data;
+  assert_int_equal(status, 0);
+  assert_int_equal(uv_read_start((uv_stream_t *)&r->tcp, raw_alloc, raw_read),
+                   0);
+  if (r->req) {
+    uv_buf_t b = uv_buf_init((char *)r->req, (unsigned)strlen(r->req));
+    assert_int_equal(uv_write(&r->wr, (uv_stream_t *)&r->tcp, &b, 1, NULL), 0);
+  }
+}
+
+static void raw_guard(uv_timer_t *t) {
+  raw *r = t->data;
+  r->timed_out = true;
+  uv_close((uv_handle_t *)&r->tcp, NULL);
+  uv_close((uv_handle_t *)&r->guard, NULL);
+}
+
+static void raw_run(uv_loop_t *loop, int port, raw *r, const char *req) {
+  struct sockaddr_in a;
+  memset(r, 0, sizeof(*r));
+  r->req = req;
+  uv_ip4_addr("127.0.0.1", port, &a);
+  uv_tcp_init(loop, &r->tcp);
+  r->tcp.data = r;
+  r->cr.data = r;
+  uv_timer_init(loop, &r->guard);
+  r->guard.data = r;
+  uv_timer_start(&r->guard, raw_guard, 30000, 0);
+  assert_int_equal(
+      uv_tcp_connect(&r->cr, &r->tcp, (struct sockaddr *)&a, raw_connected), 0);
+  while (!r->ended && !r->timed_out)
+    uv_run(loop, UV_RUN_ONCE);
+  while (uv_run(loop, UV_RUN_NOWAIT) != 0 && !r->ended)
+    ;
+}
+
+static void close_accept(acp_remote_server *s, acp_uv_link *link,
+                         const char *id, void *ud) {
+  (void)s;
+  (void)id;
+  (void)ud;
+  acp_uv_link_close(link, 0, NULL, NULL);
+}
+
+static void test_unaffordable_connection_is_dropped(void **state) {
+  uv_loop_t loop;
+  tog t = {false};
+  acp_mem m = {&t, tog_malloc, tog_free, tog_calloc, tog_realloc};
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_server *srv = NULL;
+  raw r;
+  (void)state;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&srv, &loop, &so, close_accept, NULL, &m, NULL), 0);
+  int port = acp_remote_server_port(srv);
+  /* No memory for the connection: the client sees it end at once. */
+  t.fail = true;
+  raw_run(&loop, port, &r, NULL);
+  assert_false(r.timed_out);
+  assert_true(r.ended);
+  assert_int_equal(r.n, 0);
+  /* Memory again: the server accepts and answers the next one. Before,
+   * the first connection stayed unaccepted and libuv stopped accepting. */
+  t.fail = false;
+  raw_run(&loop, port, &r,
+          "GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  assert_false(r.timed_out);
+  assert_true(strncmp(r.got, "HTTP/1.1 ", 9) == 0);
+  acp_remote_server_close(srv);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* MARK: - Streamable HTTP requests */
 
 static int check_acp(const char *req, size_t max, acp__acp_req *r) {
@@ -947,6 +1076,7 @@ int main(void) {
       cmocka_unit_test(test_urls_are_parsed),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
+      cmocka_unit_test(test_unaffordable_connection_is_dropped),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
   };
