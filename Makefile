@@ -134,16 +134,22 @@ bench: peers bench-deps
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release
 	$(CMAKE) --build build-release -j$(JOBS)
 	rm -rf $(BENCH_RUN) && mkdir -p $(BENCH_RUN)
-	./build-release/bench/bench_json $(BENCH_JSON_REPS)
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-turns.sh $(BENCH_ARGS) --out $(BENCH_RUN)/turns.jsonl
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-conductor.sh $(BENCH_ARGS)
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp.jsonl
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-2026.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp-2026.jsonl
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-mcp-bridge.sh $(BENCH_ARGS) >$(BENCH_RUN)/bridge.log 2>&1; \
-	  rc=$$?; cat $(BENCH_RUN)/bridge.log; exit $$rc
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/run-remote.sh $(BENCH_ARGS) --out $(BENCH_RUN)/remote.jsonl
-	ACP_BIN=$(CURDIR)/build-release/acp ./bench/idle-conns.sh --out $(BENCH_RUN)/idle.jsonl
-	node bench/summary.mjs $(BENCH_RUN)
+	@# Every script runs even when an earlier one missed a target (they exit
+	@# non-zero then), so the table below always covers the whole run; the
+	@# exit status still says that something was missed or failed.
+	@export ACP_BIN=$(CURDIR)/build-release/acp; failed=""; \
+	./build-release/bench/bench_json $(BENCH_JSON_REPS) || failed="$$failed bench_json"; \
+	./bench/run-turns.sh $(BENCH_ARGS) --out $(BENCH_RUN)/turns.jsonl || failed="$$failed run-turns"; \
+	./bench/run-conductor.sh $(BENCH_ARGS) || failed="$$failed run-conductor"; \
+	./bench/run-mcp.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp.jsonl || failed="$$failed run-mcp"; \
+	./bench/run-mcp-2026.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp-2026.jsonl || failed="$$failed run-mcp-2026"; \
+	./bench/run-mcp-bridge.sh $(BENCH_ARGS) >$(BENCH_RUN)/bridge.log 2>&1 || failed="$$failed run-mcp-bridge"; \
+	cat $(BENCH_RUN)/bridge.log; \
+	./bench/run-remote.sh $(BENCH_ARGS) --out $(BENCH_RUN)/remote.jsonl || failed="$$failed run-remote"; \
+	./bench/idle-conns.sh --out $(BENCH_RUN)/idle.jsonl || failed="$$failed idle-conns"; \
+	node bench/summary.mjs $(BENCH_RUN) || failed="$$failed summary"; \
+	if [ -n "$$failed" ]; then \
+	  echo "make bench: missed a target or failed:$$failed (see each script's output above)"; exit 1; fi
 
 bench-quick:
 	$(MAKE) bench BENCH_ARGS=--quick BENCH_JSON_REPS=3

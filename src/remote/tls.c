@@ -73,7 +73,9 @@ static void ossl_err(char *out, size_t cap, const char *what) {
     snprintf(code, sizeof(code), "error %lu", e);
     r = code;
   }
-  snprintf(out, cap, "%s%s%s", what, r ? ": " : "", r ? r : "");
+  /* A reason cut at cap is still worth reporting; only a failure empties it. */
+  if (snprintf(out, cap, "%s%s%s", what, r ? ": " : "", r ? r : "") < 0)
+    out[0] = '\0';
   ERR_clear_error();
 }
 
