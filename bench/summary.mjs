@@ -63,7 +63,13 @@ for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b))
   row(`prompt turn ${name}`, unit, o?.[key], fl?.[key], ts?.[key], roundRatio(ours, floors, key),
     o && ts ? o[key] / ts[key] : undefined,
     o ? Math.max(mib(o.client_peak_rss_kib) ?? 0, mib(o.agent_peak_rss_kib) ?? 0) : undefined,
-    "floor: libuv <-> cat; peer: TS SDK pair; RSS: larger of client, agent");
+    "floor: libuv <-> cat; peer: TS SDK pair; RSS: larger of client, agent" +
+      (o?.client_file_rss_kib != null
+        ? `; of it mapped files (program and shared libraries): client ${o.client_file_rss_kib}, agent ${o.agent_file_rss_kib} KiB`
+        : ""));
+  if (o?.client_file_rss_kib != null && o.agent_file_rss_kib != null)
+    rows[rows.length - 1].rss_own_mib = Math.max(mib(o.client_peak_rss_kib - o.client_file_rss_kib),
+      mib(o.agent_peak_rss_kib - o.agent_file_rss_kib));
 }
 
 // MCP: stdio sequential, stdio pipelined, Streamable HTTP.
@@ -152,7 +158,8 @@ if (asJson) {
 const f = (x, d = 0) => (x == null || !Number.isFinite(x) ? "n/a" : Number(x).toFixed(d));
 const cols = ["workload", "unit", "ours", "floor", "peer", "ours/floor", "ours/peer", "RSS MiB"];
 const table = rows.map((r) => [r.workload, r.unit, f(r.ours, r.ours < 100 ? 1 : 0), f(r.floor, r.floor < 100 ? 1 : 0),
-  f(r.peer, r.peer < 100 ? 1 : 0), f(r.ours_over_floor, 2), f(r.ours_over_peer, 1), f(r.rss_mib, 1)]);
+  f(r.peer, r.peer < 100 ? 1 : 0), f(r.ours_over_floor, 2), f(r.ours_over_peer, 1),
+  f(r.rss_mib, 1) + (r.rss_own_mib != null ? ` (own ${f(r.rss_own_mib, 1)})` : "")]);
 const w = cols.map((c, i) => Math.max(c.length, ...table.map((t) => t[i].length)));
 const line = (cells) => "| " + cells.map((c, i) => (i < 2 ? c.padEnd(w[i]) : c.padStart(w[i]))).join(" | ") + " |";
 console.log("\n== make bench: one table (ours/floor: median of alternating rounds; rates: above 1 is faster, p50: below 1 is faster) ==");

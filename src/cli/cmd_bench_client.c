@@ -55,6 +55,7 @@ typedef struct bench {
   size_t chunk_len;
   long other_updates;
   long agent_rss_kib;
+  long agent_file_kib;
   int64_t agent_exit;
   bool agent_exited;
   int failed;
@@ -68,9 +69,11 @@ static void fail(bench *b, const char *msg) {
   snprintf(b->err, sizeof(b->err), "%s", msg);
 }
 
-static long vmhwm_kib(int pid) {
+/* One "Name:   N kB" line of /proc/PID/status, or -1. */
+static long status_kib(int pid, const char *name) {
   char path[64];
   char line[256];
+  size_t n = strlen(name);
   long kib = -1;
   FILE *f;
 
@@ -79,10 +82,21 @@ static long vmhwm_kib(int pid) {
   if (f == NULL)
     return -1;
   while (fgets(line, sizeof(line), f) != NULL)
-    if (strncmp(line, "VmHWM:", 6) == 0)
-      kib = strtol(line + 6, NULL, 10);
+    if (strncmp(line, name, n) == 0 && line[n] == ':')
+      kib = strtol(line + n + 1, NULL, 10);
   fclose(f);
   return kib;
+}
+
+/* Peak RSS, and the file-backed part of RSS now (RssFile: the program's
+ * and its libraries' pages, mostly shared with every other process using
+ * them), so a reader can tell the process's own memory from the libraries
+ * it maps: peak RSS - RssFile is about its peak anonymous memory. */
+static long vmhwm_kib(int pid) {
+  return status_kib(pid, "VmHWM");
+}
+static long rssfile_kib(int pid) {
+  return status_kib(pid, "RssFile");
 }
 
 static void finish(bench *b) {
@@ -90,11 +104,13 @@ static void finish(bench *b) {
   b->rpc = NULL;
   if (b->remote != NULL) {
     b->agent_rss_kib = -1;
+    b->agent_file_kib = -1;
     acp_uv_link_close(b->remote, 1000, NULL, NULL);
     b->remote = NULL;
     return;
   }
   b->agent_rss_kib = vmhwm_kib(acp_uv_process_pid(b->agent));
+  b->agent_file_kib = rssfile_kib(acp_uv_process_pid(b->agent));
   acp_uv_process_shutdown(b->agent, NULL);
 }
 
@@ -346,13 +362,15 @@ int cmd_bench_client(int argc, char **argv) {
   printf("{\"impl\":\"%s\",\"payload\":%zu,\"turns\":%ld,\"seconds\":%.4f,"
          "\"rtps\":%.1f,\"mibps\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
          "\"client_peak_rss_kib\":%ld,\"agent_peak_rss_kib\":%ld,"
+         "\"client_file_rss_kib\":%ld,\"agent_file_rss_kib\":%ld,"
          "\"agent_pid\":%d,\"agent_exit\":%lld,\"client_cpu_us\":%lld,"
          "\"agent_cpu_us\":%lld}\n",
          impl, b.size, b.done, secs, (double)b.done / secs,
          (double)b.done * (double)b.size / secs / 1048576.0,
          pct_us(b.lat, b.done, 50), pct_us(b.lat, b.done, 99),
-         vmhwm_kib(getpid()), b.agent_rss_kib,
-         b.agent ? acp_uv_process_pid(b.agent) : -1, (long long)b.agent_exit,
+         vmhwm_kib(getpid()), b.agent_rss_kib, rssfile_kib(getpid()),
+         b.agent_file_kib, b.agent ? acp_uv_process_pid(b.agent) : -1,
+         (long long)b.agent_exit,
          tv_us(&ru_self.ru_utime) + tv_us(&ru_self.ru_stime),
          tv_us(&ru_kids.ru_utime) + tv_us(&ru_kids.ru_stime));
   rv = CLI_EXIT_OK;
