@@ -393,13 +393,32 @@ static void write_modes(app *a, asession *s) {
 }
 
 /* The commands the agent advertises: in an available_commands_update
- * (/commands), and under v2 in the session/new and resume results. */
+ * (/commands), and under v2 in the session/new and resume results. v2
+ * tags each command and its input (AvailableCommand {type: "command"},
+ * AvailableCommandInput {type: "text", hint}); a v2 peer drops v1-shaped
+ * ones as invalid items. */
 static const char agent_commands[] =
     "[{\"name\":\"plan\",\"description\":\"Show a plan\","
     "\"input\":{\"hint\":\"steps separated by ;\"}},"
     "{\"name\":\"read\",\"description\":\"Read a file through the "
     "client\",\"input\":{\"hint\":\"path\"}},"
     "{\"name\":\"wait\",\"description\":\"Wait for cancellation\"}]";
+static const char agent_commands_v2[] =
+    "[{\"type\":\"command\",\"name\":\"plan\",\"description\":\"Show a "
+    "plan\",\"input\":{\"type\":\"text\",\"hint\":\"steps separated by "
+    ";\"}},"
+    "{\"type\":\"command\",\"name\":\"read\",\"description\":\"Read a "
+    "file through the client\",\"input\":{\"type\":\"text\",\"hint\":"
+    "\"path\"}},"
+    "{\"type\":\"command\",\"name\":\"wait\",\"description\":\"Wait for "
+    "cancellation\"}]";
+
+static const char *commands_json(const app *a, size_t *len) {
+  bool v2 = acp_agent_protocol_version(a->agent) == ACP_PROTOCOL_V2;
+
+  *len = v2 ? sizeof(agent_commands_v2) - 1 : sizeof(agent_commands) - 1;
+  return v2 ? agent_commands_v2 : agent_commands;
+}
 
 /* Members shared by session/new, load and resume results (no braces).
  * v1: modes and config options. v2 (NewSessionResponse and
@@ -414,8 +433,10 @@ static void write_session_state(app *a, asession *s) {
   acp_json_write_keyz(a->w, "configOptions");
   write_config_options(a, s);
   if (is_v2(a)) {
+    size_t n;
+    const char *c = commands_json(a, &n);
     acp_json_write_keyz(a->w, "availableCommands");
-    acp_json_write_raw(a->w, agent_commands, sizeof(agent_commands) - 1);
+    acp_json_write_raw(a->w, c, n);
   }
 }
 
@@ -1832,10 +1853,12 @@ static void turn_run(turn *t) {
                                     strlen(st->arg)) != 0)
         send_text(a, s, "usage: /update {\"sessionUpdate\":...}\n");
       break;
-    case STEP_COMMANDS:
-      acp_agent_send_available_commands(a->agent, s->id, agent_commands,
-                                        sizeof(agent_commands) - 1);
+    case STEP_COMMANDS: {
+      size_t n;
+      const char *c = commands_json(a, &n);
+      acp_agent_send_available_commands(a->agent, s->id, c, n);
       break;
+    }
     case STEP_ELICIT: {
       size_t n;
       const char *params;
