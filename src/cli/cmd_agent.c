@@ -133,6 +133,8 @@ struct turn {
   char *elicit_id;  /* /elicit-url: the elicitation to complete */
   bool cancellable; /* /cancellable: tool_id runs until cancelled */
   aterm *term;      /* v2 /run: the process the agent runs, or NULL */
+  bool asking;      /* a session/request_permission awaits its answer */
+  bool cancelling;  /* v2 session/cancel: ends when the work stopped */
 };
 
 /* v2 /run: v2 has no client terminals, so the agent runs the command
@@ -704,6 +706,16 @@ static int on_permission(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
   (void)agent;
   if (t == NULL)
     return 0;
+  t->asking = false;
+  if (t->cancelling) {
+    /* v2: the question was the work left; its call is cancelled and the
+     * turn ends, after that update (v2 prompt-lifecycle: updates after
+     * session/cancel go before the idle state_update). */
+    acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
+                                    "cancelled", NULL, 0);
+    turn_finish(t, "cancelled");
+    return 0;
+  }
   outcome = call_ok(msg) ? acp_json_obj_getz(msg->result, "outcome") : NULL;
   msg_str(msg, outcome, "outcome", &o, &olen);
   msg_str(msg, outcome, "optionId", &opt, &optlen);
@@ -1443,6 +1455,13 @@ static void aterm_maybe_done(aterm *at) {
   acp_json_write_obj_end(a->w);
   u = wdata(a, &n);
   acp_agent_send_update_raw(a->agent, t->s->id, u, n);
+  if (t->cancelling) {
+    /* v2 session/cancel stopped it: its end is reported, then the turn's */
+    acp_agent_send_tool_call_update(a->agent, t->s->id, t->tool_id, "cancelled",
+                                    NULL, 0);
+    turn_finish(t, "cancelled");
+    return;
+  }
   acp_agent_send_tool_call_update(a->agent, t->s->id, t->tool_id,
                                   ok ? "completed" : "failed", NULL, 0);
   if (at->term_signal != 0)
@@ -1670,12 +1689,14 @@ static void turn_run(turn *t) {
         acp_agent_send_state(a->agent, s->id, "requires_action");
       t->refs++;
       t->waiting = true;
+      t->asking = true;
       rv = acp_agent_request_permission(a->agent, s->id, tc, n, opts,
                                         sizeof(opts) - 1, on_permission, t,
                                         NULL);
       if (rv != 0) {
         t->refs--;
         t->waiting = false;
+        t->asking = false;
         turn_fail(t, -32603, "cannot send session/request_permission");
         return;
       }
@@ -3966,6 +3987,26 @@ static int on_session_cancel(acp_agent *agent, const char *session_id,
     else /* v1 has no "cancelled" tool call status */
       acp_agent_send_tool_call_update(a->agent, s->id, s->turn->tool_id,
                                       "failed", NULL, 0);
+  }
+  if (s != NULL && s->turn != NULL && !s->turn->done && is_v2(a)) {
+    turn *t = s->turn;
+    /* v2: the idle state_update (cancelled) comes after the work stopped
+     * and its last updates went out (protocol/v2/prompt-lifecycle.mdx,
+     * Cancellation): a command /run runs gets SIGTERM and the turn ends
+     * when it has exited (terminal_update exitStatus, the call cancelled);
+     * a pending permission question ends it when the client has answered
+     * it (cancelled, which the client must send). */
+    if (t->cancelling)
+      return 0; /* already on its way */
+    if (t->term != NULL && !t->term->exited) {
+      t->cancelling = true;
+      (void)uv_process_kill(&t->term->proc, SIGTERM);
+      return 0;
+    }
+    if (t->asking) {
+      t->cancelling = true;
+      return 0;
+    }
   }
   if (s != NULL && s->turn != NULL)
     turn_finish(s->turn, "cancelled");

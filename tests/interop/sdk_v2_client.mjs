@@ -192,6 +192,20 @@ async function semantics(ctx) {
     check(e.code === -32602, `cancel of an exited terminal: ${e.code}`);
   }
 
+  // session/cancel of a turn whose /run still runs: the command is stopped
+  // and its end reported (terminal exitStatus, the call cancelled) before
+  // the idle state_update with stopReason cancelled
+  from = updates.length;
+  seen = from;
+  await ctx.request('session/prompt', { sessionId: sid, prompt: [{ type: 'text', text: '/run sleep 60\nnot reached' }] });
+  const t3 = await nextMatching((u) => u.sessionUpdate === 'terminal_update' && u.capabilities && u.capabilities.cancel);
+  await ctx.notify('session/cancel', { sessionId: sid });
+  const end3 = await untilIdle();
+  const tail3 = updates.slice(from).map((u) => u.sessionUpdate + ':' + (u.exitStatus ? u.exitStatus.signal : u.status || u.state || ''));
+  check(end3.stopReason === 'cancelled' &&
+    JSON.stringify(tail3.slice(-3)) === JSON.stringify(['terminal_update:SIGTERM', 'tool_call_update:cancelled', 'state_update:idle']) &&
+    t3.terminalId, `cancel of a /run turn: ${JSON.stringify(tail3)}`);
+
   // resume with replay: the history, then the state snapshot, then the answer
   // (The SDK may run notification handlers after it resolves the answer, so
   // wait for the snapshot; its place before the answer is in the
