@@ -1481,6 +1481,14 @@ static void aterm_exit(uv_process_t *p, int64_t status, int sig) {
   at->exited = true;
   at->exit_status = status;
   at->term_signal = sig;
+  if (at->t->cancelling && !at->eof) {
+    /* A cancelled turn waits for the command, not for whatever it left
+     * running with its stdout (a child of a shell killed by SIGTERM):
+     * its output is no longer read, the turn ends now. */
+    at->eof = true;
+    uv_read_stop((uv_stream_t *)&at->out);
+    uv_close((uv_handle_t *)&at->out, aterm_closed);
+  }
   aterm_maybe_done(at);
 }
 

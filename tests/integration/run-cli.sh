@@ -608,6 +608,22 @@ while [ -s "$work/slow.pid" ] && kill -0 "$(cat "$work/slow.pid")" 2>/dev/null &
 done
 expect "v2 /run + SIGINT: the command was stopped" \
   sh -c "[ -s '$work/slow.pid' ] && ! kill -0 \$(cat '$work/slow.pid') 2>/dev/null"
+# A command that leaves a child holding its output open: the turn ends
+# when the command has exited, not when the child closes the pipe.
+printf '#!/bin/sh\nsleep 60 &\necho $! >"%s"\necho started\nwait\n' "$work/orphan.pid" \
+  >"$cwd/orphan.sh"
+chmod +x "$cwd/orphan.sh"
+$wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./orphan.sh" -- \
+  $wrap "$acp" agent --protocol-v2 </dev/null >"$work/out" 2>"$work/err" &
+pid=$!
+wait_for "$work/err" "started"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+[ -s "$work/orphan.pid" ] && kill "$(cat "$work/orphan.pid")" 2>/dev/null
+vg_check "v2-run-orphan-sigint"
+check "v2 /run + SIGINT, the command's child keeps its stdout: ends at its exit" 3 "" \
+  "[terminal term_1] killed by SIGTERM" "[stop] cancelled"
 $wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/ask Edit
 not reached" -- $wrap "$acp" agent --protocol-v2 <"$work/fifo" >"$work/out" \
   2>"$work/err" &
