@@ -1600,32 +1600,7 @@ def gen_types_c(model, methods, v2methods=None):
     a("")
     if v2methods:
         return gen_types_v2_tail(model, v2methods, L)
-    a("const acp_type_desc *const acp__all_types[] = {")
-    for name in sorted(model.order):
-        a("    &%s," % model.types[name].var)
-    a("};")
-    a("const size_t acp__all_types_count =")
-    a("    sizeof(acp__all_types) / sizeof(acp__all_types[0]);")
-    a("")
-
-    def desc_ref(n):
-        if n and n in model.types:
-            return "&" + model.types[n].var
-        return "NULL"
-
-    a("/* MARK: - Method types */")
-    a("")
-    a("static const struct {")
-    a("  const acp_type_desc *params, *result, *notification;")
-    a("  const char *required;")
-    a("} method_types[] = {")
-    a("    {NULL, NULL, NULL, \"\"}, /* ACP_METHOD_UNKNOWN */")
-    for m in methods:
-        a("    {%s, %s, %s, %s}, /* %s */" % (
-            desc_ref(m.params_type), desc_ref(m.result_type),
-            desc_ref(m.notification_type),
-            c_str(required_params(model.schema, m)), m.wire))
-    a("};")
+    emit_type_tables(a, model, methods, False)
     a("""
 #define METHOD_TYPES_COUNT (sizeof(method_types) / sizeof(method_types[0]))
 
@@ -1792,16 +1767,24 @@ def gen_types_v2_h(model):
     return "\n".join(L) + "\n"
 
 
-def gen_types_v2_tail(model, v2methods, L):
-    a = L.append
-    a("/* Every type of the v2 schema with a struct (own and shared), by")
-    a(" * schema name, for acp_type_by_name_version(). */")
-    a("const acp_type_desc *const acp__all_types_v2[] = {")
-    for name in sorted(model.types):
+def emit_type_tables(a, model, methods, v2):
+    """The two tables of one version's gen_types*.c, one loop for both: every
+    type with a struct by schema name (acp__all_types, acp__all_types_v2),
+    and each method's params/result/notification descriptors. v1 indexes
+    the method table by position and carries each method's required params
+    (acp__method_required_params); v2 indexes it by the shared method id
+    (designated initializers: v2 has fewer methods) and takes its required
+    params from the method table (gen_methods.c)."""
+    sfx = "_v2" if v2 else ""
+    if v2:
+        a("/* Every type of the v2 schema with a struct (own and shared), by")
+        a(" * schema name, for acp_type_by_name_version(). */")
+    a("const acp_type_desc *const acp__all_types%s[] = {" % sfx)
+    for name in sorted(model.types if v2 else model.order):
         a("    &%s," % model.types[name].var)
     a("};")
-    a("const size_t acp__all_types_v2_count =")
-    a("    sizeof(acp__all_types_v2) / sizeof(acp__all_types_v2[0]);")
+    a("const size_t acp__all_types%s_count =" % sfx)
+    a("    sizeof(acp__all_types%s) / sizeof(acp__all_types%s[0]);" % (sfx, sfx))
     a("")
 
     def desc_ref(n):
@@ -1813,12 +1796,26 @@ def gen_types_v2_tail(model, v2methods, L):
     a("")
     a("static const struct {")
     a("  const acp_type_desc *params, *result, *notification;")
-    a("} method_types_v2[ACP_METHOD__COUNT] = {")
-    for m in v2methods:
-        a("    [%s] = {%s, %s, %s}," % (
-            m.enum, desc_ref(m.params_type), desc_ref(m.result_type),
-            desc_ref(m.notification_type)))
+    if v2:
+        a("} method_types_v2[ACP_METHOD__COUNT] = {")
+    else:
+        a("  const char *required;")
+        a("} method_types[] = {")
+        a("    {NULL, NULL, NULL, \"\"}, /* ACP_METHOD_UNKNOWN */")
+    for m in methods:
+        refs = (desc_ref(m.params_type), desc_ref(m.result_type),
+                desc_ref(m.notification_type))
+        if v2:
+            a("    [%s] = {%s, %s, %s}," % ((m.enum,) + refs))
+        else:
+            a("    {%s, %s, %s, %s}, /* %s */" % (
+                refs + (c_str(required_params(model.schema, m)), m.wire)))
     a("};")
+
+
+def gen_types_v2_tail(model, v2methods, L):
+    a = L.append
+    emit_type_tables(a, model, v2methods, True)
     a("""
 static bool v2_id(int method_id) {
   return method_id > 0 && method_id < (int)ACP_METHOD__COUNT;

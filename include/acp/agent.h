@@ -128,7 +128,8 @@ typedef int (*acp_agent_response_cb)(acp_agent *agent, const acp_rpc_msg *msg,
  * once per update after it was queued (never for one that failed), from
  * inside the acp_agent_send_*() call that sent it. For an agent that keeps
  * or persists its sessions' history: the update is exactly the object sent
- * as `params.update`.
+ * as `params.update` (under v2 with the messageId the library gave a chunk
+ * sent without one, so a replay can repeat the id the client saw).
  * @param session_id  NUL-terminated; valid during the call.
  * @param update, len the update object's JSON; valid during the call.
  * The observer must not send anything on `agent` (no re-entrancy).

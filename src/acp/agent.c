@@ -1115,6 +1115,7 @@ static int v2_chunk_with_id(acp_agent *a, const char *session_id,
   const acp_json_val *root, *kind, *k;
   agent_sess *s;
   acp_json_writer *w;
+  size_t at, end;
   int rv = acp_json_doc_parse(r->doc, update, len, NULL);
 
   if (rv == ACP_ERR_NOMEM)
@@ -1131,6 +1132,7 @@ static int v2_chunk_with_id(acp_agent *a, const char *session_id,
   w = acp__role_obj_begin(r);
   acp__w_str(w, "sessionId", session_id);
   acp_json_write_keyz(w, "update");
+  acp_json_writer_data(w, &at);
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(root); k != NULL;
        k = acp_json_next(acp_json_next(k))) {
@@ -1150,9 +1152,13 @@ static int v2_chunk_with_id(acp_agent *a, const char *session_id,
                                : "agent_message_chunk"));
   }
   acp_json_write_obj_end(w);
+  acp_json_writer_data(w, &end);
   rv = acp__role_notify_obj(r, "session/update");
+  /* The update as sent, with its messageId (a history replays it with the
+   * id the client saw), a slice of the params as in update_end. */
   if (rv == 0 && a->cbs.update_sent != NULL)
-    a->cbs.update_sent(a, session_id, update, len, a->user_data);
+    a->cbs.update_sent(a, session_id, acp_json_writer_data(w, NULL) + at,
+                       end - at, a->user_data);
   return rv;
 }
 

@@ -7,9 +7,15 @@
  * transcripts: in an open, fully synced document every `TODO` is a
  * suggestion to write `DONE` there, first in the document first, skipping
  * the places the client rejected. The documents are kept as the client
- * sends them (full sync: that is what the agent advertises), so after the
- * client applies an accepted edit and sends didChange, the suggestion is
- * gone because the text changed, not because the agent remembers it.
+ * sends them: the agent advertises incremental sync, so didChange brings
+ * ranges to replace (a change without a range is the whole text), and
+ * after the client applies an accepted edit and reports it, the suggestion
+ * is gone because the text changed, not because the agent remembers it.
+ *
+ * Positions count UTF-16 code units (`character`), the default encoding
+ * (PositionEncodingKind, as in LSP 3.17), which the agent also states as
+ * its positionEncoding; the text is kept as UTF-8, so every position that
+ * comes in or goes out is converted (u16_to_byte, byte_to_u16).
  */
 #include "agent_nes.h"
 
@@ -30,7 +36,7 @@ typedef struct ndoc {
   char *text;
   size_t len;
   int64_t version;
-  bool synced; /* false after an incremental change we do not apply */
+  bool synced; /* false after a change that cannot be applied */
   rejected *rej;
   size_t nrej;
   struct ndoc *next;
@@ -63,8 +69,9 @@ struct agent_nes {
 
 static const char caps[] =
     "\"providers\":{},\"nes\":{\"events\":{\"document\":{\"didOpen\":{},"
-    "\"didChange\":{\"syncKind\":\"full\"},\"didClose\":{},\"didSave\":{},"
-    "\"didFocus\":{}}}}";
+    "\"didChange\":{\"syncKind\":\"incremental\"},\"didClose\":{},\"didSave\":{"
+    "},"
+    "\"didFocus\":{}}}},\"positionEncoding\":\"utf-16\"";
 
 const char *agent_nes_capabilities(void) {
   return caps;
@@ -337,8 +344,17 @@ static bool is_rejected(const ndoc *d, int64_t line, int64_t ch) {
   return false;
 }
 
+/* UTF-16 code units of the UTF-8 sequence that starts with byte `b`: 2
+ * for a 4-byte sequence (a surrogate pair), 0 for a continuation byte, 1
+ * otherwise (an invalid byte counts as one unit, U+FFFD). */
+static int u16_units(unsigned char b) {
+  if ((b & 0xC0) == 0x80)
+    return 0;
+  return b >= 0xF0 ? 2 : 1;
+}
+
 /* The first TODO of the document not rejected there: its line and column
- * (bytes; the documents of the tests are ASCII). */
+ * in UTF-16 code units. */
 static bool find_todo(const ndoc *d, int64_t *line, int64_t *ch) {
   int64_t l = 0, c = 0;
   size_t i;
@@ -353,10 +369,55 @@ static bool find_todo(const ndoc *d, int64_t *line, int64_t *ch) {
       l++;
       c = 0;
     } else {
-      c++;
+      c += u16_units((unsigned char)d->text[i]);
     }
   }
   return false;
+}
+
+/*
+ * The byte offset of position (line, ch) of the document, ch in UTF-16
+ * code units. As in LSP, a character past the end of its line means the
+ * line's end (before its "\n"). -1 when the line does not exist or ch
+ * falls inside a surrogate pair: such a change cannot be applied.
+ */
+static int64_t u16_to_byte(const ndoc *d, int64_t line, int64_t ch) {
+  size_t i = 0;
+  int64_t l = 0, c = 0;
+
+  if (line < 0 || ch < 0)
+    return -1;
+  while (l < line) {
+    const char *nl = memchr(d->text + i, '\n', d->len - i);
+    if (nl == NULL)
+      return -1;
+    i = (size_t)(nl - d->text) + 1;
+    l++;
+  }
+  while (c < ch && i < d->len && d->text[i] != '\n') {
+    c += u16_units((unsigned char)d->text[i]);
+    i++;
+    while (i < d->len && u16_units((unsigned char)d->text[i]) == 0)
+      i++;
+  }
+  return c > ch ? -1 : (int64_t)i;
+}
+
+/* Replace [from, to) of the text with `text`. */
+static int splice(ndoc *d, size_t from, size_t to, acp_str text) {
+  size_t len = d->len - (to - from) + text.len;
+  char *t = malloc(len + 1);
+
+  if (t == NULL)
+    return ACP_ERR_NOMEM;
+  memcpy(t, d->text, from);
+  memcpy(t + from, text.ptr, text.len);
+  memcpy(t + from + text.len, d->text + to, d->len - to);
+  t[len] = '\0';
+  free(d->text);
+  d->text = t;
+  d->len = len;
+  return 0;
 }
 
 static void w_pos(acp_json_writer *w, const char *key, int64_t l, int64_t c) {
@@ -547,17 +608,30 @@ static int on_did_change(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
   if (d == NULL)
     return 0;
   d->version = p->version;
+  /* Applied in order, each to the text the previous one left (LSP). A
+   * change whose range is not in the text (a line past the end, an end
+   * before its start, a split surrogate pair) leaves the text unknown: no
+   * suggestions until a change without a range brings all of it again. */
   for (i = 0; i < p->content_changes_count; i++) {
     const acp_text_document_content_change_event *c = &p->content_changes[i];
-    /* Full sync is what we advertise; a ranged change leaves the text
-     * unknown until the next full one. */
-    if (c->range != NULL) {
+    int64_t from, to;
+
+    d->nrej = 0;
+    if (c->range == NULL) {
+      d->synced = true;
+      if (set_text(d, c->text) != 0)
+        return ACP_ERR_NOMEM;
+      continue;
+    }
+    if (!d->synced)
+      continue;
+    from = u16_to_byte(d, c->range->start->line, c->range->start->character);
+    to = u16_to_byte(d, c->range->end->line, c->range->end->character);
+    if (from < 0 || to < from) {
       d->synced = false;
       continue;
     }
-    d->synced = true;
-    d->nrej = 0;
-    if (set_text(d, c->text) != 0)
+    if (splice(d, (size_t)from, (size_t)to, c->text) != 0)
       return ACP_ERR_NOMEM;
   }
   return 0;

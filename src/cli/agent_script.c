@@ -14,6 +14,10 @@ const char script_help[] =
     "  TEXT                 streamed back as agent_message_chunk updates\n"
     "  /think TEXT          an agent_thought_chunk\n"
     "  /plan A; B; C        a plan, then each entry completed in turn\n"
+    "  /plan:ID A; B        the same as plan ID, one of several plans\n"
+    "                       (v2 plan_update planId; v1 unstable plan_update)\n"
+    "  /plan-other[:ID] TEXT  v2: a plan of the custom content type\n"
+    "                       _acp_note ({type, planId, text})\n"
     "  /tool[:KIND] TITLE   a tool call: pending, in_progress, completed\n"
     "  /ask[:KIND] TITLE    a tool call that needs session/request_permission\n"
     "  /read PATH           read a file through the client "
@@ -32,9 +36,11 @@ const char script_help[] =
     "                       is (any kind, e.g. {\"sessionUpdate\":\"notice\",\n"
     "                       \"severity\":\"info\",\"title\":\"Hi\"})\n"
     "  /elicit MESSAGE      ask the user a question (elicitation/create)\n"
-    "  /diff[:OP] PATH      an edit tool call with a diff of PATH (OP:\n"
+    "  /diff[:OP[:TYPE]] PATH  an edit tool call with a diff of PATH (OP:\n"
     "                       modify, add, delete): v1 oldText/newText, v2\n"
-    "                       changes and a git patch\n"
+    "                       changes and a git patch; v2 only: TYPE binary,\n"
+    "                       directory or symlink (no patch), and\n"
+    "  /diff:move OLD NEW   (or :copy) a whole-file move or copy\n"
     "  /cancellable TITLE   a tool call that runs until cancelled; under v2\n"
     "                       it advertises capabilities.cancel and\n"
     "                       tool_call/cancel ends it (status cancelled) and\n"
@@ -69,20 +75,35 @@ struct cmd_name {
 };
 
 static const struct cmd_name cmd_names[] = {
-    {"think", STEP_THINK},       {"plan", STEP_PLAN},
-    {"tool", STEP_TOOL},         {"ask", STEP_ASK},
-    {"read", STEP_READ},         {"write", STEP_WRITE},
-    {"run", STEP_RUN},           {"mode", STEP_MODE},
-    {"config", STEP_CONFIG},     {"title", STEP_TITLE},
-    {"usage", STEP_USAGE},       {"commands", STEP_COMMANDS},
-    {"wait", STEP_WAIT},         {"cancellable", STEP_CANCELLABLE},
-    {"diff", STEP_DIFF},         {"sleep", STEP_SLEEP},
-    {"error", STEP_ERROR},       {"stop", STEP_STOP},
-    {"big", STEP_BIG},           {"chunks", STEP_CHUNKS},
-    {"elicit", STEP_ELICIT},     {"update", STEP_UPDATE},
-    {"subagent", STEP_SUBAGENT}, {"message", STEP_MESSAGE},
-    {"auth", STEP_AUTH},         {"turn-usage", STEP_TURN_USAGE},
-    {"kill", STEP_KILL},         {"elicit-url", STEP_ELICIT_URL},
+    {"think", STEP_THINK},
+    {"plan", STEP_PLAN},
+    {"plan-other", STEP_PLAN_OTHER},
+    {"tool", STEP_TOOL},
+    {"ask", STEP_ASK},
+    {"read", STEP_READ},
+    {"write", STEP_WRITE},
+    {"run", STEP_RUN},
+    {"mode", STEP_MODE},
+    {"config", STEP_CONFIG},
+    {"title", STEP_TITLE},
+    {"usage", STEP_USAGE},
+    {"commands", STEP_COMMANDS},
+    {"wait", STEP_WAIT},
+    {"cancellable", STEP_CANCELLABLE},
+    {"diff", STEP_DIFF},
+    {"sleep", STEP_SLEEP},
+    {"error", STEP_ERROR},
+    {"stop", STEP_STOP},
+    {"big", STEP_BIG},
+    {"chunks", STEP_CHUNKS},
+    {"elicit", STEP_ELICIT},
+    {"update", STEP_UPDATE},
+    {"subagent", STEP_SUBAGENT},
+    {"message", STEP_MESSAGE},
+    {"auth", STEP_AUTH},
+    {"turn-usage", STEP_TURN_USAGE},
+    {"kill", STEP_KILL},
+    {"elicit-url", STEP_ELICIT_URL},
 };
 
 static char *dup_range(const char *p, size_t n) {

@@ -11,7 +11,8 @@
 typedef enum step_kind {
   STEP_TEXT = 1,    /* stream `arg` as agent_message_chunk(s) */
   STEP_THINK,       /* agent_thought_chunk */
-  STEP_PLAN,        /* plan entries separated by ';' */
+  STEP_PLAN,        /* plan entries separated by ';' (arg2: plan id) */
+  STEP_PLAN_OTHER,  /* v2 plan of a custom content type: arg text */
   STEP_TOOL,        /* tool call: pending -> in_progress -> completed */
   STEP_ASK,         /* tool call gated by session/request_permission */
   STEP_READ,        /* fs/read_text_file */

@@ -133,6 +133,8 @@ struct turn {
   char *elicit_id;  /* /elicit-url: the elicitation to complete */
   bool cancellable; /* /cancellable: tool_id runs until cancelled */
   aterm *term;      /* v2 /run: the process the agent runs, or NULL */
+  bool asking;      /* a session/request_permission awaits its answer */
+  bool cancelling;  /* v2 session/cancel: ends when the work stopped */
 };
 
 /* v2 /run: v2 has no client terminals, so the agent runs the command
@@ -392,7 +394,39 @@ static void write_modes(app *a, asession *s) {
   acp_json_write_obj_end(a->w);
 }
 
-/* Members shared by session/new, load and resume results (no braces). */
+/* The commands the agent advertises: in an available_commands_update
+ * (/commands), and under v2 in the session/new and resume results. v2
+ * tags each command and its input (AvailableCommand {type: "command"},
+ * AvailableCommandInput {type: "text", hint}); a v2 peer drops v1-shaped
+ * ones as invalid items. */
+static const char agent_commands[] =
+    "[{\"name\":\"plan\",\"description\":\"Show a plan\","
+    "\"input\":{\"hint\":\"steps separated by ;\"}},"
+    "{\"name\":\"read\",\"description\":\"Read a file through the "
+    "client\",\"input\":{\"hint\":\"path\"}},"
+    "{\"name\":\"wait\",\"description\":\"Wait for cancellation\"}]";
+static const char agent_commands_v2[] =
+    "[{\"type\":\"command\",\"name\":\"plan\",\"description\":\"Show a "
+    "plan\",\"input\":{\"type\":\"text\",\"hint\":\"steps separated by "
+    ";\"}},"
+    "{\"type\":\"command\",\"name\":\"read\",\"description\":\"Read a "
+    "file through the client\",\"input\":{\"type\":\"text\",\"hint\":"
+    "\"path\"}},"
+    "{\"type\":\"command\",\"name\":\"wait\",\"description\":\"Wait for "
+    "cancellation\"}]";
+
+static const char *commands_json(const app *a, size_t *len) {
+  bool v2 = acp_agent_protocol_version(a->agent) == ACP_PROTOCOL_V2;
+
+  *len = v2 ? sizeof(agent_commands_v2) - 1 : sizeof(agent_commands) - 1;
+  return v2 ? agent_commands_v2 : agent_commands;
+}
+
+/* Members shared by session/new, load and resume results (no braces).
+ * v1: modes and config options. v2 (NewSessionResponse and
+ * ResumeSessionResponse of the SDK 2.4 schema): no modes (the mode is a
+ * config option), the config options and the initial availableCommands,
+ * so a v2 client knows the commands without waiting for an update. */
 static void write_session_state(app *a, asession *s) {
   if (!is_v2(a)) {
     acp_json_write_keyz(a->w, "modes");
@@ -400,6 +434,12 @@ static void write_session_state(app *a, asession *s) {
   }
   acp_json_write_keyz(a->w, "configOptions");
   write_config_options(a, s);
+  if (is_v2(a)) {
+    size_t n;
+    const char *c = commands_json(a, &n);
+    acp_json_write_keyz(a->w, "availableCommands");
+    acp_json_write_raw(a->w, c, n);
+  }
 }
 
 /* MARK: - Persistence (--state-dir) */
@@ -666,6 +706,16 @@ static int on_permission(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
   (void)agent;
   if (t == NULL)
     return 0;
+  t->asking = false;
+  if (t->cancelling) {
+    /* v2: the question was the work left; its call is cancelled and the
+     * turn ends, after that update (v2 prompt-lifecycle: updates after
+     * session/cancel go before the idle state_update). */
+    acp_agent_send_tool_call_update(t->a->agent, t->s->id, t->tool_id,
+                                    "cancelled", NULL, 0);
+    turn_finish(t, "cancelled");
+    return 0;
+  }
   outcome = call_ok(msg) ? acp_json_obj_getz(msg->result, "outcome") : NULL;
   msg_str(msg, outcome, "outcome", &o, &olen);
   msg_str(msg, outcome, "optionId", &opt, &optlen);
@@ -948,10 +998,47 @@ static void step_plan(turn *t, const step *st) {
     }
     acp_json_write_arr_end(a->w);
     u = wdata(a, &len);
-    acp_agent_send_plan(a->agent, t->s->id, u, len);
+    /* /plan:ID names one of several plans (v2 plan_update planId; v1
+     * unstable plan_update); plain /plan, and any plan for a stable v1
+     * client, is the session's one plan. */
+    if (st->arg2 != NULL && st->arg2[0] != '\0' && (is_v2(a) || a->unstable))
+      acp_agent_send_plan_update(a->agent, t->s->id, st->arg2, u, len);
+    else
+      acp_agent_send_plan(a->agent, t->s->id, u, len);
   }
   for (i = 0; i < n; i++)
     free(entries[i]);
+}
+
+/*
+ * /plan-other:ID TEXT: a plan in a content type of the agent's own, the
+ * "other" variant of v2's PlanUpdateContent: a `_`-prefixed type and the
+ * planId every variant carries; receivers that do not know the type keep
+ * or show it generically, and it replaces earlier content of that planId
+ * (protocol/v2/agent-plan.mdx). v1's plan has entries only.
+ */
+static void step_plan_other(turn *t, const step *st) {
+  app *a = t->a;
+  size_t len;
+  const char *u;
+
+  if (!is_v2(a)) {
+    send_text(a, t->s, "plan content types other than entries need v2\n");
+    return;
+  }
+  acp_json_writer_reset(a->w);
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "sessionUpdate", "plan_update");
+  acp_json_write_keyz(a->w, "plan");
+  acp_json_write_obj_begin(a->w);
+  kvs(a->w, "type", "_acp_note");
+  kvs(a->w, "planId",
+      st->arg2 != NULL && st->arg2[0] != '\0' ? st->arg2 : "plan");
+  kvs(a->w, "text", st->arg);
+  acp_json_write_obj_end(a->w);
+  acp_json_write_obj_end(a->w);
+  u = wdata(a, &len);
+  acp_agent_send_update_raw(a->agent, t->s->id, u, len);
 }
 
 static void step_big(turn *t, int64_t bytes) {
@@ -1139,38 +1226,94 @@ static int step_unstable(turn *t, const step *st) {
 }
 
 /*
- * /diff[:OP] PATH: an edit tool call whose content is a diff of one line.
- * v1 shows it as oldText/newText; v2 (diff file states) as `changes`, the
- * authoritative list of paths and operations, plus a git patch with
- * absolute paths (protocol/v2/tool-calls.mdx#diffs).
+ * /diff[:OP[:TYPE]] PATH, /diff:move|copy OLD NEW: an edit tool call whose
+ * content is a diff. v1 shows it as oldText/newText (one line changed);
+ * v2 (diff file states) as `changes`, the authoritative list of paths,
+ * operations and file types, plus a git patch with absolute paths when the
+ * file is text (protocol/v2/tool-calls.mdx#diffs): a binary, directory or
+ * symlink change comes without a patch, which clients must handle. v1
+ * cannot say move, copy or a non-text file: those answer a line of text.
  */
 static void step_diff(turn *t, const step *st) {
   app *a = t->a;
   asession *s = t->s;
-  const char *op = st->arg2 != NULL ? st->arg2 : "modify";
-  bool add = strcmp(op, "add") == 0, del = strcmp(op, "delete") == 0;
-  char *path;
-  char *patch;
+  char opbuf[32];
+  const char *op = "modify", *ftype = "text";
+  bool add, del, pair, text;
+  char *path, *old = NULL;
+  char *patch = NULL;
   size_t n, plen;
   const char *extra;
-  char title[300];
+  char title[600];
 
-  if (!add && !del && strcmp(op, "modify") != 0) {
+  if (st->arg2 != NULL) {
+    char *colon;
+    snprintf(opbuf, sizeof(opbuf), "%s", st->arg2);
+    colon = strchr(opbuf, ':');
+    if (colon != NULL) {
+      *colon = '\0';
+      ftype = st->arg2 + (colon - opbuf) + 1;
+    }
+    op = opbuf;
+  }
+  add = strcmp(op, "add") == 0;
+  del = strcmp(op, "delete") == 0;
+  pair = strcmp(op, "move") == 0 || strcmp(op, "copy") == 0;
+  text = strcmp(ftype, "text") == 0;
+  if (!add && !del && !pair && strcmp(op, "modify") != 0) {
     snprintf(title, sizeof(title),
-             "unknown diff operation '%.64s' (modify, add, delete)\n", op);
+             "unknown diff operation '%.64s' (modify, add, delete, move, "
+             "copy)\n",
+             op);
     send_text(a, s, title);
     return;
   }
-  path = resolve_path(s, st->arg ? st->arg : "");
+  if (!text && strcmp(ftype, "binary") != 0 &&
+      strcmp(ftype, "directory") != 0 && strcmp(ftype, "symlink") != 0) {
+    snprintf(title, sizeof(title),
+             "unknown diff file type '%.64s' (text, binary, directory, "
+             "symlink)\n",
+             ftype);
+    send_text(a, s, title);
+    return;
+  }
+  if (!is_v2(a) && (pair || !text)) {
+    snprintf(title, sizeof(title), "%s diffs need v2\n", pair ? op : ftype);
+    send_text(a, s, title);
+    return;
+  }
+  if (pair) {
+    const char *arg = st->arg ? st->arg : "";
+    size_t k = strcspn(arg, " \t");
+    const char *to = arg + k + strspn(arg + k, " \t");
+    char *from = xstrndup(arg, k);
+    if (k == 0 || *to == '\0') {
+      free(from);
+      send_text(a, s, "usage: /diff:move OLD NEW (or /diff:copy)\n");
+      return;
+    }
+    old = resolve_path(s, from);
+    free(from);
+    path = resolve_path(s, to);
+  } else {
+    path = resolve_path(s, st->arg ? st->arg : "");
+  }
   new_tool_id(t);
-  snprintf(title, sizeof(title), "Edit %.280s", path);
+  snprintf(title, sizeof(title), "%s %.280s",
+           pair ? (op[0] == 'm' ? "Move to" : "Copy to") : "Edit", path);
   acp_agent_send_tool_call(a->agent, s->id, t->tool_id, title, "edit",
                            "in_progress", NULL, 0);
-  plen = 4 * strlen(path) + 160;
+  plen = 4 * strlen(path) + 2 * (old ? strlen(old) : 0) + 200;
   patch = malloc(plen);
   if (patch == NULL)
     exit(CLI_EXIT_FAILURE);
-  if (add)
+  if (pair) /* a whole-file move or copy: no content lines */
+    snprintf(patch, plen,
+             "diff --git %s %s\nsimilarity index 100%%\n%s from %s\n%s to "
+             "%s\n",
+             old, path, op[0] == 'm' ? "rename" : "copy", old,
+             op[0] == 'm' ? "rename" : "copy", path);
+  else if (add)
     snprintf(patch, plen,
              "diff --git %s %s\nnew file mode 100644\n--- /dev/null\n"
              "+++ %s\n@@ -0,0 +1 @@\n+new line\n",
@@ -1196,15 +1339,19 @@ static void step_diff(turn *t, const step *st) {
     acp_json_write_arr_begin(a->w);
     acp_json_write_obj_begin(a->w);
     kvs(a->w, "operation", op);
+    if (old != NULL)
+      kvs(a->w, "oldPath", old);
     kvs(a->w, "path", path);
-    kvs(a->w, "fileType", "text");
+    kvs(a->w, "fileType", ftype);
     acp_json_write_obj_end(a->w);
     acp_json_write_arr_end(a->w);
-    acp_json_write_keyz(a->w, "patch");
-    acp_json_write_obj_begin(a->w);
-    kvs(a->w, "format", "git_patch");
-    kvs(a->w, "text", patch);
-    acp_json_write_obj_end(a->w);
+    if (text) {
+      acp_json_write_keyz(a->w, "patch");
+      acp_json_write_obj_begin(a->w);
+      kvs(a->w, "format", "git_patch");
+      kvs(a->w, "text", patch);
+      acp_json_write_obj_end(a->w);
+    }
   } else {
     kvs(a->w, "path", path);
     acp_json_write_keyz(a->w, "oldText");
@@ -1222,6 +1369,7 @@ static void step_diff(turn *t, const step *st) {
                                   extra, n);
   free(patch);
   free(path);
+  free(old);
 }
 
 static void aterm_closed(uv_handle_t *h) {
@@ -1307,6 +1455,13 @@ static void aterm_maybe_done(aterm *at) {
   acp_json_write_obj_end(a->w);
   u = wdata(a, &n);
   acp_agent_send_update_raw(a->agent, t->s->id, u, n);
+  if (t->cancelling) {
+    /* v2 session/cancel stopped it: its end is reported, then the turn's */
+    acp_agent_send_tool_call_update(a->agent, t->s->id, t->tool_id, "cancelled",
+                                    NULL, 0);
+    turn_finish(t, "cancelled");
+    return;
+  }
   acp_agent_send_tool_call_update(a->agent, t->s->id, t->tool_id,
                                   ok ? "completed" : "failed", NULL, 0);
   if (at->term_signal != 0)
@@ -1326,6 +1481,14 @@ static void aterm_exit(uv_process_t *p, int64_t status, int sig) {
   at->exited = true;
   at->exit_status = status;
   at->term_signal = sig;
+  if (at->t->cancelling && !at->eof) {
+    /* A cancelled turn waits for the command, not for whatever it left
+     * running with its stdout (a child of a shell killed by SIGTERM):
+     * its output is no longer read, the turn ends now. */
+    at->eof = true;
+    uv_read_stop((uv_stream_t *)&at->out);
+    uv_close((uv_handle_t *)&at->out, aterm_closed);
+  }
   aterm_maybe_done(at);
 }
 
@@ -1490,6 +1653,9 @@ static void turn_run(turn *t) {
     case STEP_PLAN:
       step_plan(t, st);
       break;
+    case STEP_PLAN_OTHER:
+      step_plan_other(t, st);
+      break;
     case STEP_TOOL:
       new_tool_id(t);
       acp_agent_send_tool_call(a->agent, s->id, t->tool_id, st->arg,
@@ -1531,12 +1697,14 @@ static void turn_run(turn *t) {
         acp_agent_send_state(a->agent, s->id, "requires_action");
       t->refs++;
       t->waiting = true;
+      t->asking = true;
       rv = acp_agent_request_permission(a->agent, s->id, tc, n, opts,
                                         sizeof(opts) - 1, on_permission, t,
                                         NULL);
       if (rv != 0) {
         t->refs--;
         t->waiting = false;
+        t->asking = false;
         turn_fail(t, -32603, "cannot send session/request_permission");
         return;
       }
@@ -1715,14 +1883,9 @@ static void turn_run(turn *t) {
         send_text(a, s, "usage: /update {\"sessionUpdate\":...}\n");
       break;
     case STEP_COMMANDS: {
-      static const char cmds[] =
-          "[{\"name\":\"plan\",\"description\":\"Show a plan\","
-          "\"input\":{\"hint\":\"steps separated by ;\"}},"
-          "{\"name\":\"read\",\"description\":\"Read a file through the "
-          "client\",\"input\":{\"hint\":\"path\"}},"
-          "{\"name\":\"wait\",\"description\":\"Wait for cancellation\"}]";
-      acp_agent_send_available_commands(a->agent, s->id, cmds,
-                                        sizeof(cmds) - 1);
+      size_t n;
+      const char *c = commands_json(a, &n);
+      acp_agent_send_available_commands(a->agent, s->id, c, n);
       break;
     }
     case STEP_ELICIT: {
@@ -2616,7 +2779,7 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
       "\"http\":%s,\"sse\":%s},\"sessionCapabilities\":{\"list\":{},"
       "\"resume\":{},\"close\":{},\"delete\":{},\"fork\":{},\"title\":{},"
       "\"archive\":{},\"status\":{}},\"auth\":{\"status\":{}},%s}";
-  char ucaps[sizeof(caps_unstable) + 256];
+  char ucaps[sizeof(caps_unstable) + 512];
   const char *agent_caps = a->mcp_http_off ? caps_no_http : caps_http;
   size_t agent_caps_len;
 
@@ -3021,14 +3184,270 @@ static asession *session_param(app *a, acp_agent_request *req) {
   return NULL;
 }
 
-/* Send the session's history again, as the updates it was made of. */
+/*
+ * Replay across versions. A session kept in --state-dir may have been
+ * recorded by a v1 connection and resumed by a v2 one, or the other way
+ * round; each history entry is sent in the shape of the connection that
+ * replays it, so a client gets only kinds and members its version knows.
+ * v2 (protocol/v2/session-setup.mdx) also requires a unique messageId for
+ * every replayed message: a run of v1 chunks of one kind (no ids) is one
+ * message, named replay_N. What has no counterpart is left out (v1
+ * unstable session_message, subagent_update, plan_removed under v2; a
+ * plan of a custom content type under v1).
+ */
+typedef struct replay_ctx {
+  const char *last_kind; /* the kind of the previous chunk, or NULL */
+  unsigned seq;          /* replay_N message ids given so far */
+  char **tools;          /* v1: tool call ids already created */
+  size_t ntools;
+} replay_ctx;
+
+static bool key_is(acp_json_doc *doc, const acp_json_val *k, const char *z) {
+  const char *ks;
+  size_t kn;
+
+  return acp_json_doc_str(doc, k, &ks, &kn) == 0 && kn == strlen(z) &&
+         memcmp(ks, z, kn) == 0;
+}
+
+/* Write the members of object `o` except `skip` and `skip2` (no braces). */
+static void copy_members(acp_json_writer *w, acp_json_doc *doc,
+                         const acp_json_val *o, const char *skip,
+                         const char *skip2) {
+  const acp_json_val *k;
+
+  for (k = acp_json_child(o); k != NULL; k = acp_json_next(acp_json_next(k))) {
+    const char *ks;
+    size_t kn;
+    if (acp_json_doc_str(doc, k, &ks, &kn) != 0 ||
+        (skip != NULL && key_is(doc, k, skip)) ||
+        (skip2 != NULL && key_is(doc, k, skip2)))
+      continue;
+    acp_json_write_key(w, ks, kn);
+    acp_json_write_val(w, acp_json_next(k));
+  }
+}
+
+/* A tool call's content in the other version's shape: diffs differ (v1
+ * path/oldText/newText, v2 changes + optional patch); v2 -> v1 says what
+ * changed as text, since v1 cannot carry a diff without its text. */
+static void write_tool_content(app *a, acp_json_doc *doc,
+                               const acp_json_val *content, bool to_v2) {
+  acp_json_writer *w = a->w;
+  const acp_json_val *c;
+
+  acp_json_write_arr_begin(w);
+  for (c = acp_json_child(content); c != NULL; c = acp_json_next(c)) {
+    const acp_json_val *old = acp_json_obj_getz(c, "oldText");
+    const acp_json_val *path = acp_json_obj_getz(c, "path");
+    const acp_json_val *ch;
+
+    if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(c, "type"), "diff")) {
+      acp_json_write_val(w, c);
+    } else if (to_v2 && acp_json_obj_getz(c, "changes") == NULL) {
+      acp_json_write_obj_begin(w);
+      kvs(w, "type", "diff");
+      acp_json_write_keyz(w, "changes");
+      acp_json_write_arr_begin(w);
+      acp_json_write_obj_begin(w);
+      kvs(w, "operation",
+          old == NULL || acp_json_type_of(old) == ACP_JSON_NULL ? "add"
+                                                                : "modify");
+      acp_json_write_keyz(w, "path");
+      acp_json_write_val(w, path);
+      kvs(w, "fileType", "text");
+      acp_json_write_obj_end(w);
+      acp_json_write_arr_end(w);
+      acp_json_write_obj_end(w);
+    } else if (!to_v2 && acp_json_obj_getz(c, "changes") != NULL) {
+      for (ch = acp_json_child(acp_json_obj_getz(c, "changes")); ch != NULL;
+           ch = acp_json_next(ch)) {
+        const char *op = NULL, *pa = NULL;
+        size_t on = 0, pn = 0;
+        char *line;
+        acp_json_doc_str(doc, acp_json_obj_getz(ch, "operation"), &op, &on);
+        acp_json_doc_str(doc, acp_json_obj_getz(ch, "path"), &pa, &pn);
+        line = malloc(on + pn + 8);
+        if (line == NULL)
+          exit(CLI_EXIT_FAILURE);
+        snprintf(line, on + pn + 8, "%.*s %.*s", (int)on, op ? op : "change",
+                 (int)pn, pa ? pa : "");
+        acp_json_write_obj_begin(w);
+        kvs(w, "type", "content");
+        acp_json_write_keyz(w, "content");
+        acp_json_write_obj_begin(w);
+        kvs(w, "type", "text");
+        kvs(w, "text", line);
+        acp_json_write_obj_end(w);
+        acp_json_write_obj_end(w);
+        free(line);
+      }
+    } else {
+      acp_json_write_val(w, c);
+    }
+  }
+  acp_json_write_arr_end(w);
+}
+
+/* Whether a tool call's content has a diff in the other version's shape. */
+static bool has_foreign_diff(const acp_json_val *content, bool to_v2) {
+  const acp_json_val *c;
+
+  for (c = acp_json_child(content); c != NULL; c = acp_json_next(c))
+    if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(c, "type"), "diff") &&
+        (acp_json_obj_getz(c, "changes") == NULL) == to_v2)
+      return true;
+  return false;
+}
+
+static bool tool_seen(replay_ctx *rc, const char *id, size_t n) {
+  size_t i;
+  char **nt;
+
+  for (i = 0; i < rc->ntools; i++)
+    if (strlen(rc->tools[i]) == n && memcmp(rc->tools[i], id, n) == 0)
+      return true;
+  nt = realloc(rc->tools, (rc->ntools + 1) * sizeof(*nt));
+  if (nt == NULL)
+    exit(CLI_EXIT_FAILURE);
+  rc->tools = nt;
+  rc->tools[rc->ntools++] = xstrndup(id, n);
+  return false;
+}
+
+/* Send one history entry `u` in the connection's version. */
+static void replay_entry(app *a, asession *s, acp_json_doc *doc,
+                         const acp_json_val *u, replay_ctx *rc) {
+  static const char *const chunks[] = {
+      "user_message_chunk", "agent_message_chunk", "agent_thought_chunk"};
+  acp_json_writer *w = a->w;
+  const acp_json_val *kind = acp_json_obj_getz(u, "sessionUpdate");
+  const char *chunk = NULL;
+  const char *out;
+  size_t i, n;
+  bool v2 = is_v2(a);
+
+  for (i = 0; i < 3; i++)
+    if (acp_json_str_eq(kind, chunks[i], strlen(chunks[i])))
+      chunk = chunks[i];
+  if (chunk == NULL)
+    rc->last_kind = NULL;
+  acp_json_writer_reset(w);
+  if (v2 && chunk != NULL && acp_json_obj_getz(u, "messageId") == NULL) {
+    char id[32];
+    if (rc->last_kind != chunk)
+      rc->seq++;
+    rc->last_kind = chunk;
+    snprintf(id, sizeof(id), "replay_%u", rc->seq);
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionUpdate", chunk);
+    kvs(w, "messageId", id);
+    copy_members(w, doc, u, "sessionUpdate", NULL);
+    acp_json_write_obj_end(w);
+  } else if (v2 &&
+             (ACP_JSON_STR_EQ_LIT(kind, "tool_call") ||
+              (ACP_JSON_STR_EQ_LIT(kind, "tool_call_update") &&
+               has_foreign_diff(acp_json_obj_getz(u, "content"), true)))) {
+    acp_json_write_obj_begin(w); /* v2's one upsert */
+    kvs(w, "sessionUpdate", "tool_call_update");
+    copy_members(w, doc, u, "sessionUpdate", "content");
+    if (acp_json_obj_getz(u, "content") != NULL) {
+      acp_json_write_keyz(w, "content");
+      write_tool_content(a, doc, acp_json_obj_getz(u, "content"), true);
+    }
+    acp_json_write_obj_end(w);
+  } else if (v2 && ACP_JSON_STR_EQ_LIT(kind, "plan")) {
+    acp_json_write_obj_begin(w);
+    kvs(w, "sessionUpdate", "plan_update");
+    acp_json_write_keyz(w, "plan");
+    acp_json_write_obj_begin(w);
+    kvs(w, "type", "items");
+    kvs(w, "planId", "plan");
+    acp_json_write_keyz(w, "entries");
+    acp_json_write_val(w, acp_json_obj_getz(u, "entries"));
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+  } else if (v2 && (ACP_JSON_STR_EQ_LIT(kind, "plan_removed") ||
+                    ACP_JSON_STR_EQ_LIT(kind, "session_message") ||
+                    ACP_JSON_STR_EQ_LIT(kind, "session_message_chunk") ||
+                    ACP_JSON_STR_EQ_LIT(kind, "subagent_update"))) {
+    return; /* no v2 counterpart */
+  } else if (!v2 && ACP_JSON_STR_EQ_LIT(kind, "user_message")) {
+    const acp_json_val *b;
+    for (b = acp_json_child(acp_json_obj_getz(u, "content")); b != NULL;
+         b = acp_json_next(b)) {
+      acp_json_writer_reset(w);
+      acp_json_write_obj_begin(w);
+      kvs(w, "sessionUpdate", "user_message_chunk");
+      acp_json_write_keyz(w, "content");
+      acp_json_write_val(w, b);
+      acp_json_write_obj_end(w);
+      out = wdata(a, &n);
+      acp_agent_send_update_raw(a->agent, s->id, out, n);
+    }
+    return;
+  } else if (!v2 && ACP_JSON_STR_EQ_LIT(kind, "tool_call_update")) {
+    const char *id = NULL;
+    size_t idn = 0;
+    bool create;
+    acp_json_doc_str(doc, acp_json_obj_getz(u, "toolCallId"), &id, &idn);
+    create = id != NULL && !tool_seen(rc, id, idn);
+    if (!create && !has_foreign_diff(acp_json_obj_getz(u, "content"), false)) {
+      acp_json_write_val(w, u);
+      out = wdata(a, &n);
+      acp_agent_send_update_raw(a->agent, s->id, out, n);
+      return;
+    }
+    acp_json_write_obj_begin(w);
+    /* v1 creates a call with tool_call (title required) */
+    kvs(w, "sessionUpdate", create ? "tool_call" : "tool_call_update");
+    if (create && acp_json_obj_getz(u, "title") == NULL)
+      kvs(w, "title", "tool");
+    copy_members(w, doc, u, "sessionUpdate", "content");
+    if (acp_json_obj_getz(u, "content") != NULL) {
+      acp_json_write_keyz(w, "content");
+      write_tool_content(a, doc, acp_json_obj_getz(u, "content"), false);
+    }
+    acp_json_write_obj_end(w);
+  } else if (!v2 && ACP_JSON_STR_EQ_LIT(kind, "tool_call")) {
+    const char *id = NULL;
+    size_t idn = 0;
+    if (acp_json_doc_str(doc, acp_json_obj_getz(u, "toolCallId"), &id, &idn) ==
+        0)
+      tool_seen(rc, id, idn);
+    acp_json_write_val(w, u);
+  } else if (!v2 && ACP_JSON_STR_EQ_LIT(kind, "plan_update")) {
+    const acp_json_val *plan = acp_json_obj_getz(u, "plan");
+    if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(plan, "type"), "items"))
+      return; /* a custom content type: v1 has entries only */
+    if (!a->unstable) {
+      /* a stable v1 client knows only the session's one plan */
+      acp_json_write_obj_begin(w);
+      kvs(w, "sessionUpdate", "plan");
+      acp_json_write_keyz(w, "entries");
+      acp_json_write_val(w, acp_json_obj_getz(plan, "entries"));
+      acp_json_write_obj_end(w);
+    } else {
+      acp_json_write_val(w, u);
+    }
+  } else {
+    acp_json_write_val(w, u);
+  }
+  out = wdata(a, &n);
+  acp_agent_send_update_raw(a->agent, s->id, out, n);
+}
+
+/* Send the session's history again, as the updates it was made of, in the
+ * connection's version (replay_entry). */
 static int replay_history(app *a, asession *s) {
   const acp_json_val *v;
   acp_json_doc *doc = a->doc;
   const char *hist;
   char *copy;
-  size_t len;
+  size_t len, i;
+  replay_ctx rc;
 
+  memset(&rc, 0, sizeof(rc));
   /* The history writer holds an open array: parse a closed copy. */
   hist = acp_json_writer_data(s->history, &len);
   copy = malloc(len + 1);
@@ -3039,13 +3458,13 @@ static int replay_history(app *a, asession *s) {
   a->replaying = true;
   if (acp_json_doc_parse(doc, copy, len + 1, NULL) == 0) {
     for (v = acp_json_child(acp_json_doc_root(doc)); v != NULL;
-         v = acp_json_next(v)) {
-      size_t n;
-      const char *raw = acp_json_raw(v, &n);
-      acp_agent_send_update_raw(a->agent, s->id, raw, n);
-    }
+         v = acp_json_next(v))
+      replay_entry(a, s, doc, v, &rc);
   }
   a->replaying = false;
+  for (i = 0; i < rc.ntools; i++)
+    free(rc.tools[i]);
+  free(rc.tools);
   free(copy);
   return 0;
 }
@@ -3576,6 +3995,26 @@ static int on_session_cancel(acp_agent *agent, const char *session_id,
     else /* v1 has no "cancelled" tool call status */
       acp_agent_send_tool_call_update(a->agent, s->id, s->turn->tool_id,
                                       "failed", NULL, 0);
+  }
+  if (s != NULL && s->turn != NULL && !s->turn->done && is_v2(a)) {
+    turn *t = s->turn;
+    /* v2: the idle state_update (cancelled) comes after the work stopped
+     * and its last updates went out (protocol/v2/prompt-lifecycle.mdx,
+     * Cancellation): a command /run runs gets SIGTERM and the turn ends
+     * when it has exited (terminal_update exitStatus, the call cancelled);
+     * a pending permission question ends it when the client has answered
+     * it (cancelled, which the client must send). */
+    if (t->cancelling)
+      return 0; /* already on its way */
+    if (t->term != NULL && !t->term->exited) {
+      t->cancelling = true;
+      (void)uv_process_kill(&t->term->proc, SIGTERM);
+      return 0;
+    }
+    if (t->asking) {
+      t->cancelling = true;
+      return 0;
+    }
   }
   if (s != NULL && s->turn != NULL)
     turn_finish(s->turn, "cancelled");

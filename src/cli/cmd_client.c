@@ -345,6 +345,18 @@ static void note_content(capp *a, const acp_rpc_msg *msg, const char *lead,
   }
 }
 
+/* v2: a call the user may cancel by itself (capabilities.cancel): say
+ * how, with its id. */
+static void note_cancellable(capp *a, const acp_client_update *u,
+                             const char *id, size_t idn, const char *title,
+                             size_t tn) {
+  if (id != NULL &&
+      acp_json_obj_getz(acp_json_obj_getz(u->update, "capabilities"),
+                        "cancel") != NULL)
+    note(a, "[tool] %.*s can be cancelled: /cancel-tool %.*s\n", (int)tn,
+         title ? title : "", (int)idn, id);
+}
+
 static void note_tool(capp *a, const acp_client_update *u, bool first) {
   const char *id = NULL, *title = NULL, *status = NULL;
   size_t idn = 0, tn = 0, sn = 0;
@@ -357,6 +369,7 @@ static void note_tool(capp *a, const acp_client_update *u, bool first) {
   if (first) {
     note(a, "[tool] %.*s (%.*s)\n", (int)tn, title ? title : "", (int)sn,
          status ? status : "pending");
+    note_cancellable(a, u, id, idn, title, tn);
     return;
   }
   if (status == NULL && title == NULL)
@@ -374,6 +387,7 @@ static void note_tool(capp *a, const acp_client_update *u, bool first) {
          status);
   else
     note(a, "[tool] %.*s\n", (int)tn, title ? title : "");
+  note_cancellable(a, u, id, idn, title, tn);
   if (str_is(status, sn, "completed") || str_is(status, sn, "failed") ||
       str_is(status, sn, "cancelled"))
     tool_forget(a, id, idn);
@@ -417,8 +431,15 @@ static void note_plan_update(capp *a, const acp_client_update *u) {
     jstr(u->msg, plan, "content", &x, &xn);
     note(a, "%s\n%.*s%s", lead, (int)xn, x ? x : "",
          xn > 0 && x[xn - 1] == '\n' ? "" : "\n");
-  } else {
+  } else if (type == NULL || str_is(type, tn, "items")) {
     note_entries(a, u->msg, lead, acp_json_obj_getz(plan, "entries"));
+  } else {
+    /* A custom or future content type (`_`-prefixed or not yet known):
+     * shown generically, its text if it has one (protocol/v2/
+     * agent-plan.mdx: display it generically or ignore it). */
+    jstr(u->msg, plan, "text", &x, &xn);
+    note(a, "%s (%.*s)%s%.*s\n", lead, (int)(tn < 64 ? tn : 64), type,
+         x ? " " : "", (int)xn, x ? x : "");
   }
 }
 
@@ -686,6 +707,72 @@ static void note_diffs(capp *a, const acp_client_update *u) {
 
 static void remember_commands(capp *a, const acp_client_update *u);
 
+/* Decode base64 `in` into a new buffer (*out, *n); -1 if it is not base64. */
+static int b64_decode(const char *in, size_t len, char **out, size_t *n) {
+  static const char tab[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  char *o = malloc(len / 4 * 3 + 3);
+  unsigned v = 0;
+  int bits = 0;
+  size_t i, k = 0;
+
+  if (o == NULL)
+    return -1;
+  for (i = 0; i < len && in[i] != '='; i++) {
+    const char *p = in[i] != '\0' ? strchr(tab, in[i]) : NULL;
+    if (p == NULL) {
+      free(o);
+      return -1;
+    }
+    v = (v << 6) | (unsigned)(p - tab);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      o[k++] = (char)((v >> bits) & 0xFF);
+    }
+  }
+  *out = o;
+  *n = k;
+  return 0;
+}
+
+/* v2 agent-owned terminals (a v2 /run): terminal_update says what runs
+ * and how it ended, terminal_output_chunk carries its output (base64),
+ * shown as it comes. */
+static void note_v2_terminal(capp *a, const acp_client_update *u) {
+  const char *id = NULL, *x = NULL;
+  size_t idn = 0, xn = 0;
+  const acp_json_val *exit;
+  int64_t code;
+
+  jstr(u->msg, u->update, "terminalId", &id, &idn);
+  if (str_is(u->kind_name, u->kind_name_len, "terminal_output_chunk")) {
+    char *data;
+    size_t n;
+    if (jstr(u->msg, u->update, "data", &x, &xn) != 0 ||
+        b64_decode(x, xn, &data, &n) != 0) {
+      note(a, "[terminal %.*s] output that is not base64\n", (int)idn,
+           id ? id : "");
+      return;
+    }
+    note(a, "%.*s", (int)n, data);
+    free(data);
+    return;
+  }
+  if (jstr(u->msg, u->update, "command", &x, &xn) == 0)
+    note(a, "[terminal %.*s] %.*s\n", (int)idn, id ? id : "", (int)xn, x);
+  exit = acp_json_obj_getz(u->update, "exitStatus");
+  if (exit == NULL || acp_json_type_of(exit) != ACP_JSON_OBJECT)
+    return;
+  if (jstr(u->msg, exit, "signal", &x, &xn) == 0)
+    note(a, "[terminal %.*s] killed by %.*s\n", (int)idn, id ? id : "", (int)xn,
+         x);
+  else if (acp_json_get_int64(acp_json_obj_getz(exit, "exitCode"), &code) == 0)
+    note(a, "[terminal %.*s] exited %lld\n", (int)idn, id ? id : "",
+         (long long)code);
+}
+static void session_result_commands(capp *a, const acp_rpc_msg *msg);
+
 static void v2_state_update(capp *a, const acp_client_update *u);
 
 static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
@@ -770,6 +857,11 @@ static int on_update(acp_client *client, const acp_client_update *u, void *ud) {
     note_session_message(a, u);
     break;
   default:
+    if (str_is(u->kind_name, u->kind_name_len, "terminal_update") ||
+        str_is(u->kind_name, u->kind_name_len, "terminal_output_chunk")) {
+      note_v2_terminal(a, u);
+      break;
+    }
     note(a, "[update] %.*s (a kind this client does not know)\n",
          (int)u->kind_name_len, u->kind_name);
     break;
@@ -1812,6 +1904,7 @@ static int on_session_new(acp_client *client, const acp_rpc_msg *msg,
     app_quit(a, CLI_EXIT_FAILURE);
     return 0;
   }
+  session_result_commands(a, msg);
   if (a->decl != NULL) {
     /* The declaration belongs to the session the agent just named. */
     if (acp_mcp_acp_decl_set_session(a->decl, a->session_id) != 0) {
@@ -1870,8 +1963,8 @@ static int on_initialized(acp_client *client, const acp_rpc_msg *msg,
 /* MARK: - Slash commands (the interactive front end) */
 
 static const char *const builtin_cmds[] = {
-    "new",    "list", "load",  "resume", "fork", "close", "mode",
-    "config", "auth", "title", "cancel", "help", "quit"};
+    "new",    "list", "load",  "resume", "fork",        "close", "mode",
+    "config", "auth", "title", "cancel", "cancel-tool", "help",  "quit"};
 #define NBUILTIN (sizeof(builtin_cmds) / sizeof(builtin_cmds[0]))
 
 static const char slash_help[] =
@@ -1886,6 +1979,8 @@ static const char slash_help[] =
     "  /auth METHOD       authenticate with METHOD\n"
     "  /title TEXT        set the session title\n"
     "  /cancel            send session/cancel\n"
+    "  /cancel-tool ID    v2: cancel one tool call (tool_call/cancel); taken\n"
+    "                     at once while a turn runs\n"
     "  /help              this list\n"
     "  /quit              quit (as Ctrl-D)\n"
     "  //TEXT             send /TEXT to the agent as a prompt\n";
@@ -1912,8 +2007,39 @@ static void free_agent_cmds(capp *a) {
   a->nagent_cmds = 0;
 }
 
+static void remember_command_list(capp *a, const acp_rpc_msg *msg,
+                                  const acp_json_val *list);
+
 static void remember_commands(capp *a, const acp_client_update *u) {
-  const acp_json_val *list = acp_json_obj_getz(u->update, "availableCommands");
+  remember_command_list(a, u->msg,
+                        acp_json_obj_getz(u->update, "availableCommands"));
+}
+
+/* v2: session/new and resume results may carry the initial commands
+ * (NewSessionResponse.availableCommands, SDK 2.4 schema); later
+ * available_commands_update notifications replace them. */
+static void session_result_commands(capp *a, const acp_rpc_msg *msg) {
+  const acp_json_val *list =
+      acp_json_obj_getz(msg->result, "availableCommands");
+  const acp_json_val *e;
+
+  if (list == NULL || acp_json_type_of(list) != ACP_JSON_ARRAY)
+    return;
+  remember_command_list(a, msg, list);
+  if (!a->interactive)
+    return;
+  note(a, "[commands]");
+  for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
+    const char *name = NULL;
+    size_t nn = 0;
+    if (jstr(msg, e, "name", &name, &nn) == 0)
+      note(a, " /%.*s", (int)nn, name);
+  }
+  note(a, "%s\n", acp_json_child(list) != NULL ? "" : " none");
+}
+
+static void remember_command_list(capp *a, const acp_rpc_msg *msg,
+                                  const acp_json_val *list) {
   const acp_json_val *e;
   size_t n = 0;
 
@@ -1926,7 +2052,7 @@ static void remember_commands(capp *a, const acp_client_update *u) {
   for (e = acp_json_child(list); e != NULL; e = acp_json_next(e)) {
     const char *name = NULL;
     size_t nn = 0;
-    if (jstr(u->msg, e, "name", &name, &nn) == 0 && nn > 0 &&
+    if (jstr(msg, e, "name", &name, &nn) == 0 && nn > 0 &&
         memchr(name, ' ', nn) == NULL &&
         (a->agent_cmds[a->nagent_cmds] = strndup(name, nn)) != NULL)
       a->nagent_cmds++;
@@ -1999,6 +2125,7 @@ static int on_cmd_session(acp_client *client, const acp_rpc_msg *msg,
       a->session_id = id;
       note(a, "session %s\n", id);
     }
+    session_result_commands(a, msg);
   }
   free(pending_sid);
   pending_sid = NULL;
@@ -2097,7 +2224,8 @@ static void slash_command(capp *a, char *line, size_t len) {
   name[nlen] = '\0';
   if (!(strcmp(name, "mode") && strcmp(name, "config") &&
         strcmp(name, "title") && strcmp(name, "fork") &&
-        strcmp(name, "close") && strcmp(name, "cancel")))
+        strcmp(name, "close") && strcmp(name, "cancel") &&
+        strcmp(name, "cancel-tool")))
     need_session = true;
   else
     need_session = false;
@@ -2168,6 +2296,12 @@ static void slash_command(capp *a, char *line, size_t len) {
   } else if (strcmp(name, "title") == 0 && *arg != '\0') {
     rv = acp_client_session_set_title(a->client, a->session_id, arg, on_cmd_ok,
                                       a, NULL);
+  } else if (strcmp(name, "cancel-tool") == 0 && *arg != '\0') {
+    /* Idle: no turn runs, so no call can be cancelled; the agent says so
+     * (-32602), which is what the user learns. During a turn the line is
+     * taken at once (turn_line). */
+    rv = acp_client_tool_call_cancel(a->client, a->session_id, arg, on_cmd_ok,
+                                     a, NULL);
   } else if (strcmp(name, "cancel") == 0) {
     rv = acp_client_cancel(a->client, a->session_id);
     note(a, "sent session/cancel (Ctrl-C cancels a running turn)\n");
@@ -2224,6 +2358,84 @@ static void handle_line(capp *a, char *line, size_t len) {
     }
     send_prompt(a, line, len);
   }
+}
+
+static int on_tool_cancel_done(acp_client *client, const acp_rpc_msg *msg,
+                               void *ud) {
+  capp *a = ud;
+
+  (void)client;
+  if (msg->result != NULL)
+    note(a, "[cancel-tool] accepted\n");
+  else
+    note(a, "[cancel-tool] refused: error %lld: %.*s\n",
+         (long long)msg->error_code, (int)msg->error_message_len,
+         msg->error_message ? msg->error_message : "");
+  return 0;
+}
+
+/* The line is `/cancel-tool ID` (blanks around ID ignored); *id, *n: ID. */
+static bool is_cancel_tool(const char *line, size_t len, const char **id,
+                           size_t *n) {
+  static const char cmd[] = "/cancel-tool";
+  const char *p = line + sizeof(cmd) - 1, *end = line + len;
+
+  while (end > line && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' ||
+                        end[-1] == '\t'))
+    end--;
+  if ((size_t)(end - line) < sizeof(cmd) ||
+      memcmp(line, cmd, sizeof(cmd) - 1) != 0 || (*p != ' ' && *p != '\t'))
+    return false;
+  while (p < end && (*p == ' ' || *p == '\t'))
+    p++;
+  *id = p;
+  *n = (size_t)(end - p);
+  return *n > 0;
+}
+
+/*
+ * During a v2 turn, `/cancel-tool ID` lines are taken at once (the call to
+ * cancel is running now); other lines wait for the turn to end, in order.
+ * Sends tool_call/cancel; the agent's tool_call_update (status cancelled)
+ * and its answer are shown as they come. Pipe input only: the line editor
+ * does not read while a turn runs (Ctrl-C cancels the turn there).
+ */
+static void take_turn_lines(capp *a) {
+  size_t at = 0;
+
+  while (at < a->line_len) {
+    char *l = a->line + at;
+    char *nl = memchr(l, '\n', a->line_len - at);
+    size_t n;
+    const char *id;
+    size_t idn;
+
+    if (nl == NULL)
+      break;
+    n = (size_t)(nl - l) + 1;
+    if (!is_cancel_tool(l, n, &id, &idn)) {
+      at += n;
+      continue;
+    }
+    {
+      char *tid = strndup(id, idn);
+      if (tid == NULL)
+        return;
+      note(a, "[cancel-tool] %s\n", tid);
+      if (acp_client_tool_call_cancel(a->client, a->session_id, tid,
+                                      on_tool_cancel_done, a, NULL) != 0)
+        note(a, "[cancel-tool] cannot send tool_call/cancel\n");
+      free(tid);
+    }
+    memmove(l, l + n, a->line_len - at - n);
+    a->line_len -= n;
+  }
+}
+
+/* A v2 turn runs in the interactive front end: /cancel-tool may come. */
+static bool takes_turn_lines(const capp *a) {
+  return !a->closing && a->fancy && a->tty == NULL && a->state == ST_PROMPT &&
+         a->perm == NULL && a->elicit == NULL && v2(a) && a->session_id != NULL;
 }
 
 /* Whether a line of input would be used now. */
@@ -2302,6 +2514,15 @@ static void read_stdin(capp *a) {
     return;
   }
   drain_lines(a);
+  if (takes_turn_lines(a)) {
+    take_turn_lines(a);
+    if (!a->stdin_eof && a->in == NULL &&
+        acp_uv_link_new_fds(&a->in, &a->loop, 0, -1, NULL) != 0)
+      a->stdin_eof = true;
+    if (!a->stdin_eof && !acp_uv_link_is_reading(a->in))
+      acp_uv_link_read_start(a->in, stdin_read, a);
+    return;
+  }
   if (!wants_line(a)) {
     if (a->in != NULL && acp_uv_link_is_reading(a->in))
       acp_uv_link_read_stop(a->in);

@@ -535,7 +535,7 @@ check "interactive: immediate EOF exits 0" 0 ""
 # requires_action before a permission answered by the next line, /resume
 # without replay, /load as a resume replaying from the start (v2 has no
 # session/load: the permission text comes back), /auth as auth/login.
-printf '//diff src/a.c\n/mode ask\n//ask Edit\n1\n/resume sess_1\n/load sess_1\n/auth nope\n' \
+printf '//diff src/a.c\n/mode ask\n//ask Edit\n1\n/resume sess_1\n/load sess_1\n/auth nope\n//plan-other:notes Remember the cache\n//diff:move a.c b.c\n//diff:add:binary img.png\n/help\n' \
   >"$work/lines"
 timeout $T $wrap "$acp" client --cwd "$cwd" --interactive --protocol-v2 \
   -- $wrap "$acp" agent --protocol-v2 <"$work/lines" >"$work/out" 2>"$work/err"
@@ -546,7 +546,97 @@ check "interactive v2: diff, /mode, permission, /resume, /load, /auth" 0 \
 permission granted (allow_once)
 " "protocol version 2" "modify $real_cwd/src/a.c (text)" "  +new line" \
   "[waiting for you]" "-> allow_once" "/auth failed: error -32602" \
-  "!unknown command" "!error -32601"
+  "[commands] /plan /read /wait" "the agent's commands (sent as prompts): /plan /read /wait" \
+  "[plan notes] (_acp_note) Remember the cache" \
+  "move $real_cwd/a.c -> $real_cwd/b.c (text)" "rename from $real_cwd/a.c" \
+  "add $real_cwd/img.png (binary)" \
+  "!unknown command" "!error -32601" "!a kind this client does not know"
+
+# /cancel-tool ID while a v2 turn runs: the line is taken at once (the
+# cancellable call is shown with its id), tool_call/cancel ends that call
+# and the turn goes on; once idle, the same command is refused by the agent.
+rm -f "$work/fifo"
+mkfifo "$work/fifo"
+$wrap "$acp" client --cwd "$cwd" --interactive --protocol-v2 -- \
+  $wrap "$acp" agent --protocol-v2 <"$work/fifo" >"$work/out" 2>"$work/err" &
+pid=$!
+exec 3>"$work/fifo"
+printf '//cancellable Long job\n' >&3
+wait_for "$work/err" "/cancel-tool tool_1"
+printf '/cancel-tool tool_1\nafter\n' >&3
+wait_for "$work/out" "after"
+printf '/cancel-tool tool_1\n' >&3
+wait_for "$work/err" "/cancel-tool failed"
+exec 3>&-
+wait $pid
+rc=$?
+vg_check "cancel-tool"
+check "interactive v2: /cancel-tool during the turn, refused when idle" 0 \
+  "tool call cancelled
+after
+" "[tool] Long job can be cancelled: /cancel-tool tool_1" \
+  "[cancel-tool] accepted" "[tool] Long job: cancelled" \
+  "/cancel-tool failed: error -32602"
+
+# The v2 cancel of a turn: Ctrl-C sends session/cancel and the client waits
+# for the idle state_update (stop reason cancelled) before it exits 3. A /run
+# (the agent runs the command itself under v2; its output is shown) is
+# stopped, a pending permission question (requires_action) is answered
+# cancelled.
+printf '#!/bin/sh\necho $$ >"%s"\necho started\nexec sleep 60\n' "$work/slow.pid" \
+  >"$cwd/slow.sh"
+chmod +x "$cwd/slow.sh"
+rm -f "$work/slow.pid"
+$wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./slow.sh" -- \
+  $wrap "$acp" agent --protocol-v2 </dev/null >"$work/out" 2>"$work/err" &
+pid=$!
+wait_for "$work/err" "started"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+vg_check "v2-run-sigint"
+# (the command's end is reported before the idle state_update, which ends
+# the client: its exit status shows here)
+check "v2 /run + SIGINT: the turn ends idle/cancelled, exit 3" 3 "" \
+  "[terminal term_1] ./slow.sh" "started" "[terminal term_1] killed by SIGTERM" \
+  "[stop] cancelled" "!a kind this client does not know"
+_i=0
+while [ -s "$work/slow.pid" ] && kill -0 "$(cat "$work/slow.pid")" 2>/dev/null &&
+  [ $_i -lt $POLL ]; do
+  sleep 0.1
+  _i=$((_i + 1))
+done
+expect "v2 /run + SIGINT: the command was stopped" \
+  sh -c "[ -s '$work/slow.pid' ] && ! kill -0 \$(cat '$work/slow.pid') 2>/dev/null"
+# A command that leaves a child holding its output open: the turn ends
+# when the command has exited, not when the child closes the pipe.
+printf '#!/bin/sh\nsleep 60 &\necho $! >"%s"\necho started\nwait\n' "$work/orphan.pid" \
+  >"$cwd/orphan.sh"
+chmod +x "$cwd/orphan.sh"
+$wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./orphan.sh" -- \
+  $wrap "$acp" agent --protocol-v2 </dev/null >"$work/out" 2>"$work/err" &
+pid=$!
+wait_for "$work/err" "started"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+[ -s "$work/orphan.pid" ] && kill "$(cat "$work/orphan.pid")" 2>/dev/null
+vg_check "v2-run-orphan-sigint"
+check "v2 /run + SIGINT, the command's child keeps its stdout: ends at its exit" 3 "" \
+  "[terminal term_1] killed by SIGTERM" "[stop] cancelled"
+$wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/ask Edit
+not reached" -- $wrap "$acp" agent --protocol-v2 <"$work/fifo" >"$work/out" \
+  2>"$work/err" &
+pid=$!
+exec 3>"$work/fifo"
+wait_for "$work/err" "choose 1-4"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+exec 3>&-
+vg_check "v2-ask-sigint"
+check "v2 /ask pending + SIGINT: answered cancelled, idle/cancelled, exit 3" 3 "" \
+  "[waiting for you]" "[stop] cancelled" "!-> reject" "!-> allow" "!not reached"
 
 # MARK: - Unstable methods (acp agent --unstable)
 

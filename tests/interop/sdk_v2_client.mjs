@@ -96,6 +96,33 @@ async function semantics(ctx) {
   check(s.modes === undefined, 'session/new carries v1 modes');
   const mode = (s.configOptions || []).find((o) => o.configId === 'mode');
   check(mode && mode.category === 'mode' && mode.currentValue === 'code', `no mode config option: ${JSON.stringify(s.configOptions)}`);
+  check(JSON.stringify((s.availableCommands || []).map((c) => c.name)) === '["plan","read","wait"]',
+    `session/new availableCommands: ${JSON.stringify(s.availableCommands)}`);
+  check(s.availableCommands[0].type === 'command' && s.availableCommands[0].input.type === 'text',
+    `v2 command shape: ${JSON.stringify(s.availableCommands[0])}`);
+
+  // plan variants and diff file states, as the SDK parses them
+  let from0 = updates.length;
+  seen = from0;
+  await ctx.request('session/prompt', {
+    sessionId: sid,
+    prompt: [{ type: 'text', text: '/plan:build A\n/plan-other:notes Keep\n/diff:move a.c b.c\n/diff:add:binary img.png\n/commands' }],
+  });
+  await untilIdle();
+  const vturn = updates.slice(from0);
+  const plans = vturn.filter((u) => u.sessionUpdate === 'plan_update').map((u) => u.plan);
+  check(plans.some((p) => p.type === 'items' && p.planId === 'build') &&
+    plans.some((p) => p.type === '_acp_note' && p.planId === 'notes' && p.text === 'Keep'),
+  `plan variants: ${JSON.stringify(plans)}`);
+  const vdiffs = vturn.flatMap((u) => (u.sessionUpdate === 'tool_call_update' && u.content) || []).filter((c) => c.type === 'diff');
+  const mv = vdiffs.find((d) => d.changes[0].operation === 'move');
+  check(mv && mv.changes[0].oldPath === path.join(cwd, 'a.c') && mv.changes[0].path === path.join(cwd, 'b.c') &&
+    mv.patch && mv.patch.text.includes('rename from ' + path.join(cwd, 'a.c')), `move diff: ${JSON.stringify(mv)}`);
+  const cu = vturn.find((u) => u.sessionUpdate === 'available_commands_update');
+  check(cu && cu.availableCommands.length === 3 && cu.availableCommands.every((c) => c.type === 'command'),
+    `available_commands_update: ${JSON.stringify(cu)}`);
+  const bin = vdiffs.find((d) => d.changes[0].fileType === 'binary');
+  check(bin && bin.changes[0].operation === 'add' && !bin.patch, `binary diff: ${JSON.stringify(bin)}`);
 
   let from = updates.length;
   const p1 = await ctx.request('session/prompt', {
@@ -165,6 +192,20 @@ async function semantics(ctx) {
     check(e.code === -32602, `cancel of an exited terminal: ${e.code}`);
   }
 
+  // session/cancel of a turn whose /run still runs: the command is stopped
+  // and its end reported (terminal exitStatus, the call cancelled) before
+  // the idle state_update with stopReason cancelled
+  from = updates.length;
+  seen = from;
+  await ctx.request('session/prompt', { sessionId: sid, prompt: [{ type: 'text', text: '/run sleep 60\nnot reached' }] });
+  const t3 = await nextMatching((u) => u.sessionUpdate === 'terminal_update' && u.capabilities && u.capabilities.cancel);
+  await ctx.notify('session/cancel', { sessionId: sid });
+  const end3 = await untilIdle();
+  const tail3 = updates.slice(from).map((u) => u.sessionUpdate + ':' + (u.exitStatus ? u.exitStatus.signal : u.status || u.state || ''));
+  check(end3.stopReason === 'cancelled' &&
+    JSON.stringify(tail3.slice(-3)) === JSON.stringify(['terminal_update:SIGTERM', 'tool_call_update:cancelled', 'state_update:idle']) &&
+    t3.terminalId, `cancel of a /run turn: ${JSON.stringify(tail3)}`);
+
   // resume with replay: the history, then the state snapshot, then the answer
   // (The SDK may run notification handlers after it resolves the answer, so
   // wait for the snapshot; its place before the answer is in the
@@ -174,8 +215,8 @@ async function semantics(ctx) {
   await ctx.request('session/resume', { sessionId: sid, cwd, replayFrom: { type: 'start' } });
   await nextMatching((u) => u.sessionUpdate === 'state_update');
   const replay = updates.slice(from);
-  const ru = replay.find((u) => u.sessionUpdate === 'user_message');
-  check(ru && ru.messageId === p1.messageId, 'replay lost the prompt\'s messageId');
+  const ru = replay.find((u) => u.sessionUpdate === 'user_message' && u.messageId === p1.messageId);
+  check(ru, 'replay lost the prompt\'s messageId');
   const last = replay[replay.length - 1];
   check(last && last.sessionUpdate === 'state_update' && last.state === 'idle', `resume did not end with a state snapshot: ${JSON.stringify(last)}`);
   from = updates.length;

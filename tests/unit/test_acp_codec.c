@@ -15,66 +15,17 @@
 #include "acp/json.h"
 #include "acp/methods.h"
 #include "acp/types.h"
-
-typedef struct fixture {
-  acp_json_doc *doc;
-  acp_arena *arena;
-  acp_json_writer *w;
-  char err[256];
-} fixture;
-
-static int setup(void **state) {
-  fixture *f = calloc(1, sizeof(*f));
-  if (f == NULL || acp_json_doc_new(&f->doc, NULL) != 0 ||
-      acp_arena_new(&f->arena, NULL) != 0 ||
-      acp_json_writer_new(&f->w, 0, NULL) != 0)
-    return -1;
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture *f = *state;
-  acp_json_writer_free(f->w);
-  acp_arena_free(f->arena);
-  acp_json_doc_free(f->doc);
-  free(f);
-  return 0;
-}
-
-static int decode(fixture *f, const acp_type_desc *t, const char *json,
-                  void *out) {
-  assert_int_equal(acp_json_doc_parse(f->doc, json, strlen(json), NULL), 0);
-  f->err[0] = 'x';
-  return acp_decode_named(t, acp_json_doc_root(f->doc), f->arena, out, "params",
-                          f->err, sizeof(f->err));
-}
-
-static const char *encode(fixture *f, const acp_type_desc *t, const void *in) {
-  size_t len;
-  const char *p;
-  acp_json_writer_reset(f->w);
-  assert_int_equal(acp_encode(t, in, f->w), 0);
-  p = acp_json_writer_data(f->w, &len);
-  /* Copy into the arena as a NUL-terminated string for comparisons. */
-  {
-    char *s = acp_arena_alloc(f->arena, len + 1);
-    assert_non_null(s);
-    memcpy(s, p, len);
-    s[len] = '\0';
-    return s;
-  }
-}
+#include "codec_test.h"
 
 static void test_codec_prompt_typed_access(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_prompt_request r;
   const char *json =
       "{\"sessionId\":\"s\\u0031\",\"prompt\":[{\"type\":\"text\","
       "\"text\":\"hi\"},{\"type\":\"resource_link\",\"uri\":\"file:///a\","
       "\"name\":\"a\",\"size\":12}]}";
 
-  assert_int_equal(decode(f, &acp_type_prompt_request, json, &r), 0);
+  assert_int_equal(codec_decode_into(f, &acp_type_prompt_request, json, &r), 0);
   assert_int_equal(r.session_id.len, 2);
   assert_memory_equal(r.session_id.ptr, "s1", 2);
   assert_int_equal(r.prompt_count, 2);
@@ -85,7 +36,7 @@ static void test_codec_prompt_typed_access(void **state) {
   assert_true(r.prompt[1].resource_link->has_size);
   assert_int_equal(r.prompt[1].resource_link->size, 12);
   assert_null(r.meta);
-  assert_string_equal(encode(f, &acp_type_prompt_request, &r),
+  assert_string_equal(codec_encode(f, &acp_type_prompt_request, &r),
                       "{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\","
                       "\"text\":\"hi\"},{\"type\":\"resource_link\","
                       "\"name\":\"a\",\"size\":12,\"uri\":\"file:///a\"}]}");
@@ -94,11 +45,11 @@ static void test_codec_prompt_typed_access(void **state) {
 /* Lenient decoding reads what older peers wrote; encoding does not invent
  * the required members the source lacked, but does emit one set later. */
 static void test_codec_lenient_decode_invents_nothing(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_prompt_request r;
   const char *json = "{\"sessionId\":\"s\",\"content\":[]}";
 
-  assert_int_equal(decode(f, &acp_type_prompt_request, json, &r),
+  assert_int_equal(codec_decode_into(f, &acp_type_prompt_request, json, &r),
                    ACP_ERR_PARSE);
   assert_string_equal(f->err, "params.prompt: missing required member");
   assert_int_equal(acp_json_doc_parse(f->doc, json, strlen(json), NULL), 0);
@@ -109,15 +60,15 @@ static void test_codec_lenient_decode_invents_nothing(void **state) {
                    0);
   assert_null(r.prompt);
   assert_int_equal(r.prompt_count, 0);
-  assert_string_equal(encode(f, &acp_type_prompt_request, &r), json);
+  assert_string_equal(codec_encode(f, &acp_type_prompt_request, &r), json);
   /* Without a source, a required array is written, empty. */
   r.raw = NULL;
-  assert_string_equal(encode(f, &acp_type_prompt_request, &r),
+  assert_string_equal(codec_encode(f, &acp_type_prompt_request, &r),
                       "{\"sessionId\":\"s\",\"prompt\":[]}");
 }
 
 static void test_codec_keeps_unknown_members_and_meta(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_session_notification n;
   const char *json =
       "{\"zzz\":[1,2],\"sessionId\":\"s\",\"_meta\":{\"a\":1},"
@@ -125,14 +76,15 @@ static void test_codec_keeps_unknown_members_and_meta(void **state) {
       "\"content\":{\"type\":\"text\",\"text\":\"t\",\"extra\":true},"
       "\"future\":null},\"x\":1.50}";
 
-  assert_int_equal(decode(f, &acp_type_session_notification, json, &n), 0);
+  assert_int_equal(
+      codec_decode_into(f, &acp_type_session_notification, json, &n), 0);
   assert_non_null(n.meta);
   assert_int_equal(n.update->kind, ACP_SESSION_UPDATE_KIND_AGENT_MESSAGE_CHUNK);
   assert_int_equal(n.update->agent_message_chunk->content->kind,
                    ACP_CONTENT_BLOCK_KIND_TEXT);
   /* Known members first, then unknown ones verbatim in input order. */
   assert_string_equal(
-      encode(f, &acp_type_session_notification, &n),
+      codec_encode(f, &acp_type_session_notification, &n),
       "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
       "\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"t\","
       "\"extra\":true},\"future\":null},\"_meta\":{\"a\":1},\"zzz\":[1,2],"
@@ -140,29 +92,31 @@ static void test_codec_keeps_unknown_members_and_meta(void **state) {
 }
 
 static void test_codec_unknown_union_tag_round_trips(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_session_update u;
   const char *json = "{\"sessionUpdate\":\"brand_new\",\"n\":{\"k\":[]}}";
 
-  assert_int_equal(decode(f, &acp_type_session_update, json, &u), 0);
+  assert_int_equal(codec_decode_into(f, &acp_type_session_update, json, &u), 0);
   assert_int_equal(u.kind, ACP_SESSION_UPDATE_KIND_UNKNOWN);
-  assert_string_equal(encode(f, &acp_type_session_update, &u), json);
+  assert_string_equal(codec_encode(f, &acp_type_session_update, &u), json);
 }
 
 static void test_codec_open_enum_unknown_value_round_trips(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_session_config_option o;
   const char *json = "{\"id\":\"m\",\"name\":\"Model\",\"category\":"
                      "\"_vendor_x\",\"type\":\"select\",\"currentValue\":"
                      "\"a\",\"options\":[]}";
 
-  assert_int_equal(decode(f, &acp_type_session_config_option, json, &o), 0);
+  assert_int_equal(
+      codec_decode_into(f, &acp_type_session_config_option, json, &o), 0);
   assert_int_equal(o.category, ACP_SESSION_CONFIG_OPTION_CATEGORY_UNKNOWN);
   assert_int_equal(o.category_raw.len, 9);
   assert_memory_equal(o.category_raw.ptr, "_vendor_x", 9);
   assert_int_equal(o.variant.kind, ACP_SESSION_CONFIG_OPTION_KIND_SELECT);
   assert_non_null(o.variant.select);
-  assert_string_equal(encode(f, &acp_type_session_config_option, &o), json);
+  assert_string_equal(codec_encode(f, &acp_type_session_config_option, &o),
+                      json);
   assert_int_equal(acp_session_config_option_category_from_str("model", 5),
                    ACP_SESSION_CONFIG_OPTION_CATEGORY_MODEL);
   assert_int_equal(acp_session_config_option_category_from_str("_x", 2),
@@ -174,83 +128,89 @@ static void test_codec_open_enum_unknown_value_round_trips(void **state) {
 }
 
 static void test_codec_errors_name_the_path(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_prompt_request r;
   acp_prompt_response pr;
   acp_new_session_request ns;
 
   assert_int_equal(
-      decode(f, &acp_type_prompt_request,
-             "{\"sessionId\":\"s\",\"prompt\":[{\"type\":\"text\",\"text\":"
-             "\"a\"},{\"type\":\"text\",\"text\":\"b\"},{\"type\":3}]}",
-             &r),
+      codec_decode_into(
+          f, &acp_type_prompt_request,
+          "{\"sessionId\":\"s\",\"prompt\":[{\"type\":\"text\",\"text\":"
+          "\"a\"},{\"type\":\"text\",\"text\":\"b\"},{\"type\":3}]}",
+          &r),
       ACP_ERR_PARSE);
   assert_string_equal(f->err, "params.prompt[2].type: expected string");
 
-  assert_int_equal(decode(f, &acp_type_prompt_request,
-                          "{\"sessionId\":\"s\",\"prompt\":[{\"type\":"
-                          "\"text\"}]}",
-                          &r),
-                   ACP_ERR_PARSE);
+  assert_int_equal(
+      codec_decode_into(f, &acp_type_prompt_request,
+                        "{\"sessionId\":\"s\",\"prompt\":[{\"type\":"
+                        "\"text\"}]}",
+                        &r),
+      ACP_ERR_PARSE);
   assert_string_equal(f->err, "params.prompt[0].text: missing required member");
 
-  assert_int_equal(decode(f, &acp_type_prompt_request, "[]", &r),
+  assert_int_equal(codec_decode_into(f, &acp_type_prompt_request, "[]", &r),
                    ACP_ERR_PARSE);
   assert_string_equal(f->err, "params: expected object");
 
-  assert_int_equal(decode(f, &acp_type_prompt_request,
-                          "{\"sessionId\":null,\"prompt\":[]}", &r),
+  assert_int_equal(codec_decode_into(f, &acp_type_prompt_request,
+                                     "{\"sessionId\":null,\"prompt\":[]}", &r),
                    ACP_ERR_PARSE);
   assert_string_equal(f->err, "params.sessionId: expected string");
 
   /* A closed enum rejects unknown values. */
-  assert_int_equal(
-      decode(f, &acp_type_prompt_response, "{\"stopReason\":\"bored\"}", &pr),
-      ACP_ERR_PARSE);
+  assert_int_equal(codec_decode_into(f, &acp_type_prompt_response,
+                                     "{\"stopReason\":\"bored\"}", &pr),
+                   ACP_ERR_PARSE);
   assert_string_equal(f->err, "params.stopReason: unknown enum value");
 
   /* McpServer: stdio has no "type"; missing command matches nothing. */
-  assert_int_equal(decode(f, &acp_type_new_session_request,
-                          "{\"cwd\":\"/\",\"mcpServers\":[{\"name\":\"x\"}]}",
-                          &ns),
-                   ACP_ERR_PARSE);
+  assert_int_equal(
+      codec_decode_into(f, &acp_type_new_session_request,
+                        "{\"cwd\":\"/\",\"mcpServers\":[{\"name\":\"x\"}]}",
+                        &ns),
+      ACP_ERR_PARSE);
   assert_string_equal(f->err, "params.mcpServers[0].type: missing required "
                               "member");
   assert_int_equal(
-      decode(f, &acp_type_new_session_request,
-             "{\"cwd\":\"/\",\"mcpServers\":[{\"name\":\"x\",\"command\":"
-             "\"c\",\"args\":[],\"env\":[]},{\"type\":\"http\",\"name\":\"h\","
-             "\"url\":\"u\",\"headers\":[]}]}",
-             &ns),
+      codec_decode_into(
+          f, &acp_type_new_session_request,
+          "{\"cwd\":\"/\",\"mcpServers\":[{\"name\":\"x\",\"command\":"
+          "\"c\",\"args\":[],\"env\":[]},{\"type\":\"http\",\"name\":\"h\","
+          "\"url\":\"u\",\"headers\":[]}]}",
+          &ns),
       0);
   assert_int_equal(ns.mcp_servers[0].kind, ACP_MCP_SERVER_KIND_STDIO);
   assert_int_equal(ns.mcp_servers[1].kind, ACP_MCP_SERVER_KIND_HTTP);
 
   /* Integers: fractions and overflow are errors. */
-  assert_int_equal(
-      decode(f, &acp_type_initialize_request, "{\"protocolVersion\":1.5}", &ns),
-      ACP_ERR_PARSE);
-  assert_string_equal(f->err, "params.protocolVersion: expected integer");
-  assert_int_equal(decode(f, &acp_type_initialize_request,
-                          "{\"protocolVersion\":99999999999999999999}", &ns),
+  assert_int_equal(codec_decode_into(f, &acp_type_initialize_request,
+                                     "{\"protocolVersion\":1.5}", &ns),
                    ACP_ERR_PARSE);
+  assert_string_equal(f->err, "params.protocolVersion: expected integer");
+  assert_int_equal(
+      codec_decode_into(f, &acp_type_initialize_request,
+                        "{\"protocolVersion\":99999999999999999999}", &ns),
+      ACP_ERR_PARSE);
   assert_string_equal(f->err, "params.protocolVersion: integer out of range");
 }
 
 static void test_codec_lenient_and_null_members_are_kept(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_tool_call_update u;
   /* title has the wrong type but is default-on-error: ignored, kept. */
   const char *json = "{\"toolCallId\":\"t\",\"title\":7,\"kind\":null}";
 
-  assert_int_equal(decode(f, &acp_type_tool_call_update, json, &u), 0);
+  assert_int_equal(codec_decode_into(f, &acp_type_tool_call_update, json, &u),
+                   0);
   assert_null(u.title.ptr);
   assert_int_equal(u.kind, ACP_TOOL_KIND_UNKNOWN);
-  assert_string_equal(encode(f, &acp_type_tool_call_update, &u), json);
+  assert_string_equal(codec_encode(f, &acp_type_tool_call_update, &u), json);
 }
 
 static void test_codec_builds_from_scratch(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_prompt_response r;
   acp_request_permission_response rp;
   acp_request_permission_outcome out;
@@ -259,7 +219,7 @@ static void test_codec_builds_from_scratch(void **state) {
 
   memset(&r, 0, sizeof(r));
   r.stop_reason = ACP_STOP_REASON_END_TURN;
-  assert_string_equal(encode(f, &acp_type_prompt_response, &r),
+  assert_string_equal(codec_encode(f, &acp_type_prompt_response, &r),
                       "{\"stopReason\":\"end_turn\"}");
 
   memset(&rp, 0, sizeof(rp));
@@ -271,7 +231,7 @@ static void test_codec_builds_from_scratch(void **state) {
   out.selected = &sel;
   rp.outcome = &out;
   assert_string_equal(
-      encode(f, &acp_type_request_permission_response, &rp),
+      codec_encode(f, &acp_type_request_permission_response, &rp),
       "{\"outcome\":{\"outcome\":\"selected\",\"optionId\":\"allow\"}}");
 
   /* Missing required members are refused. */
@@ -285,7 +245,7 @@ static void test_codec_builds_from_scratch(void **state) {
                    ACP_ERR_INVALID_ARGUMENT);
   memset(&ir, 0, sizeof(ir));
   ir.protocol_version = 1;
-  assert_string_equal(encode(f, &acp_type_initialize_request, &ir),
+  assert_string_equal(codec_encode(f, &acp_type_initialize_request, &ir),
                       "{\"protocolVersion\":1}");
   assert_int_equal(acp_encode(NULL, &ir, f->w), ACP_ERR_INVALID_ARGUMENT);
 }
@@ -313,44 +273,9 @@ static void test_codec_lookup(void **state) {
 
 /* MARK: - Allocation failure */
 
-typedef struct fail_alloc {
-  long count;   /* allocations so far */
-  long fail_at; /* fail this one (0-based); -1 never */
-  long live;
-} fail_alloc;
-
-static void *fa_malloc(size_t n, void *ud) {
-  fail_alloc *fa = ud;
-  if (fa->count++ == fa->fail_at)
-    return NULL;
-  fa->live++;
-  return malloc(n);
-}
-static void fa_free(void *p, void *ud) {
-  fail_alloc *fa = ud;
-  if (p != NULL)
-    fa->live--;
-  free(p);
-}
-static void *fa_calloc(size_t a, size_t b, void *ud) {
-  fail_alloc *fa = ud;
-  if (fa->count++ == fa->fail_at)
-    return NULL;
-  fa->live++;
-  return calloc(a, b);
-}
-static void *fa_realloc(void *p, size_t n, void *ud) {
-  fail_alloc *fa = ud;
-  if (fa->count++ == fa->fail_at)
-    return NULL;
-  if (p == NULL)
-    fa->live++;
-  return realloc(p, n);
-}
-
 /* One scenario: decode (escaped strings force arena copies) and encode. */
-static int scenario(fail_alloc *fa) {
-  acp_mem mem = {fa, fa_malloc, fa_free, fa_calloc, fa_realloc};
+static int scenario(failmem *fm) {
+  acp_mem mem = failmem_mem(fm);
   static const char json[] =
       "{\"sessionId\":\"s\\n\",\"prompt\":[{\"type\":\"text\",\"text\":"
       "\"\\u00e9\"},{\"type\":\"resource\",\"resource\":{\"uri\":\"u\","
@@ -397,23 +322,8 @@ static int scenario(fail_alloc *fa) {
 }
 
 static void test_codec_allocation_failure_leaks_nothing(void **state) {
-  fail_alloc fa = {0, -1, 0};
-  long total, i;
   (void)state;
-
-  assert_int_equal(scenario(&fa), 0);
-  assert_int_equal(fa.live, 0);
-  total = fa.count;
-  assert_true(total > 4);
-  for (i = 0; i < total; i++) {
-    int rv;
-    fa.count = 0;
-    fa.fail_at = i;
-    fa.live = 0;
-    rv = scenario(&fa);
-    assert_int_equal(rv, ACP_ERR_NOMEM);
-    assert_int_equal(fa.live, 0);
-  }
+  (void)codec_nomem_sweep(scenario, 4);
 }
 
 static void test_codec_arena(void **state) {
@@ -441,22 +351,24 @@ static void test_codec_arena(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_codec_prompt_typed_access, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_codec_prompt_typed_access,
+                                      codec_setup, codec_teardown),
       cmocka_unit_test_setup_teardown(test_codec_lenient_decode_invents_nothing,
-                                      setup, teardown),
+                                      codec_setup, codec_teardown),
       cmocka_unit_test_setup_teardown(test_codec_keeps_unknown_members_and_meta,
-                                      setup, teardown),
+                                      codec_setup, codec_teardown),
       cmocka_unit_test_setup_teardown(test_codec_unknown_union_tag_round_trips,
-                                      setup, teardown),
+                                      codec_setup, codec_teardown),
       cmocka_unit_test_setup_teardown(
-          test_codec_open_enum_unknown_value_round_trips, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_codec_errors_name_the_path, setup,
-                                      teardown),
+          test_codec_open_enum_unknown_value_round_trips, codec_setup,
+          codec_teardown),
+      cmocka_unit_test_setup_teardown(test_codec_errors_name_the_path,
+                                      codec_setup, codec_teardown),
       cmocka_unit_test_setup_teardown(
-          test_codec_lenient_and_null_members_are_kept, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_codec_builds_from_scratch, setup,
-                                      teardown),
+          test_codec_lenient_and_null_members_are_kept, codec_setup,
+          codec_teardown),
+      cmocka_unit_test_setup_teardown(test_codec_builds_from_scratch,
+                                      codec_setup, codec_teardown),
       cmocka_unit_test(test_codec_lookup),
       cmocka_unit_test(test_codec_allocation_failure_leaks_nothing),
       cmocka_unit_test(test_codec_arena),

@@ -21,48 +21,9 @@
 #include "acp/methods.h"
 #include "acp/types.h"
 #include "acp/types_v2.h"
+#include "codec_test.h"
 
 #define TRANSCRIPTS ACP_SOURCE_DIR "/tests/transcripts/agent/"
-
-typedef struct fixture {
-  acp_json_doc *doc;
-  acp_json_doc *doc2;
-  acp_arena *arena;
-  acp_json_writer *w;
-  char err[256];
-} fixture;
-
-static int setup(void **state) {
-  fixture *f = calloc(1, sizeof(*f));
-  if (f == NULL || acp_json_doc_new(&f->doc, NULL) != 0 ||
-      acp_json_doc_new(&f->doc2, NULL) != 0 ||
-      acp_arena_new(&f->arena, NULL) != 0 ||
-      acp_json_writer_new(&f->w, 0, NULL) != 0)
-    return -1;
-  *state = f;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture *f = *state;
-  acp_json_writer_free(f->w);
-  acp_arena_free(f->arena);
-  acp_json_doc_free(f->doc2);
-  acp_json_doc_free(f->doc);
-  free(f);
-  return 0;
-}
-
-/* Decode `json` as type t (root "params"); the struct is in the arena. */
-static int decode(fixture *f, const acp_type_desc *t, const char *json,
-                  void **out) {
-  assert_int_equal(acp_json_doc_parse(f->doc, json, strlen(json), NULL), 0);
-  *out = acp_arena_alloc(f->arena, acp_type_size(t));
-  assert_non_null(*out);
-  f->err[0] = '\0';
-  return acp_decode_named(t, acp_json_doc_root(f->doc), f->arena, *out,
-                          "params", f->err, sizeof(f->err));
-}
 
 /* MARK: - JSON equality (members order-insensitive, numbers by text) */
 
@@ -101,7 +62,7 @@ static bool json_eq(const acp_json_val *a, const acp_json_val *b) {
 }
 
 /* Decode v with t, encode it, and check the output equals v. */
-static void round_trip(fixture *f, const acp_type_desc *t,
+static void round_trip(codec_fixture *f, const acp_type_desc *t,
                        const acp_json_val *v, const char *where) {
   void *out = acp_arena_alloc(f->arena, acp_type_size(t));
   const char *p;
@@ -154,7 +115,7 @@ static void id_text(const acp_json_val *id, char *out, size_t cap) {
 }
 
 /* Record the method of every request of a file (id -> method). */
-static void collect_requests(fixture *f, const char *text, idmap *m) {
+static void collect_requests(codec_fixture *f, const char *text, idmap *m) {
   const char *line = text;
 
   while (*line != '\0') {
@@ -189,7 +150,8 @@ static const char *method_of(const idmap *m, const acp_json_val *id) {
 }
 
 /* An error answer to request `id` in `answers`, or 0. */
-static int64_t error_code_for(fixture *f, const char *answers, const char *id) {
+static int64_t error_code_for(codec_fixture *f, const char *answers,
+                              const char *id) {
   const char *line = answers;
   int64_t code = 0;
 
@@ -220,7 +182,7 @@ typedef struct counts {
 /* Every line of `text`: params of v2 methods and results of requests the
  * other file sent round-trip; params the agent answered -32602 do not
  * decode. The v1 `initialize` exchange is skipped when not v2. */
-static void check_lines(fixture *f, const char *text, const idmap *peer,
+static void check_lines(codec_fixture *f, const char *text, const idmap *peer,
                         const char *answers, const char *where, counts *n) {
   char *copy = strdup(text);
   char *line = copy;
@@ -307,7 +269,7 @@ static void check_lines(fixture *f, const char *text, const idmap *peer,
 }
 
 static void test_v2_transcripts_round_trip(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   DIR *d = opendir(TRANSCRIPTS);
   struct dirent *e;
   counts n = {0, 0, 0};
@@ -356,7 +318,7 @@ static void test_v2_transcripts_round_trip(void **state) {
 /* MARK: - Typed access */
 
 static void test_v2_typed_prompt_and_updates(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_v2_prompt_response *pr;
   acp_v2_update_session_notification *u;
   acp_v2_new_session_response *ns;
@@ -364,20 +326,21 @@ static void test_v2_typed_prompt_and_updates(void **state) {
 
   assert_ptr_equal(acp_method_result_desc_version(2, ACP_METHOD_SESSION_PROMPT),
                    &acp_type_v2_prompt_response);
-  assert_int_equal(decode(f, &acp_type_v2_prompt_response,
-                          "{\"messageId\":\"msg_1\"}", &out),
+  assert_int_equal(codec_decode_new(f, &acp_type_v2_prompt_response,
+                                    "{\"messageId\":\"msg_1\"}", &out),
                    0);
   pr = out;
   assert_int_equal(pr->message_id.len, 5);
   assert_memory_equal(pr->message_id.ptr, "msg_1", 5);
 
   assert_int_equal(
-      decode(f, &acp_type_v2_update_session_notification,
-             "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
-             "\"state_update\",\"state\":\"idle\",\"stopReason\":\"end_turn\","
-             "\"usage\":{\"totalTokens\":3,\"inputTokens\":1,"
-             "\"outputTokens\":2}}}",
-             &out),
+      codec_decode_new(
+          f, &acp_type_v2_update_session_notification,
+          "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
+          "\"state_update\",\"state\":\"idle\",\"stopReason\":\"end_turn\","
+          "\"usage\":{\"totalTokens\":3,\"inputTokens\":1,"
+          "\"outputTokens\":2}}}",
+          &out),
       0);
   u = out;
   assert_int_equal(u->update->kind, ACP_V2_SESSION_UPDATE_KIND_STATE_UPDATE);
@@ -389,21 +352,23 @@ static void test_v2_typed_prompt_and_updates(void **state) {
   assert_non_null(u->update->state_update->idle->usage);
   assert_int_equal(u->update->state_update->idle->usage->total_tokens, 3);
 
-  assert_int_equal(decode(f, &acp_type_v2_update_session_notification,
-                          "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
-                          "\"state_update\",\"state\":\"running\"}}",
-                          &out),
-                   0);
+  assert_int_equal(
+      codec_decode_new(f, &acp_type_v2_update_session_notification,
+                       "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
+                       "\"state_update\",\"state\":\"running\"}}",
+                       &out),
+      0);
   u = out;
   assert_int_equal(u->update->state_update->kind,
                    ACP_V2_STATE_UPDATE_KIND_RUNNING);
 
   assert_int_equal(
-      decode(f, &acp_type_v2_update_session_notification,
-             "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
-             "\"agent_message_chunk\",\"messageId\":\"m2\",\"content\":"
-             "{\"type\":\"text\",\"text\":\"hi\"}}}",
-             &out),
+      codec_decode_new(
+          f, &acp_type_v2_update_session_notification,
+          "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
+          "\"agent_message_chunk\",\"messageId\":\"m2\",\"content\":"
+          "{\"type\":\"text\",\"text\":\"hi\"}}}",
+          &out),
       0);
   u = out;
   assert_int_equal(u->update->kind,
@@ -412,12 +377,13 @@ static void test_v2_typed_prompt_and_updates(void **state) {
   assert_int_equal(u->update->agent_message_chunk->content->kind,
                    ACP_V2_CONTENT_BLOCK_KIND_TEXT);
 
-  assert_int_equal(decode(f, &acp_type_v2_update_session_notification,
-                          "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
-                          "\"user_message\",\"messageId\":\"m1\",\"content\":"
-                          "[{\"type\":\"text\",\"text\":\"hi\"}]}}",
-                          &out),
-                   0);
+  assert_int_equal(
+      codec_decode_new(f, &acp_type_v2_update_session_notification,
+                       "{\"sessionId\":\"s\",\"update\":{\"sessionUpdate\":"
+                       "\"user_message\",\"messageId\":\"m1\",\"content\":"
+                       "[{\"type\":\"text\",\"text\":\"hi\"}]}}",
+                       &out),
+      0);
   u = out;
   assert_int_equal(u->update->kind, ACP_V2_SESSION_UPDATE_KIND_USER_MESSAGE);
   assert_memory_equal(u->update->user_message->message_id.ptr, "m1", 2);
@@ -426,10 +392,10 @@ static void test_v2_typed_prompt_and_updates(void **state) {
   assert_ptr_equal(acp_method_result_desc_version(2, ACP_METHOD_SESSION_NEW),
                    &acp_type_v2_new_session_response);
   assert_int_equal(
-      decode(f, &acp_type_v2_new_session_response,
-             "{\"sessionId\":\"s1\",\"availableCommands\":[{\"type\":"
-             "\"command\",\"name\":\"x\",\"description\":\"d\"}]}",
-             &out),
+      codec_decode_new(f, &acp_type_v2_new_session_response,
+                       "{\"sessionId\":\"s1\",\"availableCommands\":[{\"type\":"
+                       "\"command\",\"name\":\"x\",\"description\":\"d\"}]}",
+                       &out),
       0);
   ns = out;
   assert_memory_equal(ns->session_id.ptr, "s1", 2);
@@ -437,7 +403,7 @@ static void test_v2_typed_prompt_and_updates(void **state) {
 }
 
 static void test_v2_typed_cancel_and_auth(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
   acp_v2_cancel_tool_call_request *tc;
   acp_v2_cancel_terminal_request *tm;
   acp_v2_login_auth_request *li;
@@ -456,37 +422,39 @@ static void test_v2_typed_cancel_and_auth(void **state) {
   assert_ptr_equal(acp_method_result_desc_version(2, ACP_METHOD_AUTH_LOGOUT),
                    &acp_type_v2_logout_auth_response);
 
-  assert_int_equal(decode(f, &acp_type_v2_cancel_tool_call_request,
-                          "{\"sessionId\":\"s\",\"toolCallId\":\"t1\"}", &out),
-                   0);
+  assert_int_equal(
+      codec_decode_new(f, &acp_type_v2_cancel_tool_call_request,
+                       "{\"sessionId\":\"s\",\"toolCallId\":\"t1\"}", &out),
+      0);
   tc = out;
   assert_memory_equal(tc->tool_call_id.ptr, "t1", 2);
-  assert_int_equal(decode(f, &acp_type_v2_cancel_terminal_request,
-                          "{\"sessionId\":\"s\",\"terminalId\":\"term\"}",
-                          &out),
-                   0);
+  assert_int_equal(
+      codec_decode_new(f, &acp_type_v2_cancel_terminal_request,
+                       "{\"sessionId\":\"s\",\"terminalId\":\"term\"}", &out),
+      0);
   tm = out;
   assert_memory_equal(tm->terminal_id.ptr, "term", 4);
-  assert_int_equal(
-      decode(f, &acp_type_v2_login_auth_request, "{\"methodId\":\"k\"}", &out),
-      0);
+  assert_int_equal(codec_decode_new(f, &acp_type_v2_login_auth_request,
+                                    "{\"methodId\":\"k\"}", &out),
+                   0);
   li = out;
   assert_memory_equal(li->method_id.ptr, "k", 1);
-  assert_int_equal(decode(f, &acp_type_v2_logout_auth_request, "{}", &out), 0);
+  assert_int_equal(
+      codec_decode_new(f, &acp_type_v2_logout_auth_request, "{}", &out), 0);
 }
 
 /* MARK: - Errors */
 
-static void expect_error(fixture *f, const acp_type_desc *t, const char *json,
-                         const char *want) {
+static void expect_error(codec_fixture *f, const acp_type_desc *t,
+                         const char *json, const char *want) {
   void *out;
-  assert_int_equal(decode(f, t, json, &out), ACP_ERR_PARSE);
+  assert_int_equal(codec_decode_new(f, t, json, &out), ACP_ERR_PARSE);
   if (strcmp(f->err, want) != 0)
     fail_msg("%s: got \"%s\", want \"%s\"", json, f->err, want);
 }
 
 static void test_v2_malformed_names_the_member(void **state) {
-  fixture *f = *state;
+  codec_fixture *f = *state;
 
   expect_error(f, &acp_type_v2_cancel_tool_call_request,
                "{\"sessionId\":\"s\"}",
@@ -548,43 +516,10 @@ static void test_v2_lookup(void **state) {
 
 /* MARK: - Allocation failure */
 
-typedef struct fail_alloc {
-  long count, fail_at, live;
-} fail_alloc;
-
-static void *fa_malloc(size_t n, void *ud) {
-  fail_alloc *fa = ud;
-  if (fa->count++ == fa->fail_at)
-    return NULL;
-  fa->live++;
-  return malloc(n);
-}
-static void fa_free(void *p, void *ud) {
-  fail_alloc *fa = ud;
-  if (p != NULL)
-    fa->live--;
-  free(p);
-}
-static void *fa_calloc(size_t a, size_t b, void *ud) {
-  fail_alloc *fa = ud;
-  if (fa->count++ == fa->fail_at)
-    return NULL;
-  fa->live++;
-  return calloc(a, b);
-}
-static void *fa_realloc(void *p, size_t n, void *ud) {
-  fail_alloc *fa = ud;
-  if (fa->count++ == fa->fail_at)
-    return NULL;
-  if (p == NULL)
-    fa->live++;
-  return realloc(p, n);
-}
-
 /* Decode a v2 state_update and a chunk (escaped strings force arena
  * copies) and encode them back. */
-static int scenario(fail_alloc *fa) {
-  acp_mem mem = {fa, fa_malloc, fa_free, fa_calloc, fa_realloc};
+static int scenario(failmem *fm) {
+  acp_mem mem = failmem_mem(fm);
   static const char *const json[] = {
       "{\"sessionId\":\"s\\n\",\"update\":{\"sessionUpdate\":\"state_update\","
       "\"state\":\"idle\",\"stopReason\":\"end\\u005fturn\",\"usage\":"
@@ -642,33 +577,20 @@ static int scenario(fail_alloc *fa) {
 }
 
 static void test_v2_allocation_failure_leaks_nothing(void **state) {
-  fail_alloc fa = {0, -1, 0};
-  long total, i;
   (void)state;
-
-  assert_int_equal(scenario(&fa), 0);
-  assert_int_equal(fa.live, 0);
-  total = fa.count;
-  assert_true(total > 4);
-  for (i = 0; i < total; i++) {
-    fa.count = 0;
-    fa.fail_at = i;
-    fa.live = 0;
-    assert_int_equal(scenario(&fa), ACP_ERR_NOMEM);
-    assert_int_equal(fa.live, 0);
-  }
+  (void)codec_nomem_sweep(scenario, 4);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_v2_transcripts_round_trip, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_v2_typed_prompt_and_updates, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_v2_typed_cancel_and_auth, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_v2_malformed_names_the_member, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_v2_transcripts_round_trip,
+                                      codec_setup, codec_teardown),
+      cmocka_unit_test_setup_teardown(test_v2_typed_prompt_and_updates,
+                                      codec_setup, codec_teardown),
+      cmocka_unit_test_setup_teardown(test_v2_typed_cancel_and_auth,
+                                      codec_setup, codec_teardown),
+      cmocka_unit_test_setup_teardown(test_v2_malformed_names_the_member,
+                                      codec_setup, codec_teardown),
       cmocka_unit_test(test_v2_lookup),
       cmocka_unit_test(test_v2_allocation_failure_leaks_nothing),
   };

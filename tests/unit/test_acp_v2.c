@@ -440,6 +440,64 @@ static void test_v2_update_shapes(void **s) {
   }
 }
 
+static char sent_update[256];
+static int n_sent;
+
+static void on_sent(acp_agent *a, const char *sid, const char *u, size_t n,
+                    void *ud) {
+  (void)a;
+  (void)sid;
+  (void)ud;
+  n_sent++;
+  snprintf(sent_update, sizeof(sent_update), "%.*s", (int)n, u);
+}
+
+/* What on_update_sent reports is the update as it went out: under v2 a
+ * raw chunk without a messageId gets one on the wire, and the observer
+ * (which keeps a history to replay) sees it with that id. v1 unchanged. */
+static void test_v2_update_sent_is_what_went_out(void **s) {
+  static const char chunk[] =
+      "{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":"
+      "\"text\",\"text\":\"hi\"}}";
+  int v;
+  (void)s;
+
+  for (v = ACP_PROTOCOL_V1; v <= ACP_PROTOCOL_V2; v++) {
+    acp_agent_callbacks *ac;
+    acp_agent *a;
+    acp_client *c = new_client(v);
+    pair_wire w = {{0}, {0}};
+    const char *at;
+
+    assert_int_equal(acp_agent_callbacks_new(&ac), 0);
+    acp_agent_callbacks_set_on_session_new(ac, a_session_new);
+    acp_agent_callbacks_set_on_update_sent(ac, on_sent);
+    assert_int_equal(acp_agent_new(&a, ac, NULL, NULL, NULL), 0);
+    acp_agent_callbacks_free(ac);
+    assert_int_equal(acp_agent_set_max_protocol_version(a, ACP_PROTOCOL_V2), 0);
+    assert_int_equal(negotiate(a, c, NULL), v);
+    n_sent = 0;
+    assert_int_equal(acp_agent_send_update_raw(a, "s1", LIT(chunk)), 0);
+    assert_int_equal(pump(a, c, &w), 0);
+    assert_int_equal(n_sent, 1);
+    if (v == ACP_PROTOCOL_V2) {
+      assert_string_equal(sent_update,
+                          "{\"sessionUpdate\":\"agent_message_chunk\","
+                          "\"messageId\":\"msg_0\",\"content\":{\"type\":"
+                          "\"text\",\"text\":\"hi\"}}");
+      /* exactly the bytes of the update on the wire */
+      at = strstr(w.a2c.data, "\"update\":");
+      assert_non_null(at);
+      assert_memory_equal(at + 9, sent_update, strlen(sent_update));
+    } else {
+      assert_string_equal(sent_update, chunk);
+    }
+    wire_clear(&w);
+    acp_client_free(c);
+    acp_agent_free(a);
+  }
+}
+
 static char last_params[512];
 static char last_method[64];
 
@@ -683,6 +741,7 @@ int main(void) {
       cmocka_unit_test(test_v2_client_gets_unasked_version),
       cmocka_unit_test(test_v2_prompt_lifecycle),
       cmocka_unit_test(test_v2_update_shapes),
+      cmocka_unit_test(test_v2_update_sent_is_what_went_out),
       cmocka_unit_test(test_v2_client_calls),
       cmocka_unit_test(test_v2_set_max_rejects_bad_input),
   };

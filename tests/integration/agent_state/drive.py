@@ -241,4 +241,101 @@ check(updates(notes)[:len(want)] == want,
       "the fork replays the original's history")
 rc, err = a.close()
 check(rc == 0, "conductor exits 0")
+
+# MARK: replay across versions: what one version recorded, the other replays
+# in its own shape (v2: protocol/v2/session-setup.mdx, a unique messageId per
+# replayed message; v1 gets only v1 kinds).
+V2 = [ACP, "agent", "--state-dir", DIR, "--protocol-v2"]
+
+
+def init_v2(a):
+    _, r = a.call("initialize", {"protocolVersion": 2, "capabilities": {},
+                                 "info": {"name": "t", "version": "1"}})
+    check(r.get("result", {}).get("protocolVersion") == 2,
+          "v2 initialize answered 2")
+
+
+SCRIPT = ("hello\n/think pondering\n/plan Read; Write\n/tool Build\n"
+          "/diff src/a.c\nbye")
+a = Agent()
+init(a)
+_, r = a.call("session/new", {"cwd": CWD, "mcpServers": []})
+v1sid = r["result"]["sessionId"]
+notes, r = a.call("session/prompt", {"sessionId": v1sid, "prompt": [
+    {"type": "text", "text": SCRIPT}]})
+check(r.get("result", {}).get("stopReason") == "end_turn", "v1 turn ended")
+a.close()
+a = Agent(V2)
+init_v2(a)
+notes, r = a.call("session/resume", {"sessionId": v1sid, "cwd": CWD,
+                                     "replayFrom": {"type": "start"}})
+check("result" in r, "v2 resume of a session a v1 connection recorded")
+got = updates(notes)
+kinds = [u["sessionUpdate"] for u in got]
+check("tool_call" not in kinds and "plan" not in kinds and
+      "tool_call_update" in kinds,
+      "no v1-only kinds in a v2 replay: " + json.dumps(kinds))
+chunks = [u for u in got if u["sessionUpdate"].endswith("_chunk")]
+check(chunks and all(u.get("messageId") for u in chunks),
+      "every replayed chunk has a messageId")
+ids = {}
+for u in chunks:
+    ids.setdefault(u["sessionUpdate"], set()).add(u["messageId"])
+allids = [i for v in ids.values() for i in v]
+check(len(allids) == len(set(allids)) and len(ids) == 3,
+      "user, agent and thought messages have ids of their own: " +
+      json.dumps({k: sorted(v) for k, v in ids.items()}))
+plans = [u for u in got if u["sessionUpdate"] == "plan_update"]
+check(plans and all(p["plan"]["type"] == "items" and p["plan"]["planId"]
+                    for p in plans), "the v1 plan replays as plan_update items")
+diffs = [c for u in got if u["sessionUpdate"] == "tool_call_update"
+         for c in u.get("content") or [] if c.get("type") == "diff"]
+check(len(diffs) == 1 and diffs[0].get("changes") ==
+      [{"operation": "modify", "path": CWD + "/src/a.c", "fileType": "text"}]
+      and "oldText" not in diffs[0],
+      "the v1 diff replays as v2 changes: " + json.dumps(diffs))
+check(got[-1] == {"sessionUpdate": "state_update", "state": "idle"},
+      "the replay ends with the state snapshot")
+# and a v2 session replayed to v1
+_, r = a.call("session/new", {"cwd": CWD})
+v2sid = r["result"]["sessionId"]
+notes, r = a.call("session/prompt", {"sessionId": v2sid, "prompt": [
+    {"type": "text", "text": SCRIPT}]})
+check("result" in r, "v2 prompt accepted")
+while not any(u.get("sessionUpdate") == "state_update" and
+              u.get("state") == "idle" for u in updates(notes)):
+    line = a.p.stdout.readline()
+    if not line:
+        break
+    notes.append(json.loads(line))
+a.close()
+a = Agent()
+init(a)
+notes, r = a.call("session/load", {"sessionId": v2sid, "cwd": CWD,
+                                   "mcpServers": []})
+check("result" in r, "v1 load of a session a v2 connection recorded")
+got = updates(notes)
+kinds = [u["sessionUpdate"] for u in got]
+check(set(kinds) <= HISTORY, "only v1 kinds in a v1 replay: " +
+      json.dumps(kinds))
+check(kinds[0] == "user_message_chunk" and
+      got[0]["content"]["text"] == SCRIPT,
+      "the v2 user message replays as a v1 user_message_chunk")
+tools = [u for u in got if u["sessionUpdate"].startswith("tool_call")]
+first = {}
+for u in tools:
+    first.setdefault(u["toolCallId"], u)
+check(tools and all(u["sessionUpdate"] == "tool_call" and u.get("title")
+                    for u in first.values()),
+      "each tool call starts with a v1 tool_call with a title")
+texts = [c["content"]["text"] for u in tools for c in u.get("content") or []
+         if c.get("type") == "content"]
+check(not [c for u in tools for c in u.get("content") or []
+           if c.get("type") == "diff"] and
+      "modify " + CWD + "/src/a.c" in texts,
+      "the v2 diff replays as text to v1: " + json.dumps(texts))
+check("plan" in kinds and "plan_update" not in kinds,
+      "the v2 plan replays as a v1 plan")
+rc, err = a.close()
+check(rc == 0 and err == "", "agent exits 0, nothing on stderr: " + err)
 sys.exit(min(fails, 100))
