@@ -148,9 +148,12 @@ ACP_EXTERN void acp_http_server_options_set_retry(acp_http_server_options *o,
 /**
  * Every `ms` milliseconds, write the SSE comment ": keep-alive" on each
  * open 2026-07-28 response stream (a subscriptions/listen, a call still
- * running), so that proxies and clients with idle timeouts keep quiet
- * streams open. 0 turns them off; the default is
- * ACP_HTTP_DEFAULT_KEEPALIVE_MS. (2025 sessions' streams are unchanged.)
+ * running) and on each connected standalone GET stream of a session (the
+ * 2025 Streamable HTTP GET, the legacy /sse stream), so that proxies and
+ * clients with idle timeouts keep quiet streams open. The comment has no
+ * event id: a resumption with Last-Event-ID is unchanged. The POST streams
+ * of a 2025 session get none. 0 turns them off; the default is
+ * ACP_HTTP_DEFAULT_KEEPALIVE_MS.
  */
 ACP_EXTERN void
 acp_http_server_options_set_keepalive(acp_http_server_options *o, uint32_t ms);

@@ -215,7 +215,7 @@ struct acp_http_server {
   uv_poll_t poll;
   uv_timer_t timer;
   uv_timer_t wtimer; /* arms watches on long suspensions (hs_watch) */
-  uv_timer_t ktimer; /* keep-alive comments on open 2026 streams */
+  uv_timer_t ktimer; /* keep-alive comments: 2026 streams, GET streams */
   uv_timer_t dtimer; /* bounds the drain of acp_http_server_close() */
   bool draining;     /* closing: open 2026 streams are finishing first */
   uv_prepare_t prepare;
@@ -2764,12 +2764,22 @@ static void on_ktimer(uv_timer_t *t) {
   static const char ka[] = ": keep-alive\n\n";
   if (srv->closing || srv->draining)
     return;
-  for (s = srv->sessions; s != NULL; s = s->next)
-    if (s->stateless)
+  for (s = srv->sessions; s != NULL; s = s->next) {
+    if (s->stateless) {
       for (st = s->streams; st != NULL; st = st->next)
         if (st->rq != NULL && !st->deciding && !st->finished &&
             acp__buf_append(&st->log, ka, sizeof(ka) - 1) == 0)
           wake(st);
+    } else if ((st = s->get) != NULL && st->rq != NULL && !st->finished &&
+               acp__buf_append(&st->log, ka, sizeof(ka) - 1) == 0) {
+      /* A session's standalone GET stream (2025 Streamable HTTP, legacy
+       * /sse) idles as long as a listen. The comment carries no id, so a
+       * resumption (Last-Event-ID) still starts at an event; only a
+       * connected stream gets it, so nothing piles up for a client that
+       * is away; delivered bytes are trimmed as events are. */
+      wake(st);
+    }
+  }
   if (srv->need_run)
     drive(srv);
 }
