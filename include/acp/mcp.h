@@ -805,7 +805,10 @@ ACP_EXTERN int acp_mcp_conn_new(acp_mcp_conn **out, acp_mcp_server *server,
                                 void *user_data);
 /**
  * Detach and free a conn. Calls in progress are freed without an answer
- * (their handles become invalid). Accepts NULL.
+ * (their handles become invalid); before that, each one with a cancel
+ * callback (acp_mcp_call_set_on_cancel()) gets it, as if the peer had
+ * cancelled it, so that a handler holding the call can let go of it (what
+ * it answers from there is dropped). Accepts NULL.
  */
 ACP_EXTERN void acp_mcp_conn_free(acp_mcp_conn *conn);
 ACP_EXTERN void *acp_mcp_conn_get_user_data(const acp_mcp_conn *conn);

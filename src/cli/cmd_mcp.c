@@ -29,7 +29,8 @@ enum { MCP_EXIT_TOOL_ERROR = 3 };
 
 static const char usage_text[] =
     "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] [--workers N]\n"
-    "                      [--sse-keepalive MS] | --stdio]\n"
+    "                      [--sse-keepalive MS] [--drain-timeout MS]\n"
+    "                      | --stdio]\n"
     "                     [--everything] [AUTH OPTIONS]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
@@ -60,8 +61,10 @@ static const char usage_text[] =
     "lives in one worker and a new connection may reach another (404), so\n"
     "sessions need a proxy routing by the id's prefix (examples/deploy/).\n"
     "--sse-keepalive MS: an SSE comment every MS ms on open 2026 streams\n"
-    "(subscriptions/listen; default 15000, 0: none). On SIGINT/SIGTERM open\n"
-    "listens end with their result and running calls get up to 5 s.\n"
+    "(subscriptions/listen) and 2025 GET streams (default 15000, 0: none).\n"
+    "On SIGINT/SIGTERM open listens end with their result and running calls\n"
+    "get up to --drain-timeout MS (default 5000, 0: none); a second signal\n"
+    "stops at once (with --workers: forwarded to every worker).\n"
     "\n"
     "serve --http as an OAuth 2.1 resource server (MCP authorization): every\n"
     "request needs 'Authorization: Bearer TOKEN', a JWT from the issuer\n"
@@ -499,15 +502,39 @@ static void ev_timer_stop(void *ctx, void *timer) {
 typedef struct serve_ctx {
   acp_http_server *srv;
   acp_uv_signals *sig;
+  int nsig; /* SIGINT/SIGTERM seen */
 } serve_ctx;
 
+static void on_server_closed(acp_http_server *srv, void *ud) {
+  serve_ctx *sc = ud;
+  (void)srv;
+  sc->srv = NULL;
+  if (sc->sig != NULL) {
+    acp_uv_signals_close(sc->sig);
+    sc->sig = NULL;
+  }
+}
+
+/* The first SIGINT/SIGTERM closes the server, which drains open 2026
+ * requests for up to --drain-timeout; the signals stay watched meanwhile,
+ * so a second one (an impatient operator, a supervisor forwarding it)
+ * stops at once instead of waiting the drain out. */
 static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
   serve_ctx *sc = ud;
+  (void)sig;
   (void)signum;
-  acp_http_server_close(sc->srv, NULL, NULL);
-  sc->srv = NULL;
-  acp_uv_signals_close(sig);
-  sc->sig = NULL;
+  if (sc->srv == NULL)
+    return;
+  if (++sc->nsig == 1) {
+    fprintf(stderr, "acp mcp: stopping (open requests get up to the drain "
+                    "timeout; a second signal stops at once)\n");
+    fflush(stderr);
+    acp_http_server_close(sc->srv, on_server_closed, sc);
+  } else {
+    fprintf(stderr, "acp mcp: second signal: stopping now\n");
+    fflush(stderr);
+    acp_http_server_close(sc->srv, NULL, NULL); /* on_server_closed runs */
+  }
 }
 
 static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
@@ -541,7 +568,9 @@ static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
 
 static int cmd_serve(int argc, char **argv) {
   const char *http = NULL, *worker = NULL, *workers_s = NULL, *ka_s = NULL;
+  const char *drain_s = NULL;
   unsigned long keepalive = ACP_HTTP_DEFAULT_KEEPALIVE_MS;
+  unsigned long drain = ACP_HTTP_DEFAULT_DRAIN_MS;
   int everything = 0, i, ok, rv, status = CLI_EXIT_OK, nworkers = 0;
   int listen_fd = -1;
   mcp_worker_slot slot;
@@ -568,6 +597,9 @@ static int cmd_serve(int argc, char **argv) {
     else if ((v = cli_opt_value(argc, argv, &i, "--sse-keepalive", &ok)) !=
              NULL)
       ka_s = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--drain-timeout", &ok)) !=
+             NULL)
+      drain_s = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-issuer", &ok)) != NULL)
       ao.issuer = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-audience", &ok)) !=
@@ -635,6 +667,21 @@ static int cmd_serve(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  if (drain_s != NULL) {
+    char *end;
+    errno = 0;
+    drain = strtoul(drain_s, &end, 10);
+    if (*drain_s == 0 || *end != 0 || errno || drain > 86400000 ||
+        drain_s[0] == '-') {
+      cli_err(SUB, "--drain-timeout wants milliseconds 0..86400000, not '%s'",
+              drain_s);
+      return CLI_EXIT_USAGE;
+    }
+    if (http == NULL) {
+      cli_err(SUB, "--drain-timeout needs --http");
+      return CLI_EXIT_USAGE;
+    }
+  }
   if (workers_s != NULL) {
     char *end;
     long v;
@@ -676,7 +723,8 @@ static int cmd_serve(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
     memset(&slot, 0, sizeof(slot));
-    rv = mcp_workers_run(addr, port, nworkers, worker ? worker : "w", &slot);
+    rv = mcp_workers_run(addr, port, nworkers, worker ? worker : "w",
+                         (uint32_t)drain + 5000, &slot);
     if (rv != MCP_WORKERS_CHILD)
       return rv == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
     worker = slot.name;
@@ -716,7 +764,7 @@ static int cmd_serve(int argc, char **argv) {
   } else {
     uv_loop_t loop;
     acp_http_server_options *o = NULL;
-    serve_ctx sc = {NULL, NULL};
+    serve_ctx sc = {NULL, NULL, 0};
     char addr[64];
     uint16_t port;
     if (parse_addr(http, addr, sizeof(addr), &port) != 0) {
@@ -738,6 +786,8 @@ static int cmd_serve(int argc, char **argv) {
       rv = acp_http_server_options_set_session_prefix(o, worker);
     if (rv == 0)
       acp_http_server_options_set_keepalive(o, (uint32_t)keepalive);
+    if (rv == 0)
+      acp_http_server_options_set_drain_timeout(o, (uint32_t)drain);
     if (rv == 0 && listen_fd >= 0) {
       acp_http_server_options_set_listen_fd(o, listen_fd);
       listen_fd = -1; /* the server's from acp_http_server_new() on */

@@ -4025,6 +4025,26 @@ cleanup:
   return rv;
 }
 
+/* The conn goes with calls still running: a handler that holds one (a
+ * timer, a request of its own) learns it through the call's cancel
+ * callback, as for notifications/cancelled, instead of keeping a pointer
+ * to a call about to be freed. Whatever it answers is dropped. */
+static void conn_cancel_calls(acp_mcp_conn *c) {
+  acp_mcp_call *call;
+
+  for (call = c->calls; call != NULL; call = call->next) {
+    if (call->answered || call->cancelled || call->on_cancel == NULL)
+      continue;
+    call->cancelled = true;
+    /* tasks_conn_gone() detached its task already; the answer must not
+     * reach it either. */
+    call->task = NULL;
+    call->refs++; /* freed below with the conn, not by an answer */
+    (void)call->on_cancel(call, call->cancel_ud);
+    call->refs--;
+  }
+}
+
 void acp_mcp_conn_free(acp_mcp_conn *c) {
   acp_mcp_server *s;
   size_t i;
@@ -4039,6 +4059,7 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
   if (c->next)
     c->next->prev = c->prev;
   tasks_conn_gone(c);
+  conn_cancel_calls(c);
   while (c->outs) {
     mcp_out *o = c->outs;
     c->outs = o->next;

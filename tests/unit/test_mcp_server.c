@@ -82,6 +82,7 @@ static const char *drain(acp_mcp_conn *c) {
 typedef struct fx {
   acp_mcp_call *pending; /* the slow tool's call */
   int cancels;
+  int answer_on_cancel; /* on_cancel answers the call */
   int sampling_status;
   char sampled[256];
   int lister_calls;
@@ -107,9 +108,12 @@ static int tool_structured(acp_mcp_call *call, const acp_json_val *a,
 }
 
 static int on_cancel(acp_mcp_call *call, void *ud) {
-  (void)call;
   (void)ud;
   g.cancels++;
+  /* A handler may answer from its cancel callback; the answer is dropped
+   * (and must not touch a conn being freed). */
+  if (g.answer_on_cancel)
+    return acp_mcp_call_respond_text(call, "cancelled", 9, false);
   return 0;
 }
 
@@ -879,6 +883,29 @@ static void test_cancel_suppresses_response(void **state) {
   out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
                    "cancelled\",\"params\":{\"requestId\":7}}");
   assert_string_equal(out, "");
+  assert_int_equal(g.cancels, 1);
+}
+
+/* A conn freed with a call in progress: the call's cancel callback runs
+ * first (a handler holding it lets go), once; an answered call's does not. */
+static void test_conn_free_cancels_calls(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  g.answer_on_cancel = 1;
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"slow\"}}");
+  assert_string_equal(out, "");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"slow\"}}");
+  assert_string_equal(out, "");
+  /* The second one is answered: its cancel callback must not run. */
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "done", 4, false), 0);
+  HAS(drain(p->c), "\"id\":8,\"result\"");
+  assert_int_equal(g.cancels, 0);
+  acp_mcp_conn_free(p->c);
+  p->c = NULL;
   assert_int_equal(g.cancels, 1);
 }
 
@@ -2725,6 +2752,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_progress_notifications, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cancel_suppresses_response, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_conn_free_cancels_calls, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_late_answer_without_cancel, setup,
                                       teardown),
