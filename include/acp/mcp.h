@@ -642,7 +642,13 @@ ACP_EXTERN int acp_mcp_server_set_state_key(acp_mcp_server *server,
  *     tasks/update {taskId,inputResponses} answers input requests;
  *     tasks/cancel acks (also for an ended task). tasks/get, tasks/update
  *     and tasks/cancel without the extension declared: -32021;
- *     tasks/result and tasks/list: -32601.
+ *     tasks/result and tasks/list: -32601. A subscriptions/listen whose
+ *     request declares the extension may name tasks in its filter
+ *     (`"taskIds": [...]`, acknowledged back; ignored without the
+ *     extension): it gets `notifications/tasks`, the task as tasks/get
+ *     shows it, tagged with the listen's id, at once for each named task
+ *     that exists and then on each status change (input_required, back to
+ *     working, completed, failed, cancelled).
  * A task is created when the handler calls acp_mcp_call_start_task(), or
  * when it returns with the call unanswered and no input pending; a 2025
  * task-augmented call the handler answers at once gets a task too. The

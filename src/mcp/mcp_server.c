@@ -120,6 +120,8 @@ typedef struct mcp_sub {
   bool lists[K_COUNT]; /* templates follow resources */
   char **uris;
   size_t nuris;
+  char **tasks; /* 2026 tasks extension: task ids whose status it gets */
+  size_t ntasks;
 } mcp_sub;
 
 /* A server->client request issued from a call. */
@@ -785,6 +787,9 @@ static void sub_free(const acp_mem *m, mcp_sub *sub) {
   for (i = 0; i < sub->nuris; i++)
     acp__free(m, sub->uris[i]);
   acp__free(m, sub->uris);
+  for (i = 0; i < sub->ntasks; i++)
+    acp__free(m, sub->tasks[i]);
+  acp__free(m, sub->tasks);
   acp__free(m, sub->id);
   acp__free(m, sub);
 }
@@ -2203,6 +2208,47 @@ static int task_notify(acp_mcp_server *s, mcp_task *t) {
 }
 
 static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t);
+static void w_task_detail(acp_json_writer *w, const acp_mcp_server *s,
+                          const mcp_task *t);
+
+/*
+ * A 2026 task changed status: notifications/tasks, the whole task as
+ * tasks/get shows it (result, error or inputRequests inlined), to every
+ * open subscriptions/listen that named it in its filter's taskIds, tagged
+ * with the listen's id. A missed one costs nothing: tasks/get tells the
+ * same.
+ */
+static int task_listen_notify(acp_mcp_server *s, const mcp_task *t) {
+  acp_mcp_conn *c;
+  int first = 0;
+
+  if (!t->v2)
+    return 0;
+  for (c = s->conns; c != NULL; c = c->next) {
+    mcp_sub *sub;
+    for (sub = c->listens; sub != NULL; sub = sub->next) {
+      size_t i;
+      const char *p;
+      size_t n;
+      int rv;
+      for (i = 0; i < sub->ntasks; i++)
+        if (strcmp(sub->tasks[i], t->id) == 0)
+          break;
+      if (i == sub->ntasks)
+        continue;
+      sub_params_begin(c->nw, sub);
+      w_task_detail(c->nw, s, t);
+      rv = acp_json_write_obj_end(c->nw);
+      if (rv == 0) {
+        p = acp_json_writer_data(c->nw, &n);
+        rv = acp_rpc_session_notify(c->rpc, "notifications/tasks", 19, p, n);
+      }
+      if (rv == ACP_ERR_NOMEM && first == 0)
+        first = rv;
+    }
+  }
+  return first;
+}
 
 /* A task reached a final status: answer its held tasks/result requests,
  * tell its session. */
@@ -2220,6 +2266,8 @@ static int task_settled(acp_mcp_server *s, mcp_task *t) {
   }
   if (rv == 0)
     rv = task_notify(s, t);
+  if (rv == 0)
+    rv = task_listen_notify(s, t);
   return rv;
 }
 
@@ -2429,6 +2477,7 @@ static int task_input(acp_mcp_call *call, const char *key, const char *method,
   *tail = pd;
   t->status = T_INPUT;
   t->updated = s->now_ms;
+  (void)task_listen_notify(s, t); /* best effort: tasks/get tells the same */
   return 0;
 }
 
@@ -2476,7 +2525,15 @@ static int do_tasks_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return rv;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  w_task_fields(w, c->srv, t);
+  w_task_detail(w, c->srv, t);
+  acp_json_write_obj_end(w);
+  return reply_w(c, msg->handle, w);
+}
+
+/* The members of a task as tasks/get shows it (see do_tasks_get()). */
+static void w_task_detail(acp_json_writer *w, const acp_mcp_server *s,
+                          const mcp_task *t) {
+  w_task_fields(w, s, t);
   if (t->v2 && t->status == T_COMPLETED) {
     acp_json_write_keyz(w, "result");
     acp_json_write_raw(w, t->result, t->result_len);
@@ -2502,8 +2559,6 @@ static int do_tasks_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     }
     acp_json_write_obj_end(w);
   }
-  acp_json_write_obj_end(w);
-  return reply_w(c, msg->handle, w);
 }
 
 /* tasks/cancel. 2026: an empty ack, also for an ended task; 2025: the
@@ -2557,8 +2612,11 @@ static int do_tasks_update(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       acp_mcp_call *call = t->call;
       acp_rpc_msg m;
       *pp = pd->next;
-      if (t->pend == NULL && t->status == T_INPUT)
+      if (t->pend == NULL && t->status == T_INPUT) {
         t->status = T_WORKING;
+        /* Best effort: tasks/get tells the same. */
+        (void)task_listen_notify(c->srv, t);
+      }
       t->updated = c->srv->now_ms;
       memset(&m, 0, sizeof(m));
       m.kind = ACP_RPC_RESPONSE;
@@ -3603,8 +3661,9 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_mem *m = &s->mem;
   const acp_json_val *f = param(msg, "notifications");
   const acp_json_val *uv = acp_json_obj_getz(f, "resourceSubscriptions");
+  const acp_json_val *tv = acp_json_obj_getz(f, "taskIds");
   const acp_json_val *e;
-  bool want_uris;
+  bool want_uris, want_tasks;
   const char *p;
   size_t n;
   mcp_sub *sub;
@@ -3629,6 +3688,17 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       return rv;
     if (memchr(p, '\0', n) != NULL)
       return invalid_params(c, msg->handle, "uri contains NUL");
+  }
+  if (tv != NULL && acp_json_type_of(tv) != ACP_JSON_ARRAY)
+    return invalid_params(c, msg->handle, "taskIds must be an array");
+  for (e = acp_json_child(tv); e != NULL; e = acp_json_next(e)) {
+    if (acp_json_type_of(e) != ACP_JSON_STRING)
+      return invalid_params(c, msg->handle, "taskIds must hold strings");
+    rv = acp_json_doc_str(msg->doc, e, &p, &n);
+    if (rv != 0)
+      return rv;
+    if (memchr(p, '\0', n) != NULL)
+      return invalid_params(c, msg->handle, "taskId contains NUL");
   }
   sub = acp__calloc(m, 1, sizeof(*sub));
   if (sub == NULL)
@@ -3661,6 +3731,25 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       sub->nuris++;
     }
   }
+  /* Task status (the tasks extension, not the core filter): only for a
+   * client that declared the extension, from a server that offers it. */
+  want_tasks = tv != NULL && tasks_offered(s) && caps_have_tasks(c->req.caps);
+  if (want_tasks && acp_json_len(tv) > 0) {
+    sub->tasks = acp__calloc(m, acp_json_len(tv), sizeof(*sub->tasks));
+    if (sub->tasks == NULL)
+      goto nomem;
+    for (e = acp_json_child(tv); e != NULL; e = acp_json_next(e)) {
+      rv = acp_json_doc_str(msg->doc, e, &p, &n);
+      if (rv != 0) {
+        sub_free(m, sub);
+        return rv;
+      }
+      sub->tasks[sub->ntasks] = acp__strndup(m, p, n);
+      if (sub->tasks[sub->ntasks] == NULL)
+        goto nomem;
+      sub->ntasks++;
+    }
+  }
   sub_params_begin(c->nw, sub);
   acp_json_write_keyz(c->nw, "notifications");
   acp_json_write_obj_begin(c->nw);
@@ -3677,6 +3766,14 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       acp_json_write_strz(c->nw, sub->uris[i]);
     acp_json_write_arr_end(c->nw);
   }
+  if (want_tasks) {
+    size_t i;
+    acp_json_write_keyz(c->nw, "taskIds");
+    acp_json_write_arr_begin(c->nw);
+    for (i = 0; i < sub->ntasks; i++)
+      acp_json_write_strz(c->nw, sub->tasks[i]);
+    acp_json_write_arr_end(c->nw);
+  }
   acp_json_write_obj_end(c->nw);
   rv = sub_notify(c, "notifications/subscriptions/acknowledged", NULL);
   if (rv != 0) {
@@ -3689,6 +3786,28 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   }
   sub->next = c->listens;
   c->listens = sub;
+  if (sub->ntasks > 0) {
+    /* Each named task's status now: one that changed (or ended) before
+     * the listen opened is not missed. Unknown ids stay silent. */
+    mcp_task *t;
+    size_t i;
+    task_gc(s);
+    for (i = 0; i < sub->ntasks; i++)
+      for (t = s->tasks; t != NULL; t = t->next)
+        if (t->v2 && strcmp(t->id, sub->tasks[i]) == 0) {
+          sub_params_begin(c->nw, sub);
+          w_task_detail(c->nw, s, t);
+          rv = acp_json_write_obj_end(c->nw);
+          if (rv == 0) {
+            const char *q;
+            size_t qn;
+            q = acp_json_writer_data(c->nw, &qn);
+            rv = acp_rpc_session_notify(c->rpc, "notifications/tasks", 19, q,
+                                        qn);
+          }
+          (void)rv; /* best effort: tasks/get tells the same */
+        }
+  }
   return 0;
 nomem:
   sub_free(m, sub);

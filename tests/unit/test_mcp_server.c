@@ -2381,6 +2381,92 @@ static void test_tasks_list_paging(void **state) {
   HASNT(out, "nextCursor");
 }
 
+/* The tasks extension on subscriptions/listen: a listen naming task ids
+ * (filter member taskIds, honoured only when the request declares the
+ * extension) gets notifications/tasks, the whole task as tasks/get shows
+ * it, at once and on each status change, tagged with its id. */
+static void test_tasks_listen(void **state) {
+  pair *p = *state;
+  char id[33], id2[33];
+  const char *out;
+
+  g.pending = NULL;
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\"," META26_TASKS "}}",
+                100);
+  task_id_of(out, id);
+  {
+    char req[1024];
+    snprintf(req, sizeof(req),
+             "{\"jsonrpc\":\"2.0\",\"id\":\"T\",\"method\":\"subscriptions/"
+             "listen\",\"params\":{" META26_TASKS ",\"notifications\":{"
+             "\"taskIds\":[\"%s\",\"unknown\"]}}}",
+             id);
+    out = xchg_at(p->c, req, 100);
+  }
+  HAS(out, "\"method\":\"notifications/subscriptions/acknowledged\",\"params\":"
+           "{" SUBID("\"T\"") ",\"notifications\":{\"taskIds\":[\"");
+  HAS(out, "\"unknown\"]}}}\n");
+  /* Its status now (unknown ids stay silent). */
+  HAS(out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tasks\",\"params\":"
+           "{" SUBID("\"T\"") ",\"taskId\":\"");
+  HAS(out, "\"status\":\"working\"");
+  /* A listen without the extension declared: taskIds not honoured. */
+  {
+    char req[1024];
+    snprintf(req, sizeof(req),
+             "{\"jsonrpc\":\"2.0\",\"id\":\"N\",\"method\":\"subscriptions/"
+             "listen\",\"params\":{" META26 ",\"notifications\":{"
+             "\"taskIds\":[\"%s\"]}}}",
+             id);
+    out = xchg_at(p->c, req, 100);
+  }
+  HASNT(out, "taskIds");
+  HASNT(out, "notifications/tasks");
+  /* It ends: the result inlined, to "T" only. */
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "done", 4, false), 0);
+  out = drain(p->c);
+  HAS(out, "\"method\":\"notifications/tasks\",\"params\":{" SUBID("\"T\""));
+  HAS(out, "\"status\":\"completed\"");
+  HAS(out, "\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]");
+  HASNT(out, SUBID("\"N\""));
+  /* Input: input_required with the request, then working, then done. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"asker\"," META26_TASKS "}}",
+                200);
+  task_id_of(out, id2);
+  {
+    char req[1024];
+    snprintf(req, sizeof(req),
+             "{\"jsonrpc\":\"2.0\",\"id\":\"U\",\"method\":\"subscriptions/"
+             "listen\",\"params\":{" META26_TASKS ",\"notifications\":{"
+             "\"taskIds\":[\"%s\"]}}}",
+             id2);
+    out = xchg_at(p->c, req, 200);
+  }
+  HAS(out, "\"status\":\"input_required\"");
+  HAS(out, "\"inputRequests\":{\"q\":{\"method\":\"elicitation/create\"");
+  out = task_req(p->c, 300, 3, "tasks/update", id2,
+                 ",\"inputResponses\":{\"q\":{\"action\":\"accept\","
+                 "\"content\":{\"name\":\"Zed\"}}}",
+                 META26_TASKS);
+  HAS(out, "{" SUBID("\"U\"") ",\"taskId\":\"");
+  HAS(out, "\"status\":\"working\"");
+  HAS(out, "\"status\":\"completed\"");
+  HAS(out, "\"text\":\"Hello Zed\"");
+  /* Bad filters. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"subscriptions/"
+                   "listen\",\"params\":{" META26_TASKS ",\"notifications\":{"
+                   "\"taskIds\":\"x\"}}}");
+  HAS(out, "\"code\":-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"subscriptions/"
+                   "listen\",\"params\":{" META26_TASKS ",\"notifications\":{"
+                   "\"taskIds\":[7]}}}");
+  HAS(out, "\"code\":-32602");
+}
+
 static void test_tasks_2025(void **state) {
   pair *p = *state;
   acp_mcp_conn *old = NULL;
@@ -2792,6 +2878,7 @@ int main(void) {
       cmocka_unit_test(test_versions_and_levels),
       cmocka_unit_test_setup_teardown(test_tasks_stateless, task_setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_tasks_listen, task_setup, teardown),
       cmocka_unit_test_setup_teardown(test_tasks_2025, task_setup, teardown),
       cmocka_unit_test_setup_teardown(test_tasks_list_paging, task_setup,
                                       teardown),
