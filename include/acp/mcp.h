@@ -659,8 +659,12 @@ ACP_EXTERN int acp_mcp_server_set_state_key(acp_mcp_server *server,
  * later answer is dropped (and releases the call). In a 2026 task,
  * acp_mcp_call_request_named() (elicit, sample, roots) puts the task in
  * `input_required` with the request under its key; tasks/update runs
- * `cb` with the answer. A 2025 task cannot make requests
- * (ACP_ERR_UNSUPPORTED).
+ * `cb` with the answer. In a 2025 task, the same call sends the request
+ * to the session that made the task (ACP_ERR_INVALID_STATE once it is
+ * gone; ACP_ERR_UNSUPPORTED without the client capability), with
+ * _meta[ACP_MCP_META_RELATED_TASK] = {taskId} merged into its params; the
+ * task is `input_required` (notifications/tasks/status) until every such
+ * request is answered, then `working` again, and `cb` gets the answer.
  *
  * Task ids are 128 bits of HMAC-SHA256 under the state key (so tasks need
  * acp_mcp_server_set_state_key(); without a key none are offered). Ended

@@ -134,6 +134,7 @@ typedef struct mcp_out {
   void *ud;
   int64_t id;
   bool cancelling;
+  bool for_task; /* a 2025 task's input request (see task_v1_request()) */
 } mcp_out;
 
 struct acp_mcp_call {
@@ -1386,6 +1387,12 @@ static void out_unlink(acp_mcp_conn *c, mcp_out *o) {
     o->next->prev = o->prev;
 }
 
+static void task_v1_input_done(acp_mcp_call *call);
+static int task_v1_request(acp_mcp_call *call, const char *method,
+                           const char *params, size_t params_len,
+                           uint64_t timeout_ms, acp_mcp_call_response_cb cb,
+                           void *user_data);
+
 static int out_on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
                            void *user_data) {
   mcp_out *o = user_data;
@@ -1396,6 +1403,8 @@ static int out_on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
 
   ACP_UNUSED(rpc);
   out_unlink(c, o);
+  if (o->for_task)
+    task_v1_input_done(call);
   if (o->cb)
     rv = o->cb(call, status, msg, o->ud);
   acp__free(&c->srv->mem, o);
@@ -1430,9 +1439,11 @@ int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
   if (call->answered || call->cancelled)
     return ACP_ERR_INVALID_STATE;
   c = call->conn;
-  /* A 2025 task runs detached from its session: no requests. */
+  /* A 2025 task runs detached from its session: its requests go to the
+   * session that made it, tied to it by related-task _meta. */
   if (call->task != NULL && !call->req.stateless)
-    return ACP_ERR_UNSUPPORTED;
+    return task_v1_request(call, method, params, params_len, timeout_ms, cb,
+                           user_data);
   /* 2026-07-28 has no server->client requests: the request becomes an
    * input request of a multi round-trip result. */
   if (call->req.stateless)
@@ -2050,6 +2061,7 @@ typedef struct mcp_task {
   size_t err_data_len;
   mcp_pend *pend;
   mcp_waiter *waiters;
+  unsigned ninputs; /* 2025: requests to the requestor not answered yet */
 } mcp_task;
 
 static bool tasks_offered(const acp_mcp_server *s) {
@@ -2269,6 +2281,137 @@ static int task_settled(acp_mcp_server *s, mcp_task *t) {
   if (rv == 0)
     rv = task_listen_notify(s, t);
   return rv;
+}
+
+/*
+ * A 2025-11-25 task's request to its requestor (elicitation, sampling,
+ * roots; 2025-11-25 tasks, "input_required"): sent to the session that
+ * made the task, its params' _meta carrying
+ * ACP_MCP_META_RELATED_TASK = {taskId}. The task is input_required until
+ * every such request is answered (tasks/get shows it, a
+ * notifications/tasks/status tells the session), then working again; the
+ * answer reaches `cb` as an ordinary call's request does.
+ */
+static int task_v1_request(acp_mcp_call *call, const char *method,
+                           const char *params, size_t params_len,
+                           uint64_t timeout_ms, acp_mcp_call_response_cb cb,
+                           void *user_data) {
+  mcp_task *t = call->task;
+  acp_mcp_conn *c = t->owner;
+  acp_mcp_server *s = call->conn->srv;
+  acp_json_doc *doc = NULL;
+  acp_json_writer *w = NULL;
+  const acp_json_val *root = NULL, *k, *meta = NULL;
+  const char *p;
+  size_t n;
+  mcp_out *o;
+  int rv;
+
+  if (c == NULL || !c->initialized)
+    return ACP_ERR_INVALID_STATE; /* its session is gone */
+  if ((strcmp(method, "sampling/createMessage") == 0 && !c->cap_sampling) ||
+      (strcmp(method, "elicitation/create") == 0 && !c->cap_elicitation) ||
+      (strcmp(method, "roots/list") == 0 && !c->cap_roots))
+    return ACP_ERR_UNSUPPORTED;
+  if (strcmp(method, "elicitation/create") == 0) {
+    rv = elicit_allowed(&s->mem, c->elicit_modes, params, params_len);
+    if (rv != 1)
+      return rv == 0 ? ACP_ERR_UNSUPPORTED : rv;
+  }
+  /* The params with the related-task _meta merged in. */
+  rv = acp_json_doc_new(&doc, &s->mem);
+  if (rv == 0 && params != NULL) {
+    if (acp_json_doc_parse(doc, params, params_len, NULL) != 0 ||
+        acp_json_type_of(acp_json_doc_root(doc)) != ACP_JSON_OBJECT)
+      rv = ACP_ERR_INVALID_ARGUMENT;
+    else
+      root = acp_json_doc_root(doc);
+  }
+  if (rv == 0)
+    rv = acp_json_writer_new(&w, 0, &s->mem);
+  if (rv == 0) {
+    acp_json_write_obj_begin(w);
+    for (k = acp_json_child(root); k && rv == 0;
+         k = acp_json_next(acp_json_next(k))) {
+      if (acp_json_str_eq(k, "_meta", 5)) {
+        meta = acp_json_next(k);
+        continue;
+      }
+      rv = acp_json_doc_str(doc, k, &p, &n);
+      if (rv == 0) {
+        acp_json_write_key(w, p, n);
+        acp_json_write_val(w, acp_json_next(k));
+      }
+    }
+    acp_json_write_keyz(w, "_meta");
+    acp_json_write_obj_begin(w);
+    for (k = acp_json_child(meta); k && rv == 0;
+         k = acp_json_next(acp_json_next(k))) {
+      if (acp_json_str_eq(k, ACP_MCP_META_RELATED_TASK,
+                          strlen(ACP_MCP_META_RELATED_TASK)))
+        continue;
+      rv = acp_json_doc_str(doc, k, &p, &n);
+      if (rv == 0) {
+        acp_json_write_key(w, p, n);
+        acp_json_write_val(w, acp_json_next(k));
+      }
+    }
+    acp_json_write_keyz(w, ACP_MCP_META_RELATED_TASK);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "taskId");
+    acp_json_write_strz(w, t->id);
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+    if (rv == 0)
+      rv = acp_json_write_obj_end(w);
+  }
+  o = rv == 0 ? acp__calloc(&s->mem, 1, sizeof(*o)) : NULL;
+  if (rv == 0 && o == NULL)
+    rv = ACP_ERR_NOMEM;
+  if (rv == 0) {
+    o->conn = c;
+    o->call = call;
+    o->cb = cb;
+    o->ud = user_data;
+    o->for_task = true;
+    p = acp_json_writer_data(w, &n);
+    rv = acp_rpc_session_request(c->rpc, method, strlen(method), p, n,
+                                 timeout_ms, c->now_ms, out_on_response, o,
+                                 &o->id);
+    if (rv != 0)
+      acp__free(&s->mem, o);
+  }
+  acp_json_writer_free(w);
+  acp_json_doc_free(doc);
+  if (rv != 0)
+    return rv;
+  o->next = c->outs;
+  if (c->outs)
+    c->outs->prev = o;
+  c->outs = o;
+  call->refs++;
+  t->ninputs++;
+  if (t->status == T_WORKING) {
+    t->status = T_INPUT;
+    t->updated = s->now_ms;
+    (void)task_notify(s, t); /* best effort: tasks/get tells the same */
+  }
+  return 0;
+}
+
+/* One of a 2025 task's requests was answered (or dropped with its
+ * session): the last one puts the task back to working. */
+static void task_v1_input_done(acp_mcp_call *call) {
+  mcp_task *t = call->task;
+
+  if (t == NULL || t->v2 || t->ninputs == 0)
+    return;
+  if (--t->ninputs == 0 && t->status == T_INPUT) {
+    acp_mcp_server *s = call->conn->srv;
+    t->status = T_WORKING;
+    t->updated = s->now_ms;
+    (void)task_notify(s, t);
+  }
 }
 
 static void call_unlink(acp_mcp_call *call) {
@@ -4164,6 +4307,34 @@ static void conn_cancel_calls(acp_mcp_conn *c) {
   }
 }
 
+/* The calls of `c` go: 2025 task requests they sent to other sessions
+ * (task_v1_request()) end now with a local cancellation (their callbacks
+ * run, the calls being cancelled already), so no response can reach a
+ * freed call. */
+static void conn_drop_task_requests(acp_mcp_conn *c) {
+  acp_mcp_conn *x;
+  mcp_out *o;
+
+  for (x = c->srv->conns; x != NULL; x = x->next) {
+    if (x == c)
+      continue;
+    do {
+      for (o = x->outs; o != NULL; o = o->next)
+        if (o->for_task && o->call->conn == c)
+          break;
+      if (o != NULL &&
+          acp_rpc_session_cancel(x->rpc, o->id, ACP_RPC_CANCEL_COMPLETE,
+                                 x->now_ms) != 0) {
+        /* Not pending any more (cannot happen): unlink it by hand. */
+        out_unlink(x, o);
+        task_v1_input_done(o->call);
+        o->call->refs--;
+        acp__free(&c->srv->mem, o);
+      }
+    } while (o != NULL);
+  }
+}
+
 void acp_mcp_conn_free(acp_mcp_conn *c) {
   acp_mcp_server *s;
   size_t i;
@@ -4179,9 +4350,17 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
     c->next->prev = c->prev;
   tasks_conn_gone(c);
   conn_cancel_calls(c);
+  conn_drop_task_requests(c);
   while (c->outs) {
     mcp_out *o = c->outs;
     c->outs = o->next;
+    if (o->for_task) {
+      /* A 2025 task's request to this session, never to be answered: the
+       * task (on the task conn) lets go of it. */
+      task_v1_input_done(o->call);
+      o->call->refs--;
+      call_maybe_free(o->call);
+    }
     acp__free(&s->mem, o);
   }
   while (c->calls)

@@ -2003,6 +2003,19 @@ static int tool_asker(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   return rv;
 }
 
+/* asker1: a task asking one question (the 2025 path sends each request
+ * it makes, so asker's duplicate-key probe does not apply there). */
+static int tool_asker1(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_start_task(call);
+  if (rv == 0)
+    rv = acp_mcp_call_request_named(call, "q", "elicitation/create", ASK_NAME,
+                                    strlen(ASK_NAME), 0, on_name, NULL);
+  return rv;
+}
+
 /* URL mode elicitation: urlneed answers -32042, urlask asks in URL mode
  * ("no url" when the client did not declare it). */
 static int tool_urlneed(acp_mcp_call *call, const acp_json_val *a, void *ud) {
@@ -2044,6 +2057,7 @@ static int make_task_server(acp_mcp_server **out, const acp_mem *mem) {
                {"quick", tool_quick, ACP_MCP_TASK_OPTIONAL},
                {"broken", tool_broken, ACP_MCP_TASK_OPTIONAL},
                {"asker", tool_asker, ACP_MCP_TASK_OPTIONAL},
+               {"asker1", tool_asker1, ACP_MCP_TASK_OPTIONAL},
                {"must", tool_quick, ACP_MCP_TASK_REQUIRED},
                {"urlneed", tool_urlneed, ACP_MCP_TASK_FORBIDDEN},
                {"urlask", tool_urlask, ACP_MCP_TASK_FORBIDDEN}};
@@ -2467,6 +2481,59 @@ static void test_tasks_listen(void **state) {
   HAS(out, "\"code\":-32602");
 }
 
+/* 2025-11-25: a task that needs input while running sends its request
+ * to its session with related-task _meta and is input_required until
+ * answered; the answer resumes it. A session that goes with the request
+ * open leaves the task working (no dangling call). */
+static void test_tasks_2025_input(void **state) {
+  pair *p = *state;
+  acp_mcp_conn *other = NULL;
+  char id[33], id2[33], line[512];
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{\"elicitation\":{}}");
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"asker1\",\"task\":{}}}",
+                1000);
+  HAS(out, "\"id\":1,\"result\":{\"task\":{\"taskId\":\"");
+  task_id_of(out, id);
+  /* The request, tied to the task; the status change. */
+  snprintf(line, sizeof(line),
+           "\"method\":\"elicitation/create\",\"params\":{\"message\":"
+           "\"Name?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":"
+           "{\"name\":{\"type\":\"string\"}}},\"_meta\":{\"io.modelcontext"
+           "protocol/related-task\":{\"taskId\":\"%s\"}}}",
+           id);
+  HAS(out, line);
+  HAS(out, "\"method\":\"notifications/tasks/status\"");
+  HAS(out, "\"status\":\"input_required\"");
+  out = task_req(p->c, 1000, 2, "tasks/get", id, NULL, NULL);
+  HAS(out, "\"status\":\"input_required\"");
+  /* The answer (the request's id is 0: the first this session got). */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"action\":"
+                "\"accept\",\"content\":{\"name\":\"Ann\"}}}",
+                1100);
+  HAS(out, "\"status\":\"completed\"");
+  out = task_req(p->c, 1100, 3, "tasks/result", id, NULL, NULL);
+  HAS(out, "\"text\":\"Hello Ann\"");
+  HAS(out, "\"io.modelcontextprotocol/related-task\":{\"taskId\":\"");
+  /* Another session's task; that session goes with its request open. */
+  assert_int_equal(acp_mcp_conn_new(&other, p->s, NULL), 0);
+  do_init(other, "2025-11-25", "{\"elicitation\":{}}");
+  out = xchg_at(other,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"asker1\",\"task\":{}}}",
+                1200);
+  task_id_of(out, id2);
+  HAS(out, "\"method\":\"elicitation/create\"");
+  acp_mcp_conn_free(other);
+  /* Not asked again anywhere; the task is no one's now, still there. */
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_server_task_count(p->s), 2);
+}
+
 static void test_tasks_2025(void **state) {
   pair *p = *state;
   acp_mcp_conn *old = NULL;
@@ -2553,7 +2620,7 @@ static void test_tasks_2025(void **state) {
   out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
                    "\"params\":{\"name\":\"quick\",\"task\":{}}}");
   HAS(out, "\"code\":-32603");
-  /* A task cannot make requests at 2025. */
+  /* A task's request needs the capability (this session has none). */
   out = xchg_at(p->c,
                 "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\","
                 "\"params\":{\"name\":\"asker\",\"task\":{}}}",
@@ -2880,6 +2947,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_tasks_listen, task_setup, teardown),
       cmocka_unit_test_setup_teardown(test_tasks_2025, task_setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tasks_2025_input, task_setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_tasks_list_paging, task_setup,
                                       teardown),
       cmocka_unit_test(test_task_api_errors),
