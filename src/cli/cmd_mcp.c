@@ -113,7 +113,9 @@ static const char usage_text[] =
     "                       call, then tasks/result; 2026-07-28: the tasks\n"
     "                       extension, then tasks/get polls); the task id "
     "goes\n"
-    "                       to stderr; a server may answer at once\n"
+    "                       to stderr; a server may answer at once; over\n"
+    "                       HTTP the session's GET stream is opened too (a\n"
+    "                       2025 task may ask for input on it)\n"
     "  --elicit-json FILE   answer a server's form elicitation (a 2025\n"
     "                       elicitation/create, a 2026 input request) by\n"
     "                       accepting with FILE's JSON object as content\n"
@@ -2045,6 +2047,12 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
                              NULL);
     if (rv != 0)
       cli_err(SUB, "bad URL '%s'", url);
+    else if (m.task)
+      /* A 2025 task that needs input while it runs sends its request when
+       * no request of ours is in flight but the waiting tasks/result: a
+       * server may put it on the standalone GET stream (the spec says to
+       * expect it on any stream). */
+      acp_http_client_set_get_stream(m.hc, 1);
     for (k = 0; rv == 0 && k < nhdrs; k++) {
       rv = cli_http_add_header(m.hc, hdrs[k]);
       if (rv != 0)

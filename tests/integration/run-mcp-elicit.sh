@@ -10,7 +10,8 @@
 #     cancels;
 #   - without any of them and without a terminal, elicitation is not
 #     offered (the tool says so) - the old behaviour;
-#   - a 2025-11-25 task asking while it runs (stdio): answered, resumed;
+#   - a 2025-11-25 task asking while it runs (stdio, and HTTP where the
+#     request comes on the GET stream): answered, resumed;
 #   - bad command lines: exit 2 with a message.
 #
 # Usage: run-mcp-elicit.sh [path/to/acp]   (or ACP_BIN)
@@ -92,6 +93,11 @@ expect "2025 task asks while running: accepted" 0 "Deleted" -- mcp call --task \
   --everything -- confirm_delete filename=x
 expect "2025 task asks while running: declined" 0 "Kept" -- mcp call --task \
   --protocol 2025-11-25 --decline --stdio "$acp" mcp serve --everything -- \
+  confirm_delete filename=x
+# Over Streamable HTTP the request comes on the session's GET stream,
+# which `--task` opens.
+expect "2025 task asks while running (HTTP): accepted" 0 "Deleted" -- mcp call \
+  --task --protocol 2025-11-25 --elicit-json "$work/yes.json" --url "$url" \
   confirm_delete filename=x
 
 # Bad command lines.
