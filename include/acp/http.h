@@ -102,6 +102,8 @@ extern "C" {
 /** Default interval of SSE keep-alive comments on open 2026-07-28 streams,
  * in milliseconds. */
 #define ACP_HTTP_DEFAULT_KEEPALIVE_MS 15000
+/** acp_http_server_options_set_drain_timeout()'s default, in ms. */
+#define ACP_HTTP_DEFAULT_DRAIN_MS 5000
 
 /* MARK: - Server */
 
@@ -148,12 +150,24 @@ ACP_EXTERN void acp_http_server_options_set_retry(acp_http_server_options *o,
 /**
  * Every `ms` milliseconds, write the SSE comment ": keep-alive" on each
  * open 2026-07-28 response stream (a subscriptions/listen, a call still
- * running), so that proxies and clients with idle timeouts keep quiet
- * streams open. 0 turns them off; the default is
- * ACP_HTTP_DEFAULT_KEEPALIVE_MS. (2025 sessions' streams are unchanged.)
+ * running) and on each connected standalone GET stream of a session (the
+ * 2025 Streamable HTTP GET, the legacy /sse stream), so that proxies and
+ * clients with idle timeouts keep quiet streams open. The comment has no
+ * event id: a resumption with Last-Event-ID is unchanged. The POST streams
+ * of a 2025 session get none. 0 turns them off; the default is
+ * ACP_HTTP_DEFAULT_KEEPALIVE_MS.
  */
 ACP_EXTERN void
 acp_http_server_options_set_keepalive(acp_http_server_options *o, uint32_t ms);
+/**
+ * How long acp_http_server_close() waits at most for open 2026-07-28
+ * requests (listens being ended, calls in progress) before it stops anyway
+ * (default ACP_HTTP_DEFAULT_DRAIN_MS; 0: no drain, stop at once). A second
+ * acp_http_server_close() during the drain stops at once whatever this is.
+ */
+ACP_EXTERN void
+acp_http_server_options_set_drain_timeout(acp_http_server_options *o,
+                                          uint32_t ms);
 /** Serve the legacy HTTP+SSE endpoints /sse and /message (default on). */
 ACP_EXTERN void acp_http_server_options_set_legacy(acp_http_server_options *o,
                                                    int on);
@@ -221,7 +235,8 @@ typedef void (*acp_http_server_close_cb)(acp_http_server *srv, void *user_data);
  * answered yet) the server first drains, on the loop: it stops accepting
  * connections, ends every open listen with its result (resultType
  * "complete", acp_mcp_conn_close_listens()) and waits until those
- * responses are written and the calls answered, at most 5 s; then it
+ * responses are written and the calls answered, at most the drain timeout
+ * (acp_http_server_options_set_drain_timeout(), 5 s by default); then it
  * stops as above. A second call while draining stops at once. Run the
  * loop until `cb` either way.
  */

@@ -642,7 +642,13 @@ ACP_EXTERN int acp_mcp_server_set_state_key(acp_mcp_server *server,
  *     tasks/update {taskId,inputResponses} answers input requests;
  *     tasks/cancel acks (also for an ended task). tasks/get, tasks/update
  *     and tasks/cancel without the extension declared: -32021;
- *     tasks/result and tasks/list: -32601.
+ *     tasks/result and tasks/list: -32601. A subscriptions/listen whose
+ *     request declares the extension may name tasks in its filter
+ *     (`"taskIds": [...]`, acknowledged back; ignored without the
+ *     extension): it gets `notifications/tasks`, the task as tasks/get
+ *     shows it, tagged with the listen's id, at once for each named task
+ *     that exists and then on each status change (input_required, back to
+ *     working, completed, failed, cancelled).
  * A task is created when the handler calls acp_mcp_call_start_task(), or
  * when it returns with the call unanswered and no input pending; a 2025
  * task-augmented call the handler answers at once gets a task too. The
@@ -653,8 +659,12 @@ ACP_EXTERN int acp_mcp_server_set_state_key(acp_mcp_server *server,
  * later answer is dropped (and releases the call). In a 2026 task,
  * acp_mcp_call_request_named() (elicit, sample, roots) puts the task in
  * `input_required` with the request under its key; tasks/update runs
- * `cb` with the answer. A 2025 task cannot make requests
- * (ACP_ERR_UNSUPPORTED).
+ * `cb` with the answer. In a 2025 task, the same call sends the request
+ * to the session that made the task (ACP_ERR_INVALID_STATE once it is
+ * gone; ACP_ERR_UNSUPPORTED without the client capability), with
+ * _meta[ACP_MCP_META_RELATED_TASK] = {taskId} merged into its params; the
+ * task is `input_required` (notifications/tasks/status) until every such
+ * request is answered, then `working` again, and `cb` gets the answer.
  *
  * Task ids are 128 bits of HMAC-SHA256 under the state key (so tasks need
  * acp_mcp_server_set_state_key(); without a key none are offered). Ended
@@ -805,7 +815,10 @@ ACP_EXTERN int acp_mcp_conn_new(acp_mcp_conn **out, acp_mcp_server *server,
                                 void *user_data);
 /**
  * Detach and free a conn. Calls in progress are freed without an answer
- * (their handles become invalid). Accepts NULL.
+ * (their handles become invalid); before that, each one with a cancel
+ * callback (acp_mcp_call_set_on_cancel()) gets it, as if the peer had
+ * cancelled it, so that a handler holding the call can let go of it (what
+ * it answers from there is dropped). Accepts NULL.
  */
 ACP_EXTERN void acp_mcp_conn_free(acp_mcp_conn *conn);
 ACP_EXTERN void *acp_mcp_conn_get_user_data(const acp_mcp_conn *conn);

@@ -12,6 +12,8 @@
 #include "acp/uv.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <sys/random.h>
 #include <time.h>
@@ -27,7 +29,8 @@ enum { MCP_EXIT_TOOL_ERROR = 3 };
 
 static const char usage_text[] =
     "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] [--workers N]\n"
-    "                      [--sse-keepalive MS] | --stdio]\n"
+    "                      [--sse-keepalive MS] [--drain-timeout MS]\n"
+    "                      | --stdio]\n"
     "                     [--everything] [AUTH OPTIONS]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
@@ -58,8 +61,10 @@ static const char usage_text[] =
     "lives in one worker and a new connection may reach another (404), so\n"
     "sessions need a proxy routing by the id's prefix (examples/deploy/).\n"
     "--sse-keepalive MS: an SSE comment every MS ms on open 2026 streams\n"
-    "(subscriptions/listen; default 15000, 0: none). On SIGINT/SIGTERM open\n"
-    "listens end with their result and running calls get up to 5 s.\n"
+    "(subscriptions/listen) and 2025 GET streams (default 15000, 0: none).\n"
+    "On SIGINT/SIGTERM open listens end with their result and running calls\n"
+    "get up to --drain-timeout MS (default 5000, 0: none); a second signal\n"
+    "stops at once (with --workers: forwarded to every worker).\n"
     "\n"
     "serve --http as an OAuth 2.1 resource server (MCP authorization): every\n"
     "request needs 'Authorization: Bearer TOKEN', a JWT from the issuer\n"
@@ -108,7 +113,9 @@ static const char usage_text[] =
     "                       call, then tasks/result; 2026-07-28: the tasks\n"
     "                       extension, then tasks/get polls); the task id "
     "goes\n"
-    "                       to stderr; a server may answer at once\n"
+    "                       to stderr; a server may answer at once; over\n"
+    "                       HTTP the session's GET stream is opened too (a\n"
+    "                       2025 task may ask for input on it)\n"
     "  --elicit-json FILE   answer a server's form elicitation (a 2025\n"
     "                       elicitation/create, a 2026 input request) by\n"
     "                       accepting with FILE's JSON object as content\n"
@@ -116,6 +123,15 @@ static const char usage_text[] =
     "  --decline            ... by declining\n"
     "                       (none of these, on a terminal: ask for each\n"
     "                       field on it; else elicitation is not offered)\n"
+    "  --sample-reply TEXT  answer a server's sampling/createMessage (2025:\n"
+    "                       a request, 2026: an input request) with TEXT as\n"
+    "                       the assistant's reply (model \"acp-mcp-call\")\n"
+    "  --sample-json FILE   ... with FILE's CreateMessageResult object\n"
+    "                       (neither, on a terminal: the request is shown\n"
+    "                       and the reply typed, an empty line rejects it;\n"
+    "                       else sampling is not offered)\n"
+    "  --root DIR           a root for roots/list, as a file:// URI\n"
+    "                       (repeatable; without it roots are not offered)\n"
     "  -h, --help           this help\n"
     "\n"
     "Progress notifications and server log messages go to stderr. With --json\n"
@@ -488,15 +504,39 @@ static void ev_timer_stop(void *ctx, void *timer) {
 typedef struct serve_ctx {
   acp_http_server *srv;
   acp_uv_signals *sig;
+  int nsig; /* SIGINT/SIGTERM seen */
 } serve_ctx;
 
+static void on_server_closed(acp_http_server *srv, void *ud) {
+  serve_ctx *sc = ud;
+  (void)srv;
+  sc->srv = NULL;
+  if (sc->sig != NULL) {
+    acp_uv_signals_close(sc->sig);
+    sc->sig = NULL;
+  }
+}
+
+/* The first SIGINT/SIGTERM closes the server, which drains open 2026
+ * requests for up to --drain-timeout; the signals stay watched meanwhile,
+ * so a second one (an impatient operator, a supervisor forwarding it)
+ * stops at once instead of waiting the drain out. */
 static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
   serve_ctx *sc = ud;
+  (void)sig;
   (void)signum;
-  acp_http_server_close(sc->srv, NULL, NULL);
-  sc->srv = NULL;
-  acp_uv_signals_close(sig);
-  sc->sig = NULL;
+  if (sc->srv == NULL)
+    return;
+  if (++sc->nsig == 1) {
+    fprintf(stderr, "acp mcp: stopping (open requests get up to the drain "
+                    "timeout; a second signal stops at once)\n");
+    fflush(stderr);
+    acp_http_server_close(sc->srv, on_server_closed, sc);
+  } else {
+    fprintf(stderr, "acp mcp: second signal: stopping now\n");
+    fflush(stderr);
+    acp_http_server_close(sc->srv, NULL, NULL); /* on_server_closed runs */
+  }
 }
 
 static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
@@ -530,7 +570,9 @@ static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
 
 static int cmd_serve(int argc, char **argv) {
   const char *http = NULL, *worker = NULL, *workers_s = NULL, *ka_s = NULL;
+  const char *drain_s = NULL;
   unsigned long keepalive = ACP_HTTP_DEFAULT_KEEPALIVE_MS;
+  unsigned long drain = ACP_HTTP_DEFAULT_DRAIN_MS;
   int everything = 0, i, ok, rv, status = CLI_EXIT_OK, nworkers = 0;
   int listen_fd = -1;
   mcp_worker_slot slot;
@@ -557,6 +599,9 @@ static int cmd_serve(int argc, char **argv) {
     else if ((v = cli_opt_value(argc, argv, &i, "--sse-keepalive", &ok)) !=
              NULL)
       ka_s = v;
+    else if ((v = cli_opt_value(argc, argv, &i, "--drain-timeout", &ok)) !=
+             NULL)
+      drain_s = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-issuer", &ok)) != NULL)
       ao.issuer = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-audience", &ok)) !=
@@ -624,6 +669,21 @@ static int cmd_serve(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  if (drain_s != NULL) {
+    char *end;
+    errno = 0;
+    drain = strtoul(drain_s, &end, 10);
+    if (*drain_s == 0 || *end != 0 || errno || drain > 86400000 ||
+        drain_s[0] == '-') {
+      cli_err(SUB, "--drain-timeout wants milliseconds 0..86400000, not '%s'",
+              drain_s);
+      return CLI_EXIT_USAGE;
+    }
+    if (http == NULL) {
+      cli_err(SUB, "--drain-timeout needs --http");
+      return CLI_EXIT_USAGE;
+    }
+  }
   if (workers_s != NULL) {
     char *end;
     long v;
@@ -665,7 +725,8 @@ static int cmd_serve(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
     memset(&slot, 0, sizeof(slot));
-    rv = mcp_workers_run(addr, port, nworkers, worker ? worker : "w", &slot);
+    rv = mcp_workers_run(addr, port, nworkers, worker ? worker : "w",
+                         (uint32_t)drain + 5000, &slot);
     if (rv != MCP_WORKERS_CHILD)
       return rv == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
     worker = slot.name;
@@ -705,7 +766,7 @@ static int cmd_serve(int argc, char **argv) {
   } else {
     uv_loop_t loop;
     acp_http_server_options *o = NULL;
-    serve_ctx sc = {NULL, NULL};
+    serve_ctx sc = {NULL, NULL, 0};
     char addr[64];
     uint16_t port;
     if (parse_addr(http, addr, sizeof(addr), &port) != 0) {
@@ -727,6 +788,8 @@ static int cmd_serve(int argc, char **argv) {
       rv = acp_http_server_options_set_session_prefix(o, worker);
     if (rv == 0)
       acp_http_server_options_set_keepalive(o, (uint32_t)keepalive);
+    if (rv == 0)
+      acp_http_server_options_set_drain_timeout(o, (uint32_t)drain);
     if (rv == 0 && listen_fd >= 0) {
       acp_http_server_options_set_listen_fd(o, listen_fd);
       listen_fd = -1; /* the server's from acp_http_server_new() on */
@@ -794,7 +857,31 @@ typedef struct mcli {
   int elicit;        /* enum elicit_mode */
   char *elicit_json; /* --elicit-json FILE's object */
   size_t elicit_len;
+  int sample;        /* enum sample_mode */
+  char *sample_json; /* the CreateMessageResult of --sample-* */
+  size_t sample_len;
+  acp_json_writer *roots; /* --root: the roots/list result, or NULL */
 } mcli;
+
+/* How `acp mcp call` answers sampling/createMessage (a 2025 request, a 2026
+ * input request). */
+enum sample_mode {
+  SAMPLE_NONE, /* no callback: the capability is not declared */
+  SAMPLE_TTY,  /* show the request on the terminal, the user types a reply */
+  SAMPLE_FIXED /* --sample-reply TEXT / --sample-json FILE */
+};
+
+/* The options' allocations (every exit path of cmd_client_verb). */
+static void mcli_free_opts(mcli *m) {
+  acp_json_writer_free(m->args);
+  m->args = NULL;
+  free(m->elicit_json);
+  m->elicit_json = NULL;
+  free(m->sample_json);
+  m->sample_json = NULL;
+  acp_json_writer_free(m->roots);
+  m->roots = NULL;
+}
 
 /* How `acp mcp call` answers a server's form elicitation (elicitation/create
  * in a 2025 session, an input request of a 2026 input_required result). */
@@ -1405,15 +1492,19 @@ static int on_elicitation(acp_mcp_client *c, acp_mcp_client_request *req,
   return rv;
 }
 
-/* --elicit-json FILE: its JSON object, checked. 0 or a CLI exit status. */
-static int load_elicit_json(mcli *m, const char *path) {
+/* FILE's JSON object for option `opt` (--elicit-json, --sample-json),
+ * copied to *out; `need` lists members it must have (NULL-terminated, or
+ * NULL). 0 or a CLI exit status, with the message printed. */
+static int load_json_object(const char *opt, const char *path,
+                            const char *const *need, const char *what,
+                            char **out, size_t *out_len) {
   FILE *f = fopen(path, "rb");
   char *buf = NULL;
   size_t n = 0, cap = 0;
   acp_json_doc *doc = NULL;
   int ok = 0;
   if (f == NULL) {
-    cli_err(SUB, "--elicit-json: cannot read '%s': %s", path, strerror(errno));
+    cli_err(SUB, "%s: cannot read '%s': %s", opt, path, strerror(errno));
     return CLI_EXIT_USAGE;
   }
   for (;;) {
@@ -1421,7 +1512,7 @@ static int load_elicit_json(mcli *m, const char *path) {
     if (n == cap) {
       char *nb;
       if (cap >= ((size_t)1 << 20)) {
-        cli_err(SUB, "--elicit-json: '%s' is over 1 MiB", path);
+        cli_err(SUB, "%s: '%s' is over 1 MiB", opt, path);
         break;
       }
       cap = cap ? cap * 2 : 4096;
@@ -1441,18 +1532,205 @@ static int load_elicit_json(mcli *m, const char *path) {
   if (ok && acp_json_doc_new(&doc, NULL) == 0 &&
       acp_json_doc_parse(doc, buf, n, NULL) == 0 &&
       acp_json_type_of(acp_json_doc_root(doc)) == ACP_JSON_OBJECT) {
-    size_t rl;
+    size_t rl, k;
     const char *raw = acp_json_raw(acp_json_doc_root(doc), &rl);
-    m->elicit_json = malloc(rl);
-    if (m->elicit_json != NULL) {
-      memcpy(m->elicit_json, raw, rl);
-      m->elicit_len = rl;
+    for (k = 0; need != NULL && need[k] != NULL; k++)
+      if (acp_json_obj_getz(acp_json_doc_root(doc), need[k]) == NULL)
+        break;
+    if (need != NULL && need[k] != NULL)
+      cli_err(SUB, "%s: '%s' is not %s (no \"%s\")", opt, path, what, need[k]);
+    else if ((*out = malloc(rl)) != NULL) {
+      memcpy(*out, raw, rl);
+      *out_len = rl;
     }
   } else if (ok)
-    cli_err(SUB, "--elicit-json: '%s' is not a JSON object", path);
+    cli_err(SUB, "%s: '%s' is not a JSON object", opt, path);
   acp_json_doc_free(doc);
   free(buf);
-  return m->elicit_json != NULL ? 0 : CLI_EXIT_USAGE;
+  return *out != NULL ? 0 : CLI_EXIT_USAGE;
+}
+
+/* MARK: - Sampling and roots */
+
+/* --sample-reply TEXT: a CreateMessageResult with TEXT as the assistant's
+ * text. */
+static int sample_reply_json(mcli *m, const char *text) {
+  acp_json_writer *w = NULL;
+  const char *out;
+  size_t n;
+  int rv = acp_json_writer_new(&w, 0, NULL);
+  if (rv != 0)
+    return rv;
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "role");
+  acp_json_write_strz(w, "assistant");
+  acp_json_write_keyz(w, "content");
+  acp_json_write_obj_begin(w);
+  acp_json_write_keyz(w, "type");
+  acp_json_write_strz(w, "text");
+  acp_json_write_keyz(w, "text");
+  acp_json_write_strz(w, text);
+  acp_json_write_obj_end(w);
+  acp_json_write_keyz(w, "model");
+  acp_json_write_strz(w, "acp-mcp-call");
+  acp_json_write_keyz(w, "stopReason");
+  acp_json_write_strz(w, "endTurn");
+  rv = acp_json_write_obj_end(w);
+  out = acp_json_writer_data(w, &n);
+  if (rv == 0 && out != NULL && (m->sample_json = malloc(n)) != NULL) {
+    memcpy(m->sample_json, out, n);
+    m->sample_len = n;
+  } else
+    rv = ACP_ERR_NOMEM;
+  acp_json_writer_free(w);
+  return rv;
+}
+
+/* One content block (or an array of them) on the terminal: text as is,
+ * other blocks by their type. */
+static void show_content(const acp_json_val *content) {
+  const acp_json_val *b = content;
+  char text[4096], type[64];
+  if (acp_json_type_of(content) == ACP_JSON_ARRAY)
+    b = acp_json_child(content);
+  for (; b != NULL; b = acp_json_type_of(content) == ACP_JSON_ARRAY
+                            ? acp_json_next(b)
+                            : NULL) {
+    str_of(acp_json_obj_getz(b, "type"), type, sizeof(type));
+    if (strcmp(type, "text") == 0)
+      fprintf(stderr, " %s",
+              str_of(acp_json_obj_getz(b, "text"), text, sizeof(text)));
+    else
+      fprintf(stderr, " [%s]", type[0] ? type : "?");
+  }
+}
+
+/* Show the sampling request on the terminal and read the reply: 0 with
+ * the text in `reply`, 1 when the user rejects it (empty line, end of
+ * input). */
+static int sample_tty(const acp_json_val *params, char *reply, size_t cap) {
+  const acp_json_val *msg;
+  const acp_json_val *sys = acp_json_obj_getz(params, "systemPrompt");
+  const acp_json_val *max = acp_json_obj_getz(params, "maxTokens");
+  char text[4096];
+  size_t ml = 0;
+  const char *mraw = acp_json_raw(max, &ml);
+  fprintf(stderr, "acp mcp: the server asks for a completion "
+                  "(sampling/createMessage");
+  if (mraw != NULL)
+    fprintf(stderr, ", maxTokens %.*s", (int)ml, mraw);
+  fprintf(stderr, "):\n");
+  if (sys != NULL)
+    fprintf(stderr, "  [system] %s\n", str_of(sys, text, sizeof(text)));
+  for (msg = acp_json_child(acp_json_obj_getz(params, "messages")); msg;
+       msg = acp_json_next(msg)) {
+    fprintf(stderr, "  [%s]",
+            str_of(acp_json_obj_getz(msg, "role"), text, sizeof(text)));
+    show_content(acp_json_obj_getz(msg, "content"));
+    fputc('\n', stderr);
+  }
+  fprintf(stderr, "reply as the assistant (empty line: reject): ");
+  fflush(stderr);
+  if (read_line(reply, cap) != 0 || reply[0] == 0)
+    return 1;
+  return 0;
+}
+
+static int on_sampling(acp_mcp_client *c, acp_mcp_client_request *req,
+                       const acp_json_val *params, void *ud) {
+  mcli *m = ud;
+  char reply[4096];
+  int rv;
+  if (m->sample == SAMPLE_FIXED)
+    return acp_mcp_client_respond(c, req, m->sample_json, m->sample_len);
+  if (sample_tty(params, reply, sizeof(reply)) != 0) {
+    /* The code and message the specification's example uses (at 2026 the
+     * error ends the call: an input request has no way to decline). */
+    fprintf(stderr, "acp mcp: sampling rejected\n");
+    return acp_mcp_client_respond_error(c, req, -1,
+                                        "User rejected sampling request");
+  }
+  rv = sample_reply_json(m, reply);
+  if (rv == 0)
+    rv = acp_mcp_client_respond(c, req, m->sample_json, m->sample_len);
+  else
+    rv = acp_mcp_client_respond_error(c, req, -32603, "no memory");
+  free(m->sample_json);
+  m->sample_json = NULL;
+  return rv;
+}
+
+/* --root DIR: DIR as a file:// URI (absolute, percent-encoded) with its
+ * last component as the name, appended to the roots/list result. 0 or a
+ * CLI exit status. */
+static int add_root(mcli *m, const char *dir) {
+  static const char hex[] = "0123456789ABCDEF";
+  char *abs = realpath(dir, NULL);
+  const char *p, *base;
+  char *uri;
+  size_t k = 0;
+  struct stat st;
+  if (abs == NULL || stat(abs, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    cli_err(SUB, "--root: '%s' is not a directory%s%s", dir,
+            abs == NULL ? ": " : "", abs == NULL ? strerror(errno) : "");
+    free(abs);
+    return CLI_EXIT_USAGE;
+  }
+  uri = malloc(7 + 3 * strlen(abs) + 1);
+  if (uri == NULL ||
+      (m->roots == NULL && acp_json_writer_new(&m->roots, 0, NULL) != 0)) {
+    free(uri);
+    free(abs);
+    return CLI_EXIT_FAILURE;
+  }
+  if (acp_json_writer_data(m->roots, &k) == NULL || k == 0) {
+    /* The first root: open the result (closed after the options). */
+    acp_json_write_obj_begin(m->roots);
+    acp_json_write_keyz(m->roots, "roots");
+    acp_json_write_arr_begin(m->roots);
+  }
+  memcpy(uri, "file://", 7);
+  k = 7;
+  for (p = abs; *p; p++) {
+    unsigned char ch = (unsigned char)*p;
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+        (ch >= '0' && ch <= '9') || strchr("-._~/", ch) != NULL)
+      uri[k++] = (char)ch;
+    else {
+      uri[k++] = '%';
+      uri[k++] = hex[ch >> 4];
+      uri[k++] = hex[ch & 15];
+    }
+  }
+  uri[k] = 0;
+  base = strrchr(abs, '/');
+  base = base != NULL && base[1] != 0 ? base + 1 : abs;
+  acp_json_write_obj_begin(m->roots);
+  acp_json_write_keyz(m->roots, "uri");
+  acp_json_write_strz(m->roots, uri);
+  acp_json_write_keyz(m->roots, "name");
+  if (acp_json_write_strz(m->roots, base) == ACP_ERR_INVALID_ARGUMENT) {
+    cli_err(SUB, "--root: '%s': the name is not valid UTF-8", dir);
+    free(uri);
+    free(abs);
+    return CLI_EXIT_USAGE;
+  }
+  acp_json_write_obj_end(m->roots);
+  free(uri);
+  free(abs);
+  return acp_json_writer_error(m->roots) == 0 ? 0 : CLI_EXIT_FAILURE;
+}
+
+static int on_roots_list(acp_mcp_client *c, acp_mcp_client_request *req,
+                         const acp_json_val *params, void *ud) {
+  mcli *m = ud;
+  const char *out;
+  size_t n;
+  (void)params;
+  out = acp_json_writer_data(m->roots, &n);
+  return out != NULL
+             ? acp_mcp_client_respond(c, req, out, n)
+             : acp_mcp_client_respond_error(c, req, -32603, "no memory");
 }
 
 static int on_log(acp_mcp_client *c, acp_mcp_log_level level,
@@ -1592,8 +1870,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
     ok = 0;
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);
-      acp_json_writer_free(m.args);
-      free(m.elicit_json);
+      mcli_free_opts(&m);
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0)
       m.json = 1;
@@ -1605,22 +1882,55 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
                  NULL) {
       if (elicit_opt != NULL) {
         cli_err(SUB, "give one of --accept, --decline, --elicit-json");
-        acp_json_writer_free(m.args);
-        free(m.elicit_json);
+        mcli_free_opts(&m);
         return CLI_EXIT_USAGE;
       }
       elicit_opt = argv[i];
-      if (argv[i][2] == 'a')
+      /* (v, not argv[i]: after "--elicit-json FILE" argv[i] is FILE.) */
+      if (v == NULL && argv[i][2] == 'a')
         m.elicit = ELICIT_ACCEPT;
-      else if (argv[i][2] == 'd')
+      else if (v == NULL)
         m.elicit = ELICIT_DECLINE;
       else {
         m.elicit = ELICIT_JSON;
-        if ((rv = load_elicit_json(&m, v)) != 0) {
-          acp_json_writer_free(m.args);
-          free(m.elicit_json);
+        if ((rv = load_json_object("--elicit-json", v, NULL, NULL,
+                                   &m.elicit_json, &m.elicit_len)) != 0) {
+          mcli_free_opts(&m);
           return rv;
         }
+      }
+    } else if ((v = cli_opt_value(argc, argv, &i, "--sample-reply", &ok)) !=
+               NULL) {
+      if (m.sample != SAMPLE_NONE) {
+        cli_err(SUB, "give one of --sample-reply, --sample-json");
+        mcli_free_opts(&m);
+        return CLI_EXIT_USAGE;
+      }
+      m.sample = SAMPLE_FIXED;
+      if (sample_reply_json(&m, v) != 0) {
+        cli_err(SUB, "--sample-reply: not valid UTF-8");
+        mcli_free_opts(&m);
+        return CLI_EXIT_USAGE;
+      }
+    } else if ((v = cli_opt_value(argc, argv, &i, "--sample-json", &ok)) !=
+               NULL) {
+      static const char *const need[] = {"role", "content", "model", NULL};
+      if (m.sample != SAMPLE_NONE) {
+        cli_err(SUB, "give one of --sample-reply, --sample-json");
+        mcli_free_opts(&m);
+        return CLI_EXIT_USAGE;
+      }
+      m.sample = SAMPLE_FIXED;
+      if ((rv = load_json_object("--sample-json", v, need,
+                                 "a CreateMessageResult", &m.sample_json,
+                                 &m.sample_len)) != 0) {
+        mcli_free_opts(&m);
+        return rv;
+      }
+    } else if ((v = cli_opt_value(argc, argv, &i, "--root", &ok)) != NULL) {
+      if ((rv = add_root(&m, v)) != 0) {
+        mcli_free_opts(&m);
+        return rv;
       }
     } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL)
       url = v;
@@ -1629,8 +1939,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
     else if ((v = cli_opt_value(argc, argv, &i, "--header", &ok)) != NULL) {
       if (nhdrs == sizeof(hdrs) / sizeof(hdrs[0])) {
         cli_err(SUB, "too many --header options");
-        acp_json_writer_free(m.args);
-        free(m.elicit_json);
+        mcli_free_opts(&m);
         return CLI_EXIT_USAGE;
       }
       hdrs[nhdrs++] = v;
@@ -1648,12 +1957,10 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
     } else if (ok == 0 && argv[i][0] == '-' && argv[i][1] != 0) {
       cli_err(SUB, "unknown option '%s'", argv[i]);
       usage(stderr);
-      acp_json_writer_free(m.args);
-      free(m.elicit_json);
+      mcli_free_opts(&m);
       return CLI_EXIT_USAGE;
     } else if (ok < 0) {
-      acp_json_writer_free(m.args);
-      free(m.elicit_json);
+      mcli_free_opts(&m);
       return CLI_EXIT_USAGE;
     } else if (need_name && m.name == NULL)
       m.name = argv[i];
@@ -1664,27 +1971,28 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       }
       if (add_arg(m.args, argv[i], verb == V_GET) != 0) {
         cli_err(SUB, "argument '%s' is not key=value", argv[i]);
-        acp_json_writer_free(m.args);
-        free(m.elicit_json);
+        mcli_free_opts(&m);
         return CLI_EXIT_USAGE;
       }
     } else {
       cli_err(SUB, "unexpected argument '%s'", argv[i]);
-      acp_json_writer_free(m.args);
-      free(m.elicit_json);
+      mcli_free_opts(&m);
       return CLI_EXIT_USAGE;
     }
   }
   if (m.args)
     acp_json_write_obj_end(m.args);
+  if (m.roots) {
+    acp_json_write_arr_end(m.roots);
+    acp_json_write_obj_end(m.roots);
+  }
   if ((url == NULL) == (ncmd == 0) || (need_name && m.name == NULL)) {
     cli_err(SUB, "%s",
             (url == NULL) == (ncmd == 0)
                 ? "give exactly one of --url URL or --stdio CMD"
                 : "a NAME is required");
     usage(stderr);
-    acp_json_writer_free(m.args);
-    free(m.elicit_json);
+    mcli_free_opts(&m);
     return CLI_EXIT_USAGE;
   }
   if (strcmp(tname, "auto") == 0)
@@ -1695,8 +2003,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
     mode = ACP_HTTP_LEGACY_SSE;
   else {
     cli_err(SUB, "--transport is auto, streamable or sse");
-    acp_json_writer_free(m.args);
-    free(m.elicit_json);
+    mcli_free_opts(&m);
     return CLI_EXIT_USAGE;
   }
   acp_uv_ignore_sigpipe();
@@ -1711,6 +2018,12 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
       m.elicit = ELICIT_TTY;
     if (m.elicit != ELICIT_NONE)
       acp_mcp_client_callbacks_set_on_elicitation(cbs, on_elicitation);
+    if (m.sample == SAMPLE_NONE && isatty(0) && isatty(2))
+      m.sample = SAMPLE_TTY;
+    if (m.sample != SAMPLE_NONE)
+      acp_mcp_client_callbacks_set_on_sampling(cbs, on_sampling);
+    if (m.roots != NULL)
+      acp_mcp_client_callbacks_set_on_roots_list(cbs, on_roots_list);
     rv = acp_mcp_client_new(&m.c, cbs, "acp-mcp", "0.1.0", &m, NULL);
   }
   acp_mcp_client_callbacks_free(cbs);
@@ -1724,8 +2037,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
             "2025-03-26 or 2024-11-05, not '%s'",
             protocol);
     acp_mcp_client_free(m.c);
-    acp_json_writer_free(m.args);
-    free(m.elicit_json);
+    mcli_free_opts(&m);
     acp_json_writer_free(m.out);
     uv_loop_close(&m.loop);
     return CLI_EXIT_USAGE;
@@ -1735,6 +2047,12 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
                              NULL);
     if (rv != 0)
       cli_err(SUB, "bad URL '%s'", url);
+    else if (m.task)
+      /* A 2025 task that needs input while it runs sends its request when
+       * no request of ours is in flight but the waiting tasks/result: a
+       * server may put it on the standalone GET stream (the spec says to
+       * expect it on any stream). */
+      acp_http_client_set_get_stream(m.hc, 1);
     for (k = 0; rv == 0 && k < nhdrs; k++) {
       rv = cli_http_add_header(m.hc, hdrs[k]);
       if (rv != 0)
@@ -1782,8 +2100,7 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
   uv_run(&m.loop, UV_RUN_DEFAULT);
   uv_loop_close(&m.loop);
   acp_mcp_client_free(m.c);
-  acp_json_writer_free(m.args);
-  free(m.elicit_json);
+  mcli_free_opts(&m);
   acp_json_writer_free(m.out);
   fflush(stdout);
   return m.status;

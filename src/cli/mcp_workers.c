@@ -147,7 +147,7 @@ static void describe(int status, char *buf, size_t cap) {
 }
 
 int mcp_workers_run(const char *addr, uint16_t port, int n, const char *prefix,
-                    mcp_worker_slot *slot) {
+                    uint32_t grace_ms, mcp_worker_slot *slot) {
   static sup s; /* big; one supervisor per process */
   sigset_t set;
   int i, stopping = 0, alive, stop_sig = SIGTERM;
@@ -229,7 +229,9 @@ int mcp_workers_run(const char *addr, uint16_t port, int n, const char *prefix,
       if (!stopping) {
         stopping = 1;
         stop_sig = sig;
-        kill_at = now_ms() + STOP_GRACE_MS;
+        /* The workers' drain may take longer than the default grace. */
+        kill_at = now_ms() + (grace_ms > STOP_GRACE_MS ? (int64_t)grace_ms
+                                                       : STOP_GRACE_MS);
         fprintf(stderr, "acp mcp: stopping %d workers\n", alive);
         fflush(stderr);
       }

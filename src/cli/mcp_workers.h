@@ -23,8 +23,10 @@ typedef struct mcp_worker_slot {
  * listening socket so a restarted worker gets the same port) and supervise
  * them: a worker that dies is restarted after a backoff (100 ms doubling
  * to 5 s, back to 100 ms once a worker has lived 10 s), each restart
- * logged on stderr; SIGINT/SIGTERM are forwarded to every worker (SIGKILL
- * after 10 s) and the supervisor returns once all are gone. Each worker
+ * logged on stderr; every SIGINT/SIGTERM is forwarded to every worker (so
+ * a second one cuts their drain short too; SIGKILL `grace_ms` after the
+ * first, at least 10 s) and the supervisor returns once all are gone. Each
+ * worker
  * binds its own socket with SO_REUSEADDR + SO_REUSEPORT and listens, so the
  * kernel spreads new connections over the workers; a worker dies with its
  * supervisor (PR_SET_PDEATHSIG).
@@ -34,6 +36,6 @@ typedef struct mcp_worker_slot {
  * requested stop, 1 when it could not start).
  */
 int mcp_workers_run(const char *addr, uint16_t port, int n, const char *prefix,
-                    mcp_worker_slot *slot);
+                    uint32_t grace_ms, mcp_worker_slot *slot);
 
 #endif /* ACP_CLI_MCP_WORKERS_H */

@@ -529,11 +529,14 @@ static void on_work(uv_work_t *w) {
 static void on_after_work(uv_work_t *w, int status) {
   auth_job *j = w->data;
   acp__auth_wait *wt, *next;
-  if (status != 0 && j->rv == 0) {
-    acp__buf_dispose(&j->s.b);
+  acp__jwt_expect x;
+  if (status != 0) {
+    /* Cancelled (the loop is closing): whatever it fetched is dropped,
+     * and every waiter gets the same ACP_ERR_CANCELLED. */
+    if (j->rv == 0)
+      acp__buf_dispose(&j->s.b);
     j->rv = ACP_ERR_CANCELLED;
-  } else if (status != 0)
-    j->rv = ACP_ERR_CANCELLED;
+  }
   if (j->a != NULL) {
     auth_job **pp;
     for (pp = &j->a->jobs; *pp; pp = &(*pp)->next)
@@ -546,16 +549,17 @@ static void on_after_work(uv_work_t *w, int status) {
     if (j->kind == JOB_KEYS)
       keys_apply(j->a, j);
   }
+  /* What an introspection answer is checked against: the same for every
+   * waiter of the job. */
+  x.issuer = j->issuer;
+  x.audience = j->audience;
+  x.now = (int64_t)time(NULL);
+  x.leeway = j->leeway;
   for (wt = j->waiters; wt; wt = next) {
     next = wt->next;
     wt->next = NULL;
     wt->job = NULL;
     if (j->kind == JOB_INTROSPECT) {
-      acp__jwt_expect x;
-      x.issuer = j->issuer;
-      x.audience = j->audience;
-      x.now = (int64_t)time(NULL);
-      x.leeway = j->leeway;
       wt->why = NULL;
       wt->rv = introspect_result(j, &j->cmem, &x, &wt->claims, &wt->why);
       wt->has_result = true;

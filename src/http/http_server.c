@@ -63,7 +63,8 @@ struct acp_http_server_options {
   size_t nhosts;
   size_t max_body, max_streams, max_sessions;
   uint32_t retry_ms;
-  uint32_t keepalive_ms; /* SSE comment interval on 2026 streams; 0: none */
+  uint32_t keepalive_ms; /* SSE comment interval on idle streams; 0: none */
+  uint32_t drain_ms;     /* acp_http_server_close()'s bound on the drain */
   int legacy;
   int listen_fd;
   char *prefix;        /* names this worker in session ids, or NULL */
@@ -191,9 +192,6 @@ struct hs_req {
  * (libuv's check of the descriptor, then add and remove), measurable on
  * every bridged call. */
 #define WATCH_AFTER_MS 200
-/* acp_http_server_close() waits this long at most for open 2026 streams
- * (listens being closed, calls in progress) to finish. */
-#define DRAIN_MS 5000
 struct hs_watch {
   uv_poll_t poll; /* first: the close callback gets the handle */
   acp_http_server *srv;
@@ -215,7 +213,7 @@ struct acp_http_server {
   uv_poll_t poll;
   uv_timer_t timer;
   uv_timer_t wtimer; /* arms watches on long suspensions (hs_watch) */
-  uv_timer_t ktimer; /* keep-alive comments on open 2026 streams */
+  uv_timer_t ktimer; /* keep-alive comments: 2026 streams, GET streams */
   uv_timer_t dtimer; /* bounds the drain of acp_http_server_close() */
   bool draining;     /* closing: open 2026 streams are finishing first */
   uv_prepare_t prepare;
@@ -262,6 +260,7 @@ int acp_http_server_options_new(acp_http_server_options **out,
   o->legacy = 1;
   o->listen_fd = -1;
   o->keepalive_ms = ACP_HTTP_DEFAULT_KEEPALIVE_MS;
+  o->drain_ms = ACP_HTTP_DEFAULT_DRAIN_MS;
   if (o->addr == NULL || o->path == NULL) {
     acp_http_server_options_free(o);
     return ACP_ERR_NOMEM;
@@ -376,6 +375,11 @@ void acp_http_server_options_set_keepalive(acp_http_server_options *o,
   if (o)
     o->keepalive_ms = ms;
 }
+void acp_http_server_options_set_drain_timeout(acp_http_server_options *o,
+                                               uint32_t ms) {
+  if (o)
+    o->drain_ms = ms;
+}
 void acp_http_server_options_set_legacy(acp_http_server_options *o, int on) {
   if (o)
     o->legacy = on != 0;
@@ -440,6 +444,7 @@ static int options_copy(acp_http_server_options **out,
     o->max_sessions = src->max_sessions;
     o->retry_ms = src->retry_ms;
     o->keepalive_ms = src->keepalive_ms;
+    o->drain_ms = src->drain_ms;
     o->legacy = src->legacy;
     o->listen_fd = src->listen_fd;
     o->auth = src->auth;
@@ -2764,12 +2769,22 @@ static void on_ktimer(uv_timer_t *t) {
   static const char ka[] = ": keep-alive\n\n";
   if (srv->closing || srv->draining)
     return;
-  for (s = srv->sessions; s != NULL; s = s->next)
-    if (s->stateless)
+  for (s = srv->sessions; s != NULL; s = s->next) {
+    if (s->stateless) {
       for (st = s->streams; st != NULL; st = st->next)
         if (st->rq != NULL && !st->deciding && !st->finished &&
             acp__buf_append(&st->log, ka, sizeof(ka) - 1) == 0)
           wake(st);
+    } else if ((st = s->get) != NULL && st->rq != NULL && !st->finished &&
+               acp__buf_append(&st->log, ka, sizeof(ka) - 1) == 0) {
+      /* A session's standalone GET stream (2025 Streamable HTTP, legacy
+       * /sse) idles as long as a listen. The comment carries no id, so a
+       * resumption (Last-Event-ID) still starts at an event; only a
+       * connected stream gets it, so nothing piles up for a client that
+       * is away; delivered bytes are trimmed as events are. */
+      wake(st);
+    }
+  }
   if (srv->need_run)
     drive(srv);
 }
@@ -3107,12 +3122,12 @@ void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
   }
   srv->close_cb = cb;
   srv->close_ud = user_data;
-  if (srv->d == NULL || !stateless_open(srv)) {
+  if (srv->d == NULL || srv->o->drain_ms == 0 || !stateless_open(srv)) {
     close_now(srv);
     return;
   }
   /* Open 2026 listens end with their result (resultType "complete") and
-   * calls in progress get DRAIN_MS to answer, on a daemon that takes no
+   * calls in progress get drain_ms to answer, on a daemon that takes no
    * new connections (with SO_REUSEPORT the kernel sends them to the other
    * workers); then everything stops as below. */
   srv->draining = true;
@@ -3124,7 +3139,7 @@ void acp_http_server_close(acp_http_server *srv, acp_http_server_close_cb cb,
   for (s = srv->sessions; s != NULL; s = s->next)
     if (s->stateless && s->conn != NULL)
       (void)acp_mcp_conn_close_listens(s->conn);
-  uv_timer_start(&srv->dtimer, on_dtimer, DRAIN_MS, 0);
+  uv_timer_start(&srv->dtimer, on_dtimer, srv->o->drain_ms, 0);
   srv->need_run = true; /* on_prepare flushes and runs MHD */
 }
 

@@ -120,6 +120,8 @@ typedef struct mcp_sub {
   bool lists[K_COUNT]; /* templates follow resources */
   char **uris;
   size_t nuris;
+  char **tasks; /* 2026 tasks extension: task ids whose status it gets */
+  size_t ntasks;
 } mcp_sub;
 
 /* A server->client request issued from a call. */
@@ -132,6 +134,7 @@ typedef struct mcp_out {
   void *ud;
   int64_t id;
   bool cancelling;
+  bool for_task; /* a 2025 task's input request (see task_v1_request()) */
 } mcp_out;
 
 struct acp_mcp_call {
@@ -785,6 +788,9 @@ static void sub_free(const acp_mem *m, mcp_sub *sub) {
   for (i = 0; i < sub->nuris; i++)
     acp__free(m, sub->uris[i]);
   acp__free(m, sub->uris);
+  for (i = 0; i < sub->ntasks; i++)
+    acp__free(m, sub->tasks[i]);
+  acp__free(m, sub->tasks);
   acp__free(m, sub->id);
   acp__free(m, sub);
 }
@@ -1381,6 +1387,12 @@ static void out_unlink(acp_mcp_conn *c, mcp_out *o) {
     o->next->prev = o->prev;
 }
 
+static void task_v1_input_done(acp_mcp_call *call);
+static int task_v1_request(acp_mcp_call *call, const char *method,
+                           const char *params, size_t params_len,
+                           uint64_t timeout_ms, acp_mcp_call_response_cb cb,
+                           void *user_data);
+
 static int out_on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
                            void *user_data) {
   mcp_out *o = user_data;
@@ -1391,6 +1403,8 @@ static int out_on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
 
   ACP_UNUSED(rpc);
   out_unlink(c, o);
+  if (o->for_task)
+    task_v1_input_done(call);
   if (o->cb)
     rv = o->cb(call, status, msg, o->ud);
   acp__free(&c->srv->mem, o);
@@ -1425,9 +1439,11 @@ int acp_mcp_call_request_named(acp_mcp_call *call, const char *key,
   if (call->answered || call->cancelled)
     return ACP_ERR_INVALID_STATE;
   c = call->conn;
-  /* A 2025 task runs detached from its session: no requests. */
+  /* A 2025 task runs detached from its session: its requests go to the
+   * session that made it, tied to it by related-task _meta. */
   if (call->task != NULL && !call->req.stateless)
-    return ACP_ERR_UNSUPPORTED;
+    return task_v1_request(call, method, params, params_len, timeout_ms, cb,
+                           user_data);
   /* 2026-07-28 has no server->client requests: the request becomes an
    * input request of a multi round-trip result. */
   if (call->req.stateless)
@@ -2045,6 +2061,7 @@ typedef struct mcp_task {
   size_t err_data_len;
   mcp_pend *pend;
   mcp_waiter *waiters;
+  unsigned ninputs; /* 2025: requests to the requestor not answered yet */
 } mcp_task;
 
 static bool tasks_offered(const acp_mcp_server *s) {
@@ -2203,6 +2220,47 @@ static int task_notify(acp_mcp_server *s, mcp_task *t) {
 }
 
 static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t);
+static void w_task_detail(acp_json_writer *w, const acp_mcp_server *s,
+                          const mcp_task *t);
+
+/*
+ * A 2026 task changed status: notifications/tasks, the whole task as
+ * tasks/get shows it (result, error or inputRequests inlined), to every
+ * open subscriptions/listen that named it in its filter's taskIds, tagged
+ * with the listen's id. A missed one costs nothing: tasks/get tells the
+ * same.
+ */
+static int task_listen_notify(acp_mcp_server *s, const mcp_task *t) {
+  acp_mcp_conn *c;
+  int first = 0;
+
+  if (!t->v2)
+    return 0;
+  for (c = s->conns; c != NULL; c = c->next) {
+    mcp_sub *sub;
+    for (sub = c->listens; sub != NULL; sub = sub->next) {
+      size_t i;
+      const char *p;
+      size_t n;
+      int rv;
+      for (i = 0; i < sub->ntasks; i++)
+        if (strcmp(sub->tasks[i], t->id) == 0)
+          break;
+      if (i == sub->ntasks)
+        continue;
+      sub_params_begin(c->nw, sub);
+      w_task_detail(c->nw, s, t);
+      rv = acp_json_write_obj_end(c->nw);
+      if (rv == 0) {
+        p = acp_json_writer_data(c->nw, &n);
+        rv = acp_rpc_session_notify(c->rpc, "notifications/tasks", 19, p, n);
+      }
+      if (rv == ACP_ERR_NOMEM && first == 0)
+        first = rv;
+    }
+  }
+  return first;
+}
 
 /* A task reached a final status: answer its held tasks/result requests,
  * tell its session. */
@@ -2220,7 +2278,140 @@ static int task_settled(acp_mcp_server *s, mcp_task *t) {
   }
   if (rv == 0)
     rv = task_notify(s, t);
+  if (rv == 0)
+    rv = task_listen_notify(s, t);
   return rv;
+}
+
+/*
+ * A 2025-11-25 task's request to its requestor (elicitation, sampling,
+ * roots; 2025-11-25 tasks, "input_required"): sent to the session that
+ * made the task, its params' _meta carrying
+ * ACP_MCP_META_RELATED_TASK = {taskId}. The task is input_required until
+ * every such request is answered (tasks/get shows it, a
+ * notifications/tasks/status tells the session), then working again; the
+ * answer reaches `cb` as an ordinary call's request does.
+ */
+static int task_v1_request(acp_mcp_call *call, const char *method,
+                           const char *params, size_t params_len,
+                           uint64_t timeout_ms, acp_mcp_call_response_cb cb,
+                           void *user_data) {
+  mcp_task *t = call->task;
+  acp_mcp_conn *c = t->owner;
+  acp_mcp_server *s = call->conn->srv;
+  acp_json_doc *doc = NULL;
+  acp_json_writer *w = NULL;
+  const acp_json_val *root = NULL, *k, *meta = NULL;
+  const char *p;
+  size_t n;
+  mcp_out *o;
+  int rv;
+
+  if (c == NULL || !c->initialized)
+    return ACP_ERR_INVALID_STATE; /* its session is gone */
+  if ((strcmp(method, "sampling/createMessage") == 0 && !c->cap_sampling) ||
+      (strcmp(method, "elicitation/create") == 0 && !c->cap_elicitation) ||
+      (strcmp(method, "roots/list") == 0 && !c->cap_roots))
+    return ACP_ERR_UNSUPPORTED;
+  if (strcmp(method, "elicitation/create") == 0) {
+    rv = elicit_allowed(&s->mem, c->elicit_modes, params, params_len);
+    if (rv != 1)
+      return rv == 0 ? ACP_ERR_UNSUPPORTED : rv;
+  }
+  /* The params with the related-task _meta merged in. */
+  rv = acp_json_doc_new(&doc, &s->mem);
+  if (rv == 0 && params != NULL) {
+    if (acp_json_doc_parse(doc, params, params_len, NULL) != 0 ||
+        acp_json_type_of(acp_json_doc_root(doc)) != ACP_JSON_OBJECT)
+      rv = ACP_ERR_INVALID_ARGUMENT;
+    else
+      root = acp_json_doc_root(doc);
+  }
+  if (rv == 0)
+    rv = acp_json_writer_new(&w, 0, &s->mem);
+  if (rv == 0) {
+    acp_json_write_obj_begin(w);
+    for (k = acp_json_child(root); k && rv == 0;
+         k = acp_json_next(acp_json_next(k))) {
+      if (acp_json_str_eq(k, "_meta", 5)) {
+        meta = acp_json_next(k);
+        continue;
+      }
+      rv = acp_json_doc_str(doc, k, &p, &n);
+      if (rv == 0) {
+        acp_json_write_key(w, p, n);
+        acp_json_write_val(w, acp_json_next(k));
+      }
+    }
+    acp_json_write_keyz(w, "_meta");
+    acp_json_write_obj_begin(w);
+    for (k = acp_json_child(meta); k && rv == 0;
+         k = acp_json_next(acp_json_next(k))) {
+      if (acp_json_str_eq(k, ACP_MCP_META_RELATED_TASK,
+                          strlen(ACP_MCP_META_RELATED_TASK)))
+        continue;
+      rv = acp_json_doc_str(doc, k, &p, &n);
+      if (rv == 0) {
+        acp_json_write_key(w, p, n);
+        acp_json_write_val(w, acp_json_next(k));
+      }
+    }
+    acp_json_write_keyz(w, ACP_MCP_META_RELATED_TASK);
+    acp_json_write_obj_begin(w);
+    acp_json_write_keyz(w, "taskId");
+    acp_json_write_strz(w, t->id);
+    acp_json_write_obj_end(w);
+    acp_json_write_obj_end(w);
+    if (rv == 0)
+      rv = acp_json_write_obj_end(w);
+  }
+  o = rv == 0 ? acp__calloc(&s->mem, 1, sizeof(*o)) : NULL;
+  if (rv == 0 && o == NULL)
+    rv = ACP_ERR_NOMEM;
+  if (rv == 0) {
+    o->conn = c;
+    o->call = call;
+    o->cb = cb;
+    o->ud = user_data;
+    o->for_task = true;
+    p = acp_json_writer_data(w, &n);
+    rv = acp_rpc_session_request(c->rpc, method, strlen(method), p, n,
+                                 timeout_ms, c->now_ms, out_on_response, o,
+                                 &o->id);
+    if (rv != 0)
+      acp__free(&s->mem, o);
+  }
+  acp_json_writer_free(w);
+  acp_json_doc_free(doc);
+  if (rv != 0)
+    return rv;
+  o->next = c->outs;
+  if (c->outs)
+    c->outs->prev = o;
+  c->outs = o;
+  call->refs++;
+  t->ninputs++;
+  if (t->status == T_WORKING) {
+    t->status = T_INPUT;
+    t->updated = s->now_ms;
+    (void)task_notify(s, t); /* best effort: tasks/get tells the same */
+  }
+  return 0;
+}
+
+/* One of a 2025 task's requests was answered (or dropped with its
+ * session): the last one puts the task back to working. */
+static void task_v1_input_done(acp_mcp_call *call) {
+  mcp_task *t = call->task;
+
+  if (t == NULL || t->v2 || t->ninputs == 0)
+    return;
+  if (--t->ninputs == 0 && t->status == T_INPUT) {
+    acp_mcp_server *s = call->conn->srv;
+    t->status = T_WORKING;
+    t->updated = s->now_ms;
+    (void)task_notify(s, t);
+  }
 }
 
 static void call_unlink(acp_mcp_call *call) {
@@ -2429,6 +2620,7 @@ static int task_input(acp_mcp_call *call, const char *key, const char *method,
   *tail = pd;
   t->status = T_INPUT;
   t->updated = s->now_ms;
+  (void)task_listen_notify(s, t); /* best effort: tasks/get tells the same */
   return 0;
 }
 
@@ -2476,7 +2668,15 @@ static int do_tasks_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return rv;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  w_task_fields(w, c->srv, t);
+  w_task_detail(w, c->srv, t);
+  acp_json_write_obj_end(w);
+  return reply_w(c, msg->handle, w);
+}
+
+/* The members of a task as tasks/get shows it (see do_tasks_get()). */
+static void w_task_detail(acp_json_writer *w, const acp_mcp_server *s,
+                          const mcp_task *t) {
+  w_task_fields(w, s, t);
   if (t->v2 && t->status == T_COMPLETED) {
     acp_json_write_keyz(w, "result");
     acp_json_write_raw(w, t->result, t->result_len);
@@ -2502,8 +2702,6 @@ static int do_tasks_get(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     }
     acp_json_write_obj_end(w);
   }
-  acp_json_write_obj_end(w);
-  return reply_w(c, msg->handle, w);
 }
 
 /* tasks/cancel. 2026: an empty ack, also for an ended task; 2025: the
@@ -2557,8 +2755,11 @@ static int do_tasks_update(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       acp_mcp_call *call = t->call;
       acp_rpc_msg m;
       *pp = pd->next;
-      if (t->pend == NULL && t->status == T_INPUT)
+      if (t->pend == NULL && t->status == T_INPUT) {
         t->status = T_WORKING;
+        /* Best effort: tasks/get tells the same. */
+        (void)task_listen_notify(c->srv, t);
+      }
       t->updated = c->srv->now_ms;
       memset(&m, 0, sizeof(m));
       m.kind = ACP_RPC_RESPONSE;
@@ -3603,8 +3804,9 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_mem *m = &s->mem;
   const acp_json_val *f = param(msg, "notifications");
   const acp_json_val *uv = acp_json_obj_getz(f, "resourceSubscriptions");
+  const acp_json_val *tv = acp_json_obj_getz(f, "taskIds");
   const acp_json_val *e;
-  bool want_uris;
+  bool want_uris, want_tasks;
   const char *p;
   size_t n;
   mcp_sub *sub;
@@ -3629,6 +3831,17 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       return rv;
     if (memchr(p, '\0', n) != NULL)
       return invalid_params(c, msg->handle, "uri contains NUL");
+  }
+  if (tv != NULL && acp_json_type_of(tv) != ACP_JSON_ARRAY)
+    return invalid_params(c, msg->handle, "taskIds must be an array");
+  for (e = acp_json_child(tv); e != NULL; e = acp_json_next(e)) {
+    if (acp_json_type_of(e) != ACP_JSON_STRING)
+      return invalid_params(c, msg->handle, "taskIds must hold strings");
+    rv = acp_json_doc_str(msg->doc, e, &p, &n);
+    if (rv != 0)
+      return rv;
+    if (memchr(p, '\0', n) != NULL)
+      return invalid_params(c, msg->handle, "taskId contains NUL");
   }
   sub = acp__calloc(m, 1, sizeof(*sub));
   if (sub == NULL)
@@ -3661,6 +3874,25 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       sub->nuris++;
     }
   }
+  /* Task status (the tasks extension, not the core filter): only for a
+   * client that declared the extension, from a server that offers it. */
+  want_tasks = tv != NULL && tasks_offered(s) && caps_have_tasks(c->req.caps);
+  if (want_tasks && acp_json_len(tv) > 0) {
+    sub->tasks = acp__calloc(m, acp_json_len(tv), sizeof(*sub->tasks));
+    if (sub->tasks == NULL)
+      goto nomem;
+    for (e = acp_json_child(tv); e != NULL; e = acp_json_next(e)) {
+      rv = acp_json_doc_str(msg->doc, e, &p, &n);
+      if (rv != 0) {
+        sub_free(m, sub);
+        return rv;
+      }
+      sub->tasks[sub->ntasks] = acp__strndup(m, p, n);
+      if (sub->tasks[sub->ntasks] == NULL)
+        goto nomem;
+      sub->ntasks++;
+    }
+  }
   sub_params_begin(c->nw, sub);
   acp_json_write_keyz(c->nw, "notifications");
   acp_json_write_obj_begin(c->nw);
@@ -3677,6 +3909,14 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       acp_json_write_strz(c->nw, sub->uris[i]);
     acp_json_write_arr_end(c->nw);
   }
+  if (want_tasks) {
+    size_t i;
+    acp_json_write_keyz(c->nw, "taskIds");
+    acp_json_write_arr_begin(c->nw);
+    for (i = 0; i < sub->ntasks; i++)
+      acp_json_write_strz(c->nw, sub->tasks[i]);
+    acp_json_write_arr_end(c->nw);
+  }
   acp_json_write_obj_end(c->nw);
   rv = sub_notify(c, "notifications/subscriptions/acknowledged", NULL);
   if (rv != 0) {
@@ -3689,6 +3929,28 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   }
   sub->next = c->listens;
   c->listens = sub;
+  if (sub->ntasks > 0) {
+    /* Each named task's status now: one that changed (or ended) before
+     * the listen opened is not missed. Unknown ids stay silent. */
+    mcp_task *t;
+    size_t i;
+    task_gc(s);
+    for (i = 0; i < sub->ntasks; i++)
+      for (t = s->tasks; t != NULL; t = t->next)
+        if (t->v2 && strcmp(t->id, sub->tasks[i]) == 0) {
+          sub_params_begin(c->nw, sub);
+          w_task_detail(c->nw, s, t);
+          rv = acp_json_write_obj_end(c->nw);
+          if (rv == 0) {
+            const char *q;
+            size_t qn;
+            q = acp_json_writer_data(c->nw, &qn);
+            rv = acp_rpc_session_notify(c->rpc, "notifications/tasks", 19, q,
+                                        qn);
+          }
+          (void)rv; /* best effort: tasks/get tells the same */
+        }
+  }
   return 0;
 nomem:
   sub_free(m, sub);
@@ -4025,6 +4287,54 @@ cleanup:
   return rv;
 }
 
+/* The conn goes with calls still running: a handler that holds one (a
+ * timer, a request of its own) learns it through the call's cancel
+ * callback, as for notifications/cancelled, instead of keeping a pointer
+ * to a call about to be freed. Whatever it answers is dropped. */
+static void conn_cancel_calls(acp_mcp_conn *c) {
+  acp_mcp_call *call;
+
+  for (call = c->calls; call != NULL; call = call->next) {
+    if (call->answered || call->cancelled || call->on_cancel == NULL)
+      continue;
+    call->cancelled = true;
+    /* tasks_conn_gone() detached its task already; the answer must not
+     * reach it either. */
+    call->task = NULL;
+    call->refs++; /* freed below with the conn, not by an answer */
+    (void)call->on_cancel(call, call->cancel_ud);
+    call->refs--;
+  }
+}
+
+/* The calls of `c` go: 2025 task requests they sent to other sessions
+ * (task_v1_request()) end now with a local cancellation (their callbacks
+ * run, the calls being cancelled already), so no response can reach a
+ * freed call. */
+static void conn_drop_task_requests(acp_mcp_conn *c) {
+  acp_mcp_conn *x;
+  mcp_out *o;
+
+  for (x = c->srv->conns; x != NULL; x = x->next) {
+    if (x == c)
+      continue;
+    do {
+      for (o = x->outs; o != NULL; o = o->next)
+        if (o->for_task && o->call->conn == c)
+          break;
+      if (o != NULL &&
+          acp_rpc_session_cancel(x->rpc, o->id, ACP_RPC_CANCEL_COMPLETE,
+                                 x->now_ms) != 0) {
+        /* Not pending any more (cannot happen): unlink it by hand. */
+        out_unlink(x, o);
+        task_v1_input_done(o->call);
+        o->call->refs--;
+        acp__free(&c->srv->mem, o);
+      }
+    } while (o != NULL);
+  }
+}
+
 void acp_mcp_conn_free(acp_mcp_conn *c) {
   acp_mcp_server *s;
   size_t i;
@@ -4039,9 +4349,18 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
   if (c->next)
     c->next->prev = c->prev;
   tasks_conn_gone(c);
+  conn_cancel_calls(c);
+  conn_drop_task_requests(c);
   while (c->outs) {
     mcp_out *o = c->outs;
     c->outs = o->next;
+    if (o->for_task) {
+      /* A 2025 task's request to this session, never to be answered: the
+       * task (on the task conn) lets go of it. */
+      task_v1_input_done(o->call);
+      o->call->refs--;
+      call_maybe_free(o->call);
+    }
     acp__free(&s->mem, o);
   }
   while (c->calls)

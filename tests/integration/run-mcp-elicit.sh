@@ -10,6 +10,8 @@
 #     cancels;
 #   - without any of them and without a terminal, elicitation is not
 #     offered (the tool says so) - the old behaviour;
+#   - a 2025-11-25 task asking while it runs (stdio, and HTTP where the
+#     request comes on the GET stream): answered, resumed;
 #   - bad command lines: exit 2 with a message.
 #
 # Usage: run-mcp-elicit.sh [path/to/acp]   (or ACP_BIN)
@@ -81,6 +83,22 @@ for pv in 2026-07-28 2025-11-25; do
     fail "$pv without a callback: exit $rc: $(head -c 300 "$work/out")"
   fi
 done
+
+# A 2025-11-25 task that asks while it runs (over stdio): the server sends
+# elicitation/create tied to the task (related-task _meta), the task is
+# input_required until the answer, which resumes it.
+echo '{"confirm":true}' >"$work/yes.json"
+expect "2025 task asks while running: accepted" 0 "Deleted" -- mcp call --task \
+  --protocol 2025-11-25 --elicit-json "$work/yes.json" --stdio "$acp" mcp serve \
+  --everything -- confirm_delete filename=x
+expect "2025 task asks while running: declined" 0 "Kept" -- mcp call --task \
+  --protocol 2025-11-25 --decline --stdio "$acp" mcp serve --everything -- \
+  confirm_delete filename=x
+# Over Streamable HTTP the request comes on the session's GET stream,
+# which `--task` opens.
+expect "2025 task asks while running (HTTP): accepted" 0 "Deleted" -- mcp call \
+  --task --protocol 2025-11-25 --elicit-json "$work/yes.json" --url "$url" \
+  confirm_delete filename=x
 
 # Bad command lines.
 expect "--accept and --decline: exit 2" 2 "give one of" -- mcp call --accept \

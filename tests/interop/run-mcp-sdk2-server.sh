@@ -11,7 +11,9 @@
 #     is sent. `--protocol 2025-11-25` forces its legacy leg instead.
 #   - the reference server-everything (tests/interop/mcp/package.json),
 #     which does not know server/discover: the client falls back to
-#     initialize and speaks 2025-11-25, over stdio and Streamable HTTP.
+#     initialize and speaks 2025-11-25, over stdio and Streamable HTTP;
+#     over stdio its trigger-sampling-request and get-roots-list tools get
+#     our client's --sample-reply and --root answers.
 # `--json` output ends with the negotiated "protocolVersion", which is
 # what each case checks besides the result. Servers are stopped by pid.
 # Exit 0 when all passed, 1 on a failure, 77 (reason printed) when a
@@ -134,6 +136,26 @@ TOOL_NAME=echo TOOL_ARGS="echo message=hi-everything" CALL_TEXT='hi-everything'
 URI=demo://resource/dynamic/text/1 READ_TEXT='Resource 1'
 PROMPT_ARGS="simple-prompt" GET_TEXT='This is a simple prompt without arguments.'
 suite "everything stdio" 2025-11-25 --stdio node "$SE" stdio
+# Its sampling and roots tools exist only for a client declaring the
+# capability: our answers (--sample-reply, --root) reach it as real
+# sampling/createMessage and roots/list requests.
+mkdir -p "$work/root one"
+rdir=$(cd "$work/root one" && pwd -P)
+expect "everything stdio: sampling answered (--sample-reply)" \
+    'sampled-by-acp' '"model": "acp-mcp-call"' \
+    '"stopReason": "endTurn"' -- \
+    "$ACP" mcp call --sample-reply sampled-by-acp --stdio node "$SE" stdio -- \
+    trigger-sampling-request prompt=hi
+expect "everything stdio: roots answered (--root)" \
+    "URI: file://$(echo "$rdir" | sed 's/ /%20/g')" '1. root one' -- \
+    "$ACP" mcp call --root "$work/root one" --stdio node "$SE" stdio -- \
+    get-roots-list
+if "$ACP" mcp tools --stdio node "$SE" stdio </dev/null >"$work/se-tools" 2>&1 &&
+    ! grep -q 'trigger-sampling-request\|get-roots-list' "$work/se-tools"; then
+    ok "everything stdio: no sampling or roots declared without the options"
+else
+    cat "$work/se-tools"; bad "everything stdio: capabilities declared without the options"
+fi
 
 port=$(free_port)
 env PORT="$port" node --require "$here/mcp/listen_loopback.cjs" "$SE" streamableHttp >"$work/se.out" 2>&1 &

@@ -1075,6 +1075,65 @@ static void test_listen_keepalive(void **state) {
   close(fd);
 }
 
+/* A 2025 session's standalone GET stream gets the same ": keep-alive"
+ * comments (no event id), and an event that follows still arrives whole
+ * with the next id. */
+static void test_get_keepalive(void **state) {
+  srv_thread *t = *state;
+  char sid[64], req[512], buf[16384], *r;
+  const char *p;
+  size_t n;
+  int eof = 0, fd;
+  snprintf(sid, sizeof(sid), "%s", new_session(t->s.port));
+  r = ht_post_s(
+      t->s.port, sid, "",
+      "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", NULL);
+  assert_int_equal(ht_status(r), 202);
+  free(r);
+  ht_fmt_request(req, sizeof(req), "GET", sid, "");
+  fd = ht_connect(t->s.port);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+  n = ht_read_until(fd, buf, sizeof(buf), 0, "\n: keep-alive\n\n", &eof);
+  assert_false(eof);
+  assert_int_equal(ht_status(buf), 200);
+  p = strstr(buf, "\n: keep-alive\n\n");
+  assert_non_null(p);
+  /* A second one: they repeat. */
+  while (strstr(p + 1, "\n: keep-alive\n\n") == NULL) {
+    ssize_t k = read(fd, buf + n, sizeof(buf) - n - 1);
+    assert_true(k > 0);
+    n += (size_t)k;
+    buf[n] = 0;
+  }
+  assert_null(strstr(buf, "list_changed"));
+  /* A change made by another client (a 2026 call: the session's own call
+   * would get it on its POST stream) reaches the GET stream. */
+  r = ht_post(t->s.port, H26 "Mcp-Method: tools/call\r\nMcp-Name: change\r\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+              "\"params\":{\"name\":\"change\"," META26_HTTP "}}",
+              NULL);
+  assert_int_equal(ht_status(r), 200);
+  free(r);
+  n = ht_read_until(fd, buf, sizeof(buf), n, "list_changed\"}\n\n", &eof);
+  assert_false(eof);
+  /* The event has an id line right before its data: not split by a
+   * comment. */
+  p = strstr(buf, "data: {\"jsonrpc\":\"2.0\",\"method\":"
+                  "\"notifications/tools/list_changed\"}\n\n");
+  if (p == NULL || p - buf < 5 || strncmp(p - 1, "\n", 1) != 0)
+    fail_msg("no whole event: %s", buf);
+  {
+    const char *line = p - 2;
+    while (line > buf && *line != '\n')
+      line--;
+    if (strncmp(line, "\nid: ", 5) != 0)
+      fail_msg("no id before the event: %s", buf);
+  }
+  (void)n;
+  close(fd);
+}
+
 /* Closing the server ends an open listen with its result, then the
  * response, before the server stops. */
 static void test_close_ends_listens(void **state) {
@@ -1126,6 +1185,8 @@ int main(void) {
                                       ht_teardown),
       cmocka_unit_test(test_session_prefix_option),
       cmocka_unit_test_setup_teardown(test_listen_keepalive, setup_keepalive,
+                                      ht_teardown),
+      cmocka_unit_test_setup_teardown(test_get_keepalive, setup_keepalive,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_close_ends_listens, setup_keepalive,
                                       teardown_stopped),

@@ -82,6 +82,7 @@ static const char *drain(acp_mcp_conn *c) {
 typedef struct fx {
   acp_mcp_call *pending; /* the slow tool's call */
   int cancels;
+  int answer_on_cancel; /* on_cancel answers the call */
   int sampling_status;
   char sampled[256];
   int lister_calls;
@@ -107,9 +108,12 @@ static int tool_structured(acp_mcp_call *call, const acp_json_val *a,
 }
 
 static int on_cancel(acp_mcp_call *call, void *ud) {
-  (void)call;
   (void)ud;
   g.cancels++;
+  /* A handler may answer from its cancel callback; the answer is dropped
+   * (and must not touch a conn being freed). */
+  if (g.answer_on_cancel)
+    return acp_mcp_call_respond_text(call, "cancelled", 9, false);
   return 0;
 }
 
@@ -879,6 +883,29 @@ static void test_cancel_suppresses_response(void **state) {
   out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
                    "cancelled\",\"params\":{\"requestId\":7}}");
   assert_string_equal(out, "");
+  assert_int_equal(g.cancels, 1);
+}
+
+/* A conn freed with a call in progress: the call's cancel callback runs
+ * first (a handler holding it lets go), once; an answered call's does not. */
+static void test_conn_free_cancels_calls(void **state) {
+  pair *p = *state;
+  const char *out;
+
+  g.answer_on_cancel = 1;
+  do_init(p->c, "2025-11-25", "{}");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"slow\"}}");
+  assert_string_equal(out, "");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"slow\"}}");
+  assert_string_equal(out, "");
+  /* The second one is answered: its cancel callback must not run. */
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "done", 4, false), 0);
+  HAS(drain(p->c), "\"id\":8,\"result\"");
+  assert_int_equal(g.cancels, 0);
+  acp_mcp_conn_free(p->c);
+  p->c = NULL;
   assert_int_equal(g.cancels, 1);
 }
 
@@ -1976,6 +2003,19 @@ static int tool_asker(acp_mcp_call *call, const acp_json_val *a, void *ud) {
   return rv;
 }
 
+/* asker1: a task asking one question (the 2025 path sends each request
+ * it makes, so asker's duplicate-key probe does not apply there). */
+static int tool_asker1(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  int rv;
+  (void)a;
+  (void)ud;
+  rv = acp_mcp_call_start_task(call);
+  if (rv == 0)
+    rv = acp_mcp_call_request_named(call, "q", "elicitation/create", ASK_NAME,
+                                    strlen(ASK_NAME), 0, on_name, NULL);
+  return rv;
+}
+
 /* URL mode elicitation: urlneed answers -32042, urlask asks in URL mode
  * ("no url" when the client did not declare it). */
 static int tool_urlneed(acp_mcp_call *call, const acp_json_val *a, void *ud) {
@@ -2017,6 +2057,7 @@ static int make_task_server(acp_mcp_server **out, const acp_mem *mem) {
                {"quick", tool_quick, ACP_MCP_TASK_OPTIONAL},
                {"broken", tool_broken, ACP_MCP_TASK_OPTIONAL},
                {"asker", tool_asker, ACP_MCP_TASK_OPTIONAL},
+               {"asker1", tool_asker1, ACP_MCP_TASK_OPTIONAL},
                {"must", tool_quick, ACP_MCP_TASK_REQUIRED},
                {"urlneed", tool_urlneed, ACP_MCP_TASK_FORBIDDEN},
                {"urlask", tool_urlask, ACP_MCP_TASK_FORBIDDEN}};
@@ -2354,6 +2395,145 @@ static void test_tasks_list_paging(void **state) {
   HASNT(out, "nextCursor");
 }
 
+/* The tasks extension on subscriptions/listen: a listen naming task ids
+ * (filter member taskIds, honoured only when the request declares the
+ * extension) gets notifications/tasks, the whole task as tasks/get shows
+ * it, at once and on each status change, tagged with its id. */
+static void test_tasks_listen(void **state) {
+  pair *p = *state;
+  char id[33], id2[33];
+  const char *out;
+
+  g.pending = NULL;
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"job\"," META26_TASKS "}}",
+                100);
+  task_id_of(out, id);
+  {
+    char req[1024];
+    snprintf(req, sizeof(req),
+             "{\"jsonrpc\":\"2.0\",\"id\":\"T\",\"method\":\"subscriptions/"
+             "listen\",\"params\":{" META26_TASKS ",\"notifications\":{"
+             "\"taskIds\":[\"%s\",\"unknown\"]}}}",
+             id);
+    out = xchg_at(p->c, req, 100);
+  }
+  HAS(out, "\"method\":\"notifications/subscriptions/acknowledged\",\"params\":"
+           "{" SUBID("\"T\"") ",\"notifications\":{\"taskIds\":[\"");
+  HAS(out, "\"unknown\"]}}}\n");
+  /* Its status now (unknown ids stay silent). */
+  HAS(out, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tasks\",\"params\":"
+           "{" SUBID("\"T\"") ",\"taskId\":\"");
+  HAS(out, "\"status\":\"working\"");
+  /* A listen without the extension declared: taskIds not honoured. */
+  {
+    char req[1024];
+    snprintf(req, sizeof(req),
+             "{\"jsonrpc\":\"2.0\",\"id\":\"N\",\"method\":\"subscriptions/"
+             "listen\",\"params\":{" META26 ",\"notifications\":{"
+             "\"taskIds\":[\"%s\"]}}}",
+             id);
+    out = xchg_at(p->c, req, 100);
+  }
+  HASNT(out, "taskIds");
+  HASNT(out, "notifications/tasks");
+  /* It ends: the result inlined, to "T" only. */
+  assert_int_equal(acp_mcp_call_respond_text(g.pending, "done", 4, false), 0);
+  out = drain(p->c);
+  HAS(out, "\"method\":\"notifications/tasks\",\"params\":{" SUBID("\"T\""));
+  HAS(out, "\"status\":\"completed\"");
+  HAS(out, "\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]");
+  HASNT(out, SUBID("\"N\""));
+  /* Input: input_required with the request, then working, then done. */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"asker\"," META26_TASKS "}}",
+                200);
+  task_id_of(out, id2);
+  {
+    char req[1024];
+    snprintf(req, sizeof(req),
+             "{\"jsonrpc\":\"2.0\",\"id\":\"U\",\"method\":\"subscriptions/"
+             "listen\",\"params\":{" META26_TASKS ",\"notifications\":{"
+             "\"taskIds\":[\"%s\"]}}}",
+             id2);
+    out = xchg_at(p->c, req, 200);
+  }
+  HAS(out, "\"status\":\"input_required\"");
+  HAS(out, "\"inputRequests\":{\"q\":{\"method\":\"elicitation/create\"");
+  out = task_req(p->c, 300, 3, "tasks/update", id2,
+                 ",\"inputResponses\":{\"q\":{\"action\":\"accept\","
+                 "\"content\":{\"name\":\"Zed\"}}}",
+                 META26_TASKS);
+  HAS(out, "{" SUBID("\"U\"") ",\"taskId\":\"");
+  HAS(out, "\"status\":\"working\"");
+  HAS(out, "\"status\":\"completed\"");
+  HAS(out, "\"text\":\"Hello Zed\"");
+  /* Bad filters. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"subscriptions/"
+                   "listen\",\"params\":{" META26_TASKS ",\"notifications\":{"
+                   "\"taskIds\":\"x\"}}}");
+  HAS(out, "\"code\":-32602");
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"subscriptions/"
+                   "listen\",\"params\":{" META26_TASKS ",\"notifications\":{"
+                   "\"taskIds\":[7]}}}");
+  HAS(out, "\"code\":-32602");
+}
+
+/* 2025-11-25: a task that needs input while running sends its request
+ * to its session with related-task _meta and is input_required until
+ * answered; the answer resumes it. A session that goes with the request
+ * open leaves the task working (no dangling call). */
+static void test_tasks_2025_input(void **state) {
+  pair *p = *state;
+  acp_mcp_conn *other = NULL;
+  char id[33], id2[33], line[512];
+  const char *out;
+
+  do_init(p->c, "2025-11-25", "{\"elicitation\":{}}");
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"asker1\",\"task\":{}}}",
+                1000);
+  HAS(out, "\"id\":1,\"result\":{\"task\":{\"taskId\":\"");
+  task_id_of(out, id);
+  /* The request, tied to the task; the status change. */
+  snprintf(line, sizeof(line),
+           "\"method\":\"elicitation/create\",\"params\":{\"message\":"
+           "\"Name?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":"
+           "{\"name\":{\"type\":\"string\"}}},\"_meta\":{\"io.modelcontext"
+           "protocol/related-task\":{\"taskId\":\"%s\"}}}",
+           id);
+  HAS(out, line);
+  HAS(out, "\"method\":\"notifications/tasks/status\"");
+  HAS(out, "\"status\":\"input_required\"");
+  out = task_req(p->c, 1000, 2, "tasks/get", id, NULL, NULL);
+  HAS(out, "\"status\":\"input_required\"");
+  /* The answer (the request's id is 0: the first this session got). */
+  out = xchg_at(p->c,
+                "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"action\":"
+                "\"accept\",\"content\":{\"name\":\"Ann\"}}}",
+                1100);
+  HAS(out, "\"status\":\"completed\"");
+  out = task_req(p->c, 1100, 3, "tasks/result", id, NULL, NULL);
+  HAS(out, "\"text\":\"Hello Ann\"");
+  HAS(out, "\"io.modelcontextprotocol/related-task\":{\"taskId\":\"");
+  /* Another session's task; that session goes with its request open. */
+  assert_int_equal(acp_mcp_conn_new(&other, p->s, NULL), 0);
+  do_init(other, "2025-11-25", "{\"elicitation\":{}}");
+  out = xchg_at(other,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"asker1\",\"task\":{}}}",
+                1200);
+  task_id_of(out, id2);
+  HAS(out, "\"method\":\"elicitation/create\"");
+  acp_mcp_conn_free(other);
+  /* Not asked again anywhere; the task is no one's now, still there. */
+  assert_string_equal(drain(p->c), "");
+  assert_int_equal(acp_mcp_server_task_count(p->s), 2);
+}
+
 static void test_tasks_2025(void **state) {
   pair *p = *state;
   acp_mcp_conn *old = NULL;
@@ -2440,7 +2620,7 @@ static void test_tasks_2025(void **state) {
   out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\","
                    "\"params\":{\"name\":\"quick\",\"task\":{}}}");
   HAS(out, "\"code\":-32603");
-  /* A task cannot make requests at 2025. */
+  /* A task's request needs the capability (this session has none). */
   out = xchg_at(p->c,
                 "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\","
                 "\"params\":{\"name\":\"asker\",\"task\":{}}}",
@@ -2726,6 +2906,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cancel_suppresses_response, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_conn_free_cancels_calls, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_late_answer_without_cancel, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_sampling_roundtrip_raw, setup,
@@ -2763,7 +2945,10 @@ int main(void) {
       cmocka_unit_test(test_versions_and_levels),
       cmocka_unit_test_setup_teardown(test_tasks_stateless, task_setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_tasks_listen, task_setup, teardown),
       cmocka_unit_test_setup_teardown(test_tasks_2025, task_setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tasks_2025_input, task_setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_tasks_list_paging, task_setup,
                                       teardown),
       cmocka_unit_test(test_task_api_errors),
