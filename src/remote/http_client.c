@@ -45,6 +45,7 @@ typedef struct hmsg {
   char *sid;     /* Acp-Session-Id to send, or NULL */
   char *req_id;  /* a request's raw JSON id (for a synthesized error) */
   bool is_init;
+  bool no_stream; /* its session's stream was refused (409): send anyway */
   char body[];
 } hmsg;
 
@@ -716,6 +717,19 @@ static void pump(hcli *h) {
   if (h->conn_id[0] == '\0' && h->init_sent)
     return; /* initialize is being answered */
   hmsg *m = h->q_head;
+  if (m->sid && !m->no_stream && h->conn_id[0] != '\0') {
+    /* A session's message leaves once that session's stream is open (its
+     * 200 head arrived), as the SDK's client does: the server routes the
+     * session's messages, and the answer to this one, to the stream only
+     * once it is registered. Sent earlier, the answer went on the
+     * connection stream while the turn's updates went on the session
+     * stream opened meanwhile, and the two sockets (through a proxy
+     * especially) could deliver the answer first: an empty turn. */
+    open_stream(h, m->sid);
+    hsock *ss = find_stream(h, m->sid);
+    if (h->failed || (ss && !(ss->head_done && ss->status == 200)))
+      return; /* on_head (or the stream's end) pumps again */
+  }
   if (h->conn_id[0] == '\0' && !m->is_init) {
     fail(h, ACP_ERR_PROTOCOL,
          "the first message over Streamable HTTP must be initialize");
@@ -729,8 +743,6 @@ static void pump(hcli *h) {
   if (!h->q_head)
     h->q_tail = NULL;
   m->next = NULL;
-  if (m->sid)
-    open_stream(h, m->sid);
   if (!h->post) {
     h->post = sock_new(h, K_POST, NULL);
     if (!h->post) {
@@ -928,6 +940,11 @@ static void process(hsock *s) {
       on_head(s, &hd);
       acp__buf_consume(&s->in, (size_t)n);
       s->head_done = true;
+      if (s->kind == K_SSE && s->sid && s->status == 200) {
+        pump(h); /* a message may wait for this session stream */
+        if (s->closed || h->failed)
+          return;
+      }
       if (s->body.done) {
         answer_done(s);
         continue;
@@ -999,12 +1016,25 @@ static void sock_ended(hsock *s, int err) {
   /* An SSE stream. */
   if (s->head_done && s->status != 200) {
     if (s->sid && s->status == 409) {
-      sock_close(s); /* that session's stream has another reader */
+      /* That session's stream has another reader: its waiting messages
+       * go without one (the next one tries to open it again). */
+      for (hmsg *m = h->q_head; m; m = m->next)
+        if (m->sid && strcmp(m->sid, s->sid) == 0)
+          m->no_stream = true;
+      sock_close(s);
+      pump(h);
       return;
     }
     fail_status(h, s,
                 s->sid ? "the session stream was refused"
                        : "the connection stream was refused");
+    return;
+  }
+  if (s->sid && !s->head_done) {
+    /* A message of that session may be waiting for it: as with the SDK's
+     * client, a session stream that closes before it opened is an error,
+     * not a silent retry. */
+    fail(h, ACP_ERR_CLOSED, "the session stream closed before it opened");
     return;
   }
   if (s->sid) {

@@ -12,7 +12,7 @@
 #   - both backends serve clients;
 #   - each reconnect went to the backend of the first connection (its
 #     backend's log says "connection NEW resumes connection OLD");
-# then `acp client --url --http` goes through HAProxy too.
+# then `acp client --url --http` goes through HAProxy too (three turns).
 # Needs ACP_BIN, node and haproxy; exit 77 without them.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -93,14 +93,15 @@ done <"$work/lb.out"
   ok "each reconnect stayed on its backend and got its agent back" ||
   ko "stickiness across reconnects" "$bad without a resume line in their backend's log"
 
-# acp client --url --http through HAProxy (cookies: SERVERID, acp_agent)
-# SKIPPED, listed with its reason: in the fresh-clone CI run of 603ee08 this
-# check once got no answer at all (empty output, well inside its 30 s),
-# while it passed in every other run. Suspected: the session stream that
-# `acp client --http` opens per session racing the per-session routing
-# added in the same change (h-remote saw "SSE: 404" under ASan behind
-# HAProxy too). Not run until that is understood (issue 14 note).
-echo "SKIP acp client --http through HAProxy: intermittent empty answer, session streams behind the balancer (issue 14)"
+# acp client --url --http through HAProxy (cookies: SERVERID, acp_agent).
+# It once printed nothing: its session/prompt POST overtook the GET of the
+# session stream, so the answer came on the connection stream and the
+# turn's updates on the session stream after it (run-remote-order.sh).
+for i in 1 2 3; do
+  out=$(timeout 30 "$acp" client --quiet --url "$lburl" --http -p "through haproxy $i" 2>&1)
+  [ "$out" = "through haproxy $i" ] && ok "acp client --http through HAProxy ($i)" ||
+    ko "acp client --http through HAProxy ($i)" "$out"
+done
 out=$(timeout 30 "$acp" client --quiet --url "$lburl" -p "ws through haproxy" 2>&1)
 [ "$out" = "ws through haproxy" ] && ok "acp client (WebSocket) through HAProxy" || ko "acp client ws through HAProxy" "$out"
 
