@@ -1928,6 +1928,50 @@ static void hc_op_close(acp_uv_link *l, void *ud) {
 static const acp_uv_link_ops hc_ops = {hc_op_write, hc_op_read_changed,
                                        hc_op_shutdown, hc_op_close};
 
+/* Methods the RFD (and the TS SDK's server) call session-scoped: their
+ * POST must carry Acp-Session-Id even if params has no sessionId. */
+static bool session_scoped_method(const char *vb, const char *ve) {
+  static const char *const m[] = {
+      "\"session/cancel\"",   "\"session/close\"",
+      "\"session/delete\"",   "\"session/fork\"",
+      "\"session/load\"",     "\"session/prompt\"",
+      "\"session/resume\"",   "\"session/set_config_option\"",
+      "\"session/set_mode\"", "\"session/set_model\""};
+  size_t n = (size_t)(ve - vb);
+  for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+    if (strlen(m[i]) == n && memcmp(m[i], vb, n) == 0)
+      return true;
+  return false;
+}
+
+/* The RFD's rule for a POST on a connection: a request or notification
+ * about a session (a session-scoped method, or a params.sessionId) names
+ * that session in Acp-Session-Id. NULL when the POST follows it, else the
+ * 400's text. Responses are not checked (the server does not remember
+ * which of the agent's requests were about a session). Found with the
+ * routing scanner: no parse of a body that may be megabytes. */
+static const char *session_header_problem(const char *body, size_t blen,
+                                          const acp__acp_req *r) {
+  const char *e = body + blen, *mb, *me, *pb, *pe, *vb = NULL, *ve = NULL;
+  if (!js_member(body, e, "method", 6, &mb, &me))
+    return NULL;
+  bool has_sid = js_member(body, e, "params", 6, &pb, &pe) &&
+                 js_member(pb, pe, "sessionId", 9, &vb, &ve) && *vb == '"' &&
+                 ve - vb >= 2;
+  if (!r->session_id)
+    return has_sid || session_scoped_method(mb, me)
+               ? "Missing Acp-Session-Id: a session-scoped POST names its "
+                 "session in that header"
+               : NULL;
+  /* A sessionId with escapes is not compared (the header has none). */
+  if (has_sid && !memchr(vb, '\\', (size_t)(ve - vb)) &&
+      ((size_t)(ve - vb - 2) != r->session_id_len ||
+       memcmp(vb + 1, r->session_id, r->session_id_len) != 0))
+    return "Mismatched Acp-Session-Id: the header and params.sessionId "
+           "differ";
+  return NULL;
+}
+
 static hconn *hc_find(acp_remote_server *s, const acp__acp_req *r) {
   if (!s || r->conn_id_len != 36)
     return NULL;
@@ -2055,6 +2099,11 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
     hconn *hc = hc_find(s, r);
     if (!hc) {
       hx_refuse(x, 404, "unknown Acp-Connection-Id");
+      return;
+    }
+    const char *why = session_header_problem(body, blen, r);
+    if (why) {
+      hx_refuse(x, 400, why);
       return;
     }
     if (!acp_uv_link_is_reading(hc->link) || hc->held) {

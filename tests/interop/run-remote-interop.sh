@@ -131,6 +131,9 @@ out=$(timeout 30 node "$here/http_peer.mjs" big "$hurl" 2000000 2>&1)
 out=$(timeout 60 node "$here/http_peer.mjs" sessions "$hurl" 2>&1)
 [ $? -eq 0 ] && ok "Streamable HTTP: a session's updates and prompt answer go on its session stream, the others' on the connection stream" ||
   ko "session-scoped SSE routing" "$out"
+out=$(timeout 60 node "$here/http_peer.mjs" scoped "$hurl" 2>&1)
+[ $? -eq 0 ] && ok "session-scoped POST without or with another Acp-Session-Id: 400; GET of a session not seen yet: 200 ($out)" ||
+  ko "session header rules" "$out"
 # DELETE mid-turn, and a client whose SSE stream drops mid-turn: the agent
 # is stopped either way, and the server keeps serving.
 for m in delete vanish; do
