@@ -134,6 +134,7 @@ struct hconn {
   acp_uv_link *link; /* NULL once the owner closed it */
   uv_timer_t idle;   /* no stream for a ping interval: the client is gone */
   uint64_t idle_ms;
+  uint64_t hold_ms; /* a POST waits this long for the agent to read */
   size_t max_msg;
   bool ended;
   bool line_drop;
@@ -1439,7 +1440,6 @@ static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
 /* POSTs held per connection while the agent is not reading, and how long
  * one may wait; beyond either: 503. */
 #define HOLD_MAX 32u
-#define HOLD_MS 30000
 
 /* A session stream: `x` carries the messages of session sid[0..len). */
 typedef struct hroute {
@@ -1681,7 +1681,7 @@ static int hc_hold(hconn *hc, acp__hx *x, const char *body, size_t blen,
     return ACP_ERR_NOMEM;
   q->next = NULL;
   q->x = x;
-  q->deadline = uv_now(hc->hold.loop) + HOLD_MS;
+  q->deadline = uv_now(hc->hold.loop) + hc->hold_ms;
   q->len = blen + 1;
   q->sid_len = sl;
   if (blen)
@@ -2032,6 +2032,7 @@ static void hx_initialize(acp_remote_server *s, acp__hx *x,
   hc->init_id = init_id;
   hc->max_msg = s->opts.max_message ? s->opts.max_message
                                     : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  hc->hold_ms = s->opts.hold_ms ? s->opts.hold_ms : ACP_REMOTE_DEFAULT_HOLD_MS;
   /* A client has two ping intervals, and at least 10 s, to open its
    * stream after initialize: a short --ping-ms (quick drop detection)
    * must not fail clients that are merely slow under load. */
@@ -2391,6 +2392,8 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
   s->ud = user_data;
   if (s->opts.max_connections == 0)
     s->opts.max_connections = ACP_REMOTE_DEFAULT_MAX_CONNECTIONS;
+  if (opts->version < 4)
+    s->opts.hold_ms = 0; /* not in the caller's struct */
   uv_tcp_init(loop, &s->tcp);
   s->tcp.data = s;
   r = uv_tcp_bind(&s->tcp, (struct sockaddr *)&ss, 0);

@@ -47,9 +47,12 @@
 //                    56 concurrent 256 KiB POSTs on one HTTP/2
 //                    connection; once one is refused 503 (the held ones
 //                    are at the cap), DELETE: the held ones are answered 410
-//   expire URL       (the same agent) 56 concurrent 256 KiB POSTs, no
-//                    DELETE: the held ones are answered 503 "did not read
-//                    in time" once their 30 s are up
+//   expire URL [h1]  (the same agent; acp serve --hold-timeout short) 56
+//                    concurrent 256 KiB POSTs, no DELETE: the held ones
+//                    are answered 503 "did not read in time" once their
+//                    hold timeout is up (the peer waits for the answers,
+//                    it measures nothing); with h1 the same over HTTP/1.1
+//                    (node:http, 8 kept-alive sockets)
 //   bench URL SIZE TURNS [h1]
 //                    TURNS echo turns of SIZE bytes (agent `acp agent
 //                    --echo`): prints turns/s; with h1 the same client
@@ -457,7 +460,7 @@ if (mode === 'full') {
     /too many messages wait/.test(text503 || ''), { n202, n503, agentGot: size, want, text503,
     other: res.filter((x) => x.status !== 202 && x.status !== 503) });
 } else if (mode === 'gone' || mode === 'expire') {
-  const sess = await connect();
+  const sess = mode === 'expire' && arg === 'h1' ? h1session() : await connect();
   const r = await initialize(sess);
   const cid = r.headers['acp-connection-id'];
   if (r.status !== 200 || !cid) done(false, { status: r.status, cid });
