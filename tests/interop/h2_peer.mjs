@@ -210,7 +210,9 @@ async function acpConnection(sess, postSess = sess) {
     return p;
   };
   conn.notify = async (method, params) => {
-    const a = await post(postSess, { 'acp-connection-id': cid }, { jsonrpc: '2.0', method, params });
+    // A session's notification names its session (400 without, the RFD).
+    const sh = params && params.sessionId ? { 'acp-session-id': params.sessionId } : {};
+    const a = await post(postSess, { 'acp-connection-id': cid, ...sh }, { jsonrpc: '2.0', method, params });
     if (a.status !== 202) done(false, { method, status: a.status });
   };
   conn.onRequest = async (m) => {
