@@ -178,13 +178,25 @@ typedef struct acp_remote_server_options {
    * connection ends get 410.
    */
   uint64_t hold_ms;
+  /**
+   * Version 4. Called with one line of text (no newline; borrowed for the
+   * call) for events an operator should see and no caller is told of: a
+   * connection refused in the TLS handshake ("TLS handshake from ADDR
+   * refused: TLS: OpenSSL's reason"), plaintext HTTP sent to the TLS port,
+   * a TLS error on an open connection. ADDR is the peer's address and
+   * port. NULL: not reported. Runs on the loop's thread; it must not close
+   * the server.
+   */
+  void (*log)(const char *line, void *user_data);
+  /** Version 4. Passed to `log`. */
+  void *log_user_data;
 } acp_remote_server_options;
 
 /** The default of acp_remote_server_options.hold_ms: 30 s. */
 #define ACP_REMOTE_DEFAULT_HOLD_MS 30000
 
 #define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
-  { 4, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0 }
+  { 4, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0, NULL, NULL }
 
 /** A listening server. Opaque. */
 typedef struct acp_remote_server acp_remote_server;
@@ -377,7 +389,10 @@ typedef struct acp_remote_serve_options {
  * Over Streamable HTTP the agent's first line must be the response to the
  * initialize request (its id, a result or an error): anything else is
  * answered 502 and ends the connection. On SIGTERM or SIGINT it closes
- * everything (WebSocket: 1001) and returns. Ignores SIGPIPE.
+ * everything (WebSocket: 1001) and returns. Ignores SIGPIPE. Lines of the
+ * server's log (opts->server.log, version 4; refused TLS handshakes and
+ * plaintext on the TLS port) go to stderr prefixed "acp serve: " unless
+ * the caller set its own callback.
  * @return 0, or an error from starting the server (as
  *         acp_remote_server_new()).
  */

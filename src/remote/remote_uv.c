@@ -772,9 +772,43 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
   update_tcp_reading(c);
 }
 
+/* A line for the server's log callback, about the peer of `c`:
+ * "what from ADDR: why" (ADDR "1.2.3.4:5" or "[::1]:5"). */
+static void srv_log_peer(wconn *c, const char *what, const char *why) {
+  acp_remote_server *s = c->srv;
+  struct sockaddr_storage ss;
+  int len = sizeof(ss);
+  char ip[64] = "?", addr[80], line[640];
+  if (!s || !s->opts.log)
+    return;
+  memset(&ss, 0, sizeof(ss));
+  int port = 0;
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
+    if (ss.ss_family == AF_INET6) {
+      uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
+      port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    } else if (ss.ss_family == AF_INET) {
+      uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
+      port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    }
+  }
+  snprintf(addr, sizeof(addr), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d",
+           ip, port);
+  snprintf(line, sizeof(line), "%s from %s: %s", what, addr,
+           why && why[0] ? why : "no reason given");
+  s->opts.log(line, s->opts.log_user_data);
+}
+
 /* The handshake failed or a record was bad: say why and close. */
 static void tls_failed(wconn *c) {
   const char *why = acp__tls_error(c->tls);
+  if (!c->client)
+    srv_log_peer(c,
+                 acp__tls_plain_http(c->tls) && c->state == C_HANDSHAKE
+                     ? "plaintext HTTP on the TLS port refused (400)"
+                 : !acp__tls_ready(c->tls) ? "TLS handshake refused"
+                                           : "TLS error, connection closed",
+                 why);
   if (c->client) {
     if (c->state == C_HANDSHAKE) {
       client_fail(c, ACP_ERR_PROTOCOL, why);
@@ -2392,8 +2426,12 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
   s->ud = user_data;
   if (s->opts.max_connections == 0)
     s->opts.max_connections = ACP_REMOTE_DEFAULT_MAX_CONNECTIONS;
-  if (opts->version < 4)
-    s->opts.hold_ms = 0; /* not in the caller's struct */
+  if (opts->version < 4) {
+    /* Not in the caller's struct. */
+    s->opts.hold_ms = 0;
+    s->opts.log = NULL;
+    s->opts.log_user_data = NULL;
+  }
   uv_tcp_init(loop, &s->tcp);
   s->tcp.data = s;
   r = uv_tcp_bind(&s->tcp, (struct sockaddr *)&ss, 0);

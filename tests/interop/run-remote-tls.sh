@@ -162,12 +162,25 @@ out=$(timeout 30 "$acp" client --quiet -p "over https" -- \
 [ "$out" = ">over https" ] && ok "conductor --http: acp proxy arrow -> $https" ||
   ko "conductor with an https:// agent" "$out"
 
+# wait_log FILE PATTERN: the server logs a refusal when it reads the
+# client's alert, maybe after the client exited: wait for the line.
+wait_log() {
+  for _ in $(seq 1 200); do
+    grep -q "$2" "$1" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 # ---- the client checks the server -----------------------------------------------
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$wss" -p "hi" 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "certificate verify failed"; then
   ok "a server from an unknown CA is refused ($(printf '%s' "$out" | head -1))"
 else ko "unknown CA" "exit $rc: $out"; fi
+if wait_log "$work/serve.log" "TLS handshake refused from 127\.0\.0\.1:[0-9]*: TLS: .*unknown ca"; then
+  ok "the server logs the refused handshake, peer address and OpenSSL's reason ($(grep -m1 'TLS handshake refused' "$work/serve.log"))"
+else ko "log of a refused handshake" "$(cat "$work/serve.log")"; fi
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$https" --http -p "hi" 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "certificate verify failed"; then
@@ -184,6 +197,9 @@ st=$(curl -s -o "$work/plain.body" -w '%{http_code}' --max-time 10 "http://127.0
 if [ "$st" = 400 ] && grep -q "speaks TLS" "$work/plain.body"; then
   ok "plain HTTP to the TLS port: 400, says to use TLS"
 else ko "plain HTTP to the TLS port" "status $st: $(cat "$work/plain.body" 2>/dev/null)"; fi
+if wait_log "$work/serve.log" "plaintext HTTP on the TLS port refused (400) from 127\.0\.0\.1:[0-9]*: TLS: "; then
+  ok "the server logs the plaintext connection with its address ($(grep -m1 'plaintext HTTP' "$work/serve.log"))"
+else ko "log of plaintext on the TLS port" "$(cat "$work/serve.log")"; fi
 st=$(timeout 10 node -e '
   const s = require("net").connect(Number(process.argv[1]), "127.0.0.1", () => s.write(Buffer.from([0x16, 3, 1, 0, 5, 1, 2, 3, 4, 5])));
   s.on("data", () => {}); s.on("error", () => {}); s.on("close", () => console.log("closed"));' "$port")
@@ -234,6 +250,9 @@ rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "TLS"; then
   ok "mTLS: no client certificate is refused ($(printf '%s' "$out" | head -1))"
 else ko "mTLS without a cert" "exit $rc: $out"; fi
+if wait_log "$work/serve-mtls.log" "TLS handshake refused from 127\.0\.0\.1:[0-9]*: TLS: .*certificate"; then
+  ok "mTLS: the server logs why it refused the client ($(grep -m1 'TLS handshake refused' "$work/serve-mtls.log"))"
+else ko "log of an mTLS refusal" "$(cat "$work/serve-mtls.log")"; fi
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$murl" --ca "$c/ca.pem" \
       --cert "$c/stranger.pem" --key "$c/stranger.key" -p "wrong ca" 2>&1)
 rc=$?
