@@ -358,9 +358,14 @@ static void sock_read(hsock *s, bool on) {
   }
 }
 
+/* Pausing the link pauses the SSE bodies, not a stream's head: a session
+ * message may wait for that head (pump), and the link may be paused
+ * because that very message is not sent yet (a 1 MiB prompt over the
+ * link's mark): not reading the head would deadlock. Events read with the
+ * head are held (deliver), at most one read's worth. */
 static void sse_reading(hcli *h, bool on) {
   for (hsock *s = h->socks; s; s = s->next)
-    if (s->kind == K_SSE)
+    if (s->kind == K_SSE && (on || s->head_done))
       sock_read(s, on);
 }
 
@@ -453,8 +458,7 @@ static void on_connect(uv_connect_t *req, int status) {
       return;
     }
   }
-  if (s->kind != K_SSE || h->link_reading)
-    sock_read(s, true);
+  sock_read(s, true); /* an SSE stream's head even if the link is paused */
 }
 
 static hsock *sock_new(hcli *h, int kind, const char *sid) {

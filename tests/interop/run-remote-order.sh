@@ -49,4 +49,27 @@ else
   echo "FAIL session POSTs before their stream was open: $early (ordered prompts: $ordered of $RUNS)"
   fail=$((fail + 1))
 fi
+
+# A 1 MiB prompt puts the client's link over its mark, so the link stops
+# reading while that prompt waits for its session stream: the stream's
+# head must still be read (it was not: 0 turns, exit 0, nothing left on
+# the loop). Two 1 MiB turns through acp serve must complete.
+"$acp" serve --listen 127.0.0.1:0 --verbose -- "$acp" agent --echo 2>"$work/serve.log" &
+spid=$!
+sport=""
+for _ in $(seq 1 200); do
+  sport=$(sed -n 's/.*listening on ws:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$work/serve.log")
+  [ -n "$sport" ] && break
+  sleep 0.05
+done
+out=$(timeout 60 "$acp" bench-client --payload 1048576 --turns 2 \
+      --url "http://127.0.0.1:$sport/acp" --http 2>&1)
+rc=$?
+kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q '"turns":2,'; then
+  echo "PASS two 1 MiB turns over Streamable HTTP (the session stream's head is read while the link is paused)"
+else
+  echo "FAIL 1 MiB turns over Streamable HTTP: exit $rc: $out"
+  fail=$((fail + 1))
+fi
 [ "$fail" -eq 0 ]
