@@ -45,7 +45,9 @@ typedef struct hmsg {
   char *sid;     /* Acp-Session-Id to send, or NULL */
   char *req_id;  /* a request's raw JSON id (for a synthesized error) */
   bool is_init;
-  bool no_stream; /* its session's stream was refused (409): send anyway */
+  bool no_stream;   /* its session's stream was refused (409): send anyway */
+  unsigned writing; /* uv_writes still reading body (zero-copy POSTs) */
+  bool dead;        /* freed while writing: the last write frees it */
   char body[];
 } hmsg;
 
@@ -86,6 +88,7 @@ typedef struct route {
 typedef struct wreq {
   uv_write_t req;
   hsock *s;
+  hmsg *msg; /* whose body this write sends in place, or NULL */
   char data[];
 } wreq;
 
@@ -134,6 +137,11 @@ static void hmsg_free(hcli *h, hmsg *m) {
     return;
   acp__free(&h->mem, m->sid);
   acp__free(&h->mem, m->req_id);
+  m->sid = m->req_id = NULL;
+  if (m->writing) {
+    m->dead = true; /* its body is still being written: on_written frees */
+    return;
+  }
   acp__free(&h->mem, m);
 }
 
@@ -373,6 +381,8 @@ static void on_written(uv_write_t *req, int status) {
   wreq *w = (wreq *)req;
   hsock *s = w->s;
   hcli *h = s->h;
+  if (w->msg && --w->msg->writing == 0 && w->msg->dead)
+    acp__free(&h->mem, w->msg);
   acp__free(&h->mem, w);
   if (status < 0 && !s->closed && s->kind == K_POST && s->msg &&
       !s->got_bytes) {
@@ -388,11 +398,35 @@ static int raw_write(hsock *s, const char *p, size_t n) {
     return ACP_ERR_NOMEM;
   memcpy(w->data, p, n);
   w->s = s;
+  w->msg = NULL;
   uv_buf_t b = uv_buf_init(w->data, (unsigned)n);
   if (uv_write(&w->req, (uv_stream_t *)&s->tcp, &b, 1, on_written) != 0) {
     acp__free(&h->mem, w);
     return ACP_ERR_SYSTEM;
   }
+  return 0;
+}
+
+/* A POST on a connected plaintext socket: its head (copied) and the
+ * message's body in place, in one writev. Copying the body cost more than
+ * the rest of a 1 MiB turn: two fresh 1 MiB buffers per POST (the request
+ * and the write's copy) fault in every page, 60% of the client's CPU in
+ * bench/run-remote.sh (docs/decisions.md). */
+static int raw_write_post(hsock *s, const char *head, size_t hn, hmsg *m) {
+  hcli *h = s->h;
+  wreq *w = acp__malloc(&h->mem, sizeof(*w) + hn);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  memcpy(w->data, head, hn);
+  w->s = s;
+  w->msg = m;
+  uv_buf_t b[2] = {uv_buf_init(w->data, (unsigned)hn),
+                   uv_buf_init(m->body, (unsigned)m->len)};
+  if (uv_write(&w->req, (uv_stream_t *)&s->tcp, b, 2, on_written) != 0) {
+    acp__free(&h->mem, w);
+    return ACP_ERR_SYSTEM;
+  }
+  m->writing++;
   return 0;
 }
 
@@ -768,10 +802,14 @@ static void pump(hcli *h) {
   acp__buf_init(&req, &h->mem, 0);
   int rv = put_head(h, &req, "POST", m->sid, "application/json", m->len,
                     !m->is_init);
-  if (rv == 0)
-    rv = acp__buf_append(&req, m->body, m->len);
-  if (rv == 0)
-    rv = sock_write(s, req.data, req.len);
+  if (rv == 0 && s->connected && !s->tls) {
+    rv = raw_write_post(s, req.data, req.len, m);
+  } else {
+    if (rv == 0)
+      rv = acp__buf_append(&req, m->body, m->len);
+    if (rv == 0)
+      rv = sock_write(s, req.data, req.len);
+  }
   acp__buf_dispose(&req);
   if (rv != 0)
     fail(h, rv, "cannot send a POST");
