@@ -16,11 +16,14 @@
 //                          session stream once it opens, i.e. after the
 //                          answer, as it can happen behind a proxy.
 // Prints "listening PORT", then one line per session POST: "early METHOD"
-// or "ordered METHOD".
-//   node order_server.mjs
+// or "ordered METHOD". With --refuse-sessions every session stream is
+// answered 404 (as the RFD has it for an unknown session): the client
+// must say so and fail, not print an empty turn.
+//   node order_server.mjs [--refuse-sessions]
 import http from 'node:http';
 
 const conns = new Map();
+const refuse = process.argv.includes('--refuse-sessions');
 const sse = (res) => {
   res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
   res.flushHeaders();
@@ -35,6 +38,7 @@ const server = http.createServer((req, res) => {
   const c = cid ? conns.get(cid) : undefined;
   if (req.method === 'GET') {
     if (!c) { res.writeHead(404).end('unknown Acp-Connection-Id\n'); return; }
+    if (sid && refuse) { res.writeHead(404).end('unknown Acp-Session-Id\n'); return; }
     sse(res);
     if (!sid) {
       c.stream = res;

@@ -36,6 +36,23 @@ else
   ko "session POSTs before their stream was open: $early (ordered prompts: $ordered of $RUNS)"
 fi
 
+# A session stream refused with 404: the client fails and says why (exit
+# 1), never an empty turn with exit 0.
+node "$here/order_server.mjs" --refuse-sessions >"$work/server404.log" 2>&1 &
+pids="$pids $!"
+port=""
+for _ in $(seq 1 200); do
+  port=$(sed -n 's/^listening \([0-9]*\)$/\1/p' "$work/server404.log")
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+out=$(timeout 30 "$acp" client --quiet --url "http://127.0.0.1:$port/acp" --http -p "hi" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "session stream was refused: HTTP 404"; then
+  ok "a session stream refused 404: exit $rc, says so ($out)"
+else
+  ko "session stream 404: exit $rc, output [$out]"
+fi
 # A 1 MiB prompt puts the client's link over its mark, so the link stops
 # reading while that prompt waits for its session stream: the stream's
 # head must still be read (it was not: 0 turns, exit 0, nothing left on
