@@ -127,7 +127,7 @@ ACP_EXTERN void acp_remote_tls_free(acp_remote_tls *tls);
  * so fields added later get their defaults.
  */
 typedef struct acp_remote_server_options {
-  unsigned version; /**< 1 */
+  unsigned version; /**< 4 (1 to 3: the fields up to theirs) */
   /** Address to bind (numeric IPv4 or IPv6); NULL: "127.0.0.1". */
   const char *host;
   /** Port; 0 picks a free one (acp_remote_server_port()). */
@@ -170,10 +170,33 @@ typedef struct acp_remote_server_options {
    * plaintext HTTP gets a plaintext 400 and is closed.
    */
   const acp_remote_tls *tls;
+  /**
+   * Version 4. How long, in ms, a Streamable HTTP POST may wait while its
+   * agent is not reading (its stdin is full) before it is answered 503
+   * (0: ACP_REMOTE_DEFAULT_HOLD_MS). At most 32 POSTs wait per connection,
+   * in arrival order; more get 503 at once; those still waiting when the
+   * connection ends get 410.
+   */
+  uint64_t hold_ms;
+  /**
+   * Version 4. Called with one line of text (no newline; borrowed for the
+   * call) for events an operator should see and no caller is told of: a
+   * connection refused in the TLS handshake ("TLS handshake from ADDR
+   * refused: TLS: OpenSSL's reason"), plaintext HTTP sent to the TLS port,
+   * a TLS error on an open connection. ADDR is the peer's address and
+   * port. NULL: not reported. Runs on the loop's thread; it must not close
+   * the server.
+   */
+  void (*log)(const char *line, void *user_data);
+  /** Version 4. Passed to `log`. */
+  void *log_user_data;
 } acp_remote_server_options;
 
+/** The default of acp_remote_server_options.hold_ms: 30 s. */
+#define ACP_REMOTE_DEFAULT_HOLD_MS 30000
+
 #define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
-  { 3, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL }
+  { 4, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0, NULL, NULL }
 
 /** A listening server. Opaque. */
 typedef struct acp_remote_server acp_remote_server;
@@ -366,7 +389,10 @@ typedef struct acp_remote_serve_options {
  * Over Streamable HTTP the agent's first line must be the response to the
  * initialize request (its id, a result or an error): anything else is
  * answered 502 and ends the connection. On SIGTERM or SIGINT it closes
- * everything (WebSocket: 1001) and returns. Ignores SIGPIPE.
+ * everything (WebSocket: 1001) and returns. Ignores SIGPIPE. Lines of the
+ * server's log (opts->server.log, version 4; refused TLS handshakes and
+ * plaintext on the TLS port) go to stderr prefixed "acp serve: " unless
+ * the caller set its own callback.
  * @return 0, or an error from starting the server (as
  *         acp_remote_server_new()).
  */

@@ -351,6 +351,11 @@ int cmd_bench_client(int argc, char **argv) {
     goto cleanup;
   acp_uv_rpc_set_read_spin(b.rpc, spin_us);
   uv_run(&b.loop, UV_RUN_DEFAULT);
+  if (!b.failed && b.done < b.turns) {
+    /* Nothing left to wait for, and yet turns are missing: a stall in
+     * the transport. A row of zeros with exit 0 would hide it. */
+    fail(&b, "the loop ran out of events before the last turn");
+  }
   if (b.failed) {
     cli_err("bench-client", "%s (after %ld turns)", b.err, b.done);
     goto cleanup;

@@ -15,7 +15,7 @@ static const char serve_usage[] =
     "                 [--tls CERT KEY [--client-ca FILE]]\n"
     "                 [--allow-host NAME[:PORT]]... [--max-connections N]\n"
     "                 [--max-message BYTES] [--ping-ms MS]\n"
-    "                 [--session-grace MS] [--verbose]\n"
+    "                 [--session-grace MS] [--hold-timeout MS] [--verbose]\n"
     "                 -- AGENT_CMD [ARGS...]\n"
     "\n"
     "Expose a stdio ACP agent at HOST:PORT/acp over both profiles of remote\n"
@@ -36,7 +36,9 @@ static const char serve_usage[] =
     "                       the same /acp endpoint, with the certificate\n"
     "                       chain CERT and its private key KEY (PEM files,\n"
     "                       the key unencrypted); plain HTTP sent to the\n"
-    "                       port is answered 400 and closed\n"
+    "                       port is answered 400 and closed; a refused\n"
+    "                       handshake or plaintext connection prints a\n"
+    "                       line on stderr (peer address, OpenSSL's reason)\n"
     "  --client-ca FILE     with --tls: mutual TLS; a client must present a\n"
     "                       certificate signed by a CA in FILE (PEM) or the\n"
     "                       handshake fails, before any HTTP. With --token\n"
@@ -60,6 +62,10 @@ static const char serve_usage[] =
     "                       what the agent said meanwhile is dropped, and\n"
     "                       a turn in flight is cancelled (session/cancel)\n"
     "                       (default 0: stopped at once)\n"
+    "  --hold-timeout MS    how long a Streamable HTTP POST waits while the\n"
+    "                       agent is not reading its stdin before it is\n"
+    "                       answered 503 (default 30000; at most 32 wait\n"
+    "                       per connection, more get 503 at once)\n"
     "  --verbose            a line on stderr per connection\n"
     "  -h, --help           show this help\n";
 
@@ -152,6 +158,13 @@ int cmd_acp_serve(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       }
       o.session_grace_ms = n;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--hold-timeout", &ok)) !=
+               NULL) {
+      if (parse_size(v, &n) != 0 || n == 0) {
+        cli_err("serve", "--hold-timeout: milliseconds from 1 are needed");
+        return CLI_EXIT_USAGE;
+      }
+      so.hold_ms = n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--ping-ms", &ok)) != NULL) {
       if (parse_size(v, &n) != 0) {
         cli_err("serve", "--ping-ms: a number is needed");

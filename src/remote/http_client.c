@@ -45,6 +45,9 @@ typedef struct hmsg {
   char *sid;     /* Acp-Session-Id to send, or NULL */
   char *req_id;  /* a request's raw JSON id (for a synthesized error) */
   bool is_init;
+  bool no_stream;   /* its session's stream was refused (409): send anyway */
+  unsigned writing; /* uv_writes still reading body (zero-copy POSTs) */
+  bool dead;        /* freed while writing: the last write frees it */
   char body[];
 } hmsg;
 
@@ -85,6 +88,7 @@ typedef struct route {
 typedef struct wreq {
   uv_write_t req;
   hsock *s;
+  hmsg *msg; /* whose body this write sends in place, or NULL */
   char data[];
 } wreq;
 
@@ -133,6 +137,11 @@ static void hmsg_free(hcli *h, hmsg *m) {
     return;
   acp__free(&h->mem, m->sid);
   acp__free(&h->mem, m->req_id);
+  m->sid = m->req_id = NULL;
+  if (m->writing) {
+    m->dead = true; /* its body is still being written: on_written frees */
+    return;
+  }
   acp__free(&h->mem, m);
 }
 
@@ -357,9 +366,14 @@ static void sock_read(hsock *s, bool on) {
   }
 }
 
+/* Pausing the link pauses the SSE bodies, not a stream's head: a session
+ * message may wait for that head (pump), and the link may be paused
+ * because that very message is not sent yet (a 1 MiB prompt over the
+ * link's mark): not reading the head would deadlock. Events read with the
+ * head are held (deliver), at most one read's worth. */
 static void sse_reading(hcli *h, bool on) {
   for (hsock *s = h->socks; s; s = s->next)
-    if (s->kind == K_SSE)
+    if (s->kind == K_SSE && (on || s->head_done))
       sock_read(s, on);
 }
 
@@ -367,6 +381,8 @@ static void on_written(uv_write_t *req, int status) {
   wreq *w = (wreq *)req;
   hsock *s = w->s;
   hcli *h = s->h;
+  if (w->msg && --w->msg->writing == 0 && w->msg->dead)
+    acp__free(&h->mem, w->msg);
   acp__free(&h->mem, w);
   if (status < 0 && !s->closed && s->kind == K_POST && s->msg &&
       !s->got_bytes) {
@@ -382,11 +398,35 @@ static int raw_write(hsock *s, const char *p, size_t n) {
     return ACP_ERR_NOMEM;
   memcpy(w->data, p, n);
   w->s = s;
+  w->msg = NULL;
   uv_buf_t b = uv_buf_init(w->data, (unsigned)n);
   if (uv_write(&w->req, (uv_stream_t *)&s->tcp, &b, 1, on_written) != 0) {
     acp__free(&h->mem, w);
     return ACP_ERR_SYSTEM;
   }
+  return 0;
+}
+
+/* A POST on a connected plaintext socket: its head (copied) and the
+ * message's body in place, in one writev. Copying the body cost more than
+ * the rest of a 1 MiB turn: two fresh 1 MiB buffers per POST (the request
+ * and the write's copy) fault in every page, 60% of the client's CPU in
+ * bench/run-remote.sh (docs/decisions.md). */
+static int raw_write_post(hsock *s, const char *head, size_t hn, hmsg *m) {
+  hcli *h = s->h;
+  wreq *w = acp__malloc(&h->mem, sizeof(*w) + hn);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  memcpy(w->data, head, hn);
+  w->s = s;
+  w->msg = m;
+  uv_buf_t b[2] = {uv_buf_init(w->data, (unsigned)hn),
+                   uv_buf_init(m->body, (unsigned)m->len)};
+  if (uv_write(&w->req, (uv_stream_t *)&s->tcp, b, 2, on_written) != 0) {
+    acp__free(&h->mem, w);
+    return ACP_ERR_SYSTEM;
+  }
+  m->writing++;
   return 0;
 }
 
@@ -452,8 +492,7 @@ static void on_connect(uv_connect_t *req, int status) {
       return;
     }
   }
-  if (s->kind != K_SSE || h->link_reading)
-    sock_read(s, true);
+  sock_read(s, true); /* an SSE stream's head even if the link is paused */
 }
 
 static hsock *sock_new(hcli *h, int kind, const char *sid) {
@@ -716,6 +755,19 @@ static void pump(hcli *h) {
   if (h->conn_id[0] == '\0' && h->init_sent)
     return; /* initialize is being answered */
   hmsg *m = h->q_head;
+  if (m->sid && !m->no_stream && h->conn_id[0] != '\0') {
+    /* A session's message leaves once that session's stream is open (its
+     * 200 head arrived), as the SDK's client does: the server routes the
+     * session's messages, and the answer to this one, to the stream only
+     * once it is registered. Sent earlier, the answer went on the
+     * connection stream while the turn's updates went on the session
+     * stream opened meanwhile, and the two sockets (through a proxy
+     * especially) could deliver the answer first: an empty turn. */
+    open_stream(h, m->sid);
+    hsock *ss = find_stream(h, m->sid);
+    if (h->failed || (ss && !(ss->head_done && ss->status == 200)))
+      return; /* on_head (or the stream's end) pumps again */
+  }
   if (h->conn_id[0] == '\0' && !m->is_init) {
     fail(h, ACP_ERR_PROTOCOL,
          "the first message over Streamable HTTP must be initialize");
@@ -729,8 +781,6 @@ static void pump(hcli *h) {
   if (!h->q_head)
     h->q_tail = NULL;
   m->next = NULL;
-  if (m->sid)
-    open_stream(h, m->sid);
   if (!h->post) {
     h->post = sock_new(h, K_POST, NULL);
     if (!h->post) {
@@ -752,10 +802,14 @@ static void pump(hcli *h) {
   acp__buf_init(&req, &h->mem, 0);
   int rv = put_head(h, &req, "POST", m->sid, "application/json", m->len,
                     !m->is_init);
-  if (rv == 0)
-    rv = acp__buf_append(&req, m->body, m->len);
-  if (rv == 0)
-    rv = sock_write(s, req.data, req.len);
+  if (rv == 0 && s->connected && !s->tls) {
+    rv = raw_write_post(s, req.data, req.len, m);
+  } else {
+    if (rv == 0)
+      rv = acp__buf_append(&req, m->body, m->len);
+    if (rv == 0)
+      rv = sock_write(s, req.data, req.len);
+  }
   acp__buf_dispose(&req);
   if (rv != 0)
     fail(h, rv, "cannot send a POST");
@@ -928,6 +982,11 @@ static void process(hsock *s) {
       on_head(s, &hd);
       acp__buf_consume(&s->in, (size_t)n);
       s->head_done = true;
+      if (s->kind == K_SSE && s->sid && s->status == 200) {
+        pump(h); /* a message may wait for this session stream */
+        if (s->closed || h->failed)
+          return;
+      }
       if (s->body.done) {
         answer_done(s);
         continue;
@@ -999,12 +1058,25 @@ static void sock_ended(hsock *s, int err) {
   /* An SSE stream. */
   if (s->head_done && s->status != 200) {
     if (s->sid && s->status == 409) {
-      sock_close(s); /* that session's stream has another reader */
+      /* That session's stream has another reader: its waiting messages
+       * go without one (the next one tries to open it again). */
+      for (hmsg *m = h->q_head; m; m = m->next)
+        if (m->sid && strcmp(m->sid, s->sid) == 0)
+          m->no_stream = true;
+      sock_close(s);
+      pump(h);
       return;
     }
     fail_status(h, s,
                 s->sid ? "the session stream was refused"
                        : "the connection stream was refused");
+    return;
+  }
+  if (s->sid && !s->head_done) {
+    /* A message of that session may be waiting for it: as with the SDK's
+     * client, a session stream that closes before it opened is an error,
+     * not a silent retry. */
+    fail(h, ACP_ERR_CLOSED, "the session stream closed before it opened");
     return;
   }
   if (s->sid) {

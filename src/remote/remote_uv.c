@@ -134,6 +134,7 @@ struct hconn {
   acp_uv_link *link; /* NULL once the owner closed it */
   uv_timer_t idle;   /* no stream for a ping interval: the client is gone */
   uint64_t idle_ms;
+  uint64_t hold_ms; /* a POST waits this long for the agent to read */
   size_t max_msg;
   bool ended;
   bool line_drop;
@@ -771,9 +772,43 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
   update_tcp_reading(c);
 }
 
+/* A line for the server's log callback, about the peer of `c`:
+ * "what from ADDR: why" (ADDR "1.2.3.4:5" or "[::1]:5"). */
+static void srv_log_peer(wconn *c, const char *what, const char *why) {
+  acp_remote_server *s = c->srv;
+  struct sockaddr_storage ss;
+  int len = sizeof(ss);
+  char ip[64] = "?", addr[80], line[640];
+  if (!s || !s->opts.log)
+    return;
+  memset(&ss, 0, sizeof(ss));
+  int port = 0;
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
+    if (ss.ss_family == AF_INET6) {
+      uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
+      port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    } else if (ss.ss_family == AF_INET) {
+      uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
+      port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    }
+  }
+  snprintf(addr, sizeof(addr), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d",
+           ip, port);
+  snprintf(line, sizeof(line), "%s from %s: %s", what, addr,
+           why && why[0] ? why : "no reason given");
+  s->opts.log(line, s->opts.log_user_data);
+}
+
 /* The handshake failed or a record was bad: say why and close. */
 static void tls_failed(wconn *c) {
   const char *why = acp__tls_error(c->tls);
+  if (!c->client)
+    srv_log_peer(c,
+                 acp__tls_plain_http(c->tls) && c->state == C_HANDSHAKE
+                     ? "plaintext HTTP on the TLS port refused (400)"
+                 : !acp__tls_ready(c->tls) ? "TLS handshake refused"
+                                           : "TLS error, connection closed",
+                 why);
   if (c->client) {
     if (c->state == C_HANDSHAKE) {
       client_fail(c, ACP_ERR_PROTOCOL, why);
@@ -1439,7 +1474,6 @@ static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
 /* POSTs held per connection while the agent is not reading, and how long
  * one may wait; beyond either: 503. */
 #define HOLD_MAX 32u
-#define HOLD_MS 30000
 
 /* A session stream: `x` carries the messages of session sid[0..len). */
 typedef struct hroute {
@@ -1681,7 +1715,7 @@ static int hc_hold(hconn *hc, acp__hx *x, const char *body, size_t blen,
     return ACP_ERR_NOMEM;
   q->next = NULL;
   q->x = x;
-  q->deadline = uv_now(hc->hold.loop) + HOLD_MS;
+  q->deadline = uv_now(hc->hold.loop) + hc->hold_ms;
   q->len = blen + 1;
   q->sid_len = sl;
   if (blen)
@@ -1928,6 +1962,50 @@ static void hc_op_close(acp_uv_link *l, void *ud) {
 static const acp_uv_link_ops hc_ops = {hc_op_write, hc_op_read_changed,
                                        hc_op_shutdown, hc_op_close};
 
+/* Methods the RFD (and the TS SDK's server) call session-scoped: their
+ * POST must carry Acp-Session-Id even if params has no sessionId. */
+static bool session_scoped_method(const char *vb, const char *ve) {
+  static const char *const m[] = {
+      "\"session/cancel\"",   "\"session/close\"",
+      "\"session/delete\"",   "\"session/fork\"",
+      "\"session/load\"",     "\"session/prompt\"",
+      "\"session/resume\"",   "\"session/set_config_option\"",
+      "\"session/set_mode\"", "\"session/set_model\""};
+  size_t n = (size_t)(ve - vb);
+  for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+    if (strlen(m[i]) == n && memcmp(m[i], vb, n) == 0)
+      return true;
+  return false;
+}
+
+/* The RFD's rule for a POST on a connection: a request or notification
+ * about a session (a session-scoped method, or a params.sessionId) names
+ * that session in Acp-Session-Id. NULL when the POST follows it, else the
+ * 400's text. Responses are not checked (the server does not remember
+ * which of the agent's requests were about a session). Found with the
+ * routing scanner: no parse of a body that may be megabytes. */
+static const char *session_header_problem(const char *body, size_t blen,
+                                          const acp__acp_req *r) {
+  const char *e = body + blen, *mb, *me, *pb, *pe, *vb = NULL, *ve = NULL;
+  if (!js_member(body, e, "method", 6, &mb, &me))
+    return NULL;
+  bool has_sid = js_member(body, e, "params", 6, &pb, &pe) &&
+                 js_member(pb, pe, "sessionId", 9, &vb, &ve) && *vb == '"' &&
+                 ve - vb >= 2;
+  if (!r->session_id)
+    return has_sid || session_scoped_method(mb, me)
+               ? "Missing Acp-Session-Id: a session-scoped POST names its "
+                 "session in that header"
+               : NULL;
+  /* A sessionId with escapes is not compared (the header has none). */
+  if (has_sid && !memchr(vb, '\\', (size_t)(ve - vb)) &&
+      ((size_t)(ve - vb - 2) != r->session_id_len ||
+       memcmp(vb + 1, r->session_id, r->session_id_len) != 0))
+    return "Mismatched Acp-Session-Id: the header and params.sessionId "
+           "differ";
+  return NULL;
+}
+
 static hconn *hc_find(acp_remote_server *s, const acp__acp_req *r) {
   if (!s || r->conn_id_len != 36)
     return NULL;
@@ -1988,6 +2066,7 @@ static void hx_initialize(acp_remote_server *s, acp__hx *x,
   hc->init_id = init_id;
   hc->max_msg = s->opts.max_message ? s->opts.max_message
                                     : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  hc->hold_ms = s->opts.hold_ms ? s->opts.hold_ms : ACP_REMOTE_DEFAULT_HOLD_MS;
   /* A client has two ping intervals, and at least 10 s, to open its
    * stream after initialize: a short --ping-ms (quick drop detection)
    * must not fail clients that are merely slow under load. */
@@ -2055,6 +2134,11 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
     hconn *hc = hc_find(s, r);
     if (!hc) {
       hx_refuse(x, 404, "unknown Acp-Connection-Id");
+      return;
+    }
+    const char *why = session_header_problem(body, blen, r);
+    if (why) {
+      hx_refuse(x, 400, why);
       return;
     }
     if (!acp_uv_link_is_reading(hc->link) || hc->held) {
@@ -2342,6 +2426,12 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
   s->ud = user_data;
   if (s->opts.max_connections == 0)
     s->opts.max_connections = ACP_REMOTE_DEFAULT_MAX_CONNECTIONS;
+  if (opts->version < 4) {
+    /* Not in the caller's struct. */
+    s->opts.hold_ms = 0;
+    s->opts.log = NULL;
+    s->opts.log_user_data = NULL;
+  }
   uv_tcp_init(loop, &s->tcp);
   s->tcp.data = s;
   r = uv_tcp_bind(&s->tcp, (struct sockaddr *)&ss, 0);

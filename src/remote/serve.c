@@ -518,6 +518,11 @@ static void on_signal(acp_uv_signals *s, int signum, void *ud) {
   sv->sig = NULL;
 }
 
+static void serve_log(const char *line, void *ud) {
+  (void)ud;
+  fprintf(stderr, "acp serve: %s\n", line);
+}
+
 int acp_remote_serve(const acp_remote_serve_options *opts) {
   serve sv;
   int rv, uverr = 0;
@@ -530,6 +535,13 @@ int acp_remote_serve(const acp_remote_serve_options *opts) {
   if (uv_loop_init(&sv.loop) != 0)
     return ACP_ERR_SYSTEM;
   acp_remote_server_options so = opts->server;
+  if (so.version >= 4 && !so.log) {
+    /* Refused TLS handshakes and the like: always on stderr (not only
+     * with verbose), like any failed connection attempt an operator may
+     * need to explain. */
+    so.log = serve_log;
+    so.log_user_data = NULL;
+  }
   if (opts->version >= 2 && opts->session_grace_ms > 0 &&
       (so.version < 2 || !so.affinity_cookie)) {
     if (so.version < 2)

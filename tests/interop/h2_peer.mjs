@@ -47,9 +47,12 @@
 //                    56 concurrent 256 KiB POSTs on one HTTP/2
 //                    connection; once one is refused 503 (the held ones
 //                    are at the cap), DELETE: the held ones are answered 410
-//   expire URL       (the same agent) 56 concurrent 256 KiB POSTs, no
-//                    DELETE: the held ones are answered 503 "did not read
-//                    in time" once their 30 s are up
+//   expire URL [h1]  (the same agent; acp serve --hold-timeout short) 56
+//                    concurrent 256 KiB POSTs, no DELETE: the held ones
+//                    are answered 503 "did not read in time" once their
+//                    hold timeout is up (the peer waits for the answers,
+//                    it measures nothing); with h1 the same over HTTP/1.1
+//                    (node:http, 8 kept-alive sockets)
 //   bench URL SIZE TURNS [h1]
 //                    TURNS echo turns of SIZE bytes (agent `acp agent
 //                    --echo`): prints turns/s; with h1 the same client
@@ -207,7 +210,9 @@ async function acpConnection(sess, postSess = sess) {
     return p;
   };
   conn.notify = async (method, params) => {
-    const a = await post(postSess, { 'acp-connection-id': cid }, { jsonrpc: '2.0', method, params });
+    // A session's notification names its session (400 without, the RFD).
+    const sh = params && params.sessionId ? { 'acp-session-id': params.sessionId } : {};
+    const a = await post(postSess, { 'acp-connection-id': cid, ...sh }, { jsonrpc: '2.0', method, params });
     if (a.status !== 202) done(false, { method, status: a.status });
   };
   conn.onRequest = async (m) => {
@@ -457,7 +462,7 @@ if (mode === 'full') {
     /too many messages wait/.test(text503 || ''), { n202, n503, agentGot: size, want, text503,
     other: res.filter((x) => x.status !== 202 && x.status !== 503) });
 } else if (mode === 'gone' || mode === 'expire') {
-  const sess = await connect();
+  const sess = mode === 'expire' && arg === 'h1' ? h1session() : await connect();
   const r = await initialize(sess);
   const cid = r.headers['acp-connection-id'];
   if (r.status !== 200 || !cid) done(false, { status: r.status, cid });

@@ -20,6 +20,14 @@
 //                48 concurrent 256 KiB POSTs: some are answered 503 (the
 //                cap of held POSTs), the held ones 202 once DIR/go lets
 //                the agent read, and the agent gets every 202'd body whole
+//   scoped URL   (acp agent) the RFD's session header rules: a prompt
+//                without Acp-Session-Id, with another one than its
+//                params.sessionId, and session/cancel with no sessionId at
+//                all and no header are 400 (and reach no agent: the turn
+//                never starts); a GET with an Acp-Session-Id the server
+//                has not seen is 200 (a documented difference: the SDK's
+//                client opens a session's stream before session/load);
+//                then the prompt with the right header is 202 and answered
 //   gone URL     (an agent that answers initialize, then reads nothing)
 //                56 concurrent 256 KiB POSTs; once one is refused 503
 //                (the held ones are at the cap), DELETE: the held ones are
@@ -96,6 +104,8 @@ if (mode === 'vanish') {
   done(status === 413, { status });
 } else if (mode === 'sessions') {
   await sessions();
+} else if (mode === 'scoped') {
+  await scoped();
 } else if (mode === 'hold') {
   await hold(arg);
 } else if (mode === 'gone') {
@@ -176,6 +186,42 @@ async function sessions() {
     sa.findIndex((m) => m.id === 4) === sa.length - 1;
   await fetch(url, { method: 'DELETE', headers: h });
   done(ok, { onSession: sa.map((m) => m.method || `answer ${m.id}`), onConnection: later.map((m) => m.method || `answer ${m.id}`) });
+}
+
+async function scoped() {
+  const cid = await initialize();
+  const h = { 'Acp-Connection-Id': cid };
+  const conn = [];
+  const waiters = [];
+  const until = async (pred) => { while (!pred()) await new Promise((res) => waiters.push(res)); };
+  const cs = await fetch(url, { headers: { ...h, Accept: 'text/event-stream' } });
+  if (cs.status !== 200) done(false, { sse: cs.status });
+  readSse(cs, (m) => { conn.push(m); for (const w of waiters.splice(0)) w(); });
+  await post(h, { jsonrpc: '2.0', id: 2, method: 'session/new', params: { cwd: process.cwd(), mcpServers: [] } });
+  await until(() => conn.some((m) => m.id === 2));
+  const sid = conn.find((m) => m.id === 2).result.sessionId;
+  const prompt = (id) => ({ jsonrpc: '2.0', id, method: 'session/prompt',
+    params: { sessionId: sid, prompt: [{ type: 'text', text: `scoped ${id}` }] } });
+  const res = {};
+  const status = async (r) => { const t = await r.text(); return `${r.status} ${t.trim()}`; };
+  res.missing = await status(await post(h, prompt(3)));
+  res.mismatched = await status(await post({ ...h, 'Acp-Session-Id': 'not-this-one' }, prompt(4)));
+  res.cancelBare = await status(await post(h, { jsonrpc: '2.0', method: 'session/cancel', params: {} }));
+  const ac = new AbortController();
+  const unknown = await fetch(url, { headers: { ...h, 'Acp-Session-Id': 'never-seen', Accept: 'text/event-stream' },
+    signal: ac.signal });
+  res.unknownGet = unknown.status;
+  ac.abort();
+  res.right = (await post({ ...h, 'Acp-Session-Id': sid }, prompt(5))).status;
+  await until(() => conn.some((m) => m.id === 5));
+  // Nothing of the refused prompts reached the agent: no answer to 3 or 4.
+  res.refusedAnswered = conn.filter((m) => m.id === 3 || m.id === 4).length;
+  await fetch(url, { method: 'DELETE', headers: h });
+  const ok = /^400 Missing Acp-Session-Id/.test(res.missing) &&
+    /^400 Mismatched Acp-Session-Id/.test(res.mismatched) &&
+    /^400 Missing Acp-Session-Id/.test(res.cancelBare) &&
+    res.unknownGet === 200 && res.right === 202 && res.refusedAnswered === 0;
+  done(ok, res);
 }
 
 async function hold(dir) {

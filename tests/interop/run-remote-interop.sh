@@ -27,47 +27,12 @@
 # Needs ACP_BIN, node and curl; installs the peers if missing. Exit 77 when
 # node or the peers cannot be had. ACP_VALGRIND_WRAP (as in run-cli.sh)
 # prefixes every acp process started here.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
-wrap=${ACP_VALGRIND_WRAP:-}
-command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
+. "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
 command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
 if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
   echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
   exit 77
 fi
-work=$(mktemp -d)
-pids=""
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null; done
-  for p in $pids; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
-
-# Start `acp serve` with a free port (it binds port 0 and prints the URL).
-# Sets $port and $serve_pid; its stderr goes to $1.
-start_serve() {
-  log=$1; shift
-  # shellcheck disable=SC2086
-  $wrap "$acp" serve --listen 127.0.0.1:0 --verbose "$@" 2>"$log" &
-  serve_pid=$!
-  pids="$pids $serve_pid"
-  serve_pids="${serve_pids:-} $serve_pid"
-  port=""
-  for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*listening on ws:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log")
-    [ -n "$port" ] && return 0
-    sleep 0.05
-  done
-  echo "acp serve did not start:"; cat "$log"; exit 1
-}
 
 status_of() { # curl's status code of a request to /acp with extra args
   curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"
@@ -131,6 +96,9 @@ out=$(timeout 30 node "$here/http_peer.mjs" big "$hurl" 2000000 2>&1)
 out=$(timeout 60 node "$here/http_peer.mjs" sessions "$hurl" 2>&1)
 [ $? -eq 0 ] && ok "Streamable HTTP: a session's updates and prompt answer go on its session stream, the others' on the connection stream" ||
   ko "session-scoped SSE routing" "$out"
+out=$(timeout 60 node "$here/http_peer.mjs" scoped "$hurl" 2>&1)
+[ $? -eq 0 ] && ok "session-scoped POST without or with another Acp-Session-Id: 400; GET of a session not seen yet: 200 ($out)" ||
+  ko "session header rules" "$out"
 # DELETE mid-turn, and a client whose SSE stream drops mid-turn: the agent
 # is stopped either way, and the server keeps serving.
 for m in delete vanish; do
@@ -495,16 +463,7 @@ wait "$cpid"
 rc=$?
 [ $rc -eq 3 ] && ok "acp client --http -> SDK server: Ctrl-C cancels (exit 3)" || ko "cancel over http" "exit $rc" "$(cat "$work/hc.err")"
 
-# acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP its report
-# (leaks, errors) lands in its log.
-for p in $serve_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-if [ -n "$wrap" ]; then
-  if grep -q '^==[0-9]*== ' "$work"/serve*.log; then
-    ko "acp serve under $wrap" "$(grep '^==[0-9]*== ' "$work"/serve*.log | head -20)"
-  else
-    ok "acp serve clean under $wrap"
-  fi
-fi
-
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+# acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP (or a
+# sanitizer build as ACP_BIN) its report lands in its log.
+check_serve_logs
+finish

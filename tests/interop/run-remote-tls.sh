@@ -20,31 +20,13 @@
 # Needs ACP_BIN, node, curl and openssl; installs the peers if missing.
 # Exit 77 when one is missing. ACP_VALGRIND_WRAP (as in run-cli.sh)
 # prefixes every acp process started here.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
-wrap=${ACP_VALGRIND_WRAP:-}
-command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
+. "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
 command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
 command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl is not installed"; exit 77; }
 if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
   echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
   exit 77
 fi
-work=$(mktemp -d)
-pids=""
-serve_pids=""
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null; done
-  for p in $pids; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
 
 # ---- certificates -------------------------------------------------------------
 c=$work/certs
@@ -73,24 +55,6 @@ if ! { make_ca ca && make_ca otherca &&
   echo "FAIL: cannot make the test certificates with openssl"; exit 1
 fi
 
-# Start `acp serve` with a free port. Sets $port and $serve_pid; its
-# stderr goes to $1.
-start_serve() {
-  log=$1; shift
-  # shellcheck disable=SC2086
-  $wrap "$acp" serve --listen 127.0.0.1:0 --verbose "$@" 2>"$log" &
-  serve_pid=$!
-  pids="$pids $serve_pid"
-  serve_pids="$serve_pids $serve_pid"
-  port=""
-  for _ in $(seq 1 200); do
-    port=$(sed -n 's/.*listening on wss:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log")
-    [ -n "$port" ] && return 0
-    kill -0 "$serve_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "acp serve did not start:"; cat "$log"; exit 1
-}
 
 # ---- setup errors are clear -----------------------------------------------------
 out=$("$acp" serve --tls "$c/server.pem" "$c/nothere.key" -- "$acp" agent 2>&1)
@@ -162,12 +126,16 @@ out=$(timeout 30 "$acp" client --quiet -p "over https" -- \
 [ "$out" = ">over https" ] && ok "conductor --http: acp proxy arrow -> $https" ||
   ko "conductor with an https:// agent" "$out"
 
+
 # ---- the client checks the server -----------------------------------------------
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$wss" -p "hi" 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "certificate verify failed"; then
   ok "a server from an unknown CA is refused ($(printf '%s' "$out" | head -1))"
 else ko "unknown CA" "exit $rc: $out"; fi
+if wait_log "$work/serve.log" "TLS handshake refused from 127\.0\.0\.1:[0-9]*: TLS: .*unknown ca"; then
+  ok "the server logs the refused handshake, peer address and OpenSSL's reason ($(grep -m1 'TLS handshake refused' "$work/serve.log"))"
+else ko "log of a refused handshake" "$(cat "$work/serve.log")"; fi
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$https" --http -p "hi" 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "certificate verify failed"; then
@@ -184,6 +152,9 @@ st=$(curl -s -o "$work/plain.body" -w '%{http_code}' --max-time 10 "http://127.0
 if [ "$st" = 400 ] && grep -q "speaks TLS" "$work/plain.body"; then
   ok "plain HTTP to the TLS port: 400, says to use TLS"
 else ko "plain HTTP to the TLS port" "status $st: $(cat "$work/plain.body" 2>/dev/null)"; fi
+if wait_log "$work/serve.log" "plaintext HTTP on the TLS port refused (400) from 127\.0\.0\.1:[0-9]*: TLS: "; then
+  ok "the server logs the plaintext connection with its address ($(grep -m1 'plaintext HTTP' "$work/serve.log"))"
+else ko "log of plaintext on the TLS port" "$(cat "$work/serve.log")"; fi
 st=$(timeout 10 node -e '
   const s = require("net").connect(Number(process.argv[1]), "127.0.0.1", () => s.write(Buffer.from([0x16, 3, 1, 0, 5, 1, 2, 3, 4, 5])));
   s.on("data", () => {}); s.on("error", () => {}); s.on("close", () => console.log("closed"));' "$port")
@@ -234,6 +205,9 @@ rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "TLS"; then
   ok "mTLS: no client certificate is refused ($(printf '%s' "$out" | head -1))"
 else ko "mTLS without a cert" "exit $rc: $out"; fi
+if wait_log "$work/serve-mtls.log" "TLS handshake refused from 127\.0\.0\.1:[0-9]*: TLS: .*certificate"; then
+  ok "mTLS: the server logs why it refused the client ($(grep -m1 'TLS handshake refused' "$work/serve-mtls.log"))"
+else ko "log of an mTLS refusal" "$(cat "$work/serve-mtls.log")"; fi
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$murl" --ca "$c/ca.pem" \
       --cert "$c/stranger.pem" --key "$c/stranger.key" -p "wrong ca" 2>&1)
 rc=$?
@@ -267,20 +241,7 @@ out=$(timeout 30 $wrap "$acp" client --quiet --url "$burl" --ca "$c/ca.pem" \
       --cert "$c/client.pem" --key "$c/client.key" --token s3cret -p "both" 2>&1)
 [ "$out" = "both" ] && ok "mTLS + token: both get in" || ko "mTLS + token" "$out"
 
-# acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP its report
-# (leaks, errors) lands in its log.
-for p in $serve_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-# Under sanitizers (an ASan build as ACP_BIN) their reports land there too.
-if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work"/serve*.log; then
-  ko "acp serve under sanitizers" "$(grep -hE -A12 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work"/serve*.log | head -40)"
-fi
-if [ -n "$wrap" ]; then
-  if grep -q '^==[0-9]*== ' "$work"/serve*.log; then
-    ko "acp serve under $wrap" "$(grep '^==[0-9]*== ' "$work"/serve*.log | head -20)"
-  else
-    ok "acp serve clean under $wrap"
-  fi
-fi
-
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+# acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP (or a
+# sanitizer build as ACP_BIN) its report lands in its log.
+check_serve_logs
+finish
