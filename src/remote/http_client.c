@@ -729,8 +729,15 @@ static void pump(hcli *h) {
   if (!h->q_head)
     h->q_tail = NULL;
   m->next = NULL;
-  if (m->sid)
+  if (m->sid) {
     open_stream(h, m->sid);
+    if (h->failed) {
+      /* It could not be opened: fail() closed every socket, so open none
+       * for the POST either (its handle would never be closed). */
+      hmsg_free(h, m);
+      return;
+    }
+  }
   if (!h->post) {
     h->post = sock_new(h, K_POST, NULL);
     if (!h->post) {

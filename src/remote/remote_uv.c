@@ -1332,7 +1332,13 @@ static int h1_respond(acp__hx *x, const acp__hx_resp *r) {
      * http_request, or already, for a POST that was held). */
     static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
     uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
-    (void)send_bufs(c, &b, 1, 0, false);
+    int rv = send_bufs(c, &b, 1, 0, false);
+    if (rv != 0) {
+      /* Unanswered, the client would wait for the socket's idle timer:
+       * closing it tells the client now. */
+      conn_close_tcp(c);
+      return rv;
+    }
     if (c->state == C_WAIT && !c->tcp_closed && !c->lingering)
       http_next(c);
     return 0;
@@ -1364,7 +1370,13 @@ static void h1_open_sse(acp__hx *x) {
                       "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
   uv_buf_t b = uv_buf_init(sse, sizeof(sse) - 1);
   c->state = C_SSE;
-  (void)send_bufs(c, &b, 1, 0, false);
+  if (send_bufs(c, &b, 1, 0, false) != 0) {
+    /* The client sees its stream end, not silence. Closed from the timer:
+     * the caller attaches the exchange to its connection after this. */
+    uv_timer_stop(&c->timer);
+    uv_timer_start(&c->timer, on_linger_timeout, 0, 0);
+    return;
+  }
   uv_timer_stop(&c->timer);
   if (c->ping_ms != UINT64_MAX)
     uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);

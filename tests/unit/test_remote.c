@@ -313,13 +313,19 @@ static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
     p->srv_link = NULL;
     return;
   }
+  int rv = 0;
   if (p->answer_init && has(d, n, "\"initialize\"")) {
     static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
-    acp_uv_link_write(l, r, sizeof(r) - 1);
-    return;
+    rv = acp_uv_link_write(l, r, sizeof(r) - 1);
+  } else if (p->echo) {
+    rv = acp_uv_link_write(l, d, n);
   }
-  if (p->echo)
-    acp_uv_link_write(l, d, n);
+  if (rv != 0) {
+    /* What an agent does when it cannot write: it ends (a message lost
+     * in silence would leave the client waiting). */
+    acp_uv_link_close(l, 0, NULL, NULL);
+    p->srv_link = NULL;
+  }
 }
 
 static void on_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
@@ -973,6 +979,84 @@ static void test_unaffordable_connection_is_dropped(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* The same over Streamable HTTP, both ends on the failing allocator: the
+ * client (http_client.c: initialize POST, SSE streams, a session stream
+ * opened for a message naming a session, DELETE) and the server's side
+ * (the connection, its session-stream routing). Every run ends, reports
+ * or completes, and frees everything. Each point ends on its failure
+ * event (the client's link ending, a write the agent cannot make), never
+ * on a server deadline, so the ~80 points take well under a second. */
+/* The client's end is the scenario's: its link ended (the failure was
+ * reported) or the echo is complete. The server's side of the ACP
+ * connection is closed then too, as the caller of acp_remote_serve would
+ * when its agent is done: otherwise a connection whose SSE stream never
+ * came would wait out the server's stream deadline at every point. */
+static void fm_cli_read(acp_uv_link *l, int status, const char *d, size_t n,
+                        void *ud) {
+  pair *p = ud;
+  cli_read(l, status, d, n, ud);
+  if (!p->cli && p->srv_link) {
+    acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+    p->srv_link = NULL;
+  }
+}
+
+static int http_pair_scenario(failmem *f) {
+  pair *p = calloc(1, sizeof(*p));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  acp_mem m = failmem_start(f, f->fail_at);
+  static const char msgs[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n"
+      "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\","
+      "\"params\":{\"sessionId\":\"s1\"}}\n"
+      "{\"a\":1}\n";
+  /* The answer to initialize, then the echo of the other two. */
+  static const size_t want = 37 + 72 + 8;
+  char url[64];
+  int done = 0;
+  assert_int_equal(uv_loop_init(&p->loop), 0);
+  p->echo = true;
+  p->answer_init = true;
+  p->want = want;
+  p->status = 1;
+  if (acp_remote_server_new(&p->srv, &p->loop, &so, fm_on_accept, p, &m,
+                            NULL) != 0)
+    goto out;
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
+           acp_remote_server_port(p->srv));
+  co.transport = ACP_REMOTE_HTTP;
+  if (acp_remote_connect(&p->cli, &p->loop, url, &co, fm_on_connected, p, &m) !=
+      0) {
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+    goto out;
+  }
+  if (acp_uv_link_read_start(p->cli, fm_cli_read, p) != 0 ||
+      acp_uv_link_write(p->cli, msgs, sizeof(msgs) - 1) != 0) {
+    acp_uv_link_close(p->cli, 0, NULL, NULL);
+    p->cli = NULL;
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+  }
+out:
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  if (p->srv_link)
+    acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+  if (p->srv)
+    acp_remote_server_close(p->srv);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  done = p->got_len == want;
+  free(p);
+  return done;
+}
+
+static void test_streamable_http_allocation_failures(void **state) {
+  (void)state;
+  failmem_sweep(http_pair_scenario, 20);
+}
+
 /* MARK: - Streamable HTTP requests */
 
 static int check_acp(const char *req, size_t max, acp__acp_req *r) {
@@ -1077,6 +1161,7 @@ int main(void) {
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
+      cmocka_unit_test(test_streamable_http_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
   };
