@@ -2591,9 +2591,10 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
   if (tls && acp__tls_conf_is_server(tls))
     return ACP_ERR_INVALID_ARGUMENT;
   int transport = opts->version >= 2 ? opts->transport : ACP_REMOTE_AUTO;
-  if (transport == ACP_REMOTE_HTTP && u.ws)
+  bool http = transport == ACP_REMOTE_HTTP || transport == ACP_REMOTE_HTTP2;
+  if (http && u.ws)
     return ACP_ERR_INVALID_ARGUMENT; /* ws:// names a WebSocket */
-  if (transport == ACP_REMOTE_HTTP)
+  if (http)
     return acp__remote_http_connect(out, loop, &u, opts, cb, user_data, mem);
   if (transport != ACP_REMOTE_AUTO && transport != ACP_REMOTE_WEBSOCKET)
     return ACP_ERR_INVALID_ARGUMENT;

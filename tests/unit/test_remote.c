@@ -295,6 +295,7 @@ typedef struct pair {
   size_t want;      /* close the client after this many bytes (0: 30) */
   int transport;
   size_t max_queue;
+  const char *version; /* acp_remote_http_version() when connected */
 } pair;
 
 static bool has(const char *d, size_t n, const char *needle) {
@@ -363,8 +364,8 @@ static void cli_read(acp_uv_link *l, int status, const char *d, size_t n,
 static void on_connected(acp_uv_link *l, int status, const char *detail,
                          void *ud) {
   pair *p = ud;
-  (void)l;
   p->status = status;
+  p->version = acp_remote_http_version(l);
   snprintf(p->detail, sizeof(p->detail), "%s", detail);
 }
 
@@ -378,7 +379,9 @@ static void start(pair *p, const char *token, const char *client_token) {
       acp_remote_server_new(&p->srv, &p->loop, &so, on_accept, p, NULL, NULL),
       0);
   snprintf(url, sizeof(url), "%s://127.0.0.1:%d/acp",
-           p->transport == ACP_REMOTE_HTTP ? "http" : "ws",
+           p->transport == ACP_REMOTE_HTTP || p->transport == ACP_REMOTE_HTTP2
+               ? "http"
+               : "ws",
            acp_remote_server_port(p->srv));
   co.token = client_token;
   co.transport = p->transport;
@@ -433,6 +436,35 @@ static void test_streamable_http_client_round_trip(void **state) {
   p->got[p->got_len] = '\0';
   assert_string_equal(p->got, want);
   assert_null(p->srv_link); /* DELETE ended the server's link */
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* The same over HTTP/2 (h2c with prior knowledge): every POST, the SSE
+ * stream and the DELETE are streams of one TCP connection. */
+static void test_streamable_http2_client_round_trip(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  p->echo = true;
+  p->answer_init = true;
+  p->transport = ACP_REMOTE_HTTP2;
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  static const char want[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+                             "{\"a\":1}\n{\"b\":2}\n[3,4,5]\n";
+  p->want = sizeof(want) - 1;
+  start(p, "tok", "tok");
+  assert_null(acp_remote_http_version(p->cli)); /* not connected yet */
+  assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, "{\"a\":1}\n\n{\"b\"", 13), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, ":2}\r\n[3,4,5]\n", 13), 0);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_string_equal(p->version, "HTTP/2");
+  assert_int_equal(p->status, 0);
+  assert_int_equal(strlen(p->detail), 36);
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, want);
+  assert_null(p->srv_link); /* the DELETE stream ended the server's link */
   assert_int_equal(uv_loop_close(&p->loop), 0);
   free(p);
 }
@@ -1156,6 +1188,7 @@ int main(void) {
       cmocka_unit_test(test_refused_upgrade_reports_status),
       cmocka_unit_test(test_streamable_http_client_round_trip),
       cmocka_unit_test(test_streamable_http_client_refusals),
+      cmocka_unit_test(test_streamable_http2_client_round_trip),
       cmocka_unit_test(test_response_bodies_are_decoded),
       cmocka_unit_test(test_urls_are_parsed),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
