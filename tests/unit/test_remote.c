@@ -469,6 +469,55 @@ static void test_streamable_http2_client_round_trip(void **state) {
   free(p);
 }
 
+/* The server goes away once initialize is answered: the client's link
+ * ends with the reason, and everything is freed. */
+static void gone_connected(acp_uv_link *l, int status, const char *detail,
+                           void *ud) {
+  pair *p = ud;
+  on_connected(l, status, detail, ud);
+  if (status == 0 && p->srv) {
+    if (p->srv_link)
+      acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+    p->srv_link = NULL;
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+  }
+}
+
+static void test_streamable_http2_server_goes_away(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  char url[64];
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  (void)state;
+  p->echo = true;
+  p->answer_init = true;
+  p->want = 1 << 15; /* never: the end comes from the server */
+  assert_int_equal(uv_loop_init(&p->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&p->srv, &p->loop, &so, on_accept, p, NULL, NULL),
+      0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
+           acp_remote_server_port(p->srv));
+  co.transport = ACP_REMOTE_HTTP2;
+  p->status = 1;
+  assert_int_equal(
+      acp_remote_connect(&p->cli, &p->loop, url, &co, gone_connected, p, NULL),
+      0);
+  assert_int_equal(acp_uv_link_read_start(p->cli, cli_read, p), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->ended, 1);      /* the link's read side ended */
+  assert_int_not_equal(p->status, 0); /* reported once more, with why */
+  assert_true(strstr(p->detail, "HTTP/2") != NULL ||
+              strstr(p->detail, "connection stream") != NULL);
+  assert_string_equal(p->version, "HTTP/2");
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
 /* The first message must be initialize; a refusal names the status. */
 static void test_streamable_http_client_refusals(void **state) {
   pair *p = calloc(1, sizeof(*p));
@@ -1189,6 +1238,7 @@ int main(void) {
       cmocka_unit_test(test_streamable_http_client_round_trip),
       cmocka_unit_test(test_streamable_http_client_refusals),
       cmocka_unit_test(test_streamable_http2_client_round_trip),
+      cmocka_unit_test(test_streamable_http2_server_goes_away),
       cmocka_unit_test(test_response_bodies_are_decoded),
       cmocka_unit_test(test_urls_are_parsed),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
