@@ -264,7 +264,13 @@ typedef enum acp_remote_transport {
   ACP_REMOTE_WEBSOCKET = 1,
   /** Streamable HTTP (POST, GET SSE streams, DELETE); http:// or
    *  https://. */
-  ACP_REMOTE_HTTP = 2
+  ACP_REMOTE_HTTP = 2,
+  /** Streamable HTTP over HTTP/2: one TCP connection carries every POST
+   *  and SSE stream as HTTP/2 streams. http:// speaks h2c with prior
+   *  knowledge (the server must know HTTP/2); https:// offers ALPN "h2"
+   *  then "http/1.1" and goes on over HTTP/1.1 when the server picks it
+   *  (acp_remote_http_version() tells which). */
+  ACP_REMOTE_HTTP2 = 3
 } acp_remote_transport;
 
 /** Client options; start from ACP_REMOTE_CLIENT_OPTIONS_INIT. */
@@ -397,6 +403,15 @@ typedef struct acp_remote_serve_options {
  *         acp_remote_server_new()).
  */
 ACP_EXTERN int acp_remote_serve(const acp_remote_serve_options *opts);
+
+/**
+ * Which HTTP version a Streamable HTTP link from acp_remote_connect()
+ * speaks: "HTTP/2" or "HTTP/1.1" (ACP_REMOTE_HTTP2 over https:// when the
+ * server's ALPN chose http/1.1). NULL while that is not decided yet (the
+ * TLS handshake is under way) and for any other link. The string is
+ * static.
+ */
+ACP_EXTERN const char *acp_remote_http_version(const acp_uv_link *link);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@ static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
     "                        [--read-spin-us N]\n"
     "                        (-- AGENT_CMD [ARGS...] |\n"
-    "                         --url URL [--http] [--ca FILE])\n"
+    "                         --url URL [--http [--h2]] [--ca FILE])\n"
     "\n"
     "Run N sequential prompt turns of BYTES bytes each against the agent\n"
     "(which must echo the prompt in one agent_message_chunk, as\n"
@@ -30,7 +30,7 @@ static const char bench_usage[] =
     "agent is remote (ws://HOST:PORT/acp, or wss:// with the server's CA\n"
     "in --ca FILE, else the system's); its RSS is not reported; with\n"
     "--http too (an http:// or https:// URL) it is reached over Streamable\n"
-    "HTTP.\n"
+    "HTTP, with --h2 over HTTP/2.\n"
     "The line also has the CPU time (user + system) of the client and of\n"
     "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
     "agent's output for up to N us before sleeping (acp agent has the\n"
@@ -260,6 +260,7 @@ int cmd_bench_client(int argc, char **argv) {
   const char *url = NULL;
   const char *ca = NULL;
   bool http = false;
+  bool h2 = false;
   const char *v;
   int i;
   int ok;
@@ -292,6 +293,8 @@ int cmd_bench_client(int argc, char **argv) {
       ca = v;
     } else if (strcmp(argv[i], "--http") == 0) {
       http = true;
+    } else if (strcmp(argv[i], "--h2") == 0) {
+      h2 = true;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -329,7 +332,7 @@ int cmd_bench_client(int argc, char **argv) {
     }
     ro.tls = tls;
     if (http)
-      ro.transport = ACP_REMOTE_HTTP;
+      ro.transport = h2 ? ACP_REMOTE_HTTP2 : ACP_REMOTE_HTTP;
     int crv =
         acp_remote_connect(&b.remote, &b.loop, url, &ro, on_remote, &b, NULL);
     acp_remote_tls_free(tls);

@@ -38,7 +38,8 @@ static const char client_usage[] =
     "                  [--interactive] [--color WHEN]\n"
     "                  [--agent NAME [--agents-file FILE]]\n"
     "                  [--mcp-tools] [--protocol-v2] [-- AGENT_CMD [ARGS...]]\n"
-    "       acp client [options] --url URL [--ws | --http] [--token TOKEN]\n"
+    "       acp client [options] --url URL [--ws | --http [--h2]] [--token "
+    "TOKEN]\n"
     "                  [--header 'Name: value']...\n"
     "                  [--ca FILE] [--cert FILE --key FILE]\n"
     "\n"
@@ -89,6 +90,12 @@ static const char client_usage[] =
     "                     HTTP (POST each\n"
     "                     message, the agent's on GET SSE streams, DELETE at\n"
     "                     the end; cookies kept and sent back)\n"
+    "  --h2               with --http: over HTTP/2, every request a stream\n"
+    "                     of one connection (http://: h2c with prior\n"
+    "                     knowledge; https://: ALPN h2, HTTP/1.1 if the\n"
+    "                     server picks it)\n"
+    "  --verbose          with --url: say how the connection was made (the\n"
+    "                     HTTP version) on stderr\n"
     "  --token TOKEN      with --url: send 'Authorization: Bearer TOKEN'\n"
     "                     (also from the ACP_TOKEN environment)\n"
     "  --header 'N: V'    with --url: one more request header (repeatable)\n"
@@ -153,6 +160,8 @@ struct capp {
   bool yes;
   bool protocol_v2; /* --protocol-v2: ask for the ACP v2 draft */
   bool quiet;
+  bool verbose; /* --verbose: say how the remote connection is made */
+  bool want_h2; /* --h2 */
   bool interactive;
   bool stdin_eof;
   bool at_line_start;
@@ -2686,8 +2695,14 @@ static void on_remote(acp_uv_link *link, int status, const char *detail,
                       void *ud) {
   capp *a = ud;
 
-  (void)link;
   if (status == 0) {
+    const char *ver = acp_remote_http_version(link);
+    if (a->verbose && ver && a->want_h2 && strcmp(ver, "HTTP/2") != 0)
+      fprintf(stderr, "acp client: the server's ALPN chose http/1.1: "
+                      "Streamable HTTP over HTTP/1.1\n");
+    if (a->verbose)
+      fprintf(stderr, "acp client: connected over %s (Acp-Connection-Id %s)\n",
+              ver ? ver : "WebSocket", detail);
     if (!a->quiet && a->interactive)
       note(a, "connected (Acp-Connection-Id %s)\n", detail);
     return;
@@ -2770,6 +2785,10 @@ int cmd_client(int argc, char **argv) {
       transport = ACP_REMOTE_WEBSOCKET;
     } else if (strcmp(argv[i], "--http") == 0) {
       transport = ACP_REMOTE_HTTP;
+    } else if (strcmp(argv[i], "--h2") == 0) {
+      a.want_h2 = true;
+    } else if (strcmp(argv[i], "--verbose") == 0) {
+      a.verbose = true;
     } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
       token = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--ca", &ok)) != NULL) {
@@ -2797,6 +2816,10 @@ int cmd_client(int argc, char **argv) {
   }
   if (url != NULL && i < argc) {
     cli_err("client", "--url and an agent command exclude each other");
+    return CLI_EXIT_USAGE;
+  }
+  if (a.want_h2 && transport != ACP_REMOTE_HTTP) {
+    cli_err("client", "--h2 goes with --http (Streamable HTTP)");
     return CLI_EXIT_USAGE;
   }
   if (transport != ACP_REMOTE_AUTO && url == NULL) {
@@ -2911,7 +2934,7 @@ int cmd_client(int argc, char **argv) {
     acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
     ro.token = token;
     ro.headers = headers;
-    ro.transport = transport;
+    ro.transport = a.want_h2 ? ACP_REMOTE_HTTP2 : transport;
     if (tls_ca || tls_cert) {
       int trv = acp_remote_tls_new(&tls, ACP_REMOTE_TLS_CLIENT, NULL);
       if (trv == 0 && tls_ca)

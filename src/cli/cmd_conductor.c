@@ -76,6 +76,8 @@ static const char conductor_usage[] =
     "  --quiet-stderr        do not copy components' stderr to ours\n"
     "  --http                http:// URL components use Streamable HTTP\n"
     "                        (default: WebSocket, as acp client --url)\n"
+    "  --h2                  with --http: over HTTP/2 (h2c on http://, ALPN\n"
+    "                        h2 on https://), as acp client --h2\n"
     "  --ca FILE             wss:// and https:// URL components: trust the\n"
     "                        CAs in FILE (PEM) instead of the system's\n"
     "  --cert FILE --key FILE\n"
@@ -141,9 +143,10 @@ static int connect_remote(void *loop, const char *url, struct acp_uv_link **out,
   acp_remote_tls *tls = NULL;
   int rv;
   ro.token = getenv("ACP_TOKEN");
-  if (remote_transport == ACP_REMOTE_HTTP &&
+  if ((remote_transport == ACP_REMOTE_HTTP ||
+       remote_transport == ACP_REMOTE_HTTP2) &&
       (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0))
-    ro.transport = ACP_REMOTE_HTTP;
+    ro.transport = remote_transport;
   if ((tls_cert != NULL) != (tls_key != NULL)) {
     cli_err("conductor", "--cert and --key go together");
     return ACP_ERR_INVALID_ARGUMENT;
@@ -218,7 +221,12 @@ int cmd_conductor(int argc, char **argv) {
       continue;
     }
     if (strcmp(a, "--http") == 0) {
-      remote_transport = ACP_REMOTE_HTTP;
+      if (remote_transport != ACP_REMOTE_HTTP2)
+        remote_transport = ACP_REMOTE_HTTP;
+      continue;
+    }
+    if (strcmp(a, "--h2") == 0) {
+      remote_transport = ACP_REMOTE_HTTP2; /* implies --http */
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--ca", &ok)) || ok) {

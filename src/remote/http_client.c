@@ -23,10 +23,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include <nghttp2/nghttp2.h>
+
 #include "acp/json.h"
 #include "remote_int.h"
 #include "sse.h"
 #include "tls_int.h"
+#include "uv_internal.h"
 
 #define READ_CHUNK ((size_t)64 << 10)
 /* An error page is diagnostic text: this much of it is kept. */
@@ -51,7 +54,15 @@ typedef struct hmsg {
   char body[];
 } hmsg;
 
-enum { K_POST = 1, K_SSE, K_DELETE };
+/* K_H2: an HTTP/2 connection (ACP_REMOTE_HTTP2) carrying the others as
+ * streams; a K_POST, K_SSE or K_DELETE with a `carrier` is such a stream
+ * and has no socket of its own. */
+enum { K_POST = 1, K_SSE, K_DELETE, K_H2 };
+
+/* Our HTTP/2 windows: a paused session stream holds at most 1 MiB and
+ * leaves the rest of the connection's 4 MiB to the others. */
+#define H2_STREAM_WINDOW ((int32_t)1 << 20)
+#define H2_CONN_WINDOW ((int32_t)4 << 20)
 
 typedef struct hsock {
   hcli *h;
@@ -77,6 +88,23 @@ typedef struct hsock {
   hmsg *msg; /* K_POST: the message in flight */
   char conn_id[130];
   acp__tls *tls; /* https: each socket its own TLS connection */
+  /* An HTTP/2 stream (carrier set): */
+  struct hsock *carrier;
+  uv_timer_t life; /* the handle its close waits for (it has no socket) */
+  int32_t stream_id;
+  bool stream_done; /* closed by nghttp2 */
+  bool completed;   /* END_STREAM seen */
+  bool paused;      /* an SSE stream whose window is not given back */
+  size_t unconsumed;
+  int h2_status;
+  acp__buf hdrs; /* the response's headers: name NUL value NUL ... */
+  acp__buf out;  /* the request body */
+  size_t out_off;
+  /* K_H2: */
+  nghttp2_session *ng;
+  nghttp2_mem nmem;
+  bool h2_ready; /* the session exists (after ALPN over TLS) */
+  bool ng_busy;  /* inside nghttp2_session_mem_recv */
 } hsock;
 
 typedef struct route {
@@ -123,10 +151,25 @@ struct hcli {
   acp_remote_connect_cb ccb;
   void *cud;
   acp_remote_tls *tls; /* https: a reference, shared by the sockets */
+  bool want_h2;        /* ACP_REMOTE_HTTP2 */
+  bool use_h2;         /* requests are HTTP/2 streams */
+  bool mode_known;     /* HTTP/2 or not is decided (ALPN over TLS) */
+  hsock *carrier;      /* the HTTP/2 connection, or NULL */
 };
 
 static void pump(hcli *h);
 static void on_connect_timeout(uv_timer_t *t);
+static bool ready(const hcli *h);
+static hsock *stream_new(hcli *h, int kind, const char *sid);
+static int h2_submit(hsock *s, const char *p, size_t n);
+static void h2_flush(hsock *c);
+static void h2_recv(hsock *c);
+static void h2_window(hsock *s, bool on);
+static void carrier_ready(hsock *c);
+static void carrier_alpn(hsock *c);
+static void answer_done(hsock *s);
+static void on_head(hsock *s, const acp__http_head *hd);
+static int on_body(hsock *s, const char *p, size_t n);
 static void sock_close(hsock *s);
 static void fail(hcli *h, int err, const char *detail);
 
@@ -192,6 +235,10 @@ static void sock_free(hsock *s) {
   acp__buf_dispose(&s->pending);
   acp__buf_dispose(&s->in);
   acp__buf_dispose(&s->text);
+  acp__buf_dispose(&s->hdrs);
+  acp__buf_dispose(&s->out);
+  if (s->ng)
+    nghttp2_session_del(s->ng);
   if (s->sse_init)
     acp__sse_dispose(&s->sse);
   acp__free(&h->mem, s->sid);
@@ -212,6 +259,30 @@ static void sock_close(hsock *s) {
   s->closed = true;
   if (h->post == s)
     h->post = NULL;
+  if (s->carrier) {
+    /* A stream: reset it if it is still open, and forget it. */
+    hsock *c = s->carrier;
+    if (!c->closed && c->ng && s->stream_id > 0 && !s->stream_done) {
+      nghttp2_session_set_stream_user_data(c->ng, s->stream_id, NULL);
+      nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->stream_id,
+                                NGHTTP2_CANCEL);
+      h2_flush(c);
+    }
+    uv_close((uv_handle_t *)&s->life, on_sock_closed);
+    /* The DELETE at the end was the last use of its connection. */
+    if (s->kind == K_DELETE && !h->link)
+      sock_close(c);
+    return;
+  }
+  if (s->kind == K_H2) {
+    /* The connection: its streams go with it (nghttp2 is not called for
+     * them; the session is deleted when the socket is freed). */
+    if (h->carrier == s)
+      h->carrier = NULL;
+    for (hsock *x = h->socks; x; x = x->next)
+      if (x->carrier == s)
+        sock_close(x);
+  }
   uv_close((uv_handle_t *)&s->tcp, on_sock_closed);
 }
 
@@ -305,8 +376,13 @@ static void deliver_error(hcli *h, const char *id, int status,
 /* MARK: - Failing (Private) */
 
 static void fail(hcli *h, int err, const char *detail) {
-  if (h->failed)
+  if (h->failed) {
+    /* Only the HTTP/2 connection opened for the DELETE can fail after
+     * the end: close it (and its stream), or nothing ever would. */
+    if (h->carrier)
+      sock_close(h->carrier);
     return;
+  }
   h->failed = true;
   if (h->ccb) {
     acp_remote_connect_cb cb = h->ccb;
@@ -355,6 +431,11 @@ static void on_alloc(uv_handle_t *hd, size_t hint, uv_buf_t *buf) {
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
 
 static void sock_read(hsock *s, bool on) {
+  if (s->carrier) {
+    if (!s->closed)
+      h2_window(s, on);
+    return;
+  }
   if (s->closed || !s->connected)
     return;
   if (on && !s->reading) {
@@ -447,6 +528,8 @@ static int tls_flush(hsock *s) {
 static int sock_write(hsock *s, const char *p, size_t n) {
   if (!s->connected)
     return acp__buf_append(&s->pending, p, n);
+  if (s->carrier)
+    return h2_submit(s, p, n);
   if (!s->tls)
     return raw_write(s, p, n);
   int rv = acp__tls_write(s->tls, p, n);
@@ -482,6 +565,18 @@ static void on_connect(uv_connect_t *req, int status) {
       fail(h, ACP_ERR_NOMEM, "out of memory");
     return;
   }
+  if (s->kind == K_H2) {
+    sock_read(s, true);
+    if (!s->tls) {
+      carrier_ready(s); /* h2c: prior knowledge */
+      return;
+    }
+    /* Offer h2 and start the handshake; ALPN decides in tls_read. */
+    if (acp__tls_offer_h2(s->tls) != 0 || acp__tls_read(s->tls, &s->in) != 0 ||
+        tls_flush(s) != 0)
+      fail(h, ACP_ERR_NOMEM, "out of memory");
+    return;
+  }
   if (s->pending.len > 0) {
     acp__buf p = s->pending;
     acp__buf_init(&s->pending, &h->mem, 0);
@@ -496,6 +591,8 @@ static void on_connect(uv_connect_t *req, int status) {
 }
 
 static hsock *sock_new(hcli *h, int kind, const char *sid) {
+  if (h->use_h2 && kind != K_H2)
+    return stream_new(h, kind, sid);
   hsock *s = acp__calloc(&h->mem, 1, sizeof(*s));
   if (!s)
     return NULL;
@@ -504,6 +601,8 @@ static hsock *sock_new(hcli *h, int kind, const char *sid) {
   acp__buf_init(&s->pending, &h->mem, 0);
   acp__buf_init(&s->in, &h->mem, 0);
   acp__buf_init(&s->text, &h->mem, 0);
+  acp__buf_init(&s->hdrs, &h->mem, 0);
+  acp__buf_init(&s->out, &h->mem, 0);
   if (sid) {
     s->sid = acp__strdup(&h->mem, sid);
     if (!s->sid) {
@@ -626,7 +725,7 @@ static hsock *find_stream(hcli *h, const char *sid) {
 
 static void open_stream(hcli *h, const char *sid) {
   acp__buf req;
-  if (h->failed || !h->have_addr || find_stream(h, sid))
+  if (h->failed || !ready(h) || find_stream(h, sid))
     return;
   hsock *s = sock_new(h, K_SSE, sid);
   if (!s) {
@@ -748,7 +847,7 @@ static int inspect_outbound(hcli *h, hmsg *m) {
 
 static void pump(hcli *h) {
   acp__buf req;
-  if (h->failed || !h->have_addr || !h->q_head)
+  if (h->failed || !ready(h) || !h->q_head)
     return;
   if (h->post && h->post->msg)
     return; /* one at a time, in order */
@@ -781,6 +880,10 @@ static void pump(hcli *h) {
   if (!h->q_head)
     h->q_tail = NULL;
   m->next = NULL;
+  /* The session's stream was opened above (a failure there returned with
+   * the message still queued, so no socket is opened for it here). */
+  if (h->post && h->post->carrier)
+    h->post = NULL; /* an HTTP/2 stream carries one request: a new one */
   if (!h->post) {
     h->post = sock_new(h, K_POST, NULL);
     if (!h->post) {
@@ -802,7 +905,7 @@ static void pump(hcli *h) {
   acp__buf_init(&req, &h->mem, 0);
   int rv = put_head(h, &req, "POST", m->sid, "application/json", m->len,
                     !m->is_init);
-  if (rv == 0 && s->connected && !s->tls) {
+  if (rv == 0 && s->connected && !s->tls && !s->carrier) {
     rv = raw_write_post(s, req.data, req.len, m);
   } else {
     if (rv == 0)
@@ -961,6 +1064,10 @@ static int on_body(hsock *s, const char *p, size_t n) {
 /* Consume what arrived: heads, bodies, events. */
 static void process(hsock *s) {
   hcli *h = s->h;
+  if (s->kind == K_H2) {
+    h2_recv(s);
+    return;
+  }
   while (!s->closed && !h->failed && s->in.len > 0) {
     if (!s->head_done) {
       acp__http_head hd;
@@ -1022,6 +1129,17 @@ static void sock_ended(hsock *s, int err) {
   hcli *h = s->h;
   if (s->closed)
     return;
+  if (s->kind == K_H2) {
+    char d[200];
+    if (!h->link) {
+      sock_close(s); /* only a DELETE was left on it */
+      return;
+    }
+    snprintf(d, sizeof(d), "the server closed the HTTP/2 connection (%s)",
+             err == UV_EOF ? "end of stream" : uv_strerror(err));
+    fail(h, ACP_ERR_CLOSED, d);
+    return;
+  }
   if (s->kind == K_DELETE) {
     sock_close(s);
     return;
@@ -1099,6 +1217,11 @@ static void tls_read(hsock *s, const char *p, size_t n) {
     rv = acp__tls_read(s->tls, &s->in);
   if (tls_flush(s) != 0 && rv == 0)
     rv = ACP_ERR_NOMEM;
+  if (rv == 0 && s->kind == K_H2 && !s->h2_ready && acp__tls_ready(s->tls)) {
+    carrier_alpn(s);
+    if (s->closed || h->failed)
+      return;
+  }
   if (s->in.len > 0)
     process(s);
   if (rv == 0 || s->closed)
@@ -1127,6 +1250,402 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
     sock_ended(s, (int)n);
   }
   acp__free(&s->h->mem, buf->base);
+}
+
+/* MARK: - HTTP/2 (Private) */
+
+/* Requests can be made: the address is known and, for ACP_REMOTE_HTTP2,
+ * whether they go as HTTP/2 streams. */
+static bool ready(const hcli *h) {
+  return h->have_addr && (!h->want_h2 || h->mode_known);
+}
+
+static void *nm_malloc(size_t n, void *ud) {
+  return acp__malloc(ud, n);
+}
+static void nm_free(void *p, void *ud) {
+  acp__free(ud, p);
+}
+static void *nm_calloc(size_t k, size_t n, void *ud) {
+  return acp__calloc(ud, k, n);
+}
+static void *nm_realloc(void *p, size_t n, void *ud) {
+  return acp__realloc(ud, p, n);
+}
+
+/* The HTTP/2 connection, opened when the first stream needs it. */
+static hsock *carrier_get(hcli *h) {
+  if (h->carrier && !h->carrier->closed)
+    return h->carrier;
+  h->carrier = sock_new(h, K_H2, NULL);
+  return h->carrier;
+}
+
+static hsock *stream_new(hcli *h, int kind, const char *sid) {
+  hsock *c = carrier_get(h);
+  if (!c)
+    return NULL;
+  hsock *s = acp__calloc(&h->mem, 1, sizeof(*s));
+  if (!s)
+    return NULL;
+  s->h = h;
+  s->kind = kind;
+  s->carrier = c;
+  s->keep_alive = false; /* one request per stream */
+  acp__buf_init(&s->pending, &h->mem, 0);
+  acp__buf_init(&s->in, &h->mem, 0);
+  acp__buf_init(&s->text, &h->mem, 0);
+  acp__buf_init(&s->hdrs, &h->mem, 0);
+  acp__buf_init(&s->out, &h->mem, 0);
+  if (sid && !(s->sid = acp__strdup(&h->mem, sid))) {
+    acp__free(&h->mem, s);
+    return NULL;
+  }
+  uv_timer_init(h->loop, &s->life);
+  s->life.data = s;
+  s->next = h->socks;
+  h->socks = s;
+  s->connected = c->h2_ready;
+  s->reading = true;
+  return s;
+}
+
+/* A stream's answer ended (END_STREAM), or the stream closed without. */
+static void stream_complete(hsock *s, bool clean) {
+  if (s->completed || s->closed)
+    return;
+  s->completed = true;
+  if (clean && s->head_done)
+    answer_done(s);
+  else
+    sock_ended(s, clean ? UV_EOF : UV_ECONNRESET);
+}
+
+static hsock *stream_of(nghttp2_session *ng, int32_t id) {
+  hsock *s = nghttp2_session_get_stream_user_data(ng, id);
+  return (s && !s->closed) ? s : NULL;
+}
+
+static int ng_on_header(nghttp2_session *ng, const nghttp2_frame *fr,
+                        const uint8_t *name, size_t nlen, const uint8_t *value,
+                        size_t vlen, uint8_t flags, void *ud) {
+  (void)flags;
+  (void)ud;
+  if (fr->hd.type != NGHTTP2_HEADERS)
+    return 0;
+  hsock *s = stream_of(ng, fr->hd.stream_id);
+  if (!s)
+    return 0;
+  if (nlen == 7 && memcmp(name, ":status", 7) == 0) {
+    s->h2_status = 0;
+    for (size_t i = 0; i < vlen && i < 3; i++)
+      s->h2_status = s->h2_status * 10 + (value[i] - '0');
+    acp__buf_clear(&s->hdrs);
+    return 0;
+  }
+  if (acp__buf_append(&s->hdrs, (const char *)name, nlen) != 0 ||
+      acp__buf_append(&s->hdrs, "", 1) != 0 ||
+      acp__buf_append(&s->hdrs, (const char *)value, vlen) != 0 ||
+      acp__buf_append(&s->hdrs, "", 1) != 0)
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
+  return 0;
+}
+
+/* A response head: given to on_head() in the shape of HTTP/1.1's. */
+static void stream_head(hsock *s) {
+  acp__http_head hd;
+  memset(&hd, 0, sizeof(hd));
+  hd.status = s->h2_status;
+  hd.minor_version = 1;
+  size_t off = 0;
+  while (off < s->hdrs.len && hd.nheaders < ACP__HTTP_MAX_HEADERS) {
+    acp__http_header *x = &hd.headers[hd.nheaders++];
+    x->name = s->hdrs.data + off;
+    x->name_len = strlen(x->name);
+    off += x->name_len + 1;
+    x->value = s->hdrs.data + off;
+    x->value_len = strlen(x->value);
+    off += x->value_len + 1;
+  }
+  on_head(s, &hd);
+  s->keep_alive = false;
+  s->head_done = true;
+}
+
+static int ng_on_frame(nghttp2_session *ng, const nghttp2_frame *fr, void *ud) {
+  hsock *c = ud;
+  if (c->closed || c->h->failed)
+    return 0;
+  if (fr->hd.type != NGHTTP2_HEADERS && fr->hd.type != NGHTTP2_DATA)
+    return 0;
+  hsock *s = stream_of(ng, fr->hd.stream_id);
+  if (!s)
+    return 0;
+  if (fr->hd.type == NGHTTP2_HEADERS &&
+      fr->headers.cat == NGHTTP2_HCAT_RESPONSE && !s->head_done) {
+    if (s->h2_status >= 100 && s->h2_status < 200)
+      return 0; /* 100 Continue and the like */
+    stream_head(s);
+  }
+  if (!s->closed && (fr->hd.flags & NGHTTP2_FLAG_END_STREAM))
+    stream_complete(s, true);
+  return 0;
+}
+
+static int ng_on_data(nghttp2_session *ng, uint8_t flags, int32_t id,
+                      const uint8_t *data, size_t len, void *ud) {
+  hsock *c = ud;
+  (void)flags;
+  hsock *s = stream_of(ng, id);
+  if (!s || c->closed) {
+    nghttp2_session_consume(ng, id, len);
+    return 0;
+  }
+  s->got_bytes = true;
+  /* The window is given back as the data is taken: at once, or for an
+   * SSE stream the link stopped reading, when it reads again. */
+  if (s->kind == K_SSE && s->paused)
+    s->unconsumed += len;
+  else
+    nghttp2_session_consume(ng, id, len);
+  if (!s->head_done)
+    return 0;
+  int rv = on_body(s, (const char *)data, len);
+  if (rv != 0 && rv != ACP_ERR_CLOSED && !c->h->failed)
+    fail(c->h, ACP_ERR_NOMEM, "out of memory");
+  return 0;
+}
+
+static int ng_on_close(nghttp2_session *ng, int32_t id, uint32_t err,
+                       void *ud) {
+  hsock *c = ud;
+  hsock *s = stream_of(ng, id);
+  if (!s)
+    return 0;
+  s->stream_done = true;
+  if (!c->closed && !c->h->failed)
+    stream_complete(s, err == NGHTTP2_NO_ERROR);
+  return 0;
+}
+
+static ssize_t ng_read_body(nghttp2_session *ng, int32_t id, uint8_t *buf,
+                            size_t len, uint32_t *flags,
+                            nghttp2_data_source *src, void *ud) {
+  hsock *s = src->ptr;
+  (void)ng;
+  (void)id;
+  (void)ud;
+  size_t n = s->out.len - s->out_off;
+  if (n > len)
+    n = len;
+  memcpy(buf, s->out.data + s->out_off, n);
+  s->out_off += n;
+  if (s->out_off == s->out.len)
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return (ssize_t)n;
+}
+
+/* The request our HTTP/1.1 code wrote (head and body) as a stream: the
+ * head is parsed back, Host becomes :authority, names are lowercased. */
+static int h2_submit(hsock *s, const char *p, size_t n) {
+  hsock *c = s->carrier;
+  hcli *h = s->h;
+  acp__http_head hd;
+  nghttp2_nv nv[4 + ACP__HTTP_MAX_HEADERS];
+  size_t k = 0;
+  if (c->closed || !c->ng)
+    return ACP_ERR_CLOSED;
+  acp_ssize hl = acp__http_parse_head(p, n, false, &hd);
+  if (hl <= 0)
+    return ACP_ERR_INVALID_ARGUMENT;
+  char *lower = acp__malloc(&h->mem, (size_t)hl);
+  if (!lower)
+    return ACP_ERR_NOMEM;
+  const char *authority = h->authority;
+  size_t alen = strlen(authority), off = 0;
+#define NV(N, NL, V, VL)                                                       \
+  nv[k++] = (nghttp2_nv){(uint8_t *)(N), (uint8_t *)(V), (NL), (VL),           \
+                         NGHTTP2_NV_FLAG_NONE}
+  NV(":method", 7, hd.method, hd.method_len);
+  NV(":scheme", 7, s->h->tls ? "https" : "http", s->h->tls ? 5u : 4u);
+  NV(":authority", 10, authority, alen);
+  NV(":path", 5, hd.target, hd.target_len);
+  for (size_t i = 0; i < hd.nheaders; i++) {
+    const acp__http_header *x = &hd.headers[i];
+    if ((x->name_len == 4 && strncasecmp(x->name, "Host", 4) == 0) ||
+        (x->name_len == 10 && strncasecmp(x->name, "Connection", 10) == 0))
+      continue;
+    char *ln = lower + off;
+    for (size_t j = 0; j < x->name_len; j++) {
+      char ch = x->name[j];
+      ln[j] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
+    }
+    off += x->name_len;
+    NV(ln, x->name_len, x->value, x->value_len);
+  }
+#undef NV
+  int rv = 0;
+  nghttp2_data_provider prd;
+  prd.source.ptr = s;
+  prd.read_callback = ng_read_body;
+  size_t blen = n - (size_t)hl;
+  if (blen > 0)
+    rv = acp__buf_append(&s->out, p + hl, blen);
+  if (rv == 0) {
+    int32_t id =
+        nghttp2_submit_request(c->ng, NULL, nv, k, blen > 0 ? &prd : NULL, s);
+    if (id < 0)
+      rv = id == NGHTTP2_ERR_NOMEM ? ACP_ERR_NOMEM : ACP_ERR_PROTOCOL;
+    else
+      s->stream_id = id;
+  }
+  acp__free(&h->mem, lower);
+  if (rv == 0)
+    h2_flush(c);
+  return rv;
+}
+
+/* Write what the session has to send (not from inside its callbacks:
+ * h2_recv flushes when they are over). */
+static void h2_flush(hsock *c) {
+  hcli *h = c->h;
+  if (c->closed || !c->ng || c->ng_busy)
+    return;
+  for (;;) {
+    const uint8_t *d;
+    ssize_t n = nghttp2_session_mem_send(c->ng, &d);
+    if (n < 0) {
+      fail(h, n == NGHTTP2_ERR_NOMEM ? ACP_ERR_NOMEM : ACP_ERR_PROTOCOL,
+           "HTTP/2: cannot send");
+      return;
+    }
+    if (n == 0)
+      break;
+    if (sock_write(c, (const char *)d, (size_t)n) != 0) {
+      fail(h, ACP_ERR_NOMEM, "out of memory");
+      return;
+    }
+  }
+  if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng))
+    sock_ended(c, UV_EOF); /* after GOAWAY, every stream is over */
+}
+
+static void h2_recv(hsock *c) {
+  hcli *h = c->h;
+  if (!c->ng || c->in.len == 0)
+    return;
+  c->ng_busy = true;
+  ssize_t n =
+      nghttp2_session_mem_recv(c->ng, (const uint8_t *)c->in.data, c->in.len);
+  c->ng_busy = false;
+  if (c->closed || h->failed)
+    return;
+  if (n < 0) {
+    char d[200];
+    snprintf(d, sizeof(d), "HTTP/2: %s", nghttp2_strerror((int)n));
+    fail(h, n == NGHTTP2_ERR_NOMEM ? ACP_ERR_NOMEM : ACP_ERR_PROTOCOL, d);
+    return;
+  }
+  acp__buf_consume(&c->in, (size_t)n);
+  h2_flush(c);
+}
+
+/* An SSE stream the link stopped (or started again) reading. */
+static void h2_window(hsock *s, bool on) {
+  hsock *c = s->carrier;
+  if (!on) {
+    s->paused = true;
+    return;
+  }
+  s->paused = false;
+  if (s->unconsumed > 0 && !c->closed && c->ng && s->stream_id > 0 &&
+      !s->stream_done) {
+    nghttp2_session_consume(c->ng, s->stream_id, s->unconsumed);
+    h2_flush(c);
+  }
+  s->unconsumed = 0;
+}
+
+/* The connection speaks HTTP/2 now: the session, our SETTINGS, and the
+ * streams that waited for it. */
+static void carrier_ready(hsock *c) {
+  hcli *h = c->h;
+  nghttp2_session_callbacks *cbs = NULL;
+  nghttp2_option *opt = NULL;
+  int rv = -1;
+  c->nmem = (nghttp2_mem){&h->mem, nm_malloc, nm_free, nm_calloc, nm_realloc};
+  if (nghttp2_session_callbacks_new(&cbs) == 0 &&
+      nghttp2_option_new(&opt) == 0) {
+    nghttp2_session_callbacks_set_on_header_callback(cbs, ng_on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, ng_on_frame);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, ng_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, ng_on_close);
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    rv = nghttp2_session_client_new3(&c->ng, cbs, c, opt, &c->nmem);
+  }
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, ACP__H2_MAX_STREAMS},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)H2_STREAM_WINDOW}};
+  if (rv != 0 ||
+      nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, 3) != 0 ||
+      nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0,
+                                            H2_CONN_WINDOW) != 0) {
+    fail(h, ACP_ERR_NOMEM, "out of memory starting HTTP/2");
+    return;
+  }
+  c->h2_ready = true;
+  bool first = !h->mode_known;
+  h->mode_known = true;
+  h->use_h2 = true;
+  /* Streams made while it connected: their requests go now. */
+  for (hsock *s = h->socks; s && !c->closed && !h->failed; s = s->next) {
+    if (s->carrier != c || s->closed || s->connected)
+      continue;
+    s->connected = true;
+    if (s->pending.len > 0) {
+      acp__buf q = s->pending;
+      acp__buf_init(&s->pending, &h->mem, 0);
+      rv = h2_submit(s, q.data, q.len);
+      acp__buf_dispose(&q);
+      if (rv != 0) {
+        if (s->kind == K_DELETE)
+          sock_close(s);
+        else
+          fail(h, rv, "cannot send a request over HTTP/2");
+        return;
+      }
+    }
+  }
+  h2_flush(c);
+  if (first)
+    pump(h);
+}
+
+/* https: the handshake is over and ALPN has chosen. */
+static void carrier_alpn(hsock *c) {
+  hcli *h = c->h;
+  const char *p = acp__tls_alpn(c->tls);
+  if (p && strcmp(p, "h2") == 0) {
+    carrier_ready(c);
+    return;
+  }
+  if (h->mode_known) {
+    /* A later connection (for the DELETE) to a server that no longer
+     * offers h2: what it carried is dropped. */
+    sock_close(c);
+    return;
+  }
+  /* The server chose HTTP/1.1: this socket becomes the POST socket and
+   * everything goes on as ACP_REMOTE_HTTP does. */
+  h->mode_known = true;
+  h->use_h2 = false;
+  h->carrier = NULL;
+  c->kind = K_POST;
+  h->post = c;
+  pump(h);
 }
 
 /* MARK: - Link ops (Private) */
@@ -1219,7 +1738,7 @@ static void op_close(acp_uv_link *l, void *ud) {
     sock_close(s);
   /* End the connection on the server: its agent is stopped at once
    * rather than when a stream times out. */
-  if (h->conn_id[0] != '\0' && !h->deleted && h->have_addr) {
+  if (h->conn_id[0] != '\0' && !h->deleted && ready(h)) {
     hsock *s = sock_new(h, K_DELETE, NULL);
     acp__buf req;
     acp__buf_init(&req, &h->mem, 0);
@@ -1266,6 +1785,19 @@ static void on_resolved(uv_getaddrinfo_t *req, int status,
   memcpy(&h->addr, res->ai_addr, res->ai_addrlen);
   h->have_addr = true;
   uv_freeaddrinfo(res);
+  if (h->want_h2 && !h->tls) {
+    h->use_h2 = true; /* h2c with prior knowledge */
+    h->mode_known = true;
+  } else if (h->want_h2) {
+    /* ALPN decides before the first request; the handshake gets the
+     * deadline initialize would have. */
+    if (!carrier_get(h)) {
+      fail(h, ACP_ERR_NOMEM, "cannot open a socket");
+      return;
+    }
+    uv_timer_start(&h->timer, on_connect_timeout, CONNECT_MS, 0);
+    return;
+  }
   pump(h);
 }
 
@@ -1286,6 +1818,7 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
   h->loop = loop;
   h->max_msg =
       opts->max_message ? opts->max_message : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  h->want_h2 = opts->version >= 2 && opts->transport == ACP_REMOTE_HTTP2;
   acp__buf_init(&h->extra, &h->mem, 0);
   acp__buf_init(&h->cookies, &h->mem, 8192);
   acp__buf_init(&h->line, &h->mem, h->max_msg);
@@ -1357,4 +1890,13 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
 fail:
   hcli_free(h);
   return rv;
+}
+
+/* MARK: - Queries (Public) */
+
+const char *acp_remote_http_version(const acp_uv_link *link) {
+  hcli *h = link ? acp__uv_link_user_data(link, op_write) : NULL;
+  if (!h || (!h->mode_known && h->want_h2))
+    return NULL;
+  return h->use_h2 ? "HTTP/2" : "HTTP/1.1";
 }

@@ -1367,7 +1367,13 @@ static int h1_respond(acp__hx *x, const acp__hx_resp *r) {
      * http_request, or already, for a POST that was held). */
     static char ok[] = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
     uv_buf_t b = uv_buf_init(ok, sizeof(ok) - 1);
-    (void)send_bufs(c, &b, 1, 0, false);
+    int rv = send_bufs(c, &b, 1, 0, false);
+    if (rv != 0) {
+      /* Unanswered, the client would wait for the socket's idle timer:
+       * closing it tells the client now. */
+      conn_close_tcp(c);
+      return rv;
+    }
     if (c->state == C_WAIT && !c->tcp_closed && !c->lingering)
       http_next(c);
     return 0;
@@ -1399,7 +1405,13 @@ static void h1_open_sse(acp__hx *x) {
                       "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
   uv_buf_t b = uv_buf_init(sse, sizeof(sse) - 1);
   c->state = C_SSE;
-  (void)send_bufs(c, &b, 1, 0, false);
+  if (send_bufs(c, &b, 1, 0, false) != 0) {
+    /* The client sees its stream end, not silence. Closed from the timer:
+     * the caller attaches the exchange to its connection after this. */
+    uv_timer_stop(&c->timer);
+    uv_timer_start(&c->timer, on_linger_timeout, 0, 0);
+    return;
+  }
   uv_timer_stop(&c->timer);
   if (c->ping_ms != UINT64_MAX)
     uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);
@@ -2669,9 +2681,10 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
   if (tls && acp__tls_conf_is_server(tls))
     return ACP_ERR_INVALID_ARGUMENT;
   int transport = opts->version >= 2 ? opts->transport : ACP_REMOTE_AUTO;
-  if (transport == ACP_REMOTE_HTTP && u.ws)
+  bool http = transport == ACP_REMOTE_HTTP || transport == ACP_REMOTE_HTTP2;
+  if (http && u.ws)
     return ACP_ERR_INVALID_ARGUMENT; /* ws:// names a WebSocket */
-  if (transport == ACP_REMOTE_HTTP)
+  if (http)
     return acp__remote_http_connect(out, loop, &u, opts, cb, user_data, mem);
   if (transport != ACP_REMOTE_AUTO && transport != ACP_REMOTE_WEBSOCKET)
     return ACP_ERR_INVALID_ARGUMENT;

@@ -61,6 +61,8 @@ struct acp__tls {
  */
 static const unsigned char alpn_server[] = "\x02h2\x08http/1.1";
 static const unsigned char alpn_client[] = "\x08http/1.1";
+/* A client that speaks HTTP/2 (ACP_REMOTE_HTTP2) asks for it first. */
+static const unsigned char alpn_client_h2[] = "\x02h2\x08http/1.1";
 
 /* MARK: - Errors (Private) */
 
@@ -350,6 +352,15 @@ static void fail(acp__tls *t, int ssl_err) {
              ssl_err == SSL_ERROR_SYSCALL ? "the peer ended the connection"
                                           : "the connection failed");
   }
+}
+
+int acp__tls_offer_h2(acp__tls *t) {
+  if (SSL_set_alpn_protos(t->ssl, alpn_client_h2, sizeof(alpn_client_h2) - 1) !=
+      0) {
+    ERR_clear_error();
+    return ACP_ERR_NOMEM;
+  }
+  return 0;
 }
 
 static void mark_ready(acp__tls *t) {

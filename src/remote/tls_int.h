@@ -76,6 +76,9 @@ const char *acp__tls_error(const acp__tls *t);
 /* The failure was a plaintext HTTP request (a server can answer it in
  * plaintext). */
 bool acp__tls_plain_http(const acp__tls *t);
+/* A client filter (before its first byte): offer ALPN "h2" before
+ * "http/1.1". 0 or ACP_ERR_NOMEM. */
+int acp__tls_offer_h2(acp__tls *t);
 /* The protocol ALPN agreed on ("h2", "http/1.1"), or NULL. */
 const char *acp__tls_alpn(const acp__tls *t);
 

@@ -1053,6 +1053,14 @@ int acp_uv_link_new_user(acp_uv_link **out, uv_loop_t *loop,
   return 0;
 }
 
+void *acp__uv_link_user_data(const acp_uv_link *l,
+                             int (*write)(acp_uv_link *, const char *, size_t,
+                                          void *)) {
+  if (l->wr.kind != SIDE_USER || l->ops.write != write)
+    return NULL;
+  return l->ops_ud;
+}
+
 int acp_uv_link_user_deliver(acp_uv_link *l, const char *data, size_t len) {
   if (!l || l->rd.kind != SIDE_USER || (!data && len > 0))
     return ACP_ERR_INVALID_ARGUMENT;

@@ -42,6 +42,13 @@ int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
 /* The source coupled to `dst`, or NULL. */
 acp_uv_link *acp__uv_link_src(const acp_uv_link *dst);
 
+/* The user_data of a user link made with ops whose write is `write`, or
+ * NULL (another kind of link): lets a transport answer queries about its
+ * own links. */
+void *acp__uv_link_user_data(const acp_uv_link *l,
+                             int (*write)(acp_uv_link *, const char *, size_t,
+                                          void *));
+
 /* Map a libuv error to an ACP_ERR_* code. */
 int acp__uv_err(int uv_err);
 

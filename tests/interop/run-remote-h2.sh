@@ -94,6 +94,32 @@ st=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST \
      -H "Content-Type: text/plain" -d '{}' "$url")
 [ "$st" = 415 ] && ok "HTTP/1.1 on the same port (415 for text/plain)" || ko "HTTP/1.1 beside h2c" "status $st"
 
+# ---- our client over HTTP/2: acp client --http --h2 -> acp serve -----------
+out=$(timeout 30 $wrap "$acp" client --verbose --quiet --url "$url" --http --h2 -p "hello over h2" 2>"$work/c2err")
+if [ "$out" = "hello over h2" ] && grep -q "connected over HTTP/2" "$work/c2err"; then
+  ok "acp client --h2 -> acp serve: a turn over h2c"
+else ko "acp client --h2 -> acp serve: a turn" "$out" "$(cat "$work/c2err")"; fi
+out=$(timeout 30 $wrap "$acp" client --yes --cwd "$work" --url "$url" --http --h2 -p "/ask:edit change it
+/read served.txt
+/write h2out.txt written over h2" 2>"$work/c2err")
+rc=$?
+if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/c2err" && grep -q "\[fs\] read" "$work/c2err" &&
+   [ "$(cat "$work/h2out.txt" 2>/dev/null)" = "written over h2" ]; then
+  ok "acp client --h2 -> acp serve: full turn (permission, read, write)"
+else
+  ko "acp client --h2 -> acp serve: full turn" "exit $rc" "$out" "$(cat "$work/c2err")"
+fi
+# a 1 MB prompt (a line on stdin: too long for argv) echoed back
+python3 -c 'print("x" * 1048000)' > "$work/big.txt"
+timeout 60 $wrap "$acp" client --quiet --url "$url" --http --h2 <"$work/big.txt" >"$work/big.out" 2>"$work/c2err"
+n=$(tr -cd x <"$work/big.out" | wc -c)
+if [ "$n" -eq 1048000 ]; then ok "acp client --h2 -> acp serve: a 1 MB turn"
+else ko "acp client --h2: a 1 MB turn" "got $n bytes" "$(tail -c 300 "$work/c2err")"; fi
+# --h2 needs --http
+timeout 10 "$acp" client --url "$url" --h2 -p x >/dev/null 2>"$work/c2err"
+[ $? -eq 2 ] && grep -q -- "--h2 goes with --http" "$work/c2err" && ok "acp client --h2 without --http: usage error" ||
+  ko "acp client --h2 without --http" "$(cat "$work/c2err")"
+
 # ---- refusals -------------------------------------------------------------
 out=$(peer status "$url" 403 "" "http://evil.example")
 [ $? -eq 0 ] && ok "h2c: foreign Origin: 403" || ko "h2c: foreign Origin" "$out"

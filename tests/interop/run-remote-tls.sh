@@ -98,9 +98,10 @@ if [ "$v" = "1.1" ]; then ok "an HTTP/1.1 client over TLS gets HTTP/1.1"; else k
 
 # A full turn: the agent asks permission, reads and writes a file.
 echo "served file" >"$work/served.txt"
-for mode in ws http; do
+for mode in ws http h2; do
   u=$wss; extra=""
   [ $mode = http ] && { u=$https; extra=--http; }
+  [ $mode = h2 ] && { u=$https; extra="--http --h2 --verbose"; }
   rm -f "$work/out.txt"
   # shellcheck disable=SC2086
   out=$(timeout 60 $wrap "$acp" client --yes --cwd "$work" --url "$u" $extra \
@@ -110,7 +111,9 @@ for mode in ws http; do
   rc=$?
   if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err" &&
      [ "$(cat "$work/out.txt" 2>/dev/null)" = "written over $mode" ]; then
-    ok "acp client --url $u $extra: full turn (permission, read, write)"
+    if [ $mode = h2 ] && ! grep -q "connected over HTTP/2" "$work/err"; then
+      ko "acp client --h2 over https: ALPN h2" "$(cat "$work/err")"
+    else ok "acp client --url $u $extra: full turn (permission, read, write)"; fi
   else ko "acp client full turn over $mode" "exit $rc" "$out" "$(cat "$work/err")"; fi
 done
 out=$(timeout 30 $wrap "$acp" client --quiet --url "wss://localhost:$port/acp" \

@@ -295,6 +295,7 @@ typedef struct pair {
   size_t want;      /* close the client after this many bytes (0: 30) */
   int transport;
   size_t max_queue;
+  const char *version; /* acp_remote_http_version() when connected */
 } pair;
 
 static bool has(const char *d, size_t n, const char *needle) {
@@ -313,13 +314,19 @@ static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
     p->srv_link = NULL;
     return;
   }
+  int rv = 0;
   if (p->answer_init && has(d, n, "\"initialize\"")) {
     static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
-    acp_uv_link_write(l, r, sizeof(r) - 1);
-    return;
+    rv = acp_uv_link_write(l, r, sizeof(r) - 1);
+  } else if (p->echo) {
+    rv = acp_uv_link_write(l, d, n);
   }
-  if (p->echo)
-    acp_uv_link_write(l, d, n);
+  if (rv != 0) {
+    /* What an agent does when it cannot write: it ends (a message lost
+     * in silence would leave the client waiting). */
+    acp_uv_link_close(l, 0, NULL, NULL);
+    p->srv_link = NULL;
+  }
 }
 
 static void on_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
@@ -357,8 +364,8 @@ static void cli_read(acp_uv_link *l, int status, const char *d, size_t n,
 static void on_connected(acp_uv_link *l, int status, const char *detail,
                          void *ud) {
   pair *p = ud;
-  (void)l;
   p->status = status;
+  p->version = acp_remote_http_version(l);
   snprintf(p->detail, sizeof(p->detail), "%s", detail);
 }
 
@@ -372,7 +379,9 @@ static void start(pair *p, const char *token, const char *client_token) {
       acp_remote_server_new(&p->srv, &p->loop, &so, on_accept, p, NULL, NULL),
       0);
   snprintf(url, sizeof(url), "%s://127.0.0.1:%d/acp",
-           p->transport == ACP_REMOTE_HTTP ? "http" : "ws",
+           p->transport == ACP_REMOTE_HTTP || p->transport == ACP_REMOTE_HTTP2
+               ? "http"
+               : "ws",
            acp_remote_server_port(p->srv));
   co.token = client_token;
   co.transport = p->transport;
@@ -427,6 +436,84 @@ static void test_streamable_http_client_round_trip(void **state) {
   p->got[p->got_len] = '\0';
   assert_string_equal(p->got, want);
   assert_null(p->srv_link); /* DELETE ended the server's link */
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* The same over HTTP/2 (h2c with prior knowledge): every POST, the SSE
+ * stream and the DELETE are streams of one TCP connection. */
+static void test_streamable_http2_client_round_trip(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  p->echo = true;
+  p->answer_init = true;
+  p->transport = ACP_REMOTE_HTTP2;
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  static const char want[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+                             "{\"a\":1}\n{\"b\":2}\n[3,4,5]\n";
+  p->want = sizeof(want) - 1;
+  start(p, "tok", "tok");
+  assert_null(acp_remote_http_version(p->cli)); /* not connected yet */
+  assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, "{\"a\":1}\n\n{\"b\"", 13), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, ":2}\r\n[3,4,5]\n", 13), 0);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_string_equal(p->version, "HTTP/2");
+  assert_int_equal(p->status, 0);
+  assert_int_equal(strlen(p->detail), 36);
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, want);
+  assert_null(p->srv_link); /* the DELETE stream ended the server's link */
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* The server goes away once initialize is answered: the client's link
+ * ends with the reason, and everything is freed. */
+static void gone_connected(acp_uv_link *l, int status, const char *detail,
+                           void *ud) {
+  pair *p = ud;
+  on_connected(l, status, detail, ud);
+  if (status == 0 && p->srv) {
+    if (p->srv_link)
+      acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+    p->srv_link = NULL;
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+  }
+}
+
+static void test_streamable_http2_server_goes_away(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  char url[64];
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  (void)state;
+  p->echo = true;
+  p->answer_init = true;
+  p->want = 1 << 15; /* never: the end comes from the server */
+  assert_int_equal(uv_loop_init(&p->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&p->srv, &p->loop, &so, on_accept, p, NULL, NULL),
+      0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
+           acp_remote_server_port(p->srv));
+  co.transport = ACP_REMOTE_HTTP2;
+  p->status = 1;
+  assert_int_equal(
+      acp_remote_connect(&p->cli, &p->loop, url, &co, gone_connected, p, NULL),
+      0);
+  assert_int_equal(acp_uv_link_read_start(p->cli, cli_read, p), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->ended, 1);      /* the link's read side ended */
+  assert_int_not_equal(p->status, 0); /* reported once more, with why */
+  assert_true(strstr(p->detail, "HTTP/2") != NULL ||
+              strstr(p->detail, "connection stream") != NULL);
+  assert_string_equal(p->version, "HTTP/2");
   assert_int_equal(uv_loop_close(&p->loop), 0);
   free(p);
 }
@@ -973,6 +1060,84 @@ static void test_unaffordable_connection_is_dropped(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* The same over Streamable HTTP, both ends on the failing allocator: the
+ * client (http_client.c: initialize POST, SSE streams, a session stream
+ * opened for a message naming a session, DELETE) and the server's side
+ * (the connection, its session-stream routing). Every run ends, reports
+ * or completes, and frees everything. Each point ends on its failure
+ * event (the client's link ending, a write the agent cannot make), never
+ * on a server deadline, so the ~80 points take well under a second. */
+/* The client's end is the scenario's: its link ended (the failure was
+ * reported) or the echo is complete. The server's side of the ACP
+ * connection is closed then too, as the caller of acp_remote_serve would
+ * when its agent is done: otherwise a connection whose SSE stream never
+ * came would wait out the server's stream deadline at every point. */
+static void fm_cli_read(acp_uv_link *l, int status, const char *d, size_t n,
+                        void *ud) {
+  pair *p = ud;
+  cli_read(l, status, d, n, ud);
+  if (!p->cli && p->srv_link) {
+    acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+    p->srv_link = NULL;
+  }
+}
+
+static int http_pair_scenario(failmem *f) {
+  pair *p = calloc(1, sizeof(*p));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  acp_mem m = failmem_start(f, f->fail_at);
+  static const char msgs[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n"
+      "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\","
+      "\"params\":{\"sessionId\":\"s1\"}}\n"
+      "{\"a\":1}\n";
+  /* The answer to initialize, then the echo of the other two. */
+  static const size_t want = 37 + 72 + 8;
+  char url[64];
+  int done = 0;
+  assert_int_equal(uv_loop_init(&p->loop), 0);
+  p->echo = true;
+  p->answer_init = true;
+  p->want = want;
+  p->status = 1;
+  if (acp_remote_server_new(&p->srv, &p->loop, &so, fm_on_accept, p, &m,
+                            NULL) != 0)
+    goto out;
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
+           acp_remote_server_port(p->srv));
+  co.transport = ACP_REMOTE_HTTP;
+  if (acp_remote_connect(&p->cli, &p->loop, url, &co, fm_on_connected, p, &m) !=
+      0) {
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+    goto out;
+  }
+  if (acp_uv_link_read_start(p->cli, fm_cli_read, p) != 0 ||
+      acp_uv_link_write(p->cli, msgs, sizeof(msgs) - 1) != 0) {
+    acp_uv_link_close(p->cli, 0, NULL, NULL);
+    p->cli = NULL;
+    acp_remote_server_close(p->srv);
+    p->srv = NULL;
+  }
+out:
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  if (p->srv_link)
+    acp_uv_link_close(p->srv_link, 0, NULL, NULL);
+  if (p->srv)
+    acp_remote_server_close(p->srv);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  done = p->got_len == want;
+  free(p);
+  return done;
+}
+
+static void test_streamable_http_allocation_failures(void **state) {
+  (void)state;
+  failmem_sweep(http_pair_scenario, 20);
+}
+
 /* MARK: - Streamable HTTP requests */
 
 static int check_acp(const char *req, size_t max, acp__acp_req *r) {
@@ -1072,11 +1237,14 @@ int main(void) {
       cmocka_unit_test(test_refused_upgrade_reports_status),
       cmocka_unit_test(test_streamable_http_client_round_trip),
       cmocka_unit_test(test_streamable_http_client_refusals),
+      cmocka_unit_test(test_streamable_http2_client_round_trip),
+      cmocka_unit_test(test_streamable_http2_server_goes_away),
       cmocka_unit_test(test_response_bodies_are_decoded),
       cmocka_unit_test(test_urls_are_parsed),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
+      cmocka_unit_test(test_streamable_http_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
   };
