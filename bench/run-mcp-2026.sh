@@ -16,7 +16,9 @@
 # Each: requests/s, wrk's p50/p99, errors, and the peak RSS (VmHWM) of
 # every process of that server summed (supervisor and workers; nginx's
 # master and workers plus ours), read after wrk. Then the ratios
-# ours/theirs (rate and RSS) and workers2/ours, nginx2/ours.
+# ours/theirs (rate and RSS) and workers2/ours, nginx2/ours; and where the
+# time went: CPU seconds of each server program and of wrk during the run
+# ("cpu_s" in the JSON line; per request in the printed summary).
 # One run each, in that order, on whatever else the machine is doing:
 # numbers from a shared machine are indicative only.
 #
@@ -108,6 +110,25 @@ hwm_sum() {
     done
     echo $t
 }
+# CPU seconds (user + system) used so far by the trees of the given pids,
+# by program name: "name=seconds name=seconds ..." (nginx master and
+# workers add up under nginx, our supervisor and workers under acp-mcp).
+cpu_by_comm() {
+    for root in "$@"; do
+        for p in $(tree "$root"); do
+            n=$(tr ' ' _ <"/proc/$p/comm" 2>/dev/null) || continue
+            # After "pid (comm) state ": ppid is field 1, utime 11, stime 12.
+            sed 's/^.*) [A-Za-z] //' "/proc/$p/stat" 2>/dev/null |
+                awk -v n="$n" '{ print n, $11 + $12 }' || true
+        done
+    done | awk -v hz="$(getconf CLK_TCK)" '{ t[$1] += $2 } END { for (k in t) printf "%s=%.2f ", k, t[k] / hz }'
+}
+# Children's CPU seconds of this shell so far (wrk, once it has exited):
+# `times` must run in this shell, not in a $(...) subshell, so it writes
+# to FILE and this reads it.
+kids_cpu() {
+    awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%.2f", s }' "$1"
+}
 BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
 check() { # PORT: one call answers 200 with the echo
     c=$(curl -s --max-time 5 -o "$work/b" -w '%{http_code}' \
@@ -139,9 +160,20 @@ run() {
         stop_all; failed=1; return
     fi
     say "$impl: wrk -t$threads -c$conns -d${duration}s"
+    cpu0=$(cpu_by_comm $started)
+    times >"$work/times0"
     timeout $((duration + 60)) wrk -t"$threads" -c"$conns" -d"${duration}s" \
         -s "$here/mcp26_wrk.lua" "http://127.0.0.1:$port/mcp" >"$work/wrk-$impl.log" 2>&1 || true
     rss=$(hwm_sum $started)
+    cpu1=$(cpu_by_comm $started)
+    times >"$work/times1"
+    k0=$(kids_cpu "$work/times0"); k1=$(kids_cpu "$work/times1")
+    # Where the time went during the run: each server program's CPU
+    # seconds, and wrk's (the load generator shares the same two cores).
+    cpu=$(printf '%s\n%s\n' "$cpu0" "$cpu1" | awk -v w="$k0 $k1" '
+        NR == 1 { for (i = 1; i <= NF; i++) { split($i, a, "="); b[a[1]] = a[2] } }
+        NR == 2 { for (i = 1; i <= NF; i++) { split($i, a, "="); printf "\"%s\":%.2f,", a[1], a[2] - b[a[1]] } }
+        END { split(w, k, " "); printf "\"wrk\":%.2f", k[2] - k[1] }')
     alive=1
     for p in $started; do kill -0 "$p" 2>/dev/null || alive=0; done
     stop_all
@@ -149,7 +181,7 @@ run() {
     if [ -z "$line" ] || [ $alive = 0 ]; then
         say "$impl FAILED (servers alive: $alive)"; tail -5 "$work/wrk-$impl.log"; failed=1; return
     fi
-    echo "$line" | sed "s/^{/{\"transport\":\"http_2026\",\"impl\":\"$impl\",\"conns\":$conns,\"server_peak_rss_kib\":$rss,/" >>"$results"
+    echo "$line" | sed "s/^{/{\"transport\":\"http_2026\",\"impl\":\"$impl\",\"conns\":$conns,\"server_peak_rss_kib\":$rss,\"cpu_s\":{$cpu},/" >>"$results"
 }
 
 if want ours; then
@@ -215,7 +247,13 @@ const o = get("ours"), s = get("theirs"), w = get("workers2"), n = get("nginx2")
 if (o && s) console.log(`ours/theirs: rate ${(o.rps / s.rps).toFixed(1)}x, peak RSS ${(o.server_peak_rss_kib / s.server_peak_rss_kib).toFixed(3)}x (theirs/ours ${(s.server_peak_rss_kib / o.server_peak_rss_kib).toFixed(1)}x)`);
 if (o && w) console.log(`workers2/ours: rate ${(w.rps / o.rps).toFixed(2)}x`);
 if (o && n) console.log(`nginx2/ours: rate ${(n.rps / o.rps).toFixed(2)}x`);
-// Ours must answer everything; the peer's errors are reported, not fatal.
+// Where the time went: CPU seconds per program during each run, and per
+// 1,000 requests (two cores: at most 2 x the duration in all).
+for (const l of lines) if (l.cpu_s) {
+  const parts = Object.entries(l.cpu_s).sort((a, b) => b[1] - a[1]);
+  console.log(`cpu ${l.impl}: ` + parts.map(([k, v]) => `${k} ${v.toFixed(1)} s (${(v * 1e6 / l.requests).toFixed(0)} us/req)`).join(", "));
+}
+// Ours must answer everything; errors of the peer are reported, not fatal.
 const bad = lines.some(l => l.impl !== "theirs" && (l.err_status || l.err_timeout));
 if (bad) console.log("errors: a run of ours had non-2xx answers or timeouts");
 if (s && (s.err_status || s.err_timeout)) console.log(`theirs: ${s.err_status} non-2xx, ${s.err_timeout} timeouts (wrk: 2 s)`);
