@@ -14,6 +14,8 @@
 #     410 when their connection ends, 503 after 30 s without reading;
 #   - --session-grace: an SSE stream reset mid-turn sends the agent
 #     session/cancel for the turn's session;
+#   - our client: acp client --http --h2 (a turn, a full turn with
+#     permission, read and write, a 1 MB turn, --h2 without --http);
 #   - HTTP/1.1 still served on the same port (curl);
 #   - faults: wrong or missing token (401), foreign Origin (403), unknown
 #     Acp-Connection-Id and another path (404), oversized POST (413, the
