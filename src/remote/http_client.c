@@ -155,6 +155,7 @@ struct hcli {
   bool use_h2;         /* requests are HTTP/2 streams */
   bool mode_known;     /* HTTP/2 or not is decided (ALPN over TLS) */
   hsock *carrier;      /* the HTTP/2 connection, or NULL */
+  bool pump_due;       /* a session stream's head came in during h2_recv */
 };
 
 static void pump(hcli *h);
@@ -164,6 +165,7 @@ static hsock *stream_new(hcli *h, int kind, const char *sid);
 static int h2_submit(hsock *s, const char *p, size_t n);
 static void h2_flush(hsock *c);
 static void h2_recv(hsock *c);
+static void close_timer(hcli *h);
 static void h2_window(hsock *s, bool on);
 static void carrier_ready(hsock *c);
 static void carrier_alpn(hsock *c);
@@ -244,8 +246,21 @@ static void sock_free(hsock *s) {
   acp__free(&h->mem, s->sid);
   hmsg_free(h, s->msg);
   acp__tls_free(s->tls);
+  bool last_delete = s->kind == K_DELETE && !h->link;
   acp__free(&h->mem, s);
+  if (last_delete)
+    close_timer(h);
   hcli_unref(h);
+}
+
+/* The timer outlives the link while the DELETE at the end is under way (it
+ * is that DELETE's deadline): closed once, when the DELETE is over or its
+ * time is up, or at the link's end when no DELETE was sent. */
+static void close_timer(hcli *h) {
+  if (uv_is_closing((uv_handle_t *)&h->timer))
+    return;
+  h->handles++;
+  uv_close((uv_handle_t *)&h->timer, on_hcli_handle_closed);
 }
 
 static void on_sock_closed(uv_handle_t *hd) {
@@ -1246,6 +1261,11 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
       fail(s->h, ACP_ERR_NOMEM, "out of memory");
     else
       process(s);
+  } else if (n == UV_ENOBUFS) {
+    /* Our read buffer could not be had: not the server ending a stream
+     * (a session stream's end is taken calmly, and what was in flight on
+     * it would be lost in silence), so the link fails. */
+    fail(s->h, ACP_ERR_NOMEM, "out of memory");
   } else if (n < 0) {
     sock_ended(s, (int)n);
   }
@@ -1370,6 +1390,10 @@ static void stream_head(hsock *s) {
   on_head(s, &hd);
   s->keep_alive = false;
   s->head_done = true;
+  /* A message may wait for this session stream (see pump); it is sent once
+   * nghttp2 is out of its callbacks, from h2_recv. */
+  if (s->kind == K_SSE && s->sid && s->status == 200)
+    s->h->pump_due = true;
 }
 
 static int ng_on_frame(nghttp2_session *ng, const nghttp2_frame *fr, void *ud) {
@@ -1548,6 +1572,10 @@ static void h2_recv(hsock *c) {
   }
   acp__buf_consume(&c->in, (size_t)n);
   h2_flush(c);
+  if (h->pump_due && !c->closed && !h->failed) {
+    h->pump_due = false;
+    pump(h);
+  }
 }
 
 /* An SSE stream the link stopped (or started again) reading. */
@@ -1725,10 +1753,12 @@ static void on_delete_timeout(uv_timer_t *t) {
   hcli *h = t->data;
   for (hsock *s = h->socks; s; s = s->next)
     sock_close(s);
+  close_timer(h);
 }
 
 static void op_close(acp_uv_link *l, void *ud) {
   hcli *h = ud;
+  bool delete_sent = false;
   (void)l;
   h->link = NULL;
   h->ccb = NULL;
@@ -1746,12 +1776,18 @@ static void op_close(acp_uv_link *l, void *ud) {
               sock_write(s, req.data, req.len) != 0))
       sock_close(s);
     acp__buf_dispose(&req);
-    if (s)
+    if (s && !s->closed) {
+      /* Its deadline: the timer is closed when the DELETE is over. Before,
+       * the timer was closed here too, so a server that never answered
+       * the DELETE kept the client's loop alive for ever. */
       uv_timer_start(&h->timer, on_delete_timeout, DELETE_MS, 0);
+      delete_sent = true;
+    }
   }
-  h->handles += 2;
+  h->handles++;
   uv_close((uv_handle_t *)&h->resume, on_hcli_handle_closed);
-  uv_close((uv_handle_t *)&h->timer, on_hcli_handle_closed);
+  if (!delete_sent)
+    close_timer(h);
 }
 
 static const acp_uv_link_ops hcli_ops = {op_write, op_read_changed, op_shutdown,

@@ -544,6 +544,161 @@ static void test_streamable_http_client_refusals(void **state) {
   free(p);
 }
 
+/* A server that answers initialize and opens the connection stream, then
+ * never answers the DELETE the client sends when its link closes: the
+ * client gives the DELETE its deadline and then drops the socket, so its
+ * loop ends. (The deadline's timer used to be closed with the link, and
+ * such a server kept the client's loop alive for ever.) */
+typedef struct mute {
+  uv_loop_t loop;
+  uv_tcp_t lsn;
+  uv_tcp_t conn[4];
+  char buf[4][2048];
+  size_t len[4];
+  int nconn;
+  bool is_delete[4];
+  bool delete_dropped;
+  bool stuck;
+  uv_timer_t watchdog;
+  acp_uv_link *cli;
+} mute;
+
+static void mute_alloc(uv_handle_t *h, size_t sz, uv_buf_t *b) {
+  mute *m = h->loop->data;
+  int i = (int)((uv_tcp_t *)h - m->conn);
+  (void)sz;
+  *b = uv_buf_init(m->buf[i] + m->len[i],
+                   (unsigned)(sizeof(m->buf[i]) - m->len[i] - 1));
+}
+
+static void mute_end(mute *m) {
+  uv_close((uv_handle_t *)&m->lsn, NULL);
+  for (int i = 0; i < m->nconn; i++)
+    if (!uv_is_closing((uv_handle_t *)&m->conn[i]))
+      uv_close((uv_handle_t *)&m->conn[i], NULL);
+  uv_close((uv_handle_t *)&m->watchdog, NULL);
+}
+
+static void mute_written(uv_write_t *w, int status) {
+  (void)status;
+  free(w);
+}
+
+static void mute_send(uv_tcp_t *t, const char *s) {
+  uv_write_t *w = malloc(sizeof(*w));
+  uv_buf_t b = uv_buf_init((char *)s, (unsigned)strlen(s));
+  assert_non_null(w);
+  assert_int_equal(uv_write(w, (uv_stream_t *)t, &b, 1, mute_written), 0);
+}
+
+static void mute_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  mute *m = st->loop->data;
+  int i = (int)((uv_tcp_t *)st - m->conn);
+  (void)b;
+  if (n < 0) {
+    if (m->is_delete[i]) {
+      m->delete_dropped = true; /* the client gave up on its DELETE */
+      mute_end(m);
+    } else if (!uv_is_closing((uv_handle_t *)st)) {
+      uv_close((uv_handle_t *)st, NULL);
+    }
+    return;
+  }
+  m->len[i] += (size_t)n;
+  m->buf[i][m->len[i]] = '\0';
+  char *end = strstr(m->buf[i], "\r\n\r\n");
+  if (!end)
+    return;
+  if (strncmp(m->buf[i], "DELETE ", 7) == 0) {
+    m->is_delete[i] = true; /* never answered */
+  } else if (strncmp(m->buf[i], "GET ", 4) == 0) {
+    mute_send((uv_tcp_t *)st, "HTTP/1.1 200 OK\r\nContent-Type: "
+                              "text/event-stream\r\n\r\n");
+  } else if (strncmp(m->buf[i], "POST ", 5) == 0 &&
+             strstr(end, "\"initialize\"") != NULL) {
+    static const char body[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+    static char r[256];
+    snprintf(r, sizeof(r),
+             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+             "Acp-Connection-Id: c1\r\nContent-Length: %zu\r\n\r\n%s",
+             sizeof(body) - 1, body);
+    mute_send((uv_tcp_t *)st, r);
+    m->len[i] = 0;
+  }
+}
+
+static void mute_accept(uv_stream_t *l, int status) {
+  mute *m = l->loop->data;
+  assert_int_equal(status, 0);
+  assert_true(m->nconn < 4);
+  uv_tcp_t *t = &m->conn[m->nconn++];
+  uv_tcp_init(l->loop, t);
+  assert_int_equal(uv_accept(l, (uv_stream_t *)t), 0);
+  uv_read_start((uv_stream_t *)t, mute_alloc, mute_read);
+}
+
+static void mute_cli_read(acp_uv_link *l, int status, const char *d, size_t n,
+                          void *ud) {
+  mute *m = ud;
+  (void)d;
+  (void)n;
+  /* The answer to initialize (or an error): close, which sends DELETE. */
+  (void)status;
+  acp_uv_link_close(l, 1000, NULL, NULL);
+  m->cli = NULL;
+}
+
+static void mute_connected(acp_uv_link *l, int status, const char *detail,
+                           void *ud) {
+  (void)l;
+  (void)status;
+  (void)detail;
+  (void)ud;
+}
+
+static void mute_watchdog(uv_timer_t *t) {
+  mute *m = t->loop->data;
+  m->stuck = true; /* not a timing check: the loop would never end */
+  mute_end(m);
+}
+
+static void test_streamable_http_delete_without_answer_ends(void **state) {
+  mute *m = calloc(1, sizeof(*m));
+  struct sockaddr_in a;
+  struct sockaddr_storage ss;
+  int sl = sizeof(ss);
+  char url[64];
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  (void)state;
+  assert_non_null(m);
+  assert_int_equal(uv_loop_init(&m->loop), 0);
+  m->loop.data = m;
+  uv_tcp_init(&m->loop, &m->lsn);
+  uv_ip4_addr("127.0.0.1", 0, &a);
+  assert_int_equal(uv_tcp_bind(&m->lsn, (const struct sockaddr *)&a, 0), 0);
+  assert_int_equal(uv_listen((uv_stream_t *)&m->lsn, 8, mute_accept), 0);
+  uv_tcp_getsockname(&m->lsn, (struct sockaddr *)&ss, &sl);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
+           ntohs(((struct sockaddr_in *)&ss)->sin_port));
+  uv_timer_init(&m->loop, &m->watchdog);
+  uv_timer_start(&m->watchdog, mute_watchdog, 60000, 0);
+  co.transport = ACP_REMOTE_HTTP;
+  assert_int_equal(
+      acp_remote_connect(&m->cli, &m->loop, url, &co, mute_connected, m, NULL),
+      0);
+  assert_int_equal(acp_uv_link_read_start(m->cli, mute_cli_read, m), 0);
+  assert_int_equal(
+      acp_uv_link_write(
+          m->cli, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n",
+          47),
+      0);
+  assert_int_equal(uv_run(&m->loop, UV_RUN_DEFAULT), 0);
+  assert_false(m->stuck);
+  assert_true(m->delete_dropped);
+  assert_int_equal(uv_loop_close(&m->loop), 0);
+  free(m);
+}
+
 /* MARK: - Bodies and URLs */
 
 /* Decode `in` fed in pieces of `step` bytes; returns the body. */
@@ -1237,6 +1392,7 @@ int main(void) {
       cmocka_unit_test(test_refused_upgrade_reports_status),
       cmocka_unit_test(test_streamable_http_client_round_trip),
       cmocka_unit_test(test_streamable_http_client_refusals),
+      cmocka_unit_test(test_streamable_http_delete_without_answer_ends),
       cmocka_unit_test(test_streamable_http2_client_round_trip),
       cmocka_unit_test(test_streamable_http2_server_goes_away),
       cmocka_unit_test(test_response_bodies_are_decoded),
