@@ -624,6 +624,27 @@ rc=$?
 vg_check "v2-run-orphan-sigint"
 check "v2 /run + SIGINT, the command's child keeps its stdout: ends at its exit" 3 "" \
   "[terminal term_1] killed by SIGTERM" "[stop] cancelled"
+# A command that ignores SIGTERM (ignored signals survive exec, so the
+# sleep itself ignores it): after the grace it gets SIGKILL, its exit is
+# reported and the turn ends (the previous agent waited for it forever).
+printf '#!/bin/sh\ntrap "" TERM\necho $$ >"%s"\necho started\nexec sleep 60\n' \
+  "$work/deaf.pid" >"$cwd/deaf.sh"
+chmod +x "$cwd/deaf.sh"
+rm -f "$work/deaf.pid"
+$wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./deaf.sh" -- \
+  $wrap "$acp" agent --protocol-v2 --kill-grace 200 </dev/null >"$work/out" \
+  2>"$work/err" &
+pid=$!
+wait_for "$work/err" "started"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+[ -s "$work/deaf.pid" ] && kill -KILL "$(cat "$work/deaf.pid")" 2>/dev/null
+vg_check "v2-run-deaf-sigint"
+check "v2 /run of a command ignoring SIGTERM + SIGINT: SIGKILL, exit reported" 3 "" \
+  "[terminal term_1] killed by SIGKILL" "[stop] cancelled"
+run "agent --kill-grace soon" "$acp" agent --kill-grace soon
+check "agent --kill-grace soon: usage error" 2 "" "--kill-grace: expected milliseconds"
 $wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/ask Edit
 not reached" -- $wrap "$acp" agent --protocol-v2 <"$work/fifo" >"$work/out" \
   2>"$work/err" &
