@@ -2832,7 +2832,7 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   if (a->unstable) {
     const char *on = a->mcp_http_off ? "false" : "true";
     snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on,
-             agent_nes_capabilities());
+             agent_nes_capabilities(a->nes, caps));
     agent_caps = ucaps;
   }
   if (v2) {
