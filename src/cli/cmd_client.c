@@ -135,6 +135,7 @@ typedef struct tool_title {
   struct tool_title *next;
   char *id;
   char *title;
+  bool cancelled; /* shown cancelled when the client sent session/cancel */
 } tool_title;
 
 struct capp {
@@ -375,6 +376,15 @@ static void note_tool(capp *a, const acp_client_update *u, bool first) {
   if (status == NULL && title == NULL)
     return; /* content or locations only: nothing new to say on one line */
   t = id ? *tool_find(a, id, idn) : NULL;
+  if (t != NULL && t->cancelled && !str_is(status, sn, "completed")) {
+    /* Already shown cancelled (cancel_tools): the agent's own end of it
+     * (v1 has no "cancelled" status, so it may say failed) adds nothing.
+     * A call that completed before the cancel reached the agent is still
+     * worth saying. */
+    if (str_is(status, sn, "failed") || str_is(status, sn, "cancelled"))
+      tool_forget(a, id, idn);
+    return;
+  }
   if (t != NULL) {
     title = t->title;
     tn = strlen(t->title);
@@ -2641,6 +2651,22 @@ static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
   app_quit(a, a->state == ST_DONE ? a->exit_code : CLI_EXIT_FAILURE);
 }
 
+/* The client sent session/cancel: its tool calls not finished yet are
+ * shown cancelled now, as ACP asks of a client (protocol/v1/prompt-turn,
+ * Cancellation: it "SHOULD preemptively mark all non-finished tool calls
+ * pertaining to the current turn as cancelled as soon as it sends the
+ * session/cancel notification"). */
+static void cancel_tools(capp *a) {
+  tool_title *t;
+
+  for (t = a->tools; t != NULL; t = t->next) {
+    if (t->cancelled)
+      continue;
+    t->cancelled = true;
+    note(a, "[tool] %s: cancelled\n", t->title);
+  }
+}
+
 /* A cancelled turn's questions are answered "cancelled", as ACP asks of
  * a client that cancels: the permission outcome, the elicitation action. */
 static void cancel_questions(capp *a) {
@@ -2676,6 +2702,7 @@ static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
     a->cancels++;
     note(a, "^C: cancelling the turn (again to quit)\n");
     acp_client_cancel(a->client, a->session_id);
+    cancel_tools(a);
     cancel_questions(a);
     return;
   }

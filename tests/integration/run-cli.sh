@@ -465,6 +465,21 @@ vg_check "wait-sigint"
 check "/wait + SIGINT: cancelled, exit 3" 3 "waiting for session/cancel
 " "^C: cancelling the turn (again to quit)" "[stop] cancelled"
 
+# A tool call still running when Ctrl-C sends session/cancel: the client
+# shows it cancelled at once (prompt-turn Cancellation, the client's
+# SHOULD), and the v1 agent's later "failed" for it is not shown over that.
+$wrap "$acp" client --cwd "$cwd" -p "/cancellable Long job" -- $wrap "$acp" agent \
+  </dev/null >"$work/out" 2>"$work/err" &
+pid=$!
+wait_for "$work/err" "[tool] Long job (in_progress)"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+vg_check "cancellable-sigint"
+check "v1 tool call running + SIGINT: shown cancelled, exit 3" 3 "" \
+  "[tool] Long job (in_progress)" "[tool] Long job: cancelled" "[stop] cancelled" \
+  "![tool] Long job: failed"
+
 # A permission question pending when Ctrl-C comes: answered "cancelled".
 mkfifo "$work/fifo"
 $wrap "$acp" client --cwd "$cwd" -p "/ask Edit
