@@ -602,6 +602,7 @@ printf '#!/bin/sh\necho $$ >"%s"\necho started\nexec sleep 60\n' "$work/slow.pid
   >"$cwd/slow.sh"
 chmod +x "$cwd/slow.sh"
 rm -f "$work/slow.pid"
+: >"$work/err" # wait_for must not see the previous run's "started"
 $wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./slow.sh" -- \
   $wrap "$acp" agent --protocol-v2 </dev/null >"$work/out" 2>"$work/err" &
 pid=$!
@@ -628,6 +629,7 @@ expect "v2 /run + SIGINT: the command was stopped" \
 printf '#!/bin/sh\nsleep 60 &\necho $! >"%s"\necho started\nwait\n' "$work/orphan.pid" \
   >"$cwd/orphan.sh"
 chmod +x "$cwd/orphan.sh"
+: >"$work/err" # wait_for must not see the previous run's "started"
 $wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./orphan.sh" -- \
   $wrap "$acp" agent --protocol-v2 </dev/null >"$work/out" 2>"$work/err" &
 pid=$!
@@ -646,6 +648,7 @@ printf '#!/bin/sh\ntrap "" TERM\necho $$ >"%s"\necho started\nexec sleep 60\n' \
   "$work/deaf.pid" >"$cwd/deaf.sh"
 chmod +x "$cwd/deaf.sh"
 rm -f "$work/deaf.pid"
+: >"$work/err" # wait_for must not see the previous run's "started"
 $wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./deaf.sh" -- \
   $wrap "$acp" agent --protocol-v2 --kill-grace 200 </dev/null >"$work/out" \
   2>"$work/err" &
