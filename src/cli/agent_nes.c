@@ -12,10 +12,13 @@
  * after the client applies an accepted edit and reports it, the suggestion
  * is gone because the text changed, not because the agent remembers it.
  *
- * Positions count UTF-16 code units (`character`), the default encoding
- * (PositionEncodingKind, as in LSP 3.17), which the agent also states as
- * its positionEncoding; the text is kept as UTF-8, so every position that
- * comes in or goes out is converted (u16_to_byte, byte_to_u16).
+ * Positions (`character`) count the units of the encoding the agent
+ * picked at initialize from the client's clientCapabilities.positionEncodings
+ * (PositionEncodingKind, as in LSP 3.17): the first one it knows of the
+ * client's list in its order of preference (utf-16, utf-8 or utf-32), else
+ * utf-16, the default; the agent states it as its positionEncoding. The
+ * text is kept as UTF-8, so every position that comes in or goes out is
+ * converted (units, pos_to_byte).
  */
 #include "agent_nes.h"
 
@@ -31,7 +34,13 @@ typedef struct rejected {
   int64_t line, character;
 } rejected;
 
+/* PositionEncodingKind: what a position's `character` counts. */
+typedef enum { ENC_UTF16, ENC_UTF8, ENC_UTF32 } enc_kind;
+
+static const char *const enc_names[] = {"utf-16", "utf-8", "utf-32"};
+
 typedef struct ndoc {
+  enc_kind enc; /* the connection's, at didOpen */
   char *uri;
   char *text;
   size_t len;
@@ -65,16 +74,41 @@ struct agent_nes {
   unsigned next_sess, next_sug;
   acp_arena *arena;
   acp_json_writer *w;
+  enc_kind enc; /* picked at initialize (agent_nes_capabilities) */
+  char caps[256];
 };
 
-static const char caps[] =
-    "\"providers\":{},\"nes\":{\"events\":{\"document\":{\"didOpen\":{},"
-    "\"didChange\":{\"syncKind\":\"incremental\"},\"didClose\":{},\"didSave\":{"
-    "},"
-    "\"didFocus\":{}}}},\"positionEncoding\":\"utf-16\"";
+const char *agent_nes_capabilities(agent_nes *n,
+                                   const acp_json_val *client_caps) {
+  const acp_json_val *offered =
+      acp_json_obj_getz(client_caps, "positionEncodings");
+  const acp_json_val *e;
+  bool picked = false;
 
-const char *agent_nes_capabilities(void) {
-  return caps;
+  n->enc = ENC_UTF16;
+  /* Unknown or non-string entries are skipped (the schema's
+   * x-deserialize-skip-invalid-items), not an error; a non-array gives no
+   * child. */
+  if (acp_json_type_of(offered) == ACP_JSON_ARRAY) {
+    for (e = acp_json_child(offered); e != NULL && !picked;
+         e = acp_json_next(e)) {
+      size_t k;
+
+      for (k = 0; k < 3 && !picked; k++) {
+        if (acp_json_str_eq(e, enc_names[k], strlen(enc_names[k]))) {
+          n->enc = (enc_kind)k;
+          picked = true;
+        }
+      }
+    }
+  }
+  snprintf(n->caps, sizeof(n->caps),
+           "\"providers\":{},\"nes\":{\"events\":{\"document\":{"
+           "\"didOpen\":{},\"didChange\":{\"syncKind\":\"incremental\"},"
+           "\"didClose\":{},\"didSave\":{},\"didFocus\":{}}}},"
+           "\"positionEncoding\":\"%s\"",
+           enc_names[n->enc]);
+  return n->caps;
 }
 
 agent_nes *agent_nes_new(void) {
@@ -344,17 +378,21 @@ static bool is_rejected(const ndoc *d, int64_t line, int64_t ch) {
   return false;
 }
 
-/* UTF-16 code units of the UTF-8 sequence that starts with byte `b`: 2
- * for a 4-byte sequence (a surrogate pair), 0 for a continuation byte, 1
- * otherwise (an invalid byte counts as one unit, U+FFFD). */
-static int u16_units(unsigned char b) {
+/* The units of the encoding that UTF-8 byte `b` adds to a position. utf-8:
+ * 1 for every byte. utf-16 and utf-32 count at the first byte of a
+ * sequence, 0 for a continuation byte: utf-16 2 for a 4-byte sequence (a
+ * surrogate pair), else 1; utf-32 1 (an invalid byte counts as one unit,
+ * U+FFFD). */
+static int units(enc_kind enc, unsigned char b) {
+  if (enc == ENC_UTF8)
+    return 1;
   if ((b & 0xC0) == 0x80)
     return 0;
-  return b >= 0xF0 ? 2 : 1;
+  return enc == ENC_UTF16 && b >= 0xF0 ? 2 : 1;
 }
 
 /* The first TODO of the document not rejected there: its line and column
- * in UTF-16 code units. */
+ * in units of the document's encoding. */
 static bool find_todo(const ndoc *d, int64_t *line, int64_t *ch) {
   int64_t l = 0, c = 0;
   size_t i;
@@ -369,19 +407,20 @@ static bool find_todo(const ndoc *d, int64_t *line, int64_t *ch) {
       l++;
       c = 0;
     } else {
-      c += u16_units((unsigned char)d->text[i]);
+      c += units(d->enc, (unsigned char)d->text[i]);
     }
   }
   return false;
 }
 
 /*
- * The byte offset of position (line, ch) of the document, ch in UTF-16
- * code units. As in LSP, a character past the end of its line means the
- * line's end (before its "\n"). -1 when the line does not exist or ch
- * falls inside a surrogate pair: such a change cannot be applied.
+ * The byte offset of position (line, ch) of the document, ch in units of
+ * the document's encoding. As in LSP, a character past the end of its line
+ * means the line's end (before its "\n"). -1 when the line does not exist
+ * or ch falls inside a character (a surrogate pair in utf-16, a multi-byte
+ * sequence in utf-8): such a change cannot be applied.
  */
-static int64_t u16_to_byte(const ndoc *d, int64_t line, int64_t ch) {
+static int64_t pos_to_byte(const ndoc *d, int64_t line, int64_t ch) {
   size_t i = 0;
   int64_t l = 0, c = 0;
 
@@ -395,12 +434,14 @@ static int64_t u16_to_byte(const ndoc *d, int64_t line, int64_t ch) {
     l++;
   }
   while (c < ch && i < d->len && d->text[i] != '\n') {
-    c += u16_units((unsigned char)d->text[i]);
+    c += units(d->enc, (unsigned char)d->text[i]);
     i++;
-    while (i < d->len && u16_units((unsigned char)d->text[i]) == 0)
+    while (i < d->len && units(d->enc, (unsigned char)d->text[i]) == 0)
       i++;
   }
-  return c > ch ? -1 : (int64_t)i;
+  if (c > ch || (i < d->len && ((unsigned char)d->text[i] & 0xC0) == 0x80))
+    return -1;
+  return (int64_t)i;
 }
 
 /* Replace [from, to) of the text with `text`. */
@@ -590,6 +631,7 @@ static int on_did_open(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     }
     *dp = d;
   }
+  d->enc = n->enc;
   d->version = p->version;
   d->synced = true;
   d->nrej = 0;
@@ -625,8 +667,8 @@ static int on_did_change(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     }
     if (!d->synced)
       continue;
-    from = u16_to_byte(d, c->range->start->line, c->range->start->character);
-    to = u16_to_byte(d, c->range->end->line, c->range->end->character);
+    from = pos_to_byte(d, c->range->start->line, c->range->start->character);
+    to = pos_to_byte(d, c->range->end->line, c->range->end->character);
     if (from < 0 || to < from) {
       d->synced = false;
       continue;

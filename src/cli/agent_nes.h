@@ -23,8 +23,13 @@ void agent_nes_register(acp_agent_callbacks *cbs);
  * data. */
 agent_nes *agent_nes_of(void *user_data);
 
-/* The members to add to agentCapabilities: `"providers":{},"nes":{...}`
- * (no braces, no leading comma). Static. */
-const char *agent_nes_capabilities(void);
+/* The members to add to agentCapabilities: `"providers":{},"nes":{...},
+ * "positionEncoding":...` (no braces, no leading comma), for the client
+ * whose clientCapabilities are `client_caps` (NULL: none): the position
+ * encoding is the first of its positionEncodings that the agent knows
+ * (utf-16, utf-8, utf-32), else utf-16, and is used for the documents it
+ * opens from now on. Owned by `n`, valid until the next call. */
+const char *agent_nes_capabilities(agent_nes *n,
+                                   const acp_json_val *client_caps);
 
 #endif /* ACP_CLI_AGENT_NES_H */

@@ -26,11 +26,12 @@
 
 #define BIG_CHUNK (64 * 1024)
 #define LIST_PAGE 50
+#define KILL_GRACE_MS 2000 /* --kill-grace default */
 
 static const char agent_usage[] =
     "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
     "                 [--mcp-http on|off] [--state-dir DIR] [--unstable]\n"
-    "                 [--protocol-v2] [--read-spin-us N]\n"
+    "                 [--protocol-v2] [--read-spin-us N] [--kill-grace MS]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -76,6 +77,11 @@ static const char agent_usage[] =
     "               before sleeping in the event loop: a reply within N\n"
     "               skips the wake-up, for up to N us of CPU per burst\n"
     "               (default 0: off; docs/decisions.md has the trade)\n"
+    "  --kill-grace MS\n"
+    "               a command a v2 /run runs that is stopped (session/cancel,\n"
+    "               terminal/cancel, end of input) gets SIGTERM, then SIGKILL\n"
+    "               if it has not exited MS milliseconds later (default 2000;\n"
+    "               0: SIGKILL at once); its exit is reported either way\n"
     "  -h, --help   show this help\n"
     "\n"
     "Sessions support load (history is replayed), resume, list, delete, "
@@ -144,6 +150,8 @@ struct aterm {
   turn *t; /* holds a reference until both handles are closed */
   uv_process_t proc;
   uv_pipe_t out;
+  uv_timer_t grace; /* SIGTERM sent: SIGKILL when it fires (aterm_stop) */
+  bool grace_init;
   int open; /* handles not closed yet */
   bool exited, eof, reported, cancelled;
   int64_t exit_status;
@@ -168,7 +176,8 @@ struct app {
   acp_json_writer *sw; /* writing state files */
   acp_arena *arena;    /* decoded mcpServers entries (mcp_record_stdio) */
   bool echo;
-  uint32_t spin_us; /* --read-spin-us */
+  uint32_t spin_us;       /* --read-spin-us */
+  uint64_t kill_grace_ms; /* --kill-grace */
   const char *name;
   bool fs_read, fs_write, terminal, elicitation;
   asession *sessions;
@@ -581,6 +590,7 @@ static void on_update_sent(acp_agent *agent, const char *session_id,
 /* MARK: - Prompt turns */
 
 static void turn_run(turn *t);
+static void aterm_stop(aterm *at);
 
 static void turn_unref(turn *t) {
   if (--t->refs > 0)
@@ -606,7 +616,7 @@ static void turn_finish(turn *t, const char *stop_reason) {
   if (t->term != NULL && !t->term->exited) {
     /* The turn ends: so does the command it runs (its handles close
      * when it has exited and its output is drained). */
-    (void)uv_process_kill(&t->term->proc, SIGTERM);
+    aterm_stop(t->term);
   }
   if (t->mcp_call != NULL) {
     /* A tool call still runs for this turn: cancel it at the server before
@@ -1383,6 +1393,36 @@ static void aterm_closed(uv_handle_t *h) {
   free(at);
 }
 
+static void aterm_grace_over(uv_timer_t *tm) {
+  aterm *at = tm->data;
+
+  if (!at->exited)
+    (void)uv_process_kill(&at->proc, SIGKILL);
+}
+
+/* Stop the command: SIGTERM, and SIGKILL after the grace if it has not
+ * exited by then. A command may ignore or trap SIGTERM; without the second
+ * signal a cancelled turn would wait for it forever (its end is what ends
+ * the turn). The timer is the aterm's third handle, closed at the exit. */
+static void aterm_stop(aterm *at) {
+  app *a = at->t->a;
+
+  if (at->exited)
+    return;
+  if (a->kill_grace_ms == 0) {
+    (void)uv_process_kill(&at->proc, SIGKILL);
+    return;
+  }
+  (void)uv_process_kill(&at->proc, SIGTERM);
+  if (at->grace_init)
+    return; /* the first stop's grace runs */
+  uv_timer_init(&a->loop, &at->grace);
+  at->grace.data = at;
+  at->grace_init = true;
+  at->open++;
+  uv_timer_start(&at->grace, aterm_grace_over, a->kill_grace_ms, 0);
+}
+
 static char *base64(const unsigned char *p, size_t n) {
   static const char tab[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -1467,7 +1507,9 @@ static void aterm_maybe_done(aterm *at) {
   if (at->term_signal != 0)
     snprintf(buf, sizeof(buf), "%s %s\n",
              at->cancelled ? "terminal cancelled:" : "killed by",
-             at->term_signal == SIGTERM ? "SIGTERM" : "a signal");
+             at->term_signal == SIGTERM   ? "SIGTERM"
+             : at->term_signal == SIGKILL ? "SIGKILL"
+                                          : "a signal");
   else
     snprintf(buf, sizeof(buf), "exit %" PRId64 "\n", at->exit_status);
   send_text(a, t->s, buf);
@@ -1481,6 +1523,10 @@ static void aterm_exit(uv_process_t *p, int64_t status, int sig) {
   at->exited = true;
   at->exit_status = status;
   at->term_signal = sig;
+  if (at->grace_init) {
+    at->grace_init = false;
+    uv_close((uv_handle_t *)&at->grace, aterm_closed);
+  }
   if (at->t->cancelling && !at->eof) {
     /* A cancelled turn waits for the command, not for whatever it left
      * running with its stdout (a child of a shell killed by SIGTERM):
@@ -2786,7 +2832,7 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   if (a->unstable) {
     const char *on = a->mcp_http_off ? "false" : "true";
     snprintf(ucaps, sizeof(ucaps), caps_unstable, on, on,
-             agent_nes_capabilities());
+             agent_nes_capabilities(a->nes, caps));
     agent_caps = ucaps;
   }
   if (v2) {
@@ -2893,7 +2939,7 @@ static int on_terminal_cancel(acp_agent *agent, acp_agent_request *req,
     return on_cancel_not_cancellable(agent, req, ud);
   acp_agent_respond_empty(agent, req);
   at->cancelled = true;
-  (void)uv_process_kill(&at->proc, SIGTERM);
+  aterm_stop(at);
   return 0;
 }
 
@@ -4008,7 +4054,7 @@ static int on_session_cancel(acp_agent *agent, const char *session_id,
       return 0; /* already on its way */
     if (t->term != NULL && !t->term->exited) {
       t->cancelling = true;
-      (void)uv_process_kill(&t->term->proc, SIGTERM);
+      aterm_stop(t->term);
       return 0;
     }
     if (t->asking) {
@@ -4073,7 +4119,7 @@ static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
   a->end_reason = reason;
   for (asession *s = a->sessions; s != NULL; s = s->next)
     if (s->turn != NULL && s->turn->term != NULL && !s->turn->term->exited)
-      (void)uv_process_kill(&s->turn->term->proc, SIGTERM);
+      aterm_stop(s->turn->term);
   acp_uv_signals_close(a->sig);
   a->sig = NULL;
   acp_uv_rpc_close(a->rpc, NULL);
@@ -4104,6 +4150,7 @@ int cmd_agent(int argc, char **argv) {
 
   memset(&a, 0, sizeof(a));
   a.name = "acp-agent";
+  a.kill_grace_ms = KILL_GRACE_MS;
   snprintf(a.auth_state, sizeof(a.auth_state), "not_required");
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -4112,6 +4159,19 @@ int cmd_agent(int argc, char **argv) {
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--echo") == 0) {
       a.echo = true;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--kill-grace", &ok)) !=
+               NULL) {
+      char *end = NULL;
+      unsigned long long ms = strtoull(v, &end, 10);
+
+      if (*v < '0' || *v > '9' || *end != '\0' || ms > 3600000) {
+        cli_err("agent",
+                "--kill-grace: expected milliseconds (0..3600000), "
+                "not '%s'",
+                v);
+        return CLI_EXIT_USAGE;
+      }
+      a.kill_grace_ms = ms;
     } else if ((v = cli_opt_value(argc, argv, &i, "--read-spin-us", &ok)) !=
                NULL) {
       a.spin_us = (uint32_t)strtoul(v, NULL, 10);

@@ -142,6 +142,7 @@ typedef struct tool_title {
   struct tool_title *next;
   char *id;
   char *title;
+  bool cancelled; /* shown cancelled when the client sent session/cancel */
 } tool_title;
 
 struct capp {
@@ -384,6 +385,15 @@ static void note_tool(capp *a, const acp_client_update *u, bool first) {
   if (status == NULL && title == NULL)
     return; /* content or locations only: nothing new to say on one line */
   t = id ? *tool_find(a, id, idn) : NULL;
+  if (t != NULL && t->cancelled && !str_is(status, sn, "completed")) {
+    /* Already shown cancelled (cancel_tools): the agent's own end of it
+     * (v1 has no "cancelled" status, so it may say failed) adds nothing.
+     * A call that completed before the cancel reached the agent is still
+     * worth saying. */
+    if (str_is(status, sn, "failed") || str_is(status, sn, "cancelled"))
+      tool_forget(a, id, idn);
+    return;
+  }
   if (t != NULL) {
     title = t->title;
     tn = strlen(t->title);
@@ -1987,7 +1997,8 @@ static const char slash_help[] =
     "  /config ID VALUE   set a config option (true/false for booleans)\n"
     "  /auth METHOD       authenticate with METHOD\n"
     "  /title TEXT        set the session title\n"
-    "  /cancel            send session/cancel\n"
+    "  /cancel            send session/cancel (typed while a turn runs: as\n"
+    "                     Ctrl-C)\n"
     "  /cancel-tool ID    v2: cancel one tool call (tool_call/cancel); taken\n"
     "                     at once while a turn runs\n"
     "  /help              this list\n"
@@ -2406,8 +2417,8 @@ static bool is_cancel_tool(const char *line, size_t len, const char **id,
  * During a v2 turn, `/cancel-tool ID` lines are taken at once (the call to
  * cancel is running now); other lines wait for the turn to end, in order.
  * Sends tool_call/cancel; the agent's tool_call_update (status cancelled)
- * and its answer are shown as they come. Pipe input only: the line editor
- * does not read while a turn runs (Ctrl-C cancels the turn there).
+ * and its answer are shown as they come. Pipe input; the line editor has
+ * its own way (tty_turn_line).
  */
 static void take_turn_lines(capp *a) {
   size_t at = 0;
@@ -2439,6 +2450,52 @@ static void take_turn_lines(capp *a) {
     memmove(l, l + n, a->line_len - at - n);
     a->line_len -= n;
   }
+}
+
+static void cancel_turn(capp *a);
+
+/* A turn runs in the line editor: it keeps reading (prompt "turn> ") so
+ * that /cancel and /cancel-tool ID can be typed, not only Ctrl-C. */
+static bool tty_turn_reads(const capp *a) {
+  return a->tty != NULL && !a->closing && a->state == ST_PROMPT &&
+         a->perm == NULL && a->elicit == NULL && a->session_id != NULL;
+}
+
+/* A line typed in the editor while a turn runs: /cancel cancels the turn
+ * as Ctrl-C does, /cancel-tool ID (v2) one call; anything else is not
+ * sent (a prompt cannot start during a turn) and the user is told so; the
+ * editor's history keeps it for Up. */
+static void tty_turn_line(capp *a, const char *line, size_t len) {
+  const char *id;
+  size_t idn;
+
+  while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+    len--;
+  if (is_cancel_tool(line, len, &id, &idn)) {
+    char *tid;
+
+    if (!v2(a)) {
+      note(a, "[cancel-tool] needs ACP v2 (tool_call/cancel); /cancel "
+              "cancels the turn\n");
+      return;
+    }
+    tid = strndup(id, idn);
+    if (tid == NULL)
+      return;
+    note(a, "[cancel-tool] %s\n", tid);
+    if (acp_client_tool_call_cancel(a->client, a->session_id, tid,
+                                    on_tool_cancel_done, a, NULL) != 0)
+      note(a, "[cancel-tool] cannot send tool_call/cancel\n");
+    free(tid);
+    return;
+  }
+  if (len == 7 && memcmp(line, "/cancel", 7) == 0) {
+    cancel_turn(a);
+    return;
+  }
+  if (len > 0)
+    note(a, "not sent: a turn is running (/cancel or Ctrl-C cancels it, "
+            "/cancel-tool ID one tool call; Up recalls the line)\n");
 }
 
 /* A v2 turn runs in the interactive front end: /cancel-tool may come. */
@@ -2514,7 +2571,9 @@ static void stdin_read(acp_uv_link *link, int status, const char *data,
  * while nothing waits for the user. */
 static void read_stdin(capp *a) {
   if (a->tty != NULL) {
-    if (!wants_line(a))
+    if (tty_turn_reads(a) && !a->stdin_eof)
+      ctty_read(a->tty, "turn> ");
+    else if (!wants_line(a))
       ctty_stop(a->tty);
     else if (a->stdin_eof)
       stdin_ended(a);
@@ -2556,6 +2615,11 @@ static void tty_line(void *ud, const char *line, size_t len) {
   if (line == NULL) {
     a->stdin_eof = true;
     stdin_ended(a);
+    return;
+  }
+  if (tty_turn_reads(a)) {
+    tty_turn_line(a, line, len);
+    read_stdin(a);
     return;
   }
   copy = strndup(line, len);
@@ -2650,6 +2714,22 @@ static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
   app_quit(a, a->state == ST_DONE ? a->exit_code : CLI_EXIT_FAILURE);
 }
 
+/* The client sent session/cancel: its tool calls not finished yet are
+ * shown cancelled now, as ACP asks of a client (protocol/v1/prompt-turn,
+ * Cancellation: it "SHOULD preemptively mark all non-finished tool calls
+ * pertaining to the current turn as cancelled as soon as it sends the
+ * session/cancel notification"). */
+static void cancel_tools(capp *a) {
+  tool_title *t;
+
+  for (t = a->tools; t != NULL; t = t->next) {
+    if (t->cancelled)
+      continue;
+    t->cancelled = true;
+    note(a, "[tool] %s: cancelled\n", t->title);
+  }
+}
+
 /* A cancelled turn's questions are answered "cancelled", as ACP asks of
  * a client that cancels: the permission outcome, the elicitation action. */
 static void cancel_questions(capp *a) {
@@ -2663,6 +2743,20 @@ static void cancel_questions(capp *a) {
     acp_client_respond(a->client, a->elicit, "{\"action\":\"cancel\"}", 19);
     a->elicit = NULL;
   }
+}
+
+/* Ctrl-C, or /cancel typed during the turn: session/cancel, and what the
+ * client itself must do then. */
+static void cancel_turn(capp *a) {
+  if (a->cancels > 0) {
+    note(a, "the turn is being cancelled (Ctrl-C again quits)\n");
+    return;
+  }
+  a->cancels++;
+  note(a, "cancelling the turn (again to quit)\n");
+  acp_client_cancel(a->client, a->session_id);
+  cancel_tools(a);
+  cancel_questions(a);
 }
 
 static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
@@ -2682,10 +2776,8 @@ static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
     return;
   }
   if (signum == SIGINT && a->state == ST_PROMPT && a->cancels == 0) {
-    a->cancels++;
-    note(a, "^C: cancelling the turn (again to quit)\n");
-    acp_client_cancel(a->client, a->session_id);
-    cancel_questions(a);
+    note(a, "^C: ");
+    cancel_turn(a);
     return;
   }
   app_quit(a, signum == SIGINT ? 130 : 143);

@@ -465,6 +465,21 @@ vg_check "wait-sigint"
 check "/wait + SIGINT: cancelled, exit 3" 3 "waiting for session/cancel
 " "^C: cancelling the turn (again to quit)" "[stop] cancelled"
 
+# A tool call still running when Ctrl-C sends session/cancel: the client
+# shows it cancelled at once (prompt-turn Cancellation, the client's
+# SHOULD), and the v1 agent's later "failed" for it is not shown over that.
+$wrap "$acp" client --cwd "$cwd" -p "/cancellable Long job" -- $wrap "$acp" agent \
+  </dev/null >"$work/out" 2>"$work/err" &
+pid=$!
+wait_for "$work/err" "[tool] Long job (in_progress)"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+vg_check "cancellable-sigint"
+check "v1 tool call running + SIGINT: shown cancelled, exit 3" 3 "" \
+  "[tool] Long job (in_progress)" "[tool] Long job: cancelled" "[stop] cancelled" \
+  "![tool] Long job: failed"
+
 # A permission question pending when Ctrl-C comes: answered "cancelled".
 mkfifo "$work/fifo"
 $wrap "$acp" client --cwd "$cwd" -p "/ask Edit
@@ -587,6 +602,7 @@ printf '#!/bin/sh\necho $$ >"%s"\necho started\nexec sleep 60\n' "$work/slow.pid
   >"$cwd/slow.sh"
 chmod +x "$cwd/slow.sh"
 rm -f "$work/slow.pid"
+: >"$work/err" # wait_for must not see the previous run's "started"
 $wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./slow.sh" -- \
   $wrap "$acp" agent --protocol-v2 </dev/null >"$work/out" 2>"$work/err" &
 pid=$!
@@ -613,6 +629,7 @@ expect "v2 /run + SIGINT: the command was stopped" \
 printf '#!/bin/sh\nsleep 60 &\necho $! >"%s"\necho started\nwait\n' "$work/orphan.pid" \
   >"$cwd/orphan.sh"
 chmod +x "$cwd/orphan.sh"
+: >"$work/err" # wait_for must not see the previous run's "started"
 $wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./orphan.sh" -- \
   $wrap "$acp" agent --protocol-v2 </dev/null >"$work/out" 2>"$work/err" &
 pid=$!
@@ -624,6 +641,28 @@ rc=$?
 vg_check "v2-run-orphan-sigint"
 check "v2 /run + SIGINT, the command's child keeps its stdout: ends at its exit" 3 "" \
   "[terminal term_1] killed by SIGTERM" "[stop] cancelled"
+# A command that ignores SIGTERM (ignored signals survive exec, so the
+# sleep itself ignores it): after the grace it gets SIGKILL, its exit is
+# reported and the turn ends (the previous agent waited for it forever).
+printf '#!/bin/sh\ntrap "" TERM\necho $$ >"%s"\necho started\nexec sleep 60\n' \
+  "$work/deaf.pid" >"$cwd/deaf.sh"
+chmod +x "$cwd/deaf.sh"
+rm -f "$work/deaf.pid"
+: >"$work/err" # wait_for must not see the previous run's "started"
+$wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/run ./deaf.sh" -- \
+  $wrap "$acp" agent --protocol-v2 --kill-grace 200 </dev/null >"$work/out" \
+  2>"$work/err" &
+pid=$!
+wait_for "$work/err" "started"
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+[ -s "$work/deaf.pid" ] && kill -KILL "$(cat "$work/deaf.pid")" 2>/dev/null
+vg_check "v2-run-deaf-sigint"
+check "v2 /run of a command ignoring SIGTERM + SIGINT: SIGKILL, exit reported" 3 "" \
+  "[terminal term_1] killed by SIGKILL" "[stop] cancelled"
+run "agent --kill-grace soon" "$acp" agent --kill-grace soon
+check "agent --kill-grace soon: usage error" 2 "" "--kill-grace: expected milliseconds"
 $wrap "$acp" client --cwd "$cwd" --protocol-v2 -p "/ask Edit
 not reached" -- $wrap "$acp" agent --protocol-v2 <"$work/fifo" >"$work/out" \
   2>"$work/err" &

@@ -6,7 +6,7 @@
 # shows: a prompt and its answer, slash commands, the agent's commands and
 # their Tab completion, history recall with Up, a continued (multi-line)
 # prompt, Ctrl-C at the prompt (clears the line) and during a turn
-# (session/cancel), colours, and Ctrl-D (quits with status 0, history kept).
+# (session/cancel), /cancel typed during a turn, colours, and Ctrl-D (quits with status 0, history kept).
 #
 # Env: ACP_BIN           the built acp (default: build/acp)
 #      ACP_VALGRIND_WRAP a command prefix (see run-cli.sh) the client runs
@@ -152,6 +152,31 @@ expect "the agent's command runs as a prompt" "waiting for session/cancel"
 keys C-c
 expect "Ctrl-C during a turn cancels it" "[stop] cancelled"
 last_line "the prompt after the cancelled turn" ">"
+
+# While a turn runs the editor keeps reading: /cancel typed there cancels
+# it (the running tool call shown cancelled at once), any other line is
+# not sent and says why.
+at_prompt
+keys "//cancellable Tty job" Enter
+expect "a tool call runs until cancelled" "[tool] Tty job (in_progress)"
+last_line "the editor reads during a turn" "turn>"
+keys "not now" Enter
+expect "a line typed during a turn is not sent" "not sent: a turn is running"
+keys "/cancel" Enter
+expect "/cancel typed during a turn shows the tool call cancelled" \
+  "[tool] Tty job: cancelled"
+_i=0
+while [ $_i -lt $tries ] &&
+  [ "$(screen | grep -cxF "[stop] cancelled")" -lt 2 ]; do
+  sleep 0.1
+  _i=$((_i + 1))
+done
+if [ "$(screen | grep -cxF "[stop] cancelled")" -ge 2 ]; then
+  ok "/cancel typed during a turn cancels it"
+else
+  ko "/cancel typed during a turn cancels it"
+fi
+last_line "the prompt after the turn cancelled by /cancel" ">"
 
 # A trailing backslash continues the prompt on the next line.
 at_prompt
