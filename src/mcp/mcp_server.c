@@ -3792,6 +3792,42 @@ static int filter_flag(const acp_json_val *f, const char *k) {
   return on ? 1 : 0;
 }
 
+/* The strings of a filter array (checked by the caller) into *out: a
+ * partial copy is left for the caller's sub_free() on failure. */
+static int strs_copy(const acp_mem *m, acp_json_doc *doc,
+                     const acp_json_val *arr, char ***out, size_t *count) {
+  const acp_json_val *e;
+  const char *p;
+  size_t n;
+  int rv;
+
+  if (acp_json_len(arr) == 0)
+    return 0;
+  *out = acp__calloc(m, acp_json_len(arr), sizeof(**out));
+  if (*out == NULL)
+    return ACP_ERR_NOMEM;
+  for (e = acp_json_child(arr); e != NULL; e = acp_json_next(e)) {
+    rv = acp_json_doc_str(doc, e, &p, &n);
+    if (rv != 0)
+      return rv;
+    (*out)[*count] = acp__strndup(m, p, n);
+    if ((*out)[*count] == NULL)
+      return ACP_ERR_NOMEM;
+    (*count)++;
+  }
+  return 0;
+}
+
+static void w_strs(acp_json_writer *w, const char *key, char *const *v,
+                   size_t n) {
+  size_t i;
+  acp_json_write_keyz(w, key);
+  acp_json_write_arr_begin(w);
+  for (i = 0; i < n; i++)
+    acp_json_write_strz(w, v[i]);
+  acp_json_write_arr_end(w);
+}
+
 /*
  * subscriptions/listen: keep the request open, acknowledge the part of its
  * filter the registry can honor, then tag every matching broadcast with its
@@ -3858,40 +3894,17 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   sub->lists[K_TEMPLATE] = sub->lists[K_RESOURCE];
   /* Only what the server announces is honored (see w_capabilities()). */
   want_uris = uv != NULL && offers(s, K_RESOURCE) && s->subscribe;
-  if (want_uris && acp_json_len(uv) > 0) {
-    sub->uris = acp__calloc(m, acp_json_len(uv), sizeof(*sub->uris));
-    if (sub->uris == NULL)
-      goto nomem;
-    for (e = acp_json_child(uv); e != NULL; e = acp_json_next(e)) {
-      rv = acp_json_doc_str(msg->doc, e, &p, &n);
-      if (rv != 0) {
-        sub_free(m, sub);
-        return rv;
-      }
-      sub->uris[sub->nuris] = acp__strndup(m, p, n);
-      if (sub->uris[sub->nuris] == NULL)
-        goto nomem;
-      sub->nuris++;
-    }
-  }
+  rv = want_uris ? strs_copy(m, msg->doc, uv, &sub->uris, &sub->nuris) : 0;
   /* Task status (the tasks extension, not the core filter): only for a
    * client that declared the extension, from a server that offers it. */
   want_tasks = tv != NULL && tasks_offered(s) && caps_have_tasks(c->req.caps);
-  if (want_tasks && acp_json_len(tv) > 0) {
-    sub->tasks = acp__calloc(m, acp_json_len(tv), sizeof(*sub->tasks));
-    if (sub->tasks == NULL)
-      goto nomem;
-    for (e = acp_json_child(tv); e != NULL; e = acp_json_next(e)) {
-      rv = acp_json_doc_str(msg->doc, e, &p, &n);
-      if (rv != 0) {
-        sub_free(m, sub);
-        return rv;
-      }
-      sub->tasks[sub->ntasks] = acp__strndup(m, p, n);
-      if (sub->tasks[sub->ntasks] == NULL)
-        goto nomem;
-      sub->ntasks++;
-    }
+  if (rv == 0 && want_tasks)
+    rv = strs_copy(m, msg->doc, tv, &sub->tasks, &sub->ntasks);
+  if (rv == ACP_ERR_NOMEM)
+    goto nomem;
+  if (rv != 0) {
+    sub_free(m, sub);
+    return rv;
   }
   sub_params_begin(c->nw, sub);
   acp_json_write_keyz(c->nw, "notifications");
@@ -3901,22 +3914,10 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       acp_json_write_keyz(c->nw, keys[k]);
       acp_json_write_bool(c->nw, true);
     }
-  if (want_uris) {
-    size_t i;
-    acp_json_write_keyz(c->nw, "resourceSubscriptions");
-    acp_json_write_arr_begin(c->nw);
-    for (i = 0; i < sub->nuris; i++)
-      acp_json_write_strz(c->nw, sub->uris[i]);
-    acp_json_write_arr_end(c->nw);
-  }
-  if (want_tasks) {
-    size_t i;
-    acp_json_write_keyz(c->nw, "taskIds");
-    acp_json_write_arr_begin(c->nw);
-    for (i = 0; i < sub->ntasks; i++)
-      acp_json_write_strz(c->nw, sub->tasks[i]);
-    acp_json_write_arr_end(c->nw);
-  }
+  if (want_uris)
+    w_strs(c->nw, "resourceSubscriptions", sub->uris, sub->nuris);
+  if (want_tasks)
+    w_strs(c->nw, "taskIds", sub->tasks, sub->ntasks);
   acp_json_write_obj_end(c->nw);
   rv = sub_notify(c, "notifications/subscriptions/acknowledged", NULL);
   if (rv != 0) {
