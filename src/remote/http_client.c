@@ -878,8 +878,10 @@ static void pump(hcli *h) {
      * stream opened meanwhile, and the two sockets (through a proxy
      * especially) could deliver the answer first: an empty turn. */
     open_stream(h, m->sid);
+    if (h->failed)
+      return; /* fail() freed the queue, m with it */
     hsock *ss = find_stream(h, m->sid);
-    if (h->failed || (ss && !(ss->head_done && ss->status == 200)))
+    if (ss && !(ss->head_done && ss->status == 200))
       return; /* on_head (or the stream's end) pumps again */
   }
   if (h->conn_id[0] == '\0' && !m->is_init) {
