@@ -1393,6 +1393,25 @@ ACP_EXTERN int acp_mcp_client_task_result(acp_mcp_client *c,
 ACP_EXTERN int acp_mcp_client_task_update(
     acp_mcp_client *c, const char *task_id, const char *input_responses,
     size_t len, uint64_t now_ms, acp_mcp_result_cb cb, void *user_data);
+/**
+ * Answer a 2026 task's input: `task` is a tasks/get answer (or a
+ * notifications/tasks message's task as a result) whose status is
+ * input_required; each of its inputRequests goes to the elicitation,
+ * sampling or roots callback registered for it, as for an input_required
+ * result, and once every one was answered the answers go back in one
+ * tasks/update {taskId, inputResponses}, whose answer reaches `cb` (or an
+ * error status with msg NULL: ACP_ERR_UNSUPPORTED when a request has no
+ * callback, ACP_ERR_PROTOCOL for malformed inputRequests). Then poll
+ * again. `task` is read during the call only.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULLs, no inputRequests object),
+ *         ACP_ERR_UNSUPPORTED (not 2026), ACP_ERR_NOMEM, or the first
+ *         callback's failure.
+ */
+ACP_EXTERN int acp_mcp_client_task_answer(acp_mcp_client *c,
+                                          const char *task_id,
+                                          const acp_rpc_msg *task,
+                                          uint64_t now_ms, acp_mcp_result_cb cb,
+                                          void *user_data);
 /** tasks/list with an optional cursor (2025 only). */
 ACP_EXTERN int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
                                         uint64_t now_ms, acp_mcp_result_cb cb,

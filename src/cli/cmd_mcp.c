@@ -1093,6 +1093,30 @@ static int start_list(mcli *m, acp_mcp_list which);
 static int on_task_state(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                          void *ud);
 
+static void on_poll(uv_timer_t *t);
+
+/* tasks/update took (or could not take) the answers to a task's input. */
+static int on_task_answered(acp_mcp_client *c, int status,
+                            const acp_rpc_msg *msg, void *ud) {
+  mcli *m = ud;
+  (void)c;
+  if (status != 0) {
+    cli_err(SUB, "task %s needs input, which acp mcp call cannot give: %s",
+            m->task_id, acp_strerror(status));
+    if (msg != NULL)
+      print_rpc_error(msg, status);
+    finish(m, CLI_EXIT_FAILURE);
+    return 0;
+  }
+  if (!m->poll_init) {
+    uv_timer_init(&m->loop, &m->poll);
+    m->poll.data = m;
+    m->poll_init = 1;
+  }
+  uv_timer_start(&m->poll, on_poll, 0, 0);
+  return 0;
+}
+
 static void on_poll(uv_timer_t *t) {
   mcli *m = t->data;
   int rv = acp_mcp_client_task_get(m->c, m->task_id, uv_now(&m->loop),
@@ -1152,10 +1176,19 @@ static int on_task_state(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
     finish(m, CLI_EXIT_FAILURE);
     return 0;
   }
-  if (sl == 14 && memcmp(st, "input_required", 14) == 0) {
-    cli_err(SUB, "task %s needs input, which acp mcp call cannot give",
-            m->task_id);
-    finish(m, CLI_EXIT_FAILURE);
+  if (sl == 14 && memcmp(st, "input_required", 14) == 0 &&
+      acp_json_obj_getz(r, "inputRequests") != NULL) {
+    /* 2026: the task's questions go to the same answers as an
+     * input_required result's (--elicit-json, --accept, --decline,
+     * --sample-*, --root, the terminal), back with tasks/update; polling
+     * goes on once the server took them. */
+    int rv = acp_mcp_client_task_answer(c, m->task_id, msg, uv_now(&m->loop),
+                                        on_task_answered, m);
+    if (rv != 0) {
+      cli_err(SUB, "task %s needs input, which acp mcp call cannot give: %s",
+              m->task_id, acp_strerror(rv));
+      finish(m, CLI_EXIT_FAILURE);
+    }
     return 0;
   }
   if (acp_json_get_int64(acp_json_obj_getz(r, "pollIntervalMs"), &poll) != 0 &&

@@ -1511,6 +1511,48 @@ int acp_mcp_client_task_update(acp_mcp_client *c, const char *task_id,
                    input_responses, len, now_ms, cb, ud);
 }
 
+int acp_mcp_client_task_answer(acp_mcp_client *c, const char *task_id,
+                               const acp_rpc_msg *task, uint64_t now_ms,
+                               acp_mcp_result_cb cb, void *ud) {
+  mcp_pending p;
+  int rv;
+
+  if (c == NULL || task_id == NULL || task == NULL || task->result == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (c->era != ACP_MCP_ERA_STATELESS)
+    return ACP_ERR_UNSUPPORTED;
+  if (acp_json_type_of(acp_json_obj_getz(task->result, "inputRequests")) !=
+      ACP_JSON_OBJECT)
+    return ACP_ERR_INVALID_ARGUMENT;
+  /* The task's inputRequests go through the same round as an
+   * input_required result; its "retry" is tasks/update {taskId,
+   * inputResponses} (round_retry adds the answers to these params). */
+  acp_json_writer_reset(c->w);
+  acp_json_write_obj_begin(c->w);
+  acp_json_write_keyz(c->w, "taskId");
+  acp_json_write_strz(c->w, task_id);
+  rv = acp_json_write_obj_end(c->w);
+  if (rv != 0)
+    return rv;
+  memset(&p, 0, sizeof(p));
+  {
+    size_t n;
+    const char *d = acp_json_writer_data(c->w, &n);
+    p.rq_params = acp__strndup(&c->mem, d, n);
+    if (p.rq_params == NULL)
+      return ACP_ERR_NOMEM;
+    p.rq_params_len = n;
+  }
+  p.rq_method = "tasks/update";
+  p.rq_opts.version = ACP_MCP_REQUEST_OPTS_VERSION;
+  p.cb = cb;
+  p.ud = ud;
+  c->now_ms = now_ms;
+  rv = mrtr_start(c, &p, task);
+  acp__free(&c->mem, p.rq_params); /* NULL once mrtr_start took it */
+  return rv;
+}
+
 int acp_mcp_client_task_list(acp_mcp_client *c, const char *cursor,
                              uint64_t now_ms, acp_mcp_result_cb cb, void *ud) {
   int rv;

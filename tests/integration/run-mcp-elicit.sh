@@ -10,6 +10,8 @@
 #     cancels;
 #   - without any of them and without a terminal, elicitation is not
 #     offered (the tool says so) - the old behaviour;
+#   - a 2026-07-28 task asking while it runs (input_required in tasks/get,
+#     answered with tasks/update), stdio and HTTP;
 #   - a 2025-11-25 task asking while it runs (stdio, and HTTP where the
 #     request comes on the GET stream): answered, resumed;
 #   - bad command lines: exit 2 with a message.
@@ -98,6 +100,19 @@ expect "2025 task asks while running: declined" 0 "Kept" -- mcp call --task \
 # which `--task` opens.
 expect "2025 task asks while running (HTTP): accepted" 0 "Deleted" -- mcp call \
   --task --protocol 2025-11-25 --elicit-json "$work/yes.json" --url "$url" \
+  confirm_delete filename=x
+
+# A 2026 task that needs input: tasks/get shows input_required with its
+# inputRequests; acp mcp call answers them with the same options and sends
+# tasks/update (acp_mcp_client_task_answer()), then polls to the end.
+expect "2026 task asks while running: accepted" 0 "Deleted" -- mcp call --task \
+  --protocol 2026-07-28 --elicit-json "$work/yes.json" --stdio "$acp" mcp \
+  serve --everything -- confirm_delete filename=x
+expect "2026 task asks while running: declined" 0 "Kept" -- mcp call --task \
+  --protocol 2026-07-28 --decline --stdio "$acp" mcp serve --everything -- \
+  confirm_delete filename=x
+expect "2026 task asks while running (HTTP): accepted" 0 "Deleted" -- mcp call \
+  --task --protocol 2026-07-28 --elicit-json "$work/yes.json" --url "$url" \
   confirm_delete filename=x
 
 # Bad command lines.

@@ -863,6 +863,27 @@ static void task_get(const char *id, trec *t) {
   assert_int_equal(t->r.calls, 1);
 }
 
+/* acp_mcp_client_task_answer() on a made-up tasks/get answer: it checks
+ * before it sends (the real round trip is run by integration_mcp-elicit,
+ * `acp mcp call --task` at 2026 answering confirm_delete's input). */
+static int answer_made_up(const char *result_json) {
+  acp_json_doc *doc;
+  acp_rpc_msg msg;
+  rec r;
+  int rv;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(
+      acp_json_doc_parse(doc, result_json, strlen(result_json), NULL), 0);
+  memset(&msg, 0, sizeof(msg));
+  msg.kind = ACP_RPC_RESPONSE;
+  msg.doc = doc;
+  msg.result = acp_json_doc_root(doc);
+  memset(&r, 0, sizeof(r));
+  rv = acp_mcp_client_task_answer(W.c, "t1", &msg, 0, on_result, &r);
+  acp_json_doc_free(doc);
+  return rv;
+}
+
 static void test_client_tasks_2026(void **state) {
   trec t, g;
   rec r;
@@ -935,6 +956,11 @@ static void test_client_tasks_2026(void **state) {
   assert_int_equal(
       acp_mcp_client_task_update(W.c, t.id, "{", 1, 0, on_result, &r),
       ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      acp_mcp_client_task_answer(W.c, t.id, NULL, 0, on_result, &r),
+      ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(answer_made_up("{\"status\":\"input_required\"}"),
+                   ACP_ERR_INVALID_ARGUMENT);
 }
 
 static void test_client_tasks_2025(void **state) {
@@ -981,6 +1007,8 @@ static void test_client_tasks_2025(void **state) {
   assert_int_equal(
       acp_mcp_client_task_update(W.c, t.id, "{}", 2, 0, on_result, &r),
       ACP_ERR_UNSUPPORTED);
+  assert_int_equal(answer_made_up("{\"inputRequests\":{}}"),
+                   ACP_ERR_UNSUPPORTED);
 }
 
 int main(void) {
