@@ -88,12 +88,26 @@ async function connect(j) {
   return { cid, ac, next, post, del, seen };
 }
 
+// Which step a failed client was at goes into its error line.
 async function client(k) {
+  const where = { step: 'start' };
+  try {
+    return await clientSteps(k, where);
+  } catch (e) {
+    if (e && typeof e === 'object') e.step = where.step;
+    throw e;
+  }
+}
+
+async function clientSteps(k, where) {
   const j = jarOf();
+  where.step = 'connect';
   const c1 = await connect(j);
+  where.step = 'session/new';
   await c1.post({ jsonrpc: '2.0', id: 2, method: 'session/new',
     params: { cwd: process.cwd(), mcpServers: [] } });
   const sid = (await c1.next((m) => m.id === 2)).result.sessionId;
+  where.step = 'session/prompt';
   await c1.post({ jsonrpc: '2.0', id: 3, method: 'session/prompt',
     params: { sessionId: sid, prompt: [{ type: 'text', text: `remember ${k}` }] } }, sid);
   const end = await c1.next((m) => m.id === 3);
@@ -101,13 +115,16 @@ async function client(k) {
   const backend = j.jar.get('SERVERID');
   c1.ac.abort(); // the connection drops: no DELETE
   for (let attempt = 1; attempt <= 100; attempt++) {
+    where.step = `reconnect ${attempt}`;
     const c2 = await connect(j);
     if (j.jar.get('SERVERID') !== backend) throw new Error('moved to another backend');
+    where.step = `session/load ${attempt}`;
     await c2.post({ jsonrpc: '2.0', id: 2, method: 'session/load',
       params: { sessionId: sid, cwd: process.cwd(), mcpServers: [] } }, sid);
     const r = await c2.next((m) => m.id === 2);
     const replayed = c2.seen.some((m) => m.method === 'session/update' &&
       JSON.stringify(m.params).includes(`remember ${k}`));
+    where.step = `DELETE ${attempt}`;
     await c2.del();
     if (r.result && replayed) {
       return { k, backend, cid1: c1.cid, cid2: c2.cid, attempts: attempt };
@@ -129,7 +146,13 @@ for (const r of results) {
     maxAttempts = Math.max(maxAttempts, r.value.attempts);
     console.log(JSON.stringify(r.value));
   } else {
-    console.log(JSON.stringify({ error: String(r.reason?.message || r.reason) }));
+    // fetch's own message is only "fetch failed": the reason is in its
+    // cause (a socket error code, a timeout, the other side closing).
+    const e = r.reason;
+    const c = e?.cause;
+    console.log(JSON.stringify({ error: String(e?.message || e),
+      cause: c ? `${c.code || c.name || ''} ${c.message || c}`.trim() : undefined,
+      at: e?.step }));
   }
 }
 console.log(JSON.stringify({ summary: true, ok, total: N, backends, maxAttempts }));
