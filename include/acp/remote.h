@@ -51,12 +51,29 @@ extern "C" {
  * a server, its certificate and optionally the CA that client certificates
  * must chain to (mutual TLS); for a client, the CA its server's certificate
  * must chain to (default: the system store) and optionally its own
- * certificate. TLS 1.2 at least; ALPN offers "http/1.1". Opaque.
+ * certificate. TLS 1.2 at least. ALPN: a server offers "h2" then
+ * "http/1.1" (acp_remote_tls_set_alpn()), a client asks for "http/1.1"
+ * ("h2" first with ACP_REMOTE_HTTP2). Opaque.
+ *
+ * Session resumption (on unless acp_remote_tls_set_resumption() turns it
+ * off): a server configuration issues TLS 1.3 tickets and TLS 1.2
+ * tickets, encrypted with keys OpenSSL draws at random when the
+ * configuration is made (so they die with it: a restarted server makes
+ * its clients do one full handshake), and keeps up to
+ * ACP_REMOTE_TLS_SESSION_CACHE TLS 1.2 sessions for clients that resume
+ * by session id; a session lives ACP_REMOTE_TLS_SESSION_LIFETIME
+ * seconds. A client configuration keeps the newest session per (host,
+ * port, SNI), for up to ACP_REMOTE_TLS_CLIENT_SESSIONS servers (the least
+ * recently used goes), and offers it on every new socket to that server:
+ * the Streamable HTTP client's POST socket, SSE streams, DELETE and
+ * reconnects, a WebSocket reconnect made with the same configuration.
  *
  * Lifetime: a server or client given one keeps what it needs (a
  * reference), so the caller may free it right after acp_remote_server_new()
- * or acp_remote_connect() returned, and may hand one to many of them. Do
- * not change it once handed out.
+ * or acp_remote_connect() returned, and may hand one to many of them (they
+ * then share its session cache). Do not call a setter once handed out;
+ * the session cache inside changes as connections are made, on the
+ * loop's thread, so one configuration must not serve two threads.
  */
 typedef struct acp_remote_tls acp_remote_tls;
 
@@ -112,8 +129,44 @@ ACP_EXTERN int acp_remote_tls_set_ca(acp_remote_tls *tls, const char *ca_path);
  */
 ACP_EXTERN const char *acp_remote_tls_error(const acp_remote_tls *tls);
 
+/**
+ * Turn session resumption on (`on` non-zero, the default) or off. A server
+ * without it issues no tickets, keeps no sessions and resumes none: every
+ * handshake is a full one. A client without it keeps no sessions and
+ * offers none.
+ * @return 0, or ACP_ERR_INVALID_ARGUMENT (NULL).
+ */
+ACP_EXTERN int acp_remote_tls_set_resumption(acp_remote_tls *tls, int on);
+
+/**
+ * Server: the ALPN protocols offered, NULL-terminated, most preferred
+ * first: "h2" and "http/1.1" (default: both, in that order). The server
+ * picks the first of its list the client offers; a client that offers
+ * ALPN but none of these is refused in the handshake with the
+ * no_application_protocol alert (RFC 7301); one that offers no ALPN gets
+ * HTTP/1.1, or HTTP/2 if its first bytes are the HTTP/2 preface and "h2"
+ * is in the list. Without "h2" the server speaks only HTTP/1.1 over TLS
+ * (an HTTP/2 client's ALPN h2 is refused, or falls back to http/1.1 if it
+ * offers that too); without "http/1.1" only HTTP/2 clients get in.
+ * @return 0, or ACP_ERR_INVALID_ARGUMENT (NULL, a client configuration,
+ *         an empty list, an unknown or repeated name: see
+ *         acp_remote_tls_error()).
+ */
+ACP_EXTERN int acp_remote_tls_set_alpn(acp_remote_tls *tls,
+                                       const char *const *protocols);
+
 /** Drop the caller's reference (see the lifetime above). Accepts NULL. */
 ACP_EXTERN void acp_remote_tls_free(acp_remote_tls *tls);
+
+/** Sessions a server configuration keeps for TLS 1.2 resumption by
+ *  session id, at most; past it the least recently used is dropped
+ *  (tickets, TLS 1.3's and 1.2's, keep nothing on the server). */
+#define ACP_REMOTE_TLS_SESSION_CACHE 1024u
+/** Servers a client configuration keeps a session for, at most. */
+#define ACP_REMOTE_TLS_CLIENT_SESSIONS 16u
+/** How long a session (a ticket, a cached session) can be resumed, in
+ *  seconds: 2 hours. */
+#define ACP_REMOTE_TLS_SESSION_LIFETIME 7200L
 
 /** Default cap of one message, in bytes: 16 MiB. */
 #define ACP_REMOTE_DEFAULT_MAX_MESSAGE ((size_t)16 << 20)
@@ -275,7 +328,8 @@ typedef enum acp_remote_transport {
 
 /** Client options; start from ACP_REMOTE_CLIENT_OPTIONS_INIT. */
 typedef struct acp_remote_client_options {
-  unsigned version; /**< 3 (1: without `transport`, 2: without `tls`) */
+  unsigned version; /**< 4 (1: without `transport`, 2: without `tls`, 3:
+                         without `log`) */
   /** Sent as "Authorization: Bearer TOKEN", or NULL. */
   const char *token;
   /** More request headers, each "Name: value", NULL-terminated, or NULL. */
@@ -294,10 +348,22 @@ typedef struct acp_remote_client_options {
    * keeps a reference.
    */
   const acp_remote_tls *tls;
+  /**
+   * Version 4. Called with one line of text (no newline; borrowed for the
+   * call) for each TLS socket the connection opens once its handshake is
+   * over, e.g. "socket 2 (SSE stream) to 127.0.0.1:8443: TLS session
+   * resumed (TLSv1.3, ALPN http/1.1)" or "...: TLS full handshake
+   * (...)" (", the offered session was not resumed" when the server
+   * turned the session down). NULL: not reported. Runs on the loop's
+   * thread; it must not close the link.
+   */
+  void (*log)(const char *line, void *user_data);
+  /** Version 4. Passed to `log`. */
+  void *log_user_data;
 } acp_remote_client_options;
 
 #define ACP_REMOTE_CLIENT_OPTIONS_INIT                                         \
-  { 3, NULL, NULL, 0, 0, ACP_REMOTE_AUTO, NULL }
+  { 4, NULL, NULL, 0, 0, ACP_REMOTE_AUTO, NULL, NULL, NULL }
 
 /**
  * Called once when the handshake of acp_remote_connect() is over (for

@@ -95,7 +95,9 @@ static const char client_usage[] =
     "                     knowledge; https://: ALPN h2, HTTP/1.1 if the\n"
     "                     server picks it)\n"
     "  --verbose          with --url: say how the connection was made (the\n"
-    "                     HTTP version) on stderr\n"
+    "                     HTTP version; over TLS a line per socket: \"TLS\n"
+    "                     session resumed\" or \"TLS full handshake\") on\n"
+    "                     stderr\n"
     "  --token TOKEN      with --url: send 'Authorization: Bearer TOKEN'\n"
     "                     (also from the ACP_TOKEN environment)\n"
     "  --header 'N: V'    with --url: one more request header (repeatable)\n"
@@ -2783,6 +2785,12 @@ static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
   app_quit(a, signum == SIGINT ? 130 : 143);
 }
 
+/* --verbose: how each TLS socket was set up (the remote client's log). */
+static void on_remote_log(const char *line, void *ud) {
+  (void)ud;
+  fprintf(stderr, "acp client: %s\n", line);
+}
+
 static void on_remote(acp_uv_link *link, int status, const char *detail,
                       void *ud) {
   capp *a = ud;
@@ -3027,6 +3035,7 @@ int cmd_client(int argc, char **argv) {
     ro.token = token;
     ro.headers = headers;
     ro.transport = a.want_h2 ? ACP_REMOTE_HTTP2 : transport;
+    ro.log = a.verbose ? on_remote_log : NULL;
     if (tls_ca || tls_cert) {
       int trv = acp_remote_tls_new(&tls, ACP_REMOTE_TLS_CLIENT, NULL);
       if (trv == 0 && tls_ca)

@@ -12,7 +12,8 @@
 
 static const char serve_usage[] =
     "usage: acp serve [--listen HOST:PORT] [--token TOKEN]\n"
-    "                 [--tls CERT KEY [--client-ca FILE]]\n"
+    "                 [--tls CERT KEY [--client-ca FILE] [--alpn LIST]\n"
+    "                  [--no-tls-resumption]]\n"
     "                 [--allow-host NAME[:PORT]]... [--max-connections N]\n"
     "                 [--max-message BYTES] [--ping-ms MS]\n"
     "                 [--session-grace MS] [--hold-timeout MS] [--verbose]\n"
@@ -44,6 +45,18 @@ static const char serve_usage[] =
     "                       handshake fails, before any HTTP. With --token\n"
     "                       too, a client needs both: the certificate to get\n"
     "                       in, then the token on every request\n"
+    "  --alpn LIST          with --tls: the ALPN protocols offered, comma-\n"
+    "                       separated, preferred first (default h2,http/1.1);\n"
+    "                       --alpn http/1.1 serves HTTP/1.1 only over TLS (an\n"
+    "                       HTTP/2 client that offers http/1.1 too falls back\n"
+    "                       to it; one offering only h2 is refused with the\n"
+    "                       no_application_protocol alert)\n"
+    "  --no-tls-resumption  with --tls: no session resumption (no TLS 1.3\n"
+    "                       tickets, no TLS 1.2 session cache): every\n"
+    "                       handshake is a full one. By default a client may\n"
+    "                       resume a session for 2 hours, with ticket keys\n"
+    "                       drawn at random when acp serve starts; up to 1024\n"
+    "                       TLS 1.2 sessions are cached\n"
     "  --allow-host NAME    also accept this Host / Origin authority (403\n"
     "                       otherwise; the bound address and localhost are)\n"
     "  --max-connections N  connections at once (default 256; 503 beyond)\n"
@@ -101,6 +114,10 @@ int cmd_acp_serve(int argc, char **argv) {
   int i, ok;
   unsigned long long n;
   const char *cert = NULL, *key = NULL, *client_ca = NULL;
+  const char *alpn_list = NULL;
+  char alpn_buf[64];
+  const char *alpn[5];
+  bool no_resume = false;
   acp_remote_tls *tls = NULL;
   serve_info si;
 
@@ -130,6 +147,10 @@ int cmd_acp_serve(int argc, char **argv) {
     } else if ((v = cli_opt_value(argc, argv, &i, "--client-ca", &ok)) !=
                NULL) {
       client_ca = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--alpn", &ok)) != NULL) {
+      alpn_list = v;
+    } else if (strcmp(argv[i], "--no-tls-resumption") == 0) {
+      no_resume = true;
     } else if ((v = cli_opt_value(argc, argv, &i, "--allow-host", &ok)) !=
                NULL) {
       if (nallow == 32) {
@@ -186,6 +207,29 @@ int cmd_acp_serve(int argc, char **argv) {
     cli_err("serve", "--client-ca goes with --tls CERT KEY");
     return CLI_EXIT_USAGE;
   }
+  if ((alpn_list || no_resume) && !cert) {
+    cli_err("serve", "%s goes with --tls CERT KEY",
+            alpn_list ? "--alpn" : "--no-tls-resumption");
+    return CLI_EXIT_USAGE;
+  }
+  if (alpn_list) {
+    /* "h2,http/1.1" -> {"h2", "http/1.1", NULL}; the names are checked by
+     * acp_remote_tls_set_alpn(). */
+    size_t na = 0;
+    if (strlen(alpn_list) >= sizeof(alpn_buf)) {
+      cli_err("serve", "--alpn: h2, http/1.1 or both (comma-separated)");
+      return CLI_EXIT_USAGE;
+    }
+    strcpy(alpn_buf, alpn_list);
+    for (char *p = alpn_buf; p && na < 4;) {
+      char *comma = strchr(p, ',');
+      if (comma)
+        *comma = '\0';
+      alpn[na++] = p;
+      p = comma ? comma + 1 : NULL;
+    }
+    alpn[na] = NULL;
+  }
   /* HOST:PORT, [V6]:PORT */
   const char *colon = strrchr(listen, ':');
   const char *hs = listen, *he = colon;
@@ -214,6 +258,13 @@ int cmd_acp_serve(int argc, char **argv) {
       trv = acp_remote_tls_set_cert(tls, cert, key);
     if (trv == 0 && client_ca)
       trv = acp_remote_tls_set_client_ca(tls, client_ca);
+    if (trv == 0 && no_resume)
+      trv = acp_remote_tls_set_resumption(tls, 0);
+    if (trv == 0 && alpn_list && acp_remote_tls_set_alpn(tls, alpn) != 0) {
+      cli_err("serve", "--alpn %s: %s", alpn_list, acp_remote_tls_error(tls));
+      acp_remote_tls_free(tls);
+      return CLI_EXIT_USAGE;
+    }
     if (trv != 0) {
       cli_err("serve", "--tls: %s",
               tls ? acp_remote_tls_error(tls) : "out of memory");

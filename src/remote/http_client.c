@@ -88,6 +88,7 @@ typedef struct hsock {
   hmsg *msg; /* K_POST: the message in flight */
   char conn_id[130];
   acp__tls *tls; /* https: each socket its own TLS connection */
+  unsigned num;  /* https: the how-manieth TLS socket (for the log) */
   /* An HTTP/2 stream (carrier set): */
   struct hsock *carrier;
   uv_timer_t life; /* the handle its close waits for (it has no socket) */
@@ -156,6 +157,9 @@ struct hcli {
   bool mode_known;     /* HTTP/2 or not is decided (ALPN over TLS) */
   hsock *carrier;      /* the HTTP/2 connection, or NULL */
   bool pump_due;       /* a session stream's head came in during h2_recv */
+  void (*log)(const char *line, void *user_data); /* options' log */
+  void *log_ud;
+  unsigned tls_socks; /* TLS sockets opened so far */
 };
 
 static void pump(hcli *h);
@@ -573,7 +577,13 @@ static void on_connect(uv_connect_t *req, int status) {
   }
   uv_tcp_nodelay(&s->tcp, 1);
   s->connected = true;
-  if (h->tls && acp__tls_new(&s->tls, h->tls, h->host, &h->mem) != 0) {
+  if (h->tls) {
+    /* A session kept from an earlier socket to the server is offered. */
+    if (acp__tls_new(&s->tls, h->tls, h->host, h->port, &h->mem) != 0)
+      s->tls = NULL;
+    s->num = ++h->tls_socks;
+  }
+  if (h->tls && !s->tls) {
     if (s->kind == K_DELETE)
       sock_close(s);
     else
@@ -1225,13 +1235,32 @@ static void sock_ended(hsock *s, int err) {
                      : "the connection stream broke");
 }
 
+/* https: a socket's handshake just ended; tell the options' log how. */
+static void log_tls(hsock *s) {
+  hcli *h = s->h;
+  char what[160], line[400];
+  if (!h->log)
+    return;
+  acp__tls_describe(s->tls, what, sizeof(what));
+  snprintf(line, sizeof(line), "socket %u (%s) to %s:%s: %s", s->num,
+           s->kind == K_POST     ? "POST"
+           : s->kind == K_SSE    ? (s->sid ? "session stream" : "SSE stream")
+           : s->kind == K_DELETE ? "DELETE"
+                                 : "HTTP/2, or HTTP/1.1 by ALPN",
+           h->host, h->port, what);
+  h->log(line, h->log_ud);
+}
+
 /* https: decrypt what the socket read into s->in. */
 static void tls_read(hsock *s, const char *p, size_t n) {
   hcli *h = s->h;
   s->got_bytes = true;
+  bool was_ready = acp__tls_ready(s->tls);
   int rv = acp__tls_feed(s->tls, p, n);
   if (rv == 0)
     rv = acp__tls_read(s->tls, &s->in);
+  if (!was_ready && acp__tls_ready(s->tls))
+    log_tls(s);
   if (tls_flush(s) != 0 && rv == 0)
     rv = ACP_ERR_NOMEM;
   if (rv == 0 && s->kind == K_H2 && !s->h2_ready && acp__tls_ready(s->tls)) {
@@ -1908,6 +1937,10 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
     goto fail;
   h->ccb = cb;
   h->cud = user_data;
+  if (opts->version >= 4) {
+    h->log = opts->log;
+    h->log_ud = opts->log_user_data;
+  }
   uv_timer_init(loop, &h->resume);
   uv_timer_init(loop, &h->timer);
   h->resume.data = h;

@@ -110,6 +110,8 @@ struct wconn {
   char accept[29];
   acp_remote_connect_cb ccb;
   void *cud;
+  void (*clog)(const char *line, void *user_data); /* options' log */
+  void *clog_ud;
   /* Streamable HTTP over HTTP/1.1: the socket is one exchange at a time */
   acp__hx hx;
   size_t h1_total;   /* bytes of the request being served, not consumed */
@@ -837,12 +839,26 @@ static void tls_failed(wconn *c) {
   conn_finish(c); /* the alert, if any, was flushed */
 }
 
+/* A client's handshake just ended: tell the options' log how it went. */
+static void client_log_tls(wconn *c) {
+  char what[160], line[400];
+  if (!c->clog)
+    return;
+  acp__tls_describe(c->tls, what, sizeof(what));
+  snprintf(line, sizeof(line), "socket 1 (WebSocket) to %s:%s: %s", c->host,
+           c->port, what);
+  c->clog(line, c->clog_ud);
+}
+
 static void tls_read(wconn *c, const char *data, size_t n) {
   acp__buf plain;
   acp__buf_init(&plain, &c->mem, 0);
+  bool was_ready = acp__tls_ready(c->tls);
   int rv = acp__tls_feed(c->tls, data, n);
   if (rv == 0)
     rv = acp__tls_read(c->tls, &plain);
+  if (c->client && !was_ready && acp__tls_ready(c->tls))
+    client_log_tls(c);
   /* Handshake messages, a key update's answer, an alert. */
   if (tls_flush(c, 0) != 0 && rv == 0)
     rv = ACP_ERR_NOMEM;
@@ -1108,6 +1124,13 @@ static void server_handshake(wconn *c) {
   acp_remote_server *s = c->srv;
   acp__http_head h;
   char accept[29];
+  if (c->h2_maybe && c->tls) {
+    /* The handshake is over: a client that agreed on http/1.1 speaks it,
+     * whatever its first bytes. */
+    const char *alpn = acp__tls_alpn(c->tls);
+    if (alpn && strcmp(alpn, "h2") != 0)
+      c->h2_maybe = false;
+  }
   if (c->h2_maybe) {
     /* HTTP/2 with prior knowledge: the first bytes are its preface. */
     int pf = acp__h2_preface(c->in.data, c->in.len);
@@ -1237,11 +1260,13 @@ static void on_connection(uv_stream_t *ls, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  if (s->tls && acp__tls_new(&c->tls, s->tls, NULL, &c->mem) != 0) {
+  if (s->tls && acp__tls_new(&c->tls, s->tls, NULL, NULL, &c->mem) != 0) {
     conn_close_tcp(c);
     return;
   }
-  c->h2_maybe = true;
+  /* Over TLS the preface is looked for only if ALPN may allow h2 (see
+   * server_handshake()). */
+  c->h2_maybe = !s->tls || acp__tls_conf_offers_h2(s->tls);
   /* One deadline for the TLS handshake and the HTTP request after it. */
   uv_timer_start(&c->timer, on_handshake_timeout, HANDSHAKE_MS, 0);
   update_tcp_reading(c);
@@ -2700,7 +2725,7 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
   if (!c->host || !c->port)
     goto nomem;
   if (u.tls) {
-    rv = acp__tls_new_client(&c->tls, tls, c->host, &c->mem);
+    rv = acp__tls_new_client(&c->tls, tls, c->host, c->port, &c->mem);
     if (rv != 0)
       goto fail;
   }
@@ -2744,6 +2769,10 @@ int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop, const char *url,
     goto fail;
   c->ccb = cb;
   c->cud = user_data;
+  if (opts->version >= 4) {
+    c->clog = opts->log;
+    c->clog_ud = opts->log_user_data;
+  }
   struct addrinfo hints;
   memset(&hints, 0, sizeof(hints));
   hints.ai_family = AF_UNSPEC;

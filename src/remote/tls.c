@@ -26,13 +26,27 @@
 
 #include "tls_int.h"
 
+/* A client's newest session with one server; `key` is "host\nport\nSNI". */
+typedef struct csess {
+  char *key; /* NULL: a free slot */
+  SSL_SESSION *sess;
+  uint64_t used; /* the configuration's tick when last stored or offered */
+} csess;
+
 struct acp_remote_tls {
   acp_mem mem;
   SSL_CTX *ctx;
   int role;
   unsigned refs;
   bool have_cert;
-  bool have_ca; /* client: a --ca file replaced the system store */
+  bool have_ca;   /* client: a --ca file replaced the system store */
+  bool no_resume; /* acp_remote_tls_set_resumption(t, 0) */
+  /* server: the ALPN list, wire format (a length byte before each name) */
+  unsigned char alpn[16];
+  unsigned alpn_len;
+  /* client: sessions kept for the next socket to the same server */
+  csess sess[ACP_REMOTE_TLS_CLIENT_SESSIONS];
+  uint64_t tick;
   char err[256];
 };
 
@@ -42,22 +56,27 @@ struct acp__tls {
   SSL *ssl;
   BIO *rbio, *wbio; /* owned by ssl */
   acp__buf early;   /* plaintext written before the handshake ended */
+  char *key;        /* client: where its sessions are kept, or NULL */
   bool ready;
   bool failed;
   bool closed; /* close_notify queued */
   bool plain_http;
+  bool offered; /* client: a kept session was offered */
+  bool resumed; /* the handshake resumed a session */
   char err[256];
   char alpn[32];
 };
 
 /*
  * ALPN, in wire format (a length byte before each name), most preferred
- * first. The server offers HTTP/2 and HTTP/1.1: it picks the first of its
- * list the client offers, and the connection needs no branch on the
- * result, since an HTTP/2 client's first bytes are the connection preface
- * either way (remote_uv.c looks for it after TLS as on cleartext). The
- * client asks for HTTP/1.1 only: its Streamable HTTP and WebSocket code
- * speak nothing else, and a server that agreed to h2 would expect frames.
+ * first. The server offers HTTP/2 and HTTP/1.1 unless told otherwise
+ * (acp_remote_tls_set_alpn()): it picks the first of its list the client
+ * offers, and the connection needs no branch on the result, since an
+ * HTTP/2 client's first bytes are the connection preface either way
+ * (remote_uv.c looks for it after TLS as on cleartext, when ALPN agreed on
+ * h2 or on nothing and h2 is offered). The client asks for HTTP/1.1 only:
+ * its Streamable HTTP and WebSocket code speak nothing else, and a server
+ * that agreed to h2 would expect frames.
  */
 static const unsigned char alpn_server[] = "\x02h2\x08http/1.1";
 static const unsigned char alpn_client[] = "\x08http/1.1";
@@ -81,17 +100,85 @@ static void ossl_err(char *out, size_t cap, const char *what) {
   ERR_clear_error();
 }
 
+/*
+ * The server's choice: the first of its list the client offers. A client
+ * that offered ALPN but nothing we speak is refused with
+ * no_application_protocol (RFC 7301, 3.2): going on would hand an HTTP/2-
+ * only client (node:http2) an HTTP/1.1 server, or the reverse, and it
+ * would fail later with a less clear error. A client that sent no ALPN
+ * does not get here.
+ */
 static int alpn_select(SSL *ssl, const unsigned char **out,
                        unsigned char *outlen, const unsigned char *in,
                        unsigned int inlen, void *arg) {
-  (void)ssl;
-  (void)arg;
+  const acp_remote_tls *conf = arg;
   unsigned char *o = NULL;
-  if (SSL_select_next_proto(&o, outlen, alpn_server, sizeof(alpn_server) - 1,
-                            in, inlen) != OPENSSL_NPN_NEGOTIATED)
-    return SSL_TLSEXT_ERR_NOACK; /* no ALPN agreed: HTTP/1.1 anyway */
+  (void)ssl;
+  if (SSL_select_next_proto(&o, outlen, conf->alpn, conf->alpn_len, in,
+                            inlen) != OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
   *out = o;
   return SSL_TLSEXT_ERR_OK;
+}
+
+/* MARK: - Client sessions (Private) */
+
+/*
+ * Why the client keeps sessions itself instead of in OpenSSL's client
+ * cache: OpenSSL never looks a client session up by itself (the caller has
+ * to SSL_set_session() one), and the key that matters is the server's
+ * (host, port, SNI), which OpenSSL does not know. In TLS 1.3 the ticket
+ * comes after the handshake (in a NewSessionTicket message read with the
+ * first records), so sessions are taken from the new-session callback,
+ * which runs for TLS 1.2 at the end of the handshake too. The newest wins:
+ * a resumed handshake brings a fresh ticket, and an older one may have
+ * been issued with keys the server no longer has.
+ */
+
+static void csess_clear(csess *c, const acp_mem *mem) {
+  if (!c->key)
+    return;
+  acp__free(mem, c->key);
+  SSL_SESSION_free(c->sess);
+  memset(c, 0, sizeof(*c));
+}
+
+static csess *csess_find(acp_remote_tls *conf, const char *key) {
+  for (size_t i = 0; i < ACP_REMOTE_TLS_CLIENT_SESSIONS; i++)
+    if (conf->sess[i].key && strcmp(conf->sess[i].key, key) == 0)
+      return &conf->sess[i];
+  return NULL;
+}
+
+/* Keep `sess` (our reference from now on) as `key`'s newest. 1 if kept. */
+static int csess_keep(acp_remote_tls *conf, const char *key,
+                      SSL_SESSION *sess) {
+  csess *c = csess_find(conf, key);
+  if (!c) {
+    /* A free slot, else the least recently used. */
+    c = &conf->sess[0];
+    for (size_t i = 0; i < ACP_REMOTE_TLS_CLIENT_SESSIONS && c->key; i++)
+      if (!conf->sess[i].key || conf->sess[i].used < c->used)
+        c = &conf->sess[i];
+    char *k = acp__strdup(&conf->mem, key);
+    if (!k)
+      return 0; /* not kept: the next socket does a full handshake */
+    csess_clear(c, &conf->mem);
+    c->key = k;
+  }
+  SSL_SESSION_free(c->sess);
+  c->sess = sess;
+  c->used = ++conf->tick;
+  return 1;
+}
+
+/* OpenSSL's new-session callback (client configurations): returning 1
+ * takes the reference it hands us. */
+static int on_new_session(SSL *ssl, SSL_SESSION *sess) {
+  acp__tls *t = SSL_get_app_data(ssl);
+  if (!t || !t->key || t->conf->no_resume || !SSL_SESSION_is_resumable(sess))
+    return 0;
+  return csess_keep(t->conf, t->key, sess);
 }
 
 /* MARK: - Configuration (Public) */
@@ -122,14 +209,35 @@ int acp_remote_tls_new(acp_remote_tls **out, int role, const acp_mem *mem) {
   SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION);
   /* Writes go to a memory BIO, which always takes them whole. */
   SSL_CTX_set_mode(t->ctx, SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_timeout(t->ctx, ACP_REMOTE_TLS_SESSION_LIFETIME);
   if (role == ACP_REMOTE_TLS_SERVER) {
-    SSL_CTX_set_alpn_select_cb(t->ctx, alpn_select, NULL);
-    /* No session resumption (nothing keeps sessions across connections
-     * yet): TLS 1.3 tickets would be bytes and work for nothing. */
-    SSL_CTX_set_num_tickets(t->ctx, 0);
-    SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_OFF);
+    memcpy(t->alpn, alpn_server, sizeof(alpn_server) - 1);
+    t->alpn_len = sizeof(alpn_server) - 1;
+    SSL_CTX_set_alpn_select_cb(t->ctx, alpn_select, t);
+    /* Resumption (docs/decisions.md): the ticket keys are the ones
+     * SSL_CTX_new() drew at random, so they live as long as this
+     * configuration (the process, for acp serve). One ticket per
+     * handshake: they are stateless and may be used again (no 0-RTT data
+     * here, so no replay to guard against), and our client offers its
+     * newest on every socket. The session id context is required for
+     * resumption when client certificates are verified (mutual TLS). */
+    static const unsigned char sid_ctx[] = "libacp-remote";
+    SSL_CTX_set_num_tickets(t->ctx, 1);
+    SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_SERVER);
+    SSL_CTX_sess_set_cache_size(t->ctx, ACP_REMOTE_TLS_SESSION_CACHE);
+    if (SSL_CTX_set_session_id_context(t->ctx, sid_ctx, sizeof(sid_ctx) - 1) !=
+        1) {
+      ERR_clear_error();
+      SSL_CTX_free(t->ctx);
+      acp__free(&m, t);
+      return ACP_ERR_NOMEM;
+    }
   } else {
     SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+    /* Sessions go to on_new_session() and nowhere else (see above). */
+    SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_CLIENT |
+                                               SSL_SESS_CACHE_NO_INTERNAL);
+    SSL_CTX_sess_set_new_cb(t->ctx, on_new_session);
     if (SSL_CTX_set_alpn_protos(t->ctx, alpn_client, sizeof(alpn_client) - 1) !=
         0) {
       ERR_clear_error();
@@ -139,6 +247,60 @@ int acp_remote_tls_new(acp_remote_tls **out, int role, const acp_mem *mem) {
     }
   }
   *out = t;
+  return 0;
+}
+
+int acp_remote_tls_set_resumption(acp_remote_tls *t, int on) {
+  if (!t)
+    return ACP_ERR_INVALID_ARGUMENT;
+  t->no_resume = !on;
+  if (t->role == ACP_REMOTE_TLS_SERVER) {
+    /* Off: no tickets issued (TLS 1.3), none taken (SSL_OP_NO_TICKET),
+     * no session cached for TLS 1.2 session ids, so none looked up. */
+    SSL_CTX_set_num_tickets(t->ctx, on ? 1 : 0);
+    SSL_CTX_set_session_cache_mode(t->ctx, on ? SSL_SESS_CACHE_SERVER
+                                              : SSL_SESS_CACHE_OFF);
+    if (on)
+      SSL_CTX_clear_options(t->ctx, SSL_OP_NO_TICKET);
+    else
+      SSL_CTX_set_options(t->ctx, SSL_OP_NO_TICKET);
+  } else if (!on) {
+    for (size_t i = 0; i < ACP_REMOTE_TLS_CLIENT_SESSIONS; i++)
+      csess_clear(&t->sess[i], &t->mem);
+  }
+  return 0;
+}
+
+int acp_remote_tls_set_alpn(acp_remote_tls *t, const char *const *protocols) {
+  unsigned char w[sizeof(t->alpn)];
+  unsigned n = 0;
+  if (!t || !protocols || t->role != ACP_REMOTE_TLS_SERVER)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (size_t i = 0; protocols[i]; i++) {
+    const char *p = protocols[i];
+    size_t len = strlen(p);
+    if (strcmp(p, "h2") != 0 && strcmp(p, "http/1.1") != 0) {
+      snprintf(t->err, sizeof(t->err),
+               "unknown ALPN protocol '%.64s' (h2 and http/1.1 are known)", p);
+      return ACP_ERR_INVALID_ARGUMENT;
+    }
+    for (unsigned j = 0; j < n; j += 1u + w[j])
+      if (w[j] == len && memcmp(w + j + 1, p, len) == 0) {
+        snprintf(t->err, sizeof(t->err), "ALPN protocol '%.16s' given twice",
+                 p);
+        return ACP_ERR_INVALID_ARGUMENT;
+      }
+    /* Two known names, each once: at most 12 bytes. */
+    w[n] = (unsigned char)len;
+    memcpy(w + n + 1, p, len);
+    n += 1u + (unsigned)len;
+  }
+  if (n == 0) {
+    snprintf(t->err, sizeof(t->err), "no ALPN protocol given");
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  memcpy(t->alpn, w, n);
+  t->alpn_len = n;
   return 0;
 }
 
@@ -221,6 +383,8 @@ void acp__tls_conf_ref(acp_remote_tls *t) {
 void acp__tls_conf_unref(acp_remote_tls *t) {
   if (!t || --t->refs > 0)
     return;
+  for (size_t i = 0; i < ACP_REMOTE_TLS_CLIENT_SESSIONS; i++)
+    csess_clear(&t->sess[i], &t->mem);
   SSL_CTX_free(t->ctx);
   acp__free(&t->mem, t);
 }
@@ -233,10 +397,28 @@ bool acp__tls_conf_ready(const acp_remote_tls *t) {
   return t->role == ACP_REMOTE_TLS_SERVER && t->have_cert;
 }
 
+bool acp__tls_conf_offers_h2(const acp_remote_tls *t) {
+  for (unsigned j = 0; j < t->alpn_len; j += 1u + t->alpn[j])
+    if (t->alpn[j] == 2 && memcmp(t->alpn + j + 1, "h2", 2) == 0)
+      return true;
+  return false;
+}
+
+void *acp__tls_conf_ssl_ctx(acp_remote_tls *t) {
+  return t->ctx;
+}
+
+size_t acp__tls_conf_client_sessions(const acp_remote_tls *t) {
+  size_t n = 0;
+  for (size_t i = 0; i < ACP_REMOTE_TLS_CLIENT_SESSIONS; i++)
+    n += t->sess[i].key != NULL;
+  return n;
+}
+
 /* MARK: - Filter (Internal) */
 
 int acp__tls_new(acp__tls **out, acp_remote_tls *conf, const char *host,
-                 const acp_mem *mem) {
+                 const char *port, const acp_mem *mem) {
   acp_mem m;
   *out = NULL;
   acp__mem_init(&m, mem);
@@ -266,15 +448,17 @@ int acp__tls_new(acp__tls **out, acp_remote_tls *conf, const char *host,
   /* An empty read BIO means "wait for more", not end of file. */
   BIO_set_mem_eof_return(t->rbio, -1);
   SSL_set_bio(t->ssl, t->rbio, t->wbio);
+  SSL_set_app_data(t->ssl, t); /* for on_new_session() */
   if (conf->role == ACP_REMOTE_TLS_SERVER) {
     SSL_set_accept_state(t->ssl);
   } else {
     SSL_set_connect_state(t->ssl);
+    bool is_ip = false;
     if (host && host[0]) {
       X509_VERIFY_PARAM *vp = SSL_get0_param(t->ssl);
       unsigned char ip[16];
-      bool is_ip = uv_inet_pton(AF_INET, host, ip) == 0 ||
-                   uv_inet_pton(AF_INET6, host, ip) == 0;
+      is_ip = uv_inet_pton(AF_INET, host, ip) == 0 ||
+              uv_inet_pton(AF_INET6, host, ip) == 0;
       ERR_clear_error();
       int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, host)
                      : (SSL_set_tlsext_host_name(t->ssl, host) == 1 &&
@@ -286,6 +470,33 @@ int acp__tls_new(acp__tls **out, acp_remote_tls *conf, const char *host,
         return ACP_ERR_NOMEM;
       }
     }
+    /* The server's (host, port, SNI): a session resumed skips the
+     * certificate check, so it is only offered to the name it was
+     * checked for. Without memory for the key, no session is kept. */
+    if (host && !conf->no_resume) {
+      const char *p = port ? port : "";
+      size_t hl = strlen(host), pl = strlen(p);
+      size_t sl = is_ip ? 0 : hl;
+      t->key = acp__malloc(&m, hl + pl + sl + 3);
+      if (t->key) {
+        memcpy(t->key, host, hl);
+        t->key[hl] = '\n';
+        memcpy(t->key + hl + 1, p, pl);
+        t->key[hl + 1 + pl] = '\n';
+        memcpy(t->key + hl + pl + 2, host, sl);
+        t->key[hl + pl + 2 + sl] = '\0';
+        csess *c = csess_find(conf, t->key);
+        if (c && !SSL_SESSION_is_resumable(c->sess)) {
+          csess_clear(c, &conf->mem); /* its connection failed */
+          c = NULL;
+        }
+        if (c && SSL_set_session(t->ssl, c->sess) == 1) {
+          t->offered = true;
+          c->used = ++conf->tick;
+        }
+        ERR_clear_error();
+      }
+    }
   }
   acp__tls_conf_ref(conf);
   t->conf = conf;
@@ -294,7 +505,8 @@ int acp__tls_new(acp__tls **out, acp_remote_tls *conf, const char *host,
 }
 
 int acp__tls_new_client(acp__tls **out, const acp_remote_tls *conf,
-                        const char *host, const acp_mem *mem) {
+                        const char *host, const char *port,
+                        const acp_mem *mem) {
   acp_remote_tls *own = NULL;
   if (!conf) {
     int rv = acp_remote_tls_new(&own, ACP_REMOTE_TLS_CLIENT, mem);
@@ -303,7 +515,7 @@ int acp__tls_new_client(acp__tls **out, const acp_remote_tls *conf,
     conf = own;
   }
   /* The filter holds its own reference; `own` goes with it. */
-  int rv = acp__tls_new(out, (acp_remote_tls *)conf, host, mem);
+  int rv = acp__tls_new(out, (acp_remote_tls *)conf, host, port, mem);
   acp_remote_tls_free(own);
   return rv;
 }
@@ -311,8 +523,18 @@ int acp__tls_new_client(acp__tls **out, const acp_remote_tls *conf,
 void acp__tls_free(acp__tls *t) {
   if (!t)
     return;
+  /* OpenSSL takes a connection freed without close_notify sent for a
+   * truncated one and makes its session unresumable (the server drops it
+   * from its cache, the client marks it), an old TLS 1.0 rule. Ours end
+   * that way all the time for good reasons (a socket closed after its
+   * answer, a peer that closed first), so a connection that did not fail
+   * is marked as shut down (nothing is sent) and its session stays good.
+   * A failed one's session is dropped, as OpenSSL means it to be. */
+  if (t->ready && !t->failed)
+    SSL_set_shutdown(t->ssl, SSL_get_shutdown(t->ssl) | SSL_SENT_SHUTDOWN);
   SSL_free(t->ssl);
   acp__buf_dispose(&t->early);
+  acp__free(&t->mem, t->key);
   acp__tls_conf_unref(t->conf);
   acp__free(&t->mem, t);
 }
@@ -367,6 +589,7 @@ static void mark_ready(acp__tls *t) {
   const unsigned char *p = NULL;
   unsigned int n = 0;
   t->ready = true;
+  t->resumed = SSL_session_reused(t->ssl) == 1;
   SSL_get0_alpn_selected(t->ssl, &p, &n);
   if (p && n < sizeof(t->alpn)) {
     memcpy(t->alpn, p, n);
@@ -490,4 +713,24 @@ bool acp__tls_plain_http(const acp__tls *t) {
 
 const char *acp__tls_alpn(const acp__tls *t) {
   return t->alpn[0] ? t->alpn : NULL;
+}
+
+bool acp__tls_resumed(const acp__tls *t) {
+  return t->resumed;
+}
+
+bool acp__tls_offered(const acp__tls *t) {
+  return t->offered;
+}
+
+void acp__tls_describe(const acp__tls *t, char *buf, size_t cap) {
+  if (cap == 0)
+    return;
+  if (snprintf(buf, cap, "TLS %s (%s%s%s%s)",
+               t->resumed ? "session resumed" : "full handshake",
+               SSL_get_version(t->ssl), t->alpn[0] ? ", ALPN " : "", t->alpn,
+               t->offered && !t->resumed
+                   ? ", the offered session was not resumed"
+                   : "") < 0)
+    buf[0] = '\0';
 }

@@ -24,21 +24,32 @@ void acp__tls_conf_unref(acp_remote_tls *conf);
 bool acp__tls_conf_is_server(const acp_remote_tls *conf);
 /* A server configuration with a certificate. */
 bool acp__tls_conf_ready(const acp_remote_tls *conf);
+/* A server configuration whose ALPN list has "h2": only then may a TLS
+ * connection without ALPN start with the HTTP/2 preface. */
+bool acp__tls_conf_offers_h2(const acp_remote_tls *conf);
+/* For tests: the SSL_CTX underneath (to force TLS 1.2, shrink the session
+ * cache, read its counters), and how many client sessions are kept. */
+void *acp__tls_conf_ssl_ctx(acp_remote_tls *conf);
+size_t acp__tls_conf_client_sessions(const acp_remote_tls *conf);
 
 typedef struct acp__tls acp__tls;
 
 /*
  * A filter for one connection. Client: `host` (NUL-terminated, not
  * bracketed) is sent as SNI (unless it is an IP address) and the server's
- * certificate must name it. Server: `host` is NULL. 0 or ACP_ERR_NOMEM.
+ * certificate must name it; `port` (or NULL) with `host` and the SNI names
+ * the session kept in `conf` for the next socket to the same server (the
+ * filter offers the one kept now, if any). Server: `host` and `port` are
+ * NULL. 0 or ACP_ERR_NOMEM (a session that cannot be kept for want of
+ * memory is not an error: the next socket does a full handshake).
  */
 int acp__tls_new(acp__tls **out, acp_remote_tls *conf, const char *host,
-                 const acp_mem *mem);
+                 const char *port, const acp_mem *mem);
 void acp__tls_free(acp__tls *t);
 /* A client filter from `conf`, or when it is NULL from a configuration of
  * our own (the system's CA store, no certificate). 0, ACP_ERR_NOMEM. */
 int acp__tls_new_client(acp__tls **out, const acp_remote_tls *conf,
-                        const char *host, const acp_mem *mem);
+                        const char *host, const char *port, const acp_mem *mem);
 
 /* Bytes the socket read. 0 or ACP_ERR_NOMEM. */
 int acp__tls_feed(acp__tls *t, const char *data, size_t len);
@@ -81,5 +92,13 @@ bool acp__tls_plain_http(const acp__tls *t);
 int acp__tls_offer_h2(acp__tls *t);
 /* The protocol ALPN agreed on ("h2", "http/1.1"), or NULL. */
 const char *acp__tls_alpn(const acp__tls *t);
+/* Once the handshake is over: it resumed a session; a client offered one
+ * (kept from an earlier socket to the same server). */
+bool acp__tls_resumed(const acp__tls *t);
+bool acp__tls_offered(const acp__tls *t);
+/* Once the handshake is over: "TLS session resumed (TLSv1.3, ALPN
+ * http/1.1)" or "TLS full handshake (TLSv1.2[, ALPN h2][, the offered
+ * session was not resumed])", into `buf` (always NUL-terminated). */
+void acp__tls_describe(const acp__tls *t, char *buf, size_t cap);
 
 #endif /* ACP_TLS_INT_H */

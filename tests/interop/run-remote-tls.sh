@@ -16,7 +16,16 @@
 #     the server keeps serving; --client-ca with --token needs both;
 #   - plaintext HTTP to the TLS port: 400 in plaintext; a broken handshake
 #     is closed, a stalled one at the handshake deadline; the server keeps
-#     serving.
+#     serving;
+#   - session resumption: acp client --http --verbose says its later
+#     sockets resumed the first one's session (also with mTLS), node:tls
+#     reconnecting with its session (TLS 1.3, TLS 1.2 tickets, TLS 1.2
+#     session ids) sees isSessionReused(); with --no-tls-resumption neither
+#     is ever resumed;
+#   - ALPN: against --alpn http/1.1, acp client --http --h2 falls back to
+#     HTTP/1.1 for a full turn, node:http2 (h2 only) is refused with
+#     no_application_protocol, curl --http2 gets HTTP/1.1; --alpn h2
+#     refuses an HTTP/1.1-only client and takes node:http2.
 # Needs ACP_BIN, node, curl and openssl; installs the peers if missing.
 # Exit 77 when one is missing. ACP_VALGRIND_WRAP (as in run-cli.sh)
 # prefixes every acp process started here.
@@ -200,9 +209,12 @@ out=$(timeout 30 $wrap "$acp" client --quiet --url "$murl" --ca "$c/ca.pem" \
 [ "$out" = "with my cert" ] && ok "mTLS: the right client certificate gets in" ||
   ko "mTLS right cert" "$out"
 out=$(timeout 30 $wrap "$acp" client --quiet --url "https://127.0.0.1:$port/acp" --http \
-      --ca "$c/ca.pem" --cert "$c/client.pem" --key "$c/client.key" -p "https mtls" 2>&1)
-[ "$out" = "https mtls" ] && ok "mTLS over https (Streamable HTTP)" ||
-  ko "mTLS https" "$out"
+      --verbose --ca "$c/ca.pem" --cert "$c/client.pem" --key "$c/client.key" \
+      -p "https mtls" 2>"$work/err")
+# Its later sockets resume the first's session: no new certificate check.
+if [ "$out" = "https mtls" ] && grep -q "socket 2 .*TLS session resumed" "$work/err"; then
+  ok "mTLS over https (Streamable HTTP), later sockets resumed"
+else ko "mTLS https" "$out" "$(cat "$work/err")"; fi
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$murl" --ca "$c/ca.pem" -p "no cert" 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "TLS"; then
@@ -243,6 +255,116 @@ else ko "mTLS + token, no token" "exit $rc: $out"; fi
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$burl" --ca "$c/ca.pem" \
       --cert "$c/client.pem" --key "$c/client.key" --token s3cret -p "both" 2>&1)
 [ "$out" = "both" ] && ok "mTLS + token: both get in" || ko "mTLS + token" "$out"
+
+# ---- session resumption ---------------------------------------------------------
+# acp client --http opens a socket per exchange kind (the POST socket, the
+# SSE stream, a session stream, the DELETE): the first does a full
+# handshake, every later one resumes its session (TLS 1.3 ticket).
+start_serve "$work/serve-resume.log" --tls "$c/server.pem" "$c/server.key" -- "$acp" agent
+rport=$port
+rurl="https://127.0.0.1:$rport/acp"
+# resumed_ok ERRFILE: socket 1 full, a socket 2, and every later one resumed.
+resumed_ok() {
+  grep -q "acp client: socket 1 (POST) to 127\.0\.0\.1:$rport: TLS full handshake (TLSv1\.3" "$1" &&
+  grep -q "acp client: socket 2 (SSE stream) to 127\.0\.0\.1:$rport: TLS session resumed (TLSv1\.3" "$1" &&
+  ! grep "acp client: socket [0-9]* " "$1" | grep -v "socket 1 " | grep -qv "TLS session resumed"
+}
+out=$(timeout 60 $wrap "$acp" client --quiet --url "$rurl" --http --verbose \
+      --ca "$c/ca.pem" -p "resume me" 2>"$work/err")
+rc=$?
+if [ $rc -eq 0 ] && [ "$out" = "resume me" ] && resumed_ok "$work/err"; then
+  ok "acp client --http over https: later sockets resume the first's session ($(grep -c 'TLS session resumed' "$work/err") resumed: $(grep -m1 'socket 2' "$work/err" | sed 's/^acp client: //'))"
+else ko "acp client --http: TLS session resumption" "exit $rc: $out" "$(cat "$work/err")"; fi
+out=$(timeout 60 $wrap "$acp" client --quiet --url "wss://127.0.0.1:$rport/acp" --verbose \
+      --ca "$c/ca.pem" -p "ws verbose" 2>"$work/err")
+if [ "$out" = "ws verbose" ] &&
+   grep -q "acp client: socket 1 (WebSocket) to 127\.0\.0\.1:$rport: TLS full handshake (TLSv1\.3, ALPN http/1\.1)" "$work/err"; then
+  ok "acp client --verbose over wss: says how its socket was set up"
+else ko "acp client --verbose over wss" "$out" "$(cat "$work/err")"; fi
+# Node's own TLS client reconnecting with the session it was given.
+for m in tls13 tls12 tls12-id; do
+  out=$(timeout 60 node "$here/tls_resume.mjs" "$rport" "$c/ca.pem" $m 2>&1)
+  if printf '%s' "$out" | grep -q '"reused":\[false,true,true\]'; then
+    ok "node:tls ($m) reconnecting with its session: isSessionReused() ($out)"
+  else ko "node:tls $m resumption against acp serve --tls" "$out"; fi
+done
+
+# The same with --no-tls-resumption: every socket does a full handshake.
+start_serve "$work/serve-noresume.log" --tls "$c/server.pem" "$c/server.key" \
+  --no-tls-resumption -- "$acp" agent
+nport=$port
+out=$(timeout 60 $wrap "$acp" client --quiet --url "https://127.0.0.1:$nport/acp" --http \
+      --verbose --ca "$c/ca.pem" -p "no resume" 2>"$work/err")
+rc=$?
+if [ $rc -eq 0 ] && [ "$out" = "no resume" ] &&
+   grep -q "socket 2 (SSE stream) to 127\.0\.0\.1:$nport: TLS full handshake" "$work/err" &&
+   ! grep -q "TLS session resumed" "$work/err"; then
+  ok "--no-tls-resumption: acp client's later sockets do full handshakes ($(grep -c 'TLS full handshake' "$work/err") of them)"
+else ko "--no-tls-resumption with acp client" "exit $rc: $out" "$(cat "$work/err")"; fi
+for m in tls13 tls12 tls12-id; do
+  out=$(timeout 60 node "$here/tls_resume.mjs" "$nport" "$c/ca.pem" $m 2>&1)
+  if printf '%s' "$out" | grep -q '"reused":\[false,false,false\]'; then
+    ok "--no-tls-resumption: node:tls ($m) is never resumed"
+  else ko "node:tls $m against --no-tls-resumption" "$out"; fi
+done
+out=$("$acp" serve --no-tls-resumption -- "$acp" agent 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "goes with --tls"; then
+  ok "--no-tls-resumption without --tls: exit 2, says so"
+else ko "--no-tls-resumption without --tls" "exit $rc: $out"; fi
+
+# ---- ALPN: a server that offers only http/1.1 -----------------------------------------
+start_serve "$work/serve-alpn.log" --tls "$c/server.pem" "$c/server.key" \
+  --alpn http/1.1 -- "$acp" agent
+aport=$port
+aurl="https://127.0.0.1:$aport/acp"
+rm -f "$work/out.txt"
+out=$(timeout 60 $wrap "$acp" client --yes --cwd "$work" --url "$aurl" --http --h2 --verbose \
+      --ca "$c/ca.pem" -p "/ask:edit change it
+/read served.txt
+/write out.txt written over the ALPN fallback" 2>"$work/err")
+rc=$?
+if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err" &&
+   [ "$(cat "$work/out.txt" 2>/dev/null)" = "written over the ALPN fallback" ] &&
+   grep -q "the server's ALPN chose http/1.1" "$work/err" &&
+   grep -q "connected over HTTP/1.1" "$work/err" &&
+   grep -q "socket 1 (HTTP/2, or HTTP/1.1 by ALPN) to 127\.0\.0\.1:$aport: TLS full handshake (TLSv1\.3, ALPN http/1\.1)" "$work/err"; then
+  ok "--alpn http/1.1: acp client --http --h2 falls back to HTTP/1.1, full turn (permission, read, write)"
+else ko "acp client --h2 against --alpn http/1.1" "exit $rc" "$out" "$(cat "$work/err")"; fi
+# node:http2 offers h2 only: refused in the handshake (no_application_protocol).
+out=$(NODE_EXTRA_CA_CERTS="$c/ca.pem" timeout 30 node -e '
+  const s = require("node:http2").connect(process.argv[1]);
+  s.on("connect", () => { console.log("connected, ALPN " + s.alpnProtocol); s.close(); });
+  s.on("error", (e) => { console.log("error " + (e.code || "") + ": " + e.message); process.exitCode = 1; });' "$aurl" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -qi "no.application.protocol"; then
+  ok "--alpn http/1.1: node:http2 gets a clear failure ($out)"
+else ko "node:http2 against --alpn http/1.1" "exit $rc: $out"; fi
+if wait_log "$work/serve-alpn.log" "TLS handshake refused from 127\.0\.0\.1:[0-9]*: TLS: .*no application protocol"; then
+  ok "--alpn http/1.1: the server logs why ($(grep -m1 'no application protocol' "$work/serve-alpn.log"))"
+else ko "log of an ALPN refusal" "$(cat "$work/serve-alpn.log")"; fi
+v=$(curl -s --http2 --cacert "$c/ca.pem" -o /dev/null -w '%{http_version}' -X POST \
+    -H 'Content-Type: text/plain' -d x "$aurl")
+[ "$v" = "1.1" ] && ok "--alpn http/1.1: curl --http2 gets HTTP/1.1" || ko "curl --http2 against --alpn http/1.1" "version $v"
+out=$(NODE_EXTRA_CA_CERTS="$c/ca.pem" timeout 60 node "$here/h2_peer.mjs" echo "$aurl" 2>&1)
+[ $? -ne 0 ] && ok "--alpn http/1.1: the HTTP/2 peer does not get in" ||
+  ko "h2_peer against --alpn http/1.1" "$out"
+# And the reverse: --alpn h2 refuses an HTTP/1.1-only client, takes HTTP/2.
+start_serve "$work/serve-alpn-h2.log" --tls "$c/server.pem" "$c/server.key" \
+  --alpn h2 -- "$acp" agent
+out=$(timeout 30 $wrap "$acp" client --quiet --url "https://127.0.0.1:$port/acp" --http \
+      --ca "$c/ca.pem" -p "h1 only" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q "no application protocol"; then
+  ok "--alpn h2: an HTTP/1.1-only client is refused ($(printf '%s' "$out" | head -1))"
+else ko "--alpn h2 with an HTTP/1.1 client" "exit $rc: $out"; fi
+out=$(NODE_EXTRA_CA_CERTS="$c/ca.pem" timeout 60 node "$here/h2_peer.mjs" echo "https://127.0.0.1:$port/acp" 2>&1)
+[ $? -eq 0 ] && ok "--alpn h2: node:http2 gets in" || ko "node:http2 against --alpn h2" "$out"
+out=$("$acp" serve --tls "$c/server.pem" "$c/server.key" --alpn h2,h3 -- "$acp" agent 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "unknown ALPN protocol 'h3'"; then
+  ok "--alpn with an unknown protocol: exit 2, says so"
+else ko "--alpn h2,h3" "exit $rc: $out"; fi
 
 # acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP (or a
 # sanitizer build as ACP_BIN) its report lands in its log.

@@ -4,9 +4,14 @@
  * one produces is fed to the other. Handshake, ALPN, data both ways (also
  * written before the handshake ended, and large), close_notify, the
  * client's checks (unknown CA, another name), mutual TLS, plaintext HTTP
- * and garbage sent to a server, and an allocation-failure sweep over the
- * filter's own allocations. Certificates are made in a temporary directory
- * with the openssl program (the test is skipped without it).
+ * and garbage sent to a server, session resumption (TLS 1.3 tickets, TLS
+ * 1.2 tickets and session ids, turned off on either side, a restarted
+ * server, the bounds of the server's session cache and of the client's),
+ * the server's ALPN list, and an allocation-failure sweep over the
+ * filter's own allocations. Over loopback: lines both ways, backpressure,
+ * and a WebSocket reconnect that resumes its session. Certificates are
+ * made in a temporary directory with the openssl program (the test is
+ * skipped without it).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <openssl/ssl.h>
 
 #include "acp/remote.h"
 #include "failmem.h"
@@ -158,10 +165,62 @@ static int pair_open(pair *p, const acp_mem *mem, const char *client_ca,
     rv = acp_remote_tls_set_cert(p->cconf, client_cert, key);
   }
   if (rv == 0)
-    rv = acp__tls_new(&p->s, p->sconf, NULL, mem);
+    rv = acp__tls_new(&p->s, p->sconf, NULL, NULL, mem);
   if (rv == 0)
-    rv = acp__tls_new(&p->c, p->cconf, host, mem);
+    rv = acp__tls_new(&p->c, p->cconf, host, "443", mem);
   return rv;
+}
+
+/* New filters on the same configurations: the client's next socket to a
+ * server (`host`, `port`), as a reconnect or a second stream opens it. */
+static int pair_reopen(pair *p, const char *host, const char *port) {
+  acp__tls_free(p->s);
+  acp__tls_free(p->c);
+  p->s = p->c = NULL;
+  acp__buf_clear(&p->sin);
+  acp__buf_clear(&p->cin);
+  p->srv = p->crv = 0;
+  int rv = acp__tls_new(&p->s, p->sconf, NULL, NULL, &p->mem);
+  if (rv == 0)
+    rv = acp__tls_new(&p->c, p->cconf, host, port, &p->mem);
+  return rv;
+}
+
+/* A request and its answer: the handshake, and in TLS 1.3 the server's
+ * ticket, which arrives after it. 0 when both sides got their bytes. */
+static int exchange(pair *p) {
+  if (acp__tls_write(p->c, "ping", 4) != 0)
+    return -1;
+  run(p);
+  if (p->crv != 0 || p->srv != 0 || p->sin.len != 4)
+    return -1;
+  if (acp__tls_write(p->s, "pong", 4) != 0)
+    return -1;
+  run(p);
+  return p->crv == 0 && p->srv == 0 && p->cin.len == 4 ? 0 : -1;
+}
+
+/* A client configuration trusting ca.pem, maybe held to TLS 1.2 (and then
+ * maybe without tickets, so that the server's session cache is used). */
+static acp_remote_tls *client_conf(int tls12, int no_ticket) {
+  acp_remote_tls *t = NULL;
+  assert_int_equal(acp_remote_tls_new(&t, ACP_REMOTE_TLS_CLIENT, NULL), 0);
+  assert_int_equal(acp_remote_tls_set_ca(t, path("ca.pem")), 0);
+  SSL_CTX *ctx = acp__tls_conf_ssl_ctx(t);
+  if (tls12)
+    assert_int_equal(SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION), 1);
+  if (no_ticket)
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+  return t;
+}
+
+static bool described(const acp__tls *t, const char *what) {
+  char d[200];
+  acp__tls_describe(t, d, sizeof(d));
+  if (strstr(d, what))
+    return true;
+  print_message("described as '%s', not '%s'\n", d, what);
+  return false;
 }
 
 static void pair_close(pair *p) {
@@ -245,7 +304,8 @@ static void test_client_checks(void **state) {
   assert_int_equal(acp_remote_tls_new(&p.cconf, ACP_REMOTE_TLS_CLIENT, NULL),
                    0);
   assert_int_equal(acp_remote_tls_set_ca(p.cconf, path("otherca.pem")), 0);
-  assert_int_equal(acp__tls_new(&p.c, p.cconf, "localhost", std_mem()), 0);
+  assert_int_equal(acp__tls_new(&p.c, p.cconf, "localhost", "443", std_mem()),
+                   0);
   run(&p);
   assert_int_equal(p.crv, ACP_ERR_PROTOCOL);
   assert_non_null(strstr(acp__tls_error(p.c), "certificate verify failed"));
@@ -334,6 +394,312 @@ static void test_config_errors(void **state) {
   acp_remote_tls_free(NULL);
 }
 
+/* MARK: - Session resumption */
+
+static void test_resume_tls13(void **state) {
+  (void)state;
+  NEED_CERTS();
+  pair p;
+  assert_int_equal(pair_open(&p, std_mem(), NULL, NULL, "localhost"), 0);
+  assert_int_equal(exchange(&p), 0);
+  assert_false(acp__tls_offered(p.c));
+  assert_false(acp__tls_resumed(p.c));
+  assert_false(acp__tls_resumed(p.s));
+  assert_true(described(p.c, "TLS full handshake (TLSv1.3, ALPN http/1.1)"));
+  /* The ticket came after the handshake, with the answer. */
+  assert_int_equal(acp__tls_conf_client_sessions(p.cconf), 1);
+  /* TLS 1.3 tickets keep nothing on the server. */
+  assert_int_equal(SSL_CTX_sess_number(acp__tls_conf_ssl_ctx(p.sconf)), 0);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_true(acp__tls_offered(p.c));
+    assert_true(acp__tls_resumed(p.c));
+    assert_true(acp__tls_resumed(p.s));
+    assert_true(described(p.c, "TLS session resumed (TLSv1.3, ALPN http/1.1)"));
+  }
+  /* Another port or another name is another server: nothing offered. */
+  assert_int_equal(pair_reopen(&p, "localhost", "444"), 0);
+  assert_int_equal(exchange(&p), 0);
+  assert_false(acp__tls_offered(p.c));
+  assert_false(acp__tls_resumed(p.c));
+  assert_int_equal(pair_reopen(&p, "127.0.0.1", "443"), 0);
+  assert_int_equal(exchange(&p), 0);
+  assert_false(acp__tls_offered(p.c));
+  assert_int_equal(acp__tls_conf_client_sessions(p.cconf), 3);
+  pair_close(&p);
+}
+
+/* TLS 1.2 with tickets, and without (the server's session-id cache). */
+static void test_resume_tls12(void **state) {
+  (void)state;
+  NEED_CERTS();
+  for (int no_ticket = 0; no_ticket < 2; no_ticket++) {
+    pair p;
+    assert_int_equal(pair_open(&p, std_mem(), NULL, NULL, "localhost"), 0);
+    acp__tls_free(p.c);
+    acp_remote_tls_free(p.cconf);
+    p.c = NULL;
+    p.cconf = client_conf(1, no_ticket);
+    SSL_CTX *sctx = acp__tls_conf_ssl_ctx(p.sconf);
+    for (int i = 0; i < 3; i++) {
+      assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+      assert_int_equal(exchange(&p), 0);
+      assert_int_equal(acp__tls_resumed(p.c), i > 0);
+      assert_int_equal(acp__tls_resumed(p.s), i > 0);
+      assert_true(described(p.c, i > 0 ? "TLS session resumed (TLSv1.2"
+                                       : "TLS full handshake (TLSv1.2"));
+    }
+    /* Two resumed; by session id from the one session cached, by ticket
+     * with none. */
+    assert_int_equal(SSL_CTX_sess_hits(sctx), 2);
+    assert_int_equal(SSL_CTX_sess_number(sctx), no_ticket ? 1 : 0);
+    pair_close(&p);
+  }
+}
+
+/* Resumption off on the server (TLS 1.3, TLS 1.2 by ticket and by id),
+ * then on the client. */
+static void test_resume_off(void **state) {
+  (void)state;
+  NEED_CERTS();
+  for (int v = 0; v < 3; v++) {
+    pair p;
+    assert_int_equal(pair_open(&p, std_mem(), NULL, NULL, "localhost"), 0);
+    assert_int_equal(acp_remote_tls_set_resumption(p.sconf, 0), 0);
+    acp__tls_free(p.c);
+    acp_remote_tls_free(p.cconf);
+    p.c = NULL;
+    p.cconf = client_conf(v > 0, v == 2);
+    for (int i = 0; i < 3; i++) {
+      assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+      assert_int_equal(exchange(&p), 0);
+      assert_false(acp__tls_resumed(p.c));
+      assert_false(acp__tls_resumed(p.s));
+      assert_true(described(p.c, "TLS full handshake"));
+    }
+    /* Nothing was issued that could be resumed, so nothing was kept. */
+    assert_int_equal(acp__tls_conf_client_sessions(p.cconf), 0);
+    assert_int_equal(SSL_CTX_sess_number(acp__tls_conf_ssl_ctx(p.sconf)), 0);
+    pair_close(&p);
+  }
+  pair p;
+  assert_int_equal(pair_open(&p, std_mem(), NULL, NULL, "localhost"), 0);
+  assert_int_equal(acp_remote_tls_set_resumption(p.cconf, 0), 0);
+  assert_int_equal(acp_remote_tls_set_resumption(NULL, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_false(acp__tls_offered(p.c));
+    assert_false(acp__tls_resumed(p.c));
+  }
+  assert_int_equal(acp__tls_conf_client_sessions(p.cconf), 0);
+  /* On again: the next socket keeps its session for the one after. */
+  assert_int_equal(acp_remote_tls_set_resumption(p.cconf, 1), 0);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_int_equal(acp__tls_resumed(p.c), i > 0);
+  }
+  pair_close(&p);
+}
+
+/* A server that restarted (a new configuration: new ticket keys, an empty
+ * cache) turns the kept session down; the handshake is a full one, says
+ * so, and its session replaces the stale one. */
+static void test_resume_restarted_server(void **state) {
+  (void)state;
+  NEED_CERTS();
+  for (int v = 0; v < 2; v++) {
+    pair p;
+    assert_int_equal(pair_open(&p, std_mem(), NULL, NULL, "localhost"), 0);
+    acp__tls_free(p.c);
+    acp_remote_tls_free(p.cconf);
+    p.c = NULL;
+    p.cconf = client_conf(v, v);
+    assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+    assert_int_equal(exchange(&p), 0);
+    acp__tls_free(p.s);
+    p.s = NULL;
+    acp_remote_tls_free(p.sconf);
+    assert_int_equal(acp_remote_tls_new(&p.sconf, ACP_REMOTE_TLS_SERVER, NULL),
+                     0);
+    assert_int_equal(acp_remote_tls_set_cert(p.sconf, path("server.pem"),
+                                             path("server.key")),
+                     0);
+    assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_true(acp__tls_offered(p.c));
+    assert_false(acp__tls_resumed(p.c));
+    assert_true(described(p.c, "the offered session was not resumed"));
+    assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_true(acp__tls_resumed(p.c));
+    pair_close(&p);
+  }
+}
+
+/* The server's session cache has a cap (ACP_REMOTE_TLS_SESSION_CACHE);
+ * past it the least recently used session goes. Shown with a cap of 8
+ * and 20 TLS 1.2 clients resuming by session id. */
+static void test_server_cache_bounded(void **state) {
+  (void)state;
+  NEED_CERTS();
+  acp_remote_tls *sconf = NULL, *cl[20];
+  assert_int_equal(acp_remote_tls_new(&sconf, ACP_REMOTE_TLS_SERVER, NULL), 0);
+  assert_int_equal(
+      acp_remote_tls_set_cert(sconf, path("server.pem"), path("server.key")),
+      0);
+  SSL_CTX *sctx = acp__tls_conf_ssl_ctx(sconf);
+  assert_int_equal(SSL_CTX_sess_get_cache_size(sctx),
+                   ACP_REMOTE_TLS_SESSION_CACHE);
+  assert_int_equal(SSL_CTX_get_timeout(sctx), ACP_REMOTE_TLS_SESSION_LIFETIME);
+  SSL_CTX_sess_set_cache_size(sctx, 8);
+  for (int i = 0; i < 20; i++) {
+    pair p;
+    memset(&p, 0, sizeof(p));
+    p.mem = *std_mem();
+    acp__buf_init(&p.sin, &p.mem, 0);
+    acp__buf_init(&p.cin, &p.mem, 0);
+    cl[i] = client_conf(1, 1);
+    p.sconf = sconf;
+    p.cconf = cl[i];
+    assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_false(acp__tls_resumed(p.c));
+    assert_true(SSL_CTX_sess_number(sctx) <= 8);
+    acp__tls_free(p.s);
+    acp__tls_free(p.c);
+    acp__buf_dispose(&p.sin);
+    acp__buf_dispose(&p.cin);
+  }
+  /* Full (OpenSSL 3.0 makes room before adding, down to 7, then adds). */
+  assert_true(SSL_CTX_sess_number(sctx) >= 7);
+  /* The newest client resumes; the first one's session was dropped. */
+  for (int k = 0; k < 2; k++) {
+    pair p;
+    memset(&p, 0, sizeof(p));
+    p.mem = *std_mem();
+    acp__buf_init(&p.sin, &p.mem, 0);
+    acp__buf_init(&p.cin, &p.mem, 0);
+    p.sconf = sconf;
+    p.cconf = k == 0 ? cl[19] : cl[0];
+    assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_true(acp__tls_offered(p.c));
+    assert_int_equal(acp__tls_resumed(p.c), k == 0);
+    acp__tls_free(p.s);
+    acp__tls_free(p.c);
+    acp__buf_dispose(&p.sin);
+    acp__buf_dispose(&p.cin);
+  }
+  assert_true(SSL_CTX_sess_number(sctx) <= 8);
+  for (int i = 0; i < 20; i++)
+    acp_remote_tls_free(cl[i]);
+  acp_remote_tls_free(sconf);
+}
+
+/* The client keeps a session for ACP_REMOTE_TLS_CLIENT_SESSIONS servers
+ * at most, dropping the least recently used. */
+static void test_client_sessions_bounded(void **state) {
+  (void)state;
+  NEED_CERTS();
+  pair p;
+  char port[16];
+  assert_int_equal(pair_open(&p, std_mem(), NULL, NULL, "localhost"), 0);
+  for (int i = 0; i < 20; i++) {
+    snprintf(port, sizeof(port), "%d", 1000 + i);
+    assert_int_equal(pair_reopen(&p, "localhost", port), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_true(acp__tls_conf_client_sessions(p.cconf) <=
+                ACP_REMOTE_TLS_CLIENT_SESSIONS);
+    if (i == 15) {
+      /* 1000 used again after 1001-1015: it stays while 1001-1004, now
+       * the least recently used, are dropped for 1016-1019. */
+      assert_int_equal(pair_reopen(&p, "localhost", "1000"), 0);
+      assert_int_equal(exchange(&p), 0);
+    }
+  }
+  assert_int_equal(acp__tls_conf_client_sessions(p.cconf),
+                   ACP_REMOTE_TLS_CLIENT_SESSIONS);
+  static const struct {
+    const char *port;
+    bool kept;
+  } want[] = {{"1019", true},
+              {"1005", true},
+              {"1000", true},
+              {"1004", false},
+              {"1001", false}};
+  for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+    assert_int_equal(pair_reopen(&p, "localhost", want[k].port), 0);
+    assert_int_equal(exchange(&p), 0);
+    assert_int_equal(acp__tls_offered(p.c), want[k].kept);
+    assert_int_equal(acp__tls_resumed(p.c), want[k].kept);
+  }
+  pair_close(&p);
+}
+
+/* MARK: - ALPN */
+
+static void test_alpn_list(void **state) {
+  (void)state;
+  NEED_CERTS();
+  static const char *const h1[] = {"http/1.1", NULL};
+  static const char *const h2only[] = {"h2", NULL};
+  static const char *const h1first[] = {"http/1.1", "h2", NULL};
+  static const char *const empty[] = {NULL};
+  static const char *const unknown[] = {"h2", "h3", NULL};
+  static const char *const twice[] = {"h2", "h2", NULL};
+  pair p;
+  assert_int_equal(pair_open(&p, std_mem(), NULL, NULL, "localhost"), 0);
+  assert_true(acp__tls_conf_offers_h2(p.sconf));
+  assert_int_equal(acp_remote_tls_set_alpn(NULL, h1), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_set_alpn(p.sconf, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_set_alpn(p.cconf, h1),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_set_alpn(p.sconf, empty),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(acp_remote_tls_error(p.sconf), "no ALPN protocol"));
+  assert_int_equal(acp_remote_tls_set_alpn(p.sconf, unknown),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(acp_remote_tls_error(p.sconf), "'h3'"));
+  assert_int_equal(acp_remote_tls_set_alpn(p.sconf, twice),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(acp_remote_tls_error(p.sconf), "twice"));
+  /* The refused lists changed nothing: h2 is still chosen. */
+  assert_int_equal(acp__tls_offer_h2(p.c), 0);
+  assert_int_equal(exchange(&p), 0);
+  assert_string_equal(acp__tls_alpn(p.c), "h2");
+  /* HTTP/1.1 only: a client offering h2 then http/1.1 gets http/1.1. */
+  assert_int_equal(acp_remote_tls_set_alpn(p.sconf, h1), 0);
+  assert_false(acp__tls_conf_offers_h2(p.sconf));
+  assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+  assert_int_equal(acp__tls_offer_h2(p.c), 0);
+  assert_int_equal(exchange(&p), 0);
+  assert_string_equal(acp__tls_alpn(p.c), "http/1.1");
+  assert_string_equal(acp__tls_alpn(p.s), "http/1.1");
+  /* The server's order wins. */
+  assert_int_equal(acp_remote_tls_set_alpn(p.sconf, h1first), 0);
+  assert_true(acp__tls_conf_offers_h2(p.sconf));
+  assert_int_equal(pair_reopen(&p, "localhost", "443"), 0);
+  assert_int_equal(acp__tls_offer_h2(p.c), 0);
+  assert_int_equal(exchange(&p), 0);
+  assert_string_equal(acp__tls_alpn(p.c), "http/1.1");
+  /* Nothing in common (h2 only against a client asking for http/1.1):
+   * refused in the handshake with no_application_protocol. */
+  assert_int_equal(acp_remote_tls_set_alpn(p.sconf, h2only), 0);
+  assert_int_equal(pair_reopen(&p, "localhost", "445"), 0);
+  assert_int_equal(acp__tls_write(p.c, "x", 1), 0);
+  run(&p);
+  assert_int_equal(p.srv, ACP_ERR_PROTOCOL);
+  assert_int_equal(p.crv, ACP_ERR_PROTOCOL);
+  assert_non_null(strstr(acp__tls_error(p.c), "no application protocol"));
+  assert_int_equal(p.sin.len, 0);
+  pair_close(&p);
+}
+
 /* The filter's own allocations failing one by one: each run ends in an
  * error or completes, and frees everything. */
 static int tls_scenario(failmem *f) {
@@ -356,6 +722,9 @@ static int tls_scenario(failmem *f) {
     goto out;
   assert_int_equal(p.sin.len, 5);
   assert_int_equal(p.cin.len, 6);
+  /* The next socket: resumed if the session could be kept, else in full. */
+  if (pair_reopen(&p, "localhost", "443") != 0 || exchange(&p) != 0)
+    goto out;
   ok = 1;
 out:
   pair_close(&p);
@@ -540,6 +909,129 @@ static void test_loopback_slow_reader_backs_up(void **state) {
   free(p);
 }
 
+/* A wss:// client connecting twice with one configuration (a reconnect):
+ * the second socket resumes the first one's session, and the options'
+ * log says how each was set up. */
+typedef struct rl {
+  uv_loop_t loop;
+  uv_timer_t timer;
+  acp_remote_server *srv;
+  acp_uv_link *srv_links[2], *cli;
+  unsigned nsrv;
+  acp_remote_tls *ct;
+  char url[96];
+  int round;
+  int status[2];
+  char log[2][400];
+  int nlog;
+} rl;
+
+static void rl_log(const char *line, void *ud) {
+  rl *r = ud;
+  if (r->nlog < 2)
+    snprintf(r->log[r->nlog], sizeof(r->log[0]), "%s", line);
+  r->nlog++;
+}
+
+static void rl_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                      void *ud) {
+  rl *r = ud;
+  (void)s;
+  (void)id;
+  if (r->nsrv < 2)
+    r->srv_links[r->nsrv++] = link;
+  else
+    acp_uv_link_close(link, 0, NULL, NULL);
+}
+
+static void rl_read(acp_uv_link *l, int status, const char *d, size_t n,
+                    void *ud) {
+  (void)l;
+  (void)status;
+  (void)d;
+  (void)n;
+  (void)ud;
+}
+
+static void rl_next(uv_timer_t *t);
+
+static void rl_connected(acp_uv_link *l, int status, const char *detail,
+                         void *ud) {
+  rl *r = ud;
+  (void)l;
+  (void)detail;
+  if (r->round >= 1 && r->round <= 2)
+    r->status[r->round - 1] = status;
+  uv_timer_start(&r->timer, rl_next, 0, 0); /* not inside its callback */
+}
+
+static void rl_connect(rl *r) {
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  co.tls = r->ct;
+  co.log = rl_log;
+  co.log_user_data = r;
+  r->round++;
+  assert_int_equal(
+      acp_remote_connect(&r->cli, &r->loop, r->url, &co, rl_connected, r, NULL),
+      0);
+  assert_int_equal(acp_uv_link_read_start(r->cli, rl_read, r), 0);
+}
+
+static void rl_next(uv_timer_t *t) {
+  rl *r = t->data;
+  if (r->cli)
+    acp_uv_link_close(r->cli, 0, NULL, NULL);
+  r->cli = NULL;
+  if (r->round < 2 && r->status[0] == 0) {
+    rl_connect(r);
+    return;
+  }
+  for (unsigned i = 0; i < r->nsrv; i++)
+    acp_uv_link_close(r->srv_links[i], 0, NULL, NULL);
+  acp_remote_server_close(r->srv);
+  uv_close((uv_handle_t *)&r->timer, NULL);
+}
+
+static void test_loopback_ws_reconnect_resumes(void **state) {
+  (void)state;
+  NEED_CERTS();
+  rl *r = calloc(1, sizeof(*r));
+  acp_remote_tls *st = NULL;
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  assert_int_equal(uv_loop_init(&r->loop), 0);
+  uv_timer_init(&r->loop, &r->timer);
+  r->timer.data = r;
+  r->status[0] = r->status[1] = 1;
+  assert_int_equal(acp_remote_tls_new(&st, ACP_REMOTE_TLS_SERVER, NULL), 0);
+  assert_int_equal(
+      acp_remote_tls_set_cert(st, path("server.pem"), path("server.key")), 0);
+  so.tls = st;
+  assert_int_equal(
+      acp_remote_server_new(&r->srv, &r->loop, &so, rl_accept, r, NULL, NULL),
+      0);
+  acp_remote_tls_free(st);
+  r->ct = client_conf(0, 0);
+  snprintf(r->url, sizeof(r->url), "wss://127.0.0.1:%d/acp",
+           acp_remote_server_port(r->srv));
+  char want[128];
+  snprintf(want, sizeof(want), "socket 1 (WebSocket) to 127.0.0.1:%d: ",
+           acp_remote_server_port(r->srv));
+  rl_connect(r);
+  assert_int_equal(uv_run(&r->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&r->loop), 0);
+  assert_int_equal(r->status[0], 0);
+  assert_int_equal(r->status[1], 0);
+  assert_int_equal(r->nlog, 2);
+  print_message("%s\n%s\n", r->log[0], r->log[1]);
+  assert_non_null(strstr(r->log[0], want));
+  assert_non_null(strstr(r->log[1], want));
+  assert_non_null(strstr(r->log[0], "TLS full handshake (TLSv1.3"));
+  assert_non_null(strstr(r->log[1], "TLS session resumed (TLSv1.3"));
+  assert_int_equal(acp__tls_conf_client_sessions(r->ct), 1);
+  acp_remote_tls_free(r->ct);
+  free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_handshake_and_data),
@@ -551,6 +1043,14 @@ int main(void) {
       cmocka_unit_test(test_loopback_lines),
       cmocka_unit_test(test_loopback_unknown_ca),
       cmocka_unit_test(test_loopback_slow_reader_backs_up),
+      cmocka_unit_test(test_resume_tls13),
+      cmocka_unit_test(test_resume_tls12),
+      cmocka_unit_test(test_resume_off),
+      cmocka_unit_test(test_resume_restarted_server),
+      cmocka_unit_test(test_server_cache_bounded),
+      cmocka_unit_test(test_client_sessions_bounded),
+      cmocka_unit_test(test_alpn_list),
+      cmocka_unit_test(test_loopback_ws_reconnect_resumes),
   };
   return cmocka_run_group_tests(tests, setup_certs, teardown_certs);
 }
