@@ -69,7 +69,8 @@ static void fz_request(void *ud, acp__hx *x, const acp__http_head *h,
   if (h->method_len == 3 && memcmp(h->method, "GET", 3) == 0) {
     static char ev[] = "data: {}\n\n";
     uv_buf_t b = uv_buf_init(ev, sizeof(ev) - 1);
-    x->ops->open_sse(x);
+    if (x->ops->open_sse(x) != 0)
+      return; /* reset: not ours to send into */
     (void)x->ops->send(x, &b, 1, 7);
     f->sse = x;
     return;
@@ -108,8 +109,12 @@ static void fz_credit(void *ud, acp__hx *x, size_t n) {
   (void)n;
 }
 
-static const acp__h2_io fz_io = {fz_write, fz_writable, fz_request, fz_release,
-                                 fz_credit};
+static void fz_over(void *ud) {
+  (void)ud; /* the loop below ends on acp__h2_done() */
+}
+
+static const acp__h2_io fz_io = {fz_write,   fz_writable, fz_request,
+                                 fz_release, fz_credit,   fz_over};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -53,6 +53,7 @@ struct acp__h2 {
   bool dead;       /* freed from inside: free when depth returns to 0 */
   bool broken;     /* the session failed: write nothing more */
   bool credit_due; /* some stream has credit to report */
+  bool over_told;  /* io.over was called */
 };
 
 struct h2s {
@@ -188,6 +189,8 @@ static void stream_resume(acp__h2 *h, h2s *st) {
   }
 }
 
+static void stream_fail(h2s *st);
+
 /* Submit a response, with `body` (len bytes, may be NULL) and EOF. False
  * when it could not be (the stream is reset, or the connection broken). */
 static bool stream_answer(h2s *st, int status, const nghttp2_nv *extra,
@@ -214,8 +217,9 @@ static bool stream_answer(h2s *st, int status, const nghttp2_nv *extra,
   if (body) {
     if ((n1 && acp__buf_append(&st->out, p1, n1) != 0) ||
         (n2 && acp__buf_append(&st->out, p2, n2) != 0)) {
-      nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id,
-                                NGHTTP2_INTERNAL_ERROR);
+      acp__buf_dispose(&st->out);
+      acp__buf_init(&st->out, &h->mem, 0);
+      stream_fail(st);
       return false;
     }
     st->eof = !hold;
@@ -225,11 +229,38 @@ static bool stream_answer(h2s *st, int status, const nghttp2_nv *extra,
   dp.source.ptr = st;
   dp.read_callback = read_body;
   if (nghttp2_submit_response(h->s, st->id, nv, k, body ? &dp : NULL) != 0) {
-    nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id,
-                              NGHTTP2_INTERNAL_ERROR);
+    /* No data provider is attached: nothing may be queued for it. */
+    st->has_body = false;
+    st->eof = true;
+    acp__buf_dispose(&st->out);
+    acp__buf_init(&st->out, &h->mem, 0);
+    stream_fail(st);
     return false;
   }
   return true;
+}
+
+/* The connection cannot go on (out of memory where a stream could not
+ * even be reset): GOAWAY if nghttp2 can still queue one (the session
+ * then ends once it is sent), else no more writing at all. Either way
+ * acp__h2_done() turns true and the runtime is told (io.over). */
+static void h2_break(acp__h2 *h) {
+  if (h->broken)
+    return;
+  if (nghttp2_session_terminate_session(h->s, NGHTTP2_INTERNAL_ERROR) != 0)
+    h->broken = true;
+}
+
+/* A stream we cannot serve (its answer or body could not be queued):
+ * RST_STREAM, so its client does not wait for an answer that will never
+ * come; if even that cannot be queued, the whole connection. */
+static void stream_fail(h2s *st) {
+  acp__h2 *h = st->h2;
+  if (h->broken)
+    return;
+  if (nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id,
+                                NGHTTP2_INTERNAL_ERROR) != 0)
+    h2_break(h);
 }
 
 /* Flush unless a call into the session is under way (then it will). */
@@ -282,13 +313,14 @@ static int op_respond(acp__hx *x, const acp__hx_resp *r) {
   return ok ? 0 : ACP_ERR_NOMEM;
 }
 
-static void op_open_sse(acp__hx *x) {
+static int op_open_sse(acp__hx *x) {
   h2s *st = (h2s *)x;
   nghttp2_nv ext[1] = {{(uint8_t *)"cache-control", (uint8_t *)"no-cache", 13,
                         8, NGHTTP2_NV_FLAG_NONE}};
-  (void)stream_answer(st, 200, ext, 1, "text/event-stream", NULL, 0, NULL, 0,
-                      true);
+  bool ok = stream_answer(st, 200, ext, 1, "text/event-stream", NULL, 0, NULL,
+                          0, true);
   h2_kick(st->h2);
+  return ok ? 0 : ACP_ERR_NOMEM;
 }
 
 static int op_send(acp__hx *x, const uv_buf_t *b, unsigned nb, size_t credit) {
@@ -329,8 +361,9 @@ static void dispatch(acp__h2 *h, h2s *st) {
   st->dispatched = true;
   if (st->refuse) {
     refuse(st, st->refuse,
-           st->refuse == 413 ? "the message is too large"
-                             : "the request head is too large");
+           st->refuse == 413   ? "the message is too large"
+           : st->refuse == 503 ? "out of memory: retry later"
+                               : "the request head is too large");
     return;
   }
   memset(&head, 0, sizeof(head));
@@ -464,8 +497,17 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t id,
     dispatch(h, st);
     return 0;
   }
-  if (acp__buf_append(&st->body, data, len) != 0)
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  if (acp__buf_append(&st->body, data, len) != 0) {
+    /* nghttp2 ignores a non-fatal error from this callback: the chunk
+     * would be dropped and the rest of the body dispatched as if whole
+     * (a lost message, answered 202). Refused now instead (503, or a
+     * reset if even that cannot be queued); the rest is read and
+     * dropped, as past max_body. */
+    acp__buf_dispose(&st->body);
+    acp__buf_init(&st->body, &h->mem, 0);
+    st->refuse = 503;
+    dispatch(h, st);
+  }
   return 0;
 }
 
@@ -552,7 +594,8 @@ int acp__h2_recv(acp__h2 *h, const char *data, size_t len) {
   ssize_t n = nghttp2_session_mem_recv(h->s, (const uint8_t *)data, len);
   if (n < 0) {
     /* Fatal (a bad preface, out of memory): say so if we still can. */
-    nghttp2_session_terminate_session(h->s, NGHTTP2_PROTOCOL_ERROR);
+    if (nghttp2_session_terminate_session(h->s, NGHTTP2_PROTOCOL_ERROR) != 0)
+      h->broken = true;
   }
   if (!h2_leave(h))
     return ACP_ERR_PROTOCOL;
@@ -624,6 +667,14 @@ void acp__h2_flush(acp__h2 *h) {
     h2_flush_now(h);
     report_credit(h);
   } while (h->again && !h->dead && !h->broken);
+  /* Over, whoever called: the runtime only checks after its own reads
+   * and writes, and an answer queued from a timer or the agent's side
+   * that breaks the connection would otherwise leave it open and its
+   * client waiting. */
+  if (!h->dead && !h->over_told && acp__h2_done(h)) {
+    h->over_told = true;
+    h->io.over(h->ud);
+  }
   h2_leave(h);
 }
 

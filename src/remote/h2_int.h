@@ -48,8 +48,11 @@ typedef struct acp__hx_ops {
    * ACP_ERR_* code when the response could not be queued (the socket was
    * closed or the stream reset: the client does not wait for it). */
   int (*respond)(acp__hx *x, const acp__hx_resp *r);
-  /* Answer 200 text/event-stream and hold the body open. */
-  void (*open_sse)(acp__hx *x);
+  /* Answer 200 text/event-stream and hold the body open. Returns 0, or
+   * an ACP_ERR_* code when the answer could not be queued: the stream is
+   * then reset (HTTP/2) or its socket closed (HTTP/1.1), and the caller
+   * must not attach the exchange (what it would carry would be lost). */
+  int (*open_sse)(acp__hx *x);
   /* Body bytes of an open SSE response; `credit` link bytes are reported
    * (acp__hx_credit / the runtime) once they are written. */
   int (*send)(acp__hx *x, const uv_buf_t *b, unsigned nb, size_t credit);
@@ -90,6 +93,12 @@ typedef struct acp__h2_io {
   void (*release)(void *ud, acp__hx *x, size_t credit);
   /* `n` link bytes of x's SSE body were handed to the connection. */
   void (*credit)(void *ud, acp__hx *x, size_t n);
+  /* The connection is over (it broke: out of memory, a write failed, a
+   * GOAWAY for an error was sent; or every stream ended after GOAWAY),
+   * found outside the runtime's own calls too (an answer or SSE bytes
+   * queued from a timer or the agent's side). Finish the socket, from
+   * the loop: never from inside this call. May come more than once. */
+  void (*over)(void *ud);
 } acp__h2_io;
 
 /* Cap of concurrent streams a client may open on one connection. */

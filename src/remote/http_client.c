@@ -1192,8 +1192,12 @@ static void sock_ended(hsock *s, int err) {
     }
     if (s->msg) {
       char d[200];
-      snprintf(d, sizeof(d), "the server closed the connection (%s)",
-               err == UV_EOF ? "end of stream" : uv_strerror(err));
+      if (s->carrier)
+        snprintf(d, sizeof(d), "the server %s the HTTP/2 stream of a POST",
+                 err == UV_EOF ? "ended" : "reset");
+      else
+        snprintf(d, sizeof(d), "the server closed the connection (%s)",
+                 err == UV_EOF ? "end of stream" : uv_strerror(err));
       fail(h, ACP_ERR_CLOSED, d);
       return;
     }

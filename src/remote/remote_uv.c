@@ -1424,23 +1424,27 @@ static int h1_respond(acp__hx *x, const acp__hx_resp *r) {
   return 0;
 }
 
-static void h1_open_sse(acp__hx *x) {
+static int h1_open_sse(acp__hx *x) {
   wconn *c = hx_conn(x);
   static char sse[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                       "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
   uv_buf_t b = uv_buf_init(sse, sizeof(sse) - 1);
   c->state = C_SSE;
-  if (send_bufs(c, &b, 1, 0, false) != 0) {
-    /* The client sees its stream end, not silence. Closed from the timer:
-     * the caller attaches the exchange to its connection after this. */
+  int rv = send_bufs(c, &b, 1, 0, false);
+  if (rv != 0) {
+    /* The client sees its stream end, not silence. Closed from the timer
+     * (the caller is still using the exchange); nothing more is written
+     * on it meanwhile, and the caller does not attach it. */
+    c->wr_eof = true;
     uv_timer_stop(&c->timer);
     uv_timer_start(&c->timer, on_linger_timeout, 0, 0);
-    return;
+    return rv;
   }
   uv_timer_stop(&c->timer);
   if (c->ping_ms != UINT64_MAX)
     uv_timer_start(&c->timer, on_sse_ping, c->ping_ms, 0);
   update_tcp_reading(c);
+  return 0;
 }
 
 static int h1_send(acp__hx *x, const uv_buf_t *b, unsigned nb, size_t credit) {
@@ -2209,7 +2213,13 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
     hx_refuse(x, 409, detail_of(409));
     return;
   }
-  x->ops->open_sse(x);
+  if (x->ops->open_sse(x) != 0) {
+    /* Reset (or its socket closed): the client sees that stream end
+     * before it opened. It is not attached, so nothing is sent into it
+     * and lost: a session's messages stay on the connection stream, and
+     * the connection's wait in `pend` for a stream that opens. */
+    return;
+  }
   x->hc = hc;
   if (r->session_id) {
     /* The session's messages go here from now on (hc_route_of). */
@@ -2319,8 +2329,28 @@ static void h2_credit(void *ud, acp__hx *x, size_t n) {
     acp_uv_link_user_written(x->hc->link, n);
 }
 
-static const acp__h2_io h2_io = {h2_write, h2_writable, h2_request, h2_release,
-                                 h2_credit};
+static void h2_check(wconn *c);
+static void on_h2_ping(uv_timer_t *t);
+
+static void on_h2_over(uv_timer_t *t) {
+  wconn *c = t->data;
+  h2_check(c);
+  if (c->h2 && !c->tcp_closed && !c->lingering && c->ping_ms != UINT64_MAX)
+    uv_timer_start(&c->timer, on_h2_ping, c->ping_ms, 0);
+}
+
+/* h2.c found the connection over outside our reads and writes (an answer
+ * from a timer or the agent's side broke it): finish it from the loop. */
+static void h2_over(void *ud) {
+  wconn *c = ud;
+  if (c->tcp_closed || c->lingering)
+    return;
+  uv_timer_stop(&c->timer);
+  uv_timer_start(&c->timer, on_h2_over, 0, 0);
+}
+
+static const acp__h2_io h2_io = {h2_write,   h2_writable, h2_request,
+                                 h2_release, h2_credit,   h2_over};
 
 /* After the session read or wrote: close a connection that is over. */
 static void h2_check(wconn *c) {

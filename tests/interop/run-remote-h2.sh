@@ -15,7 +15,9 @@
 #   - --session-grace: an SSE stream reset mid-turn sends the agent
 #     session/cancel for the turn's session;
 #   - our client: acp client --http --h2 (a turn, a full turn with
-#     permission, read and write, a 1 MB turn, --h2 without --http);
+#     permission, read and write, a 1 MB turn, Ctrl-C mid-turn: the agent
+#     gets session/cancel and the turn ends cancelled, --h2 without
+#     --http);
 #   - HTTP/1.1 still served on the same port (curl);
 #   - faults: wrong or missing token (401), foreign Origin (403), unknown
 #     Acp-Connection-Id and another path (404), oversized POST (413, the
@@ -232,6 +234,39 @@ else
     "agent in: $(cut -c1-200 "$work/ag.in")" "agent out: $(cut -c1-200 "$work/ag.out")"
 fi
 stop_serve "$serve_pid" "the server with a grace" "$work/serve-grace.log"
+
+# ---- Ctrl-C mid-turn, our client over HTTP/2 ------------------------------------
+# acp client --http --h2 sends session/cancel (a POST on its own stream,
+# with Acp-Session-Id) while the turn waits for it: the agent sees the
+# cancel, ends the turn with stopReason "cancelled", and the client exits 3.
+: >"$work/cx.in"; : >"$work/cx.out"
+serve_h2 "$work/serve-cx.log" -- \
+  sh -c "tee -a '$work/cx.in' | '$acp' agent | tee -a '$work/cx.out'"
+$wrap "$acp" client --verbose --url "$url" --http --h2 -p "/wait" \
+  >"$work/cx.cout" 2>"$work/cx.cerr" </dev/null &
+cx_pid=$!
+pids="$pids $cx_pid"
+for _ in $(seq 1 600); do
+  grep -q "waiting for session/cancel" "$work/cx.cout" && break
+  sleep 0.05
+done
+kill -INT "$cx_pid" 2>/dev/null
+wait "$cx_pid"
+rc=$?
+sid=$(grep -o '"sessionId":"[^"]*"' "$work/cx.in" | head -1)
+seen=0
+for _ in $(seq 1 200); do
+  if [ -n "$sid" ] && grep '"session/cancel"' "$work/cx.in" | grep -qF "$sid" &&
+     grep '"stopReason":"cancelled"' "$work/cx.out" | grep -q '"result"'; then seen=1; break; fi
+  sleep 0.05
+done
+if [ $rc -eq 3 ] && [ "$seen" = 1 ] && grep -q "connected over HTTP/2" "$work/cx.cerr"; then
+  ok "acp client --h2 -> acp serve: Ctrl-C mid-turn, the agent got session/cancel and ended the turn cancelled (exit 3)"
+else
+  ko "acp client --h2: cancel mid-turn" "exit $rc" "$(cat "$work/cx.cout")" "$(tail -5 "$work/cx.cerr")" \
+    "agent in: $(cut -c1-200 "$work/cx.in")" "agent out: $(cut -c1-200 "$work/cx.out")"
+fi
+stop_serve "$serve_pid" "the server of the cancelled turn" "$work/serve-cx.log"
 
 # ---- tokens -------------------------------------------------------------------
 serve_h2 "$work/serve2.log" --token s3cret -- "$acp" agent

@@ -1020,6 +1020,419 @@ static void test_unread_sse_stream_backs_up_into_the_link(void **state) {
   free(h);
 }
 
+/* The same over HTTP/2, with our client, on its session stream: the
+ * agent's side floods session/update for session s1 (routed to the s1
+ * session stream), and the client's link stops reading at the first one.
+ * The client then gives no flow-control window back, so the server's
+ * stream stops being drained and what the agent writes stays in the
+ * server link's queue (acp serve's coupling stops reading the agent's
+ * stdout on it) while the client holds no more than about one stream
+ * window. Without backpressure on either side the client would take it
+ * all (its memory is counted) or the queue would never fill (the flood
+ * stops at 64 MiB written). */
+typedef struct cmem {
+  size_t live, peak;
+} cmem;
+static void *cm_malloc(size_t n, void *ud) {
+  cmem *m = ud;
+  size_t *b = malloc(n + 16);
+  if (!b)
+    return NULL;
+  b[0] = n;
+  m->live += n;
+  if (m->live > m->peak)
+    m->peak = m->live;
+  return (char *)b + 16;
+}
+static void cm_free(void *q, void *ud) {
+  cmem *m = ud;
+  if (!q)
+    return;
+  size_t *b = (size_t *)(void *)((char *)q - 16);
+  m->live -= b[0];
+  free(b);
+}
+static void *cm_calloc(size_t k, size_t n, void *ud) {
+  if (n && k > SIZE_MAX / n)
+    return NULL;
+  void *q = cm_malloc(k * n, ud);
+  if (q)
+    memset(q, 0, k * n);
+  return q;
+}
+static void *cm_realloc(void *q, size_t n, void *ud) {
+  cmem *m = ud;
+  if (!q)
+    return cm_malloc(n, ud);
+  size_t *b = (size_t *)(void *)((char *)q - 16);
+  size_t old = b[0];
+  size_t *nb = realloc(b, n + 16);
+  if (!nb)
+    return NULL;
+  nb[0] = n;
+  m->live = m->live - old + n;
+  if (m->live > m->peak)
+    m->peak = m->live;
+  return (char *)nb + 16;
+}
+
+typedef struct h2flood {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link; /* the agent's side */
+  acp_uv_link *cli;
+  uv_timer_t t;
+  bool flooding;
+  bool stopped; /* the client's link stopped reading */
+  size_t written, max_queue;
+  int status;
+  const char *version;
+  cmem cm;
+} h2flood;
+
+static void f_end(h2flood *h) {
+  uv_close((uv_handle_t *)&h->t, NULL);
+  if (h->cli)
+    acp_uv_link_close(h->cli, 0, NULL, NULL);
+  h->cli = NULL;
+  if (h->link)
+    acp_uv_link_close(h->link, 0, NULL, NULL);
+  h->link = NULL;
+  acp_remote_server_close(h->srv);
+  h->srv = NULL;
+}
+
+static void f_flood(uv_timer_t *t) {
+  h2flood *h = t->data;
+  size_t q = h->link ? acp_uv_link_write_queue_size(h->link) : 0;
+  if (h->link && h->cli && q < (size_t)8 << 20 &&
+      h->written < (size_t)64 << 20) {
+    static char ev[4096];
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+                               "update\",\"params\":{\"sessionId\":\"s1\","
+                               "\"u\":\"";
+    memset(ev, 'x', sizeof(ev));
+    memcpy(ev, head, sizeof(head) - 1);
+    memcpy(ev + sizeof(ev) - 4, "\"}}\n", 4);
+    for (int i = 0; i < 64; i++)
+      if (acp_uv_link_write(h->link, ev, sizeof(ev)) == 0)
+        h->written += sizeof(ev);
+    uv_timer_start(t, f_flood, 2, 0);
+    return;
+  }
+  h->max_queue = q;
+  f_end(h);
+}
+
+static void f_srv_read(acp_uv_link *l, int status, const char *d, size_t n,
+                       void *ud) {
+  h2flood *h = ud;
+  if (status != 0)
+    return;
+  if (has(d, n, "\"initialize\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    assert_int_equal(acp_uv_link_write(l, r, sizeof(r) - 1), 0);
+  } else if (has(d, n, "\"s1\"") && !h->flooding) {
+    h->flooding = true; /* the session's stream is open: flood it */
+    uv_timer_start(&h->t, f_flood, 0, 0);
+  }
+}
+
+static void f_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  h2flood *h = ud;
+  (void)s;
+  (void)id;
+  h->link = link;
+  assert_int_equal(acp_uv_link_read_start(link, f_srv_read, h), 0);
+}
+
+static void f_cli_read(acp_uv_link *l, int status, const char *d, size_t n,
+                       void *ud) {
+  h2flood *h = ud;
+  assert_int_equal(status, 0); /* the test ends it, not a failure */
+  if (has(d, n, "session/update")) {
+    h->stopped = true;
+    acp_uv_link_read_stop(l); /* and never again */
+  }
+}
+
+static void f_connected(acp_uv_link *l, int status, const char *detail,
+                        void *ud) {
+  h2flood *h = ud;
+  (void)detail;
+  h->status = status;
+  h->version = acp_remote_http_version(l);
+}
+
+static void test_unread_session_stream_h2_backs_up_into_the_link(void **st) {
+  h2flood *h = calloc(1, sizeof(*h));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  acp_mem cm = {&h->cm, cm_malloc, cm_free, cm_calloc, cm_realloc};
+  char url[64];
+  static const char msgs[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n"
+      "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\","
+      "\"params\":{\"sessionId\":\"s1\"}}\n";
+  (void)st;
+  assert_int_equal(uv_loop_init(&h->loop), 0);
+  uv_timer_init(&h->loop, &h->t);
+  h->t.data = h;
+  h->status = 1;
+  assert_int_equal(
+      acp_remote_server_new(&h->srv, &h->loop, &so, f_accept, h, NULL, NULL),
+      0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
+           acp_remote_server_port(h->srv));
+  co.transport = ACP_REMOTE_HTTP2;
+  assert_int_equal(
+      acp_remote_connect(&h->cli, &h->loop, url, &co, f_connected, h, &cm), 0);
+  assert_int_equal(acp_uv_link_read_start(h->cli, f_cli_read, h), 0);
+  assert_int_equal(acp_uv_link_write(h->cli, msgs, sizeof(msgs) - 1), 0);
+  assert_int_equal(uv_run(&h->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(h->status, 0);
+  assert_string_equal(h->version, "HTTP/2");
+  assert_true(h->stopped);
+  /* The agent's side was held back: 8 MiB wait in its link's queue. */
+  assert_true(h->max_queue >= (size_t)8 << 20);
+  assert_true(h->written < (size_t)64 << 20);
+  /* ... and not in the client: about one stream window (1 MiB) at most. */
+  assert_true(h->cm.peak < (size_t)4 << 20);
+  assert_int_equal(h->cm.live, 0);
+  assert_int_equal(uv_loop_close(&h->loop), 0);
+  free(h);
+}
+
+/* A scripted turn over HTTP/2, our client against our server in-process:
+ * the agent's session/request_permission reaches the client on session
+ * s1's stream and the client's answer reaches the agent (POSTed with
+ * Acp-Session-Id, the RFD's routing of responses); a session/cancel sent
+ * while a turn waits reaches the agent, which ends the turn "cancelled";
+ * a 1 MiB prompt arrives whole and a 1 MiB update comes back whole. */
+#define BIG ((size_t)1 << 20)
+
+typedef struct tline {
+  char *d;
+  size_t n, cap;
+} tline;
+
+typedef struct h2turn {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *agent;
+  acp_uv_link *cli;
+  tline a, c; /* partial lines of each side */
+  bool perm_seen, perm_answered, cancel_seen, cancelled, ended;
+  size_t big_in, big_out;
+  int status;
+  const char *version;
+} h2turn;
+
+static void t_write(acp_uv_link *l, const char *s) {
+  assert_int_equal(acp_uv_link_write(l, s, strlen(s)), 0);
+}
+
+/* `s` in line[0..n)? */
+#define HAS(s) has(line, n, s)
+
+static void t_agent_line(h2turn *t, const char *line, size_t n) {
+  acp_uv_link *l = t->agent;
+  if (HAS("\"initialize\"")) {
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
+  } else if (HAS("\"session/prompt\"") && HAS("\"id\":2,")) {
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/"
+               "request_permission\",\"params\":{\"sessionId\":\"s1\","
+               "\"options\":[{\"optionId\":\"allow\",\"kind\":\"allow_once\","
+               "\"name\":\"Allow\"}],\"toolCall\":{\"toolCallId\":\"t1\"}}}\n");
+  } else if (HAS("\"id\":7,") && HAS("\"allow\"") && !HAS("\"method\"")) {
+    t->perm_answered = true;
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":"
+               "{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":"
+               "\"agent_message_chunk\",\"content\":{\"type\":\"text\","
+               "\"text\":\"allowed\"}}}}\n"
+               "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":"
+               "\"end_turn\"}}\n");
+  } else if (HAS("\"session/prompt\"") && HAS("\"id\":3,")) {
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":"
+               "{\"sessionId\":\"s1\",\"update\":{\"sessionUpdate\":"
+               "\"agent_message_chunk\",\"content\":{\"type\":\"text\","
+               "\"text\":\"waiting\"}}}}\n");
+  } else if (HAS("\"session/cancel\"") && HAS("\"s1\"")) {
+    t->cancel_seen = true;
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"stopReason\":"
+               "\"cancelled\"}}\n");
+  } else if (HAS("\"session/prompt\"") && HAS("\"id\":4,")) {
+    t->big_in = n;
+    static const char h1[] =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+        "\"params\":{\"sessionId\":\"s1\",\"update\":{"
+        "\"sessionUpdate\":\"agent_message_chunk\","
+        "\"content\":{\"type\":\"text\",\"text\":\"";
+    static const char t1[] = "\"}}}}\n{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":"
+                             "{\"stopReason\":\"end_turn\"}}\n";
+    char *m = malloc(sizeof(h1) - 1 + BIG + sizeof(t1) - 1);
+    assert_non_null(m);
+    memcpy(m, h1, sizeof(h1) - 1);
+    memset(m + sizeof(h1) - 1, 'y', BIG);
+    memcpy(m + sizeof(h1) - 1 + BIG, t1, sizeof(t1) - 1);
+    assert_int_equal(
+        acp_uv_link_write(l, m, sizeof(h1) - 1 + BIG + sizeof(t1) - 1), 0);
+    free(m);
+  }
+}
+
+static void t_end(h2turn *t) {
+  t->ended = true;
+  if (t->cli)
+    acp_uv_link_close(t->cli, 1000, NULL, NULL);
+  t->cli = NULL;
+  if (t->agent)
+    acp_uv_link_close(t->agent, 0, NULL, NULL);
+  t->agent = NULL;
+  acp_remote_server_close(t->srv);
+  t->srv = NULL;
+}
+
+static void t_client_line(h2turn *t, const char *line, size_t n) {
+  acp_uv_link *l = t->cli;
+  if (HAS("\"id\":1,") && HAS("\"result\"")) {
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\","
+               "\"params\":{\"sessionId\":\"s1\",\"prompt\":[{\"type\":"
+               "\"text\",\"text\":\"ask\"}]}}\n");
+  } else if (HAS("\"session/request_permission\"")) {
+    t->perm_seen = true;
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"outcome\":{"
+               "\"outcome\":\"selected\",\"optionId\":\"allow\"}}}\n");
+  } else if (HAS("\"id\":2,") && HAS("\"end_turn\"")) {
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"session/prompt\","
+               "\"params\":{\"sessionId\":\"s1\",\"prompt\":[{\"type\":"
+               "\"text\",\"text\":\"wait\"}]}}\n");
+  } else if (HAS("\"waiting\"")) {
+    t_write(l, "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\","
+               "\"params\":{\"sessionId\":\"s1\"}}\n");
+  } else if (HAS("\"id\":3,") && HAS("\"cancelled\"")) {
+    t->cancelled = true;
+    static const char h1[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":"
+                             "\"session/prompt\",\"params\":{\"sessionId\":"
+                             "\"s1\",\"prompt\":[{\"type\":\"text\",\"text\":"
+                             "\"";
+    static const char t1[] = "\"}]}}\n";
+    char *m = malloc(sizeof(h1) - 1 + BIG + sizeof(t1) - 1);
+    assert_non_null(m);
+    memcpy(m, h1, sizeof(h1) - 1);
+    memset(m + sizeof(h1) - 1, 'x', BIG);
+    memcpy(m + sizeof(h1) - 1 + BIG, t1, sizeof(t1) - 1);
+    assert_int_equal(
+        acp_uv_link_write(l, m, sizeof(h1) - 1 + BIG + sizeof(t1) - 1), 0);
+    free(m);
+  } else if (n > BIG && HAS("\"session/update\"")) {
+    t->big_out = n;
+  } else if (HAS("\"id\":4,") && HAS("\"end_turn\"")) {
+    t_end(t);
+  }
+}
+#undef HAS
+
+/* Split what a link read into lines for `fn`. */
+static void t_feed(h2turn *t, tline *b, const char *d, size_t n,
+                   void (*fn)(h2turn *, const char *, size_t)) {
+  while (n > 0 && !t->ended) {
+    const char *nl = memchr(d, '\n', n);
+    size_t k = nl ? (size_t)(nl - d) : n;
+    if (b->n + k > b->cap) {
+      b->cap = (b->n + k) * 2;
+      b->d = realloc(b->d, b->cap);
+      assert_non_null(b->d);
+    }
+    memcpy(b->d + b->n, d, k);
+    b->n += k;
+    if (!nl)
+      return;
+    size_t len = b->n;
+    b->n = 0;
+    fn(t, b->d, len);
+    d += k + 1;
+    n -= k + 1;
+  }
+}
+
+static void t_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
+                         void *ud) {
+  h2turn *t = ud;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    t->agent = NULL;
+    return;
+  }
+  t_feed(t, &t->a, d, n, t_agent_line);
+}
+
+static void t_client_read(acp_uv_link *l, int status, const char *d, size_t n,
+                          void *ud) {
+  h2turn *t = ud;
+  (void)l;
+  if (status != 0) {
+    /* Not the scripted end: fail (and end the loop). */
+    t_end(t);
+    fail_msg("the client's link ended: %d", status);
+  }
+  t_feed(t, &t->c, d, n, t_client_line);
+}
+
+static void t_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  h2turn *t = ud;
+  (void)s;
+  (void)id;
+  assert_null(t->agent);
+  t->agent = link;
+  assert_int_equal(acp_uv_link_read_start(link, t_agent_read, t), 0);
+}
+
+static void t_connected(acp_uv_link *l, int status, const char *detail,
+                        void *ud) {
+  h2turn *t = ud;
+  (void)detail;
+  t->status = status;
+  t->version = acp_remote_http_version(l);
+}
+
+static void test_streamable_http2_permission_cancel_and_1mib(void **state) {
+  h2turn *t = calloc(1, sizeof(*t));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  char url[64];
+  (void)state;
+  assert_int_equal(uv_loop_init(&t->loop), 0);
+  t->status = 1;
+  assert_int_equal(
+      acp_remote_server_new(&t->srv, &t->loop, &so, t_accept, t, NULL, NULL),
+      0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
+           acp_remote_server_port(t->srv));
+  co.transport = ACP_REMOTE_HTTP2;
+  assert_int_equal(
+      acp_remote_connect(&t->cli, &t->loop, url, &co, t_connected, t, NULL), 0);
+  assert_int_equal(acp_uv_link_read_start(t->cli, t_client_read, t), 0);
+  t_write(t->cli, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n");
+  assert_int_equal(uv_run(&t->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(t->status, 0);
+  assert_string_equal(t->version, "HTTP/2");
+  assert_true(t->perm_seen);     /* the agent's request reached the client */
+  assert_true(t->perm_answered); /* and its answer the agent */
+  assert_true(t->cancel_seen);   /* session/cancel reached the agent */
+  assert_true(t->cancelled);     /* and the turn ended cancelled */
+  assert_true(t->big_in > BIG);  /* the 1 MiB prompt arrived whole */
+  assert_true(t->big_in < BIG + 200);
+  assert_true(t->big_out > BIG); /* and the 1 MiB update came back */
+  assert_true(t->big_out < BIG + 200);
+  assert_int_equal(uv_loop_close(&t->loop), 0);
+  free(t->a.d);
+  free(t->c.d);
+  free(t);
+}
+
 /* The loopback exchange with every allocation of the server and the
  * client failing in turn: the loop always ends, every handle is closed,
  * nothing leaks. A run that completes delivers the whole echo. */
@@ -1237,7 +1650,7 @@ static void fm_cli_read(acp_uv_link *l, int status, const char *d, size_t n,
   }
 }
 
-static int http_pair_scenario(failmem *f) {
+static int stream_pair_scenario(failmem *f, int transport) {
   pair *p = calloc(1, sizeof(*p));
   acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
   acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
@@ -1261,7 +1674,7 @@ static int http_pair_scenario(failmem *f) {
     goto out;
   snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
            acp_remote_server_port(p->srv));
-  co.transport = ACP_REMOTE_HTTP;
+  co.transport = transport;
   if (acp_remote_connect(&p->cli, &p->loop, url, &co, fm_on_connected, p, &m) !=
       0) {
     acp_remote_server_close(p->srv);
@@ -1288,9 +1701,29 @@ out:
   return done;
 }
 
+static int http_pair_scenario(failmem *f) {
+  return stream_pair_scenario(f, ACP_REMOTE_HTTP);
+}
+
 static void test_streamable_http_allocation_failures(void **state) {
   (void)state;
   failmem_sweep(http_pair_scenario, 20);
+}
+
+/* The same over HTTP/2 (h2c): every request a stream of one connection,
+ * nghttp2's sessions on both ends on the failing allocator too. It found
+ * two gaps in the server (h2.c): a session stream whose SSE answer could
+ * not be queued was reset but still had the session's messages routed
+ * into it (lost), and a POST body chunk that could not be kept was
+ * dropped by nghttp2 and the rest answered 202 (the client waited for
+ * ever for the echo). */
+static int h2_pair_scenario(failmem *f) {
+  return stream_pair_scenario(f, ACP_REMOTE_HTTP2);
+}
+
+static void test_streamable_http2_allocation_failures(void **state) {
+  (void)state;
+  failmem_sweep(h2_pair_scenario, 20);
 }
 
 /* MARK: - Streamable HTTP requests */
@@ -1401,8 +1834,11 @@ int main(void) {
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
       cmocka_unit_test(test_streamable_http_allocation_failures),
+      cmocka_unit_test(test_streamable_http2_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
+      cmocka_unit_test(test_unread_session_stream_h2_backs_up_into_the_link),
+      cmocka_unit_test(test_streamable_http2_permission_cancel_and_1mib),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

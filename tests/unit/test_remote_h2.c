@@ -5,7 +5,8 @@
  * SSE bodies reach the client, an SSE body is credited to its link only as
  * far as the client's flow-control window lets it go, a reset stream is
  * released, oversized heads and bodies are refused, and garbage gets a
- * GOAWAY.
+ * GOAWAY. Out of memory, a request is refused (503) or its stream reset,
+ * or the connection ends (GOAWAY, io.over): never a lost message.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,8 +38,13 @@ typedef struct peer {
   int released;
   size_t credited;
   size_t released_credit;
+  int over; /* io.over calls */
+  bool write_fails;
   /* what the test wants done with a request */
   int answer; /* 202, 404, or 0: open an SSE stream */
+  int open_rv;
+  struct nfail *fail_open; /* fail this many allocations from open_sse */
+  int fail_open_n;
   /* client side */
   nghttp2_session *cli;
   int status[16]; /* by stream id / 2 */
@@ -48,8 +54,32 @@ typedef struct peer {
   bool goaway;
 } peer;
 
+/* An allocator (for the server side) that fails the next `n`
+ * allocations, then none. */
+typedef struct nfail {
+  int n;
+} nfail;
+static void *nf_malloc(size_t n, void *ud) {
+  nfail *f = ud;
+  return f->n > 0 && f->n-- ? NULL : malloc(n);
+}
+static void nf_free(void *p, void *ud) {
+  (void)ud;
+  free(p);
+}
+static void *nf_calloc(size_t k, size_t n, void *ud) {
+  nfail *f = ud;
+  return f->n > 0 && f->n-- ? NULL : calloc(k, n);
+}
+static void *nf_realloc(void *p, size_t n, void *ud) {
+  nfail *f = ud;
+  return f->n > 0 && f->n-- ? NULL : realloc(p, n);
+}
+
 static int s_write(void *ud, const char *d, size_t n) {
   peer *p = ud;
+  if (p->write_fails)
+    return ACP_ERR_SYSTEM;
   return acp__buf_append(&p->to_client, d, n);
 }
 
@@ -78,7 +108,11 @@ static void s_request(void *ud, acp__hx *x, const acp__http_head *h, char *body,
   assert_non_null(body);
   body[blen] = '\n';
   if (p->answer == 0) {
-    x->ops->open_sse(x);
+    if (p->fail_open)
+      p->fail_open->n = p->fail_open_n;
+    p->open_rv = x->ops->open_sse(x);
+    if (p->fail_open)
+      p->fail_open->n = 0;
     return;
   }
   acp__hx_resp r = {p->answer, "no such thing", NULL, NULL, NULL, 0, NULL, 0};
@@ -98,8 +132,13 @@ static void s_credit(void *ud, acp__hx *x, size_t n) {
   p->credited += n;
 }
 
-static const acp__h2_io io = {s_write, s_writable, s_request, s_release,
-                              s_credit};
+static void s_over(void *ud) {
+  peer *p = ud;
+  p->over++;
+}
+
+static const acp__h2_io io = {s_write,   s_writable, s_request,
+                              s_release, s_credit,   s_over};
 
 static int c_on_header(nghttp2_session *s, const nghttp2_frame *f,
                        const uint8_t *name, size_t nl, const uint8_t *value,
@@ -167,12 +206,13 @@ static void pump(peer *p) {
   fail_msg("the sessions never settled");
 }
 
-static void peer_init(peer *p, bool auto_window, size_t max_body) {
+static void peer_init_mem(peer *p, bool auto_window, size_t max_body,
+                          const acp_mem *mem) {
   nghttp2_session_callbacks *cbs;
   nghttp2_option *opt;
   memset(p, 0, sizeof(*p));
   acp__buf_init(&p->to_client, acp_mem_default(), 0);
-  assert_int_equal(acp__h2_new(&p->h2, &io, p, max_body, NULL), 0);
+  assert_int_equal(acp__h2_new(&p->h2, &io, p, max_body, mem), 0);
   assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
   nghttp2_session_callbacks_set_on_header_callback(cbs, c_on_header);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, c_on_data);
@@ -186,6 +226,10 @@ static void peer_init(peer *p, bool auto_window, size_t max_body) {
   assert_int_equal(nghttp2_submit_settings(p->cli, NGHTTP2_FLAG_NONE, NULL, 0),
                    0);
   pump(p);
+}
+
+static void peer_init(peer *p, bool auto_window, size_t max_body) {
+  peer_init_mem(p, auto_window, max_body, NULL);
 }
 
 static void peer_dispose(peer *p) {
@@ -203,6 +247,7 @@ static void peer_dispose(peer *p) {
 typedef struct src {
   const char *p;
   size_t n;
+  bool later; /* the body waits for nghttp2_session_resume_data() */
 } src;
 
 static ssize_t c_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
@@ -211,6 +256,8 @@ static ssize_t c_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
   (void)s;
   (void)id;
   (void)ud;
+  if (b->later)
+    return NGHTTP2_ERR_DEFERRED;
   size_t n = b->n < len ? b->n : len;
   memcpy(buf, b->p, n);
   b->p += n;
@@ -259,7 +306,7 @@ static void test_post_reaches_the_runtime_in_http1_shape(void **state) {
   (void)state;
   peer_init(&p, true, 1024);
   p.answer = 202;
-  src b = {"{\"jsonrpc\":\"2.0\"}", 17};
+  src b = {"{\"jsonrpc\":\"2.0\"}", 17, false};
   int32_t id = post(&p, &b);
   assert_int_equal(p.requests, 1);
   assert_string_equal(p.method, "POST");
@@ -270,7 +317,7 @@ static void test_post_reaches_the_runtime_in_http1_shape(void **state) {
   assert_true(p.closed[id / 2]);
   assert_int_equal(p.released, 1);
   p.answer = 404;
-  b = (src){"{}", 2};
+  b = (src){"{}", 2, false};
   id = post(&p, &b);
   assert_int_equal(p.status[id / 2], 404);
   assert_int_equal(p.got[id / 2], strlen("no such thing\n"));
@@ -358,12 +405,12 @@ static void test_oversized_head_and_body_are_refused(void **state) {
   assert_int_equal(p.requests, 0);
   static char big[3000];
   memset(big, ' ', sizeof(big));
-  src b = {big, sizeof(big)};
+  src b = {big, sizeof(big), false};
   id = post(&p, &b);
   assert_int_equal(p.status[id / 2], 413);
   assert_int_equal(p.requests, 0);
   /* The connection goes on. */
-  b = (src){"{}", 2};
+  b = (src){"{}", 2, false};
   id = post(&p, &b);
   assert_int_equal(p.status[id / 2], 202);
   assert_int_equal(p.requests, 1);
@@ -401,6 +448,90 @@ static void test_goaway_lets_open_streams_finish(void **state) {
   peer_dispose(&p);
 }
 
+/* A body chunk the server cannot keep: before, nghttp2 dropped the chunk
+ * (a non-fatal error from the data callback is ignored) and the rest was
+ * dispatched as the whole body, answered 202: a lost message. Now the
+ * request is refused 503 and never reaches the runtime. */
+static void test_body_that_cannot_be_kept_is_refused(void **state) {
+  peer p;
+  nfail f = {0};
+  acp_mem m = {&f, nf_malloc, nf_free, nf_calloc, nf_realloc};
+  (void)state;
+  peer_init_mem(&p, true, 1024, &m);
+  p.answer = 202;
+  src b = {"{\"jsonrpc\":\"2.0\"}", 17, true};
+  int32_t id = post(&p, &b); /* the head only: the body is deferred */
+  assert_int_equal(p.requests, 0);
+  f.n = 1; /* the body's buffer */
+  b.later = false;
+  assert_int_equal(nghttp2_session_resume_data(p.cli, id), 0);
+  pump(&p);
+  assert_int_equal(f.n, 0);
+  assert_int_equal(p.requests, 0);
+  assert_int_equal(p.status[id / 2], 503);
+  assert_true(p.closed[id / 2]);
+  /* The connection goes on. */
+  b = (src){"{}", 2, false};
+  id = post(&p, &b);
+  assert_int_equal(p.status[id / 2], 202);
+  assert_int_equal(p.requests, 1);
+  assert_string_equal(p.body, "{}");
+  peer_dispose(&p);
+}
+
+/* An SSE answer that cannot be queued: open_sse says so (the runtime then
+ * does not route messages into it) and the client sees its stream reset;
+ * if even the reset cannot be queued, the connection ends (GOAWAY) and the
+ * runtime is told. */
+static void test_sse_that_cannot_be_opened_is_reset(void **state) {
+  peer p;
+  nfail f = {0};
+  acp_mem m = {&f, nf_malloc, nf_free, nf_calloc, nf_realloc};
+  (void)state;
+  peer_init_mem(&p, true, 1024, &m);
+  p.answer = 0;
+  p.fail_open = &f;
+  p.fail_open_n = 1; /* the response */
+  int32_t id = get_sse(&p);
+  assert_int_not_equal(p.open_rv, 0);
+  assert_int_equal(p.status[id / 2], 0); /* no head */
+  assert_true(p.closed[id / 2]);
+  assert_int_equal(p.rst[id / 2], NGHTTP2_INTERNAL_ERROR);
+  assert_int_equal(p.released, 1);
+  assert_int_equal(p.over, 0);
+  p.fail_open_n = 0; /* the next one opens */
+  id = get_sse(&p);
+  assert_int_equal(p.open_rv, 0);
+  assert_int_equal(p.status[id / 2], 200);
+  p.fail_open_n = 2; /* the response and the reset */
+  id = get_sse(&p);
+  assert_int_not_equal(p.open_rv, 0);
+  assert_true(p.goaway);
+  assert_true(acp__h2_done(p.h2));
+  assert_int_equal(p.over, 1);
+  peer_dispose(&p);
+}
+
+/* The connection breaks while the agent's side writes (outside any call
+ * of the runtime into h2.c): the runtime is told to finish it. Before, it
+ * only looked after its own reads and writes, and the socket stayed open
+ * with its client waiting. */
+static void test_break_outside_a_read_is_reported(void **state) {
+  peer p;
+  (void)state;
+  peer_init(&p, true, 1024);
+  p.answer = 0;
+  get_sse(&p);
+  assert_int_equal(p.over, 0);
+  static char ev[] = "data: {}\n\n";
+  uv_buf_t b = uv_buf_init(ev, 10);
+  p.write_fails = true;
+  assert_int_equal(p.last->ops->send(p.last, &b, 1, 9), 0);
+  assert_true(acp__h2_done(p.h2));
+  assert_int_equal(p.over, 1);
+  peer_dispose(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_preface_is_detected),
@@ -410,6 +541,9 @@ int main(void) {
       cmocka_unit_test(test_oversized_head_and_body_are_refused),
       cmocka_unit_test(test_garbage_gets_goaway),
       cmocka_unit_test(test_goaway_lets_open_streams_finish),
+      cmocka_unit_test(test_body_that_cannot_be_kept_is_refused),
+      cmocka_unit_test(test_sse_that_cannot_be_opened_is_reset),
+      cmocka_unit_test(test_break_outside_a_read_is_reported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
