@@ -12,9 +12,10 @@
 #   relay x7   client <-> 7 chained raw line relays <-> agent  (7 hops)
 #   emb+0      as cond+0 with the conductor embedded in a minimal program
 #              (bench_conductor: acp_conductor_run() linked with libacp-uv
-#              only), to show its own footprint: the `acp` program also maps
-#              the HTTP stack's shared libraries (curl, gnutls: ~6.5 MiB of
-#              file-backed RSS)
+#              only), to show its own footprint: the `acp` program also
+#              carries every other command's code (it maps no HTTP, TLS,
+#              HTTP/2 or line-editor library: acp-mcp and acp-remote hold
+#              those, docs/decisions.md)
 # A relay (bench/relay.c) copies whole lines between pipes without parsing.
 # Reports round trips/s, median/p99, the latency each hop adds ((p50 of the
 # path - p50 direct) / hops), MiB/s, the conductor's peak RSS under load

@@ -60,13 +60,19 @@ LD_LIBRARY_PATH="$(pkg-config --variable=libdir libacp)" "$tmp/proj/b/consumer"
 test -f "$tmp/prefix/share/man/man1/acp.1"
 test -x "$tmp/prefix/bin/acp"
 test -x "$tmp/prefix/bin/acp-mcp"
+test -x "$tmp/prefix/bin/acp-remote"
 # Only the MCP commands may load the HTTP stack (libcurl alone maps ~40
-# libraries); agent, client and conductor stay lean.
+# libraries), only acp-remote TLS, HTTP/2 and the line editor; agent,
+# client and conductor stay lean.
 if ldd "$tmp/prefix/bin/acp" | grep -Eq 'libcurl|libmicrohttpd'; then
   echo "FAIL: acp links the HTTP stack"; exit 1
 fi
+if ldd "$tmp/prefix/bin/acp" | grep -Eq 'libssl|libcrypto|libnghttp2|libedit'; then
+  echo "FAIL: acp links TLS, HTTP/2 or the line editor"; exit 1
+fi
 pkg-config --exists libacp-http || { echo "FAIL: no libacp-http.pc"; exit 1; }
 "$tmp/prefix/bin/acp" mcp --help >/dev/null
+"$tmp/prefix/bin/acp" serve --help >/dev/null
 # The examples a library user starts from, built from the installed
 # headers and libraries only, then run: each checks its partner's answer.
 mkdir -p "$tmp/examples"

@@ -126,6 +126,16 @@ ACP_EXTERN int acp_conductor_options_add_component_spec(
 ACP_EXTERN size_t
 acp_conductor_options_component_count(const acp_conductor_options *opts);
 
+/**
+ * Number of the components added so far that are URLs (one word starting
+ * with ws://, wss://, http:// or https://): remote peers that the connector
+ * opens (acp_conductor_options_set_connector()) instead of processes. A
+ * program can tell from it, before it runs the chain, whether it needs a
+ * remote transport at all. 0 for NULL.
+ */
+ACP_EXTERN size_t
+acp_conductor_options_url_component_count(const acp_conductor_options *opts);
+
 /** Default ACP_ROUTER_MODE_AGENT. */
 ACP_EXTERN void acp_conductor_options_set_mode(acp_conductor_options *opts,
                                                acp_router_mode mode);

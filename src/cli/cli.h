@@ -6,8 +6,11 @@
 #ifndef ACP_CLI_H
 #define ACP_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "acp/remote.h"
 
 int cmd_agent(int argc, char **argv);
 int cmd_client(int argc, char **argv);
@@ -48,9 +51,60 @@ enum {
   CLI_EXIT_MAX_TURN_REQUESTS = 6
 };
 
-/* The absolute path of the running `acp` executable (for spawning itself
- * as the default agent). Static storage; never NULL (falls back to "acp"). */
+/* The absolute path of the running executable. Static storage; never NULL
+ * (falls back to "acp"). */
 const char *cli_self_path(void);
+
+/* The acp program, for spawning it (the client's default agent, the
+ * conductor's MCP shim): cli_self_path() in acp, the acp beside it in
+ * acp-remote (main.c, remote_main.c). Static storage; never NULL. */
+const char *cli_acp_path(void);
+
+/*
+ * Three programs share these sources: acp, acp-mcp (`acp mcp ...`, the HTTP
+ * stack) and acp-remote, which holds what needs libacp-remote (OpenSSL,
+ * nghttp2) or the line editor (libedit), so that a stdio agent, client,
+ * conductor or proxy maps none of them (docs/decisions.md). acp runs a
+ * command in acp-remote when it needs them: `acp serve` always, `acp client`
+ * with --url or on a terminal, `acp conductor` with a URL component, `acp
+ * bench-client --url`. Each such command decides after parsing its
+ * arguments, before it has done anything, and execs acp-remote with the
+ * same arguments, which parses them again and runs the command there.
+ */
+
+/* What those commands use of libacp-remote: its functions in acp-remote
+ * (remote_main.c); acp has none (cli_remote is NULL there). */
+typedef struct cli_remote_ops {
+  /* acp_remote_connect(). */
+  int (*connect)(struct acp_uv_link **out, uv_loop_t *loop, const char *url,
+                 const acp_remote_client_options *opts,
+                 acp_remote_connect_cb cb, void *user_data, const acp_mem *mem);
+  /* acp_remote_http_version(). */
+  const char *(*http_version)(const struct acp_uv_link *link);
+  /* A client TLS configuration (for ro.tls) trusting the CAs in `ca` (NULL:
+   * the system's) and presenting `cert` with `key` (NULL: no client
+   * certificate). 0, or the ACP_ERR_* code of acp_remote_tls_new() or its
+   * setters with the reason (OpenSSL's, or "out of memory") in err and
+   * *out NULL. Free it with tls_free. */
+  int (*tls_new)(acp_remote_tls **out, const char *ca, const char *cert,
+                 const char *key, char *err, size_t errcap);
+  /* acp_remote_tls_free(). */
+  void (*tls_free)(acp_remote_tls *tls);
+} cli_remote_ops;
+
+/* NULL in acp: a command that needs the remote stack must exec acp-remote
+ * (cli_exec_beside()). */
+extern const cli_remote_ops *const cli_remote;
+
+/* In acp: whether the acp-remote built with it has the line editor, so that
+ * `acp client` on a terminal runs there. */
+extern const bool cli_helper_has_editor;
+
+/* Exec the program `prog` installed beside this one (else found in PATH)
+ * with argv[0..argc) after its name: `prog argv[0] argv[1] ...`, argv[0]
+ * being the subcommand. Returns only when it cannot, after printing
+ * "acp SUB: cannot run PATH: REASON" on stderr: CLI_EXIT_FAILURE. */
+int cli_exec_beside(const char *prog, int argc, char **argv);
 
 /* If argv[*i] is --name or --name=value, return its value (advancing *i
  * past a separate value) and set *ok to 1; on a missing value print an

@@ -1,9 +1,11 @@
 /*
  * Helpers shared by the acp and acp-mcp programs.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -23,6 +25,38 @@ const char *cli_self_path(void) {
   }
   path[n] = '\0';
   return path;
+}
+
+int cli_exec_beside(const char *prog, int argc, char **argv) {
+  char path[PATH_MAX];
+  const char *self = cli_self_path();
+  const char *slash = strrchr(self, '/');
+  size_t dir = slash != NULL ? (size_t)(slash - self) : 0;
+  char **args;
+  int err;
+  int i;
+
+  if (slash == NULL || dir + 1 + strlen(prog) + 1 > sizeof(path))
+    snprintf(path, sizeof(path), "%s", prog);
+  else
+    snprintf(path, sizeof(path), "%.*s/%s", (int)dir, self, prog);
+  args = calloc((size_t)argc + 2, sizeof(*args));
+  if (args == NULL) {
+    fprintf(stderr, "acp %s: out of memory\n", argv[0]);
+    return CLI_EXIT_FAILURE;
+  }
+  args[0] = path;
+  for (i = 0; i < argc; i++)
+    args[i + 1] = argv[i];
+  execv(path, args);
+  err = errno;
+  /* Not beside us (an uninstalled copy?): try PATH. The reason printed is
+   * the first one: the program beside us is the one that should be. */
+  args[0] = (char *)prog;
+  execvp(prog, args);
+  fprintf(stderr, "acp %s: cannot run %s: %s\n", argv[0], path, strerror(err));
+  free(args);
+  return CLI_EXIT_FAILURE;
 }
 
 const char *cli_opt_value(int argc, char **argv, int *i, const char *name,

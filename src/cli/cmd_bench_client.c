@@ -306,6 +306,9 @@ int cmd_bench_client(int argc, char **argv) {
     fputs(bench_usage, stderr);
     return CLI_EXIT_USAGE;
   }
+  /* --url: the remote transports are in acp-remote (cli.h); run there. */
+  if (url != NULL && cli_remote == NULL)
+    return cli_exec_beside("acp-remote", argc, argv);
   b.payload = malloc(b.size ? b.size : 1);
   b.lat = calloc((size_t)b.turns, sizeof(uint64_t));
   if (b.payload == NULL || b.lat == NULL)
@@ -323,19 +326,19 @@ int cmd_bench_client(int argc, char **argv) {
   if (url != NULL) {
     acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
     acp_remote_tls *tls = NULL;
-    if (ca && (acp_remote_tls_new(&tls, ACP_REMOTE_TLS_CLIENT, NULL) != 0 ||
-               acp_remote_tls_set_ca(tls, ca) != 0)) {
-      cli_err("bench-client", "--ca: %s",
-              tls ? acp_remote_tls_error(tls) : "out of memory");
-      acp_remote_tls_free(tls);
+    char err[256];
+    if (ca &&
+        cli_remote->tls_new(&tls, ca, NULL, NULL, err, sizeof(err)) != 0) {
+      cli_err("bench-client", "--ca: %s", err);
       goto cleanup;
     }
     ro.tls = tls;
     if (http)
       ro.transport = h2 ? ACP_REMOTE_HTTP2 : ACP_REMOTE_HTTP;
     int crv =
-        acp_remote_connect(&b.remote, &b.loop, url, &ro, on_remote, &b, NULL);
-    acp_remote_tls_free(tls);
+        cli_remote->connect(&b.remote, &b.loop, url, &ro, on_remote, &b, NULL);
+    if (tls != NULL)
+      cli_remote->tls_free(tls);
     if (crv != 0) {
       cli_err("bench-client", "bad --url %s", url);
       goto cleanup;

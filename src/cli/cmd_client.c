@@ -2796,7 +2796,7 @@ static void on_remote(acp_uv_link *link, int status, const char *detail,
   capp *a = ud;
 
   if (status == 0) {
-    const char *ver = acp_remote_http_version(link);
+    const char *ver = cli_remote->http_version(link);
     if (a->verbose && ver && a->want_h2 && strcmp(ver, "HTTP/2") != 0)
       fprintf(stderr, "acp client: the server's ALPN chose http/1.1: "
                       "Streamable HTTP over HTTP/1.1\n");
@@ -2842,6 +2842,7 @@ int cmd_client(int argc, char **argv) {
       "\"terminal\":true,\"elicitation\":{\"form\":{},\"url\":{}},"
       "\"session\":{\"configOptions\":{\"boolean\":{}}}}";
   char info[128];
+  char tls_err[256];
 
   memset(&a, 0, sizeof(a));
   a.at_line_start = true;
@@ -2990,6 +2991,17 @@ int cmd_client(int argc, char **argv) {
   a.interactive = a.prompt == NULL;
   /* The front end: on a terminal, or asked for. */
   a.fancy = a.interactive && (force_interactive || isatty(0));
+  if (cli_remote == NULL &&
+      (url != NULL || (a.fancy && isatty(0) && cli_helper_has_editor))) {
+    /* The remote transports and the line editor are in acp-remote (cli.h):
+     * the command runs there, from the start (nothing is done yet). */
+    rv = cli_exec_beside("acp-remote", argc, argv);
+    if (url != NULL) {
+      client_agents_free_argv(named_agent);
+      return rv;
+    }
+    /* On a terminal, plain lines still work (the note below says why). */
+  }
   acp_uv_ignore_sigpipe();
   if (uv_loop_init(&a.loop) != 0)
     return CLI_EXIT_FAILURE;
@@ -3036,23 +3048,18 @@ int cmd_client(int argc, char **argv) {
     ro.headers = headers;
     ro.transport = a.want_h2 ? ACP_REMOTE_HTTP2 : transport;
     ro.log = a.verbose ? on_remote_log : NULL;
-    if (tls_ca || tls_cert) {
-      int trv = acp_remote_tls_new(&tls, ACP_REMOTE_TLS_CLIENT, NULL);
-      if (trv == 0 && tls_ca)
-        trv = acp_remote_tls_set_ca(tls, tls_ca);
-      if (trv == 0 && tls_cert)
-        trv = acp_remote_tls_set_cert(tls, tls_cert, tls_key);
-      if (trv != 0) {
-        cli_err("client", "%s",
-                tls ? acp_remote_tls_error(tls) : "out of memory");
-        rv = CLI_EXIT_USAGE;
-        goto cleanup;
-      }
+    if ((tls_ca || tls_cert) &&
+        cli_remote->tls_new(&tls, tls_ca, tls_cert, tls_key, tls_err,
+                            sizeof(tls_err)) != 0) {
+      cli_err("client", "%s", tls_err);
+      rv = CLI_EXIT_USAGE;
+      goto cleanup;
     }
     ro.tls = tls;
     int crv =
-        acp_remote_connect(&a.remote, &a.loop, url, &ro, on_remote, &a, NULL);
-    acp_remote_tls_free(tls); /* the connection keeps its reference */
+        cli_remote->connect(&a.remote, &a.loop, url, &ro, on_remote, &a, NULL);
+    if (tls != NULL)
+      cli_remote->tls_free(tls); /* the connection keeps its reference */
     tls = NULL;
     if (crv != 0) {
       cli_err("client", "--url %s: %s", url,
@@ -3077,8 +3084,11 @@ int cmd_client(int argc, char **argv) {
   acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);
   if (a.fancy && isatty(0)) {
     if (!ctty_available())
-      note(&a, "interactive editing is unavailable (acp was built without "
-               "libedit); reading plain lines\n");
+      note(&a, cli_helper_has_editor
+                   ? "interactive editing is unavailable (acp-remote did "
+                     "not start); reading plain lines\n"
+                   : "interactive editing is unavailable (acp was built "
+                     "without libedit); reading plain lines\n");
     else if (ctty_new(&a.tty, &a.loop, (hist = history_path()), tty_line, &a) !=
              0)
       note(&a, "cannot start the line editor; reading plain lines\n");
@@ -3095,7 +3105,8 @@ int cmd_client(int argc, char **argv) {
   uv_run(&a.loop, UV_RUN_DEFAULT);
   rv = a.exit_code;
 cleanup:
-  acp_remote_tls_free(tls);
+  if (tls != NULL)
+    cli_remote->tls_free(tls);
   if (!a.closing)
     app_quit(&a, rv);
   uv_run(&a.loop, UV_RUN_DEFAULT);

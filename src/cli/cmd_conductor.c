@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uv.h>
-
 #include "acp/conductor.h"
 #include "acp/remote.h"
 #include "cli.h"
@@ -136,11 +134,13 @@ static void on_remote(acp_uv_link *link, int status, const char *detail,
     cli_err("conductor", "%s: %s", (const char *)ud, detail);
 }
 
+/* In acp-remote only (cmd_conductor execs it for a chain with a URL). */
 static int connect_remote(void *loop, const char *url, struct acp_uv_link **out,
                           void *ud) {
   acp_remote_client_options ro = ACP_REMOTE_CLIENT_OPTIONS_INIT;
   (void)ud;
   acp_remote_tls *tls = NULL;
+  char err[256];
   int rv;
   ro.token = getenv("ACP_TOKEN");
   if ((remote_transport == ACP_REMOTE_HTTP ||
@@ -152,22 +152,17 @@ static int connect_remote(void *loop, const char *url, struct acp_uv_link **out,
     return ACP_ERR_INVALID_ARGUMENT;
   }
   if (tls_ca || tls_cert) {
-    rv = acp_remote_tls_new(&tls, ACP_REMOTE_TLS_CLIENT, NULL);
-    if (rv == 0 && tls_ca)
-      rv = acp_remote_tls_set_ca(tls, tls_ca);
-    if (rv == 0 && tls_cert)
-      rv = acp_remote_tls_set_cert(tls, tls_cert, tls_key);
+    rv = cli_remote->tls_new(&tls, tls_ca, tls_cert, tls_key, err, sizeof(err));
     if (rv != 0) {
-      cli_err("conductor", "%s: %s", url,
-              tls ? acp_remote_tls_error(tls) : "out of memory");
-      acp_remote_tls_free(tls);
+      cli_err("conductor", "%s: %s", url, err);
       return rv;
     }
     ro.tls = tls;
   }
   /* `url` lives in the options, which outlive the run. */
-  rv = acp_remote_connect(out, loop, url, &ro, on_remote, (void *)url, NULL);
-  acp_remote_tls_free(tls); /* the connection keeps its reference */
+  rv = cli_remote->connect(out, loop, url, &ro, on_remote, (void *)url, NULL);
+  if (tls != NULL)
+    cli_remote->tls_free(tls); /* the connection keeps its reference */
   return rv;
 }
 
@@ -184,18 +179,13 @@ int cmd_conductor(int argc, char **argv) {
     cli_err("conductor", "out of memory");
     return CLI_EXIT_FAILURE;
   }
-  {
-    /* The MCP bridge runs this program (`acp mcp-shim`, `acp mcp
-     * http-bridge`): ourselves, named explicitly. */
-    char self[4096];
-    size_t sz = sizeof(self);
-    if (uv_exepath(self, &sz) != 0)
-      snprintf(self, sizeof(self), "acp");
-    if (acp_conductor_options_set_shim_program(o, self) < 0) {
-      acp_conductor_options_free(o);
-      cli_err("conductor", "out of memory");
-      return CLI_EXIT_FAILURE;
-    }
+  /* The MCP bridge runs the acp program (`acp mcp-shim`, `acp mcp
+   * http-bridge`), named explicitly: ourselves, or in acp-remote the acp
+   * beside it. */
+  if (acp_conductor_options_set_shim_program(o, cli_acp_path()) < 0) {
+    acp_conductor_options_free(o);
+    cli_err("conductor", "out of memory");
+    return CLI_EXIT_FAILURE;
   }
   /* Options come before or after the mode word; the first other word
    * starts the components. */
@@ -351,7 +341,8 @@ int cmd_conductor(int argc, char **argv) {
                                         ? ACP_ROUTER_MODE_PROXY
                                         : ACP_ROUTER_MODE_AGENT);
   acp_conductor_options_set_grace(o, g_in, g_term);
-  acp_conductor_options_set_connector(o, connect_remote, NULL);
+  if (cli_remote != NULL)
+    acp_conductor_options_set_connector(o, connect_remote, NULL);
   for (; i < argc; i++) {
     rc = acp_conductor_options_add_component_spec(o, argv[i], err, sizeof(err));
     if (rc < 0) {
@@ -364,6 +355,12 @@ int cmd_conductor(int argc, char **argv) {
       acp_conductor_options_component_count(o) == 0) {
     cli_err("conductor", "agent mode needs at least the agent component");
     goto usage;
+  }
+  if (cli_remote == NULL && acp_conductor_options_url_component_count(o) > 0) {
+    /* A remote component: the chain runs in acp-remote (cli.h), which has
+     * the transports; nothing has been read or spawned yet. */
+    status = cli_exec_beside("acp-remote", argc, argv);
+    goto out;
   }
   rc = acp_conductor_run(o, 0, 1, &status);
   if (rc < 0) {

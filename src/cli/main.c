@@ -3,13 +3,8 @@
  * library user would want lives in libacp and libacp-uv; the subcommands
  * only parse arguments, wire objects together and print.
  */
-#include <errno.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "acp/version.h"
 #include "cli.h"
@@ -38,6 +33,7 @@ static const char usage_text[] =
     "See acp(1) for the full manual.\n";
 
 static int cmd_mcp_exec(int argc, char **argv);
+static int cmd_serve_exec(int argc, char **argv);
 
 struct command {
   const char *name;
@@ -49,39 +45,32 @@ static const struct command commands[] = {
     {"demo", cmd_demo},    {"bench-client", cmd_bench_client},
     {"proxy", cmd_proxy},  {"conductor", cmd_conductor},
     {"mcp", cmd_mcp_exec}, {"mcp-shim", cmd_mcp_shim},
-    {"trace", cmd_trace},  {"serve", cmd_acp_serve},
+    {"trace", cmd_trace},  {"serve", cmd_serve_exec},
 };
+
+/* This program has no remote transport and no line editor (cli.h says
+ * which commands run in acp-remote instead). */
+const cli_remote_ops *const cli_remote = NULL;
+#ifdef ACP_HELPER_HAS_LIBEDIT
+const bool cli_helper_has_editor = true;
+#else
+const bool cli_helper_has_editor = false;
+#endif
+
+const char *cli_acp_path(void) {
+  return cli_self_path();
+}
 
 /* `acp mcp ...` runs the acp-mcp program installed beside acp: the MCP
  * commands need the HTTP stack (libcurl, libmicrohttpd), which the other
  * commands should not load. */
 static int cmd_mcp_exec(int argc, char **argv) {
-  char path[PATH_MAX];
-  const char *self = cli_self_path();
-  const char *slash = strrchr(self, '/');
-  char **args;
-  int i;
+  return cli_exec_beside("acp-mcp", argc, argv);
+}
 
-  (void)argc;
-  if (slash == NULL ||
-      (size_t)(slash - self) + sizeof("/acp-mcp") > sizeof(path)) {
-    snprintf(path, sizeof(path), "acp-mcp");
-  } else {
-    snprintf(path, sizeof(path), "%.*s/acp-mcp", (int)(slash - self), self);
-  }
-  args = calloc((size_t)argc + 2, sizeof(*args));
-  if (args == NULL)
-    return CLI_EXIT_FAILURE;
-  args[0] = path;
-  for (i = 0; i < argc; i++)
-    args[i + 1] = argv[i];
-  execv(path, args);
-  /* Not beside us (an uninstalled copy?): try PATH. */
-  args[0] = "acp-mcp";
-  execvp("acp-mcp", args);
-  fprintf(stderr, "acp mcp: cannot run %s: %s\n", path, strerror(errno));
-  free(args);
-  return CLI_EXIT_FAILURE;
+/* `acp serve` is all remote ACP: it runs in acp-remote. */
+static int cmd_serve_exec(int argc, char **argv) {
+  return cli_exec_beside("acp-remote", argc, argv);
 }
 
 int main(int argc, char **argv) {

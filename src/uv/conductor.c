@@ -496,6 +496,17 @@ size_t acp_conductor_options_component_count(const acp_conductor_options *o) {
   return o ? o->ncomps : 0;
 }
 
+static bool is_url_comp(const comp_spec *s);
+
+size_t
+acp_conductor_options_url_component_count(const acp_conductor_options *o) {
+  size_t n = 0;
+
+  for (size_t i = 0; o != NULL && i < o->ncomps; i++)
+    n += is_url_comp(&o->comps[i]);
+  return n;
+}
+
 void acp_conductor_options_set_mode(acp_conductor_options *o,
                                     acp_router_mode mode) {
   if (o && (mode == ACP_ROUTER_MODE_AGENT || mode == ACP_ROUTER_MODE_PROXY))

@@ -15,6 +15,13 @@
 # or acp built without libedit).
 set -u
 wrap=${ACP_VALGRIND_WRAP:-}
+# acp runs its remote commands and the terminal client in acp-remote
+# (exec): under valgrind, follow that exec, and only it (acp processes they
+# spawn, node and the shells stay as before: not under this valgrind).
+case $wrap in
+*valgrind*--trace-children=yes*) ;;
+*valgrind*) wrap="$wrap --trace-children=yes --trace-children-skip=*/acp,*/node,*/sh,*/dash,*/bash,*/env,*/python3*,*/timeout,*/cat,*/sleep" ;;
+esac
 # How many 0.1 s polls to wait for the screen (valgrind is slow).
 if [ -n "$wrap" ]; then tries=3000; else tries=300; fi
 here=$(cd "$(dirname "$0")" && pwd)

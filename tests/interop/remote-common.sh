@@ -26,6 +26,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 acp=${ACP_BIN:-$root/build/acp}
 wrap=${ACP_VALGRIND_WRAP:-}
+# acp runs its remote commands and the terminal client in acp-remote
+# (exec): under valgrind, follow that exec, and only it (acp processes they
+# spawn, node and the shells stay as before: not under this valgrind).
+case $wrap in
+*valgrind*--trace-children=yes*) ;;
+*valgrind*) wrap="$wrap --trace-children=yes --trace-children-skip=*/acp,*/node,*/sh,*/dash,*/bash,*/env,*/python3*,*/timeout,*/cat,*/sleep" ;;
+esac
 command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
 work=$(mktemp -d)
 pids=""

@@ -87,6 +87,45 @@ static void test_spec_shell(void **state) {
   acp_conductor_options_free(o);
 }
 
+/* URL components: one word with a remote scheme, however it was given;
+ * `acp conductor` runs the chain in acp-remote only when there is one. */
+static void test_url_components(void **state) {
+  acp_conductor_options *o = opts();
+  const char *url_argv[] = {"wss://h:1/acp", NULL};
+  const char *two_words[] = {"ws://h:1/acp", "x", NULL};
+  char err[128];
+  (void)state;
+  assert_int_equal(acp_conductor_options_url_component_count(NULL), 0);
+  assert_int_equal(acp_conductor_options_add_component_spec(
+                       o, "acp proxy arrow", err, sizeof(err)),
+                   0);
+  /* A URL as an argument, or a scheme that is not a remote one, is a
+   * process. */
+  assert_int_equal(acp_conductor_options_add_component_spec(o, "curl http://h/",
+                                                            err, sizeof(err)),
+                   0);
+  assert_int_equal(acp_conductor_options_add_component_spec(
+                       o, "file:///bin/agent", err, sizeof(err)),
+                   0);
+  assert_int_equal(
+      acp_conductor_options_add_component(o, two_words, NULL, NULL), 0);
+  assert_int_equal(acp_conductor_options_url_component_count(o), 0);
+  assert_int_equal(acp_conductor_options_add_component_spec(
+                       o, "http://127.0.0.1:9/acp", err, sizeof(err)),
+                   0);
+  assert_int_equal(acp_conductor_options_add_component_spec(
+                       o, "A=1 'ws://h:2/acp'", err, sizeof(err)),
+                   0);
+  assert_int_equal(acp_conductor_options_add_component_spec(
+                       o, "{\"command\":\"https://h/acp\"}", err, sizeof(err)),
+                   0);
+  assert_int_equal(acp_conductor_options_add_component(o, url_argv, NULL, NULL),
+                   0);
+  assert_int_equal(acp_conductor_options_url_component_count(o), 4);
+  assert_int_equal(acp_conductor_options_component_count(o), 8);
+  acp_conductor_options_free(o);
+}
+
 static void test_spec_json(void **state) {
   acp_conductor_options *o = opts();
   char err[128];
@@ -186,6 +225,7 @@ int main(void) {
       cmocka_unit_test(test_add_component),
       cmocka_unit_test(test_spec_shell),
       cmocka_unit_test(test_spec_json),
+      cmocka_unit_test(test_url_components),
       cmocka_unit_test(test_run_args),
       cmocka_unit_test(test_run_spawn_failure),
   };
