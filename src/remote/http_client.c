@@ -439,6 +439,20 @@ static void fail_status(hcli *h, hsock *s, const char *what) {
 static void on_alloc(uv_handle_t *hd, size_t hint, uv_buf_t *buf) {
   hsock *s = hd->data;
   (void)hint;
+  if (!s->tls) {
+    /* Plaintext is read where it is parsed: the free end of s->in (it
+     * was copied there from a read buffer of its own, a megabyte per
+     * 1 MiB event). Emptied by process(), it is released (on_read), so
+     * an idle socket holds no buffer. */
+    if (acp__buf_reserve(&s->in, READ_CHUNK) != 0) {
+      *buf = uv_buf_init(NULL, 0);
+      return;
+    }
+    size_t room = s->in.cap - s->in.len;
+    *buf = uv_buf_init(s->in.data + s->in.len,
+                       room > UINT32_MAX ? UINT32_MAX : (unsigned)room);
+    return;
+  }
   char *p = acp__malloc(&s->h->mem, READ_CHUNK);
   *buf = uv_buf_init(p, p ? (unsigned)READ_CHUNK : 0);
 }
@@ -812,15 +826,25 @@ static int on_event(void *ud, const char *type, size_t type_len,
   (void)id_len;
   if (!(type_len == 7 && memcmp(type, "message", 7) == 0) || data_len == 0)
     return 0;
-  char *line = acp__malloc(&h->mem, data_len + 1);
-  if (!line)
-    return ACP_ERR_NOMEM;
-  /* Line mode: data lines joined by LF are one message. */
-  for (size_t i = 0; i < data_len; i++)
-    line[i] = (data[i] == '\n' || data[i] == '\r') ? ' ' : data[i];
-  line[data_len] = '\n';
-  inspect_inbound(h, line, data_len);
-  deliver(h, line, data_len + 1);
+  /* The SSE parser left the event's LF after it (data[data_len]): an
+   * event of one data line (what servers send: JSON has no raw LF to
+   * split) is already a line and goes on in place. One of several data
+   * lines is copied, the LFs that joined them made spaces (line mode).
+   * The parser never leaves a CR in data: CR ends an SSE line. */
+  char *line = NULL;
+  const char *msg = data;
+  if (memchr(data, '\n', data_len) != NULL) {
+    line = acp__malloc(&h->mem, data_len + 1);
+    if (!line)
+      return ACP_ERR_NOMEM;
+    memcpy(line, data, data_len);
+    for (char *q = line; (q = memchr(q, '\n', data_len - (size_t)(q - line)));)
+      *q++ = ' ';
+    line[data_len] = '\n';
+    msg = line;
+  }
+  inspect_inbound(h, msg, data_len);
+  deliver(h, msg, data_len + 1);
   acp__free(&h->mem, line);
   /* The link may have been closed or failed from in there. */
   return (s->closed || h->failed) ? ACP_ERR_CLOSED : 0;
@@ -1258,11 +1282,10 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   if (n > 0 && s->tls) {
     tls_read(s, buf->base, (size_t)n);
   } else if (n > 0) {
+    /* Read into s->in (on_alloc). */
     s->got_bytes = true;
-    if (acp__buf_append(&s->in, buf->base, (size_t)n) != 0)
-      fail(s->h, ACP_ERR_NOMEM, "out of memory");
-    else
-      process(s);
+    s->in.len += (size_t)n;
+    process(s);
   } else if (n == UV_ENOBUFS) {
     /* Our read buffer could not be had: not the server ending a stream
      * (a session stream's end is taken calmly, and what was in flight on
@@ -1271,7 +1294,10 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   } else if (n < 0) {
     sock_ended(s, (int)n);
   }
-  acp__free(&s->h->mem, buf->base);
+  if (s->tls)
+    acp__free(&s->h->mem, buf->base);
+  else if (s->in.len == 0)
+    acp__buf_dispose(&s->in);
 }
 
 /* MARK: - HTTP/2 (Private) */
@@ -1707,9 +1733,12 @@ static int op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
     if (h->line_drop || blank || total > h->max_msg) {
       acp_uv_link_user_written(h->link, seg + 1);
     } else {
-      hmsg *m = acp__calloc(&h->mem, 1, sizeof(*m) + total + 1);
+      /* Not calloc: the body is written over at once (zeroing it first
+       * was another pass over a 1 MiB prompt). */
+      hmsg *m = acp__malloc(&h->mem, sizeof(*m) + total + 1);
       if (!m)
         return ACP_ERR_NOMEM;
+      memset(m, 0, sizeof(*m));
       if (h->line.len)
         memcpy(m->body, h->line.data, h->line.len);
       memcpy(m->body + h->line.len, data, seg);
