@@ -2135,10 +2135,15 @@ static void hx_initialize(acp_remote_server *s, acp__hx *x,
 static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
                      const acp__acp_req *r, char *body, size_t blen) {
   if (r->kind == ACP__REQ_POST) {
-    /* Line mode, as for WebSocket text: a raw CR or LF is whitespace. */
-    for (size_t i = 0; i < blen; i++)
-      if (body[i] == '\r' || body[i] == '\n')
-        body[i] = ' ';
+    /* Line mode, as for WebSocket text: a raw CR or LF is whitespace.
+     * Found with memchr: a byte loop here was a pass over every byte of
+     * a 1 MiB prompt. */
+    for (char *q = body;
+         blen > 0 && (q = memchr(q, '\n', blen - (size_t)(q - body)));)
+      *q++ = ' ';
+    for (char *q = body;
+         blen > 0 && (q = memchr(q, '\r', blen - (size_t)(q - body)));)
+      *q++ = ' ';
     if (!r->conn_id) {
       hx_initialize(s, x, h, body, blen);
       return;
