@@ -1503,99 +1503,6 @@ typedef struct hreq {
   char text[];
 } hreq;
 
-/*
- * Just enough JSON to route a message without a parse: the agent's lines
- * can be megabytes, and routing needs three members near the top (method,
- * id, params.sessionId). Strings are skipped with memchr. Input that is
- * not JSON makes these return NULL / false, and the message then goes on
- * the connection stream (the client's JSON parser says what is wrong).
- */
-static const char *js_ws(const char *p, const char *e) {
-  while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-    p++;
-  return p;
-}
-
-/* p at '"': the byte after the closing quote, or NULL. */
-static const char *js_str_end(const char *p, const char *e) {
-  p++;
-  for (;;) {
-    const char *q = p < e ? memchr(p, '"', (size_t)(e - p)) : NULL;
-    if (!q)
-      return NULL;
-    size_t bs = 0;
-    while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
-      bs++;
-    if (bs % 2 == 0)
-      return q + 1;
-    p = q + 1;
-  }
-}
-
-/* The byte after the value at p, or NULL. */
-static const char *js_val_end(const char *p, const char *e) {
-  size_t depth = 0;
-  while (p < e) {
-    char ch = *p;
-    if (ch == '"') {
-      p = js_str_end(p, e);
-      if (!p)
-        return NULL;
-      if (depth == 0)
-        return p;
-      continue;
-    }
-    if (ch == '{' || ch == '[') {
-      depth++;
-    } else if (ch == '}' || ch == ']') {
-      if (depth == 0)
-        return p; /* a scalar ended by its container */
-      if (--depth == 0)
-        return p + 1;
-    } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\t' ||
-                              ch == '\r' || ch == '\n')) {
-      return p;
-    }
-    p++;
-  }
-  return depth == 0 ? p : NULL;
-}
-
-/* In the object at p, the value of member `key` (raw, no escapes):
- * [*vb, *ve). */
-static bool js_member(const char *p, const char *e, const char *key,
-                      size_t klen, const char **vb, const char **ve) {
-  p = js_ws(p, e);
-  if (p >= e || *p != '{')
-    return false;
-  p++;
-  for (;;) {
-    p = js_ws(p, e);
-    if (p >= e || *p != '"')
-      return false;
-    const char *ks = p + 1, *kend = js_str_end(p, e);
-    if (!kend)
-      return false;
-    p = js_ws(kend, e);
-    if (p >= e || *p != ':')
-      return false;
-    p = js_ws(p + 1, e);
-    const char *v = p;
-    p = js_val_end(p, e);
-    if (!p || p == v)
-      return false;
-    if ((size_t)(kend - 1 - ks) == klen && memcmp(ks, key, klen) == 0) {
-      *vb = v;
-      *ve = p;
-      return true;
-    }
-    p = js_ws(p, e);
-    if (p >= e || *p != ',')
-      return false;
-    p++;
-  }
-}
-
 static acp__hx *hc_stream_for(hconn *hc, const char *sid, size_t len) {
   for (hroute *r = hc->routes; r; r = r->next)
     if (r->len == len && memcmp(r->sid, sid, len) == 0)
@@ -1609,14 +1516,14 @@ static acp__hx *hc_stream_for(hconn *hc, const char *sid, size_t len) {
  * session's Acp-Session-Id (as the RFD routes them). */
 static acp__hx *hc_route_of(hconn *hc, const char *p, size_t n) {
   const char *e = p + n, *vb, *ve, *pb, *pe;
-  if (js_member(p, e, "method", 6, &vb, &ve)) {
-    if (!js_member(p, e, "params", 6, &pb, &pe) ||
-        !js_member(pb, pe, "sessionId", 9, &vb, &ve) || *vb != '"' ||
+  if (acp__js_member(p, e, "method", 6, &vb, &ve)) {
+    if (!acp__js_member(p, e, "params", 6, &pb, &pe) ||
+        !acp__js_member(pb, pe, "sessionId", 9, &vb, &ve) || *vb != '"' ||
         ve - vb < 2)
       return NULL;
     return hc_stream_for(hc, vb + 1, (size_t)(ve - vb - 2));
   }
-  if (!hc->reqs || !js_member(p, e, "id", 2, &vb, &ve))
+  if (!hc->reqs || !acp__js_member(p, e, "id", 2, &vb, &ve))
     return NULL;
   for (hreq **pp = &hc->reqs; *pp; pp = &(*pp)->next) {
     hreq *q = *pp;
@@ -1636,8 +1543,9 @@ static acp__hx *hc_route_of(hconn *hc, const char *p, size_t n) {
 static void hc_note_request(hconn *hc, const char *body, size_t blen,
                             const char *sid, size_t sid_len) {
   const char *e = body + blen, *vb, *ve, *mb, *me;
-  if (hc->nreqs >= HREQ_MAX || !js_member(body, e, "method", 6, &mb, &me) ||
-      !js_member(body, e, "id", 2, &vb, &ve))
+  if (hc->nreqs >= HREQ_MAX ||
+      !acp__js_member(body, e, "method", 6, &mb, &me) ||
+      !acp__js_member(body, e, "id", 2, &vb, &ve))
     return;
   size_t il = (size_t)(ve - vb);
   hreq *q = acp__malloc(&hc->mem, sizeof(*q) + il + sid_len);
@@ -1999,11 +1907,11 @@ static bool session_scoped_method(const char *vb, const char *ve) {
 static const char *session_header_problem(const char *body, size_t blen,
                                           const acp__acp_req *r) {
   const char *e = body + blen, *mb, *me, *pb, *pe, *vb = NULL, *ve = NULL;
-  if (!js_member(body, e, "method", 6, &mb, &me))
+  if (!acp__js_member(body, e, "method", 6, &mb, &me))
     return NULL;
-  bool has_sid = js_member(body, e, "params", 6, &pb, &pe) &&
-                 js_member(pb, pe, "sessionId", 9, &vb, &ve) && *vb == '"' &&
-                 ve - vb >= 2;
+  bool has_sid = acp__js_member(body, e, "params", 6, &pb, &pe) &&
+                 acp__js_member(pb, pe, "sessionId", 9, &vb, &ve) &&
+                 *vb == '"' && ve - vb >= 2;
   if (!r->session_id)
     return has_sid || session_scoped_method(mb, me)
                ? "Missing Acp-Session-Id: a session-scoped POST names its "

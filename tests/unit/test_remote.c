@@ -774,6 +774,42 @@ static void test_response_bodies_are_decoded(void **state) {
                    ACP_ERR_PARSE);
 }
 
+/* The member scanner the transport routes with (no parse): top-level
+ * members only, strings skipped whole (escaped quotes, braces inside),
+ * raw values; not an object or broken: not found. */
+static bool member_is(const char *json, const char *key, const char *want) {
+  const char *vb, *ve;
+  if (!acp__js_member(json, json + strlen(json), key, strlen(key), &vb, &ve))
+    return want == NULL;
+  return want != NULL && (size_t)(ve - vb) == strlen(want) &&
+         memcmp(vb, want, strlen(want)) == 0;
+}
+
+static void test_json_members_are_found_without_a_parse(void **state) {
+  (void)state;
+  static const char m[] =
+      "{\"jsonrpc\":\"2.0\", \"method\" : \"session/update\",\"params\":"
+      "{\"text\":\"a \\\"}\\\\\",\"x\":[1,{\"id\":9}],\"sessionId\":\"s1\"},"
+      "\"id\":-12.5e3 }";
+  assert_true(member_is(m, "method", "\"session/update\""));
+  assert_true(member_is(m, "id", "-12.5e3"));
+  assert_true(member_is(m, "sessionId", NULL)); /* only in params */
+  assert_true(member_is(m, "params",
+                        "{\"text\":\"a \\\"}\\\\\",\"x\":[1,{\"id\":9}],"
+                        "\"sessionId\":\"s1\"}"));
+  const char *pb, *pe, *vb, *ve;
+  assert_true(acp__js_member(m, m + strlen(m), "params", 6, &pb, &pe));
+  assert_true(acp__js_member(pb, pe, "sessionId", 9, &vb, &ve));
+  assert_int_equal(ve - vb, 4);
+  assert_memory_equal(vb, "\"s1\"", 4);
+  assert_true(member_is("[1,2]", "id", NULL));
+  assert_true(member_is("{\"id\":\"unterminated}", "id", NULL));
+  assert_true(member_is("{\"a\":1 \"id\":2}", "id", NULL)); /* no comma */
+  assert_true(member_is("{\"a\":{\"b\":[}", "id", NULL));
+  assert_true(member_is("{}", "id", NULL));
+  assert_true(member_is(" {\"id\":null}", "id", "null"));
+}
+
 static void test_urls_are_parsed(void **state) {
   acp__url u;
   (void)state;
@@ -1397,6 +1433,7 @@ int main(void) {
       cmocka_unit_test(test_streamable_http2_server_goes_away),
       cmocka_unit_test(test_response_bodies_are_decoded),
       cmocka_unit_test(test_urls_are_parsed),
+      cmocka_unit_test(test_json_members_are_found_without_a_parse),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
