@@ -500,10 +500,52 @@ static bool blank(const char *p, size_t n) {
   return true;
 }
 
+/*
+ * A server's frames from one write of its link, sent with one writev. An
+ * agent's turn usually ends with two lines in one read of its stdout (the
+ * last update and the answer): sent one by one, they were two syscalls,
+ * two segments and two wake-ups of the client for a 5 B turn. A client
+ * masks (and so copies) each frame and sends it alone (send_text).
+ */
+#define BATCH_MAX 16
+
+typedef struct fbatch {
+  uv_buf_t b[3 * BATCH_MAX];
+  uint8_t hdr[BATCH_MAX][14];
+  unsigned n; /* frames */
+  size_t credit;
+} fbatch;
+
+static int batch_flush(wconn *c, fbatch *f) {
+  if (f->n == 0)
+    return 0;
+  int rv = send_bufs(c, f->b, 3 * f->n, f->credit, false);
+  f->n = 0;
+  f->credit = 0;
+  return rv;
+}
+
+/* One text frame of p1 + p2 into the batch (sent when it is full). */
+static int batch_text(wconn *c, fbatch *f, const char *p1, size_t n1,
+                      const char *p2, size_t n2, size_t credit) {
+  if (c->client)
+    return send_text(c, p1, n1, p2, n2, credit);
+  size_t hl = acp__ws_header(f->hdr[f->n], ACP__WS_OP_TEXT, n1 + n2, NULL);
+  f->b[3 * f->n] = uv_buf_init((char *)f->hdr[f->n], (unsigned)hl);
+  f->b[3 * f->n + 1] = uv_buf_init((char *)p1, (unsigned)n1);
+  f->b[3 * f->n + 2] = uv_buf_init((char *)p2, (unsigned)n2);
+  f->n++;
+  f->credit += credit;
+  return f->n == BATCH_MAX ? batch_flush(c, f) : 0;
+}
+
 /* Frame every complete line of data[0..len); keep the rest. Before the
  * handshake is over everything waits in c->line. */
 static int frames_from(wconn *c, const char *data, size_t len) {
   int rv = 0;
+  fbatch f;
+  f.n = 0;
+  f.credit = 0;
   /* Bytes held in the line buffer count as sent: the buffer is capped at
    * the message size, and holding them in the link's queue would stop the
    * source (an agent's stdout) before the line it is writing can end. */
@@ -516,6 +558,11 @@ static int frames_from(wconn *c, const char *data, size_t len) {
   while (len > 0) {
     const char *nl = memchr(data, '\n', len);
     if (!nl) {
+      /* The frames so far go first: one may point into c->line, which
+       * the rest of the data is appended to. */
+      rv = batch_flush(c, &f);
+      if (rv != 0)
+        return rv;
       if (!c->line_drop) {
         rv = acp__buf_append(&c->line, data, len);
         if (rv == ACP_ERR_LIMIT) {
@@ -532,11 +579,13 @@ static int frames_from(wconn *c, const char *data, size_t len) {
     if (c->line_drop || (c->line.len == 0 && blank(data, seg)) ||
         (c->line.len + seg > c->ws.max_msg && c->ws.max_msg != 0)) {
       c->line_drop = false;
-      acp__buf_clear(&c->line);
-      if (c->last)
+      if (f.n > 0)
+        f.credit += credit;
+      else if (c->last)
         c->last->credit += credit;
       else
         report_credit(c, credit);
+      acp__buf_clear(&c->line);
     } else {
       /* A CR before the LF is the line ending's, not the message's. */
       size_t n1 = c->line.len;
@@ -545,20 +594,24 @@ static int frames_from(wconn *c, const char *data, size_t len) {
         n2--;
       else if (n2 == 0 && n1 > 0 && c->line.data[n1 - 1] == '\r')
         n1--;
-      rv = send_text(c, c->line.data, n1, data, n2, credit);
+      /* Only the first line of a write can start in c->line: it is
+       * emptied here, and its bytes stay where they are (nothing is
+       * appended before the batch is sent). */
       acp__buf_clear(&c->line);
-      if (c->line.cap > KEEP_MAX) {
-        size_t max = c->line.max;
-        acp__buf_dispose(&c->line);
-        acp__buf_init(&c->line, &c->mem, max);
-      }
+      rv = batch_text(c, &f, c->line.data, n1, data, n2, credit);
       if (rv != 0)
         return rv;
     }
     data += seg + 1;
     len -= seg + 1;
   }
-  return 0;
+  rv = batch_flush(c, &f);
+  if (c->line.cap > KEEP_MAX) {
+    size_t max = c->line.max;
+    acp__buf_dispose(&c->line);
+    acp__buf_init(&c->line, &c->mem, max);
+  }
+  return rv;
 }
 
 /* MARK: - Link ops (Private) */
@@ -1419,10 +1472,12 @@ static void h1_open_sse(acp__hx *x) {
 }
 
 static int h1_send(acp__hx *x, const uv_buf_t *b, unsigned nb, size_t credit) {
-  uv_buf_t bufs[4];
-  for (unsigned i = 0; i < nb && i < 4; i++)
+  uv_buf_t bufs[64]; /* a batch of SSE events (4 * EV_MAX) */
+  if (nb > 64)
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (unsigned i = 0; i < nb; i++)
     bufs[i] = b[i];
-  return send_bufs(hx_conn(x), bufs, nb < 4 ? nb : 4, credit, false);
+  return send_bufs(hx_conn(x), bufs, nb, credit, false);
 }
 
 static void h1_finish(acp__hx *x) {
@@ -1725,9 +1780,36 @@ static void on_hold(uv_timer_t *t) {
   hc_hold_arm(hc);
 }
 
-static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
-                   size_t n2, size_t credit) {
+/* SSE events for one stream from one write of the link, sent together
+ * (as frames_from() batches WebSocket frames: a turn's last update and its
+ * answer were two sends, two segments, two wake-ups of the client). */
+#define EV_MAX 16
+
+typedef struct evbatch {
+  acp__hx *to;
+  uv_buf_t b[4 * EV_MAX];
+  unsigned n; /* events */
+  size_t credit;
+} evbatch;
+
+static int ev_flush(evbatch *f) {
+  if (f->n == 0)
+    return 0;
+  int rv = f->to->ops->send(f->to, f->b, 4 * f->n, f->credit);
+  f->n = 0;
+  f->credit = 0;
+  f->to = NULL;
+  return rv;
+}
+
+static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
+                   const char *p2, size_t n2, size_t credit) {
   acp__hx *w = hc->waiter;
+  if (w) {
+    int rv = ev_flush(f); /* (empty: initialize's answer comes first) */
+    if (rv != 0)
+      return rv;
+  }
   if (w && !answers_init(hc, p1, n1, p2, n2)) {
     /* The 200 body must be initialize's response (the SDK's client
      * checks, and so does ours): anything else ends the connection. */
@@ -1779,12 +1861,24 @@ static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
       to = sx;
   }
   if (to) {
-    uv_buf_t b[4] = {
-        uv_buf_init("data: ", 6), uv_buf_init((char *)p1, (unsigned)n1),
-        uv_buf_init((char *)p2, (unsigned)n2), uv_buf_init("\n\n", 2)};
-    return to->ops->send(to, b, 4, credit);
+    if (f->n > 0 && f->to != to) {
+      int rv = ev_flush(f);
+      if (rv != 0)
+        return rv;
+    }
+    uv_buf_t *b = f->b + 4 * f->n;
+    b[0] = uv_buf_init("data: ", 6);
+    b[1] = uv_buf_init((char *)p1, (unsigned)n1);
+    b[2] = uv_buf_init((char *)p2, (unsigned)n2);
+    b[3] = uv_buf_init("\n\n", 2);
+    f->to = to;
+    f->n++;
+    f->credit += credit;
+    return f->n == EV_MAX ? ev_flush(f) : 0;
   }
-  int rv = acp__buf_append(&hc->pend, "data: ", 6);
+  int rv = ev_flush(f); /* events batched for a stream go first */
+  if (rv == 0)
+    rv = acp__buf_append(&hc->pend, "data: ", 6);
   if (rv == 0)
     rv = acp__buf_append(&hc->pend, p1, n1);
   if (rv == 0)
@@ -1797,10 +1891,19 @@ static int hc_emit(hconn *hc, const char *p1, size_t n1, const char *p2,
 
 static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
   hconn *hc = ud;
+  evbatch f;
+  int rv;
   (void)l;
+  f.to = NULL;
+  f.n = 0;
+  f.credit = 0;
   while (len > 0) {
     const char *nl = memchr(data, '\n', len);
     if (!nl) {
+      /* A batched event may point into hc->line, appended to next. */
+      rv = ev_flush(&f);
+      if (rv != 0)
+        return rv;
       if (!hc->line_drop &&
           acp__buf_append(&hc->line, data, len) == ACP_ERR_LIMIT) {
         hc->line_drop = true;
@@ -1817,9 +1920,14 @@ static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
       n1--;
     if (hc->line_drop || (n1 == 0 && blank(data, n2)) ||
         n1 + n2 > hc->max_msg) {
-      acp_uv_link_user_written(hc->link, seg + 1);
+      if (f.n > 0)
+        f.credit += seg + 1; /* in order with the batched events */
+      else
+        acp_uv_link_user_written(hc->link, seg + 1);
     } else {
-      int rv = hc_emit(hc, hc->line.data, n1, data, n2, seg + 1);
+      /* Only the first line of a write can start in hc->line: it is
+       * cleared below, and its bytes stay put until the batch is sent. */
+      rv = hc_emit(hc, &f, hc->line.data, n1, data, n2, seg + 1);
       if (rv != 0)
         return rv;
     }
@@ -1828,7 +1936,7 @@ static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
     data += seg + 1;
     len -= seg + 1;
   }
-  return 0;
+  return ev_flush(&f);
 }
 
 static void hc_op_read_changed(acp_uv_link *l, int reading, void *ud) {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <arpa/inet.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -1056,6 +1057,177 @@ static void test_unread_sse_stream_backs_up_into_the_link(void **state) {
   free(h);
 }
 
+/* Lines the server's link is given in one write leave in one send: a
+ * turn's last update and its answer (one read of the agent's stdout) were
+ * two segments, and two wake-ups of the client. Seen from a raw client
+ * socket: the data segments it received (TCP_INFO) while they came, once
+ * as WebSocket frames and once as SSE events. */
+typedef struct bpair {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link;
+  int port;
+  bool sse; /* Streamable HTTP, else WebSocket */
+  uv_thread_t th;
+  uv_sem_t ready; /* the client is set to count */
+  bool sent;
+  bool initialized;
+  /* the client's findings, checked on the test's thread */
+  char got[256];
+  size_t got_len;
+  unsigned segs;
+  bool ok;
+} bpair;
+
+static unsigned data_segs_in(int fd) {
+  struct tcp_info ti;
+  socklen_t n = sizeof(ti);
+  memset(&ti, 0, sizeof(ti));
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0)
+    return 0;
+  return ti.tcpi_data_segs_in;
+}
+
+/* Read until `stop` appears (after `from`), at most sizeof(buf) - 1. */
+static size_t read_until(int fd, char *buf, size_t cap, size_t have,
+                         const char *stop, size_t from) {
+  while (have < cap - 1) {
+    buf[have] = '\0';
+    if (have > from && has(buf + from, have - from, stop))
+      return have;
+    ssize_t k = read(fd, buf + have, cap - 1 - have);
+    if (k <= 0)
+      return have;
+    have += (size_t)k;
+  }
+  return have;
+}
+
+static void bclient(void *arg) {
+  bpair *b = arg;
+  char req[512], resp[4096];
+  int fd = raw_connect(b->port), sfd = fd;
+  size_t have;
+  if (!b->sse) {
+    snprintf(req, sizeof(req),
+             "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" UP "\r\n", b->port);
+    raw_send(fd, req);
+    have = read_until(fd, resp, sizeof(resp), 0, "\r\n\r\n", 0);
+    b->ok = has(resp, have, "HTTP/1.1 101");
+  } else {
+    const char *body =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+    snprintf(req, sizeof(req),
+             "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             b->port, strlen(body), body);
+    raw_send(fd, req);
+    have = read_until(fd, resp, sizeof(resp), 0, "}", 0);
+    const char *id = strstr(resp, "Acp-Connection-Id: ");
+    b->ok = has(resp, have, "HTTP/1.1 200") && id != NULL;
+    sfd = raw_connect(b->port);
+    snprintf(req, sizeof(req),
+             "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Accept: text/event-stream\r\nAcp-Connection-Id: %.36s\r\n\r\n",
+             b->port, id ? id + 19 : "");
+    raw_send(sfd, req);
+    have = read_until(sfd, resp, sizeof(resp), 0, "\r\n\r\n", 0);
+    b->ok = b->ok && has(resp, have, "HTTP/1.1 200");
+  }
+  /* Everything before the two messages is in: count from here. */
+  unsigned s0 = data_segs_in(sfd);
+  uv_sem_post(&b->ready);
+  b->got_len = read_until(sfd, b->got, sizeof(b->got), 0, "\"b\":2}", 0);
+  if (b->sse)
+    b->got_len = read_until(sfd, b->got, sizeof(b->got), b->got_len, "\n\n",
+                            b->got_len > 2 ? b->got_len - 2 : 0);
+  b->segs = data_segs_in(sfd) - s0;
+  if (sfd != fd)
+    close(sfd);
+  close(fd);
+}
+
+static void b_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  bpair *b = ud;
+  (void)d;
+  (void)n;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    b->link = NULL;
+    acp_remote_server_close(b->srv);
+    b->srv = NULL;
+    return;
+  }
+  if (b->sse && !b->initialized) {
+    b->initialized = true;
+    const char *r = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, strlen(r));
+  }
+}
+
+static void b_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  bpair *b = ud;
+  (void)s;
+  (void)id;
+  b->link = link;
+  acp_uv_link_read_start(link, b_read, b);
+}
+
+static void b_tick(uv_timer_t *t) {
+  bpair *b = t->data;
+  if (uv_sem_trywait(&b->ready) != 0) {
+    uv_timer_start(t, b_tick, 5, 0); /* not yet: look again */
+    return;
+  }
+  static const char two[] = "{\"a\":1}\n{\"b\":2}\n";
+  assert_non_null(b->link);
+  assert_int_equal(acp_uv_link_write(b->link, two, sizeof(two) - 1), 0);
+  b->sent = true;
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static void batch_case(bool sse) {
+  bpair *b = calloc(1, sizeof(*b));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  uv_timer_t t;
+  b->sse = sse;
+  assert_int_equal(uv_loop_init(&b->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&b->srv, &b->loop, &so, b_accept, b, NULL, NULL),
+      0);
+  b->port = acp_remote_server_port(b->srv);
+  uv_sem_init(&b->ready, 0);
+  assert_int_equal(uv_thread_create(&b->th, bclient, b), 0);
+  uv_timer_init(&b->loop, &t);
+  t.data = b;
+  uv_timer_start(&t, b_tick, 5, 0);
+  /* The client's end closes the link (b_read), then the server. */
+  assert_int_equal(uv_run(&b->loop, UV_RUN_DEFAULT), 0);
+  uv_thread_join(&b->th);
+  assert_true(b->ok);
+  assert_true(b->sent);
+  b->got[b->got_len] = '\0';
+  if (sse) {
+    assert_string_equal(b->got, "data: {\"a\":1}\n\ndata: {\"b\":2}\n\n");
+  } else {
+    /* two unmasked text frames of 7 bytes */
+    assert_int_equal(b->got_len, 18);
+    assert_memory_equal(b->got, "\x81\x07{\"a\":1}\x81\x07{\"b\":2}", 18);
+  }
+  assert_int_equal(b->segs, 1);
+  assert_int_equal(uv_loop_close(&b->loop), 0);
+  uv_sem_destroy(&b->ready);
+  free(b);
+}
+
+static void test_lines_of_one_write_leave_in_one_send(void **state) {
+  (void)state;
+  batch_case(false);
+  batch_case(true);
+}
+
 /* The loopback exchange with every allocation of the server and the
  * client failing in turn: the loop always ends, every handle is closed,
  * nothing leaks. A run that completes delivers the whole echo. */
@@ -1440,6 +1612,7 @@ int main(void) {
       cmocka_unit_test(test_streamable_http_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
+      cmocka_unit_test(test_lines_of_one_write_leave_in_one_send),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
