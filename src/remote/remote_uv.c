@@ -113,6 +113,8 @@ struct wconn {
   /* Streamable HTTP over HTTP/1.1: the socket is one exchange at a time */
   acp__hx hx;
   size_t h1_total;   /* bytes of the request being served, not consumed */
+  size_t h1_want;    /* bytes of the request whose body is still coming */
+  bool read_in;      /* this read goes to the free end of `in` (on_alloc) */
   bool h2_maybe;     /* nothing read yet: the HTTP/2 preface may come */
   acp__h2 *h2;       /* C_H2: the HTTP/2 connection */
   uint64_t h2_quiet; /* ms without streams or bytes */
@@ -677,6 +679,23 @@ static const acp_uv_link_ops link_ops = {op_write, op_read_changed, op_shutdown,
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   wconn *c = h->data;
   (void)hint;
+  c->read_in = false;
+  if (c->state == C_HANDSHAKE && !c->tls && !c->lingering) {
+    /* A request is read where it is parsed, the free end of c->in, sized
+     * for the rest of the body once the head said how long it is: a
+     * 1 MiB POST was read 64 KiB at a time into buffers of its own and
+     * copied there. One byte stays free (server_handshake wants it). */
+    size_t want = c->h1_want > c->in.len ? c->h1_want - c->in.len : 0;
+    if (want < READ_CHUNK)
+      want = READ_CHUNK;
+    if (acp__buf_reserve(&c->in, want + 1) == 0) {
+      size_t room = c->in.cap - c->in.len - 1;
+      *buf = uv_buf_init(c->in.data + c->in.len,
+                         room > UINT32_MAX ? UINT32_MAX : (unsigned)room);
+      c->read_in = true;
+      return;
+    }
+  }
   char *p = acp__malloc(&c->mem, READ_CHUNK);
   *buf = uv_buf_init(p, p ? (unsigned)READ_CHUNK : 0);
 }
@@ -763,12 +782,23 @@ static void h2_read(wconn *c, const char *data, size_t len);
 
 static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   wconn *c = s->data;
+  bool in_place = c->read_in;
+  c->read_in = false;
   /* The connection is freed only from close callbacks, never in here. */
   if (c->tls && n > 0 && !c->lingering)
     tls_read(c, buf->base, (size_t)n);
   else
-    tcp_read(c, n, buf);
-  acp__free(&c->mem, buf->base);
+    tcp_read(c, n, in_place ? NULL : buf);
+  if (!in_place)
+    acp__free(&c->mem, buf->base);
+  /* An idle socket keeps no request buffer: nothing is left to parse, or
+   * what is left is a request that now carries an SSE stream (or was
+   * refused), read no further. */
+  if (c->in.cap > 0 &&
+      (c->in.len == 0 || c->state == C_SSE || c->state == C_DONE)) {
+    c->h1_want = 0;
+    acp__buf_dispose(&c->in);
+  }
   if (c->ws.msg.cap > KEEP_MAX && c->ws.msg.len == 0) {
     size_t max = c->ws.msg.max;
     acp__buf_dispose(&c->ws.msg);
@@ -801,6 +831,14 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
     return;
   }
   c->heard = true;
+  if (c->state == C_HANDSHAKE && !buf) {
+    c->in.len += (size_t)n; /* read in place (on_alloc) */
+    if (c->client)
+      client_handshake(c);
+    else
+      server_handshake(c);
+    return;
+  }
   if (c->state == C_HANDSHAKE) {
     if (acp__buf_append(&c->in, buf->base, (size_t)n) != 0) {
       if (c->client)
@@ -2240,8 +2278,11 @@ static void http_request(wconn *c, const acp__http_head *h, size_t head_len) {
     return;
   }
   size_t blen = r.kind == ACP__REQ_POST ? r.content_length : 0;
-  if (c->in.len < head_len + blen)
-    return; /* the body is still coming */
+  if (c->in.len < head_len + blen) {
+    c->h1_want = head_len + blen; /* the body is still coming */
+    return;
+  }
+  c->h1_want = 0;
   c->h1_total = head_len + blen;
   hx_serve(s, &c->hx, h, &r, c->in.data + head_len, blen);
   /* A 202 leaves the socket ready for the next request; an initialize

@@ -1228,6 +1228,171 @@ static void test_lines_of_one_write_leave_in_one_send(void **state) {
   batch_case(true);
 }
 
+/* A POST body that comes in many pieces, and a second POST pipelined
+ * behind its last bytes, reach the link whole and in order (the server
+ * reads a request into the buffer it parses, sized by Content-Length once
+ * the head is in). */
+typedef struct ppair {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link;
+  int port;
+  uv_thread_t th;
+  uv_sem_t done;
+  bool initialized;
+  char *got;
+  size_t got_len, got_cap;
+  char *body; /* the big body */
+  size_t body_len;
+  int accepted; /* 202s the client read */
+} ppair;
+
+static void pclient(void *arg) {
+  ppair *q = arg;
+  char head[512], resp[4096];
+  const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+  const char *small = "{\"jsonrpc\":\"2.0\",\"method\":\"small\"}";
+  int fd = raw_connect(q->port);
+  snprintf(head, sizeof(head),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+           q->port, strlen(init), init);
+  raw_send(fd, head);
+  size_t have = read_until(fd, resp, sizeof(resp), 0, "}", 0);
+  const char *id = strstr(resp, "Acp-Connection-Id: ");
+  if (!has(resp, have, "HTTP/1.1 200") || !id) {
+    close(fd);
+    uv_sem_post(&q->done);
+    return;
+  }
+  char cid[37];
+  memcpy(cid, id + 19, 36);
+  cid[36] = '\0';
+  /* the big POST: head, then the body 1000 bytes a write, its last 10
+   * bytes in one write with the whole small POST */
+  snprintf(head, sizeof(head),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nAcp-Connection-Id: %s\r\n"
+           "Content-Length: %zu\r\n\r\n",
+           q->port, cid, q->body_len);
+  raw_send(fd, head);
+  for (size_t off = 0; off + 10 < q->body_len; off += 1000) {
+    size_t n = q->body_len - 10 - off < 1000 ? q->body_len - 10 - off : 1000;
+    ssize_t k = write(fd, q->body + off, n);
+    if (k != (ssize_t)n)
+      break;
+  }
+  char tail[1024];
+  int tn =
+      snprintf(tail, sizeof(tail),
+               "%.10sPOST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+               "Content-Type: application/json\r\nAcp-Connection-Id: "
+               "%s\r\nContent-Length: %zu\r\n\r\n%s",
+               q->body + q->body_len - 10, q->port, cid, strlen(small), small);
+  ssize_t k = write(fd, tail, (size_t)tn);
+  (void)k;
+  /* two answers, each "HTTP/1.1 202 ...\r\nContent-Length: 0\r\n\r\n" */
+  have = 0;
+  while (q->accepted < 2 && have < sizeof(resp) - 1) {
+    ssize_t r = read(fd, resp + have, sizeof(resp) - 1 - have);
+    if (r <= 0)
+      break;
+    have += (size_t)r;
+    resp[have] = '\0';
+    q->accepted = 0;
+    for (const char *a = resp; (a = strstr(a, "HTTP/1.1 202")); a++)
+      if (strstr(a, "\r\n\r\n"))
+        q->accepted++;
+  }
+  close(fd);
+  uv_sem_post(&q->done);
+}
+
+static void p_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  ppair *q = ud;
+  if (status != 0)
+    return;
+  if (q->got_len + n > q->got_cap) {
+    q->got_cap = (q->got_len + n) * 2;
+    q->got = realloc(q->got, q->got_cap);
+    assert_non_null(q->got);
+  }
+  memcpy(q->got + q->got_len, d, n);
+  q->got_len += n;
+  if (!q->initialized) {
+    q->initialized = true;
+    const char *r = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, strlen(r));
+  }
+}
+
+static void p_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  ppair *q = ud;
+  (void)s;
+  (void)id;
+  q->link = link;
+  acp_uv_link_read_start(link, p_read, q);
+}
+
+static void p_tick(uv_timer_t *t) {
+  ppair *q = t->data;
+  if (uv_sem_trywait(&q->done) != 0) {
+    uv_timer_start(t, p_tick, 5, 0);
+    return;
+  }
+  uv_close((uv_handle_t *)t, NULL);
+  if (q->link)
+    acp_uv_link_close(q->link, 0, NULL, NULL);
+  q->link = NULL;
+  acp_remote_server_close(q->srv);
+  q->srv = NULL;
+}
+
+static void test_post_in_pieces_then_a_pipelined_one(void **state) {
+  ppair *q = calloc(1, sizeof(*q));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  uv_timer_t t;
+  (void)state;
+  q->body_len = 300000;
+  q->body = malloc(q->body_len);
+  assert_non_null(q->body);
+  static const char pre[] =
+      "{\"jsonrpc\":\"2.0\",\"method\":\"big\",\"params\":\"";
+  memset(q->body, 'x', q->body_len);
+  memcpy(q->body, pre, sizeof(pre) - 1);
+  memcpy(q->body + q->body_len - 2, "\"}", 2);
+  assert_int_equal(uv_loop_init(&q->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&q->srv, &q->loop, &so, p_accept, q, NULL, NULL),
+      0);
+  q->port = acp_remote_server_port(q->srv);
+  uv_sem_init(&q->done, 0);
+  assert_int_equal(uv_thread_create(&q->th, pclient, q), 0);
+  uv_timer_init(&q->loop, &t);
+  t.data = q;
+  uv_timer_start(&t, p_tick, 5, 0);
+  assert_int_equal(uv_run(&q->loop, UV_RUN_DEFAULT), 0);
+  uv_thread_join(&q->th);
+  assert_int_equal(q->accepted, 2);
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  static const char small[] = "{\"jsonrpc\":\"2.0\",\"method\":\"small\"}\n";
+  size_t want = strlen(init) + q->body_len + 1 + strlen(small);
+  assert_int_equal(q->got_len, want);
+  assert_memory_equal(q->got, init, strlen(init));
+  assert_memory_equal(q->got + strlen(init), q->body, q->body_len);
+  assert_int_equal(q->got[strlen(init) + q->body_len], '\n');
+  assert_memory_equal(q->got + strlen(init) + q->body_len + 1, small,
+                      strlen(small));
+  assert_int_equal(uv_loop_close(&q->loop), 0);
+  uv_sem_destroy(&q->done);
+  free(q->got);
+  free(q->body);
+  free(q);
+}
+
 /* The loopback exchange with every allocation of the server and the
  * client failing in turn: the loop always ends, every handle is closed,
  * nothing leaks. A run that completes delivers the whole echo. */
@@ -1613,6 +1778,7 @@ int main(void) {
       cmocka_unit_test(test_streamable_http_requests_are_classified),
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
       cmocka_unit_test(test_lines_of_one_write_leave_in_one_send),
+      cmocka_unit_test(test_post_in_pieces_then_a_pipelined_one),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
