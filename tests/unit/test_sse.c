@@ -134,7 +134,7 @@ static int on_big(void *ud, const char *type, size_t tl, const char *data,
 static void test_data_in_place(void **state) {
   (void)state;
   size_t n = 300000;
-  char *in = malloc(n + 64);
+  char *in = malloc(n + 256);
   size_t k = 0;
   assert_non_null(in);
   memcpy(in + k, "data: ", 6);
