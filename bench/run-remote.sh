@@ -42,9 +42,16 @@ pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$tmp"' EXIT
 
 hwm() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$1/status" 2>/dev/null || echo -1; }
-# Appends the server's figures to the client's JSON line.
-addrss() { # FILE SERVER_KIB AGENT_KIB
-  sed "s/}\$/,\"server_peak_rss_kib\":${2:--1},\"server_agent_peak_rss_kib\":${3:--1}}/" "$1" >>"$out"
+# CPU time (user + system) of a live process in microseconds, or -1.
+tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_us() {
+  awk -v t="$tck" '{ sub(/^.*\) /, ""); printf "%d\n", ($12 + $13) * 1000000 / t }' \
+    "/proc/$1/stat" 2>/dev/null || echo -1
+}
+# Appends the server's figures to the client's JSON line: peak RSS, and
+# the CPU the server (and its agent process) spent on this client's turns.
+addrss() { # FILE SERVER_KIB AGENT_KIB SERVER_CPU_US AGENT_CPU_US
+  sed "s/}\$/,\"server_peak_rss_kib\":${2:--1},\"server_agent_peak_rss_kib\":${3:--1},\"server_cpu_us\":${4:--1},\"server_agent_cpu_us\":${5:--1}}/" "$1" >>"$out"
 }
 
 start_servers() {
@@ -73,26 +80,35 @@ run_profile() { # ws|http SIZE N_OURS N_TS
   prof=$1 size=$2 n_ours=$3 n_ts=$4
   if [ "$prof" = http ]; then scheme=http flag=--http; else scheme=ws flag=; fi
   start_servers
+  c0=$(cpu_us "$spid")
   # shellcheck disable=SC2086
   "$acp" bench-client --impl "ours-$prof" --payload "$size" --turns "$n_ours" \
     --url "$scheme://127.0.0.1:$sport/acp" $flag >"$tmp/o.json" &
   cpid=$!
   # acp serve stops the agent when the client goes: its peak is sampled
   # while the turns run (the last reading is at most 0.1 s old).
-  arss=-1
+  # The agent's CPU is its last reading (as its peak RSS).
+  arss=-1 acpu=-1
   while kill -0 "$cpid" 2>/dev/null; do
     apid=$(sed -n 's/.*agent pid //p' "$tmp/serve.log" | tail -1)
     v=$(hwm "${apid:-0}")
     [ -n "$v" ] && [ "$v" -gt "$arss" ] 2>/dev/null && arss=$v
+    v=$(cpu_us "${apid:-0}")
+    [ -n "$v" ] && [ "$v" -ge 0 ] 2>/dev/null && acpu=$v
     sleep 0.1
   done
   wait "$cpid" || echo "{\"impl\":\"ours-$prof\",\"payload\":$size,\"failed\":true}" >"$tmp/o.json"
-  addrss "$tmp/o.json" "$(hwm "$spid")" "$arss"
+  c1=$(cpu_us "$spid")
+  v=$(cpu_us "${apid:-0}") # still there while acp serve stops it
+  [ -n "$v" ] && [ "$v" -gt "$acpu" ] 2>/dev/null && acpu=$v
+  addrss "$tmp/o.json" "$(hwm "$spid")" "$arss" $((c1 - c0)) "$acpu"
+  c0=$(cpu_us "$npid")
   # shellcheck disable=SC2086
   node "$root/bench/turns/ts_client.mjs" --impl "ts-$prof" --payload "$size" --turns "$n_ts" \
     --url "$scheme://127.0.0.1:$nport/acp" $flag >"$tmp/t.json" ||
     echo "{\"impl\":\"ts-$prof\",\"payload\":$size,\"failed\":true}" >"$tmp/t.json"
-  addrss "$tmp/t.json" "$(hwm "$npid")" 0
+  c1=$(cpu_us "$npid")
+  addrss "$tmp/t.json" "$(hwm "$npid")" 0 $((c1 - c0)) -1
   stop_servers
 }
 
@@ -115,9 +131,13 @@ for r in rows:
     by.setdefault(r.get('payload'), {})[r['impl']] = r
 def size(p): return {5: '5 B', 65536: '64 KiB', 1048576: '1 MiB'}.get(p, str(p))
 mib = lambda k: k / 1024 if k is not None and k >= 0 else float('nan')
+def per_turn(r, k):
+    v = r.get(k, -1)
+    return f"{v / r['turns']:.0f}" if v is not None and v >= 0 and r.get('turns') else '-'
 print('| payload | profile | stdio turns/s | ours turns/s | ts turns/s | ours/ts | ours/stdio '
-      '| p50 µs stdio/ours/ts | RSS MiB server ours (serve+agent) / ts | RSS MiB client ours / ts |')
-print('|---|---|---|---|---|---|---|---|---|---|')
+      '| p50 µs stdio/ours/ts | RSS MiB server ours (serve+agent) / ts | RSS MiB client ours / ts '
+      '| CPU µs/turn ours client/serve/agent, ts server |')
+print('|---|---|---|---|---|---|---|---|---|---|---|')
 for p in sorted(k for k in by if k is not None):
     d = by[p]
     for prof in ('ws', 'http'):
@@ -132,5 +152,7 @@ for p in sorted(k for k in by if k is not None):
               f"{s['p50_us']:.0f}/{o['p50_us']:.0f}/{t['p50_us']:.0f} | "
               f"{mib(o['server_peak_rss_kib']):.1f}+{mib(o['server_agent_peak_rss_kib']):.1f} / "
               f"{mib(t['server_peak_rss_kib']):.1f} | "
-              f"{mib(o['client_peak_rss_kib']):.1f} / {mib(t['client_peak_rss_kib']):.1f} |")
+              f"{mib(o['client_peak_rss_kib']):.1f} / {mib(t['client_peak_rss_kib']):.1f} | "
+              f"{per_turn(o, 'client_cpu_us')}/{per_turn(o, 'server_cpu_us')}/"
+              f"{per_turn(o, 'server_agent_cpu_us')}, {per_turn(t, 'server_cpu_us')} |")
 PY

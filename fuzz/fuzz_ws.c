@@ -6,7 +6,8 @@
  * Byte 0: bits 0-1 pick the piece (0 server codec, 1 client codec, 2 the
  * upgrade request and its check, then the Streamable HTTP request
  * classifier for POST/GET/DELETE, 3 a response head, its body decoded
- * (Content-Length, chunked or to the end) and the input as a URL); bits
+ * (Content-Length, chunked or to the end) and the input as a URL; modes
+ * 2 and 3 also run the JSON member scanner over the input); bits
  * 2-7 the piece size the codec and the body decoder are fed in (1..64).
  * Feeding the same bytes at once and in pieces must deliver the same
  * messages (body bytes) and end the same way; every delivered message is
@@ -156,6 +157,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int ea = run_body(&h, d + r, n - (size_t)r, 64, &ha, &ta);
       int eb = run_body(&h, d + r, n - (size_t)r, piece, &hb, &tb);
       if (ea != eb || ha != hb || ta != tb)
+        abort();
+    }
+  }
+  if (mode == 2 || mode == 3) {
+    /* The member scanner: whatever it finds is a non-empty span of the
+     * input, a string one with both quotes. */
+    static const char *const keys[] = {"id", "method", "params", "result"};
+    const char *e = (const char *)d + n, *vb, *ve, *sb, *se;
+    for (size_t k = 0; k < 4; k++) {
+      if (!acp__js_member((const char *)d, e, keys[k], strlen(keys[k]), &vb,
+                          &ve))
+        continue;
+      if (vb < (const char *)d || ve > e || ve <= vb)
+        abort();
+      if (acp__js_member(vb, ve, "sessionId", 9, &sb, &se) &&
+          (sb < vb || se > ve || se <= sb ||
+           (*sb == '"' && (se - sb < 2 || se[-1] != '"'))))
         abort();
     }
   }

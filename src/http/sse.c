@@ -27,16 +27,18 @@ static int dispatch(acp__sse *p, acp__sse_event_cb cb, void *ud) {
     size_t dl = p->data.len;
     const char *type = "message";
     size_t tl = 7;
-    if (dl > 0 && p->data.data[dl - 1] == '\n')
+    if (dl > p->data_off && p->data.data[dl - 1] == '\n')
       dl--;
+    dl -= p->data_off;
     if (p->type.len > 0) {
       type = p->type.data;
       tl = p->type.len;
     }
-    rv = cb(ud, type, tl, dl ? p->data.data : "", dl,
+    rv = cb(ud, type, tl, dl ? p->data.data + p->data_off : "", dl,
             p->id.len ? p->id.data : "", p->id.len);
   }
   acp__buf_clear(&p->data);
+  p->data_off = 0;
   acp__buf_clear(&p->type);
   p->has_data = false;
   return rv;
@@ -46,6 +48,20 @@ static int field(acp__sse *p, const char *name, size_t nl, const char *v,
                  size_t vl) {
   int rv = 0;
   if (nl == 4 && memcmp(name, "data", 4) == 0) {
+    if (p->data.len == 0 && v >= p->line.data &&
+        v + vl == p->line.data + p->line.len) {
+      /* The event's first data line, assembled in the line buffer: the
+       * buffers trade places and the value stays where it is (an offset
+       * skips the field name), instead of a copy of what may be a
+       * megabyte. */
+      acp__buf t = p->data;
+      p->data = p->line;
+      p->line = t;
+      p->data_off = (size_t)(v - p->data.data);
+      rv = acp__buf_putc(&p->data, '\n');
+      p->has_data = true;
+      return rv;
+    }
     rv = acp__buf_append(&p->data, v, vl);
     if (rv == 0)
       rv = acp__buf_putc(&p->data, '\n');
@@ -141,10 +157,13 @@ int acp__sse_feed(acp__sse *p, const char *data, size_t len,
       continue;
     }
     {
-      /* Append the run of ordinary bytes at once. */
-      size_t j = i;
-      while (j < len && data[j] != '\r' && data[j] != '\n')
-        j++;
+      /* Append the run of ordinary bytes at once, found with memchr
+       * (a byte loop here was a visible part of a 1 MiB event's cost). */
+      const char *lf = memchr(data + i, '\n', len - i);
+      size_t j = lf ? (size_t)(lf - data) : len;
+      const char *cr = memchr(data + i, '\r', j - i);
+      if (cr)
+        j = (size_t)(cr - data);
       rv = acp__buf_append(&p->line, data + i, j - i);
       if (rv != 0)
         return rv;

@@ -19,8 +19,11 @@
 /**
  * One dispatched event. `type` is "message" when no `event` field was
  * given; `id` is the last event id (possibly empty); all borrowed for the
- * call. `data` has its final LF removed. Return 0 to continue; any other
- * value stops the feed and is returned by acp__sse_feed().
+ * call. `data` has its final LF removed; when data_len > 0 that LF is
+ * still there to read, at data[data_len] (a consumer that wants the event
+ * as one LF-terminated line can take it in place). Data lines after the
+ * first are joined to it with LF. Return 0 to continue; any other value
+ * stops the feed and is returned by acp__sse_feed().
  */
 typedef int (*acp__sse_event_cb)(void *user_data, const char *type,
                                  size_t type_len, const char *data,
@@ -28,14 +31,15 @@ typedef int (*acp__sse_event_cb)(void *user_data, const char *type,
                                  size_t id_len);
 
 typedef struct acp__sse {
-  acp__buf line; /* the line being assembled */
-  acp__buf data; /* data buffer of the event being assembled */
-  acp__buf type; /* event type buffer */
-  acp__buf id;   /* last event id */
-  int64_t retry; /* last retry value (ms), -1 if none */
-  bool has_data; /* a data field was seen for the current event */
-  bool cr;       /* the previous byte was CR (swallow a following LF) */
-  bool bom_done; /* the first bytes were checked for a BOM */
+  acp__buf line;   /* the line being assembled */
+  acp__buf data;   /* data buffer of the event being assembled */
+  size_t data_off; /* where its data starts (see field() in sse.c) */
+  acp__buf type;   /* event type buffer */
+  acp__buf id;     /* last event id */
+  int64_t retry;   /* last retry value (ms), -1 if none */
+  bool has_data;   /* a data field was seen for the current event */
+  bool cr;         /* the previous byte was CR (swallow a following LF) */
+  bool bom_done;   /* the first bytes were checked for a BOM */
   size_t bom_seen;
 } acp__sse;
 

@@ -443,6 +443,20 @@ static void fail_status(hcli *h, hsock *s, const char *what) {
 static void on_alloc(uv_handle_t *hd, size_t hint, uv_buf_t *buf) {
   hsock *s = hd->data;
   (void)hint;
+  if (!s->tls) {
+    /* Plaintext is read where it is parsed: the free end of s->in (it
+     * was copied there from a read buffer of its own, a megabyte per
+     * 1 MiB event). Emptied by process(), it is released (on_read), so
+     * an idle socket holds no buffer. */
+    if (acp__buf_reserve(&s->in, READ_CHUNK) != 0) {
+      *buf = uv_buf_init(NULL, 0);
+      return;
+    }
+    size_t room = s->in.cap - s->in.len;
+    *buf = uv_buf_init(s->in.data + s->in.len,
+                       room > UINT32_MAX ? UINT32_MAX : (unsigned)room);
+    return;
+  }
   char *p = acp__malloc(&s->h->mem, READ_CHUNK);
   *buf = uv_buf_init(p, p ? (unsigned)READ_CHUNK : 0);
 }
@@ -775,33 +789,35 @@ static char *dup_str(hcli *h, acp_json_doc *doc, const acp_json_val *v) {
   return acp__strndup(&h->mem, p, n);
 }
 
-/* A message from the agent: note what it tells the transport. */
-static void inspect_inbound(hcli *h, const char *p, size_t n) {
-  if (acp_json_doc_parse(h->doc, p, n, NULL) != 0)
-    return;
-  const acp_json_val *root = acp_json_doc_root(h->doc);
-  const acp_json_val *method = acp_json_obj_getz(root, "method");
-  const acp_json_val *id = acp_json_obj_getz(root, "id");
-  if (!method) {
-    /* A response that names a session (session/new, /load, /fork): open
-     * that session's stream, as the SDK's client does. */
-    const acp_json_val *res = acp_json_obj_getz(root, "result");
-    char *sid = dup_str(h, h->doc, acp_json_obj_getz(res, "sessionId"));
-    if (sid) {
-      open_stream(h, sid);
-      acp__free(&h->mem, sid);
-    }
-    return;
+/* A raw JSON string value [vb, ve) (quotes included) fit for a header
+ * (dup_str's rules), copied; NULL if it is not one. Sets *esc when it has
+ * escapes: then only a parse can say what it decodes to. */
+static char *raw_str(hcli *h, const char *vb, const char *ve, bool *esc) {
+  size_t n = (size_t)(ve - vb);
+  if (n < 2 || *vb != '"' || ve[-1] != '"')
+    return NULL;
+  if (memchr(vb + 1, '\\', n - 2)) {
+    *esc = true;
+    return NULL;
   }
-  if (!id)
-    return;
-  /* The agent's request about a session: our answer names it too. */
-  const acp_json_val *params = acp_json_obj_getz(root, "params");
-  char *sid = dup_str(h, h->doc, acp_json_obj_getz(params, "sessionId"));
-  if (!sid)
-    return;
-  size_t il;
-  const char *ir = acp_json_raw(id, &il);
+  for (const char *q = vb + 1; q < ve - 1; q++)
+    if ((unsigned char)*q < 0x20)
+      return NULL;
+  if (n - 2 > 1024)
+    return NULL;
+  return acp__strndup(&h->mem, vb + 1, n - 2);
+}
+
+/* `parent`.sessionId in p[0..n) as a raw string value: [*vb, *ve). */
+static bool member_sid(const char *p, size_t n, const char *parent, size_t plen,
+                       const char **vb, const char **ve) {
+  const char *pb, *pe;
+  return acp__js_member(p, p + n, parent, plen, &pb, &pe) &&
+         acp__js_member(pb, pe, "sessionId", 9, vb, ve);
+}
+
+/* The route of the agent's request `ir` (raw id) to session `sid` (taken). */
+static void add_route(hcli *h, const char *ir, size_t il, char *sid) {
   route *r = acp__calloc(&h->mem, 1, sizeof(*r));
   if (!r || !(r->id = acp__strndup(&h->mem, ir, il))) {
     acp__free(&h->mem, r);
@@ -813,6 +829,71 @@ static void inspect_inbound(hcli *h, const char *p, size_t n) {
   h->routes = r;
 }
 
+/* inspect_inbound() for a message whose session id has escapes: parsed. */
+static void inspect_inbound_parsed(hcli *h, const char *p, size_t n) {
+  if (acp_json_doc_parse(h->doc, p, n, NULL) != 0)
+    return;
+  const acp_json_val *root = acp_json_doc_root(h->doc);
+  const acp_json_val *method = acp_json_obj_getz(root, "method");
+  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  if (!method) {
+    const acp_json_val *res = acp_json_obj_getz(root, "result");
+    char *sid = dup_str(h, h->doc, acp_json_obj_getz(res, "sessionId"));
+    if (sid) {
+      open_stream(h, sid);
+      acp__free(&h->mem, sid);
+    }
+    return;
+  }
+  if (!id)
+    return;
+  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  char *sid = dup_str(h, h->doc, acp_json_obj_getz(params, "sessionId"));
+  if (!sid)
+    return;
+  size_t il;
+  const char *ir = acp_json_raw(id, &il);
+  add_route(h, ir, il, sid);
+}
+
+/*
+ * A message from the agent: note what it tells the transport. A response
+ * that names a session (session/new, /load, /fork) opens that session's
+ * stream, as the SDK's client does; the agent's request about a session
+ * gets a route, so that our answer names the session too. Found with the
+ * member scanner of ws.c, not a parse: the client's session parses every
+ * message anyway, and a parse here was a second pass over each 1 MiB
+ * update (docs/decisions.md). Only a session id with escapes is parsed.
+ */
+static void inspect_inbound(hcli *h, const char *p, size_t n) {
+  const char *e = p + n, *mb, *me, *ib, *ie, *vb, *ve;
+  bool esc = false;
+  if (!acp__js_member(p, e, "method", 6, &mb, &me)) {
+    if (!member_sid(p, n, "result", 6, &vb, &ve))
+      return;
+    char *sid = raw_str(h, vb, ve, &esc);
+    if (esc) {
+      inspect_inbound_parsed(h, p, n);
+      return;
+    }
+    if (sid) {
+      open_stream(h, sid);
+      acp__free(&h->mem, sid);
+    }
+    return;
+  }
+  if (!acp__js_member(p, e, "id", 2, &ib, &ie) ||
+      !member_sid(p, n, "params", 6, &vb, &ve))
+    return;
+  char *sid = raw_str(h, vb, ve, &esc);
+  if (esc) {
+    inspect_inbound_parsed(h, p, n);
+    return;
+  }
+  if (sid)
+    add_route(h, ib, (size_t)(ie - ib), sid);
+}
+
 static int on_event(void *ud, const char *type, size_t type_len,
                     const char *data, size_t data_len, const char *id,
                     size_t id_len) {
@@ -822,23 +903,51 @@ static int on_event(void *ud, const char *type, size_t type_len,
   (void)id_len;
   if (!(type_len == 7 && memcmp(type, "message", 7) == 0) || data_len == 0)
     return 0;
-  char *line = acp__malloc(&h->mem, data_len + 1);
-  if (!line)
-    return ACP_ERR_NOMEM;
-  /* Line mode: data lines joined by LF are one message. */
-  for (size_t i = 0; i < data_len; i++)
-    line[i] = (data[i] == '\n' || data[i] == '\r') ? ' ' : data[i];
-  line[data_len] = '\n';
-  inspect_inbound(h, line, data_len);
-  deliver(h, line, data_len + 1);
+  /* The SSE parser left the event's LF after it (data[data_len]): an
+   * event of one data line (what servers send: JSON has no raw LF to
+   * split) is already a line and goes on in place. One of several data
+   * lines is copied, the LFs that joined them made spaces (line mode).
+   * The parser never leaves a CR in data: CR ends an SSE line. */
+  char *line = NULL;
+  const char *msg = data;
+  if (memchr(data, '\n', data_len) != NULL) {
+    line = acp__malloc(&h->mem, data_len + 1);
+    if (!line)
+      return ACP_ERR_NOMEM;
+    memcpy(line, data, data_len);
+    for (char *q = line; (q = memchr(q, '\n', data_len - (size_t)(q - line)));)
+      *q++ = ' ';
+    line[data_len] = '\n';
+    msg = line;
+  }
+  inspect_inbound(h, msg, data_len);
+  deliver(h, msg, data_len + 1);
   acp__free(&h->mem, line);
   /* The link may have been closed or failed from in there. */
   return (s->closed || h->failed) ? ACP_ERR_CLOSED : 0;
 }
 
-/* What the message we are about to send needs: its session, whether it
- * is initialize, a request's id. */
-static int inspect_outbound(hcli *h, hmsg *m) {
+/* The route noted for our answer to the agent's request `ir`, if any:
+ * its session goes to m->sid. */
+static void take_route(hcli *h, hmsg *m, const char *ir, size_t il) {
+  for (route **pp = &h->routes; *pp; pp = &(*pp)->next) {
+    route *r = *pp;
+    if (strlen(r->id) == il && memcmp(r->id, ir, il) == 0) {
+      *pp = r->next;
+      m->sid = r->sid;
+      acp__free(&h->mem, r->id);
+      acp__free(&h->mem, r);
+      break;
+    }
+  }
+}
+
+/* inspect_outbound() for a message with escapes where it matters. */
+static int inspect_outbound_parsed(hcli *h, hmsg *m) {
+  acp__free(&h->mem, m->sid);
+  acp__free(&h->mem, m->req_id);
+  m->sid = m->req_id = NULL;
+  m->is_init = false;
   if (acp_json_doc_parse(h->doc, m->body, m->len, NULL) != 0)
     return 0; /* the agent answers a parse error; not ours to judge */
   const acp_json_val *root = acp_json_doc_root(h->doc);
@@ -855,18 +964,33 @@ static int inspect_outbound(hcli *h, hmsg *m) {
       return ACP_ERR_NOMEM;
     return 0;
   }
-  if (!ir)
+  if (ir)
+    take_route(h, m, ir, il);
+  return 0;
+}
+
+/* What the message we are about to send needs: its session, whether it
+ * is initialize, a request's id. Scanned like inspect_inbound(): a parse
+ * here was a pass over every 1 MiB prompt on top of the writer's. */
+static int inspect_outbound(hcli *h, hmsg *m) {
+  const char *p = m->body, *e = m->body + m->len, *mb, *me, *ib, *ie, *vb, *ve;
+  bool esc = false;
+  bool has_id = acp__js_member(p, e, "id", 2, &ib, &ie);
+  if (!acp__js_member(p, e, "method", 6, &mb, &me)) {
+    if (has_id)
+      take_route(h, m, ib, (size_t)(ie - ib));
     return 0;
-  for (route **pp = &h->routes; *pp; pp = &(*pp)->next) {
-    route *r = *pp;
-    if (strlen(r->id) == il && memcmp(r->id, ir, il) == 0) {
-      *pp = r->next;
-      m->sid = r->sid;
-      acp__free(&h->mem, r->id);
-      acp__free(&h->mem, r);
-      break;
-    }
   }
+  if (memchr(mb, '\\', (size_t)(me - mb)))
+    return inspect_outbound_parsed(h, m);
+  m->is_init = has_id && me - mb == 12 && memcmp(mb, "\"initialize\"", 12) == 0;
+  if (member_sid(p, m->len, "params", 6, &vb, &ve)) {
+    m->sid = raw_str(h, vb, ve, &esc);
+    if (esc)
+      return inspect_outbound_parsed(h, m);
+  }
+  if (has_id && !(m->req_id = acp__strndup(&h->mem, ib, (size_t)(ie - ib))))
+    return ACP_ERR_NOMEM;
   return 0;
 }
 
@@ -1291,11 +1415,10 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   if (n > 0 && s->tls) {
     tls_read(s, buf->base, (size_t)n);
   } else if (n > 0) {
+    /* Read into s->in (on_alloc). */
     s->got_bytes = true;
-    if (acp__buf_append(&s->in, buf->base, (size_t)n) != 0)
-      fail(s->h, ACP_ERR_NOMEM, "out of memory");
-    else
-      process(s);
+    s->in.len += (size_t)n;
+    process(s);
   } else if (n == UV_ENOBUFS) {
     /* Our read buffer could not be had: not the server ending a stream
      * (a session stream's end is taken calmly, and what was in flight on
@@ -1304,7 +1427,10 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   } else if (n < 0) {
     sock_ended(s, (int)n);
   }
-  acp__free(&s->h->mem, buf->base);
+  if (s->tls)
+    acp__free(&s->h->mem, buf->base);
+  else if (s->in.len == 0)
+    acp__buf_dispose(&s->in);
 }
 
 /* MARK: - HTTP/2 (Private) */
@@ -1740,9 +1866,12 @@ static int op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
     if (h->line_drop || blank || total > h->max_msg) {
       acp_uv_link_user_written(h->link, seg + 1);
     } else {
-      hmsg *m = acp__calloc(&h->mem, 1, sizeof(*m) + total + 1);
+      /* Not calloc: the body is written over at once (zeroing it first
+       * was another pass over a 1 MiB prompt). */
+      hmsg *m = acp__malloc(&h->mem, sizeof(*m) + total + 1);
       if (!m)
         return ACP_ERR_NOMEM;
+      memset(m, 0, sizeof(*m));
       if (h->line.len)
         memcpy(m->body, h->line.data, h->line.len);
       memcpy(m->body + h->line.len, data, seg);

@@ -2,6 +2,7 @@
  * RFC 6455 frames and the HTTP/1.1 upgrade, sans I/O. Our own codec rather
  * than wslay: docs/decisions.md says why (allocator, copies, control).
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "ws_int.h"
@@ -863,6 +864,92 @@ acp_ssize acp__http_body_feed(acp__http_body *b, const char *in, size_t len,
     }
   }
   return (acp_ssize)i;
+}
+
+/* MARK: - JSON members without a parse */
+
+static const char *js_ws(const char *p, const char *e) {
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+    p++;
+  return p;
+}
+
+/* p at '"': the byte after the closing quote, or NULL. */
+static const char *js_str_end(const char *p, const char *e) {
+  p++;
+  for (;;) {
+    const char *q = p < e ? memchr(p, '"', (size_t)(e - p)) : NULL;
+    if (!q)
+      return NULL;
+    size_t bs = 0;
+    while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
+      bs++;
+    if (bs % 2 == 0)
+      return q + 1;
+    p = q + 1;
+  }
+}
+
+/* The byte after the value at p, or NULL. */
+static const char *js_val_end(const char *p, const char *e) {
+  size_t depth = 0;
+  while (p < e) {
+    char ch = *p;
+    if (ch == '"') {
+      p = js_str_end(p, e);
+      if (!p)
+        return NULL;
+      if (depth == 0)
+        return p;
+      continue;
+    }
+    if (ch == '{' || ch == '[') {
+      depth++;
+    } else if (ch == '}' || ch == ']') {
+      if (depth == 0)
+        return p; /* a scalar ended by its container */
+      if (--depth == 0)
+        return p + 1;
+    } else if (depth == 0 && (ch == ',' || ch == ' ' || ch == '\t' ||
+                              ch == '\r' || ch == '\n')) {
+      return p;
+    }
+    p++;
+  }
+  return depth == 0 ? p : NULL;
+}
+
+bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
+                    const char **vb, const char **ve) {
+  p = js_ws(p, e);
+  if (p >= e || *p != '{')
+    return false;
+  p++;
+  for (;;) {
+    p = js_ws(p, e);
+    if (p >= e || *p != '"')
+      return false;
+    const char *ks = p + 1, *kend = js_str_end(p, e);
+    if (!kend)
+      return false;
+    p = js_ws(kend, e);
+    if (p >= e || *p != ':')
+      return false;
+    p = js_ws(p + 1, e);
+    const char *v = p;
+    p = js_val_end(p, e);
+    if (!p || p == v)
+      return false;
+    if ((size_t)(kend - 1 - ks) == klen && memcmp(ks, key, klen) == 0) {
+      *vb = v;
+      *ve = p;
+      return true;
+    }
+    p = js_ws(p, e);
+    if (p >= e || *p != ',')
+      return false;
+    p++;
+  }
 }
 
 /* MARK: - URLs */

@@ -236,6 +236,22 @@ int acp__http_body_init(acp__http_body *b, const acp__http_head *h);
 acp_ssize acp__http_body_feed(acp__http_body *b, const char *in, size_t len,
                               const char **out, size_t *out_len);
 
+/* MARK: - JSON members without a parse */
+
+/*
+ * Just enough JSON to route a message without parsing it: messages can be
+ * megabytes, and the transport needs a few members near the top (method,
+ * id, params.sessionId, result.sessionId). Strings are skipped with
+ * memchr, nothing is validated or allocated. In the object at p[0..e),
+ * finds member `key` (compared as raw bytes: a key written with escapes is
+ * not found) and sets [*vb, *ve) to its raw value (a string with its
+ * quotes). False when absent or when the input is not a JSON object; a
+ * caller then treats the message as having no such member (the JSON
+ * parser of whoever reads the message reports what is wrong with it).
+ */
+bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
+                    const char **vb, const char **ve);
+
 /* MARK: - URLs */
 
 /* ws://, http:// (and the TLS schemes, recognised to be refused). Parts

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <arpa/inet.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -774,6 +775,42 @@ static void test_response_bodies_are_decoded(void **state) {
                    ACP_ERR_PARSE);
 }
 
+/* The member scanner the transport routes with (no parse): top-level
+ * members only, strings skipped whole (escaped quotes, braces inside),
+ * raw values; not an object or broken: not found. */
+static bool member_is(const char *json, const char *key, const char *want) {
+  const char *vb, *ve;
+  if (!acp__js_member(json, json + strlen(json), key, strlen(key), &vb, &ve))
+    return want == NULL;
+  return want != NULL && (size_t)(ve - vb) == strlen(want) &&
+         memcmp(vb, want, strlen(want)) == 0;
+}
+
+static void test_json_members_are_found_without_a_parse(void **state) {
+  (void)state;
+  static const char m[] =
+      "{\"jsonrpc\":\"2.0\", \"method\" : \"session/update\",\"params\":"
+      "{\"text\":\"a \\\"}\\\\\",\"x\":[1,{\"id\":9}],\"sessionId\":\"s1\"},"
+      "\"id\":-12.5e3 }";
+  assert_true(member_is(m, "method", "\"session/update\""));
+  assert_true(member_is(m, "id", "-12.5e3"));
+  assert_true(member_is(m, "sessionId", NULL)); /* only in params */
+  assert_true(member_is(m, "params",
+                        "{\"text\":\"a \\\"}\\\\\",\"x\":[1,{\"id\":9}],"
+                        "\"sessionId\":\"s1\"}"));
+  const char *pb, *pe, *vb, *ve;
+  assert_true(acp__js_member(m, m + strlen(m), "params", 6, &pb, &pe));
+  assert_true(acp__js_member(pb, pe, "sessionId", 9, &vb, &ve));
+  assert_int_equal(ve - vb, 4);
+  assert_memory_equal(vb, "\"s1\"", 4);
+  assert_true(member_is("[1,2]", "id", NULL));
+  assert_true(member_is("{\"id\":\"unterminated}", "id", NULL));
+  assert_true(member_is("{\"a\":1 \"id\":2}", "id", NULL)); /* no comma */
+  assert_true(member_is("{\"a\":{\"b\":[}", "id", NULL));
+  assert_true(member_is("{}", "id", NULL));
+  assert_true(member_is(" {\"id\":null}", "id", "null"));
+}
+
 static void test_urls_are_parsed(void **state) {
   acp__url u;
   (void)state;
@@ -1433,6 +1470,342 @@ static void test_streamable_http2_permission_cancel_and_1mib(void **state) {
   free(t);
 }
 
+/* Lines the server's link is given in one write leave in one send: a
+ * turn's last update and its answer (one read of the agent's stdout) were
+ * two segments, and two wake-ups of the client. Seen from a raw client
+ * socket: the data segments it received (TCP_INFO) while they came, once
+ * as WebSocket frames and once as SSE events. */
+typedef struct bpair {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link;
+  int port;
+  bool sse; /* Streamable HTTP, else WebSocket */
+  uv_thread_t th;
+  uv_sem_t ready; /* the client is set to count */
+  bool sent;
+  bool initialized;
+  /* the client's findings, checked on the test's thread */
+  char got[256];
+  size_t got_len;
+  unsigned segs;
+  bool ok;
+} bpair;
+
+static unsigned data_segs_in(int fd) {
+  struct tcp_info ti;
+  socklen_t n = sizeof(ti);
+  memset(&ti, 0, sizeof(ti));
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0)
+    return 0;
+  return ti.tcpi_data_segs_in;
+}
+
+/* Read until `stop` appears (after `from`), at most sizeof(buf) - 1. */
+static size_t read_until(int fd, char *buf, size_t cap, size_t have,
+                         const char *stop, size_t from) {
+  while (have < cap - 1) {
+    buf[have] = '\0';
+    if (have > from && has(buf + from, have - from, stop))
+      return have;
+    ssize_t k = read(fd, buf + have, cap - 1 - have);
+    if (k <= 0)
+      return have;
+    have += (size_t)k;
+  }
+  return have;
+}
+
+static void bclient(void *arg) {
+  bpair *b = arg;
+  char req[512], resp[4096];
+  int fd = raw_connect(b->port), sfd = fd;
+  size_t have;
+  if (!b->sse) {
+    snprintf(req, sizeof(req),
+             "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" UP "\r\n", b->port);
+    raw_send(fd, req);
+    have = read_until(fd, resp, sizeof(resp), 0, "\r\n\r\n", 0);
+    b->ok = has(resp, have, "HTTP/1.1 101");
+  } else {
+    const char *body =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+    snprintf(req, sizeof(req),
+             "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             b->port, strlen(body), body);
+    raw_send(fd, req);
+    have = read_until(fd, resp, sizeof(resp), 0, "}", 0);
+    const char *id = strstr(resp, "Acp-Connection-Id: ");
+    b->ok = has(resp, have, "HTTP/1.1 200") && id != NULL;
+    sfd = raw_connect(b->port);
+    snprintf(req, sizeof(req),
+             "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Accept: text/event-stream\r\nAcp-Connection-Id: %.36s\r\n\r\n",
+             b->port, id ? id + 19 : "");
+    raw_send(sfd, req);
+    have = read_until(sfd, resp, sizeof(resp), 0, "\r\n\r\n", 0);
+    b->ok = b->ok && has(resp, have, "HTTP/1.1 200");
+  }
+  /* Everything before the two messages is in: count from here. */
+  unsigned s0 = data_segs_in(sfd);
+  uv_sem_post(&b->ready);
+  b->got_len = read_until(sfd, b->got, sizeof(b->got), 0, "\"b\":2}", 0);
+  if (b->sse)
+    b->got_len = read_until(sfd, b->got, sizeof(b->got), b->got_len, "\n\n",
+                            b->got_len > 2 ? b->got_len - 2 : 0);
+  b->segs = data_segs_in(sfd) - s0;
+  if (sfd != fd)
+    close(sfd);
+  close(fd);
+}
+
+static void b_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  bpair *b = ud;
+  (void)d;
+  (void)n;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    b->link = NULL;
+    acp_remote_server_close(b->srv);
+    b->srv = NULL;
+    return;
+  }
+  if (b->sse && !b->initialized) {
+    b->initialized = true;
+    const char *r = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, strlen(r));
+  }
+}
+
+static void b_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  bpair *b = ud;
+  (void)s;
+  (void)id;
+  b->link = link;
+  acp_uv_link_read_start(link, b_read, b);
+}
+
+static void b_tick(uv_timer_t *t) {
+  bpair *b = t->data;
+  if (uv_sem_trywait(&b->ready) != 0) {
+    uv_timer_start(t, b_tick, 5, 0); /* not yet: look again */
+    return;
+  }
+  static const char two[] = "{\"a\":1}\n{\"b\":2}\n";
+  assert_non_null(b->link);
+  assert_int_equal(acp_uv_link_write(b->link, two, sizeof(two) - 1), 0);
+  b->sent = true;
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static void batch_case(bool sse) {
+  bpair *b = calloc(1, sizeof(*b));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  uv_timer_t t;
+  b->sse = sse;
+  assert_int_equal(uv_loop_init(&b->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&b->srv, &b->loop, &so, b_accept, b, NULL, NULL),
+      0);
+  b->port = acp_remote_server_port(b->srv);
+  uv_sem_init(&b->ready, 0);
+  assert_int_equal(uv_thread_create(&b->th, bclient, b), 0);
+  uv_timer_init(&b->loop, &t);
+  t.data = b;
+  uv_timer_start(&t, b_tick, 5, 0);
+  /* The client's end closes the link (b_read), then the server. */
+  assert_int_equal(uv_run(&b->loop, UV_RUN_DEFAULT), 0);
+  uv_thread_join(&b->th);
+  assert_true(b->ok);
+  assert_true(b->sent);
+  b->got[b->got_len] = '\0';
+  if (sse) {
+    assert_string_equal(b->got, "data: {\"a\":1}\n\ndata: {\"b\":2}\n\n");
+  } else {
+    /* two unmasked text frames of 7 bytes */
+    assert_int_equal(b->got_len, 18);
+    assert_memory_equal(b->got, "\x81\x07{\"a\":1}\x81\x07{\"b\":2}", 18);
+  }
+  assert_int_equal(b->segs, 1);
+  assert_int_equal(uv_loop_close(&b->loop), 0);
+  uv_sem_destroy(&b->ready);
+  free(b);
+}
+
+static void test_lines_of_one_write_leave_in_one_send(void **state) {
+  (void)state;
+  batch_case(false);
+  batch_case(true);
+}
+
+/* A POST body that comes in many pieces, and a second POST pipelined
+ * behind its last bytes, reach the link whole and in order (the server
+ * reads a request into the buffer it parses, sized by Content-Length once
+ * the head is in). */
+typedef struct ppair {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link;
+  int port;
+  uv_thread_t th;
+  uv_sem_t done;
+  bool initialized;
+  char *got;
+  size_t got_len, got_cap;
+  char *body; /* the big body */
+  size_t body_len;
+  int accepted; /* 202s the client read */
+} ppair;
+
+static void pclient(void *arg) {
+  ppair *q = arg;
+  char head[512], resp[4096];
+  const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+  const char *small = "{\"jsonrpc\":\"2.0\",\"method\":\"small\"}";
+  int fd = raw_connect(q->port);
+  snprintf(head, sizeof(head),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+           q->port, strlen(init), init);
+  raw_send(fd, head);
+  size_t have = read_until(fd, resp, sizeof(resp), 0, "}", 0);
+  const char *id = strstr(resp, "Acp-Connection-Id: ");
+  if (!has(resp, have, "HTTP/1.1 200") || !id) {
+    close(fd);
+    uv_sem_post(&q->done);
+    return;
+  }
+  char cid[37];
+  memcpy(cid, id + 19, 36);
+  cid[36] = '\0';
+  /* the big POST: head, then the body 1000 bytes a write, its last 10
+   * bytes in one write with the whole small POST */
+  snprintf(head, sizeof(head),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nAcp-Connection-Id: %s\r\n"
+           "Content-Length: %zu\r\n\r\n",
+           q->port, cid, q->body_len);
+  raw_send(fd, head);
+  for (size_t off = 0; off + 10 < q->body_len; off += 1000) {
+    size_t n = q->body_len - 10 - off < 1000 ? q->body_len - 10 - off : 1000;
+    ssize_t k = write(fd, q->body + off, n);
+    if (k != (ssize_t)n)
+      break;
+  }
+  char tail[1024];
+  int tn =
+      snprintf(tail, sizeof(tail),
+               "%.10sPOST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+               "Content-Type: application/json\r\nAcp-Connection-Id: "
+               "%s\r\nContent-Length: %zu\r\n\r\n%s",
+               q->body + q->body_len - 10, q->port, cid, strlen(small), small);
+  ssize_t k = write(fd, tail, (size_t)tn);
+  (void)k;
+  /* two answers, each "HTTP/1.1 202 ...\r\nContent-Length: 0\r\n\r\n" */
+  have = 0;
+  while (q->accepted < 2 && have < sizeof(resp) - 1) {
+    ssize_t r = read(fd, resp + have, sizeof(resp) - 1 - have);
+    if (r <= 0)
+      break;
+    have += (size_t)r;
+    resp[have] = '\0';
+    q->accepted = 0;
+    for (const char *a = resp; (a = strstr(a, "HTTP/1.1 202")); a++)
+      if (strstr(a, "\r\n\r\n"))
+        q->accepted++;
+  }
+  close(fd);
+  uv_sem_post(&q->done);
+}
+
+static void p_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  ppair *q = ud;
+  if (status != 0)
+    return;
+  if (q->got_len + n > q->got_cap) {
+    q->got_cap = (q->got_len + n) * 2;
+    q->got = realloc(q->got, q->got_cap);
+    assert_non_null(q->got);
+  }
+  memcpy(q->got + q->got_len, d, n);
+  q->got_len += n;
+  if (!q->initialized) {
+    q->initialized = true;
+    const char *r = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, strlen(r));
+  }
+}
+
+static void p_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  ppair *q = ud;
+  (void)s;
+  (void)id;
+  q->link = link;
+  acp_uv_link_read_start(link, p_read, q);
+}
+
+static void p_tick(uv_timer_t *t) {
+  ppair *q = t->data;
+  if (uv_sem_trywait(&q->done) != 0) {
+    uv_timer_start(t, p_tick, 5, 0);
+    return;
+  }
+  uv_close((uv_handle_t *)t, NULL);
+  if (q->link)
+    acp_uv_link_close(q->link, 0, NULL, NULL);
+  q->link = NULL;
+  acp_remote_server_close(q->srv);
+  q->srv = NULL;
+}
+
+static void test_post_in_pieces_then_a_pipelined_one(void **state) {
+  ppair *q = calloc(1, sizeof(*q));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  uv_timer_t t;
+  (void)state;
+  q->body_len = 300000;
+  q->body = malloc(q->body_len);
+  assert_non_null(q->body);
+  static const char pre[] =
+      "{\"jsonrpc\":\"2.0\",\"method\":\"big\",\"params\":\"";
+  memset(q->body, 'x', q->body_len);
+  memcpy(q->body, pre, sizeof(pre) - 1);
+  memcpy(q->body + q->body_len - 2, "\"}", 2);
+  assert_int_equal(uv_loop_init(&q->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&q->srv, &q->loop, &so, p_accept, q, NULL, NULL),
+      0);
+  q->port = acp_remote_server_port(q->srv);
+  uv_sem_init(&q->done, 0);
+  assert_int_equal(uv_thread_create(&q->th, pclient, q), 0);
+  uv_timer_init(&q->loop, &t);
+  t.data = q;
+  uv_timer_start(&t, p_tick, 5, 0);
+  assert_int_equal(uv_run(&q->loop, UV_RUN_DEFAULT), 0);
+  uv_thread_join(&q->th);
+  assert_int_equal(q->accepted, 2);
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  static const char small[] = "{\"jsonrpc\":\"2.0\",\"method\":\"small\"}\n";
+  size_t want = strlen(init) + q->body_len + 1 + strlen(small);
+  assert_int_equal(q->got_len, want);
+  assert_memory_equal(q->got, init, strlen(init));
+  assert_memory_equal(q->got + strlen(init), q->body, q->body_len);
+  assert_int_equal(q->got[strlen(init) + q->body_len], '\n');
+  assert_memory_equal(q->got + strlen(init) + q->body_len + 1, small,
+                      strlen(small));
+  assert_int_equal(uv_loop_close(&q->loop), 0);
+  uv_sem_destroy(&q->done);
+  free(q->got);
+  free(q->body);
+  free(q);
+}
+
 /* The loopback exchange with every allocation of the server and the
  * client failing in turn: the loop always ends, every handle is closed,
  * nothing leaks. A run that completes delivers the whole echo. */
@@ -1830,6 +2203,7 @@ int main(void) {
       cmocka_unit_test(test_streamable_http2_server_goes_away),
       cmocka_unit_test(test_response_bodies_are_decoded),
       cmocka_unit_test(test_urls_are_parsed),
+      cmocka_unit_test(test_json_members_are_found_without_a_parse),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
@@ -1839,6 +2213,8 @@ int main(void) {
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
       cmocka_unit_test(test_unread_session_stream_h2_backs_up_into_the_link),
       cmocka_unit_test(test_streamable_http2_permission_cancel_and_1mib),
+      cmocka_unit_test(test_lines_of_one_write_leave_in_one_send),
+      cmocka_unit_test(test_post_in_pieces_then_a_pipelined_one),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

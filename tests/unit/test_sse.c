@@ -11,7 +11,9 @@
 
 #include "http/sse.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct rec {
@@ -100,11 +102,83 @@ static void test_limits(void **state) {
   acp__sse_dispose(&p);
 }
 
+/* Events handed over with the LF that ended them still readable after
+ * the data (data[data_len], which the remote client delivers in place),
+ * for events larger than any feed, and the buffers the parser swaps for a
+ * first data line keep later events (one line or several) intact. */
+typedef struct big {
+  size_t lens[8];
+  bool lf_after[8];
+  bool pattern[8]; /* data is 'a'..'z' repeated */
+  char small[8][16];
+  int count;
+} big;
+
+static int on_big(void *ud, const char *type, size_t tl, const char *data,
+                  size_t dl, const char *id, size_t il) {
+  big *b = ud;
+  (void)type, (void)tl, (void)id, (void)il;
+  assert_true(b->count < 8);
+  b->lens[b->count] = dl;
+  b->lf_after[b->count] = dl > 0 && data[dl] == '\n';
+  bool ok = true;
+  for (size_t i = 0; i < dl && ok; i++)
+    ok = data[i] == (char)('a' + i % 26);
+  b->pattern[b->count] = ok;
+  if (dl < 16)
+    memcpy(b->small[b->count], data, dl);
+  b->count++;
+  return 0;
+}
+
+static void test_data_in_place(void **state) {
+  (void)state;
+  size_t n = 300000;
+  char *in = malloc(n + 256);
+  size_t k = 0;
+  assert_non_null(in);
+  memcpy(in + k, "data: ", 6);
+  k += 6;
+  for (size_t i = 0; i < n; i++)
+    in[k++] = (char)('a' + i % 26);
+  /* then an event of two data lines, then a small one, twice */
+  const char *tail = "\n\ndata: abc\ndata:efg\n\ndata: ab\r\n\r\n"
+                     "data: abc\ndata:efg\n\ndata: ab\r\n\r\n";
+  memcpy(in + k, tail, strlen(tail));
+  k += strlen(tail);
+  size_t steps[] = {1000, 65536, 7, 1 << 20};
+  for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+    acp__sse p;
+    big b;
+    memset(&b, 0, sizeof(b));
+    acp__sse_init(&p, acp_mem_default(), 0);
+    for (size_t i = 0; i < k; i += steps[s])
+      assert_int_equal(acp__sse_feed(&p, in + i,
+                                     k - i < steps[s] ? k - i : steps[s],
+                                     on_big, &b),
+                       0);
+    assert_int_equal(b.count, 5);
+    assert_int_equal(b.lens[0], n);
+    assert_true(b.pattern[0]);
+    for (int e = 0; e < 5; e++)
+      assert_true(b.lf_after[e]);
+    for (int e = 1; e < 5; e += 2) {
+      assert_int_equal(b.lens[e], 7);
+      assert_memory_equal(b.small[e], "abc\nefg", 7);
+      assert_int_equal(b.lens[e + 1], 2);
+      assert_memory_equal(b.small[e + 1], "ab", 2);
+    }
+    acp__sse_dispose(&p);
+  }
+  free(in);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic),
       cmocka_unit_test(test_retry),
       cmocka_unit_test(test_limits),
+      cmocka_unit_test(test_data_in_place),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
