@@ -1370,14 +1370,19 @@ static int process_line(acp_rpc_session *s, const char *p, size_t n) {
  */
 static int fast_line(acp_rpc_session *s, const char *p, size_t n,
                      size_t *used) {
+  size_t cap = acp_ndjson_max_line(&s->framer);
   size_t at;
   size_t k;
 
   *used = 0;
+  /* Never look past the cap (+ CR LF): a line over it is the framer's to
+   * drop unparsed, without a tape built for it first. */
+  if (cap < SIZE_MAX - 2 && n > cap + 2)
+    n = cap + 2;
   if (acp__json_doc_parse_line(s->doc, p, n, &at) != 0)
     return 0;
   k = at > 0 && p[at - 1] == '\r' ? at - 1 : at;
-  if (k > acp_ndjson_max_line(&s->framer))
+  if (k > cap)
     return 0; /* the framer reports it */
   *used = at + 1;
   return 1;

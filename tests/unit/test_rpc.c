@@ -510,6 +510,69 @@ static void test_rpc_fast_lines_match_framed_lines(void **state) {
   }
 }
 
+/* The largest single allocation a session made (a line over the cap must
+ * not get a tape built for it by the fast path before the framer drops
+ * it). */
+static size_t big_alloc;
+static void *big_malloc(size_t n, void *ud) {
+  (void)ud;
+  if (n > big_alloc)
+    big_alloc = n;
+  return malloc(n);
+}
+static void big_free(void *p, void *ud) {
+  (void)ud;
+  free(p);
+}
+static void *big_calloc(size_t m, size_t n, void *ud) {
+  (void)ud;
+  if (m * n > big_alloc)
+    big_alloc = m * n;
+  return calloc(m, n);
+}
+static void *big_realloc(void *p, size_t n, void *ud) {
+  (void)ud;
+  if (n > big_alloc)
+    big_alloc = n;
+  return realloc(p, n);
+}
+
+static void test_rpc_fast_line_over_cap_not_parsed(void **state) {
+  acp_mem mem = {NULL, big_malloc, big_free, big_calloc, big_realloc};
+  rec r = {.mode = MODE_ECHO};
+  cfg c = {.max_line = 64};
+  acp_rpc_session *s;
+  enum { N = 20000 };
+  static const char req[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\n";
+  char *line = malloc(2 * N + 64);
+  size_t n = 0;
+  int i;
+
+  (void)state;
+  assert_non_null(line);
+  big_alloc = 0;
+  s = mk(&r, &c, &mem);
+  /* A valid JSON line of 20,000 values, whole in one input. */
+  line[n++] = '[';
+  for (i = 0; i < N; i++) {
+    line[n++] = '1';
+    line[n++] = i + 1 < N ? ',' : ']';
+  }
+  line[n++] = '\n';
+  memcpy(line + n, req, strlen(req));
+  n += strlen(req);
+  assert_int_equal(acp_rpc_session_recv(s, line, n, 0), (acp_ssize)n);
+  drain(s);
+  assert_string_equal(out,
+                      "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":"
+                      "-32600,\"message\":\"Message exceeds 64 bytes\"}}\n"
+                      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}\n");
+  /* A tape for 20,000 values would be hundreds of KiB. */
+  assert_true(big_alloc < 16384);
+  acp_rpc_session_free(s);
+  free(line);
+}
+
 static void test_rpc_no_handler_answers_method_not_found(void **state) {
   rec r = {0};
   cfg c = {.no_request_cb = true};
@@ -1470,6 +1533,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_big_message_split_in_chunks),
       cmocka_unit_test(test_rpc_big_message_read_in_place),
       cmocka_unit_test(test_rpc_fast_lines_match_framed_lines),
+      cmocka_unit_test(test_rpc_fast_line_over_cap_not_parsed),
       cmocka_unit_test(test_rpc_no_handler_answers_method_not_found),
       cmocka_unit_test(test_rpc_too_many_incoming_answered_internal_error),
       cmocka_unit_test(test_rpc_respond_twice_or_unknown_handle_not_found),
