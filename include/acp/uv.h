@@ -697,6 +697,22 @@ ACP_EXTERN int acp_mcp_run_fds(acp_mcp_conn *conn, int in_fd, int out_fd,
                                uint64_t flush_timeout_ms);
 /** acp_mcp_run_fds(conn, 0, 1, flush_timeout_ms). */
 ACP_EXTERN int acp_mcp_run_stdio(acp_mcp_conn *conn, uint64_t flush_timeout_ms);
+
+/**
+ * acp_mcp_run_fds() with a bounded spin on the read side (0: none, as
+ * acp_mcp_run_fds()): after a loop iteration that read or wrote, the read
+ * descriptor is polled for up to `read_spin_us` microseconds since the last
+ * bytes came, yielding the CPU between polls, before the loop sleeps; bytes
+ * that come meanwhile are handled at once. It saves the wake-up through the
+ * kernel of a client that sends its next request soon after our answer,
+ * at the price of that much CPU after each burst of traffic and none while
+ * idle; only a pipe or socket is polled (docs/decisions.md, "Wake-ups").
+ * Same arguments, behaviour and results as acp_mcp_run_fds() otherwise.
+ */
+ACP_EXTERN int acp_mcp_run_fds_spin(acp_mcp_conn *conn, int in_fd, int out_fd,
+                                    uint64_t flush_timeout_ms,
+                                    uint32_t read_spin_us);
+
 /* MARK: - MCP bridge handshakes */
 
 /*

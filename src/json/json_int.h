@@ -122,6 +122,42 @@ static inline int acp__json_special64(const unsigned char *p) {
 }
 #endif
 
+/*
+ * AVX2 steps for long strings (json_avx2.c): x86-64 with GCC or Clang, used
+ * when the CPU has AVX2 (checked at run time, so the library still runs on
+ * any x86-64). Define ACP_NO_AVX2 to build without them. Each returns how
+ * many leading bytes lie in 64-byte blocks free of special bytes (quote,
+ * backslash, control bytes, bytes >= 0x80), i.e. a multiple of 64 that
+ * stops before the first block holding one or with fewer than 64 bytes
+ * left; the copy also stores those bytes at d.
+ */
+#if defined(__SSE2__) && defined(__x86_64__) && defined(__GNUC__) &&           \
+    !defined(ACP_NO_AVX2)
+#define ACP__JSON_AVX2 1
+size_t acp__json_plain_avx2(const unsigned char *p, size_t n);
+size_t acp__json_copy_plain_avx2(unsigned char *d, const unsigned char *s,
+                                 size_t n);
+/* Nonzero turns the AVX2 steps off (tests compare both paths). */
+extern int acp__json_no_avx2;
+static inline int acp__json_have_avx2(void) {
+  return !acp__json_no_avx2 && __builtin_cpu_supports("avx2");
+}
+#endif
+
+/*
+ * Parse the JSON value at the start of data[0..len), an NDJSON stream,
+ * into doc, as acp_json_doc_parse() would parse its first line: the value
+ * must be followed by optional spaces, tabs or CRs and then a line feed; a
+ * line feed anywhere before that is an error (it would end the line). On
+ * success *line_len is the offset of that line feed. Any failure (invalid
+ * or incomplete JSON, no line feed, something else after the value) leaves
+ * doc without a value; the caller frames and parses the line as usual,
+ * which reports it. Lets the JSON-RPC session find a line's end in the
+ * same pass that parses it, instead of a memchr over it first.
+ */
+int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
+                             size_t *line_len);
+
 /* Validate that s[0..len) is UTF-8 (no overlongs, no surrogates, at most
  * U+10FFFF). Returns the offset of the first bad byte, or len. */
 size_t acp__utf8_check(const char *s, size_t len);

@@ -35,6 +35,9 @@
 /* Whitespace per RFC 8259: space, tab, line feed, carriage return. */
 static const uint8_t ws_table[256] = {
     [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+/* The same inside one NDJSON line (acp__json_doc_parse_line()): a line
+ * feed ends the line, so it is not whitespace there. */
+static const uint8_t ws_line_table[256] = {[' '] = 1, ['\t'] = 1, ['\r'] = 1};
 
 /* Hex digit value plus one; 0 marks a non-hex byte. */
 static const uint8_t hex_table[256] = {
@@ -189,12 +192,16 @@ static int stack_grow(const acp_mem *m, uint32_t **stack, uint32_t *cap,
  * The parser. `build` is a compile-time constant in each caller: with it the
  * tape is built in doc; without it (acp_json_validate) only syntax, UTF-8
  * and depth are checked and the stack holds container types instead of
- * tape indexes.
+ * tape indexes. `line` (also a constant) parses the value at the start of
+ * an NDJSON stream: a line feed is not whitespace, and the value must be
+ * followed by optional spaces, tabs or CRs and a line feed, whose position
+ * goes to *line_end; what follows it is not looked at.
  */
 static ACP__ALWAYS_INLINE int
 parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
            acp_json_err *err, const int build, uint32_t **stackp,
-           uint32_t *stack_capp, uint32_t *local_stack, uint32_t max_depth) {
+           uint32_t *stack_capp, uint32_t *local_stack, uint32_t max_depth,
+           const int line, size_t *line_end) {
   const unsigned char *p = (const unsigned char *)data;
   const unsigned char *end = p + len;
   const unsigned char *start = p;
@@ -224,7 +231,7 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
     goto fail;                                                                 \
   } while (0)
 #define SKIP_WS()                                                              \
-  while (p < end && ws_table[*p])                                              \
+  while (p < end && (line ? ws_line_table : ws_table)[*p])                     \
   p++
   /* Append a record for the value starting at p and link it to its parent.
    */
@@ -348,8 +355,17 @@ string:
         goto string_special;
       }
       p += 16;
-      while (end - p >= 64 && !acp__json_special64(p))
+      if (end - p >= 64 && !acp__json_special64(p)) {
         p += 64;
+#ifdef ACP__JSON_AVX2
+        /* A long text: twice the bytes per instruction where the CPU
+         * can; the steps below find the block's special byte. */
+        if (acp__json_have_avx2())
+          p += acp__json_plain_avx2(p, (size_t)(end - p));
+#endif
+        while (end - p >= 64 && !acp__json_special64(p))
+          p += 64;
+      }
     }
     while (end - p >= 16) {
       __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
@@ -519,8 +535,13 @@ close:
 
 done:
   SKIP_WS();
-  if (p != end)
+  if (line) {
+    if (p == end || *p != '\n')
+      FAIL(ACP_ERR_PARSE, "no line feed after the JSON value", p);
+    *line_end = (size_t)(p - start);
+  } else if (p != end) {
     FAIL(ACP_ERR_PARSE, "unexpected data after the JSON value", p);
+  }
   if (build)
     doc->tape_n = n;
   *stackp = stack;
@@ -581,12 +602,35 @@ int acp_json_doc_parse(acp_json_doc *doc, const char *data, size_t len,
   if (data == NULL)
     data = empty;
   rv = parse_core(doc, &doc->mem, data, len, err, 1, &doc->stack,
-                  &doc->stack_cap, NULL, doc->max_depth);
+                  &doc->stack_cap, NULL, doc->max_depth, 0, NULL);
   if (rv != 0) {
     doc->tape_n = 0;
     return rv;
   }
   doc->has_root = true;
+  return 0;
+}
+
+int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
+                             size_t *line_len) {
+  size_t at = 0;
+  int rv;
+
+  *line_len = 0;
+  doc->has_root = false;
+  doc->tape_n = 0;
+  doc->strs_n = 0;
+  arena_reset(doc);
+  if ((uint64_t)len > UINT32_MAX)
+    len = UINT32_MAX; /* a line must end before that anyway */
+  rv = parse_core(doc, &doc->mem, data, len, NULL, 1, &doc->stack,
+                  &doc->stack_cap, NULL, doc->max_depth, 1, &at);
+  if (rv != 0) {
+    doc->tape_n = 0;
+    return rv;
+  }
+  doc->has_root = true;
+  *line_len = at;
   return 0;
 }
 
@@ -611,7 +655,7 @@ int acp_json_validate(const char *data, size_t len, acp_json_err *err) {
   if (data == NULL)
     data = empty;
   rv = parse_core(NULL, acp_mem_default(), data, len, err, 0, &stack, &cap,
-                  local, ACP_JSON_DEFAULT_MAX_DEPTH);
+                  local, ACP_JSON_DEFAULT_MAX_DEPTH, 0, NULL);
   if (stack != local)
     acp__free(acp_mem_default(), stack);
   return rv;

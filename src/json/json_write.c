@@ -161,6 +161,16 @@ static size_t copy_plain(acp_json_writer *w, const unsigned char *s,
     if (mk == 0) {
       _mm_storeu_si128((__m128i *)(void *)d, b);
       i = 16;
+#ifdef ACP__JSON_AVX2
+      /* A long text (a prompt, a file): twice the bytes per instruction
+       * where the CPU can, once 64 more plain bytes show it is long. */
+      if (len - i >= 128 && !acp__json_special64(s + i)) {
+        memcpy(d + i, s + i, 64);
+        i += 64;
+        if (acp__json_have_avx2())
+          i += acp__json_copy_plain_avx2(d + i, s + i, len - i);
+      }
+#endif
       while (len - i >= 64 && !acp__json_special64(s + i)) {
         memcpy(d + i, s + i, 64);
         i += 64;

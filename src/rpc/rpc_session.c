@@ -17,6 +17,7 @@
 #include "acp/rpc.h"
 #include "rpc_int.h"
 #include "internal.h"
+#include "json/json_int.h"
 
 /* MARK: - Types (Private) */
 
@@ -1324,8 +1325,21 @@ static int overlong(acp_rpc_session *s) {
 }
 
 /* Parse and dispatch one complete line (line ending removed). */
+/* Handle the message now parsed in s->doc. */
+static int process_doc(acp_rpc_session *s) {
+  const acp_json_val *root = acp_json_doc_root(s->doc);
+
+  if (acp_json_type_of(root) == ACP_JSON_ARRAY) {
+    if (!s->opts.batches)
+      return invalid_request(s, NULL, NULL, "batches are not supported");
+    if (acp_json_len(root) == 0)
+      return invalid_request(s, NULL, NULL, "empty batch");
+    return handle_batch(s, root);
+  }
+  return handle_message(s, root, NULL);
+}
+
 static int process_line(acp_rpc_session *s, const char *p, size_t n) {
-  const acp_json_val *root;
   size_t i;
   int rv;
 
@@ -1341,15 +1355,37 @@ static int process_line(acp_rpc_session *s, const char *p, size_t n) {
     return auto_error(s, NULL, NULL, 0, ACP_RPC_PARSE_ERROR, "Parse error",
                       NULL, 0);
   }
-  root = acp_json_doc_root(s->doc);
-  if (acp_json_type_of(root) == ACP_JSON_ARRAY) {
-    if (!s->opts.batches)
-      return invalid_request(s, NULL, NULL, "batches are not supported");
-    if (acp_json_len(root) == 0)
-      return invalid_request(s, NULL, NULL, "empty batch");
-    return handle_batch(s, root);
-  }
-  return handle_message(s, root, NULL);
+  return process_doc(s);
+}
+
+/*
+ * The fast path of a line that lies whole in the input, no partial line
+ * before it: parse it where it is and find its end in the same pass
+ * (acp__json_doc_parse_line()), instead of a memchr for the line feed and
+ * then the parse. Only valid JSON followed by its line feed goes this way,
+ * within the line cap; anything else (bad JSON, an over-long or empty
+ * line, a line cut by the end of the input) returns 0 and is framed and
+ * parsed as before, which reports it as before. *used is the bytes taken,
+ * the line feed included.
+ */
+static int fast_line(acp_rpc_session *s, const char *p, size_t n,
+                     size_t *used) {
+  size_t cap = acp_ndjson_max_line(&s->framer);
+  size_t at;
+  size_t k;
+
+  *used = 0;
+  /* Never look past the cap (+ CR LF): a line over it is the framer's to
+   * drop unparsed, without a tape built for it first. */
+  if (cap < SIZE_MAX - 2 && n > cap + 2)
+    n = cap + 2;
+  if (acp__json_doc_parse_line(s->doc, p, n, &at) != 0)
+    return 0;
+  k = at > 0 && p[at - 1] == '\r' ? at - 1 : at;
+  if (k > cap)
+    return 0; /* the framer reports it */
+  *used = at + 1;
+  return 1;
 }
 
 /* MARK: - Session (Public) */
@@ -1444,6 +1480,7 @@ char *acp_rpc_session_read_buf(acp_rpc_session *s, size_t *room) {
 acp_ssize acp_rpc_session_recv(acp_rpc_session *s, const char *data, size_t len,
                                uint64_t now_ms) {
   size_t pos = 0;
+  bool fast;
   int rv;
 
   ACP_UNUSED(now_ms);
@@ -1454,11 +1491,26 @@ acp_ssize acp_rpc_session_recv(acp_rpc_session *s, const char *data, size_t len,
   if (len > (size_t)PTRDIFF_MAX)
     len = (size_t)PTRDIFF_MAX;
   s->paused = false;
+  /* Input that ends with a line feed holds whole lines only (after any
+   * partial one the framer keeps): those can take the fast path. A read
+   * that ends inside a line goes to the framer, so a long line is never
+   * parsed in vain before its end is in. */
+  fast = len > 0 && data[len - 1] == '\n';
   while (pos < len) {
     const char *line;
     size_t n;
     size_t used;
 
+    if (fast && acp_ndjson_pending(&s->framer) == 0 && !s->framer.skipping &&
+        fast_line(s, data + pos, len - pos, &used)) {
+      pos += used;
+      rv = process_doc(s);
+      if (rv != 0)
+        return rv;
+      if (s->paused)
+        break;
+      continue;
+    }
     rv = acp_ndjson_next(&s->framer, data + pos, len - pos, &used, &line, &n);
     pos += used;
     if (rv == ACP_NDJSON_NEED_MORE)

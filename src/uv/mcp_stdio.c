@@ -25,6 +25,8 @@ typedef struct ms_run {
   bool ended;
   int reason;
   uint64_t flush_timeout;
+  uint64_t spin_ns; /* acp_mcp_run_fds_spin(), 0 = off */
+  bool active;      /* bytes came or went since the last spin */
 } ms_run;
 
 static void ms_end(ms_run *r, int reason);
@@ -50,8 +52,10 @@ static void ms_pump(ms_run *r) {
   acp_ssize n;
   if (r->ended)
     return;
-  while ((n = acp_mcp_conn_send(r->conn, &d)) > 0)
+  while ((n = acp_mcp_conn_send(r->conn, &d)) > 0) {
     (void)acp_uv_link_write(r->link, d, (size_t)n); /* peer gone: dropped */
+    r->active = true;
+  }
   if (n < 0 && acp_is_fatal((int)n)) {
     ms_end(r, (int)n);
     return;
@@ -122,6 +126,7 @@ static void ms_on_read(acp_uv_link *l, int status, const char *data, size_t len,
     ms_finish_input(r);
     return;
   }
+  r->active = true;
   ms_feed(r, data, len);
   ms_pump(r);
 }
@@ -150,6 +155,14 @@ static void ms_on_prepare(uv_prepare_t *p) {
     }
   }
   ms_pump(r);
+  /* Last thing before the loop would sleep: with a spin set and traffic in
+   * this round, poll the read side a little first; a request that comes
+   * meanwhile is handled from in here (as uv_rpc.c does). */
+  if (r->spin_ns > 0 && r->active && !r->ended) {
+    r->active = false;
+    if (acp__uv_link_spin(r->link, r->spin_ns))
+      ms_pump(r);
+  }
 }
 
 static void ms_on_signal(acp_uv_signals *sig, int signum, void *ud) {
@@ -182,6 +195,11 @@ static void ms_end(ms_run *r, int reason) {
 
 int acp_mcp_run_fds(acp_mcp_conn *conn, int in_fd, int out_fd,
                     uint64_t flush_timeout_ms) {
+  return acp_mcp_run_fds_spin(conn, in_fd, out_fd, flush_timeout_ms, 0);
+}
+
+int acp_mcp_run_fds_spin(acp_mcp_conn *conn, int in_fd, int out_fd,
+                         uint64_t flush_timeout_ms, uint32_t read_spin_us) {
   uv_loop_t loop;
   ms_run r;
   int rv;
@@ -191,6 +209,7 @@ int acp_mcp_run_fds(acp_mcp_conn *conn, int in_fd, int out_fd,
   r.loop = &loop;
   r.conn = conn;
   r.flush_timeout = flush_timeout_ms;
+  r.spin_ns = (uint64_t)read_spin_us * 1000u;
   acp__mem_init(&r.mem, NULL);
   acp__buf_init(&r.held, &r.mem, 0);
   (void)acp_uv_ignore_sigpipe();

@@ -66,6 +66,14 @@ run stdio-unknown-tool 1 "" -- mcp call --stdio "$acp" mcp serve -- nope
 # stateful revisions have (2026-07-28 has none), so these ask 2025-11-25.
 run stdio-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --stdio "$acp" mcp serve -- ping
 run stdio-server-missing 1 "" -- mcp tools --stdio /nonexistent/server
+# The read-side spin (--read-spin-us, stdio only): the same answers, a
+# server->client ping answered while the server polls included.
+run stdio-spin-call 0 '{"content":[{"type":"text","text":"hi"}]' -- mcp call --json --stdio "$acp" mcp serve --read-spin-us 200 -- echo message=hi
+run stdio-spin-ping 0 "pong" -- mcp call --protocol 2025-11-25 --stdio "$acp" mcp serve --read-spin-us 200 -- ping
+run stdio-spin-tools 0 "greet - Greets someone" -- mcp prompts --stdio "$acp" mcp serve --read-spin-us 1
+run spin-not-http 2 "" -- mcp serve --http 127.0.0.1:0 --read-spin-us 50
+grep -q "read-spin-us is for stdio" "$work/err" || ko "spin-not-http (stderr lacks the reason)"
+run spin-bad-value 2 "" -- mcp serve --read-spin-us 5x
 if [ -f "$root/src/fixtures/mcp_everything.c" ]; then
   run stdio-everything 0 "test_simple_text" -- mcp tools --stdio "$acp" mcp serve --everything
   # call --task: a task in both eras (the fixture's jobs end at once)

@@ -403,6 +403,176 @@ static void test_rpc_big_message_read_in_place(void **state) {
   free(msg);
 }
 
+/* A line that lies whole in one input is parsed where it is, its end
+ * found by the parse (no memchr first); anything else is framed first.
+ * The two ways must be indistinguishable: the same stream fed at once,
+ * line by line, byte by byte and split in two at every offset gives the
+ * same answers, requests, notifications and protocol errors. */
+typedef struct stream_result {
+  char out[4096];
+  int nreq;
+  int nnotif;
+  int nperr;
+} stream_result;
+
+static void feed_stream(const char *in, size_t n, const size_t *cuts,
+                        size_t ncuts, stream_result *res) {
+  rec r = {.mode = MODE_ECHO};
+  cfg c = {.max_line = 120};
+  acp_rpc_session *s = mk(&r, &c, NULL);
+  size_t pos = 0;
+  size_t i;
+
+  for (i = 0; i <= ncuts; i++) {
+    size_t end = i < ncuts ? cuts[i] : n;
+    if (end > pos) {
+      /* A private copy per chunk, freed at once: nothing may point into
+       * a chunk after its call (ASan and valgrind check that). */
+      char *chunk = malloc(end - pos);
+      assert_non_null(chunk);
+      memcpy(chunk, in + pos, end - pos);
+      assert_int_equal(acp_rpc_session_recv(s, chunk, end - pos, 0),
+                       (acp_ssize)(end - pos));
+      free(chunk);
+      pos = end;
+    }
+  }
+  drain(s);
+  assert_true(out_len < sizeof(res->out));
+  memcpy(res->out, out, out_len + 1);
+  res->nreq = r.nreq;
+  res->nnotif = r.nnotif;
+  res->nperr = r.nperr;
+  acp_rpc_session_free(s);
+}
+
+static void test_rpc_fast_lines_match_framed_lines(void **state) {
+  static const char in[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[1,2]}\n"
+      "\n"
+      "   \t\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"m\"}\r\n"
+      "{\"jsonrpc\":\"2.0\",\"method\":\"note\"}\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\"} x\n"
+      "{\"jsonrpc\":\"2.0\",\n\"id\":4,\"method\":\"m\"}\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"\xff\"}\n"
+      "  {\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"m\",\"params\":{}}  \r\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"m\",\"params\":\"" /* over */
+      "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+      "xxxxxxxxxxxxxxxxxxxxxxxx\"}\n"
+      "[{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"m\"},"
+      "{\"jsonrpc\":\"2.0\",\"method\":\"note\"}]\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"m\",\"params\":[\"a\\nb\"]}"
+      "\r\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"m\"}\r\r\n"
+      "123\n"
+      "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"m\"}\n";
+  const size_t n = sizeof(in) - 1;
+  stream_result whole;
+  stream_result other;
+  size_t cuts[sizeof(in)];
+  size_t i;
+  size_t k;
+
+  (void)state;
+  feed_stream(in, n, NULL, 0, &whole);
+  /* Byte by byte, no line is ever whole in one input: the framer-first
+   * path. Answered: ids 1, 22, 6, 8 (in the batch), 9, 10 ("\r\r": one
+   * '\r' ends the line, the other is JSON whitespace), 11; parse errors:
+   * 3, the two halves of 4, 5; 123 is an invalid request; 7 over the cap. */
+  for (i = 0; i < n; i++)
+    cuts[i] = i + 1;
+  feed_stream(in, n, cuts, n - 1, &other);
+  assert_string_equal(whole.out, other.out);
+  assert_int_equal(whole.nreq, other.nreq);
+  assert_int_equal(whole.nnotif, other.nnotif);
+  assert_int_equal(whole.nperr, other.nperr);
+  assert_int_equal(whole.nreq, 7);
+  assert_int_equal(whole.nnotif, 2);
+  assert_non_null(strstr(whole.out, "\"id\":22,\"result\":null"));
+  assert_non_null(strstr(whole.out, "\"id\":6,\"result\":{}"));
+  assert_non_null(strstr(whole.out, "Message exceeds 120 bytes"));
+  /* Line by line: every line alone in its input, the fast path each. */
+  for (i = 0, k = 0; i < n; i++)
+    if (in[i] == '\n')
+      cuts[k++] = i + 1;
+  feed_stream(in, n, cuts, k, &other);
+  assert_string_equal(whole.out, other.out);
+  assert_int_equal(whole.nperr, other.nperr);
+  /* Split in two at every offset. */
+  for (i = 1; i < n; i++) {
+    cuts[0] = i;
+    feed_stream(in, n, cuts, 1, &other);
+    assert_string_equal(whole.out, other.out);
+    assert_int_equal(whole.nreq, other.nreq);
+    assert_int_equal(whole.nnotif, other.nnotif);
+    assert_int_equal(whole.nperr, other.nperr);
+  }
+}
+
+/* The largest single allocation a session made (a line over the cap must
+ * not get a tape built for it by the fast path before the framer drops
+ * it). */
+static size_t big_alloc;
+static void *big_malloc(size_t n, void *ud) {
+  (void)ud;
+  if (n > big_alloc)
+    big_alloc = n;
+  return malloc(n);
+}
+static void big_free(void *p, void *ud) {
+  (void)ud;
+  free(p);
+}
+static void *big_calloc(size_t m, size_t n, void *ud) {
+  (void)ud;
+  if (m * n > big_alloc)
+    big_alloc = m * n;
+  return calloc(m, n);
+}
+static void *big_realloc(void *p, size_t n, void *ud) {
+  (void)ud;
+  if (n > big_alloc)
+    big_alloc = n;
+  return realloc(p, n);
+}
+
+static void test_rpc_fast_line_over_cap_not_parsed(void **state) {
+  acp_mem mem = {NULL, big_malloc, big_free, big_calloc, big_realloc};
+  rec r = {.mode = MODE_ECHO};
+  cfg c = {.max_line = 64};
+  acp_rpc_session *s;
+  enum { N = 20000 };
+  static const char req[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\n";
+  char *line = malloc(2 * N + 64);
+  size_t n = 0;
+  int i;
+
+  (void)state;
+  assert_non_null(line);
+  big_alloc = 0;
+  s = mk(&r, &c, &mem);
+  /* A valid JSON line of 20,000 values, whole in one input. */
+  line[n++] = '[';
+  for (i = 0; i < N; i++) {
+    line[n++] = '1';
+    line[n++] = i + 1 < N ? ',' : ']';
+  }
+  line[n++] = '\n';
+  memcpy(line + n, req, strlen(req));
+  n += strlen(req);
+  assert_int_equal(acp_rpc_session_recv(s, line, n, 0), (acp_ssize)n);
+  drain(s);
+  assert_string_equal(out,
+                      "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":"
+                      "-32600,\"message\":\"Message exceeds 64 bytes\"}}\n"
+                      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}\n");
+  /* A tape for 20,000 values would be hundreds of KiB. */
+  assert_true(big_alloc < 16384);
+  acp_rpc_session_free(s);
+  free(line);
+}
+
 static void test_rpc_no_handler_answers_method_not_found(void **state) {
   rec r = {0};
   cfg c = {.no_request_cb = true};
@@ -1362,6 +1532,8 @@ int main(void) {
       cmocka_unit_test(test_rpc_byte_by_byte_and_crlf),
       cmocka_unit_test(test_rpc_big_message_split_in_chunks),
       cmocka_unit_test(test_rpc_big_message_read_in_place),
+      cmocka_unit_test(test_rpc_fast_lines_match_framed_lines),
+      cmocka_unit_test(test_rpc_fast_line_over_cap_not_parsed),
       cmocka_unit_test(test_rpc_no_handler_answers_method_not_found),
       cmocka_unit_test(test_rpc_too_many_incoming_answered_internal_error),
       cmocka_unit_test(test_rpc_respond_twice_or_unknown_handle_not_found),
