@@ -39,6 +39,11 @@ fail=0
 ok() { pass=$((pass + 1)); echo "PASS $1"; }
 ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
 heavy='lib(ssl|crypto|nghttp2|edit|curl|microhttpd)[.-]'
+# turn_ok NAME PATTERN: the command before it exited 0 ($rc) and its
+# output ($out) has a line matching PATTERN.
+turn_ok() {
+  if [ $rc = 0 ] && echo "$out" | grep -q "$2"; then ok "$1"; else ko "$1" "exit $rc" "$out"; fi
+}
 
 # MARK: - NEEDED entries
 if command -v readelf >/dev/null 2>&1; then
@@ -142,19 +147,11 @@ else
   esac
   out=$(timeout 60 "$acp" client --quiet --url "$url" -p "hello remote" 2>&1)
   rc=$?
-  if [ $rc = 0 ] && echo "$out" | grep -q "hello remote"; then
-    ok "acp client --url: a turn, exit 0"
-  else
-    ko "acp client --url: a turn, exit 0" "exit $rc" "$out"
-  fi
+  turn_ok "acp client --url: a turn, exit 0" "hello remote"
   out=$(timeout 60 "$acp" client --quiet -p "through a chain" -- \
         "$acp" conductor agent "$acp proxy arrow" "$url" 2>&1)
   rc=$?
-  if [ $rc = 0 ] && echo "$out" | grep -q "^>.*through a chain"; then
-    ok "acp conductor with a URL component: the arrow proxy's turn, exit 0"
-  else
-    ko "acp conductor with a URL component: the arrow proxy's turn, exit 0" "exit $rc" "$out"
-  fi
+  turn_ok "acp conductor with a URL component: the arrow proxy's turn, exit 0" "^>.*through a chain"
   timeout 60 "$acp" bench-client --turns 20 --url "$url" >"$work/bench" 2>&1
   rc=$?
   if [ $rc = 0 ] && grep -q '"turns":20,' "$work/bench"; then
@@ -212,19 +209,11 @@ run_lone "acp conductor with a URL" conductor agent ws://127.0.0.1:1/acp
 run_lone "acp bench-client --url" bench-client --url ws://127.0.0.1:1/acp
 out=$(PATH=/usr/bin:/bin timeout 60 "$lone" client --quiet -p "alone" </dev/null 2>&1)
 rc=$?
-if [ $rc = 0 ] && echo "$out" | grep -q alone; then
-  ok "without acp-remote, acp client -- acp agent (stdio) works"
-else
-  ko "without acp-remote, acp client -- acp agent (stdio) works" "exit $rc" "$out"
-fi
+turn_ok "without acp-remote, acp client -- acp agent (stdio) works" alone
 out=$(PATH=/usr/bin:/bin timeout 60 "$lone" client --quiet -p "chain" -- \
       "$lone" conductor agent "$lone proxy arrow" "$lone agent" 2>&1)
 rc=$?
-if [ $rc = 0 ] && echo "$out" | grep -q "^>.*chain"; then
-  ok "without acp-remote, a local chain works"
-else
-  ko "without acp-remote, a local chain works" "exit $rc" "$out"
-fi
+turn_ok "without acp-remote, a local chain works" "^>.*chain"
 
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]
