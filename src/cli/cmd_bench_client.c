@@ -19,7 +19,7 @@
 
 static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
-    "                        [--read-spin-us N]\n"
+    "                        [--read-spin-us N] [--text ascii|utf8]\n"
     "                        (-- AGENT_CMD [ARGS...] |\n"
     "                         --url URL [--http [--h2]] [--ca FILE])\n"
     "\n"
@@ -34,7 +34,9 @@ static const char bench_usage[] =
     "The line also has the CPU time (user + system) of the client and of\n"
     "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
     "agent's output for up to N us before sleeping (acp agent has the\n"
-    "same option).\n";
+    "same option). --text utf8 makes the prompt text that is not all\n"
+    "ASCII (2-, 3- and 4-byte characters; default ascii: 'a'..'z') and\n"
+    "checks that every echo is byte for byte the prompt.\n";
 
 typedef struct bench {
   uv_loop_t loop;
@@ -53,6 +55,8 @@ typedef struct bench {
   uint64_t t_end;
   long chunks;
   size_t chunk_len;
+  bool check_bytes; /* --text utf8: compare each echo with the payload */
+  bool chunk_same;
   long other_updates;
   long agent_rss_kib;
   long agent_file_kib;
@@ -131,6 +135,9 @@ static int on_update(acp_client *c, const acp_client_update *u, void *ud) {
   if (u->kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK && u->text != NULL) {
     b->chunks++;
     b->chunk_len = u->text_len;
+    b->chunk_same =
+        u->text_len == b->size &&
+        (!b->check_bytes || memcmp(u->text, b->payload, b->size) == 0);
   } else {
     b->other_updates++;
   }
@@ -153,6 +160,8 @@ static int on_prompt(acp_client *c, const acp_rpc_msg *msg, void *ud) {
   } else if (b->chunks != 1 || b->chunk_len != b->size ||
              b->other_updates != 0) {
     fail(b, "the turn did not echo exactly one chunk of the payload size");
+  } else if (b->check_bytes && !b->chunk_same) {
+    fail(b, "the echoed text differs from the prompt");
   }
   b->done++;
   if (b->failed || b->done == b->turns) {
@@ -287,6 +296,13 @@ int cmd_bench_client(int argc, char **argv) {
       spin_us = (uint32_t)strtoul(v, NULL, 10);
     } else if ((v = cli_opt_value(argc, argv, &i, "--impl", &ok)) != NULL) {
       impl = v;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--text", &ok)) != NULL) {
+      if (strcmp(v, "utf8") == 0) {
+        b.check_bytes = true;
+      } else if (strcmp(v, "ascii") != 0) {
+        cli_err("bench-client", "--text takes ascii or utf8, not '%s'", v);
+        return CLI_EXIT_USAGE;
+      }
     } else if ((v = cli_opt_value(argc, argv, &i, "--url", &ok)) != NULL) {
       url = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--ca", &ok)) != NULL) {
@@ -313,8 +329,32 @@ int cmd_bench_client(int argc, char **argv) {
   b.lat = calloc((size_t)b.turns, sizeof(uint64_t));
   if (b.payload == NULL || b.lat == NULL)
     return CLI_EXIT_FAILURE;
-  for (size_t k = 0; k < b.size; k++)
-    b.payload[k] = (char)('a' + k % 26);
+  if (b.check_bytes) {
+    /* Whole characters of a mixed sentence; ASCII where the next one
+     * would not fit, so the text is valid UTF-8 of exactly the size. */
+    static const char sentence[] = "Gr\xc3\xbc\xc3\x9f"
+                                   "e, \xe4\xb8\x96\xe7\x95\x8c! \xc3\x87"
+                                   "a va? "
+                                   "\xf0\x9f\x98\x80 ";
+    size_t k = 0;
+    size_t at = 0;
+
+    while (k < b.size) {
+      unsigned char lead = (unsigned char)sentence[at];
+      size_t cl = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+
+      if (k + cl > b.size) {
+        b.payload[k++] = 'a';
+        continue;
+      }
+      memcpy(b.payload + k, sentence + at, cl);
+      k += cl;
+      at = (at + cl) % (sizeof(sentence) - 1);
+    }
+  } else {
+    for (size_t k = 0; k < b.size; k++)
+      b.payload[k] = (char)('a' + k % 26);
+  }
   acp_uv_ignore_sigpipe();
   uv_loop_init(&b.loop);
   if (acp_client_callbacks_new(&cbs) != 0 ||

@@ -137,6 +137,19 @@ static inline int acp__json_special64(const unsigned char *p) {
 size_t acp__json_plain_avx2(const unsigned char *p, size_t n);
 size_t acp__json_copy_plain_avx2(unsigned char *d, const unsigned char *s,
                                  size_t n);
+/*
+ * The same for text that is not all ASCII: the length of the leading run
+ * of s[0..n) that holds no quote, backslash or control byte and is valid
+ * UTF-8 (the reader's and writer's rules: no overlongs, no surrogates,
+ * nothing above U+10FFFF), taken 32 bytes a step and ending on a
+ * character boundary, so the caller's byte-at-a-time code resumes on a
+ * whole character (it finds the reason the run stopped, if any). s must
+ * start on a character boundary. The copy also stores the run at d, and
+ * may store up to 32 bytes past it (never past d + n).
+ */
+size_t acp__json_plain_utf8_avx2(const unsigned char *s, size_t n);
+size_t acp__json_copy_utf8_avx2(unsigned char *d, const unsigned char *s,
+                                size_t n);
 /* Nonzero turns the AVX2 steps off (tests compare both paths). */
 extern int acp__json_no_avx2;
 static inline int acp__json_have_avx2(void) {

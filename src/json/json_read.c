@@ -222,6 +222,9 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
   uint64_t x;
   uint64_t mask;
   size_t k;
+#ifdef ACP__JSON_AVX2
+  const unsigned char *wide_next = p;
+#endif
 
 #define FAIL(c, mm, at)                                                        \
   do {                                                                         \
@@ -432,10 +435,22 @@ string:
     } else if (*p < 0x20) {
       FAIL(ACP_ERR_PARSE, "unescaped control character in string", p);
     } else if (*p >= 0x80) {
-      k = acp__utf8_seq(p, end);
-      if (k == 0)
-        FAIL(ACP_ERR_PARSE, "invalid UTF-8", p);
-      p += k;
+#ifdef ACP__JSON_AVX2
+      /* Text that is not ASCII (accents, CJK, emoji): 32 bytes a step
+       * where the CPU can, not a character at a time; where that stops,
+       * the steps below walk the block that stopped it. */
+      if (p >= wide_next && end - p >= 64 && acp__json_have_avx2()) {
+        p += acp__json_plain_utf8_avx2(p, (size_t)(end - p));
+        wide_next = p + 32;
+        continue;
+      }
+#endif
+      do {
+        k = acp__utf8_seq(p, end);
+        if (k == 0)
+          FAIL(ACP_ERR_PARSE, "invalid UTF-8", p);
+        p += k;
+      } while (p < end && *p >= 0x80);
     } else {
       p++;
     }

@@ -218,6 +218,9 @@ static int put_string(acp_json_writer *w, const char *str, size_t len) {
   int rv;
   char esc[6];
   size_t en;
+#ifdef ACP__JSON_AVX2
+  size_t wide_next = 0;
+#endif
 
   if (str == NULL && len > 0)
     return ACP_ERR_INVALID_ARGUMENT;
@@ -230,6 +233,21 @@ static int put_string(acp_json_writer *w, const char *str, size_t len) {
     i += copy_plain(w, s + i, len - i);
     /* Valid multi-byte UTF-8 is copied as is. */
     while (i < len && s[i] >= 0x80) {
+#ifdef ACP__JSON_AVX2
+      /* Text that is not ASCII: 32 bytes a step where the CPU can (as the
+       * reader does); where that stops, a character at a time. */
+      if (i >= wide_next && len - i >= 64 && acp__json_have_avx2()) {
+        k = acp__json_copy_utf8_avx2((unsigned char *)w->buf.data + w->buf.len,
+                                     s + i, len - i);
+        w->buf.len += k;
+        i += k;
+        wide_next = i + 32;
+        if (k > 0) {
+          i += copy_plain(w, s + i, len - i);
+          continue;
+        }
+      }
+#endif
       k = acp__utf8_seq(s + i, s + len);
       if (k == 0)
         return ACP_ERR_INVALID_ARGUMENT;

@@ -733,6 +733,16 @@ if [ -z "$wrap" ]; then
   run bench-small "$acp" bench-client --read-spin-us 50 --payload 5 --turns 200 -- "$acp" agent --echo --read-spin-us 50
   expect "acp bench-client: 200 small turns with a 50 us spin" \
     sh -c "[ $rc = 0 ] && grep -q '\"turns\":200,' '$work/out'"
+  # Text of 2-, 3- and 4-byte characters: the JSON layer's UTF-8 steps
+  # on both sides, every echo compared byte for byte by the client.
+  for size in 65536 65537 1048575; do
+    run "bench-utf8-$size" "$acp" bench-client --text utf8 --payload $size --turns 5 -- "$acp" agent --echo
+    expect "acp bench-client --text utf8: $size-byte turns echoed byte for byte" \
+      sh -c "[ $rc = 0 ] && grep -q '\"payload\":$size,\"turns\":5,' '$work/out'"
+  done
+  run bench-text-bad "$acp" bench-client --text latin1 -- "$acp" agent --echo
+  expect "acp bench-client --text latin1: refused with a usage error" \
+    sh -c "[ $rc = 2 ] && grep -q 'text takes ascii or utf8' '$work/err'"
 else
   skipped="$skipped bench-1m"
 fi

@@ -904,6 +904,181 @@ static size_t ref_escape(const unsigned char *s, size_t n, char *out,
  * once a string has shown 80 plain bytes and the CPU has AVX2 (pass 0 runs
  * whichever the CPU takes; pass 1 turns AVX2 off). LEN spans several AVX2
  * steps. */
+/* One case of the test below: `seq` written over `filler` at `at`, read
+ * and written with the wide UTF-8 steps on and off: both must give the
+ * same verdict, the same error offset and the same bytes. Returns 1 if the
+ * text was valid. */
+static int utf8_case(acp_json_doc *doc, acp_json_writer *w, const char *filler,
+                     size_t flen, size_t shift, const unsigned char *seq,
+                     size_t sl, size_t at) {
+  enum { LEN = 112 };
+  char text[LEN + 2];
+  char out[2][LEN * 6 + 8];
+  size_t outn[2];
+  char dec[2][LEN];
+  size_t decn[2];
+  int rv[2];
+  int wrv[2];
+  size_t eoff[2];
+  int pass;
+  size_t i;
+
+  /* `shift` ASCII bytes, whole characters of the filler, 'z' where the
+   * next character would not fit, then seq written over it. */
+  text[0] = '"';
+  for (i = 0; i < shift; i++)
+    text[1 + i] = 'x';
+  while (i < LEN) {
+    unsigned char lead = (unsigned char)filler[(i - shift) % flen];
+    size_t cl = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    size_t j;
+
+    if (i + cl > LEN) {
+      while (i < LEN)
+        text[1 + i++] = 'z';
+      break;
+    }
+    for (j = 0; j < cl; j++, i++)
+      text[1 + i] = filler[(i - shift) % flen];
+  }
+  memcpy(text + 1 + at, seq, sl);
+  text[LEN + 1] = '"';
+  for (pass = 0; pass < 2; pass++) {
+    acp_json_err e;
+    const char *d;
+    size_t n;
+
+#ifdef ACP__JSON_AVX2
+    acp__json_no_avx2 = pass;
+#endif
+    memset(&e, 0, sizeof(e));
+    rv[pass] = acp_json_doc_parse(doc, text, LEN + 2, &e);
+    eoff[pass] = rv[pass] == 0 ? 0 : e.pos;
+    outn[pass] = 0;
+    decn[pass] = 0;
+    if (rv[pass] == 0) {
+      /* Escapes in seq ("\\n") make the decoded text shorter. */
+      assert_int_equal(acp_json_doc_str(doc, acp_json_doc_root(doc), &d, &n),
+                       0);
+      assert_true(n <= LEN);
+      memcpy(dec[pass], d, n);
+      decn[pass] = n;
+    }
+    acp_json_writer_reset(w);
+    wrv[pass] = acp_json_write_str(w, text + 1, LEN);
+    if (wrv[pass] == 0) {
+      d = acp_json_writer_data(w, &n);
+      assert_true(n <= sizeof(out[pass]));
+      memcpy(out[pass], d, n);
+      outn[pass] = n;
+    }
+  }
+#ifdef ACP__JSON_AVX2
+  acp__json_no_avx2 = 0;
+#endif
+  assert_int_equal(rv[0], rv[1]);
+  assert_int_equal(eoff[0], eoff[1]);
+  assert_int_equal(wrv[0], wrv[1]);
+  assert_int_equal(outn[0], outn[1]);
+  assert_memory_equal(out[0], out[1], outn[0]);
+  assert_int_equal(decn[0], decn[1]);
+  assert_memory_equal(dec[0], dec[1], decn[0]);
+  return rv[0] == 0;
+}
+
+/* Text that is not ASCII takes 32-byte UTF-8 steps (json_avx2.c): every
+ * pair of bytes, and every run of four from the bytes where the rules
+ * change, over fillers of two-, three- and four-byte characters and across
+ * a block boundary, gets the verdict and the bytes of the character-at-a-
+ * time path. */
+static void test_json_utf8_wide_steps_match_byte_steps(void **state) {
+  static const char *const fillers[] = {
+      "\xc3\xa9",
+      "\xe4\xb8\xad",
+      "\xf0\x9f\x98\x80",
+      "a\xc3\xa9\xe4\xb8\xadz",
+      "\xf0\x9f\x98\x80\xc3\xa9xy\xe4\xb8\xad",
+      "\xc3\xa9\xf0\x9f\x98\x80"
+      "abc"};
+  static const unsigned char edges[] = {
+      0x1f, 0x20, 0x22, 0x5c, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0,
+      0xc1, 0xc2, 0xe0, 0xe1, 0xed, 0xef, 0xf0, 0xf1, 0xf4, 0xf5, 0xff};
+  enum { NE = sizeof(edges) };
+  acp_json_writer *w = NULL;
+  acp_json_doc *doc = NULL;
+  unsigned char seq[4];
+  size_t f, a, b, c, d;
+  size_t valid = 0;
+  size_t total = 0;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  /* Every byte pair, over each filler, straddling the first and second
+   * block ends of a run that starts at the text's first character. */
+  for (f = 0; f < sizeof(fillers) / sizeof(fillers[0]); f++) {
+    size_t fl = strlen(fillers[f]);
+    for (a = 0; a < 256; a++) {
+      for (b = 0; b < 256; b++) {
+        seq[0] = (unsigned char)a;
+        seq[1] = (unsigned char)b;
+        valid += (size_t)utf8_case(doc, w, fillers[f], fl, 0, seq, 2,
+                                   (a + b) % 2 == 0 ? 31 : 63);
+        total++;
+      }
+    }
+  }
+  /* Runs of four where three- and four-byte characters are decided. */
+  for (a = 0; a < NE; a++)
+    for (b = 0; b < NE; b++)
+      for (c = 0; c < NE; c++)
+        for (d = 0; d < NE; d++) {
+          seq[0] = edges[a];
+          seq[1] = edges[b];
+          seq[2] = edges[c];
+          seq[3] = edges[d];
+          valid += (size_t)utf8_case(doc, w, fillers[(a + c) % 6],
+                                     strlen(fillers[(a + c) % 6]), 0, seq, 4,
+                                     30 + (b + d) % 4);
+          total++;
+        }
+  /* Valid text whose block ends fall at every byte of a character: the
+   * wide steps must stop on a whole character and accept it all. */
+  for (f = 0; f < sizeof(fillers) / sizeof(fillers[0]); f++)
+    for (a = 0; a < 8; a++)
+      assert_int_equal(
+          utf8_case(doc, w, fillers[f], strlen(fillers[f]), a, seq, 0, 0), 1);
+#ifdef ACP__JSON_AVX2
+  /* And the steps themselves take valid text to within a block and a
+   * character of its end (a rejection would be safe, the byte steps
+   * deciding, but slow): the tables must not flag what is valid. */
+  if (acp__json_have_avx2()) {
+    for (f = 0; f < sizeof(fillers) / sizeof(fillers[0]); f++) {
+      const char *fl = fillers[f];
+      unsigned char run[200];
+      size_t n = 0;
+      size_t got;
+      size_t cl = strlen(fl);
+
+      while (n + cl <= sizeof(run)) {
+        memcpy(run + n, fl, cl);
+        n += cl;
+      }
+      got = acp__json_plain_utf8_avx2(run, n);
+      assert_true(got + 32 + 3 >= n);
+      assert_true(got == n || (run[got] & 0xC0) != 0x80);
+      got = acp__json_copy_utf8_avx2(run, run, n);
+      assert_true(got + 32 + 3 >= n);
+    }
+  }
+#endif
+  /* Both verdicts were reached many times. */
+  assert_true(valid > 1000);
+  assert_true(total - valid > 1000);
+  acp_json_doc_free(doc);
+  acp_json_writer_free(w);
+}
+
 static void test_json_wide_steps_stop_at_every_offset(void **state) {
   static const char *const specials[] = {
       "\"",           "\\",   "\n",       "\x01", "\x1f",
@@ -1267,6 +1442,7 @@ int main(void) {
       cmocka_unit_test(test_json_writer_splices_parsed_values),
       cmocka_unit_test(test_json_str_passthrough),
       cmocka_unit_test(test_json_wide_steps_stop_at_every_offset),
+      cmocka_unit_test(test_json_utf8_wide_steps_match_byte_steps),
       cmocka_unit_test(test_json_writer_structural_misuse),
       cmocka_unit_test(test_json_writer_cap),
       cmocka_unit_test(test_json_allocation_failures),
