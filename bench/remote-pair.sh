@@ -1,28 +1,31 @@
 #!/bin/sh
 # remote-pair.sh - one remote benchmark run as ONE command, for bench/ab.sh:
-# starts SERVER (any command that prints "listening on ws://127.0.0.1:PORT/acp"
-# on stderr: acp serve ... -- AGENT, bench/remote_echo_serve), runs
-# ACP bench-client --url against it with the remaining arguments, stops
-# the server (SIGTERM) and waits for it, then prints the client's JSON line.
-# Because the server (and its agent, which it waits for) is this script's
-# child, ab.sh's CPU per round trip covers client + server + agent.
+# starts SERVER (any command that prints its port on stdout or stderr, as
+# "listening on ws://127.0.0.1:PORT/acp" (acp serve, bench/remote_echo_serve)
+# or "port":PORT (tests/interop/sdk_agent.mjs --serve)), runs CLIENT with
+# "--url ws://127.0.0.1:PORT/acp" appended (http:// and --http for the
+# Streamable HTTP profile), stops the server (SIGTERM) and waits for it.
+# The client's JSON line is the output. Because the server (and its agent,
+# which it waits for) is this script's child, ab.sh's CPU per round trip
+# covers client + server + agent.
 #
-# Usage: bench/remote-pair.sh ACP 'SERVER COMMAND' ws|http [BENCH-CLIENT ARGS...]
+# Usage: bench/remote-pair.sh 'SERVER COMMAND' ws|http CLIENT [ARGS...]
 # Example (acp serve with and without the read spin, 5 B):
+#   S='build/acp serve --listen 127.0.0.1:0'
 #   bench/ab.sh --rounds 7 \
-#     off "bench/remote-pair.sh build/acp 'build/acp serve --listen 127.0.0.1:0 -- build/acp agent --echo' ws --turns 20000" \
-#     on  "bench/remote-pair.sh build/acp 'build/acp serve --listen 127.0.0.1:0 --read-spin-us 50 -- build/acp agent --echo' ws --turns 20000"
+#     off "bench/remote-pair.sh '$S -- build/acp agent --echo' ws build/acp bench-client --turns 20000" \
+#     on  "bench/remote-pair.sh '$S --read-spin-us 50 -- build/acp agent --echo' ws build/acp bench-client --turns 20000"
 set -u
-[ $# -ge 3 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-acp=$1 server=$2 prof=$3
-shift 3
+[ $# -ge 3 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+server=$1 prof=$2
+shift 2
 log=$(mktemp) || exit 1
-# shellcheck disable=SC2086
-sh -c "exec $server" 2>"$log" &
+sh -c "exec $server" >"$log" 2>&1 &
 spid=$!
 port=""
 for _ in $(seq 1 400); do
-  port=$(sed -n 's/.*listening on ws:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log")
+  port=$(sed -n -e 's/.*listening on ws:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' \
+    -e 's/.*"port":\([0-9]*\).*/\1/p' "$log" | head -n 1)
   [ -n "$port" ] && break
   kill -0 "$spid" 2>/dev/null || break
   sleep 0.05
@@ -30,9 +33,9 @@ done
 rc=1
 if [ -n "$port" ]; then
   if [ "$prof" = http ]; then
-    "$acp" bench-client --url "http://127.0.0.1:$port/acp" --http "$@"
+    "$@" --url "http://127.0.0.1:$port/acp" --http
   else
-    "$acp" bench-client --url "ws://127.0.0.1:$port/acp" "$@"
+    "$@" --url "ws://127.0.0.1:$port/acp"
   fi
   rc=$?
 else
