@@ -6,7 +6,8 @@
 #     echoed (bench-client checks each), then SIGTERM ends it with status 0
 #   acp serve --read-spin-us N: turns answered over both profiles with the
 #     spin on; an idle server does not spin (its CPU time does not grow
-#     while nobody talks to it); bad values refused with a message;
+#     while nobody talks to it); the spin ends with the answer (a 1 s
+#     budget holds no turn back); bad values refused with a message;
 #     --help names the option.
 # Real processes, sockets on 127.0.0.1. No node needed.
 set -u
@@ -109,6 +110,28 @@ if wait_port "$work/serve.log"; then
   wait "$spid" || ko "acp serve ends on SIGTERM with status 0" "$(cat "$work/serve.log")"
 else
   ko "acp serve --read-spin-us 50 listens" "$(cat "$work/serve.log")"
+fi
+
+# The spin waits for one answer, not for quiet: with a budget of 1 s, 100
+# turns finish well within 50 s. A spin that waited for the agent's pipe
+# to stay quiet for the budget would hold every message ~1 s (the next one
+# comes on the socket, which is not read while it spins): 100 s or more.
+"$acp" serve --listen 127.0.0.1:0 --read-spin-us 1000000 -- "$acp" agent --echo \
+  2>"$work/serve2.log" &
+spid=$!
+pids="$pids $spid"
+if wait_port "$work/serve2.log"; then
+  if timeout 50 "$acp" bench-client --url "ws://127.0.0.1:$port/acp" --turns 100 \
+    >"$work/b.json" 2>"$work/b.err" && grep -q '"turns":100[,}]' "$work/b.json"; then
+    ok "acp serve --read-spin-us 1000000: the spin ends with the answer (100 turns in < 50 s)"
+  else
+    ko "acp serve --read-spin-us 1000000: the spin ends with the answer" \
+      "100 turns not done in 50 s" "$(cat "$work/b.json" "$work/b.err")"
+  fi
+  kill -TERM "$spid"
+  wait "$spid"
+else
+  ko "acp serve --read-spin-us 1000000 listens" "$(cat "$work/serve2.log")"
 fi
 
 for bad in -1 abc 1000001 ""; do
