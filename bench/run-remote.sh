@@ -9,6 +9,10 @@
 #              Streamable HTTP profile: POST per message, GET SSE streams)
 #   ts-http    ts_client.mjs --url http://... --http (experimental/http-client)
 #              <-> the same SDK server
+#   ours-ws-inproc, ours-http-inproc   the same acp bench-client against
+#              bench/remote_echo_serve: the echo agent hosted inside the
+#              server process, as the SDK server hosts its agent (reported
+#              beside the acp serve rows, which stay the issue's rows)
 # at 5 B, 64 KiB and 1 MiB, reported as turns/s, MiB/s, p50, and ratios:
 # ours / ts per profile (the comparison the issue asks for) and ours / stdio
 # (what the network hop and the serve relay cost). Peak RSS (VmHWM) of each
@@ -18,7 +22,8 @@
 # Not in CI; `make bench` runs it and bench/summary.mjs reads its lines.
 #
 # Usage: bench/run-remote.sh [--quick] [--out FILE]
-# Environment: ACP_BIN (the acp program; a Release build is best).
+# Environment: ACP_BIN (the acp program; a Release build is best);
+# ACP_SERVE_ARGS (more acp serve options, e.g. --read-spin-us 50).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -29,12 +34,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
   --quick) scale=5 ;;
   --out) out=$2; shift ;;
-  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
   shift
 done
 [ -x "$acp" ] || { echo "run-remote: $acp not built" >&2; exit 1; }
 "$root/tools/install-peers.sh" >/dev/null || { echo "run-remote: peers not installed" >&2; exit 1; }
+inproc="$(dirname "$acp")/bench/remote_echo_serve"
+[ -x "$inproc" ] || echo "run-remote: $inproc not built: no agent-in-process rows" >&2
 mkdir -p "$(dirname "$out")"
 : >"$out"
 tmp=$(mktemp -d)
@@ -57,22 +64,30 @@ addrss() { # FILE SERVER_KIB AGENT_KIB SERVER_CPU_US AGENT_CPU_US
 start_servers() {
   : >"$tmp/serve.log"
   : >"$tmp/sdk.out"
-  "$acp" serve --listen 127.0.0.1:0 --verbose -- "$acp" agent --echo 2>"$tmp/serve.log" &
+  # shellcheck disable=SC2086
+  "$acp" serve --listen 127.0.0.1:0 --verbose ${ACP_SERVE_ARGS:-} -- "$acp" agent --echo 2>"$tmp/serve.log" &
   spid=$!; pids="$pids $spid"
+  ipid="" iport=""
+  if [ -x "$inproc" ]; then
+    : >"$tmp/inproc.log"
+    "$inproc" 2>"$tmp/inproc.log" &
+    ipid=$!; pids="$pids $ipid"
+  fi
   node "$root/tests/interop/sdk_agent.mjs" --serve --echo >"$tmp/sdk.out" 2>"$tmp/sdk.err" &
   npid=$!; pids="$pids $npid"
   sport="" nport=""
   for _ in $(seq 1 200); do
     sport=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$tmp/serve.log")
     nport=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$tmp/sdk.out")
-    [ -n "$sport" ] && [ -n "$nport" ] && break
+    [ -n "$ipid" ] && iport=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$tmp/inproc.log")
+    [ -n "$sport" ] && [ -n "$nport" ] && { [ -z "$ipid" ] || [ -n "$iport" ]; } && break
     sleep 0.05
   done
 }
 
 stop_servers() {
-  kill "$spid" "$npid" 2>/dev/null
-  wait "$spid" "$npid" 2>/dev/null
+  kill "$spid" "$npid" $ipid 2>/dev/null
+  wait "$spid" "$npid" $ipid 2>/dev/null
 }
 
 # One profile at one payload: ours then theirs, on fresh servers.
@@ -102,6 +117,16 @@ run_profile() { # ws|http SIZE N_OURS N_TS
   v=$(cpu_us "${apid:-0}") # still there while acp serve stops it
   [ -n "$v" ] && [ "$v" -gt "$acpu" ] 2>/dev/null && acpu=$v
   addrss "$tmp/o.json" "$(hwm "$spid")" "$arss" $((c1 - c0)) "$acpu"
+  if [ -n "$iport" ]; then
+    # The agent in process: the same client, the server is the agent.
+    c0=$(cpu_us "$ipid")
+    # shellcheck disable=SC2086
+    "$acp" bench-client --impl "ours-$prof-inproc" --payload "$size" --turns "$n_ours" \
+      --url "$scheme://127.0.0.1:$iport/acp" $flag >"$tmp/i.json" ||
+      echo "{\"impl\":\"ours-$prof-inproc\",\"payload\":$size,\"failed\":true}" >"$tmp/i.json"
+    c1=$(cpu_us "$ipid")
+    addrss "$tmp/i.json" "$(hwm "$ipid")" 0 $((c1 - c0)) -1
+  fi
   c0=$(cpu_us "$npid")
   # shellcheck disable=SC2086
   node "$root/bench/turns/ts_client.mjs" --impl "ts-$prof" --payload "$size" --turns "$n_ts" \
@@ -140,8 +165,10 @@ print('| payload | profile | stdio turns/s | ours turns/s | ts turns/s | ours/ts
 print('|---|---|---|---|---|---|---|---|---|---|---|')
 for p in sorted(k for k in by if k is not None):
     d = by[p]
-    for prof in ('ws', 'http'):
-        s, o, t = d.get('stdio'), d.get('ours-' + prof), d.get('ts-' + prof)
+    for prof in ('ws', 'http', 'ws-inproc', 'http-inproc'):
+        s, o, t = d.get('stdio'), d.get('ours-' + prof), d.get('ts-' + prof.split('-')[0])
+        if o is None and prof.endswith('inproc'):
+            continue
         if not (s and o and t) or any(x.get('failed') for x in (s, o, t)):
             print(f'| {size(p)} | {prof} | failed: '
                   f'{[k for k, v in d.items() if v.get("failed")] or "missing rows"} |')

@@ -134,13 +134,22 @@ for (const p of [...new Set(remote.map((t) => t.payload))].sort((a, b) => a - b)
   const s = at.find((t) => t.impl === "stdio");
   for (const prof of ["ws", "http"]) {
     const o = at.find((t) => t.impl === `ours-${prof}`), t = at.find((x) => x.impl === `ts-${prof}`);
-    if (!o && !t) continue;
+    const name = prof === "ws" ? "WebSocket" : "Streamable HTTP";
     const kib = (x) => (x != null && x >= 0 ? `${(x / 1024).toFixed(1)}` : "n/a");
-    row(`remote ${prof === "ws" ? "WebSocket" : "Streamable HTTP"} turn ${sizeName(p)}`, unit, o?.[key], s?.[key], t?.[key],
-      o && s ? o[key] / s[key] : undefined, o && t ? o[key] / t[key] : undefined, mib(o?.server_peak_rss_kib),
-      `floor: our stdio turn (the hop's cost); peer: TS SDK ${prof}-client <-> experimental/server; ` +
-      `RSS MiB server ours ${kib(o?.server_peak_rss_kib)} (+agent ${kib(o?.server_agent_peak_rss_kib)}) vs ts ${kib(t?.server_peak_rss_kib)}, ` +
-      `client ours ${kib(o?.client_peak_rss_kib)} vs ts ${kib(t?.client_peak_rss_kib)}`);
+    if (o || t)
+      row(`remote ${name} turn ${sizeName(p)}`, unit, o?.[key], s?.[key], t?.[key],
+        o && s ? o[key] / s[key] : undefined, o && t ? o[key] / t[key] : undefined, mib(o?.server_peak_rss_kib),
+        `floor: our stdio turn (the hop's cost); peer: TS SDK ${prof}-client <-> experimental/server; ` +
+        `RSS MiB server ours ${kib(o?.server_peak_rss_kib)} (+agent ${kib(o?.server_agent_peak_rss_kib)}) vs ts ${kib(t?.server_peak_rss_kib)}, ` +
+        `client ours ${kib(o?.client_peak_rss_kib)} vs ts ${kib(t?.client_peak_rss_kib)}`);
+    // The same shape as the SDK server: the agent inside the server
+    // process (bench/remote_echo_serve), beside the acp serve row above.
+    const i = at.find((x) => x.impl === `ours-${prof}-inproc`);
+    if (i)
+      row(`remote ${name} turn ${sizeName(p)}, agent in process`, unit, i[key], s?.[key], t?.[key],
+        s ? i[key] / s[key] : undefined, t ? i[key] / t[key] : undefined, mib(i.server_peak_rss_kib),
+        `ours: bench/remote_echo_serve (echo agent inside the server, as the SDK's experimental/server); ` +
+        `floor: our stdio turn; peer: the same TS SDK pair as the row above`);
   }
 }
 

@@ -422,7 +422,7 @@ ACP_EXTERN int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop,
 
 /** Options of acp_remote_serve(). */
 typedef struct acp_remote_serve_options {
-  unsigned version; /**< 1 */
+  unsigned version; /**< 3 (1: up to user_data, 2: up to session_grace_ms) */
   acp_remote_server_options server;
   /** The agent command (argv[0] looked up in PATH), NULL-terminated. */
   const char *const *agent_argv;
@@ -448,6 +448,19 @@ typedef struct acp_remote_serve_options {
    * agent session/cancel for each of their sessions.
    */
   uint64_t session_grace_ms;
+  /**
+   * Version 3. Bounded read spin on the agent's stdout, in microseconds
+   * (0, the default: off). After a client message was written to its
+   * agent, just before the loop would sleep, the agent's stdout is polled
+   * with read(2) (sched_yield() between polls) until its answer came and
+   * was relayed, or for at most this long: an answer inside the budget
+   * saves the server a sleep in epoll and a wake-up. Never while idle and
+   * never without a message just forwarded; it costs up to this much CPU
+   * per client message the agent does not answer within the budget (a
+   * notification, a long turn), and other connections wait while it
+   * spins. Measurements: docs/decisions.md.
+   */
+  uint32_t read_spin_us;
 } acp_remote_serve_options;
 
 /**

@@ -488,6 +488,23 @@ static int send_text(wconn *c, const char *p1, size_t n1, const char *p2,
     acp__free(&c->mem, w);
     return rv;
   }
+  if (c->writes == 0) {
+    /* As the server's frames (send_bufs): the kernel usually takes the
+     * whole frame now. A uv_write() that completes at once still costs a
+     * deferred callback and, in libuv, an epoll_ctl per write (stopping
+     * POLLOUT re-queues the watcher): one syscall per message the client
+     * sends. */
+    int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (r > 0 && (size_t)r == w->len) {
+      acp__free(&c->mem, w);
+      report_credit(c, credit);
+      return 0;
+    }
+    if (r > 0) {
+      b.base += r;
+      b.len -= (size_t)r;
+    }
+  }
   if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tcp_write) < 0) {
     acp__free(&c->mem, w);
     return ACP_ERR_SYSTEM;

@@ -22,6 +22,7 @@
 #include "acp/json.h"
 #include "acp/remote.h"
 #include "util.h"
+#include "uv_internal.h"
 
 /* Cap of prompt turns tracked per connection (more are not cancelled). */
 #define TURNS_MAX 64u
@@ -54,6 +55,7 @@ typedef struct sconn {
   bool parked;      /* waiting for a reconnect (session grace) */
   bool line_start;  /* the last byte handed to a connection ended a line */
   bool skip_line;   /* drop the agent's output up to its next '\n' */
+  bool spin_due;    /* a client message went to the agent (read spin) */
   unsigned closing; /* connection links closing, not yet called back */
   /* Turn tracking (session grace only). */
   acp__buf cline; /* the client's line being assembled */
@@ -74,6 +76,9 @@ struct serve {
   acp_uv_signals *sig;
   sconn *conns;
   bool quitting;
+  uint64_t spin_ns;  /* opts->read_spin_us, 0 = off */
+  bool spin_due;     /* some connection has spin_due set */
+  uv_prepare_t prep; /* runs the read spin before the loop sleeps */
 };
 
 static void on_timer_closed(uv_handle_t *h);
@@ -329,8 +334,13 @@ static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
   if (status == 0) {
     if (sc->alink && grace_ms(sc->sv) > 0)
       track_bytes(sc, &sc->cline, &sc->cskip, data, len, track_client_line);
-    if (sc->alink && acp_uv_link_write(sc->alink, data, len) == 0)
+    if (sc->alink && acp_uv_link_write(sc->alink, data, len) == 0) {
+      if (sc->sv->spin_ns > 0) {
+        sc->spin_due = true;
+        sc->sv->spin_due = true;
+      }
       return;
+    }
   }
   uint64_t grace = grace_ms(sc->sv);
   if (status != 0 && status != UV_EOF && grace > 0 && sc->agent &&
@@ -518,6 +528,28 @@ static void on_signal(acp_uv_signals *s, int signum, void *ud) {
   sv->sig = NULL;
 }
 
+/* The read spin (opts->read_spin_us): last thing before the loop would
+ * sleep, for each connection whose client message went to its agent in
+ * this round, read the agent's stdout for up to the budget: the answer
+ * that comes in it is relayed at once, and this process skips a sleep in
+ * epoll and the wake-up through the kernel. It stops as soon as the
+ * answer's bytes are drained (it waits for one reply, not a stream) and
+ * never runs without a message just forwarded: an idle server never
+ * spins. Why and what it buys: docs/decisions.md. */
+static void on_prepare(uv_prepare_t *h) {
+  serve *sv = h->data;
+  if (!sv->spin_due)
+    return;
+  sv->spin_due = false;
+  for (sconn *sc = sv->conns; sc; sc = sc->next) {
+    if (!sc->spin_due)
+      continue;
+    sc->spin_due = false;
+    if (sc->alink && sc->ws && !sc->stopping)
+      acp__uv_link_spin_ex(sc->alink, sv->spin_ns, true);
+  }
+}
+
 static void serve_log(const char *line, void *ud) {
   (void)ud;
   fprintf(stderr, "acp serve: %s\n", line);
@@ -531,9 +563,17 @@ int acp_remote_serve(const acp_remote_serve_options *opts) {
   memset(&sv, 0, sizeof(sv));
   acp__mem_init(&sv.mem, NULL);
   sv.opts = opts;
+  if (opts->version >= 3)
+    sv.spin_ns = (uint64_t)opts->read_spin_us * 1000u;
   acp_uv_ignore_sigpipe();
   if (uv_loop_init(&sv.loop) != 0)
     return ACP_ERR_SYSTEM;
+  uv_prepare_init(&sv.loop, &sv.prep);
+  sv.prep.data = &sv;
+  if (sv.spin_ns > 0) {
+    uv_prepare_start(&sv.prep, on_prepare);
+    uv_unref((uv_handle_t *)&sv.prep);
+  }
   acp_remote_server_options so = opts->server;
   if (so.version >= 4 && !so.log) {
     /* Refused TLS handshakes and the like: always on stderr (not only
@@ -564,6 +604,7 @@ int acp_remote_serve(const acp_remote_serve_options *opts) {
     opts->on_listening(acp_remote_server_port(sv.srv), opts->user_data);
   uv_run(&sv.loop, UV_RUN_DEFAULT);
 done:
+  uv_close((uv_handle_t *)&sv.prep, NULL);
   uv_run(&sv.loop, UV_RUN_DEFAULT);
   uv_loop_close(&sv.loop);
   return rv;

@@ -345,6 +345,10 @@ static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 }
 
 int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns) {
+  return acp__uv_link_spin_ex(l, budget_ns, false);
+}
+
+int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
   uv_os_fd_t fd;
   uint64_t last;
   int got = 0;
@@ -375,6 +379,9 @@ int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns) {
       continue;
     /* End of input or an error: the loop's own read reports it. */
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+      break;
+    /* Waiting for one reply: it came, and what came with it is drained. */
+    if (reply && got)
       break;
     if (uv_hrtime() - last >= budget_ns)
       break;

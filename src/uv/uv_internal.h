@@ -35,6 +35,11 @@ void acp__uv_link_pause(acp_uv_link *l, unsigned reason, bool on);
  * anything was delivered. A no-op (0) for links that are not a
  * non-blocking stream, or not reading. */
 int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns);
+/* The same with `reply` true: waiting for one answer, not a stream of
+ * traffic. The spin ends as soon as the bytes that came are drained (the
+ * first read that finds nothing after a delivery), or budget_ns after it
+ * started if nothing came. */
+int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply);
 typedef char *(*acp__uv_link_buf_fn)(void *user_data, size_t *room);
 int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
                                 acp__uv_link_buf_fn buf_fn, void *user_data);
