@@ -23,7 +23,11 @@
 #   find_acp [PATH]      sets acp to PATH, else $ACP_BIN, else build/acp,
 #                        made absolute; skip when it is not executable
 #   ok NAME / ko NAME [DETAIL...]   PASS / FAIL lines, counted in pass/fail;
-#                        pass NAME / fail NAME are the same two
+#                        pass NAME / fail NAME are the same two. ko prints
+#                        each DETAIL indented, then the first 20 lines of
+#                        each file named in ko_show (relative to $work,
+#                        e.g. ko_show="out err": what the last command
+#                        wrote), where it exists
 #   finish [LABEL]       prints the counts (after "LABEL: "); its status is
 #                        the script's (0 when nothing failed): end with it
 #   need_peers           skip unless tools/install-peers.sh installs (or
@@ -32,10 +36,14 @@
 #                        TENTHS tenths of a second (default 300: 30 s, a
 #                        liveness bound, not a timing check)
 #   wait_gone PID [TENTHS]  until PID has exited; 1 if still there
+#   stop_pid PID         kills PID (TERM), waits for it and takes it out
+#                        of pids
 #   start_bg LOG PATTERN CMD [ARGS...]  runs CMD in the background, stderr
 #                        to LOG, stdin from /dev/null, adds it to pids, sets
 #                        bg_pid, and waits until LOG has a line matching
-#                        PATTERN; when CMD exits first or never says it,
+#                        PATTERN (waiting $start_wait tenths of a second at
+#                        most, default 300); when CMD exits first or never
+#                        says it,
 #                        prints the log and exits 1 (nothing else would
 #                        work without it)
 #   start_mcp_http LOG [ARGS...]  start_bg of `acp mcp serve --http
@@ -99,6 +107,10 @@ ko() {
   echo "FAIL $1"
   shift
   for l in "$@"; do echo "     $l"; done
+  for t_f in ${ko_show:-}; do
+    [ -f "$work/$t_f" ] && sed "s/^/  $t_f: /" "$work/$t_f" | head -20
+  done
+  return 0
 }
 pass() { ok "$@"; }
 fail() { ko "$@"; }
@@ -127,6 +139,12 @@ wait_gone() {
   return 0
 }
 
+stop_pid() {
+  kill "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
+  pids=$(echo " $pids " | sed "s/ $1 / /; s/^ *//; s/ *$//")
+}
+
 start_bg() {
   t_log=$1 t_pat=$2
   shift 2
@@ -138,7 +156,7 @@ start_bg() {
   t_i=0
   while ! grep -q "$t_pat" "$t_log" 2>/dev/null; do
     t_i=$((t_i + 1))
-    if [ $t_i -gt 300 ] || ! kill -0 "$bg_pid" 2>/dev/null; then
+    if [ $t_i -gt "${start_wait:-300}" ] || ! kill -0 "$bg_pid" 2>/dev/null; then
       grep -q "$t_pat" "$t_log" 2>/dev/null && return 0
       echo "FAIL $1 did not start (no \"$t_pat\" in $t_log):"
       cat "$t_log"
