@@ -43,9 +43,8 @@
 #                        bg_pid, and waits until LOG has a line matching
 #                        PATTERN (waiting $start_wait tenths of a second at
 #                        most, default 300); when CMD exits first or never
-#                        says it,
-#                        prints the log and exits 1 (nothing else would
-#                        work without it)
+#                        says it, prints the log and exits 1 (nothing else
+#                        would work without it)
 #   start_mcp_http LOG [ARGS...]  start_bg of `acp mcp serve --http
 #                        127.0.0.1:0 ARGS`; sets url (http://.../mcp), port
 #                        and mcp_pid
