@@ -32,6 +32,8 @@
 #                        the script's (0 when nothing failed): end with it
 #   need_peers           skip unless tools/install-peers.sh installs (or
 #                        finds) the ACP TypeScript SDK peers
+#   wait_until TENTHS CMD...  until CMD succeeds (checked every 0.1 s); 1
+#                        after TENTHS checks
 #   wait_for FILE PATTERN [TENTHS]  until grep finds PATTERN in FILE; 1 after
 #                        TENTHS tenths of a second (default 300: 30 s, a
 #                        liveness bound, not a timing check)
@@ -118,25 +120,22 @@ finish() {
   [ "$fail" -eq 0 ]
 }
 
-wait_for() {
+# wait_until TENTHS CMD...: until CMD succeeds, checked every tenth of a
+# second; 1 after TENTHS checks.
+wait_until() {
+  t_n=$1
+  shift
   t_i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
+  until "$@"; do
     t_i=$((t_i + 1))
-    [ $t_i -gt "${3:-300}" ] && return 1
+    [ $t_i -gt "$t_n" ] && return 1
     sleep 0.1
   done
   return 0
 }
-
-wait_gone() {
-  t_i=0
-  while kill -0 "$1" 2>/dev/null; do
-    t_i=$((t_i + 1))
-    [ $t_i -gt "${2:-300}" ] && return 1
-    sleep 0.1
-  done
-  return 0
-}
+t_gone() { ! kill -0 "$1" 2>/dev/null; }
+wait_for() { wait_until "${3:-300}" grep -qs -- "$2" "$1"; }
+wait_gone() { wait_until "${2:-300}" t_gone "$1"; }
 
 stop_pid() {
   kill "$1" 2>/dev/null
@@ -150,20 +149,15 @@ start_bg() {
   "$@" 2>"$t_log" </dev/null &
   bg_pid=$!
   pids="$pids $bg_pid"
-  # Poll the log while the process lives: a process that dies at once
-  # fails here, not 30 s later.
-  t_i=0
-  while ! grep -q "$t_pat" "$t_log" 2>/dev/null; do
-    t_i=$((t_i + 1))
-    if [ $t_i -gt "${start_wait:-300}" ] || ! kill -0 "$bg_pid" 2>/dev/null; then
-      grep -q "$t_pat" "$t_log" 2>/dev/null && return 0
-      echo "FAIL $1 did not start (no \"$t_pat\" in $t_log):"
-      cat "$t_log"
-      exit 1
-    fi
-    sleep 0.1
-  done
+  # Wait while the process lives: one that dies at once fails here, not
+  # after the whole bound.
+  wait_until "${start_wait:-300}" t_said_or_gone "$t_log" "$t_pat" "$bg_pid"
+  grep -qs -- "$t_pat" "$t_log" && return 0
+  echo "FAIL $1 did not start (no \"$t_pat\" in $t_log):"
+  cat "$t_log"
+  exit 1
 }
+t_said_or_gone() { grep -qs -- "$2" "$1" || t_gone "$3"; }
 
 start_mcp_http() {
   t_mlog=$1
