@@ -51,6 +51,7 @@
 #                        127.0.0.1:0 ARGS`; sets url (http://.../mcp), port
 #                        and mcp_pid
 # shellcheck shell=sh
+# shellcheck disable=SC2034 # what it sets is for the script that sources it
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here
