@@ -80,6 +80,20 @@ mkdir -p "$(dirname "$out")"
 : >"$out"
 status=0
 
+# round NAME CMD...: one run of round $r at payload $p ($n turns); its JSON
+# line, with "round" added, goes to $out; a failure sets status.
+round() {
+    what=$1
+    shift
+    printf 'run-turns: %-5s payload %s, %s turns (round %s/%s)\n' "$what" "$p" "$n" "$r" "$rounds" >&2
+    if line=$("$@"); then
+        echo "$line" | sed "s/^{/{\"round\":$r,/" >>"$out"
+    else
+        echo "run-turns: $what FAILED at payload $p" >&2
+        status=1
+    fi
+}
+
 echo "run-turns: $(nproc) cpus, $(node --version), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for p in $payloads; do
     n=$turns
@@ -97,22 +111,9 @@ for p in $payloads; do
     # rounds' ratios.
     r=1
     while [ $run_ours -eq 1 ] && [ "$r" -le "$rounds" ]; do
-        echo "run-turns: ours payload $p, $n turns (round $r/$rounds)" >&2
-        if line=$("$ACP_BIN" bench-client --payload "$p" --turns "$n" -- "$ACP_BIN" agent --echo); then
-            echo "$line" | sed "s/^{/{\"round\":$r,/" >>"$out"
-        else
-            echo "run-turns: ours FAILED at payload $p" >&2
-            status=1
-        fi
-        if [ -n "$floor_bin" ]; then
-            echo "run-turns: floor payload $p, $n turns (round $r/$rounds)" >&2
-            if line=$("$floor_bin" --impl floor --payload "$p" --turns "$n" -- cat); then
-                echo "$line" | sed "s/^{/{\"round\":$r,/" >>"$out"
-            else
-                echo "run-turns: floor FAILED at payload $p" >&2
-                status=1
-            fi
-        fi
+        round ours "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- "$ACP_BIN" agent --echo
+        [ -z "$floor_bin" ] ||
+            round floor "$floor_bin" --impl floor --payload "$p" --turns "$n" -- cat
         r=$((r + 1))
     done
 done

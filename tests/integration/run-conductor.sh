@@ -8,22 +8,11 @@
 # (skipped when node or the SDK is missing).
 # Test components live in tests/conductor/ (Python 3). Prints
 # "N passed, M failed" and exits 1 if anything failed.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
 T=$root/tests/conductor
-if [ ! -x "$acp" ]; then echo "SKIP: $acp not built"; exit 77; fi
-if ! command -v python3 >/dev/null 2>&1; then
-  echo "SKIP: python3 is needed by the test components"; exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
+need_cmd python3 "needed by the test components"
 skip=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
 drive() { timeout 60 python3 "$T/drive.py" "$@"; }
 PX="python3 $T/testproxy.py"
 RA="python3 $T/rawagent.py"

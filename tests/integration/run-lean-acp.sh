@@ -17,27 +17,10 @@
 #     program it cannot run, exits 1, and still runs stdio commands.
 # Env: ACP_BIN the built acp (default build/acp). Exit 77 when acp or
 # acp-remote is not built.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
-case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
 remote=$(dirname "$acp")/acp-remote
-if [ ! -x "$acp" ] || [ ! -x "$remote" ]; then
-  echo "SKIP: $acp or $remote is not built"; exit 77
-fi
-work=$(mktemp -d)
-pids=""
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null; done
-  for p in $pids; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+[ -x "$remote" ] || skip "$remote is not built"
 heavy='lib(ssl|crypto|nghttp2|edit|curl|microhttpd)[.-]'
 # turn_ok NAME PATTERN: the command before it exited 0 ($rc) and its
 # output ($out) has a line matching PATTERN.
@@ -66,15 +49,6 @@ else
 fi
 
 # MARK: - What running processes map
-# wait_for FILE PATTERN: until FILE has a line matching PATTERN (30 s).
-wait_for() {
-  n=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    n=$((n + 1))
-    [ $n -ge 300 ] && return 1
-    sleep 0.1
-  done
-}
 # maps_clean NAME PID: PID maps none of the heavy libraries.
 maps_clean() {
   m=$(grep -E "$heavy" "/proc/$2/maps" 2>/dev/null | awk '{print $6}' | sort -u)
@@ -215,5 +189,4 @@ out=$(PATH=/usr/bin:/bin timeout 60 "$lone" client --quiet -p "chain" -- \
 rc=$?
 turn_ok "without acp-remote, a local chain works" "^>.*chain"
 
-echo "$pass passed, $fail failed"
-[ $fail = 0 ]
+finish

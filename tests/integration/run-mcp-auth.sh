@@ -18,53 +18,22 @@
 # Env: ACP_BIN            the built acp (default: build/acp)
 #      ACP_VALGRIND_WRAP  a command prefix (e.g. valgrind ...) for acp
 # Exit status: 0 all passed, 1 some failed, 77 skipped (no acp or node).
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
 wrap=${ACP_VALGRIND_WRAP:-}
-if [ ! -x "$acp" ]; then
-  echo "SKIP: $acp is not built"
-  exit 77
-fi
-case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
 cc=$(dirname "$acp")/tests/conformance/conformance_client
-if ! command -v node >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
-  echo "SKIP: node or curl missing"
-  exit 77
-fi
-if [ ! -x "$cc" ]; then
-  echo "SKIP: $cc is not built"
-  exit 77
-fi
+need_cmd node
+need_cmd curl
+[ -x "$cc" ] || skip "$cc is not built"
 if [ -n "$wrap" ]; then T=300; else T=30; fi
-
-work=$(mktemp -d)
-pids=""
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; for f in out hdr cc.err; do [ -f "$work/$f" ] && sed "s/^/  $f: /" "$work/$f" | head -20; done; }
-
-# Wait (up to T seconds) for a line matching $2 in file $1.
-wait_for() {
-  i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt $((T * 10)) ]; then return 1; fi
-    sleep 0.1
-  done
-}
+start_wait=$((T * 10))
+# a FAIL line shows what the last request and the conformance client wrote
+ko_show="out hdr cc.err"
 
 # --- the authorization server ---
 node "$here/oauth-as.mjs" >"$work/as.out" 2>"$work/as.err" &
 pids="$pids $!"
-wait_for "$work/as.out" '"issuer"' || { echo "FAIL: the authorization server did not start"; cat "$work/as.err"; exit 1; }
+wait_for "$work/as.out" '"issuer"' $((T * 10)) || { echo "FAIL: the authorization server did not start"; cat "$work/as.err"; exit 1; }
 iss=$(sed -n 's/.*"issuer":"\([^"]*\)".*/\1/p' "$work/as.out")
 
 # serve NAME ARGS...: start a resource server; its URL in $url, its stderr
@@ -72,10 +41,9 @@ iss=$(sed -n 's/.*"issuer":"\([^"]*\)".*/\1/p' "$work/as.out")
 serve() {
   name=$1
   shift
-  $wrap "$acp" mcp serve --http 127.0.0.1:0 "$@" 2>"$work/$name.err" &
-  pids="$pids $!"
-  servers="$servers $name:$!"
-  wait_for "$work/$name.err" 'serving http' || { echo "FAIL: $name did not start"; cat "$work/$name.err"; exit 1; }
+  # shellcheck disable=SC2086
+  start_bg "$work/$name.err" 'serving http' $wrap "$acp" mcp serve --http 127.0.0.1:0 "$@"
+  servers="$servers $name:$bg_pid"
   url=$(sed -n 's/.*serving \(http[^ ]*\).*/\1/p' "$work/$name.err")
 }
 runs() { grep -c 'whoami ran' "$work/$1.err"; }
@@ -286,7 +254,7 @@ curl -s -X POST "$iss/control" -d '{"ttl":20}' >/dev/null
 $wrap "$acp" mcp login "$rs" --timeout 60 2>"$work/login.err" &
 lpid=$!
 pids="$pids $lpid"
-if wait_for "$work/login.err" '^http.*/authorize?'; then
+if wait_for "$work/login.err" '^http.*/authorize?' $((T * 10)); then
   # The "browser": the authorization server redirects to our listener.
   curl -s -L "$(grep -m1 '^http.*/authorize?' "$work/login.err")" >"$work/out"
 fi
@@ -364,5 +332,4 @@ for sv in $servers; do
 done
 pids="$(for x in $pids; do case " $servers " in *":$x "*) ;; *) printf '%s ' "$x" ;; esac; done)"
 
-echo "mcp-auth: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish mcp-auth

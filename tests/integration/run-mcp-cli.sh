@@ -9,29 +9,13 @@
 # Env: ACP_BIN           the built acp (default: build/acp)
 #      ACP_VALGRIND_WRAP a command prefix (e.g. valgrind ...) for the clients
 # Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built).
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
 wrap=${ACP_VALGRIND_WRAP:-}
-if [ ! -x "$acp" ]; then
-  echo "SKIP: $acp is not built"
-  exit 77
-fi
-case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
 if [ -n "$wrap" ]; then T=300; else T=30; fi
 
-work=$(mktemp -d)
-srv_pid=""
-cleanup() {
-  if [ -n "$srv_pid" ]; then kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$work/out" ] && sed 's/^/  out: /' "$work/out" | head -20; [ -f "$work/err" ] && sed 's/^/  err: /' "$work/err" | head -20; }
+# a FAIL line shows what the last command wrote
+ko_show="out err"
 
 # run NAME EXPECTED_STATUS EXPECTED_STDOUT_SUBSTRING -- acp args...
 run() {
@@ -88,32 +72,18 @@ if [ -f "$root/src/fixtures/mcp_everything.c" ]; then
   # a task-required tool without --task
   run stdio-task-required 1 "" -- mcp call --protocol 2025-11-25 --stdio "$acp" mcp serve --everything -- failing_job
   # over HTTP slow_compute sleeps on a timer: polled while working
-  "$acp" mcp serve --everything --http 127.0.0.1:0 2>"$work/ev.log" &
-  ev_pid=$!
-  i=0
-  while ! grep -q "serving http" "$work/ev.log" 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt 100 ]; then echo "FAIL everything server did not start"; cat "$work/ev.log"; exit 1; fi
-    sleep 0.1
-  done
-  evurl=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/ev.log")
+  start_mcp_http "$work/ev.log" --everything
+  ev_pid=$mcp_pid evurl=$url
   for pv in 2025-11-25 2026-07-28; do
     run http-task-slow-$pv 0 "Computed L in 1 s" -- mcp call --task --protocol $pv --url "$evurl" slow_compute seconds=1 label=L
     grep -Eq '^task [0-9a-f]{32}$' "$work/err" || ko "http-task-slow-$pv (no task id on stderr)"
   done
-  kill "$ev_pid"; wait "$ev_pid" 2>/dev/null
+  stop_pid "$ev_pid"
 fi
 
 # --- HTTP ---
-"$acp" mcp serve --http 127.0.0.1:0 2>"$work/serve.log" &
-srv_pid=$!
-i=0
-while ! grep -q "serving http" "$work/serve.log" 2>/dev/null; do
-  i=$((i + 1))
-  if [ $i -gt 100 ]; then echo "FAIL http server did not start"; cat "$work/serve.log"; exit 1; fi
-  sleep 0.1
-done
-url=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/serve.log")
+start_mcp_http "$work/serve.log"
+srv_pid=$mcp_pid
 base=${url%/mcp}
 run http-tools 0 "add - Adds two numbers" -- mcp tools --url "$url"
 run http-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --url "$url" ping
@@ -129,7 +99,7 @@ run legacy-sse 0 "echo - Echoes back the message" -- mcp tools --transport sse -
 run legacy-sse-call 0 "legacy" -- mcp call --transport sse --url "$base/sse" echo message=legacy
 run fallback-probe 0 "probed" -- mcp call --url "$base/sse" echo message=probed
 run http-bad-path 1 "" -- mcp tools --transport streamable --url "$base/nowhere"
-kill "$srv_pid"; wait "$srv_pid" 2>/dev/null; srv_pid=""
+stop_pid "$srv_pid"
 run http-refused 1 "" -- mcp tools --url "$url"
 
 # --- command line ---
@@ -143,5 +113,4 @@ run worker-id-no-http 2 "" -- mcp serve --worker-id w1
 run bad-http-addr 2 "" -- mcp serve --http nope
 run unknown-verb 2 "" -- mcp frobnicate
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -16,63 +16,17 @@
 #
 # Usage: run-mcp-drain.sh [path/to/acp]   (or ACP_BIN)
 # Exit status: 0 all passed, 1 some failed, 77 skipped.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${1:-${ACP_BIN:-$root/build/acp}}
-if [ ! -x "$acp" ]; then
-  echo "SKIP: $acp is not built"
-  exit 77
-fi
-
-work=$(mktemp -d)
-pids=""
-cleanup() {
-  for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-  for p in $pids; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-
-# wait_for FILE PATTERN: until grep finds PATTERN in FILE (at most ~30 s).
-wait_for() {
-  i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -gt 300 ] && return 1
-    sleep 0.1
-  done
-  return 0
-}
-# wait_gone PID: until PID has exited (at most ~30 s); 1 if still there.
-wait_gone() {
-  i=0
-  while kill -0 "$1" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -gt 300 ] && return 1
-    sleep 0.1
-  done
-  return 0
-}
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp "${1:-}"
+kill_sig=KILL
 
 # start_server LOG ARGS...: acp mcp serve --everything --http ARGS in the
 # background; sets $srv and $url.
 start_server() {
   log=$1
   shift
-  "$acp" mcp serve --everything --http "$@" 2>"$log" </dev/null &
-  srv=$!
-  pids="$pids $srv"
-  if ! wait_for "$log" "serving http"; then
-    echo "FAIL the server did not start"
-    cat "$log"
-    exit 1
-  fi
+  start_bg "$log" "serving http" "$acp" mcp serve --everything --http "$@"
+  srv=$bg_pid
   url=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$log")
 }
 
@@ -182,9 +136,7 @@ grep -q "second signal: stopping now" "$log" &&
 grep -q "SIGKILL" "$log" && fail "workers: the supervisor had to SIGKILL"
 kill -0 "$wpid" 2>/dev/null && fail "workers: the worker pid is still there"
 
-if [ $fails -ne 0 ]; then
+if [ $fail -ne 0 ]; then
   for f in a b c; do echo "--- $f.log"; cat "$work/$f.log"; done
-  echo "$fails check(s) failed"
-  exit 1
 fi
-echo "all passed"
+finish

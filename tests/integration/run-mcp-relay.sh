@@ -9,16 +9,9 @@
 # Usage: run-mcp-relay.sh [path/to/acp]   (or ACP_BIN)
 # Env: ACP_VALGRIND_WRAP a command prefix (e.g. valgrind ...) for the relay
 # Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built).
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${1:-${ACP_BIN:-$root/build/acp}}
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp "${1:-}"
 wrap=${ACP_VALGRIND_WRAP:-}
-if [ ! -x "$acp" ]; then
-  echo "SKIP: $acp is not built"
-  exit 77
-fi
-case $acp in /*) ;; *) acp=$(cd "$(dirname "$acp")" && pwd)/$(basename "$acp") ;; esac
 if [ ! -x "$(dirname "$acp")/acp-mcp" ]; then
   echo "SKIP: acp-mcp is not built next to $acp"
   exit 77
@@ -31,17 +24,8 @@ if [ -n "$wrap" ]; then T=300; else T=30; fi
 relay="$acp mcp relay"
 [ -n "$wrap" ] && relay="$wrap $(dirname "$acp")/acp-mcp relay"
 
-work=$(mktemp -d)
-srv_pid=""
-cleanup() {
-  if [ -n "$srv_pid" ]; then kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; [ -f "$work/out" ] && sed 's/^/  out: /' "$work/out" | head -20; [ -f "$work/err" ] && sed 's/^/  err: /' "$work/err" | head -20; }
+# a FAIL line shows what the last command wrote
+ko_show="out err"
 
 # run NAME EXPECTED_STATUS EXPECTED_STDOUT_SUBSTRING -- command...
 run() {
@@ -55,15 +39,8 @@ run() {
 }
 : >"$work/in"
 
-"$acp" mcp serve --http 127.0.0.1:0 --everything 2>"$work/serve.log" &
-srv_pid=$!
-i=0
-while ! grep -q "serving http" "$work/serve.log" 2>/dev/null; do
-  i=$((i + 1))
-  if [ $i -gt 100 ]; then echo "FAIL http server did not start"; cat "$work/serve.log"; exit 1; fi
-  sleep 0.1
-done
-url=$(sed -n 's/.*serving \(http:[^ ]*\).*/\1/p' "$work/serve.log")
+start_mcp_http "$work/serve.log" --everything
+srv_pid=$mcp_pid
 base=${url%/mcp}
 
 # --- through a client that speaks stdio ---
@@ -112,12 +89,11 @@ run verb-header-newline 2 "" -- "$acp" mcp tools --url "$url" --header "$(printf
 run verb-header-reaches 1 "" -- "$acp" mcp tools --url "$url" --header 'Origin: http://evil.example'
 if grep -qF "403" "$work/err"; then ok verb-header-403; else ko verb-header-403; fi
 
-kill "$srv_pid"; wait "$srv_pid" 2>/dev/null; srv_pid=""
+stop_pid "$srv_pid"
 # A dead server: a clear message from the relay, non-zero everywhere.
 run dead-server 1 "" -- "$acp" mcp tools --stdio "$acp" mcp relay --url "$url" --
 if grep -q "acp mcp relay: connection ended: .*connect" "$work/err"; then ok dead-server-message; else ko dead-server-message; fi
 printf '%s\n' "$init" >"$work/in"
 run dead-server-stdin 1 "" -- "$acp" mcp relay --url "$url"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -26,54 +26,29 @@
 # Usage: run-mcp-scaleout.sh [path/to/acp]   (or ACP_BIN)
 # Exit status: 0 all passed, 1 some failed, 77 skipped (acp not built, or
 # nginx / curl / python3 not installed).
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${1:-${ACP_BIN:-$root/build/acp}}
-if [ ! -x "$acp" ]; then
-  echo "SKIP: $acp is not built"
-  exit 77
-fi
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp "${1:-}"
 nginx=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; })
-if [ -z "$nginx" ]; then
-  echo "SKIP: nginx is not installed (Debian package nginx)"
-  exit 77
-fi
-for tool in curl python3 grep sed; do
-  command -v $tool >/dev/null 2>&1 || { echo "SKIP: $tool missing"; exit 77; }
-done
+[ -n "$nginx" ] || skip "nginx is not installed (Debian package nginx)"
+for tool in curl python3 grep sed; do need_cmd $tool; done
 
-work=$(mktemp -d)
 # nginx's worker processes run as `nobody` when the master is root: they
 # must reach the temp dir.
 chmod 755 "$work"
-pids=""
+# nginx (started and stopped by the checks, then cleared) and the
+# background clients; the workers are in pids.
 ngx_pid=""
 bg_pids=""
-cleanup() {
-  for p in $bg_pids $pids $ngx_pid; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
-  for p in $bg_pids $pids $ngx_pid; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
+cleanup_extra() {
+  for p in $bg_pids $ngx_pid; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+  for p in $bg_pids $ngx_pid; do wait "$p" 2>/dev/null; done
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
 
 # Start worker NAME; sets $port_NAME and $pid_NAME.
 start_worker() {
-  "$acp" mcp serve --http 127.0.0.1:0 --worker-id "$1" --sse-keepalive 100 \
-    2>"$work/$1.log" &
-  eval "pid_$1=$!"
-  pids="$pids $!"
-  i=0
-  while ! grep -q "serving http" "$work/$1.log" 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt 100 ]; then echo "FAIL worker $1 did not start"; cat "$work/$1.log"; exit 1; fi
-    sleep 0.1
-  done
+  start_bg "$work/$1.log" "serving http" "$acp" mcp serve --http 127.0.0.1:0 \
+    --worker-id "$1" --sse-keepalive 100
+  eval "pid_$1=$bg_pid"
   eval "port_$1=$(sed -n 's/.*serving http:[^ ]*:\([0-9]*\)\/mcp.*/\1/p' "$work/$1.log")"
 }
 start_worker w1
@@ -238,15 +213,6 @@ curl -s -N -o "$work/listen" -D "$work/listen.hdr" \
   "$url" &
 listen_pid=$!
 bg_pids="$bg_pids $listen_pid"
-# wait_for FILE PATTERN: until it appears (bounded against a hang, ~30 s).
-wait_for() {
-  i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -gt 300 ] && return 1
-    sleep 0.1
-  done
-}
 if wait_for "$work/listen" "notifications/subscriptions/acknowledged" &&
    wait_for "$work/listen" "^: keep-alive"; then
   pass "2026 listen through nginx: acknowledgement, then keep-alive comments"
@@ -381,9 +347,7 @@ else
   fail "re-initialize after the kill: HTTP $code, id '$sid'"
 fi
 
-if [ $fails -gt 0 ]; then
+if [ $fail -gt 0 ]; then
   echo "--- nginx error.log"; cat "$work/error.log" 2>/dev/null | tail -20
-  echo "$fails check(s) failed"
-  exit 1
 fi
-echo "all passed"
+finish

@@ -17,42 +17,17 @@
 #
 # Usage: run-mcp-workers.sh [path/to/acp]   (or ACP_BIN)
 # Exit status: 0 all passed, 1 some failed, 77 skipped.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${1:-${ACP_BIN:-$root/build/acp}}
-if [ ! -x "$acp" ]; then
-  echo "SKIP: $acp is not built"
-  exit 77
-fi
-for tool in curl grep sed; do
-  command -v $tool >/dev/null 2>&1 || { echo "SKIP: $tool missing"; exit 77; }
-done
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp "${1:-}"
+for tool in curl grep sed; do need_cmd $tool; done
 
-work=$(mktemp -d)
+# The supervisor and the listen are waited for by the checks (and then
+# cleared), so they are not in pids.
 sup=""
 listen_pid=""
-cleanup() {
+cleanup_extra() {
   for p in $listen_pid $sup; do kill "$p" 2>/dev/null; done
   for p in $listen_pid $sup; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fails=0
-pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-
-# wait_for FILE PATTERN: until grep finds PATTERN in FILE (at most ~30 s).
-wait_for() {
-  i=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -gt 300 ] && return 1
-    sleep 0.1
-  done
-  return 0
 }
 
 # (e) the command line.
@@ -178,10 +153,8 @@ else
   cat "$work/listen"
 fi
 
-if [ $fails -ne 0 ]; then
+if [ $fail -ne 0 ]; then
   echo "--- supervisor log"
   cat "$log"
-  echo "$fails check(s) failed"
-  exit 1
 fi
-echo "all passed"
+finish

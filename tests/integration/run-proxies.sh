@@ -2,17 +2,8 @@
 # run-proxies.sh - the example proxies (arrow, context, guard, trace) doing
 # their job inside a real chain: acp client -> acp conductor -> proxy -> acp
 # agent. The conductor itself is covered by run-conductor.sh.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
-case $acp in /*) ;; *) acp=$PWD/$acp ;; esac
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
 
 # arrow: one '>' per proxy in front of each agent message, not of each
 # chunk. `acp agent` streams each line of text as a chunk of its own.
@@ -102,5 +93,4 @@ else
   ko "trace" "got: $out" "$(head -c 600 "$work/trace.jsonl" 2>/dev/null)"
 fi
 
-echo "proxies: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish proxies

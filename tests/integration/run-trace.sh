@@ -8,21 +8,9 @@
 #   ACP_VALGRIND_WRAP a command prefix for every `acp trace` run, e.g.
 #                     "valgrind -q --error-exitcode=99 --leak-check=full"
 #                     (the generated trace is then 5,000 messages)
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
-case $acp in /*) ;; *) acp=$PWD/$acp ;; esac
-if [ ! -x "$acp" ]; then echo "SKIP: $acp not built"; exit 77; fi
-if ! command -v python3 >/dev/null 2>&1; then
-  echo "SKIP: python3 is needed to read the JSON summaries"; exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
+need_cmd python3 "needed to read the JSON summaries"
 AR="$acp proxy arrow"
 wrap=${ACP_VALGRIND_WRAP:-}
 # Under valgrind, exit status 99 is a memory error: noted in a file, since
@@ -224,5 +212,4 @@ names == ["client", "conductor", "p1", "p2", "agent"]
 s["sessionCount"] == 50'
 
 if [ -s "$work/vg-errors" ]; then ko "valgrind reported errors" "$(cat "$work/vg-errors")"; fi
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

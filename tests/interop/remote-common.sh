@@ -1,13 +1,11 @@
 # remote-common.sh - the setup the remote ACP interop scripts share, sourced
 # by run-remote-interop.sh, run-remote-tls.sh, run-remote-h2.sh,
 # run-haproxy.sh and run-remote-order.sh (not a test by itself: no run-
-# prefix). It gives the caller:
-#   here root acp wrap   the script's folder, the repo, ACP_BIN (default
-#                        build/acp), ACP_VALGRIND_WRAP (prefix of every
-#                        acp serve started here)
-#   work pids            a temp folder and the processes to stop; both go
-#                        at exit (serve_pids: the acp serve ones)
-#   ok NAME / ko NAME [DETAIL...]   PASS / FAIL lines, counted
+# prefix). On top of tests/lib/common.sh (here root work pids skip need_cmd
+# ok ko finish wait_for start_bg ...: see there) it gives the caller:
+#   acp wrap             ACP_BIN (default build/acp), ACP_VALGRIND_WRAP
+#                        (prefix of every acp serve started here)
+#   serve_pids           the acp serve processes (also in pids)
 #   start_serve LOG [ARGS...]       acp serve --listen 127.0.0.1:0 --verbose
 #                        ARGS, stderr to LOG; waits for its URL and sets
 #                        port, serve_pid, serve_url (http:// or https://)
@@ -15,15 +13,19 @@
 #                        one before it starts, e.g. HAProxy)
 #   wait_log FILE PATTERN  waits (10 s at most) for a line a server logs
 #                        at an event, maybe after the client exited
+#   full_turn FILE TEXT ARGS...  acp client --yes --cwd $work ARGS (the URL,
+#                        transport, CA ...) with a turn in which the agent
+#                        asks permission, reads $work/served.txt (made if
+#                        missing) and writes TEXT to $work/FILE; status 0
+#                        when all three happened and the client exited 0;
+#                        turn_out its stdout, turn_rc its status, its
+#                        stderr in $work/turn.err
 #   check_serve_logs     stops the acp serve processes and fails on a
 #                        sanitizer report in their logs ($work/serve*.log),
 #                        or, under ACP_VALGRIND_WRAP, on valgrind's lines
-#   finish               prints the counts; its status is the script's
 # Needs node (exit 77 without it, as every one of these scripts does).
 # shellcheck shell=sh
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
 acp=${ACP_BIN:-$root/build/acp}
 wrap=${ACP_VALGRIND_WRAP:-}
 # acp runs its remote commands and the terminal client in acp-remote
@@ -33,55 +35,44 @@ case $wrap in
 *valgrind*--trace-children=yes*) ;;
 *valgrind*) wrap="$wrap --trace-children=yes --trace-children-skip=*/acp,*/node,*/sh,*/dash,*/bash,*/env,*/python3*,*/timeout,*/cat,*/sleep" ;;
 esac
-command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
-work=$(mktemp -d)
-pids=""
+need_cmd node
 serve_pids=""
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null; done
-  for p in $pids; do wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
 
 start_serve() {
-  log=$1; shift
+  log=$1
+  shift
   # shellcheck disable=SC2086
-  $wrap "$acp" serve --listen 127.0.0.1:0 --verbose "$@" 2>"$log" &
-  serve_pid=$!
-  pids="$pids $serve_pid"
+  start_bg "$log" 'listening on wss\{0,1\}://127\.0\.0\.1:[0-9]*/acp' \
+    $wrap "$acp" serve --listen 127.0.0.1:0 --verbose "$@"
+  serve_pid=$bg_pid
   serve_pids="$serve_pids $serve_pid"
-  port=""
-  for _ in $(seq 1 200); do
-    port=$(sed -n 's/.*listening on wss\{0,1\}:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log")
-    if [ -n "$port" ]; then
-      if grep -q 'listening on wss:' "$log"; then
-        serve_url="https://127.0.0.1:$port/acp"
-      else
-        serve_url="http://127.0.0.1:$port/acp"
-      fi
-      return 0
-    fi
-    kill -0 "$serve_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "acp serve did not start:"; cat "$log"; exit 1
+  port=$(sed -n 's/.*listening on wss\{0,1\}:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$log" | head -1)
+  if grep -q 'listening on wss:' "$log"; then
+    serve_url="https://127.0.0.1:$port/acp"
+  else
+    serve_url="http://127.0.0.1:$port/acp"
+  fi
 }
 
 free_port() {
   node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();});'
 }
 
-wait_log() {
-  for _ in $(seq 1 200); do
-    grep -q "$2" "$1" && return 0
-    sleep 0.05
-  done
-  return 1
+wait_log() { wait_for "$1" "$2" 100; }
+
+full_turn() {
+  t_file=$1 t_text=$2
+  shift 2
+  [ -f "$work/served.txt" ] || echo "served file" >"$work/served.txt"
+  rm -f "$work/$t_file"
+  # shellcheck disable=SC2086
+  turn_out=$(timeout 60 $wrap "$acp" client --yes --cwd "$work" "$@" -p "/ask:edit change it
+/read served.txt
+/write $t_file $t_text" 2>"$work/turn.err")
+  turn_rc=$?
+  [ $turn_rc -eq 0 ] && grep -q "\[permission\]" "$work/turn.err" &&
+    grep -q "\[fs\] read" "$work/turn.err" &&
+    [ "$(cat "$work/$t_file" 2>/dev/null)" = "$t_text" ]
 }
 
 check_serve_logs() {
@@ -98,9 +89,4 @@ check_serve_logs() {
       ok "acp serve clean under $wrap"
     fi
   fi
-}
-
-finish() {
-  echo "$pass passed, $fail failed"
-  [ "$fail" -eq 0 ]
 }

@@ -8,23 +8,10 @@
 #     the cancellation coming from Ctrl-C (SIGINT) as a user would send it.
 # Needs ACP_BIN (the built acp) and node; installs the SDK if missing.
 # Exit 77 (skipped, with the reason) when node or the SDK cannot be had.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
 acp=${ACP_BIN:-$root/build/acp}
-if ! command -v node >/dev/null 2>&1; then
-  echo "SKIP: node is not installed"; exit 77
-fi
-if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
-  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
-  exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+need_cmd node
+need_peers
 
 # SDK client -> acp agent
 for sc in full echo cancel; do
@@ -100,5 +87,4 @@ else
   ko "acp client -> SDK agent: cancel" "exit $rc" "$(cat "$work/out" "$work/err")"
 fi
 
-echo "acp interop: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish "acp interop"

@@ -29,19 +29,12 @@
 # missing (tools/install-peers.sh). Exit 0 when all passed, 1 on a failure,
 # 77 (skipped, reason printed) when a peer cannot be installed. Starts only
 # the Node client, which starts the agent; kills nothing.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
-case "$acp" in /*) ;; *) acp="$(pwd)/$acp" ;; esac
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
 client="$here/mcp_acp_sdk_client.mjs"
 
-[ -x "$acp" ] || { echo "SKIP: the acp program is not built ($acp; set ACP_BIN)"; exit 77; }
-command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
-if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
-  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
-  exit 77
-fi
+need_cmd node
+need_peers
 peers=${ACP_PEERS_DIR:-$root/build/peers/acp}
 for f in @agentclientprotocol/sdk/dist/mcp/core.js @agentclientprotocol/sdk/dist/mcp/mcp-server.js \
   @modelcontextprotocol/server/package.json; do
@@ -49,12 +42,6 @@ for f in @agentclientprotocol/sdk/dist/mcp/core.js @agentclientprotocol/sdk/dist
     { echo "SKIP: $f is missing in $peers (tools/install-peers.sh)"; exit 77; }
 done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/acp-mcp-acp-sdk-provider.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
 
 # run CLIENT-ARGS... -- AGENT...: stdout in $out, status in $rc, stderr in
 # $work/err.
@@ -194,5 +181,4 @@ else
   fi
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -24,30 +24,17 @@
 # (tools/install-peers.sh). Exit 0 when all passed, 1 on a failure, 77
 # (skipped, reason printed) when a prerequisite is missing. Starts processes
 # only through `acp client` and kills nothing.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
-case "$acp" in /*) ;; *) acp="$(pwd)/$acp" ;; esac
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
 agent="$here/mcp_acp_sdk_agent.mjs"
 
-[ -x "$acp" ] || { echo "SKIP: the acp program is not built ($acp; set ACP_BIN)"; exit 77; }
-command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
-if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
-  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
-  exit 77
-fi
+need_cmd node
+need_peers
 peers=${ACP_PEERS_DIR:-$root/build/peers/acp}
 [ -f "$peers/node_modules/@agentclientprotocol/sdk/dist/mcp/core.js" ] ||
   { echo "SKIP: the ACP TypeScript SDK with MCP-over-ACP (2.4) is missing in $peers"; exit 77; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/acp-mcp-acp-sdk.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-pass=0
-fail=0
 xfail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
 
 # run PROMPT AGENT-FLAGS CONDUCTOR-ARGS... : stdout in $out, status in $rc,
 # stderr in $work/err.
@@ -135,5 +122,4 @@ else
 fi
 
 [ $xfail -eq 0 ] || echo "($xfail expected failure: known bug, see XFAIL above)"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

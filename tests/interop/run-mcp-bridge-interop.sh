@@ -25,22 +25,15 @@
 # declaration becomes an http server on 127.0.0.1 with a bearer token and
 # the MCP SDK's StreamableHTTPClientTransport reaches the conductor's
 # `acp mcp http-bridge` helper.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-acp=${ACP_BIN:-$root/build/acp}
-case "$acp" in /*) ;; *) acp="$(pwd)/$acp" ;; esac
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
+find_acp
 agent="$here/mcp_bridge_agent.mjs"
 
-[ -x "$acp" ] || { echo "SKIP: the acp program is not built ($acp; set ACP_BIN)"; exit 77; }
-command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
-command -v pgrep >/dev/null 2>&1 || { echo "SKIP: pgrep is not installed (needed for the leftover check)"; exit 77; }
+need_cmd node
+need_cmd pgrep "needed for the leftover check"
 "$acp" mcp-shim --help >/dev/null 2>&1
 [ $? -ne 127 ] || { echo "SKIP: acp has no mcp-shim"; exit 77; }
-if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
-  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
-  exit 77
-fi
+need_peers
 if ! "$root/tools/install-mcp-peers.sh" interop >/dev/null 2>&1; then
   echo "SKIP: the MCP TypeScript SDK could not be installed (tools/install-mcp-peers.sh interop)"
   exit 77
@@ -49,15 +42,9 @@ export MCP_SDK_DIR="${ACP_PEERS_ROOT:-$root/build/peers}/mcp/interop/node_module
 [ -d "$MCP_SDK_DIR/@modelcontextprotocol/sdk" ] ||
   { echo "SKIP: the MCP TypeScript SDK is missing ($MCP_SDK_DIR)"; exit 77; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/acp-bridge-interop.XXXXXX")
-trap 'rm -rf "$work"' EXIT
 # The conductor makes its bridge directory under TMPDIR: keep it in ours, so
 # every socket path of this run is unique to it.
 export TMPDIR="$work"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
 
 # run PROMPT CONDUCTOR-ARGS... : the chain's stdout in $out, status in $rc.
 run() {
@@ -203,5 +190,4 @@ else
   ko "leftovers after HTTP bridging" "$(pgrep -a -f "http-bridge --socket $work")"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -103,15 +103,10 @@ out=$(timeout 30 $wrap "$acp" client --verbose --quiet --url "$url" --http --h2 
 if [ "$out" = "hello over h2" ] && grep -q "connected over HTTP/2" "$work/c2err"; then
   ok "acp client --h2 -> acp serve: a turn over h2c"
 else ko "acp client --h2 -> acp serve: a turn" "$out" "$(cat "$work/c2err")"; fi
-out=$(timeout 30 $wrap "$acp" client --yes --cwd "$work" --url "$url" --http --h2 -p "/ask:edit change it
-/read served.txt
-/write h2out.txt written over h2" 2>"$work/c2err")
-rc=$?
-if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/c2err" && grep -q "\[fs\] read" "$work/c2err" &&
-   [ "$(cat "$work/h2out.txt" 2>/dev/null)" = "written over h2" ]; then
+if full_turn h2out.txt "written over h2" --url "$url" --http --h2; then
   ok "acp client --h2 -> acp serve: full turn (permission, read, write)"
 else
-  ko "acp client --h2 -> acp serve: full turn" "exit $rc" "$out" "$(cat "$work/c2err")"
+  ko "acp client --h2 -> acp serve: full turn" "exit $turn_rc" "$turn_out" "$(cat "$work/turn.err")"
 fi
 # a 1 MB prompt (a line on stdin: too long for argv) echoed back
 python3 -c 'print("x" * 1048000)' > "$work/big.txt"

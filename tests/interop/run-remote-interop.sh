@@ -28,11 +28,8 @@
 # node or the peers cannot be had. ACP_VALGRIND_WRAP (as in run-cli.sh)
 # prefixes every acp process started here.
 . "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
-command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
-if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
-  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
-  exit 77
-fi
+need_cmd curl
+need_peers
 
 status_of() { # curl's status code of a request to /acp with extra args
   curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"
@@ -125,16 +122,10 @@ out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url
 out=$(timeout 30 $wrap "$acp" client --quiet --url "$hurl" --http -p "hello over http" 2>&1)
 if [ "$out" = "hello over http" ]; then ok "acp client --http -> acp serve: a turn"
 else ko "acp client --http -> acp serve: a turn" "$out"; fi
-echo "served file" > "$work/served.txt"
-out=$(timeout 30 $wrap "$acp" client --yes --cwd "$work" --url "$hurl" --http -p "/ask:edit change it
-/read served.txt
-/write out.txt written over http" 2>"$work/herr")
-rc=$?
-if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/herr" && grep -q "\[fs\] read" "$work/herr" &&
-   [ "$(cat "$work/out.txt" 2>/dev/null)" = "written over http" ]; then
+if full_turn out.txt "written over http" --url "$hurl" --http; then
   ok "acp client --http -> acp serve: full turn (permission, read, write)"
 else
-  ko "acp client --http -> acp serve: full turn" "exit $rc" "$out" "$(cat "$work/herr")"
+  ko "acp client --http -> acp serve: full turn" "exit $turn_rc" "$turn_out" "$(cat "$work/turn.err")"
 fi
 # cookies: a proxy that sets two on every answer logs whether each later
 # request brought them back (POSTs, the SSE stream, DELETE)
@@ -256,46 +247,37 @@ out=$(ACP_TOKEN=sekrit timeout 30 $wrap "$acp" client --quiet --url "$hurl2" --h
 [ "$out" = "tok" ] && ok "acp client --http with the token" || ko "acp client --http with token" "$out"
 
 # ---- the agent dies mid-turn --------------------------------------------------
-before=$(grep -c 'agent pid' "$work/serve2.log")
-"$acp" client --url "$url2" --token sekrit -p "under way
-/wait" >"$work/dies.out" 2>"$work/dies.err" &
-cpid=$!
-pids="$pids $cpid"
-# the turn is under way once the client printed the agent's first text
-for _ in $(seq 1 200); do
-  grep -q "under way" "$work/dies.out" &&
-    [ "$(grep -c 'agent pid' "$work/serve2.log")" -gt "$before" ] && break
-  sleep 0.05
-done
-apid=$(grep 'agent pid' "$work/serve2.log" | tail -1 | sed 's/.*agent pid //')
-kill -9 "$apid" 2>/dev/null
-wait "$cpid"
-rc=$?
-if [ $rc -eq 1 ] && grep -q "Connection closed\|closed the connection" "$work/dies.err"; then
-  ok "agent died mid-turn: the client got an error (exit 1)"
-else
-  ko "agent died mid-turn" "exit $rc" "$(cat "$work/dies.err")"
-fi
-# the same over Streamable HTTP
-before=$(grep -c 'agent pid' "$work/serve2.log")
-"$acp" client --url "$hurl2" --http --token sekrit -p "under way
-/wait" >"$work/hdies.out" 2>"$work/hdies.err" &
-cpid=$!
-pids="$pids $cpid"
-for _ in $(seq 1 200); do
-  grep -q "under way" "$work/hdies.out" &&
-    [ "$(grep -c 'agent pid' "$work/serve2.log")" -gt "$before" ] && break
-  sleep 0.05
-done
-apid=$(grep 'agent pid' "$work/serve2.log" | tail -1 | sed 's/.*agent pid //')
-kill -9 "$apid" 2>/dev/null
-wait "$cpid"
-rc=$?
-if [ $rc -eq 1 ] && grep -q "ended the connection stream" "$work/hdies.err"; then
-  ok "agent died mid-turn (--http): the client got an error (exit 1)"
-else
-  ko "agent died mid-turn (--http)" "exit $rc" "$(cat "$work/hdies.err")"
-fi
+# dies_mid_turn NAME F ERROR CLIENT-ARGS...: a client turn under way (its
+# output in $work/F.out, .err), then its agent killed: the client exits 1
+# saying ERROR (a grep pattern).
+dies_mid_turn() {
+  name=$1 f=$2 want=$3
+  shift 3
+  before=$(grep -c 'agent pid' "$work/serve2.log")
+  "$acp" client "$@" --token sekrit -p "under way
+/wait" >"$work/$f.out" 2>"$work/$f.err" &
+  cpid=$!
+  pids="$pids $cpid"
+  # the turn is under way once the client printed the agent's first text
+  for _ in $(seq 1 200); do
+    grep -q "under way" "$work/$f.out" &&
+      [ "$(grep -c 'agent pid' "$work/serve2.log")" -gt "$before" ] && break
+    sleep 0.05
+  done
+  apid=$(grep 'agent pid' "$work/serve2.log" | tail -1 | sed 's/.*agent pid //')
+  kill -9 "$apid" 2>/dev/null
+  wait "$cpid"
+  rc=$?
+  if [ $rc -eq 1 ] && grep -q "$want" "$work/$f.err"; then
+    ok "$name: the client got an error (exit 1)"
+  else
+    ko "$name" "exit $rc" "$(cat "$work/$f.err")"
+  fi
+}
+dies_mid_turn "agent died mid-turn" dies "Connection closed\|closed the connection" \
+  --url "$url2"
+dies_mid_turn "agent died mid-turn (--http)" hdies "ended the connection stream" \
+  --url "$hurl2" --http
 # the server itself dies mid-turn (no answer, no stream end: a reset)
 start_serve "$work/serve3.log" -- "$acp" agent
 s3=$serve_pid

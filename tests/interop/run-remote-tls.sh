@@ -30,12 +30,9 @@
 # Exit 77 when one is missing. ACP_VALGRIND_WRAP (as in run-cli.sh)
 # prefixes every acp process started here.
 . "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
-command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
-command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl is not installed"; exit 77; }
-if ! "$root/tools/install-peers.sh" >/dev/null 2>&1; then
-  echo "SKIP: the ACP TypeScript SDK could not be installed (tools/install-peers.sh)"
-  exit 77
-fi
+need_cmd curl
+need_cmd openssl
+need_peers
 
 # ---- certificates -------------------------------------------------------------
 c=$work/certs
@@ -106,24 +103,16 @@ v=$(curl -s --http1.1 --cacert "$c/ca.pem" -o /dev/null -w '%{http_version}' -X 
 if [ "$v" = "1.1" ]; then ok "an HTTP/1.1 client over TLS gets HTTP/1.1"; else ko "HTTP/1.1 over TLS" "version $v"; fi
 
 # A full turn: the agent asks permission, reads and writes a file.
-echo "served file" >"$work/served.txt"
 for mode in ws http h2; do
   u=$wss; extra=""
   [ $mode = http ] && { u=$https; extra=--http; }
   [ $mode = h2 ] && { u=$https; extra="--http --h2 --verbose"; }
-  rm -f "$work/out.txt"
   # shellcheck disable=SC2086
-  out=$(timeout 60 $wrap "$acp" client --yes --cwd "$work" --url "$u" $extra \
-        --ca "$c/ca.pem" -p "/ask:edit change it
-/read served.txt
-/write out.txt written over $mode" 2>"$work/err")
-  rc=$?
-  if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err" &&
-     [ "$(cat "$work/out.txt" 2>/dev/null)" = "written over $mode" ]; then
-    if [ $mode = h2 ] && ! grep -q "connected over HTTP/2" "$work/err"; then
-      ko "acp client --h2 over https: ALPN h2" "$(cat "$work/err")"
+  if full_turn out.txt "written over $mode" --url "$u" $extra --ca "$c/ca.pem"; then
+    if [ $mode = h2 ] && ! grep -q "connected over HTTP/2" "$work/turn.err"; then
+      ko "acp client --h2 over https: ALPN h2" "$(cat "$work/turn.err")"
     else ok "acp client --url $u $extra: full turn (permission, read, write)"; fi
-  else ko "acp client full turn over $mode" "exit $rc" "$out" "$(cat "$work/err")"; fi
+  else ko "acp client full turn over $mode" "exit $turn_rc" "$turn_out" "$(cat "$work/turn.err")"; fi
 done
 out=$(timeout 30 $wrap "$acp" client --quiet --url "wss://localhost:$port/acp" \
       --ca "$c/ca.pem" -p "by name" 2>&1)
@@ -281,13 +270,19 @@ if [ "$out" = "ws verbose" ] &&
    grep -q "acp client: socket 1 (WebSocket) to 127\.0\.0\.1:$rport: TLS full handshake (TLSv1\.3, ALPN http/1\.1)" "$work/err"; then
   ok "acp client --verbose over wss: says how its socket was set up"
 else ko "acp client --verbose over wss" "$out" "$(cat "$work/err")"; fi
+# node_resume PORT REUSED NAME: node:tls connecting three times to PORT,
+# each time with the session it was given (TLS 1.3 tickets, TLS 1.2 tickets,
+# TLS 1.2 session ids): isSessionReused() of the three is REUSED.
+node_resume() {
+  for m in tls13 tls12 tls12-id; do
+    out=$(timeout 60 node "$here/tls_resume.mjs" "$1" "$c/ca.pem" $m 2>&1)
+    if printf '%s' "$out" | grep -qF "\"reused\":[$2]"; then
+      ok "$3 ($m): isSessionReused() ($out)"
+    else ko "$3 ($m)" "$out"; fi
+  done
+}
 # Node's own TLS client reconnecting with the session it was given.
-for m in tls13 tls12 tls12-id; do
-  out=$(timeout 60 node "$here/tls_resume.mjs" "$rport" "$c/ca.pem" $m 2>&1)
-  if printf '%s' "$out" | grep -q '"reused":\[false,true,true\]'; then
-    ok "node:tls ($m) reconnecting with its session: isSessionReused() ($out)"
-  else ko "node:tls $m resumption against acp serve --tls" "$out"; fi
-done
+node_resume "$rport" false,true,true "node:tls reconnecting with its session"
 
 # The same with --no-tls-resumption: every socket does a full handshake.
 start_serve "$work/serve-noresume.log" --tls "$c/server.pem" "$c/server.key" \
@@ -301,12 +296,7 @@ if [ $rc -eq 0 ] && [ "$out" = "no resume" ] &&
    ! grep -q "TLS session resumed" "$work/err"; then
   ok "--no-tls-resumption: acp client's later sockets do full handshakes ($(grep -c 'TLS full handshake' "$work/err") of them)"
 else ko "--no-tls-resumption with acp client" "exit $rc: $out" "$(cat "$work/err")"; fi
-for m in tls13 tls12 tls12-id; do
-  out=$(timeout 60 node "$here/tls_resume.mjs" "$nport" "$c/ca.pem" $m 2>&1)
-  if printf '%s' "$out" | grep -q '"reused":\[false,false,false\]'; then
-    ok "--no-tls-resumption: node:tls ($m) is never resumed"
-  else ko "node:tls $m against --no-tls-resumption" "$out"; fi
-done
+node_resume "$nport" false,false,false "--no-tls-resumption: node:tls is never resumed"
 out=$("$acp" serve --no-tls-resumption -- "$acp" agent 2>&1)
 rc=$?
 if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "goes with --tls"; then
@@ -318,19 +308,13 @@ start_serve "$work/serve-alpn.log" --tls "$c/server.pem" "$c/server.key" \
   --alpn http/1.1 -- "$acp" agent
 aport=$port
 aurl="https://127.0.0.1:$aport/acp"
-rm -f "$work/out.txt"
-out=$(timeout 60 $wrap "$acp" client --yes --cwd "$work" --url "$aurl" --http --h2 --verbose \
-      --ca "$c/ca.pem" -p "/ask:edit change it
-/read served.txt
-/write out.txt written over the ALPN fallback" 2>"$work/err")
-rc=$?
-if [ $rc -eq 0 ] && grep -q "\[permission\]" "$work/err" && grep -q "\[fs\] read" "$work/err" &&
-   [ "$(cat "$work/out.txt" 2>/dev/null)" = "written over the ALPN fallback" ] &&
-   grep -q "the server's ALPN chose http/1.1" "$work/err" &&
-   grep -q "connected over HTTP/1.1" "$work/err" &&
-   grep -q "socket 1 (HTTP/2, or HTTP/1.1 by ALPN) to 127\.0\.0\.1:$aport: TLS full handshake (TLSv1\.3, ALPN http/1\.1)" "$work/err"; then
+if full_turn out.txt "written over the ALPN fallback" --url "$aurl" --http --h2 --verbose \
+     --ca "$c/ca.pem" &&
+   grep -q "the server's ALPN chose http/1.1" "$work/turn.err" &&
+   grep -q "connected over HTTP/1.1" "$work/turn.err" &&
+   grep -q "socket 1 (HTTP/2, or HTTP/1.1 by ALPN) to 127\.0\.0\.1:$aport: TLS full handshake (TLSv1\.3, ALPN http/1\.1)" "$work/turn.err"; then
   ok "--alpn http/1.1: acp client --http --h2 falls back to HTTP/1.1, full turn (permission, read, write)"
-else ko "acp client --h2 against --alpn http/1.1" "exit $rc" "$out" "$(cat "$work/err")"; fi
+else ko "acp client --h2 against --alpn http/1.1" "exit $turn_rc" "$turn_out" "$(cat "$work/turn.err")"; fi
 # node:http2 offers h2 only: refused in the handshake (no_application_protocol).
 out=$(NODE_EXTRA_CA_CERTS="$c/ca.pem" timeout 30 node -e '
   const s = require("node:http2").connect(process.argv[1]);
