@@ -8,11 +8,18 @@
  * the response back) plus the protocol, so ours/floor says how much of a turn
  * is our own work.
  *
- * Usage: uv_cat_floor [--payload S] [--turns N] [--impl NAME] [-- CMD ARGS...]
- * (default command: cat). Prints one JSON line with the fields of
+ * Usage: uv_cat_floor [--payload S] [--turns N] [--impl NAME]
+ *                     [--pipe-size BYTES] [-- CMD ARGS...]
+ * (default command: cat). --pipe-size asks the kernel for pipes of that
+ * size (F_SETPIPE_SZ on both pipes; 0, the default, keeps the kernel's
+ * 64 KiB): `acp` grows its pipes to 1 MiB once a message is larger than
+ * 64 KiB, so a fair floor for large payloads uses the same size
+ * (bench/run-turns.sh passes it). Prints one JSON line with the fields of
  * `acp bench-client` (bench/README.md), "agent" being the command, and
  * exits 0; exits 1 with a message if the echo comes back wrong or short.
  */
+#define _GNU_SOURCE /* F_SETPIPE_SZ */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -150,6 +157,7 @@ int main(int argc, char **argv) {
   char **cmd = default_cmd;
   const char *impl = "floor";
   size_t size = 5;
+  long pipe_size = 0;
   uv_process_options_t opts;
   uv_stdio_container_t stdio[3];
   double secs;
@@ -167,9 +175,11 @@ int main(int argc, char **argv) {
       b.turns = strtol(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc) {
       impl = argv[++i];
+    } else if (strcmp(argv[i], "--pipe-size") == 0 && i + 1 < argc) {
+      pipe_size = strtol(argv[++i], NULL, 10);
     } else {
       fprintf(stderr, "usage: uv_cat_floor [--payload S] [--turns N] "
-                      "[--impl NAME] [-- CMD ARGS...]\n");
+                      "[--impl NAME] [--pipe-size BYTES] [-- CMD ARGS...]\n");
       return 2;
     }
   }
@@ -211,6 +221,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "uv_cat_floor: cannot start %s: %s\n", cmd[0],
             uv_strerror(rc));
     return 1;
+  }
+  if (pipe_size > 0) {
+    uv_os_fd_t fd;
+    uv_stream_t *ends[2] = {(uv_stream_t *)&b.in, (uv_stream_t *)&b.out};
+    for (i = 0; i < 2; i++)
+      if (uv_fileno((uv_handle_t *)ends[i], &fd) != 0 ||
+          fcntl(fd, F_SETPIPE_SZ, (int)pipe_size) < 0) {
+        fprintf(stderr, "uv_cat_floor: cannot set the pipe size to %ld\n",
+                pipe_size);
+        return 1;
+      }
   }
   uv_read_start((uv_stream_t *)&b.out, on_alloc, on_read);
   b.t_start = uv_hrtime();
