@@ -393,7 +393,7 @@ static bool borrowable(const acp_rpc_session *s, const acp__buf *b,
   uintptr_t p = (uintptr_t)part->p;
   size_t room;
 
-  if (!s->borrow || b != &s->out || part->str || part->n < BORROW_MIN ||
+  if (part->n < BORROW_MIN || !s->borrow || b != &s->out || part->str ||
       s->in_lo == NULL || p < lo || p > (uintptr_t)s->in_hi ||
       part->n > (size_t)((uintptr_t)s->in_hi - p))
     return false;
@@ -1785,6 +1785,15 @@ acp_ssize acp_rpc_session_send_iov(acp_rpc_session *s, const acp_rpc_iov **iov,
   n = s->out.len + s->ext_total;
   if (n == 0)
     return 0;
+  if (s->nspans == 0) {
+    /* Nothing borrowed: the buffer, as acp_rpc_session_send() gives it. */
+    s->one.data = s->out.data;
+    s->one.len = n;
+    s->out.len = 0;
+    *iov = &s->one;
+    *niov = 1;
+    return (acp_ssize)n;
+  }
   need = 2 * s->nspans + 1;
   if (need > s->iov_cap) {
     acp_rpc_iov *ni = acp__realloc(&s->mem, s->iov, need * sizeof(*ni));

@@ -65,6 +65,8 @@ static int write_iov(acp_uv_rpc *r, const acp_rpc_iov *iov, size_t niov) {
   uv_buf_t bufs[PIECES];
   size_t i = 0;
   int rv = 0;
+  if (niov == 1)
+    return acp_uv_link_write(r->link, iov[0].data, iov[0].len);
   while (i < niov && rv == 0) {
     size_t k = 0;
     for (; k < PIECES && i < niov; k++, i++) {
