@@ -106,7 +106,12 @@ for p in $payloads; do
         fi
         if [ -n "$floor_bin" ]; then
             echo "run-turns: floor payload $p, $n turns (round $r/$rounds)" >&2
-            if line=$("$floor_bin" --impl floor --payload "$p" --turns "$n" -- cat); then
+            # The floor's pipes are acp's: real pipes (not the socketpairs
+            # libuv makes), grown to 1 MiB once a message passes 64 KiB.
+            fpipe=""
+            [ "$p" -ge 65536 ] && fpipe="--pipe-size 1048576"
+            # shellcheck disable=SC2086
+            if line=$("$floor_bin" --impl floor --pipes $fpipe --payload "$p" --turns "$n" -- cat); then
                 echo "$line" | sed "s/^{/{\"round\":$r,/" >>"$out"
             else
                 echo "run-turns: floor FAILED at payload $p" >&2
