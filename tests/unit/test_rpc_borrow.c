@@ -31,6 +31,8 @@ typedef struct out_buf {
 } out_buf;
 
 static void out_add(out_buf *o, const char *p, size_t n) {
+  if (n == 0)
+    return;
   if (o->len + n > o->cap) {
     o->cap = (o->len + n) * 2 + 64;
     o->p = realloc(o->p, o->cap);
