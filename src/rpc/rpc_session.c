@@ -387,14 +387,19 @@ static int put_str(acp_rpc_session *s, acp__buf *b, const char *p, size_t n) {
  * output), only a large one, and only within the output cap, which counts
  * the spans too (over it the copy fails as it always did).
  */
-static bool borrowable(const acp_rpc_session *s, const acp__buf *b,
-                       const acp__rpc_part *part) {
-  uintptr_t lo = (uintptr_t)s->in_lo;
-  uintptr_t p = (uintptr_t)part->p;
+static inline bool borrowable(const acp_rpc_session *s, const acp__buf *b,
+                              const acp__rpc_part *part) {
+  uintptr_t lo;
+  uintptr_t p;
   size_t room;
 
-  if (part->n < BORROW_MIN || !s->borrow || b != &s->out || part->str ||
-      s->in_lo == NULL || p < lo || p > (uintptr_t)s->in_hi ||
+  /* The common case first: small pieces, and output outside a dispatch. */
+  if (part->n < BORROW_MIN || s->in_lo == NULL || !s->borrow || b != &s->out ||
+      part->str)
+    return false;
+  lo = (uintptr_t)s->in_lo;
+  p = (uintptr_t)part->p;
+  if (p < lo || p > (uintptr_t)s->in_hi ||
       part->n > (size_t)((uintptr_t)s->in_hi - p))
     return false;
   room = s->out.max - s->out.len;
@@ -471,9 +476,11 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
   int rv;
   size_t need = mlen + 64;
   size_t i;
+  /* Borrowing is possible at all: while dispatching, into the output. */
+  bool may = s->in_lo != NULL && s->borrow && b == &s->out;
 
   for (i = 0; i < nparts; i++)
-    if (!borrowable(s, b, &parts[i]))
+    if (!may || !borrowable(s, b, &parts[i]))
       need += parts[i].n + (parts[i].str ? 2 : 0);
   rv = presize(b, need);
   if (rv == 0 && id) {
@@ -492,7 +499,7 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
   for (i = 0; rv == 0 && i < nparts; i++) {
     if (parts[i].str)
       rv = acp__json_escape_append(b, parts[i].p, parts[i].n);
-    else if (borrowable(s, b, &parts[i]))
+    else if (may && borrowable(s, b, &parts[i]))
       rv = span_add(s, parts[i].p, parts[i].n);
     else
       rv = acp__buf_append(b, parts[i].p, parts[i].n);
@@ -1778,22 +1785,24 @@ acp_ssize acp_rpc_session_send_iov(acp_rpc_session *s, const acp_rpc_iov **iov,
 
   if (s == NULL || iov == NULL || niov == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  *iov = NULL;
   *niov = 0;
-  if (s->in_cb > 0 || (s->failed && s->out.len == 0))
+  if (s->in_cb > 0 || (s->failed && s->out.len == 0)) {
+    *iov = NULL;
     return ACP_ERR_INVALID_STATE;
-  n = s->out.len + s->ext_total;
-  if (n == 0)
-    return 0;
+  }
+  /* Nothing borrowed: the buffer, as acp_rpc_session_send() gives it. */
+  *iov = &s->one;
   if (s->nspans == 0) {
-    /* Nothing borrowed: the buffer, as acp_rpc_session_send() gives it. */
+    n = s->out.len;
+    if (n == 0)
+      return 0;
     s->one.data = s->out.data;
     s->one.len = n;
     s->out.len = 0;
-    *iov = &s->one;
     *niov = 1;
     return (acp_ssize)n;
   }
+  n = s->out.len + s->ext_total;
   need = 2 * s->nspans + 1;
   if (need > s->iov_cap) {
     acp_rpc_iov *ni = acp__realloc(&s->mem, s->iov, need * sizeof(*ni));

@@ -987,6 +987,21 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
   uv_buf_t b;
   if (!l || (!data && len > 0))
     return ACP_ERR_INVALID_ARGUMENT;
+  if (l->wr.kind == SIDE_STREAM && l->nwrites == 0 && len > 0 && len <= 65536 &&
+      l->state == ST_OPEN && !l->wr_shut_req && !l->wr_ended &&
+      l->write_err == 0) {
+    /* The common small message, nothing queued: straight to the kernel,
+     * as write_bufs() would, without its generality. */
+    int r;
+    b = uv_buf_init((char *)data, (unsigned)len);
+    r = uv_try_write(l->wr.stream, &b, 1);
+    if (r > 0 && (size_t)r == len)
+      return 0;
+    if (r > 0) {
+      data += r;
+      len -= (size_t)r;
+    }
+  }
   b.base = (char *)data;
   b.len = len;
   return write_bufs(l, &b, 1, len);
