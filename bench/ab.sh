@@ -13,7 +13,7 @@
 #   --per N     round trips per run, to turn CPU seconds into us per trip
 #               (default: the "turns" or "calls" field of the JSON line)
 # Example (old and new acp against the floor, 64 KiB turns):
-#   bench/ab.sh floor 'build/bench/uv_cat_floor --payload 65536 --turns 20000 -- cat' \
+#   bench/ab.sh floor 'build/bench/uv_cat_floor --pipes --pipe-size 1048576 --payload 65536 --turns 20000 -- cat' \
 #     old '/tmp/old/acp bench-client --payload 65536 --turns 20000 -- /tmp/old/acp agent --echo' \
 #     new 'build/acp bench-client --payload 65536 --turns 20000 -- build/acp agent --echo'
 # Exit status: 1 if a command failed, 2 on bad usage.

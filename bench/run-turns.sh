@@ -112,8 +112,13 @@ for p in $payloads; do
     r=1
     while [ $run_ours -eq 1 ] && [ "$r" -le "$rounds" ]; do
         round ours "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- "$ACP_BIN" agent --echo
+        # The floor's pipes are acp's: real pipes (not the socketpairs
+        # libuv makes), grown to 1 MiB once a message passes 64 KiB.
+        fpipe=""
+        [ "$p" -ge 65536 ] && fpipe="--pipe-size 1048576"
+        # shellcheck disable=SC2086
         [ -z "$floor_bin" ] ||
-            round floor "$floor_bin" --impl floor --payload "$p" --turns "$n" -- cat
+            round floor "$floor_bin" --impl floor --pipes $fpipe --payload "$p" --turns "$n" -- cat
         r=$((r + 1))
     done
 done

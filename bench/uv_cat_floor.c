@@ -8,11 +8,22 @@
  * the response back) plus the protocol, so ours/floor says how much of a turn
  * is our own work.
  *
- * Usage: uv_cat_floor [--payload S] [--turns N] [--impl NAME] [-- CMD ARGS...]
- * (default command: cat). Prints one JSON line with the fields of
- * `acp bench-client` (bench/README.md), "agent" being the command, and
- * exits 0; exits 1 with a message if the echo comes back wrong or short.
+ * Usage: uv_cat_floor [--payload S] [--turns N] [--impl NAME] [--pipes]
+ *                     [--pipe-size BYTES] [-- CMD ARGS...]
+ * (default command: cat). By default the command's stdin and stdout are
+ * what libuv's UV_CREATE_PIPE makes, AF_UNIX socketpairs; --pipes makes
+ * them real pipes as acp's are (src/uv/process.c), and --pipe-size asks
+ * for pipes of that capacity (F_SETPIPE_SZ; acp grows its pipes to 1 MiB
+ * once a message is larger than 64 KiB). bench/run-turns.sh runs the
+ * floor both ways ("floor" on socketpairs, "floor-pipes" with acp's
+ * pipes). The JSON line's "pipe_bytes" is the capacity the pipes got (-1
+ * for socketpairs). Reads take 64 KiB, or a full pipe's worth if larger. Prints
+ * one JSON line with the fields of `acp bench-client` (bench/README.md),
+ * "agent" being the command, and exits 0; exits 1 with a message if the echo
+ * comes back wrong or short.
  */
+#define _GNU_SOURCE /* F_SETPIPE_SZ */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +47,8 @@ typedef struct {
   long agent_rss_kib;
   int64_t agent_exit;
   int failed;
-  char rbuf[65536];
+  char *rbuf; /* 64 KiB, or the pipe's capacity if larger */
+  size_t rbuf_len;
 } floor_bench;
 
 static long vmhwm_kib(int pid) {
@@ -83,7 +95,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   floor_bench *b = h->data;
 
   (void)suggested;
-  *buf = uv_buf_init(b->rbuf, sizeof(b->rbuf));
+  *buf = uv_buf_init(b->rbuf, (unsigned)b->rbuf_len);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
@@ -150,6 +162,10 @@ int main(int argc, char **argv) {
   char **cmd = default_cmd;
   const char *impl = "floor";
   size_t size = 5;
+  long pipe_size = 0;
+  int pipe_bytes = -1; /* the smaller of the two pipes' capacity */
+  int use_pipes = 0;
+  uv_file in_fds[2], out_fds[2];
   uv_process_options_t opts;
   uv_stdio_container_t stdio[3];
   double secs;
@@ -167,9 +183,14 @@ int main(int argc, char **argv) {
       b.turns = strtol(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--impl") == 0 && i + 1 < argc) {
       impl = argv[++i];
+    } else if (strcmp(argv[i], "--pipes") == 0) {
+      use_pipes = 1;
+    } else if (strcmp(argv[i], "--pipe-size") == 0 && i + 1 < argc) {
+      pipe_size = strtol(argv[++i], NULL, 10);
     } else {
       fprintf(stderr, "usage: uv_cat_floor [--payload S] [--turns N] "
-                      "[--impl NAME] [-- CMD ARGS...]\n");
+                      "[--impl NAME] [--pipes] [--pipe-size BYTES] "
+                      "[-- CMD ARGS...]\n");
       return 2;
     }
   }
@@ -195,10 +216,24 @@ int main(int argc, char **argv) {
   uv_pipe_init(&b.loop, &b.out, 0);
   b.in.data = b.out.data = b.proc.data = &b;
   memset(&opts, 0, sizeof(opts));
-  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-  stdio[0].data.stream = (uv_stream_t *)&b.in;
-  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[1].data.stream = (uv_stream_t *)&b.out;
+  if (use_pipes) {
+    /* What acp does (src/uv/process.c): real pipes, our ends
+     * non-blocking, the child's blocking. */
+    if (uv_pipe(in_fds, 0, UV_NONBLOCK_PIPE) != 0 ||
+        uv_pipe(out_fds, UV_NONBLOCK_PIPE, 0) != 0) {
+      fprintf(stderr, "uv_cat_floor: cannot make pipes\n");
+      return 1;
+    }
+    stdio[0].flags = UV_INHERIT_FD;
+    stdio[0].data.fd = in_fds[0];
+    stdio[1].flags = UV_INHERIT_FD;
+    stdio[1].data.fd = out_fds[1];
+  } else {
+    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+    stdio[0].data.stream = (uv_stream_t *)&b.in;
+    stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    stdio[1].data.stream = (uv_stream_t *)&b.out;
+  }
   stdio[2].flags = UV_INHERIT_FD;
   stdio[2].data.fd = 2;
   opts.file = cmd[0];
@@ -212,6 +247,35 @@ int main(int argc, char **argv) {
             uv_strerror(rc));
     return 1;
   }
+  if (use_pipes) {
+    close(in_fds[0]);
+    close(out_fds[1]);
+    uv_pipe_open(&b.in, in_fds[1]);
+    uv_pipe_open(&b.out, out_fds[0]);
+  }
+  {
+    /* The pipes' capacity, reported: asked for with --pipe-size, which
+     * the kernel may refuse (over pipe-max-size, or once the user's pipes
+     * hold pipe-user-pages-soft pages), as it may refuse acp's. */
+    uv_os_fd_t fd;
+    uv_stream_t *ends[2] = {(uv_stream_t *)&b.in, (uv_stream_t *)&b.out};
+    for (i = 0; i < 2; i++) {
+      int got = -1;
+      if (uv_fileno((uv_handle_t *)ends[i], &fd) == 0) {
+        if (pipe_size > 0 && fcntl(fd, F_SETPIPE_SZ, (int)pipe_size) < 0)
+          fprintf(stderr, "uv_cat_floor: pipe size %ld refused\n", pipe_size);
+        got = fcntl(fd, F_GETPIPE_SZ);
+      }
+      if (i == 0 || got < pipe_bytes)
+        pipe_bytes = got;
+    }
+  }
+  /* Reads take what a full pipe holds, as acp's do (it reads into its
+   * line buffer, which grows to the line). */
+  b.rbuf_len = pipe_bytes > 65536 ? (size_t)pipe_bytes : 65536;
+  b.rbuf = malloc(b.rbuf_len);
+  if (b.rbuf == NULL)
+    return 1;
   uv_read_start((uv_stream_t *)&b.out, on_alloc, on_read);
   b.t_start = uv_hrtime();
   send_line(&b);
@@ -224,13 +288,14 @@ int main(int argc, char **argv) {
   printf("{\"impl\":\"%s\",\"payload\":%zu,\"turns\":%ld,\"seconds\":%.4f,"
          "\"rtps\":%.1f,\"mibps\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
          "\"client_peak_rss_kib\":%ld,\"agent_peak_rss_kib\":%ld,"
-         "\"agent_pid\":%d,\"agent_exit\":%lld}\n",
+         "\"agent_pid\":%d,\"agent_exit\":%lld,\"pipe_bytes\":%d}\n",
          impl, size, b.done, secs, (double)b.done / secs,
          (double)b.done * (double)size / secs / 1048576.0,
          pct_us(b.lat, b.done, 50), pct_us(b.lat, b.done, 99),
          vmhwm_kib((int)getpid()), b.agent_rss_kib, b.proc.pid,
-         (long long)b.agent_exit);
+         (long long)b.agent_exit, pipe_bytes);
   free(b.line);
   free(b.lat);
+  free(b.rbuf);
   return 0;
 }

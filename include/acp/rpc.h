@@ -316,6 +316,43 @@ ACP_EXTERN int acp_rpc_session_recv_eof(acp_rpc_session *s, uint64_t now_ms);
 ACP_EXTERN acp_ssize acp_rpc_session_send(acp_rpc_session *s,
                                           const char **data);
 
+/** One piece of output (acp_rpc_session_send_iov()). */
+typedef struct acp_rpc_iov {
+  const char *data;
+  size_t len;
+} acp_rpc_iov;
+
+/**
+ * Let the output borrow from the input (off by default). While on, a large
+ * raw piece (4 KiB or more) of the line being dispatched that a callback
+ * sends on unchanged (an ACP agent forwarding a prompt's text as it came,
+ * acp_agent_send_message_chunk_val()) is not copied into the output but
+ * handed out where it lies by acp_rpc_session_send_iov(), so a runtime can
+ * write it with one writev and no copy.
+ *
+ * The caller promises: after each acp_rpc_session_recv() it takes the
+ * output (acp_rpc_session_send_iov() or acp_rpc_session_send()) before the
+ * bytes it passed to that call change and before it asks for
+ * acp_rpc_session_read_buf() again. The session itself copies what it
+ * borrowed before its line framer moves bytes, and acp_rpc_session_send()
+ * copies it into its one buffer. Turning it off copies anything still
+ * borrowed. libacp-uv's acp_uv_rpc turns it on for the sessions it runs.
+ */
+ACP_EXTERN void acp_rpc_session_set_borrow_output(acp_rpc_session *s, int on);
+
+/**
+ * As acp_rpc_session_send(), as a list of pieces: *iov gets *niov pieces
+ * whose concatenation is the output (whole lines), owned by the session and
+ * valid until the next call on it; a borrowed piece points into the input
+ * (acp_rpc_session_set_borrow_output()). Without borrowing, one piece.
+ * @return the total number of bytes (0 if nothing is waiting), or the codes
+ *         of acp_rpc_session_send(); ACP_ERR_INVALID_ARGUMENT if an argument
+ *         is NULL.
+ */
+ACP_EXTERN acp_ssize acp_rpc_session_send_iov(acp_rpc_session *s,
+                                              const acp_rpc_iov **iov,
+                                              size_t *niov);
+
 /** Nonzero while the session expects more input (not after EOF or fatal). */
 ACP_EXTERN int acp_rpc_session_want_read(const acp_rpc_session *s);
 /** Nonzero while output is waiting. */

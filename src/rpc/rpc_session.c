@@ -73,6 +73,18 @@ typedef struct in_req {
   char inl[ID_INLINE];
 } in_req;
 
+/* A piece of the output that stays in the input: it goes before the byte
+ * at `off` of the session's output buffer. */
+typedef struct out_span {
+  size_t off;
+  const char *p;
+  size_t n;
+} out_span;
+
+/* Raw pieces at least this long are borrowed rather than copied: below it
+ * a copy costs less than one more piece for the kernel. */
+#define BORROW_MIN ((size_t)4096)
+
 struct acp_rpc_session {
   acp_mem mem;
   acp_rpc_callbacks cbs;
@@ -111,6 +123,21 @@ struct acp_rpc_session {
   uint32_t in_free;
 
   rpc_batch *batches;
+
+  /* Borrowed output (acp_rpc_session_set_borrow_output()): large raw pieces of
+   * the line being dispatched, [in_lo, in_hi), are not copied into `out`
+   * but recorded as spans at their offsets, and handed out in place by
+   * acp_rpc_session_send_iov(). */
+  bool borrow;
+  const char *in_lo;
+  const char *in_hi;
+  out_span *spans;
+  size_t nspans;
+  size_t spans_cap;
+  size_t ext_total; /* bytes in spans */
+  acp_rpc_iov *iov;
+  size_t iov_cap;
+  acp_rpc_iov one; /* the single piece when the list cannot grow */
 
   char errmsg[128];
 };
@@ -353,15 +380,108 @@ static int put_str(acp_rpc_session *s, acp__buf *b, const char *p, size_t n) {
   return acp__buf_append(b, d, dlen);
 }
 
+/*
+ * Whether a raw piece may stay where it is (a span) instead of being copied
+ * into the output: only while borrowing, only a piece of the line being
+ * dispatched (which the runtime leaves in place until it has taken the
+ * output), only a large one, and only within the output cap, which counts
+ * the spans too (over it the copy fails as it always did).
+ */
+static inline bool borrowable(const acp_rpc_session *s, const acp__buf *b,
+                              const acp__rpc_part *part) {
+  uintptr_t lo;
+  uintptr_t p;
+  size_t room;
+
+  /* The common case first: small pieces, and output outside a dispatch. */
+  if (part->n < BORROW_MIN || s->in_lo == NULL || !s->borrow || b != &s->out ||
+      part->str)
+    return false;
+  lo = (uintptr_t)s->in_lo;
+  p = (uintptr_t)part->p;
+  if (p < lo || p > (uintptr_t)s->in_hi ||
+      part->n > (size_t)((uintptr_t)s->in_hi - p))
+    return false;
+  room = s->out.max - s->out.len;
+  return s->out.max >= s->out.len && room >= s->ext_total &&
+         room - s->ext_total >= part->n;
+}
+
+static int span_add(acp_rpc_session *s, const char *p, size_t n) {
+  if (s->nspans == s->spans_cap) {
+    size_t ncap = s->spans_cap ? s->spans_cap * 2 : 4;
+    out_span *ns = acp__realloc(&s->mem, s->spans, ncap * sizeof(*ns));
+
+    if (ns == NULL)
+      return ACP_ERR_NOMEM;
+    s->spans = ns;
+    s->spans_cap = ncap;
+  }
+  s->spans[s->nspans].off = s->out.len;
+  s->spans[s->nspans].p = p;
+  s->spans[s->nspans].n = n;
+  s->nspans++;
+  s->ext_total += n;
+  return 0;
+}
+
+/* Drop the spans of a message being rolled back to `mark`. */
+static void spans_rollback(acp_rpc_session *s, size_t mark) {
+  while (s->nspans > 0 && s->spans[s->nspans - 1].off >= mark) {
+    s->nspans--;
+    s->ext_total -= s->spans[s->nspans].n;
+  }
+}
+
+/*
+ * Copy the borrowed spans into the output buffer, in order: before the
+ * input they point into can move, and for acp_rpc_session_send(), which
+ * hands out one contiguous buffer. The buffer grows once; each stretch of
+ * own bytes moves back to its final place, last first.
+ */
+static int spans_flatten(acp_rpc_session *s) {
+  size_t total;
+  size_t end;
+  size_t src_end;
+  size_t i;
+  int rv;
+
+  if (s->nspans == 0)
+    return 0;
+  rv = acp__buf_reserve(&s->out, s->ext_total);
+  if (rv != 0)
+    return fail(s, ACP_ERR_NOMEM, "out of memory");
+  total = s->out.len + s->ext_total;
+  end = total;
+  src_end = s->out.len;
+  for (i = s->nspans; i-- > 0;) {
+    const out_span *sp = &s->spans[i];
+    size_t tail = src_end - sp->off;
+
+    memmove(s->out.data + end - tail, s->out.data + sp->off, tail);
+    end -= tail;
+    end -= sp->n;
+    memcpy(s->out.data + end, sp->p, sp->n);
+    src_end = sp->off;
+  }
+  s->out.len = total;
+  s->nspans = 0;
+  s->ext_total = 0;
+  return 0;
+}
+
 static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
                          const char *method, size_t mlen,
                          const acp__rpc_part *parts, size_t nparts) {
   int rv;
   size_t need = mlen + 64;
   size_t i;
+  /* Borrowing is possible at all: while dispatching, into the output. */
+  bool may = s->in_lo != NULL && s->borrow && b == &s->out;
 
   for (i = 0; i < nparts; i++)
-    need += parts[i].n + (parts[i].str ? 2 : 0);
+    if (!may || !borrowable(s, b, &parts[i]))
+      need += parts[i].n + (parts[i].str ? 2 : 0);
   rv = presize(b, need);
   if (rv == 0 && id) {
     rv = put_lit(b, "{\"jsonrpc\":\"2.0\",\"id\":");
@@ -379,6 +499,8 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
   for (i = 0; rv == 0 && i < nparts; i++) {
     if (parts[i].str)
       rv = acp__json_escape_append(b, parts[i].p, parts[i].n);
+    else if (may && borrowable(s, b, &parts[i]))
+      rv = span_add(s, parts[i].p, parts[i].n);
     else
       rv = acp__buf_append(b, parts[i].p, parts[i].n);
   }
@@ -1448,6 +1570,8 @@ void acp_rpc_session_free(acp_rpc_session *s) {
   acp__free(&s->mem, s->pend_hash);
   acp__free(&s->mem, s->heap);
   acp__buf_dispose(&s->out);
+  acp__free(&s->mem, s->spans);
+  acp__free(&s->mem, s->iov);
   acp_ndjson_dispose(&s->framer);
   acp__buf_dispose(&s->method);
   acp__buf_dispose(&s->emsg);
@@ -1503,21 +1627,34 @@ acp_ssize acp_rpc_session_recv(acp_rpc_session *s, const char *data, size_t len,
 
     if (fast && acp_ndjson_pending(&s->framer) == 0 && !s->framer.skipping &&
         fast_line(s, data + pos, len - pos, &used)) {
+      s->in_lo = data + pos;
+      s->in_hi = data + pos + used;
       pos += used;
       rv = process_doc(s);
+      s->in_lo = s->in_hi = NULL;
       if (rv != 0)
         return rv;
       if (s->paused)
         break;
       continue;
     }
+    /* The framer may move a partial line over the lines before it: what
+     * the output borrowed from them is copied first. */
+    if (s->nspans > 0) {
+      rv = spans_flatten(s);
+      if (rv != 0)
+        return rv;
+    }
     rv = acp_ndjson_next(&s->framer, data + pos, len - pos, &used, &line, &n);
     pos += used;
     if (rv == ACP_NDJSON_NEED_MORE)
       break;
-    if (rv == ACP_NDJSON_LINE)
+    if (rv == ACP_NDJSON_LINE) {
+      s->in_lo = line;
+      s->in_hi = line + n;
       rv = process_line(s, line, n);
-    else if (rv == ACP_NDJSON_OVERLONG)
+      s->in_lo = s->in_hi = NULL;
+    } else if (rv == ACP_NDJSON_OVERLONG)
       rv = overlong(s);
     else
       rv = fail(s, rv, "out of memory");
@@ -1614,12 +1751,99 @@ acp_ssize acp_rpc_session_send(acp_rpc_session *s, const char **data) {
    * once: a reply produced before the failure still reaches the peer. */
   if (s->in_cb > 0 || (s->failed && s->out.len == 0))
     return ACP_ERR_INVALID_STATE;
+  if (s->nspans > 0 && spans_flatten(s) != 0) {
+    /* Nothing of the failed output goes out: it would be cut short. */
+    s->out.len = 0;
+    s->nspans = 0;
+    s->ext_total = 0;
+    return ACP_ERR_NOMEM;
+  }
   n = s->out.len;
   if (n == 0)
     return 0;
   *data = s->out.data;
   /* The bytes stay where they are until the next call appends output. */
   s->out.len = 0;
+  return (acp_ssize)n;
+}
+
+void acp_rpc_session_set_borrow_output(acp_rpc_session *s, int on) {
+  if (s == NULL)
+    return;
+  if (!on && s->nspans > 0)
+    (void)spans_flatten(s);
+  s->borrow = on != 0;
+}
+
+acp_ssize acp_rpc_session_send_iov(acp_rpc_session *s, const acp_rpc_iov **iov,
+                                   size_t *niov) {
+  size_t need;
+  size_t at = 0;
+  size_t k = 0;
+  size_t i;
+  size_t n;
+
+  if (s == NULL || iov == NULL || niov == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  *niov = 0;
+  if (s->in_cb > 0 || (s->failed && s->out.len == 0)) {
+    *iov = NULL;
+    return ACP_ERR_INVALID_STATE;
+  }
+  /* Nothing borrowed: the buffer, as acp_rpc_session_send() gives it. */
+  *iov = &s->one;
+  if (s->nspans == 0) {
+    n = s->out.len;
+    if (n == 0)
+      return 0;
+    s->one.data = s->out.data;
+    s->one.len = n;
+    s->out.len = 0;
+    *niov = 1;
+    return (acp_ssize)n;
+  }
+  n = s->out.len + s->ext_total;
+  need = 2 * s->nspans + 1;
+  if (need > s->iov_cap) {
+    acp_rpc_iov *ni = acp__realloc(&s->mem, s->iov, need * sizeof(*ni));
+
+    if (ni == NULL) {
+      /* One contiguous piece still works: copy the spans in. */
+      const char *d;
+      acp_ssize r = acp_rpc_session_send(s, &d);
+
+      if (r <= 0)
+        return r;
+      s->one.data = d;
+      s->one.len = (size_t)r;
+      *iov = &s->one;
+      *niov = 1;
+      return r;
+    }
+    s->iov = ni;
+    s->iov_cap = need;
+  }
+  for (i = 0; i < s->nspans; i++) {
+    const out_span *sp = &s->spans[i];
+
+    if (sp->off > at) {
+      s->iov[k].data = s->out.data + at;
+      s->iov[k++].len = sp->off - at;
+    }
+    s->iov[k].data = sp->p;
+    s->iov[k++].len = sp->n;
+    at = sp->off;
+  }
+  if (s->out.len > at) {
+    s->iov[k].data = s->out.data + at;
+    s->iov[k++].len = s->out.len - at;
+  }
+  /* As acp_rpc_session_send(): the bytes stay until output is appended. */
+  s->out.len = 0;
+  s->nspans = 0;
+  s->ext_total = 0;
+  *iov = s->iov;
+  *niov = k;
   return (acp_ssize)n;
 }
 
@@ -1642,6 +1866,7 @@ static int emit_parts(acp_rpc_session *s, const int64_t *id, const char *method,
     rv = acp__buf_putc(&s->out, '\n');
   if (rv != 0) {
     s->out.len = mark;
+    spans_rollback(s, mark);
     return out_error(s, rv);
   }
   return 0;

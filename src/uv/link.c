@@ -871,10 +871,30 @@ int acp_uv_link_is_reading(const acp_uv_link *l) {
   return l && want_read(l) ? 1 : 0;
 }
 
-int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
+/* Copy bufs[0..n) from byte `skip` on into dst. */
+static void gather(char *dst, const uv_buf_t *bufs, size_t n, size_t skip) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    size_t bl = bufs[i].len;
+    if (skip >= bl) {
+      skip -= bl;
+      continue;
+    }
+    memcpy(dst, bufs[i].base + skip, bl - skip);
+    dst += bl - skip;
+    skip = 0;
+  }
+}
+
+/*
+ * Write the concatenation of bufs[0..n) (len bytes in all). A stream with
+ * nothing queued gets them at once from where they lie (one writev), and
+ * only what the kernel did not take is copied into a write request.
+ */
+static int write_bufs(acp_uv_link *l, const uv_buf_t *bufs, size_t n,
+                      size_t len) {
   size_t total;
-  if (!l || (!data && len > 0))
-    return ACP_ERR_INVALID_ARGUMENT;
+  size_t skip = 0;
   if (l->wr.kind == SIDE_NONE || l->state != ST_OPEN || l->wr_shut_req ||
       l->wr_ended || l->write_err != 0)
     return ACP_ERR_CLOSED;
@@ -882,12 +902,26 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
     return 0;
   if (len > UINT32_MAX)
     return ACP_ERR_NOMEM;
+  if (l->wr.kind == SIDE_USER && n > 1) {
+    /* A user transport takes one buffer: the pieces, joined. */
+    char *tmp = acp__malloc(&l->mem, len);
+    uv_buf_t one;
+    int r;
+    if (!tmp)
+      return ACP_ERR_NOMEM;
+    gather(tmp, bufs, n, 0);
+    one.base = tmp;
+    one.len = len;
+    r = write_bufs(l, &one, 1, len);
+    acp__free(&l->mem, tmp);
+    return r;
+  }
   if (l->wr.kind == SIDE_USER) {
     /* Counted before the op runs: the transport may report bytes sent
      * from inside it (a socket that took them at once). */
     l->queued += len;
     l->nwrites = 1;
-    int r = l->ops.write(l, data, len, l->ops_ud);
+    int r = l->ops.write(l, bufs[0].base, len, l->ops_ud);
     if (r != 0) {
       l->queued -= len < l->queued ? len : l->queued;
       if (l->queued == 0)
@@ -905,17 +939,15 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
        * from the caller's bytes, and copy only the rest into a write
        * request. Usually that is all of it (a small message, or a big
        * one into a grown pipe with room): no copy, no allocation. */
-      uv_buf_t now = uv_buf_init((char *)data, (unsigned)len);
-      int r = uv_try_write(l->wr.stream, &now, 1);
+      int r = uv_try_write(l->wr.stream, bufs, (unsigned)n);
       if (r > 0 && (size_t)r == len)
         return 0;
-      if (r > 0) {
-        data += r;
-        len -= (size_t)r;
-      }
+      if (r > 0)
+        skip = (size_t)r;
       /* UV_EAGAIN, or an error that uv_write() below reports as usual. */
     }
   }
+  len -= skip;
   if (acp__add_overflow(sizeof(wreq), len, &total) != 0)
     return ACP_ERR_NOMEM;
   wreq *w;
@@ -928,7 +960,7 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
       return ACP_ERR_NOMEM;
     w->cap = len;
   }
-  memcpy(w->data, data, len);
+  gather(w->data, bufs, n, skip);
   w->link = l;
   w->len = len;
   w->off = 0;
@@ -956,6 +988,44 @@ int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
   }
   check_high(l);
   return 0;
+}
+
+int acp_uv_link_write(acp_uv_link *l, const char *data, size_t len) {
+  uv_buf_t b;
+  if (!l || (!data && len > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (l->wr.kind == SIDE_STREAM && l->nwrites == 0 && len > 0 && len <= 65536 &&
+      l->state == ST_OPEN && !l->wr_shut_req && !l->wr_ended &&
+      l->write_err == 0) {
+    /* The common small message, nothing queued: straight to the kernel,
+     * as write_bufs() would, without its generality. */
+    int r;
+    b = uv_buf_init((char *)data, (unsigned)len);
+    r = uv_try_write(l->wr.stream, &b, 1);
+    if (r > 0 && (size_t)r == len)
+      return 0;
+    if (r > 0) {
+      data += r;
+      len -= (size_t)r;
+    }
+  }
+  b.base = (char *)data;
+  b.len = len;
+  return write_bufs(l, &b, 1, len);
+}
+
+int acp__uv_link_writev(acp_uv_link *l, const uv_buf_t *bufs, size_t n) {
+  size_t len = 0;
+  size_t i;
+  if (!l || (!bufs && n > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (i = 0; i < n; i++) {
+    if (!bufs[i].base && bufs[i].len > 0)
+      return ACP_ERR_INVALID_ARGUMENT;
+    if (acp__add_overflow(len, bufs[i].len, &len) != 0)
+      return ACP_ERR_NOMEM;
+  }
+  return write_bufs(l, bufs, n, len);
 }
 
 size_t acp_uv_link_write_queue_size(const acp_uv_link *l) {

@@ -44,6 +44,12 @@ typedef char *(*acp__uv_link_buf_fn)(void *user_data, size_t *room);
 int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
                                 acp__uv_link_buf_fn buf_fn, void *user_data);
 
+/* As acp_uv_link_write(), of the concatenation of bufs[0..n): a stream
+ * link with nothing queued hands them to the kernel in one writev, from
+ * where they lie; what it does not take is copied, as by
+ * acp_uv_link_write(). The bytes need not outlive the call. */
+int acp__uv_link_writev(acp_uv_link *l, const uv_buf_t *bufs, size_t n);
+
 /* The source coupled to `dst`, or NULL. */
 acp_uv_link *acp__uv_link_src(const acp_uv_link *dst);
 

@@ -58,13 +58,34 @@ static void fail(acp_uv_rpc *r, int code) {
 
 static void rearm(acp_uv_rpc *r);
 
+/* The session's output pieces to the link, PIECES at a time (in order: the
+ * link queues what it cannot write at once). */
+#define PIECES 16
+static int write_iov(acp_uv_rpc *r, const acp_rpc_iov *iov, size_t niov) {
+  uv_buf_t bufs[PIECES];
+  size_t i = 0;
+  int rv = 0;
+  if (niov == 1)
+    return acp_uv_link_write(r->link, iov[0].data, iov[0].len);
+  while (i < niov && rv == 0) {
+    size_t k = 0;
+    for (; k < PIECES && i < niov; k++, i++) {
+      bufs[k].base = (char *)iov[i].data;
+      bufs[k].len = iov[i].len;
+    }
+    rv = acp__uv_link_writev(r->link, bufs, k);
+  }
+  return rv;
+}
+
 static int pump(acp_uv_rpc *r) {
   int rv = 0;
   if (r->failed)
     return 0;
   for (;;) {
-    const char *d = NULL;
-    acp_ssize n = acp_rpc_session_send(r->s, &d);
+    const acp_rpc_iov *iov = NULL;
+    size_t niov = 0;
+    acp_ssize n = acp_rpc_session_send_iov(r->s, &iov, &niov);
     if (n < 0) {
       if (acp_is_fatal((int)n))
         fail(r, (int)n);
@@ -73,8 +94,10 @@ static int pump(acp_uv_rpc *r) {
     if (n == 0)
       break;
     /* When the peer is gone the output is dropped: the session has
-     * counted it as sent, and the end callback reports what happened. */
-    int w = acp_uv_link_write(r->link, d, (size_t)n);
+     * counted it as sent, and the end callback reports what happened.
+     * The pieces borrowed from the input go out from where they lie
+     * (acp_rpc_session_set_borrow_output()). */
+    int w = write_iov(r, iov, niov);
     r->active = true;
     if (w != 0 && rv == 0)
       rv = w == ACP_ERR_NOMEM ? w : ACP_ERR_CLOSED;
@@ -181,6 +204,8 @@ static void process_held(acp_uv_rpc *r) {
       fail(r, (int)n);
       return;
     }
+    /* The output may borrow from the held bytes: out before they move. */
+    pump(r);
     acp__buf_consume(&r->held, (size_t)n);
     if (r->held.len > 0)
       return; /* paused again */
@@ -249,6 +274,9 @@ int acp_uv_rpc_new(acp_uv_rpc **out, acp_uv_link *link,
     return rv;
   }
   (void)acp_uv_link_couple(link, link, 0, 0);
+  /* pump() takes the output after every recv, before the next read: the
+   * output may borrow large pieces of the input (a forwarded text). */
+  acp_rpc_session_set_borrow_output(session, 1);
   uv_timer_init(r->loop, &r->timer);
   uv_prepare_init(r->loop, &r->prepare);
   r->timer.data = r;
@@ -289,6 +317,8 @@ void acp_uv_rpc_close(acp_uv_rpc *r, acp_uv_rpc_close_cb cb) {
   if (!r || r->closing)
     return;
   pump(r);
+  /* Whoever uses the session next takes its output on its own terms. */
+  acp_rpc_session_set_borrow_output(r->s, 0);
   r->closing = true;
   r->close_cb = cb;
   acp_uv_link_read_stop(r->link);

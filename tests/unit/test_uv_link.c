@@ -20,6 +20,7 @@
 
 #include "acp/uv.h"
 #include "uv_helpers.h"
+#include "uv/uv_internal.h"
 
 static void finish_loop(uv_loop_t *loop) {
   assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
@@ -482,6 +483,69 @@ static void test_uv_link_partial_writes_keep_order(void **state) {
   close(fds[1]);
 }
 
+/* acp__uv_link_writev(): pieces go out in order from where they lie; the
+ * kernel cuts the first writev inside a piece (the pipe holds at most
+ * 1 MiB) and the rest of it is copied and queued; a writev behind a queue
+ * is copied whole. The pieces are overwritten right after each call, as
+ * the session's output is: the link must not keep pointers to them. */
+static void test_uv_link_writev_pieces_in_order(void **state) {
+  static char a[3 << 20], want[(3 << 20) + 100 + 5 + 7 + 9];
+  uv_loop_t loop;
+  acp_uv_link *l = NULL;
+  order_ctx o;
+  int fds[2], closed = 0;
+  size_t i, at = 0;
+  char pre[100], suf[5] = "}}}\n\n", more1[7] = "1234567",
+                 more2[9] = "abcdefghi";
+  uv_buf_t b1[3], b2[2];
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  for (i = 0; i < sizeof(a); i++)
+    a[i] = (char)('a' + i % 26);
+  memset(pre, 'P', sizeof(pre));
+  memcpy(want + at, pre, sizeof(pre)), at += sizeof(pre);
+  memcpy(want + at, a, sizeof(a)), at += sizeof(a);
+  memcpy(want + at, suf, sizeof(suf)), at += sizeof(suf);
+  memcpy(want + at, more1, sizeof(more1)), at += sizeof(more1);
+  memcpy(want + at, more2, sizeof(more2)), at += sizeof(more2);
+  assert_int_equal(at, sizeof(want));
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(acp_uv_link_new_fds(&l, &loop, -1, fds[1], NULL), 0);
+  b1[0] = uv_buf_init(pre, sizeof(pre));
+  b1[1] = uv_buf_init(a, sizeof(a));
+  b1[2] = uv_buf_init(suf, sizeof(suf));
+  assert_int_equal(acp__uv_link_writev(l, b1, 3), 0);
+  assert_true(acp_uv_link_write_queue_size(l) > 0);
+  assert_true(acp_uv_link_write_queue_size(l) < sizeof(a));
+  b2[0] = uv_buf_init(more1, sizeof(more1));
+  b2[1] = uv_buf_init(more2, sizeof(more2));
+  assert_int_equal(acp__uv_link_writev(l, b2, 2), 0);
+  memset(a, 'X', sizeof(a));
+  memset(pre, 'X', sizeof(pre));
+  memset(suf, 'X', sizeof(suf));
+  memset(more1, 'X', sizeof(more1));
+  memset(more2, 'X', sizeof(more2));
+  assert_int_equal(acp__uv_link_writev(l, NULL, 1), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp__uv_link_writev(l, b2, 0), 0);
+  o.fd = fds[0];
+  o.want = sizeof(want);
+  o.got = malloc(sizeof(want));
+  assert_non_null(o.got);
+  assert_int_equal(uv_poll_init(&loop, &o.poll, fds[0]), 0);
+  o.poll.data = &o;
+  assert_int_equal(uv_poll_start(&o.poll, UV_READABLE, order_on_readable), 0);
+  acp_uv_link_close(l, ACP_UV_FOREVER, on_link_closed, &closed);
+  finish_loop(&loop);
+  assert_int_equal(closed, 1);
+  assert_int_equal(o.len, sizeof(want));
+  assert_memory_equal(o.got, want, sizeof(want));
+  free(o.got);
+  close(fds[0]);
+  close(fds[1]);
+}
+
 typedef struct epipe_ctx {
   acp_uv_link *l;
   int closed;
@@ -726,6 +790,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_link_close_flush_timeout_discards),
       cmocka_unit_test(test_uv_link_grows_pipe_for_big_messages),
       cmocka_unit_test(test_uv_link_partial_writes_keep_order),
+      cmocka_unit_test(test_uv_link_writev_pieces_in_order),
       cmocka_unit_test(test_uv_link_write_error_is_reported),
       cmocka_unit_test(test_uv_link_adopted_socket_shutdown),
       cmocka_unit_test(test_uv_link_backpressure_bounds_queue),
