@@ -84,10 +84,10 @@ typedef struct hsock {
   acp__http_body body;
   acp__sse sse;
   bool sse_init;
-  char *sid; /* K_SSE: its session, or NULL for the connection stream */
+  char *sid;        /* K_SSE: its session, or NULL for the connection stream */
   unsigned events;  /* K_SSE: events taken on it */
   uint64_t last_id; /* ... and the id of the last one, if numbered */
-  hmsg *msg; /* K_POST: the message in flight */
+  hmsg *msg;        /* K_POST: the message in flight */
   char conn_id[130];
   acp__tls *tls; /* https: each socket its own TLS connection */
   unsigned num;  /* https: the how-manieth TLS socket (for the log) */

@@ -1967,7 +1967,7 @@ typedef struct evbatch {
   acp__hx *to;
   uv_buf_t b[4 * EV_MAX];
   char idl[EV_MAX][32]; /* "id: N\ndata: " of a session event */
-  unsigned n; /* events */
+  unsigned n;           /* events */
   size_t credit;
 } evbatch;
 
@@ -2043,8 +2043,8 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
     /* The session's stream is gone: the event waits for the next one. */
     uv_buf_t b[4];
     char idl[32];
-    int il = snprintf(idl, sizeof(idl), "id: %llu\ndata: ",
-                      (unsigned long long)(sx->seq + 1));
+    int il = snprintf(idl, sizeof(idl),
+                      "id: %llu\ndata: ", (unsigned long long)(sx->seq + 1));
     b[0] = uv_buf_init(idl, (unsigned)il);
     b[1] = uv_buf_init((char *)p1, (unsigned)n1);
     b[2] = uv_buf_init((char *)p2, (unsigned)n2);
@@ -2069,8 +2069,8 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
       /* A session event: numbered, and kept for a replay (a copy: what
        * the link wrote is reused once the batch is sent). */
       char *idl = f->idl[f->n];
-      int il = snprintf(idl, sizeof(f->idl[0]), "id: %llu\ndata: ",
-                        (unsigned long long)(sx->seq + 1));
+      int il = snprintf(idl, sizeof(f->idl[0]),
+                        "id: %llu\ndata: ", (unsigned long long)(sx->seq + 1));
       b[0] = uv_buf_init(idl, (unsigned)il);
       int rv = kept_add(hc, sx, sx->seq + 1, b, 0);
       if (rv != 0)
@@ -2431,15 +2431,13 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
         return;
       }
     }
-    hroute *rt =
-        hc_stream_for(hc, r->session_id, (size_t)r->session_id_len);
+    hroute *rt = hc_stream_for(hc, r->session_id, (size_t)r->session_id_len);
     uint64_t seq = rt ? rt->seq : 0;
     if (has_last && last > seq) {
       hx_refuse(x, 400, "Last-Event-ID is ahead of this session's events");
       return;
     }
-    if (has_last && last < seq &&
-        (!rt->kept || rt->kept->id > last + 1)) {
+    if (has_last && last < seq && (!rt->kept || rt->kept->id > last + 1)) {
       hx_refuse(x, 410,
                 "the session's events after Last-Event-ID are no longer "
                 "kept: load the session again");
