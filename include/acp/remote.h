@@ -180,7 +180,7 @@ ACP_EXTERN void acp_remote_tls_free(acp_remote_tls *tls);
  * so fields added later get their defaults.
  */
 typedef struct acp_remote_server_options {
-  unsigned version; /**< 4 (1 to 3: the fields up to theirs) */
+  unsigned version; /**< 5 (1 to 4: the fields up to theirs) */
   /** Address to bind (numeric IPv4 or IPv6); NULL: "127.0.0.1". */
   const char *host;
   /** Port; 0 picks a free one (acp_remote_server_port()). */
@@ -243,13 +243,22 @@ typedef struct acp_remote_server_options {
   void (*log)(const char *line, void *user_data);
   /** Version 4. Passed to `log`. */
   void *log_user_data;
+  /**
+   * Version 5. Non-zero (with `tls` and `log`): `log` also gets a line per
+   * TLS connection when its handshake ends, "TLS from ADDR: TLS session
+   * resumed (TLSv1.3, ALPN h2)" or "TLS from ADDR: TLS full handshake
+   * (...)", and one when the peer ends it first: "TLS end from ADDR:
+   * close_notify (a clean close)" or "TLS end from ADDR: the socket ended
+   * without close_notify". 0: neither (the default).
+   */
+  int log_tls;
 } acp_remote_server_options;
 
 /** The default of acp_remote_server_options.hold_ms: 30 s. */
 #define ACP_REMOTE_DEFAULT_HOLD_MS 30000
 
 #define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
-  { 4, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0, NULL, NULL }
+  { 5, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0, NULL, NULL, 0 }
 
 /** A listening server. Opaque. */
 typedef struct acp_remote_server acp_remote_server;

@@ -79,7 +79,9 @@ static const char serve_usage[] =
     "                       agent is not reading its stdin before it is\n"
     "                       answered 503 (default 30000; at most 32 wait\n"
     "                       per connection, more get 503 at once)\n"
-    "  --verbose            a line on stderr per connection\n"
+    "  --verbose            a line on stderr per connection (with --tls: its\n"
+    "                       handshake, resumed or full, and how the peer\n"
+    "                       ended TLS: close_notify or not)\n"
     "  -h, --help           show this help\n";
 
 typedef struct serve_info {
@@ -276,6 +278,9 @@ int cmd_acp_serve(int argc, char **argv) {
   si.host = host;
   si.tls = tls != NULL;
   o.version = 2;
+  /* --verbose: a line per TLS connection, resumed or not, and how its
+   * peer ended it (close_notify or a bare end of the socket). */
+  so.log_tls = o.verbose;
   o.server = so;
   o.agent_argv = (const char *const *)(argv + i);
   o.on_listening = on_listening;

@@ -288,6 +288,24 @@ static void on_sock_closed(uv_handle_t *hd) {
   sock_free(hd->data);
 }
 
+/* https: a healthy socket we close says so first (close_notify), so the
+ * server sees an end, not a truncation. Sent only if it can go at once
+ * (nothing queued before it: uv_close() cancels queued writes), which is
+ * the case of a socket closed after its answer or at the link's end. */
+static void tls_bye(hsock *s) {
+  char buf[256];
+  if (!s->tls || !s->connected || !acp__tls_ready(s->tls) ||
+      uv_stream_get_write_queue_size((uv_stream_t *)&s->tcp) > 0)
+    return;
+  acp__tls_close(s->tls);
+  size_t n = acp__tls_pending(s->tls);
+  if (n == 0 || n > sizeof(buf))
+    return;
+  n = acp__tls_take(s->tls, buf, n);
+  uv_buf_t b = uv_buf_init(buf, (unsigned)n);
+  (void)uv_try_write((uv_stream_t *)&s->tcp, &b, 1);
+}
+
 static void sock_close(hsock *s) {
   hcli *h = s->h;
   if (s->closed)
@@ -319,6 +337,7 @@ static void sock_close(hsock *s) {
       if (x->carrier == s)
         sock_close(x);
   }
+  tls_bye(s);
   uv_close((uv_handle_t *)&s->tcp, on_sock_closed);
 }
 

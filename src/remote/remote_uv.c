@@ -122,6 +122,7 @@ struct wconn {
   uint64_t h2_quiet; /* ms without streams or bytes */
   /* TLS (tls.c), or NULL: between the socket and everything above. */
   acp__tls *tls;
+  bool tls_ended; /* the peer's close_notify came */
 };
 
 /*
@@ -779,6 +780,7 @@ static void server_handshake(wconn *c);
 static void client_handshake(wconn *c);
 
 static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf);
+static void srv_log_peer(wconn *c, const char *what, const char *why);
 static void tls_read(wconn *c, const char *data, size_t n);
 static void h2_read(wconn *c, const char *data, size_t len);
 
@@ -787,10 +789,15 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   bool in_place = c->read_in;
   c->read_in = false;
   /* The connection is freed only from close callbacks, never in here. */
-  if (c->tls && n > 0 && !c->lingering)
+  if (c->tls && n > 0 && !c->lingering) {
     tls_read(c, buf->base, (size_t)n);
-  else
+  } else {
+    if (n == UV_EOF && c->tls && !c->client && !c->lingering &&
+        !c->tls_ended && acp__tls_ready(c->tls) && c->srv &&
+        c->srv->opts.log_tls)
+      srv_log_peer(c, "TLS end", "the socket ended without close_notify");
     tcp_read(c, n, in_place ? NULL : buf);
+  }
   if (!in_place)
     acp__free(&c->mem, buf->base);
   /* An idle socket keeps no request buffer: nothing is left to parse, or
@@ -941,6 +948,15 @@ static void client_log_tls(wconn *c) {
   c->clog(line, c->clog_ud);
 }
 
+/* log_tls: a server connection's handshake just ended. */
+static void srv_log_tls(wconn *c) {
+  char what[160];
+  if (!c->srv || !c->srv->opts.log_tls)
+    return;
+  acp__tls_describe(c->tls, what, sizeof(what));
+  srv_log_peer(c, "TLS", what);
+}
+
 static void tls_read(wconn *c, const char *data, size_t n) {
   acp__buf plain;
   acp__buf_init(&plain, &c->mem, 0);
@@ -950,6 +966,8 @@ static void tls_read(wconn *c, const char *data, size_t n) {
     rv = acp__tls_read(c->tls, &plain);
   if (c->client && !was_ready && acp__tls_ready(c->tls))
     client_log_tls(c);
+  else if (!c->client && !was_ready && acp__tls_ready(c->tls))
+    srv_log_tls(c);
   /* Handshake messages, a key update's answer, an alert. */
   if (tls_flush(c, 0) != 0 && rv == 0)
     rv = ACP_ERR_NOMEM;
@@ -963,6 +981,9 @@ static void tls_read(wconn *c, const char *data, size_t n) {
   if (rv == 0 || c->tcp_closed || c->lingering)
     return;
   if (rv == ACP_ERR_CLOSED) {
+    if (!c->client && c->srv && c->srv->opts.log_tls)
+      srv_log_peer(c, "TLS end", "close_notify (a clean close)");
+    c->tls_ended = true;
     tcp_read(c, UV_EOF, NULL); /* close_notify: the peer's end */
   } else if (rv == ACP_ERR_PROTOCOL) {
     tls_failed(c);
@@ -2736,6 +2757,8 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
     s->opts.log = NULL;
     s->opts.log_user_data = NULL;
   }
+  if (opts->version < 5)
+    s->opts.log_tls = 0;
   uv_tcp_init(loop, &s->tcp);
   s->tcp.data = s;
   r = uv_tcp_bind(&s->tcp, (struct sockaddr *)&ss, 0);
