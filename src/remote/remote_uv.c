@@ -792,9 +792,8 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   if (c->tls && n > 0 && !c->lingering) {
     tls_read(c, buf->base, (size_t)n);
   } else {
-    if (n == UV_EOF && c->tls && !c->client && !c->lingering &&
-        !c->tls_ended && acp__tls_ready(c->tls) && c->srv &&
-        c->srv->opts.log_tls)
+    if (n == UV_EOF && c->tls && !c->client && !c->lingering && !c->tls_ended &&
+        acp__tls_ready(c->tls) && c->srv && c->srv->opts.log_tls)
       srv_log_peer(c, "TLS end", "the socket ended without close_notify");
     tcp_read(c, n, in_place ? NULL : buf);
   }
