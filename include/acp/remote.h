@@ -17,10 +17,14 @@
  * SSE stream; with Acp-Session-Id a session stream, which from then on
  * carries the agent's messages whose params.sessionId is that session and
  * the answers to requests POSTed with that Acp-Session-Id (the rest go on
- * the connection stream). A POST that finds the agent not reading is held
- * (in order; at most 32 per connection, 30 s each, then 503). DELETE ends
- * the link's read side. The end of the connection stream ends it too.
- * Streamable HTTP is served over HTTP/1.1 and over cleartext HTTP/2 with
+ * the connection stream). Session events are numbered (SSE id); once a
+ * session has had a stream, its events wait while it has none, and a GET
+ * for it gets the events after its Last-Event-ID (without one: those not
+ * yet written to a live stream) first; the newest 1 MiB written is kept
+ * for that, older ones asked for get 410. A POST that finds the agent not
+ * reading is held (in order; at most 32 per connection, 30 s each, then 503).
+ * DELETE ends the link's read side. The end of the connection stream ends it
+ * too. Streamable HTTP is served over HTTP/1.1 and over cleartext HTTP/2 with
  * prior knowledge (a socket whose first bytes are the HTTP/2 preface), on
  * the same port, with the same checks and answers (session streams and
  * held POSTs included); an HTTP/2 connection may carry many ACP
@@ -180,7 +184,7 @@ ACP_EXTERN void acp_remote_tls_free(acp_remote_tls *tls);
  * so fields added later get their defaults.
  */
 typedef struct acp_remote_server_options {
-  unsigned version; /**< 4 (1 to 3: the fields up to theirs) */
+  unsigned version; /**< 5 (1 to 4: the fields up to theirs) */
   /** Address to bind (numeric IPv4 or IPv6); NULL: "127.0.0.1". */
   const char *host;
   /** Port; 0 picks a free one (acp_remote_server_port()). */
@@ -243,13 +247,22 @@ typedef struct acp_remote_server_options {
   void (*log)(const char *line, void *user_data);
   /** Version 4. Passed to `log`. */
   void *log_user_data;
+  /**
+   * Version 5. Non-zero (with `tls` and `log`): `log` also gets a line per
+   * TLS connection when its handshake ends, "TLS from ADDR: TLS session
+   * resumed (TLSv1.3, ALPN h2)" or "TLS from ADDR: TLS full handshake
+   * (...)", and one when the peer ends it first: "TLS end from ADDR:
+   * close_notify (a clean close)" or "TLS end from ADDR: the socket ended
+   * without close_notify". 0: neither (the default).
+   */
+  int log_tls;
 } acp_remote_server_options;
 
 /** The default of acp_remote_server_options.hold_ms: 30 s. */
 #define ACP_REMOTE_DEFAULT_HOLD_MS 30000
 
 #define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
-  { 4, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0, NULL, NULL }
+  { 5, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0, NULL, NULL, 0 }
 
 /** A listening server. Opaque. */
 typedef struct acp_remote_server acp_remote_server;
@@ -403,7 +416,10 @@ typedef void (*acp_remote_connect_cb)(acp_uv_link *link, int status,
  * stream and from a session stream per session (opened when a response
  * names a `sessionId` or a message for a session is sent); POSTs carry
  * Acp-Session-Id for a session's messages and for answers to the agent's
- * requests about a session. Cookies set by any answer are sent with every
+ * requests about a session. A session stream that ends after carrying
+ * events is opened again at once with Last-Event-ID, and an event already
+ * read (by its id) is dropped. TLS sockets end with close_notify.
+ * Cookies set by any answer are sent with every
  * later request. A refused POST of a request (other than 401, 403, 404,
  * 410) becomes a JSON-RPC error response to it (code -32603, data
  * {status, body}); anything else refused ends the link (see

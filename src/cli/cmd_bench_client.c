@@ -21,7 +21,8 @@ static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
     "                        [--read-spin-us N] [--text ascii|utf8]\n"
     "                        (-- AGENT_CMD [ARGS...] |\n"
-    "                         --url URL [--http [--h2]] [--ca FILE])\n"
+    "                         --url URL [--http [--h2]] [--ca FILE]\n"
+    "                         [--verbose])\n"
     "\n"
     "Run N sequential prompt turns of BYTES bytes each against the agent\n"
     "(which must echo the prompt in one agent_message_chunk, as\n"
@@ -30,7 +31,8 @@ static const char bench_usage[] =
     "agent is remote (ws://HOST:PORT/acp, or wss:// with the server's CA\n"
     "in --ca FILE, else the system's); its RSS is not reported; with\n"
     "--http too (an http:// or https:// URL) it is reached over Streamable\n"
-    "HTTP, with --h2 over HTTP/2.\n"
+    "HTTP, with --h2 over HTTP/2. --verbose prints on stderr, per TLS\n"
+    "socket, whether its session was resumed (as acp client --verbose).\n"
     "The line also has the CPU time (user + system) of the client and of\n"
     "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
     "agent's output for up to N us before sleeping (acp agent has the\n"
@@ -116,6 +118,12 @@ static void finish(bench *b) {
   b->agent_rss_kib = vmhwm_kib(acp_uv_process_pid(b->agent));
   b->agent_file_kib = rssfile_kib(acp_uv_process_pid(b->agent));
   acp_uv_process_shutdown(b->agent, NULL);
+}
+
+/* --verbose: how each TLS socket was set up (the remote client's log). */
+static void on_remote_log(const char *line, void *ud) {
+  (void)ud;
+  fprintf(stderr, "acp bench-client: %s\n", line);
 }
 
 static void on_remote(acp_uv_link *l, int status, const char *detail,
@@ -270,6 +278,7 @@ int cmd_bench_client(int argc, char **argv) {
   const char *ca = NULL;
   bool http = false;
   bool h2 = false;
+  bool verbose = false;
   const char *v;
   int i;
   int ok;
@@ -311,6 +320,8 @@ int cmd_bench_client(int argc, char **argv) {
       http = true;
     } else if (strcmp(argv[i], "--h2") == 0) {
       h2 = true;
+    } else if (strcmp(argv[i], "--verbose") == 0) {
+      verbose = true;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -373,6 +384,8 @@ int cmd_bench_client(int argc, char **argv) {
       goto cleanup;
     }
     ro.tls = tls;
+    if (verbose)
+      ro.log = on_remote_log;
     if (http)
       ro.transport = h2 ? ACP_REMOTE_HTTP2 : ACP_REMOTE_HTTP;
     int crv =

@@ -81,6 +81,9 @@ static const char conductor_usage[] =
     "  --cert FILE --key FILE\n"
     "                        wss:// and https:// URL components: present\n"
     "                        this client certificate (mutual TLS)\n"
+    "  --verbose             URL components over TLS: a line on stderr per\n"
+    "                        socket once its handshake is over (session\n"
+    "                        resumed or full handshake), as acp client\n"
     "  -h, --help            show this help\n"
     "\n"
     "When a component dies, every request pending through it is answered at\n"
@@ -126,6 +129,12 @@ static void tune_allocator(void) {
 /* URL components: a remote ACP link on the conductor's loop. */
 static int remote_transport = ACP_REMOTE_AUTO;
 static const char *tls_ca, *tls_cert, *tls_key; /* wss://, https:// */
+static bool remote_verbose; /* --verbose: the remote client's TLS lines */
+
+/* --verbose: how each TLS socket of a URL component was set up. */
+static void on_remote_log(const char *line, void *ud) {
+  fprintf(stderr, "acp conductor: %s: %s\n", (const char *)ud, line);
+}
 
 static void on_remote(acp_uv_link *link, int status, const char *detail,
                       void *ud) {
@@ -143,6 +152,10 @@ static int connect_remote(void *loop, const char *url, struct acp_uv_link **out,
   char err[256];
   int rv;
   ro.token = getenv("ACP_TOKEN");
+  if (remote_verbose) {
+    ro.log = on_remote_log;
+    ro.log_user_data = (void *)url; /* lives in the options */
+  }
   if ((remote_transport == ACP_REMOTE_HTTP ||
        remote_transport == ACP_REMOTE_HTTP2) &&
       (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0))
@@ -217,6 +230,10 @@ int cmd_conductor(int argc, char **argv) {
     }
     if (strcmp(a, "--h2") == 0) {
       remote_transport = ACP_REMOTE_HTTP2; /* implies --http */
+      continue;
+    }
+    if (strcmp(a, "--verbose") == 0) {
+      remote_verbose = true;
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--ca", &ok)) || ok) {

@@ -86,7 +86,9 @@ static const char serve_usage[] =
     "                       saves a kernel wake-up per message; costs up to\n"
     "                       N us of CPU per message not answered in time,\n"
     "                       never any while idle (0..1000000, default 0: off)\n"
-    "  --verbose            a line on stderr per connection\n"
+    "  --verbose            a line on stderr per connection (with --tls: its\n"
+    "                       handshake, resumed or full, and how the peer\n"
+    "                       ended TLS: close_notify or not)\n"
     "  -h, --help           show this help\n";
 
 typedef struct serve_info {
@@ -291,6 +293,9 @@ int cmd_acp_serve(int argc, char **argv) {
   si.host = host;
   si.tls = tls != NULL;
   o.version = 3;
+  /* --verbose: a line per TLS connection, resumed or not, and how its
+   * peer ended it (close_notify or a bare end of the socket). */
+  so.log_tls = o.verbose;
   o.server = so;
   o.agent_argv = (const char *const *)(argv + i);
   o.on_listening = on_listening;

@@ -84,8 +84,10 @@ typedef struct hsock {
   acp__http_body body;
   acp__sse sse;
   bool sse_init;
-  char *sid; /* K_SSE: its session, or NULL for the connection stream */
-  hmsg *msg; /* K_POST: the message in flight */
+  char *sid;        /* K_SSE: its session, or NULL for the connection stream */
+  unsigned events;  /* K_SSE: events taken on it */
+  uint64_t last_id; /* ... and the id of the last one, if numbered */
+  hmsg *msg;        /* K_POST: the message in flight */
   char conn_id[130];
   acp__tls *tls; /* https: each socket its own TLS connection */
   unsigned num;  /* https: the how-manieth TLS socket (for the log) */
@@ -108,6 +110,15 @@ typedef struct hsock {
   bool ng_busy;  /* inside nghttp2_session_mem_recv */
 } hsock;
 
+/* The id of the last event taken from a session's stream: a reopened
+ * stream asks for what follows (Last-Event-ID), and an event replayed
+ * twice is taken once. */
+typedef struct seen {
+  struct seen *next;
+  uint64_t last;
+  char sid[];
+} seen;
+
 typedef struct route {
   struct route *next;
   char *id; /* the agent's request id, raw JSON */
@@ -123,6 +134,7 @@ typedef struct wreq {
 
 struct hcli {
   acp_mem mem;
+  seen *seen; /* per session with numbered events */
   uv_loop_t *loop;
   acp_uv_link *link; /* NULL once closed */
   uv_getaddrinfo_t gai;
@@ -207,6 +219,11 @@ static void hcli_free(hcli *h) {
     acp__free(&h->mem, r->sid);
     acp__free(&h->mem, r);
   }
+  while (h->seen) {
+    seen *e = h->seen;
+    h->seen = e->next;
+    acp__free(&h->mem, e);
+  }
   acp_json_doc_free(h->doc);
   acp__buf_dispose(&h->extra);
   acp__buf_dispose(&h->cookies);
@@ -271,6 +288,24 @@ static void on_sock_closed(uv_handle_t *hd) {
   sock_free(hd->data);
 }
 
+/* https: a healthy socket we close says so first (close_notify), so the
+ * server sees an end, not a truncation. Sent only if it can go at once
+ * (nothing queued before it: uv_close() cancels queued writes), which is
+ * the case of a socket closed after its answer or at the link's end. */
+static void tls_bye(hsock *s) {
+  char buf[256];
+  if (!s->tls || !s->connected || !acp__tls_ready(s->tls) ||
+      uv_stream_get_write_queue_size((uv_stream_t *)&s->tcp) > 0)
+    return;
+  acp__tls_close(s->tls);
+  size_t n = acp__tls_pending(s->tls);
+  if (n == 0 || n > sizeof(buf))
+    return;
+  n = acp__tls_take(s->tls, buf, n);
+  uv_buf_t b = uv_buf_init(buf, (unsigned)n);
+  (void)uv_try_write((uv_stream_t *)&s->tcp, &b, 1);
+}
+
 static void sock_close(hsock *s) {
   hcli *h = s->h;
   if (s->closed)
@@ -302,6 +337,7 @@ static void sock_close(hsock *s) {
       if (x->carrier == s)
         sock_close(x);
   }
+  tls_bye(s);
   uv_close((uv_handle_t *)&s->tcp, on_sock_closed);
 }
 
@@ -662,6 +698,13 @@ static hsock *sock_new(hcli *h, int kind, const char *sid) {
   return s;
 }
 
+static seen *seen_of(hcli *h, const char *sid) {
+  for (seen *e = h->seen; e; e = e->next)
+    if (strcmp(e->sid, sid) == 0)
+      return e;
+  return NULL;
+}
+
 /* The request head: method, the fixed headers, cookies, the caller's. */
 static int put_head(hcli *h, acp__buf *b, const char *method, const char *sid,
                     const char *accept, size_t body_len, bool with_conn) {
@@ -689,6 +732,13 @@ static int put_head(hcli *h, acp__buf *b, const char *method, const char *sid,
       rv = acp__buf_append(b, sid, strlen(sid));
     if (rv == 0)
       rv = acp__buf_append(b, "\r\n", 2);
+  }
+  const seen *e = sid && strcmp(method, "GET") == 0 ? seen_of(h, sid) : NULL;
+  if (rv == 0 && e) {
+    /* A session stream opened again starts after what we have. */
+    n = snprintf(line, sizeof(line), "Last-Event-ID: %llu\r\n",
+                 (unsigned long long)e->last);
+    rv = acp__buf_append(b, line, (size_t)n);
   }
   if (rv == 0 && h->cookies.len > 0) {
     rv = acp__buf_append(b, "Cookie: ", 8);
@@ -899,10 +949,37 @@ static int on_event(void *ud, const char *type, size_t type_len,
                     size_t id_len) {
   hsock *s = ud;
   hcli *h = s->h;
-  (void)id;
-  (void)id_len;
   if (!(type_len == 7 && memcmp(type, "message", 7) == 0) || data_len == 0)
     return 0;
+  if (s->sid && id_len > 0 && id_len <= 19) {
+    /* A numbered session event: one we already have (replayed after a
+     * reconnect) is dropped; otherwise it is the newest we have. */
+    uint64_t v = 0;
+    size_t i = 0;
+    for (; i < id_len && id[i] >= '0' && id[i] <= '9'; i++)
+      v = v * 10 + (uint64_t)(id[i] - '0');
+    /* (The parser repeats the last id for an event without one: not a
+     * number of its own, so not a duplicate.) */
+    if (i == id_len && !(s->events > 0 && v == s->last_id)) {
+      seen *e = seen_of(h, s->sid);
+      s->events++;
+      s->last_id = v;
+      if (e && v <= e->last)
+        return 0;
+      if (!e) {
+        size_t sl = strlen(s->sid);
+        e = acp__malloc(&h->mem, sizeof(*e) + sl + 1);
+        if (!e)
+          return ACP_ERR_NOMEM;
+        memcpy(e->sid, s->sid, sl + 1);
+        e->next = h->seen;
+        h->seen = e;
+      }
+      e->last = v;
+      s->events--; /* (counted once, below) */
+    }
+  }
+  s->events++;
   /* The SSE parser left the event's LF after it (data[data_len]): an
    * event of one data line (what servers send: JSON has no raw LF to
    * split) is already a line and goes on in place. One of several data
@@ -1353,9 +1430,22 @@ static void sock_ended(hsock *s, int err) {
     return;
   }
   if (s->sid) {
-    /* A session stream ended: the next message of that session opens it
-     * again. */
+    /* A session stream ended. One that carried events is opened again at
+     * once (with Last-Event-ID: what was in flight on it is replayed, a
+     * cut event included); one that carried none is opened again by the
+     * next message of that session (no loop against a server that ends
+     * every stream). */
+    char *sid = s->events > 0 ? acp__strdup(&h->mem, s->sid) : NULL;
+    bool again = s->events > 0;
     sock_close(s);
+    if (again && !sid) {
+      fail(h, ACP_ERR_NOMEM, "cannot open the session stream again");
+      return;
+    }
+    if (sid) {
+      open_stream(h, sid);
+      acp__free(&h->mem, sid);
+    }
     return;
   }
   fail(h, ACP_ERR_CLOSED,

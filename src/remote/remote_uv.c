@@ -122,6 +122,7 @@ struct wconn {
   uint64_t h2_quiet; /* ms without streams or bytes */
   /* TLS (tls.c), or NULL: between the socket and everything above. */
   acp__tls *tls;
+  bool tls_ended; /* the peer's close_notify came */
 };
 
 /*
@@ -167,7 +168,7 @@ struct hconn {
 
 static void hc_detach(wconn *c);
 static void hx_detach(acp__hx *x);
-static void hc_route_del(hconn *hc, acp__hx *x);
+static void hc_route_gone(hconn *hc, acp__hx *x);
 static void hc_unhold(hconn *hc, acp__hx *x);
 static void hc_routes_free(hconn *hc);
 static struct hheld *hc_take_held(hconn *hc, const acp__hx *x);
@@ -796,6 +797,7 @@ static void server_handshake(wconn *c);
 static void client_handshake(wconn *c);
 
 static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf);
+static void srv_log_peer(wconn *c, const char *what, const char *why);
 static void tls_read(wconn *c, const char *data, size_t n);
 static void h2_read(wconn *c, const char *data, size_t len);
 
@@ -804,10 +806,14 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   bool in_place = c->read_in;
   c->read_in = false;
   /* The connection is freed only from close callbacks, never in here. */
-  if (c->tls && n > 0 && !c->lingering)
+  if (c->tls && n > 0 && !c->lingering) {
     tls_read(c, buf->base, (size_t)n);
-  else
+  } else {
+    if (n == UV_EOF && c->tls && !c->client && !c->lingering && !c->tls_ended &&
+        acp__tls_ready(c->tls) && c->srv && c->srv->opts.log_tls)
+      srv_log_peer(c, "TLS end", "the socket ended without close_notify");
     tcp_read(c, n, in_place ? NULL : buf);
+  }
   if (!in_place)
     acp__free(&c->mem, buf->base);
   /* An idle socket keeps no request buffer: nothing is left to parse, or
@@ -958,6 +964,15 @@ static void client_log_tls(wconn *c) {
   c->clog(line, c->clog_ud);
 }
 
+/* log_tls: a server connection's handshake just ended. */
+static void srv_log_tls(wconn *c) {
+  char what[160];
+  if (!c->srv || !c->srv->opts.log_tls)
+    return;
+  acp__tls_describe(c->tls, what, sizeof(what));
+  srv_log_peer(c, "TLS", what);
+}
+
 static void tls_read(wconn *c, const char *data, size_t n) {
   acp__buf plain;
   acp__buf_init(&plain, &c->mem, 0);
@@ -967,6 +982,8 @@ static void tls_read(wconn *c, const char *data, size_t n) {
     rv = acp__tls_read(c->tls, &plain);
   if (c->client && !was_ready && acp__tls_ready(c->tls))
     client_log_tls(c);
+  else if (!c->client && !was_ready && acp__tls_ready(c->tls))
+    srv_log_tls(c);
   /* Handshake messages, a key update's answer, an alert. */
   if (tls_flush(c, 0) != 0 && rv == 0)
     rv = ACP_ERR_NOMEM;
@@ -980,6 +997,9 @@ static void tls_read(wconn *c, const char *data, size_t n) {
   if (rv == 0 || c->tcp_closed || c->lingering)
     return;
   if (rv == ACP_ERR_CLOSED) {
+    if (!c->client && c->srv && c->srv->opts.log_tls)
+      srv_log_peer(c, "TLS end", "close_notify (a clean close)");
+    c->tls_ended = true;
     tcp_read(c, UV_EOF, NULL); /* close_notify: the peer's end */
   } else if (rv == ACP_ERR_PROTOCOL) {
     tls_failed(c);
@@ -1412,7 +1432,7 @@ static void hx_detach(acp__hx *x) {
         *pp = x->next;
         break;
       }
-    hc_route_del(hc, x);
+    hc_route_gone(hc, x);
     break;
   case H_HELD:
     hc_unhold(hc, x); /* the client gave up on it (or its socket died) */
@@ -1626,10 +1646,37 @@ static bool answers_init(hconn *hc, const char *p1, size_t n1, const char *p2,
  * one may wait; beyond either: 503. */
 #define HOLD_MAX 32u
 
-/* A session stream: `x` carries the messages of session sid[0..len). */
+/* Session events kept for a reopened stream: at least those not yet
+ * written to a live stream, then the newest written ones up to this many
+ * bytes (a client that reconnects with Last-Event-ID gets what it missed;
+ * further back is refused, 410, not skipped). */
+#define KEEP_BYTES ((size_t)1 << 20)
+/* Sessions with a stream (open or gone) per connection. */
+#define ROUTES_MAX 1024u
+
+/* One session event ("id: N\ndata: ...\n\n"), kept for a replay. `credit`
+ * is what its write completes on the link while it waits for a stream
+ * (withheld: the agent's output backs up, as with `pend`), 0 once sent. */
+typedef struct hkept {
+  struct hkept *next;
+  uint64_t id;
+  size_t len, credit;
+  char text[];
+} hkept;
+
+/* A session's stream: `x` carries the messages of session sid[0..len), or
+ * is NULL while the session's stream is gone (its events wait in `kept`
+ * for the next GET with that Acp-Session-Id, as the SDK's server keeps
+ * them in the session's mailbox). Session events carry ids (1, 2, ...):
+ * what was written into a socket the peer had already closed, or cut
+ * mid-event, is replayed to a client that sends Last-Event-ID. */
 typedef struct hroute {
   struct hroute *next;
   acp__hx *x;
+  uint64_t seq;  /* id of the newest event */
+  uint64_t sent; /* ... of the newest written to a live stream */
+  hkept *kept, *kept_tail;
+  size_t kept_bytes;
   size_t len;
   char sid[];
 } hroute;
@@ -1642,10 +1689,10 @@ typedef struct hreq {
   char text[];
 } hreq;
 
-static acp__hx *hc_stream_for(hconn *hc, const char *sid, size_t len) {
+static hroute *hc_stream_for(hconn *hc, const char *sid, size_t len) {
   for (hroute *r = hc->routes; r; r = r->next)
     if (r->len == len && memcmp(r->sid, sid, len) == 0)
-      return r->x; /* the newest stream of the session */
+      return r;
   return NULL;
 }
 
@@ -1653,7 +1700,7 @@ static acp__hx *hc_stream_for(hconn *hc, const char *sid, size_t len) {
  * connection stream): a request or notification whose params.sessionId
  * has a stream open, or the answer to a request POSTed with that
  * session's Acp-Session-Id (as the RFD routes them). */
-static acp__hx *hc_route_of(hconn *hc, const char *p, size_t n) {
+static hroute *hc_route_of(hconn *hc, const char *p, size_t n) {
   const char *e = p + n, *vb, *ve, *pb, *pe;
   if (acp__js_member(p, e, "method", 6, &vb, &ve)) {
     if (!acp__js_member(p, e, "params", 6, &pb, &pe) ||
@@ -1667,7 +1714,7 @@ static acp__hx *hc_route_of(hconn *hc, const char *p, size_t n) {
   for (hreq **pp = &hc->reqs; *pp; pp = &(*pp)->next) {
     hreq *q = *pp;
     if (q->id_len == (size_t)(ve - vb) && memcmp(q->text, vb, q->id_len) == 0) {
-      acp__hx *to = hc_stream_for(hc, q->text + q->id_len, q->sid_len);
+      hroute *to = hc_stream_for(hc, q->text + q->id_len, q->sid_len);
       *pp = q->next;
       hc->nreqs--;
       acp__free(&hc->mem, q);
@@ -1699,31 +1746,115 @@ static void hc_note_request(hconn *hc, const char *body, size_t blen,
   hc->nreqs++;
 }
 
-static void hc_route_add(hconn *hc, acp__hx *x, const char *sid, size_t len) {
-  hroute *r = acp__malloc(&hc->mem, sizeof(*r) + len);
+static void kept_free(hconn *hc, hroute *r) {
+  while (r->kept) {
+    hkept *k = r->kept;
+    r->kept = k->next;
+    if (k->credit && hc->link)
+      acp_uv_link_user_written(hc->link, k->credit);
+    acp__free(&hc->mem, k);
+  }
+  r->kept_tail = NULL;
+  r->kept_bytes = 0;
+}
+
+/* The session's route (made if new), now carried by `x`. NULL: out of
+ * memory or too many sessions. */
+static hroute *hc_route_add(hconn *hc, acp__hx *x, const char *sid,
+                            size_t len) {
+  unsigned n = 0;
+  for (hroute *r = hc->routes; r; r = r->next, n++)
+    if (r->len == len && memcmp(r->sid, sid, len) == 0) {
+      r->x = x; /* the newest stream of the session */
+      return r;
+    }
+  if (n >= ROUTES_MAX)
+    return NULL;
+  hroute *r = acp__calloc(&hc->mem, 1, sizeof(*r) + len);
   if (!r)
-    return; /* the session's messages stay on the connection stream */
+    return NULL;
   r->x = x;
   r->len = len;
   memcpy(r->sid, sid, len);
   r->next = hc->routes;
   hc->routes = r;
+  return r;
 }
 
-static void hc_route_del(hconn *hc, acp__hx *x) {
-  for (hroute **pp = &hc->routes; *pp; pp = &(*pp)->next)
-    if ((*pp)->x == x) {
-      hroute *r = *pp;
-      *pp = r->next;
-      acp__free(&hc->mem, r);
+/* The stream `x` went away: its session's events wait for the next. */
+static void hc_route_gone(hconn *hc, acp__hx *x) {
+  for (hroute *r = hc->routes; r; r = r->next)
+    if (r->x == x) {
+      r->x = NULL;
       return;
     }
+}
+
+/* Drop the oldest kept events already written, past KEEP_BYTES. */
+static void kept_trim(hconn *hc, hroute *r) {
+  while (r->kept && r->kept_bytes > KEEP_BYTES && r->kept->id <= r->sent &&
+         r->kept != r->kept_tail) {
+    hkept *k = r->kept;
+    r->kept = k->next;
+    r->kept_bytes -= k->len;
+    acp__free(&hc->mem, k);
+  }
+}
+
+/* Keep a copy of event `id` (bufs b[0..4)); `credit` withheld if it is
+ * not written now. ACP_ERR_NOMEM. */
+static int kept_add(hconn *hc, hroute *r, uint64_t id, const uv_buf_t *b,
+                    size_t credit) {
+  size_t n = b[0].len + b[1].len + b[2].len + b[3].len;
+  hkept *k = acp__malloc(&hc->mem, sizeof(*k) + n);
+  if (!k)
+    return ACP_ERR_NOMEM;
+  k->next = NULL;
+  k->id = id;
+  k->len = n;
+  k->credit = credit;
+  size_t off = 0;
+  for (int i = 0; i < 4; i++) {
+    if (b[i].len)
+      memcpy(k->text + off, b[i].base, b[i].len);
+    off += b[i].len;
+  }
+  if (r->kept_tail)
+    r->kept_tail->next = k;
+  else
+    r->kept = k;
+  r->kept_tail = k;
+  r->kept_bytes += n;
+  kept_trim(hc, r);
+  return 0;
+}
+
+/* A session stream opened on route `r`: send the kept events after
+ * `last` (what the client saw), then it is live. 0, or the status to
+ * refuse the stream with (an id ahead of ours, or events not kept). */
+static int kept_replay(hconn *hc, hroute *r, uint64_t last) {
+  if (last > r->seq)
+    return 400;
+  if (last < r->seq && (!r->kept || r->kept->id > last + 1))
+    return 410;
+  for (hkept *k = r->kept; k && r->x; k = k->next) {
+    if (k->id <= last)
+      continue;
+    uv_buf_t b = uv_buf_init(k->text, (unsigned)k->len);
+    if (r->x->ops->send(r->x, &b, 1, k->credit) != 0)
+      break; /* the stream is going: the rest waits for the next one */
+    k->credit = 0;
+    r->sent = k->id;
+  }
+  kept_trim(hc, r);
+  return 0;
 }
 
 static void hc_routes_free(hconn *hc) {
   while (hc->routes) {
     hroute *r = hc->routes;
     hc->routes = r->next;
+    kept_free(hc, r);
     acp__free(&hc->mem, r);
   }
   while (hc->reqs) {
@@ -1872,7 +2003,8 @@ static void on_hold(uv_timer_t *t) {
 typedef struct evbatch {
   acp__hx *to;
   uv_buf_t b[4 * EV_MAX];
-  unsigned n; /* events */
+  char idl[EV_MAX][32]; /* "id: N\ndata: " of a session event */
+  unsigned n;           /* events */
   size_t credit;
 } evbatch;
 
@@ -1928,8 +2060,8 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
     return 0;
   }
   acp__hx *to = hc->stream;
+  hroute *sx = NULL;
   if (hc->routes) {
-    acp__hx *sx = NULL;
     if (n1 == 0)
       sx = hc_route_of(hc, p2, n2);
     else if (n2 == 0)
@@ -1942,7 +2074,22 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
       sx = hc_route_of(hc, p1, n1);
     }
     if (sx)
-      to = sx;
+      to = sx->x;
+  }
+  if (sx && !to) {
+    /* The session's stream is gone: the event waits for the next one. */
+    uv_buf_t b[4];
+    char idl[32];
+    int il = snprintf(idl, sizeof(idl),
+                      "id: %llu\ndata: ", (unsigned long long)(sx->seq + 1));
+    b[0] = uv_buf_init(idl, (unsigned)il);
+    b[1] = uv_buf_init((char *)p1, (unsigned)n1);
+    b[2] = uv_buf_init((char *)p2, (unsigned)n2);
+    b[3] = uv_buf_init("\n\n", 2);
+    int rv = kept_add(hc, sx, sx->seq + 1, b, credit);
+    if (rv == 0)
+      sx->seq++;
+    return rv;
   }
   if (to) {
     if (f->n > 0 && f->to != to) {
@@ -1955,6 +2102,19 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
     b[1] = uv_buf_init((char *)p1, (unsigned)n1);
     b[2] = uv_buf_init((char *)p2, (unsigned)n2);
     b[3] = uv_buf_init("\n\n", 2);
+    if (sx) {
+      /* A session event: numbered, and kept for a replay (a copy: what
+       * the link wrote is reused once the batch is sent). */
+      char *idl = f->idl[f->n];
+      int il = snprintf(idl, sizeof(f->idl[0]),
+                        "id: %llu\ndata: ", (unsigned long long)(sx->seq + 1));
+      b[0] = uv_buf_init(idl, (unsigned)il);
+      int rv = kept_add(hc, sx, sx->seq + 1, b, 0);
+      if (rv != 0)
+        return rv;
+      sx->seq++;
+      sx->sent = sx->seq;
+    }
     f->to = to;
     f->n++;
     f->credit += credit;
@@ -2289,6 +2449,38 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
     hx_refuse(x, 409, detail_of(409));
     return;
   }
+  /* Last-Event-ID on a session stream: the id of the last event the
+   * client has of that session; the stream starts after it. */
+  uint64_t last = 0;
+  bool has_last = false;
+  if (r->session_id) {
+    const acp__http_header *le = acp__http_find(h, "Last-Event-ID");
+    if (le) {
+      has_last = le->value_len > 0 && le->value_len <= 19;
+      for (size_t i = 0; has_last && i < le->value_len; i++) {
+        if (le->value[i] < '0' || le->value[i] > '9')
+          has_last = false;
+        else
+          last = last * 10 + (uint64_t)(le->value[i] - '0');
+      }
+      if (!has_last) {
+        hx_refuse(x, 400, "Last-Event-ID is not an event id of this server");
+        return;
+      }
+    }
+    hroute *rt = hc_stream_for(hc, r->session_id, (size_t)r->session_id_len);
+    uint64_t seq = rt ? rt->seq : 0;
+    if (has_last && last > seq) {
+      hx_refuse(x, 400, "Last-Event-ID is ahead of this session's events");
+      return;
+    }
+    if (has_last && last < seq && (!rt->kept || rt->kept->id > last + 1)) {
+      hx_refuse(x, 410,
+                "the session's events after Last-Event-ID are no longer "
+                "kept: load the session again");
+      return;
+    }
+  }
   if (x->ops->open_sse(x) != 0) {
     /* Reset (or its socket closed): the client sees that stream end
      * before it opened. It is not attached, so nothing is sent into it
@@ -2298,11 +2490,14 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
   }
   x->hc = hc;
   if (r->session_id) {
-    /* The session's messages go here from now on (hc_route_of). */
+    /* The session's messages go here from now on (hc_route_of), after
+     * those it missed. */
     x->role = H_SESSION;
     x->next = hc->sessions;
     hc->sessions = x;
-    hc_route_add(hc, x, r->session_id, r->session_id_len);
+    hroute *rt = hc_route_add(hc, x, r->session_id, r->session_id_len);
+    if (rt && kept_replay(hc, rt, has_last ? last : rt->sent) != 0)
+      x->ops->finish(x); /* (refused above: not reached) */
     return;
   }
   x->role = H_STREAM;
@@ -2578,6 +2773,8 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
     s->opts.log = NULL;
     s->opts.log_user_data = NULL;
   }
+  if (opts->version < 5)
+    s->opts.log_tls = 0;
   uv_tcp_init(loop, &s->tcp);
   s->tcp.data = s;
   r = uv_tcp_bind(&s->tcp, (struct sockaddr *)&ss, 0);

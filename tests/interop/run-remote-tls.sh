@@ -17,6 +17,10 @@
 #   - plaintext HTTP to the TLS port: 400 in plaintext; a broken handshake
 #     is closed, a stalled one at the handshake deadline; the server keeps
 #     serving;
+#   - acp serve --verbose says per TLS connection whether it resumed and
+#     how the client ended TLS (acp client: always close_notify); acp
+#     conductor --verbose and acp bench-client --verbose print their
+#     remote client's per-socket TLS lines;
 #   - session resumption: acp client --http --verbose says its later
 #     sockets resumed the first one's session (also with mTLS), node:tls
 #     reconnecting with its session (TLS 1.3, TLS 1.2 tickets, TLS 1.2
@@ -264,12 +268,39 @@ rc=$?
 if [ $rc -eq 0 ] && [ "$out" = "resume me" ] && resumed_ok "$work/err"; then
   ok "acp client --http over https: later sockets resume the first's session ($(grep -c 'TLS session resumed' "$work/err") resumed: $(grep -m1 'socket 2' "$work/err" | sed 's/^acp client: //'))"
 else ko "acp client --http: TLS session resumption" "exit $rc: $out" "$(cat "$work/err")"; fi
+# acp conductor and acp bench-client pass --verbose to their remote client.
+out=$(timeout 30 "$acp" client --quiet -p "verbose chain" -- \
+      $wrap "$acp" conductor agent --http --verbose --ca "$c/ca.pem" "$acp proxy arrow" "$rurl" 2>"$work/err")
+if [ "$out" = ">verbose chain" ] &&
+   grep -q "acp conductor: $rurl: socket 1 (POST) to 127\.0\.0\.1:$rport: TLS full handshake" "$work/err" &&
+   grep -q "acp conductor: $rurl: socket 2 (SSE stream) to 127\.0\.0\.1:$rport: TLS session resumed" "$work/err"; then
+  ok "acp conductor --verbose: its https:// component's sockets, full then resumed"
+else ko "acp conductor --verbose" "$out" "$(cat "$work/err")"; fi
+start_serve "$work/serve-echo.log" --tls "$c/server.pem" "$c/server.key" -- "$acp" agent --echo
+out=$(timeout 60 "$acp" bench-client --payload 16 --turns 2 --url "https://127.0.0.1:$port/acp" \
+      --http --ca "$c/ca.pem" --verbose 2>"$work/err")
+if printf '%s' "$out" | grep -q '"turns":2,' &&
+   grep -q "acp bench-client: socket 1 (POST) to 127\.0\.0\.1:$port: TLS full handshake" "$work/err" &&
+   grep -q "acp bench-client: socket 2 (SSE stream) to 127\.0\.0\.1:$port: TLS session resumed" "$work/err"; then
+  ok "acp bench-client --verbose: its sockets, full then resumed"
+else ko "acp bench-client --verbose" "$out" "$(cat "$work/err")"; fi
 out=$(timeout 60 $wrap "$acp" client --quiet --url "wss://127.0.0.1:$rport/acp" --verbose \
       --ca "$c/ca.pem" -p "ws verbose" 2>"$work/err")
 if [ "$out" = "ws verbose" ] &&
    grep -q "acp client: socket 1 (WebSocket) to 127\.0\.0\.1:$rport: TLS full handshake (TLSv1\.3, ALPN http/1\.1)" "$work/err"; then
   ok "acp client --verbose over wss: says how its socket was set up"
 else ko "acp client --verbose over wss" "$out" "$(cat "$work/err")"; fi
+# acp serve --verbose (start_serve passes it) says per connection how TLS
+# was set up and how the client ended it: acp client's sockets all end
+# with close_notify (the two acp client runs above; the first one's lines
+# are surely written by now).
+slog="$work/serve-resume.log"
+if grep -q "acp serve: TLS from 127\.0\.0\.1:[0-9]*: TLS full handshake (TLSv1\.3" "$slog" &&
+   grep -q "acp serve: TLS from 127\.0\.0\.1:[0-9]*: TLS session resumed (TLSv1\.3" "$slog" &&
+   grep -q "acp serve: TLS end from 127\.0\.0\.1:[0-9]*: close_notify (a clean close)" "$slog" &&
+   ! grep -q "without close_notify" "$slog"; then
+  ok "acp serve --verbose: per connection full/resumed, and acp client's TLS ends are clean ($(grep -c 'TLS session resumed' "$slog") resumed, $(grep -c 'close_notify (a clean' "$slog") close_notify)"
+else ko "acp serve --verbose TLS lines" "$(cat "$slog")"; fi
 # node_resume PORT REUSED NAME: node:tls connecting three times to PORT,
 # each time with the session it was given (TLS 1.3 tickets, TLS 1.2 tickets,
 # TLS 1.2 session ids): isSessionReused() of the three is REUSED.

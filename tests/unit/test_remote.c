@@ -1470,6 +1470,398 @@ static void test_streamable_http2_permission_cancel_and_1mib(void **state) {
   free(t);
 }
 
+/* A session stream cut in the middle of a turn, through a proxy on the
+ * test's loop that cuts the first session stream (GET with Acp-Session-Id)
+ * in the middle of event "u5": the client sees half an event and the end
+ * of its stream. `server_side`: the proxy keeps the server's side open,
+ * taking and dropping what the server writes (up to "u10": the server
+ * believes those events delivered), then closes it; otherwise both sides
+ * close at the cut. The agent writes u1..u10 when the prompt arrives, and
+ * u11..u20 and the answer once the client opened its stream again (held
+ * by the proxy meanwhile, so those wait for a stream): every update
+ * arrives exactly once, in order. */
+#define CUT_UPDATES 20
+
+typedef struct cutproxy cutproxy;
+
+typedef struct cutpair {
+  cutproxy *px;
+  uv_tcp_t down, up;
+  uv_connect_t creq;
+  bool up_init, up_ok, session, discarding, held;
+  char early[4096];
+  size_t early_n;
+  int open; /* handles not yet closed */
+} cutpair;
+
+struct cutproxy {
+  uv_loop_t loop;
+  uv_tcp_t lsn;
+  struct sockaddr_in srv;
+  int port;
+  bool server_side;
+  bool cut, reopened, last_event_id;
+  cutpair *pairs[32];
+  unsigned npairs;
+  acp_remote_server *rs;
+  acp_uv_link *agent, *cli;
+  tline a, c;
+  unsigned got[CUT_UPDATES + 1]; /* times each update arrived */
+  unsigned order_errors, next;
+  bool answered, ended;
+  uv_timer_t watchdog; /* a turn that never ends fails, not hangs */
+};
+
+static void cp_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
+  (void)h;
+  (void)hint;
+  b->base = malloc(65536);
+  b->len = b->base ? 65536 : 0;
+}
+
+static void cp_closed(uv_handle_t *h) {
+  cutpair *p = h->data;
+  p->open--; /* freed after the loop */
+}
+
+static void cp_close(uv_tcp_t *t) {
+  cutpair *p = t->data;
+  if (t == &p->up && !p->up_init)
+    return;
+  if (!uv_is_closing((uv_handle_t *)t))
+    uv_close((uv_handle_t *)t, cp_closed);
+}
+
+static void cp_written(uv_write_t *w, int status) {
+  (void)status;
+  free(w);
+}
+
+static void cp_send(uv_tcp_t *t, const char *d, size_t n) {
+  if (n == 0 || uv_is_closing((uv_handle_t *)t))
+    return;
+  uv_write_t *w = malloc(sizeof(*w) + n);
+  assert_non_null(w);
+  memcpy(w + 1, d, n);
+  uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)n);
+  if (uv_write(w, (uv_stream_t *)t, &b, 1, cp_written) != 0)
+    free(w);
+}
+
+static void cut_agent_rest(cutproxy *px);
+static void cp_connect_up(cutpair *p);
+
+static void cp_down_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  cutpair *p = st->data;
+  cutproxy *px = p->px;
+  if (n < 0) {
+    cp_close(&p->down);
+    cp_close(&p->up);
+  } else if (n > 0) {
+    if (has(b->base, (size_t)n, "GET ") &&
+        has(b->base, (size_t)n, "Acp-Session-Id:")) {
+      p->session = true;
+      if (px->cut && !px->reopened) {
+        /* The client opened its session stream again: the rest of the
+         * turn is written while this request waits. */
+        px->reopened = true;
+        px->last_event_id = has(b->base, (size_t)n, "Last-Event-ID: 4\r\n");
+        p->held = true;
+      }
+    }
+    if (!p->up_ok || p->held) {
+      assert_true(p->early_n + (size_t)n <= sizeof(p->early));
+      memcpy(p->early + p->early_n, b->base, (size_t)n);
+      p->early_n += (size_t)n;
+    } else {
+      cp_send(&p->up, b->base, (size_t)n);
+    }
+    if (p->held) {
+      p->held = false;
+      cut_agent_rest(px);
+      if (p->up_ok) {
+        cp_send(&p->up, p->early, p->early_n);
+        p->early_n = 0;
+      }
+    }
+  }
+  free(b->base);
+}
+
+static void cp_up_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  cutpair *p = st->data;
+  cutproxy *px = p->px;
+  if (n < 0) {
+    cp_close(&p->down);
+    cp_close(&p->up);
+  } else if (n > 0 && p->discarding) {
+    if (has(b->base, (size_t)n, "\"text\":\"u10\""))
+      cp_close(&p->up); /* the server wrote u6..u10 into a dead stream */
+  } else if (n > 0) {
+    const char *mk = "\"text\":\"u5\"";
+    size_t k = strlen(mk), at = (size_t)n;
+    if (p->session && !px->cut)
+      for (size_t i = 0; i + k <= (size_t)n; i++)
+        if (memcmp(b->base + i, mk, k) == 0) {
+          at = i;
+          break;
+        }
+    cp_send(&p->down, b->base, at);
+    if (at < (size_t)n) {
+      px->cut = true;
+      cp_close(&p->down);
+      if (px->server_side && !has(b->base, (size_t)n, "\"text\":\"u10\""))
+        p->discarding = true;
+      else
+        cp_close(&p->up);
+    }
+  }
+  free(b->base);
+}
+
+static void cp_connected(uv_connect_t *cr, int status) {
+  cutpair *p = cr->data;
+  if (status != 0) {
+    cp_close(&p->down);
+    cp_close(&p->up);
+    return;
+  }
+  p->up_ok = true;
+  assert_int_equal(uv_read_start((uv_stream_t *)&p->up, cp_alloc, cp_up_read),
+                   0);
+  cp_send(&p->up, p->early, p->early_n);
+  p->early_n = 0;
+}
+
+static void cp_connect_up(cutpair *p) {
+  if (p->up_init)
+    return; /* already connecting */
+  p->up_init = true;
+  assert_int_equal(uv_tcp_init(&p->px->loop, &p->up), 0);
+  p->up.data = p;
+  p->open++;
+  p->creq.data = p;
+  assert_int_equal(uv_tcp_connect(&p->creq, &p->up,
+                                  (const struct sockaddr *)&p->px->srv,
+                                  cp_connected),
+                   0);
+}
+
+static void cp_accept(uv_stream_t *l, int status) {
+  cutproxy *px = l->data;
+  assert_int_equal(status, 0);
+  cutpair *p = calloc(1, sizeof(*p));
+  assert_non_null(p);
+  p->px = px;
+  assert_true(px->npairs < 32);
+  px->pairs[px->npairs++] = p;
+  assert_int_equal(uv_tcp_init(&px->loop, &p->down), 0);
+  p->down.data = p;
+  p->open = 1;
+  assert_int_equal(uv_accept(l, (uv_stream_t *)&p->down), 0);
+  assert_int_equal(
+      uv_read_start((uv_stream_t *)&p->down, cp_alloc, cp_down_read), 0);
+  cp_connect_up(p);
+}
+
+static void cut_update(cutproxy *px, unsigned i) {
+  char m[300];
+  int n = snprintf(m, sizeof(m),
+                   "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+                   "\"params\":{\"sessionId\":\"s1\",\"update\":{"
+                   "\"sessionUpdate\":\"agent_message_chunk\",\"content\":{"
+                   "\"type\":\"text\",\"text\":\"u%u\"}}}}\n",
+                   i);
+  assert_int_equal(acp_uv_link_write(px->agent, m, (size_t)n), 0);
+}
+
+static void cut_agent_rest(cutproxy *px) {
+  for (unsigned i = 11; i <= CUT_UPDATES; i++)
+    cut_update(px, i);
+  static const char ans[] = "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{"
+                            "\"stopReason\":\"end_turn\"}}\n";
+  assert_int_equal(acp_uv_link_write(px->agent, ans, sizeof(ans) - 1), 0);
+}
+
+static void cut_agent_line(cutproxy *px, const char *line, size_t n) {
+  if (has(line, n, "\"initialize\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    assert_int_equal(acp_uv_link_write(px->agent, r, sizeof(r) - 1), 0);
+  } else if (has(line, n, "\"session/prompt\"")) {
+    for (unsigned i = 1; i <= 10; i++)
+      cut_update(px, i);
+  }
+}
+
+static void cut_end(cutproxy *px) {
+  if (px->ended)
+    return;
+  px->ended = true;
+  uv_close((uv_handle_t *)&px->watchdog, NULL);
+  if (px->cli)
+    acp_uv_link_close(px->cli, 1000, NULL, NULL);
+  px->cli = NULL;
+  if (px->agent)
+    acp_uv_link_close(px->agent, 0, NULL, NULL);
+  px->agent = NULL;
+  acp_remote_server_close(px->rs);
+  px->rs = NULL;
+  uv_close((uv_handle_t *)&px->lsn, NULL);
+  for (unsigned i = 0; i < px->npairs; i++) {
+    cp_close(&px->pairs[i]->down);
+    cp_close(&px->pairs[i]->up);
+  }
+}
+
+static void cut_client_line(cutproxy *px, const char *line, size_t n) {
+  if (has(line, n, "\"id\":1,") && has(line, n, "\"result\"")) {
+    static const char p[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\","
+        "\"params\":{\"sessionId\":\"s1\",\"prompt\":[]}}\n";
+    assert_int_equal(acp_uv_link_write(px->cli, p, sizeof(p) - 1), 0);
+    return;
+  }
+  const char *u = NULL;
+  for (size_t i = 0; i + 9 <= n; i++)
+    if (memcmp(line + i, "\"text\":\"u", 9) == 0) {
+      u = line + i + 9;
+      break;
+    }
+  if (u) {
+    unsigned v = (unsigned)strtoul(u, NULL, 10);
+    assert_true(v >= 1 && v <= CUT_UPDATES);
+    px->got[v]++;
+    if (v != px->next + 1)
+      px->order_errors++;
+    px->next = v;
+  } else if (has(line, n, "\"id\":2,") && has(line, n, "\"end_turn\"")) {
+    px->answered = true;
+    cut_end(px);
+  }
+}
+
+/* Split what a link read into lines for `fn` (as t_feed). */
+static void cut_feed(cutproxy *px, tline *b, const char *d, size_t n,
+                     void (*fn)(cutproxy *, const char *, size_t)) {
+  while (n > 0 && !px->ended) {
+    const char *nl = memchr(d, '\n', n);
+    size_t k = nl ? (size_t)(nl - d) : n;
+    if (b->n + k > b->cap) {
+      b->cap = (b->n + k) * 2;
+      b->d = realloc(b->d, b->cap);
+      assert_non_null(b->d);
+    }
+    memcpy(b->d + b->n, d, k);
+    b->n += k;
+    if (!nl)
+      return;
+    size_t len = b->n;
+    b->n = 0;
+    fn(px, b->d, len);
+    d += k + 1;
+    n -= k + 1;
+  }
+}
+
+static void cut_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
+                           void *ud) {
+  cutproxy *px = ud;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    px->agent = NULL;
+    return;
+  }
+  cut_feed(px, &px->a, d, n, cut_agent_line);
+}
+
+static void cut_client_read(acp_uv_link *l, int status, const char *d, size_t n,
+                            void *ud) {
+  cutproxy *px = ud;
+  (void)l;
+  if (status != 0) {
+    cut_end(px);
+    fail_msg("the client's link ended: %d", status);
+  }
+  cut_feed(px, &px->c, d, n, cut_client_line);
+}
+
+static void cut_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                       void *ud) {
+  cutproxy *px = ud;
+  (void)s;
+  (void)id;
+  px->agent = link;
+  assert_int_equal(acp_uv_link_read_start(link, cut_agent_read, px), 0);
+}
+
+static void cut_watchdog(uv_timer_t *t) {
+  cut_end(t->data); /* the asserts after the loop say what is missing */
+}
+
+static void cut_case(bool server_side) {
+  cutproxy *px = calloc(1, sizeof(*px));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  struct sockaddr_in a;
+  int alen = sizeof(a);
+  char url[64];
+  assert_non_null(px);
+  px->server_side = server_side;
+  assert_int_equal(uv_loop_init(&px->loop), 0);
+  assert_int_equal(uv_timer_init(&px->loop, &px->watchdog), 0);
+  px->watchdog.data = px;
+  assert_int_equal(uv_timer_start(&px->watchdog, cut_watchdog, 60000, 0), 0);
+  assert_int_equal(uv_tcp_init(&px->loop, &px->lsn), 0);
+  px->lsn.data = px;
+  uv_ip4_addr("127.0.0.1", 0, &a);
+  assert_int_equal(uv_tcp_bind(&px->lsn, (const struct sockaddr *)&a, 0), 0);
+  assert_int_equal(uv_listen((uv_stream_t *)&px->lsn, 16, cp_accept), 0);
+  assert_int_equal(uv_tcp_getsockname(&px->lsn, (struct sockaddr *)&a, &alen),
+                   0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp", ntohs(a.sin_port));
+  /* The client names the proxy's port in Host. */
+  char host[32];
+  snprintf(host, sizeof(host), "127.0.0.1:%d", ntohs(a.sin_port));
+  const char *hosts[] = {host, NULL};
+  so.allowed_hosts = hosts;
+  assert_int_equal(acp_remote_server_new(&px->rs, &px->loop, &so, cut_accept,
+                                         px, NULL, NULL),
+                   0);
+  uv_ip4_addr("127.0.0.1", acp_remote_server_port(px->rs), &px->srv);
+  co.transport = ACP_REMOTE_HTTP;
+  assert_int_equal(
+      acp_remote_connect(&px->cli, &px->loop, url, &co, NULL, NULL, NULL), 0);
+  assert_int_equal(acp_uv_link_read_start(px->cli, cut_client_read, px), 0);
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  assert_int_equal(acp_uv_link_write(px->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(uv_run(&px->loop, UV_RUN_DEFAULT), 0);
+  assert_true(px->cut);           /* the stream was cut inside u5 */
+  assert_true(px->reopened);      /* and opened again */
+  assert_true(px->last_event_id); /* after the last whole event, u4 */
+  assert_true(px->answered);
+  for (unsigned i = 1; i <= CUT_UPDATES; i++)
+    if (px->got[i] != 1)
+      fail_msg("update u%u arrived %u times", i, px->got[i]);
+  assert_int_equal(px->order_errors, 0);
+  assert_int_equal(uv_loop_close(&px->loop), 0);
+  for (unsigned i = 0; i < px->npairs; i++)
+    free(px->pairs[i]);
+  free(px->a.d);
+  free(px->c.d);
+  free(px);
+}
+
+static void test_session_stream_cut_client_side(void **state) {
+  (void)state;
+  cut_case(false);
+}
+
+static void test_session_stream_cut_server_side(void **state) {
+  (void)state;
+  cut_case(true);
+}
+
 /* Lines the server's link is given in one write leave in one send: a
  * turn's last update and its answer (one read of the agent's stdout) were
  * two segments, and two wake-ups of the client. Seen from a raw client
@@ -2215,6 +2607,8 @@ int main(void) {
       cmocka_unit_test(test_streamable_http2_permission_cancel_and_1mib),
       cmocka_unit_test(test_lines_of_one_write_leave_in_one_send),
       cmocka_unit_test(test_post_in_pieces_then_a_pipelined_one),
+      cmocka_unit_test(test_session_stream_cut_client_side),
+      cmocka_unit_test(test_session_stream_cut_server_side),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1032,6 +1032,165 @@ static void test_loopback_ws_reconnect_resumes(void **state) {
   free(r);
 }
 
+/* Our Streamable HTTP client over https:// (HTTP/1.1, then HTTP/2) ends
+ * every TLS socket it closes with close_notify: the server, with log_tls,
+ * reports each end it sees as a clean one, never a bare end of the
+ * socket; and it reports each handshake (the first full, the later
+ * sockets resumed). Waited for: every socket of the server closed. */
+typedef struct sc {
+  uv_loop_t loop;
+  uv_idle_t check; /* started at the end: polls the server's sockets */
+  acp_remote_server *srv;
+  acp_uv_link *agent, *cli;
+  bool closing;
+  unsigned clean, bare, full, resumed, other;
+  char first_bare[400];
+} sc;
+
+static bool sc_has(const char *d, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (memcmp(d + i, needle, k) == 0)
+      return true;
+  return false;
+}
+
+static void sc_log(const char *line, void *ud) {
+  sc *c = ud;
+  print_message("server: %s\n", line);
+  if (strstr(line, "TLS end from") && strstr(line, "close_notify (a clean"))
+    c->clean++;
+  else if (strstr(line, "TLS end from") &&
+           strstr(line, "without close_notify")) {
+    if (c->bare++ == 0)
+      snprintf(c->first_bare, sizeof(c->first_bare), "%s", line);
+  } else if (strstr(line, "TLS from") && strstr(line, "TLS full handshake"))
+    c->full++;
+  else if (strstr(line, "TLS from") && strstr(line, "TLS session resumed"))
+    c->resumed++;
+  else
+    c->other++;
+}
+
+static void sc_check(uv_idle_t *h) {
+  sc *c = h->data;
+  if (!c->closing || acp_remote_server_connections(c->srv) > 0)
+    return;
+  if (c->agent)
+    acp_uv_link_close(c->agent, 0, NULL, NULL);
+  c->agent = NULL;
+  acp_remote_server_close(c->srv);
+  c->srv = NULL;
+  uv_close((uv_handle_t *)&c->check, NULL);
+}
+
+static void sc_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
+                          void *ud) {
+  sc *c = ud;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    c->agent = NULL;
+    return;
+  }
+  if (sc_has(d, n, "\"initialize\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, sizeof(r) - 1);
+  } else if (sc_has(d, n, "\"ping\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n";
+    acp_uv_link_write(l, r, sizeof(r) - 1);
+  }
+}
+
+static void sc_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                      void *ud) {
+  sc *c = ud;
+  (void)s;
+  (void)id;
+  c->agent = link;
+  acp_uv_link_read_start(link, sc_agent_read, c);
+}
+
+static void sc_cli_read(acp_uv_link *l, int status, const char *d, size_t n,
+                        void *ud) {
+  sc *c = ud;
+  if (status == 0 && sc_has(d, n, "\"id\":1,")) {
+    /* A second request: the POST socket is reused, the SSE stream is up. */
+    static const char p[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n";
+    acp_uv_link_write(l, p, sizeof(p) - 1);
+    return;
+  }
+  if (status == 0 && !sc_has(d, n, "\"id\":2,"))
+    return;
+  /* The answer to the second (or the link failed): close; the client
+   * DELETEs the connection and closes its sockets. */
+  acp_uv_link_close(l, 0, NULL, NULL);
+  c->cli = NULL;
+  c->closing = true;
+  /* An idle handle: the loop goes round until the last socket is gone
+   * (a check handle would not wake it for the last close callback). */
+  uv_idle_start(&c->check, sc_check);
+}
+
+static void sc_case(int transport) {
+  sc *c = calloc(1, sizeof(*c));
+  acp_remote_tls *st = NULL, *ct = client_conf(0, 0);
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  char url[96];
+  assert_non_null(c);
+  assert_int_equal(uv_loop_init(&c->loop), 0);
+  uv_idle_init(&c->loop, &c->check);
+  c->check.data = c;
+  assert_int_equal(acp_remote_tls_new(&st, ACP_REMOTE_TLS_SERVER, NULL), 0);
+  assert_int_equal(
+      acp_remote_tls_set_cert(st, path("server.pem"), path("server.key")), 0);
+  so.tls = st;
+  so.log = sc_log;
+  so.log_user_data = c;
+  so.log_tls = 1;
+  assert_int_equal(
+      acp_remote_server_new(&c->srv, &c->loop, &so, sc_accept, c, NULL, NULL),
+      0);
+  acp_remote_tls_free(st);
+  snprintf(url, sizeof(url), "https://127.0.0.1:%d/acp",
+           acp_remote_server_port(c->srv));
+  co.tls = ct;
+  co.transport = transport;
+  assert_int_equal(
+      acp_remote_connect(&c->cli, &c->loop, url, &co, NULL, NULL, NULL), 0);
+  assert_int_equal(acp_uv_link_read_start(c->cli, sc_cli_read, c), 0);
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  assert_int_equal(acp_uv_link_write(c->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&c->loop), 0);
+  acp_remote_tls_free(ct);
+  if (c->bare > 0)
+    fail_msg("%u sockets ended without close_notify: %s", c->bare,
+             c->first_bare);
+  /* HTTP/1.1: POST, SSE stream and DELETE sockets; HTTP/2: one. */
+  assert_true(c->clean >= (transport == ACP_REMOTE_HTTP2 ? 1u : 2u));
+  /* One full handshake; the later sockets (HTTP/1.1: the SSE stream and
+   * the DELETE; HTTP/2: the DELETE's connection) resumed. */
+  assert_int_equal(c->full, 1);
+  assert_true(c->resumed >= (transport == ACP_REMOTE_HTTP2 ? 1u : 2u));
+  assert_int_equal(c->other, 0);
+  free(c);
+}
+
+static void test_client_sends_close_notify_http1(void **state) {
+  (void)state;
+  NEED_CERTS();
+  sc_case(ACP_REMOTE_HTTP);
+}
+
+static void test_client_sends_close_notify_http2(void **state) {
+  (void)state;
+  NEED_CERTS();
+  sc_case(ACP_REMOTE_HTTP2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_handshake_and_data),
@@ -1051,6 +1210,8 @@ int main(void) {
       cmocka_unit_test(test_client_sessions_bounded),
       cmocka_unit_test(test_alpn_list),
       cmocka_unit_test(test_loopback_ws_reconnect_resumes),
+      cmocka_unit_test(test_client_sends_close_notify_http1),
+      cmocka_unit_test(test_client_sends_close_notify_http2),
   };
   return cmocka_run_group_tests(tests, setup_certs, teardown_certs);
 }
