@@ -1028,6 +1028,10 @@ int acp__uv_link_writev(acp_uv_link *l, const uv_buf_t *bufs, size_t n) {
   return write_bufs(l, bufs, n, len);
 }
 
+int acp__uv_link_writes_stream(const acp_uv_link *l) {
+  return l != NULL && l->wr.kind == SIDE_STREAM;
+}
+
 size_t acp_uv_link_write_queue_size(const acp_uv_link *l) {
   return l ? l->queued : 0;
 }

@@ -50,6 +50,11 @@ int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
  * acp_uv_link_write(). The bytes need not outlive the call. */
 int acp__uv_link_writev(acp_uv_link *l, const uv_buf_t *bufs, size_t n);
 
+/* Nonzero if the link writes to a stream (a pipe, a socket), where
+ * acp__uv_link_writev() sends pieces without joining them; a user link
+ * (a remote transport) takes one buffer, so pieces are joined first. */
+int acp__uv_link_writes_stream(const acp_uv_link *l);
+
 /* The source coupled to `dst`, or NULL. */
 acp_uv_link *acp__uv_link_src(const acp_uv_link *dst);
 
