@@ -134,7 +134,10 @@ static inline size_t utf8_whole(const unsigned char *s, size_t i) {
   return i;
 }
 
-ACP__AVX2 size_t acp__json_plain_utf8_avx2(const unsigned char *s, size_t n) {
+/* The run of both entry points below; d NULL only scans (inlined twice,
+ * so the test of d goes away in each). */
+static ACP__AVX2 inline size_t utf8_run(unsigned char *d,
+                                        const unsigned char *s, size_t n) {
   __m256i prev = _mm256_setzero_si256();
   size_t i = 0;
 
@@ -143,27 +146,21 @@ ACP__AVX2 size_t acp__json_plain_utf8_avx2(const unsigned char *s, size_t n) {
     __m256i bad = utf8_bad32(v, prev);
     if (!_mm256_testz_si256(bad, bad))
       break;
+    if (d != NULL)
+      _mm256_storeu_si256((__m256i *)(void *)(d + i), v);
     prev = v;
     i += 32;
   }
   return utf8_whole(s, i);
 }
 
+ACP__AVX2 size_t acp__json_plain_utf8_avx2(const unsigned char *s, size_t n) {
+  return utf8_run(NULL, s, n);
+}
+
 ACP__AVX2 size_t acp__json_copy_utf8_avx2(unsigned char *d,
                                           const unsigned char *s, size_t n) {
-  __m256i prev = _mm256_setzero_si256();
-  size_t i = 0;
-
-  while (n - i >= 32) {
-    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
-    __m256i bad = utf8_bad32(v, prev);
-    if (!_mm256_testz_si256(bad, bad))
-      break;
-    _mm256_storeu_si256((__m256i *)(void *)(d + i), v);
-    prev = v;
-    i += 32;
-  }
-  return utf8_whole(s, i);
+  return utf8_run(d, s, n);
 }
 
 #else

@@ -342,22 +342,17 @@ static void on_tcp_write(uv_write_t *req, int status) {
  * completes (and credits its link bytes) when the kernel took its
  * ciphertext, so backpressure is what it is without TLS.
  */
-static int tls_flush(wconn *c, size_t credit) {
-  size_t n = c->tls && !c->tcp_closed ? acp__tls_pending(c->tls) : 0;
-  if (n == 0) {
-    report_credit(c, credit);
-    return 0;
-  }
-  wwrite *w = acp__malloc(&c->mem, sizeof(*w) + n);
-  if (!w)
-    return ACP_ERR_NOMEM;
-  w->c = c;
-  w->credit = credit;
-  w->len = acp__tls_take(c->tls, w->data, n);
+/* Send w->data[0..w->len), which w owns, crediting w->credit when it is
+ * out. With nothing queued the kernel usually takes it all now: a
+ * uv_write() that completes at once still costs a deferred callback and,
+ * in libuv, an epoll_ctl per write (stopping POLLOUT re-queues the
+ * watcher), one syscall per message. */
+static int send_owned(wconn *c, wwrite *w) {
   uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
   if (c->writes == 0) {
     int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (r > 0 && (size_t)r == w->len) {
+      size_t credit = w->credit;
       acp__free(&c->mem, w);
       report_credit(c, credit);
       return 0;
@@ -374,6 +369,21 @@ static int tls_flush(wconn *c, size_t credit) {
   c->writes++;
   c->last = w;
   return 0;
+}
+
+static int tls_flush(wconn *c, size_t credit) {
+  size_t n = c->tls && !c->tcp_closed ? acp__tls_pending(c->tls) : 0;
+  if (n == 0) {
+    report_credit(c, credit);
+    return 0;
+  }
+  wwrite *w = acp__malloc(&c->mem, sizeof(*w) + n);
+  if (!w)
+    return ACP_ERR_NOMEM;
+  w->c = c;
+  w->credit = credit;
+  w->len = acp__tls_take(c->tls, w->data, n);
+  return send_owned(c, w);
 }
 
 static int tls_send(wconn *c, const uv_buf_t *bufs, unsigned nb,
@@ -489,30 +499,7 @@ static int send_text(wconn *c, const char *p1, size_t n1, const char *p2,
     acp__free(&c->mem, w);
     return rv;
   }
-  if (c->writes == 0) {
-    /* As the server's frames (send_bufs): the kernel usually takes the
-     * whole frame now. A uv_write() that completes at once still costs a
-     * deferred callback and, in libuv, an epoll_ctl per write (stopping
-     * POLLOUT re-queues the watcher): one syscall per message the client
-     * sends. */
-    int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-    if (r > 0 && (size_t)r == w->len) {
-      acp__free(&c->mem, w);
-      report_credit(c, credit);
-      return 0;
-    }
-    if (r > 0) {
-      b.base += r;
-      b.len -= (size_t)r;
-    }
-  }
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tcp_write) < 0) {
-    acp__free(&c->mem, w);
-    return ACP_ERR_SYSTEM;
-  }
-  c->writes++;
-  c->last = w;
-  return 0;
+  return send_owned(c, w);
 }
 
 static bool blank(const char *p, size_t n) {
