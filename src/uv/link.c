@@ -299,9 +299,11 @@ int acp_uv_link_couple(acp_uv_link *src, acp_uv_link *dst, size_t high_water,
  * to empty the pipe and the reader for the tail, a wake-up more on each
  * side (1 MiB turns ran 1.2-1.8x slower than 1,000,000-byte ones, issue
  * 11). So a write pipe grows, by doubling, to fit the largest message, up
- * to ACP_UV_PIPE_MAX. Past pipe-max-size only a process with
- * CAP_SYS_RESOURCE may grow a pipe (root, as the benchmarks run); for
- * others the kernel refuses, once, and the pipe stays as it is.
+ * to ACP_UV_PIPE_MAX. Past pipe-max-size (1 MiB by default) only a
+ * process with CAP_SYS_RESOURCE may grow a pipe (root, unless a container
+ * drops it, as the one the benchmarks ran in did); for others the kernel
+ * refuses, once, and the pipe stays as it is. Measured and dropped instead:
+ * writing in pieces, and waiting for the tail (docs/decisions.md).
  */
 #ifndef ACP_UV_PIPE_MAX
 #define ACP_UV_PIPE_MAX (4 * 1024 * 1024)
