@@ -113,9 +113,19 @@ for p in $payloads; do
     while [ $run_ours -eq 1 ] && [ "$r" -le "$rounds" ]; do
         round ours "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- "$ACP_BIN" agent --echo
         # The floor's pipes are acp's: real pipes (not the socketpairs
-        # libuv makes), grown to 1 MiB once a message passes 64 KiB.
+        # libuv makes), grown to 1 MiB once a message passes 64 KiB, and
+        # doubled to fit a larger message (text + envelope, under 4 KiB
+        # here) where the kernel allows it (CAP_SYS_RESOURCE or a larger
+        # pipe-max-size); refused, 1 MiB. "pipe_bytes" in the floor's JSON
+        # line says what it got.
         fpipe=""
-        [ "$p" -ge 65536 ] && fpipe="--pipe-size 1048576"
+        if [ "$p" -ge 65536 ]; then
+            fsz=1048576
+            while [ "$fsz" -lt $((p + 4096)) ] && [ "$fsz" -lt 4194304 ]; do
+                fsz=$((fsz * 2))
+            done
+            fpipe="--pipe-size $fsz"
+        fi
         # shellcheck disable=SC2086
         [ -z "$floor_bin" ] ||
             round floor "$floor_bin" --impl floor --pipes $fpipe --payload "$p" --turns "$n" -- cat

@@ -14,7 +14,9 @@
  * what libuv's UV_CREATE_PIPE makes, AF_UNIX socketpairs; --pipes makes
  * them real pipes as acp's are (src/uv/process.c), and --pipe-size asks
  * for pipes of that capacity (F_SETPIPE_SZ; acp grows its pipes to 1 MiB
- * once a message is larger than 64 KiB). bench/run-turns.sh runs the
+ * once a message is larger than 64 KiB, and beyond to fit a larger message
+ * where the kernel allows; a size over 1 MiB that is refused falls back to
+ * 1 MiB, as acp's does). bench/run-turns.sh runs the
  * floor both ways ("floor" on socketpairs, "floor-pipes" with acp's
  * pipes). The JSON line's "pipe_bytes" is the capacity the pipes got (-1
  * for socketpairs). Reads take 64 KiB, or a full pipe's worth if larger. Prints
@@ -262,8 +264,13 @@ int main(int argc, char **argv) {
     for (i = 0; i < 2; i++) {
       int got = -1;
       if (uv_fileno((uv_handle_t *)ends[i], &fd) == 0) {
-        if (pipe_size > 0 && fcntl(fd, F_SETPIPE_SZ, (int)pipe_size) < 0)
+        if (pipe_size > 0 && fcntl(fd, F_SETPIPE_SZ, (int)pipe_size) < 0) {
           fprintf(stderr, "uv_cat_floor: pipe size %ld refused\n", pipe_size);
+          /* As acp: a pipe it cannot grow to fit a message stays at the
+           * 1 MiB it grew to first (src/uv/link.c, fit_pipe()). */
+          if (pipe_size > 1048576)
+            (void)fcntl(fd, F_SETPIPE_SZ, 1048576);
+        }
         got = fcntl(fd, F_GETPIPE_SZ);
       }
       if (i == 0 || got < pipe_bytes)

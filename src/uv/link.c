@@ -73,6 +73,8 @@ struct acp_uv_link {
   side wr;
   bool same;               /* rd and wr are one stream (a socket) */
   bool rd_grown, wr_grown; /* grow_pipe() was tried on that side */
+  size_t wr_cap;           /* the write pipe's capacity once grown, or 0 */
+  bool wr_fit_refused;     /* growing past ACP_UV_PIPE_BIG was refused */
 
   acp_uv_link_read_cb read_cb;
   acp__uv_link_buf_fn buf_fn; /* lends the buffer of stream reads, or NULL */
@@ -291,16 +293,64 @@ int acp_uv_link_couple(acp_uv_link *src, acp_uv_link *dst, size_t high_water,
 #ifndef ACP_UV_PIPE_BIG
 #define ACP_UV_PIPE_BIG (1024 * 1024)
 #endif
-static void grow_pipe(side *sd, bool *tried) {
+/*
+ * A message larger than the pipe (a 1 MiB prompt is 1 MiB plus ~150 bytes
+ * of envelope) cannot be written at once: the writer waits for the reader
+ * to empty the pipe and the reader for the tail, a wake-up more on each
+ * side (1 MiB turns ran 1.2-1.8x slower than 1,000,000-byte ones, issue
+ * 11). So a write pipe grows, by doubling, to fit the largest message, up
+ * to ACP_UV_PIPE_MAX. Past pipe-max-size (1 MiB by default) only a
+ * process with CAP_SYS_RESOURCE may grow a pipe (root, unless a container
+ * drops it, as the one the benchmarks ran in did); for others the kernel
+ * refuses, once, and the pipe stays as it is. Measured and dropped instead:
+ * writing in pieces, and waiting for the tail (docs/decisions.md).
+ */
+#ifndef ACP_UV_PIPE_MAX
+#define ACP_UV_PIPE_MAX (4 * 1024 * 1024)
+#endif
+/* Ask for a pipe of at least `size` bytes: the capacity it has then (0:
+ * not a pipe, or refused). */
+static size_t grow_pipe(side *sd, bool *tried, int size) {
   uv_os_fd_t fd;
   *tried = true;
 #ifdef F_SETPIPE_SZ
-  if (sd->kind == SIDE_STREAM && uv_fileno((uv_handle_t *)sd->stream, &fd) == 0)
-    (void)fcntl(fd, F_SETPIPE_SZ, ACP_UV_PIPE_BIG);
+  if (sd->kind == SIDE_STREAM &&
+      uv_fileno((uv_handle_t *)sd->stream, &fd) == 0) {
+    /* Never shrink: the other end may have grown it further. */
+    int r = fcntl(fd, F_GETPIPE_SZ);
+    if (r < 0 || r >= size)
+      return r > 0 ? (size_t)r : 0;
+    r = fcntl(fd, F_SETPIPE_SZ, size);
+    return r > 0 ? (size_t)r : 0;
+  }
 #else
   (void)sd;
   (void)fd;
+  (void)size;
 #endif
+  return 0;
+}
+
+/* Before a write of len bytes to a stream: grow a pipe that would not
+ * hold it (see above). */
+static void fit_pipe(acp_uv_link *l, size_t len) {
+  size_t want;
+  size_t got;
+  if (len <= 65536)
+    return;
+  if (!l->wr_grown)
+    l->wr_cap = grow_pipe(&l->wr, &l->wr_grown, ACP_UV_PIPE_BIG);
+  if (l->wr_cap == 0 || len <= l->wr_cap || l->wr_fit_refused ||
+      l->wr_cap >= ACP_UV_PIPE_MAX)
+    return;
+  want = l->wr_cap;
+  while (want < len && want < ACP_UV_PIPE_MAX)
+    want *= 2;
+  got = grow_pipe(&l->wr, &l->wr_grown, (int)want);
+  if (got > l->wr_cap)
+    l->wr_cap = got;
+  else
+    l->wr_fit_refused = true; /* EPERM without CAP_SYS_RESOURCE: no retry */
 }
 
 /* MARK: - Reading (Private) */
@@ -340,7 +390,7 @@ static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     return;
   }
   if ((size_t)n >= READ_CHUNK && !l->rd_grown)
-    grow_pipe(&l->rd, &l->rd_grown);
+    (void)grow_pipe(&l->rd, &l->rd_grown, ACP_UV_PIPE_BIG);
   l->read_cb(l, 0, buf->base, (size_t)n, l->read_ud);
 }
 
@@ -932,8 +982,7 @@ static int write_bufs(acp_uv_link *l, const uv_buf_t *bufs, size_t n,
     return 0;
   }
   if (l->wr.kind == SIDE_STREAM) {
-    if (len > 65536 && !l->wr_grown)
-      grow_pipe(&l->wr, &l->wr_grown);
+    fit_pipe(l, len);
     if (l->nwrites == 0) {
       /* Nothing is queued: hand the kernel what it takes now, straight
        * from the caller's bytes, and copy only the rest into a write
