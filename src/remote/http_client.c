@@ -962,10 +962,11 @@ static int on_event(void *ud, const char *type, size_t type_len,
      * number of its own, so not a duplicate.) */
     if (i == id_len && !(s->events > 0 && v == s->last_id)) {
       seen *e = seen_of(h, s->sid);
-      s->events++;
       s->last_id = v;
-      if (e && v <= e->last)
+      if (e && v <= e->last) {
+        s->events++; /* taken (the stream carries events), not delivered */
         return 0;
+      }
       if (!e) {
         size_t sl = strlen(s->sid);
         e = acp__malloc(&h->mem, sizeof(*e) + sl + 1);
@@ -976,7 +977,6 @@ static int on_event(void *ud, const char *type, size_t type_len,
         h->seen = e;
       }
       e->last = v;
-      s->events--; /* (counted once, below) */
     }
   }
   s->events++;
@@ -1248,6 +1248,13 @@ static void answer_done(hsock *s) {
 static void on_head(hsock *s, const acp__http_head *hd) {
   hcli *h = s->h;
   s->status = hd->status;
+  if (s->kind == K_DELETE && h->log) {
+    /* The connection's end on the server: 2xx, or why not. */
+    char line[200];
+    snprintf(line, sizeof(line), "DELETE of connection %s: HTTP %d", h->conn_id,
+             s->status);
+    h->log(line, h->log_ud);
+  }
   keep_cookies(h, hd);
   s->keep_alive =
       hd->minor_version >= 1 && !acp__http_has_token(hd, "Connection", "close");
