@@ -150,5 +150,34 @@ else
   ko "acp serve --help names --read-spin-us"
 fi
 
+# MARK: - acp serve --stall-timeout (the timeout itself: test_remote)
+"$acp" serve --listen 127.0.0.1:0 --stall-timeout 500 -- "$acp" agent --echo \
+  2>"$work/serve3.log" &
+spid=$!
+pids="$pids $spid"
+if wait_port "$work/serve3.log"; then
+  bench "acp serve --stall-timeout 500: 20 turns over Streamable HTTP" \
+    "http://127.0.0.1:$port/acp" 5 20 --http
+  kill -TERM "$spid"
+  wait "$spid"
+else
+  ko "acp serve --stall-timeout 500 listens" "$(cat "$work/serve3.log")"
+fi
+for bad in 0 -1 abc ""; do
+  "$acp" serve --listen 127.0.0.1:0 --stall-timeout "$bad" -- "$acp" agent --echo \
+    >/dev/null 2>"$work/bad.err"
+  rc=$?
+  if [ "$rc" -eq 2 ] && grep -q -- "--stall-timeout" "$work/bad.err"; then
+    ok "acp serve --stall-timeout '$bad' refused (status 2)"
+  else
+    ko "acp serve --stall-timeout '$bad' refused (status 2)" "exit $rc" "$(cat "$work/bad.err")"
+  fi
+done
+if "$acp" serve --help | grep -q -- "--stall-timeout MS"; then
+  ok "acp serve --help names --stall-timeout"
+else
+  ko "acp serve --help names --stall-timeout"
+fi
+
 echo "remote-bench: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
