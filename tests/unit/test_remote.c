@@ -302,6 +302,8 @@ typedef struct pair {
   bool keep_srv;
   char dlog[256];
   uv_timer_t stop;
+  /* big_case: what the server side read, checked as it comes */
+  size_t big_in, big_bad;
 } pair;
 
 static bool has(const char *d, size_t n, const char *needle) {
@@ -324,6 +326,19 @@ static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
   if (p->answer_init && has(d, n, "\"initialize\"")) {
     static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
     rv = acp_uv_link_write(l, r, sizeof(r) - 1);
+  } else if (p->big_in || (n >= 5 && memcmp(d, "[0123", 5) == 0)) {
+    /* big_case: "[" then digits 0..9 in turn (from "[0"), then "]\n" */
+    for (size_t i = 0; i < n; i++, p->big_in++) {
+      char want = p->big_in == 0 ? '[' : (char)('0' + (p->big_in - 1) % 10);
+      if (d[i] == ']' || d[i] == '\n')
+        continue;
+      if (d[i] != want)
+        p->big_bad++;
+    }
+    if (n > 0 && d[n - 1] == '\n') {
+      static const char r[] = "\"big\"\n";
+      rv = acp_uv_link_write(l, r, sizeof(r) - 1);
+    }
   } else if (p->echo) {
     rv = acp_uv_link_write(l, d, n);
   }
@@ -540,6 +555,42 @@ static void test_streamable_http_close_delete_is_answered_2xx(void **st) {
 static void test_streamable_http2_close_delete_is_answered_2xx(void **st) {
   (void)st;
   delete_case(ACP_REMOTE_HTTP2);
+}
+
+/* A POST bigger than the socket takes at once: the client's direct write
+ * (uv_try_write) sends part, the rest is queued from where it stopped (in
+ * the head or in the body); the server reads the message whole. */
+static void test_streamable_http_big_post_partly_written(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  assert_non_null(p);
+  p->answer_init = true;
+  p->transport = ACP_REMOTE_HTTP;
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  static const char want[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+                             "\"big\"\n";
+  p->want = sizeof(want) - 1;
+  enum { BIG = 8 << 20 };
+  char *m = malloc(BIG + 3);
+  assert_non_null(m);
+  m[0] = '[';
+  for (size_t i = 1; i <= BIG; i++)
+    m[i] = (char)('0' + (i - 1) % 10);
+  m[BIG + 1] = ']';
+  m[BIG + 2] = '\n';
+  start(p, NULL, NULL);
+  assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, m, BIG + 3), 0);
+  free(m);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, 0);
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, want);
+  assert_int_equal(p->big_bad, 0);
+  assert_int_equal(p->big_in, (size_t)BIG + 3);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
 }
 
 /* The server goes away once initialize is answered: the client's link
@@ -2734,6 +2785,7 @@ int main(void) {
       cmocka_unit_test(test_streamable_http_delete_without_answer_ends),
       cmocka_unit_test(test_streamable_http2_client_round_trip),
       cmocka_unit_test(test_streamable_http_close_delete_is_answered_2xx),
+      cmocka_unit_test(test_streamable_http_big_post_partly_written),
       cmocka_unit_test(test_streamable_http2_close_delete_is_answered_2xx),
       cmocka_unit_test(test_streamable_http2_server_goes_away),
       cmocka_unit_test(test_response_bodies_are_decoded),
