@@ -16,7 +16,7 @@ APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            libclang-rt-14-dev libcurl4-openssl-dev libmicrohttpd-dev libssl-dev \
            libnghttp2-dev \
            python3 procps curl chromium \
-           libedit-dev tmux nginx haproxy
+           libedit-dev tmux nginx haproxy strace
 
 .PHONY: all deps configure build demo check check-unit check-asan \
         check-valgrind check-wasm check-headers check-install peers bench bench-quick bench-deps \

@@ -184,7 +184,7 @@ ACP_EXTERN void acp_remote_tls_free(acp_remote_tls *tls);
  * so fields added later get their defaults.
  */
 typedef struct acp_remote_server_options {
-  unsigned version; /**< 5 (1 to 4: the fields up to theirs) */
+  unsigned version; /**< 6 (1 to 5: the fields up to theirs) */
   /** Address to bind (numeric IPv4 or IPv6); NULL: "127.0.0.1". */
   const char *host;
   /** Port; 0 picks a free one (acp_remote_server_port()). */
@@ -256,13 +256,31 @@ typedef struct acp_remote_server_options {
    * without close_notify". 0: neither (the default).
    */
   int log_tls;
+  /**
+   * Version 6. Stall timeout of a Streamable HTTP session stream, in ms
+   * (0: ACP_REMOTE_DEFAULT_STALL_MS; UINT64_MAX: never). While a
+   * session's GET stream (Acp-Session-Id) is gone, the agent's messages
+   * for that session are kept for the next one (and the agent's output is
+   * held back, bounded). If no stream of that session comes back to take
+   * them within this time, the client is taken to be gone: the whole
+   * connection ends, as when its connection stream ends (the link's read
+   * callback gets UV_ETIMEDOUT; acp_remote_serve() then stops the agent,
+   * which cancels its turn, or parks it with a session grace), and what
+   * was kept is freed. A connection stream is not covered: its end ends
+   * the connection at once, and a connection whose stream is not opened
+   * within two ping intervals (at least 10 s) of initialize ends too.
+   */
+  uint64_t stall_ms;
 } acp_remote_server_options;
 
 /** The default of acp_remote_server_options.hold_ms: 30 s. */
 #define ACP_REMOTE_DEFAULT_HOLD_MS 30000
+/** The default of acp_remote_server_options.stall_ms: 60 s (the TS SDK's
+ *  maxOutputStallMs default). */
+#define ACP_REMOTE_DEFAULT_STALL_MS 60000
 
 #define ACP_REMOTE_SERVER_OPTIONS_INIT                                         \
-  { 5, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0, NULL, NULL, 0 }
+  { 6, NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL, 0, NULL, NULL, 0, 0 }
 
 /** A listening server. Opaque. */
 typedef struct acp_remote_server acp_remote_server;
@@ -367,8 +385,11 @@ typedef struct acp_remote_client_options {
    * over, e.g. "socket 2 (SSE stream) to 127.0.0.1:8443: TLS session
    * resumed (TLSv1.3, ALPN http/1.1)" or "...: TLS full handshake
    * (...)" (", the offered session was not resumed" when the server
-   * turned the session down). NULL: not reported. Runs on the loop's
-   * thread; it must not close the link.
+   * turned the session down). Also, for Streamable HTTP, how the DELETE
+   * sent when the link is closed was answered: "DELETE of connection ID:
+   * HTTP 202" (this one comes after acp_uv_link_close(), while the loop
+   * runs, at most 2 s later; none if the DELETE got no answer). NULL: not
+   * reported. Runs on the loop's thread; it must not close the link.
    */
   void (*log)(const char *line, void *user_data);
   /** Version 4. Passed to `log`. */

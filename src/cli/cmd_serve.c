@@ -17,6 +17,7 @@ static const char serve_usage[] =
     "                 [--allow-host NAME[:PORT]]... [--max-connections N]\n"
     "                 [--max-message BYTES] [--ping-ms MS]\n"
     "                 [--session-grace MS] [--hold-timeout MS]\n"
+    "                 [--stall-timeout MS]\n"
     "                 [--read-spin-us N] [--verbose]\n"
     "                 -- AGENT_CMD [ARGS...]\n"
     "\n"
@@ -80,6 +81,11 @@ static const char serve_usage[] =
     "                       agent is not reading its stdin before it is\n"
     "                       answered 503 (default 30000; at most 32 wait\n"
     "                       per connection, more get 503 at once)\n"
+    "  --stall-timeout MS   how long a Streamable HTTP session's messages\n"
+    "                       wait for its GET stream to come back after it\n"
+    "                       ended; then the client is taken to be gone and\n"
+    "                       its connection ends, as a dropped WebSocket\n"
+    "                       does (default 60000)\n"
     "  --read-spin-us N     after relaying a client message to its agent,\n"
     "                       poll the agent's stdout for up to N us (yielding\n"
     "                       the CPU) for the answer before sleeping, which\n"
@@ -195,6 +201,13 @@ int cmd_acp_serve(int argc, char **argv) {
         return CLI_EXIT_USAGE;
       }
       so.hold_ms = n;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--stall-timeout", &ok)) !=
+               NULL) {
+      if (parse_size(v, &n) != 0 || n == 0) {
+        cli_err("serve", "--stall-timeout: milliseconds from 1 are needed");
+        return CLI_EXIT_USAGE;
+      }
+      so.stall_ms = n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--read-spin-us", &ok)) !=
                NULL) {
       if (parse_size(v, &n) != 0 || n > 1000000) {

@@ -541,8 +541,26 @@ static void on_written(uv_write_t *req, int status) {
   }
 }
 
+/* Bytes of b[0..nb) the kernel took at once (uv_try_write), 0 when writes
+ * are queued (order) or it took none. What fits goes without a write
+ * request, a copy and the epoll_ctl pair a queued uv_write costs (as the
+ * WebSocket client's frames, remote_uv.c send_owned). An error is left to
+ * the queued write and the read side to report. */
+static size_t try_first(hsock *s, const uv_buf_t *b, unsigned nb) {
+  if (uv_stream_get_write_queue_size((uv_stream_t *)&s->tcp) > 0)
+    return 0;
+  int r = uv_try_write((uv_stream_t *)&s->tcp, b, nb);
+  return r > 0 ? (size_t)r : 0;
+}
+
 static int raw_write(hsock *s, const char *p, size_t n) {
   hcli *h = s->h;
+  uv_buf_t t = uv_buf_init((char *)p, (unsigned)n);
+  size_t done = try_first(s, &t, 1);
+  if (done == n)
+    return 0;
+  p += done;
+  n -= done;
   wreq *w = acp__malloc(&h->mem, sizeof(*w) + n);
   if (!w)
     return ACP_ERR_NOMEM;
@@ -564,15 +582,26 @@ static int raw_write(hsock *s, const char *p, size_t n) {
  * bench/run-remote.sh (docs/decisions.md). */
 static int raw_write_post(hsock *s, const char *head, size_t hn, hmsg *m) {
   hcli *h = s->h;
-  wreq *w = acp__malloc(&h->mem, sizeof(*w) + hn);
+  uv_buf_t t[2] = {uv_buf_init((char *)head, (unsigned)hn),
+                   uv_buf_init(m->body, (unsigned)m->len)};
+  size_t done = try_first(s, t, 2);
+  if (done == hn + m->len)
+    return 0; /* all of it: the message is not referenced */
+  /* The rest is queued: what is left of the head (copied), then of the
+   * body (in place, the message kept until written). */
+  size_t hskip = done < hn ? done : hn, bskip = done - hskip;
+  wreq *w = acp__malloc(&h->mem, sizeof(*w) + (hn - hskip));
   if (!w)
     return ACP_ERR_NOMEM;
-  memcpy(w->data, head, hn);
+  memcpy(w->data, head + hskip, hn - hskip);
   w->s = s;
   w->msg = m;
-  uv_buf_t b[2] = {uv_buf_init(w->data, (unsigned)hn),
-                   uv_buf_init(m->body, (unsigned)m->len)};
-  if (uv_write(&w->req, (uv_stream_t *)&s->tcp, b, 2, on_written) != 0) {
+  uv_buf_t b[2];
+  unsigned nb = 0;
+  if (hn > hskip)
+    b[nb++] = uv_buf_init(w->data, (unsigned)(hn - hskip));
+  b[nb++] = uv_buf_init(m->body + bskip, (unsigned)(m->len - bskip));
+  if (uv_write(&w->req, (uv_stream_t *)&s->tcp, b, nb, on_written) != 0) {
     acp__free(&h->mem, w);
     return ACP_ERR_SYSTEM;
   }
@@ -962,10 +991,11 @@ static int on_event(void *ud, const char *type, size_t type_len,
      * number of its own, so not a duplicate.) */
     if (i == id_len && !(s->events > 0 && v == s->last_id)) {
       seen *e = seen_of(h, s->sid);
-      s->events++;
       s->last_id = v;
-      if (e && v <= e->last)
+      if (e && v <= e->last) {
+        s->events++; /* taken (the stream carries events), not delivered */
         return 0;
+      }
       if (!e) {
         size_t sl = strlen(s->sid);
         e = acp__malloc(&h->mem, sizeof(*e) + sl + 1);
@@ -976,7 +1006,6 @@ static int on_event(void *ud, const char *type, size_t type_len,
         h->seen = e;
       }
       e->last = v;
-      s->events--; /* (counted once, below) */
     }
   }
   s->events++;
@@ -1248,6 +1277,13 @@ static void answer_done(hsock *s) {
 static void on_head(hsock *s, const acp__http_head *hd) {
   hcli *h = s->h;
   s->status = hd->status;
+  if (s->kind == K_DELETE && h->log) {
+    /* The connection's end on the server: 2xx, or why not. */
+    char line[200];
+    snprintf(line, sizeof(line), "DELETE of connection %s: HTTP %d", h->conn_id,
+             s->status);
+    h->log(line, h->log_ud);
+  }
   keep_cookies(h, hd);
   s->keep_alive =
       hd->minor_version >= 1 && !acp__http_has_token(hd, "Connection", "close");

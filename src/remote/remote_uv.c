@@ -45,6 +45,9 @@ typedef struct hconn hconn;
 /* H_HELD: a POST waiting for the agent to read (see hc_hold). */
 enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION, H_HELD };
 
+/* Recently ended Streamable HTTP connections remembered per server. */
+#define GONE_IDS 32u
+
 struct acp_remote_server {
   acp_mem mem;
   uv_loop_t *loop;
@@ -68,6 +71,10 @@ struct acp_remote_server {
   bool spare_busy;     /* ... closing it now */
   bool drop_pending;   /* ... and another waits for it */
   bool tcp_closed;     /* the listening handle's close has completed */
+  /* Ids of the Streamable HTTP connections that ended last (a ring): a
+   * DELETE of one of them is answered 202, as for one still ending. */
+  char gone[GONE_IDS][36];
+  unsigned ngone;
 };
 
 struct wconn {
@@ -161,7 +168,12 @@ struct hconn {
   struct hheld *held, *held_tail;
   unsigned nheld;
   uv_timer_t hold;
-  unsigned handles; /* of idle and hold, not yet closed */
+  /* A session whose stream is gone while its events wait for the next
+   * one (hroute.stall_since) for stall_ms: the client is not coming back
+   * for them, and the connection ends (on_hc_stall). */
+  uv_timer_t stall;
+  uint64_t stall_ms; /* UINT64_MAX: never */
+  unsigned handles;  /* of idle, hold and stall, not yet closed */
   char id[37];
   char aff[37]; /* affinity value (empty: no cookie) */
 };
@@ -1458,11 +1470,12 @@ static void on_hc_idle(uv_timer_t *t) {
     hc_end(hc, UV_ETIMEDOUT);
 }
 
-/* Close the connection's timers; it is freed once both are closed. */
+/* Close the connection's timers; it is freed once all are closed. */
 static void hc_close_handles(hconn *hc) {
-  hc->handles = 2;
+  hc->handles = 3;
   uv_close((uv_handle_t *)&hc->idle, on_hc_closed);
   uv_close((uv_handle_t *)&hc->hold, on_hc_closed);
+  uv_close((uv_handle_t *)&hc->stall, on_hc_closed);
 }
 
 static void hc_idle_start(hconn *hc) {
@@ -1662,6 +1675,9 @@ typedef struct hroute {
   acp__hx *x;
   uint64_t seq;  /* id of the newest event */
   uint64_t sent; /* ... of the newest written to a live stream */
+  /* Loop time (ms) since when events of this session wait with no stream
+   * to take them; 0: none wait, or a stream is open. */
+  uint64_t stall_since;
   hkept *kept, *kept_tail;
   size_t kept_bytes;
   size_t len;
@@ -1753,6 +1769,7 @@ static hroute *hc_route_add(hconn *hc, acp__hx *x, const char *sid,
   for (hroute *r = hc->routes; r; r = r->next, n++)
     if (r->len == len && memcmp(r->sid, sid, len) == 0) {
       r->x = x; /* the newest stream of the session */
+      r->stall_since = 0;
       return r;
     }
   if (n >= ROUTES_MAX)
@@ -1775,6 +1792,44 @@ static void hc_route_gone(hconn *hc, acp__hx *x) {
       r->x = NULL;
       return;
     }
+}
+
+/* The earliest stalled session's deadline has come (or a reopened stream
+ * made it moot): a session whose events waited stall_ms for a stream ends
+ * the whole connection, as the end of the connection stream does (and as
+ * the TS SDK's server does when no client takes output for
+ * maxOutputStallMs): the owner sees the link end with UV_ETIMEDOUT, as
+ * for any vanished peer, and stops (or parks) the agent, which cancels
+ * its turn; the kept events and their withheld credit go with the
+ * connection. */
+static void on_hc_stall(uv_timer_t *t) {
+  hconn *hc = t->data;
+  uint64_t now = uv_now(t->loop), next = UINT64_MAX;
+  for (hroute *r = hc->routes; r; r = r->next) {
+    if (r->x || !r->stall_since)
+      continue;
+    if (now - r->stall_since >= hc->stall_ms) {
+      hc_end(hc, UV_ETIMEDOUT);
+      return;
+    }
+    uint64_t left = hc->stall_ms - (now - r->stall_since);
+    if (left < next)
+      next = left;
+  }
+  if (next != UINT64_MAX)
+    uv_timer_start(&hc->stall, on_hc_stall, next, 0);
+}
+
+/* An event of session `r` waits for a stream: its stall starts now if it
+ * has not yet (one timer per connection, for the oldest stall). */
+static void hc_stall_note(hconn *hc, hroute *r) {
+  if (r->stall_since || hc->stall_ms == UINT64_MAX || !hc->link)
+    return;
+  r->stall_since = uv_now(hc->stall.loop);
+  if (r->stall_since == 0)
+    r->stall_since = 1; /* (0 means none) */
+  if (!uv_is_active((uv_handle_t *)&hc->stall))
+    uv_timer_start(&hc->stall, on_hc_stall, hc->stall_ms, 0);
 }
 
 /* Drop the oldest kept events already written, past KEEP_BYTES. */
@@ -2074,8 +2129,10 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
     b[2] = uv_buf_init((char *)p2, (unsigned)n2);
     b[3] = uv_buf_init("\n\n", 2);
     int rv = kept_add(hc, sx, sx->seq + 1, b, credit);
-    if (rv == 0)
+    if (rv == 0) {
       sx->seq++;
+      hc_stall_note(hc, sx);
+    }
     return rv;
   }
   if (to) {
@@ -2186,6 +2243,7 @@ static void hc_op_close(acp_uv_link *l, void *ud) {
   (void)l;
   hc->link = NULL;
   if (hc->srv) {
+    memcpy(hc->srv->gone[hc->srv->ngone++ % GONE_IDS], hc->id, 36);
     if (hc->prev)
       hc->prev->next = hc->next;
     else
@@ -2274,6 +2332,26 @@ static hconn *hc_find(acp_remote_server *s, const acp__acp_req *r) {
   return NULL;
 }
 
+/* A DELETE names a connection that is over but was ours: one still
+ * ending (its link not yet closed) or among the last GONE_IDS ended. A
+ * client ends its GET streams before it DELETEs (ours and the TS SDK's
+ * do), and the end of the connection stream already ended the
+ * connection: its DELETE succeeds (202, as the SDK's server answers a
+ * connection still shutting down), where 404 would report a failure of
+ * a close that worked. */
+static bool hc_was(acp_remote_server *s, const acp__acp_req *r) {
+  if (!s || r->conn_id_len != 36)
+    return false;
+  for (hconn *hc = s->hconns; hc; hc = hc->next)
+    if (memcmp(hc->id, r->conn_id, 36) == 0)
+      return true;
+  unsigned n = s->ngone < GONE_IDS ? s->ngone : GONE_IDS;
+  for (unsigned i = 0; i < n; i++)
+    if (memcmp(s->gone[i], r->conn_id, 36) == 0)
+      return true;
+  return false;
+}
+
 /* The raw JSON id of an initialize request in body[0..blen), or NULL
  * (not initialize, no id, or out of memory: *nomem says which). */
 static char *initialize_id(const acp_mem *m, const char *body, size_t blen,
@@ -2338,6 +2416,10 @@ static void hx_initialize(acp_remote_server *s, acp__hx *x,
   hc->idle.data = hc;
   uv_timer_init(s->loop, &hc->hold);
   hc->hold.data = hc;
+  uv_timer_init(s->loop, &hc->stall);
+  hc->stall.data = hc;
+  hc->stall_ms =
+      s->opts.stall_ms ? s->opts.stall_ms : ACP_REMOTE_DEFAULT_STALL_MS;
   uuid4(hc->id);
   affinity_of(s, h, hc->id, hc->aff);
   if (acp_uv_link_new_user(&hc->link, s->loop, &hc_ops, hc, &hc->mem) != 0) {
@@ -2421,6 +2503,11 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
     return;
   }
   hconn *hc = hc_find(s, r);
+  if (!hc && r->kind == ACP__REQ_DELETE && hc_was(s, r)) {
+    acp__hx_resp ok = {202, NULL, NULL, NULL, NULL, 0, NULL, 0};
+    (void)x->ops->respond(x, &ok); /* it is over already */
+    return;
+  }
   if (!hc) {
     hx_refuse(x, 404, "unknown Acp-Connection-Id");
     return;
@@ -2762,6 +2849,8 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
   }
   if (opts->version < 5)
     s->opts.log_tls = 0;
+  if (opts->version < 6)
+    s->opts.stall_ms = 0;
   uv_tcp_init(loop, &s->tcp);
   s->tcp.data = s;
   r = uv_tcp_bind(&s->tcp, (struct sockaddr *)&ss, 0);

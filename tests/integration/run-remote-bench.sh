@@ -9,6 +9,9 @@
 #     while nobody talks to it); the spin ends with the answer (a 1 s
 #     budget holds no turn back); bad values refused with a message;
 #     --help names the option.
+#   acp serve --stall-timeout MS: turns answered, bad values refused,
+#     --help names it; the Streamable HTTP client's POSTs make no
+#     epoll_ctl per message (strace -c).
 # Real processes, sockets on 127.0.0.1. No node needed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -148,6 +151,57 @@ if "$acp" serve --help | grep -q -- "--read-spin-us N"; then
   ok "acp serve --help names --read-spin-us"
 else
   ko "acp serve --help names --read-spin-us"
+fi
+
+# MARK: - acp serve --stall-timeout (the timeout itself: test_remote)
+"$acp" serve --listen 127.0.0.1:0 --stall-timeout 500 -- "$acp" agent --echo \
+  2>"$work/serve3.log" &
+spid=$!
+pids="$pids $spid"
+if wait_port "$work/serve3.log"; then
+  bench "acp serve --stall-timeout 500: 20 turns over Streamable HTTP" \
+    "http://127.0.0.1:$port/acp" 5 20 --http
+  # The client's POSTs go to the kernel at once (uv_try_write) when
+  # nothing is queued: no write request, no epoll_ctl pair per message.
+  # Counted, not timed: 200 turns made about 220 epoll_ctl calls with
+  # uv_write, about 20 (setup) with the direct write.
+  if command -v strace >/dev/null 2>&1; then
+    # (LeakSanitizer cannot run under ptrace: off for this run only.)
+    if ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+      strace -f -c -e trace=epoll_ctl -o "$work/st.txt" "$acp" bench-client \
+      --url "http://127.0.0.1:$port/acp" --http --turns 200 --payload 5 \
+      >"$work/b.json" 2>"$work/b.err" && grep -q '"turns":200[,}]' "$work/b.json"; then
+      n=$(awk '$NF == "epoll_ctl" { print $4 }' "$work/st.txt")
+      if [ -n "$n" ] && [ "$n" -lt 100 ]; then
+        ok "Streamable HTTP client: POSTs written directly ($n epoll_ctl calls in 200 turns)"
+      else
+        ko "Streamable HTTP client: POSTs written directly" "epoll_ctl calls: ${n:-?}" "$(cat "$work/st.txt")"
+      fi
+    else
+      ko "bench-client under strace: 200 turns" "$(cat "$work/b.json" "$work/b.err")"
+    fi
+  else
+    ko "strace is installed (make deps)"
+  fi
+  kill -TERM "$spid"
+  wait "$spid"
+else
+  ko "acp serve --stall-timeout 500 listens" "$(cat "$work/serve3.log")"
+fi
+for bad in 0 -1 abc ""; do
+  "$acp" serve --listen 127.0.0.1:0 --stall-timeout "$bad" -- "$acp" agent --echo \
+    >/dev/null 2>"$work/bad.err"
+  rc=$?
+  if [ "$rc" -eq 2 ] && grep -q -- "--stall-timeout" "$work/bad.err"; then
+    ok "acp serve --stall-timeout '$bad' refused (status 2)"
+  else
+    ko "acp serve --stall-timeout '$bad' refused (status 2)" "exit $rc" "$(cat "$work/bad.err")"
+  fi
+done
+if "$acp" serve --help | grep -q -- "--stall-timeout MS"; then
+  ok "acp serve --help names --stall-timeout"
+else
+  ko "acp serve --help names --stall-timeout"
 fi
 
 echo "remote-bench: $pass passed, $fail failed"

@@ -297,6 +297,13 @@ typedef struct pair {
   int transport;
   size_t max_queue;
   const char *version; /* acp_remote_http_version() when connected */
+  /* delete_case: the server outlives the client, whose options' log
+   * tells how its closing DELETE was answered. */
+  bool keep_srv;
+  char dlog[256];
+  uv_timer_t stop;
+  /* big_case: what the server side read, checked as it comes */
+  size_t big_in, big_bad;
 } pair;
 
 static bool has(const char *d, size_t n, const char *needle) {
@@ -319,6 +326,19 @@ static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
   if (p->answer_init && has(d, n, "\"initialize\"")) {
     static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
     rv = acp_uv_link_write(l, r, sizeof(r) - 1);
+  } else if (p->big_in || (n >= 5 && memcmp(d, "[0123", 5) == 0)) {
+    /* big_case: "[" then digits 0..9 in turn (from "[0"), then "]\n" */
+    for (size_t i = 0; i < n; i++, p->big_in++) {
+      char want = p->big_in == 0 ? '[' : (char)('0' + (p->big_in - 1) % 10);
+      if (d[i] == ']' || d[i] == '\n')
+        continue;
+      if (d[i] != want)
+        p->big_bad++;
+    }
+    if (n > 0 && d[n - 1] == '\n') {
+      static const char r[] = "\"big\"\n";
+      rv = acp_uv_link_write(l, r, sizeof(r) - 1);
+    }
   } else if (p->echo) {
     rv = acp_uv_link_write(l, d, n);
   }
@@ -357,9 +377,26 @@ static void cli_read(acp_uv_link *l, int status, const char *d, size_t n,
   if (p->got_len >= (p->want ? p->want : 30)) {
     acp_uv_link_close(l, 1000, NULL, NULL);
     p->cli = NULL;
+    if (p->keep_srv)
+      return; /* closed once the DELETE was answered */
     acp_remote_server_close(p->srv);
     p->srv = NULL;
   }
+}
+
+static void stop_srv(uv_timer_t *t) {
+  pair *p = t->data;
+  uv_close((uv_handle_t *)&p->stop, NULL);
+  acp_remote_server_close(p->srv);
+  p->srv = NULL;
+}
+
+static void del_log(const char *line, void *ud) {
+  pair *p = ud;
+  if (strncmp(line, "DELETE of connection ", 21) != 0)
+    return;
+  snprintf(p->dlog, sizeof(p->dlog), "%s", line);
+  uv_timer_start(&p->stop, stop_srv, 0, 0); /* not from in here */
 }
 
 static void on_connected(acp_uv_link *l, int status, const char *detail,
@@ -386,6 +423,15 @@ static void start(pair *p, const char *token, const char *client_token) {
            acp_remote_server_port(p->srv));
   co.token = client_token;
   co.transport = p->transport;
+  if (p->keep_srv) {
+    co.log = del_log;
+    co.log_user_data = p;
+    /* A DELETE that is never answered gives up after 2 s (no log line):
+     * the server is closed then. */
+    assert_int_equal(uv_timer_init(&p->loop, &p->stop), 0);
+    p->stop.data = p;
+    assert_int_equal(uv_timer_start(&p->stop, stop_srv, 30000, 0), 0);
+  }
   p->status = 1;
   assert_int_equal(
       acp_remote_connect(&p->cli, &p->loop, url, &co, on_connected, p, NULL),
@@ -466,6 +512,83 @@ static void test_streamable_http2_client_round_trip(void **state) {
   p->got[p->got_len] = '\0';
   assert_string_equal(p->got, want);
   assert_null(p->srv_link); /* the DELETE stream ended the server's link */
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* The client's closing DELETE is answered 2xx: the client ends its GET
+ * stream first (as the TS SDK's client does), which already ended the
+ * connection on the server (and its link: the owner closed it at once),
+ * so the DELETE names a connection that is over; it was 404. */
+static void delete_case(int transport) {
+  pair *p = calloc(1, sizeof(*p));
+  assert_non_null(p);
+  p->echo = true;
+  p->answer_init = true;
+  p->keep_srv = true;
+  p->transport = transport;
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  static const char want[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+                             "{\"a\":1}\n";
+  p->want = sizeof(want) - 1;
+  start(p, NULL, NULL);
+  assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, "{\"a\":1}\n", 8), 0);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, 0);
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, want);
+  assert_null(p->srv_link); /* the server's link ended */
+  char w[320];
+  snprintf(w, sizeof(w), "DELETE of connection %s: HTTP 202", p->detail);
+  assert_string_equal(p->dlog, w);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+static void test_streamable_http_close_delete_is_answered_2xx(void **st) {
+  (void)st;
+  delete_case(ACP_REMOTE_HTTP);
+}
+
+static void test_streamable_http2_close_delete_is_answered_2xx(void **st) {
+  (void)st;
+  delete_case(ACP_REMOTE_HTTP2);
+}
+
+/* A POST bigger than the socket takes at once: the client's direct write
+ * (uv_try_write) sends part, the rest is queued from where it stopped (in
+ * the head or in the body); the server reads the message whole. */
+static void test_streamable_http_big_post_partly_written(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  assert_non_null(p);
+  p->answer_init = true;
+  p->transport = ACP_REMOTE_HTTP;
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+  static const char want[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+                             "\"big\"\n";
+  p->want = sizeof(want) - 1;
+  enum { BIG = 8 << 20 };
+  char *m = malloc(BIG + 3);
+  assert_non_null(m);
+  m[0] = '[';
+  for (size_t i = 1; i <= BIG; i++)
+    m[i] = (char)('0' + (i - 1) % 10);
+  m[BIG + 1] = ']';
+  m[BIG + 2] = '\n';
+  start(p, NULL, NULL);
+  assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
+  assert_int_equal(acp_uv_link_write(p->cli, m, BIG + 3), 0);
+  free(m);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, 0);
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, want);
+  assert_int_equal(p->big_bad, 0);
+  assert_int_equal(p->big_in, (size_t)BIG + 3);
   assert_int_equal(uv_loop_close(&p->loop), 0);
   free(p);
 }
@@ -1479,8 +1602,15 @@ static void test_streamable_http2_permission_cancel_and_1mib(void **state) {
  * close at the cut. The agent writes u1..u10 when the prompt arrives, and
  * u11..u20 and the answer once the client opened its stream again (held
  * by the proxy meanwhile, so those wait for a stream): every update
- * arrives exactly once, in order. */
+ * arrives exactly once, in order.
+ *
+ * CUT_STALL: the proxy cuts as CUT_CLIENT does but swallows the reopened
+ * stream's GET (the server never sees the session's stream again), and
+ * the agent writes an update every tick: with a short stall timeout the
+ * server ends the connection, and the agent's link reads UV_ETIMEDOUT. */
 #define CUT_UPDATES 20
+
+enum { CUT_CLIENT, CUT_SERVER, CUT_STALL };
 
 typedef struct cutproxy cutproxy;
 
@@ -1488,7 +1618,7 @@ typedef struct cutpair {
   cutproxy *px;
   uv_tcp_t down, up;
   uv_connect_t creq;
-  bool up_init, up_ok, session, discarding, held;
+  bool up_init, up_ok, session, discarding, held, swallow;
   char early[4096];
   size_t early_n;
   int open; /* handles not yet closed */
@@ -1500,7 +1630,11 @@ struct cutproxy {
   struct sockaddr_in srv;
   int port;
   bool server_side;
+  int mode;
   bool cut, reopened, last_event_id;
+  int agent_status, cli_status; /* how the links ended (CUT_STALL) */
+  unsigned ticks;
+  uv_timer_t tick; /* CUT_STALL: the agent goes on writing */
   cutpair *pairs[32];
   unsigned npairs;
   acp_remote_server *rs;
@@ -1550,6 +1684,7 @@ static void cp_send(uv_tcp_t *t, const char *d, size_t n) {
 
 static void cut_agent_rest(cutproxy *px);
 static void cp_connect_up(cutpair *p);
+static void cut_tick(uv_timer_t *t);
 
 static void cp_down_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
   cutpair *p = st->data;
@@ -1557,7 +1692,19 @@ static void cp_down_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
   if (n < 0) {
     cp_close(&p->down);
     cp_close(&p->up);
+  } else if (n > 0 && p->swallow) {
+    /* dropped: the server never sees this stream */
   } else if (n > 0) {
+    if (px->mode == CUT_STALL && px->cut && !px->reopened &&
+        has(b->base, (size_t)n, "GET ") &&
+        has(b->base, (size_t)n, "Acp-Session-Id:")) {
+      px->reopened = true;
+      px->last_event_id = has(b->base, (size_t)n, "Last-Event-ID: 4\r\n");
+      p->swallow = true;
+      assert_int_equal(uv_timer_start(&px->tick, cut_tick, 0, 10), 0);
+      free(b->base);
+      return;
+    }
     if (has(b->base, (size_t)n, "GET ") &&
         has(b->base, (size_t)n, "Acp-Session-Id:")) {
       p->session = true;
@@ -1675,6 +1822,15 @@ static void cut_update(cutproxy *px, unsigned i) {
   assert_int_equal(acp_uv_link_write(px->agent, m, (size_t)n), 0);
 }
 
+/* CUT_STALL: one more update of the turn per tick (the first ones may
+ * still go into the dying stream; the rest wait for a stream that does
+ * not come), until the agent's link ends. */
+static void cut_tick(uv_timer_t *t) {
+  cutproxy *px = t->data;
+  if (px->agent)
+    cut_update(px, CUT_UPDATES + 1 + px->ticks++);
+}
+
 static void cut_agent_rest(cutproxy *px) {
   for (unsigned i = 11; i <= CUT_UPDATES; i++)
     cut_update(px, i);
@@ -1698,6 +1854,7 @@ static void cut_end(cutproxy *px) {
     return;
   px->ended = true;
   uv_close((uv_handle_t *)&px->watchdog, NULL);
+  uv_close((uv_handle_t *)&px->tick, NULL);
   if (px->cli)
     acp_uv_link_close(px->cli, 1000, NULL, NULL);
   px->cli = NULL;
@@ -1767,8 +1924,11 @@ static void cut_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
                            void *ud) {
   cutproxy *px = ud;
   if (status != 0) {
+    px->agent_status = status;
     acp_uv_link_close(l, 0, NULL, NULL);
     px->agent = NULL;
+    if (px->mode == CUT_STALL)
+      cut_end(px);
     return;
   }
   cut_feed(px, &px->a, d, n, cut_agent_line);
@@ -1778,6 +1938,10 @@ static void cut_client_read(acp_uv_link *l, int status, const char *d, size_t n,
                             void *ud) {
   cutproxy *px = ud;
   (void)l;
+  if (status != 0 && px->mode == CUT_STALL) {
+    px->cli_status = status; /* after the agent's end: expected */
+    return;
+  }
   if (status != 0) {
     cut_end(px);
     fail_msg("the client's link ended: %d", status);
@@ -1798,7 +1962,7 @@ static void cut_watchdog(uv_timer_t *t) {
   cut_end(t->data); /* the asserts after the loop say what is missing */
 }
 
-static void cut_case(bool server_side) {
+static void cut_case(int mode) {
   cutproxy *px = calloc(1, sizeof(*px));
   acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
   acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
@@ -1806,8 +1970,11 @@ static void cut_case(bool server_side) {
   int alen = sizeof(a);
   char url[64];
   assert_non_null(px);
-  px->server_side = server_side;
+  px->server_side = mode == CUT_SERVER;
+  px->mode = mode;
   assert_int_equal(uv_loop_init(&px->loop), 0);
+  assert_int_equal(uv_timer_init(&px->loop, &px->tick), 0);
+  px->tick.data = px;
   assert_int_equal(uv_timer_init(&px->loop, &px->watchdog), 0);
   px->watchdog.data = px;
   assert_int_equal(uv_timer_start(&px->watchdog, cut_watchdog, 60000, 0), 0);
@@ -1824,6 +1991,8 @@ static void cut_case(bool server_side) {
   snprintf(host, sizeof(host), "127.0.0.1:%d", ntohs(a.sin_port));
   const char *hosts[] = {host, NULL};
   so.allowed_hosts = hosts;
+  if (mode == CUT_STALL)
+    so.stall_ms = 200;
   assert_int_equal(acp_remote_server_new(&px->rs, &px->loop, &so, cut_accept,
                                          px, NULL, NULL),
                    0);
@@ -1839,6 +2008,20 @@ static void cut_case(bool server_side) {
   assert_true(px->cut);           /* the stream was cut inside u5 */
   assert_true(px->reopened);      /* and opened again */
   assert_true(px->last_event_id); /* after the last whole event, u4 */
+  if (mode == CUT_STALL) {
+    /* The server gave up on the session's stream: the connection ended
+     * as for a vanished peer (not by the watchdog, which ends the loop
+     * with both links still open). */
+    assert_int_equal(px->agent_status, UV_ETIMEDOUT);
+    assert_false(px->answered);
+    assert_int_equal(uv_loop_close(&px->loop), 0);
+    for (unsigned i = 0; i < px->npairs; i++)
+      free(px->pairs[i]);
+    free(px->a.d);
+    free(px->c.d);
+    free(px);
+    return;
+  }
   assert_true(px->answered);
   for (unsigned i = 1; i <= CUT_UPDATES; i++)
     if (px->got[i] != 1)
@@ -1854,12 +2037,21 @@ static void cut_case(bool server_side) {
 
 static void test_session_stream_cut_client_side(void **state) {
   (void)state;
-  cut_case(false);
+  cut_case(CUT_CLIENT);
 }
 
 static void test_session_stream_cut_server_side(void **state) {
   (void)state;
-  cut_case(true);
+  cut_case(CUT_SERVER);
+}
+
+/* A session stream that ends and is never opened again: after the stall
+ * timeout the connection ends (the agent's turn is cancelled), instead of
+ * the server keeping the session's events, and the agent waiting, for
+ * ever. */
+static void test_session_stream_never_reopened_ends_connection(void **state) {
+  (void)state;
+  cut_case(CUT_STALL);
 }
 
 /* Lines the server's link is given in one write leave in one send: a
@@ -2592,6 +2784,9 @@ int main(void) {
       cmocka_unit_test(test_streamable_http_client_refusals),
       cmocka_unit_test(test_streamable_http_delete_without_answer_ends),
       cmocka_unit_test(test_streamable_http2_client_round_trip),
+      cmocka_unit_test(test_streamable_http_close_delete_is_answered_2xx),
+      cmocka_unit_test(test_streamable_http_big_post_partly_written),
+      cmocka_unit_test(test_streamable_http2_close_delete_is_answered_2xx),
       cmocka_unit_test(test_streamable_http2_server_goes_away),
       cmocka_unit_test(test_response_bodies_are_decoded),
       cmocka_unit_test(test_urls_are_parsed),
@@ -2609,6 +2804,7 @@ int main(void) {
       cmocka_unit_test(test_post_in_pieces_then_a_pipelined_one),
       cmocka_unit_test(test_session_stream_cut_client_side),
       cmocka_unit_test(test_session_stream_cut_server_side),
+      cmocka_unit_test(test_session_stream_never_reopened_ends_connection),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
