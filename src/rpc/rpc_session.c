@@ -1160,11 +1160,33 @@ static int key_index(const acp_json_val *k) {
   if (p == NULL)
     return -1;
   if (!acp_json_str_has_escapes(k)) {
-    for (i = 0; i < K_COUNT; i++) {
-      if (n == keys[i].len && memcmp(p, keys[i].name, n) == 0)
-        return i;
+    /* The first byte picks the one candidate: one compare per key of the
+     * envelope, not a memcmp call per name tried. */
+    if (n == 0)
+      return -1;
+    switch (p[0]) {
+    case 'j':
+      i = K_JSONRPC;
+      break;
+    case 'i':
+      i = K_ID;
+      break;
+    case 'm':
+      i = K_METHOD;
+      break;
+    case 'p':
+      i = K_PARAMS;
+      break;
+    case 'r':
+      i = K_RESULT;
+      break;
+    case 'e':
+      i = K_ERROR;
+      break;
+    default:
+      return -1;
     }
-    return -1;
+    return n == keys[i].len && memcmp(p, keys[i].name, n) == 0 ? i : -1;
   }
   for (i = 0; i < K_COUNT; i++) {
     if (acp_json_str_eq(k, keys[i].name, keys[i].len))
