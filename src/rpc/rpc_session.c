@@ -357,7 +357,27 @@ static int put_str(acp_rpc_session *s, acp__buf *b, const char *p, size_t n) {
   const char *d;
   size_t dlen;
 
-  for (i = 0; i < n; i++) {
+  /* Eight bytes a step while none needs escaping (a method name, an id, a
+   * session id: a byte at a time was ~7 instructions a byte); a flagged
+   * step is looked at byte by byte below. */
+  for (i = 0; i + 8 <= n; i += 8) {
+    const uint64_t ones = UINT64_C(0x0101010101010101);
+    uint64_t w;
+    uint64_t x;
+    uint64_t m;
+
+    memcpy(&w, p + i, 8);
+    x = w ^ (ones * '"');
+    m = (x - ones) & ~x;
+    x = w ^ (ones * '\\');
+    m |= (x - ones) & ~x;
+    x = w ^ (ones * 0x7f);
+    m |= (x - ones) & ~x;
+    m |= (w - ones * 0x20) & ~w;
+    if (((m | w) & (ones * 0x80)) != 0)
+      break;
+  }
+  for (; i < n; i++) {
     unsigned char c = (unsigned char)p[i];
     if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
       break;
