@@ -33,7 +33,9 @@ struct acp_incoming_request {
   const char *method_name; /* NUL-terminated, in the request's own block */
   const char *id_raw;      /* the id's exact bytes as received, same block */
   size_t id_len;
-  char *session_id; /* NUL-terminated copy or NULL (typed roles only) */
+  size_t block_cap;       /* bytes of the block (the spare's size when freed) */
+  const char *session_id; /* NUL-terminated, same block, or NULL (typed
+                             roles only) */
   size_t session_id_len;
   int64_t protocol_version;
   const acp_rpc_msg *msg; /* only while a handler runs */
@@ -98,7 +100,10 @@ struct acp__role {
   acp_json_doc *doc;  /* scratch parser (extra-field splices) */
   acp__buf buf;       /* scratch bytes */
   acp__req *reqs;
+  acp__req *spare_req;  /* one freed request block kept for reuse, or NULL */
+  size_t spare_req_cap; /* its size in bytes */
   acp__call *calls;
+  acp__call *spare_call; /* one freed owned call record kept, or NULL */
   uint64_t now_ms;
   uint64_t call_timeout_ms;
   acp_side side; /* ACP_SIDE_AGENT or _CLIENT: methods we handle; 0 for

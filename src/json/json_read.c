@@ -1148,11 +1148,22 @@ const acp_json_val *acp_json_obj_get(const acp_json_val *obj, const char *key,
 
   if (obj == NULL || obj->type != ACP_JSON_OBJECT || obj->count == 0)
     return NULL;
+  if (key == NULL && len > 0)
+    return NULL;
   k = obj + 1;
   for (i = 0;; i++) {
     const acp_json_val *val = k + 1;
-    if (acp_json_str_eq(k, key, len))
+    /* A key without escapes is its raw text between the quotes: the length
+     * and the first byte reject most keys without a call (a lookup is a
+     * handful of keys, each otherwise a call to str_eq and to memcmp). */
+    if (!(k->flags & ACP__JF_ESC)) {
+      if (k->len == len + 2 &&
+          (len == 0 ||
+           (k->raw[1] == key[0] && memcmp(k->raw + 1, key, len) == 0)))
+        return val;
+    } else if (acp_json_str_eq(k, key, len)) {
       return val;
+    }
     if (i + 1 == obj->count)
       return NULL;
     k = val + val->next;

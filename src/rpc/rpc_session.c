@@ -357,7 +357,27 @@ static int put_str(acp_rpc_session *s, acp__buf *b, const char *p, size_t n) {
   const char *d;
   size_t dlen;
 
-  for (i = 0; i < n; i++) {
+  /* Eight bytes a step while none needs escaping (a method name, an id, a
+   * session id: a byte at a time was ~7 instructions a byte); a flagged
+   * step is looked at byte by byte below. */
+  for (i = 0; i + 8 <= n; i += 8) {
+    const uint64_t ones = UINT64_C(0x0101010101010101);
+    uint64_t w;
+    uint64_t x;
+    uint64_t m;
+
+    memcpy(&w, p + i, 8);
+    x = w ^ (ones * '"');
+    m = (x - ones) & ~x;
+    x = w ^ (ones * '\\');
+    m |= (x - ones) & ~x;
+    x = w ^ (ones * 0x7f);
+    m |= (x - ones) & ~x;
+    m |= (w - ones * 0x20) & ~w;
+    if (((m | w) & (ones * 0x80)) != 0)
+      break;
+  }
+  for (; i < n; i++) {
     unsigned char c = (unsigned char)p[i];
     if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
       break;
@@ -1160,11 +1180,33 @@ static int key_index(const acp_json_val *k) {
   if (p == NULL)
     return -1;
   if (!acp_json_str_has_escapes(k)) {
-    for (i = 0; i < K_COUNT; i++) {
-      if (n == keys[i].len && memcmp(p, keys[i].name, n) == 0)
-        return i;
+    /* The first byte picks the one candidate: one compare per key of the
+     * envelope, not a memcmp call per name tried. */
+    if (n == 0)
+      return -1;
+    switch (p[0]) {
+    case 'j':
+      i = K_JSONRPC;
+      break;
+    case 'i':
+      i = K_ID;
+      break;
+    case 'm':
+      i = K_METHOD;
+      break;
+    case 'p':
+      i = K_PARAMS;
+      break;
+    case 'r':
+      i = K_RESULT;
+      break;
+    case 'e':
+      i = K_ERROR;
+      break;
+    default:
+      return -1;
     }
-    return -1;
+    return n == keys[i].len && memcmp(p, keys[i].name, n) == 0 ? i : -1;
   }
   for (i = 0; i < K_COUNT; i++) {
     if (acp_json_str_eq(k, keys[i].name, keys[i].len))

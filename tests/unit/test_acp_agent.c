@@ -782,6 +782,150 @@ static void test_agent_cancel_request_reaches_handler(void **state) {
   acp_agent_free(a);
 }
 
+/* MARK: - request blocks */
+
+/* Counts the allocations an agent makes (a request per turn used to cost
+ * a calloc and a strndup). */
+typedef struct cmem {
+  long allocs;
+} cmem;
+
+static void *cm_malloc(size_t n, void *ud) {
+  ((cmem *)ud)->allocs++;
+  return malloc(n);
+}
+static void cm_free(void *p, void *ud) {
+  (void)ud;
+  free(p);
+}
+static void *cm_calloc(size_t k, size_t n, void *ud) {
+  ((cmem *)ud)->allocs++;
+  return calloc(k, n);
+}
+static void *cm_realloc(void *p, size_t n, void *ud) {
+  ((cmem *)ud)->allocs++;
+  return realloc(p, n);
+}
+
+typedef struct held {
+  acp_agent_request *req[4];
+  char sid[4][700];
+  char method[4][32];
+  int n;
+} held;
+
+static int on_prompt_hold(acp_agent *a, acp_agent_request *req, void *ud) {
+  held *h = ((actx *)ud)->user;
+  const char *sid = acp_agent_request_session_id(req);
+
+  (void)a;
+  assert_true(h->n < 4);
+  assert_non_null(sid);
+  snprintf(h->sid[h->n], sizeof(h->sid[0]), "%s", sid);
+  snprintf(h->method[h->n], sizeof(h->method[0]), "%s",
+           acp_agent_request_method(req));
+  h->req[h->n++] = req;
+  return 0;
+}
+
+static void prompt_line(char *line, size_t cap, int id, const char *sid) {
+  snprintf(line, cap,
+           "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/prompt\","
+           "\"params\":{\"sessionId\":\"%s\",\"prompt\":[{\"type\":\"text\","
+           "\"text\":\"hi\"}]}}\n",
+           id, sid);
+}
+
+/* Requests live in one block each (id, method, session id), and a freed
+ * block is kept for the next request: whatever the order of answers and the
+ * sizes of the session ids, each request keeps its own strings, answers
+ * carry their own ids, and steady turns allocate nothing. */
+static void test_agent_request_blocks_reuse_keeps_each_request(void **state) {
+  actx x = {0};
+  held h = {0};
+  cmem cm = {0};
+  acp_mem mem = {&cm, cm_malloc, cm_free, cm_calloc, cm_realloc};
+  acp_agent_callbacks *cbs;
+  acp_agent *a = NULL;
+  tbuf out = {0};
+  char line[1024];
+  char big[601];
+  char mid[301];
+  long before;
+  int i;
+
+  (void)state;
+  memset(big, 'b', sizeof(big) - 1);
+  big[sizeof(big) - 1] = '\0';
+  memset(mid, 'm', sizeof(mid) - 1);
+  mid[sizeof(mid) - 1] = '\0';
+  x.user = &h;
+  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
+  acp_agent_callbacks_set_on_session_new(cbs, on_new);
+  acp_agent_callbacks_set_on_session_prompt(cbs, on_prompt_hold);
+  assert_int_equal(acp_agent_new(&a, cbs, &x, NULL, &mem), 0);
+  acp_agent_callbacks_free(cbs);
+
+  /* Two held at once, a short and a long session id, answered in the
+   * reverse order: the long one's block becomes the spare. */
+  prompt_line(line, sizeof(line), 11, "s1");
+  assert_int_equal(agent_feed(a, line, &out), 0);
+  prompt_line(line, sizeof(line), 12, mid);
+  assert_int_equal(agent_feed(a, line, &out), 0);
+  assert_int_equal(h.n, 2);
+  assert_string_equal(h.sid[0], "s1");
+  assert_string_equal(h.sid[1], mid);
+  assert_string_equal(h.method[1], "session/prompt");
+  assert_int_equal(acp_agent_respond_prompt(a, h.req[1], "end_turn", NULL, 0),
+                   0);
+  assert_string_equal(acp_agent_request_session_id(h.req[0]), "s1");
+  assert_int_equal(acp_agent_respond_prompt(a, h.req[0], "refusal", NULL, 0),
+                   0);
+  assert_int_equal(agent_feed(a, "", &out), 0);
+  assert_non_null(strstr(out.data, "{\"jsonrpc\":\"2.0\",\"id\":12,\"result\":"
+                                   "{\"stopReason\":\"end_turn\"}}"));
+  assert_non_null(strstr(out.data, "{\"jsonrpc\":\"2.0\",\"id\":11,\"result\":"
+                                   "{\"stopReason\":\"refusal\"}}"));
+  tbuf_clear(&out);
+
+  /* A short one in the reused block, then one longer than the spare. */
+  prompt_line(line, sizeof(line), 13, "s3");
+  assert_int_equal(agent_feed(a, line, &out), 0);
+  assert_string_equal(h.sid[2], "s3");
+  assert_string_equal(acp_agent_request_session_id(h.req[2]), "s3");
+  prompt_line(line, sizeof(line), 14, big);
+  assert_int_equal(agent_feed(a, line, &out), 0);
+  assert_string_equal(h.sid[3], big);
+  assert_string_equal(acp_agent_request_session_id(h.req[2]), "s3");
+  assert_int_equal(acp_agent_respond_prompt(a, h.req[2], "end_turn", NULL, 0),
+                   0);
+  assert_int_equal(acp_agent_respond_prompt(a, h.req[3], "cancelled", NULL, 0),
+                   0);
+  assert_int_equal(agent_feed(a, "", &out), 0);
+  assert_non_null(strstr(out.data, "\"id\":13,\"result\":"
+                                   "{\"stopReason\":\"end_turn\"}}"));
+  assert_non_null(strstr(out.data, "\"id\":14,\"result\":"
+                                   "{\"stopReason\":\"cancelled\"}}"));
+  tbuf_clear(&out);
+
+  /* Steady turns: no allocation per request any more. */
+  before = cm.allocs;
+  for (i = 0; i < 3; i++) {
+    h.n = 0;
+    prompt_line(line, sizeof(line), 20 + i, "s1");
+    assert_int_equal(agent_feed(a, line, &out), 0);
+    assert_int_equal(h.n, 1);
+    assert_string_equal(h.sid[0], "s1");
+    assert_int_equal(acp_agent_respond_prompt(a, h.req[0], "end_turn", NULL, 0),
+                     0);
+    assert_int_equal(agent_feed(a, "", &out), 0);
+  }
+  assert_int_equal(cm.allocs, before);
+  assert_non_null(strstr(out.data, "\"id\":22,\"result\":"));
+  tbuf_clear(&out);
+  acp_agent_free(a);
+}
+
 static void test_agent_rejects_bad_arguments(void **state) {
   actx ax = {0};
   acp_agent *a = make_agent(&ax, 1, 0);
@@ -822,6 +966,7 @@ int main(void) {
       cmocka_unit_test(test_agent_cancelled_turn_blocks_late_updates),
       cmocka_unit_test(test_agent_cancel_without_prompt_still_notifies),
       cmocka_unit_test(test_agent_cancel_request_reaches_handler),
+      cmocka_unit_test(test_agent_request_blocks_reuse_keeps_each_request),
       cmocka_unit_test(test_agent_rejects_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -301,6 +301,9 @@ static int c_elicit_done(acp_mcp_client *c, const char *id, size_t n,
   return 0;
 }
 
+/* Set by a test that counts only the client's allocations. */
+static int server_default_mem;
+
 static int build_world(const acp_mem *mem, acp_mcp_version asked) {
   acp_mcp_client_callbacks *cbs = NULL;
   acp_mcp_resource_def r;
@@ -311,7 +314,8 @@ static int build_world(const acp_mem *mem, acp_mcp_version asked) {
 
   memset(&W, 0, sizeof(W));
   W.elicit_modes = modes;
-  rv = acp_mcp_server_new(&W.s, "srv", "1", NULL, mem);
+  rv = acp_mcp_server_new(&W.s, "srv", "1", NULL,
+                          server_default_mem ? NULL : mem);
   if (rv != 0)
     return rv;
   rv = mcp_fixture_add_echo(W.s);
@@ -979,6 +983,42 @@ static int scenario(const acp_mem *mem) {
   return rv;
 }
 
+/* Sequential calls reuse the finished call's record: once warm, the
+ * client allocates nothing for a call and its answer. */
+static void test_client_sequential_calls_reuse_records(void **state) {
+  acp_mem mem = {&fm, fm_malloc, fm_free, fm_calloc, fm_realloc};
+  rec r;
+  long before = 0;
+  int i;
+  (void)state;
+
+  memset(&fm, 0, sizeof(fm));
+  fm.fail_at = -1;
+  memset(&r, 0, sizeof(r));
+  server_default_mem = 1;
+  assert_int_equal(build_world(&mem, ACP_MCP_VERSION_UNKNOWN), 0);
+  server_default_mem = 0;
+  assert_int_equal(acp_mcp_client_initialize(W.c, 0, on_result, &r), 0);
+  assert_int_equal(pump(), 0);
+  assert_int_equal(r.status, 0);
+  for (i = 0; i < 5; i++) {
+    if (i == 2)
+      before = fm.count;
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(acp_mcp_client_call_tool(W.c, "echo",
+                                              "{\"message\":\"hello\"}", 19,
+                                              NULL, 0, on_result, &r, NULL),
+                     0);
+    assert_int_equal(pump(), 0);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(
+        r.text, "{\"content\":[{\"type\":\"text\",\"text\":\"Echo: hello\"}]}");
+  }
+  assert_int_equal(fm.count - before, 0);
+  free_world();
+  assert_int_equal(fm.live, 0);
+}
+
 static void test_client_allocation_failure_loop(void **state) {
   acp_mem mem = {&fm, fm_malloc, fm_free, fm_calloc, fm_realloc};
   long total;
@@ -1026,6 +1066,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_bad_arguments, setup,
                                       teardown),
       cmocka_unit_test(test_client_allocation_failure_loop),
+      cmocka_unit_test(test_client_sequential_calls_reuse_records),
       cmocka_unit_test_setup_teardown(test_url_elicitation_form_only, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_url_elicitation, setup_url,

@@ -751,6 +751,41 @@ static void test_rpc_overlong_line_skipped_and_answered(void **state) {
 
 /* MARK: - Outgoing requests */
 
+/* Names past eight bytes: the scan goes eight bytes a step, and a byte to
+ * escape in any step or in the tail still gets escaped. */
+static void test_rpc_long_method_names_escaped_in_every_step(void **state) {
+  rec r = {0};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+  static const struct {
+    const char *name;
+    size_t len;
+  } names[] = {
+      {"session/update_long_name", 24},
+      {"abcdefgh\"ij", 11},
+      {"abcdefghijklmno\\", 16},
+      {"abcdefghijklmnop\n", 17},
+      {"abcdefgh\xc3\xa9", 10},
+      {"abcdefg\x01", 8},
+      {"ab\"defghij", 10},
+  };
+  size_t i;
+
+  (void)state;
+  for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    assert_int_equal(
+        acp_rpc_session_notify(s, names[i].name, names[i].len, NULL, 0), 0);
+  drain(s);
+  assert_string_equal(
+      out, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update_long_name\"}\n"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"abcdefgh\\\"ij\"}\n"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"abcdefghijklmno\\\\\"}\n"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"abcdefghijklmnop\\n\"}\n"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"abcdefgh\xc3\xa9\"}\n"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"abcdefg\\u0001\"}\n"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"ab\\\"defghij\"}\n");
+  acp_rpc_session_free(s);
+}
+
 static void test_rpc_request_serialized_and_response_routed(void **state) {
   rec r = {0};
   rec r2 = {0};
@@ -1542,6 +1577,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_bad_responses_reported_not_answered),
       cmocka_unit_test(test_rpc_overlong_line_skipped_and_answered),
       cmocka_unit_test(test_rpc_request_serialized_and_response_routed),
+      cmocka_unit_test(test_rpc_long_method_names_escaped_in_every_step),
       cmocka_unit_test(test_rpc_response_with_result_and_error_dropped),
       cmocka_unit_test(test_rpc_timeout_completes_locally_and_cancels),
       cmocka_unit_test(test_rpc_cancel_styles_and_local_completion),
