@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "acp/json.h"
 #include "remote_int.h"
@@ -86,7 +87,8 @@ struct wconn {
   bool tcp_closed;
   bool wr_eof;        /* no more frames: close sent or socket gone */
   bool lingering;     /* write side shut, reading to the peer's end */
-  uint64_t linger_at; /* uv_now() when lingering began */
+  bool shut_done;     /* lingering: all we sent is in the kernel, FIN too */
+  uint64_t linger_at; /* uv_now() when shut_done became true */
   uv_shutdown_t shreq;
   unsigned handles; /* handles not yet closed */
   unsigned writes;  /* uv_writes in flight */
@@ -230,20 +232,52 @@ static void conn_close_tcp(wconn *c) {
 static void client_fail(wconn *c, int err, const char *detail);
 static void refuse_msg(wconn *c, int st, const char *d);
 
-/* A finished connection reads and drops what the peer still sends until
- * it ends, goes quiet for LINGER_IDLE_MS, or LINGER_MAX_MS have passed. */
-#define LINGER_IDLE_MS 1000
-#define LINGER_MAX_MS 10000
+/*
+ * A finished connection reads and drops what the peer still sends until
+ * it ends, goes quiet for LINGER_IDLE_MS, or LINGER_MAX_MS have passed;
+ * both count from the moment our last bytes (a close frame, an error page)
+ * and our FIN are in the kernel, not from the moment we decided to close:
+ * a peer that stalls (a loaded machine) while our close frame waits in its
+ * socket must not find a reset there instead (issue 14: close 1006 seen
+ * for 1009). Until then LINGER_FLUSH_MS bounds a peer that never reads.
+ * The bounds are generous on purpose: a lingering socket costs a few
+ * hundred bytes and reads only to discard, while closing on a peer that is
+ * still sending makes the kernel answer its next segment with a reset,
+ * which loses the close frame it has not read yet.
+ */
+#define LINGER_IDLE_MS 10000
+#define LINGER_MAX_MS 30000
+#define LINGER_FLUSH_MS 30000
 
 static void on_linger_timeout(uv_timer_t *t) {
-  conn_close_tcp(t->data);
+  wconn *c = t->data;
+  if (c->lingering && !c->tcp_closed) {
+    /* What already arrived is read and dropped first: close() on a socket
+     * with unread bytes sends a reset instead of ending quietly. */
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+      char sink[4096];
+      for (int i = 0; i < 256; i++) {
+        ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+        if (r <= 0)
+          break;
+      }
+    }
+  }
+  conn_close_tcp(c);
 }
 
 static void on_shut(uv_shutdown_t *req, int status) {
   wconn *c = req->data;
   c->handles--;
-  if (status < 0)
+  if (status < 0) {
     conn_close_tcp(c);
+  } else if (!c->tcp_closed) {
+    /* Everything we meant to send is written: the linger starts now. */
+    c->shut_done = true;
+    c->linger_at = uv_now(c->tcp.loop);
+    uv_timer_start(&c->timer, on_linger_timeout, LINGER_IDLE_MS, 0);
+  }
   conn_unref(c);
 }
 
@@ -268,8 +302,7 @@ static void conn_finish(wconn *c) {
     (void)tls_flush(c, 0);
   }
   uv_timer_stop(&c->resume);
-  c->linger_at = uv_now(c->tcp.loop);
-  uv_timer_start(&c->timer, on_linger_timeout, LINGER_IDLE_MS, 0);
+  uv_timer_start(&c->timer, on_linger_timeout, LINGER_FLUSH_MS, 0);
   c->shreq.data = c;
   if (uv_shutdown(&c->shreq, (uv_stream_t *)&c->tcp, on_shut) != 0) {
     conn_close_tcp(c);
@@ -824,9 +857,10 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
   if (c->lingering) {
     if (n < 0)
       conn_close_tcp(c);
-    else if (uv_now(c->tcp.loop) - c->linger_at < LINGER_MAX_MS)
+    else if (c->shut_done && uv_now(c->tcp.loop) - c->linger_at < LINGER_MAX_MS)
       /* Still sending (the rest of an oversized message, say): closing
-       * now would reset the socket and lose our close frame. */
+       * now would reset the socket and lose our close frame. Before
+       * shut_done the flush bound runs unchanged. */
       uv_timer_start(&c->timer, on_linger_timeout, LINGER_IDLE_MS, 0);
     return;
   }
