@@ -157,6 +157,7 @@ struct hconn {
   struct hroute *routes;
   struct hreq *reqs;
   unsigned nreqs;
+  struct hkept *kept_spare; /* the last kept event dropped, for reuse */
   /* POSTs held while the agent is not reading, oldest first; `hold`
    * releases them (from the loop) or answers the ones past their
    * deadline. */
@@ -1682,6 +1683,7 @@ typedef struct hkept {
   struct hkept *next;
   uint64_t id;
   size_t len, credit;
+  size_t cap; /* text[] allocated */
   char text[];
 } hkept;
 
@@ -1767,13 +1769,33 @@ static void hc_note_request(hconn *hc, const char *body, size_t blen,
   hc->nreqs++;
 }
 
+/*
+ * A dropped kept event becomes the connection's spare (the larger of the
+ * two is kept), which kept_add() reuses. Why: with large events (1 MiB
+ * turns) every event was a fresh allocation of its size and the oldest was
+ * freed right after; glibc serves such sizes from mmap or trims them off
+ * the heap's top, so each event cost a page fault per 4 KiB touched and
+ * the zeroing of those pages, twice the CPU of the copy itself (docs/
+ * decisions.md, "The replay buffer's cost"). One spare per connection at
+ * most, of 2 * KEEP_BYTES at most, freed with the connection's routes.
+ */
+static void kept_drop(hconn *hc, hkept *k) {
+  hkept *s = hc->kept_spare;
+  if (k->cap <= 2 * KEEP_BYTES && (!s || k->cap > s->cap)) {
+    hc->kept_spare = k;
+    k = s;
+  }
+  if (k)
+    acp__free(&hc->mem, k);
+}
+
 static void kept_free(hconn *hc, hroute *r) {
   while (r->kept) {
     hkept *k = r->kept;
     r->kept = k->next;
     if (k->credit && hc->link)
       acp_uv_link_user_written(hc->link, k->credit);
-    acp__free(&hc->mem, k);
+    kept_drop(hc, k);
   }
   r->kept_tail = NULL;
   r->kept_bytes = 0;
@@ -1818,7 +1840,7 @@ static void kept_trim(hconn *hc, hroute *r) {
     hkept *k = r->kept;
     r->kept = k->next;
     r->kept_bytes -= k->len;
-    acp__free(&hc->mem, k);
+    kept_drop(hc, k);
   }
 }
 
@@ -1827,9 +1849,15 @@ static void kept_trim(hconn *hc, hroute *r) {
 static int kept_add(hconn *hc, hroute *r, uint64_t id, const uv_buf_t *b,
                     size_t credit) {
   size_t n = b[0].len + b[1].len + b[2].len + b[3].len;
-  hkept *k = acp__malloc(&hc->mem, sizeof(*k) + n);
-  if (!k)
-    return ACP_ERR_NOMEM;
+  hkept *k = hc->kept_spare;
+  if (k && k->cap >= n && k->cap / 2 <= n) {
+    hc->kept_spare = NULL; /* reused: not more than twice the size */
+  } else {
+    k = acp__malloc(&hc->mem, sizeof(*k) + n);
+    if (!k)
+      return ACP_ERR_NOMEM;
+    k->cap = n;
+  }
   k->next = NULL;
   k->id = id;
   k->len = n;
@@ -1878,6 +1906,8 @@ static void hc_routes_free(hconn *hc) {
     kept_free(hc, r);
     acp__free(&hc->mem, r);
   }
+  acp__free(&hc->mem, hc->kept_spare);
+  hc->kept_spare = NULL;
   while (hc->reqs) {
     hreq *q = hc->reqs;
     hc->reqs = q->next;
