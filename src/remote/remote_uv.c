@@ -789,7 +789,23 @@ static void feed(wconn *c, const char *data, size_t len) {
     return;
   }
   if ((size_t)n < len) {
-    if (acp__buf_append(&c->in, data + n, len - (size_t)n) != 0) {
+    int arv = acp__buf_append(&c->in, data + n, len - (size_t)n);
+    if (arv == ACP_ERR_LIMIT && !c->ws.close_sent) {
+      /* More held than a message may be while the link is not reading
+       * (an oversized message sent at once, before the agent's link
+       * started reading, is held whole before its head is parsed): the
+       * same end as a frame head over the cap, close 1009 and linger,
+       * not a bare close the peer sees as 1006 (issue 14). */
+      uint8_t m[4];
+      next_mask(c, m);
+      end_link(c, UV_E2BIG);
+      acp__ws_queue_close(&c->ws, ACP__WS_CLOSE_TOO_BIG, NULL,
+                          c->client ? m : NULL);
+      flush_control(c);
+      conn_finish(c);
+      return;
+    }
+    if (arv != 0) {
       end_link(c, UV_ENOMEM);
       conn_close_tcp(c);
       return;
