@@ -61,9 +61,11 @@ extern "C" {
  *
  * Session resumption (on unless acp_remote_tls_set_resumption() turns it
  * off): a server configuration issues TLS 1.3 tickets and TLS 1.2
- * tickets, encrypted with keys OpenSSL draws at random when the
- * configuration is made (so they die with it: a restarted server makes
- * its clients do one full handshake), and keeps up to
+ * tickets, encrypted with a key drawn at random that changes every
+ * ACP_REMOTE_TLS_TICKET_KEY_PERIOD seconds (the previous key still opens
+ * tickets: acp_remote_tls_set_ticket_key_period(); the keys die with the
+ * configuration, so a restarted server makes its clients do one full
+ * handshake), and keeps up to
  * ACP_REMOTE_TLS_SESSION_CACHE TLS 1.2 sessions for clients that resume
  * by session id; a session lives ACP_REMOTE_TLS_SESSION_LIFETIME
  * seconds. A client configuration keeps the newest session per (host,
@@ -75,7 +77,8 @@ extern "C" {
  * Lifetime: a server or client given one keeps what it needs (a
  * reference), so the caller may free it right after acp_remote_server_new()
  * or acp_remote_connect() returned, and may hand one to many of them (they
- * then share its session cache). Do not call a setter once handed out;
+ * then share its session cache). Do not call a setter once handed out
+ * (acp_remote_tls_rotate_ticket_keys() excepted, on the loop's thread);
  * the session cache inside changes as connections are made, on the
  * loop's thread, so one configuration must not serve two threads.
  */
@@ -159,6 +162,38 @@ ACP_EXTERN int acp_remote_tls_set_resumption(acp_remote_tls *tls, int on);
 ACP_EXTERN int acp_remote_tls_set_alpn(acp_remote_tls *tls,
                                        const char *const *protocols);
 
+/**
+ * Server: how often the session-ticket key changes, in seconds, 1 to
+ * ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX (default
+ * ACP_REMOTE_TLS_TICKET_KEY_PERIOD, 1 hour). New tickets (TLS 1.3, and
+ * TLS 1.2 clients that take tickets) are encrypted with the current key;
+ * the key it replaced still opens tickets, so a client that resumes just
+ * after a rotation still resumes (and gets a fresh ticket under the current
+ * key); older keys are wiped, so a ticket whose key became current two
+ * periods ago or more is refused and the handshake is a full one. Keys are
+ * drawn from the OpenSSL random generator and wiped when replaced or when
+ * the configuration goes. Rotation happens when the server next issues or
+ * opens a ticket after a period has passed (no timer). TLS 1.2 sessions
+ * resumed by session id (the server's cache) are not tickets: they live
+ * ACP_REMOTE_TLS_SESSION_LIFETIME.
+ * @return 0, or ACP_ERR_INVALID_ARGUMENT (NULL, a client configuration,
+ *         0 or more than the maximum).
+ */
+ACP_EXTERN int acp_remote_tls_set_ticket_key_period(acp_remote_tls *tls,
+                                                    unsigned seconds);
+
+/**
+ * Server: rotate the session-ticket key now, as if a period had passed (the
+ * current key becomes the previous one, which still opens tickets until
+ * the next rotation; the previous one is wiped). For a caller with its own
+ * schedule, or tests. Not thread-safe, like the rest of the configuration:
+ * call it on the thread of the server's loop.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT (NULL, a client configuration) or
+ *         ACP_ERR_NOMEM (the random generator failed; the keys are as
+ *         they were).
+ */
+ACP_EXTERN int acp_remote_tls_rotate_ticket_keys(acp_remote_tls *tls);
+
 /** Drop the caller's reference (see the lifetime above). Accepts NULL. */
 ACP_EXTERN void acp_remote_tls_free(acp_remote_tls *tls);
 
@@ -171,6 +206,11 @@ ACP_EXTERN void acp_remote_tls_free(acp_remote_tls *tls);
 /** How long a session (a ticket, a cached session) can be resumed, in
  *  seconds: 2 hours. */
 #define ACP_REMOTE_TLS_SESSION_LIFETIME 7200L
+/** Default session-ticket key period, in seconds: 1 hour (a ticket opens
+ *  for less than two, see acp_remote_tls_set_ticket_key_period()). */
+#define ACP_REMOTE_TLS_TICKET_KEY_PERIOD 3600u
+/** Largest session-ticket key period, in seconds: 7 days. */
+#define ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX 604800u
 
 /** Default cap of one message, in bytes: 16 MiB. */
 #define ACP_REMOTE_DEFAULT_MAX_MESSAGE ((size_t)16 << 20)

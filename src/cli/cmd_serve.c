@@ -13,7 +13,7 @@
 static const char serve_usage[] =
     "usage: acp serve [--listen HOST:PORT] [--token TOKEN]\n"
     "                 [--tls CERT KEY [--client-ca FILE] [--alpn LIST]\n"
-    "                  [--no-tls-resumption]]\n"
+    "                  [--no-tls-resumption] [--tls-ticket-key-period S]]\n"
     "                 [--allow-host NAME[:PORT]]... [--max-connections N]\n"
     "                 [--max-message BYTES] [--ping-ms MS]\n"
     "                 [--session-grace MS] [--hold-timeout MS]\n"
@@ -57,8 +57,14 @@ static const char serve_usage[] =
     "                       tickets, no TLS 1.2 session cache): every\n"
     "                       handshake is a full one. By default a client may\n"
     "                       resume a session for 2 hours, with ticket keys\n"
-    "                       drawn at random when acp serve starts; up to 1024\n"
-    "                       TLS 1.2 sessions are cached\n"
+    "                       drawn at random (see below); up to 1024 TLS 1.2\n"
+    "                       sessions are cached\n"
+    "  --tls-ticket-key-period S\n"
+    "                       with --tls: a new session-ticket key every S\n"
+    "                       seconds (default 3600, at most 604800); the\n"
+    "                       previous key still opens tickets (and the client\n"
+    "                       gets a fresh one), older ones are wiped: a ticket\n"
+    "                       resumes for less than 2 periods\n"
     "  --allow-host NAME    also accept this Host / Origin authority (403\n"
     "                       otherwise; the bound address and localhost are)\n"
     "  --max-connections N  connections at once (default 256; 503 beyond)\n"
@@ -133,6 +139,7 @@ int cmd_acp_serve(int argc, char **argv) {
   char alpn_buf[64];
   const char *alpn[5];
   bool no_resume = false;
+  unsigned long long ticket_period = 0; /* 0: the default */
   acp_remote_tls *tls = NULL;
   serve_info si;
 
@@ -166,6 +173,16 @@ int cmd_acp_serve(int argc, char **argv) {
       alpn_list = v;
     } else if (strcmp(argv[i], "--no-tls-resumption") == 0) {
       no_resume = true;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--tls-ticket-key-period",
+                                  &ok)) != NULL) {
+      if (parse_size(v, &n) != 0 || n == 0 ||
+          n > ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX) {
+        cli_err("serve",
+                "--tls-ticket-key-period wants seconds 1..%u, not '%s'",
+                ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX, v);
+        return CLI_EXIT_USAGE;
+      }
+      ticket_period = n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--allow-host", &ok)) !=
                NULL) {
       if (nallow == 32) {
@@ -237,9 +254,11 @@ int cmd_acp_serve(int argc, char **argv) {
     cli_err("serve", "--client-ca goes with --tls CERT KEY");
     return CLI_EXIT_USAGE;
   }
-  if ((alpn_list || no_resume) && !cert) {
+  if ((alpn_list || no_resume || ticket_period) && !cert) {
     cli_err("serve", "%s goes with --tls CERT KEY",
-            alpn_list ? "--alpn" : "--no-tls-resumption");
+            alpn_list   ? "--alpn"
+            : no_resume ? "--no-tls-resumption"
+                        : "--tls-ticket-key-period");
     return CLI_EXIT_USAGE;
   }
   if (alpn_list) {
@@ -290,6 +309,8 @@ int cmd_acp_serve(int argc, char **argv) {
       trv = acp_remote_tls_set_client_ca(tls, client_ca);
     if (trv == 0 && no_resume)
       trv = acp_remote_tls_set_resumption(tls, 0);
+    if (trv == 0 && ticket_period)
+      trv = acp_remote_tls_set_ticket_key_period(tls, (unsigned)ticket_period);
     if (trv == 0 && alpn_list && acp_remote_tls_set_alpn(tls, alpn) != 0) {
       cli_err("serve", "--alpn %s: %s", alpn_list, acp_remote_tls_error(tls));
       acp_remote_tls_free(tls);

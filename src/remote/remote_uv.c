@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "acp/json.h"
 #include "remote_int.h"
@@ -99,7 +100,8 @@ struct wconn {
   bool tcp_closed;
   bool wr_eof;        /* no more frames: close sent or socket gone */
   bool lingering;     /* write side shut, reading to the peer's end */
-  uint64_t linger_at; /* uv_now() when lingering began */
+  bool shut_done;     /* lingering: all we sent is in the kernel, FIN too */
+  uint64_t linger_at; /* uv_now() when shut_done became true */
   uv_shutdown_t shreq;
   unsigned handles; /* handles not yet closed */
   unsigned writes;  /* uv_writes in flight */
@@ -168,6 +170,7 @@ struct hconn {
   struct hroute *routes;
   struct hreq *reqs;
   unsigned nreqs;
+  struct hkept *kept_spare; /* the last kept event dropped, for reuse */
   /* POSTs held while the agent is not reading, oldest first; `hold`
    * releases them (from the loop) or answers the ones past their
    * deadline. */
@@ -248,20 +251,52 @@ static void conn_close_tcp(wconn *c) {
 static void client_fail(wconn *c, int err, const char *detail);
 static void refuse_msg(wconn *c, int st, const char *d);
 
-/* A finished connection reads and drops what the peer still sends until
- * it ends, goes quiet for LINGER_IDLE_MS, or LINGER_MAX_MS have passed. */
-#define LINGER_IDLE_MS 1000
-#define LINGER_MAX_MS 10000
+/*
+ * A finished connection reads and drops what the peer still sends until
+ * it ends, goes quiet for LINGER_IDLE_MS, or LINGER_MAX_MS have passed;
+ * both count from the moment our last bytes (a close frame, an error page)
+ * and our FIN are in the kernel, not from the moment we decided to close:
+ * a peer that stalls (a loaded machine) while our close frame waits in its
+ * socket must not find a reset there instead (issue 14: close 1006 seen
+ * for 1009). Until then LINGER_FLUSH_MS bounds a peer that never reads.
+ * The bounds are generous on purpose: a lingering socket costs a few
+ * hundred bytes and reads only to discard, while closing on a peer that is
+ * still sending makes the kernel answer its next segment with a reset,
+ * which loses the close frame it has not read yet.
+ */
+#define LINGER_IDLE_MS 10000
+#define LINGER_MAX_MS 30000
+#define LINGER_FLUSH_MS 30000
 
 static void on_linger_timeout(uv_timer_t *t) {
-  conn_close_tcp(t->data);
+  wconn *c = t->data;
+  if (c->lingering && !c->tcp_closed) {
+    /* What already arrived is read and dropped first: close() on a socket
+     * with unread bytes sends a reset instead of ending quietly. */
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+      char sink[4096];
+      for (int i = 0; i < 256; i++) {
+        ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+        if (r <= 0)
+          break;
+      }
+    }
+  }
+  conn_close_tcp(c);
 }
 
 static void on_shut(uv_shutdown_t *req, int status) {
   wconn *c = req->data;
   c->handles--;
-  if (status < 0)
+  if (status < 0) {
     conn_close_tcp(c);
+  } else if (!c->tcp_closed) {
+    /* Everything we meant to send is written: the linger starts now. */
+    c->shut_done = true;
+    c->linger_at = uv_now(c->tcp.loop);
+    uv_timer_start(&c->timer, on_linger_timeout, LINGER_IDLE_MS, 0);
+  }
   conn_unref(c);
 }
 
@@ -286,8 +321,7 @@ static void conn_finish(wconn *c) {
     (void)tls_flush(c, 0);
   }
   uv_timer_stop(&c->resume);
-  c->linger_at = uv_now(c->tcp.loop);
-  uv_timer_start(&c->timer, on_linger_timeout, LINGER_IDLE_MS, 0);
+  uv_timer_start(&c->timer, on_linger_timeout, LINGER_FLUSH_MS, 0);
   c->shreq.data = c;
   if (uv_shutdown(&c->shreq, (uv_stream_t *)&c->tcp, on_shut) != 0) {
     conn_close_tcp(c);
@@ -784,7 +818,23 @@ static void feed(wconn *c, const char *data, size_t len) {
     return;
   }
   if ((size_t)n < len) {
-    if (acp__buf_append(&c->in, data + n, len - (size_t)n) != 0) {
+    int arv = acp__buf_append(&c->in, data + n, len - (size_t)n);
+    if (arv == ACP_ERR_LIMIT && !c->ws.close_sent) {
+      /* More held than a message may be while the link is not reading
+       * (an oversized message sent at once, before the agent's link
+       * started reading, is held whole before its head is parsed): the
+       * same end as a frame head over the cap, close 1009 and linger,
+       * not a bare close the peer sees as 1006 (issue 14). */
+      uint8_t m[4];
+      next_mask(c, m);
+      end_link(c, UV_E2BIG);
+      acp__ws_queue_close(&c->ws, ACP__WS_CLOSE_TOO_BIG, NULL,
+                          c->client ? m : NULL);
+      flush_control(c);
+      conn_finish(c);
+      return;
+    }
+    if (arv != 0) {
       end_link(c, UV_ENOMEM);
       conn_close_tcp(c);
       return;
@@ -863,9 +913,10 @@ static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {
   if (c->lingering) {
     if (n < 0)
       conn_close_tcp(c);
-    else if (uv_now(c->tcp.loop) - c->linger_at < LINGER_MAX_MS)
+    else if (c->shut_done && uv_now(c->tcp.loop) - c->linger_at < LINGER_MAX_MS)
       /* Still sending (the rest of an oversized message, say): closing
-       * now would reset the socket and lose our close frame. */
+       * now would reset the socket and lose our close frame. Before
+       * shut_done the flush bound runs unchanged. */
       uv_timer_start(&c->timer, on_linger_timeout, LINGER_IDLE_MS, 0);
     return;
   }
@@ -1688,6 +1739,7 @@ typedef struct hkept {
   struct hkept *next;
   uint64_t id;
   size_t len, credit;
+  size_t cap; /* text[] allocated */
   char text[];
 } hkept;
 
@@ -1776,13 +1828,33 @@ static void hc_note_request(hconn *hc, const char *body, size_t blen,
   hc->nreqs++;
 }
 
+/*
+ * A dropped kept event becomes the connection's spare (the larger of the
+ * two is kept), which kept_add() reuses. Why: with large events (1 MiB
+ * turns) every event was a fresh allocation of its size and the oldest was
+ * freed right after; glibc serves such sizes from mmap or trims them off
+ * the heap's top, so each event cost a page fault per 4 KiB touched and
+ * the zeroing of those pages, twice the CPU of the copy itself (docs/
+ * decisions.md, "The replay buffer's cost"). One spare per connection at
+ * most, of 2 * KEEP_BYTES at most, freed with the connection's routes.
+ */
+static void kept_drop(hconn *hc, hkept *k) {
+  hkept *s = hc->kept_spare;
+  if (k->cap <= 2 * KEEP_BYTES && (!s || k->cap > s->cap)) {
+    hc->kept_spare = k;
+    k = s;
+  }
+  if (k)
+    acp__free(&hc->mem, k);
+}
+
 static void kept_free(hconn *hc, hroute *r) {
   while (r->kept) {
     hkept *k = r->kept;
     r->kept = k->next;
     if (k->credit && hc->link)
       acp_uv_link_user_written(hc->link, k->credit);
-    acp__free(&hc->mem, k);
+    kept_drop(hc, k);
   }
   r->kept_tail = NULL;
   r->kept_bytes = 0;
@@ -1866,7 +1938,7 @@ static void kept_trim(hconn *hc, hroute *r) {
     hkept *k = r->kept;
     r->kept = k->next;
     r->kept_bytes -= k->len;
-    acp__free(&hc->mem, k);
+    kept_drop(hc, k);
   }
 }
 
@@ -1875,9 +1947,15 @@ static void kept_trim(hconn *hc, hroute *r) {
 static int kept_add(hconn *hc, hroute *r, uint64_t id, const uv_buf_t *b,
                     size_t credit) {
   size_t n = b[0].len + b[1].len + b[2].len + b[3].len;
-  hkept *k = acp__malloc(&hc->mem, sizeof(*k) + n);
-  if (!k)
-    return ACP_ERR_NOMEM;
+  hkept *k = hc->kept_spare;
+  if (k && k->cap >= n && k->cap / 2 <= n) {
+    hc->kept_spare = NULL; /* reused: not more than twice the size */
+  } else {
+    k = acp__malloc(&hc->mem, sizeof(*k) + n);
+    if (!k)
+      return ACP_ERR_NOMEM;
+    k->cap = n;
+  }
   k->next = NULL;
   k->id = id;
   k->len = n;
@@ -1926,6 +2004,8 @@ static void hc_routes_free(hconn *hc) {
     kept_free(hc, r);
     acp__free(&hc->mem, r);
   }
+  acp__free(&hc->mem, hc->kept_spare);
+  hc->kept_spare = NULL;
   while (hc->reqs) {
     hreq *q = hc->reqs;
     hc->reqs = q->next;

@@ -19,8 +19,13 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -32,6 +37,17 @@ typedef struct csess {
   SSL_SESSION *sess;
   uint64_t used; /* the configuration's tick when last stored or offered */
 } csess;
+
+/* A session-ticket key: its name (the first 16 bytes of every ticket made
+ * with it), the AES-256-CBC and HMAC-SHA256 keys, and when it became the
+ * current key (seconds on the configuration's clock). */
+typedef struct tkey {
+  bool set;
+  unsigned char name[16];
+  unsigned char aes[32];
+  unsigned char hmac[32];
+  uint64_t born;
+} tkey;
 
 struct acp_remote_tls {
   acp_mem mem;
@@ -47,6 +63,11 @@ struct acp_remote_tls {
   /* client: sessions kept for the next socket to the same server */
   csess sess[ACP_REMOTE_TLS_CLIENT_SESSIONS];
   uint64_t tick;
+  /* server: the ticket key ring (see "Ticket keys" below) */
+  tkey tk_cur, tk_prev;
+  uint64_t tk_period; /* seconds */
+  uint64_t (*clock)(void *arg);
+  void *clock_arg;
   char err[256];
 };
 
@@ -181,6 +202,132 @@ static int on_new_session(SSL *ssl, SSL_SESSION *sess) {
   return csess_keep(t->conf, t->key, sess);
 }
 
+/* MARK: - Ticket keys (Private) */
+
+/*
+ * Why our own key ring (docs/decisions.md): OpenSSL's built-in ticket keys
+ * are drawn once by SSL_CTX_new() and never change, so a ticket stolen
+ * from a client (or a key read from the process) would decrypt every
+ * session of the server's whole life. Here the current key encrypts new
+ * tickets and is replaced every tk_period seconds; the one it replaced
+ * still decrypts (a client that got its ticket just before a rotation
+ * still resumes, and is handed a fresh ticket under the current key), and
+ * anything older is gone: a ticket is accepted for less than two periods
+ * after its key became current, then the handshake is a full one.
+ *
+ * Rotation is lazy: the key ring looks at the clock whenever OpenSSL asks
+ * for a key (issuing or opening a ticket), so no timer is needed and an
+ * idle server rotates nothing until its next handshake; the ages are
+ * still those above, since each key carries the time it became current.
+ * acp_remote_tls_rotate_ticket_keys() rotates at once (tests, or a caller
+ * with its own schedule). The configuration is used on one thread (the
+ * server's loop), like everything else in it, so the ring has no lock.
+ */
+
+static uint64_t clock_monotonic(void *arg) {
+  struct timespec ts;
+  (void)arg;
+  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec;
+}
+
+static void tkey_wipe(tkey *k) {
+  OPENSSL_cleanse(k, sizeof(*k));
+}
+
+/* A fresh current key; the current one becomes the previous one. On a
+ * failure of the random generator nothing changes (the ring keeps its
+ * keys, or has none and issues no ticket). */
+static int tk_rotate(acp_remote_tls *t, uint64_t now) {
+  tkey k;
+  memset(&k, 0, sizeof(k));
+  if (RAND_bytes(k.name, sizeof(k.name)) != 1 ||
+      RAND_bytes(k.aes, sizeof(k.aes)) != 1 ||
+      RAND_bytes(k.hmac, sizeof(k.hmac)) != 1) {
+    ERR_clear_error();
+    tkey_wipe(&k);
+    return ACP_ERR_NOMEM;
+  }
+  k.set = true;
+  k.born = now;
+  tkey_wipe(&t->tk_prev);
+  t->tk_prev = t->tk_cur;
+  t->tk_cur = k;
+  tkey_wipe(&k);
+  return 0;
+}
+
+/* Bring the ring up to `now`: a current key younger than a period, the
+ * previous one only while it is younger than two. */
+static void tk_update(acp_remote_tls *t, uint64_t now) {
+  uint64_t p = t->tk_period;
+  if (t->tk_prev.set && now - t->tk_prev.born >= 2 * p)
+    tkey_wipe(&t->tk_prev);
+  if (!t->tk_cur.set || now - t->tk_cur.born >= p) {
+    bool stale = t->tk_cur.set && now - t->tk_cur.born >= 2 * p;
+    if (tk_rotate(t, now) == 0 && stale)
+      tkey_wipe(&t->tk_prev); /* two periods passed: it may not decrypt */
+  }
+}
+
+static int tk_keys(const tkey *k, EVP_CIPHER_CTX *cctx, EVP_MAC_CTX *hctx,
+                   unsigned char *iv, int enc) {
+  OSSL_PARAM params[2];
+  params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                               (char *)"SHA256", 0);
+  params[1] = OSSL_PARAM_construct_end();
+  if (EVP_CipherInit_ex(cctx, EVP_aes_256_cbc(), NULL, k->aes, iv, enc) != 1 ||
+      EVP_MAC_CTX_set_params(hctx, params) != 1 ||
+      EVP_MAC_init(hctx, k->hmac, sizeof(k->hmac), NULL) != 1) {
+    ERR_clear_error();
+    return -1;
+  }
+  return 1;
+}
+
+/*
+ * OpenSSL's ticket key callback (SSL_CTX_set_tlsext_ticket_key_evp_cb).
+ * Issuing (enc 1): a random IV and the current key; 1, or 0 for no ticket
+ * (no key). Opening (enc 0): 0 for a name we do not know (any more), a
+ * full handshake; else 2, "resume and issue a fresh ticket", with either
+ * key. With the previous key that is the point (the fresh ticket is made
+ * with the current key, so the client keeps up with the rotation); with
+ * the current one it is what OpenSSL's own keys do in TLS 1.3, where a 1
+ * here would send no ticket at all: the client's only session is then
+ * the one it just used, which OpenSSL marks not resumable when that
+ * connection ends without close_notify (test_resume_tls13 caught it).
+ * TLS 1.2 with the current key: 1, the client's ticket stays good.
+ */
+static int on_ticket_key(SSL *ssl, unsigned char key_name[16],
+                         unsigned char *iv, EVP_CIPHER_CTX *cctx,
+                         EVP_MAC_CTX *hctx, int enc) {
+  acp_remote_tls *t = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+  if (!t)
+    return 0;
+  tk_update(t, t->clock(t->clock_arg));
+  if (enc) {
+    if (!t->tk_cur.set)
+      return 0;
+    int ivlen = EVP_CIPHER_get_iv_length(EVP_aes_256_cbc());
+    if (RAND_bytes(iv, ivlen) != 1) {
+      ERR_clear_error();
+      return 0;
+    }
+    memcpy(key_name, t->tk_cur.name, sizeof(t->tk_cur.name));
+    return tk_keys(&t->tk_cur, cctx, hctx, iv, 1);
+  }
+  if (t->tk_cur.set &&
+      CRYPTO_memcmp(key_name, t->tk_cur.name, sizeof(t->tk_cur.name)) == 0) {
+    int r = tk_keys(&t->tk_cur, cctx, hctx, iv, 0);
+    return r == 1 && SSL_version(ssl) >= TLS1_3_VERSION ? 2 : r;
+  }
+  if (t->tk_prev.set &&
+      CRYPTO_memcmp(key_name, t->tk_prev.name, sizeof(t->tk_prev.name)) == 0)
+    return tk_keys(&t->tk_prev, cctx, hctx, iv, 0) == 1 ? 2 : -1;
+  return 0;
+}
+
 /* MARK: - Configuration (Public) */
 
 int acp_remote_tls_new(acp_remote_tls **out, int role, const acp_mem *mem) {
@@ -214,9 +361,8 @@ int acp_remote_tls_new(acp_remote_tls **out, int role, const acp_mem *mem) {
     memcpy(t->alpn, alpn_server, sizeof(alpn_server) - 1);
     t->alpn_len = sizeof(alpn_server) - 1;
     SSL_CTX_set_alpn_select_cb(t->ctx, alpn_select, t);
-    /* Resumption (docs/decisions.md): the ticket keys are the ones
-     * SSL_CTX_new() drew at random, so they live as long as this
-     * configuration (the process, for acp serve). One ticket per
+    /* Resumption (docs/decisions.md): tickets are made with our key
+     * ring (on_ticket_key(), rotated every tk_period). One ticket per
      * handshake: they are stateless and may be used again (no 0-RTT data
      * here, so no replay to guard against), and our client offers its
      * newest on every socket. The session id context is required for
@@ -225,6 +371,10 @@ int acp_remote_tls_new(acp_remote_tls **out, int role, const acp_mem *mem) {
     SSL_CTX_set_num_tickets(t->ctx, 1);
     SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_sess_set_cache_size(t->ctx, ACP_REMOTE_TLS_SESSION_CACHE);
+    t->tk_period = ACP_REMOTE_TLS_TICKET_KEY_PERIOD;
+    t->clock = clock_monotonic;
+    SSL_CTX_set_app_data(t->ctx, t);
+    SSL_CTX_set_tlsext_ticket_key_evp_cb(t->ctx, on_ticket_key);
     if (SSL_CTX_set_session_id_context(t->ctx, sid_ctx, sizeof(sid_ctx) - 1) !=
         1) {
       ERR_clear_error();
@@ -269,6 +419,28 @@ int acp_remote_tls_set_resumption(acp_remote_tls *t, int on) {
       csess_clear(&t->sess[i], &t->mem);
   }
   return 0;
+}
+
+int acp_remote_tls_set_ticket_key_period(acp_remote_tls *t, unsigned seconds) {
+  if (!t || t->role != ACP_REMOTE_TLS_SERVER || seconds == 0 ||
+      seconds > ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX)
+    return ACP_ERR_INVALID_ARGUMENT;
+  t->tk_period = seconds;
+  return 0;
+}
+
+int acp_remote_tls_rotate_ticket_keys(acp_remote_tls *t) {
+  if (!t || t->role != ACP_REMOTE_TLS_SERVER)
+    return ACP_ERR_INVALID_ARGUMENT;
+  uint64_t now = t->clock(t->clock_arg);
+  /* A ring never used has no key yet: the first one is drawn, and the
+   * rotation asked for replaces it, so the count of rotations holds. */
+  if (!t->tk_cur.set) {
+    int rv = tk_rotate(t, now);
+    if (rv != 0)
+      return rv;
+  }
+  return tk_rotate(t, now);
 }
 
 int acp_remote_tls_set_alpn(acp_remote_tls *t, const char *const *protocols) {
@@ -386,6 +558,8 @@ void acp__tls_conf_unref(acp_remote_tls *t) {
   for (size_t i = 0; i < ACP_REMOTE_TLS_CLIENT_SESSIONS; i++)
     csess_clear(&t->sess[i], &t->mem);
   SSL_CTX_free(t->ctx);
+  tkey_wipe(&t->tk_cur);
+  tkey_wipe(&t->tk_prev);
   acp__free(&t->mem, t);
 }
 
@@ -406,6 +580,12 @@ bool acp__tls_conf_offers_h2(const acp_remote_tls *t) {
 
 void *acp__tls_conf_ssl_ctx(acp_remote_tls *t) {
   return t->ctx;
+}
+
+void acp__tls_conf_set_clock(acp_remote_tls *t, uint64_t (*clock)(void *),
+                             void *arg) {
+  t->clock = clock ? clock : clock_monotonic;
+  t->clock_arg = arg;
 }
 
 size_t acp__tls_conf_client_sessions(const acp_remote_tls *t) {
@@ -590,6 +770,18 @@ static void mark_ready(acp__tls *t) {
   unsigned int n = 0;
   t->ready = true;
   t->resumed = SSL_session_reused(t->ssl) == 1;
+  /* A TLS 1.2 server that resumed us and sent a fresh ticket (ours does
+   * after rotating its ticket key) replaced our session with a new one,
+   * which OpenSSL hands to no callback on a resumed handshake; and it
+   * marked the old one not resumable. Keep the new one. */
+  if (t->resumed && t->key && !t->conf->no_resume &&
+      SSL_version(t->ssl) < TLS1_3_VERSION) {
+    csess *c = csess_find(t->conf, t->key);
+    SSL_SESSION *now = SSL_get_session(t->ssl);
+    if (now && (!c || c->sess != now) && SSL_SESSION_is_resumable(now) &&
+        SSL_SESSION_up_ref(now) == 1 && !csess_keep(t->conf, t->key, now))
+      SSL_SESSION_free(now);
+  }
   SSL_get0_alpn_selected(t->ssl, &p, &n);
   if (p && n < sizeof(t->alpn)) {
     memcpy(t->alpn, p, n);

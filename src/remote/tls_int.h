@@ -31,6 +31,10 @@ bool acp__tls_conf_offers_h2(const acp_remote_tls *conf);
  * cache, read its counters), and how many client sessions are kept. */
 void *acp__tls_conf_ssl_ctx(acp_remote_tls *conf);
 size_t acp__tls_conf_client_sessions(const acp_remote_tls *conf);
+/* Server: the clock of the ticket key ring, in seconds (tests; NULL puts
+ * back CLOCK_MONOTONIC). */
+void acp__tls_conf_set_clock(acp_remote_tls *conf, uint64_t (*clock)(void *),
+                             void *arg);
 
 typedef struct acp__tls acp__tls;
 

@@ -67,6 +67,10 @@ if [ -x "$echo_serve" ]; then
       "ws://127.0.0.1:$port/acp" 65536 5
     bench "remote_echo_serve: 5 turns of 64 KiB over Streamable HTTP" \
       "http://127.0.0.1:$port/acp" 65536 5 --http
+    # 3 MiB of session events: past the replay's 1 MiB, so kept events are
+    # dropped and their blocks reused (the spare; under ASan too).
+    bench "remote_echo_serve: 3 turns of 1 MiB over Streamable HTTP" \
+      "http://127.0.0.1:$port/acp" 1048576 3 --http
     kill -TERM "$epid"
     wait "$epid"
     rc=$?

@@ -19,6 +19,13 @@
 //                      must hold the prompt (the same agent process). A
 //                      reconnect before the server saw the drop gets a new
 //                      agent: retried every 100 ms, at most 50 times
+//   slowbig URL BYTES  a raw TCP client: upgrade, then the head of one
+//                      masked text frame of BYTES bytes and 64 KiB of it;
+//                      then stall 2.5 s (neither reading nor writing: a
+//                      peer on a loaded machine), send the rest, and only
+//                      then read: expect the server's close frame with
+//                      1009, then the end of the stream, and no error on
+//                      the socket (no reset while we were still sending)
 //   closecode URL CODE send initialize; expect at least one message back,
 //                      then the server's close frame with CODE (an agent
 //                      that exits by itself: 1000 if it exited 0, else 1011)
@@ -90,6 +97,53 @@ if (mode === 'big') {
   });
   s.on('close', () => done(got.startsWith('HTTP/1.1 101') && pings >= 1, { pings }));
   s.on('error', () => {});
+} else if (mode === 'slowbig') {
+  const u = new URL(url);
+  const total = Number(arg);
+  const s = net.connect(Number(u.port), u.hostname);
+  let got = Buffer.alloc(0);
+  let upgraded = false;
+  let err = null;
+  const frameHead = () => {
+    const h = Buffer.alloc(14);
+    h[0] = 0x81; // FIN, text
+    h[1] = 0x80 | 127; // masked, 64-bit length
+    h.writeBigUInt64BE(BigInt(total), 2);
+    h.writeUInt32BE(0, 10); // mask key 0: the payload goes as is
+    return h;
+  };
+  const closeCode = () => {
+    const i = got.indexOf('\r\n\r\n');
+    if (i < 0) return null;
+    const f = got.subarray(i + 4);
+    // The first frame after the 101 must be the close frame (0x88).
+    if (f.length < 4 || f[0] !== 0x88) return f.length ? -f[0] : null;
+    return f.readUInt16BE(2);
+  };
+  s.on('data', (d) => {
+    got = Buffer.concat([got, d]);
+    if (!upgraded && got.indexOf('\r\n\r\n') >= 0) {
+      upgraded = true;
+      if (!got.toString('latin1').startsWith('HTTP/1.1 101')) done(false, { error: 'no 101' });
+      s.pause(); // read nothing more until the stall is over
+      s.write(Buffer.concat([frameHead(), Buffer.alloc(65536, 0x78)]));
+      setTimeout(() => {
+        s.write(Buffer.alloc(total - 65536, 0x78), () => {});
+        s.resume();
+      }, 2500);
+    }
+  });
+  s.on('error', (e) => { err = e.code || e.message; });
+  s.on('close', () => {
+    const code = closeCode();
+    // A write that failed (EPIPE, ECONNRESET: the server closed while we
+    // still sent) is a failure too: a WebSocket library ends with 1006
+    // then, whatever the kernel still holds for us to read.
+    done(code === 1009 && !err, { code, error: err });
+  });
+  s.write(`GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\n` +
+    'Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n' +
+    'Sec-WebSocket-Version: 13\r\n\r\n');
 } else if (mode === 'refused') {
   const ws = new WebSocket(url, { headers: { Authorization: `Bearer ${arg}` } });
   ws.on('unexpected-response', (req, res) => done(res.statusCode === 401, { status: res.statusCode }));
@@ -149,6 +203,6 @@ if (mode === 'big') {
     { got, code, reason: String(reason) }));
   ws.on('error', (e) => done(false, { error: e.message }));
 } else {
-  process.stderr.write('usage: node remote_peer.mjs big|vanish|binary|dead|refused|resume|closecode URL [ARG]\n');
+  process.stderr.write('usage: node remote_peer.mjs big|slowbig|vanish|binary|dead|refused|resume|closecode URL [ARG]\n');
   process.exit(2);
 }

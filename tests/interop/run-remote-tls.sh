@@ -334,6 +334,27 @@ if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "goes with --tls"; then
   ok "--no-tls-resumption without --tls: exit 2, says so"
 else ko "--no-tls-resumption without --tls" "exit $rc: $out"; fi
 
+# --tls-ticket-key-period: tickets made and opened by our own key ring
+# (rotation itself is driven by test_remote_tls, which forces it and moves a
+# fake clock; here no test waits for a period to pass). Node resumes with
+# them as with OpenSSL's built-in keys; bad values are refused.
+start_serve "$work/serve-tkp.log" --tls "$c/server.pem" "$c/server.key" \
+  --tls-ticket-key-period 600 -- "$acp" agent
+node_resume "$port" false,true,true "--tls-ticket-key-period 600: node:tls resumes"
+for bad in 0 604801 1h; do
+  out=$("$acp" serve --tls "$c/server.pem" "$c/server.key" --tls-ticket-key-period "$bad" \
+        -- "$acp" agent 2>&1)
+  rc=$?
+  if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "tls-ticket-key-period wants seconds 1..604800, not '$bad'"; then
+    ok "--tls-ticket-key-period $bad: exit 2, says so"
+  else ko "--tls-ticket-key-period $bad" "exit $rc: $out"; fi
+done
+out=$("$acp" serve --tls-ticket-key-period 60 -- "$acp" agent 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q -- "--tls-ticket-key-period goes with --tls"; then
+  ok "--tls-ticket-key-period without --tls: exit 2, says so"
+else ko "--tls-ticket-key-period without --tls" "exit $rc: $out"; fi
+
 # ---- ALPN: a server that offers only http/1.1 -----------------------------------------
 start_serve "$work/serve-alpn.log" --tls "$c/server.pem" "$c/server.key" \
   --alpn http/1.1 -- "$acp" agent

@@ -540,6 +540,118 @@ static void test_resume_restarted_server(void **state) {
   }
 }
 
+/* MARK: - Ticket key rotation */
+
+static uint64_t fake_clock(void *arg) {
+  return *(const uint64_t *)arg;
+}
+
+/* The next socket of the pair: 1 if it resumed (both sides agree), 0 for
+ * a full handshake. */
+static int reopen_resumed(pair *p) {
+  assert_int_equal(pair_reopen(p, "localhost", "443"), 0);
+  assert_int_equal(exchange(p), 0);
+  assert_int_equal(acp__tls_resumed(p->c), acp__tls_resumed(p->s));
+  return acp__tls_resumed(p->c) ? 1 : 0;
+}
+
+/* Forced rotations (the API) and timed ones (a fake clock), TLS 1.3 and
+ * TLS 1.2 with tickets: a ticket resumes across one rotation, and the
+ * resumed handshake hands out a fresh ticket under the new key (so the
+ * next rotation does not cut it off); across two it is refused and the
+ * handshake is a full one, whose ticket resumes again. */
+static void test_ticket_key_rotation(void **state) {
+  (void)state;
+  NEED_CERTS();
+  for (int v = 0; v < 2; v++) {
+    uint64_t now = 1000;
+    pair p;
+    assert_int_equal(pair_open(&p, std_mem(), NULL, NULL, "localhost"), 0);
+    acp__tls_conf_set_clock(p.sconf, fake_clock, &now);
+    assert_int_equal(acp_remote_tls_set_ticket_key_period(p.sconf, 100), 0);
+    acp__tls_free(p.c);
+    acp_remote_tls_free(p.cconf);
+    p.c = NULL;
+    p.cconf = client_conf(v, 0);
+    assert_int_equal(reopen_resumed(&p), 0);
+    assert_int_equal(reopen_resumed(&p), 1);
+    /* One rotation: the previous key opens the ticket. */
+    assert_int_equal(acp_remote_tls_rotate_ticket_keys(p.sconf), 0);
+    assert_int_equal(reopen_resumed(&p), 1);
+    /* The ticket that handshake brought is under the new key. */
+    assert_int_equal(acp_remote_tls_rotate_ticket_keys(p.sconf), 0);
+    assert_int_equal(reopen_resumed(&p), 1);
+    /* Two rotations with no handshake between: refused, said so. */
+    assert_int_equal(acp_remote_tls_rotate_ticket_keys(p.sconf), 0);
+    assert_int_equal(acp_remote_tls_rotate_ticket_keys(p.sconf), 0);
+    assert_int_equal(reopen_resumed(&p), 0);
+    assert_true(acp__tls_offered(p.c));
+    assert_true(described(p.c, "the offered session was not resumed"));
+    assert_int_equal(reopen_resumed(&p), 1);
+
+    /* On the clock: a fresh ring whose current key (A) is born now. */
+    assert_int_equal(acp_remote_tls_rotate_ticket_keys(p.sconf), 0);
+    assert_int_equal(acp_remote_tls_rotate_ticket_keys(p.sconf), 0);
+    assert_int_equal(reopen_resumed(&p), 0);
+    now += 99; /* within the period: the same key */
+    assert_int_equal(reopen_resumed(&p), 1);
+    now += 1; /* 1100, one period: B is current, A opens the ticket */
+    assert_int_equal(reopen_resumed(&p), 1);
+    /* A second client takes a ticket under B (born at 1100). */
+    acp_remote_tls *c1 = p.cconf;
+    p.cconf = client_conf(v, 0);
+    assert_int_equal(reopen_resumed(&p), 0);
+    acp_remote_tls *c2 = p.cconf;
+    p.cconf = c1;
+    now = 1250; /* the first client: C is current, B opens its ticket */
+    assert_int_equal(reopen_resumed(&p), 1);
+    /* 1300: B is two periods old, so the second client's ticket is
+     * refused, though the ring last rotated 50 s ago. */
+    now = 1300;
+    p.cconf = c2;
+    assert_int_equal(reopen_resumed(&p), 0);
+    assert_true(described(p.c, "the offered session was not resumed"));
+    assert_int_equal(reopen_resumed(&p), 1);
+    p.cconf = c1;
+    assert_int_equal(reopen_resumed(&p), 1); /* its ticket is under C */
+    /* Long idle (many periods): every old key is gone at once. */
+    now += 100000;
+    assert_int_equal(reopen_resumed(&p), 0);
+    assert_int_equal(reopen_resumed(&p), 1);
+    acp__tls_free(p.c);
+    p.c = NULL;
+    acp_remote_tls_free(c2);
+    pair_close(&p);
+  }
+}
+
+static void test_ticket_key_api(void **state) {
+  (void)state;
+  acp_remote_tls *s = NULL, *c = NULL;
+  assert_int_equal(acp_remote_tls_new(&s, ACP_REMOTE_TLS_SERVER, NULL), 0);
+  assert_int_equal(acp_remote_tls_new(&c, ACP_REMOTE_TLS_CLIENT, NULL), 0);
+  assert_int_equal(acp_remote_tls_set_ticket_key_period(NULL, 10),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_set_ticket_key_period(c, 10),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_set_ticket_key_period(s, 0),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_set_ticket_key_period(
+                       s, ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX + 1),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_set_ticket_key_period(
+                       s, ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX),
+                   0);
+  assert_int_equal(acp_remote_tls_set_ticket_key_period(s, 1), 0);
+  assert_int_equal(acp_remote_tls_rotate_ticket_keys(NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_rotate_ticket_keys(c),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_remote_tls_rotate_ticket_keys(s), 0);
+  acp_remote_tls_free(s);
+  acp_remote_tls_free(c);
+}
+
 /* The server's session cache has a cap (ACP_REMOTE_TLS_SESSION_CACHE);
  * past it the least recently used session goes. Shown with a cap of 8
  * and 20 TLS 1.2 clients resuming by session id. */
@@ -1206,6 +1318,8 @@ int main(void) {
       cmocka_unit_test(test_resume_tls12),
       cmocka_unit_test(test_resume_off),
       cmocka_unit_test(test_resume_restarted_server),
+      cmocka_unit_test(test_ticket_key_rotation),
+      cmocka_unit_test(test_ticket_key_api),
       cmocka_unit_test(test_server_cache_bounded),
       cmocka_unit_test(test_client_sessions_bounded),
       cmocka_unit_test(test_alpn_list),
