@@ -214,6 +214,7 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
   acp_json_val *tape = build ? doc->tape : NULL;
   uint32_t n = 0;
   uint32_t cur = 0;
+  uint32_t par = 0; /* build: tape index of the innermost open container */
   uint8_t flags;
   int code = ACP_ERR_PARSE;
   int rv;
@@ -236,9 +237,12 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
 #define SKIP_WS()                                                              \
   while (p < end && (line ? ws_line_table : ws_table)[*p])                     \
   p++
-  /* Append a record for the value starting at p and link it to its parent.
-   */
-#define NEW_VAL(t)                                                             \
+  /* Append a record for the value starting at p and count it in its parent
+   * (tape[par]). Its `next` starts at nx: 1 for a key (its value follows),
+   * else 0, which the ',' after the value replaces with the distance to the
+   * record that comes next (n then), so a value is linked once, when it
+   * ends, and neither the parent's last child nor the stack is read here. */
+#define NEW_REC(t, nx)                                                         \
   do {                                                                         \
     if (build) {                                                               \
       if (ACP__UNLIKELY(n == doc->tape_cap)) {                                 \
@@ -247,21 +251,17 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
           FAIL(rv, "out of memory for the tape", p);                           \
         tape = doc->tape;                                                      \
       }                                                                        \
-      if (depth > 0) {                                                         \
-        acp_json_val *par_ = &tape[stack[depth - 1]];                          \
-        if (par_->next)                                                        \
-          tape[par_->next].next = n - par_->next;                              \
-        par_->next = n;                                                        \
-        par_->count++;                                                         \
-      }                                                                        \
+      if (depth > 0)                                                           \
+        tape[par].count++;                                                     \
       cur = n++;                                                               \
       tape[cur].raw = (const char *)p;                                         \
-      tape[cur].next = 0;                                                      \
+      tape[cur].next = (nx);                                                   \
       tape[cur].count = 0;                                                     \
       tape[cur].type = (t);                                                    \
       tape[cur].flags = 0;                                                     \
     }                                                                          \
   } while (0)
+#define NEW_VAL(t) NEW_REC(t, 0)
 
 value:
   SKIP_WS();
@@ -284,6 +284,7 @@ value:
     }
     in_obj = *p == '{';
     stack[depth++] = build ? cur : (uint32_t)in_obj;
+    par = cur;
     p++;
     SKIP_WS();
     if (p < end && *p == (in_obj ? '}' : ']'))
@@ -337,7 +338,7 @@ value:
 key:
   if (ACP__UNLIKELY(p == end || *p != '"'))
     FAIL(ACP_ERR_PARSE, "expected a string key", p);
-  NEW_VAL(ACP_JSON_STRING);
+  NEW_REC(ACP_JSON_STRING, 1);
   is_key = true;
   goto string;
 
@@ -519,6 +520,10 @@ after_value:
     FAIL(ACP_ERR_PARSE, "unexpected end of input in container", p);
   if (*p == ',') {
     p++;
+    /* The value that just ended (cur: a scalar, or a container that just
+     * closed) is followed by its next sibling, the next record. */
+    if (build)
+      tape[cur].next = n - cur;
     if (in_obj) {
       SKIP_WS();
       goto key;
@@ -537,12 +542,14 @@ close:
   p++;
   depth--;
   if (build) {
-    acp_json_val *c = &tape[stack[depth]];
+    acp_json_val *c;
+    cur = stack[depth];
+    c = &tape[cur];
     c->len = (uint32_t)((const char *)p - c->raw);
-    c->next = 0;
     if (in_obj)
       c->count /= 2;
-    in_obj = depth > 0 && tape[stack[depth - 1]].type == ACP_JSON_OBJECT;
+    par = depth > 0 ? stack[depth - 1] : 0;
+    in_obj = depth > 0 && tape[par].type == ACP_JSON_OBJECT;
   } else {
     in_obj = depth > 0 && stack[depth - 1] != 0;
   }
@@ -580,6 +587,7 @@ fail:
 #undef FAIL
 #undef SKIP_WS
 #undef NEW_VAL
+#undef NEW_REC
 }
 
 static int check_size(size_t len, acp_json_err *err) {

@@ -1421,6 +1421,134 @@ static void test_writer_random_strings_round_trip(void **state) {
   acp_json_writer_free(w);
 }
 
+/* The tape's sibling links and counts, for random nested documents with
+ * random whitespace: walking child/next must give back every value in
+ * order (re-serialized, it equals the compact text), each container's
+ * acp_json_len() must be the number of children walked, and its raw text
+ * must span exactly its brackets. Deterministic (fixed seed). */
+struct tape_gen {
+  char sp[4096];
+  char co[4096];
+  size_t ns;
+  size_t nc;
+  uint32_t st;
+};
+
+static void tg_put(struct tape_gen *g, const char *t) {
+  size_t l = strlen(t);
+  memcpy(g->sp + g->ns, t, l);
+  g->ns += l;
+  memcpy(g->co + g->nc, t, l);
+  g->nc += l;
+}
+
+static void tg_ws(struct tape_gen *g) {
+  static const char *const ws[] = {"", "", "", " ", "\n", "\t ", "\r\n  "};
+  const char *w = ws[rng_next(&g->st) % 7];
+  size_t l = strlen(w);
+  memcpy(g->sp + g->ns, w, l);
+  g->ns += l;
+}
+
+static void tg_value(struct tape_gen *g, int depth) {
+  static const char *const scalars[] = {"0",
+                                        "-1",
+                                        "12.5e3",
+                                        "true",
+                                        "false",
+                                        "null",
+                                        "\"\"",
+                                        "\"abc\"",
+                                        "\"a\\n\\u00e9\"",
+                                        "\"0123456789abcdefghij\""};
+  uint32_t r = rng_next(&g->st) % 10;
+  int i;
+  int n;
+
+  if (depth < 5 && g->ns < 2500 && r < 4) {
+    int obj = r < 2;
+    n = (int)(rng_next(&g->st) % 5);
+    tg_put(g, obj ? "{" : "[");
+    for (i = 0; i < n; i++) {
+      if (i > 0)
+        tg_put(g, ",");
+      tg_ws(g);
+      if (obj) {
+        tg_put(g, i % 2 ? "\"k\"" : "\"key\\t\"");
+        tg_ws(g);
+        tg_put(g, ":");
+        tg_ws(g);
+      }
+      tg_value(g, depth + 1);
+      tg_ws(g);
+    }
+    tg_ws(g);
+    tg_put(g, obj ? "}" : "]");
+    return;
+  }
+  tg_put(g, scalars[rng_next(&g->st) % 10]);
+}
+
+static void tape_walk(const acp_json_val *v, char *out, size_t *n) {
+  acp_json_type t = acp_json_type_of(v);
+  const acp_json_val *c;
+  const char *raw;
+  size_t len;
+  size_t kids = 0;
+  int obj = t == ACP_JSON_OBJECT;
+
+  raw = acp_json_raw(v, &len);
+  if (t != ACP_JSON_OBJECT && t != ACP_JSON_ARRAY) {
+    memcpy(out + *n, raw, len);
+    *n += len;
+    return;
+  }
+  assert_int_equal(raw[0], obj ? '{' : '[');
+  assert_int_equal(raw[len - 1], obj ? '}' : ']');
+  out[(*n)++] = raw[0];
+  for (c = acp_json_child(v); c; c = acp_json_next(c)) {
+    if (kids > 0)
+      out[(*n)++] = ',';
+    if (obj) {
+      tape_walk(c, out, n);
+      out[(*n)++] = ':';
+      c = acp_json_next(c);
+      assert_non_null(c);
+    }
+    tape_walk(c, out, n);
+    kids++;
+  }
+  assert_int_equal(acp_json_len(v), kids);
+  out[(*n)++] = raw[len - 1];
+}
+
+static void test_json_tape_links_random_documents(void **state) {
+  struct tape_gen g;
+  acp_json_doc *doc = NULL;
+  char out[4096];
+  size_t n;
+  int round;
+
+  (void)state;
+  g.st = 424242;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (round = 0; round < 2000; round++) {
+    g.ns = 0;
+    g.nc = 0;
+    tg_ws(&g);
+    tg_value(&g, 0);
+    tg_ws(&g);
+    assert_int_equal(acp_json_doc_parse(doc, g.sp, g.ns, NULL), 0);
+    assert_int_equal(acp_json_validate(g.sp, g.ns, NULL), 0);
+    n = 0;
+    tape_walk(acp_json_doc_root(doc), out, &n);
+    assert_int_equal(n, g.nc);
+    assert_memory_equal(out, g.co, n);
+    assert_null(acp_json_next(acp_json_doc_root(doc)));
+  }
+  acp_json_doc_free(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_writer_random_strings_round_trip),
@@ -1446,6 +1574,7 @@ int main(void) {
       cmocka_unit_test(test_json_writer_structural_misuse),
       cmocka_unit_test(test_json_writer_cap),
       cmocka_unit_test(test_json_allocation_failures),
+      cmocka_unit_test(test_json_tape_links_random_documents),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
