@@ -1549,6 +1549,48 @@ static void test_json_tape_links_random_documents(void **state) {
   acp_json_doc_free(doc);
 }
 
+/* Whitespace before the byte a step expects is skipped only when that byte
+ * is not there: errors after whitespace keep their code, message and
+ * position, in acp_json_doc_parse() and acp_json_validate() alike. */
+static void test_json_errors_after_whitespace(void **state) {
+  static const struct {
+    const char *in;
+    size_t pos;
+    const char *msg;
+  } cases[] = {
+      {"[1 , 2 x]", 7, "expected ',' or ']' in array"},
+      {"{\"a\":1 \t x}", 9, "expected ',' or '}' in object"},
+      {"{\"a\" x 1}", 5, "expected ':' after key"},
+      {"{\"a\" ", 5, "expected ':' after key"},
+      {"{\"a\":1,  x}", 9, "expected a string key"},
+      {"{ x}", 2, "expected a string key"},
+      {"[1,  ]", 5, "unexpected character, expected a value"},
+      {"{\"a\": }", 6, "unexpected character, expected a value"},
+      {"[1 ,\t", 5, "unexpected end of input, expected a value"},
+      {"  ", 2, "unexpected end of input, expected a value"},
+      {"[1  ", 4, "unexpected end of input in container"},
+      {"[1] x", 4, "unexpected data after the JSON value"},
+  };
+  acp_json_doc *doc = NULL;
+  acp_json_err err;
+  size_t i;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    size_t len = strlen(cases[i].in);
+    assert_int_equal(acp_json_doc_parse(doc, cases[i].in, len, &err),
+                     ACP_ERR_PARSE);
+    assert_int_equal(err.pos, cases[i].pos);
+    assert_string_equal(err.msg, cases[i].msg);
+    assert_null(acp_json_doc_root(doc));
+    assert_int_equal(acp_json_validate(cases[i].in, len, &err), ACP_ERR_PARSE);
+    assert_int_equal(err.pos, cases[i].pos);
+    assert_string_equal(err.msg, cases[i].msg);
+  }
+  acp_json_doc_free(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_writer_random_strings_round_trip),
@@ -1575,6 +1617,7 @@ int main(void) {
       cmocka_unit_test(test_json_writer_cap),
       cmocka_unit_test(test_json_allocation_failures),
       cmocka_unit_test(test_json_tape_links_random_documents),
+      cmocka_unit_test(test_json_errors_after_whitespace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
