@@ -809,6 +809,37 @@ static size_t decode_all(const char *p, const char *end, char *dst) {
   return (size_t)(d - dst);
 }
 
+/*
+ * memcmp(a, b, n) == 0 without a call for the short keys and values of
+ * protocol messages ("jsonrpc", "method", "sessionId"): up to 16 bytes are
+ * two loads from each side that overlap when n is not a power of two, and
+ * never read outside a[0..n) or b[0..n).
+ */
+static ACP__ALWAYS_INLINE int bytes_eq(const char *a, const char *b, size_t n) {
+  uint64_t x0, y0, x1, y1;
+  uint32_t u0, v0, u1, v1;
+
+  if (n >= 8) {
+    if (n > 16)
+      return memcmp(a, b, n) == 0;
+    memcpy(&x0, a, 8);
+    memcpy(&y0, b, 8);
+    memcpy(&x1, a + n - 8, 8);
+    memcpy(&y1, b + n - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  if (n >= 4) {
+    memcpy(&u0, a, 4);
+    memcpy(&v0, b, 4);
+    memcpy(&u1, a + n - 4, 4);
+    memcpy(&v1, b + n - 4, 4);
+    return ((u0 ^ v0) | (u1 ^ v1)) == 0;
+  }
+  if (n == 0)
+    return 1;
+  return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
+}
+
 static int is_string(const acp_json_val *v) {
   return v != NULL && v->type == ACP_JSON_STRING;
 }
@@ -1083,7 +1114,7 @@ int acp_json_str_eq(const acp_json_val *v, const char *s, size_t len) {
   p = v->raw + 1;
   end = v->raw + v->len - 1;
   if (!(v->flags & ACP__JF_ESC))
-    return (size_t)(end - p) == len && (len == 0 || memcmp(p, s, len) == 0);
+    return (size_t)(end - p) == len && bytes_eq(p, s, len);
   while (p < end) {
     bs = memchr(p, '\\', (size_t)(end - p));
     run = bs ? (size_t)(bs - p) : (size_t)(end - p);
@@ -1182,12 +1213,10 @@ const acp_json_val *acp_json_obj_get(const acp_json_val *obj, const char *key,
   for (i = 0;; i++) {
     const acp_json_val *val = k + 1;
     /* A key without escapes is its raw text between the quotes: the length
-     * and the first byte reject most keys without a call (a lookup is a
-     * handful of keys, each otherwise a call to str_eq and to memcmp). */
+     * and the bytes (bytes_eq(), no call for keys up to 16 bytes) decide
+     * (a lookup is a handful of keys, each otherwise a call to str_eq). */
     if (!(k->flags & ACP__JF_ESC)) {
-      if (k->len == len + 2 &&
-          (len == 0 ||
-           (k->raw[1] == key[0] && memcmp(k->raw + 1, key, len) == 0)))
+      if (k->len == len + 2 && bytes_eq(k->raw + 1, key, len))
         return val;
     } else if (acp_json_str_eq(k, key, len)) {
       return val;

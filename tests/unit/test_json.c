@@ -1591,6 +1591,57 @@ static void test_json_errors_after_whitespace(void **state) {
   acp_json_doc_free(doc);
 }
 
+/* Key lookup and str_eq compare short keys without memcmp (overlapping
+ * loads): every length 0-40, a difference at every position, the key and
+ * the document each in a heap block of exactly their size (so that ASan
+ * sees any read past either). */
+static void test_json_key_compare_every_length(void **state) {
+  acp_json_doc *doc = NULL;
+  size_t n;
+  size_t j;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (n = 0; n <= 40; n++) {
+    char *key = malloc(n ? n : 1);
+    char *in = malloc(n + 6);
+    const acp_json_val *root;
+    const acp_json_val *v;
+
+    assert_non_null(key);
+    assert_non_null(in);
+    for (j = 0; j < n; j++)
+      key[j] = (char)('a' + (j * 7) % 26);
+    in[0] = '{';
+    in[1] = '"';
+    memcpy(in + 2, key, n);
+    memcpy(in + 2 + n, "\":1}", 4);
+    assert_int_equal(acp_json_doc_parse(doc, in, n + 6, NULL), 0);
+    root = acp_json_doc_root(doc);
+    v = acp_json_obj_get(root, key, n);
+    assert_non_null(v);
+    assert_int_equal(acp_json_type_of(v), ACP_JSON_NUMBER);
+    assert_true(acp_json_str_eq(acp_json_child(root), key, n));
+    if (n > 0) {
+      assert_null(acp_json_obj_get(root, key, n - 1));
+      assert_false(acp_json_str_eq(acp_json_child(root), key, n - 1));
+    }
+    for (j = 0; j < n; j++) {
+      char c = key[j];
+      key[j] = (char)(c ^ 0x01);
+      assert_null(acp_json_obj_get(root, key, n));
+      assert_false(acp_json_str_eq(acp_json_child(root), key, n));
+      key[j] = (char)(c ^ (char)0x80);
+      assert_null(acp_json_obj_get(root, key, n));
+      key[j] = c;
+    }
+    assert_non_null(acp_json_obj_get(root, key, n));
+    free(key);
+    free(in);
+  }
+  acp_json_doc_free(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_writer_random_strings_round_trip),
@@ -1618,6 +1669,7 @@ int main(void) {
       cmocka_unit_test(test_json_allocation_failures),
       cmocka_unit_test(test_json_tape_links_random_documents),
       cmocka_unit_test(test_json_errors_after_whitespace),
+      cmocka_unit_test(test_json_key_compare_every_length),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
