@@ -18,10 +18,10 @@
 /*
  * One record per value, in document order (a container is followed by its
  * whole subtree). `next` is the distance in records to the next sibling, 0
- * for the last child of a container and for the root; while a container is
- * still open the parser borrows its `next` to remember the index of its
- * last child. `count` is the number of elements (arrays) or members
- * (objects). Inputs are below 4 GiB, so 32-bit lengths and indexes suffice.
+ * for the last child of a container and for the root (the parser sets it
+ * at the ',' that ends a value). `count` is the number of elements (arrays) or
+ * members (objects). Inputs are below 4 GiB, so 32-bit lengths and indexes
+ * suffice.
  */
 struct acp_json_val {
   const char *raw;

@@ -214,6 +214,7 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
   acp_json_val *tape = build ? doc->tape : NULL;
   uint32_t n = 0;
   uint32_t cur = 0;
+  uint32_t par = 0; /* build: tape index of the innermost open container */
   uint8_t flags;
   int code = ACP_ERR_PARSE;
   int rv;
@@ -236,9 +237,12 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
 #define SKIP_WS()                                                              \
   while (p < end && (line ? ws_line_table : ws_table)[*p])                     \
   p++
-  /* Append a record for the value starting at p and link it to its parent.
-   */
-#define NEW_VAL(t)                                                             \
+  /* Append a record for the value starting at p and count it in its parent
+   * (tape[par]). Its `next` starts at nx: 1 for a key (its value follows),
+   * else 0, which the ',' after the value replaces with the distance to the
+   * record that comes next (n then), so a value is linked once, when it
+   * ends, and neither the parent's last child nor the stack is read here. */
+#define NEW_REC(t, nx)                                                         \
   do {                                                                         \
     if (build) {                                                               \
       if (ACP__UNLIKELY(n == doc->tape_cap)) {                                 \
@@ -247,27 +251,35 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
           FAIL(rv, "out of memory for the tape", p);                           \
         tape = doc->tape;                                                      \
       }                                                                        \
-      if (depth > 0) {                                                         \
-        acp_json_val *par_ = &tape[stack[depth - 1]];                          \
-        if (par_->next)                                                        \
-          tape[par_->next].next = n - par_->next;                              \
-        par_->next = n;                                                        \
-        par_->count++;                                                         \
-      }                                                                        \
+      if (depth > 0)                                                           \
+        tape[par].count++;                                                     \
       cur = n++;                                                               \
       tape[cur].raw = (const char *)p;                                         \
-      tape[cur].next = 0;                                                      \
+      tape[cur].next = (nx);                                                   \
       tape[cur].count = 0;                                                     \
       tape[cur].type = (t);                                                    \
       tape[cur].flags = 0;                                                     \
     }                                                                          \
   } while (0)
+#define NEW_VAL(t) NEW_REC(t, 0)
 
+  /* The steps below test for the byte they expect first and skip
+   * whitespace only when it is not there: compact JSON (what peers send)
+   * then costs one compare a step, not a table lookup as well. */
 value:
-  SKIP_WS();
   if (ACP__UNLIKELY(p == end))
     FAIL(ACP_ERR_PARSE, "unexpected end of input, expected a value", p);
   switch (*p) {
+  case '\n':
+    if (line) /* a line feed ends the line: no value on it */
+      FAIL(ACP_ERR_PARSE, "unexpected character, expected a value", p);
+    /* fall through */
+  case ' ':
+  case '\t':
+  case '\r':
+    p++;
+    SKIP_WS();
+    goto value;
   case '"':
     NEW_VAL(ACP_JSON_STRING);
     is_key = false;
@@ -284,6 +296,7 @@ value:
     }
     in_obj = *p == '{';
     stack[depth++] = build ? cur : (uint32_t)in_obj;
+    par = cur;
     p++;
     SKIP_WS();
     if (p < end && *p == (in_obj ? '}' : ']'))
@@ -335,9 +348,12 @@ value:
   }
 
 key:
-  if (ACP__UNLIKELY(p == end || *p != '"'))
-    FAIL(ACP_ERR_PARSE, "expected a string key", p);
-  NEW_VAL(ACP_JSON_STRING);
+  if (ACP__UNLIKELY(p == end || *p != '"')) {
+    SKIP_WS();
+    if (p == end || *p != '"')
+      FAIL(ACP_ERR_PARSE, "expected a string key", p);
+  }
+  NEW_REC(ACP_JSON_STRING, 1);
   is_key = true;
   goto string;
 
@@ -465,9 +481,11 @@ string:
   goto after_value;
 
 colon:
-  SKIP_WS();
-  if (ACP__UNLIKELY(p == end || *p != ':'))
-    FAIL(ACP_ERR_PARSE, "expected ':' after key", p);
+  if (ACP__UNLIKELY(p == end || *p != ':')) {
+    SKIP_WS();
+    if (p == end || *p != ':')
+      FAIL(ACP_ERR_PARSE, "expected ':' after key", p);
+  }
   p++;
   goto value;
 
@@ -514,19 +532,26 @@ number:
 after_value:
   if (depth == 0)
     goto done;
-  SKIP_WS();
+after_value_ws:
   if (ACP__UNLIKELY(p == end))
     FAIL(ACP_ERR_PARSE, "unexpected end of input in container", p);
   if (*p == ',') {
     p++;
-    if (in_obj) {
-      SKIP_WS();
+    /* The value that just ended (cur: a scalar, or a container that just
+     * closed) is followed by its next sibling, the next record. */
+    if (build)
+      tape[cur].next = n - cur;
+    if (in_obj)
       goto key;
-    }
     goto value;
   }
   if (*p == (in_obj ? '}' : ']'))
     goto close;
+  if ((line ? ws_line_table : ws_table)[*p]) {
+    p++;
+    SKIP_WS();
+    goto after_value_ws;
+  }
   FAIL(ACP_ERR_PARSE,
        in_obj ? "expected ',' or '}' in object"
               : "expected ',' or ']' in array",
@@ -537,12 +562,14 @@ close:
   p++;
   depth--;
   if (build) {
-    acp_json_val *c = &tape[stack[depth]];
+    acp_json_val *c;
+    cur = stack[depth];
+    c = &tape[cur];
     c->len = (uint32_t)((const char *)p - c->raw);
-    c->next = 0;
     if (in_obj)
       c->count /= 2;
-    in_obj = depth > 0 && tape[stack[depth - 1]].type == ACP_JSON_OBJECT;
+    par = depth > 0 ? stack[depth - 1] : 0;
+    in_obj = depth > 0 && tape[par].type == ACP_JSON_OBJECT;
   } else {
     in_obj = depth > 0 && stack[depth - 1] != 0;
   }
@@ -580,6 +607,7 @@ fail:
 #undef FAIL
 #undef SKIP_WS
 #undef NEW_VAL
+#undef NEW_REC
 }
 
 static int check_size(size_t len, acp_json_err *err) {
@@ -779,6 +807,37 @@ static size_t decode_all(const char *p, const char *end, char *dst) {
     d += decode_escape(&p, end, d);
   }
   return (size_t)(d - dst);
+}
+
+/*
+ * memcmp(a, b, n) == 0 without a call for the short keys and values of
+ * protocol messages ("jsonrpc", "method", "sessionId"): up to 16 bytes are
+ * two loads from each side that overlap when n is not a power of two, and
+ * never read outside a[0..n) or b[0..n).
+ */
+static ACP__ALWAYS_INLINE int bytes_eq(const char *a, const char *b, size_t n) {
+  uint64_t x0, y0, x1, y1;
+  uint32_t u0, v0, u1, v1;
+
+  if (n >= 8) {
+    if (n > 16)
+      return memcmp(a, b, n) == 0;
+    memcpy(&x0, a, 8);
+    memcpy(&y0, b, 8);
+    memcpy(&x1, a + n - 8, 8);
+    memcpy(&y1, b + n - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  if (n >= 4) {
+    memcpy(&u0, a, 4);
+    memcpy(&v0, b, 4);
+    memcpy(&u1, a + n - 4, 4);
+    memcpy(&v1, b + n - 4, 4);
+    return ((u0 ^ v0) | (u1 ^ v1)) == 0;
+  }
+  if (n == 0)
+    return 1;
+  return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
 }
 
 static int is_string(const acp_json_val *v) {
@@ -1055,7 +1114,7 @@ int acp_json_str_eq(const acp_json_val *v, const char *s, size_t len) {
   p = v->raw + 1;
   end = v->raw + v->len - 1;
   if (!(v->flags & ACP__JF_ESC))
-    return (size_t)(end - p) == len && (len == 0 || memcmp(p, s, len) == 0);
+    return (size_t)(end - p) == len && bytes_eq(p, s, len);
   while (p < end) {
     bs = memchr(p, '\\', (size_t)(end - p));
     run = bs ? (size_t)(bs - p) : (size_t)(end - p);
@@ -1154,12 +1213,10 @@ const acp_json_val *acp_json_obj_get(const acp_json_val *obj, const char *key,
   for (i = 0;; i++) {
     const acp_json_val *val = k + 1;
     /* A key without escapes is its raw text between the quotes: the length
-     * and the first byte reject most keys without a call (a lookup is a
-     * handful of keys, each otherwise a call to str_eq and to memcmp). */
+     * and the bytes (bytes_eq(), no call for keys up to 16 bytes) decide
+     * (a lookup is a handful of keys, each otherwise a call to str_eq). */
     if (!(k->flags & ACP__JF_ESC)) {
-      if (k->len == len + 2 &&
-          (len == 0 ||
-           (k->raw[1] == key[0] && memcmp(k->raw + 1, key, len) == 0)))
+      if (k->len == len + 2 && bytes_eq(k->raw + 1, key, len))
         return val;
     } else if (acp_json_str_eq(k, key, len)) {
       return val;

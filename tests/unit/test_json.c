@@ -1421,6 +1421,227 @@ static void test_writer_random_strings_round_trip(void **state) {
   acp_json_writer_free(w);
 }
 
+/* The tape's sibling links and counts, for random nested documents with
+ * random whitespace: walking child/next must give back every value in
+ * order (re-serialized, it equals the compact text), each container's
+ * acp_json_len() must be the number of children walked, and its raw text
+ * must span exactly its brackets. Deterministic (fixed seed). */
+struct tape_gen {
+  char sp[4096];
+  char co[4096];
+  size_t ns;
+  size_t nc;
+  uint32_t st;
+};
+
+static void tg_put(struct tape_gen *g, const char *t) {
+  size_t l = strlen(t);
+  memcpy(g->sp + g->ns, t, l);
+  g->ns += l;
+  memcpy(g->co + g->nc, t, l);
+  g->nc += l;
+}
+
+static void tg_ws(struct tape_gen *g) {
+  static const char *const ws[] = {"", "", "", " ", "\n", "\t ", "\r\n  "};
+  const char *w = ws[rng_next(&g->st) % 7];
+  size_t l = strlen(w);
+  memcpy(g->sp + g->ns, w, l);
+  g->ns += l;
+}
+
+static void tg_value(struct tape_gen *g, int depth) {
+  static const char *const scalars[] = {"0",
+                                        "-1",
+                                        "12.5e3",
+                                        "true",
+                                        "false",
+                                        "null",
+                                        "\"\"",
+                                        "\"abc\"",
+                                        "\"a\\n\\u00e9\"",
+                                        "\"0123456789abcdefghij\""};
+  uint32_t r = rng_next(&g->st) % 10;
+  int i;
+  int n;
+
+  if (depth < 5 && g->ns < 2500 && r < 4) {
+    int obj = r < 2;
+    n = (int)(rng_next(&g->st) % 5);
+    tg_put(g, obj ? "{" : "[");
+    for (i = 0; i < n; i++) {
+      if (i > 0)
+        tg_put(g, ",");
+      tg_ws(g);
+      if (obj) {
+        tg_put(g, i % 2 ? "\"k\"" : "\"key\\t\"");
+        tg_ws(g);
+        tg_put(g, ":");
+        tg_ws(g);
+      }
+      tg_value(g, depth + 1);
+      tg_ws(g);
+    }
+    tg_ws(g);
+    tg_put(g, obj ? "}" : "]");
+    return;
+  }
+  tg_put(g, scalars[rng_next(&g->st) % 10]);
+}
+
+static void tape_walk(const acp_json_val *v, char *out, size_t *n) {
+  acp_json_type t = acp_json_type_of(v);
+  const acp_json_val *c;
+  const char *raw;
+  size_t len;
+  size_t kids = 0;
+  int obj = t == ACP_JSON_OBJECT;
+
+  raw = acp_json_raw(v, &len);
+  if (t != ACP_JSON_OBJECT && t != ACP_JSON_ARRAY) {
+    memcpy(out + *n, raw, len);
+    *n += len;
+    return;
+  }
+  assert_int_equal(raw[0], obj ? '{' : '[');
+  assert_int_equal(raw[len - 1], obj ? '}' : ']');
+  out[(*n)++] = raw[0];
+  for (c = acp_json_child(v); c; c = acp_json_next(c)) {
+    if (kids > 0)
+      out[(*n)++] = ',';
+    if (obj) {
+      tape_walk(c, out, n);
+      out[(*n)++] = ':';
+      c = acp_json_next(c);
+      assert_non_null(c);
+    }
+    tape_walk(c, out, n);
+    kids++;
+  }
+  assert_int_equal(acp_json_len(v), kids);
+  out[(*n)++] = raw[len - 1];
+}
+
+static void test_json_tape_links_random_documents(void **state) {
+  struct tape_gen g;
+  acp_json_doc *doc = NULL;
+  char out[4096];
+  size_t n;
+  int round;
+
+  (void)state;
+  g.st = 424242;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (round = 0; round < 2000; round++) {
+    g.ns = 0;
+    g.nc = 0;
+    tg_ws(&g);
+    tg_value(&g, 0);
+    tg_ws(&g);
+    assert_int_equal(acp_json_doc_parse(doc, g.sp, g.ns, NULL), 0);
+    assert_int_equal(acp_json_validate(g.sp, g.ns, NULL), 0);
+    n = 0;
+    tape_walk(acp_json_doc_root(doc), out, &n);
+    assert_int_equal(n, g.nc);
+    assert_memory_equal(out, g.co, n);
+    assert_null(acp_json_next(acp_json_doc_root(doc)));
+  }
+  acp_json_doc_free(doc);
+}
+
+/* Whitespace before the byte a step expects is skipped only when that byte
+ * is not there: errors after whitespace keep their code, message and
+ * position, in acp_json_doc_parse() and acp_json_validate() alike. */
+static void test_json_errors_after_whitespace(void **state) {
+  static const struct {
+    const char *in;
+    size_t pos;
+    const char *msg;
+  } cases[] = {
+      {"[1 , 2 x]", 7, "expected ',' or ']' in array"},
+      {"{\"a\":1 \t x}", 9, "expected ',' or '}' in object"},
+      {"{\"a\" x 1}", 5, "expected ':' after key"},
+      {"{\"a\" ", 5, "expected ':' after key"},
+      {"{\"a\":1,  x}", 9, "expected a string key"},
+      {"{ x}", 2, "expected a string key"},
+      {"[1,  ]", 5, "unexpected character, expected a value"},
+      {"{\"a\": }", 6, "unexpected character, expected a value"},
+      {"[1 ,\t", 5, "unexpected end of input, expected a value"},
+      {"  ", 2, "unexpected end of input, expected a value"},
+      {"[1  ", 4, "unexpected end of input in container"},
+      {"[1] x", 4, "unexpected data after the JSON value"},
+  };
+  acp_json_doc *doc = NULL;
+  acp_json_err err;
+  size_t i;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    size_t len = strlen(cases[i].in);
+    assert_int_equal(acp_json_doc_parse(doc, cases[i].in, len, &err),
+                     ACP_ERR_PARSE);
+    assert_int_equal(err.pos, cases[i].pos);
+    assert_string_equal(err.msg, cases[i].msg);
+    assert_null(acp_json_doc_root(doc));
+    assert_int_equal(acp_json_validate(cases[i].in, len, &err), ACP_ERR_PARSE);
+    assert_int_equal(err.pos, cases[i].pos);
+    assert_string_equal(err.msg, cases[i].msg);
+  }
+  acp_json_doc_free(doc);
+}
+
+/* Key lookup and str_eq compare short keys without memcmp (overlapping
+ * loads): every length 0-40, a difference at every position, the key and
+ * the document each in a heap block of exactly their size (so that ASan
+ * sees any read past either). */
+static void test_json_key_compare_every_length(void **state) {
+  acp_json_doc *doc = NULL;
+  size_t n;
+  size_t j;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (n = 0; n <= 40; n++) {
+    char *key = malloc(n ? n : 1);
+    char *in = malloc(n + 6);
+    const acp_json_val *root;
+    const acp_json_val *v;
+
+    assert_non_null(key);
+    assert_non_null(in);
+    for (j = 0; j < n; j++)
+      key[j] = (char)('a' + (j * 7) % 26);
+    in[0] = '{';
+    in[1] = '"';
+    memcpy(in + 2, key, n);
+    memcpy(in + 2 + n, "\":1}", 4);
+    assert_int_equal(acp_json_doc_parse(doc, in, n + 6, NULL), 0);
+    root = acp_json_doc_root(doc);
+    v = acp_json_obj_get(root, key, n);
+    assert_non_null(v);
+    assert_int_equal(acp_json_type_of(v), ACP_JSON_NUMBER);
+    assert_true(acp_json_str_eq(acp_json_child(root), key, n));
+    if (n > 0) {
+      assert_null(acp_json_obj_get(root, key, n - 1));
+      assert_false(acp_json_str_eq(acp_json_child(root), key, n - 1));
+    }
+    for (j = 0; j < n; j++) {
+      char c = key[j];
+      key[j] = (char)(c ^ 0x01);
+      assert_null(acp_json_obj_get(root, key, n));
+      assert_false(acp_json_str_eq(acp_json_child(root), key, n));
+      key[j] = (char)(c ^ (char)0x80);
+      assert_null(acp_json_obj_get(root, key, n));
+      key[j] = c;
+    }
+    assert_non_null(acp_json_obj_get(root, key, n));
+    free(key);
+    free(in);
+  }
+  acp_json_doc_free(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_writer_random_strings_round_trip),
@@ -1446,6 +1667,9 @@ int main(void) {
       cmocka_unit_test(test_json_writer_structural_misuse),
       cmocka_unit_test(test_json_writer_cap),
       cmocka_unit_test(test_json_allocation_failures),
+      cmocka_unit_test(test_json_tape_links_random_documents),
+      cmocka_unit_test(test_json_errors_after_whitespace),
+      cmocka_unit_test(test_json_key_compare_every_length),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
