@@ -992,10 +992,8 @@ static int on_event(void *ud, const char *type, size_t type_len,
     size_t i = 0;
     for (; i < id_len && id[i] >= '0' && id[i] <= '9'; i++)
       v = v * 10 + (uint64_t)(id[i] - '0');
-    /* (The parser repeats the last id for an event without one: not a
-     * number of its own, so not a duplicate.) */
     if (i == id_len && h->cut_armed && v > h->cut_after && s->events > 0 &&
-        !(v == s->last_id)) {
+        v != s->last_id) {
       /* The test hook: this event is lost in the cut (not taken, so not
        * in Last-Event-ID); the stream ends as if the server had reset
        * it, and sock_ended() opens it again. Over HTTP/2 sock_close()
@@ -1008,6 +1006,8 @@ static int on_event(void *ud, const char *type, size_t type_len,
       sock_ended(s, UV_ECONNRESET);
       return ACP_ERR_CLOSED;
     }
+    /* (The parser repeats the last id for an event without one: not a
+     * number of its own, so not a duplicate.) */
     if (i == id_len && !(s->events > 0 && v == s->last_id)) {
       seen *e = seen_of(h, s->sid);
       s->last_id = v;

@@ -23,8 +23,9 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
 
 /*
  * Test hook, not API: the next session stream of `link` (a Streamable
- * HTTP client link) that brings an event numbered above `after` is cut
- * there, as a fault would: that event is dropped unread and the stream
+ * HTTP client link) that brings an event numbered above `after`, after
+ * at least one event (so that it is opened again), is cut there, as a
+ * fault would: that event is dropped unread and the stream
  * ends (over HTTP/2 the client resets just that stream, RST_STREAM
  * CANCEL, on a connection that stays up; over HTTP/1.1 its socket
  * closes). The client then handles it as any broken session stream:
