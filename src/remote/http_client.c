@@ -172,6 +172,11 @@ struct hcli {
   void (*log)(const char *line, void *user_data); /* options' log */
   void *log_ud;
   unsigned tls_socks; /* TLS sockets opened so far */
+  /* Test hook (acp__remote_http_cut_session_stream): cut a session
+   * stream at its first event numbered above cut_after. */
+  bool cut_armed;
+  uint64_t cut_after;
+  unsigned *cut_done;
 };
 
 static void pump(hcli *h);
@@ -987,6 +992,20 @@ static int on_event(void *ud, const char *type, size_t type_len,
     size_t i = 0;
     for (; i < id_len && id[i] >= '0' && id[i] <= '9'; i++)
       v = v * 10 + (uint64_t)(id[i] - '0');
+    if (i == id_len && h->cut_armed && v > h->cut_after && s->events > 0 &&
+        v != s->last_id) {
+      /* The test hook: this event is lost in the cut (not taken, so not
+       * in Last-Event-ID); the stream ends as if the server had reset
+       * it, and sock_ended() opens it again. Over HTTP/2 sock_close()
+       * resets just this stream (RST_STREAM CANCEL, flushed when
+       * h2_recv is done) and the connection stays up; over HTTP/1.1 the
+       * stream's socket closes. */
+      h->cut_armed = false;
+      if (h->cut_done)
+        (*h->cut_done)++;
+      sock_ended(s, UV_ECONNRESET);
+      return ACP_ERR_CLOSED;
+    }
     /* (The parser repeats the last id for an event without one: not a
      * number of its own, so not a duplicate.) */
     if (i == id_len && !(s->events > 0 && v == s->last_id)) {
@@ -2220,6 +2239,19 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
 fail:
   hcli_free(h);
   return rv;
+}
+
+/* MARK: - Test hooks (Private) */
+
+int acp__remote_http_cut_session_stream(acp_uv_link *link, uint64_t after,
+                                        unsigned *done) {
+  hcli *h = link ? acp__uv_link_user_data(link, op_write) : NULL;
+  if (!h)
+    return ACP_ERR_INVALID_ARGUMENT;
+  h->cut_armed = true;
+  h->cut_after = after;
+  h->cut_done = done;
+  return 0;
 }
 
 /* MARK: - Queries (Public) */

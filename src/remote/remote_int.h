@@ -21,4 +21,19 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
                              acp_remote_connect_cb cb, void *user_data,
                              const acp_mem *mem);
 
+/*
+ * Test hook, not API: the next session stream of `link` (a Streamable
+ * HTTP client link) that brings an event numbered above `after`, after
+ * at least one event (so that it is opened again), is cut there, as a
+ * fault would: that event is dropped unread and the stream
+ * ends (over HTTP/2 the client resets just that stream, RST_STREAM
+ * CANCEL, on a connection that stays up; over HTTP/1.1 its socket
+ * closes). The client then handles it as any broken session stream:
+ * it opens the stream again with Last-Event-ID. Once; `*done` (may be
+ * NULL, must outlive the link) is incremented when it happened.
+ * Returns 0, or ACP_ERR_INVALID_ARGUMENT for another kind of link.
+ */
+int acp__remote_http_cut_session_stream(acp_uv_link *link, uint64_t after,
+                                        unsigned *done);
+
 #endif /* ACP_REMOTE_INT_H */

@@ -24,6 +24,7 @@
 #include "acp/remote.h"
 #include "failmem.h"
 #include "remote/ws_int.h"
+#include "remote_reset.h"
 
 /* MARK: - Codec */
 
@@ -2054,6 +2055,18 @@ static void test_session_stream_never_reopened_ends_connection(void **state) {
   cut_case(CUT_STALL);
 }
 
+/* A session stream reset over HTTP/2 (h2c, prior knowledge): see
+ * remote_reset.h. */
+static void test_session_stream_reset_over_http2(void **state) {
+  (void)state;
+  reset_case(ACP_REMOTE_HTTP2, NULL, NULL);
+}
+
+static void test_session_stream_reset_hook_over_http1(void **state) {
+  (void)state;
+  reset_case(ACP_REMOTE_HTTP, NULL, NULL);
+}
+
 /* Lines the server's link is given in one write leave in one send: a
  * turn's last update and its answer (one read of the agent's stdout) were
  * two segments, and two wake-ups of the client. Seen from a raw client
@@ -2805,6 +2818,8 @@ int main(void) {
       cmocka_unit_test(test_session_stream_cut_client_side),
       cmocka_unit_test(test_session_stream_cut_server_side),
       cmocka_unit_test(test_session_stream_never_reopened_ends_connection),
+      cmocka_unit_test(test_session_stream_reset_over_http2),
+      cmocka_unit_test(test_session_stream_reset_hook_over_http1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
