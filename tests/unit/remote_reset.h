@@ -116,6 +116,29 @@ static void rc_agent_line(rcut *r, const char *line, size_t n) {
   }
 }
 
+/* An update line ("text":"uN"): counts it in got[N] and an order error
+ * when it is not the one after *next; returns N, or 0 for another line.
+ * Shared with the proxy cut tests of test_remote.c. */
+static unsigned rc_count_update(const char *line, size_t n, unsigned *got,
+                                unsigned *next, unsigned *order_errors,
+                                unsigned max) {
+  const char *u = NULL;
+  for (size_t i = 0; i + 9 <= n; i++)
+    if (memcmp(line + i, "\"text\":\"u", 9) == 0) {
+      u = line + i + 9;
+      break;
+    }
+  if (!u)
+    return 0;
+  unsigned v = (unsigned)strtoul(u, NULL, 10);
+  assert_true(v >= 1 && v <= max);
+  got[v]++;
+  if (v != *next + 1)
+    (*order_errors)++;
+  *next = v;
+  return v;
+}
+
 static void rc_client_line(rcut *r, const char *line, size_t n) {
   if (rc_has(line, n, "\"id\":1,") && rc_has(line, n, "\"result\"")) {
     static const char p[] =
@@ -124,19 +147,9 @@ static void rc_client_line(rcut *r, const char *line, size_t n) {
     assert_int_equal(acp_uv_link_write(r->cli, p, sizeof(p) - 1), 0);
     return;
   }
-  const char *u = NULL;
-  for (size_t i = 0; i + 9 <= n; i++)
-    if (memcmp(line + i, "\"text\":\"u", 9) == 0) {
-      u = line + i + 9;
-      break;
-    }
-  if (u) {
-    unsigned v = (unsigned)strtoul(u, NULL, 10);
-    assert_true(v >= 1 && v <= RC_UPDATES);
-    r->got[v]++;
-    if (v != r->next + 1)
-      r->order_errors++;
-    r->next = v;
+  unsigned v =
+      rc_count_update(line, n, r->got, &r->next, &r->order_errors, RC_UPDATES);
+  if (v) {
     if (v == 10 && !r->rest_sent) {
       r->rest_sent = true;
       for (unsigned i = 11; i <= RC_UPDATES; i++)

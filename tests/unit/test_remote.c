@@ -1879,20 +1879,9 @@ static void cut_client_line(cutproxy *px, const char *line, size_t n) {
     assert_int_equal(acp_uv_link_write(px->cli, p, sizeof(p) - 1), 0);
     return;
   }
-  const char *u = NULL;
-  for (size_t i = 0; i + 9 <= n; i++)
-    if (memcmp(line + i, "\"text\":\"u", 9) == 0) {
-      u = line + i + 9;
-      break;
-    }
-  if (u) {
-    unsigned v = (unsigned)strtoul(u, NULL, 10);
-    assert_true(v >= 1 && v <= CUT_UPDATES);
-    px->got[v]++;
-    if (v != px->next + 1)
-      px->order_errors++;
-    px->next = v;
-  } else if (has(line, n, "\"id\":2,") && has(line, n, "\"end_turn\"")) {
+  if (rc_count_update(line, n, px->got, &px->next, &px->order_errors,
+                      CUT_UPDATES) == 0 &&
+      has(line, n, "\"id\":2,") && has(line, n, "\"end_turn\"")) {
     px->answered = true;
     cut_end(px);
   }
