@@ -100,6 +100,16 @@ shim() { # shim TOKEN LINES...
   { for l in "$@"; do printf '%s\n' "$l"; done; sleep $hold; } |
     timeout 20 "$ACP" mcp-shim "$SOCK" "$tok"
 }
+# shim_to OUT TOKEN LINES...: as shim, into OUT, and its stdin stays open
+# until the answer to id 2 is in OUT (60 s at most), not for a fixed time:
+# five shims under ASan on a loaded machine can take more than a second.
+shim_to() {
+  sout=$1
+  tok=$2
+  shift 2
+  { for l in "$@"; do printf '%s\n' "$l"; done; wait_in '"id":2,' "$sout"; } |
+    timeout 90 "$ACP" mcp-shim "$SOCK" "$tok" >"$sout"
+}
 
 # 5. socket and directory are private; several concurrent connections.
 start_chain "$ACP proxy tools" "$ACP agent --mcp-acp off"
@@ -108,7 +118,7 @@ smode=$(stat -c %a "$SOCK" 2>/dev/null)
 [ "$dmode" = 700 ] && [ "$smode" = 600 ] && ok "socket 0600 in a 0700 directory" ||
   ko "socket modes: dir $dmode sock $smode"
 for n in 1 2 3 4 5; do
-  shim "$TOKEN" "$MCPINIT" "$MCPINITED" "$(call 2 "conn-$n")" >"$T/shim$n" &
+  shim_to "$T/shim$n" "$TOKEN" "$MCPINIT" "$MCPINITED" "$(call 2 "conn-$n")" &
   eval "s$n=\$!"
 done
 wait "$s1" "$s2" "$s3" "$s4" "$s5"
@@ -204,7 +214,7 @@ echo "$out" | grep -q 'tools (stdio): echo read_lines' && echo "$out" | grep -qx
   ok "relay mode: bridged list and call" || ko "relay mode list and call" "$out"
 start_chain "$ACP proxy tools" "$ACP agent --mcp-acp off"
 for n in 1 2 3; do
-  ACP_MCP_SHIM_RELAY=1 shim "$TOKEN" "$MCPINIT" "$MCPINITED" "$(call 2 "relay-$n")" >"$T/shim$n" &
+  ACP_MCP_SHIM_RELAY=1 shim_to "$T/shim$n" "$TOKEN" "$MCPINIT" "$MCPINITED" "$(call 2 "relay-$n")" &
   eval "s$n=\$!"
 done
 wait "$s1" "$s2" "$s3"
