@@ -520,9 +520,6 @@ static int release_refs(acp_rpc_session *s) {
   return spans_flatten(s);
 }
 
-/* The most string pieces of one message that may be referenced. */
-#define REF_PARTS 8
-
 static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
                          const char *method, size_t mlen,
                          const acp__rpc_part *parts, size_t nparts) {
@@ -531,21 +528,20 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
   size_t i;
   /* Borrowing is possible at all: while dispatching, into the output. */
   bool may = s->in_lo != NULL && s->borrow && b == &s->out;
-  /* A lent string's plain prefix, found once: it decides whether the
-   * string is referenced, and otherwise is copied without a second scan. */
-  size_t plain[REF_PARTS];
-  bool ref[REF_PARTS];
+  /* The one lent string (ACP__PART_STR_REF; a later one is copied): its
+   * plain prefix, found once, decides whether it is referenced, and
+   * otherwise is copied without a second scan. */
+  size_t ref_i = SIZE_MAX;
+  size_t ref_plain = 0;
+  bool ref_lent = false;
 
   for (i = 0; i < nparts; i++) {
-    if (i < REF_PARTS) {
-      ref[i] = false;
-      plain[i] = 0;
-      if (parts[i].ref && parts[i].str && s->borrow && b == &s->out &&
-          parts[i].n >= BORROW_MIN) {
-        plain[i] = acp__json_plain_len(parts[i].p, parts[i].n);
-        ref[i] = ref_borrowable(s, b, &parts[i], plain[i]);
-      }
-      if (ref[i]) {
+    if (parts[i].ref && ref_i == SIZE_MAX && parts[i].str && s->borrow &&
+        b == &s->out && parts[i].n >= BORROW_MIN) {
+      ref_i = i;
+      ref_plain = acp__json_plain_len(parts[i].p, parts[i].n);
+      ref_lent = ref_borrowable(s, b, &parts[i], ref_plain);
+      if (ref_lent) {
         need += 2;
         continue;
       }
@@ -568,7 +564,11 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
   if (rv == 0 && nparts > 0)
     rv = put_lit(b, ",\"params\":");
   for (i = 0; rv == 0 && i < nparts; i++) {
-    if (i < REF_PARTS && ref[i]) {
+    if (i == ref_i) {
+      if (!ref_lent) {
+        rv = acp__json_escape_append_from(b, parts[i].p, parts[i].n, ref_plain);
+        continue;
+      }
       rv = acp__buf_putc(b, '"');
       if (rv == 0)
         rv = span_add(s, parts[i].p, parts[i].n);
@@ -576,9 +576,7 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
         s->ref_spans = true;
         rv = acp__buf_putc(b, '"');
       }
-    } else if (i < REF_PARTS && plain[i] > 0)
-      rv = acp__json_escape_append_from(b, parts[i].p, parts[i].n, plain[i]);
-    else if (parts[i].str)
+    } else if (parts[i].str)
       rv = acp__json_escape_append(b, parts[i].p, parts[i].n);
     else if (may && borrowable(s, b, &parts[i]))
       rv = span_add(s, parts[i].p, parts[i].n);
