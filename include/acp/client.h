@@ -383,6 +383,35 @@ ACP_EXTERN int acp_client_prompt_text(acp_client *client,
                                       size_t text_len,
                                       acp_client_response_cb cb,
                                       void *cb_user_data, int64_t *id_out);
+/**
+ * As acp_client_prompt_text(), but the text is referenced, not copied,
+ * where that saves a copy: a text of 4 KiB or more that needs no escaping
+ * (no quote, backslash or control byte; valid UTF-8), sent on a session
+ * that borrows its output (acp_rpc_session_set_borrow_output(), which
+ * libacp-uv's acp_uv_rpc turns on for pipes and sockets), is handed to the
+ * runtime in place and written from the caller's memory (one writev, no
+ * copy into the session's output). Anything else is copied at the call,
+ * as acp_client_prompt_text() does; the bytes sent are the same either
+ * way.
+ *
+ * Lifetime: `text` must stay valid and unchanged until `cb` runs for this
+ * request (the agent's answer, or a local error such as a timeout or the
+ * connection's end), or until the client is freed if it never runs. From
+ * inside `cb` on, the text is the caller's again: the session copies what
+ * it still references before it calls back.
+ *
+ * @param cb  required (not NULL): it is what tells the caller the text is
+ *            free again.
+ * @return 0, or the codes of acp_client_prompt_text();
+ *         ACP_ERR_INVALID_ARGUMENT also if cb is NULL or the text is not
+ *         valid UTF-8. On any error nothing was queued and nothing is
+ *         referenced.
+ */
+ACP_EXTERN int acp_client_prompt_text_ref(acp_client *client,
+                                          const char *session_id,
+                                          const char *text, size_t text_len,
+                                          acp_client_response_cb cb,
+                                          void *cb_user_data, int64_t *id_out);
 /** `session/prompt` with a raw ContentBlock[] array. */
 ACP_EXTERN int acp_client_prompt(acp_client *client, const char *session_id,
                                  const char *blocks, size_t blocks_len,

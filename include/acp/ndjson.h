@@ -82,6 +82,12 @@ typedef struct acp_ndjson {
   size_t max_line; /* the cap, line ending excluded */
   int skipping;    /* dropping an over-long line up to its newline */
   acp_mem mem;     /* allocator of buf */
+  /* [plain_lo, plain_hi): offsets into the current line (pending, or the
+   * one just handed out) of a long run that holds no quote, backslash,
+   * control byte or byte >= 0x80, seen by the line feed search; equal if
+   * none. The JSON-RPC session's parse skips it. */
+  size_t plain_lo;
+  size_t plain_hi;
 } acp_ndjson;
 
 /**

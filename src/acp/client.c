@@ -1013,13 +1013,14 @@ int acp_client_session_resume_replay(acp_client *client, const char *session_id,
                        id_out);
 }
 
-int acp_client_prompt_text(acp_client *client, const char *session_id,
-                           const char *text, size_t text_len,
-                           acp_client_response_cb cb, void *cb_user_data,
-                           int64_t *id_out) {
+static int prompt_text(acp_client *client, const char *session_id,
+                       const char *text, size_t text_len, bool ref,
+                       acp_client_response_cb cb, void *cb_user_data,
+                       int64_t *id_out) {
   acp__call tmpl;
   /* Written straight into the session's output: a large prompt is copied
-   * once, not into a params writer first. */
+   * once, not into a params writer first; a lent one (ref) not at all when
+   * it needs no escaping and the runtime writes pieces. */
   acp__rpc_part parts[] = {
       ACP__PART_LIT("{\"sessionId\":"),
       ACP__PART_STR(session_id, session_id ? strlen(session_id) : 0),
@@ -1030,12 +1031,32 @@ int acp_client_prompt_text(acp_client *client, const char *session_id,
 
   if (client == NULL || session_id == NULL || (text == NULL && text_len))
     return ACP_ERR_INVALID_ARGUMENT;
+  parts[3].ref = ref;
   memset(&tmpl, 0, sizeof(tmpl));
   tmpl.kind = CALL_PLAIN;
   tmpl.cb.client = cb;
   tmpl.cb_user_data = cb_user_data;
   return acp__role_call_parts(&client->role, "session/prompt", parts,
                               sizeof(parts) / sizeof(parts[0]), &tmpl, id_out);
+}
+
+int acp_client_prompt_text(acp_client *client, const char *session_id,
+                           const char *text, size_t text_len,
+                           acp_client_response_cb cb, void *cb_user_data,
+                           int64_t *id_out) {
+  return prompt_text(client, session_id, text, text_len, false, cb,
+                     cb_user_data, id_out);
+}
+
+int acp_client_prompt_text_ref(acp_client *client, const char *session_id,
+                               const char *text, size_t text_len,
+                               acp_client_response_cb cb, void *cb_user_data,
+                               int64_t *id_out) {
+  /* Without a callback the caller could not know when the text is free. */
+  if (cb == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return prompt_text(client, session_id, text, text_len, true, cb, cb_user_data,
+                     id_out);
 }
 
 int acp_client_prompt(acp_client *client, const char *session_id,

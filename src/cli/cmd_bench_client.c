@@ -186,8 +186,9 @@ static void next_turn(bench *b) {
   b->chunk_len = 0;
   b->other_updates = 0;
   b->t_turn = uv_hrtime();
-  if (acp_client_prompt_text(b->client, b->session_id, b->payload, b->size,
-                             on_prompt, b, NULL) != 0) {
+  /* The payload lives for the whole run: lent, not copied, per turn. */
+  if (acp_client_prompt_text_ref(b->client, b->session_id, b->payload, b->size,
+                                 on_prompt, b, NULL) != 0) {
     fail(b, "cannot send session/prompt");
     finish(b);
   }

@@ -12,6 +12,15 @@
  * 0, ACP_ERR_INVALID_ARGUMENT (not UTF-8), ACP_ERR_LIMIT or ACP_ERR_NOMEM;
  * on error `b` may hold a partial string: callers roll back. */
 int acp__json_escape_append(acp__buf *b, const char *s, size_t len);
+/* The length of the prefix of s[0..len) that a JSON string takes as is (no
+ * quote, backslash or control byte; valid UTF-8): the bytes the escaping
+ * above would copy unchanged. len if the whole text needs no escaping. */
+size_t acp__json_plain_len(const char *s, size_t len);
+/* acp__json_escape_append() of s[0..len) whose first `plain` bytes are known
+ * to need no escaping (plain <= acp__json_plain_len(s, len)): copied
+ * without a second scan. */
+int acp__json_escape_append_from(acp__buf *b, const char *s, size_t len,
+                                 size_t plain);
 
 /* Write the object key `k` (a string value of a parsed document) exactly as
  * it was in its input, escapes included: the byte-exact counterpart of

@@ -28,6 +28,20 @@ static ACP__AVX2 inline __m256i special32(__m256i v) {
 ACP__AVX2 size_t acp__json_plain_avx2(const unsigned char *p, size_t n) {
   size_t i = 0;
 
+  /* 128 bytes a step while all are plain (one test for four blocks: the
+   * loop's own instructions are a fifth of a 64-byte step's), then the
+   * 64-byte step finds which half stopped it. */
+  while (n - i >= 128) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 32));
+    __m256i c = _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 64));
+    __m256i d = _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 96));
+    __m256i m = _mm256_or_si256(_mm256_or_si256(special32(a), special32(b)),
+                                _mm256_or_si256(special32(c), special32(d)));
+    if (!_mm256_testz_si256(m, m))
+      break;
+    i += 128;
+  }
   while (n - i >= 64) {
     __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 32));
@@ -42,6 +56,21 @@ ACP__AVX2 size_t acp__json_copy_plain_avx2(unsigned char *d,
                                            const unsigned char *s, size_t n) {
   size_t i = 0;
 
+  while (n - i >= 128) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 32));
+    __m256i c = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 64));
+    __m256i e = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 96));
+    __m256i m = _mm256_or_si256(_mm256_or_si256(special32(a), special32(b)),
+                                _mm256_or_si256(special32(c), special32(e)));
+    if (!_mm256_testz_si256(m, m))
+      break;
+    _mm256_storeu_si256((__m256i *)(void *)(d + i), a);
+    _mm256_storeu_si256((__m256i *)(void *)(d + i + 32), b);
+    _mm256_storeu_si256((__m256i *)(void *)(d + i + 64), c);
+    _mm256_storeu_si256((__m256i *)(void *)(d + i + 96), e);
+    i += 128;
+  }
   while (n - i >= 64) {
     __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 32));

@@ -60,6 +60,10 @@ struct acp_json_doc {
   uint32_t strs_n;
   uint32_t strs_cap;
   bool has_root;
+  /* A stretch of the next parse's input already known to hold no special
+   * string byte (acp__json_doc_set_plain()), or NULL. */
+  const char *plain_lo;
+  const char *plain_hi;
 };
 
 /* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0. */
@@ -170,6 +174,21 @@ static inline int acp__json_have_avx2(void) {
  */
 int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
                              size_t *line_len);
+
+/*
+ * Tell the next parse of doc that the input bytes [lo, hi) hold no quote,
+ * backslash, control byte or byte >= 0x80 (the NDJSON framer found that
+ * while it looked for the line feed, acp_ndjson.plain_lo): a long string
+ * that runs into that stretch jumps over it instead of scanning it again.
+ * The caller guarantees the claim (it is not checked) and that the bytes
+ * do not change before the parse; (NULL, NULL) clears it. Every parse
+ * clears it when it ends.
+ */
+static inline void acp__json_doc_set_plain(acp_json_doc *doc, const char *lo,
+                                           const char *hi) {
+  doc->plain_lo = lo;
+  doc->plain_hi = hi;
+}
 
 /* Validate that s[0..len) is UTF-8 (no overlongs, no surrogates, at most
  * U+10FFFF). Returns the offset of the first bad byte, or len. */

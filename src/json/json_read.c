@@ -376,6 +376,24 @@ string:
       p += 16;
       if (end - p >= 64 && !acp__json_special64(p)) {
         p += 64;
+        /* Bytes the line framer already found plain (its line feed search
+         * over a line longer than one read): not scanned twice. Up to the
+         * stretch, the scan goes on as below (at most the framer's first
+         * window); a special byte before it stops there as always. */
+        if (doc != NULL && doc->plain_hi != NULL &&
+            (uintptr_t)p < (uintptr_t)doc->plain_hi &&
+            (uintptr_t)doc->plain_hi <= (uintptr_t)end) {
+          const unsigned char *lo = (const unsigned char *)doc->plain_lo;
+
+          while ((uintptr_t)p < (uintptr_t)lo &&
+                 (uintptr_t)lo - (uintptr_t)p >= 64 && !acp__json_special64(p))
+            p += 64;
+          while ((uintptr_t)p < (uintptr_t)lo && *p >= 0x20 && *p < 0x80 &&
+                 *p != '"' && *p != '\\')
+            p++;
+          if ((uintptr_t)p >= (uintptr_t)lo)
+            p = (const unsigned char *)doc->plain_hi;
+        }
 #ifdef ACP__JSON_AVX2
         /* A long text: twice the bytes per instruction where the CPU
          * can; the steps below find the block's special byte. */
@@ -640,12 +658,15 @@ int acp_json_doc_parse(acp_json_doc *doc, const char *data, size_t len,
   doc->strs_n = 0;
   arena_reset(doc);
   rv = check_size(len, err);
-  if (rv != 0)
+  if (rv != 0) {
+    doc->plain_lo = doc->plain_hi = NULL;
     return rv;
+  }
   if (data == NULL)
     data = empty;
   rv = parse_core(doc, &doc->mem, data, len, err, 1, &doc->stack,
                   &doc->stack_cap, NULL, doc->max_depth, 0, NULL);
+  doc->plain_lo = doc->plain_hi = NULL;
   if (rv != 0) {
     doc->tape_n = 0;
     return rv;
@@ -668,6 +689,7 @@ int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
     len = UINT32_MAX; /* a line must end before that anyway */
   rv = parse_core(doc, &doc->mem, data, len, NULL, 1, &doc->stack,
                   &doc->stack_cap, NULL, doc->max_depth, 1, &at);
+  doc->plain_lo = doc->plain_hi = NULL;
   if (rv != 0) {
     doc->tape_n = 0;
     return rv;

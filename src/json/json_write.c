@@ -210,7 +210,10 @@ static size_t copy_plain(acp_json_writer *w, const unsigned char *s,
   return i;
 }
 
-static int put_string(acp_json_writer *w, const char *str, size_t len) {
+/* `plain` leading bytes are known to need no escaping (acp__json_plain_len()
+ * said so): they are copied without a second look. */
+static int put_string_from(acp_json_writer *w, const char *str, size_t len,
+                           size_t plain) {
   static const char hexd[] = "0123456789abcdef";
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
@@ -225,6 +228,10 @@ static int put_string(acp_json_writer *w, const char *str, size_t len) {
   if (str == NULL && len > 0)
     return ACP_ERR_INVALID_ARGUMENT;
   rv = putc1(w, '"');
+  if (rv == 0 && plain > 0) {
+    rv = put(w, str, plain);
+    i = plain;
+  }
   while (rv == 0 && i < len) {
     /* Room for the rest copied as is; escapes grow the buffer further. */
     rv = acp__buf_reserve(&w->buf, len - i + 1);
@@ -296,6 +303,102 @@ static int put_string(acp_json_writer *w, const char *str, size_t len) {
   }
   if (rv == 0)
     rv = putc1(w, '"');
+  return rv;
+}
+
+static int put_string(acp_json_writer *w, const char *str, size_t len) {
+  return put_string_from(w, str, len, 0);
+}
+
+/* The plain ASCII prefix of s[0..len) (no quote, backslash, control byte or
+ * byte >= 0x80), read only: the test of copy_plain() without its stores. */
+static size_t plain_ascii(const unsigned char *s, size_t len) {
+  const uint64_t ones = UINT64_C(0x0101010101010101);
+  const uint64_t highs = UINT64_C(0x8080808080808080);
+  size_t i = 0;
+  uint64_t v;
+  uint64_t x;
+  uint64_t m;
+
+#if defined(__SSE2__)
+  if (len >= 80) {
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)s);
+    if (_mm_movemask_epi8(acp__json_special16(b)) == 0) {
+      i = 16;
+#ifdef ACP__JSON_AVX2
+      if (acp__json_have_avx2())
+        i += acp__json_plain_avx2(s + i, len - i);
+#endif
+      while (len - i >= 64 && !acp__json_special64(s + i))
+        i += 64;
+    }
+  }
+  while (len - i >= 16) {
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    int mk = _mm_movemask_epi8(acp__json_special16(b));
+    if (mk != 0)
+      return i + (unsigned)__builtin_ctz((unsigned)mk);
+    i += 16;
+  }
+#endif
+  while (len - i >= 8) {
+    memcpy(&v, s + i, 8);
+    x = v ^ (ones * '"');
+    m = (x - ones) & ~x;
+    x = v ^ (ones * '\\');
+    m |= (x - ones) & ~x;
+    m |= (v - ones * 0x20) & ~v;
+    if (((m | v) & highs) != 0)
+      break;
+    i += 8;
+  }
+  while (i < len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\')
+    i++;
+  return i;
+}
+
+size_t acp__json_plain_len(const char *str, size_t len) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  size_t k;
+#ifdef ACP__JSON_AVX2
+  size_t wide_next = 0;
+#endif
+
+  if (str == NULL)
+    return 0;
+  for (;;) {
+    i += plain_ascii(s + i, len - i);
+    if (i == len || s[i] < 0x80)
+      return i;
+#ifdef ACP__JSON_AVX2
+    /* As put_string_from(): 32 bytes a step where the CPU can, and not
+     * again within the block that stopped it. */
+    if (i >= wide_next && len - i >= 64 && acp__json_have_avx2()) {
+      k = acp__json_plain_utf8_avx2(s + i, len - i);
+      i += k;
+      wide_next = i + 32;
+      if (k > 0)
+        continue;
+    }
+#endif
+    k = acp__utf8_seq(s + i, s + len);
+    if (k == 0)
+      return i;
+    i += k;
+  }
+}
+
+int acp__json_escape_append_from(acp__buf *b, const char *str, size_t len,
+                                 size_t plain) {
+  acp_json_writer w;
+  int rv;
+
+  if (plain > len)
+    return ACP_ERR_INVALID_ARGUMENT;
+  w.buf = *b;
+  rv = put_string_from(&w, str, len, plain);
+  *b = w.buf;
   return rv;
 }
 

@@ -5,6 +5,7 @@
 #include "acp/ndjson.h"
 
 #include "internal.h"
+#include "json/json_int.h"
 
 /* MARK: - Framer (Public) */
 
@@ -14,6 +15,7 @@ void acp_ndjson_init(acp_ndjson *f, size_t max_line, const acp_mem *mem) {
   f->cap = 0;
   f->max_line = max_line ? max_line : ACP_NDJSON_DEFAULT_MAX_LINE;
   f->skipping = 0;
+  f->plain_lo = f->plain_hi = 0;
   acp__mem_init(&f->mem, mem);
 }
 
@@ -114,6 +116,63 @@ char *acp_ndjson_read_buf(acp_ndjson *f, size_t *room) {
   return f->buf + f->len;
 }
 
+/* From this many bytes on, the line feed search looks for plain runs (below);
+ * shorter input is one memchr as before. */
+#define PLAIN_MIN ((size_t)16 * 1024)
+/* The stretch searched with memchr between two plain runs. */
+#define NL_WINDOW ((size_t)4096)
+
+/* The leading 64-byte blocks of p[0..n) that hold no JSON-special byte
+ * (quote, backslash, control byte, byte >= 0x80), as the parser's string
+ * scan tests them: a multiple of 64. */
+static size_t plain_run(const unsigned char *p, size_t n) {
+  size_t i = 0;
+
+#ifdef ACP__JSON_AVX2
+  if (acp__json_have_avx2())
+    return acp__json_plain_avx2(p, n);
+#endif
+#if defined(__SSE2__)
+  while (n - i >= 64 && !acp__json_special64(p + i))
+    i += 64;
+#else
+  (void)p;
+  (void)n;
+#endif
+  return i;
+}
+
+/*
+ * The first line feed in start[0..avail), which lies at offset `base` of
+ * the line being framed. Over a long stretch the search alternates a
+ * memchr of one window with a run of plain blocks (which hold no line feed,
+ * being free of control bytes), and keeps the longest run in
+ * f->plain_lo/hi: a 1 MiB text split across reads is then searched and
+ * checked for the parser in one pass instead of a memchr and then the
+ * parse's own scan (docs/decisions.md). Text with special bytes everywhere
+ * costs one failed block test per window more than a plain memchr.
+ */
+static const char *find_nl(acp_ndjson *f, const char *start, size_t avail,
+                           size_t base) {
+  size_t i = 0;
+
+  while (avail - i >= PLAIN_MIN) {
+    const char *nl = memchr(start + i, '\n', NL_WINDOW);
+    size_t k;
+
+    if (nl != NULL)
+      return nl;
+    i += NL_WINDOW;
+    k = plain_run((const unsigned char *)start + i, avail - i);
+    if (k >= NL_WINDOW && k > f->plain_hi - f->plain_lo) {
+      f->plain_lo = base + i;
+      f->plain_hi = base + i + k;
+    }
+    i += k;
+  }
+  return memchr(start + i, '\n', avail - i);
+}
+
 int acp_ndjson_next(acp_ndjson *f, const char *data, size_t len, size_t *used,
                     const char **line, size_t *line_len) {
   size_t limit;
@@ -132,8 +191,14 @@ int acp_ndjson_next(acp_ndjson *f, const char *data, size_t len, size_t *used,
   while (pos < len) {
     const char *start = data + pos;
     size_t avail = len - pos;
-    const char *nl = memchr(start, '\n', avail);
-    size_t chunk = nl ? (size_t)(nl - start) : avail;
+    const char *nl;
+    size_t chunk;
+
+    if (f->len == 0) /* a new line: nothing known about it yet */
+      f->plain_lo = f->plain_hi = 0;
+    nl = f->skipping ? memchr(start, '\n', avail)
+                     : find_nl(f, start, avail, f->len);
+    chunk = nl ? (size_t)(nl - start) : avail;
     const char *p;
     size_t n;
 

@@ -14,18 +14,26 @@
 
 /* One piece of a params value: raw JSON bytes, or (str) bytes written as
  * one JSON string with escapes. The pieces concatenated must form one JSON
- * value; that is not checked. */
+ * value; that is not checked. A string piece marked `ref` may be referenced
+ * instead of copied (the caller keeps the bytes until the response
+ * callback of the request runs): when it needs no escaping, borrowing is on
+ * and it is large, the output hands it out in place
+ * (acp_client_prompt_text_ref()). */
 typedef struct acp__rpc_part {
   const char *p;
   size_t n;
   bool str;
+  bool ref;
 } acp__rpc_part;
 
 /* A raw piece from a string literal, and a string piece. */
 #define ACP__PART_LIT(lit)                                                     \
-  { (lit), sizeof(lit) - 1, false }
+  { (lit), sizeof(lit) - 1, false, false }
 #define ACP__PART_STR(ptr, len)                                                \
-  { (ptr), (len), true }
+  { (ptr), (len), true, false }
+/* A string piece that may be referenced (above). */
+#define ACP__PART_STR_REF(ptr, len)                                            \
+  { (ptr), (len), true, true }
 
 /* As acp_rpc_session_request() and _notify(), params from `parts`. */
 int acp__rpc_request_parts(acp_rpc_session *s, const char *method,

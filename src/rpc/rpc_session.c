@@ -135,6 +135,7 @@ struct acp_rpc_session {
   size_t nspans;
   size_t spans_cap;
   size_t ext_total; /* bytes in spans */
+  bool ref_spans;   /* a span references a caller's text (ACP__PART_STR_REF) */
   acp_rpc_iov *iov;
   size_t iov_cap;
   acp_rpc_iov one; /* the single piece when the list cannot grow */
@@ -427,6 +428,24 @@ static inline bool borrowable(const acp_rpc_session *s, const acp__buf *b,
          room - s->ext_total >= part->n;
 }
 
+/*
+ * Whether a string piece the caller lends (ACP__PART_STR_REF) may be
+ * referenced: while borrowing, into the output, large, within the output
+ * cap, and needing no escaping (`plain` == its length, with the quotes
+ * around it written as own bytes).
+ */
+static inline bool ref_borrowable(const acp_rpc_session *s, const acp__buf *b,
+                                  const acp__rpc_part *part, size_t plain) {
+  size_t room;
+
+  if (!part->ref || !s->borrow || b != &s->out || part->n < BORROW_MIN ||
+      plain != part->n)
+    return false;
+  room = s->out.max - s->out.len;
+  return s->out.max >= s->out.len && room >= s->ext_total &&
+         room - s->ext_total >= part->n;
+}
+
 static int span_add(acp_rpc_session *s, const char *p, size_t n) {
   if (s->nspans == s->spans_cap) {
     size_t ncap = s->spans_cap ? s->spans_cap * 2 : 4;
@@ -487,7 +506,18 @@ static int spans_flatten(acp_rpc_session *s) {
   s->out.len = total;
   s->nspans = 0;
   s->ext_total = 0;
+  s->ref_spans = false;
   return 0;
+}
+
+/* Before a response callback runs: the caller may free a text it lent to
+ * its request (ACP__PART_STR_REF) from there on, so anything still
+ * referenced is copied in first. Rare: the runtime has normally written the
+ * request long before its answer comes. */
+static int release_refs(acp_rpc_session *s) {
+  if (!s->ref_spans || s->nspans == 0)
+    return 0;
+  return spans_flatten(s);
 }
 
 static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
@@ -498,10 +528,27 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
   size_t i;
   /* Borrowing is possible at all: while dispatching, into the output. */
   bool may = s->in_lo != NULL && s->borrow && b == &s->out;
+  /* The one lent string (ACP__PART_STR_REF; a later one is copied): its
+   * plain prefix, found once, decides whether it is referenced, and
+   * otherwise is copied without a second scan. */
+  size_t ref_i = SIZE_MAX;
+  size_t ref_plain = 0;
+  bool ref_lent = false;
 
-  for (i = 0; i < nparts; i++)
+  for (i = 0; i < nparts; i++) {
+    if (parts[i].ref && ref_i == SIZE_MAX && parts[i].str && s->borrow &&
+        b == &s->out && parts[i].n >= BORROW_MIN) {
+      ref_i = i;
+      ref_plain = acp__json_plain_len(parts[i].p, parts[i].n);
+      ref_lent = ref_borrowable(s, b, &parts[i], ref_plain);
+      if (ref_lent) {
+        need += 2;
+        continue;
+      }
+    }
     if (!may || !borrowable(s, b, &parts[i]))
       need += parts[i].n + (parts[i].str ? 2 : 0);
+  }
   rv = presize(b, need);
   if (rv == 0 && id) {
     rv = put_lit(b, "{\"jsonrpc\":\"2.0\",\"id\":");
@@ -517,7 +564,19 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
   if (rv == 0 && nparts > 0)
     rv = put_lit(b, ",\"params\":");
   for (i = 0; rv == 0 && i < nparts; i++) {
-    if (parts[i].str)
+    if (i == ref_i) {
+      if (!ref_lent) {
+        rv = acp__json_escape_append_from(b, parts[i].p, parts[i].n, ref_plain);
+        continue;
+      }
+      rv = acp__buf_putc(b, '"');
+      if (rv == 0)
+        rv = span_add(s, parts[i].p, parts[i].n);
+      if (rv == 0) {
+        s->ref_spans = true;
+        rv = acp__buf_putc(b, '"');
+      }
+    } else if (parts[i].str)
       rv = acp__json_escape_append(b, parts[i].p, parts[i].n);
     else if (may && borrowable(s, b, &parts[i]))
       rv = span_add(s, parts[i].p, parts[i].n);
@@ -1353,6 +1412,9 @@ static int handle_response(acp_rpc_session *s, acp_rpc_msg *msg) {
     }
     msg->error_data = acp_json_obj_getz(msg->error, "data");
   }
+  rv = release_refs(s);
+  if (rv != 0)
+    return rv;
   pend_remove(s, slot, &cb, &ud, &id);
   if (cb == NULL)
     return 0;
@@ -1694,7 +1756,13 @@ acp_ssize acp_rpc_session_recv(acp_rpc_session *s, const char *data, size_t len,
     if (rv == ACP_NDJSON_LINE) {
       s->in_lo = line;
       s->in_hi = line + n;
+      /* A long run the framer's line feed search found plain: the parse
+       * jumps over it rather than scanning it a second time. */
+      if (s->framer.plain_hi > s->framer.plain_lo && s->framer.plain_hi <= n)
+        acp__json_doc_set_plain(s->doc, line + s->framer.plain_lo,
+                                line + s->framer.plain_hi);
       rv = process_line(s, line, n);
+      acp__json_doc_set_plain(s->doc, NULL, NULL);
       s->in_lo = s->in_hi = NULL;
     } else if (rv == ACP_NDJSON_OVERLONG)
       rv = overlong(s);
@@ -1722,6 +1790,9 @@ static int complete_local(acp_rpc_session *s, uint32_t slot, int64_t code,
   acp_rpc_msg msg;
   int rv;
 
+  rv = release_refs(s);
+  if (rv != 0)
+    return rv;
   pend_remove(s, slot, &cb, &ud, &id);
   if (remember)
     done_add(s, id);
@@ -1884,6 +1955,7 @@ acp_ssize acp_rpc_session_send_iov(acp_rpc_session *s, const acp_rpc_iov **iov,
   s->out.len = 0;
   s->nspans = 0;
   s->ext_total = 0;
+  s->ref_spans = false;
   *iov = s->iov;
   *niov = k;
   return (acp_ssize)n;
@@ -1917,7 +1989,7 @@ static int emit_parts(acp_rpc_session *s, const int64_t *id, const char *method,
 static int emit_request(acp_rpc_session *s, const int64_t *id,
                         const char *method, size_t mlen, const char *params,
                         size_t plen) {
-  acp__rpc_part part = {params, plen, false};
+  acp__rpc_part part = {params, plen, false, false};
 
   return emit_parts(s, id, method, mlen, &part, params != NULL ? 1 : 0);
 }
@@ -1927,7 +1999,7 @@ int acp_rpc_session_request(acp_rpc_session *s, const char *method,
                             size_t params_len, uint64_t timeout_ms,
                             uint64_t now_ms, acp_rpc_response_cb cb,
                             void *cb_user_data, int64_t *id_out) {
-  acp__rpc_part part = {params, params_len, false};
+  acp__rpc_part part = {params, params_len, false, false};
 
   return acp__rpc_request_parts(s, method, method_len, &part,
                                 params != NULL ? 1 : 0, timeout_ms, now_ms, cb,
@@ -1976,7 +2048,7 @@ int acp__rpc_request_parts(acp_rpc_session *s, const char *method,
 int acp_rpc_session_notify(acp_rpc_session *s, const char *method,
                            size_t method_len, const char *params,
                            size_t params_len) {
-  acp__rpc_part part = {params, params_len, false};
+  acp__rpc_part part = {params, params_len, false, false};
 
   return acp__rpc_notify_parts(s, method, method_len, &part,
                                params != NULL ? 1 : 0);
