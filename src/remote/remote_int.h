@@ -36,4 +36,13 @@ int acp__remote_http_connect(acp_uv_link **out, uv_loop_t *loop,
 int acp__remote_http_cut_session_stream(acp_uv_link *link, uint64_t after,
                                         unsigned *done);
 
+/*
+ * Test hook, not API: how many ended Streamable HTTP connection ids
+ * `srv` remembers for their closing DELETE (default 4096) and for how
+ * long (default 60000 ms). `max` 0 keeps none. Call before any
+ * connection ended.
+ */
+void acp__remote_server_gone_limits(acp_remote_server *srv, unsigned max,
+                                    uint64_t ms);
+
 #endif /* ACP_REMOTE_INT_H */
