@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "acp/json.h"
@@ -161,8 +162,8 @@ struct wconn {
    * message read slowly is not a stall. */
   uv_timer_t wstall;
   uint64_t stall_ms;  /* 0 or UINT64_MAX: never (clients) */
-  uint64_t wr_queued; /* bytes ever handed to uv_write() */
-  uint64_t wr_seen;   /* bytes written (wr_queued - queue) at the last look */
+  uint64_t wr_handed; /* bytes ever handed to the socket (libuv) */
+  uint64_t wr_seen;   /* bytes the peer took (wstall_taken) at the last look */
   uint64_t wr_moved;  /* uv_now() when wr_seen last changed */
   bool stalled;       /* ended by on_wstall */
 };
@@ -435,6 +436,26 @@ static void wstall_end(wconn *c) {
   conn_close_tcp(c);
 }
 
+/* Bytes of ours the peer has taken: all we handed to the socket minus what
+ * libuv still holds and what the kernel has not had acknowledged yet.
+ * The kernel's part counts: its send buffer takes new bytes only once a
+ * good share of it is free (at slow reading rates that can take longer
+ * than stall_ms on an autotuned buffer of megabytes), while its unsent or
+ * unacknowledged bytes fall with every read of the peer. Where the kernel
+ * does not say (no TIOCOUTQ), libuv's queue alone is looked at. */
+static uint64_t wstall_taken(wconn *c) {
+  uint64_t t =
+      c->wr_handed - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+#ifdef TIOCOUTQ
+  uv_os_fd_t fd;
+  int outq = 0;
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+      ioctl(fd, TIOCOUTQ, &outq) == 0 && outq > 0 && (uint64_t)outq <= t)
+    t -= (uint64_t)outq;
+#endif
+  return t;
+}
+
 static uint64_t wstall_tick(const wconn *c) {
   return c->stall_ms >= 4 ? c->stall_ms / 4 : 1;
 }
@@ -447,10 +468,9 @@ static void on_wstall(uv_timer_t *t) {
   if (c->tcp_closed || c->lingering)
     return; /* the linger has its own bound (LINGER_FLUSH_MS) */
   uint64_t now = uv_now(t->loop);
-  uint64_t written =
-      c->wr_queued - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-  if (written != c->wr_seen) {
-    c->wr_seen = written;
+  uint64_t taken = wstall_taken(c);
+  if (taken != c->wr_seen) {
+    c->wr_seen = taken;
     c->wr_moved = now;
   }
   if (c->writes == 0)
@@ -463,14 +483,13 @@ static void on_wstall(uv_timer_t *t) {
   uv_timer_start(t, on_wstall, left < tick ? left : tick, 0);
 }
 
-/* `n` bytes were queued in libuv (the kernel did not take them at once). */
-static void wstall_queued(wconn *c, size_t n) {
-  c->wr_queued += n;
+/* A write was queued in libuv (the kernel did not take it all at once):
+ * look at the progress until the queue drains. */
+static void wstall_queued(wconn *c) {
   if (c->stall_ms == 0 || c->stall_ms == UINT64_MAX ||
       uv_is_active((uv_handle_t *)&c->wstall))
     return;
-  c->wr_seen =
-      c->wr_queued - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+  c->wr_seen = wstall_taken(c);
   c->wr_moved = uv_now(c->loop);
   uv_timer_start(&c->wstall, on_wstall, wstall_tick(c), 0);
 }
@@ -492,6 +511,7 @@ static void wstall_queued(wconn *c, size_t n) {
  * watcher), one syscall per message. */
 static int send_owned(wconn *c, wwrite *w) {
   uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  c->wr_handed += w->len;
   if (c->writes == 0) {
     int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (r > 0 && (size_t)r == w->len) {
@@ -511,7 +531,7 @@ static int send_owned(wconn *c, wwrite *w) {
   }
   c->writes++;
   c->last = w;
-  wstall_queued(c, b.len);
+  wstall_queued(c);
   return 0;
 }
 
@@ -554,6 +574,7 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
     return tls_send(c, bufs, nb, credit);
   for (unsigned i = 0; i < nb; i++)
     total += bufs[i].len;
+  c->wr_handed += total;
   if (c->writes == 0 && !mask_last &&
       (c->state == C_OPEN || c->state == C_SSE || c->state == C_H2)) {
     int r = uv_try_write((uv_stream_t *)&c->tcp, bufs, nb);
@@ -591,7 +612,7 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
   }
   c->writes++;
   c->last = w;
-  wstall_queued(c, b.len);
+  wstall_queued(c);
   return 0;
 }
 

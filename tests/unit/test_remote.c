@@ -1181,6 +1181,291 @@ static void test_unread_sse_stream_backs_up_into_the_link(void **state) {
   free(h);
 }
 
+/* A client that keeps its stream open but stops reading it: once the
+ * kernel takes nothing more of the server's output for stall_ms, the
+ * connection ends as for a vanished peer (the agent's link reads
+ * UV_ETIMEDOUT) instead of holding the agent back forever. A client that
+ * reads slowly but keeps reading is never cut, even while one message
+ * takes many stall_ms to leave: progress is bytes written, not messages.
+ * The client is a blocking socket on a thread with a small receive
+ * buffer; the agent's side floods (or writes one big message). */
+enum { ST_SSE_MUTE, ST_SSE_SLOW, ST_WS_MUTE };
+#define ST_STALL_MS 300u
+#define ST_BIG ((size_t)8 << 20)
+
+typedef struct spair {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link;
+  int port, mode;
+  uv_thread_t th;
+  uv_sem_t opened; /* the client sent its GET (or upgrade) */
+  uv_sem_t stop;   /* the test is over: the client may close */
+  bool go, initialized, big_sent, finished;
+  int end_status; /* the agent link's read end (0: not ended) */
+  size_t max_queue;
+  /* ST_SSE_SLOW: what the client read of the big message, and how long
+   * it took (set by the client thread before `done`) */
+  size_t slow_read;
+  uint64_t slow_ms;
+  uv_sem_t done;
+  uv_timer_t tick, guard;
+} spair;
+
+static int small_connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int rcv = 4096;
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)), 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  return fd;
+}
+
+/* Read a response head (and for initialize its JSON body) into resp. */
+static void read_head(int fd, char *resp, size_t cap, bool body) {
+  size_t have = 0;
+  for (;;) {
+    assert_true(have < cap - 1);
+    ssize_t k = read(fd, resp + have, 1); /* not past the head */
+    assert_true(k > 0);
+    have += (size_t)k;
+    resp[have] = '\0';
+    const char *e = strstr(resp, "\r\n\r\n");
+    if (e && (!body || strchr(e, '}')))
+      return;
+  }
+}
+
+static void sclient(void *arg) {
+  spair *h = arg;
+  char req[512], resp[4096], id[37] = {0};
+  int fd = -1, sfd;
+  if (h->mode == ST_WS_MUTE) {
+    sfd = small_connect(h->port);
+    snprintf(req, sizeof(req),
+             "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" UP "\r\n", h->port);
+    raw_send(sfd, req);
+    read_head(sfd, resp, sizeof(resp), false);
+    assert_non_null(strstr(resp, "HTTP/1.1 101"));
+  } else {
+    const char *b = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+    fd = raw_connect(h->port);
+    snprintf(req, sizeof(req),
+             "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             h->port, strlen(b), b);
+    raw_send(fd, req);
+    read_head(fd, resp, sizeof(resp), true);
+    assert_non_null(strstr(resp, "HTTP/1.1 200"));
+    const char *p = strstr(resp, "Acp-Connection-Id: ");
+    assert_non_null(p);
+    memcpy(id, p + 19, 36);
+    sfd = small_connect(h->port);
+    snprintf(req, sizeof(req),
+             "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Accept: text/event-stream\r\nAcp-Connection-Id: %s\r\n\r\n",
+             h->port, id);
+    raw_send(sfd, req);
+    read_head(sfd, resp, sizeof(resp), false);
+    assert_non_null(strstr(resp, "HTTP/1.1 200"));
+  }
+  uv_sem_post(&h->opened);
+  if (h->mode == ST_SSE_SLOW) {
+    /* 4 KiB at a time with a pause after each: the 8 MiB message takes
+     * seconds (many stall_ms), every gap is about a millisecond. Up to the
+     * event that ends it: "..."}\n\n after the big payload. */
+    char buf[4096], tail[8] = {0};
+    size_t nread = 0;
+    uint64_t t0 = uv_hrtime();
+    for (;;) {
+      ssize_t k = read(sfd, buf, sizeof(buf));
+      if (k <= 0)
+        break;
+      nread += (size_t)k;
+      size_t keep = (size_t)k < 7 ? (size_t)k : 7;
+      memmove(tail, tail + keep, 7 - keep);
+      memcpy(tail + 7 - keep, buf + k - keep, keep);
+      if (nread > ST_BIG && memcmp(tail + 3, "\"}\n\n", 4) == 0)
+        break;
+      uv_sleep(1);
+    }
+    h->slow_read = nread;
+    h->slow_ms = (uv_hrtime() - t0) / 1000000u;
+    uv_sem_post(&h->done);
+  }
+  uv_sem_wait(&h->stop);
+  close(sfd);
+  if (fd >= 0)
+    close(fd);
+}
+
+static void s_finish(spair *h) {
+  if (h->finished)
+    return;
+  h->finished = true;
+  uv_timer_stop(&h->tick);
+  uv_timer_stop(&h->guard);
+  if (h->link) {
+    acp_uv_link_close(h->link, 0, NULL, NULL);
+    h->link = NULL;
+  }
+  if (h->srv) {
+    acp_remote_server_close(h->srv);
+    h->srv = NULL;
+  }
+  uv_close((uv_handle_t *)&h->tick, NULL);
+  uv_close((uv_handle_t *)&h->guard, NULL);
+  uv_sem_post(&h->stop);
+}
+
+static void s_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  spair *h = ud;
+  (void)d;
+  (void)n;
+  (void)l;
+  if (status != 0) {
+    h->end_status = status;
+    s_finish(h);
+    return;
+  }
+  if (!h->initialized) {
+    h->initialized = true;
+    const char *r = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, strlen(r));
+  }
+}
+
+static void s_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  spair *h = ud;
+  (void)s;
+  (void)id;
+  assert_null(h->link);
+  h->link = link;
+  acp_uv_link_read_start(link, s_read, h);
+}
+
+static void s_tick(uv_timer_t *t) {
+  spair *h = t->data;
+  if (!h->go) {
+    /* wait (off the loop's back) until the client's stream is open */
+    if (uv_sem_trywait(&h->opened) != 0) {
+      uv_timer_start(t, s_tick, 5, 0);
+      return;
+    }
+    h->go = true;
+  }
+  if (!h->link)
+    return;
+  if (h->mode == ST_SSE_SLOW) {
+    if (!h->big_sent) {
+      /* one message bigger than every buffer on the way */
+      static const char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"x\","
+                                 "\"params\":\"";
+      char *m = malloc(ST_BIG + 64);
+      assert_non_null(m);
+      memcpy(m, head, sizeof(head) - 1);
+      memset(m + sizeof(head) - 1, 'x', ST_BIG);
+      memcpy(m + sizeof(head) - 1 + ST_BIG, "\"}\n", 3);
+      assert_int_equal(
+          acp_uv_link_write(h->link, m, sizeof(head) - 1 + ST_BIG + 3), 0);
+      free(m);
+      h->big_sent = true;
+    }
+    if (uv_sem_trywait(&h->done) == 0) {
+      h->max_queue = acp_uv_link_write_queue_size(h->link);
+      s_finish(h);
+      return;
+    }
+    uv_timer_start(t, s_tick, 5, 0);
+    return;
+  }
+  /* a flood, until the link's queue holds 8 MiB (it then waits for the
+   * stall to end the connection) */
+  size_t q = acp_uv_link_write_queue_size(h->link);
+  if (q > h->max_queue)
+    h->max_queue = q;
+  if (q < (size_t)8 << 20) {
+    char chunk[4096];
+    memset(chunk, 'x', sizeof(chunk));
+    memcpy(chunk, "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"", 38);
+    memcpy(chunk + sizeof(chunk) - 3, "\"}\n", 3);
+    for (int i = 0; i < 256; i++)
+      acp_uv_link_write(h->link, chunk, sizeof(chunk));
+    uv_timer_start(t, s_tick, 5, 0);
+  }
+}
+
+static void s_guard(uv_timer_t *t) {
+  /* a deadlock guard, not a measurement: the stall never ended it */
+  spair *h = t->data;
+  h->end_status = 1;
+  s_finish(h);
+}
+
+static spair *stall_case(int mode) {
+  spair *h = calloc(1, sizeof(*h));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  assert_non_null(h);
+  h->mode = mode;
+  so.stall_ms = ST_STALL_MS;
+  assert_int_equal(uv_loop_init(&h->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&h->srv, &h->loop, &so, s_accept, h, NULL, NULL),
+      0);
+  h->port = acp_remote_server_port(h->srv);
+  uv_sem_init(&h->opened, 0);
+  uv_sem_init(&h->stop, 0);
+  uv_sem_init(&h->done, 0);
+  assert_int_equal(uv_thread_create(&h->th, sclient, h), 0);
+  uv_timer_init(&h->loop, &h->tick);
+  uv_timer_init(&h->loop, &h->guard);
+  h->tick.data = h;
+  h->guard.data = h;
+  uv_timer_start(&h->tick, s_tick, 5, 0);
+  uv_timer_start(&h->guard, s_guard, 120000, 0);
+  assert_int_equal(uv_run(&h->loop, UV_RUN_DEFAULT), 0);
+  uv_thread_join(&h->th);
+  assert_int_equal(uv_loop_close(&h->loop), 0);
+  uv_sem_destroy(&h->opened);
+  uv_sem_destroy(&h->stop);
+  uv_sem_destroy(&h->done);
+  return h;
+}
+
+static void test_unread_sse_stream_stalls_out(void **state) {
+  (void)state;
+  spair *h = stall_case(ST_SSE_MUTE);
+  assert_int_equal(h->end_status, UV_ETIMEDOUT);
+  assert_true(h->max_queue > 0); /* the agent was held back first */
+  free(h);
+}
+
+static void test_unread_websocket_stalls_out(void **state) {
+  (void)state;
+  spair *h = stall_case(ST_WS_MUTE);
+  assert_int_equal(h->end_status, UV_ETIMEDOUT);
+  assert_true(h->max_queue > 0);
+  free(h);
+}
+
+static void test_slow_sse_reader_is_not_cut(void **state) {
+  (void)state;
+  spair *h = stall_case(ST_SSE_SLOW);
+  assert_int_equal(h->end_status, 0); /* never ended by the server */
+  assert_true(h->slow_read > ST_BIG);
+  /* the message took longer than the stall timeout to leave: only
+   * progress counted kept the connection */
+  assert_true(h->slow_ms > ST_STALL_MS);
+  assert_int_equal(h->max_queue, 0); /* all of it was written */
+  free(h);
+}
+
 /* The same over HTTP/2, with our client, on its session stream: the
  * agent's side floods session/update for session s1 (routed to the s1
  * session stream), and the client's link stops reading at the first one.
@@ -2800,6 +3085,9 @@ int main(void) {
       cmocka_unit_test(test_streamable_http2_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
+      cmocka_unit_test(test_unread_sse_stream_stalls_out),
+      cmocka_unit_test(test_unread_websocket_stalls_out),
+      cmocka_unit_test(test_slow_sse_reader_is_not_cut),
       cmocka_unit_test(test_unread_session_stream_h2_backs_up_into_the_link),
       cmocka_unit_test(test_streamable_http2_permission_cancel_and_1mib),
       cmocka_unit_test(test_lines_of_one_write_leave_in_one_send),
