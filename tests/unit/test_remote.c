@@ -2834,6 +2834,161 @@ static void raw_run(uv_loop_t *loop, int port, raw *r, const char *req) {
     ;
 }
 
+/* One HTTP/1.1 exchange on its own socket: the response is complete once
+ * its head and Content-Length bytes of body are in. */
+typedef struct xchg {
+  uv_tcp_t tcp;
+  uv_connect_t cr;
+  uv_write_t wr;
+  const char *req;
+  char got[2048];
+  size_t n;
+  bool done;
+} xchg;
+
+static void x_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
+  xchg *x = h->data;
+  (void)hint;
+  b->base = x->got + x->n;
+  b->len = sizeof(x->got) - 1 - x->n;
+}
+
+static void x_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  xchg *x = st->data;
+  (void)b;
+  if (n > 0) {
+    x->n += (size_t)n;
+    x->got[x->n] = '\0';
+    const char *e = strstr(x->got, "\r\n\r\n");
+    const char *cl = strstr(x->got, "Content-Length: ");
+    if (!e ||
+        (cl && x->n < (size_t)(e + 4 - x->got) + strtoul(cl + 16, NULL, 10)))
+      return;
+  } else if (n == 0) {
+    return;
+  }
+  x->done = true;
+  uv_close((uv_handle_t *)&x->tcp, NULL);
+}
+
+static void x_connected(uv_connect_t *cr, int status) {
+  xchg *x = cr->data;
+  assert_int_equal(status, 0);
+  assert_int_equal(uv_read_start((uv_stream_t *)&x->tcp, x_alloc, x_read), 0);
+  uv_buf_t b = uv_buf_init((char *)x->req, (unsigned)strlen(x->req));
+  assert_int_equal(uv_write(&x->wr, (uv_stream_t *)&x->tcp, &b, 1, NULL), 0);
+}
+
+static void exchange(uv_loop_t *loop, int port, xchg *x, const char *req) {
+  struct sockaddr_in a;
+  memset(x, 0, sizeof(*x));
+  x->req = req;
+  uv_ip4_addr("127.0.0.1", port, &a);
+  uv_tcp_init(loop, &x->tcp);
+  x->tcp.data = x;
+  x->cr.data = x;
+  assert_int_equal(
+      uv_tcp_connect(&x->cr, &x->tcp, (struct sockaddr *)&a, x_connected), 0);
+  while (!x->done)
+    uv_run(loop, UV_RUN_ONCE);
+  uv_run(loop, UV_RUN_NOWAIT); /* the close callback */
+}
+
+/* The closing DELETE of a connection that ended: answered 202 for every
+ * id ended within the window (60 s), not only for the last 32; past the
+ * bound on how many are kept the oldest are forgotten (404). */
+#define GONE_N 40
+typedef struct gsrv {
+  acp_uv_link *links[GONE_N];
+  unsigned n;
+} gsrv;
+
+static void g_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  (void)ud;
+  if (status == 0 && has(d, n, "\"initialize\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    assert_int_equal(acp_uv_link_write(l, r, sizeof(r) - 1), 0);
+  }
+}
+
+static void g_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  gsrv *g = ud;
+  (void)s;
+  (void)id;
+  assert_true(g->n < GONE_N);
+  g->links[g->n++] = link;
+  acp_uv_link_read_start(link, g_read, g);
+}
+
+/* End `count` connections (initialize, then the agent's side closes
+ * its link) and DELETE ids[first] and ids[count - 1]: the statuses. */
+static void gone_case(unsigned keep, unsigned count, int *st_first,
+                      int *st_last) {
+  uv_loop_t loop;
+  gsrv g;
+  acp_remote_server *srv = NULL;
+  char ids[GONE_N][37], req[512];
+  xchg x;
+  static const char body[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&srv, &loop, NULL, g_accept, &g, NULL, NULL), 0);
+  if (keep)
+    acp__remote_server_gone_limits(srv, keep, 60000);
+  int port = acp_remote_server_port(srv);
+  for (unsigned i = 0; i < count; i++) {
+    snprintf(req, sizeof(req),
+             "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             port, sizeof(body) - 1, body);
+    exchange(&loop, port, &x, req);
+    assert_non_null(strstr(x.got, "HTTP/1.1 200"));
+    const char *p = strstr(x.got, "Acp-Connection-Id: ");
+    assert_non_null(p);
+    memcpy(ids[i], p + 19, 36);
+    ids[i][36] = '\0';
+    assert_int_equal(g.n, i + 1);
+    acp_uv_link_close(g.links[i], 0, NULL, NULL); /* the agent is done */
+  }
+  int *out[2] = {st_first, st_last};
+  const char *which[2] = {ids[0], ids[count - 1]};
+  for (int k = 0; k < 2; k++) {
+    snprintf(req, sizeof(req),
+             "DELETE /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Acp-Connection-Id: %s\r\n\r\n",
+             port, which[k]);
+    exchange(&loop, port, &x, req);
+    assert_true(strncmp(x.got, "HTTP/1.1 ", 9) == 0);
+    *out[k] = atoi(x.got + 9);
+  }
+  /* an id that never was ours */
+  snprintf(req, sizeof(req),
+           "DELETE /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Acp-Connection-Id: 00000000-0000-4000-8000-000000000000\r\n\r\n",
+           port);
+  exchange(&loop, port, &x, req);
+  assert_true(strncmp(x.got, "HTTP/1.1 404", 12) == 0);
+  acp_remote_server_close(srv);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static void test_delete_after_many_ends_is_answered_2xx(void **state) {
+  int first, last;
+  (void)state;
+  gone_case(0, GONE_N, &first, &last); /* more than the old ring's 32 */
+  assert_int_equal(first, 202);
+  assert_int_equal(last, 202);
+  /* bounded: with room for 4 ids, the first of 6 is forgotten */
+  gone_case(4, 6, &first, &last);
+  assert_int_equal(first, 404);
+  assert_int_equal(last, 202);
+}
+
 static void close_accept(acp_remote_server *s, acp_uv_link *link,
                          const char *id, void *ud) {
   (void)s;
@@ -3081,6 +3236,7 @@ int main(void) {
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
+      cmocka_unit_test(test_delete_after_many_ends_is_answered_2xx),
       cmocka_unit_test(test_streamable_http_allocation_failures),
       cmocka_unit_test(test_streamable_http2_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
