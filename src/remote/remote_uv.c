@@ -94,6 +94,11 @@ struct acp_remote_server {
   unsigned gone_cap, gone_head, ngone;
   unsigned gone_max; /* GONE_MAX (a test hook may lower it) */
   uint64_t gone_ms;  /* GONE_MS (likewise) */
+  /* Test hook (acp__remote_server_cut_session_stream): the next session
+   * event numbered above cut_after is held back and its stream reset. */
+  bool cut_armed;
+  uint64_t cut_after;
+  unsigned *cut_done;
   /* One READ_CHUNK read buffer shared by the server's connections: libuv
    * asks for a buffer right before each read callback, on one thread, so
    * one is enough; kept here rather than on each connection, which would
@@ -1794,8 +1799,12 @@ static void h1_taken(acp__hx *x) {
   update_tcp_reading(c);
 }
 
-static const acp__hx_ops h1_ops = {h1_respond, h1_open_sse, h1_send, h1_finish,
-                                   h1_taken};
+static void h1_reset(acp__hx *x) {
+  conn_close_tcp(hx_conn(x)); /* no orderly end: a cut */
+}
+
+static const acp__hx_ops h1_ops = {h1_respond, h1_open_sse, h1_send,
+                                   h1_finish,  h1_taken,    h1_reset};
 
 /* MARK: - ACP connections (Private) */
 
@@ -2342,6 +2351,23 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
     }
     if (sx)
       to = sx->x;
+  }
+  acp_remote_server *srv = hc->srv;
+  if (sx && to && srv && srv->cut_armed && sx->seq >= 1 &&
+      sx->seq + 1 > srv->cut_after) {
+    /* The test hook: a server-side fault on this session stream. What
+     * was batched goes first (HTTP/2: handed to nghttp2 and written out
+     * now, ahead of the reset), then the stream is broken off and the
+     * event waits for the client to open the stream again. */
+    int rv = ev_flush(f);
+    if (rv != 0)
+      return rv;
+    srv->cut_armed = false;
+    if (srv->cut_done)
+      (*srv->cut_done)++;
+    hx_detach(to); /* sx->x = NULL: the stream is gone */
+    to->ops->reset(to);
+    to = NULL;
   }
   if (sx && !to) {
     /* The session's stream is gone: the event waits for the next one. */
@@ -3197,6 +3223,16 @@ void acp__remote_server_gone_limits(acp_remote_server *srv, unsigned max,
                                     uint64_t ms) {
   srv->gone_max = max;
   srv->gone_ms = ms;
+}
+
+int acp__remote_server_cut_session_stream(acp_remote_server *srv,
+                                          uint64_t after, unsigned *done) {
+  if (!srv)
+    return ACP_ERR_INVALID_ARGUMENT;
+  srv->cut_armed = true;
+  srv->cut_after = after;
+  srv->cut_done = done;
+  return 0;
 }
 
 int acp_remote_server_port(const acp_remote_server *s) {

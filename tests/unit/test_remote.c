@@ -2341,6 +2341,21 @@ static void test_session_stream_reset_hook_over_http1(void **state) {
   reset_case(ACP_REMOTE_HTTP, NULL, NULL);
 }
 
+/* The server resets its own session stream (its test hook, issue 14): an
+ * RST_STREAM of the server's over HTTP/2, the stream's socket closed by
+ * the server over HTTP/1.1. The client resumes as after its own reset:
+ * the stream opened again with Last-Event-ID, every update once, in
+ * order, and the link goes on. */
+static void test_session_stream_server_reset_over_http2(void **state) {
+  (void)state;
+  reset_case_by(ACP_REMOTE_HTTP2, NULL, NULL, true);
+}
+
+static void test_session_stream_server_cut_over_http1(void **state) {
+  (void)state;
+  reset_case_by(ACP_REMOTE_HTTP, NULL, NULL, true);
+}
+
 /* Lines the server's link is given in one write leave in one send: a
  * turn's last update and its answer (one read of the agent's stdout) were
  * two segments, and two wake-ups of the client. Seen from a raw client
@@ -3253,6 +3268,8 @@ int main(void) {
       cmocka_unit_test(test_session_stream_never_reopened_ends_connection),
       cmocka_unit_test(test_session_stream_reset_over_http2),
       cmocka_unit_test(test_session_stream_reset_hook_over_http1),
+      cmocka_unit_test(test_session_stream_server_reset_over_http2),
+      cmocka_unit_test(test_session_stream_server_cut_over_http1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
