@@ -517,6 +517,15 @@ static void test_streamable_http2_client_round_trip(void **state) {
   free(p);
 }
 
+/* Run the pair to its end and check that the client connected and read
+ * exactly `want`. */
+static void run_and_compare(pair *p, const char *want) {
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, 0);
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, want);
+}
+
 /* The client's closing DELETE is answered 2xx: the client ends its GET
  * stream first (as the TS SDK's client does), which already ended the
  * connection on the server (and its link: the owner closed it at once),
@@ -536,10 +545,7 @@ static void delete_case(int transport) {
   start(p, NULL, NULL);
   assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
   assert_int_equal(acp_uv_link_write(p->cli, "{\"a\":1}\n", 8), 0);
-  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
-  assert_int_equal(p->status, 0);
-  p->got[p->got_len] = '\0';
-  assert_string_equal(p->got, want);
+  run_and_compare(p, want);
   assert_null(p->srv_link); /* the server's link ended */
   char w[320];
   snprintf(w, sizeof(w), "DELETE of connection %s: HTTP 202", p->detail);
@@ -584,10 +590,7 @@ static void test_streamable_http_big_post_partly_written(void **state) {
   assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
   assert_int_equal(acp_uv_link_write(p->cli, m, BIG + 3), 0);
   free(m);
-  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
-  assert_int_equal(p->status, 0);
-  p->got[p->got_len] = '\0';
-  assert_string_equal(p->got, want);
+  run_and_compare(p, want);
   assert_int_equal(p->big_bad, 0);
   assert_int_equal(p->big_in, (size_t)BIG + 3);
   assert_int_equal(uv_loop_close(&p->loop), 0);
