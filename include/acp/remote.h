@@ -309,6 +309,23 @@ typedef struct acp_remote_server_options {
    * was kept is freed. A connection stream is not covered: its end ends
    * the connection at once, and a connection whose stream is not opened
    * within two ping intervals (at least 10 s) of initialize ends too.
+   *
+   * The same timeout covers a client that keeps a socket open but stops
+   * reading it (a Streamable HTTP GET stream over HTTP/1.1, an HTTP/2
+   * connection, a WebSocket): when output is queued on the socket (the
+   * kernel took no more) and not a byte of it is taken by the peer for
+   * stall_ms, what the socket carries ends the same way (UV_ETIMEDOUT on
+   * the link's read callback; for HTTP/2 every connection with a stream
+   * on that socket) and the socket is closed. Progress is counted in
+   * bytes the peer acknowledged, not in messages: a slow reader of a big
+   * message is not cut. Not covered: an HTTP/2 client that reads the
+   * socket but gives no flow-control window back to one stream (its
+   * output then waits in the link's queue, bounded by the coupling).
+   *
+   * A DELETE naming a connection that ended in the last 60 s is answered
+   * 202 (as one still ending), up to 4096 such ids per server (44 bytes
+   * each, taken as needed; beyond, the oldest are forgotten and get
+   * 404); any other unknown id gets 404.
    */
   uint64_t stall_ms;
 } acp_remote_server_options;

@@ -80,6 +80,7 @@ struct h2s {
   bool eof;          /* no more body after `out` */
   bool deferred;     /* nghttp2 waits for resume_data */
   bool has_body;     /* a data provider is attached */
+  bool cut;          /* reset once `out` is written (op_reset) */
 };
 
 static void h2_enter(acp__h2 *h) {
@@ -158,6 +159,8 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
   (void)id;
   size_t avail = st->out.len - st->out_off;
   if (avail == 0) {
+    if (st->cut)
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* RST_STREAM */
     if (st->eof) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
       return 0;
@@ -326,7 +329,7 @@ static int op_open_sse(acp__hx *x) {
 static int op_send(acp__hx *x, const uv_buf_t *b, unsigned nb, size_t credit) {
   h2s *st = (h2s *)x;
   acp__h2 *h = st->h2;
-  if (h->broken || st->eof || !st->has_body) {
+  if (h->broken || st->eof || st->cut || !st->has_body) {
     h->io.credit(h->ud, x, credit);
     return 0;
   }
@@ -348,8 +351,23 @@ static void op_finish(acp__hx *x) {
   h2_kick(st->h2);
 }
 
-static const acp__hx_ops h2_ops = {op_respond, op_open_sse, op_send, op_finish,
-                                   NULL};
+/* What was queued on the stream is written first (a reset submitted now
+ * would overtake it: nghttp2 sends RST_STREAM before pending DATA), then
+ * read_body() fails the stream, which nghttp2 answers with RST_STREAM
+ * INTERNAL_ERROR. */
+static void op_reset(acp__hx *x) {
+  h2s *st = (h2s *)x;
+  if (!st->has_body || st->eof) {
+    stream_fail(st);
+  } else {
+    st->cut = true;
+    stream_resume(st->h2, st);
+  }
+  h2_kick(st->h2);
+}
+
+static const acp__hx_ops h2_ops = {op_respond, op_open_sse, op_send,
+                                   op_finish,  NULL,        op_reset};
 
 /* MARK: - Requests (Private) */
 

@@ -61,6 +61,12 @@ typedef struct acp__hx_ops {
   /* HTTP/1.1 only (may be NULL): the request's bytes are no longer
    * needed (its body was copied). */
   void (*taken)(acp__hx *x);
+  /* Break the exchange off as a fault would (the exchange was detached
+   * first): HTTP/2 resets its stream (RST_STREAM INTERNAL_ERROR, once
+   * what was queued on it is written) on a connection that stays up;
+   * HTTP/1.1 closes its socket (what libuv still held is lost). Used by
+   * a test hook of the server. */
+  void (*reset)(acp__hx *x);
 } acp__hx_ops;
 
 struct acp__hx {

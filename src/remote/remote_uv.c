@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "acp/json.h"
@@ -46,8 +47,22 @@ typedef struct hconn hconn;
 /* H_HELD: a POST waiting for the agent to read (see hc_hold). */
 enum { H_NONE = 0, H_WAITER, H_STREAM, H_SESSION, H_HELD };
 
-/* Recently ended Streamable HTTP connections remembered per server. */
-#define GONE_IDS 32u
+/*
+ * Recently ended Streamable HTTP connections remembered per server, so
+ * that their closing DELETE is answered 202: every id ended in the last
+ * GONE_MS, up to GONE_MAX of them (44 bytes each, 180 KiB at most, taken
+ * as needed and given back when the window empties). A fixed ring of the
+ * last 32 answered 404 once more than 32 connections ended before a
+ * DELETE came (a busy server, a client slow to close). Past GONE_MAX ends
+ * within GONE_MS the oldest are forgotten first.
+ */
+#define GONE_MS 60000u
+#define GONE_MAX 4096u
+
+typedef struct gone_id {
+  char id[36];
+  uint64_t at; /* uv_now() when it ended */
+} gone_id;
 
 struct acp_remote_server {
   acp_mem mem;
@@ -72,10 +87,18 @@ struct acp_remote_server {
   bool spare_busy;     /* ... closing it now */
   bool drop_pending;   /* ... and another waits for it */
   bool tcp_closed;     /* the listening handle's close has completed */
-  /* Ids of the Streamable HTTP connections that ended last (a ring): a
-   * DELETE of one of them is answered 202, as for one still ending. */
-  char gone[GONE_IDS][36];
-  unsigned ngone;
+  /* Ids of the Streamable HTTP connections that ended lately (a FIFO
+   * ring, oldest at gone_head): a DELETE of one of them is answered 202,
+   * as for one still ending. */
+  gone_id *gone;
+  unsigned gone_cap, gone_head, ngone;
+  unsigned gone_max; /* GONE_MAX (a test hook may lower it) */
+  uint64_t gone_ms;  /* GONE_MS (likewise) */
+  /* Test hook (acp__remote_server_cut_session_stream): the next session
+   * event numbered above cut_after is held back and its stream reset. */
+  bool cut_armed;
+  uint64_t cut_after;
+  unsigned *cut_done;
   /* One READ_CHUNK read buffer shared by the server's connections: libuv
    * asks for a buffer right before each read callback, on one thread, so
    * one is enough; kept here rather than on each connection, which would
@@ -138,6 +161,16 @@ struct wconn {
   /* TLS (tls.c), or NULL: between the socket and everything above. */
   acp__tls *tls;
   bool tls_ended; /* the peer's close_notify came */
+  /* Server sockets: output queued in libuv (the kernel took no more) with
+   * not a byte written for stall_ms ends the socket and what it carries
+   * (on_wstall). Progress is bytes written, not messages completed: a big
+   * message read slowly is not a stall. */
+  uv_timer_t wstall;
+  uint64_t stall_ms;  /* 0 or UINT64_MAX: never (clients) */
+  uint64_t wr_handed; /* bytes ever handed to the socket (libuv) */
+  uint64_t wr_seen;   /* bytes the peer took (wstall_taken) at the last look */
+  uint64_t wr_moved;  /* uv_now() when wr_seen last changed */
+  bool stalled;       /* ended by on_wstall */
 };
 
 /*
@@ -242,10 +275,11 @@ static void conn_close_tcp(wconn *c) {
   c->tcp_closed = true;
   c->wr_eof = true;
   c->tcp_reading = false;
-  c->handles += 3;
+  c->handles += 4;
   uv_close((uv_handle_t *)&c->tcp, on_closed);
   uv_close((uv_handle_t *)&c->timer, on_closed);
   uv_close((uv_handle_t *)&c->resume, on_closed);
+  uv_close((uv_handle_t *)&c->wstall, on_closed);
 }
 
 static void client_fail(wconn *c, int err, const char *detail);
@@ -384,6 +418,87 @@ static void on_tcp_write(uv_write_t *req, int status) {
   conn_unref(c);
 }
 
+/* MARK: - Write stalls (Private) */
+
+static void hc_end(hconn *hc, int status);
+
+/* The kernel has taken nothing of this socket's queued output for
+ * stall_ms: the peer keeps the socket open but does not read (or cannot:
+ * its window is shut). What the socket carries ends as for a vanished
+ * peer, with UV_ETIMEDOUT (the TS SDK's server does the same after
+ * maxOutputStallMs): a WebSocket's link, the Streamable HTTP connection of
+ * an HTTP/1.1 stream, and those of every stream of an HTTP/2 socket (see
+ * h2_release). The socket is closed, not finished: a peer that does not
+ * read would not take a close frame or a GOAWAY either. */
+static void wstall_end(wconn *c) {
+  c->stalled = true;
+  if (c->link) {
+    acp_uv_link_user_write_failed(c->link, UV_ETIMEDOUT);
+    end_link(c, UV_ETIMEDOUT);
+  }
+  if (c->hx.hc && c->hx.role != H_HELD)
+    hc_end(c->hx.hc, UV_ETIMEDOUT);
+  conn_close_tcp(c);
+}
+
+/* Bytes of ours the peer has taken: all we handed to the socket minus what
+ * libuv still holds and what the kernel has not had acknowledged yet.
+ * The kernel's part counts: its send buffer takes new bytes only once a
+ * good share of it is free (at slow reading rates that can take longer
+ * than stall_ms on an autotuned buffer of megabytes), while its unsent or
+ * unacknowledged bytes fall with every read of the peer. Where the kernel
+ * does not say (no TIOCOUTQ), libuv's queue alone is looked at. */
+static uint64_t wstall_taken(wconn *c) {
+  uint64_t t =
+      c->wr_handed - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+#ifdef TIOCOUTQ
+  uv_os_fd_t fd;
+  int outq = 0;
+  if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+      ioctl(fd, TIOCOUTQ, &outq) == 0 && outq > 0 && (uint64_t)outq <= t)
+    t -= (uint64_t)outq;
+#endif
+  return t;
+}
+
+static uint64_t wstall_tick(const wconn *c) {
+  return c->stall_ms >= 4 ? c->stall_ms / 4 : 1;
+}
+
+/* Look at the socket's progress a few times per stall_ms: the bytes
+ * written so far are those handed to libuv minus what it still holds,
+ * which counts partial writes of a big message too. */
+static void on_wstall(uv_timer_t *t) {
+  wconn *c = t->data;
+  if (c->tcp_closed || c->lingering)
+    return; /* the linger has its own bound (LINGER_FLUSH_MS) */
+  uint64_t now = uv_now(t->loop);
+  uint64_t taken = wstall_taken(c);
+  if (taken != c->wr_seen) {
+    c->wr_seen = taken;
+    c->wr_moved = now;
+  }
+  if (c->writes == 0)
+    return; /* drained: the next queued write starts looking again */
+  if (now - c->wr_moved >= c->stall_ms) {
+    wstall_end(c);
+    return;
+  }
+  uint64_t left = c->stall_ms - (now - c->wr_moved), tick = wstall_tick(c);
+  uv_timer_start(t, on_wstall, left < tick ? left : tick, 0);
+}
+
+/* A write was queued in libuv (the kernel did not take it all at once):
+ * look at the progress until the queue drains. */
+static void wstall_queued(wconn *c) {
+  if (c->stall_ms == 0 || c->stall_ms == UINT64_MAX ||
+      uv_is_active((uv_handle_t *)&c->wstall))
+    return;
+  c->wr_seen = wstall_taken(c);
+  c->wr_moved = uv_now(c->loop);
+  uv_timer_start(&c->wstall, on_wstall, wstall_tick(c), 0);
+}
+
 /* MARK: - TLS (Private) */
 
 /*
@@ -401,6 +516,7 @@ static void on_tcp_write(uv_write_t *req, int status) {
  * watcher), one syscall per message. */
 static int send_owned(wconn *c, wwrite *w) {
   uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  c->wr_handed += w->len;
   if (c->writes == 0) {
     int r = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     if (r > 0 && (size_t)r == w->len) {
@@ -420,6 +536,7 @@ static int send_owned(wconn *c, wwrite *w) {
   }
   c->writes++;
   c->last = w;
+  wstall_queued(c);
   return 0;
 }
 
@@ -462,6 +579,7 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
     return tls_send(c, bufs, nb, credit);
   for (unsigned i = 0; i < nb; i++)
     total += bufs[i].len;
+  c->wr_handed += total;
   if (c->writes == 0 && !mask_last &&
       (c->state == C_OPEN || c->state == C_SSE || c->state == C_H2)) {
     int r = uv_try_write((uv_stream_t *)&c->tcp, bufs, nb);
@@ -499,6 +617,7 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
   }
   c->writes++;
   c->last = w;
+  wstall_queued(c);
   return 0;
 }
 
@@ -1144,9 +1263,11 @@ static int conn_new(wconn **out, uv_loop_t *loop, bool client, size_t max_msg,
   uv_tcp_init(loop, &c->tcp);
   uv_timer_init(loop, &c->timer);
   uv_timer_init(loop, &c->resume);
+  uv_timer_init(loop, &c->wstall);
   c->tcp.data = c;
   c->timer.data = c;
   c->resume.data = c;
+  c->wstall.data = c;
   c->hx.ops = &h1_ops;
   *out = c;
   return 0;
@@ -1455,6 +1576,8 @@ static void on_connection(uv_stream_t *ls, int status) {
     return;
   }
   c->srv = s;
+  c->stall_ms =
+      s->opts.stall_ms ? s->opts.stall_ms : ACP_REMOTE_DEFAULT_STALL_MS;
   c->next = s->conns;
   if (s->conns)
     s->conns->prev = c;
@@ -1676,8 +1799,12 @@ static void h1_taken(acp__hx *x) {
   update_tcp_reading(c);
 }
 
-static const acp__hx_ops h1_ops = {h1_respond, h1_open_sse, h1_send, h1_finish,
-                                   h1_taken};
+static void h1_reset(acp__hx *x) {
+  conn_close_tcp(hx_conn(x)); /* no orderly end: a cut */
+}
+
+static const acp__hx_ops h1_ops = {h1_respond, h1_open_sse, h1_send,
+                                   h1_finish,  h1_taken,    h1_reset};
 
 /* MARK: - ACP connections (Private) */
 
@@ -2225,6 +2352,23 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
     if (sx)
       to = sx->x;
   }
+  acp_remote_server *srv = hc->srv;
+  if (sx && to && srv && srv->cut_armed && sx->seq >= 1 &&
+      sx->seq + 1 > srv->cut_after) {
+    /* The test hook: a server-side fault on this session stream. What
+     * was batched goes first (HTTP/2: handed to nghttp2 and written out
+     * now, ahead of the reset), then the stream is broken off and the
+     * event waits for the client to open the stream again. */
+    int rv = ev_flush(f);
+    if (rv != 0)
+      return rv;
+    srv->cut_armed = false;
+    if (srv->cut_done)
+      (*srv->cut_done)++;
+    hx_detach(to); /* sx->x = NULL: the stream is gone */
+    to->ops->reset(to);
+    to = NULL;
+  }
   if (sx && !to) {
     /* The session's stream is gone: the event waits for the next one. */
     uv_buf_t b[4];
@@ -2345,12 +2489,57 @@ static void hc_op_shutdown(acp_uv_link *l, void *ud) {
   (void)ud;
 }
 
+/* Forget the ids that ended more than gone_ms ago; the memory goes with
+ * the last one. */
+static void gone_expire(acp_remote_server *s) {
+  uint64_t now = uv_now(s->loop);
+  while (s->ngone > 0 && now - s->gone[s->gone_head].at > s->gone_ms) {
+    s->gone_head = (s->gone_head + 1) % s->gone_cap;
+    s->ngone--;
+  }
+  if (s->ngone == 0 && s->gone) {
+    acp__free(&s->mem, s->gone);
+    s->gone = NULL;
+    s->gone_cap = s->gone_head = 0;
+  }
+}
+
+/* Remember that connection `id` ended (see GONE_MS). Without memory to
+ * grow the ring the oldest id makes room (its DELETE would get 404). */
+static void gone_add(acp_remote_server *s, const char *id) {
+  gone_expire(s);
+  if (s->ngone == s->gone_cap && s->gone_cap < s->gone_max) {
+    unsigned cap = s->gone_cap ? s->gone_cap * 2 : 16;
+    if (cap > s->gone_max)
+      cap = s->gone_max;
+    gone_id *g = acp__malloc(&s->mem, cap * sizeof(*g));
+    if (g) {
+      for (unsigned i = 0; i < s->ngone; i++)
+        g[i] = s->gone[(s->gone_head + i) % s->gone_cap];
+      acp__free(&s->mem, s->gone);
+      s->gone = g;
+      s->gone_cap = cap;
+      s->gone_head = 0;
+    }
+  }
+  if (s->gone_cap == 0)
+    return;
+  if (s->ngone == s->gone_cap) { /* full: the oldest goes */
+    s->gone_head = (s->gone_head + 1) % s->gone_cap;
+    s->ngone--;
+  }
+  gone_id *e = &s->gone[(s->gone_head + s->ngone) % s->gone_cap];
+  memcpy(e->id, id, 36);
+  e->at = uv_now(s->loop);
+  s->ngone++;
+}
+
 static void hc_op_close(acp_uv_link *l, void *ud) {
   hconn *hc = ud;
   (void)l;
   hc->link = NULL;
   if (hc->srv) {
-    memcpy(hc->srv->gone[hc->srv->ngone++ % GONE_IDS], hc->id, 36);
+    gone_add(hc->srv, hc->id);
     if (hc->prev)
       hc->prev->next = hc->next;
     else
@@ -2440,7 +2629,7 @@ static hconn *hc_find(acp_remote_server *s, const acp__acp_req *r) {
 }
 
 /* A DELETE names a connection that is over but was ours: one still
- * ending (its link not yet closed) or among the last GONE_IDS ended. A
+ * ending (its link not yet closed) or one ended in the last GONE_MS. A
  * client ends its GET streams before it DELETEs (ours and the TS SDK's
  * do), and the end of the connection stream already ended the
  * connection: its DELETE succeeds (202, as the SDK's server answers a
@@ -2452,9 +2641,10 @@ static bool hc_was(acp_remote_server *s, const acp__acp_req *r) {
   for (hconn *hc = s->hconns; hc; hc = hc->next)
     if (memcmp(hc->id, r->conn_id, 36) == 0)
       return true;
-  unsigned n = s->ngone < GONE_IDS ? s->ngone : GONE_IDS;
-  for (unsigned i = 0; i < n; i++)
-    if (memcmp(s->gone[i], r->conn_id, 36) == 0)
+  gone_expire(s);
+  for (unsigned i = 0; i < s->ngone; i++)
+    if (memcmp(s->gone[(s->gone_head + i) % s->gone_cap].id, r->conn_id, 36) ==
+        0)
       return true;
   return false;
 }
@@ -2772,9 +2962,13 @@ static bool h2_writable(void *ud) {
 }
 
 static void h2_release(void *ud, acp__hx *x, size_t credit) {
-  (void)ud;
+  wconn *c = ud;
   if (credit && x->hc && x->hc->link)
     acp_uv_link_user_written(x->hc->link, credit);
+  /* The socket stalled (wstall_end): the connections of its streams end
+   * with why, rather than as for a stream the client closed. */
+  if (c->stalled && x->hc && x->role != H_HELD)
+    hc_end(x->hc, UV_ETIMEDOUT);
   hx_detach(x);
 }
 
@@ -2906,6 +3100,7 @@ static void server_free(acp_remote_server *s) {
   acp__free(&s->mem, s->token);
   acp__free(&s->mem, s->aff_name);
   acp__free(&s->mem, s->rbuf);
+  acp__free(&s->mem, s->gone);
   acp__tls_conf_unref(s->tls);
   acp__free(&s->mem, s);
 }
@@ -2959,6 +3154,8 @@ int acp_remote_server_new(acp_remote_server **out, uv_loop_t *loop,
     s->opts.log_tls = 0;
   if (opts->version < 6)
     s->opts.stall_ms = 0;
+  s->gone_max = GONE_MAX;
+  s->gone_ms = GONE_MS;
   uv_tcp_init(loop, &s->tcp);
   s->tcp.data = s;
   r = uv_tcp_bind(&s->tcp, (struct sockaddr *)&ss, 0);
@@ -3020,6 +3217,22 @@ nomem:
 
 const char *acp_remote_server_affinity(const acp_remote_server *s) {
   return s ? s->cur_aff : NULL;
+}
+
+void acp__remote_server_gone_limits(acp_remote_server *srv, unsigned max,
+                                    uint64_t ms) {
+  srv->gone_max = max;
+  srv->gone_ms = ms;
+}
+
+int acp__remote_server_cut_session_stream(acp_remote_server *srv,
+                                          uint64_t after, unsigned *done) {
+  if (!srv)
+    return ACP_ERR_INVALID_ARGUMENT;
+  srv->cut_armed = true;
+  srv->cut_after = after;
+  srv->cut_done = done;
+  return 0;
 }
 
 int acp_remote_server_port(const acp_remote_server *s) {

@@ -203,8 +203,13 @@ static void rc_watchdog(uv_timer_t *t) {
 }
 
 /* Over `transport`; with TLS when `st` (the server's configuration) and
- * `ct` (the client's) are given: both stay the caller's to free. */
-static void reset_case(int transport, acp_remote_tls *st, acp_remote_tls *ct) {
+ * `ct` (the client's) are given: both stay the caller's to free. The cut
+ * is the client's (its test hook) or, with `server`, the server's
+ * (acp__remote_server_cut_session_stream: u5 is held back and the server
+ * resets the stream, or closes its socket over HTTP/1.1); the client
+ * resumes the same way and the turn is checked the same. */
+static void reset_case_by(int transport, acp_remote_tls *st, acp_remote_tls *ct,
+                          bool server) {
   rcut *r = calloc(1, sizeof(*r));
   acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
   acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
@@ -224,7 +229,12 @@ static void reset_case(int transport, acp_remote_tls *st, acp_remote_tls *ct) {
   co.tls = ct;
   assert_int_equal(
       acp_remote_connect(&r->cli, &r->loop, url, &co, NULL, NULL, NULL), 0);
-  assert_int_equal(acp__remote_http_cut_session_stream(r->cli, 4, &r->cuts), 0);
+  if (server)
+    assert_int_equal(acp__remote_server_cut_session_stream(r->rs, 4, &r->cuts),
+                     0);
+  else
+    assert_int_equal(acp__remote_http_cut_session_stream(r->cli, 4, &r->cuts),
+                     0);
   assert_int_equal(acp_uv_link_read_start(r->cli, rc_client_read, r), 0);
   static const char init[] =
       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
@@ -244,6 +254,11 @@ static void reset_case(int transport, acp_remote_tls *st, acp_remote_tls *ct) {
   free(r->a.d);
   free(r->c.d);
   free(r);
+}
+
+static inline void reset_case(int transport, acp_remote_tls *st,
+                              acp_remote_tls *ct) {
+  reset_case_by(transport, st, ct, false);
 }
 
 #endif /* ACP_REMOTE_RESET_H */

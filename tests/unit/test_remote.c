@@ -517,6 +517,15 @@ static void test_streamable_http2_client_round_trip(void **state) {
   free(p);
 }
 
+/* Run the pair to its end and check that the client connected and read
+ * exactly `want`. */
+static void run_and_compare(pair *p, const char *want) {
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, 0);
+  p->got[p->got_len] = '\0';
+  assert_string_equal(p->got, want);
+}
+
 /* The client's closing DELETE is answered 2xx: the client ends its GET
  * stream first (as the TS SDK's client does), which already ended the
  * connection on the server (and its link: the owner closed it at once),
@@ -536,10 +545,7 @@ static void delete_case(int transport) {
   start(p, NULL, NULL);
   assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
   assert_int_equal(acp_uv_link_write(p->cli, "{\"a\":1}\n", 8), 0);
-  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
-  assert_int_equal(p->status, 0);
-  p->got[p->got_len] = '\0';
-  assert_string_equal(p->got, want);
+  run_and_compare(p, want);
   assert_null(p->srv_link); /* the server's link ended */
   char w[320];
   snprintf(w, sizeof(w), "DELETE of connection %s: HTTP 202", p->detail);
@@ -584,10 +590,7 @@ static void test_streamable_http_big_post_partly_written(void **state) {
   assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
   assert_int_equal(acp_uv_link_write(p->cli, m, BIG + 3), 0);
   free(m);
-  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
-  assert_int_equal(p->status, 0);
-  p->got[p->got_len] = '\0';
-  assert_string_equal(p->got, want);
+  run_and_compare(p, want);
   assert_int_equal(p->big_bad, 0);
   assert_int_equal(p->big_in, (size_t)BIG + 3);
   assert_int_equal(uv_loop_close(&p->loop), 0);
@@ -1178,6 +1181,291 @@ static void test_unread_sse_stream_backs_up_into_the_link(void **state) {
   assert_int_equal(uv_loop_close(&h->loop), 0);
   uv_sem_destroy(&h->opened);
   uv_sem_destroy(&h->stop);
+  free(h);
+}
+
+/* A client that keeps its stream open but stops reading it: once the
+ * kernel takes nothing more of the server's output for stall_ms, the
+ * connection ends as for a vanished peer (the agent's link reads
+ * UV_ETIMEDOUT) instead of holding the agent back forever. A client that
+ * reads slowly but keeps reading is never cut, even while one message
+ * takes many stall_ms to leave: progress is bytes written, not messages.
+ * The client is a blocking socket on a thread with a small receive
+ * buffer; the agent's side floods (or writes one big message). */
+enum { ST_SSE_MUTE, ST_SSE_SLOW, ST_WS_MUTE };
+#define ST_STALL_MS 300u
+#define ST_BIG ((size_t)8 << 20)
+
+typedef struct spair {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link;
+  int port, mode;
+  uv_thread_t th;
+  uv_sem_t opened; /* the client sent its GET (or upgrade) */
+  uv_sem_t stop;   /* the test is over: the client may close */
+  bool go, initialized, big_sent, finished;
+  int end_status; /* the agent link's read end (0: not ended) */
+  size_t max_queue;
+  /* ST_SSE_SLOW: what the client read of the big message, and how long
+   * it took (set by the client thread before `done`) */
+  size_t slow_read;
+  uint64_t slow_ms;
+  uv_sem_t done;
+  uv_timer_t tick, guard;
+} spair;
+
+static int small_connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int rcv = 4096;
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)), 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  return fd;
+}
+
+/* Read a response head (and for initialize its JSON body) into resp. */
+static void read_head(int fd, char *resp, size_t cap, bool body) {
+  size_t have = 0;
+  for (;;) {
+    assert_true(have < cap - 1);
+    ssize_t k = read(fd, resp + have, 1); /* not past the head */
+    assert_true(k > 0);
+    have += (size_t)k;
+    resp[have] = '\0';
+    const char *e = strstr(resp, "\r\n\r\n");
+    if (e && (!body || strchr(e, '}')))
+      return;
+  }
+}
+
+static void sclient(void *arg) {
+  spair *h = arg;
+  char req[512], resp[4096], id[37] = {0};
+  int fd = -1, sfd;
+  if (h->mode == ST_WS_MUTE) {
+    sfd = small_connect(h->port);
+    snprintf(req, sizeof(req),
+             "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" UP "\r\n", h->port);
+    raw_send(sfd, req);
+    read_head(sfd, resp, sizeof(resp), false);
+    assert_non_null(strstr(resp, "HTTP/1.1 101"));
+  } else {
+    const char *b = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+    fd = raw_connect(h->port);
+    snprintf(req, sizeof(req),
+             "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             h->port, strlen(b), b);
+    raw_send(fd, req);
+    read_head(fd, resp, sizeof(resp), true);
+    assert_non_null(strstr(resp, "HTTP/1.1 200"));
+    const char *p = strstr(resp, "Acp-Connection-Id: ");
+    assert_non_null(p);
+    memcpy(id, p + 19, 36);
+    sfd = small_connect(h->port);
+    snprintf(req, sizeof(req),
+             "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Accept: text/event-stream\r\nAcp-Connection-Id: %s\r\n\r\n",
+             h->port, id);
+    raw_send(sfd, req);
+    read_head(sfd, resp, sizeof(resp), false);
+    assert_non_null(strstr(resp, "HTTP/1.1 200"));
+  }
+  uv_sem_post(&h->opened);
+  if (h->mode == ST_SSE_SLOW) {
+    /* 4 KiB at a time with a pause after each: the 8 MiB message takes
+     * seconds (many stall_ms), every gap is about a millisecond. Up to the
+     * event that ends it: "..."}\n\n after the big payload. */
+    char buf[4096], tail[8] = {0};
+    size_t nread = 0;
+    uint64_t t0 = uv_hrtime();
+    for (;;) {
+      ssize_t k = read(sfd, buf, sizeof(buf));
+      if (k <= 0)
+        break;
+      nread += (size_t)k;
+      size_t keep = (size_t)k < 7 ? (size_t)k : 7;
+      memmove(tail, tail + keep, 7 - keep);
+      memcpy(tail + 7 - keep, buf + k - keep, keep);
+      if (nread > ST_BIG && memcmp(tail + 3, "\"}\n\n", 4) == 0)
+        break;
+      uv_sleep(1);
+    }
+    h->slow_read = nread;
+    h->slow_ms = (uv_hrtime() - t0) / 1000000u;
+    uv_sem_post(&h->done);
+  }
+  uv_sem_wait(&h->stop);
+  close(sfd);
+  if (fd >= 0)
+    close(fd);
+}
+
+static void s_finish(spair *h) {
+  if (h->finished)
+    return;
+  h->finished = true;
+  uv_timer_stop(&h->tick);
+  uv_timer_stop(&h->guard);
+  if (h->link) {
+    acp_uv_link_close(h->link, 0, NULL, NULL);
+    h->link = NULL;
+  }
+  if (h->srv) {
+    acp_remote_server_close(h->srv);
+    h->srv = NULL;
+  }
+  uv_close((uv_handle_t *)&h->tick, NULL);
+  uv_close((uv_handle_t *)&h->guard, NULL);
+  uv_sem_post(&h->stop);
+}
+
+static void s_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  spair *h = ud;
+  (void)d;
+  (void)n;
+  (void)l;
+  if (status != 0) {
+    h->end_status = status;
+    s_finish(h);
+    return;
+  }
+  if (!h->initialized) {
+    h->initialized = true;
+    const char *r = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    acp_uv_link_write(l, r, strlen(r));
+  }
+}
+
+static void s_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  spair *h = ud;
+  (void)s;
+  (void)id;
+  assert_null(h->link);
+  h->link = link;
+  acp_uv_link_read_start(link, s_read, h);
+}
+
+static void s_tick(uv_timer_t *t) {
+  spair *h = t->data;
+  if (!h->go) {
+    /* wait (off the loop's back) until the client's stream is open */
+    if (uv_sem_trywait(&h->opened) != 0) {
+      uv_timer_start(t, s_tick, 5, 0);
+      return;
+    }
+    h->go = true;
+  }
+  if (!h->link)
+    return;
+  if (h->mode == ST_SSE_SLOW) {
+    if (!h->big_sent) {
+      /* one message bigger than every buffer on the way */
+      static const char head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"x\","
+                                 "\"params\":\"";
+      char *m = malloc(ST_BIG + 64);
+      assert_non_null(m);
+      memcpy(m, head, sizeof(head) - 1);
+      memset(m + sizeof(head) - 1, 'x', ST_BIG);
+      memcpy(m + sizeof(head) - 1 + ST_BIG, "\"}\n", 3);
+      assert_int_equal(
+          acp_uv_link_write(h->link, m, sizeof(head) - 1 + ST_BIG + 3), 0);
+      free(m);
+      h->big_sent = true;
+    }
+    if (uv_sem_trywait(&h->done) == 0) {
+      h->max_queue = acp_uv_link_write_queue_size(h->link);
+      s_finish(h);
+      return;
+    }
+    uv_timer_start(t, s_tick, 5, 0);
+    return;
+  }
+  /* a flood, until the link's queue holds 8 MiB (it then waits for the
+   * stall to end the connection) */
+  size_t q = acp_uv_link_write_queue_size(h->link);
+  if (q > h->max_queue)
+    h->max_queue = q;
+  if (q < (size_t)8 << 20) {
+    char chunk[4096];
+    memset(chunk, 'x', sizeof(chunk));
+    memcpy(chunk, "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"", 38);
+    memcpy(chunk + sizeof(chunk) - 3, "\"}\n", 3);
+    for (int i = 0; i < 256; i++)
+      acp_uv_link_write(h->link, chunk, sizeof(chunk));
+    uv_timer_start(t, s_tick, 5, 0);
+  }
+}
+
+static void s_guard(uv_timer_t *t) {
+  /* a deadlock guard, not a measurement: the stall never ended it */
+  spair *h = t->data;
+  h->end_status = 1;
+  s_finish(h);
+}
+
+static spair *stall_case(int mode) {
+  spair *h = calloc(1, sizeof(*h));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  assert_non_null(h);
+  h->mode = mode;
+  so.stall_ms = ST_STALL_MS;
+  assert_int_equal(uv_loop_init(&h->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&h->srv, &h->loop, &so, s_accept, h, NULL, NULL),
+      0);
+  h->port = acp_remote_server_port(h->srv);
+  uv_sem_init(&h->opened, 0);
+  uv_sem_init(&h->stop, 0);
+  uv_sem_init(&h->done, 0);
+  assert_int_equal(uv_thread_create(&h->th, sclient, h), 0);
+  uv_timer_init(&h->loop, &h->tick);
+  uv_timer_init(&h->loop, &h->guard);
+  h->tick.data = h;
+  h->guard.data = h;
+  uv_timer_start(&h->tick, s_tick, 5, 0);
+  uv_timer_start(&h->guard, s_guard, 120000, 0);
+  assert_int_equal(uv_run(&h->loop, UV_RUN_DEFAULT), 0);
+  uv_thread_join(&h->th);
+  assert_int_equal(uv_loop_close(&h->loop), 0);
+  uv_sem_destroy(&h->opened);
+  uv_sem_destroy(&h->stop);
+  uv_sem_destroy(&h->done);
+  return h;
+}
+
+static void test_unread_sse_stream_stalls_out(void **state) {
+  (void)state;
+  spair *h = stall_case(ST_SSE_MUTE);
+  assert_int_equal(h->end_status, UV_ETIMEDOUT);
+  assert_true(h->max_queue > 0); /* the agent was held back first */
+  free(h);
+}
+
+static void test_unread_websocket_stalls_out(void **state) {
+  (void)state;
+  spair *h = stall_case(ST_WS_MUTE);
+  assert_int_equal(h->end_status, UV_ETIMEDOUT);
+  assert_true(h->max_queue > 0);
+  free(h);
+}
+
+static void test_slow_sse_reader_is_not_cut(void **state) {
+  (void)state;
+  spair *h = stall_case(ST_SSE_SLOW);
+  assert_int_equal(h->end_status, 0); /* never ended by the server */
+  assert_true(h->slow_read > ST_BIG);
+  /* the message took longer than the stall timeout to leave: only
+   * progress counted kept the connection */
+  assert_true(h->slow_ms > ST_STALL_MS);
+  assert_int_equal(h->max_queue, 0); /* all of it was written */
   free(h);
 }
 
@@ -2056,6 +2344,21 @@ static void test_session_stream_reset_hook_over_http1(void **state) {
   reset_case(ACP_REMOTE_HTTP, NULL, NULL);
 }
 
+/* The server resets its own session stream (its test hook, issue 14): an
+ * RST_STREAM of the server's over HTTP/2, the stream's socket closed by
+ * the server over HTTP/1.1. The client resumes as after its own reset:
+ * the stream opened again with Last-Event-ID, every update once, in
+ * order, and the link goes on. */
+static void test_session_stream_server_reset_over_http2(void **state) {
+  (void)state;
+  reset_case_by(ACP_REMOTE_HTTP2, NULL, NULL, true);
+}
+
+static void test_session_stream_server_cut_over_http1(void **state) {
+  (void)state;
+  reset_case_by(ACP_REMOTE_HTTP, NULL, NULL, true);
+}
+
 /* Lines the server's link is given in one write leave in one send: a
  * turn's last update and its answer (one read of the agent's stdout) were
  * two segments, and two wake-ups of the client. Seen from a raw client
@@ -2549,6 +2852,161 @@ static void raw_run(uv_loop_t *loop, int port, raw *r, const char *req) {
     ;
 }
 
+/* One HTTP/1.1 exchange on its own socket: the response is complete once
+ * its head and Content-Length bytes of body are in. */
+typedef struct xchg {
+  uv_tcp_t tcp;
+  uv_connect_t cr;
+  uv_write_t wr;
+  const char *req;
+  char got[2048];
+  size_t n;
+  bool done;
+} xchg;
+
+static void x_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
+  xchg *x = h->data;
+  (void)hint;
+  b->base = x->got + x->n;
+  b->len = sizeof(x->got) - 1 - x->n;
+}
+
+static void x_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  xchg *x = st->data;
+  (void)b;
+  if (n > 0) {
+    x->n += (size_t)n;
+    x->got[x->n] = '\0';
+    const char *e = strstr(x->got, "\r\n\r\n");
+    const char *cl = strstr(x->got, "Content-Length: ");
+    if (!e ||
+        (cl && x->n < (size_t)(e + 4 - x->got) + strtoul(cl + 16, NULL, 10)))
+      return;
+  } else if (n == 0) {
+    return;
+  }
+  x->done = true;
+  uv_close((uv_handle_t *)&x->tcp, NULL);
+}
+
+static void x_connected(uv_connect_t *cr, int status) {
+  xchg *x = cr->data;
+  assert_int_equal(status, 0);
+  assert_int_equal(uv_read_start((uv_stream_t *)&x->tcp, x_alloc, x_read), 0);
+  uv_buf_t b = uv_buf_init((char *)x->req, (unsigned)strlen(x->req));
+  assert_int_equal(uv_write(&x->wr, (uv_stream_t *)&x->tcp, &b, 1, NULL), 0);
+}
+
+static void exchange(uv_loop_t *loop, int port, xchg *x, const char *req) {
+  struct sockaddr_in a;
+  memset(x, 0, sizeof(*x));
+  x->req = req;
+  uv_ip4_addr("127.0.0.1", port, &a);
+  uv_tcp_init(loop, &x->tcp);
+  x->tcp.data = x;
+  x->cr.data = x;
+  assert_int_equal(
+      uv_tcp_connect(&x->cr, &x->tcp, (struct sockaddr *)&a, x_connected), 0);
+  while (!x->done)
+    uv_run(loop, UV_RUN_ONCE);
+  uv_run(loop, UV_RUN_NOWAIT); /* the close callback */
+}
+
+/* The closing DELETE of a connection that ended: answered 202 for every
+ * id ended within the window (60 s), not only for the last 32; past the
+ * bound on how many are kept the oldest are forgotten (404). */
+#define GONE_N 40
+typedef struct gsrv {
+  acp_uv_link *links[GONE_N];
+  unsigned n;
+} gsrv;
+
+static void g_read(acp_uv_link *l, int status, const char *d, size_t n,
+                   void *ud) {
+  (void)ud;
+  if (status == 0 && has(d, n, "\"initialize\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    assert_int_equal(acp_uv_link_write(l, r, sizeof(r) - 1), 0);
+  }
+}
+
+static void g_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                     void *ud) {
+  gsrv *g = ud;
+  (void)s;
+  (void)id;
+  assert_true(g->n < GONE_N);
+  g->links[g->n++] = link;
+  acp_uv_link_read_start(link, g_read, g);
+}
+
+/* End `count` connections (initialize, then the agent's side closes
+ * its link) and DELETE ids[first] and ids[count - 1]: the statuses. */
+static void gone_case(unsigned keep, unsigned count, int *st_first,
+                      int *st_last) {
+  uv_loop_t loop;
+  gsrv g;
+  acp_remote_server *srv = NULL;
+  char ids[GONE_N][37], req[512];
+  xchg x;
+  static const char body[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&srv, &loop, NULL, g_accept, &g, NULL, NULL), 0);
+  if (keep)
+    acp__remote_server_gone_limits(srv, keep, 60000);
+  int port = acp_remote_server_port(srv);
+  for (unsigned i = 0; i < count; i++) {
+    snprintf(req, sizeof(req),
+             "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             port, sizeof(body) - 1, body);
+    exchange(&loop, port, &x, req);
+    assert_non_null(strstr(x.got, "HTTP/1.1 200"));
+    const char *p = strstr(x.got, "Acp-Connection-Id: ");
+    assert_non_null(p);
+    memcpy(ids[i], p + 19, 36);
+    ids[i][36] = '\0';
+    assert_int_equal(g.n, i + 1);
+    acp_uv_link_close(g.links[i], 0, NULL, NULL); /* the agent is done */
+  }
+  int *out[2] = {st_first, st_last};
+  const char *which[2] = {ids[0], ids[count - 1]};
+  for (int k = 0; k < 2; k++) {
+    snprintf(req, sizeof(req),
+             "DELETE /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Acp-Connection-Id: %s\r\n\r\n",
+             port, which[k]);
+    exchange(&loop, port, &x, req);
+    assert_true(strncmp(x.got, "HTTP/1.1 ", 9) == 0);
+    *out[k] = atoi(x.got + 9);
+  }
+  /* an id that never was ours */
+  snprintf(req, sizeof(req),
+           "DELETE /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Acp-Connection-Id: 00000000-0000-4000-8000-000000000000\r\n\r\n",
+           port);
+  exchange(&loop, port, &x, req);
+  assert_true(strncmp(x.got, "HTTP/1.1 404", 12) == 0);
+  acp_remote_server_close(srv);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static void test_delete_after_many_ends_is_answered_2xx(void **state) {
+  int first, last;
+  (void)state;
+  gone_case(0, GONE_N, &first, &last); /* more than the old ring's 32 */
+  assert_int_equal(first, 202);
+  assert_int_equal(last, 202);
+  /* bounded: with room for 4 ids, the first of 6 is forgotten */
+  gone_case(4, 6, &first, &last);
+  assert_int_equal(first, 404);
+  assert_int_equal(last, 202);
+}
+
 static void close_accept(acp_remote_server *s, acp_uv_link *link,
                          const char *id, void *ud) {
   (void)s;
@@ -2796,10 +3254,14 @@ int main(void) {
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
+      cmocka_unit_test(test_delete_after_many_ends_is_answered_2xx),
       cmocka_unit_test(test_streamable_http_allocation_failures),
       cmocka_unit_test(test_streamable_http2_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
+      cmocka_unit_test(test_unread_sse_stream_stalls_out),
+      cmocka_unit_test(test_unread_websocket_stalls_out),
+      cmocka_unit_test(test_slow_sse_reader_is_not_cut),
       cmocka_unit_test(test_unread_session_stream_h2_backs_up_into_the_link),
       cmocka_unit_test(test_streamable_http2_permission_cancel_and_1mib),
       cmocka_unit_test(test_lines_of_one_write_leave_in_one_send),
@@ -2809,6 +3271,8 @@ int main(void) {
       cmocka_unit_test(test_session_stream_never_reopened_ends_connection),
       cmocka_unit_test(test_session_stream_reset_over_http2),
       cmocka_unit_test(test_session_stream_reset_hook_over_http1),
+      cmocka_unit_test(test_session_stream_server_reset_over_http2),
+      cmocka_unit_test(test_session_stream_server_cut_over_http1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1308,16 +1308,27 @@ static void test_client_sends_close_notify_http2(void **state) {
  * remote_reset.h): the client resets just that stream, opens it again
  * with Last-Event-ID on the same connection, and every update arrives
  * once, in order. */
-static void test_session_stream_reset_over_tls_h2(void **state) {
-  (void)state;
+static void tls_reset_case(bool server) {
   NEED_CERTS();
   acp_remote_tls *st = NULL, *ct = client_conf(0, 0);
   assert_int_equal(acp_remote_tls_new(&st, ACP_REMOTE_TLS_SERVER, NULL), 0);
   assert_int_equal(
       acp_remote_tls_set_cert(st, path("server.pem"), path("server.key")), 0);
-  reset_case(ACP_REMOTE_HTTP2, st, ct);
+  reset_case_by(ACP_REMOTE_HTTP2, st, ct, server);
   acp_remote_tls_free(st);
   acp_remote_tls_free(ct);
+}
+
+static void test_session_stream_reset_over_tls_h2(void **state) {
+  (void)state;
+  tls_reset_case(false);
+}
+
+/* The same with the server resetting its own session stream (its test
+ * hook): the client resumes the same way. */
+static void test_session_stream_server_reset_over_tls_h2(void **state) {
+  (void)state;
+  tls_reset_case(true);
 }
 
 int main(void) {
@@ -1345,6 +1356,7 @@ int main(void) {
       cmocka_unit_test(test_alpn_list),
       cmocka_unit_test(test_loopback_ws_reconnect_resumes),
       cmocka_unit_test(test_session_stream_reset_over_tls_h2),
+      cmocka_unit_test(test_session_stream_server_reset_over_tls_h2),
       cmocka_unit_test(test_client_sends_close_notify_http1),
       cmocka_unit_test(test_client_sends_close_notify_http2),
   };
