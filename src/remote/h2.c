@@ -355,8 +355,10 @@ static void op_finish(acp__hx *x) {
  * would overtake it: nghttp2 sends RST_STREAM before pending DATA), then
  * read_body() fails the stream, which nghttp2 answers with RST_STREAM
  * INTERNAL_ERROR. */
-static void op_reset(acp__hx *x) {
+static size_t op_reset(acp__hx *x) {
   h2s *st = (h2s *)x;
+  size_t held = st->credit + st->credit_due;
+  st->credit = st->credit_due = 0;
   if (!st->has_body || st->eof) {
     stream_fail(st);
   } else {
@@ -364,6 +366,7 @@ static void op_reset(acp__hx *x) {
     stream_resume(st->h2, st);
   }
   h2_kick(st->h2);
+  return held;
 }
 
 static const acp__hx_ops h2_ops = {op_respond, op_open_sse, op_send,

@@ -65,8 +65,11 @@ typedef struct acp__hx_ops {
    * first): HTTP/2 resets its stream (RST_STREAM INTERNAL_ERROR, once
    * what was queued on it is written) on a connection that stays up;
    * HTTP/1.1 closes its socket (what libuv still held is lost). Used by
-   * a test hook of the server. */
-  void (*reset)(acp__hx *x);
+   * a test hook of the server. Returns the link bytes the exchange still
+   * held, no longer credited by it (the detached exchange has no link to
+   * credit): the caller credits them, as the events go again in the
+   * replay, so the link's queue does not stay inflated for good. */
+  size_t (*reset)(acp__hx *x);
 } acp__hx_ops;
 
 struct acp__hx {

@@ -1799,8 +1799,9 @@ static void h1_taken(acp__hx *x) {
   update_tcp_reading(c);
 }
 
-static void h1_reset(acp__hx *x) {
+static size_t h1_reset(acp__hx *x) {
   conn_close_tcp(hx_conn(x)); /* no orderly end: a cut */
+  return 0;
 }
 
 static const acp__hx_ops h1_ops = {h1_respond, h1_open_sse, h1_send,
@@ -2365,8 +2366,11 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
     srv->cut_armed = false;
     if (srv->cut_done)
       (*srv->cut_done)++;
+    acp_uv_link *link = hc->link;
     hx_detach(to); /* sx->x = NULL: the stream is gone */
-    to->ops->reset(to);
+    size_t held = to->ops->reset(to);
+    if (held && link)
+      acp_uv_link_user_written(link, held);
     to = NULL;
   }
   if (sx && !to) {

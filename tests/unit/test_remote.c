@@ -2359,6 +2359,31 @@ static void test_session_stream_server_cut_over_http1(void **state) {
   reset_case_by(ACP_REMOTE_HTTP, NULL, NULL, true);
 }
 
+/* The same cut with u1..u4 of 512 KiB each: the socket cannot take them
+ * at once, so writes are still queued when the server closes the stream's
+ * socket. Their bytes must still be accounted written on the link (the
+ * events go again in the replay), or the agent's output would be held
+ * back for good by a queue that never empties. */
+static void test_server_cut_with_writes_queued_frees_the_queue(void **state) {
+  (void)state;
+  reset_case_pad(ACP_REMOTE_HTTP, NULL, NULL, true, 512 * 1024);
+}
+
+static void test_server_reset_over_http2_with_writes_queued(void **state) {
+  (void)state;
+  reset_case_pad(ACP_REMOTE_HTTP2, NULL, NULL, true, 512 * 1024);
+}
+
+static void test_client_reset_over_http2_with_writes_queued(void **state) {
+  (void)state;
+  reset_case_pad(ACP_REMOTE_HTTP2, NULL, NULL, false, 512 * 1024);
+}
+
+static void test_client_cut_over_http1_with_writes_queued(void **state) {
+  (void)state;
+  reset_case_pad(ACP_REMOTE_HTTP, NULL, NULL, false, 512 * 1024);
+}
+
 /* Lines the server's link is given in one write leave in one send: a
  * turn's last update and its answer (one read of the agent's stdout) were
  * two segments, and two wake-ups of the client. Seen from a raw client
@@ -3273,6 +3298,10 @@ int main(void) {
       cmocka_unit_test(test_session_stream_reset_hook_over_http1),
       cmocka_unit_test(test_session_stream_server_reset_over_http2),
       cmocka_unit_test(test_session_stream_server_cut_over_http1),
+      cmocka_unit_test(test_server_cut_with_writes_queued_frees_the_queue),
+      cmocka_unit_test(test_server_reset_over_http2_with_writes_queued),
+      cmocka_unit_test(test_client_reset_over_http2_with_writes_queued),
+      cmocka_unit_test(test_client_cut_over_http1_with_writes_queued),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
