@@ -258,8 +258,7 @@ static int agent_on_request(acp__role *r, acp__req *req,
   case ACP_METHOD_INITIALIZE: {
     int64_t v = -1;
 
-    acp_json_get_int64(acp_json_obj_getz(req->msg->params, "protocolVersion"),
-                       &v);
+    acp_json_get_int64(ACP__OBJ_GETL(req->msg->params, "protocolVersion"), &v);
     if (v < 0 || v > 65535)
       return acp__role_respond_error(
           r, req, ACP_RPC_INVALID_PARAMS,
@@ -272,7 +271,7 @@ static int agent_on_request(acp__role *r, acp__req *req,
        * said it handles (acp_agent_client_supports()). */
       size_t n = 0;
       const char *caps = acp_json_raw(
-          acp_json_obj_getz(req->msg->params, "clientCapabilities"), &n);
+          ACP__OBJ_GETL(req->msg->params, "clientCapabilities"), &n);
 
       acp__free(&r->mem, a->client_caps);
       a->client_caps = NULL;
@@ -361,7 +360,7 @@ static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req) {
   char user_id[32];
   size_t n = 0;
   const char *prompt =
-      acp_json_raw(acp_json_obj_getz(req->msg->params, "prompt"), &n);
+      acp_json_raw(ACP__OBJ_GETL(req->msg->params, "prompt"), &n);
   const char *out;
   size_t len;
   int rv;
@@ -401,7 +400,7 @@ static int v2_end_turn(acp_agent *a, acp__req *req, const char *stop_reason,
 }
 
 static int agent_on_session_cancel(acp_agent *a, const acp_rpc_msg *msg) {
-  const acp_json_val *v = acp_json_obj_getz(msg->params, "sessionId");
+  const acp_json_val *v = ACP__OBJ_GETL(msg->params, "sessionId");
   const char *id;
   size_t len;
   agent_sess *s;
@@ -864,8 +863,7 @@ static int v2_request_permission(acp_agent *agent, const char *session_id,
     acp_json_doc_free(doc);
     return ACP_ERR_INVALID_ARGUMENT;
   }
-  (void)acp_json_doc_str(doc,
-                         acp_json_obj_getz(acp_json_doc_root(doc), "title"),
+  (void)acp_json_doc_str(doc, ACP__OBJ_GETL(acp_json_doc_root(doc), "title"),
                          &title, &title_len);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
@@ -1122,9 +1120,9 @@ static int v2_chunk_with_id(acp_agent *a, const char *session_id,
     return rv;
   root = acp_json_doc_root(r->doc);
   if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT ||
-      acp_json_obj_getz(root, "messageId") != NULL)
+      ACP__OBJ_GETL(root, "messageId") != NULL)
     return 1;
-  kind = acp_json_obj_getz(root, "sessionUpdate");
+  kind = ACP__OBJ_GETL(root, "sessionUpdate");
   if (!ACP_JSON_STR_EQ_LIT(kind, "agent_message_chunk") &&
       !ACP_JSON_STR_EQ_LIT(kind, "agent_thought_chunk"))
     return 1;

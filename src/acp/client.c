@@ -173,24 +173,24 @@ static int client_on_session_update(acp_client *c, const acp_rpc_msg *msg) {
 
   memset(&u, 0, sizeof(u));
   u.msg = msg;
-  u.update = acp_json_obj_getz(msg->params, "update");
-  rv = acp_json_doc_str(msg->doc, acp_json_obj_getz(msg->params, "sessionId"),
+  u.update = ACP__OBJ_GETL(msg->params, "update");
+  rv = acp_json_doc_str(msg->doc, ACP__OBJ_GETL(msg->params, "sessionId"),
                         &u.session_id, &u.session_id_len);
   if (rv != 0)
     return rv;
-  kind = acp_json_obj_getz(u.update, "sessionUpdate");
+  kind = ACP__OBJ_GETL(u.update, "sessionUpdate");
   if (acp_json_type_of(kind) == ACP_JSON_STRING) {
     rv = acp_json_doc_str(msg->doc, kind, &u.kind_name, &u.kind_name_len);
     if (rv != 0)
       return rv;
     u.kind = acp_update_kind_from_name(u.kind_name, u.kind_name_len);
   }
-  content = acp_json_obj_getz(u.update, "content");
+  content = ACP__OBJ_GETL(u.update, "content");
   if ((u.kind == ACP_UPDATE_USER_MESSAGE_CHUNK ||
        u.kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK ||
        u.kind == ACP_UPDATE_AGENT_THOUGHT_CHUNK) &&
-      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(content, "type"), "text")) {
-    const acp_json_val *t = acp_json_obj_getz(content, "text");
+      ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(content, "type"), "text")) {
+    const acp_json_val *t = ACP__OBJ_GETL(content, "text");
 
     if (acp_json_type_of(t) == ACP_JSON_STRING) {
       rv = acp_json_doc_str(msg->doc, t, &u.text, &u.text_len);
@@ -232,8 +232,8 @@ static int client_record_initialize(acp_client *c, const acp_rpc_msg *msg) {
 
   if (msg->result == NULL)
     return 0;
-  if (acp_json_get_int64(acp_json_obj_getz(msg->result, "protocolVersion"),
-                         &v) != 0)
+  if (acp_json_get_int64(ACP__OBJ_GETL(msg->result, "protocolVersion"), &v) !=
+      0)
     return 0;
   c->protocol_version = v;
   /* Speak what the agent answered, if we enabled it; an answer we cannot
@@ -246,9 +246,9 @@ static int client_record_initialize(acp_client *c, const acp_rpc_msg *msg) {
   acp__free(&c->role.mem, c->agent_caps);
   c->agent_caps = NULL;
   c->agent_caps_len = 0;
-  caps = acp_json_obj_getz(msg->result, "agentCapabilities");
+  caps = ACP__OBJ_GETL(msg->result, "agentCapabilities");
   if (caps == NULL) /* v2 spelling */
-    caps = acp_json_obj_getz(msg->result, "capabilities");
+    caps = ACP__OBJ_GETL(msg->result, "capabilities");
   if (caps != NULL) {
     size_t n;
     const char *raw = acp_json_raw(caps, &n);

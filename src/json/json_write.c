@@ -177,29 +177,41 @@ static size_t copy_plain(acp_json_writer *w, const unsigned char *s,
       }
     }
   }
-  while (len - i >= 16) {
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+  /* Sixteen bytes a step; the last 1-15 are the last sixteen again,
+   * overlapping (the bytes before them were checked plain, so the first
+   * special byte found is at or after i), not a byte loop. Stores go into
+   * the room the caller reserved for the whole rest. */
+  while (len - i >= 16 || (i < len && len >= 16)) {
+    size_t at = len - i >= 16 ? i : len - 16;
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + at));
     int mk = _mm_movemask_epi8(acp__json_special16(b));
-    _mm_storeu_si128((__m128i *)(void *)(d + i), b);
+    _mm_storeu_si128((__m128i *)(void *)(d + at), b);
     if (mk != 0) {
-      i += (unsigned)__builtin_ctz((unsigned)mk);
+      i = at + (unsigned)__builtin_ctz((unsigned)mk);
       w->buf.len += i;
       return i;
     }
-    i += 16;
+    i = at + 16;
   }
 #endif
-  while (len - i >= 8) {
-    memcpy(&v, s + i, 8);
+  /* Eight bytes a step, the same way. The lowest flagged byte is exact:
+   * the subtractions borrow only upwards from a byte that matched. */
+  while (len - i >= 8 || (i < len && len >= 8)) {
+    size_t at = len - i >= 8 ? i : len - 8;
+    memcpy(&v, s + at, 8);
     x = v ^ (ones * '"');
     m = (x - ones) & ~x;
     x = v ^ (ones * '\\');
     m |= (x - ones) & ~x;
     m |= (v - ones * 0x20) & ~v;
-    if (((m | v) & highs) != 0)
-      break;
-    memcpy(d + i, s + i, 8);
-    i += 8;
+    m = (m | v) & highs;
+    memcpy(d + at, &v, 8);
+    if (m != 0) {
+      i = at + (unsigned)__builtin_ctzll(m) / 8;
+      w->buf.len += i;
+      return i;
+    }
+    i = at + 8;
   }
   while (i < len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
          s[i] != '\\') {

@@ -231,14 +231,14 @@ enum { ELICIT_FORM = 1, ELICIT_URL = 2 };
 /* The elicitation modes a client's capabilities declare: `elicitation: {}`
  * means form only (2025-11-25 keeps the older clients' meaning). */
 static unsigned elicit_modes_of(const acp_json_val *caps) {
-  const acp_json_val *e = acp_json_obj_getz(caps, "elicitation");
+  const acp_json_val *e = ACP__OBJ_GETL(caps, "elicitation");
   unsigned m = 0;
 
   if (e == NULL)
     return 0;
-  if (acp_json_obj_getz(e, "form") != NULL)
+  if (ACP__OBJ_GETL(e, "form") != NULL)
     m |= ELICIT_FORM;
-  if (acp_json_obj_getz(e, "url") != NULL)
+  if (ACP__OBJ_GETL(e, "url") != NULL)
     m |= ELICIT_URL;
   return m ? m : ELICIT_FORM;
 }
@@ -262,7 +262,7 @@ static int elicit_allowed(const acp_mem *m, unsigned modes, const char *params,
       acp_json_doc_free(doc);
       return rv;
     }
-    mode = rv == 0 ? acp_json_obj_getz(acp_json_doc_root(doc), "mode") : NULL;
+    mode = rv == 0 ? ACP__OBJ_GETL(acp_json_doc_root(doc), "mode") : NULL;
     if (mode != NULL && ACP_JSON_STR_EQ_LIT(mode, "url"))
       want = ELICIT_URL;
     else if (mode != NULL && !ACP_JSON_STR_EQ_LIT(mode, "form"))
@@ -631,8 +631,8 @@ static int prompt_required(acp_mcp_server *s, const char *args, char **out,
     goto cleanup;
   }
   for (e = acp_json_child(acp_json_doc_root(doc)); e; e = acp_json_next(e)) {
-    const acp_json_val *name = acp_json_obj_getz(e, "name");
-    const acp_json_val *req = acp_json_obj_getz(e, "required");
+    const acp_json_val *name = ACP__OBJ_GETL(e, "name");
+    const acp_json_val *req = ACP__OBJ_GETL(e, "required");
     const char *p;
     size_t n;
     bool on = false;
@@ -1003,8 +1003,8 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
     }
     call->caps_len = n;
   }
-  meta = acp_json_obj_getz(msg->params, "_meta");
-  tok = acp_json_obj_getz(meta, "progressToken");
+  meta = ACP__OBJ_GETL(msg->params, "_meta");
+  tok = ACP__OBJ_GETL(meta, "progressToken");
   if (acp_json_type_of(tok) == ACP_JSON_STRING ||
       acp_json_type_of(tok) == ACP_JSON_NUMBER) {
     size_t n;
@@ -1627,10 +1627,9 @@ static int state_verify(acp_mcp_conn *c, acp_json_doc *mdoc,
     rv = acp_json_doc_parse(*doc, *bytes, n, NULL);
   if (rv == 0) {
     const acp_json_val *root = acp_json_doc_root(*doc);
-    if (!acp_json_str_eq(acp_json_obj_getz(root, "m"), method,
-                         strlen(method)) ||
-        !acp_json_str_eq(acp_json_obj_getz(root, "n"), name, strlen(name)) ||
-        acp_json_type_of(acp_json_obj_getz(root, "r")) != ACP_JSON_OBJECT)
+    if (!acp_json_str_eq(ACP__OBJ_GETL(root, "m"), method, strlen(method)) ||
+        !acp_json_str_eq(ACP__OBJ_GETL(root, "n"), name, strlen(name)) ||
+        acp_json_type_of(ACP__OBJ_GETL(root, "r")) != ACP_JSON_OBJECT)
       rv = 1;
   } else if (rv != ACP_ERR_NOMEM) {
     rv = 1;
@@ -1916,8 +1915,8 @@ static int stateless_drain(acp_mcp_call *call, int rv) {
 static int stateless_prepare(acp_mcp_conn *c, const acp_rpc_msg *msg,
                              const char *method, const mcp_item *it,
                              acp_json_doc **sdoc, char **sbytes) {
-  const acp_json_val *ir = acp_json_obj_getz(msg->params, "inputResponses");
-  const acp_json_val *rs = acp_json_obj_getz(msg->params, "requestState");
+  const acp_json_val *ir = ACP__OBJ_GETL(msg->params, "inputResponses");
+  const acp_json_val *rs = ACP__OBJ_GETL(msg->params, "requestState");
   const acp_json_val *k;
   int rv;
 
@@ -1949,12 +1948,12 @@ static int stateless_prepare(acp_mcp_conn *c, const acp_rpc_msg *msg,
 /* Hand the prepared multi round-trip inputs to a started call. */
 static void stateless_attach(acp_mcp_call *call, const acp_rpc_msg *msg,
                              acp_json_doc *sdoc, char *sbytes) {
-  const acp_json_val *ir = acp_json_obj_getz(msg->params, "inputResponses");
+  const acp_json_val *ir = ACP__OBJ_GETL(msg->params, "inputResponses");
   if (!call->req.stateless)
     return;
   call->sdoc = sdoc;
   call->sbytes = sbytes;
-  call->prior = sdoc ? acp_json_obj_getz(acp_json_doc_root(sdoc), "r") : NULL;
+  call->prior = sdoc ? ACP__OBJ_GETL(acp_json_doc_root(sdoc), "r") : NULL;
   call->responses = acp_json_type_of(ir) == ACP_JSON_OBJECT ? ir : NULL;
   call->rdoc = msg->doc;
 }
@@ -2626,7 +2625,7 @@ static int task_input(acp_mcp_call *call, const char *key, const char *method,
 
 /* Whether 2026 client capabilities declare the tasks extension. */
 static bool caps_have_tasks(const acp_json_val *caps) {
-  return acp_json_obj_getz(acp_json_obj_getz(caps, "extensions"),
+  return acp_json_obj_getz(ACP__OBJ_GETL(caps, "extensions"),
                            ACP_MCP_EXT_TASKS) != NULL;
 }
 
@@ -2811,7 +2810,7 @@ static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t) {
   if (rv == ACP_ERR_NOMEM)
     return rv;
   root = rv == 0 ? acp_json_doc_root(c->rdoc) : NULL;
-  meta = acp_json_obj_getz(root, "_meta");
+  meta = ACP__OBJ_GETL(root, "_meta");
   if (acp_json_type_of(root) != ACP_JSON_OBJECT ||
       (meta != NULL && acp_json_type_of(meta) != ACP_JSON_OBJECT))
     return acp_rpc_session_respond(c->rpc, handle, t->result, t->result_len);
@@ -3027,11 +3026,11 @@ int acp_mcp_call_respond_url_elicitation_required(acp_mcp_call *call,
     rv = ACP_ERR_INVALID_ARGUMENT;
   for (e = rv == 0 ? acp_json_child(acp_json_doc_root(doc)) : NULL; e;
        e = acp_json_next(e))
-    if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(e, "mode"), "url") ||
-        acp_json_type_of(acp_json_obj_getz(e, "elicitationId")) !=
+    if (!ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(e, "mode"), "url") ||
+        acp_json_type_of(ACP__OBJ_GETL(e, "elicitationId")) !=
             ACP_JSON_STRING ||
-        acp_json_type_of(acp_json_obj_getz(e, "url")) != ACP_JSON_STRING ||
-        acp_json_type_of(acp_json_obj_getz(e, "message")) != ACP_JSON_STRING)
+        acp_json_type_of(ACP__OBJ_GETL(e, "url")) != ACP_JSON_STRING ||
+        acp_json_type_of(ACP__OBJ_GETL(e, "message")) != ACP_JSON_STRING)
       rv = ACP_ERR_INVALID_ARGUMENT;
   acp_json_doc_free(doc);
   if (rv != 0)
@@ -3247,10 +3246,10 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     if (c->client_caps == NULL)
       return ACP_ERR_NOMEM;
     c->client_caps_len = n;
-    c->cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
-    c->cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+    c->cap_sampling = ACP__OBJ_GETL(caps, "sampling") != NULL;
+    c->cap_elicitation = ACP__OBJ_GETL(caps, "elicitation") != NULL;
     c->elicit_modes = elicit_modes_of(caps);
-    c->cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
+    c->cap_roots = ACP__OBJ_GETL(caps, "roots") != NULL;
   }
   if (info) {
     const char *raw = acp_json_raw(info, &n);
@@ -3654,7 +3653,7 @@ static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_json_val *ref = param(msg, "ref");
   const acp_json_val *arg = param(msg, "argument");
   const acp_json_val *ctx = param(msg, "context");
-  const acp_json_val *type = acp_json_obj_getz(ref, "type");
+  const acp_json_val *type = ACP__OBJ_GETL(ref, "type");
   acp_mcp_call *call;
   int rv;
 
@@ -3662,8 +3661,8 @@ static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       acp_json_type_of(type) != ACP_JSON_STRING)
     return invalid_params(c, msg->handle, "ref must be an object with a type");
   if (acp_json_type_of(arg) != ACP_JSON_OBJECT ||
-      acp_json_type_of(acp_json_obj_getz(arg, "name")) != ACP_JSON_STRING ||
-      acp_json_type_of(acp_json_obj_getz(arg, "value")) != ACP_JSON_STRING)
+      acp_json_type_of(ACP__OBJ_GETL(arg, "name")) != ACP_JSON_STRING ||
+      acp_json_type_of(ACP__OBJ_GETL(arg, "value")) != ACP_JSON_STRING)
     return invalid_params(c, msg->handle,
                           "argument must be an object with name and value");
   if (acp_json_type_of(ctx) == ACP_JSON_NULL)
@@ -3671,13 +3670,13 @@ static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   if (ctx != NULL && acp_json_type_of(ctx) != ACP_JSON_OBJECT)
     return invalid_params(c, msg->handle, "context must be an object");
   if (ACP_JSON_STR_EQ_LIT(type, "ref/prompt")) {
-    const acp_json_val *name = acp_json_obj_getz(ref, "name");
+    const acp_json_val *name = ACP__OBJ_GETL(ref, "name");
     if (acp_json_type_of(name) != ACP_JSON_STRING)
       return invalid_params(c, msg->handle, "ref.name must be a string");
     if (vec_find_val(&s->lists[K_PROMPT], name) == NULL)
       return invalid_params(c, msg->handle, "unknown prompt");
   } else if (ACP_JSON_STR_EQ_LIT(type, "ref/resource")) {
-    const acp_json_val *uri = acp_json_obj_getz(ref, "uri");
+    const acp_json_val *uri = ACP__OBJ_GETL(ref, "uri");
     if (acp_json_type_of(uri) != ACP_JSON_STRING)
       return invalid_params(c, msg->handle, "ref.uri must be a string");
     if (vec_find_val(&s->lists[K_TEMPLATE], uri) == NULL &&
@@ -3839,8 +3838,8 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_mcp_server *s = c->srv;
   const acp_mem *m = &s->mem;
   const acp_json_val *f = param(msg, "notifications");
-  const acp_json_val *uv = acp_json_obj_getz(f, "resourceSubscriptions");
-  const acp_json_val *tv = acp_json_obj_getz(f, "taskIds");
+  const acp_json_val *uv = ACP__OBJ_GETL(f, "resourceSubscriptions");
+  const acp_json_val *tv = ACP__OBJ_GETL(f, "taskIds");
   const acp_json_val *e;
   bool want_uris, want_tasks;
   const char *p;
@@ -4029,10 +4028,10 @@ static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   }
   c->req.stateless = true;
   c->req.caps = caps;
-  c->req.cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
-  c->req.cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+  c->req.cap_sampling = ACP__OBJ_GETL(caps, "sampling") != NULL;
+  c->req.cap_elicitation = ACP__OBJ_GETL(caps, "elicitation") != NULL;
   c->req.elicit_modes = elicit_modes_of(caps);
-  c->req.cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
+  c->req.cap_roots = ACP__OBJ_GETL(caps, "roots") != NULL;
   c->req.hint.ttl = -1;
 
   if (acp__mcp_method_is(msg, "server/discover")) {
@@ -4089,7 +4088,7 @@ static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
 static bool is_stateless_request(const acp_rpc_msg *msg) {
   if (acp__mcp_method_is(msg, "server/discover"))
     return true;
-  return acp_json_obj_getz(acp_json_obj_getz(msg->params, "_meta"),
+  return acp_json_obj_getz(ACP__OBJ_GETL(msg->params, "_meta"),
                            ACP_MCP_META_PROTOCOL_VERSION) != NULL;
 }
 
