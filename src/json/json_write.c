@@ -132,86 +132,104 @@ static int before_value(acp_json_writer *w) {
   }
 }
 
-/* Length of the prefix of s[0..len) that needs no escaping and no UTF-8
- * check (printable ASCII other than '"' and '\\'). */
+#if defined(__SSE2__)
+/* The start of a long string (80 bytes or more): 64 bytes a step (tested,
+ * then copied) while none is special, with AVX2 where the CPU has it.
+ * Returns how many leading bytes it copied, all plain (0 when the first
+ * block holds a special byte); copy_plain() goes on from there. Out of
+ * line, so that the short strings (keys, names, ids) run a leaf function
+ * that saves no registers for these calls. */
+__attribute__((noinline)) static size_t
+copy_plain_wide(unsigned char *d, const unsigned char *s, size_t len) {
+  size_t i = 0;
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)s);
+
+  if (_mm_movemask_epi8(acp__json_special16(b)) != 0)
+    return 0;
+  _mm_storeu_si128((__m128i *)(void *)d, b);
+  i = 16;
+#ifdef ACP__JSON_AVX2
+  /* A long text (a prompt, a file): twice the bytes per instruction where
+   * the CPU can, once 64 more plain bytes show it is long. */
+  if (len - i >= 128 && !acp__json_special64(s + i)) {
+    memcpy(d + i, s + i, 64);
+    i += 64;
+    if (acp__json_have_avx2())
+      i += acp__json_copy_plain_avx2(d + i, s + i, len - i);
+  }
+#endif
+  while (len - i >= 64 && !acp__json_special64(s + i)) {
+    memcpy(d + i, s + i, 64);
+    i += 64;
+  }
+  return i;
+}
+#endif
+
 /* Copy the prefix of s[0..len) that needs no escaping and no UTF-8 check
  * (printable ASCII other than '"' and '\\') to the end of the buffer, in
  * one pass, and return its length. The caller has reserved room for `len`
- * more bytes: whole 16-byte blocks are stored even when only their start
- * is plain, and the rest is overwritten by what follows. */
+ * more bytes: whole blocks are stored even when only their start is plain,
+ * and the rest is overwritten by what follows. The last 1-15 bytes (1-7
+ * below 16) are the last block again, overlapping, not a byte loop: the
+ * bytes before them were checked plain, so the first special byte found
+ * is at or after i. */
 static size_t copy_plain(acp_json_writer *w, const unsigned char *s,
                          size_t len) {
   const uint64_t ones = UINT64_C(0x0101010101010101);
   const uint64_t highs = UINT64_C(0x8080808080808080);
   unsigned char *d = (unsigned char *)w->buf.data + w->buf.len;
   size_t i = 0;
+  size_t at;
   uint64_t v;
   uint64_t x;
   uint64_t m;
 
 #if defined(__SSE2__)
   /* Quote, backslash, and a signed compare below 0x20 for control bytes
-   * and bytes >= 0x80, as in the reader: 64 bytes a step (tested, then
-   * copied) while none is special, then 16 at a time. */
-  if (len >= 80) {
-    /* Short strings (keys, names) skip the wide step; long ones enter it
-     * after one block. */
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)s);
-    int mk = _mm_movemask_epi8(acp__json_special16(b));
-    if (mk == 0) {
-      _mm_storeu_si128((__m128i *)(void *)d, b);
-      i = 16;
-#ifdef ACP__JSON_AVX2
-      /* A long text (a prompt, a file): twice the bytes per instruction
-       * where the CPU can, once 64 more plain bytes show it is long. */
-      if (len - i >= 128 && !acp__json_special64(s + i)) {
-        memcpy(d + i, s + i, 64);
-        i += 64;
-        if (acp__json_have_avx2())
-          i += acp__json_copy_plain_avx2(d + i, s + i, len - i);
+   * and bytes >= 0x80, as in the reader. */
+  if (len >= 16) {
+    if (len >= 80)
+      i = copy_plain_wide(d, s, len);
+    while (i < len) {
+      __m128i b;
+      int mk;
+
+      at = len - i >= 16 ? i : len - 16;
+      b = _mm_loadu_si128((const __m128i *)(const void *)(s + at));
+      mk = _mm_movemask_epi8(acp__json_special16(b));
+      _mm_storeu_si128((__m128i *)(void *)(d + at), b);
+      if (mk != 0) {
+        i = at + (unsigned)__builtin_ctz((unsigned)mk);
+        break;
       }
-#endif
-      while (len - i >= 64 && !acp__json_special64(s + i)) {
-        memcpy(d + i, s + i, 64);
-        i += 64;
-      }
+      i = at + 16;
     }
-  }
-  /* Sixteen bytes a step; the last 1-15 are the last sixteen again,
-   * overlapping (the bytes before them were checked plain, so the first
-   * special byte found is at or after i), not a byte loop. Stores go into
-   * the room the caller reserved for the whole rest. */
-  while (len - i >= 16 || (i < len && len >= 16)) {
-    size_t at = len - i >= 16 ? i : len - 16;
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + at));
-    int mk = _mm_movemask_epi8(acp__json_special16(b));
-    _mm_storeu_si128((__m128i *)(void *)(d + at), b);
-    if (mk != 0) {
-      i = at + (unsigned)__builtin_ctz((unsigned)mk);
-      w->buf.len += i;
-      return i;
-    }
-    i = at + 16;
+    w->buf.len += i;
+    return i;
   }
 #endif
   /* Eight bytes a step, the same way. The lowest flagged byte is exact:
    * the subtractions borrow only upwards from a byte that matched. */
-  while (len - i >= 8 || (i < len && len >= 8)) {
-    size_t at = len - i >= 8 ? i : len - 8;
-    memcpy(&v, s + at, 8);
-    x = v ^ (ones * '"');
-    m = (x - ones) & ~x;
-    x = v ^ (ones * '\\');
-    m |= (x - ones) & ~x;
-    m |= (v - ones * 0x20) & ~v;
-    m = (m | v) & highs;
-    memcpy(d + at, &v, 8);
-    if (m != 0) {
-      i = at + (unsigned)__builtin_ctzll(m) / 8;
-      w->buf.len += i;
-      return i;
+  if (len >= 8) {
+    while (i < len) {
+      at = len - i >= 8 ? i : len - 8;
+      memcpy(&v, s + at, 8);
+      x = v ^ (ones * '"');
+      m = (x - ones) & ~x;
+      x = v ^ (ones * '\\');
+      m |= (x - ones) & ~x;
+      m |= (v - ones * 0x20) & ~v;
+      m = (m | v) & highs;
+      memcpy(d + at, &v, 8);
+      if (m != 0) {
+        i = at + (unsigned)__builtin_ctzll(m) / 8;
+        break;
+      }
+      i = at + 8;
     }
-    i = at + 8;
+    w->buf.len += i;
+    return i;
   }
   while (i < len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
          s[i] != '\\') {
