@@ -158,6 +158,46 @@ static void test_json_obj_get_escaped_keys(void **state) {
   acp_json_doc_free(doc);
 }
 
+/* A lookup walks plain keys inline and continues out of line from the
+ * first key with escapes (or from the start for a key over 16 bytes): the
+ * members before, at and after that point are all found, first match
+ * first, and a missing key ends at the last member. */
+static void test_json_obj_get_plain_then_escaped_keys(void **state) {
+  static const char in[] =
+      "{\"x\":0,\"abc\":1,\"a\\u0062d\":2,\"abd\":3,"
+      "\"k_is_longer_than_16\":4,\"k_is_longer_than_1\\u0037\":5,\"zz\":6}";
+  static const char plain[] = "{\"p\":1,\"k_is_longer_than_16\":2,\"q\":3}";
+  acp_json_doc *doc = parse_ok(S(in));
+  const acp_json_val *root = acp_json_doc_root(doc);
+  int64_t i;
+
+  (void)state;
+#define GET(k, want)                                                           \
+  do {                                                                         \
+    assert_int_equal(acp_json_get_int64(acp_json_obj_get(root, S(k)), &i), 0); \
+    assert_int_equal(i, want);                                                 \
+  } while (0)
+  GET("x", 0);
+  GET("abc", 1);
+  GET("abd", 2); /* the escaped key comes first */
+  GET("k_is_longer_than_16", 4);
+  GET("k_is_longer_than_17", 5);
+  GET("zz", 6);
+  assert_null(acp_json_obj_get(root, S("y")));
+  assert_null(acp_json_obj_get(root, S("zzz")));
+  assert_null(acp_json_obj_get(root, S("k_is_longer_than_18")));
+  acp_json_doc_free(doc);
+  doc = parse_ok(S(plain));
+  root = acp_json_doc_root(doc);
+  GET("p", 1);
+  GET("k_is_longer_than_16", 2);
+  GET("q", 3);
+  assert_null(acp_json_obj_get(root, S("k_is_longer_than_1")));
+  assert_null(acp_json_obj_get(root, S("k_is_longer_than_166")));
+#undef GET
+  acp_json_doc_free(doc);
+}
+
 static void test_json_str_eq_and_unescape(void **state) {
   static const char in[] =
       "[\"plain\",\"t\\tx\\n\\\\\\/\\\"\\b\\f\\r\",\"nul\\u0000end\","
@@ -1706,6 +1746,7 @@ int main(void) {
       cmocka_unit_test(test_json_accessors_and_types),
       cmocka_unit_test(test_json_iteration_skips_subtrees),
       cmocka_unit_test(test_json_obj_get_escaped_keys),
+      cmocka_unit_test(test_json_obj_get_plain_then_escaped_keys),
       cmocka_unit_test(test_json_str_eq_and_unescape),
       cmocka_unit_test(test_json_doc_str_many_escaped_strings_stay_valid),
       cmocka_unit_test(test_json_raw_spans_are_byte_exact),
