@@ -1216,9 +1216,11 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
     acp__rpc_part parts[] = {
         ACP__PART_LIT("{\"sessionId\":"),
         ACP__PART_STR(session_id, strlen(session_id)),
-        ACP__PART_LIT(",\"update\":{\"sessionUpdate\":"),
-        ACP__PART_STR(kind, strlen(kind)),
-        ACP__PART_LIT(",\"content\":{\"type\":\"text\",\"text\":"),
+        /* kind is one of this file's names (plain ASCII): raw, not
+         * scanned for escapes on every chunk. */
+        ACP__PART_LIT(",\"update\":{\"sessionUpdate\":\""),
+        {kind, strlen(kind), false},
+        ACP__PART_LIT("\",\"content\":{\"type\":\"text\",\"text\":"),
         ACP__PART_STR(text ? text : "", text_len),
         ACP__PART_LIT("}}}"),
     };

@@ -133,19 +133,41 @@ static int before_value(acp_json_writer *w) {
 }
 
 #if defined(__SSE2__)
-/* The start of a long string (80 bytes or more): 64 bytes a step (tested,
- * then copied) while none is special, with AVX2 where the CPU has it.
- * Returns how many leading bytes it copied, all plain (0 when the first
- * block holds a special byte); copy_plain() goes on from there. Out of
- * line, so that the short strings (keys, names, ids) run a leaf function
- * that saves no registers for these calls. */
+/* Sixteen bytes a step from i; the last 1-15 bytes are the last sixteen
+ * again, overlapping (len >= 16; the bytes before i were checked plain, so
+ * the first special byte found is at or after i). */
+static inline __attribute__((always_inline)) size_t
+copy_plain16(acp_json_writer *w, unsigned char *d, const unsigned char *s,
+             size_t len, size_t i) {
+  while (i < len) {
+    size_t at = len - i >= 16 ? i : len - 16;
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + at));
+    int mk = _mm_movemask_epi8(acp__json_special16(b));
+
+    _mm_storeu_si128((__m128i *)(void *)(d + at), b);
+    if (mk != 0) {
+      i = at + (unsigned)__builtin_ctz((unsigned)mk);
+      break;
+    }
+    i = at + 16;
+  }
+  w->buf.len += i;
+  return i;
+}
+
+/* copy_plain() of a long string (80 bytes or more): 64 bytes a step
+ * (tested, then copied) while none is special, with AVX2 where the CPU has
+ * it, then sixteen. Out of line and reached by a tail call, so that short
+ * strings (keys, names, ids) run a leaf function that saves no registers
+ * for the calls made here. */
 __attribute__((noinline)) static size_t
-copy_plain_wide(unsigned char *d, const unsigned char *s, size_t len) {
+copy_plain_long(acp_json_writer *w, const unsigned char *s, size_t len) {
+  unsigned char *d = (unsigned char *)w->buf.data + w->buf.len;
   size_t i = 0;
   __m128i b = _mm_loadu_si128((const __m128i *)(const void *)s);
 
   if (_mm_movemask_epi8(acp__json_special16(b)) != 0)
-    return 0;
+    return copy_plain16(w, d, s, len, 0);
   _mm_storeu_si128((__m128i *)(void *)d, b);
   i = 16;
 #ifdef ACP__JSON_AVX2
@@ -162,7 +184,7 @@ copy_plain_wide(unsigned char *d, const unsigned char *s, size_t len) {
     memcpy(d + i, s + i, 64);
     i += 64;
   }
-  return i;
+  return copy_plain16(w, d, s, len, i);
 }
 #endif
 
@@ -188,26 +210,10 @@ static size_t copy_plain(acp_json_writer *w, const unsigned char *s,
 #if defined(__SSE2__)
   /* Quote, backslash, and a signed compare below 0x20 for control bytes
    * and bytes >= 0x80, as in the reader. */
-  if (len >= 16) {
-    if (len >= 80)
-      i = copy_plain_wide(d, s, len);
-    while (i < len) {
-      __m128i b;
-      int mk;
-
-      at = len - i >= 16 ? i : len - 16;
-      b = _mm_loadu_si128((const __m128i *)(const void *)(s + at));
-      mk = _mm_movemask_epi8(acp__json_special16(b));
-      _mm_storeu_si128((__m128i *)(void *)(d + at), b);
-      if (mk != 0) {
-        i = at + (unsigned)__builtin_ctz((unsigned)mk);
-        break;
-      }
-      i = at + 16;
-    }
-    w->buf.len += i;
-    return i;
-  }
+  if (len >= 80)
+    return copy_plain_long(w, s, len);
+  if (len >= 16)
+    return copy_plain16(w, d, s, len, 0);
 #endif
   /* Eight bytes a step, the same way. The lowest flagged byte is exact:
    * the subtractions borrow only upwards from a byte that matched. */
