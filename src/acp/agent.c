@@ -335,7 +335,7 @@ static int v2_state(acp_agent *a, const char *session_id, const char *state,
   acp_json_writer *w = acp__role_obj_begin(&a->role);
 
   acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "update");
+  ACP__W_KEYL(w, "update");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "sessionUpdate", "state_update");
   acp__w_str(w, "state", state);
@@ -669,7 +669,7 @@ static int respond_initialize_raw(acp_agent *a, acp__req *req,
   if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT)
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(r);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   acp_json_write_int(w, negotiated_version(a, req));
   for (k = acp_json_child(root); k != NULL;
        k = acp_json_next(acp_json_next(k))) {
@@ -736,7 +736,7 @@ int acp_agent_respond_initialize(acp_agent *agent, acp_agent_request *req,
     return ACP_ERR_INVALID_STATE;
   v2 = negotiated_version(agent, req) == ACP_PROTOCOL_V2;
   w = acp__role_obj_begin(&agent->role);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   acp_json_write_int(w, v2 ? ACP_PROTOCOL_V2 : AGENT_PROTOCOL_VERSION);
   /* v2 renamed agentCapabilities and agentInfo (InitializeResponse). */
   acp__w_raw(w, v2 ? "capabilities" : "agentCapabilities", caps, caps_len,
@@ -867,12 +867,12 @@ static int v2_request_permission(acp_agent *agent, const char *session_id,
                          &title, &title_len);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "title");
+  ACP__W_KEYL(w, "title");
   if (title != NULL)
     acp_json_write_str(w, title, title_len);
   else
     acp_json_write_strz(w, "Permission requested");
-  acp_json_write_keyz(w, "subject");
+  ACP__W_KEYL(w, "subject");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "tool_call");
   acp__w_raw(w, "toolCall", tc, tc_len, NULL);
@@ -916,11 +916,11 @@ int acp_agent_fs_read_text_file(acp_agent *agent, const char *session_id,
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "path", path);
   if (line != 0) {
-    acp_json_write_keyz(w, "line");
+    ACP__W_KEYL(w, "line");
     acp_json_write_uint(w, line);
   }
   if (limit != 0) {
-    acp_json_write_keyz(w, "limit");
+    ACP__W_KEYL(w, "limit");
     acp_json_write_uint(w, limit);
   }
   return agent_call_w(agent, "fs/read_text_file", cb, cb_user_data, id_out);
@@ -938,7 +938,7 @@ int acp_agent_fs_write_text_file(acp_agent *agent, const char *session_id,
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "path", path);
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   acp_json_write_str(w, content ? content : "", content_len);
   return agent_call_w(agent, "fs/write_text_file", cb, cb_user_data, id_out);
 }
@@ -1061,7 +1061,7 @@ static acp_json_writer *update_begin(acp_agent *a, const char *session_id,
   acp_json_writer *w = acp__role_obj_begin(&a->role);
 
   acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "update");
+  ACP__W_KEYL(w, "update");
   acp_json_writer_data(w, &a->update_at);
   a->update_session = session_id;
   acp_json_write_obj_begin(w);
@@ -1129,7 +1129,7 @@ static int v2_chunk_with_id(acp_agent *a, const char *session_id,
   s = sess_find(a, session_id, strlen(session_id));
   w = acp__role_obj_begin(r);
   acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "update");
+  ACP__W_KEYL(w, "update");
   acp_json_writer_data(w, &at);
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(root); k != NULL;
@@ -1239,10 +1239,10 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
 
     acp__w_str(w, "messageId", v2_message_id(s, kind));
   }
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "text");
-  acp_json_write_keyz(w, "text");
+  ACP__W_KEYL(w, "text");
   if (val != NULL)
     acp_json_write_val(w, val);
   else
@@ -1375,7 +1375,7 @@ int acp_agent_send_plan_update(acp_agent *agent, const char *session_id,
   if (plan_id == NULL || entries == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   w = update_begin(agent, session_id, "plan_update");
-  acp_json_write_keyz(w, "plan");
+  ACP__W_KEYL(w, "plan");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "items");
   acp__w_str(w, "planId", plan_id);
@@ -1447,9 +1447,9 @@ int acp_agent_send_usage(acp_agent *agent, const char *session_id,
   if (rv != 0)
     return rv;
   w = update_begin(agent, session_id, "usage_update");
-  acp_json_write_keyz(w, "used");
+  ACP__W_KEYL(w, "used");
   acp_json_write_uint(w, used);
-  acp_json_write_keyz(w, "size");
+  ACP__W_KEYL(w, "size");
   acp_json_write_uint(w, size);
   return update_end(agent, extra, extra_len);
 }

@@ -473,7 +473,7 @@ int acp_client_respond_permission(acp_client *client, acp_client_request *req,
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
   w = acp__role_obj_begin(&client->role);
-  acp_json_write_keyz(w, "outcome");
+  ACP__W_KEYL(w, "outcome");
   acp_json_write_obj_begin(w);
   if (option_id != NULL) {
     acp__w_str(w, "outcome", "selected");
@@ -495,7 +495,7 @@ int acp_client_respond_read_text_file(acp_client *client,
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
   w = acp__role_obj_begin(&client->role);
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   acp_json_write_str(w, content ? content : "", content_len);
   return respond_w(client, req);
 }
@@ -578,7 +578,7 @@ int acp_client_initialize(acp_client *client, const char *caps, size_t caps_len,
   if (client == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(&client->role);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   if (client->max_version >= ACP_PROTOCOL_V2) {
     /* Ask for 2 with both spellings: a v1 agent answering 1 reads
      * clientCapabilities/clientInfo, a v2 one capabilities/info. */
@@ -589,7 +589,7 @@ int acp_client_initialize(acp_client *client, const char *caps, size_t caps_len,
     if (info != NULL) {
       acp__w_raw(w, "info", info, info_len, NULL);
     } else {
-      acp_json_write_keyz(w, "info");
+      ACP__W_KEYL(w, "info");
       acp_json_write_obj_begin(w);
       acp__w_str(w, "name", "libacp");
       acp__w_str(w, "version", ACP_VERSION);
@@ -804,9 +804,9 @@ static void w_position(acp_json_writer *w, const char *key, int64_t line,
                        int64_t character) {
   acp_json_write_keyz(w, key);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "line");
+  ACP__W_KEYL(w, "line");
   acp_json_write_int(w, line);
-  acp_json_write_keyz(w, "character");
+  ACP__W_KEYL(w, "character");
   acp_json_write_int(w, character);
   acp_json_write_obj_end(w);
 }
@@ -825,7 +825,7 @@ int acp_client_nes_suggest(acp_client *client, const char *session_id,
   w = acp__role_obj_begin(&client->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "uri", uri);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_int(w, version);
   w_position(w, "position", line, character);
   acp__w_str(w, "triggerKind", trigger_kind);
@@ -887,9 +887,9 @@ int acp_client_document_did_open(acp_client *client, const char *session_id,
     return ACP_ERR_INVALID_ARGUMENT;
   w = doc_begin(client, session_id, uri);
   acp__w_str(w, "languageId", language_id);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_int(w, version);
-  acp_json_write_keyz(w, "text");
+  ACP__W_KEYL(w, "text");
   acp_json_write_str(w, text != NULL ? text : "", text_len);
   return acp__role_notify_obj(&client->role, "document/didOpen");
 }
@@ -904,7 +904,7 @@ int acp_client_document_did_change(acp_client *client, const char *session_id,
       content_changes == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   w = doc_begin(client, session_id, uri);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_int(w, version);
   acp__w_raw(w, "contentChanges", content_changes, content_changes_len, NULL);
   return acp__role_notify_obj(&client->role, "document/didChange");
@@ -939,7 +939,7 @@ int acp_client_document_did_focus(acp_client *client, const char *session_id,
       visible_range == NULL || line < 0 || character < 0)
     return ACP_ERR_INVALID_ARGUMENT;
   w = doc_begin(client, session_id, uri);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_int(w, version);
   w_position(w, "position", line, character);
   acp__w_raw(w, "visibleRange", visible_range, visible_range_len, NULL);

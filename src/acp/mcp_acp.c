@@ -758,29 +758,29 @@ static int build_outer_params(tunnel *t, const acp_json_val *root,
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   if (t->shape == ACP_MCP_ACP_SHAPE_M2) {
-    acp_json_write_keyz(w, "serverId");
+    ACP__W_KEYL(w, "serverId");
     acp_json_write_strz(w, t->decl->id);
-    acp_json_write_keyz(w, "requestId");
+    ACP__W_KEYL(w, "requestId");
     acp_json_write_raw(w, t->m2_request_id, strlen(t->m2_request_id));
   } else {
-    acp_json_write_keyz(w, "connectionId");
+    ACP__W_KEYL(w, "connectionId");
     acp_json_write_strz(w, t->conn_id);
   }
-  acp_json_write_keyz(w, "method");
+  ACP__W_KEYL(w, "method");
   acp_json_write_val(w, ACP__OBJ_GETL(root, "method"));
   if (request_id_raw != NULL) {
     /* notifications/cancelled with the requestId rewritten */
-    acp_json_write_keyz(w, "params");
+    ACP__W_KEYL(w, "params");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "requestId");
+    ACP__W_KEYL(w, "requestId");
     acp_json_write_raw(w, request_id_raw, strlen(request_id_raw));
     if (ACP__OBJ_GETL(pa, "reason") != NULL) {
-      acp_json_write_keyz(w, "reason");
+      ACP__W_KEYL(w, "reason");
       acp_json_write_val(w, ACP__OBJ_GETL(pa, "reason"));
     }
     acp_json_write_obj_end(w);
   } else if (pa != NULL) {
-    acp_json_write_keyz(w, "params");
+    ACP__W_KEYL(w, "params");
     acp_json_write_val(w, pa);
   }
   acp_json_write_obj_end(w);
@@ -917,17 +917,17 @@ static int m2_outgoing(tunnel *t, const acp_json_val *root) {
   }
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "serverId");
+  ACP__W_KEYL(w, "serverId");
   acp_json_write_strz(w, t->server_id);
-  acp_json_write_keyz(w, "requestId");
+  ACP__W_KEYL(w, "requestId");
   snprintf(rid, sizeof(rid), "%lld", (long long)r->m2_rid);
   acp_json_write_strz(w, rid); /* McpRequestId is a string */
-  acp_json_write_keyz(w, "method");
+  ACP__W_KEYL(w, "method");
   if (discover)
     acp_json_write_strz(w, "server/discover");
   else
     acp_json_write_val(w, m);
-  acp_json_write_keyz(w, "params");
+  ACP__W_KEYL(w, "params");
   rv = acp_mcp_era_write_request_params(w, pa, init);
   if (rv == 0)
     rv = acp_json_write_obj_end(w);
@@ -955,9 +955,9 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
     err = NULL;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "jsonrpc");
+  ACP__W_KEYL(w, "jsonrpc");
   acp_json_write_strz(w, "2.0");
-  acp_json_write_keyz(w, "id");
+  ACP__W_KEYL(w, "id");
   acp_json_write_raw(w, r->inner_id, strlen(r->inner_id));
   (void)acp_json_get_int64(ACP__OBJ_GETL(err, "code"), &code);
   if (r->m2_discover && (res != NULL || code == ACP_RPC_METHOD_NOT_FOUND)) {
@@ -966,14 +966,14 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
 
     if (res == NULL || acp_json_type_of(res) != ACP_JSON_OBJECT)
       d = NULL;
-    acp_json_write_keyz(w, "result");
+    ACP__W_KEYL(w, "result");
     rv = acp_mcp_era_write_initialize_result(w, m2_init_params(t), d, NULL);
     if (rv == ACP_ERR_INVALID_ARGUMENT)
       fail = "Invalid server/discover result";
     else if (rv != 0)
       return rv;
   } else if (res != NULL) {
-    acp_json_write_keyz(w, "result");
+    ACP__W_KEYL(w, "result");
     if (acp_json_type_of(res) != ACP_JSON_OBJECT) {
       acp_json_write_val(w, res);
     } else {
@@ -985,7 +985,7 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
         return rv;
     }
   } else if (err != NULL) {
-    acp_json_write_keyz(w, "error");
+    ACP__W_KEYL(w, "error");
     acp_json_write_val(w, err);
   } else {
     fail = "Invalid MCP-over-ACP response carrier";
@@ -994,15 +994,15 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
     /* Start again: the answer is an error. */
     acp_json_writer_reset(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "jsonrpc");
+    ACP__W_KEYL(w, "jsonrpc");
     acp_json_write_strz(w, "2.0");
-    acp_json_write_keyz(w, "id");
+    ACP__W_KEYL(w, "id");
     acp_json_write_raw(w, r->inner_id, strlen(r->inner_id));
-    acp_json_write_keyz(w, "error");
+    ACP__W_KEYL(w, "error");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "code");
+    ACP__W_KEYL(w, "code");
     acp_json_write_int(w, ACP_RPC_INTERNAL_ERROR);
-    acp_json_write_keyz(w, "message");
+    ACP__W_KEYL(w, "message");
     acp_json_write_strz(w, fail);
     acp_json_write_obj_end(w);
   }
@@ -2085,7 +2085,7 @@ int acp_mcp_acp_params_add_server(acp_json_writer *w,
     }
   }
   if (!seen) {
-    acp_json_write_keyz(w, "mcpServers");
+    ACP__W_KEYL(w, "mcpServers");
     acp_json_write_arr_begin(w);
     acp_json_write_raw(w, decl, len);
     acp_json_write_arr_end(w);
@@ -2137,12 +2137,12 @@ int acp_mcp_acp_caps_enable(acp_json_writer *w, const char *caps, size_t len) {
           break;
         acp_json_write_val(w, acp_json_next(q));
       }
-      acp_json_write_keyz(w, "acp");
+      ACP__W_KEYL(w, "acp");
       acp_json_write_bool(w, true);
       acp_json_write_obj_end(w);
     } else if (ACP_JSON_STR_EQ_LIT(k, "mcpCapabilities")) {
       acp_json_write_obj_begin(w);
-      acp_json_write_keyz(w, "acp");
+      ACP__W_KEYL(w, "acp");
       acp_json_write_bool(w, true);
       acp_json_write_obj_end(w);
       seen = true;
@@ -2151,9 +2151,9 @@ int acp_mcp_acp_caps_enable(acp_json_writer *w, const char *caps, size_t len) {
     }
   }
   if (!seen) {
-    acp_json_write_keyz(w, "mcpCapabilities");
+    ACP__W_KEYL(w, "mcpCapabilities");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "acp");
+    ACP__W_KEYL(w, "acp");
     acp_json_write_bool(w, true);
     acp_json_write_obj_end(w);
   }
@@ -2273,7 +2273,7 @@ static int send_connect(tunnel *t) {
     rv = acp__buf_append(&b, "acp:", 4);
     if (rv == 0)
       rv = acp__buf_append(&b, t->server_id, strlen(t->server_id));
-    acp_json_write_keyz(o->w, "acp_url");
+    ACP__W_KEYL(o->w, "acp_url");
     if (rv == 0)
       acp_json_write_str(o->w, b.data, b.len);
     acp__buf_dispose(&b);
@@ -2283,9 +2283,9 @@ static int send_connect(tunnel *t) {
     }
   } else {
     /* Both spellings: the seed form reads acpId, the RFD serverId. */
-    acp_json_write_keyz(o->w, "acpId");
+    ACP__W_KEYL(o->w, "acpId");
     acp_json_write_strz(o->w, t->server_id);
-    acp_json_write_keyz(o->w, "serverId");
+    ACP__W_KEYL(o->w, "serverId");
     acp_json_write_strz(o->w, t->server_id);
   }
   acp_json_write_obj_end(o->w);
@@ -2610,7 +2610,7 @@ void acp__mcp_ep_close(acp__mcp_ep *ep, bool tell) {
 
     acp_json_writer_reset(o->w);
     acp_json_write_obj_begin(o->w);
-    acp_json_write_keyz(o->w, "connectionId");
+    ACP__W_KEYL(o->w, "connectionId");
     acp_json_write_strz(o->w, t->conn_id);
     acp_json_write_obj_end(o->w);
     if (r != NULL && acp_json_writer_error(o->w) == 0) {

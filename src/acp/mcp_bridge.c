@@ -548,10 +548,10 @@ static void write_decl(acp_mcp_bridge *b, acp_json_writer *w, const srv *s,
 
   acp_json_write_obj_begin(w);
   if (http) {
-    acp_json_write_keyz(w, "type");
+    ACP__W_KEYL(w, "type");
     acp_json_write_strz(w, "http");
   }
-  acp_json_write_keyz(w, "name");
+  ACP__W_KEYL(w, "name");
   if (acp_json_doc_str(b->doc, ACP__OBJ_GETL(e, "name"), &name, &nl) == 0)
     acp_json_write_str(w, name, nl);
   else
@@ -562,27 +562,27 @@ static void write_decl(acp_mcp_bridge *b, acp_json_writer *w, const srv *s,
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp",
              (unsigned)b->http_port);
     snprintf(bearer, sizeof(bearer), "Bearer %s", s->token);
-    acp_json_write_keyz(w, "url");
+    ACP__W_KEYL(w, "url");
     acp_json_write_strz(w, url);
-    acp_json_write_keyz(w, "headers");
+    ACP__W_KEYL(w, "headers");
     acp_json_write_arr_begin(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "name");
+    ACP__W_KEYL(w, "name");
     acp_json_write_strz(w, "Authorization");
-    acp_json_write_keyz(w, "value");
+    ACP__W_KEYL(w, "value");
     acp_json_write_strz(w, bearer);
     acp_json_write_obj_end(w);
     acp_json_write_arr_end(w);
   } else {
-    acp_json_write_keyz(w, "command");
+    ACP__W_KEYL(w, "command");
     acp_json_write_strz(w, b->o.program);
-    acp_json_write_keyz(w, "args");
+    ACP__W_KEYL(w, "args");
     acp_json_write_arr_begin(w);
     acp_json_write_strz(w, "mcp-shim");
     acp_json_write_strz(w, b->sock);
     acp_json_write_strz(w, s->token);
     acp_json_write_arr_end(w);
-    acp_json_write_keyz(w, "env");
+    ACP__W_KEYL(w, "env");
     acp_json_write_arr_begin(w);
     acp_json_write_arr_end(w);
   }
@@ -965,7 +965,7 @@ static bool caps_rewrite(acp_mcp_bridge *b, const acp_json_val *root,
       }
     }
     if (!seen) {
-      acp_json_write_keyz(w, "agentCapabilities");
+      ACP__W_KEYL(w, "agentCapabilities");
       if (acp_mcp_acp_caps_enable(w, NULL, 0) != 0)
         return false;
     }
@@ -1114,15 +1114,15 @@ static int gone_line(acp_mcp_bridge *b, ep *e, const char *line, size_t len) {
     return 0;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "jsonrpc");
+  ACP__W_KEYL(w, "jsonrpc");
   acp_json_write_strz(w, "2.0");
-  acp_json_write_keyz(w, "id");
+  ACP__W_KEYL(w, "id");
   acp_json_write_val(w, id);
-  acp_json_write_keyz(w, "error");
+  ACP__W_KEYL(w, "error");
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "code");
+  ACP__W_KEYL(w, "code");
   acp_json_write_int(w, ACP_MCP_ACP_SERVER_UNAVAILABLE);
-  acp_json_write_keyz(w, "message");
+  ACP__W_KEYL(w, "message");
   acp_json_write_strz(w, e->gone);
   acp_json_write_obj_end(w);
   acp_json_write_obj_end(w);

@@ -133,10 +133,10 @@ static int build_wrapper(acp_proxy *p, const char *method, size_t mlen,
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "method");
+  ACP__W_KEYL(w, "method");
   acp_json_write_str(w, method, mlen);
   if (params != NULL) {
-    acp_json_write_keyz(w, "params");
+    ACP__W_KEYL(w, "params");
     acp_json_write_raw(w, params, plen);
   }
   acp_json_write_obj_end(w);

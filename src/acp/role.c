@@ -137,7 +137,7 @@ static int respond_invalid_params(acp__role *r, uint64_t handle,
   snprintf(message, sizeof(message), "Invalid params: %s", why);
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "path");
+  ACP__W_KEYL(w, "path");
   acp_json_write_strz(w, path);
   acp_json_write_obj_end(w);
   rv = acp_json_writer_error(w);

@@ -237,6 +237,35 @@ static size_t copy_plain(acp_json_writer *w, const unsigned char *s,
     w->buf.len += i;
     return i;
   }
+  /* 4-7 bytes ("name", "text", "type"): the first four and the last four,
+   * overlapping, the same way. */
+  if (len >= 4) {
+    uint32_t a[2];
+    uint32_t ma[2];
+    int k;
+
+    memcpy(&a[0], s, 4);
+    memcpy(&a[1], s + len - 4, 4);
+    for (k = 0; k < 2; k++) {
+      const uint32_t o = UINT32_C(0x01010101);
+      uint32_t y = a[k] ^ (o * '"');
+      uint32_t mm = (y - o) & ~y;
+      y = a[k] ^ (o * '\\');
+      mm |= (y - o) & ~y;
+      mm |= (a[k] - o * 0x20) & ~a[k];
+      ma[k] = (mm | a[k]) & UINT32_C(0x80808080);
+    }
+    memcpy(d, &a[0], 4);
+    memcpy(d + len - 4, &a[1], 4);
+    if (ma[0] != 0)
+      i = (unsigned)__builtin_ctz(ma[0]) / 8;
+    else if (ma[1] != 0)
+      i = len - 4 + (unsigned)__builtin_ctz(ma[1]) / 8;
+    else
+      i = len;
+    w->buf.len += i;
+    return i;
+  }
   while (i < len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
          s[i] != '\\') {
     d[i] = s[i];

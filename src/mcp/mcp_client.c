@@ -429,9 +429,9 @@ static int send_req(acp_mcp_client *c, const char *method, const char *params,
     }
     acp_json_writer_reset(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "_meta");
+    ACP__W_KEYL(w, "_meta");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "progressToken");
+    ACP__W_KEYL(w, "progressToken");
     acp_json_write_int(w, p->token);
     rv = copy_members(c, w, meta, "progressToken");
     acp_json_write_obj_end(w);
@@ -1159,26 +1159,26 @@ static int write_init_params(acp_mcp_client *c, acp_json_writer *w,
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   if (version != NULL) {
-    acp_json_write_keyz(w, "protocolVersion");
+    ACP__W_KEYL(w, "protocolVersion");
     acp_json_write_strz(w, version);
   }
-  acp_json_write_keyz(w, "capabilities");
+  ACP__W_KEYL(w, "capabilities");
   acp_json_write_obj_begin(w);
   if (c->cbs.req[R_ROOTS]) {
-    acp_json_write_keyz(w, "roots");
+    ACP__W_KEYL(w, "roots");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "listChanged");
+    ACP__W_KEYL(w, "listChanged");
     acp_json_write_bool(w, c->roots_list_changed);
     acp_json_write_obj_end(w);
   }
   if (c->cbs.req[R_SAMPLING]) {
-    acp_json_write_keyz(w, "sampling");
+    ACP__W_KEYL(w, "sampling");
     acp_json_write_raw(w, "{}", 2);
   }
   if (c->cbs.req[R_ELICIT]) {
     unsigned m = c->cbs.elicit_modes ? c->cbs.elicit_modes
                                      : (unsigned)ACP_MCP_ELICIT_FORM;
-    acp_json_write_keyz(w, "elicitation");
+    ACP__W_KEYL(w, "elicitation");
     /* Form only stays `{}` (what clients before 2025-11-25 send); URL mode
      * is declared only when the callback says it handles it. */
     if (m == ACP_MCP_ELICIT_FORM)
@@ -1191,16 +1191,16 @@ static int write_init_params(acp_mcp_client *c, acp_json_writer *w,
   /* The 2026 _meta only: a 2025 client's `tasks` capability would mean
    * it runs tasks for the server. */
   if (c->tasks && version == NULL) {
-    acp_json_write_keyz(w, "extensions");
+    ACP__W_KEYL(w, "extensions");
     acp_json_write_raw(w, "{\"" ACP_MCP_EXT_TASKS "\":{}}",
                        sizeof("{\"" ACP_MCP_EXT_TASKS "\":{}}") - 1);
   }
   acp_json_write_obj_end(w);
-  acp_json_write_keyz(w, "clientInfo");
+  ACP__W_KEYL(w, "clientInfo");
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "name");
+  ACP__W_KEYL(w, "name");
   acp_json_write_strz(w, c->name);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_strz(w, c->version_str);
   acp_json_write_obj_end(w);
   return acp_json_write_obj_end(w);
@@ -1318,7 +1318,7 @@ static int list_params(acp_mcp_client *c, const char *cursor, size_t len) {
   acp_json_writer_reset(c->w);
   acp_json_write_obj_begin(c->w);
   if (cursor) {
-    acp_json_write_keyz(c->w, "cursor");
+    ACP__W_KEYL(c->w, "cursor");
     acp_json_write_str(c->w, cursor, len);
   }
   return acp_json_write_obj_end(c->w);
@@ -1399,7 +1399,7 @@ static void name_args(acp_mcp_client *c, const char *key, const char *name,
   acp_json_write_keyz(w, key);
   acp_json_write_strz(w, name);
   if (args) {
-    acp_json_write_keyz(w, "arguments");
+    ACP__W_KEYL(w, "arguments");
     acp_json_write_raw(w, args, args_len);
   }
   acp_json_write_obj_end(w);
@@ -1458,16 +1458,16 @@ int acp_mcp_client_call_tool_task(acp_mcp_client *c, const char *name,
   w = c->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "name");
+  ACP__W_KEYL(w, "name");
   acp_json_write_strz(w, name);
   if (args) {
-    acp_json_write_keyz(w, "arguments");
+    ACP__W_KEYL(w, "arguments");
     acp_json_write_raw(w, args, args_len);
   }
-  acp_json_write_keyz(w, "task");
+  ACP__W_KEYL(w, "task");
   acp_json_write_obj_begin(w);
   if (ttl_ms > 0) {
-    acp_json_write_keyz(w, "ttl");
+    ACP__W_KEYL(w, "ttl");
     acp_json_write_int(w, (int64_t)ttl_ms);
   }
   acp_json_write_obj_end(w);
@@ -1486,7 +1486,7 @@ static int send_task(acp_mcp_client *c, const char *method, const char *task_id,
   w = c->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "taskId");
+  ACP__W_KEYL(w, "taskId");
   acp_json_write_strz(w, task_id);
   if (extra_key) {
     acp_json_write_keyz(w, extra_key);
@@ -1546,7 +1546,7 @@ int acp_mcp_client_task_answer(acp_mcp_client *c, const char *task_id,
    * inputResponses} (round_retry adds the answers to these params). */
   acp_json_writer_reset(c->w);
   acp_json_write_obj_begin(c->w);
-  acp_json_write_keyz(c->w, "taskId");
+  ACP__W_KEYL(c->w, "taskId");
   acp_json_write_strz(c->w, task_id);
   rv = acp_json_write_obj_end(c->w);
   if (rv != 0)
@@ -1654,19 +1654,19 @@ int acp_mcp_client_complete(acp_mcp_client *c, const char *ref,
   w = c->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "ref");
+  ACP__W_KEYL(w, "ref");
   acp_json_write_raw(w, ref, strlen(ref));
-  acp_json_write_keyz(w, "argument");
+  ACP__W_KEYL(w, "argument");
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "name");
+  ACP__W_KEYL(w, "name");
   acp_json_write_strz(w, arg_name);
-  acp_json_write_keyz(w, "value");
+  ACP__W_KEYL(w, "value");
   acp_json_write_strz(w, arg_value);
   acp_json_write_obj_end(w);
   if (context_args) {
-    acp_json_write_keyz(w, "context");
+    ACP__W_KEYL(w, "context");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "arguments");
+    ACP__W_KEYL(w, "arguments");
     acp_json_write_raw(w, context_args, strlen(context_args));
     acp_json_write_obj_end(w);
   }
@@ -1711,10 +1711,10 @@ int acp_mcp_client_cancel(acp_mcp_client *c, int64_t id, const char *reason,
   w = c->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "requestId");
+  ACP__W_KEYL(w, "requestId");
   acp_json_write_int(w, id);
   if (reason) {
-    acp_json_write_keyz(w, "reason");
+    ACP__W_KEYL(w, "reason");
     acp_json_write_strz(w, reason);
   }
   rv = acp_json_write_obj_end(w);
@@ -1871,12 +1871,12 @@ static int round_retry(acp_mcp_client *c, mcp_round *rd) {
         *q++ = ',';
     }
     *q++ = '}';
-    acp_json_write_keyz(w, "inputResponses");
+    ACP__W_KEYL(w, "inputResponses");
     acp_json_write_raw(w, obj, (size_t)(q - obj));
     acp__free(&c->mem, obj);
   }
   if (rd->state != NULL) {
-    acp_json_write_keyz(w, "requestState");
+    ACP__W_KEYL(w, "requestState");
     acp_json_write_raw(w, rd->state, rd->state_len);
   }
   rv = acp_json_write_obj_end(w);

@@ -56,29 +56,29 @@ int acp_mcp_era_write_initialize_result(acp_json_writer *w,
       ins = NULL;
   }
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   acp_json_write_strz(
       w, answer_version(ACP__OBJ_GETL(init_params, "protocolVersion")));
-  acp_json_write_keyz(w, "capabilities");
+  ACP__W_KEYL(w, "capabilities");
   if (caps != NULL)
     acp_json_write_val(w, caps);
   else if (discover == NULL)
     acp_json_write_raw(w, "{\"tools\":{}}", 12);
   else
     acp_json_write_raw(w, "{}", 2);
-  acp_json_write_keyz(w, "serverInfo");
+  ACP__W_KEYL(w, "serverInfo");
   if (info != NULL) {
     acp_json_write_val(w, info);
   } else {
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "name");
+    ACP__W_KEYL(w, "name");
     acp_json_write_strz(w, name);
-    acp_json_write_keyz(w, "version");
+    ACP__W_KEYL(w, "version");
     acp_json_write_strz(w, "0");
     acp_json_write_obj_end(w);
   }
   if (ins != NULL) {
-    acp_json_write_keyz(w, "instructions");
+    ACP__W_KEYL(w, "instructions");
     acp_json_write_val(w, ins);
   }
   acp_json_write_obj_end(w);
@@ -145,7 +145,7 @@ int acp_mcp_era_write_request_params(acp_json_writer *w,
     done = true;
   }
   if (!done) {
-    acp_json_write_keyz(w, "_meta");
+    ACP__W_KEYL(w, "_meta");
     acp_json_write_obj_begin(w);
     write_meta_members(w, NULL, init_params);
     acp_json_write_obj_end(w);
@@ -200,16 +200,16 @@ int acp__mcp_era_write_stateless_result(acp_json_writer *w,
     acp_json_write_val(w, v);
   }
   if (rt == NULL) {
-    acp_json_write_keyz(w, "resultType");
+    ACP__W_KEYL(w, "resultType");
     acp_json_write_strz(w, "complete");
   }
   if (complete && ttl_ms >= 0) {
-    acp_json_write_keyz(w, "ttlMs");
+    ACP__W_KEYL(w, "ttlMs");
     acp_json_write_int(w, ttl_ms);
-    acp_json_write_keyz(w, "cacheScope");
+    ACP__W_KEYL(w, "cacheScope");
     acp_json_write_strz(w, cache_scope != NULL ? cache_scope : "private");
   }
-  acp_json_write_keyz(w, "_meta");
+  ACP__W_KEYL(w, "_meta");
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(meta); k != NULL;
        k = acp_json_next(acp_json_next(k))) {

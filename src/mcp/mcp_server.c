@@ -520,7 +520,7 @@ int acp_mcp_server_add_tool(acp_mcp_server *s, const acp_mcp_tool_def *d) {
   w_opt_str(w, "name", d->name);
   w_opt_str(w, "title", d->title);
   w_opt_str(w, "description", d->description);
-  acp_json_write_keyz(w, "inputSchema");
+  ACP__W_KEYL(w, "inputSchema");
   if (d->input_schema)
     acp_json_write_raw(w, d->input_schema, strlen(d->input_schema));
   else
@@ -559,7 +559,7 @@ int acp_mcp_server_add_resource(acp_mcp_server *s,
   w_opt_str(w, "description", d->description);
   w_opt_str(w, "mimeType", d->mime_type);
   if (d->size >= 0) {
-    acp_json_write_keyz(w, "size");
+    ACP__W_KEYL(w, "size");
     acp_json_write_int(w, d->size);
   }
   w_opt_raw(w, "annotations", d->annotations);
@@ -800,7 +800,7 @@ static void sub_free(const acp_mem *m, mcp_sub *sub) {
 static void sub_params_begin(acp_json_writer *w, const mcp_sub *sub) {
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "_meta");
+  ACP__W_KEYL(w, "_meta");
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, ACP_MCP_META_SUBSCRIPTION_ID);
   acp_json_write_raw(w, sub->id, sub->id_len);
@@ -813,7 +813,7 @@ static int sub_notify(acp_mcp_conn *c, const char *method, const char *uri) {
   int rv;
 
   if (uri != NULL) {
-    acp_json_write_keyz(c->nw, "uri");
+    ACP__W_KEYL(c->nw, "uri");
     acp_json_write_strz(c->nw, uri);
   }
   rv = acp_json_write_obj_end(c->nw);
@@ -895,7 +895,7 @@ int acp_mcp_server_resource_updated(acp_mcp_server *s, const char *uri) {
       continue;
     acp_json_writer_reset(c->nw);
     acp_json_write_obj_begin(c->nw);
-    acp_json_write_keyz(c->nw, "uri");
+    ACP__W_KEYL(c->nw, "uri");
     acp_json_write_strz(c->nw, uri);
     rv = acp_json_write_obj_end(c->nw);
     if (rv == 0) {
@@ -1205,17 +1205,17 @@ int acp_mcp_call_respond_tool(acp_mcp_call *call, const char *content,
   w = call->conn->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   if (content)
     acp_json_write_raw(w, content, content_len);
   else
     acp_json_write_raw(w, "[]", 2);
   if (structured) {
-    acp_json_write_keyz(w, "structuredContent");
+    ACP__W_KEYL(w, "structuredContent");
     acp_json_write_raw(w, structured, structured_len);
   }
   if (is_error) {
-    acp_json_write_keyz(w, "isError");
+    ACP__W_KEYL(w, "isError");
     acp_json_write_bool(w, true);
   }
   acp_json_write_obj_end(w);
@@ -1225,9 +1225,9 @@ int acp_mcp_call_respond_tool(acp_mcp_call *call, const char *content,
 static void w_text_content(acp_json_writer *w, const char *text, size_t len) {
   acp_json_write_arr_begin(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "type");
+  ACP__W_KEYL(w, "type");
   acp_json_write_strz(w, "text");
-  acp_json_write_keyz(w, "text");
+  ACP__W_KEYL(w, "text");
   acp_json_write_str(w, text, len);
   acp_json_write_obj_end(w);
   acp_json_write_arr_end(w);
@@ -1245,10 +1245,10 @@ int acp_mcp_call_respond_text(acp_mcp_call *call, const char *text, size_t len,
   w = call->conn->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   w_text_content(w, text ? text : "", len);
   if (is_error) {
-    acp_json_write_keyz(w, "isError");
+    ACP__W_KEYL(w, "isError");
     acp_json_write_bool(w, true);
   }
   acp_json_write_obj_end(w);
@@ -1271,12 +1271,12 @@ int acp_mcp_call_respond_resource_text(acp_mcp_call *call, const char *uri,
   w = call->conn->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "contents");
+  ACP__W_KEYL(w, "contents");
   acp_json_write_arr_begin(w);
   acp_json_write_obj_begin(w);
   w_opt_str(w, "uri", uri);
   w_opt_str(w, "mimeType", mime_type);
-  acp_json_write_keyz(w, "text");
+  ACP__W_KEYL(w, "text");
   acp_json_write_str(w, text ? text : "", len);
   acp_json_write_obj_end(w);
   acp_json_write_arr_end(w);
@@ -1298,18 +1298,18 @@ int acp_mcp_call_respond_completion(acp_mcp_call *call,
   w = call->conn->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "completion");
+  ACP__W_KEYL(w, "completion");
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "values");
+  ACP__W_KEYL(w, "values");
   acp_json_write_arr_begin(w);
   for (i = 0; i < n && i < 100; i++)
     acp_json_write_strz(w, values[i] ? values[i] : "");
   acp_json_write_arr_end(w);
   if (total >= 0) {
-    acp_json_write_keyz(w, "total");
+    ACP__W_KEYL(w, "total");
     acp_json_write_int(w, total);
   }
-  acp_json_write_keyz(w, "hasMore");
+  ACP__W_KEYL(w, "hasMore");
   acp_json_write_bool(w, has_more || n > 100);
   acp_json_write_obj_end(w);
   acp_json_write_obj_end(w);
@@ -1335,12 +1335,12 @@ int acp_mcp_call_progress(acp_mcp_call *call, double progress, double total,
   w = call->conn->nw;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "progressToken");
+  ACP__W_KEYL(w, "progressToken");
   acp_json_write_raw(w, call->token, call->token_len);
-  acp_json_write_keyz(w, "progress");
+  ACP__W_KEYL(w, "progress");
   acp_json_write_double(w, progress);
   if (total >= 0) {
-    acp_json_write_keyz(w, "total");
+    ACP__W_KEYL(w, "total");
     acp_json_write_double(w, total);
   }
   w_opt_str(w, "message", message);
@@ -1531,11 +1531,11 @@ static int state_write(acp_mcp_call *call, acp__buf *out) {
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "m");
+  ACP__W_KEYL(w, "m");
   acp_json_write_strz(w, call->method);
-  acp_json_write_keyz(w, "n");
+  ACP__W_KEYL(w, "n");
   acp_json_write_strz(w, call->name ? call->name : "");
-  acp_json_write_keyz(w, "r");
+  ACP__W_KEYL(w, "r");
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(call->responses); k;
        k = acp_json_next(acp_json_next(k))) {
@@ -1777,9 +1777,9 @@ static int input_required_answer(acp_mcp_call *call) {
 static void write_input_request(acp_json_writer *w, const char *method,
                                 const char *params, size_t params_len) {
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "method");
+  ACP__W_KEYL(w, "method");
   acp_json_write_strz(w, method);
-  acp_json_write_keyz(w, "params");
+  ACP__W_KEYL(w, "params");
   if (params != NULL)
     acp_json_write_raw(w, params, params_len);
   else
@@ -2099,15 +2099,15 @@ static void w_task_fields(acp_json_writer *w, const acp_mcp_server *s,
                           const mcp_task *t) {
   char ts[64];
 
-  acp_json_write_keyz(w, "taskId");
+  ACP__W_KEYL(w, "taskId");
   acp_json_write_strz(w, t->id);
-  acp_json_write_keyz(w, "status");
+  ACP__W_KEYL(w, "status");
   acp_json_write_strz(w, task_status_names[t->status]);
   iso_time(ts, s->epoch_ms + (int64_t)t->created);
-  acp_json_write_keyz(w, "createdAt");
+  ACP__W_KEYL(w, "createdAt");
   acp_json_write_strz(w, ts);
   iso_time(ts, s->epoch_ms + (int64_t)t->updated);
-  acp_json_write_keyz(w, "lastUpdatedAt");
+  ACP__W_KEYL(w, "lastUpdatedAt");
   acp_json_write_strz(w, ts);
   acp_json_write_keyz(w, t->v2 ? "ttlMs" : "ttl");
   acp_json_write_int(w, (int64_t)s->task_ttl);
@@ -2342,7 +2342,7 @@ static int task_v1_request(acp_mcp_call *call, const char *method,
         acp_json_write_val(w, acp_json_next(k));
       }
     }
-    acp_json_write_keyz(w, "_meta");
+    ACP__W_KEYL(w, "_meta");
     acp_json_write_obj_begin(w);
     for (k = acp_json_child(meta); k && rv == 0;
          k = acp_json_next(acp_json_next(k))) {
@@ -2357,7 +2357,7 @@ static int task_v1_request(acp_mcp_call *call, const char *method,
     }
     acp_json_write_keyz(w, ACP_MCP_META_RELATED_TASK);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "taskId");
+    ACP__W_KEYL(w, "taskId");
     acp_json_write_strz(w, t->id);
     acp_json_write_obj_end(w);
     acp_json_write_obj_end(w);
@@ -2467,11 +2467,11 @@ static int task_start(acp_mcp_call *call) {
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   if (t->v2) {
-    acp_json_write_keyz(w, "resultType");
+    ACP__W_KEYL(w, "resultType");
     acp_json_write_strz(w, "task");
     w_task_fields(w, s, t);
   } else {
-    acp_json_write_keyz(w, "task");
+    ACP__W_KEYL(w, "task");
     acp_json_write_obj_begin(w);
     w_task_fields(w, s, t);
     acp_json_write_obj_end(w);
@@ -2677,23 +2677,23 @@ static void w_task_detail(acp_json_writer *w, const acp_mcp_server *s,
                           const mcp_task *t) {
   w_task_fields(w, s, t);
   if (t->v2 && t->status == T_COMPLETED) {
-    acp_json_write_keyz(w, "result");
+    ACP__W_KEYL(w, "result");
     acp_json_write_raw(w, t->result, t->result_len);
   } else if (t->v2 && t->status == T_FAILED) {
-    acp_json_write_keyz(w, "error");
+    ACP__W_KEYL(w, "error");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "code");
+    ACP__W_KEYL(w, "code");
     acp_json_write_int(w, t->err_code);
-    acp_json_write_keyz(w, "message");
+    ACP__W_KEYL(w, "message");
     acp_json_write_str(w, t->err_msg, t->err_msg_len);
     if (t->err_data) {
-      acp_json_write_keyz(w, "data");
+      ACP__W_KEYL(w, "data");
       acp_json_write_raw(w, t->err_data, t->err_data_len);
     }
     acp_json_write_obj_end(w);
   } else if (t->v2 && t->status == T_INPUT) {
     mcp_pend *pd;
-    acp_json_write_keyz(w, "inputRequests");
+    ACP__W_KEYL(w, "inputRequests");
     acp_json_write_obj_begin(w);
     for (pd = t->pend; pd; pd = pd->next) {
       acp_json_write_keyz(w, pd->key);
@@ -2822,7 +2822,7 @@ static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t) {
     acp__json_write_key_val(w, k);
     acp_json_write_val(w, acp_json_next(k));
   }
-  acp_json_write_keyz(w, "_meta");
+  ACP__W_KEYL(w, "_meta");
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(meta); k; k = acp_json_next(acp_json_next(k))) {
     acp__json_write_key_val(w, k);
@@ -2830,7 +2830,7 @@ static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t) {
   }
   acp_json_write_keyz(w, ACP_MCP_META_RELATED_TASK);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "taskId");
+  ACP__W_KEYL(w, "taskId");
   acp_json_write_strz(w, t->id);
   acp_json_write_obj_end(w);
   acp_json_write_obj_end(w);
@@ -2898,7 +2898,7 @@ static int do_tasks_list(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   task_gc(s);
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "tasks");
+  ACP__W_KEYL(w, "tasks");
   acp_json_write_arr_begin(w);
   for (t = s->tasks; t; t = t->next) {
     if (t->v2 || t->owner != c || t->seq >= before)
@@ -2908,7 +2908,7 @@ static int do_tasks_list(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       char buf[32];
       acp_json_write_arr_end(w);
       snprintf(buf, sizeof(buf), "k%llu", (unsigned long long)before);
-      acp_json_write_keyz(w, "nextCursor");
+      ACP__W_KEYL(w, "nextCursor");
       acp_json_write_strz(w, buf);
       acp_json_write_obj_end(w);
       return reply_w(c, msg->handle, w);
@@ -3062,7 +3062,7 @@ int acp_mcp_conn_elicitation_complete(acp_mcp_conn *c,
   w = c->nw;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "elicitationId");
+  ACP__W_KEYL(w, "elicitationId");
   acp_json_write_strz(w, elicitation_id);
   rv = acp_json_write_obj_end(w);
   if (rv != 0)
@@ -3160,40 +3160,40 @@ static void w_capabilities(acp_json_writer *w, const acp_mcp_server *s,
                            int era) {
   acp_json_write_obj_begin(w);
   if (tasks_offered(s) && era == 1) {
-    acp_json_write_keyz(w, "tasks");
+    ACP__W_KEYL(w, "tasks");
     acp_json_write_raw(w,
                        "{\"list\":{},\"cancel\":{},\"requests\":{\"tools\":{"
                        "\"call\":{}}}}",
                        56);
   }
   if (tasks_offered(s) && era == 2) {
-    acp_json_write_keyz(w, "extensions");
+    ACP__W_KEYL(w, "extensions");
     acp_json_write_raw(w, "{\"" ACP_MCP_EXT_TASKS "\":{}}",
                        sizeof("{\"" ACP_MCP_EXT_TASKS "\":{}}") - 1);
   }
   if (offers(s, K_TOOL)) {
-    acp_json_write_keyz(w, "tools");
+    ACP__W_KEYL(w, "tools");
     acp_json_write_raw(w, "{\"listChanged\":true}", 20);
   }
   if (offers(s, K_RESOURCE)) {
-    acp_json_write_keyz(w, "resources");
+    ACP__W_KEYL(w, "resources");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "subscribe");
+    ACP__W_KEYL(w, "subscribe");
     acp_json_write_bool(w, s->subscribe);
-    acp_json_write_keyz(w, "listChanged");
+    ACP__W_KEYL(w, "listChanged");
     acp_json_write_bool(w, true);
     acp_json_write_obj_end(w);
   }
   if (offers(s, K_PROMPT)) {
-    acp_json_write_keyz(w, "prompts");
+    ACP__W_KEYL(w, "prompts");
     acp_json_write_raw(w, "{\"listChanged\":true}", 20);
   }
   if (s->logging) {
-    acp_json_write_keyz(w, "logging");
+    ACP__W_KEYL(w, "logging");
     acp_json_write_raw(w, "{}", 2);
   }
   if (s->complete_cb) {
-    acp_json_write_keyz(w, "completions");
+    ACP__W_KEYL(w, "completions");
     acp_json_write_raw(w, "{}", 2);
   }
   acp_json_write_obj_end(w);
@@ -3228,11 +3228,11 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   acp_json_write_strz(w, acp_mcp_version_str(v));
-  acp_json_write_keyz(w, "capabilities");
+  ACP__W_KEYL(w, "capabilities");
   w_capabilities(w, s, v >= ACP_MCP_VERSION_2025_11_25 ? 1 : 0);
-  acp_json_write_keyz(w, "serverInfo");
+  ACP__W_KEYL(w, "serverInfo");
   w_server_info(w, s);
   w_opt_str(w, "instructions", s->instructions);
   acp_json_write_obj_end(w);
@@ -3309,7 +3309,7 @@ static void w_next_cursor(acp_json_writer *w, int kind, size_t next) {
   char buf[32];
 
   snprintf(buf, sizeof(buf), "%c%zu", cursor_tags[kind], next);
-  acp_json_write_keyz(w, "nextCursor");
+  ACP__W_KEYL(w, "nextCursor");
   acp_json_write_strz(w, buf);
 }
 
@@ -3552,7 +3552,7 @@ static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     acp_json_writer *w = c->w;
     acp_json_writer_reset(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "uri");
+    ACP__W_KEYL(w, "uri");
     acp_json_write_val(w, uv);
     acp_json_write_obj_end(w);
     rv = acp_json_writer_error(w);
@@ -3770,9 +3770,9 @@ static int do_discover(acp_mcp_conn *c, const acp_rpc_msg *msg) {
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "supportedVersions");
+  ACP__W_KEYL(w, "supportedVersions");
   acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
-  acp_json_write_keyz(w, "capabilities");
+  ACP__W_KEYL(w, "capabilities");
   w_capabilities(w, s, 2);
   w_opt_str(w, "instructions", s->instructions);
   acp_json_write_obj_end(w);
@@ -3906,7 +3906,7 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return rv;
   }
   sub_params_begin(c->nw, sub);
-  acp_json_write_keyz(c->nw, "notifications");
+  ACP__W_KEYL(c->nw, "notifications");
   acp_json_write_obj_begin(c->nw);
   for (k = 0; k < K_COUNT; k++)
     if (keys[k] != NULL && sub->lists[k]) {
@@ -3966,9 +3966,9 @@ static int unsupported_version(acp_mcp_conn *c, const acp_rpc_msg *msg,
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "supported");
+  ACP__W_KEYL(w, "supported");
   acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
-  acp_json_write_keyz(w, "requested");
+  ACP__W_KEYL(w, "requested");
   acp_json_write_val(w, pv);
   acp_json_write_obj_end(w);
   rv = acp_json_writer_error(w);
@@ -4476,10 +4476,10 @@ static int conn_log_send(acp_mcp_conn *c, acp_mcp_log_level level,
   w = c->nw;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "level");
+  ACP__W_KEYL(w, "level");
   acp_json_write_strz(w, acp_mcp_log_level_str(level));
   w_opt_str(w, "logger", logger);
-  acp_json_write_keyz(w, "data");
+  ACP__W_KEYL(w, "data");
   if (data)
     acp_json_write_raw(w, data, len);
   else

@@ -36,6 +36,9 @@ static inline void acp__free(const acp_mem *m, void *p) {
 #define ACP__OBJ_GETL(obj, lit)                                                \
   acp_json_obj_get((obj), "" lit "", sizeof(lit) - 1)
 
+/* acp_json_write_keyz() with a string literal key (no strlen per key). */
+#define ACP__W_KEYL(w, lit) acp_json_write_key((w), "" lit "", sizeof(lit) - 1)
+
 /* Copy `mem` (or the default allocator) into `dst`. */
 void acp__mem_init(acp_mem *dst, const acp_mem *mem);
 

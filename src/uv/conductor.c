@@ -1711,16 +1711,16 @@ static void report_dead(cond *c, comp *k, const char *why) {
   }
   acp_json_writer_reset(c->w);
   acp_json_write_obj_begin(c->w);
-  acp_json_write_keyz(c->w, "component");
+  ACP__W_KEYL(c->w, "component");
   acp_json_write_uint(c->w, k->link);
   append_json_str(c->w, "name", k->name, strlen(k->name));
   append_json_str(c->w, "command", k->cmdline, strlen(k->cmdline));
-  acp_json_write_keyz(c->w, "exitStatus");
+  ACP__W_KEYL(c->w, "exitStatus");
   if (why == NULL && k->sig == 0)
     acp_json_write_int(c->w, k->status);
   else
     acp_json_write_null(c->w);
-  acp_json_write_keyz(c->w, "signal");
+  ACP__W_KEYL(c->w, "signal");
   if (why == NULL && k->sig != 0) {
     acp_json_write_int(c->w, k->sig);
   } else {
