@@ -891,6 +891,21 @@ static void test_rpc_envelope_key_near_misses(void **state) {
       roundtrip(s, in, want);
     }
   }
+  /* "jsonrpc" is exactly "2.0", escaped or not */
+  {
+    static const char *const bad[] = {"2.1",  "2.00",     "3.0", "2,0",
+                                      "2.",   "20",       "",    " 2.0",
+                                      "2.0 ", "2\\u002e1"};
+    char line[128];
+    size_t b;
+    for (b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+      snprintf(line, sizeof(line),
+               "{\"jsonrpc\":\"%s\",\"id\":5,\"method\":\"m\"}\n", bad[b]);
+      roundtrip(s, line, INV("5", "jsonrpc must be \\\"2.0\\\""));
+    }
+    roundtrip(s, "{\"jsonrpc\":\"2\\u002e0\",\"id\":6,\"method\":\"m\"}\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":null}\n");
+  }
   /* and the exact names still work */
   roundtrip(
       s, "{\"params\":[7],\"method\":\"m\",\"id\":\"k\",\"jsonrpc\":\"2.0\"}\n",
