@@ -258,8 +258,7 @@ static int agent_on_request(acp__role *r, acp__req *req,
   case ACP_METHOD_INITIALIZE: {
     int64_t v = -1;
 
-    acp_json_get_int64(acp_json_obj_getz(req->msg->params, "protocolVersion"),
-                       &v);
+    acp_json_get_int64(ACP__OBJ_GETL(req->msg->params, "protocolVersion"), &v);
     if (v < 0 || v > 65535)
       return acp__role_respond_error(
           r, req, ACP_RPC_INVALID_PARAMS,
@@ -272,7 +271,7 @@ static int agent_on_request(acp__role *r, acp__req *req,
        * said it handles (acp_agent_client_supports()). */
       size_t n = 0;
       const char *caps = acp_json_raw(
-          acp_json_obj_getz(req->msg->params, "clientCapabilities"), &n);
+          ACP__OBJ_GETL(req->msg->params, "clientCapabilities"), &n);
 
       acp__free(&r->mem, a->client_caps);
       a->client_caps = NULL;
@@ -336,7 +335,7 @@ static int v2_state(acp_agent *a, const char *session_id, const char *state,
   acp_json_writer *w = acp__role_obj_begin(&a->role);
 
   acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "update");
+  ACP__W_KEYL(w, "update");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "sessionUpdate", "state_update");
   acp__w_str(w, "state", state);
@@ -361,7 +360,7 @@ static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req) {
   char user_id[32];
   size_t n = 0;
   const char *prompt =
-      acp_json_raw(acp_json_obj_getz(req->msg->params, "prompt"), &n);
+      acp_json_raw(ACP__OBJ_GETL(req->msg->params, "prompt"), &n);
   const char *out;
   size_t len;
   int rv;
@@ -401,7 +400,7 @@ static int v2_end_turn(acp_agent *a, acp__req *req, const char *stop_reason,
 }
 
 static int agent_on_session_cancel(acp_agent *a, const acp_rpc_msg *msg) {
-  const acp_json_val *v = acp_json_obj_getz(msg->params, "sessionId");
+  const acp_json_val *v = ACP__OBJ_GETL(msg->params, "sessionId");
   const char *id;
   size_t len;
   agent_sess *s;
@@ -670,7 +669,7 @@ static int respond_initialize_raw(acp_agent *a, acp__req *req,
   if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT)
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(r);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   acp_json_write_int(w, negotiated_version(a, req));
   for (k = acp_json_child(root); k != NULL;
        k = acp_json_next(acp_json_next(k))) {
@@ -737,7 +736,7 @@ int acp_agent_respond_initialize(acp_agent *agent, acp_agent_request *req,
     return ACP_ERR_INVALID_STATE;
   v2 = negotiated_version(agent, req) == ACP_PROTOCOL_V2;
   w = acp__role_obj_begin(&agent->role);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   acp_json_write_int(w, v2 ? ACP_PROTOCOL_V2 : AGENT_PROTOCOL_VERSION);
   /* v2 renamed agentCapabilities and agentInfo (InitializeResponse). */
   acp__w_raw(w, v2 ? "capabilities" : "agentCapabilities", caps, caps_len,
@@ -864,17 +863,16 @@ static int v2_request_permission(acp_agent *agent, const char *session_id,
     acp_json_doc_free(doc);
     return ACP_ERR_INVALID_ARGUMENT;
   }
-  (void)acp_json_doc_str(doc,
-                         acp_json_obj_getz(acp_json_doc_root(doc), "title"),
+  (void)acp_json_doc_str(doc, ACP__OBJ_GETL(acp_json_doc_root(doc), "title"),
                          &title, &title_len);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "title");
+  ACP__W_KEYL(w, "title");
   if (title != NULL)
     acp_json_write_str(w, title, title_len);
   else
     acp_json_write_strz(w, "Permission requested");
-  acp_json_write_keyz(w, "subject");
+  ACP__W_KEYL(w, "subject");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "tool_call");
   acp__w_raw(w, "toolCall", tc, tc_len, NULL);
@@ -918,11 +916,11 @@ int acp_agent_fs_read_text_file(acp_agent *agent, const char *session_id,
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "path", path);
   if (line != 0) {
-    acp_json_write_keyz(w, "line");
+    ACP__W_KEYL(w, "line");
     acp_json_write_uint(w, line);
   }
   if (limit != 0) {
-    acp_json_write_keyz(w, "limit");
+    ACP__W_KEYL(w, "limit");
     acp_json_write_uint(w, limit);
   }
   return agent_call_w(agent, "fs/read_text_file", cb, cb_user_data, id_out);
@@ -940,7 +938,7 @@ int acp_agent_fs_write_text_file(acp_agent *agent, const char *session_id,
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "path", path);
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   acp_json_write_str(w, content ? content : "", content_len);
   return agent_call_w(agent, "fs/write_text_file", cb, cb_user_data, id_out);
 }
@@ -1063,7 +1061,7 @@ static acp_json_writer *update_begin(acp_agent *a, const char *session_id,
   acp_json_writer *w = acp__role_obj_begin(&a->role);
 
   acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "update");
+  ACP__W_KEYL(w, "update");
   acp_json_writer_data(w, &a->update_at);
   a->update_session = session_id;
   acp_json_write_obj_begin(w);
@@ -1122,16 +1120,16 @@ static int v2_chunk_with_id(acp_agent *a, const char *session_id,
     return rv;
   root = acp_json_doc_root(r->doc);
   if (rv != 0 || acp_json_type_of(root) != ACP_JSON_OBJECT ||
-      acp_json_obj_getz(root, "messageId") != NULL)
+      ACP__OBJ_GETL(root, "messageId") != NULL)
     return 1;
-  kind = acp_json_obj_getz(root, "sessionUpdate");
+  kind = ACP__OBJ_GETL(root, "sessionUpdate");
   if (!ACP_JSON_STR_EQ_LIT(kind, "agent_message_chunk") &&
       !ACP_JSON_STR_EQ_LIT(kind, "agent_thought_chunk"))
     return 1;
   s = sess_find(a, session_id, strlen(session_id));
   w = acp__role_obj_begin(r);
   acp__w_str(w, "sessionId", session_id);
-  acp_json_write_keyz(w, "update");
+  ACP__W_KEYL(w, "update");
   acp_json_writer_data(w, &at);
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(root); k != NULL;
@@ -1218,9 +1216,11 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
     acp__rpc_part parts[] = {
         ACP__PART_LIT("{\"sessionId\":"),
         ACP__PART_STR(session_id, strlen(session_id)),
-        ACP__PART_LIT(",\"update\":{\"sessionUpdate\":"),
-        ACP__PART_STR(kind, strlen(kind)),
-        ACP__PART_LIT(",\"content\":{\"type\":\"text\",\"text\":"),
+        /* kind is one of this file's names (plain ASCII): raw, not
+         * scanned for escapes on every chunk. */
+        ACP__PART_LIT(",\"update\":{\"sessionUpdate\":\""),
+        {kind, strlen(kind), false},
+        ACP__PART_LIT("\",\"content\":{\"type\":\"text\",\"text\":"),
         ACP__PART_STR(text ? text : "", text_len),
         ACP__PART_LIT("}}}"),
     };
@@ -1239,10 +1239,10 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
 
     acp__w_str(w, "messageId", v2_message_id(s, kind));
   }
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "text");
-  acp_json_write_keyz(w, "text");
+  ACP__W_KEYL(w, "text");
   if (val != NULL)
     acp_json_write_val(w, val);
   else
@@ -1375,7 +1375,7 @@ int acp_agent_send_plan_update(acp_agent *agent, const char *session_id,
   if (plan_id == NULL || entries == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   w = update_begin(agent, session_id, "plan_update");
-  acp_json_write_keyz(w, "plan");
+  ACP__W_KEYL(w, "plan");
   acp_json_write_obj_begin(w);
   acp__w_str(w, "type", "items");
   acp__w_str(w, "planId", plan_id);
@@ -1447,9 +1447,9 @@ int acp_agent_send_usage(acp_agent *agent, const char *session_id,
   if (rv != 0)
     return rv;
   w = update_begin(agent, session_id, "usage_update");
-  acp_json_write_keyz(w, "used");
+  ACP__W_KEYL(w, "used");
   acp_json_write_uint(w, used);
-  acp_json_write_keyz(w, "size");
+  ACP__W_KEYL(w, "size");
   acp_json_write_uint(w, size);
   return update_end(agent, extra, extra_len);
 }

@@ -173,24 +173,24 @@ static int client_on_session_update(acp_client *c, const acp_rpc_msg *msg) {
 
   memset(&u, 0, sizeof(u));
   u.msg = msg;
-  u.update = acp_json_obj_getz(msg->params, "update");
-  rv = acp_json_doc_str(msg->doc, acp_json_obj_getz(msg->params, "sessionId"),
+  u.update = ACP__OBJ_GETL(msg->params, "update");
+  rv = acp_json_doc_str(msg->doc, ACP__OBJ_GETL(msg->params, "sessionId"),
                         &u.session_id, &u.session_id_len);
   if (rv != 0)
     return rv;
-  kind = acp_json_obj_getz(u.update, "sessionUpdate");
+  kind = ACP__OBJ_GETL(u.update, "sessionUpdate");
   if (acp_json_type_of(kind) == ACP_JSON_STRING) {
     rv = acp_json_doc_str(msg->doc, kind, &u.kind_name, &u.kind_name_len);
     if (rv != 0)
       return rv;
     u.kind = acp_update_kind_from_name(u.kind_name, u.kind_name_len);
   }
-  content = acp_json_obj_getz(u.update, "content");
+  content = ACP__OBJ_GETL(u.update, "content");
   if ((u.kind == ACP_UPDATE_USER_MESSAGE_CHUNK ||
        u.kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK ||
        u.kind == ACP_UPDATE_AGENT_THOUGHT_CHUNK) &&
-      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(content, "type"), "text")) {
-    const acp_json_val *t = acp_json_obj_getz(content, "text");
+      ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(content, "type"), "text")) {
+    const acp_json_val *t = ACP__OBJ_GETL(content, "text");
 
     if (acp_json_type_of(t) == ACP_JSON_STRING) {
       rv = acp_json_doc_str(msg->doc, t, &u.text, &u.text_len);
@@ -232,8 +232,8 @@ static int client_record_initialize(acp_client *c, const acp_rpc_msg *msg) {
 
   if (msg->result == NULL)
     return 0;
-  if (acp_json_get_int64(acp_json_obj_getz(msg->result, "protocolVersion"),
-                         &v) != 0)
+  if (acp_json_get_int64(ACP__OBJ_GETL(msg->result, "protocolVersion"), &v) !=
+      0)
     return 0;
   c->protocol_version = v;
   /* Speak what the agent answered, if we enabled it; an answer we cannot
@@ -246,9 +246,9 @@ static int client_record_initialize(acp_client *c, const acp_rpc_msg *msg) {
   acp__free(&c->role.mem, c->agent_caps);
   c->agent_caps = NULL;
   c->agent_caps_len = 0;
-  caps = acp_json_obj_getz(msg->result, "agentCapabilities");
+  caps = ACP__OBJ_GETL(msg->result, "agentCapabilities");
   if (caps == NULL) /* v2 spelling */
-    caps = acp_json_obj_getz(msg->result, "capabilities");
+    caps = ACP__OBJ_GETL(msg->result, "capabilities");
   if (caps != NULL) {
     size_t n;
     const char *raw = acp_json_raw(caps, &n);
@@ -473,7 +473,7 @@ int acp_client_respond_permission(acp_client *client, acp_client_request *req,
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
   w = acp__role_obj_begin(&client->role);
-  acp_json_write_keyz(w, "outcome");
+  ACP__W_KEYL(w, "outcome");
   acp_json_write_obj_begin(w);
   if (option_id != NULL) {
     acp__w_str(w, "outcome", "selected");
@@ -495,7 +495,7 @@ int acp_client_respond_read_text_file(acp_client *client,
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
   w = acp__role_obj_begin(&client->role);
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   acp_json_write_str(w, content ? content : "", content_len);
   return respond_w(client, req);
 }
@@ -578,7 +578,7 @@ int acp_client_initialize(acp_client *client, const char *caps, size_t caps_len,
   if (client == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   w = acp__role_obj_begin(&client->role);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   if (client->max_version >= ACP_PROTOCOL_V2) {
     /* Ask for 2 with both spellings: a v1 agent answering 1 reads
      * clientCapabilities/clientInfo, a v2 one capabilities/info. */
@@ -589,7 +589,7 @@ int acp_client_initialize(acp_client *client, const char *caps, size_t caps_len,
     if (info != NULL) {
       acp__w_raw(w, "info", info, info_len, NULL);
     } else {
-      acp_json_write_keyz(w, "info");
+      ACP__W_KEYL(w, "info");
       acp_json_write_obj_begin(w);
       acp__w_str(w, "name", "libacp");
       acp__w_str(w, "version", ACP_VERSION);
@@ -804,9 +804,9 @@ static void w_position(acp_json_writer *w, const char *key, int64_t line,
                        int64_t character) {
   acp_json_write_keyz(w, key);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "line");
+  ACP__W_KEYL(w, "line");
   acp_json_write_int(w, line);
-  acp_json_write_keyz(w, "character");
+  ACP__W_KEYL(w, "character");
   acp_json_write_int(w, character);
   acp_json_write_obj_end(w);
 }
@@ -825,7 +825,7 @@ int acp_client_nes_suggest(acp_client *client, const char *session_id,
   w = acp__role_obj_begin(&client->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "uri", uri);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_int(w, version);
   w_position(w, "position", line, character);
   acp__w_str(w, "triggerKind", trigger_kind);
@@ -887,9 +887,9 @@ int acp_client_document_did_open(acp_client *client, const char *session_id,
     return ACP_ERR_INVALID_ARGUMENT;
   w = doc_begin(client, session_id, uri);
   acp__w_str(w, "languageId", language_id);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_int(w, version);
-  acp_json_write_keyz(w, "text");
+  ACP__W_KEYL(w, "text");
   acp_json_write_str(w, text != NULL ? text : "", text_len);
   return acp__role_notify_obj(&client->role, "document/didOpen");
 }
@@ -904,7 +904,7 @@ int acp_client_document_did_change(acp_client *client, const char *session_id,
       content_changes == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   w = doc_begin(client, session_id, uri);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_int(w, version);
   acp__w_raw(w, "contentChanges", content_changes, content_changes_len, NULL);
   return acp__role_notify_obj(&client->role, "document/didChange");
@@ -939,7 +939,7 @@ int acp_client_document_did_focus(acp_client *client, const char *session_id,
       visible_range == NULL || line < 0 || character < 0)
     return ACP_ERR_INVALID_ARGUMENT;
   w = doc_begin(client, session_id, uri);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_int(w, version);
   w_position(w, "position", line, character);
   acp__w_raw(w, "visibleRange", visible_range, visible_range_len, NULL);

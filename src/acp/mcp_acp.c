@@ -624,8 +624,8 @@ static int line_val(tunnel *t, const acp_json_val *v) {
 /* Build {"jsonrpc":"2.0"[,"id":ID],"method":M[,"params":P]} from the
  * outer params (method and params members). */
 static int build_inner_msg(tunnel *t, const char *id, const acp_json_val *op) {
-  const acp_json_val *m = acp_json_obj_getz(op, "method");
-  const acp_json_val *pa = acp_json_obj_getz(op, "params");
+  const acp_json_val *m = ACP__OBJ_GETL(op, "method");
+  const acp_json_val *pa = ACP__OBJ_GETL(op, "params");
   int rv;
 
   acp__buf_clear(&t->line);
@@ -688,9 +688,9 @@ static int feed_request(tunnel *t, void *req, const acp_json_val *outer_id,
 static int inner_response(tunnel *t, acp_json_doc *doc,
                           const acp_json_val *root) {
   owner *o = t->own;
-  const acp_json_val *id = acp_json_obj_getz(root, "id");
-  const acp_json_val *result = acp_json_obj_getz(root, "result");
-  const acp_json_val *err = acp_json_obj_getz(root, "error");
+  const acp_json_val *id = ACP__OBJ_GETL(root, "id");
+  const acp_json_val *result = ACP__OBJ_GETL(root, "result");
+  const acp_json_val *err = ACP__OBJ_GETL(root, "error");
   int64_t n;
   in_req *r;
   int rv;
@@ -730,11 +730,11 @@ static int inner_response(tunnel *t, acp_json_doc *doc,
     size_t mlen = 0;
     const char *msg = get_str(doc, err, "message", &mlen);
     char *msgz = NULL;
-    const acp_json_val *data = acp_json_obj_getz(err, "data");
+    const acp_json_val *data = ACP__OBJ_GETL(err, "data");
     size_t dlen = 0;
     const char *draw = data != NULL ? acp_json_raw(data, &dlen) : NULL;
 
-    (void)acp_json_get_int64(acp_json_obj_getz(err, "code"), &code);
+    (void)acp_json_get_int64(ACP__OBJ_GETL(err, "code"), &code);
     if (msg != NULL) {
       msgz = acp__strndup(&o->mem, msg, mlen);
       if (msgz == NULL)
@@ -753,34 +753,34 @@ static int build_outer_params(tunnel *t, const acp_json_val *root,
                               const char *request_id_raw) {
   owner *o = t->own;
   acp_json_writer *w = o->w;
-  const acp_json_val *pa = acp_json_obj_getz(root, "params");
+  const acp_json_val *pa = ACP__OBJ_GETL(root, "params");
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   if (t->shape == ACP_MCP_ACP_SHAPE_M2) {
-    acp_json_write_keyz(w, "serverId");
+    ACP__W_KEYL(w, "serverId");
     acp_json_write_strz(w, t->decl->id);
-    acp_json_write_keyz(w, "requestId");
+    ACP__W_KEYL(w, "requestId");
     acp_json_write_raw(w, t->m2_request_id, strlen(t->m2_request_id));
   } else {
-    acp_json_write_keyz(w, "connectionId");
+    ACP__W_KEYL(w, "connectionId");
     acp_json_write_strz(w, t->conn_id);
   }
-  acp_json_write_keyz(w, "method");
-  acp_json_write_val(w, acp_json_obj_getz(root, "method"));
+  ACP__W_KEYL(w, "method");
+  acp_json_write_val(w, ACP__OBJ_GETL(root, "method"));
   if (request_id_raw != NULL) {
     /* notifications/cancelled with the requestId rewritten */
-    acp_json_write_keyz(w, "params");
+    ACP__W_KEYL(w, "params");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "requestId");
+    ACP__W_KEYL(w, "requestId");
     acp_json_write_raw(w, request_id_raw, strlen(request_id_raw));
-    if (acp_json_obj_getz(pa, "reason") != NULL) {
-      acp_json_write_keyz(w, "reason");
-      acp_json_write_val(w, acp_json_obj_getz(pa, "reason"));
+    if (ACP__OBJ_GETL(pa, "reason") != NULL) {
+      ACP__W_KEYL(w, "reason");
+      acp_json_write_val(w, ACP__OBJ_GETL(pa, "reason"));
     }
     acp_json_write_obj_end(w);
   } else if (pa != NULL) {
-    acp_json_write_keyz(w, "params");
+    ACP__W_KEYL(w, "params");
     acp_json_write_val(w, pa);
   }
   acp_json_write_obj_end(w);
@@ -853,7 +853,7 @@ static out_req *out_by_inner(tunnel *t, const acp_json_val *id) {
  * carrying it ($/cancel_request; the provider answers it -32800). */
 static int m2_cancel(tunnel *t, const acp_json_val *params) {
   owner *o = t->own;
-  out_req *r = out_by_inner(t, acp_json_obj_getz(params, "requestId"));
+  out_req *r = out_by_inner(t, ACP__OBJ_GETL(params, "requestId"));
 
   if (r == NULL)
     return 0;
@@ -871,9 +871,9 @@ static int m2_cancel(tunnel *t, const acp_json_val *params) {
 static int m2_outgoing(tunnel *t, const acp_json_val *root) {
   owner *o = t->own;
   acp_json_writer *w = o->w;
-  const acp_json_val *id = acp_json_obj_getz(root, "id");
-  const acp_json_val *m = acp_json_obj_getz(root, "method");
-  const acp_json_val *pa = acp_json_obj_getz(root, "params");
+  const acp_json_val *id = ACP__OBJ_GETL(root, "id");
+  const acp_json_val *m = ACP__OBJ_GETL(root, "method");
+  const acp_json_val *pa = ACP__OBJ_GETL(root, "params");
   const acp_json_val *init;
   bool discover = false;
   char rid[24];
@@ -917,17 +917,17 @@ static int m2_outgoing(tunnel *t, const acp_json_val *root) {
   }
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "serverId");
+  ACP__W_KEYL(w, "serverId");
   acp_json_write_strz(w, t->server_id);
-  acp_json_write_keyz(w, "requestId");
+  ACP__W_KEYL(w, "requestId");
   snprintf(rid, sizeof(rid), "%lld", (long long)r->m2_rid);
   acp_json_write_strz(w, rid); /* McpRequestId is a string */
-  acp_json_write_keyz(w, "method");
+  ACP__W_KEYL(w, "method");
   if (discover)
     acp_json_write_strz(w, "server/discover");
   else
     acp_json_write_val(w, m);
-  acp_json_write_keyz(w, "params");
+  ACP__W_KEYL(w, "params");
   rv = acp_mcp_era_write_request_params(w, pa, init);
   if (rv == 0)
     rv = acp_json_write_obj_end(w);
@@ -945,8 +945,8 @@ static int m2_outgoing(tunnel *t, const acp_json_val *root) {
 static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
   tunnel *t = r->t;
   acp_json_writer *w = t->own->w;
-  const acp_json_val *res = acp_json_obj_getz(carrier, "result");
-  const acp_json_val *err = acp_json_obj_getz(carrier, "error");
+  const acp_json_val *res = ACP__OBJ_GETL(carrier, "result");
+  const acp_json_val *err = ACP__OBJ_GETL(carrier, "error");
   const char *fail = NULL;
   int64_t code = 0;
   int rv;
@@ -955,25 +955,25 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
     err = NULL;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "jsonrpc");
+  ACP__W_KEYL(w, "jsonrpc");
   acp_json_write_strz(w, "2.0");
-  acp_json_write_keyz(w, "id");
+  ACP__W_KEYL(w, "id");
   acp_json_write_raw(w, r->inner_id, strlen(r->inner_id));
-  (void)acp_json_get_int64(acp_json_obj_getz(err, "code"), &code);
+  (void)acp_json_get_int64(ACP__OBJ_GETL(err, "code"), &code);
   if (r->m2_discover && (res != NULL || code == ACP_RPC_METHOD_NOT_FOUND)) {
     /* server/discover answered, or unknown: the initialize result. */
     const acp_json_val *d = res;
 
     if (res == NULL || acp_json_type_of(res) != ACP_JSON_OBJECT)
       d = NULL;
-    acp_json_write_keyz(w, "result");
+    ACP__W_KEYL(w, "result");
     rv = acp_mcp_era_write_initialize_result(w, m2_init_params(t), d, NULL);
     if (rv == ACP_ERR_INVALID_ARGUMENT)
       fail = "Invalid server/discover result";
     else if (rv != 0)
       return rv;
   } else if (res != NULL) {
-    acp_json_write_keyz(w, "result");
+    ACP__W_KEYL(w, "result");
     if (acp_json_type_of(res) != ACP_JSON_OBJECT) {
       acp_json_write_val(w, res);
     } else {
@@ -985,7 +985,7 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
         return rv;
     }
   } else if (err != NULL) {
-    acp_json_write_keyz(w, "error");
+    ACP__W_KEYL(w, "error");
     acp_json_write_val(w, err);
   } else {
     fail = "Invalid MCP-over-ACP response carrier";
@@ -994,15 +994,15 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
     /* Start again: the answer is an error. */
     acp_json_writer_reset(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "jsonrpc");
+    ACP__W_KEYL(w, "jsonrpc");
     acp_json_write_strz(w, "2.0");
-    acp_json_write_keyz(w, "id");
+    ACP__W_KEYL(w, "id");
     acp_json_write_raw(w, r->inner_id, strlen(r->inner_id));
-    acp_json_write_keyz(w, "error");
+    ACP__W_KEYL(w, "error");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "code");
+    ACP__W_KEYL(w, "code");
     acp_json_write_int(w, ACP_RPC_INTERNAL_ERROR);
-    acp_json_write_keyz(w, "message");
+    ACP__W_KEYL(w, "message");
     acp_json_write_strz(w, fail);
     acp_json_write_obj_end(w);
   }
@@ -1016,7 +1016,7 @@ static int m2_inner_response(out_req *r, const acp_json_val *carrier) {
 static int lines_cancel(tunnel *t, const acp_json_val *root) {
   owner *o = t->own;
   out_req *r = out_by_inner(
-      t, acp_json_obj_getz(acp_json_obj_getz(root, "params"), "requestId"));
+      t, ACP__OBJ_GETL(ACP__OBJ_GETL(root, "params"), "requestId"));
   char params[80];
 
   if (r == NULL || r->cancelled)
@@ -1030,7 +1030,7 @@ static int lines_cancel(tunnel *t, const acp_json_val *root) {
 /* A request or notification the inner session sent: carry it outward. */
 static int inner_outgoing(tunnel *t, const acp_json_val *root) {
   owner *o = t->own;
-  const acp_json_val *id = acp_json_obj_getz(root, "id");
+  const acp_json_val *id = ACP__OBJ_GETL(root, "id");
   const char *data;
   char rid[24];
   const char *rewrite = NULL;
@@ -1040,16 +1040,16 @@ static int inner_outgoing(tunnel *t, const acp_json_val *root) {
   if ((t->client != NULL || t->endpoint) && t->shape == ACP_MCP_ACP_SHAPE_M2)
     return m2_outgoing(t, root);
   if (id == NULL && t->endpoint &&
-      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"),
+      ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(root, "method"),
                           "notifications/cancelled"))
     return lines_cancel(t, root);
   if (id == NULL && t->client != NULL &&
-      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"),
+      ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(root, "method"),
                           "notifications/cancelled")) {
     /* The consumer's MCP client cancels one of its requests: name the
      * outer request that carries it. */
     out_req *r = out_by_inner(
-        t, acp_json_obj_getz(acp_json_obj_getz(root, "params"), "requestId"));
+        t, ACP__OBJ_GETL(ACP__OBJ_GETL(root, "params"), "requestId"));
 
     if (r != NULL) {
       snprintf(rid, sizeof(rid), "%lld", (long long)r->outer_id);
@@ -1095,11 +1095,11 @@ static int process_line(tunnel *t, const char *s, size_t n) {
     const acp_json_val *e;
 
     for (e = acp_json_child(root); e != NULL && rv == 0; e = acp_json_next(e))
-      rv = acp_json_obj_getz(e, "method") != NULL ? inner_outgoing(t, e)
-                                                  : inner_response(t, doc, e);
+      rv = ACP__OBJ_GETL(e, "method") != NULL ? inner_outgoing(t, e)
+                                              : inner_response(t, doc, e);
     return rv;
   }
-  if (acp_json_obj_getz(root, "method") != NULL)
+  if (ACP__OBJ_GETL(root, "method") != NULL)
     return inner_outgoing(t, root);
   return inner_response(t, doc, root);
 }
@@ -1300,11 +1300,11 @@ static int agent_resp(acp_agent *a, const acp_rpc_msg *msg, void *ud) {
  * the outer request; translate it to the inner id. */
 static int feed_notification(tunnel *t, const acp_json_val *op) {
   owner *o = t->own;
-  const acp_json_val *m = acp_json_obj_getz(op, "method");
+  const acp_json_val *m = ACP__OBJ_GETL(op, "method");
 
   if (ACP_JSON_STR_EQ_LIT(m, "notifications/cancelled")) {
-    const acp_json_val *pa = acp_json_obj_getz(op, "params");
-    const acp_json_val *x = acp_json_obj_getz(pa, "requestId");
+    const acp_json_val *pa = ACP__OBJ_GETL(op, "params");
+    const acp_json_val *x = ACP__OBJ_GETL(pa, "requestId");
     in_req *r;
 
     for (r = t->ins; r != NULL; r = r->next)
@@ -1840,7 +1840,7 @@ static int provider_m2(acp_mcp_acp_provider *p, const in_msg *m,
                        const char *sid, size_t sid_len) {
   owner *o = &p->o;
   acp_mcp_acp_decl *d = find_decl(p, sid, sid_len);
-  const acp_json_val *rid = acp_json_obj_getz(m->params, "requestId");
+  const acp_json_val *rid = ACP__OBJ_GETL(m->params, "requestId");
   tunnel *t;
   int rv;
 
@@ -1854,8 +1854,8 @@ static int provider_m2(acp_mcp_acp_provider *p, const in_msg *m,
   }
   if (m->req == NULL)
     return 0; /* consumers send requests only in this form */
-  if (rid == NULL || acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
-                         ACP_JSON_STRING)
+  if (rid == NULL ||
+      acp_json_type_of(ACP__OBJ_GETL(m->params, "method")) != ACP_JSON_STRING)
     return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS,
                         "Invalid params: requestId and method are required",
                         NULL, NULL, 0);
@@ -1867,8 +1867,7 @@ static int provider_m2(acp_mcp_acp_provider *p, const in_msg *m,
     tunnel_free(t, false);
     return ACP_ERR_NOMEM;
   }
-  if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(m->params, "method"),
-                           "initialize")) {
+  if (!ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(m->params, "method"), "initialize")) {
     static const char init[] =
         "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
         "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
@@ -1938,8 +1937,7 @@ static int provider_message(acp_mcp_acp_provider *p, const in_msg *m, bool m0) {
                         "connectionId", id != NULL ? id : "",
                         id != NULL ? len : 0);
   }
-  if (acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
-      ACP_JSON_STRING) {
+  if (acp_json_type_of(ACP__OBJ_GETL(m->params, "method")) != ACP_JSON_STRING) {
     if (m->req == NULL)
       return 0;
     return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS,
@@ -2062,7 +2060,7 @@ int acp_mcp_acp_params_add_server(acp_json_writer *w,
 
   if (w == NULL || decl == NULL || acp_json_type_of(params) != ACP_JSON_OBJECT)
     return ACP_ERR_INVALID_ARGUMENT;
-  k = acp_json_obj_getz(params, "mcpServers");
+  k = ACP__OBJ_GETL(params, "mcpServers");
   if (k != NULL && acp_json_type_of(k) != ACP_JSON_ARRAY)
     return ACP_ERR_INVALID_ARGUMENT;
   acp_json_write_obj_begin(w);
@@ -2087,7 +2085,7 @@ int acp_mcp_acp_params_add_server(acp_json_writer *w,
     }
   }
   if (!seen) {
-    acp_json_write_keyz(w, "mcpServers");
+    ACP__W_KEYL(w, "mcpServers");
     acp_json_write_arr_begin(w);
     acp_json_write_raw(w, decl, len);
     acp_json_write_arr_end(w);
@@ -2139,12 +2137,12 @@ int acp_mcp_acp_caps_enable(acp_json_writer *w, const char *caps, size_t len) {
           break;
         acp_json_write_val(w, acp_json_next(q));
       }
-      acp_json_write_keyz(w, "acp");
+      ACP__W_KEYL(w, "acp");
       acp_json_write_bool(w, true);
       acp_json_write_obj_end(w);
     } else if (ACP_JSON_STR_EQ_LIT(k, "mcpCapabilities")) {
       acp_json_write_obj_begin(w);
-      acp_json_write_keyz(w, "acp");
+      ACP__W_KEYL(w, "acp");
       acp_json_write_bool(w, true);
       acp_json_write_obj_end(w);
       seen = true;
@@ -2153,9 +2151,9 @@ int acp_mcp_acp_caps_enable(acp_json_writer *w, const char *caps, size_t len) {
     }
   }
   if (!seen) {
-    acp_json_write_keyz(w, "mcpCapabilities");
+    ACP__W_KEYL(w, "mcpCapabilities");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "acp");
+    ACP__W_KEYL(w, "acp");
     acp_json_write_bool(w, true);
     acp_json_write_obj_end(w);
   }
@@ -2168,8 +2166,8 @@ int acp_mcp_acp_caps_has_acp(const acp_json_val *caps) {
   bool b = false;
 
   if (acp_json_get_bool(
-          acp_json_obj_getz(acp_json_obj_getz(caps, "mcpCapabilities"), "acp"),
-          &b) != 0)
+          ACP__OBJ_GETL(ACP__OBJ_GETL(caps, "mcpCapabilities"), "acp"), &b) !=
+      0)
     return 0;
   return b ? 1 : 0;
 }
@@ -2275,7 +2273,7 @@ static int send_connect(tunnel *t) {
     rv = acp__buf_append(&b, "acp:", 4);
     if (rv == 0)
       rv = acp__buf_append(&b, t->server_id, strlen(t->server_id));
-    acp_json_write_keyz(o->w, "acp_url");
+    ACP__W_KEYL(o->w, "acp_url");
     if (rv == 0)
       acp_json_write_str(o->w, b.data, b.len);
     acp__buf_dispose(&b);
@@ -2285,9 +2283,9 @@ static int send_connect(tunnel *t) {
     }
   } else {
     /* Both spellings: the seed form reads acpId, the RFD serverId. */
-    acp_json_write_keyz(o->w, "acpId");
+    ACP__W_KEYL(o->w, "acpId");
     acp_json_write_strz(o->w, t->server_id);
-    acp_json_write_keyz(o->w, "serverId");
+    ACP__W_KEYL(o->w, "serverId");
     acp_json_write_strz(o->w, t->server_id);
   }
   acp_json_write_obj_end(o->w);
@@ -2412,12 +2410,12 @@ static int m2_notification(owner *o, acp_json_doc *doc,
                            const acp_json_val *params) {
   size_t len = 0;
   const char *sid = get_str(doc, params, "serverId", &len);
-  const acp_json_val *rid = acp_json_obj_getz(params, "requestId");
+  const acp_json_val *rid = ACP__OBJ_GETL(params, "requestId");
   out_req *r;
   int rv;
 
   if (sid == NULL ||
-      acp_json_type_of(acp_json_obj_getz(params, "method")) != ACP_JSON_STRING)
+      acp_json_type_of(ACP__OBJ_GETL(params, "method")) != ACP_JSON_STRING)
     return ACP_MCP_ACP_NOT_MINE;
   for (r = o->outs; r != NULL; r = r->next) {
     char buf[24];
@@ -2446,15 +2444,14 @@ static int consumer_dispatch(acp_mcp_acp_consumer *c, const in_msg *m) {
     return ACP_MCP_ACP_NOT_MINE;
   id = get_str(m->doc, m->params, "connectionId", &len);
   if (id == NULL && m->req == NULL &&
-      acp_json_obj_getz(m->params, "serverId") != NULL) {
+      ACP__OBJ_GETL(m->params, "serverId") != NULL) {
     /* Dropped when that request is over, as the SDK's caller does. */
     rv = m2_notification(o, m->doc, m->params);
     return rv == ACP_MCP_ACP_NOT_MINE ? 0 : rv;
   }
   t = id != NULL ? find_conn(o, id, len) : NULL;
   if (t == NULL || !t->open ||
-      acp_json_type_of(acp_json_obj_getz(m->params, "method")) !=
-          ACP_JSON_STRING) {
+      acp_json_type_of(ACP__OBJ_GETL(m->params, "method")) != ACP_JSON_STRING) {
     if (m->req == NULL)
       return 0;
     return answer_error(o, m->req, ACP_RPC_INVALID_PARAMS,
@@ -2613,7 +2610,7 @@ void acp__mcp_ep_close(acp__mcp_ep *ep, bool tell) {
 
     acp_json_writer_reset(o->w);
     acp_json_write_obj_begin(o->w);
-    acp_json_write_keyz(o->w, "connectionId");
+    ACP__W_KEYL(o->w, "connectionId");
     acp_json_write_strz(o->w, t->conn_id);
     acp_json_write_obj_end(o->w);
     if (r != NULL && acp_json_writer_error(o->w) == 0) {
@@ -2689,17 +2686,16 @@ static int lines_answer(owner *o, acp_json_doc *doc, const acp_json_val *root,
   msg.id = id;
   msg.root = root;
   msg.doc = doc;
-  msg.result = acp_json_obj_getz(root, "result");
-  msg.error = msg.result == NULL ? acp_json_obj_getz(root, "error") : NULL;
+  msg.result = ACP__OBJ_GETL(root, "result");
+  msg.error = msg.result == NULL ? ACP__OBJ_GETL(root, "error") : NULL;
   if (msg.result == NULL && msg.error == NULL)
-    msg.result = acp_json_obj_getz(root, "result");
+    msg.result = ACP__OBJ_GETL(root, "result");
   if (msg.error != NULL) {
     msg.error_code = ACP_RPC_INTERNAL_ERROR;
-    (void)acp_json_get_int64(acp_json_obj_getz(msg.error, "code"),
-                             &msg.error_code);
+    (void)acp_json_get_int64(ACP__OBJ_GETL(msg.error, "code"), &msg.error_code);
     msg.error_message =
         get_str(doc, msg.error, "message", &msg.error_message_len);
-    msg.error_data = acp_json_obj_getz(msg.error, "data");
+    msg.error_data = ACP__OBJ_GETL(msg.error, "data");
   }
   return on_outer_response(r, &msg);
 }
@@ -2719,9 +2715,9 @@ static tunnel *lines_conn(owner *o, acp_json_doc *doc,
 int acp__mcp_lines_dispatch(acp__mcp_lines *l, acp_json_doc *doc,
                             const acp_json_val *root, void **closed_ud) {
   owner *o = &l->o;
-  const acp_json_val *m = acp_json_obj_getz(root, "method");
-  const acp_json_val *id = acp_json_obj_getz(root, "id");
-  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  const acp_json_val *m = ACP__OBJ_GETL(root, "method");
+  const acp_json_val *id = ACP__OBJ_GETL(root, "id");
+  const acp_json_val *params = ACP__OBJ_GETL(root, "params");
   tunnel *t;
   int rv;
 
@@ -2729,7 +2725,7 @@ int acp__mcp_lines_dispatch(acp__mcp_lines *l, acp_json_doc *doc,
   if (m == NULL)
     return lines_answer(o, doc, root, id);
   if (ACP_JSON_STR_EQ_LIT(m, "$/cancel_request")) {
-    const acp_json_val *x = acp_json_obj_getz(params, "requestId");
+    const acp_json_val *x = ACP__OBJ_GETL(params, "requestId");
 
     for (t = o->tunnels; t != NULL; t = t->next) {
       in_req *r;
@@ -2763,10 +2759,10 @@ int acp__mcp_lines_dispatch(acp__mcp_lines *l, acp_json_doc *doc,
       !ACP_JSON_STR_EQ_LIT(m, "_mcp/message"))
     return ACP_MCP_ACP_NOT_MINE;
   t = lines_conn(o, doc, params);
-  if (t == NULL && id == NULL && acp_json_obj_getz(params, "serverId") != NULL)
+  if (t == NULL && id == NULL && ACP__OBJ_GETL(params, "serverId") != NULL)
     return m2_notification(o, doc, params); /* connectionless */
   if (t == NULL ||
-      acp_json_type_of(acp_json_obj_getz(params, "method")) != ACP_JSON_STRING)
+      acp_json_type_of(ACP__OBJ_GETL(params, "method")) != ACP_JSON_STRING)
     return ACP_MCP_ACP_NOT_MINE;
   if (id == NULL) {
     rv = feed_notification(t, params);

@@ -466,7 +466,7 @@ static bool is_session_line(const char *d, size_t n) {
 
 static bool has_acp_decl(acp_mcp_bridge *b, const acp_json_val *root) {
   const acp_json_val *e = acp_json_child(
-      acp_json_obj_getz(acp_json_obj_getz(root, "params"), "mcpServers"));
+      ACP__OBJ_GETL(ACP__OBJ_GETL(root, "params"), "mcpServers"));
 
   for (; e != NULL; e = acp_json_next(e)) {
     const char *id;
@@ -502,8 +502,7 @@ static srv *srv_for(acp_mcp_bridge *b, const char *id, size_t n,
   if (s == NULL)
     return NULL;
   s->id = acp__strndup(&b->mem, id, n);
-  if (acp_json_doc_str(b->doc, acp_json_obj_getz(decl, "name"), &name, &nl) !=
-      0) {
+  if (acp_json_doc_str(b->doc, ACP__OBJ_GETL(decl, "name"), &name, &nl) != 0) {
     name = id;
     nl = n;
   }
@@ -526,15 +525,15 @@ static void srv_bind(acp_mcp_bridge *b, srv *s, const acp_json_val *root,
                      const acp_json_val *params) {
   const char *sid;
   size_t sl, il;
-  const char *ir = acp_json_raw(acp_json_obj_getz(root, "id"), &il);
+  const char *ir = acp_json_raw(ACP__OBJ_GETL(root, "id"), &il);
 
   if (s->session_id != NULL || s->req_id != NULL)
     return;
-  if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(root, "method"), "session/new")) {
+  if (ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(root, "method"), "session/new")) {
     if (ir != NULL && (s->req_id = acp__strndup(&b->mem, ir, il)) != NULL)
       b->new_pending++;
-  } else if (acp_json_doc_str(b->doc, acp_json_obj_getz(params, "sessionId"),
-                              &sid, &sl) == 0) {
+  } else if (acp_json_doc_str(b->doc, ACP__OBJ_GETL(params, "sessionId"), &sid,
+                              &sl) == 0) {
     s->session_id = acp__strndup(&b->mem, sid, sl);
   }
 }
@@ -549,11 +548,11 @@ static void write_decl(acp_mcp_bridge *b, acp_json_writer *w, const srv *s,
 
   acp_json_write_obj_begin(w);
   if (http) {
-    acp_json_write_keyz(w, "type");
+    ACP__W_KEYL(w, "type");
     acp_json_write_strz(w, "http");
   }
-  acp_json_write_keyz(w, "name");
-  if (acp_json_doc_str(b->doc, acp_json_obj_getz(e, "name"), &name, &nl) == 0)
+  ACP__W_KEYL(w, "name");
+  if (acp_json_doc_str(b->doc, ACP__OBJ_GETL(e, "name"), &name, &nl) == 0)
     acp_json_write_str(w, name, nl);
   else
     acp_json_write_strz(w, s->id);
@@ -563,27 +562,27 @@ static void write_decl(acp_mcp_bridge *b, acp_json_writer *w, const srv *s,
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp",
              (unsigned)b->http_port);
     snprintf(bearer, sizeof(bearer), "Bearer %s", s->token);
-    acp_json_write_keyz(w, "url");
+    ACP__W_KEYL(w, "url");
     acp_json_write_strz(w, url);
-    acp_json_write_keyz(w, "headers");
+    ACP__W_KEYL(w, "headers");
     acp_json_write_arr_begin(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "name");
+    ACP__W_KEYL(w, "name");
     acp_json_write_strz(w, "Authorization");
-    acp_json_write_keyz(w, "value");
+    ACP__W_KEYL(w, "value");
     acp_json_write_strz(w, bearer);
     acp_json_write_obj_end(w);
     acp_json_write_arr_end(w);
   } else {
-    acp_json_write_keyz(w, "command");
+    ACP__W_KEYL(w, "command");
     acp_json_write_strz(w, b->o.program);
-    acp_json_write_keyz(w, "args");
+    ACP__W_KEYL(w, "args");
     acp_json_write_arr_begin(w);
     acp_json_write_strz(w, "mcp-shim");
     acp_json_write_strz(w, b->sock);
     acp_json_write_strz(w, s->token);
     acp_json_write_arr_end(w);
-    acp_json_write_keyz(w, "env");
+    ACP__W_KEYL(w, "env");
     acp_json_write_arr_begin(w);
     acp_json_write_arr_end(w);
   }
@@ -626,8 +625,8 @@ static bool choose_http(acp_mcp_bridge *b) {
 /* session/new (load, resume, fork) to the agent: rewrite acp declarations.
  * Returns true when b->w holds the new line. */
 static bool rewrite_session(acp_mcp_bridge *b, const acp_json_val *root) {
-  const acp_json_val *params = acp_json_obj_getz(root, "params");
-  const acp_json_val *list = acp_json_obj_getz(params, "mcpServers");
+  const acp_json_val *params = ACP__OBJ_GETL(root, "params");
+  const acp_json_val *list = ACP__OBJ_GETL(params, "mcpServers");
   const acp_json_val *e, *k, *q;
   acp_json_writer *w = b->w;
   bool http;
@@ -697,14 +696,14 @@ static bool rewrite_session(acp_mcp_bridge *b, const acp_json_val *root) {
 /* session/close to the agent: close the bridged connections of that
  * session and forget its declarations (their tokens stop working). */
 static void session_end(acp_mcp_bridge *b, const acp_json_val *root) {
-  const acp_json_val *params = acp_json_obj_getz(root, "params");
+  const acp_json_val *params = ACP__OBJ_GETL(root, "params");
   const char *sid;
   size_t sl;
   srv *s, *next;
   char *copy;
 
-  if (acp_json_doc_str(b->doc, acp_json_obj_getz(params, "sessionId"), &sid,
-                       &sl) != 0)
+  if (acp_json_doc_str(b->doc, ACP__OBJ_GETL(params, "sessionId"), &sid, &sl) !=
+      0)
     return;
   copy = acp__strndup(&b->mem, sid, sl); /* the doc is reused below */
   if (copy == NULL)
@@ -776,8 +775,8 @@ static int filter_line(acp_mcp_bridge *b, const char *d, size_t n) {
   if (!interesting(b, d, n) || acp_json_doc_parse(b->doc, d, n, NULL) != 0 ||
       acp_json_type_of(root = acp_json_doc_root(b->doc)) != ACP_JSON_OBJECT)
     return out_line(b, d, n);
-  m = acp_json_obj_getz(root, "method");
-  id = acp_json_obj_getz(root, "id");
+  m = ACP__OBJ_GETL(root, "method");
+  id = ACP__OBJ_GETL(root, "id");
   if (m != NULL && ACP_JSON_STR_EQ_LIT(m, "initialize") && id != NULL &&
       !b->caps_seen) {
     size_t il;
@@ -906,12 +905,12 @@ static void session_answer(acp_mcp_bridge *b, const char *line, size_t len) {
   if (acp_json_doc_parse(b->doc, line, len, NULL) != 0)
     return;
   root = acp_json_doc_root(b->doc);
-  ir = acp_json_raw(acp_json_obj_getz(root, "id"), &il);
-  if (ir == NULL || acp_json_obj_getz(root, "method") != NULL)
+  ir = acp_json_raw(ACP__OBJ_GETL(root, "id"), &il);
+  if (ir == NULL || ACP__OBJ_GETL(root, "method") != NULL)
     return;
   (void)acp_json_doc_str(
-      b->doc, acp_json_obj_getz(acp_json_obj_getz(root, "result"), "sessionId"),
-      &sid, &sl);
+      b->doc, ACP__OBJ_GETL(ACP__OBJ_GETL(root, "result"), "sessionId"), &sid,
+      &sl);
   for (s = b->srvs; s != NULL; s = s->next)
     if (s->req_id != NULL && str_is(ir, il, s->req_id)) {
       acp__free(&b->mem, s->req_id);
@@ -966,7 +965,7 @@ static bool caps_rewrite(acp_mcp_bridge *b, const acp_json_val *root,
       }
     }
     if (!seen) {
-      acp_json_write_keyz(w, "agentCapabilities");
+      ACP__W_KEYL(w, "agentCapabilities");
       if (acp_mcp_acp_caps_enable(w, NULL, 0) != 0)
         return false;
     }
@@ -993,10 +992,10 @@ acp_ssize acp_mcp_bridge_from_agent(acp_mcp_bridge *b, const char *line,
       acp_json_doc_parse(b->doc, line, len, NULL) != 0)
     return (acp_ssize)len;
   root = acp_json_doc_root(b->doc);
-  ir = acp_json_raw(acp_json_obj_getz(root, "id"), &il);
-  res = acp_json_obj_getz(root, "result");
+  ir = acp_json_raw(ACP__OBJ_GETL(root, "id"), &il);
+  res = ACP__OBJ_GETL(root, "result");
   if (ir == NULL || !str_is(ir, il, b->init_id) ||
-      acp_json_obj_getz(root, "method") != NULL)
+      ACP__OBJ_GETL(root, "method") != NULL)
     return (acp_ssize)len;
   b->caps_seen = true;
   if (acp_json_type_of(res) != ACP_JSON_OBJECT)
@@ -1007,17 +1006,16 @@ acp_ssize acp_mcp_bridge_from_agent(acp_mcp_bridge *b, const char *line,
     /* ACP v2 (or later) has no agentCapabilities and another MCP-over-ACP
      * binding: the bridge stays out of such a chain, which then carries
      * every byte unchanged. */
-    if (acp_json_get_int64(acp_json_obj_getz(res, "protocolVersion"), &pv) ==
-            0 &&
+    if (acp_json_get_int64(ACP__OBJ_GETL(res, "protocolVersion"), &pv) == 0 &&
         pv > 1) {
       b->agent_acp = true;
       return (acp_ssize)len;
     }
   }
-  caps = acp_json_obj_getz(res, "agentCapabilities");
+  caps = ACP__OBJ_GETL(res, "agentCapabilities");
   b->agent_acp = acp_mcp_acp_caps_has_acp(caps) != 0;
   if (acp_json_get_bool(
-          acp_json_obj_getz(acp_json_obj_getz(caps, "mcpCapabilities"), "http"),
+          ACP__OBJ_GETL(ACP__OBJ_GETL(caps, "mcpCapabilities"), "http"),
           &http) == 0)
     b->agent_http = http;
   if (b->agent_acp || !caps_rewrite(b, root, res))
@@ -1111,20 +1109,20 @@ static int gone_line(acp_mcp_bridge *b, ep *e, const char *line, size_t len) {
   if (rv != 0)
     return rv == ACP_ERR_NOMEM ? rv : 0;
   root = acp_json_doc_root(b->doc);
-  id = acp_json_obj_getz(root, "id");
-  if (id == NULL || acp_json_obj_getz(root, "method") == NULL)
+  id = ACP__OBJ_GETL(root, "id");
+  if (id == NULL || ACP__OBJ_GETL(root, "method") == NULL)
     return 0;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "jsonrpc");
+  ACP__W_KEYL(w, "jsonrpc");
   acp_json_write_strz(w, "2.0");
-  acp_json_write_keyz(w, "id");
+  ACP__W_KEYL(w, "id");
   acp_json_write_val(w, id);
-  acp_json_write_keyz(w, "error");
+  ACP__W_KEYL(w, "error");
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "code");
+  ACP__W_KEYL(w, "code");
   acp_json_write_int(w, ACP_MCP_ACP_SERVER_UNAVAILABLE);
-  acp_json_write_keyz(w, "message");
+  ACP__W_KEYL(w, "message");
   acp_json_write_strz(w, e->gone);
   acp_json_write_obj_end(w);
   acp_json_write_obj_end(w);

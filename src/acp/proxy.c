@@ -97,10 +97,10 @@ static const char *successor_method(const acp_proxy *p, bool request) {
 
 /* G0 marks its proxy initialize with params._meta.proxy == true. */
 static bool is_g0_initialize(const acp_rpc_msg *msg) {
-  const acp_json_val *meta = acp_json_obj_getz(msg->params, "_meta");
+  const acp_json_val *meta = ACP__OBJ_GETL(msg->params, "_meta");
   bool b = false;
 
-  if (acp_json_get_bool(acp_json_obj_getz(meta, "proxy"), &b) != 0)
+  if (acp_json_get_bool(ACP__OBJ_GETL(meta, "proxy"), &b) != 0)
     return false;
   return b;
 }
@@ -133,10 +133,10 @@ static int build_wrapper(acp_proxy *p, const char *method, size_t mlen,
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "method");
+  ACP__W_KEYL(w, "method");
   acp_json_write_str(w, method, mlen);
   if (params != NULL) {
-    acp_json_write_keyz(w, "params");
+    ACP__W_KEYL(w, "params");
     acp_json_write_raw(w, params, plen);
   }
   acp_json_write_obj_end(w);
@@ -319,7 +319,7 @@ static int build_init_answer(acp_proxy *p, const acp_json_val *succ_pv) {
     size_t pv_len;
 
     pv = acp_json_raw(succ_pv, &pv_len);
-    v = acp_json_obj_getz(root, "protocolVersion");
+    v = ACP__OBJ_GETL(root, "protocolVersion");
     if (v != NULL) {
       raw = acp_json_raw(v, &len);
       rv = splice(&p->tmp, cur, cur_len, raw, len, pv, pv_len);
@@ -342,10 +342,10 @@ static int build_init_answer(acp_proxy *p, const acp_json_val *succ_pv) {
   }
   if (rv == 0 && p->wire == ACP_PROXY_WIRE_G0 &&
       acp_json_type_of(root) == ACP_JSON_OBJECT) {
-    const acp_json_val *meta = acp_json_obj_getz(root, "_meta");
+    const acp_json_val *meta = ACP__OBJ_GETL(root, "_meta");
 
     if (acp_json_type_of(meta) == ACP_JSON_OBJECT) {
-      v = acp_json_obj_getz(meta, "proxy");
+      v = ACP__OBJ_GETL(meta, "proxy");
       if (v != NULL) {
         raw = acp_json_raw(v, &len);
         rv = splice(&p->tmp, cur, cur_len, raw, len, "true", 4);
@@ -392,7 +392,7 @@ static int init_finish(acp_proxy *p, preq *r, const acp_rpc_msg *msg) {
     if (rv != 0 && rv != ACP_PROXY_FORWARD && rv != ACP_ERR_PAUSE)
       return rv;
   }
-  succ_pv = acp_json_obj_getz(msg->result, "protocolVersion");
+  succ_pv = ACP__OBJ_GETL(msg->result, "protocolVersion");
   rv = build_init_answer(p, succ_pv);
   acp__free(&p->role.mem, p->init_repl);
   p->init_repl = NULL;
@@ -534,7 +534,7 @@ static int cancel_req(acp_proxy *p, preq *r) {
 /* `$/cancel_request` that arrived wrapped: match by the id's raw bytes among
  * the requests that arrived wrapped. */
 static int wrapped_cancel(acp_proxy *p, const acp_json_val *params) {
-  const acp_json_val *id = acp_json_obj_getz(params, "requestId");
+  const acp_json_val *id = ACP__OBJ_GETL(params, "requestId");
   const char *raw;
   size_t len;
   acp__req *q;
@@ -555,8 +555,8 @@ static int wrapped_cancel(acp_proxy *p, const acp_json_val *params) {
 /* Unpack proxy/successor params into m. Returns 0 or -1 (invalid). */
 static int unwrap(acp_proxy *p, const acp_rpc_msg *msg, acp_proxy_msg *m,
                   int *fatal) {
-  const acp_json_val *inner_m = acp_json_obj_getz(msg->params, "method");
-  const acp_json_val *inner_p = acp_json_obj_getz(msg->params, "params");
+  const acp_json_val *inner_m = ACP__OBJ_GETL(msg->params, "method");
+  const acp_json_val *inner_p = ACP__OBJ_GETL(msg->params, "params");
   const char *s;
   size_t n;
   int rv;
@@ -580,9 +580,9 @@ static int unwrap(acp_proxy *p, const acp_rpc_msg *msg, acp_proxy_msg *m,
   m->method_len = n;
   m->params = inner_p;
   m->params_raw = acp_json_raw(inner_p, &m->params_len);
-  m->envelope_meta = acp_json_obj_getz(msg->params, "_meta");
+  m->envelope_meta = ACP__OBJ_GETL(msg->params, "_meta");
   if (m->envelope_meta == NULL)
-    m->envelope_meta = acp_json_obj_getz(msg->params, "meta");
+    m->envelope_meta = ACP__OBJ_GETL(msg->params, "meta");
   return 0;
 }
 

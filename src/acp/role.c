@@ -137,7 +137,7 @@ static int respond_invalid_params(acp__role *r, uint64_t handle,
   snprintf(message, sizeof(message), "Invalid params: %s", why);
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "path");
+  ACP__W_KEYL(w, "path");
   acp_json_write_strz(w, path);
   acp_json_write_obj_end(w);
   rv = acp_json_writer_error(w);
@@ -325,7 +325,7 @@ static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
   /* Typed roles index requests by session; the proxy only routes. The
    * session id goes into the request's own block. */
   if (r->side != 0) {
-    const acp_json_val *sid = acp_json_obj_getz(msg->params, "sessionId");
+    const acp_json_val *sid = ACP__OBJ_GETL(msg->params, "sessionId");
 
     if (acp_json_type_of(sid) == ACP_JSON_STRING) {
       rv = acp_json_doc_str(msg->doc, sid, &sid_p, &sid_n);

@@ -12,6 +12,11 @@
 
 #include "acp/remote.h"
 
+/* acp_json_obj_getz() with a string literal key, its length known at
+ * compile time: no strlen() per lookup on the agent's per-message paths
+ * (as ACP__OBJ_GETL in the libraries; `"" lit ""` takes only a literal). */
+#define OBJ_GETL(obj, lit) acp_json_obj_get((obj), "" lit "", sizeof(lit) - 1)
+
 int cmd_agent(int argc, char **argv);
 int cmd_client(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

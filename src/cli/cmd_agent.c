@@ -580,8 +580,7 @@ static void on_update_sent(acp_agent *agent, const char *session_id,
     return;
   s = find_session(a, session_id);
   if (s == NULL || acp_json_doc_parse(a->hdoc, update, len, NULL) != 0 ||
-      !history_kind(
-          acp_json_obj_getz(acp_json_doc_root(a->hdoc), "sessionUpdate")))
+      !history_kind(OBJ_GETL(acp_json_doc_root(a->hdoc), "sessionUpdate")))
     return;
   history_add(s, update, len);
   session_changed(a, s);
@@ -726,7 +725,7 @@ static int on_permission(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     turn_finish(t, "cancelled");
     return 0;
   }
-  outcome = call_ok(msg) ? acp_json_obj_getz(msg->result, "outcome") : NULL;
+  outcome = call_ok(msg) ? OBJ_GETL(msg->result, "outcome") : NULL;
   msg_str(msg, outcome, "outcome", &o, &olen);
   msg_str(msg, outcome, "optionId", &opt, &optlen);
   if (o != NULL && olen == 9 && memcmp(o, "cancelled", 9) == 0) {
@@ -815,7 +814,7 @@ static int on_elicit(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
         send_text(t->a, t->s, "elicitation complete\n");
     } else if (action != NULL && alen == 6 &&
                memcmp(action, "accept", 6) == 0) {
-      const acp_json_val *c = acp_json_obj_getz(msg->result, "content");
+      const acp_json_val *c = OBJ_GETL(msg->result, "content");
       size_t n;
       const char *raw = acp_json_raw(c, &n);
       if (raw != NULL)
@@ -926,8 +925,8 @@ static int on_terminal(acp_agent *agent, const acp_rpc_msg *msg, void *ud) {
     if (msg_str(msg, msg->result, "signal", &sig, &siglen) == 0)
       snprintf(t->exit_note, sizeof(t->exit_note), "killed by %.*s\n",
                (int)(siglen > 32 ? 32 : siglen), sig);
-    else if (acp_json_get_int64(acp_json_obj_getz(msg->result, "exitCode"),
-                                &code) == 0 &&
+    else if (acp_json_get_int64(OBJ_GETL(msg->result, "exitCode"), &code) ==
+                 0 &&
              code != 0)
       snprintf(t->exit_note, sizeof(t->exit_note), "exit status %" PRId64 "\n",
                code);
@@ -2198,7 +2197,7 @@ static void mcp_record_stdio(app *a, asession *s, const acp_json_val *e) {
   rv = acp_decode_ex(&acp_type_mcp_server, e, a->arena, &srv, NULL,
                      ACP_DECODE_LENIENT, NULL, 0);
   if (rv == 0 && srv.kind == ACP_MCP_SERVER_KIND_UNKNOWN &&
-      ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(e, "type"), "stdio") &&
+      ACP_JSON_STR_EQ_LIT(OBJ_GETL(e, "type"), "stdio") &&
       acp_decode_ex(&acp_type_mcp_server_stdio, e, a->arena, &stdio_alone, NULL,
                     ACP_DECODE_LENIENT, NULL, 0) == 0) {
     srv.kind = ACP_MCP_SERVER_KIND_STDIO;
@@ -2346,7 +2345,7 @@ static void mcp_record_list(app *a, asession *s, acp_json_doc *doc,
       exit(CLI_EXIT_FAILURE);
     m->id = xstrndup(id, n);
     m->shape = shape;
-    if (acp_json_doc_str(doc, acp_json_obj_getz(e, "name"), &name, &nn) != 0) {
+    if (acp_json_doc_str(doc, OBJ_GETL(e, "name"), &name, &nn) != 0) {
       name = m->id;
       nn = strlen(m->id);
     }
@@ -2373,7 +2372,7 @@ static void mcp_record_list(app *a, asession *s, acp_json_doc *doc,
  * declaration for the state file. */
 static void mcp_record(app *a, asession *s, acp_agent_request *req) {
   const acp_json_val *list =
-      acp_json_obj_getz(acp_agent_request_params(req), "mcpServers");
+      OBJ_GETL(acp_agent_request_params(req), "mcpServers");
   const acp_rpc_msg *msg = acp_agent_request_msg(req);
   const char *raw;
   size_t n;
@@ -2424,13 +2423,12 @@ static int mcp_on_list(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                             op->srv->http           ? "http"
                             : op->srv->argv != NULL ? "stdio"
                                                     : "acp");
-    for (tool = acp_json_child(acp_json_obj_getz(msg->result, "tools"));
+    for (tool = acp_json_child(OBJ_GETL(msg->result, "tools"));
          tool != NULL && used < sizeof(buf) - 2; tool = acp_json_next(tool)) {
       const char *s;
       size_t n;
 
-      if (acp_json_doc_str(msg->doc, acp_json_obj_getz(tool, "name"), &s, &n) ==
-          0)
+      if (acp_json_doc_str(msg->doc, OBJ_GETL(tool, "name"), &s, &n) == 0)
         used += (size_t)snprintf(buf + used, sizeof(buf) - used, " %.*s",
                                  (int)(n > 200 ? 200 : n), s);
     }
@@ -2473,17 +2471,16 @@ static int mcp_on_call(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
              acp_strerror(status));
     send_text(t->a, t->s, buf);
   } else {
-    (void)acp_json_get_bool(acp_json_obj_getz(msg->result, "isError"),
-                            &is_error);
+    (void)acp_json_get_bool(OBJ_GETL(msg->result, "isError"), &is_error);
     if (is_error)
       send_text(t->a, t->s, "(tool error) ");
-    for (b = acp_json_child(acp_json_obj_getz(msg->result, "content"));
-         b != NULL; b = acp_json_next(b)) {
+    for (b = acp_json_child(OBJ_GETL(msg->result, "content")); b != NULL;
+         b = acp_json_next(b)) {
       const char *s;
       size_t n;
 
-      if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(b, "type"), "text") &&
-          acp_json_doc_str(msg->doc, acp_json_obj_getz(b, "text"), &s, &n) == 0)
+      if (ACP_JSON_STR_EQ_LIT(OBJ_GETL(b, "type"), "text") &&
+          acp_json_doc_str(msg->doc, OBJ_GETL(b, "text"), &s, &n) == 0)
         send_chunk(t->a, t->s, "agent_message_chunk", s, n);
     }
     send_text(t->a, t->s, "\n");
@@ -2752,7 +2749,7 @@ static int prompt_text(app *a, const acp_rpc_msg *msg,
 
   if (acp_json_len(prompt) == 1) {
     b = acp_json_child(prompt);
-    if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(b, "type"), "text") &&
+    if (ACP_JSON_STR_EQ_LIT(OBJ_GETL(b, "type"), "text") &&
         msg_str(msg, b, "text", out, len_out) == 0)
       return 0;
   }
@@ -2775,7 +2772,7 @@ static int prompt_text(app *a, const acp_rpc_msg *msg,
           rv = scratch_add(a, "]\n", 2);
       }
     } else if (tlen == 8 && memcmp(type, "resource", 8) == 0) {
-      const acp_json_val *r = acp_json_obj_getz(b, "resource");
+      const acp_json_val *r = OBJ_GETL(b, "resource");
       if (msg_str(msg, r, "uri", &s, &slen) == 0) {
         rv = scratch_add(a, "\n[resource ", 11);
         if (rv == 0)
@@ -2797,14 +2794,14 @@ static int prompt_text(app *a, const acp_rpc_msg *msg,
 static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   app *a = ud;
   const acp_json_val *p = acp_agent_request_params(req);
-  const acp_json_val *caps = acp_json_obj_getz(p, "clientCapabilities");
+  const acp_json_val *caps = OBJ_GETL(p, "clientCapabilities");
   /* v2 (acp agent --protocol-v2 and a client asking 2): the v2 shape. */
   bool v2 = a->protocol_v2 &&
             acp_agent_request_protocol_version(req) >= ACP_PROTOCOL_V2;
   static const char caps_v2[] =
       "{\"session\":{\"prompt\":{\"image\":false,\"audio\":false,"
       "\"embeddedContext\":true},\"delete\":{}}}";
-  const acp_json_val *fs = acp_json_obj_getz(caps, "fs");
+  const acp_json_val *fs = OBJ_GETL(caps, "fs");
   bool b;
   size_t n;
   const char *info;
@@ -2837,21 +2834,18 @@ static int on_initialize(acp_agent *agent, acp_agent_request *req, void *ud) {
   }
   if (v2) {
     agent_caps = caps_v2;
-    caps = acp_json_obj_getz(p, "capabilities");
+    caps = OBJ_GETL(p, "capabilities");
     fs = NULL; /* v2 has no fs or terminal client methods */
   }
   agent_caps_len = strlen(agent_caps);
   acp_json_writer *cw = NULL;
   int rv;
 
-  a->fs_read =
-      acp_json_get_bool(acp_json_obj_getz(fs, "readTextFile"), &b) == 0 && b;
-  a->fs_write =
-      acp_json_get_bool(acp_json_obj_getz(fs, "writeTextFile"), &b) == 0 && b;
-  a->terminal =
-      acp_json_get_bool(acp_json_obj_getz(caps, "terminal"), &b) == 0 && b;
-  a->elicitation = acp_json_type_of(acp_json_obj_getz(caps, "elicitation")) ==
-                   ACP_JSON_OBJECT;
+  a->fs_read = acp_json_get_bool(OBJ_GETL(fs, "readTextFile"), &b) == 0 && b;
+  a->fs_write = acp_json_get_bool(OBJ_GETL(fs, "writeTextFile"), &b) == 0 && b;
+  a->terminal = acp_json_get_bool(OBJ_GETL(caps, "terminal"), &b) == 0 && b;
+  a->elicitation =
+      acp_json_type_of(OBJ_GETL(caps, "elicitation")) == ACP_JSON_OBJECT;
   acp_json_writer_reset(a->w);
   acp_json_write_obj_begin(a->w);
   kvs(a->w, "name", a->name);
@@ -3068,7 +3062,7 @@ static int session_restore(app *a, const char *id, char *why, size_t size) {
     goto cleanup;
   }
   root = acp_json_doc_root(a->sdoc);
-  hist = acp_json_obj_getz(root, "history");
+  hist = OBJ_GETL(root, "history");
   sid = state_str(a, root, "sessionId");
   cwd = state_str(a, root, "cwd");
   mode = state_str(a, root, "mode");
@@ -3088,10 +3082,8 @@ static int session_restore(app *a, const char *id, char *why, size_t size) {
     snprintf(why, size, "no valid model");
   } else if (acp_json_type_of(hist) != ACP_JSON_ARRAY) {
     snprintf(why, size, "no history array");
-  } else if (acp_json_get_bool(acp_json_obj_getz(root, "verbose"), &verbose) !=
-                 0 ||
-             acp_json_get_uint64(acp_json_obj_getz(root, "nextTool"),
-                                 &next_tool) != 0) {
+  } else if (acp_json_get_bool(OBJ_GETL(root, "verbose"), &verbose) != 0 ||
+             acp_json_get_uint64(OBJ_GETL(root, "nextTool"), &next_tool) != 0) {
     snprintf(why, size, "no valid verbose or nextTool");
   } else {
     rv = 0;
@@ -3104,7 +3096,7 @@ static int session_restore(app *a, const char *id, char *why, size_t size) {
   s->verbose = verbose;
   s->title = title;
   title = NULL;
-  (void)acp_json_get_bool(acp_json_obj_getz(root, "archived"), &s->archived);
+  (void)acp_json_get_bool(OBJ_GETL(root, "archived"), &s->archived);
   for (v = acp_json_child(hist); v != NULL; v = acp_json_next(v)) {
     size_t n;
     const char *raw = acp_json_raw(v, &n);
@@ -3115,7 +3107,7 @@ static int session_restore(app *a, const char *id, char *why, size_t size) {
    * loaded history never shows two calls with one id. */
   if (next_tool > a->next_tool && next_tool < UINT32_MAX)
     a->next_tool = (unsigned)next_tool;
-  v = acp_json_obj_getz(root, "mcpServers");
+  v = OBJ_GETL(root, "mcpServers");
   if (acp_json_type_of(v) == ACP_JSON_ARRAY) {
     size_t n;
     const char *raw = acp_json_raw(v, &n);
@@ -3284,13 +3276,13 @@ static void write_tool_content(app *a, acp_json_doc *doc,
 
   acp_json_write_arr_begin(w);
   for (c = acp_json_child(content); c != NULL; c = acp_json_next(c)) {
-    const acp_json_val *old = acp_json_obj_getz(c, "oldText");
-    const acp_json_val *path = acp_json_obj_getz(c, "path");
+    const acp_json_val *old = OBJ_GETL(c, "oldText");
+    const acp_json_val *path = OBJ_GETL(c, "path");
     const acp_json_val *ch;
 
-    if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(c, "type"), "diff")) {
+    if (!ACP_JSON_STR_EQ_LIT(OBJ_GETL(c, "type"), "diff")) {
       acp_json_write_val(w, c);
-    } else if (to_v2 && acp_json_obj_getz(c, "changes") == NULL) {
+    } else if (to_v2 && OBJ_GETL(c, "changes") == NULL) {
       acp_json_write_obj_begin(w);
       kvs(w, "type", "diff");
       acp_json_write_keyz(w, "changes");
@@ -3305,14 +3297,14 @@ static void write_tool_content(app *a, acp_json_doc *doc,
       acp_json_write_obj_end(w);
       acp_json_write_arr_end(w);
       acp_json_write_obj_end(w);
-    } else if (!to_v2 && acp_json_obj_getz(c, "changes") != NULL) {
-      for (ch = acp_json_child(acp_json_obj_getz(c, "changes")); ch != NULL;
+    } else if (!to_v2 && OBJ_GETL(c, "changes") != NULL) {
+      for (ch = acp_json_child(OBJ_GETL(c, "changes")); ch != NULL;
            ch = acp_json_next(ch)) {
         const char *op = NULL, *pa = NULL;
         size_t on = 0, pn = 0;
         char *line;
-        acp_json_doc_str(doc, acp_json_obj_getz(ch, "operation"), &op, &on);
-        acp_json_doc_str(doc, acp_json_obj_getz(ch, "path"), &pa, &pn);
+        acp_json_doc_str(doc, OBJ_GETL(ch, "operation"), &op, &on);
+        acp_json_doc_str(doc, OBJ_GETL(ch, "path"), &pa, &pn);
         line = malloc(on + pn + 8);
         if (line == NULL)
           exit(CLI_EXIT_FAILURE);
@@ -3340,8 +3332,8 @@ static bool has_foreign_diff(const acp_json_val *content, bool to_v2) {
   const acp_json_val *c;
 
   for (c = acp_json_child(content); c != NULL; c = acp_json_next(c))
-    if (ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(c, "type"), "diff") &&
-        (acp_json_obj_getz(c, "changes") == NULL) == to_v2)
+    if (ACP_JSON_STR_EQ_LIT(OBJ_GETL(c, "type"), "diff") &&
+        (OBJ_GETL(c, "changes") == NULL) == to_v2)
       return true;
   return false;
 }
@@ -3367,7 +3359,7 @@ static void replay_entry(app *a, asession *s, acp_json_doc *doc,
   static const char *const chunks[] = {
       "user_message_chunk", "agent_message_chunk", "agent_thought_chunk"};
   acp_json_writer *w = a->w;
-  const acp_json_val *kind = acp_json_obj_getz(u, "sessionUpdate");
+  const acp_json_val *kind = OBJ_GETL(u, "sessionUpdate");
   const char *chunk = NULL;
   const char *out;
   size_t i, n;
@@ -3379,7 +3371,7 @@ static void replay_entry(app *a, asession *s, acp_json_doc *doc,
   if (chunk == NULL)
     rc->last_kind = NULL;
   acp_json_writer_reset(w);
-  if (v2 && chunk != NULL && acp_json_obj_getz(u, "messageId") == NULL) {
+  if (v2 && chunk != NULL && OBJ_GETL(u, "messageId") == NULL) {
     char id[32];
     if (rc->last_kind != chunk)
       rc->seq++;
@@ -3390,16 +3382,15 @@ static void replay_entry(app *a, asession *s, acp_json_doc *doc,
     kvs(w, "messageId", id);
     copy_members(w, doc, u, "sessionUpdate", NULL);
     acp_json_write_obj_end(w);
-  } else if (v2 &&
-             (ACP_JSON_STR_EQ_LIT(kind, "tool_call") ||
-              (ACP_JSON_STR_EQ_LIT(kind, "tool_call_update") &&
-               has_foreign_diff(acp_json_obj_getz(u, "content"), true)))) {
+  } else if (v2 && (ACP_JSON_STR_EQ_LIT(kind, "tool_call") ||
+                    (ACP_JSON_STR_EQ_LIT(kind, "tool_call_update") &&
+                     has_foreign_diff(OBJ_GETL(u, "content"), true)))) {
     acp_json_write_obj_begin(w); /* v2's one upsert */
     kvs(w, "sessionUpdate", "tool_call_update");
     copy_members(w, doc, u, "sessionUpdate", "content");
-    if (acp_json_obj_getz(u, "content") != NULL) {
+    if (OBJ_GETL(u, "content") != NULL) {
       acp_json_write_keyz(w, "content");
-      write_tool_content(a, doc, acp_json_obj_getz(u, "content"), true);
+      write_tool_content(a, doc, OBJ_GETL(u, "content"), true);
     }
     acp_json_write_obj_end(w);
   } else if (v2 && ACP_JSON_STR_EQ_LIT(kind, "plan")) {
@@ -3410,7 +3401,7 @@ static void replay_entry(app *a, asession *s, acp_json_doc *doc,
     kvs(w, "type", "items");
     kvs(w, "planId", "plan");
     acp_json_write_keyz(w, "entries");
-    acp_json_write_val(w, acp_json_obj_getz(u, "entries"));
+    acp_json_write_val(w, OBJ_GETL(u, "entries"));
     acp_json_write_obj_end(w);
     acp_json_write_obj_end(w);
   } else if (v2 && (ACP_JSON_STR_EQ_LIT(kind, "plan_removed") ||
@@ -3420,7 +3411,7 @@ static void replay_entry(app *a, asession *s, acp_json_doc *doc,
     return; /* no v2 counterpart */
   } else if (!v2 && ACP_JSON_STR_EQ_LIT(kind, "user_message")) {
     const acp_json_val *b;
-    for (b = acp_json_child(acp_json_obj_getz(u, "content")); b != NULL;
+    for (b = acp_json_child(OBJ_GETL(u, "content")); b != NULL;
          b = acp_json_next(b)) {
       acp_json_writer_reset(w);
       acp_json_write_obj_begin(w);
@@ -3436,9 +3427,9 @@ static void replay_entry(app *a, asession *s, acp_json_doc *doc,
     const char *id = NULL;
     size_t idn = 0;
     bool create;
-    acp_json_doc_str(doc, acp_json_obj_getz(u, "toolCallId"), &id, &idn);
+    acp_json_doc_str(doc, OBJ_GETL(u, "toolCallId"), &id, &idn);
     create = id != NULL && !tool_seen(rc, id, idn);
-    if (!create && !has_foreign_diff(acp_json_obj_getz(u, "content"), false)) {
+    if (!create && !has_foreign_diff(OBJ_GETL(u, "content"), false)) {
       acp_json_write_val(w, u);
       out = wdata(a, &n);
       acp_agent_send_update_raw(a->agent, s->id, out, n);
@@ -3447,31 +3438,30 @@ static void replay_entry(app *a, asession *s, acp_json_doc *doc,
     acp_json_write_obj_begin(w);
     /* v1 creates a call with tool_call (title required) */
     kvs(w, "sessionUpdate", create ? "tool_call" : "tool_call_update");
-    if (create && acp_json_obj_getz(u, "title") == NULL)
+    if (create && OBJ_GETL(u, "title") == NULL)
       kvs(w, "title", "tool");
     copy_members(w, doc, u, "sessionUpdate", "content");
-    if (acp_json_obj_getz(u, "content") != NULL) {
+    if (OBJ_GETL(u, "content") != NULL) {
       acp_json_write_keyz(w, "content");
-      write_tool_content(a, doc, acp_json_obj_getz(u, "content"), false);
+      write_tool_content(a, doc, OBJ_GETL(u, "content"), false);
     }
     acp_json_write_obj_end(w);
   } else if (!v2 && ACP_JSON_STR_EQ_LIT(kind, "tool_call")) {
     const char *id = NULL;
     size_t idn = 0;
-    if (acp_json_doc_str(doc, acp_json_obj_getz(u, "toolCallId"), &id, &idn) ==
-        0)
+    if (acp_json_doc_str(doc, OBJ_GETL(u, "toolCallId"), &id, &idn) == 0)
       tool_seen(rc, id, idn);
     acp_json_write_val(w, u);
   } else if (!v2 && ACP_JSON_STR_EQ_LIT(kind, "plan_update")) {
-    const acp_json_val *plan = acp_json_obj_getz(u, "plan");
-    if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(plan, "type"), "items"))
+    const acp_json_val *plan = OBJ_GETL(u, "plan");
+    if (!ACP_JSON_STR_EQ_LIT(OBJ_GETL(plan, "type"), "items"))
       return; /* a custom content type: v1 has entries only */
     if (!a->unstable) {
       /* a stable v1 client knows only the session's one plan */
       acp_json_write_obj_begin(w);
       kvs(w, "sessionUpdate", "plan");
       acp_json_write_keyz(w, "entries");
-      acp_json_write_val(w, acp_json_obj_getz(plan, "entries"));
+      acp_json_write_val(w, OBJ_GETL(plan, "entries"));
       acp_json_write_obj_end(w);
     } else {
       acp_json_write_val(w, u);
@@ -3554,9 +3544,9 @@ static int on_session_resume(acp_agent *agent, acp_agent_request *req,
      * another (protocol/v2/session-setup.mdx, rfds/v2/session-resume-
      * replay.mdx). */
     const acp_json_val *from =
-        acp_json_obj_getz(acp_agent_request_params(req), "replayFrom");
+        OBJ_GETL(acp_agent_request_params(req), "replayFrom");
     if (from != NULL && acp_json_type_of(from) != ACP_JSON_NULL) {
-      if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(from, "type"), "start")) {
+      if (!ACP_JSON_STR_EQ_LIT(OBJ_GETL(from, "type"), "start")) {
         acp_agent_respond_error(agent, req, -32602,
                                 "Invalid params: unsupported replayFrom "
                                 "cursor (this agent replays from "
@@ -3688,7 +3678,7 @@ static int on_session_set_config(acp_agent *agent, acp_agent_request *req,
   app *a = ud;
   asession *s = session_param(a, req);
   const acp_json_val *p = acp_agent_request_params(req);
-  const acp_json_val *value = acp_json_obj_getz(p, "value");
+  const acp_json_val *value = OBJ_GETL(p, "value");
   const char *id;
   size_t len;
   bool b;
@@ -3946,7 +3936,7 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
 
   if (s == NULL)
     return 0;
-  prompt = acp_json_obj_getz(acp_agent_request_params(req), "prompt");
+  prompt = OBJ_GETL(acp_agent_request_params(req), "prompt");
   if (acp_json_type_of(prompt) != ACP_JSON_ARRAY) {
     acp_agent_respond_error(agent, req, -32602,
                             "Invalid params: prompt must be an array", NULL, 0);
@@ -3963,9 +3953,9 @@ static int on_session_prompt(acp_agent *agent, acp_agent_request *req,
      * single text block is forwarded as it came, not decoded and escaped
      * again (acp_json_str_passthrough()). */
     const acp_json_val *b = acp_json_child(prompt);
-    const acp_json_val *tv = acp_json_obj_getz(b, "text");
+    const acp_json_val *tv = OBJ_GETL(b, "text");
     if (acp_json_len(prompt) == 1 &&
-        ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(b, "type"), "text") &&
+        ACP_JSON_STR_EQ_LIT(OBJ_GETL(b, "type"), "text") &&
         acp_json_type_of(tv) == ACP_JSON_STRING) {
       acp_agent_send_message_chunk_val(agent, s->id, msg->doc, tv, NULL, 0);
     } else {

@@ -162,7 +162,7 @@ static int on_prompt(acp_client *c, const acp_rpc_msg *msg, void *ud) {
   b->lat[b->done] = now - b->t_turn;
   if (msg->result == NULL) {
     fail(b, "session/prompt failed");
-  } else if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(msg->result, "stopReason"),
+  } else if (!ACP_JSON_STR_EQ_LIT(OBJ_GETL(msg->result, "stopReason"),
                                   "end_turn")) {
     fail(b, "stopReason is not end_turn");
   } else if (b->chunks != 1 || b->chunk_len != b->size ||
@@ -196,7 +196,7 @@ static void next_turn(bench *b) {
 
 static int on_session(acp_client *c, const acp_rpc_msg *msg, void *ud) {
   bench *b = ud;
-  const acp_json_val *v = acp_json_obj_getz(msg->result, "sessionId");
+  const acp_json_val *v = OBJ_GETL(msg->result, "sessionId");
   const char *s;
   size_t n;
 

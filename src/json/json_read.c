@@ -837,13 +837,13 @@ static size_t decode_all(const char *p, const char *end, char *dst) {
  * two loads from each side that overlap when n is not a power of two, and
  * never read outside a[0..n) or b[0..n).
  */
-static ACP__ALWAYS_INLINE int bytes_eq(const char *a, const char *b, size_t n) {
+/* bytes_eq() for n <= 16: loads only, no call. */
+static ACP__ALWAYS_INLINE int bytes_eq16(const char *a, const char *b,
+                                         size_t n) {
   uint64_t x0, y0, x1, y1;
   uint32_t u0, v0, u1, v1;
 
   if (n >= 8) {
-    if (n > 16)
-      return memcmp(a, b, n) == 0;
     memcpy(&x0, a, 8);
     memcpy(&y0, b, 8);
     memcpy(&x1, a + n - 8, 8);
@@ -860,6 +860,12 @@ static ACP__ALWAYS_INLINE int bytes_eq(const char *a, const char *b, size_t n) {
   if (n == 0)
     return 1;
   return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
+}
+
+static ACP__ALWAYS_INLINE int bytes_eq(const char *a, const char *b, size_t n) {
+  if (n > 16)
+    return memcmp(a, b, n) == 0;
+  return bytes_eq16(a, b, n);
 }
 
 static int is_string(const acp_json_val *v) {
@@ -1222,6 +1228,27 @@ const acp_json_val *acp_json_arr_get(const acp_json_val *arr, size_t i) {
   return c;
 }
 
+/* acp_json_obj_get() from member i (key k) on, once a key with escapes
+ * turned up: compares decoded keys. Out of line and reached by a tail
+ * call, so the common walk (keys without escapes) calls nothing and saves
+ * no registers. */
+__attribute__((noinline)) static const acp_json_val *
+obj_get_from(const acp_json_val *obj, const acp_json_val *k, uint32_t i,
+             const char *key, size_t len) {
+  for (;; i++) {
+    const acp_json_val *val = k + 1;
+    if (!(k->flags & ACP__JF_ESC)) {
+      if (k->len == len + 2 && bytes_eq(k->raw + 1, key, len))
+        return val;
+    } else if (acp_json_str_eq(k, key, len)) {
+      return val;
+    }
+    if (i + 1 == obj->count)
+      return NULL;
+    k = val + val->next;
+  }
+}
+
 const acp_json_val *acp_json_obj_get(const acp_json_val *obj, const char *key,
                                      size_t len) {
   const acp_json_val *k;
@@ -1232,17 +1259,17 @@ const acp_json_val *acp_json_obj_get(const acp_json_val *obj, const char *key,
   if (key == NULL && len > 0)
     return NULL;
   k = obj + 1;
+  if (len > 16)
+    return obj_get_from(obj, k, 0, key, len);
   for (i = 0;; i++) {
     const acp_json_val *val = k + 1;
     /* A key without escapes is its raw text between the quotes: the length
      * and the bytes (bytes_eq(), no call for keys up to 16 bytes) decide
      * (a lookup is a handful of keys, each otherwise a call to str_eq). */
-    if (!(k->flags & ACP__JF_ESC)) {
-      if (k->len == len + 2 && bytes_eq(k->raw + 1, key, len))
-        return val;
-    } else if (acp_json_str_eq(k, key, len)) {
+    if (ACP__UNLIKELY(k->flags & ACP__JF_ESC))
+      return obj_get_from(obj, k, i, key, len);
+    if (k->len == len + 2 && bytes_eq16(k->raw + 1, key, len))
       return val;
-    }
     if (i + 1 == obj->count)
       return NULL;
     k = val + val->next;

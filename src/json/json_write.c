@@ -132,74 +132,139 @@ static int before_value(acp_json_writer *w) {
   }
 }
 
-/* Length of the prefix of s[0..len) that needs no escaping and no UTF-8
- * check (printable ASCII other than '"' and '\\'). */
+#if defined(__SSE2__)
+/* Sixteen bytes a step from i; the last 1-15 bytes are the last sixteen
+ * again, overlapping (len >= 16; the bytes before i were checked plain, so
+ * the first special byte found is at or after i). */
+static inline __attribute__((always_inline)) size_t
+copy_plain16(acp_json_writer *w, unsigned char *d, const unsigned char *s,
+             size_t len, size_t i) {
+  while (i < len) {
+    size_t at = len - i >= 16 ? i : len - 16;
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + at));
+    int mk = _mm_movemask_epi8(acp__json_special16(b));
+
+    _mm_storeu_si128((__m128i *)(void *)(d + at), b);
+    if (mk != 0) {
+      i = at + (unsigned)__builtin_ctz((unsigned)mk);
+      break;
+    }
+    i = at + 16;
+  }
+  w->buf.len += i;
+  return i;
+}
+
+/* copy_plain() of a long string (80 bytes or more): 64 bytes a step
+ * (tested, then copied) while none is special, with AVX2 where the CPU has
+ * it, then sixteen. Out of line and reached by a tail call, so that short
+ * strings (keys, names, ids) run a leaf function that saves no registers
+ * for the calls made here. */
+__attribute__((noinline)) static size_t
+copy_plain_long(acp_json_writer *w, const unsigned char *s, size_t len) {
+  unsigned char *d = (unsigned char *)w->buf.data + w->buf.len;
+  size_t i = 0;
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)s);
+
+  if (_mm_movemask_epi8(acp__json_special16(b)) != 0)
+    return copy_plain16(w, d, s, len, 0);
+  _mm_storeu_si128((__m128i *)(void *)d, b);
+  i = 16;
+#ifdef ACP__JSON_AVX2
+  /* A long text (a prompt, a file): twice the bytes per instruction where
+   * the CPU can, once 64 more plain bytes show it is long. */
+  if (len - i >= 128 && !acp__json_special64(s + i)) {
+    memcpy(d + i, s + i, 64);
+    i += 64;
+    if (acp__json_have_avx2())
+      i += acp__json_copy_plain_avx2(d + i, s + i, len - i);
+  }
+#endif
+  while (len - i >= 64 && !acp__json_special64(s + i)) {
+    memcpy(d + i, s + i, 64);
+    i += 64;
+  }
+  return copy_plain16(w, d, s, len, i);
+}
+#endif
+
 /* Copy the prefix of s[0..len) that needs no escaping and no UTF-8 check
  * (printable ASCII other than '"' and '\\') to the end of the buffer, in
  * one pass, and return its length. The caller has reserved room for `len`
- * more bytes: whole 16-byte blocks are stored even when only their start
- * is plain, and the rest is overwritten by what follows. */
+ * more bytes: whole blocks are stored even when only their start is plain,
+ * and the rest is overwritten by what follows. The last 1-15 bytes (1-7
+ * below 16) are the last block again, overlapping, not a byte loop: the
+ * bytes before them were checked plain, so the first special byte found
+ * is at or after i. */
 static size_t copy_plain(acp_json_writer *w, const unsigned char *s,
                          size_t len) {
   const uint64_t ones = UINT64_C(0x0101010101010101);
   const uint64_t highs = UINT64_C(0x8080808080808080);
   unsigned char *d = (unsigned char *)w->buf.data + w->buf.len;
   size_t i = 0;
+  size_t at;
   uint64_t v;
   uint64_t x;
   uint64_t m;
 
 #if defined(__SSE2__)
   /* Quote, backslash, and a signed compare below 0x20 for control bytes
-   * and bytes >= 0x80, as in the reader: 64 bytes a step (tested, then
-   * copied) while none is special, then 16 at a time. */
-  if (len >= 80) {
-    /* Short strings (keys, names) skip the wide step; long ones enter it
-     * after one block. */
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)s);
-    int mk = _mm_movemask_epi8(acp__json_special16(b));
-    if (mk == 0) {
-      _mm_storeu_si128((__m128i *)(void *)d, b);
-      i = 16;
-#ifdef ACP__JSON_AVX2
-      /* A long text (a prompt, a file): twice the bytes per instruction
-       * where the CPU can, once 64 more plain bytes show it is long. */
-      if (len - i >= 128 && !acp__json_special64(s + i)) {
-        memcpy(d + i, s + i, 64);
-        i += 64;
-        if (acp__json_have_avx2())
-          i += acp__json_copy_plain_avx2(d + i, s + i, len - i);
-      }
+   * and bytes >= 0x80, as in the reader. */
+  if (len >= 80)
+    return copy_plain_long(w, s, len);
+  if (len >= 16)
+    return copy_plain16(w, d, s, len, 0);
 #endif
-      while (len - i >= 64 && !acp__json_special64(s + i)) {
-        memcpy(d + i, s + i, 64);
-        i += 64;
+  /* Eight bytes a step, the same way. The lowest flagged byte is exact:
+   * the subtractions borrow only upwards from a byte that matched. */
+  if (len >= 8) {
+    while (i < len) {
+      at = len - i >= 8 ? i : len - 8;
+      memcpy(&v, s + at, 8);
+      x = v ^ (ones * '"');
+      m = (x - ones) & ~x;
+      x = v ^ (ones * '\\');
+      m |= (x - ones) & ~x;
+      m |= (v - ones * 0x20) & ~v;
+      m = (m | v) & highs;
+      memcpy(d + at, &v, 8);
+      if (m != 0) {
+        i = at + (unsigned)__builtin_ctzll(m) / 8;
+        break;
       }
+      i = at + 8;
     }
+    w->buf.len += i;
+    return i;
   }
-  while (len - i >= 16) {
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-    int mk = _mm_movemask_epi8(acp__json_special16(b));
-    _mm_storeu_si128((__m128i *)(void *)(d + i), b);
-    if (mk != 0) {
-      i += (unsigned)__builtin_ctz((unsigned)mk);
-      w->buf.len += i;
-      return i;
+  /* 4-7 bytes ("name", "text", "type"): the first four and the last four,
+   * overlapping, the same way. */
+  if (len >= 4) {
+    uint32_t a[2];
+    uint32_t ma[2];
+    int k;
+
+    memcpy(&a[0], s, 4);
+    memcpy(&a[1], s + len - 4, 4);
+    for (k = 0; k < 2; k++) {
+      const uint32_t o = UINT32_C(0x01010101);
+      uint32_t y = a[k] ^ (o * '"');
+      uint32_t mm = (y - o) & ~y;
+      y = a[k] ^ (o * '\\');
+      mm |= (y - o) & ~y;
+      mm |= (a[k] - o * 0x20) & ~a[k];
+      ma[k] = (mm | a[k]) & UINT32_C(0x80808080);
     }
-    i += 16;
-  }
-#endif
-  while (len - i >= 8) {
-    memcpy(&v, s + i, 8);
-    x = v ^ (ones * '"');
-    m = (x - ones) & ~x;
-    x = v ^ (ones * '\\');
-    m |= (x - ones) & ~x;
-    m |= (v - ones * 0x20) & ~v;
-    if (((m | v) & highs) != 0)
-      break;
-    memcpy(d + i, s + i, 8);
-    i += 8;
+    memcpy(d, &a[0], 4);
+    memcpy(d + len - 4, &a[1], 4);
+    if (ma[0] != 0)
+      i = (unsigned)__builtin_ctz(ma[0]) / 8;
+    else if (ma[1] != 0)
+      i = len - 4 + (unsigned)__builtin_ctz(ma[1]) / 8;
+    else
+      i = len;
+    w->buf.len += i;
+    return i;
   }
   while (i < len && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' &&
          s[i] != '\\') {

@@ -425,13 +425,13 @@ static int send_req(acp_mcp_client *c, const char *method, const char *params,
         pending_free(c, p);
         return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
       }
-      meta = acp_json_obj_getz(root, "_meta");
+      meta = ACP__OBJ_GETL(root, "_meta");
     }
     acp_json_writer_reset(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "_meta");
+    ACP__W_KEYL(w, "_meta");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "progressToken");
+    ACP__W_KEYL(w, "progressToken");
     acp_json_write_int(w, p->token);
     rv = copy_members(c, w, meta, "progressToken");
     acp_json_write_obj_end(w);
@@ -488,8 +488,8 @@ static int copy_raw(acp_mcp_client *c, const acp_json_val *v, char **out,
  * notifications/initialized. Returns the status for the user callback, or a
  * fatal code through *fatal. */
 static int init_result(acp_mcp_client *c, const acp_rpc_msg *msg, int *fatal) {
-  const acp_json_val *pv = acp_json_obj_getz(msg->result, "protocolVersion");
-  const acp_json_val *ins = acp_json_obj_getz(msg->result, "instructions");
+  const acp_json_val *pv = ACP__OBJ_GETL(msg->result, "protocolVersion");
+  const acp_json_val *ins = ACP__OBJ_GETL(msg->result, "instructions");
   const char *p;
   size_t n;
   acp_mcp_version v;
@@ -506,11 +506,11 @@ static int init_result(acp_mcp_client *c, const acp_rpc_msg *msg, int *fatal) {
   v = acp_mcp_version_parse(p, n);
   if (v == ACP_MCP_VERSION_UNKNOWN)
     return ACP_ERR_UNSUPPORTED;
-  rv = copy_raw(c, acp_json_obj_getz(msg->result, "capabilities"),
-                &c->server_caps, &c->server_caps_len);
+  rv = copy_raw(c, ACP__OBJ_GETL(msg->result, "capabilities"), &c->server_caps,
+                &c->server_caps_len);
   if (rv == 0)
-    rv = copy_raw(c, acp_json_obj_getz(msg->result, "serverInfo"),
-                  &c->server_info, &c->server_info_len);
+    rv = copy_raw(c, ACP__OBJ_GETL(msg->result, "serverInfo"), &c->server_info,
+                  &c->server_info_len);
   if (rv == 0 && acp_json_type_of(ins) == ACP_JSON_STRING)
     rv = acp__mcp_str_dup(&c->mem, msg->doc, ins, &c->instructions, NULL);
   if (rv == 0)
@@ -537,7 +537,7 @@ static int on_page(acp_mcp_client *c, mcp_pager *pg, int status,
 
   pg->pages++;
   if (status == 0) {
-    next = acp_json_obj_getz(msg->result, "nextCursor");
+    next = ACP__OBJ_GETL(msg->result, "nextCursor");
     if (acp_json_type_of(next) == ACP_JSON_STRING) {
       rv = acp_json_doc_str(msg->doc, next, &p, &n);
       if (rv != 0)
@@ -566,7 +566,7 @@ static int on_page(acp_mcp_client *c, mcp_pager *pg, int status,
 
 /* The result's resultType is "input_required" (absent means complete). */
 static bool is_input_required(const acp_json_val *result) {
-  const acp_json_val *rt = acp_json_obj_getz(result, "resultType");
+  const acp_json_val *rt = ACP__OBJ_GETL(result, "resultType");
   return rt != NULL && ACP_JSON_STR_EQ_LIT(rt, "input_required");
 }
 
@@ -594,7 +594,7 @@ static bool supported_has_2026(const acp_json_val *list) {
 
 /* Whether a discover result lists 2026-07-28. */
 static bool discover_has_2026(const acp_json_val *result) {
-  return supported_has_2026(acp_json_obj_getz(result, "supportedVersions"));
+  return supported_has_2026(ACP__OBJ_GETL(result, "supportedVersions"));
 }
 
 /* The server/discover answer: become stateless, fall back to initialize, or
@@ -612,7 +612,7 @@ static int discover_result(acp_mcp_client *c, mcp_pending *p, int status,
   if (status == ACP_ERR_PROTOCOL &&
       msg->error_code == ACP_MCP_UNSUPPORTED_PROTOCOL_VERSION &&
       !c->discover_retried &&
-      supported_has_2026(acp_json_obj_getz(msg->error_data, "supported"))) {
+      supported_has_2026(ACP__OBJ_GETL(msg->error_data, "supported"))) {
     /* Rejected although the server names 2026-07-28 among the supported
      * versions (a server that refuses a first request, or one that
      * changed): ask once more. */
@@ -637,12 +637,12 @@ static int discover_result(acp_mcp_client *c, mcp_pending *p, int status,
     }
     return 1;
   }
-  ins = acp_json_obj_getz(msg->result, "instructions");
-  rv = copy_raw(c, acp_json_obj_getz(msg->result, "capabilities"),
-                &c->server_caps, &c->server_caps_len);
+  ins = ACP__OBJ_GETL(msg->result, "instructions");
+  rv = copy_raw(c, ACP__OBJ_GETL(msg->result, "capabilities"), &c->server_caps,
+                &c->server_caps_len);
   if (rv == 0)
     rv = copy_raw(c,
-                  acp_json_obj_getz(acp_json_obj_getz(msg->result, "_meta"),
+                  acp_json_obj_getz(ACP__OBJ_GETL(msg->result, "_meta"),
                                     ACP_MCP_META_SERVER_INFO),
                   &c->server_info, &c->server_info_len);
   if (rv == 0 && acp_json_type_of(ins) == ACP_JSON_STRING)
@@ -772,7 +772,7 @@ static bool elicit_mode_ok(const acp_mcp_client *c,
                            const acp_json_val *params) {
   unsigned m =
       c->cbs.elicit_modes ? c->cbs.elicit_modes : (unsigned)ACP_MCP_ELICIT_FORM;
-  const acp_json_val *mode = acp_json_obj_getz(params, "mode");
+  const acp_json_val *mode = ACP__OBJ_GETL(params, "mode");
 
   if (mode == NULL || ACP_JSON_STR_EQ_LIT(mode, "form"))
     return (m & ACP_MCP_ELICIT_FORM) != 0;
@@ -831,10 +831,10 @@ static int client_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
 }
 
 static int on_progress_note(acp_mcp_client *c, const acp_rpc_msg *msg) {
-  const acp_json_val *tok = acp_json_obj_getz(msg->params, "progressToken");
-  const acp_json_val *pv = acp_json_obj_getz(msg->params, "progress");
-  const acp_json_val *tv = acp_json_obj_getz(msg->params, "total");
-  const acp_json_val *mv = acp_json_obj_getz(msg->params, "message");
+  const acp_json_val *tok = ACP__OBJ_GETL(msg->params, "progressToken");
+  const acp_json_val *pv = ACP__OBJ_GETL(msg->params, "progress");
+  const acp_json_val *tv = ACP__OBJ_GETL(msg->params, "total");
+  const acp_json_val *mv = ACP__OBJ_GETL(msg->params, "message");
   mcp_pending *p;
   int64_t token;
   double progress;
@@ -875,8 +875,8 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   if (acp__mcp_method_is(msg, "notifications/progress"))
     return on_progress_note(c, msg);
   if (acp__mcp_method_is(msg, "notifications/message")) {
-    const acp_json_val *lv = acp_json_obj_getz(params, "level");
-    const acp_json_val *lg = acp_json_obj_getz(params, "logger");
+    const acp_json_val *lv = ACP__OBJ_GETL(params, "level");
+    const acp_json_val *lg = ACP__OBJ_GETL(params, "logger");
     const char *p;
     const char *logger = NULL;
     size_t n;
@@ -897,7 +897,7 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
         return rv;
     }
     return c->cbs.log(c, (acp_mcp_log_level)level, logger, logger_len,
-                      acp_json_obj_getz(params, "data"), c->user_data);
+                      ACP__OBJ_GETL(params, "data"), c->user_data);
   }
   if (acp__mcp_method_is(msg, "notifications/tools/list_changed") ||
       acp__mcp_method_is(msg, "notifications/resources/list_changed") ||
@@ -914,7 +914,7 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   }
   if (acp__mcp_method_is(msg, "notifications/elicitation/complete") &&
       c->cbs.elicit_complete != NULL) {
-    const acp_json_val *iv = acp_json_obj_getz(params, "elicitationId");
+    const acp_json_val *iv = ACP__OBJ_GETL(params, "elicitationId");
     const char *p;
     size_t n;
 
@@ -926,7 +926,7 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
     return c->cbs.elicit_complete(c, p, n, c->user_data);
   }
   if (acp__mcp_method_is(msg, "notifications/resources/updated")) {
-    const acp_json_val *uv = acp_json_obj_getz(params, "uri");
+    const acp_json_val *uv = ACP__OBJ_GETL(params, "uri");
     const char *p;
     size_t n;
 
@@ -1159,26 +1159,26 @@ static int write_init_params(acp_mcp_client *c, acp_json_writer *w,
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   if (version != NULL) {
-    acp_json_write_keyz(w, "protocolVersion");
+    ACP__W_KEYL(w, "protocolVersion");
     acp_json_write_strz(w, version);
   }
-  acp_json_write_keyz(w, "capabilities");
+  ACP__W_KEYL(w, "capabilities");
   acp_json_write_obj_begin(w);
   if (c->cbs.req[R_ROOTS]) {
-    acp_json_write_keyz(w, "roots");
+    ACP__W_KEYL(w, "roots");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "listChanged");
+    ACP__W_KEYL(w, "listChanged");
     acp_json_write_bool(w, c->roots_list_changed);
     acp_json_write_obj_end(w);
   }
   if (c->cbs.req[R_SAMPLING]) {
-    acp_json_write_keyz(w, "sampling");
+    ACP__W_KEYL(w, "sampling");
     acp_json_write_raw(w, "{}", 2);
   }
   if (c->cbs.req[R_ELICIT]) {
     unsigned m = c->cbs.elicit_modes ? c->cbs.elicit_modes
                                      : (unsigned)ACP_MCP_ELICIT_FORM;
-    acp_json_write_keyz(w, "elicitation");
+    ACP__W_KEYL(w, "elicitation");
     /* Form only stays `{}` (what clients before 2025-11-25 send); URL mode
      * is declared only when the callback says it handles it. */
     if (m == ACP_MCP_ELICIT_FORM)
@@ -1191,16 +1191,16 @@ static int write_init_params(acp_mcp_client *c, acp_json_writer *w,
   /* The 2026 _meta only: a 2025 client's `tasks` capability would mean
    * it runs tasks for the server. */
   if (c->tasks && version == NULL) {
-    acp_json_write_keyz(w, "extensions");
+    ACP__W_KEYL(w, "extensions");
     acp_json_write_raw(w, "{\"" ACP_MCP_EXT_TASKS "\":{}}",
                        sizeof("{\"" ACP_MCP_EXT_TASKS "\":{}}") - 1);
   }
   acp_json_write_obj_end(w);
-  acp_json_write_keyz(w, "clientInfo");
+  ACP__W_KEYL(w, "clientInfo");
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "name");
+  ACP__W_KEYL(w, "name");
   acp_json_write_strz(w, c->name);
-  acp_json_write_keyz(w, "version");
+  ACP__W_KEYL(w, "version");
   acp_json_write_strz(w, c->version_str);
   acp_json_write_obj_end(w);
   return acp_json_write_obj_end(w);
@@ -1318,7 +1318,7 @@ static int list_params(acp_mcp_client *c, const char *cursor, size_t len) {
   acp_json_writer_reset(c->w);
   acp_json_write_obj_begin(c->w);
   if (cursor) {
-    acp_json_write_keyz(c->w, "cursor");
+    ACP__W_KEYL(c->w, "cursor");
     acp_json_write_str(c->w, cursor, len);
   }
   return acp_json_write_obj_end(c->w);
@@ -1399,7 +1399,7 @@ static void name_args(acp_mcp_client *c, const char *key, const char *name,
   acp_json_write_keyz(w, key);
   acp_json_write_strz(w, name);
   if (args) {
-    acp_json_write_keyz(w, "arguments");
+    ACP__W_KEYL(w, "arguments");
     acp_json_write_raw(w, args, args_len);
   }
   acp_json_write_obj_end(w);
@@ -1458,16 +1458,16 @@ int acp_mcp_client_call_tool_task(acp_mcp_client *c, const char *name,
   w = c->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "name");
+  ACP__W_KEYL(w, "name");
   acp_json_write_strz(w, name);
   if (args) {
-    acp_json_write_keyz(w, "arguments");
+    ACP__W_KEYL(w, "arguments");
     acp_json_write_raw(w, args, args_len);
   }
-  acp_json_write_keyz(w, "task");
+  ACP__W_KEYL(w, "task");
   acp_json_write_obj_begin(w);
   if (ttl_ms > 0) {
-    acp_json_write_keyz(w, "ttl");
+    ACP__W_KEYL(w, "ttl");
     acp_json_write_int(w, (int64_t)ttl_ms);
   }
   acp_json_write_obj_end(w);
@@ -1486,7 +1486,7 @@ static int send_task(acp_mcp_client *c, const char *method, const char *task_id,
   w = c->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "taskId");
+  ACP__W_KEYL(w, "taskId");
   acp_json_write_strz(w, task_id);
   if (extra_key) {
     acp_json_write_keyz(w, extra_key);
@@ -1538,7 +1538,7 @@ int acp_mcp_client_task_answer(acp_mcp_client *c, const char *task_id,
     return ACP_ERR_INVALID_ARGUMENT;
   if (c->era != ACP_MCP_ERA_STATELESS)
     return ACP_ERR_UNSUPPORTED;
-  if (acp_json_type_of(acp_json_obj_getz(task->result, "inputRequests")) !=
+  if (acp_json_type_of(ACP__OBJ_GETL(task->result, "inputRequests")) !=
       ACP_JSON_OBJECT)
     return ACP_ERR_INVALID_ARGUMENT;
   /* The task's inputRequests go through the same round as an
@@ -1546,7 +1546,7 @@ int acp_mcp_client_task_answer(acp_mcp_client *c, const char *task_id,
    * inputResponses} (round_retry adds the answers to these params). */
   acp_json_writer_reset(c->w);
   acp_json_write_obj_begin(c->w);
-  acp_json_write_keyz(c->w, "taskId");
+  ACP__W_KEYL(c->w, "taskId");
   acp_json_write_strz(c->w, task_id);
   rv = acp_json_write_obj_end(c->w);
   if (rv != 0)
@@ -1594,11 +1594,11 @@ int acp_mcp_result_task(const acp_rpc_msg *msg, const char **task_id,
   if (msg == NULL || msg->result == NULL || msg->doc == NULL)
     return 0;
   r = msg->result;
-  if (acp_json_type_of(acp_json_obj_getz(r, "task")) == ACP_JSON_OBJECT &&
-      acp_json_obj_getz(r, "taskId") == NULL)
-    r = acp_json_obj_getz(r, "task"); /* 2025 CreateTaskResult */
-  id = acp_json_obj_getz(r, "taskId");
-  st = acp_json_obj_getz(r, "status");
+  if (acp_json_type_of(ACP__OBJ_GETL(r, "task")) == ACP_JSON_OBJECT &&
+      ACP__OBJ_GETL(r, "taskId") == NULL)
+    r = ACP__OBJ_GETL(r, "task"); /* 2025 CreateTaskResult */
+  id = ACP__OBJ_GETL(r, "taskId");
+  st = ACP__OBJ_GETL(r, "status");
   if (acp_json_type_of(id) != ACP_JSON_STRING ||
       acp_json_type_of(st) != ACP_JSON_STRING)
     return 0;
@@ -1654,19 +1654,19 @@ int acp_mcp_client_complete(acp_mcp_client *c, const char *ref,
   w = c->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "ref");
+  ACP__W_KEYL(w, "ref");
   acp_json_write_raw(w, ref, strlen(ref));
-  acp_json_write_keyz(w, "argument");
+  ACP__W_KEYL(w, "argument");
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "name");
+  ACP__W_KEYL(w, "name");
   acp_json_write_strz(w, arg_name);
-  acp_json_write_keyz(w, "value");
+  ACP__W_KEYL(w, "value");
   acp_json_write_strz(w, arg_value);
   acp_json_write_obj_end(w);
   if (context_args) {
-    acp_json_write_keyz(w, "context");
+    ACP__W_KEYL(w, "context");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "arguments");
+    ACP__W_KEYL(w, "arguments");
     acp_json_write_raw(w, context_args, strlen(context_args));
     acp_json_write_obj_end(w);
   }
@@ -1711,10 +1711,10 @@ int acp_mcp_client_cancel(acp_mcp_client *c, int64_t id, const char *reason,
   w = c->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "requestId");
+  ACP__W_KEYL(w, "requestId");
   acp_json_write_int(w, id);
   if (reason) {
-    acp_json_write_keyz(w, "reason");
+    ACP__W_KEYL(w, "reason");
     acp_json_write_strz(w, reason);
   }
   rv = acp_json_write_obj_end(w);
@@ -1871,12 +1871,12 @@ static int round_retry(acp_mcp_client *c, mcp_round *rd) {
         *q++ = ',';
     }
     *q++ = '}';
-    acp_json_write_keyz(w, "inputResponses");
+    ACP__W_KEYL(w, "inputResponses");
     acp_json_write_raw(w, obj, (size_t)(q - obj));
     acp__free(&c->mem, obj);
   }
   if (rd->state != NULL) {
-    acp_json_write_keyz(w, "requestState");
+    ACP__W_KEYL(w, "requestState");
     acp_json_write_raw(w, rd->state, rd->state_len);
   }
   rv = acp_json_write_obj_end(w);
@@ -1933,7 +1933,7 @@ static int round_answer(acp_mcp_client *c, acp_mcp_client_request *r,
 }
 
 static int req_index(const acp_json_val *entry) {
-  const acp_json_val *m = acp_json_obj_getz(entry, "method");
+  const acp_json_val *m = ACP__OBJ_GETL(entry, "method");
   int i;
 
   if (acp_json_type_of(entry) != ACP_JSON_OBJECT ||
@@ -1949,8 +1949,8 @@ static int req_index(const acp_json_val *entry) {
  * the last answer sends the retry (round_unref). */
 static int mrtr_start(acp_mcp_client *c, mcp_pending *p,
                       const acp_rpc_msg *msg) {
-  const acp_json_val *reqs = acp_json_obj_getz(msg->result, "inputRequests");
-  const acp_json_val *state = acp_json_obj_getz(msg->result, "requestState");
+  const acp_json_val *reqs = ACP__OBJ_GETL(msg->result, "inputRequests");
+  const acp_json_val *state = ACP__OBJ_GETL(msg->result, "requestState");
   const acp_json_val *k;
   mcp_round *rd;
   size_t n = 0;
@@ -2011,7 +2011,7 @@ static int mrtr_start(acp_mcp_client *c, mcp_pending *p,
   for (i = 0, k = acp_json_child(reqs); k && rv == 0 && !rd->failed;
        i++, k = acp_json_next(acp_json_next(k))) {
     const acp_json_val *entry = acp_json_next(k);
-    const acp_json_val *params = acp_json_obj_getz(entry, "params");
+    const acp_json_val *params = ACP__OBJ_GETL(entry, "params");
     int ix = req_index(entry);
     acp_mcp_client_request *r;
 
@@ -2091,8 +2091,8 @@ void acp_mcp_client_cache_clear(acp_mcp_client *c) {
 
 static int cache_store(acp_mcp_client *c, const mcp_pending *p,
                        const acp_rpc_msg *msg) {
-  const acp_json_val *ttl = acp_json_obj_getz(msg->result, "ttlMs");
-  const acp_json_val *scope = acp_json_obj_getz(msg->result, "cacheScope");
+  const acp_json_val *ttl = ACP__OBJ_GETL(msg->result, "ttlMs");
+  const acp_json_val *scope = ACP__OBJ_GETL(msg->result, "cacheScope");
   mcp_cache_entry **pp;
   mcp_cache_entry *e;
   const char *raw;
@@ -2275,7 +2275,7 @@ static bool ascii_case_eq(const char *a, const char *b, size_t n) {
 /* One x-mcp-header value on a property schema `prop`. */
 static void hdr_check(hdr_scan *hs, acp_json_doc *doc, const acp_json_val *prop,
                       const acp_json_val *h) {
-  const acp_json_val *type = acp_json_obj_getz(prop, "type");
+  const acp_json_val *type = ACP__OBJ_GETL(prop, "type");
   const char *s;
   size_t n;
   size_t i;
@@ -2388,7 +2388,7 @@ static void hdr_tools_free(acp_mcp_client *c) {
  */
 static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
                             char **out_json, size_t *out_len) {
-  const acp_json_val *tools = acp_json_obj_getz(msg->result, "tools");
+  const acp_json_val *tools = ACP__OBJ_GETL(msg->result, "tools");
   const acp_json_val *t;
   const acp_json_val *k;
   acp_json_writer *w = NULL;
@@ -2400,8 +2400,8 @@ static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
   if (acp_json_type_of(tools) != ACP_JSON_ARRAY)
     return 0;
   for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t)) {
-    const acp_json_val *nv = acp_json_obj_getz(t, "name");
-    const acp_json_val *schema = acp_json_obj_getz(t, "inputSchema");
+    const acp_json_val *nv = ACP__OBJ_GETL(t, "name");
+    const acp_json_val *schema = ACP__OBJ_GETL(t, "inputSchema");
     const char *name;
     size_t nn;
     hdr_scan hs;
@@ -2454,8 +2454,7 @@ static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
       hdr_scan hs;
 
       memset(&hs, 0, sizeof(hs));
-      hdr_walk(&hs, msg->doc, acp_json_obj_getz(t, "inputSchema"), true, false,
-               0);
+      hdr_walk(&hs, msg->doc, ACP__OBJ_GETL(t, "inputSchema"), true, false, 0);
       if (!hs.bad)
         acp_json_write_val(w, t);
     }
@@ -2476,7 +2475,7 @@ static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
 static int hdr_emit(acp_json_doc *sdoc, const acp_json_val *schema,
                     acp_json_doc *adoc, const acp_json_val *args,
                     acp_mcp_param_header_cb cb, void *ud, int depth) {
-  const acp_json_val *props = acp_json_obj_getz(schema, "properties");
+  const acp_json_val *props = ACP__OBJ_GETL(schema, "properties");
   const acp_json_val *p;
   int rv;
 
@@ -2485,7 +2484,7 @@ static int hdr_emit(acp_json_doc *sdoc, const acp_json_val *schema,
   for (p = acp_json_child(props); p != NULL;
        p = acp_json_next(acp_json_next(p))) {
     const acp_json_val *ps = acp_json_next(p);
-    const acp_json_val *h = acp_json_obj_getz(ps, "x-mcp-header");
+    const acp_json_val *h = ACP__OBJ_GETL(ps, "x-mcp-header");
     const acp_json_val *v = NULL;
     const acp_json_val *a;
     const char *pn;
@@ -2542,7 +2541,7 @@ static int hdr_emit(acp_json_doc *sdoc, const acp_json_val *schema,
 int acp_mcp_client_param_headers(acp_mcp_client *c, acp_json_doc *doc,
                                  const acp_json_val *params,
                                  acp_mcp_param_header_cb cb, void *user_data) {
-  const acp_json_val *nv = acp_json_obj_getz(params, "name");
+  const acp_json_val *nv = ACP__OBJ_GETL(params, "name");
   const mcp_hdr_tool *t;
   acp_json_doc *sdoc = NULL;
   const char *name;
@@ -2564,7 +2563,7 @@ int acp_mcp_client_param_headers(acp_mcp_client *c, acp_json_doc *doc,
     rv = acp_json_doc_parse(sdoc, t->schema, t->schema_len, NULL);
   if (rv == 0)
     rv = hdr_emit(sdoc, acp_json_doc_root(sdoc), doc,
-                  acp_json_obj_getz(params, "arguments"), cb, user_data, 0);
+                  ACP__OBJ_GETL(params, "arguments"), cb, user_data, 0);
   acp_json_doc_free(sdoc);
   return rv;
 }

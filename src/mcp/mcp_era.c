@@ -44,10 +44,10 @@ int acp_mcp_era_write_initialize_result(acp_json_writer *w,
       (discover != NULL && !is_obj(discover)))
     return ACP_ERR_INVALID_ARGUMENT;
   if (discover != NULL) {
-    caps = acp_json_obj_getz(discover, "capabilities");
-    info = acp_json_obj_getz(acp_json_obj_getz(discover, "_meta"),
+    caps = ACP__OBJ_GETL(discover, "capabilities");
+    info = acp_json_obj_getz(ACP__OBJ_GETL(discover, "_meta"),
                              ACP_MCP_META_SERVER_INFO);
-    ins = acp_json_obj_getz(discover, "instructions");
+    ins = ACP__OBJ_GETL(discover, "instructions");
     if (!is_obj(caps))
       caps = NULL;
     if (!is_obj(info))
@@ -56,29 +56,29 @@ int acp_mcp_era_write_initialize_result(acp_json_writer *w,
       ins = NULL;
   }
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   acp_json_write_strz(
-      w, answer_version(acp_json_obj_getz(init_params, "protocolVersion")));
-  acp_json_write_keyz(w, "capabilities");
+      w, answer_version(ACP__OBJ_GETL(init_params, "protocolVersion")));
+  ACP__W_KEYL(w, "capabilities");
   if (caps != NULL)
     acp_json_write_val(w, caps);
   else if (discover == NULL)
     acp_json_write_raw(w, "{\"tools\":{}}", 12);
   else
     acp_json_write_raw(w, "{}", 2);
-  acp_json_write_keyz(w, "serverInfo");
+  ACP__W_KEYL(w, "serverInfo");
   if (info != NULL) {
     acp_json_write_val(w, info);
   } else {
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "name");
+    ACP__W_KEYL(w, "name");
     acp_json_write_strz(w, name);
-    acp_json_write_keyz(w, "version");
+    ACP__W_KEYL(w, "version");
     acp_json_write_strz(w, "0");
     acp_json_write_obj_end(w);
   }
   if (ins != NULL) {
-    acp_json_write_keyz(w, "instructions");
+    ACP__W_KEYL(w, "instructions");
     acp_json_write_val(w, ins);
   }
   acp_json_write_obj_end(w);
@@ -89,8 +89,8 @@ int acp_mcp_era_write_initialize_result(acp_json_writer *w,
  * lacks. */
 static void write_meta_members(acp_json_writer *w, const acp_json_val *meta,
                                const acp_json_val *init_params) {
-  const acp_json_val *caps = acp_json_obj_getz(init_params, "capabilities");
-  const acp_json_val *info = acp_json_obj_getz(init_params, "clientInfo");
+  const acp_json_val *caps = ACP__OBJ_GETL(init_params, "capabilities");
+  const acp_json_val *info = ACP__OBJ_GETL(init_params, "clientInfo");
 
   if (acp_json_obj_getz(meta, ACP_MCP_META_PROTOCOL_VERSION) == NULL) {
     acp_json_write_keyz(w, ACP_MCP_META_PROTOCOL_VERSION);
@@ -113,7 +113,7 @@ static void write_meta_members(acp_json_writer *w, const acp_json_val *meta,
 int acp_mcp_era_write_request_params(acp_json_writer *w,
                                      const acp_json_val *params,
                                      const acp_json_val *init_params) {
-  const acp_json_val *meta = acp_json_obj_getz(params, "_meta");
+  const acp_json_val *meta = ACP__OBJ_GETL(params, "_meta");
   const acp_json_val *k;
   bool done = false;
 
@@ -145,7 +145,7 @@ int acp_mcp_era_write_request_params(acp_json_writer *w,
     done = true;
   }
   if (!done) {
-    acp_json_write_keyz(w, "_meta");
+    ACP__W_KEYL(w, "_meta");
     acp_json_write_obj_begin(w);
     write_meta_members(w, NULL, init_params);
     acp_json_write_obj_end(w);
@@ -155,7 +155,7 @@ int acp_mcp_era_write_request_params(acp_json_writer *w,
 }
 
 int acp_mcp_era_write_result(acp_json_writer *w, const acp_json_val *result) {
-  const acp_json_val *rt = acp_json_obj_getz(result, "resultType");
+  const acp_json_val *rt = ACP__OBJ_GETL(result, "resultType");
   const acp_json_val *k;
 
   if (w == NULL || !is_obj(result))
@@ -180,8 +180,8 @@ int acp__mcp_era_write_stateless_result(acp_json_writer *w,
                                         const char *server_info,
                                         size_t info_len, int64_t ttl_ms,
                                         const char *cache_scope) {
-  const acp_json_val *rt = acp_json_obj_getz(result, "resultType");
-  const acp_json_val *meta = acp_json_obj_getz(result, "_meta");
+  const acp_json_val *rt = ACP__OBJ_GETL(result, "resultType");
+  const acp_json_val *meta = ACP__OBJ_GETL(result, "_meta");
   const acp_json_val *k;
   bool complete = rt == NULL || acp_json_str_eq(rt, "complete", 8);
 
@@ -200,16 +200,16 @@ int acp__mcp_era_write_stateless_result(acp_json_writer *w,
     acp_json_write_val(w, v);
   }
   if (rt == NULL) {
-    acp_json_write_keyz(w, "resultType");
+    ACP__W_KEYL(w, "resultType");
     acp_json_write_strz(w, "complete");
   }
   if (complete && ttl_ms >= 0) {
-    acp_json_write_keyz(w, "ttlMs");
+    ACP__W_KEYL(w, "ttlMs");
     acp_json_write_int(w, ttl_ms);
-    acp_json_write_keyz(w, "cacheScope");
+    ACP__W_KEYL(w, "cacheScope");
     acp_json_write_strz(w, cache_scope != NULL ? cache_scope : "private");
   }
-  acp_json_write_keyz(w, "_meta");
+  ACP__W_KEYL(w, "_meta");
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(meta); k != NULL;
        k = acp_json_next(acp_json_next(k))) {
@@ -231,12 +231,12 @@ const acp_json_val *acp_mcp_named_param(const acp_json_val *method,
                                         const acp_json_val *params) {
   if (ACP_JSON_STR_EQ_LIT(method, "tools/call") ||
       ACP_JSON_STR_EQ_LIT(method, "prompts/get"))
-    return acp_json_obj_getz(params, "name");
+    return ACP__OBJ_GETL(params, "name");
   if (ACP_JSON_STR_EQ_LIT(method, "resources/read"))
-    return acp_json_obj_getz(params, "uri");
+    return ACP__OBJ_GETL(params, "uri");
   if (ACP_JSON_STR_EQ_LIT(method, "tasks/get") ||
       ACP_JSON_STR_EQ_LIT(method, "tasks/update") ||
       ACP_JSON_STR_EQ_LIT(method, "tasks/cancel"))
-    return acp_json_obj_getz(params, "taskId");
+    return ACP__OBJ_GETL(params, "taskId");
   return NULL;
 }

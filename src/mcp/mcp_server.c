@@ -231,14 +231,14 @@ enum { ELICIT_FORM = 1, ELICIT_URL = 2 };
 /* The elicitation modes a client's capabilities declare: `elicitation: {}`
  * means form only (2025-11-25 keeps the older clients' meaning). */
 static unsigned elicit_modes_of(const acp_json_val *caps) {
-  const acp_json_val *e = acp_json_obj_getz(caps, "elicitation");
+  const acp_json_val *e = ACP__OBJ_GETL(caps, "elicitation");
   unsigned m = 0;
 
   if (e == NULL)
     return 0;
-  if (acp_json_obj_getz(e, "form") != NULL)
+  if (ACP__OBJ_GETL(e, "form") != NULL)
     m |= ELICIT_FORM;
-  if (acp_json_obj_getz(e, "url") != NULL)
+  if (ACP__OBJ_GETL(e, "url") != NULL)
     m |= ELICIT_URL;
   return m ? m : ELICIT_FORM;
 }
@@ -262,7 +262,7 @@ static int elicit_allowed(const acp_mem *m, unsigned modes, const char *params,
       acp_json_doc_free(doc);
       return rv;
     }
-    mode = rv == 0 ? acp_json_obj_getz(acp_json_doc_root(doc), "mode") : NULL;
+    mode = rv == 0 ? ACP__OBJ_GETL(acp_json_doc_root(doc), "mode") : NULL;
     if (mode != NULL && ACP_JSON_STR_EQ_LIT(mode, "url"))
       want = ELICIT_URL;
     else if (mode != NULL && !ACP_JSON_STR_EQ_LIT(mode, "form"))
@@ -520,7 +520,7 @@ int acp_mcp_server_add_tool(acp_mcp_server *s, const acp_mcp_tool_def *d) {
   w_opt_str(w, "name", d->name);
   w_opt_str(w, "title", d->title);
   w_opt_str(w, "description", d->description);
-  acp_json_write_keyz(w, "inputSchema");
+  ACP__W_KEYL(w, "inputSchema");
   if (d->input_schema)
     acp_json_write_raw(w, d->input_schema, strlen(d->input_schema));
   else
@@ -559,7 +559,7 @@ int acp_mcp_server_add_resource(acp_mcp_server *s,
   w_opt_str(w, "description", d->description);
   w_opt_str(w, "mimeType", d->mime_type);
   if (d->size >= 0) {
-    acp_json_write_keyz(w, "size");
+    ACP__W_KEYL(w, "size");
     acp_json_write_int(w, d->size);
   }
   w_opt_raw(w, "annotations", d->annotations);
@@ -631,8 +631,8 @@ static int prompt_required(acp_mcp_server *s, const char *args, char **out,
     goto cleanup;
   }
   for (e = acp_json_child(acp_json_doc_root(doc)); e; e = acp_json_next(e)) {
-    const acp_json_val *name = acp_json_obj_getz(e, "name");
-    const acp_json_val *req = acp_json_obj_getz(e, "required");
+    const acp_json_val *name = ACP__OBJ_GETL(e, "name");
+    const acp_json_val *req = ACP__OBJ_GETL(e, "required");
     const char *p;
     size_t n;
     bool on = false;
@@ -800,7 +800,7 @@ static void sub_free(const acp_mem *m, mcp_sub *sub) {
 static void sub_params_begin(acp_json_writer *w, const mcp_sub *sub) {
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "_meta");
+  ACP__W_KEYL(w, "_meta");
   acp_json_write_obj_begin(w);
   acp_json_write_keyz(w, ACP_MCP_META_SUBSCRIPTION_ID);
   acp_json_write_raw(w, sub->id, sub->id_len);
@@ -813,7 +813,7 @@ static int sub_notify(acp_mcp_conn *c, const char *method, const char *uri) {
   int rv;
 
   if (uri != NULL) {
-    acp_json_write_keyz(c->nw, "uri");
+    ACP__W_KEYL(c->nw, "uri");
     acp_json_write_strz(c->nw, uri);
   }
   rv = acp_json_write_obj_end(c->nw);
@@ -895,7 +895,7 @@ int acp_mcp_server_resource_updated(acp_mcp_server *s, const char *uri) {
       continue;
     acp_json_writer_reset(c->nw);
     acp_json_write_obj_begin(c->nw);
-    acp_json_write_keyz(c->nw, "uri");
+    ACP__W_KEYL(c->nw, "uri");
     acp_json_write_strz(c->nw, uri);
     rv = acp_json_write_obj_end(c->nw);
     if (rv == 0) {
@@ -1003,8 +1003,8 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
     }
     call->caps_len = n;
   }
-  meta = acp_json_obj_getz(msg->params, "_meta");
-  tok = acp_json_obj_getz(meta, "progressToken");
+  meta = ACP__OBJ_GETL(msg->params, "_meta");
+  tok = ACP__OBJ_GETL(meta, "progressToken");
   if (acp_json_type_of(tok) == ACP_JSON_STRING ||
       acp_json_type_of(tok) == ACP_JSON_NUMBER) {
     size_t n;
@@ -1205,17 +1205,17 @@ int acp_mcp_call_respond_tool(acp_mcp_call *call, const char *content,
   w = call->conn->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   if (content)
     acp_json_write_raw(w, content, content_len);
   else
     acp_json_write_raw(w, "[]", 2);
   if (structured) {
-    acp_json_write_keyz(w, "structuredContent");
+    ACP__W_KEYL(w, "structuredContent");
     acp_json_write_raw(w, structured, structured_len);
   }
   if (is_error) {
-    acp_json_write_keyz(w, "isError");
+    ACP__W_KEYL(w, "isError");
     acp_json_write_bool(w, true);
   }
   acp_json_write_obj_end(w);
@@ -1225,9 +1225,9 @@ int acp_mcp_call_respond_tool(acp_mcp_call *call, const char *content,
 static void w_text_content(acp_json_writer *w, const char *text, size_t len) {
   acp_json_write_arr_begin(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "type");
+  ACP__W_KEYL(w, "type");
   acp_json_write_strz(w, "text");
-  acp_json_write_keyz(w, "text");
+  ACP__W_KEYL(w, "text");
   acp_json_write_str(w, text, len);
   acp_json_write_obj_end(w);
   acp_json_write_arr_end(w);
@@ -1245,10 +1245,10 @@ int acp_mcp_call_respond_text(acp_mcp_call *call, const char *text, size_t len,
   w = call->conn->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "content");
+  ACP__W_KEYL(w, "content");
   w_text_content(w, text ? text : "", len);
   if (is_error) {
-    acp_json_write_keyz(w, "isError");
+    ACP__W_KEYL(w, "isError");
     acp_json_write_bool(w, true);
   }
   acp_json_write_obj_end(w);
@@ -1271,12 +1271,12 @@ int acp_mcp_call_respond_resource_text(acp_mcp_call *call, const char *uri,
   w = call->conn->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "contents");
+  ACP__W_KEYL(w, "contents");
   acp_json_write_arr_begin(w);
   acp_json_write_obj_begin(w);
   w_opt_str(w, "uri", uri);
   w_opt_str(w, "mimeType", mime_type);
-  acp_json_write_keyz(w, "text");
+  ACP__W_KEYL(w, "text");
   acp_json_write_str(w, text ? text : "", len);
   acp_json_write_obj_end(w);
   acp_json_write_arr_end(w);
@@ -1298,18 +1298,18 @@ int acp_mcp_call_respond_completion(acp_mcp_call *call,
   w = call->conn->w;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "completion");
+  ACP__W_KEYL(w, "completion");
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "values");
+  ACP__W_KEYL(w, "values");
   acp_json_write_arr_begin(w);
   for (i = 0; i < n && i < 100; i++)
     acp_json_write_strz(w, values[i] ? values[i] : "");
   acp_json_write_arr_end(w);
   if (total >= 0) {
-    acp_json_write_keyz(w, "total");
+    ACP__W_KEYL(w, "total");
     acp_json_write_int(w, total);
   }
-  acp_json_write_keyz(w, "hasMore");
+  ACP__W_KEYL(w, "hasMore");
   acp_json_write_bool(w, has_more || n > 100);
   acp_json_write_obj_end(w);
   acp_json_write_obj_end(w);
@@ -1335,12 +1335,12 @@ int acp_mcp_call_progress(acp_mcp_call *call, double progress, double total,
   w = call->conn->nw;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "progressToken");
+  ACP__W_KEYL(w, "progressToken");
   acp_json_write_raw(w, call->token, call->token_len);
-  acp_json_write_keyz(w, "progress");
+  ACP__W_KEYL(w, "progress");
   acp_json_write_double(w, progress);
   if (total >= 0) {
-    acp_json_write_keyz(w, "total");
+    ACP__W_KEYL(w, "total");
     acp_json_write_double(w, total);
   }
   w_opt_str(w, "message", message);
@@ -1531,11 +1531,11 @@ static int state_write(acp_mcp_call *call, acp__buf *out) {
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "m");
+  ACP__W_KEYL(w, "m");
   acp_json_write_strz(w, call->method);
-  acp_json_write_keyz(w, "n");
+  ACP__W_KEYL(w, "n");
   acp_json_write_strz(w, call->name ? call->name : "");
-  acp_json_write_keyz(w, "r");
+  ACP__W_KEYL(w, "r");
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(call->responses); k;
        k = acp_json_next(acp_json_next(k))) {
@@ -1627,10 +1627,9 @@ static int state_verify(acp_mcp_conn *c, acp_json_doc *mdoc,
     rv = acp_json_doc_parse(*doc, *bytes, n, NULL);
   if (rv == 0) {
     const acp_json_val *root = acp_json_doc_root(*doc);
-    if (!acp_json_str_eq(acp_json_obj_getz(root, "m"), method,
-                         strlen(method)) ||
-        !acp_json_str_eq(acp_json_obj_getz(root, "n"), name, strlen(name)) ||
-        acp_json_type_of(acp_json_obj_getz(root, "r")) != ACP_JSON_OBJECT)
+    if (!acp_json_str_eq(ACP__OBJ_GETL(root, "m"), method, strlen(method)) ||
+        !acp_json_str_eq(ACP__OBJ_GETL(root, "n"), name, strlen(name)) ||
+        acp_json_type_of(ACP__OBJ_GETL(root, "r")) != ACP_JSON_OBJECT)
       rv = 1;
   } else if (rv != ACP_ERR_NOMEM) {
     rv = 1;
@@ -1778,9 +1777,9 @@ static int input_required_answer(acp_mcp_call *call) {
 static void write_input_request(acp_json_writer *w, const char *method,
                                 const char *params, size_t params_len) {
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "method");
+  ACP__W_KEYL(w, "method");
   acp_json_write_strz(w, method);
-  acp_json_write_keyz(w, "params");
+  ACP__W_KEYL(w, "params");
   if (params != NULL)
     acp_json_write_raw(w, params, params_len);
   else
@@ -1916,8 +1915,8 @@ static int stateless_drain(acp_mcp_call *call, int rv) {
 static int stateless_prepare(acp_mcp_conn *c, const acp_rpc_msg *msg,
                              const char *method, const mcp_item *it,
                              acp_json_doc **sdoc, char **sbytes) {
-  const acp_json_val *ir = acp_json_obj_getz(msg->params, "inputResponses");
-  const acp_json_val *rs = acp_json_obj_getz(msg->params, "requestState");
+  const acp_json_val *ir = ACP__OBJ_GETL(msg->params, "inputResponses");
+  const acp_json_val *rs = ACP__OBJ_GETL(msg->params, "requestState");
   const acp_json_val *k;
   int rv;
 
@@ -1949,12 +1948,12 @@ static int stateless_prepare(acp_mcp_conn *c, const acp_rpc_msg *msg,
 /* Hand the prepared multi round-trip inputs to a started call. */
 static void stateless_attach(acp_mcp_call *call, const acp_rpc_msg *msg,
                              acp_json_doc *sdoc, char *sbytes) {
-  const acp_json_val *ir = acp_json_obj_getz(msg->params, "inputResponses");
+  const acp_json_val *ir = ACP__OBJ_GETL(msg->params, "inputResponses");
   if (!call->req.stateless)
     return;
   call->sdoc = sdoc;
   call->sbytes = sbytes;
-  call->prior = sdoc ? acp_json_obj_getz(acp_json_doc_root(sdoc), "r") : NULL;
+  call->prior = sdoc ? ACP__OBJ_GETL(acp_json_doc_root(sdoc), "r") : NULL;
   call->responses = acp_json_type_of(ir) == ACP_JSON_OBJECT ? ir : NULL;
   call->rdoc = msg->doc;
 }
@@ -2100,15 +2099,15 @@ static void w_task_fields(acp_json_writer *w, const acp_mcp_server *s,
                           const mcp_task *t) {
   char ts[64];
 
-  acp_json_write_keyz(w, "taskId");
+  ACP__W_KEYL(w, "taskId");
   acp_json_write_strz(w, t->id);
-  acp_json_write_keyz(w, "status");
+  ACP__W_KEYL(w, "status");
   acp_json_write_strz(w, task_status_names[t->status]);
   iso_time(ts, s->epoch_ms + (int64_t)t->created);
-  acp_json_write_keyz(w, "createdAt");
+  ACP__W_KEYL(w, "createdAt");
   acp_json_write_strz(w, ts);
   iso_time(ts, s->epoch_ms + (int64_t)t->updated);
-  acp_json_write_keyz(w, "lastUpdatedAt");
+  ACP__W_KEYL(w, "lastUpdatedAt");
   acp_json_write_strz(w, ts);
   acp_json_write_keyz(w, t->v2 ? "ttlMs" : "ttl");
   acp_json_write_int(w, (int64_t)s->task_ttl);
@@ -2343,7 +2342,7 @@ static int task_v1_request(acp_mcp_call *call, const char *method,
         acp_json_write_val(w, acp_json_next(k));
       }
     }
-    acp_json_write_keyz(w, "_meta");
+    ACP__W_KEYL(w, "_meta");
     acp_json_write_obj_begin(w);
     for (k = acp_json_child(meta); k && rv == 0;
          k = acp_json_next(acp_json_next(k))) {
@@ -2358,7 +2357,7 @@ static int task_v1_request(acp_mcp_call *call, const char *method,
     }
     acp_json_write_keyz(w, ACP_MCP_META_RELATED_TASK);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "taskId");
+    ACP__W_KEYL(w, "taskId");
     acp_json_write_strz(w, t->id);
     acp_json_write_obj_end(w);
     acp_json_write_obj_end(w);
@@ -2468,11 +2467,11 @@ static int task_start(acp_mcp_call *call) {
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
   if (t->v2) {
-    acp_json_write_keyz(w, "resultType");
+    ACP__W_KEYL(w, "resultType");
     acp_json_write_strz(w, "task");
     w_task_fields(w, s, t);
   } else {
-    acp_json_write_keyz(w, "task");
+    ACP__W_KEYL(w, "task");
     acp_json_write_obj_begin(w);
     w_task_fields(w, s, t);
     acp_json_write_obj_end(w);
@@ -2626,7 +2625,7 @@ static int task_input(acp_mcp_call *call, const char *key, const char *method,
 
 /* Whether 2026 client capabilities declare the tasks extension. */
 static bool caps_have_tasks(const acp_json_val *caps) {
-  return acp_json_obj_getz(acp_json_obj_getz(caps, "extensions"),
+  return acp_json_obj_getz(ACP__OBJ_GETL(caps, "extensions"),
                            ACP_MCP_EXT_TASKS) != NULL;
 }
 
@@ -2678,23 +2677,23 @@ static void w_task_detail(acp_json_writer *w, const acp_mcp_server *s,
                           const mcp_task *t) {
   w_task_fields(w, s, t);
   if (t->v2 && t->status == T_COMPLETED) {
-    acp_json_write_keyz(w, "result");
+    ACP__W_KEYL(w, "result");
     acp_json_write_raw(w, t->result, t->result_len);
   } else if (t->v2 && t->status == T_FAILED) {
-    acp_json_write_keyz(w, "error");
+    ACP__W_KEYL(w, "error");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "code");
+    ACP__W_KEYL(w, "code");
     acp_json_write_int(w, t->err_code);
-    acp_json_write_keyz(w, "message");
+    ACP__W_KEYL(w, "message");
     acp_json_write_str(w, t->err_msg, t->err_msg_len);
     if (t->err_data) {
-      acp_json_write_keyz(w, "data");
+      ACP__W_KEYL(w, "data");
       acp_json_write_raw(w, t->err_data, t->err_data_len);
     }
     acp_json_write_obj_end(w);
   } else if (t->v2 && t->status == T_INPUT) {
     mcp_pend *pd;
-    acp_json_write_keyz(w, "inputRequests");
+    ACP__W_KEYL(w, "inputRequests");
     acp_json_write_obj_begin(w);
     for (pd = t->pend; pd; pd = pd->next) {
       acp_json_write_keyz(w, pd->key);
@@ -2811,7 +2810,7 @@ static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t) {
   if (rv == ACP_ERR_NOMEM)
     return rv;
   root = rv == 0 ? acp_json_doc_root(c->rdoc) : NULL;
-  meta = acp_json_obj_getz(root, "_meta");
+  meta = ACP__OBJ_GETL(root, "_meta");
   if (acp_json_type_of(root) != ACP_JSON_OBJECT ||
       (meta != NULL && acp_json_type_of(meta) != ACP_JSON_OBJECT))
     return acp_rpc_session_respond(c->rpc, handle, t->result, t->result_len);
@@ -2823,7 +2822,7 @@ static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t) {
     acp__json_write_key_val(w, k);
     acp_json_write_val(w, acp_json_next(k));
   }
-  acp_json_write_keyz(w, "_meta");
+  ACP__W_KEYL(w, "_meta");
   acp_json_write_obj_begin(w);
   for (k = acp_json_child(meta); k; k = acp_json_next(acp_json_next(k))) {
     acp__json_write_key_val(w, k);
@@ -2831,7 +2830,7 @@ static int task_answer_result(acp_mcp_conn *c, uint64_t handle, mcp_task *t) {
   }
   acp_json_write_keyz(w, ACP_MCP_META_RELATED_TASK);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "taskId");
+  ACP__W_KEYL(w, "taskId");
   acp_json_write_strz(w, t->id);
   acp_json_write_obj_end(w);
   acp_json_write_obj_end(w);
@@ -2899,7 +2898,7 @@ static int do_tasks_list(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   task_gc(s);
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "tasks");
+  ACP__W_KEYL(w, "tasks");
   acp_json_write_arr_begin(w);
   for (t = s->tasks; t; t = t->next) {
     if (t->v2 || t->owner != c || t->seq >= before)
@@ -2909,7 +2908,7 @@ static int do_tasks_list(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       char buf[32];
       acp_json_write_arr_end(w);
       snprintf(buf, sizeof(buf), "k%llu", (unsigned long long)before);
-      acp_json_write_keyz(w, "nextCursor");
+      ACP__W_KEYL(w, "nextCursor");
       acp_json_write_strz(w, buf);
       acp_json_write_obj_end(w);
       return reply_w(c, msg->handle, w);
@@ -3027,11 +3026,11 @@ int acp_mcp_call_respond_url_elicitation_required(acp_mcp_call *call,
     rv = ACP_ERR_INVALID_ARGUMENT;
   for (e = rv == 0 ? acp_json_child(acp_json_doc_root(doc)) : NULL; e;
        e = acp_json_next(e))
-    if (!ACP_JSON_STR_EQ_LIT(acp_json_obj_getz(e, "mode"), "url") ||
-        acp_json_type_of(acp_json_obj_getz(e, "elicitationId")) !=
+    if (!ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(e, "mode"), "url") ||
+        acp_json_type_of(ACP__OBJ_GETL(e, "elicitationId")) !=
             ACP_JSON_STRING ||
-        acp_json_type_of(acp_json_obj_getz(e, "url")) != ACP_JSON_STRING ||
-        acp_json_type_of(acp_json_obj_getz(e, "message")) != ACP_JSON_STRING)
+        acp_json_type_of(ACP__OBJ_GETL(e, "url")) != ACP_JSON_STRING ||
+        acp_json_type_of(ACP__OBJ_GETL(e, "message")) != ACP_JSON_STRING)
       rv = ACP_ERR_INVALID_ARGUMENT;
   acp_json_doc_free(doc);
   if (rv != 0)
@@ -3063,7 +3062,7 @@ int acp_mcp_conn_elicitation_complete(acp_mcp_conn *c,
   w = c->nw;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "elicitationId");
+  ACP__W_KEYL(w, "elicitationId");
   acp_json_write_strz(w, elicitation_id);
   rv = acp_json_write_obj_end(w);
   if (rv != 0)
@@ -3161,40 +3160,40 @@ static void w_capabilities(acp_json_writer *w, const acp_mcp_server *s,
                            int era) {
   acp_json_write_obj_begin(w);
   if (tasks_offered(s) && era == 1) {
-    acp_json_write_keyz(w, "tasks");
+    ACP__W_KEYL(w, "tasks");
     acp_json_write_raw(w,
                        "{\"list\":{},\"cancel\":{},\"requests\":{\"tools\":{"
                        "\"call\":{}}}}",
                        56);
   }
   if (tasks_offered(s) && era == 2) {
-    acp_json_write_keyz(w, "extensions");
+    ACP__W_KEYL(w, "extensions");
     acp_json_write_raw(w, "{\"" ACP_MCP_EXT_TASKS "\":{}}",
                        sizeof("{\"" ACP_MCP_EXT_TASKS "\":{}}") - 1);
   }
   if (offers(s, K_TOOL)) {
-    acp_json_write_keyz(w, "tools");
+    ACP__W_KEYL(w, "tools");
     acp_json_write_raw(w, "{\"listChanged\":true}", 20);
   }
   if (offers(s, K_RESOURCE)) {
-    acp_json_write_keyz(w, "resources");
+    ACP__W_KEYL(w, "resources");
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "subscribe");
+    ACP__W_KEYL(w, "subscribe");
     acp_json_write_bool(w, s->subscribe);
-    acp_json_write_keyz(w, "listChanged");
+    ACP__W_KEYL(w, "listChanged");
     acp_json_write_bool(w, true);
     acp_json_write_obj_end(w);
   }
   if (offers(s, K_PROMPT)) {
-    acp_json_write_keyz(w, "prompts");
+    ACP__W_KEYL(w, "prompts");
     acp_json_write_raw(w, "{\"listChanged\":true}", 20);
   }
   if (s->logging) {
-    acp_json_write_keyz(w, "logging");
+    ACP__W_KEYL(w, "logging");
     acp_json_write_raw(w, "{}", 2);
   }
   if (s->complete_cb) {
-    acp_json_write_keyz(w, "completions");
+    ACP__W_KEYL(w, "completions");
     acp_json_write_raw(w, "{}", 2);
   }
   acp_json_write_obj_end(w);
@@ -3229,11 +3228,11 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "protocolVersion");
+  ACP__W_KEYL(w, "protocolVersion");
   acp_json_write_strz(w, acp_mcp_version_str(v));
-  acp_json_write_keyz(w, "capabilities");
+  ACP__W_KEYL(w, "capabilities");
   w_capabilities(w, s, v >= ACP_MCP_VERSION_2025_11_25 ? 1 : 0);
-  acp_json_write_keyz(w, "serverInfo");
+  ACP__W_KEYL(w, "serverInfo");
   w_server_info(w, s);
   w_opt_str(w, "instructions", s->instructions);
   acp_json_write_obj_end(w);
@@ -3247,10 +3246,10 @@ static int do_initialize(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     if (c->client_caps == NULL)
       return ACP_ERR_NOMEM;
     c->client_caps_len = n;
-    c->cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
-    c->cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+    c->cap_sampling = ACP__OBJ_GETL(caps, "sampling") != NULL;
+    c->cap_elicitation = ACP__OBJ_GETL(caps, "elicitation") != NULL;
     c->elicit_modes = elicit_modes_of(caps);
-    c->cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
+    c->cap_roots = ACP__OBJ_GETL(caps, "roots") != NULL;
   }
   if (info) {
     const char *raw = acp_json_raw(info, &n);
@@ -3310,7 +3309,7 @@ static void w_next_cursor(acp_json_writer *w, int kind, size_t next) {
   char buf[32];
 
   snprintf(buf, sizeof(buf), "%c%zu", cursor_tags[kind], next);
-  acp_json_write_keyz(w, "nextCursor");
+  ACP__W_KEYL(w, "nextCursor");
   acp_json_write_strz(w, buf);
 }
 
@@ -3553,7 +3552,7 @@ static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     acp_json_writer *w = c->w;
     acp_json_writer_reset(w);
     acp_json_write_obj_begin(w);
-    acp_json_write_keyz(w, "uri");
+    ACP__W_KEYL(w, "uri");
     acp_json_write_val(w, uv);
     acp_json_write_obj_end(w);
     rv = acp_json_writer_error(w);
@@ -3654,7 +3653,7 @@ static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   const acp_json_val *ref = param(msg, "ref");
   const acp_json_val *arg = param(msg, "argument");
   const acp_json_val *ctx = param(msg, "context");
-  const acp_json_val *type = acp_json_obj_getz(ref, "type");
+  const acp_json_val *type = ACP__OBJ_GETL(ref, "type");
   acp_mcp_call *call;
   int rv;
 
@@ -3662,8 +3661,8 @@ static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       acp_json_type_of(type) != ACP_JSON_STRING)
     return invalid_params(c, msg->handle, "ref must be an object with a type");
   if (acp_json_type_of(arg) != ACP_JSON_OBJECT ||
-      acp_json_type_of(acp_json_obj_getz(arg, "name")) != ACP_JSON_STRING ||
-      acp_json_type_of(acp_json_obj_getz(arg, "value")) != ACP_JSON_STRING)
+      acp_json_type_of(ACP__OBJ_GETL(arg, "name")) != ACP_JSON_STRING ||
+      acp_json_type_of(ACP__OBJ_GETL(arg, "value")) != ACP_JSON_STRING)
     return invalid_params(c, msg->handle,
                           "argument must be an object with name and value");
   if (acp_json_type_of(ctx) == ACP_JSON_NULL)
@@ -3671,13 +3670,13 @@ static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   if (ctx != NULL && acp_json_type_of(ctx) != ACP_JSON_OBJECT)
     return invalid_params(c, msg->handle, "context must be an object");
   if (ACP_JSON_STR_EQ_LIT(type, "ref/prompt")) {
-    const acp_json_val *name = acp_json_obj_getz(ref, "name");
+    const acp_json_val *name = ACP__OBJ_GETL(ref, "name");
     if (acp_json_type_of(name) != ACP_JSON_STRING)
       return invalid_params(c, msg->handle, "ref.name must be a string");
     if (vec_find_val(&s->lists[K_PROMPT], name) == NULL)
       return invalid_params(c, msg->handle, "unknown prompt");
   } else if (ACP_JSON_STR_EQ_LIT(type, "ref/resource")) {
-    const acp_json_val *uri = acp_json_obj_getz(ref, "uri");
+    const acp_json_val *uri = ACP__OBJ_GETL(ref, "uri");
     if (acp_json_type_of(uri) != ACP_JSON_STRING)
       return invalid_params(c, msg->handle, "ref.uri must be a string");
     if (vec_find_val(&s->lists[K_TEMPLATE], uri) == NULL &&
@@ -3771,9 +3770,9 @@ static int do_discover(acp_mcp_conn *c, const acp_rpc_msg *msg) {
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "supportedVersions");
+  ACP__W_KEYL(w, "supportedVersions");
   acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
-  acp_json_write_keyz(w, "capabilities");
+  ACP__W_KEYL(w, "capabilities");
   w_capabilities(w, s, 2);
   w_opt_str(w, "instructions", s->instructions);
   acp_json_write_obj_end(w);
@@ -3839,8 +3838,8 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_mcp_server *s = c->srv;
   const acp_mem *m = &s->mem;
   const acp_json_val *f = param(msg, "notifications");
-  const acp_json_val *uv = acp_json_obj_getz(f, "resourceSubscriptions");
-  const acp_json_val *tv = acp_json_obj_getz(f, "taskIds");
+  const acp_json_val *uv = ACP__OBJ_GETL(f, "resourceSubscriptions");
+  const acp_json_val *tv = ACP__OBJ_GETL(f, "taskIds");
   const acp_json_val *e;
   bool want_uris, want_tasks;
   const char *p;
@@ -3907,7 +3906,7 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return rv;
   }
   sub_params_begin(c->nw, sub);
-  acp_json_write_keyz(c->nw, "notifications");
+  ACP__W_KEYL(c->nw, "notifications");
   acp_json_write_obj_begin(c->nw);
   for (k = 0; k < K_COUNT; k++)
     if (keys[k] != NULL && sub->lists[k]) {
@@ -3967,9 +3966,9 @@ static int unsupported_version(acp_mcp_conn *c, const acp_rpc_msg *msg,
 
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "supported");
+  ACP__W_KEYL(w, "supported");
   acp_json_write_raw(w, supported_versions, sizeof(supported_versions) - 1);
-  acp_json_write_keyz(w, "requested");
+  ACP__W_KEYL(w, "requested");
   acp_json_write_val(w, pv);
   acp_json_write_obj_end(w);
   rv = acp_json_writer_error(w);
@@ -4029,10 +4028,10 @@ static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   }
   c->req.stateless = true;
   c->req.caps = caps;
-  c->req.cap_sampling = acp_json_obj_getz(caps, "sampling") != NULL;
-  c->req.cap_elicitation = acp_json_obj_getz(caps, "elicitation") != NULL;
+  c->req.cap_sampling = ACP__OBJ_GETL(caps, "sampling") != NULL;
+  c->req.cap_elicitation = ACP__OBJ_GETL(caps, "elicitation") != NULL;
   c->req.elicit_modes = elicit_modes_of(caps);
-  c->req.cap_roots = acp_json_obj_getz(caps, "roots") != NULL;
+  c->req.cap_roots = ACP__OBJ_GETL(caps, "roots") != NULL;
   c->req.hint.ttl = -1;
 
   if (acp__mcp_method_is(msg, "server/discover")) {
@@ -4089,7 +4088,7 @@ static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
 static bool is_stateless_request(const acp_rpc_msg *msg) {
   if (acp__mcp_method_is(msg, "server/discover"))
     return true;
-  return acp_json_obj_getz(acp_json_obj_getz(msg->params, "_meta"),
+  return acp_json_obj_getz(ACP__OBJ_GETL(msg->params, "_meta"),
                            ACP_MCP_META_PROTOCOL_VERSION) != NULL;
 }
 
@@ -4477,10 +4476,10 @@ static int conn_log_send(acp_mcp_conn *c, acp_mcp_log_level level,
   w = c->nw;
   acp_json_writer_reset(w);
   acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "level");
+  ACP__W_KEYL(w, "level");
   acp_json_write_strz(w, acp_mcp_log_level_str(level));
   w_opt_str(w, "logger", logger);
-  acp_json_write_keyz(w, "data");
+  ACP__W_KEYL(w, "data");
   if (data)
     acp_json_write_raw(w, data, len);
   else

@@ -331,9 +331,9 @@ static void stack_buf(acp__buf *b, const acp_mem *mem, char *p, size_t cap) {
   b->cap = cap;
 }
 
-static int put_lit(acp__buf *b, const char *lit) {
-  return acp__buf_append(b, lit, strlen(lit));
-}
+/* A string literal's bytes: its length is known at compile time (no
+ * strlen per piece of every envelope); `"" lit ""` takes only a literal. */
+#define put_lit(b, lit) acp__buf_append((b), "" lit "", sizeof(lit) - 1)
 
 static int put_i64(acp__buf *b, int64_t v) {
   char tmp[24];
@@ -359,15 +359,19 @@ static int put_str(acp_rpc_session *s, acp__buf *b, const char *p, size_t n) {
   size_t dlen;
 
   /* Eight bytes a step while none needs escaping (a method name, an id, a
-   * session id: a byte at a time was ~7 instructions a byte); a flagged
-   * step is looked at byte by byte below. */
-  for (i = 0; i + 8 <= n; i += 8) {
+   * session id: a byte at a time was ~7 instructions a byte); the last
+   * 0-7 bytes are the last eight again, overlapping, when the string has
+   * eight. A flagged step is looked at byte by byte below. */
+  for (i = 0; i < n;) {
     const uint64_t ones = UINT64_C(0x0101010101010101);
     uint64_t w;
     uint64_t x;
     uint64_t m;
+    size_t at = i + 8 <= n ? i : n - 8;
 
-    memcpy(&w, p + i, 8);
+    if (n < 8)
+      break;
+    memcpy(&w, p + at, 8);
     x = w ^ (ones * '"');
     m = (x - ones) & ~x;
     x = w ^ (ones * '\\');
@@ -377,6 +381,7 @@ static int put_str(acp_rpc_session *s, acp__buf *b, const char *p, size_t n) {
     m |= (w - ones * 0x20) & ~w;
     if (((m | w) & (ones * 0x80)) != 0)
       break;
+    i = at + 8;
   }
   for (; i < n; i++) {
     unsigned char c = (unsigned char)p[i];
@@ -1231,14 +1236,56 @@ static const struct {
 } keys[K_COUNT] = {{"jsonrpc", 7}, {"id", 2},     {"method", 6},
                    {"params", 6},  {"result", 6}, {"error", 5}};
 
+/* Equality of an envelope key of n bytes (2-7, as every name above) with
+ * a name: two overlapping loads a side, not a memcmp call (four keys a
+ * message). */
+static bool name_eq(const char *a, const char *b, size_t n) {
+  uint32_t x;
+  uint32_t y;
+  uint16_t u;
+  uint16_t v;
+
+  if (n >= 4) {
+    memcpy(&x, a, 4);
+    memcpy(&y, b, 4);
+    if (x != y)
+      return false;
+    memcpy(&x, a + n - 4, 4);
+    memcpy(&y, b + n - 4, 4);
+    return x == y;
+  }
+  memcpy(&u, a, 2);
+  memcpy(&v, b, 2);
+  if (u != v)
+    return false;
+  memcpy(&u, a + n - 2, 2);
+  memcpy(&v, b + n - 2, 2);
+  return u == v;
+}
+
+/* Whether "jsonrpc" is "2.0": off the tape record when it has no escapes
+ * (every message has one; a call to acp_json_str_eq() was ~50
+ * instructions), decoded otherwise. */
+static bool is_jsonrpc_2(const acp_json_val *v) {
+  if (v == NULL || v->type != ACP_JSON_STRING)
+    return false;
+  if ((v->flags & ACP__JF_ESC) == 0)
+    return v->len == 5 && v->raw[1] == '2' && v->raw[2] == '.' &&
+           v->raw[3] == '0';
+  return ACP_JSON_STR_EQ_LIT(v, "2.0");
+}
+
 static int key_index(const acp_json_val *k) {
   size_t n;
-  const char *p = acp_json_str_raw(k, &n);
+  const char *p;
   int i;
 
-  if (p == NULL)
+  /* Read off the tape record (a key is always a string; the check stays). */
+  if (k->type != ACP_JSON_STRING)
     return -1;
-  if (!acp_json_str_has_escapes(k)) {
+  p = k->raw + 1;
+  n = k->len - 2;
+  if ((k->flags & ACP__JF_ESC) == 0) {
     /* The first byte picks the one candidate: one compare per key of the
      * envelope, not a memcmp call per name tried. */
     if (n == 0)
@@ -1265,7 +1312,7 @@ static int key_index(const acp_json_val *k) {
     default:
       return -1;
     }
-    return n == keys[i].len && memcmp(p, keys[i].name, n) == 0 ? i : -1;
+    return n == keys[i].len && name_eq(p, keys[i].name, n) ? i : -1;
   }
   for (i = 0; i < K_COUNT; i++) {
     if (acp_json_str_eq(k, keys[i].name, keys[i].len))
@@ -1304,7 +1351,7 @@ static bool is_cancel_method(const acp_rpc_session *s, const char *m,
 }
 
 static int handle_cancel(acp_rpc_session *s, const acp_json_val *params) {
-  const acp_json_val *rid = acp_json_obj_getz(params, "requestId");
+  const acp_json_val *rid = ACP__OBJ_GETL(params, "requestId");
   uint32_t i;
 
   if (rid == NULL)
@@ -1340,7 +1387,7 @@ static int handle_request(acp_rpc_session *s, rpc_batch *batch,
     size_t mlen;
     acp__buf *d = &s->emsg;
     report(s, ACP_RPC_METHOD_NOT_FOUND, "no request handler");
-    mraw = acp_json_raw(acp_json_obj_getz(msg->root, "method"), &mlen);
+    mraw = acp_json_raw(ACP__OBJ_GETL(msg->root, "method"), &mlen);
     d->len = 0;
     rv = put_lit(d, "{\"method\":");
     if (rv == 0)
@@ -1401,8 +1448,8 @@ static int handle_response(acp_rpc_session *s, acp_rpc_msg *msg) {
     return 0;
   }
   if (msg->error) {
-    const acp_json_val *code = acp_json_obj_getz(msg->error, "code");
-    const acp_json_val *m = acp_json_obj_getz(msg->error, "message");
+    const acp_json_val *code = ACP__OBJ_GETL(msg->error, "code");
+    const acp_json_val *m = ACP__OBJ_GETL(msg->error, "message");
     if (acp_json_get_int64(code, &msg->error_code) != 0)
       msg->error_code = 0;
     if (acp_json_type_of(m) == ACP_JSON_STRING) {
@@ -1410,7 +1457,7 @@ static int handle_response(acp_rpc_session *s, acp_rpc_msg *msg) {
       if (rv != 0)
         return fail(s, ACP_ERR_NOMEM, "out of memory");
     }
-    msg->error_data = acp_json_obj_getz(msg->error, "data");
+    msg->error_data = ACP__OBJ_GETL(msg->error, "data");
   }
   rv = release_refs(s);
   if (rv != 0)
@@ -1442,10 +1489,15 @@ static int handle_message(acp_rpc_session *s, const acp_json_val *v,
 
   if (acp_json_type_of(v) != ACP_JSON_OBJECT)
     return invalid_request(s, batch, NULL, "message must be an object");
-  for (k = acp_json_child(v); k; k = acp_json_next(acp_json_next(k))) {
+  /* The members straight off the tape (json_int.h): a key, its value at
+   * k + k->next, the next key at the value's next; the same walk as
+   * acp_json_child()/acp_json_next() without two calls per member. */
+  for (k = v->count ? v + 1 : NULL; k != NULL;) {
+    const acp_json_val *val = k->next ? k + k->next : NULL;
     int i = key_index(k);
     if (i >= 0 && m[i] == NULL)
-      m[i] = acp_json_next(k);
+      m[i] = val;
+    k = val && val->next ? val + val->next : NULL;
   }
   response_shape = m[K_METHOD] == NULL && (m[K_RESULT] || m[K_ERROR]);
   usable_id = m[K_ID] && id_type_ok(m[K_ID]) ? m[K_ID] : NULL;
@@ -1456,7 +1508,7 @@ static int handle_message(acp_rpc_session *s, const acp_json_val *v,
       report(s, 0, "response without a valid id");
       return 0;
     }
-    if (!ACP_JSON_STR_EQ_LIT(m[K_JSONRPC], "2.0")) {
+    if (!is_jsonrpc_2(m[K_JSONRPC])) {
       report(s, 0, "response without \"jsonrpc\": \"2.0\"");
       return 0;
     }
@@ -1464,7 +1516,7 @@ static int handle_message(acp_rpc_session *s, const acp_json_val *v,
     if (m[K_ID] && usable_id == NULL)
       return invalid_request(s, batch, NULL,
                              "id must be a string, number or null");
-    if (!ACP_JSON_STR_EQ_LIT(m[K_JSONRPC], "2.0"))
+    if (!is_jsonrpc_2(m[K_JSONRPC]))
       return invalid_request(s, batch, usable_id, "jsonrpc must be \"2.0\"");
     if (m[K_METHOD] == NULL)
       return invalid_request(s, batch, usable_id, "method is missing");

@@ -39,7 +39,7 @@ void acp__buf_dispose(acp__buf *b) {
   b->cap = 0;
 }
 
-int acp__buf_reserve(acp__buf *b, size_t extra) {
+int acp__buf_grow(acp__buf *b, size_t extra) {
   size_t need;
   size_t ncap;
   char *p;
@@ -67,31 +67,6 @@ int acp__buf_reserve(acp__buf *b, size_t extra) {
     return ACP_ERR_NOMEM;
   b->data = p;
   b->cap = ncap;
-  return 0;
-}
-
-int acp__buf_append(acp__buf *b, const void *p, size_t n) {
-  int rv;
-
-  if (n == 0)
-    return 0;
-  rv = acp__buf_reserve(b, n);
-  if (rv != 0)
-    return rv;
-  memcpy(b->data + b->len, p, n);
-  b->len += n;
-  return 0;
-}
-
-int acp__buf_putc(acp__buf *b, char c) {
-  int rv;
-
-  if (b->len == b->cap) {
-    rv = acp__buf_reserve(b, 1);
-    if (rv != 0)
-      return rv;
-  }
-  b->data[b->len++] = c;
   return 0;
 }
 

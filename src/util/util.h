@@ -29,6 +29,16 @@ static inline void acp__free(const acp_mem *m, void *p) {
     m->free(p, m->user_data);
 }
 
+/* acp_json_obj_getz() with a string literal key: its length is known at
+ * compile time, so the hot paths (every message's envelope and params) do
+ * not pay a strlen() and a call per lookup. `"" lit ""` rejects anything
+ * but a literal. */
+#define ACP__OBJ_GETL(obj, lit)                                                \
+  acp_json_obj_get((obj), "" lit "", sizeof(lit) - 1)
+
+/* acp_json_write_keyz() with a string literal key (no strlen per key). */
+#define ACP__W_KEYL(w, lit) acp_json_write_key((w), "" lit "", sizeof(lit) - 1)
+
 /* Copy `mem` (or the default allocator) into `dst`. */
 void acp__mem_init(acp_mem *dst, const acp_mem *mem);
 
@@ -78,10 +88,52 @@ typedef struct acp__buf {
 
 void acp__buf_init(acp__buf *b, const acp_mem *mem, size_t max);
 void acp__buf_dispose(acp__buf *b);
-/* Make room for `extra` more bytes. 0, ACP_ERR_LIMIT or ACP_ERR_NOMEM. */
-int acp__buf_reserve(acp__buf *b, size_t extra);
-int acp__buf_append(acp__buf *b, const void *p, size_t n);
-int acp__buf_putc(acp__buf *b, char c);
+/* acp__buf_reserve() past the room already there: checks the cap and
+ * grows. 0, ACP_ERR_LIMIT or ACP_ERR_NOMEM. */
+int acp__buf_grow(acp__buf *b, size_t extra);
+
+/* Whether `extra` more bytes fit without growing and without passing max.
+ * cap <= max almost always holds (growth stops at max); a caller that
+ * lowered max below cap (the router, around a batch's closing bytes) takes
+ * the full check in acp__buf_grow(). */
+static inline int acp__buf_fits(const acp__buf *b, size_t extra) {
+  return extra <= b->cap - b->len && b->cap <= b->max;
+}
+
+/*
+ * Make room for `extra` more bytes. 0, ACP_ERR_LIMIT or ACP_ERR_NOMEM.
+ * The append helpers are inline: every small message makes a dozen of
+ * these calls, and when the room is there (nearly always) each is two
+ * compares, not a call into buf.c (issue 11).
+ */
+static inline int acp__buf_reserve(acp__buf *b, size_t extra) {
+  if (acp__buf_fits(b, extra))
+    return 0;
+  return acp__buf_grow(b, extra);
+}
+
+static inline int acp__buf_append(acp__buf *b, const void *p, size_t n) {
+  if (n == 0)
+    return 0;
+  if (!acp__buf_fits(b, n)) {
+    int rv = acp__buf_grow(b, n);
+    if (rv != 0)
+      return rv;
+  }
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+  return 0;
+}
+
+static inline int acp__buf_putc(acp__buf *b, char c) {
+  if (!acp__buf_fits(b, 1)) {
+    int rv = acp__buf_grow(b, 1);
+    if (rv != 0)
+      return rv;
+  }
+  b->data[b->len++] = c;
+  return 0;
+}
 /* Remove the first n bytes (n <= len). */
 void acp__buf_consume(acp__buf *b, size_t n);
 

@@ -386,7 +386,7 @@ static int parse_json_spec(acp_conductor_options *o, const char *spec,
     rc = ACP_ERR_PARSE;
     goto out;
   }
-  v = acp_json_obj_getz(root, "command");
+  v = ACP__OBJ_GETL(root, "command");
   s = NULL;
   if (acp_json_type_of(v) != ACP_JSON_STRING ||
       json_str_dup(&o->mem, doc, v, &s) < 0 || s[0] == '\0') {
@@ -397,7 +397,7 @@ static int parse_json_spec(acp_conductor_options *o, const char *spec,
   }
   if ((rc = strv_push(argv, s)) < 0)
     goto out;
-  v = acp_json_obj_getz(root, "args");
+  v = ACP__OBJ_GETL(root, "args");
   if (v != NULL && acp_json_type_of(v) != ACP_JSON_ARRAY) {
     set_err(err, errcap, "\"args\" must be an array of strings");
     rc = ACP_ERR_PARSE;
@@ -413,7 +413,7 @@ static int parse_json_spec(acp_conductor_options *o, const char *spec,
     if ((rc = strv_push(argv, s)) < 0)
       goto out;
   }
-  v = acp_json_obj_getz(root, "env");
+  v = ACP__OBJ_GETL(root, "env");
   if (acp_json_type_of(v) == ACP_JSON_OBJECT) {
     for (e = acp_json_child(v); e != NULL; e = acp_json_next(acp_json_next(e)))
       if (env_pair(&o->mem, doc, e, acp_json_next(e), env) < 0) {
@@ -423,8 +423,8 @@ static int parse_json_spec(acp_conductor_options *o, const char *spec,
       }
   } else if (acp_json_type_of(v) == ACP_JSON_ARRAY) {
     for (e = acp_json_child(v); e != NULL; e = acp_json_next(e))
-      if (env_pair(&o->mem, doc, acp_json_obj_getz(e, "name"),
-                   acp_json_obj_getz(e, "value"), env) < 0) {
+      if (env_pair(&o->mem, doc, ACP__OBJ_GETL(e, "name"),
+                   ACP__OBJ_GETL(e, "value"), env) < 0) {
         set_err(err, errcap, "\"env\" entries must be {\"name\", \"value\"}");
         rc = ACP_ERR_PARSE;
         goto out;
@@ -434,7 +434,7 @@ static int parse_json_spec(acp_conductor_options *o, const char *spec,
     rc = ACP_ERR_PARSE;
     goto out;
   }
-  v = acp_json_obj_getz(root, "name");
+  v = ACP__OBJ_GETL(root, "name");
   if (acp_json_type_of(v) == ACP_JSON_STRING &&
       json_str_dup(&o->mem, doc, v, name) < 0) {
     set_err(err, errcap, "bad \"name\"");
@@ -1711,16 +1711,16 @@ static void report_dead(cond *c, comp *k, const char *why) {
   }
   acp_json_writer_reset(c->w);
   acp_json_write_obj_begin(c->w);
-  acp_json_write_keyz(c->w, "component");
+  ACP__W_KEYL(c->w, "component");
   acp_json_write_uint(c->w, k->link);
   append_json_str(c->w, "name", k->name, strlen(k->name));
   append_json_str(c->w, "command", k->cmdline, strlen(k->cmdline));
-  acp_json_write_keyz(c->w, "exitStatus");
+  ACP__W_KEYL(c->w, "exitStatus");
   if (why == NULL && k->sig == 0)
     acp_json_write_int(c->w, k->status);
   else
     acp_json_write_null(c->w);
-  acp_json_write_keyz(c->w, "signal");
+  ACP__W_KEYL(c->w, "signal");
   if (why == NULL && k->sig != 0) {
     acp_json_write_int(c->w, k->sig);
   } else {

@@ -158,6 +158,46 @@ static void test_json_obj_get_escaped_keys(void **state) {
   acp_json_doc_free(doc);
 }
 
+/* A lookup walks plain keys inline and continues out of line from the
+ * first key with escapes (or from the start for a key over 16 bytes): the
+ * members before, at and after that point are all found, first match
+ * first, and a missing key ends at the last member. */
+static void test_json_obj_get_plain_then_escaped_keys(void **state) {
+  static const char in[] =
+      "{\"x\":0,\"abc\":1,\"a\\u0062d\":2,\"abd\":3,"
+      "\"k_is_longer_than_16\":4,\"k_is_longer_than_1\\u0037\":5,\"zz\":6}";
+  static const char plain[] = "{\"p\":1,\"k_is_longer_than_16\":2,\"q\":3}";
+  acp_json_doc *doc = parse_ok(S(in));
+  const acp_json_val *root = acp_json_doc_root(doc);
+  int64_t i;
+
+  (void)state;
+#define GET(k, want)                                                           \
+  do {                                                                         \
+    assert_int_equal(acp_json_get_int64(acp_json_obj_get(root, S(k)), &i), 0); \
+    assert_int_equal(i, want);                                                 \
+  } while (0)
+  GET("x", 0);
+  GET("abc", 1);
+  GET("abd", 2); /* the escaped key comes first */
+  GET("k_is_longer_than_16", 4);
+  GET("k_is_longer_than_17", 5);
+  GET("zz", 6);
+  assert_null(acp_json_obj_get(root, S("y")));
+  assert_null(acp_json_obj_get(root, S("zzz")));
+  assert_null(acp_json_obj_get(root, S("k_is_longer_than_18")));
+  acp_json_doc_free(doc);
+  doc = parse_ok(S(plain));
+  root = acp_json_doc_root(doc);
+  GET("p", 1);
+  GET("k_is_longer_than_16", 2);
+  GET("q", 3);
+  assert_null(acp_json_obj_get(root, S("k_is_longer_than_1")));
+  assert_null(acp_json_obj_get(root, S("k_is_longer_than_166")));
+#undef GET
+  acp_json_doc_free(doc);
+}
+
 static void test_json_str_eq_and_unescape(void **state) {
   static const char in[] =
       "[\"plain\",\"t\\tx\\n\\\\\\/\\\"\\b\\f\\r\",\"nul\\u0000end\","
@@ -1152,6 +1192,64 @@ static void test_json_wide_steps_stop_at_every_offset(void **state) {
   acp_json_writer_free(w);
 }
 
+/* Short strings (keys, names, ids, small texts): every length up to 48,
+ * plain or with one special byte (or sequence) at every offset. The
+ * writer's last block overlaps the one before it (16 bytes, then 8), so
+ * each length ends in a different overlap; the output must equal the
+ * reference escaping, and invalid UTF-8 must be refused. */
+static void
+test_json_writer_short_strings_every_length_and_offset(void **state) {
+  static const char *const specials[] = {
+      "",     "\"",   "\\",           "\n",   "\x01",    "\x1f",
+      "\x7f", "\xff", "\xe2\x82\xac", "\xc3", "\xe2\x82"};
+  enum { MAXLEN = 48 };
+  unsigned char src[MAXLEN + 4];
+  char want[MAXLEN * 6 + 8];
+  acp_json_writer *w = NULL;
+  size_t k, at, len, i, wlen, olen;
+  int bad;
+  int pass;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  for (pass = 0; pass < 2; pass++) {
+#ifdef ACP__JSON_AVX2
+    acp__json_no_avx2 = pass;
+#endif
+    for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+      size_t sl = strlen(specials[k]);
+      for (len = sl; len <= MAXLEN; len++) {
+        for (at = 0; at + sl <= len; at++) {
+          const char *d;
+          for (i = 0; i < len; i++)
+            src[i] = (unsigned char)('A' + (i * 7) % 58);
+          for (i = 0; i < len; i++)
+            if (src[i] == '\\')
+              src[i] = 'z';
+          memcpy(src + at, specials[k], sl);
+          wlen = ref_escape(src, len, want, &bad);
+          acp_json_writer_reset(w);
+          if (bad) {
+            assert_int_equal(acp_json_write_str(w, (const char *)src, len),
+                             ACP_ERR_INVALID_ARGUMENT);
+            continue;
+          }
+          assert_int_equal(acp_json_write_str(w, (const char *)src, len), 0);
+          d = acp_json_writer_data(w, &olen);
+          assert_int_equal(olen, wlen);
+          assert_memory_equal(d, want, wlen);
+          if (sl == 0)
+            break; /* a plain string: one per length */
+        }
+      }
+    }
+  }
+#ifdef ACP__JSON_AVX2
+  acp__json_no_avx2 = 0;
+#endif
+  acp_json_writer_free(w);
+}
+
 static void test_json_writer_structural_misuse(void **state) {
   acp_json_writer *w = NULL;
   int k;
@@ -1648,6 +1746,7 @@ int main(void) {
       cmocka_unit_test(test_json_accessors_and_types),
       cmocka_unit_test(test_json_iteration_skips_subtrees),
       cmocka_unit_test(test_json_obj_get_escaped_keys),
+      cmocka_unit_test(test_json_obj_get_plain_then_escaped_keys),
       cmocka_unit_test(test_json_str_eq_and_unescape),
       cmocka_unit_test(test_json_doc_str_many_escaped_strings_stay_valid),
       cmocka_unit_test(test_json_raw_spans_are_byte_exact),
@@ -1663,6 +1762,7 @@ int main(void) {
       cmocka_unit_test(test_json_writer_splices_parsed_values),
       cmocka_unit_test(test_json_str_passthrough),
       cmocka_unit_test(test_json_wide_steps_stop_at_every_offset),
+      cmocka_unit_test(test_json_writer_short_strings_every_length_and_offset),
       cmocka_unit_test(test_json_utf8_wide_steps_match_byte_steps),
       cmocka_unit_test(test_json_writer_structural_misuse),
       cmocka_unit_test(test_json_writer_cap),

@@ -786,6 +786,133 @@ static void test_rpc_long_method_names_escaped_in_every_step(void **state) {
   acp_rpc_session_free(s);
 }
 
+/* Method names of every length up to 40, plain or with one byte to escape
+ * (or to pass as is: 0x7f, UTF-8) at every offset: the envelope's eight-
+ * bytes-a-step check ends with an overlapping last step, so a byte missed
+ * there would go out unescaped. The line must equal what the JSON writer
+ * makes of the same name. */
+static void test_rpc_method_names_every_length_and_offset(void **state) {
+  static const char *const specials[] = {"",     "\"",   "\\",   "\n",
+                                         "\x01", "\x1f", "\x7f", "\xc3\xa9"};
+  rec r = {0};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+  acp_json_writer *w = NULL;
+  char name[48];
+  char want[512];
+  size_t k, len, at, i;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+    size_t sl = strlen(specials[k]);
+    for (len = sl ? sl : 1; len <= 40; len++) {
+      for (at = 0; at + sl <= len; at++) {
+        const char *d;
+        size_t dn;
+        for (i = 0; i < len; i++)
+          name[i] = (char)('a' + (i * 5) % 26);
+        memcpy(name + at, specials[k], sl);
+        acp_json_writer_reset(w);
+        assert_int_equal(acp_json_write_str(w, name, len), 0);
+        d = acp_json_writer_data(w, &dn);
+        assert_true(dn + 40 < sizeof(want));
+        snprintf(want, sizeof(want), "{\"jsonrpc\":\"2.0\",\"method\":%.*s}\n",
+                 (int)dn, d);
+        reset_out();
+        assert_int_equal(acp_rpc_session_notify(s, name, len, NULL, 0), 0);
+        drain(s);
+        assert_string_equal(out, want);
+        if (sl == 0)
+          break;
+      }
+    }
+  }
+  acp_json_writer_free(w);
+  acp_rpc_session_free(s);
+}
+
+/* An envelope key that differs from one of the six names in one byte (at
+ * every offset), or is one byte shorter or longer, is not that key: the
+ * compare of the one candidate picked by the first byte must look at
+ * every byte. */
+static void test_rpc_envelope_key_near_misses(void **state) {
+  static const char *const names[] = {"jsonrpc", "id",     "method",
+                                      "params",  "result", "error"};
+  rec r = {.mode = MODE_ECHO};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+  char key[16];
+  char in[160];
+  const char *want;
+  size_t n, j, len;
+  int v;
+
+  (void)state;
+  for (n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+    len = strlen(names[n]);
+    for (v = 0; v < (int)len + 2; v++) {
+      memcpy(key, names[n], len + 1);
+      if (v < (int)len) {
+        j = (size_t)v;
+        key[j] = (char)(key[j] ^ 0x20); /* the same letter, other case */
+      } else if (v == (int)len) {
+        key[len - 1] = '\0';
+      } else {
+        key[len] = 'x';
+        key[len + 1] = '\0';
+      }
+      switch (n) {
+      case 0:
+        snprintf(in, sizeof(in), "{\"%s\":\"2.0\",\"id\":5,\"method\":\"m\"}\n",
+                 key);
+        want = INV("5", "jsonrpc must be \\\"2.0\\\"");
+        break;
+      case 1: /* not an id: a notification, not answered */
+        snprintf(in, sizeof(in),
+                 "{\"jsonrpc\":\"2.0\",\"%s\":{},\"method\":\"m\"}\n", key);
+        want = "";
+        break;
+      case 2:
+        snprintf(in, sizeof(in),
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"%s\":\"m\"}\n", key);
+        want = INV("5", "method is missing");
+        break;
+      case 3: /* not params: ignored, the echo answers null */
+        snprintf(in, sizeof(in),
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"m\",\"%s\":1}\n",
+                 key);
+        want = "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":null}\n";
+        break;
+      default: /* not a response: a request without a method */
+        snprintf(in, sizeof(in), "{\"jsonrpc\":\"2.0\",\"id\":99,\"%s\":1}\n",
+                 key);
+        want = INV("99", "method is missing");
+        break;
+      }
+      roundtrip(s, in, want);
+    }
+  }
+  /* "jsonrpc" is exactly "2.0", escaped or not */
+  {
+    static const char *const bad[] = {"2.1",  "2.00",     "3.0", "2,0",
+                                      "2.",   "20",       "",    " 2.0",
+                                      "2.0 ", "2\\u002e1"};
+    char line[128];
+    size_t b;
+    for (b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+      snprintf(line, sizeof(line),
+               "{\"jsonrpc\":\"%s\",\"id\":5,\"method\":\"m\"}\n", bad[b]);
+      roundtrip(s, line, INV("5", "jsonrpc must be \\\"2.0\\\""));
+    }
+    roundtrip(s, "{\"jsonrpc\":\"2\\u002e0\",\"id\":6,\"method\":\"m\"}\n",
+              "{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":null}\n");
+  }
+  /* and the exact names still work */
+  roundtrip(
+      s, "{\"params\":[7],\"method\":\"m\",\"id\":\"k\",\"jsonrpc\":\"2.0\"}\n",
+      "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"result\":[7]}\n");
+  acp_rpc_session_free(s);
+}
+
 static void test_rpc_request_serialized_and_response_routed(void **state) {
   rec r = {0};
   rec r2 = {0};
@@ -1578,6 +1705,8 @@ int main(void) {
       cmocka_unit_test(test_rpc_overlong_line_skipped_and_answered),
       cmocka_unit_test(test_rpc_request_serialized_and_response_routed),
       cmocka_unit_test(test_rpc_long_method_names_escaped_in_every_step),
+      cmocka_unit_test(test_rpc_method_names_every_length_and_offset),
+      cmocka_unit_test(test_rpc_envelope_key_near_misses),
       cmocka_unit_test(test_rpc_response_with_result_and_error_dropped),
       cmocka_unit_test(test_rpc_timeout_completes_locally_and_cancels),
       cmocka_unit_test(test_rpc_cancel_styles_and_local_completion),

@@ -110,6 +110,48 @@ static void test_b64_append_cap(void **state) {
   acp__buf_dispose(&b);
 }
 
+/* The inline append/putc/reserve honour max as the out-of-line grow does:
+ * exactly up to max, then ACP_ERR_LIMIT with the contents kept; a size
+ * that overflows is refused; and a buffer whose max was lowered below its
+ * cap (the router does so around a batch's closing bytes) refuses the
+ * bytes past max although the room is there. */
+static void test_buf_inline_appends_keep_the_cap(void **state) {
+  acp__buf b;
+  size_t i;
+  (void)state;
+  acp__buf_init(&b, &mem, 300);
+  for (i = 0; i < 299; i++)
+    assert_int_equal(acp__buf_putc(&b, (char)('a' + i % 26)), 0);
+  assert_int_equal(acp__buf_append(&b, "xy", 2), ACP_ERR_LIMIT);
+  assert_int_equal(acp__buf_reserve(&b, 2), ACP_ERR_LIMIT);
+  assert_int_equal(acp__buf_append(&b, "x", 1), 0);
+  assert_int_equal(b.len, 300);
+  assert_int_equal(acp__buf_putc(&b, 'z'), ACP_ERR_LIMIT);
+  assert_int_equal(acp__buf_append(&b, "", 0), 0);
+  assert_int_equal(acp__buf_reserve(&b, 0), 0);
+  assert_int_equal(acp__buf_reserve(&b, SIZE_MAX), ACP_ERR_LIMIT);
+  assert_int_equal(b.len, 300);
+  for (i = 0; i < 299; i++)
+    assert_int_equal(b.data[i], (char)('a' + i % 26));
+  assert_int_equal(b.data[299], 'x');
+  acp__buf_dispose(&b);
+
+  acp__buf_init(&b, &mem, 0);
+  assert_int_equal(acp__buf_append(&b, "0123456789", 10), 0);
+  assert_true(b.cap >= 256);
+  b.max = 12; /* below cap, as the router leaves it */
+  assert_int_equal(acp__buf_append(&b, "ab", 2), 0);
+  assert_int_equal(acp__buf_putc(&b, 'c'), ACP_ERR_LIMIT);
+  assert_int_equal(acp__buf_append(&b, "c", 1), ACP_ERR_LIMIT);
+  assert_int_equal(acp__buf_reserve(&b, 1), ACP_ERR_LIMIT);
+  assert_int_equal(b.len, 12);
+  assert_memory_equal(b.data, "0123456789ab", 12);
+  b.max = SIZE_MAX;
+  assert_int_equal(acp__buf_putc(&b, 'c'), 0);
+  assert_int_equal(b.len, 13);
+  acp__buf_dispose(&b);
+}
+
 /* Every byte: the sixteen digits in both cases give their value, anything
  * else -1. */
 static void test_hexval(void **state) {
@@ -136,6 +178,7 @@ int main(void) {
       cmocka_unit_test(test_b64_alphabets),
       cmocka_unit_test(test_b64_strict),
       cmocka_unit_test(test_b64_append_cap),
+      cmocka_unit_test(test_buf_inline_appends_keep_the_cap),
       cmocka_unit_test(test_hexval),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
