@@ -1219,7 +1219,7 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
         /* kind is one of this file's names (plain ASCII): raw, not
          * scanned for escapes on every chunk. */
         ACP__PART_LIT(",\"update\":{\"sessionUpdate\":\""),
-        {kind, strlen(kind), false},
+        {kind, strlen(kind), false, false},
         ACP__PART_LIT("\",\"content\":{\"type\":\"text\",\"text\":"),
         ACP__PART_STR(text ? text : "", text_len),
         ACP__PART_LIT("}}}"),
