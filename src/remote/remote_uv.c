@@ -3334,6 +3334,9 @@ int acp_remote_adopt(acp_uv_link **out, uv_loop_t *loop, int fd,
     return ACP_ERR_SYSTEM;
   }
   uv_tcp_nodelay(&c->tcp, 1);
+  /* The request was just heard (by the process that answered it): the
+   * first ping interval does not count as silence. */
+  c->heard = true;
   if ((pre_len > 0 && acp__buf_append(&c->in, pre, pre_len) != 0) ||
       server_open(c) != 0) {
     conn_close_tcp(c);
