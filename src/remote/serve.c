@@ -75,6 +75,7 @@ typedef struct sconn {
   char id[40];
   /* Handoff (opts->handoff): the control socket to the agent. */
   uv_pipe_t ctl;
+  bool ho;        /* this connection goes (went) to its agent */
   bool ctl_open;  /* ctl is initialised and not closed */
   bool handing;   /* the socket was sent, the answer not in yet */
   bool handed;    /* the agent took the connection */
@@ -419,7 +420,7 @@ static void agent_read(acp_uv_link *l, int status, const char *data, size_t len,
                        void *ud) {
   sconn *sc = ud;
   (void)l;
-  if (status == 0 && sc->sv->handoff)
+  if (status == 0 && sc->ho)
     return; /* the agent speaks on its socket: stdout is not the channel */
   if (status == 0) {
     if (sc->skip_line && sc->ws) {
@@ -673,6 +674,7 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
       return;
     }
     acp_uv_process_options_set_fd3(po, sp[1]);
+    sc->ho = true;
   }
   int rv =
       acp_uv_process_spawn(&sc->agent, &sv->loop, po, sc, &sv->mem, &uverr);

@@ -11,6 +11,8 @@
 #     1011 and serves the next connection
 #   - the agent dying mid-turn (SIGKILL during a /wait turn): the client
 #     ends with an error, serve logs the exit and keeps serving
+#   - Streamable HTTP and wss:// under --handoff are relayed (a turn, no
+#     handoff; wss:// only with the openssl program to make a certificate)
 #   - a wrong token is refused (401) before any agent starts
 #   - the connection cap counts handed connections; SIGTERM to serve with
 #     a handed connection open stops its agent and serve exits 0
@@ -61,6 +63,12 @@ else ko "no handoff line" "$(cat "$work/serve.log")"; fi
 out=$(timeout 30 "$acp" client --quiet --url "ws://127.0.0.1:$port/acp" -p "hello over the handed socket" 2>&1)
 if [ "$out" = "hello over the handed socket" ]; then ok "acp client --url: a turn over a handed WebSocket"
 else ko "acp client --url over a handed WebSocket" "$out"; fi
+# Streamable HTTP is not handed: relayed as without --handoff.
+n=$(grep -c "handed to agent pid" "$work/serve.log")
+out=$(timeout 30 "$acp" client --quiet --url "http://127.0.0.1:$port/acp" --http -p "hello over http" 2>&1)
+if [ "$out" = "hello over http" ] && [ "$(grep -c "handed to agent pid" "$work/serve.log")" = "$n" ]; then
+  ok "Streamable HTTP under --handoff: relayed, a turn answered"
+else ko "Streamable HTTP under --handoff" "$out"; fi
 stop_pid "$spid"
 
 # The same measure without --handoff: serve reads every byte (so the check
@@ -136,6 +144,24 @@ wait "$spid"
 rc=$?
 if [ "$rc" -eq 0 ] && wait_gone "$apid" 100; then ok "SIGTERM: serve exits 0 and its handed agent is stopped"
 else ko "SIGTERM: serve status $rc, agent $apid still there: $(kill -0 "$apid" 2>&1)" "$(cat "$work/cap.log")"; fi
+
+# ---- TLS is not handed: relayed ---------------------------------------------
+if command -v openssl >/dev/null 2>&1 &&
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$work/tls.key" -out "$work/tls.pem" -days 2 -subj "/CN=127.0.0.1" \
+    -addext subjectAltName=IP:127.0.0.1 2>/dev/null; then
+  start_bg "$work/tls.log" 'listening on wss://127\.0\.0\.1:[0-9]*/acp' \
+    "$acp" serve --listen 127.0.0.1:0 --verbose --handoff --tls "$work/tls.pem" "$work/tls.key" -- "$acp" agent
+  spid=$bg_pid
+  port=$(sed -n 's/.*listening on wss:\/\/127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$work/tls.log" | head -1)
+  out=$(timeout 30 "$acp" client --quiet --url "wss://127.0.0.1:$port/acp" --ca "$work/tls.pem" -p "hello over tls" 2>&1)
+  if [ "$out" = "hello over tls" ] && ! grep -q "handed to agent pid" "$work/tls.log"; then
+    ok "wss:// under --handoff: relayed, a turn answered"
+  else ko "wss:// under --handoff" "$out" "$(cat "$work/tls.log")"; fi
+  stop_pid "$spid"
+else
+  echo "SKIP wss:// under --handoff: no openssl program"
+fi
 
 # ---- bad input, help ---------------------------------------------------------
 out=$(echo '{}' | ACP_HANDOFF_FD=0 timeout 10 "$acp" agent 2>&1)
