@@ -2,6 +2,9 @@
 # run-remote.sh - prompt turns over remote ACP, both profiles, in one run:
 #   stdio      acp bench-client -- acp agent --echo            (no network)
 #   ours-ws    acp bench-client --url ws://...  <->  acp serve -- acp agent --echo
+#   ours-ws-handoff   the same against acp serve --handoff -- acp agent
+#              --echo: the agent adopts the WebSocket after the 101 and
+#              serve leaves the data path (two processes per turn)
 #   ts-ws      the TS SDK 2.4 pair: bench/turns/ts_client.mjs --url ws://...
 #              (experimental/ws-client) <-> tests/interop/sdk_agent.mjs
 #              --serve --echo (experimental/server + experimental/node + ws)
@@ -67,6 +70,10 @@ start_servers() {
   # shellcheck disable=SC2086
   "$acp" serve --listen 127.0.0.1:0 --verbose ${ACP_SERVE_ARGS:-} -- "$acp" agent --echo 2>"$tmp/serve.log" &
   spid=$!; pids="$pids $spid"
+  : >"$tmp/handoff.log"
+  # shellcheck disable=SC2086
+  "$acp" serve --listen 127.0.0.1:0 --verbose --handoff ${ACP_SERVE_ARGS:-} -- "$acp" agent --echo 2>"$tmp/handoff.log" &
+  hpid=$!; pids="$pids $hpid"
   ipid="" iport=""
   if [ -x "$inproc" ]; then
     : >"$tmp/inproc.log"
@@ -75,19 +82,20 @@ start_servers() {
   fi
   node "$root/tests/interop/sdk_agent.mjs" --serve --echo >"$tmp/sdk.out" 2>"$tmp/sdk.err" &
   npid=$!; pids="$pids $npid"
-  sport="" nport=""
+  sport="" nport="" hport=""
   for _ in $(seq 1 200); do
     sport=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$tmp/serve.log")
+    hport=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$tmp/handoff.log")
     nport=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$tmp/sdk.out")
     [ -n "$ipid" ] && iport=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\)\/acp.*/\1/p' "$tmp/inproc.log")
-    [ -n "$sport" ] && [ -n "$nport" ] && { [ -z "$ipid" ] || [ -n "$iport" ]; } && break
+    [ -n "$sport" ] && [ -n "$nport" ] && [ -n "$hport" ] && { [ -z "$ipid" ] || [ -n "$iport" ]; } && break
     sleep 0.05
   done
 }
 
 stop_servers() {
-  kill "$spid" "$npid" $ipid 2>/dev/null
-  wait "$spid" "$npid" $ipid 2>/dev/null
+  kill "$spid" "$hpid" "$npid" $ipid 2>/dev/null
+  wait "$spid" "$hpid" "$npid" $ipid 2>/dev/null
 }
 
 # One profile at one payload: ours then theirs, on fresh servers.
@@ -117,6 +125,26 @@ run_profile() { # ws|http SIZE N_OURS N_TS
   v=$(cpu_us "${apid:-0}") # still there while acp serve stops it
   [ -n "$v" ] && [ "$v" -gt "$acpu" ] 2>/dev/null && acpu=$v
   addrss "$tmp/o.json" "$(hwm "$spid")" "$arss" $((c1 - c0)) "$acpu"
+  if [ "$prof" = ws ]; then
+    # Handoff: the same client and agent, serve out of the data path (its
+    # CPU should stay near the upgrade's; the agent does the WebSocket).
+    c0=$(cpu_us "$hpid")
+    "$acp" bench-client --impl "ours-ws-handoff" --payload "$size" --turns "$n_ours" \
+      --url "ws://127.0.0.1:$hport/acp" >"$tmp/h.json" &
+    cpid=$!
+    arss=-1 acpu=-1
+    while kill -0 "$cpid" 2>/dev/null; do
+      apid=$(sed -n 's/.*: agent pid \([0-9]*\)$/\1/p' "$tmp/handoff.log" | tail -1)
+      v=$(hwm "${apid:-0}")
+      [ -n "$v" ] && [ "$v" -gt "$arss" ] 2>/dev/null && arss=$v
+      v=$(cpu_us "${apid:-0}")
+      [ -n "$v" ] && [ "$v" -ge 0 ] 2>/dev/null && acpu=$v
+      sleep 0.1
+    done
+    wait "$cpid" || echo "{\"impl\":\"ours-ws-handoff\",\"payload\":$size,\"failed\":true}" >"$tmp/h.json"
+    c1=$(cpu_us "$hpid")
+    addrss "$tmp/h.json" "$(hwm "$hpid")" "$arss" $((c1 - c0)) "$acpu"
+  fi
   if [ -n "$iport" ]; then
     # The agent in process: the same client, the server is the agent.
     c0=$(cpu_us "$ipid")

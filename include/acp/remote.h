@@ -516,7 +516,8 @@ ACP_EXTERN int acp_remote_connect(acp_uv_link **out, uv_loop_t *loop,
 
 /** Options of acp_remote_serve(). */
 typedef struct acp_remote_serve_options {
-  unsigned version; /**< 3 (1: up to user_data, 2: up to session_grace_ms) */
+  unsigned version; /**< 4 (1: up to user_data, 2: up to session_grace_ms,
+                         3: up to read_spin_us) */
   acp_remote_server_options server;
   /** The agent command (argv[0] looked up in PATH), NULL-terminated. */
   const char *const *agent_argv;
@@ -555,7 +556,110 @@ typedef struct acp_remote_serve_options {
    * spins. Measurements: docs/decisions.md.
    */
   uint32_t read_spin_us;
+  /**
+   * Version 4. Non-zero: hand each plain WebSocket connection (not TLS,
+   * not Streamable HTTP: those stay relayed) to its agent after the 101,
+   * which then speaks WebSocket itself and this process leaves the data
+   * path. The agent is started with a control socket as its descriptor 3,
+   * named by the environment variable ACP_REMOTE_HANDOFF_ENV, and its
+   * stdin closed at once; after the 101 the connection's socket, the
+   * bytes already read past the request and the WebSocket settings
+   * (max_message, ping_ms) are sent there (acp_remote_handoff_receive()
+   * reads them). Once the agent answers that it took the connection, our
+   * copy of the socket is closed without a word to the client; the agent
+   * stays the connection's owner here (it counts against
+   * max_connections, is stopped with the shutdown ladder on SIGTERM, and
+   * its exit ends the connection). An agent that does not answer within
+   * 10 s, closes the control socket or exits first did not take it: the
+   * client gets close 1011 and a line on stderr says why. The agent's
+   * stdout is read and dropped. Connections do not park: with a handoff,
+   * session_grace_ms is ignored (no resume). The Host, Origin, token and
+   * connection-cap checks all happen before.
+   */
+  int handoff;
 } acp_remote_serve_options;
+
+/** The environment variable naming the descriptor of the control socket
+ *  of an agent started by acp_remote_serve() with `handoff`. */
+#define ACP_REMOTE_HANDOFF_ENV "ACP_HANDOFF_FD"
+
+/** Settings of an adopted WebSocket (acp_remote_adopt()). */
+typedef struct acp_remote_adopt_options {
+  unsigned version; /**< 1 */
+  /** Cap of one message (0: ACP_REMOTE_DEFAULT_MAX_MESSAGE); bigger
+   *  messages close the connection with 1009. */
+  size_t max_message;
+  /** Ping interval in ms (0: the default; UINT64_MAX: never). */
+  uint64_t ping_ms;
+  /** Stall timeout in ms (0: ACP_REMOTE_DEFAULT_STALL_MS; UINT64_MAX:
+   *  never): output queued with not a byte taken by the client for this
+   *  long ends the link (its read callback gets UV_ETIMEDOUT), as on a
+   *  server's WebSocket (acp_remote_server_options.stall_ms). A handoff
+   *  from acp_remote_serve() does not carry the server's value: handed
+   *  connections use the default. */
+  uint64_t stall_ms;
+} acp_remote_adopt_options;
+
+#define ACP_REMOTE_ADOPT_OPTIONS_INIT                                          \
+  { 1, 0, 0, 0 }
+
+/**
+ * Adopt the server side of a WebSocket connection whose upgrade (the 101)
+ * another process already answered: `fd` is its connected TCP socket,
+ * `pre[0..pre_len)` the bytes that process read past the request head
+ * (frames the client sent at once; copied). The result is the same kind
+ * of link acp_remote_server_new()'s accept callback hands out: one line
+ * per message, pings, 1009 over max_message, the close frame on
+ * acp_uv_link_close() (with acp_uv_link_set_close_code()'s code). Its
+ * reading starts with acp_uv_link_read_start().
+ * @param out  receives the link (the caller owns it: acp_uv_link_close());
+ *             NULL on failure.
+ * @param fd   taken: on success the link owns and closes it; on failure
+ *             it is closed too.
+ * @param opts NULL for the defaults.
+ * @param mem  allocator (copied) or NULL.
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (NULL out or loop, fd < 0);
+ *         ACP_ERR_NOMEM; ACP_ERR_SYSTEM (libuv refused the descriptor).
+ */
+ACP_EXTERN int acp_remote_adopt(acp_uv_link **out, uv_loop_t *loop, int fd,
+                                const char *pre, size_t pre_len,
+                                const acp_remote_adopt_options *opts,
+                                const acp_mem *mem);
+
+/** A connection handed over by acp_remote_serve() (`handoff`). Opaque. */
+typedef struct acp_remote_handoff acp_remote_handoff;
+
+/**
+ * Agent side of `handoff`: read one handoff message from `control_fd`
+ * (the descriptor ACP_REMOTE_HANDOFF_ENV names). Blocking; a short
+ * process per connection reads it first thing.
+ * @param out        receives the handoff (free it with
+ *                   acp_remote_handoff_free()); NULL on failure.
+ * @param control_fd borrowed: stays open (the serving process sees our
+ *                   answer, then our exit, through it).
+ * @param mem        allocator (copied) or NULL.
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (NULL out, bad fd); ACP_ERR_CLOSED
+ *         (the control socket ended before a whole message);
+ *         ACP_ERR_PROTOCOL (not a handoff message, or no descriptor with
+ *         it); ACP_ERR_SYSTEM (a read failed: errno); ACP_ERR_NOMEM.
+ */
+ACP_EXTERN int acp_remote_handoff_receive(acp_remote_handoff **out,
+                                          int control_fd, const acp_mem *mem);
+
+/**
+ * Adopt the handed connection (acp_remote_adopt() with the settings the
+ * server sent) and tell the server it was taken ("ok" on the control
+ * socket), after which the server no longer touches it. Once per handoff.
+ * @param out  receives the link (the caller owns it); NULL on failure.
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (NULL, or adopted already);
+ *         ACP_ERR_NOMEM; ACP_ERR_SYSTEM (the descriptor or the answer
+ *         failed: the server then closes the connection with 1011).
+ */
+ACP_EXTERN int acp_remote_handoff_adopt(acp_remote_handoff *h, uv_loop_t *loop,
+                                        acp_uv_link **out);
+
+/** Free a handoff (closes its socket unless adopted). Accepts NULL. */
+ACP_EXTERN void acp_remote_handoff_free(acp_remote_handoff *h);
 
 /**
  * Blocking: serve `opts->agent_argv` on a private loop, one agent process

@@ -95,6 +95,11 @@ typedef struct cli_remote_ops {
                  const char *key, char *err, size_t errcap);
   /* acp_remote_tls_free(). */
   void (*tls_free)(acp_remote_tls *tls);
+  /* acp agent under `acp serve --handoff`: read the handoff message from
+   * `control_fd` and adopt its WebSocket as *out (acp_remote_handoff_*).
+   * 0, or an ACP_ERR_* code with the reason in err. */
+  int (*handoff_link)(struct acp_uv_link **out, uv_loop_t *loop, int control_fd,
+                      char *err, size_t errcap);
 } cli_remote_ops;
 
 /* NULL in acp: a command that needs the remote stack must exec acp-remote

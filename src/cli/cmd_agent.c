@@ -4197,6 +4197,12 @@ int cmd_agent(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  /* Under `acp serve --handoff` the connection's WebSocket is ours: only
+   * acp-remote speaks it (acp maps no TLS or HTTP/2 library), so acp
+   * becomes acp-remote, once per connection. */
+  const char *handoff = getenv("ACP_HANDOFF_FD");
+  if (handoff != NULL && cli_remote == NULL)
+    return cli_exec_beside("acp-remote", argc, argv);
   v = getenv("ACP_AGENT_SEQUENTIAL_IDS");
   a.sequential_ids = v != NULL && strcmp(v, "1") == 0;
   acp_uv_ignore_sigpipe();
@@ -4258,7 +4264,24 @@ int cmd_agent(int argc, char **argv) {
     goto cleanup;
   if (a.state_dir != NULL && restore_all(&a) != 0)
     goto cleanup;
-  if (acp_uv_link_new_fds(&a.link, &a.loop, 0, 1, NULL) != 0) {
+  if (handoff != NULL) {
+    char *end = NULL;
+    long cfd = strtol(handoff, &end, 10);
+    char err[160];
+
+    if (*handoff < '0' || *handoff > '9' || *end != '\0' || cfd > 65535) {
+      cli_err("agent", "ACP_HANDOFF_FD: expected a descriptor, not '%s'",
+              handoff);
+      goto cleanup;
+    }
+    /* The variable is for us only, not for what the agent runs. */
+    unsetenv("ACP_HANDOFF_FD");
+    if (cli_remote->handoff_link(&a.link, &a.loop, (int)cfd, err,
+                                 sizeof(err)) != 0) {
+      cli_err("agent", "handoff: %s", err);
+      goto cleanup;
+    }
+  } else if (acp_uv_link_new_fds(&a.link, &a.loop, 0, 1, NULL) != 0) {
     cli_err("agent", "cannot use stdin/stdout");
     goto cleanup;
   }

@@ -18,7 +18,7 @@ static const char serve_usage[] =
     "                 [--max-message BYTES] [--ping-ms MS]\n"
     "                 [--session-grace MS] [--hold-timeout MS]\n"
     "                 [--stall-timeout MS]\n"
-    "                 [--read-spin-us N] [--verbose]\n"
+    "                 [--read-spin-us N] [--handoff] [--verbose]\n"
     "                 -- AGENT_CMD [ARGS...]\n"
     "\n"
     "Expose a stdio ACP agent at HOST:PORT/acp over both profiles of remote\n"
@@ -101,6 +101,14 @@ static const char serve_usage[] =
     "                       saves a kernel wake-up per message; costs up to\n"
     "                       N us of CPU per message not answered in time,\n"
     "                       never any while idle (0..1000000, default 0: off)\n"
+    "  --handoff            hand each plain WebSocket connection (not TLS,\n"
+    "                       not Streamable HTTP) to its agent after the\n"
+    "                       101: the agent gets the socket on the control\n"
+    "                       socket named by ACP_HANDOFF_FD and speaks\n"
+    "                       WebSocket itself, this process leaves the data\n"
+    "                       path (acp agent does; an agent that does not\n"
+    "                       take it gets its client closed with 1011). No\n"
+    "                       resume: --session-grace is ignored\n"
     "  --verbose            a line on stderr per connection (with --tls: its\n"
     "                       handshake, resumed or full, and how the peer\n"
     "                       ended TLS: close_notify or not)\n"
@@ -157,6 +165,8 @@ int cmd_acp_serve(int argc, char **argv) {
       return CLI_EXIT_OK;
     } else if (strcmp(argv[i], "--verbose") == 0) {
       o.verbose = 1;
+    } else if (strcmp(argv[i], "--handoff") == 0) {
+      o.handoff = 1;
     } else if ((v = cli_opt_value(argc, argv, &i, "--listen", &ok)) != NULL) {
       listen = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
@@ -329,7 +339,7 @@ int cmd_acp_serve(int argc, char **argv) {
   }
   si.host = host;
   si.tls = tls != NULL;
-  o.version = 3;
+  o.version = 4;
   /* --verbose: a line per TLS connection, resumed or not, and how its
    * peer ended it (close_notify or a bare end of the socket). */
   so.log_tls = o.verbose;

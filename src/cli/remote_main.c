@@ -30,11 +30,27 @@ static int tls_new(acp_remote_tls **out, const char *ca, const char *cert,
   return rv;
 }
 
+static int handoff_link(acp_uv_link **out, uv_loop_t *loop, int control_fd,
+                        char *err, size_t errcap) {
+  acp_remote_handoff *h = NULL;
+  int rv = acp_remote_handoff_receive(&h, control_fd, NULL);
+
+  *out = NULL;
+  if (rv != 0) {
+    snprintf(err, errcap, "no handoff message on descriptor %d: %s", control_fd,
+             acp_strerror(rv));
+    return rv;
+  }
+  rv = acp_remote_handoff_adopt(h, loop, out);
+  if (rv != 0)
+    snprintf(err, errcap, "cannot adopt the connection: %s", acp_strerror(rv));
+  acp_remote_handoff_free(h);
+  return rv;
+}
+
 static const cli_remote_ops remote_ops = {
-    acp_remote_connect,
-    acp_remote_http_version,
-    tls_new,
-    acp_remote_tls_free,
+    acp_remote_connect, acp_remote_http_version, tls_new, acp_remote_tls_free,
+    handoff_link,
 };
 
 const cli_remote_ops *const cli_remote = &remote_ops;
@@ -72,6 +88,8 @@ static const struct command commands[] = {
     {"conductor", cmd_conductor},
     {"bench-client", cmd_bench_client},
     {"serve", cmd_acp_serve},
+    /* acp agent execs this one under `acp serve --handoff` (cmd_agent.c). */
+    {"agent", cmd_agent},
 };
 
 int main(int argc, char **argv) {

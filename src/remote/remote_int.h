@@ -61,4 +61,31 @@ void acp__remote_server_gone_limits(acp_remote_server *srv, unsigned max,
 int acp__remote_server_cut_session_stream(acp_remote_server *srv,
                                           uint64_t after, unsigned *done);
 
+/*
+ * acp_remote_serve()'s handoff: the socket of `link` (an open server
+ * WebSocket, plain TCP, the 101 written) as *fd (borrowed, still ours)
+ * and the bytes read past its request (borrowed, valid until
+ * acp__remote_link_handed() or the link's close). Stops its pings; the
+ * link must not be read. ACP_ERR_UNSUPPORTED for any other link (TLS,
+ * Streamable HTTP, a client, the 101 still queued): relay it.
+ */
+int acp__remote_link_handoff_fd(acp_uv_link *link, int *fd, const char **pre,
+                                size_t *pre_len);
+
+/*
+ * The agent took the socket: close our copy without a close frame or a
+ * shutdown. The link stays (closing it later sends nothing) so that the
+ * connection still counts against the server's cap.
+ */
+void acp__remote_link_handed(acp_uv_link *link);
+
+/*
+ * The head of a handoff message (handoff.c says its format) with `sock`
+ * attached, on `control` (a unix stream socket with room for it). The
+ * PRE_LEN bytes it announces are the caller's to send next.
+ * Returns 0 or ACP_ERR_SYSTEM (errno).
+ */
+int acp__handoff_send_head(int control, int sock, size_t pre_len,
+                           size_t max_message, uint64_t ping_ms);
+
 #endif /* ACP_REMOTE_INT_H */

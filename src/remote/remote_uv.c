@@ -10,10 +10,12 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "acp/json.h"
 #include "remote_int.h"
 #include "tls_int.h"
+#include "uv_internal.h"
 
 /* Read buffers are taken per read and given back after it (every consumer
  * copies what it keeps), so an idle connection holds none: 64 KiB stays
@@ -171,6 +173,9 @@ struct wconn {
   uint64_t wr_seen;   /* bytes the peer took (wstall_taken) at the last look */
   uint64_t wr_moved;  /* uv_now() when wr_seen last changed */
   bool stalled;       /* ended by on_wstall */
+  /* Handed to another process (acp__remote_link_handed()): our copy of
+   * the socket is closed and the link's end sends nothing. */
+  bool handed;
 };
 
 /*
@@ -825,7 +830,7 @@ static void op_read_changed(acp_uv_link *l, int reading, void *ud) {
 
 static void op_shutdown(acp_uv_link *l, void *ud) {
   wconn *c = ud;
-  if (c->state == C_OPEN && !c->ws.close_sent) {
+  if (c->state == C_OPEN && !c->ws.close_sent && !c->handed) {
     uint8_t m[4];
     /* The owner's reason (an agent that died: 1011), else a normal end. */
     int code = acp_uv_link_close_code(l);
@@ -1446,6 +1451,21 @@ static void affinity_header(const acp_remote_server *s, const char *aff,
 
 static void h2_start(wconn *c);
 
+/* An upgraded server connection (here after the 101, or adopted from the
+ * process that answered it, acp_remote_adopt()) becomes a link: the bytes
+ * read past the request wait in c->in for the link's owner to read. */
+static int server_open(wconn *c) {
+  c->state = C_OPEN;
+  if (acp_uv_link_new_user(&c->link, c->loop, &link_ops, c, &c->mem) != 0) {
+    c->link = NULL;
+    return ACP_ERR_NOMEM;
+  }
+  /* Reading waits for the link's owner. */
+  update_tcp_reading(c);
+  start_ping(c);
+  return 0;
+}
+
 static void server_handshake(wconn *c) {
   acp_remote_server *s = c->srv;
   acp__http_head h;
@@ -1508,15 +1528,10 @@ static void server_handshake(wconn *c) {
                     accept, c->conn_id, cookie);
   c->state = C_OPEN;
   uv_buf_t b = uv_buf_init(resp, (unsigned)rl);
-  if (send_bufs(c, &b, 1, 0, false) != 0 ||
-      acp_uv_link_new_user(&c->link, c->loop, &link_ops, c, &c->mem) != 0) {
-    c->link = NULL;
+  if (send_bufs(c, &b, 1, 0, false) != 0 || server_open(c) != 0) {
     conn_close_tcp(c);
     return;
   }
-  /* Reading waits for the link's owner. */
-  update_tcp_reading(c);
-  start_ping(c);
   s->cur_aff = aff[0] ? aff : NULL;
   s->cb(s, c->link, c->conn_id, s->ud);
   s->cur_aff = NULL;
@@ -3504,4 +3519,81 @@ nomem:
 fail:
   conn_close_tcp(c);
   return rv;
+}
+
+/* MARK: - Handoff (acp_remote_serve() handoff, acp_remote_adopt()) */
+
+int acp_remote_adopt(acp_uv_link **out, uv_loop_t *loop, int fd,
+                     const char *pre, size_t pre_len,
+                     const acp_remote_adopt_options *opts, const acp_mem *mem) {
+  acp_remote_adopt_options o = ACP_REMOTE_ADOPT_OPTIONS_INIT;
+  wconn *c;
+  if (out)
+    *out = NULL;
+  if (!out || !loop || fd < 0 || (pre_len > 0 && !pre)) {
+    if (fd >= 0)
+      close(fd);
+    return ACP_ERR_INVALID_ARGUMENT;
+  }
+  if (opts)
+    o = *opts;
+  if (conn_new(&c, loop, false, o.max_message, o.ping_ms, mem) != 0) {
+    close(fd);
+    return ACP_ERR_NOMEM;
+  }
+  /* A client that stops reading is cut here as on the server's socket. */
+  c->stall_ms = o.stall_ms ? o.stall_ms : ACP_REMOTE_DEFAULT_STALL_MS;
+  if (uv_tcp_open(&c->tcp, fd) != 0) {
+    close(fd);
+    c->tcp_closed = true; /* nothing of ours to close but the handles */
+    c->handles += 4;
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+    uv_close((uv_handle_t *)&c->timer, on_closed);
+    uv_close((uv_handle_t *)&c->resume, on_closed);
+    uv_close((uv_handle_t *)&c->wstall, on_closed);
+    return ACP_ERR_SYSTEM;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  /* The request was just heard (by the process that answered it): the
+   * first ping interval does not count as silence. */
+  c->heard = true;
+  if ((pre_len > 0 && acp__buf_append(&c->in, pre, pre_len) != 0) ||
+      server_open(c) != 0) {
+    conn_close_tcp(c);
+    return ACP_ERR_NOMEM;
+  }
+  *out = c->link;
+  return 0;
+}
+
+int acp__remote_link_handoff_fd(acp_uv_link *link, int *fd, const char **pre,
+                                size_t *pre_len) {
+  wconn *c = link ? acp__uv_link_user_data(link, op_write) : NULL;
+  uv_os_fd_t f;
+  if (!c || c->client || c->tls || c->state != C_OPEN || c->tcp_closed ||
+      c->lingering || c->handed)
+    return ACP_ERR_UNSUPPORTED;
+  /* The 101 must be in the kernel: the agent's first frame must not
+   * overtake it. A fresh socket takes it at once. */
+  if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0 ||
+      uv_fileno((uv_handle_t *)&c->tcp, &f) != 0)
+    return ACP_ERR_UNSUPPORTED;
+  /* Nothing of ours may go out from now on: no ping. */
+  uv_timer_stop(&c->timer);
+  *fd = f;
+  *pre = c->in.data;
+  *pre_len = c->in.len;
+  return 0;
+}
+
+void acp__remote_link_handed(acp_uv_link *link) {
+  wconn *c = link ? acp__uv_link_user_data(link, op_write) : NULL;
+  if (!c || c->handed)
+    return;
+  c->handed = true;
+  c->state = C_DONE;
+  acp__buf_dispose(&c->in);
+  /* Only our descriptor: no close frame, no shutdown (the socket is the
+   * agent's now, and a FIN would end it for both). */
+  conn_close_tcp(c);
 }

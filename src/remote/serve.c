@@ -15,14 +15,21 @@
  * working for nobody while it waits (without a grace, closing its stdin
  * does that). Only with a grace: the watching costs a parse per prompt.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "acp/json.h"
 #include "acp/remote.h"
+#include "remote_int.h"
 #include "util.h"
 #include "uv_internal.h"
+
+/* How long an agent has to answer a handoff (opts->handoff). */
+#define HANDOFF_MS 10000
 
 /* Cap of prompt turns tracked per connection (more are not cancelled). */
 #define TURNS_MAX 64u
@@ -66,6 +73,16 @@ typedef struct sconn {
   unsigned nturns;
   char aff[37]; /* affinity value, or empty */
   char id[40];
+  /* Handoff (opts->handoff): the control socket to the agent. */
+  uv_pipe_t ctl;
+  bool ho;        /* this connection goes (went) to its agent */
+  bool ctl_open;  /* ctl is initialised and not closed */
+  bool handing;   /* the socket was sent, the answer not in yet */
+  bool handed;    /* the agent took the connection */
+  char answer[4]; /* the agent's answer so far */
+  size_t nanswer;
+  uv_write_t ctl_req;
+  char *ctl_pre; /* the pre-read bytes being written to ctl */
 } sconn;
 
 struct serve {
@@ -78,6 +95,7 @@ struct serve {
   bool quitting;
   uint64_t spin_ns;  /* opts->read_spin_us, 0 = off */
   bool spin_due;     /* some connection has spin_due set */
+  bool handoff;      /* opts->handoff (version 4) */
   uv_prepare_t prep; /* runs the read spin before the loop sleeps */
 };
 
@@ -100,7 +118,9 @@ static bool has_bytes(const char *p, size_t n, const char *pat, size_t m) {
 }
 
 static uint64_t grace_ms(const serve *sv) {
-  return sv->opts->version >= 2 ? sv->opts->session_grace_ms : 0;
+  /* A handed connection cannot come back to its agent (no resume). */
+  return sv->opts->version >= 2 && !sv->handoff ? sv->opts->session_grace_ms
+                                                : 0;
 }
 
 static void turns_clear(sconn *sc) {
@@ -262,6 +282,7 @@ static void sconn_maybe_free(sconn *sc) {
   turns_clear(sc);
   acp__buf_dispose(&sc->cline);
   acp__buf_dispose(&sc->aline);
+  acp__free(&sv->mem, sc->ctl_pre);
   acp__free(&sv->mem, sc);
 }
 
@@ -290,6 +311,21 @@ static void close_ws(sconn *sc, uint64_t flush_ms, int code) {
   acp_uv_link_close(l, flush_ms, ws_closed, sc);
 }
 
+static void ctl_closed(uv_handle_t *h) {
+  sconn *sc = h->data;
+  sc->closing--;
+  sconn_maybe_free(sc);
+}
+
+static void close_ctl(sconn *sc) {
+  if (!sc->ctl_open)
+    return;
+  sc->ctl_open = false;
+  sc->handing = false;
+  sc->closing++;
+  uv_close((uv_handle_t *)&sc->ctl, ctl_closed);
+}
+
 static void agent_closed(acp_uv_process *p, void *ud) {
   sconn *sc = ud;
   (void)p;
@@ -308,6 +344,7 @@ static void agent_stopped(acp_uv_process *p, void *ud) {
  * the ladder. */
 static void sconn_end(sconn *sc, uint64_t flush_ms, int code) {
   sc->parked = false;
+  close_ctl(sc);
   if (!sc->stopping)
     close_ws(sc, flush_ms, code);
   if (sc->agent && !sc->stopping) {
@@ -383,6 +420,8 @@ static void agent_read(acp_uv_link *l, int status, const char *data, size_t len,
                        void *ud) {
   sconn *sc = ud;
   (void)l;
+  if (status == 0 && sc->ho)
+    return; /* the agent speaks on its socket: stdout is not the channel */
   if (status == 0) {
     if (sc->skip_line && sc->ws) {
       /* The previous connection got part of this line: the new one
@@ -416,9 +455,20 @@ static void agent_read(acp_uv_link *l, int status, const char *data, size_t len,
   agent_over(sc);
 }
 
+static void handoff_failed(sconn *sc, const char *why);
+
 static void agent_exited(acp_uv_process *p, int64_t status, int sig, void *ud) {
   sconn *sc = ud;
   (void)p;
+  if (sc->handing) {
+    char why[80];
+    snprintf(why, sizeof(why), "it exited (status %lld, signal %d)",
+             (long long)status, sig);
+    sc->exited = true;
+    sc->end_code = 1011;
+    handoff_failed(sc, why);
+    return;
+  }
   if (!sc->stopping && sc->sv->opts->verbose)
     fprintf(stderr,
             "acp serve: connection %s: the agent exited (status %lld, "
@@ -453,6 +503,118 @@ static bool rebind(serve *sv, acp_uv_link *link, const char *id,
   acp_uv_link_couple(sc->ws, sc->alink, 0, 0);
   acp_uv_link_read_start(sc->ws, ws_read, sc);
   return true;
+}
+
+/* MARK: - Handoff (opts->handoff) */
+
+/* The agent did not take the connection: the client is told (1011), the
+ * operator too (always, not only with verbose: it is a misconfiguration),
+ * and the agent is stopped. */
+static void handoff_failed(sconn *sc, const char *why) {
+  if (!sc->handing)
+    return;
+  sc->handing = false;
+  fprintf(stderr,
+          "acp serve: connection %s: the agent did not take the connection "
+          "(--handoff): %s; closed with 1011\n",
+          sc->id, why);
+  sconn_end(sc, 0, 1011);
+}
+
+static void on_handoff_timeout(uv_timer_t *t) {
+  handoff_failed(t->data, "no answer on its control socket within 10 s");
+}
+
+static void ctl_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  sconn *sc = h->data;
+  (void)hint;
+  *buf = uv_buf_init(sc->answer + sc->nanswer,
+                     (unsigned)(sizeof(sc->answer) - 1 - sc->nanswer));
+}
+
+static void ctl_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  sconn *sc = s->data;
+  (void)buf;
+  if (n == 0 || !sc->handing)
+    return;
+  if (n < 0) {
+    handoff_failed(sc, n == UV_EOF ? "it closed its control socket"
+                                   : uv_strerror((int)n));
+    return;
+  }
+  sc->nanswer += (size_t)n;
+  if (sc->nanswer < 3)
+    return;
+  uv_read_stop(s);
+  if (memcmp(sc->answer, "ok\n", 3) != 0) {
+    handoff_failed(sc, "it answered something else than \"ok\"");
+    return;
+  }
+  sc->handing = false;
+  sc->handed = true;
+  uv_timer_stop(&sc->timer);
+  /* Our copy of the socket goes; the link stays until the agent ends, so
+   * the connection still counts against the cap. */
+  acp__remote_link_handed(sc->ws);
+  if (sc->sv->opts->verbose)
+    fprintf(stderr,
+            "acp serve: connection %s: handed to agent pid %d (this "
+            "process no longer reads or writes it)\n",
+            sc->id, acp_uv_process_pid(sc->agent));
+}
+
+static void ctl_written(uv_write_t *req, int status) {
+  sconn *sc = req->data;
+  acp__free(&sc->sv->mem, sc->ctl_pre);
+  sc->ctl_pre = NULL;
+  if (status < 0 && status != UV_ECANCELED)
+    handoff_failed(sc, uv_strerror(status));
+}
+
+/* Send the connection's socket (and what was read past its request) to
+ * the agent just started with the other end of `ctl_fd` (taken). */
+static void handoff_send(sconn *sc, int ctl_fd, int sock, const char *pre,
+                         size_t pre_len) {
+  serve *sv = sc->sv;
+  const acp_remote_server_options *so = &sv->opts->server;
+  size_t max =
+      so->max_message ? so->max_message : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
+  uint64_t ping = so->ping_ms ? so->ping_ms : ACP_REMOTE_DEFAULT_PING_MS;
+  uv_pipe_init(&sv->loop, &sc->ctl, 0);
+  sc->ctl.data = sc;
+  sc->ctl_open = true;
+  sc->handing = true;
+  if (uv_pipe_open(&sc->ctl, ctl_fd) != 0) {
+    close(ctl_fd);
+    handoff_failed(sc, "cannot use its control socket");
+    return;
+  }
+  if (acp__handoff_send_head(ctl_fd, sock, pre_len, max, ping) != 0) {
+    handoff_failed(sc, strerror(errno));
+    return;
+  }
+  if (pre_len > 0) {
+    sc->ctl_pre = acp__malloc(&sv->mem, pre_len);
+    if (!sc->ctl_pre) {
+      handoff_failed(sc, "out of memory");
+      return;
+    }
+    memcpy(sc->ctl_pre, pre, pre_len);
+    uv_buf_t b = uv_buf_init(sc->ctl_pre, (unsigned)pre_len);
+    sc->ctl_req.data = sc;
+    if (uv_write(&sc->ctl_req, (uv_stream_t *)&sc->ctl, &b, 1, ctl_written) !=
+        0) {
+      acp__free(&sv->mem, sc->ctl_pre);
+      sc->ctl_pre = NULL;
+      handoff_failed(sc, "cannot write to its control socket");
+      return;
+    }
+  }
+  if (uv_read_start((uv_stream_t *)&sc->ctl, ctl_alloc, ctl_read) != 0) {
+    handoff_failed(sc, "cannot read its control socket");
+    return;
+  }
+  uv_timer_start(&sc->timer, on_handoff_timeout, HANDOFF_MS, 0);
 }
 
 static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
@@ -491,9 +653,36 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
     return;
   }
   acp_uv_process_options_set_exit_cb(po, agent_exited);
+  /* Handoff: only a plain WebSocket (TLS and Streamable HTTP stay
+   * relayed), decided before the spawn so that a relayed agent is started
+   * exactly as without --handoff. */
+  int sp[2] = {-1, -1}, hfd = -1;
+  const char *pre = NULL;
+  size_t pre_len = 0;
+  if (sv->handoff &&
+      acp__remote_link_handoff_fd(link, &hfd, &pre, &pre_len) == 0) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0 ||
+        acp_uv_process_options_add_env(po, ACP_REMOTE_HANDOFF_ENV "=3") != 0) {
+      fprintf(stderr, "acp serve: connection %s: cannot hand it over: %s\n",
+              sc->id, strerror(errno));
+      if (sp[0] >= 0) {
+        close(sp[0]);
+        close(sp[1]);
+      }
+      acp_uv_process_options_free(po);
+      sconn_end(sc, 0, 1011);
+      return;
+    }
+    acp_uv_process_options_set_fd3(po, sp[1]);
+    sc->ho = true;
+  }
   int rv =
       acp_uv_process_spawn(&sc->agent, &sv->loop, po, sc, &sv->mem, &uverr);
   acp_uv_process_options_free(po);
+  if (sp[1] >= 0)
+    close(sp[1]);
+  if (rv != 0 && sp[0] >= 0)
+    close(sp[0]);
   if (rv != 0) {
     fprintf(stderr, "acp serve: cannot start the agent '%s': %s\n",
             sv->opts->agent_argv[0], uverr ? uv_strerror(uverr) : "error");
@@ -507,6 +696,15 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
             acp_uv_process_pid(sc->agent));
   /* Backpressure both ways: a client that does not read stops the reading
    * of its agent's stdout, an agent that does not read stops the socket. */
+  if (sp[0] >= 0) {
+    /* The agent's stdin ends at once: one that does not know the handoff
+     * (a stdio agent) sees the end of its input and exits, which fails
+     * the handoff at once rather than at the deadline. */
+    acp_uv_link_shutdown(sc->alink);
+    acp_uv_link_read_start(sc->alink, agent_read, sc);
+    handoff_send(sc, sp[0], hfd, pre, pre_len);
+    return;
+  }
   acp_uv_link_couple(sc->alink, sc->ws, 0, 0);
   acp_uv_link_couple(sc->ws, sc->alink, 0, 0);
   acp_uv_link_read_start(sc->alink, agent_read, sc);
@@ -565,6 +763,7 @@ int acp_remote_serve(const acp_remote_serve_options *opts) {
   sv.opts = opts;
   if (opts->version >= 3)
     sv.spin_ns = (uint64_t)opts->read_spin_us * 1000u;
+  sv.handoff = opts->version >= 4 && opts->handoff;
   acp_uv_ignore_sigpipe();
   if (uv_loop_init(&sv.loop) != 0)
     return ACP_ERR_SYSTEM;
@@ -582,8 +781,7 @@ int acp_remote_serve(const acp_remote_serve_options *opts) {
     so.log = serve_log;
     so.log_user_data = NULL;
   }
-  if (opts->version >= 2 && opts->session_grace_ms > 0 &&
-      (so.version < 2 || !so.affinity_cookie)) {
+  if (grace_ms(&sv) > 0 && (so.version < 2 || !so.affinity_cookie)) {
     if (so.version < 2)
       so.version = 2; /* not lower: later fields (tls) stay */
     so.affinity_cookie = "acp_agent";

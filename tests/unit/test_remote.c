@@ -19,10 +19,12 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "acp/remote.h"
 #include "failmem.h"
+#include "remote/remote_int.h"
 #include "remote/ws_int.h"
 #include "remote_reset.h"
 
@@ -3253,10 +3255,180 @@ static void test_streamable_http_requests_are_classified(void **state) {
   assert_int_equal(check_acp("PATCH /acp HTTP/1.1\r\n" H "\r\n", 100, &r), 405);
 }
 
+/* MARK: - Handoff (acp_remote_adopt, acp_remote_handoff_*) */
+
+/* A connected TCP pair on loopback: c[0] the client's end, c[1] the
+ * server's. */
+static void tcp_pair(int c[2]) {
+  struct sockaddr_in a;
+  socklen_t al = sizeof(a);
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(l >= 0);
+  memset(&a, 0, sizeof(a));
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+  assert_int_equal(listen(l, 1), 0);
+  assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+  c[0] = socket(AF_INET, SOCK_STREAM, 0);
+  assert_int_equal(connect(c[0], (struct sockaddr *)&a, sizeof(a)), 0);
+  c[1] = accept(l, NULL, NULL);
+  assert_true(c[1] >= 0);
+  close(l);
+}
+
+typedef struct adopted {
+  acp_uv_link *link;
+  char text[256];
+  size_t len;
+  int status;
+  bool closed;
+} adopted;
+
+static void adopted_closed(acp_uv_link *l, void *ud) {
+  (void)l;
+  ((adopted *)ud)->closed = true;
+}
+
+static void adopted_read(acp_uv_link *l, int status, const char *d, size_t n,
+                         void *ud) {
+  adopted *a = ud;
+  if (status != 0) {
+    a->status = status;
+    return;
+  }
+  assert_true(a->len + n < sizeof(a->text));
+  memcpy(a->text + a->len, d, n);
+  a->len += n;
+  if (a->len == 9) { /* "hi\nthere\n": answer, then close with 1011 */
+    assert_int_equal(acp_uv_link_write(l, "ok\n", 3), 0);
+    acp_uv_link_set_close_code(l, 1011);
+    acp_uv_link_close(l, 1000, adopted_closed, a);
+  }
+}
+
+/* Read exactly n bytes from a blocking socket. */
+static void read_all(int fd, uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    assert_true(r > 0);
+    p += r;
+    n -= (size_t)r;
+  }
+}
+
+/* The whole handoff in one process: a server-side socket and the bytes
+ * read past the request go through the control socket
+ * (acp__handoff_send_head, what acp serve sends) to
+ * acp_remote_handoff_receive(); the adopted link reads the pre-read frame
+ * first, then the one that comes on the socket, answers with a frame and
+ * closes with the code it was given. The server sees "ok" on the control
+ * socket. */
+static void test_handoff_adopts_the_socket_with_its_pre_read_bytes(void **st) {
+  (void)st;
+  int tcp[2], ctl[2];
+  uint8_t pre[64], f2[64], b[64];
+  uv_loop_t loop;
+  adopted a;
+  acp_remote_handoff *h = NULL;
+  memset(&a, 0, sizeof(a));
+  tcp_pair(tcp);
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
+  size_t pl = frame(pre, ACP__WS_OP_TEXT, true, "hi", 2, M);
+  assert_int_equal(acp__handoff_send_head(ctl[0], tcp[1], pl, 1024, 60000), 0);
+  assert_int_equal(write(ctl[0], pre, pl), (ssize_t)pl);
+  close(tcp[1]); /* the server's copy: the agent's is in flight */
+  assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL), 0);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(acp_remote_handoff_adopt(h, &loop, &a.link), 0);
+  acp_uv_link *again = NULL;
+  assert_int_equal(acp_remote_handoff_adopt(h, &loop, &again),
+                   ACP_ERR_INVALID_ARGUMENT); /* once */
+  assert_non_null(a.link);
+  acp_remote_handoff_free(h);
+  char ok[4] = {0};
+  assert_int_equal(read(ctl[0], ok, 3), 3);
+  assert_string_equal(ok, "ok\n");
+  size_t fl = frame(f2, ACP__WS_OP_TEXT, true, "there", 5, M);
+  assert_int_equal(write(tcp[0], f2, fl), (ssize_t)fl);
+  assert_int_equal(acp_uv_link_read_start(a.link, adopted_read, &a), 0);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_true(a.closed);
+  assert_int_equal((int)a.len, 9);
+  assert_memory_equal(a.text, "hi\nthere\n", 9);
+  /* The answer (an unmasked text frame "ok"), then close 1011. */
+  read_all(tcp[0], b, 4);
+  assert_int_equal(b[0], 0x81);
+  assert_int_equal(b[1], 2);
+  assert_memory_equal(b + 2, "ok", 2);
+  read_all(tcp[0], b, 4);
+  assert_int_equal(b[0], 0x88);
+  assert_int_equal((b[2] << 8) | b[3], 1011);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  close(tcp[0]);
+  close(ctl[0]);
+  close(ctl[1]);
+}
+
+/* Bad control input: a clear error, nothing leaked, nothing blocked. */
+static void test_handoff_receive_refuses_bad_input(void **st) {
+  (void)st;
+  int ctl[2];
+  acp_remote_handoff *h = (acp_remote_handoff *)1;
+  assert_int_equal(acp_remote_handoff_receive(&h, -1, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_null(h);
+  assert_int_equal(acp_remote_handoff_receive(NULL, 0, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  /* Not a handoff line. */
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
+  assert_int_equal(write(ctl[0], "HELLO\n", 6), 6);
+  assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL),
+                   ACP_ERR_PROTOCOL);
+  assert_null(h);
+  /* A good line without a descriptor. */
+  assert_int_equal(write(ctl[0], "ACP-HANDOFF 1 0 0 0\n", 20), 20);
+  assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL),
+                   ACP_ERR_PROTOCOL);
+  /* A line longer than any head, no newline. */
+  char junk[200];
+  memset(junk, 'x', sizeof(junk));
+  assert_int_equal(write(ctl[0], junk, sizeof(junk)), (ssize_t)sizeof(junk));
+  assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL),
+                   ACP_ERR_PROTOCOL);
+  close(ctl[0]);
+  close(ctl[1]);
+  /* The end before a whole message, also in the announced payload. */
+  int tcp[2];
+  tcp_pair(tcp);
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
+  assert_int_equal(acp__handoff_send_head(ctl[0], tcp[1], 10, 0, 0), 0);
+  assert_int_equal(write(ctl[0], "abc", 3), 3);
+  close(ctl[0]);
+  assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL),
+                   ACP_ERR_CLOSED);
+  assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL),
+                   ACP_ERR_CLOSED);
+  close(ctl[1]);
+  close(tcp[0]);
+  close(tcp[1]);
+  /* acp_remote_adopt() takes the descriptor even when it refuses. */
+  acp_uv_link *l = (acp_uv_link *)1;
+  int d = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(d >= 0);
+  assert_int_equal(acp_remote_adopt(&l, NULL, d, NULL, 0, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_null(l);
+  assert_int_equal(fcntl(d, F_GETFD), -1);
+  acp_remote_handoff_free(NULL);
+}
+
 int main(void) {
   acp_uv_ignore_sigpipe();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_accept_key_matches_rfc6455_example),
+      cmocka_unit_test(test_handoff_adopts_the_socket_with_its_pre_read_bytes),
+      cmocka_unit_test(test_handoff_receive_refuses_bad_input),
       cmocka_unit_test(test_server_reassembles_fragments_around_a_ping),
       cmocka_unit_test(test_pause_stops_after_the_message),
       cmocka_unit_test(test_bad_frames_close_with_the_right_code),

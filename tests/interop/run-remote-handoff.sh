@@ -1,0 +1,60 @@
+#!/bin/sh
+# run-remote-handoff.sh - `acp serve --handoff -- acp agent` (the agent
+# adopts the WebSocket, serve leaves the data path) against the official
+# ACP TypeScript SDK's experimental/ws-client and raw `ws` peers:
+#   - sdk_client.mjs --url: full, echo and cancelled turns, each on a
+#     handed connection (serve says so);
+#   - frames on the adopted link: an oversized message closes with 1009,
+#     a binary frame is ignored, a peer that never answers pings is
+#     dropped (the agent's pings, at the --ping-ms serve passed on);
+#   - a client that vanishes mid-turn: its agent sees the drop itself and
+#     exits, serve closes the connection and keeps serving;
+#   - an agent that exits with 1 before taking the connection: the client
+#     gets close 1011.
+# Needs ACP_BIN, node; installs the peers if missing (exit 77 without).
+. "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
+need_peers
+
+start_serve "$work/serve.log" --handoff --max-message 1048576 --ping-ms 200 -- "$acp" agent
+url="ws://127.0.0.1:$port/acp"
+for sc in full echo cancel; do
+  n=$(grep -c "handed to agent pid" "$work/serve.log")
+  out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario $sc \
+        --url "$url" 2>&1)
+  if [ $? -eq 0 ] && [ "$(grep -c "handed to agent pid" "$work/serve.log")" -gt "$n" ]; then
+    ok "SDK ws-client -> acp serve --handoff: $sc (handed)"
+  else ko "SDK ws-client -> acp serve --handoff: $sc" "$out" "$(tail -5 "$work/serve.log")"; fi
+done
+
+out=$(timeout 30 node "$here/remote_peer.mjs" big "$url" 2000000 2>&1)
+[ $? -eq 0 ] && ok "adopted link: oversized message, close 1009" || ko "oversized message" "$out"
+out=$(timeout 30 node "$here/remote_peer.mjs" binary "$url" 2>&1)
+[ $? -eq 0 ] && ok "adopted link: binary frame ignored" || ko "binary frame" "$out"
+out=$(timeout 30 node "$here/remote_peer.mjs" dead "$url" 2>&1)
+[ $? -eq 0 ] && ok "adopted link: a peer that never answers pings is dropped" || ko "dead peer" "$out"
+
+out=$(timeout 30 node "$here/remote_peer.mjs" vanish "$url" 2>&1)
+rc=$?
+apid=$(grep 'agent pid' "$work/serve.log" | tail -1 | sed 's/.*agent pid \([0-9]*\).*/\1/')
+cid=$(grep 'agent pid' "$work/serve.log" | tail -1 | sed 's/.*connection \([^:]*\):.*/\1/')
+if [ $rc -eq 0 ] && wait_gone "$apid" 100 && wait_log "$work/serve.log" "connection $cid closed"; then
+  ok "client vanished mid-turn: its agent (pid $apid) saw it and ended"
+else ko "client vanished mid-turn" "$out" "$(tail -5 "$work/serve.log")"; fi
+out=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario echo --url "$url" 2>&1)
+[ $? -eq 0 ] && ok "the server keeps serving after that" || ko "serving after a vanished client" "$out"
+
+# An agent that fails before taking the connection.
+start_serve "$work/serve2.log" --handoff -- sh -c 'exit 1'
+out=$(cd "$here" && timeout 30 node --input-type=module -e "
+  import { loadSdkModule } from './sdk_loader.mjs';
+  const m = await loadSdkModule('ws');
+  const ws = new (m.WebSocket || m.default)(process.argv[1]);
+  ws.on('close', (code) => { console.log(code); process.exit(0); });
+  ws.on('error', (e) => { console.log(e.message); process.exit(1); });
+" "ws://127.0.0.1:$port/acp" 2>&1)
+if [ "$out" = 1011 ] && grep -q "did not take the connection" "$work/serve2.log"; then
+  ok "an agent that exits first: close 1011, serve says why"
+else ko "agent exits before the handoff" "$out" "$(cat "$work/serve2.log")"; fi
+
+check_serve_logs
+finish
