@@ -189,6 +189,175 @@ static int stack_grow(const acp_mem *m, uint32_t **stack, uint32_t *cap,
 }
 
 /*
+ * The rest of a string from p (inside it, after its opening quote at s):
+ * everything but the common case parse_core() tests inline (the first 16
+ * bytes hold the closing quote and nothing else special). Out of line so
+ * that the loop's calls (the AVX2 steps) and its SWAR constants do not
+ * make every string spill the parser's registers. Returns the position of
+ * the closing quote and ors ACP__JF_ESC/ACP__JF_SURR into *flags; NULL on
+ * an error, with the message in *msg and its position in *at.
+ * *wide_next is the parser's: where the AVX2 UTF-8 step may run again.
+ */
+__attribute__((noinline)) static const unsigned char *
+string_rest(const acp_json_doc *doc, const unsigned char *p,
+            const unsigned char *end, const unsigned char *s, uint8_t *flagsp,
+            const unsigned char **wide_nextp, const char **msg,
+            const unsigned char **at) {
+  uint8_t flags = *flagsp;
+  uint64_t w;
+  uint64_t x;
+  uint64_t mask;
+  size_t k;
+#ifdef ACP__JSON_AVX2
+  const unsigned char *wide_next = *wide_nextp;
+#else
+  (void)wide_nextp;
+#endif
+
+#define STR_FAIL(mm, where)                                                    \
+  do {                                                                         \
+    *msg = (mm);                                                               \
+    *at = (where);                                                             \
+    return NULL;                                                               \
+  } while (0)
+  for (;;) {
+#ifdef ACP__SSE2
+    /* 64 bytes a step while none is special, then 16 at a time to find
+     * which: a signed compare below 0x20 catches control bytes and, being
+     * signed, every byte >= 0x80 too. */
+    if (end - p >= 16) {
+      /* Most strings end in their first block: test it alone first. */
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+      int hm = _mm_movemask_epi8(acp__json_special16(v));
+      if (hm != 0) {
+        p += (unsigned)__builtin_ctz((unsigned)hm);
+        goto string_special;
+      }
+      p += 16;
+      if (end - p >= 64 && !acp__json_special64(p)) {
+        p += 64;
+        /* Bytes the line framer already found plain (its line feed search
+         * over a line longer than one read): not scanned twice. Up to the
+         * stretch, the scan goes on as below (at most the framer's first
+         * window); a special byte before it stops there as always. */
+        if (doc != NULL && doc->plain_hi != NULL &&
+            (uintptr_t)p < (uintptr_t)doc->plain_hi &&
+            (uintptr_t)doc->plain_hi <= (uintptr_t)end) {
+          const unsigned char *lo = (const unsigned char *)doc->plain_lo;
+
+          while ((uintptr_t)p < (uintptr_t)lo &&
+                 (uintptr_t)lo - (uintptr_t)p >= 64 && !acp__json_special64(p))
+            p += 64;
+          while ((uintptr_t)p < (uintptr_t)lo && *p >= 0x20 && *p < 0x80 &&
+                 *p != '"' && *p != '\\')
+            p++;
+          if ((uintptr_t)p >= (uintptr_t)lo)
+            p = (const unsigned char *)doc->plain_hi;
+        }
+#ifdef ACP__JSON_AVX2
+        /* A long text: twice the bytes per instruction where the CPU
+         * can; the steps below find the block's special byte. */
+        if (acp__json_have_avx2())
+          p += acp__json_plain_avx2(p, (size_t)(end - p));
+#endif
+        while (end - p >= 64 && !acp__json_special64(p))
+          p += 64;
+      }
+    }
+    while (end - p >= 16) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+      int hm = _mm_movemask_epi8(acp__json_special16(v));
+      if (hm != 0) {
+        p += (unsigned)__builtin_ctz((unsigned)hm);
+        goto string_special;
+      }
+      p += 16;
+    }
+#endif
+    while (end - p >= 8) {
+      memcpy(&w, p, 8);
+      x = w ^ (ONES * '"');
+      mask = (x - ONES) & ~x;
+      x = w ^ (ONES * '\\');
+      mask |= (x - ONES) & ~x;
+      mask |= (w - ONES * 0x20) & ~w;
+      mask = (mask | w) & HIGHS;
+      if (mask) {
+#ifdef ACP__SWAR_CTZ
+        p += (unsigned)__builtin_ctzll(mask) >> 3;
+#endif
+        break;
+      }
+      p += 8;
+    }
+#ifdef ACP__SSE2
+  string_special:
+#endif
+    if (ACP__UNLIKELY(p == end))
+      STR_FAIL("unterminated string", s);
+    if (*p == '"')
+      break;
+    if (*p == '\\') {
+      flags |= ACP__JF_ESC;
+      p++;
+      if (p == end)
+        STR_FAIL("unterminated string", s);
+      switch (*p) {
+      case '"':
+      case '\\':
+      case '/':
+      case 'b':
+      case 'f':
+      case 'n':
+      case 'r':
+      case 't':
+        p++;
+        break;
+      case 'u':
+        if (end - p < 5 || !hex_table[p[1]] || !hex_table[p[2]] ||
+            !hex_table[p[3]] || !hex_table[p[4]])
+          STR_FAIL("invalid \\u escape", p - 1);
+        /* D800-DFFF: remembered so that a splice of the raw text can
+         * tell it would keep a lone surrogate that decoding replaces. */
+        if ((p[1] | 0x20) == 'd' && hex_table[p[2]] > 8)
+          flags |= ACP__JF_SURR;
+        p += 5;
+        break;
+      default:
+        STR_FAIL("invalid escape", p - 1);
+      }
+    } else if (*p < 0x20) {
+      STR_FAIL("unescaped control character in string", p);
+    } else if (*p >= 0x80) {
+#ifdef ACP__JSON_AVX2
+      /* Text that is not ASCII (accents, CJK, emoji): 32 bytes a step
+       * where the CPU can, not a character at a time; where that stops,
+       * the steps below walk the block that stopped it. */
+      if (p >= wide_next && end - p >= 64 && acp__json_have_avx2()) {
+        p += acp__json_plain_utf8_avx2(p, (size_t)(end - p));
+        wide_next = p + 32;
+        continue;
+      }
+#endif
+      do {
+        k = acp__utf8_seq(p, end);
+        if (k == 0)
+          STR_FAIL("invalid UTF-8", p);
+        p += k;
+      } while (p < end && *p >= 0x80);
+    } else {
+      p++;
+    }
+  }
+  *flagsp = flags;
+#ifdef ACP__JSON_AVX2
+  *wide_nextp = wide_next;
+#endif
+  return p;
+#undef STR_FAIL
+}
+
+/*
  * The parser. `build` is a compile-time constant in each caller: with it the
  * tape is built in doc; without it (acp_json_validate) only syntax, UTF-8
  * and depth are checked and the stack holds container types instead of
@@ -219,13 +388,8 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
   int code = ACP_ERR_PARSE;
   int rv;
   const char *msg = NULL;
-  uint64_t w;
-  uint64_t x;
-  uint64_t mask;
-  size_t k;
-#ifdef ACP__JSON_AVX2
+  /* string_rest()'s: where the AVX2 UTF-8 step may run again. */
   const unsigned char *wide_next = p;
-#endif
 
 #define FAIL(c, mm, at)                                                        \
   do {                                                                         \
@@ -360,135 +524,30 @@ key:
 string:
   s = p++;
   flags = 0;
-  for (;;) {
 #ifdef ACP__SSE2
-    /* 64 bytes a step while none is special, then 16 at a time to find
-     * which: a signed compare below 0x20 catches control bytes and, being
-     * signed, every byte >= 0x80 too. */
-    if (end - p >= 16) {
-      /* Most strings end in their first block: test it alone first. */
-      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-      int hm = _mm_movemask_epi8(acp__json_special16(v));
-      if (hm != 0) {
-        p += (unsigned)__builtin_ctz((unsigned)hm);
-        goto string_special;
-      }
-      p += 16;
-      if (end - p >= 64 && !acp__json_special64(p)) {
-        p += 64;
-        /* Bytes the line framer already found plain (its line feed search
-         * over a line longer than one read): not scanned twice. Up to the
-         * stretch, the scan goes on as below (at most the framer's first
-         * window); a special byte before it stops there as always. */
-        if (doc != NULL && doc->plain_hi != NULL &&
-            (uintptr_t)p < (uintptr_t)doc->plain_hi &&
-            (uintptr_t)doc->plain_hi <= (uintptr_t)end) {
-          const unsigned char *lo = (const unsigned char *)doc->plain_lo;
-
-          while ((uintptr_t)p < (uintptr_t)lo &&
-                 (uintptr_t)lo - (uintptr_t)p >= 64 && !acp__json_special64(p))
-            p += 64;
-          while ((uintptr_t)p < (uintptr_t)lo && *p >= 0x20 && *p < 0x80 &&
-                 *p != '"' && *p != '\\')
-            p++;
-          if ((uintptr_t)p >= (uintptr_t)lo)
-            p = (const unsigned char *)doc->plain_hi;
-        }
-#ifdef ACP__JSON_AVX2
-        /* A long text: twice the bytes per instruction where the CPU
-         * can; the steps below find the block's special byte. */
-        if (acp__json_have_avx2())
-          p += acp__json_plain_avx2(p, (size_t)(end - p));
-#endif
-        while (end - p >= 64 && !acp__json_special64(p))
-          p += 64;
-      }
-    }
-    while (end - p >= 16) {
-      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-      int hm = _mm_movemask_epi8(acp__json_special16(v));
-      if (hm != 0) {
-        p += (unsigned)__builtin_ctz((unsigned)hm);
-        goto string_special;
-      }
-      p += 16;
-    }
-#endif
-    while (end - p >= 8) {
-      memcpy(&w, p, 8);
-      x = w ^ (ONES * '"');
-      mask = (x - ONES) & ~x;
-      x = w ^ (ONES * '\\');
-      mask |= (x - ONES) & ~x;
-      mask |= (w - ONES * 0x20) & ~w;
-      mask = (mask | w) & HIGHS;
-      if (mask) {
-#ifdef ACP__SWAR_CTZ
-        p += (unsigned)__builtin_ctzll(mask) >> 3;
-#endif
-        break;
-      }
-      p += 8;
-    }
-#ifdef ACP__SSE2
-  string_special:
-#endif
-    if (ACP__UNLIKELY(p == end))
-      FAIL(ACP_ERR_PARSE, "unterminated string", s);
-    if (*p == '"')
-      break;
-    if (*p == '\\') {
-      flags |= ACP__JF_ESC;
-      p++;
-      if (p == end)
-        FAIL(ACP_ERR_PARSE, "unterminated string", s);
-      switch (*p) {
-      case '"':
-      case '\\':
-      case '/':
-      case 'b':
-      case 'f':
-      case 'n':
-      case 'r':
-      case 't':
-        p++;
-        break;
-      case 'u':
-        if (end - p < 5 || !hex_table[p[1]] || !hex_table[p[2]] ||
-            !hex_table[p[3]] || !hex_table[p[4]])
-          FAIL(ACP_ERR_PARSE, "invalid \\u escape", p - 1);
-        /* D800-DFFF: remembered so that a splice of the raw text can
-         * tell it would keep a lone surrogate that decoding replaces. */
-        if ((p[1] | 0x20) == 'd' && hex_table[p[2]] > 8)
-          flags |= ACP__JF_SURR;
-        p += 5;
-        break;
-      default:
-        FAIL(ACP_ERR_PARSE, "invalid escape", p - 1);
-      }
-    } else if (*p < 0x20) {
-      FAIL(ACP_ERR_PARSE, "unescaped control character in string", p);
-    } else if (*p >= 0x80) {
-#ifdef ACP__JSON_AVX2
-      /* Text that is not ASCII (accents, CJK, emoji): 32 bytes a step
-       * where the CPU can, not a character at a time; where that stops,
-       * the steps below walk the block that stopped it. */
-      if (p >= wide_next && end - p >= 64 && acp__json_have_avx2()) {
-        p += acp__json_plain_utf8_avx2(p, (size_t)(end - p));
-        wide_next = p + 32;
-        continue;
-      }
-#endif
-      do {
-        k = acp__utf8_seq(p, end);
-        if (k == 0)
-          FAIL(ACP_ERR_PARSE, "invalid UTF-8", p);
-        p += k;
-      } while (p < end && *p >= 0x80);
-    } else {
-      p++;
+  /* Most strings end in their first 16 bytes with nothing else special:
+   * that test alone, inline; anything else (escapes, UTF-8, control bytes,
+   * longer strings, the last bytes of the input) is string_rest(). */
+  if (ACP__LIKELY(end - p >= 16)) {
+    int hm = _mm_movemask_epi8(
+        acp__json_special16(_mm_loadu_si128((const __m128i *)(const void *)p)));
+    if (hm != 0 && p[(unsigned)__builtin_ctz((unsigned)hm)] == '"') {
+      p += (unsigned)__builtin_ctz((unsigned)hm);
+      goto string_end;
     }
   }
+#endif
+  {
+    const unsigned char *at = NULL;
+    const unsigned char *q =
+        string_rest(doc, p, end, s, &flags, &wide_next, &msg, &at);
+    if (ACP__UNLIKELY(q == NULL))
+      FAIL(ACP_ERR_PARSE, msg, at);
+    p = q;
+  }
+#ifdef ACP__SSE2
+string_end:
+#endif
   p++;
   if (build) {
     tape[cur].len = (uint32_t)(p - s);

@@ -1693,6 +1693,149 @@ static void test_json_errors_after_whitespace(void **state) {
  * loads): every length 0-40, a difference at every position, the key and
  * the document each in a heap block of exactly their size (so that ASan
  * sees any read past either). */
+/*
+ * The parser's string entry tests the first 16 bytes inline and hands
+ * everything else to an out-of-line walk (string_rest()). Each special
+ * (an escape, UTF-8, a bad byte) at every offset of strings of every
+ * length up to 40, as a value and as a key, with 0..20 bytes after the
+ * document, so both sides of the 16-byte test and of the input's end are
+ * taken: the verdict, the error offset, the escape flag, the decoded text
+ * and the value after the string must all come out the same, through
+ * acp_json_doc_parse(), acp_json_validate() and the NDJSON line parse.
+ */
+static void test_json_parse_strings_every_length_offset_and_tail(void **state) {
+  static const struct {
+    const char *src;  /* as it appears in the JSON text */
+    const char *text; /* decoded, NULL when the string is invalid */
+    int esc;
+  } specials[] = {
+      {"", "", 0},
+      {"\\\"", "\"", 1},
+      {"\\\\", "\\", 1},
+      {"\\n", "\n", 1},
+      {"\\/", "/", 1},
+      {"\\u00e9", "\xc3\xa9", 1},
+      {"\\ud83d\\ude00", "\xf0\x9f\x98\x80", 1},
+      {"\xc3\xa9", "\xc3\xa9", 0},
+      {"\xe2\x82\xac", "\xe2\x82\xac", 0},
+      {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80", 0},
+      {"\x7f", "\x7f", 0},
+      {"\x01", NULL, 0},
+      {"\x1f", NULL, 0},
+      {"\n", NULL, 0},
+      {"\xff", NULL, 0},
+      {"\xc3", NULL, 0},
+      {"\xed\xa0\x80", NULL, 0},
+      {"\\x", NULL, 0},
+      {"\\u12G4", NULL, 0},
+  };
+  enum { MAXLEN = 40, MAXTAIL = 20 };
+  char body[MAXLEN + 16];
+  char want[MAXLEN + 16];
+  char in[MAXLEN + MAXTAIL + 32];
+  acp_json_doc *doc = NULL;
+  size_t k, len, at, tail, i, n, wlen;
+  int as_key;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+    size_t sl = strlen(specials[k].src);
+    for (len = 0; len <= MAXLEN; len++) {
+      for (at = 0; at <= len; at++) {
+        /* len plain bytes with the special inserted at `at` */
+        for (i = 0, n = 0; i < len; i++) {
+          if (i == at) {
+            memcpy(body + n, specials[k].src, sl);
+            n += sl;
+          }
+          body[n++] = (char)('A' + (i * 7) % 26);
+        }
+        if (at == len) {
+          memcpy(body + n, specials[k].src, sl);
+          n += sl;
+        }
+        wlen = 0;
+        if (specials[k].text != NULL) {
+          size_t tl = strlen(specials[k].text);
+          for (i = 0; i < len; i++) {
+            if (i == at) {
+              memcpy(want + wlen, specials[k].text, tl);
+              wlen += tl;
+            }
+            want[wlen++] = (char)('A' + (i * 7) % 26);
+          }
+          if (at == len) {
+            memcpy(want + wlen, specials[k].text, tl);
+            wlen += tl;
+          }
+        }
+        for (as_key = 0; as_key < 2; as_key++) {
+          for (tail = 0; tail <= MAXTAIL; tail++) {
+            size_t m = 0;
+            size_t line_len = 0;
+            acp_json_err err = {0};
+            const acp_json_val *v;
+            const acp_json_val *after;
+            const char *d;
+            size_t dl;
+            int64_t iv;
+            int rv;
+
+            memcpy(in + m, as_key ? "{\"" : "[\"", 2);
+            m += 2;
+            memcpy(in + m, body, n);
+            m += n;
+            memcpy(in + m, as_key ? "\":7}" : "\",7]", 4);
+            m += 4;
+            memset(in + m, ' ', tail);
+            m += tail;
+            in[m] = '\n';
+            rv = acp_json_doc_parse(doc, in, m, &err);
+            assert_int_equal(acp_json_validate(in, m, NULL) == 0, rv == 0);
+            if (specials[k].text == NULL) {
+              if (rv == 0)
+                fail_msg("special %zu len %zu at %zu tail %zu: accepted", k,
+                         len, at, tail);
+              assert_int_equal(err.code, ACP_ERR_PARSE);
+              assert_int_equal(err.pos, 2 + at);
+              assert_int_not_equal(
+                  acp__json_doc_parse_line(doc, in, m + 1, &line_len), 0);
+              continue;
+            }
+            if (rv != 0)
+              fail_msg("special %zu len %zu at %zu tail %zu: %s at %zu", k, len,
+                       at, tail, err.msg, err.pos);
+            for (int pass = 0; pass < 2; pass++) {
+              if (pass == 1) {
+                assert_int_equal(
+                    acp__json_doc_parse_line(doc, in, m + 1, &line_len), 0);
+                assert_int_equal(line_len, m);
+              }
+              v = acp_json_child(acp_json_doc_root(doc));
+              after = as_key
+                          ? acp_json_obj_get(acp_json_doc_root(doc), want, wlen)
+                          : acp_json_next(v);
+              assert_int_equal(acp_json_type_of(v), ACP_JSON_STRING);
+              assert_int_equal(acp_json_str_has_escapes(v), specials[k].esc);
+              assert_int_equal(acp_json_raw(v, &dl) - in, 1);
+              assert_int_equal(dl, n + 2);
+              assert_int_equal(acp_json_doc_str(doc, v, &d, &dl), 0);
+              assert_int_equal(dl, wlen);
+              assert_memory_equal(d, want, wlen);
+              assert_int_equal(acp_json_get_int64(after, &iv), 0);
+              assert_int_equal(iv, 7);
+            }
+          }
+        }
+        if (sl == 0)
+          break; /* a plain string: one per length */
+      }
+    }
+  }
+  acp_json_doc_free(doc);
+}
+
 static void test_json_key_compare_every_length(void **state) {
   acp_json_doc *doc = NULL;
   size_t n;
@@ -1770,6 +1913,7 @@ int main(void) {
       cmocka_unit_test(test_json_tape_links_random_documents),
       cmocka_unit_test(test_json_errors_after_whitespace),
       cmocka_unit_test(test_json_key_compare_every_length),
+      cmocka_unit_test(test_json_parse_strings_every_length_offset_and_tail),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
