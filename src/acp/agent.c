@@ -772,10 +772,42 @@ int acp_agent_respond_session_new(acp_agent *agent, acp_agent_request *req,
   return acp__role_respond_obj(&agent->role, req);
 }
 
+/*
+ * The whole result for a stop reason of the schema's StopReason enum, or
+ * NULL for any other string (written and escaped by the writer as before).
+ * The turn's common answer then skips the JSON writer (about 150
+ * instructions a turn); the bytes are the ones the writer produces.
+ */
+#define STOP_RESULT(s)                                                         \
+  { s, "{\"stopReason\":\"" s "\"}", sizeof("{\"stopReason\":\"" s "\"}") - 1 }
+static const struct {
+  const char *reason;
+  const char *result;
+  size_t len;
+} stop_results[] = {
+    STOP_RESULT("end_turn"),   STOP_RESULT("cancelled"),
+    STOP_RESULT("max_tokens"), STOP_RESULT("max_turn_requests"),
+    STOP_RESULT("refusal"),
+};
+#undef STOP_RESULT
+
+static const char *stop_result(const char *reason, size_t *len) {
+  size_t i;
+
+  for (i = 0; i < sizeof(stop_results) / sizeof(stop_results[0]); i++)
+    if (strcmp(reason, stop_results[i].reason) == 0) {
+      *len = stop_results[i].len;
+      return stop_results[i].result;
+    }
+  return NULL;
+}
+
 int acp_agent_respond_prompt(acp_agent *agent, acp_agent_request *req,
                              const char *stop_reason, const char *usage,
                              size_t usage_len) {
   acp_json_writer *w;
+  const char *lit;
+  size_t lit_len;
 
   if (agent == NULL || req == NULL || stop_reason == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
@@ -785,6 +817,8 @@ int acp_agent_respond_prompt(acp_agent *agent, acp_agent_request *req,
     stop_reason = "cancelled";
   if (req->accepted)
     return v2_end_turn(agent, req, stop_reason, false);
+  if (usage == NULL && (lit = stop_result(stop_reason, &lit_len)) != NULL)
+    return acp__role_respond(&agent->role, req, lit, lit_len);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "stopReason", stop_reason);
   acp__w_raw(w, "usage", usage, usage_len, NULL);

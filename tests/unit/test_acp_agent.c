@@ -726,6 +726,61 @@ static void test_agent_cancelled_turn_blocks_late_updates(void **state) {
   acp_agent_free(a);
 }
 
+/* Every stop reason of the schema is answered with a literal result (no
+ * writer); anything else, near misses included, still goes through the
+ * writer and is escaped. The bytes on the wire are checked, not only what
+ * the client decoded. */
+static void test_agent_stop_reason_results(void **state) {
+  static const struct {
+    const char *reason;
+    const char *usage;
+    const char *result;
+  } cases[] = {
+      {"end_turn", NULL, "\"result\":{\"stopReason\":\"end_turn\"}}"},
+      {"cancelled", NULL, "\"result\":{\"stopReason\":\"cancelled\"}}"},
+      {"max_tokens", NULL, "\"result\":{\"stopReason\":\"max_tokens\"}}"},
+      {"max_turn_requests", NULL,
+       "\"result\":{\"stopReason\":\"max_turn_requests\"}}"},
+      {"refusal", NULL, "\"result\":{\"stopReason\":\"refusal\"}}"},
+      {"end_tur", NULL, "\"result\":{\"stopReason\":\"end_tur\"}}"},
+      {"end_turnX", NULL, "\"result\":{\"stopReason\":\"end_turnX\"}}"},
+      {"max_token", NULL, "\"result\":{\"stopReason\":\"max_token\"}}"},
+      {"", NULL, "\"result\":{\"stopReason\":\"\"}}"},
+      {"we\"ird", NULL, "\"result\":{\"stopReason\":\"we\\\"ird\"}}"},
+      {"end_turn", "{\"inputTokens\":1}",
+       "\"result\":{\"stopReason\":\"end_turn\",\"usage\":{\"inputTokens\":1}"
+       "}"},
+  };
+  actx ax = {0};
+  cctx cx = {0};
+  acp_agent *a = make_agent(&ax, 1, 0);
+  acp_client *c = make_client(&cx);
+  pair_wire wire = {0};
+  size_t i;
+
+  (void)state;
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    ax.prompt = NULL;
+    assert_int_equal(
+        acp_client_prompt_text(c, "s1", "hi", 2, c_on_resp, &cx, NULL), 0);
+    assert_int_equal(pump(a, c, &wire), 0);
+    assert_non_null(ax.prompt);
+    wire_clear(&wire);
+    assert_int_equal(
+        acp_agent_respond_prompt(a, ax.prompt, cases[i].reason, cases[i].usage,
+                                 cases[i].usage ? strlen(cases[i].usage) : 0),
+        0);
+    assert_int_equal(pump(a, c, &wire), 0);
+    assert_non_null(wire.a2c.data);
+    if (strstr(wire.a2c.data, cases[i].result) == NULL)
+      fail_msg("case %zu: %s not in %s", i, cases[i].result, wire.a2c.data);
+    assert_string_equal(cx.stop, cases[i].reason);
+  }
+  wire_clear(&wire);
+  acp_client_free(c);
+  acp_agent_free(a);
+}
+
 static void test_agent_cancel_without_prompt_still_notifies(void **state) {
   actx ax = {0};
   acp_agent *a = make_agent(&ax, 1, 0);
@@ -964,6 +1019,7 @@ int main(void) {
       cmocka_unit_test(test_agent_message_chunk_val),
       cmocka_unit_test(test_agent_prompt_turn_streams_updates),
       cmocka_unit_test(test_agent_cancelled_turn_blocks_late_updates),
+      cmocka_unit_test(test_agent_stop_reason_results),
       cmocka_unit_test(test_agent_cancel_without_prompt_still_notifies),
       cmocka_unit_test(test_agent_cancel_request_reaches_handler),
       cmocka_unit_test(test_agent_request_blocks_reuse_keeps_each_request),
