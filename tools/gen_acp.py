@@ -299,19 +299,23 @@ def json_kind(defs, p):
 
 
 def required_params(schema, m):
-    """The params members a request or notification must carry, as
-    "<kind>:<name> ..." in the schema's `required` order (what role.c's
-    check_params() reads), or "" for none / checked by the handler."""
+    """The params members a request or notification must carry, as a C
+    string literal of "<kind><length><name>" items (the length one byte,
+    written as a three-digit octal escape) in the schema's `required`
+    order, what role.c's check_params() reads without scanning for the
+    ends of the names; "" for none / checked by the handler."""
     if m.wire in REQUIRED_BY_HANDLER:
-        return ""
+        return '""'
     defs = schema["$defs"]
     t = defs[m.params_type]
     out = []
     for name in t.get("required", ()):
         k = json_kind(defs, t.get("properties", {}).get(name, {}))
         if k is not None:
-            out.append("%s:%s" % (k, name))
-    return " ".join(out)
+            if not 0 < len(name) < 256 or '"' in name or "\\" in name:
+                raise SystemExit("gen_acp: unusable required name %r" % name)
+            out.append("%s\\%03o%s" % (k, len(name), name))
+    return '"' + "".join(out) + '"'
 
 
 # MARK: - Emission helpers
@@ -579,7 +583,7 @@ def gen_methods_c(methods, v2methods, v2schema):
     a(" * in method_table_v2 order. */")
     a("static const char *const required_v2[] = {")
     for m in v2methods:
-        a("    %s, /* %s */" % (c_str(required_params(v2schema, m)), m.wire))
+        a("    %s, /* %s */" % (required_params(v2schema, m), m.wire))
     a("};")
     a("")
     a("/* Index + 1 into method_table_v2 by id; 0: not a v2 method. */")
@@ -1809,7 +1813,7 @@ def emit_type_tables(a, model, methods, v2):
             a("    [%s] = {%s, %s, %s}," % ((m.enum,) + refs))
         else:
             a("    {%s, %s, %s, %s}, /* %s */" % (
-                refs + (c_str(required_params(model.schema, m)), m.wire)))
+                refs + (required_params(model.schema, m), m.wire)))
     a("};")
 
 

@@ -817,48 +817,51 @@ static const acp_method_info method_table_v2[] = {
 /* Required params of the v2 methods (role.c's check_params() format),
  * in method_table_v2 order. */
 static const char *const required_v2[] = {
-    "i:protocolVersion o:info",         /* initialize */
-    "s:methodId",                       /* auth/login */
-    "s:cwd",                            /* session/new */
-    "s:sessionId s:configId",           /* session/set_config_option */
-    "s:sessionId a:prompt",             /* session/prompt */
-    "s:sessionId",                      /* session/cancel */
-    "",                                 /* session/list */
-    "s:sessionId",                      /* session/delete */
-    "s:sessionId s:cwd",                /* session/resume */
-    "s:sessionId",                      /* session/close */
-    "",                                 /* auth/logout */
-    "s:sessionId s:title a:options",    /* session/request_permission */
-    "s:sessionId o:update",             /* session/update */
-    "s:message",                        /* elicitation/create */
-    "s:elicitationId",                  /* elicitation/complete */
-    "",                                 /* $/cancel_request */
-    "s:sessionId s:toolCallId",         /* tool_call/cancel */
-    "s:sessionId s:terminalId",         /* terminal/cancel */
-    "",                                 /* providers/list */
-    "s:providerId s:apiType s:baseUrl", /* providers/set */
-    "s:providerId",                     /* providers/disable */
-    "",                                 /* mcp/message */
-    "s:sessionId s:cwd",                /* session/fork */
-    "",                                 /* nes/start */
-    "s:sessionId s:uri i:version o:position s:triggerKind", /* nes/suggest */
-    "s:sessionId s:suggestionId",                           /* nes/accept */
-    "s:sessionId s:suggestionId",                           /* nes/reject */
-    "s:sessionId",                                          /* nes/close */
-    "s:sessionId s:uri s:languageId i:version s:text", /* document/didOpen */
-    "s:sessionId s:uri i:version a:contentChanges",    /* document/didChange */
-    "s:sessionId s:uri",                               /* document/didClose */
-    "s:sessionId s:uri",                               /* document/didSave */
-    "s:sessionId s:uri i:version o:position o:visibleRange", /* document/didFocus
+    "i\017protocolVersiono\004info",           /* initialize */
+    "s\010methodId",                           /* auth/login */
+    "s\003cwd",                                /* session/new */
+    "s\011sessionIds\010configId",             /* session/set_config_option */
+    "s\011sessionIda\006prompt",               /* session/prompt */
+    "s\011sessionId",                          /* session/cancel */
+    "",                                        /* session/list */
+    "s\011sessionId",                          /* session/delete */
+    "s\011sessionIds\003cwd",                  /* session/resume */
+    "s\011sessionId",                          /* session/close */
+    "",                                        /* auth/logout */
+    "s\011sessionIds\005titlea\007options",    /* session/request_permission */
+    "s\011sessionIdo\006update",               /* session/update */
+    "s\007message",                            /* elicitation/create */
+    "s\015elicitationId",                      /* elicitation/complete */
+    "",                                        /* $/cancel_request */
+    "s\011sessionIds\012toolCallId",           /* tool_call/cancel */
+    "s\011sessionIds\012terminalId",           /* terminal/cancel */
+    "",                                        /* providers/list */
+    "s\012providerIds\007apiTypes\007baseUrl", /* providers/set */
+    "s\012providerId",                         /* providers/disable */
+    "",                                        /* mcp/message */
+    "s\011sessionIds\003cwd",                  /* session/fork */
+    "",                                        /* nes/start */
+    "s\011sessionIds\003urii\007versiono\010positions\013triggerKind", /* nes/suggest
+                                                                        */
+    "s\011sessionIds\014suggestionId", /* nes/accept */
+    "s\011sessionIds\014suggestionId", /* nes/reject */
+    "s\011sessionId",                  /* nes/close */
+    "s\011sessionIds\003uris\012languageIdi\007versions\004text", /* document/didOpen
+                                                                   */
+    "s\011sessionIds\003urii\007versiona\016contentChanges", /* document/didChange
                                                               */
-    "",                                                      /* mcp/connect */
-    "s:connectionId",      /* mcp/disconnect */
-    "",                    /* auth/status */
-    "s:sessionId",         /* session/archive */
-    "s:sessionId",         /* session/unarchive */
-    "s:sessionId",         /* session/status */
-    "s:sessionId s:title", /* session/set_title */
-    "s:state",             /* auth/status_update */
+    "s\011sessionIds\003uri", /* document/didClose */
+    "s\011sessionIds\003uri", /* document/didSave */
+    "s\011sessionIds\003urii\007versiono\010positiono\014visibleRange", /* document/didFocus
+                                                                         */
+    "",                         /* mcp/connect */
+    "s\014connectionId",        /* mcp/disconnect */
+    "",                         /* auth/status */
+    "s\011sessionId",           /* session/archive */
+    "s\011sessionId",           /* session/unarchive */
+    "s\011sessionId",           /* session/status */
+    "s\011sessionIds\005title", /* session/set_title */
+    "s\005state",               /* auth/status_update */
 };
 
 /* Index + 1 into method_table_v2 by id; 0: not a v2 method. */

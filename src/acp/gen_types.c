@@ -4684,113 +4684,117 @@ static const struct {
 } method_types[] = {
     {NULL, NULL, NULL, ""}, /* ACP_METHOD_UNKNOWN */
     {&acp_type_initialize_request, &acp_type_initialize_response, NULL,
-     "i:protocolVersion"}, /* initialize */
+     "i\017protocolVersion"}, /* initialize */
     {&acp_type_authenticate_request, &acp_type_authenticate_response, NULL,
-     "s:methodId"}, /* authenticate */
+     "s\010methodId"}, /* authenticate */
     {&acp_type_new_session_request, &acp_type_new_session_response, NULL,
-     "s:cwd a:mcpServers"}, /* session/new */
+     "s\003cwda\012mcpServers"}, /* session/new */
     {&acp_type_load_session_request, &acp_type_load_session_response, NULL,
-     "a:mcpServers s:cwd s:sessionId"}, /* session/load */
+     "a\012mcpServerss\003cwds\011sessionId"}, /* session/load */
     {&acp_type_set_session_mode_request, &acp_type_set_session_mode_response,
-     NULL, "s:sessionId s:modeId"}, /* session/set_mode */
+     NULL, "s\011sessionIds\006modeId"}, /* session/set_mode */
     {&acp_type_set_session_config_option_request,
      &acp_type_set_session_config_option_response, NULL,
-     "s:sessionId s:configId"}, /* session/set_config_option */
+     "s\011sessionIds\010configId"}, /* session/set_config_option */
     {&acp_type_prompt_request, &acp_type_prompt_response, NULL,
-     "s:sessionId a:prompt"}, /* session/prompt */
+     "s\011sessionIda\006prompt"}, /* session/prompt */
     {&acp_type_cancel_notification, NULL, &acp_type_cancel_notification,
-     "s:sessionId"}, /* session/cancel */
+     "s\011sessionId"}, /* session/cancel */
     {&acp_type_list_sessions_request, &acp_type_list_sessions_response, NULL,
      ""}, /* session/list */
     {&acp_type_delete_session_request, &acp_type_delete_session_response, NULL,
-     "s:sessionId"}, /* session/delete */
+     "s\011sessionId"}, /* session/delete */
     {&acp_type_resume_session_request, &acp_type_resume_session_response, NULL,
-     "s:sessionId s:cwd"}, /* session/resume */
+     "s\011sessionIds\003cwd"}, /* session/resume */
     {&acp_type_close_session_request, &acp_type_close_session_response, NULL,
-     "s:sessionId"}, /* session/close */
+     "s\011sessionId"}, /* session/close */
     {&acp_type_logout_request, &acp_type_logout_response, NULL,
      ""}, /* logout */
     {&acp_type_request_permission_request,
      &acp_type_request_permission_response, NULL,
-     "s:sessionId o:toolCall a:options"}, /* session/request_permission */
+     "s\011sessionIdo\010toolCalla\007options"}, /* session/request_permission
+                                                  */
     {&acp_type_session_notification, NULL, &acp_type_session_notification,
-     "s:sessionId o:update"}, /* session/update */
+     "s\011sessionIdo\006update"}, /* session/update */
     {&acp_type_write_text_file_request, &acp_type_write_text_file_response,
-     NULL, "s:sessionId s:path s:content"}, /* fs/write_text_file */
+     NULL, "s\011sessionIds\004paths\007content"}, /* fs/write_text_file */
     {&acp_type_read_text_file_request, &acp_type_read_text_file_response, NULL,
-     "s:sessionId s:path"}, /* fs/read_text_file */
+     "s\011sessionIds\004path"}, /* fs/read_text_file */
     {&acp_type_create_terminal_request, &acp_type_create_terminal_response,
-     NULL, "s:sessionId s:command"}, /* terminal/create */
+     NULL, "s\011sessionIds\007command"}, /* terminal/create */
     {&acp_type_terminal_output_request, &acp_type_terminal_output_response,
-     NULL, "s:sessionId s:terminalId"}, /* terminal/output */
+     NULL, "s\011sessionIds\012terminalId"}, /* terminal/output */
     {&acp_type_release_terminal_request, &acp_type_release_terminal_response,
-     NULL, "s:sessionId s:terminalId"}, /* terminal/release */
+     NULL, "s\011sessionIds\012terminalId"}, /* terminal/release */
     {&acp_type_wait_for_terminal_exit_request,
      &acp_type_wait_for_terminal_exit_response, NULL,
-     "s:sessionId s:terminalId"}, /* terminal/wait_for_exit */
+     "s\011sessionIds\012terminalId"}, /* terminal/wait_for_exit */
     {&acp_type_kill_terminal_request, &acp_type_kill_terminal_response, NULL,
-     "s:sessionId s:terminalId"}, /* terminal/kill */
+     "s\011sessionIds\012terminalId"}, /* terminal/kill */
     {&acp_type_create_elicitation_request,
      &acp_type_create_elicitation_response, NULL,
-     "s:message"}, /* elicitation/create */
+     "s\007message"}, /* elicitation/create */
     {&acp_type_complete_elicitation_notification, NULL,
      &acp_type_complete_elicitation_notification,
-     "s:elicitationId"}, /* elicitation/complete */
+     "s\015elicitationId"}, /* elicitation/complete */
     {&acp_type_cancel_request_notification, NULL,
      &acp_type_cancel_request_notification, ""}, /* $/cancel_request */
     {&acp_type_list_providers_request, &acp_type_list_providers_response, NULL,
      ""}, /* providers/list */
     {&acp_type_set_provider_request, &acp_type_set_provider_response, NULL,
-     "s:providerId s:apiType s:baseUrl"}, /* providers/set */
+     "s\012providerIds\007apiTypes\007baseUrl"}, /* providers/set */
     {&acp_type_disable_provider_request, &acp_type_disable_provider_response,
-     NULL, "s:providerId"}, /* providers/disable */
+     NULL, "s\012providerId"}, /* providers/disable */
     {&acp_type_message_mcp_request, NULL, &acp_type_message_mcp_notification,
      ""}, /* mcp/message */
     {&acp_type_fork_session_request, &acp_type_fork_session_response, NULL,
-     "s:sessionId s:cwd"}, /* session/fork */
+     "s\011sessionIds\003cwd"}, /* session/fork */
     {&acp_type_start_nes_request, &acp_type_start_nes_response, NULL,
      ""}, /* nes/start */
     {&acp_type_suggest_nes_request, &acp_type_suggest_nes_response, NULL,
-     "s:sessionId s:uri i:version o:position s:triggerKind"}, /* nes/suggest */
+     "s\011sessionIds\003urii\007versiono\010positions\013triggerKind"}, /* nes/suggest
+                                                                          */
     {&acp_type_accept_nes_notification, NULL, &acp_type_accept_nes_notification,
-     "s:sessionId s:id"}, /* nes/accept */
+     "s\011sessionIds\002id"}, /* nes/accept */
     {&acp_type_reject_nes_notification, NULL, &acp_type_reject_nes_notification,
-     "s:sessionId s:id"}, /* nes/reject */
+     "s\011sessionIds\002id"}, /* nes/reject */
     {&acp_type_close_nes_request, &acp_type_close_nes_response, NULL,
-     "s:sessionId"}, /* nes/close */
+     "s\011sessionId"}, /* nes/close */
     {&acp_type_did_open_document_notification, NULL,
      &acp_type_did_open_document_notification,
-     "s:sessionId s:uri s:languageId i:version s:text"}, /* document/didOpen */
+     "s\011sessionIds\003uris\012languageIdi\007versions\004text"}, /* document/didOpen
+                                                                     */
     {&acp_type_did_change_document_notification, NULL,
      &acp_type_did_change_document_notification,
-     "s:sessionId s:uri i:version a:contentChanges"}, /* document/didChange */
+     "s\011sessionIds\003urii\007versiona\016contentChanges"}, /* document/didChange
+                                                                */
     {&acp_type_did_close_document_notification, NULL,
      &acp_type_did_close_document_notification,
-     "s:sessionId s:uri"}, /* document/didClose */
+     "s\011sessionIds\003uri"}, /* document/didClose */
     {&acp_type_did_save_document_notification, NULL,
      &acp_type_did_save_document_notification,
-     "s:sessionId s:uri"}, /* document/didSave */
+     "s\011sessionIds\003uri"}, /* document/didSave */
     {&acp_type_did_focus_document_notification, NULL,
      &acp_type_did_focus_document_notification,
-     "s:sessionId s:uri i:version o:position o:visibleRange"}, /* document/didFocus
-                                                                */
+     "s\011sessionIds\003urii\007versiono\010positiono\014visibleRange"}, /* document/didFocus
+                                                                           */
     {&acp_type_connect_mcp_request, &acp_type_connect_mcp_response, NULL,
      ""}, /* mcp/connect */
     {&acp_type_disconnect_mcp_request, &acp_type_disconnect_mcp_response, NULL,
-     "s:connectionId"}, /* mcp/disconnect */
+     "s\014connectionId"}, /* mcp/disconnect */
     {&acp_type_auth_status_request, &acp_type_auth_status_response, NULL,
      ""}, /* auth/status */
     {&acp_type_archive_session_request, &acp_type_archive_session_response,
-     NULL, "s:sessionId"}, /* session/archive */
+     NULL, "s\011sessionId"}, /* session/archive */
     {&acp_type_unarchive_session_request, &acp_type_unarchive_session_response,
-     NULL, "s:sessionId"}, /* session/unarchive */
+     NULL, "s\011sessionId"}, /* session/unarchive */
     {&acp_type_session_status_request, &acp_type_session_status_response, NULL,
-     "s:sessionId"}, /* session/status */
+     "s\011sessionId"}, /* session/status */
     {&acp_type_set_session_title_request, &acp_type_set_session_title_response,
-     NULL, "s:sessionId s:title"}, /* session/set_title */
+     NULL, "s\011sessionIds\005title"}, /* session/set_title */
     {&acp_type_auth_status_update_notification, NULL,
      &acp_type_auth_status_update_notification,
-     "s:state"}, /* auth/status_update */
+     "s\005state"}, /* auth/status_update */
 };
 
 #define METHOD_TYPES_COUNT (sizeof(method_types) / sizeof(method_types[0]))
