@@ -189,9 +189,10 @@ static int stack_grow(const acp_mem *m, uint32_t **stack, uint32_t *cap,
 }
 
 /*
- * The rest of a string from p (inside it, after its opening quote at s):
- * everything but the common case parse_core() tests inline (the first 16
- * bytes hold the closing quote and nothing else special). Out of line so
+ * The rest of a string from p (inside it, after its opening quote at s;
+ * the bytes before p are plain): everything but the common case
+ * parse_core() tests inline (the first 16 or 32 bytes hold the closing
+ * quote and nothing else special). Out of line so
  * that the loop's calls (the AVX2 steps) and its SWAR constants do not
  * make every string spill the parser's registers. Returns the position of
  * the closing quote and ors ACP__JF_ESC/ACP__JF_SURR into *flags; NULL on
@@ -525,12 +526,20 @@ string:
   s = p++;
   flags = 0;
 #ifdef ACP__SSE2
-  /* Most strings end in their first 16 bytes with nothing else special:
-   * that test alone, inline; anything else (escapes, UTF-8, control bytes,
-   * longer strings, the last bytes of the input) is string_rest(). */
+  /* Most strings end in their first 32 bytes with nothing else special:
+   * that test alone, inline (16 bytes, then 16 more if the first were
+   * plain); anything else (escapes, UTF-8, control bytes, longer strings,
+   * the last bytes of the input) is string_rest(), from the first byte not
+   * yet found plain. */
   if (ACP__LIKELY(end - p >= 16)) {
     int hm = _mm_movemask_epi8(
         acp__json_special16(_mm_loadu_si128((const __m128i *)(const void *)p)));
+    if (hm == 0) {
+      p += 16;
+      if (end - p >= 16)
+        hm = _mm_movemask_epi8(acp__json_special16(
+            _mm_loadu_si128((const __m128i *)(const void *)p)));
+    }
     if (hm != 0 && p[(unsigned)__builtin_ctz((unsigned)hm)] == '"') {
       p += (unsigned)__builtin_ctz((unsigned)hm);
       goto string_end;
@@ -1022,6 +1031,14 @@ static int int_magnitude(const acp_json_val *v, uint64_t *out) {
 
   if (*p == '-')
     p++;
+  /* Up to 19 digits cannot overflow 64 bits (10^19 - 1 < 2^64): no check
+   * per digit for the ids and counts that make up nearly every number. */
+  if (end - p <= 19) {
+    for (; p < end; p++)
+      acc = acc * 10 + (unsigned)(*p - '0');
+    *out = acc;
+    return 0;
+  }
   for (; p < end; p++) {
     d = (unsigned)(*p - '0');
     if (acc > (UINT64_MAX - d) / 10)

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,6 +425,59 @@ static void test_json_integer_edges(void **state) {
   assert_true(d == 1e26);
   assert_int_equal(acp_json_get_int64(NULL, &i), ACP_ERR_TYPE);
   assert_int_equal(acp_json_get_double(r, &d), ACP_ERR_TYPE);
+  acp_json_doc_free(doc);
+}
+
+/* Integers of every digit count 1..22 (19 and fewer take a path without
+ * an overflow check per digit), both signs, against strtoull/strtoll. */
+static void test_json_integers_every_digit_count(void **state) {
+  static const char fill[] = {'9', '1', '8', '5', '0'};
+  acp_json_doc *doc = NULL;
+  char num[32];
+  size_t nd, f, neg;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  for (nd = 1; nd <= 22; nd++) {
+    for (f = 0; f < sizeof(fill); f++) {
+      for (neg = 0; neg < 2; neg++) {
+        size_t m = 0, i;
+        int64_t iv = 0;
+        uint64_t uv = 0;
+        int rv_i, rv_u;
+        unsigned long long ref_u;
+        long long ref_i;
+        int over_u, over_i;
+
+        if (neg)
+          num[m++] = '-';
+        for (i = 0; i < nd; i++) /* first digit nonzero: valid JSON */
+          num[m++] = i == 0 ? (char)('1' + (f * 3 + nd) % 9) : fill[f];
+        num[m] = '\0';
+        assert_int_equal(acp_json_doc_parse(doc, num, m, NULL), 0);
+        rv_i = acp_json_get_int64(acp_json_doc_root(doc), &iv);
+        rv_u = acp_json_get_uint64(acp_json_doc_root(doc), &uv);
+        errno = 0;
+        ref_i = strtoll(num, NULL, 10);
+        over_i = errno == ERANGE;
+        errno = 0;
+        ref_u = strtoull(num + neg, NULL, 10);
+        over_u = errno == ERANGE || neg; /* no "-0": nonzero lead */
+        if (over_i) {
+          assert_int_equal(rv_i, ACP_ERR_RANGE);
+        } else {
+          assert_int_equal(rv_i, 0);
+          assert_true(iv == (int64_t)ref_i);
+        }
+        if (over_u) {
+          assert_int_equal(rv_u, ACP_ERR_RANGE);
+        } else {
+          assert_int_equal(rv_u, 0);
+          assert_true(uv == (uint64_t)ref_u);
+        }
+      }
+    }
+  }
   acp_json_doc_free(doc);
 }
 
@@ -1694,10 +1748,10 @@ static void test_json_errors_after_whitespace(void **state) {
  * the document each in a heap block of exactly their size (so that ASan
  * sees any read past either). */
 /*
- * The parser's string entry tests the first 16 bytes inline and hands
+ * The parser's string entry tests the first 16 and 32 bytes inline and hands
  * everything else to an out-of-line walk (string_rest()). Each special
  * (an escape, UTF-8, a bad byte) at every offset of strings of every
- * length up to 40, as a value and as a key, with 0..20 bytes after the
+ * length up to 56, as a value and as a key, with 0..20 bytes after the
  * document, so both sides of the 16-byte test and of the input's end are
  * taken: the verdict, the error offset, the escape flag, the decoded text
  * and the value after the string must all come out the same, through
@@ -1729,7 +1783,7 @@ static void test_json_parse_strings_every_length_offset_and_tail(void **state) {
       {"\\x", NULL, 0},
       {"\\u12G4", NULL, 0},
   };
-  enum { MAXLEN = 40, MAXTAIL = 20 };
+  enum { MAXLEN = 56, MAXTAIL = 20 };
   char body[MAXLEN + 16];
   char want[MAXLEN + 16];
   char in[MAXLEN + MAXTAIL + 32];
@@ -1894,6 +1948,7 @@ int main(void) {
       cmocka_unit_test(test_json_doc_str_many_escaped_strings_stay_valid),
       cmocka_unit_test(test_json_raw_spans_are_byte_exact),
       cmocka_unit_test(test_json_integer_edges),
+      cmocka_unit_test(test_json_integers_every_digit_count),
       cmocka_unit_test(test_json_double_long_forms),
       cmocka_unit_test(test_json_rejects_bad_input),
       cmocka_unit_test(test_json_long_strings_swar_boundaries),
