@@ -335,15 +335,30 @@ static void stack_buf(acp__buf *b, const acp_mem *mem, char *p, size_t cap) {
  * strlen per piece of every envelope); `"" lit ""` takes only a literal. */
 #define put_lit(b, lit) acp__buf_append((b), "" lit "", sizeof(lit) - 1)
 
+/* Two digits a step (a division by 100 and a table load, not a division
+ * per digit): ids and error codes are written on every message. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536"
+    "37383940414243444546474849505152535455565758596061626364656667686970717273"
+    "7475767778798081828384858687888990919293949596979899";
+
 static int put_i64(acp__buf *b, int64_t v) {
   char tmp[24];
   size_t i = sizeof(tmp);
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
-  do {
-    tmp[--i] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u != 0);
+  while (u >= 100) {
+    unsigned r = (unsigned)(u % 100);
+    u /= 100;
+    i -= 2;
+    memcpy(tmp + i, digit_pairs + 2 * r, 2);
+  }
+  if (u >= 10) {
+    i -= 2;
+    memcpy(tmp + i, digit_pairs + 2 * u, 2);
+  } else {
+    tmp[--i] = (char)('0' + u);
+  }
   if (v < 0)
     tmp[--i] = '-';
   return acp__buf_append(b, tmp + i, sizeof(tmp) - i);

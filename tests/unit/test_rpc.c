@@ -636,6 +636,48 @@ static void test_rpc_respond_twice_or_unknown_handle_not_found(void **state) {
   acp_rpc_session_free(s);
 }
 
+/* Error codes are written by the session's own integer formatting (two
+ * digits a step): every digit count, both signs, and the int64 ends,
+ * against snprintf. */
+static void test_rpc_error_codes_every_digit_count(void **state) {
+  rec r = {.mode = MODE_STORE};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+  int64_t codes[96];
+  size_t n = 0, i;
+  int64_t p = 1;
+  char want[160];
+
+  (void)state;
+  for (i = 0; i < 18; i++) { /* 1, 9, 10, 99, 100, ... 10^17, 10^18 - 1 */
+    codes[n++] = p;
+    codes[n++] = -p;
+    codes[n++] = p * 10 - 1;
+    codes[n++] = -(p * 10 - 1);
+    p *= 10;
+  }
+  codes[n++] = p; /* 10^18 */
+  codes[n++] = -p;
+  codes[n++] = 0;
+  codes[n++] = INT64_MAX;
+  codes[n++] = INT64_MIN;
+  codes[n++] = -32602;
+  for (i = 0; i < n; i++) {
+    reset_out();
+    feed(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\n");
+    assert_int_equal(r.nreq, (int)i + 1);
+    assert_int_equal(acp_rpc_session_respond_error(s, r.handles[r.nhandles - 1],
+                                                   codes[i], "x", 1, NULL, 0),
+                     0);
+    drain(s);
+    snprintf(want, sizeof(want),
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":%lld,"
+             "\"message\":\"x\"}}\n",
+             (long long)codes[i]);
+    assert_string_equal(out, want);
+  }
+  acp_rpc_session_free(s);
+}
+
 /* MARK: - Invalid input */
 
 static void test_rpc_parse_errors_and_invalid_utf8(void **state) {
@@ -1699,6 +1741,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_no_handler_answers_method_not_found),
       cmocka_unit_test(test_rpc_too_many_incoming_answered_internal_error),
       cmocka_unit_test(test_rpc_respond_twice_or_unknown_handle_not_found),
+      cmocka_unit_test(test_rpc_error_codes_every_digit_count),
       cmocka_unit_test(test_rpc_parse_errors_and_invalid_utf8),
       cmocka_unit_test(test_rpc_invalid_requests_answered_invalid_request),
       cmocka_unit_test(test_rpc_bad_responses_reported_not_answered),
