@@ -1343,9 +1343,16 @@ static int copy_z(acp_rpc_session *s, acp__buf *buf, const acp_json_val *v,
   size_t n;
   int rv;
 
-  rv = acp_json_doc_str(s->doc, v, &p, &n);
-  if (rv != 0)
-    return rv;
+  /* A string without escapes is its raw bytes between the quotes: read
+   * off the tape record (as key_index() does), no call. */
+  if (v->type == ACP_JSON_STRING && (v->flags & ACP__JF_ESC) == 0) {
+    p = v->raw + 1;
+    n = v->len - 2;
+  } else {
+    rv = acp_json_doc_str(s->doc, v, &p, &n);
+    if (rv != 0)
+      return rv;
+  }
   buf->len = 0;
   rv = acp__buf_reserve(buf, n + 1);
   if (rv != 0)

@@ -285,6 +285,17 @@ static void test_rpc_method_is_decoded_and_nul_terminated(void **state) {
   assert_string_equal(r.method, "a/b\xc3\xa9");
   assert_int_equal(r.method_len, 5);
   assert_int_equal(acp_rpc_session_incoming(s), 1);
+  /* Without escapes the raw bytes are copied: exact, NUL-terminated, for
+   * an empty name and for one longer than the previous. */
+  feed(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"\"}\n");
+  assert_string_equal(r.method, "");
+  assert_int_equal(r.method_len, 0);
+  feed(s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"session/update\"}\n");
+  assert_string_equal(r.method, "session/update");
+  assert_int_equal(r.method_len, 14);
+  feed(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"x\"}\n");
+  assert_string_equal(r.method, "x");
+  assert_int_equal(r.method_len, 1);
   acp_rpc_session_free(s);
 }
 
