@@ -1536,18 +1536,25 @@ again:
 
 /* MARK: - Reading */
 
-static void route_line(cond *c, size_t link, const char *line, size_t len) {
+/* `f`: the framer that just produced the line. The router then skips what
+ * the framer already checked (acp_router_recv_framed): no line feed inside,
+ * and the plain run its search found, which a 1 MiB message has. */
+static void route_line(cond *c, size_t link, const acp_ndjson *f,
+                       const char *line, size_t len) {
   int rc;
   if (link == c->n && bridge_on(c)) {
+    const char *in = line;
     acp_ssize n = acp_mcp_bridge_from_agent(c->br, line, len, &line);
     if (n < 0) {
       br_fatal(c, (int)n);
       start_shutdown(c);
       return;
     }
+    if (line != in || (size_t)n != len)
+      f = NULL; /* rewritten by the bridge: not the framer's line */
     len = (size_t)n;
   }
-  rc = acp_router_recv(c->r, link, line, len);
+  rc = acp_router_recv_framed(c->r, link, f, line, len);
   if (rc == ACP_ERR_NOMEM) {
     c->fatal = rc;
     c->exit_status = 1;
@@ -1601,7 +1608,7 @@ static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
     if (rc == ACP_NDJSON_NEED_MORE)
       break;
     if (rc == ACP_NDJSON_LINE) {
-      route_line(c, link, line, n);
+      route_line(c, link, f, line, n);
       if (n >= BIG_LINE) {
         acp_ndjson_dispose(f); /* before the write copies it again */
         after_big_line(c);
