@@ -4,8 +4,8 @@
  * An acp_router moves JSON-RPC messages between the links of one proxy chain
  * as the Proxy Chains RFD describes. It does no I/O, spawns nothing and reads
  * no clock: the runtime (`acp conductor`) frames lines, feeds each complete
- * line with acp_router_recv(), drains each link's output with
- * acp_router_send(), and reports component deaths with
+ * line with acp_router_recv() (or acp_router_recv_framed()), drains each link's
+ * output with acp_router_send(), and reports component deaths with
  * acp_router_link_closed().
  *
  * LINKS. A router for N components has N + 1 links:
