@@ -4,8 +4,8 @@
  * An acp_router moves JSON-RPC messages between the links of one proxy chain
  * as the Proxy Chains RFD describes. It does no I/O, spawns nothing and reads
  * no clock: the runtime (`acp conductor`) frames lines, feeds each complete
- * line with acp_router_recv(), drains each link's output with
- * acp_router_send(), and reports component deaths with
+ * line with acp_router_recv() (or acp_router_recv_framed()), drains each link's
+ * output with acp_router_send(), and reports component deaths with
  * acp_router_link_closed().
  *
  * LINKS. A router for N components has N + 1 links:
@@ -184,6 +184,7 @@
 #define ACP_ROUTER_H
 
 #include "common.h"
+#include "ndjson.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -356,6 +357,25 @@ ACP_EXTERN size_t acp_router_link_count(const acp_router *r);
  */
 ACP_EXTERN int acp_router_recv(acp_router *r, size_t link, const char *line,
                                size_t len);
+
+/**
+ * As acp_router_recv(), for a line that acp_ndjson_next() has just handed
+ * out from `framer`, passed unchanged (same pointer and length) before the
+ * framer's next call. What the framer already knows about the line is not
+ * computed again: it holds no line feed (the check is skipped), and the
+ * long run of plain bytes its line feed search found (a 1 MiB message split
+ * across reads) is jumped over by the parse instead of scanned a second
+ * time. Routing, answers and errors are those of acp_router_recv().
+ *
+ * @param framer  the framer that produced `line`, or NULL (then this is
+ *                acp_router_recv()). Read only, not kept. Passing a line
+ *                the framer did not just produce is a contract violation:
+ *                bytes the framer saw as plain are taken as such.
+ * @return as acp_router_recv().
+ */
+ACP_EXTERN int acp_router_recv_framed(acp_router *r, size_t link,
+                                      const acp_ndjson *framer,
+                                      const char *line, size_t len);
 
 /**
  * Take every byte waiting to be written to `link`: whole lines, each ending

@@ -10,6 +10,7 @@
 #include "acp/json.h"
 #include "acp/mcp_acp.h"
 #include "acp/rpc.h"
+#include "json/json_int.h"
 #include "router_int.h"
 
 /* MARK: - Types (Private) */
@@ -1675,7 +1676,14 @@ static int check_call(const acp_router *r) {
   return 0;
 }
 
-int acp_router_recv(acp_router *r, size_t link, const char *line, size_t len) {
+/*
+ * `framer`: the acp_ndjson that just produced `line` (acp_router_recv_framed),
+ * or NULL. Its line holds no line feed and may carry a plain run that the
+ * parse need not scan again: on a 1 MiB message those were two of the
+ * conductor's passes over the bytes per hop (docs/decisions.md, issue 11).
+ */
+static int recv_line(acp_router *r, size_t link, const acp_ndjson *framer,
+                     const char *line, size_t len) {
   const acp_json_val *root;
   const acp_json_val *el;
   acp_json_err jerr;
@@ -1694,11 +1702,18 @@ int acp_router_recv(acp_router *r, size_t link, const char *line, size_t len) {
     len--;
   if (len > 0 && line[len - 1] == '\r')
     len--;
-  if (len > 0 && memchr(line, '\n', len) != NULL) {
+  if (framer == NULL && len > 0 && memchr(line, '\n', len) != NULL) {
     event(r, ACP_ROUTER_EVENT_REJECTED, k, "line contains a newline");
     return emit_error(r, k, NULL, 0, ACP_RPC_PARSE_ERROR, "\"Parse error\"", 13,
                       NULL, 0);
   }
+  /* The run is in offsets of the framer's line; a run that does not lie
+   * inside what is parsed (a '\r' cut off above) is not used. The parse
+   * clears it whatever happens. */
+  if (framer != NULL && framer->plain_hi > framer->plain_lo &&
+      framer->plain_hi <= len)
+    acp__json_doc_set_plain(r->doc, line + framer->plain_lo,
+                            line + framer->plain_hi);
   rv = acp_json_doc_parse(r->doc, line, len, &jerr);
   if (rv == ACP_ERR_NOMEM)
     return nomem(r, rv);
@@ -1724,6 +1739,15 @@ int acp_router_recv(acp_router *r, size_t link, const char *line, size_t len) {
     return rv;
   }
   return end_batch(r);
+}
+
+int acp_router_recv(acp_router *r, size_t link, const char *line, size_t len) {
+  return recv_line(r, link, NULL, line, len);
+}
+
+int acp_router_recv_framed(acp_router *r, size_t link, const acp_ndjson *framer,
+                           const char *line, size_t len) {
+  return recv_line(r, link, framer, line, len);
 }
 
 acp_ssize acp_router_send(acp_router *r, size_t link, const char **data) {

@@ -156,6 +156,29 @@ static const char *find_nl(acp_ndjson *f, const char *start, size_t avail,
                            size_t base) {
   size_t i = 0;
 
+  /* The line's run reaches the end of what earlier reads brought (up to
+   * the last part-block, checked here byte by byte): it goes on into this
+   * read while the bytes stay plain, so that a text split across many
+   * reads (a conductor's hop gets 1 MiB in several) is one run, which the
+   * parse jumps over whole, not only its longest piece. The carry holds
+   * the line's bytes before `base`. */
+  if (base > 0 && f->plain_hi > f->plain_lo && f->plain_hi <= base &&
+      base - f->plain_hi < 64 && avail >= 64) {
+    const unsigned char *g = (const unsigned char *)f->buf + f->plain_hi;
+    const unsigned char *ge = (const unsigned char *)f->buf + base;
+
+    while (g < ge && *g >= 0x20 && *g < 0x80 && *g != '"' && *g != '\\')
+      g++;
+    if (g == ge) {
+      size_t k = plain_run((const unsigned char *)start, avail);
+
+      if (k > 0) {
+        f->plain_hi = base + k;
+        i = k;
+      }
+    }
+  }
+
   while (avail - i >= PLAIN_MIN) {
     const char *nl = memchr(start + i, '\n', NL_WINDOW);
     size_t k;

@@ -624,9 +624,10 @@ typedef struct comp {
   char *name;
   char *cmdline;
   acp_uv_process *p;
-  acp_uv_link *l; /* borrowed from p */
-  acp_ndjson fr;  /* its stdout's lines */
-  bool running;   /* spawned, not yet reported dead */
+  acp_uv_link *l;      /* borrowed from p */
+  acp_ndjson fr;       /* its stdout's lines */
+  const char *fr_lent; /* where fr lent its buffer to the last read */
+  bool running;        /* spawned, not yet reported dead */
   bool out_eof;
   bool exited;
   bool reported;
@@ -648,7 +649,8 @@ struct cond {
   size_t n;
   comp *comps; /* [n], comps[i].link == i + 1 */
   acp_uv_link *up;
-  acp_ndjson upfr; /* the client's (or parent's) lines */
+  acp_ndjson upfr;     /* the client's (or parent's) lines */
+  const char *up_lent; /* where upfr lent its buffer to the last read */
   acp_uv_signals *sig;
   uv_timer_t drain_timer;
   uint64_t t0;
@@ -1536,18 +1538,25 @@ again:
 
 /* MARK: - Reading */
 
-static void route_line(cond *c, size_t link, const char *line, size_t len) {
+/* `f`: the framer that just produced the line. The router then skips what
+ * the framer already checked (acp_router_recv_framed): no line feed inside,
+ * and the plain run its search found, which a 1 MiB message has. */
+static void route_line(cond *c, size_t link, const acp_ndjson *f,
+                       const char *line, size_t len) {
   int rc;
   if (link == c->n && bridge_on(c)) {
+    const char *in = line;
     acp_ssize n = acp_mcp_bridge_from_agent(c->br, line, len, &line);
     if (n < 0) {
       br_fatal(c, (int)n);
       start_shutdown(c);
       return;
     }
+    if (line != in || (size_t)n != len)
+      f = NULL; /* rewritten by the bridge: not the framer's line */
     len = (size_t)n;
   }
-  rc = acp_router_recv(c->r, link, line, len);
+  rc = acp_router_recv_framed(c->r, link, f, line, len);
   if (rc == ACP_ERR_NOMEM) {
     c->fatal = rc;
     c->exit_status = 1;
@@ -1588,9 +1597,14 @@ static void answer_overlong(cond *c, size_t link) {
 
 /* Split `data` into lines (the policy of acp/ndjson.h); route each one. The
  * carry of a long line split across reads, or of an over-long one, is given
- * back at once: a conductor holds many links. */
+ * back at once: a conductor holds many links. `lent`: the bytes were read
+ * into the framer's own buffer (acp_ndjson_read_buf()); then what follows
+ * a long line in the same read lives in that buffer too, and the buffer is
+ * given back only once those bytes are framed. */
 static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
-                  size_t len) {
+                  size_t len, bool lent) {
+  bool give_back = false;
+
   while (len > 0 && !c->fatal) {
     const char *line;
     size_t used, n;
@@ -1601,19 +1615,43 @@ static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
     if (rc == ACP_NDJSON_NEED_MORE)
       break;
     if (rc == ACP_NDJSON_LINE) {
-      route_line(c, link, line, n);
+      route_line(c, link, f, line, n);
       if (n >= BIG_LINE) {
-        acp_ndjson_dispose(f); /* before the write copies it again */
+        if (!lent || len == 0)
+          acp_ndjson_dispose(f); /* before the write copies it again */
+        else
+          give_back = true;
         after_big_line(c);
       }
     } else if (rc == ACP_NDJSON_OVERLONG) {
-      acp_ndjson_dispose(f);
+      if (!lent || len == 0)
+        acp_ndjson_dispose(f);
+      else
+        give_back = true;
       answer_overlong(c, link);
     } else {
       cond_fatal(c, rc, "cannot hold a line");
       return;
     }
   }
+  if (give_back && acp_ndjson_pending(f) == 0)
+    acp_ndjson_dispose(f);
+}
+
+/* The read buffers a link's stream reads go into: the framer's, right after
+ * the partial line it holds (acp_ndjson_read_buf()), so that a long line is
+ * not copied from the link's buffer to the framer's (one copy of each 1 MiB
+ * message per hop; docs/decisions.md, issue 11). */
+static char *up_read_buf(void *ud, size_t *room) {
+  cond *c = ud;
+  c->up_lent = acp_ndjson_read_buf(&c->upfr, room);
+  return (char *)c->up_lent;
+}
+
+static char *comp_read_buf(void *ud, size_t *room) {
+  comp *k = ud;
+  k->fr_lent = acp_ndjson_read_buf(&k->fr, room);
+  return (char *)k->fr_lent;
 }
 
 static void spawn_all(cond *c);
@@ -1636,7 +1674,8 @@ static void on_up_read(acp_uv_link *l, int status, const char *data, size_t len,
     spawn_all(c);
   dbg_write(c->dbg_up_in, data, len);
   c->reading = 0;
-  frame(c, &c->upfr, 0, data, len);
+  frame(c, &c->upfr, 0, data, len, data == c->up_lent && data != NULL);
+  c->up_lent = NULL;
   flush_all(c);
 }
 
@@ -1870,7 +1909,8 @@ static void on_comp_read(acp_uv_link *l, int status, const char *data,
   }
   dbg_write(k->dbg_out, data, len);
   c->reading = k->link;
-  frame(c, &k->fr, k->link, data, len);
+  frame(c, &k->fr, k->link, data, len, data == k->fr_lent && data != NULL);
+  k->fr_lent = NULL;
   flush_all(c);
   c->reading = 0;
 }
@@ -1933,7 +1973,8 @@ static int spawn_comp(cond *c, comp *k) {
     }
     acp_uv_link_set_spare_max(k->l, SPARE_MAX_COND);
     k->running = true;
-    if ((rc = acp_uv_link_read_start(k->l, on_comp_read, k)) < 0) {
+    if ((rc = acp__uv_link_read_start_buf(k->l, on_comp_read, comp_read_buf,
+                                          k)) < 0) {
       snprintf(why, sizeof(why), "could not be read: %s", acp_strerror(rc));
       goto fail_why;
     }
@@ -1961,7 +2002,8 @@ static int spawn_comp(cond *c, comp *k) {
    * the target for a conductor under load does not allow. */
   acp_uv_link_set_spare_max(k->l, SPARE_MAX_COND);
   k->running = true;
-  if ((rc = acp_uv_link_read_start(k->l, on_comp_read, k)) < 0)
+  if ((rc = acp__uv_link_read_start_buf(k->l, on_comp_read, comp_read_buf, k)) <
+      0)
     goto fail;
   return 0;
 fail:
@@ -2170,7 +2212,7 @@ int acp_conductor_run(const acp_conductor_options *o, int in_fd, int out_fd,
     rc = acp_uv_link_new_fds(&c->up, &c->loop, in_fd, out_fd, c->mem);
   if (rc == 0) {
     acp_uv_link_set_spare_max(c->up, SPARE_MAX_COND);
-    rc = acp_uv_link_read_start(c->up, on_up_read, c);
+    rc = acp__uv_link_read_start_buf(c->up, on_up_read, up_read_buf, c);
   }
   if (rc == 0)
     rc = acp_uv_signals_new(&c->sig, &c->loop, on_signal, c, c->mem);

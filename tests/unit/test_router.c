@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1842,6 +1843,159 @@ static void test_router_version_mismatch_is_refused(void **state) {
   acp_router_free(r);
 }
 
+/* MARK: - Lines from a framer (acp_router_recv_framed) */
+
+/* The output a router gives for one message from link 0 (after init), in
+ * a malloc'd copy; `framed` feeds it through an acp_ndjson in reads of
+ * `step` bytes (0: whole) and acp_router_recv_framed(), else
+ * acp_router_recv(). */
+static char *route_big(const char *msg, size_t len, bool framed, size_t step,
+                       size_t *out_len, size_t *out_link) {
+  acp_router *r = mk_agent(1);
+  acp_ndjson f;
+  char *in = malloc(len + 1);
+  char *out = NULL;
+  size_t pos = 0, k;
+  int lines = 0;
+
+  assert_non_null(in);
+  init_chain(r, 1);
+  memcpy(in, msg, len);
+  in[len] = '\n';
+  if (!framed) {
+    assert_int_equal(acp_router_recv(r, 0, in, len), 0);
+  } else {
+    acp_ndjson_init(&f, SIZE_MAX, NULL);
+    while (pos < len + 1) {
+      size_t n = step == 0 || len + 1 - pos < step ? len + 1 - pos : step;
+      size_t off = 0;
+      while (off < n) {
+        const char *line;
+        size_t used, ll;
+        int rc =
+            acp_ndjson_next(&f, in + pos + off, n - off, &used, &line, &ll);
+        off += used;
+        if (rc == ACP_NDJSON_NEED_MORE)
+          break;
+        assert_int_equal(rc, ACP_NDJSON_LINE);
+        assert_int_equal(acp_router_recv_framed(r, 0, &f, line, ll), 0);
+        lines++;
+      }
+      pos += n;
+    }
+    assert_int_equal(lines, 1);
+    acp_ndjson_dispose(&f);
+  }
+  *out_len = 0;
+  for (k = 0; k < acp_router_link_count(r) && out == NULL; k++) {
+    const char *d;
+    acp_ssize n = acp_router_send(r, k, &d);
+    assert_true(n >= 0);
+    if (n > 0) {
+      out = malloc((size_t)n);
+      assert_non_null(out);
+      memcpy(out, d, (size_t)n);
+      *out_len = (size_t)n;
+      *out_link = k;
+    }
+  }
+  free(in);
+  acp_router_free(r);
+  return out;
+}
+
+/*
+ * A 200 KB prompt, plain or spoiled by one special byte at offsets around
+ * the framer's windows and read splits, read in pieces of several sizes:
+ * the framed path (which skips the line feed check and lets the parse jump
+ * over the framer's plain run) routes exactly what acp_router_recv() routes
+ * from the whole line: the same bytes to the same link, or the same error.
+ */
+static void test_router_framed_lines_route_as_whole_lines(void **state) {
+  static const char *const spoil[] = {
+      "\\\"",         /* an escape */
+      "\\n",          /* another */
+      "\"",           /* a bare quote: not JSON any more */
+      "\x01",         /* a control byte: not JSON */
+      "\xff",         /* not UTF-8 */
+      "\xc3\xa9",     /* a 2-byte character */
+      "\xe2\x82\xac", /* a 3-byte character */
+      "\xed\xa0\x80", /* a surrogate: not UTF-8 */
+      "\\u00e9",      /* an escaped character */
+  };
+  static const size_t at[] = {0,     1,     63,    64,     4095,
+                              4096,  4097,  16383, 16384,  65535,
+                              65536, 65600, 99999, 131072, 199998};
+  static const size_t steps[] = {0, 4096, 65536, 65537, 100000};
+  const size_t text = 200000;
+  const char *head = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/"
+                     "prompt\",\"params\":{\"sessionId\":\"s\",\"prompt\":[{"
+                     "\"type\":\"text\",\"text\":\"";
+  const char *tail = "\"}]}}";
+  size_t hl = strlen(head), tl = strlen(tail);
+  char *msg = malloc(hl + text + 8 + tl);
+  size_t i, j, st;
+
+  (void)state;
+  assert_non_null(msg);
+  for (i = 0; i <= sizeof(spoil) / sizeof(spoil[0]); i++) {
+    for (j = 0; j < sizeof(at) / sizeof(at[0]); j++) {
+      size_t len = 0, wl, wk,
+             sl = i < sizeof(spoil) / sizeof(spoil[0]) ? strlen(spoil[i]) : 0;
+      char *want;
+
+      if (i == sizeof(spoil) / sizeof(spoil[0]) && j > 0)
+        break; /* the plain text: once */
+      memcpy(msg, head, hl);
+      len = hl;
+      memset(msg + len, 'a', at[j]);
+      len += at[j];
+      if (sl > 0)
+        memcpy(msg + len, spoil[i], sl);
+      len += sl;
+      memset(msg + len, 'a', text - at[j]);
+      len += text - at[j];
+      memcpy(msg + len, tail, tl);
+      len += tl;
+      want = route_big(msg, len, false, 0, &wl, &wk);
+      assert_non_null(want);
+      for (st = 0; st < sizeof(steps) / sizeof(steps[0]); st++) {
+        size_t gl, gk;
+        char *got_ = route_big(msg, len, true, steps[st], &gl, &gk);
+        assert_non_null(got_);
+        if (gl != wl || gk != wk || memcmp(got_, want, wl) != 0)
+          fail_msg("spoil %zu at %zu, reads of %zu: routed differently", i,
+                   at[j], steps[st]);
+        free(got_);
+      }
+      /* The plain text reaches the agent; the broken ones are answered. */
+      {
+        bool ok = i == sizeof(spoil) / sizeof(spoil[0]) || i == 0 || i == 1 ||
+                  i == 5 || i == 6 || i == 8;
+        if (wk != (ok ? 1u : 0u))
+          fail_msg("spoil %zu at %zu: went to link %zu", i, at[j], wk);
+      }
+      free(want);
+    }
+  }
+  free(msg);
+}
+
+/* Without a framer it is acp_router_recv(): a line feed inside is refused. */
+static void test_router_framed_null_framer_checks_line_feeds(void **state) {
+  acp_router *r = mk_agent(1);
+  const char *l = "{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n{\"x\":1}";
+
+  (void)state;
+  init_chain(r, 1);
+  assert_int_equal(acp_router_recv_framed(r, 0, NULL, l, strlen(l)), 0);
+  assert_non_null(strstr(take(r, 0), "Parse error"));
+  NOTHING(r, 1);
+  assert_int_equal(acp_router_recv_framed(NULL, 0, NULL, l, 1),
+                   ACP_ERR_INVALID_ARGUMENT);
+  acp_router_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_router_v2_chain_is_byte_exact),
@@ -1884,6 +2038,8 @@ int main(void) {
       cmocka_unit_test(test_router_send_hands_out_once),
       cmocka_unit_test(test_router_many_requests_out_of_order),
       cmocka_unit_test(test_router_failmalloc),
+      cmocka_unit_test(test_router_framed_lines_route_as_whole_lines),
+      cmocka_unit_test(test_router_framed_null_framer_checks_line_feeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

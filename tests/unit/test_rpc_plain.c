@@ -173,6 +173,59 @@ static void test_framer_run_is_plain_and_found(void **state) {
   }
 }
 
+/* Cut every `step` bytes up to n (the first 64 cuts). */
+static size_t every(size_t *cuts, size_t n, size_t step) {
+  size_t k = 0, at;
+
+  for (at = step; at < n && k < 64; at += step)
+    cuts[k++] = at;
+  return k;
+}
+
+/* A plain text read in many pieces is one run: each read goes on with the
+ * run the earlier ones ended (after checking the part-block before the cut
+ * byte by byte), so all of it but the first window and the last partial
+ * block is skipped by the parse, not only the longest piece. A special
+ * byte in that part-block, or at the cut, ends the run there. */
+static void test_framer_run_joins_reads(void **state) {
+  enum { BIG = 200000 };
+  static char buf[BIG + 256];
+  static const size_t steps[] = {64,    4099,  16384, 17000,
+                                 20000, 65536, 65537, 100000};
+  static const char *const spoil[] = {"\"", "\\", "\x01", "\xc3\xa9"};
+  const size_t h = sizeof(HEAD) - 1;
+  size_t cuts[64];
+  size_t i, j, d;
+  framed x;
+
+  (void)state;
+  for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+    size_t n = make_msg(buf, BIG, 0, NULL, 0);
+    size_t k = every(cuts, n, steps[i]);
+
+    frame(buf, n, cuts, k, &x);
+    assert_int_equal(x.n, 1);
+    assert_memory_equal(x.lines[0], buf, n - 1);
+    /* (A run starts in a read of 16 KiB or more.) */
+    if (steps[i] >= 16384)
+      assert_true(x.hi[0] - x.lo[0] >= BIG - 2 * 4096 - 128);
+    framed_free(&x);
+    /* A special byte just before a cut (in the part-block the next read
+     * checks byte by byte), at it, and just after it: the run stays plain
+     * (frame() checks every byte of it) and the line is whole. */
+    for (j = 0; j < sizeof(spoil) / sizeof(spoil[0]); j++)
+      for (d = 0; d < 5 && k > 2; d++) {
+        size_t q = cuts[k / 2] - h + d - 2;
+        size_t m = make_msg(buf, BIG, q, spoil[j], strlen(spoil[j]));
+
+        frame(buf, m, cuts, k, &x);
+        assert_int_equal(x.n, 1);
+        assert_memory_equal(x.lines[0], buf, m - 1);
+        framed_free(&x);
+      }
+  }
+}
+
 /* A line feed anywhere in a long line ends it exactly there, in or beside
  * a window, inside what would otherwise be one plain run; so does any
  * other control byte not (it is a byte of the line). */
@@ -629,6 +682,7 @@ static void test_client_prompt_text_ref_copied_before_callback(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_framer_run_is_plain_and_found),
+      cmocka_unit_test(test_framer_run_joins_reads),
       cmocka_unit_test(test_framer_line_feed_never_skipped),
       cmocka_unit_test(test_session_split_lines_keep_their_verdict),
       cmocka_unit_test(test_split_lines_without_avx2),
