@@ -817,51 +817,88 @@ static const acp_method_info method_table_v2[] = {
 /* Required params of the v2 methods (role.c's check_params() format),
  * in method_table_v2 order. */
 static const char *const required_v2[] = {
-    "i\017protocolVersiono\004info",           /* initialize */
-    "s\010methodId",                           /* auth/login */
-    "s\003cwd",                                /* session/new */
-    "s\011sessionIds\010configId",             /* session/set_config_option */
-    "s\011sessionIda\006prompt",               /* session/prompt */
-    "s\011sessionId",                          /* session/cancel */
-    "",                                        /* session/list */
-    "s\011sessionId",                          /* session/delete */
-    "s\011sessionIds\003cwd",                  /* session/resume */
-    "s\011sessionId",                          /* session/close */
-    "",                                        /* auth/logout */
-    "s\011sessionIds\005titlea\007options",    /* session/request_permission */
-    "s\011sessionIdo\006update",               /* session/update */
-    "s\007message",                            /* elicitation/create */
-    "s\015elicitationId",                      /* elicitation/complete */
-    "",                                        /* $/cancel_request */
-    "s\011sessionIds\012toolCallId",           /* tool_call/cancel */
-    "s\011sessionIds\012terminalId",           /* terminal/cancel */
-    "",                                        /* providers/list */
-    "s\012providerIds\007apiTypes\007baseUrl", /* providers/set */
-    "s\012providerId",                         /* providers/disable */
-    "",                                        /* mcp/message */
-    "s\011sessionIds\003cwd",                  /* session/fork */
-    "",                                        /* nes/start */
-    "s\011sessionIds\003urii\007versiono\010positions\013triggerKind", /* nes/suggest
-                                                                        */
-    "s\011sessionIds\014suggestionId", /* nes/accept */
-    "s\011sessionIds\014suggestionId", /* nes/reject */
-    "s\011sessionId",                  /* nes/close */
-    "s\011sessionIds\003uris\012languageIdi\007versions\004text", /* document/didOpen
-                                                                   */
-    "s\011sessionIds\003urii\007versiona\016contentChanges", /* document/didChange
-                                                              */
-    "s\011sessionIds\003uri", /* document/didClose */
-    "s\011sessionIds\003uri", /* document/didSave */
-    "s\011sessionIds\003urii\007versiono\010positiono\014visibleRange", /* document/didFocus
-                                                                         */
-    "",                         /* mcp/connect */
-    "s\014connectionId",        /* mcp/disconnect */
-    "",                         /* auth/status */
-    "s\011sessionId",           /* session/archive */
-    "s\011sessionId",           /* session/unarchive */
-    "s\011sessionId",           /* session/status */
-    "s\011sessionIds\005title", /* session/set_title */
-    "s\005state",               /* auth/status_update */
+    /* initialize */
+    "i\017protocolVersiono\004info",
+    /* auth/login */
+    "s\010methodId",
+    /* session/new */
+    "s\003cwd",
+    /* session/set_config_option */
+    "s\011sessionIds\010configId",
+    /* session/prompt */
+    "s\011sessionIda\006prompt",
+    /* session/cancel */
+    "s\011sessionId",
+    /* session/list */
+    "",
+    /* session/delete */
+    "s\011sessionId",
+    /* session/resume */
+    "s\011sessionIds\003cwd",
+    /* session/close */
+    "s\011sessionId",
+    /* auth/logout */
+    "",
+    /* session/request_permission */
+    "s\011sessionIds\005titlea\007options",
+    /* session/update */
+    "s\011sessionIdo\006update",
+    /* elicitation/create */
+    "s\007message",
+    /* elicitation/complete */
+    "s\015elicitationId",
+    /* $/cancel_request */
+    "",
+    /* tool_call/cancel */
+    "s\011sessionIds\012toolCallId",
+    /* terminal/cancel */
+    "s\011sessionIds\012terminalId",
+    /* providers/list */
+    "",
+    /* providers/set */
+    "s\012providerIds\007apiTypes\007baseUrl",
+    /* providers/disable */
+    "s\012providerId",
+    /* mcp/message */
+    "",
+    /* session/fork */
+    "s\011sessionIds\003cwd",
+    /* nes/start */
+    "",
+    /* nes/suggest */
+    "s\011sessionIds\003urii\007versiono\010positions\013triggerKind",
+    /* nes/accept */
+    "s\011sessionIds\014suggestionId",
+    /* nes/reject */
+    "s\011sessionIds\014suggestionId",
+    /* nes/close */
+    "s\011sessionId",
+    /* document/didOpen */
+    "s\011sessionIds\003uris\012languageIdi\007versions\004text",
+    /* document/didChange */
+    "s\011sessionIds\003urii\007versiona\016contentChanges",
+    /* document/didClose */
+    "s\011sessionIds\003uri",
+    /* document/didSave */
+    "s\011sessionIds\003uri",
+    /* document/didFocus */
+    "s\011sessionIds\003urii\007versiono\010positiono\014visibleRange",
+    /* mcp/connect */
+    "",
+    /* mcp/disconnect */
+    "s\014connectionId",
+    /* auth/status */
+    "",
+    /* session/archive */
+    "s\011sessionId",
+    /* session/unarchive */
+    "s\011sessionId",
+    /* session/status */
+    "s\011sessionId",
+    /* session/set_title */
+    "s\011sessionIds\005title",
+    /* auth/status_update */
+    "s\005state",
 };
 
 /* Index + 1 into method_table_v2 by id; 0: not a v2 method. */
