@@ -122,6 +122,14 @@ int cli_exec_beside(const char *prog, int argc, char **argv);
 const char *cli_opt_value(int argc, char **argv, int *i, const char *name,
                           int *ok);
 
+/* Parse a whole decimal number 0..max (digits only: no sign, no spaces, no
+ * suffix, no overflow) into *out. Returns 0, or -1 (after printing
+ * "acp SUB: OPT: expected a number 0..MAX, not 'V'") with *out untouched.
+ * `min` > 0 narrows the range (then the message says MIN..MAX). */
+int cli_opt_uint(const char *sub, const char *opt, const char *v,
+                 unsigned long long min, unsigned long long max,
+                 unsigned long long *out);
+
 /* printf to stderr prefixed with "acp <sub>: ". */
 void cli_err(const char *sub, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

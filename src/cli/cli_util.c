@@ -83,6 +83,31 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name,
   return argv[*i];
 }
 
+int cli_opt_uint(const char *sub, const char *opt, const char *v,
+                 unsigned long long min, unsigned long long max,
+                 unsigned long long *out) {
+  unsigned long long n = 0;
+  const char *p = v;
+
+  /* By hand rather than strtoull: that one takes a sign, leading spaces
+   * and wraps "-1" to the largest value. */
+  for (; *p >= '0' && *p <= '9'; p++) {
+    unsigned d = (unsigned)(*p - '0');
+    if (n > (ULLONG_MAX - d) / 10) {
+      p = v; /* overflow: reported as not a number in range */
+      break;
+    }
+    n = n * 10 + d;
+  }
+  if (p == v || *p != '\0' || n < min || n > max) {
+    cli_err(sub, "%s: expected a number %llu..%llu, not '%s'", opt, min, max,
+            v);
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
 void cli_err(const char *sub, const char *fmt, ...) {
   va_list ap;
 

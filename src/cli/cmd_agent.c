@@ -4164,7 +4164,11 @@ int cmd_agent(int argc, char **argv) {
       a.kill_grace_ms = ms;
     } else if ((v = cli_opt_value(argc, argv, &i, "--read-spin-us", &ok)) !=
                NULL) {
-      a.spin_us = (uint32_t)strtoul(v, NULL, 10);
+      unsigned long long us;
+
+      if (cli_opt_uint("agent", "--read-spin-us", v, 0, 1000000, &us) != 0)
+        return CLI_EXIT_USAGE;
+      a.spin_us = (uint32_t)us;
     } else if ((v = cli_opt_value(argc, argv, &i, "--name", &ok)) != NULL) {
       a.name = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--mcp-acp", &ok)) != NULL) {

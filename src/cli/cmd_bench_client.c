@@ -17,6 +17,11 @@
 #include "acp/uv.h"
 #include "cli.h"
 
+/* The largest --payload (a prompt held in memory twice) and --turns (one
+ * latency sample each). */
+#define PAYLOAD_MAX (1ULL << 30)
+#define TURNS_MAX 100000000ULL
+
 static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
     "                        [--read-spin-us N] [--text ascii|utf8]\n"
@@ -284,6 +289,7 @@ int cmd_bench_client(int argc, char **argv) {
   int i;
   int ok;
   int rv = CLI_EXIT_FAILURE;
+  unsigned long long n;
   double secs;
 
   memset(&b, 0, sizeof(b));
@@ -298,12 +304,19 @@ int cmd_bench_client(int argc, char **argv) {
       fputs(bench_usage, stdout);
       return CLI_EXIT_OK;
     } else if ((v = cli_opt_value(argc, argv, &i, "--payload", &ok)) != NULL) {
-      b.size = strtoul(v, NULL, 10);
+      if (cli_opt_uint("bench-client", "--payload", v, 0, PAYLOAD_MAX, &n) != 0)
+        return CLI_EXIT_USAGE;
+      b.size = (size_t)n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--turns", &ok)) != NULL) {
-      b.turns = strtol(v, NULL, 10);
+      if (cli_opt_uint("bench-client", "--turns", v, 1, TURNS_MAX, &n) != 0)
+        return CLI_EXIT_USAGE;
+      b.turns = (long)n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--read-spin-us", &ok)) !=
                NULL) {
-      spin_us = (uint32_t)strtoul(v, NULL, 10);
+      if (cli_opt_uint("bench-client", "--read-spin-us", v, 0, 1000000, &n) !=
+          0)
+        return CLI_EXIT_USAGE;
+      spin_us = (uint32_t)n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--impl", &ok)) != NULL) {
       impl = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--text", &ok)) != NULL) {

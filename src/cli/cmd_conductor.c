@@ -2,6 +2,7 @@
  * `acp conductor`: run a proxy chain (the Proxy Chains RFD). Argument
  * parsing only; the runtime is acp_conductor_run() (acp/conductor.h).
  */
+#include <limits.h>
 #include <stdio.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -104,15 +105,6 @@ static const char conductor_usage[] =
     "close stdin, wait, SIGTERM, wait, SIGKILL to the process group. Every\n"
     "child is reaped. Exit status: 0 normal end, 1 failure, 2 bad usage.\n";
 
-static int parse_ms(const char *v, uint64_t *out) {
-  char *end;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (*v == '\0' || *end != '\0' || v[0] == '-')
-    return -1;
-  *out = x;
-  return 0;
-}
-
 /* A conductor forwards large messages through several buffers in turn
  * (line, router, write queue), each freed after its message. By default
  * glibc hands 1 MiB blocks back to the kernel (mmap, heap trimming), so the
@@ -183,6 +175,7 @@ int cmd_conductor(int argc, char **argv) {
   tune_allocator();
   acp_conductor_options *o = NULL;
   uint64_t g_in = 1000, g_term = 1000, restarts;
+  unsigned long long num;
   int i = 1, ok, status = CLI_EXIT_FAILURE, rc;
   const char *v;
   const char *mode = NULL; /* "agent" or "proxy" */
@@ -314,37 +307,32 @@ int cmd_conductor(int argc, char **argv) {
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--max-restarts", &ok)) || ok) {
-      if (ok < 0 || parse_ms(v, &restarts) < 0 || restarts > 1000000) {
-        cli_err("conductor", "--max-restarts: expected a number");
+      if (ok < 0 ||
+          cli_opt_uint("conductor", "--max-restarts", v, 0, 1000000, &num) != 0)
         goto usage;
-      }
+      restarts = num;
       acp_conductor_options_set_max_restarts(o, (unsigned)restarts);
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--max-line", &ok)) || ok) {
-      char *end = NULL;
-      unsigned long long m = ok < 0 ? 0 : strtoull(v, &end, 10);
-
-      if (ok < 0 || *v < '0' || *v > '9' || *end != '\0' || m == 0 ||
-          m > SIZE_MAX) {
-        cli_err("conductor", "--max-line: expected a positive byte count");
+      if (ok < 0 ||
+          cli_opt_uint("conductor", "--max-line", v, 1, SIZE_MAX, &num) != 0)
         goto usage;
-      }
-      acp_conductor_options_set_max_line(o, (size_t)m);
+      acp_conductor_options_set_max_line(o, (size_t)num);
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--stdin-grace", &ok)) || ok) {
-      if (ok < 0 || parse_ms(v, &g_in) < 0) {
-        cli_err("conductor", "--stdin-grace: expected milliseconds");
+      if (ok < 0 || cli_opt_uint("conductor", "--stdin-grace", v, 0, ULLONG_MAX,
+                                 &num) != 0)
         goto usage;
-      }
+      g_in = num;
       continue;
     }
     if ((v = cli_opt_value(argc, argv, &i, "--term-grace", &ok)) || ok) {
-      if (ok < 0 || parse_ms(v, &g_term) < 0) {
-        cli_err("conductor", "--term-grace: expected milliseconds");
+      if (ok < 0 || cli_opt_uint("conductor", "--term-grace", v, 0, ULLONG_MAX,
+                                 &num) != 0)
         goto usage;
-      }
+      g_term = num;
       continue;
     }
     cli_err("conductor", "unknown option %s", a);

@@ -1998,9 +1998,15 @@ static int cmd_client_verb(enum verb verb, int argc, char **argv) {
         return CLI_EXIT_USAGE;
       }
       hdrs[nhdrs++] = v;
-    } else if ((v = cli_opt_value(argc, argv, &i, "--timeout", &ok)) != NULL)
-      timeout = strtoull(v, NULL, 10);
-    else if ((v = cli_opt_value(argc, argv, &i, "--protocol", &ok)) != NULL)
+    } else if ((v = cli_opt_value(argc, argv, &i, "--timeout", &ok)) != NULL) {
+      unsigned long long ms;
+
+      if (cli_opt_uint(SUB, "--timeout", v, 0, 86400000, &ms) != 0) {
+        mcli_free_opts(&m);
+        return CLI_EXIT_USAGE;
+      }
+      timeout = ms;
+    } else if ((v = cli_opt_value(argc, argv, &i, "--protocol", &ok)) != NULL)
       protocol = v;
     else if (strcmp(argv[i], "--stdio") == 0) {
       cmd = argv + i + 1;

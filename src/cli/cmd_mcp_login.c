@@ -336,11 +336,11 @@ int cmd_mcp_login(int argc, char **argv) {
       fputs(login_usage, stdout);
       return CLI_EXIT_OK;
     } else if ((v = cli_opt_value(argc, argv, &i, "--timeout", &ok)) != NULL) {
-      l.timeout_s = atoi(v);
-      if (l.timeout_s <= 0 || l.timeout_s > 86400) {
-        cli_err(SUB, "--timeout wants 1 to 86400 seconds");
+      unsigned long long s;
+
+      if (cli_opt_uint(SUB, "--timeout", v, 1, 86400, &s) != 0)
         return CLI_EXIT_USAGE;
-      }
+      l.timeout_s = (int)s;
     } else if (ok < 0)
       return CLI_EXIT_USAGE;
     else if (argv[i][0] != '-' && url == NULL)

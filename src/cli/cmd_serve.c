@@ -2,6 +2,8 @@
  * acp serve: any stdio ACP agent at HOST:PORT/acp (WebSocket and Streamable
  * HTTP), one agent process per connection (acp_remote_serve() does the work).
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,10 +128,14 @@ static void on_listening(int port, void *ud) {
   fflush(stderr);
 }
 
-static int parse_size(const char *v, unsigned long long *out) {
+/* The port of --listen. */
+static int parse_port(const char *v, unsigned long long *out) {
   char *end = NULL;
-  unsigned long long n = strtoull(v, &end, 10);
-  if (end == v || *end != '\0' || v[0] == '-')
+  unsigned long long n;
+  /* Digits only: strtoull alone takes spaces and a sign, and saturates. */
+  errno = 0;
+  n = strtoull(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end != '\0' || errno == ERANGE)
     return -1;
   *out = n;
   return 0;
@@ -188,13 +194,9 @@ int cmd_acp_serve(int argc, char **argv) {
       no_resume = true;
     } else if ((v = cli_opt_value(argc, argv, &i, "--tls-ticket-key-period",
                                   &ok)) != NULL) {
-      if (parse_size(v, &n) != 0 || n == 0 ||
-          n > ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX) {
-        cli_err("serve",
-                "--tls-ticket-key-period wants seconds 1..%u, not '%s'",
-                ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX, v);
+      if (cli_opt_uint("serve", "--tls-ticket-key-period", v, 1,
+                       ACP_REMOTE_TLS_TICKET_KEY_PERIOD_MAX, &n) != 0)
         return CLI_EXIT_USAGE;
-      }
       ticket_period = n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--allow-host", &ok)) !=
                NULL) {
@@ -205,52 +207,37 @@ int cmd_acp_serve(int argc, char **argv) {
       allow[nallow++] = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--max-connections", &ok)) !=
                NULL) {
-      if (parse_size(v, &n) != 0 || n == 0 || n > 1000000) {
-        cli_err("serve", "--max-connections: a number from 1 is needed");
+      if (cli_opt_uint("serve", "--max-connections", v, 1, 1000000, &n) != 0)
         return CLI_EXIT_USAGE;
-      }
       so.max_connections = (unsigned)n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--max-message", &ok)) !=
                NULL) {
-      if (parse_size(v, &n) != 0 || n < 1024) {
-        cli_err("serve", "--max-message: a byte count from 1024 is needed");
+      if (cli_opt_uint("serve", "--max-message", v, 1024, SIZE_MAX, &n) != 0)
         return CLI_EXIT_USAGE;
-      }
       so.max_message = (size_t)n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--session-grace", &ok)) !=
                NULL) {
-      if (parse_size(v, &n) != 0) {
-        cli_err("serve", "--session-grace: milliseconds are needed");
+      if (cli_opt_uint("serve", "--session-grace", v, 0, ULLONG_MAX, &n) != 0)
         return CLI_EXIT_USAGE;
-      }
       o.session_grace_ms = n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--hold-timeout", &ok)) !=
                NULL) {
-      if (parse_size(v, &n) != 0 || n == 0) {
-        cli_err("serve", "--hold-timeout: milliseconds from 1 are needed");
+      if (cli_opt_uint("serve", "--hold-timeout", v, 1, ULLONG_MAX, &n) != 0)
         return CLI_EXIT_USAGE;
-      }
       so.hold_ms = n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--stall-timeout", &ok)) !=
                NULL) {
-      if (parse_size(v, &n) != 0 || n == 0) {
-        cli_err("serve", "--stall-timeout: milliseconds from 1 are needed");
+      if (cli_opt_uint("serve", "--stall-timeout", v, 1, ULLONG_MAX, &n) != 0)
         return CLI_EXIT_USAGE;
-      }
       so.stall_ms = n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--read-spin-us", &ok)) !=
                NULL) {
-      if (parse_size(v, &n) != 0 || n > 1000000) {
-        cli_err("serve",
-                "--read-spin-us wants microseconds 0..1000000, not '%s'", v);
+      if (cli_opt_uint("serve", "--read-spin-us", v, 0, 1000000, &n) != 0)
         return CLI_EXIT_USAGE;
-      }
       o.read_spin_us = (uint32_t)n;
     } else if ((v = cli_opt_value(argc, argv, &i, "--ping-ms", &ok)) != NULL) {
-      if (parse_size(v, &n) != 0) {
-        cli_err("serve", "--ping-ms: a number is needed");
+      if (cli_opt_uint("serve", "--ping-ms", v, 0, ULLONG_MAX, &n) != 0)
         return CLI_EXIT_USAGE;
-      }
       so.ping_ms = n;
     } else {
       if (ok < 0)
@@ -303,7 +290,7 @@ int cmd_acp_serve(int argc, char **argv) {
     hs++;
     he--;
   }
-  if ((size_t)(he - hs) >= sizeof(host) || parse_size(colon + 1, &n) != 0 ||
+  if ((size_t)(he - hs) >= sizeof(host) || parse_port(colon + 1, &n) != 0 ||
       n > 65535) {
     cli_err("serve", "--listen needs HOST:PORT");
     return CLI_EXIT_USAGE;

@@ -782,6 +782,30 @@ run missing-value $wrap "$acp" client --cwd
 expect "acp client --cwd (no value): exit 2" test "$rc" = 2
 run missing-p $wrap "$acp" client -p
 expect "acp client -p (no value): exit 2" test "$rc" = 2
+# Numbers are whole decimal numbers in range: no sign, space, suffix or
+# overflow (strtoul alone would take ' 5', wrap '-1' and read '5x' as 5).
+for bad in "agent --read-spin-us abc" "agent --read-spin-us -1" \
+  "agent --read-spin-us 1000001" "bench-client --payload 5x -- true" \
+  "bench-client --turns 0 -- true" \
+  "bench-client --turns 18446744073709551616 -- true" \
+  "bench-client --read-spin-us +5 -- true" \
+  "mcp tools --timeout 1e3 --stdio true" \
+  "mcp login http://127.0.0.1:9/ --timeout 0" \
+  "conductor --stdin-grace 18446744073709551616 agent true" \
+  "conductor --term-grace -1 agent true" \
+  "serve --max-connections 18446744073709551616 -- true"; do
+  # The option is the first --word whose value is not a URL or command.
+  opt=$(echo "$bad" | grep -o -- '--[a-z-]* [^ ]*' | grep -v -- '--stdio' |
+    head -1)
+  val=${opt#* }
+  opt=${opt%% *}
+  run bad-number $wrap "$acp" $bad </dev/null
+  expect "acp $bad: exit 2, names $opt and the value" \
+    sh -c "[ $rc = 2 ] && grep -qF -- \"$opt\" '$work/err' && grep -qF -- \"$val\" '$work/err'"
+done
+run good-number $wrap "$acp" bench-client --payload 3 --turns 2 -- "$acp" agent --echo --read-spin-us 0
+expect "acp bench-client --payload 3 --turns 2: exit 0, 2 turns" \
+  sh -c "[ $rc = 0 ] && grep -q '\"turns\":2' '$work/out'"
 
 # MARK: - acp demo
 

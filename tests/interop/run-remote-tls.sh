@@ -345,7 +345,7 @@ for bad in 0 604801 1h; do
   out=$("$acp" serve --tls "$c/server.pem" "$c/server.key" --tls-ticket-key-period "$bad" \
         -- "$acp" agent 2>&1)
   rc=$?
-  if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "tls-ticket-key-period wants seconds 1..604800, not '$bad'"; then
+  if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "tls-ticket-key-period: expected a number 1..604800, not '$bad'"; then
     ok "--tls-ticket-key-period $bad: exit 2, says so"
   else ko "--tls-ticket-key-period $bad" "exit $rc: $out"; fi
 done
