@@ -564,17 +564,25 @@ typedef struct acp_remote_serve_options {
    * named by the environment variable ACP_REMOTE_HANDOFF_ENV, and its
    * stdin closed at once; after the 101 the connection's socket, the
    * bytes already read past the request and the WebSocket settings
-   * (max_message, ping_ms) are sent there (acp_remote_handoff_receive()
-   * reads them). Once the agent answers that it took the connection, our
-   * copy of the socket is closed without a word to the client; the agent
-   * stays the connection's owner here (it counts against
+   * (max_message, ping_ms, server.stall_ms) are sent there
+   * (acp_remote_handoff_receive() reads them). Once the agent answers that it
+   * took the connection, our copy of the socket is closed without a word to the
+   * client; the agent stays the connection's owner here (it counts against
    * max_connections, is stopped with the shutdown ladder on SIGTERM, and
    * its exit ends the connection). An agent that does not answer within
    * 10 s, closes the control socket or exits first did not take it: the
    * client gets close 1011 and a line on stderr says why. The agent's
-   * stdout is read and dropped. Connections do not park: with a handoff,
-   * session_grace_ms is ignored (no resume). The Host, Origin, token and
-   * connection-cap checks all happen before.
+   * stdout is read and dropped. When the connection ends here (SIGTERM,
+   * SIGINT, a failure) a handed agent is sent SIGTERM at once (its stdin
+   * rung is moot) and then the ladder: an agent from
+   * acp_remote_handoff_open() run by `acp agent` closes its WebSocket
+   * with 1001 on SIGTERM, as a relayed connection is closed here.
+   * The message also carries server.stall_ms and whether connections
+   * park: with session_grace_ms, an agent whose connection dropped says
+   * so on its control socket ("parked") and is kept as a relayed one is
+   * (grace timer, affinity cookie); a reconnect presenting the cookie is
+   * handed to it with a second message on the same socket. The Host,
+   * Origin, token and connection-cap checks all happen before.
    */
   int handoff;
 } acp_remote_serve_options;
@@ -595,8 +603,7 @@ typedef struct acp_remote_adopt_options {
    *  never): output queued with not a byte taken by the client for this
    *  long ends the link (its read callback gets UV_ETIMEDOUT), as on a
    *  server's WebSocket (acp_remote_server_options.stall_ms). A handoff
-   *  from acp_remote_serve() does not carry the server's value: handed
-   *  connections use the default. */
+   *  from acp_remote_serve() carries the server's value. */
   uint64_t stall_ms;
 } acp_remote_adopt_options;
 
@@ -660,6 +667,52 @@ ACP_EXTERN int acp_remote_handoff_adopt(acp_remote_handoff *h, uv_loop_t *loop,
 
 /** Free a handoff (closes its socket unless adopted). Accepts NULL. */
 ACP_EXTERN void acp_remote_handoff_free(acp_remote_handoff *h);
+
+/** 1 if the server parks the connection of `h` when it drops (it serves
+ *  with a session grace), else 0 (also for NULL). */
+ACP_EXTERN int acp_remote_handoff_resumable(const acp_remote_handoff *h);
+
+/**
+ * Called by the link of acp_remote_handoff_open(): `parked` 1 when its
+ * connection dropped and the server was told so (the link waits for a
+ * reconnect; what is written to it meanwhile is dropped), 0 when a
+ * reconnect was adopted (the client sends initialize again). On the
+ * loop's thread; it may write to the link but not close it.
+ */
+typedef void (*acp_remote_handoff_park_cb)(acp_uv_link *link, int parked,
+                                           void *user_data);
+
+/**
+ * Agent side of `handoff`, all of it: read the first handoff message
+ * from `control_fd` (blocking, as acp_remote_handoff_receive()), adopt
+ * the connection and answer the server. If the server does not park
+ * connections (no session grace), *out is the adopted WebSocket link
+ * itself and `cb` is never called. Otherwise *out is a link that outlives
+ * its connections: when a connection drops (its socket breaks or ends
+ * without a close frame, the peer stops answering pings, the stall
+ * timeout) the link does not end: it tells the server "parked", calls
+ * `cb` (1) and drops what is written to it (an agent should end its
+ * turns in flight there: their client is gone) until the server hands
+ * over a reconnect, which it adopts (`cb` (0)); the agent's next line
+ * goes to the new client. Its read side ends (UV_EOF) on a close frame,
+ * and when the server closes the control socket while parked (the grace
+ * ran out; UV_EPROTO for a message it could not use). Closing it closes
+ * the connection with its close code (acp_uv_link_set_close_code(), e.g.
+ * 1001 for an agent told to stop).
+ * @param out        receives the link; the caller owns it and closes it
+ *                   with acp_uv_link_close(). NULL on failure.
+ * @param control_fd borrowed: must stay open while the link lives (it is
+ *                   watched while parked; the server sees our exit
+ *                   through it). Made blocking.
+ * @param cb         may be NULL.
+ * @param mem        allocator (copied) or NULL.
+ * @return 0, or the errors of acp_remote_handoff_receive() and
+ *         acp_remote_handoff_adopt().
+ */
+ACP_EXTERN int acp_remote_handoff_open(acp_uv_link **out, uv_loop_t *loop,
+                                       int control_fd,
+                                       acp_remote_handoff_park_cb cb,
+                                       void *user_data, const acp_mem *mem);
 
 /**
  * Blocking: serve `opts->agent_argv` on a private loop, one agent process

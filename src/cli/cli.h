@@ -96,10 +96,14 @@ typedef struct cli_remote_ops {
   /* acp_remote_tls_free(). */
   void (*tls_free)(acp_remote_tls *tls);
   /* acp agent under `acp serve --handoff`: read the handoff message from
-   * `control_fd` and adopt its WebSocket as *out (acp_remote_handoff_*).
-   * 0, or an ACP_ERR_* code with the reason in err. */
+   * `control_fd` and adopt its WebSocket as *out
+   * (acp_remote_handoff_open(): with serve's session grace the link
+   * outlives a dropped connection and on_park says when it parks, 1, and
+   * resumes, 0). 0, or an ACP_ERR_* code with the reason in err. */
   int (*handoff_link)(struct acp_uv_link **out, uv_loop_t *loop, int control_fd,
-                      char *err, size_t errcap);
+                      void (*on_park)(struct acp_uv_link *link, int parked,
+                                      void *user_data),
+                      void *user_data, char *err, size_t errcap);
 } cli_remote_ops;
 
 /* NULL in acp: a command that needs the remote stack must exec acp-remote

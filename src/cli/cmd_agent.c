@@ -4119,9 +4119,31 @@ static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
 }
 
 static void on_signal(acp_uv_signals *sig, int signum, void *ud) {
+  app *a = ud;
+
   (void)sig;
   (void)signum;
+  /* Told to stop: over WebSocket (acp serve --handoff) the client hears
+   * "going away", as serve's relay says it (pipes ignore the code). */
+  if (a->link != NULL && !a->closing)
+    acp_uv_link_set_close_code(a->link, 1001);
   on_rpc_end(NULL, 0, ud);
+}
+
+/* acp serve --handoff with a session grace: the connection dropped (1)
+ * and the link waits for a reconnect, or one came back (0). A turn in
+ * flight is cancelled as serve's relay cancels a relayed agent's (its
+ * client is gone; what it still writes is dropped): the session stays
+ * for session/load, session/resume or a new prompt. */
+static void on_handoff_park(acp_uv_link *link, int parked, void *ud) {
+  app *a = ud;
+
+  (void)link;
+  if (!parked)
+    return;
+  for (asession *s = a->sessions; s != NULL; s = s->next)
+    if (s->turn != NULL && !s->turn->done)
+      on_session_cancel(a->agent, s->id, strlen(s->id), NULL, NULL, a);
 }
 
 static void walk_close(uv_handle_t *h, void *arg) {
@@ -4280,8 +4302,8 @@ int cmd_agent(int argc, char **argv) {
     }
     /* The variable is for us only, not for what the agent runs. */
     unsetenv("ACP_HANDOFF_FD");
-    if (cli_remote->handoff_link(&a.link, &a.loop, (int)cfd, err,
-                                 sizeof(err)) != 0) {
+    if (cli_remote->handoff_link(&a.link, &a.loop, (int)cfd, on_handoff_park,
+                                 &a, err, sizeof(err)) != 0) {
       cli_err("agent", "handoff: %s", err);
       goto cleanup;
     }

@@ -31,20 +31,14 @@ static int tls_new(acp_remote_tls **out, const char *ca, const char *cert,
 }
 
 static int handoff_link(acp_uv_link **out, uv_loop_t *loop, int control_fd,
+                        acp_remote_handoff_park_cb on_park, void *user_data,
                         char *err, size_t errcap) {
-  acp_remote_handoff *h = NULL;
-  int rv = acp_remote_handoff_receive(&h, control_fd, NULL);
+  int rv =
+      acp_remote_handoff_open(out, loop, control_fd, on_park, user_data, NULL);
 
-  *out = NULL;
-  if (rv != 0) {
-    snprintf(err, errcap, "no handoff message on descriptor %d: %s", control_fd,
-             acp_strerror(rv));
-    return rv;
-  }
-  rv = acp_remote_handoff_adopt(h, loop, out);
   if (rv != 0)
-    snprintf(err, errcap, "cannot adopt the connection: %s", acp_strerror(rv));
-  acp_remote_handoff_free(h);
+    snprintf(err, errcap, "no connection adopted from descriptor %d: %s",
+             control_fd, acp_strerror(rv));
   return rv;
 }
 

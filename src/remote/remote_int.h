@@ -80,12 +80,17 @@ int acp__remote_link_handoff_fd(acp_uv_link *link, int *fd, const char **pre,
 void acp__remote_link_handed(acp_uv_link *link);
 
 /*
- * The head of a handoff message (handoff.c says its format) with `sock`
- * attached, on `control` (a unix stream socket with room for it). The
- * PRE_LEN bytes it announces are the caller's to send next.
+ * The head of a handoff message (handoff.c says its format, version 2)
+ * with `sock` attached, on `control` (a unix stream socket with room for
+ * it): the WebSocket settings in `o` (max_message, ping_ms, stall_ms) and
+ * whether a dropped connection is parked (`resume`). The PRE_LEN bytes it
+ * announces are the caller's to send next.
  * Returns 0 or ACP_ERR_SYSTEM (errno).
  */
 int acp__handoff_send_head(int control, int sock, size_t pre_len,
-                           size_t max_message, uint64_t ping_ms);
+                           const acp_remote_adopt_options *o, int resume);
+
+/* One line `line[0..n)` with `sock` attached (the tests send old heads). */
+int acp__handoff_send_line(int control, int sock, const char *line, size_t n);
 
 #endif /* ACP_REMOTE_INT_H */

@@ -16,6 +16,7 @@
  * does that). Only with a grace: the watching costs a parse per prompt.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,11 +76,13 @@ typedef struct sconn {
   char id[40];
   /* Handoff (opts->handoff): the control socket to the agent. */
   uv_pipe_t ctl;
-  bool ho;        /* this connection goes (went) to its agent */
-  bool ctl_open;  /* ctl is initialised and not closed */
-  bool handing;   /* the socket was sent, the answer not in yet */
-  bool handed;    /* the agent took the connection */
-  char answer[4]; /* the agent's answer so far */
+  bool ho;          /* this connection goes (went) to its agent */
+  bool ctl_open;    /* ctl is initialised and not closed */
+  bool ctl_reading; /* ctl is being read */
+  bool handing;     /* the socket was sent, the answer not in yet */
+  bool handed;      /* the agent took the connection */
+  bool resumable;   /* the agent was told it parks on a drop (a grace) */
+  char answer[16];  /* the agent's line so far */
   size_t nanswer;
   uv_write_t ctl_req;
   char *ctl_pre; /* the pre-read bytes being written to ctl */
@@ -118,9 +121,7 @@ static bool has_bytes(const char *p, size_t n, const char *pat, size_t m) {
 }
 
 static uint64_t grace_ms(const serve *sv) {
-  /* A handed connection cannot come back to its agent (no resume). */
-  return sv->opts->version >= 2 && !sv->handoff ? sv->opts->session_grace_ms
-                                                : 0;
+  return sv->opts->version >= 2 ? sv->opts->session_grace_ms : 0;
 }
 
 static void turns_clear(sconn *sc) {
@@ -347,6 +348,13 @@ static void sconn_end(sconn *sc, uint64_t flush_ms, int code) {
   close_ctl(sc);
   if (!sc->stopping)
     close_ws(sc, flush_ms, code);
+  if (sc->agent && !sc->stopping && sc->ho && !sc->exited) {
+    /* A handed agent's stdin ended at its start: the ladder's first rung
+     * is moot, so it is told at once. SIGTERM is its "going away": acp
+     * agent closes the connection it holds with 1001 on it (a parked one
+     * has none and just ends). */
+    (void)acp_uv_process_kill(sc->agent, SIGTERM);
+  }
   if (sc->agent && !sc->stopping) {
     if (acp_uv_process_shutdown(sc->agent, agent_stopped) != 0)
       acp_uv_process_close(sc->agent, agent_closed);
@@ -481,6 +489,8 @@ static void agent_exited(acp_uv_process *p, int64_t status, int sig, void *ud) {
   agent_over(sc);
 }
 
+static void handoff_send(sconn *sc, int sock, const char *pre, size_t pre_len);
+
 /* A reconnect presenting the affinity value of a parked agent gets it. */
 static bool rebind(serve *sv, acp_uv_link *link, const char *id,
                    const char *aff) {
@@ -490,6 +500,30 @@ static bool rebind(serve *sv, acp_uv_link *link, const char *id,
       break;
   if (!sc || !sc->agent || sc->stopping || sc->out_eof || sc->exited)
     return false;
+  if (sc->ho) {
+    /* A handed agent gets the new connection the way it got the first:
+     * a handoff message on its control socket. A connection that cannot
+     * be handed (never seen: the 101 still queued) gets an agent of its
+     * own; the parked one waits on. */
+    int hfd = -1;
+    const char *pre = NULL;
+    size_t pre_len = 0;
+    if (!sc->ctl_open || sc->ctl_pre ||
+        acp__remote_link_handoff_fd(link, &hfd, &pre, &pre_len) != 0)
+      return false;
+    uv_timer_stop(&sc->timer);
+    sc->parked = false;
+    sc->handed = false;
+    sc->ws = link;
+    if (sv->opts->verbose)
+      fprintf(stderr,
+              "acp serve: connection %s resumes connection %s: agent pid %d "
+              "(handoff)\n",
+              id, sc->id, acp_uv_process_pid(sc->agent));
+    snprintf(sc->id, sizeof(sc->id), "%s", id);
+    handoff_send(sc, hfd, pre, pre_len);
+    return true;
+  }
   uv_timer_stop(&sc->timer);
   sc->parked = false;
   sc->ws = link;
@@ -532,27 +566,15 @@ static void ctl_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
                      (unsigned)(sizeof(sc->answer) - 1 - sc->nanswer));
 }
 
-static void ctl_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
-  sconn *sc = s->data;
-  (void)buf;
-  if (n == 0 || !sc->handing)
-    return;
-  if (n < 0) {
-    handoff_failed(sc, n == UV_EOF ? "it closed its control socket"
-                                   : uv_strerror((int)n));
-    return;
-  }
-  sc->nanswer += (size_t)n;
-  if (sc->nanswer < 3)
-    return;
-  uv_read_stop(s);
-  if (memcmp(sc->answer, "ok\n", 3) != 0) {
-    handoff_failed(sc, "it answered something else than \"ok\"");
-    return;
-  }
+/* The agent took the connection ("ok"). */
+static void handoff_taken(sconn *sc) {
   sc->handing = false;
   sc->handed = true;
   uv_timer_stop(&sc->timer);
+  if (!sc->resumable) {
+    uv_read_stop((uv_stream_t *)&sc->ctl); /* nothing more will come */
+    sc->ctl_reading = false;
+  }
   /* Our copy of the socket goes; the link stays until the agent ends, so
    * the connection still counts against the cap. */
   acp__remote_link_handed(sc->ws);
@@ -561,6 +583,68 @@ static void ctl_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
             "acp serve: connection %s: handed to agent pid %d (this "
             "process no longer reads or writes it)\n",
             sc->id, acp_uv_process_pid(sc->agent));
+}
+
+/* A handed agent's connection dropped ("parked"): the agent waits for a
+ * reconnect, and this connection parks as a relayed one does (the same
+ * grace timer, cookie and rebind()). */
+static void handoff_parked(sconn *sc) {
+  uint64_t grace = grace_ms(sc->sv);
+  if (!sc->handed || sc->stopping || sc->parked || !sc->agent || sc->exited ||
+      grace == 0 || !sc->aff[0])
+    return;
+  if (sc->sv->opts->verbose)
+    fprintf(stderr,
+            "acp serve: connection %s dropped (its agent said so): its "
+            "agent waits %llu ms\n",
+            sc->id, (unsigned long long)grace);
+  close_ws(sc, 0, 1000); /* handed: nothing goes out */
+  sc->handed = false;
+  sc->parked = true;
+  uv_timer_start(&sc->timer, on_grace_timeout, grace, 0);
+}
+
+static void ctl_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  sconn *sc = s->data;
+  (void)buf;
+  if (n == 0)
+    return;
+  if (n < 0) {
+    uv_read_stop(s);
+    sc->ctl_reading = false;
+    /* After the handoff the agent's exit (or not) ends the connection. */
+    handoff_failed(sc, n == UV_EOF ? "it closed its control socket"
+                                   : uv_strerror((int)n));
+    return;
+  }
+  sc->nanswer += (size_t)n;
+  for (;;) {
+    char *nl = memchr(sc->answer, '\n', sc->nanswer);
+    if (!nl)
+      break;
+    size_t len = (size_t)(nl - sc->answer);
+    if (sc->handing && len == 2 && memcmp(sc->answer, "ok", 2) == 0)
+      handoff_taken(sc);
+    else if (sc->handing)
+      handoff_failed(sc, "it answered something else than \"ok\"");
+    else if (len == 6 && memcmp(sc->answer, "parked", 6) == 0)
+      handoff_parked(sc);
+    /* Anything else from a handed agent: not ours to act on. */
+    if (!sc->ctl_open)
+      return;
+    sc->nanswer -= len + 1;
+    memmove(sc->answer, nl + 1, sc->nanswer);
+  }
+  if (sc->nanswer == sizeof(sc->answer) - 1) {
+    /* A line longer than any we know. */
+    sc->nanswer = 0;
+    if (sc->handing) {
+      handoff_failed(sc, "it answered something else than \"ok\"");
+    } else {
+      uv_read_stop(s);
+      sc->ctl_reading = false;
+    }
+  }
 }
 
 static void ctl_written(uv_write_t *req, int status) {
@@ -572,27 +656,36 @@ static void ctl_written(uv_write_t *req, int status) {
 }
 
 /* Send the connection's socket (and what was read past its request) to
- * the agent just started with the other end of `ctl_fd` (taken). */
-static void handoff_send(sconn *sc, int ctl_fd, int sock, const char *pre,
-                         size_t pre_len) {
+ * the agent on its control socket (sc->ctl), with the settings a relayed
+ * connection gets (handoff.c: the message). */
+static void handoff_send(sconn *sc, int sock, const char *pre, size_t pre_len) {
   serve *sv = sc->sv;
   const acp_remote_server_options *so = &sv->opts->server;
-  size_t max =
+  acp_remote_adopt_options o = ACP_REMOTE_ADOPT_OPTIONS_INIT;
+  uv_os_fd_t ctl_fd;
+  o.max_message =
       so->max_message ? so->max_message : ACP_REMOTE_DEFAULT_MAX_MESSAGE;
-  uint64_t ping = so->ping_ms ? so->ping_ms : ACP_REMOTE_DEFAULT_PING_MS;
-  uv_pipe_init(&sv->loop, &sc->ctl, 0);
-  sc->ctl.data = sc;
-  sc->ctl_open = true;
+  o.ping_ms = so->ping_ms ? so->ping_ms : ACP_REMOTE_DEFAULT_PING_MS;
+  o.stall_ms = so->version >= 6 && so->stall_ms ? so->stall_ms
+                                                : ACP_REMOTE_DEFAULT_STALL_MS;
   sc->handing = true;
-  if (uv_pipe_open(&sc->ctl, ctl_fd) != 0) {
-    close(ctl_fd);
+  sc->nanswer = 0;
+  sc->resumable = grace_ms(sv) > 0 && sc->aff[0];
+  if (!sc->ctl_open || uv_fileno((uv_handle_t *)&sc->ctl, &ctl_fd) != 0) {
     handoff_failed(sc, "cannot use its control socket");
     return;
   }
-  if (acp__handoff_send_head(ctl_fd, sock, pre_len, max, ping) != 0) {
+  if (acp__handoff_send_head(ctl_fd, sock, pre_len, &o, sc->resumable) != 0) {
     handoff_failed(sc, strerror(errno));
     return;
   }
+  if (sv->opts->verbose)
+    fprintf(stderr,
+            "acp serve: connection %s: handing it over (max message %zu, "
+            "ping %llu ms, stall %llu ms, %s)\n",
+            sc->id, o.max_message, (unsigned long long)o.ping_ms,
+            (unsigned long long)o.stall_ms,
+            sc->resumable ? "parks on a drop" : "no resume");
   if (pre_len > 0) {
     sc->ctl_pre = acp__malloc(&sv->mem, pre_len);
     if (!sc->ctl_pre) {
@@ -610,11 +703,29 @@ static void handoff_send(sconn *sc, int ctl_fd, int sock, const char *pre,
       return;
     }
   }
-  if (uv_read_start((uv_stream_t *)&sc->ctl, ctl_alloc, ctl_read) != 0) {
-    handoff_failed(sc, "cannot read its control socket");
-    return;
+  if (!sc->ctl_reading) {
+    if (uv_read_start((uv_stream_t *)&sc->ctl, ctl_alloc, ctl_read) != 0) {
+      handoff_failed(sc, "cannot read its control socket");
+      return;
+    }
+    sc->ctl_reading = true;
   }
   uv_timer_start(&sc->timer, on_handoff_timeout, HANDOFF_MS, 0);
+}
+
+/* The control socket to an agent just started with its other end. */
+static void handoff_start(sconn *sc, int ctl_fd, int sock, const char *pre,
+                          size_t pre_len) {
+  uv_pipe_init(&sc->sv->loop, &sc->ctl, 0);
+  sc->ctl.data = sc;
+  sc->ctl_open = true;
+  if (uv_pipe_open(&sc->ctl, ctl_fd) != 0) {
+    close(ctl_fd);
+    sc->handing = true;
+    handoff_failed(sc, "cannot use its control socket");
+    return;
+  }
+  handoff_send(sc, sock, pre, pre_len);
 }
 
 static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
@@ -702,7 +813,7 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
      * the handoff at once rather than at the deadline. */
     acp_uv_link_shutdown(sc->alink);
     acp_uv_link_read_start(sc->alink, agent_read, sc);
-    handoff_send(sc, sp[0], hfd, pre, pre_len);
+    handoff_start(sc, sp[0], hfd, pre, pre_len);
     return;
   }
   acp_uv_link_couple(sc->alink, sc->ws, 0, 0);

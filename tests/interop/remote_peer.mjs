@@ -26,6 +26,20 @@
 //                      then read: expect the server's close frame with
 //                      1009, then the end of the stream, and no error on
 //                      the socket (no reset while we were still sending)
+//   resumeturn URL     initialize, session/new, prompt "busy\n/wait"; at the
+//                      first session/update drop the TCP connection (no
+//                      close frame); reconnect with the cookies and prompt
+//                      the old session: it must answer (its turn was
+//                      cancelled: a session with a turn running refuses a
+//                      prompt), the cancelled turn's answer must not come,
+//                      and session/load must replay "busy" (the same agent
+//                      process). Retried as `resume` is
+//   wrongcookie URL    initialize, session/new, drop (no close frame);
+//                      reconnect with a cookie no agent has: session/load
+//                      of the old session must fail (a new agent)
+//   goingaway URL FILE send initialize; at its answer write FILE; expect
+//                      the server's close frame with 1001 (the caller
+//                      stops the server)
 //   closecode URL CODE send initialize; expect at least one message back,
 //                      then the server's close frame with CODE (an agent
 //                      that exits by itself: 1000 if it exited 0, else 1011)
@@ -194,6 +208,80 @@ if (mode === 'big') {
     await new Promise((res) => setTimeout(res, 100));
   }
   done(false, { error: 'not resumed' });
+} else if (mode === 'resumeturn' || mode === 'wrongcookie') {
+  const open = (cookie) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, cookie ? { headers: { Cookie: cookie } } : {});
+    const queue = [];
+    let waiter = null;
+    let setCookie = [];
+    ws.on('upgrade', (res) => { setCookie = res.headers['set-cookie'] || []; });
+    ws.on('message', (d) => { queue.push(JSON.parse(String(d))); if (waiter) waiter(); });
+    ws.on('error', reject);
+    ws.on('open', () => resolve({
+      ws, setCookie, seen: [],
+      send: (m) => ws.send(JSON.stringify(m)),
+      async next(pred) {
+        for (;;) {
+          while (queue.length) { const m = queue.shift(); if (pred(m)) return m; this.seen.push(m); }
+          await new Promise((r) => { waiter = r; });
+          waiter = null;
+        }
+      },
+    }));
+  });
+  const c1 = await open(null);
+  let cookie = c1.setCookie.map((c) => c.split(';')[0]).join('; ');
+  c1.send(init);
+  await c1.next((m) => m.id === 1);
+  c1.send({ jsonrpc: '2.0', id: 2, method: 'session/new', params: { cwd: process.cwd(), mcpServers: [] } });
+  const sessionId = (await c1.next((m) => m.id === 2)).result.sessionId;
+  if (mode === 'wrongcookie') {
+    c1.ws.terminate();
+    cookie = 'acp_agent=00000000-0000-4000-8000-000000000000';
+    const c2 = await open(cookie);
+    c2.send(init);
+    await c2.next((m) => m.id === 1);
+    c2.send({ jsonrpc: '2.0', id: 2, method: 'session/load',
+      params: { sessionId, cwd: process.cwd(), mcpServers: [] } });
+    const r = await c2.next((m) => m.id === 2);
+    c2.ws.close();
+    done(!!r.error, { sessionId, answer: r });
+  }
+  c1.send({ jsonrpc: '2.0', id: 3, method: 'session/prompt',
+    params: { sessionId, prompt: [{ type: 'text', text: 'busy\n/wait' }] } });
+  await c1.next((m) => m.method === 'session/update');
+  c1.ws.terminate();
+  let last = null;
+  for (let attempt = 1; attempt <= 50; attempt++) {
+    const c2 = await open(cookie);
+    c2.send(init);
+    await c2.next((m) => m.id === 1);
+    c2.send({ jsonrpc: '2.0', id: 12, method: 'session/prompt',
+      params: { sessionId, prompt: [{ type: 'text', text: 'hello again' }] } });
+    const p = await c2.next((m) => m.id === 12);
+    last = p;
+    if (p.result) {
+      c2.send({ jsonrpc: '2.0', id: 13, method: 'session/load',
+        params: { sessionId, cwd: process.cwd(), mcpServers: [] } });
+      const r = await c2.next((m) => m.id === 13);
+      const replayed = c2.seen.some((m) => JSON.stringify(m).includes('busy'));
+      const stale = c2.seen.some((m) => m.id === 3);
+      c2.ws.close();
+      done(!!cookie && !!r.result && replayed && !stale && p.result.stopReason === 'end_turn',
+        { sessionId, attempt, stopReason: p.result.stopReason, replayed, stale });
+    }
+    c2.ws.close();
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  done(false, { error: 'not resumed', last });
+} else if (mode === 'goingaway') {
+  const fs = await import('node:fs');
+  const ws = new WebSocket(url);
+  let got = 0;
+  ws.on('open', () => ws.send(JSON.stringify(init)));
+  ws.on('message', () => { if (got++ === 0) fs.writeFileSync(arg, 'ready\n'); });
+  ws.on('close', (code) => done(got >= 1 && code === 1001, { got, code }));
+  ws.on('error', (e) => done(false, { error: e.message }));
 } else if (mode === 'closecode') {
   const ws = new WebSocket(url);
   let got = 0;
@@ -203,6 +291,6 @@ if (mode === 'big') {
     { got, code, reason: String(reason) }));
   ws.on('error', (e) => done(false, { error: e.message }));
 } else {
-  process.stderr.write('usage: node remote_peer.mjs big|slowbig|vanish|binary|dead|refused|resume|closecode URL [ARG]\n');
+  process.stderr.write('usage: node remote_peer.mjs big|slowbig|vanish|binary|dead|refused|resume|resumeturn|wrongcookie|goingaway|closecode URL [ARG]\n');
   process.exit(2);
 }

@@ -10,7 +10,16 @@
 #   - a client that vanishes mid-turn: its agent sees the drop itself and
 #     exits, serve closes the connection and keeps serving;
 #   - an agent that exits with 1 before taking the connection: the client
-#     gets close 1011.
+#     gets close 1011;
+#   - serve's settings: the handoff message carries --stall-timeout (serve
+#     says what it sent); SIGTERM to serve: a handed client gets close
+#     1001 (going away), as a relayed one does;
+#   - --session-grace with --handoff (a real `acp agent`, which keeps its
+#     sessions): a client dropped mid-turn (no close frame) reconnects
+#     with its cookie to the same agent, whose turn was cancelled (a new
+#     prompt on the old session answers, the old turn's answer never
+#     comes) and session/load replays it; a wrong cookie gets a new agent;
+#     a grace that runs out stops the agent.
 # Needs ACP_BIN, node; installs the peers if missing (exit 77 without).
 . "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
 need_peers
@@ -55,6 +64,51 @@ out=$(cd "$here" && timeout 30 node --input-type=module -e "
 if [ "$out" = 1011 ] && grep -q "did not take the connection" "$work/serve2.log"; then
   ok "an agent that exits first: close 1011, serve says why"
 else ko "agent exits before the handoff" "$out" "$(cat "$work/serve2.log")"; fi
+
+# ---- serve's settings go with the connection --------------------------------
+start_serve "$work/serve3.log" --handoff --stall-timeout 4321 -- "$acp" agent
+s3=$serve_pid
+rm -f "$work/ready3"
+timeout 30 node "$here/remote_peer.mjs" goingaway "ws://127.0.0.1:$port/acp" "$work/ready3" \
+  >"$work/ga.out" 2>&1 &
+gpid=$!
+pids="$pids $gpid"
+wait_for "$work/ready3" ready 200
+kill -TERM "$s3"
+wait "$gpid"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "handed to agent pid" "$work/serve3.log"; then
+  ok "SIGTERM to acp serve --handoff: the handed client gets close 1001 (going away)"
+else ko "SIGTERM with a handed connection" "$(cat "$work/ga.out")" "$(tail -5 "$work/serve3.log")"; fi
+if grep -q "stall 4321 ms" "$work/serve3.log"; then
+  ok "the handoff message carries --stall-timeout"
+else ko "--stall-timeout sent with the handoff" "$(cat "$work/serve3.log")"; fi
+serve_pids=$(echo "$serve_pids" | sed "s/ $s3//")
+
+# ---- resume: --handoff with --session-grace ----------------------------------
+start_serve "$work/serve4.log" --handoff --session-grace 5000 -- "$acp" agent
+url="ws://127.0.0.1:$port/acp"
+out=$(timeout 60 node "$here/remote_peer.mjs" resumeturn "$url" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && grep -q "dropped (its agent said so): its agent waits" "$work/serve4.log" &&
+   grep -q "resumes connection .*(handoff)" "$work/serve4.log"; then
+  ok "--handoff --session-grace: dropped mid-turn, reconnected with the cookie: same agent, turn cancelled, old session prompted and loaded"
+else ko "resume with --handoff" "$out" "$(cat "$work/serve4.log")"; fi
+n=$(grep -c "agent pid [0-9]*$" "$work/serve4.log")
+out=$(timeout 60 node "$here/remote_peer.mjs" wrongcookie "$url" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c "agent pid [0-9]*$" "$work/serve4.log")" -eq $((n + 2)) ]; then
+  ok "--handoff --session-grace: a wrong cookie gets a new agent"
+else ko "wrong cookie with --handoff" "$out" "$(tail -8 "$work/serve4.log")"; fi
+SDK_OUT=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario full --url "$url" 2>&1) &&
+  ok "--handoff --session-grace: a full SDK turn" || ko "SDK turn with --handoff --session-grace" "$SDK_OUT"
+# a grace that runs out stops the agent
+start_serve "$work/serve5.log" --handoff --session-grace 300 -- "$acp" agent
+out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)
+apid=$(grep 'agent pid' "$work/serve5.log" | tail -1 | sed 's/.*agent pid \([0-9]*\).*/\1/')
+if wait_log "$work/serve5.log" "nobody came back" && wait_gone "$apid" 100; then
+  ok "--handoff --session-grace: nobody came back, the agent (pid $apid) was stopped"
+else ko "grace expiry with --handoff" "$out" "$(cat "$work/serve5.log")"; fi
 
 check_serve_logs
 finish

@@ -3335,7 +3335,10 @@ static void test_handoff_adopts_the_socket_with_its_pre_read_bytes(void **st) {
   tcp_pair(tcp);
   assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
   size_t pl = frame(pre, ACP__WS_OP_TEXT, true, "hi", 2, M);
-  assert_int_equal(acp__handoff_send_head(ctl[0], tcp[1], pl, 1024, 60000), 0);
+  acp_remote_adopt_options o = ACP_REMOTE_ADOPT_OPTIONS_INIT;
+  o.max_message = 1024;
+  o.ping_ms = 60000;
+  assert_int_equal(acp__handoff_send_head(ctl[0], tcp[1], pl, &o, 0), 0);
   assert_int_equal(write(ctl[0], pre, pl), (ssize_t)pl);
   close(tcp[1]); /* the server's copy: the agent's is in flight */
   assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL), 0);
@@ -3402,7 +3405,8 @@ static void test_handoff_receive_refuses_bad_input(void **st) {
   int tcp[2];
   tcp_pair(tcp);
   assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
-  assert_int_equal(acp__handoff_send_head(ctl[0], tcp[1], 10, 0, 0), 0);
+  acp_remote_adopt_options o = ACP_REMOTE_ADOPT_OPTIONS_INIT;
+  assert_int_equal(acp__handoff_send_head(ctl[0], tcp[1], 10, &o, 0), 0);
   assert_int_equal(write(ctl[0], "abc", 3), 3);
   close(ctl[0]);
   assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL),
@@ -3423,12 +3427,262 @@ static void test_handoff_receive_refuses_bad_input(void **st) {
   acp_remote_handoff_free(NULL);
 }
 
+/* The message's two versions: version 1 (acp serve before the stall
+ * setting: no resume) is still read; version 2 says whether the server
+ * parks; anything else is refused with nothing leaked. */
+static void test_handoff_reads_both_versions(void **st) {
+  (void)st;
+  static const struct {
+    const char *line;
+    int rv, resumable;
+  } cases[] = {
+      {"ACP-HANDOFF 1 0 1024 60000\n", 0, 0},
+      {"ACP-HANDOFF 2 0 1024 60000 500 0\n", 0, 0},
+      {"ACP-HANDOFF 2 0 1024 60000 18446744073709551615 1\n", 0, 1},
+      {"ACP-HANDOFF 2 0 1024 60000 500\n", ACP_ERR_PROTOCOL, 0},
+      {"ACP-HANDOFF 2 0 1024 60000 500 2\n", ACP_ERR_PROTOCOL, 0},
+      {"ACP-HANDOFF 2 0 1024 -1 500 1\n", ACP_ERR_PROTOCOL, 0},
+      {"ACP-HANDOFF 3 0 1024 60000 500 1\n", ACP_ERR_PROTOCOL, 0},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    int tcp[2], ctl[2];
+    acp_remote_handoff *h = NULL;
+    tcp_pair(tcp);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
+    assert_int_equal(acp__handoff_send_line(ctl[0], tcp[1], cases[i].line,
+                                            strlen(cases[i].line)),
+                     0);
+    assert_int_equal(acp_remote_handoff_receive(&h, ctl[1], NULL), cases[i].rv);
+    assert_int_equal(acp_remote_handoff_resumable(h), cases[i].resumable);
+    acp_remote_handoff_free(h); /* closes the received descriptor */
+    close(ctl[0]);
+    close(ctl[1]);
+    close(tcp[0]);
+    close(tcp[1]);
+  }
+  assert_int_equal(acp_remote_handoff_resumable(NULL), 0);
+}
+
+typedef struct resumed {
+  acp_uv_link *link;
+  char text[256];
+  size_t len;
+  int status; /* the read side's end, 1 while open */
+  int parks, resumes;
+  bool closed;
+} resumed;
+
+static void resumed_read(acp_uv_link *l, int status, const char *d, size_t n,
+                         void *ud) {
+  resumed *r = ud;
+  (void)l;
+  if (status != 0) {
+    r->status = status;
+    return;
+  }
+  assert_true(r->len + n < sizeof(r->text));
+  memcpy(r->text + r->len, d, n);
+  r->len += n;
+}
+
+static void resumed_park(acp_uv_link *l, int parked, void *ud) {
+  resumed *r = ud;
+  assert_ptr_equal(l, r->link);
+  if (parked) {
+    r->parks++;
+    /* What the agent writes while parked (its cancelled turn's end) is
+     * dropped; a line left open here is not finished on the next
+     * connection. */
+    assert_int_equal(acp_uv_link_write(l, "lost\npart", 9), 0);
+  } else {
+    r->resumes++;
+  }
+}
+
+static void resumed_closed(acp_uv_link *l, void *ud) {
+  (void)l;
+  ((resumed *)ud)->closed = true;
+}
+
+/* Run the loop until `*flag` reaches `want` (events, no clock). */
+static void run_until(uv_loop_t *loop, const int *flag, int want) {
+  for (int i = 0; i < 100000 && *flag != want; i++)
+    uv_run(loop, UV_RUN_ONCE);
+  assert_int_equal(*flag, want);
+}
+
+/* Read n bytes from a socket the loop writes to (the loop runs between
+ * tries). */
+static void run_read(uv_loop_t *loop, int fd, uint8_t *p, size_t n) {
+  for (int i = 0; n > 0 && i < 100000; i++) {
+    ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+    if (r > 0) {
+      p += r;
+      n -= (size_t)r;
+      continue;
+    }
+    uv_run(loop, UV_RUN_NOWAIT);
+  }
+  assert_int_equal((int)n, 0);
+}
+
+static void send_handoff(int ctl, int sock, const char *pre_text, int resume) {
+  uint8_t pre[64];
+  size_t pl = pre_text ? frame(pre, ACP__WS_OP_TEXT, true, pre_text,
+                               strlen(pre_text), M)
+                       : 0;
+  acp_remote_adopt_options o = ACP_REMOTE_ADOPT_OPTIONS_INIT;
+  o.stall_ms = 5000;
+  assert_int_equal(acp__handoff_send_head(ctl, sock, pl, &o, resume), 0);
+  if (pl > 0)
+    assert_int_equal(write(ctl, pre, pl), (ssize_t)pl);
+  close(sock); /* the server's copy */
+}
+
+static void expect_line(int fd, const char *want) {
+  char rx[16] = {0};
+  size_t n = strlen(want);
+  read_all(fd, (uint8_t *)rx, n);
+  assert_string_equal(rx, want);
+}
+
+/* acp_remote_handoff_open() with a server that parks (RESUME 1), in one
+ * process: a connection is adopted and carries a line each way; it drops
+ * (the client's socket closed without a close frame): the server is told
+ * "parked", the callback runs, what the agent writes meanwhile is lost; a
+ * second handoff on the same control socket is adopted (its pre-read
+ * frame comes first), the agent's next line goes to the new client, and
+ * the link closes it with the close code it was given (1001). */
+static void test_handoff_link_parks_and_resumes(void **st) {
+  (void)st;
+  int a[2], b[2], ctl[2];
+  uint8_t f[64], rx[64];
+  uv_loop_t loop;
+  resumed r;
+  memset(&r, 0, sizeof(r));
+  r.status = 1;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
+  tcp_pair(a);
+  send_handoff(ctl[0], a[1], NULL, 1);
+  assert_int_equal(
+      acp_remote_handoff_open(&r.link, &loop, ctl[1], resumed_park, &r, NULL),
+      0);
+  assert_non_null(r.link);
+  expect_line(ctl[0], "ok\n");
+  assert_int_equal(acp_uv_link_read_start(r.link, resumed_read, &r), 0);
+  size_t fl = frame(f, ACP__WS_OP_TEXT, true, "one", 3, M);
+  assert_int_equal(write(a[0], f, fl), (ssize_t)fl);
+  for (int i = 0; i < 100000 && r.len < 4; i++)
+    uv_run(&loop, UV_RUN_ONCE);
+  assert_memory_equal(r.text, "one\n", 4);
+  assert_int_equal(acp_uv_link_write(r.link, "r1\n", 3), 0);
+  run_read(&loop, a[0], rx, 4);
+  assert_int_equal(rx[0], 0x81);
+  assert_memory_equal(rx + 2, "r1", 2);
+  /* The drop: no close frame. */
+  close(a[0]);
+  run_until(&loop, &r.parks, 1);
+  assert_int_equal(r.status, 1); /* the link did not end */
+  expect_line(ctl[0], "parked\n");
+  assert_int_equal(acp_uv_link_write(r.link, "more lost\nand part", 18), 0);
+  /* The reconnect, with a frame read past its request. */
+  tcp_pair(b);
+  send_handoff(ctl[0], b[1], "two", 1);
+  run_until(&loop, &r.resumes, 1);
+  expect_line(ctl[0], "ok\n");
+  for (int i = 0; i < 100000 && r.len < 8; i++)
+    uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal((int)r.len, 8);
+  assert_memory_equal(r.text + 4, "two\n", 4);
+  /* The rest of the line begun while parked is not sent. */
+  assert_int_equal(acp_uv_link_write(r.link, "ial\nr2\n", 7), 0);
+  acp_uv_link_set_close_code(r.link, 1001);
+  acp_uv_link_close(r.link, 1000, resumed_closed, &r);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_true(r.closed);
+  read_all(b[0], rx, 4);
+  assert_int_equal(rx[0], 0x81);
+  assert_int_equal(rx[1], 2);
+  assert_memory_equal(rx + 2, "r2", 2);
+  read_all(b[0], rx, 4);
+  assert_int_equal(rx[0], 0x88);
+  assert_int_equal((rx[2] << 8) | rx[3], 1001);
+  assert_int_equal(r.parks, 1);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  close(b[0]);
+  close(ctl[0]);
+  close(ctl[1]);
+}
+
+/* Parked, the server closes the control socket (the grace ran out): the
+ * link's read side ends (UV_EOF) and nothing leaks. A close frame from
+ * the client ends it too, without parking. A server that does not park
+ * (RESUME 0) gets the adopted link itself: a drop ends it. */
+static void test_handoff_link_ends_when_nobody_comes_back(void **st) {
+  (void)st;
+  for (int round = 0; round < 3; round++) {
+    int a[2], ctl[2];
+    uv_loop_t loop;
+    resumed r;
+    memset(&r, 0, sizeof(r));
+    r.status = 1;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, ctl), 0);
+    tcp_pair(a);
+    send_handoff(ctl[0], a[1], NULL, round != 2);
+    assert_int_equal(
+        acp_remote_handoff_open(&r.link, &loop, ctl[1], resumed_park, &r, NULL),
+        0);
+    expect_line(ctl[0], "ok\n");
+    assert_int_equal(acp_uv_link_read_start(r.link, resumed_read, &r), 0);
+    if (round == 1) {
+      uint8_t f[16];
+      size_t fl = frame(f, ACP__WS_OP_CLOSE, true, "\x03\xe8", 2, M);
+      assert_int_equal(write(a[0], f, fl), (ssize_t)fl);
+      run_until(&loop, &r.status, UV_EOF);
+      assert_int_equal(r.parks, 0);
+    } else if (round == 0) {
+      close(a[0]);
+      a[0] = -1;
+      run_until(&loop, &r.parks, 1);
+      expect_line(ctl[0], "parked\n");
+      close(ctl[0]);
+      ctl[0] = -1;
+      run_until(&loop, &r.status, UV_EOF);
+    } else {
+      close(a[0]);
+      a[0] = -1;
+      for (int i = 0; i < 100000 && r.status == 1; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+      assert_true(r.status < 0 && r.status != UV_EOF);
+      assert_int_equal(r.parks, 0);
+    }
+    acp_uv_link_close(r.link, 0, resumed_closed, &r);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_true(r.closed);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    if (a[0] >= 0)
+      close(a[0]);
+    if (ctl[0] >= 0)
+      close(ctl[0]);
+    close(ctl[1]);
+  }
+  acp_uv_link *l = (acp_uv_link *)1;
+  assert_int_equal(acp_remote_handoff_open(&l, NULL, 0, NULL, NULL, NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_null(l);
+}
+
 int main(void) {
   acp_uv_ignore_sigpipe();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_accept_key_matches_rfc6455_example),
       cmocka_unit_test(test_handoff_adopts_the_socket_with_its_pre_read_bytes),
       cmocka_unit_test(test_handoff_receive_refuses_bad_input),
+      cmocka_unit_test(test_handoff_reads_both_versions),
+      cmocka_unit_test(test_handoff_link_parks_and_resumes),
+      cmocka_unit_test(test_handoff_link_ends_when_nobody_comes_back),
       cmocka_unit_test(test_server_reassembles_fragments_around_a_ping),
       cmocka_unit_test(test_pause_stops_after_the_message),
       cmocka_unit_test(test_bad_frames_close_with_the_right_code),
