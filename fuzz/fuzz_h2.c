@@ -98,8 +98,9 @@ static void fz_request(void *ud, acp__hx *x, const acp__http_head *h,
   x->ops->respond(x, &r);
 }
 
-static void fz_release(void *ud, acp__hx *x, size_t credit) {
+static void fz_release(void *ud, acp__hx *x, size_t credit, bool stalled) {
   (void)credit;
+  (void)stalled;
   forget(ud, x);
 }
 
@@ -113,8 +114,12 @@ static void fz_over(void *ud) {
   (void)ud; /* the loop below ends on acp__h2_done() */
 }
 
-static const acp__h2_io fz_io = {fz_write,   fz_writable, fz_request,
-                                 fz_release, fz_credit,   fz_over};
+static void fz_waiting(void *ud) {
+  (void)ud; /* the loop below looks at every piece (acp__h2_stall_check) */
+}
+
+static const acp__h2_io fz_io = {fz_write,  fz_writable, fz_request, fz_release,
+                                 fz_credit, fz_over,     fz_waiting};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -139,6 +144,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rv = acp__h2_recv(h, (const char *)data + off, n);
     if (rv == 0 && acp__h2_done(h))
       break;
+    /* The stall rule on a made-up clock: 8 ms a piece, stall_ms 20, so a
+     * stream the input gives no window is reset within a few pieces. */
+    if (rv == 0)
+      (void)acp__h2_stall_check(h, 1000 + 8 * (uint64_t)(off / piece), 20);
   }
   if (rv == 0) {
     acp__h2_keepalive(h);

@@ -318,9 +318,14 @@ typedef struct acp_remote_server_options {
    * the link's read callback; for HTTP/2 every connection with a stream
    * on that socket) and the socket is closed. Progress is counted in
    * bytes the peer acknowledged, not in messages: a slow reader of a big
-   * message is not cut. Not covered: an HTTP/2 client that reads the
-   * socket but gives no flow-control window back to one stream (its
-   * output then waits in the link's queue, bounded by the coupling).
+   * message is not cut. Over HTTP/2 the same rule holds per stream: a
+   * client that reads the socket but gives a stream no flow-control
+   * window (no WINDOW_UPDATE, or a tiny SETTINGS_INITIAL_WINDOW_SIZE) so
+   * that not a byte of that stream's output leaves for stall_ms (while
+   * the socket could take more) gets that stream reset (RST_STREAM
+   * CANCEL), and the connection it carried ends the same way
+   * (UV_ETIMEDOUT); the HTTP/2 connection and its other streams go on.
+   * A window granted slowly is progress and is not cut.
    *
    * A DELETE naming a connection that ended in the last 60 s is answered
    * 202 (as one still ending), up to 4096 such ids per server (44 bytes

@@ -81,6 +81,11 @@ struct h2s {
   bool deferred;     /* nghttp2 waits for resume_data */
   bool has_body;     /* a data provider is attached */
   bool cut;          /* reset once `out` is written (op_reset) */
+  /* The stall rule (acp__h2_stall_check): bytes of `out` nghttp2 took so
+   * far, their count at the last look, and the clock (ms) since when
+   * output has waited with none taken (0: nothing waits). */
+  uint64_t taken, taken_seen, wait_since;
+  bool stalled; /* reset for it (RST_STREAM CANCEL) */
 };
 
 static void h2_enter(acp__h2 *h) {
@@ -138,7 +143,7 @@ static h2s *stream_new(acp__h2 *h, int32_t id) {
 static void stream_free(acp__h2 *h, h2s *st) {
   size_t unsent = st->credit + st->credit_due;
   st->credit = st->credit_due = 0;
-  h->io.release(h->ud, &st->hx, unsent);
+  h->io.release(h->ud, &st->hx, unsent, st->stalled);
   if (st->prev)
     st->prev->next = st->next;
   else
@@ -171,6 +176,7 @@ static ssize_t read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
   size_t n = avail < len ? avail : len;
   memcpy(buf, st->out.data + st->out_off, n);
   st->out_off += n;
+  st->taken += n;
   if (st->out_off == st->out.len) {
     /* Drained: what it carried is handed on (credited after the call). */
     acp__buf_clear(&st->out);
@@ -329,7 +335,7 @@ static int op_open_sse(acp__hx *x) {
 static int op_send(acp__hx *x, const uv_buf_t *b, unsigned nb, size_t credit) {
   h2s *st = (h2s *)x;
   acp__h2 *h = st->h2;
-  if (h->broken || st->eof || st->cut || !st->has_body) {
+  if (h->broken || st->eof || st->cut || st->stalled || !st->has_body) {
     h->io.credit(h->ud, x, credit);
     return 0;
   }
@@ -696,13 +702,75 @@ void acp__h2_flush(acp__h2 *h) {
     h->over_told = true;
     h->io.over(h->ud);
   }
+  /* Output left waiting (a shut window, a full socket): the runtime looks
+   * at its progress from now on (acp__h2_stall_check). */
+  if (!h->dead && !h->broken && acp__h2_waiting(h))
+    h->io.waiting(h->ud);
   h2_leave(h);
+}
+
+/* Whether the body of `st` has bytes nghttp2 has not taken yet. */
+static bool stream_waits(const h2s *st) {
+  return !st->stalled && st->out.len > st->out_off;
+}
+
+bool acp__h2_waiting(const acp__h2 *h) {
+  for (const h2s *st = h->streams; st; st = st->next)
+    if (stream_waits(st))
+      return true;
+  return false;
+}
+
+/*
+ * The write-stall rule of a server socket (remote_uv.c, on_wstall), per
+ * stream: a client that reads the socket but grants one stream no window
+ * (no WINDOW_UPDATE, or a tiny SETTINGS_INITIAL_WINDOW_SIZE) would hold
+ * that stream's output here, and the agent behind it, for ever, while the
+ * socket itself keeps moving. Time counts only while the socket could take
+ * more: a full socket is the socket rule's (the same stall_ms), and a
+ * stream that waits behind a slow but moving socket is not stalled.
+ *
+ * RST_STREAM CANCEL, not INTERNAL_ERROR: nothing failed on our side (the
+ * test hook's INTERNAL_ERROR stands for a fault the client resumes from);
+ * the server gave up on a stream its client does not take, as RFC 9113
+ * section 7 describes CANCEL ("the stream is no longer needed"). Submitted
+ * at once, ahead of the DATA that cannot go anyway; when nghttp2 has sent
+ * it the stream closes and io.release says `stalled`.
+ */
+bool acp__h2_stall_check(acp__h2 *h, uint64_t now, uint64_t stall_ms) {
+  if (h->broken || h->dead)
+    return false;
+  bool writable = h->io.writable(h->ud), waiting = false, reset = false;
+  if (now == 0)
+    now = 1; /* (0 means: not waiting) */
+  for (h2s *st = h->streams; st; st = st->next) {
+    if (!stream_waits(st)) {
+      st->wait_since = 0;
+      continue;
+    }
+    if (st->wait_since == 0 || st->taken != st->taken_seen || !writable) {
+      st->wait_since = now;
+      st->taken_seen = st->taken;
+      waiting = true;
+    } else if (now - st->wait_since < stall_ms) {
+      waiting = true;
+    } else {
+      st->stalled = true;
+      reset = true;
+      if (nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id,
+                                    NGHTTP2_CANCEL) != 0)
+        h2_break(h);
+    }
+  }
+  if (reset)
+    acp__h2_flush(h); /* may free h (from inside a release): not used after */
+  return waiting;
 }
 
 void acp__h2_keepalive(acp__h2 *h) {
   static const char ping[] = ":\n\n";
   for (h2s *st = h->streams; st; st = st->next) {
-    if (st->has_body && !st->eof && st->hx.hc &&
+    if (st->has_body && !st->eof && !st->stalled && st->hx.hc &&
         acp__buf_append(&st->out, ping, 3) == 0)
       stream_resume(h, st);
   }

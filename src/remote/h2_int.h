@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -64,11 +65,13 @@ typedef struct acp__hx_ops {
   /* Break the exchange off as a fault would (the exchange was detached
    * first): HTTP/2 resets its stream (RST_STREAM INTERNAL_ERROR, once
    * what was queued on it is written) on a connection that stays up;
-   * HTTP/1.1 closes its socket (what libuv still held is lost). Used by
-   * a test hook of the server. Returns the link bytes the exchange still
-   * held, no longer credited by it (the detached exchange has no link to
-   * credit): the caller credits them, as the events go again in the
-   * replay, so the link's queue does not stay inflated for good. */
+   * HTTP/1.1 closes its socket (what libuv still held is lost; the link
+   * bytes it carried were handed back when the exchange was detached,
+   * see hx_detach in remote_uv.c). Used by a test hook of the server. Returns
+   * the link bytes the exchange still held, no longer credited by it (the
+   * detached exchange has no link to credit): the caller credits them, as the
+   * events go again in the replay, so the link's queue does not stay inflated
+   * for good. */
   size_t (*reset)(acp__hx *x);
 } acp__hx_ops;
 
@@ -98,8 +101,10 @@ typedef struct acp__h2_io {
   void (*request)(void *ud, acp__hx *x, const acp__http_head *h, char *body,
                   size_t blen);
   /* The stream of `x` is gone (closed, reset, or the connection dropped):
-   * report `credit` unsent link bytes and detach it. */
-  void (*release)(void *ud, acp__hx *x, size_t credit);
+   * report `credit` unsent link bytes and detach it. `stalled`: we reset
+   * it by the stall rule (acp__h2_stall_check), and what it carried ends
+   * as a stalled socket's does. */
+  void (*release)(void *ud, acp__hx *x, size_t credit, bool stalled);
   /* `n` link bytes of x's SSE body were handed to the connection. */
   void (*credit)(void *ud, acp__hx *x, size_t n);
   /* The connection is over (it broke: out of memory, a write failed, a
@@ -108,6 +113,11 @@ typedef struct acp__h2_io {
    * queued from a timer or the agent's side). Finish the socket, from
    * the loop: never from inside this call. May come more than once. */
   void (*over)(void *ud);
+  /* Some stream's output waits for nghttp2 to take it (its window or the
+   * connection's is shut, or the socket is full): call
+   * acp__h2_stall_check() a few times per stall timeout until it returns
+   * false. Called after a flush, often: only start looking if not yet. */
+  void (*waiting)(void *ud);
 } acp__h2_io;
 
 /* Cap of concurrent streams a client may open on one connection. */
@@ -138,6 +148,24 @@ void acp__h2_flush(acp__h2 *h);
 
 /* A keep-alive comment on every open SSE stream, and flush. */
 void acp__h2_keepalive(acp__h2 *h);
+
+/* Whether some stream has output nghttp2 has not taken yet. */
+bool acp__h2_waiting(const acp__h2 *h);
+
+/*
+ * The stall rule per stream, `now` being a clock in ms (the loop's): a
+ * stream whose output waited `stall_ms` with not a byte taken by nghttp2
+ * while the socket was writable (io.writable: a full socket is the
+ * socket's own stall) is reset, RST_STREAM CANCEL, and released with
+ * `stalled` once that is sent; the connection and its other streams go
+ * on. Progress is looked at only when called: call it a few times per
+ * stall_ms (the stall is found up to one interval late). Flushes when it
+ * reset a stream, which may release streams and so free the connection
+ * from inside (the runtime's release): do not use `h` after a call
+ * without knowing it is still there. Returns whether output still waits
+ * (call again later).
+ */
+bool acp__h2_stall_check(acp__h2 *h, uint64_t now, uint64_t stall_ms);
 
 /* GOAWAY (no error): no new streams; the open ones go on. Flushes. */
 void acp__h2_goaway(acp__h2 *h);

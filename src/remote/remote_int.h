@@ -46,6 +46,22 @@ void acp__remote_server_gone_limits(acp_remote_server *srv, unsigned max,
                                     uint64_t ms);
 
 /*
+ * Test hook, not API: the clock (ms) the window of ended ids is measured
+ * with: *now_ms (read at each use; it must outlive the server or be
+ * unset) instead of the loop's; NULL gives the loop's back. Set it before
+ * any connection ended: the ids keep the time they were stamped with.
+ */
+void acp__remote_server_gone_clock(acp_remote_server *srv,
+                                   const uint64_t *now_ms);
+
+/*
+ * Test hook, not API: how many ended ids `srv` remembers now, and in
+ * *cap the slots allocated for them (0: the ring is freed).
+ */
+unsigned acp__remote_server_gone_held(const acp_remote_server *srv,
+                                      unsigned *cap);
+
+/*
  * Test hook, not API: the server's side of a session stream fault. The
  * next event of a session stream of `srv` numbered above `after`, after
  * at least one event, is not sent: its stream is broken off first (over

@@ -34,6 +34,7 @@ typedef struct wwrite {
   uv_write_t req;
   wconn *c;
   size_t credit; /* link bytes this frame completes */
+  unsigned gen;  /* c->credit_gen when queued (see hx_detach) */
   size_t len;
   struct wwrite *next_done;
   char data[];
@@ -94,8 +95,9 @@ struct acp_remote_server {
    * as for one still ending. */
   gone_id *gone;
   unsigned gone_cap, gone_head, ngone;
-  unsigned gone_max; /* GONE_MAX (a test hook may lower it) */
-  uint64_t gone_ms;  /* GONE_MS (likewise) */
+  unsigned gone_max;          /* GONE_MAX (a test hook may lower it) */
+  uint64_t gone_ms;           /* GONE_MS (likewise) */
+  const uint64_t *gone_clock; /* test hook: the window's clock, or NULL */
   /* Test hook (acp__remote_server_cut_session_stream): the next session
    * event numbered above cut_after is held back and its stream reset. */
   bool cut_armed;
@@ -139,6 +141,12 @@ struct wconn {
   bool line_drop; /* discarding an over-long line up to its '\n' */
   bool no_credit; /* framing bytes already reported sent */
   wwrite *last;   /* newest write in flight */
+  /* Link bytes the writes in flight of this credit_gen complete. An
+   * HTTP/1.1 exchange that lets go of its connection (hx_detach) hands
+   * them back at once and starts a new generation: what is still queued
+   * is then written or cancelled with no link to credit. */
+  size_t wr_credit;
+  unsigned credit_gen;
   uint64_t ping_ms;
   bool heard;   /* bytes arrived since the last ping */
   uint64_t rng; /* mask generator (client) */
@@ -232,6 +240,7 @@ static void hc_unhold(hconn *hc, acp__hx *x);
 static void hc_routes_free(hconn *hc);
 static struct hheld *hc_take_held(hconn *hc, const acp__hx *x);
 static const acp__hx_ops h1_ops;
+static wconn *hx_conn(acp__hx *x);
 
 /* MARK: - Helpers (Private) */
 
@@ -402,10 +411,22 @@ static void report_credit(wconn *c, size_t n) {
 
 static void h2_pump(wconn *c);
 
+/* A write goes in flight with its credit (reported when it completes). */
+static void wr_queued(wconn *c, wwrite *w) {
+  w->gen = c->credit_gen;
+  c->wr_credit += w->credit;
+  c->writes++;
+  c->last = w;
+}
+
 static void on_tcp_write(uv_write_t *req, int status) {
   wwrite *w = (wwrite *)req;
   wconn *c = w->c;
-  size_t credit = w->credit;
+  size_t credit = 0;
+  if (w->gen == c->credit_gen) {
+    credit = w->credit;
+    c->wr_credit -= credit;
+  } /* else handed back when its exchange let go (hx_detach) */
   c->writes--;
   if (c->last == w)
     c->last = NULL;
@@ -413,6 +434,8 @@ static void on_tcp_write(uv_write_t *req, int status) {
   if (status < 0 && (c->link || c->hx.hc || c->h2) && !c->tcp_closed) {
     if (c->link)
       acp_uv_link_user_write_failed(c->link, status);
+    else
+      report_credit(c, credit); /* an exchange's link goes on */
     end_link(c, status);
     conn_close_tcp(c);
   } else {
@@ -470,38 +493,57 @@ static uint64_t wstall_tick(const wconn *c) {
   return c->stall_ms >= 4 ? c->stall_ms / 4 : 1;
 }
 
+static void h2_check(wconn *c);
+
 /* Look at the socket's progress a few times per stall_ms: the bytes
  * written so far are those handed to libuv minus what it still holds,
- * which counts partial writes of a big message too. */
+ * which counts partial writes of a big message too. The same timer looks
+ * at the streams of an HTTP/2 socket (acp__h2_stall_check: the same rule
+ * per stream, for a client that reads the socket but gives a stream no
+ * window), so a connection costs one timer, not one per stream. */
 static void on_wstall(uv_timer_t *t) {
   wconn *c = t->data;
   if (c->tcp_closed || c->lingering)
     return; /* the linger has its own bound (LINGER_FLUSH_MS) */
-  uint64_t now = uv_now(t->loop);
-  uint64_t taken = wstall_taken(c);
-  if (taken != c->wr_seen) {
-    c->wr_seen = taken;
-    c->wr_moved = now;
-  }
-  if (c->writes == 0)
-    return; /* drained: the next queued write starts looking again */
-  if (now - c->wr_moved >= c->stall_ms) {
-    wstall_end(c);
-    return;
-  }
-  uint64_t left = c->stall_ms - (now - c->wr_moved), tick = wstall_tick(c);
-  uv_timer_start(t, on_wstall, left < tick ? left : tick, 0);
+  uint64_t now = uv_now(t->loop), tick = wstall_tick(c), next = UINT64_MAX;
+  if (c->writes > 0) {
+    uint64_t taken = wstall_taken(c);
+    if (taken != c->wr_seen) {
+      c->wr_seen = taken;
+      c->wr_moved = now;
+    }
+    if (now - c->wr_moved >= c->stall_ms) {
+      wstall_end(c);
+      return;
+    }
+    uint64_t left = c->stall_ms - (now - c->wr_moved);
+    next = left < tick ? left : tick;
+  } /* else drained: the next queued write starts looking again */
+  if (c->h2 && acp__h2_stall_check(c->h2, now, c->stall_ms) && next > tick)
+    next = tick;
+  if (c->h2)
+    h2_check(c); /* a reset may have been the last stream after GOAWAY */
+  if (next != UINT64_MAX && !c->tcp_closed && !c->lingering)
+    uv_timer_start(t, on_wstall, next, 0);
+}
+
+static bool wstall_on(const wconn *c) {
+  return c->stall_ms != 0 && c->stall_ms != UINT64_MAX && !c->tcp_closed &&
+         !c->lingering;
 }
 
 /* A write was queued in libuv (the kernel did not take it all at once):
- * look at the progress until the queue drains. */
+ * look at the progress until the queue drains. The first queued write
+ * starts the count (the timer may already run for HTTP/2 streams). */
 static void wstall_queued(wconn *c) {
-  if (c->stall_ms == 0 || c->stall_ms == UINT64_MAX ||
-      uv_is_active((uv_handle_t *)&c->wstall))
+  if (!wstall_on(c))
     return;
-  c->wr_seen = wstall_taken(c);
-  c->wr_moved = uv_now(c->loop);
-  uv_timer_start(&c->wstall, on_wstall, wstall_tick(c), 0);
+  if (c->writes == 1) {
+    c->wr_seen = wstall_taken(c);
+    c->wr_moved = uv_now(c->loop);
+  }
+  if (!uv_is_active((uv_handle_t *)&c->wstall))
+    uv_timer_start(&c->wstall, on_wstall, wstall_tick(c), 0);
 }
 
 /* MARK: - TLS (Private) */
@@ -539,8 +581,7 @@ static int send_owned(wconn *c, wwrite *w) {
     acp__free(&c->mem, w);
     return ACP_ERR_SYSTEM;
   }
-  c->writes++;
-  c->last = w;
+  wr_queued(c, w);
   wstall_queued(c);
   return 0;
 }
@@ -620,8 +661,7 @@ static int send_bufs(wconn *c, uv_buf_t *bufs, unsigned nb, size_t credit,
     acp__free(&c->mem, w);
     return ACP_ERR_SYSTEM;
   }
-  c->writes++;
-  c->last = w;
+  wr_queued(c, w);
   wstall_queued(c);
   return 0;
 }
@@ -764,12 +804,14 @@ static int frames_from(wconn *c, const char *data, size_t len) {
     if (c->line_drop || (c->line.len == 0 && blank(data, seg)) ||
         (c->line.len + seg > c->ws.max_msg && c->ws.max_msg != 0)) {
       c->line_drop = false;
-      if (f.n > 0)
+      if (f.n > 0) {
         f.credit += credit;
-      else if (c->last)
+      } else if (c->last && c->last->gen == c->credit_gen) {
         c->last->credit += credit;
-      else
+        c->wr_credit += credit;
+      } else {
         report_credit(c, credit);
+      }
       acp__buf_clear(&c->line);
     } else {
       /* A CR before the LF is the line ending's, not the message's. */
@@ -1624,11 +1666,23 @@ static void hc_end(hconn *hc, int status) {
   acp_uv_link_user_end(hc->link, status);
 }
 
-/* An exchange lets go of its connection (closed, finishing or reset). */
+/* An exchange lets go of its connection (closed, finishing or reset).
+ * An HTTP/1.1 one hands back the link bytes its socket's writes in flight
+ * still hold: they will be cancelled (a closed socket) or written with no
+ * exchange to credit, and the events they carry go again in a replay;
+ * else the link's queue stays inflated for good, holding the agent back
+ * (issue 14). HTTP/2 streams do the same at their release (h2_release). */
 static void hx_detach(acp__hx *x) {
   hconn *hc = x->hc;
+  size_t held = 0;
   if (!hc)
     return;
+  if (x->ops == &h1_ops) {
+    wconn *c = hx_conn(x);
+    held = c->wr_credit;
+    c->wr_credit = 0;
+    c->credit_gen++;
+  }
   x->hc = NULL;
   switch (x->role) {
   case H_WAITER:
@@ -1657,6 +1711,9 @@ static void hx_detach(acp__hx *x) {
   }
   x->role = H_NONE;
   x->next = NULL;
+  /* Last: crediting may call the owner, which may write more. */
+  if (held && hc->link)
+    acp_uv_link_user_written(hc->link, held);
 }
 
 /* A socket lets go of its connection (closed or finishing). */
@@ -2508,10 +2565,15 @@ static void hc_op_shutdown(acp_uv_link *l, void *ud) {
   (void)ud;
 }
 
+/* The window's clock: the loop's, or the test hook's. */
+static uint64_t gone_now(const acp_remote_server *s) {
+  return s->gone_clock ? *s->gone_clock : uv_now(s->loop);
+}
+
 /* Forget the ids that ended more than gone_ms ago; the memory goes with
  * the last one. */
 static void gone_expire(acp_remote_server *s) {
-  uint64_t now = uv_now(s->loop);
+  uint64_t now = gone_now(s);
   while (s->ngone > 0 && now - s->gone[s->gone_head].at > s->gone_ms) {
     s->gone_head = (s->gone_head + 1) % s->gone_cap;
     s->ngone--;
@@ -2549,7 +2611,7 @@ static void gone_add(acp_remote_server *s, const char *id) {
   }
   gone_id *e = &s->gone[(s->gone_head + s->ngone) % s->gone_cap];
   memcpy(e->id, id, 36);
-  e->at = uv_now(s->loop);
+  e->at = gone_now(s);
   s->ngone++;
 }
 
@@ -2980,15 +3042,23 @@ static bool h2_writable(void *ud) {
          uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < H2_HIGH_WATER;
 }
 
-static void h2_release(void *ud, acp__hx *x, size_t credit) {
+static void h2_release(void *ud, acp__hx *x, size_t credit, bool stalled) {
   wconn *c = ud;
   if (credit && x->hc && x->hc->link)
     acp_uv_link_user_written(x->hc->link, credit);
-  /* The socket stalled (wstall_end): the connections of its streams end
-   * with why, rather than as for a stream the client closed. */
-  if (c->stalled && x->hc && x->role != H_HELD)
+  /* The socket stalled (wstall_end), or this stream did (its client gave
+   * it no window for stall_ms): the connections of the streams end with
+   * why, rather than as for a stream the client closed. */
+  if ((c->stalled || stalled) && x->hc && x->role != H_HELD)
     hc_end(x->hc, UV_ETIMEDOUT);
   hx_detach(x);
+}
+
+/* Output waits in a stream: look at its progress (on_wstall). */
+static void h2_waiting(void *ud) {
+  wconn *c = ud;
+  if (wstall_on(c) && !uv_is_active((uv_handle_t *)&c->wstall))
+    uv_timer_start(&c->wstall, on_wstall, wstall_tick(c), 0);
 }
 
 static void h2_credit(void *ud, acp__hx *x, size_t n) {
@@ -2997,7 +3067,6 @@ static void h2_credit(void *ud, acp__hx *x, size_t n) {
     acp_uv_link_user_written(x->hc->link, n);
 }
 
-static void h2_check(wconn *c);
 static void on_h2_ping(uv_timer_t *t);
 
 static void on_h2_over(uv_timer_t *t) {
@@ -3017,8 +3086,8 @@ static void h2_over(void *ud) {
   uv_timer_start(&c->timer, on_h2_over, 0, 0);
 }
 
-static const acp__h2_io h2_io = {h2_write,   h2_writable, h2_request,
-                                 h2_release, h2_credit,   h2_over};
+static const acp__h2_io h2_io = {h2_write,  h2_writable, h2_request, h2_release,
+                                 h2_credit, h2_over,     h2_waiting};
 
 /* After the session read or wrote: close a connection that is over. */
 static void h2_check(wconn *c) {
@@ -3242,6 +3311,17 @@ void acp__remote_server_gone_limits(acp_remote_server *srv, unsigned max,
                                     uint64_t ms) {
   srv->gone_max = max;
   srv->gone_ms = ms;
+}
+
+void acp__remote_server_gone_clock(acp_remote_server *srv,
+                                   const uint64_t *now_ms) {
+  srv->gone_clock = now_ms;
+}
+
+unsigned acp__remote_server_gone_held(const acp_remote_server *srv,
+                                      unsigned *cap) {
+  *cap = srv->gone_cap;
+  return srv->ngone;
 }
 
 int acp__remote_server_cut_session_stream(acp_remote_server *srv,

@@ -20,6 +20,11 @@
 //   slow URL N      prompt "/big N" and stop reading the SSE stream after
 //                    the first update (no WINDOW_UPDATE is granted): prints
 //                    the connection id and stays until killed
+//   stall URL N     as slow, against a server with a short --stall-timeout:
+//                    expect the server to reset the paused stream
+//                    (RST_STREAM CANCEL), then a new initialize on the same
+//                    HTTP/2 session to be answered 200; prints the
+//                    connection id first
 //   status URL WANT [TOKEN] [ORIGIN]
 //                    initialize with that bearer token and Origin: expect
 //                    status WANT (401, 403, 200)
@@ -341,6 +346,28 @@ if (mode === 'full') {
   };
   c.prompt(`/big ${arg}`).catch(() => {});
   setInterval(() => {}, 1000);
+} else if (mode === 'stall') {
+  const sess = await connect();
+  const c = await acpConnection(sess);
+  let paused = false;
+  const closed = new Promise((resolve) => {
+    c.sse.on('error', () => {}); // the reset: its code is looked at below
+    c.sse.on('close', () => resolve(c.sse.rstCode));
+  });
+  c.onUpdate = () => {
+    if (paused) return;
+    paused = true;
+    c.sse.pause(); // no WINDOW_UPDATE for it from now on
+    process.stdout.write(JSON.stringify({ cid: c.cid }) + '\n');
+  };
+  c.prompt(`/big ${arg}`).catch(() => {});
+  const code = await closed;
+  // The HTTP/2 session goes on: a new ACP connection on it.
+  const r = await initialize(sess);
+  const cid2 = r.headers['acp-connection-id'];
+  if (r.status === 200 && cid2) await request(sess, 'DELETE', { 'acp-connection-id': cid2 });
+  done(code === http2.constants.NGHTTP2_CANCEL && r.status === 200,
+    { cid: c.cid, rstCode: code, status: r.status });
 } else if (mode === 'status') {
   const sess = await connect();
   const h = {};

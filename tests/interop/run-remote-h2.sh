@@ -189,6 +189,27 @@ apid2=$(agent_stopped "$work/serve3.log" "$cid")
 [ $? -eq 0 ] && ok "h2c: the dropped TCP connection ends its ACP connection (agent $apid2 stopped)" ||
   ko "h2c: dropped connection" "agent $apid2" "$(tail -5 "$work/serve3.log")"
 stop_serve "$serve_pid" "the flooded server" "$work/serve3.log"
+
+# ---- the stall timeout per stream: a reader that grants no window ---------------
+# The same reader against --stall-timeout 300 (issue 14): it keeps reading
+# the socket, so only the per-stream rule can see the stall. The server
+# resets the paused stream (RST_STREAM CANCEL) and stops its agent; the
+# HTTP/2 session goes on (a new initialize on it: 200), and so does serve.
+serve_h2 "$work/serve4.log" --stall-timeout 300 -- python3 "$here/flood_agent.py"
+out=$(peer stall "$url" 0)
+rc=$?
+cid=$(printf '%s' "$out" | sed -n 's/.*"cid":"\([^"]*\)".*/\1/p' | head -1)
+apid=$(agent_stopped "$work/serve4.log" "$cid")
+gone=$?
+if [ $rc -eq 0 ] && [ -n "$cid" ] && [ $gone -eq 0 ]; then
+  ok "h2c: a stream given no window is reset after --stall-timeout, its agent stopped (pid $apid), the session goes on"
+else
+  ko "h2c: per-stream stall" "$out" "agent $apid" "$(tail -5 "$work/serve4.log")"
+fi
+out=$(peer status "$url" 200)
+[ $? -eq 0 ] && ok "h2c: the server keeps serving after a stalled stream" ||
+  ko "h2c: serving after a stalled stream" "$out"
+stop_serve "$serve_pid" "the stalled server" "$work/serve4.log"
 stop_serve "$main_pid" "the first server" "$work/serve.log"
 
 # ---- POSTs wait while the agent's stdin is backed up ---------------------------

@@ -22,6 +22,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <nghttp2/nghttp2.h>
+
 #include "acp/remote.h"
 #include "failmem.h"
 #include "remote/remote_int.h"
@@ -3034,6 +3036,73 @@ static void test_delete_after_many_ends_is_answered_2xx(void **state) {
   assert_int_equal(last, 202);
 }
 
+/* The window of ended ids expires (issue 14), measured on the test hook's
+ * clock rather than waited for: an id is answered 202 up to 60 s after its
+ * end (inclusive) and 404 after; the ids are forgotten oldest first, and
+ * the ring's memory is given back once the window is empty. */
+static int gone_delete(uv_loop_t *loop, int port, const char *id) {
+  char req[512];
+  xchg x;
+  snprintf(req, sizeof(req),
+           "DELETE /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Acp-Connection-Id: %s\r\n\r\n",
+           port, id);
+  exchange(loop, port, &x, req);
+  assert_true(strncmp(x.got, "HTTP/1.1 ", 9) == 0);
+  return atoi(x.got + 9);
+}
+
+static void test_delete_after_the_window_is_404_and_frees_it(void **state) {
+  uv_loop_t loop;
+  gsrv g;
+  acp_remote_server *srv = NULL;
+  char ids[2][37], req[512];
+  xchg x;
+  uint64_t clock = 1000000, t0 = clock;
+  unsigned cap = 99;
+  static const char body[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+  (void)state;
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&srv, &loop, NULL, g_accept, &g, NULL, NULL), 0);
+  acp__remote_server_gone_clock(srv, &clock);
+  int port = acp_remote_server_port(srv);
+  assert_int_equal(acp__remote_server_gone_held(srv, &cap), 0);
+  assert_int_equal(cap, 0); /* nothing taken before an end */
+  for (unsigned i = 0; i < 2; i++) {
+    clock = t0 + i * 30000; /* the ends: at t0 and t0 + 30 s */
+    snprintf(req, sizeof(req),
+             "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             port, sizeof(body) - 1, body);
+    exchange(&loop, port, &x, req);
+    assert_non_null(strstr(x.got, "HTTP/1.1 200"));
+    const char *p = strstr(x.got, "Acp-Connection-Id: ");
+    assert_non_null(p);
+    memcpy(ids[i], p + 19, 36);
+    ids[i][36] = '\0';
+    acp_uv_link_close(g.links[i], 0, NULL, NULL); /* the agent is done */
+    assert_int_equal(acp__remote_server_gone_held(srv, &cap), i + 1);
+    assert_true(cap > 0);
+  }
+  clock = t0 + 60000; /* the first ended 60 s ago: still in */
+  assert_int_equal(gone_delete(&loop, port, ids[0]), 202);
+  clock = t0 + 60001; /* ... and now out; the second is still in */
+  assert_int_equal(gone_delete(&loop, port, ids[0]), 404);
+  assert_int_equal(acp__remote_server_gone_held(srv, &cap), 1);
+  assert_true(cap > 0);
+  assert_int_equal(gone_delete(&loop, port, ids[1]), 202);
+  clock = t0 + 90001; /* both out: the ring is freed */
+  assert_int_equal(gone_delete(&loop, port, ids[1]), 404);
+  assert_int_equal(acp__remote_server_gone_held(srv, &cap), 0);
+  assert_int_equal(cap, 0);
+  acp_remote_server_close(srv);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 static void close_accept(acp_remote_server *s, acp_uv_link *link,
                          const char *id, void *ud) {
   (void)s;
@@ -3674,6 +3743,667 @@ static void test_handoff_link_ends_when_nobody_comes_back(void **st) {
   assert_null(l);
 }
 
+/* MARK: - HTTP/2 stream stalls (issue 14) */
+
+/* A client that reads its HTTP/2 socket (so the socket's stall rule sees
+ * progress) but gives one SSE stream no flow-control window: an nghttp2
+ * client session driven by hand on a socket of the test's loop, with
+ * SETTINGS_INITIAL_WINDOW_SIZE 4096 and a connection window of 16 MiB
+ * kept open (every DATA byte consumed at the connection level), against
+ * the server with stall_ms 300. It initializes, opens session s1's stream
+ * and POSTs a notification for s1, at which the agent's side writes s1
+ * updates of 4 KiB each.
+ *  - HS_MUTE: the session stream's window is never given back. The agent
+ *    floods until its link holds 1 MiB (backpressure), and after stall_ms
+ *    the server resets that stream (RST_STREAM CANCEL) and the agent's
+ *    link ends with UV_ETIMEDOUT; a second initialize on the same
+ *    connection is then answered 200 (the connection went on, no GOAWAY).
+ *    Before the per-stream rule nothing ended and the deadlock guard did.
+ *  - HS_SLOW: the window comes back 4 KiB per 10 ms tick, 256 KiB in all
+ *    (over 600 ms, twice stall_ms): never reset, everything arrives and
+ *    the agent's link never ends. */
+enum { HS_MUTE, HS_SLOW };
+#define HS_STALL_MS 300u
+#define HS_EVENTS 64
+#define HS_EV 4096 /* bytes of one update line, '\n' included */
+
+typedef struct hstall {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *agent[2];
+  unsigned accepts;
+  int mode, port;
+  uv_tcp_t tcp;
+  uv_connect_t cr;
+  nghttp2_session *ng;
+  char rbuf[65536];
+  char conn_id[37];
+  int32_t init_id, sess_id, note_id, init2_id;
+  int status[32]; /* by stream id / 2 */
+  bool closed[32];
+  uint32_t code[32];
+  bool goaway, sock_ended, flooding, ended, timed_out;
+  size_t xs;      /* payload bytes of s1's updates that arrived */
+  size_t pending; /* HS_SLOW: arrived, window not yet given back */
+  size_t max_queue;
+  int agent_status; /* how the first agent's link ended (0: it did not) */
+  uint64_t first_at, last_at; /* loop time of s1's first and last bytes */
+  uv_timer_t tick, guard;
+} hstall;
+
+/* An update of s1: the head, then 'x' up to HS_EV with "\"}}\n". */
+static const char hs_head[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+                              "update\",\"params\":{\"sessionId\":\"s1\","
+                              "\"u\":\"";
+#define HS_X (HS_EV - (sizeof(hs_head) - 1) - 4) /* 'x' bytes in one */
+
+static void hs_event(char *ev) {
+  memset(ev, 'x', HS_EV);
+  memcpy(ev, hs_head, sizeof(hs_head) - 1);
+  memcpy(ev + HS_EV - 4, "\"}}\n", 4);
+}
+
+typedef struct hs_body {
+  const char *p;
+  size_t n;
+} hs_body;
+
+static void hs_written(uv_write_t *w, int status) {
+  (void)status;
+  free(w);
+}
+
+static void hs_flush(hstall *h) {
+  const uint8_t *d;
+  ssize_t n;
+  if (h->ended)
+    return;
+  while ((n = nghttp2_session_mem_send(h->ng, &d)) > 0) {
+    uv_write_t *w = malloc(sizeof(*w) + (size_t)n);
+    assert_non_null(w);
+    memcpy(w + 1, d, (size_t)n);
+    uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)n);
+    assert_int_equal(uv_write(w, (uv_stream_t *)&h->tcp, &b, 1, hs_written), 0);
+  }
+  assert_true(n == 0);
+}
+
+static void hs_end(hstall *h) {
+  if (h->ended)
+    return;
+  h->ended = true;
+  uv_close((uv_handle_t *)&h->tick, NULL);
+  uv_close((uv_handle_t *)&h->guard, NULL);
+  uv_close((uv_handle_t *)&h->tcp, NULL);
+  for (int i = 0; i < 2; i++)
+    if (h->agent[i]) {
+      acp_uv_link_close(h->agent[i], 0, NULL, NULL);
+      h->agent[i] = NULL;
+    }
+  acp_remote_server_close(h->srv);
+  h->srv = NULL;
+}
+
+static ssize_t hs_read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
+                            size_t len, uint32_t *flags,
+                            nghttp2_data_source *src, void *ud) {
+  hs_body *b = src->ptr;
+  (void)s;
+  (void)id;
+  (void)ud;
+  size_t n = b->n < len ? b->n : len;
+  memcpy(buf, b->p, n);
+  b->p += n;
+  b->n -= n;
+  if (b->n == 0) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    free(src->ptr);
+  }
+  return (ssize_t)n;
+}
+
+/* A request on the connection; `body` (a literal) makes it a POST. */
+static int32_t hs_request(hstall *h, const char *body, const char *sid) {
+  char auth[32];
+  nghttp2_nv nv[8];
+  size_t k = 0;
+  snprintf(auth, sizeof(auth), "127.0.0.1:%d", h->port);
+#define HNV(n, v)                                                              \
+  nv[k++] = (nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v), \
+                         NGHTTP2_NV_FLAG_NONE}
+  HNV(":method", body ? "POST" : "GET");
+  HNV(":scheme", "http");
+  HNV(":authority", auth);
+  HNV(":path", "/acp");
+  if (body)
+    HNV("content-type", "application/json");
+  else
+    HNV("accept", "text/event-stream");
+  if (h->conn_id[0])
+    HNV("acp-connection-id", h->conn_id);
+  if (sid)
+    HNV("acp-session-id", sid);
+#undef HNV
+  nghttp2_data_provider dp;
+  if (body) {
+    hs_body *b = malloc(sizeof(*b));
+    assert_non_null(b);
+    b->p = body;
+    b->n = strlen(body);
+    dp.source.ptr = b;
+    dp.read_callback = hs_read_body;
+  }
+  int32_t id =
+      nghttp2_submit_request(h->ng, NULL, nv, k, body ? &dp : NULL, NULL);
+  assert_true(id > 0 && id < 64);
+  return id; /* sent at the next hs_flush (not from nghttp2's callbacks) */
+}
+
+static const char hs_init[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+
+static int hs_on_header(nghttp2_session *s, const nghttp2_frame *f,
+                        const uint8_t *name, size_t nl, const uint8_t *value,
+                        size_t vl, uint8_t flags, void *ud) {
+  hstall *h = ud;
+  int32_t id = f->hd.stream_id;
+  (void)s;
+  (void)flags;
+  if (nl == 7 && memcmp(name, ":status", 7) == 0 && id < 64)
+    h->status[id / 2] = atoi((const char *)value);
+  if (nl == 17 && memcmp(name, "acp-connection-id", 17) == 0 && vl == 36 &&
+      id == h->init_id) {
+    memcpy(h->conn_id, value, 36);
+    h->conn_id[36] = '\0';
+  }
+  return 0;
+}
+
+static int hs_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
+  hstall *h = ud;
+  (void)s;
+  if (f->hd.type == NGHTTP2_GOAWAY)
+    h->goaway = true;
+  /* s1's stream is open: tell the agent (a notification for s1) */
+  if (f->hd.type == NGHTTP2_HEADERS && f->hd.stream_id == h->sess_id &&
+      !h->note_id)
+    h->note_id = hs_request(h,
+                            "{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+                            "cancel\",\"params\":{\"sessionId\":\"s1\"}}",
+                            "s1");
+  return 0;
+}
+
+static int hs_on_data(nghttp2_session *s, uint8_t flags, int32_t id,
+                      const uint8_t *data, size_t len, void *ud) {
+  hstall *h = ud;
+  (void)flags;
+  assert_int_equal(nghttp2_session_consume_connection(s, len), 0);
+  if (id != h->sess_id) {
+    assert_int_equal(nghttp2_session_consume_stream(s, id, len), 0);
+    return 0;
+  }
+  if (!h->first_at)
+    h->first_at = uv_now(&h->loop);
+  h->last_at = uv_now(&h->loop);
+  for (size_t i = 0; i < len; i++)
+    h->xs += data[i] == 'x';
+  h->pending += len;
+  if (h->mode == HS_SLOW && h->xs == (size_t)HS_EVENTS * HS_X)
+    hs_end(h); /* every update arrived */
+  return 0;
+}
+
+static int hs_on_close(nghttp2_session *s, int32_t id, uint32_t code,
+                       void *ud) {
+  hstall *h = ud;
+  (void)s;
+  if (id >= 64)
+    return 0;
+  h->closed[id / 2] = true;
+  h->code[id / 2] = code;
+  if (id == h->init_id && h->status[id / 2] == 200 && !h->sess_id)
+    h->sess_id = hs_request(h, NULL, "s1");
+  if (id == h->init2_id && h->init2_id)
+    hs_end(h);
+  return 0;
+}
+
+static void hs_alloc(uv_handle_t *hd, size_t hint, uv_buf_t *b) {
+  hstall *h = hd->data;
+  (void)hint;
+  *b = uv_buf_init(h->rbuf, sizeof(h->rbuf));
+}
+
+static void hs_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  hstall *h = st->data;
+  if (h->ended)
+    return;
+  if (n < 0) {
+    h->sock_ended = true; /* the server closed the connection */
+    hs_end(h);
+    return;
+  }
+  if (n > 0) {
+    assert_true(nghttp2_session_mem_recv(h->ng, (const uint8_t *)b->base,
+                                         (size_t)n) == n);
+    hs_flush(h);
+  }
+}
+
+static void hs_connected(uv_connect_t *cr, int status) {
+  hstall *h = cr->data;
+  nghttp2_session_callbacks *cbs;
+  nghttp2_option *opt;
+  assert_int_equal(status, 0);
+  assert_int_equal(nghttp2_session_callbacks_new(&cbs), 0);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, hs_on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, hs_on_frame);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, hs_on_data);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, hs_on_close);
+  assert_int_equal(nghttp2_option_new(&opt), 0);
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  assert_int_equal(nghttp2_session_client_new2(&h->ng, cbs, h, opt), 0);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 4096},
+                                 {NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
+  assert_int_equal(nghttp2_submit_settings(h->ng, NGHTTP2_FLAG_NONE, iv, 2), 0);
+  assert_int_equal(nghttp2_session_set_local_window_size(
+                       h->ng, NGHTTP2_FLAG_NONE, 0, 16 << 20),
+                   0);
+  assert_int_equal(uv_read_start((uv_stream_t *)&h->tcp, hs_alloc, hs_read), 0);
+  h->init_id = hs_request(h, hs_init, NULL);
+  hs_flush(h);
+}
+
+/* HS_MUTE: the agent floods s1 until its link holds 1 MiB. HS_SLOW: the
+ * client gives 4 KiB of s1's window back. */
+static void hs_tick(uv_timer_t *t) {
+  hstall *h = t->data;
+  if (h->ended)
+    return;
+  if (h->mode == HS_SLOW) {
+    size_t k = h->pending < 4096 ? h->pending : 4096;
+    if (k) {
+      assert_int_equal(nghttp2_session_consume_stream(h->ng, h->sess_id, k), 0);
+      h->pending -= k;
+      hs_flush(h);
+    }
+    uv_timer_start(t, hs_tick, 10, 0);
+    return;
+  }
+  acp_uv_link *a = h->agent[0];
+  if (!a)
+    return;
+  size_t q = acp_uv_link_write_queue_size(a);
+  if (q > h->max_queue)
+    h->max_queue = q;
+  if (q >= (size_t)1 << 20)
+    return; /* held back: the stall rule has to end it */
+  static char ev[HS_EV];
+  hs_event(ev);
+  for (int i = 0; i < 16; i++)
+    assert_int_equal(acp_uv_link_write(a, ev, sizeof(ev)), 0);
+  uv_timer_start(t, hs_tick, 2, 0);
+}
+
+static void hs_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
+                          void *ud) {
+  hstall *h = ud;
+  if (status != 0) {
+    if (l == h->agent[0]) {
+      h->agent_status = status;
+      h->agent[0] = NULL;
+      /* a new ACP connection on the same HTTP/2 connection */
+      if (h->mode == HS_MUTE && !h->ended) {
+        h->conn_id[0] = '\0'; /* a new one: no Acp-Connection-Id */
+        h->init2_id = hs_request(h, hs_init, NULL);
+        hs_flush(h);
+      }
+    } else {
+      h->agent[1] = NULL;
+    }
+    acp_uv_link_close(l, 0, NULL, NULL);
+    return;
+  }
+  if (has(d, n, "\"initialize\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    assert_int_equal(acp_uv_link_write(l, r, sizeof(r) - 1), 0);
+  } else if (has(d, n, "session/cancel") && l == h->agent[0] && !h->flooding) {
+    h->flooding = true;
+    if (h->mode == HS_MUTE) {
+      uv_timer_start(&h->tick, hs_tick, 0, 0);
+      return;
+    }
+    /* HS_SLOW: 256 KiB at once, paced by the client's window */
+    char *ev = malloc(HS_EV);
+    assert_non_null(ev);
+    hs_event(ev);
+    for (int i = 0; i < HS_EVENTS; i++)
+      assert_int_equal(acp_uv_link_write(l, ev, HS_EV), 0);
+    free(ev);
+    uv_timer_start(&h->tick, hs_tick, 10, 0);
+  }
+}
+
+static void hs_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                      void *ud) {
+  hstall *h = ud;
+  (void)s;
+  (void)id;
+  assert_true(h->accepts < 2);
+  h->agent[h->accepts++] = link;
+  assert_int_equal(acp_uv_link_read_start(link, hs_agent_read, h), 0);
+}
+
+static void hs_guard(uv_timer_t *t) {
+  hstall *h = t->data; /* a deadlock guard, not a measurement */
+  h->timed_out = true;
+  hs_end(h);
+}
+
+static hstall *hs_case(int mode) {
+  hstall *h = calloc(1, sizeof(*h));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  struct sockaddr_in a;
+  assert_non_null(h);
+  h->mode = mode;
+  so.stall_ms = HS_STALL_MS;
+  assert_int_equal(uv_loop_init(&h->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&h->srv, &h->loop, &so, hs_accept, h, NULL, NULL),
+      0);
+  h->port = acp_remote_server_port(h->srv);
+  uv_timer_init(&h->loop, &h->tick);
+  uv_timer_init(&h->loop, &h->guard);
+  h->tick.data = h;
+  h->guard.data = h;
+  uv_timer_start(&h->guard, hs_guard, 60000, 0);
+  uv_tcp_init(&h->loop, &h->tcp);
+  h->tcp.data = h;
+  h->cr.data = h;
+  uv_ip4_addr("127.0.0.1", h->port, &a);
+  assert_int_equal(
+      uv_tcp_connect(&h->cr, &h->tcp, (struct sockaddr *)&a, hs_connected), 0);
+  assert_int_equal(uv_run(&h->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&h->loop), 0);
+  nghttp2_session_del(h->ng);
+  return h;
+}
+
+static void test_http2_stream_without_window_stalls_out(void **state) {
+  (void)state;
+  hstall *h = hs_case(HS_MUTE);
+  assert_false(h->timed_out);
+  assert_true(h->max_queue >= (size_t)1 << 20); /* held back first */
+  assert_int_equal(h->agent_status, UV_ETIMEDOUT);
+  assert_true(h->closed[h->sess_id / 2]);
+  assert_int_equal(h->code[h->sess_id / 2], NGHTTP2_CANCEL);
+  /* the connection went on: a new ACP connection was served on it */
+  assert_int_equal(h->status[h->init2_id / 2], 200);
+  assert_int_equal(h->accepts, 2);
+  assert_false(h->goaway);
+  assert_false(h->sock_ended);
+  free(h);
+}
+
+static void test_http2_stream_given_window_slowly_is_not_cut(void **state) {
+  (void)state;
+  hstall *h = hs_case(HS_SLOW);
+  assert_false(h->timed_out);
+  assert_int_equal(h->agent_status, 0); /* never ended by the server */
+  assert_int_equal(h->xs, (size_t)HS_EVENTS * HS_X);
+  assert_false(h->closed[h->sess_id / 2]);
+  /* the transfer took longer than the stall timeout: only progress kept
+   * the stream */
+  assert_true(h->last_at - h->first_at > HS_STALL_MS);
+  free(h);
+}
+
+/* MARK: - HTTP/1.1 session stream ended with writes queued (issue 14) */
+
+/* A session stream over HTTP/1.1 whose client reads nothing (SO_RCVBUF
+ * 4096, reading stopped after the response head), so that 2 MiB of s1's
+ * updates wait in libuv's queue, credited to no one yet. Then the stream
+ * ends while they wait: QC_CUT, the server's test hook breaks it off
+ * (the exchange is detached first, then its socket closed); QC_CLOSE, the
+ * client closes its socket. The writes are cancelled or fail, and what
+ * they carried must still be accounted on the agent's link (the events
+ * are replayed from the kept ones, with no credit): its queue must come
+ * back to what is really withheld (QC_CUT: the held-back event; QC_CLOSE:
+ * nothing), else the coupled agent stays held back for good. Before, a
+ * cancelled write found no exchange to credit (report_credit) and the
+ * deadlock guard ended the wait with 2 MiB still counted. */
+enum { QC_CUT, QC_CLOSE };
+#define QC_BIG ((size_t)256 << 10)
+#define QC_HELD ((size_t)2 << 20)
+
+typedef struct qcut {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *agent;
+  int port, mode;
+  char conn_id[37];
+  uv_tcp_t sse;
+  uv_connect_t cr;
+  uv_write_t wr;
+  char req[512];
+  char head[4096];
+  size_t hn;
+  bool head_done, sse_closed, done, timed_out;
+  unsigned cuts, events;
+  size_t want, queued;
+  uv_idle_t watch;
+  uv_timer_t guard;
+} qcut;
+
+static void qc_line(acp_uv_link *l, const char *text, size_t pad) {
+  size_t n = strlen(text);
+  char *m = malloc(n + pad + 8);
+  assert_non_null(m);
+  memcpy(m, text, n);
+  memset(m + n, 'p', pad);
+  memcpy(m + n + pad, "\"}}\n", 4);
+  assert_int_equal(acp_uv_link_write(l, m, n + pad + 4), 0);
+  free(m);
+}
+
+static void qc_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
+                          void *ud) {
+  qcut *q = ud;
+  (void)l;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    q->agent = NULL;
+    return;
+  }
+  if (has(d, n, "\"initialize\"")) {
+    static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
+    assert_int_equal(acp_uv_link_write(l, r, sizeof(r) - 1), 0);
+  } else if (has(d, n, "session/cancel")) {
+    /* s1's events until 2 MiB wait unwritten (the kernel's buffers on
+     * the way take some first), at most 256 of them */
+    while (q->events < 256 && acp_uv_link_write_queue_size(l) < QC_HELD) {
+      qc_line(l,
+              "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+              "\"params\":{\"sessionId\":\"s1\",\"u\":\"",
+              QC_BIG);
+      q->events++;
+    }
+  }
+}
+
+static void qc_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                      void *ud) {
+  qcut *q = ud;
+  (void)s;
+  (void)id;
+  assert_null(q->agent);
+  q->agent = link;
+  assert_int_equal(acp_uv_link_read_start(link, qc_agent_read, q), 0);
+}
+
+static void qc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
+  qcut *q = h->data;
+  (void)hint;
+  *b = uv_buf_init(q->head + q->hn, (unsigned)(sizeof(q->head) - 1 - q->hn));
+}
+
+/* Up to the end of the response head, then not a byte more. */
+static void qc_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  qcut *q = st->data;
+  (void)b;
+  assert_true(n >= 0); /* the stream is open until the test ends it */
+  q->hn += (size_t)n;
+  q->head[q->hn] = '\0';
+  if (strstr(q->head, "\r\n\r\n")) {
+    q->head_done = true;
+    uv_read_stop(st);
+  }
+}
+
+static void qc_connected(uv_connect_t *cr, int status) {
+  qcut *q = cr->data;
+  assert_int_equal(status, 0);
+  uv_buf_t b = uv_buf_init(q->req, (unsigned)strlen(q->req));
+  assert_int_equal(uv_write(&q->wr, (uv_stream_t *)&q->sse, &b, 1, NULL), 0);
+  assert_int_equal(uv_read_start((uv_stream_t *)&q->sse, qc_alloc, qc_read), 0);
+}
+
+static void qc_watch(uv_idle_t *w) {
+  qcut *q = w->data;
+  if (q->agent && acp_uv_link_write_queue_size(q->agent) != q->want)
+    return;
+  q->done = true;
+  uv_idle_stop(w);
+}
+
+static void qc_guard(uv_timer_t *t) {
+  qcut *q = t->data; /* a deadlock guard, not a measurement */
+  q->timed_out = true;
+  uv_idle_stop(&q->watch);
+}
+
+static void qc_sse_closed(uv_handle_t *h) {
+  qcut *q = h->data;
+  q->sse_closed = true;
+}
+
+static void qc_case(int mode) {
+  qcut *q = calloc(1, sizeof(*q));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  struct sockaddr_in a;
+  char req[512];
+  xchg x;
+  uv_os_fd_t fd;
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+  static const char note[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+                             "cancel\",\"params\":{\"sessionId\":\"s1\"}}";
+  assert_non_null(q);
+  q->mode = mode;
+  so.stall_ms = UINT64_MAX; /* the stall rule must not end it first */
+  so.ping_ms = 600000;      /* nor the wait for a connection stream */
+  assert_int_equal(uv_loop_init(&q->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&q->srv, &q->loop, &so, qc_accept, q, NULL, NULL),
+      0);
+  q->port = acp_remote_server_port(q->srv);
+  uv_timer_init(&q->loop, &q->guard);
+  q->guard.data = q;
+  uv_timer_start(&q->guard, qc_guard, 60000, 0);
+  uv_idle_init(&q->loop, &q->watch);
+  q->watch.data = q;
+  /* initialize */
+  snprintf(req, sizeof(req),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+           q->port, sizeof(init) - 1, init);
+  exchange(&q->loop, q->port, &x, req);
+  assert_non_null(strstr(x.got, "HTTP/1.1 200"));
+  const char *p = strstr(x.got, "Acp-Connection-Id: ");
+  assert_non_null(p);
+  memcpy(q->conn_id, p + 19, 36);
+  /* s1's stream, on a socket with a small receive buffer */
+  assert_int_equal(uv_tcp_init_ex(&q->loop, &q->sse, AF_INET), 0);
+  q->sse.data = q;
+  q->cr.data = q;
+  assert_int_equal(uv_fileno((uv_handle_t *)&q->sse, &fd), 0);
+  int rcv = 4096;
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)), 0);
+  snprintf(q->req, sizeof(q->req),
+           "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Accept: text/event-stream\r\nAcp-Connection-Id: %s\r\n"
+           "Acp-Session-Id: s1\r\n\r\n",
+           q->port, q->conn_id);
+  uv_ip4_addr("127.0.0.1", q->port, &a);
+  assert_int_equal(
+      uv_tcp_connect(&q->cr, &q->sse, (struct sockaddr *)&a, qc_connected), 0);
+  while (!q->head_done && !q->timed_out)
+    uv_run(&q->loop, UV_RUN_ONCE);
+  assert_non_null(strstr(q->head, "HTTP/1.1 200"));
+  /* the agent writes 2 MiB for s1 when this arrives */
+  snprintf(req, sizeof(req),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nAcp-Connection-Id: %s\r\n"
+           "Acp-Session-Id: s1\r\nContent-Length: %zu\r\n\r\n%s",
+           q->port, q->conn_id, sizeof(note) - 1, note);
+  exchange(&q->loop, q->port, &x, req);
+  assert_non_null(strstr(x.got, "HTTP/1.1 202"));
+  assert_non_null(q->agent);
+  /* most of it waits in libuv: the client reads nothing */
+  q->queued = acp_uv_link_write_queue_size(q->agent);
+  assert_true(q->queued >= QC_HELD);
+  if (mode == QC_CUT) {
+    /* the next event is held back and the stream broken off (after
+     * detaching its exchange) */
+    assert_int_equal(
+        acp__remote_server_cut_session_stream(q->srv, q->events, &q->cuts), 0);
+    static const char last[] = "{\"jsonrpc\":\"2.0\",\"method\":\"session/"
+                               "update\",\"params\":{\"sessionId\":\"s1\","
+                               "\"u\":\"nine\"}}\n";
+    assert_int_equal(acp_uv_link_write(q->agent, last, sizeof(last) - 1), 0);
+    assert_int_equal(q->cuts, 1);
+    q->want = sizeof(last) - 1; /* kept for a reopen, its credit withheld */
+  } else {
+    uv_close((uv_handle_t *)&q->sse, qc_sse_closed);
+    q->want = 0;
+  }
+  assert_int_equal(uv_idle_start(&q->watch, qc_watch), 0);
+  while (!q->done && !q->timed_out)
+    uv_run(&q->loop, UV_RUN_ONCE);
+  size_t left = q->agent ? acp_uv_link_write_queue_size(q->agent) : 0;
+  /* the end */
+  uv_close((uv_handle_t *)&q->watch, NULL);
+  uv_close((uv_handle_t *)&q->guard, NULL);
+  if (mode == QC_CUT)
+    uv_close((uv_handle_t *)&q->sse, qc_sse_closed);
+  if (q->agent)
+    acp_uv_link_close(q->agent, 0, NULL, NULL);
+  q->agent = NULL;
+  acp_remote_server_close(q->srv);
+  assert_int_equal(uv_run(&q->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&q->loop), 0);
+  assert_false(q->timed_out);
+  assert_true(q->done);
+  assert_int_equal(left, q->want);
+  assert_true(q->sse_closed);
+  free(q);
+}
+
+static void
+test_http1_session_stream_cut_with_writes_queued_credits(void **st) {
+  (void)st;
+  qc_case(QC_CUT);
+}
+
+static void
+test_http1_session_stream_closed_with_writes_queued_credits(void **st) {
+  (void)st;
+  qc_case(QC_CLOSE);
+}
+
 int main(void) {
   acp_uv_ignore_sigpipe();
   const struct CMUnitTest tests[] = {
@@ -3706,6 +4436,7 @@ int main(void) {
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
       cmocka_unit_test(test_delete_after_many_ends_is_answered_2xx),
+      cmocka_unit_test(test_delete_after_the_window_is_404_and_frees_it),
       cmocka_unit_test(test_streamable_http_allocation_failures),
       cmocka_unit_test(test_streamable_http2_allocation_failures),
       cmocka_unit_test(test_streamable_http_requests_are_classified),
@@ -3713,6 +4444,12 @@ int main(void) {
       cmocka_unit_test(test_unread_sse_stream_stalls_out),
       cmocka_unit_test(test_unread_websocket_stalls_out),
       cmocka_unit_test(test_slow_sse_reader_is_not_cut),
+      cmocka_unit_test(test_http2_stream_without_window_stalls_out),
+      cmocka_unit_test(test_http2_stream_given_window_slowly_is_not_cut),
+      cmocka_unit_test(
+          test_http1_session_stream_cut_with_writes_queued_credits),
+      cmocka_unit_test(
+          test_http1_session_stream_closed_with_writes_queued_credits),
       cmocka_unit_test(test_unread_session_stream_h2_backs_up_into_the_link),
       cmocka_unit_test(test_streamable_http2_permission_cancel_and_1mib),
       cmocka_unit_test(test_lines_of_one_write_leave_in_one_send),

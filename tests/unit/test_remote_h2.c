@@ -36,6 +36,8 @@ typedef struct peer {
   char body[256];
   int requests;
   int released;
+  int released_stalled; /* releases with `stalled` */
+  int waiting;          /* io.waiting calls */
   size_t credited;
   size_t released_credit;
   int over; /* io.over calls */
@@ -119,11 +121,13 @@ static void s_request(void *ud, acp__hx *x, const acp__http_head *h, char *body,
   assert_int_equal(x->ops->respond(x, &r), 0);
 }
 
-static void s_release(void *ud, acp__hx *x, size_t credit) {
+static void s_release(void *ud, acp__hx *x, size_t credit, bool stalled) {
   peer *p = ud;
   (void)x;
   p->released++;
   p->released_credit += credit;
+  if (stalled)
+    p->released_stalled++;
 }
 
 static void s_credit(void *ud, acp__hx *x, size_t n) {
@@ -137,8 +141,13 @@ static void s_over(void *ud) {
   p->over++;
 }
 
-static const acp__h2_io io = {s_write,   s_writable, s_request,
-                              s_release, s_credit,   s_over};
+static void s_waiting(void *ud) {
+  peer *p = ud;
+  p->waiting++;
+}
+
+static const acp__h2_io io = {s_write,  s_writable, s_request, s_release,
+                              s_credit, s_over,     s_waiting};
 
 static int c_on_header(nghttp2_session *s, const nghttp2_frame *f,
                        const uint8_t *name, size_t nl, const uint8_t *value,
@@ -532,6 +541,105 @@ static void test_break_outside_a_read_is_reported(void **state) {
   peer_dispose(&p);
 }
 
+/* MARK: - Stalls */
+
+#define STALL_MS 300u
+
+/* An SSE stream whose client reads the socket but never gives it window
+ * (issue 14): its output waits in h2.c, the runtime is told to look
+ * (io.waiting), and once the clock has moved STALL_MS with nothing taken
+ * the stream is reset (RST_STREAM CANCEL) and released as stalled, with
+ * the link bytes it still held. The connection goes on: a POST after it
+ * is answered. Before the rule, nothing ever let go of the stream. */
+static void test_stream_without_window_is_reset_after_the_stall(void **st) {
+  peer p;
+  static char chunk[16384];
+  (void)st;
+  memset(chunk, 'x', sizeof(chunk));
+  peer_init(&p, false, 1024); /* the client grants no window by itself */
+  p.answer = 0;
+  int32_t id = get_sse(&p);
+  assert_int_equal(p.status[id / 2], 200);
+  uv_buf_t buf = uv_buf_init(chunk, sizeof(chunk));
+  for (int i = 0; i < 8; i++) /* 128 KiB against a 64 KiB window */
+    assert_int_equal(p.last->ops->send(p.last, &buf, 1, sizeof(chunk)), 0);
+  pump(&p);
+  assert_true(p.waiting > 0);
+  assert_true(acp__h2_waiting(p.h2));
+  /* The first look starts the count; none of it is enough to cut. */
+  assert_true(acp__h2_stall_check(p.h2, 1000, STALL_MS));
+  assert_true(acp__h2_stall_check(p.h2, 1000 + STALL_MS - 1, STALL_MS));
+  pump(&p);
+  assert_false(p.closed[id / 2]);
+  assert_int_equal(p.released, 0);
+  /* STALL_MS without a byte taken: reset. */
+  assert_false(acp__h2_stall_check(p.h2, 1000 + STALL_MS, STALL_MS));
+  pump(&p);
+  assert_true(p.closed[id / 2]);
+  assert_int_equal(p.rst[id / 2], NGHTTP2_CANCEL);
+  assert_int_equal(p.released, 1);
+  assert_int_equal(p.released_stalled, 1);
+  /* every link byte accounted: written or handed back at the release */
+  assert_int_equal(p.credited + p.released_credit, 8 * sizeof(chunk));
+  assert_false(acp__h2_waiting(p.h2));
+  assert_false(acp__h2_done(p.h2));
+  /* The connection and its other streams go on. */
+  p.answer = 202;
+  src b = {"{}", 2, false};
+  int32_t id2 = post(&p, &b);
+  assert_int_equal(p.status[id2 / 2], 202);
+  assert_int_equal(p.released_stalled, 1);
+  peer_dispose(&p);
+}
+
+/* The counter-case: a window granted a little at a time, for longer in
+ * all than STALL_MS, is progress; so is time spent behind a full socket
+ * (the socket's own stall rule is the runtime's). Never reset, and every
+ * byte arrives. */
+static void test_stream_granted_window_slowly_is_not_reset(void **state) {
+  peer p;
+  static char chunk[16384];
+  (void)state;
+  memset(chunk, 'x', sizeof(chunk));
+  peer_init(&p, false, 1024);
+  p.answer = 0;
+  int32_t id = get_sse(&p);
+  uv_buf_t buf = uv_buf_init(chunk, sizeof(chunk));
+  for (int i = 0; i < 16; i++) /* 256 KiB against a 64 KiB window */
+    assert_int_equal(p.last->ops->send(p.last, &buf, 1, sizeof(chunk)), 0);
+  pump(&p);
+  uint64_t now = 1000;
+  size_t seen = 0; /* consumed (given back) so far */
+  unsigned steps = 0;
+  while (p.got[id / 2] < 16 * sizeof(chunk)) {
+    assert_true(acp__h2_stall_check(p.h2, now, STALL_MS));
+    now += STALL_MS / 10;
+    /* 4 KiB of window per look; nghttp2 sends WINDOW_UPDATE once half
+     * the window (32 KiB) is consumed: progress every 8 looks, 240 ms */
+    size_t take = p.got[id / 2] - seen < 4096 ? p.got[id / 2] - seen : 4096;
+    assert_int_equal(nghttp2_session_consume(p.cli, id, take), 0);
+    seen += take;
+    pump(&p);
+    steps++;
+    assert_true(steps < 1000);
+  }
+  assert_true(now - 1000 > 4 * STALL_MS); /* it took many stall times */
+  assert_false(p.closed[id / 2]);
+  assert_int_equal(p.released, 0);
+  assert_int_equal(p.credited, 16 * sizeof(chunk));
+  /* A full socket: time does not count against the stream. */
+  p.full = true;
+  assert_int_equal(p.last->ops->send(p.last, &buf, 1, 7), 0);
+  pump(&p);
+  assert_true(acp__h2_stall_check(p.h2, now, STALL_MS));
+  assert_true(acp__h2_stall_check(p.h2, now + 10 * STALL_MS, STALL_MS));
+  assert_true(acp__h2_stall_check(p.h2, now + 20 * STALL_MS, STALL_MS));
+  pump(&p);
+  assert_false(p.closed[id / 2]);
+  assert_int_equal(p.released, 0);
+  peer_dispose(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_preface_is_detected),
@@ -544,6 +652,8 @@ int main(void) {
       cmocka_unit_test(test_body_that_cannot_be_kept_is_refused),
       cmocka_unit_test(test_sse_that_cannot_be_opened_is_reset),
       cmocka_unit_test(test_break_outside_a_read_is_reported),
+      cmocka_unit_test(test_stream_without_window_is_reset_after_the_stall),
+      cmocka_unit_test(test_stream_granted_window_slowly_is_not_reset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
