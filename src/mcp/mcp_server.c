@@ -198,6 +198,7 @@ struct acp_mcp_conn {
   acp_json_writer *w;  /* responses */
   acp_json_writer *nw; /* notifications */
   acp__buf tmp;
+  acp__buf text_out; /* acp_mcp_call_respond_text()'s result */
   acp_mcp_version version;
   bool answered_init;
   bool initialized;
@@ -1337,40 +1338,34 @@ int acp_mcp_call_respond_tool(acp_mcp_call *call, const char *content,
   return respond_w(call);
 }
 
-static void w_text_content(acp_json_writer *w, const char *text, size_t len) {
-  acp_json_write_arr_begin(w);
-  acp_json_write_obj_begin(w);
-  ACP__W_KEYL(w, "type");
-  acp_json_write_strz(w, "text");
-  ACP__W_KEYL(w, "text");
-  acp_json_write_str(w, text, len);
-  acp_json_write_obj_end(w);
-  acp_json_write_arr_end(w);
-}
+/* Append a string literal (its length known at compile time). */
+#define APPEND_LIT(b, lit) acp__buf_append((b), "" lit "", sizeof(lit) - 1)
 
 int acp_mcp_call_respond_text(acp_mcp_call *call, const char *text, size_t len,
                               bool is_error) {
-  acp_json_writer *w;
+  acp__buf *b;
   int rv = respond_guard(call, CALL_TOOL);
 
   if (rv != 0)
     return rv;
   if (text == NULL && len > 0)
     return ACP_ERR_INVALID_ARGUMENT;
-  w = call->conn->w;
-  acp_json_writer_reset(w);
-  acp_json_write_obj_begin(w);
-  ACP__W_KEYL(w, "content");
-  w_text_content(w, text ? text : "", len);
-  if (is_error) {
-    ACP__W_KEYL(w, "isError");
-    acp_json_write_bool(w, true);
-  }
-  acp_json_write_obj_end(w);
-  rv = acp_json_writer_error(w);
-  if (rv == ACP_ERR_INVALID_ARGUMENT || rv == ACP_ERR_INVALID_STATE)
-    return ACP_ERR_INVALID_ARGUMENT;
-  return respond_w(call);
+  /* The bytes the JSON writer would write, from literals around the one
+   * escaped string: the writer's keys and strings were ~1,500 instructions
+   * of a short echo's answer. */
+  b = &call->conn->text_out;
+  acp__buf_clear(b);
+  rv = APPEND_LIT(b, "{\"content\":[{\"type\":\"text\",\"text\":");
+  if (rv == 0)
+    rv = acp__json_escape_append(b, text ? text : "", len);
+  if (rv == 0)
+    rv =
+        is_error ? APPEND_LIT(b, "}],\"isError\":true}") : APPEND_LIT(b, "}]}");
+  if (rv == ACP_ERR_INVALID_STATE)
+    rv = ACP_ERR_INVALID_ARGUMENT;
+  if (rv != 0)
+    return rv;
+  return call_answer(call, false, b->data, b->len, 0, NULL, 0, NULL, 0);
 }
 
 int acp_mcp_call_respond_resource_text(acp_mcp_call *call, const char *uri,
@@ -4354,6 +4349,7 @@ int acp_mcp_conn_new(acp_mcp_conn **out, acp_mcp_server *s, void *user_data) {
   c->srv = s;
   c->user_data = user_data;
   acp__buf_init(&c->tmp, &s->mem, 0);
+  acp__buf_init(&c->text_out, &s->mem, 0);
   rv = acp_rpc_callbacks_new(&cbs);
   if (rv != 0)
     goto cleanup;
@@ -4395,6 +4391,7 @@ cleanup:
     acp_json_writer_free(c->nw);
     acp_rpc_session_free(c->rpc);
     acp__buf_dispose(&c->tmp);
+    acp__buf_dispose(&c->text_out);
     acp__free(&s->mem, c);
   }
   return rv;
@@ -4495,6 +4492,7 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
   acp_json_writer_free(c->nw);
   acp_rpc_session_free(c->rpc);
   acp__buf_dispose(&c->tmp);
+  acp__buf_dispose(&c->text_out);
   acp__free(&s->mem, c);
 }
 

@@ -1422,6 +1422,94 @@ static void test_tool_index_many_tools(void **state) {
   acp_mcp_server_free(s);
 }
 
+/* The text tool_given answers, and whether as an error. */
+static const char *given_text;
+static size_t given_len;
+static bool given_error;
+
+static int tool_given(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)a;
+  (void)ud;
+  return acp_mcp_call_respond_text(call, given_text, given_len, given_error);
+}
+
+/* acp_mcp_call_respond_text() answers the bytes a JSON writer writes for
+ * {"content":[{"type":"text","text":T}]} (and "isError":true), whatever T
+ * holds; text that is not UTF-8 becomes the handler's error. */
+static void test_respond_text_bytes(void **state) {
+  static const char *const texts[] = {
+      "",
+      "a",
+      "hello",
+      "quote \" backslash \\ end",
+      "line\nfeed\ttab\x01\x1f",
+      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+      "del \x7f",
+      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+      "0123456789abcdef0123456789abcdef\"0123456789abcdef"};
+  acp_mcp_server *s = NULL;
+  acp_mcp_conn *c = NULL;
+  acp_mcp_tool_def d;
+  acp_json_writer *w = NULL;
+  char want[1024];
+  const char *out;
+  size_t i, n;
+  int e;
+  (void)state;
+
+  assert_int_equal(acp_mcp_server_new(&s, "test-server", "1.2.3", NULL, NULL),
+                   0);
+  memset(&d, 0, sizeof(d));
+  d.version = ACP_MCP_DEF_VERSION;
+  d.name = "given";
+  d.handler = tool_given;
+  assert_int_equal(acp_mcp_server_add_tool(s, &d), 0);
+  assert_int_equal(acp_mcp_conn_new(&c, s, NULL), 0);
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  do_init(c, "2025-11-25", "{}");
+  for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+    for (e = 0; e < 2; e++) {
+      const char *r;
+      acp_json_writer_reset(w);
+      acp_json_write_obj_begin(w);
+      acp_json_write_keyz(w, "content");
+      acp_json_write_arr_begin(w);
+      acp_json_write_obj_begin(w);
+      acp_json_write_keyz(w, "type");
+      acp_json_write_strz(w, "text");
+      acp_json_write_keyz(w, "text");
+      acp_json_write_str(w, texts[i], strlen(texts[i]));
+      acp_json_write_obj_end(w);
+      acp_json_write_arr_end(w);
+      if (e) {
+        acp_json_write_keyz(w, "isError");
+        acp_json_write_bool(w, true);
+      }
+      assert_int_equal(acp_json_write_obj_end(w), 0);
+      r = acp_json_writer_data(w, &n);
+      snprintf(want, sizeof(want),
+               "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":%.*s}\n", (int)n, r);
+      given_text = texts[i];
+      given_len = strlen(texts[i]);
+      given_error = e != 0;
+      out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+                    "\"params\":{\"name\":\"given\"}}");
+      assert_string_equal(out, want);
+    }
+  }
+  /* Not UTF-8: the handler's error, answered as a tool error. */
+  given_text = "bad \xff";
+  given_len = 5;
+  given_error = false;
+  out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"given\"}}");
+  HAS(out, "\"isError\":true");
+  HAS(out, "\"id\":9");
+  acp_json_writer_free(w);
+  acp_mcp_conn_free(c);
+  acp_mcp_server_free(s);
+}
+
 static void test_sequential_calls_allocate_nothing(void **state) {
   acp_mem mem = {&fm, fm_malloc, fm_free, fm_calloc, fm_realloc};
   acp_mcp_server *s = NULL;
@@ -3049,6 +3137,7 @@ int main(void) {
       cmocka_unit_test(test_empty_server_offers_nothing),
       cmocka_unit_test(test_tool_index_many_tools),
       cmocka_unit_test(test_sequential_calls_allocate_nothing),
+      cmocka_unit_test(test_respond_text_bytes),
       cmocka_unit_test_setup_teardown(test_requests_before_initialize, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_initialize_bad_params, setup,
