@@ -483,13 +483,14 @@ static void test_uv_link_partial_writes_keep_order(void **state) {
   close(fds[1]);
 }
 
-/* Small writes (the messages of a turn) go to the pipe directly while
- * nothing is queued; into a pipe nobody reads they fill it, one is cut
- * (the kernel takes a part) and the rest of it and every later write
- * queue behind: the reader gets every byte once, in order. */
+/* Small writes (up to 64 KiB, the messages of a turn) go to the pipe
+ * directly while nothing is queued; into a pipe nobody reads they fill it,
+ * one is cut (the kernel takes a part of a write over PIPE_BUF) and the
+ * rest of it and every later write queue behind: the reader gets every
+ * byte once, in order. */
 static void test_uv_link_small_writes_fill_pipe_in_order(void **state) {
-  enum { N = 600 };
-  static char msgs[N * 1200];
+  enum { N = 160, MAX = 30000 };
+  static char msgs[N * MAX];
   size_t want = 0;
   uv_loop_t loop;
   acp_uv_link *l = NULL;
@@ -503,7 +504,7 @@ static void test_uv_link_small_writes_fill_pipe_in_order(void **state) {
   assert_int_equal(uv_loop_init(&loop), 0);
   assert_int_equal(acp_uv_link_new_fds(&l, &loop, -1, fds[1], NULL), 0);
   for (i = 0; i < N; i++) {
-    size_t n = 1 + (i * 389) % 1199;
+    size_t n = 1 + (i * 3889) % MAX;
     for (j = 0; j < n; j++)
       msgs[want + j] = (char)('a' + (i + j) % 26);
     assert_int_equal(acp_uv_link_write(l, msgs + want, n), 0);
