@@ -191,7 +191,7 @@ static int stack_grow(const acp_mem *m, uint32_t **stack, uint32_t *cap,
 /*
  * The rest of a string from p (inside it, after its opening quote at s;
  * the bytes before p are plain): everything but the common case
- * parse_core() tests inline (the first 16 or 32 bytes hold the closing
+ * parse_core() tests inline (the first 16, 32 or 48 bytes hold the closing
  * quote and nothing else special). Out of line so
  * that the loop's calls (the AVX2 steps) and its SWAR constants do not
  * make every string spill the parser's registers. Returns the position of
@@ -527,9 +527,9 @@ string:
   s = p++;
   flags = 0;
 #ifdef ACP__SSE2
-  /* Most strings end in their first 32 bytes with nothing else special:
-   * that test alone, inline (16 bytes, then 16 more if the first were
-   * plain); anything else (escapes, UTF-8, control bytes, longer strings,
+  /* Most strings end in their first 48 bytes with nothing else special:
+   * that test alone, inline (16 bytes, then 16 more while the ones before
+   * were plain); anything else (escapes, UTF-8, control bytes, longer strings,
    * the last bytes of the input) is string_rest(), from the first byte not
    * yet found plain. */
   if (ACP__LIKELY(end - p >= 16)) {
@@ -537,9 +537,18 @@ string:
         acp__json_special16(_mm_loadu_si128((const __m128i *)(const void *)p)));
     if (hm == 0) {
       p += 16;
-      if (end - p >= 16)
+      if (end - p >= 16) {
         hm = _mm_movemask_epi8(acp__json_special16(
             _mm_loadu_si128((const __m128i *)(const void *)p)));
+        /* A third block: session ids ("sess_" and 32 hex digits) and
+         * UUIDs are 36-40 bytes, in every prompt turn. */
+        if (hm == 0) {
+          p += 16;
+          if (end - p >= 16)
+            hm = _mm_movemask_epi8(acp__json_special16(
+                _mm_loadu_si128((const __m128i *)(const void *)p)));
+        }
+      }
     }
     if (hm != 0 && p[(unsigned)__builtin_ctz((unsigned)hm)] == '"') {
       p += (unsigned)__builtin_ctz((unsigned)hm);

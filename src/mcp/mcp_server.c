@@ -59,10 +59,20 @@ typedef struct mcp_req {
   const acp_json_val *caps;
 } mcp_req;
 
+/*
+ * A registry list in registration order (what the list methods page
+ * through) with an index by key: open addressing, linear probing, each
+ * slot 0 (empty) or a position in v plus one; tab_cap is a power of two at
+ * least twice n. A tools/call finds its tool in a few instructions
+ * whatever the number of tools (a walk over the 36 tools of
+ * `--everything` took ~500 instructions a call for the last one).
+ */
 typedef struct mcp_vec {
   mcp_item **v;
   size_t n;
   size_t cap;
+  uint32_t *tab;
+  size_t tab_cap;
 } mcp_vec;
 
 struct acp_mcp_server {
@@ -94,6 +104,8 @@ struct acp_mcp_server {
   acp_mcp_conn *task_conn; /* holds the calls of running tasks */
   uint64_t now_ms;         /* the latest time a conn was given */
   int64_t epoch_ms;        /* Unix time in ms at now_ms 0 */
+  /* One finished call's block kept for the next call (see call_new()). */
+  struct acp_mcp_call *spare_call;
   void *user_data;
 };
 
@@ -175,6 +187,7 @@ struct acp_mcp_call {
   bool task_ok;          /* the request may become a task */
   struct mcp_task *task; /* the task this call runs, or NULL */
   void *user_data;
+  size_t block_cap; /* bytes of this block; the name may follow the struct */
 };
 
 struct acp_mcp_conn {
@@ -185,6 +198,7 @@ struct acp_mcp_conn {
   acp_json_writer *w;  /* responses */
   acp_json_writer *nw; /* notifications */
   acp__buf tmp;
+  acp__buf text_out; /* acp_mcp_call_respond_text()'s result */
   acp_mcp_version version;
   bool answered_init;
   bool initialized;
@@ -324,10 +338,12 @@ void acp_mcp_server_free(acp_mcp_server *s) {
   while (s->conns)
     acp_mcp_conn_free(s->conns);
   tasks_free_all(s);
+  acp__free(&s->mem, s->spare_call);
   for (k = 0; k < K_COUNT; k++) {
     for (i = 0; i < s->lists[k].n; i++)
       item_free(&s->mem, s->lists[k].v[i]);
     acp__free(&s->mem, s->lists[k].v);
+    acp__free(&s->mem, s->lists[k].tab);
   }
   acp__free(&s->mem, s->name);
   acp__free(&s->mem, s->version);
@@ -401,23 +417,63 @@ void acp_mcp_server_set_on_notification(acp_mcp_server *s,
     s->on_notification = cb;
 }
 
+/* FNV-1a: keys are short names and URIs; any spread will do. */
+static uint32_t key_hash(const char *key, size_t len) {
+  uint32_t h = 2166136261u;
+  size_t i;
+
+  for (i = 0; i < len; i++)
+    h = (h ^ (uint8_t)key[i]) * 16777619u;
+  return h;
+}
+
+static void tab_put(uint32_t *tab, size_t cap, const mcp_item *it, size_t pos) {
+  size_t i = key_hash(it->key, it->key_len) & (cap - 1);
+
+  while (tab[i] != 0)
+    i = (i + 1) & (cap - 1);
+  tab[i] = (uint32_t)pos + 1;
+}
+
+/* Index v->v[0..n) again into v->tab (same capacity: no allocation). */
+static void tab_fill(mcp_vec *v) {
+  size_t i;
+
+  memset(v->tab, 0, v->tab_cap * sizeof(*v->tab));
+  for (i = 0; i < v->n; i++)
+    tab_put(v->tab, v->tab_cap, v->v[i], i);
+}
+
 static mcp_item *vec_find(const mcp_vec *v, const char *key, size_t len,
                           size_t *idx) {
   size_t i;
 
-  for (i = 0; i < v->n; i++) {
-    if (v->v[i]->key_len == len && memcmp(v->v[i]->key, key, len) == 0) {
+  if (v->n == 0)
+    return NULL;
+  for (i = key_hash(key, len) & (v->tab_cap - 1); v->tab[i] != 0;
+       i = (i + 1) & (v->tab_cap - 1)) {
+    mcp_item *it = v->v[v->tab[i] - 1];
+    if (it->key_len == len && memcmp(it->key, key, len) == 0) {
       if (idx)
-        *idx = i;
-      return v->v[i];
+        *idx = v->tab[i] - 1;
+      return it;
     }
   }
   return NULL;
 }
 
 static mcp_item *vec_find_val(const mcp_vec *v, const acp_json_val *key) {
+  const char *raw;
+  size_t n;
   size_t i;
 
+  if (acp_json_type_of(key) != ACP_JSON_STRING)
+    return NULL;
+  if (!acp_json_str_has_escapes(key)) {
+    raw = acp_json_raw(key, &n);
+    return vec_find(v, raw + 1, n - 2, NULL);
+  }
+  /* A name written with escapes: rare, compared decoded, one by one. */
   for (i = 0; i < v->n; i++) {
     if (acp_json_str_eq(key, v->v[i]->key, v->v[i]->key_len))
       return v->v[i];
@@ -429,11 +485,23 @@ static int vec_push(acp_mcp_server *s, mcp_vec *v, mcp_item *it) {
   if (v->n == v->cap) {
     size_t ncap = v->cap ? v->cap * 2 : 8;
     mcp_item **p = acp__realloc(&s->mem, v->v, ncap * sizeof(*p));
+
     if (p == NULL)
       return ACP_ERR_NOMEM;
     v->v = p;
     v->cap = ncap;
   }
+  if ((v->n + 1) * 2 > v->tab_cap) {
+    size_t ncap = v->tab_cap ? v->tab_cap * 2 : 16;
+    uint32_t *t = acp__calloc(&s->mem, ncap, sizeof(*t));
+    if (t == NULL)
+      return ACP_ERR_NOMEM;
+    acp__free(&s->mem, v->tab);
+    v->tab = t;
+    v->tab_cap = ncap;
+    tab_fill(v);
+  }
+  tab_put(v->tab, v->tab_cap, it, v->n);
   v->v[v->n++] = it;
   return 0;
 }
@@ -711,6 +779,8 @@ static int vec_remove(acp_mcp_server *s, int kind, const char *key) {
   item_free(&s->mem, v->v[idx]);
   memmove(v->v + idx, v->v + idx + 1, (v->n - idx - 1) * sizeof(*v->v));
   v->n--;
+  /* The positions after idx moved: index them again (removal is rare). */
+  tab_fill(v);
   return 0;
 }
 
@@ -945,6 +1015,20 @@ int acp_mcp_resource_list_add(acp_mcp_resource_list *l, const char *uri,
 
 /* MARK: - Calls (Private) */
 
+/* Room every call block gets at least, so that the spare fits the next
+ * call of a usual name (tool and prompt names are short). */
+#define CALL_BLOCK_MIN (sizeof(acp_mcp_call) + 64)
+
+/* Finish with a call's block: keep the larger of it and the spare. */
+static void call_block_release(acp_mcp_server *s, acp_mcp_call *call) {
+  if (s->spare_call == NULL || s->spare_call->block_cap < call->block_cap) {
+    acp__free(&s->mem, s->spare_call);
+    s->spare_call = call;
+    return;
+  }
+  acp__free(&s->mem, call);
+}
+
 static void call_unlink_free(acp_mcp_call *call) {
   acp_mcp_conn *c = call->conn;
   const acp_mem *m = &c->srv->mem;
@@ -955,7 +1039,8 @@ static void call_unlink_free(acp_mcp_call *call) {
     c->calls = call->next;
   if (call->next)
     call->next->prev = call->prev;
-  acp__free(m, call->name);
+  if (call->name != (char *)(call + 1))
+    acp__free(m, call->name);
   acp__free(m, call->token);
   acp__free(m, call->vars);
   acp__free(m, call->caps);
@@ -967,7 +1052,7 @@ static void call_unlink_free(acp_mcp_call *call) {
   acp__buf_dispose(&call->inputs);
   acp_json_doc_free(call->sdoc);
   acp__free(m, call->sbytes);
-  acp__free(m, call);
+  call_block_release(c->srv, call);
 }
 
 static void call_maybe_free(acp_mcp_call *call) {
@@ -975,16 +1060,47 @@ static void call_maybe_free(acp_mcp_call *call) {
     call_unlink_free(call);
 }
 
+/*
+ * One block per call: the struct, then (when `name` is given) its name,
+ * NUL-terminated. The server keeps one finished block for the next call
+ * (the larger one when two are free), so a sequential call costs no
+ * calloc/strndup/free/free (~500 instructions on glibc).
+ */
 static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
-                    int kind, acp_mcp_call **out) {
-  const acp_mem *m = &c->srv->mem;
-  acp_mcp_call *call = acp__calloc(m, 1, sizeof(*call));
+                    int kind, const char *name, size_t name_len,
+                    acp_mcp_call **out) {
+  acp_mcp_server *s = c->srv;
+  const acp_mem *m = &s->mem;
+  acp_mcp_call *call;
+  size_t need = sizeof(*call) + 1;
   const acp_json_val *meta;
   const acp_json_val *tok;
 
   *out = NULL;
-  if (call == NULL)
-    return ACP_ERR_NOMEM;
+  if (name != NULL) {
+    if (name_len > SIZE_MAX - need)
+      return ACP_ERR_NOMEM;
+    need += name_len;
+  }
+  if (s->spare_call != NULL && s->spare_call->block_cap >= need) {
+    call = s->spare_call;
+    s->spare_call = NULL;
+    need = call->block_cap;
+    memset(call, 0, sizeof(*call));
+  } else {
+    if (need < CALL_BLOCK_MIN)
+      need = CALL_BLOCK_MIN;
+    call = acp__calloc(m, 1, need);
+    if (call == NULL)
+      return ACP_ERR_NOMEM;
+  }
+  call->block_cap = need;
+  if (name != NULL) {
+    call->name = (char *)(call + 1);
+    if (name_len > 0)
+      memcpy(call->name, name, name_len);
+    call->name[name_len] = '\0';
+  }
   call->conn = c;
   call->handle = msg->handle;
   call->method = method;
@@ -998,7 +1114,7 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
     const char *raw = acp_json_raw(c->req.caps, &n);
     call->caps = acp__strndup(m, raw, n);
     if (call->caps == NULL) {
-      acp__free(m, call);
+      call_block_release(s, call);
       return ACP_ERR_NOMEM;
     }
     call->caps_len = n;
@@ -1012,7 +1128,7 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
     call->token = acp__strndup(m, raw, n);
     if (call->token == NULL) {
       acp__free(m, call->caps);
-      acp__free(m, call);
+      call_block_release(s, call);
       return ACP_ERR_NOMEM;
     }
     call->token_len = n;
@@ -1222,40 +1338,34 @@ int acp_mcp_call_respond_tool(acp_mcp_call *call, const char *content,
   return respond_w(call);
 }
 
-static void w_text_content(acp_json_writer *w, const char *text, size_t len) {
-  acp_json_write_arr_begin(w);
-  acp_json_write_obj_begin(w);
-  ACP__W_KEYL(w, "type");
-  acp_json_write_strz(w, "text");
-  ACP__W_KEYL(w, "text");
-  acp_json_write_str(w, text, len);
-  acp_json_write_obj_end(w);
-  acp_json_write_arr_end(w);
-}
+/* Append a string literal (its length known at compile time). */
+#define APPEND_LIT(b, lit) acp__buf_append((b), "" lit "", sizeof(lit) - 1)
 
 int acp_mcp_call_respond_text(acp_mcp_call *call, const char *text, size_t len,
                               bool is_error) {
-  acp_json_writer *w;
+  acp__buf *b;
   int rv = respond_guard(call, CALL_TOOL);
 
   if (rv != 0)
     return rv;
   if (text == NULL && len > 0)
     return ACP_ERR_INVALID_ARGUMENT;
-  w = call->conn->w;
-  acp_json_writer_reset(w);
-  acp_json_write_obj_begin(w);
-  ACP__W_KEYL(w, "content");
-  w_text_content(w, text ? text : "", len);
-  if (is_error) {
-    ACP__W_KEYL(w, "isError");
-    acp_json_write_bool(w, true);
-  }
-  acp_json_write_obj_end(w);
-  rv = acp_json_writer_error(w);
-  if (rv == ACP_ERR_INVALID_ARGUMENT || rv == ACP_ERR_INVALID_STATE)
-    return ACP_ERR_INVALID_ARGUMENT;
-  return respond_w(call);
+  /* The bytes the JSON writer would write, from literals around the one
+   * escaped string: the writer's keys and strings were ~1,500 instructions
+   * of a short echo's answer. */
+  b = &call->conn->text_out;
+  acp__buf_clear(b);
+  rv = APPEND_LIT(b, "{\"content\":[{\"type\":\"text\",\"text\":");
+  if (rv == 0)
+    rv = acp__json_escape_append(b, text ? text : "", len);
+  if (rv == 0)
+    rv =
+        is_error ? APPEND_LIT(b, "}],\"isError\":true}") : APPEND_LIT(b, "}]}");
+  if (rv == ACP_ERR_INVALID_STATE)
+    rv = ACP_ERR_INVALID_ARGUMENT;
+  if (rv != 0)
+    return rv;
+  return call_answer(call, false, b->data, b->len, 0, NULL, 0, NULL, 0);
 }
 
 int acp_mcp_call_respond_resource_text(acp_mcp_call *call, const char *uri,
@@ -1915,15 +2025,17 @@ static int stateless_drain(acp_mcp_call *call, int rv) {
 static int stateless_prepare(acp_mcp_conn *c, const acp_rpc_msg *msg,
                              const char *method, const mcp_item *it,
                              acp_json_doc **sdoc, char **sbytes) {
-  const acp_json_val *ir = ACP__OBJ_GETL(msg->params, "inputResponses");
-  const acp_json_val *rs = ACP__OBJ_GETL(msg->params, "requestState");
+  const acp_json_val *ir;
+  const acp_json_val *rs;
   const acp_json_val *k;
   int rv;
 
   *sdoc = NULL;
   *sbytes = NULL;
   if (!c->req.stateless)
-    return 0;
+    return 0; /* before the lookups: a stateful call has none of these */
+  ir = ACP__OBJ_GETL(msg->params, "inputResponses");
+  rs = ACP__OBJ_GETL(msg->params, "requestState");
   if (ir != NULL && acp_json_type_of(ir) != ACP_JSON_OBJECT) {
     rv = invalid_params(c, msg->handle, "inputResponses must be an object");
     return rv != 0 ? rv : 1;
@@ -1948,9 +2060,11 @@ static int stateless_prepare(acp_mcp_conn *c, const acp_rpc_msg *msg,
 /* Hand the prepared multi round-trip inputs to a started call. */
 static void stateless_attach(acp_mcp_call *call, const acp_rpc_msg *msg,
                              acp_json_doc *sdoc, char *sbytes) {
-  const acp_json_val *ir = ACP__OBJ_GETL(msg->params, "inputResponses");
+  const acp_json_val *ir;
+
   if (!call->req.stateless)
     return;
+  ir = ACP__OBJ_GETL(msg->params, "inputResponses");
   call->sdoc = sdoc;
   call->sbytes = sbytes;
   call->prior = sdoc ? ACP__OBJ_GETL(acp_json_doc_root(sdoc), "r") : NULL;
@@ -3373,16 +3487,10 @@ static int call_start(acp_mcp_conn *c, const acp_rpc_msg *msg,
                       const char *method, int kind, const mcp_item *it,
                       acp_mcp_call **out) {
   acp_mcp_call *call;
-  int rv = call_new(c, msg, method, kind, &call);
+  int rv = call_new(c, msg, method, kind, it->key, it->key_len, &call);
 
   if (rv != 0)
     return rv;
-  call->name = acp__strndup(&c->srv->mem, it->key, it->key_len);
-  if (call->name == NULL) {
-    call->answered = true;
-    call_unlink_free(call);
-    return ACP_ERR_NOMEM;
-  }
   call->msg = msg;
   call->in_cb = true;
   *out = call;
@@ -3578,7 +3686,7 @@ static int do_read(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   } else if (c->req.stateless) {
     c->req.hint = s->cache[ACP_MCP_CACHE_READ];
   }
-  rv = call_new(c, msg, "resources/read", CALL_READ, &call);
+  rv = call_new(c, msg, "resources/read", CALL_READ, NULL, 0, &call);
   if (rv == 0 && from_template)
     rv = store_vars(c, call, it, uri, vs, vl, nv);
   if (rv != 0) {
@@ -3685,7 +3793,7 @@ static int do_complete(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   } else {
     return invalid_params(c, msg->handle, "unknown ref type");
   }
-  rv = call_new(c, msg, "completion/complete", CALL_COMPLETE, &call);
+  rv = call_new(c, msg, "completion/complete", CALL_COMPLETE, NULL, 0, &call);
   if (rv != 0)
     return rv;
   call->msg = msg;
@@ -4241,6 +4349,7 @@ int acp_mcp_conn_new(acp_mcp_conn **out, acp_mcp_server *s, void *user_data) {
   c->srv = s;
   c->user_data = user_data;
   acp__buf_init(&c->tmp, &s->mem, 0);
+  acp__buf_init(&c->text_out, &s->mem, 0);
   rv = acp_rpc_callbacks_new(&cbs);
   if (rv != 0)
     goto cleanup;
@@ -4282,6 +4391,7 @@ cleanup:
     acp_json_writer_free(c->nw);
     acp_rpc_session_free(c->rpc);
     acp__buf_dispose(&c->tmp);
+    acp__buf_dispose(&c->text_out);
     acp__free(&s->mem, c);
   }
   return rv;
@@ -4382,6 +4492,7 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
   acp_json_writer_free(c->nw);
   acp_rpc_session_free(c->rpc);
   acp__buf_dispose(&c->tmp);
+  acp__buf_dispose(&c->text_out);
   acp__free(&s->mem, c);
 }
 

@@ -364,55 +364,99 @@ static int put_i64(acp__buf *b, int64_t v) {
   return acp__buf_append(b, tmp + i, sizeof(tmp) - i);
 }
 
-/* Append s[0..n) as a JSON string. Plain printable ASCII is copied
- * directly; anything else goes through the JSON writer so that escaping
- * follows one set of rules. */
+/*
+ * Whether s[0..n) needs no escaping as a JSON string: no quote, backslash,
+ * control byte or byte >= 0x80 (what the JSON writer would copy as is; it
+ * copies 0x7f as is too). For the short strings of an envelope (method
+ * names, session ids, short texts): 16 bytes a step with SSE2, the last
+ * step overlapping the one before; 8 or 4 bytes a step below 16 bytes.
+ */
+static bool plain_str(const char *p, size_t n) {
+  const uint64_t ones = UINT64_C(0x0101010101010101);
+  uint64_t w[2];
+  uint64_t m = 0;
+  int k;
+
+#if defined(__SSE2__)
+  if (n >= 16) {
+    __m128i acc = _mm_setzero_si128();
+    size_t i;
+
+    for (i = 0; i + 16 < n; i += 16)
+      acc = _mm_or_si128(acc, acp__json_special16(_mm_loadu_si128(
+                                  (const __m128i *)(const void *)(p + i))));
+    acc = _mm_or_si128(acc, acp__json_special16(_mm_loadu_si128(
+                                (const __m128i *)(const void *)(p + n - 16))));
+    return _mm_movemask_epi8(acc) == 0;
+  }
+#endif
+  if (n >= 8) {
+    size_t i;
+
+    /* Eight bytes a step, the last eight again, overlapping. */
+    for (i = 0; i + 8 < n; i += 8) {
+      memcpy(&w[0], p + i, 8);
+      uint64_t x = w[0] ^ (ones * '"');
+      m |= (x - ones) & ~x;
+      x = w[0] ^ (ones * '\\');
+      m |= (x - ones) & ~x;
+      m |= ((w[0] - ones * 0x20) & ~w[0]) | w[0];
+    }
+    memcpy(&w[0], p + n - 8, 8);
+    w[1] = w[0];
+  } else if (n >= 4) {
+    uint32_t a;
+    uint32_t b;
+
+    /* The first four and the last four, overlapping. */
+    memcpy(&a, p, 4);
+    memcpy(&b, p + n - 4, 4);
+    w[0] = a | ((uint64_t)b << 32);
+    w[1] = w[0];
+  } else {
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+      unsigned char c = (unsigned char)p[i];
+      if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+        return false;
+    }
+    return true;
+  }
+  for (k = 0; k < 2; k++) {
+    uint64_t x = w[k] ^ (ones * '"');
+    m |= (x - ones) & ~x;
+    x = w[k] ^ (ones * '\\');
+    m |= (x - ones) & ~x;
+    m |= ((w[k] - ones * 0x20) & ~w[k]) | w[k];
+  }
+  return (m & (ones * 0x80)) == 0;
+}
+
+/* Append s[0..n), known plain (plain_str()), with its quotes. */
+static int put_quoted(acp__buf *b, const char *p, size_t n) {
+  int rv = acp__buf_reserve(b, n + 2);
+
+  if (rv != 0)
+    return rv;
+  b->data[b->len++] = '"';
+  if (n > 0)
+    memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len++] = '"';
+  return 0;
+}
+
+/* Append s[0..n) as a JSON string. Plain text is copied directly;
+ * anything else goes through the JSON writer so that escaping follows one
+ * set of rules. */
 static int put_str(acp_rpc_session *s, acp__buf *b, const char *p, size_t n) {
-  size_t i;
   int rv;
   const char *d;
   size_t dlen;
 
-  /* Eight bytes a step while none needs escaping (a method name, an id, a
-   * session id: a byte at a time was ~7 instructions a byte); the last
-   * 0-7 bytes are the last eight again, overlapping, when the string has
-   * eight. A flagged step is looked at byte by byte below. */
-  for (i = 0; i < n;) {
-    const uint64_t ones = UINT64_C(0x0101010101010101);
-    uint64_t w;
-    uint64_t x;
-    uint64_t m;
-    size_t at = i + 8 <= n ? i : n - 8;
-
-    if (n < 8)
-      break;
-    memcpy(&w, p + at, 8);
-    x = w ^ (ones * '"');
-    m = (x - ones) & ~x;
-    x = w ^ (ones * '\\');
-    m |= (x - ones) & ~x;
-    x = w ^ (ones * 0x7f);
-    m |= (x - ones) & ~x;
-    m |= (w - ones * 0x20) & ~w;
-    if (((m | w) & (ones * 0x80)) != 0)
-      break;
-    i = at + 8;
-  }
-  for (; i < n; i++) {
-    unsigned char c = (unsigned char)p[i];
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
-      break;
-  }
-  if (i == n) {
-    rv = acp__buf_reserve(b, n + 2);
-    if (rv != 0)
-      return rv;
-    b->data[b->len++] = '"';
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len++] = '"';
-    return 0;
-  }
+  if (plain_str(p, n))
+    return put_quoted(b, p, n);
   acp_json_writer_reset(s->esc);
   rv = acp_json_write_str(s->esc, p, n);
   if (rv != 0)
@@ -540,6 +584,10 @@ static int release_refs(acp_rpc_session *s) {
   return spans_flatten(s);
 }
 
+/* Strings of a request up to this length are checked by plain_str() first
+ * (longer ones would be scanned twice when they need escaping). */
+#define SHORT_STR 64
+
 static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
                          const char *method, size_t mlen,
                          const acp__rpc_part *parts, size_t nparts) {
@@ -596,9 +644,13 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
         s->ref_spans = true;
         rv = acp__buf_putc(b, '"');
       }
-    } else if (parts[i].str)
-      rv = acp__json_escape_append(b, parts[i].p, parts[i].n);
-    else if (may && borrowable(s, b, &parts[i]))
+    } else if (parts[i].str) {
+      /* A short plain string (a session id, a small text) without the
+       * writer's round trip; anything else is escaped by the writer. */
+      rv = parts[i].n <= SHORT_STR && plain_str(parts[i].p, parts[i].n)
+               ? put_quoted(b, parts[i].p, parts[i].n)
+               : acp__json_escape_append(b, parts[i].p, parts[i].n);
+    } else if (may && borrowable(s, b, &parts[i]))
       rv = span_add(s, parts[i].p, parts[i].n);
     else
       rv = acp__buf_append(b, parts[i].p, parts[i].n);

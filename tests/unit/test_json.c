@@ -1748,10 +1748,10 @@ static void test_json_errors_after_whitespace(void **state) {
  * the document each in a heap block of exactly their size (so that ASan
  * sees any read past either). */
 /*
- * The parser's string entry tests the first 16 and 32 bytes inline and hands
- * everything else to an out-of-line walk (string_rest()). Each special
+ * The parser's string entry tests the first 16, 32 and 48 bytes inline and
+ * hands everything else to an out-of-line walk (string_rest()). Each special
  * (an escape, UTF-8, a bad byte) at every offset of strings of every
- * length up to 56, as a value and as a key, with 0..20 bytes after the
+ * length up to 72, as a value and as a key, with 0..20 bytes after the
  * document, so both sides of the 16-byte test and of the input's end are
  * taken: the verdict, the error offset, the escape flag, the decoded text
  * and the value after the string must all come out the same, through
@@ -1783,7 +1783,7 @@ static void test_json_parse_strings_every_length_offset_and_tail(void **state) {
       {"\\x", NULL, 0},
       {"\\u12G4", NULL, 0},
   };
-  enum { MAXLEN = 56, MAXTAIL = 20 };
+  enum { MAXLEN = 72, MAXTAIL = 20 };
   char body[MAXLEN + 16];
   char want[MAXLEN + 16];
   char in[MAXLEN + MAXTAIL + 32];

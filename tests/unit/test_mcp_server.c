@@ -1303,6 +1303,259 @@ static void test_allocation_failure_loop(void **state) {
   assert_true(failures > 0);
 }
 
+/* MARK: - Registry index and call blocks */
+
+/* Answers with the name it was called by (acp_mcp_call_name()). */
+static int tool_named(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  const char *name = acp_mcp_call_name(call);
+  (void)a;
+  (void)ud;
+  return acp_mcp_call_respond_text(call, name, strlen(name), false);
+}
+
+static int add_named(acp_mcp_server *s, const char *name) {
+  acp_mcp_tool_def d;
+
+  memset(&d, 0, sizeof(d));
+  d.version = ACP_MCP_DEF_VERSION;
+  d.name = name;
+  d.handler = tool_named;
+  return acp_mcp_server_add_tool(s, &d);
+}
+
+/* tools/call NAME (written as is: may hold escapes) on c; the output. */
+static const char *call_named(acp_mcp_conn *c, const char *name) {
+  static char line[1024];
+  static int id = 100;
+
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+           "\"params\":{\"name\":\"%s\",\"arguments\":{}}}",
+           id++, name);
+  return xchg(c, line);
+}
+
+/* The text a tool_named call answered, or "" for an error. */
+static void expect_named(acp_mcp_conn *c, const char *name, const char *want) {
+  const char *out = call_named(c, name);
+  char text[600];
+
+  if (want == NULL) {
+    HAS(out, "Unknown tool");
+    return;
+  }
+  snprintf(text, sizeof(text), "\"text\":\"%s\"}]}}", want);
+  HAS(out, text);
+}
+
+static void name_of(char *out, size_t cap, int i) {
+  /* Lengths 1 to ~150, shared prefixes, names that are prefixes of others
+   * (t1, t12, t123...): every probe sequence of the index gets long keys
+   * and near misses. */
+  int k = i % 7;
+
+  if (k == 0)
+    snprintf(out, cap, "t%d", i);
+  else if (k == 1)
+    snprintf(out, cap, "tool_%d_%0*d", i, (i % 120) + 1, 0);
+  else
+    snprintf(out, cap, "%c%d", 'a' + k, i);
+}
+
+static void test_tool_index_many_tools(void **state) {
+  acp_mcp_server *s = NULL;
+  acp_mcp_conn *c = NULL;
+  char name[200];
+  int i;
+  (void)state;
+
+  assert_int_equal(acp_mcp_server_new(&s, "test-server", "1.2.3", NULL, NULL),
+                   0);
+  /* One tool stays: a server with no tools has no tools/call at all. */
+  assert_int_equal(add_named(s, "keep"), 0);
+  for (i = 0; i < 300; i++) {
+    name_of(name, sizeof(name), i);
+    assert_int_equal(add_named(s, name), 0);
+  }
+  /* A duplicate is refused (the index finds it). */
+  assert_int_equal(add_named(s, "t0"), ACP_ERR_INVALID_STATE);
+  assert_int_equal(acp_mcp_conn_new(&c, s, NULL), 0);
+  do_init(c, "2025-11-25", "{}");
+  for (i = 0; i < 300; i++) {
+    name_of(name, sizeof(name), i);
+    expect_named(c, name, name);
+  }
+  expect_named(c, "t300", NULL);
+  expect_named(c, "t", NULL);
+  expect_named(c, "", NULL);
+  expect_named(c, "t00", NULL);
+  /* Escaped names are compared decoded. */
+  expect_named(c, "t\\u0037", "t7");
+  expect_named(c, "\\u0074\\u0031\\u0034", "t14");
+  expect_named(c, "t\\u0038", NULL);
+  /* Removal moves the later positions: every name still finds its own. */
+  assert_int_equal(acp_mcp_server_remove_tool(s, "t7"), 0);
+  assert_int_equal(acp_mcp_server_remove_tool(s, "t7"), ACP_ERR_NOT_FOUND);
+  expect_named(c, "t7", NULL);
+  for (i = 0; i < 300; i++) {
+    if (i == 7)
+      continue;
+    name_of(name, sizeof(name), i);
+    expect_named(c, name, name);
+  }
+  assert_int_equal(add_named(s, "t7"), 0);
+  expect_named(c, "t7", "t7");
+  /* Remove all but the last, from the front (t7, re-added at the end, goes
+   * at i = 7): the index follows. */
+  for (i = 0; i < 299; i++) {
+    name_of(name, sizeof(name), i);
+    assert_int_equal(acp_mcp_server_remove_tool(s, name), 0);
+    expect_named(c, name, NULL);
+    name_of(name, sizeof(name), i + 1);
+    expect_named(c, name, name);
+  }
+  name_of(name, sizeof(name), 299);
+  assert_int_equal(acp_mcp_server_remove_tool(s, name), 0);
+  expect_named(c, name, NULL);
+  expect_named(c, "keep", "keep");
+  acp_mcp_conn_free(c);
+  acp_mcp_server_free(s);
+}
+
+/* The text tool_given answers, and whether as an error. */
+static const char *given_text;
+static size_t given_len;
+static bool given_error;
+
+static int tool_given(acp_mcp_call *call, const acp_json_val *a, void *ud) {
+  (void)a;
+  (void)ud;
+  return acp_mcp_call_respond_text(call, given_text, given_len, given_error);
+}
+
+/* acp_mcp_call_respond_text() answers the bytes a JSON writer writes for
+ * {"content":[{"type":"text","text":T}]} (and "isError":true), whatever T
+ * holds; text that is not UTF-8 becomes the handler's error. */
+static void test_respond_text_bytes(void **state) {
+  static const char *const texts[] = {
+      "",
+      "a",
+      "hello",
+      "quote \" backslash \\ end",
+      "line\nfeed\ttab\x01\x1f",
+      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+      "del \x7f",
+      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+      "0123456789abcdef0123456789abcdef\"0123456789abcdef"};
+  acp_mcp_server *s = NULL;
+  acp_mcp_conn *c = NULL;
+  acp_mcp_tool_def d;
+  acp_json_writer *w = NULL;
+  char want[1024];
+  const char *out;
+  size_t i, n;
+  int e;
+  (void)state;
+
+  assert_int_equal(acp_mcp_server_new(&s, "test-server", "1.2.3", NULL, NULL),
+                   0);
+  memset(&d, 0, sizeof(d));
+  d.version = ACP_MCP_DEF_VERSION;
+  d.name = "given";
+  d.handler = tool_given;
+  assert_int_equal(acp_mcp_server_add_tool(s, &d), 0);
+  assert_int_equal(acp_mcp_conn_new(&c, s, NULL), 0);
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  do_init(c, "2025-11-25", "{}");
+  for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+    for (e = 0; e < 2; e++) {
+      const char *r;
+      acp_json_writer_reset(w);
+      acp_json_write_obj_begin(w);
+      acp_json_write_keyz(w, "content");
+      acp_json_write_arr_begin(w);
+      acp_json_write_obj_begin(w);
+      acp_json_write_keyz(w, "type");
+      acp_json_write_strz(w, "text");
+      acp_json_write_keyz(w, "text");
+      acp_json_write_str(w, texts[i], strlen(texts[i]));
+      acp_json_write_obj_end(w);
+      acp_json_write_arr_end(w);
+      if (e) {
+        acp_json_write_keyz(w, "isError");
+        acp_json_write_bool(w, true);
+      }
+      assert_int_equal(acp_json_write_obj_end(w), 0);
+      r = acp_json_writer_data(w, &n);
+      snprintf(want, sizeof(want),
+               "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":%.*s}\n", (int)n, r);
+      given_text = texts[i];
+      given_len = strlen(texts[i]);
+      given_error = e != 0;
+      out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+                    "\"params\":{\"name\":\"given\"}}");
+      assert_string_equal(out, want);
+    }
+  }
+  /* Not UTF-8: the handler's error, answered as a tool error. */
+  given_text = "bad \xff";
+  given_len = 5;
+  given_error = false;
+  out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"given\"}}");
+  HAS(out, "\"isError\":true");
+  HAS(out, "\"id\":9");
+  acp_json_writer_free(w);
+  acp_mcp_conn_free(c);
+  acp_mcp_server_free(s);
+}
+
+static void test_sequential_calls_allocate_nothing(void **state) {
+  acp_mem mem = {&fm, fm_malloc, fm_free, fm_calloc, fm_realloc};
+  acp_mcp_server *s = NULL;
+  acp_mcp_conn *c = NULL;
+  char longname[160];
+  long before = 0;
+  const char *out;
+  int i;
+  (void)state;
+
+  memset(&fm, 0, sizeof(fm));
+  fm.fail_at = -1;
+  memset(longname, 'n', sizeof(longname) - 1);
+  longname[sizeof(longname) - 1] = '\0';
+  assert_int_equal(acp_mcp_server_new(&s, "test-server", "1.2.3", NULL, &mem),
+                   0);
+  assert_int_equal(mcp_fixture_add_echo(s), 0);
+  assert_int_equal(add_named(s, "x"), 0);
+  assert_int_equal(add_named(s, longname), 0);
+  assert_int_equal(acp_mcp_conn_new(&c, s, NULL), 0);
+  do_init(c, "2025-11-25", "{}");
+  for (i = 0; i < 6; i++) {
+    if (i == 2)
+      before = fm.count;
+    out = xchg(c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+                  "\"hello\"}}}");
+    assert_string_equal(out, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{"
+                             "\"content\":[{\"type\":\"text\",\"text\":"
+                             "\"Echo: hello\"}]}}\n");
+  }
+  assert_int_equal(fm.count - before, 0);
+  /* Each call keeps its own name, whatever block it got: a long name takes
+   * a larger block (which becomes the spare), a short one reuses it. */
+  expect_named(c, longname, longname);
+  expect_named(c, "x", "x");
+  expect_named(c, longname, longname);
+  before = fm.count;
+  expect_named(c, "x", "x");
+  expect_named(c, longname, longname);
+  assert_int_equal(fm.count - before, 0);
+  acp_mcp_conn_free(c);
+  acp_mcp_server_free(s);
+  assert_int_equal(fm.live, 0);
+}
+
 /* MARK: - Stateless requests (2026-07-28) */
 
 static void test_stateless_discover(void **state) {
@@ -2882,6 +3135,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_initialize_result_capabilities,
                                       setup, teardown),
       cmocka_unit_test(test_empty_server_offers_nothing),
+      cmocka_unit_test(test_tool_index_many_tools),
+      cmocka_unit_test(test_sequential_calls_allocate_nothing),
+      cmocka_unit_test(test_respond_text_bytes),
       cmocka_unit_test_setup_teardown(test_requests_before_initialize, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_initialize_bad_params, setup,

@@ -13,6 +13,7 @@
 
 #include "acp/rpc.h"
 #include "failmem.h"
+#include "rpc/rpc_int.h"
 
 /* MARK: - Harness */
 
@@ -845,12 +846,12 @@ static void test_rpc_long_method_names_escaped_in_every_step(void **state) {
  * there would go out unescaped. The line must equal what the JSON writer
  * makes of the same name. */
 static void test_rpc_method_names_every_length_and_offset(void **state) {
-  static const char *const specials[] = {"",     "\"",   "\\",   "\n",
-                                         "\x01", "\x1f", "\x7f", "\xc3\xa9"};
+  static const char *const specials[] = {
+      "", "\"", "\\", "\n", "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac"};
   rec r = {0};
   acp_rpc_session *s = mk(&r, NULL, NULL);
   acp_json_writer *w = NULL;
-  char name[48];
+  char name[96];
   char want[512];
   size_t k, len, at, i;
 
@@ -858,7 +859,7 @@ static void test_rpc_method_names_every_length_and_offset(void **state) {
   assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
   for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
     size_t sl = strlen(specials[k]);
-    for (len = sl ? sl : 1; len <= 40; len++) {
+    for (len = sl ? sl : 1; len <= 80; len++) {
       for (at = 0; at + sl <= len; at++) {
         const char *d;
         size_t dn;
@@ -873,6 +874,64 @@ static void test_rpc_method_names_every_length_and_offset(void **state) {
                  (int)dn, d);
         reset_out();
         assert_int_equal(acp_rpc_session_notify(s, name, len, NULL, 0), 0);
+        drain(s);
+        assert_string_equal(out, want);
+        if (sl == 0)
+          break;
+      }
+    }
+  }
+  acp_json_writer_free(w);
+  acp_rpc_session_free(s);
+}
+
+/* String parts of a message's params (a session id, a short text) are
+ * escaped as the JSON writer escapes them, whatever the length (short ones
+ * are checked 16, 8 or 4 bytes a step) and wherever a byte that needs
+ * escaping sits; an invalid one fails the message and leaves no output. */
+static void test_rpc_string_parts_every_length_and_offset(void **state) {
+  static const char *const specials[] = {
+      "",     "\"",   "\\",   "\n",       "\x01",         "\x1f",
+      "\x7f", "\x80", "\xff", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+      "\xc3"};
+  rec r = {0};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+  acp_json_writer *w = NULL;
+  char text[112];
+  char want[512];
+  size_t k, len, at, i;
+
+  (void)state;
+  assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
+  for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+    size_t sl = strlen(specials[k]);
+    for (len = sl; len <= 100; len++) {
+      for (at = 0; at + sl <= len; at++) {
+        acp__rpc_part parts[] = {ACP__PART_LIT("{\"t\":"),
+                                 ACP__PART_STR(text, len), ACP__PART_LIT("}")};
+        const char *d;
+        size_t dn;
+        int wrv;
+        for (i = 0; i < len; i++)
+          text[i] = (char)('A' + (i * 7) % 26);
+        memcpy(text + at, specials[k], sl);
+        acp_json_writer_reset(w);
+        wrv = acp_json_write_str(w, text, len);
+        reset_out();
+        if (wrv != 0) {
+          assert_true(acp__rpc_notify_parts(s, "m", 1, parts, 3) != 0);
+          assert_false(acp_rpc_session_want_write(s));
+          if (sl == 0)
+            break;
+          continue;
+        }
+        d = acp_json_writer_data(w, &dn);
+        assert_true(dn + 60 < sizeof(want));
+        snprintf(
+            want, sizeof(want),
+            "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"t\":%.*s}}\n",
+            (int)dn, d);
+        assert_int_equal(acp__rpc_notify_parts(s, "m", 1, parts, 3), 0);
         drain(s);
         assert_string_equal(out, want);
         if (sl == 0)
@@ -1760,6 +1819,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_request_serialized_and_response_routed),
       cmocka_unit_test(test_rpc_long_method_names_escaped_in_every_step),
       cmocka_unit_test(test_rpc_method_names_every_length_and_offset),
+      cmocka_unit_test(test_rpc_string_parts_every_length_and_offset),
       cmocka_unit_test(test_rpc_envelope_key_near_misses),
       cmocka_unit_test(test_rpc_response_with_result_and_error_dropped),
       cmocka_unit_test(test_rpc_timeout_completes_locally_and_cancels),

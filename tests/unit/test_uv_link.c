@@ -483,6 +483,53 @@ static void test_uv_link_partial_writes_keep_order(void **state) {
   close(fds[1]);
 }
 
+/* Small writes (up to 64 KiB, the messages of a turn) go to the pipe
+ * directly while nothing is queued; into a pipe nobody reads they fill it,
+ * one is cut (the kernel takes a part of a write over PIPE_BUF) and the
+ * rest of it and every later write queue behind: the reader gets every
+ * byte once, in order. */
+static void test_uv_link_small_writes_fill_pipe_in_order(void **state) {
+  enum { N = 160, MAX = 30000 };
+  static char msgs[N * MAX];
+  size_t want = 0;
+  uv_loop_t loop;
+  acp_uv_link *l = NULL;
+  order_ctx o;
+  int fds[2], closed = 0;
+  size_t i, j;
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(acp_uv_link_new_fds(&l, &loop, -1, fds[1], NULL), 0);
+  for (i = 0; i < N; i++) {
+    size_t n = 1 + (i * 3889) % MAX;
+    for (j = 0; j < n; j++)
+      msgs[want + j] = (char)('a' + (i + j) % 26);
+    assert_int_equal(acp_uv_link_write(l, msgs + want, n), 0);
+    want += n;
+  }
+  /* More than a pipe holds: part of it waits in the link. */
+  assert_true(want > (256u << 10));
+  assert_true(acp_uv_link_write_queue_size(l) > 0);
+  o.fd = fds[0];
+  o.want = want;
+  o.got = malloc(want);
+  assert_non_null(o.got);
+  assert_int_equal(uv_poll_init(&loop, &o.poll, fds[0]), 0);
+  o.poll.data = &o;
+  assert_int_equal(uv_poll_start(&o.poll, UV_READABLE, order_on_readable), 0);
+  acp_uv_link_close(l, ACP_UV_FOREVER, on_link_closed, &closed);
+  finish_loop(&loop);
+  assert_int_equal(closed, 1);
+  assert_int_equal(o.len, want);
+  assert_memory_equal(o.got, msgs, want);
+  free(o.got);
+  close(fds[0]);
+  close(fds[1]);
+}
+
 /* acp__uv_link_writev(): pieces go out in order from where they lie; the
  * kernel cuts the first writev inside a piece (the pipe holds at most
  * 1 MiB) and the rest of it is copied and queued; a writev behind a queue
@@ -920,6 +967,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_link_close_flush_timeout_discards),
       cmocka_unit_test(test_uv_link_grows_pipe_for_big_messages),
       cmocka_unit_test(test_uv_link_partial_writes_keep_order),
+      cmocka_unit_test(test_uv_link_small_writes_fill_pipe_in_order),
       cmocka_unit_test(test_uv_link_writev_pieces_in_order),
       cmocka_unit_test(test_uv_link_pipe_grows_to_fit_message),
       cmocka_unit_test(test_uv_link_write_error_is_reported),
