@@ -1474,6 +1474,32 @@ static void cond_fatal(cond *c, int rc, const char *what) {
   start_shutdown(c);
 }
 
+/* Pieces of output to a link, PIECES at a time (in order: the link queues
+ * what the kernel does not take at once, copying only that). */
+#define PIECES 16
+static int write_iov(acp_uv_link *dst, const acp_rpc_iov *iov, size_t niov) {
+  uv_buf_t bufs[PIECES];
+  size_t i = 0;
+  int rc = 0;
+  if (niov == 1)
+    return acp_uv_link_write(dst, iov[0].data, iov[0].len);
+  while (i < niov && rc == 0) {
+    size_t k = 0;
+    for (; k < PIECES && i < niov; k++, i++) {
+      bufs[k].base = (char *)iov[i].data;
+      bufs[k].len = iov[i].len;
+    }
+    rc = acp__uv_link_writev(dst, bufs, k);
+  }
+  return rc;
+}
+
+static void dbg_write_iov(FILE *f, const acp_rpc_iov *iov, size_t niov) {
+  size_t i;
+  for (i = 0; f != NULL && i < niov; i++)
+    dbg_write(f, iov[i].data, iov[i].len);
+}
+
 static void flush_all(cond *c) {
   size_t j;
   acp_uv_link *src = link_of(c, c->reading);
@@ -1486,11 +1512,18 @@ again:
   if (bridge_on(c) && acp_mcp_bridge_want_release(c->br))
     br_release(c);
   for (j = 0; j <= c->n && !c->fatal; j++) {
-    const char *data;
-    acp_ssize n = acp_router_send(c->r, j, &data);
+    const acp_rpc_iov *iov;
+    size_t niov;
+    /* Pieces: a large text the router borrowed from the line it routed
+     * (acp_router_recv_framed_ref()) is written from where it was read. */
+    acp_ssize n = acp_router_send_iov(c->r, j, &iov, &niov);
     acp_uv_link *dst;
     bool br = j == c->n && bridge_on(c);
-    if (n <= 0)
+    if (n < 0) {
+      cond_fatal(c, (int)n, "cannot take a message");
+      return;
+    }
+    if (n == 0)
       continue;
     dst = link_of(c, j);
     if (dst == NULL) {
@@ -1501,7 +1534,7 @@ again:
     if (br) {
       /* The router's output is valid until its next call: write what the
        * agent gets, then feed the router what the bridge wrote. */
-      n = acp_mcp_bridge_to_agent(c->br, data, (size_t)n, &data);
+      n = acp_mcp_bridge_to_agent_iov(c->br, iov, niov, &iov, &niov);
       /* Every source noted for this output has been used. */
       acp__buf_clear(&c->br_trace_from);
       c->br_trace_unknown = false;
@@ -1511,17 +1544,14 @@ again:
       }
     }
     if (n > 0) {
-      if (j == 0)
-        dbg_write(c->dbg_up_out, data, (size_t)n);
-      else
-        dbg_write(c->comps[j - 1].dbg_in, data, (size_t)n);
+      dbg_write_iov(j == 0 ? c->dbg_up_out : c->comps[j - 1].dbg_in, iov, niov);
       /* Backpressure: the link whose input produced this output is held
        * back while the destination's queue is above the high-water mark. */
       if (src != NULL && acp__uv_link_src(dst) != src)
         (void)acp_uv_link_couple(src, dst, c->o->high_water, 0);
       /* ACP_ERR_CLOSED: the destination is gone, and its exit is handled
        * where it is reported; anything else loses a message: stop. */
-      rc = acp_uv_link_write(dst, data, (size_t)n);
+      rc = write_iov(dst, iov, niov);
       if (rc != 0 && rc != ACP_ERR_CLOSED) {
         cond_fatal(c, rc, "cannot queue a message");
         return;
@@ -1540,7 +1570,11 @@ again:
 
 /* `f`: the framer that just produced the line. The router then skips what
  * the framer already checked (acp_router_recv_framed): no line feed inside,
- * and the plain run its search found, which a 1 MiB message has. */
+ * and the plain run its search found, which a 1 MiB message has. The line
+ * is lent to the router (acp_router_recv_framed_ref()): a large text is not
+ * copied into its output but written from where it was read, so what
+ * borrows from the line is written (or copied) before the framer's next
+ * call, which may move or free those bytes. */
 static void route_line(cond *c, size_t link, const acp_ndjson *f,
                        const char *line, size_t len) {
   int rc;
@@ -1556,7 +1590,19 @@ static void route_line(cond *c, size_t link, const acp_ndjson *f,
       f = NULL; /* rewritten by the bridge: not the framer's line */
     len = (size_t)n;
   }
-  rc = acp_router_recv_framed(c->r, link, f, line, len);
+  /* A line the bridge rewrote lives in the bridge, which flush_all() calls
+   * before writing: it is not lent. */
+  if (f != NULL)
+    rc = acp_router_recv_framed_ref(c->r, link, f, line, len);
+  else
+    rc = acp_router_recv_framed(c->r, link, NULL, line, len);
+  if (rc == 0 && acp_router_borrowed(c->r)) {
+    flush_all(c);
+    /* Not written (a fatal error on the way): copied, so that nothing
+     * points into the line once the framer moves on. */
+    if (acp_router_borrowed(c->r))
+      rc = acp_router_copy_borrowed(c->r);
+  }
   if (rc == ACP_ERR_NOMEM) {
     c->fatal = rc;
     c->exit_status = 1;
