@@ -29,6 +29,9 @@
 #define REASON_STDERR 600    /* stderr bytes quoted in an error message */
 #define DATA_STDERR 4096     /* stderr bytes in the error data */
 #define BIG_LINE (256 << 10) /* release memory after lines this long */
+/* The long lines whose framer buffers a conductor keeps, in bytes over all
+ * its links: see keep_or_give_back(). */
+#define KEEP_BUDGET ((size_t)5 << 19)
 
 /* Largest write buffer a conductor link keeps for reuse: with several
  * links each keeping a 1 MiB buffer, a conductor would hold far more than
@@ -627,6 +630,7 @@ typedef struct comp {
   acp_uv_link *l;      /* borrowed from p */
   acp_ndjson fr;       /* its stdout's lines */
   const char *fr_lent; /* where fr lent its buffer to the last read */
+  size_t fr_kept;      /* fr's buffer is kept for a line this long, or 0 */
   bool running;        /* spawned, not yet reported dead */
   bool out_eof;
   bool exited;
@@ -651,6 +655,8 @@ struct cond {
   acp_uv_link *up;
   acp_ndjson upfr;     /* the client's (or parent's) lines */
   const char *up_lent; /* where upfr lent its buffer to the last read */
+  size_t up_kept;      /* as comp's fr_kept */
+  size_t kept;         /* the sum of every framer's *_kept */
   acp_uv_signals *sig;
   uv_timer_t drain_timer;
   uint64_t t0;
@@ -1641,14 +1647,47 @@ static void answer_overlong(cond *c, size_t link) {
     cond_fatal(c, rc, "cannot queue a message");
 }
 
+/* A framer gives its buffer back (its carry is empty or dropped). */
+static void fr_give_back(cond *c, acp_ndjson *f, size_t *kept) {
+  c->kept -= *kept;
+  *kept = 0;
+  acp_ndjson_dispose(f);
+}
+
+/*
+ * After a long line of `n` bytes: whether to keep the framer's grown
+ * buffer (its entry `kept`) for the
+ * link's next long line, or give it back. Given back after every long line,
+ * it was grown again by the next one from 128 KiB, and the reallocations
+ * copied ~131 KB per 1 MiB message (262k of the conductor's instructions
+ * per 1 MiB turn; docs/decisions.md, issue 11). Kept on every link, a chain
+ * of proxies would hold one such buffer per link (the peak memory target:
+ * "A conductor returns large buffers"). So the buffers of lines adding up
+ * to KEEP_BUDGET (2.5 MiB: the two links of a chain with an agent alone, at
+ * 1 MiB messages) are kept over all links, first come first kept; past it
+ * the buffer goes back as before.
+ */
+static bool keep_or_give_back(cond *c, size_t *kept, size_t n) {
+  size_t others = c->kept - *kept;
+  size_t m = n > *kept ? n : *kept;
+
+  if (m <= KEEP_BUDGET && others <= KEEP_BUDGET - m) {
+    c->kept = others + m;
+    *kept = m;
+    return true;
+  }
+  return false;
+}
+
 /* Split `data` into lines (the policy of acp/ndjson.h); route each one. The
  * carry of a long line split across reads, or of an over-long one, is given
- * back at once: a conductor holds many links. `lent`: the bytes were read
- * into the framer's own buffer (acp_ndjson_read_buf()); then what follows
- * a long line in the same read lives in that buffer too, and the buffer is
- * given back only once those bytes are framed. */
-static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
-                  size_t len, bool lent) {
+ * back at once (keep_or_give_back() keeps a few): a conductor holds many
+ * links. `lent`: the bytes were read into the framer's own buffer
+ * (acp_ndjson_read_buf()); then what follows a long line in the same read
+ * lives in that buffer too, and the buffer is given back only once those
+ * bytes are framed. `kept`: the framer's entry of keep_or_give_back(). */
+static void frame(cond *c, acp_ndjson *f, size_t *kept, size_t link,
+                  const char *data, size_t len, bool lent) {
   bool give_back = false;
 
   while (len > 0 && !c->fatal) {
@@ -1663,15 +1702,18 @@ static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
     if (rc == ACP_NDJSON_LINE) {
       route_line(c, link, f, line, n);
       if (n >= BIG_LINE) {
-        if (!lent || len == 0)
-          acp_ndjson_dispose(f); /* before the write copies it again */
+        /* The line was written (route_line): nothing points into it. */
+        if (keep_or_give_back(c, kept, n))
+          give_back = false;
+        else if (!lent || len == 0)
+          fr_give_back(c, f, kept);
         else
           give_back = true;
         after_big_line(c);
       }
     } else if (rc == ACP_NDJSON_OVERLONG) {
       if (!lent || len == 0)
-        acp_ndjson_dispose(f);
+        fr_give_back(c, f, kept);
       else
         give_back = true;
       answer_overlong(c, link);
@@ -1681,7 +1723,7 @@ static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
     }
   }
   if (give_back && acp_ndjson_pending(f) == 0)
-    acp_ndjson_dispose(f);
+    fr_give_back(c, f, kept);
 }
 
 /* The read buffers a link's stream reads go into: the framer's, right after
@@ -1720,7 +1762,8 @@ static void on_up_read(acp_uv_link *l, int status, const char *data, size_t len,
     spawn_all(c);
   dbg_write(c->dbg_up_in, data, len);
   c->reading = 0;
-  frame(c, &c->upfr, 0, data, len, data == c->up_lent && data != NULL);
+  frame(c, &c->upfr, &c->up_kept, 0, data, len,
+        data == c->up_lent && data != NULL);
   c->up_lent = NULL;
   flush_all(c);
 }
@@ -1955,7 +1998,8 @@ static void on_comp_read(acp_uv_link *l, int status, const char *data,
   }
   dbg_write(k->dbg_out, data, len);
   c->reading = k->link;
-  frame(c, &k->fr, k->link, data, len, data == k->fr_lent && data != NULL);
+  frame(c, &k->fr, &k->fr_kept, k->link, data, len,
+        data == k->fr_lent && data != NULL);
   k->fr_lent = NULL;
   flush_all(c);
   c->reading = 0;
@@ -2000,7 +2044,7 @@ static int spawn_comp(cond *c, comp *k) {
   k->exited = k->out_eof = k->reported = k->shut = false;
   k->status = 0;
   k->sig = 0;
-  acp_ndjson_dispose(&k->fr); /* a new process: a new stream */
+  fr_give_back(c, &k->fr, &k->fr_kept); /* a new process: a new stream */
   acp_ndjson_init(&k->fr, c->o->max_line, c->mem);
   if (is_url_comp(k->spec)) {
     /* A remote peer: a link from the connector, no process. */
