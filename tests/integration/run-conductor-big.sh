@@ -112,6 +112,19 @@ elif mode == "echo":
     send(both[:65537], both[65537:N + 3], both[N + 3:])
     a, b = read_until(102), read_until(103)
     check("the same in odd writes", echoed(a) == base and echoed(b) == "tail")
+    # Lines of 5 KB to 200 KB (lent to the router, shorter than what makes
+    # the conductor write at once anyway) several in one write, cut at odd
+    # places: each line's output is written before the framer moves the
+    # next partial line over it, so every echo comes back intact.
+    # (Each text starts elsewhere in `base`: lines that differ byte for
+    # byte at the same offsets.)
+    sizes = [5000, 20011, 70001, 4097, 130003, 200000, 9999]
+    mids = b"".join(prompt(110 + j, base[j + 1:j + 1 + n])
+                    for j, n in enumerate(sizes))
+    send(mids[:30001], mids[30001:70003], mids[70003:300007], mids[300007:])
+    for j, n in enumerate(sizes):
+        check("mid-size line %d (%d B) in a shared write" % (j, n),
+              echoed(read_until(110 + j)) == base[j + 1:j + 1 + n])
     # Broken JSON in a long line (a bare control byte in the text): a parse
     # error, and the next line is served.
     bad = prompt(104, base).replace(b'"text":"a', b'"text":"a\x01', 1)
