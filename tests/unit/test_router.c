@@ -2053,7 +2053,9 @@ static void test_router_framed_lines_route_as_whole_lines(void **state) {
         free(got_);
         /* Lent (acp_router_recv_framed_ref(), acp_router_send_iov()): the
          * same bytes, and a prompt that reaches the agent is written from
-         * the line, not copied. */
+         * the line, not copied. (Under valgrind, every other read size.) */
+        if (getenv("ACP_VALGRIND") != NULL && st % 2 == 1)
+          continue;
         got_ = route_big_mode(msg, len, RB_REF, steps[st], &gl, &gk, &lent);
         assert_non_null(got_);
         if (gl != wl || gk != wk || memcmp(got_, want, wl) != 0)
