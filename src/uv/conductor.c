@@ -1662,15 +1662,22 @@ static void fr_give_back(cond *c, acp_ndjson *f, size_t *kept) {
  * copied ~131 KB per 1 MiB message (262k of the conductor's instructions
  * per 1 MiB turn; docs/decisions.md, issue 11). Kept on every link, a chain
  * of proxies would hold one such buffer per link (the peak memory target:
- * "A conductor returns large buffers"). So the buffers of lines adding up
- * to KEEP_BUDGET (2.5 MiB: the two links of a chain with an agent alone, at
- * 1 MiB messages) are kept over all links, first come first kept; past it
- * the buffer goes back as before.
+ * "A conductor returns large buffers"). So a chain of one component (an
+ * agent alone, or one proxy in proxy mode) keeps the buffers of lines
+ * adding up to KEEP_BUDGET (2.5 MiB: both links at 1 MiB messages), first
+ * come first kept; past it, and in longer chains, the buffer goes back as
+ * before.
  */
 static bool keep_or_give_back(cond *c, size_t *kept, size_t n) {
   size_t others = c->kept - *kept;
   size_t m = n > *kept ? n : *kept;
 
+  /* With proxies, every link carries each long line: the first two links
+   * keeping theirs took a chain of three proxies from 5.3 to 6.3-6.5 MiB
+   * peak (target 7), too close while a kept buffer can reach twice its
+   * line as the framer grows it. Such chains give back as before. */
+  if (c->n > 1)
+    return false;
   if (m <= KEEP_BUDGET && others <= KEEP_BUDGET - m) {
     c->kept = others + m;
     *kept = m;
