@@ -55,6 +55,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "rpc.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -206,6 +207,25 @@ ACP_EXTERN void acp_mcp_bridge_set_http_port(acp_mcp_bridge *b, uint16_t port);
 ACP_EXTERN acp_ssize acp_mcp_bridge_to_agent(acp_mcp_bridge *b,
                                              const char *data, size_t len,
                                              const char **out);
+/**
+ * As acp_mcp_bridge_to_agent(), for the router's output in pieces
+ * (acp_router_send_iov()): `in[0..nin)` are whole lines, each ending with a
+ * newline, cut anywhere. When nothing in them is for the bridge, `*out` is
+ * `in` itself and `*nout` is `nin`: the pieces are not joined, and a large
+ * text borrowed from the router's input goes to the agent without a copy.
+ * Otherwise they are joined and filtered as acp_mcp_bridge_to_agent() does,
+ * and `*out` is one piece owned by the bridge (valid until its next call);
+ * `*nout` is 0 when nothing is to be written now.
+ * @return the bytes to write (the sum of the output pieces), or
+ *         ACP_ERR_INVALID_ARGUMENT (a NULL argument, a NULL piece with a
+ *         length, or more than PTRDIFF_MAX bytes), ACP_ERR_NOMEM (fatal
+ *         for the bridge: only _free may follow).
+ */
+ACP_EXTERN acp_ssize acp_mcp_bridge_to_agent_iov(acp_mcp_bridge *b,
+                                                 const acp_rpc_iov *in,
+                                                 size_t nin,
+                                                 const acp_rpc_iov **out,
+                                                 size_t *nout);
 /** Nonzero when held lines may now be written (the agent answered
  * initialize): take them with acp_mcp_bridge_release(). */
 ACP_EXTERN int acp_mcp_bridge_want_release(const acp_mcp_bridge *b);

@@ -72,20 +72,25 @@ typedef enum acp_ndjson_result {
 } acp_ndjson_result;
 
 /**
- * A line framer. Allocate it yourself (it is a plain struct); the fields
- * are private and may change between versions: use the functions only.
+ * A line framer. Allocate it yourself (it is a plain struct, so its size is
+ * part of the ABI); every field is private and may change between versions:
+ * use the functions only. What the line feed search learns about a line is
+ * passed on through the functions that take the framer
+ * (acp_router_recv_framed()), never read from the fields.
  */
 typedef struct acp_ndjson {
+  /* Private. */
   char *buf;       /* carry: the start of a line split across calls */
   size_t len;      /* bytes held in buf */
   size_t cap;      /* bytes allocated in buf */
   size_t max_line; /* the cap, line ending excluded */
   int skipping;    /* dropping an over-long line up to its newline */
   acp_mem mem;     /* allocator of buf */
-  /* [plain_lo, plain_hi): offsets into the current line (pending, or the
-   * one just handed out) of a long run that holds no quote, backslash,
-   * control byte or byte >= 0x80, seen by the line feed search; equal if
-   * none. The JSON-RPC session's parse skips it. */
+  /* Private. [plain_lo, plain_hi): offsets into the current line (pending,
+   * or the one just handed out) of a long run that holds no quote,
+   * backslash, control byte or byte >= 0x80, seen by the line feed search;
+   * equal if none. Inside libacp, the parse of the JSON-RPC session and of
+   * the router (acp_router_recv_framed()) jumps over it. */
   size_t plain_lo;
   size_t plain_hi;
 } acp_ndjson;

@@ -4,9 +4,10 @@
  * An acp_router moves JSON-RPC messages between the links of one proxy chain
  * as the Proxy Chains RFD describes. It does no I/O, spawns nothing and reads
  * no clock: the runtime (`acp conductor`) frames lines, feeds each complete
- * line with acp_router_recv() (or acp_router_recv_framed()), drains each link's
- * output with acp_router_send(), and reports component deaths with
- * acp_router_link_closed().
+ * line with acp_router_recv() (or acp_router_recv_framed(), or lends it with
+ * acp_router_recv_framed_ref()), drains each link's output with
+ * acp_router_send() (or acp_router_send_iov()), and reports component
+ * deaths with acp_router_link_closed().
  *
  * LINKS. A router for N components has N + 1 links:
  *
@@ -175,7 +176,9 @@
  *
  * Memory: per-object allocator; one JSON tape reused for every line; one
  * output buffer per link (capped); the pending table is capped. A forwarded
- * message costs one parse and one copy into its destination buffer.
+ * message costs one parse and one copy into its destination buffer, or no
+ * copy at all for its large spans when the caller lends the line
+ * (acp_router_recv_framed_ref(), acp_router_send_iov()).
  * ACP_ERR_NOMEM is fatal: afterwards only acp_router_free() is valid.
  *
  * Thread-safety: one thread at a time per router.
@@ -185,6 +188,7 @@
 
 #include "common.h"
 #include "ndjson.h"
+#include "rpc.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -378,15 +382,78 @@ ACP_EXTERN int acp_router_recv_framed(acp_router *r, size_t link,
                                       const char *line, size_t len);
 
 /**
+ * As acp_router_recv_framed(), and the line is lent rather than copied:
+ * the spans of it that are forwarded unchanged (params, result, error) and
+ * are 4 KiB or longer are not copied into the output but handed out where
+ * they lie by acp_router_send_iov(), so that a runtime writes a 1 MiB
+ * message from its read buffer with one writev. Routing, answers and the
+ * bytes written are those of acp_router_recv().
+ *
+ * Lifetime: `line` must stay valid and unchanged until the output that
+ * borrows from it has been taken or copied: acp_router_borrowed() says
+ * whether any does; take it with acp_router_send_iov() (or
+ * acp_router_send(), which copies) for every link, or call
+ * acp_router_copy_borrowed(), before the line's bytes change (before the
+ * framer's next call, when the line lies in the framer). Pieces already
+ * handed out by acp_router_send_iov() live as that call says.
+ *
+ * Nothing is borrowed while a trace callback is set (a hop is shown as one
+ * stretch of bytes).
+ *
+ * @param framer  as for acp_router_recv_framed(): the framer that produced
+ *                `line`, or NULL (the line is then checked for line feeds
+ *                as acp_router_recv() does).
+ * @return as acp_router_recv().
+ */
+ACP_EXTERN int acp_router_recv_framed_ref(acp_router *r, size_t link,
+                                          const acp_ndjson *framer,
+                                          const char *line, size_t len);
+
+/**
+ * Nonzero while output not yet taken borrows from a line lent to
+ * acp_router_recv_framed_ref() (0 for NULL).
+ */
+ACP_EXTERN int acp_router_borrowed(const acp_router *r);
+
+/**
+ * Copy every borrowed span of the output not yet taken into the router's
+ * own buffers: afterwards the lent lines may change. Ends the validity of
+ * what acp_router_send() and acp_router_send_iov() handed out.
+ * @return 0; ACP_ERR_INVALID_ARGUMENT (r NULL); ACP_ERR_INVALID_STATE
+ *         (from a callback); ACP_ERR_NOMEM (fatal).
+ */
+ACP_EXTERN int acp_router_copy_borrowed(acp_router *r);
+
+/**
  * Take every byte waiting to be written to `link`: whole lines, each ending
  * in '\n'. *data points into the router and stays valid until the next call
  * on this router other than acp_router_send() for another link or a const
- * getter; the bytes count as written once returned (copy them).
+ * getter; the bytes count as written once returned (copy them). Spans
+ * borrowed from a lent line (acp_router_recv_framed_ref()) are copied in
+ * first, to hand out one buffer.
  * @return the number of bytes (0 when nothing waits; *data then NULL), or
- *         ACP_ERR_INVALID_ARGUMENT (bad link or data NULL).
+ *         ACP_ERR_INVALID_ARGUMENT (bad link or data NULL), ACP_ERR_NOMEM
+ *         (only while output borrows, copying it in failed; fatal).
  */
 ACP_EXTERN acp_ssize acp_router_send(acp_router *r, size_t link,
                                      const char **data);
+
+/**
+ * As acp_router_send(), as a list of pieces: *iov gets *niov pieces whose
+ * concatenation is the output for `link` (whole lines). Pieces borrowed from
+ * a lent line (acp_router_recv_framed_ref()) point into it, the others into
+ * the router. The array and the router's pieces stay valid as
+ * acp_router_send()'s data does; a borrowed piece as long as its line too.
+ * Without borrowed output, one piece. Write them (a writev) or copy them before
+ * the lent line changes.
+ * @return the total number of bytes (0 when nothing waits; then *iov NULL
+ *         and *niov 0), or ACP_ERR_INVALID_ARGUMENT (bad link, an argument
+ *         NULL), ACP_ERR_INVALID_STATE (from a callback), ACP_ERR_NOMEM
+ *         (fatal; only when the piece array could not grow and joining
+ *         the output failed too).
+ */
+ACP_EXTERN acp_ssize acp_router_send_iov(acp_router *r, size_t link,
+                                         const acp_rpc_iov **iov, size_t *niov);
 
 /** Nonzero while output waits for `link` (0 for a bad link). */
 ACP_EXTERN int acp_router_want_write(const acp_router *r, size_t link);

@@ -75,6 +75,7 @@ struct acp_mcp_bridge {
   acp__buf chunk;     /* a copy of the router's output being filtered */
   acp__buf sent;      /* lines handed to the router */
   acp__buf line;      /* one line written by the bridge itself */
+  acp_rpc_iov one;    /* acp_mcp_bridge_to_agent_iov()'s joined output */
   int fatal;
 };
 
@@ -813,14 +814,12 @@ static int filter_line(acp_mcp_bridge *b, const char *d, size_t n) {
   return out_line(b, d, n);
 }
 
-static acp_ssize filter(acp_mcp_bridge *b, const char *data, size_t n,
-                        const char **out) {
+/* Filter the lines in b->chunk (`rv`: how filling it went) into b->out. */
+static acp_ssize filter_chunk(acp_mcp_bridge *b, int rv, const char **out) {
   size_t off = 0;
-  int rv;
+  size_t n = b->chunk.len;
 
-  acp__buf_clear(&b->chunk);
   acp__buf_clear(&b->out);
-  rv = acp__buf_append(&b->chunk, data, n);
   while (rv == 0 && off < n) {
     const char *s = b->chunk.data + off;
     const char *nl = memchr(s, '\n', n - off);
@@ -836,6 +835,12 @@ static acp_ssize filter(acp_mcp_bridge *b, const char *data, size_t n,
   }
   *out = b->out.data;
   return (acp_ssize)b->out.len;
+}
+
+static acp_ssize filter(acp_mcp_bridge *b, const char *data, size_t n,
+                        const char **out) {
+  acp__buf_clear(&b->chunk);
+  return filter_chunk(b, acp__buf_append(&b->chunk, data, n), out);
 }
 
 acp_ssize acp_mcp_bridge_to_agent(acp_mcp_bridge *b, const char *data,
@@ -871,6 +876,102 @@ acp_ssize acp_mcp_bridge_to_agent(acp_mcp_bridge *b, const char *data,
     return (acp_ssize)len;
   }
   return filter(b, data, len, out);
+}
+
+/* Bytes of a line's head that interesting() looks at: find160()'s 160,
+ * and room after it for the method is_session_line() compares. */
+#define HEAD_MAX 176
+
+/* The head of the line starting at in[i] + off (up to HEAD_MAX bytes, not
+ * past its newline), gathered across pieces into `head`. */
+static size_t iov_head(const acp_rpc_iov *in, size_t nin, size_t i, size_t off,
+                       char *head) {
+  size_t h = 0;
+
+  for (; i < nin && h < HEAD_MAX; i++, off = 0) {
+    const char *d = in[i].data + off;
+    size_t n = in[i].len - off;
+    size_t lim = n < HEAD_MAX - h ? n : HEAD_MAX - h;
+    const char *nl = lim > 0 ? memchr(d, '\n', lim) : NULL;
+    size_t take = nl ? (size_t)(nl - d) : lim;
+
+    memcpy(head + h, d, take);
+    h += take;
+    if (nl != NULL)
+      break;
+  }
+  return h;
+}
+
+acp_ssize acp_mcp_bridge_to_agent_iov(acp_mcp_bridge *b, const acp_rpc_iov *in,
+                                      size_t nin, const acp_rpc_iov **out,
+                                      size_t *nout) {
+  size_t total = 0, i;
+  int rv = 0;
+  const char *d;
+  acp_ssize n;
+
+  if (out != NULL)
+    *out = NULL;
+  if (nout != NULL)
+    *nout = 0;
+  if (b == NULL || out == NULL || nout == NULL || (in == NULL && nin > 0))
+    return ACP_ERR_INVALID_ARGUMENT;
+  for (i = 0; i < nin; i++) {
+    if (in[i].data == NULL && in[i].len > 0)
+      return ACP_ERR_INVALID_ARGUMENT;
+    if (acp__add_overflow(total, in[i].len, &total) != 0 ||
+        total > (size_t)PTRDIFF_MAX)
+      return ACP_ERR_INVALID_ARGUMENT;
+  }
+  if (b->fatal)
+    return b->fatal;
+  /* Fast path, as acp_mcp_bridge_to_agent()'s: nothing for the bridge in
+   * any line (judged by its head, gathered across pieces), so the pieces go
+   * to the agent as they are, a borrowed 1 MiB text included. A tracer or
+   * held lines take the slow path, which sees whole lines. */
+  if (b->o.trace == NULL && b->hold.len == 0) {
+    bool any = false;
+    bool at_start = true;
+    char head[HEAD_MAX];
+
+    for (i = 0; i < nin && !any; i++) {
+      size_t off = 0;
+
+      while (off < in[i].len) {
+        const char *nl;
+
+        if (at_start) {
+          any = interesting(b, head, iov_head(in, nin, i, off, head));
+          if (any)
+            break;
+          at_start = false;
+        }
+        nl = memchr(in[i].data + off, '\n', in[i].len - off);
+        if (nl == NULL)
+          break;
+        off = (size_t)(nl - in[i].data) + 1;
+        at_start = true;
+      }
+    }
+    if (!any) {
+      *out = in;
+      *nout = nin;
+      return (acp_ssize)total;
+    }
+  }
+  /* Something is for the bridge: join the pieces and filter the lines. */
+  acp__buf_clear(&b->chunk);
+  for (i = 0; i < nin && rv == 0; i++)
+    rv = acp__buf_append(&b->chunk, in[i].data, in[i].len);
+  n = filter_chunk(b, rv, &d);
+  if (n <= 0)
+    return n;
+  b->one.data = d;
+  b->one.len = (size_t)n;
+  *out = &b->one;
+  *nout = 1;
+  return n;
 }
 
 int acp_mcp_bridge_want_release(const acp_mcp_bridge *b) {

@@ -1766,7 +1766,7 @@ static int stop_reason_code(const char *s, size_t n) {
   return CLI_EXIT_FAILURE;
 }
 
-static void send_prompt(capp *a, const char *text, size_t len);
+static void send_prompt(capp *a, const char *text, size_t len, bool lasting);
 
 /* The idle prompt: printed on stderr, or shown by the line editor. */
 static void show_prompt(capp *a) {
@@ -1891,7 +1891,15 @@ static void turn_ended(capp *a, int code) {
   read_stdin(a); /* lines typed ahead are used first */
 }
 
-static void send_prompt(capp *a, const char *text, size_t len) {
+/* `lasting`: the text outlives the turn (the -p argument, which lives as
+ * long as the program): it is lent to the library
+ * (acp_client_prompt_text_ref()), which writes a large plain text from
+ * where it lies instead of copying it into its output. A typed line lives
+ * in the line editor's or the stdin buffer, which the turn reuses (the
+ * editor reads "turn> " lines meanwhile): it is copied. */
+static void send_prompt(capp *a, const char *text, size_t len, bool lasting) {
+  int rv;
+
   if (a->session_id == NULL) {
     note(a, "no session: /new starts one, /load ID or /resume ID opens "
             "one\n");
@@ -1900,8 +1908,13 @@ static void send_prompt(capp *a, const char *text, size_t len) {
   }
   a->state = ST_PROMPT;
   a->at_line_start = true;
-  if (acp_client_prompt_text(a->client, a->session_id, text, len,
-                             on_prompt_done, a, NULL) != 0) {
+  if (lasting)
+    rv = acp_client_prompt_text_ref(a->client, a->session_id, text, len,
+                                    on_prompt_done, a, NULL);
+  else
+    rv = acp_client_prompt_text(a->client, a->session_id, text, len,
+                                on_prompt_done, a, NULL);
+  if (rv != 0) {
     note(a, "cannot send the prompt\n");
     app_quit(a, CLI_EXIT_FAILURE);
   }
@@ -1938,7 +1951,7 @@ static int on_session_new(acp_client *client, const acp_rpc_msg *msg,
          acp_mcp_acp_decl_id(a->decl), a->session_id);
   }
   if (a->prompt != NULL) {
-    send_prompt(a, a->prompt, strlen(a->prompt));
+    send_prompt(a, a->prompt, strlen(a->prompt), true);
   } else {
     a->state = ST_IDLE;
     note(a, "session %s in %s; type a prompt (Ctrl-D quits)\n", a->session_id,
@@ -2235,7 +2248,7 @@ static void slash_command(capp *a, char *line, size_t len) {
   char sep;
 
   if (len >= 2 && line[1] == '/') {
-    send_prompt(a, line + 1, len - 1);
+    send_prompt(a, line + 1, len - 1, false);
     return;
   }
   nlen = strcspn(name, " \t\n");
@@ -2332,7 +2345,7 @@ static void slash_command(capp *a, char *line, size_t len) {
   } else if (agent_has_command(a, name, nlen)) {
     a->state = ST_IDLE;
     name[nlen] = sep;
-    send_prompt(a, line, len);
+    send_prompt(a, line, len, false);
     return;
   } else {
     size_t i;
@@ -2378,7 +2391,7 @@ static void handle_line(capp *a, char *line, size_t len) {
       slash_command(a, line, len);
       return;
     }
-    send_prompt(a, line, len);
+    send_prompt(a, line, len, false);
   }
 }
 

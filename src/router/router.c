@@ -4,7 +4,10 @@
  * Every input line is parsed once into a reused tape; the outgoing message
  * is assembled directly in the destination link's output buffer from a few
  * literal envelope pieces and spans of the input (ids, method names, params,
- * results), so a forwarded payload is copied exactly once.
+ * results), so a forwarded payload is copied exactly once. A line given
+ * with acp_router_recv_framed_ref() is not copied at all where it is large:
+ * its big spans stay where they lie and are handed out as pieces
+ * (acp_router_send_iov()), which the runtime writes with one writev.
  */
 #include <stdio.h>
 #include "acp/json.h"
@@ -19,6 +22,10 @@
 #define DEFAULT_MAX_OUTPUT ((size_t)1 << 30)
 #define MAX_COMPONENTS 65535
 #define MAX_MCP 65536 /* MCP-over-ACP server and connection ids remembered */
+/* Spans of a lent input line at least this long are borrowed rather than
+ * copied: below it a copy costs less than one more piece for the kernel
+ * (the JSON-RPC session's figure, BORROW_MIN in rpc_session.c). */
+#define BORROW_MIN ((size_t)4096)
 
 enum { DIR_RIGHT = 0, DIR_LEFT = 1 };
 
@@ -32,8 +39,26 @@ struct acp_router_options {
   acp_router_event_cb event;
 };
 
+/* A borrowed span of the line being routed: it belongs before
+ * out.data[off] in the link's output. */
+typedef struct rt_span {
+  size_t off;
+  const char *p;
+  size_t n;
+} rt_span;
+
 typedef struct rt_link {
   acp__buf out;
+  /* Output borrowed from a lent line (acp_router_recv_framed_ref()), in
+   * order; `ext` is their total length, counted against the output cap
+   * together with out.len. */
+  rt_span *spans;
+  size_t nspans;
+  size_t spans_cap;
+  size_t ext;
+  acp_rpc_iov *iov; /* acp_router_send_iov()'s pieces */
+  size_t iov_cap;
+  acp_rpc_iov one;
   acp_router_link_state state;
   acp_router_wire wire;
   bool handed;     /* out was returned by acp_router_send() */
@@ -79,6 +104,10 @@ struct acp_router {
   int64_t ans_id;
   bool fatal;
   uint32_t ncut; /* live RT_F_CUT entries */
+  /* The line being routed, while it may be borrowed from
+   * (acp_router_recv_framed_ref()); NULL otherwise. */
+  const char *in_lo;
+  const char *in_hi;
 };
 
 /* An outgoing message being written to one link. */
@@ -169,9 +198,104 @@ static uint32_t left_of(const acp_router *r, uint32_t k) {
 
 /* MARK: - Writing (Private) */
 
+/* Bytes the link's output may still take, borrowed spans counted. */
+static size_t out_room(const rt_link *l) {
+  size_t used = l->out.len + l->ext;
+
+  return used < l->out.len || used > l->out.max ? 0 : l->out.max - used;
+}
+
+/* Whether p[0..n) lies inside the line being routed, which may be lent
+ * (compared as integers: ordering pointers into different objects is
+ * undefined). */
+static bool in_line(const acp_router *r, const char *p, size_t n) {
+  uintptr_t lo = (uintptr_t)r->in_lo;
+  uintptr_t q = (uintptr_t)p;
+
+  return r->in_lo != NULL && q >= lo && q <= (uintptr_t)r->in_hi &&
+         n <= (size_t)((uintptr_t)r->in_hi - q);
+}
+
+static int span_add(acp_router *r, rt_link *l, const char *p, size_t n) {
+  if (l->nspans == l->spans_cap) {
+    size_t ncap = l->spans_cap ? l->spans_cap * 2 : 4;
+    rt_span *ns = acp__realloc(&r->mem, l->spans, ncap * sizeof(*ns));
+
+    if (ns == NULL)
+      return ACP_ERR_NOMEM;
+    l->spans = ns;
+    l->spans_cap = ncap;
+  }
+  l->spans[l->nspans].off = l->out.len;
+  l->spans[l->nspans].p = p;
+  l->spans[l->nspans].n = n;
+  l->nspans++;
+  l->ext += n;
+  return 0;
+}
+
+/* Forget a link's output (written, or discarded). */
+static void out_reset(rt_link *l) {
+  l->out.len = 0;
+  l->nspans = 0;
+  l->ext = 0;
+  l->handed = false;
+}
+
+/*
+ * Copy a link's borrowed spans into its buffer, in order: for
+ * acp_router_send(), which hands out one contiguous buffer, and before the
+ * lent line changes (acp_router_copy_borrowed()). The buffer grows once
+ * (past the cap if need be: the spans were counted against it already);
+ * each stretch of own bytes moves back to its final place, last first.
+ */
+static int spans_flatten(acp_router *r, rt_link *l) {
+  size_t max = l->out.max;
+  size_t end, src_end, i;
+  int rv;
+
+  if (l->nspans == 0)
+    return 0;
+  l->out.max = SIZE_MAX;
+  rv = acp__buf_reserve(&l->out, l->ext);
+  l->out.max = max;
+  if (rv != 0)
+    return nomem(r, ACP_ERR_NOMEM);
+  end = l->out.len + l->ext;
+  src_end = l->out.len;
+  for (i = l->nspans; i-- > 0;) {
+    const rt_span *sp = &l->spans[i];
+    size_t tail = src_end - sp->off;
+
+    memmove(l->out.data + end - tail, l->out.data + sp->off, tail);
+    end -= tail;
+    end -= sp->n;
+    memcpy(l->out.data + end, sp->p, sp->n);
+    src_end = sp->off;
+  }
+  l->out.len += l->ext;
+  l->nspans = 0;
+  l->ext = 0;
+  return 0;
+}
+
+/* Append bytes to the message: copied, or, for a large piece of a lent
+ * line, borrowed. The cap counts both. */
 static void w_put(wmsg *w, const char *s, size_t n) {
-  if (w->err == 0)
-    w->err = acp__buf_append(&w->r->links[w->to].out, s, n);
+  rt_link *l;
+
+  if (w->err != 0)
+    return;
+  l = &w->r->links[w->to];
+  if (n >= BORROW_MIN && in_line(w->r, s, n)) {
+    w->err = n > out_room(l) ? ACP_ERR_LIMIT : span_add(w->r, l, s, n);
+    return;
+  }
+  if (l->ext > 0 && n > out_room(l)) {
+    w->err = ACP_ERR_LIMIT;
+    return;
+  }
+  w->err = acp__buf_append(&l->out, s, n);
 }
 
 static void w_lit(wmsg *w, const char *s) {
@@ -193,10 +317,8 @@ static void w_begin(acp_router *r, wmsg *w, uint32_t from, uint32_t to) {
   w->from = from;
   w->err = 0;
   w->opened = false;
-  if (l->handed) {
-    l->out.len = 0;
-    l->handed = false;
-  }
+  if (l->handed)
+    out_reset(l);
   w->mark = l->out.len;
   if (r->in_batch) {
     if (!l->batch_open) {
@@ -213,6 +335,12 @@ static void w_begin(acp_router *r, wmsg *w, uint32_t from, uint32_t to) {
 static void w_abort(wmsg *w) {
   rt_link *l = &w->r->links[w->to];
 
+  /* Every message starts and ends with own bytes: the spans at or past
+   * the mark are this message's. */
+  while (l->nspans > 0 && l->spans[l->nspans - 1].off >= w->mark) {
+    l->nspans--;
+    l->ext -= l->spans[l->nspans].n;
+  }
   l->out.len = w->mark;
   if (w->opened)
     l->batch_open = false;
@@ -1651,6 +1779,8 @@ void acp_router_free(acp_router *r) {
     for (i = 0; i <= r->n; i++) {
       rt_link *l = &r->links[i];
       acp__buf_dispose(&l->out);
+      acp__free(&r->mem, l->spans);
+      acp__free(&r->mem, l->iov);
       link_forget_close(r, l);
       acp__free(&r->mem, l->init_params);
       acp__free(&r->mem, l->init_result);
@@ -1750,6 +1880,59 @@ int acp_router_recv_framed(acp_router *r, size_t link, const acp_ndjson *framer,
   return recv_line(r, link, framer, line, len);
 }
 
+int acp_router_recv_framed_ref(acp_router *r, size_t link,
+                               const acp_ndjson *framer, const char *line,
+                               size_t len) {
+  int rv;
+
+  /* A tracer is shown each message as one stretch of bytes: then nothing
+   * is borrowed. A router in a callback or failed is refused below before
+   * anything is written. */
+  if (r != NULL && r->o.trace == NULL && !r->in_cb && line != NULL) {
+    r->in_lo = line;
+    r->in_hi = line + len;
+  }
+  rv = recv_line(r, link, framer, line, len);
+  if (r != NULL && !r->in_cb) {
+    r->in_lo = NULL;
+    r->in_hi = NULL;
+  }
+  return rv;
+}
+
+int acp_router_borrowed(const acp_router *r) {
+  size_t i;
+
+  if (r == NULL)
+    return 0;
+  for (i = 0; i <= r->n; i++)
+    if (r->links[i].nspans > 0 && !r->links[i].handed)
+      return 1;
+  return 0;
+}
+
+int acp_router_copy_borrowed(acp_router *r) {
+  size_t i;
+
+  if (r == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (r->in_cb)
+    return ACP_ERR_INVALID_STATE;
+  for (i = 0; i <= r->n; i++) {
+    rt_link *l = &r->links[i];
+    int rv;
+
+    if (l->handed) {
+      out_reset(l); /* taken: the pieces handed out end here */
+      continue;
+    }
+    rv = spans_flatten(r, l);
+    if (rv != 0)
+      return rv;
+  }
+  return 0;
+}
+
 acp_ssize acp_router_send(acp_router *r, size_t link, const char **data) {
   rt_link *l;
 
@@ -1759,10 +1942,11 @@ acp_ssize acp_router_send(acp_router *r, size_t link, const char **data) {
   if (r->in_cb)
     return ACP_ERR_INVALID_STATE;
   l = &r->links[link];
-  if (l->handed) {
-    l->out.len = 0;
-    l->handed = false;
-  }
+  if (l->handed)
+    out_reset(l);
+  /* Borrowed pieces are joined: one buffer, as this call always gave. */
+  if (l->nspans > 0 && spans_flatten(r, l) != 0)
+    return ACP_ERR_NOMEM;
   if (l->out.len == 0)
     return 0;
   l->handed = true;
@@ -1770,10 +1954,78 @@ acp_ssize acp_router_send(acp_router *r, size_t link, const char **data) {
   return (acp_ssize)l->out.len;
 }
 
+acp_ssize acp_router_send_iov(acp_router *r, size_t link,
+                              const acp_rpc_iov **iov, size_t *niov) {
+  rt_link *l;
+  size_t need, at = 0, k = 0, i;
+
+  if (niov != NULL)
+    *niov = 0;
+  if (iov != NULL)
+    *iov = NULL;
+  if (r == NULL || iov == NULL || niov == NULL || link > r->n)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (r->in_cb)
+    return ACP_ERR_INVALID_STATE;
+  l = &r->links[link];
+  if (l->handed)
+    out_reset(l);
+  if (l->out.len == 0 && l->nspans == 0)
+    return 0;
+  if (l->nspans == 0) {
+    l->one.data = l->out.data;
+    l->one.len = l->out.len;
+    *iov = &l->one;
+    *niov = 1;
+    l->handed = true;
+    return (acp_ssize)l->out.len;
+  }
+  need = 2 * l->nspans + 1;
+  if (need > l->iov_cap) {
+    acp_rpc_iov *ni = acp__realloc(&r->mem, l->iov, need * sizeof(*ni));
+
+    if (ni == NULL) {
+      /* One contiguous piece still works: copy the spans in. */
+      const char *d;
+      acp_ssize n = acp_router_send(r, link, &d);
+
+      if (n <= 0)
+        return n;
+      l->one.data = d;
+      l->one.len = (size_t)n;
+      *iov = &l->one;
+      *niov = 1;
+      return n;
+    }
+    l->iov = ni;
+    l->iov_cap = need;
+  }
+  for (i = 0; i < l->nspans; i++) {
+    const rt_span *sp = &l->spans[i];
+
+    if (sp->off > at) {
+      l->iov[k].data = l->out.data + at;
+      l->iov[k++].len = sp->off - at;
+    }
+    l->iov[k].data = sp->p;
+    l->iov[k++].len = sp->n;
+    at = sp->off;
+  }
+  if (l->out.len > at) {
+    l->iov[k].data = l->out.data + at;
+    l->iov[k++].len = l->out.len - at;
+  }
+  *iov = l->iov;
+  *niov = k;
+  l->handed = true;
+  return (acp_ssize)(l->out.len + l->ext);
+}
+
 int acp_router_want_write(const acp_router *r, size_t link) {
   if (r == NULL || link > r->n)
     return 0;
-  return !r->links[link].handed && r->links[link].out.len > 0;
+  return !r->links[link].handed &&
+         (r->links[link].out.len > 0 || r->links[link].nspans > 0);
 }
 
 /* Copy a reason as an escaped JSON string, invalid UTF-8 bytes as '?'. */
@@ -1868,8 +2120,7 @@ int acp_router_link_closed(acp_router *r, size_t link, const char *reason,
     if (rv != 0 || memchr(data, '\n', data_len) != NULL)
       return ACP_ERR_INVALID_ARGUMENT;
   }
-  l->out.len = 0;
-  l->handed = false;
+  out_reset(l);
   link_forget_close(r, l);
   rv = store_reason(r, l, k, reason);
   if (rv != 0)
@@ -1945,8 +2196,7 @@ int acp_router_link_restart(acp_router *r, size_t link) {
   if (l->state != ACP_ROUTER_LINK_CLOSED &&
       l->state != ACP_ROUTER_LINK_BYPASSED)
     return ACP_ERR_INVALID_STATE;
-  l->out.len = 0;
-  l->handed = false;
+  out_reset(l);
   l->batch_open = false;
   link_forget_close(r, l);
   l->state = ACP_ROUTER_LINK_OPEN;
@@ -2027,9 +2277,15 @@ void acp_router_release_memory(acp_router *r) {
     return;
   for (i = 0; i <= r->n; i++) {
     rt_link *l = &r->links[i];
-    if (l->handed || l->out.len == 0) {
+    if (l->handed || (l->out.len == 0 && l->nspans == 0)) {
       acp__buf_dispose(&l->out);
-      l->handed = false;
+      out_reset(l);
+      acp__free(&r->mem, l->spans);
+      acp__free(&r->mem, l->iov);
+      l->spans = NULL;
+      l->spans_cap = 0;
+      l->iov = NULL;
+      l->iov_cap = 0;
     }
   }
 }

@@ -29,6 +29,9 @@
 #define REASON_STDERR 600    /* stderr bytes quoted in an error message */
 #define DATA_STDERR 4096     /* stderr bytes in the error data */
 #define BIG_LINE (256 << 10) /* release memory after lines this long */
+/* The long lines whose framer buffers a conductor keeps, in bytes over all
+ * its links: see keep_or_give_back(). */
+#define KEEP_BUDGET ((size_t)5 << 19)
 
 /* Largest write buffer a conductor link keeps for reuse: with several
  * links each keeping a 1 MiB buffer, a conductor would hold far more than
@@ -627,6 +630,7 @@ typedef struct comp {
   acp_uv_link *l;      /* borrowed from p */
   acp_ndjson fr;       /* its stdout's lines */
   const char *fr_lent; /* where fr lent its buffer to the last read */
+  size_t fr_kept;      /* fr's buffer is kept for a line this long, or 0 */
   bool running;        /* spawned, not yet reported dead */
   bool out_eof;
   bool exited;
@@ -651,6 +655,8 @@ struct cond {
   acp_uv_link *up;
   acp_ndjson upfr;     /* the client's (or parent's) lines */
   const char *up_lent; /* where upfr lent its buffer to the last read */
+  size_t up_kept;      /* as comp's fr_kept */
+  size_t kept;         /* the sum of every framer's *_kept */
   acp_uv_signals *sig;
   uv_timer_t drain_timer;
   uint64_t t0;
@@ -1474,6 +1480,32 @@ static void cond_fatal(cond *c, int rc, const char *what) {
   start_shutdown(c);
 }
 
+/* Pieces of output to a link, PIECES at a time (in order: the link queues
+ * what the kernel does not take at once, copying only that). */
+#define PIECES 16
+static int write_iov(acp_uv_link *dst, const acp_rpc_iov *iov, size_t niov) {
+  uv_buf_t bufs[PIECES];
+  size_t i = 0;
+  int rc = 0;
+  if (niov == 1)
+    return acp_uv_link_write(dst, iov[0].data, iov[0].len);
+  while (i < niov && rc == 0) {
+    size_t k = 0;
+    for (; k < PIECES && i < niov; k++, i++) {
+      bufs[k].base = (char *)iov[i].data;
+      bufs[k].len = iov[i].len;
+    }
+    rc = acp__uv_link_writev(dst, bufs, k);
+  }
+  return rc;
+}
+
+static void dbg_write_iov(FILE *f, const acp_rpc_iov *iov, size_t niov) {
+  size_t i;
+  for (i = 0; f != NULL && i < niov; i++)
+    dbg_write(f, iov[i].data, iov[i].len);
+}
+
 static void flush_all(cond *c) {
   size_t j;
   acp_uv_link *src = link_of(c, c->reading);
@@ -1486,11 +1518,18 @@ again:
   if (bridge_on(c) && acp_mcp_bridge_want_release(c->br))
     br_release(c);
   for (j = 0; j <= c->n && !c->fatal; j++) {
-    const char *data;
-    acp_ssize n = acp_router_send(c->r, j, &data);
+    const acp_rpc_iov *iov;
+    size_t niov;
+    /* Pieces: a large text the router borrowed from the line it routed
+     * (acp_router_recv_framed_ref()) is written from where it was read. */
+    acp_ssize n = acp_router_send_iov(c->r, j, &iov, &niov);
     acp_uv_link *dst;
     bool br = j == c->n && bridge_on(c);
-    if (n <= 0)
+    if (n < 0) {
+      cond_fatal(c, (int)n, "cannot take a message");
+      return;
+    }
+    if (n == 0)
       continue;
     dst = link_of(c, j);
     if (dst == NULL) {
@@ -1501,7 +1540,7 @@ again:
     if (br) {
       /* The router's output is valid until its next call: write what the
        * agent gets, then feed the router what the bridge wrote. */
-      n = acp_mcp_bridge_to_agent(c->br, data, (size_t)n, &data);
+      n = acp_mcp_bridge_to_agent_iov(c->br, iov, niov, &iov, &niov);
       /* Every source noted for this output has been used. */
       acp__buf_clear(&c->br_trace_from);
       c->br_trace_unknown = false;
@@ -1511,17 +1550,14 @@ again:
       }
     }
     if (n > 0) {
-      if (j == 0)
-        dbg_write(c->dbg_up_out, data, (size_t)n);
-      else
-        dbg_write(c->comps[j - 1].dbg_in, data, (size_t)n);
+      dbg_write_iov(j == 0 ? c->dbg_up_out : c->comps[j - 1].dbg_in, iov, niov);
       /* Backpressure: the link whose input produced this output is held
        * back while the destination's queue is above the high-water mark. */
       if (src != NULL && acp__uv_link_src(dst) != src)
         (void)acp_uv_link_couple(src, dst, c->o->high_water, 0);
       /* ACP_ERR_CLOSED: the destination is gone, and its exit is handled
        * where it is reported; anything else loses a message: stop. */
-      rc = acp_uv_link_write(dst, data, (size_t)n);
+      rc = write_iov(dst, iov, niov);
       if (rc != 0 && rc != ACP_ERR_CLOSED) {
         cond_fatal(c, rc, "cannot queue a message");
         return;
@@ -1540,7 +1576,11 @@ again:
 
 /* `f`: the framer that just produced the line. The router then skips what
  * the framer already checked (acp_router_recv_framed): no line feed inside,
- * and the plain run its search found, which a 1 MiB message has. */
+ * and the plain run its search found, which a 1 MiB message has. The line
+ * is lent to the router (acp_router_recv_framed_ref()): a large text is not
+ * copied into its output but written from where it was read, so what
+ * borrows from the line is written (or copied) before the framer's next
+ * call, which may move or free those bytes. */
 static void route_line(cond *c, size_t link, const acp_ndjson *f,
                        const char *line, size_t len) {
   int rc;
@@ -1556,7 +1596,19 @@ static void route_line(cond *c, size_t link, const acp_ndjson *f,
       f = NULL; /* rewritten by the bridge: not the framer's line */
     len = (size_t)n;
   }
-  rc = acp_router_recv_framed(c->r, link, f, line, len);
+  /* A line the bridge rewrote lives in the bridge, which flush_all() calls
+   * before writing: it is not lent. */
+  if (f != NULL)
+    rc = acp_router_recv_framed_ref(c->r, link, f, line, len);
+  else
+    rc = acp_router_recv_framed(c->r, link, NULL, line, len);
+  if (rc == 0 && acp_router_borrowed(c->r)) {
+    flush_all(c);
+    /* Not written (a fatal error on the way): copied, so that nothing
+     * points into the line once the framer moves on. */
+    if (acp_router_borrowed(c->r))
+      rc = acp_router_copy_borrowed(c->r);
+  }
   if (rc == ACP_ERR_NOMEM) {
     c->fatal = rc;
     c->exit_status = 1;
@@ -1595,14 +1647,54 @@ static void answer_overlong(cond *c, size_t link) {
     cond_fatal(c, rc, "cannot queue a message");
 }
 
+/* A framer gives its buffer back (its carry is empty or dropped). */
+static void fr_give_back(cond *c, acp_ndjson *f, size_t *kept) {
+  c->kept -= *kept;
+  *kept = 0;
+  acp_ndjson_dispose(f);
+}
+
+/*
+ * After a long line of `n` bytes: whether to keep the framer's grown
+ * buffer (its entry `kept`) for the
+ * link's next long line, or give it back. Given back after every long line,
+ * it was grown again by the next one from 128 KiB, and the reallocations
+ * copied ~131 KB per 1 MiB message (262k of the conductor's instructions
+ * per 1 MiB turn; docs/decisions.md, issue 11). Kept on every link, a chain
+ * of proxies would hold one such buffer per link (the peak memory target:
+ * "A conductor returns large buffers"). So a chain of one component (an
+ * agent alone, or one proxy in proxy mode) keeps the buffers of lines
+ * adding up to KEEP_BUDGET (2.5 MiB: both links at 1 MiB messages), first
+ * come first kept; past it, and in longer chains, the buffer goes back as
+ * before.
+ */
+static bool keep_or_give_back(cond *c, size_t *kept, size_t n) {
+  size_t others = c->kept - *kept;
+  size_t m = n > *kept ? n : *kept;
+
+  /* With proxies, every link carries each long line: the first two links
+   * keeping theirs took a chain of three proxies from 5.3 to 6.3-6.5 MiB
+   * peak (target 7), too close while a kept buffer can reach twice its
+   * line as the framer grows it. Such chains give back as before. */
+  if (c->n > 1)
+    return false;
+  if (m <= KEEP_BUDGET && others <= KEEP_BUDGET - m) {
+    c->kept = others + m;
+    *kept = m;
+    return true;
+  }
+  return false;
+}
+
 /* Split `data` into lines (the policy of acp/ndjson.h); route each one. The
  * carry of a long line split across reads, or of an over-long one, is given
- * back at once: a conductor holds many links. `lent`: the bytes were read
- * into the framer's own buffer (acp_ndjson_read_buf()); then what follows
- * a long line in the same read lives in that buffer too, and the buffer is
- * given back only once those bytes are framed. */
-static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
-                  size_t len, bool lent) {
+ * back at once (keep_or_give_back() keeps a few): a conductor holds many
+ * links. `lent`: the bytes were read into the framer's own buffer
+ * (acp_ndjson_read_buf()); then what follows a long line in the same read
+ * lives in that buffer too, and the buffer is given back only once those
+ * bytes are framed. `kept`: the framer's entry of keep_or_give_back(). */
+static void frame(cond *c, acp_ndjson *f, size_t *kept, size_t link,
+                  const char *data, size_t len, bool lent) {
   bool give_back = false;
 
   while (len > 0 && !c->fatal) {
@@ -1617,15 +1709,18 @@ static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
     if (rc == ACP_NDJSON_LINE) {
       route_line(c, link, f, line, n);
       if (n >= BIG_LINE) {
-        if (!lent || len == 0)
-          acp_ndjson_dispose(f); /* before the write copies it again */
+        /* The line was written (route_line): nothing points into it. */
+        if (keep_or_give_back(c, kept, n))
+          give_back = false;
+        else if (!lent || len == 0)
+          fr_give_back(c, f, kept);
         else
           give_back = true;
         after_big_line(c);
       }
     } else if (rc == ACP_NDJSON_OVERLONG) {
       if (!lent || len == 0)
-        acp_ndjson_dispose(f);
+        fr_give_back(c, f, kept);
       else
         give_back = true;
       answer_overlong(c, link);
@@ -1635,7 +1730,7 @@ static void frame(cond *c, acp_ndjson *f, size_t link, const char *data,
     }
   }
   if (give_back && acp_ndjson_pending(f) == 0)
-    acp_ndjson_dispose(f);
+    fr_give_back(c, f, kept);
 }
 
 /* The read buffers a link's stream reads go into: the framer's, right after
@@ -1674,7 +1769,8 @@ static void on_up_read(acp_uv_link *l, int status, const char *data, size_t len,
     spawn_all(c);
   dbg_write(c->dbg_up_in, data, len);
   c->reading = 0;
-  frame(c, &c->upfr, 0, data, len, data == c->up_lent && data != NULL);
+  frame(c, &c->upfr, &c->up_kept, 0, data, len,
+        data == c->up_lent && data != NULL);
   c->up_lent = NULL;
   flush_all(c);
 }
@@ -1909,7 +2005,8 @@ static void on_comp_read(acp_uv_link *l, int status, const char *data,
   }
   dbg_write(k->dbg_out, data, len);
   c->reading = k->link;
-  frame(c, &k->fr, k->link, data, len, data == k->fr_lent && data != NULL);
+  frame(c, &k->fr, &k->fr_kept, k->link, data, len,
+        data == k->fr_lent && data != NULL);
   k->fr_lent = NULL;
   flush_all(c);
   c->reading = 0;
@@ -1954,7 +2051,7 @@ static int spawn_comp(cond *c, comp *k) {
   k->exited = k->out_eof = k->reported = k->shut = false;
   k->status = 0;
   k->sig = 0;
-  acp_ndjson_dispose(&k->fr); /* a new process: a new stream */
+  fr_give_back(c, &k->fr, &k->fr_kept); /* a new process: a new stream */
   acp_ndjson_init(&k->fr, c->o->max_line, c->mem);
   if (is_url_comp(k->spec)) {
     /* A remote peer: a link from the connector, no process. */

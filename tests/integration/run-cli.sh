@@ -157,6 +157,18 @@ cl text-nl $none -p "one line
 check "text ending in a newline gets no extra one" 0 "one line
 "
 
+# A long -p prompt is lent to the library (acp_client_prompt_text_ref():
+# written from the argument, not copied into the session's output): it
+# comes back byte for byte; one with bytes to escape (quotes, a backslash,
+# a tab) takes the copying path and comes back the same.
+long=$(head -c 100000 /dev/zero | tr '\0' 'x')
+cl long-lent $none -p "$long"
+check "a 100 KB -p prompt, lent: echoed byte for byte" 0 "$long
+"
+cl long-escaped $none -p "\"$long\\	\""
+check "a 100 KB -p prompt with escapes: echoed byte for byte" 0 "\"$long\\	\"
+"
+
 cl empty $none -p ""
 check "empty prompt: end_turn, no output" 0 ""
 

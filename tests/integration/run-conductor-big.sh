@@ -7,7 +7,10 @@
 # small one in the same write, or split into odd writes, are both answered
 # in order; an over-long line followed by a good one in one write gets its
 # -32600 and the good one its answer; broken JSON in a long line gets a
-# parse error and the conductor goes on.
+# parse error and the conductor goes on. The same 1 MiB prompts also pass
+# through a proxy (`acp proxy trace`): wrapped, unwrapped and echoed back.
+# The conductor lends each line to its router and writes the large spans
+# from where they were read (acp_router_recv_framed_ref(), writev).
 . "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
 find_acp
 need_cmd python3 "needed by the test driver"
@@ -19,6 +22,11 @@ acp, mode = sys.argv[1], sys.argv[2]
 args = [acp, "conductor", "agent"]
 if mode == "cap":
     args += ["--max-line", str(2 << 20)]
+if mode == "proxy":
+    # A proxy in the chain: the prompt travels wrapped in proxy/successor
+    # and unwrapped, the echo back the same way (spans the router lends
+    # from its input lines, written as pieces).
+    args += [acp + " proxy trace --file /dev/null"]
 args += [acp + " agent --echo"]
 p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 inp, out = p.stdin, p.stdout
@@ -74,7 +82,19 @@ texts = [("plain", base)]
 for ins in ['"', "\\", "\n", "\u00e9", "\u20ac", "\U0001F600"]:
     for at in (0, 4095, 65536, 524288, N - 1):
         texts.append(("%r at %d" % (ins, at), base[:at] + ins + base[at:]))
-if mode == "echo":
+if mode == "proxy":
+    i = 10
+    for name, t in texts[:8]:
+        got = read_until(i) if send(prompt(i, t)) is None else None
+        check("through a proxy: echo " + name, echoed(got) == t and
+              got[-1].get("result", {}).get("stopReason") == "end_turn")
+        i += 1
+    both = prompt(100, base) + prompt(101, "small")
+    send(both[:65537], both[65537:])
+    a, b = read_until(100), read_until(101)
+    check("through a proxy: long and small line", echoed(a) == base and
+          echoed(b) == "small")
+elif mode == "echo":
     i = 10
     for name, t in texts:
         got = read_until(i) if send(prompt(i, t)) is None else None
@@ -92,6 +112,19 @@ if mode == "echo":
     send(both[:65537], both[65537:N + 3], both[N + 3:])
     a, b = read_until(102), read_until(103)
     check("the same in odd writes", echoed(a) == base and echoed(b) == "tail")
+    # Lines of 5 KB to 200 KB (lent to the router, shorter than what makes
+    # the conductor write at once anyway) several in one write, cut at odd
+    # places: each line's output is written before the framer moves the
+    # next partial line over it, so every echo comes back intact.
+    # (Each text starts elsewhere in `base`: lines that differ byte for
+    # byte at the same offsets.)
+    sizes = [5000, 20011, 70001, 4097, 130003, 200000, 9999]
+    mids = b"".join(prompt(110 + j, base[j + 1:j + 1 + n])
+                    for j, n in enumerate(sizes))
+    send(mids[:30001], mids[30001:70003], mids[70003:300007], mids[300007:])
+    for j, n in enumerate(sizes):
+        check("mid-size line %d (%d B) in a shared write" % (j, n),
+              echoed(read_until(110 + j)) == base[j + 1:j + 1 + n])
     # Broken JSON in a long line (a bare control byte in the text): a parse
     # error, and the next line is served.
     bad = prompt(104, base).replace(b'"text":"a', b'"text":"a\x01', 1)
@@ -115,7 +148,7 @@ inp.close()
 check("conductor exits 0", p.wait(timeout=60) == 0)
 PY
 
-for mode in echo cap; do
+for mode in echo cap proxy; do
   if timeout 300 python3 "$work/big.py" "$acp" "$mode" >"$work/out.$mode" \
        2>"$work/err.$mode"; then
     ok "long lines through the conductor ($mode: $(grep -c '^ok' "$work/out.$mode") checks)"

@@ -114,6 +114,12 @@ static void cb_trace(acp_mcp_bridge *b, const acp_mcp_bridge_hop *hop,
   cat(x->trace, "\n", 1);
 }
 
+/* The harness's to_agent() hands lines over in pieces of this many bytes
+ * (acp_mcp_bridge_to_agent_iov()) when nonzero; `untraced` leaves the
+ * trace callback unset (with one, the pieces are always joined). */
+static size_t iov_cut;
+static int untraced;
+
 static acp_mcp_bridge_options *opts_for(acp_mcp_bridge_transport t) {
   acp_mcp_bridge_options *o = NULL;
   assert_int_equal(acp_mcp_bridge_options_new(&o), 0);
@@ -125,7 +131,8 @@ static acp_mcp_bridge_options *opts_for(acp_mcp_bridge_transport t) {
   acp_mcp_bridge_options_set_endpoint_write_cb(o, cb_write);
   acp_mcp_bridge_options_set_endpoint_close_cb(o, cb_close);
   acp_mcp_bridge_options_set_event_cb(o, cb_event);
-  acp_mcp_bridge_options_set_trace_cb(o, cb_trace);
+  if (!untraced)
+    acp_mcp_bridge_options_set_trace_cb(o, cb_trace);
   return o;
 }
 
@@ -166,9 +173,28 @@ static const char *to_agent(h *x, const char *line) {
   assert_non_null(in);
   memcpy(in, line, l);
   in[l] = '\n';
-  n = acp_mcp_bridge_to_agent(x->b, in, l + 1, &out);
-  assert_true(n >= 0);
-  memcpy(buf, out, (size_t)n);
+  if (iov_cut > 0) {
+    acp_rpc_iov *pieces = malloc((l + 1) * sizeof(*pieces));
+    const acp_rpc_iov *o = NULL;
+    size_t k = 0, at = 0, no = 0, i, sum = 0;
+    assert_non_null(pieces);
+    for (at = 0; at < l + 1; at += iov_cut, k++) {
+      pieces[k].data = in + at;
+      pieces[k].len = l + 1 - at < iov_cut ? l + 1 - at : iov_cut;
+    }
+    n = acp_mcp_bridge_to_agent_iov(x->b, pieces, k, &o, &no);
+    assert_true(n >= 0);
+    for (i = 0; i < no; i++) {
+      memcpy(buf + sum, o[i].data, o[i].len);
+      sum += o[i].len;
+    }
+    assert_int_equal(sum, (size_t)n);
+    free(pieces);
+  } else {
+    n = acp_mcp_bridge_to_agent(x->b, in, l + 1, &out);
+    assert_true(n >= 0);
+    memcpy(buf, out, (size_t)n);
+  }
   buf[n] = '\0';
   cat(x->agent, buf, (size_t)n);
   free(in);
@@ -1169,6 +1195,84 @@ static void test_mcp_bridge_failmalloc(void **state) {
   failmem_sweep(scenario, 20);
 }
 
+/* MARK: - The router's output in pieces (acp_mcp_bridge_to_agent_iov) */
+
+/*
+ * The behaviours above, with every line handed over in pieces of 1, 2, 7,
+ * 64 and 170 bytes (a line's head cut anywhere, the newline alone in a
+ * piece) and whole, traced (always joined) and untraced (the fast path
+ * judges each line by its head gathered across pieces): the agent gets
+ * what acp_mcp_bridge_to_agent() gives it.
+ */
+static void test_mcp_bridge_pieces_filter_as_one_buffer(void **state) {
+  static const size_t cuts[] = {1, 2, 7, 64, 170, 100000};
+  size_t c;
+
+  for (c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+    for (untraced = 0; untraced <= 1; untraced++) {
+      iov_cut = cuts[c];
+      test_mcp_bridge_rewrites_every_session_method_and_form(state);
+      test_mcp_bridge_rewrites_to_http_when_the_agent_has_it(state);
+      test_mcp_bridge_native_agent_and_off_leave_declarations(state);
+      test_mcp_bridge_initialize_answer_gets_acp(state);
+      test_mcp_bridge_holds_session_lines_until_initialized(state);
+      test_mcp_bridge_cancel_from_the_endpoint(state);
+      test_mcp_bridge_cancel_from_the_provider(state);
+      test_mcp_bridge_session_close_ends_its_servers(state);
+      test_mcp_bridge_dead_provider(state);
+      if (!untraced)
+        test_mcp_bridge_tool_list_and_call_round_trip(state);
+    }
+  }
+  iov_cut = 0;
+  untraced = 0;
+}
+
+/* Nothing for the bridge: the pieces themselves come back, a large one
+ * too (no copy); a bad argument is refused. */
+static void test_mcp_bridge_pieces_pass_through_uncopied(void **state) {
+  h *x;
+  static char text[100000];
+  acp_rpc_iov in[3];
+  const acp_rpc_iov *out = NULL;
+  size_t nout = 0;
+  const char *head = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+                     "\"session/prompt\",\"params\":";
+  const char *tail = "}\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n";
+
+  (void)state;
+  untraced = 1;
+  x = h_new(ACP_MCP_BRIDGE_TRANSPORT_STDIO);
+  untraced = 0;
+  init_agent(x, "{}");
+  memset(text, 'a', sizeof(text));
+  text[0] = '"';
+  text[sizeof(text) - 1] = '"';
+  in[0].data = head;
+  in[0].len = strlen(head);
+  in[1].data = text;
+  in[1].len = sizeof(text);
+  in[2].data = tail;
+  in[2].len = strlen(tail);
+  assert_int_equal(acp_mcp_bridge_to_agent_iov(x->b, in, 3, &out, &nout),
+                   (acp_ssize)(in[0].len + in[1].len + in[2].len));
+  assert_ptr_equal(out, in);
+  assert_int_equal(nout, 3);
+  /* Nothing at all. */
+  assert_int_equal(acp_mcp_bridge_to_agent_iov(x->b, in, 0, &out, &nout), 0);
+  assert_int_equal(nout, 0);
+  assert_int_equal(acp_mcp_bridge_to_agent_iov(x->b, NULL, 1, &out, &nout),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_bridge_to_agent_iov(x->b, in, 3, NULL, &nout),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_mcp_bridge_to_agent_iov(NULL, in, 3, &out, &nout),
+                   ACP_ERR_INVALID_ARGUMENT);
+  in[1].data = NULL;
+  assert_int_equal(acp_mcp_bridge_to_agent_iov(x->b, in, 3, &out, &nout),
+                   ACP_ERR_INVALID_ARGUMENT);
+  h_free(x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mcp_bridge_rejects_bad_arguments),
@@ -1194,6 +1298,8 @@ int main(void) {
       cmocka_unit_test(test_mcp_bridge_session_close_ends_its_servers),
       cmocka_unit_test(test_mcp_bridge_dead_provider),
       cmocka_unit_test(test_mcp_bridge_failmalloc),
+      cmocka_unit_test(test_mcp_bridge_pieces_filter_as_one_buffer),
+      cmocka_unit_test(test_mcp_bridge_pieces_pass_through_uncopied),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

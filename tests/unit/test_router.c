@@ -1849,14 +1849,75 @@ static void test_router_version_mismatch_is_refused(void **state) {
  * a malloc'd copy; `framed` feeds it through an acp_ndjson in reads of
  * `step` bytes (0: whole) and acp_router_recv_framed(), else
  * acp_router_recv(). */
-static char *route_big(const char *msg, size_t len, bool framed, size_t step,
-                       size_t *out_len, size_t *out_link) {
-  acp_router *r = mk_agent(1);
+/* A router like mk_agent(1) without a trace callback (with one, nothing is
+ * borrowed). */
+static acp_router *mk_untraced(size_t n, size_t max_output) {
+  acp_router_options *o = NULL;
+  acp_router *r = NULL;
+
+  memset(&R, 0, sizeof(R));
+  assert_int_equal(acp_router_options_new(&o), 0);
+  acp_router_options_set_event_cb(o, on_event);
+  acp_router_options_set_max_output(o, max_output);
+  assert_int_equal(acp_router_new(&r, n, o, &R, NULL), 0);
+  acp_router_options_free(o);
+  return r;
+}
+
+/* Output gathered from lent lines (route_big's ref mode): per link, and
+ * whether any piece pointed into a line (borrowed, not copied). */
+typedef struct gathered {
+  char *data[4];
+  size_t len[4];
+  int borrowed;
+} gathered;
+
+static void gather_put(gathered *g, size_t k, const char *p, size_t n) {
+  g->data[k] = realloc(g->data[k], g->len[k] + n + 1);
+  assert_non_null(g->data[k]);
+  memcpy(g->data[k] + g->len[k], p, n);
+  g->len[k] += n;
+}
+
+/* Take every link's output as pieces, right after a lent line was routed
+ * and before the framer moves on (acp_router_recv_framed_ref()'s rule). */
+static void gather_iov(acp_router *r, gathered *g, const char *line,
+                       size_t ll) {
+  size_t k, i;
+
+  for (k = 0; k < acp_router_link_count(r); k++) {
+    const acp_rpc_iov *iov = NULL;
+    size_t niov = 0, sum = 0;
+    acp_ssize n = acp_router_send_iov(r, k, &iov, &niov);
+    assert_true(n >= 0);
+    assert_true(n == 0 || niov >= 1);
+    for (i = 0; i < niov; i++) {
+      uintptr_t p = (uintptr_t)iov[i].data;
+      if (p >= (uintptr_t)line && p < (uintptr_t)line + ll)
+        g->borrowed++;
+      gather_put(g, k, iov[i].data, iov[i].len);
+      sum += iov[i].len;
+    }
+    assert_int_equal(sum, (size_t)n);
+  }
+  assert_int_equal(acp_router_borrowed(r), 0);
+}
+
+/* mode for route_big() */
+enum { RB_WHOLE = 0, RB_FRAMED = 1, RB_REF = 2 };
+
+static char *route_big_mode(const char *msg, size_t len, int mode, size_t step,
+                            size_t *out_len, size_t *out_link, int *borrowed) {
+  acp_router *r = mode == RB_REF ? mk_untraced(1, 0) : mk_agent(1);
   acp_ndjson f;
   char *in = malloc(len + 1);
   char *out = NULL;
   size_t pos = 0, k;
   int lines = 0;
+  gathered g;
+  bool framed = mode != RB_WHOLE;
+
+  memset(&g, 0, sizeof(g));
 
   assert_non_null(in);
   init_chain(r, 1);
@@ -1878,7 +1939,12 @@ static char *route_big(const char *msg, size_t len, bool framed, size_t step,
         if (rc == ACP_NDJSON_NEED_MORE)
           break;
         assert_int_equal(rc, ACP_NDJSON_LINE);
-        assert_int_equal(acp_router_recv_framed(r, 0, &f, line, ll), 0);
+        if (mode == RB_REF) {
+          assert_int_equal(acp_router_recv_framed_ref(r, 0, &f, line, ll), 0);
+          gather_iov(r, &g, line, ll);
+        } else {
+          assert_int_equal(acp_router_recv_framed(r, 0, &f, line, ll), 0);
+        }
         lines++;
       }
       pos += n;
@@ -1887,6 +1953,17 @@ static char *route_big(const char *msg, size_t len, bool framed, size_t step,
     acp_ndjson_dispose(&f);
   }
   *out_len = 0;
+  if (borrowed != NULL)
+    *borrowed = g.borrowed;
+  for (k = 0; mode == RB_REF && k < 4; k++) {
+    if (g.len[k] > 0 && out == NULL) {
+      out = g.data[k];
+      *out_len = g.len[k];
+      *out_link = k;
+    } else {
+      free(g.data[k]);
+    }
+  }
   for (k = 0; k < acp_router_link_count(r) && out == NULL; k++) {
     const char *d;
     acp_ssize n = acp_router_send(r, k, &d);
@@ -1902,6 +1979,12 @@ static char *route_big(const char *msg, size_t len, bool framed, size_t step,
   free(in);
   acp_router_free(r);
   return out;
+}
+
+static char *route_big(const char *msg, size_t len, bool framed, size_t step,
+                       size_t *out_len, size_t *out_link) {
+  return route_big_mode(msg, len, framed ? RB_FRAMED : RB_WHOLE, step, out_len,
+                        out_link, NULL);
 }
 
 /*
@@ -1962,10 +2045,25 @@ static void test_router_framed_lines_route_as_whole_lines(void **state) {
       for (st = 0; st < sizeof(steps) / sizeof(steps[0]); st++) {
         size_t gl, gk;
         char *got_ = route_big(msg, len, true, steps[st], &gl, &gk);
+        int lent = 0;
         assert_non_null(got_);
         if (gl != wl || gk != wk || memcmp(got_, want, wl) != 0)
           fail_msg("spoil %zu at %zu, reads of %zu: routed differently", i,
                    at[j], steps[st]);
+        free(got_);
+        /* Lent (acp_router_recv_framed_ref(), acp_router_send_iov()): the
+         * same bytes, and a prompt that reaches the agent is written from
+         * the line, not copied. (Under valgrind, every other read size.) */
+        if (getenv("ACP_VALGRIND") != NULL && st % 2 == 1)
+          continue;
+        got_ = route_big_mode(msg, len, RB_REF, steps[st], &gl, &gk, &lent);
+        assert_non_null(got_);
+        if (gl != wl || gk != wk || memcmp(got_, want, wl) != 0)
+          fail_msg("spoil %zu at %zu, reads of %zu, lent: routed differently",
+                   i, at[j], steps[st]);
+        if ((wk == 1) != (lent == 1))
+          fail_msg("spoil %zu at %zu, reads of %zu: %d pieces borrowed", i,
+                   at[j], steps[st], lent);
         free(got_);
       }
       /* The plain text reaches the agent; the broken ones are answered. */
@@ -1994,6 +2092,266 @@ static void test_router_framed_null_framer_checks_line_feeds(void **state) {
   assert_int_equal(acp_router_recv_framed(NULL, 0, NULL, l, 1),
                    ACP_ERR_INVALID_ARGUMENT);
   acp_router_free(r);
+}
+
+/* MARK: - Lent lines (acp_router_recv_framed_ref) */
+
+#define BIG_TEXT 20000
+
+/* A message with a text of BIG_TEXT bytes: `pre` + text + `post`. */
+static char *big_msg(const char *pre, const char *post, char fill,
+                     size_t *len) {
+  size_t pl = strlen(pre), ql = strlen(post);
+  char *m = malloc(pl + BIG_TEXT + ql + 1);
+
+  assert_non_null(m);
+  memcpy(m, pre, pl);
+  memset(m + pl, fill, BIG_TEXT);
+  memcpy(m + pl + BIG_TEXT, post, ql + 1);
+  *len = pl + BIG_TEXT + ql;
+  return m;
+}
+
+/* Route the same lines through two routers, one with acp_router_recv()
+ * and one lending each line and taking pieces (or, `join`, taking
+ * acp_router_send()'s one buffer after acp_router_copy_borrowed() and a
+ * scribble over the line): every link gets the same bytes. */
+static void same_either_way(size_t max_output, const char *const *lines,
+                            const size_t *links, size_t n, bool join) {
+  acp_router *a = mk_untraced(2, max_output);
+  rec ra;
+  acp_router *b;
+  size_t i, k;
+
+  ra = R;
+  init_chain(a, 2);
+  b = mk_untraced(2, max_output);
+  init_chain(b, 2);
+  for (i = 0; i < n; i++) {
+    size_t ll = strlen(lines[i]);
+    char *copy = malloc(ll + 1);
+    gathered g;
+
+    memset(&g, 0, sizeof(g));
+    memcpy(copy, lines[i], ll + 1);
+    assert_int_equal(acp_router_recv(a, links[i], lines[i], ll), 0);
+    assert_int_equal(acp_router_recv_framed_ref(b, links[i], NULL, copy, ll),
+                     0);
+    if (join) {
+      assert_int_equal(acp_router_copy_borrowed(b), 0);
+      assert_int_equal(acp_router_borrowed(b), 0);
+      memset(copy, 'Z', ll); /* the line is free again */
+      for (k = 0; k < 3; k++) {
+        const char *d;
+        acp_ssize m = acp_router_send(b, k, &d);
+        assert_true(m >= 0);
+        if (m > 0)
+          gather_put(&g, k, d, (size_t)m);
+      }
+    } else {
+      gather_iov(b, &g, copy, ll);
+      memset(copy, 'Z', ll);
+    }
+    for (k = 0; k < 3; k++) {
+      const char *d;
+      acp_ssize m = acp_router_send(a, k, &d);
+      assert_true(m >= 0);
+      if ((size_t)m != g.len[k] || (m > 0 && memcmp(d, g.data[k], g.len[k])))
+        fail_msg("line %zu, link %zu: %zd bytes copied, %zu lent", i, k, m,
+                 g.len[k]);
+      free(g.data[k]);
+    }
+    free(copy);
+  }
+  (void)ra;
+  acp_router_free(a);
+  acp_router_free(b);
+}
+
+/*
+ * Large prompts, answers and batches, lent: the bytes every link gets are
+ * those of acp_router_recv(), with the output cap counting borrowed bytes
+ * exactly (caps around a message's size refuse the same messages), and
+ * whether taken as pieces or joined after acp_router_copy_borrowed().
+ */
+static void test_router_lent_lines_route_as_copied(void **state) {
+  size_t l1, l2, l3, l4;
+  char *prompt = big_msg("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":"
+                         "\"session/prompt\",\"params\":{\"sessionId\":"
+                         "\"s\",\"prompt\":[{\"type\":\"text\",\"text\":\"",
+                         "\"}]}}", 'p', &l1);
+  char *update = big_msg("{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+                         "\"params\":{\"sessionId\":\"s\",\"text\":\"",
+                         "\"}}", 'u', &l2);
+  char *answer = big_msg("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{"
+                         "\"stopReason\":\"end_turn\",\"x\":\"",
+                         "\"}}", 'r', &l3);
+  char *batch = malloc(2 * l1 + 8);
+  const char *lines[6];
+  size_t links[6];
+  /* The agent's big answer goes to link 1 (the proxy): its output is
+   * {"jsonrpc":"2.0","id":100,"result":...} (it wraps nothing). */
+  static const size_t caps[] = {0, 1, 2, 3, 4, 39, 40, 41, 42, 60, 80, 100};
+  size_t c;
+
+  (void)state;
+  assert_non_null(batch);
+  /* Two prompts in one batch from the client, to the proxy. */
+  memcpy(batch, "[", 1);
+  memcpy(batch + 1, prompt, l1);
+  batch[1 + l1] = ',';
+  memcpy(batch + 2 + l1, prompt, l1);
+  memcpy(batch + 2 + 2 * l1, "]", 2);
+  l4 = 2 * l1 + 3;
+  (void)l4;
+  lines[0] = prompt; /* client -> proxy (1) */
+  links[0] = 0;
+  lines[1] = update; /* agent -> proxy, wrapped */
+  links[1] = 2;
+  lines[2] = batch; /* client -> proxy, one array line */
+  links[2] = 0;
+  lines[3] = "{\"jsonrpc\":\"2.0\",\"id\":100,\"method\":\"proxy/successor\","
+             "\"params\":{\"method\":\"session/prompt\",\"params\":{}}}";
+  links[3] = 1;      /* the proxy forwards a small prompt: id 1 on the agent */
+  lines[4] = answer; /* the agent's big answer to it */
+  links[4] = 2;
+  lines[5] = update;
+  links[5] = 2;
+  /* Caps: the default, then a message's size and a few bytes either side,
+   * so that the cap falls inside, on and past each message's own bytes. */
+  for (c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+    size_t cap = caps[c] == 0 ? 0 : BIG_TEXT + caps[c] * 2;
+    same_either_way(cap, lines, links, 6, false);
+    same_either_way(cap, lines, links, 6, true);
+  }
+  /* Past two messages: the batch's second prompt meets the cap. */
+  same_either_way(2 * l1, lines, links, 6, false);
+  same_either_way(2 * l1 + 200, lines, links, 6, true);
+  free(prompt);
+  free(update);
+  free(answer);
+  free(batch);
+}
+
+/* With a trace callback nothing is borrowed (a hop is one stretch); small
+ * pieces are never borrowed; bad arguments are refused. */
+static void test_router_lent_lines_borrow_only_large_untraced(void **state) {
+  acp_router *r = mk_agent(1);
+  size_t len;
+  char *prompt = big_msg("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":"
+                         "\"session/prompt\",\"params\":{\"t\":\"",
+                         "\"}}", 'p', &len);
+  const acp_rpc_iov *iov = NULL;
+  size_t niov = 9;
+  const char *small = "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"x\","
+                      "\"params\":{\"a\":1}}";
+
+  (void)state;
+  init_chain(r, 1);
+  assert_int_equal(acp_router_recv_framed_ref(r, 0, NULL, prompt, len), 0);
+  assert_int_equal(R.ntrace, 3); /* init's two hops and this one */
+  assert_int_equal(acp_router_borrowed(r), 0);
+  assert_true(acp_router_send_iov(r, 1, &iov, &niov) > (acp_ssize)len);
+  assert_int_equal(niov, 1);
+  acp_router_free(r);
+
+  r = mk_untraced(1, 0);
+  init_chain(r, 1);
+  assert_int_equal(acp_router_recv_framed_ref(r, 0, NULL, small, strlen(small)),
+                   0);
+  assert_int_equal(acp_router_borrowed(r), 0);
+  assert_true(acp_router_send_iov(r, 1, &iov, &niov) > 0);
+  assert_int_equal(niov, 1);
+  assert_int_equal(acp_router_send_iov(r, 1, &iov, &niov), 0);
+  assert_null(iov);
+  assert_int_equal(niov, 0);
+  assert_int_equal(acp_router_recv_framed_ref(r, 0, NULL, prompt, len), 0);
+  assert_int_equal(acp_router_borrowed(r), 1);
+  assert_int_equal(acp_router_want_write(r, 1), 1);
+  assert_true(acp_router_send_iov(r, 1, &iov, &niov) > (acp_ssize)len);
+  assert_int_equal(niov, 3); /* envelope, the text's params, closing */
+  assert_ptr_equal(iov[1].data, strstr(prompt, "{\"t\""));
+  assert_int_equal(acp_router_borrowed(r), 0);
+  assert_int_equal(acp_router_want_write(r, 1), 0);
+  /* A line feed inside a lent line without a framer is still refused. */
+  assert_int_equal(acp_router_recv_framed_ref(r, 0, NULL, "{}\n{}", 5), 0);
+  assert_non_null(strstr(take(r, 0), "Parse error"));
+  assert_int_equal(acp_router_send_iov(r, 9, &iov, &niov),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_router_send_iov(r, 0, NULL, &niov),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_router_send_iov(NULL, 0, &iov, &niov),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_router_recv_framed_ref(NULL, 0, NULL, small, 1),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_router_copy_borrowed(NULL), ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_router_borrowed(NULL), 0);
+  /* Output still borrowed when the link closes is dropped with it; memory
+   * released while borrowed output waits keeps it. */
+  assert_int_equal(acp_router_recv_framed_ref(r, 0, NULL, prompt, len), 0);
+  acp_router_release_memory(r);
+  assert_int_equal(acp_router_borrowed(r), 1);
+  assert_true(acp_router_send_iov(r, 1, &iov, &niov) > (acp_ssize)len);
+  acp_router_release_memory(r);
+  assert_int_equal(acp_router_recv_framed_ref(r, 0, NULL, prompt, len), 0);
+  assert_int_equal(acp_router_link_closed(r, 1, "gone", NULL, 0), 0);
+  assert_int_equal(acp_router_borrowed(r), 0);
+  assert_non_null(strstr(take(r, 0), "gone"));
+  acp_router_free(r);
+  free(prompt);
+}
+
+/* Allocation failure while lending: the span list, the piece array and
+ * the join each fail cleanly (ACP_ERR_NOMEM, nothing leaked). */
+static int scenario_lent(failmem *f) {
+  acp_mem m = {f, fm_malloc, fm_free, fm_calloc, fm_realloc};
+  acp_router *r = NULL;
+  size_t len, i;
+  char *prompt = big_msg("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":"
+                         "\"session/prompt\",\"params\":{\"t\":\"",
+                         "\"}}", 'p', &len);
+  const char *init = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":"
+                     "\"initialize\",\"params\":{}}";
+  int done = 0;
+  int rv;
+
+  if (acp_router_new(&r, 1, NULL, NULL, &m) != 0)
+    goto out;
+  rv = acp_router_recv(r, 0, init, strlen(init));
+  if (rv != 0)
+    goto out;
+  for (i = 0; i < 3; i++) {
+    const acp_rpc_iov *iov;
+    size_t niov;
+    const char *d;
+    acp_ssize n;
+
+    rv = acp_router_recv_framed_ref(r, 0, NULL, prompt, len);
+    if (rv != 0) {
+      assert_int_equal(rv, ACP_ERR_NOMEM);
+      goto out;
+    }
+    if (i == 0)
+      n = acp_router_send_iov(r, 1, &iov, &niov);
+    else if (i == 1)
+      n = (acp_ssize)acp_router_copy_borrowed(r);
+    else
+      n = acp_router_send(r, 1, &d);
+    if (n < 0) {
+      assert_int_equal(n, ACP_ERR_NOMEM);
+      goto out;
+    }
+  }
+  done = 1;
+out:
+  acp_router_free(r);
+  free(prompt);
+  return done;
+}
+
+static void test_router_lent_failmalloc(void **state) {
+  (void)state;
+  failmem_sweep(scenario_lent, 3);
 }
 
 int main(void) {
@@ -2040,6 +2398,9 @@ int main(void) {
       cmocka_unit_test(test_router_failmalloc),
       cmocka_unit_test(test_router_framed_lines_route_as_whole_lines),
       cmocka_unit_test(test_router_framed_null_framer_checks_line_feeds),
+      cmocka_unit_test(test_router_lent_lines_route_as_copied),
+      cmocka_unit_test(test_router_lent_lines_borrow_only_large_untraced),
+      cmocka_unit_test(test_router_lent_failmalloc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
