@@ -2,9 +2,12 @@
 # run-remote.sh - prompt turns over remote ACP, both profiles, in one run:
 #   stdio      acp bench-client -- acp agent --echo            (no network)
 #   ours-ws    acp bench-client --url ws://...  <->  acp serve -- acp agent --echo
-#   ours-ws-handoff   the same against acp serve --handoff -- acp agent
-#              --echo: the agent adopts the WebSocket after the 101 and
-#              serve leaves the data path (two processes per turn)
+#              (acp serve hands the WebSocket to this build's acp agent by
+#              default: the agent adopts it after the 101 and serve leaves
+#              the data path, two processes per turn)
+#   ours-ws-relay   the same against acp serve --no-handoff: serve relays
+#              every byte between the socket and the agent's stdio (what
+#              any other stdio agent gets)
 #   ts-ws      the TS SDK 2.4 pair: bench/turns/ts_client.mjs --url ws://...
 #              (experimental/ws-client) <-> tests/interop/sdk_agent.mjs
 #              --serve --echo (experimental/server + experimental/node + ws)
@@ -72,7 +75,7 @@ start_servers() {
   spid=$!; pids="$pids $spid"
   : >"$tmp/handoff.log"
   # shellcheck disable=SC2086
-  "$acp" serve --listen 127.0.0.1:0 --verbose --handoff ${ACP_SERVE_ARGS:-} -- "$acp" agent --echo 2>"$tmp/handoff.log" &
+  "$acp" serve --listen 127.0.0.1:0 --verbose --no-handoff ${ACP_SERVE_ARGS:-} -- "$acp" agent --echo 2>"$tmp/handoff.log" &
   hpid=$!; pids="$pids $hpid"
   ipid="" iport=""
   if [ -x "$inproc" ]; then
@@ -113,7 +116,7 @@ run_profile() { # ws|http SIZE N_OURS N_TS
   # The agent's CPU is its last reading (as its peak RSS).
   arss=-1 acpu=-1
   while kill -0 "$cpid" 2>/dev/null; do
-    apid=$(sed -n 's/.*agent pid //p' "$tmp/serve.log" | tail -1)
+    apid=$(sed -n 's/.*: agent pid \([0-9]*\)$/\1/p' "$tmp/serve.log" | tail -1)
     v=$(hwm "${apid:-0}")
     [ -n "$v" ] && [ "$v" -gt "$arss" ] 2>/dev/null && arss=$v
     v=$(cpu_us "${apid:-0}")
@@ -126,10 +129,9 @@ run_profile() { # ws|http SIZE N_OURS N_TS
   [ -n "$v" ] && [ "$v" -gt "$acpu" ] 2>/dev/null && acpu=$v
   addrss "$tmp/o.json" "$(hwm "$spid")" "$arss" $((c1 - c0)) "$acpu"
   if [ "$prof" = ws ]; then
-    # Handoff: the same client and agent, serve out of the data path (its
-    # CPU should stay near the upgrade's; the agent does the WebSocket).
+    # The relay: the same client and agent, every byte through serve.
     c0=$(cpu_us "$hpid")
-    "$acp" bench-client --impl "ours-ws-handoff" --payload "$size" --turns "$n_ours" \
+    "$acp" bench-client --impl "ours-ws-relay" --payload "$size" --turns "$n_ours" \
       --url "ws://127.0.0.1:$hport/acp" >"$tmp/h.json" &
     cpid=$!
     arss=-1 acpu=-1
@@ -141,7 +143,7 @@ run_profile() { # ws|http SIZE N_OURS N_TS
       [ -n "$v" ] && [ "$v" -ge 0 ] 2>/dev/null && acpu=$v
       sleep 0.1
     done
-    wait "$cpid" || echo "{\"impl\":\"ours-ws-handoff\",\"payload\":$size,\"failed\":true}" >"$tmp/h.json"
+    wait "$cpid" || echo "{\"impl\":\"ours-ws-relay\",\"payload\":$size,\"failed\":true}" >"$tmp/h.json"
     c1=$(cpu_us "$hpid")
     addrss "$tmp/h.json" "$(hwm "$hpid")" "$arss" $((c1 - c0)) "$acpu"
   fi

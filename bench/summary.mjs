@@ -142,12 +142,13 @@ for (const p of [...new Set(remote.map((t) => t.payload))].sort((a, b) => a - b)
         `floor: our stdio turn (the hop's cost); peer: TS SDK ${prof}-client <-> experimental/server; ` +
         `RSS MiB server ours ${kib(o?.server_peak_rss_kib)} (+agent ${kib(o?.server_agent_peak_rss_kib)}) vs ts ${kib(t?.server_peak_rss_kib)}, ` +
         `client ours ${kib(o?.client_peak_rss_kib)} vs ts ${kib(t?.client_peak_rss_kib)}`);
-    // acp serve --handoff: the agent adopts the WebSocket after the 101.
-    const h = at.find((x) => x.impl === `ours-${prof}-handoff`);
+    // acp serve --no-handoff: every byte relayed through serve (the main
+    // row above is the default: the agent adopts the WebSocket).
+    const h = at.find((x) => x.impl === `ours-${prof}-relay`);
     if (h)
-      row(`remote ${name} turn ${sizeName(p)}, acp serve --handoff`, unit, h[key], s?.[key], t?.[key],
+      row(`remote ${name} turn ${sizeName(p)}, acp serve --no-handoff`, unit, h[key], s?.[key], t?.[key],
         s ? h[key] / s[key] : undefined, t ? h[key] / t[key] : undefined, mib(h.server_peak_rss_kib),
-        `ours: acp serve --handoff -- acp agent --echo (the agent speaks WebSocket, serve off the data path; ` +
+        `ours: acp serve --no-handoff -- acp agent --echo (serve relays every byte, as for any stdio agent; ` +
         `serve CPU ${h.server_cpu_us} us, agent ${h.server_agent_cpu_us} us); peer: the same TS SDK pair`);
     // The same shape as the SDK server: the agent inside the server
     // process (bench/remote_echo_serve), beside the acp serve row above.

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acp/remote.h"
 #include "cli.h"
@@ -20,7 +21,8 @@ static const char serve_usage[] =
     "                 [--max-message BYTES] [--ping-ms MS]\n"
     "                 [--session-grace MS] [--hold-timeout MS]\n"
     "                 [--stall-timeout MS]\n"
-    "                 [--read-spin-us N] [--handoff] [--verbose]\n"
+    "                 [--read-spin-us N] [--handoff | --no-handoff]\n"
+    "                 [--verbose]\n"
     "                 -- AGENT_CMD [ARGS...]\n"
     "\n"
     "Expose a stdio ACP agent at HOST:PORT/acp over both profiles of remote\n"
@@ -116,7 +118,13 @@ static const char serve_usage[] =
     "                       closes it with 1001. With --session-grace a\n"
     "                       dropped connection's agent cancels its turn and\n"
     "                       waits, and a reconnect with its cookie is handed\n"
-    "                       to it\n"
+    "                       to it. On by default when the agent is this\n"
+    "                       build's own `acp agent` (the same file, not\n"
+    "                       another acp in PATH); --handoff turns it on\n"
+    "                       for another agent that takes the socket\n"
+    "                       (acp_remote_handoff_open() of libacp-remote)\n"
+    "  --no-handoff         relay every connection's bytes, even to acp\n"
+    "                       agent\n"
     "  --verbose            a line on stderr per connection (with --tls: its\n"
     "                       handshake, resumed or full, and how the peer\n"
     "                       ended TLS: close_notify or not)\n"
@@ -147,6 +155,50 @@ static int parse_port(const char *v, unsigned long long *out) {
   return 0;
 }
 
+/* PROG as execvp() would find it, into out[PATH_MAX]. */
+static bool find_program(const char *prog, char *out) {
+  const char *dirs = getenv("PATH");
+
+  if (strchr(prog, '/') != NULL)
+    return realpath(prog, out) != NULL;
+  if (dirs == NULL || *dirs == '\0')
+    dirs = "/usr/local/bin:/usr/bin:/bin";
+  while (*dirs != '\0') {
+    const char *end = strchr(dirs, ':');
+    size_t n = end ? (size_t)(end - dirs) : strlen(dirs);
+    char cand[PATH_MAX];
+
+    if (snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, n ? dirs : ".", prog) <
+            (int)sizeof(cand) &&
+        access(cand, X_OK) == 0 && realpath(cand, out) != NULL)
+      return true;
+    dirs += n + (end != NULL);
+  }
+  return false;
+}
+
+/* Whether AGENT... is this build's own `acp agent` (or `acp-remote
+ * agent`, which it execs for a handoff): the agent known to take a handed
+ * WebSocket, so the handoff is on by default for it. By the file it runs,
+ * not the name: another acp in PATH may be another version. Any other
+ * agent is relayed unless --handoff says it takes it. */
+static int agent_takes_handoff(char **agent) {
+  char prog[PATH_MAX], self[PATH_MAX], sibling[PATH_MAX + 8];
+  const char *slash;
+
+  if (agent[0] == NULL || agent[1] == NULL || strcmp(agent[1], "agent") != 0 ||
+      !find_program(agent[0], prog) || realpath(cli_self_path(), self) == NULL)
+    return 0;
+  if (strcmp(prog, self) == 0)
+    return 1;
+  slash = strrchr(self, '/');
+  snprintf(sibling, sizeof(sibling), "%.*s/acp",
+           (int)(slash ? slash - self : 0), self);
+  if (realpath(sibling, self) == NULL)
+    return 0;
+  return strcmp(prog, self) == 0;
+}
+
 int cmd_acp_serve(int argc, char **argv) {
   acp_remote_serve_options o;
   acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
@@ -156,6 +208,7 @@ int cmd_acp_serve(int argc, char **argv) {
   char host[256];
   const char *v;
   int i, ok;
+  int handoff = -1; /* --handoff 1, --no-handoff 0, else by the agent */
   unsigned long long n;
   const char *cert = NULL, *key = NULL, *client_ca = NULL;
   const char *alpn_list = NULL;
@@ -178,7 +231,9 @@ int cmd_acp_serve(int argc, char **argv) {
     } else if (strcmp(argv[i], "--verbose") == 0) {
       o.verbose = 1;
     } else if (strcmp(argv[i], "--handoff") == 0) {
-      o.handoff = 1;
+      handoff = 1;
+    } else if (strcmp(argv[i], "--no-handoff") == 0) {
+      handoff = 0;
     } else if ((v = cli_opt_value(argc, argv, &i, "--listen", &ok)) != NULL) {
       listen = v;
     } else if ((v = cli_opt_value(argc, argv, &i, "--token", &ok)) != NULL) {
@@ -333,6 +388,7 @@ int cmd_acp_serve(int argc, char **argv) {
   si.host = host;
   si.tls = tls != NULL;
   o.version = 4;
+  o.handoff = handoff >= 0 ? handoff : agent_takes_handoff(argv + i);
   /* --verbose: a line per TLS connection, resumed or not, and how its
    * peer ended it (close_notify or a bare end of the socket). */
   so.log_tls = o.verbose;

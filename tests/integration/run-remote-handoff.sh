@@ -16,6 +16,9 @@
 #   - a wrong token is refused (401) before any agent starts
 #   - the connection cap counts handed connections; SIGTERM to serve with
 #     a handed connection open stops its agent and serve exits 0
+#   - no flag: handed when the agent is this build's acp agent (the same
+#     file), relayed for anything else (a shell, a copy of acp, acp
+#     conductor); --no-handoff relays acp agent too
 #   - bad input: ACP_HANDOFF_FD naming no handoff makes acp agent fail
 #     with a message; --help names --handoff
 # Real processes, sockets on 127.0.0.1. No node needed.
@@ -71,9 +74,9 @@ if [ "$out" = "hello over http" ] && [ "$(grep -c "handed to agent pid" "$work/s
 else ko "Streamable HTTP under --handoff" "$out"; fi
 stop_pid "$spid"
 
-# The same measure without --handoff: serve reads every byte (so the check
+# The same measure with --no-handoff: serve reads every byte (so the check
 # above can fail).
-serve "$work/relay.log" -- "$acp" agent --echo
+serve "$work/relay.log" --no-handoff -- "$acp" agent --echo
 r0=$(rchar "$spid")
 bench x 4096 200
 r1=$(rchar "$spid")
@@ -163,6 +166,29 @@ else
   echo "SKIP wss:// under --handoff: no openssl program"
 fi
 
+# ---- the default: handed to this build's acp agent, relayed to others ---------
+# bench-client's turns answered; HANDED says whether serve logged a handoff.
+default_case() {
+  name=$1 handed=$2
+  shift 2
+  serve "$work/default-$name.log" -- "$@"
+  if bench x 64 20; then
+    n=$(grep -c "handed to agent pid" "$work/default-$name.log")
+    if { [ "$handed" = yes ] && [ "$n" -ge 1 ]; } ||
+      { [ "$handed" = no ] && [ "$n" = 0 ]; }; then
+      ok "no flag, agent $name: 20 turns, handed: $handed"
+    else ko "no flag, agent $name: handed: want $handed, saw $n lines" "$(cat "$work/default-$name.log")"; fi
+  else ko "no flag, agent $name: turns" "$(cat "$work/b.json" "$work/b.err")"; fi
+  stop_pid "$spid"
+}
+default_case "this acp" yes "$acp" agent --echo
+# Another program (a shell that runs acp agent) is not known to take the
+# socket, nor is another copy of acp (it may be another version).
+default_case "sh" no sh -c 'exec "$0" agent --echo' "$acp"
+cp "$acp" "$work/acp-copy"
+default_case "a copy of acp" no "$work/acp-copy" agent --echo
+default_case "this acp, other subcommand" no "$acp" conductor agent "$acp agent --echo"
+
 # ---- bad input, help ---------------------------------------------------------
 out=$(echo '{}' | ACP_HANDOFF_FD=0 timeout 10 "$acp" agent 2>&1)
 rc=$?
@@ -172,7 +198,7 @@ out=$(ACP_HANDOFF_FD=x timeout 10 "$acp" agent </dev/null 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q "ACP_HANDOFF_FD"; then ok "acp agent: ACP_HANDOFF_FD=x refused"
 else ko "ACP_HANDOFF_FD=x: status $rc" "$out"; fi
-"$acp" serve --help | grep -q -- "--handoff" && ok "serve --help names --handoff" || ko "--help"
+"$acp" serve --help | grep -q -- "--no-handoff" && ok "serve --help names --handoff and --no-handoff" || ko "--help"
 for l in "$work"/*.log; do
   if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$l"; then
     ko "sanitizer report in $(basename "$l")" "$(grep -A10 -E 'ERROR: |runtime error:' "$l" | head -30)"

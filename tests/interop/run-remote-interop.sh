@@ -103,7 +103,7 @@ for m in delete vanish; do
   out=$(timeout 30 node "$here/http_peer.mjs" $m "$hurl" 2>&1)
   rc=$?
   cid=$(printf '%s' "$out" | sed -n 's/.*"cid":"\([^"]*\)".*/\1/p')
-  apid=$(grep "connection $cid: agent pid" "$work/serve.log" | sed 's/.*agent pid //')
+  apid=$(sed -n "s/.*connection $cid: agent pid \\([0-9]*\\)\$/\\1/p" "$work/serve.log")
   gone=0
   for _ in $(seq 1 100); do
     if [ -n "$apid" ] && ! kill -0 "$apid" 2>/dev/null &&
@@ -210,8 +210,8 @@ before=$(grep -c 'agent pid' "$work/serve.log")
 out=$(timeout 30 node "$here/remote_peer.mjs" vanish "$url" 2>&1)
 rc=$?
 sleep 0.1
-apid=$(grep 'agent pid' "$work/serve.log" | tail -1 | sed 's/.*agent pid //')
-cid=$(grep 'agent pid' "$work/serve.log" | tail -1 | sed 's/.*connection \([^:]*\):.*/\1/')
+apid=$(sed -n 's/.*: agent pid \([0-9]*\)$/\1/p' "$work/serve.log" | tail -1)
+cid=$(grep ': agent pid [0-9]*$' "$work/serve.log" | tail -1 | sed 's/.*connection \([^:]*\):.*/\1/')
 gone=0
 for _ in $(seq 1 100); do
   if ! kill -0 "$apid" 2>/dev/null && grep -q "connection $cid closed" "$work/serve.log"; then
@@ -272,7 +272,7 @@ dies_mid_turn() {
       [ "$(grep -c 'agent pid' "$work/serve2.log")" -gt "$before" ] && break
     sleep 0.05
   done
-  apid=$(grep 'agent pid' "$work/serve2.log" | tail -1 | sed 's/.*agent pid //')
+  apid=$(sed -n 's/.*: agent pid \([0-9]*\)$/\1/p' "$work/serve2.log" | tail -1)
   kill -9 "$apid" 2>/dev/null
   wait "$cpid"
   rc=$?
@@ -315,7 +315,7 @@ else ko "session grace over WebSocket" "$out" "$(cat "$work/serve8.log")"; fi
 # a grace that runs out stops the agent
 start_serve "$work/serve9.log" --session-grace 300 -- "$acp" agent
 out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)
-apid=$(grep 'agent pid' "$work/serve9.log" | tail -1 | sed 's/.*agent pid //')
+apid=$(sed -n 's/.*: agent pid \([0-9]*\)$/\1/p' "$work/serve9.log" | tail -1)
 gone=0
 for _ in $(seq 1 200); do
   if grep -q "nobody came back" "$work/serve9.log" && ! kill -0 "$apid" 2>/dev/null; then gone=1; break; fi
