@@ -347,6 +347,13 @@ ACP_EXTERN acp_ssize acp_agent_recv(acp_agent *agent, const char *data,
 ACP_EXTERN acp_ssize acp_agent_send(acp_agent *agent, const char **data);
 /** The peer closed; see acp_rpc_session_recv_eof(). */
 ACP_EXTERN int acp_agent_recv_eof(acp_agent *agent, uint64_t now_ms);
+/**
+ * The client went away and another may come back to this agent (a parked
+ * remote connection): the agent's calls to it (permission questions, file
+ * and terminal requests...) complete with -32099 "Connection closed"; see
+ * acp_rpc_session_drop_pending().
+ */
+ACP_EXTERN int acp_agent_drop_calls(acp_agent *agent);
 /** Handle call deadlines; see acp_rpc_session_handle_expiry(). */
 ACP_EXTERN int acp_agent_handle_expiry(acp_agent *agent, uint64_t now_ms);
 /**

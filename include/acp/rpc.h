@@ -305,6 +305,19 @@ ACP_EXTERN acp_ssize acp_rpc_session_recv(acp_rpc_session *s, const char *data,
 ACP_EXTERN int acp_rpc_session_recv_eof(acp_rpc_session *s, uint64_t now_ms);
 
 /**
+ * The peer is gone but the session lives on (a transport that reconnects
+ * to another peer, as a resumed remote connection does): every pending
+ * outgoing request completes with a local -32099 "Connection closed" error
+ * response, as at end of input, and an answer that still arrives for one
+ * of them is ignored. Requests sent from those callbacks stay pending.
+ * Reading goes on; a partial line is kept (the caller resets the framing
+ * of a new transport itself). Not from inside a callback.
+ * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_INVALID_STATE (failed, or
+ *         inside a callback), or a fatal code from a response callback.
+ */
+ACP_EXTERN int acp_rpc_session_drop_pending(acp_rpc_session *s);
+
+/**
  * Take all bytes waiting to be transmitted (whole lines). *data points to
  * memory owned by the session, valid until the next call on this session;
  * the bytes count as sent once returned.

@@ -584,6 +584,12 @@ int acp_agent_recv_eof(acp_agent *agent, uint64_t now_ms) {
   return acp_rpc_session_recv_eof(agent->role.rpc, now_ms);
 }
 
+int acp_agent_drop_calls(acp_agent *agent) {
+  if (agent == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp_rpc_session_drop_pending(agent->role.rpc);
+}
+
 int acp_agent_handle_expiry(acp_agent *agent, uint64_t now_ms) {
   if (agent == NULL)
     return ACP_ERR_INVALID_ARGUMENT;

@@ -4144,6 +4144,10 @@ static void on_handoff_park(acp_uv_link *link, int parked, void *ud) {
   for (asession *s = a->sessions; s != NULL; s = s->next)
     if (s->turn != NULL && !s->turn->done)
       on_session_cancel(a->agent, s->id, strlen(s->id), NULL, NULL, a);
+  /* Nobody will answer what we asked the client that went away: a v2 turn
+   * cancelled while it asks permission waits for that answer to end, and
+   * would hold its session (new prompts refused) after the resume. */
+  acp_agent_drop_calls(a->agent);
 }
 
 static void walk_close(uv_handle_t *h, void *arg) {

@@ -1979,6 +1979,29 @@ int acp_rpc_session_recv_eof(acp_rpc_session *s, uint64_t now_ms) {
   return 0;
 }
 
+int acp_rpc_session_drop_pending(acp_rpc_session *s) {
+  int64_t below;
+  uint32_t i;
+
+  if (s == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  if (s->failed || s->in_cb > 0)
+    return ACP_ERR_INVALID_STATE;
+  /* Unlike at end of input, a callback may send new requests (to the peer
+   * that comes back); ids grow, so those are told apart by theirs. */
+  below = s->next_id;
+  for (i = 0; i < s->pend_cap && s->pend_count > 0; i++) {
+    int rv;
+    if (!s->pend[i].used || s->pend[i].id >= below)
+      continue;
+    rv = complete_local(s, pend_find_slot(s, s->pend[i].id),
+                        ACP_RPC_CONNECTION_CLOSED, "Connection closed", true);
+    if (rv != 0)
+      return rv;
+  }
+  return 0;
+}
+
 acp_ssize acp_rpc_session_send(acp_rpc_session *s, const char **data) {
   size_t n;
 

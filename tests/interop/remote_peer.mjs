@@ -34,6 +34,12 @@
 //                      prompt), the cancelled turn's answer must not come,
 //                      and session/load must replay "busy" (the same agent
 //                      process). Retried as `resume` is
+//   resumeask URL [V]  as resumeturn, with protocol version V (default 1),
+//                      but the turn asks permission ("/ask") and the
+//                      connection drops when session/request_permission
+//                      arrives, unanswered: after the reconnect a new
+//                      prompt on the session must be served (the agent
+//                      gave up the question with the connection)
 //   wrongcookie URL    initialize, session/new, drop (no close frame);
 //                      reconnect with a cookie no agent has: session/load
 //                      of the old session must fail (a new agent)
@@ -208,7 +214,7 @@ if (mode === 'big') {
     await new Promise((res) => setTimeout(res, 100));
   }
   done(false, { error: 'not resumed' });
-} else if (mode === 'resumeturn' || mode === 'wrongcookie') {
+} else if (mode === 'resumeturn' || mode === 'wrongcookie' || mode === 'resumeask') {
   const open = (cookie) => new Promise((resolve, reject) => {
     const ws = new WebSocket(url, cookie ? { headers: { Cookie: cookie } } : {});
     const queue = [];
@@ -229,9 +235,11 @@ if (mode === 'big') {
       },
     }));
   });
+  const version = mode === 'resumeask' && arg ? Number(arg) : 1;
+  const hello = { ...init, params: { ...init.params, protocolVersion: version } };
   const c1 = await open(null);
   let cookie = c1.setCookie.map((c) => c.split(';')[0]).join('; ');
-  c1.send(init);
+  c1.send(hello);
   await c1.next((m) => m.id === 1);
   c1.send({ jsonrpc: '2.0', id: 2, method: 'session/new', params: { cwd: process.cwd(), mcpServers: [] } });
   const sessionId = (await c1.next((m) => m.id === 2)).result.sessionId;
@@ -247,19 +255,33 @@ if (mode === 'big') {
     c2.ws.close();
     done(!!r.error, { sessionId, answer: r });
   }
+  const ask = mode === 'resumeask';
   c1.send({ jsonrpc: '2.0', id: 3, method: 'session/prompt',
-    params: { sessionId, prompt: [{ type: 'text', text: 'busy\n/wait' }] } });
-  await c1.next((m) => m.method === 'session/update');
+    params: { sessionId, prompt: [{ type: 'text', text: ask ? 'busy\n/ask go on' : 'busy\n/wait' }] } });
+  await c1.next((m) => (ask ? m.method === 'session/request_permission' : m.method === 'session/update'));
   c1.ws.terminate();
   let last = null;
   for (let attempt = 1; attempt <= 50; attempt++) {
     const c2 = await open(cookie);
-    c2.send(init);
+    c2.send(hello);
     await c2.next((m) => m.id === 1);
     c2.send({ jsonrpc: '2.0', id: 12, method: 'session/prompt',
       params: { sessionId, prompt: [{ type: 'text', text: 'hello again' }] } });
     const p = await c2.next((m) => m.id === 12);
     last = p;
+    if (p.result && ask) {
+      // v1 answers the prompt at the turn's end; v2 at once, and the turn
+      // ends with state_update idle.
+      let stop = p.result.stopReason;
+      if (version >= 2) {
+        const u = await c2.next((m) => m.method === 'session/update' &&
+          m.params.update.sessionUpdate === 'state_update' && m.params.update.state === 'idle');
+        stop = u.params.update.stopReason;
+      }
+      const stale = c2.seen.some((m) => m.id === 3);
+      c2.ws.close();
+      done(!!cookie && stop === 'end_turn' && !stale, { sessionId, attempt, version, stopReason: stop, stale });
+    }
     if (p.result) {
       c2.send({ jsonrpc: '2.0', id: 13, method: 'session/load',
         params: { sessionId, cwd: process.cwd(), mcpServers: [] } });
@@ -291,6 +313,6 @@ if (mode === 'big') {
     { got, code, reason: String(reason) }));
   ws.on('error', (e) => done(false, { error: e.message }));
 } else {
-  process.stderr.write('usage: node remote_peer.mjs big|slowbig|vanish|binary|dead|refused|resume|resumeturn|wrongcookie|goingaway|closecode URL [ARG]\n');
+  process.stderr.write('usage: node remote_peer.mjs big|slowbig|vanish|binary|dead|refused|resume|resumeturn|resumeask|wrongcookie|goingaway|closecode URL [ARG]\n');
   process.exit(2);
 }

@@ -19,7 +19,9 @@
 #     with its cookie to the same agent, whose turn was cancelled (a new
 #     prompt on the old session answers, the old turn's answer never
 #     comes) and session/load replays it; a wrong cookie gets a new agent;
-#     a grace that runs out stops the agent.
+#     a grace that runs out stops the agent; dropped while the agent asks
+#     permission (protocols 1 and 2): the question is given up and the
+#     next prompt on the session is served.
 # Needs ACP_BIN, node; installs the peers if missing (exit 77 without).
 . "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
 need_peers
@@ -102,6 +104,18 @@ if [ $rc -eq 0 ] && [ "$(grep -c "agent pid [0-9]*$" "$work/serve4.log")" -eq $(
 else ko "wrong cookie with --handoff" "$out" "$(tail -8 "$work/serve4.log")"; fi
 SDK_OUT=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario full --url "$url" 2>&1) &&
   ok "--handoff --session-grace: a full SDK turn" || ko "SDK turn with --handoff --session-grace" "$SDK_OUT"
+# A permission question left unanswered by the drop: the agent gives its
+# calls to the client up (acp_agent_drop_calls()), so a v2 turn cancelled
+# while asking ends and the session takes the next prompt (before, it
+# waited for the answer for ever and refused every new prompt).
+start_serve "$work/serve6.log" --handoff --session-grace 5000 -- "$acp" agent --protocol-v2
+for v in 1 2; do
+  out=$(timeout 60 node "$here/remote_peer.mjs" resumeask "ws://127.0.0.1:$port/acp" $v 2>&1)
+  rc=$?
+  if [ $rc -eq 0 ] && echo "$out" | grep -q '"attempt":1,'; then
+    ok "--handoff --session-grace, protocol $v: dropped while the agent asked permission; the next prompt on the session ends end_turn"
+  else ko "resume while asking, protocol $v" "$out" "$(tail -8 "$work/serve6.log")"; fi
+done
 # a grace that runs out stops the agent
 start_serve "$work/serve5.log" --handoff --session-grace 300 -- "$acp" agent
 out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)

@@ -1518,6 +1518,96 @@ static void test_rpc_eof_completes_pending(void **state) {
   acp_rpc_session_free(s);
 }
 
+/* A response callback that asks again (to the peer that comes back). */
+static int on_response_ask_again(acp_rpc_session *s, const acp_rpc_msg *msg,
+                                 void *ud) {
+  rec *r = ud;
+
+  on_response(s, msg, ud);
+  if (r->nresp > 1)
+    return 0;
+  r->reenter_eof = acp_rpc_session_drop_pending(s);
+  /* Enough that some land in table slots the drop has not passed yet. */
+  for (int i = 0; i < 12; i++) {
+    int rv = acp_rpc_session_request(s, "again", 5, NULL, 0, 0, 0, on_response,
+                                     r, NULL);
+    if (rv != 0)
+      return rv;
+  }
+  return 0;
+}
+
+/* A peer gone, the session kept (a resumed remote connection): pending
+ * calls end with a local -32099, their late answers are ignored, the
+ * session reads and calls on, and a call made from a callback stays. */
+static void test_rpc_drop_pending_keeps_the_session(void **state) {
+  rec r = {0};
+  rec r2 = {0};
+  rec r3 = {0};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+
+  (void)state;
+  assert_int_equal(acp_rpc_session_drop_pending(NULL),
+                   ACP_ERR_INVALID_ARGUMENT);
+  assert_int_equal(acp_rpc_session_drop_pending(s), 0); /* none: nothing */
+  assert_int_equal(
+      acp_rpc_session_request(s, "a", 1, NULL, 0, 0, 0, on_response, &r2, NULL),
+      0);
+  assert_int_equal(acp_rpc_session_request(s, "b", 1, NULL, 0, 10, 500,
+                                           on_response, &r2, NULL),
+                   0);
+  assert_int_equal(acp_rpc_session_request(s, "c", 1, NULL, 0, 0, 0,
+                                           on_response_ask_again, &r3, NULL),
+                   0);
+  drain(s);
+  reset_out();
+  feed(s, "{\"jsonrpc\":\"2.0\",");
+  assert_int_equal(acp_rpc_session_drop_pending(s), 0);
+  assert_int_equal(r2.nresp, 2);
+  assert_true(r2.local);
+  assert_int_equal(r2.err_code, ACP_RPC_CONNECTION_CLOSED);
+  assert_string_equal(r2.err_msg, "Connection closed");
+  assert_int_equal(r3.nresp, 1);
+  assert_int_equal(r3.err_code, ACP_RPC_CONNECTION_CLOSED);
+  /* Inside a callback it is refused; the calls made there (ids 3-14)
+   * stay. */
+  assert_int_equal(r3.reenter_eof, ACP_ERR_INVALID_STATE);
+  assert_int_equal(acp_rpc_session_pending(s), 12);
+  assert_int_equal(acp_rpc_session_get_expiry(s), UINT64_MAX);
+  assert_true(acp_rpc_session_want_read(s));
+  /* The rest of the partial line is still read; the late answers to 0-2
+   * are ignored, the answers to 3-14 are delivered. */
+  feed(s, "\"id\":0,\"result\":0}\n"
+          "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":2}\n");
+  assert_int_equal(r.nperr, 0);
+  assert_int_equal(r2.nresp, 2);
+  assert_int_equal(r3.nresp, 1);
+  for (int id = 3; id <= 14; id++) {
+    char line[64];
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":%d}\n", id, id);
+    feed(s, line);
+  }
+  assert_int_equal(r.nperr, 0);
+  assert_int_equal(r3.nresp, 13);
+  assert_int_equal(r3.err_code, 0);
+  assert_string_equal(r3.result, "14");
+  assert_int_equal(acp_rpc_session_pending(s), 0);
+  /* And the session calls on. */
+  drain(s);
+  reset_out();
+  assert_int_equal(
+      acp_rpc_session_request(s, "d", 1, NULL, 0, 0, 0, on_response, &r2, NULL),
+      0);
+  drain(s);
+  assert_string_equal(out,
+                      "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"d\"}\n");
+  feed(s, "{\"jsonrpc\":\"2.0\",\"id\":15,\"result\":15}\n");
+  assert_int_equal(r2.nresp, 3);
+  assert_string_equal(r2.result, "15");
+  acp_rpc_session_free(s);
+}
+
 static void test_rpc_output_and_pending_limits(void **state) {
   rec r = {.mode = MODE_STORE};
   cfg c = {.max_output = 100, .max_pending = 2};
@@ -1838,6 +1928,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_reentrant_calls_rejected),
       cmocka_unit_test(test_rpc_callbacks_may_submit),
       cmocka_unit_test(test_rpc_eof_completes_pending),
+      cmocka_unit_test(test_rpc_drop_pending_keeps_the_session),
       cmocka_unit_test(test_rpc_output_and_pending_limits),
       cmocka_unit_test(test_rpc_invalid_utf8_error_message_rejected),
       cmocka_unit_test(test_rpc_send_raw),
