@@ -9,11 +9,14 @@
  * this and not a session store: docs/decisions.md.
  *
  * With a grace, the relay also watches for prompt turns (the only JSON it
- * looks at): the session/prompt requests the client sends and the agent's
- * answers to them. When the connection drops with turns in flight, the
- * agent is sent session/cancel for their sessions, so it does not go on
- * working for nobody while it waits (without a grace, closing its stdin
- * does that). Only with a grace: the watching costs a parse per prompt.
+ * looks at): the session/prompt requests the client sends, the agent's
+ * answers to them (under ACP v2 the answer comes at once and the turn ends
+ * with a state_update idle) and, while turns run, the agent's requests to
+ * the client. When the connection drops with turns in flight, the agent is
+ * sent session/cancel for their sessions, so it does not go on working for
+ * nobody while it waits (without a grace, closing its stdin does that),
+ * and an error answer (-32099) to each request the client left
+ * unanswered. Only with a grace: the watching costs a parse per prompt.
  */
 #include <errno.h>
 #include <signal.h>
@@ -43,6 +46,7 @@
 typedef struct sturn {
   struct sturn *next;
   size_t id_len, sid_len;
+  bool accepted; /* ACP v2: the prompt was answered, the turn runs on */
   char text[];
 } sturn;
 
@@ -72,6 +76,10 @@ typedef struct sconn {
   bool askip;     /* skip the agent's output up to its next '\n' */
   sturn *turns;
   unsigned nturns;
+  /* The agent's requests to the client during turns (ids, sid_len 0):
+   * answered by serve with an error when the client drops. */
+  sturn *calls;
+  unsigned ncalls;
   char aff[37]; /* affinity value, or empty */
   char id[40];
   /* Handoff (opts->handoff): the control socket to the agent. */
@@ -124,19 +132,78 @@ static uint64_t grace_ms(const serve *sv) {
   return sv->opts->version >= 2 ? sv->opts->session_grace_ms : 0;
 }
 
-static void turns_clear(sconn *sc) {
-  while (sc->turns) {
-    sturn *t = sc->turns;
-    sc->turns = t->next;
+static void list_clear(sconn *sc, sturn **list, unsigned *n) {
+  while (*list) {
+    sturn *t = *list;
+    *list = t->next;
     acp__free(&sc->sv->mem, t);
   }
-  sc->nturns = 0;
+  *n = 0;
+}
+
+static void turns_clear(sconn *sc) {
+  list_clear(sc, &sc->turns, &sc->nturns);
+  list_clear(sc, &sc->calls, &sc->ncalls);
+}
+
+/* Note raw JSON `a` (and `b`) in `list`: text = a then b. */
+static sturn *list_add(sconn *sc, sturn **list, unsigned *n, const char *a,
+                       size_t al, const char *b, size_t bl) {
+  sturn *t = acp__malloc(&sc->sv->mem, sizeof(*t) + al + bl);
+  if (!t)
+    return NULL;
+  t->id_len = al;
+  t->sid_len = bl;
+  t->accepted = false;
+  memcpy(t->text, a, al);
+  if (bl)
+    memcpy(t->text + al, b, bl);
+  t->next = *list;
+  *list = t;
+  (*n)++;
+  return t;
+}
+
+/* Remove the entries of `list` whose id (or, by_sid, sessionId of an
+ * accepted turn) is the raw JSON r[0..rl). */
+static void list_remove(sconn *sc, sturn **list, unsigned *n, const char *r,
+                        size_t rl, bool by_sid) {
+  for (sturn **pp = list; *pp;) {
+    sturn *t = *pp;
+    bool hit =
+        by_sid ? t->accepted && t->sid_len == rl &&
+                     memcmp(t->text + t->id_len, r, rl) == 0
+               : !t->accepted && t->id_len == rl && memcmp(t->text, r, rl) == 0;
+    if (!hit) {
+      pp = &t->next;
+      continue;
+    }
+    *pp = t->next;
+    acp__free(&sc->sv->mem, t);
+    (*n)--;
+    if (!by_sid)
+      return;
+  }
 }
 
 /* One whole line from the client: a session/prompt request is noted. */
 static void track_client_line(sconn *sc, const char *line, size_t len) {
   static const char pat[] = "\"session/prompt\"";
   acp_json_doc *doc = NULL;
+  if (sc->calls && !has_bytes(line, len, "\"method\"", 8)) {
+    /* An answer to one of the agent's calls. */
+    if (acp_json_doc_new(&doc, &sc->sv->mem) != 0)
+      return;
+    if (acp_json_doc_parse(doc, line, len, NULL) == 0) {
+      const acp_json_val *id = acp_json_obj_getz(acp_json_doc_root(doc), "id");
+      size_t il = 0;
+      const char *ir = id ? acp_json_raw(id, &il) : NULL;
+      if (ir)
+        list_remove(sc, &sc->calls, &sc->ncalls, ir, il, false);
+    }
+    acp_json_doc_free(doc);
+    return;
+  }
   if (len < sizeof(pat) - 1 || !has_bytes(line, len, pat, sizeof(pat) - 1) ||
       sc->nturns >= TURNS_MAX || acp_json_doc_new(&doc, &sc->sv->mem) != 0)
     return;
@@ -150,45 +217,56 @@ static void track_client_line(sconn *sc, const char *line, size_t len) {
       acp_json_type_of(sid) == ACP_JSON_STRING) {
     size_t il, sl;
     const char *ir = acp_json_raw(id, &il), *sr = acp_json_raw(sid, &sl);
-    sturn *t = acp__malloc(&sc->sv->mem, sizeof(*t) + il + sl);
-    if (t) {
-      t->id_len = il;
-      t->sid_len = sl;
-      memcpy(t->text, ir, il);
-      memcpy(t->text + il, sr, sl);
-      if (!sc->turns) {
-        /* The agent's output is watched from its next line on. */
-        acp__buf_clear(&sc->aline);
-        sc->askip = !sc->line_start;
-      }
-      t->next = sc->turns;
-      sc->turns = t;
-      sc->nturns++;
+    if (!sc->turns) {
+      /* The agent's output is watched from its next line on. */
+      acp__buf_clear(&sc->aline);
+      sc->askip = !sc->line_start;
     }
+    list_add(sc, &sc->turns, &sc->nturns, ir, il, sr, sl);
   }
   acp_json_doc_free(doc);
 }
 
-/* One whole line from the agent, turns in flight: the answer to a prompt
- * ends its turn. Requests and notifications (they have a "method") are
- * not answers. */
+/* One whole line from the agent, turns in flight. The answer to a prompt
+ * ends its turn, unless it is ACP v2's (no stopReason: the turn runs on
+ * until a state_update says the session is idle). A request (a "method"
+ * and an "id") is a call to the client, noted until the client answers.
+ * Other notifications are skipped unparsed. */
 static void track_agent_line(sconn *sc, const char *line, size_t len) {
   acp_json_doc *doc = NULL;
-  if (has_bytes(line, len, "\"method\"", 8) ||
-      acp_json_doc_new(&doc, &sc->sv->mem) != 0)
+  bool method = has_bytes(line, len, "\"method\"", 8);
+  bool idle = method && has_bytes(line, len, "\"state_update\"", 14);
+  if (method && !idle &&
+      (sc->ncalls >= TURNS_MAX || !has_bytes(line, len, "\"id\"", 4)))
+    return;
+  if (acp_json_doc_new(&doc, &sc->sv->mem) != 0)
     return;
   if (acp_json_doc_parse(doc, line, len, NULL) == 0) {
-    const acp_json_val *id = acp_json_obj_getz(acp_json_doc_root(doc), "id");
+    const acp_json_val *root = acp_json_doc_root(doc);
+    const acp_json_val *id = acp_json_obj_getz(root, "id");
     size_t il = 0;
     const char *ir = id ? acp_json_raw(id, &il) : NULL;
-    for (sturn **pp = &sc->turns; ir && *pp; pp = &(*pp)->next) {
-      sturn *t = *pp;
-      if (t->id_len == il && memcmp(t->text, ir, il) == 0) {
-        *pp = t->next;
-        acp__free(&sc->sv->mem, t);
-        sc->nturns--;
-        break;
-      }
+    if (idle) {
+      const acp_json_val *p = acp_json_obj_getz(root, "params");
+      const acp_json_val *u = acp_json_obj_getz(p, "update");
+      const acp_json_val *sid = acp_json_obj_getz(p, "sessionId");
+      size_t sl = 0;
+      const char *sr = sid ? acp_json_raw(sid, &sl) : NULL;
+      if (sr && acp_json_str_eq(acp_json_obj_getz(u, "state"), "idle", 4))
+        list_remove(sc, &sc->turns, &sc->nturns, sr, sl, true);
+    } else if (method) {
+      if (ir && acp_json_obj_getz(root, "method"))
+        list_add(sc, &sc->calls, &sc->ncalls, ir, il, NULL, 0);
+    } else if (ir) {
+      const acp_json_val *res = acp_json_obj_getz(root, "result");
+      for (sturn *t = sc->turns; t; t = t->next)
+        if (!t->accepted && t->id_len == il && memcmp(t->text, ir, il) == 0) {
+          if (res && !acp_json_obj_getz(res, "stopReason"))
+            t->accepted = true; /* v2: accepted, running */
+          else
+            list_remove(sc, &sc->turns, &sc->nturns, ir, il, false);
+          break;
+        }
     }
   }
   acp_json_doc_free(doc);
@@ -258,6 +336,26 @@ static void cancel_turns(sconn *sc) {
               "acp serve: connection %s: cancelled the turn of session "
               "%.*s\n",
               sc->id, (int)t->sid_len, sid);
+  }
+  /* Nobody will answer what the agent asked the client that went away (a
+   * v2 turn cancelled while it asks permission ends only with an answer):
+   * serve answers for it, as libacp's own agents do themselves
+   * (acp_agent_drop_calls()). */
+  for (sturn *t = sc->calls; t; t = t->next) {
+    static const char pre[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+    static const char post[] =
+        ",\"error\":{\"code\":-32099,\"message\":\"Connection closed\"}}\n";
+    acp__buf_clear(&msg);
+    if (acp__buf_append(&msg, pre, sizeof(pre) - 1) != 0 ||
+        acp__buf_append(&msg, t->text, t->id_len) != 0 ||
+        acp__buf_append(&msg, post, sizeof(post) - 1) != 0 ||
+        acp_uv_link_write(sc->alink, msg.data, msg.len) != 0)
+      break;
+    if (sc->sv->opts->verbose)
+      fprintf(stderr,
+              "acp serve: connection %s: answered the agent's request %.*s "
+              "(-32099, the client is gone)\n",
+              sc->id, (int)t->id_len, t->text);
   }
   acp__buf_dispose(&msg);
   turns_clear(sc);

@@ -20,8 +20,9 @@
 #     prompt on the old session answers, the old turn's answer never
 #     comes) and session/load replays it; a wrong cookie gets a new agent;
 #     a grace that runs out stops the agent; dropped while the agent asks
-#     permission (protocols 1 and 2): the question is given up and the
-#     next prompt on the session is served.
+#     permission (protocols 1 and 2, handed and relayed): the question is
+#     given up and the next prompt on the session is served; the relay's
+#     own resume over WebSocket (--no-handoff).
 # Needs ACP_BIN, node; installs the peers if missing (exit 77 without).
 . "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
 need_peers
@@ -108,14 +109,25 @@ SDK_OUT=$(timeout 60 node "$here/sdk_client.mjs" --dialect acp --scenario full -
 # calls to the client up (acp_agent_drop_calls()), so a v2 turn cancelled
 # while asking ends and the session takes the next prompt (before, it
 # waited for the answer for ever and refused every new prompt).
-start_serve "$work/serve6.log" --handoff --session-grace 5000 -- "$acp" agent --protocol-v2
-for v in 1 2; do
-  out=$(timeout 60 node "$here/remote_peer.mjs" resumeask "ws://127.0.0.1:$port/acp" $v 2>&1)
-  rc=$?
-  if [ $rc -eq 0 ] && echo "$out" | grep -q '"attempt":1,'; then
-    ok "--handoff --session-grace, protocol $v: dropped while the agent asked permission; the next prompt on the session ends end_turn"
-  else ko "resume while asking, protocol $v" "$out" "$(tail -8 "$work/serve6.log")"; fi
+# The relay (--no-handoff) does the same for the agent: it cancels the
+# turn (a v2 one too: answered at once, running until state_update idle)
+# and answers the agent's pending requests itself.
+for flag in --handoff --no-handoff; do
+  start_serve "$work/serve6$flag.log" $flag --session-grace 5000 -- "$acp" agent --protocol-v2
+  for v in 1 2; do
+    out=$(timeout 60 node "$here/remote_peer.mjs" resumeask "ws://127.0.0.1:$port/acp" $v 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && echo "$out" | grep -q '"attempt":1,'; then
+      ok "$flag --session-grace, protocol $v: dropped while the agent asked permission; the next prompt on the session ends end_turn"
+    else ko "$flag: resume while asking, protocol $v" "$out" "$(tail -8 "$work/serve6$flag.log")"; fi
+  done
 done
+# and the relay's own resume over WebSocket (acp agent is handed by default)
+out=$(timeout 60 node "$here/remote_peer.mjs" resumeturn "ws://127.0.0.1:$port/acp" 2>&1)
+if [ $? -eq 0 ] && grep -q "resumes connection" "$work/serve6--no-handoff.log" &&
+   ! grep -q "handed to agent" "$work/serve6--no-handoff.log"; then
+  ok "--no-handoff --session-grace: dropped mid-turn, the relay resumes it"
+else ko "relay resume over WebSocket" "$out" "$(tail -8 "$work/serve6--no-handoff.log")"; fi
 # a grace that runs out stops the agent
 start_serve "$work/serve5.log" --handoff --session-grace 300 -- "$acp" agent
 out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)
