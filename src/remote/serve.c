@@ -302,6 +302,17 @@ static void track_bytes(sconn *sc, acp__buf *acc, bool *skip, const char *d,
   }
 }
 
+/* Write pre + raw + post (one line of serve's own) to the agent. */
+static int agent_line(sconn *sc, acp__buf *msg, const char *pre,
+                      const char *raw, size_t raw_len, const char *post) {
+  acp__buf_clear(msg);
+  if (acp__buf_append(msg, pre, strlen(pre)) != 0 ||
+      acp__buf_append(msg, raw, raw_len) != 0 ||
+      acp__buf_append(msg, post, strlen(post)) != 0)
+    return -1;
+  return acp_uv_link_write(sc->alink, msg->data, msg->len);
+}
+
 /* The connection dropped: cancel the turns in flight, one session/cancel
  * per session. Not when the client's last line reached the agent only in
  * part (whatever is written next would end up inside it). */
@@ -322,14 +333,10 @@ static void cancel_turns(sconn *sc) {
             memcmp(u->text + u->id_len, sid, t->sid_len) == 0;
     if (dup)
       continue;
-    static const char pre[] =
-        "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\",\"params\":"
-        "{\"sessionId\":";
-    acp__buf_clear(&msg);
-    if (acp__buf_append(&msg, pre, sizeof(pre) - 1) != 0 ||
-        acp__buf_append(&msg, sid, t->sid_len) != 0 ||
-        acp__buf_append(&msg, "}}\n", 3) != 0 ||
-        acp_uv_link_write(sc->alink, msg.data, msg.len) != 0)
+    if (agent_line(sc, &msg,
+                   "{\"jsonrpc\":\"2.0\",\"method\":\"session/cancel\","
+                   "\"params\":{\"sessionId\":",
+                   sid, t->sid_len, "}}\n") != 0)
       break;
     if (sc->sv->opts->verbose)
       fprintf(stderr,
@@ -342,14 +349,9 @@ static void cancel_turns(sconn *sc) {
    * serve answers for it, as libacp's own agents do themselves
    * (acp_agent_drop_calls()). */
   for (sturn *t = sc->calls; t; t = t->next) {
-    static const char pre[] = "{\"jsonrpc\":\"2.0\",\"id\":";
-    static const char post[] =
-        ",\"error\":{\"code\":-32099,\"message\":\"Connection closed\"}}\n";
-    acp__buf_clear(&msg);
-    if (acp__buf_append(&msg, pre, sizeof(pre) - 1) != 0 ||
-        acp__buf_append(&msg, t->text, t->id_len) != 0 ||
-        acp__buf_append(&msg, post, sizeof(post) - 1) != 0 ||
-        acp_uv_link_write(sc->alink, msg.data, msg.len) != 0)
+    if (agent_line(sc, &msg, "{\"jsonrpc\":\"2.0\",\"id\":", t->text, t->id_len,
+                   ",\"error\":{\"code\":-32099,\"message\":\"Connection "
+                   "closed\"}}\n") != 0)
       break;
     if (sc->sv->opts->verbose)
       fprintf(stderr,

@@ -1946,8 +1946,25 @@ static int complete_local(acp_rpc_session *s, uint32_t slot, int64_t code,
   return cb_result(s, rv);
 }
 
+/* Complete every pending request with an id below `below` with the local
+ * "Connection closed" error. Entries keep their index in s->pend (only the
+ * hash moves), so one pass sees each; a callback may cancel others (the
+ * used flag says so) or add new ones (ids from `below` on: skipped). */
+static int close_pending(acp_rpc_session *s, int64_t below, bool remember) {
+  for (uint32_t i = 0; i < s->pend_cap && s->pend_count > 0; i++) {
+    int rv;
+    if (!s->pend[i].used || s->pend[i].id >= below)
+      continue;
+    rv = complete_local(s, pend_find_slot(s, s->pend[i].id),
+                        ACP_RPC_CONNECTION_CLOSED, "Connection closed",
+                        remember);
+    if (rv != 0)
+      return rv;
+  }
+  return 0;
+}
+
 int acp_rpc_session_recv_eof(acp_rpc_session *s, uint64_t now_ms) {
-  uint32_t i;
 
   ACP_UNUSED(now_ms);
   if (s == NULL)
@@ -1965,41 +1982,18 @@ int acp_rpc_session_recv_eof(acp_rpc_session *s, uint64_t now_ms) {
         acp_ndjson_finish(&s->framer, &line, &n) != ACP_NDJSON_NEED_MORE)
       report(s, 0, "partial line discarded at end of input");
   }
-  /* No request can be added now (eof is set), so one pass finds them all;
-   * a callback may still cancel others, which the used flag reflects. */
-  for (i = 0; i < s->pend_cap && s->pend_count > 0; i++) {
-    int rv;
-    if (!s->pend[i].used)
-      continue;
-    rv = complete_local(s, pend_find_slot(s, s->pend[i].id),
-                        ACP_RPC_CONNECTION_CLOSED, "Connection closed", false);
-    if (rv != 0)
-      return rv;
-  }
-  return 0;
+  /* No request can be added now (eof is set), so one pass finds them all. */
+  return close_pending(s, INT64_MAX, false);
 }
 
 int acp_rpc_session_drop_pending(acp_rpc_session *s) {
-  int64_t below;
-  uint32_t i;
-
   if (s == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   if (s->failed || s->in_cb > 0)
     return ACP_ERR_INVALID_STATE;
   /* Unlike at end of input, a callback may send new requests (to the peer
    * that comes back); ids grow, so those are told apart by theirs. */
-  below = s->next_id;
-  for (i = 0; i < s->pend_cap && s->pend_count > 0; i++) {
-    int rv;
-    if (!s->pend[i].used || s->pend[i].id >= below)
-      continue;
-    rv = complete_local(s, pend_find_slot(s, s->pend[i].id),
-                        ACP_RPC_CONNECTION_CLOSED, "Connection closed", true);
-    if (rv != 0)
-      return rv;
-  }
-  return 0;
+  return close_pending(s, s->next_id, true);
 }
 
 acp_ssize acp_rpc_session_send(acp_rpc_session *s, const char **data) {
