@@ -7,6 +7,7 @@
 
 #include "acp/types_v2.h"
 #include "codec_int.h"
+#include "json/json_int.h"
 #include "role_int.h"
 
 /* MARK: - Required members per method (from the v1 schemas) */
@@ -325,10 +326,11 @@ static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
   /* Typed roles index requests by session; the proxy only routes. The
    * session id goes into the request's own block. */
   if (r->side != 0) {
-    const acp_json_val *sid = ACP__OBJ_GETL(msg->params, "sessionId");
+    /* Inline (json_int.h): every request of a typed role comes here. */
+    const acp_json_val *sid = ACP__OBJ_GETI(msg->params, "sessionId");
 
     if (acp_json_type_of(sid) == ACP_JSON_STRING) {
-      rv = acp_json_doc_str(msg->doc, sid, &sid_p, &sid_n);
+      rv = acp__json_doc_str_inl(msg->doc, sid, &sid_p, &sid_n);
       if (rv != 0)
         return rv;
     }
@@ -638,6 +640,14 @@ int acp__role_notify_parts(acp__role *r, const char *method,
   if (method == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   return acp__rpc_notify_parts(r->rpc, method, strlen(method), parts, nparts);
+}
+
+int acp__role_notify_parts_n(acp__role *r, const char *method,
+                             size_t method_len, const acp__rpc_part *parts,
+                             size_t nparts) {
+  if (method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__rpc_notify_parts(r->rpc, method, method_len, parts, nparts);
 }
 
 int acp__role_cancel_call(acp__role *r, int64_t id) {

@@ -166,6 +166,10 @@ int acp__role_call_parts(acp__role *r, const char *method,
                          const acp__call *tmpl, int64_t *id_out);
 int acp__role_notify_parts(acp__role *r, const char *method,
                            const acp__rpc_part *parts, size_t nparts);
+/* The same with the method's length known (a literal: no strlen). */
+int acp__role_notify_parts_n(acp__role *r, const char *method,
+                             size_t method_len, const acp__rpc_part *parts,
+                             size_t nparts);
 int acp__role_cancel_call(acp__role *r, int64_t id);
 
 /* Scratch writer, reset, with an object opened. */

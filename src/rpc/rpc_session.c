@@ -343,25 +343,42 @@ static const char digit_pairs[201] =
     "7475767778798081828384858687888990919293949596979899";
 
 static int put_i64(acp__buf *b, int64_t v) {
-  char tmp[24];
-  size_t i = sizeof(tmp);
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  uint64_t t = u;
+  size_t nd = 1;
+  char *d;
+  int rv;
 
+  /* The digits are counted first and written straight into the buffer,
+   * from the last pair back: no copy from a scratch array (a memcpy call
+   * of a few bytes for every id). */
+  while (t >= 100) {
+    t /= 100;
+    nd += 2;
+  }
+  if (t >= 10)
+    nd++;
+  rv = acp__buf_reserve(b, nd + 1);
+  if (rv != 0)
+    return rv;
+  d = b->data + b->len;
+  if (v < 0)
+    *d++ = '-';
+  b->len += nd + (v < 0);
+  d += nd;
   while (u >= 100) {
     unsigned r = (unsigned)(u % 100);
     u /= 100;
-    i -= 2;
-    memcpy(tmp + i, digit_pairs + 2 * r, 2);
+    d -= 2;
+    memcpy(d, digit_pairs + 2 * r, 2);
   }
   if (u >= 10) {
-    i -= 2;
-    memcpy(tmp + i, digit_pairs + 2 * u, 2);
+    d -= 2;
+    memcpy(d, digit_pairs + 2 * u, 2);
   } else {
-    tmp[--i] = (char)('0' + u);
+    *--d = (char)('0' + u);
   }
-  if (v < 0)
-    tmp[--i] = '-';
-  return acp__buf_append(b, tmp + i, sizeof(tmp) - i);
+  return 0;
 }
 
 /*
