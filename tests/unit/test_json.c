@@ -217,6 +217,7 @@ static void test_json_inline_lookups_match_general(void **state) {
       {"a", "a"},
       {"ab", "ab"},
       {"abc", "abc"},
+      {"axc", "axc"},
       {"type", "type"},
       {"typf", "typf"},
       {"text", "text"},
