@@ -1281,9 +1281,9 @@ static int send_chunk_n(acp_agent *a, const char *session_id, const char *kind,
       parts[5].n = raw_len;
       parts[5].str = false;
     }
-    return acp__role_notify_parts_n(&a->role, "session/update",
-                                    sizeof("session/update") - 1, parts,
-                                    sizeof(parts) / sizeof(parts[0]));
+    return acp__role_notify_parts_n(&a->role,
+                                    ACP__ROLE_METHOD_LIT("session/update"),
+                                    parts, sizeof(parts) / sizeof(parts[0]));
   }
   w = update_begin(a, session_id, kind);
   if (a->role.version == ACP_PROTOCOL_V2) {

@@ -1050,8 +1050,9 @@ static int prompt_text(acp_client *client, const char *session_id,
   tmpl.kind = CALL_PLAIN;
   tmpl.cb.client = cb;
   tmpl.cb_user_data = cb_user_data;
-  return acp__role_call_parts(&client->role, "session/prompt", parts,
-                              sizeof(parts) / sizeof(parts[0]), &tmpl, id_out);
+  return acp__role_call_parts_n(
+      &client->role, ACP__ROLE_METHOD_LIT("session/prompt"), parts,
+      sizeof(parts) / sizeof(parts[0]), &tmpl, id_out);
 }
 
 int acp_client_prompt_text(acp_client *client, const char *session_id,

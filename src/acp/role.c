@@ -596,6 +596,15 @@ int acp__role_call_into(acp__role *r, const char *method, size_t method_len,
 int acp__role_call_parts(acp__role *r, const char *method,
                          const acp__rpc_part *parts, size_t nparts,
                          const acp__call *tmpl, int64_t *id_out) {
+  if (method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_call_parts_n(r, method, strlen(method), parts, nparts, tmpl,
+                                id_out);
+}
+
+int acp__role_call_parts_n(acp__role *r, const char *method, size_t method_len,
+                           const acp__rpc_part *parts, size_t nparts,
+                           const acp__call *tmpl, int64_t *id_out) {
   acp__call *c;
   int rv;
 
@@ -616,7 +625,7 @@ int acp__role_call_parts(acp__role *r, const char *method,
     c->cb_user_data = tmpl->cb_user_data;
   }
   c->owned = true;
-  rv = call_send(r, method, strlen(method), parts, nparts, c, id_out);
+  rv = call_send(r, method, method_len, parts, nparts, c, id_out);
   if (rv != 0)
     call_release(r, c);
   return rv;
