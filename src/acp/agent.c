@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 
+#include "json/json_int.h"
 #include "role_int.h"
 
 #include "acp/version.h"

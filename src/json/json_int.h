@@ -8,6 +8,12 @@
 #include "acp/json.h"
 #include "internal.h"
 
+/* Inside the library a value's type is read inline: the handlers test
+ * types a dozen times a message, each a call of a few instructions.
+ * json_read.c, which defines the public function, undefines the macro. */
+static inline acp_json_type acp__json_type_of(const acp_json_val *v);
+#define acp_json_type_of(v) acp__json_type_of(v)
+
 /* Flags of a tape record. */
 #define ACP__JF_ESC 0x01u  /* string: contains at least one backslash */
 #define ACP__JF_INT 0x02u  /* number: no fraction and no exponent */
@@ -188,6 +194,10 @@ static inline void acp__json_doc_set_plain(acp_json_doc *doc, const char *lo,
                                            const char *hi) {
   doc->plain_lo = lo;
   doc->plain_hi = hi;
+}
+
+static inline acp_json_type acp__json_type_of(const acp_json_val *v) {
+  return v ? (acp_json_type)v->type : ACP_JSON_NONE;
 }
 
 /*

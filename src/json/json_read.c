@@ -9,6 +9,10 @@
 
 #include "json_int.h"
 
+/* The public function is defined here (json_int.h maps the name to its
+ * inline twin everywhere else in the library). */
+#undef acp_json_type_of
+
 #if defined(__GNUC__) || defined(__clang__)
 #define ACP__ALWAYS_INLINE inline __attribute__((always_inline))
 #define ACP__LIKELY(x) __builtin_expect(!!(x), 1)
