@@ -13,6 +13,11 @@
  * json_read.c, which defines the public function, undefines the macro. */
 static inline acp_json_type acp__json_type_of(const acp_json_val *v);
 #define acp_json_type_of(v) acp__json_type_of(v)
+/* The same for a value's raw text and a document's root. */
+static inline const char *acp__json_raw(const acp_json_val *v, size_t *len);
+#define acp_json_raw(v, len) acp__json_raw((v), (len))
+static inline const acp_json_val *acp__json_doc_root(const acp_json_doc *doc);
+#define acp_json_doc_root(doc) acp__json_doc_root(doc)
 
 /* Flags of a tape record. */
 #define ACP__JF_ESC 0x01u  /* string: contains at least one backslash */
@@ -198,6 +203,23 @@ static inline void acp__json_doc_set_plain(acp_json_doc *doc, const char *lo,
 
 static inline acp_json_type acp__json_type_of(const acp_json_val *v) {
   return v ? (acp_json_type)v->type : ACP_JSON_NONE;
+}
+
+static inline const char *acp__json_raw(const acp_json_val *v, size_t *len) {
+  if (v == NULL) {
+    if (len)
+      *len = 0;
+    return NULL;
+  }
+  if (len)
+    *len = v->len;
+  return v->raw;
+}
+
+static inline const acp_json_val *acp__json_doc_root(const acp_json_doc *doc) {
+  if (doc == NULL || !doc->has_root)
+    return NULL;
+  return &doc->tape[0];
 }
 
 /*

@@ -12,6 +12,8 @@
 /* The public function is defined here (json_int.h maps the name to its
  * inline twin everywhere else in the library). */
 #undef acp_json_type_of
+#undef acp_json_raw
+#undef acp_json_doc_root
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ACP__ALWAYS_INLINE inline __attribute__((always_inline))
