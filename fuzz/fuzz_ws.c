@@ -70,10 +70,10 @@ static int run_body(const acp__http_head *h, const uint8_t *d, size_t n,
   acp__http_body b;
   uint8_t held[256];
   size_t have = 0, off = 0;
+  *hash = 0; /* compared by the caller even when the head is refused */
+  *total = 0;
   if (acp__http_body_init(&b, h) != 0)
     return -1;
-  *hash = 0;
-  *total = 0;
   while (off < n && !b.done) {
     size_t k = n - off < piece ? n - off : piece;
     if (have + k > sizeof(held))
