@@ -17,6 +17,12 @@
  * nobody while it waits (without a grace, closing its stdin does that),
  * and an error answer (-32099) to each request the client left
  * unanswered. Only with a grace: the watching costs a parse per prompt.
+ * What the agent writes later for those turns (the cancelled prompt's
+ * answer, its session's updates until then) is dropped, also once a
+ * client is back: the new connection never sent those ids. A new request
+ * with the id of such a prompt still unanswered waits until the agent
+ * answered the old one (docs/decisions.md, "The relay never delivers a
+ * cancelled turn's late answer").
  */
 #include <errno.h>
 #include <signal.h>
