@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 
+#include "json/json_int.h"
 #include "role_int.h"
 
 #include "acp/version.h"
@@ -1081,15 +1082,20 @@ int acp_agent_send_auth_status_update(acp_agent *agent, const char *state,
 
 /* MARK: - session/update senders */
 
-static int update_check(acp_agent *a, const char *session_id) {
-  agent_sess *s;
+/* update_check() with the id's length known (the chunk sender measures it
+ * once for the check and for the message). */
+static int update_check_n(acp_agent *a, const char *session_id, size_t len) {
+  agent_sess *s = sess_find(a, session_id, len);
 
-  if (a == NULL || session_id == NULL)
-    return ACP_ERR_INVALID_ARGUMENT;
-  s = sess_find(a, session_id, strlen(session_id));
   if (s != NULL && s->blocked)
     return ACP_ERR_INVALID_STATE;
   return 0;
+}
+
+static int update_check(acp_agent *a, const char *session_id) {
+  if (a == NULL || session_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return update_check_n(a, session_id, strlen(session_id));
 }
 
 /*
@@ -1236,13 +1242,20 @@ int acp_agent_send_update_raw(acp_agent *agent, const char *session_id,
 /* One text chunk. The text is either `text` (escaped here) or `val`, a
  * parsed string whose raw text passes as it is (acp_json_str_passthrough()
  * was checked by the caller): then the bytes are copied once, unscanned. */
-static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
-                      const char *text, size_t text_len,
-                      const acp_json_val *val, const char *extra,
-                      size_t extra_len) {
+static int send_chunk_n(acp_agent *a, const char *session_id, const char *kind,
+                        size_t kind_len, const char *text, size_t text_len,
+                        const acp_json_val *val, const char *extra,
+                        size_t extra_len) {
   acp_json_writer *w;
-  int rv = update_check(a, session_id);
+  size_t sid_len;
+  int rv;
 
+  if (a == NULL || session_id == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  /* Measured once: for the check and for the message (a strlen each was
+   * two calls a turn). */
+  sid_len = strlen(session_id);
+  rv = update_check_n(a, session_id, sid_len);
   if (rv != 0)
     return rv;
   if (text == NULL && text_len != 0)
@@ -1255,11 +1268,11 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
     const char *raw = val ? acp_json_raw(val, &raw_len) : NULL;
     acp__rpc_part parts[] = {
         ACP__PART_LIT("{\"sessionId\":"),
-        ACP__PART_STR(session_id, strlen(session_id)),
+        ACP__PART_STR(session_id, sid_len),
         /* kind is one of this file's names (plain ASCII): raw, not
          * scanned for escapes on every chunk. */
         ACP__PART_LIT(",\"update\":{\"sessionUpdate\":\""),
-        {kind, strlen(kind), false, false},
+        {kind, kind_len, false, false},
         ACP__PART_LIT("\",\"content\":{\"type\":\"text\",\"text\":"),
         ACP__PART_STR(text ? text : "", text_len),
         ACP__PART_LIT("}}}"),
@@ -1269,13 +1282,14 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
       parts[5].n = raw_len;
       parts[5].str = false;
     }
-    return acp__role_notify_parts(&a->role, "session/update", parts,
-                                  sizeof(parts) / sizeof(parts[0]));
+    return acp__role_notify_parts_n(&a->role,
+                                    ACP__ROLE_METHOD_LIT("session/update"),
+                                    parts, sizeof(parts) / sizeof(parts[0]));
   }
   w = update_begin(a, session_id, kind);
   if (a->role.version == ACP_PROTOCOL_V2) {
     /* v2 chunks belong to a message: the turn's reply. */
-    agent_sess *s = sess_find(a, session_id, strlen(session_id));
+    agent_sess *s = sess_find(a, session_id, sid_len);
 
     acp__w_str(w, "messageId", v2_message_id(s, kind));
   }
@@ -1290,6 +1304,10 @@ static int send_chunk(acp_agent *a, const char *session_id, const char *kind,
   acp_json_write_obj_end(w);
   return update_end(a, extra, extra_len);
 }
+
+/* send_chunk_n() with a literal kind: its length at compile time. */
+#define send_chunk(a, sid, kind, ...)                                          \
+  send_chunk_n((a), (sid), "" kind "", sizeof(kind) - 1, __VA_ARGS__)
 
 int acp_agent_send_message_chunk(acp_agent *agent, const char *session_id,
                                  const char *text, size_t text_len,

@@ -4,6 +4,7 @@
  * and one call helper per agent method.
  */
 #include "acp/types_v2.h"
+#include "json/json_int.h"
 #include "role_int.h"
 
 #include "acp/version.h"
@@ -34,34 +35,42 @@ struct acp_client {
 
 /* MARK: - Update kinds */
 
-static const char *const update_names[] = {
-    NULL,
-    "user_message_chunk",
-    "agent_message_chunk",
-    "agent_thought_chunk",
-    "tool_call",
-    "tool_call_update",
-    "plan",
-    "available_commands_update",
-    "current_mode_update",
-    "config_option_update",
-    "session_info_update",
-    "usage_update",
-    "plan_update",
-    "plan_removed",
-    "notice",
-    "compaction_update",
-    "compaction_summary_chunk",
-    "subagent_update",
-    "session_message",
-    "session_message_chunk",
+/* Each name with its length: the lookup compares lengths before bytes
+ * and measures nothing per update. */
+#define UPDATE_NAME(s)                                                         \
+  { s, sizeof(s) - 1 }
+static const struct {
+  const char *name;
+  size_t len;
+} update_names[] = {
+    {NULL, 0},
+    UPDATE_NAME("user_message_chunk"),
+    UPDATE_NAME("agent_message_chunk"),
+    UPDATE_NAME("agent_thought_chunk"),
+    UPDATE_NAME("tool_call"),
+    UPDATE_NAME("tool_call_update"),
+    UPDATE_NAME("plan"),
+    UPDATE_NAME("available_commands_update"),
+    UPDATE_NAME("current_mode_update"),
+    UPDATE_NAME("config_option_update"),
+    UPDATE_NAME("session_info_update"),
+    UPDATE_NAME("usage_update"),
+    UPDATE_NAME("plan_update"),
+    UPDATE_NAME("plan_removed"),
+    UPDATE_NAME("notice"),
+    UPDATE_NAME("compaction_update"),
+    UPDATE_NAME("compaction_summary_chunk"),
+    UPDATE_NAME("subagent_update"),
+    UPDATE_NAME("session_message"),
+    UPDATE_NAME("session_message_chunk"),
 };
+#undef UPDATE_NAME
 
 const char *acp_update_kind_name(acp_update_kind kind) {
   if ((int)kind <= 0 ||
       (size_t)kind >= sizeof(update_names) / sizeof(update_names[0]))
     return NULL;
-  return update_names[kind];
+  return update_names[kind].name;
 }
 
 acp_update_kind acp_update_kind_from_name(const char *name, size_t len) {
@@ -70,8 +79,8 @@ acp_update_kind acp_update_kind_from_name(const char *name, size_t len) {
   if (name == NULL)
     return ACP_UPDATE_UNKNOWN;
   for (i = 1; i < sizeof(update_names) / sizeof(update_names[0]); i++)
-    if (strlen(update_names[i]) == len &&
-        memcmp(update_names[i], name, len) == 0)
+    if (update_names[i].len == len &&
+        memcmp(update_names[i].name, name, len) == 0)
       return (acp_update_kind)i;
   return ACP_UPDATE_UNKNOWN;
 }
@@ -167,33 +176,38 @@ static int client_on_request(acp__role *r, acp__req *req,
 
 static int client_on_session_update(acp_client *c, const acp_rpc_msg *msg) {
   acp_client_update u;
+  const acp_json_val *sid;
   const acp_json_val *content;
   const acp_json_val *kind;
   int rv;
 
   memset(&u, 0, sizeof(u));
   u.msg = msg;
-  u.update = ACP__OBJ_GETL(msg->params, "update");
-  rv = acp_json_doc_str(msg->doc, ACP__OBJ_GETL(msg->params, "sessionId"),
-                        &u.session_id, &u.session_id_len);
+  /* Every streamed chunk comes this way: lookups and strings inline
+   * (json_int.h), each the general function's answer. */
+  u.update = ACP__OBJ_GETI(msg->params, "update");
+  sid = ACP__OBJ_GETI(msg->params, "sessionId");
+  rv = acp__json_doc_str_inl(msg->doc, sid, &u.session_id, &u.session_id_len);
   if (rv != 0)
     return rv;
-  kind = ACP__OBJ_GETL(u.update, "sessionUpdate");
+  kind = ACP__OBJ_GETI(u.update, "sessionUpdate");
+  content = ACP__OBJ_GETI(u.update, "content");
   if (acp_json_type_of(kind) == ACP_JSON_STRING) {
-    rv = acp_json_doc_str(msg->doc, kind, &u.kind_name, &u.kind_name_len);
+    rv = acp__json_doc_str_inl(msg->doc, kind, &u.kind_name, &u.kind_name_len);
     if (rv != 0)
       return rv;
     u.kind = acp_update_kind_from_name(u.kind_name, u.kind_name_len);
   }
-  content = ACP__OBJ_GETL(u.update, "content");
-  if ((u.kind == ACP_UPDATE_USER_MESSAGE_CHUNK ||
-       u.kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK ||
-       u.kind == ACP_UPDATE_AGENT_THOUGHT_CHUNK) &&
-      ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(content, "type"), "text")) {
-    const acp_json_val *t = ACP__OBJ_GETL(content, "text");
+  if (u.kind == ACP_UPDATE_USER_MESSAGE_CHUNK ||
+      u.kind == ACP_UPDATE_AGENT_MESSAGE_CHUNK ||
+      u.kind == ACP_UPDATE_AGENT_THOUGHT_CHUNK) {
+    const acp_json_val *type = ACP__OBJ_GETI(content, "type");
+    const acp_json_val *t;
 
-    if (acp_json_type_of(t) == ACP_JSON_STRING) {
-      rv = acp_json_doc_str(msg->doc, t, &u.text, &u.text_len);
+    if (ACP__STR_EQI(type, "text") &&
+        (t = ACP__OBJ_GETI(content, "text")) != NULL &&
+        acp_json_type_of(t) == ACP_JSON_STRING) {
+      rv = acp__json_doc_str_inl(msg->doc, t, &u.text, &u.text_len);
       if (rv != 0)
         return rv;
     }
@@ -1036,8 +1050,9 @@ static int prompt_text(acp_client *client, const char *session_id,
   tmpl.kind = CALL_PLAIN;
   tmpl.cb.client = cb;
   tmpl.cb_user_data = cb_user_data;
-  return acp__role_call_parts(&client->role, "session/prompt", parts,
-                              sizeof(parts) / sizeof(parts[0]), &tmpl, id_out);
+  return acp__role_call_parts_n(
+      &client->role, ACP__ROLE_METHOD_LIT("session/prompt"), parts,
+      sizeof(parts) / sizeof(parts[0]), &tmpl, id_out);
 }
 
 int acp_client_prompt_text(acp_client *client, const char *session_id,

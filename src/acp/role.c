@@ -7,6 +7,7 @@
 
 #include "acp/types_v2.h"
 #include "codec_int.h"
+#include "json/json_int.h"
 #include "role_int.h"
 
 /* MARK: - Required members per method (from the v1 schemas) */
@@ -45,7 +46,9 @@ static int check_params(int version, acp_method_id id,
       snprintf(msg, msgcap, "%s: missing (no params)", path);
       return -1;
     }
-    v = acp_json_obj_get(params, name, (size_t)(end - name));
+    /* Inline (json_int.h): the general lookup's answer, without a call
+     * per required member of every message. */
+    v = acp__json_obj_get_inl(params, name, (size_t)(end - name));
     switch (t) {
     case 's':
       want = acp_json_type_of(v) == ACP_JSON_STRING ? NULL : "a string";
@@ -325,10 +328,11 @@ static int rpc_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
   /* Typed roles index requests by session; the proxy only routes. The
    * session id goes into the request's own block. */
   if (r->side != 0) {
-    const acp_json_val *sid = ACP__OBJ_GETL(msg->params, "sessionId");
+    /* Inline (json_int.h): every request of a typed role comes here. */
+    const acp_json_val *sid = ACP__OBJ_GETI(msg->params, "sessionId");
 
     if (acp_json_type_of(sid) == ACP_JSON_STRING) {
-      rv = acp_json_doc_str(msg->doc, sid, &sid_p, &sid_n);
+      rv = acp__json_doc_str_inl(msg->doc, sid, &sid_p, &sid_n);
       if (rv != 0)
         return rv;
     }
@@ -594,6 +598,15 @@ int acp__role_call_into(acp__role *r, const char *method, size_t method_len,
 int acp__role_call_parts(acp__role *r, const char *method,
                          const acp__rpc_part *parts, size_t nparts,
                          const acp__call *tmpl, int64_t *id_out) {
+  if (method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__role_call_parts_n(r, method, strlen(method), parts, nparts, tmpl,
+                                id_out);
+}
+
+int acp__role_call_parts_n(acp__role *r, const char *method, size_t method_len,
+                           const acp__rpc_part *parts, size_t nparts,
+                           const acp__call *tmpl, int64_t *id_out) {
   acp__call *c;
   int rv;
 
@@ -614,7 +627,7 @@ int acp__role_call_parts(acp__role *r, const char *method,
     c->cb_user_data = tmpl->cb_user_data;
   }
   c->owned = true;
-  rv = call_send(r, method, strlen(method), parts, nparts, c, id_out);
+  rv = call_send(r, method, method_len, parts, nparts, c, id_out);
   if (rv != 0)
     call_release(r, c);
   return rv;
@@ -638,6 +651,14 @@ int acp__role_notify_parts(acp__role *r, const char *method,
   if (method == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
   return acp__rpc_notify_parts(r->rpc, method, strlen(method), parts, nparts);
+}
+
+int acp__role_notify_parts_n(acp__role *r, const char *method,
+                             size_t method_len, const acp__rpc_part *parts,
+                             size_t nparts) {
+  if (method == NULL)
+    return ACP_ERR_INVALID_ARGUMENT;
+  return acp__rpc_notify_parts(r->rpc, method, method_len, parts, nparts);
 }
 
 int acp__role_cancel_call(acp__role *r, int64_t id) {

@@ -166,6 +166,19 @@ int acp__role_call_parts(acp__role *r, const char *method,
                          const acp__call *tmpl, int64_t *id_out);
 int acp__role_notify_parts(acp__role *r, const char *method,
                            const acp__rpc_part *parts, size_t nparts);
+/* The same with the method's length known (a literal: no strlen). */
+int acp__role_notify_parts_n(acp__role *r, const char *method,
+                             size_t method_len, const acp__rpc_part *parts,
+                             size_t nparts);
+/* acp__role_call_parts() with the method's length known. Either _n
+ * function takes a literal of the library's own marked as needing no
+ * escapes (ACP__RPC_METHOD_LIT, rpc_int.h) via ACP__ROLE_METHOD_LIT. */
+int acp__role_call_parts_n(acp__role *r, const char *method, size_t method_len,
+                           const acp__rpc_part *parts, size_t nparts,
+                           const acp__call *tmpl, int64_t *id_out);
+/* A literal method name and its marked length. */
+#define ACP__ROLE_METHOD_LIT(lit)                                              \
+  "" lit "", (sizeof(lit) - 1) | ACP__RPC_METHOD_LIT
 int acp__role_cancel_call(acp__role *r, int64_t id);
 
 /* Scratch writer, reset, with an object opened. */

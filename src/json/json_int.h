@@ -8,6 +8,17 @@
 #include "acp/json.h"
 #include "internal.h"
 
+/* Inside the library a value's type is read inline: the handlers test
+ * types a dozen times a message, each a call of a few instructions.
+ * json_read.c, which defines the public function, undefines the macro. */
+static inline acp_json_type acp__json_type_of(const acp_json_val *v);
+#define acp_json_type_of(v) acp__json_type_of(v)
+/* The same for a value's raw text and a document's root. */
+static inline const char *acp__json_raw(const acp_json_val *v, size_t *len);
+#define acp_json_raw(v, len) acp__json_raw((v), (len))
+static inline const acp_json_val *acp__json_doc_root(const acp_json_doc *doc);
+#define acp_json_doc_root(doc) acp__json_doc_root(doc)
+
 /* Flags of a tape record. */
 #define ACP__JF_ESC 0x01u  /* string: contains at least one backslash */
 #define ACP__JF_INT 0x02u  /* number: no fraction and no exponent */
@@ -188,6 +199,116 @@ static inline void acp__json_doc_set_plain(acp_json_doc *doc, const char *lo,
                                            const char *hi) {
   doc->plain_lo = lo;
   doc->plain_hi = hi;
+}
+
+static inline acp_json_type acp__json_type_of(const acp_json_val *v) {
+  return v ? (acp_json_type)v->type : ACP_JSON_NONE;
+}
+
+static inline const char *acp__json_raw(const acp_json_val *v, size_t *len) {
+  if (v == NULL) {
+    if (len)
+      *len = 0;
+    return NULL;
+  }
+  if (len)
+    *len = v->len;
+  return v->raw;
+}
+
+static inline const acp_json_val *acp__json_doc_root(const acp_json_doc *doc) {
+  if (doc == NULL || !doc->has_root)
+    return NULL;
+  return &doc->tape[0];
+}
+
+/*
+ * acp_json_obj_get() with a literal key, inline at the call site (hot
+ * handlers only: a message's envelope and params). The key's length is a
+ * constant there, so the compare of each key is a length test and one or
+ * two loads a side, and the call, its checks and the register saves of the
+ * general function go away. The answer is the general one's: the first
+ * member of that name; a key with escapes anywhere before the match, or a
+ * name over 16 bytes, hands the whole lookup to acp_json_obj_get().
+ */
+#if defined(__GNUC__)
+#define ACP__JSON_INLINE static inline __attribute__((always_inline))
+#else
+#define ACP__JSON_INLINE static inline
+#endif
+
+ACP__JSON_INLINE int acp__json_key_eq16(const char *a, const char *b,
+                                        size_t n) {
+  uint64_t x0, y0, x1, y1;
+  uint32_t u0, v0, u1, v1;
+
+  /* Two overlapping loads a side, never outside a[0..n) or b[0..n). */
+  if (n >= 8) {
+    memcpy(&x0, a, 8);
+    memcpy(&y0, b, 8);
+    memcpy(&x1, a + n - 8, 8);
+    memcpy(&y1, b + n - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  if (n >= 4) {
+    memcpy(&u0, a, 4);
+    memcpy(&v0, b, 4);
+    memcpy(&u1, a + n - 4, 4);
+    memcpy(&v1, b + n - 4, 4);
+    return ((u0 ^ v0) | (u1 ^ v1)) == 0;
+  }
+  if (n == 0)
+    return 1;
+  return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
+}
+
+ACP__JSON_INLINE const acp_json_val *
+acp__json_obj_get_inl(const acp_json_val *obj, const char *key, size_t len) {
+  const acp_json_val *k;
+  uint32_t i;
+
+  if (len > 16)
+    return acp_json_obj_get(obj, key, len);
+  if (obj == NULL || obj->type != ACP_JSON_OBJECT || obj->count == 0)
+    return NULL;
+  k = obj + 1;
+  for (i = 0;; i++) {
+    const acp_json_val *val = k + 1;
+    if (k->flags & ACP__JF_ESC)
+      return acp_json_obj_get(obj, key, len);
+    if (k->len == len + 2 && acp__json_key_eq16(k->raw + 1, key, len))
+      return val;
+    if (i + 1 == obj->count)
+      return NULL;
+    k = val + val->next;
+  }
+}
+#define ACP__OBJ_GETI(obj, lit)                                                \
+  acp__json_obj_get_inl((obj), "" lit "", sizeof(lit) - 1)
+
+/* acp_json_str_eq() with a literal of up to 16 bytes, inline; a string
+ * with escapes is compared decoded by the general function. */
+ACP__JSON_INLINE int acp__json_str_eq_inl(const acp_json_val *v, const char *s,
+                                          size_t len) {
+  if (len > 16 || v == NULL || (v->flags & ACP__JF_ESC))
+    return acp_json_str_eq(v, s, len);
+  return v->type == ACP_JSON_STRING && v->len == len + 2 &&
+         acp__json_key_eq16(v->raw + 1, s, len);
+}
+#define ACP__STR_EQI(v, lit)                                                   \
+  acp__json_str_eq_inl((v), "" lit "", sizeof(lit) - 1)
+
+/* acp_json_doc_str() inline for a string without escapes (its raw text
+ * between the quotes); anything else is the general call. */
+ACP__JSON_INLINE int acp__json_doc_str_inl(acp_json_doc *doc,
+                                           const acp_json_val *v,
+                                           const char **s, size_t *len) {
+  if (v != NULL && v->type == ACP_JSON_STRING && !(v->flags & ACP__JF_ESC)) {
+    *s = v->raw + 1;
+    *len = v->len - 2;
+    return 0;
+  }
+  return acp_json_doc_str(doc, v, s, len);
 }
 
 /* Validate that s[0..len) is UTF-8 (no overlongs, no surrogates, at most

@@ -9,6 +9,12 @@
 
 #include "json_int.h"
 
+/* The public function is defined here (json_int.h maps the name to its
+ * inline twin everywhere else in the library). */
+#undef acp_json_type_of
+#undef acp_json_raw
+#undef acp_json_doc_root
+
 #if defined(__GNUC__) || defined(__clang__)
 #define ACP__ALWAYS_INLINE inline __attribute__((always_inline))
 #define ACP__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -435,6 +441,12 @@ parse_core(acp_json_doc *doc, const acp_mem *m, const char *data, size_t len,
 value:
   if (ACP__UNLIKELY(p == end))
     FAIL(ACP_ERR_PARSE, "unexpected end of input, expected a value", p);
+  /* Most values are strings: one compare before the jump table. */
+  if (ACP__LIKELY(*p == '"')) {
+    NEW_VAL(ACP_JSON_STRING);
+    is_key = false;
+    goto string;
+  }
   switch (*p) {
   case '\n':
     if (line) /* a line feed ends the line: no value on it */
@@ -519,7 +531,22 @@ key:
     if (p == end || *p != '"')
       FAIL(ACP_ERR_PARSE, "expected a string key", p);
   }
-  NEW_REC(ACP_JSON_STRING, 1);
+  /* NEW_REC for a key: always inside an object (depth > 0), its next is
+   * its value (1); len and flags are written when the string ends. */
+  if (build) {
+    if (ACP__UNLIKELY(n == doc->tape_cap)) {
+      rv = tape_grow(doc);
+      if (rv != 0)
+        FAIL(rv, "out of memory for the tape", p);
+      tape = doc->tape;
+    }
+    tape[par].count++;
+    cur = n++;
+    tape[cur].raw = (const char *)p;
+    tape[cur].next = 1;
+    tape[cur].count = 0;
+    tape[cur].type = ACP_JSON_STRING;
+  }
   is_key = true;
   goto string;
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "json/json_int.h"
 #include "mcp_int.h"
 
 /* MARK: - Types (Private) */
@@ -1119,8 +1120,8 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
     }
     call->caps_len = n;
   }
-  meta = ACP__OBJ_GETL(msg->params, "_meta");
-  tok = ACP__OBJ_GETL(meta, "progressToken");
+  meta = ACP__OBJ_GETI(msg->params, "_meta");
+  tok = ACP__OBJ_GETI(meta, "progressToken");
   if (acp_json_type_of(tok) == ACP_JSON_STRING ||
       acp_json_type_of(tok) == ACP_JSON_NUMBER) {
     size_t n;
@@ -2116,9 +2117,9 @@ static int handler_done(acp_mcp_call *call, int rv) {
   return 0;
 }
 
-static const acp_json_val *param(const acp_rpc_msg *msg, const char *k) {
-  return acp_json_obj_getz(msg->params, k);
-}
+/* A member of the request's params by a literal name: inline, no strlen
+ * (json_int.h; the general lookup's answer). */
+#define param(msg, k) ACP__OBJ_GETI((msg)->params, k)
 
 /* MARK: - Tasks (Private) */
 
@@ -4095,12 +4096,11 @@ static int unsupported_version(acp_mcp_conn *c, const acp_rpc_msg *msg,
 static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
   acp_mcp_server *s = c->srv;
   const acp_json_val *meta = param(msg, "_meta");
-  const acp_json_val *pv =
-      acp_json_obj_getz(meta, ACP_MCP_META_PROTOCOL_VERSION);
+  const acp_json_val *pv = ACP__OBJ_GETL(meta, ACP_MCP_META_PROTOCOL_VERSION);
   const acp_json_val *caps =
-      acp_json_obj_getz(meta, ACP_MCP_META_CLIENT_CAPABILITIES);
-  const acp_json_val *info = acp_json_obj_getz(meta, ACP_MCP_META_CLIENT_INFO);
-  const acp_json_val *lv = acp_json_obj_getz(meta, ACP_MCP_META_LOG_LEVEL);
+      ACP__OBJ_GETL(meta, ACP_MCP_META_CLIENT_CAPABILITIES);
+  const acp_json_val *info = ACP__OBJ_GETL(meta, ACP_MCP_META_CLIENT_INFO);
+  const acp_json_val *lv = ACP__OBJ_GETL(meta, ACP_MCP_META_LOG_LEVEL);
   int kind = -1;
 
   if (acp_json_type_of(meta) != ACP_JSON_OBJECT)
@@ -4196,8 +4196,8 @@ static int do_stateless(acp_mcp_conn *c, const acp_rpc_msg *msg) {
 static bool is_stateless_request(const acp_rpc_msg *msg) {
   if (acp__mcp_method_is(msg, "server/discover"))
     return true;
-  return acp_json_obj_getz(ACP__OBJ_GETL(msg->params, "_meta"),
-                           ACP_MCP_META_PROTOCOL_VERSION) != NULL;
+  return ACP__OBJ_GETL(ACP__OBJ_GETI(msg->params, "_meta"),
+                       ACP_MCP_META_PROTOCOL_VERSION) != NULL;
 }
 
 static int conn_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,

@@ -282,7 +282,7 @@ static void h2_kick(acp__h2 *h) {
 }
 
 static void refuse(h2s *st, int status, const char *detail) {
-  nghttp2_nv ext[1];
+  nghttp2_nv ext[1] = {{NULL, NULL, 0, 0, NGHTTP2_NV_FLAG_NONE}};
   size_t ne = 0;
   if (status == 401)
     ext[ne++] = (nghttp2_nv){(uint8_t *)"www-authenticate", (uint8_t *)"Bearer",

@@ -24,6 +24,29 @@
 /* A message or line buffer grown past this is released after use, so one
  * big message does not stay with an idle connection. */
 #define KEEP_MAX ((size_t)1 << 20)
+/*
+ * The start of an outgoing line that has not ended yet (the agent wrote
+ * part of it) is held in the connection's line buffer. Its bytes stay in
+ * the link's queue, uncredited, up to LINE_HOLD, and go with the line's
+ * frame or event when it ends: a line is then credited when the socket or
+ * stream takes it, as a line read whole is. Crediting them at once, as
+ * before, left only the last read's bytes of each line in the queue, so an
+ * agent writing 64 KiB updates to a client that stopped reading was read
+ * on and on: over 100 MiB held in `acp serve` (WebSocket and HTTP/2 alike)
+ * before anything stopped it. Past LINE_HOLD, well under the coupling's
+ * 1 MiB high-water mark, the rest is credited at once: a line longer than
+ * the mark, held whole, would stop its own source before it could end.
+ */
+#define LINE_HOLD ((size_t)256 << 10)
+
+/* How much of `len` new bytes of a partial line to hold back (the rest is
+ * credited at once), with *held bytes of it held already. */
+static size_t line_hold(size_t *held, size_t len) {
+  size_t room = *held < LINE_HOLD ? LINE_HOLD - *held : 0;
+  size_t n = len < room ? len : room;
+  *held += n;
+  return n;
+}
 #define HANDSHAKE_MS 10000
 
 /* MARK: - Types */
@@ -136,11 +159,12 @@ struct wconn {
   acp__ws ws;
   acp_uv_link *link; /* NULL once the link let go */
   bool link_reading;
-  bool ended;     /* the link's read side was ended */
-  acp__buf line;  /* an outgoing line not complete yet */
-  bool line_drop; /* discarding an over-long line up to its '\n' */
-  bool no_credit; /* framing bytes already reported sent */
-  wwrite *last;   /* newest write in flight */
+  bool ended;         /* the link's read side was ended */
+  acp__buf line;      /* an outgoing line not complete yet */
+  size_t line_credit; /* bytes of it not yet credited (up to LINE_HOLD) */
+  bool line_drop;     /* discarding an over-long line up to its '\n' */
+  bool no_credit;     /* framing bytes already reported sent */
+  wwrite *last;       /* newest write in flight */
   /* Link bytes the writes in flight of this credit_gen complete. An
    * HTTP/1.1 exchange that lets go of its connection (hx_detach) hands
    * them back at once and starts a new generation: what is still queued
@@ -204,8 +228,9 @@ struct hconn {
   size_t max_msg;
   bool ended;
   bool line_drop;
-  acp__buf line; /* an outgoing line not complete yet */
-  acp__buf pend; /* SSE events waiting for the stream */
+  acp__buf line;      /* an outgoing line not complete yet */
+  size_t line_credit; /* bytes of it not yet credited (up to LINE_HOLD) */
+  acp__buf pend;      /* SSE events waiting for the stream */
   size_t pend_credit;
   acp__hx *waiter;   /* the initialize POST waiting for its answer */
   acp__hx *stream;   /* the connection-scoped SSE stream */
@@ -771,9 +796,9 @@ static int frames_from(wconn *c, const char *data, size_t len) {
   fbatch f;
   f.n = 0;
   f.credit = 0;
-  /* Bytes held in the line buffer count as sent: the buffer is capped at
-   * the message size, and holding them in the link's queue would stop the
-   * source (an agent's stdout) before the line it is writing can end. */
+  /* Before the handshake, bytes held in the line buffer count as sent
+   * (the buffer is capped at the message size); once open, the start of a
+   * line not ended yet stays in the link's queue up to LINE_HOLD. */
   if (c->state != C_OPEN) {
     rv = acp__buf_append(&c->line, data, len);
     if (rv == 0)
@@ -788,19 +813,25 @@ static int frames_from(wconn *c, const char *data, size_t len) {
       rv = batch_flush(c, &f);
       if (rv != 0)
         return rv;
+      size_t hold = 0;
       if (!c->line_drop) {
         rv = acp__buf_append(&c->line, data, len);
         if (rv == ACP_ERR_LIMIT) {
           c->line_drop = true;
           acp__buf_clear(&c->line);
+          report_credit(c, c->line_credit);
+          c->line_credit = 0;
           rv = 0;
+        } else if (rv == 0) {
+          hold = line_hold(&c->line_credit, len);
         }
       }
-      report_credit(c, len);
+      report_credit(c, len - hold);
       return rv;
     }
     size_t seg = (size_t)(nl - data);
-    size_t credit = seg + 1;
+    size_t credit = seg + 1 + c->line_credit;
+    c->line_credit = 0;
     if (c->line_drop || (c->line.len == 0 && blank(data, seg)) ||
         (c->line.len + seg > c->ws.max_msg && c->ws.max_msg != 0)) {
       c->line_drop = false;
@@ -2504,6 +2535,13 @@ static int hc_emit(hconn *hc, evbatch *f, const char *p1, size_t n1,
   return rv;
 }
 
+/* Credit what hc->line held, now that it is dropped. */
+static void hc_line_release(hconn *hc) {
+  if (hc->line_credit && hc->link)
+    acp_uv_link_user_written(hc->link, hc->line_credit);
+  hc->line_credit = 0;
+}
+
 static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
   hconn *hc = ud;
   evbatch f;
@@ -2523,8 +2561,11 @@ static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
           acp__buf_append(&hc->line, data, len) == ACP_ERR_LIMIT) {
         hc->line_drop = true;
         acp__buf_clear(&hc->line);
+        hc_line_release(hc);
       }
-      acp_uv_link_user_written(hc->link, len);
+      size_t hold = hc->line_drop ? 0 : line_hold(&hc->line_credit, len);
+      if (len > hold)
+        acp_uv_link_user_written(hc->link, len - hold);
       return 0;
     }
     size_t seg = (size_t)(nl - data);
@@ -2533,16 +2574,18 @@ static int hc_op_write(acp_uv_link *l, const char *data, size_t len, void *ud) {
       n2--;
     else if (n2 == 0 && n1 > 0 && hc->line.data[n1 - 1] == '\r')
       n1--;
+    size_t credit = seg + 1 + hc->line_credit;
+    hc->line_credit = 0;
     if (hc->line_drop || (n1 == 0 && blank(data, n2)) ||
         n1 + n2 > hc->max_msg) {
       if (f.n > 0)
-        f.credit += seg + 1; /* in order with the batched events */
+        f.credit += credit; /* in order with the batched events */
       else
-        acp_uv_link_user_written(hc->link, seg + 1);
+        acp_uv_link_user_written(hc->link, credit);
     } else {
       /* Only the first line of a write can start in hc->line: it is
        * cleared below, and its bytes stay put until the batch is sent. */
-      rv = hc_emit(hc, &f, hc->line.data, n1, data, n2, seg + 1);
+      rv = hc_emit(hc, &f, hc->line.data, n1, data, n2, credit);
       if (rv != 0)
         return rv;
     }

@@ -35,7 +35,11 @@ typedef struct acp__rpc_part {
 #define ACP__PART_STR_REF(ptr, len)                                            \
   { (ptr), (len), true, true }
 
-/* As acp_rpc_session_request() and _notify(), params from `parts`. */
+/* As acp_rpc_session_request() and _notify(), params from `parts`.
+ * `method_len | ACP__RPC_METHOD_LIT` says the method is one of the
+ * library's own names, a literal of plain ASCII: it is copied as it is,
+ * not checked for bytes to escape on every message. */
+#define ACP__RPC_METHOD_LIT ((size_t)1 << (sizeof(size_t) * 8 - 1))
 int acp__rpc_request_parts(acp_rpc_session *s, const char *method,
                            size_t method_len, const acp__rpc_part *parts,
                            size_t nparts, uint64_t timeout_ms, uint64_t now_ms,

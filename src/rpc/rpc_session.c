@@ -343,25 +343,42 @@ static const char digit_pairs[201] =
     "7475767778798081828384858687888990919293949596979899";
 
 static int put_i64(acp__buf *b, int64_t v) {
-  char tmp[24];
-  size_t i = sizeof(tmp);
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  uint64_t t = u;
+  size_t nd = 1;
+  char *d;
+  int rv;
 
+  /* The digits are counted first and written straight into the buffer,
+   * from the last pair back: no copy from a scratch array (a memcpy call
+   * of a few bytes for every id). */
+  while (t >= 100) {
+    t /= 100;
+    nd += 2;
+  }
+  if (t >= 10)
+    nd++;
+  rv = acp__buf_reserve(b, nd + 1);
+  if (rv != 0)
+    return rv;
+  d = b->data + b->len;
+  if (v < 0)
+    *d++ = '-';
+  b->len += nd + (v < 0);
+  d += nd;
   while (u >= 100) {
     unsigned r = (unsigned)(u % 100);
     u /= 100;
-    i -= 2;
-    memcpy(tmp + i, digit_pairs + 2 * r, 2);
+    d -= 2;
+    memcpy(d, digit_pairs + 2 * r, 2);
   }
   if (u >= 10) {
-    i -= 2;
-    memcpy(tmp + i, digit_pairs + 2 * u, 2);
+    d -= 2;
+    memcpy(d, digit_pairs + 2 * u, 2);
   } else {
-    tmp[--i] = (char)('0' + u);
+    *--d = (char)('0' + u);
   }
-  if (v < 0)
-    tmp[--i] = '-';
-  return acp__buf_append(b, tmp + i, sizeof(tmp) - i);
+  return 0;
 }
 
 /*
@@ -589,7 +606,7 @@ static int release_refs(acp_rpc_session *s) {
 #define SHORT_STR 64
 
 static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
-                         const char *method, size_t mlen,
+                         const char *method, size_t mlen, bool method_lit,
                          const acp__rpc_part *parts, size_t nparts) {
   int rv;
   size_t need = mlen + 64;
@@ -628,7 +645,7 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
     rv = put_lit(b, "{\"jsonrpc\":\"2.0\",\"method\":");
   }
   if (rv == 0)
-    rv = put_str(s, b, method, mlen);
+    rv = method_lit ? put_quoted(b, method, mlen) : put_str(s, b, method, mlen);
   if (rv == 0 && nparts > 0)
     rv = put_lit(b, ",\"params\":");
   for (i = 0; rv == 0 && i < nparts; i++) {
@@ -2116,9 +2133,11 @@ int acp_rpc_session_want_write(const acp_rpc_session *s) {
 static int emit_parts(acp_rpc_session *s, const int64_t *id, const char *method,
                       size_t mlen, const acp__rpc_part *parts, size_t nparts) {
   size_t mark = s->out.len;
+  bool lit = (mlen & ACP__RPC_METHOD_LIT) != 0;
   int rv;
 
-  rv = build_request(s, &s->out, id, method, mlen, parts, nparts);
+  rv = build_request(s, &s->out, id, method, mlen & ~ACP__RPC_METHOD_LIT, lit,
+                     parts, nparts);
   if (rv == 0)
     rv = acp__buf_putc(&s->out, '\n');
   if (rv != 0) {
@@ -2144,6 +2163,9 @@ int acp_rpc_session_request(acp_rpc_session *s, const char *method,
                             void *cb_user_data, int64_t *id_out) {
   acp__rpc_part part = {params, params_len, false, false};
 
+  /* The internal literal mark is not the caller's to set. */
+  if (method_len & ACP__RPC_METHOD_LIT)
+    return ACP_ERR_INVALID_ARGUMENT;
   return acp__rpc_request_parts(s, method, method_len, &part,
                                 params != NULL ? 1 : 0, timeout_ms, now_ms, cb,
                                 cb_user_data, id_out);
@@ -2193,6 +2215,8 @@ int acp_rpc_session_notify(acp_rpc_session *s, const char *method,
                            size_t params_len) {
   acp__rpc_part part = {params, params_len, false, false};
 
+  if (method_len & ACP__RPC_METHOD_LIT)
+    return ACP_ERR_INVALID_ARGUMENT;
   return acp__rpc_notify_parts(s, method, method_len, &part,
                                params != NULL ? 1 : 0);
 }

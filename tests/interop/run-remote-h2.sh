@@ -179,7 +179,7 @@ rss=$(sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$serve_pid/status")
 # (76 MiB was seen in CI) grow with the allocations made, not with what is
 # held. The agent blocked in write(2) is the evidence there.
 ldd "$acp" 2>/dev/null | grep -q libasan && rss=0
-if [ -n "$cid" ] && [ $blocked -ge 20 ] && [ "${rss:-999999}" -lt 65536 ]; then
+if [ -n "$cid" ] && [ $blocked -ge 20 ] && [ "${rss:-999999}" -lt 24576 ]; then
   ok "h2c: a reader that grants no window stops its agent (blocked writing; server RSS ${rss} KiB)"
 else
   ko "h2c: backpressure" "cid=$cid agent=$apid blocked=$blocked rss=${rss}KiB" "$(cat "$work/slow.out")"

@@ -453,6 +453,40 @@ wait "$cpid"
 rc=$?
 [ $rc -eq 3 ] && ok "acp client --http -> SDK server: Ctrl-C cancels (exit 3)" || ko "cancel over http" "exit $rc" "$(cat "$work/hc.err")"
 
+# A WebSocket client that stops reading: the relay stops reading its agent
+# (flood_agent.py, 64 KiB updates forever) instead of holding what it
+# writes. Partial lines were credited as sent at once, and serve held over
+# 100 MiB here. The agent must block in write(2) on its stdout, and serve's
+# RSS stay small (not under valgrind or ASan, whose own memory grows with
+# the allocations made, not with what is held).
+start_serve "$work/serve-slowws.log" -- python3 "$here/flood_agent.py"
+sport2=$port
+python3 "$here/ws_slow_reader.py" "$sport2" 60 >"$work/slowws.out" 2>&1 &
+slow_pid=$!
+apid=""
+for _ in $(seq 1 200); do
+  apid=$(sed -n 's/.*: agent pid \([0-9]*\).*/\1/p' "$work/serve-slowws.log" | tail -1)
+  [ -n "$apid" ] && grep -q sent "$work/slowws.out" && break
+  sleep 0.05
+done
+blocked=0
+for _ in $(seq 1 600); do
+  sc=$(cut -d' ' -f1,2 "/proc/$apid/syscall" 2>/dev/null)
+  if [ "$sc" = "1 0x1" ]; then blocked=$((blocked + 1)); else blocked=0; fi
+  [ $blocked -ge 20 ] && break
+  sleep 0.05
+done
+rss=$(sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$serve_pid/status")
+[ -n "$wrap" ] && rss=0
+ldd "$acp" 2>/dev/null | grep -q libasan && rss=0
+if [ -n "$apid" ] && [ $blocked -ge 20 ] && [ "${rss:-999999}" -lt 24576 ]; then
+  ok "a WebSocket client that stops reading stops its agent (blocked writing; serve RSS ${rss} KiB)"
+else
+  ko "WebSocket backpressure" "agent=$apid blocked=$blocked rss=${rss}KiB" "$(cat "$work/slowws.out")" "$(tail -5 "$work/serve-slowws.log")"
+fi
+kill "$slow_pid" 2>/dev/null
+wait "$slow_pid" 2>/dev/null
+
 # acp serve stops cleanly on SIGTERM; under ACP_VALGRIND_WRAP (or a
 # sanitizer build as ACP_BIN) its report lands in its log.
 check_serve_logs

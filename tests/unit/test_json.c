@@ -199,6 +199,139 @@ static void test_json_obj_get_plain_then_escaped_keys(void **state) {
   acp_json_doc_free(doc);
 }
 
+/*
+ * The inline lookups of json_int.h (ACP__OBJ_GETI, ACP__STR_EQI,
+ * acp__json_doc_str_inl) against the general functions, on random objects:
+ * keys of every length around the 4/8/16-byte steps, keys with escapes
+ * before, at and after the match, duplicates (the first one wins),
+ * non-ASCII keys, near misses; values that are strings (plain and escaped),
+ * numbers, objects. Any difference in the answer fails.
+ */
+static void test_json_inline_lookups_match_general(void **state) {
+  /* Raw key text as it appears between the quotes, and what it decodes to. */
+  static const struct {
+    const char *raw;
+    const char *dec;
+  } pool[] = {
+      {"", ""},
+      {"a", "a"},
+      {"ab", "ab"},
+      {"abc", "abc"},
+      {"axc", "axc"},
+      {"type", "type"},
+      {"typf", "typf"},
+      {"text", "text"},
+      {"texts", "texts"},
+      {"tex\\u0074", "text"},
+      {"\\u0074ype", "type"},
+      {"update", "update"},
+      {"content", "content"},
+      {"contenu", "contenu"},
+      {"sessionId", "sessionId"},
+      {"sessionI\\u0064", "sessionId"},
+      {"sessionUpdate", "sessionUpdate"},
+      {"sessionUpdatf", "sessionUpdatf"},
+      {"abcdefghijklmnop", "abcdefghijklmnop"},
+      {"abcdefghijklmnoq", "abcdefghijklmnoq"},
+      {"abcdefghijklmnopq", "abcdefghijklmnopq"},
+      {"k_is_longer_than_16", "k_is_longer_than_16"},
+      {"\xc3\xa9t\xc3\xa9", "\xc3\xa9t\xc3\xa9"},
+      {"\\u00e9t\\u00e9", "\xc3\xa9t\xc3\xa9"},
+      {"_meta", "_meta"},
+      {"name", "name"},
+      {"nam", "nam"},
+      {"arguments", "arguments"},
+      {"argumentz", "argumentz"},
+  };
+  const size_t np = sizeof(pool) / sizeof(pool[0]);
+  char in[4096];
+  uint32_t seed = 12345;
+  int round;
+
+  (void)state;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+  for (round = 0; round < 3000; round++) {
+    size_t at = 0;
+    int nm = (int)(RND() % 9);
+    int m;
+    acp_json_doc *doc;
+    const acp_json_val *root;
+    const acp_json_val *e;
+    size_t q;
+
+    in[at++] = '{';
+    for (m = 0; m < nm; m++) {
+      size_t k = RND() % np;
+      int kind = (int)(RND() % 4);
+      if (m > 0)
+        in[at++] = ',';
+      at += (size_t)snprintf(in + at, sizeof(in) - at, "\"%s\":", pool[k].raw);
+      if (kind == 0)
+        at += (size_t)snprintf(in + at, sizeof(in) - at, "%d", m);
+      else if (kind == 1)
+        at += (size_t)snprintf(in + at, sizeof(in) - at, "{\"x\":%d}", m);
+      else
+        at += (size_t)snprintf(in + at, sizeof(in) - at, "\"%s\"",
+                               pool[RND() % np].raw);
+    }
+    in[at++] = '}';
+    doc = parse_ok(in, at);
+    root = acp_json_doc_root(doc);
+    for (q = 0; q < np; q++) {
+      const char *k = pool[q].dec;
+      size_t kn = strlen(k);
+      assert_ptr_equal(acp__json_obj_get_inl(root, k, kn),
+                       acp_json_obj_get(root, k, kn));
+    }
+    /* With literal keys, as the handlers call it (lengths constant). */
+    assert_ptr_equal(ACP__OBJ_GETI(root, "type"),
+                     acp_json_obj_get(root, S("type")));
+    assert_ptr_equal(ACP__OBJ_GETI(root, "text"),
+                     acp_json_obj_get(root, S("text")));
+    assert_ptr_equal(ACP__OBJ_GETI(root, "sessionId"),
+                     acp_json_obj_get(root, S("sessionId")));
+    assert_ptr_equal(ACP__OBJ_GETI(root, "sessionUpdate"),
+                     acp_json_obj_get(root, S("sessionUpdate")));
+    assert_ptr_equal(ACP__OBJ_GETI(root, "abcdefghijklmnop"),
+                     acp_json_obj_get(root, S("abcdefghijklmnop")));
+    assert_ptr_equal(ACP__OBJ_GETI(root, "k_is_longer_than_16"),
+                     acp_json_obj_get(root, S("k_is_longer_than_16")));
+    assert_ptr_equal(ACP__OBJ_GETI(root, ""), acp_json_obj_get(root, S("")));
+    /* Every key and value (child/next walks both): string compares and
+     * views. */
+    for (e = acp_json_child(root); e != NULL; e = acp_json_next(e)) {
+      const acp_json_val *v = e;
+      const char *s1 = NULL;
+      const char *s2 = NULL;
+      size_t n1 = 0;
+      size_t n2 = 0;
+      int r1;
+      int r2;
+
+      for (q = 0; q < np; q++) {
+        const char *k = pool[q].dec;
+        assert_int_equal(acp__json_str_eq_inl(v, k, strlen(k)) != 0,
+                         acp_json_str_eq(v, k, strlen(k)) != 0);
+      }
+      assert_int_equal(ACP__STR_EQI(v, "text") != 0,
+                       acp_json_str_eq(v, S("text")) != 0);
+      r1 = acp__json_doc_str_inl(doc, v, &s1, &n1);
+      r2 = acp_json_doc_str(doc, v, &s2, &n2);
+      assert_int_equal(r1, r2);
+      if (r1 == 0) {
+        assert_int_equal(n1, n2);
+        assert_memory_equal(s1, s2, n1);
+      }
+    }
+    /* Not an object, and no object at all. */
+    assert_null(acp__json_obj_get_inl(acp_json_child(root), S("type")));
+    assert_null(ACP__OBJ_GETI(NULL, "type"));
+    assert_false(ACP__STR_EQI(NULL, "text"));
+    acp_json_doc_free(doc);
+  }
+#undef RND
+}
+
 static void test_json_str_eq_and_unescape(void **state) {
   static const char in[] =
       "[\"plain\",\"t\\tx\\n\\\\\\/\\\"\\b\\f\\r\",\"nul\\u0000end\","
@@ -1944,6 +2077,7 @@ int main(void) {
       cmocka_unit_test(test_json_iteration_skips_subtrees),
       cmocka_unit_test(test_json_obj_get_escaped_keys),
       cmocka_unit_test(test_json_obj_get_plain_then_escaped_keys),
+      cmocka_unit_test(test_json_inline_lookups_match_general),
       cmocka_unit_test(test_json_str_eq_and_unescape),
       cmocka_unit_test(test_json_doc_str_many_escaped_strings_stay_valid),
       cmocka_unit_test(test_json_raw_spans_are_byte_exact),

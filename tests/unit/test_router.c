@@ -1953,6 +1953,7 @@ static char *route_big_mode(const char *msg, size_t len, int mode, size_t step,
     acp_ndjson_dispose(&f);
   }
   *out_len = 0;
+  *out_link = SIZE_MAX;
   if (borrowed != NULL)
     *borrowed = g.borrowed;
   for (k = 0; mode == RB_REF && k < 4; k++) {

@@ -1025,6 +1025,62 @@ static void test_rpc_envelope_key_near_misses(void **state) {
   acp_rpc_session_free(s);
 }
 
+/*
+ * ACP__RPC_METHOD_LIT: a method the library marks as its own literal is
+ * written with the bytes the unmarked method gives (request and
+ * notification); the mark is not the public API's: a length carrying it is
+ * refused there, with nothing queued.
+ */
+static void test_rpc_method_literal_mark(void **state) {
+  static const char *const names[] = {"session/prompt", "session/update", "a",
+                                      "tools/call", ""};
+  acp__rpc_part parts[] = {ACP__PART_LIT("{\"x\":"), ACP__PART_STR("y", 1),
+                           ACP__PART_LIT("}")};
+  char plain[512];
+  size_t i;
+
+  (void)state;
+  for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    rec r = {0};
+    acp_rpc_session *s = mk(&r, NULL, NULL);
+    size_t n = strlen(names[i]);
+    int64_t id;
+
+    reset_out();
+    assert_int_equal(
+        acp__rpc_request_parts(s, names[i], n, parts, 3, 0, 0, NULL, NULL, &id),
+        0);
+    assert_int_equal(acp__rpc_notify_parts(s, names[i], n, parts, 3), 0);
+    drain(s);
+    assert_true(out_len < sizeof(plain));
+    memcpy(plain, out, out_len + 1);
+    acp_rpc_session_free(s);
+
+    s = mk(&r, NULL, NULL);
+    reset_out();
+    assert_int_equal(acp__rpc_request_parts(s, names[i],
+                                            n | ACP__RPC_METHOD_LIT, parts, 3,
+                                            0, 0, NULL, NULL, &id),
+                     0);
+    assert_int_equal(
+        acp__rpc_notify_parts(s, names[i], n | ACP__RPC_METHOD_LIT, parts, 3),
+        0);
+    drain(s);
+    assert_string_equal(out, plain);
+    /* The public functions refuse the mark and queue nothing. */
+    assert_int_equal(acp_rpc_session_request(s, names[i],
+                                             n | ACP__RPC_METHOD_LIT, NULL, 0,
+                                             0, 0, NULL, NULL, &id),
+                     ACP_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        acp_rpc_session_notify(s, names[i], n | ACP__RPC_METHOD_LIT, NULL, 0),
+        ACP_ERR_INVALID_ARGUMENT);
+    assert_false(acp_rpc_session_want_write(s));
+    assert_int_equal(acp_rpc_session_pending(s), 1);
+    acp_rpc_session_free(s);
+  }
+}
+
 static void test_rpc_request_serialized_and_response_routed(void **state) {
   rec r = {0};
   rec r2 = {0};
@@ -1907,6 +1963,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_bad_responses_reported_not_answered),
       cmocka_unit_test(test_rpc_overlong_line_skipped_and_answered),
       cmocka_unit_test(test_rpc_request_serialized_and_response_routed),
+      cmocka_unit_test(test_rpc_method_literal_mark),
       cmocka_unit_test(test_rpc_long_method_names_escaped_in_every_step),
       cmocka_unit_test(test_rpc_method_names_every_length_and_offset),
       cmocka_unit_test(test_rpc_string_parts_every_length_and_offset),
