@@ -4107,9 +4107,19 @@ static void on_rpc_end(acp_uv_rpc *r, int reason, void *ud) {
     return;
   a->closing = true;
   a->end_reason = reason;
-  for (asession *s = a->sessions; s != NULL; s = s->next)
+  for (asession *s = a->sessions; s != NULL; s = s->next) {
     if (s->turn != NULL && s->turn->term != NULL && !s->turn->term->exited)
       aterm_stop(s->turn->term);
+    /* The stdio MCP servers (`acp mcp relay` for an http server, a
+     * bridging conductor's shim) are told too: the loop below runs until
+     * their processes are gone, and one waiting for the end of its stdin
+     * would otherwise wait for us while we wait for it (found orphaned
+     * with its agent when the conductor above them was gone). The ladder
+     * ends each: stdin closed first, so it can exit cleanly. */
+    for (mcpsrv *m = s->mcp; m != NULL; m = m->next)
+      if (m->sc != NULL && m->sc->proc != NULL)
+        (void)acp_uv_process_shutdown(m->sc->proc, NULL);
+  }
   acp_uv_signals_close(a->sig);
   a->sig = NULL;
   acp_uv_rpc_close(a->rpc, NULL);

@@ -17,6 +17,12 @@
  * nobody while it waits (without a grace, closing its stdin does that),
  * and an error answer (-32099) to each request the client left
  * unanswered. Only with a grace: the watching costs a parse per prompt.
+ * What the agent writes later for those turns (the cancelled prompt's
+ * answer, its session's updates until then) is dropped, also once a
+ * client is back: the new connection never sent those ids. A new request
+ * with the id of such a prompt still unanswered waits until the agent
+ * answered the old one (docs/decisions.md, "The relay never delivers a
+ * cancelled turn's late answer").
  */
 #include <errno.h>
 #include <signal.h>
@@ -40,6 +46,9 @@
 /* Agent lines longer than this are not looked at: a prompt's answer is
  * small, the long lines are updates. */
 #define ALINE_MAX ((size_t)64 << 10)
+/* How long a client request reusing the id of a cancelled prompt waits
+ * for the agent's answer to that prompt (then the connection ends). */
+#define HOLD_MS 5000
 
 /* A prompt in flight: the request's id and its sessionId, as raw JSON text
  * (text[0..id_len) then text[id_len..id_len+sid_len)). */
@@ -80,6 +89,19 @@ typedef struct sconn {
    * answered by serve with an error when the client drops. */
   sturn *calls;
   unsigned ncalls;
+  /* Turns cancelled by a drop (or in flight at it): the agent's late
+   * output for them is dropped whichever connection is there. Not
+   * accepted: the prompt's answer (id) is due, and the session's
+   * notifications before it go too; accepted (v2): the session's
+   * notifications up to its state_update idle go. */
+  sturn *stale;
+  unsigned nstale;
+  bool afilter; /* the agent's output goes line by line (stale turns) */
+  bool apass;   /* an over-long line is being forwarded up to its '\n' */
+  /* A client request reusing the id of a stale prompt, and whatever came
+   * with it, held until the agent answered the stale one (HOLD_MS). */
+  acp__buf held;
+  bool holding;
   char aff[37]; /* affinity value, or empty */
   char id[40];
   /* Handoff (opts->handoff): the control socket to the agent. */
@@ -111,6 +133,7 @@ struct serve {
 };
 
 static void on_timer_closed(uv_handle_t *h);
+static void sconn_end(sconn *sc, uint64_t flush_ms, int code);
 
 /* MARK: - Prompt turns in flight (session grace) */
 
@@ -217,8 +240,9 @@ static void track_client_line(sconn *sc, const char *line, size_t len) {
       acp_json_type_of(sid) == ACP_JSON_STRING) {
     size_t il, sl;
     const char *ir = acp_json_raw(id, &il), *sr = acp_json_raw(sid, &sl);
-    if (!sc->turns) {
-      /* The agent's output is watched from its next line on. */
+    if (!sc->turns && !sc->afilter) {
+      /* The agent's output is watched from its next line on (while
+       * stale turns are pending it is watched already). */
       acp__buf_clear(&sc->aline);
       sc->askip = !sc->line_start;
     }
@@ -302,6 +326,211 @@ static void track_bytes(sconn *sc, acp__buf *acc, bool *skip, const char *d,
   }
 }
 
+/* MARK: - Cancelled turns' late output (session grace) */
+
+/* The turns in flight at a drop become stale: whatever the agent writes
+ * for them from now on is for a client that went away. A new connection
+ * never sees it: its JSON-RPC ids start again, so the old prompt's answer
+ * could even pass for the answer to its own request of the same id. */
+static void stale_add(sconn *sc) {
+  for (sturn *t = sc->turns; t && sc->nstale < TURNS_MAX; t = t->next) {
+    sturn *x = list_add(sc, &sc->stale, &sc->nstale, t->text, t->id_len,
+                        t->text + t->id_len, t->sid_len);
+    if (!x)
+      break;
+    x->accepted = t->accepted;
+  }
+  sc->afilter = sc->stale != NULL;
+}
+
+/* The stale prompt (not accepted) whose id is the raw JSON r[0..rl). */
+static sturn *stale_by_id(sconn *sc, const char *r, size_t rl) {
+  for (sturn *t = sc->stale; t; t = t->next)
+    if (!t->accepted && t->id_len == rl && memcmp(t->text, r, rl) == 0)
+      return t;
+  return NULL;
+}
+
+static void stale_remove(sconn *sc, sturn *x) {
+  for (sturn **pp = &sc->stale; *pp; pp = &(*pp)->next)
+    if (*pp == x) {
+      *pp = x->next;
+      acp__free(&sc->sv->mem, x);
+      sc->nstale--;
+      return;
+    }
+}
+
+/* Whether the raw value [b, e) equals the JSON string literal `lit`
+ * (quotes included). */
+static bool raw_is(const char *b, const char *e, const char *lit) {
+  size_t n = strlen(lit);
+  return (size_t)(e - b) == n && memcmp(b, lit, n) == 0;
+}
+
+/* Whether a whole agent line belongs to a stale turn (so is dropped): the
+ * answer to a stale prompt (its id is then forgotten: one answer per id),
+ * or a notification of a stale turn's session before that answer (v2:
+ * up to and with its state_update idle, which ends it). Requests are
+ * never dropped here: someone has to answer them. Looked at with the
+ * routing scanner (acp__js_member): no document, no allocation; ids and
+ * session ids are compared as raw JSON text, as the client wrote them. */
+static bool stale_line(sconn *sc, const char *line, size_t len) {
+  const char *e = line + len, *vb, *ve, *pb, *pe;
+  if (!acp__js_member(line, e, "method", 6, &vb, &ve)) {
+    sturn *t;
+    if (!acp__js_member(line, e, "id", 2, &vb, &ve) ||
+        !(t = stale_by_id(sc, vb, (size_t)(ve - vb))))
+      return false;
+    if (sc->sv->opts->verbose)
+      fprintf(stderr,
+              "acp serve: connection %s: dropped the agent's answer to the "
+              "cancelled request %.*s\n",
+              sc->id, (int)t->id_len, t->text);
+    stale_remove(sc, t);
+    return true;
+  }
+  if (acp__js_member(line, e, "id", 2, &vb, &ve) ||
+      !acp__js_member(line, e, "params", 6, &pb, &pe) ||
+      !acp__js_member(pb, pe, "sessionId", 9, &vb, &ve))
+    return false;
+  sturn *t = sc->stale;
+  for (; t; t = t->next)
+    if (t->sid_len == (size_t)(ve - vb) &&
+        memcmp(t->text + t->id_len, vb, t->sid_len) == 0)
+      break;
+  if (!t)
+    return false;
+  const char *ub, *ue, *kb, *ke;
+  if (t->accepted && acp__js_member(pb, pe, "update", 6, &ub, &ue) &&
+      acp__js_member(ub, ue, "sessionUpdate", 13, &kb, &ke) &&
+      raw_is(kb, ke, "\"state_update\"") &&
+      acp__js_member(ub, ue, "state", 5, &kb, &ke) &&
+      raw_is(kb, ke, "\"idle\"")) {
+    if (sc->sv->opts->verbose)
+      fprintf(stderr,
+              "acp serve: connection %s: the cancelled turn of session %.*s "
+              "ended (dropped)\n",
+              sc->id, (int)t->sid_len, t->text + t->id_len);
+    stale_remove(sc, t);
+  }
+  return true;
+}
+
+static int agent_line(sconn *sc, acp__buf *msg, const char *pre,
+                      const char *raw, size_t raw_len, const char *post);
+
+/* One whole agent line (with its '\n', n > 0) while stale turns are
+ * pending: dropped if stale; else tracked as any line is while turns
+ * run, and forwarded when `forward`. A request the agent writes while
+ * parked would reach nobody: serve answers it -32099, as it does the
+ * ones pending at the drop (cancel_turns()). */
+static int agent_whole_line(sconn *sc, const char *line, size_t n,
+                            bool forward) {
+  if (stale_line(sc, line, n - 1))
+    return 0;
+  if (sc->turns)
+    track_agent_line(sc, line, n - 1);
+  if (forward)
+    return sc->ws ? acp_uv_link_write(sc->ws, line, n) : -1;
+  const char *e = line + n - 1, *vb, *ve, *mb, *me;
+  if (sc->parked && sc->alink && sc->cline.len == 0 && !sc->cskip &&
+      acp__js_member(line, e, "method", 6, &mb, &me) &&
+      acp__js_member(line, e, "id", 2, &vb, &ve)) {
+    acp__buf msg;
+    acp__buf_init(&msg, &sc->sv->mem, 0);
+    (void)agent_line(sc, &msg, "{\"jsonrpc\":\"2.0\",\"id\":", vb,
+                     (size_t)(ve - vb),
+                     ",\"error\":{\"code\":-32099,\"message\":\"Connection "
+                     "closed\"}}\n");
+    acp__buf_dispose(&msg);
+    if (sc->sv->opts->verbose)
+      fprintf(stderr,
+              "acp serve: connection %s: answered the agent's request %.*s "
+              "(-32099, the client is gone)\n",
+              sc->id, (int)(ve - vb), vb);
+  }
+  return 0;
+}
+
+/* The agent's output while stale turns are pending (sc->afilter): split
+ * into lines, each whole one seen by agent_whole_line() before it is
+ * forwarded (`forward`), so a stale line never reaches the client. A line
+ * longer than ALINE_MAX cannot be held to be looked at: it goes through
+ * as it comes (the answers are short; the long lines are updates, which
+ * are then not dropped). Returns the bytes used: all of them, or those up
+ * to the end of the line after which nothing is stale any more (afilter
+ * cleared: the rest goes the usual way). -1 in *failed: the client side is
+ * gone. */
+static size_t agent_lines(sconn *sc, const char *d, size_t n, bool forward,
+                          bool *failed) {
+  const char *d0 = d;
+  while (n > 0) {
+    const char *nl = memchr(d, '\n', n);
+    size_t take = nl ? (size_t)(nl + 1 - d) : n;
+    if (sc->askip) {
+      if (forward && sc->apass && acp_uv_link_write(sc->ws, d, take) != 0)
+        *failed = true;
+    } else if (nl && sc->aline.len == 0) {
+      if (agent_whole_line(sc, d, take, forward) != 0)
+        *failed = true;
+    } else if (acp__buf_append(&sc->aline, d, take) != 0) {
+      /* Too long to hold: forwarded as it is, not looked at. */
+      sc->askip = true;
+      sc->apass = forward;
+      if (forward &&
+          (acp_uv_link_write(sc->ws, sc->aline.data, sc->aline.len) != 0 ||
+           acp_uv_link_write(sc->ws, d, take) != 0))
+        *failed = true;
+      acp__buf_clear(&sc->aline);
+    } else if (nl) {
+      if (agent_whole_line(sc, sc->aline.data, sc->aline.len, forward) != 0)
+        *failed = true;
+      acp__buf_clear(&sc->aline);
+    }
+    d += take;
+    n -= take;
+    if (nl) {
+      sc->askip = false;
+      sc->apass = false;
+      if (!sc->stale) {
+        sc->afilter = false;
+        break;
+      }
+    }
+    if (*failed)
+      break;
+  }
+  return (size_t)(d - d0);
+}
+
+/* Whether one of the client's whole lines in d[0..n) is a request whose
+ * id is that of a stale prompt still unanswered: the agent would answer
+ * both with that id, and serve could not tell the answers apart. A line
+ * not ended in d is not looked at (a WebSocket message and a POST body
+ * each come whole, with their '\n'). */
+static bool client_reuses_id(sconn *sc, const char *d, size_t n) {
+  while (n > 0) {
+    const char *nl = memchr(d, '\n', n), *vb, *ve, *mb, *me;
+    if (!nl)
+      return false;
+    if (acp__js_member(d, nl, "method", 6, &mb, &me) &&
+        acp__js_member(d, nl, "id", 2, &vb, &ve) &&
+        stale_by_id(sc, vb, (size_t)(ve - vb)))
+      return true;
+    n -= (size_t)(nl + 1 - d);
+    d = nl + 1;
+  }
+  return false;
+}
+
+static bool stale_ids(const sconn *sc) {
+  for (const sturn *t = sc->stale; t; t = t->next)
+    if (!t->accepted)
+      return true;
+  return false;
+}
+
 /* Write pre + raw + post (one line of serve's own) to the agent. */
 static int agent_line(sconn *sc, acp__buf *msg, const char *pre,
                       const char *raw, size_t raw_len, const char *post) {
@@ -321,6 +550,7 @@ static void cancel_turns(sconn *sc) {
   if (!sc->turns)
     return;
   if (sc->cline.len > 0 || sc->cskip || !sc->alink) {
+    stale_add(sc);
     turns_clear(sc);
     return;
   }
@@ -360,6 +590,7 @@ static void cancel_turns(sconn *sc) {
               sc->id, (int)t->id_len, t->text);
   }
   acp__buf_dispose(&msg);
+  stale_add(sc);
   turns_clear(sc);
 }
 
@@ -381,8 +612,10 @@ static void sconn_maybe_free(sconn *sc) {
   if (sv->opts->verbose)
     fprintf(stderr, "acp serve: connection %s closed\n", sc->id);
   turns_clear(sc);
+  list_clear(sc, &sc->stale, &sc->nstale);
   acp__buf_dispose(&sc->cline);
   acp__buf_dispose(&sc->aline);
+  acp__buf_dispose(&sc->held);
   acp__free(&sv->mem, sc->ctl_pre);
   acp__free(&sv->mem, sc);
 }
@@ -471,12 +704,81 @@ static void on_grace_timeout(uv_timer_t *t) {
   }
 }
 
+/* MARK: - A reused id: the client's lines held */
+
+static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
+                    void *ud);
+
+static void on_hold_timeout(uv_timer_t *t) {
+  sconn *sc = t->data;
+  if (!sc->holding)
+    return;
+  /* Always said, not only with verbose: the agent left a cancelled
+   * prompt unanswered for long, and forwarding the request now would
+   * leave two answers with one id. */
+  fprintf(stderr,
+          "acp serve: connection %s: the agent did not answer the cancelled "
+          "request whose id the client reuses within %d ms; closed with "
+          "1011\n",
+          sc->id, HOLD_MS);
+  sc->holding = false;
+  sconn_end(sc, 0, 1011);
+}
+
+/* The client sent a request with the id of a stale prompt (or sent on
+ * while one is held): its bytes wait, in order, and the connection is not
+ * read meanwhile (the link keeps the rest), until the agent's answer to
+ * the stale prompt came (release_held()) or HOLD_MS passed. */
+static void hold_client(sconn *sc, const char *data, size_t len) {
+  if (acp__buf_append(&sc->held, data, len) != 0) {
+    sc->holding = false;
+    sconn_end(sc, 0, 1011);
+    return;
+  }
+  acp_uv_link_read_stop(sc->ws);
+  if (sc->holding)
+    return;
+  sc->holding = true;
+  if (sc->sv->opts->verbose)
+    fprintf(stderr,
+            "acp serve: connection %s: holds the client's request: its id "
+            "is that of a cancelled request the agent has not answered\n",
+            sc->id);
+  uv_timer_start(&sc->timer, on_hold_timeout, HOLD_MS, 0);
+}
+
+/* After an agent line: what was held goes once no held line reuses a
+ * pending id, and the connection is read again. */
+static void release_held(sconn *sc) {
+  if (!sc->holding || !sc->ws || !sc->alink ||
+      client_reuses_id(sc, sc->held.data, sc->held.len))
+    return;
+  sc->holding = false;
+  uv_timer_stop(&sc->timer);
+  if (sc->sv->opts->verbose)
+    fprintf(stderr,
+            "acp serve: connection %s: the cancelled request was answered; "
+            "the client's request goes on\n",
+            sc->id);
+  track_bytes(sc, &sc->cline, &sc->cskip, sc->held.data, sc->held.len,
+              track_client_line);
+  int rv = acp_uv_link_write(sc->alink, sc->held.data, sc->held.len);
+  acp__buf_dispose(&sc->held);
+  if (rv != 0 || acp_uv_link_read_start(sc->ws, ws_read, sc) != 0)
+    sconn_end(sc, 0, 1000);
+}
+
 static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
                     void *ud) {
   sconn *sc = ud;
   if (l != sc->ws)
     return;
   if (status == 0) {
+    if (sc->holding || (sc->alink && sc->cline.len == 0 && !sc->cskip &&
+                        stale_ids(sc) && client_reuses_id(sc, data, len))) {
+      hold_client(sc, data, len);
+      return;
+    }
     if (sc->alink && grace_ms(sc->sv) > 0)
       track_bytes(sc, &sc->cline, &sc->cskip, data, len, track_client_line);
     if (sc->alink && acp_uv_link_write(sc->alink, data, len) == 0) {
@@ -497,6 +799,9 @@ static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
               "%llu ms\n",
               sc->id, uv_strerror(status), (unsigned long long)grace);
     close_ws(sc, 0, 1000);
+    /* What was held for the client that went away stays unsent. */
+    sc->holding = false;
+    acp__buf_dispose(&sc->held);
     cancel_turns(sc);
     sc->parked = true;
     uv_timer_start(&sc->timer, on_grace_timeout, grace, 0);
@@ -531,26 +836,45 @@ static void agent_read(acp_uv_link *l, int status, const char *data, size_t len,
   if (status == 0 && sc->ho)
     return; /* the agent speaks on its socket: stdout is not the channel */
   if (status == 0) {
+    bool failed = false;
     if (sc->skip_line && sc->ws) {
       /* The previous connection got part of this line: the new one
-       * starts at the next. */
+       * starts at the next (the line is still looked at). */
       const char *nl = memchr(data, '\n', len);
+      size_t cut = nl ? (size_t)(nl + 1 - data) : len;
+      if (sc->afilter)
+        (void)agent_lines(sc, data, cut, false, &failed);
+      else if (sc->turns)
+        track_bytes(sc, &sc->aline, &sc->askip, data, cut, track_agent_line);
       if (!nl)
         return;
       sc->skip_line = false;
-      len -= (size_t)(nl + 1 - data);
-      data = nl + 1;
+      len -= cut;
+      data += cut;
       sc->line_start = true;
-      if (len == 0)
+      if (len == 0) {
+        release_held(sc);
         return;
+      }
     }
-    if (sc->turns)
-      track_bytes(sc, &sc->aline, &sc->askip, data, len, track_agent_line);
     if (len > 0)
       sc->line_start = data[len - 1] == '\n';
-    if (!sc->ws && sc->parked)
+    if (sc->afilter) {
+      /* Nobody to tell while parked: dropped (not replayed, as the RFD
+       * says), but looked at. */
+      size_t used = agent_lines(sc, data, len, sc->ws != NULL, &failed);
+      data += used;
+      len -= used;
+      if (!failed)
+        release_held(sc);
+      if (!failed && len == 0)
+        return;
+    }
+    if (!failed && sc->turns)
+      track_bytes(sc, &sc->aline, &sc->askip, data, len, track_agent_line);
+    if (!failed && !sc->ws && sc->parked)
       return; /* nobody to tell: dropped (not replayed, as the RFD says) */
-    if (sc->ws && acp_uv_link_write(sc->ws, data, len) == 0)
+    if (!failed && sc->ws && acp_uv_link_write(sc->ws, data, len) == 0)
       return;
     sconn_end(sc, 1000, 1000); /* the client side is gone */
     return;
@@ -848,6 +1172,7 @@ static void on_accept(acp_remote_server *srv, acp_uv_link *link, const char *id,
                 sv->opts->server.max_message ? sv->opts->server.max_message
                                              : ACP_REMOTE_DEFAULT_MAX_MESSAGE);
   acp__buf_init(&sc->aline, &sv->mem, ALINE_MAX);
+  acp__buf_init(&sc->held, &sv->mem, 2 * sc->cline.max);
   if (aff)
     snprintf(sc->aff, sizeof(sc->aff), "%s", aff);
   uv_timer_init(&sv->loop, &sc->timer);

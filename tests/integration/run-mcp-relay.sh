@@ -89,6 +89,25 @@ run verb-header-newline 2 "" -- "$acp" mcp tools --url "$url" --header "$(printf
 run verb-header-reaches 1 "" -- "$acp" mcp tools --url "$url" --header 'Origin: http://evil.example'
 if grep -qF "403" "$work/err"; then ok verb-header-403; else ko verb-header-403; fi
 
+# --- the agent that spawned a relay ends at the end of its input ---
+# acp agent reaches an http server through `acp mcp relay`; once its input
+# ends (here after the /mcp-tools turn answered), it must stop the relay
+# and exit. Before, it waited for the relay, which waited for the end of
+# its own stdin, which the agent held: both stayed for ever (seen orphaned
+# under valgrind when the conductor above them was gone).
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}' \
+  "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{\"cwd\":\"/tmp\",\"mcpServers\":[{\"type\":\"http\",\"name\":\"t\",\"url\":\"$url\",\"headers\":[]}]}}" \
+  '{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"/mcp-tools"}]}}' >"$work/agent.in"
+rm -f "$work/agent.out"
+# shellcheck disable=SC2086
+{ cat "$work/agent.in"; wait_for "$work/agent.out" '"id":3,"result"' 300; } |
+  ACP_AGENT_SEQUENTIAL_IDS=1 timeout $T $wrap "$acp" agent --mcp-acp off >"$work/agent.out" 2>"$work/err"
+got=$?
+if [ $got -eq 0 ] && grep -q 't (http): ' "$work/agent.out" &&
+   ! ps -eo args | grep -F -- "relay --url $url" | grep -qv grep; then
+  ok agent-eof-stops-its-relay
+else ko "agent-eof-stops-its-relay (exit $got)" "$(tail -3 "$work/agent.out")"; fi
+
 stop_pid "$srv_pid"
 # A dead server: a clear message from the relay, non-zero everywhere.
 run dead-server 1 "" -- "$acp" mcp tools --stdio "$acp" mcp relay --url "$url" --

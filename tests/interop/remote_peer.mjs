@@ -214,7 +214,8 @@ if (mode === 'big') {
     await new Promise((res) => setTimeout(res, 100));
   }
   done(false, { error: 'not resumed' });
-} else if (mode === 'resumeturn' || mode === 'wrongcookie' || mode === 'resumeask') {
+} else if (mode === 'resumeturn' || mode === 'wrongcookie' || mode === 'resumeask' ||
+           mode === 'resumereuse') {
   const open = (cookie) => new Promise((resolve, reject) => {
     const ws = new WebSocket(url, cookie ? { headers: { Cookie: cookie } } : {});
     const queue = [];
@@ -235,7 +236,13 @@ if (mode === 'big') {
       },
     }));
   });
-  const version = mode === 'resumeask' && arg ? Number(arg) : 1;
+  const version = mode !== 'wrongcookie' && arg ? Number(arg) : 1;
+  // Anything of the cancelled turn that reached the new connection: the
+  // old prompt's answer (id 3, where the new client did not reuse it) or
+  // an update late_agent.mjs writes for it after the reconnect.
+  const late = (m) => JSON.stringify(m).includes('late output of a cancelled turn') ||
+    (m.method === 'session/update' && m.params.update.sessionUpdate === 'state_update' &&
+     m.params.update.stopReason === 'cancelled');
   const hello = { ...init, params: { ...init.params, protocolVersion: version } };
   const c1 = await open(null);
   let cookie = c1.setCookie.map((c) => c.split(';')[0]).join('; ');
@@ -265,6 +272,34 @@ if (mode === 'big') {
     const c2 = await open(cookie);
     c2.send(hello);
     await c2.next((m) => m.id === 1);
+    if (mode === 'resumereuse') {
+      // The cancelled prompt was id 3: this connection's own prompt is id
+      // 3 too. Its answer must be the new turn's (end_turn, its text),
+      // and nothing else with id 3 may come (checked after one more turn).
+      c2.send({ jsonrpc: '2.0', id: 3, method: 'session/prompt',
+        params: { sessionId, prompt: [{ type: 'text', text: 'mine' }] } });
+      const p = await c2.next((m) => m.id === 3);
+      last = p;
+      if (p.error && /not found/i.test(p.error.message)) {
+        c2.ws.close(); // a new agent: the server had not seen the drop yet
+        await new Promise((res) => setTimeout(res, 100));
+        continue;
+      }
+      let stop = p.result && p.result.stopReason;
+      const idle = (m) => m.method === 'session/update' &&
+        m.params.update.sessionUpdate === 'state_update' && m.params.update.state === 'idle';
+      if (p.result && version >= 2) stop = (await c2.next(idle)).params.update.stopReason;
+      c2.send({ jsonrpc: '2.0', id: 4, method: 'session/prompt',
+        params: { sessionId, prompt: [{ type: 'text', text: 'again' }] } });
+      const q = await c2.next((m) => m.id === 4);
+      if (q.result && version >= 2) await c2.next(idle);
+      const text = c2.seen.some((m) => JSON.stringify(m).includes('"mine"'));
+      const extra = c2.seen.filter((m) => m.id === 3).length;
+      const stale = c2.seen.some(late);
+      c2.ws.close();
+      done(!!cookie && stop === 'end_turn' && text && !extra && !stale && !!q.result,
+        { sessionId, attempt, version, answer: p, text, extra, stale });
+    }
     c2.send({ jsonrpc: '2.0', id: 12, method: 'session/prompt',
       params: { sessionId, prompt: [{ type: 'text', text: 'hello again' }] } });
     const p = await c2.next((m) => m.id === 12);
@@ -278,7 +313,17 @@ if (mode === 'big') {
           m.params.update.sessionUpdate === 'state_update' && m.params.update.state === 'idle');
         stop = u.params.update.stopReason;
       }
-      const stale = c2.seen.some((m) => m.id === 3);
+      const stale = c2.seen.some((m) => m.id === 3 || late(m));
+      c2.ws.close();
+      done(!!cookie && stop === 'end_turn' && !stale, { sessionId, attempt, version, stopReason: stop, stale });
+    }
+    if (p.result && version >= 2) {
+      // v2 has no session/load in acp agent; the old session answering
+      // proves the same agent. The turn ends with its own idle.
+      const u = await c2.next((m) => m.method === 'session/update' &&
+        m.params.update.sessionUpdate === 'state_update' && m.params.update.state === 'idle');
+      const stop = u.params.update.stopReason;
+      const stale = c2.seen.some((m) => m.id === 3 || late(m));
       c2.ws.close();
       done(!!cookie && stop === 'end_turn' && !stale, { sessionId, attempt, version, stopReason: stop, stale });
     }
@@ -287,7 +332,7 @@ if (mode === 'big') {
         params: { sessionId, cwd: process.cwd(), mcpServers: [] } });
       const r = await c2.next((m) => m.id === 13);
       const replayed = c2.seen.some((m) => JSON.stringify(m).includes('busy'));
-      const stale = c2.seen.some((m) => m.id === 3);
+      const stale = c2.seen.some((m) => m.id === 3 || late(m));
       c2.ws.close();
       done(!!cookie && !!r.result && replayed && !stale && p.result.stopReason === 'end_turn',
         { sessionId, attempt, stopReason: p.result.stopReason, replayed, stale });

@@ -22,7 +22,10 @@
 #     a grace that runs out stops the agent; dropped while the agent asks
 #     permission (protocols 1 and 2, handed and relayed): the question is
 #     given up and the next prompt on the session is served; the relay's
-#     own resume over WebSocket (--no-handoff).
+#     own resume over WebSocket (--no-handoff), where the cancelled turn's
+#     answer and updates never reach the new connection, even when the
+#     agent writes them after the reconnect (late_agent.mjs, protocols 1
+#     and 2) or the new client reuses the cancelled prompt's id.
 # Needs ACP_BIN, node; installs the peers if missing (exit 77 without).
 . "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
 need_peers
@@ -122,16 +125,44 @@ for flag in --handoff --no-handoff; do
     else ko "$flag: resume while asking, protocol $v" "$out" "$(tail -8 "$work/serve6$flag.log")"; fi
   done
 done
-# and the relay's own resume over WebSocket (acp agent is handed by default).
-# `resume`, not `resumeturn`: the relay forwards whatever the agent writes
-# once the client is back, so the cancelled turn's own answer can reach the
-# new connection when the agent writes it after the reconnect (seen under
-# ASan); the handed agent drops it (checked above). Known relay gap.
-out=$(timeout 60 node "$here/remote_peer.mjs" resume "ws://127.0.0.1:$port/acp" 2>&1)
+# and the relay's own resume over WebSocket (acp agent is handed by default):
+# the cancelled turn's answer never reaches the new connection, whenever the
+# agent writes it (before, the relay forwarded it once the client was back).
+out=$(timeout 60 node "$here/remote_peer.mjs" resumeturn "ws://127.0.0.1:$port/acp" 2>&1)
 if [ $? -eq 0 ] && grep -q "resumes connection" "$work/serve6--no-handoff.log" &&
    ! grep -q "handed to agent" "$work/serve6--no-handoff.log"; then
-  ok "--no-handoff --session-grace: dropped, the relay resumes it with the same agent"
+  ok "--no-handoff --session-grace: dropped mid-turn, the relay resumes it with the same agent, no stale answer"
 else ko "relay resume over WebSocket" "$out" "$(tail -8 "$work/serve6--no-handoff.log")"; fi
+# An agent that answers session/cancel only once the client is back
+# (late_agent.mjs next: at the next request it reads, the new connection's
+# initialize): its late update and the cancelled prompt's answer (v1), or
+# its update and state_update idle (v2), are dropped by the relay.
+start_serve "$work/serve7.log" --session-grace 5000 -- node "$here/late_agent.mjs" next
+for v in 1 2; do
+  out=$(timeout 60 node "$here/remote_peer.mjs" resumeturn "ws://127.0.0.1:$port/acp" $v 2>&1)
+  if [ $? -eq 0 ] && grep -q "dropped the agent's answer to the cancelled request 3\|cancelled turn of session .* ended (dropped)" "$work/serve7.log"; then
+    ok "relay, protocol $v: the cancelled turn's late answer and update, written after the reconnect, are dropped"
+  else ko "relay: late answer after the reconnect, protocol $v" "$out" "$(tail -8 "$work/serve7.log")"; fi
+done
+# The new client reuses the cancelled prompt's id (3) for its own prompt,
+# before the agent answered the old one (late_agent.mjs signal: only on
+# SIGUSR1, sent once serve says it holds the request, or the peer ended):
+# serve holds the request until the old answer came and dropped it, so the
+# client's id 3 is answered once, by its own turn.
+start_serve "$work/serve8.log" --session-grace 5000 -- node "$here/late_agent.mjs" signal
+timeout 60 node "$here/remote_peer.mjs" resumereuse "ws://127.0.0.1:$port/acp" 1 >"$work/reuse.out" 2>&1 &
+rpid=$!
+pids="$pids $rpid"
+held_or_over() { grep -qs "holds the client's request" "$work/serve8.log" || ! kill -0 "$rpid" 2>/dev/null; }
+wait_until 300 held_or_over
+apid=$(grep 'resumes connection' "$work/serve8.log" | tail -1 | sed 's/.*agent pid \([0-9]*\).*/\1/')
+[ -n "$apid" ] && kill -USR1 "$apid" 2>/dev/null
+wait "$rpid"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "holds the client's request" "$work/serve8.log" &&
+   grep -q "dropped the agent's answer to the cancelled request 3" "$work/serve8.log"; then
+  ok "relay: the new client reuses the cancelled prompt's id: held until the old answer came, answered once by its own turn"
+else ko "relay: a reused id" "$(cat "$work/reuse.out")" "$(tail -8 "$work/serve8.log")"; fi
 # a grace that runs out stops the agent
 start_serve "$work/serve5.log" --handoff --session-grace 300 -- "$acp" agent
 out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)
