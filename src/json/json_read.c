@@ -942,29 +942,11 @@ static size_t decode_all(const char *p, const char *end, char *dst) {
  * two loads from each side that overlap when n is not a power of two, and
  * never read outside a[0..n) or b[0..n).
  */
-/* bytes_eq() for n <= 16: loads only, no call. */
+/* bytes_eq() for n <= 16: loads only, no call (json_int.h's, which the
+ * inline lookups of the library's other files use too). */
 static ACP__ALWAYS_INLINE int bytes_eq16(const char *a, const char *b,
                                          size_t n) {
-  uint64_t x0, y0, x1, y1;
-  uint32_t u0, v0, u1, v1;
-
-  if (n >= 8) {
-    memcpy(&x0, a, 8);
-    memcpy(&y0, b, 8);
-    memcpy(&x1, a + n - 8, 8);
-    memcpy(&y1, b + n - 8, 8);
-    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
-  }
-  if (n >= 4) {
-    memcpy(&u0, a, 4);
-    memcpy(&v0, b, 4);
-    memcpy(&u1, a + n - 4, 4);
-    memcpy(&v1, b + n - 4, 4);
-    return ((u0 ^ v0) | (u1 ^ v1)) == 0;
-  }
-  if (n == 0)
-    return 1;
-  return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
+  return acp__json_key_eq16(a, b, n);
 }
 
 static ACP__ALWAYS_INLINE int bytes_eq(const char *a, const char *b, size_t n) {

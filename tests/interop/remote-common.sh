@@ -75,6 +75,27 @@ full_turn() {
     [ "$(cat "$work/$t_file" 2>/dev/null)" = "$t_text" ]
 }
 
+# blocked_writing PID: wait (30 s at most) until PID has been seen blocked
+# in write(2) on its stdout 20 samples in a row; $blocked is the count.
+blocked_writing() {
+  blocked=0
+  for _ in $(seq 1 600); do
+    sc=$(cut -d' ' -f1,2 "/proc/$1/syscall" 2>/dev/null)
+    if [ "$sc" = "1 0x1" ]; then blocked=$((blocked + 1)); else blocked=0; fi
+    [ $blocked -ge 20 ] && break
+    sleep 0.05
+  done
+}
+
+# held_rss PID: $rss, its resident KiB; 0 under valgrind or ASan, whose own
+# memory (shadow, the quarantine of freed blocks: 76 MiB was seen in CI)
+# grows with the allocations made, not with what is held.
+held_rss() {
+  rss=$(sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$1/status")
+  [ -n "$wrap" ] && rss=0
+  ldd "$acp" 2>/dev/null | grep -q libasan && rss=0
+}
+
 check_serve_logs() {
   for p in $serve_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   set -- "$work"/serve*.log

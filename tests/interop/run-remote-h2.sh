@@ -166,19 +166,8 @@ done
 apid=$(grep "connection $cid: agent pid" "$work/serve3.log" | sed 's/.*agent pid //')
 # The agent blocks in write(2) on its stdout and stays so: nothing reads
 # its pipe while the SSE stream has no window.
-blocked=0
-for _ in $(seq 1 600); do
-  sc=$(cut -d' ' -f1,2 "/proc/$apid/syscall" 2>/dev/null)
-  if [ "$sc" = "1 0x1" ]; then blocked=$((blocked + 1)); else blocked=0; fi
-  [ $blocked -ge 20 ] && break
-  sleep 0.05
-done
-rss=$(sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$serve_pid/status")
-[ -n "$wrap" ] && rss=0 # under valgrind the server's own RSS says nothing
-# Nor under ASan: its shadow memory and the quarantine of freed blocks
-# (76 MiB was seen in CI) grow with the allocations made, not with what is
-# held. The agent blocked in write(2) is the evidence there.
-ldd "$acp" 2>/dev/null | grep -q libasan && rss=0
+blocked_writing "$apid"
+held_rss "$serve_pid" # 0 under valgrind and ASan: the blocked agent is the evidence there
 if [ -n "$cid" ] && [ $blocked -ge 20 ] && [ "${rss:-999999}" -lt 24576 ]; then
   ok "h2c: a reader that grants no window stops its agent (blocked writing; server RSS ${rss} KiB)"
 else

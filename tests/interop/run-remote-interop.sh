@@ -469,16 +469,8 @@ for _ in $(seq 1 200); do
   [ -n "$apid" ] && grep -q sent "$work/slowws.out" && break
   sleep 0.05
 done
-blocked=0
-for _ in $(seq 1 600); do
-  sc=$(cut -d' ' -f1,2 "/proc/$apid/syscall" 2>/dev/null)
-  if [ "$sc" = "1 0x1" ]; then blocked=$((blocked + 1)); else blocked=0; fi
-  [ $blocked -ge 20 ] && break
-  sleep 0.05
-done
-rss=$(sed -n 's/^VmRSS:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$serve_pid/status")
-[ -n "$wrap" ] && rss=0
-ldd "$acp" 2>/dev/null | grep -q libasan && rss=0
+blocked_writing "$apid"
+held_rss "$serve_pid"
 if [ -n "$apid" ] && [ $blocked -ge 20 ] && [ "${rss:-999999}" -lt 24576 ]; then
   ok "a WebSocket client that stops reading stops its agent (blocked writing; serve RSS ${rss} KiB)"
 else
