@@ -417,8 +417,7 @@ static bool stale_line(sconn *sc, const char *line, size_t len) {
   return true;
 }
 
-static int agent_line(sconn *sc, acp__buf *msg, const char *pre,
-                      const char *raw, size_t raw_len, const char *post);
+static int answer_gone(sconn *sc, acp__buf *msg, const char *id, size_t il);
 
 /* One whole agent line (with its '\n', n > 0) while stale turns are
  * pending: dropped if stale; else tracked as any line is while turns
@@ -439,16 +438,8 @@ static int agent_whole_line(sconn *sc, const char *line, size_t n,
       acp__js_member(line, e, "id", 2, &vb, &ve)) {
     acp__buf msg;
     acp__buf_init(&msg, &sc->sv->mem, 0);
-    (void)agent_line(sc, &msg, "{\"jsonrpc\":\"2.0\",\"id\":", vb,
-                     (size_t)(ve - vb),
-                     ",\"error\":{\"code\":-32099,\"message\":\"Connection "
-                     "closed\"}}\n");
+    (void)answer_gone(sc, &msg, vb, (size_t)(ve - vb));
     acp__buf_dispose(&msg);
-    if (sc->sv->opts->verbose)
-      fprintf(stderr,
-              "acp serve: connection %s: answered the agent's request %.*s "
-              "(-32099, the client is gone)\n",
-              sc->id, (int)(ve - vb), vb);
   }
   return 0;
 }
@@ -542,6 +533,19 @@ static int agent_line(sconn *sc, acp__buf *msg, const char *pre,
   return acp_uv_link_write(sc->alink, msg->data, msg->len);
 }
 
+/* Answer the agent's request (raw JSON id) for a client that is gone. */
+static int answer_gone(sconn *sc, acp__buf *msg, const char *id, size_t il) {
+  int rv = agent_line(sc, msg, "{\"jsonrpc\":\"2.0\",\"id\":", id, il,
+                      ",\"error\":{\"code\":-32099,\"message\":"
+                      "\"Connection closed\"}}\n");
+  if (rv == 0 && sc->sv->opts->verbose)
+    fprintf(stderr,
+            "acp serve: connection %s: answered the agent's request %.*s "
+            "(-32099, the client is gone)\n",
+            sc->id, (int)il, id);
+  return rv;
+}
+
 /* The connection dropped: cancel the turns in flight, one session/cancel
  * per session. Not when the client's last line reached the agent only in
  * part (whatever is written next would end up inside it). */
@@ -578,17 +582,9 @@ static void cancel_turns(sconn *sc) {
    * v2 turn cancelled while it asks permission ends only with an answer):
    * serve answers for it, as libacp's own agents do themselves
    * (acp_agent_drop_calls()). */
-  for (sturn *t = sc->calls; t; t = t->next) {
-    if (agent_line(sc, &msg, "{\"jsonrpc\":\"2.0\",\"id\":", t->text, t->id_len,
-                   ",\"error\":{\"code\":-32099,\"message\":\"Connection "
-                   "closed\"}}\n") != 0)
+  for (sturn *t = sc->calls; t; t = t->next)
+    if (answer_gone(sc, &msg, t->text, t->id_len) != 0)
       break;
-    if (sc->sv->opts->verbose)
-      fprintf(stderr,
-              "acp serve: connection %s: answered the agent's request %.*s "
-              "(-32099, the client is gone)\n",
-              sc->id, (int)t->id_len, t->text);
-  }
   acp__buf_dispose(&msg);
   stale_add(sc);
   turns_clear(sc);

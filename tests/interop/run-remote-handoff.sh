@@ -163,6 +163,18 @@ if [ $rc -eq 0 ] && grep -q "holds the client's request" "$work/serve8.log" &&
    grep -q "dropped the agent's answer to the cancelled request 3" "$work/serve8.log"; then
   ok "relay: the new client reuses the cancelled prompt's id: held until the old answer came, answered once by its own turn"
 else ko "relay: a reused id" "$(cat "$work/reuse.out")" "$(tail -8 "$work/serve8.log")"; fi
+# The same, and the agent never answers the cancelled prompt (no SIGUSR1):
+# after HOLD_MS (5 s) serve gives up holding the reused id and ends the
+# connection with 1011, saying why.
+start_serve "$work/serve9.log" --session-grace 5000 -- node "$here/late_agent.mjs" signal
+timeout 60 node "$here/remote_peer.mjs" resumereuse "ws://127.0.0.1:$port/acp" 1 >"$work/reuse2.out" 2>&1 &
+rpid=$!
+pids="$pids $rpid"
+if wait_for "$work/serve9.log" "holds the client's request" 300 &&
+   wait_for "$work/serve9.log" "did not answer the cancelled request whose id the client reuses within 5000 ms; closed with 1011" 400; then
+  ok "relay: a reused id whose old prompt is never answered: the connection ends with 1011 after 5 s"
+else ko "relay: reused id, hold timeout" "$(cat "$work/reuse2.out")" "$(tail -8 "$work/serve9.log")"; fi
+stop_pid "$rpid"
 # a grace that runs out stops the agent
 start_serve "$work/serve5.log" --handoff --session-grace 300 -- "$acp" agent
 out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)

@@ -284,19 +284,16 @@ static void test_json_inline_lookups_match_general(void **state) {
                        acp_json_obj_get(root, k, kn));
     }
     /* With literal keys, as the handlers call it (lengths constant). */
-    assert_ptr_equal(ACP__OBJ_GETI(root, "type"),
-                     acp_json_obj_get(root, S("type")));
-    assert_ptr_equal(ACP__OBJ_GETI(root, "text"),
-                     acp_json_obj_get(root, S("text")));
-    assert_ptr_equal(ACP__OBJ_GETI(root, "sessionId"),
-                     acp_json_obj_get(root, S("sessionId")));
-    assert_ptr_equal(ACP__OBJ_GETI(root, "sessionUpdate"),
-                     acp_json_obj_get(root, S("sessionUpdate")));
-    assert_ptr_equal(ACP__OBJ_GETI(root, "abcdefghijklmnop"),
-                     acp_json_obj_get(root, S("abcdefghijklmnop")));
-    assert_ptr_equal(ACP__OBJ_GETI(root, "k_is_longer_than_16"),
-                     acp_json_obj_get(root, S("k_is_longer_than_16")));
-    assert_ptr_equal(ACP__OBJ_GETI(root, ""), acp_json_obj_get(root, S("")));
+#define SAME_AS_GENERAL(k)                                                     \
+  assert_ptr_equal(ACP__OBJ_GETI(root, k), acp_json_obj_get(root, S(k)))
+    SAME_AS_GENERAL("type");
+    SAME_AS_GENERAL("text");
+    SAME_AS_GENERAL("sessionId");
+    SAME_AS_GENERAL("sessionUpdate");
+    SAME_AS_GENERAL("abcdefghijklmnop");
+    SAME_AS_GENERAL("k_is_longer_than_16");
+    SAME_AS_GENERAL("");
+#undef SAME_AS_GENERAL
     /* Every key and value (child/next walks both): string compares and
      * views. */
     for (e = acp_json_child(root); e != NULL; e = acp_json_next(e)) {
