@@ -103,10 +103,14 @@ shim() { # shim TOKEN LINES...
 # shim_to OUT TOKEN LINES...: as shim, into OUT, and its stdin stays open
 # until the answer to id 2 is in OUT (60 s at most), not for a fixed time:
 # five shims under ASan on a loaded machine can take more than a second.
+# OUT is emptied first: the writer and the shim's redirection start
+# together, and a file left by an earlier step would end the writer at once
+# (a relaying shim then ends with its stdin, before any answer).
 shim_to() {
   sout=$1
   tok=$2
   shift 2
+  : >"$sout"
   { for l in "$@"; do printf '%s\n' "$l"; done; wait_in '"id":2,' "$sout"; } |
     timeout 90 "$ACP" mcp-shim "$SOCK" "$tok" >"$sout"
 }
@@ -189,6 +193,7 @@ start_chain "$ACP proxy tools" "$ACP agent --mcp-acp off"
 tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
 # Each step waits for what it needs rather than for a fixed time: under
 # valgrind on a busy machine the shim can take seconds to answer.
+: >"$T/dead"
 {
   printf '%s\n%s\n' "$MCPINIT" "$MCPINITED"
   wait_in '"id":1,"result"' "$T/dead"
