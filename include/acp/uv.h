@@ -624,6 +624,22 @@ ACP_EXTERN int acp_uv_rpc_new(acp_uv_rpc **out, acp_uv_link *link,
 ACP_EXTERN void acp_uv_rpc_set_read_spin(acp_uv_rpc *r, uint32_t usec);
 
 /**
+ * Opt-in blocking reads, for a program whose one link is all it serves
+ * (an agent on stdio): whenever the loop has nothing else to wait for (no
+ * timer, no other handle that could end the wait, nothing queued to
+ * write), the program waits in read(2) on its input pipe, as `cat` does,
+ * instead of in epoll and then read(2): one system call a message fewer,
+ * and the kernel's direct pipe wake-up. Anything else puts the loop back
+ * in charge: a callback that starts a timer, a child process or a write
+ * that must wait. Signals the loop watches interrupt the read (their
+ * handlers are set not to restart system calls). Applies only when the
+ * read side is a pipe or FIFO (it is reopened blocking through
+ * /proc/self/fd; elsewhere this is a no-op). 0 (the default) turns it
+ * off. The trade, measured, is in docs/decisions.md. NULL is ignored.
+ */
+ACP_EXTERN void acp_uv_rpc_set_read_block(acp_uv_rpc *r, int on);
+
+/**
  * Write everything the session has to send now and re-arm the timer.
  * Normally unnecessary (automatic before each wait); useful before closing.
  * @return 0, ACP_ERR_CLOSED (link write side gone), or a fatal code from
@@ -712,6 +728,18 @@ ACP_EXTERN int acp_mcp_run_stdio(acp_mcp_conn *conn, uint64_t flush_timeout_ms);
 ACP_EXTERN int acp_mcp_run_fds_spin(acp_mcp_conn *conn, int in_fd, int out_fd,
                                     uint64_t flush_timeout_ms,
                                     uint32_t read_spin_us);
+
+/**
+ * acp_mcp_run_fds_spin(), and with `read_block` nonzero, blocking reads:
+ * while the loop has nothing else to wait for (no timer, no server->client
+ * request in flight, nothing queued to write), it waits in read(2) on
+ * `in_fd` instead of in epoll, as acp_uv_rpc_set_read_block() describes
+ * (a pipe or FIFO only; elsewhere the flag changes nothing). Same
+ * arguments, behaviour and results otherwise.
+ */
+ACP_EXTERN int acp_mcp_run_fds_ex(acp_mcp_conn *conn, int in_fd, int out_fd,
+                                  uint64_t flush_timeout_ms,
+                                  uint32_t read_spin_us, int read_block);
 
 /* MARK: - MCP bridge handshakes */
 

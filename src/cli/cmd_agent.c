@@ -31,7 +31,8 @@
 static const char agent_usage[] =
     "usage: acp agent [--echo] [--name NAME] [--mcp-acp native|off]\n"
     "                 [--mcp-http on|off] [--state-dir DIR] [--unstable]\n"
-    "                 [--protocol-v2] [--read-spin-us N] [--kill-grace MS]\n"
+    "                 [--protocol-v2] [--read-spin-us N] [--no-read-block]\n"
+    "                 [--kill-grace MS]\n"
     "\n"
     "The reference ACP agent, speaking ACP (JSON-RPC, one message per line) "
     "on\n"
@@ -77,6 +78,11 @@ static const char agent_usage[] =
     "               before sleeping in the event loop: a reply within N\n"
     "               skips the wake-up, for up to N us of CPU per burst\n"
     "               (default 0: off; docs/decisions.md has the trade)\n"
+    "  --no-read-block\n"
+    "               wait for input in the event loop (epoll) even when\n"
+    "               stdin is all there is to wait for; by default the agent\n"
+    "               then waits in read(2) on its stdin pipe, as cat does:\n"
+    "               one system call a message fewer\n"
     "  --kill-grace MS\n"
     "               a command a v2 /run runs that is stopped (session/cancel,\n"
     "               terminal/cancel, end of input) gets SIGTERM, then SIGKILL\n"
@@ -177,6 +183,7 @@ struct app {
   acp_arena *arena;    /* decoded mcpServers entries (mcp_record_stdio) */
   bool echo;
   uint32_t spin_us;       /* --read-spin-us */
+  bool no_block;          /* --no-read-block */
   uint64_t kill_grace_ms; /* --kill-grace */
   const char *name;
   bool fs_read, fs_write, terminal, elicitation;
@@ -4215,6 +4222,8 @@ int cmd_agent(int argc, char **argv) {
       a.mcp_acp_off = strcmp(v, "off") == 0;
     } else if (strcmp(argv[i], "--unstable") == 0) {
       a.unstable = true;
+    } else if (strcmp(argv[i], "--no-read-block") == 0) {
+      a.no_block = true;
     } else if (strcmp(argv[i], "--protocol-v2") == 0) {
       a.protocol_v2 = true;
     } else if ((v = cli_opt_value(argc, argv, &i, "--state-dir", &ok)) !=
@@ -4329,6 +4338,7 @@ int cmd_agent(int argc, char **argv) {
                      NULL) != 0)
     goto cleanup;
   acp_uv_rpc_set_read_spin(a.rpc, a.spin_us);
+  acp_uv_rpc_set_read_block(a.rpc, !a.no_block);
   acp_uv_signals_new(&a.sig, &a.loop, on_signal, &a, NULL);
   uv_run(&a.loop, UV_RUN_DEFAULT);
   rv = CLI_EXIT_OK;

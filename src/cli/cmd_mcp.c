@@ -30,7 +30,7 @@ enum { MCP_EXIT_TOOL_ERROR = 3 };
 static const char usage_text[] =
     "usage: acp mcp serve [--http ADDR:PORT [--worker-id NAME] [--workers N]\n"
     "                      [--sse-keepalive MS] [--drain-timeout MS]\n"
-    "                      | --stdio [--read-spin-us N]]\n"
+    "                      | --stdio [--read-spin-us N] [--no-read-block]]\n"
     "                     [--everything] [AUTH OPTIONS]\n"
     "       acp mcp tools|resources|prompts [--json] [OPTIONS]\n"
     "                (--url URL | --stdio CMD ARGS...)\n"
@@ -69,6 +69,9 @@ static const char usage_text[] =
     "up to N us (yielding the CPU) before sleeping, so a client that sends\n"
     "its next request at once is served without a kernel wake-up; costs up\n"
     "to N us of CPU per burst, none while idle (default 0: off).\n"
+    "--no-read-block (stdio): wait for requests in the event loop (epoll)\n"
+    "even when stdin is all there is to wait for; by default the server\n"
+    "then waits in read(2) on its stdin pipe: a system call a request fewer.\n"
     "\n"
     "serve --http as an OAuth 2.1 resource server (MCP authorization): every\n"
     "request needs 'Authorization: Bearer TOKEN', a JWT from the issuer\n"
@@ -576,6 +579,7 @@ static int cmd_serve(int argc, char **argv) {
   const char *http = NULL, *worker = NULL, *workers_s = NULL, *ka_s = NULL;
   const char *drain_s = NULL, *spin_s = NULL;
   unsigned long spin_us = 0;
+  int no_block = 0;
   unsigned long keepalive = ACP_HTTP_DEFAULT_KEEPALIVE_MS;
   unsigned long drain = ACP_HTTP_DEFAULT_DRAIN_MS;
   int everything = 0, i, ok, rv, status = CLI_EXIT_OK, nworkers = 0;
@@ -609,6 +613,8 @@ static int cmd_serve(int argc, char **argv) {
       drain_s = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--read-spin-us", &ok)) != NULL)
       spin_s = v;
+    else if (strcmp(argv[i], "--no-read-block") == 0)
+      no_block = 1;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-issuer", &ok)) != NULL)
       ao.issuer = v;
     else if ((v = cli_opt_value(argc, argv, &i, "--auth-audience", &ok)) !=
@@ -706,6 +712,10 @@ static int cmd_serve(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  if (no_block && http != NULL) {
+    cli_err(SUB, "--no-read-block is for stdio, not --http");
+    return CLI_EXIT_USAGE;
+  }
   if (workers_s != NULL) {
     char *end;
     long v;
@@ -779,7 +789,7 @@ static int cmd_serve(int argc, char **argv) {
     acp_mcp_conn *conn = NULL;
     rv = acp_mcp_conn_new(&conn, reg, NULL);
     if (rv == 0)
-      rv = acp_mcp_run_fds_spin(conn, 0, 1, 5000, (uint32_t)spin_us);
+      rv = acp_mcp_run_fds_ex(conn, 0, 1, 5000, (uint32_t)spin_us, !no_block);
     if (rv != 0 && acp_is_fatal(rv)) {
       cli_err(SUB, "%s", acp_strerror(rv));
       status = CLI_EXIT_FAILURE;

@@ -11,7 +11,9 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "uv_internal.h"
@@ -76,6 +78,12 @@ struct acp_uv_link {
   size_t wr_cap;           /* the write pipe's capacity once grown, or 0 */
   int wr_fd; /* direct_fd(): the write pipe's descriptor, -1 none, -2 unset */
   bool wr_fit_refused; /* growing past ACP_UV_PIPE_BIG was refused */
+  /* acp__uv_link_block(): a blocking description of the read pipe, -1 not
+   * opened yet, -2 unavailable; the signals whose SA_RESTART was cleared
+   * (a bit each). */
+  int block_fd;
+  uint64_t block_sigs;
+  uv_idle_t kick; /* kick(): the next wait is a poll */
 
   acp_uv_link_read_cb read_cb;
   acp__uv_link_buf_fn buf_fn; /* lends the buffer of stream reads, or NULL */
@@ -152,6 +160,8 @@ int acp__uv_err(int uv_err) {
 }
 
 static void finish(acp_uv_link *l) {
+  if (l->block_fd >= 0)
+    close(l->block_fd);
   if (l->close_cb)
     l->close_cb(l, l->close_ud);
   acp__free(&l->mem, l->sbuf);
@@ -198,6 +208,11 @@ static void close_side(acp_uv_link *l, side *s) {
   s->closed = true;
   if (s->kind == SIDE_USER)
     return;
+  if (s == &l->rd && l->block_fd >= 0) {
+    /* It keeps the pipe open too: the writer must see our end. */
+    close(l->block_fd);
+    l->block_fd = -2;
+  }
   if (s->kind == SIDE_STREAM) {
     uv_os_fd_t hfd = -1;
     (void)uv_fileno((uv_handle_t *)s->stream, &hfd);
@@ -395,6 +410,19 @@ static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   l->read_cb(l, 0, buf->base, (size_t)n, l->read_ud);
 }
 
+static void on_kick(uv_idle_t *h) {
+  uv_idle_stop(h);
+}
+
+/* Bytes were delivered from inside a prepare callback: the handles whose
+ * prepare callbacks ran before it would only act on what the callbacks
+ * left them in the next iteration, after a wait that could then last for
+ * ever. An active idle handle makes that wait a poll. */
+static void kick(acp_uv_link *l) {
+  if (l->state == ST_OPEN)
+    uv_idle_start(&l->kick, on_kick);
+}
+
 int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns) {
   return acp__uv_link_spin_ex(l, budget_ns, false);
 }
@@ -440,6 +468,126 @@ int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
      * a machine with fewer free cores than spinners) runs first. */
     sched_yield();
   }
+  if (got)
+    kick(l);
+  return got;
+}
+
+/* MARK: - Blocking reads (acp__uv_link_block) */
+
+typedef struct quiet_walk {
+  const acp_uv_link *l;
+  const uv_handle_t *self; /* the caller's prepare handle */
+  unsigned others;         /* active handles that could end the wait */
+  uint64_t signals;        /* signals with an active watcher, a bit each */
+} quiet_walk;
+
+static void quiet_cb(uv_handle_t *h, void *arg) {
+  quiet_walk *q = arg;
+  if (!uv_is_active(h) || h == (uv_handle_t *)q->l->rd.stream ||
+      h == (uv_handle_t *)q->l->wr.stream)
+    return;
+  if (h == q->self)
+    return;
+  switch (h->type) {
+  case UV_SIGNAL: {
+    int sig = ((uv_signal_t *)h)->signum;
+    if (sig > 0 && sig < 64) {
+      q->signals |= UINT64_C(1) << sig;
+      return;
+    }
+    q->others++;
+    return;
+  }
+  default:
+    q->others++;
+  }
+}
+
+/* Whether this link's input is all the loop waits for: nothing due (no
+ * timer, idle handle, pending callback or closing handle), no request in
+ * flight (a write, a thread-pool job: their ends wake the loop), no other
+ * active handle but signal watchers. Another prepare or check handle
+ * counts too: it may have work a callback of ours left it (output to
+ * flush), which it would only do in the next loop iteration. A read(2) blocked
+ * in the kernel is restarted after a handler installed with SA_RESTART (libuv's
+ * are), so a watched signal would only be seen with the next input: those
+ * signals are set to interrupt system calls instead (libuv retries its own on
+ * EINTR); only the watched ones, each once. */
+static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
+  quiet_walk q = {l, (const uv_handle_t *)self, 0, 0};
+  if (l->queued > 0 || l->nwrites > 0 || l->loop->active_reqs.count > 0 ||
+      uv_backend_timeout(l->loop) != -1)
+    return false;
+  uv_walk(l->loop, quiet_cb, &q);
+  if (q.others > 0)
+    return false;
+  for (uint64_t fresh = q.signals & ~l->block_sigs; fresh != 0;
+       fresh &= fresh - 1) {
+    int sig = __builtin_ctzll(fresh);
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART)) {
+      sa.sa_flags &= ~SA_RESTART;
+      if (sigaction(sig, &sa, NULL) != 0)
+        return false;
+    }
+    l->block_sigs |= UINT64_C(1) << sig;
+  }
+  return true;
+}
+
+/* A second, blocking, open file description of the read pipe (libuv's is
+ * non-blocking, and the flag belongs to the description): opened through
+ * /proc/self/fd without blocking on a writer, then made blocking. Only a
+ * pipe or FIFO: a socket cannot be reopened this way. */
+static int block_fd(acp_uv_link *l) {
+  uv_os_fd_t fd;
+  struct stat a, b;
+  char path[64];
+  int bfd, fl;
+
+  if (l->block_fd != -1)
+    return l->block_fd;
+  l->block_fd = -2;
+  if (uv_fileno((uv_handle_t *)l->rd.stream, &fd) != 0 || fstat(fd, &a) != 0 ||
+      !S_ISFIFO(a.st_mode))
+    return -2;
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  bfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (bfd < 0)
+    return -2;
+  if (fstat(bfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino ||
+      (fl = fcntl(bfd, F_GETFL)) < 0 ||
+      fcntl(bfd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    close(bfd);
+    return -2;
+  }
+  l->block_fd = bfd;
+  return bfd;
+}
+
+int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
+  int got = 0, bfd;
+
+  if (l->rd.kind != SIDE_STREAM || l->rd.stream->type != UV_NAMED_PIPE)
+    return 0;
+  while (want_read(l) && l->reading && loop_quiet(l, self)) {
+    uv_buf_t buf;
+    ssize_t n;
+
+    if ((bfd = block_fd(l)) < 0)
+      break;
+    on_alloc((uv_handle_t *)l->rd.stream, READ_CHUNK, &buf);
+    n = read(bfd, buf.base, buf.len);
+    uv_update_time(l->loop);
+    /* End of input, a signal (EINTR) or an error: the loop sees it. */
+    if (n <= 0)
+      break;
+    got = 1;
+    on_stream_read(l->rd.stream, n, &buf);
+  }
+  if (got)
+    kick(l);
   return got;
 }
 
@@ -654,6 +802,7 @@ static void do_close(acp_uv_link *l) {
   l->state = ST_CLOSING;
   uv_timer_stop(&l->timer);
   uv_idle_stop(&l->idle);
+  uv_idle_stop(&l->kick);
   acp_uv_link_uncouple(l);
   for (acp_uv_link *d = l->dsts; d;) {
     acp_uv_link *next = d->next_dst;
@@ -686,9 +835,10 @@ static void do_close(acp_uv_link *l) {
   close_side(l, &l->rd);
   if (!l->same)
     close_side(l, &l->wr);
-  l->outstanding += 2;
+  l->outstanding += 3;
   uv_close((uv_handle_t *)&l->timer, on_handle_closed);
   uv_close((uv_handle_t *)&l->idle, on_handle_closed);
+  uv_close((uv_handle_t *)&l->kick, on_handle_closed);
 }
 
 static void on_flush_timeout(uv_timer_t *t) {
@@ -713,12 +863,15 @@ static int link_alloc(acp_uv_link **out, uv_loop_t *loop, const acp_mem *mem) {
   l->rd.saved_flags = -1;
   l->wr.saved_flags = -1;
   l->wr_fd = -2;
+  l->block_fd = -1;
   l->pause = ACP__UV_PAUSE_USER;
   /* Neither init can fail on Unix; both handles are always closed. */
   uv_timer_init(loop, &l->timer);
   uv_idle_init(loop, &l->idle);
+  uv_idle_init(loop, &l->kick);
   l->timer.data = l;
   l->idle.data = l;
+  l->kick.data = l;
   *out = l;
   return 0;
 }

@@ -26,6 +26,7 @@ typedef struct ms_run {
   int reason;
   uint64_t flush_timeout;
   uint64_t spin_ns; /* acp_mcp_run_fds_spin(), 0 = off */
+  bool block;       /* acp_mcp_run_fds_ex()'s read_block */
   bool active;      /* bytes came or went since the last spin */
 } ms_run;
 
@@ -163,6 +164,8 @@ static void ms_on_prepare(uv_prepare_t *p) {
     if (acp__uv_link_spin(r->link, r->spin_ns))
       ms_pump(r);
   }
+  if (r->block && !r->ended)
+    (void)acp__uv_link_block(r->link, &r->prepare);
 }
 
 static void ms_on_signal(acp_uv_signals *sig, int signum, void *ud) {
@@ -195,11 +198,18 @@ static void ms_end(ms_run *r, int reason) {
 
 int acp_mcp_run_fds(acp_mcp_conn *conn, int in_fd, int out_fd,
                     uint64_t flush_timeout_ms) {
-  return acp_mcp_run_fds_spin(conn, in_fd, out_fd, flush_timeout_ms, 0);
+  return acp_mcp_run_fds_ex(conn, in_fd, out_fd, flush_timeout_ms, 0, 0);
 }
 
 int acp_mcp_run_fds_spin(acp_mcp_conn *conn, int in_fd, int out_fd,
                          uint64_t flush_timeout_ms, uint32_t read_spin_us) {
+  return acp_mcp_run_fds_ex(conn, in_fd, out_fd, flush_timeout_ms, read_spin_us,
+                            0);
+}
+
+int acp_mcp_run_fds_ex(acp_mcp_conn *conn, int in_fd, int out_fd,
+                       uint64_t flush_timeout_ms, uint32_t read_spin_us,
+                       int read_block) {
   uv_loop_t loop;
   ms_run r;
   int rv;
@@ -210,6 +220,7 @@ int acp_mcp_run_fds_spin(acp_mcp_conn *conn, int in_fd, int out_fd,
   r.conn = conn;
   r.flush_timeout = flush_timeout_ms;
   r.spin_ns = (uint64_t)read_spin_us * 1000u;
+  r.block = read_block != 0;
   acp__mem_init(&r.mem, NULL);
   acp__buf_init(&r.held, &r.mem, 0);
   (void)acp_uv_ignore_sigpipe();

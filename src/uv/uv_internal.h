@@ -40,6 +40,14 @@ int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns);
  * first read that finds nothing after a delivery), or budget_ns after it
  * started if nothing came. */
 int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply);
+/* Blocking reads (acp_uv_rpc_set_read_block): while the loop has nothing
+ * to do but wait for this link's input (no timer, no other handle that
+ * could end the wait, nothing queued to write), read(2) a blocking
+ * description of the read pipe instead of waiting in epoll, delivering
+ * what comes as the loop would; back to the loop on anything else (end of
+ * input, a signal, a callback that started a timer or a write). Returns 1
+ * if anything was delivered. A no-op (0) unless the read side is a pipe. */
+int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self);
 typedef char *(*acp__uv_link_buf_fn)(void *user_data, size_t *room);
 int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
                                 acp__uv_link_buf_fn buf_fn, void *user_data);

@@ -26,6 +26,7 @@ struct acp_uv_rpc {
   bool closing;
   bool active;      /* bytes came or went since the last spin */
   uint64_t spin_ns; /* acp_uv_rpc_set_read_spin(), 0 = off */
+  bool block;       /* acp_uv_rpc_set_read_block() */
   int open;
   acp_uv_rpc_close_cb close_cb;
 };
@@ -233,6 +234,8 @@ static void on_prepare(uv_prepare_t *h) {
     if (acp__uv_link_spin(r->link, r->spin_ns) && !r->closing)
       pump(r);
   }
+  if (r->block && !r->failed && !r->closing && !r->ended)
+    (void)acp__uv_link_block(r->link, &r->prepare);
 }
 
 static void on_closed(uv_handle_t *h) {
@@ -292,6 +295,11 @@ int acp_uv_rpc_new(acp_uv_rpc **out, acp_uv_link *link,
   uv_unref((uv_handle_t *)&r->prepare);
   *out = r;
   return 0;
+}
+
+void acp_uv_rpc_set_read_block(acp_uv_rpc *r, int on) {
+  if (r)
+    r->block = on != 0;
 }
 
 void acp_uv_rpc_set_read_spin(acp_uv_rpc *r, uint32_t usec) {

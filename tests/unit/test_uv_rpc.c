@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,6 +411,230 @@ static void test_uv_signals_reports_sigint(void **state) {
   assert_int_equal(c.signum, SIGINT);
 }
 
+/* MARK: - Blocking reads */
+
+/* How many of the parent's descriptors are the pipe `ino`: blocking reads
+ * add one (a second, blocking open of the pipe). */
+static int parent_pipe_fds(pid_t parent, ino_t ino) {
+  char path[64], want[64], got[64];
+  int n = 0;
+  snprintf(want, sizeof(want), "pipe:[%lu]", (unsigned long)ino);
+  for (int fd = 0; fd < 256; fd++) {
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)parent, fd);
+    ssize_t k = readlink(path, got, sizeof(got) - 1);
+    if (k <= 0)
+      continue;
+    got[k] = '\0';
+    n += strcmp(got, want) == 0;
+  }
+  return n;
+}
+
+/* The child's side: whether the parent waits in read(2) on a pipe (not
+ * in epoll). wchan names the kernel function a sleeping task is in
+ * (pipe_read, anon_pipe_read on newer kernels). Where the kernel hides
+ * it ("0"), the parent's extra, blocking descriptor of the pipe is taken
+ * instead (the test then cannot tell that the read has begun yet). */
+static bool parent_in_pipe_read(pid_t parent, ino_t ino) {
+  char path[64], w[64] = "";
+  snprintf(path, sizeof(path), "/proc/%d/wchan", (int)parent);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  size_t n = fread(w, 1, sizeof(w) - 1, f);
+  fclose(f);
+  w[n] = '\0';
+  if (strcmp(w, "0") == 0 || n == 0)
+    return parent_pipe_fds(parent, ino) >= 3;
+  return strstr(w, "pipe_read") != NULL;
+}
+
+/* Polls (10 ms steps, 30 s at most) until the parent sleeps in read(2). */
+static bool wait_parent_blocked(pid_t parent, ino_t ino) {
+  for (int i = 0; i < 3000; i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    if (parent_in_pipe_read(parent, ino))
+      return true;
+    nanosleep(&ts, NULL);
+  }
+  return false;
+}
+
+/* One request line out, one answer line back (whose text must hold
+ * `want`). */
+static bool child_call(int wfd, int rfd, const char *line, const char *want) {
+  char buf[512];
+  size_t got = 0;
+  if (write(wfd, line, strlen(line)) != (ssize_t)strlen(line))
+    return false;
+  while (got < sizeof(buf) - 1) {
+    ssize_t n = read(rfd, buf + got, sizeof(buf) - 1 - got);
+    if (n <= 0)
+      return false;
+    got += (size_t)n;
+    if (buf[got - 1] == '\n')
+      break;
+  }
+  buf[got] = '\0';
+  return strstr(buf, want) != NULL;
+}
+
+typedef struct block_ctx {
+  uv_loop_t loop;
+  acp_uv_link *l;
+  acp_uv_rpc *r;
+  acp_rpc_session *s;
+  uv_prepare_t other;
+  uv_signal_t usr1;
+  uint64_t later;
+  int pings;
+  int laters;
+  int signals;
+  pid_t child;
+  bool child_alive_at_signal;
+} block_ctx;
+
+static void on_other_prepare(uv_prepare_t *h) {
+  block_ctx *c = h->data;
+  uv_prepare_stop(h);
+  assert_int_equal(acp_rpc_session_respond(c->s, c->later, "\"later\"", 7), 0);
+  assert_int_equal(acp_uv_rpc_flush(c->r), 0);
+}
+
+static int block_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
+                            void *ud) {
+  block_ctx *c = ud;
+  if (msg->method_len == 5 && memcmp(msg->method, "later", 5) == 0) {
+    /* Answered by another prepare handle, which this callback starts: it
+     * runs only if the loop goes round again without new input. */
+    c->laters++;
+    c->later = msg->handle;
+    return uv_prepare_start(&c->other, on_other_prepare) == 0 ? 0
+                                                              : ACP_ERR_SYSTEM;
+  }
+  c->pings++;
+  return acp_rpc_session_respond(s, msg->handle, "\"pong\"", 6);
+}
+
+static void block_finish(block_ctx *c) {
+  if (c->r == NULL)
+    return;
+  uv_close((uv_handle_t *)&c->usr1, NULL);
+  uv_close((uv_handle_t *)&c->other, NULL);
+  acp_uv_rpc_close(c->r, NULL);
+  c->r = NULL;
+  acp_uv_link_close(c->l, 0, NULL, NULL);
+}
+
+static void block_on_usr1(uv_signal_t *h, int signum) {
+  block_ctx *c = h->data;
+  (void)signum;
+  c->signals++;
+  /* Still running: the child holds the pipe open until it is killed, so
+   * the read did not end by end of input. */
+  c->child_alive_at_signal = waitpid(c->child, NULL, WNOHANG) == 0;
+  block_finish(c);
+}
+
+/* The child ended its side (it failed a step): the test ends too. */
+static void block_on_end(acp_uv_rpc *r, int reason, void *ud) {
+  (void)r;
+  (void)reason;
+  block_finish(ud);
+}
+
+/* With blocking reads on, a program whose one link is all it serves waits
+ * in read(2) (seen from the child through /proc/PID/wchan), answers a
+ * request after request from in there, lets another handle that a
+ * callback started run without new input (the prepare handle started by
+ * "later"), and sees a watched signal while it blocks: the signal ends the
+ * read, not the child's end of the pipe. */
+static void test_uv_rpc_read_block(void **state) {
+  block_ctx c;
+  acp_rpc_callbacks *cbs = NULL;
+  int to_parent[2], to_child[2];
+  int status = 0;
+  (void)state;
+  memset(&c, 0, sizeof(c));
+  assert_int_equal(pipe(to_parent), 0);
+  assert_int_equal(pipe(to_child), 0);
+  pid_t parent = getpid();
+  c.child = fork();
+  assert_true(c.child >= 0);
+  if (c.child == 0) {
+    int code = 0;
+    struct stat st;
+    ino_t ino = fstat(to_parent[1], &st) == 0 ? st.st_ino : 0;
+    alarm(90); /* a step that never ends kills the child: the test fails */
+    close(to_parent[0]);
+    close(to_child[1]);
+    /* The first message wakes the loop through epoll (the link's
+     * descriptor is registered in the first wait); from then on the
+     * parent waits in read(2). */
+    if (!child_call(to_parent[1], to_child[0],
+                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+                    "\"pong\""))
+      code = 2;
+    else if (!wait_parent_blocked(parent, ino))
+      code = 3;
+    else if (!child_call(to_parent[1], to_child[0],
+                         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
+                         "\"pong\""))
+      code = 4;
+    else if (!wait_parent_blocked(parent, ino))
+      code = 5;
+    else if (!child_call(
+                 to_parent[1], to_child[0],
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"later\"}\n",
+                 "\"later\""))
+      code = 6;
+    else if (!wait_parent_blocked(parent, ino))
+      code = 7;
+    if (code == 0)
+      kill(parent, SIGUSR1);
+    /* The pipe stays open until the parent kills us (60 s at most). */
+    for (int i = 0; code == 0 && i < 600; i++) {
+      struct timespec ts = {0, 100 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    _exit(code);
+  }
+  close(to_parent[1]);
+  close(to_child[0]);
+  assert_int_equal(uv_loop_init(&c.loop), 0);
+  assert_int_equal(uv_prepare_init(&c.loop, &c.other), 0);
+  c.other.data = &c;
+  assert_int_equal(uv_signal_init(&c.loop, &c.usr1), 0);
+  c.usr1.data = &c;
+  assert_int_equal(uv_signal_start(&c.usr1, block_on_usr1, SIGUSR1), 0);
+  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
+  acp_rpc_callbacks_set_on_request(cbs, block_on_request);
+  assert_int_equal(acp_rpc_session_new(&c.s, cbs, &c, NULL, NULL), 0);
+  acp_rpc_callbacks_free(cbs);
+  assert_int_equal(
+      acp_uv_link_new_fds(&c.l, &c.loop, to_parent[0], to_child[1], NULL), 0);
+  assert_int_equal(acp_uv_rpc_new(&c.r, c.l, c.s, block_on_end, &c, NULL), 0);
+  acp_uv_rpc_set_read_block(c.r, 1);
+  assert_int_equal(uv_run(&c.loop, UV_RUN_DEFAULT), 0);
+  bool alive = c.child_alive_at_signal;
+  kill(c.child, SIGKILL);
+  assert_int_equal(waitpid(c.child, &status, 0), c.child);
+  /* Killed by us, so it passed every step (an exit code says which step
+   * failed). */
+  if (WIFEXITED(status))
+    fail_msg("the child failed at step %d", WEXITSTATUS(status));
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGKILL);
+  assert_int_equal(c.pings, 2);
+  assert_int_equal(c.laters, 1);
+  assert_int_equal(c.signals, 1);
+  assert_true(alive);
+  assert_int_equal(uv_loop_close(&c.loop), 0);
+  acp_rpc_session_free(c.s);
+  close(to_parent[0]);
+  close(to_child[1]);
+}
+
 static void test_uv_rpc_rejects_bad_arguments(void **state) {
   acp_uv_rpc *r = (acp_uv_rpc *)state;
   (void)state;
@@ -420,6 +645,7 @@ static void test_uv_rpc_rejects_bad_arguments(void **state) {
   assert_int_equal(acp_uv_rpc_paused(NULL), 0);
   acp_uv_rpc_resume(NULL);
   acp_uv_rpc_close(NULL, NULL);
+  acp_uv_rpc_set_read_block(NULL, 1);
 }
 
 int main(int argc, char **argv) {
@@ -431,6 +657,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_rpc_run_fds_until_eof),
       cmocka_unit_test(test_uv_rpc_run_fds_ends_on_sigterm),
       cmocka_unit_test(test_uv_signals_reports_sigint),
+      cmocka_unit_test(test_uv_rpc_read_block),
       cmocka_unit_test(test_uv_rpc_rejects_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
