@@ -206,6 +206,17 @@ for c in "1 load" "1 prompt" "2 prompt"; do
     ok "relay, protocol $v: a $what of the dropped session before its cancelled turn ended is held until it ended, and its output arrives"
   else ko "relay: $what of a stale session, protocol $v" "$(cat "$work/held$n.out")" "$(tail -8 "$held_log")"; fi
 done
+# The same, and the agent never ends the cancelled turn (no SIGUSR1): after
+# HOLD_MS (5 s) serve ends the connection with 1011, naming the session.
+start_serve "$work/serve12.log" --session-grace 5000 -- node "$here/late_agent.mjs" signal
+timeout 60 node "$here/remote_peer.mjs" resumeheld "ws://127.0.0.1:$port/acp" 1 load >"$work/held-to.out" 2>&1 &
+rpid=$!
+pids="$pids $rpid"
+if wait_for "$work/serve12.log" "holds the client's request: it names session" 300 &&
+   wait_for "$work/serve12.log" "did not end the cancelled turn of session \"sess_1\", which the client's request names, within 5000 ms; closed with 1011" 400; then
+  ok "relay: a load of a stale session whose turn never ends: the connection ends with 1011 after 5 s"
+else ko "relay: stale session, hold timeout" "$(cat "$work/held-to.out")" "$(tail -8 "$work/serve12.log")"; fi
+stop_pid "$rpid"
 # A late update longer than serve's 64 KiB hold (late_agent.mjs next
 # 100000): decided from its head (a session/update of the cancelled turn's
 # session) and dropped whole; before, it went through unlooked-at.
