@@ -20,9 +20,9 @@
  * What the agent writes later for those turns (the cancelled prompt's
  * answer, its session's updates until then) is dropped, also once a
  * client is back: the new connection never sent those ids. A new request
- * with the id of such a prompt still unanswered waits until the agent
- * answered the old one (docs/decisions.md, "The relay never delivers a
- * cancelled turn's late answer").
+ * with the id of such a prompt still unanswered, or naming the session of
+ * such a turn, waits until the agent ended the old turn (docs/decisions.md,
+ * "The relay never delivers a cancelled turn's late answer").
  */
 #include <errno.h>
 #include <signal.h>
@@ -351,6 +351,14 @@ static sturn *stale_by_id(sconn *sc, const char *r, size_t rl) {
   return NULL;
 }
 
+/* The stale turn (any) of the session whose id is the raw JSON r[0..rl). */
+static sturn *stale_by_sid(sconn *sc, const char *r, size_t rl) {
+  for (sturn *t = sc->stale; t; t = t->next)
+    if (t->sid_len == rl && memcmp(t->text + t->id_len, r, rl) == 0)
+      return t;
+  return NULL;
+}
+
 static void stale_remove(sconn *sc, sturn *x) {
   for (sturn **pp = &sc->stale; *pp; pp = &(*pp)->next)
     if (*pp == x) {
@@ -394,11 +402,7 @@ static bool stale_line(sconn *sc, const char *line, size_t len) {
       !acp__js_member(line, e, "params", 6, &pb, &pe) ||
       !acp__js_member(pb, pe, "sessionId", 9, &vb, &ve))
     return false;
-  sturn *t = sc->stale;
-  for (; t; t = t->next)
-    if (t->sid_len == (size_t)(ve - vb) &&
-        memcmp(t->text + t->id_len, vb, t->sid_len) == 0)
-      break;
+  sturn *t = stale_by_sid(sc, vb, (size_t)(ve - vb));
   if (!t)
     return false;
   const char *ub, *ue, *kb, *ke;
@@ -414,6 +418,33 @@ static bool stale_line(sconn *sc, const char *line, size_t len) {
               sc->id, (int)t->sid_len, t->text + t->id_len);
     stale_remove(sc, t);
   }
+  return true;
+}
+
+/* Whether a line too long to hold, of which h[0..n) is the head, is a
+ * notification of a stale turn's session, as far as the head shows: its
+ * "method" is "session/update", whole, no "id" comes before the cut, and
+ * its params.sessionId, whole in the head, is a stale turn's. Then the
+ * whole line is dropped. Anything else goes through as it comes: an
+ * answer (short: a prompt's is a stopReason) or an update whose sessionId
+ * comes after a member too long for the head. A state_update idle that
+ * long would not end its stale turn (idles are short). */
+static bool stale_head(sconn *sc, const char *h, size_t n) {
+  const char *e = h + n, *vb, *ve, *pb, *pe;
+  if (acp__js_member_head(h, e, "method", 6, &vb, &ve) != 1 ||
+      !raw_is(vb, ve, "\"session/update\"") ||
+      acp__js_member_head(h, e, "id", 2, &vb, &ve) != 0 ||
+      acp__js_member_head(h, e, "params", 6, &pb, &pe) == 0 ||
+      acp__js_member_head(pb, pe, "sessionId", 9, &vb, &ve) != 1)
+    return false;
+  sturn *t = stale_by_sid(sc, vb, (size_t)(ve - vb));
+  if (!t)
+    return false;
+  if (sc->sv->opts->verbose)
+    fprintf(stderr,
+            "acp serve: connection %s: dropped an update of the cancelled "
+            "turn of session %.*s longer than %zu bytes (by its head)\n",
+            sc->id, (int)t->sid_len, t->text + t->id_len, ALINE_MAX);
   return true;
 }
 
@@ -447,9 +478,10 @@ static int agent_whole_line(sconn *sc, const char *line, size_t n,
 /* The agent's output while stale turns are pending (sc->afilter): split
  * into lines, each whole one seen by agent_whole_line() before it is
  * forwarded (`forward`), so a stale line never reaches the client. A line
- * longer than ALINE_MAX cannot be held to be looked at: it goes through
- * as it comes (the answers are short; the long lines are updates, which
- * are then not dropped). Returns the bytes used: all of them, or those up
+ * longer than ALINE_MAX cannot be held whole: its first ALINE_MAX bytes
+ * decide (stale_head()), and it is dropped whole or goes through as it
+ * comes, unlooked-at otherwise (the answers are short; the long lines are
+ * updates). Returns the bytes used: all of them, or those up
  * to the end of the line after which nothing is stale any more (afilter
  * cleared: the rest goes the usual way). -1 in *failed: the client side is
  * gone. */
@@ -466,12 +498,16 @@ static size_t agent_lines(sconn *sc, const char *d, size_t n, bool forward,
       if (agent_whole_line(sc, d, take, forward) != 0)
         *failed = true;
     } else if (acp__buf_append(&sc->aline, d, take) != 0) {
-      /* Too long to hold: forwarded as it is, not looked at. */
+      /* Too long to hold: the hold is filled up first, so the head that
+       * decides is ALINE_MAX bytes however the line came in pieces. */
+      size_t fill = sc->aline.max - sc->aline.len;
+      if (fill > take || acp__buf_append(&sc->aline, d, fill) != 0)
+        fill = 0;
       sc->askip = true;
-      sc->apass = forward;
-      if (forward &&
+      sc->apass = forward && !stale_head(sc, sc->aline.data, sc->aline.len);
+      if (sc->apass &&
           (acp_uv_link_write(sc->ws, sc->aline.data, sc->aline.len) != 0 ||
-           acp_uv_link_write(sc->ws, d, take) != 0))
+           acp_uv_link_write(sc->ws, d + fill, take - fill) != 0))
         *failed = true;
       acp__buf_clear(&sc->aline);
     } else if (nl) {
@@ -495,31 +531,35 @@ static size_t agent_lines(sconn *sc, const char *d, size_t n, bool forward,
   return (size_t)(d - d0);
 }
 
-/* Whether one of the client's whole lines in d[0..n) is a request whose
- * id is that of a stale prompt still unanswered: the agent would answer
- * both with that id, and serve could not tell the answers apart. A line
- * not ended in d is not looked at (a WebSocket message and a POST body
- * each come whole, with their '\n'). */
-static bool client_reuses_id(sconn *sc, const char *d, size_t n) {
+/* The stale turn one of the client's whole lines in d[0..n) has to wait
+ * for, or NULL. A request whose id is that of a stale prompt still
+ * unanswered (*by_id): the agent would answer both with that id, and serve
+ * could not tell the answers apart. A request whose params.sessionId is a
+ * stale turn's session: what the agent writes for it (a session/load's
+ * replay, a new prompt's updates) would be dropped as the cancelled
+ * turn's, by an agent that serves it before it ended that turn. A
+ * notification (session/cancel) never waits: it has no answer to lose.
+ * A line not ended in d is not looked at (a WebSocket message and a POST
+ * body each come whole, with their '\n'). */
+static sturn *client_waits(sconn *sc, const char *d, size_t n, bool *by_id) {
   while (n > 0) {
-    const char *nl = memchr(d, '\n', n), *vb, *ve, *mb, *me;
+    const char *nl = memchr(d, '\n', n), *vb, *ve, *mb, *me, *pb, *pe;
     if (!nl)
-      return false;
+      return NULL;
+    sturn *t = NULL;
     if (acp__js_member(d, nl, "method", 6, &mb, &me) &&
-        acp__js_member(d, nl, "id", 2, &vb, &ve) &&
-        stale_by_id(sc, vb, (size_t)(ve - vb)))
-      return true;
+        acp__js_member(d, nl, "id", 2, &vb, &ve)) {
+      *by_id = (t = stale_by_id(sc, vb, (size_t)(ve - vb))) != NULL;
+      if (!t && acp__js_member(d, nl, "params", 6, &pb, &pe) &&
+          acp__js_member(pb, pe, "sessionId", 9, &vb, &ve))
+        t = stale_by_sid(sc, vb, (size_t)(ve - vb));
+    }
+    if (t)
+      return t;
     n -= (size_t)(nl + 1 - d);
     d = nl + 1;
   }
-  return false;
-}
-
-static bool stale_ids(const sconn *sc) {
-  for (const sturn *t = sc->stale; t; t = t->next)
-    if (!t->accepted)
-      return true;
-  return false;
+  return NULL;
 }
 
 /* Write pre + raw + post (one line of serve's own) to the agent. */
@@ -700,7 +740,7 @@ static void on_grace_timeout(uv_timer_t *t) {
   }
 }
 
-/* MARK: - A reused id: the client's lines held */
+/* MARK: - A request that waits for a stale turn: the client's lines held */
 
 static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
                     void *ud);
@@ -710,22 +750,34 @@ static void on_hold_timeout(uv_timer_t *t) {
   if (!sc->holding)
     return;
   /* Always said, not only with verbose: the agent left a cancelled
-   * prompt unanswered for long, and forwarding the request now would
-   * leave two answers with one id. */
-  fprintf(stderr,
-          "acp serve: connection %s: the agent did not answer the cancelled "
-          "request whose id the client reuses within %d ms; closed with "
-          "1011\n",
-          sc->id, HOLD_MS);
+   * prompt unanswered (or its turn running) for long, and forwarding the
+   * request now would leave two answers with one id, or what the agent
+   * says about the session dropped. */
+  bool by_id = false;
+  sturn *w = client_waits(sc, sc->held.data, sc->held.len, &by_id);
+  if (w && !by_id)
+    fprintf(stderr,
+            "acp serve: connection %s: the agent did not end the cancelled "
+            "turn of session %.*s, which the client's request names, within "
+            "%d ms; closed with 1011\n",
+            sc->id, (int)w->sid_len, w->text + w->id_len, HOLD_MS);
+  else
+    fprintf(stderr,
+            "acp serve: connection %s: the agent did not answer the "
+            "cancelled request whose id the client reuses within %d ms; "
+            "closed with 1011\n",
+            sc->id, HOLD_MS);
   sc->holding = false;
   sconn_end(sc, 0, 1011);
 }
 
-/* The client sent a request with the id of a stale prompt (or sent on
- * while one is held): its bytes wait, in order, and the connection is not
- * read meanwhile (the link keeps the rest), until the agent's answer to
- * the stale prompt came (release_held()) or HOLD_MS passed. */
-static void hold_client(sconn *sc, const char *data, size_t len) {
+/* The client sent a request that waits for stale turn `w` (client_waits();
+ * w NULL: it sent on while one is held): its bytes wait, in order, and the
+ * connection is not read meanwhile (the link keeps the rest), until the
+ * agent ended the stale turns the held lines wait for (release_held()) or
+ * HOLD_MS passed. */
+static void hold_client(sconn *sc, const char *data, size_t len, const sturn *w,
+                        bool by_id) {
   if (acp__buf_append(&sc->held, data, len) != 0) {
     sc->holding = false;
     sconn_end(sc, 0, 1011);
@@ -735,26 +787,32 @@ static void hold_client(sconn *sc, const char *data, size_t len) {
   if (sc->holding)
     return;
   sc->holding = true;
-  if (sc->sv->opts->verbose)
+  if (sc->sv->opts->verbose && by_id)
     fprintf(stderr,
             "acp serve: connection %s: holds the client's request: its id "
             "is that of a cancelled request the agent has not answered\n",
             sc->id);
+  else if (sc->sv->opts->verbose && w)
+    fprintf(stderr,
+            "acp serve: connection %s: holds the client's request: it names "
+            "session %.*s, whose cancelled turn the agent has not ended\n",
+            sc->id, (int)w->sid_len, w->text + w->id_len);
   uv_timer_start(&sc->timer, on_hold_timeout, HOLD_MS, 0);
 }
 
-/* After an agent line: what was held goes once no held line reuses a
- * pending id, and the connection is read again. */
+/* After an agent line: what was held goes once no held line waits for a
+ * stale turn (by id or session), and the connection is read again. */
 static void release_held(sconn *sc) {
+  bool by_id = false;
   if (!sc->holding || !sc->ws || !sc->alink ||
-      client_reuses_id(sc, sc->held.data, sc->held.len))
+      client_waits(sc, sc->held.data, sc->held.len, &by_id))
     return;
   sc->holding = false;
   uv_timer_stop(&sc->timer);
   if (sc->sv->opts->verbose)
     fprintf(stderr,
-            "acp serve: connection %s: the cancelled request was answered; "
-            "the client's request goes on\n",
+            "acp serve: connection %s: the cancelled turn it waited for "
+            "ended; the client's request goes on\n",
             sc->id);
   track_bytes(sc, &sc->cline, &sc->cskip, sc->held.data, sc->held.len,
               track_client_line);
@@ -770,9 +828,13 @@ static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
   if (l != sc->ws)
     return;
   if (status == 0) {
-    if (sc->holding || (sc->alink && sc->cline.len == 0 && !sc->cskip &&
-                        stale_ids(sc) && client_reuses_id(sc, data, len))) {
-      hold_client(sc, data, len);
+    /* No stale turn, no cost: the scan runs only while one is pending. */
+    bool by_id = false;
+    const sturn *w = NULL;
+    if (sc->holding ||
+        (sc->alink && sc->cline.len == 0 && !sc->cskip && sc->stale &&
+         (w = client_waits(sc, data, len, &by_id)) != NULL)) {
+      hold_client(sc, data, len, w, by_id);
       return;
     }
     if (sc->alink && grace_ms(sc->sv) > 0)

@@ -952,6 +952,51 @@ bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
   }
 }
 
+/* Like acp__js_member, for the head of a message cut off at e (a line too
+ * long to hold): a member before the cut is found whole, the one the cut
+ * falls in is found cut off. A scalar that runs up to e may go on after
+ * it, so it counts as cut off; a string or container closed by e is
+ * whole. Nothing at or after e is read. */
+int acp__js_member_head(const char *p, const char *e, const char *key,
+                        size_t klen, const char **vb, const char **ve) {
+  p = js_ws(p, e);
+  if (p >= e || *p != '{')
+    return 0;
+  p++;
+  for (;;) {
+    p = js_ws(p, e);
+    if (p >= e || *p != '"')
+      return 0;
+    const char *ks = p + 1, *kend = js_str_end(p, e);
+    if (!kend)
+      return 0; /* the cut is in a key: not seen */
+    bool hit = (size_t)(kend - 1 - ks) == klen && memcmp(ks, key, klen) == 0;
+    p = js_ws(kend, e);
+    if (p < e && *p != ':')
+      return 0;
+    const char *v = p < e ? js_ws(p + 1, e) : e;
+    p = v < e ? js_val_end(v, e) : NULL;
+    if (!p || (p == e && *v != '"' && *v != '{' && *v != '[')) {
+      if (!hit)
+        return 0;
+      *vb = v;
+      *ve = e;
+      return 2;
+    }
+    if (p == v)
+      return 0;
+    if (hit) {
+      *vb = v;
+      *ve = p;
+      return 1;
+    }
+    p = js_ws(p, e);
+    if (p >= e || *p != ',')
+      return 0;
+    p++;
+  }
+}
+
 /* MARK: - URLs */
 
 int acp__url_parse(const char *url, acp__url *u) {

@@ -252,6 +252,18 @@ acp_ssize acp__http_body_feed(acp__http_body *b, const char *in, size_t len,
 bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
                     const char **vb, const char **ve);
 
+/*
+ * The same for the head of a message, p[0..e) being only its first bytes
+ * (a line too long to hold whole). Returns 1 when member `key` is there
+ * whole ([*vb, *ve) its raw value, as acp__js_member gives it), 2 when
+ * the cut falls in its value ([*vb, e) the value's head, perhaps empty; a
+ * number or literal running up to e counts as cut off), 0 when it is not
+ * in the head: absent, after the cut, or the input is not an object. No
+ * byte at or after e is read.
+ */
+int acp__js_member_head(const char *p, const char *e, const char *key,
+                        size_t klen, const char **vb, const char **ve);
+
 /* MARK: - URLs */
 
 /* ws://, http:// (and the TLS schemes, recognised to be refused). Parts

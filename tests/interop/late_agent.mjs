@@ -8,6 +8,11 @@
 //           is back on the connection (event-driven: no timer), or
 //   signal  on SIGUSR1 (the test sends it once serve says it holds the
 //           client's request; the request is then not seen until after).
+//           Meanwhile it serves requests as they come (a concurrent agent):
+//           session/load replays, and a prompt on the session of a turn
+//           cancelled but not ended yet starts a new turn.
+// BYTES (optional second argument): the late update's text is padded to
+// at least BYTES bytes (a late update longer than serve's 64 KiB hold).
 // A prompt on a session whose turn runs is refused (-32000 "a turn is
 // running"), one on a session it does not know too ("Session not found").
 // Prompt text: "/wait" anywhere waits for session/cancel; otherwise the
@@ -16,6 +21,8 @@
 import readline from 'node:readline';
 
 const mode = process.argv[2] || 'next';
+const lateText = 'late output of a cancelled turn';
+const pad = Math.max(0, Number(process.argv[3] || 0) - lateText.length);
 const out = (m) => process.stdout.write(JSON.stringify(m) + '\n');
 const update = (sessionId, u) =>
   out({ jsonrpc: '2.0', method: 'session/update', params: { sessionId, update: u } });
@@ -35,7 +42,7 @@ function endTurn(sessionId, s, id, stopReason) {
 
 function writeLate() {
   for (const { sessionId, s, id } of late) {
-    chunk(sessionId, 'late output of a cancelled turn');
+    chunk(sessionId, lateText + ' '.repeat(pad));
     endTurn(sessionId, s, id, 'cancelled');
   }
   late = [];
@@ -68,7 +75,7 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
       break;
     case 'session/prompt': {
       if (!s) { out({ jsonrpc: '2.0', id: m.id, error: { code: -32002, message: 'Session not found' } }); break; }
-      if (s.turn) { out({ jsonrpc: '2.0', id: m.id, error: { code: -32000, message: 'a turn is running' } }); break; }
+      if (s.turn && !late.some((l) => l.s === s)) { out({ jsonrpc: '2.0', id: m.id, error: { code: -32000, message: 'a turn is running' } }); break; }
       const text = (p.prompt || []).map((c) => c.text || '').join('');
       s.history.push(text);
       s.turn = { id: m.id };

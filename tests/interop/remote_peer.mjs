@@ -40,6 +40,16 @@
 //                      arrives, unanswered: after the reconnect a new
 //                      prompt on the session must be served (the agent
 //                      gave up the question with the connection)
+//   resumeheld URL V WHAT  as resumeturn (protocol V) against
+//                      late_agent.mjs signal, which ends the cancelled turn
+//                      only on SIGUSR1 but serves requests meanwhile: the
+//                      new connection's first request names the dropped
+//                      session, before the agent ended its turn. WHAT
+//                      load (v1 only: v2 has no session/load): the replay
+//                      must arrive ("busy"); prompt: the new turn's own
+//                      update ("mine") and its end_turn must. Nothing of
+//                      the cancelled turn may arrive. The caller sends
+//                      SIGUSR1 once serve says it holds the request
 //   wrongcookie URL    initialize, session/new, drop (no close frame);
 //                      reconnect with a cookie no agent has: session/load
 //                      of the old session must fail (a new agent)
@@ -52,7 +62,7 @@
 import net from 'node:net';
 import { loadSdkModule } from './sdk_loader.mjs';
 
-const [mode, url, arg] = process.argv.slice(2);
+const [mode, url, arg, what] = process.argv.slice(2);
 const wsmod = await loadSdkModule('ws');
 const WebSocket = wsmod.WebSocket || wsmod.default;
 const done = (ok, info) => {
@@ -215,7 +225,7 @@ if (mode === 'big') {
   }
   done(false, { error: 'not resumed' });
 } else if (mode === 'resumeturn' || mode === 'wrongcookie' || mode === 'resumeask' ||
-           mode === 'resumereuse') {
+           mode === 'resumereuse' || mode === 'resumeheld') {
   const open = (cookie) => new Promise((resolve, reject) => {
     const ws = new WebSocket(url, cookie ? { headers: { Cookie: cookie } } : {});
     const queue = [];
@@ -272,6 +282,37 @@ if (mode === 'big') {
     const c2 = await open(cookie);
     c2.send(hello);
     await c2.next((m) => m.id === 1);
+    if (mode === 'resumeheld') {
+      // Sent before the agent ended the cancelled turn (it waits for
+      // SIGUSR1): serve must hold it, or what the agent writes for the
+      // session is taken for the cancelled turn's and dropped.
+      const load = what === 'load';
+      c2.send(load
+        ? { jsonrpc: '2.0', id: 2, method: 'session/load',
+          params: { sessionId, cwd: process.cwd(), mcpServers: [] } }
+        : { jsonrpc: '2.0', id: 2, method: 'session/prompt',
+          params: { sessionId, prompt: [{ type: 'text', text: 'mine' }] } });
+      const r = await c2.next((m) => m.id === 2);
+      last = r;
+      if (r.error && /not found/i.test(r.error.message)) {
+        c2.ws.close(); // a new agent: the server had not seen the drop yet
+        await new Promise((res) => setTimeout(res, 100));
+        continue;
+      }
+      let stop = r.result && r.result.stopReason;
+      if (!load && r.result && version >= 2) {
+        stop = (await c2.next((m) => m.method === 'session/update' &&
+          m.params.update.sessionUpdate === 'state_update' &&
+          m.params.update.state === 'idle')).params.update.stopReason;
+      }
+      const upd = (t) => c2.seen.some((m) => m.method === 'session/update' &&
+        m.params.sessionId === sessionId && JSON.stringify(m.params.update).includes(t));
+      const seenText = load ? upd('busy') : upd('"mine"');
+      const stale = c2.seen.some((m) => m.id === 3 || late(m));
+      c2.ws.close();
+      done(!!cookie && !!r.result && seenText && !stale && (load || stop === 'end_turn'),
+        { sessionId, attempt, version, what, answer: r, stopReason: stop, seenText, stale });
+    }
     if (mode === 'resumereuse') {
       // The cancelled prompt was id 3: this connection's own prompt is id
       // 3 too. Its answer must be the new turn's (end_turn, its text),
@@ -358,6 +399,6 @@ if (mode === 'big') {
     { got, code, reason: String(reason) }));
   ws.on('error', (e) => done(false, { error: e.message }));
 } else {
-  process.stderr.write('usage: node remote_peer.mjs big|slowbig|vanish|binary|dead|refused|resume|resumeturn|resumeask|wrongcookie|goingaway|closecode URL [ARG]\n');
+  process.stderr.write('usage: node remote_peer.mjs big|slowbig|vanish|binary|dead|refused|resume|resumeturn|resumeask|resumeheld|resumereuse|wrongcookie|goingaway|closecode URL [ARG]\n');
   process.exit(2);
 }

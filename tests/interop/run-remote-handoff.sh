@@ -25,7 +25,9 @@
 #     own resume over WebSocket (--no-handoff), where the cancelled turn's
 #     answer and updates never reach the new connection, even when the
 #     agent writes them after the reconnect (late_agent.mjs, protocols 1
-#     and 2) or the new client reuses the cancelled prompt's id.
+#     and 2), when it is longer than 64 KiB, or the new client reuses the
+#     cancelled prompt's id; a new client's load or prompt of the dropped
+#     session waits until the agent ended the cancelled turn.
 # Needs ACP_BIN, node; installs the peers if missing (exit 77 without).
 . "$(cd "$(dirname "$0")" && pwd)/remote-common.sh"
 need_peers
@@ -175,6 +177,58 @@ if wait_for "$work/serve9.log" "holds the client's request" 300 &&
   ok "relay: a reused id whose old prompt is never answered: the connection ends with 1011 after 5 s"
 else ko "relay: reused id, hold timeout" "$(cat "$work/reuse2.out")" "$(tail -8 "$work/serve9.log")"; fi
 stop_pid "$rpid"
+# The new client's first request names the dropped session before the
+# agent ended its cancelled turn (late_agent.mjs signal, which serves
+# requests meanwhile, as a concurrent agent does): serve holds it until the
+# turn ended (SIGUSR1, sent once serve says it holds), so the load's replay
+# (v1; v2 has no session/load) or the new turn's own update and end (v1,
+# v2) reach the client; before, they were dropped as the cancelled turn's.
+held_log=
+held_or_gone() { grep -qs "holds the client's request: it names session" "$held_log" || ! kill -0 "$rpid" 2>/dev/null; }
+n=0
+for c in "1 load" "1 prompt" "2 prompt"; do
+  n=$((n + 1))
+  v=${c% *}
+  what=${c#* }
+  held_log="$work/serve10-$n.log"
+  start_serve "$held_log" --session-grace 5000 -- node "$here/late_agent.mjs" signal
+  timeout 60 node "$here/remote_peer.mjs" resumeheld "ws://127.0.0.1:$port/acp" "$v" "$what" \
+    >"$work/held$n.out" 2>&1 &
+  rpid=$!
+  pids="$pids $rpid"
+  wait_until 300 held_or_gone
+  apid=$(grep 'resumes connection' "$held_log" | tail -1 | sed 's/.*agent pid \([0-9]*\).*/\1/')
+  [ -n "$apid" ] && kill -USR1 "$apid" 2>/dev/null
+  wait "$rpid"
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "holds the client's request: it names session" "$held_log" &&
+     grep -q "the cancelled turn it waited for ended" "$held_log"; then
+    ok "relay, protocol $v: a $what of the dropped session before its cancelled turn ended is held until it ended, and its output arrives"
+  else ko "relay: $what of a stale session, protocol $v" "$(cat "$work/held$n.out")" "$(tail -8 "$held_log")"; fi
+done
+# The same, and the agent never ends the cancelled turn (no SIGUSR1): after
+# HOLD_MS (5 s) serve ends the connection with 1011, naming the session.
+start_serve "$work/serve12.log" --session-grace 5000 -- node "$here/late_agent.mjs" signal
+timeout 60 node "$here/remote_peer.mjs" resumeheld "ws://127.0.0.1:$port/acp" 1 load >"$work/held-to.out" 2>&1 &
+rpid=$!
+pids="$pids $rpid"
+if wait_for "$work/serve12.log" "holds the client's request: it names session" 300 &&
+   wait_for "$work/serve12.log" "did not end the cancelled turn of session \"sess_1\", which the client's request names, within 5000 ms; closed with 1011" 400; then
+  ok "relay: a load of a stale session whose turn never ends: the connection ends with 1011 after 5 s"
+else ko "relay: stale session, hold timeout" "$(cat "$work/held-to.out")" "$(tail -8 "$work/serve12.log")"; fi
+stop_pid "$rpid"
+# A late update longer than serve's 64 KiB hold (late_agent.mjs next
+# 100000): decided from its head (a session/update of the cancelled turn's
+# session) and dropped whole; before, it went through unlooked-at.
+start_serve "$work/serve11.log" --session-grace 5000 -- node "$here/late_agent.mjs" next 100000
+long_drops() { grep -c "dropped an update of the cancelled turn of session .* longer than 65536 bytes" "$work/serve11.log"; }
+for v in 1 2; do
+  n=$(long_drops)
+  out=$(timeout 60 node "$here/remote_peer.mjs" resumeturn "ws://127.0.0.1:$port/acp" $v 2>&1)
+  if [ $? -eq 0 ] && [ "$(long_drops)" -gt "$n" ]; then
+    ok "relay, protocol $v: a cancelled turn's late update longer than 64 KiB is dropped by its head"
+  else ko "relay: long late update, protocol $v" "$out" "$(tail -8 "$work/serve11.log")"; fi
+done
 # a grace that runs out stops the agent
 start_serve "$work/serve5.log" --handoff --session-grace 300 -- "$acp" agent
 out=$(timeout 30 node "$here/remote_peer.mjs" vanish "ws://127.0.0.1:$port/acp" 2>&1)

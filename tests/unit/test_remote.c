@@ -942,6 +942,105 @@ static void test_json_members_are_found_without_a_parse(void **state) {
   assert_true(member_is(" {\"id\":null}", "id", "null"));
 }
 
+/* acp__js_member_head() on the head of `full` cut at byte i, copied to a
+ * buffer of exactly i bytes (ASan sees a read at or past the cut). A
+ * member found whole is the full message's value at the same place; one
+ * found cut off starts there (or at the cut) and runs to the cut, which
+ * falls before the value's end or right on the end of a number. */
+static int head_at(const char *full, size_t i, const char *key, const char **vb,
+                   const char **ve) {
+  size_t n = strlen(full), klen = strlen(key);
+  const char *fb = NULL, *fe = NULL;
+  bool whole = acp__js_member(full, full + n, key, klen, &fb, &fe);
+  char *h = malloc(i ? i : 1);
+  assert_non_null(h);
+  memcpy(h, full, i);
+  int r = acp__js_member_head(h, h + i, key, klen, vb, ve);
+  if (r != 0) {
+    assert_true(whole);
+    assert_true(h <= *vb && *vb <= *ve && *ve <= h + i);
+    assert_true(*vb == h + i || *vb - h == fb - full);
+  }
+  if (r == 1)
+    assert_int_equal(*ve - *vb, fe - fb);
+  if (r == 2)
+    assert_true(*ve == h + i && i <= (size_t)(fe - full));
+  if (whole && i > (size_t)(fe - full))
+    assert_int_equal(r, 1); /* past the value (and what ends it): whole */
+  if (!whole)
+    assert_int_equal(r, 0);
+  if (r != 0) { /* offsets into the full message: h is freed */
+    *vb = full + (*vb - h);
+    *ve = full + (*ve - h);
+  }
+  free(h);
+  return r;
+}
+
+static void test_json_member_heads_at_every_cut(void **state) {
+  (void)state;
+  static const char upd[] =
+      "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":"
+      "{\"sessionId\":\"sess_1\",\"update\":{\"sessionUpdate\":"
+      "\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":"
+      "\"a \\\"}\\\\ b\"}}}}";
+  static const char *const msgs[] = {
+      upd,
+      "{\"id\":12345,\"result\":{\"stopReason\":\"cancelled\"}}",
+      " { \"a\" : true , \"b\" : [ 1 , \"]\" ] , \"c\" : null , "
+      "\"id\" : -1.5e3 } ",
+      "{\"jsonrpc\":\"2.0\", \"method\" : \"session/update\",\"params\":"
+      "{\"text\":\"a \\\"}\\\\\",\"x\":[1,{\"id\":9}],\"sessionId\":\"s1\"},"
+      "\"id\":-12.5e3 }",
+  };
+  static const char *const keys[] = {"method",  "id",    "params", "sessionId",
+                                     "a",       "b",     "c",      "result",
+                                     "jsonrpc", "update"};
+  for (size_t m = 0; m < sizeof(msgs) / sizeof(msgs[0]); m++)
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+      for (size_t i = 0; i <= strlen(msgs[m]); i++) {
+        const char *vb, *ve;
+        (void)head_at(msgs[m], i, keys[k], &vb, &ve);
+      }
+  /* What serve's stale_head() asks of an update's head, at every cut:
+   * method whole from its closing quote on, no id, params found (cut off
+   * until its end), and in it sessionId whole from its closing quote on. */
+  const char *sid = strstr(upd, "\"sess_1\"") + 8;
+  const char *meth = strstr(upd, "\"session/update\"") + 16;
+  for (size_t i = 0; i <= strlen(upd); i++) {
+    const char *vb, *ve, *pb, *pe;
+    int r = head_at(upd, i, "method", &vb, &ve);
+    assert_int_equal(r, i >= (size_t)(meth - upd) ? 1 : r);
+    if (i >= (size_t)(meth - upd))
+      assert_memory_equal(vb, "\"session/update\"", 16);
+    assert_int_equal(head_at(upd, i, "id", &vb, &ve), 0);
+    r = head_at(upd, i, "params", &pb, &pe);
+    if (i < (size_t)(sid - upd))
+      continue;
+    assert_int_equal(r, i >= strlen(upd) - 1 ? 1 : 2); /* then '}' */
+    char *h = malloc((size_t)(pe - pb) ? (size_t)(pe - pb) : 1);
+    assert_non_null(h);
+    memcpy(h, pb, (size_t)(pe - pb));
+    assert_int_equal(
+        acp__js_member_head(h, h + (pe - pb), "sessionId", 9, &vb, &ve), 1);
+    assert_int_equal(ve - vb, 8);
+    assert_memory_equal(vb, "\"sess_1\"", 8);
+    free(h);
+  }
+  /* A number cut at its last digit may go on: cut off, not whole. */
+  static const char num[] = "{\"id\":12";
+  const char *vb, *ve;
+  assert_int_equal(acp__js_member_head(num, num + 8, "id", 2, &vb, &ve), 2);
+  assert_int_equal(acp__js_member_head(num, num + 6, "id", 2, &vb, &ve), 2);
+  assert_true(vb == num + 6 && ve == num + 6);
+  /* Broken heads: never found, never read past the cut. */
+  static const char *const bad[] = {
+      "", "[", "{\"a\\", "{\"a\" x", "{\"a\":1 \"id\":2", "\"id\":1", "{,"};
+  for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++)
+    for (size_t i = 0; i <= strlen(bad[b]); i++)
+      assert_int_equal(head_at(bad[b], i, "id", &vb, &ve), 0);
+}
+
 static void test_urls_are_parsed(void **state) {
   acp__url u;
   (void)state;
@@ -4432,6 +4531,7 @@ int main(void) {
       cmocka_unit_test(test_response_bodies_are_decoded),
       cmocka_unit_test(test_urls_are_parsed),
       cmocka_unit_test(test_json_members_are_found_without_a_parse),
+      cmocka_unit_test(test_json_member_heads_at_every_cut),
       cmocka_unit_test(test_unread_socket_backs_up_into_the_link),
       cmocka_unit_test(test_loopback_allocation_failures),
       cmocka_unit_test(test_unaffordable_connection_is_dropped),
