@@ -632,10 +632,12 @@ ACP_EXTERN void acp_uv_rpc_set_read_spin(acp_uv_rpc *r, uint32_t usec);
  * and the kernel's direct pipe wake-up. Anything else puts the loop back
  * in charge: a callback that starts a timer, a child process or a write
  * that must wait. Signals the loop watches interrupt the read (their
- * handlers are set not to restart system calls). Applies only when the
- * read side is a pipe or FIFO (it is reopened blocking through
- * /proc/self/fd; elsewhere this is a no-op). 0 (the default) turns it
- * off. The trade, measured, is in docs/decisions.md. NULL is ignored.
+ * handlers are set not to restart system calls, process-wide); one that
+ * lands in the instant between the last check and the read is seen with
+ * the next input or the end of input. Applies only when the read side
+ * is a pipe or FIFO (it is reopened blocking through /proc/self/fd;
+ * elsewhere this is a no-op). 0 (the default) turns it off. The trade,
+ * measured, is in docs/decisions.md. NULL is ignored.
  */
 ACP_EXTERN void acp_uv_rpc_set_read_block(acp_uv_rpc *r, int on);
 
