@@ -79,8 +79,8 @@ struct acp_uv_link {
   int wr_fd; /* direct_fd(): the write pipe's descriptor, -1 none, -2 unset */
   bool wr_fit_refused; /* growing past ACP_UV_PIPE_BIG was refused */
   /* acp__uv_link_block(): a blocking description of the read pipe, -1 not
-   * opened yet, -2 unavailable; the signals whose SA_RESTART was cleared
-   * (a bit each). */
+   * opened yet, -2 unavailable; the watched signals whose SA_RESTART was
+   * last cleared (a bit each). */
   int block_fd;
   uint64_t block_sigs;
   uv_idle_t kick; /* kick(): the next wait is a poll */
@@ -509,11 +509,13 @@ static void quiet_cb(uv_handle_t *h, void *arg) {
  * flight (a write, a thread-pool job: their ends wake the loop), no other
  * active handle but signal watchers. Another prepare or check handle
  * counts too: it may have work a callback of ours left it (output to
- * flush), which it would only do in the next loop iteration. A read(2) blocked
- * in the kernel is restarted after a handler installed with SA_RESTART (libuv's
- * are), so a watched signal would only be seen with the next input: those
- * signals are set to interrupt system calls instead (libuv retries its own on
- * EINTR); only the watched ones, each once. */
+ * flush), which it would only do in the next loop iteration.
+ *
+ * A read(2) blocked in the kernel is restarted after a handler installed
+ * with SA_RESTART (libuv's are), so a watched signal would only be seen
+ * with the next input: those signals are set to interrupt system calls
+ * instead (libuv retries its own on EINTR); only the watched ones, again
+ * whenever their set changes. */
 static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
   quiet_walk q = {l, (const uv_handle_t *)self, 0, 0};
   if (l->queued > 0 || l->nwrites > 0 || l->loop->active_reqs.count > 0 ||
@@ -522,16 +524,20 @@ static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
   uv_walk(l->loop, quiet_cb, &q);
   if (q.others > 0)
     return false;
-  for (uint64_t fresh = q.signals & ~l->block_sigs; fresh != 0;
-       fresh &= fresh - 1) {
-    int sig = __builtin_ctzll(fresh);
-    struct sigaction sa;
-    if (sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART)) {
-      sa.sa_flags &= ~SA_RESTART;
-      if (sigaction(sig, &sa, NULL) != 0)
-        return false;
+  if (q.signals != l->block_sigs) {
+    /* Each time the set changes, all of them: a signal whose last
+     * watcher stopped and whose next started got libuv's SA_RESTART
+     * handler again. */
+    for (uint64_t left = q.signals; left != 0; left &= left - 1) {
+      int sig = __builtin_ctzll(left);
+      struct sigaction sa;
+      if (sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART)) {
+        sa.sa_flags &= ~SA_RESTART;
+        if (sigaction(sig, &sa, NULL) != 0)
+          return false;
+      }
     }
-    l->block_sigs |= UINT64_C(1) << sig;
+    l->block_sigs = q.signals;
   }
   return true;
 }
