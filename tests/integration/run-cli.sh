@@ -845,6 +845,50 @@ expect "acp demo --keep: summary.txt kept with its content" \
   sh -c "[ $rc = 0 ] && [ -n '$kept' ] && grep -qx 'The demo ran: streaming, a plan, tool calls, a permission request and file access.' '$kept/summary.txt'"
 case $kept in /tmp/acp-demo-*) rm -rf "$kept" ;; esac
 
+# Blocking reads (docs/decisions.md, "Blocking reads"): once it answered,
+# the agent waits for its next message in read(2) on its stdin pipe, or in
+# epoll with --no-read-block. Seen in /proc/PID/wchan (pipe_read or
+# anon_pipe_read, do_epoll_wait); skipped where the kernel hides it ("0")
+# and under a wrapper (the wait is the wrapper's).
+agent_wait() { # agent_wait PATTERN ARGS...: the agent's wait, PATTERN once seen
+  _pat=$1
+  shift
+  rm -f "$work/bin" "$work/bout"
+  mkfifo "$work/bin"
+  "$acp" agent "$@" <"$work/bin" >"$work/bout" 2>/dev/null &
+  _apid=$!
+  exec 4>"$work/bin"
+  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' >&4
+  _i=0
+  while [ $_i -lt $POLL ] && ! grep -q '"id":1' "$work/bout"; do sleep 0.1; _i=$((_i + 1)); done
+  _w=
+  _i=0
+  while [ $_i -lt 100 ]; do
+    _w=$(cat "/proc/$_apid/wchan" 2>/dev/null)
+    case $_w in $_pat | 0 | "") break ;; esac
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  exec 4>&-
+  wait $_apid
+  echo "$_w"
+}
+if [ -n "$wrap" ]; then
+  skipped="$skipped read-block"
+else
+  w_block=$(agent_wait '*pipe_read')
+  w_epoll=$(agent_wait '*epoll_wait' --no-read-block)
+  case $w_block in
+  0 | "") echo "skipped: the kernel does not show /proc/PID/wchan (read-block)" ;;
+  *)
+    expect "acp agent waits in read(2) on its stdin pipe (wchan $w_block)" \
+      sh -c "case '$w_block' in *pipe_read) exit 0;; esac; exit 1"
+    expect "acp agent --no-read-block waits in epoll (wchan $w_epoll)" \
+      sh -c "case '$w_epoll' in *epoll_wait) exit 0;; esac; exit 1"
+    ;;
+  esac
+fi
+
 [ -n "$skipped" ] && echo "skipped under the wrapper:$skipped"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
