@@ -845,20 +845,21 @@ expect "acp demo --keep: summary.txt kept with its content" \
   sh -c "[ $rc = 0 ] && [ -n '$kept' ] && grep -qx 'The demo ran: streaming, a plan, tool calls, a permission request and file access.' '$kept/summary.txt'"
 case $kept in /tmp/acp-demo-*) rm -rf "$kept" ;; esac
 
-# Blocking reads (docs/decisions.md, "Blocking reads"): once it answered,
-# the agent waits for its next message in read(2) on its stdin pipe, or in
-# epoll with --no-read-block. Seen in /proc/PID/wchan (pipe_read or
-# anon_pipe_read, do_epoll_wait); skipped where the kernel hides it ("0")
-# and under a wrapper (the wait is the wrapper's).
-agent_wait() { # agent_wait PATTERN ARGS...: the agent's wait, PATTERN once seen
-  _pat=$1
-  shift
+# Blocking reads (docs/decisions.md, "Blocking reads"): once they
+# answered, `acp agent` and `acp mcp serve` wait for the next message in
+# read(2) on their stdin pipe, or in epoll with --no-read-block. Seen in
+# /proc/PID/wchan (pipe_read or anon_pipe_read, do_epoll_wait); skipped
+# where the kernel hides it ("0") and under a wrapper (the wait is the
+# wrapper's).
+stdin_wait() { # stdin_wait PATTERN LINE ARGS...: acp ARGS' wait after LINE
+  _pat=$1 _line=$2
+  shift 2
   rm -f "$work/bin" "$work/bout"
   mkfifo "$work/bin"
-  "$acp" agent "$@" <"$work/bin" >"$work/bout" 2>/dev/null &
+  "$acp" "$@" <"$work/bin" >"$work/bout" 2>/dev/null &
   _apid=$!
   exec 4>"$work/bin"
-  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' >&4
+  printf '%s\n' "$_line" >&4
   _i=0
   while [ $_i -lt $POLL ] && ! grep -q '"id":1' "$work/bout"; do sleep 0.1; _i=$((_i + 1)); done
   _w=
@@ -873,18 +874,25 @@ agent_wait() { # agent_wait PATTERN ARGS...: the agent's wait, PATTERN once seen
   wait $_apid
   echo "$_w"
 }
+acp_init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+mcp_init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
 if [ -n "$wrap" ]; then
   skipped="$skipped read-block"
 else
-  w_block=$(agent_wait '*pipe_read')
-  w_epoll=$(agent_wait '*epoll_wait' --no-read-block)
-  case $w_block in
+  w=$(stdin_wait '*pipe_read' "$acp_init" agent)
+  case $w in
   0 | "") echo "skipped: the kernel does not show /proc/PID/wchan (read-block)" ;;
   *)
-    expect "acp agent waits in read(2) on its stdin pipe (wchan $w_block)" \
-      sh -c "case '$w_block' in *pipe_read) exit 0;; esac; exit 1"
-    expect "acp agent --no-read-block waits in epoll (wchan $w_epoll)" \
-      sh -c "case '$w_epoll' in *epoll_wait) exit 0;; esac; exit 1"
+    for c in "agent" "mcp serve"; do
+      # shellcheck disable=SC2086 # "mcp serve" is two words
+      w=$(stdin_wait '*pipe_read' "$(if [ "$c" = agent ]; then echo "$acp_init"; else echo "$mcp_init"; fi)" $c)
+      expect "acp $c waits in read(2) on its stdin pipe (wchan $w)" \
+        sh -c "case '$w' in *pipe_read) exit 0;; esac; exit 1"
+      # shellcheck disable=SC2086
+      w=$(stdin_wait '*epoll_wait' "$(if [ "$c" = agent ]; then echo "$acp_init"; else echo "$mcp_init"; fi)" $c --no-read-block)
+      expect "acp $c --no-read-block waits in epoll (wchan $w)" \
+        sh -c "case '$w' in *epoll_wait) exit 0;; esac; exit 1"
+    done
     ;;
   esac
 fi
