@@ -674,7 +674,10 @@ ACP_EXTERN void acp_uv_rpc_close(acp_uv_rpc *r, acp_uv_rpc_close_cb cb);
  * (fd 1) on a private loop until stdin reaches EOF (or SIGTERM/SIGINT
  * arrives, which acts as EOF), then flush the output for up to
  * `flush_timeout_ms` (ACP_UV_FOREVER: no limit), close everything and
- * return. Ignores SIGPIPE (acp_uv_ignore_sigpipe()).
+ * return. Ignores SIGPIPE (acp_uv_ignore_sigpipe()). When stdin is a pipe
+ * the wait for the next message is a read(2) on it, not epoll
+ * (acp_uv_rpc_set_read_block(): SIGTERM and SIGINT are then set not to
+ * restart system calls, process-wide).
  * @return the end reason (0 for EOF or a signal, ACP_ERR_SYSTEM, a fatal
  *         session code) or an error from creating the objects.
  */

@@ -390,6 +390,9 @@ int acp_uv_run_fds(acp_rpc_session *session, int in_fd, int out_fd,
   }
   if (rv == 0 && acp_uv_signals_new(&st.sig, &loop, run_signal, &st, NULL) != 0)
     st.sig = NULL; /* run without signal handling */
+  /* A private loop with one link: nothing else can end its wait. */
+  if (rv == 0)
+    acp_uv_rpc_set_read_block(st.rpc, 1);
   uv_run(&loop, UV_RUN_DEFAULT);
   if (uv_loop_close(&loop) != 0)
     return ACP_ERR_INTERNAL;
