@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,7 +84,10 @@ struct acp_uv_link {
    * last cleared (a bit each). */
   int block_fd;
   uint64_t block_sigs;
-  uv_idle_t kick; /* kick(): the next wait is a poll */
+  bool block_sock; /* block_fd is the read socket itself */
+  bool block_on;   /* ... and it is blocking now */
+  int block_fl;    /* ... its file status flags for the loop */
+  uv_idle_t kick;  /* kick(): the next wait is a poll */
 
   acp_uv_link_read_cb read_cb;
   acp__uv_link_buf_fn buf_fn; /* lends the buffer of stream reads, or NULL */
@@ -160,7 +164,7 @@ int acp__uv_err(int uv_err) {
 }
 
 static void finish(acp_uv_link *l) {
-  if (l->block_fd >= 0)
+  if (l->block_fd >= 0 && !l->block_sock)
     close(l->block_fd);
   if (l->close_cb)
     l->close_cb(l, l->close_ud);
@@ -209,8 +213,10 @@ static void close_side(acp_uv_link *l, side *s) {
   if (s->kind == SIDE_USER)
     return;
   if (s == &l->rd && l->block_fd >= 0) {
-    /* It keeps the pipe open too: the writer must see our end. */
-    close(l->block_fd);
+    /* A reopened pipe keeps it open too: the writer must see our end. A
+     * socket is libuv's descriptor, closed with its handle. */
+    if (!l->block_sock)
+      close(l->block_fd);
     l->block_fd = -2;
   }
   if (s->kind == SIDE_STREAM) {
@@ -542,21 +548,38 @@ static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
   return true;
 }
 
-/* A second, blocking, open file description of the read pipe (libuv's is
- * non-blocking, and the flag belongs to the description): opened through
- * /proc/self/fd without blocking on a writer, then made blocking. Only a
- * pipe or FIFO: a socket cannot be reopened this way. */
+/* What to block in: for a pipe or FIFO, a second, blocking, open file
+ * description of it (libuv's is non-blocking, and the flag belongs to the
+ * description), opened through /proc/self/fd without waiting for a
+ * writer, then made blocking; it is kept. A stream socket cannot be
+ * reopened: then the socket itself, which acp__uv_link_block() makes
+ * blocking only while the loop stays quiet, and only when it is not also
+ * the link's output (a write must never block the loop). -2: neither. */
 static int block_fd(acp_uv_link *l) {
-  uv_os_fd_t fd;
+  uv_os_fd_t fd, wfd;
   struct stat a, b;
   char path[64];
-  int bfd, fl;
+  int bfd, fl, type = 0;
+  socklen_t tl = sizeof(type);
 
   if (l->block_fd != -1)
     return l->block_fd;
   l->block_fd = -2;
-  if (uv_fileno((uv_handle_t *)l->rd.stream, &fd) != 0 || fstat(fd, &a) != 0 ||
-      !S_ISFIFO(a.st_mode))
+  if (uv_fileno((uv_handle_t *)l->rd.stream, &fd) != 0 || fstat(fd, &a) != 0)
+    return -2;
+  if (S_ISSOCK(a.st_mode)) {
+    if (l->same || l->wr.kind != SIDE_STREAM ||
+        uv_fileno((uv_handle_t *)l->wr.stream, &wfd) != 0 ||
+        fstat(wfd, &b) != 0 || (a.st_dev == b.st_dev && a.st_ino == b.st_ino) ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 ||
+        type != SOCK_STREAM || (fl = fcntl(fd, F_GETFL)) < 0)
+      return -2;
+    l->block_sock = true;
+    l->block_fl = fl;
+    l->block_fd = fd;
+    return fd;
+  }
+  if (!S_ISFIFO(a.st_mode))
     return -2;
   snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
   bfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -572,10 +595,21 @@ static int block_fd(acp_uv_link *l) {
   return bfd;
 }
 
+/* A socket blocked in: non-blocking again for the loop, unless a callback
+ * closed it meanwhile (its number may already name something else). */
+static void sock_unblock(acp_uv_link *l) {
+  if (!l->block_on)
+    return;
+  l->block_on = false;
+  if (!l->rd.closed && !uv_is_closing((uv_handle_t *)l->rd.stream))
+    (void)fcntl(l->block_fd, F_SETFL, l->block_fl);
+}
+
 int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
   int got = 0, bfd;
 
-  if (l->rd.kind != SIDE_STREAM || l->rd.stream->type != UV_NAMED_PIPE)
+  if (l->rd.kind != SIDE_STREAM ||
+      (l->rd.stream->type != UV_NAMED_PIPE && l->rd.stream->type != UV_TCP))
     return 0;
   while (want_read(l) && l->reading && loop_quiet(l, self)) {
     uv_buf_t buf;
@@ -583,6 +617,11 @@ int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
 
     if ((bfd = block_fd(l)) < 0)
       break;
+    if (l->block_sock && !l->block_on) {
+      if (fcntl(bfd, F_SETFL, l->block_fl & ~O_NONBLOCK) != 0)
+        break;
+      l->block_on = true;
+    }
     on_alloc((uv_handle_t *)l->rd.stream, READ_CHUNK, &buf);
     n = read(bfd, buf.base, buf.len);
     uv_update_time(l->loop);
@@ -592,6 +631,8 @@ int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
     got = 1;
     on_stream_read(l->rd.stream, n, &buf);
   }
+  if (l->block_sock)
+    sock_unblock(l);
   if (got)
     kick(l);
   return got;

@@ -866,7 +866,8 @@ stdin_wait() { # stdin_wait PATTERN LINE ARGS...: acp ARGS' wait after LINE
   _i=0
   while [ $_i -lt 100 ]; do
     _w=$(cat "/proc/$_apid/wchan" 2>/dev/null)
-    case $_w in $_pat | 0 | "") break ;; esac
+    # "0" is a task that runs (or a kernel that hides wchan): wait on.
+    case $_w in $_pat) break ;; esac
     sleep 0.1
     _i=$((_i + 1))
   done

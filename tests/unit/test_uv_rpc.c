@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -430,30 +431,53 @@ static int parent_pipe_fds(pid_t parent, ino_t ino) {
   return n;
 }
 
-/* The child's side: whether the parent waits in read(2) on a pipe (not
- * in epoll). wchan names the kernel function a sleeping task is in
- * (pipe_read, anon_pipe_read on newer kernels). Where the kernel hides
- * it ("0"), the parent's extra, blocking descriptor of the pipe is taken
- * instead (the test then cannot tell that the read has begun yet). */
-static bool parent_in_pipe_read(pid_t parent, ino_t ino) {
-  char path[64], w[64] = "";
+/* The parent's /proc/PID/wchan: the kernel function it sleeps in ("0"
+ * while it runs, or always where the kernel hides it). */
+static void parent_wchan(pid_t parent, char *w, size_t cap) {
+  char path[64];
+  size_t n = 0;
   snprintf(path, sizeof(path), "/proc/%d/wchan", (int)parent);
   FILE *f = fopen(path, "r");
-  if (!f)
-    return false;
-  size_t n = fread(w, 1, sizeof(w) - 1, f);
-  fclose(f);
+  if (f) {
+    n = fread(w, 1, cap - 1, f);
+    fclose(f);
+  }
   w[n] = '\0';
-  if (strcmp(w, "0") == 0 || n == 0)
-    return parent_pipe_fds(parent, ino) >= 3;
-  return strstr(w, "pipe_read") != NULL;
+}
+
+/* Whether the kernel shows wchan at all: the parent sleeps in epoll until
+ * the first message, so a name shows within moments where it is shown. */
+static bool wchan_shown(pid_t parent) {
+  for (int i = 0; i < 300; i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    char w[64];
+    parent_wchan(parent, w, sizeof(w));
+    if (w[0] != '\0' && strcmp(w, "0") != 0)
+      return true;
+    nanosleep(&ts, NULL);
+  }
+  return false;
+}
+
+/* The child's side: whether the parent waits in read(2) on a pipe or a
+ * unix socket (not in epoll): pipe_read (anon_pipe_read on newer kernels)
+ * or unix_stream_read_generic. Where the kernel hides wchan, a pipe is
+ * judged by the parent's extra, blocking descriptor of it (the test then
+ * cannot tell that the read has begun yet), a socket not at all. */
+static bool parent_in_read(pid_t parent, ino_t ino, bool sock, bool shown) {
+  char w[64];
+  if (!shown)
+    return sock || parent_pipe_fds(parent, ino) >= 3;
+  parent_wchan(parent, w, sizeof(w));
+  return strstr(w, sock ? "unix_stream_read" : "pipe_read") != NULL;
 }
 
 /* Polls (10 ms steps, 30 s at most) until the parent sleeps in read(2). */
-static bool wait_parent_blocked(pid_t parent, ino_t ino) {
+static bool wait_parent_blocked(pid_t parent, ino_t ino, bool sock,
+                                bool shown) {
   for (int i = 0; i < 3000; i++) {
     struct timespec ts = {0, 10 * 1000 * 1000};
-    if (parent_in_pipe_read(parent, ino))
+    if (parent_in_read(parent, ino, sock, shown))
       return true;
     nanosleep(&ts, NULL);
   }
@@ -548,16 +572,22 @@ static void block_on_end(acp_uv_rpc *r, int reason, void *ud) {
  * request after request from in there, lets another handle that a
  * callback started run without new input (the prepare handle started by
  * "later"), and sees a watched signal while it blocks: the signal ends the
- * read, not the child's end of the pipe. */
-static void test_uv_rpc_read_block(void **state) {
+ * read, not the child's end of the pipe. Over pipes (sock false) or
+ * socketpairs. */
+static void read_block_over(bool sock) {
   block_ctx c;
   acp_rpc_callbacks *cbs = NULL;
   int to_parent[2], to_child[2];
   int status = 0;
-  (void)state;
   memset(&c, 0, sizeof(c));
-  assert_int_equal(pipe(to_parent), 0);
-  assert_int_equal(pipe(to_child), 0);
+  if (sock) {
+    /* What Node's child_process (libuv's UV_CREATE_PIPE) gives a child. */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, to_parent), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, to_child), 0);
+  } else {
+    assert_int_equal(pipe(to_parent), 0);
+    assert_int_equal(pipe(to_child), 0);
+  }
   pid_t parent = getpid();
   c.child = fork();
   assert_true(c.child >= 0);
@@ -566,6 +596,7 @@ static void test_uv_rpc_read_block(void **state) {
     struct stat st;
     ino_t ino = fstat(to_parent[1], &st) == 0 ? st.st_ino : 0;
     alarm(90); /* a step that never ends kills the child: the test fails */
+    bool shown = wchan_shown(parent);
     close(to_parent[0]);
     close(to_child[1]);
     /* The first message wakes the loop through epoll (the link's
@@ -575,20 +606,20 @@ static void test_uv_rpc_read_block(void **state) {
                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
                     "\"pong\""))
       code = 2;
-    else if (!wait_parent_blocked(parent, ino))
+    else if (!wait_parent_blocked(parent, ino, sock, shown))
       code = 3;
     else if (!child_call(to_parent[1], to_child[0],
                          "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
                          "\"pong\""))
       code = 4;
-    else if (!wait_parent_blocked(parent, ino))
+    else if (!wait_parent_blocked(parent, ino, sock, shown))
       code = 5;
     else if (!child_call(
                  to_parent[1], to_child[0],
                  "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"later\"}\n",
                  "\"later\""))
       code = 6;
-    else if (!wait_parent_blocked(parent, ino))
+    else if (!wait_parent_blocked(parent, ino, sock, shown))
       code = 7;
     if (code == 0)
       kill(parent, SIGUSR1);
@@ -635,6 +666,18 @@ static void test_uv_rpc_read_block(void **state) {
   close(to_child[1]);
 }
 
+static void test_uv_rpc_read_block(void **state) {
+  (void)state;
+  read_block_over(false);
+}
+
+/* The same over socketpairs: the socket itself is made blocking while the
+ * loop stays quiet, and non-blocking again when it does not. */
+static void test_uv_rpc_read_block_socket(void **state) {
+  (void)state;
+  read_block_over(true);
+}
+
 static void test_uv_rpc_rejects_bad_arguments(void **state) {
   acp_uv_rpc *r = (acp_uv_rpc *)state;
   (void)state;
@@ -658,6 +701,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_rpc_run_fds_ends_on_sigterm),
       cmocka_unit_test(test_uv_signals_reports_sigint),
       cmocka_unit_test(test_uv_rpc_read_block),
+      cmocka_unit_test(test_uv_rpc_read_block_socket),
       cmocka_unit_test(test_uv_rpc_rejects_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
