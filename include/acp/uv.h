@@ -634,10 +634,11 @@ ACP_EXTERN void acp_uv_rpc_set_read_spin(acp_uv_rpc *r, uint32_t usec);
  * that must wait. Signals the loop watches interrupt the read (their
  * handlers are set not to restart system calls, process-wide); one that
  * lands in the instant between the last check and the read is seen with
- * the next input or the end of input. Applies only when the read side
- * is a pipe or FIFO (it is reopened blocking through /proc/self/fd;
- * elsewhere this is a no-op). 0 (the default) turns it off. The trade,
- * measured, is in docs/decisions.md. NULL is ignored.
+ * the next input or the end of input. Applies when the read side is a
+ * pipe or FIFO (reopened blocking through /proc/self/fd) or a stream
+ * socket that is not also the output (made blocking while the loop has
+ * nothing else to do); elsewhere this is a no-op. 0 (the default) turns
+ * it off. The trade, measured, is in docs/decisions.md. NULL is ignored.
  */
 ACP_EXTERN void acp_uv_rpc_set_read_block(acp_uv_rpc *r, int on);
 
@@ -675,7 +676,7 @@ ACP_EXTERN void acp_uv_rpc_close(acp_uv_rpc *r, acp_uv_rpc_close_cb cb);
  * arrives, which acts as EOF), then flush the output for up to
  * `flush_timeout_ms` (ACP_UV_FOREVER: no limit), close everything and
  * return. Ignores SIGPIPE (acp_uv_ignore_sigpipe()). When stdin is a pipe
- * the wait for the next message is a read(2) on it, not epoll
+ * or a socket the wait for the next message is a read(2) on it, not epoll
  * (acp_uv_rpc_set_read_block(): SIGTERM and SIGINT are then set not to
  * restart system calls, process-wide).
  * @return the end reason (0 for EOF or a signal, ACP_ERR_SYSTEM, a fatal
@@ -739,7 +740,7 @@ ACP_EXTERN int acp_mcp_run_fds_spin(acp_mcp_conn *conn, int in_fd, int out_fd,
  * while the loop has nothing else to wait for (no timer, no server->client
  * request in flight, nothing queued to write), it waits in read(2) on
  * `in_fd` instead of in epoll, as acp_uv_rpc_set_read_block() describes
- * (a pipe or FIFO only; elsewhere the flag changes nothing). Same
+ * (a pipe, FIFO or stream socket; elsewhere the flag changes nothing). Same
  * arguments, behaviour and results otherwise.
  */
 ACP_EXTERN int acp_mcp_run_fds_ex(acp_mcp_conn *conn, int in_fd, int out_fd,
