@@ -34,6 +34,11 @@ for t in tests:
     if r.returncode != 0:
         bad += 1
         print(f"valgrind: {t['name']} FAILED (exit {r.returncode})")
+        # The test's own failure lines first: valgrind's report (stderr)
+        # comes after them and would push them out of the tail.
+        for line in r.stdout.splitlines():
+            if any(k in line for k in ('FAILED', 'ERROR', 'Failure', 'not ok', 'FAIL')):
+                print(line)
         print((r.stdout + r.stderr)[-4000:])
     else:
         print(f"valgrind: {t['name']} clean")
