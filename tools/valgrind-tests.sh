@@ -36,8 +36,9 @@ for t in tests:
         print(f"valgrind: {t['name']} FAILED (exit {r.returncode})")
         # The test's own failure lines first: valgrind's report (stderr)
         # comes after them and would push them out of the tail.
-        for line in r.stdout.splitlines():
-            if any(k in line for k in ('FAILED', 'ERROR', 'Failure', 'not ok', 'FAIL')):
+        for line in (r.stdout + '\n' + r.stderr).splitlines():
+            if not line.startswith('==') and any(
+                    k in line for k in ('FAILED', 'ERROR', 'Failure', 'not ok', 'FAIL')):
                 print(line)
         print((r.stdout + r.stderr)[-4000:])
     else:
