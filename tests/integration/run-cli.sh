@@ -885,12 +885,14 @@ else
   0 | "") echo "skipped: the kernel does not show /proc/PID/wchan (read-block)" ;;
   *)
     for c in "agent" "mcp serve"; do
+      init=$acp_init
+      [ "$c" = agent ] || init=$mcp_init
       # shellcheck disable=SC2086 # "mcp serve" is two words
-      w=$(stdin_wait '*pipe_read' "$(if [ "$c" = agent ]; then echo "$acp_init"; else echo "$mcp_init"; fi)" $c)
+      w=$(stdin_wait '*pipe_read' "$init" $c)
       expect "acp $c waits in read(2) on its stdin pipe (wchan $w)" \
         sh -c "case '$w' in *pipe_read) exit 0;; esac; exit 1"
       # shellcheck disable=SC2086
-      w=$(stdin_wait '*epoll_wait' "$(if [ "$c" = agent ]; then echo "$acp_init"; else echo "$mcp_init"; fi)" $c --no-read-block)
+      w=$(stdin_wait '*epoll_wait' "$init" $c --no-read-block)
       expect "acp $c --no-read-block waits in epoll (wchan $w)" \
         sh -c "case '$w' in *epoll_wait) exit 0;; esac; exit 1"
     done

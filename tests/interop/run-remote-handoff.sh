@@ -151,16 +151,28 @@ done
 # SIGUSR1, sent once serve says it holds the request, or the peer ended):
 # serve holds the request until the old answer came and dropped it, so the
 # client's id 3 is answered once, by its own turn.
-start_serve "$work/serve8.log" --session-grace 5000 -- node "$here/late_agent.mjs" signal
-timeout 60 node "$here/remote_peer.mjs" resumereuse "ws://127.0.0.1:$port/acp" 1 >"$work/reuse.out" 2>&1 &
-rpid=$!
-pids="$pids $rpid"
-held_or_over() { grep -qs "holds the client's request" "$work/serve8.log" || ! kill -0 "$rpid" 2>/dev/null; }
-wait_until 300 held_or_over
-apid=$(grep 'resumes connection' "$work/serve8.log" | tail -1 | sed 's/.*agent pid \([0-9]*\).*/\1/')
-[ -n "$apid" ] && kill -USR1 "$apid" 2>/dev/null
-wait "$rpid"
-rc=$?
+# held_run LOG OUT PATTERN PEER-ARGS...: serve (log LOG) with the late
+# agent in signal mode, remote_peer.mjs PEER-ARGS (output OUT); once serve
+# logs PATTERN (it holds the client's request) or the peer ended, SIGUSR1
+# lets the agent end its cancelled turn; rc is the peer's status.
+held_log=
+held_pat=
+held_or_over() { grep -qs "$held_pat" "$held_log" || ! kill -0 "$rpid" 2>/dev/null; }
+held_run() {
+  held_log=$1 held_pat=$3
+  _out=$2 _mode=$4
+  shift 4
+  start_serve "$held_log" --session-grace 5000 -- node "$here/late_agent.mjs" signal
+  timeout 60 node "$here/remote_peer.mjs" "$_mode" "ws://127.0.0.1:$port/acp" "$@" >"$_out" 2>&1 &
+  rpid=$!
+  pids="$pids $rpid"
+  wait_until 300 held_or_over
+  apid=$(grep 'resumes connection' "$held_log" | tail -1 | sed 's/.*agent pid \([0-9]*\).*/\1/')
+  [ -n "$apid" ] && kill -USR1 "$apid" 2>/dev/null
+  wait "$rpid"
+  rc=$?
+}
+held_run "$work/serve8.log" "$work/reuse.out" "holds the client's request" resumereuse 1
 if [ $rc -eq 0 ] && grep -q "holds the client's request" "$work/serve8.log" &&
    grep -q "dropped the agent's answer to the cancelled request 3" "$work/serve8.log"; then
   ok "relay: the new client reuses the cancelled prompt's id: held until the old answer came, answered once by its own turn"
@@ -183,24 +195,13 @@ stop_pid "$rpid"
 # turn ended (SIGUSR1, sent once serve says it holds), so the load's replay
 # (v1; v2 has no session/load) or the new turn's own update and end (v1,
 # v2) reach the client; before, they were dropped as the cancelled turn's.
-held_log=
-held_or_gone() { grep -qs "holds the client's request: it names session" "$held_log" || ! kill -0 "$rpid" 2>/dev/null; }
 n=0
 for c in "1 load" "1 prompt" "2 prompt"; do
   n=$((n + 1))
   v=${c% *}
   what=${c#* }
-  held_log="$work/serve10-$n.log"
-  start_serve "$held_log" --session-grace 5000 -- node "$here/late_agent.mjs" signal
-  timeout 60 node "$here/remote_peer.mjs" resumeheld "ws://127.0.0.1:$port/acp" "$v" "$what" \
-    >"$work/held$n.out" 2>&1 &
-  rpid=$!
-  pids="$pids $rpid"
-  wait_until 300 held_or_gone
-  apid=$(grep 'resumes connection' "$held_log" | tail -1 | sed 's/.*agent pid \([0-9]*\).*/\1/')
-  [ -n "$apid" ] && kill -USR1 "$apid" 2>/dev/null
-  wait "$rpid"
-  rc=$?
+  held_run "$work/serve10-$n.log" "$work/held$n.out" \
+    "holds the client's request: it names session" resumeheld "$v" "$what"
   if [ $rc -eq 0 ] && grep -q "holds the client's request: it names session" "$held_log" &&
      grep -q "the cancelled turn it waited for ended" "$held_log"; then
     ok "relay, protocol $v: a $what of the dropped session before its cancelled turn ended is held until it ended, and its output arrives"
