@@ -129,6 +129,11 @@ for p in $payloads; do
         # shellcheck disable=SC2086
         [ -z "$floor_bin" ] ||
             round floor "$floor_bin" --impl floor --pipes $fpipe --payload "$p" --turns "$n" -- cat
+        # The same with the client waiting in read(2) instead of epoll, as
+        # acp bench-client does by default: shown beside (ours/floor-block).
+        # shellcheck disable=SC2086
+        [ -z "$floor_bin" ] ||
+            round floor-block "$floor_bin" --impl floor-block --pipes --block $fpipe --payload "$p" --turns "$n" -- cat
         r=$((r + 1))
     done
 done

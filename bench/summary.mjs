@@ -54,8 +54,10 @@ for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b))
   const key = p >= 65536 ? "mibps" : "rtps";
   const unit = p >= 65536 ? "MiB/s" : "rt/s";
   const at = turns.filter((t) => t.payload === p);
-  const ours = at.filter((t) => t.impl !== "ts" && t.impl !== "floor");
+  const ours = at.filter((t) => t.impl !== "ts" && t.impl !== "floor" && t.impl !== "floor-block");
   const floors = at.filter((t) => t.impl === "floor");
+  const blocks = at.filter((t) => t.impl === "floor-block");
+  const overBlock = roundRatio(ours, blocks, key);
   const ts = at.find((t) => t.impl === "ts");
   const o = medianRun(ours, key), fl = medianRun(floors, key);
   if (!o && !ts) continue;
@@ -64,6 +66,7 @@ for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b))
     o && ts ? o[key] / ts[key] : undefined,
     o ? Math.max(mib(o.client_peak_rss_kib) ?? 0, mib(o.agent_peak_rss_kib) ?? 0) : undefined,
     "floor: libuv <-> cat; peer: TS SDK pair; RSS: larger of client, agent" +
+      (overBlock !== undefined ? `; ours/floor-block (a client waiting in read(2), no loop) ${overBlock.toFixed(2)}` : "") +
       (o?.client_file_rss_kib != null
         ? `; of it mapped files (program and shared libraries): client ${o.client_file_rss_kib}, agent ${o.agent_file_rss_kib} KiB`
         : ""));

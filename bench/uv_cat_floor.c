@@ -9,11 +9,14 @@
  * is our own work.
  *
  * Usage: uv_cat_floor [--payload S] [--turns N] [--impl NAME] [--pipes]
- *                     [--pipe-size BYTES] [-- CMD ARGS...]
+ *                     [--block] [--pipe-size BYTES] [-- CMD ARGS...]
  * (default command: cat). By default the command's stdin and stdout are
  * what libuv's UV_CREATE_PIPE makes, AF_UNIX socketpairs; --pipes makes
  * them real pipes as acp's are (src/uv/process.c), and --pipe-size asks
- * for pipes of that capacity (F_SETPIPE_SZ; acp grows its pipes to 1 MiB
+ * for pipes of that capacity (F_SETPIPE_SZ; --block, with --pipes, runs
+ * the turns without the event loop: a blocking write(2), then read(2)
+ * until the line is back, the floor of a client that waits in read(2) as
+ * `acp bench-client` does by default; acp grows its pipes to 1 MiB
  * once a message is larger than 64 KiB, and beyond to fit a larger message
  * where the kernel allows; a size over 1 MiB that is refused falls back to
  * 1 MiB, as acp's does). bench/run-turns.sh runs the
@@ -131,6 +134,41 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   uv_close((uv_handle_t *)&b->in, NULL);
 }
 
+/* --block: the turns without the loop, then the command's stdin closed so
+ * that it ends (the loop then sees its exit). */
+static void run_blocking(floor_bench *b, int wfd, int rfd) {
+  b->t_start = uv_hrtime();
+  while (!b->failed && b->done < b->turns) {
+    size_t off = 0;
+    ssize_t n = 0;
+
+    b->t0 = uv_hrtime();
+    while (off < b->len) {
+      n = write(wfd, b->line + off, b->len - off);
+      if (n <= 0) {
+        fail(b, "write failed");
+        break;
+      }
+      off += (size_t)n;
+    }
+    for (b->got = 0; !b->failed && b->got < b->len; b->got += (size_t)n) {
+      n = read(rfd, b->rbuf, b->rbuf_len);
+      if (n <= 0)
+        fail(b, "the command closed its output early");
+      else if (b->got + (size_t)n > b->len)
+        fail(b, "more bytes came back than were sent");
+      else if (b->got + (size_t)n == b->len && b->rbuf[n - 1] != '\n')
+        fail(b, "the echo does not end with the line's newline");
+    }
+    if (!b->failed)
+      b->lat[b->done++] = uv_hrtime() - b->t0;
+  }
+  b->t_end = uv_hrtime();
+  b->agent_rss_kib = vmhwm_kib(b->proc.pid);
+  close(wfd);
+  close(rfd);
+}
+
 static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {
   floor_bench *b = p->data;
 
@@ -167,7 +205,9 @@ int main(int argc, char **argv) {
   long pipe_size = 0;
   int pipe_bytes = -1; /* the smaller of the two pipes' capacity */
   int use_pipes = 0;
+  int block = 0;
   uv_file in_fds[2], out_fds[2];
+  uv_os_fd_t raw[2] = {-1, -1}; /* --block: our ends, blocking */
   uv_process_options_t opts;
   uv_stdio_container_t stdio[3];
   double secs;
@@ -187,17 +227,24 @@ int main(int argc, char **argv) {
       impl = argv[++i];
     } else if (strcmp(argv[i], "--pipes") == 0) {
       use_pipes = 1;
+    } else if (strcmp(argv[i], "--block") == 0) {
+      block = 1;
     } else if (strcmp(argv[i], "--pipe-size") == 0 && i + 1 < argc) {
       pipe_size = strtol(argv[++i], NULL, 10);
     } else {
       fprintf(stderr, "usage: uv_cat_floor [--payload S] [--turns N] "
-                      "[--impl NAME] [--pipes] [--pipe-size BYTES] "
+                      "[--impl NAME] [--pipes] [--block] "
+                      "[--pipe-size BYTES] "
                       "[-- CMD ARGS...]\n");
       return 2;
     }
   }
   if (b.turns <= 0) {
     fprintf(stderr, "uv_cat_floor: --turns must be positive\n");
+    return 2;
+  }
+  if (block && !use_pipes) {
+    fprintf(stderr, "uv_cat_floor: --block needs --pipes\n");
     return 2;
   }
   b.len = size + 1;
@@ -252,8 +299,15 @@ int main(int argc, char **argv) {
   if (use_pipes) {
     close(in_fds[0]);
     close(out_fds[1]);
-    uv_pipe_open(&b.in, in_fds[1]);
-    uv_pipe_open(&b.out, out_fds[0]);
+    if (block) {
+      raw[0] = in_fds[1];
+      raw[1] = out_fds[0];
+      for (i = 0; i < 2; i++)
+        (void)fcntl(raw[i], F_SETFL, fcntl(raw[i], F_GETFL) & ~O_NONBLOCK);
+    } else {
+      uv_pipe_open(&b.in, in_fds[1]);
+      uv_pipe_open(&b.out, out_fds[0]);
+    }
   }
   {
     /* The pipes' capacity, reported: asked for with --pipe-size, which
@@ -263,7 +317,9 @@ int main(int argc, char **argv) {
     uv_stream_t *ends[2] = {(uv_stream_t *)&b.in, (uv_stream_t *)&b.out};
     for (i = 0; i < 2; i++) {
       int got = -1;
-      if (uv_fileno((uv_handle_t *)ends[i], &fd) == 0) {
+      if (block)
+        fd = raw[i];
+      if (block || uv_fileno((uv_handle_t *)ends[i], &fd) == 0) {
         if (pipe_size > 0 && fcntl(fd, F_SETPIPE_SZ, (int)pipe_size) < 0) {
           fprintf(stderr, "uv_cat_floor: pipe size %ld refused\n", pipe_size);
           /* As acp: a pipe it cannot grow to fit a message stays at the
@@ -283,9 +339,15 @@ int main(int argc, char **argv) {
   b.rbuf = malloc(b.rbuf_len);
   if (b.rbuf == NULL)
     return 1;
-  uv_read_start((uv_stream_t *)&b.out, on_alloc, on_read);
-  b.t_start = uv_hrtime();
-  send_line(&b);
+  if (block) {
+    run_blocking(&b, raw[0], raw[1]);
+    if (!uv_is_closing((uv_handle_t *)&b.in))
+      uv_close((uv_handle_t *)&b.in, NULL);
+  } else {
+    uv_read_start((uv_stream_t *)&b.out, on_alloc, on_read);
+    b.t_start = uv_hrtime();
+    send_line(&b);
+  }
   uv_run(&b.loop, UV_RUN_DEFAULT);
   uv_loop_close(&b.loop);
   if (b.failed || b.done != b.turns)

@@ -33,7 +33,9 @@ if (rows.length === 0) {
   process.exit(1);
 }
 
-const side = (r) => (r.impl === 'ts' ? 'ts' : r.impl === 'floor' ? 'floor' : 'ours');
+// "floor-block" is the same floor with a client that waits in read(2), not
+// in epoll (uv_cat_floor --block): shown beside, not the issue's target.
+const side = (r) => (r.impl === 'ts' ? 'ts' : r.impl === 'floor' ? 'floor' : r.impl === 'floor-block' ? 'floor-block' : 'ours');
 const mib = (kib) => (typeof kib === 'number' ? (kib / 1024).toFixed(1) : 'n/a');
 const num = (x, d) => (typeof x === 'number' ? x.toFixed(d) : 'n/a');
 const size = (b) => (b >= 1048576 && b % 1048576 === 0 ? `${b / 1048576} MiB` : b >= 1024 && b % 1024 === 0 ? `${b / 1024} KiB` : `${b} B`);
@@ -98,7 +100,7 @@ if (rt.length > 1) {
 // right after ours). Targets from issue 11: 5 B rt/s >= 0.9x the floor,
 // 64 KiB MiB/s >= 0.8x, 1 MiB MiB/s >= 0.6x.
 const target = (p) => (p <= 5 ? ['rt/s', 0.9] : p <= 65536 ? ['MiB/s', 0.8] : ['MiB/s', 0.6]);
-const ft = [['payload', 'rounds', 'floor rt/s', 'floor MiB/s', 'floor p50 us', 'rt/s', 'MiB/s', 'p50', 'target', 'rounds (rt/s ratio)']];
+const ft = [['payload', 'rounds', 'floor rt/s', 'floor MiB/s', 'floor p50 us', 'rt/s', 'MiB/s', 'p50', 'target', 'rounds (rt/s ratio)', 'rt/s over floor-block']];
 for (const p of [...new Set(rows.map((r) => r.payload))]) {
   const pairs = [];
   for (const o of rows.filter((r) => r.payload === p && side(r) === 'ours')) {
@@ -121,6 +123,10 @@ for (const p of [...new Set(rows.map((r) => r.payload))]) {
     num(q('p50_us'), 2),
     `${tk} >= ${tv}: ${typeof got === 'number' && got >= tv ? 'met' : 'NOT met'}`,
     pairs.map(([o, f]) => (o.rtps / f.rtps).toFixed(2)).join(' '),
+    num(median(pairs.map(([o]) => {
+      const b = rows.find((r) => r.payload === p && side(r) === 'floor-block' && r.round === o.round);
+      return b ? o.rtps / b.rtps : NaN;
+    })), 2),
   ]);
 }
 console.log('');

@@ -625,16 +625,23 @@ ACP_EXTERN void acp_uv_rpc_set_read_spin(acp_uv_rpc *r, uint32_t usec);
 
 /**
  * Opt-in blocking reads, for a program whose one link is all it serves
- * (an agent on stdio): whenever the loop has nothing else to wait for (no
- * timer, no other handle that could end the wait, nothing queued to
- * write), the program waits in read(2) on its input pipe, as `cat` does,
- * instead of in epoll and then read(2): one system call a message fewer,
- * and the kernel's direct pipe wake-up. Anything else puts the loop back
- * in charge: a callback that starts a timer, a child process or a write
- * that must wait. Signals the loop watches interrupt the read (their
- * handlers are set not to restart system calls, process-wide); one that
- * lands in the instant between the last check and the read is seen with
- * the next input or the end of input. Applies when the read side is a
+ * (an agent on stdio, a client talking to the one agent it spawned):
+ * whenever the loop has nothing else to wait for (no timer, no other
+ * handle that could end the wait, nothing queued to write), the program
+ * waits in read(2) on its input pipe, as `cat` does, instead of in epoll
+ * and then read(2): one system call a message fewer, and the kernel's
+ * direct pipe wake-up. Anything else puts the loop back in charge: a
+ * callback that starts a timer, another stream or a write that must wait.
+ * Signals the loop watches end the wait, whenever they come: libuv's
+ * handlers for them are wrapped, process-wide, by one that counts them,
+ * makes a read under way return (the wrapper does not restart system
+ * calls) and makes one about to begin return at once; any signal since
+ * the loop last had control sends it round again before it may block.
+ * SIGCHLD counts as watched while a child process handle is active, so a
+ * child's exit is seen even when a grandchild keeps the pipe open. With
+ * watched signals the read blocks only on the main thread (where the
+ * kernel delivers process signals first); on another thread the loop
+ * waits as usual. Applies when the read side is a
  * pipe or FIFO (reopened blocking through /proc/self/fd) or a stream
  * socket that is not also the output (made blocking while the loop has
  * nothing else to do); elsewhere this is a no-op. 0 (the default) turns
@@ -677,8 +684,8 @@ ACP_EXTERN void acp_uv_rpc_close(acp_uv_rpc *r, acp_uv_rpc_close_cb cb);
  * `flush_timeout_ms` (ACP_UV_FOREVER: no limit), close everything and
  * return. Ignores SIGPIPE (acp_uv_ignore_sigpipe()). When stdin is a pipe
  * or a socket the wait for the next message is a read(2) on it, not epoll
- * (acp_uv_rpc_set_read_block(): SIGTERM and SIGINT are then set not to
- * restart system calls, process-wide).
+ * (acp_uv_rpc_set_read_block(): the handlers of SIGTERM and SIGINT are
+ * then wrapped, process-wide, and do not restart system calls).
  * @return the end reason (0 for EOF or a signal, ACP_ERR_SYSTEM, a fatal
  *         session code) or an error from creating the objects.
  */

@@ -24,7 +24,8 @@
 
 static const char bench_usage[] =
     "usage: acp bench-client [--payload BYTES] [--turns N] [--impl NAME]\n"
-    "                        [--read-spin-us N] [--text ascii|utf8]\n"
+    "                        [--read-spin-us N] [--no-read-block]\n"
+    "                        [--text ascii|utf8]\n"
     "                        (-- AGENT_CMD [ARGS...] |\n"
     "                         --url URL [--http [--h2]] [--ca FILE]\n"
     "                         [--verbose])\n"
@@ -41,7 +42,10 @@ static const char bench_usage[] =
     "The line also has the CPU time (user + system) of the client and of\n"
     "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
     "agent's output for up to N us before sleeping (acp agent has the\n"
-    "same option). --text utf8 makes the prompt text that is not all\n"
+    "same option). While a turn is out, the client waits for the agent's\n"
+    "output in read(2) on the pipe, not in epoll (as acp agent does);\n"
+    "--no-read-block waits in the event loop instead. --text utf8 makes the "
+    "prompt text that is not all\n"
     "ASCII (2-, 3- and 4-byte characters; default ascii: 'a'..'z') and\n"
     "checks that every echo is byte for byte the prompt.\n";
 
@@ -285,6 +289,7 @@ int cmd_bench_client(int argc, char **argv) {
   bool http = false;
   bool h2 = false;
   bool verbose = false;
+  bool no_block = false;
   const char *v;
   int i;
   int ok;
@@ -336,6 +341,8 @@ int cmd_bench_client(int argc, char **argv) {
       h2 = true;
     } else if (strcmp(argv[i], "--verbose") == 0) {
       verbose = true;
+    } else if (strcmp(argv[i], "--no-read-block") == 0) {
+      no_block = true;
     } else {
       if (ok < 0)
         return CLI_EXIT_USAGE;
@@ -423,6 +430,10 @@ int cmd_bench_client(int argc, char **argv) {
       acp_client_initialize(b.client, "{}", 2, NULL, 0, on_init, &b, NULL) != 0)
     goto cleanup;
   acp_uv_rpc_set_read_spin(b.rpc, spin_us);
+  /* A single-peer program, as the agent it measures: over a spawned
+   * agent's pipes the wait for its answer is a read(2) (a remote link is
+   * not a pipe: there this does nothing). */
+  acp_uv_rpc_set_read_block(b.rpc, !no_block);
   uv_run(&b.loop, UV_RUN_DEFAULT);
   if (!b.failed && b.done < b.turns) {
     /* Nothing left to wait for, and yet turns are missing: a stall in

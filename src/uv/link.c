@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "uv_internal.h"
@@ -79,15 +80,23 @@ struct acp_uv_link {
   size_t wr_cap;           /* the write pipe's capacity once grown, or 0 */
   int wr_fd; /* direct_fd(): the write pipe's descriptor, -1 none, -2 unset */
   bool wr_fit_refused; /* growing past ACP_UV_PIPE_BIG was refused */
-  /* acp__uv_link_block(): a blocking description of the read pipe, -1 not
-   * opened yet, -2 unavailable; the watched signals whose SA_RESTART was
-   * last cleared (a bit each). */
+  /* acp__uv_link_block(): a blocking description of the read pipe (or a
+   * descriptor of the read socket), -1 not opened yet, -2 unavailable;
+   * block_keep, a second descriptor of it, puts it back after a signal
+   * handler replaced it (blk_handler()). The watched signals seen by the
+   * last check (a bit each), the loop's active handles then, and the
+   * count of signals (blk_sigs) when the loop last had control. */
   int block_fd;
+  int block_keep;
   uint64_t block_sigs;
-  bool block_sock; /* block_fd is the read socket itself */
-  bool block_on;   /* ... and it is blocking now */
-  int block_fl;    /* ... its file status flags for the loop */
-  uv_idle_t kick;  /* kick(): the next wait is a poll */
+  unsigned block_ah;
+  long block_mark;
+  bool block_main;  /* the last check ran on the main thread */
+  bool block_again; /* quiet but for a signal: check again at once */
+  bool block_sock;  /* block_fd is a descriptor of the read socket */
+  bool block_on;    /* ... and the socket is blocking now */
+  int block_fl;     /* ... its file status flags for the loop */
+  uv_idle_t kick;   /* kick(): the next wait is a poll */
 
   acp_uv_link_read_cb read_cb;
   acp__uv_link_buf_fn buf_fn; /* lends the buffer of stream reads, or NULL */
@@ -163,9 +172,10 @@ int acp__uv_err(int uv_err) {
   }
 }
 
+static void block_close(acp_uv_link *l);
+
 static void finish(acp_uv_link *l) {
-  if (l->block_fd >= 0 && !l->block_sock)
-    close(l->block_fd);
+  block_close(l);
   if (l->close_cb)
     l->close_cb(l, l->close_ud);
   acp__free(&l->mem, l->sbuf);
@@ -212,13 +222,10 @@ static void close_side(acp_uv_link *l, side *s) {
   s->closed = true;
   if (s->kind == SIDE_USER)
     return;
-  if (s == &l->rd && l->block_fd >= 0) {
-    /* A reopened pipe keeps it open too: the writer must see our end. A
-     * socket is libuv's descriptor, closed with its handle. */
-    if (!l->block_sock)
-      close(l->block_fd);
-    l->block_fd = -2;
-  }
+  /* Our descriptors of the pipe or socket keep it open too: the writer
+   * must see our end. */
+  if (s == &l->rd)
+    block_close(l);
   if (s->kind == SIDE_STREAM) {
     uv_os_fd_t hfd = -1;
     (void)uv_fileno((uv_handle_t *)s->stream, &hfd);
@@ -505,56 +512,133 @@ static void quiet_cb(uv_handle_t *h, void *arg) {
     q->others++;
     return;
   }
+  case UV_PROCESS:
+    /* A child's exit comes through libuv's SIGCHLD handler: a watched
+     * signal like the others (a client that spawned its agent). Its end
+     * of our pipe usually ends the read first; not when a grandchild
+     * still holds it open. */
+    q->signals |= UINT64_C(1) << SIGCHLD;
+    return;
   default:
     q->others++;
   }
 }
 
+/*
+ * Signals while blocked. A watched signal must end the read, and one that
+ * came while the loop was not looking must not be slept through: libuv's
+ * handler only writes to the loop's signal pipe, which epoll would have
+ * reported, and with SA_RESTART (libuv's flag) a read(2) it interrupts
+ * carries on. So each watched signal's handler is wrapped (blk_handler):
+ * it counts the signal, and if a read is blocking or about to, puts
+ * /dev/null in place of the descriptor read (dup2 is async-signal-safe),
+ * so that a read begun after the signal returns at once and one under
+ * way returns EINTR (the wrapper is installed without SA_RESTART); then
+ * it runs libuv's handler. The count decides: any signal since the loop
+ * last had control sends the loop round again (its epoll sees the signal
+ * pipe) instead of blocking. Process-wide, like the handlers.
+ */
+static volatile sig_atomic_t blk_sigs;        /* signals the wrapper saw */
+static volatile sig_atomic_t blk_fd_now = -1; /* the descriptor read */
+static int blk_null = -1;                     /* /dev/null, opened once */
+static struct sigaction blk_orig[64];         /* libuv's, per signal */
+
+static void blk_handler(int sig, siginfo_t *info, void *uctx) {
+  int saved = errno;
+  int fd = blk_fd_now;
+  const struct sigaction *o = &blk_orig[sig & 63];
+
+  /* libuv's handlers block every signal while they run, and so does this
+   * one (its mask is theirs): no other handler interleaves here. */
+  blk_sigs = blk_sigs + 1;
+  if (fd >= 0)
+    (void)dup2(blk_null, fd);
+  if (o->sa_flags & SA_SIGINFO)
+    o->sa_sigaction(sig, info, uctx);
+  else if (o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN)
+    o->sa_handler(sig);
+  errno = saved;
+}
+
+/* The wrapper on `sig`, if it is not there (libuv installs its handler
+ * when the first watcher of a signal starts): 1 installed now, 0 already
+ * there, -1 error. */
+static int blk_wrap(int sig) {
+  struct sigaction cur, w;
+
+  if (sigaction(sig, NULL, &cur) != 0)
+    return -1;
+  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == blk_handler)
+    return 0;
+  if (!(cur.sa_flags & SA_SIGINFO) &&
+      (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN))
+    return -1; /* not libuv's: nothing to wrap */
+  blk_orig[sig] = cur;
+  w = cur;
+  w.sa_sigaction = blk_handler;
+  w.sa_flags = (cur.sa_flags | SA_SIGINFO) & ~SA_RESTART;
+  return sigaction(sig, &w, NULL) == 0 ? 1 : -1;
+}
+
 /* Whether this link's input is all the loop waits for: nothing due (no
  * timer, idle handle, pending callback or closing handle), no request in
  * flight (a write, a thread-pool job: their ends wake the loop), no other
- * active handle but signal watchers. Another prepare or check handle
+ * active handle but signal watchers and child processes (SIGCHLD), and no
+ * signal since the loop last had control. Another prepare or check handle
  * counts too: it may have work a callback of ours left it (output to
  * flush), which it would only do in the next loop iteration.
  *
- * A read(2) blocked in the kernel is restarted after a handler installed
- * with SA_RESTART (libuv's are), so a watched signal would only be seen
- * with the next input: those signals are set to interrupt system calls
- * instead (libuv retries its own on EINTR); only the watched ones, again
- * whenever their set changes. */
+ * The watched signals get the wrapper (above) the first time, and again
+ * when their set or the loop's count of active handles changed (a
+ * watcher stopped and started again may have got libuv's handler back);
+ * a signal wrapped just now may have come before: not quiet this time. */
 static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
   quiet_walk q = {l, (const uv_handle_t *)self, 0, 0};
   if (l->queued > 0 || l->nwrites > 0 || l->loop->active_reqs.count > 0 ||
       uv_backend_timeout(l->loop) != -1)
     return false;
+  if (blk_sigs != l->block_mark) {
+    l->block_again = true;
+    return false;
+  }
   uv_walk(l->loop, quiet_cb, &q);
   if (q.others > 0)
     return false;
-  if (q.signals != l->block_sigs) {
-    /* Each time the set changes, all of them: a signal whose last
-     * watcher stopped and whose next started got libuv's SA_RESTART
-     * handler again. */
+  if (q.signals != l->block_sigs || l->loop->active_handles != l->block_ah) {
+    bool fresh = false;
+    /* Signals go to the main thread first (a process-directed signal is
+     * delivered to a thread that does not block it, the main one when it
+     * can): a read blocked in another would not be interrupted. */
+    l->block_main = (pid_t)syscall(SYS_gettid) == getpid();
+    if (q.signals != 0 && blk_null < 0)
+      blk_null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (q.signals != 0 && (!l->block_main || blk_null < 0))
+      return false;
     for (uint64_t left = q.signals; left != 0; left &= left - 1) {
-      int sig = __builtin_ctzll(left);
-      struct sigaction sa;
-      if (sigaction(sig, NULL, &sa) == 0 && (sa.sa_flags & SA_RESTART)) {
-        sa.sa_flags &= ~SA_RESTART;
-        if (sigaction(sig, &sa, NULL) != 0)
-          return false;
-      }
+      int r = blk_wrap(__builtin_ctzll(left));
+      if (r < 0)
+        return false;
+      fresh = fresh || r > 0;
     }
     l->block_sigs = q.signals;
+    l->block_ah = l->loop->active_handles;
+    if (fresh) {
+      l->block_again = true;
+      return false;
+    }
   }
-  return true;
+  return q.signals == 0 || l->block_main;
 }
 
 /* What to block in: for a pipe or FIFO, a second, blocking, open file
  * description of it (libuv's is non-blocking, and the flag belongs to the
  * description), opened through /proc/self/fd without waiting for a
  * writer, then made blocking; it is kept. A stream socket cannot be
- * reopened: then the socket itself, which acp__uv_link_block() makes
- * blocking only while the loop stays quiet, and only when it is not also
- * the link's output (a write must never block the loop). -2: neither. */
+ * reopened: then a descriptor of the socket itself, which
+ * acp__uv_link_block() makes blocking only while the loop stays quiet,
+ * and only when it is not also the link's output (a write must never
+ * block the loop). Our own descriptor, not libuv's: blk_handler() may
+ * replace it. Plus block_keep, to put it back. -2: none. */
 static int block_fd(acp_uv_link *l) {
   uv_os_fd_t fd, wfd;
   struct stat a, b;
@@ -572,36 +656,58 @@ static int block_fd(acp_uv_link *l) {
         uv_fileno((uv_handle_t *)l->wr.stream, &wfd) != 0 ||
         fstat(wfd, &b) != 0 || (a.st_dev == b.st_dev && a.st_ino == b.st_ino) ||
         getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 ||
-        type != SOCK_STREAM || (fl = fcntl(fd, F_GETFL)) < 0)
+        type != SOCK_STREAM || (fl = fcntl(fd, F_GETFL)) < 0 ||
+        (bfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
       return -2;
     l->block_sock = true;
     l->block_fl = fl;
-    l->block_fd = fd;
-    return fd;
+  } else {
+    if (!S_ISFIFO(a.st_mode))
+      return -2;
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    bfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (bfd < 0)
+      return -2;
+    if (fstat(bfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino ||
+        (fl = fcntl(bfd, F_GETFL)) < 0 ||
+        fcntl(bfd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+      close(bfd);
+      return -2;
+    }
   }
-  if (!S_ISFIFO(a.st_mode))
-    return -2;
-  snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-  bfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (bfd < 0)
-    return -2;
-  if (fstat(bfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino ||
-      (fl = fcntl(bfd, F_GETFL)) < 0 ||
-      fcntl(bfd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+  l->block_keep = fcntl(bfd, F_DUPFD_CLOEXEC, 3);
+  if (l->block_keep < 0) {
     close(bfd);
+    l->block_sock = false;
     return -2;
   }
   l->block_fd = bfd;
   return bfd;
 }
 
+/* Our descriptors of the read side, when it closes or the link is freed;
+ * never opened again. */
+static void block_close(acp_uv_link *l) {
+  if (l->block_fd >= 0) {
+    /* A socket left blocking would block libuv's reads: its flags back
+     * through block_keep, which a handler never replaces. */
+    if (l->block_on)
+      (void)fcntl(l->block_keep, F_SETFL, l->block_fl);
+    l->block_on = false;
+    close(l->block_fd);
+    close(l->block_keep);
+  }
+  l->block_fd = -2;
+  l->block_keep = -1;
+}
+
 /* A socket blocked in: non-blocking again for the loop, unless a callback
- * closed it meanwhile (its number may already name something else). */
+ * closed the read side meanwhile (block_close(): nothing left to set). */
 static void sock_unblock(acp_uv_link *l) {
   if (!l->block_on)
     return;
   l->block_on = false;
-  if (!l->rd.closed && !uv_is_closing((uv_handle_t *)l->rd.stream))
+  if (l->block_fd >= 0)
     (void)fcntl(l->block_fd, F_SETFL, l->block_fl);
 }
 
@@ -623,9 +729,30 @@ int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
       l->block_on = true;
     }
     on_alloc((uv_handle_t *)l->rd.stream, READ_CHUNK, &buf);
+    /* From here a signal's handler replaces bfd: checked again after
+     * claiming it, for one that came just before. */
+    blk_fd_now = bfd;
+    if (blk_sigs != l->block_mark) {
+      blk_fd_now = -1;
+      l->block_again = true;
+      break;
+    }
     n = read(bfd, buf.base, buf.len);
+    blk_fd_now = -1;
     uv_update_time(l->loop);
-    /* End of input, a signal (EINTR) or an error: the loop sees it. */
+    if (blk_sigs != l->block_mark) {
+      /* A signal came: bfd may be /dev/null now. Bytes read before it
+       * are the pipe's; an end of input or EINTR is the signal's. */
+      if (dup2(l->block_keep, bfd) < 0) {
+        block_close(l);
+        break;
+      }
+      if (n <= 0) {
+        l->block_again = true;
+        break;
+      }
+    }
+    /* End of input or an error: the loop sees it. */
     if (n <= 0)
       break;
     got = 1;
@@ -633,8 +760,15 @@ int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
   }
   if (l->block_sock)
     sock_unblock(l);
-  if (got)
+  /* The loop has control again: signals from now on are its own to see,
+   * or (when they come after its epoll) ours at the next check. */
+  l->block_mark = blk_sigs;
+  /* A signal, or the wrapper just installed: the loop goes round once
+   * without sleeping (its epoll sees a signal still in libuv's pipe), and
+   * the next check may block. */
+  if (got || l->block_again)
     kick(l);
+  l->block_again = false;
   return got;
 }
 
@@ -911,6 +1045,7 @@ static int link_alloc(acp_uv_link **out, uv_loop_t *loop, const acp_mem *mem) {
   l->wr.saved_flags = -1;
   l->wr_fd = -2;
   l->block_fd = -1;
+  l->block_keep = -1;
   l->pause = ACP__UV_PAUSE_USER;
   /* Neither init can fail on Unix; both handles are always closed. */
   uv_timer_init(loop, &l->timer);

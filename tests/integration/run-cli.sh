@@ -896,6 +896,39 @@ else
       expect "acp $c --no-read-block waits in epoll (wchan $w)" \
         sh -c "case '$w' in *epoll_wait) exit 0;; esac; exit 1"
     done
+    # The client side: acp bench-client waits for its agent's answer in
+    # read(2) on the agent's stdout pipe, with the agent's process handle
+    # active (its exit would end the read through SIGCHLD). The agent
+    # answers initialize, then never session/new.
+    cat >"$work/stall-agent" <<'EOS'
+#!/bin/sh
+read -r line
+id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{}}}\n' "$id"
+while read -r line; do :; done
+EOS
+    chmod +x "$work/stall-agent"
+    for f in "" --no-read-block; do
+      "$acp" bench-client --turns 1 $f -- "$work/stall-agent" >/dev/null 2>&1 &
+      _bpid=$!
+      _i=0
+      w=
+      while [ $_i -lt 100 ]; do
+        w=$(cat "/proc/$_bpid/wchan" 2>/dev/null)
+        case $w in *pipe_read | *epoll_wait) break ;; esac
+        sleep 0.1
+        _i=$((_i + 1))
+      done
+      kill $_bpid 2>/dev/null
+      wait $_bpid 2>/dev/null
+      if [ -z "$f" ]; then
+        expect "acp bench-client waits for its agent in read(2) (wchan $w)" \
+          sh -c "case '$w' in *pipe_read) exit 0;; esac; exit 1"
+      else
+        expect "acp bench-client --no-read-block waits in epoll (wchan $w)" \
+          sh -c "case '$w' in *epoll_wait) exit 0;; esac; exit 1"
+      fi
+    done
     ;;
   esac
 fi

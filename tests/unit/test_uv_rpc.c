@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/socket.h>
@@ -464,24 +465,34 @@ static bool wchan_shown(pid_t parent) {
  * or unix_stream_read_generic. Where the kernel hides wchan, a pipe is
  * judged by the parent's extra, blocking descriptor of it (the test then
  * cannot tell that the read has begun yet), a socket not at all. */
-static bool parent_in_read(pid_t parent, ino_t ino, bool sock, bool shown) {
+static bool parent_in_read_n(pid_t parent, ino_t ino, bool sock, bool shown,
+                             int fds) {
   char w[64];
   if (!shown)
-    return sock || parent_pipe_fds(parent, ino) >= 3;
+    return sock || parent_pipe_fds(parent, ino) >= fds;
   parent_wchan(parent, w, sizeof(w));
   return strstr(w, sock ? "unix_stream_read" : "pipe_read") != NULL;
 }
 
-/* Polls (10 ms steps, 30 s at most) until the parent sleeps in read(2). */
-static bool wait_parent_blocked(pid_t parent, ino_t ino, bool sock,
-                                bool shown) {
+/* Polls (10 ms steps, 30 s at most) until the parent sleeps in read(2).
+ * `fds`: how many descriptors of the pipe the parent holds once it has
+ * reopened it (the judge where wchan is hidden). */
+static bool wait_parent_blocked_n(pid_t parent, ino_t ino, bool sock,
+                                  bool shown, int fds) {
   for (int i = 0; i < 3000; i++) {
     struct timespec ts = {0, 10 * 1000 * 1000};
-    if (parent_in_read(parent, ino, sock, shown))
+    if (parent_in_read_n(parent, ino, sock, shown, fds))
       return true;
     nanosleep(&ts, NULL);
   }
   return false;
+}
+
+/* The link of read_block_over() holds the pipe's end, its dup and the
+ * reopened description. */
+static bool wait_parent_blocked(pid_t parent, ino_t ino, bool sock,
+                                bool shown) {
+  return wait_parent_blocked_n(parent, ino, sock, shown, 3);
 }
 
 /* One request line out, one answer line back (whose text must hold
@@ -535,6 +546,12 @@ static int block_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
     c->later = msg->handle;
     return uv_prepare_start(&c->other, on_other_prepare) == 0 ? 0
                                                               : ACP_ERR_SYSTEM;
+  }
+  if (msg->method_len == 5 && memcmp(msg->method, "raise", 5) == 0) {
+    /* The signal comes while the loop is busy in here: libuv's handler
+     * leaves it in the loop's signal pipe, for the loop to find. */
+    raise(SIGUSR1);
+    return acp_rpc_session_respond(s, msg->handle, "\"raised\"", 8);
   }
   c->pings++;
   return acp_rpc_session_respond(s, msg->handle, "\"pong\"", 6);
@@ -678,6 +695,234 @@ static void test_uv_rpc_read_block_socket(void **state) {
   read_block_over(true);
 }
 
+/* A signal that comes while the loop runs a callback (not while it sleeps)
+ * is not slept through: after answering, the parent must not block in
+ * read(2) with the signal waiting in libuv's pipe. The child asks, gets
+ * the answer, and then only waits for the parent to end (its signal
+ * callback closes the pipe); 4: the parent stayed asleep for 20 s. */
+static void test_uv_rpc_read_block_signal_in_callback(void **state) {
+  block_ctx c;
+  acp_rpc_callbacks *cbs = NULL;
+  int to_parent[2], to_child[2];
+  int status = 0;
+  (void)state;
+  memset(&c, 0, sizeof(c));
+  assert_int_equal(pipe(to_parent), 0);
+  assert_int_equal(pipe(to_child), 0);
+  c.child = fork();
+  assert_true(c.child >= 0);
+  if (c.child == 0) {
+    char buf[256];
+    struct pollfd pf;
+    close(to_parent[0]);
+    close(to_child[1]);
+    alarm(90);
+    if (!child_call(to_parent[1], to_child[0],
+                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"raise\"}\n",
+                    "\"raised\""))
+      _exit(2);
+    pf.fd = to_child[0];
+    pf.events = POLLIN;
+    for (;;) {
+      pf.revents = 0;
+      if (poll(&pf, 1, 20000) <= 0)
+        _exit(4);
+      if (read(to_child[0], buf, sizeof(buf)) <= 0)
+        _exit(0);
+    }
+  }
+  close(to_parent[1]);
+  close(to_child[0]);
+  assert_int_equal(uv_loop_init(&c.loop), 0);
+  assert_int_equal(uv_prepare_init(&c.loop, &c.other), 0);
+  c.other.data = &c;
+  assert_int_equal(uv_signal_init(&c.loop, &c.usr1), 0);
+  c.usr1.data = &c;
+  assert_int_equal(uv_signal_start(&c.usr1, block_on_usr1, SIGUSR1), 0);
+  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
+  acp_rpc_callbacks_set_on_request(cbs, block_on_request);
+  assert_int_equal(acp_rpc_session_new(&c.s, cbs, &c, NULL, NULL), 0);
+  acp_rpc_callbacks_free(cbs);
+  assert_int_equal(
+      acp_uv_link_new_fds(&c.l, &c.loop, to_parent[0], to_child[1], NULL), 0);
+  assert_int_equal(acp_uv_rpc_new(&c.r, c.l, c.s, block_on_end, &c, NULL), 0);
+  acp_uv_rpc_set_read_block(c.r, 1);
+  assert_int_equal(uv_run(&c.loop, UV_RUN_DEFAULT), 0);
+  /* The link holds duplicates: ours go too, so that the child sees the
+   * end. */
+  close(to_parent[0]);
+  close(to_child[1]);
+  assert_int_equal(waitpid(c.child, &status, 0), c.child);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(c.signals, 1);
+  assert_int_equal(uv_loop_close(&c.loop), 0);
+  acp_rpc_session_free(c.s);
+}
+
+/* MARK: - Blocking reads in a client that spawned its agent */
+
+/* The child of test_uv_rpc_read_block_spawned_child (this binary, run with
+ * --block-child): answers the first request, starts a grandchild that
+ * keeps our stdout open (30 s), names it in a notification, waits until
+ * the parent sleeps in read(2) on that pipe and exits 7 without another
+ * word; 2 or 3 name the step that failed. */
+static int block_child_main(void) {
+  pid_t parent = getppid();
+  struct stat st;
+  ino_t ino = fstat(1, &st) == 0 ? st.st_ino : 0;
+  char line[512];
+  char out[160];
+  size_t got = 0;
+  pid_t gc;
+  int n;
+
+  alarm(90);
+  bool shown = wchan_shown(parent);
+  while (got < sizeof(line) && (got == 0 || line[got - 1] != '\n')) {
+    ssize_t k = read(0, line + got, sizeof(line) - got);
+    if (k <= 0)
+      return 2;
+    got += (size_t)k;
+  }
+  n = snprintf(out, sizeof(out),
+               "{\"jsonrpc\":\"2.0\",\"id\":0,"
+               "\"result\":\"pong\"}\n");
+  if (write(1, out, (size_t)n) != n)
+    return 2;
+  gc = fork();
+  if (gc == 0) {
+    struct timespec ts = {30, 0};
+    nanosleep(&ts, NULL);
+    _exit(0);
+  }
+  n = snprintf(out, sizeof(out),
+               "{\"jsonrpc\":\"2.0\",\"method\":\"grandchild\","
+               "\"params\":{\"pid\":%d}}\n",
+               (int)gc);
+  if (gc < 0 || write(1, out, (size_t)n) != n)
+    return 2;
+  /* The parent holds its end of our stdout and the reopened one. */
+  if (!wait_parent_blocked_n(parent, ino, false, shown, 2))
+    return 3;
+  return 7;
+}
+
+typedef struct spawn_block_ctx {
+  uv_loop_t loop;
+  acp_uv_process *p;
+  acp_uv_rpc *r;
+  acp_rpc_session *s;
+  int pongs;
+  pid_t gc;
+  int exits;
+  int64_t exit_status;
+  bool gc_alive_at_exit;
+  bool proc_closed;
+} spawn_block_ctx;
+
+static int spawn_block_on_pong(acp_rpc_session *s, const acp_rpc_msg *msg,
+                               void *ud) {
+  spawn_block_ctx *c = ud;
+  (void)s;
+  assert_false(msg->local);
+  assert_true(contains(msg->raw, msg->raw_len, "\"pong\""));
+  c->pongs++;
+  return 0;
+}
+
+static int spawn_block_on_note(acp_rpc_session *s, const acp_rpc_msg *msg,
+                               void *ud) {
+  spawn_block_ctx *c = ud;
+  int64_t pid = 0;
+  (void)s;
+  assert_int_equal(
+      acp_json_get_int64(acp_json_obj_get(msg->params, "pid", 3), &pid), 0);
+  c->gc = (pid_t)pid;
+  return 0;
+}
+
+/* Whether `pid` runs still: not gone, and not a zombie that its new
+ * parent has yet to reap (kill(pid, 0) succeeds on one). */
+static bool running(pid_t pid) {
+  char path[64], buf[256];
+  size_t n = 0;
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return false;
+  n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* "PID (COMM) S ...": the state follows the last ')'. */
+  const char *rp = strrchr(buf, ')');
+  return rp != NULL && rp[1] == ' ' && rp[2] != '\0' && rp[2] != 'Z' &&
+         rp[2] != 'X';
+}
+
+static void spawn_block_proc_closed(acp_uv_process *p, void *ud) {
+  (void)p;
+  ((spawn_block_ctx *)ud)->proc_closed = true;
+}
+
+static void spawn_block_on_exit(acp_uv_process *p, int64_t status, int sig,
+                                void *ud) {
+  spawn_block_ctx *c = ud;
+  (void)sig;
+  c->exits++;
+  c->exit_status = status;
+  /* Seen while the grandchild still holds the pipe: the read ended by
+   * SIGCHLD, not by the end of the pipe. */
+  c->gc_alive_at_exit = c->gc > 0 && running(c->gc);
+  if (c->r) {
+    acp_uv_rpc_close(c->r, NULL);
+    c->r = NULL;
+  }
+  acp_uv_process_close(p, spawn_block_proc_closed);
+}
+
+/* A client whose loop has its agent's process handle active (a client that
+ * spawned its agent: acp bench-client) waits in read(2) too: the child
+ * sees its parent asleep in pipe_read, and the child's exit ends that read
+ * through SIGCHLD while a grandchild keeps the pipe open (without it, the
+ * exit would be seen only when the grandchild ends, 30 s later). */
+static void test_uv_rpc_read_block_spawned_child(void **state) {
+  spawn_block_ctx c;
+  acp_uv_process_options *o = NULL;
+  acp_rpc_callbacks *cbs = NULL;
+  const char *argv[] = {acp_test_self_exe(), "--block-child", NULL};
+  (void)state;
+  memset(&c, 0, sizeof(c));
+  assert_int_equal(uv_loop_init(&c.loop), 0);
+  assert_int_equal(acp_uv_process_options_new(&o, NULL), 0);
+  assert_int_equal(acp_uv_process_options_set_argv(o, argv), 0);
+  acp_uv_process_options_set_exit_cb(o, spawn_block_on_exit);
+  assert_int_equal(acp_uv_process_spawn(&c.p, &c.loop, o, &c, NULL, NULL), 0);
+  acp_uv_process_options_free(o);
+  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
+  acp_rpc_callbacks_set_on_notification(cbs, spawn_block_on_note);
+  assert_int_equal(acp_rpc_session_new(&c.s, cbs, &c, NULL, NULL), 0);
+  acp_rpc_callbacks_free(cbs);
+  assert_int_equal(
+      acp_uv_rpc_new(&c.r, acp_uv_process_link(c.p), c.s, NULL, &c, NULL), 0);
+  acp_uv_rpc_set_read_block(c.r, 1);
+  assert_int_equal(acp_rpc_session_request(c.s, "ping", 4, "{}", 2, 0,
+                                           uv_now(&c.loop), spawn_block_on_pong,
+                                           &c, NULL),
+                   0);
+  finish_loop(&c.loop);
+  if (c.gc > 0)
+    kill(c.gc, SIGKILL);
+  assert_int_equal(c.pongs, 1);
+  assert_true(c.gc > 0);
+  assert_int_equal(c.exits, 1);
+  /* 7: the child saw us block in read(2) (3: it never did). */
+  assert_int_equal(c.exit_status, 7);
+  assert_true(c.gc_alive_at_exit);
+  assert_true(c.proc_closed);
+  acp_rpc_session_free(c.s);
+}
+
 static void test_uv_rpc_rejects_bad_arguments(void **state) {
   acp_uv_rpc *r = (acp_uv_rpc *)state;
   (void)state;
@@ -692,6 +937,8 @@ static void test_uv_rpc_rejects_bad_arguments(void **state) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--block-child") == 0)
+    return block_child_main();
   acp_test_helper_main(argc, argv);
   assert_int_equal(acp_uv_ignore_sigpipe(), 0);
   const struct CMUnitTest tests[] = {
@@ -702,6 +949,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_signals_reports_sigint),
       cmocka_unit_test(test_uv_rpc_read_block),
       cmocka_unit_test(test_uv_rpc_read_block_socket),
+      cmocka_unit_test(test_uv_rpc_read_block_spawned_child),
+      cmocka_unit_test(test_uv_rpc_read_block_signal_in_callback),
       cmocka_unit_test(test_uv_rpc_rejects_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
