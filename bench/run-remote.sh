@@ -1,6 +1,7 @@
 #!/bin/sh
 # run-remote.sh - prompt turns over remote ACP, both profiles, in one run:
-#   stdio      acp bench-client -- acp agent --echo            (no network)
+#   stdio      acp bench-client --no-read-block -- acp agent --echo
+#              (no network; the client waits in epoll as the remote ones do)
 #   ours-ws    acp bench-client --url ws://...  <->  acp serve -- acp agent --echo
 #              (acp serve hands the WebSocket to this build's acp agent by
 #              default: the agent adopts it after the 101 and serve leaves
@@ -168,7 +169,10 @@ run_profile() { # ws|http SIZE N_OURS N_TS
 }
 
 run_payload() { # SIZE N_OURS N_TS
-  "$acp" bench-client --impl stdio --payload "$1" --turns "$2" \
+  # The stdio turn waits for the agent in epoll (--no-read-block), as the
+  # remote clients do: ours/stdio is then what the network hop and serve
+  # cost, not also how the client waits.
+  "$acp" bench-client --impl stdio --no-read-block --payload "$1" --turns "$2" \
     -- "$acp" agent --echo >>"$out" || echo "{\"impl\":\"stdio\",\"payload\":$1,\"failed\":true}" >>"$out"
   run_profile ws "$@"
   run_profile http "$@"
