@@ -7,7 +7,7 @@
 #
 # Usage: bench/run-turns.sh [--quick] [--turns N] [--turns-1m N] [--warmup N]
 #                           [--payloads "5 65536 1048576"] [--only ts|ours]
-#                           [--rounds N] [--out FILE]
+#                           [--rounds N] [--pin CPU] [--out FILE]
 #   --turns N      turns for every payload below 1 MiB (default 20000)
 #   --turns-1m N   turns for payloads of 1 MiB and more (default 2000; 20000
 #                  turns of 1 MiB take several minutes with the TS pair)
@@ -16,6 +16,9 @@
 #   --warmup N     unmeasured turns before the TS measurement (default 0)
 #   --payloads L   space-separated payload sizes in bytes
 #   --only W       run only the TS pair (ts) or only ours and the floor (ours)
+#   --pin CPU      run ours and the floor with both processes on that CPU
+#                  (taskset): the cheap wake-ups of two processes sharing a
+#                  CPU, where our own work shows most (not the TS pair)
 #   --out FILE     JSON lines of every run (default build/bench/turns.jsonl)
 # Environment: ACP_BIN = path to our `acp` program. "ours" runs only if it is
 # executable: $ACP_BIN bench-client --payload S --turns N -- $ACP_BIN agent --echo
@@ -31,10 +34,11 @@ warmup=0
 rounds=5
 payloads="5 65536 1048576"
 only=""
+pin=""
 out="$root/build/bench/turns.jsonl"
 
 usage() {
-    sed -n '8,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '8,26p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -47,6 +51,7 @@ while [ $# -gt 0 ]; do
     --payloads) [ $# -ge 2 ] || usage; payloads=$2; shift ;;
     --only) [ $# -ge 2 ] || usage; only=$2; shift ;;
     --out) [ $# -ge 2 ] || usage; out=$2; shift ;;
+    --pin) [ $# -ge 2 ] || usage; pin=$2; shift ;;
     -h | --help) usage ;;
     *) echo "run-turns: unknown argument $1" >&2; usage ;;
     esac
@@ -54,6 +59,15 @@ while [ $# -gt 0 ]; do
 done
 case "$only" in "" | ts | ours) ;; *) usage ;; esac
 case "$rounds" in "" | *[!0-9]* | 0) usage ;; esac
+# --pin: every process of ours and of the floor on one CPU; the TS pair is
+# not pinned (its node runs threads of its own), so it is left out.
+on=""
+if [ -n "$pin" ]; then
+    case "$pin" in *[!0-9]*) usage ;; esac
+    command -v taskset >/dev/null || { echo "run-turns: --pin needs taskset" >&2; exit 1; }
+    on="taskset -c $pin"
+    only=ours
+fi
 
 "$root/tools/install-peers.sh" >&2 || exit 1
 
@@ -111,7 +125,8 @@ for p in $payloads; do
     # rounds' ratios.
     r=1
     while [ $run_ours -eq 1 ] && [ "$r" -le "$rounds" ]; do
-        round ours "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- "$ACP_BIN" agent --echo
+        # shellcheck disable=SC2086 # $on is empty or "taskset -c CPU"
+        round ours $on "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- $on "$ACP_BIN" agent --echo
         # The floor's pipes are acp's: real pipes (not the socketpairs
         # libuv makes), grown to 1 MiB once a message passes 64 KiB, and
         # doubled to fit a larger message (text + envelope, under 4 KiB
@@ -128,12 +143,12 @@ for p in $payloads; do
         fi
         # shellcheck disable=SC2086
         [ -z "$floor_bin" ] ||
-            round floor "$floor_bin" --impl floor --pipes $fpipe --payload "$p" --turns "$n" -- cat
+            round floor $on "$floor_bin" --impl floor --pipes $fpipe --payload "$p" --turns "$n" -- $on cat
         # The same with the client waiting in read(2) instead of epoll, as
         # acp bench-client does by default: shown beside (ours/floor-block).
         # shellcheck disable=SC2086
         [ -z "$floor_bin" ] ||
-            round floor-block "$floor_bin" --impl floor-block --pipes --block $fpipe --payload "$p" --turns "$n" -- cat
+            round floor-block $on "$floor_bin" --impl floor-block --pipes --block $fpipe --payload "$p" --turns "$n" -- $on cat
         r=$((r + 1))
     done
 done

@@ -4,6 +4,7 @@
 // peak RSS, gathered from the machine-readable lines the bench scripts
 // wrote in one run:
 //   DIR/turns.jsonl   bench/run-turns.sh --out
+//   DIR/turns-pinned.jsonl   bench/run-turns.sh --pin 0 --out
 //   DIR/mcp.jsonl     bench/run-mcp.sh --out
 //   DIR/mcp-2026.jsonl bench/run-mcp-2026.sh --out
 //   DIR/bridge.log    bench/run-mcp-bridge.sh's output (its JSON lines)
@@ -49,7 +50,9 @@ const row = (workload, unit, ours, floor, peer, overFloor, overPeer, rss, notes)
 const mib = (k) => (k == null ? undefined : k / 1024);
 
 // Prompt turns: 5 B in round trips/s, larger payloads in MiB/s.
-const turns = jsonLines("turns.jsonl");
+// turns-pinned.jsonl (run-turns.sh --pin 0): the same with both processes
+// of ours and of the floor on one CPU, the cheap wake-ups.
+const turnRows = (turns, pinned) => {
 for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b)) {
   const key = p >= 65536 ? "mibps" : "rtps";
   const unit = p >= 65536 ? "MiB/s" : "rt/s";
@@ -62,9 +65,10 @@ for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b))
   const o = medianRun(ours, key), fl = medianRun(floors, key);
   if (!o && !ts) continue;
   const name = p >= 1048576 ? `${p / 1048576} MiB` : p >= 1024 ? `${p / 1024} KiB` : `${p} B`;
-  row(`prompt turn ${name}`, unit, o?.[key], fl?.[key], ts?.[key], roundRatio(ours, floors, key),
+  row(`prompt turn ${name}${pinned ? ", both on one CPU" : ""}`, unit, o?.[key], fl?.[key], ts?.[key], roundRatio(ours, floors, key),
     o && ts ? o[key] / ts[key] : undefined,
     o ? Math.max(mib(o.client_peak_rss_kib) ?? 0, mib(o.agent_peak_rss_kib) ?? 0) : undefined,
+    (pinned ? "taskset: client, agent and the floor's two on CPU 0; " : "") +
     "floor: libuv <-> cat; peer: TS SDK pair; RSS: larger of client, agent" +
       (overBlock !== undefined ? `; ours/floor-block (a client waiting in read(2), no loop) ${overBlock.toFixed(2)}` : "") +
       (o?.client_file_rss_kib != null
@@ -74,6 +78,9 @@ for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b))
     rows[rows.length - 1].rss_own_mib = Math.max(mib(o.client_peak_rss_kib - o.client_file_rss_kib),
       mib(o.agent_peak_rss_kib - o.agent_file_rss_kib));
 }
+};
+turnRows(jsonLines("turns.jsonl"), false);
+turnRows(jsonLines("turns-pinned.jsonl"), true);
 
 // MCP: stdio sequential, stdio pipelined, Streamable HTTP.
 const mcp = jsonLines("mcp.jsonl");
