@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "acp/mcp.h"
 #include "acp/uv.h"
 #include "uv_helpers.h"
 
@@ -923,6 +924,70 @@ static void test_uv_rpc_read_block_spawned_child(void **state) {
   acp_rpc_session_free(c.s);
 }
 
+/* MARK: - Blocking reads in acp_mcp_run_fds_ex() */
+
+/* The stdio MCP server's runner with read_block set: between requests the
+ * server waits in read(2) on its input pipe (the child checks), answers
+ * initialize and two pings, and returns 0 at the end of input. The child
+ * exits 2 (a call failed) or 3 (the server never slept in read(2)). */
+static void test_mcp_run_fds_ex_blocks(void **state) {
+  acp_mcp_server *reg = NULL;
+  acp_mcp_conn *conn = NULL;
+  int to_parent[2], to_child[2];
+  int status = 0;
+  pid_t child;
+  (void)state;
+  assert_int_equal(pipe(to_parent), 0);
+  assert_int_equal(pipe(to_child), 0);
+  pid_t parent = getpid();
+  child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    struct stat st;
+    ino_t ino = fstat(to_parent[1], &st) == 0 ? st.st_ino : 0;
+    alarm(90);
+    bool shown = wchan_shown(parent);
+    close(to_parent[0]);
+    close(to_child[1]);
+    if (!child_call(to_parent[1], to_child[0],
+                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                    "\"params\":{\"protocolVersion\":\"2025-06-18\","
+                    "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
+                    "\"version\":\"1\"}}}\n",
+                    "\"protocolVersion\""))
+      _exit(2);
+    static const char done[] =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+    if (write(to_parent[1], done, sizeof(done) - 1) !=
+            (ssize_t)sizeof(done) - 1 ||
+        !child_call(to_parent[1], to_child[0],
+                    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
+                    "\"id\":2"))
+      _exit(2);
+    /* The runner holds the pipe's end, its dup and the reopened one. */
+    if (!wait_parent_blocked_n(parent, ino, false, shown, 3))
+      _exit(3);
+    if (!child_call(to_parent[1], to_child[0],
+                    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n",
+                    "\"id\":3"))
+      _exit(2);
+    _exit(0);
+  }
+  close(to_parent[1]);
+  close(to_child[0]);
+  assert_int_equal(acp_mcp_server_new(&reg, "t", "1", NULL, NULL), 0);
+  assert_int_equal(acp_mcp_conn_new(&conn, reg, NULL), 0);
+  assert_int_equal(
+      acp_mcp_run_fds_ex(conn, to_parent[0], to_child[1], 1000, 0, 1), 0);
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  acp_mcp_conn_free(conn);
+  acp_mcp_server_free(reg);
+  close(to_parent[0]);
+  close(to_child[1]);
+}
+
 static void test_uv_rpc_rejects_bad_arguments(void **state) {
   acp_uv_rpc *r = (acp_uv_rpc *)state;
   (void)state;
@@ -951,6 +1016,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_rpc_read_block_socket),
       cmocka_unit_test(test_uv_rpc_read_block_spawned_child),
       cmocka_unit_test(test_uv_rpc_read_block_signal_in_callback),
+      cmocka_unit_test(test_mcp_run_fds_ex_blocks),
       cmocka_unit_test(test_uv_rpc_rejects_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
