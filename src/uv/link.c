@@ -730,8 +730,11 @@ int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
     }
     on_alloc((uv_handle_t *)l->rd.stream, READ_CHUNK, &buf);
     /* From here a signal's handler replaces bfd: checked again after
-     * claiming it, for one that came just before. */
-    blk_fd_now = bfd;
+     * claiming it, for one that came just before. Only with watched
+     * signals, so only on the main thread (loop_quiet()): a link blocking
+     * on another thread never takes the slot from it. */
+    if (l->block_sigs != 0)
+      blk_fd_now = bfd;
     if (blk_sigs != l->block_mark) {
       blk_fd_now = -1;
       l->block_again = true;
