@@ -609,7 +609,11 @@ static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
     /* Signals go to the main thread first (a process-directed signal is
      * delivered to a thread that does not block it, the main one when it
      * can): a read blocked in another would not be interrupted. */
+#if defined(__linux__) && defined(SYS_gettid)
     l->block_main = (pid_t)syscall(SYS_gettid) == getpid();
+#else
+    l->block_main = false; /* cannot tell: block only without signals */
+#endif
     if (q.signals != 0 && blk_null < 0)
       blk_null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (q.signals != 0 && (!l->block_main || blk_null < 0))
