@@ -53,31 +53,31 @@ const mib = (k) => (k == null ? undefined : k / 1024);
 // turns-pinned.jsonl (run-turns.sh --pin 0): the same with both processes
 // of ours and of the floor on one CPU, the cheap wake-ups.
 const turnRows = (turns, pinned) => {
-for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b)) {
-  const key = p >= 65536 ? "mibps" : "rtps";
-  const unit = p >= 65536 ? "MiB/s" : "rt/s";
-  const at = turns.filter((t) => t.payload === p);
-  const ours = at.filter((t) => t.impl !== "ts" && t.impl !== "floor" && t.impl !== "floor-block");
-  const floors = at.filter((t) => t.impl === "floor");
-  const blocks = at.filter((t) => t.impl === "floor-block");
-  const overBlock = roundRatio(ours, blocks, key);
-  const ts = at.find((t) => t.impl === "ts");
-  const o = medianRun(ours, key), fl = medianRun(floors, key);
-  if (!o && !ts) continue;
-  const name = p >= 1048576 ? `${p / 1048576} MiB` : p >= 1024 ? `${p / 1024} KiB` : `${p} B`;
-  row(`prompt turn ${name}${pinned ? ", both on one CPU" : ""}`, unit, o?.[key], fl?.[key], ts?.[key], roundRatio(ours, floors, key),
-    o && ts ? o[key] / ts[key] : undefined,
-    o ? Math.max(mib(o.client_peak_rss_kib) ?? 0, mib(o.agent_peak_rss_kib) ?? 0) : undefined,
-    (pinned ? "taskset: client, agent and the floor's two on CPU 0; " : "") +
-    "floor: libuv <-> cat; peer: TS SDK pair; RSS: larger of client, agent" +
-      (overBlock !== undefined ? `; ours/floor-block (a client waiting in read(2), no loop) ${overBlock.toFixed(2)}` : "") +
-      (o?.client_file_rss_kib != null
-        ? `; of it mapped files (program and shared libraries): client ${o.client_file_rss_kib}, agent ${o.agent_file_rss_kib} KiB`
-        : ""));
-  if (o?.client_file_rss_kib != null && o.agent_file_rss_kib != null)
-    rows[rows.length - 1].rss_own_mib = Math.max(mib(o.client_peak_rss_kib - o.client_file_rss_kib),
-      mib(o.agent_peak_rss_kib - o.agent_file_rss_kib));
-}
+  for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b)) {
+    const key = p >= 65536 ? "mibps" : "rtps";
+    const unit = p >= 65536 ? "MiB/s" : "rt/s";
+    const at = turns.filter((t) => t.payload === p);
+    const ours = at.filter((t) => t.impl !== "ts" && t.impl !== "floor" && t.impl !== "floor-block");
+    const floors = at.filter((t) => t.impl === "floor");
+    const blocks = at.filter((t) => t.impl === "floor-block");
+    const overBlock = roundRatio(ours, blocks, key);
+    const ts = at.find((t) => t.impl === "ts");
+    const o = medianRun(ours, key), fl = medianRun(floors, key);
+    if (!o && !ts) continue;
+    const name = p >= 1048576 ? `${p / 1048576} MiB` : p >= 1024 ? `${p / 1024} KiB` : `${p} B`;
+    row(`prompt turn ${name}${pinned ? ", both on one CPU" : ""}`, unit, o?.[key], fl?.[key], ts?.[key], roundRatio(ours, floors, key),
+      o && ts ? o[key] / ts[key] : undefined,
+      o ? Math.max(mib(o.client_peak_rss_kib) ?? 0, mib(o.agent_peak_rss_kib) ?? 0) : undefined,
+      (pinned ? "taskset: client, agent and the floor's two on CPU 0; floor: libuv <-> cat"
+        : "floor: libuv <-> cat; peer: TS SDK pair") + "; RSS: larger of client, agent" +
+        (overBlock !== undefined ? `; ours/floor-block (a client waiting in read(2), no loop) ${overBlock.toFixed(2)}` : "") +
+        (o?.client_file_rss_kib != null
+          ? `; of it mapped files (program and shared libraries): client ${o.client_file_rss_kib}, agent ${o.agent_file_rss_kib} KiB`
+          : ""));
+    if (o?.client_file_rss_kib != null && o.agent_file_rss_kib != null)
+      rows[rows.length - 1].rss_own_mib = Math.max(mib(o.client_peak_rss_kib - o.client_file_rss_kib),
+        mib(o.agent_peak_rss_kib - o.agent_file_rss_kib));
+  }
 };
 turnRows(jsonLines("turns.jsonl"), false);
 turnRows(jsonLines("turns-pinned.jsonl"), true);

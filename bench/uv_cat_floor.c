@@ -103,26 +103,35 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init(b->rbuf, (unsigned)b->rbuf_len);
 }
 
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
-  floor_bench *b = s->data;
-
+/* n more bytes of the echo came (n < 0: its end), the last of them in
+ * last[0]: 1 when the line is whole (its turn counted), 0 when more must
+ * come, -1 on a failure (reported). Both ways of running share it. */
+static int echo_step(floor_bench *b, ssize_t n, const char *last) {
   if (n < 0) {
     fail(b, "the command closed its output early");
-    return;
+    return -1;
   }
   b->got += (size_t)n;
   if (b->got > b->len) {
     fail(b, "more bytes came back than were sent");
-    return;
+    return -1;
   }
   if (b->got < b->len)
-    return;
+    return 0;
   /* The whole line is back: only then is its last byte the newline. */
-  if (n == 0 || buf->base[n - 1] != '\n') {
+  if (n == 0 || *last != '\n') {
     fail(b, "the echo does not end with the line's newline");
-    return;
+    return -1;
   }
   b->lat[b->done++] = uv_hrtime() - b->t0;
+  return 1;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  floor_bench *b = s->data;
+
+  if (echo_step(b, n, n > 0 ? buf->base + n - 1 : NULL) != 1)
+    return;
   if (b->done < b->turns) {
     send_line(b);
     return;
@@ -151,17 +160,11 @@ static void run_blocking(floor_bench *b, int wfd, int rfd) {
       }
       off += (size_t)n;
     }
-    for (b->got = 0; !b->failed && b->got < b->len; b->got += (size_t)n) {
+    for (b->got = 0; !b->failed;) {
       n = read(rfd, b->rbuf, b->rbuf_len);
-      if (n <= 0)
-        fail(b, "the command closed its output early");
-      else if (b->got + (size_t)n > b->len)
-        fail(b, "more bytes came back than were sent");
-      else if (b->got + (size_t)n == b->len && b->rbuf[n - 1] != '\n')
-        fail(b, "the echo does not end with the line's newline");
+      if (echo_step(b, n > 0 ? n : -1, n > 0 ? b->rbuf + n - 1 : NULL) != 0)
+        break;
     }
-    if (!b->failed)
-      b->lat[b->done++] = uv_hrtime() - b->t0;
   }
   b->t_end = uv_hrtime();
   b->agent_rss_kib = vmhwm_kib(b->proc.pid);

@@ -851,6 +851,19 @@ case $kept in /tmp/acp-demo-*) rm -rf "$kept" ;; esac
 # /proc/PID/wchan (pipe_read or anon_pipe_read, do_epoll_wait); skipped
 # where the kernel hides it ("0") and under a wrapper (the wait is the
 # wrapper's).
+wchan_wait() { # wchan_wait PID PATTERN: PID's wchan once it matches (10 s at most; else the last seen)
+  _w=
+  _i=0
+  while [ $_i -lt 100 ]; do
+    _w=$(cat "/proc/$1/wchan" 2>/dev/null)
+    # "0" is a task that runs (or a kernel that hides wchan): wait on.
+    # shellcheck disable=SC2254 # $2 is a pattern
+    case $_w in $2) break ;; esac
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  echo "$_w"
+}
 stdin_wait() { # stdin_wait PATTERN LINE ARGS...: acp ARGS' wait after LINE
   _pat=$1 _line=$2
   shift 2
@@ -862,15 +875,7 @@ stdin_wait() { # stdin_wait PATTERN LINE ARGS...: acp ARGS' wait after LINE
   printf '%s\n' "$_line" >&4
   _i=0
   while [ $_i -lt $POLL ] && ! grep -q '"id":1' "$work/bout"; do sleep 0.1; _i=$((_i + 1)); done
-  _w=
-  _i=0
-  while [ $_i -lt 100 ]; do
-    _w=$(cat "/proc/$_apid/wchan" 2>/dev/null)
-    # "0" is a task that runs (or a kernel that hides wchan): wait on.
-    case $_w in $_pat) break ;; esac
-    sleep 0.1
-    _i=$((_i + 1))
-  done
+  _w=$(wchan_wait $_apid "$_pat")
   exec 4>&-
   wait $_apid
   echo "$_w"
@@ -908,26 +913,18 @@ printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilitie
 while read -r line; do :; done
 EOS
     chmod +x "$work/stall-agent"
+    # Each waits for its own pattern: before initialize is answered the
+    # client waits in epoll either way (its pipe is not registered yet).
     for f in "" --no-read-block; do
+      pat='*pipe_read' what='waits for its agent in read(2)'
+      [ -z "$f" ] || pat='*epoll_wait' what='--no-read-block waits in epoll'
       "$acp" bench-client --turns 1 $f -- "$work/stall-agent" >/dev/null 2>&1 &
       _bpid=$!
-      _i=0
-      w=
-      while [ $_i -lt 100 ]; do
-        w=$(cat "/proc/$_bpid/wchan" 2>/dev/null)
-        case $w in *pipe_read | *epoll_wait) break ;; esac
-        sleep 0.1
-        _i=$((_i + 1))
-      done
+      w=$(wchan_wait $_bpid "$pat")
       kill $_bpid 2>/dev/null
       wait $_bpid 2>/dev/null
-      if [ -z "$f" ]; then
-        expect "acp bench-client waits for its agent in read(2) (wchan $w)" \
-          sh -c "case '$w' in *pipe_read) exit 0;; esac; exit 1"
-      else
-        expect "acp bench-client --no-read-block waits in epoll (wchan $w)" \
-          sh -c "case '$w' in *epoll_wait) exit 0;; esac; exit 1"
-      fi
+      expect "acp bench-client $what (wchan $w)" \
+        sh -c "case '$w' in $pat) exit 0;; esac; exit 1"
     done
     ;;
   esac

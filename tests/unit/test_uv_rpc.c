@@ -585,6 +585,27 @@ static void block_on_end(acp_uv_rpc *r, int reason, void *ud) {
   block_finish(ud);
 }
 
+/* The parent's side of the tests below: a loop with a SIGUSR1 watcher and
+ * a prepare handle for "later", an rpc with blocking reads over rfd (in)
+ * and wfd (out), run until block_finish() closes everything. */
+static void block_parent_run(block_ctx *c, int rfd, int wfd) {
+  acp_rpc_callbacks *cbs = NULL;
+  assert_int_equal(uv_loop_init(&c->loop), 0);
+  assert_int_equal(uv_prepare_init(&c->loop, &c->other), 0);
+  c->other.data = c;
+  assert_int_equal(uv_signal_init(&c->loop, &c->usr1), 0);
+  c->usr1.data = c;
+  assert_int_equal(uv_signal_start(&c->usr1, block_on_usr1, SIGUSR1), 0);
+  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
+  acp_rpc_callbacks_set_on_request(cbs, block_on_request);
+  assert_int_equal(acp_rpc_session_new(&c->s, cbs, c, NULL, NULL), 0);
+  acp_rpc_callbacks_free(cbs);
+  assert_int_equal(acp_uv_link_new_fds(&c->l, &c->loop, rfd, wfd, NULL), 0);
+  assert_int_equal(acp_uv_rpc_new(&c->r, c->l, c->s, block_on_end, c, NULL), 0);
+  acp_uv_rpc_set_read_block(c->r, 1);
+  assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+}
+
 /* With blocking reads on, a program whose one link is all it serves waits
  * in read(2) (seen from the child through /proc/PID/wchan), answers a
  * request after request from in there, lets another handle that a
@@ -594,7 +615,6 @@ static void block_on_end(acp_uv_rpc *r, int reason, void *ud) {
  * socketpairs. */
 static void read_block_over(bool sock) {
   block_ctx c;
-  acp_rpc_callbacks *cbs = NULL;
   int to_parent[2], to_child[2];
   int status = 0;
   memset(&c, 0, sizeof(c));
@@ -650,21 +670,7 @@ static void read_block_over(bool sock) {
   }
   close(to_parent[1]);
   close(to_child[0]);
-  assert_int_equal(uv_loop_init(&c.loop), 0);
-  assert_int_equal(uv_prepare_init(&c.loop, &c.other), 0);
-  c.other.data = &c;
-  assert_int_equal(uv_signal_init(&c.loop, &c.usr1), 0);
-  c.usr1.data = &c;
-  assert_int_equal(uv_signal_start(&c.usr1, block_on_usr1, SIGUSR1), 0);
-  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
-  acp_rpc_callbacks_set_on_request(cbs, block_on_request);
-  assert_int_equal(acp_rpc_session_new(&c.s, cbs, &c, NULL, NULL), 0);
-  acp_rpc_callbacks_free(cbs);
-  assert_int_equal(
-      acp_uv_link_new_fds(&c.l, &c.loop, to_parent[0], to_child[1], NULL), 0);
-  assert_int_equal(acp_uv_rpc_new(&c.r, c.l, c.s, block_on_end, &c, NULL), 0);
-  acp_uv_rpc_set_read_block(c.r, 1);
-  assert_int_equal(uv_run(&c.loop, UV_RUN_DEFAULT), 0);
+  block_parent_run(&c, to_parent[0], to_child[1]);
   bool alive = c.child_alive_at_signal;
   kill(c.child, SIGKILL);
   assert_int_equal(waitpid(c.child, &status, 0), c.child);
@@ -703,7 +709,6 @@ static void test_uv_rpc_read_block_socket(void **state) {
  * callback closes the pipe); 4: the parent stayed asleep for 20 s. */
 static void test_uv_rpc_read_block_signal_in_callback(void **state) {
   block_ctx c;
-  acp_rpc_callbacks *cbs = NULL;
   int to_parent[2], to_child[2];
   int status = 0;
   (void)state;
@@ -734,21 +739,7 @@ static void test_uv_rpc_read_block_signal_in_callback(void **state) {
   }
   close(to_parent[1]);
   close(to_child[0]);
-  assert_int_equal(uv_loop_init(&c.loop), 0);
-  assert_int_equal(uv_prepare_init(&c.loop, &c.other), 0);
-  c.other.data = &c;
-  assert_int_equal(uv_signal_init(&c.loop, &c.usr1), 0);
-  c.usr1.data = &c;
-  assert_int_equal(uv_signal_start(&c.usr1, block_on_usr1, SIGUSR1), 0);
-  assert_int_equal(acp_rpc_callbacks_new(&cbs), 0);
-  acp_rpc_callbacks_set_on_request(cbs, block_on_request);
-  assert_int_equal(acp_rpc_session_new(&c.s, cbs, &c, NULL, NULL), 0);
-  acp_rpc_callbacks_free(cbs);
-  assert_int_equal(
-      acp_uv_link_new_fds(&c.l, &c.loop, to_parent[0], to_child[1], NULL), 0);
-  assert_int_equal(acp_uv_rpc_new(&c.r, c.l, c.s, block_on_end, &c, NULL), 0);
-  acp_uv_rpc_set_read_block(c.r, 1);
-  assert_int_equal(uv_run(&c.loop, UV_RUN_DEFAULT), 0);
+  block_parent_run(&c, to_parent[0], to_child[1]);
   /* The link holds duplicates: ours go too, so that the child sees the
    * end. */
   close(to_parent[0]);
