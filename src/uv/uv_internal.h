@@ -42,11 +42,14 @@ int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns);
 int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply);
 /* Blocking reads (acp_uv_rpc_set_read_block): while the loop has nothing
  * to do but wait for this link's input (no timer, no other handle that
- * could end the wait, nothing queued to write), read(2) a blocking
- * description of the read pipe instead of waiting in epoll, delivering
- * what comes as the loop would; back to the loop on anything else (end of
- * input, a signal, a callback that started a timer or a write). Returns 1
- * if anything was delivered. A no-op (0) unless the read side is a pipe. */
+ * could end the wait but signal watchers and child processes, nothing
+ * queued to write, no signal since the loop last ran), read(2) a blocking
+ * description of the read pipe (or a descriptor of the read socket)
+ * instead of waiting in epoll, delivering what comes as the loop would;
+ * back to the loop on anything else (end of input, a watched signal, a
+ * callback that started a timer or a write). `self` is the caller's
+ * prepare handle. Returns 1 if anything was delivered. A no-op (0) unless
+ * the read side is a pipe, FIFO or stream socket. */
 int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self);
 typedef char *(*acp__uv_link_buf_fn)(void *user_data, size_t *room);
 int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
