@@ -23,7 +23,9 @@
 # Environment: ACP_BIN = path to our `acp` program. "ours" runs only if it is
 # executable: $ACP_BIN bench-client --payload S --turns N -- $ACP_BIN agent --echo
 # ACP_FLOOR_BIN = the floor program (default: bench/uv_cat_floor beside
-# ACP_BIN's build); the floor runs with ours, when it is built.
+# ACP_BIN's build); the floor runs with ours, when it is built. So does our
+# client against bench/acp_null_agent (ACP_NULL_AGENT_BIN), impl
+# "null-agent": the split of our time over the floor into client and agent.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -82,11 +84,17 @@ if [ "$only" != ts ]; then
 fi
 
 floor_bin=""
+null_bin=""
 if [ $run_ours -eq 1 ]; then
     floor_bin=${ACP_FLOOR_BIN:-$(dirname "$ACP_BIN")/bench/uv_cat_floor}
     if [ ! -x "$floor_bin" ]; then
         echo "run-turns: no floor program $floor_bin (cmake --build ... --target uv_cat_floor); skipping the floor" >&2
         floor_bin=""
+    fi
+    null_bin=${ACP_NULL_AGENT_BIN:-$(dirname "$ACP_BIN")/bench/acp_null_agent}
+    if [ ! -x "$null_bin" ]; then
+        echo "run-turns: no $null_bin (cmake --build ... --target acp_null_agent); skipping the client/agent split" >&2
+        null_bin=""
     fi
 fi
 
@@ -127,6 +135,12 @@ for p in $payloads; do
     while [ $run_ours -eq 1 ] && [ "$r" -le "$rounds" ]; do
         # shellcheck disable=SC2086 # $on is empty or "taskset -c CPU"
         round ours $on "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- $on "$ACP_BIN" agent --echo
+        # Our client against an agent that costs next to nothing
+        # (bench/acp_null_agent.c): what is left over the floor is about
+        # our client's share, and ours minus it our agent's.
+        # shellcheck disable=SC2086
+        [ -z "$null_bin" ] ||
+            round null-agent $on "$ACP_BIN" bench-client --impl null-agent --payload "$p" --turns "$n" -- $on "$null_bin"
         # The floor's pipes are acp's: real pipes (not the socketpairs
         # libuv makes), grown to 1 MiB once a message passes 64 KiB, and
         # doubled to fit a larger message (text + envelope, under 4 KiB

@@ -57,10 +57,18 @@ const turnRows = (turns, pinned) => {
     const key = p >= 65536 ? "mibps" : "rtps";
     const unit = p >= 65536 ? "MiB/s" : "rt/s";
     const at = turns.filter((t) => t.payload === p);
-    const ours = at.filter((t) => t.impl !== "ts" && t.impl !== "floor" && t.impl !== "floor-block");
+    const ours = at.filter((t) => !["ts", "floor", "floor-block", "null-agent"].includes(t.impl));
     const floors = at.filter((t) => t.impl === "floor");
     const blocks = at.filter((t) => t.impl === "floor-block");
+    const nulls = at.filter((t) => t.impl === "null-agent");
     const overBlock = roundRatio(ours, blocks, key);
+    // Our time per turn over the floor's, split (medians over rounds): our
+    // client against bench/acp_null_agent over the floor, ours over that.
+    const perRound = (f) => median(ours.filter((o) => o.round).map((o) => {
+      const fl = floors.find((x) => x.round === o.round), z = nulls.find((x) => x.round === o.round);
+      return fl && z ? f(1e6 / o.rtps, 1e6 / z.rtps, 1e6 / fl.rtps) : NaN;
+    }));
+    const clientUs = perRound((o, z, fl) => z - fl), agentUs = perRound((o, z) => o - z);
     const ts = at.find((t) => t.impl === "ts");
     const o = medianRun(ours, key), fl = medianRun(floors, key);
     if (!o && !ts) continue;
@@ -71,6 +79,9 @@ const turnRows = (turns, pinned) => {
       (pinned ? "taskset: client, agent and the floor's two on CPU 0; floor: libuv <-> cat"
         : "floor: libuv <-> cat; peer: TS SDK pair") + "; RSS: larger of client, agent" +
         (overBlock !== undefined ? `; ours/floor-block (a client waiting in read(2), no loop) ${overBlock.toFixed(2)}` : "") +
+        (clientUs !== undefined && agentUs !== undefined
+          ? `; our time over the floor's, us/turn: client ${clientUs.toFixed(2)}, agent ${agentUs.toFixed(2)} (our client against bench/acp_null_agent)`
+          : "") +
         (o?.client_file_rss_kib != null
           ? `; of it mapped files (program and shared libraries): client ${o.client_file_rss_kib}, agent ${o.agent_file_rss_kib} KiB`
           : ""));

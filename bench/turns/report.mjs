@@ -35,7 +35,11 @@ if (rows.length === 0) {
 
 // "floor-block" is the same floor with a client that waits in read(2), not
 // in epoll (uv_cat_floor --block): shown beside, not the issue's target.
-const side = (r) => (r.impl === 'ts' ? 'ts' : r.impl === 'floor' ? 'floor' : r.impl === 'floor-block' ? 'floor-block' : 'ours');
+// "null-agent" is our client against bench/acp_null_agent (an agent that
+// costs next to nothing): it splits ours over the floor into client and
+// agent.
+const others = ['ts', 'floor', 'floor-block', 'null-agent'];
+const side = (r) => (others.includes(r.impl) ? r.impl : 'ours');
 const mib = (kib) => (typeof kib === 'number' ? (kib / 1024).toFixed(1) : 'n/a');
 const num = (x, d) => (typeof x === 'number' ? x.toFixed(d) : 'n/a');
 const size = (b) => (b >= 1048576 && b % 1048576 === 0 ? `${b / 1048576} MiB` : b >= 1024 && b % 1024 === 0 ? `${b / 1024} KiB` : `${b} B`);
@@ -100,7 +104,15 @@ if (rt.length > 1) {
 // right after ours). Targets from issue 11: 5 B rt/s >= 0.9x the floor,
 // 64 KiB MiB/s >= 0.8x, 1 MiB MiB/s >= 0.6x.
 const target = (p) => (p <= 5 ? ['rt/s', 0.9] : p <= 65536 ? ['MiB/s', 0.8] : ['MiB/s', 0.6]);
-const ft = [['payload', 'rounds', 'floor rt/s', 'floor MiB/s', 'floor p50 us', 'rt/s', 'MiB/s', 'p50', 'target', 'rounds (rt/s ratio)', 'rt/s over floor-block']];
+const ft = [['payload', 'rounds', 'floor rt/s', 'floor MiB/s', 'floor p50 us', 'rt/s', 'MiB/s', 'p50', 'target', 'rounds (rt/s ratio)', 'rt/s over floor-block', 'us/turn over floor: client', 'agent']];
+// The split, per round: a turn's time (1/rt/s) with the null agent over
+// the floor's is our client's share (plus what the null agent costs over
+// cat), ours over the null agent's is our agent's.
+const split = (p, o, f) => {
+  const z = rows.find((r) => r.payload === p && side(r) === 'null-agent' && r.round === o.round);
+  if (!z) return [NaN, NaN];
+  return [1e6 / z.rtps - 1e6 / f.rtps, 1e6 / o.rtps - 1e6 / z.rtps];
+};
 for (const p of [...new Set(rows.map((r) => r.payload))]) {
   const pairs = [];
   for (const o of rows.filter((r) => r.payload === p && side(r) === 'ours')) {
@@ -127,6 +139,8 @@ for (const p of [...new Set(rows.map((r) => r.payload))]) {
       const b = rows.find((r) => r.payload === p && side(r) === 'floor-block' && r.round === o.round);
       return b ? o.rtps / b.rtps : NaN;
     })), 2),
+    num(median(pairs.map(([o, f]) => split(p, o, f)[0])), 2),
+    num(median(pairs.map(([o, f]) => split(p, o, f)[1])), 2),
   ]);
 }
 console.log('');
