@@ -79,7 +79,9 @@ const turnRows = (turns, pinned) => {
       (pinned ? "taskset: client, agent and the floor's two on CPU 0; floor: libuv <-> cat"
         : "floor: libuv <-> cat; peer: TS SDK pair") + "; RSS: larger of client, agent" +
         (overBlock !== undefined ? `; ours/floor-block (a client waiting in read(2), no loop) ${overBlock.toFixed(2)}` : "") +
-        (clientUs !== undefined && agentUs !== undefined
+        // Only where wake-ups are cheap: at ~45 us a wake-up the shares
+        // (about 1 us) drown in the rounds' noise.
+        (pinned && clientUs !== undefined && agentUs !== undefined
           ? `; our time over the floor's, us/turn: client ${clientUs.toFixed(2)}, agent ${agentUs.toFixed(2)} (our client against bench/acp_null_agent)`
           : "") +
         (o?.client_file_rss_kib != null
