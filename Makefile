@@ -134,9 +134,11 @@ bench: peers bench-deps
 	$(CMAKE) -S . -B build-release -DCMAKE_BUILD_TYPE=Release
 	$(CMAKE) --build build-release -j$(JOBS)
 	rm -rf $(BENCH_RUN) && mkdir -p $(BENCH_RUN)
-	@# Every script runs even when an earlier one missed a target (they exit
-	@# non-zero then), so the table below always covers the whole run; the
-	@# exit status still says that something was missed or failed.
+	@# Every script runs even when an earlier one failed, so the table
+	@# below always covers the whole run; the exit status still says that
+	@# something failed. A ratio below its target is printed "NOT met" and
+	@# fails nothing (ratios move with the machine, and a slow run must
+	@# still print its table); only run-conductor.sh's checks fail it.
 	@export ACP_BIN=$(CURDIR)/build-release/acp; failed=""; \
 	./build-release/bench/bench_json $(BENCH_JSON_REPS) || failed="$$failed bench_json"; \
 	./bench/run-turns.sh $(BENCH_ARGS) --out $(BENCH_RUN)/turns.jsonl || failed="$$failed run-turns"; \
@@ -150,7 +152,7 @@ bench: peers bench-deps
 	./bench/idle-conns.sh --out $(BENCH_RUN)/idle.jsonl || failed="$$failed idle-conns"; \
 	node bench/summary.mjs $(BENCH_RUN) || failed="$$failed summary"; \
 	if [ -n "$$failed" ]; then \
-	  echo "make bench: missed a target or failed:$$failed (see each script's output above)"; exit 1; fi
+	  echo "make bench: failed:$$failed (see each script's output above)"; exit 1; fi
 
 bench-quick:
 	$(MAKE) bench BENCH_ARGS=--quick BENCH_JSON_REPS=3
