@@ -71,7 +71,10 @@ if [ -n "$pin" ]; then
     only=ours
 fi
 
-"$root/tools/install-peers.sh" >&2 || exit 1
+# The TS pair's packages; ours and the floors need none.
+if [ "$only" != ours ]; then
+    "$root/tools/install-peers.sh" >&2 || exit 1
+fi
 
 run_ours=0
 if [ "$only" != ts ]; then

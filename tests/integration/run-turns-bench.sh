@@ -1,0 +1,114 @@
+#!/bin/sh
+# run-turns-bench.sh - the prompt-turn benchmark's pieces work, in a few
+# turns (bench/run-turns.sh, `make bench`):
+#   bench/acp_null_agent: acp bench-client's turns of 5 B, 64 KiB and UTF-8
+#     text echoed (bench-client checks every echo); answers a line that
+#     arrives in pieces, ignores a notification, ends with its input
+#   bench/run-turns.sh --only ours: every round runs ours, the floor, the
+#     blocking floor and our client against the null agent; the report
+#     prints the client/agent split; summary.mjs names the split for the
+#     one-CPU row (--pin) and not for the others
+# Real processes over pipes; node for the report (skipped without it).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+acp=${ACP_BIN:-$root/build/acp}
+null_agent=${ACP_NULL_AGENT_BIN:-$(dirname "$acp")/bench/acp_null_agent}
+floor=$(dirname "$acp")/bench/uv_cat_floor
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+
+[ -x "$null_agent" ] || { echo "skip: no $null_agent"; exit 77; }
+
+# MARK: - the null agent
+# turns NAME PAYLOAD N [ARGS...]: the JSON line must say N turns.
+turns() {
+  name=$1 size=$2 n=$3
+  shift 3
+  if timeout 120 "$acp" bench-client "$@" --payload "$size" --turns "$n" \
+    -- "$null_agent" >"$work/b.json" 2>"$work/b.err" &&
+    grep -q "\"turns\":${n}[,}]" "$work/b.json"; then
+    ok "$name"
+  else
+    ko "$name" "$(cat "$work/b.json" "$work/b.err")"
+  fi
+}
+turns "acp_null_agent: 200 turns of 5 B" 5 200
+turns "acp_null_agent: 20 turns of 64 KiB" 65536 20
+turns "acp_null_agent: 3 turns of 1 MiB" 1048576 3
+turns "acp_null_agent: 50 turns of UTF-8 text, compared byte for byte" 300 50 --text utf8
+
+# A prompt in three writes, a notification, then the end of input: one
+# answer, to the prompt (update and response, id and text as sent).
+{
+  printf '{"jsonrpc":"2.0","id":7,"method":"session/pro'
+  sleep 0.2
+  printf 'mpt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a\\"b'
+  sleep 0.2
+  printf '"}]}}\n{"jsonrpc":"2.0","method":"session/cancel","params":{}}\n'
+} | timeout 20 "$null_agent" >"$work/pieces.out" 2>"$work/pieces.err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(wc -l <"$work/pieces.out")" -eq 2 ] &&
+  grep -q '"text":"a\\"b"}}}}$' "$work/pieces.out" &&
+  grep -q '^{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}$' "$work/pieces.out"; then
+  ok "acp_null_agent: a line in pieces answered once, a notification ignored, exit 0 at the end"
+else
+  ko "acp_null_agent: a line in pieces answered once, a notification ignored, exit 0 at the end" \
+    "exit $rc" "$(cat "$work/pieces.out" "$work/pieces.err")"
+fi
+
+# MARK: - run-turns.sh and its report
+if ! command -v node >/dev/null 2>&1; then
+  echo "skip: node not found: run-turns.sh's report not checked"
+elif [ ! -x "$floor" ]; then
+  ko "run-turns.sh: the floor is built" "no $floor"
+else
+  mkdir -p "$work/last"
+  if ACP_BIN=$acp sh "$root/bench/run-turns.sh" --only ours --payloads 5 \
+    --turns 300 --rounds 2 --out "$work/last/turns.jsonl" >"$work/rt.out" 2>"$work/rt.err"; then
+    ok "run-turns.sh --only ours: exit 0"
+  else
+    ko "run-turns.sh --only ours: exit 0" "$(tail -20 "$work/rt.err")"
+  fi
+  for impl in ours floor floor-block null-agent; do
+    c=$(grep -c "\"impl\":\"$impl\"" "$work/last/turns.jsonl" 2>/dev/null)
+    if [ "${c:-0}" -eq 2 ]; then
+      ok "run-turns.sh: two rounds of $impl"
+    else
+      ko "run-turns.sh: two rounds of $impl" "got ${c:-0}"
+    fi
+  done
+  # The split's two columns hold numbers (a negative one is noise, but a
+  # number), not n/a.
+  if grep -q 'us/turn over floor: client' "$work/rt.out" &&
+    grep -E '^5 B ' "$work/rt.out" | tail -1 | grep -Eq ' -?[0-9]+\.[0-9]+ +-?[0-9]+\.[0-9]+$'; then
+    ok "report.mjs: the client and agent shares of 5 B"
+  else
+    ko "report.mjs: the client and agent shares of 5 B" "$(cat "$work/rt.out")"
+  fi
+  # The first CPU this process may use (a container's cpuset may not
+  # hold CPU 0).
+  cpu=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')
+  if command -v taskset >/dev/null 2>&1 && [ -n "$cpu" ]; then
+    ACP_BIN=$acp sh "$root/bench/run-turns.sh" --pin "$cpu" --payloads 5 --turns 300 \
+      --rounds 2 --out "$work/last/turns-pinned.jsonl" >/dev/null 2>"$work/rtp.err" ||
+      ko "run-turns.sh --pin $cpu: exit 0" "$(tail -20 "$work/rtp.err")"
+    node "$root/bench/summary.mjs" "$work/last" >"$work/sum.out" 2>&1
+    one=$(grep -c "both on one CPU:.*our time over the floor's, us/turn: client -\{0,1\}[0-9]" "$work/sum.out")
+    all=$(grep -c "our time over the floor's" "$work/sum.out")
+    if [ "$one" -eq 1 ] && [ "$all" -eq 1 ]; then
+      ok "summary.mjs: the split for the one-CPU row only"
+    else
+      ko "summary.mjs: the split for the one-CPU row only" "$(cat "$work/sum.out")"
+    fi
+  else
+    echo "skip: no taskset: run-turns.sh --pin not checked"
+  fi
+fi
+
+echo "turns-bench: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
