@@ -4,7 +4,7 @@
 // peak RSS, gathered from the machine-readable lines the bench scripts
 // wrote in one run:
 //   DIR/turns.jsonl   bench/run-turns.sh --out
-//   DIR/turns-pinned.jsonl   bench/run-turns.sh --pin 0 --out
+//   DIR/turns-pinned.jsonl   bench/run-turns.sh --pin CPU --out
 //   DIR/mcp.jsonl     bench/run-mcp.sh --out
 //   DIR/mcp-2026.jsonl bench/run-mcp-2026.sh --out
 //   DIR/bridge.log    bench/run-mcp-bridge.sh's output (its JSON lines)
@@ -50,7 +50,7 @@ const row = (workload, unit, ours, floor, peer, overFloor, overPeer, rss, notes)
 const mib = (k) => (k == null ? undefined : k / 1024);
 
 // Prompt turns: 5 B in round trips/s, larger payloads in MiB/s.
-// turns-pinned.jsonl (run-turns.sh --pin 0): the same with both processes
+// turns-pinned.jsonl (run-turns.sh --pin CPU): the same with both processes
 // of ours and of the floor on one CPU, the cheap wake-ups.
 const turnRows = (turns, pinned) => {
   for (const p of [...new Set(turns.map((t) => t.payload))].sort((a, b) => a - b)) {
@@ -76,7 +76,7 @@ const turnRows = (turns, pinned) => {
     row(`prompt turn ${name}${pinned ? ", both on one CPU" : ""}`, unit, o?.[key], fl?.[key], ts?.[key], roundRatio(ours, floors, key),
       o && ts ? o[key] / ts[key] : undefined,
       o ? Math.max(mib(o.client_peak_rss_kib) ?? 0, mib(o.agent_peak_rss_kib) ?? 0) : undefined,
-      (pinned ? "taskset: client, agent and the floor's two on CPU 0; floor: libuv <-> cat"
+      (pinned ? "taskset: client, agent and the floor's two on one CPU; floor: libuv <-> cat"
         : "floor: libuv <-> cat; peer: TS SDK pair") + "; RSS: larger of client, agent" +
         (overBlock !== undefined ? `; ours/floor-block (a client waiting in read(2), no loop) ${overBlock.toFixed(2)}` : "") +
         // Only where wake-ups are cheap: at ~45 us a wake-up the shares
