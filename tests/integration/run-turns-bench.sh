@@ -42,22 +42,27 @@ turns "acp_null_agent: 20 turns of 64 KiB" 65536 20
 turns "acp_null_agent: 3 turns of 1 MiB" 1048576 3
 turns "acp_null_agent: 50 turns of UTF-8 text, compared byte for byte" 300 50 --text utf8
 
-# A prompt in three writes, a notification, then the end of input: one
-# answer, to the prompt (update and response, id and text as sent).
+# A prompt in three writes, a notification, a prompt whose members come in
+# another order than the bench client's (the searching path, not the fast
+# one), then the end of input: two answers, each an update and a response
+# with the id and the text as sent.
 {
   printf '{"jsonrpc":"2.0","id":7,"method":"session/pro'
   sleep 0.2
   printf 'mpt","params":{"sessionId":"s","prompt":[{"type":"text","text":"a\\"b'
   sleep 0.2
   printf '"}]}}\n{"jsonrpc":"2.0","method":"session/cancel","params":{}}\n'
+  printf '{"method":"session/prompt","params":{"prompt":[{"text":"z\\\\","type":"text"}],"sessionId":"s"},"id":8,"jsonrpc":"2.0"}\n'
 } | timeout 20 "$null_agent" >"$work/pieces.out" 2>"$work/pieces.err"
 rc=$?
-if [ "$rc" -eq 0 ] && [ "$(wc -l <"$work/pieces.out")" -eq 2 ] &&
-  grep -q '"text":"a\\"b"}}}}$' "$work/pieces.out" &&
-  grep -q '^{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}$' "$work/pieces.out"; then
-  ok "acp_null_agent: a line in pieces answered once, a notification ignored, exit 0 at the end"
+if [ "$rc" -eq 0 ] && [ "$(wc -l <"$work/pieces.out")" -eq 4 ] &&
+  sed -n 1p "$work/pieces.out" | grep -q '"text":"a\\"b"}}}}$' &&
+  sed -n 2p "$work/pieces.out" | grep -q '^{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}$' &&
+  sed -n 3p "$work/pieces.out" | grep -q '"text":"z\\\\"}}}}$' &&
+  sed -n 4p "$work/pieces.out" | grep -q '^{"jsonrpc":"2.0","id":8,"result":{"stopReason":"end_turn"}}$'; then
+  ok "acp_null_agent: a line in pieces, a notification ignored, members in another order, exit 0 at the end"
 else
-  ko "acp_null_agent: a line in pieces answered once, a notification ignored, exit 0 at the end" \
+  ko "acp_null_agent: a line in pieces, a notification ignored, members in another order, exit 0 at the end" \
     "exit $rc" "$(cat "$work/pieces.out" "$work/pieces.err")"
 fi
 
