@@ -142,8 +142,7 @@ bench: peers bench-deps
 	@export ACP_BIN=$(CURDIR)/build-release/acp; failed=""; \
 	./build-release/bench/bench_json $(BENCH_JSON_REPS) || failed="$$failed bench_json"; \
 	./bench/run-turns.sh $(BENCH_ARGS) --out $(BENCH_RUN)/turns.jsonl || failed="$$failed run-turns"; \
-	cpu=$$(taskset -pc $$$$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//'); \
-	./bench/run-turns.sh $(BENCH_ARGS) --pin $${cpu:-0} --payloads 5 --out $(BENCH_RUN)/turns-pinned.jsonl || failed="$$failed run-turns-pinned"; \
+	./bench/run-turns.sh $(BENCH_ARGS) --pin first --payloads 5 --out $(BENCH_RUN)/turns-pinned.jsonl || failed="$$failed run-turns-pinned"; \
 	./bench/run-conductor.sh $(BENCH_ARGS) || failed="$$failed run-conductor"; \
 	./bench/run-mcp.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp.jsonl || failed="$$failed run-mcp"; \
 	./bench/run-mcp-2026.sh $(BENCH_ARGS) --out $(BENCH_RUN)/mcp-2026.jsonl || failed="$$failed run-mcp-2026"; \

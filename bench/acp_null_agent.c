@@ -14,10 +14,9 @@
  * written, escapes included, then the end_turn answer, both in one
  * write). Notifications are ignored. It is a measuring tool, not an agent.
  */
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "bench_io.h"
 
 #define BUF (8 * 1024 * 1024)
 
@@ -99,7 +98,8 @@ static int bench_prompt(const char *p, const char *end, const char **id,
 
   if ((size_t)(end - p) < sizeof(pre) - 1 || memcmp(p, LIT(pre)) != 0)
     return 0;
-  *id = p += sizeof(pre) - 1;
+  p += sizeof(pre) - 1;
+  *id = p;
   while (p < end && *p >= '0' && *p <= '9')
     p++;
   *il = (size_t)(p - *id);
@@ -107,11 +107,16 @@ static int bench_prompt(const char *p, const char *end, const char **id,
       memcmp(p, LIT(mid)) != 0)
     return 0;
   p += sizeof(mid) - 1;
-  p = memchr(p, '"', (size_t)(end - p)); /* the session id's end */
-  if (p == NULL || p[-1] == '\\' || (size_t)(end - ++p) < sizeof(txt) ||
-      memcmp(p, LIT(txt)) != 0)
+  /* The session id's closing quote (an id with an escape is left to the
+   * search), then the text's key and its opening quote. */
+  p = memchr(p, '"', (size_t)(end - p));
+  if (p == NULL || p[-1] == '\\')
     return 0;
-  *t = p += sizeof(txt) - 1;
+  p++;
+  if ((size_t)(end - p) < sizeof(txt) || memcmp(p, LIT(txt)) != 0)
+    return 0;
+  p += sizeof(txt) - 1;
+  *t = p;
   if (*p != '"' || (e = str_end(p, end)) == NULL)
     return 0;
   *tl = (size_t)(e - p);
@@ -123,19 +128,6 @@ static char *put(char *o, const char *s, size_t n) {
   return o + n;
 }
 #define PUT(o, lit) put((o), (lit), sizeof(lit) - 1)
-
-static int write_all(const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(1, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
 
 /* The answer to anything but a prompt (initialize, session/new): its
  * length in out; 0 for a prompt, -1 for a notification. */
@@ -179,7 +171,7 @@ static int answer(const char *line, const char *end) {
   if (!bench_prompt(line, end, &id, &il, &t, &tl)) {
     int n = answer_other(line, end, &id, &il, &t, &tl);
     if (n != 0)
-      return n < 0 ? 0 : write_all(out, (size_t)n);
+      return n < 0 ? 0 : bench_write_all(1, out, (size_t)n);
   }
   o = PUT(o, "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{"
              "\"sessionId\":" SID ",\"update\":{\"sessionUpdate\":"
@@ -189,32 +181,9 @@ static int answer(const char *line, const char *end) {
   o = PUT(o, "}}}}\n{\"jsonrpc\":\"2.0\",\"id\":");
   o = put(o, id, il);
   o = PUT(o, ",\"result\":{\"stopReason\":\"end_turn\"}}\n");
-  return write_all(out, (size_t)(o - out));
+  return bench_write_all(1, out, (size_t)(o - out));
 }
 
 int main(void) {
-  size_t len = 0;
-  for (;;) {
-    ssize_t r = read(0, in + len, sizeof(in) - len);
-    const char *p, *nl, *stop;
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return 0;
-    /* Lines end in the bytes just read: the search starts there. */
-    p = in;
-    stop = in + len + (size_t)r;
-    for (const char *from = in + len;
-         (nl = memchr(from, '\n', (size_t)(stop - from))) != NULL; from = p) {
-      if (answer(p, nl) != 0)
-        return 1;
-      p = nl + 1;
-    }
-    len = (size_t)(stop - p);
-    memmove(in, p, len);
-    if (len == sizeof(in)) {
-      fputs("acp_null_agent: line longer than 8 MiB\n", stderr);
-      return 1;
-    }
-  }
+  return bench_serve_lines(in, sizeof(in), "acp_null_agent", answer);
 }

@@ -13,10 +13,10 @@
  * server: anything else gets the same echo answer.
  */
 #define _GNU_SOURCE /* memmem */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "bench_io.h"
 
 #define BUF (1024 * 1024)
 
@@ -51,19 +51,6 @@ static const char *field(const char *line, const char *end, const char *key,
   return NULL;
 }
 
-static int write_all(const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(1, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 static int answer(const char *line, const char *end) {
   size_t il, vl, ml;
   const char *id = field(line, end, "id", &il);
@@ -96,30 +83,9 @@ static int answer(const char *line, const char *end) {
   }
   if (n < 0 || (size_t)n >= sizeof(out))
     return -1;
-  return write_all(out, (size_t)n);
+  return bench_write_all(1, out, (size_t)n);
 }
 
 int main(void) {
-  size_t len = 0;
-  for (;;) {
-    ssize_t r = read(0, in + len, sizeof(in) - len);
-    size_t start = 0, i;
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return 0;
-    for (i = len; i < len + (size_t)r; i++)
-      if (in[i] == '\n') {
-        if (answer(in + start, in + i) != 0)
-          return 1;
-        start = i + 1;
-      }
-    len += (size_t)r;
-    memmove(in, in + start, len - start);
-    len -= start;
-    if (len == sizeof(in)) {
-      fputs("mcp_null_server: line longer than 1 MiB\n", stderr);
-      return 1;
-    }
-  }
+  return bench_serve_lines(in, sizeof(in), "mcp_null_server", answer);
 }

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_io.h"
+
 #define CHUNK (256 * 1024)
 
 typedef struct dir {
@@ -25,20 +27,6 @@ typedef struct dir {
   size_t len, cap;
   int open;
 } dir;
-
-static int write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
 
 /* Read what is available; write out every complete line. */
 static int pump(dir *d) {
@@ -64,7 +52,7 @@ static int pump(dir *d) {
   if (nl == NULL)
     return 0;
   keep = d->len - (size_t)(nl + 1 - d->buf);
-  if (write_all(d->out, d->buf, d->len - keep) < 0)
+  if (bench_write_all(d->out, d->buf, d->len - keep) < 0)
     return -1;
   memmove(d->buf, nl + 1, keep);
   d->len = keep;

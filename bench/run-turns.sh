@@ -17,6 +17,7 @@
 #   --payloads L   space-separated payload sizes in bytes
 #   --only W       run only the TS pair (ts) or only ours and the floor (ours)
 #   --pin CPU      run ours and the floor with both processes on that CPU
+#                  ("first": the first CPU this process may use)
 #                  (taskset): the cheap wake-ups of two processes sharing a
 #                  CPU, where our own work shows most (not the TS pair)
 #   --out FILE     JSON lines of every run (default build/bench/turns.jsonl)
@@ -40,7 +41,8 @@ pin=""
 out="$root/build/bench/turns.jsonl"
 
 usage() {
-    sed -n '8,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+    # The header from "Usage:" to its end.
+    sed -n '/^# Usage:/,/^set -u$/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -65,8 +67,13 @@ case "$rounds" in "" | *[!0-9]* | 0) usage ;; esac
 # not pinned (its node runs threads of its own), so it is left out.
 on=""
 if [ -n "$pin" ]; then
-    case "$pin" in *[!0-9]*) usage ;; esac
     command -v taskset >/dev/null || { echo "run-turns: --pin needs taskset" >&2; exit 1; }
+    # "first": the first CPU this process may use (a container's cpuset
+    # may leave CPU 0 out).
+    if [ "$pin" = first ]; then
+        pin=$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')
+    fi
+    case "$pin" in "" | *[!0-9]*) usage ;; esac
     on="taskset -c $pin"
     only=ours
 fi

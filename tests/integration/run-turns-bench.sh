@@ -3,11 +3,16 @@
 # turns (bench/run-turns.sh, `make bench`):
 #   bench/acp_null_agent: acp bench-client's turns of 5 B, 64 KiB and UTF-8
 #     text echoed (bench-client checks every echo); answers a line that
-#     arrives in pieces, ignores a notification, ends with its input
+#     arrives in pieces, ignores a notification, ends with its input;
+#     refuses a line longer than its buffer with a message
 #   bench/run-turns.sh --only ours: every round runs ours, the floor, the
 #     blocking floor and our client against the null agent; the report
 #     prints the client/agent split; summary.mjs names the split for the
 #     one-CPU row (--pin) and not for the others
+#   the other floor programs that share bench/bench_io.h with it:
+#     bench/mcp_null_server under bench_mcp_stdio, and bench/relay (built
+#     here with cc, as run-conductor.sh does) twice between bench-client
+#     and the null agent
 # Real processes over pipes; node for the report (skipped without it).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -66,6 +71,39 @@ else
     "exit $rc" "$(cat "$work/pieces.out" "$work/pieces.err")"
 fi
 
+# A line longer than its buffer (8 MiB): a clear message and status 1.
+head -c 9000000 /dev/zero | tr '\0' x | timeout 20 "$null_agent" >/dev/null 2>"$work/long.err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q '^acp_null_agent: line longer than 8388608 bytes$' "$work/long.err"; then
+  ok "acp_null_agent: a line over 8 MiB ends it with a message, status 1"
+else
+  ko "acp_null_agent: a line over 8 MiB ends it with a message, status 1" "exit $rc" "$(cat "$work/long.err")"
+fi
+
+# MARK: - the other floor programs
+mcp_bench=$(dirname "$acp")/bench/bench_mcp_stdio
+null_server=$(dirname "$acp")/bench/mcp_null_server
+if [ -x "$mcp_bench" ] && [ -x "$null_server" ]; then
+  if timeout 60 "$mcp_bench" --calls 200 -- "$null_server" >"$work/m.json" 2>"$work/m.err" &&
+    grep -q '"calls":200[,}]' "$work/m.json"; then
+    ok "mcp_null_server: 200 tools/call answered"
+  else
+    ko "mcp_null_server: 200 tools/call answered" "$(cat "$work/m.json" "$work/m.err")"
+  fi
+else
+  echo "skip: no bench_mcp_stdio or mcp_null_server"
+fi
+if command -v cc >/dev/null 2>&1 && cc -O2 -o "$work/relay" "$root/bench/relay.c" 2>"$work/cc.err"; then
+  if timeout 60 "$acp" bench-client --payload 65536 --turns 50 -- "$work/relay" "$work/relay" \
+    "$null_agent" >"$work/r.json" 2>"$work/r.err" && grep -q '"turns":50[,}]' "$work/r.json"; then
+    ok "relay: 50 turns of 64 KiB through two relays"
+  else
+    ko "relay: 50 turns of 64 KiB through two relays" "$(cat "$work/r.json" "$work/r.err")"
+  fi
+else
+  ko "relay: builds with cc" "$(cat "$work/cc.err" 2>/dev/null)"
+fi
+
 # MARK: - run-turns.sh and its report
 if ! command -v node >/dev/null 2>&1; then
   echo "skip: node not found: run-turns.sh's report not checked"
@@ -95,13 +133,10 @@ else
   else
     ko "report.mjs: the client and agent shares of 5 B" "$(cat "$work/rt.out")"
   fi
-  # The first CPU this process may use (a container's cpuset may not
-  # hold CPU 0).
-  cpu=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')
-  if command -v taskset >/dev/null 2>&1 && [ -n "$cpu" ]; then
-    ACP_BIN=$acp sh "$root/bench/run-turns.sh" --pin "$cpu" --payloads 5 --turns 300 \
+  if command -v taskset >/dev/null 2>&1; then
+    ACP_BIN=$acp sh "$root/bench/run-turns.sh" --pin first --payloads 5 --turns 300 \
       --rounds 2 --out "$work/last/turns-pinned.jsonl" >/dev/null 2>"$work/rtp.err" ||
-      ko "run-turns.sh --pin $cpu: exit 0" "$(tail -20 "$work/rtp.err")"
+      ko "run-turns.sh --pin first: exit 0" "$(tail -20 "$work/rtp.err")"
     node "$root/bench/summary.mjs" "$work/last" >"$work/sum.out" 2>&1
     one=$(grep -c "both on one CPU:.*our time over the floor's, us/turn: client -\{0,1\}[0-9]" "$work/sum.out")
     all=$(grep -c "our time over the floor's" "$work/sum.out")
