@@ -91,7 +91,13 @@ struct acp_uv_link {
   uint64_t block_sigs;
   unsigned block_ah;
   long block_mark;
-  bool block_main;  /* the last check ran on the main thread */
+  bool block_main; /* the last check ran on the main thread */
+  /* loop_quiet()'s last walk, within one acp__uv_link_block() call: it
+   * found the loop quiet with no handle that could start unseen; the
+   * loop's newest handle and its active count then. */
+  bool walk_ok;
+  const void *walk_tail;
+  unsigned walk_ah;
   bool block_again; /* quiet but for a signal: check again at once */
   bool block_sock;  /* block_fd is a descriptor of the read socket */
   bool block_on;    /* ... and the socket is blocking now */
@@ -492,16 +498,26 @@ typedef struct quiet_walk {
   const acp_uv_link *l;
   const uv_handle_t *self; /* the caller's prepare handle */
   unsigned others;         /* active handles that could end the wait */
+  unsigned dormant;        /* inactive ones that could start unseen */
   uint64_t signals;        /* signals with an active watcher, a bit each */
 } quiet_walk;
 
 static void quiet_cb(uv_handle_t *h, void *arg) {
   quiet_walk *q = arg;
-  if (!uv_is_active(h) || h == (uv_handle_t *)q->l->rd.stream ||
-      h == (uv_handle_t *)q->l->wr.stream)
+  if (h == (uv_handle_t *)q->l->rd.stream ||
+      h == (uv_handle_t *)q->l->wr.stream || h == q->self)
     return;
-  if (h == q->self)
+  if (!uv_is_active(h)) {
+    /* One a callback could start without the loop's count showing it (an
+     * unreferenced handle is not counted) nor its timeout (a timer or an
+     * idle handle changes that): while there is one, every check walks.
+     * A closing handle never starts again, nor does a process that
+     * ended. */
+    if (h->type != UV_TIMER && h->type != UV_IDLE && h->type != UV_PROCESS &&
+        !uv_is_closing(h))
+      q->dormant++;
     return;
+  }
   switch (h->type) {
   case UV_SIGNAL: {
     int sig = ((uv_signal_t *)h)->signum;
@@ -522,6 +538,16 @@ static void quiet_cb(uv_handle_t *h, void *arg) {
   default:
     q->others++;
   }
+}
+
+/* The newest handle of the loop: the last in its list of handles (the
+ * list's layout is public in uv.h; its type changed in libuv 1.47). */
+static const void *loop_tail(const uv_loop_t *loop) {
+#if UV_VERSION_HEX >= 0x012f00
+  return loop->handle_queue.prev;
+#else
+  return loop->handle_queue[1];
+#endif
 }
 
 /*
@@ -593,7 +619,7 @@ static int blk_wrap(int sig) {
  * watcher stopped and started again may have got libuv's handler back);
  * a signal wrapped just now may have come before: not quiet this time. */
 static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
-  quiet_walk q = {l, (const uv_handle_t *)self, 0, 0};
+  quiet_walk q = {l, (const uv_handle_t *)self, 0, 0, 0};
   if (l->queued > 0 || l->nwrites > 0 || l->loop->active_reqs.count > 0 ||
       uv_backend_timeout(l->loop) != -1)
     return false;
@@ -601,6 +627,16 @@ static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
     l->block_again = true;
     return false;
   }
+  /* The walk costs about as much as the rest of a small turn's reading;
+   * its answer stands while no handle could have joined the others. Within
+   * one acp__uv_link_block() call the loop does not run, so no handle
+   * leaves its list (that is the loop's closing phase) and a new one goes
+   * to its end; an existing one that starts is either counted (referenced)
+   * or was dormant at the last walk, which then found none. */
+  if (l->walk_ok && loop_tail(l->loop) == l->walk_tail &&
+      l->loop->active_handles == l->walk_ah)
+    return l->block_sigs == 0 || l->block_main;
+  l->walk_ok = false;
   uv_walk(l->loop, quiet_cb, &q);
   if (q.others > 0)
     return false;
@@ -631,7 +667,14 @@ static bool loop_quiet(acp_uv_link *l, const uv_prepare_t *self) {
       return false;
     }
   }
-  return q.signals == 0 || l->block_main;
+  if (q.signals != 0 && !l->block_main)
+    return false;
+  if (q.dormant == 0) {
+    l->walk_ok = true;
+    l->walk_tail = loop_tail(l->loop);
+    l->walk_ah = l->loop->active_handles;
+  }
+  return true;
 }
 
 /* What to block in: for a pipe or FIFO, a second, blocking, open file
@@ -721,6 +764,7 @@ int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
   if (l->rd.kind != SIDE_STREAM ||
       (l->rd.stream->type != UV_NAMED_PIPE && l->rd.stream->type != UV_TCP))
     return 0;
+  l->walk_ok = false; /* the loop ran since: handles may have gone */
   while (want_read(l) && l->reading && loop_quiet(l, self)) {
     uv_buf_t buf;
     ssize_t n;

@@ -521,10 +521,15 @@ typedef struct block_ctx {
   acp_uv_rpc *r;
   acp_rpc_session *s;
   uv_prepare_t other;
+  bool no_other;    /* block_parent_run() leaves `other` out */
+  bool unref_other; /* ... or unreferences it */
+  uv_prepare_t fresh;
+  bool fresh_init;
   uv_signal_t usr1;
   uint64_t later;
   int pings;
   int laters;
+  int freshes;
   int signals;
   pid_t child;
   bool child_alive_at_signal;
@@ -537,9 +542,31 @@ static void on_other_prepare(uv_prepare_t *h) {
   assert_int_equal(acp_uv_rpc_flush(c->r), 0);
 }
 
+static void on_fresh_prepare(uv_prepare_t *h) {
+  block_ctx *c = h->data;
+  uv_prepare_stop(h);
+  assert_int_equal(acp_rpc_session_respond(c->s, c->later, "\"fresh\"", 7), 0);
+  assert_int_equal(acp_uv_rpc_flush(c->r), 0);
+}
+
 static int block_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
                             void *ud) {
   block_ctx *c = ud;
+  if (msg->method_len == 5 && memcmp(msg->method, "fresh", 5) == 0 &&
+      !c->fresh_init) {
+    /* Like "later", but a handle that did not exist at the last check,
+     * and unreferenced: the loop's count of active handles stays. */
+    c->freshes++;
+    c->later = msg->handle;
+    c->fresh_init = true;
+    if (uv_prepare_init(&c->loop, &c->fresh) != 0)
+      return ACP_ERR_SYSTEM;
+    c->fresh.data = c;
+    if (uv_prepare_start(&c->fresh, on_fresh_prepare) != 0)
+      return ACP_ERR_SYSTEM;
+    uv_unref((uv_handle_t *)&c->fresh);
+    return 0;
+  }
   if (msg->method_len == 5 && memcmp(msg->method, "later", 5) == 0) {
     /* Answered by another prepare handle, which this callback starts: it
      * runs only if the loop goes round again without new input. */
@@ -562,7 +589,10 @@ static void block_finish(block_ctx *c) {
   if (c->r == NULL)
     return;
   uv_close((uv_handle_t *)&c->usr1, NULL);
-  uv_close((uv_handle_t *)&c->other, NULL);
+  if (!c->no_other)
+    uv_close((uv_handle_t *)&c->other, NULL);
+  if (c->fresh_init)
+    uv_close((uv_handle_t *)&c->fresh, NULL);
   acp_uv_rpc_close(c->r, NULL);
   c->r = NULL;
   acp_uv_link_close(c->l, 0, NULL, NULL);
@@ -591,7 +621,10 @@ static void block_on_end(acp_uv_rpc *r, int reason, void *ud) {
 static void block_parent_run(block_ctx *c, int rfd, int wfd) {
   acp_rpc_callbacks *cbs = NULL;
   assert_int_equal(uv_loop_init(&c->loop), 0);
-  assert_int_equal(uv_prepare_init(&c->loop, &c->other), 0);
+  if (!c->no_other)
+    assert_int_equal(uv_prepare_init(&c->loop, &c->other), 0);
+  if (c->unref_other)
+    uv_unref((uv_handle_t *)&c->other);
   c->other.data = c;
   assert_int_equal(uv_signal_init(&c->loop, &c->usr1), 0);
   c->usr1.data = c;
@@ -750,6 +783,92 @@ static void test_uv_rpc_read_block_signal_in_callback(void **state) {
   assert_int_equal(c.signals, 1);
   assert_int_equal(uv_loop_close(&c.loop), 0);
   acp_rpc_session_free(c.s);
+}
+
+/* The link remembers a check that found the loop quiet and nothing that
+ * could start unseen, and skips the walk over the handles while that
+ * holds. Two handles that the loop's count of active handles does not
+ * show (unreferenced) must still be seen when a callback starts them,
+ * answering without new input: one created after that check (`fresh`:
+ * the loop has no other handle but the signal watcher, so the check is
+ * remembered), or one that was there, inactive (not fresh: `other`; then
+ * the check is not remembered). A parent that blocked instead leaves the
+ * child waiting until its alarm (status: SIGALRM, not our SIGKILL). */
+static void read_block_unseen(bool fresh) {
+  block_ctx c;
+  int to_parent[2], to_child[2];
+  int status = 0;
+  const char *ask =
+      fresh ? "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"fresh\"}\n"
+            : "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"later\"}\n";
+  memset(&c, 0, sizeof(c));
+  c.no_other = fresh;
+  c.unref_other = !fresh;
+  assert_int_equal(pipe(to_parent), 0);
+  assert_int_equal(pipe(to_child), 0);
+  pid_t parent = getpid();
+  c.child = fork();
+  assert_true(c.child >= 0);
+  if (c.child == 0) {
+    int code = 0;
+    struct stat st;
+    ino_t ino = fstat(to_parent[1], &st) == 0 ? st.st_ino : 0;
+    alarm(30);
+    bool shown = wchan_shown(parent);
+    close(to_parent[0]);
+    close(to_child[1]);
+    if (!child_call(to_parent[1], to_child[0],
+                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+                    "\"pong\""))
+      code = 2;
+    else if (!wait_parent_blocked(parent, ino, false, shown))
+      code = 3;
+    else if (!child_call(to_parent[1], to_child[0],
+                         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
+                         "\"pong\""))
+      code = 4;
+    else if (!wait_parent_blocked(parent, ino, false, shown))
+      code = 5;
+    else if (!child_call(to_parent[1], to_child[0], ask,
+                         fresh ? "\"fresh\"" : "\"later\""))
+      code = 6;
+    else if (!wait_parent_blocked(parent, ino, false, shown))
+      code = 7;
+    if (code == 0)
+      kill(parent, SIGUSR1);
+    for (int i = 0; code == 0 && i < 600; i++) {
+      struct timespec ts = {0, 100 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    _exit(code);
+  }
+  close(to_parent[1]);
+  close(to_child[0]);
+  block_parent_run(&c, to_parent[0], to_child[1]);
+  kill(c.child, SIGKILL);
+  assert_int_equal(waitpid(c.child, &status, 0), c.child);
+  if (WIFEXITED(status))
+    fail_msg("the child failed at step %d", WEXITSTATUS(status));
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGKILL);
+  assert_int_equal(c.pings, 2);
+  assert_int_equal(c.freshes, fresh ? 1 : 0);
+  assert_int_equal(c.laters, fresh ? 0 : 1);
+  assert_int_equal(c.signals, 1);
+  assert_int_equal(uv_loop_close(&c.loop), 0);
+  acp_rpc_session_free(c.s);
+  close(to_parent[0]);
+  close(to_child[1]);
+}
+
+static void test_uv_rpc_read_block_new_handle(void **state) {
+  (void)state;
+  read_block_unseen(true);
+}
+
+static void test_uv_rpc_read_block_unref_handle(void **state) {
+  (void)state;
+  read_block_unseen(false);
 }
 
 /* MARK: - Blocking reads in a client that spawned its agent */
@@ -1007,6 +1126,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_rpc_read_block_socket),
       cmocka_unit_test(test_uv_rpc_read_block_spawned_child),
       cmocka_unit_test(test_uv_rpc_read_block_signal_in_callback),
+      cmocka_unit_test(test_uv_rpc_read_block_new_handle),
+      cmocka_unit_test(test_uv_rpc_read_block_unref_handle),
       cmocka_unit_test(test_mcp_run_fds_ex_blocks),
       cmocka_unit_test(test_uv_rpc_rejects_bad_arguments),
   };
