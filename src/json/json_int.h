@@ -52,6 +52,11 @@ typedef struct acp__jblock {
   char data[];
 } acp__jblock;
 
+/* A line acp__json_doc_parse_line() kept to match the next ones against
+ * (json_read.c, "Shapes"). */
+typedef struct acp__jshape acp__jshape;
+#define ACP__JSHAPES 4
+
 struct acp_json_doc {
   acp_mem mem;
   acp_json_val *tape;
@@ -75,6 +80,17 @@ struct acp_json_doc {
    * string byte (acp__json_doc_set_plain()), or NULL. */
   const char *plain_lo;
   const char *plain_hi;
+  /* Lines kept by acp__json_doc_parse_line(), each a slot or NULL; the
+   * lines it parsed (up to 2: the first two are not kept), the misses to
+   * let pass before the next line is kept, the kept lines replaced unused
+   * in a row, a clock for the least recently used slot, and the lines
+   * that matched one (for the tests). */
+  acp__jshape *shapes[ACP__JSHAPES];
+  uint8_t shape_lines;
+  uint8_t shape_skip;
+  uint8_t shape_streak;
+  uint32_t shape_clock;
+  uint64_t shape_hits;
 };
 
 /* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0. */
@@ -182,6 +198,12 @@ static inline int acp__json_have_avx2(void) {
  * doc without a value; the caller frames and parses the line as usual,
  * which reports it. Lets the JSON-RPC session find a line's end in the
  * same pass that parses it, instead of a memchr over it first.
+ *
+ * A stream's lines mostly repeat a few shapes (a prompt turn's request,
+ * its updates, its answer): doc keeps a few short lines it parsed and
+ * takes the next line that differs from one of them only in the strings
+ * and numbers of its values without running the parser over it, with
+ * the same result (json_read.c, "Shapes").
  */
 int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
                              size_t *line_len);

@@ -132,6 +132,8 @@ void acp_json_doc_free(acp_json_doc *doc) {
   acp__free(&doc->mem, doc->tape);
   acp__free(&doc->mem, doc->stack);
   acp__free(&doc->mem, doc->strs);
+  for (size_t i = 0; i < ACP__JSHAPES; i++)
+    acp__free(&doc->mem, doc->shapes[i]);
   acp__free(&doc->mem, doc);
 }
 
@@ -194,6 +196,18 @@ static int stack_grow(const acp_mem *m, uint32_t **stack, uint32_t *cap,
   return 0;
 }
 
+/* The high bit of each byte of w (8 bytes of a string) that ends its plain
+ * run: a quote, a backslash, a control byte or one >= 0x80. */
+static inline uint64_t special8(uint64_t w) {
+  uint64_t x = w ^ (ONES * '"');
+  uint64_t mask = (x - ONES) & ~x;
+
+  x = w ^ (ONES * '\\');
+  mask |= (x - ONES) & ~x;
+  mask |= (w - ONES * 0x20) & ~w;
+  return (mask | w) & HIGHS;
+}
+
 /*
  * The rest of a string from p (inside it, after its opening quote at s;
  * the bytes before p are plain): everything but the common case
@@ -213,7 +227,6 @@ string_rest(const acp_json_doc *doc, const unsigned char *p,
   (void)doc; /* used only where the AVX2 steps are built */
   uint8_t flags = *flagsp;
   uint64_t w;
-  uint64_t x;
   uint64_t mask;
   size_t k;
 #ifdef ACP__JSON_AVX2
@@ -284,12 +297,7 @@ string_rest(const acp_json_doc *doc, const unsigned char *p,
 #endif
     while (end - p >= 8) {
       memcpy(&w, p, 8);
-      x = w ^ (ONES * '"');
-      mask = (x - ONES) & ~x;
-      x = w ^ (ONES * '\\');
-      mask |= (x - ONES) & ~x;
-      mask |= (w - ONES * 0x20) & ~w;
-      mask = (mask | w) & HIGHS;
+      mask = special8(w);
       if (mask) {
 #ifdef ACP__SWAR_CTZ
         p += (unsigned)__builtin_ctzll(mask) >> 3;
@@ -363,6 +371,58 @@ string_rest(const acp_json_doc *doc, const unsigned char *p,
 #endif
   return p;
 #undef STR_FAIL
+}
+
+/* The number at p (RFC 8259's grammar): the position after it, its flags
+ * (ACP__JF_INT, ACP__JF_NEG) in *flagsp; NULL for none, with the message
+ * and the position of what is wrong. */
+static ACP__ALWAYS_INLINE const unsigned char *
+scan_number(const unsigned char *p, const unsigned char *end, uint8_t *flagsp,
+            const char **msg, const unsigned char **at) {
+  const unsigned char *s = p;
+  uint8_t flags = ACP__JF_INT;
+
+  if (*p == '-') {
+    flags |= ACP__JF_NEG;
+    p++;
+  }
+  if (p < end && *p == '0') {
+    p++;
+  } else if (p < end && is_digit(*p)) {
+    p++;
+    while (p < end && is_digit(*p))
+      p++;
+  } else {
+    *msg = "invalid number";
+    *at = s;
+    return NULL;
+  }
+  if (p < end && *p == '.') {
+    flags &= (uint8_t)~ACP__JF_INT;
+    p++;
+    if (p == end || !is_digit(*p)) {
+      *msg = "invalid number: digit expected after '.'";
+      *at = p;
+      return NULL;
+    }
+    while (p < end && is_digit(*p))
+      p++;
+  }
+  if (p < end && (*p | 0x20) == 'e') {
+    flags &= (uint8_t)~ACP__JF_INT;
+    p++;
+    if (p < end && (*p == '+' || *p == '-'))
+      p++;
+    if (p == end || !is_digit(*p)) {
+      *msg = "invalid number: digit expected in exponent";
+      *at = p;
+      return NULL;
+    }
+    while (p < end && is_digit(*p))
+      p++;
+  }
+  *flagsp = flags;
+  return p;
 }
 
 /*
@@ -614,37 +674,12 @@ colon:
 
 number:
   s = p;
-  flags = ACP__JF_INT;
-  if (*p == '-') {
-    flags |= ACP__JF_NEG;
-    p++;
-  }
-  if (p < end && *p == '0') {
-    p++;
-  } else if (p < end && is_digit(*p)) {
-    p++;
-    while (p < end && is_digit(*p))
-      p++;
-  } else {
-    FAIL(ACP_ERR_PARSE, "invalid number", s);
-  }
-  if (p < end && *p == '.') {
-    flags &= (uint8_t)~ACP__JF_INT;
-    p++;
-    if (p == end || !is_digit(*p))
-      FAIL(ACP_ERR_PARSE, "invalid number: digit expected after '.'", p);
-    while (p < end && is_digit(*p))
-      p++;
-  }
-  if (p < end && (*p | 0x20) == 'e') {
-    flags &= (uint8_t)~ACP__JF_INT;
-    p++;
-    if (p < end && (*p == '+' || *p == '-'))
-      p++;
-    if (p == end || !is_digit(*p))
-      FAIL(ACP_ERR_PARSE, "invalid number: digit expected in exponent", p);
-    while (p < end && is_digit(*p))
-      p++;
+  {
+    const unsigned char *at = NULL;
+    const unsigned char *q = scan_number(p, end, &flags, &msg, &at);
+    if (ACP__UNLIKELY(q == NULL))
+      FAIL(ACP_ERR_PARSE, msg, at);
+    p = q;
   }
   if (build) {
     tape[cur].len = (uint32_t)(p - s);
@@ -780,10 +815,336 @@ int acp_json_doc_parse(acp_json_doc *doc, const char *data, size_t len,
   return 0;
 }
 
+/* MARK: - Shapes (Private) */
+
+/*
+ * A kept line: its bytes, its tape, and its holes, the strings and numbers
+ * that are values (not keys). The next line matches it when it is the same
+ * bytes but for the holes, each of which holds a string or a number again
+ * (any one: it is scanned by the parser's own steps): the same tokens in
+ * the same order, so the same tape, but for the holes' records and where
+ * every record starts (and a container ends) after a hole that changed
+ * length. A line that does not match is parsed; a match is never a guess.
+ *
+ * Only short lines are kept (their copy is cheap; a long line's cost is
+ * its scan, which a match repeats), from the third line of a document on
+ * (a session's first two are its initialize and session/new), and less
+ * often while kept lines go unused: a stream without repeating shapes
+ * pays for a few failed compares a line, which stop at the first byte
+ * that differs, and for a kept line now and then.
+ */
+#define SHAPE_MAX_RECS 64
+#define SHAPE_MAX_BYTES 2048
+#define SHAPE_MAX_HOLES 32
+#define SHAPE_MAX_DEPTH 16
+
+/* A hole and the bytes before it, back to the hole before: the literal,
+ * which takes in a string's opening quote. */
+typedef struct shape_hole {
+  uint32_t lit;  /* where the literal starts in the kept line */
+  uint32_t nlit; /* its length */
+  uint32_t len;  /* the hole's length in the kept line, quotes included */
+  uint32_t rec;  /* its record */
+  bool str;      /* a string, else a number */
+} shape_hole;
+
+/* A container with holes inside: its length changes with theirs. */
+typedef struct shape_box {
+  uint32_t rec;
+  uint16_t hb; /* holes before it */
+  uint16_t he; /* holes before its end */
+} shape_box;
+
+struct acp__jshape {
+  size_t cap; /* bytes after the header */
+  uint32_t n;
+  uint32_t nholes;
+  uint32_t nboxes;
+  uint32_t len;       /* the kept line's bytes, its line feed included */
+  uint32_t tail;      /* where the bytes after the last hole start */
+  uint32_t depth;     /* its deepest nesting */
+  uint32_t used;      /* the clock when it was kept or last matched */
+  bool matched;       /* since it was kept */
+  acp_json_val *tape; /* raw: the offset in the kept line */
+  shape_hole *holes;
+  shape_box *boxes;
+  unsigned char *bytes;
+};
+
+/* a[0..n) == b[0..n) without a call: 16 bytes a step (two loads a side),
+ * the last step overlapping the one before; never outside either. */
+static ACP__ALWAYS_INLINE int lit_eq(const unsigned char *a,
+                                     const unsigned char *b, size_t n) {
+  size_t i;
+
+  if (n <= 16)
+    return acp__json_key_eq16((const char *)a, (const char *)b, n);
+  for (i = 0; i + 16 < n; i += 16)
+    if (!acp__json_key_eq16((const char *)a + i, (const char *)b + i, 16))
+      return 0;
+  return acp__json_key_eq16((const char *)a + n - 16, (const char *)b + n - 16,
+                            16);
+}
+
+/* Whether data[0..end) is sh's line but for its holes; then doc's tape is
+ * the line's and *line_end the offset of its line feed. */
+static int shape_match(acp_json_doc *doc, const acp__jshape *sh,
+                       const unsigned char *data, const unsigned char *end,
+                       size_t *line_end) {
+  const unsigned char *p = data;
+  const unsigned char *wide_next = data;
+  const char *msg = NULL;
+  const unsigned char *at = NULL;
+  const shape_hole *h;
+  acp_json_val *t;
+  uint32_t k;
+  uint32_t i;
+  /* d[k]: how much longer the line is than the kept one before hole k;
+   * hlen, hflags: the holes' lengths and flags in the line. */
+  int64_t d[SHAPE_MAX_HOLES + 1];
+  uint32_t hlen[SHAPE_MAX_HOLES];
+  uint8_t hflags[SHAPE_MAX_HOLES];
+
+  if (sh->depth > doc->max_depth)
+    return 0;
+  d[0] = 0;
+  for (k = 0, h = sh->holes; k < sh->nholes; k++, h++) {
+    const unsigned char *q;
+    uint8_t flags = 0;
+
+    /* At least one byte after the literal: the hole's first. */
+    if ((size_t)(end - p) <= h->nlit || !lit_eq(p, sh->bytes + h->lit, h->nlit))
+      return 0;
+    p += h->nlit;
+    if (h->str) {
+      /* p is past the quote. The parser's first steps, inline: most
+       * strings end within 64 bytes; the last ones of a line a byte at a
+       * time; anything else (escapes, UTF-8) is the parser's. */
+      q = p;
+#ifdef ACP__SSE2
+      while (end - q >= 16 && q - p < 64) {
+        int hm = _mm_movemask_epi8(acp__json_special16(
+            _mm_loadu_si128((const __m128i *)(const void *)q)));
+        if (hm != 0) {
+          q += (unsigned)__builtin_ctz((unsigned)hm);
+          goto special;
+        }
+        q += 16;
+      }
+      if (end - q < 16)
+#endif
+      {
+        uint64_t w;
+        uint64_t mask;
+        /* string_rest()'s 8-byte step, inline: the last string of a
+         * line. */
+        if (end - q >= 8) {
+          memcpy(&w, q, 8);
+          mask = special8(w);
+#ifdef ACP__SWAR_CTZ
+          if (mask != 0) {
+            q += (unsigned)__builtin_ctzll(mask) >> 3;
+            goto special;
+          }
+#endif
+          if (mask == 0)
+            q += 8;
+        }
+        while (q < end && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80)
+          q++;
+      }
+    special:
+      if (q == end || *q != '"') {
+        q = string_rest(doc, q, end, p - 1, &flags, &wide_next, &msg, &at);
+        if (q == NULL)
+          return 0;
+      }
+      q++;
+      hlen[k] = (uint32_t)(q - p) + 1; /* and the quote before p */
+    } else {
+      q = scan_number(p, end, &flags, &msg, &at);
+      if (q == NULL)
+        return 0;
+      hlen[k] = (uint32_t)(q - p);
+    }
+    hflags[k] = flags;
+    d[k + 1] = d[k] + (int64_t)hlen[k] - (int64_t)h->len;
+    p = q;
+  }
+  /* The rest, its line feed included. */
+  if ((size_t)(end - p) < sh->len - sh->tail ||
+      !lit_eq(p, sh->bytes + sh->tail, sh->len - sh->tail))
+    return 0;
+  p += sh->len - sh->tail;
+  while (doc->tape_cap < sh->n)
+    if (tape_grow(doc) != 0)
+      return 0;
+  /* The kept tape, each record moved to the line: those up to hole k's
+   * (its own too) by d[k], the rest by d[nholes]. */
+  t = doc->tape;
+  memcpy(t, sh->tape, sh->n * sizeof(*t));
+  {
+    uintptr_t by = (uintptr_t)data;
+    uint32_t next = sh->nholes > 0 ? sh->holes[0].rec : sh->n;
+
+    for (i = 0, k = 0; i < sh->n; i++) {
+      t[i].raw = (const char *)((uintptr_t)t[i].raw + by);
+      if (i == next) {
+        t[i].len = hlen[k];
+        t[i].flags = hflags[k];
+        k++;
+        by = (uintptr_t)data + (uintptr_t)d[k];
+        next = k < sh->nholes ? sh->holes[k].rec : sh->n;
+      }
+    }
+  }
+  for (k = 0; k < sh->nboxes; k++) {
+    const shape_box *b = &sh->boxes[k];
+    t[b->rec].len = (uint32_t)((int64_t)t[b->rec].len + d[b->he] - d[b->hb]);
+  }
+  doc->tape_n = sh->n;
+  *line_end = (size_t)(p - data) - 1;
+  return 1;
+}
+
+/* Keep the line just parsed into doc (its line feed at data[at]) in the
+ * least recently used slot, if it is short and not too deep. */
+static void shape_keep(acp_json_doc *doc, const unsigned char *data,
+                       size_t at) {
+  struct {
+    const unsigned char *end;
+    uint32_t rec;
+    uint32_t nth;
+    bool obj;
+  } st[SHAPE_MAX_DEPTH];
+  bool hole[SHAPE_MAX_RECS];
+  uint32_t hb[SHAPE_MAX_RECS]; /* holes before each record */
+  uint32_t he[SHAPE_MAX_RECS]; /* a container: holes before its end */
+  uint32_t n = doc->tape_n;
+  const acp_json_val *t = doc->tape;
+  uint32_t depth = 0;
+  uint32_t maxd = 0;
+  uint32_t nholes = 0;
+  uint32_t nboxes = 0;
+  uint32_t from = 0;
+  uint32_t i;
+  uint32_t slot = 0;
+  size_t need;
+  acp__jshape *sh;
+
+  if (n == 0 || n > SHAPE_MAX_RECS || at + 1 > SHAPE_MAX_BYTES)
+    return;
+  /* Which records are holes: not an object's keys (its children in
+   * even places), nor true, false or null. */
+  for (i = 0; i < n; i++) {
+    const unsigned char *r = (const unsigned char *)t[i].raw;
+    bool key = false;
+
+    /* A container ends before the first record past its closing
+     * bracket: its holes are those before that record. */
+    while (depth > 0 && r >= st[depth - 1].end) {
+      depth--;
+      he[st[depth].rec] = nholes;
+      nboxes += he[st[depth].rec] != hb[st[depth].rec];
+    }
+    if (depth > 0 && st[depth - 1].obj)
+      key = (st[depth - 1].nth++ & 1) == 0;
+    hb[i] = nholes;
+    hole[i] = false;
+    if (t[i].type == ACP_JSON_OBJECT || t[i].type == ACP_JSON_ARRAY) {
+      if (depth == SHAPE_MAX_DEPTH)
+        return;
+      st[depth].end = r + t[i].len;
+      st[depth].rec = i;
+      st[depth].nth = 0;
+      st[depth].obj = t[i].type == ACP_JSON_OBJECT;
+      depth++;
+      if (depth > maxd)
+        maxd = depth;
+    } else if (!key &&
+               (t[i].type == ACP_JSON_STRING || t[i].type == ACP_JSON_NUMBER)) {
+      hole[i] = true;
+      nholes++;
+    }
+  }
+  while (depth > 0) { /* open to the end: every hole after it is inside */
+    depth--;
+    he[st[depth].rec] = nholes;
+    nboxes += he[st[depth].rec] != hb[st[depth].rec];
+  }
+  if (nholes > SHAPE_MAX_HOLES)
+    return;
+
+  for (i = 0; i < ACP__JSHAPES; i++) {
+    if (doc->shapes[i] == NULL) {
+      slot = i;
+      break;
+    }
+    if (doc->shapes[i]->used < doc->shapes[slot]->used)
+      slot = i;
+  }
+  sh = doc->shapes[slot];
+  if (sh != NULL && !sh->matched) {
+    /* Kept for nothing: keep less often (1, 3, 7 ... 63 misses apart). */
+    if (doc->shape_streak < 6)
+      doc->shape_streak++;
+    doc->shape_skip = (uint8_t)((1u << doc->shape_streak) - 1);
+  }
+  /* The header, then the arrays in falling alignment. */
+  need = n * sizeof(acp_json_val) + nholes * sizeof(shape_hole) +
+         nboxes * sizeof(shape_box) + at + 1;
+  if (sh == NULL || sh->cap < need) {
+    acp__jshape *nsh = acp__realloc(&doc->mem, sh, sizeof(*sh) + need);
+    if (nsh == NULL)
+      return; /* not kept: nothing is lost */
+    sh = nsh;
+    sh->cap = need;
+    doc->shapes[slot] = sh;
+  }
+  sh->tape = (acp_json_val *)(void *)(sh + 1);
+  sh->holes = (shape_hole *)(void *)(sh->tape + n);
+  sh->boxes = (shape_box *)(void *)(sh->holes + nholes);
+  sh->bytes = (unsigned char *)(sh->boxes + nboxes);
+  sh->n = n;
+  sh->nholes = nholes;
+  sh->nboxes = nboxes;
+  sh->len = (uint32_t)(at + 1);
+  sh->depth = maxd;
+  sh->used = ++doc->shape_clock;
+  sh->matched = false;
+  memcpy(sh->bytes, data, at + 1);
+  memcpy(sh->tape, t, n * sizeof(acp_json_val));
+  nboxes = 0;
+  for (i = 0; i < n; i++) {
+    uint32_t off = (uint32_t)((const unsigned char *)t[i].raw - data);
+
+    sh->tape[i].raw = (const char *)(uintptr_t)off;
+    if (hole[i]) {
+      shape_hole *hl = &sh->holes[hb[i]];
+      bool str = t[i].type == ACP_JSON_STRING;
+      hl->lit = from;
+      hl->nlit = off - from + (str ? 1u : 0u);
+      hl->len = t[i].len;
+      hl->rec = i;
+      hl->str = str;
+      from = off + t[i].len;
+      sh->tape[i].count = 0;
+    } else if ((t[i].type == ACP_JSON_OBJECT || t[i].type == ACP_JSON_ARRAY) &&
+               he[i] != hb[i]) {
+      shape_box *b = &sh->boxes[nboxes++];
+      b->rec = i;
+      b->hb = (uint16_t)hb[i];
+      b->he = (uint16_t)he[i];
+    }
+  }
+  sh->tail = from;
+}
+
 int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
                              size_t *line_len) {
   size_t at = 0;
   int rv;
+  uint32_t i;
 
   *line_len = 0;
   doc->has_root = false;
@@ -792,6 +1153,21 @@ int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
   arena_reset(doc);
   if ((uint64_t)len > UINT32_MAX)
     len = UINT32_MAX; /* a line must end before that anyway */
+  for (i = 0; i < ACP__JSHAPES; i++) {
+    acp__jshape *sh = doc->shapes[i];
+    if (sh != NULL && shape_match(doc, sh, (const unsigned char *)data,
+                                  (const unsigned char *)data + len, &at)) {
+      sh->used = ++doc->shape_clock;
+      sh->matched = true;
+      doc->shape_streak = 0;
+      doc->shape_skip = 0;
+      doc->shape_hits++;
+      doc->plain_lo = doc->plain_hi = NULL;
+      doc->has_root = true;
+      *line_len = at;
+      return 0;
+    }
+  }
   rv = parse_core(doc, &doc->mem, data, len, NULL, 1, &doc->stack,
                   &doc->stack_cap, NULL, doc->max_depth, 1, &at);
   doc->plain_lo = doc->plain_hi = NULL;
@@ -801,6 +1177,12 @@ int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
   }
   doc->has_root = true;
   *line_len = at;
+  if (doc->shape_lines < 2)
+    doc->shape_lines++;
+  else if (doc->shape_skip > 0)
+    doc->shape_skip--;
+  else
+    shape_keep(doc, (const unsigned char *)data, at);
   return 0;
 }
 

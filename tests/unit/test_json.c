@@ -2020,6 +2020,206 @@ static void test_json_parse_strings_every_length_offset_and_tail(void **state) {
   acp_json_doc_free(doc);
 }
 
+/* MARK: - Kept lines (acp__json_doc_parse_line) */
+
+/* The tapes of two documents that parsed the same bytes: record for
+ * record, raw included. */
+static void assert_same_tape(const acp_json_doc *a, const acp_json_doc *b) {
+  assert_int_equal(a->tape_n, b->tape_n);
+  for (uint32_t i = 0; i < a->tape_n; i++) {
+    assert_ptr_equal(a->tape[i].raw, b->tape[i].raw);
+    assert_int_equal(a->tape[i].len, b->tape[i].len);
+    assert_int_equal(a->tape[i].next, b->tape[i].next);
+    assert_int_equal(a->tape[i].count, b->tape[i].count);
+    assert_int_equal(a->tape[i].type, b->tape[i].type);
+    assert_int_equal(a->tape[i].flags, b->tape[i].flags);
+  }
+}
+
+/* A document keeps short lines from its third on and takes a later line
+ * that differs from one only in the strings and numbers of its values
+ * without running the parser ("Shapes" in json_read.c). Each line below,
+ * after its kept line, gives what a fresh document gives (verdict, line
+ * length, tape), and is taken from the kept line (shape_hits) or parsed as
+ * listed. `depth`: the limit set after the kept line (0: unchanged). */
+static void test_json_parse_line_kept_shapes(void **state) {
+#define PROMPT(id, text)                                                       \
+  "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"method\":\"session/prompt\","          \
+  "\"params\":{\"sessionId\":\"sess_b3c02249a35bac78a35b4cc61370c98e\","       \
+  "\"prompt\":[{\"type\":\"text\",\"text\":" text "}]}}\n"
+  static const struct {
+    const char *kept;
+    const char *line;
+    bool ok;
+    bool match;
+    uint32_t depth;
+  } cases[] = {
+      {PROMPT("2", "\"abcde\""), PROMPT("3", "\"abcde\""), true, true, 0},
+      {PROMPT("2", "\"abcde\""),
+       PROMPT("123456", "\"a longer text, still plain\""), true, true, 0},
+      {PROMPT("2", "\"abcde\""), PROMPT("-7", "\"\""), true, true, 0},
+      /* Escapes (and a surrogate pair), UTF-8, 200 bytes: the parser's
+       * own string steps. */
+      {PROMPT("2", "\"abcde\""),
+       PROMPT("2", "\"a\\nb\\\"c\\u00e9\\ud83d\\ude00\""), true, true, 0},
+      {PROMPT("2", "\"abcde\""),
+       PROMPT("2", "\"h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93\""), true, true,
+       0},
+      {PROMPT("2", "\"abcde\""),
+       PROMPT(
+           "2",
+           "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+           "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+           "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+           "xxxxxxxx\""),
+       true, true, 0},
+      /* What a hole must not hold: both refuse it. */
+      {PROMPT("2", "\"abcde\""), PROMPT("2", "\"ab\tc\""), false, false, 0},
+      {PROMPT("2", "\"abcde\""), PROMPT("2", "\"ab\xc3\x28\""), false, false,
+       0},
+      {PROMPT("2", "\"abcde\""), PROMPT("2", "\"ab\\x\""), false, false, 0},
+      {PROMPT("2", "\"abcde\""), PROMPT("02", "\"abcde\""), false, false, 0},
+      {PROMPT("2", "\"abcde\""), PROMPT("2.", "\"abcde\""), false, false, 0},
+      /* Another shape: parsed. */
+      {PROMPT("2", "\"abcde\""), PROMPT("\"2\"", "\"abcde\""), true, false, 0},
+      {PROMPT("2", "\"abcde\""), PROMPT("2", "7"), true, false, 0},
+      {PROMPT("2", "\"abcde\""), PROMPT("2", "\"abcde\",\"x\":1"), true, false,
+       0},
+      {"{\"a\":true,\"b\":null}\n", "{\"a\":false,\"b\":null}\n", true, false,
+       0},
+      {"{\"a\":\"b\"}\n", "{\"a\": \"b\"}\n", true, false, 0},
+      {"{\"a\":\"b\"}\n", "{\"A\":\"b\"}\n", true, false, 0},
+      /* Numbers of every form; nested containers, whose lengths change
+       * with their holes'. */
+      {"{\"a\":[1,2.5,-3e2,0]}\n", "{\"a\":[-10,0.001,7E+5,123456789]}\n", true,
+       true, 0},
+      {"{\"x\":{\"y\":[\"s\",{\"z\":\"t\"}],\"w\":1},\"v\":[]}\n",
+       "{\"x\":{\"y\":[\"sss\",{\"z\":\"\"}],\"w\":100},\"v\":[]}\n", true,
+       true, 0},
+      {"[[\"a\"],[\"b\",[\"c\"]]]\n", "[[\"\"],[\"bbbb\",[\"cc\"]]]\n", true,
+       true, 0},
+      /* Scalars alone, whitespace (part of the kept bytes), escaped keys
+       * (kept as they are), a quote in a hole. */
+      {"\"abc\"\n", "\"abcdef\"\n", true, true, 0},
+      {"5\n", "-5.5e-3\n", true, true, 0},
+      {" { \"a\" : \"b\" } \r\n", " { \"a\" : \"bbb\" } \r\n", true, true, 0},
+      {"{\"\\u0061\":\"x\"}\n", "{\"\\u0061\":\"yy\"}\n", true, true, 0},
+      {"[\"a\",\"b\"]\n", "[\"a\\\"\",\"b\"]\n", true, true, 0},
+      /* An escaped quote does not end a hole: read as the end, the rest
+       * would match the kept line's bytes (`,"` then `"]`). */
+      {"[\"a\",\"b\"]\n", "[\"x\\\",\",\"]\n", false, false, 0},
+      {"\"a\"\n", "\"\\\"\n", false, false, 0},
+      /* The line ends at its line feed; one without is refused. */
+      {"{\"a\":\"b\"}\n", "{\"a\":\"c\"}\n{\"a\":\"d\"}\n", true, true, 0},
+      {"{\"a\":\"b\"}\n", "{\"a\":\"c\"}", false, false, 0},
+      {"{\"a\":\"b\"}\n", "{\"a\":\"c\"} x\n", false, false, 0},
+      /* A kept line deeper than the limit set since: parsed, refused. */
+      {"[[[1]]]\n", "[[[2]]]\n", false, false, 2},
+      {"[[[1]]]\n", "[[[2]]]\n", true, true, 3},
+  };
+#undef PROMPT
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    acp_json_doc *doc = NULL;
+    acp_json_doc *fresh = NULL;
+    size_t n = strlen(cases[i].line);
+    char *line = malloc(n); /* exactly the line: no byte after it */
+    size_t at = 0;
+    size_t at_fresh = 0;
+    uint64_t hits;
+    int rv;
+    int rf;
+
+    assert_non_null(line);
+    memcpy(line, cases[i].line, n);
+    assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+    assert_int_equal(acp_json_doc_new(&fresh, NULL), 0);
+    /* The first two lines are not kept; the third is. */
+    assert_int_equal(acp__json_doc_parse_line(doc, "{}\n", 3, &at), 0);
+    assert_int_equal(acp__json_doc_parse_line(doc, "[]\n", 3, &at), 0);
+    assert_int_equal(acp__json_doc_parse_line(doc, cases[i].kept,
+                                              strlen(cases[i].kept), &at),
+                     0);
+    if (cases[i].depth != 0) {
+      acp_json_doc_set_max_depth(doc, cases[i].depth);
+      acp_json_doc_set_max_depth(fresh, cases[i].depth);
+    }
+    hits = doc->shape_hits;
+    rv = acp__json_doc_parse_line(doc, line, n, &at);
+    rf = acp__json_doc_parse_line(fresh, line, n, &at_fresh);
+    if ((rv == 0) != cases[i].ok || (rf == 0) != cases[i].ok)
+      fail_msg("case %zu: %d (fresh %d), want %s", i, rv, rf,
+               cases[i].ok ? "ok" : "an error");
+    if (doc->shape_hits - hits != (cases[i].match ? 1u : 0u))
+      fail_msg("case %zu: %s the kept line", i,
+               cases[i].match ? "did not match" : "matched");
+    if (rv == 0) {
+      assert_int_equal(at, at_fresh);
+      assert_int_equal(line[at], '\n');
+      assert_same_tape(doc, fresh);
+    } else {
+      assert_null(acp_json_doc_root(doc));
+    }
+    acp_json_doc_free(fresh);
+    acp_json_doc_free(doc);
+    free(line);
+  }
+}
+
+/* Lines of shapes that do not repeat are kept less and less often; a
+ * stream of two alternating shapes matches from its third pair on, with
+ * the same tapes as a fresh parse; four kept shapes at most, the least
+ * recently used replaced. */
+static void test_json_parse_line_kept_shapes_stream(void **state) {
+  acp_json_doc *doc = NULL;
+  acp_json_doc *fresh = NULL;
+  char line[128];
+  size_t at = 0;
+  size_t at2 = 0;
+  uint64_t hits;
+  int kept = 0;
+
+  (void)state;
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(acp_json_doc_new(&fresh, NULL), 0);
+  /* The first two lines are not kept. */
+  assert_int_equal(acp__json_doc_parse_line(doc, "{\"a\":1}\n", 8, &at), 0);
+  assert_int_equal(acp__json_doc_parse_line(doc, "{\"a\":1}\n", 8, &at), 0);
+  assert_null(doc->shapes[0]);
+  /* 200 shapes, each new (a key of its own): none matches, and after
+   * the first kept ones go unused, lines are kept 63 apart at most. */
+  for (int i = 0; i < 200; i++) {
+    int n = snprintf(line, sizeof(line), "{\"k%d\":%d}\n", i, i);
+    assert_int_equal(acp__json_doc_parse_line(doc, line, (size_t)n, &at), 0);
+  }
+  assert_int_equal(doc->shape_hits, 0);
+  for (int i = 0; i < ACP__JSHAPES; i++)
+    kept += doc->shapes[i] != NULL;
+  assert_int_equal(kept, ACP__JSHAPES);
+  assert_true(doc->shape_streak == 6);
+  /* Two shapes in turn: each kept once more, then matched. */
+  hits = doc->shape_hits;
+  for (int i = 0; i < 200; i++) {
+    int n = i % 2
+                ? snprintf(line, sizeof(line),
+                           "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\n", i)
+                : snprintf(line, sizeof(line),
+                           "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":"
+                           "{\"text\":\"%*s\"}}\n",
+                           i % 37, "");
+    assert_int_equal(acp__json_doc_parse_line(doc, line, (size_t)n, &at), 0);
+    assert_int_equal(acp__json_doc_parse_line(fresh, line, (size_t)n, &at2), 0);
+    assert_int_equal(at, at2);
+    assert_same_tape(doc, fresh);
+  }
+  /* Kept within the first 64 lines (the skip left by the 200 before),
+   * then every line matched. */
+  assert_true(doc->shape_hits - hits >= 200 - 64 - 2);
+  assert_int_equal(doc->shape_streak, 0);
+  acp_json_doc_free(fresh);
+  acp_json_doc_free(doc);
+}
+
 static void test_json_key_compare_every_length(void **state) {
   acp_json_doc *doc = NULL;
   size_t n;
@@ -2100,6 +2300,8 @@ int main(void) {
       cmocka_unit_test(test_json_errors_after_whitespace),
       cmocka_unit_test(test_json_key_compare_every_length),
       cmocka_unit_test(test_json_parse_strings_every_length_offset_and_tail),
+      cmocka_unit_test(test_json_parse_line_kept_shapes),
+      cmocka_unit_test(test_json_parse_line_kept_shapes_stream),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
