@@ -953,7 +953,9 @@ static int shape_match(acp_json_doc *doc, const acp__jshape *sh,
         while (q < end && *q != '"' && *q != '\\' && *q >= 0x20 && *q < 0x80)
           q++;
       }
+#if defined(ACP__SSE2) || defined(ACP__SWAR_CTZ)
     special:
+#endif
       if (q == end || *q != '"') {
         q = string_rest(doc, q, end, p - 1, &flags, &wide_next, &msg, &at);
         if (q == NULL)
