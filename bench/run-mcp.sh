@@ -224,7 +224,8 @@ NULLSRV=$(dirname "$BENCH")/mcp_null_server
 HTTPFLOOR=$(dirname "$BENCH")/http_floor
 [ -x "$NULLSRV" ] || say "no $NULLSRV: stdio floor skipped"
 [ -x "$HTTPFLOOR" ] || say "no $HTTPFLOOR: HTTP floor skipped"
-if [ "$only" != theirs ]; then
+# Ours and the floor in alternating rounds ($rounds).
+stdio_rounds() {
     round=1
     while [ "$round" -le "$rounds" ]; do
         run_stdio ours "$ACP" mcp serve --everything
@@ -232,7 +233,8 @@ if [ "$only" != theirs ]; then
         round=$((round + 1))
     done
     round=0
-fi
+}
+if [ "$only" != theirs ]; then stdio_rounds; fi
 if [ "$only" != ours ]; then run_stdio theirs node "$SE" stdio; fi
 # Pipelined: $inflight calls in flight; ours and the floor in rounds of ten
 # times the calls (one run of 20,000 is over in 30 ms: a moment of the
@@ -242,13 +244,7 @@ tr=stdio_pipelined
 if [ "$only" != theirs ]; then
     seq_calls=$calls
     calls=$((calls * 10))
-    round=1
-    while [ "$round" -le "$rounds" ]; do
-        run_stdio ours "$ACP" mcp serve --everything
-        [ -x "$NULLSRV" ] && run_stdio floor "$NULLSRV"
-        round=$((round + 1))
-    done
-    round=0
+    stdio_rounds
     calls=$seq_calls
 fi
 if [ "$only" != ours ]; then run_stdio theirs node "$SE" stdio; fi

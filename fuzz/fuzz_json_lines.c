@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   depth = depth_of(data[0]);
   /* A copy of exactly the input's bytes: reads past a line show up under
    * the sanitizers. */
-  char *buf = malloc(size - 1 > 0 ? size - 1 : 1);
+  char *buf = malloc(size > 1 ? size - 1 : 1);
   CHECK(buf != NULL);
   memcpy(buf, data + 1, size - 1);
   p = buf;

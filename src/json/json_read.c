@@ -1164,27 +1164,26 @@ int acp__json_doc_parse_line(acp_json_doc *doc, const char *data, size_t len,
       doc->shape_streak = 0;
       doc->shape_skip = 0;
       doc->shape_hits++;
-      doc->plain_lo = doc->plain_hi = NULL;
-      doc->has_root = true;
-      *line_len = at;
-      return 0;
+      goto done;
     }
   }
   rv = parse_core(doc, &doc->mem, data, len, NULL, 1, &doc->stack,
                   &doc->stack_cap, NULL, doc->max_depth, 1, &at);
-  doc->plain_lo = doc->plain_hi = NULL;
   if (rv != 0) {
+    doc->plain_lo = doc->plain_hi = NULL;
     doc->tape_n = 0;
     return rv;
   }
-  doc->has_root = true;
-  *line_len = at;
   if (doc->shape_lines < 2)
     doc->shape_lines++;
   else if (doc->shape_skip > 0)
     doc->shape_skip--;
   else
     shape_keep(doc, (const unsigned char *)data, at);
+done:
+  doc->plain_lo = doc->plain_hi = NULL;
+  doc->has_root = true;
+  *line_len = at;
   return 0;
 }
 

@@ -521,8 +521,9 @@ typedef struct block_ctx {
   acp_uv_rpc *r;
   acp_rpc_session *s;
   uv_prepare_t other;
-  bool no_other;    /* block_parent_run() leaves `other` out */
-  bool unref_other; /* ... or unreferences it */
+  /* What block_parent_run() makes of `other`: a handle (referenced),
+   * an unreferenced one, or none. */
+  enum { OTHER_REF, OTHER_UNREF, OTHER_NONE } other_mode;
   uv_prepare_t fresh;
   bool fresh_init;
   uv_signal_t usr1;
@@ -589,7 +590,7 @@ static void block_finish(block_ctx *c) {
   if (c->r == NULL)
     return;
   uv_close((uv_handle_t *)&c->usr1, NULL);
-  if (!c->no_other)
+  if (c->other_mode != OTHER_NONE)
     uv_close((uv_handle_t *)&c->other, NULL);
   if (c->fresh_init)
     uv_close((uv_handle_t *)&c->fresh, NULL);
@@ -621,9 +622,9 @@ static void block_on_end(acp_uv_rpc *r, int reason, void *ud) {
 static void block_parent_run(block_ctx *c, int rfd, int wfd) {
   acp_rpc_callbacks *cbs = NULL;
   assert_int_equal(uv_loop_init(&c->loop), 0);
-  if (!c->no_other)
+  if (c->other_mode != OTHER_NONE)
     assert_int_equal(uv_prepare_init(&c->loop, &c->other), 0);
-  if (c->unref_other)
+  if (c->other_mode == OTHER_UNREF)
     uv_unref((uv_handle_t *)&c->other);
   c->other.data = c;
   assert_int_equal(uv_signal_init(&c->loop, &c->usr1), 0);
@@ -639,6 +640,58 @@ static void block_parent_run(block_ctx *c, int rfd, int wfd) {
   assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
 }
 
+/* The child's side of read_block_over() and read_block_unseen(), over
+ * its ends wfd (to the parent) and rfd: two pings, then `ask` (answered
+ * with `want`), the parent seen waiting in read(2) after each (`ino`: the
+ * pipe or socket it reads), then SIGUSR1 to it. The pipe stays open until
+ * the parent kills us (60 s at most); the exit status names the step that
+ * failed. `secs`: the alarm that ends a step that never ends. */
+static void block_child_script(pid_t parent, int wfd, int rfd, ino_t ino,
+                               bool sock, const char *ask, const char *want,
+                               unsigned secs) {
+  int code = 0;
+  alarm(secs);
+  bool shown = wchan_shown(parent);
+  /* The first message wakes the loop through epoll (the link's
+   * descriptor is registered in the first wait); from then on the
+   * parent waits in read(2). */
+  if (!child_call(wfd, rfd,
+                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+                  "\"pong\""))
+    code = 2;
+  else if (!wait_parent_blocked(parent, ino, sock, shown))
+    code = 3;
+  else if (!child_call(wfd, rfd,
+                       "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
+                       "\"pong\""))
+    code = 4;
+  else if (!wait_parent_blocked(parent, ino, sock, shown))
+    code = 5;
+  else if (!child_call(wfd, rfd, ask, want))
+    code = 6;
+  else if (!wait_parent_blocked(parent, ino, sock, shown))
+    code = 7;
+  if (code == 0)
+    kill(parent, SIGUSR1);
+  for (int i = 0; code == 0 && i < 600; i++) {
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  _exit(code);
+}
+
+/* After block_parent_run(): the child, killed by us, must have passed
+ * every step (an exit status says which step failed). */
+static void block_reap_child(const block_ctx *c) {
+  int status = 0;
+  kill(c->child, SIGKILL);
+  assert_int_equal(waitpid(c->child, &status, 0), c->child);
+  if (WIFEXITED(status))
+    fail_msg("the child failed at step %d", WEXITSTATUS(status));
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGKILL);
+}
+
 /* With blocking reads on, a program whose one link is all it serves waits
  * in read(2) (seen from the child through /proc/PID/wchan), answers a
  * request after request from in there, lets another handle that a
@@ -649,7 +702,6 @@ static void block_parent_run(block_ctx *c, int rfd, int wfd) {
 static void read_block_over(bool sock) {
   block_ctx c;
   int to_parent[2], to_child[2];
-  int status = 0;
   memset(&c, 0, sizeof(c));
   if (sock) {
     /* What Node's child_process (libuv's UV_CREATE_PIPE) gives a child. */
@@ -663,56 +715,19 @@ static void read_block_over(bool sock) {
   c.child = fork();
   assert_true(c.child >= 0);
   if (c.child == 0) {
-    int code = 0;
     struct stat st;
     ino_t ino = fstat(to_parent[1], &st) == 0 ? st.st_ino : 0;
-    alarm(90); /* a step that never ends kills the child: the test fails */
-    bool shown = wchan_shown(parent);
     close(to_parent[0]);
     close(to_child[1]);
-    /* The first message wakes the loop through epoll (the link's
-     * descriptor is registered in the first wait); from then on the
-     * parent waits in read(2). */
-    if (!child_call(to_parent[1], to_child[0],
-                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
-                    "\"pong\""))
-      code = 2;
-    else if (!wait_parent_blocked(parent, ino, sock, shown))
-      code = 3;
-    else if (!child_call(to_parent[1], to_child[0],
-                         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
-                         "\"pong\""))
-      code = 4;
-    else if (!wait_parent_blocked(parent, ino, sock, shown))
-      code = 5;
-    else if (!child_call(
-                 to_parent[1], to_child[0],
-                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"later\"}\n",
-                 "\"later\""))
-      code = 6;
-    else if (!wait_parent_blocked(parent, ino, sock, shown))
-      code = 7;
-    if (code == 0)
-      kill(parent, SIGUSR1);
-    /* The pipe stays open until the parent kills us (60 s at most). */
-    for (int i = 0; code == 0 && i < 600; i++) {
-      struct timespec ts = {0, 100 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-    }
-    _exit(code);
+    block_child_script(parent, to_parent[1], to_child[0], ino, sock,
+                       "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"later\"}\n",
+                       "\"later\"", 90);
   }
   close(to_parent[1]);
   close(to_child[0]);
   block_parent_run(&c, to_parent[0], to_child[1]);
   bool alive = c.child_alive_at_signal;
-  kill(c.child, SIGKILL);
-  assert_int_equal(waitpid(c.child, &status, 0), c.child);
-  /* Killed by us, so it passed every step (an exit code says which step
-   * failed). */
-  if (WIFEXITED(status))
-    fail_msg("the child failed at step %d", WEXITSTATUS(status));
-  assert_true(WIFSIGNALED(status));
-  assert_int_equal(WTERMSIG(status), SIGKILL);
+  block_reap_child(&c);
   assert_int_equal(c.pings, 2);
   assert_int_equal(c.laters, 1);
   assert_int_equal(c.signals, 1);
@@ -797,60 +812,28 @@ static void test_uv_rpc_read_block_signal_in_callback(void **state) {
 static void read_block_unseen(bool fresh) {
   block_ctx c;
   int to_parent[2], to_child[2];
-  int status = 0;
   const char *ask =
       fresh ? "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"fresh\"}\n"
             : "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"later\"}\n";
   memset(&c, 0, sizeof(c));
-  c.no_other = fresh;
-  c.unref_other = !fresh;
+  c.other_mode = fresh ? OTHER_NONE : OTHER_UNREF;
   assert_int_equal(pipe(to_parent), 0);
   assert_int_equal(pipe(to_child), 0);
   pid_t parent = getpid();
   c.child = fork();
   assert_true(c.child >= 0);
   if (c.child == 0) {
-    int code = 0;
     struct stat st;
     ino_t ino = fstat(to_parent[1], &st) == 0 ? st.st_ino : 0;
-    alarm(30);
-    bool shown = wchan_shown(parent);
     close(to_parent[0]);
     close(to_child[1]);
-    if (!child_call(to_parent[1], to_child[0],
-                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
-                    "\"pong\""))
-      code = 2;
-    else if (!wait_parent_blocked(parent, ino, false, shown))
-      code = 3;
-    else if (!child_call(to_parent[1], to_child[0],
-                         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
-                         "\"pong\""))
-      code = 4;
-    else if (!wait_parent_blocked(parent, ino, false, shown))
-      code = 5;
-    else if (!child_call(to_parent[1], to_child[0], ask,
-                         fresh ? "\"fresh\"" : "\"later\""))
-      code = 6;
-    else if (!wait_parent_blocked(parent, ino, false, shown))
-      code = 7;
-    if (code == 0)
-      kill(parent, SIGUSR1);
-    for (int i = 0; code == 0 && i < 600; i++) {
-      struct timespec ts = {0, 100 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-    }
-    _exit(code);
+    block_child_script(parent, to_parent[1], to_child[0], ino, false, ask,
+                       fresh ? "\"fresh\"" : "\"later\"", 30);
   }
   close(to_parent[1]);
   close(to_child[0]);
   block_parent_run(&c, to_parent[0], to_child[1]);
-  kill(c.child, SIGKILL);
-  assert_int_equal(waitpid(c.child, &status, 0), c.child);
-  if (WIFEXITED(status))
-    fail_msg("the child failed at step %d", WEXITSTATUS(status));
-  assert_true(WIFSIGNALED(status));
-  assert_int_equal(WTERMSIG(status), SIGKILL);
+  block_reap_child(&c);
   assert_int_equal(c.pings, 2);
   assert_int_equal(c.freshes, fresh ? 1 : 0);
   assert_int_equal(c.laters, fresh ? 0 : 1);
