@@ -93,43 +93,6 @@ struct acp_json_doc {
   uint64_t shape_hits;
 };
 
-/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0. */
-static inline size_t acp__utf8_seq(const unsigned char *p,
-                                   const unsigned char *end) {
-  unsigned c = p[0];
-  size_t avail = (size_t)(end - p);
-  unsigned lo = 0x80;
-  unsigned hi = 0xBF;
-
-  if (c < 0xC2)
-    return 0; /* stray continuation byte or overlong C0/C1 lead */
-  if (c < 0xE0) {
-    if (avail < 2 || (p[1] & 0xC0) != 0x80)
-      return 0;
-    return 2;
-  }
-  if (c < 0xF0) {
-    if (c == 0xE0)
-      lo = 0xA0; /* overlong */
-    else if (c == 0xED)
-      hi = 0x9F; /* UTF-16 surrogates encoded in UTF-8 */
-    if (avail < 3 || p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80)
-      return 0;
-    return 3;
-  }
-  if (c < 0xF5) {
-    if (c == 0xF0)
-      lo = 0x90; /* overlong */
-    else if (c == 0xF4)
-      hi = 0x8F; /* above U+10FFFF */
-    if (avail < 4 || p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80 ||
-        (p[3] & 0xC0) != 0x80)
-      return 0;
-    return 4;
-  }
-  return 0;
-}
-
 #if defined(__SSE2__)
 #include <emmintrin.h>
 /* The bytes of a 16-byte block that end a plain run of string text: quote,
@@ -332,9 +295,5 @@ ACP__JSON_INLINE int acp__json_doc_str_inl(acp_json_doc *doc,
   }
   return acp_json_doc_str(doc, v, s, len);
 }
-
-/* Validate that s[0..len) is UTF-8 (no overlongs, no surrogates, at most
- * U+10FFFF). Returns the offset of the first bad byte, or len. */
-size_t acp__utf8_check(const char *s, size_t len);
 
 #endif /* ACP_JSON_INT_H */

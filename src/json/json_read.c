@@ -56,34 +56,6 @@ static inline int is_digit(unsigned char c) {
   return (unsigned)(c - '0') < 10;
 }
 
-/* MARK: - UTF-8 */
-
-size_t acp__utf8_check(const char *s, size_t len) {
-  const unsigned char *p = (const unsigned char *)s;
-  const unsigned char *end = p + len;
-  uint64_t w;
-  size_t n;
-
-  while (p < end) {
-    if (end - p >= 8) {
-      memcpy(&w, p, 8);
-      if ((w & HIGHS) == 0) {
-        p += 8;
-        continue;
-      }
-    }
-    if (*p < 0x80) {
-      p++;
-      continue;
-    }
-    n = acp__utf8_seq(p, end);
-    if (n == 0)
-      return (size_t)(p - (const unsigned char *)s);
-    p += n;
-  }
-  return len;
-}
-
 /* MARK: - Document (Public) */
 
 int acp_json_doc_new(acp_json_doc **out, const acp_mem *mem) {

@@ -210,51 +210,9 @@ int acp__ws_queue_close(acp__ws *ws, int code, const char *reason,
 
 /* MARK: - Receiving (Private) */
 
+/* RFC 6455 5.6: a text message (and a close reason) is UTF-8. */
 static bool utf8_valid(const uint8_t *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    /* ASCII eight bytes at a time: JSON is mostly ASCII. */
-    if (i + 8 <= n) {
-      uint64_t v;
-      memcpy(&v, s + i, 8);
-      if ((v & 0x8080808080808080ull) == 0) {
-        i += 8;
-        continue;
-      }
-    }
-    uint8_t c = s[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t k;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      k = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      k = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      k = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (n - i <= k)
-      return false;
-    for (size_t j = 1; j <= k; j++) {
-      if ((s[i + j] & 0xC0) != 0x80)
-        return false;
-      cp = (cp << 6) | (s[i + j] & 0x3F);
-    }
-    if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) ||
-        (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += k + 1;
-  }
-  return true;
+  return acp__utf8_valid_len(s, n) == n;
 }
 
 static acp_ssize fail(acp__ws *ws, int code, int err) {

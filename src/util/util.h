@@ -39,6 +39,51 @@ static inline void acp__free(const acp_mem *m, void *p) {
 /* acp_json_write_keyz() with a string literal key (no strlen per key). */
 #define ACP__W_KEYL(w, lit) acp_json_write_key((w), "" lit "", sizeof(lit) - 1)
 
+/* UTF-8 as JSON and WebSocket text want it: no overlong forms, no UTF-16
+ * surrogates, nothing above U+10FFFF. The length of the valid sequence at
+ * p (lead byte >= 0x80, p < end), or 0. */
+static inline size_t acp__utf8_seq(const unsigned char *p,
+                                   const unsigned char *end) {
+  unsigned c = p[0];
+  size_t avail = (size_t)(end - p);
+  unsigned lo = 0x80;
+  unsigned hi = 0xBF;
+
+  if (c < 0xC2)
+    return 0; /* stray continuation byte or overlong C0/C1 lead */
+  if (c < 0xE0) {
+    if (avail < 2 || (p[1] & 0xC0) != 0x80)
+      return 0;
+    return 2;
+  }
+  if (c < 0xF0) {
+    if (c == 0xE0)
+      lo = 0xA0; /* overlong */
+    else if (c == 0xED)
+      hi = 0x9F; /* UTF-16 surrogates encoded in UTF-8 */
+    if (avail < 3 || p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80)
+      return 0;
+    return 3;
+  }
+  if (c < 0xF5) {
+    if (c == 0xF0)
+      lo = 0x90; /* overlong */
+    else if (c == 0xF4)
+      hi = 0x8F; /* above U+10FFFF */
+    if (avail < 4 || p[1] < lo || p[1] > hi || (p[2] & 0xC0) != 0x80 ||
+        (p[3] & 0xC0) != 0x80)
+      return 0;
+    return 4;
+  }
+  return 0;
+}
+
+/* The length of the longest prefix of s[0..n) that is whole, valid UTF-8
+ * (by acp__utf8_seq()'s rules): n when all of it is, else the offset of the
+ * sequence that is not (or is cut short by the end). ASCII runs are taken
+ * 64 bytes a step where SSE2 is there, 8 otherwise. */
+size_t acp__utf8_valid_len(const void *s, size_t n);
+
 /* Copy `mem` (or the default allocator) into `dst`. */
 void acp__mem_init(acp_mem *dst, const acp_mem *mem);
 

@@ -1303,6 +1303,114 @@ static void test_json_utf8_wide_steps_match_byte_steps(void **state) {
   acp_json_writer_free(w);
 }
 
+/* The Unicode Standard's table 3-7 (well-formed UTF-8 byte sequences),
+ * byte by byte: the length of the longest valid prefix of s[0..n). Written
+ * apart from acp__utf8_seq() so that the two can disagree. */
+static size_t utf8_ref_len(const unsigned char *s, size_t n) {
+  static const struct {
+    unsigned char lo, hi; /* lead bytes */
+    unsigned char len;
+    unsigned char lo2, hi2; /* second byte */
+  } rows[] = {{0x00, 0x7F, 1, 0, 0},       {0xC2, 0xDF, 2, 0x80, 0xBF},
+              {0xE0, 0xE0, 3, 0xA0, 0xBF}, {0xE1, 0xEC, 3, 0x80, 0xBF},
+              {0xED, 0xED, 3, 0x80, 0x9F}, {0xEE, 0xEF, 3, 0x80, 0xBF},
+              {0xF0, 0xF0, 4, 0x90, 0xBF}, {0xF1, 0xF3, 4, 0x80, 0xBF},
+              {0xF4, 0xF4, 4, 0x80, 0x8F}};
+  size_t i = 0;
+
+  while (i < n) {
+    size_t r, k;
+    for (r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+      if (s[i] >= rows[r].lo && s[i] <= rows[r].hi)
+        break;
+    if (r == sizeof(rows) / sizeof(rows[0]) || i + rows[r].len > n)
+      return i;
+    for (k = 1; k < rows[r].len; k++) {
+      unsigned char lo = k == 1 ? rows[r].lo2 : 0x80;
+      unsigned char hi = k == 1 ? rows[r].hi2 : 0xBF;
+      if (s[i + k] < lo || s[i + k] > hi)
+        return i;
+    }
+    i += rows[r].len;
+  }
+  return n;
+}
+
+/* acp__utf8_valid_len() (the WebSocket codec's check of every text
+ * message) against the table: every lead byte with second bytes on both
+ * sides of each range's edges, at offsets on both sides of its 16- and
+ * 64-byte steps, whole and cut short; then random mostly-ASCII texts. */
+static void test_utf8_valid_len_matches_the_table(void **state) {
+  static const unsigned char seconds[] = {0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90,
+                                          0x9F, 0xA0, 0xBF, 0xC0, 0xFF};
+  static const unsigned char thirds[] = {0x80, 0xBF, 0x41, 0xC0};
+  static const size_t offsets[] = {0,  1,  15, 16, 17, 47,
+                                   63, 64, 65, 79, 80, 130};
+  static const size_t tails[] = {0, 1, 15, 16, 70};
+  unsigned char buf[256];
+  size_t cases = 0, valid = 0;
+  unsigned lead;
+  unsigned seed = 12345;
+  int i;
+  (void)state;
+
+  for (lead = 0x80; lead <= 0xFF; lead++) {
+    size_t a, b, c, o, t;
+    for (a = 0; a < sizeof(seconds); a++)
+      for (b = 0; b < sizeof(thirds); b++)
+        for (c = 0; c < 2; c++)
+          for (o = 0; o < sizeof(offsets) / sizeof(offsets[0]); o++)
+            for (t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+              size_t at = offsets[o];
+              size_t n = at + 4 + tails[t];
+              /* cut after each byte of the sequence, and whole */
+              const size_t cuts[] = {at + 1, at + 2, at + 3, n};
+              size_t k;
+              memset(buf, 'a', sizeof(buf));
+              buf[at] = (unsigned char)lead;
+              buf[at + 1] = seconds[a];
+              buf[at + 2] = thirds[b];
+              buf[at + 3] = thirds[c];
+              for (k = 0; k < 4; k++) {
+                size_t want = utf8_ref_len(buf, cuts[k]);
+                assert_int_equal(acp__utf8_valid_len(buf, cuts[k]), want);
+                cases++;
+                valid += want == cuts[k];
+              }
+            }
+  }
+  /* Random texts: mostly ASCII, now and then any byte, or a valid
+   * two-, three- or four-byte character. */
+  for (i = 0; i < 20000; i++) {
+    size_t n = 0, want;
+    size_t len = (size_t)(i % 250);
+    while (n < len) {
+      unsigned r;
+      seed = seed * 1103515245u + 12345u;
+      r = (seed >> 16) & 0x7FFF;
+      if (r % 97 == 0) {
+        buf[n++] = (unsigned char)(r >> 7);
+      } else if (r % 13 == 0 && n + 4 <= len) {
+        static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac",
+                                            "\xf0\x9f\x98\x80", "\xed\x9f\xbf"};
+        const char *ch = chars[(r >> 4) & 3];
+        memcpy(buf + n, ch, strlen(ch));
+        n += strlen(ch);
+      } else {
+        buf[n++] = (unsigned char)(0x20 + r % 95);
+      }
+    }
+    want = utf8_ref_len(buf, n);
+    assert_int_equal(acp__utf8_valid_len(buf, n), want);
+    valid += want == n;
+    cases++;
+  }
+  /* Both verdicts, many times each. */
+  assert_true(valid > 10000);
+  assert_true(cases - valid > 10000);
+  assert_int_equal(acp__utf8_valid_len(NULL, 0), 0);
+}
+
 static void test_json_wide_steps_stop_at_every_offset(void **state) {
   static const char *const specials[] = {
       "\"",           "\\",   "\n",       "\x01", "\x1f",
@@ -2293,6 +2401,7 @@ int main(void) {
       cmocka_unit_test(test_json_wide_steps_stop_at_every_offset),
       cmocka_unit_test(test_json_writer_short_strings_every_length_and_offset),
       cmocka_unit_test(test_json_utf8_wide_steps_match_byte_steps),
+      cmocka_unit_test(test_utf8_valid_len_matches_the_table),
       cmocka_unit_test(test_json_writer_structural_misuse),
       cmocka_unit_test(test_json_writer_cap),
       cmocka_unit_test(test_json_allocation_failures),
