@@ -721,11 +721,12 @@ static int send_text(wconn *c, const char *p1, size_t n1, const char *p2,
   if (!w)
     return ACP_ERR_NOMEM;
   memcpy(w->data, hdr, hl);
+  /* The copy masks: one pass over the payload. */
   if (n1)
-    memcpy(w->data + hl, p1, n1);
+    acp__ws_copy_mask((uint8_t *)w->data + hl, (const uint8_t *)p1, n1, m, 0);
   if (n2)
-    memcpy(w->data + hl + n1, p2, n2);
-  acp__ws_apply_mask((uint8_t *)w->data + hl, n1 + n2, m, 0);
+    acp__ws_copy_mask((uint8_t *)w->data + hl + n1, (const uint8_t *)p2, n2, m,
+                      n1);
   if (c->tcp_closed || c->wr_eof || c->state != C_OPEN) {
     acp__free(&c->mem, w);
     report_credit(c, credit);

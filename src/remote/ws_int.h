@@ -107,6 +107,10 @@ acp_ssize acp__ws_recv(acp__ws *ws, const uint8_t *data, size_t len,
 size_t acp__ws_header(uint8_t out[14], int op, uint64_t len,
                       const uint8_t *mask);
 
+/* dst[0..n) = src[0..n) XOR `mask`, the payload starting at offset `at`
+ * (dst may be src). */
+void acp__ws_copy_mask(uint8_t *dst, const uint8_t *src, size_t n,
+                       const uint8_t mask[4], uint64_t at);
 /* XOR p[0..n) with `mask`, the payload starting at offset `at`. */
 void acp__ws_apply_mask(uint8_t *p, size_t n, const uint8_t mask[4],
                         uint64_t at);

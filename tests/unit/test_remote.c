@@ -156,6 +156,75 @@ static void test_bad_frames_close_with_the_right_code(void **state) {
   expect_close(buf, n, false, ACP_ERR_PROTOCOL, 1002);
 }
 
+/* The wide masking against the rule of RFC 6455 5.3, byte by byte: every
+ * phase, lengths across the 8-, 16- and 64-byte steps, misaligned source
+ * and destination, apart and in place. */
+static void test_masking_matches_the_rule_at_every_phase(void **state) {
+  static const uint8_t mask[4] = {0x5a, 0xc3, 0x01, 0xfe};
+  uint8_t src[300], dst[300], want[300];
+  uint64_t at;
+  size_t n, so, i;
+  (void)state;
+  for (i = 0; i < sizeof(src); i++)
+    src[i] = (uint8_t)(i * 7 + 3);
+  for (at = 0; at < 9; at++)
+    for (n = 0; n <= 200; n += n < 20 ? 1 : 13)
+      for (so = 0; so < 4; so++) {
+        for (i = 0; i < n; i++)
+          want[i] = src[so + i] ^ mask[(at + i) & 3];
+        memset(dst, 0xAA, sizeof(dst));
+        acp__ws_copy_mask(dst + 3 - so, src + so, n, mask, at);
+        assert_memory_equal(dst + 3 - so, want, n);
+        assert_int_equal(dst[3 - so + n], 0xAA); /* nothing past n */
+        memcpy(dst, src, sizeof(src));
+        acp__ws_apply_mask(dst + so, n, mask, at);
+        assert_memory_equal(dst + so, want, n);
+      }
+}
+
+/* A text message becomes one line: its CRs and LFs spaces, its UTF-8
+ * checked in the same pass, wherever they fall around the 16-byte steps;
+ * a bad sequence after a line feed still closes with 1007. */
+static void test_text_message_becomes_one_checked_line(void **state) {
+  static const char *const specials[] = {
+      "\n", "\r", "\r\n", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+  size_t at, k;
+  (void)state;
+  for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++)
+    for (at = 0; at < 70; at++) {
+      char text[120], want[120];
+      uint8_t buf[256];
+      acp__ws ws;
+      got g = {0};
+      size_t sl = strlen(specials[k]), n = at + sl + 40, i, fl;
+      memset(text, 'x', n);
+      memcpy(text + at, specials[k], sl);
+      text[n - 1] = '\n'; /* and one at the end */
+      memcpy(want, text, n);
+      for (i = 0; i < n; i++)
+        if (want[i] == '\n' || want[i] == '\r')
+          want[i] = ' ';
+      want[n] = '\0';
+      acp__ws_init(&ws, false, 1024, NULL);
+      fl = frame(buf, ACP__WS_OP_TEXT, true, text, n, M);
+      assert_int_equal(acp__ws_recv(&ws, buf, fl, on_msg, &g), (acp_ssize)fl);
+      assert_int_equal(g.n, 1);
+      assert_string_equal(g.text[0], want);
+      acp__ws_dispose(&ws);
+
+      /* an overlong '/' (C0 AF) after the special */
+      memcpy(text + at + sl, "\xc0\xaf", 2);
+      memset(&g, 0, sizeof(g));
+      acp__ws_init(&ws, false, 1024, NULL);
+      fl = frame(buf, ACP__WS_OP_TEXT, true, text, n, M);
+      assert_int_equal(acp__ws_recv(&ws, buf, fl, on_msg, &g),
+                       ACP_ERR_PROTOCOL);
+      assert_int_equal(ws.close_code, 1007);
+      assert_int_equal(g.n, 0);
+      acp__ws_dispose(&ws);
+    }
+}
+
 static void test_close_is_echoed_and_binary_ignored(void **state) {
   acp__ws ws;
   got g = {0};
@@ -4522,6 +4591,8 @@ int main(void) {
       cmocka_unit_test(test_server_reassembles_fragments_around_a_ping),
       cmocka_unit_test(test_pause_stops_after_the_message),
       cmocka_unit_test(test_bad_frames_close_with_the_right_code),
+      cmocka_unit_test(test_masking_matches_the_rule_at_every_phase),
+      cmocka_unit_test(test_text_message_becomes_one_checked_line),
       cmocka_unit_test(test_close_is_echoed_and_binary_ignored),
       cmocka_unit_test(test_codec_allocation_failures),
       cmocka_unit_test(test_upgrade_requests_get_the_right_status),
