@@ -1613,6 +1613,124 @@ static spair *stall_case(int mode) {
   return h;
 }
 
+/* MARK: - A long frame in pieces */
+
+/* A text frame over 1 MiB whose head arrives alone, then its payload in
+ * three writes: the message buffer, reserved when the head was parsed, is
+ * not released between the head and the payload (it once was, at a read
+ * that ended right after the head, when it held no byte yet: the next
+ * read wrote through a null pointer). */
+enum { SPLIT_LEN = (3 << 19) + 11 }; /* 1.5 MiB and a bit */
+
+typedef struct split_case {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *link;
+  int port;
+  uv_thread_t th;
+  size_t got, bad;
+  bool whole;
+} split_case;
+
+static char split_byte(size_t i) {
+  return i == 0 || i == SPLIT_LEN - 1 ? '"' : (char)('a' + i % 26);
+}
+
+static void split_read(acp_uv_link *l, int status, const char *d, size_t n,
+                       void *ud) {
+  split_case *sc = ud;
+  if (status == 0) {
+    for (size_t i = 0; i < n; i++, sc->got++)
+      if (sc->got < SPLIT_LEN ? d[i] != split_byte(sc->got) : d[i] != '\n')
+        sc->bad++;
+    if (sc->got < SPLIT_LEN + 1)
+      return;
+    sc->whole = true;
+  }
+  acp_uv_link_close(l, 1000, NULL, NULL);
+  sc->link = NULL;
+  acp_remote_server_close(sc->srv);
+  sc->srv = NULL;
+}
+
+static void split_accept(acp_remote_server *s, acp_uv_link *link,
+                         const char *id, void *ud) {
+  split_case *sc = ud;
+  (void)s;
+  (void)id;
+  sc->link = link;
+  acp_uv_link_read_start(link, split_read, sc);
+}
+
+static void split_write(int fd, const uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(fd, p, n);
+    assert_true(k > 0);
+    p += k;
+    n -= (size_t)k;
+  }
+}
+
+static void split_client(void *arg) {
+  split_case *sc = arg;
+  static const uint8_t mask[4] = {0x11, 0x22, 0x33, 0x44};
+  char resp[1024];
+  size_t have = 0;
+  int fd = raw_connect(sc->port);
+  char req[512];
+  snprintf(req, sizeof(req),
+           "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" UP "\r\n", sc->port);
+  raw_send(fd, req);
+  while (have < sizeof(resp) - 1) {
+    ssize_t k = read(fd, resp + have, sizeof(resp) - 1 - have);
+    assert_true(k > 0);
+    have += (size_t)k;
+    resp[have] = '\0';
+    if (strstr(resp, "\r\n\r\n"))
+      break;
+  }
+  assert_non_null(strstr(resp, " 101 "));
+  uint8_t *f = malloc(14 + SPLIT_LEN);
+  assert_non_null(f);
+  size_t hl = acp__ws_header(f, ACP__WS_OP_TEXT, SPLIT_LEN, mask);
+  for (size_t i = 0; i < SPLIT_LEN; i++)
+    f[hl + i] = (uint8_t)split_byte(i) ^ mask[i & 3];
+  split_write(fd, f, hl); /* the head alone, read alone */
+  uv_sleep(150);
+  size_t third = SPLIT_LEN / 3;
+  split_write(fd, f + hl, third);
+  uv_sleep(30);
+  split_write(fd, f + hl + third, third);
+  uv_sleep(30);
+  split_write(fd, f + hl + 2 * third, SPLIT_LEN - 2 * third);
+  free(f);
+  /* until the server closes */
+  while (read(fd, resp, sizeof(resp)) > 0)
+    ;
+  close(fd);
+}
+
+static void test_long_frame_with_its_head_alone_arrives_whole(void **state) {
+  split_case *sc = calloc(1, sizeof(*sc));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  (void)state;
+  assert_non_null(sc);
+  so.max_message = (size_t)4 << 20;
+  assert_int_equal(uv_loop_init(&sc->loop), 0);
+  assert_int_equal(acp_remote_server_new(&sc->srv, &sc->loop, &so, split_accept,
+                                         sc, NULL, NULL),
+                   0);
+  sc->port = acp_remote_server_port(sc->srv);
+  assert_int_equal(uv_thread_create(&sc->th, split_client, sc), 0);
+  assert_int_equal(uv_run(&sc->loop, UV_RUN_DEFAULT), 0);
+  uv_thread_join(&sc->th);
+  assert_int_equal(uv_loop_close(&sc->loop), 0);
+  assert_true(sc->whole);
+  assert_int_equal(sc->bad, 0);
+  assert_int_equal(sc->got, SPLIT_LEN + 1);
+  free(sc);
+}
+
 static void test_unread_sse_stream_stalls_out(void **state) {
   (void)state;
   spair *h = stall_case(ST_SSE_MUTE);
@@ -4621,6 +4739,7 @@ int main(void) {
       cmocka_unit_test(test_unread_sse_stream_backs_up_into_the_link),
       cmocka_unit_test(test_unread_sse_stream_stalls_out),
       cmocka_unit_test(test_unread_websocket_stalls_out),
+      cmocka_unit_test(test_long_frame_with_its_head_alone_arrives_whole),
       cmocka_unit_test(test_slow_sse_reader_is_not_cut),
       cmocka_unit_test(test_http2_stream_without_window_stalls_out),
       cmocka_unit_test(test_http2_stream_given_window_slowly_is_not_cut),
