@@ -378,7 +378,32 @@ typedef struct pair {
   uv_timer_t stop;
   /* big_case: what the server side read, checked as it comes */
   size_t big_in, big_bad;
+  /* big_echo: the server answers the big line with one as big, which
+   * the client checks as it comes */
+  size_t big_echo, big_back, big_back_bad;
 } pair;
+
+/* The big line: "[" then digits 0..9 in turn, then "]\n" (len - 3
+ * digits). Free with free(). */
+static char *big_line(size_t len) {
+  char *m = malloc(len);
+  assert_non_null(m);
+  m[0] = '[';
+  for (size_t i = 1; i < len - 2; i++)
+    m[i] = (char)('0' + (i - 1) % 10);
+  m[len - 2] = ']';
+  m[len - 1] = '\n';
+  return m;
+}
+
+/* Whether byte i of big_line() is c. */
+static bool big_byte_ok(size_t i, size_t len, char c) {
+  if (i == 0)
+    return c == '[';
+  if (i >= len - 2)
+    return c == (i == len - 2 ? ']' : '\n');
+  return c == (char)('0' + (i - 1) % 10);
+}
 
 static bool has(const char *d, size_t n, const char *needle) {
   size_t k = strlen(needle);
@@ -409,7 +434,11 @@ static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
       if (d[i] != want)
         p->big_bad++;
     }
-    if (n > 0 && d[n - 1] == '\n') {
+    if (n > 0 && d[n - 1] == '\n' && p->big_echo) {
+      char *m = big_line(p->big_echo);
+      rv = acp_uv_link_write(l, m, p->big_echo);
+      free(m);
+    } else if (n > 0 && d[n - 1] == '\n') {
       static const char r[] = "\"big\"\n";
       rv = acp_uv_link_write(l, r, sizeof(r) - 1);
     }
@@ -445,10 +474,17 @@ static void cli_read(acp_uv_link *l, int status, const char *d, size_t n,
     p->srv = NULL;
     return;
   }
-  assert_true(p->got_len + n <= sizeof(p->got));
-  memcpy(p->got + p->got_len, d, n);
-  p->got_len += n;
-  if (p->got_len >= (p->want ? p->want : 30)) {
+  if (p->big_echo) {
+    for (size_t i = 0; i < n; i++, p->big_back++)
+      if (!big_byte_ok(p->big_back, p->big_echo, d[i]))
+        p->big_back_bad++;
+  } else {
+    assert_true(p->got_len + n <= sizeof(p->got));
+    memcpy(p->got + p->got_len, d, n);
+    p->got_len += n;
+  }
+  if (p->big_echo ? p->big_back >= p->big_echo
+                  : p->got_len >= (p->want ? p->want : 30)) {
     acp_uv_link_close(l, 1000, NULL, NULL);
     p->cli = NULL;
     if (p->keep_srv)
@@ -666,6 +702,30 @@ static void test_streamable_http_big_post_partly_written(void **state) {
   run_and_compare(p, want);
   assert_int_equal(p->big_bad, 0);
   assert_int_equal(p->big_in, (size_t)BIG + 3);
+  assert_int_equal(uv_loop_close(&p->loop), 0);
+  free(p);
+}
+
+/* A 3 MiB line each way over WebSocket, over many socket reads: the
+ * server's codec unmasks the client's frame as it copies it, the client's
+ * takes the server's plain one; both arrive whole. */
+static void test_websocket_big_lines_both_ways(void **state) {
+  pair *p = calloc(1, sizeof(*p));
+  (void)state;
+  assert_non_null(p);
+  enum { BIG = (3 << 20) + 5 };
+  p->transport = ACP_REMOTE_WEBSOCKET;
+  p->big_echo = BIG;
+  char *m = big_line(BIG);
+  start(p, NULL, NULL);
+  assert_int_equal(acp_uv_link_write(p->cli, m, BIG), 0);
+  free(m);
+  assert_int_equal(uv_run(&p->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(p->status, 0);
+  assert_int_equal(p->big_bad, 0);
+  assert_int_equal(p->big_in, (size_t)BIG);
+  assert_int_equal(p->big_back_bad, 0);
+  assert_int_equal(p->big_back, (size_t)BIG);
   assert_int_equal(uv_loop_close(&p->loop), 0);
   free(p);
 }
@@ -4740,6 +4800,7 @@ int main(void) {
       cmocka_unit_test(test_unread_sse_stream_stalls_out),
       cmocka_unit_test(test_unread_websocket_stalls_out),
       cmocka_unit_test(test_long_frame_with_its_head_alone_arrives_whole),
+      cmocka_unit_test(test_websocket_big_lines_both_ways),
       cmocka_unit_test(test_slow_sse_reader_is_not_cut),
       cmocka_unit_test(test_http2_stream_without_window_stalls_out),
       cmocka_unit_test(test_http2_stream_given_window_slowly_is_not_cut),
