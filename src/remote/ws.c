@@ -246,8 +246,9 @@ static bool utf8_valid(const uint8_t *s, size_t n) {
 
 /*
  * utf8_valid(), and every CR and LF of d[0..n) made a space on the way: a
- * message becomes one NDJSON line (outside strings they are whitespace,
- * inside one JSON forbids them raw, so the parser's verdict is the same).
+ * message becomes one NDJSON line. Outside strings they are whitespace,
+ * which a space is too; inside one JSON allows them only escaped, and a
+ * raw one becomes a space in the text instead of cutting the line in two.
  * One pass instead of three (the check, a memchr for each) over a long
  * message.
  */

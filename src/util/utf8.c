@@ -14,6 +14,8 @@
 #endif
 
 size_t acp__utf8_valid_len(const void *s, size_t n) {
+  if (n == 0)
+    return 0; /* s may be NULL: no arithmetic on it */
   const unsigned char *p = s;
   const unsigned char *end = p + n;
 
