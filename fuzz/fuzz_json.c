@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "acp/json.h"
 #include "json/json_int.h" /* acp__json_no_avx2: the wide steps on and off */
 
@@ -39,14 +40,6 @@
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                 \
-    }                                                                          \
-  } while (0)
 
 #ifdef ACP_HAVE_JSONC
 static int jsonc_accepts(const uint8_t *data, size_t size) {

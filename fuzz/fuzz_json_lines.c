@@ -22,18 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "acp/json.h"
 #include "json/json_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                 \
-    }                                                                          \
-  } while (0)
 
 static uint32_t depth_of(uint8_t b) {
   return b < 0x80 ? (uint32_t)(b % 8) + 1 : 0; /* 0: the default */
