@@ -244,47 +244,6 @@ static bool utf8_valid(const uint8_t *s, size_t n) {
   return acp__utf8_valid_len(s, n) == n;
 }
 
-/*
- * utf8_valid(), and every CR and LF of d[0..n) made a space on the way: a
- * message becomes one NDJSON line. Outside strings they are whitespace,
- * which a space is too; inside one JSON allows them only escaped, and a
- * raw one becomes a space in the text instead of cutting the line in two.
- * One pass instead of three (the check, a memchr for each) over a long
- * message.
- */
-static bool text_to_line(uint8_t *d, size_t n) {
-  uint8_t *p = d, *end = d + n;
-
-  while (p < end) {
-#if defined(__SSE2__)
-    const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
-    while (end - p >= 16) {
-      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-      int m = _mm_movemask_epi8(_mm_or_si128(
-          v, _mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr))));
-      if (m != 0) {
-        p += (unsigned)__builtin_ctz((unsigned)m);
-        break;
-      }
-      p += 16;
-    }
-    if (p == end)
-      break;
-#endif
-    if (*p == '\n' || *p == '\r') {
-      *p++ = ' ';
-    } else if (*p < 0x80) {
-      p++;
-    } else {
-      size_t k = acp__utf8_seq(p, end);
-      if (k == 0)
-        return false;
-      p += k;
-    }
-  }
-  return true;
-}
-
 static acp_ssize fail(acp__ws *ws, int code, int err) {
   ws->failed = true;
   int rv = acp__ws_queue_close(ws, code, NULL, NULL);
@@ -337,7 +296,7 @@ static int deliver(acp__ws *ws, acp__ws_msg_cb cb, void *ud) {
       return rv;
     d = (uint8_t *)ws->msg.data;
   }
-  if (ws->line_mode ? !text_to_line(d, n) : !utf8_valid(d, n))
+  if ((ws->line_mode ? acp__utf8_line(d, n) : acp__utf8_valid_len(d, n)) != n)
     return (int)fail(ws, ACP__WS_CLOSE_BAD_DATA, ACP_ERR_PROTOCOL);
   acp__buf_clear(&ws->msg);
   return cb(ud, (char *)d, n);

@@ -4,6 +4,7 @@
  * connection on invalid UTF-8), so a 1 MiB message is one pass that costs
  * little beside the copies around it.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -13,20 +14,39 @@
 #include <emmintrin.h>
 #endif
 
-size_t acp__utf8_valid_len(const void *s, size_t n) {
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+#if defined(__SSE2__)
+/* The bytes of v that stop a plain run: >= 0x80, and with `eol` CR or LF. */
+static ALWAYS_INLINE __m128i stops16(__m128i v, bool eol) {
+  if (!eol)
+    return v; /* the high bit is the test */
+  return _mm_or_si128(v, _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')),
+                                      _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
+}
+#endif
+
+/*
+ * The scan behind both entry points; `eol` is a constant at each call, so
+ * each gets its own loop. One block first (a text of other scripts pays
+ * one test a character); while that is plain, four blocks a step, one
+ * branch; the block that holds the byte that stops the run tells where.
+ */
+static ALWAYS_INLINE size_t scan(unsigned char *s, size_t n, bool eol) {
   if (n == 0)
     return 0; /* s may be NULL: no arithmetic on it */
-  const unsigned char *p = s;
+  unsigned char *p = s;
   const unsigned char *end = p + n;
 
   while (p < end) {
 #if defined(__SSE2__)
-    /* One block first (a text of other scripts pays one test a
-     * character); while that is ASCII, four blocks a step, one branch;
-     * the block that holds a byte >= 0x80 tells where it is. */
     while (end - p >= 16) {
-      int m =
-          _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)p));
+      int m = _mm_movemask_epi8(
+          stops16(_mm_loadu_si128((const __m128i *)(const void *)p), eol));
       if (m != 0) {
         p += (unsigned)__builtin_ctz((unsigned)m);
         break;
@@ -37,31 +57,52 @@ size_t acp__utf8_valid_len(const void *s, size_t n) {
         __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
         __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
         __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
-        if (_mm_movemask_epi8(
-                _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))) != 0)
+        if (_mm_movemask_epi8(_mm_or_si128(
+                _mm_or_si128(stops16(a, eol), stops16(b, eol)),
+                _mm_or_si128(stops16(c, eol), stops16(d, eol)))) != 0)
           break;
         p += 64;
       }
     }
 #else
+    /* Eight bytes a step while none is >= 0x80 (nor, with `eol`, is CR
+     * or LF: a word with a zero byte after XOR with it). */
+    const uint64_t ones = 0x0101010101010101ull;
+    const uint64_t highs = 0x8080808080808080ull;
     while (end - p >= 8) {
       uint64_t w;
       memcpy(&w, p, 8);
-      if ((w & 0x8080808080808080ull) != 0)
+      uint64_t stop = w & highs;
+      if (eol) {
+        uint64_t lf = w ^ (ones * '\n'), cr = w ^ (ones * '\r');
+        stop |= ((lf - ones) & ~lf & highs) | ((cr - ones) & ~cr & highs);
+      }
+      if (stop != 0)
         break;
       p += 8;
     }
 #endif
     if (p == end)
       break;
-    if (*p < 0x80) {
+    if (eol && (*p == '\n' || *p == '\r')) {
+      *p++ = ' ';
+    } else if (*p < 0x80) {
       p++;
-      continue;
+    } else {
+      size_t k = acp__utf8_seq(p, end);
+      if (k == 0)
+        return (size_t)(p - s);
+      p += k;
     }
-    size_t k = acp__utf8_seq(p, end);
-    if (k == 0)
-      return (size_t)(p - (const unsigned char *)s);
-    p += k;
   }
   return n;
+}
+
+size_t acp__utf8_valid_len(const void *s, size_t n) {
+  /* Never written through: eol is false. */
+  return scan((unsigned char *)(uintptr_t)s, n, false);
+}
+
+size_t acp__utf8_line(void *s, size_t n) {
+  return scan(s, n, true);
 }

@@ -83,6 +83,12 @@ static inline size_t acp__utf8_seq(const unsigned char *p,
  * sequence that is not (or is cut short by the end). ASCII runs are taken
  * 64 bytes a step where SSE2 is there, 8 otherwise. */
 size_t acp__utf8_valid_len(const void *s, size_t n);
+/* The same, and every CR and LF of that prefix made a space on the way
+ * (a WebSocket text message becomes one NDJSON line: outside strings they
+ * are whitespace, which a space is too; a raw one inside a string, which
+ * JSON allows only escaped, becomes a space instead of cutting the line
+ * in two). Bytes past the returned length are left as they were. */
+size_t acp__utf8_line(void *s, size_t n);
 
 /* Copy `mem` (or the default allocator) into `dst`. */
 void acp__mem_init(acp_mem *dst, const acp_mem *mem);

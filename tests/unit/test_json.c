@@ -1339,7 +1339,8 @@ static size_t utf8_ref_len(const unsigned char *s, size_t n) {
 /* acp__utf8_valid_len() (the WebSocket codec's check of every text
  * message) against the table: every lead byte with second bytes on both
  * sides of each range's edges, at offsets on both sides of its 16- and
- * 64-byte steps, whole and cut short; then random mostly-ASCII texts. */
+ * 64-byte steps, whole and cut short; then random mostly-ASCII texts,
+ * also through acp__utf8_line(), which blanks their CRs and LFs. */
 static void test_utf8_valid_len_matches_the_table(void **state) {
   static const unsigned char seconds[] = {0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90,
                                           0x9F, 0xA0, 0xBF, 0xC0, 0xFF};
@@ -1348,7 +1349,7 @@ static void test_utf8_valid_len_matches_the_table(void **state) {
                                    63, 64, 65, 79, 80, 130};
   static const size_t tails[] = {0, 1, 15, 16, 70};
   unsigned char buf[256];
-  size_t cases = 0, valid = 0;
+  size_t cases = 0, valid = 0, blanked = 0;
   unsigned lead;
   unsigned seed = 12345;
   int i;
@@ -1390,6 +1391,8 @@ static void test_utf8_valid_len_matches_the_table(void **state) {
       r = (seed >> 16) & 0x7FFF;
       if (r % 97 == 0) {
         buf[n++] = (unsigned char)(r >> 7);
+      } else if (r % 89 == 0) {
+        buf[n++] = (r & 1) ? '\n' : '\r';
       } else if (r % 13 == 0 && n + 4 <= len) {
         static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac",
                                             "\xf0\x9f\x98\x80", "\xed\x9f\xbf"};
@@ -1404,8 +1407,22 @@ static void test_utf8_valid_len_matches_the_table(void **state) {
     assert_int_equal(acp__utf8_valid_len(buf, n), want);
     valid += want == n;
     cases++;
+    /* The line form: the same length, and CR and LF of that prefix
+     * blanked, nothing else touched. */
+    {
+      unsigned char line[256];
+      size_t j;
+      memcpy(line, buf, n);
+      assert_int_equal(acp__utf8_line(line, n), want);
+      for (j = 0; j < n; j++)
+        assert_int_equal(line[j], j < want && (buf[j] == '\n' || buf[j] == '\r')
+                                      ? ' '
+                                      : buf[j]);
+      blanked += memchr(buf, '\n', want) != NULL;
+    }
   }
-  /* Both verdicts, many times each. */
+  /* Both verdicts, many times each; line feeds blanked now and then. */
+  assert_true(blanked > 100);
   assert_true(valid > 10000);
   assert_true(cases - valid > 10000);
   assert_int_equal(acp__utf8_valid_len(NULL, 0), 0);
