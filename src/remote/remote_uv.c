@@ -1098,15 +1098,7 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     c->h1_want = 0;
     acp__buf_dispose(&c->in);
   }
-  /* Not while a message is coming: the head of its first frame reserved
-   * the buffer for it, and a read that ended right after that head left
-   * it empty but spoken for (releasing it then made the next read of the
-   * payload write through a null pointer). */
-  if (c->ws.msg.cap > KEEP_MAX && c->ws.msg.len == 0 && c->ws.msg_op == 0) {
-    size_t max = c->ws.msg.max;
-    acp__buf_dispose(&c->ws.msg);
-    acp__buf_init(&c->ws.msg, &c->ws.mem, max);
-  }
+  acp__ws_trim(&c->ws, KEEP_MAX);
 }
 
 static void tcp_read(wconn *c, ssize_t n, const uv_buf_t *buf) {

@@ -121,6 +121,18 @@ void acp__ws_dispose(acp__ws *ws) {
   acp__buf_dispose(&ws->out);
 }
 
+void acp__ws_trim(acp__ws *ws, size_t keep) {
+  /* Only between messages: the head of a message's first frame reserves
+   * the buffer for its payload before any of it arrives, so an empty
+   * buffer may still be spoken for (releasing it then made the next read
+   * of the payload write through a null pointer). */
+  if (ws->msg.cap <= keep || ws->msg_op != 0)
+    return;
+  size_t max = ws->msg.max;
+  acp__buf_dispose(&ws->msg);
+  acp__buf_init(&ws->msg, &ws->mem, max);
+}
+
 size_t acp__ws_header(uint8_t out[14], int op, uint64_t len,
                       const uint8_t *mask) {
   size_t n = 0;

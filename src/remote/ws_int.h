@@ -86,6 +86,9 @@ typedef struct acp__ws {
 
 void acp__ws_init(acp__ws *ws, bool client, size_t max_msg, const acp_mem *mem);
 void acp__ws_dispose(acp__ws *ws);
+/* Release the message buffer if it has grown past `keep` bytes and no
+ * message is being put together (an idle connection keeps no big buffer). */
+void acp__ws_trim(acp__ws *ws, size_t keep);
 
 /*
  * Feed received bytes. Calls `cb` for each complete text message (binary

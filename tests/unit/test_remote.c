@@ -225,6 +225,45 @@ static void test_text_message_becomes_one_checked_line(void **state) {
     }
 }
 
+/* The codec keeps a message buffer the head of a frame reserved, even
+ * while it holds no byte, and releases a big one between messages. */
+static size_t trim_got;
+static int trim_msg(void *ud, char *d, size_t n) {
+  (void)ud;
+  (void)d;
+  trim_got = n;
+  return 0;
+}
+
+static void test_trim_keeps_a_reserved_buffer(void **state) {
+  enum { LEN = 70000 };
+  acp__ws ws;
+  uint8_t *buf = malloc(LEN + 14);
+  char *text = malloc(LEN);
+  size_t hl;
+  (void)state;
+  assert_non_null(buf);
+  assert_non_null(text);
+  memset(text, 'x', LEN);
+  hl = frame(buf, ACP__WS_OP_TEXT, true, text, LEN, M) - LEN;
+  acp__ws_init(&ws, false, 1 << 20, NULL);
+  trim_got = 0;
+  assert_int_equal(acp__ws_recv(&ws, buf, hl, trim_msg, NULL), (acp_ssize)hl);
+  assert_true(ws.msg.cap >= LEN);
+  acp__ws_trim(&ws, 1024); /* a message is coming: kept */
+  assert_true(ws.msg.cap >= LEN);
+  assert_int_equal(acp__ws_recv(&ws, buf + hl, LEN, trim_msg, NULL),
+                   (acp_ssize)LEN);
+  assert_int_equal(trim_got, LEN);
+  acp__ws_trim(&ws, 1 << 20); /* small enough: kept */
+  assert_true(ws.msg.cap >= LEN);
+  acp__ws_trim(&ws, 1024); /* between messages, over: released */
+  assert_int_equal(ws.msg.cap, 0);
+  acp__ws_dispose(&ws);
+  free(buf);
+  free(text);
+}
+
 static void test_close_is_echoed_and_binary_ignored(void **state) {
   acp__ws ws;
   got g = {0};
@@ -376,11 +415,13 @@ typedef struct pair {
   bool keep_srv;
   char dlog[256];
   uv_timer_t stop;
-  /* big_case: what the server side read, checked as it comes */
-  size_t big_in, big_bad;
-  /* big_echo: the server answers the big line with one as big, which
-   * the client checks as it comes */
-  size_t big_echo, big_back, big_back_bad;
+  /* big_case: the big line's length (big_line()), and what the server
+   * side read of it, checked as it comes */
+  size_t big_len, big_in, big_bad;
+  /* the server answers the big line with one as big, which the client
+   * checks as it comes (else with "big") */
+  bool big_echo;
+  size_t big_back, big_back_bad;
 } pair;
 
 /* The big line: "[" then digits 0..9 in turn, then "]\n" (len - 3
@@ -426,17 +467,12 @@ static void srv_read(acp_uv_link *l, int status, const char *d, size_t n,
     static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
     rv = acp_uv_link_write(l, r, sizeof(r) - 1);
   } else if (p->big_in || (n >= 5 && memcmp(d, "[0123", 5) == 0)) {
-    /* big_case: "[" then digits 0..9 in turn (from "[0"), then "]\n" */
-    for (size_t i = 0; i < n; i++, p->big_in++) {
-      char want = p->big_in == 0 ? '[' : (char)('0' + (p->big_in - 1) % 10);
-      if (d[i] == ']' || d[i] == '\n')
-        continue;
-      if (d[i] != want)
+    for (size_t i = 0; i < n; i++, p->big_in++)
+      if (!big_byte_ok(p->big_in, p->big_len, d[i]))
         p->big_bad++;
-    }
     if (n > 0 && d[n - 1] == '\n' && p->big_echo) {
-      char *m = big_line(p->big_echo);
-      rv = acp_uv_link_write(l, m, p->big_echo);
+      char *m = big_line(p->big_len);
+      rv = acp_uv_link_write(l, m, p->big_len);
       free(m);
     } else if (n > 0 && d[n - 1] == '\n') {
       static const char r[] = "\"big\"\n";
@@ -476,14 +512,14 @@ static void cli_read(acp_uv_link *l, int status, const char *d, size_t n,
   }
   if (p->big_echo) {
     for (size_t i = 0; i < n; i++, p->big_back++)
-      if (!big_byte_ok(p->big_back, p->big_echo, d[i]))
+      if (!big_byte_ok(p->big_back, p->big_len, d[i]))
         p->big_back_bad++;
   } else {
     assert_true(p->got_len + n <= sizeof(p->got));
     memcpy(p->got + p->got_len, d, n);
     p->got_len += n;
   }
-  if (p->big_echo ? p->big_back >= p->big_echo
+  if (p->big_echo ? p->big_back >= p->big_len
                   : p->got_len >= (p->want ? p->want : 30)) {
     acp_uv_link_close(l, 1000, NULL, NULL);
     p->cli = NULL;
@@ -688,13 +724,8 @@ static void test_streamable_http_big_post_partly_written(void **state) {
                              "\"big\"\n";
   p->want = sizeof(want) - 1;
   enum { BIG = 8 << 20 };
-  char *m = malloc(BIG + 3);
-  assert_non_null(m);
-  m[0] = '[';
-  for (size_t i = 1; i <= BIG; i++)
-    m[i] = (char)('0' + (i - 1) % 10);
-  m[BIG + 1] = ']';
-  m[BIG + 2] = '\n';
+  p->big_len = BIG + 3;
+  char *m = big_line(BIG + 3);
   start(p, NULL, NULL);
   assert_int_equal(acp_uv_link_write(p->cli, init, sizeof(init) - 1), 0);
   assert_int_equal(acp_uv_link_write(p->cli, m, BIG + 3), 0);
@@ -715,7 +746,8 @@ static void test_websocket_big_lines_both_ways(void **state) {
   assert_non_null(p);
   enum { BIG = (3 << 20) + 5 };
   p->transport = ACP_REMOTE_WEBSOCKET;
-  p->big_echo = BIG;
+  p->big_len = BIG;
+  p->big_echo = true;
   char *m = big_line(BIG);
   start(p, NULL, NULL);
   assert_int_equal(acp_uv_link_write(p->cli, m, BIG), 0);
@@ -1290,13 +1322,19 @@ static int raw_connect(int port) {
   return fd;
 }
 
-static void raw_send(int fd, const char *s) {
-  size_t n = strlen(s), off = 0;
-  while (off < n) {
-    ssize_t k = write(fd, s + off, n - off);
+/* All n bytes at p to fd (a blocking socket). */
+static void raw_write(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t k = write(fd, c, n);
     assert_true(k > 0);
-    off += (size_t)k;
+    c += k;
+    n -= (size_t)k;
   }
+}
+
+static void raw_send(int fd, const char *s) {
+  raw_write(fd, s, strlen(s));
 }
 
 static void hclient(void *arg) {
@@ -1722,15 +1760,6 @@ static void split_accept(acp_remote_server *s, acp_uv_link *link,
   acp_uv_link_read_start(link, split_read, sc);
 }
 
-static void split_write(int fd, const uint8_t *p, size_t n) {
-  while (n > 0) {
-    ssize_t k = write(fd, p, n);
-    assert_true(k > 0);
-    p += k;
-    n -= (size_t)k;
-  }
-}
-
 static void split_client(void *arg) {
   split_case *sc = arg;
   static const uint8_t mask[4] = {0x11, 0x22, 0x33, 0x44};
@@ -1755,14 +1784,14 @@ static void split_client(void *arg) {
   size_t hl = acp__ws_header(f, ACP__WS_OP_TEXT, SPLIT_LEN, mask);
   for (size_t i = 0; i < SPLIT_LEN; i++)
     f[hl + i] = (uint8_t)split_byte(i) ^ mask[i & 3];
-  split_write(fd, f, hl); /* the head alone, read alone */
+  raw_write(fd, f, hl); /* the head alone, read alone */
   uv_sleep(150);
   size_t third = SPLIT_LEN / 3;
-  split_write(fd, f + hl, third);
+  raw_write(fd, f + hl, third);
   uv_sleep(30);
-  split_write(fd, f + hl + third, third);
+  raw_write(fd, f + hl + third, third);
   uv_sleep(30);
-  split_write(fd, f + hl + 2 * third, SPLIT_LEN - 2 * third);
+  raw_write(fd, f + hl + 2 * third, SPLIT_LEN - 2 * third);
   free(f);
   /* until the server closes */
   while (read(fd, resp, sizeof(resp)) > 0)
@@ -4771,6 +4800,7 @@ int main(void) {
       cmocka_unit_test(test_bad_frames_close_with_the_right_code),
       cmocka_unit_test(test_masking_matches_the_rule_at_every_phase),
       cmocka_unit_test(test_text_message_becomes_one_checked_line),
+      cmocka_unit_test(test_trim_keeps_a_reserved_buffer),
       cmocka_unit_test(test_close_is_echoed_and_binary_ignored),
       cmocka_unit_test(test_codec_allocation_failures),
       cmocka_unit_test(test_upgrade_requests_get_the_right_status),
