@@ -3,8 +3,10 @@
  *
  * Byte 0 selects the piece size the rest is fed in (1..256) and bit 7 a
  * 64-byte cap. Every dispatched event must have a type, and data and id of
- * sane lengths, with the LF that ended its data still after it; feeding
- * the same input at once and in pieces must produce the same events.
+ * sane lengths, with the LF that ended its data still after it, and an
+ * LF inside its data exactly when it came from several data fields
+ * (acp__sse_one_line()); feeding the same input at once and in pieces
+ * must produce the same events.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 typedef struct fz {
   uint64_t hash;
   size_t events;
+  const acp__sse *p;
 } fz;
 
 static int on_ev(void *ud, const char *type, size_t tl, const char *d,
@@ -26,6 +29,8 @@ static int on_ev(void *ud, const char *type, size_t tl, const char *d,
     abort();
   /* The LF that ended the event stays readable after its data. */
   if (dl > 0 && d[dl] != '\n')
+    abort();
+  if (acp__sse_one_line(f->p) != (memchr(d, '\n', dl) == NULL))
     abort();
   for (i = 0; i < dl; i++)
     f->hash = f->hash * 31 + (unsigned char)d[i];
@@ -41,6 +46,7 @@ static int run(const uint8_t *data, size_t size, size_t step, size_t cap,
   size_t i;
   int rv = 0;
   acp__sse_init(&p, acp_mem_default(), cap);
+  f->p = &p;
   for (i = 0; i < size && rv == 0; i += step)
     rv = acp__sse_feed(&p, (const char *)data + i,
                        size - i < step ? size - i : step, on_ev, f);
@@ -49,7 +55,7 @@ static int run(const uint8_t *data, size_t size, size_t step, size_t cap,
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fz a = {0, 0}, b = {0, 0};
+  fz a = {0, 0, NULL}, b = {0, 0, NULL};
   size_t step, cap;
   int ra, rb;
   if (size < 1)

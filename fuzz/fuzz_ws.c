@@ -175,6 +175,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           (sb < vb || se > ve || se <= sb ||
            (*sb == '"' && (se - sb < 2 || se[-1] != '"'))))
         abort();
+      /* Without the parent's end: whatever the two steps find, the one
+       * finds too, the same span. */
+      const char *ib, *ie;
+      bool two = acp__js_member(vb, ve, "sessionId", 9, &sb, &se);
+      bool one = acp__js_member_in((const char *)d, e, keys[k], strlen(keys[k]),
+                                   "sessionId", 9, &ib, &ie);
+      if ((two && (!one || ib != sb || ie != se)) ||
+          (one && (ib < vb || ie > e || ie <= ib)))
+        abort();
     }
   }
   if (mode == 3 && n < 4096) {

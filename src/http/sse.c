@@ -41,6 +41,7 @@ static int dispatch(acp__sse *p, acp__sse_event_cb cb, void *ud) {
   p->data_off = 0;
   acp__buf_clear(&p->type);
   p->has_data = false;
+  p->data_lines = 0;
   return rv;
 }
 
@@ -60,12 +61,14 @@ static int field(acp__sse *p, const char *name, size_t nl, const char *v,
       p->data_off = (size_t)(v - p->data.data);
       rv = acp__buf_putc(&p->data, '\n');
       p->has_data = true;
+      p->data_lines = 1;
       return rv;
     }
     rv = acp__buf_append(&p->data, v, vl);
     if (rv == 0)
       rv = acp__buf_putc(&p->data, '\n');
     p->has_data = true;
+    p->data_lines++;
   } else if (nl == 5 && memcmp(name, "event", 5) == 0) {
     acp__buf_clear(&p->type);
     rv = acp__buf_append(&p->type, v, vl);
@@ -157,13 +160,10 @@ int acp__sse_feed(acp__sse *p, const char *data, size_t len,
       continue;
     }
     {
-      /* Append the run of ordinary bytes at once, found with memchr
-       * (a byte loop here was a visible part of a 1 MiB event's cost). */
-      const char *lf = memchr(data + i, '\n', len - i);
-      size_t j = lf ? (size_t)(lf - data) : len;
-      const char *cr = memchr(data + i, '\r', j - i);
-      if (cr)
-        j = (size_t)(cr - data);
+      /* Append the run of ordinary bytes at once, its end found in one
+       * pass for CR and LF (a byte loop here was a visible part of a 1
+       * MiB event's cost, and a memchr() for each two passes). */
+      size_t j = i + acp__eol_find(data + i, len - i);
       rv = acp__buf_append(&p->line, data + i, j - i);
       if (rv != 0)
         return rv;

@@ -31,15 +31,16 @@ typedef int (*acp__sse_event_cb)(void *user_data, const char *type,
                                  size_t id_len);
 
 typedef struct acp__sse {
-  acp__buf line;   /* the line being assembled */
-  acp__buf data;   /* data buffer of the event being assembled */
-  size_t data_off; /* where its data starts (see field() in sse.c) */
-  acp__buf type;   /* event type buffer */
-  acp__buf id;     /* last event id */
-  int64_t retry;   /* last retry value (ms), -1 if none */
-  bool has_data;   /* a data field was seen for the current event */
-  bool cr;         /* the previous byte was CR (swallow a following LF) */
-  bool bom_done;   /* the first bytes were checked for a BOM */
+  acp__buf line;     /* the line being assembled */
+  acp__buf data;     /* data buffer of the event being assembled */
+  size_t data_off;   /* where its data starts (see field() in sse.c) */
+  acp__buf type;     /* event type buffer */
+  acp__buf id;       /* last event id */
+  int64_t retry;     /* last retry value (ms), -1 if none */
+  bool has_data;     /* a data field was seen for the current event */
+  size_t data_lines; /* data fields of the current event */
+  bool cr;           /* the previous byte was CR (swallow a following LF) */
+  bool bom_done;     /* the first bytes were checked for a BOM */
   size_t bom_seen;
 } acp__sse;
 
@@ -52,6 +53,15 @@ void acp__sse_dispose(acp__sse *p);
  */
 int acp__sse_feed(acp__sse *p, const char *data, size_t len,
                   acp__sse_event_cb cb, void *user_data);
+/**
+ * Inside an event callback: whether the event's data came from one `data`
+ * field, so that it holds no LF (a field ends at the line's end; only the
+ * joining of several puts an LF inside). A consumer that wants one line
+ * need not look for one.
+ */
+static inline bool acp__sse_one_line(const acp__sse *p) {
+  return p->data_lines == 1;
+}
 /** The last `retry` value in ms, or -1. */
 static inline int64_t acp__sse_retry(const acp__sse *p) {
   return p->retry;

@@ -895,9 +895,7 @@ static char *raw_str(hcli *h, const char *vb, const char *ve, bool *esc) {
 /* `parent`.sessionId in p[0..n) as a raw string value: [*vb, *ve). */
 static bool member_sid(const char *p, size_t n, const char *parent, size_t plen,
                        const char **vb, const char **ve) {
-  const char *pb, *pe;
-  return acp__js_member(p, p + n, parent, plen, &pb, &pe) &&
-         acp__js_member(pb, pe, "sessionId", 9, vb, ve);
+  return acp__js_member_in(p, p + n, parent, plen, "sessionId", 9, vb, ve);
 }
 
 /* The route of the agent's request `ir` (raw id) to session `sid` (taken). */
@@ -1032,10 +1030,11 @@ static int on_event(void *ud, const char *type, size_t type_len,
    * event of one data line (what servers send: JSON has no raw LF to
    * split) is already a line and goes on in place. One of several data
    * lines is copied, the LFs that joined them made spaces (line mode).
-   * The parser never leaves a CR in data: CR ends an SSE line. */
+   * The parser never leaves a CR in data: CR ends an SSE line. It knows
+   * when there was one data line: no pass over the event to look. */
   char *line = NULL;
   const char *msg = data;
-  if (memchr(data, '\n', data_len) != NULL) {
+  if (!acp__sse_one_line(&s->sse) && memchr(data, '\n', data_len) != NULL) {
     line = acp__malloc(&h->mem, data_len + 1);
     if (!line)
       return ACP_ERR_NOMEM;

@@ -2011,11 +2011,10 @@ static hroute *hc_stream_for(hconn *hc, const char *sid, size_t len) {
  * has a stream open, or the answer to a request POSTed with that
  * session's Acp-Session-Id (as the RFD routes them). */
 static hroute *hc_route_of(hconn *hc, const char *p, size_t n) {
-  const char *e = p + n, *vb, *ve, *pb, *pe;
+  const char *e = p + n, *vb, *ve;
   if (acp__js_member(p, e, "method", 6, &vb, &ve)) {
-    if (!acp__js_member(p, e, "params", 6, &pb, &pe) ||
-        !acp__js_member(pb, pe, "sessionId", 9, &vb, &ve) || *vb != '"' ||
-        ve - vb < 2)
+    if (!acp__js_member_in(p, e, "params", 6, "sessionId", 9, &vb, &ve) ||
+        *vb != '"' || ve - vb < 2)
       return NULL;
     return hc_stream_for(hc, vb + 1, (size_t)(ve - vb - 2));
   }
@@ -2720,12 +2719,12 @@ static bool session_scoped_method(const char *vb, const char *ve) {
  * routing scanner: no parse of a body that may be megabytes. */
 static const char *session_header_problem(const char *body, size_t blen,
                                           const acp__acp_req *r) {
-  const char *e = body + blen, *mb, *me, *pb, *pe, *vb = NULL, *ve = NULL;
+  const char *e = body + blen, *mb, *me, *vb = NULL, *ve = NULL;
   if (!acp__js_member(body, e, "method", 6, &mb, &me))
     return NULL;
-  bool has_sid = acp__js_member(body, e, "params", 6, &pb, &pe) &&
-                 acp__js_member(pb, pe, "sessionId", 9, &vb, &ve) &&
-                 *vb == '"' && ve - vb >= 2;
+  bool has_sid =
+      acp__js_member_in(body, e, "params", 6, "sessionId", 9, &vb, &ve) &&
+      *vb == '"' && ve - vb >= 2;
   if (!r->session_id)
     return has_sid || session_scoped_method(mb, me)
                ? "Missing Acp-Session-Id: a session-scoped POST names its "
@@ -2883,14 +2882,9 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
                      const acp__acp_req *r, char *body, size_t blen) {
   if (r->kind == ACP__REQ_POST) {
     /* Line mode, as for WebSocket text: a raw CR or LF is whitespace.
-     * Found with memchr: a byte loop here was a pass over every byte of
-     * a 1 MiB prompt. */
-    for (char *q = body;
-         blen > 0 && (q = memchr(q, '\n', blen - (size_t)(q - body)));)
-      *q++ = ' ';
-    for (char *q = body;
-         blen > 0 && (q = memchr(q, '\r', blen - (size_t)(q - body)));)
-      *q++ = ' ';
+     * Both in one pass (a byte loop here was a slow pass over every byte
+     * of a 1 MiB prompt, and a memchr() for each two passes). */
+    acp__eol_blank(body, blen);
     if (!r->conn_id) {
       hx_initialize(s, x, h, body, blen);
       return;

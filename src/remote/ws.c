@@ -913,8 +913,11 @@ static const char *js_val_end(const char *p, const char *e) {
   return depth == 0 ? p : NULL;
 }
 
-bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
-                    const char **vb, const char **ve) {
+/* acp__js_member(); with ve NULL, the value is not looked through: *vb is
+ * where it starts (a 1 MiB params is not scanned to reach a member at its
+ * head). */
+static bool member_at(const char *p, const char *e, const char *key,
+                      size_t klen, const char **vb, const char **ve) {
   p = js_ws(p, e);
   if (p >= e || *p != '{')
     return false;
@@ -931,10 +934,15 @@ bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
       return false;
     p = js_ws(p + 1, e);
     const char *v = p;
+    bool hit = (size_t)(kend - 1 - ks) == klen && memcmp(ks, key, klen) == 0;
+    if (hit && !ve) {
+      *vb = v;
+      return v < e;
+    }
     p = js_val_end(p, e);
     if (!p || p == v)
       return false;
-    if ((size_t)(kend - 1 - ks) == klen && memcmp(ks, key, klen) == 0) {
+    if (hit) {
       *vb = v;
       *ve = p;
       return true;
@@ -944,6 +952,21 @@ bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
       return false;
     p++;
   }
+}
+
+bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
+                    const char **vb, const char **ve) {
+  return member_at(p, e, key, klen, vb, ve);
+}
+
+bool acp__js_member_in(const char *p, const char *e, const char *parent,
+                       size_t plen, const char *key, size_t klen,
+                       const char **vb, const char **ve) {
+  const char *pb;
+  /* Inside the parent's object the walk stops at its closing brace,
+   * where a ',' would have to be: e is the message's end. */
+  return member_at(p, e, parent, plen, &pb, NULL) &&
+         member_at(pb, e, key, klen, vb, ve);
 }
 
 /* Like acp__js_member, for the head of a message cut off at e (a line too

@@ -260,6 +260,18 @@ bool acp__js_member(const char *p, const char *e, const char *key, size_t klen,
                     const char **vb, const char **ve);
 
 /*
+ * Member `key` of the object that is member `parent` of the object at
+ * p[0..e) (params.sessionId), found without looking through the rest of
+ * the parent: what precedes `key` in it is walked, what follows is not, so
+ * a sessionId at the head of a 1 MiB params costs what the head does. A
+ * parent that is cut short or malformed after `key` still gives it (the
+ * message's reader reports the fault).
+ */
+bool acp__js_member_in(const char *p, const char *e, const char *parent,
+                       size_t plen, const char *key, size_t klen,
+                       const char **vb, const char **ve);
+
+/*
  * The same for the head of a message, p[0..e) being only its first bytes
  * (a line too long to hold whole). Returns 1 when member `key` is there
  * whole ([*vb, *ve) its raw value, as acp__js_member gives it), 2 when

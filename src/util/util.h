@@ -89,6 +89,12 @@ size_t acp__utf8_valid_len(const void *s, size_t n);
  * JSON allows only escaped, becomes a space instead of cutting the line
  * in two). Bytes past the returned length are left as they were. */
 size_t acp__utf8_line(void *s, size_t n);
+/* The offset of the first CR or LF in s[0..n), or n: one pass where
+ * memchr() for each is two. */
+size_t acp__eol_find(const void *s, size_t n);
+/* Every CR and LF in s[0..n) made a space (line mode without the UTF-8
+ * check: the body's reader parses it anyway). */
+void acp__eol_blank(void *s, size_t n);
 
 /* Copy `mem` (or the default allocator) into `dst`. */
 void acp__mem_init(acp_mem *dst, const acp_mem *mem);

@@ -1336,6 +1336,62 @@ static size_t utf8_ref_len(const unsigned char *s, size_t n) {
   return n;
 }
 
+/* The first CR or LF of s[0..n), or n: what acp__eol_find() must give. */
+static size_t eol_ref(const unsigned char *s, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (s[i] == '\r' || s[i] == '\n')
+      break;
+  return i;
+}
+
+/* acp__eol_find() (the SSE parser's search for a line's end) and
+ * acp__eol_blank() (a POST body made one line) against a byte loop: one
+ * CR or LF at every offset around the 16- and 64-byte steps, in texts
+ * with bytes over 0x7F (which stop neither); then random texts. */
+static void test_eol_find_and_blank_match_a_byte_loop(void **state) {
+  unsigned char buf[300], line[300];
+  unsigned seed = 777;
+  size_t n, at, j, found = 0;
+  int i;
+  (void)state;
+
+  memset(buf, 'a', sizeof(buf));
+  for (n = 0; n <= 140; n++)
+    for (at = 0; at <= n; at++) {
+      for (j = 0; j < n; j++)
+        buf[j] = (unsigned char)(j % 3 == 0 ? 0xC3 : 'a' + j % 26);
+      if (at < n)
+        buf[at] = (n + at) % 2 ? '\n' : '\r';
+      assert_int_equal(acp__eol_find(buf, n), at);
+      memcpy(line, buf, n);
+      acp__eol_blank(line, n);
+      for (j = 0; j < n; j++)
+        assert_int_equal(line[j], j == at ? ' ' : buf[j]);
+    }
+  for (i = 0; i < 20000; i++) {
+    n = (size_t)(i % 300);
+    for (j = 0; j < n; j++) {
+      unsigned r;
+      seed = seed * 1103515245u + 12345u;
+      r = (seed >> 16) & 0x7FFF;
+      buf[j] = r % 131 == 0   ? '\n'
+               : r % 127 == 0 ? '\r'
+                              : (unsigned char)(r >> 7);
+    }
+    at = eol_ref(buf, n);
+    found += at < n;
+    assert_int_equal(acp__eol_find(buf, n), at);
+    memcpy(line, buf, n);
+    acp__eol_blank(line, n);
+    for (j = 0; j < n; j++)
+      assert_int_equal(line[j],
+                       buf[j] == '\n' || buf[j] == '\r' ? ' ' : buf[j]);
+  }
+  assert_true(found > 5000 && found < 19000); /* both outcomes, often */
+  assert_int_equal(acp__eol_find(NULL, 0), 0);
+}
+
 /* acp__utf8_valid_len() (the WebSocket codec's check of every text
  * message) against the table: every lead byte with second bytes on both
  * sides of each range's edges, at offsets on both sides of its 16- and
@@ -2419,6 +2475,7 @@ int main(void) {
       cmocka_unit_test(test_json_writer_short_strings_every_length_and_offset),
       cmocka_unit_test(test_json_utf8_wide_steps_match_byte_steps),
       cmocka_unit_test(test_utf8_valid_len_matches_the_table),
+      cmocka_unit_test(test_eol_find_and_blank_match_a_byte_loop),
       cmocka_unit_test(test_json_writer_structural_misuse),
       cmocka_unit_test(test_json_writer_cap),
       cmocka_unit_test(test_json_allocation_failures),

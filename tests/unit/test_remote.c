@@ -1101,6 +1101,33 @@ static void test_json_members_are_found_without_a_parse(void **state) {
   assert_true(member_is("{\"a\":{\"b\":[}", "id", NULL));
   assert_true(member_is("{}", "id", NULL));
   assert_true(member_is(" {\"id\":null}", "id", "null"));
+
+  /* params.sessionId without looking past it: found where the two-step
+   * lookup finds it, not found where that does not find it, and found in
+   * a params cut short after it (the step that looked for the end of
+   * params failed there). */
+  assert_true(acp__js_member_in(m, m + strlen(m), "params", 6, "sessionId", 9,
+                                &vb, &ve));
+  assert_int_equal(ve - vb, 4);
+  assert_memory_equal(vb, "\"s1\"", 4);
+  static const char *const none[] = {
+      "{\"params\":{\"a\":{\"sessionId\":\"deep\"}},\"sessionId\":\"top\"}",
+      "{\"params\":[\"sessionId\",\"x\"]}",
+      "{\"params\":\"{\\\"sessionId\\\":1}\"}",
+      "{\"params\":{\"a\":1},\"b\":{\"sessionId\":\"s\"}}",
+      "{\"params\":{}}",
+      "{\"params\":",
+      "{\"x\":{\"sessionId\":\"s\"}}"};
+  for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+    assert_false(acp__js_member_in(none[i], none[i] + strlen(none[i]), "params",
+                                   6, "sessionId", 9, &vb, &ve));
+  static const char cut[] =
+      "{\"method\":\"session/update\",\"params\":{\"x\":[1],\"sessionId\":"
+      "\"s2\",\"update\":{\"text\":\"never closed";
+  assert_false(acp__js_member(cut, cut + strlen(cut), "params", 6, &pb, &pe));
+  assert_true(acp__js_member_in(cut, cut + strlen(cut), "params", 6,
+                                "sessionId", 9, &vb, &ve));
+  assert_memory_equal(vb, "\"s2\"", 4);
 }
 
 /* acp__js_member_head() on the head of `full` cut at byte i, copied to a

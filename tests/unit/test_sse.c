@@ -20,11 +20,22 @@ typedef struct rec {
   char out[1024];
   size_t n;
   int count;
+  const acp__sse *p; /* set by check(): one_line is checked there */
+  int one_lines, joined;
 } rec;
 
 static int on_ev(void *ud, const char *type, size_t tl, const char *data,
                  size_t dl, const char *id, size_t il) {
   rec *r = ud;
+  if (r->p) {
+    /* One data field means no LF inside; the reader skips its search. */
+    bool one = acp__sse_one_line(r->p);
+    assert_int_equal(one, memchr(data, '\n', dl) == NULL);
+    if (one)
+      r->one_lines++;
+    else
+      r->joined++;
+  }
   int k = snprintf(r->out + r->n, sizeof(r->out) - r->n, "[%.*s|%.*s|%.*s]",
                    (int)tl, type, (int)dl, data, (int)il, id);
   r->n += (size_t)k;
@@ -39,6 +50,8 @@ static void feed_all(const char *in, size_t step, rec *r, acp__sse *p) {
         acp__sse_feed(p, in + i, (n - i < step ? n - i : step), on_ev, r), 0);
 }
 
+static int checked_one, checked_joined;
+
 static void check(const char *in, const char *want) {
   size_t steps[] = {1, 2, 3, 7, 4096}, i;
   for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
@@ -46,8 +59,11 @@ static void check(const char *in, const char *want) {
     rec r;
     memset(&r, 0, sizeof(r));
     acp__sse_init(&p, acp_mem_default(), 0);
+    r.p = &p;
     feed_all(in, steps[i], &r, &p);
     assert_string_equal(r.out, want);
+    checked_one += r.one_lines;
+    checked_joined += r.joined;
     acp__sse_dispose(&p);
   }
 }
@@ -68,6 +84,13 @@ static void test_basic(void **state) {
   check("event: e\n\ndata: y\n\n", "[message|y|]"); /* type resets */
   check("data\n\n", "[message||]");
   check("id: a\0b\n", "");
+  /* Several data fields, empty ones and CR-ended ones too, are joined:
+   * not one line (on_ev checks each event against its LFs). */
+  check("data:\ndata:\n\n", "[message|\n|]");
+  check("data: a\rdata: b\r\ndata: c\n\ndata: d\n\n",
+        "[message|a\nb\nc|][message|d|]");
+  assert_true(checked_one > 20);
+  assert_true(checked_joined > 10);
 }
 
 static void test_retry(void **state) {
