@@ -1377,11 +1377,11 @@ static bool accepts(const char *accept, const char *type) {
 }
 
 /* Replace raw newlines (whitespace in valid JSON) so the body is one line. */
+/* A raw CR or LF in a body is whitespace (JSON allows it nowhere else
+ * unescaped): the message becomes one NDJSON line. One wide pass, where a
+ * byte loop here cost a cycle a byte of every POST body. */
 static void one_line(char *p, size_t n) {
-  size_t i;
-  for (i = 0; i < n; i++)
-    if (p[i] == '\n' || p[i] == '\r')
-      p[i] = ' ';
+  acp__eol_blank(p, n);
 }
 
 static int feed(hs_session *s, acp__buf *body) {
@@ -3242,7 +3242,7 @@ int acp_http_relay_deliver(acp_http_relay_session *s, const char *msg,
   while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r' ||
                      msg[len - 1] == ' ' || msg[len - 1] == '\t'))
     len--;
-  if (memchr(msg, '\n', len) || memchr(msg, '\r', len)) {
+  if (acp__eol_find(msg, len) < len) {
     /* SSE data must be one line: copy and flatten. */
     acp__buf_clear(&srv->rtmp);
     rv = acp__buf_append(&srv->rtmp, msg, len);
