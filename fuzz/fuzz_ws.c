@@ -171,14 +171,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         continue;
       if (vb < (const char *)d || ve > e || ve <= vb)
         abort();
-      if (acp__js_member(vb, ve, "sessionId", 9, &sb, &se) &&
-          (sb < vb || se > ve || se <= sb ||
-           (*sb == '"' && (se - sb < 2 || se[-1] != '"'))))
+      bool two = acp__js_member(vb, ve, "sessionId", 9, &sb, &se);
+      if (two && (sb < vb || se > ve || se <= sb ||
+                  (*sb == '"' && (se - sb < 2 || se[-1] != '"'))))
         abort();
       /* Without the parent's end: whatever the two steps find, the one
        * finds too, the same span. */
       const char *ib, *ie;
-      bool two = acp__js_member(vb, ve, "sessionId", 9, &sb, &se);
       bool one = acp__js_member_in((const char *)d, e, keys[k], strlen(keys[k]),
                                    "sessionId", 9, &ib, &ie);
       if ((two && (!one || ib != sb || ie != se)) ||

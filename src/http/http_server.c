@@ -1376,18 +1376,11 @@ static bool accepts(const char *accept, const char *type) {
   return strstr(accept, type) != NULL || strstr(accept, "*/*") != NULL;
 }
 
-/* Replace raw newlines (whitespace in valid JSON) so the body is one line. */
-/* A raw CR or LF in a body is whitespace (JSON allows it nowhere else
- * unescaped): the message becomes one NDJSON line. One wide pass, where a
- * byte loop here cost a cycle a byte of every POST body. */
-static void one_line(char *p, size_t n) {
-  acp__eol_blank(p, n);
-}
-
 static int feed(hs_session *s, acp__buf *body) {
   acp_ssize r;
   int rv;
-  one_line(body->data, body->len);
+  /* A raw CR or LF is whitespace in JSON: the body becomes one line. */
+  acp__eol_blank(body->data, body->len);
   rv = acp__buf_putc(body, '\n');
   if (rv != 0)
     return rv;
@@ -1406,8 +1399,9 @@ static void relay_feed(hs_session *s, acp__buf *body,
   const acp_json_val *e;
   size_t n;
   const char *raw;
-  /* Only whitespace between tokens changes, so the parse stays valid. */
-  one_line(body->data, body->len);
+  /* A raw CR or LF becomes a space, the body one line: only whitespace
+   * between tokens changes, so the parse stays valid. */
+  acp__eol_blank(body->data, body->len);
   e = acp_json_type_of(root) == ACP_JSON_ARRAY ? acp_json_child(root) : root;
   for (; e;
        e = acp_json_type_of(root) == ACP_JSON_ARRAY ? acp_json_next(e) : NULL) {
@@ -3248,7 +3242,7 @@ int acp_http_relay_deliver(acp_http_relay_session *s, const char *msg,
     rv = acp__buf_append(&srv->rtmp, msg, len);
     if (rv != 0)
       return rv;
-    one_line(srv->rtmp.data, len);
+    acp__eol_blank(srv->rtmp.data, len);
     msg = srv->rtmp.data;
   }
   rv = acp_json_doc_parse(srv->rdoc, msg, len, NULL);

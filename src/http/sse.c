@@ -23,7 +23,7 @@ void acp__sse_dispose(acp__sse *p) {
 
 static int dispatch(acp__sse *p, acp__sse_event_cb cb, void *ud) {
   int rv = 0;
-  if (p->has_data) {
+  if (p->data_lines > 0) {
     size_t dl = p->data.len;
     const char *type = "message";
     size_t tl = 7;
@@ -40,7 +40,6 @@ static int dispatch(acp__sse *p, acp__sse_event_cb cb, void *ud) {
   acp__buf_clear(&p->data);
   p->data_off = 0;
   acp__buf_clear(&p->type);
-  p->has_data = false;
   p->data_lines = 0;
   return rv;
 }
@@ -60,14 +59,12 @@ static int field(acp__sse *p, const char *name, size_t nl, const char *v,
       p->line = t;
       p->data_off = (size_t)(v - p->data.data);
       rv = acp__buf_putc(&p->data, '\n');
-      p->has_data = true;
-      p->data_lines = 1;
+      p->data_lines++;
       return rv;
     }
     rv = acp__buf_append(&p->data, v, vl);
     if (rv == 0)
       rv = acp__buf_putc(&p->data, '\n');
-    p->has_data = true;
     p->data_lines++;
   } else if (nl == 5 && memcmp(name, "event", 5) == 0) {
     acp__buf_clear(&p->type);

@@ -37,8 +37,7 @@ typedef struct acp__sse {
   acp__buf type;     /* event type buffer */
   acp__buf id;       /* last event id */
   int64_t retry;     /* last retry value (ms), -1 if none */
-  bool has_data;     /* a data field was seen for the current event */
-  size_t data_lines; /* data fields of the current event */
+  size_t data_lines; /* data fields of the current event (0: none yet) */
   bool cr;           /* the previous byte was CR (swallow a following LF) */
   bool bom_done;     /* the first bytes were checked for a BOM */
   size_t bom_seen;

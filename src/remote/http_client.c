@@ -1034,7 +1034,7 @@ static int on_event(void *ud, const char *type, size_t type_len,
    * when there was one data line: no pass over the event to look. */
   char *line = NULL;
   const char *msg = data;
-  if (!acp__sse_one_line(&s->sse) && memchr(data, '\n', data_len) != NULL) {
+  if (!acp__sse_one_line(&s->sse)) {
     line = acp__malloc(&h->mem, data_len + 1);
     if (!line)
       return ACP_ERR_NOMEM;
