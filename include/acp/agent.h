@@ -51,6 +51,16 @@
  * to precede its response. Updates outside a turn are otherwise allowed
  * (available_commands_update after session/new, replay in session/load).
  *
+ * Under v2 the library answers `session/prompt` itself once the prompt is
+ * accepted ({messageId}, then the `user_message` update and `state_update`
+ * running), and acp_agent_respond_prompt() ends the turn with `state_update`
+ * idle. The prompt counts as accepted as soon as the on_session_prompt
+ * handler sends anything (an update, a call, another answer) or returns
+ * without having answered; a handler that refuses it first (an unknown
+ * session, a busy one) with acp_agent_respond_error() sends a plain JSON-RPC
+ * error and no turn. After acceptance acp_agent_respond_error() ends the
+ * turn with stopReason "error" (or "cancelled").
+ *
  * Callbacks return 0 to continue, ACP_ERR_PAUSE to make the current recv
  * return early, anything else is fatal (ACP_ERR_CALLBACK_FAILURE). They may
  * call every function here except acp_agent_recv/send/recv_eof/
@@ -438,6 +448,8 @@ ACP_EXTERN int acp_agent_request_is_cancelled(const acp_agent_request *req);
  * Answer with a result: one valid JSON value (not checked; NULL means
  * `null`). For `initialize` the value must be an object; its
  * `protocolVersion` is set to the negotiated version (added or rewritten).
+ * A v2 `session/prompt` is answered by the library (see above):
+ * ACP_ERR_INVALID_STATE; end its turn with acp_agent_respond_prompt().
  */
 ACP_EXTERN int acp_agent_respond(acp_agent *agent, acp_agent_request *req,
                                  const char *result, size_t result_len);

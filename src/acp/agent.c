@@ -49,6 +49,7 @@ struct acp_agent {
   uint64_t msg_seq; /* v2: message ids the library assigns */
   size_t update_at; /* update_begin: where the update starts */
   const char *update_session; /* update_begin: its session id */
+  acp__req *accepting; /* v2: the prompt whose handler runs, not accepted */
 };
 
 /*
@@ -64,6 +65,7 @@ static int negotiated_version(const acp_agent *a, const acp__req *req) {
 }
 
 static int v2_accept_prompt(acp_agent *a, agent_sess *s, acp__req *req);
+static int accept_now(acp_agent *a);
 static acp_json_writer *update_begin(acp_agent *a, const char *session_id,
                                      const char *kind);
 static int update_end(acp_agent *a, const char *extra, size_t extra_len);
@@ -229,6 +231,11 @@ static void agent_on_answered(acp__role *r, acp__req *req, bool is_error) {
     if (s->prompt == req) {
       s->prompt = NULL;
       s->blocked = s->cancelled || req->cancelled;
+      /* A refused prompt (often for a session the application does not
+       * know) leaves nothing to track: without this, every such prompt
+       * with a new id would keep an entry for the connection's life. */
+      if (is_error && !s->blocked && s->reply_id[0] == '\0')
+        sess_remove(a, s);
     }
     break;
   case ACP_METHOD_SESSION_CLOSE:
@@ -251,6 +258,7 @@ static int agent_on_request(acp__role *r, acp__req *req,
                             const acp_method_info *mi) {
   acp_agent *a = r->owner;
   acp_agent_request_cb cb = NULL;
+  bool accept = false;
   int rv;
 
   if (mi != NULL)
@@ -301,11 +309,10 @@ static int agent_on_request(acp__role *r, acp__req *req,
     s->prompt = req;
     s->cancelled = false;
     s->blocked = false;
-    if (r->version == ACP_PROTOCOL_V2) {
-      rv = v2_accept_prompt(a, s, req);
-      if (rv != 0)
-        return rv;
-    }
+    /* v2: accepted once the handler takes it (accept_now()), so that a
+     * handler refusing it (an unknown session, one already busy) answers
+     * with an error rather than a turn that ends at once with "error". */
+    accept = r->version == ACP_PROTOCOL_V2;
     break;
   }
   case ACP_METHOD_SESSION_LOAD:
@@ -324,11 +331,54 @@ static int agent_on_request(acp__role *r, acp__req *req,
   if (cb == NULL)
     return acp__role_respond_error(r, req, ACP_RPC_METHOD_NOT_FOUND,
                                    "Method not found", NULL, 0);
+  if (accept)
+    a->accepting = req;
   rv = cb(a, req, a->user_data);
+  if (a->accepting == req) {
+    /* The handler keeps the turn for later (it neither refused it nor sent
+     * anything yet): accept it now. */
+    if (rv == 0 || rv == ACP_ERR_PAUSE) {
+      int arv = accept_now(a);
+      if (arv != 0)
+        return arv;
+    }
+    a->accepting = NULL;
+  }
   if (rv != 0 && rv != ACP_ERR_PAUSE)
     return ACP_ERR_CALLBACK_FAILURE;
   return rv;
 }
+
+/*
+ * v2: accept the prompt whose handler is running, if it still waits: called
+ * before anything the handler sends (updates, calls, other answers), so that
+ * the acceptance comes first, and when the handler returns without having
+ * refused it. 0 or the error of sending the acceptance.
+ */
+static int accept_now(acp_agent *a) {
+  acp__req *req = a->accepting;
+  agent_sess *s;
+
+  if (req == NULL)
+    return 0;
+  a->accepting = NULL;
+  if (req->answered || req->accepted)
+    return 0;
+  s = sess_find(a, req->session_id, req->session_id_len);
+  if (s == NULL || s->prompt != req)
+    return 0;
+  return v2_accept_prompt(a, s, req);
+}
+
+/* accept_now() where nothing waits costs one test on the send paths. */
+#define ACCEPT_FIRST(a)                                                        \
+  do {                                                                         \
+    if ((a)->accepting != NULL) {                                              \
+      int arv_ = accept_now(a);                                                \
+      if (arv_ != 0)                                                           \
+        return arv_;                                                           \
+    }                                                                          \
+  } while (0)
 
 /* session/update {state_update: state, stopReason}. */
 static int v2_state(acp_agent *a, const char *session_id, const char *state,
@@ -348,8 +398,8 @@ static int v2_state(acp_agent *a, const char *session_id, const char *state,
 
 /*
  * ACP v2 prompt lifecycle on top of the v1-shaped handler API: the library
- * accepts the prompt at once (response {messageId}), reports the inserted
- * user message and `state_update` running, then calls the handler as in v1;
+ * accepts the prompt (response {messageId}) and reports the inserted user
+ * message and `state_update` running once the handler took it (accept_now());
  * acp_agent_respond_prompt() ends the turn with an idle `state_update`
  * carrying the stop reason instead of a response. Chunks sent in the turn
  * carry the turn's reply messageId. So one application serves v1 and v2
@@ -701,8 +751,11 @@ int acp_agent_respond(acp_agent *agent, acp_agent_request *req,
                       const char *result, size_t result_len) {
   if (agent == NULL || req == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
-  if (req->answered)
+  /* A v2 prompt is accepted by the library and ended with
+   * acp_agent_respond_prompt(): a second answer would break the turn. */
+  if (req->answered || req->accepted || req == agent->accepting)
     return ACP_ERR_INVALID_STATE;
+  ACCEPT_FIRST(agent);
   if (req->method == ACP_METHOD_INITIALIZE)
     return respond_initialize_raw(agent, req, result, result_len);
   return acp__role_respond(&agent->role, req, result, result_len);
@@ -713,6 +766,10 @@ int acp_agent_respond_error(acp_agent *agent, acp_agent_request *req,
                             size_t data_len) {
   if (agent == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  if (req != NULL && req == agent->accepting)
+    agent->accepting = NULL; /* refused: a plain error, no turn */
+  else
+    ACCEPT_FIRST(agent);
   if (req != NULL && req->accepted && !req->answered)
     /* An accepted v2 prompt cannot be answered twice: the turn ends. */
     return v2_end_turn(agent, req, req->cancelled ? "cancelled" : "error",
@@ -741,6 +798,7 @@ int acp_agent_respond_initialize(acp_agent *agent, acp_agent_request *req,
     return ACP_ERR_INVALID_ARGUMENT;
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
+  ACCEPT_FIRST(agent);
   v2 = negotiated_version(agent, req) == ACP_PROTOCOL_V2;
   w = acp__role_obj_begin(&agent->role);
   ACP__W_KEYL(w, "protocolVersion");
@@ -771,6 +829,7 @@ int acp_agent_respond_session_new(acp_agent *agent, acp_agent_request *req,
     return ACP_ERR_INVALID_ARGUMENT;
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
+  ACCEPT_FIRST(agent);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   rv = acp__w_members(&agent->role, w, extra, extra_len);
@@ -820,6 +879,7 @@ int acp_agent_respond_prompt(acp_agent *agent, acp_agent_request *req,
     return ACP_ERR_INVALID_ARGUMENT;
   if (req->answered)
     return ACP_ERR_INVALID_STATE;
+  ACCEPT_FIRST(agent);
   if (req->cancelled)
     stop_reason = "cancelled";
   if (req->accepted)
@@ -862,6 +922,7 @@ int acp_agent_call(acp_agent *agent, const char *method, const char *params,
                    void *cb_user_data, int64_t *id_out) {
   if (agent == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   return agent_call(agent, method, params, params_len, cb, cb_user_data,
                     id_out);
 }
@@ -870,6 +931,7 @@ int acp_agent_notify(acp_agent *agent, const char *method, const char *params,
                      size_t params_len) {
   if (agent == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   return acp__role_notify(&agent->role, method, params, params_len);
 }
 
@@ -933,6 +995,7 @@ int acp_agent_request_permission(acp_agent *agent, const char *session_id,
   if (agent == NULL || session_id == NULL || tool_call_json == NULL ||
       options_json == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   if (agent->role.version == ACP_PROTOCOL_V2)
     return v2_request_permission(agent, session_id, tool_call_json,
                                  tool_call_len, options_json, options_len, cb,
@@ -953,6 +1016,7 @@ int acp_agent_fs_read_text_file(acp_agent *agent, const char *session_id,
 
   if (agent == NULL || session_id == NULL || path == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "path", path);
@@ -976,6 +1040,7 @@ int acp_agent_fs_write_text_file(acp_agent *agent, const char *session_id,
   if (agent == NULL || session_id == NULL || path == NULL ||
       (content == NULL && content_len != 0))
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "path", path);
@@ -994,6 +1059,7 @@ int acp_agent_terminal_create(acp_agent *agent, const char *session_id,
 
   if (agent == NULL || session_id == NULL || command == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "command", command);
@@ -1011,6 +1077,7 @@ static int terminal_call(acp_agent *agent, const char *method,
 
   if (agent == NULL || session_id == NULL || terminal_id == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "sessionId", session_id);
   acp__w_str(w, "terminalId", terminal_id);
@@ -1052,6 +1119,7 @@ int acp_agent_elicitation_create(acp_agent *agent, const char *params,
                                  void *cb_user_data, int64_t *id_out) {
   if (agent == NULL || params == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   return agent_call(agent, "elicitation/create", params, params_len, cb,
                     cb_user_data, id_out);
 }
@@ -1062,6 +1130,7 @@ int acp_agent_elicitation_complete(acp_agent *agent,
 
   if (agent == NULL || elicitation_id == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "elicitationId", elicitation_id);
   return acp__role_notify_obj(&agent->role, "elicitation/complete");
@@ -1074,6 +1143,7 @@ int acp_agent_send_auth_status_update(acp_agent *agent, const char *state,
 
   if (agent == NULL || state == NULL)
     return ACP_ERR_INVALID_ARGUMENT;
+  ACCEPT_FIRST(agent);
   w = acp__role_obj_begin(&agent->role);
   acp__w_str(w, "state", state);
   acp__w_raw(w, "accounts", accounts, accounts_len, NULL);
@@ -1085,8 +1155,10 @@ int acp_agent_send_auth_status_update(acp_agent *agent, const char *state,
 /* update_check() with the id's length known (the chunk sender measures it
  * once for the check and for the message). */
 static int update_check_n(acp_agent *a, const char *session_id, size_t len) {
-  agent_sess *s = sess_find(a, session_id, len);
+  agent_sess *s;
 
+  ACCEPT_FIRST(a);
+  s = sess_find(a, session_id, len);
   if (s != NULL && s->blocked)
     return ACP_ERR_INVALID_STATE;
   return 0;

@@ -18,7 +18,8 @@
 // chunks in base64, exitStatus) and terminal/cancel stopping one (SIGTERM);
 // session/resume with replayFrom start
 // replaying the prompt under its messageId, then an idle snapshot before
-// the answer; an unknown replay cursor refused with -32602.
+// the answer; an unknown replay cursor refused with -32602; a prompt for an
+// unknown session refused with -32002 (no turn, no update).
 //
 // Initialize (the SDK asks for protocolVersion 2 and validates the answer
 // against the v2 schema), session/new in a fresh temp dir, then one prompt
@@ -231,6 +232,22 @@ async function semantics(ctx) {
   } catch (e) {
     check(e.code === -32602, `unknown replay cursor: ${e.code}`);
   }
+
+  // A prompt the agent cannot take is refused with an error: it is not
+  // accepted and then ended at once with stopReason "error", and no update
+  // of a turn comes for it.
+  from = updates.length;
+  seen = from;
+  try {
+    await ctx.request('session/prompt', { sessionId: 'no-such-session', prompt: [{ type: 'text', text: 'x' }] });
+    errors.push('a prompt for an unknown session was accepted');
+  } catch (e) {
+    check(e.code === -32002, `prompt for an unknown session: ${e.code}`);
+  }
+  await ctx.request('session/resume', { sessionId: sid, cwd });
+  await nextMatching((u) => u.sessionUpdate === 'state_update');
+  const stray = updates.slice(from, -1);
+  check(stray.length === 0, `updates for a refused prompt: ${JSON.stringify(stray)}`);
   result.text = 'semantics checked';
 }
 

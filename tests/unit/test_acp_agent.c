@@ -843,6 +843,7 @@ static void test_agent_cancel_request_reaches_handler(void **state) {
  * a calloc and a strndup). */
 typedef struct cmem {
   long allocs;
+  long frees;
 } cmem;
 
 static void *cm_malloc(size_t n, void *ud) {
@@ -850,15 +851,21 @@ static void *cm_malloc(size_t n, void *ud) {
   return malloc(n);
 }
 static void cm_free(void *p, void *ud) {
-  (void)ud;
+  if (p != NULL)
+    ((cmem *)ud)->frees++;
   free(p);
 }
 static void *cm_calloc(size_t k, size_t n, void *ud) {
   ((cmem *)ud)->allocs++;
   return calloc(k, n);
 }
+/* A realloc counts as a new block (the steady-turn test counts every
+ * allocation) and, when it moves one, as a free (allocs - frees is what
+ * lives). */
 static void *cm_realloc(void *p, size_t n, void *ud) {
   ((cmem *)ud)->allocs++;
+  if (p != NULL)
+    ((cmem *)ud)->frees++;
   return realloc(p, n);
 }
 
@@ -981,6 +988,45 @@ static void test_agent_request_blocks_reuse_keeps_each_request(void **state) {
   acp_agent_free(a);
 }
 
+static int on_prompt_refuse(acp_agent *a, acp_agent_request *req, void *ud) {
+  (void)ud;
+  return acp_agent_respond_error(a, req, -32002, "no such session", NULL, 0);
+}
+
+/* A prompt the application refuses (here: every session is unknown to it)
+ * leaves nothing behind in the library: a client sending prompts for ever
+ * new session ids does not grow the agent. */
+static void test_agent_refused_prompts_keep_nothing(void **state) {
+  cmem cm = {0};
+  acp_mem mem = {&cm, cm_malloc, cm_free, cm_calloc, cm_realloc};
+  acp_agent_callbacks *cbs;
+  acp_agent *a = NULL;
+  tbuf out = {0};
+  char line[256];
+  char sid[32];
+  long live = 0;
+  int i;
+
+  (void)state;
+  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
+  acp_agent_callbacks_set_on_session_prompt(cbs, on_prompt_refuse);
+  assert_int_equal(acp_agent_new(&a, cbs, NULL, NULL, &mem), 0);
+  acp_agent_callbacks_free(cbs);
+  /* Buffers and the spare request block settle in the first ones. */
+  for (i = 0; i < 60; i++) {
+    if (i == 10)
+      live = cm.allocs - cm.frees;
+    snprintf(sid, sizeof(sid), "unknown-%d", 100 + i);
+    prompt_line(line, sizeof(line), 2 + i, sid);
+    assert_int_equal(agent_feed(a, line, &out), 0);
+    assert_non_null(strstr(out.data, "\"code\":-32002"));
+    tbuf_clear(&out);
+  }
+  assert_int_equal(cm.allocs - cm.frees, live);
+  acp_agent_free(a);
+  assert_int_equal(cm.allocs, cm.frees);
+}
+
 static void test_agent_rejects_bad_arguments(void **state) {
   actx ax = {0};
   acp_agent *a = make_agent(&ax, 1, 0);
@@ -1023,6 +1069,7 @@ int main(void) {
       cmocka_unit_test(test_agent_cancel_without_prompt_still_notifies),
       cmocka_unit_test(test_agent_cancel_request_reaches_handler),
       cmocka_unit_test(test_agent_request_blocks_reuse_keeps_each_request),
+      cmocka_unit_test(test_agent_refused_prompts_keep_nothing),
       cmocka_unit_test(test_agent_rejects_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,16 +31,33 @@ static int a_session_load(acp_agent *a, acp_agent_request *req, void *ud) {
   return acp_agent_respond_empty(a, req);
 }
 
+/* How a_session_prompt takes the turn. */
+enum {
+  P_END,    /* one chunk, end_turn */
+  P_FAIL,   /* one chunk, then an error */
+  P_REFUSE, /* an error before anything is sent */
+  P_KEEP    /* kept for later (kept_req), nothing sent */
+};
 static int prompt_fails;
+static acp_agent_request *kept_req;
 
-/* A v1-shaped prompt handler: one chunk, then the end of the turn (or an
- * error when prompt_fails). */
+/* A v1-shaped prompt handler (see the enum above). */
 static int a_session_prompt(acp_agent *a, acp_agent_request *req, void *ud) {
   (void)ud;
+  if (prompt_fails == P_REFUSE)
+    return acp_agent_respond_error(a, req, -32002, "no such session", NULL, 0);
+  if (prompt_fails == P_KEEP) {
+    kept_req = req;
+    return 0;
+  }
   assert_int_equal(acp_agent_send_message_chunk(a, "s1", LIT("hi"), NULL, 0),
                    0);
-  if (prompt_fails)
+  if (prompt_fails == P_FAIL)
     return acp_agent_respond_error(a, req, -32603, "boom", NULL, 0);
+  /* Under v2 the prompt was accepted by the library: no second answer. */
+  if (acp_agent_protocol_version(a) == ACP_PROTOCOL_V2)
+    assert_int_equal(acp_agent_respond(a, req, LIT("{}")),
+                     ACP_ERR_INVALID_STATE);
   return acp_agent_respond_prompt(a, req, "end_turn", NULL, 0);
 }
 
@@ -326,7 +343,7 @@ static void test_v2_prompt_lifecycle(void **s) {
   int v, fail;
   (void)s;
 
-  for (fail = 0; fail <= 1; fail++) {
+  for (fail = P_END; fail <= P_FAIL; fail++) {
     for (v = ACP_PROTOCOL_V1; v <= ACP_PROTOCOL_V2; v++) {
       acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
       acp_client *c = new_client(v);
@@ -343,6 +360,9 @@ static void test_v2_prompt_lifecycle(void **s) {
         assert_int_equal(n_ok, 1);
         assert_int_equal(tbuf_count(&w.a2c, "\"result\""), 1);
         assert_non_null(strstr(w.a2c.data, "\"result\":{\"messageId\":"));
+        /* The acceptance comes before what the handler sent. */
+        assert_true(strstr(w.a2c.data, "\"result\":{\"messageId\":") <
+                    strstr(w.a2c.data, "\"agent_message_chunk\""));
         assert_non_null(
             strstr(w.a2c.data, "\"sessionUpdate\":\"user_message\""));
         assert_non_null(strstr(w.a2c.data, "\"state\":\"running\""));
@@ -368,6 +388,78 @@ static void test_v2_prompt_lifecycle(void **s) {
     }
   }
   prompt_fails = 0;
+}
+
+/*
+ * v2: the library accepts a prompt only once the handler takes it. A
+ * handler that refuses it before sending anything (an unknown session, a
+ * busy one) answers with a plain JSON-RPC error, with no turn around it;
+ * one that keeps it for later has it accepted when it returns, and ends it
+ * with its idle state_update afterwards.
+ */
+static void test_v2_prompt_accepted_when_taken(void **s) {
+  static const char prompt[] =
+      "{\"sessionId\":\"s1\",\"prompt\":[{\"type\":\"text\","
+      "\"text\":\"x\"}]}";
+  int v;
+  (void)s;
+
+  for (v = ACP_PROTOCOL_V1; v <= ACP_PROTOCOL_V2; v++) {
+    acp_agent *a = new_agent(ACP_PROTOCOL_V2, false);
+    acp_client *c = new_client(v);
+    pair_wire w = {{0}, {0}};
+
+    assert_int_equal(negotiate(a, c, NULL), v);
+    /* Refused at once. */
+    prompt_fails = P_REFUSE;
+    n_ok = 0;
+    last_code = 0;
+    assert_int_equal(acp_client_call(c, "session/prompt", prompt,
+                                     sizeof(prompt) - 1, c_resp, NULL, NULL),
+                     0);
+    assert_int_equal(pump(a, c, &w), 0);
+    assert_int_equal(n_ok, 0);
+    assert_int_equal(last_code, -32002);
+    assert_int_equal(tbuf_count(&w.a2c, "\"result\""), 0);
+    assert_int_equal(tbuf_count(&w.a2c, "session/update"), 0);
+    wire_clear(&w);
+    /* Kept: under v2 accepted when the handler returned. */
+    prompt_fails = P_KEEP;
+    kept_req = NULL;
+    assert_int_equal(acp_client_call(c, "session/prompt", prompt,
+                                     sizeof(prompt) - 1, c_resp, NULL, NULL),
+                     0);
+    assert_int_equal(pump(a, c, &w), 0);
+    assert_non_null(kept_req);
+    if (v == ACP_PROTOCOL_V2) {
+      assert_int_equal(n_ok, 1);
+      assert_non_null(strstr(w.a2c.data, "\"result\":{\"messageId\":"));
+      assert_non_null(strstr(w.a2c.data, "\"sessionUpdate\":\"user_message\""));
+      assert_non_null(strstr(w.a2c.data, "\"state\":\"running\""));
+    } else {
+      assert_int_equal(n_ok, 0);
+      assert_int_equal(tbuf_count(&w.a2c, "\"result\""), 0);
+    }
+    wire_clear(&w);
+    /* Ended later, outside the handler. */
+    assert_int_equal(acp_agent_respond_prompt(a, kept_req, "end_turn", NULL, 0),
+                     0);
+    assert_int_equal(pump(a, c, &w), 0);
+    if (v == ACP_PROTOCOL_V2) {
+      assert_int_equal(n_ok, 1);
+      assert_non_null(strstr(w.a2c.data, "\"state\":\"idle\","
+                                         "\"stopReason\":\"end_turn\""));
+      assert_int_equal(tbuf_count(&w.a2c, "\"result\""), 0);
+    } else {
+      assert_int_equal(n_ok, 1);
+      assert_non_null(strstr(w.a2c.data, "\"stopReason\":\"end_turn\""));
+    }
+    wire_clear(&w);
+    acp_client_free(c);
+    acp_agent_free(a);
+  }
+  prompt_fails = P_END;
+  kept_req = NULL;
 }
 
 /* The typed senders speak the negotiated version: v2 has one tool call
@@ -740,6 +832,7 @@ int main(void) {
       cmocka_unit_test(test_v2_client_checks_with_v2_table),
       cmocka_unit_test(test_v2_client_gets_unasked_version),
       cmocka_unit_test(test_v2_prompt_lifecycle),
+      cmocka_unit_test(test_v2_prompt_accepted_when_taken),
       cmocka_unit_test(test_v2_update_shapes),
       cmocka_unit_test(test_v2_update_sent_is_what_went_out),
       cmocka_unit_test(test_v2_client_calls),
