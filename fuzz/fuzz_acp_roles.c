@@ -1,18 +1,20 @@
 /*
  * Fuzz target: ACP dispatch on both sides (acp_agent and acp_client).
  *
- * Input layout: byte 0 picks the side (bit 0: client, else agent) and
- * handler behaviour (bits 1-3); the rest is fed to recv in pieces whose
- * sizes cycle through bytes 1-2. Handlers answer some requests at once
- * (result, error, typed helper), keep others for the end, and send calls
- * and updates of their own. Afterwards: EOF, drain, free. Every line the
- * role sends must be valid JSON.
+ * Input layout: byte 0 picks the side (bit 0: client, else agent),
+ * handler behaviour (bits 1-3) and the v2 opt-in (bit 4: an initialize
+ * asking 2 gets the v2 tables, prompt lifecycle and shapes); the rest is fed to
+ * recv in pieces whose sizes cycle through bytes 1-2. Handlers answer some
+ * requests at once (result, error, typed helper), keep others for the end, and
+ * send calls and updates of their own. Afterwards: EOF, drain, free. Every line
+ * the role sends must be valid JSON.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "acp/agent.h"
 #include "acp/client.h"
+#include "acp/methods.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -133,6 +135,8 @@ static void run_agent(fz *f, const uint8_t *data, size_t size, uint8_t p1,
   if (f->flags & 8)
     acp_agent_callbacks_set_on_ext_request(cbs, agent_req);
   if (acp_agent_new(&a, cbs, f, NULL, NULL) == 0) {
+    if (f->flags & 16)
+      acp_agent_set_max_protocol_version(a, ACP_PROTOCOL_V2);
     while (pos < size) {
       size_t piece = (k++ & 1) ? (size_t)p2 + 1 : (size_t)p1 + 1;
       acp_ssize r;
@@ -165,6 +169,8 @@ static void run_client(fz *f, const uint8_t *data, size_t size, uint8_t p1,
   acp_client_callbacks_set_on_terminal_create(cbs, client_req);
   acp_client_callbacks_set_on_session_update(cbs, client_update);
   if (acp_client_new(&c, cbs, f, NULL, NULL) == 0) {
+    if (f->flags & 16)
+      acp_client_set_max_protocol_version(c, ACP_PROTOCOL_V2);
     /* Our own requests give the peer's responses something to match. */
     acp_client_initialize(c, "{}", 2, NULL, 0, NULL, NULL, NULL);
     acp_client_prompt_text(c, "s", "hi", 2, NULL, NULL, NULL);
