@@ -1432,6 +1432,14 @@ static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
   if (method && ACP_JSON_STR_EQ_LIT(method, "initialize"))
     pi->initialize = true;
   if (method && id) {
+    acp_json_type t = acp_json_type_of(id);
+    /* JSON-RPC ids are strings, numbers or null. The conn answers another
+     * one with id null, which matches no request of the stream: the POST
+     * would wait for ever (and its stream stay with the session). */
+    if (t != ACP_JSON_STRING && t != ACP_JSON_NUMBER && t != ACP_JSON_NULL) {
+      pi->invalid = true;
+      return 0;
+    }
     pi->nreq++;
     if (st) {
       const acp_json_val *tok = acp_json_obj_getz(
@@ -2280,7 +2288,12 @@ static enum MHD_Result handle_post(hs_req *rq) {
     enum MHD_Result ret;
     if ((s = request_session(rq, &ret)) == NULL)
       return ret;
-    if (s->relay && pi.batch && !s->batch_ok)
+    /* Only 2025-03-26 has batches. Refused here, not by the conn: its one
+     * error (id null) would answer none of the batch's requests, and the
+     * POST would wait for ever. */
+    if (pi.batch && !(s->relay ? s->batch_ok
+                               : acp_mcp_conn_version(s->conn) ==
+                                     ACP_MCP_VERSION_2025_03_26))
       return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600,
                          "Invalid Request: batches need protocol version "
                          "2025-03-26");

@@ -713,6 +713,81 @@ static void test_priming_only_from_2025_11_25(void **state) {
   priming_at(t->s.port, "2025-11-25", true);
 }
 
+/* A session at `version` (static buffer, as ht_session_id()). */
+static const char *session_at(uint16_t port, const char *version) {
+  char body[512];
+  const char *sid;
+  char *r;
+  snprintf(body, sizeof(body),
+           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+           "\"params\":{\"protocolVersion\":\"%s\",\"capabilities\":{},"
+           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+           version);
+  r = ht_post(port, "", body, NULL);
+  assert_int_equal(ht_status(r), 200);
+  sid = ht_session_id(r);
+  free(r);
+  return sid;
+}
+
+/*
+ * Requests whose answers could not be told apart got none: a batch on a
+ * session without batches (the conn answers it with one error, id null)
+ * and a request whose id is an object or a boolean (answered id null as
+ * well) left the POST waiting for ever, its stream kept by the session.
+ * Both are refused at once with -32600; a null, fractional or big id is
+ * answered as it came; 2025-03-26 keeps its batches.
+ */
+static void test_unanswerable_requests_refused(void **state) {
+  srv_thread *t = *state;
+  char sid[128];
+  char *r;
+  snprintf(sid, sizeof(sid), "%s", session_at(t->s.port, "2025-06-18"));
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
+                "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
+                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]",
+                NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "batches need protocol version 2025-03-26"));
+  free(r);
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
+                "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "-32600"));
+  free(r);
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
+                "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"ping\"}", NULL);
+  assert_int_equal(ht_status(r), 400);
+  free(r);
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
+                "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "\"id\":null,\"result\":{}"));
+  free(r);
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
+                "{\"jsonrpc\":\"2.0\",\"id\":1e2,\"method\":\"ping\"}", NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "\"id\":1e2,\"result\":{}"));
+  free(r);
+  /* 2025-03-26: batches are answered, one with an object id is refused. */
+  snprintf(sid, sizeof(sid), "%s", session_at(t->s.port, "2025-03-26"));
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-03-26\r\n",
+                "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
+                "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"ping\"}]",
+                NULL);
+  assert_int_equal(ht_status(r), 200);
+  assert_non_null(strstr(r, "\"id\":2,\"result\":{}"));
+  assert_non_null(strstr(r, "\"id\":\"b\",\"result\":{}"));
+  free(r);
+  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-03-26\r\n",
+                "[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"},"
+                "{\"jsonrpc\":\"2.0\",\"id\":[5],\"method\":\"ping\"}]",
+                NULL);
+  assert_int_equal(ht_status(r), 400);
+  assert_non_null(strstr(r, "-32600"));
+  free(r);
+}
+
 static void test_legacy_raw(void **state) {
   srv_thread *t = *state;
   char *r = ht_raw(t->s.port,
@@ -1169,6 +1244,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_priming_only_from_2025_11_25, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_legacy_raw, setup, ht_teardown),
+      cmocka_unit_test_setup_teardown(test_unanswerable_requests_refused, setup,
+                                      ht_teardown),
       cmocka_unit_test_setup_teardown(test_stateless_listen, setup,
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_stateless_requests, setup,
