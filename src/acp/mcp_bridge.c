@@ -39,7 +39,8 @@ typedef struct srv {
   char *name;       /* its declared name (or the id) */
   char token[33];   /* hex secret the endpoint sends first */
   char *session_id; /* its session, once known */
-  char *req_id;     /* raw id of the session/new awaiting its sessionId */
+  char *req_id;     /* raw id of the session request that declared it,
+                       until the agent answered it */
 } srv;
 
 /* One endpoint (an MCP client of the agent). */
@@ -69,7 +70,7 @@ struct acp_mcp_bridge {
   bool no_program_warned;
   char *init_id; /* raw id of the agent's initialize */
   bool caps_seen, agent_acp, agent_http;
-  size_t new_pending; /* srvs whose session/new is unanswered */
+  size_t new_pending; /* srvs whose session request is unanswered */
   acp__buf hold;      /* lines held until the agent answered initialize */
   acp__buf out;       /* what to write to the agent */
   acp__buf chunk;     /* a copy of the router's output being filtered */
@@ -520,8 +521,11 @@ static srv *srv_for(acp_mcp_bridge *b, const char *id, size_t n,
   return s;
 }
 
-/* Tie a declaration to its session: known now for load/resume/fork, from
- * the agent's answer for session/new. */
+/* Tie a new declaration to its session: known now for load/resume/fork,
+ * from the agent's answer for session/new. Until the agent answered the
+ * request, its id is kept: a refused one takes the declarations it made
+ * away (session_answer()), or their tokens would stay good for a session
+ * nobody will close. */
 static void srv_bind(acp_mcp_bridge *b, srv *s, const acp_json_val *root,
                      const acp_json_val *params) {
   const char *sid;
@@ -530,13 +534,12 @@ static void srv_bind(acp_mcp_bridge *b, srv *s, const acp_json_val *root,
 
   if (s->session_id != NULL || s->req_id != NULL)
     return;
-  if (ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(root, "method"), "session/new")) {
-    if (ir != NULL && (s->req_id = acp__strndup(&b->mem, ir, il)) != NULL)
-      b->new_pending++;
-  } else if (acp_json_doc_str(b->doc, ACP__OBJ_GETL(params, "sessionId"), &sid,
-                              &sl) == 0) {
+  if (!ACP_JSON_STR_EQ_LIT(ACP__OBJ_GETL(root, "method"), "session/new") &&
+      acp_json_doc_str(b->doc, ACP__OBJ_GETL(params, "sessionId"), &sid, &sl) ==
+          0)
     s->session_id = acp__strndup(&b->mem, sid, sl);
-  }
+  if (ir != NULL && (s->req_id = acp__strndup(&b->mem, ir, il)) != NULL)
+    b->new_pending++;
 }
 
 /* The declaration the agent gets for bridged server `s` (declared as `e`):
@@ -996,12 +999,14 @@ acp_ssize acp_mcp_bridge_release(acp_mcp_bridge *b, const char **out) {
 
 /* MARK: - Agent -> router */
 
-/* The agent answered a session/new we rewrote: note the session id. */
+/* The agent answered a session request we rewrote: a session/new's
+ * answer names the session of its declarations; a refused request takes
+ * the declarations it made away. */
 static void session_answer(acp_mcp_bridge *b, const char *line, size_t len) {
-  const acp_json_val *root;
+  const acp_json_val *root, *res;
   const char *ir, *sid = NULL;
   size_t il, sl = 0;
-  srv *s;
+  srv *s, *next;
 
   if (acp_json_doc_parse(b->doc, line, len, NULL) != 0)
     return;
@@ -1009,17 +1014,22 @@ static void session_answer(acp_mcp_bridge *b, const char *line, size_t len) {
   ir = acp_json_raw(ACP__OBJ_GETL(root, "id"), &il);
   if (ir == NULL || ACP__OBJ_GETL(root, "method") != NULL)
     return;
-  (void)acp_json_doc_str(
-      b->doc, ACP__OBJ_GETL(ACP__OBJ_GETL(root, "result"), "sessionId"), &sid,
-      &sl);
-  for (s = b->srvs; s != NULL; s = s->next)
-    if (s->req_id != NULL && str_is(ir, il, s->req_id)) {
-      acp__free(&b->mem, s->req_id);
-      s->req_id = NULL;
-      b->new_pending--;
-      if (sid != NULL && s->session_id == NULL)
-        s->session_id = acp__strndup(&b->mem, sid, sl);
+  res = ACP__OBJ_GETL(root, "result");
+  (void)acp_json_doc_str(b->doc, ACP__OBJ_GETL(res, "sessionId"), &sid, &sl);
+  for (s = b->srvs; s != NULL; s = next) {
+    next = s->next;
+    if (s->req_id == NULL || !str_is(ir, il, s->req_id))
+      continue;
+    if (res == NULL) {
+      srv_remove(b, s);
+      continue;
     }
+    acp__free(&b->mem, s->req_id);
+    s->req_id = NULL;
+    b->new_pending--;
+    if (sid != NULL && s->session_id == NULL)
+      s->session_id = acp__strndup(&b->mem, sid, sl);
+  }
 }
 
 /* The initialize answer with mcpCapabilities.acp, in b->w. */
@@ -1086,7 +1096,9 @@ acp_ssize acp_mcp_bridge_from_agent(acp_mcp_bridge *b, const char *line,
   if (b == NULL || out == NULL || (line == NULL && len > 0))
     return ACP_ERR_INVALID_ARGUMENT;
   *out = line;
-  if (b->new_pending > 0 && has160(line, len, "sessionId"))
+  /* Only while a session request is out: any answer may be its own (a
+   * load's result has no sessionId, a refusal none either). */
+  if (b->new_pending > 0 && !has160(line, len, "\"method\""))
     session_answer(b, line, len);
   if (b->caps_seen || b->init_id == NULL ||
       find160(line, len, b->init_id) == NULL ||

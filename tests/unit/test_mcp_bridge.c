@@ -1041,6 +1041,48 @@ static void test_mcp_bridge_session_close_ends_its_servers(void **state) {
   h_free(x);
 }
 
+/* A session request the agent refuses takes its declarations away: the
+ * token of a session/new answered with an error (no session to close) or
+ * of a refused session/load stops working at once. A load's success (no
+ * sessionId in its answer) keeps them, bound to the loaded session. */
+static void test_mcp_bridge_refused_session_drops_its_servers(void **state) {
+  h *x = h_new(ACP_MCP_BRIDGE_TRANSPORT_STDIO);
+  char tok[33], line[64];
+  uint64_t ep;
+  (void)state;
+  init_agent(x, "{}");
+  to_agent(x, session_line("session/new", "2", DECL_ID));
+  last_token(x, tok);
+  assert_int_equal(x->tokens_added, 1);
+  from_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32603,"
+                "\"message\":\"no\"}}");
+  assert_int_equal(x->tokens_removed, 1);
+  assert_int_equal(acp_mcp_bridge_endpoint_new(x->b, &ep), 0);
+  snprintf(line, sizeof(line), "%s\n", tok);
+  ep_send(x, ep, line);
+  assert_int_equal(x->closed[ep], 1);
+  /* A refused load. */
+  to_agent(x, session_line("session/load", "3", DECL_SID));
+  last_token(x, tok);
+  assert_int_equal(x->tokens_added, 2);
+  from_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32002,"
+                "\"message\":\"Resource not found\"}}");
+  assert_int_equal(x->tokens_removed, 2);
+  /* A load answered {} keeps its server, and session/close ends it. */
+  to_agent(x, session_line("session/load", "4", DECL_SID));
+  last_token(x, tok);
+  from_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}");
+  assert_int_equal(x->tokens_removed, 2);
+  assert_int_equal(acp_mcp_bridge_endpoint_new(x->b, &ep), 0);
+  snprintf(line, sizeof(line), "%s\n", tok);
+  ep_send(x, ep, line);
+  assert_true(acp_mcp_bridge_endpoint_accepted(x->b, ep));
+  to_agent(x, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/close\","
+              "\"params\":{\"sessionId\":\"sess\"}}");
+  assert_int_equal(x->tokens_removed, 3);
+  h_free(x);
+}
+
 static void test_mcp_bridge_dead_provider(void **state) {
   uint64_t ep, ep2;
   h *x = connected(&ep);
@@ -1296,6 +1338,7 @@ int main(void) {
       cmocka_unit_test(test_mcp_bridge_endpoint_end_disconnects),
       cmocka_unit_test(test_mcp_bridge_provider_disconnect),
       cmocka_unit_test(test_mcp_bridge_session_close_ends_its_servers),
+      cmocka_unit_test(test_mcp_bridge_refused_session_drops_its_servers),
       cmocka_unit_test(test_mcp_bridge_dead_provider),
       cmocka_unit_test(test_mcp_bridge_failmalloc),
       cmocka_unit_test(test_mcp_bridge_pieces_filter_as_one_buffer),
