@@ -13,7 +13,9 @@
  * requests are fed to it and its answers become the outer answers (inner
  * result = outer result, inner error = outer JSON-RPC error); what the conn
  * sends on its own (notifications, server->client requests) becomes
- * outgoing `mcp/message`. Several connections per server at once.
+ * outgoing `mcp/message`. Several connections per server at once, up to
+ * ACP_MCP_ACP_MAX_CONNS: one more `mcp/connect` is answered -33001
+ * (ACP_MCP_ACP_SERVER_UNAVAILABLE) until one is disconnected.
  *
  * CONSUMER (acp_mcp_acp_consumer): an agent (acp_agent) that advertises
  * `mcpCapabilities.acp` opens connections to declared servers and talks to
@@ -120,6 +122,9 @@ extern "C" {
  * offered here. The older shapes answer an unknown server with -32602.
  */
 #define ACP_MCP_ACP_SERVER_UNAVAILABLE (-33001)
+
+/** Open `mcp/connect` connections a provider keeps per declared server. */
+#define ACP_MCP_ACP_MAX_CONNS 64
 
 /** Returned by the dispatch functions for a message that is not for this
  * provider/consumer (same value as ACP_PROXY_FORWARD). */

@@ -92,7 +92,8 @@ struct tunnel {
   acp__buf local;  /* consumer M2: answers to feed once the drain is done */
   bool in_recv;
   bool open;
-  bool done; /* M2 request answered: free after the drain */
+  bool done;    /* M2 request answered: free after the drain */
+  bool counted; /* provider M0/M1: one of decl->nconns */
 };
 
 struct owner {
@@ -127,6 +128,7 @@ struct acp_mcp_acp_decl {
   char *session_id;
   void *user_data;
   acp__buf json;
+  size_t nconns; /* open mcp/connect connections (M0/M1) */
 };
 
 struct acp_mcp_acp_provider {
@@ -486,6 +488,8 @@ static void tunnel_free(tunnel *t, bool answer) {
   for (r = o->outs; r != NULL; r = r->next)
     if (r->t == t)
       r->t = NULL;
+  if (t->counted)
+    t->decl->nconns--;
   if (t->prev)
     t->prev->next = t->next;
   else if (o->tunnels == t)
@@ -1731,6 +1735,17 @@ static int open_conn(acp_mcp_acp_provider *p, acp_mcp_acp_decl *d,
     return ACP_ERR_NOMEM;
   t->decl = d;
   t->shape = shape;
+  if (shape != ACP_MCP_ACP_SHAPE_M2) {
+    /* Each connection holds a whole MCP session until mcp/disconnect,
+     * which a peer may never send: bounded per server. (M2's one-request
+     * conns are bounded by the requests in flight.) */
+    if (d->nconns >= ACP_MCP_ACP_MAX_CONNS) {
+      tunnel_free(t, false);
+      return ACP_ERR_LIMIT;
+    }
+    d->nconns++;
+    t->counted = true;
+  }
   rv = acp_mcp_conn_new(&t->conn, d->server, t);
   if (rv == 0 && shape != ACP_MCP_ACP_SHAPE_M2) {
     snprintf(buf, sizeof(buf), "%s:%llu", d->id,
@@ -1790,6 +1805,11 @@ static int provider_connect(acp_mcp_acp_provider *p, const in_msg *m, bool m0) {
   if (m->req == NULL)
     return 0; /* a connect sent as a notification cannot be answered */
   rv = open_conn(p, d, m0 ? ACP_MCP_ACP_SHAPE_M0 : ACP_MCP_ACP_SHAPE_M1, &t);
+  if (rv == ACP_ERR_LIMIT)
+    return answer_error(o, m->req, ACP_MCP_ACP_SERVER_UNAVAILABLE,
+                        "MCP server unavailable: too many connections to it "
+                        "(mcp/disconnect some)",
+                        NULL, NULL, 0);
   if (rv != 0)
     return rv == ACP_ERR_NOMEM ? rv : 0;
   acp_json_writer_reset(o->w);

@@ -709,6 +709,38 @@ static void test_mcp_acp_unknown_ids(void **state) {
   fx_free(&f);
 }
 
+/* An agent that connects and never disconnects gets ACP_MCP_ACP_MAX_CONNS
+ * connections to a server, then -33001 until it disconnects one. */
+static void test_mcp_acp_connections_per_server_capped(void **state) {
+  fx f;
+  int i;
+
+  (void)state;
+  assert_int_equal(fx_init(&f, NULL), 0);
+  for (i = 0; i < ACP_MCP_ACP_MAX_CONNS; i++) {
+    assert_int_equal(
+        raw_call(&f, "mcp/connect", "{\"serverId\":\"" ID1_HEX "\"}"), 0);
+    assert_int_equal(f.last_code, 0);
+  }
+  assert_int_equal(acp_mcp_acp_provider_connection_count(f.prov),
+                   ACP_MCP_ACP_MAX_CONNS);
+  assert_int_equal(
+      raw_call(&f, "mcp/connect", "{\"serverId\":\"" ID1_HEX "\"}"), 0);
+  assert_int_equal(f.last_code, ACP_MCP_ACP_SERVER_UNAVAILABLE);
+  assert_non_null(strstr(f.raw, "too many connections"));
+  assert_int_equal(acp_mcp_acp_provider_connection_count(f.prov),
+                   ACP_MCP_ACP_MAX_CONNS);
+  assert_int_equal(
+      raw_call(&f, "mcp/disconnect", "{\"connectionId\":\"" ID1_HEX ":7\"}"),
+      0);
+  assert_int_equal(f.last_code, 0);
+  assert_int_equal(
+      raw_call(&f, "mcp/connect", "{\"serverId\":\"" ID1_HEX "\"}"), 0);
+  assert_int_equal(f.last_code, 0);
+  assert_non_null(strstr(f.raw, "\"connectionId\":"));
+  fx_free(&f);
+}
+
 static void test_mcp_acp_decl_and_caps(void **state) {
   fx f;
   const char *json;
@@ -1069,6 +1101,7 @@ int main(void) {
       cmocka_unit_test(test_mcp_acp_connectionless_m2),
       cmocka_unit_test(test_mcp_acp_m0_form),
       cmocka_unit_test(test_mcp_acp_unknown_ids),
+      cmocka_unit_test(test_mcp_acp_connections_per_server_capped),
       cmocka_unit_test(test_mcp_acp_decl_and_caps),
       cmocka_unit_test(test_mcp_acp_consumer_falls_back_to_connectionless),
       cmocka_unit_test(test_mcp_acp_connectionless_notify_and_cancel),
