@@ -48,6 +48,9 @@
  *     prompts {listChanged} if a prompt is, completions {} if a completion
  *     handler is set, logging {} if acp_mcp_server_set_logging() enabled it.
  *     acp_mcp_server_declare() forces a family on even while empty.
+ *   - resources/subscribe takes any URI (a resource may be registered
+ *     later), up to ACP_MCP_MAX_SUBSCRIPTIONS per connection; one more is
+ *     answered -32603 "Too many subscriptions" until some are unsubscribed.
  *   - Errors: unknown method or a family not offered -32601; params that
  *     are not an object, a missing or mistyped member, an unknown tool or
  *     prompt, a missing required prompt argument, a bad log level or an
@@ -196,6 +199,9 @@ typedef enum acp_mcp_list {
 
 /** MCP error code: resource not found (2024-11-05 .. 2025-11-25). */
 #define ACP_MCP_RESOURCE_NOT_FOUND (-32002)
+
+/** resources/subscribe: distinct URIs one connection may hold. */
+#define ACP_MCP_MAX_SUBSCRIPTIONS 1024
 
 /**
  * Match `uri` against an RFC 6570 level-1 template ("file:///{path}",

@@ -3823,6 +3823,14 @@ static int do_subscribe(acp_mcp_conn *c, const acp_rpc_msg *msg, bool on) {
     char *copy;
     if (memchr(uri, '\0', n) != NULL)
       return invalid_params(c, msg->handle, "uri contains NUL");
+    /* Any URI may be subscribed (a resource may appear later), so the
+     * list is bounded here: a client subscribing for ever would grow the
+     * conn, and every update and subscribe scans the list. */
+    if (c->nsubs >= ACP_MCP_MAX_SUBSCRIPTIONS) {
+      rv = reply_error(c, msg->handle, ACP_RPC_INTERNAL_ERROR,
+                       "Too many subscriptions", NULL, 0, NULL, 0);
+      return rv == ACP_ERR_NOMEM ? rv : 0;
+    }
     if (c->nsubs == c->subs_cap) {
       size_t ncap = c->subs_cap ? c->subs_cap * 2 : 4;
       char **p = acp__realloc(m, c->subs, ncap * sizeof(*p));

@@ -994,6 +994,33 @@ static void test_subscriptions(void **state) {
   HAS(out, "\"result\":{}");
   assert_int_equal(acp_mcp_server_resource_updated(p->s, "mem://a"), 0);
   assert_string_equal(drain(p->c), "");
+  /* At most ACP_MCP_MAX_SUBSCRIPTIONS URIs; the same one again is free,
+   * and an unsubscribe makes room. */
+  {
+    char line[160];
+    int i;
+    for (i = 0; i < ACP_MCP_MAX_SUBSCRIPTIONS; i++) {
+      snprintf(line, sizeof(line),
+               "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"resources/"
+               "subscribe\",\"params\":{\"uri\":\"mem://n/%d\"}}",
+               100 + i, i);
+      HAS(xchg(p->c, line), "\"result\":{}");
+    }
+    out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"resources/"
+                     "subscribe\",\"params\":{\"uri\":\"mem://one-more\"}}");
+    HAS(out, "\"code\":-32603,\"message\":\"Too many subscriptions\"");
+    assert_false(acp_mcp_conn_is_subscribed(p->c, "mem://one-more"));
+    out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"resources/"
+                     "subscribe\",\"params\":{\"uri\":\"mem://n/7\"}}");
+    HAS(out, "\"result\":{}");
+    out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/"
+                     "unsubscribe\",\"params\":{\"uri\":\"mem://n/7\"}}");
+    HAS(out, "\"result\":{}");
+    out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/"
+                     "subscribe\",\"params\":{\"uri\":\"mem://one-more\"}}");
+    HAS(out, "\"result\":{}");
+    assert_true(acp_mcp_conn_is_subscribed(p->c, "mem://one-more"));
+  }
   acp_mcp_server_set_subscribe(p->s, 0);
   out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/"
                    "subscribe\",\"params\":{\"uri\":\"mem://a\"}}");
