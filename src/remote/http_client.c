@@ -898,10 +898,14 @@ static bool member_sid(const char *p, size_t n, const char *parent, size_t plen,
   return acp__js_member_in(p, p + n, parent, plen, "sessionId", 9, vb, ve);
 }
 
-/* The route of the agent's request `ir` (raw id) to session `sid` (taken). */
+/* The route of the agent's request `ir` (raw id) to session `sid` (taken).
+ * Only for a string or number id: another one is answered with id null
+ * (invalid request), so its route would never be taken and would stay. */
 static void add_route(hcli *h, const char *ir, size_t il, char *sid) {
-  route *r = acp__calloc(&h->mem, 1, sizeof(*r));
-  if (!r || !(r->id = acp__strndup(&h->mem, ir, il))) {
+  route *r = NULL;
+  if (il == 0 || !(*ir == '"' || *ir == '-' || (*ir >= '0' && *ir <= '9')) ||
+      !(r = acp__calloc(&h->mem, 1, sizeof(*r))) ||
+      !(r->id = acp__strndup(&h->mem, ir, il))) {
     acp__free(&h->mem, r);
     acp__free(&h->mem, sid);
     return;
