@@ -1481,7 +1481,8 @@ ACP_EXTERN int acp_mcp_result_task(const acp_rpc_msg *msg, const char **task_id,
  *   - List caching: a complete tools/list, resources/list,
  *     resources/templates/list or prompts/list result with `ttlMs` > 0 and
  *     a `cacheScope` of "private" or "public" is kept for ttlMs (by method
- *     and cursor). The cache belongs to this one client object and is never
+ *     and cursor), up to 256 entries (storing one more drops the oldest).
+ *     The cache belongs to this one client object and is never
  *     shared, which both scopes allow. A list request while its entry is
  *     fresh is answered from it: the callback runs before the list function
  *     returns, with a synthesized msg (msg->local set, -1 in id_out). A

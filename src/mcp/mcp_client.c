@@ -2049,6 +2049,9 @@ nomem:
 
 /* MARK: - 2026-07-28: list cache (Private) */
 
+/* Entries one client keeps (mcp.h: List caching). */
+#define MCP_CACHE_MAX 256
+
 static bool cache_key_is(const mcp_cache_entry *e, const char *method,
                          const char *params, size_t params_len) {
   if (e->method != method || e->params_len != params_len)
@@ -2104,13 +2107,31 @@ static int cache_store(acp_mcp_client *c, const mcp_pending *p,
       !(ACP_JSON_STR_EQ_LIT(scope, "private") ||
         ACP_JSON_STR_EQ_LIT(scope, "public")))
     return 0;
-  for (pp = &c->cache; *pp != NULL; pp = &(*pp)->next)
-    if (cache_key_is(*pp, p->cache_method, p->rq_params, p->rq_params_len)) {
+  {
+    /* The entry it replaces goes, so do expired ones; past
+     * MCP_CACHE_MAX the oldest (the list's tail) goes too: the server
+     * picks the cursors (a walk of one list may store thousands of pages)
+     * and the TTLs, so without a bound the cache grows with what it says. */
+    size_t count = 0;
+    mcp_cache_entry **last = NULL;
+    for (pp = &c->cache; *pp != NULL;) {
       e = *pp;
-      *pp = e->next;
-      cache_entry_free(c, e);
-      break;
+      if (e->expires <= c->now_ms ||
+          cache_key_is(e, p->cache_method, p->rq_params, p->rq_params_len)) {
+        *pp = e->next;
+        cache_entry_free(c, e);
+        continue;
+      }
+      count++;
+      last = pp;
+      pp = &e->next;
     }
+    if (count >= MCP_CACHE_MAX && last != NULL) {
+      e = *last;
+      *last = NULL;
+      cache_entry_free(c, e);
+    }
+  }
   e = acp__calloc(&c->mem, 1, sizeof(*e));
   if (e == NULL)
     return ACP_ERR_NOMEM;

@@ -566,6 +566,37 @@ static void test_list_cache(void **state) {
   HAS(W.out, "tools/list");
 }
 
+/* The cache is bounded whatever TTLs and cursors the server hands out:
+ * 257 pages with a TTL of a year, then the first page is asked again (it
+ * was the oldest and went), the newest is still answered from the cache. */
+static void test_list_cache_bounded(void **state) {
+  rec r = {0};
+  char cur[16];
+  int i;
+  (void)state;
+
+  go_stateless();
+  for (i = 0; i <= 256; i++) {
+    snprintf(cur, sizeof(cur), "c%d", i);
+    assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, cur, NULL,
+                                         W.now, on_result, &r, NULL),
+                     0);
+    assert_true(take() > 0);
+    list_answer(31536000000L, "public", "t");
+  }
+  assert_int_equal(r.calls, 257);
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, "c256", NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  assert_int_equal(take(), 0);
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, "c0", NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  assert_true(take() > 0);
+  HAS(W.out, "\"cursor\":\"c0\"");
+  list_answer(1000, "public", "t");
+}
+
 /* MARK: - x-mcp-header */
 
 static int collect_header(const char *name, size_t nl, const char *value,
@@ -755,6 +786,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_input_required_failures, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_list_cache, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_cache_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_x_mcp_header, setup, teardown),
       cmocka_unit_test(test_allocation_failure_loop),
   };
