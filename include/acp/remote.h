@@ -545,7 +545,9 @@ typedef struct acp_remote_serve_options {
    * connection's initialize; what the agent wrote meanwhile was dropped,
    * up to a line boundary). A connection that drops with prompt turns in
    * flight (session/prompt requests not yet answered) first sends the
-   * agent session/cancel for each of their sessions.
+   * agent session/cancel for each of their sessions. At most
+   * server.max_connections agents wait at once (they do not count as
+   * connections): a drop beyond that stops the one that waited longest.
    */
   uint64_t session_grace_ms;
   /**

@@ -68,16 +68,17 @@ typedef struct sconn {
   acp_uv_process *agent; /* NULL once closed */
   acp_uv_link *alink;
   bool stopping;
-  bool out_eof;     /* the agent's stdout ended */
-  bool exited;      /* the agent's exit status is known */
-  int end_code;     /* close code the agent's own end calls for */
-  uv_timer_t timer; /* an exited agent's stdout gets this long to end */
-  bool timer_done;  /* the timer is closed */
-  bool parked;      /* waiting for a reconnect (session grace) */
-  bool line_start;  /* the last byte handed to a connection ended a line */
-  bool skip_line;   /* drop the agent's output up to its next '\n' */
-  bool spin_due;    /* a client message went to the agent (read spin) */
-  unsigned closing; /* connection links closing, not yet called back */
+  bool out_eof;       /* the agent's stdout ended */
+  bool exited;        /* the agent's exit status is known */
+  int end_code;       /* close code the agent's own end calls for */
+  uv_timer_t timer;   /* an exited agent's stdout gets this long to end */
+  bool timer_done;    /* the timer is closed */
+  bool parked;        /* waiting for a reconnect (session grace) */
+  uint64_t parked_at; /* when it began to wait (loop time, ms) */
+  bool line_start;    /* the last byte handed to a connection ended a line */
+  bool skip_line;     /* drop the agent's output up to its next '\n' */
+  bool spin_due;      /* a client message went to the agent (read spin) */
+  unsigned closing;   /* connection links closing, not yet called back */
   /* Turn tracking (session grace only). */
   acp__buf cline; /* the client's line being assembled */
   bool cskip;     /* that line overflowed: skip it */
@@ -731,6 +732,34 @@ static void sconn_end(sconn *sc, uint64_t flush_ms, int code) {
   sc->stopping = true;
 }
 
+/*
+ * A connection is about to park its agent: at most max_connections agents
+ * wait at once (live connections are capped there too). Parked ones do not
+ * count against the cap of connections, so without this a client that
+ * connects and drops in a loop would leave an agent process per drop for
+ * the whole grace; the one that has waited longest is stopped instead.
+ */
+static void park_room(serve *sv) {
+  unsigned cap = sv->opts->server.max_connections
+                     ? sv->opts->server.max_connections
+                     : ACP_REMOTE_DEFAULT_MAX_CONNECTIONS;
+  unsigned n = 0;
+  sconn *oldest = NULL;
+  for (sconn *c = sv->conns; c; c = c->next)
+    if (c->parked) {
+      n++;
+      if (!oldest || c->parked_at < oldest->parked_at)
+        oldest = c;
+    }
+  if (n < cap || !oldest)
+    return;
+  fprintf(stderr,
+          "acp serve: connection %s: its agent stops waiting (%u agents "
+          "wait, the cap of connections)\n",
+          oldest->id, n);
+  sconn_end(oldest, 0, 1000);
+}
+
 static void on_grace_timeout(uv_timer_t *t) {
   sconn *sc = t->data;
   if (sc->parked) {
@@ -861,7 +890,9 @@ static void ws_read(acp_uv_link *l, int status, const char *data, size_t len,
     sc->holding = false;
     acp__buf_dispose(&sc->held);
     cancel_turns(sc);
+    park_room(sc->sv);
     sc->parked = true;
+    sc->parked_at = uv_now(&sc->sv->loop);
     uv_timer_start(&sc->timer, on_grace_timeout, grace, 0);
     return;
   }
@@ -1082,7 +1113,9 @@ static void handoff_parked(sconn *sc) {
             sc->id, (unsigned long long)grace);
   close_ws(sc, 0, 1000); /* handed: nothing goes out */
   sc->handed = false;
+  park_room(sc->sv);
   sc->parked = true;
+  sc->parked_at = uv_now(&sc->sv->loop);
   uv_timer_start(&sc->timer, on_grace_timeout, grace, 0);
 }
 

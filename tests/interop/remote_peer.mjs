@@ -6,6 +6,8 @@
 //
 //   big URL BYTES      send one text message of BYTES bytes; expect the
 //                      server to close with 1009 (message too big)
+//   drop URL           initialize; at its answer drop the TCP connection
+//                      without a close frame (terminate)
 //   vanish URL         initialize, session/new, prompt "/wait"; at the first
 //                      session/update drop the TCP connection without a
 //                      close frame (terminate); prints the session id
@@ -88,6 +90,15 @@ if (mode === 'big') {
   ws.on('message', (data) => {
     const m = JSON.parse(String(data));
     ws.close();
+    done(m.id === 1 && !!m.result, { id: m.id });
+  });
+  ws.on('error', (e) => done(false, { error: e.message }));
+} else if (mode === 'drop') {
+  const ws = new WebSocket(url);
+  ws.on('open', () => ws.send(JSON.stringify(init)));
+  ws.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    ws.terminate();
     done(m.id === 1 && !!m.result, { id: m.id });
   });
   ws.on('error', (e) => done(false, { error: e.message }));

@@ -127,6 +127,26 @@ for flag in --handoff --no-handoff; do
     else ko "$flag: resume while asking, protocol $v" "$out" "$(tail -8 "$work/serve6$flag.log")"; fi
   done
 done
+# Parked agents are bounded: with --max-connections 2, a third drop stops
+# the agent that waited longest (they do not count as connections, so a
+# client dropping in a loop would leave an agent per drop for the grace).
+for flag in --handoff --no-handoff; do
+  start_serve "$work/serve10$flag.log" $flag --session-grace 60000 --max-connections 2 -- "$acp" agent
+  out=
+  for k in 1 2 3; do
+    out="$out$(timeout 30 node "$here/remote_peer.mjs" drop "ws://127.0.0.1:$port/acp" 2>&1)"
+    # each drop parks before the next connects (the order decides which
+    # one waited longest)
+    wait_until 100 sh -c "[ \$(grep -c 'waits 60000 ms' '$work/serve10$flag.log') -ge $k ]"
+  done
+  first=$(grep 'agent pid' "$work/serve10$flag.log" | head -1 | sed 's/.*connection \([^:]*\):.*agent pid \([0-9]*\).*/\1 \2/')
+  fid=${first% *} fpid=${first#* }
+  if wait_log "$work/serve10$flag.log" "connection $fid: its agent stops waiting (2 agents wait" &&
+     wait_gone "$fpid" 100 &&
+     [ "$(grep -c 'stops waiting' "$work/serve10$flag.log")" -eq 1 ]; then
+    ok "$flag --session-grace --max-connections 2: a third dropped connection stops the agent that waited longest (pid $fpid)"
+  else ko "$flag: parked agents bounded" "$out" "$(tail -8 "$work/serve10$flag.log")"; fi
+done
 # and the relay's own resume over WebSocket (acp agent is handed by default):
 # the cancelled turn's answer never reaches the new connection, whenever the
 # agent writes it (before, the relay forwarded it once the client was back).
