@@ -88,7 +88,7 @@ struct hs_stream {
   size_t nev, capev;
   uint64_t seq;
   char **ids; /* raw ids of requests still unanswered on this stream */
-  size_t nids;
+  size_t nids, capids;
   char **tokens; /* raw progress tokens */
   size_t ntokens;
   bool finished;
@@ -113,6 +113,12 @@ typedef struct hs_omap {
   char *id;
   hs_stream *st;
 } hs_omap;
+
+/* A slot of a session's id index: the request id st->ids[k]. */
+typedef struct hs_idslot {
+  hs_stream *st; /* NULL: empty; ID_GONE: removed */
+  size_t k;
+} hs_idslot;
 
 struct acp_http_relay_session {
   uint32_t magic;
@@ -146,6 +152,13 @@ struct acp_http_relay_session {
   uint64_t next_no;
   hs_omap *omap;
   size_t nomap, capomap;
+  /* Every unanswered request id of the session's streams, by its raw
+   * text (open addressing, a power of two): an answer finds its stream at
+   * once. A search of each stream's ids made a batch of N requests cost
+   * N^2/2 comparisons (90,000 pings in a 4 MiB body: tens of seconds of
+   * the server's one thread). */
+  hs_idslot *idx;
+  size_t idx_cap, idx_used, idx_live; /* used: live + removed */
 };
 
 enum { M_OTHER, M_GET, M_POST, M_DELETE };
@@ -658,6 +671,110 @@ static int strv_find(char **v, size_t n, const char *s, size_t sl) {
   return -1;
 }
 
+/* MARK: - The id index (see hs_session.idx) */
+
+static hs_stream id_gone_mark;
+#define ID_GONE (&id_gone_mark)
+
+static size_t id_hash(const char *p, size_t n) {
+  uint64_t h = 1469598103934665603u; /* FNV-1a */
+  while (n-- > 0)
+    h = (h ^ (unsigned char)*p++) * 1099511628211u;
+  return (size_t)(h ^ (h >> 29));
+}
+
+static bool slot_live(const hs_idslot *e) {
+  return e->st != NULL && e->st != ID_GONE;
+}
+
+/* The live slot holding st->ids[k]. */
+static hs_idslot *idx_slot_of(hs_session *s, const hs_stream *st, size_t k) {
+  const char *id = st->ids[k];
+  size_t mask = s->idx_cap - 1;
+  size_t i;
+  if (s->idx_cap == 0)
+    return NULL;
+  for (i = id_hash(id, strlen(id)) & mask; s->idx[i].st != NULL;
+       i = (i + 1) & mask)
+    if (s->idx[i].st == st && s->idx[i].k == k)
+      return &s->idx[i];
+  return NULL;
+}
+
+/* A live slot whose id is p[0..n), or NULL. */
+static hs_idslot *idx_find(hs_session *s, const char *p, size_t n) {
+  size_t mask = s->idx_cap - 1;
+  size_t i;
+  if (s->idx_live == 0)
+    return NULL;
+  for (i = id_hash(p, n) & mask; s->idx[i].st != NULL; i = (i + 1) & mask) {
+    const hs_idslot *e = &s->idx[i];
+    if (slot_live(e)) {
+      const char *id = e->st->ids[e->k];
+      if (strlen(id) == n && memcmp(id, p, n) == 0)
+        return &s->idx[i];
+    }
+  }
+  return NULL;
+}
+
+static void idx_place(hs_idslot *tab, size_t cap, hs_stream *st, size_t k) {
+  const char *id = st->ids[k];
+  size_t i = id_hash(id, strlen(id)) & (cap - 1);
+  while (tab[i].st != NULL)
+    i = (i + 1) & (cap - 1);
+  tab[i].st = st;
+  tab[i].k = k;
+}
+
+/* Index st->ids[k]. At most 3/4 of the slots in use (removed ones count):
+ * past that the table is rebuilt, twice as large if the live ids need it. */
+static int idx_add(hs_session *s, hs_stream *st, size_t k) {
+  if ((s->idx_used + 1) * 4 > s->idx_cap * 3) {
+    size_t cap = s->idx_cap ? s->idx_cap : 64;
+    hs_idslot *tab;
+    size_t i;
+    while ((s->idx_live + 1) * 2 > cap)
+      cap *= 2;
+    tab = acp__calloc(&s->srv->mem, cap, sizeof(*tab));
+    if (tab == NULL)
+      return ACP_ERR_NOMEM;
+    for (i = 0; i < s->idx_cap; i++)
+      if (slot_live(&s->idx[i]))
+        idx_place(tab, cap, s->idx[i].st, s->idx[i].k);
+    acp__free(&s->srv->mem, s->idx);
+    s->idx = tab;
+    s->idx_cap = cap;
+    s->idx_used = s->idx_live;
+  }
+  idx_place(s->idx, s->idx_cap, st, k);
+  s->idx_used++;
+  s->idx_live++;
+  return 0;
+}
+
+static void idx_remove(hs_session *s, hs_idslot *e) {
+  e->st = ID_GONE;
+  s->idx_live--;
+}
+
+/* Forget st->ids[k] (index and array; the last id takes its place). */
+static void stream_drop_id(hs_stream *st, size_t k) {
+  hs_session *s = st->sess;
+  hs_idslot *e = idx_slot_of(s, st, k);
+  size_t last = st->nids - 1;
+  if (e != NULL)
+    idx_remove(s, e);
+  acp__free(&s->srv->mem, st->ids[k]);
+  if (k != last) {
+    hs_idslot *m = idx_slot_of(s, st, last);
+    st->ids[k] = st->ids[last];
+    if (m != NULL)
+      m->k = k;
+  }
+  st->nids = last;
+}
+
 static hs_stream *stream_new(hs_session *s, bool is_get) {
   acp_http_server *srv = s->srv;
   hs_stream *st = acp__calloc(&srv->mem, 1, sizeof(*st));
@@ -826,7 +943,9 @@ static void stream_free(hs_stream *st) {
   acp__buf_dispose(&st->log);
   acp__buf_dispose(&st->pre);
   acp__free(m, st->ev);
-  strv_free(m, st->ids, st->nids);
+  while (st->nids > 0)
+    stream_drop_id(st, st->nids - 1);
+  acp__free(m, st->ids);
   strv_free(m, st->tokens, st->ntokens);
   acp__free(m, st);
 }
@@ -1012,6 +1131,7 @@ static void session_end(hs_session *s) {
   for (i = 0; i < s->nomap; i++)
     acp__free(&srv->mem, s->omap[i].id);
   acp__free(&srv->mem, s->omap);
+  acp__free(&srv->mem, s->idx);
   acp__free(&srv->mem, s->auth);
   acp__free(&srv->mem, s->sub);
   acp__free(&srv->mem, s->init_id);
@@ -1064,14 +1184,6 @@ static void relay_settle(hs_session *s) {
   }
 }
 
-static hs_stream *find_by_id(hs_session *s, const char *id, size_t n) {
-  hs_stream *st;
-  for (st = s->streams; st; st = st->next)
-    if (strv_find(st->ids, st->nids, id, n) >= 0)
-      return st;
-  return NULL;
-}
-
 static bool usable(hs_stream *st) {
   return st && !st->finished;
 }
@@ -1080,16 +1192,12 @@ static bool usable(hs_stream *st) {
 static hs_stream *take_response(hs_session *s, const acp_json_val *idv) {
   size_t n;
   const char *id = acp_json_raw(idv, &n);
+  hs_idslot *e;
   hs_stream *st;
-  int k;
-  if (id == NULL)
+  if (id == NULL || (e = idx_find(s, id, n)) == NULL)
     return NULL;
-  st = find_by_id(s, id, n);
-  if (st == NULL)
-    return NULL;
-  k = strv_find(st->ids, st->nids, id, n);
-  acp__free(&s->srv->mem, st->ids[k]);
-  st->ids[k] = st->ids[--st->nids];
+  st = e->st;
+  stream_drop_id(st, e->k);
   return st;
 }
 
@@ -1445,13 +1553,22 @@ static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
       const acp_json_val *tok = acp_json_obj_getz(
           acp_json_obj_getz(acp_json_obj_getz(msg, "params"), "_meta"),
           "progressToken");
-      char **nv = acp__realloc(m, st->ids, (st->nids + 1) * sizeof(char *));
-      if (nv == NULL)
-        return ACP_ERR_NOMEM;
-      st->ids = nv;
+      char **nv;
+      if (st->nids == st->capids) {
+        size_t cap = st->capids ? st->capids * 2 : 4;
+        nv = acp__realloc(m, st->ids, cap * sizeof(char *));
+        if (nv == NULL)
+          return ACP_ERR_NOMEM;
+        st->ids = nv;
+        st->capids = cap;
+      }
       st->ids[st->nids] = raw_dup(m, id);
       if (st->ids[st->nids] == NULL)
         return ACP_ERR_NOMEM;
+      if (idx_add(st->sess, st, st->nids) != 0) {
+        acp__free(m, st->ids[st->nids]);
+        return ACP_ERR_NOMEM;
+      }
       st->nids++;
       if (tok) {
         nv = acp__realloc(m, st->tokens, (st->ntokens + 1) * sizeof(char *));

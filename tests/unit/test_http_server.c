@@ -1086,6 +1086,83 @@ static int setup_keepalive(void **state) {
   return ht_setup(state, sizeof(srv_thread), srv_start_keepalive);
 }
 
+/* Occurrences of `needle` in `hay`. */
+static int count_in(const char *hay, const char *needle) {
+  int k = 0;
+  size_t n = strlen(needle);
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += n)
+    k++;
+  return k;
+}
+
+/*
+ * Every answer of a large batch finds its request: 3,000 requests (numbers
+ * and strings for ids, pings and tool calls), posted twice on one
+ * 2025-03-26 session, are answered once each. The ids are looked up in
+ * the session's index (which grows and reuses its removed slots here);
+ * the search it replaced made such a batch quadratic.
+ */
+static void test_large_batch_answers_each_request(void **state) {
+  srv_thread *t = *state;
+  enum { N = 3000 };
+  size_t cap = (size_t)1 << 20;
+  char *body = malloc(cap), *req = malloc(cap + 1024), *buf = malloc(cap);
+  char sid[128], want[64];
+  size_t len = 0, n;
+  int round, i, fd, eof = 0;
+  assert_non_null(body);
+  assert_non_null(req);
+  assert_non_null(buf);
+  snprintf(sid, sizeof(sid), "%s", session_at(t->s.port, "2025-03-26"));
+  body[len++] = '[';
+  for (i = 0; i < N; i++) {
+    if (i % 3 == 2)
+      len += (size_t)snprintf(
+          body + len, cap - len,
+          "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+          "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+          "\"m%d\"}}}",
+          i ? "," : "", i, i);
+    else if (i % 3 == 1)
+      len += (size_t)snprintf(
+          body + len, cap - len,
+          "%s{\"jsonrpc\":\"2.0\",\"id\":\"s%d\",\"method\":\"ping\"}",
+          i ? "," : "", i);
+    else
+      len += (size_t)snprintf(
+          body + len, cap - len,
+          "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}", i ? "," : "",
+          i);
+  }
+  body[len++] = ']';
+  body[len] = '\0';
+  for (round = 0; round < 2; round++) {
+    char head[256];
+    snprintf(head, sizeof(head),
+             "MCP-Session-Id: %s\r\nMCP-Protocol-Version: 2025-03-26\r\n", sid);
+    ht_fmt_post(req, cap + 1024, t->s.port, head, body);
+    fd = ht_connect(t->s.port);
+    assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    n = ht_read_until(fd, buf, cap, 0, NULL, &eof);
+    close(fd);
+    assert_true(n > 0);
+    assert_int_equal(ht_status(buf), 200);
+    assert_int_equal(count_in(buf, "\"result\":"), N);
+    assert_int_equal(count_in(buf, "\"error\":"), 0);
+    for (i = 0; i < N; i += 97) {
+      if (i % 3 == 1)
+        snprintf(want, sizeof(want), "\"id\":\"s%d\",\"result\"", i);
+      else
+        snprintf(want, sizeof(want), "\"id\":%d,\"result\"", i);
+      assert_int_equal(count_in(buf, want), 1);
+    }
+    assert_int_equal(count_in(buf, "\"text\":\"m2999\""), 1);
+  }
+  free(body);
+  free(req);
+  free(buf);
+}
+
 /* The server was stopped by the test itself. */
 static int teardown_stopped(void **state) {
   ht_server *s = *state;
@@ -1265,6 +1342,8 @@ int main(void) {
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_get_keepalive, setup_keepalive,
                                       ht_teardown),
+      cmocka_unit_test_setup_teardown(test_large_batch_answers_each_request,
+                                      setup_keepalive, ht_teardown),
       cmocka_unit_test_setup_teardown(test_close_ends_listens, setup_keepalive,
                                       teardown_stopped),
   };
