@@ -731,7 +731,7 @@ static void idx_place(hs_idslot *tab, size_t cap, hs_stream *st, size_t k) {
  * past that the table is rebuilt, twice as large if the live ids need it. */
 static int idx_add(hs_session *s, hs_stream *st, size_t k) {
   if ((s->idx_used + 1) * 4 > s->idx_cap * 3) {
-    size_t cap = s->idx_cap ? s->idx_cap : 64;
+    size_t cap = s->idx_cap ? s->idx_cap : 8; /* most POSTs: one id */
     hs_idslot *tab;
     size_t i;
     while ((s->idx_live + 1) * 2 > cap)
