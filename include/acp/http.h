@@ -137,7 +137,10 @@ ACP_EXTERN int acp_http_server_options_add_origin(acp_http_server_options *o,
  * @return 0, ACP_ERR_INVALID_ARGUMENT, ACP_ERR_NOMEM. */
 ACP_EXTERN int acp_http_server_options_add_host(acp_http_server_options *o,
                                                 const char *host);
-/** Caps (0 selects the default). */
+/** Caps (0 selects the default). At the cap of sessions a new one ends
+ * the session idle for longest (no stream connected, nothing unanswered;
+ * its client gets 404 and may initialize again); only when every session
+ * is busy is it refused with 503. */
 ACP_EXTERN void acp_http_server_options_set_max_body(acp_http_server_options *o,
                                                      size_t bytes);
 ACP_EXTERN void

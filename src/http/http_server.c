@@ -159,6 +159,7 @@ struct acp_http_relay_session {
    * the server's one thread). */
   hs_idslot *idx;
   size_t idx_cap, idx_used, idx_live; /* used: live + removed */
+  uint64_t used_ms; /* last request, or last stream let go (loop time) */
 };
 
 enum { M_OTHER, M_GET, M_POST, M_DELETE };
@@ -1068,12 +1069,42 @@ static hs_session *session_find(acp_http_server *srv, const char *id) {
   return NULL;
 }
 
+static void session_close(hs_session *s);
+
+/* The session idle for longest: one with nothing in progress (no stream
+ * connected, no request of the client's or of the conn's unanswered, not
+ * inside a relay callback, not a one-request 2026 session). NULL when
+ * every session is busy. */
+static hs_session *session_idlest(acp_http_server *srv) {
+  hs_session *best = NULL;
+  for (hs_session *s = srv->sessions; s; s = s->next) {
+    bool busy = s->ended || s->stateless || s->busy || s->end_pending ||
+                s->notified || s->nomap > 0 ||
+                (s->conn != NULL &&
+                 acp_rpc_session_incoming(acp_mcp_conn_session(s->conn)) > 0);
+    for (hs_stream *st = s->streams; st && !busy; st = st->next)
+      busy = st->rq != NULL || st->nids > 0 || st->waiting != NULL;
+    if (!busy && (best == NULL || s->used_ms < best->used_ms))
+      best = s;
+  }
+  return best;
+}
+
 static int session_new(acp_http_server *srv, bool legacy, hs_session **out) {
   hs_session *s;
   int rv;
   *out = NULL;
-  if (srv->nsessions >= srv->o->max_sessions)
-    return ACP_ERR_LIMIT;
+  if (srv->nsessions >= srv->o->max_sessions) {
+    /* Clients that go away without a DELETE leave their sessions: at the
+     * cap, the one idle for longest makes room (its client, if it comes
+     * back, gets 404 and initializes again, as MCP allows a server to end
+     * a session at any time). Only when all are busy is a new one
+     * refused. */
+    hs_session *old = session_idlest(srv);
+    if (old == NULL)
+      return ACP_ERR_LIMIT;
+    session_close(old);
+  }
   s = acp__calloc(&srv->mem, 1, sizeof(*s));
   if (s == NULL)
     return ACP_ERR_NOMEM;
@@ -1103,6 +1134,7 @@ static int session_new(acp_http_server *srv, bool legacy, hs_session **out) {
     acp__free(&srv->mem, s);
     return rv;
   }
+  s->used_ms = uv_now(srv->loop);
   s->next = srv->sessions;
   srv->sessions = s;
   srv->nsessions++;
@@ -1432,6 +1464,7 @@ static void req_detach(hs_req *rq) {
     return;
   st->rq = NULL;
   rq->st = NULL;
+  st->sess->used_ms = uv_now(srv->loop); /* idle from now, not before */
   for (pp = &srv->reqs; *pp; pp = &(*pp)->next)
     if (*pp == rq) {
       *pp = rq->next;
@@ -1925,6 +1958,7 @@ static hs_session *request_session(hs_req *rq, enum MHD_Result *ret) {
                        "Bad Request: Unsupported protocol version");
     return NULL;
   }
+  s->used_ms = uv_now(rq->srv->loop);
   return s;
 }
 

@@ -1163,6 +1163,82 @@ static void test_large_batch_answers_each_request(void **state) {
   free(buf);
 }
 
+static int srv_start_two_sessions(ht_server *s) {
+  acp_http_server_options *o = NULL;
+  assert_int_equal(acp_mcp_server_new(&s->reg, "t", "1", NULL, NULL), 0);
+  assert_int_equal(ht_add_tool(s->reg, "echo", NULL, ht_tool_echo, NULL), 0);
+  assert_int_equal(acp_http_server_options_new(&o, NULL), 0);
+  acp_http_server_options_set_max_sessions(o, 2);
+  assert_int_equal(acp_http_server_new(&s->srv, &s->loop, s->reg, o, NULL), 0);
+  acp_http_server_options_free(o);
+  return 0;
+}
+
+static int setup_two_sessions(void **state) {
+  return ht_setup(state, sizeof(srv_thread), srv_start_two_sessions);
+}
+
+/* A ping on session `sid`: the HTTP status. */
+static int ping_status(uint16_t port, const char *sid) {
+  char *r =
+      ht_post_s(port, sid, "",
+                "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}", NULL);
+  int st = ht_status(r);
+  free(r);
+  return st;
+}
+
+/* The GET stream of `sid`, connected (its 200 head read): the socket. */
+static int open_get(uint16_t port, const char *sid) {
+  char req[512], buf[4096];
+  int fd, eof = 0;
+  ht_fmt_request(req, sizeof(req), "GET", sid, "");
+  fd = ht_connect(port);
+  assert_int_equal(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
+  ht_read_until(fd, buf, sizeof(buf), 0, "\r\n\r\n", &eof);
+  assert_int_equal(ht_status(buf), 200);
+  return fd;
+}
+
+/*
+ * Sessions left without a DELETE do not fill the server for good: at the
+ * cap (2 here) a new session ends the one idle for longest (its client
+ * gets 404), never one with a stream connected; only when every session
+ * is busy is a new one refused (503).
+ */
+static void test_idle_session_makes_room(void **state) {
+  srv_thread *t = *state;
+  char a[80], b[80], c[80];
+  char *r;
+  int fa, fc;
+  snprintf(a, sizeof(a), "%s", new_session(t->s.port));
+  snprintf(b, sizeof(b), "%s", new_session(t->s.port));
+  /* a was used last: b is the idlest. */
+  assert_int_equal(ping_status(t->s.port, a), 200);
+  snprintf(c, sizeof(c), "%s", new_session(t->s.port));
+  assert_int_equal(ping_status(t->s.port, b), 404);
+  assert_int_equal(ping_status(t->s.port, a), 200);
+  assert_int_equal(ping_status(t->s.port, c), 200);
+  /* Both busy (a GET stream connected each): refused. */
+  fa = open_get(t->s.port, a);
+  fc = open_get(t->s.port, c);
+  r = ht_post(t->s.port, "", ht_init_body, NULL);
+  assert_int_equal(ht_status(r), 503);
+  assert_non_null(strstr(r, "Too many sessions"));
+  free(r);
+  /* c's stream let go (once the server saw it close): c is idle, and
+   * makes room. */
+  close(fc);
+  {
+    char req[2048];
+    ht_fmt_post(req, sizeof(req), t->s.port, "", ht_init_body);
+    assert_int_equal(ht_status_after(t->s.port, req, NULL, 503), 200);
+  }
+  assert_int_equal(ping_status(t->s.port, c), 404);
+  assert_int_equal(ping_status(t->s.port, a), 200);
+  close(fa);
+}
+
 /* The server was stopped by the test itself. */
 static int teardown_stopped(void **state) {
   ht_server *s = *state;
@@ -1342,6 +1418,8 @@ int main(void) {
                                       ht_teardown),
       cmocka_unit_test_setup_teardown(test_get_keepalive, setup_keepalive,
                                       ht_teardown),
+      cmocka_unit_test_setup_teardown(test_idle_session_makes_room,
+                                      setup_two_sessions, ht_teardown),
       cmocka_unit_test_setup_teardown(test_large_batch_answers_each_request,
                                       setup_keepalive, ht_teardown),
       cmocka_unit_test_setup_teardown(test_close_ends_listens, setup_keepalive,
