@@ -79,7 +79,7 @@ typedef struct rt_link {
 /* An MCP-over-ACP server id declared by a component, or a connection id
  * its mcp/connect answer gave: which link serves it. */
 typedef struct rt_mcp {
-  char *id; /* decoded */
+  char *id; /* decoded; NULL: a free slot (a connection that ended) */
   size_t len;
   uint32_t link;
   bool conn;
@@ -1123,7 +1123,8 @@ static rt_mcp *mcp_find(acp_router *r, bool conn, const char *id, size_t len) {
 
   for (i = r->nmcp; i > 0; i--) {
     rt_mcp *m = &r->mcp[i - 1];
-    if (m->conn == conn && m->len == len && memcmp(m->id, id, len) == 0)
+    if (m->id != NULL && m->conn == conn && m->len == len &&
+        memcmp(m->id, id, len) == 0)
       return m;
   }
   return NULL;
@@ -1132,8 +1133,29 @@ static rt_mcp *mcp_find(acp_router *r, bool conn, const char *id, size_t len) {
 static int mcp_add(acp_router *r, bool conn, const char *id, size_t len,
                    uint32_t link) {
   rt_mcp *m;
+  size_t i;
 
-  if (r->nmcp >= MAX_MCP || mcp_find(r, conn, id, len) != NULL)
+  if (mcp_find(r, conn, id, len) != NULL)
+    return 0;
+  /* A connection id takes the slot of one that ended, so that a long
+   * session's connect/disconnect cycles neither fill the table nor
+   * lengthen every search. (Server slots never move: calls hold their
+   * index.) */
+  for (i = 0; conn && i < r->nmcp; i++)
+    if (r->mcp[i].id == NULL)
+      break;
+  if (conn && i < r->nmcp) {
+    m = &r->mcp[i];
+    m->id = dup_bytes(r, id, len ? len : 1);
+    if (m->id == NULL)
+      return nomem(r, ACP_ERR_NOMEM);
+    m->len = len;
+    m->link = link;
+    m->conn = true;
+    m->dead = false;
+    return 0;
+  }
+  if (r->nmcp >= MAX_MCP)
     return 0;
   if (r->nmcp == r->capmcp) {
     size_t cap = r->capmcp ? r->capmcp * 2 : 8;
@@ -1237,7 +1259,15 @@ static int mcp_guard(acp_router *r, uint32_t k, const acp_json_val *id,
   }
   if (m == NULL)
     return 0;
-  if (!m->dead) {
+  if (m->conn &&
+      (str_is(method, "mcp/disconnect") || str_is(method, "_mcp/disconnect"))) {
+    /* Routed (or answered below) once; the id is done with either way. */
+    bool dead = m->dead;
+    acp__free(&r->mem, m->id);
+    m->id = NULL;
+    if (!dead)
+      return 0;
+  } else if (!m->dead) {
     if (connect)
       c->mcp = (uint32_t)(m - r->mcp) + 1;
     return 0;

@@ -1423,6 +1423,129 @@ static void test_router_dead_provider_mcp_traffic_is_not_routed(void **state) {
   acp_router_free(r);
 }
 
+/* Live allocations, for the test below. */
+static long live_allocs;
+static void *lc_malloc(size_t n, void *ud) {
+  (void)ud;
+  live_allocs++;
+  return malloc(n);
+}
+static void lc_free(void *p, void *ud) {
+  (void)ud;
+  if (p != NULL)
+    live_allocs--;
+  free(p);
+}
+static void *lc_calloc(size_t k, size_t n, void *ud) {
+  (void)ud;
+  live_allocs++;
+  return calloc(k, n);
+}
+static void *lc_realloc(void *p, size_t n, void *ud) {
+  (void)ud;
+  if (p == NULL)
+    live_allocs++;
+  return realloc(p, n);
+}
+
+/* One mcp/connect from the agent (link 2) answered by the proxy (link 1)
+ * with connection `cid`, then its mcp/disconnect, answered too. */
+static void connect_cycle(acp_router *r, const char *cid) {
+  char line[160];
+  const char *t;
+  long pid;
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"mcp/connect\","
+       "\"params\":{\"serverId\":\"S1\"}}");
+  t = strstr(take(r, 1), "\"id\":");
+  assert_non_null(t);
+  pid = strtol(t + 5, NULL, 10);
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"connectionId\":"
+           "\"%s\"}}",
+           pid, cid);
+  feed(r, 1, line);
+  assert_non_null(strstr(take(r, 2), cid));
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"mcp/"
+           "disconnect\",\"params\":{\"connectionId\":\"%s\"}}",
+           cid);
+  feed(r, 2, line);
+  t = strstr(take(r, 1), "\"id\":");
+  assert_non_null(t);
+  pid = strtol(t + 5, NULL, 10);
+  snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{}}",
+           pid);
+  feed(r, 1, line);
+  assert_non_null(strstr(take(r, 2), "\"id\":\"d\""));
+}
+
+/* The router remembers MCP-over-ACP connection ids (to answer for a
+ * provider that died); a connection that was disconnected gives its place
+ * back, so a long session's connect/disconnect cycles keep the table (and
+ * its searches) the size of what is open. The guard still works for a
+ * connection in a reused place. */
+static void test_router_mcp_connections_reuse_their_place(void **state) {
+  acp_mem m = {NULL, lc_malloc, lc_free, lc_calloc, lc_realloc};
+  acp_router_options *o = NULL;
+  acp_router *r = NULL;
+  char cid[32];
+  long live = 0;
+  int i;
+
+  (void)state;
+  memset(&R, 0, sizeof(R));
+  live_allocs = 0;
+  assert_int_equal(acp_router_options_new(&o), 0);
+  acp_router_options_set_mode(o, ACP_ROUTER_MODE_AGENT);
+  acp_router_options_set_trace_cb(o, on_trace);
+  acp_router_options_set_event_cb(o, on_event);
+  assert_int_equal(acp_router_new(&r, 2, o, &R, &m), 0);
+  acp_router_options_free(o);
+  init_chain(r, 2);
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/new\",\"params\":{"
+       "\"mcpServers\":[]}}");
+  take(r, 1);
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"session/new\",\"params\":{\"mcpServers\":["
+       "{\"type\":\"acp\",\"name\":\"tools\",\"serverId\":\"S1\"}]}}}");
+  take(r, 2);
+  for (i = 0; i < 300; i++) {
+    if (i == 20)
+      live = live_allocs;
+    snprintf(cid, sizeof(cid), "conn-%d", i);
+    connect_cycle(r, cid);
+  }
+  assert_int_equal(live_allocs, live);
+  /* One more, left open; then its provider dies: answered here. */
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"mcp/connect\","
+       "\"params\":{\"serverId\":\"S1\"}}");
+  {
+    const char *t = strstr(take(r, 1), "\"id\":");
+    char line[128];
+    assert_non_null(t);
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"connectionId\":"
+             "\"last\"}}",
+             strtol(t + 5, NULL, 10));
+    feed(r, 1, line);
+    take(r, 2);
+  }
+  assert_int_equal(acp_router_link_closed(r, 1, "dead", NULL, 0), 0);
+  assert_int_equal(acp_router_link_bypass(r, 1), 0);
+  take(r, 0);
+  take(r, 2);
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"mcp/message\",\"params\":{"
+       "\"connectionId\":\"last\",\"method\":\"tools/call\"}}");
+  assert_non_null(strstr(take(r, 2), "\"id\":7,\"error\":{\"code\":-33001"));
+  acp_router_free(r);
+  assert_int_equal(live_allocs, 0);
+}
+
 static void test_router_restart_reinitializes(void **state) {
   acp_router *r = mk_agent(3);
 
@@ -2389,6 +2512,7 @@ int main(void) {
       cmocka_unit_test(test_router_link_closed_defaults_and_bad_data),
       cmocka_unit_test(test_router_bypass_routes_around_dead_proxy),
       cmocka_unit_test(test_router_dead_provider_mcp_traffic_is_not_routed),
+      cmocka_unit_test(test_router_mcp_connections_reuse_their_place),
       cmocka_unit_test(test_router_restart_reinitializes),
       cmocka_unit_test(test_router_restart_before_initialize),
       cmocka_unit_test(test_router_garbage_is_answered_or_dropped),
