@@ -90,7 +90,7 @@ struct hs_stream {
   char **ids; /* raw ids of requests still unanswered on this stream */
   size_t nids, capids;
   char **tokens; /* raw progress tokens */
-  size_t ntokens;
+  size_t ntokens, captokens;
   bool finished;
   /* SSE polling: end the current HTTP response at log offset `cut`
    * (absolute); what follows waits for the client's reconnection. */
@@ -114,10 +114,12 @@ typedef struct hs_omap {
   hs_stream *st;
 } hs_omap;
 
-/* A slot of a session's id index: the request id st->ids[k]. */
+/* A slot of a session's id index: the request id st->ids[k], or (tok)
+ * the progress token st->tokens[k]. */
 typedef struct hs_idslot {
   hs_stream *st; /* NULL: empty; ID_GONE: removed */
   size_t k;
+  bool tok;
 } hs_idslot;
 
 struct acp_http_relay_session {
@@ -152,11 +154,12 @@ struct acp_http_relay_session {
   uint64_t next_no;
   hs_omap *omap;
   size_t nomap, capomap;
-  /* Every unanswered request id of the session's streams, by its raw
-   * text (open addressing, a power of two): an answer finds its stream at
-   * once. A search of each stream's ids made a batch of N requests cost
-   * N^2/2 comparisons (90,000 pings in a 4 MiB body: tens of seconds of
-   * the server's one thread). */
+  /* Every unanswered request id and every progress token of the
+   * session's streams, by its raw text (open addressing, a power of two):
+   * an answer or a progress notification finds its stream at once. A
+   * search of each stream's ids made a batch of N requests cost N^2/2
+   * comparisons (90,000 pings in a 4 MiB body: tens of seconds of the
+   * server's one thread). */
   hs_idslot *idx;
   size_t idx_cap, idx_used, idx_live; /* used: live + removed */
   uint64_t used_ms; /* last request, or last stream let go (loop time) */
@@ -664,14 +667,6 @@ static char *raw_dup(const acp_mem *m, const acp_json_val *v) {
   return r ? acp__strndup(m, r, n) : NULL;
 }
 
-static int strv_find(char **v, size_t n, const char *s, size_t sl) {
-  size_t i;
-  for (i = 0; i < n; i++)
-    if (strlen(v[i]) == sl && memcmp(v[i], s, sl) == 0)
-      return (int)i;
-  return -1;
-}
-
 /* MARK: - The id index (see hs_session.idx) */
 
 static hs_stream id_gone_mark;
@@ -688,49 +683,58 @@ static bool slot_live(const hs_idslot *e) {
   return e->st != NULL && e->st != ID_GONE;
 }
 
-/* The live slot holding st->ids[k]. */
-static hs_idslot *idx_slot_of(hs_session *s, const hs_stream *st, size_t k) {
-  const char *id = st->ids[k];
+static const char *slot_key(const hs_stream *st, size_t k, bool tok) {
+  return tok ? st->tokens[k] : st->ids[k];
+}
+
+/* The live slot holding st->ids[k] (tok: st->tokens[k]). */
+static hs_idslot *idx_slot_of(hs_session *s, const hs_stream *st, size_t k,
+                              bool tok) {
+  const char *key = slot_key(st, k, tok);
   size_t mask = s->idx_cap - 1;
   size_t i;
   if (s->idx_cap == 0)
     return NULL;
-  for (i = id_hash(id, strlen(id)) & mask; s->idx[i].st != NULL;
+  for (i = id_hash(key, strlen(key)) & mask; s->idx[i].st != NULL;
        i = (i + 1) & mask)
-    if (s->idx[i].st == st && s->idx[i].k == k)
+    if (s->idx[i].st == st && s->idx[i].k == k && s->idx[i].tok == tok)
       return &s->idx[i];
   return NULL;
 }
 
-/* A live slot whose id is p[0..n), or NULL. */
-static hs_idslot *idx_find(hs_session *s, const char *p, size_t n) {
+/* A live slot whose id (tok: progress token, of a usable stream) is
+ * p[0..n), or NULL. */
+static hs_idslot *idx_find(hs_session *s, const char *p, size_t n, bool tok) {
   size_t mask = s->idx_cap - 1;
   size_t i;
   if (s->idx_live == 0)
     return NULL;
   for (i = id_hash(p, n) & mask; s->idx[i].st != NULL; i = (i + 1) & mask) {
     const hs_idslot *e = &s->idx[i];
-    if (slot_live(e)) {
-      const char *id = e->st->ids[e->k];
-      if (strlen(id) == n && memcmp(id, p, n) == 0)
+    if (slot_live(e) && e->tok == tok && (!tok || !e->st->finished)) {
+      const char *key = slot_key(e->st, e->k, tok);
+      if (strlen(key) == n && memcmp(key, p, n) == 0)
         return &s->idx[i];
     }
   }
   return NULL;
 }
 
-static void idx_place(hs_idslot *tab, size_t cap, hs_stream *st, size_t k) {
-  const char *id = st->ids[k];
-  size_t i = id_hash(id, strlen(id)) & (cap - 1);
+static void idx_place(hs_idslot *tab, size_t cap, hs_stream *st, size_t k,
+                      bool tok) {
+  const char *key = slot_key(st, k, tok);
+  size_t i = id_hash(key, strlen(key)) & (cap - 1);
   while (tab[i].st != NULL)
     i = (i + 1) & (cap - 1);
   tab[i].st = st;
   tab[i].k = k;
+  tab[i].tok = tok;
 }
 
-/* Index st->ids[k]. At most 3/4 of the slots in use (removed ones count):
- * past that the table is rebuilt, twice as large if the live ids need it. */
-static int idx_add(hs_session *s, hs_stream *st, size_t k) {
+/* Index st->ids[k] (tok: st->tokens[k]). At most 3/4 of the slots in use
+ * (removed ones count): past that the table is rebuilt, twice as large if
+ * the live keys need it. */
+static int idx_add(hs_session *s, hs_stream *st, size_t k, bool tok) {
   if ((s->idx_used + 1) * 4 > s->idx_cap * 3) {
     size_t cap = s->idx_cap ? s->idx_cap : 8; /* most POSTs: one id */
     hs_idslot *tab;
@@ -742,13 +746,13 @@ static int idx_add(hs_session *s, hs_stream *st, size_t k) {
       return ACP_ERR_NOMEM;
     for (i = 0; i < s->idx_cap; i++)
       if (slot_live(&s->idx[i]))
-        idx_place(tab, cap, s->idx[i].st, s->idx[i].k);
+        idx_place(tab, cap, s->idx[i].st, s->idx[i].k, s->idx[i].tok);
     acp__free(&s->srv->mem, s->idx);
     s->idx = tab;
     s->idx_cap = cap;
     s->idx_used = s->idx_live;
   }
-  idx_place(s->idx, s->idx_cap, st, k);
+  idx_place(s->idx, s->idx_cap, st, k, tok);
   s->idx_used++;
   s->idx_live++;
   return 0;
@@ -762,13 +766,13 @@ static void idx_remove(hs_session *s, hs_idslot *e) {
 /* Forget st->ids[k] (index and array; the last id takes its place). */
 static void stream_drop_id(hs_stream *st, size_t k) {
   hs_session *s = st->sess;
-  hs_idslot *e = idx_slot_of(s, st, k);
+  hs_idslot *e = idx_slot_of(s, st, k, false);
   size_t last = st->nids - 1;
   if (e != NULL)
     idx_remove(s, e);
   acp__free(&s->srv->mem, st->ids[k]);
   if (k != last) {
-    hs_idslot *m = idx_slot_of(s, st, last);
+    hs_idslot *m = idx_slot_of(s, st, last, false);
     st->ids[k] = st->ids[last];
     if (m != NULL)
       m->k = k;
@@ -947,6 +951,11 @@ static void stream_free(hs_stream *st) {
   while (st->nids > 0)
     stream_drop_id(st, st->nids - 1);
   acp__free(m, st->ids);
+  for (size_t k = 0; k < st->ntokens; k++) {
+    hs_idslot *e = idx_slot_of(st->sess, st, k, true);
+    if (e != NULL)
+      idx_remove(st->sess, e);
+  }
   strv_free(m, st->tokens, st->ntokens);
   acp__free(m, st);
 }
@@ -1226,7 +1235,7 @@ static hs_stream *take_response(hs_session *s, const acp_json_val *idv) {
   const char *id = acp_json_raw(idv, &n);
   hs_idslot *e;
   hs_stream *st;
-  if (id == NULL || (e = idx_find(s, id, n)) == NULL)
+  if (id == NULL || (e = idx_find(s, id, n, false)) == NULL)
     return NULL;
   st = e->st;
   stream_drop_id(st, e->k);
@@ -1358,12 +1367,9 @@ static int route(hs_session *s, acp_json_doc *doc, const char *line,
             acp_json_obj_getz(root, "params"), "progressToken");
         size_t tl;
         const char *t = acp_json_raw(tok, &tl);
-        hs_stream *x;
-        for (x = s->streams; t && x; x = x->next)
-          if (usable(x) && strv_find(x->tokens, x->ntokens, t, tl) >= 0) {
-            st = x;
-            break;
-          }
+        hs_idslot *e = t ? idx_find(s, t, tl, true) : NULL;
+        if (e != NULL)
+          st = e->st;
       }
       if (st == NULL && usable(s->ctx))
         st = s->ctx;
@@ -1598,19 +1604,27 @@ static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
       st->ids[st->nids] = raw_dup(m, id);
       if (st->ids[st->nids] == NULL)
         return ACP_ERR_NOMEM;
-      if (idx_add(st->sess, st, st->nids) != 0) {
+      if (idx_add(st->sess, st, st->nids, false) != 0) {
         acp__free(m, st->ids[st->nids]);
         return ACP_ERR_NOMEM;
       }
       st->nids++;
       if (tok) {
-        nv = acp__realloc(m, st->tokens, (st->ntokens + 1) * sizeof(char *));
-        if (nv == NULL)
-          return ACP_ERR_NOMEM;
-        st->tokens = nv;
+        if (st->ntokens == st->captokens) {
+          size_t cap = st->captokens ? st->captokens * 2 : 4;
+          nv = acp__realloc(m, st->tokens, cap * sizeof(char *));
+          if (nv == NULL)
+            return ACP_ERR_NOMEM;
+          st->tokens = nv;
+          st->captokens = cap;
+        }
         st->tokens[st->ntokens] = raw_dup(m, tok);
         if (st->tokens[st->ntokens] == NULL)
           return ACP_ERR_NOMEM;
+        if (idx_add(st->sess, st, st->ntokens, true) != 0) {
+          acp__free(m, st->tokens[st->ntokens]);
+          return ACP_ERR_NOMEM;
+        }
         st->ntokens++;
       }
     }
