@@ -691,10 +691,10 @@ static const char *slot_key(const hs_stream *st, size_t k, bool tok) {
 static hs_idslot *idx_slot_of(hs_session *s, const hs_stream *st, size_t k,
                               bool tok) {
   const char *key = slot_key(st, k, tok);
-  size_t mask = s->idx_cap - 1;
-  size_t i;
+  size_t mask, i;
   if (s->idx_cap == 0)
     return NULL;
+  mask = s->idx_cap - 1;
   for (i = id_hash(key, strlen(key)) & mask; s->idx[i].st != NULL;
        i = (i + 1) & mask)
     if (s->idx[i].st == st && s->idx[i].k == k && s->idx[i].tok == tok)
@@ -1568,6 +1568,32 @@ typedef struct post_info {
   bool invalid;
 } post_info;
 
+/* Keep the raw text of `v` on `st` as an unanswered request id (tok: a
+ * progress token), indexed for the session. */
+static int stream_note(hs_stream *st, const acp_mem *m, const acp_json_val *v,
+                       bool tok) {
+  char ***arr = tok ? &st->tokens : &st->ids;
+  size_t *n = tok ? &st->ntokens : &st->nids;
+  size_t *cap = tok ? &st->captokens : &st->capids;
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 4;
+    char **nv = acp__realloc(m, *arr, nc * sizeof(char *));
+    if (nv == NULL)
+      return ACP_ERR_NOMEM;
+    *arr = nv;
+    *cap = nc;
+  }
+  (*arr)[*n] = raw_dup(m, v);
+  if ((*arr)[*n] == NULL)
+    return ACP_ERR_NOMEM;
+  if (idx_add(st->sess, st, *n, tok) != 0) {
+    acp__free(m, (*arr)[*n]);
+    return ACP_ERR_NOMEM;
+  }
+  (*n)++;
+  return 0;
+}
+
 static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
                    post_info *pi) {
   const acp_json_val *method = acp_json_obj_getz(msg, "method");
@@ -1592,41 +1618,11 @@ static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
       const acp_json_val *tok = acp_json_obj_getz(
           acp_json_obj_getz(acp_json_obj_getz(msg, "params"), "_meta"),
           "progressToken");
-      char **nv;
-      if (st->nids == st->capids) {
-        size_t cap = st->capids ? st->capids * 2 : 4;
-        nv = acp__realloc(m, st->ids, cap * sizeof(char *));
-        if (nv == NULL)
-          return ACP_ERR_NOMEM;
-        st->ids = nv;
-        st->capids = cap;
-      }
-      st->ids[st->nids] = raw_dup(m, id);
-      if (st->ids[st->nids] == NULL)
-        return ACP_ERR_NOMEM;
-      if (idx_add(st->sess, st, st->nids, false) != 0) {
-        acp__free(m, st->ids[st->nids]);
-        return ACP_ERR_NOMEM;
-      }
-      st->nids++;
-      if (tok) {
-        if (st->ntokens == st->captokens) {
-          size_t cap = st->captokens ? st->captokens * 2 : 4;
-          nv = acp__realloc(m, st->tokens, cap * sizeof(char *));
-          if (nv == NULL)
-            return ACP_ERR_NOMEM;
-          st->tokens = nv;
-          st->captokens = cap;
-        }
-        st->tokens[st->ntokens] = raw_dup(m, tok);
-        if (st->tokens[st->ntokens] == NULL)
-          return ACP_ERR_NOMEM;
-        if (idx_add(st->sess, st, st->ntokens, true) != 0) {
-          acp__free(m, st->tokens[st->ntokens]);
-          return ACP_ERR_NOMEM;
-        }
-        st->ntokens++;
-      }
+      int rv = stream_note(st, m, id, false);
+      if (rv == 0 && tok != NULL)
+        rv = stream_note(st, m, tok, true);
+      if (rv != 0)
+        return rv;
     }
   } else
     pi->nother++;

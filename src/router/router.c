@@ -1133,7 +1133,7 @@ static rt_mcp *mcp_find(acp_router *r, bool conn, const char *id, size_t len) {
 static int mcp_add(acp_router *r, bool conn, const char *id, size_t len,
                    uint32_t link) {
   rt_mcp *m;
-  size_t i;
+  size_t i = r->nmcp;
 
   if (mcp_find(r, conn, id, len) != NULL)
     return 0;
@@ -1141,31 +1141,22 @@ static int mcp_add(acp_router *r, bool conn, const char *id, size_t len,
    * session's connect/disconnect cycles neither fill the table nor
    * lengthen every search. (Server slots never move: calls hold their
    * index.) */
-  for (i = 0; conn && i < r->nmcp; i++)
-    if (r->mcp[i].id == NULL)
-      break;
-  if (conn && i < r->nmcp) {
-    m = &r->mcp[i];
-    m->id = dup_bytes(r, id, len ? len : 1);
-    if (m->id == NULL)
-      return nomem(r, ACP_ERR_NOMEM);
-    m->len = len;
-    m->link = link;
-    m->conn = true;
-    m->dead = false;
-    return 0;
+  if (conn)
+    for (i = 0; i < r->nmcp && r->mcp[i].id != NULL; i++)
+      ;
+  if (i == r->nmcp) {
+    if (r->nmcp >= MAX_MCP)
+      return 0;
+    if (r->nmcp == r->capmcp) {
+      size_t cap = r->capmcp ? r->capmcp * 2 : 8;
+      rt_mcp *n = acp__realloc(&r->mem, r->mcp, cap * sizeof(*n));
+      if (n == NULL)
+        return nomem(r, ACP_ERR_NOMEM);
+      r->mcp = n;
+      r->capmcp = cap;
+    }
   }
-  if (r->nmcp >= MAX_MCP)
-    return 0;
-  if (r->nmcp == r->capmcp) {
-    size_t cap = r->capmcp ? r->capmcp * 2 : 8;
-    rt_mcp *n = acp__realloc(&r->mem, r->mcp, cap * sizeof(*n));
-    if (n == NULL)
-      return nomem(r, ACP_ERR_NOMEM);
-    r->mcp = n;
-    r->capmcp = cap;
-  }
-  m = &r->mcp[r->nmcp];
+  m = &r->mcp[i];
   m->id = dup_bytes(r, id, len ? len : 1);
   if (m->id == NULL)
     return nomem(r, ACP_ERR_NOMEM);
@@ -1173,7 +1164,8 @@ static int mcp_add(acp_router *r, bool conn, const char *id, size_t len,
   m->link = link;
   m->conn = conn;
   m->dead = false;
-  r->nmcp++;
+  if (i == r->nmcp)
+    r->nmcp++;
   return 0;
 }
 

@@ -648,17 +648,12 @@ static void test_close_stream_holds_answer(void **state) {
   free(r);
 }
 
-/* The SSE priming event (an id, retry and empty data) came with
- * 2025-11-25; a client of an earlier revision parses its empty data as a
- * message and fails. Streams of a session get it only from 2025-11-25 on:
- * the POST stream of a call and the standalone GET stream, at each
- * version. Each stream is read up to a message that would follow the
- * priming event, so its absence is not a matter of timing. */
-static void priming_at(uint16_t port, const char *version, bool primed) {
-  char body[512], want[64], req[512], buf[8192], *r;
+/* A session at `version` (which the answer must echo): its id (static
+ * buffer, as ht_session_id()). */
+static const char *session_at(uint16_t port, const char *version) {
+  char body[512], want[64];
   const char *sid;
-  size_t n;
-  int fd, eof;
+  char *r;
   snprintf(body, sizeof(body),
            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
            "\"params\":{\"protocolVersion\":\"%s\",\"capabilities\":{},"
@@ -670,6 +665,20 @@ static void priming_at(uint16_t port, const char *version, bool primed) {
   assert_non_null(strstr(r, want));
   sid = ht_session_id(r);
   free(r);
+  return sid;
+}
+
+/* The SSE priming event (an id, retry and empty data) came with
+ * 2025-11-25; a client of an earlier revision parses its empty data as a
+ * message and fails. Streams of a session get it only from 2025-11-25 on:
+ * the POST stream of a call and the standalone GET stream, at each
+ * version. Each stream is read up to a message that would follow the
+ * priming event, so its absence is not a matter of timing. */
+static void priming_at(uint16_t port, const char *version, bool primed) {
+  char req[512], buf[8192], *r;
+  const char *sid = session_at(port, version);
+  size_t n;
+  int fd, eof;
   /* A call with progress: the POST turns into a stream. */
   r = ht_post_s(
       port, sid, "",
@@ -713,23 +722,6 @@ static void test_priming_only_from_2025_11_25(void **state) {
   priming_at(t->s.port, "2025-11-25", true);
 }
 
-/* A session at `version` (static buffer, as ht_session_id()). */
-static const char *session_at(uint16_t port, const char *version) {
-  char body[512];
-  const char *sid;
-  char *r;
-  snprintf(body, sizeof(body),
-           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
-           "\"params\":{\"protocolVersion\":\"%s\",\"capabilities\":{},"
-           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
-           version);
-  r = ht_post(port, "", body, NULL);
-  assert_int_equal(ht_status(r), 200);
-  sid = ht_session_id(r);
-  free(r);
-  return sid;
-}
-
 /*
  * Requests whose answers could not be told apart got none: a batch on a
  * session without batches (the conn answers it with one error, id null)
@@ -738,54 +730,54 @@ static const char *session_at(uint16_t port, const char *version) {
  * Both are refused at once with -32600; a null, fractional or big id is
  * answered as it came; 2025-03-26 keeps its batches.
  */
+/* POST `body` on session `sid` at `version`: the status must be `status`
+ * and the answer hold `want` and `want2` (each NULL for no check). */
+static void post_at(uint16_t port, const char *sid, const char *version,
+                    const char *body, int status, const char *want,
+                    const char *want2) {
+  char h[64];
+  char *r;
+  snprintf(h, sizeof(h), "MCP-Protocol-Version: %s\r\n", version);
+  r = ht_post_s(port, sid, h, body, NULL);
+  assert_int_equal(ht_status(r), status);
+  if (want != NULL)
+    assert_non_null(strstr(r, want));
+  if (want2 != NULL)
+    assert_non_null(strstr(r, want2));
+  free(r);
+}
+
 static void test_unanswerable_requests_refused(void **state) {
   srv_thread *t = *state;
+  uint16_t port = t->s.port;
   char sid[128];
-  char *r;
-  snprintf(sid, sizeof(sid), "%s", session_at(t->s.port, "2025-06-18"));
-  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
-                "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
-                "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]",
-                NULL);
-  assert_int_equal(ht_status(r), 400);
-  assert_non_null(strstr(r, "batches need protocol version 2025-03-26"));
-  free(r);
-  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
-                "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", NULL);
-  assert_int_equal(ht_status(r), 400);
-  assert_non_null(strstr(r, "-32600"));
-  free(r);
-  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
-                "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"ping\"}", NULL);
-  assert_int_equal(ht_status(r), 400);
-  free(r);
-  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
-                "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", NULL);
-  assert_int_equal(ht_status(r), 200);
-  assert_non_null(strstr(r, "\"id\":null,\"result\":{}"));
-  free(r);
-  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-06-18\r\n",
-                "{\"jsonrpc\":\"2.0\",\"id\":1e2,\"method\":\"ping\"}", NULL);
-  assert_int_equal(ht_status(r), 200);
-  assert_non_null(strstr(r, "\"id\":1e2,\"result\":{}"));
-  free(r);
+  snprintf(sid, sizeof(sid), "%s", session_at(port, "2025-06-18"));
+  post_at(port, sid, "2025-06-18",
+          "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
+          "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]",
+          400, "batches need protocol version 2025-03-26", NULL);
+  post_at(port, sid, "2025-06-18",
+          "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", 400, "-32600",
+          NULL);
+  post_at(port, sid, "2025-06-18",
+          "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"ping\"}", 400, NULL,
+          NULL);
+  post_at(port, sid, "2025-06-18",
+          "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", 200,
+          "\"id\":null,\"result\":{}", NULL);
+  post_at(port, sid, "2025-06-18",
+          "{\"jsonrpc\":\"2.0\",\"id\":1e2,\"method\":\"ping\"}", 200,
+          "\"id\":1e2,\"result\":{}", NULL);
   /* 2025-03-26: batches are answered, one with an object id is refused. */
-  snprintf(sid, sizeof(sid), "%s", session_at(t->s.port, "2025-03-26"));
-  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-03-26\r\n",
-                "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
-                "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"ping\"}]",
-                NULL);
-  assert_int_equal(ht_status(r), 200);
-  assert_non_null(strstr(r, "\"id\":2,\"result\":{}"));
-  assert_non_null(strstr(r, "\"id\":\"b\",\"result\":{}"));
-  free(r);
-  r = ht_post_s(t->s.port, sid, "MCP-Protocol-Version: 2025-03-26\r\n",
-                "[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"},"
-                "{\"jsonrpc\":\"2.0\",\"id\":[5],\"method\":\"ping\"}]",
-                NULL);
-  assert_int_equal(ht_status(r), 400);
-  assert_non_null(strstr(r, "-32600"));
-  free(r);
+  snprintf(sid, sizeof(sid), "%s", session_at(port, "2025-03-26"));
+  post_at(port, sid, "2025-03-26",
+          "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
+          "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"ping\"}]",
+          200, "\"id\":2,\"result\":{}", "\"id\":\"b\",\"result\":{}");
+  post_at(port, sid, "2025-03-26",
+          "[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"},"
+          "{\"jsonrpc\":\"2.0\",\"id\":[5],\"method\":\"ping\"}]",
+          400, "-32600", NULL);
 }
 
 static void test_legacy_raw(void **state) {
