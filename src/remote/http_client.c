@@ -121,7 +121,7 @@ typedef struct seen {
 
 typedef struct route {
   struct route *next;
-  char *id; /* the agent's request id, raw JSON */
+  char *id; /* a request's id, raw JSON: the agent's, or ours (closing) */
   char *sid;
 } route;
 
@@ -159,6 +159,11 @@ struct hcli {
   uv_timer_t timer; /* connect deadline; then the DELETE's */
   unsigned handles;
   route *routes;
+  /* Our session/close requests (id and session) until answered; a
+   * success ends that session's stream (closed_sid, once the answer is
+   * delivered). */
+  route *closing;
+  char *closed_sid;
   size_t max_msg;
   acp_json_doc *doc;
   acp_remote_connect_cb ccb;
@@ -198,6 +203,32 @@ static void fail(hcli *h, int err, const char *detail);
 
 /* MARK: - Lifetime (Private) */
 
+static void route_free(hcli *h, route *r) {
+  acp__free(&h->mem, r->id);
+  acp__free(&h->mem, r->sid);
+  acp__free(&h->mem, r);
+}
+
+static void route_list_free(hcli *h, route **list) {
+  while (*list) {
+    route *r = *list;
+    *list = r->next;
+    route_free(h, r);
+  }
+}
+
+/* The route of request id [ib, ib + il) taken off `list`, or NULL. */
+static route *route_take(route **list, const char *ib, size_t il) {
+  for (route **pp = list; *pp; pp = &(*pp)->next) {
+    route *r = *pp;
+    if (strlen(r->id) == il && memcmp(r->id, ib, il) == 0) {
+      *pp = r->next;
+      return r;
+    }
+  }
+  return NULL;
+}
+
 static void hmsg_free(hcli *h, hmsg *m) {
   if (!m)
     return;
@@ -217,13 +248,9 @@ static void hcli_free(hcli *h) {
     h->q_head = m->next;
     hmsg_free(h, m);
   }
-  while (h->routes) {
-    route *r = h->routes;
-    h->routes = r->next;
-    acp__free(&h->mem, r->id);
-    acp__free(&h->mem, r->sid);
-    acp__free(&h->mem, r);
-  }
+  route_list_free(h, &h->routes);
+  route_list_free(h, &h->closing);
+  acp__free(&h->mem, h->closed_sid);
   while (h->seen) {
     seen *e = h->seen;
     h->seen = e->next;
@@ -397,6 +424,9 @@ static void deliver_error(hcli *h, const char *id, int status,
   char msg[96];
   const char *d;
   size_t dn;
+  route *r = route_take(&h->closing, id, strlen(id));
+  if (r)
+    route_free(h, r); /* a refused session/close: nothing ends */
   if (acp_json_writer_new(&w, 0, &h->mem) != 0)
     return;
   snprintf(msg, sizeof(msg), "ACP POST failed: HTTP %d", status);
@@ -915,6 +945,61 @@ static void add_route(hcli *h, const char *ir, size_t il, char *sid) {
   h->routes = r;
 }
 
+/* We sent session/close `sid` as request `ir`: noted until answered. Why:
+ * a session stream is a socket (HTTP/1.1) or a stream the server holds
+ * open; a client that opens and closes sessions for a day kept one per
+ * session ever opened. The copies are ours; on failure the stream just
+ * stays open, as before. */
+static void note_closing(hcli *h, const char *ir, size_t il, const char *sid) {
+  route *r = acp__calloc(&h->mem, 1, sizeof(*r));
+  if (!r || !(r->id = acp__strndup(&h->mem, ir, il)) ||
+      !(r->sid = acp__strdup(&h->mem, sid))) {
+    if (r)
+      acp__free(&h->mem, r->id);
+    acp__free(&h->mem, r);
+    return;
+  }
+  r->next = h->closing;
+  h->closing = r;
+}
+
+/* A response from the agent: if it answers our session/close with a
+ * result, that session's stream is to end once the answer is delivered
+ * (it may have come on that very stream). An error leaves it open. */
+static void check_closing(hcli *h, const char *p, const char *e) {
+  const char *ib, *ie, *vb, *ve;
+  if (!acp__js_member(p, e, "id", 2, &ib, &ie))
+    return;
+  route *r = route_take(&h->closing, ib, (size_t)(ie - ib));
+  if (!r)
+    return;
+  if (acp__js_member(p, e, "result", 6, &vb, &ve) && !h->closed_sid) {
+    h->closed_sid = r->sid;
+    r->sid = NULL;
+  }
+  route_free(h, r);
+}
+
+/* The agent closed session closed_sid: its stream ends (not to be opened
+ * again: sock_close() is not an end sock_ended() sees) and its event
+ * count is forgotten, so a session/load of it later opens a fresh stream
+ * without Last-Event-ID. */
+static void end_closed_session(hcli *h) {
+  char *sid = h->closed_sid;
+  h->closed_sid = NULL;
+  hsock *s = find_stream(h, sid);
+  if (s)
+    sock_close(s);
+  for (seen **pp = &h->seen; *pp; pp = &(*pp)->next)
+    if (strcmp((*pp)->sid, sid) == 0) {
+      seen *e = *pp;
+      *pp = e->next;
+      acp__free(&h->mem, e);
+      break;
+    }
+  acp__free(&h->mem, sid);
+}
+
 /* inspect_inbound() for a message whose session id has escapes: parsed. */
 static void inspect_inbound_parsed(hcli *h, const char *p, size_t n) {
   if (acp_json_doc_parse(h->doc, p, n, NULL) != 0)
@@ -955,6 +1040,8 @@ static void inspect_inbound(hcli *h, const char *p, size_t n) {
   const char *e = p + n, *mb, *me, *ib, *ie, *vb, *ve;
   bool esc = false;
   if (!acp__js_member(p, e, "method", 6, &mb, &me)) {
+    if (h->closing)
+      check_closing(h, p, e);
     if (!member_sid(p, n, "result", 6, &vb, &ve))
       return;
     char *sid = raw_str(h, vb, ve, &esc);
@@ -1051,6 +1138,8 @@ static int on_event(void *ud, const char *type, size_t type_len,
   inspect_inbound(h, msg, data_len);
   deliver(h, msg, data_len + 1);
   acp__free(&h->mem, line);
+  if (h->closed_sid)
+    end_closed_session(h); /* s itself, maybe: checked below */
   /* The link may have been closed or failed from in there. */
   return (s->closed || h->failed) ? ACP_ERR_CLOSED : 0;
 }
@@ -1058,15 +1147,11 @@ static int on_event(void *ud, const char *type, size_t type_len,
 /* The route noted for our answer to the agent's request `ir`, if any:
  * its session goes to m->sid. */
 static void take_route(hcli *h, hmsg *m, const char *ir, size_t il) {
-  for (route **pp = &h->routes; *pp; pp = &(*pp)->next) {
-    route *r = *pp;
-    if (strlen(r->id) == il && memcmp(r->id, ir, il) == 0) {
-      *pp = r->next;
-      m->sid = r->sid;
-      acp__free(&h->mem, r->id);
-      acp__free(&h->mem, r);
-      break;
-    }
+  route *r = route_take(&h->routes, ir, il);
+  if (r) {
+    m->sid = r->sid;
+    r->sid = NULL;
+    route_free(h, r);
   }
 }
 
@@ -1090,6 +1175,8 @@ static int inspect_outbound_parsed(hcli *h, hmsg *m) {
         acp_json_obj_getz(acp_json_obj_getz(root, "params"), "sessionId"));
     if (ir && !(m->req_id = acp__strndup(&h->mem, ir, il)))
       return ACP_ERR_NOMEM;
+    if (m->req_id && m->sid && acp_json_str_eq(method, "session/close", 13))
+      note_closing(h, ir, il, m->sid);
     return 0;
   }
   if (ir)
@@ -1119,6 +1206,9 @@ static int inspect_outbound(hcli *h, hmsg *m) {
   }
   if (has_id && !(m->req_id = acp__strndup(&h->mem, ib, (size_t)(ie - ib))))
     return ACP_ERR_NOMEM;
+  if (m->req_id && m->sid && me - mb == 15 &&
+      memcmp(mb, "\"session/close\"", 15) == 0)
+    note_closing(h, ib, (size_t)(ie - ib), m->sid);
   return 0;
 }
 
@@ -2255,6 +2345,14 @@ int acp__remote_http_cut_session_stream(acp_uv_link *link, uint64_t after,
   h->cut_after = after;
   h->cut_done = done;
   return 0;
+}
+
+unsigned acp__remote_http_session_streams(acp_uv_link *link) {
+  hcli *h = link ? acp__uv_link_user_data(link, op_write) : NULL;
+  unsigned n = 0;
+  for (const hsock *s = h ? h->socks : NULL; s; s = s->next)
+    n += s->kind == K_SSE && s->sid && !s->closed;
+  return n;
 }
 
 /* MARK: - Queries (Public) */

@@ -37,6 +37,21 @@ int acp__remote_http_cut_session_stream(acp_uv_link *link, uint64_t after,
                                         unsigned *done);
 
 /*
+ * Test hook, not API: how many session streams the Streamable HTTP
+ * client `link` has open (0 for another kind of link).
+ */
+unsigned acp__remote_http_session_streams(acp_uv_link *link);
+
+/*
+ * Test hook, not API: over every Streamable HTTP connection of `srv`,
+ * how many session routes it holds (a session's numbered, kept events;
+ * those of closed sessions until they are swept), and in *streams how
+ * many session streams are open.
+ */
+unsigned acp__remote_server_session_routes(const acp_remote_server *srv,
+                                           unsigned *streams);
+
+/*
  * Test hook, not API: how many ended Streamable HTTP connection ids
  * `srv` remembers for their closing DELETE (default 4096) and for how
  * long (default 60000 ms). `max` 0 keeps none. Call before any

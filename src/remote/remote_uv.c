@@ -1987,6 +1987,12 @@ typedef struct hroute {
   uint64_t stall_since;
   hkept *kept, *kept_tail;
   size_t kept_bytes;
+  /* The agent answered session/close with a result (and the session was
+   * not named by a POST since): when its stream goes, the route goes
+   * (dead, freed by hc_routes_sweep()) instead of keeping the session's
+   * events for a stream that will not come back. */
+  bool closed;
+  bool dead;
   size_t len;
   char sid[];
 } hroute;
@@ -1996,12 +2002,13 @@ typedef struct hroute {
 typedef struct hreq {
   struct hreq *next;
   size_t id_len, sid_len;
+  bool closing; /* a session/close */
   char text[];
 } hreq;
 
 static hroute *hc_stream_for(hconn *hc, const char *sid, size_t len) {
   for (hroute *r = hc->routes; r; r = r->next)
-    if (r->len == len && memcmp(r->sid, sid, len) == 0)
+    if (!r->dead && r->len == len && memcmp(r->sid, sid, len) == 0)
       return r;
   return NULL;
 }
@@ -2024,6 +2031,8 @@ static hroute *hc_route_of(hconn *hc, const char *p, size_t n) {
     hreq *q = *pp;
     if (q->id_len == (size_t)(ve - vb) && memcmp(q->text, vb, q->id_len) == 0) {
       hroute *to = hc_stream_for(hc, q->text + q->id_len, q->sid_len);
+      if (to && q->closing && acp__js_member(p, e, "result", 6, &vb, &ve))
+        to->closed = true;
       *pp = q->next;
       hc->nreqs--;
       acp__free(&hc->mem, q);
@@ -2048,6 +2057,7 @@ static void hc_note_request(hconn *hc, const char *body, size_t blen,
     return; /* its answer goes on the connection stream */
   q->id_len = il;
   q->sid_len = sid_len;
+  q->closing = me - mb == 15 && memcmp(mb, "\"session/close\"", 15) == 0;
   memcpy(q->text, vb, il);
   memcpy(q->text + il, sid, sid_len);
   q->next = hc->reqs;
@@ -2075,16 +2085,24 @@ static void kept_drop(hconn *hc, hkept *k) {
     acp__free(&hc->mem, k);
 }
 
-static void kept_free(hconn *hc, hroute *r) {
+/* Drop every kept event of `r`; returns the credit they withheld. */
+static size_t kept_drop_all(hconn *hc, hroute *r) {
+  size_t credit = 0;
   while (r->kept) {
     hkept *k = r->kept;
     r->kept = k->next;
-    if (k->credit && hc->link)
-      acp_uv_link_user_written(hc->link, k->credit);
+    credit += k->credit;
     kept_drop(hc, k);
   }
   r->kept_tail = NULL;
   r->kept_bytes = 0;
+  return credit;
+}
+
+static void kept_free(hconn *hc, hroute *r) {
+  size_t credit = kept_drop_all(hc, r);
+  if (credit && hc->link)
+    acp_uv_link_user_written(hc->link, credit);
 }
 
 /* The session's route (made if new), now carried by `x`. NULL: out of
@@ -2093,7 +2111,7 @@ static hroute *hc_route_add(hconn *hc, acp__hx *x, const char *sid,
                             size_t len) {
   unsigned n = 0;
   for (hroute *r = hc->routes; r; r = r->next, n++)
-    if (r->len == len && memcmp(r->sid, sid, len) == 0) {
+    if (!r->dead && r->len == len && memcmp(r->sid, sid, len) == 0) {
       r->x = x; /* the newest stream of the session */
       r->stall_since = 0;
       return r;
@@ -2111,13 +2129,40 @@ static hroute *hc_route_add(hconn *hc, acp__hx *x, const char *sid,
   return r;
 }
 
-/* The stream `x` went away: its session's events wait for the next. */
+/* The stream `x` went away: its session's events wait for the next;
+ * a closed session's route is dead (its later messages go on the
+ * connection stream). Not freed here: a caller up the stack (the write
+ * that routed an event to `x`) may hold it. */
 static void hc_route_gone(hconn *hc, acp__hx *x) {
   for (hroute *r = hc->routes; r; r = r->next)
     if (r->x == x) {
       r->x = NULL;
+      if (r->closed) {
+        r->dead = true;
+        r->stall_since = 0;
+      }
       return;
     }
+}
+
+/* Free the dead routes (hc_route_gone()): at the opening of a session
+ * stream, before its route is made, so that closed sessions do not count
+ * against ROUTES_MAX. Their kept events are dropped and their withheld
+ * credit given back, after the list is whole again. */
+static void hc_routes_sweep(hconn *hc) {
+  size_t credit = 0;
+  for (hroute **pp = &hc->routes; *pp;) {
+    hroute *r = *pp;
+    if (!r->dead) {
+      pp = &r->next;
+      continue;
+    }
+    *pp = r->next;
+    credit += kept_drop_all(hc, r);
+    acp__free(&hc->mem, r);
+  }
+  if (credit && hc->link)
+    acp_uv_link_user_written(hc->link, credit);
 }
 
 /* The earliest stalled session's deadline has come (or a reopened stream
@@ -2335,8 +2380,12 @@ static void hc_unhold(hconn *hc, acp__hx *x) {
  * body[blen] must be writable: it holds the '\n' for the call. */
 static void hc_deliver(hconn *hc, acp__hx *x, char *body, size_t blen,
                        const char *sid, size_t sid_len) {
-  if (sid && sid_len && hc->routes)
+  if (sid && sid_len && hc->routes) {
+    hroute *rt = hc_stream_for(hc, sid, sid_len);
+    if (rt)
+      rt->closed = false; /* in use again (session/load, say) */
     hc_note_request(hc, body, blen, sid, sid_len);
+  }
   /* Body and '\n' in one delivery: the body alone can fill the agent's
    * queue past its mark, and the link takes nothing more after that. */
   char saved = body[blen];
@@ -2940,6 +2989,7 @@ static void hx_serve(acp_remote_server *s, acp__hx *x, const acp__http_head *h,
   uint64_t last = 0;
   bool has_last = false;
   if (r->session_id) {
+    hc_routes_sweep(hc);
     const acp__http_header *le = acp__http_find(h, "Last-Event-ID");
     if (le) {
       has_last = le->value_len > 0 && le->value_len <= 19;
@@ -3356,6 +3406,19 @@ unsigned acp__remote_server_gone_held(const acp_remote_server *srv,
                                       unsigned *cap) {
   *cap = srv->gone_cap;
   return srv->ngone;
+}
+
+unsigned acp__remote_server_session_routes(const acp_remote_server *srv,
+                                           unsigned *streams) {
+  unsigned n = 0;
+  *streams = 0;
+  for (const hconn *hc = srv->hconns; hc; hc = hc->next) {
+    for (const hroute *r = hc->routes; r; r = r->next)
+      n++;
+    for (const acp__hx *x = hc->sessions; x; x = x->next)
+      (*streams)++;
+  }
+  return n;
 }
 
 int acp__remote_server_cut_session_stream(acp_remote_server *srv,

@@ -2835,6 +2835,274 @@ static void test_client_cut_over_http1_with_writes_queued(void **state) {
   reset_case_pad(ACP_REMOTE_HTTP, NULL, NULL, false, 512 * 1024);
 }
 
+/* Sessions opened and closed one after another over one Streamable HTTP
+ * connection: each session/close the agent answers with a result ends
+ * that session's stream (client side) and its route (server side); one
+ * it refuses keeps them. A message the agent sends later about a closed
+ * session comes on the connection stream, not into a route that waits
+ * for a stream that will not come (which ended the connection when the
+ * stall timeout came). */
+#define CLOSER_ROUNDS 8u
+#define CLOSER_REFUSED 3u /* the session whose close the agent refuses */
+
+typedef struct closer {
+  uv_loop_t loop;
+  uv_timer_t poll, watchdog;
+  acp_remote_server *srv;
+  acp_uv_link *cli, *agent;
+  tline a, c;
+  unsigned round;       /* the session being used, 1.. */
+  unsigned late_got;    /* late updates the client received */
+  unsigned max_cli;     /* most session streams the client had open */
+  unsigned bad_streams; /* a prompt answered with another count open */
+  unsigned routes_end;  /* the server's session routes at the end */
+  bool done;
+} closer;
+
+static unsigned closer_id(const char *line, size_t n) {
+  char buf[512];
+  unsigned id = 0;
+  size_t k = n < sizeof(buf) - 1 ? n : sizeof(buf) - 1;
+  memcpy(buf, line, k);
+  buf[k] = '\0';
+  const char *p = strstr(buf, "\"id\":");
+  if (p)
+    id = (unsigned)strtoul(p + 5, NULL, 10);
+  return id;
+}
+
+static void closer_send(acp_uv_link *l, const char *fmt, ...) {
+  char m[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(m, sizeof(m), fmt, ap);
+  va_end(ap);
+  assert_true(n > 0 && (size_t)n < sizeof(m));
+  assert_int_equal(acp_uv_link_write(l, m, (size_t)n), 0);
+}
+
+static void closer_end(closer *c) {
+  if (c->done)
+    return;
+  c->done = true;
+  uv_close((uv_handle_t *)&c->poll, NULL);
+  uv_close((uv_handle_t *)&c->watchdog, NULL);
+  if (c->cli)
+    acp_uv_link_close(c->cli, 1000, NULL, NULL);
+  c->cli = NULL;
+  if (c->agent)
+    acp_uv_link_close(c->agent, 0, NULL, NULL);
+  c->agent = NULL;
+  acp_remote_server_close(c->srv);
+  c->srv = NULL;
+}
+
+static void closer_agent_line(closer *c, const char *line, size_t n) {
+  unsigned id = closer_id(line, n);
+  if (has(line, n, "\"initialize\"")) {
+    closer_send(c->agent, "{\"jsonrpc\":\"2.0\",\"id\":%u,\"result\":{}}\n",
+                id);
+  } else if (has(line, n, "\"session/new\"")) {
+    unsigned k = id - 100;
+    if (k > 1) /* late news of the session closed before */
+      closer_send(c->agent,
+                  "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+                  "\"params\":{\"sessionId\":\"s%u\",\"update\":{"
+                  "\"sessionUpdate\":\"late\"}}}\n",
+                  k - 1);
+    closer_send(c->agent,
+                "{\"jsonrpc\":\"2.0\",\"id\":%u,\"result\":{\"sessionId\":"
+                "\"s%u\"}}\n",
+                id, k);
+  } else if (has(line, n, "\"session/prompt\"")) {
+    closer_send(c->agent,
+                "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+                "\"params\":{\"sessionId\":\"s%u\",\"update\":{"
+                "\"sessionUpdate\":\"agent_message_chunk\"}}}\n"
+                "{\"jsonrpc\":\"2.0\",\"id\":%u,\"result\":{"
+                "\"stopReason\":\"end_turn\"}}\n",
+                id - 200, id);
+  } else if (has(line, n, "\"session/close\"")) {
+    if (id - 300 == CLOSER_REFUSED)
+      closer_send(c->agent,
+                  "{\"jsonrpc\":\"2.0\",\"id\":%u,\"error\":{\"code\":"
+                  "-32603,\"message\":\"busy\"}}\n",
+                  id);
+    else
+      closer_send(c->agent, "{\"jsonrpc\":\"2.0\",\"id\":%u,\"result\":{}}\n",
+                  id);
+  }
+}
+
+/* Session streams the server should still hold: the refused one's (once
+ * its session is past) and the current one's. */
+static unsigned closer_held(const closer *c, bool current) {
+  return (c->round > CLOSER_REFUSED) + (current ? 1u : 0u);
+}
+
+static void closer_next(closer *c) {
+  c->round++;
+  if (c->round > CLOSER_ROUNDS) {
+    unsigned streams;
+    c->routes_end = acp__remote_server_session_routes(c->srv, &streams);
+    closer_end(c);
+    return;
+  }
+  closer_send(c->cli,
+              "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"session/new\","
+              "\"params\":{\"cwd\":\"/\",\"mcpServers\":[]}}\n",
+              100 + c->round);
+}
+
+/* After a close: wait for the server to see the session's stream end
+ * (the client closed it), then go on. */
+static void closer_poll(uv_timer_t *t) {
+  closer *c = t->data;
+  unsigned streams;
+  (void)acp__remote_server_session_routes(c->srv, &streams);
+  if (streams > closer_held(c, c->round == CLOSER_REFUSED))
+    return;
+  uv_timer_stop(t);
+  closer_next(c);
+}
+
+static void closer_client_line(closer *c, const char *line, size_t n) {
+  unsigned id = closer_id(line, n);
+  if (has(line, n, "\"late\"")) {
+    c->late_got++;
+    return;
+  }
+  if (has(line, n, "\"method\""))
+    return; /* the turn's update */
+  if (id == 1) {
+    closer_next(c);
+  } else if (id == 100 + c->round) {
+    assert_true(has(line, n, "\"sessionId\""));
+    closer_send(c->cli,
+                "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"session/prompt\","
+                "\"params\":{\"sessionId\":\"s%u\",\"prompt\":[]}}\n",
+                200 + c->round, c->round);
+  } else if (id == 200 + c->round) {
+    unsigned open = acp__remote_http_session_streams(c->cli);
+    if (open > c->max_cli)
+      c->max_cli = open;
+    if (open != closer_held(c, true))
+      c->bad_streams++;
+    closer_send(c->cli,
+                "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"session/close\","
+                "\"params\":{\"sessionId\":\"s%u\"}}\n",
+                300 + c->round, c->round);
+  } else if (id == 300 + c->round) {
+    assert_int_equal(uv_timer_start(&c->poll, closer_poll, 5, 5), 0);
+  }
+}
+
+static void closer_feed(closer *c, tline *b, const char *d, size_t n,
+                        void (*fn)(closer *, const char *, size_t)) {
+  while (n > 0 && !c->done) {
+    const char *nl = memchr(d, '\n', n);
+    size_t k = nl ? (size_t)(nl - d) : n;
+    if (b->n + k > b->cap) {
+      b->cap = (b->n + k) * 2;
+      b->d = realloc(b->d, b->cap);
+      assert_non_null(b->d);
+    }
+    memcpy(b->d + b->n, d, k);
+    b->n += k;
+    if (!nl)
+      return;
+    size_t len = b->n;
+    b->n = 0;
+    fn(c, b->d, len);
+    d += k + 1;
+    n -= k + 1;
+  }
+}
+
+static void closer_agent_read(acp_uv_link *l, int status, const char *d,
+                              size_t n, void *ud) {
+  closer *c = ud;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    c->agent = NULL;
+    closer_end(c);
+    return;
+  }
+  closer_feed(c, &c->a, d, n, closer_agent_line);
+}
+
+static void closer_client_read(acp_uv_link *l, int status, const char *d,
+                               size_t n, void *ud) {
+  closer *c = ud;
+  (void)l;
+  if (status != 0) {
+    closer_end(c);
+    fail_msg("the client's link ended: %d", status);
+  }
+  closer_feed(c, &c->c, d, n, closer_client_line);
+}
+
+static void closer_accept(acp_remote_server *s, acp_uv_link *link,
+                          const char *id, void *ud) {
+  closer *c = ud;
+  (void)s;
+  (void)id;
+  c->agent = link;
+  assert_int_equal(acp_uv_link_read_start(link, closer_agent_read, c), 0);
+}
+
+static void closer_watchdog(uv_timer_t *t) {
+  closer_end(t->data); /* the asserts after the loop say what is missing */
+}
+
+static void closer_case(int transport) {
+  closer *c = calloc(1, sizeof(*c));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  acp_remote_client_options co = ACP_REMOTE_CLIENT_OPTIONS_INIT;
+  char url[64];
+  assert_non_null(c);
+  assert_int_equal(uv_loop_init(&c->loop), 0);
+  assert_int_equal(uv_timer_init(&c->loop, &c->poll), 0);
+  c->poll.data = c;
+  assert_int_equal(uv_timer_init(&c->loop, &c->watchdog), 0);
+  c->watchdog.data = c;
+  assert_int_equal(uv_timer_start(&c->watchdog, closer_watchdog, 30000, 0), 0);
+  so.stall_ms = 300; /* a late message kept for a dead stream ends it */
+  assert_int_equal(acp_remote_server_new(&c->srv, &c->loop, &so, closer_accept,
+                                         c, NULL, NULL),
+                   0);
+  snprintf(url, sizeof(url), "http://127.0.0.1:%d/acp",
+           acp_remote_server_port(c->srv));
+  co.transport = transport;
+  assert_int_equal(
+      acp_remote_connect(&c->cli, &c->loop, url, &co, NULL, NULL, NULL), 0);
+  assert_int_equal(acp_uv_link_read_start(c->cli, closer_client_read, c), 0);
+  closer_send(c->cli, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+                      "\"initialize\"}\n");
+  assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(c->round, CLOSER_ROUNDS + 1); /* every session done */
+  assert_int_equal(c->bad_streams, 0);
+  assert_int_equal(c->max_cli, 2u); /* the refused one's and the current */
+  assert_int_equal(c->late_got, CLOSER_ROUNDS - 1);
+  /* The refused session's route and the last one's (its stream gone,
+   * not yet swept: that is done when a session stream opens). */
+  assert_int_equal(c->routes_end, 2u);
+  assert_int_equal(uv_loop_close(&c->loop), 0);
+  free(c->a.d);
+  free(c->c.d);
+  free(c);
+}
+
+static void test_closed_sessions_give_their_streams_back(void **state) {
+  (void)state;
+  closer_case(ACP_REMOTE_HTTP);
+}
+
+static void test_closed_sessions_give_their_streams_back_h2(void **state) {
+  (void)state;
+  closer_case(ACP_REMOTE_HTTP2);
+}
+
 /* Lines the server's link is given in one write leave in one send: a
  * turn's last update and its answer (one read of the agent's stdout) were
  * two segments, and two wake-ups of the client. Seen from a raw client
@@ -4916,6 +5184,8 @@ int main(void) {
       cmocka_unit_test(test_lines_of_one_write_leave_in_one_send),
       cmocka_unit_test(test_post_in_pieces_then_a_pipelined_one),
       cmocka_unit_test(test_session_stream_cut_client_side),
+      cmocka_unit_test(test_closed_sessions_give_their_streams_back),
+      cmocka_unit_test(test_closed_sessions_give_their_streams_back_h2),
       cmocka_unit_test(test_session_stream_cut_server_side),
       cmocka_unit_test(test_session_stream_never_reopened_ends_connection),
       cmocka_unit_test(test_session_stream_reset_over_http2),
