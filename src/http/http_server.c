@@ -162,7 +162,8 @@ struct acp_http_relay_session {
    * server's one thread). */
   hs_idslot *idx;
   size_t idx_cap, idx_used, idx_live; /* used: live + removed */
-  uint64_t used_ms; /* last request, or last stream let go (loop time) */
+  uint64_t idx_seed; /* ids chosen to collide under one seed do not here */
+  uint64_t used_ms;  /* last request, or last stream let go (loop time) */
 };
 
 enum { M_OTHER, M_GET, M_POST, M_DELETE };
@@ -672,10 +673,8 @@ static char *raw_dup(const acp_mem *m, const acp_json_val *v) {
 static hs_stream id_gone_mark;
 #define ID_GONE (&id_gone_mark)
 
-static size_t id_hash(const char *p, size_t n) {
-  uint64_t h = 1469598103934665603u; /* FNV-1a */
-  while (n-- > 0)
-    h = (h ^ (unsigned char)*p++) * 1099511628211u;
+static size_t id_hash(uint64_t seed, const char *p, size_t n) {
+  uint64_t h = acp__fnv1a(seed, p, n);
   return (size_t)(h ^ (h >> 29));
 }
 
@@ -695,7 +694,7 @@ static hs_idslot *idx_slot_of(hs_session *s, const hs_stream *st, size_t k,
   if (s->idx_cap == 0)
     return NULL;
   mask = s->idx_cap - 1;
-  for (i = id_hash(key, strlen(key)) & mask; s->idx[i].st != NULL;
+  for (i = id_hash(s->idx_seed, key, strlen(key)) & mask; s->idx[i].st != NULL;
        i = (i + 1) & mask)
     if (s->idx[i].st == st && s->idx[i].k == k && s->idx[i].tok == tok)
       return &s->idx[i];
@@ -709,7 +708,8 @@ static hs_idslot *idx_find(hs_session *s, const char *p, size_t n, bool tok) {
   size_t i;
   if (s->idx_live == 0)
     return NULL;
-  for (i = id_hash(p, n) & mask; s->idx[i].st != NULL; i = (i + 1) & mask) {
+  for (i = id_hash(s->idx_seed, p, n) & mask; s->idx[i].st != NULL;
+       i = (i + 1) & mask) {
     const hs_idslot *e = &s->idx[i];
     if (slot_live(e) && e->tok == tok && (!tok || !e->st->finished)) {
       const char *key = slot_key(e->st, e->k, tok);
@@ -720,10 +720,10 @@ static hs_idslot *idx_find(hs_session *s, const char *p, size_t n, bool tok) {
   return NULL;
 }
 
-static void idx_place(hs_idslot *tab, size_t cap, hs_stream *st, size_t k,
-                      bool tok) {
+static void idx_place(hs_idslot *tab, size_t cap, uint64_t seed, hs_stream *st,
+                      size_t k, bool tok) {
   const char *key = slot_key(st, k, tok);
-  size_t i = id_hash(key, strlen(key)) & (cap - 1);
+  size_t i = id_hash(seed, key, strlen(key)) & (cap - 1);
   while (tab[i].st != NULL)
     i = (i + 1) & (cap - 1);
   tab[i].st = st;
@@ -746,13 +746,14 @@ static int idx_add(hs_session *s, hs_stream *st, size_t k, bool tok) {
       return ACP_ERR_NOMEM;
     for (i = 0; i < s->idx_cap; i++)
       if (slot_live(&s->idx[i]))
-        idx_place(tab, cap, s->idx[i].st, s->idx[i].k, s->idx[i].tok);
+        idx_place(tab, cap, s->idx_seed, s->idx[i].st, s->idx[i].k,
+                  s->idx[i].tok);
     acp__free(&s->srv->mem, s->idx);
     s->idx = tab;
     s->idx_cap = cap;
     s->idx_used = s->idx_live;
   }
-  idx_place(s->idx, s->idx_cap, st, k, tok);
+  idx_place(s->idx, s->idx_cap, s->idx_seed, st, k, tok);
   s->idx_used++;
   s->idx_live++;
   return 0;
@@ -1120,6 +1121,7 @@ static int session_new(acp_http_server *srv, bool legacy, hs_session **out) {
   s->magic = SESSION_MAGIC;
   s->srv = srv;
   s->legacy = legacy;
+  s->idx_seed = acp__fnv1a(ACP__FNV_SEED, &s, sizeof(s)); /* ASLR moves it */
   s->relay = srv->relay;
   if (srv->o->prefix) {
     /* The random part keeps its 128 bits: the prefix is public. */

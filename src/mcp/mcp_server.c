@@ -418,14 +418,9 @@ void acp_mcp_server_set_on_notification(acp_mcp_server *s,
     s->on_notification = cb;
 }
 
-/* FNV-1a: keys are short names and URIs; any spread will do. */
-static uint32_t key_hash(const char *key, size_t len) {
-  uint32_t h = 2166136261u;
-  size_t i;
-
-  for (i = 0; i < len; i++)
-    h = (h ^ (uint8_t)key[i]) * 16777619u;
-  return h;
+/* Keys are the application's names and URIs; any spread will do. */
+static size_t key_hash(const char *key, size_t len) {
+  return (size_t)acp__fnv1a(ACP__FNV_SEED, key, len);
 }
 
 static void tab_put(uint32_t *tab, size_t cap, const mcp_item *it, size_t pos) {

@@ -121,6 +121,12 @@ struct acp_rpc_session {
   uint32_t in_cap;
   uint32_t in_count;
   uint32_t in_free;
+  /* The cancel index (see idx_build()): slot + 1, IDX_EMPTY or IDX_GONE;
+   * NULL until needed. */
+  uint32_t *in_idx;
+  uint32_t idx_cap;  /* power of two */
+  uint32_t idx_fill; /* live and gone entries */
+  uint64_t idx_seed;
 
   rpc_batch *batches;
 
@@ -955,9 +961,14 @@ static in_req *in_lookup(acp_rpc_session *s, uint64_t handle) {
   return r;
 }
 
+static void idx_add(acp_rpc_session *s, uint32_t slot);
+static void idx_del(acp_rpc_session *s, uint32_t slot);
+
 static void in_release(acp_rpc_session *s, in_req *r) {
   uint32_t idx = (uint32_t)(r - s->in);
 
+  if (s->in_idx)
+    idx_del(s, idx);
   acp__free(&s->mem, r->heap_id);
   r->heap_id = NULL;
   r->used = false;
@@ -1018,6 +1029,8 @@ static int in_add(acp_rpc_session *s, const char *id, size_t id_len,
   r->used = true;
   r->next_free = NO_INDEX;
   s->in_count++;
+  if (s->in_idx)
+    idx_add(s, idx);
   *handle = ((uint64_t)r->gen << 32) | idx;
   return 0;
 }
@@ -1147,6 +1160,152 @@ static bool in_id_equals(acp_rpc_session *s, const in_req *r,
   }
   (void)s;
   return false;
+}
+
+/* MARK: - The cancel index (Private) */
+
+/*
+ * Unanswered requests by id value, for $/cancel_request and
+ * notifications/cancelled. A cancel used to compare its id with every
+ * slot of the table, whose size is the high-water mark of requests in
+ * flight (up to max_incoming, 65,536 by default): a peer that kept many
+ * requests unanswered made each of its cancels cost that many
+ * comparisons. The index is built at the first cancel on a table grown
+ * past IDX_MIN slots, then kept up to date (in_add, in_release) for the
+ * session's life, so a session with a few requests in flight never pays
+ * for it. Open addressing, linear probing; the hash is of the id's value
+ * (a number's sign, significant digits and exponent; a string's decoded
+ * text), as in_id_equals() compares, from a per-session seed. Out of
+ * memory, the index is dropped and cancels scan as before.
+ */
+#define IDX_MIN 64u
+#define IDX_EMPTY 0u
+#define IDX_GONE UINT32_MAX
+
+static uint64_t hash_num(uint64_t h, const char *p, size_t n) {
+  numview v;
+  size_t lo, hi, k;
+  int64_t e;
+
+  num_split(p, n, &v);
+  if (!num_sig(&v, &lo, &hi, &e))
+    return acp__fnv1a(h, "0", 1); /* every zero is equal, -0 too */
+  h = acp__fnv1a(h, v.neg ? "-" : "+", 1);
+  h = acp__fnv1a(h, &e, sizeof(e));
+  for (k = lo; k < hi; k++) {
+    char c = num_digit(&v, k);
+    h = acp__fnv1a(h, &c, 1);
+  }
+  return h;
+}
+
+static uint64_t hash_str(uint64_t h, const char *p, size_t n) {
+  return acp__fnv1a(acp__fnv1a(h, "\"", 1), p, n);
+}
+
+static uint64_t in_hash(const acp_rpc_session *s, const in_req *r) {
+  const char *id = in_id(r);
+
+  if (r->id_len >= 2 && id[0] == '"')
+    return r->has_key ? hash_str(s->idx_seed, id + r->id_len, r->key_len)
+                      : hash_str(s->idx_seed, id + 1, r->id_len - 2);
+  if (r->id_len > 0 && (id[0] == '-' || is_digit(id[0])))
+    return hash_num(s->idx_seed, id, r->id_len);
+  return s->idx_seed; /* null: no cancel names it */
+}
+
+static void idx_put(uint32_t *tab, uint32_t cap, uint64_t h, uint32_t slot) {
+  uint32_t i = (uint32_t)(h ^ (h >> 32)) & (cap - 1);
+
+  while (tab[i] != IDX_EMPTY && tab[i] != IDX_GONE)
+    i = (i + 1) & (cap - 1);
+  tab[i] = slot + 1;
+}
+
+/* A table of `cap` slots holding every unanswered request; false out of
+ * memory (the index is then dropped). */
+static bool idx_rebuild(acp_rpc_session *s, uint32_t cap) {
+  uint32_t *tab = acp__calloc(&s->mem, cap, sizeof(*tab));
+  uint32_t i;
+
+  acp__free(&s->mem, s->in_idx);
+  s->in_idx = tab;
+  s->idx_cap = tab ? cap : 0;
+  s->idx_fill = 0;
+  if (tab == NULL)
+    return false;
+  for (i = 0; i < s->in_cap; i++)
+    if (s->in[i].used) {
+      idx_put(tab, cap, in_hash(s, &s->in[i]), i);
+      s->idx_fill++;
+    }
+  return true;
+}
+
+static bool idx_full(const acp_rpc_session *s) {
+  return ((uint64_t)s->idx_fill + 1) * 4 > (uint64_t)s->idx_cap * 3;
+}
+
+/* Rebuilt at twice the live count (gone entries dropped), 64 at least;
+ * false (no index) out of memory or past 2^30 slots. */
+static bool idx_grow(acp_rpc_session *s) {
+  uint64_t cap = 64;
+
+  while (cap < ((uint64_t)s->in_count + 1) * 2)
+    cap *= 2;
+  if (cap > ((uint64_t)1 << 30)) {
+    acp__free(&s->mem, s->in_idx);
+    s->in_idx = NULL;
+    s->idx_cap = s->idx_fill = 0;
+    return false;
+  }
+  return idx_rebuild(s, (uint32_t)cap);
+}
+
+static void idx_add(acp_rpc_session *s, uint32_t slot) {
+  if (idx_full(s)) {
+    (void)idx_grow(s); /* in_add() marked the slot used: it is put in */
+    return;
+  }
+  idx_put(s->in_idx, s->idx_cap, in_hash(s, &s->in[slot]), slot);
+  s->idx_fill++;
+}
+
+static void idx_del(acp_rpc_session *s, uint32_t slot) {
+  uint64_t h = in_hash(s, &s->in[slot]);
+  uint32_t m = s->idx_cap - 1;
+  uint32_t i = (uint32_t)(h ^ (h >> 32)) & m;
+
+  while (s->in_idx[i] != IDX_EMPTY) {
+    if (s->in_idx[i] == slot + 1) {
+      s->in_idx[i] = IDX_GONE;
+      return;
+    }
+    i = (i + 1) & m;
+  }
+}
+
+/* The unanswered request whose id has the value of `v`, or NULL. */
+static in_req *idx_find(acp_rpc_session *s, const acp_json_val *v) {
+  acp_json_type t = acp_json_type_of(v);
+  const char *p;
+  size_t n;
+  uint64_t h;
+
+  if (t == ACP_JSON_NUMBER) {
+    p = acp_json_raw(v, &n);
+    h = hash_num(s->idx_seed, p, n);
+  } else if (t == ACP_JSON_STRING && acp_json_doc_str(s->doc, v, &p, &n) == 0) {
+    h = hash_str(s->idx_seed, p, n);
+  } else {
+    return NULL; /* no other id can match (in_id_equals) */
+  }
+  uint32_t m = s->idx_cap - 1;
+  uint32_t i = (uint32_t)(h ^ (h >> 32)) & m;
+  for (uint32_t e; (e = s->in_idx[i]) != IDX_EMPTY; i = (i + 1) & m)
+    if (e != IDX_GONE && s->in[e - 1].used && in_id_equals(s, &s->in[e - 1], v))
+      return &s->in[e - 1];
+  return NULL;
 }
 
 /* MARK: - Batches (Private) */
@@ -1443,25 +1602,28 @@ static bool is_cancel_method(const acp_rpc_session *s, const char *m,
 
 static int handle_cancel(acp_rpc_session *s, const acp_json_val *params) {
   const acp_json_val *rid = ACP__OBJ_GETL(params, "requestId");
-  uint32_t i;
+  in_req *r = NULL;
+  uint64_t handle;
+  int rv;
 
-  if (rid == NULL)
+  if (rid == NULL || s->in_count == 0)
     return 0;
-  for (i = 0; i < s->in_cap; i++) {
-    in_req *r = &s->in[i];
-    uint64_t handle;
-    int rv;
-    if (!r->used || !in_id_equals(s, r, rid))
-      continue;
-    if (s->cbs.on_cancel == NULL)
-      return 0;
-    handle = ((uint64_t)r->gen << 32) | i;
-    s->in_cb++;
-    rv = s->cbs.on_cancel(s, handle, s->user_data);
-    s->in_cb--;
-    return cb_result(s, rv);
+  if (s->in_idx == NULL && s->in_cap > IDX_MIN)
+    (void)idx_grow(s);
+  if (s->in_idx) {
+    r = idx_find(s, rid);
+  } else {
+    for (uint32_t i = 0; i < s->in_cap && !r; i++)
+      if (s->in[i].used && in_id_equals(s, &s->in[i], rid))
+        r = &s->in[i];
   }
-  return 0;
+  if (r == NULL || s->cbs.on_cancel == NULL)
+    return 0;
+  handle = ((uint64_t)r->gen << 32) | (uint32_t)(r - s->in);
+  s->in_cb++;
+  rv = s->cbs.on_cancel(s, handle, s->user_data);
+  s->in_cb--;
+  return cb_result(s, rv);
 }
 
 static int handle_request(acp_rpc_session *s, rpc_batch *batch,
@@ -1774,6 +1936,9 @@ int acp_rpc_session_new(acp_rpc_session **out, const acp_rpc_callbacks *cbs,
   if (s == NULL)
     return ACP_ERR_NOMEM;
   s->mem = m;
+  /* The cancel index's seed: ids a peer picks to collide under one seed
+   * do not collide under another (the address moves with ASLR). */
+  s->idx_seed = acp__fnv1a(ACP__FNV_SEED, &s, sizeof(s));
   if (cbs)
     s->cbs = *cbs;
   if (opts)
@@ -1813,6 +1978,7 @@ void acp_rpc_session_free(acp_rpc_session *s) {
   for (i = 0; i < s->in_cap; i++)
     acp__free(&s->mem, s->in[i].heap_id);
   acp__free(&s->mem, s->in);
+  acp__free(&s->mem, s->in_idx);
   acp__free(&s->mem, s->pend);
   acp__free(&s->mem, s->pend_hash);
   acp__free(&s->mem, s->heap);

@@ -106,6 +106,18 @@ char *acp__strndup(const acp_mem *m, const char *s, size_t n);
 char *acp__strdup(const acp_mem *m, const char *s);
 
 /* Overflow-checked arithmetic: return 0 on success, -1 on overflow. */
+/* FNV-1a (64 bits) of p[0..n), going on from h (ACP__FNV_SEED to start):
+ * the spread for hash tables of short keys a peer chooses (request ids,
+ * names). Not a defence against chosen collisions by itself: tables that
+ * a peer fills start from a seed of their own. */
+#define ACP__FNV_SEED UINT64_C(1469598103934665603)
+static inline uint64_t acp__fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = (const unsigned char *)p;
+  while (n-- > 0)
+    h = (h ^ *b++) * UINT64_C(1099511628211);
+  return h;
+}
+
 static inline int acp__add_overflow(size_t a, size_t b, size_t *out) {
   if (a > SIZE_MAX - b)
     return -1;

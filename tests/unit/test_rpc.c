@@ -1297,6 +1297,106 @@ static void test_rpc_incoming_cancel_matches_by_value(void **state) {
   acp_rpc_session_free(s);
 }
 
+/* With more requests in flight than the table's first sizes, cancels go
+ * through the index of ids by value: every form of a number (1.0e1 for
+ * 10) and of a string (escaped or not) finds its request, through
+ * answers (gone entries) and growth; answered and never-sent ids find
+ * nothing. */
+static void cancel_id_text(char *b, size_t n, int i, bool as_cancel) {
+  switch (i % 4) {
+  case 0: /* a number; cancelled as a decimal */
+    snprintf(b, n, as_cancel ? "%d.0" : "%d", i);
+    break;
+  case 1: /* a string; cancelled with its first letter escaped */
+    snprintf(b, n, as_cancel ? "\"\\u0073%d\"" : "\"s%d\"", i);
+    break;
+  case 2: /* an escaped string; cancelled plain */
+    snprintf(b, n, as_cancel ? "\"t%d\"" : "\"\\u0074%d\"", i);
+    break;
+  default: /* an exponent form; cancelled as an integer */
+    snprintf(b, n, as_cancel ? "%d" : "%d00e-2", i);
+    break;
+  }
+}
+
+static void cancel_one(acp_rpc_session *s, rec *r, int i, bool match) {
+  char id[64];
+  char line[160];
+
+  cancel_id_text(id, sizeof(id), i, true);
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+           "\"params\":{\"requestId\":%s}}\n",
+           id);
+  r->ncancel = 0;
+  feed(s, line);
+  if (!match) {
+    if (r->ncancel != 0)
+      fail_msg("cancel of %s matched an answered request", id);
+    return;
+  }
+  if (r->ncancel != 1 || r->cancelled[0] != r->handles[i])
+    fail_msg("cancel of %s did not find request %d", id, i);
+}
+
+static void test_rpc_incoming_cancel_indexed(void **state) {
+  rec r = {.mode = MODE_STORE};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+  char id[64];
+  char line[160];
+  int i;
+
+  (void)state;
+  for (i = 0; i < 256; i++) {
+    cancel_id_text(id, sizeof(id), i, false);
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"m\"}\n", id);
+    feed(s, line);
+  }
+  assert_int_equal(r.nreq, 256);
+  assert_int_equal(acp_rpc_session_incoming(s), 256);
+  for (i = 0; i < 256; i += 3)
+    cancel_one(s, &r, i, true);
+  /* Answer every other one: their entries are gone from the index. */
+  for (i = 0; i < 256; i += 2)
+    assert_int_equal(acp_rpc_session_respond(s, r.handles[i], NULL, 0), 0);
+  for (i = 0; i < 256; i++)
+    cancel_one(s, &r, i, i % 2 == 1);
+  /* Not ids in flight: the string "10" for the number 10, values never
+   * sent, a null. */
+  r.ncancel = 0;
+  feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+          "\"params\":{\"requestId\":\"11\"}}\n"
+          "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+          "\"params\":{\"requestId\":-11}}\n"
+          "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+          "\"params\":{\"requestId\":\"s12\"}}\n"
+          "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+          "\"params\":{\"requestId\":null}}\n");
+  assert_int_equal(r.ncancel, 0);
+  /* Answer the rest and send as many new ones (the slots and the index
+   * are reused; the index grows past its gone entries). */
+  for (i = 1; i < 256; i += 2)
+    assert_int_equal(acp_rpc_session_respond(s, r.handles[i], NULL, 0), 0);
+  assert_int_equal(acp_rpc_session_incoming(s), 0);
+  r.nhandles = 0;
+  for (i = 0; i < 256; i++) {
+    cancel_id_text(id, sizeof(id), i, false);
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"m\"}\n", id);
+    feed(s, line);
+  }
+  for (i = 255; i >= 0; i--)
+    cancel_one(s, &r, i, true);
+  /* Zero has one value, whatever its sign or form: request 0 (id 0). */
+  r.ncancel = 0;
+  feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+          "\"params\":{\"requestId\":-0.0e5}}\n");
+  assert_int_equal(r.ncancel, 1);
+  assert_true(r.cancelled[0] == r.handles[0]);
+  acp_rpc_session_free(s);
+}
+
 static void test_rpc_incoming_cancel_mcp_style(void **state) {
   rec r = {.mode = MODE_STORE};
   cfg c = {.mcp = 1};
@@ -1972,6 +2072,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_timeout_completes_locally_and_cancels),
       cmocka_unit_test(test_rpc_cancel_styles_and_local_completion),
       cmocka_unit_test(test_rpc_incoming_cancel_matches_by_value),
+      cmocka_unit_test(test_rpc_incoming_cancel_indexed),
       cmocka_unit_test(test_rpc_incoming_cancel_mcp_style),
       cmocka_unit_test(test_rpc_batch_mixed_answered_as_one_array),
       cmocka_unit_test(test_rpc_batch_with_deferred_answers),
