@@ -240,6 +240,7 @@ static acp__req *req_new(acp__role *r, const acp_rpc_msg *msg, const char *name,
   if (r->reqs)
     r->reqs->prev = req;
   r->reqs = req;
+  acp__rpc_set_tag(r->rpc, req->handle, req);
   return req;
 }
 
@@ -385,14 +386,12 @@ static int rpc_on_cancel(acp_rpc_session *s, uint64_t handle, void *user_data) {
   acp__role *r = user_data;
   acp__req *req;
 
-  ACP_UNUSED(s);
-  for (req = r->reqs; req != NULL; req = req->next) {
-    if (req->handle == handle && !req->answered) {
-      req->cancelled = true;
-      return r->ops->on_cancel(r, req);
-    }
-  }
-  return 0;
+  /* Found through the session's tag, not a search of r->reqs. */
+  req = acp__rpc_tag(s, handle);
+  if (req == NULL || req->answered)
+    return 0;
+  req->cancelled = true;
+  return r->ops->on_cancel(r, req);
 }
 
 /* Whether req belongs to r and may still be answered: 0 or an error. */
@@ -795,8 +794,12 @@ void acp__role_dispose(acp__role *r) {
     if (c->owned)
       acp__free(&r->mem, c);
   }
-  while (r->reqs != NULL)
+  while (r->reqs != NULL) {
+    /* Unanswered (the only ones freed so; an answered one's tag went
+     * with its slot): a cancel must not find it (acp__rpc_tag()). */
+    acp__rpc_set_tag(r->rpc, r->reqs->handle, NULL);
     req_free(r, r->reqs);
+  }
   acp__free(&r->mem, r->spare_req);
   r->spare_req = NULL;
   acp__free(&r->mem, r->spare_call);

@@ -761,6 +761,8 @@ static void req_unlink_free(acp_mcp_client *c, acp_mcp_client_request *r) {
     c->reqs = r->next;
   if (r->next)
     r->next->prev = r->prev;
+  if (rd == NULL && !r->answered) /* a cancel must not find it */
+    acp__rpc_set_tag(c->rpc, r->handle, NULL);
   acp__free(&c->mem, r);
   if (rd != NULL)
     (void)round_unref(c, rd);
@@ -822,6 +824,7 @@ static int client_on_request(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   if (c->reqs)
     c->reqs->prev = r;
   c->reqs = r;
+  acp__rpc_set_tag(rpc, r->handle, r); /* for client_on_cancel */
   r->in_cb = true;
   rv = c->cbs.req[i](c, r, msg->params, c->user_data);
   r->in_cb = false;
@@ -943,13 +946,9 @@ static int client_on_notification(acp_rpc_session *rpc, const acp_rpc_msg *msg,
 static int client_on_cancel(acp_rpc_session *rpc, uint64_t handle,
                             void *user_data) {
   acp_mcp_client *c = user_data;
-  acp_mcp_client_request *r;
+  acp_mcp_client_request *r = acp__rpc_tag(rpc, handle);
 
-  for (r = c->reqs; r != NULL; r = r->next)
-    if (r->round == NULL && r->handle == handle && !r->answered &&
-        !r->cancelled)
-      break;
-  if (r == NULL)
+  if (r == NULL || r->answered || r->cancelled)
     return 0;
   r->cancelled = true;
   acp_rpc_session_drop(rpc, handle);

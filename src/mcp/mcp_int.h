@@ -12,6 +12,7 @@
 #include "acp/json.h"
 #include "acp/mcp.h"
 #include "acp/rpc.h"
+#include "rpc/rpc_int.h"
 
 /* Most variables in a URI template. */
 #define ACP__MCP_MAX_VARS 16

@@ -126,7 +126,7 @@ typedef struct mcp_ready {
  * `_meta["io.modelcontextprotocol/subscriptionId"]`.
  */
 typedef struct mcp_sub {
-  struct mcp_sub *next;
+  struct mcp_sub *next, *prev; /* c->listens */
   uint64_t handle;
   char *id;
   size_t id_len;
@@ -849,6 +849,31 @@ int acp_mcp_server_set_cache(acp_mcp_server *s, acp_mcp_cache_target target,
 
 /* MARK: - Broadcasts (Public) */
 
+/* An open listen's tag on its request (acp__rpc_set_tag()): its address
+ * with the low bit set, which a call's tag (its block, allocated with
+ * malloc's alignment) never has; a cancel's handle so says which it is. */
+#define SUB_TAG(sub) ((void *)((uintptr_t)(sub) | 1u))
+
+static void listen_link(acp_mcp_conn *c, mcp_sub *sub) {
+  sub->prev = NULL;
+  sub->next = c->listens;
+  if (c->listens)
+    c->listens->prev = sub;
+  c->listens = sub;
+  acp__rpc_set_tag(c->rpc, sub->handle, SUB_TAG(sub));
+}
+
+static void listen_unlink(acp_mcp_conn *c, mcp_sub *sub) {
+  if (sub->prev)
+    sub->prev->next = sub->next;
+  else
+    c->listens = sub->next;
+  if (sub->next)
+    sub->next->prev = sub->prev;
+  sub->next = sub->prev = NULL;
+  acp__rpc_set_tag(c->rpc, sub->handle, NULL);
+}
+
 static void sub_free(const acp_mem *m, mcp_sub *sub) {
   size_t i;
   for (i = 0; i < sub->nuris; i++)
@@ -1029,6 +1054,10 @@ static void call_unlink_free(acp_mcp_call *call) {
   acp_mcp_conn *c = call->conn;
   const acp_mem *m = &c->srv->mem;
 
+  /* Unanswered (the conn goes): a cancel must not find it. (Answered, its
+   * tag went with its request's slot.) */
+  if (!call->answered && acp__rpc_tag(c->rpc, call->handle) == call)
+    acp__rpc_set_tag(c->rpc, call->handle, NULL);
   if (call->prev)
     call->prev->next = call->next;
   else
@@ -1133,6 +1162,7 @@ static int call_new(acp_mcp_conn *c, const acp_rpc_msg *msg, const char *method,
   if (c->calls)
     c->calls->prev = call;
   c->calls = call;
+  acp__rpc_set_tag(c->rpc, call->handle, call); /* for conn_on_cancel */
   *out = call;
   return 0;
 }
@@ -3082,7 +3112,7 @@ int acp_mcp_conn_close_listens(acp_mcp_conn *c) {
   while (c->listens) {
     mcp_sub *sub = c->listens;
     int r;
-    c->listens = sub->next;
+    listen_unlink(c, sub);
     r = stateless_respond(c, sub->handle, "{}", 2, &none);
     if (r != 0 && rv == 0)
       rv = r;
@@ -4039,8 +4069,7 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
     return reply_error(c, msg->handle, ACP_RPC_INTERNAL_ERROR, "Internal error",
                        NULL, 0, NULL, 0);
   }
-  sub->next = c->listens;
-  c->listens = sub;
+  listen_link(c, sub);
   if (sub->ntasks > 0) {
     /* Each named task's status now: one that changed (or ended) before
      * the listen opened is not missed. Unknown ids stay silent. */
@@ -4292,22 +4321,22 @@ static int conn_on_cancel(acp_rpc_session *rpc, uint64_t handle,
                           void *user_data) {
   acp_mcp_conn *c = user_data;
   acp_mcp_call *call;
-  mcp_sub **sp;
+  /* What the handle is, from its tag: no search of the conn's lists. */
+  void *tag = acp__rpc_tag(rpc, handle);
   int rv = 0;
 
-  /* A cancelled subscriptions/listen ends silently (MCP: no response). */
-  for (sp = &c->listens; *sp != NULL; sp = &(*sp)->next)
-    if ((*sp)->handle == handle) {
-      mcp_sub *sub = *sp;
-      *sp = sub->next;
-      sub_free(&c->srv->mem, sub);
-      return acp_rpc_session_drop(rpc, handle) == ACP_ERR_NOMEM ? ACP_ERR_NOMEM
-                                                                : 0;
-    }
-  for (call = c->calls; call != NULL; call = call->next)
-    if (call->handle == handle && !call->answered && !call->cancelled)
-      break;
-  if (call == NULL)
+  if (tag == NULL)
+    return 0;
+  if ((uintptr_t)tag & 1u) {
+    /* A cancelled subscriptions/listen ends silently (MCP: no response). */
+    mcp_sub *sub = (mcp_sub *)((uintptr_t)tag & ~(uintptr_t)1u);
+    listen_unlink(c, sub);
+    sub_free(&c->srv->mem, sub);
+    return acp_rpc_session_drop(rpc, handle) == ACP_ERR_NOMEM ? ACP_ERR_NOMEM
+                                                              : 0;
+  }
+  call = tag;
+  if (call->answered || call->cancelled)
     return 0;
   call->cancelled = true;
   acp_rpc_session_drop(rpc, handle);
@@ -4480,7 +4509,7 @@ void acp_mcp_conn_free(acp_mcp_conn *c) {
     call_unlink_free(c->calls);
   while (c->listens) {
     mcp_sub *sub = c->listens;
-    c->listens = sub->next;
+    listen_unlink(c, sub);
     sub_free(&s->mem, sub);
   }
   for (i = 0; i < c->nsubs; i++)

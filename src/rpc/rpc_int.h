@@ -49,4 +49,16 @@ int acp__rpc_notify_parts(acp_rpc_session *s, const char *method,
                           size_t method_len, const acp__rpc_part *parts,
                           size_t nparts);
 
+/*
+ * A pointer of the caller's kept with the unanswered incoming request
+ * `handle` (NULL until set): the on_cancel callback's handle then leads to
+ * the caller's record of the request without a search of the caller's
+ * list (a peer holding thousands of requests in flight made each of its
+ * cancels such a search). Setting it for a handle no longer live does
+ * nothing, and acp__rpc_tag() returns NULL for one. The caller clears it
+ * when its record goes before the request is answered.
+ */
+void acp__rpc_set_tag(acp_rpc_session *s, uint64_t handle, void *tag);
+void *acp__rpc_tag(const acp_rpc_session *s, uint64_t handle);
+
 #endif

@@ -63,6 +63,7 @@ typedef struct out_req {
 
 typedef struct in_req {
   char *heap_id; /* NULL when the id is stored inline */
+  void *tag;     /* the caller's (acp__rpc_set_tag()) */
   size_t id_len;
   size_t key_len; /* escaped string ids: decoded key stored after the id */
   rpc_batch *batch;
@@ -948,7 +949,7 @@ static const char *in_id(const in_req *r) {
   return r->heap_id ? r->heap_id : r->inl;
 }
 
-static in_req *in_lookup(acp_rpc_session *s, uint64_t handle) {
+static in_req *in_lookup(const acp_rpc_session *s, uint64_t handle) {
   uint32_t idx = (uint32_t)(handle & 0xffffffffu);
   uint32_t gen = (uint32_t)(handle >> 32);
   in_req *r;
@@ -961,8 +962,12 @@ static in_req *in_lookup(acp_rpc_session *s, uint64_t handle) {
   return r;
 }
 
-static void idx_add(acp_rpc_session *s, uint32_t slot);
-static void idx_del(acp_rpc_session *s, uint32_t slot);
+/* Out of line and cold: only sessions that built the index call them, and
+ * inlined they made the release every answer goes through heavier. */
+__attribute__((noinline, cold)) static void idx_add(acp_rpc_session *s,
+                                                    uint32_t slot);
+__attribute__((noinline, cold)) static void idx_del(acp_rpc_session *s,
+                                                    uint32_t slot);
 
 static void in_release(acp_rpc_session *s, in_req *r) {
   uint32_t idx = (uint32_t)(r - s->in);
@@ -1019,6 +1024,7 @@ static int in_add(acp_rpc_session *s, const char *id, size_t id_len,
       return ACP_ERR_NOMEM;
   }
   s->in_free = r->next_free;
+  r->tag = NULL;
   memcpy(r->heap_id ? r->heap_id : r->inl, id, id_len);
   r->has_key = key != NULL;
   r->key_len = key ? key_len : 0;
@@ -1262,7 +1268,8 @@ static bool idx_grow(acp_rpc_session *s) {
   return idx_rebuild(s, (uint32_t)cap);
 }
 
-static void idx_add(acp_rpc_session *s, uint32_t slot) {
+__attribute__((noinline, cold)) static void idx_add(acp_rpc_session *s,
+                                                    uint32_t slot) {
   if (idx_full(s)) {
     (void)idx_grow(s); /* in_add() marked the slot used: it is put in */
     return;
@@ -1271,7 +1278,8 @@ static void idx_add(acp_rpc_session *s, uint32_t slot) {
   s->idx_fill++;
 }
 
-static void idx_del(acp_rpc_session *s, uint32_t slot) {
+__attribute__((noinline, cold)) static void idx_del(acp_rpc_session *s,
+                                                    uint32_t slot) {
   uint64_t h = in_hash(s, &s->in[slot]);
   uint32_t m = s->idx_cap - 1;
   uint32_t i = (uint32_t)(h ^ (h >> 32)) & m;
@@ -2496,6 +2504,19 @@ void acp_rpc_session_set_batches(acp_rpc_session *s, int on) {
 
 size_t acp_rpc_session_incoming(const acp_rpc_session *s) {
   return s ? s->in_count : 0;
+}
+
+void acp__rpc_set_tag(acp_rpc_session *s, uint64_t handle, void *tag) {
+  in_req *r = s ? in_lookup(s, handle) : NULL;
+
+  if (r)
+    r->tag = tag;
+}
+
+void *acp__rpc_tag(const acp_rpc_session *s, uint64_t handle) {
+  const in_req *r = s ? in_lookup(s, handle) : NULL;
+
+  return r ? r->tag : NULL;
 }
 
 uint64_t acp_rpc_session_get_expiry(const acp_rpc_session *s) {
