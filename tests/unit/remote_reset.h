@@ -24,6 +24,31 @@ typedef struct rc_line {
   size_t n, cap;
 } rc_line;
 
+/* What a link read, split into lines: each whole one (without its LF)
+ * goes to fn(ctx, line, len); a part waits in b for the rest. Stops early
+ * once *stop is set (fn may set it). */
+static void rc_feed_lines(rc_line *b, const char *d, size_t n, const bool *stop,
+                          void (*fn)(void *, const char *, size_t), void *ctx) {
+  while (n > 0 && !*stop) {
+    const char *nl = memchr(d, '\n', n);
+    size_t k = nl ? (size_t)(nl - d) : n;
+    if (b->n + k > b->cap) {
+      b->cap = (b->n + k) * 2;
+      b->d = realloc(b->d, b->cap);
+      assert_non_null(b->d);
+    }
+    memcpy(b->d + b->n, d, k);
+    b->n += k;
+    if (!nl)
+      return;
+    size_t len = b->n;
+    b->n = 0;
+    fn(ctx, b->d, len);
+    d += k + 1;
+    n -= k + 1;
+  }
+}
+
 static bool rc_has(const char *d, size_t n, const char *needle) {
   size_t k = strlen(needle);
   for (size_t i = 0; i + k <= n; i++)
@@ -98,29 +123,8 @@ static void rc_update(rcut *r, unsigned i) {
   free(m);
 }
 
-static void rc_feed(rcut *r, rc_line *b, const char *d, size_t n,
-                    void (*fn)(rcut *, const char *, size_t)) {
-  while (n > 0 && !r->ended) {
-    const char *nl = memchr(d, '\n', n);
-    size_t k = nl ? (size_t)(nl - d) : n;
-    if (b->n + k > b->cap) {
-      b->cap = (b->n + k) * 2;
-      b->d = realloc(b->d, b->cap);
-      assert_non_null(b->d);
-    }
-    memcpy(b->d + b->n, d, k);
-    b->n += k;
-    if (!nl)
-      return;
-    size_t len = b->n;
-    b->n = 0;
-    fn(r, b->d, len);
-    d += k + 1;
-    n -= k + 1;
-  }
-}
-
-static void rc_agent_line(rcut *r, const char *line, size_t n) {
+static void rc_agent_line(void *ud, const char *line, size_t n) {
+  rcut *r = ud;
   if (rc_has(line, n, "\"initialize\"")) {
     static const char a[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
     assert_int_equal(acp_uv_link_write(r->agent, a, sizeof(a) - 1), 0);
@@ -163,7 +167,8 @@ static void rc_drain(uv_idle_t *h) {
     rc_end(r);
   }
 }
-static void rc_client_line(rcut *r, const char *line, size_t n) {
+static void rc_client_line(void *ud, const char *line, size_t n) {
+  rcut *r = ud;
   if (rc_has(line, n, "\"id\":1,") && rc_has(line, n, "\"result\"")) {
     static const char p[] =
         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\","
@@ -201,7 +206,7 @@ static void rc_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
     rc_end(r);
     return;
   }
-  rc_feed(r, &r->a, d, n, rc_agent_line);
+  rc_feed_lines(&r->a, d, n, &r->ended, rc_agent_line, r);
 }
 
 static void rc_client_read(acp_uv_link *l, int status, const char *d, size_t n,
@@ -213,7 +218,7 @@ static void rc_client_read(acp_uv_link *l, int status, const char *d, size_t n,
     rc_end(r);
     return;
   }
-  rc_feed(r, &r->c, d, n, rc_client_line);
+  rc_feed_lines(&r->c, d, n, &r->ended, rc_client_line, r);
 }
 
 static void rc_accept(acp_remote_server *s, acp_uv_link *link, const char *id,

@@ -2112,10 +2112,7 @@ static void test_unread_session_stream_h2_backs_up_into_the_link(void **st) {
  * a 1 MiB prompt arrives whole and a 1 MiB update comes back whole. */
 #define BIG ((size_t)1 << 20)
 
-typedef struct tline {
-  char *d;
-  size_t n, cap;
-} tline;
+typedef rc_line tline;
 
 typedef struct h2turn {
   uv_loop_t loop;
@@ -2136,7 +2133,8 @@ static void t_write(acp_uv_link *l, const char *s) {
 /* `s` in line[0..n)? */
 #define HAS(s) has(line, n, s)
 
-static void t_agent_line(h2turn *t, const char *line, size_t n) {
+static void t_agent_line(void *ud, const char *line, size_t n) {
+  h2turn *t = ud;
   acp_uv_link *l = t->agent;
   if (HAS("\"initialize\"")) {
     t_write(l, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
@@ -2194,7 +2192,8 @@ static void t_end(h2turn *t) {
   t->srv = NULL;
 }
 
-static void t_client_line(h2turn *t, const char *line, size_t n) {
+static void t_client_line(void *ud, const char *line, size_t n) {
+  h2turn *t = ud;
   acp_uv_link *l = t->cli;
   if (HAS("\"id\":1,") && HAS("\"result\"")) {
     t_write(l, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\","
@@ -2234,29 +2233,6 @@ static void t_client_line(h2turn *t, const char *line, size_t n) {
 }
 #undef HAS
 
-/* Split what a link read into lines for `fn`. */
-static void t_feed(h2turn *t, tline *b, const char *d, size_t n,
-                   void (*fn)(h2turn *, const char *, size_t)) {
-  while (n > 0 && !t->ended) {
-    const char *nl = memchr(d, '\n', n);
-    size_t k = nl ? (size_t)(nl - d) : n;
-    if (b->n + k > b->cap) {
-      b->cap = (b->n + k) * 2;
-      b->d = realloc(b->d, b->cap);
-      assert_non_null(b->d);
-    }
-    memcpy(b->d + b->n, d, k);
-    b->n += k;
-    if (!nl)
-      return;
-    size_t len = b->n;
-    b->n = 0;
-    fn(t, b->d, len);
-    d += k + 1;
-    n -= k + 1;
-  }
-}
-
 static void t_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
                          void *ud) {
   h2turn *t = ud;
@@ -2265,7 +2241,7 @@ static void t_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
     t->agent = NULL;
     return;
   }
-  t_feed(t, &t->a, d, n, t_agent_line);
+  rc_feed_lines(&t->a, d, n, &t->ended, t_agent_line, t);
 }
 
 static void t_client_read(acp_uv_link *l, int status, const char *d, size_t n,
@@ -2277,7 +2253,7 @@ static void t_client_read(acp_uv_link *l, int status, const char *d, size_t n,
     t_end(t);
     fail_msg("the client's link ended: %d", status);
   }
-  t_feed(t, &t->c, d, n, t_client_line);
+  rc_feed_lines(&t->c, d, n, &t->ended, t_client_line, t);
 }
 
 static void t_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
@@ -2579,7 +2555,8 @@ static void cut_agent_rest(cutproxy *px) {
   assert_int_equal(acp_uv_link_write(px->agent, ans, sizeof(ans) - 1), 0);
 }
 
-static void cut_agent_line(cutproxy *px, const char *line, size_t n) {
+static void cut_agent_line(void *ud, const char *line, size_t n) {
+  cutproxy *px = ud;
   if (has(line, n, "\"initialize\"")) {
     static const char r[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
     assert_int_equal(acp_uv_link_write(px->agent, r, sizeof(r) - 1), 0);
@@ -2610,7 +2587,8 @@ static void cut_end(cutproxy *px) {
   }
 }
 
-static void cut_client_line(cutproxy *px, const char *line, size_t n) {
+static void cut_client_line(void *ud, const char *line, size_t n) {
+  cutproxy *px = ud;
   if (has(line, n, "\"id\":1,") && has(line, n, "\"result\"")) {
     static const char p[] =
         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\","
@@ -2626,29 +2604,6 @@ static void cut_client_line(cutproxy *px, const char *line, size_t n) {
   }
 }
 
-/* Split what a link read into lines for `fn` (as t_feed). */
-static void cut_feed(cutproxy *px, tline *b, const char *d, size_t n,
-                     void (*fn)(cutproxy *, const char *, size_t)) {
-  while (n > 0 && !px->ended) {
-    const char *nl = memchr(d, '\n', n);
-    size_t k = nl ? (size_t)(nl - d) : n;
-    if (b->n + k > b->cap) {
-      b->cap = (b->n + k) * 2;
-      b->d = realloc(b->d, b->cap);
-      assert_non_null(b->d);
-    }
-    memcpy(b->d + b->n, d, k);
-    b->n += k;
-    if (!nl)
-      return;
-    size_t len = b->n;
-    b->n = 0;
-    fn(px, b->d, len);
-    d += k + 1;
-    n -= k + 1;
-  }
-}
-
 static void cut_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
                            void *ud) {
   cutproxy *px = ud;
@@ -2660,7 +2615,7 @@ static void cut_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
       cut_end(px);
     return;
   }
-  cut_feed(px, &px->a, d, n, cut_agent_line);
+  rc_feed_lines(&px->a, d, n, &px->ended, cut_agent_line, px);
 }
 
 static void cut_client_read(acp_uv_link *l, int status, const char *d, size_t n,
@@ -2675,7 +2630,7 @@ static void cut_client_read(acp_uv_link *l, int status, const char *d, size_t n,
     cut_end(px);
     fail_msg("the client's link ended: %d", status);
   }
-  cut_feed(px, &px->c, d, n, cut_client_line);
+  rc_feed_lines(&px->c, d, n, &px->ended, cut_client_line, px);
 }
 
 static void cut_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
@@ -2897,7 +2852,8 @@ static void closer_end(closer *c) {
   c->srv = NULL;
 }
 
-static void closer_agent_line(closer *c, const char *line, size_t n) {
+static void closer_agent_line(void *ud, const char *line, size_t n) {
+  closer *c = ud;
   unsigned id = closer_id(line, n);
   if (has(line, n, "\"initialize\"")) {
     closer_send(c->agent, "{\"jsonrpc\":\"2.0\",\"id\":%u,\"result\":{}}\n",
@@ -2966,7 +2922,8 @@ static void closer_poll(uv_timer_t *t) {
   closer_next(c);
 }
 
-static void closer_client_line(closer *c, const char *line, size_t n) {
+static void closer_client_line(void *ud, const char *line, size_t n) {
+  closer *c = ud;
   unsigned id = closer_id(line, n);
   if (has(line, n, "\"late\"")) {
     c->late_got++;
@@ -2997,28 +2954,6 @@ static void closer_client_line(closer *c, const char *line, size_t n) {
   }
 }
 
-static void closer_feed(closer *c, tline *b, const char *d, size_t n,
-                        void (*fn)(closer *, const char *, size_t)) {
-  while (n > 0 && !c->done) {
-    const char *nl = memchr(d, '\n', n);
-    size_t k = nl ? (size_t)(nl - d) : n;
-    if (b->n + k > b->cap) {
-      b->cap = (b->n + k) * 2;
-      b->d = realloc(b->d, b->cap);
-      assert_non_null(b->d);
-    }
-    memcpy(b->d + b->n, d, k);
-    b->n += k;
-    if (!nl)
-      return;
-    size_t len = b->n;
-    b->n = 0;
-    fn(c, b->d, len);
-    d += k + 1;
-    n -= k + 1;
-  }
-}
-
 static void closer_agent_read(acp_uv_link *l, int status, const char *d,
                               size_t n, void *ud) {
   closer *c = ud;
@@ -3028,7 +2963,7 @@ static void closer_agent_read(acp_uv_link *l, int status, const char *d,
     closer_end(c);
     return;
   }
-  closer_feed(c, &c->a, d, n, closer_agent_line);
+  rc_feed_lines(&c->a, d, n, &c->done, closer_agent_line, c);
 }
 
 static void closer_client_read(acp_uv_link *l, int status, const char *d,
@@ -3039,7 +2974,7 @@ static void closer_client_read(acp_uv_link *l, int status, const char *d,
     closer_end(c);
     fail_msg("the client's link ended: %d", status);
   }
-  closer_feed(c, &c->c, d, n, closer_client_line);
+  rc_feed_lines(&c->c, d, n, &c->done, closer_client_line, c);
 }
 
 static void closer_accept(acp_remote_server *s, acp_uv_link *link,
