@@ -51,6 +51,10 @@
  *   - resources/subscribe takes any URI (a resource may be registered
  *     later), up to ACP_MCP_MAX_SUBSCRIPTIONS per connection; one more is
  *     answered -32603 "Too many subscriptions" until some are unsubscribed.
+ *     A subscriptions/listen may name as many URIs and as many task ids
+ *     (more: -32603 "Too many subscriptions"); a connection keeps at most
+ *     ACP_MCP_MAX_LISTENS open (one more: -32603 "Too many open listens"
+ *     until one ends).
  *   - Errors: unknown method or a family not offered -32601; params that
  *     are not an object, a missing or mistyped member, an unknown tool or
  *     prompt, a missing required prompt argument, a bad log level or an
@@ -200,8 +204,13 @@ typedef enum acp_mcp_list {
 /** MCP error code: resource not found (2024-11-05 .. 2025-11-25). */
 #define ACP_MCP_RESOURCE_NOT_FOUND (-32002)
 
-/** resources/subscribe: distinct URIs one connection may hold. */
+/** resources/subscribe: distinct URIs one connection may hold; also the
+ * most URIs, and task ids, one subscriptions/listen may name. */
 #define ACP_MCP_MAX_SUBSCRIPTIONS 1024
+
+/** subscriptions/listen (2026-07-28): requests one connection may keep
+ * open at once. */
+#define ACP_MCP_MAX_LISTENS 64
 
 /**
  * Match `uri` against an RFC 6570 level-1 template ("file:///{path}",

@@ -218,6 +218,7 @@ struct acp_mcp_conn {
   acp_mcp_call *calls;
   mcp_out *outs;
   mcp_sub *listens;
+  size_t nlistens;     /* at most ACP_MCP_MAX_LISTENS */
   mcp_req req;         /* the request being dispatched */
   acp_json_doc *rdoc;  /* stateless: a result being rewritten */
   acp_json_writer *mw; /* stateless: the rewritten result */
@@ -855,6 +856,7 @@ int acp_mcp_server_set_cache(acp_mcp_server *s, acp_mcp_cache_target target,
 #define SUB_TAG(sub) ((void *)((uintptr_t)(sub) | 1u))
 
 static void listen_link(acp_mcp_conn *c, mcp_sub *sub) {
+  c->nlistens++;
   sub->prev = NULL;
   sub->next = c->listens;
   if (c->listens)
@@ -864,6 +866,7 @@ static void listen_link(acp_mcp_conn *c, mcp_sub *sub) {
 }
 
 static void listen_unlink(acp_mcp_conn *c, mcp_sub *sub) {
+  c->nlistens--;
   if (sub->prev)
     sub->prev->next = sub->next;
   else
@@ -4019,6 +4022,19 @@ static int do_listen(acp_mcp_conn *c, const acp_rpc_msg *msg) {
       return rv;
     if (memchr(p, '\0', n) != NULL)
       return invalid_params(c, msg->handle, "taskId contains NUL");
+  }
+  /* Each open listen keeps copies of its filter for its whole life: both
+   * are bounded, or a client opening listens with long lists would grow
+   * the conn without end (and each broadcast scans every listen). */
+  if (acp_json_len(uv) > ACP_MCP_MAX_SUBSCRIPTIONS ||
+      acp_json_len(tv) > ACP_MCP_MAX_SUBSCRIPTIONS ||
+      c->nlistens >= ACP_MCP_MAX_LISTENS) {
+    rv = reply_error(c, msg->handle, ACP_RPC_INTERNAL_ERROR,
+                     c->nlistens >= ACP_MCP_MAX_LISTENS
+                         ? "Too many open listens"
+                         : "Too many subscriptions",
+                     NULL, 0, NULL, 0);
+    return rv == ACP_ERR_NOMEM ? rv : 0;
   }
   sub = acp__calloc(m, 1, sizeof(*sub));
   if (sub == NULL)

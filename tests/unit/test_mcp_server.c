@@ -1744,6 +1744,79 @@ static void test_stateless_listen_errors(void **state) {
   HAS(out, "Server not initialized");
 }
 
+/* The filter a listen keeps is bounded (ACP_MCP_MAX_SUBSCRIPTIONS URIs,
+ * as many task ids) and so is the number of listens open on one conn
+ * (ACP_MCP_MAX_LISTENS); past either, -32603 and nothing is opened. */
+static char *listen_line(const char *id, size_t nuris, const char *key) {
+  size_t cap = 256 + nuris * 16;
+  char *b = malloc(cap);
+  size_t n;
+
+  assert_non_null(b);
+  n = (size_t)snprintf(b, cap,
+                       "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":"
+                       "\"subscriptions/listen\",\"params\":{" META26
+                       ",\"notifications\":{\"toolsListChanged\":true,"
+                       "\"%s\":[",
+                       id, key ? key : "resourceSubscriptions");
+  for (size_t i = 0; i < nuris; i++)
+    n += (size_t)snprintf(b + n, cap - n, "%s\"u/%zu\"", i ? "," : "", i);
+  snprintf(b + n, cap - n, "]}}}");
+  return b;
+}
+
+static void test_stateless_listen_bounds(void **state) {
+  pair *p = *state;
+  const char *out;
+  char *line;
+  char id[16];
+  unsigned i;
+
+  line = listen_line("\"big\"", ACP_MCP_MAX_SUBSCRIPTIONS + 1, NULL);
+  out = xchg(p->c, line);
+  free(line);
+  HAS(out, "\"id\":\"big\",\"error\":{\"code\":-32603");
+  HAS(out, "Too many subscriptions");
+  line = listen_line("\"tasks\"", ACP_MCP_MAX_SUBSCRIPTIONS + 1, "taskIds");
+  out = xchg(p->c, line);
+  free(line);
+  HAS(out, "\"id\":\"tasks\",\"error\":{\"code\":-32603");
+  line = listen_line("\"full\"", ACP_MCP_MAX_SUBSCRIPTIONS, NULL);
+  out = xchg(p->c, line);
+  free(line);
+  HAS(out, "subscriptions/acknowledged");
+  HAS(out, "\"u/1023\"");
+  for (i = 1; i < ACP_MCP_MAX_LISTENS; i++) {
+    snprintf(id, sizeof(id), "%u", i);
+    line = listen_line(id, 1, NULL);
+    out = xchg(p->c, line);
+    free(line);
+    HAS(out, "subscriptions/acknowledged");
+  }
+  line = listen_line("\"one-more\"", 1, NULL);
+  out = xchg(p->c, line);
+  HAS(out, "\"id\":\"one-more\",\"error\":{\"code\":-32603");
+  HAS(out, "Too many open listens");
+  /* Every open listen hears a broadcast; the refused ones do not. */
+  assert_int_equal(acp_mcp_server_list_changed(p->s, ACP_MCP_LIST_TOOLS), 0);
+  out = drain(p->c);
+  {
+    unsigned lines = 0;
+    for (const char *q = out; (q = strchr(q, '\n')) != NULL; q++)
+      lines++;
+    assert_int_equal(lines, ACP_MCP_MAX_LISTENS);
+  }
+  assert_null(strstr(out, "one-more"));
+  assert_null(strstr(out, "\"big\""));
+  /* One ends (cancelled): there is room for one more. */
+  out = xchg(p->c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/"
+                   "cancelled\",\"params\":{\"requestId\":\"full\"}}");
+  assert_string_equal(out, "");
+  out = xchg(p->c, line);
+  free(line);
+  HAS(out, "subscriptions/acknowledged");
+}
+
 static void test_stateless_meta_errors(void **state) {
   pair *p = *state;
   const char *out;
@@ -3212,6 +3285,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_stateless_listen, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stateless_listen_errors, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stateless_listen_bounds, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_stateless_results, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stateless_cache_hints, setup,
