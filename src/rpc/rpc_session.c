@@ -1620,6 +1620,15 @@ static int handle_cancel(acp_rpc_session *s, const acp_json_val *params) {
     (void)idx_grow(s);
   if (s->in_idx) {
     r = idx_find(s, rid);
+#ifdef ACP__SELFCHECK
+    /* Fuzz builds: the index finds a request exactly when a search does
+     * (with duplicate ids in flight, not necessarily the same one). */
+    bool any = false;
+    for (uint32_t i = 0; i < s->in_cap && !any; i++)
+      any = s->in[i].used && in_id_equals(s, &s->in[i], rid);
+    if (any != (r != NULL) || (r && !in_id_equals(s, r, rid)))
+      abort();
+#endif
   } else {
     for (uint32_t i = 0; i < s->in_cap && !r; i++)
       if (s->in[i].used && in_id_equals(s, &s->in[i], rid))
