@@ -15,8 +15,9 @@
 #   - `acp conductor agent "acp proxy arrow" URL`: a local chain whose agent
 #     is `acp serve -- acp agent` (WebSocket; Streamable HTTP with --http);
 #   - `acp client --url http://... --http` drives `acp serve -- acp agent`:
-#     a turn, a full turn (permission, file read, file write), cookies kept
-#     and returned through a cookie-setting proxy (cookie_proxy.mjs), and
+#     a turn, a full turn (permission, file read, file write), sessions
+#     closed and opened again (the client's sockets stay as many), cookies
+#     kept and returned through a cookie-setting proxy (cookie_proxy.mjs), and
 #     faults: wrong token (401), wrong path (404), the agent dies mid-turn,
 #     the server dies mid-turn (the client exits 1 and says why);
 #   - faults: wrong token (401), wrong Origin or Host (403), bad upgrade
@@ -127,6 +128,33 @@ if full_turn out.txt "written over http" --url "$hurl" --http; then
   ok "acp client --http -> acp serve: full turn (permission, read, write)"
 else
   ko "acp client --http -> acp serve: full turn" "exit $turn_rc" "$turn_out" "$(cat "$work/turn.err")"
+fi
+# Sessions closed and opened again over one connection: a session the
+# agent closed gives its stream (a socket of its own over HTTP/1.1) back,
+# so the client holds as many sockets with three sessions behind it as with
+# one (it held one more per closed session before).
+socks_of() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'socket:'; }
+rm -f "$work/cfifo"
+mkfifo "$work/cfifo"
+$wrap "$acp" client --interactive --url "$hurl" --http <"$work/cfifo" \
+  >"$work/close.out" 2>"$work/close.err" &
+close_pid=$!
+exec 3>"$work/cfifo"
+printf 'one\n' >&3
+wait_for "$work/close.out" one
+socks1=$(socks_of $close_pid)
+printf '/close\n/new\ntwo\n/close\n/new\nthree\n' >&3
+wait_for "$work/close.out" three
+socks3=$(socks_of $close_pid)
+exec 3>&-
+wait $close_pid
+close_rc=$?
+if [ $close_rc -eq 0 ] && [ "$socks1" -gt 0 ] && [ "$socks1" = "$socks3" ] &&
+  [ "$(grep -c closed "$work/close.err")" -ge 2 ]; then
+  ok "acp client --http: closed sessions give their streams back ($socks1 sockets with one session and after two closes)"
+else
+  ko "acp client --http: closed sessions" "exit $close_rc, sockets $socks1 then $socks3" \
+    "$(cat "$work/close.out" "$work/close.err")"
 fi
 # cookies: a proxy that sets two on every answer logs whether each later
 # request brought them back (POSTs, the SSE stream, DELETE)
