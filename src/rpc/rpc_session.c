@@ -122,11 +122,13 @@ struct acp_rpc_session {
   uint32_t in_cap;
   uint32_t in_count;
   uint32_t in_free;
-  /* The cancel index (see idx_build()): slot + 1, IDX_EMPTY or IDX_GONE;
-   * NULL until needed. */
+  /* The cancel index (see "The cancel index"), NULL until needed:
+   * in_idx[b] is the first slot + 1 of bucket b (0: none), idx_link[2k]
+   * and [2k + 1] the next and previous slot + 1 of slot k's chain. */
   uint32_t *in_idx;
-  uint32_t idx_cap;  /* power of two */
-  uint32_t idx_fill; /* live and gone entries */
+  uint32_t *idx_link;
+  uint32_t idx_cap;   /* buckets, a power of two */
+  uint32_t idx_slots; /* the in_cap idx_link was made for */
   uint64_t idx_seed;
 
   rpc_batch *batches;
@@ -1179,14 +1181,16 @@ static bool in_id_equals(acp_rpc_session *s, const in_req *r,
  * comparisons. The index is built at the first cancel on a table grown
  * past IDX_MIN slots, then kept up to date (in_add, in_release) for the
  * session's life, so a session with a few requests in flight never pays
- * for it. Open addressing, linear probing; the hash is of the id's value
- * (a number's sign, significant digits and exponent; a string's decoded
- * text), as in_id_equals() compares, from a per-session seed. Out of
- * memory, the index is dropped and cancels scan as before.
+ * for it. The hash is of the id's value (a number's sign, significant
+ * digits and exponent; a string's decoded text), as in_id_equals()
+ * compares, from a per-session seed. Chained, each bucket's chain doubly
+ * linked, not open addressing: a peer may send many requests with one id,
+ * which open addressing piles into one run that every insertion walks
+ * (quadratic); chained, they make one chain that only a lookup of that
+ * bucket walks, and adding or removing one is O(1). Out of memory, the
+ * index is dropped and cancels scan as before.
  */
 #define IDX_MIN 64u
-#define IDX_EMPTY 0u
-#define IDX_GONE UINT32_MAX
 
 static uint64_t hash_num(uint64_t h, const char *p, size_t n) {
   numview v;
@@ -1220,77 +1224,72 @@ static uint64_t in_hash(const acp_rpc_session *s, const in_req *r) {
   return s->idx_seed; /* null: no cancel names it */
 }
 
-static void idx_put(uint32_t *tab, uint32_t cap, uint64_t h, uint32_t slot) {
-  uint32_t i = (uint32_t)(h ^ (h >> 32)) & (cap - 1);
-
-  while (tab[i] != IDX_EMPTY && tab[i] != IDX_GONE)
-    i = (i + 1) & (cap - 1);
-  tab[i] = slot + 1;
+static uint32_t idx_bucket(const acp_rpc_session *s, uint64_t h) {
+  return (uint32_t)(h ^ (h >> 32)) & (s->idx_cap - 1);
 }
 
-/* A table of `cap` slots holding every unanswered request; false out of
- * memory (the index is then dropped). */
-static bool idx_rebuild(acp_rpc_session *s, uint32_t cap) {
-  uint32_t *tab = acp__calloc(&s->mem, cap, sizeof(*tab));
+static void idx_link_in(acp_rpc_session *s, uint32_t slot) {
+  uint32_t b = idx_bucket(s, in_hash(s, &s->in[slot]));
+  uint32_t first = s->in_idx[b];
+
+  s->idx_link[2 * slot] = first;
+  s->idx_link[2 * slot + 1] = 0;
+  if (first)
+    s->idx_link[2 * (first - 1) + 1] = slot + 1;
+  s->in_idx[b] = slot + 1;
+}
+
+static void idx_drop(acp_rpc_session *s) {
+  acp__free(&s->mem, s->in_idx);
+  acp__free(&s->mem, s->idx_link);
+  s->in_idx = NULL;
+  s->idx_link = NULL;
+  s->idx_cap = s->idx_slots = 0;
+}
+
+/* (Re)built for the table as it is: as many buckets as slots (64 at
+ * least), every unanswered request in. False (no index) out of memory. */
+static bool idx_build(acp_rpc_session *s) {
+  uint64_t cap = 64;
   uint32_t i;
 
-  acp__free(&s->mem, s->in_idx);
-  s->in_idx = tab;
-  s->idx_cap = tab ? cap : 0;
-  s->idx_fill = 0;
-  if (tab == NULL)
-    return false;
-  for (i = 0; i < s->in_cap; i++)
-    if (s->in[i].used) {
-      idx_put(tab, cap, in_hash(s, &s->in[i]), i);
-      s->idx_fill++;
-    }
-  return true;
-}
-
-static bool idx_full(const acp_rpc_session *s) {
-  return ((uint64_t)s->idx_fill + 1) * 4 > (uint64_t)s->idx_cap * 3;
-}
-
-/* Rebuilt at twice the live count (gone entries dropped), 64 at least;
- * false (no index) out of memory or past 2^30 slots. */
-static bool idx_grow(acp_rpc_session *s) {
-  uint64_t cap = 64;
-
-  while (cap < ((uint64_t)s->in_count + 1) * 2)
+  idx_drop(s);
+  while (cap < s->in_cap)
     cap *= 2;
-  if (cap > ((uint64_t)1 << 30)) {
-    acp__free(&s->mem, s->in_idx);
-    s->in_idx = NULL;
-    s->idx_cap = s->idx_fill = 0;
+  s->in_idx = acp__calloc(&s->mem, (size_t)cap, sizeof(*s->in_idx));
+  s->idx_link = acp__malloc(&s->mem, (size_t)s->in_cap * 2 * sizeof(uint32_t));
+  if (s->in_idx == NULL || s->idx_link == NULL) {
+    idx_drop(s);
     return false;
   }
-  return idx_rebuild(s, (uint32_t)cap);
+  s->idx_cap = (uint32_t)cap;
+  s->idx_slots = s->in_cap;
+  for (i = 0; i < s->in_cap; i++)
+    if (s->in[i].used)
+      idx_link_in(s, i);
+  return true;
 }
 
 __attribute__((noinline, cold)) static void idx_add(acp_rpc_session *s,
                                                     uint32_t slot) {
-  if (idx_full(s)) {
-    (void)idx_grow(s); /* in_add() marked the slot used: it is put in */
+  if (s->idx_slots != s->in_cap) {
+    (void)idx_build(s); /* the table grew; in_add() marked the slot used */
     return;
   }
-  idx_put(s->in_idx, s->idx_cap, in_hash(s, &s->in[slot]), slot);
-  s->idx_fill++;
+  idx_link_in(s, slot);
 }
 
 __attribute__((noinline, cold)) static void idx_del(acp_rpc_session *s,
                                                     uint32_t slot) {
-  uint64_t h = in_hash(s, &s->in[slot]);
-  uint32_t m = s->idx_cap - 1;
-  uint32_t i = (uint32_t)(h ^ (h >> 32)) & m;
+  uint32_t next = s->idx_link[2 * slot];
+  uint32_t prev = s->idx_link[2 * slot + 1];
 
-  while (s->in_idx[i] != IDX_EMPTY) {
-    if (s->in_idx[i] == slot + 1) {
-      s->in_idx[i] = IDX_GONE;
-      return;
-    }
-    i = (i + 1) & m;
-  }
+  if (prev)
+    s->idx_link[2 * (prev - 1)] = next;
+  else
+    s->in_idx[idx_bucket(s, in_hash(s, &s->in[slot]))] = next;
+  if (next)
+    s->idx_link[2 * (next - 1) + 1] = prev;
 }
 
 /* The unanswered request whose id has the value of `v`, or NULL. */
@@ -1308,10 +1307,9 @@ static in_req *idx_find(acp_rpc_session *s, const acp_json_val *v) {
   } else {
     return NULL; /* no other id can match (in_id_equals) */
   }
-  uint32_t m = s->idx_cap - 1;
-  uint32_t i = (uint32_t)(h ^ (h >> 32)) & m;
-  for (uint32_t e; (e = s->in_idx[i]) != IDX_EMPTY; i = (i + 1) & m)
-    if (e != IDX_GONE && s->in[e - 1].used && in_id_equals(s, &s->in[e - 1], v))
+  for (uint32_t e = s->in_idx[idx_bucket(s, h)]; e;
+       e = s->idx_link[2 * (e - 1)])
+    if (s->in[e - 1].used && in_id_equals(s, &s->in[e - 1], v))
       return &s->in[e - 1];
   return NULL;
 }
@@ -1617,7 +1615,7 @@ static int handle_cancel(acp_rpc_session *s, const acp_json_val *params) {
   if (rid == NULL || s->in_count == 0)
     return 0;
   if (s->in_idx == NULL && s->in_cap > IDX_MIN)
-    (void)idx_grow(s);
+    (void)idx_build(s);
   if (s->in_idx) {
     r = idx_find(s, rid);
 #ifdef ACP__SELFCHECK
@@ -1995,7 +1993,7 @@ void acp_rpc_session_free(acp_rpc_session *s) {
   for (i = 0; i < s->in_cap; i++)
     acp__free(&s->mem, s->in[i].heap_id);
   acp__free(&s->mem, s->in);
-  acp__free(&s->mem, s->in_idx);
+  idx_drop(s);
   acp__free(&s->mem, s->pend);
   acp__free(&s->mem, s->pend_hash);
   acp__free(&s->mem, s->heap);

@@ -1397,6 +1397,55 @@ static void test_rpc_incoming_cancel_indexed(void **state) {
   acp_rpc_session_free(s);
 }
 
+/* Many requests in flight with one id (a peer's fault, but one it can
+ * commit): each cancel of that id finds one of them still unanswered,
+ * until all are answered; the other ids are still found. */
+static void test_rpc_incoming_cancel_duplicate_ids(void **state) {
+  rec r = {.mode = MODE_STORE};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+  bool answered[256] = {false};
+  char line[128];
+  int i, k;
+
+  (void)state;
+  for (i = 0; i < 65; i++) { /* past the 64 slots where the index starts */
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"m\"}\n", 1000 + i);
+    feed(s, line);
+  }
+  for (i = 0; i < 180; i++)
+    feed(s, "{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"m\"}\n");
+  assert_int_equal(r.nhandles, 245);
+  for (k = 0; k < 180; k++) {
+    r.ncancel = 0;
+    feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+            "\"params\":{\"requestId\":\"d\"}}\n");
+    assert_int_equal(r.ncancel, 1);
+    for (i = 65; i < 245 && r.handles[i] != r.cancelled[0]; i++)
+      ;
+    assert_true(i < 245);
+    assert_false(answered[i]);
+    answered[i] = true;
+    assert_int_equal(acp_rpc_session_respond(s, r.handles[i], NULL, 0), 0);
+    if (k % 60 == 0) {
+      r.ncancel = 0;
+      snprintf(line, sizeof(line),
+               "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+               "\"params\":{\"requestId\":%d}}\n",
+               1000 + k / 60);
+      feed(s, line);
+      assert_int_equal(r.ncancel, 1);
+      assert_true(r.cancelled[0] == r.handles[k / 60]);
+    }
+  }
+  r.ncancel = 0;
+  feed(s, "{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\","
+          "\"params\":{\"requestId\":\"d\"}}\n");
+  assert_int_equal(r.ncancel, 0);
+  assert_int_equal(acp_rpc_session_incoming(s), 65);
+  acp_rpc_session_free(s);
+}
+
 static void test_rpc_incoming_cancel_mcp_style(void **state) {
   rec r = {.mode = MODE_STORE};
   cfg c = {.mcp = 1};
@@ -2073,6 +2122,7 @@ int main(void) {
       cmocka_unit_test(test_rpc_cancel_styles_and_local_completion),
       cmocka_unit_test(test_rpc_incoming_cancel_matches_by_value),
       cmocka_unit_test(test_rpc_incoming_cancel_indexed),
+      cmocka_unit_test(test_rpc_incoming_cancel_duplicate_ids),
       cmocka_unit_test(test_rpc_incoming_cancel_mcp_style),
       cmocka_unit_test(test_rpc_batch_mixed_answered_as_one_array),
       cmocka_unit_test(test_rpc_batch_with_deferred_answers),
