@@ -701,9 +701,10 @@ static hs_idslot *idx_slot_of(hs_session *s, const hs_stream *st, size_t k,
   return NULL;
 }
 
-/* A live slot whose id (tok: progress token, of a usable stream) is
- * p[0..n), or NULL. */
-static hs_idslot *idx_find(hs_session *s, const char *p, size_t n, bool tok) {
+/* A live slot whose id (tok: progress token, of a usable stream unless
+ * `any`) is p[0..n), or NULL. */
+static hs_idslot *idx_find(hs_session *s, const char *p, size_t n, bool tok,
+                           bool any) {
   size_t mask = s->idx_cap - 1;
   size_t i;
   if (s->idx_live == 0)
@@ -711,7 +712,7 @@ static hs_idslot *idx_find(hs_session *s, const char *p, size_t n, bool tok) {
   for (i = id_hash(s->idx_seed, p, n) & mask; s->idx[i].st != NULL;
        i = (i + 1) & mask) {
     const hs_idslot *e = &s->idx[i];
-    if (slot_live(e) && e->tok == tok && (!tok || !e->st->finished)) {
+    if (slot_live(e) && e->tok == tok && (!tok || any || !e->st->finished)) {
       const char *key = slot_key(e->st, e->k, tok);
       if (strlen(key) == n && memcmp(key, p, n) == 0)
         return &s->idx[i];
@@ -1237,7 +1238,7 @@ static hs_stream *take_response(hs_session *s, const acp_json_val *idv) {
   const char *id = acp_json_raw(idv, &n);
   hs_idslot *e;
   hs_stream *st;
-  if (id == NULL || (e = idx_find(s, id, n, false)) == NULL)
+  if (id == NULL || (e = idx_find(s, id, n, false, false)) == NULL)
     return NULL;
   st = e->st;
   stream_drop_id(st, e->k);
@@ -1369,7 +1370,7 @@ static int route(hs_session *s, acp_json_doc *doc, const char *line,
             acp_json_obj_getz(root, "params"), "progressToken");
         size_t tl;
         const char *t = acp_json_raw(tok, &tl);
-        hs_idslot *e = t ? idx_find(s, t, tl, true) : NULL;
+        hs_idslot *e = t ? idx_find(s, t, tl, true, false) : NULL;
         if (e != NULL)
           st = e->st;
       }
@@ -1568,6 +1569,7 @@ typedef struct post_info {
   bool initialize;
   bool batch;
   bool invalid;
+  bool dup; /* a request id already waiting for its answer in the session */
 } post_info;
 
 /* Keep the raw text of `v` on `st` as an unanswered request id (tok: a
@@ -1620,8 +1622,22 @@ static int collect(hs_stream *st, const acp_mem *m, const acp_json_val *msg,
       const acp_json_val *tok = acp_json_obj_getz(
           acp_json_obj_getz(acp_json_obj_getz(msg, "params"), "_meta"),
           "progressToken");
-      int rv = stream_note(st, m, id, false);
-      if (rv == 0 && tok != NULL)
+      size_t n;
+      const char *raw = acp_json_raw(id, &n);
+      int rv;
+      /* An id (or token) already waiting in the session: its answer
+       * could not say which request it is for, and the index would pile
+       * such keys into one run that every later one walks (a batch of
+       * 40,000 requests with one id took seconds). The request is
+       * refused; a repeated token is left to the first request. */
+      if (idx_find(st->sess, raw, n, false, true) != NULL) {
+        pi->dup = true;
+        return 0;
+      }
+      rv = stream_note(st, m, id, false);
+      raw = tok ? acp_json_raw(tok, &n) : NULL;
+      if (rv == 0 && raw != NULL &&
+          idx_find(st->sess, raw, n, true, true) == NULL)
         rv = stream_note(st, m, tok, true);
       if (rv != 0)
         return rv;
@@ -2491,10 +2507,14 @@ static enum MHD_Result handle_post(hs_req *rq) {
                        "Internal error");
   /* The document still holds the body: collect ids and tokens. */
   rv = scan(st, &srv->mem, root, &pi);
-  if (rv != 0) {
+  if (rv != 0 || pi.dup) {
     stream_free(st);
     if (created && s->relay)
       session_close(s);
+    if (rv == 0)
+      return reply_error(mc, MHD_HTTP_BAD_REQUEST, -32600,
+                         "Invalid Request: a request id already waits for "
+                         "its answer in this session");
     return reply_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, -32603,
                        "Internal error");
   }

@@ -778,6 +778,23 @@ static void test_unanswerable_requests_refused(void **state) {
           "[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"},"
           "{\"jsonrpc\":\"2.0\",\"id\":[5],\"method\":\"ping\"}]",
           400, "-32600", NULL);
+  /* An id already waiting for its answer (here: earlier in the batch)
+   * is refused, and the batch leaves nothing behind: the same ids go
+   * through at once after. A repeated progress token is not an error. */
+  post_at(port, sid, "2025-03-26",
+          "[{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"},"
+          "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}]",
+          400, "already waits for its answer", NULL);
+  post_at(port, sid, "2025-03-26",
+          "[{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"},"
+          "{\"jsonrpc\":\"2.0\",\"id\":\"6\",\"method\":\"ping\"}]",
+          200, "\"id\":6,\"result\":{}", "\"id\":\"6\",\"result\":{}");
+  post_at(port, sid, "2025-03-26",
+          "[{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"params\":{"
+          "\"_meta\":{\"progressToken\":\"t\"}}},"
+          "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"params\":{"
+          "\"_meta\":{\"progressToken\":\"t\"}}}]",
+          200, "\"id\":8,\"result\":{}", "\"id\":9,\"result\":{}");
 }
 
 static void test_legacy_raw(void **state) {
