@@ -26,7 +26,8 @@ struct acp_agent_callbacks {
 
 /* Prompt-turn state of one ACP session. */
 typedef struct agent_sess {
-  struct agent_sess *next;
+  struct agent_sess *next, *prev; /* a->sessions */
+  struct agent_sess *hnext;       /* a->by_id's bucket */
   char *id;
   size_t id_len;
   acp__req *prompt;    /* pending session/prompt or NULL */
@@ -41,7 +42,12 @@ struct acp_agent {
   acp_agent_callbacks cbs;
   void *user_data;
   agent_sess *sessions;
-  char *client_caps; /* clientCapabilities of initialize (raw), or NULL */
+  /* Past SESS_INDEX_MIN sessions tracked, also by id (chained through
+   * hnext; by_id_cap buckets, a power of two, at least twice nsess). */
+  agent_sess **by_id;
+  size_t by_id_cap, nsess;
+  uint64_t sess_seed; /* ids a client picks to collide do not here */
+  char *client_caps;  /* clientCapabilities of initialize (raw), or NULL */
   size_t client_caps_len;
   bool initialized;
   int max_version;  /* highest version the application speaks (1 or 2) */
@@ -166,13 +172,58 @@ void acp_agent_callbacks_set_on_ext_notification(acp_agent_callbacks *cbs,
 
 /* MARK: - Prompt-turn tracking */
 
-static agent_sess *sess_find(acp_agent *a, const char *id, size_t len) {
+/*
+ * Sessions are found on every prompt, answer and v2 update. A search of
+ * the list made an agent serving many sessions (a session tracked per
+ * session prompted, until closed) pay for all of them on each message:
+ * 20,000 sessions prompted once each took 0.72 s, growing as the square.
+ * Past SESS_INDEX_MIN the sessions are also hashed by id; below it the
+ * list costs less than hashing the id (the one-session prompt turn).
+ */
+#define SESS_INDEX_MIN 16
+
+static size_t sess_bucket(const acp_agent *a, const char *id, size_t len) {
+  return (size_t)acp__fnv1a(a->sess_seed, id, len) & (a->by_id_cap - 1);
+}
+
+__attribute__((noinline)) static agent_sess *
+sess_find_hashed(acp_agent *a, const char *id, size_t len) {
   agent_sess *s;
 
+  for (s = a->by_id[sess_bucket(a, id, len)]; s != NULL; s = s->hnext)
+    if (s->id_len == len && memcmp(s->id, id, len) == 0)
+      return s;
+  return NULL;
+}
+
+static inline agent_sess *sess_find(acp_agent *a, const char *id, size_t len) {
+  agent_sess *s;
+
+  if (a->by_id != NULL)
+    return sess_find_hashed(a, id, len);
   for (s = a->sessions; s != NULL; s = s->next)
     if (s->id_len == len && memcmp(s->id, id, len) == 0)
       return s;
   return NULL;
+}
+
+/* (Re)hash every session into a table for nsess; out of memory there is
+ * no index (the list still finds them, slower). */
+static void sess_index(acp_agent *a) {
+  size_t cap = 64;
+  agent_sess **t;
+
+  while (cap < a->nsess * 2)
+    cap *= 2;
+  t = acp__calloc(&a->role.mem, cap, sizeof(*t));
+  acp__free(&a->role.mem, a->by_id);
+  a->by_id = t;
+  a->by_id_cap = t ? cap : 0;
+  for (agent_sess *s = t ? a->sessions : NULL; s != NULL; s = s->next) {
+    size_t b = sess_bucket(a, s->id, s->id_len);
+    s->hnext = t[b];
+    t[b] = s;
+  }
 }
 
 static agent_sess *sess_get(acp_agent *a, const char *id, size_t len) {
@@ -192,21 +243,35 @@ static agent_sess *sess_get(acp_agent *a, const char *id, size_t len) {
   s->id[len] = '\0';
   s->id_len = len;
   s->next = a->sessions;
+  if (a->sessions != NULL)
+    a->sessions->prev = s;
   a->sessions = s;
+  a->nsess++;
+  if (a->by_id != NULL && a->nsess * 2 <= a->by_id_cap) {
+    size_t b = sess_bucket(a, id, len);
+    s->hnext = a->by_id[b];
+    a->by_id[b] = s;
+  } else if (a->by_id != NULL || a->nsess > SESS_INDEX_MIN) {
+    sess_index(a); /* s included */
+  }
   return s;
 }
 
 static void sess_remove(acp_agent *a, agent_sess *target) {
-  agent_sess **pp;
-
-  for (pp = &a->sessions; *pp != NULL; pp = &(*pp)->next) {
-    if (*pp == target) {
-      *pp = target->next;
-      acp__free(&a->role.mem, target->id);
-      acp__free(&a->role.mem, target);
-      return;
-    }
+  *(target->prev ? &target->prev->next : &a->sessions) = target->next;
+  if (target->next != NULL)
+    target->next->prev = target->prev;
+  if (a->by_id != NULL) {
+    agent_sess **pp = &a->by_id[sess_bucket(a, target->id, target->id_len)];
+    for (; *pp != NULL; pp = &(*pp)->hnext)
+      if (*pp == target) {
+        *pp = target->hnext;
+        break;
+      }
   }
+  a->nsess--;
+  acp__free(&a->role.mem, target->id);
+  acp__free(&a->role.mem, target);
 }
 
 static void agent_on_answered(acp__role *r, acp__req *req, bool is_error) {
@@ -557,6 +622,7 @@ int acp_agent_new(acp_agent **out, const acp_agent_callbacks *cbs,
   if (cbs != NULL)
     a->cbs = *cbs;
   a->user_data = user_data;
+  a->sess_seed = acp__fnv1a(ACP__FNV_SEED, &a, sizeof(a)); /* ASLR moves it */
   *out = a;
   return 0;
 }
@@ -569,6 +635,7 @@ void acp_agent_free(acp_agent *agent) {
   m = agent->role.mem;
   while (agent->sessions != NULL)
     sess_remove(agent, agent->sessions);
+  acp__free(&m, agent->by_id);
   acp__free(&m, agent->client_caps);
   acp__role_dispose(&agent->role);
   acp__free(&m, agent);

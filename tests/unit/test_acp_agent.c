@@ -1027,6 +1027,94 @@ static void test_agent_refused_prompts_keep_nothing(void **state) {
   assert_int_equal(cm.allocs, cm.frees);
 }
 
+/* Many sessions with a prompt turn each (past the count where the agent
+ * also hashes its sessions by id): each session's own turn is found, not
+ * another's, through answers, closes (which forget the session) and new
+ * turns; and nothing stays once every session is closed. */
+#define MANY_SESSIONS 40
+
+static acp_agent_request *held_prompts[MANY_SESSIONS];
+
+static int on_prompt_keep(acp_agent *a, acp_agent_request *req, void *ud) {
+  const char *sid = acp_agent_request_session_id(req);
+  (void)a;
+  (void)ud;
+  assert_non_null(sid);
+  held_prompts[atoi(sid + 1)] = req; /* "sN": answered later */
+  return 0;
+}
+
+static int on_close_ok(acp_agent *a, acp_agent_request *req, void *ud) {
+  (void)ud;
+  return acp_agent_respond(a, req, "{}", 2);
+}
+
+static void many_prompts(acp_agent *a, tbuf *out, int id0, bool busy) {
+  char line[256], sid[16];
+  for (int i = 0; i < MANY_SESSIONS; i++) {
+    snprintf(sid, sizeof(sid), "s%d", i);
+    prompt_line(line, sizeof(line), id0 + i, sid);
+    tbuf_clear(out);
+    assert_int_equal(agent_feed(a, line, out), 0);
+    if (busy)
+      assert_true(out->data && strstr(out->data, "already running"));
+    else
+      assert_true(out->data == NULL || !strstr(out->data, "error"));
+  }
+}
+
+static void test_agent_many_sessions_each_their_turn(void **state) {
+  cmem cm = {0};
+  acp_mem mem = {&cm, cm_malloc, cm_free, cm_calloc, cm_realloc};
+  acp_agent_callbacks *cbs;
+  acp_agent *a = NULL;
+  tbuf out = {0};
+  char line[256];
+  int i;
+
+  (void)state;
+  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
+  acp_agent_callbacks_set_on_session_prompt(cbs, on_prompt_keep);
+  acp_agent_callbacks_set_on_session_close(cbs, on_close_ok);
+  assert_int_equal(acp_agent_new(&a, cbs, NULL, NULL, &mem), 0);
+  acp_agent_callbacks_free(cbs);
+  many_prompts(a, &out, 100, false); /* each held */
+  many_prompts(a, &out, 200, true);  /* each session's turn still runs */
+  /* The odd sessions' turns end; those sessions take a prompt again. */
+  for (i = 1; i < MANY_SESSIONS; i += 2)
+    assert_int_equal(
+        acp_agent_respond_prompt(a, held_prompts[i], "end_turn", NULL, 0), 0);
+  for (i = 0; i < MANY_SESSIONS; i++) {
+    char sid[16];
+    snprintf(sid, sizeof(sid), "s%d", i);
+    prompt_line(line, sizeof(line), 300 + i, sid);
+    tbuf_clear(&out);
+    assert_int_equal(agent_feed(a, line, &out), 0);
+    assert_true((out.data && strstr(out.data, "already running")) ==
+                (i % 2 == 0));
+  }
+  /* Every turn ends and every session is closed: the agent forgets them
+   * all, and a prompt in a closed session starts afresh. */
+  for (i = 0; i < MANY_SESSIONS; i++) {
+    assert_int_equal(
+        acp_agent_respond_prompt(a, held_prompts[i], "end_turn", NULL, 0), 0);
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"session/close\","
+             "\"params\":{\"sessionId\":\"s%d\"}}\n",
+             400 + i, i);
+    tbuf_clear(&out);
+    assert_int_equal(agent_feed(a, line, &out), 0);
+    assert_non_null(strstr(out.data, "\"result\":{}"));
+  }
+  many_prompts(a, &out, 500, false);
+  for (i = 0; i < MANY_SESSIONS; i++)
+    assert_int_equal(
+        acp_agent_respond_prompt(a, held_prompts[i], "end_turn", NULL, 0), 0);
+  tbuf_clear(&out);
+  acp_agent_free(a);
+  assert_int_equal(cm.allocs, cm.frees);
+}
+
 static void test_agent_rejects_bad_arguments(void **state) {
   actx ax = {0};
   acp_agent *a = make_agent(&ax, 1, 0);
@@ -1070,6 +1158,7 @@ int main(void) {
       cmocka_unit_test(test_agent_cancel_request_reaches_handler),
       cmocka_unit_test(test_agent_request_blocks_reuse_keeps_each_request),
       cmocka_unit_test(test_agent_refused_prompts_keep_nothing),
+      cmocka_unit_test(test_agent_many_sessions_each_their_turn),
       cmocka_unit_test(test_agent_rejects_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
