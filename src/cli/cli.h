@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "acp/remote.h"
@@ -133,6 +134,10 @@ const char *cli_opt_value(int argc, char **argv, int *i, const char *name,
 int cli_opt_uint(const char *sub, const char *opt, const char *v,
                  unsigned long long min, unsigned long long max,
                  unsigned long long *out);
+
+/* FNV-1a (64 bits) of the string `s`: file names and hash tables of the
+ * CLI (not a security property). */
+uint64_t cli_fnv1a(const char *s);
 
 /* printf to stderr prefixed with "acp <sub>: ". */
 void cli_err(const char *sub, const char *fmt, ...)

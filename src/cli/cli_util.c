@@ -108,6 +108,15 @@ int cli_opt_uint(const char *sub, const char *opt, const char *v,
   return 0;
 }
 
+uint64_t cli_fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
 void cli_err(const char *sub, const char *fmt, ...) {
   va_list ap;
 

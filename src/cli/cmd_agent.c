@@ -118,8 +118,9 @@ struct asession {
   bool open; /* in memory for a connection (session/status): not after a
               * restart, close or archive until new, load or resume */
   turn *turn;
-  mcpsrv *mcp; /* MCP-over-ACP servers declared for this session */
-  asession *next;
+  mcpsrv *mcp;           /* MCP-over-ACP servers declared for this session */
+  asession *next, *prev; /* a->sessions */
+  asession *hnext;       /* in a->by_id's bucket */
 };
 
 struct turn {
@@ -188,6 +189,12 @@ struct app {
   const char *name;
   bool fs_read, fs_write, terminal, elicitation;
   asession *sessions;
+  /* Past 16 sessions, also by id (chained through hnext, by_id_cap
+   * buckets, a power of two): finding one (every prompt, update and new
+   * id's uniqueness check) searched the list, and 20,000 session/new took
+   * 1.8 s. Below, the list costs less than hashing the id. */
+  asession **by_id;
+  size_t by_id_cap, nsessions;
   unsigned next_session;
   unsigned next_tool;
   unsigned next_term; /* v2 /run terminal ids */
@@ -260,15 +267,66 @@ static const char *wdata(app *a, size_t *len) {
   return acp_json_writer_data(a->w, len);
 }
 
+static asession **session_bucket(app *a, const char *id) {
+  return &a->by_id[cli_fnv1a(id) & (a->by_id_cap - 1)];
+}
+
 static asession *find_session(app *a, const char *id) {
   asession *s;
 
   if (id == NULL)
     return NULL;
-  for (s = a->sessions; s != NULL; s = s->next)
+  if (a->by_id == NULL) {
+    for (s = a->sessions; s != NULL; s = s->next)
+      if (strcmp(s->id, id) == 0)
+        return s;
+    return NULL;
+  }
+  for (s = *session_bucket(a, id); s != NULL; s = s->hnext)
     if (strcmp(s->id, id) == 0)
       return s;
   return NULL;
+}
+
+/* Count s (just put on a->sessions) and index it once there are more
+ * than 16: twice as many buckets as sessions at most, so a chain is
+ * short. */
+static void session_index(app *a, asession *s) {
+  if (a->by_id == NULL && a->nsessions + 1 <= 16) {
+    a->nsessions++;
+    return;
+  }
+  if ((a->nsessions + 1) * 2 > a->by_id_cap) {
+    size_t cap = a->by_id_cap ? a->by_id_cap * 2 : 64;
+    free(a->by_id);
+    a->by_id = calloc(cap, sizeof(*a->by_id));
+    if (a->by_id == NULL)
+      exit(CLI_EXIT_FAILURE);
+    a->by_id_cap = cap;
+    for (asession *x = a->sessions; x != NULL; x = x->next)
+      if (x != s) {
+        asession **b = session_bucket(a, x->id);
+        x->hnext = *b;
+        *b = x;
+      }
+  }
+  asession **b = session_bucket(a, s->id);
+  s->hnext = *b;
+  *b = s;
+  a->nsessions++;
+}
+
+static void session_unindex(app *a, asession *s) {
+  if (a->by_id == NULL) {
+    a->nsessions--;
+    return;
+  }
+  for (asession **pp = session_bucket(a, s->id); *pp; pp = &(*pp)->hnext)
+    if (*pp == s) {
+      *pp = s->hnext;
+      a->nsessions--;
+      return;
+    }
 }
 
 /* Resolve `path` against the session's cwd unless it is absolute. */
@@ -2994,7 +3052,10 @@ static asession *session_alloc(app *a, const char *id, const char *cwd,
   /* The history writer holds a JSON array so it stays well-formed. */
   acp_json_write_arr_begin(s->history);
   s->next = a->sessions;
+  if (a->sessions)
+    a->sessions->prev = s;
   a->sessions = s;
+  session_index(a, s);
   return s;
 }
 
@@ -3006,14 +3067,10 @@ static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
 }
 
 static void session_destroy(app *a, asession *s) {
-  asession **pp;
-
-  for (pp = &a->sessions; *pp != NULL; pp = &(*pp)->next) {
-    if (*pp == s) {
-      *pp = s->next;
-      break;
-    }
-  }
+  *(s->prev ? &s->prev->next : &a->sessions) = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  session_unindex(a, s);
   if (s->turn != NULL) {
     s->turn->s = NULL;
     turn_finish(s->turn, "cancelled");
@@ -4365,6 +4422,7 @@ cleanup:
     session_destroy(&a, a.sessions);
   while (a.broken != NULL)
     broken_drop(&a, a.broken->id);
+  free(a.by_id);
   uv_run(&a.loop, UV_RUN_DEFAULT);
   uv_walk(&a.loop, walk_close, NULL);
   uv_run(&a.loop, UV_RUN_DEFAULT);

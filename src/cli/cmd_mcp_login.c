@@ -44,16 +44,10 @@
 
 /* MARK: - The store */
 
-/* FNV-1a, 64 bits: a file name, not a security property (the file's
- * content is checked to be this server's on import). */
-static uint64_t fnv(const char *s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
+/* The store's file names hash the server's URL (cli_fnv1a): not a
+ * security property (the file's content is checked to be this server's
+ * on import). */
+#define fnv cli_fnv1a
 
 /* The store directory, created (0700) when `create`. 0 or -1. */
 static int store_dir(char *out, size_t cap, int create) {

@@ -930,6 +930,32 @@ EOS
   esac
 fi
 
+# Many sessions on one connection (past the 16 where the agent and the
+# library also find sessions by a hash of their id): each prompt is echoed
+# in its own session, a closed session is forgotten, the others go on.
+{
+  echo '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}'
+  for i in $(seq 1 40); do
+    echo '{"jsonrpc":"2.0","id":"n'$i'","method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
+  done
+  for i in $(seq 1 40); do
+    echo '{"jsonrpc":"2.0","id":"p'$i'","method":"session/prompt","params":{"sessionId":"sess_'$i'","prompt":[{"type":"text","text":"t'$i'"}]}}'
+  done
+  echo '{"jsonrpc":"2.0","id":"c7","method":"session/close","params":{"sessionId":"sess_7"}}'
+  echo '{"jsonrpc":"2.0","id":"q7","method":"session/prompt","params":{"sessionId":"sess_7","prompt":[{"type":"text","text":"again"}]}}'
+  echo '{"jsonrpc":"2.0","id":"q8","method":"session/prompt","params":{"sessionId":"sess_8","prompt":[{"type":"text","text":"again8"}]}}'
+} >"$work/many.in"
+ACP_AGENT_SEQUENTIAL_IDS=1 $wrap "$acp" agent --echo <"$work/many.in" \
+  >"$work/out" 2>"$work/err"
+rc=$?
+vg_check many-sessions
+expect "acp agent: 40 sessions, each prompt echoed in its own, a closed one forgotten" \
+  sh -c "[ $rc -eq 0 ] &&
+    [ \$(grep -c '\"stopReason\":\"end_turn\"' '$work/out') -eq 41 ] &&
+    grep -q '\"sessionId\":\"sess_12\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"t12\"' '$work/out' &&
+    grep -q '\"id\":\"q7\",\"error\":{\"code\":-32002' '$work/out' &&
+    grep -q '\"id\":\"q8\",\"result\":{\"stopReason\":\"end_turn\"' '$work/out'"
+
 [ -n "$skipped" ] && echo "skipped under the wrapper:$skipped"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
