@@ -105,7 +105,6 @@ char *acp__strndup(const acp_mem *m, const char *s, size_t n);
 /* acp__strndup(m, s, strlen(s)). */
 char *acp__strdup(const acp_mem *m, const char *s);
 
-/* Overflow-checked arithmetic: return 0 on success, -1 on overflow. */
 /* FNV-1a (64 bits) of p[0..n), going on from h (ACP__FNV_SEED to start):
  * the spread for hash tables of short keys a peer chooses (request ids,
  * names). Not a defence against chosen collisions by itself: tables that
@@ -118,6 +117,7 @@ static inline uint64_t acp__fnv1a(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
+/* Overflow-checked arithmetic: return 0 on success, -1 on overflow. */
 static inline int acp__add_overflow(size_t a, size_t b, size_t *out) {
   if (a > SIZE_MAX - b)
     return -1;
