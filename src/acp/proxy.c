@@ -531,24 +531,21 @@ static int cancel_req(acp_proxy *p, preq *r) {
   return rv;
 }
 
-/* `$/cancel_request` that arrived wrapped: match by the id's raw bytes among
- * the requests that arrived wrapped. */
+/* `$/cancel_request` that arrived wrapped: it names the id of the
+ * proxy/successor request that brought the agent's request, an incoming
+ * request of our session, found as a plain cancel finds one (by value,
+ * through the session's index and tag: a search of every request in
+ * flight per cancel grew with what the agent kept unanswered). */
 static int wrapped_cancel(acp_proxy *p, const acp_json_val *params) {
-  const acp_json_val *id = ACP__OBJ_GETL(params, "requestId");
-  const char *raw;
-  size_t len;
-  acp__req *q;
+  uint64_t handle;
+  preq *r;
 
-  raw = acp_json_raw(id, &len);
-  if (raw == NULL)
+  if (acp__rpc_find_request(p->role.rpc, ACP__OBJ_GETL(params, "requestId"),
+                            &handle) != 0)
     return 0;
-  for (q = p->role.reqs; q; q = q->next) {
-    preq *r = (preq *)q;
-
-    if (r->from == ACP_PROXY_FROM_AGENT && r->state != RS_ANSWERED &&
-        q->id_len == len && memcmp(q->id_raw, raw, len) == 0)
-      return cancel_req(p, r);
-  }
+  r = acp__rpc_tag(p->role.rpc, handle);
+  if (r != NULL && r->from == ACP_PROXY_FROM_AGENT && r->state != RS_ANSWERED)
+    return cancel_req(p, r);
   return 0;
 }
 

@@ -61,4 +61,14 @@ int acp__rpc_notify_parts(acp_rpc_session *s, const char *method,
 void acp__rpc_set_tag(acp_rpc_session *s, uint64_t handle, void *tag);
 void *acp__rpc_tag(const acp_rpc_session *s, uint64_t handle);
 
+/*
+ * The handle of the unanswered incoming request whose id has the value
+ * of `id` (compared as cancels compare: 1.0e1 is 10, an escaped string
+ * its decoded text), found as a cancel is (through the session's index
+ * once it has many in flight). `id` must be a value of the message being
+ * dispatched (the session's document). 0, or ACP_ERR_NOT_FOUND.
+ */
+int acp__rpc_find_request(acp_rpc_session *s, const acp_json_val *id,
+                          uint64_t *handle);
+
 #endif

@@ -1606,14 +1606,13 @@ static bool is_cancel_method(const acp_rpc_session *s, const char *m,
   return n == 16 && memcmp(m, "$/cancel_request", 16) == 0;
 }
 
-static int handle_cancel(acp_rpc_session *s, const acp_json_val *params) {
-  const acp_json_val *rid = ACP__OBJ_GETL(params, "requestId");
+/* The unanswered request whose id has the value of `rid` (through the
+ * index once the table is large, which builds it), or NULL. */
+static in_req *in_find(acp_rpc_session *s, const acp_json_val *rid) {
   in_req *r = NULL;
-  uint64_t handle;
-  int rv;
 
   if (rid == NULL || s->in_count == 0)
-    return 0;
+    return NULL;
   if (s->in_idx == NULL && s->in_cap > IDX_MIN)
     (void)idx_build(s);
   if (s->in_idx) {
@@ -1632,6 +1631,14 @@ static int handle_cancel(acp_rpc_session *s, const acp_json_val *params) {
       if (s->in[i].used && in_id_equals(s, &s->in[i], rid))
         r = &s->in[i];
   }
+  return r;
+}
+
+static int handle_cancel(acp_rpc_session *s, const acp_json_val *params) {
+  in_req *r = in_find(s, ACP__OBJ_GETL(params, "requestId"));
+  uint64_t handle;
+  int rv;
+
   if (r == NULL || s->cbs.on_cancel == NULL)
     return 0;
   handle = ((uint64_t)r->gen << 32) | (uint32_t)(r - s->in);
@@ -2511,6 +2518,16 @@ void acp_rpc_session_set_batches(acp_rpc_session *s, int on) {
 
 size_t acp_rpc_session_incoming(const acp_rpc_session *s) {
   return s ? s->in_count : 0;
+}
+
+int acp__rpc_find_request(acp_rpc_session *s, const acp_json_val *id,
+                          uint64_t *handle) {
+  in_req *r = s != NULL ? in_find(s, id) : NULL;
+
+  if (r == NULL)
+    return ACP_ERR_NOT_FOUND;
+  *handle = ((uint64_t)r->gen << 32) | (uint32_t)(r - s->in);
+  return 0;
 }
 
 void acp__rpc_set_tag(acp_rpc_session *s, uint64_t handle, void *tag) {
