@@ -356,6 +356,14 @@ if (mode === 'big') {
       params: { sessionId, prompt: [{ type: 'text', text: 'hello again' }] } });
     const p = await c2.next((m) => m.id === 12);
     last = p;
+    if (ask && p.error && !/not found/i.test(p.error.message)) {
+      // The old agent refused the prompt (it still thinks a turn runs):
+      // what this mode tests, so not retried. Only a new agent (the
+      // reconnect reached the server before it learnt of the drop: the
+      // session is not found) is a reason to try again.
+      c2.ws.close();
+      done(false, { sessionId, attempt, version, refused: p.error });
+    }
     if (p.result && ask) {
       // v1 answers the prompt at the turn's end; v2 at once, and the turn
       // ends with state_update idle.
