@@ -159,7 +159,9 @@ struct acp_http_relay_session {
    * an answer or a progress notification finds its stream at once. A
    * search of each stream's ids made a batch of N requests cost N^2/2
    * comparisons (90,000 pings in a 4 MiB body: tens of seconds of the
-   * server's one thread). */
+   * server's one thread). Each key is in it once (collect() refuses a
+   * request id already waiting and leaves a repeated token out): copies
+   * of one key would pile into one run that every insertion walks. */
   hs_idslot *idx;
   size_t idx_cap, idx_used, idx_live; /* used: live + removed */
   uint64_t idx_seed; /* ids chosen to collide under one seed do not here */
