@@ -988,6 +988,22 @@ static void test_agent_request_blocks_reuse_keeps_each_request(void **state) {
   acp_agent_free(a);
 }
 
+/* An agent allocating through `mem` (a counting allocator), with these
+ * prompt and (if not NULL) session/close handlers. */
+static acp_agent *counted_agent(const acp_mem *mem, acp_agent_request_cb prompt,
+                                acp_agent_request_cb close) {
+  acp_agent_callbacks *cbs;
+  acp_agent *a = NULL;
+
+  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
+  acp_agent_callbacks_set_on_session_prompt(cbs, prompt);
+  if (close != NULL)
+    acp_agent_callbacks_set_on_session_close(cbs, close);
+  assert_int_equal(acp_agent_new(&a, cbs, NULL, NULL, mem), 0);
+  acp_agent_callbacks_free(cbs);
+  return a;
+}
+
 static int on_prompt_refuse(acp_agent *a, acp_agent_request *req, void *ud) {
   (void)ud;
   return acp_agent_respond_error(a, req, -32002, "no such session", NULL, 0);
@@ -999,8 +1015,7 @@ static int on_prompt_refuse(acp_agent *a, acp_agent_request *req, void *ud) {
 static void test_agent_refused_prompts_keep_nothing(void **state) {
   cmem cm = {0};
   acp_mem mem = {&cm, cm_malloc, cm_free, cm_calloc, cm_realloc};
-  acp_agent_callbacks *cbs;
-  acp_agent *a = NULL;
+  acp_agent *a = counted_agent(&mem, on_prompt_refuse, NULL);
   tbuf out = {0};
   char line[256];
   char sid[32];
@@ -1008,10 +1023,6 @@ static void test_agent_refused_prompts_keep_nothing(void **state) {
   int i;
 
   (void)state;
-  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
-  acp_agent_callbacks_set_on_session_prompt(cbs, on_prompt_refuse);
-  assert_int_equal(acp_agent_new(&a, cbs, NULL, NULL, &mem), 0);
-  acp_agent_callbacks_free(cbs);
   /* Buffers and the spare request block settle in the first ones. */
   for (i = 0; i < 60; i++) {
     if (i == 10)
@@ -1066,18 +1077,12 @@ static void many_prompts(acp_agent *a, tbuf *out, int id0, bool busy) {
 static void test_agent_many_sessions_each_their_turn(void **state) {
   cmem cm = {0};
   acp_mem mem = {&cm, cm_malloc, cm_free, cm_calloc, cm_realloc};
-  acp_agent_callbacks *cbs;
-  acp_agent *a = NULL;
+  acp_agent *a = counted_agent(&mem, on_prompt_keep, on_close_ok);
   tbuf out = {0};
   char line[256];
   int i;
 
   (void)state;
-  assert_int_equal(acp_agent_callbacks_new(&cbs), 0);
-  acp_agent_callbacks_set_on_session_prompt(cbs, on_prompt_keep);
-  acp_agent_callbacks_set_on_session_close(cbs, on_close_ok);
-  assert_int_equal(acp_agent_new(&a, cbs, NULL, NULL, &mem), 0);
-  acp_agent_callbacks_free(cbs);
   many_prompts(a, &out, 100, false); /* each held */
   many_prompts(a, &out, 200, true);  /* each session's turn still runs */
   /* The odd sessions' turns end; those sessions take a prompt again. */

@@ -1344,12 +1344,28 @@ static void test_router_bypass_routes_around_dead_proxy(void **state) {
 
 /* A dead proxy's MCP-over-ACP servers: the agent's traffic for them is
  * answered -33001, never routed on to the client (issue 10). */
+/* The agent (link 2) sends mcp/connect for server S1 as id "k"; the proxy
+ * (link 1) takes it and answers with connection `cid`. What reaches the
+ * agent is left for the caller. */
+static void proxy_connect(acp_router *r, const char *cid) {
+  char line[160];
+  const char *t;
+  feed(r, 2,
+       "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"mcp/connect\","
+       "\"params\":{\"serverId\":\"S1\"}}");
+  t = strstr(take(r, 1), "\"id\":");
+  assert_non_null(t);
+  snprintf(line, sizeof(line),
+           "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"connectionId\":"
+           "\"%s\"}}",
+           strtol(t + 5, NULL, 10), cid);
+  feed(r, 1, line);
+}
+
 static void test_router_dead_provider_mcp_traffic_is_not_routed(void **state) {
   acp_router *r = mk_agent(2);
-  const char *t;
   const char *id;
   size_t n;
-  long pid;
 
   (void)state;
   init_chain(r, 2);
@@ -1374,20 +1390,7 @@ static void test_router_dead_provider_mcp_traffic_is_not_routed(void **state) {
   assert_memory_equal(id, "S1", 2);
   assert_null(acp_router_mcp_server(r, 2, 0, &n));
   /* The agent connects to the proxy's server; the proxy answers. */
-  feed(r, 2,
-       "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"mcp/connect\","
-       "\"params\":{\"serverId\":\"S1\"}}");
-  t = strstr(take(r, 1), "\"id\":");
-  assert_non_null(t);
-  pid = strtol(t + 5, NULL, 10);
-  {
-    char line[128];
-    snprintf(line, sizeof(line),
-             "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"connectionId\":"
-             "\"conn-1\"}}",
-             pid);
-    feed(r, 1, line);
-  }
+  proxy_connect(r, "conn-1");
   EXPECT(r, 2,
          "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"result\":{\"connectionId\":"
          "\"conn-1\"}}");
@@ -1454,17 +1457,7 @@ static void connect_cycle(acp_router *r, const char *cid) {
   char line[160];
   const char *t;
   long pid;
-  feed(r, 2,
-       "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"mcp/connect\","
-       "\"params\":{\"serverId\":\"S1\"}}");
-  t = strstr(take(r, 1), "\"id\":");
-  assert_non_null(t);
-  pid = strtol(t + 5, NULL, 10);
-  snprintf(line, sizeof(line),
-           "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"connectionId\":"
-           "\"%s\"}}",
-           pid, cid);
-  feed(r, 1, line);
+  proxy_connect(r, cid);
   assert_non_null(strstr(take(r, 2), cid));
   snprintf(line, sizeof(line),
            "{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"mcp/"
