@@ -5061,6 +5061,225 @@ test_http1_session_stream_closed_with_writes_queued_credits(void **st) {
   qc_case(QC_CLOSE);
 }
 
+/* A session stream (GET) or the connection stream, read to the end into
+ * a fixed buffer. */
+typedef struct rost {
+  uv_tcp_t tcp;
+  uv_connect_t cr;
+  uv_write_t wr;
+  char req[512];
+  char got[16384];
+  size_t n;
+  bool closed;
+} rost;
+
+/* session/close answered with a result, then a POST naming the session
+ * again (a session/load), then the session's stream goes: with
+ * ROUTE_REUSED the route lives on and the session's next event waits for
+ * its next stream; with ROUTE_CLOSED (no POST between) the route is dead
+ * and the event goes on the connection stream. */
+enum { ROUTE_REUSED, ROUTE_CLOSED };
+
+typedef struct reopen {
+  uv_loop_t loop;
+  acp_remote_server *srv;
+  acp_uv_link *agent;
+  int port;
+  char conn_id[37];
+  rost conn, s1, s1b;
+  uv_timer_t guard;
+  bool timed_out;
+} reopen;
+
+static void ro_agent_read(acp_uv_link *l, int status, const char *d, size_t n,
+                          void *ud) {
+  reopen *r = ud;
+  if (status != 0) {
+    acp_uv_link_close(l, 0, NULL, NULL);
+    r->agent = NULL;
+    return;
+  }
+  /* Every request gets an empty result with its id (1, 7 or 8). */
+  static const char *const ids[] = {"\"id\":1,", "\"id\":7,", "\"id\":8,"};
+  for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+    if (has(d, n, ids[i])) {
+      char ans[64];
+      int k = snprintf(ans, sizeof(ans),
+                       "{\"jsonrpc\":\"2.0\",%s\"result\":{}}\n", ids[i]);
+      assert_int_equal(acp_uv_link_write(l, ans, (size_t)k), 0);
+    }
+}
+
+static void ro_accept(acp_remote_server *s, acp_uv_link *link, const char *id,
+                      void *ud) {
+  reopen *r = ud;
+  (void)s;
+  (void)id;
+  assert_null(r->agent);
+  r->agent = link;
+  assert_int_equal(acp_uv_link_read_start(link, ro_agent_read, r), 0);
+}
+
+static void ro_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b) {
+  rost *t = h->data;
+  (void)hint;
+  *b = uv_buf_init(t->got + t->n, (unsigned)(sizeof(t->got) - 1 - t->n));
+}
+
+static void ro_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  rost *t = st->data;
+  (void)b;
+  if (n > 0) {
+    t->n += (size_t)n;
+    t->got[t->n] = '\0';
+    assert_true(t->n < sizeof(t->got) - 1);
+  }
+}
+
+static void ro_connected(uv_connect_t *cr, int status) {
+  rost *t = cr->data;
+  assert_int_equal(status, 0);
+  uv_buf_t b = uv_buf_init(t->req, (unsigned)strlen(t->req));
+  assert_int_equal(uv_write(&t->wr, (uv_stream_t *)&t->tcp, &b, 1, NULL), 0);
+  assert_int_equal(uv_read_start((uv_stream_t *)&t->tcp, ro_alloc, ro_read), 0);
+}
+
+static void ro_closed(uv_handle_t *h) {
+  ((rost *)h->data)->closed = true;
+}
+
+static void ro_guard(uv_timer_t *t) {
+  ((reopen *)t->data)->timed_out = true; /* a deadlock guard */
+}
+
+/* Run the loop until `t` has received `what` (or the guard fires). */
+static bool ro_wait_for(reopen *r, const rost *t, const char *what) {
+  while (!strstr(t->got, what) && !r->timed_out)
+    uv_run(&r->loop, UV_RUN_ONCE);
+  return strstr(t->got, what) != NULL;
+}
+
+/* Until the server counts `want` session streams open. */
+static bool ro_wait_streams(reopen *r, unsigned want) {
+  unsigned streams = ~0u;
+  for (;;) {
+    (void)acp__remote_server_session_routes(r->srv, &streams);
+    if (streams == want || r->timed_out)
+      return streams == want;
+    uv_run(&r->loop, UV_RUN_ONCE);
+  }
+}
+
+/* GET the connection stream (sid NULL) or a session's stream. */
+static void ro_open(reopen *r, rost *t, const char *sid) {
+  struct sockaddr_in a;
+  memset(t, 0, sizeof(*t));
+  snprintf(t->req, sizeof(t->req),
+           "GET /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Accept: text/event-stream\r\nAcp-Connection-Id: %s\r\n%s%s%s\r\n",
+           r->port, r->conn_id, sid ? "Acp-Session-Id: " : "", sid ? sid : "",
+           sid ? "\r\n" : "");
+  assert_int_equal(uv_tcp_init(&r->loop, &t->tcp), 0);
+  t->tcp.data = t;
+  t->cr.data = t;
+  uv_ip4_addr("127.0.0.1", r->port, &a);
+  assert_int_equal(
+      uv_tcp_connect(&t->cr, &t->tcp, (struct sockaddr *)&a, ro_connected), 0);
+  assert_true(ro_wait_for(r, t, "\r\n\r\n"));
+  assert_non_null(strstr(t->got, "HTTP/1.1 200"));
+}
+
+/* POST one message naming session s1; 202 expected. */
+static void ro_post(reopen *r, const char *body) {
+  char req[768];
+  xchg x;
+  snprintf(req, sizeof(req),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nAcp-Connection-Id: %s\r\n"
+           "Acp-Session-Id: s1\r\nContent-Length: %zu\r\n\r\n%s",
+           r->port, r->conn_id, strlen(body), body);
+  exchange(&r->loop, r->port, &x, req);
+  assert_non_null(strstr(x.got, "HTTP/1.1 202"));
+}
+
+static void ro_case(int mode) {
+  reopen *r = calloc(1, sizeof(*r));
+  acp_remote_server_options so = ACP_REMOTE_SERVER_OPTIONS_INIT;
+  char req[512];
+  xchg x;
+  static const char init[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}";
+  static const char update[] =
+      "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":"
+      "{\"sessionId\":\"s1\",\"u\":\"after\"}}\n";
+  assert_non_null(r);
+  so.stall_ms = UINT64_MAX; /* a kept event must not end the connection */
+  so.ping_ms = 600000;
+  assert_int_equal(uv_loop_init(&r->loop), 0);
+  assert_int_equal(
+      acp_remote_server_new(&r->srv, &r->loop, &so, ro_accept, r, NULL, NULL),
+      0);
+  r->port = acp_remote_server_port(r->srv);
+  uv_timer_init(&r->loop, &r->guard);
+  r->guard.data = r;
+  uv_timer_start(&r->guard, ro_guard, 60000, 0);
+  snprintf(req, sizeof(req),
+           "POST /acp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+           r->port, sizeof(init) - 1, init);
+  exchange(&r->loop, r->port, &x, req);
+  assert_non_null(strstr(x.got, "HTTP/1.1 200"));
+  const char *p = strstr(x.got, "Acp-Connection-Id: ");
+  assert_non_null(p);
+  memcpy(r->conn_id, p + 19, 36);
+  ro_open(r, &r->conn, NULL);
+  ro_open(r, &r->s1, "s1");
+  assert_true(ro_wait_streams(r, 1));
+  /* The close's answer comes on s1's stream and marks the route. */
+  ro_post(r, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/close\","
+             "\"params\":{\"sessionId\":\"s1\"}}");
+  assert_true(ro_wait_for(r, &r->s1, "\"id\":7"));
+  if (mode == ROUTE_REUSED) {
+    ro_post(r, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"session/load\","
+               "\"params\":{\"sessionId\":\"s1\",\"cwd\":\"/\","
+               "\"mcpServers\":[]}}");
+    assert_true(ro_wait_for(r, &r->s1, "\"id\":8"));
+  }
+  uv_close((uv_handle_t *)&r->s1.tcp, ro_closed);
+  assert_true(ro_wait_streams(r, 0));
+  assert_int_equal(acp_uv_link_write(r->agent, update, sizeof(update) - 1), 0);
+  if (mode == ROUTE_CLOSED) {
+    assert_true(ro_wait_for(r, &r->conn, "\"after\""));
+  } else {
+    /* Kept for s1: its next stream gets it, the connection stream not. */
+    ro_open(r, &r->s1b, "s1");
+    assert_true(ro_wait_for(r, &r->s1b, "\"after\""));
+    assert_null(strstr(r->conn.got, "\"after\""));
+    uv_close((uv_handle_t *)&r->s1b.tcp, ro_closed);
+  }
+  assert_false(r->timed_out);
+  uv_close((uv_handle_t *)&r->conn.tcp, ro_closed);
+  uv_close((uv_handle_t *)&r->guard, NULL);
+  if (r->agent)
+    acp_uv_link_close(r->agent, 0, NULL, NULL);
+  r->agent = NULL;
+  acp_remote_server_close(r->srv);
+  assert_int_equal(uv_run(&r->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&r->loop), 0);
+  assert_true(r->conn.closed && r->s1.closed);
+  free(r);
+}
+
+static void test_session_named_again_after_close_keeps_its_route(void **st) {
+  (void)st;
+  ro_case(ROUTE_REUSED);
+}
+
+static void test_closed_session_events_go_on_the_connection_stream(void **st) {
+  (void)st;
+  ro_case(ROUTE_CLOSED);
+}
+
 int main(void) {
   acp_uv_ignore_sigpipe();
   const struct CMUnitTest tests[] = {
@@ -5121,6 +5340,8 @@ int main(void) {
       cmocka_unit_test(test_session_stream_cut_client_side),
       cmocka_unit_test(test_closed_sessions_give_their_streams_back),
       cmocka_unit_test(test_closed_sessions_give_their_streams_back_h2),
+      cmocka_unit_test(test_session_named_again_after_close_keeps_its_route),
+      cmocka_unit_test(test_closed_session_events_go_on_the_connection_stream),
       cmocka_unit_test(test_session_stream_cut_server_side),
       cmocka_unit_test(test_session_stream_never_reopened_ends_connection),
       cmocka_unit_test(test_session_stream_reset_over_http2),
