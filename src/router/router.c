@@ -82,6 +82,9 @@ typedef struct rt_mcp {
   char *id; /* decoded; NULL: a free slot (a connection that ended) */
   size_t len;
   uint32_t link;
+  /* Slot + 1 of the next in this slot's bucket (mcp_hash) or, for a free
+   * slot, of the next free one; 0 ends either list. */
+  uint32_t next;
   bool conn;
   bool dead; /* the link died: nothing more is routed for it */
 } rt_mcp;
@@ -90,6 +93,14 @@ struct acp_router {
   acp_mem mem;
   rt_mcp *mcp;
   size_t nmcp, capmcp;
+  /* Past MCP_INDEX_MIN slots, the ids are found by hash (mcp_find()):
+   * buckets of slot + 1, from a seed of this router's own (the agent
+   * picks connection ids); and the slots of ended connections wait in a
+   * list for the next (mcp_add()). */
+  uint32_t *mcp_hash;
+  size_t mcp_hcap;
+  uint64_t mcp_seed;
+  uint32_t mcp_free;
   struct acp_router_options o;
   void *user_data;
   size_t n;
@@ -1118,9 +1129,27 @@ static void call_from(call *c, const acp_json_val *method,
 
 /* MARK: - MCP-over-ACP servers (Private) */
 
+/* A few ids are found quicker by comparing each than by hashing one. */
+#define MCP_INDEX_MIN 8
+
+static size_t mcp_bucket(const acp_router *r, bool conn, const char *id,
+                         size_t len) {
+  uint64_t h = acp__fnv1a(r->mcp_seed ^ (uint64_t)conn, id, len);
+  return (size_t)(h ^ (h >> 32)) & (r->mcp_hcap - 1);
+}
+
 static rt_mcp *mcp_find(acp_router *r, bool conn, const char *id, size_t len) {
   size_t i;
 
+  if (r->mcp_hash != NULL) {
+    uint32_t j = r->mcp_hash[mcp_bucket(r, conn, id, len)];
+    for (; j != 0; j = r->mcp[j - 1].next) {
+      rt_mcp *m = &r->mcp[j - 1];
+      if (m->conn == conn && m->len == len && memcmp(m->id, id, len) == 0)
+        return m;
+    }
+    return NULL;
+  }
   for (i = r->nmcp; i > 0; i--) {
     rt_mcp *m = &r->mcp[i - 1];
     if (m->id != NULL && m->conn == conn && m->len == len &&
@@ -1130,42 +1159,100 @@ static rt_mcp *mcp_find(acp_router *r, bool conn, const char *id, size_t len) {
   return NULL;
 }
 
+static void mcp_link(acp_router *r, size_t i) {
+  rt_mcp *m = &r->mcp[i];
+  size_t b = mcp_bucket(r, m->conn, m->id, m->len);
+
+  m->next = r->mcp_hash[b];
+  r->mcp_hash[b] = (uint32_t)i + 1;
+}
+
+/* (Re)build the index for at least `want` ids; false if out of memory
+ * (the old index, or the scan, goes on serving). */
+static bool mcp_index(acp_router *r, size_t want) {
+  size_t cap = 16;
+  uint32_t *h;
+  size_t i;
+
+  while (cap < want * 2)
+    cap *= 2;
+  h = acp__calloc(&r->mem, cap, sizeof(*h));
+  if (h == NULL)
+    return false;
+  acp__free(&r->mem, r->mcp_hash);
+  r->mcp_hash = h;
+  r->mcp_hcap = cap;
+  for (i = 0; i < r->nmcp; i++)
+    if (r->mcp[i].id != NULL)
+      mcp_link(r, i);
+  return true;
+}
+
+/* A connection ended: its slot leaves the index for the free list. */
+static void mcp_release(acp_router *r, rt_mcp *m) {
+  uint32_t at = (uint32_t)(m - r->mcp) + 1;
+
+  if (r->mcp_hash != NULL) {
+    uint32_t *pp = &r->mcp_hash[mcp_bucket(r, m->conn, m->id, m->len)];
+    while (*pp != 0 && *pp != at)
+      pp = &r->mcp[*pp - 1].next;
+    if (*pp == at)
+      *pp = m->next;
+  }
+  acp__free(&r->mem, m->id);
+  m->id = NULL;
+  m->next = r->mcp_free;
+  r->mcp_free = at;
+}
+
 static int mcp_add(acp_router *r, bool conn, const char *id, size_t len,
                    uint32_t link) {
   rt_mcp *m;
   size_t i = r->nmcp;
+  char *copy;
 
   if (mcp_find(r, conn, id, len) != NULL)
     return 0;
+  copy = dup_bytes(r, id, len ? len : 1);
+  if (copy == NULL)
+    return nomem(r, ACP_ERR_NOMEM);
   /* A connection id takes the slot of one that ended, so that a long
    * session's connect/disconnect cycles neither fill the table nor
    * lengthen every search. (Server slots never move: calls hold their
    * index.) */
-  if (conn)
-    for (i = 0; i < r->nmcp && r->mcp[i].id != NULL; i++)
-      ;
-  if (i == r->nmcp) {
-    if (r->nmcp >= MAX_MCP)
+  if (conn && r->mcp_free != 0) {
+    i = r->mcp_free - 1;
+    r->mcp_free = r->mcp[i].next;
+  } else {
+    if (r->nmcp >= MAX_MCP) {
+      acp__free(&r->mem, copy);
       return 0;
+    }
     if (r->nmcp == r->capmcp) {
       size_t cap = r->capmcp ? r->capmcp * 2 : 8;
       rt_mcp *n = acp__realloc(&r->mem, r->mcp, cap * sizeof(*n));
-      if (n == NULL)
+      if (n == NULL) {
+        acp__free(&r->mem, copy);
         return nomem(r, ACP_ERR_NOMEM);
+      }
       r->mcp = n;
       r->capmcp = cap;
     }
+    r->nmcp++;
   }
   m = &r->mcp[i];
-  m->id = dup_bytes(r, id, len ? len : 1);
-  if (m->id == NULL)
-    return nomem(r, ACP_ERR_NOMEM);
+  m->id = copy;
   m->len = len;
   m->link = link;
   m->conn = conn;
   m->dead = false;
-  if (i == r->nmcp)
-    r->nmcp++;
+  m->next = 0;
+  if (r->mcp_hash == NULL) {
+    if (r->nmcp > MCP_INDEX_MIN)
+      (void)mcp_index(r, r->nmcp); /* i included */
+  } else if (r->nmcp * 2 <= r->mcp_hcap || !mcp_index(r, r->nmcp)) {
+    mcp_link(r, i);
+  }
   return 0;
 }
 
@@ -1255,8 +1342,7 @@ static int mcp_guard(acp_router *r, uint32_t k, const acp_json_val *id,
       (str_is(method, "mcp/disconnect") || str_is(method, "_mcp/disconnect"))) {
     /* Routed (or answered below) once; the id is done with either way. */
     bool dead = m->dead;
-    acp__free(&r->mem, m->id);
-    m->id = NULL;
+    mcp_release(r, m);
     if (!dead)
       return 0;
   } else if (!m->dead) {
@@ -1750,6 +1836,9 @@ int acp_router_new(acp_router **out, size_t ncomponents,
   r->ans_link = RT_SELF;
   r->user_data = user_data;
   r->n = ncomponents;
+  /* From the router's address: differs from run to run where addresses
+   * do (the agent picks the connection ids the index hashes). */
+  r->mcp_seed = acp__fnv1a(ACP__FNV_SEED, &r, sizeof(r));
   if (opts != NULL) {
     r->o = *opts;
   } else {
@@ -1812,6 +1901,7 @@ void acp_router_free(acp_router *r) {
   for (i = 0; i < r->nmcp; i++)
     acp__free(&r->mem, r->mcp[i].id);
   acp__free(&r->mem, r->mcp);
+  acp__free(&r->mem, r->mcp_hash);
   acp_json_doc_free(r->doc);
   acp_json_doc_free(r->doc2);
   acp__free(&r->mem, r->links);

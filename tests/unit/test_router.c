@@ -1539,6 +1539,69 @@ static void test_router_mcp_connections_reuse_their_place(void **state) {
   assert_int_equal(live_allocs, 0);
 }
 
+/* Past a few open connections the router finds their ids by hash: every
+ * one of 300 open at once (the index grown several times, half of them in
+ * places given back by disconnected ones) is still known when its
+ * provider dies, and a disconnected one is not. */
+static void test_router_many_mcp_connections_stay_known(void **state) {
+  acp_router *r = mk_agent(2);
+  char cid[64];
+  char line[192];
+  int i;
+
+  (void)state;
+  init_chain(r, 2);
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/new\",\"params\":{"
+       "\"mcpServers\":[]}}");
+  take(r, 1);
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"session/new\",\"params\":{\"mcpServers\":["
+       "{\"type\":\"acp\",\"name\":\"tools\",\"serverId\":\"S1\"}]}}}");
+  take(r, 2);
+  for (i = 0; i < 200; i++) {
+    snprintf(cid, sizeof(cid), "conn-%d", i);
+    proxy_connect(r, cid);
+    assert_non_null(strstr(take(r, 2), cid));
+  }
+  for (i = 0; i < 200; i += 2) {
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"method\":\"mcp/disconnect\",\"params\":{"
+             "\"connectionId\":\"conn-%d\"}}",
+             i);
+    feed(r, 2, line);
+    assert_non_null(strstr(take(r, 1), "mcp/disconnect"));
+  }
+  for (i = 0; i < 200; i++) {
+    snprintf(cid, sizeof(cid), "new-%d", i);
+    proxy_connect(r, cid);
+    assert_non_null(strstr(take(r, 2), cid));
+  }
+  assert_int_equal(acp_router_link_closed(r, 1, "dead", NULL, 0), 0);
+  assert_int_equal(acp_router_link_bypass(r, 1), 0);
+  take(r, 0);
+  take(r, 2);
+  for (i = 0; i < 400; i++) {
+    bool open = i >= 200 || i % 2 == 1;
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"mcp/message\","
+             "\"params\":{\"connectionId\":\"%s-%d\",\"method\":\"x\"}}",
+             1000 + i, i < 200 ? "conn" : "new", i < 200 ? i : i - 200);
+    feed(r, 2, line);
+    if (open) {
+      snprintf(cid, sizeof(cid), "\"id\":%d,\"error\":{\"code\":-33001",
+               1000 + i);
+      assert_non_null(strstr(take(r, 2), cid));
+    } else {
+      /* Forgotten: routed on like any message, to the client now. */
+      assert_non_null(strstr(take(r, 0), "mcp/message"));
+    }
+  }
+  nothing_anywhere(r);
+  acp_router_free(r);
+}
+
 static void test_router_restart_reinitializes(void **state) {
   acp_router *r = mk_agent(3);
 
@@ -2506,6 +2569,7 @@ int main(void) {
       cmocka_unit_test(test_router_bypass_routes_around_dead_proxy),
       cmocka_unit_test(test_router_dead_provider_mcp_traffic_is_not_routed),
       cmocka_unit_test(test_router_mcp_connections_reuse_their_place),
+      cmocka_unit_test(test_router_many_mcp_connections_stay_known),
       cmocka_unit_test(test_router_restart_reinitializes),
       cmocka_unit_test(test_router_restart_before_initialize),
       cmocka_unit_test(test_router_garbage_is_answered_or_dropped),
