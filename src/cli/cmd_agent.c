@@ -114,6 +114,7 @@ struct asession {
   acp_json_writer *history; /* session/update payloads, one per line */
   char *mcp_json;           /* the last mcpServers array given (raw) */
   bool dirty;               /* changed since last saved (--state-dir) */
+  bool queued;              /* on a->dirty_list */
   bool archived;            /* session/archive (--unstable) */
   bool open; /* in memory for a connection (session/status): not after a
               * restart, close or archive until new, load or resume */
@@ -121,6 +122,7 @@ struct asession {
   mcpsrv *mcp;           /* MCP-over-ACP servers declared for this session */
   asession *next, *prev; /* a->sessions */
   asession *hnext;       /* in a->by_id's bucket */
+  asession *dnext;       /* in a->dirty_list */
 };
 
 struct turn {
@@ -207,6 +209,7 @@ struct app {
   bool replaying;            /* session/load: sent updates are old ones */
   bool flush_init;
   uv_idle_t flush;       /* saves dirty sessions once per loop iteration */
+  asession *dirty_list;  /* the sessions it will look at */
   struct broken *broken; /* state files that could not be restored */
   bool unstable;         /* --unstable */
   agent_nes *nes;        /* --unstable: providers, NES, documents */
@@ -589,14 +592,20 @@ static void session_save(app *a, asession *s) {
             strerror(errno));
 }
 
+/* Only the sessions changed since the last pass, not every one: a busy
+ * session among thousands of idle ones saves at the cost of itself. */
 static void flush_dirty(uv_idle_t *h) {
   app *a = h->data;
-  asession *s;
 
   uv_idle_stop(h);
-  for (s = a->sessions; s != NULL; s = s->next)
-    if (s->dirty)
+  while (a->dirty_list != NULL) {
+    asession *s = a->dirty_list;
+    a->dirty_list = s->dnext;
+    s->dnext = NULL;
+    s->queued = false;
+    if (s->dirty) /* not saved since (the end of a turn saves at once) */
       session_save(a, s);
+  }
 }
 
 /* Save soon: updates come in bursts (a plan, a stream of chunks), so they
@@ -606,6 +615,11 @@ static void session_changed(app *a, asession *s) {
   if (a->state_dir == NULL)
     return;
   s->dirty = true;
+  if (!s->queued) {
+    s->queued = true;
+    s->dnext = a->dirty_list;
+    a->dirty_list = s;
+  }
   if (!a->flush_init) {
     uv_idle_init(&a->loop, &a->flush);
     a->flush.data = a;
@@ -3067,6 +3081,12 @@ static asession *session_create(app *a, const char *cwd, size_t cwd_len) {
 }
 
 static void session_destroy(app *a, asession *s) {
+  if (s->queued) {
+    asession **pp = &a->dirty_list;
+    while (*pp != s)
+      pp = &(*pp)->dnext;
+    *pp = s->dnext;
+  }
   *(s->prev ? &s->prev->next : &a->sessions) = s->next;
   if (s->next)
     s->next->prev = s->prev;

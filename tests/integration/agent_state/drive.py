@@ -197,6 +197,32 @@ check("result" in r and os.path.exists(path),
 _, r = a.call("session/resume", {"sessionId": sid, "cwd": CWD,
                                  "mcpServers": []})
 check("result" in r, "a closed session resumes")
+# A session deleted in the same read as the prompt whose updates marked it
+# for saving: it leaves the list of sessions to save with it.
+_, r = a.call("session/new", {"cwd": CWD, "mcpServers": []})
+sid3 = r["result"]["sessionId"]
+both = [{"jsonrpc": "2.0", "id": 900, "method": "session/prompt",
+         "params": {"sessionId": sid3,
+                    "prompt": [{"type": "text", "text": "hello"}]}},
+        {"jsonrpc": "2.0", "id": 901, "method": "session/delete",
+         "params": {"sessionId": sid3}}]
+a.p.stdin.write("".join(json.dumps(m) + "\n" for m in both).encode())
+a.p.stdin.flush()
+answers = {}
+while len(answers) < 2:
+    line = a.p.stdout.readline()
+    if not line:
+        break
+    m = json.loads(line)
+    if m.get("id") in (900, 901) and "method" not in m:
+        answers[m["id"]] = m
+check("result" in answers.get(901, {}) and
+      not os.path.exists(os.path.join(DIR, sid3 + ".json")),
+      "a session deleted while its updates wait to be saved stays deleted")
+_, r = a.call("session/list", {})
+check("result" in r and sid3 not in
+      [s["sessionId"] for s in r["result"]["sessions"]],
+      "and the agent goes on without it")
 rc, err = a.close()
 check(rc == 0 and "sess_partial" in err and "not valid JSON" in err,
       "the partial file is reported on stderr and the agent goes on: "
