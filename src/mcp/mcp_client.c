@@ -579,7 +579,7 @@ static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
                                const acp_rpc_msg *msg);
 static void hdr_tools_free(acp_mcp_client *c);
 static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
-                            char **out_json, size_t *out_len);
+                            bool whole, char **out_json, size_t *out_len);
 
 /* Whether a list of versions (an array or NULL) has 2026-07-28. */
 static bool supported_has_2026(const acp_json_val *list) {
@@ -717,6 +717,28 @@ static int on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   return rv;
 }
 
+/* Whether a tools/list result is the server's whole list: asked without
+ * a cursor and answered without a next one. */
+static bool tools_list_whole(acp_mcp_client *c, const mcp_pending *p,
+                             const acp_rpc_msg *msg) {
+  const acp_json_val *next = ACP__OBJ_GETL(msg->result, "nextCursor");
+  acp_json_doc *doc = NULL;
+  bool whole;
+
+  if (next != NULL && acp_json_type_of(next) != ACP_JSON_NULL)
+    return false;
+  if (p->rq_params == NULL)
+    return true;
+  if (acp_json_doc_new(&doc, &c->mem) != 0 ||
+      acp_json_doc_parse(doc, p->rq_params, p->rq_params_len, NULL) != 0) {
+    acp_json_doc_free(doc);
+    return false; /* not known: nothing is forgotten */
+  }
+  whole = ACP__OBJ_GETL(acp_json_doc_root(doc), "cursor") == NULL;
+  acp_json_doc_free(doc);
+  return whole;
+}
+
 /* A stateless tools/list result: tools with an invalid x-mcp-header are
  * dropped from what is cached and delivered (a copy of the result). */
 static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
@@ -725,7 +747,7 @@ static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
   acp_json_doc *doc = NULL;
   char *json = NULL;
   size_t len = 0;
-  int rv = hdr_filter_tools(c, msg, &json, &len);
+  int rv = hdr_filter_tools(c, msg, tools_list_whole(c, p, msg), &json, &len);
 
   if (rv == 0 && json != NULL) {
     rv = acp_json_doc_new(&doc, &c->mem);
@@ -2407,7 +2429,7 @@ static void hdr_tools_free(acp_mcp_client *c) {
  * any, else NULL.
  */
 static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
-                            char **out_json, size_t *out_len) {
+                            bool whole, char **out_json, size_t *out_len) {
   const acp_json_val *tools = ACP__OBJ_GETL(msg->result, "tools");
   const acp_json_val *t;
   const acp_json_val *k;
@@ -2419,6 +2441,10 @@ static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
   *out_len = 0;
   if (acp_json_type_of(tools) != ACP_JSON_ARRAY)
     return 0;
+  /* The whole list: what it does not name is gone from the server, and
+   * would otherwise be kept for the connection's life. */
+  if (whole)
+    hdr_tools_free(c);
   for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t)) {
     const acp_json_val *nv = ACP__OBJ_GETL(t, "name");
     const acp_json_val *schema = ACP__OBJ_GETL(t, "inputSchema");

@@ -662,6 +662,78 @@ static void test_x_mcp_header(void **state) {
   acp_json_doc_free(doc);
 }
 
+/* The headers of `tool` called with {"v":"x"}, in acc. */
+static void headers_of(const char *tool, char *acc) {
+  acp_json_doc *doc = NULL;
+  char params[128];
+  snprintf(params, sizeof(params),
+           "{\"name\":\"%s\",\"arguments\":{\"v\":\"x\"}}", tool);
+  acc[0] = '\0';
+  assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
+  assert_int_equal(acp_json_doc_parse(doc, params, strlen(params), NULL), 0);
+  assert_int_equal(acp_mcp_client_param_headers(
+                       W.c, doc, acp_json_doc_root(doc), collect_header, acc),
+                   0);
+  acp_json_doc_free(doc);
+}
+
+/* One tools/list (cursor or NULL) answered with tools named in `names`
+ * (space-separated), each with header H-<name> on "v", and `next` as the
+ * nextCursor member (or none). */
+static void hdr_list(const char *cursor, const char *names, const char *next) {
+  rec r = {0};
+  char tools[1024] = "";
+  char copy[128];
+  char *save = NULL;
+  acp_mcp_client_cache_clear(W.c);
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, cursor, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  assert_true(take() > 0);
+  snprintf(copy, sizeof(copy), "%s", names);
+  for (char *n = strtok_r(copy, " ", &save); n; n = strtok_r(NULL, " ", &save))
+    snprintf(tools + strlen(tools), sizeof(tools) - strlen(tools),
+             "%s{\"name\":\"%s\",\"inputSchema\":{\"type\":\"object\","
+             "\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":"
+             "\"H-%s\"}}}}",
+             tools[0] ? "," : "", n, n);
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"tools\":[%s]%s%s%s,"
+       "\"resultType\":\"complete\"}}",
+       last_id(), tools, next ? ",\"nextCursor\":" : "", next ? next : "", "");
+  assert_int_equal(r.status, 0);
+}
+
+/* What a tool's x-mcp-header says is kept from tools/list to tools/call; a
+ * whole list (no cursor asked, none given) replaces what was kept, so a
+ * tool the server dropped is forgotten; a page of a longer list only adds
+ * to it. */
+static void test_x_mcp_header_follows_the_tool_list(void **state) {
+  char acc[512];
+  (void)state;
+
+  go_stateless();
+  hdr_list(NULL, "a b", NULL);
+  headers_of("a", acc);
+  assert_string_equal(acc, "H-a=x;");
+  headers_of("b", acc);
+  assert_string_equal(acc, "H-b=x;");
+  /* The server's list changed: a went away. */
+  hdr_list(NULL, "b", "null");
+  headers_of("a", acc);
+  assert_string_equal(acc, "");
+  headers_of("b", acc);
+  assert_string_equal(acc, "H-b=x;");
+  /* Pages: the first (more to come) and a later one add, forget nothing. */
+  hdr_list(NULL, "c", "\"p2\"");
+  hdr_list("p2", "d", NULL);
+  headers_of("b", acc);
+  assert_string_equal(acc, "H-b=x;");
+  headers_of("c", acc);
+  assert_string_equal(acc, "H-c=x;");
+  headers_of("d", acc);
+  assert_string_equal(acc, "H-d=x;");
+}
+
 /* MARK: - Allocation failures */
 
 static int scenario(const acp_mem *mem) {
@@ -788,6 +860,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_list_cache, setup, teardown),
       cmocka_unit_test_setup_teardown(test_list_cache_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_x_mcp_header, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_x_mcp_header_follows_the_tool_list,
+                                      setup, teardown),
       cmocka_unit_test(test_allocation_failure_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
