@@ -37,6 +37,16 @@ typedef struct mcp_pager {
   void *ud;
   size_t pages;
   char *cursor; /* the cursor of the request in flight, or NULL */
+  /* Inside pager_run(): a page answered from the list cache is delivered
+   * while its request is being made; on_page() then leaves the next
+   * request (next) or the end (done, with the callback's return) to
+   * pager_run()'s loop rather than recursing, and never frees the pager
+   * under it. */
+  bool active;
+  bool done;
+  int done_rv;
+  char *next;
+  size_t next_len;
 } mcp_pager;
 
 typedef struct mcp_pending {
@@ -232,6 +242,7 @@ static void pager_free(acp_mcp_client *c, mcp_pager *pg) {
   if (pg == NULL)
     return;
   acp__free(&c->mem, pg->cursor);
+  acp__free(&c->mem, pg->next);
   acp__free(&c->mem, pg);
 }
 
@@ -256,6 +267,8 @@ static int on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
                        void *user_data);
 static int page_next(acp_mcp_client *c, mcp_pager *pg, const char *cursor,
                      size_t cursor_len);
+static int pager_run(acp_mcp_client *c, mcp_pager *pg, const char *cursor,
+                     size_t len, const acp_rpc_msg *msg);
 
 /* Copy the members of object `obj` (parsed in c->doc) except `skip`. */
 static int copy_members(acp_mcp_client *c, acp_json_writer *w,
@@ -552,14 +565,62 @@ static int on_page(acp_mcp_client *c, mcp_pager *pg, int status,
     last = true;
   rv = pg->cb(c, status, msg, last, pg->ud);
   if (rv != 0 || last) {
+    if (pg->active) { /* pager_run() below us frees it */
+      pg->done = true;
+      pg->done_rv = rv;
+      return rv;
+    }
     pager_free(c, pg);
     return rv;
   }
-  rv = page_next(c, pg, p, n);
-  if (rv != 0) {
-    int crv = pg->cb(c, rv, msg, true, pg->ud);
+  if (pg->active) {
+    /* From the cache, inside pager_run(): the cursor outlives msg. */
+    pg->next = acp__strndup(&c->mem, p, n);
+    if (pg->next == NULL) {
+      pg->done = true;
+      pg->done_rv = ACP_ERR_NOMEM;
+      (void)pg->cb(c, ACP_ERR_NOMEM, msg, true, pg->ud);
+      return ACP_ERR_NOMEM;
+    }
+    pg->next_len = n;
+    return 0;
+  }
+  return pager_run(c, pg, p, n, msg);
+}
+
+/*
+ * Ask the page at `cursor`, then, while pages come from the list cache
+ * (each delivered through on_page() during its own request), the ones
+ * after it: a loop, so that a long or cyclic run of cached pages neither
+ * grows the stack nor frees the pager under a caller. The pager is freed
+ * here when the walk ended; a failure to ask is reported through the
+ * callback (`msg`: the last page, or NULL) once a page was delivered, and
+ * returned as it is before that.
+ */
+static int pager_run(acp_mcp_client *c, mcp_pager *pg, const char *cursor,
+                     size_t len, const acp_rpc_msg *msg) {
+  int rv;
+
+  pg->active = true;
+  rv = page_next(c, pg, cursor, len);
+  while (rv == 0 && !pg->done && pg->next != NULL) {
+    char *cur = pg->next;
+
+    pg->next = NULL;
+    rv = page_next(c, pg, cur, pg->next_len);
+    acp__free(&c->mem, cur);
+  }
+  pg->active = false;
+  if (pg->done) {
+    rv = pg->done_rv;
     pager_free(c, pg);
-    return acp_is_fatal(rv) ? rv : crv;
+    return rv;
+  }
+  if (rv != 0) {
+    bool told = pg->pages > 0;
+    int crv = told ? pg->cb(c, rv, msg, true, pg->ud) : 0;
+    pager_free(c, pg);
+    return acp_is_fatal(rv) || !told ? rv : crv;
   }
   return 0;
 }
@@ -1373,22 +1434,18 @@ static int page_next(acp_mcp_client *c, mcp_pager *pg, const char *cursor,
     return rv == ACP_ERR_NOMEM ? rv : ACP_ERR_INVALID_ARGUMENT;
   }
   p = acp_json_writer_data(c->w, &n);
-  rv = send_req(c, list_methods[pg->which], p, n, &pg->opts, P_PAGE, NULL, NULL,
-                pg, NULL);
-  if (rv != 0) {
-    acp__free(&c->mem, copy);
-    return rv;
-  }
+  /* The cursor in flight before the request: an answer from the cache
+   * comes during send_req() and is checked against it. */
   acp__free(&c->mem, pg->cursor);
   pg->cursor = copy;
-  return 0;
+  return send_req(c, list_methods[pg->which], p, n, &pg->opts, P_PAGE, NULL,
+                  NULL, pg, NULL);
 }
 
 int acp_mcp_client_list_all(acp_mcp_client *c, acp_mcp_list which,
                             const acp_mcp_request_opts *opts, uint64_t now_ms,
                             acp_mcp_page_cb cb, void *user_data) {
   mcp_pager *pg;
-  int rv;
 
   if (c == NULL || !list_ok(which) || cb == NULL ||
       (opts && opts->version != ACP_MCP_REQUEST_OPTS_VERSION))
@@ -1404,10 +1461,7 @@ int acp_mcp_client_list_all(acp_mcp_client *c, acp_mcp_list which,
   pg->cb = cb;
   pg->ud = user_data;
   c->now_ms = now_ms;
-  rv = page_next(c, pg, NULL, 0);
-  if (rv != 0)
-    pager_free(c, pg);
-  return rv;
+  return pager_run(c, pg, NULL, 0, NULL);
 }
 
 /* Write {"<key>": <str>, "arguments": <raw>} into the scratch writer. */

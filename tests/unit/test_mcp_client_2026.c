@@ -597,6 +597,76 @@ static void test_list_cache_bounded(void **state) {
   list_answer(1000, "public", "t");
 }
 
+/* A page of tools/list answered by the server with `next` as nextCursor
+ * (NULL: the last page), kept in the cache for a year. */
+static void cached_page(const char *cursor, const char *next) {
+  rec r = {0};
+  assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, cursor, NULL,
+                                       W.now, on_result, &r, NULL),
+                   0);
+  assert_true(take() > 0);
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"complete\",\"tools\":[],%s%s%s\"ttlMs\":31536000000,"
+       "\"cacheScope\":\"public\"}}",
+       last_id(), next ? "\"nextCursor\":\"" : "", next ? next : "",
+       next ? "\"," : "");
+  assert_int_equal(r.status, 0);
+}
+
+typedef struct walk {
+  int pages;
+  int lasts;
+  int status;
+} walk;
+
+static int on_walk(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
+                   bool last, void *ud) {
+  walk *w = ud;
+  (void)c;
+  (void)msg;
+  w->pages++;
+  w->lasts += last;
+  w->status = status;
+  return 0;
+}
+
+/* list_all over pages the cache holds: each comes back while the next is
+ * being asked for. The walk goes page by page without sending anything
+ * and ends once; a cycle of cached cursors ends at the page bound as a
+ * protocol error, in a loop (it used to recurse a level per page, and a
+ * walk ending inside a cached page freed the pager its caller went on
+ * using: found by fuzz_mcp_client). */
+static void test_list_all_from_the_cache(void **state) {
+  walk w = {0};
+  (void)state;
+
+  go_stateless();
+  cached_page(NULL, "c2");
+  cached_page("c2", "c3");
+  cached_page("c3", NULL);
+  assert_int_equal(acp_mcp_client_list_all(W.c, ACP_MCP_LIST_TOOLS, NULL, W.now,
+                                           on_walk, &w),
+                   0);
+  assert_int_equal(take(), 0);
+  assert_int_equal(w.pages, 3);
+  assert_int_equal(w.lasts, 1);
+  assert_int_equal(w.status, 0);
+
+  /* c3 -> c2 -> c3 ...: 10,000 pages, then the end. */
+  acp_mcp_client_cache_clear(W.c);
+  cached_page(NULL, "c2");
+  cached_page("c2", "c3");
+  cached_page("c3", "c2");
+  memset(&w, 0, sizeof(w));
+  assert_int_equal(acp_mcp_client_list_all(W.c, ACP_MCP_LIST_TOOLS, NULL, W.now,
+                                           on_walk, &w),
+                   0);
+  assert_int_equal(take(), 0);
+  assert_int_equal(w.pages, 10000);
+  assert_int_equal(w.lasts, 1);
+  assert_int_equal(w.status, ACP_ERR_PROTOCOL);
+}
+
 /* MARK: - x-mcp-header */
 
 static int collect_header(const char *name, size_t nl, const char *value,
@@ -859,6 +929,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_list_cache, setup, teardown),
       cmocka_unit_test_setup_teardown(test_list_cache_bounded, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_all_from_the_cache, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_x_mcp_header, setup, teardown),
       cmocka_unit_test_setup_teardown(test_x_mcp_header_follows_the_tool_list,
                                       setup, teardown),
