@@ -1143,12 +1143,26 @@ static rt_mcp *mcp_find(acp_router *r, bool conn, const char *id, size_t len) {
 
   if (r->mcp_hash != NULL) {
     uint32_t j = r->mcp_hash[mcp_bucket(r, conn, id, len)];
-    for (; j != 0; j = r->mcp[j - 1].next) {
+    rt_mcp *hit = NULL;
+
+    for (; j != 0 && hit == NULL; j = r->mcp[j - 1].next) {
       rt_mcp *m = &r->mcp[j - 1];
       if (m->conn == conn && m->len == len && memcmp(m->id, id, len) == 0)
-        return m;
+        hit = m;
     }
-    return NULL;
+#ifdef ACP__SELFCHECK
+    /* Fuzz builds: the index finds what a search of the table finds (ids
+     * are unique per kind, so the same slot). */
+    for (i = 0; i < r->nmcp; i++) {
+      rt_mcp *m = &r->mcp[i];
+      if (m->id != NULL && m->conn == conn && m->len == len &&
+          memcmp(m->id, id, len) == 0 && m != hit)
+        abort();
+    }
+    if (hit != NULL && hit->id == NULL)
+      abort();
+#endif
+    return hit;
   }
   for (i = r->nmcp; i > 0; i--) {
     rt_mcp *m = &r->mcp[i - 1];
