@@ -28,6 +28,7 @@
 #include "acp/acp.h"
 #include "acp/mcp.h"
 #include "acp/mcp_acp.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -49,20 +50,9 @@ static void drain(void) {
   const char *d;
   acp_ssize n;
 
-  while ((n = acp_client_send(F.c, &d)) > 0) {
-    size_t pos = 0;
-    while (pos < (size_t)n) {
-      const char *nl = memchr(d + pos, '\n', (size_t)n - pos);
-      if (nl == NULL)
-        abort();
-      if (acp_json_doc_parse(F.doc, d + pos, (size_t)(nl - (d + pos)), NULL) !=
-          0)
-        abort();
-      pos = (size_t)(nl - d) + 1;
-    }
-  }
-  if (n < 0)
-    abort();
+  while ((n = acp_client_send(F.c, &d)) > 0)
+    fuzz_check_lines(d, (size_t)n, F.doc, NULL, NULL);
+  CHECK(n == 0);
 }
 
 /* MARK: - Tools */

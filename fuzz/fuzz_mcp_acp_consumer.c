@@ -26,6 +26,7 @@
 #include "acp/acp.h"
 #include "acp/mcp.h"
 #include "acp/mcp_acp.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -46,20 +47,9 @@ static void drain(void) {
   const char *d;
   acp_ssize n;
 
-  while ((n = acp_agent_send(F.a, &d)) > 0) {
-    size_t pos = 0;
-    while (pos < (size_t)n) {
-      const char *nl = memchr(d + pos, '\n', (size_t)n - pos);
-      if (nl == NULL)
-        abort();
-      if (acp_json_doc_parse(F.doc, d + pos, (size_t)(nl - (d + pos)), NULL) !=
-          0)
-        abort();
-      pos = (size_t)(nl - d) + 1;
-    }
-  }
-  if (n < 0)
-    abort();
+  while ((n = acp_agent_send(F.a, &d)) > 0)
+    fuzz_check_lines(d, (size_t)n, F.doc, NULL, NULL);
+  CHECK(n == 0);
 }
 
 static void pump(void) {
@@ -71,8 +61,7 @@ static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                      void *ud) {
   (void)c;
   (void)ud;
-  if (status == 0 && (msg == NULL || msg->result == NULL))
-    abort();
+  CHECK(status != 0 || (msg != NULL && msg->result != NULL));
   if (msg != NULL) {
     size_t n = 0;
     const char *raw = acp_json_raw(msg->result, &n);
@@ -87,8 +76,8 @@ static int on_open(acp_mcp_acp_link *link, int status, const acp_rpc_msg *msg,
   unsigned i = (unsigned)(uintptr_t)ud;
 
   (void)msg;
-  if (F.links[i] != NULL && F.links[i] != link)
-    abort(); /* `out` is set before the callback runs */
+  /* `out` is set before the callback runs. */
+  CHECK(F.links[i] == NULL || F.links[i] == link);
   if (status != 0) {
     F.links[i] = NULL; /* freed when this returns */
     return 0;

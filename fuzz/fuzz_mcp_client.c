@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "acp/mcp.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -58,49 +59,39 @@ static void touch(const acp_json_val *v) {
   F.sink += sum;
 }
 
-/* Everything the client has to send: each line one JSON object; the id of
- * its last request is remembered for steps 1, 2 and 5. */
+/* One line the client sent: an object (or, answering a batch, an array
+ * of them); the id of its last request is kept for steps 1, 2 and 5. */
+static void client_line(const acp_json_val *root, void *ud) {
+  int64_t id;
+
+  (void)ud;
+  if (acp_json_type_of(root) == ACP_JSON_ARRAY) {
+    for (const acp_json_val *e = acp_json_child(root); e != NULL;
+         e = acp_json_next(e))
+      CHECK(acp_json_type_of(e) == ACP_JSON_OBJECT);
+    return;
+  }
+  CHECK(acp_json_type_of(root) == ACP_JSON_OBJECT);
+  if (acp_json_obj_getz(root, "method") != NULL &&
+      acp_json_get_int64(acp_json_obj_getz(root, "id"), &id) == 0)
+    F.newest = id;
+}
+
+/* Everything the client has to send. */
 static void drain(void) {
   const char *d;
   acp_ssize n;
 
-  while ((n = acp_mcp_client_send(F.c, &d)) > 0) {
-    size_t pos = 0;
-    while (pos < (size_t)n) {
-      const char *nl = memchr(d + pos, '\n', (size_t)n - pos);
-      const acp_json_val *root;
-      int64_t id;
-
-      if (nl == NULL)
-        abort(); /* a line the client sends ends with its line feed */
-      if (acp_json_doc_parse(F.doc, d + pos, (size_t)(nl - (d + pos)), NULL) !=
-          0)
-        abort();
-      root = acp_json_doc_root(F.doc);
-      if (acp_json_type_of(root) == ACP_JSON_ARRAY) {
-        /* The answers to a batch the server sent: objects only. */
-        for (const acp_json_val *e = acp_json_child(root); e != NULL;
-             e = acp_json_next(e))
-          if (acp_json_type_of(e) != ACP_JSON_OBJECT)
-            abort();
-      } else if (acp_json_type_of(root) != ACP_JSON_OBJECT) {
-        abort();
-      }
-      if (acp_json_obj_getz(root, "method") != NULL &&
-          acp_json_get_int64(acp_json_obj_getz(root, "id"), &id) == 0)
-        F.newest = id;
-      pos = (size_t)(nl - d) + 1;
-    }
-  }
-  if (n < 0)
-    abort();
+  while ((n = acp_mcp_client_send(F.c, &d)) > 0)
+    fuzz_check_lines(d, (size_t)n, F.doc, client_line, NULL);
+  CHECK(n == 0);
 }
 
 static int on_result(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
                      void *ud) {
   (void)ud;
-  if (status == 0 && (msg == NULL || msg->result == NULL))
-    abort(); /* the header's promise */
+  /* The header's promise: status 0 comes with the result. */
+  CHECK(status != 0 || (msg != NULL && msg->result != NULL));
   if (msg != NULL) {
     touch(msg->result);
     touch(msg->error);
@@ -133,8 +124,7 @@ static int on_request(acp_mcp_client *c, acp_mcp_client_request *req,
   const char *m = acp_mcp_client_request_method(req);
   (void)ud;
   touch(params);
-  if (m == NULL)
-    abort();
+  CHECK(m != NULL);
   if (F.hold && F.nheld < HELD_MAX) {
     F.held[F.nheld++] = req;
     return 0;
@@ -334,10 +324,9 @@ static void answer_newest(bool error, const uint8_t *p, size_t n) {
 static int on_header(const char *name, size_t nl, const char *value, size_t vl,
                      void *ud) {
   (void)ud;
-  if (nl == 0 || memchr(name, '\n', nl) != NULL ||
-      memchr(name, '\r', nl) != NULL || memchr(value, '\n', vl) != NULL ||
-      memchr(value, '\r', vl) != NULL)
-    abort();
+  CHECK(nl > 0 && memchr(name, '\n', nl) == NULL &&
+        memchr(name, '\r', nl) == NULL && memchr(value, '\n', vl) == NULL &&
+        memchr(value, '\r', vl) == NULL);
   return 0;
 }
 
