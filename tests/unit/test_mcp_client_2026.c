@@ -78,6 +78,7 @@ static long last_id(void) {
 }
 
 /* Feed one server line (printf format). */
+static void feed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void feed(const char *fmt, ...) {
   char line[4096];
   va_list ap;

@@ -2826,6 +2826,8 @@ static unsigned closer_id(const char *line, size_t n) {
   return id;
 }
 
+static void closer_send(acp_uv_link *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void closer_send(acp_uv_link *l, const char *fmt, ...) {
   char m[512];
   va_list ap;
