@@ -44,10 +44,9 @@
 
 /* MARK: - The store */
 
-/* The store's file names hash the server's URL (cli_fnv1a): not a
+/* The store's file names hash the server's URL (cli_fnv1a()): not a
  * security property (the file's content is checked to be this server's
  * on import). */
-#define fnv cli_fnv1a
 
 /* The store directory, created (0700) when `create`. 0 or -1. */
 static int store_dir(char *out, size_t cap, int create) {
@@ -88,7 +87,7 @@ static int name_is_for(const char *name, const char *url) {
   char suffix[40];
   size_t nl = strlen(name), sl;
   snprintf(suffix, sizeof(suffix), "-%016llx.json",
-           (unsigned long long)fnv(url));
+           (unsigned long long)cli_fnv1a(url));
   sl = strlen(suffix);
   return nl == 16 + sl && strcmp(name + 16, suffix) == 0;
 }
@@ -104,7 +103,8 @@ static int store_save(acp_http_oauth *o, const char *url) {
       acp_http_oauth_export(o, &json) != 0)
     return -1;
   snprintf(path, sizeof(path), "%s/%016llx-%016llx.json", dir,
-           (unsigned long long)fnv(iss), (unsigned long long)fnv(url));
+           (unsigned long long)cli_fnv1a(iss),
+           (unsigned long long)cli_fnv1a(url));
   snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
   fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd >= 0) {

@@ -951,6 +951,12 @@ static const char *in_id(const in_req *r) {
   return r->heap_id ? r->heap_id : r->inl;
 }
 
+/* A request's handle: its generation over its slot (in_lookup() undoes
+ * it, and refuses a slot reused since). */
+static uint64_t in_handle(const acp_rpc_session *s, const in_req *r) {
+  return ((uint64_t)r->gen << 32) | (uint32_t)(r - s->in);
+}
+
 static in_req *in_lookup(const acp_rpc_session *s, uint64_t handle) {
   uint32_t idx = (uint32_t)(handle & 0xffffffffu);
   uint32_t gen = (uint32_t)(handle >> 32);
@@ -1039,7 +1045,7 @@ static int in_add(acp_rpc_session *s, const char *id, size_t id_len,
   s->in_count++;
   if (s->in_idx)
     idx_add(s, idx);
-  *handle = ((uint64_t)r->gen << 32) | idx;
+  *handle = in_handle(s, r);
   return 0;
 }
 
@@ -1641,7 +1647,7 @@ static int handle_cancel(acp_rpc_session *s, const acp_json_val *params) {
 
   if (r == NULL || s->cbs.on_cancel == NULL)
     return 0;
-  handle = ((uint64_t)r->gen << 32) | (uint32_t)(r - s->in);
+  handle = in_handle(s, r);
   s->in_cb++;
   rv = s->cbs.on_cancel(s, handle, s->user_data);
   s->in_cb--;
@@ -2526,7 +2532,7 @@ int acp__rpc_find_request(acp_rpc_session *s, const acp_json_val *id,
 
   if (r == NULL)
     return ACP_ERR_NOT_FOUND;
-  *handle = ((uint64_t)r->gen << 32) | (uint32_t)(r - s->in);
+  *handle = in_handle(s, r);
   return 0;
 }
 
