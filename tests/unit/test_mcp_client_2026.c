@@ -618,6 +618,7 @@ typedef struct walk {
   int pages;
   int lasts;
   int status;
+  int stop_at; /* the callback fails on this page (0: never) */
 } walk;
 
 static int on_walk(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
@@ -628,7 +629,7 @@ static int on_walk(acp_mcp_client *c, int status, const acp_rpc_msg *msg,
   w->pages++;
   w->lasts += last;
   w->status = status;
-  return 0;
+  return w->pages == w->stop_at ? -1 : 0;
 }
 
 /* list_all over pages the cache holds: each comes back while the next is
@@ -666,6 +667,34 @@ static void test_list_all_from_the_cache(void **state) {
   assert_int_equal(w.pages, 10000);
   assert_int_equal(w.lasts, 1);
   assert_int_equal(w.status, ACP_ERR_PROTOCOL);
+
+  /* The callback fails on a cached page: the walk ends there, once. */
+  memset(&w, 0, sizeof(w));
+  w.stop_at = 2;
+  assert_int_not_equal(acp_mcp_client_list_all(W.c, ACP_MCP_LIST_TOOLS, NULL,
+                                               W.now, on_walk, &w),
+                       0);
+  assert_int_equal(take(), 0);
+  assert_int_equal(w.pages, 2);
+
+  /* Cached pages, then one the cache lacks: asked of the server. */
+  acp_mcp_client_cache_clear(W.c);
+  cached_page(NULL, "c2");
+  cached_page("c2", "c3");
+  memset(&w, 0, sizeof(w));
+  assert_int_equal(acp_mcp_client_list_all(W.c, ACP_MCP_LIST_TOOLS, NULL, W.now,
+                                           on_walk, &w),
+                   0);
+  assert_true(take() > 0);
+  HAS(W.out, "\"cursor\":\"c3\"");
+  assert_int_equal(w.pages, 2);
+  assert_int_equal(w.lasts, 0);
+  feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"resultType\":"
+       "\"complete\",\"tools\":[]}}",
+       last_id());
+  assert_int_equal(w.pages, 3);
+  assert_int_equal(w.lasts, 1);
+  assert_int_equal(w.status, 0);
 }
 
 /* MARK: - x-mcp-header */

@@ -1451,6 +1451,21 @@ static void *lc_realloc(void *p, size_t n, void *ud) {
   return realloc(p, n);
 }
 
+/* Client, proxy (link 1) and agent initialized; a session/new on which
+ * the proxy offers its MCP-over-ACP server S1. */
+static void proxy_offers_s1(acp_router *r) {
+  init_chain(r, 2);
+  feed(r, 0,
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/new\",\"params\":{"
+       "\"mcpServers\":[]}}");
+  take(r, 1);
+  feed(r, 1,
+       "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"proxy/successor\","
+       "\"params\":{\"method\":\"session/new\",\"params\":{\"mcpServers\":["
+       "{\"type\":\"acp\",\"name\":\"tools\",\"serverId\":\"S1\"}]}}}");
+  take(r, 2);
+}
+
 /* One mcp/connect from the agent (link 2) answered by the proxy (link 1)
  * with connection `cid`, then its mcp/disconnect, answered too. */
 static void connect_cycle(acp_router *r, const char *cid) {
@@ -1495,16 +1510,7 @@ static void test_router_mcp_connections_reuse_their_place(void **state) {
   acp_router_options_set_event_cb(o, on_event);
   assert_int_equal(acp_router_new(&r, 2, o, &R, &m), 0);
   acp_router_options_free(o);
-  init_chain(r, 2);
-  feed(r, 0,
-       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/new\",\"params\":{"
-       "\"mcpServers\":[]}}");
-  take(r, 1);
-  feed(r, 1,
-       "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"proxy/successor\","
-       "\"params\":{\"method\":\"session/new\",\"params\":{\"mcpServers\":["
-       "{\"type\":\"acp\",\"name\":\"tools\",\"serverId\":\"S1\"}]}}}");
-  take(r, 2);
+  proxy_offers_s1(r);
   for (i = 0; i < 300; i++) {
     if (i == 20)
       live = live_allocs;
@@ -1550,16 +1556,7 @@ static void test_router_many_mcp_connections_stay_known(void **state) {
   int i;
 
   (void)state;
-  init_chain(r, 2);
-  feed(r, 0,
-       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"session/new\",\"params\":{"
-       "\"mcpServers\":[]}}");
-  take(r, 1);
-  feed(r, 1,
-       "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"proxy/successor\","
-       "\"params\":{\"method\":\"session/new\",\"params\":{\"mcpServers\":["
-       "{\"type\":\"acp\",\"name\":\"tools\",\"serverId\":\"S1\"}]}}}");
-  take(r, 2);
+  proxy_offers_s1(r);
   for (i = 0; i < 200; i++) {
     snprintf(cid, sizeof(cid), "conn-%d", i);
     proxy_connect(r, cid);
