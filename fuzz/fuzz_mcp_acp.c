@@ -192,26 +192,15 @@ static void setup(void) {
     abort();
 }
 
-/* One line from the agent, in pieces of `piece` bytes (0: at once). */
-static void feed(const uint8_t *p, size_t n, size_t piece) {
-  char *line = malloc(n + 1);
-  size_t at = 0;
-
-  if (line == NULL)
-    abort();
-  memcpy(line, p, n);
-  line[n] = '\n';
-  if (piece == 0)
-    piece = n + 1;
-  while (at < n + 1) {
-    size_t k = n + 1 - at < piece ? n + 1 - at : piece;
-    if (acp_client_recv(F.c, line + at, k, F.now) < 0)
-      break; /* a fatal error: the connection is over */
-    at += k;
-    (void)acp_mcp_acp_provider_flush(F.prov, F.now);
-    drain();
-  }
-  free(line);
+/* A piece of a line from the agent; non-zero once the connection is
+ * over (a fatal error). */
+static int agent_bytes(const char *d, size_t k, void *ud) {
+  (void)ud;
+  if (acp_client_recv(F.c, d, k, F.now) < 0)
+    return 1;
+  (void)acp_mcp_acp_provider_flush(F.prov, F.now);
+  drain();
+  return 0;
 }
 
 static void answer_slow(bool error) {
@@ -226,8 +215,10 @@ static void answer_slow(bool error) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const uint8_t *p;
-  const uint8_t *end;
+  fuzz_pieces it;
+  uint8_t step;
+  const uint8_t *rest;
+  size_t rn;
   size_t piece;
 
   if (size < 1)
@@ -236,14 +227,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   F.now = 1;
   setup();
   piece = data[0] & 15;
-  p = data + 1;
-  end = data + size;
-  while (p < end) {
-    const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
-    const uint8_t *e = nl ? nl : end;
-    uint8_t step = *p;
-    const uint8_t *rest = p + 1;
-    size_t rn = rest < e ? (size_t)(e - rest) : 0;
+  it.p = data + 1;
+  it.end = data + size;
+  while (fuzz_next_piece(&it, &step, &rest, &rn)) {
 
     switch (step % 8) {
     case 4:
@@ -264,12 +250,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       F.now += step;
       break;
     default:
-      feed(rest, rn, piece);
+      fuzz_feed_line(rest, rn, piece, agent_bytes, NULL);
       break;
     }
     (void)acp_mcp_acp_provider_flush(F.prov, F.now);
     drain();
-    p = nl ? nl + 1 : end;
   }
   (void)acp_client_recv_eof(F.c, F.now);
   drain();

@@ -184,29 +184,21 @@ static void request(unsigned which, const uint8_t *p, size_t n) {
   }
 }
 
-static void feed(const uint8_t *p, size_t n, size_t piece) {
-  char *line = malloc(n + 1);
-  size_t at = 0;
-
-  if (line == NULL)
-    abort();
-  memcpy(line, p, n);
-  line[n] = '\n';
-  if (piece == 0)
-    piece = n + 1;
-  while (at < n + 1) {
-    size_t k = n + 1 - at < piece ? n + 1 - at : piece;
-    if (acp_agent_recv(F.a, line + at, k, F.now) < 0)
-      break;
-    at += k;
-    pump();
-  }
-  free(line);
+/* A piece of a line from the client; non-zero once the connection is
+ * over. */
+static int client_bytes(const char *d, size_t k, void *ud) {
+  (void)ud;
+  if (acp_agent_recv(F.a, d, k, F.now) < 0)
+    return 1;
+  pump();
+  return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const uint8_t *p;
-  const uint8_t *end;
+  fuzz_pieces it;
+  uint8_t step;
+  const uint8_t *rest;
+  size_t rn;
   size_t piece;
   unsigned at;
 
@@ -216,14 +208,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   F.now = 1;
   setup();
   piece = data[0] & 15;
-  p = data + 1;
-  end = data + size;
-  while (p < end) {
-    const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
-    const uint8_t *e = nl ? nl : end;
-    uint8_t step = *p;
-    const uint8_t *rest = p + 1;
-    size_t rn = rest < e ? (size_t)(e - rest) : 0;
+  it.p = data + 1;
+  it.end = data + size;
+  while (fuzz_next_piece(&it, &step, &rest, &rn)) {
     acp_mcp_acp_link *l;
 
     switch (step % 8) {
@@ -247,11 +234,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           (void)acp_mcp_client_handle_expiry(F.clients[i], F.now);
       break;
     default:
-      feed(rest, rn, piece);
+      fuzz_feed_line(rest, rn, piece, client_bytes, NULL);
       break;
     }
     pump();
-    p = nl ? nl + 1 : end;
   }
   (void)acp_agent_recv_eof(F.a, F.now);
   pump();

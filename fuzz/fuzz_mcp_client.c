@@ -289,30 +289,29 @@ static void answer_held(bool error, const uint8_t *p, size_t n) {
     (void)acp_mcp_client_respond(F.c, req, (const char *)p, n);
 }
 
-/* One line to the client (with its line feed). */
-static void feed_line(const char *line, size_t n) {
-  char *copy = malloc(n + 1);
-  if (copy == NULL)
-    abort();
-  memcpy(copy, line, n);
-  copy[n] = '\n';
-  (void)acp_mcp_client_recv(F.c, copy, n + 1, F.now);
-  free(copy);
+/* A line from the server (its line feed added), given at once. */
+static int server_bytes(const char *d, size_t k, void *ud) {
+  (void)ud;
+  (void)acp_mcp_client_recv(F.c, d, k, F.now);
+  return 0;
+}
+
+static void feed_line(const uint8_t *line, size_t n) {
+  fuzz_feed_line(line, n, 0, server_bytes, NULL);
 }
 
 static void answer_newest(bool error, const uint8_t *p, size_t n) {
   static const char a[] = "{\"jsonrpc\":\"2.0\",\"id\":";
   char head[64];
   size_t hl;
-  char *line;
+  uint8_t *line;
 
   if (F.newest < 0)
     return;
   hl = (size_t)snprintf(head, sizeof(head), "%s%lld,\"%s\":", a,
                         (long long)F.newest, error ? "error" : "result");
   line = malloc(hl + n + 1);
-  if (line == NULL)
-    abort();
+  CHECK(line != NULL);
   memcpy(line, head, hl);
   memcpy(line + hl, p, n);
   line[hl + n] = '}';
@@ -343,8 +342,10 @@ static void headers(const uint8_t *p, size_t n) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   acp_mcp_client_callbacks *cbs = NULL;
-  const uint8_t *p;
-  const uint8_t *end;
+  fuzz_pieces it;
+  uint8_t step;
+  const uint8_t *rest;
+  size_t rn;
   uint8_t opt;
 
   if (size < 1)
@@ -393,19 +394,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   drain();
 
-  p = data + 1;
-  end = data + size;
-  while (p < end) {
-    const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
-    const uint8_t *e = nl ? nl : end;
-    uint8_t step = *p;
-    const uint8_t *rest = p + 1;
-    size_t rn = rest < e ? (size_t)(e - rest) : 0;
+  it.p = data + 1;
+  it.end = data + size;
+  while (fuzz_next_piece(&it, &step, &rest, &rn)) {
     uint8_t b1 = rn > 0 ? rest[0] : 0;
 
     switch (step % 8) {
     case 0:
-      feed_line((const char *)rest, rn);
+      feed_line(rest, rn);
       break;
     case 1:
     case 2:
@@ -438,7 +434,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     }
     drain();
-    p = nl ? nl + 1 : end;
   }
 
   (void)acp_mcp_client_recv_eof(F.c, F.now);
