@@ -1562,8 +1562,11 @@ typedef int (*acp_mcp_param_header_cb)(const char *name, size_t name_len,
  * The custom headers (2026-07-28 `x-mcp-header`) of a tools/call request:
  * for `params` (the request's params object, parsed in `doc`), the
  * annotated parameters of the named tool present in `arguments`, as the
- * client learnt them from its last stateless tools/list (tools with an
- * invalid annotation were removed from that result, as the spec requires).
+ * client learnt them from the stateless tools/list pages it saw, the
+ * cache's included (tools with an invalid annotation were removed from
+ * those results, as the spec requires). A page updates the tools it names;
+ * a walk from the first page (no cursor) along the cursors the pages gave
+ * to a last page (no nextCursor) also forgets every tool it did not name.
  * Integers outside +-(2^53-1) and values of other types are skipped. A
  * tool not listed, or without annotations, gives no header. Used by the
  * Streamable HTTP transport (acp/http.h).

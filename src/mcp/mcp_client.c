@@ -4,6 +4,7 @@
  * include/acp/mcp.h for the contract.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "mcp_int.h"
 
@@ -152,8 +153,19 @@ struct acp_mcp_client {
   acp_mcp_era era;
   const char *protocol; /* static; the negotiated revision */
   bool discover_retried;
-  struct mcp_hdr_tool *hdr_tools; /* tools with x-mcp-header annotations */
-  char *init_json;                /* {"capabilities","clientInfo"} for _meta */
+  /* Tools with x-mcp-header annotations, by name (a chained hash from a
+   * seed of this client's own: the server picks the names). */
+  struct mcp_hdr_tool **hdr_buckets;
+  size_t hdr_nbuckets; /* 0 or a power of two */
+  size_t hdr_count;
+  uint64_t hdr_seed;
+  /* The walk of tools/list pages under way: its number (the tools it saw
+   * carry it), whether one is, and the cursor that continues it. */
+  unsigned hdr_walk;
+  bool hdr_walking;
+  char *hdr_next;
+  size_t hdr_next_len;
+  char *init_json; /* {"capabilities","clientInfo"} for _meta */
   acp_json_doc *init_doc;
   acp_json_writer *sw; /* params with the 2026 _meta */
   acp_json_doc *sdoc;
@@ -639,8 +651,9 @@ static int cache_store(acp_mcp_client *c, const mcp_pending *p,
 static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
                                const acp_rpc_msg *msg);
 static void hdr_tools_free(acp_mcp_client *c);
-static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
-                            bool whole, char **out_json, size_t *out_len);
+static int hdr_page_kind(acp_mcp_client *c, const mcp_pending *p);
+static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg, int kind,
+                            char **out_json, size_t *out_len);
 
 /* Whether a list of versions (an array or NULL) has 2026-07-28. */
 static bool supported_has_2026(const acp_json_val *list) {
@@ -778,28 +791,6 @@ static int on_response(acp_rpc_session *rpc, const acp_rpc_msg *msg,
   return rv;
 }
 
-/* Whether a tools/list result is the server's whole list: asked without
- * a cursor and answered without a next one. */
-static bool tools_list_whole(acp_mcp_client *c, const mcp_pending *p,
-                             const acp_rpc_msg *msg) {
-  const acp_json_val *next = ACP__OBJ_GETL(msg->result, "nextCursor");
-  acp_json_doc *doc = NULL;
-  bool whole;
-
-  if (next != NULL && acp_json_type_of(next) != ACP_JSON_NULL)
-    return false;
-  if (p->rq_params == NULL)
-    return true;
-  if (acp_json_doc_new(&doc, &c->mem) != 0 ||
-      acp_json_doc_parse(doc, p->rq_params, p->rq_params_len, NULL) != 0) {
-    acp_json_doc_free(doc);
-    return false; /* not known: nothing is forgotten */
-  }
-  whole = ACP__OBJ_GETL(acp_json_doc_root(doc), "cursor") == NULL;
-  acp_json_doc_free(doc);
-  return whole;
-}
-
 /* A stateless tools/list result: tools with an invalid x-mcp-header are
  * dropped from what is cached and delivered (a copy of the result). */
 static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
@@ -808,7 +799,7 @@ static int tools_list_response(acp_mcp_client *c, mcp_pending *p,
   acp_json_doc *doc = NULL;
   char *json = NULL;
   size_t len = 0;
-  int rv = hdr_filter_tools(c, msg, tools_list_whole(c, p, msg), &json, &len);
+  int rv = hdr_filter_tools(c, msg, hdr_page_kind(c, p), &json, &len);
 
   if (rv == 0 && json != NULL) {
     rv = acp_json_doc_new(&doc, &c->mem);
@@ -1060,6 +1051,7 @@ int acp_mcp_client_new(acp_mcp_client **out,
   if (c == NULL)
     return ACP_ERR_NOMEM;
   c->mem = m;
+  c->hdr_seed = acp__fnv1a(ACP__FNV_SEED, &c, sizeof(c));
   if (cbs)
     c->cbs = *cbs;
   c->user_data = user_data;
@@ -2274,6 +2266,19 @@ static int cache_lookup(acp_mcp_client *c, mcp_pending *p, const char *method,
   m.raw = copy;
   m.raw_len = e->result_len;
   m.local = true;
+  if (method == list_methods[ACP_MCP_LIST_TOOLS]) {
+    /* Stored without its rejected tools: nothing is filtered out again,
+     * but the page counts in a walk of the list. */
+    char *json = NULL;
+    size_t len = 0;
+    rv = hdr_filter_tools(c, &m, hdr_page_kind(c, p), &json, &len);
+    acp__free(&c->mem, json);
+    if (rv != 0) {
+      acp_json_doc_free(doc);
+      acp__free(&c->mem, copy);
+      return rv;
+    }
+  }
   *hit = true;
   rv = deliver(c, p, 0, &m);
   pending_free(c, p);
@@ -2445,45 +2450,194 @@ static void hdr_walk(hdr_scan *hs, acp_json_doc *doc, const acp_json_val *v,
 }
 
 typedef struct mcp_hdr_tool {
-  struct mcp_hdr_tool *next;
+  struct mcp_hdr_tool *next; /* in its bucket */
+  uint64_t hash;
+  unsigned walk; /* the last walk of the list that saw it */
   char *name;
   size_t name_len;
   char *schema; /* raw JSON of the inputSchema */
   size_t schema_len;
 } mcp_hdr_tool;
 
+static uint64_t hdr_hash(const acp_mcp_client *c, const char *name, size_t n) {
+  return acp__fnv1a(c->hdr_seed, name, n);
+}
+
+/* The link that holds the tool named `name`, or the empty link at its
+ * bucket's end. */
+static mcp_hdr_tool **hdr_link(acp_mcp_client *c, const char *name, size_t n,
+                               uint64_t h) {
+  mcp_hdr_tool **pp;
+
+  if (c->hdr_nbuckets == 0)
+    return NULL;
+  pp = &c->hdr_buckets[h & (c->hdr_nbuckets - 1)];
+  while (*pp != NULL && !((*pp)->hash == h && (*pp)->name_len == n &&
+                          memcmp((*pp)->name, name, n) == 0))
+    pp = &(*pp)->next;
+#ifdef ACP__SELFCHECK
+  {
+    /* Fuzz builds: the count is the tools', a name is kept at most once,
+     * and the bucket search finds it when a search of all does. */
+    size_t i, count = 0, same = 0;
+    for (i = 0; i < c->hdr_nbuckets; i++)
+      for (const mcp_hdr_tool *t = c->hdr_buckets[i]; t != NULL; t = t->next) {
+        count++;
+        same += t->name_len == n && memcmp(t->name, name, n) == 0;
+      }
+    if (count != c->hdr_count || same != (*pp != NULL))
+      abort();
+  }
+#endif
+  return pp;
+}
+
+static void hdr_tool_free(acp_mcp_client *c, mcp_hdr_tool *t) {
+  acp__free(&c->mem, t->name);
+  acp__free(&c->mem, t->schema);
+  acp__free(&c->mem, t);
+}
+
 static void hdr_tool_forget(acp_mcp_client *c, const char *name, size_t n) {
-  mcp_hdr_tool **pp = &c->hdr_tools;
-  while (*pp != NULL) {
-    mcp_hdr_tool *t = *pp;
-    if (t->name_len == n && memcmp(t->name, name, n) == 0) {
-      *pp = t->next;
-      acp__free(&c->mem, t->name);
-      acp__free(&c->mem, t->schema);
-      acp__free(&c->mem, t);
-    } else {
-      pp = &t->next;
+  mcp_hdr_tool **pp = hdr_link(c, name, n, hdr_hash(c, name, n));
+  mcp_hdr_tool *t = pp != NULL ? *pp : NULL;
+
+  if (t == NULL)
+    return;
+  *pp = t->next;
+  hdr_tool_free(c, t);
+  c->hdr_count--;
+}
+
+/* Keep `t` (its name not kept yet), growing the buckets to one a tool. */
+static int hdr_tool_add(acp_mcp_client *c, mcp_hdr_tool *t) {
+  mcp_hdr_tool **pp;
+
+  if (c->hdr_count >= c->hdr_nbuckets) {
+    size_t nb = c->hdr_nbuckets ? c->hdr_nbuckets * 2 : 16;
+    mcp_hdr_tool **b;
+    size_t i;
+
+    if (nb > SIZE_MAX / sizeof(*b))
+      return ACP_ERR_NOMEM;
+    b = acp__calloc(&c->mem, nb, sizeof(*b));
+    if (b == NULL)
+      return ACP_ERR_NOMEM;
+    for (i = 0; i < c->hdr_nbuckets; i++)
+      while (c->hdr_buckets[i] != NULL) {
+        mcp_hdr_tool *m = c->hdr_buckets[i];
+        c->hdr_buckets[i] = m->next;
+        m->next = b[m->hash & (nb - 1)];
+        b[m->hash & (nb - 1)] = m;
+      }
+    acp__free(&c->mem, c->hdr_buckets);
+    c->hdr_buckets = b;
+    c->hdr_nbuckets = nb;
+  }
+  pp = &c->hdr_buckets[t->hash & (c->hdr_nbuckets - 1)];
+  t->next = *pp;
+  *pp = t;
+  c->hdr_count++;
+  return 0;
+}
+
+/* Forget the tools the current walk did not see (`all`: every tool). */
+static void hdr_tools_prune(acp_mcp_client *c, bool all) {
+  size_t i;
+
+  for (i = 0; i < c->hdr_nbuckets; i++) {
+    mcp_hdr_tool **pp = &c->hdr_buckets[i];
+    while (*pp != NULL) {
+      mcp_hdr_tool *t = *pp;
+      if (all || t->walk != c->hdr_walk) {
+        *pp = t->next;
+        hdr_tool_free(c, t);
+        c->hdr_count--;
+      } else {
+        pp = &t->next;
+      }
     }
   }
 }
 
 static void hdr_tools_free(acp_mcp_client *c) {
-  while (c->hdr_tools != NULL) {
-    mcp_hdr_tool *t = c->hdr_tools;
-    c->hdr_tools = t->next;
-    acp__free(&c->mem, t->name);
-    acp__free(&c->mem, t->schema);
-    acp__free(&c->mem, t);
-  }
+  hdr_tools_prune(c, true);
+  acp__free(&c->mem, c->hdr_buckets);
+  c->hdr_buckets = NULL;
+  c->hdr_nbuckets = 0;
+  acp__free(&c->mem, c->hdr_next);
+  c->hdr_next = NULL;
+  c->hdr_walking = false;
 }
 
 /*
- * Check the tools of a tools/list result. *out_json is set (heap, the
- * caller frees) to the result without the rejected tools when there were
- * any, else NULL.
+ * Where a tools/list page stands in a walk of the server's list: the
+ * first page (asked without a cursor), the next page of the walk under way
+ * (asked with the cursor its last page gave), or another page. A walk
+ * that reaches its last page names every tool the server has, so what it
+ * did not see is gone from the server; anything else only adds (a page
+ * asked with another cursor, one whose request cannot be read). Pages the
+ * cache answers take part too: a walk may be half from the cache.
  */
-static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
-                            bool whole, char **out_json, size_t *out_len) {
+enum { HDR_PAGE_OTHER, HDR_PAGE_FIRST, HDR_PAGE_NEXT };
+
+static int hdr_page_kind(acp_mcp_client *c, const mcp_pending *p) {
+  acp_json_doc *doc = NULL;
+  const acp_json_val *cur;
+  const char *s;
+  size_t n;
+  int kind = HDR_PAGE_OTHER;
+
+  if (p->rq_params == NULL)
+    return HDR_PAGE_FIRST;
+  if (acp_json_doc_new(&doc, &c->mem) != 0 ||
+      acp_json_doc_parse(doc, p->rq_params, p->rq_params_len, NULL) != 0) {
+    acp_json_doc_free(doc);
+    return HDR_PAGE_OTHER;
+  }
+  cur = ACP__OBJ_GETL(acp_json_doc_root(doc), "cursor");
+  if (cur == NULL)
+    kind = HDR_PAGE_FIRST;
+  else if (c->hdr_walking && acp_json_type_of(cur) == ACP_JSON_STRING &&
+           acp_json_doc_str(doc, cur, &s, &n) == 0 && n == c->hdr_next_len &&
+           memcmp(s, c->hdr_next, n) == 0)
+    kind = HDR_PAGE_NEXT;
+  acp_json_doc_free(doc);
+  return kind;
+}
+
+/* After a page of the walk: keep the cursor that continues it, or at its
+ * last page forget what it did not see. */
+static int hdr_walk_step(acp_mcp_client *c, const acp_rpc_msg *msg) {
+  const acp_json_val *next = ACP__OBJ_GETL(msg->result, "nextCursor");
+  const char *s;
+  size_t n;
+
+  acp__free(&c->mem, c->hdr_next);
+  c->hdr_next = NULL;
+  c->hdr_walking = false;
+  if (next == NULL || acp_json_type_of(next) == ACP_JSON_NULL) {
+    hdr_tools_prune(c, false);
+    return 0;
+  }
+  if (acp_json_type_of(next) != ACP_JSON_STRING ||
+      acp_json_doc_str(msg->doc, next, &s, &n) != 0)
+    return 0; /* not a cursor: the walk ends here, forgetting nothing */
+  c->hdr_next = acp__strndup(&c->mem, s, n);
+  if (c->hdr_next == NULL)
+    return ACP_ERR_NOMEM;
+  c->hdr_next_len = n;
+  c->hdr_walking = true;
+  return 0;
+}
+
+/*
+ * Check the tools of a tools/list page (`kind`: its place in a walk) and
+ * keep the annotated ones. *out_json is set (heap, the caller frees) to
+ * the result without the rejected tools when there were any, else NULL.
+ */
+static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg, int kind,
+                            char **out_json, size_t *out_len) {
   const acp_json_val *tools = ACP__OBJ_GETL(msg->result, "tools");
   const acp_json_val *t;
   const acp_json_val *k;
@@ -2493,12 +2647,15 @@ static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
 
   *out_json = NULL;
   *out_len = 0;
-  if (acp_json_type_of(tools) != ACP_JSON_ARRAY)
+  if (acp_json_type_of(tools) != ACP_JSON_ARRAY) {
+    if (kind != HDR_PAGE_OTHER)
+      c->hdr_walking = false; /* not a page: no walk goes through it */
     return 0;
-  /* The whole list: what it does not name is gone from the server, and
-   * would otherwise be kept for the connection's life. */
-  if (whole)
-    hdr_tools_free(c);
+  }
+  if (kind == HDR_PAGE_FIRST) {
+    c->hdr_walk++;
+    c->hdr_walking = true;
+  }
   for (t = acp_json_child(tools); t != NULL; t = acp_json_next(t)) {
     const acp_json_val *nv = ACP__OBJ_GETL(t, "name");
     const acp_json_val *schema = ACP__OBJ_GETL(t, "inputSchema");
@@ -2526,15 +2683,19 @@ static int hdr_filter_tools(acp_mcp_client *c, const acp_rpc_msg *msg,
       e->schema = acp__strndup(&c->mem, raw, rn);
       e->name_len = nn;
       e->schema_len = rn;
-      if (e->name == NULL || e->schema == NULL) {
-        acp__free(&c->mem, e->name);
-        acp__free(&c->mem, e->schema);
-        acp__free(&c->mem, e);
+      e->hash = hdr_hash(c, name, nn);
+      e->walk = c->hdr_walk;
+      if (e->name == NULL || e->schema == NULL ||
+          (rv = hdr_tool_add(c, e)) != 0) {
+        hdr_tool_free(c, e);
         return ACP_ERR_NOMEM;
       }
-      e->next = c->hdr_tools;
-      c->hdr_tools = e;
     }
+  }
+  if (kind != HDR_PAGE_OTHER) {
+    rv = hdr_walk_step(c, msg);
+    if (rv != 0)
+      return rv;
   }
   if (rejected == 0)
     return 0;
@@ -2653,9 +2814,10 @@ int acp_mcp_client_param_headers(acp_mcp_client *c, acp_json_doc *doc,
   if (acp_json_type_of(nv) != ACP_JSON_STRING ||
       acp_json_doc_str(doc, nv, &name, &nn) != 0)
     return 0;
-  for (t = c->hdr_tools; t != NULL; t = t->next)
-    if (t->name_len == nn && memcmp(t->name, name, nn) == 0)
-      break;
+  {
+    mcp_hdr_tool **pp = hdr_link(c, name, nn, hdr_hash(c, name, nn));
+    t = pp != NULL ? *pp : NULL;
+  }
   if (t == NULL)
     return 0;
   rv = acp_json_doc_new(&sdoc, &c->mem);

@@ -777,19 +777,26 @@ static void headers_of(const char *tool, char *acc) {
   acp_json_doc_free(doc);
 }
 
-/* One tools/list (cursor or NULL) answered with tools named in `names`
- * (space-separated), each with header H-<name> on "v", and `next` as the
- * nextCursor member (or none). */
-static void hdr_list(const char *cursor, const char *names, const char *next) {
+/* One tools/list (cursor or NULL), answered by the server unless the
+ * cache has it, with tools named in `names` (space-separated), each with
+ * header H-<name> on "v", `next` as the nextCursor member (or none) and
+ * `ttl` as its ttlMs (0: not cached). Returns whether the server was
+ * asked. */
+static bool hdr_page(const char *cursor, const char *names, const char *next,
+                     long ttl) {
   rec r = {0};
   char tools[1024] = "";
+  char cache[64] = "";
   char copy[128];
   char *save = NULL;
-  acp_mcp_client_cache_clear(W.c);
   assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, cursor, NULL,
                                        W.now, on_result, &r, NULL),
                    0);
-  assert_true(take() > 0);
+  if (take() == 0) {
+    assert_int_equal(r.calls, 1); /* from the cache */
+    assert_int_equal(r.status, 0);
+    return false;
+  }
   snprintf(copy, sizeof(copy), "%s", names);
   for (char *n = strtok_r(copy, " ", &save); n; n = strtok_r(NULL, " ", &save))
     snprintf(tools + strlen(tools), sizeof(tools) - strlen(tools),
@@ -797,10 +804,33 @@ static void hdr_list(const char *cursor, const char *names, const char *next) {
              "\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":"
              "\"H-%s\"}}}}",
              tools[0] ? "," : "", n, n);
+  if (ttl > 0)
+    snprintf(cache, sizeof(cache), ",\"ttlMs\":%ld,\"cacheScope\":\"private\"",
+             ttl);
   feed("{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{\"tools\":[%s]%s%s%s,"
        "\"resultType\":\"complete\"}}",
-       last_id(), tools, next ? ",\"nextCursor\":" : "", next ? next : "", "");
+       last_id(), tools, next ? ",\"nextCursor\":" : "", next ? next : "",
+       cache);
+  assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, 0);
+  return true;
+}
+
+/* hdr_page() with the cache cleared first. */
+static void hdr_list(const char *cursor, const char *names, const char *next) {
+  acp_mcp_client_cache_clear(W.c);
+  assert_true(hdr_page(cursor, names, next, 0));
+}
+
+/* Whether tool `name` has its header kept. */
+static bool hdr_kept(const char *name) {
+  char acc[512];
+  char want[64];
+  headers_of(name, acc);
+  snprintf(want, sizeof(want), "H-%s=x;", name);
+  if (acc[0] != '\0' && strcmp(acc, want) != 0)
+    fail_msg("%s: headers %s", name, acc);
+  return acc[0] != '\0';
 }
 
 /* What a tool's x-mcp-header says is kept from tools/list to tools/call; a
@@ -823,15 +853,109 @@ static void test_x_mcp_header_follows_the_tool_list(void **state) {
   assert_string_equal(acc, "");
   headers_of("b", acc);
   assert_string_equal(acc, "H-b=x;");
-  /* Pages: the first (more to come) and a later one add, forget nothing. */
+  /* Pages: the first (more to come) adds and forgets nothing yet... */
   hdr_list(NULL, "c", "\"p2\"");
+  assert_true(hdr_kept("b"));
+  assert_true(hdr_kept("c"));
+  /* ...the last page of the walk forgets what the walk did not name. */
   hdr_list("p2", "d", NULL);
-  headers_of("b", acc);
-  assert_string_equal(acc, "H-b=x;");
-  headers_of("c", acc);
-  assert_string_equal(acc, "H-c=x;");
-  headers_of("d", acc);
-  assert_string_equal(acc, "H-d=x;");
+  assert_false(hdr_kept("b"));
+  assert_true(hdr_kept("c"));
+  assert_true(hdr_kept("d"));
+}
+
+/* Walks of a paginated list: only a walk that goes from the first page to
+ * the last along the cursors it was given forgets anything, and a page the
+ * cache answers counts in it. */
+static void test_x_mcp_header_walks(void **state) {
+  (void)state;
+
+  go_stateless();
+  hdr_list(NULL, "a b", NULL);
+  /* A page asked with a cursor no walk gave: adds, ends nothing. */
+  hdr_list(NULL, "c", "\"p2\"");
+  hdr_list("zz", "d", NULL);
+  assert_true(hdr_kept("a"));
+  assert_true(hdr_kept("b"));
+  assert_true(hdr_kept("d"));
+  /* The walk goes on from where it was: what it and the other page
+   * named is kept, a and b go. */
+  hdr_list("p2", "e", NULL);
+  assert_false(hdr_kept("a"));
+  assert_false(hdr_kept("b"));
+  assert_true(hdr_kept("c"));
+  assert_true(hdr_kept("d"));
+  assert_true(hdr_kept("e"));
+  /* A first page whose next cursor is not one: the walk stops there, and
+   * its "next page" forgets nothing. */
+  hdr_list(NULL, "f", "7");
+  hdr_list("7", "g", NULL);
+  assert_true(hdr_kept("c"));
+  assert_true(hdr_kept("f"));
+  assert_true(hdr_kept("g"));
+
+  /* A walk whose second page the cache holds (kept for a year). */
+  acp_mcp_client_cache_clear(W.c);
+  assert_true(hdr_page(NULL, "h", "\"q2\"", 0));
+  assert_true(hdr_page("q2", "i", NULL, 31536000000L));
+  assert_false(hdr_kept("c"));
+  assert_false(hdr_kept("g"));
+  assert_true(hdr_kept("h"));
+  assert_true(hdr_kept("i"));
+  /* The server's first page changed; its second comes from the cache, and
+   * ends the walk: h goes, i stays. */
+  assert_true(hdr_page(NULL, "j", "\"q2\"", 0));
+  assert_false(hdr_page("q2", "(cached)", NULL, 0));
+  assert_false(hdr_kept("h"));
+  assert_true(hdr_kept("i"));
+  assert_true(hdr_kept("j"));
+}
+
+/* Thousands of annotated tools: each is found by its name, and a later
+ * whole list keeps just those it names. */
+static void test_x_mcp_header_many_tools(void **state) {
+  enum { N = 3000, TOOL = 160 };
+  char *line = malloc((size_t)N * TOOL + 256);
+  rec r = {0};
+  int round;
+  (void)state;
+
+  assert_non_null(line);
+  go_stateless();
+  for (round = 0; round < 2; round++) {
+    int first = round * N / 2; /* t0..t2999, then t1500..t4499 */
+    size_t len;
+    int i;
+
+    assert_int_equal(acp_mcp_client_list(W.c, ACP_MCP_LIST_TOOLS, NULL, NULL,
+                                         W.now, on_result, &r, NULL),
+                     0);
+    assert_true(take() > 0);
+    len = (size_t)snprintf(line, 256,
+                           "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"result\":{"
+                           "\"resultType\":\"complete\",\"tools\":[",
+                           last_id());
+    for (i = first; i < first + N; i++)
+      len += (size_t)snprintf(
+          line + len, TOOL,
+          "%s{\"name\":\"t%d\",\"inputSchema\":{\"type\":\"object\","
+          "\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":"
+          "\"H-t%d\"}}}}",
+          i > first ? "," : "", i, i);
+    len += (size_t)snprintf(line + len, 8, "]}}\n");
+    assert_int_equal(acp_mcp_client_recv(W.c, line, len, W.now),
+                     (acp_ssize)len);
+    assert_int_equal(r.status, 0);
+  }
+  assert_int_equal(r.calls, 2);
+  assert_false(hdr_kept("t0"));
+  assert_false(hdr_kept("t1499"));
+  assert_true(hdr_kept("t1500"));
+  assert_true(hdr_kept("t2999"));
+  assert_true(hdr_kept("t3000"));
+  assert_true(hdr_kept("t4499"));
+  assert_false(hdr_kept("t4500"));
+  free(line);
 }
 
 /* MARK: - Allocation failures */
@@ -962,6 +1086,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_list_all_from_the_cache, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_x_mcp_header, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_x_mcp_header_walks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_x_mcp_header_many_tools, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_x_mcp_header_follows_the_tool_list,
                                       setup, teardown),
       cmocka_unit_test(test_allocation_failure_loop),
