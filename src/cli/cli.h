@@ -44,6 +44,20 @@ int cli_http_add_header(struct acp_http_client *hc, const char *spec);
 int cmd_mcp_login(int argc, char **argv);
 int cmd_mcp_logout(int argc, char **argv);
 int cli_mcp_stored_auth(const char *url, char **header);
+/* acp and acp-mcp (mcp_serve_stdio.c): `acp mcp serve` over stdio, which
+ * needs no HTTP stack. cli_mcp_serve_stdio_args() returns 1 when argv
+ * ("mcp" "serve" ...) asks for nothing else (--everything, --stdio,
+ * --read-spin-us N, --no-read-block, all valid), else 0: acp then leaves
+ * the command to acp-mcp. cli_mcp_serve_stdio() serves stdin/stdout until
+ * the input ends and returns the exit status. The default set, the state
+ * key and the task clock are acp-mcp's HTTP serve's too. */
+struct acp_mcp_server;
+int cli_mcp_serve_stdio_args(int argc, char **argv, int *everything,
+                             unsigned long *read_spin_us, int *no_block);
+int cli_mcp_serve_stdio(int everything, uint32_t read_spin_us, int read_block);
+int cli_mcp_register_default(struct acp_mcp_server *s);
+int cli_mcp_set_state_key(struct acp_mcp_server *reg);
+int64_t cli_mcp_epoch_ms(void);
 
 /* Exit statuses shared by the subcommands. */
 enum {

@@ -152,99 +152,6 @@ static void usage(FILE *f) {
   fputs(usage_text, f);
 }
 
-/* MARK: - Default server set */
-
-static int tool_echo(acp_mcp_call *call, const acp_json_val *args, void *ud) {
-  (void)ud;
-  return cli_mcp_echo(call, args, "message must be a string");
-}
-
-static int tool_add(acp_mcp_call *call, const acp_json_val *args, void *ud) {
-  double a, b;
-  char buf[64], st[96], content[160];
-  int cn;
-  (void)ud;
-  if (acp_json_get_double(acp_json_obj_getz(args, "a"), &a) != 0 ||
-      acp_json_get_double(acp_json_obj_getz(args, "b"), &b) != 0)
-    return acp_mcp_call_respond_text(call, "a and b must be numbers", 23, true);
-  snprintf(buf, sizeof(buf), "%.17g", a + b);
-  snprintf(st, sizeof(st), "{\"sum\":%s}", buf);
-  cn = snprintf(content, sizeof(content),
-                "[{\"type\":\"text\",\"text\":\"%s\"}]", buf);
-  return acp_mcp_call_respond_tool(call, content, (size_t)cn, st, strlen(st),
-                                   false);
-}
-
-/* `ping`: pings the client with a 10 s timeout and reports the outcome
- * (a server->client request whose deadline runs on the transport's clock). */
-static int on_client_pong(acp_mcp_call *call, int status,
-                          const acp_rpc_msg *msg, void *ud) {
-  char text[128];
-  int n;
-  (void)msg;
-  (void)ud;
-  if (status == 0)
-    return acp_mcp_call_respond_text(call, "pong", 4, false);
-  n = snprintf(text, sizeof(text), "ping failed: %s", acp_strerror(status));
-  return acp_mcp_call_respond_text(call, text, (size_t)n, true);
-}
-
-static int tool_ping(acp_mcp_call *call, const acp_json_val *args, void *ud) {
-  int rv;
-  (void)args;
-  (void)ud;
-  rv = acp_mcp_call_request(call, "ping", NULL, 0, 10000, on_client_pong, NULL);
-  if (rv == ACP_ERR_NOMEM)
-    return rv;
-  if (rv != 0)
-    return on_client_pong(call, rv, NULL, NULL);
-  return 0;
-}
-
-static const char readme_text[] =
-    "This is acp mcp serve: an MCP server built on libacp.\n";
-
-static int read_readme(acp_mcp_call *call, const char *uri, size_t len,
-                       void *ud) {
-  (void)len;
-  (void)ud;
-  return acp_mcp_call_respond_resource_text(
-      call, uri, "text/plain", readme_text, sizeof(readme_text) - 1);
-}
-
-static int prompt_greet(acp_mcp_call *call, const acp_json_val *args,
-                        void *ud) {
-  const acp_json_val *nv = acp_json_obj_getz(args, "name");
-  const char *name = "there";
-  size_t nl = 5;
-  acp_json_writer *w;
-  const char *out;
-  size_t olen;
-  char text[256];
-  int n, rv;
-  (void)ud;
-  if (nv)
-    acp_json_doc_str(acp_mcp_call_doc(call), nv, &name, &nl);
-  if (nl > 200)
-    nl = 200;
-  n = snprintf(text, sizeof(text), "Please greet %.*s warmly.", (int)nl, name);
-  if (acp_json_writer_new(&w, 0, NULL) != 0)
-    return ACP_ERR_NOMEM;
-  acp_json_write_obj_begin(w);
-  acp_json_write_keyz(w, "description");
-  acp_json_write_strz(w, "A greeting");
-  acp_json_write_keyz(w, "messages");
-  acp_json_write_arr_begin(w);
-  mcp_write_user_text(w, text, (size_t)n);
-  acp_json_write_arr_end(w);
-  acp_json_write_obj_end(w);
-  out = acp_json_writer_data(w, &olen);
-  rv = acp_json_writer_error(w) ? ACP_ERR_NOMEM
-                                : acp_mcp_call_respond_raw(call, out, olen);
-  acp_json_writer_free(w);
-  return rv;
-}
-
 /* whoami (with --auth-issuer): the caller's token subject and scopes. It
  * also says on stderr that it ran (the integration test's witness that a
  * refused call ran nothing). */
@@ -371,86 +278,7 @@ usage:
   return CLI_EXIT_USAGE;
 }
 
-static int register_default(acp_mcp_server *s) {
-  acp_mcp_tool_def echo, add, ping;
-  acp_mcp_resource_def res;
-  acp_mcp_prompt_def pr;
-  int rv;
-  memset(&echo, 0, sizeof(echo));
-  memset(&add, 0, sizeof(add));
-  memset(&ping, 0, sizeof(ping));
-  memset(&res, 0, sizeof(res));
-  memset(&pr, 0, sizeof(pr));
-  ping.version = ACP_MCP_DEF_VERSION;
-  ping.name = "ping";
-  ping.description = "Pings the client (10 s timeout) and says pong";
-  ping.input_schema = "{\"type\":\"object\"}";
-  ping.handler = tool_ping;
-  echo.version = add.version = res.version = pr.version = ACP_MCP_DEF_VERSION;
-  echo.name = "echo";
-  echo.description = "Echoes back the message";
-  echo.input_schema = "{\"type\":\"object\",\"properties\":{\"message\":"
-                      "{\"type\":\"string\"}},\"required\":[\"message\"]}";
-  echo.handler = tool_echo;
-  add.name = "add";
-  add.description = "Adds two numbers";
-  add.input_schema =
-      "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},"
-      "\"b\":{\"type\":\"number\"}},\"required\":[\"a\",\"b\"]}";
-  add.output_schema = "{\"type\":\"object\",\"properties\":{\"sum\":{\"type\":"
-                      "\"number\"}},\"required\":[\"sum\"]}";
-  add.handler = tool_add;
-  res.uri = "acp://readme";
-  res.name = "readme";
-  res.description = "About this server";
-  res.mime_type = "text/plain";
-  res.size = (int64_t)sizeof(readme_text) - 1;
-  res.handler = read_readme;
-  pr.name = "greet";
-  pr.description = "Greets someone";
-  pr.arguments = "[{\"name\":\"name\",\"description\":\"who\","
-                 "\"required\":false}]";
-  pr.handler = prompt_greet;
-  rv = acp_mcp_server_add_tool(s, &echo);
-  if (rv == 0)
-    rv = acp_mcp_server_add_tool(s, &add);
-  if (rv == 0)
-    rv = acp_mcp_server_add_tool(s, &ping);
-  if (rv == 0)
-    rv = acp_mcp_server_add_resource(s, &res);
-  if (rv == 0)
-    rv = acp_mcp_server_add_prompt(s, &pr);
-  return rv;
-}
-
 /* MARK: - serve */
-
-/* A fresh key for the requestState of 2026 multi round-trip results: the
- * core reads no entropy, the program gives it the OS's. */
-static int set_state_key(acp_mcp_server *reg) {
-  unsigned char key[32];
-  size_t got = 0;
-
-  while (got < sizeof(key)) {
-    ssize_t n = getrandom(key + got, sizeof(key) - got, 0);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return ACP_ERR_SYSTEM;
-    }
-    got += (size_t)n;
-  }
-  return acp_mcp_server_set_state_key(reg, key, sizeof(key));
-}
-
-/* The Unix time at uv's clock 0, for the task timestamps (the core
- * reads no clock). uv_now() counts from uv_hrtime() in ms. */
-static int64_t uv_epoch_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
-         (int64_t)(uv_hrtime() / 1000000);
-}
 
 /* slow_compute's timer (mcp_everything_set_timers()) on the serve loop. */
 typedef struct ev_uv_timer {
@@ -588,6 +416,11 @@ static int cmd_serve(int argc, char **argv) {
   acp_mcp_server *reg = NULL;
   acp_http_auth *auth = NULL;
   auth_opts ao;
+  uv_loop_t loop;
+  acp_http_server_options *o = NULL;
+  serve_ctx sc = {NULL, NULL, 0};
+  char addr[64];
+  uint16_t port;
   memset(&ao, 0, sizeof(ao));
   for (i = 1; i < argc; i++) {
     const char *v;
@@ -731,13 +564,15 @@ static int cmd_serve(int argc, char **argv) {
     }
     nworkers = (int)v;
   }
+  if (http == NULL) /* what acp itself runs (mcp_serve_stdio.c) */
+    return cli_mcp_serve_stdio(everything, (uint32_t)spin_us, !no_block);
   if (worker != NULL) {
     /* Checked before anything starts, with the library's own rule. */
-    acp_http_server_options *o = NULL;
     rv = acp_http_server_options_new(&o, NULL);
     if (rv == 0)
       rv = acp_http_server_options_set_session_prefix(o, worker);
     acp_http_server_options_free(o);
+    o = NULL;
     if (rv != 0 || worker[0] == 0) {
       cli_err(SUB, "--worker-id wants 1-32 of A-Z a-z 0-9 _, not '%s'", worker);
       return CLI_EXIT_USAGE;
@@ -746,8 +581,6 @@ static int cmd_serve(int argc, char **argv) {
   if (nworkers > 0) {
     /* The supervisor returns here only when it stops; each worker goes on
      * below with its own socket and id. */
-    char addr[64];
-    uint16_t port;
     if (worker != NULL && strlen(worker) > 30) {
       cli_err(SUB, "with --workers, --worker-id wants at most 30 characters");
       return CLI_EXIT_USAGE;
@@ -771,12 +604,14 @@ static int cmd_serve(int argc, char **argv) {
   }
   rv = acp_mcp_server_new(&reg, "acp-mcp", "0.1.0", NULL, NULL);
   if (rv == 0)
-    rv = everything ? mcp_everything_register(reg) : register_default(reg);
+    rv = everything
+             ? mcp_everything_register_with(reg, acp_http_call_close_stream)
+             : cli_mcp_register_default(reg);
   if (rv == 0 && auth != NULL)
     rv = register_whoami(reg);
   if (rv == 0)
-    rv = set_state_key(reg);
-  acp_mcp_server_set_epoch(reg, uv_epoch_ms());
+    rv = cli_mcp_set_state_key(reg);
+  acp_mcp_server_set_epoch(reg, cli_mcp_epoch_ms());
   if (rv != 0) {
     cli_err(SUB, "cannot create the server: %s", acp_strerror(rv));
     if (listen_fd >= 0)
@@ -785,77 +620,59 @@ static int cmd_serve(int argc, char **argv) {
     acp_http_auth_free(auth);
     return CLI_EXIT_FAILURE;
   }
-  if (http == NULL) {
-    acp_mcp_conn *conn = NULL;
-    rv = acp_mcp_conn_new(&conn, reg, NULL);
-    if (rv == 0)
-      rv = acp_mcp_run_fds_ex(conn, 0, 1, 5000, (uint32_t)spin_us, !no_block);
-    if (rv != 0 && acp_is_fatal(rv)) {
-      cli_err(SUB, "%s", acp_strerror(rv));
-      status = CLI_EXIT_FAILURE;
-    }
-    acp_mcp_conn_free(conn);
-  } else {
-    uv_loop_t loop;
-    acp_http_server_options *o = NULL;
-    serve_ctx sc = {NULL, NULL, 0};
-    char addr[64];
-    uint16_t port;
-    if (parse_addr(http, addr, sizeof(addr), &port) != 0) {
-      cli_err(SUB, "--http wants ADDR:PORT or PORT, not '%s'", http);
-      acp_mcp_server_free(reg);
-      acp_http_auth_free(auth);
-      return CLI_EXIT_USAGE;
-    }
-    acp_uv_ignore_sigpipe();
-    uv_loop_init(&loop);
-    if (everything) {
-      mcp_everything_timers tm = {&loop, ev_timer_start, ev_timer_stop};
-      mcp_everything_set_timers(&tm);
-    }
-    rv = acp_http_server_options_new(&o, NULL);
-    if (rv == 0)
-      rv = acp_http_server_options_set_address(o, addr, port);
-    if (rv == 0 && worker != NULL)
-      rv = acp_http_server_options_set_session_prefix(o, worker);
-    if (rv == 0)
-      acp_http_server_options_set_keepalive(o, (uint32_t)keepalive);
-    if (rv == 0)
-      acp_http_server_options_set_drain_timeout(o, (uint32_t)drain);
-    if (rv == 0 && listen_fd >= 0) {
-      acp_http_server_options_set_listen_fd(o, listen_fd);
-      listen_fd = -1; /* the server's from acp_http_server_new() on */
-    }
-    if (rv == 0)
-      acp_http_server_options_set_auth(o, auth);
-    if (rv == 0)
-      rv = acp_http_server_new(&sc.srv, &loop, reg, o, NULL);
-    acp_http_server_options_free(o);
-    if (rv != 0) {
-      cli_err(SUB, "cannot listen on %s:%u: %s", addr, port, acp_strerror(rv));
-      status = CLI_EXIT_FAILURE;
-    } else {
-      int v6 = strchr(addr, ':') != NULL;
-      if (nworkers > 0)
-        fprintf(stderr, "acp mcp: worker %s ready (pid %ld)\n", worker,
-                (long)getpid());
-      else
-        fprintf(stderr, "acp mcp: serving http://%s%s%s:%u/mcp\n",
-                v6 ? "[" : "", addr, v6 ? "]" : "",
-                acp_http_server_port(sc.srv));
-      fflush(stderr);
-      if (acp_uv_signals_new(&sc.sig, &loop, on_signal, &sc, NULL) != 0) {
-        acp_http_server_close(sc.srv, NULL, NULL);
-        status = CLI_EXIT_FAILURE;
-      }
-    }
-    uv_run(&loop, UV_RUN_DEFAULT);
-    mcp_everything_set_timers(NULL);
-    while (ev_live) /* timers of tasks still running */
-      ev_timer_close(ev_live);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
+  if (parse_addr(http, addr, sizeof(addr), &port) != 0) {
+    cli_err(SUB, "--http wants ADDR:PORT or PORT, not '%s'", http);
+    acp_mcp_server_free(reg);
+    acp_http_auth_free(auth);
+    return CLI_EXIT_USAGE;
   }
+  acp_uv_ignore_sigpipe();
+  uv_loop_init(&loop);
+  if (everything) {
+    mcp_everything_timers tm = {&loop, ev_timer_start, ev_timer_stop};
+    mcp_everything_set_timers(&tm);
+  }
+  rv = acp_http_server_options_new(&o, NULL);
+  if (rv == 0)
+    rv = acp_http_server_options_set_address(o, addr, port);
+  if (rv == 0 && worker != NULL)
+    rv = acp_http_server_options_set_session_prefix(o, worker);
+  if (rv == 0)
+    acp_http_server_options_set_keepalive(o, (uint32_t)keepalive);
+  if (rv == 0)
+    acp_http_server_options_set_drain_timeout(o, (uint32_t)drain);
+  if (rv == 0 && listen_fd >= 0) {
+    acp_http_server_options_set_listen_fd(o, listen_fd);
+    listen_fd = -1; /* the server's from acp_http_server_new() on */
+  }
+  if (rv == 0)
+    acp_http_server_options_set_auth(o, auth);
+  if (rv == 0)
+    rv = acp_http_server_new(&sc.srv, &loop, reg, o, NULL);
+  acp_http_server_options_free(o);
+  if (rv != 0) {
+    cli_err(SUB, "cannot listen on %s:%u: %s", addr, port, acp_strerror(rv));
+    status = CLI_EXIT_FAILURE;
+  } else {
+    int v6 = strchr(addr, ':') != NULL;
+    if (nworkers > 0)
+      fprintf(stderr, "acp mcp: worker %s ready (pid %ld)\n", worker,
+              (long)getpid());
+    else
+      fprintf(stderr, "acp mcp: serving http://%s%s%s:%u/mcp\n", v6 ? "[" : "",
+              addr, v6 ? "]" : "", acp_http_server_port(sc.srv));
+    fflush(stderr);
+    if (acp_uv_signals_new(&sc.sig, &loop, on_signal, &sc, NULL) != 0) {
+      acp_http_server_close(sc.srv, NULL, NULL);
+      status = CLI_EXIT_FAILURE;
+    }
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  mcp_everything_set_timers(NULL);
+  while (ev_live) /* timers of tasks still running */
+    ev_timer_close(ev_live);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
   if (listen_fd >= 0)
     close(listen_fd);
   acp_mcp_server_free(reg);

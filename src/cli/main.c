@@ -63,8 +63,14 @@ const char *cli_acp_path(void) {
 
 /* `acp mcp ...` runs the acp-mcp program installed beside acp: the MCP
  * commands need the HTTP stack (libcurl, libmicrohttpd), which the other
- * commands should not load. */
+ * commands should not load. All but a stdio server, which needs none and
+ * runs here (mcp_serve_stdio.c). */
 static int cmd_mcp_exec(int argc, char **argv) {
+  unsigned long spin_us;
+  int everything, no_block;
+
+  if (cli_mcp_serve_stdio_args(argc, argv, &everything, &spin_us, &no_block))
+    return cli_mcp_serve_stdio(everything, (uint32_t)spin_us, !no_block);
   return cli_exec_beside("acp-mcp", argc, argv);
 }
 

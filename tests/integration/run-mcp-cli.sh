@@ -81,10 +81,45 @@ if [ -f "$root/src/fixtures/mcp_everything.c" ]; then
   stop_pid "$ev_pid"
 fi
 
+# A stdio server needs no HTTP stack: acp serves it itself, mapping no
+# libcurl (acp-mcp's; it would take ~6 MiB and ~6 ms a start). Checked on
+# a server that has answered a ping, so it is past any exec.
+# program_of PID: "EXE curl|nocurl", from /proc.
+program_of() {
+  _exe=$(basename "$(readlink "/proc/$1/exe" 2>/dev/null)")
+  if grep -q 'libcurl' "/proc/$1/maps" 2>/dev/null; then
+    echo "$_exe curl"
+  else
+    echo "$_exe nocurl"
+  fi
+}
+rm -f "$work/fifo" && mkfifo "$work/fifo"
+"$acp" mcp serve --everything <"$work/fifo" >"$work/ping.out" 2>"$work/err" &
+st_pid=$!
+exec 3>"$work/fifo"
+echo '{"jsonrpc":"2.0","id":7,"method":"ping"}' >&3
+i=0
+while [ $i -lt 200 ] && ! grep -q '"id":7' "$work/ping.out"; do
+  sleep 0.05; i=$((i + 1))
+done
+got=$(program_of "$st_pid")
+exec 3>&-
+wait "$st_pid"
+st=$?
+case "$got" in
+"acp nocurl") if [ "$st" -eq 0 ]; then ok "stdio-serve-in-acp"; else ko "stdio-serve-in-acp (exit $st)"; fi ;;
+*) ko "stdio-serve-in-acp (got '$got', wanted 'acp nocurl')" ;;
+esac
+
 # --- HTTP ---
 start_mcp_http "$work/serve.log"
 srv_pid=$mcp_pid
 base=${url%/mcp}
+got=$(program_of "$srv_pid")
+case "$got" in
+"acp-mcp curl") ok "http-serve-in-acp-mcp" ;;
+*) ko "http-serve-in-acp-mcp (got '$got', wanted 'acp-mcp curl')" ;;
+esac
 run http-tools 0 "add - Adds two numbers" -- mcp tools --url "$url"
 run http-ping-client 0 "pong" -- mcp call --protocol 2025-11-25 --url "$url" ping
 run http-call 0 "5" -- mcp call --url "$url" add a=2 b=3
