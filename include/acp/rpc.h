@@ -10,10 +10,13 @@
  *     acp_rpc_session_handle_expiry(s, now_ms).
  *
  * Framing is one JSON text per line ('\n'; a preceding '\r' is tolerated);
- * outgoing messages never contain a raw newline. The two directions have
- * independent id spaces: ids this session allocates for its own requests
- * (integers counting from 0) never collide with the peer's ids, whatever
- * they are.
+ * outgoing messages never contain a raw newline: in the JSON values a
+ * caller passes (params, results, error data), CR and LF bytes, which
+ * valid JSON has only as whitespace between tokens, are sent as spaces,
+ * so a pretty-printed value is accepted and keeps its meaning. The two
+ * directions have independent id spaces: ids this session allocates for its own
+ * requests (integers counting from 0) never collide with the peer's ids,
+ * whatever they are.
  *
  * Bad input never ends a connection that can continue: an unparsable line
  * (or invalid UTF-8) is answered with -32700 and id null, a JSON value that
@@ -374,8 +377,9 @@ ACP_EXTERN int acp_rpc_session_want_write(const acp_rpc_session *s);
 /**
  * Send a request.
  * @param method, method_len  the method name (any bytes; escaped).
- * @param params, params_len  one valid JSON value (copied verbatim, not
- *                            checked), or NULL to omit `params`.
+ * @param params, params_len  one valid JSON value (copied verbatim but
+ *                            for CR and LF, see above; not checked), or
+ *                            NULL to omit `params`.
  * @param timeout_ms          0 for no deadline; otherwise the request
  *                            completes with a local -32001 error if no
  *                            response came by now_ms + timeout_ms.

@@ -1411,7 +1411,7 @@ static int send_chunk_n(acp_agent *a, const char *session_id, const char *kind,
         /* kind is one of this file's names (plain ASCII): raw, not
          * scanned for escapes on every chunk. */
         ACP__PART_LIT(",\"update\":{\"sessionUpdate\":\""),
-        {kind, kind_len, false, false},
+        {kind, kind_len, false, false, true},
         ACP__PART_LIT("\",\"content\":{\"type\":\"text\",\"text\":"),
         ACP__PART_STR(text ? text : "", text_len),
         ACP__PART_LIT("}}}"),
@@ -1420,6 +1420,7 @@ static int send_chunk_n(acp_agent *a, const char *session_id, const char *kind,
       parts[5].p = raw;
       parts[5].n = raw_len;
       parts[5].str = false;
+      parts[5].clean = true; /* a parsed string: CR and LF are escaped */
     }
     return acp__role_notify_parts_n(&a->role,
                                     ACP__ROLE_METHOD_LIT("session/update"),

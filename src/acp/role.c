@@ -576,7 +576,7 @@ static int call_send(acp__role *r, const char *method, size_t method_len,
 
 int acp__role_call(acp__role *r, const char *method, const char *params,
                    size_t params_len, const acp__call *tmpl, int64_t *id_out) {
-  acp__rpc_part part = {params, params_len, false, false};
+  acp__rpc_part part = {params, params_len, false, false, false};
 
   return acp__role_call_parts(r, method, &part, params != NULL ? 1 : 0, tmpl,
                               id_out);
@@ -585,7 +585,7 @@ int acp__role_call(acp__role *r, const char *method, const char *params,
 int acp__role_call_into(acp__role *r, const char *method, size_t method_len,
                         const char *params, size_t params_len, acp__call *c,
                         int64_t *id_out) {
-  acp__rpc_part part = {params, params_len, false, false};
+  acp__rpc_part part = {params, params_len, false, false, false};
 
   if (method == NULL || c == NULL)
     return ACP_ERR_INVALID_ARGUMENT;

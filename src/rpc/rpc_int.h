@@ -14,7 +14,11 @@
 
 /* One piece of a params value: raw JSON bytes, or (str) bytes written as
  * one JSON string with escapes. The pieces concatenated must form one JSON
- * value; that is not checked. A string piece marked `ref` may be referenced
+ * value; that is not checked. CR and LF in a raw piece are turned into
+ * spaces as it is copied (in valid JSON they can only be whitespace), so a
+ * pretty-printed value keeps the message on one line; `clean` says a piece
+ * has none (the library's literals, a parsed string's raw text), which
+ * saves the pass. A string piece marked `ref` may be referenced
  * instead of copied (the caller keeps the bytes until the response
  * callback of the request runs): when it needs no escaping, borrowing is on
  * and it is large, the output hands it out in place
@@ -24,16 +28,17 @@ typedef struct acp__rpc_part {
   size_t n;
   bool str;
   bool ref;
+  bool clean;
 } acp__rpc_part;
 
 /* A raw piece from a string literal, and a string piece. */
 #define ACP__PART_LIT(lit)                                                     \
-  { (lit), sizeof(lit) - 1, false, false }
+  { (lit), sizeof(lit) - 1, false, false, true }
 #define ACP__PART_STR(ptr, len)                                                \
-  { (ptr), (len), true, false }
+  { (ptr), (len), true, false, false }
 /* A string piece that may be referenced (above). */
 #define ACP__PART_STR_REF(ptr, len)                                            \
-  { (ptr), (len), true, true }
+  { (ptr), (len), true, true, false }
 
 /* As acp_rpc_session_request() and _notify(), params from `parts`.
  * `method_len | ACP__RPC_METHOD_LIT` says the method is one of the

@@ -473,6 +473,74 @@ static int put_quoted(acp__buf *b, const char *p, size_t n) {
   return 0;
 }
 
+/* Append a caller's JSON value. In valid JSON, CR and LF can only be
+ * whitespace between tokens (a string holds them escaped), so turning them
+ * into spaces keeps the value's meaning, and keeps a pretty-printed value
+ * from ending the message's line early: the peer would read its pieces as
+ * broken messages. */
+static int put_json(acp__buf *b, const char *p, size_t n) {
+  const uint64_t ones = UINT64_C(0x0101010101010101);
+  size_t at = b->len;
+  int rv = acp__buf_append(b, p, n);
+  const char *d = b->data + at;
+  uint64_t m = 0;
+  size_t i;
+
+  if (rv != 0)
+    return rv;
+  /* Most values have neither byte, and many are short (a prompt's
+   * result): find out in as few steps as plain_str() takes, overlapping
+   * the last one; the vector scanner past 64 bytes. */
+  if (n >= 64) {
+    i = acp__eol_find(d, n);
+    if (i < n)
+      acp__eol_blank(b->data + at + i, n - i);
+    return 0;
+  }
+#if defined(__SSE2__)
+  if (n >= 16) {
+    const __m128i lf = _mm_set1_epi8('\n');
+    const __m128i cr = _mm_set1_epi8('\r');
+    __m128i acc = _mm_setzero_si128();
+    __m128i v;
+
+    for (i = 0; i + 16 < n; i += 16) {
+      v = _mm_loadu_si128((const __m128i *)(const void *)(d + i));
+      acc = _mm_or_si128(
+          acc, _mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)));
+    }
+    v = _mm_loadu_si128((const __m128i *)(const void *)(d + n - 16));
+    acc = _mm_or_si128(
+        acc, _mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)));
+    if (_mm_movemask_epi8(acc) != 0)
+      acp__eol_blank(b->data + at, n);
+    return 0;
+  }
+#endif
+  if (n >= 8) {
+    for (i = 0;; i = i + 8 < n - 8 ? i + 8 : n - 8) {
+      uint64_t w;
+      uint64_t x;
+      memcpy(&w, d + i, 8);
+      x = w ^ (ones * '\n');
+      m |= (x - ones) & ~x;
+      x = w ^ (ones * '\r');
+      m |= (x - ones) & ~x;
+      if (i == n - 8)
+        break;
+    }
+    if (m & (ones * 0x80))
+      acp__eol_blank(b->data + at, n);
+    return 0;
+  }
+  for (i = 0; i < n; i++)
+    if (d[i] == '\n' || d[i] == '\r') {
+      acp__eol_blank(b->data + at, n);
+      break;
+    }
+  return 0;
+}
+
 /* Append s[0..n) as a JSON string. Plain text is copied directly;
  * anything else goes through the JSON writer so that escaping follows one
  * set of rules. */
@@ -676,10 +744,14 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
       rv = parts[i].n <= SHORT_STR && plain_str(parts[i].p, parts[i].n)
                ? put_quoted(b, parts[i].p, parts[i].n)
                : acp__json_escape_append(b, parts[i].p, parts[i].n);
-    } else if (may && borrowable(s, b, &parts[i]))
+    } else if (may && borrowable(s, b, &parts[i])) {
+      /* A piece of the line being dispatched: no CR or LF in it. */
       rv = span_add(s, parts[i].p, parts[i].n);
-    else
+    } else if (parts[i].clean) {
       rv = acp__buf_append(b, parts[i].p, parts[i].n);
+    } else {
+      rv = put_json(b, parts[i].p, parts[i].n);
+    }
   }
   if (rv == 0)
     rv = acp__buf_putc(b, '}');
@@ -702,7 +774,7 @@ static int build_result(acp__buf *b, const char *id, size_t id_len,
   if (rv == 0)
     rv = put_lit(b, ",\"result\":");
   if (rv == 0)
-    rv = acp__buf_append(b, result, rlen);
+    rv = put_json(b, result, rlen);
   if (rv == 0)
     rv = acp__buf_putc(b, '}');
   return rv;
@@ -729,7 +801,7 @@ static int build_error(acp_rpc_session *s, acp__buf *b, const char *id,
   if (rv == 0 && data) {
     rv = put_lit(b, ",\"data\":");
     if (rv == 0)
-      rv = acp__buf_append(b, data, dlen);
+      rv = put_json(b, data, dlen);
   }
   if (rv == 0)
     rv = put_lit(b, "}}");
@@ -2345,7 +2417,7 @@ static int emit_parts(acp_rpc_session *s, const int64_t *id, const char *method,
 static int emit_request(acp_rpc_session *s, const int64_t *id,
                         const char *method, size_t mlen, const char *params,
                         size_t plen) {
-  acp__rpc_part part = {params, plen, false, false};
+  acp__rpc_part part = {params, plen, false, false, false};
 
   return emit_parts(s, id, method, mlen, &part, params != NULL ? 1 : 0);
 }
@@ -2355,7 +2427,7 @@ int acp_rpc_session_request(acp_rpc_session *s, const char *method,
                             size_t params_len, uint64_t timeout_ms,
                             uint64_t now_ms, acp_rpc_response_cb cb,
                             void *cb_user_data, int64_t *id_out) {
-  acp__rpc_part part = {params, params_len, false, false};
+  acp__rpc_part part = {params, params_len, false, false, false};
 
   /* The internal literal mark is not the caller's to set. */
   if (method_len & ACP__RPC_METHOD_LIT)
@@ -2407,7 +2479,7 @@ int acp__rpc_request_parts(acp_rpc_session *s, const char *method,
 int acp_rpc_session_notify(acp_rpc_session *s, const char *method,
                            size_t method_len, const char *params,
                            size_t params_len) {
-  acp__rpc_part part = {params, params_len, false, false};
+  acp__rpc_part part = {params, params_len, false, false, false};
 
   if (method_len & ACP__RPC_METHOD_LIT)
     return ACP_ERR_INVALID_ARGUMENT;

@@ -277,6 +277,90 @@ static void test_rpc_echo_request_answered_with_exact_id(void **state) {
   acp_rpc_session_free(s);
 }
 
+/* JSON values the caller passes may be pretty-printed: their CR and LF
+ * (whitespace in valid JSON) go out as spaces, so each message stays one
+ * line; an escaped newline inside a string is kept as it is. Before, the
+ * raw bytes were copied and the peer read the pieces as broken lines. */
+static void test_rpc_pretty_printed_values_stay_on_one_line(void **state) {
+  rec r = {.mode = MODE_STORE};
+  acp_rpc_session *s = mk(&r, NULL, NULL);
+  const char *pretty = "{\n  \"a\": [1,\r\n 2],\n  \"s\": \"x\\ny\"\n}";
+  const char *flat = "{   \"a\": [1,   2],   \"s\": \"x\\ny\" }";
+  const char *part[] = {"{\"p\":", pretty, "}"};
+  acp__rpc_part parts[3];
+  char want[512];
+
+  (void)state;
+  assert_int_equal(acp_rpc_session_request(s, "m", 1, pretty, strlen(pretty), 0,
+                                           0, NULL, NULL, NULL),
+                   0);
+  assert_int_equal(acp_rpc_session_notify(s, "n", 1, pretty, strlen(pretty)),
+                   0);
+  for (size_t i = 0; i < 3; i++) {
+    parts[i].p = part[i];
+    parts[i].n = strlen(part[i]);
+    parts[i].str = false;
+    parts[i].ref = false;
+    parts[i].clean = false;
+  }
+  assert_int_equal(acp__rpc_notify_parts(s, "q", 1, parts, 3), 0);
+  feed(s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"m\"}\n"
+          "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"m\"}\n");
+  assert_int_equal(r.nhandles, 2);
+  assert_int_equal(
+      acp_rpc_session_respond(s, r.handles[0], pretty, strlen(pretty)), 0);
+  assert_int_equal(acp_rpc_session_respond_error(s, r.handles[1], 5, "e", 1,
+                                                 pretty, strlen(pretty)),
+                   0);
+  drain(s);
+  snprintf(want, sizeof(want),
+           "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"m\",\"params\":%s}\n"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":%s}\n"
+           "{\"jsonrpc\":\"2.0\",\"method\":\"q\",\"params\":{\"p\":%s}}\n"
+           "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":%s}\n"
+           "{\"jsonrpc\":\"2.0\",\"id\":8,\"error\":{\"code\":5,\"message\":"
+           "\"e\",\"data\":%s}}\n",
+           flat, flat, flat, flat, flat);
+  assert_string_equal(out, want);
+  /* The caller's bytes are not changed. */
+  assert_non_null(strchr(pretty, '\n'));
+
+  /* Each length class of the scan: bytes, 8 a step, 16 a step, the
+   * vector scanner; at the first and the last byte; and values without
+   * either byte, left as they are. */
+  {
+    static const char *const cases[][2] = {
+        {"[\n1]", "[ 1]"},
+        {"\r\n", "  "},
+        {"[1,2,\n3]", "[1,2, 3]"},
+        {"[1,2,3,4,5,6,\r]", "[1,2,3,4,5,6, ]"},
+        {"\n[1,2,3,4,5,6]", " [1,2,3,4,5,6]"},
+        {"[1,2,3,4,5,6,7,8,9]\n", "[1,2,3,4,5,6,7,8,9] "},
+        {"[\"abcdefghijklmnopqrstuvwxyz\",\n\"abcdefghijklmnopqrstuvwxyz\"]",
+         "[\"abcdefghijklmnopqrstuvwxyz\", \"abcdefghijklmnopqrstuvwxyz\"]"},
+        {"[\"abcdefghijklmnopqrstuvwxyz\",\"abcdefghijklmnopqrstuvwxyz\",1,"
+         "\r\n2]",
+         "[\"abcdefghijklmnopqrstuvwxyz\",\"abcdefghijklmnopqrstuvwxyz\",1,  "
+         "2]"},
+        {"7", "7"},
+        {"[1,2,3,4]", "[1,2,3,4]"},
+        {"[\"a\\n\\r\",\"bcdefghijk\"]", "[\"a\\n\\r\",\"bcdefghijk\"]"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+      reset_out();
+      assert_int_equal(
+          acp_rpc_session_notify(s, "n", 1, cases[k][0], strlen(cases[k][0])),
+          0);
+      drain(s);
+      snprintf(want, sizeof(want),
+               "{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":%s}\n",
+               cases[k][1]);
+      assert_string_equal(out, want);
+    }
+  }
+  acp_rpc_session_free(s);
+}
+
 static void test_rpc_method_is_decoded_and_nul_terminated(void **state) {
   rec r = {.mode = MODE_STORE};
   acp_rpc_session *s = mk(&r, NULL, NULL);
@@ -2096,6 +2180,7 @@ static void test_rpc_every_allocation_failure_is_clean(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rpc_echo_request_answered_with_exact_id),
+      cmocka_unit_test(test_rpc_pretty_printed_values_stay_on_one_line),
       cmocka_unit_test(test_rpc_method_is_decoded_and_nul_terminated),
       cmocka_unit_test(test_rpc_complete_line_is_not_copied),
       cmocka_unit_test(test_rpc_byte_by_byte_and_crlf),
