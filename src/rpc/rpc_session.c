@@ -745,7 +745,7 @@ static int build_request(acp_rpc_session *s, acp__buf *b, const int64_t *id,
                ? put_quoted(b, parts[i].p, parts[i].n)
                : acp__json_escape_append(b, parts[i].p, parts[i].n);
     } else if (may && borrowable(s, b, &parts[i])) {
-      /* A piece of the line being dispatched: no CR or LF in it. */
+      /* A piece of the line being dispatched: no LF in it. */
       rv = span_add(s, parts[i].p, parts[i].n);
     } else if (parts[i].clean) {
       rv = acp__buf_append(b, parts[i].p, parts[i].n);
