@@ -15,8 +15,6 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include <stdio.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
