@@ -96,8 +96,18 @@ static void check_one(acp_rpc_session *s, acp_json_doc *in, acp_json_doc *out,
     abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+/* Feed the session a request to answer; its handle goes to `handle`. */
+static void take_request(acp_rpc_session *s) {
   static const char req[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\n";
+
+  got = 0;
+  if (acp_rpc_session_recv(s, req, sizeof(req) - 1, 0) !=
+          (acp_ssize)(sizeof(req) - 1) ||
+      !got)
+    abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *p = (const char *)data;
   acp_rpc_callbacks *cbs = NULL;
   acp_rpc_session *s = NULL;
@@ -128,19 +138,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   check_one(s, in, out, "params", NULL);
 
-  got = 0;
-  if (acp_rpc_session_recv(s, req, sizeof(req) - 1, 0) !=
-          (acp_ssize)(sizeof(req) - 1) ||
-      !got)
-    abort();
+  take_request(s);
   if (acp_rpc_session_respond(s, handle, p, size) != 0)
     abort();
   check_one(s, in, out, "result", NULL);
-  got = 0;
-  if (acp_rpc_session_recv(s, req, sizeof(req) - 1, 0) !=
-          (acp_ssize)(sizeof(req) - 1) ||
-      !got)
-    abort();
+  take_request(s);
   if (acp_rpc_session_respond_error(s, handle, 1, "e", 1, p, size) != 0)
     abort();
   check_one(s, in, out, "error", "data");

@@ -145,6 +145,9 @@ run bad-arg 2 "" -- mcp call --url "$url" echo notkeyvalue
 run bad-transport 2 "" -- mcp tools --transport carrier-pigeon --url "$url"
 run worker-id-bad 2 "" -- mcp serve --http 127.0.0.1:0 --worker-id bad-name
 run worker-id-no-http 2 "" -- mcp serve --worker-id w1
+# acp serves stdio itself but leaves a missing value to acp-mcp, which names it
+run serve-spin-missing 2 "" -- mcp serve --read-spin-us
+grep -q "read-spin-us needs a value" "$work/err" || ko "serve-spin-missing (stderr lacks the reason)"
 run bad-http-addr 2 "" -- mcp serve --http nope
 run unknown-verb 2 "" -- mcp frobnicate
 
