@@ -226,8 +226,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rv != 0)
     CHECK(err.code == rv && err.msg != NULL && err.pos <= size);
 #ifdef ACP__JSON_AVX2
-  /* The AVX2 steps (long strings, UTF-8) only ever skip what the byte
-   * steps would accept: same verdict, same error offset without them. */
+  /* The wide steps (AVX2 and AVX-512 for long strings, AVX2 for UTF-8)
+   * only ever skip what the byte steps would accept: same verdict, same
+   * error offset without them. */
   {
     acp_json_err err2;
     int rv2;
@@ -284,7 +285,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   same(doc, acp_json_doc_root(doc), doc2, acp_json_doc_root(doc2));
 #ifdef ACP__JSON_AVX2
-  /* The writer without the AVX2 steps writes the same bytes. */
+  /* The writer without the wide steps writes the same bytes. */
   {
     char *copy = malloc(len ? len : 1);
     const char *out2;

@@ -144,11 +144,30 @@ size_t acp__json_copy_plain_avx2(unsigned char *d, const unsigned char *s,
 size_t acp__json_plain_utf8_avx2(const unsigned char *s, size_t n);
 size_t acp__json_copy_utf8_avx2(unsigned char *d, const unsigned char *s,
                                 size_t n);
-/* Nonzero turns the AVX2 steps off (tests compare both paths). */
+/* Nonzero turns the AVX2 steps off, and the AVX-512 ones with them
+ * (tests compare the paths). */
 extern int acp__json_no_avx2;
 static inline int acp__json_have_avx2(void) {
   return !acp__json_no_avx2 && __builtin_cpu_supports("avx2");
 }
+
+/*
+ * The plain run of p[0..n) and its copy as above, with the widest steps
+ * the CPU has (json_avx512.c): AVX2 over the first ACP__JSON_WIDE_FROM
+ * bytes, then, where the run goes on and the CPU has AVX-512BW, 256 bytes
+ * a step in 64-byte registers; AVX2 alone without it; 0 without AVX2 (the
+ * caller's SSE2 steps take the run). The result is the same on every path
+ * (a multiple of 64); only the speed differs.
+ */
+size_t acp__json_plain_wide(const unsigned char *p, size_t n);
+size_t acp__json_copy_plain_wide(unsigned char *d, const unsigned char *s,
+                                 size_t n);
+/* Bytes taken with AVX2 before AVX-512: a text shorter than this never
+ * touches a 64-byte register (where a CPU lowers its clock for them, only
+ * a long run pays it, and gains more). A multiple of 256. */
+#define ACP__JSON_WIDE_FROM ((size_t)1024)
+/* Nonzero turns the AVX-512 steps off, leaving AVX2 (tests compare). */
+extern int acp__json_no_avx512;
 #endif
 
 /*

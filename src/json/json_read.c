@@ -248,10 +248,9 @@ string_rest(const acp_json_doc *doc, const unsigned char *p,
             p = (const unsigned char *)doc->plain_hi;
         }
 #ifdef ACP__JSON_AVX2
-        /* A long text: twice the bytes per instruction where the CPU
-         * can; the steps below find the block's special byte. */
-        if (acp__json_have_avx2())
-          p += acp__json_plain_avx2(p, (size_t)(end - p));
+        /* A long text: the widest steps the CPU has (AVX2, AVX-512);
+         * the steps below find the block's special byte. */
+        p += acp__json_plain_wide(p, (size_t)(end - p));
 #endif
         while (end - p >= 64 && !acp__json_special64(p))
           p += 64;

@@ -171,13 +171,12 @@ copy_plain_long(acp_json_writer *w, const unsigned char *s, size_t len) {
   _mm_storeu_si128((__m128i *)(void *)d, b);
   i = 16;
 #ifdef ACP__JSON_AVX2
-  /* A long text (a prompt, a file): twice the bytes per instruction where
-   * the CPU can, once 64 more plain bytes show it is long. */
+  /* A long text (a prompt, a file): the widest steps the CPU has, once 64
+   * more plain bytes show it is long. */
   if (len - i >= 128 && !acp__json_special64(s + i)) {
     memcpy(d + i, s + i, 64);
     i += 64;
-    if (acp__json_have_avx2())
-      i += acp__json_copy_plain_avx2(d + i, s + i, len - i);
+    i += acp__json_copy_plain_wide(d + i, s + i, len - i);
   }
 #endif
   while (len - i >= 64 && !acp__json_special64(s + i)) {
@@ -391,8 +390,7 @@ static size_t plain_ascii(const unsigned char *s, size_t len) {
     if (_mm_movemask_epi8(acp__json_special16(b)) == 0) {
       i = 16;
 #ifdef ACP__JSON_AVX2
-      if (acp__json_have_avx2())
-        i += acp__json_plain_avx2(s + i, len - i);
+      i += acp__json_plain_wide(s + i, len - i);
 #endif
       while (len - i >= 64 && !acp__json_special64(s + i))
         i += 64;

@@ -130,7 +130,7 @@ static size_t plain_run(const unsigned char *p, size_t n) {
 
 #ifdef ACP__JSON_AVX2
   if (acp__json_have_avx2())
-    return acp__json_plain_avx2(p, n);
+    return acp__json_plain_wide(p, n);
 #endif
 #if defined(__SSE2__)
   while (n - i >= 64 && !acp__json_special64(p + i))

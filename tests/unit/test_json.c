@@ -1484,77 +1484,208 @@ static void test_utf8_valid_len_matches_the_table(void **state) {
   assert_int_equal(acp__utf8_valid_len(NULL, 0), 0);
 }
 
-static void test_json_wide_steps_stop_at_every_offset(void **state) {
+/* The paths of the long-string steps (json_int.h): pass 0 takes the
+ * widest the CPU has, pass 1 SSE2 blocks only, pass 2 AVX2 without
+ * AVX-512. */
+#ifndef ACP__JSON_WIDE_FROM
+#define ACP__JSON_WIDE_FROM ((size_t)1024)
+#endif
+static void wide_mode(int pass) {
+#ifdef ACP__JSON_AVX2
+  acp__json_no_avx2 = pass == 1;
+  acp__json_no_avx512 = pass == 2;
+#else
+  (void)pass;
+#endif
+}
+
+/* A text of `len` bytes with one special byte or sequence at every offset
+ * from `from` on, written and read back on each path: the writer's output
+ * must be the reference escaping, the reader must give the text back, and
+ * what is not JSON must be refused by both. */
+static void wide_steps_case(size_t len, size_t from, int passes) {
   static const char *const specials[] = {
       "\"",           "\\",   "\n",       "\x01", "\x1f",
       "\xe2\x82\xac", "\xff", "\xe2\x82", "\xc3", "\x80"};
-  enum { LEN = 420 };
-  unsigned char src[LEN + 4];
-  char want[LEN * 6 + 8];
-  char doc_text[LEN * 6 + 8];
+  unsigned char *src = malloc(len + 4);
+  char *want = malloc(len * 6 + 8);
+  char *doc_text = malloc(len * 6 + 8);
   acp_json_writer *w = NULL;
   acp_json_doc *doc = NULL;
-  size_t k, at, len, wlen;
+  size_t k, at, i, n, wlen;
   int bad;
   int pass;
 
-  (void)state;
+  assert_non_null(src);
+  assert_non_null(want);
+  assert_non_null(doc_text);
   assert_int_equal(acp_json_writer_new(&w, 0, NULL), 0);
   assert_int_equal(acp_json_doc_new(&doc, NULL), 0);
-  for (pass = 0; pass < 2; pass++) {
-#ifdef ACP__JSON_AVX2
-    acp__json_no_avx2 = pass;
-#endif
+  for (pass = 0; pass < passes; pass++) {
+    wide_mode(pass);
     for (k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
       size_t sl = strlen(specials[k]);
-      for (at = 0; at + sl <= LEN; at++) {
+      for (at = from; at + sl <= len; at++) {
         const char *d;
         const char *s;
-        size_t n;
 
-        for (len = 0; len < LEN; len++)
-          src[len] = (unsigned char)('a' + len % 26);
+        for (i = 0; i < len; i++)
+          src[i] = (unsigned char)('a' + i % 26);
         memcpy(src + at, specials[k], sl);
-        wlen = ref_escape(src, LEN, want, &bad);
+        wlen = ref_escape(src, len, want, &bad);
         acp_json_writer_reset(w);
         if (bad) {
-          assert_int_equal(acp_json_write_str(w, (const char *)src, LEN),
+          assert_int_equal(acp_json_write_str(w, (const char *)src, len),
                            ACP_ERR_INVALID_ARGUMENT);
           /* the raw bytes in quotes are not JSON for the reader either */
           doc_text[0] = '"';
-          memcpy(doc_text + 1, src, LEN);
-          doc_text[LEN + 1] = '"';
-          assert_int_not_equal(acp_json_doc_parse(doc, doc_text, LEN + 2, NULL),
+          memcpy(doc_text + 1, src, len);
+          doc_text[len + 1] = '"';
+          assert_int_not_equal(acp_json_doc_parse(doc, doc_text, len + 2, NULL),
                                0);
           continue;
         }
-        assert_int_equal(acp_json_write_str(w, (const char *)src, LEN), 0);
-        d = acp_json_writer_data(w, &len);
-        assert_int_equal(len, wlen);
+        assert_int_equal(acp_json_write_str(w, (const char *)src, len), 0);
+        d = acp_json_writer_data(w, &n);
+        assert_int_equal(n, wlen);
         assert_memory_equal(d, want, wlen);
         /* and the reader takes it back whole */
         assert_int_equal(acp_json_doc_parse(doc, want, wlen, NULL), 0);
         assert_int_equal(acp_json_doc_str(doc, acp_json_doc_root(doc), &s, &n),
                          0);
-        assert_int_equal(n, LEN);
-        assert_memory_equal(s, src, LEN);
+        assert_int_equal(n, len);
+        assert_memory_equal(s, src, len);
         /* an unescaped control byte or quote inside is an error for it */
         if (specials[k][0] == '\n' || specials[k][0] == 1 ||
             specials[k][0] == 0x1f || specials[k][0] == '"') {
           doc_text[0] = '"';
-          memcpy(doc_text + 1, src, LEN);
-          doc_text[LEN + 1] = '"';
-          assert_int_not_equal(acp_json_doc_parse(doc, doc_text, LEN + 2, NULL),
+          memcpy(doc_text + 1, src, len);
+          doc_text[len + 1] = '"';
+          assert_int_not_equal(acp_json_doc_parse(doc, doc_text, len + 2, NULL),
                                0);
         }
       }
     }
   }
-#ifdef ACP__JSON_AVX2
-  acp__json_no_avx2 = 0;
-#endif
+  wide_mode(0);
   acp_json_doc_free(doc);
   acp_json_writer_free(w);
+  free(doc_text);
+  free(want);
+  free(src);
+}
+
+static void test_json_wide_steps_stop_at_every_offset(void **state) {
+  (void)state;
+  wide_steps_case(420, 0, 2);
+}
+
+/* Past ACP__JSON_WIDE_FROM, where a long run goes on in 64-byte registers
+ * on a CPU with AVX-512BW: a special byte at every offset from a block
+ * before the switch to the end, on all three paths. */
+static void test_json_wide_steps_past_the_avx512_switch(void **state) {
+  (void)state;
+  wide_steps_case(ACP__JSON_WIDE_FROM + 700, ACP__JSON_WIDE_FROM - 130, 3);
+}
+
+#ifdef ACP__JSON_AVX2
+static int plain_byte(unsigned b) {
+  return b >= 0x20 && b < 0x80 && b != '"' && b != '\\';
+}
+#endif
+
+/* One case of the test below: byte b at `at` of s[0..n). */
+static void plain_wide_case(unsigned char *s, unsigned char *d, size_t n,
+                            size_t at, unsigned b, int pass) {
+  size_t full = acp__json_have_avx2() ? n & ~(size_t)63 : 0;
+  size_t want = full;
+  size_t got;
+  size_t i;
+  unsigned char keep = s[at];
+
+  s[at] = (unsigned char)b;
+  if (!plain_byte(b) && at < full)
+    want = at & ~(size_t)63;
+  got = acp__json_plain_wide(s, n);
+  if (got != want)
+    fail_msg("pass %d, length %zu, byte 0x%02x at %zu: %zu, not %zu", pass, n,
+             b, at, got, want);
+  memset(d, 0xEE, n);
+  got = acp__json_copy_plain_wide(d, s, n);
+  assert_int_equal(got, want);
+  assert_memory_equal(d, s, got);
+  for (i = got; i < n; i++)
+    assert_int_equal(d[i], 0xEE);
+  s[at] = keep;
+}
+
+/* The run functions themselves (json_int.h): for lengths on both sides of
+ * the AVX-512 threshold, bytes of each kind at every offset of the last
+ * 700 and every byte value at offsets around the switch and block ends,
+ * each path returns the leading whole 64-byte blocks free of special
+ * bytes (0 without AVX2), and the copy stores just those bytes. Says which
+ * paths this CPU has. */
+static void test_json_plain_wide_every_byte(void **state) {
+#ifdef ACP__JSON_AVX2
+  enum { N = ACP__JSON_WIDE_FROM + 1100 };
+  static const size_t lens[] = {0,
+                                63,
+                                64,
+                                200,
+                                ACP__JSON_WIDE_FROM,
+                                ACP__JSON_WIDE_FROM + 255,
+                                ACP__JSON_WIDE_FROM + 256,
+                                ACP__JSON_WIDE_FROM + 319,
+                                ACP__JSON_WIDE_FROM + 577,
+                                N};
+  /* each kind of byte and its neighbours */
+  static const unsigned char kinds[] = {0x00, 0x1F, 0x20, 0x21, '"',  0x23,
+                                        0x5B, '\\', 0x5D, 0x7F, 0x80, 0xFF};
+  static const size_t spots[] = {0,
+                                 63,
+                                 64,
+                                 ACP__JSON_WIDE_FROM - 1,
+                                 ACP__JSON_WIDE_FROM,
+                                 ACP__JSON_WIDE_FROM + 255,
+                                 ACP__JSON_WIDE_FROM + 256,
+                                 ACP__JSON_WIDE_FROM + 447,
+                                 N - 1};
+  unsigned char *s = malloc(N);
+  unsigned char *d = malloc(N);
+  size_t li, at, i, k;
+  unsigned b;
+  int pass;
+
+  (void)state;
+  assert_non_null(s);
+  assert_non_null(d);
+  print_message("wide steps here: AVX2 %s, AVX-512BW %s\n",
+                __builtin_cpu_supports("avx2") ? "yes" : "no",
+                __builtin_cpu_supports("avx512bw") ? "yes" : "no");
+  for (i = 0; i < N; i++)
+    s[i] = (unsigned char)('a' + i % 26);
+  for (pass = 0; pass < 3; pass++) {
+    wide_mode(pass);
+    for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+      size_t n = lens[li];
+
+      assert_int_equal(acp__json_plain_wide(s, n),
+                       acp__json_have_avx2() ? n & ~(size_t)63 : 0);
+      for (at = n > 700 ? n - 700 : 0; at < n; at++)
+        for (k = 0; k < sizeof(kinds); k++)
+          plain_wide_case(s, d, n, at, kinds[k], pass);
+      for (k = 0; k < sizeof(spots) / sizeof(spots[0]); k++)
+        for (b = 0; spots[k] < n && b < 256; b++)
+          plain_wide_case(s, d, n, spots[k], b, pass);
+    }
+  }
+  wide_mode(0);
+  free(d);
+  free(s);
+#else
+  (void)state;
+  skip(); /* no wide steps in this build (not x86-64, or ACP_NO_AVX2) */
+#endif
 }
 
 /* Short strings (keys, names, ids, small texts): every length up to 48,
@@ -2472,6 +2603,8 @@ int main(void) {
       cmocka_unit_test(test_json_writer_splices_parsed_values),
       cmocka_unit_test(test_json_str_passthrough),
       cmocka_unit_test(test_json_wide_steps_stop_at_every_offset),
+      cmocka_unit_test(test_json_wide_steps_past_the_avx512_switch),
+      cmocka_unit_test(test_json_plain_wide_every_byte),
       cmocka_unit_test(test_json_writer_short_strings_every_length_and_offset),
       cmocka_unit_test(test_json_utf8_wide_steps_match_byte_steps),
       cmocka_unit_test(test_utf8_valid_len_matches_the_table),

@@ -451,6 +451,7 @@ static void test_session_split_lines_keep_their_verdict(void **state) {
 #if defined(__SSE2__) && defined(__x86_64__) && defined(__GNUC__) &&           \
     !defined(ACP_NO_AVX2)
 extern int acp__json_no_avx2;
+extern int acp__json_no_avx512;
 #define HAVE_AVX2_SWITCH 1
 #endif
 
@@ -468,6 +469,26 @@ static void test_split_lines_without_avx2(void **state) {
   check_variant(&VARIANTS[3], 8191, NULL, 0, 97);
   check_variant(&VARIANTS[4], 12345, NULL, 0, 97);
   acp__json_no_avx2 = 0;
+#else
+  (void)state;
+  skip();
+#endif
+}
+
+/* And with AVX2 but not AVX-512 (the path of CPUs without it; on those,
+ * the same as the default run). */
+static void test_split_lines_avx2_only(void **state) {
+#ifdef HAVE_AVX2_SWITCH
+  size_t cut = 20000;
+
+  acp__json_no_avx512 = 1;
+  test_framer_run_is_plain_and_found(state);
+  test_framer_line_feed_never_skipped(state);
+  check_variant(&VARIANTS[0], 0, &cut, 1, 0);
+  check_variant(&VARIANTS[1], 20000, NULL, 0, 97);
+  check_variant(&VARIANTS[3], 8191, NULL, 0, 97);
+  check_variant(&VARIANTS[4], 12345, NULL, 0, 97);
+  acp__json_no_avx512 = 0;
 #else
   (void)state;
   skip();
@@ -686,6 +707,7 @@ int main(void) {
       cmocka_unit_test(test_framer_line_feed_never_skipped),
       cmocka_unit_test(test_session_split_lines_keep_their_verdict),
       cmocka_unit_test(test_split_lines_without_avx2),
+      cmocka_unit_test(test_split_lines_avx2_only),
       cmocka_unit_test(test_client_prompt_text_ref_lends_only_plain_large_text),
       cmocka_unit_test(test_client_prompt_text_ref_errors_queue_nothing),
       cmocka_unit_test(test_client_prompt_text_ref_copied_before_callback),
