@@ -34,6 +34,7 @@
 #include "fuzz_check.h"
 #include "acp/json.h"
 #include "json/json_int.h" /* acp__json_no_avx2: the wide steps on and off */
+#include "util/util.h"     /* acp__utf8_no_wide: the same for the UTF-8 scans */
 
 #ifdef ACP_HAVE_JSONC
 #include <json-c/json.h>
@@ -205,6 +206,31 @@ static void same(acp_json_doc *da, const acp_json_val *a, acp_json_doc *db,
   }
 }
 
+/* The UTF-8 and line-end scans (src/util/utf8.c: the WebSocket codec's
+ * check of every text message, the SSE reader's line search) give the
+ * same answers and bytes with their 64-byte steps and without. */
+static void utf8_scans_agree(const uint8_t *data, size_t size) {
+  unsigned char *a = malloc(size ? size : 1);
+  unsigned char *b = malloc(size ? size : 1);
+  size_t va, ea;
+
+  CHECK(a != NULL && b != NULL);
+  memcpy(a, data, size);
+  memcpy(b, data, size);
+  acp__utf8_no_wide = 0;
+  va = acp__utf8_valid_len(data, size);
+  ea = acp__eol_find(data, size);
+  CHECK(acp__utf8_line(a, size) == va);
+  acp__utf8_no_wide = 1;
+  CHECK(acp__utf8_valid_len(data, size) == va);
+  CHECK(acp__eol_find(data, size) == ea);
+  CHECK(acp__utf8_line(b, size) == va);
+  CHECK(memcmp(a, b, size) == 0);
+  acp__utf8_no_wide = 0;
+  free(b);
+  free(a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static acp_json_doc *doc;
   static acp_json_doc *doc2;
@@ -219,6 +245,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(acp_json_doc_new(&doc2, NULL) == 0);
     CHECK(acp_json_writer_new(&w, 0, NULL) == 0);
   }
+  utf8_scans_agree(data, size);
+
   rv = acp_json_doc_parse(doc, (const char *)data, size, &err);
   CHECK(rv == 0 || rv == ACP_ERR_PARSE || rv == ACP_ERR_LIMIT);
   CHECK(acp_json_validate((const char *)data, size, NULL) == rv);

@@ -14,6 +14,20 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+/* 64-byte registers for long runs where the CPU has AVX-512BW (checked at
+ * run time; compiled with a function attribute, so this runs on any
+ * x86-64), as the JSON scan does (json_avx512.c). */
+#if defined(__SSE2__) && defined(__x86_64__) && defined(__GNUC__) &&           \
+    !defined(ACP_NO_AVX2)
+#include <immintrin.h>
+#define UTF8_WIDE 1
+#define AVX512 __attribute__((target("avx512bw")))
+/* Bytes taken 16 at a time before the wide steps: a run shorter than
+ * this never touches a 64-byte register (as ACP__JSON_WIDE_FROM). */
+#define WIDE_FROM ((size_t)1024)
+#endif
+
+int acp__utf8_no_wide = 0;
 
 #if defined(__GNUC__)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -40,6 +54,58 @@ static ALWAYS_INLINE __m128i stops16(__m128i v, int mode) {
 }
 #endif
 
+#if defined(__SSE2__)
+/* Nonzero if one of the 64 bytes at p stops the run. */
+static ALWAYS_INLINE int stops64(const unsigned char *p, int mode) {
+  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
+  __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
+  return _mm_movemask_epi8(
+      _mm_or_si128(_mm_or_si128(stops16(a, mode), stops16(b, mode)),
+                   _mm_or_si128(stops16(c, mode), stops16(d, mode))));
+}
+#endif
+
+#ifdef UTF8_WIDE
+/* The bytes of a 64-byte block that stop a run, as a mask. */
+static AVX512 inline __mmask64 stops_mask(__m512i v, int mode) {
+  __mmask64 m = 0;
+
+  if (mode & M_UTF8)
+    m = _mm512_movepi8_mask(v);
+  if (mode & M_EOL)
+    m |= _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\n')) |
+         _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\r'));
+  return m;
+}
+
+/* The leading whole 64-byte blocks of p[0..n) where nothing stops the
+ * run: 256 bytes a step, then 64. */
+static AVX512 size_t run512(const unsigned char *p, size_t n, int mode) {
+  size_t i = 0;
+
+  while (n - i >= 256) {
+    __m512i a = _mm512_loadu_si512((const void *)(p + i));
+    __m512i b = _mm512_loadu_si512((const void *)(p + i + 64));
+    __m512i c = _mm512_loadu_si512((const void *)(p + i + 128));
+    __m512i d = _mm512_loadu_si512((const void *)(p + i + 192));
+    if ((stops_mask(a, mode) | stops_mask(b, mode) | stops_mask(c, mode) |
+         stops_mask(d, mode)) != 0)
+      break;
+    i += 256;
+  }
+  while (n - i >= 64 &&
+         stops_mask(_mm512_loadu_si512((const void *)(p + i)), mode) == 0)
+    i += 64;
+  return i;
+}
+
+static int wide_ok(void) {
+  return !acp__utf8_no_wide && __builtin_cpu_supports("avx512bw");
+}
+#endif
+
 /*
  * The scan behind the entry points. One block first (a text of other
  * scripts pays one test a character); while that is plain, four blocks a
@@ -62,17 +128,21 @@ static ALWAYS_INLINE size_t scan(unsigned char *s, size_t n, int mode) {
         break;
       }
       p += 16;
-      while (end - p >= 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
-        if (_mm_movemask_epi8(_mm_or_si128(
-                _mm_or_si128(stops16(a, mode), stops16(b, mode)),
-                _mm_or_si128(stops16(c, mode), stops16(d, mode)))) != 0)
-          break;
-        p += 64;
+#ifdef UTF8_WIDE
+      /* A long run (a large message): its first kilobyte as below, the
+       * rest in 64-byte registers where the CPU has them; where they
+       * stop, the steps below find the byte. */
+      if ((size_t)(end - p) >= WIDE_FROM + 256 && wide_ok()) {
+        const unsigned char *lim = p + WIDE_FROM;
+
+        while (p < lim && !stops64(p, mode))
+          p += 64;
+        if (p == lim)
+          p += run512(p, (size_t)(end - p), mode);
       }
+#endif
+      while (end - p >= 64 && !stops64(p, mode))
+        p += 64;
     }
 #else
     /* Eight bytes a step while none stops the run (CR or LF: a word

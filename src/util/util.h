@@ -95,6 +95,10 @@ size_t acp__eol_find(const void *s, size_t n);
 /* Every CR and LF in s[0..n) made a space (line mode without the UTF-8
  * check: the body's reader parses it anyway). */
 void acp__eol_blank(void *s, size_t n);
+/* Nonzero turns off the 64-byte steps the four functions above take over
+ * long runs on CPUs with AVX-512BW (x86-64 builds; tests compare both
+ * paths). */
+extern int acp__utf8_no_wide;
 
 /* Copy `mem` (or the default allocator) into `dst`. */
 void acp__mem_init(acp_mem *dst, const acp_mem *mem);

@@ -1392,6 +1392,59 @@ static void test_eol_find_and_blank_match_a_byte_loop(void **state) {
   assert_int_equal(acp__eol_find(NULL, 0), 0);
 }
 
+/* The same four scans over long runs, where they go on in 64-byte
+ * registers after their first kilobyte on a CPU with AVX-512BW: a line
+ * break, a character or a bad byte at every offset around and past the
+ * switch, against the byte loops, with the wide steps on and off. */
+static void test_utf8_and_eol_wide_steps_past_the_switch(void **state) {
+  static const char *const stops[] = {
+      "\n", "\r", "\xc3\xa9", "\xf0\x9f\x98\x80", "\xff", "\xe2\x82"};
+  enum { N = 16 + 1024 + 700 };
+  unsigned char *buf = malloc(N), *line = malloc(N), *exp = malloc(N);
+  size_t k, at, j;
+  int pass;
+  (void)state;
+  assert_non_null(buf);
+  assert_non_null(line);
+  assert_non_null(exp);
+  for (pass = 0; pass < 2; pass++) {
+    acp__utf8_no_wide = pass;
+    for (k = 0; k < sizeof(stops) / sizeof(stops[0]); k++) {
+      size_t sl = strlen(stops[k]);
+      for (at = 16 + 1024 - 80; at + sl <= N; at++) {
+        size_t want, weol;
+        for (j = 0; j < N; j++)
+          buf[j] = (unsigned char)('a' + j % 26);
+        memcpy(buf + at, stops[k], sl);
+        want = utf8_ref_len(buf, N);
+        weol = eol_ref(buf, N);
+        assert_int_equal(acp__utf8_valid_len(buf, N), want);
+        assert_int_equal(acp__eol_find(buf, N), weol);
+        for (j = 0; j < N; j++)
+          exp[j] =
+              j < want && (buf[j] == '\n' || buf[j] == '\r') ? ' ' : buf[j];
+        memcpy(line, buf, N);
+        assert_int_equal(acp__utf8_line(line, N), want);
+        assert_memory_equal(line, exp, N);
+        for (j = 0; j < N; j++)
+          exp[j] = buf[j] == '\n' || buf[j] == '\r' ? ' ' : buf[j];
+        memcpy(line, buf, N);
+        acp__eol_blank(line, N);
+        assert_memory_equal(line, exp, N);
+      }
+    }
+    /* and a run with nothing in it, to the end */
+    for (j = 0; j < N; j++)
+      buf[j] = (unsigned char)('a' + j % 26);
+    assert_int_equal(acp__utf8_valid_len(buf, N), N);
+    assert_int_equal(acp__eol_find(buf, N), N);
+  }
+  acp__utf8_no_wide = 0;
+  free(exp);
+  free(line);
+  free(buf);
+}
+
 /* acp__utf8_valid_len() (the WebSocket codec's check of every text
  * message) against the table: every lead byte with second bytes on both
  * sides of each range's edges, at offsets on both sides of its 16- and
@@ -2608,6 +2661,7 @@ int main(void) {
       cmocka_unit_test(test_json_writer_short_strings_every_length_and_offset),
       cmocka_unit_test(test_json_utf8_wide_steps_match_byte_steps),
       cmocka_unit_test(test_utf8_valid_len_matches_the_table),
+      cmocka_unit_test(test_utf8_and_eol_wide_steps_past_the_switch),
       cmocka_unit_test(test_eol_find_and_blank_match_a_byte_loop),
       cmocka_unit_test(test_json_writer_structural_misuse),
       cmocka_unit_test(test_json_writer_cap),
