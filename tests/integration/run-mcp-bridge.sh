@@ -249,17 +249,21 @@ fi
 # 13. the proxy that offered a server dies under --on-crash bypass: its
 # connections are closed, later calls get an MCP error from the conductor,
 # and nothing of it travels on to the client (which never declared it).
+# The proxy is killed once the call before has its answer, and the shim's
+# stdin stays open until the call after has one (a fixed second was too
+# short for a proxy under valgrind on a loaded machine).
 start_chain --on-crash bypass "$ACP proxy tools" "$ACP agent --mcp-acp off"
 tpid=$(ps -o pid= -o args= --ppid "$cpid" | grep 'proxy tools' | awk '{print $1}' | head -1)
+: >"$T/bypassed"
 {
   printf '%s\n%s\n%s\n' "$MCPINIT" "$MCPINITED" "$(call 2 before)"
-  sleep 1
+  wait_in '"id":2,' "$T/bypassed"
   kill -KILL "$tpid"
   sleep 1
   call 3 after
   printf '\n'
-  sleep 1
-} | ACP_MCP_SHIM_RELAY=1 timeout 20 "$ACP" mcp-shim "$SOCK" "$TOKEN" >"$T/bypassed" 2>/dev/null
+  wait_in '"id":3,' "$T/bypassed"
+} | ACP_MCP_SHIM_RELAY=1 timeout 150 "$ACP" mcp-shim "$SOCK" "$TOKEN" >"$T/bypassed" 2>/dev/null
 out=$(ACP_MCP_SHIM_RELAY=1 shim "$TOKEN" "$MCPINIT")
 stop_chain
 if grep -q '"id":2,"result".*before' "$T/bypassed" &&

@@ -455,20 +455,28 @@ extern int acp__json_no_avx512;
 #define HAVE_AVX2_SWITCH 1
 #endif
 
-/* The same without the AVX2 steps (SSE2 blocks only, as on CPUs without
- * it): the framer's runs and the parse's jump take the other path. */
-static void test_split_lines_without_avx2(void **state) {
 #ifdef HAVE_AVX2_SWITCH
+/* The framer and split-line checks again with *off set (a path of the
+ * wide steps switched off). */
+static void split_lines_with(void **state, int *off) {
   size_t cut = 20000;
 
-  acp__json_no_avx2 = 1;
+  *off = 1;
   test_framer_run_is_plain_and_found(state);
   test_framer_line_feed_never_skipped(state);
   check_variant(&VARIANTS[0], 0, &cut, 1, 0);
   check_variant(&VARIANTS[1], 20000, NULL, 0, 97);
   check_variant(&VARIANTS[3], 8191, NULL, 0, 97);
   check_variant(&VARIANTS[4], 12345, NULL, 0, 97);
-  acp__json_no_avx2 = 0;
+  *off = 0;
+}
+#endif
+
+/* The same without the AVX2 steps (SSE2 blocks only, as on CPUs without
+ * it): the framer's runs and the parse's jump take the other path. */
+static void test_split_lines_without_avx2(void **state) {
+#ifdef HAVE_AVX2_SWITCH
+  split_lines_with(state, &acp__json_no_avx2);
 #else
   (void)state;
   skip();
@@ -479,16 +487,7 @@ static void test_split_lines_without_avx2(void **state) {
  * the same as the default run). */
 static void test_split_lines_avx2_only(void **state) {
 #ifdef HAVE_AVX2_SWITCH
-  size_t cut = 20000;
-
-  acp__json_no_avx512 = 1;
-  test_framer_run_is_plain_and_found(state);
-  test_framer_line_feed_never_skipped(state);
-  check_variant(&VARIANTS[0], 0, &cut, 1, 0);
-  check_variant(&VARIANTS[1], 20000, NULL, 0, 97);
-  check_variant(&VARIANTS[3], 8191, NULL, 0, 97);
-  check_variant(&VARIANTS[4], 12345, NULL, 0, 97);
-  acp__json_no_avx512 = 0;
+  split_lines_with(state, &acp__json_no_avx512);
 #else
   (void)state;
   skip();
