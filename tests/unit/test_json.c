@@ -1645,7 +1645,6 @@ static void test_json_wide_steps_past_the_avx512_switch(void **state) {
 static int plain_byte(unsigned b) {
   return b >= 0x20 && b < 0x80 && b != '"' && b != '\\';
 }
-#endif
 
 /* One case of the test below: byte b at `at` of s[0..n). */
 static void plain_wide_case(unsigned char *s, unsigned char *d, size_t n,
@@ -1671,6 +1670,7 @@ static void plain_wide_case(unsigned char *s, unsigned char *d, size_t n,
     assert_int_equal(d[i], 0xEE);
   s[at] = keep;
 }
+#endif
 
 /* The run functions themselves (json_int.h): for lengths on both sides of
  * the AVX-512 threshold, bytes of each kind at every offset of the last
