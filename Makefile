@@ -4,6 +4,7 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+NOAVX_BUILD ?= build-noavx
 JOBS       ?= 2
 CMAKE      ?= cmake
 CTEST      ?= ctest
@@ -19,7 +20,7 @@ APT_PKGS = cmake make gcc pkg-config libuv1-dev libcmocka-dev libjson-c-dev \
            libedit-dev tmux nginx haproxy strace clang-format
 
 .PHONY: all deps configure build demo check check-unit check-asan \
-        check-valgrind check-wasm check-headers check-install peers bench bench-quick bench-deps \
+        check-valgrind check-wasm check-noavx check-headers check-install peers bench bench-quick bench-deps \
         fuzz format clean install
 
 all: build
@@ -58,8 +59,8 @@ peers:
 
 # The whole test suite: the optimized build with -Werror, then the same
 # tests under ASan+UBSan, then the unit tests once under valgrind, the
-# interop tests against the official TypeScript SDK, the header checks and
-# the wasm32 build of the core.
+# interop tests against the official TypeScript SDK, the header checks, the
+# wasm32 build of the core and the SIMD tests without the AVX steps.
 check: deps peers
 	$(MAKE) check-unit CMAKE_ARGS="-DACP_ENABLE_WERROR=ON $(CMAKE_ARGS)"
 	$(MAKE) check-asan
@@ -67,6 +68,7 @@ check: deps peers
 	$(MAKE) check-headers
 	$(MAKE) check-install
 	$(MAKE) check-wasm
+	$(MAKE) check-noavx
 	@echo "make check: all suites passed"
 
 check-unit: build
@@ -115,6 +117,18 @@ check-install: build
 
 check-wasm:
 	./tools/check-wasm.sh build-wasm
+
+# The tests of the vector scans built with ACP_NO_AVX2, the path of every
+# CPU that is not x86-64 (the AVX steps and their tests compiled out): the
+# other builds never compile their #else branches.
+check-noavx: deps
+	@test -f $(NOAVX_BUILD)/CMakeCache.txt || $(CMAKE) -S . -B $(NOAVX_BUILD) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACP_ENABLE_WERROR=ON \
+	  -DCMAKE_C_FLAGS=-DACP_NO_AVX2 $(CMAKE_ARGS)
+	$(CMAKE) --build $(NOAVX_BUILD) -j$(JOBS) --target test_json \
+	  test_rpc_plain
+	cd $(NOAVX_BUILD) && $(CTEST) --output-on-failure \
+	  -R '^(test_json|test_rpc_plain)$$'
 
 # The load generator for the MCP HTTP benchmark (bench only, not CI).
 bench-deps: deps
