@@ -77,31 +77,32 @@ static ACP__AVX512 size_t copy_plain_avx512(unsigned char *d,
   return run512(d, s, n);
 }
 
-size_t acp__json_plain_wide(const unsigned char *p, size_t n) {
+/* Both entry points: d NULL only scans. AVX2 alone for a short buffer or
+ * a CPU without AVX-512BW; else AVX2 over the first ACP__JSON_WIDE_FROM
+ * bytes and, if all of them are plain, AVX-512 on. */
+static size_t wide(unsigned char *d, const unsigned char *s, size_t n) {
+  size_t m = n;
   size_t i;
 
   if (!acp__json_have_avx2())
     return 0;
-  if (n < ACP__JSON_WIDE_FROM + 256 || !have_avx512())
-    return acp__json_plain_avx2(p, n);
-  i = acp__json_plain_avx2(p, ACP__JSON_WIDE_FROM);
-  if (i == ACP__JSON_WIDE_FROM)
-    i += plain_avx512(p + i, n - i);
+  if (n >= ACP__JSON_WIDE_FROM + 256 && have_avx512())
+    m = ACP__JSON_WIDE_FROM;
+  i = d != NULL ? acp__json_copy_plain_avx2(d, s, m)
+                : acp__json_plain_avx2(s, m);
+  if (m < n && i == m)
+    i += d != NULL ? copy_plain_avx512(d + i, s + i, n - i)
+                   : plain_avx512(s + i, n - i);
   return i;
+}
+
+size_t acp__json_plain_wide(const unsigned char *p, size_t n) {
+  return wide(NULL, p, n);
 }
 
 size_t acp__json_copy_plain_wide(unsigned char *d, const unsigned char *s,
                                  size_t n) {
-  size_t i;
-
-  if (!acp__json_have_avx2())
-    return 0;
-  if (n < ACP__JSON_WIDE_FROM + 256 || !have_avx512())
-    return acp__json_copy_plain_avx2(d, s, n);
-  i = acp__json_copy_plain_avx2(d, s, ACP__JSON_WIDE_FROM);
-  if (i == ACP__JSON_WIDE_FROM)
-    i += copy_plain_avx512(d + i, s + i, n - i);
-  return i;
+  return wide(d, s, n);
 }
 
 #else

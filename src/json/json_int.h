@@ -164,7 +164,7 @@ size_t acp__json_copy_plain_wide(unsigned char *d, const unsigned char *s,
                                  size_t n);
 /* Bytes taken with AVX2 before AVX-512: a text shorter than this never
  * touches a 64-byte register (where a CPU lowers its clock for them, only
- * a long run pays it, and gains more). A multiple of 256. */
+ * a long run pays it, and gains more). A multiple of 64. */
 #define ACP__JSON_WIDE_FROM ((size_t)1024)
 /* Nonzero turns the AVX-512 steps off, leaving AVX2 (tests compare). */
 extern int acp__json_no_avx512;
