@@ -13,7 +13,8 @@
  * one text block equal to TEXT. Before closing the server's stdin it reads
  * the server's VmHWM from /proc/PID/status. Prints one JSON line:
  *   {"impl":..,"calls":N,"inflight":K,"seconds":..,"rtps":..,"p50_us":..,
- *    "p99_us":..,"server_peak_rss_kib":..,"server_pid":..}
+ *    "p99_us":..,"server_peak_rss_kib":..,"server_pid":..,
+ *    "client_cpu_us":..,"server_cpu_us":..}  (CPU: whole runs)
  * (latency: from a call's write to its answer).
  * Exit 0, or 1 with a message on stderr (a call failed or answered wrong).
  */
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -235,6 +237,11 @@ done:
   close(b->from_srv);
 }
 
+static long long cpu_us(const struct rusage *ru) {
+  return (long long)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
+         ru->ru_utime.tv_usec + ru->ru_stime.tv_usec;
+}
+
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -344,6 +351,11 @@ int main(int argc, char **argv) {
   acp_mcp_client_free(b.c);
   if (!b.failed && b.done == b.warmup + b.calls) {
     double secs = (double)b.start / 1e9;
+    struct rusage ru_self, ru_kids;
+    /* CPU (user + system) of the whole run, warm-up included: this
+     * process, and the server, reaped by now. */
+    getrusage(RUSAGE_SELF, &ru_self);
+    getrusage(RUSAGE_CHILDREN, &ru_kids);
     qsort(b.lat_us, (size_t)b.calls, sizeof(double), cmp_d);
     printf("{\"impl\":\"%s\",\"calls\":%ld,\"inflight\":%ld,\"seconds\":%.3f,"
            "\"rtps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
@@ -354,7 +366,9 @@ int main(int argc, char **argv) {
       printf("%ld", b.rss_kib);
     else
       printf("null");
-    printf(",\"server_pid\":%d}\n", b.pid);
+    printf(
+        ",\"server_pid\":%d,\"client_cpu_us\":%lld,\"server_cpu_us\":%lld}\n",
+        b.pid, cpu_us(&ru_self), cpu_us(&ru_kids));
   } else
     b.failed = 1;
   free(b.lat_us);

@@ -229,6 +229,10 @@ stdio_rounds() {
     round=1
     while [ "$round" -le "$rounds" ]; do
         run_stdio ours "$ACP" mcp serve --everything
+        # Without the read spin (on by default, 20 us, backed off while it
+        # misses): what it buys and costs. Sequential calls only (with 64
+        # in flight the next request is always there).
+        [ "$k" -eq 1 ] && run_stdio nospin "$ACP" mcp serve --everything --read-spin-us 0
         [ -x "$NULLSRV" ] && run_stdio floor "$NULLSRV"
         round=$((round + 1))
     done
@@ -308,6 +312,13 @@ for (const [t, target, what] of [["stdio", 0.9, "mcp_null_server, blocking pipes
     (s ? `; floor/theirs ${(rate(fl) / rate(s)).toFixed(2)}x` + (t === "stdio" ? ", the most any server can reach over these pipes" : "") : ""));
   console.log(`${t}: ours/floor rate ${q.toFixed(2)}x (median of ${pairs.length} alternating rounds: ${rr.map(x => x.toFixed(2)).join(" ")}` +
     (target === null ? "" : `; target >= ${target}: ${q >= target ? "met" : "NOT met"}`) + `), p50 ${p50.toFixed(2)}`);
+}
+// Without the read spin, against the floor of the same round.
+{
+  const pairs = lines.filter(l => l.transport === "stdio" && l.impl === "nospin" && l.round)
+    .map(o => [o, lines.find(l => l.transport === "stdio" && l.impl === "floor" && l.round === o.round)]).filter(([, fl]) => fl);
+  if (pairs.length)
+    console.log(`stdio without the read spin (--read-spin-us 0): ours/floor rate ${median(pairs.map(([o, fl]) => rate(o) / rate(fl))).toFixed(2)}x (median of ${pairs.length} rounds)`);
 }
 process.exit(bad);
 ' "$results" || failed=1

@@ -49,6 +49,13 @@ const row = (workload, unit, ours, floor, peer, overFloor, overPeer, rss, notes)
   rows.push({ workload, unit, ours, floor, peer, ours_over_floor: overFloor, ours_over_peer: overPeer, rss_mib: rss, notes });
 const mib = (k) => (k == null ? undefined : k / 1024);
 
+// CPU (user + system) of both processes a round trip, median over runs
+// (acp bench-client and uv_cat_floor report whole runs).
+const cpuPer = (runs) => median(runs.map((r) => {
+  const a = r.client_cpu_us, b = r.agent_cpu_us ?? r.server_cpu_us, n = r.turns ?? r.calls;
+  return Number.isFinite(a) && Number.isFinite(b) && n > 0 ? (a + b) / n : NaN;
+}));
+
 // Prompt turns: 5 B in round trips/s, larger payloads in MiB/s.
 // turns-pinned.jsonl (run-turns.sh --pin CPU): the same with both processes
 // of ours and of the floor on one CPU, the cheap wake-ups.
@@ -57,7 +64,8 @@ const turnRows = (turns, pinned) => {
     const key = p >= 65536 ? "mibps" : "rtps";
     const unit = p >= 65536 ? "MiB/s" : "rt/s";
     const at = turns.filter((t) => t.payload === p);
-    const ours = at.filter((t) => !["ts", "floor", "floor-block", "null-agent"].includes(t.impl));
+    const ours = at.filter((t) => !["ts", "floor", "floor-block", "null-agent", "nospin"].includes(t.impl));
+    const nospin = at.filter((t) => t.impl === "nospin");
     const floors = at.filter((t) => t.impl === "floor");
     const blocks = at.filter((t) => t.impl === "floor-block");
     const nulls = at.filter((t) => t.impl === "null-agent");
@@ -90,6 +98,20 @@ const turnRows = (turns, pinned) => {
     if (o?.client_file_rss_kib != null && o.agent_file_rss_kib != null)
       rows[rows.length - 1].rss_own_mib = Math.max(mib(o.client_peak_rss_kib - o.client_file_rss_kib),
         mib(o.agent_peak_rss_kib - o.agent_file_rss_kib));
+    const cpuOurs = cpuPer(ours), cpuFloor = cpuPer(floors);
+    if (cpuOurs !== undefined)
+      rows[rows.length - 1].notes += `; CPU us/turn (client + agent, median of rounds): ours ${cpuOurs.toFixed(1)}` +
+        (cpuFloor !== undefined ? `, floor ${cpuFloor.toFixed(1)}` : "");
+    // Ours with --read-spin-us 0 on both sides (run-turns.sh, below 64 KiB).
+    const n = medianRun(nospin, key);
+    if (n) {
+      const cpuN = cpuPer(nospin);
+      row("... without the read spin (--read-spin-us 0)", unit, n[key], fl?.[key], ts?.[key], roundRatio(nospin, floors, key),
+        ts ? n[key] / ts[key] : undefined,
+        Math.max(mib(n.client_peak_rss_kib) ?? 0, mib(n.agent_peak_rss_kib) ?? 0),
+        "ours with the spin before each blocking read off on both sides" +
+          (cpuN !== undefined ? `; CPU us/turn (client + agent): ${cpuN.toFixed(1)}` : ""));
+    }
   }
 };
 turnRows(jsonLines("turns.jsonl"), false);
@@ -107,9 +129,20 @@ for (const [t, name, key, unit, note] of [
   const o = medianRun(ours, key), fl = medianRun(floors, key), s = medianRun(at.filter((l) => l.impl === "theirs"), key);
   if (!o && !s) continue;
   const inRounds = ours.some((x) => x.round);
+  const cpuO = cpuPer(ours), cpuF = cpuPer(floors);
   row(name, unit, o?.[key], fl?.[key], s?.[key],
     inRounds ? roundRatio(ours, floors, key) : o && fl ? o[key] / fl[key] : undefined,
-    o && s ? o[key] / s[key] : undefined, mib(o?.server_peak_rss_kib), `${note}; peer: server-everything`);
+    o && s ? o[key] / s[key] : undefined, mib(o?.server_peak_rss_kib), `${note}; peer: server-everything` +
+      (cpuO !== undefined ? `; CPU us/call (client + server, warm-up included): ours ${cpuO.toFixed(1)}` +
+        (cpuF !== undefined ? `, floor ${cpuF.toFixed(1)}` : "") : ""));
+  const nospin = at.filter((l) => l.impl === "nospin"), n = medianRun(nospin, key);
+  if (n) {
+    const cpuN = cpuPer(nospin);
+    row("... without the read spin (--read-spin-us 0)", unit, n[key], fl?.[key], s?.[key], roundRatio(nospin, floors, key),
+      s ? n[key] / s[key] : undefined, mib(n.server_peak_rss_kib),
+      "our server with the spin before each blocking read off" +
+        (cpuN !== undefined ? `; CPU us/call (client + server): ${cpuN.toFixed(1)}` : ""));
+  }
 }
 
 // MCP 2026-07-28 stateless HTTP: one process, --workers 2, nginx + 2

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -199,6 +200,11 @@ static double pct_us(const uint64_t *v, long n, double p) {
   return (double)v[rank - 1] / 1000.0;
 }
 
+static long long cpu_us(const struct rusage *ru) {
+  return (long long)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000 +
+         ru->ru_utime.tv_usec + ru->ru_stime.tv_usec;
+}
+
 int main(int argc, char **argv) {
   static floor_bench b;
   char *default_cmd[] = {"cat", NULL};
@@ -214,6 +220,7 @@ int main(int argc, char **argv) {
   uv_process_options_t opts;
   uv_stdio_container_t stdio[3];
   double secs;
+  struct rusage ru_self, ru_kids;
   int i, rc;
 
   b.turns = 20000;
@@ -357,15 +364,21 @@ int main(int argc, char **argv) {
     return 1;
   qsort(b.lat, (size_t)b.done, sizeof(uint64_t), cmp_u64);
   secs = (double)(b.t_end - b.t_start) / 1e9;
+  /* CPU (user + system) of the whole run, as acp bench-client reports it:
+   * this process, and the agent, reaped by now. */
+  getrusage(RUSAGE_SELF, &ru_self);
+  getrusage(RUSAGE_CHILDREN, &ru_kids);
   printf("{\"impl\":\"%s\",\"payload\":%zu,\"turns\":%ld,\"seconds\":%.4f,"
          "\"rtps\":%.1f,\"mibps\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
          "\"client_peak_rss_kib\":%ld,\"agent_peak_rss_kib\":%ld,"
-         "\"agent_pid\":%d,\"agent_exit\":%lld,\"pipe_bytes\":%d}\n",
+         "\"agent_pid\":%d,\"agent_exit\":%lld,\"pipe_bytes\":%d,"
+         "\"client_cpu_us\":%lld,\"agent_cpu_us\":%lld}\n",
          impl, size, b.done, secs, (double)b.done / secs,
          (double)b.done * (double)size / secs / 1048576.0,
          pct_us(b.lat, b.done, 50), pct_us(b.lat, b.done, 99),
          vmhwm_kib((int)getpid()), b.agent_rss_kib, b.proc.pid,
-         (long long)b.agent_exit, pipe_bytes);
+         (long long)b.agent_exit, pipe_bytes, cpu_us(&ru_self),
+         cpu_us(&ru_kids));
   free(b.line);
   free(b.lat);
   free(b.rbuf);

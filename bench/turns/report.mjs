@@ -38,7 +38,8 @@ if (rows.length === 0) {
 // "null-agent" is our client against bench/acp_null_agent (an agent that
 // costs next to nothing): it splits ours over the floor into client and
 // agent.
-const others = ['ts', 'floor', 'floor-block', 'null-agent'];
+// "nospin" is ours with --read-spin-us 0 on both sides.
+const others = ['ts', 'floor', 'floor-block', 'null-agent', 'nospin'];
 const side = (r) => (others.includes(r.impl) ? r.impl : 'ours');
 const mib = (kib) => (typeof kib === 'number' ? (kib / 1024).toFixed(1) : 'n/a');
 const num = (x, d) => (typeof x === 'number' ? x.toFixed(d) : 'n/a');

@@ -52,6 +52,12 @@ int cli_mcp_stored_auth(const char *url, char **header);
  * the input ends and returns the exit status. The default set, the state
  * key and the task clock are acp-mcp's HTTP serve's too. */
 struct acp_mcp_server;
+/* --read-spin-us's default in the programs that serve one peer on stdio
+ * (acp agent, acp bench-client, acp mcp serve): a spin that backs off
+ * while it misses and never runs on a machine with no idle CPU (link.c,
+ * "Spinning reads"; docs/decisions.md, "Spinning reads by default"). */
+#define CLI_READ_SPIN_US 20u
+
 int cli_mcp_serve_stdio_args(int argc, char **argv, int *everything,
                              unsigned long *read_spin_us, int *no_block);
 int cli_mcp_serve_stdio(int everything, uint32_t read_spin_us, int read_block);

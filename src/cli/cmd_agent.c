@@ -74,10 +74,11 @@ static const char agent_usage[] =
     "               auth/login and auth/logout are; a prompt is accepted at\n"
     "               once and its turn ends with state_update idle\n"
     "  --read-spin-us N\n"
-    "               after traffic, poll stdin for up to N microseconds\n"
-    "               before sleeping in the event loop: a reply within N\n"
-    "               skips the wake-up, for up to N us of CPU per burst\n"
-    "               (default 0: off; docs/decisions.md has the trade)\n"
+    "               before sleeping, poll stdin for up to N microseconds,\n"
+    "               yielding the CPU: a message within N skips the sleep\n"
+    "               and the wake-up. Backs off while messages come later,\n"
+    "               never spins while the machine has no idle CPU; none\n"
+    "               while idle (default 20, 0: off; docs/decisions.md)\n"
     "  --no-read-block\n"
     "               wait for input in the event loop (epoll) even when\n"
     "               stdin is all there is to wait for; by default the agent\n"
@@ -4259,6 +4260,7 @@ int cmd_agent(int argc, char **argv) {
   const char *v;
 
   memset(&a, 0, sizeof(a));
+  a.spin_us = CLI_READ_SPIN_US;
   a.name = "acp-agent";
   a.kill_grace_ms = KILL_GRACE_MS;
   snprintf(a.auth_state, sizeof(a.auth_state), "not_required");

@@ -41,8 +41,9 @@ static const char bench_usage[] =
     "socket, whether its session was resumed (as acp client --verbose).\n"
     "The line also has the CPU time (user + system) of the client and of\n"
     "the agent (reaped child), whole runs. --read-spin-us N polls the\n"
-    "agent's output for up to N us before sleeping (acp agent has the\n"
-    "same option). While a turn is out, the client waits for the agent's\n"
+    "agent's output for up to N us before sleeping, backing off while it\n"
+    "misses (default 20, 0: off; acp agent has the same option). While a turn "
+    "is out, the client waits for the agent's\n"
     "output in read(2) on the pipe, not in epoll (as acp agent does);\n"
     "--no-read-block waits in the event loop instead. --text utf8 makes the "
     "prompt text that is not all\n"
@@ -281,7 +282,7 @@ int cmd_bench_client(int argc, char **argv) {
   acp_client_callbacks *cbs = NULL;
   acp_uv_process_options *opts = NULL;
   const char *impl = "ours";
-  uint32_t spin_us = 0;
+  uint32_t spin_us = CLI_READ_SPIN_US;
   struct rusage ru_self;
   struct rusage ru_kids;
   const char *url = NULL;

@@ -63,10 +63,11 @@ static const char usage_text[] =
     "On SIGINT/SIGTERM open listens end with their result and running calls\n"
     "get up to --drain-timeout MS (default 5000, 0: none); a second signal\n"
     "stops at once (with --workers: forwarded to every worker).\n"
-    "--read-spin-us N (stdio): after each burst of traffic, poll stdin for\n"
-    "up to N us (yielding the CPU) before sleeping, so a client that sends\n"
-    "its next request at once is served without a kernel wake-up; costs up\n"
-    "to N us of CPU per burst, none while idle (default 0: off).\n"
+    "--read-spin-us N (stdio): before sleeping, poll stdin for up to N us\n"
+    "(yielding the CPU), so a client that sends its next request at once is\n"
+    "served without a kernel wake-up; backs off while requests come later,\n"
+    "never spins while the machine has no idle CPU, none while idle\n"
+    "(default 20, 0: off).\n"
     "--no-read-block (stdio): wait for requests in the event loop (epoll)\n"
     "even when stdin is all there is to wait for; by default the server\n"
     "then waits in read(2) on its stdin pipe: a system call a request fewer.\n"
@@ -404,7 +405,7 @@ static int parse_addr(const char *s, char *addr, size_t cap, uint16_t *port) {
 static int cmd_serve(int argc, char **argv) {
   const char *http = NULL, *worker = NULL, *workers_s = NULL, *ka_s = NULL;
   const char *drain_s = NULL, *spin_s = NULL;
-  unsigned long spin_us = 0;
+  unsigned long spin_us = CLI_READ_SPIN_US;
   int no_block = 0;
   unsigned long keepalive = ACP_HTTP_DEFAULT_KEEPALIVE_MS;
   unsigned long drain = ACP_HTTP_DEFAULT_DRAIN_MS;

@@ -232,7 +232,7 @@ int cli_mcp_serve_stdio_args(int argc, char **argv, int *everything,
   int i;
 
   *everything = 0;
-  *read_spin_us = 0;
+  *read_spin_us = CLI_READ_SPIN_US;
   *no_block = 0;
   if (argc < 2 || strcmp(argv[1], "serve") != 0)
     return 0;

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -102,7 +103,16 @@ struct acp_uv_link {
   bool block_sock;  /* block_fd is a descriptor of the read socket */
   bool block_on;    /* ... and the socket is blocking now */
   int block_fl;     /* ... its file status flags for the loop */
-  uv_idle_t kick;   /* kick(): the next wait is a poll */
+  /* block_spin(): misses in a row (a spin that found nothing, or found
+   * the CPU wanted by another task), and the waits left that skip the
+   * spin because of them. */
+  uint8_t spin_miss;
+  uint8_t spin_skip;
+  unsigned long spin_hits, spin_misses, spin_got; /* for tests */
+  /* spin_room(): when /proc/loadavg was last read and what it said. */
+  bool room_ok;
+  uint64_t room_at;
+  uv_idle_t kick; /* kick(): the next wait is a poll */
 
   acp_uv_link_read_cb read_cb;
   acp__uv_link_buf_fn buf_fn; /* lends the buffer of stream reads, or NULL */
@@ -442,13 +452,131 @@ static void kick(acp_uv_link *l) {
     uv_idle_start(&l->kick, on_kick);
 }
 
+/* MARK: - Spinning reads
+ *
+ * A spin polls the read side without blocking, yielding the CPU between
+ * polls, for a bounded time before the process would sleep. A peer that
+ * answers within it is read without this process sleeping, and so
+ * without the wake-up through the scheduler (an IPI to an idle CPU, a VM
+ * exit) that is most of a small round trip across CPUs. It is worth it
+ * only when the answers come that fast and the CPU is not wanted: after
+ * k misses in a row (a spin that found nothing, or whose yield ran
+ * another task here) the next 2^k - 1 spins are skipped, k at most
+ * SPIN_BACKOFF_MAX (one spin in 64 against a peer that never answers in
+ * time), and a spin that reads in time resets it. A sched_yield() that
+ * took longer than SPIN_CROWDED_NS gave the CPU away: one that returns at
+ * once costs ~0.4 us in a VM, a switch away and back several. */
+#define SPIN_BACKOFF_MAX 6
+#define SPIN_CROWDED_NS 2000u
+
+#define SPIN_ROOM_NS 10000000u /* how long spin_room()'s answer stands */
+
+int acp__uv_spin_room_force;
+
+long acp__uv_loadavg_running(const char *text) {
+  const char *p = strchr(text, '/');
+  long running = 0;
+
+  /* "0.66 0.71 0.92 1/75 17798": the count before the slash. */
+  if (p == NULL || p == text || p[-1] < '0' || p[-1] > '9')
+    return -1;
+  while (p > text && p[-1] >= '0' && p[-1] <= '9')
+    p--;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (running > 1000000)
+      return -1;
+    running = running * 10 + (*p - '0');
+  }
+  return running;
+}
+
+/* Whether a spin would take a CPU nobody else wants: the machine's
+ * runnable tasks (this one among them; /proc/loadavg's fourth field, read
+ * at most every SPIN_ROOM_NS) no more than its online CPUs. On a machine
+ * busier than that a yield hands the CPU to a task that then keeps it for
+ * a whole time slice (milliseconds), where a sleeping reader would have
+ * been woken ahead of it; measured: rounds at a tenth of the rate with two
+ * busy loops beside the pair. The machine's CPUs, not this thread's: the
+ * count is the machine's, and two processes pinned to a CPU each, both
+ * spinning, are two running tasks on two CPUs (against this thread's one
+ * CPU they would stop each other's spins). A CPU of ours that another task
+ * wants is what a crowded yield shows. Without /proc, never. */
+static bool spin_room(acp_uv_link *l, uint64_t now) {
+#if defined(__linux__)
+  char b[128];
+  ssize_t n;
+  long running, cpus;
+  int fd;
+
+  if (acp__uv_spin_room_force != 0)
+    return acp__uv_spin_room_force > 0;
+  if (l->room_at != 0 && now - l->room_at < SPIN_ROOM_NS)
+    return l->room_ok;
+  l->room_at = now;
+  l->room_ok = false;
+  /* Opened each time (a few us every SPIN_ROOM_NS): a descriptor kept per
+   * link would be one more per connection of a server that spins. */
+  fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  n = read(fd, b, sizeof(b) - 1);
+  close(fd);
+  if (n <= 0)
+    return false;
+  b[n] = '\0';
+  running = acp__uv_loadavg_running(b);
+  cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  l->room_ok = running >= 1 && running <= cpus;
+  return l->room_ok;
+#else
+  (void)l;
+  (void)now;
+  return acp__uv_spin_room_force > 0;
+#endif
+}
+
+/* Whether a sched_yield() that took `gap` ran another task here. */
+static bool crowded_gap(uint64_t gap) {
+  return gap > SPIN_CROWDED_NS && acp__uv_spin_room_force != 1;
+}
+
+/* Whether to spin now: not while backing off, nor without room. */
+static bool spin_gate(acp_uv_link *l, uint64_t now) {
+  if (l->spin_skip > 0) {
+    l->spin_skip--;
+    return false;
+  }
+  return spin_room(l, now);
+}
+
+/* A spin's outcome: read in time on a CPU nobody else wanted, or not. */
+static void spin_score(acp_uv_link *l, bool hit) {
+  if (hit) {
+    l->spin_hits++;
+    l->spin_miss = 0;
+    return;
+  }
+  l->spin_misses++;
+  if (l->spin_miss < SPIN_BACKOFF_MAX)
+    l->spin_miss++;
+  l->spin_skip = (uint8_t)((1u << l->spin_miss) - 1);
+}
+
+void acp__uv_link_spin_counts(const acp_uv_link *l, unsigned long *hits,
+                              unsigned long *misses, unsigned long *got) {
+  *hits = l->spin_hits;
+  *misses = l->spin_misses;
+  *got = l->spin_got;
+}
+
 int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns) {
   return acp__uv_link_spin_ex(l, budget_ns, false);
 }
 
 int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
   uv_os_fd_t fd;
-  uint64_t last;
+  uint64_t last, prev, now;
+  bool crowded = false;
   int got = 0;
 
   if (budget_ns == 0 || l->rd.kind != SIDE_STREAM || !want_read(l) ||
@@ -458,7 +586,9 @@ int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
    * non-blocking; anything else is left to the loop. */
   if ((fcntl(fd, F_GETFL) & O_NONBLOCK) == 0)
     return 0;
-  last = uv_hrtime();
+  last = prev = uv_hrtime();
+  if (!spin_gate(l, last))
+    return 0;
   while (want_read(l) && l->reading) {
     uv_buf_t buf;
     ssize_t n;
@@ -470,7 +600,7 @@ int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
        * at once, and the wait for the next bytes starts again. */
       got = 1;
       on_stream_read(l->rd.stream, n, &buf);
-      last = uv_hrtime();
+      last = prev = uv_hrtime();
       continue;
     }
     if (n < 0 && errno == EINTR)
@@ -481,12 +611,18 @@ int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
     /* Waiting for one reply: it came, and what came with it is drained. */
     if (reply && got)
       break;
-    if (uv_hrtime() - last >= budget_ns)
+    if (crowded || prev - last >= budget_ns)
       break;
     /* Yield rather than pause: a task waiting for this CPU (the peer, on
      * a machine with fewer free cores than spinners) runs first. */
     sched_yield();
+    now = uv_hrtime();
+    crowded = crowded_gap(now - prev);
+    prev = now;
   }
+  if (got)
+    l->spin_got++;
+  spin_score(l, got && !crowded);
   if (got)
     kick(l);
   return got;
@@ -758,7 +894,53 @@ static void sock_unblock(acp_uv_link *l) {
     (void)fcntl(l->block_fd, F_SETFL, l->block_fl);
 }
 
-int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
+/* The spin before a blocking read (MARK: Spinning reads): up to
+ * budget_ns. Returns the bytes read into buf, 0 when none came (the
+ * blocking read follows, and sees an end of input or an error too), -1
+ * when a watched signal came. */
+static ssize_t block_spin(acp_uv_link *l, int bfd, const uv_buf_t *buf,
+                          uint64_t budget_ns) {
+  uv_os_fd_t fd = bfd;
+  uint64_t start, prev, now;
+  bool crowded = false;
+  ssize_t n;
+
+  /* A pipe polls through libuv's non-blocking description (bfd's blocks);
+   * a socket shares one description with bfd, which may be blocking now,
+   * so it polls with MSG_DONTWAIT. */
+  if (!l->block_sock && uv_fileno((uv_handle_t *)l->rd.stream, &fd) != 0)
+    return 0;
+  start = prev = uv_hrtime();
+  if (!spin_gate(l, start))
+    return 0;
+  for (;;) {
+    n = l->block_sock ? recv(fd, buf->base, buf->len, MSG_DONTWAIT)
+                      : read(fd, buf->base, buf->len);
+    if (n > 0)
+      break;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      n = 0;
+    if (n == 0)
+      return 0; /* end of input or an error: the blocking read reports it */
+    if (blk_sigs != l->block_mark)
+      return -1;
+    if (crowded || prev - start >= budget_ns) {
+      n = 0;
+      break;
+    }
+    sched_yield();
+    now = uv_hrtime();
+    crowded = crowded_gap(now - prev);
+    prev = now;
+  }
+  if (n > 0)
+    l->spin_got++;
+  spin_score(l, n > 0 && !crowded);
+  return n;
+}
+
+int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self,
+                       uint64_t spin_ns) {
   int got = 0, bfd;
 
   if (l->rd.kind != SIDE_STREAM ||
@@ -777,6 +959,18 @@ int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self) {
       l->block_on = true;
     }
     on_alloc((uv_handle_t *)l->rd.stream, READ_CHUNK, &buf);
+    if (spin_ns > 0) {
+      n = block_spin(l, bfd, &buf, spin_ns);
+      if (n < 0) {
+        l->block_again = true;
+        break;
+      }
+      if (n > 0) {
+        got = 1;
+        on_stream_read(l->rd.stream, n, &buf);
+        continue;
+      }
+    }
     /* From here a signal's handler replaces bfd: checked again after
      * claiming it, for one that came just before. Only with watched
      * signals, so only on the main thread (loop_quiet()): a link blocking

@@ -159,13 +159,13 @@ static void ms_on_prepare(uv_prepare_t *p) {
   /* Last thing before the loop would sleep: with a spin set and traffic in
    * this round, poll the read side a little first; a request that comes
    * meanwhile is handled from in here (as uv_rpc.c does). */
-  if (r->spin_ns > 0 && r->active && !r->ended) {
+  if (r->spin_ns > 0 && !r->block && r->active && !r->ended) {
     r->active = false;
     if (acp__uv_link_spin(r->link, r->spin_ns))
       ms_pump(r);
   }
   if (r->block && !r->ended)
-    (void)acp__uv_link_block(r->link, &r->prepare);
+    (void)acp__uv_link_block(r->link, &r->prepare, r->spin_ns);
 }
 
 static void ms_on_signal(acp_uv_signals *sig, int signum, void *ud) {

@@ -40,6 +40,19 @@ int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns);
  * first read that finds nothing after a delivery), or budget_ns after it
  * started if nothing came. */
 int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply);
+/* For tests of the spins (link.c, "Spinning reads"): how many a link made
+ * that read in time on a CPU nobody else wanted (hits) and that did not
+ * (misses), and how many read anything at all (got); and a switch for
+ * the checks of the machine's load: 1 there is room and a yield never
+ * counts as having run another task (so that a loaded machine cannot
+ * decide a test), 2 there is room, -1 there is none, 0 (the default)
+ * look at /proc/loadavg. */
+void acp__uv_link_spin_counts(const acp_uv_link *l, unsigned long *hits,
+                              unsigned long *misses, unsigned long *got);
+extern int acp__uv_spin_room_force;
+/* The running tasks in a /proc/loadavg text ("0.66 0.71 0.92 1/75 17798"
+ * gives 1), or -1 when it has none. */
+long acp__uv_loadavg_running(const char *text);
 /* Blocking reads (acp_uv_rpc_set_read_block): while the loop has nothing
  * to do but wait for this link's input (no timer, no other handle that
  * could end the wait but signal watchers and child processes, nothing
@@ -48,9 +61,13 @@ int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply);
  * instead of waiting in epoll, delivering what comes as the loop would;
  * back to the loop on anything else (end of input, a watched signal, a
  * callback that started a timer or a write). `self` is the caller's
- * prepare handle. Returns 1 if anything was delivered. A no-op (0) unless
- * the read side is a pipe, FIFO or stream socket. */
-int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self);
+ * prepare handle. With spin_ns > 0 each blocking read is preceded by a
+ * spin of up to spin_ns (non-blocking reads, sched_yield() between them),
+ * backed off while it misses or finds the CPU wanted by another task (see
+ * block_spin() in link.c). Returns 1 if anything was delivered. A no-op
+ * (0) unless the read side is a pipe, FIFO or stream socket. */
+int acp__uv_link_block(acp_uv_link *l, const uv_prepare_t *self,
+                       uint64_t spin_ns);
 typedef char *(*acp__uv_link_buf_fn)(void *user_data, size_t *room);
 int acp__uv_link_read_start_buf(acp_uv_link *l, acp_uv_link_read_cb cb,
                                 acp__uv_link_buf_fn buf_fn, void *user_data);

@@ -229,13 +229,13 @@ static void on_prepare(uv_prepare_t *h) {
    * that comes within the budget is taken at once (the callbacks run and
    * their output goes out from in here), without the wake-up through the
    * kernel that costs ~50 us on some machines (docs/decisions.md). */
-  if (r->spin_ns > 0 && r->active && !r->failed && !r->closing) {
+  if (r->spin_ns > 0 && !r->block && r->active && !r->failed && !r->closing) {
     r->active = false;
     if (acp__uv_link_spin(r->link, r->spin_ns) && !r->closing)
       pump(r);
   }
   if (r->block && !r->failed && !r->closing && !r->ended)
-    (void)acp__uv_link_block(r->link, &r->prepare);
+    (void)acp__uv_link_block(r->link, &r->prepare, r->spin_ns);
 }
 
 static void on_closed(uv_handle_t *h) {

@@ -2,6 +2,7 @@
  * The rpc glue: a session over a child's pipes (request/response, timeout
  * through the timer), ACP_ERR_PAUSE and resume, the blocking run_fds.
  */
+#define _GNU_SOURCE /* sched_getcpu, CPU_SET */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/socket.h>
@@ -23,6 +25,7 @@
 #include "acp/mcp.h"
 #include "acp/uv.h"
 #include "uv_helpers.h"
+#include "uv/uv_internal.h"
 
 static void finish_loop(uv_loop_t *loop) {
   assert_int_equal(uv_run(loop, UV_RUN_DEFAULT), 0);
@@ -534,6 +537,9 @@ typedef struct block_ctx {
   int signals;
   pid_t child;
   bool child_alive_at_signal;
+  uint32_t spin_us; /* acp_uv_rpc_set_read_spin(), 0: none */
+  /* acp__uv_link_spin_counts() when block_finish() closed the link. */
+  unsigned long hits, misses, got;
 } block_ctx;
 
 static void on_other_prepare(uv_prepare_t *h) {
@@ -589,6 +595,7 @@ static int block_on_request(acp_rpc_session *s, const acp_rpc_msg *msg,
 static void block_finish(block_ctx *c) {
   if (c->r == NULL)
     return;
+  acp__uv_link_spin_counts(c->l, &c->hits, &c->misses, &c->got);
   uv_close((uv_handle_t *)&c->usr1, NULL);
   if (c->other_mode != OTHER_NONE)
     uv_close((uv_handle_t *)&c->other, NULL);
@@ -637,6 +644,7 @@ static void block_parent_run(block_ctx *c, int rfd, int wfd) {
   assert_int_equal(acp_uv_link_new_fds(&c->l, &c->loop, rfd, wfd, NULL), 0);
   assert_int_equal(acp_uv_rpc_new(&c->r, c->l, c->s, block_on_end, c, NULL), 0);
   acp_uv_rpc_set_read_block(c->r, 1);
+  acp_uv_rpc_set_read_spin(c->r, c->spin_us);
   assert_int_equal(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
 }
 
@@ -852,6 +860,188 @@ static void test_uv_rpc_read_block_new_handle(void **state) {
 static void test_uv_rpc_read_block_unref_handle(void **state) {
   (void)state;
   read_block_unseen(false);
+}
+
+/* MARK: - Spinning reads before the blocking ones */
+
+/* CPU time, not sleep: the task stays runnable for `ms`. */
+static void busy_for(int ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
+         ms);
+}
+
+/* The child of the spin tests: `n` pings, each sent when the previous
+ * pong came, after `gap_ms`, and with `busy_ms` of computing after each
+ * (before it reads the pong); then, with `signal_parent`, SIGUSR1 to the
+ * parent and a wait for the parent's end (status 4: it did not end within
+ * 20 s), else the end of its pipes. Status 2: a pong that did not come. */
+static void spin_child(pid_t parent, int wfd, int rfd, int n, int gap_ms,
+                       int busy_ms, bool signal_parent) {
+  char line[96], buf[256];
+  struct pollfd pf;
+  alarm(120);
+  for (int i = 0; i < n; i++) {
+    size_t len, got = 0;
+    if (gap_ms > 0) {
+      struct timespec ts = {0, (long)gap_ms * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    len = (size_t)snprintf(
+        line, sizeof(line),
+        "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", i + 1);
+    if (write(wfd, line, len) != (ssize_t)len)
+      _exit(2);
+    busy_for(busy_ms);
+    while (got == 0 || buf[got - 1] != '\n') {
+      ssize_t r = read(rfd, buf + got, sizeof(buf) - 1 - got);
+      if (r <= 0 || (got += (size_t)r) >= sizeof(buf) - 1)
+        _exit(2);
+    }
+    buf[got] = '\0';
+    if (strstr(buf, "\"pong\"") == NULL)
+      _exit(2);
+  }
+  if (!signal_parent)
+    _exit(0);
+  kill(parent, SIGUSR1);
+  pf.fd = rfd;
+  pf.events = POLLIN;
+  for (;;) {
+    pf.revents = 0;
+    if (poll(&pf, 1, 20000) <= 0)
+      _exit(4);
+    if (read(rfd, buf, sizeof(buf)) <= 0)
+      _exit(0);
+  }
+}
+
+/* A parent with blocking reads and a spin of spin_us before each, the
+ * check for idle CPUs forced to `room`, against spin_child(); every pong
+ * must have reached the child, which must end well. */
+static void spin_run(block_ctx *c, bool sock, int n, int gap_ms, int busy_ms,
+                     bool signal_parent, int room, uint32_t spin_us) {
+  int to_parent[2], to_child[2], status = 0;
+  memset(c, 0, sizeof(*c));
+  c->other_mode = OTHER_NONE;
+  c->spin_us = spin_us;
+  if (sock) {
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, to_parent), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, to_child), 0);
+  } else {
+    assert_int_equal(pipe(to_parent), 0);
+    assert_int_equal(pipe(to_child), 0);
+  }
+  pid_t parent = getpid();
+  c->child = fork();
+  assert_true(c->child >= 0);
+  if (c->child == 0) {
+    close(to_parent[0]);
+    close(to_child[1]);
+    spin_child(parent, to_parent[1], to_child[0], n, gap_ms, busy_ms,
+               signal_parent);
+  }
+  close(to_parent[1]);
+  close(to_child[0]);
+  acp__uv_spin_room_force = room;
+  block_parent_run(c, to_parent[0], to_child[1]);
+  acp__uv_spin_room_force = 0;
+  close(to_parent[0]);
+  close(to_child[1]);
+  assert_int_equal(waitpid(c->child, &status, 0), c->child);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(c->pings, n);
+  assert_int_equal(uv_loop_close(&c->loop), 0);
+  acp_rpc_session_free(c->s);
+}
+
+/* A peer that answers at once is read by the spin (a 10 s budget: the
+ * first spin cannot give up before the bytes come), and what it reads is
+ * handled as the blocking read's bytes are: fifty pings, fifty pongs.
+ * Over pipes (libuv's non-blocking description is polled) and over
+ * sockets (MSG_DONTWAIT, the socket itself may be blocking). */
+static void read_spin_delivers(bool sock) {
+  block_ctx c;
+  spin_run(&c, sock, 50, 0, 0, false, 1, 10u * 1000 * 1000);
+  assert_true(c.got >= 1);
+}
+
+static void test_uv_rpc_read_spin_delivers(void **state) {
+  (void)state;
+  read_spin_delivers(false);
+}
+
+static void test_uv_rpc_read_spin_delivers_socket(void **state) {
+  (void)state;
+  read_spin_delivers(true);
+}
+
+/* A peer slower than the budget (20 ms between pings, a 1 ms spin): each
+ * spin misses, and the misses back the spin off, 1, 3, 7, 15 waits
+ * skipped: about four spins over 22 waits, not one a wait. */
+static void test_uv_rpc_read_spin_backs_off(void **state) {
+  block_ctx c;
+  (void)state;
+  spin_run(&c, false, 21, 20, 0, false, 1, 1000);
+  assert_true(c.misses >= 1);
+  assert_true(c.hits + c.misses <= 8);
+}
+
+/* No idle CPU on the machine: no spin at all, however long its budget. */
+static void test_uv_rpc_read_spin_needs_room(void **state) {
+  block_ctx c;
+  (void)state;
+  spin_run(&c, false, 10, 0, 0, false, -1, 10u * 1000 * 1000);
+  assert_int_equal(c.hits + c.misses + c.got, 0);
+}
+
+/* A watched signal ends a spin (a 30 s budget) at once: the parent's
+ * SIGUSR1 watcher ends it while the child still waits for its pipe's end
+ * (status 4 if the parent slept or spun through it for 20 s). */
+static void test_uv_rpc_read_spin_signal(void **state) {
+  block_ctx c;
+  (void)state;
+  spin_run(&c, false, 1, 0, 0, true, 1, 30u * 1000 * 1000);
+  assert_int_equal(c.signals, 1);
+}
+
+/* A spin whose yield runs another task on this CPU takes a CPU somebody
+ * wants, even when the bytes then come: parent and child on one CPU, the
+ * child computing for 5 ms after each ping, so that the parent's yields
+ * hand it the CPU. Those spins count as misses and back off (about five
+ * spins over sixteen waits); taken as hits, every wait would spin on, a
+ * 10 s budget each. */
+static void test_uv_rpc_read_spin_crowded(void **state) {
+  block_ctx c;
+  cpu_set_t all, one;
+  int cpu;
+  (void)state;
+  assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+  cpu = sched_getcpu();
+  if (cpu < 0 || !CPU_ISSET(cpu, &all))
+    skip(); /* cannot tell which CPU this thread may keep */
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+  spin_run(&c, false, 16, 0, 5, false, 2, 10u * 1000 * 1000);
+  assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+  assert_true(c.hits + c.misses <= 8);
+  assert_true(c.misses >= 1);
+}
+
+/* The running count of a /proc/loadavg text. */
+static void test_uv_loadavg_running(void **state) {
+  (void)state;
+  assert_int_equal(acp__uv_loadavg_running("0.66 0.71 0.92 1/75 17798\n"), 1);
+  assert_int_equal(acp__uv_loadavg_running("0.00 0.01 0.05 12/300 5"), 12);
+  assert_int_equal(acp__uv_loadavg_running("1.0 2.0 3.0 /75 1"), -1);
+  assert_int_equal(acp__uv_loadavg_running("no slash here"), -1);
+  assert_int_equal(acp__uv_loadavg_running(""), -1);
+  assert_int_equal(acp__uv_loadavg_running("99999999999/1"), -1);
 }
 
 /* MARK: - Blocking reads in a client that spawned its agent */
@@ -1112,6 +1302,13 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uv_rpc_read_block_new_handle),
       cmocka_unit_test(test_uv_rpc_read_block_unref_handle),
       cmocka_unit_test(test_mcp_run_fds_ex_blocks),
+      cmocka_unit_test(test_uv_rpc_read_spin_delivers),
+      cmocka_unit_test(test_uv_rpc_read_spin_delivers_socket),
+      cmocka_unit_test(test_uv_rpc_read_spin_backs_off),
+      cmocka_unit_test(test_uv_rpc_read_spin_needs_room),
+      cmocka_unit_test(test_uv_rpc_read_spin_signal),
+      cmocka_unit_test(test_uv_rpc_read_spin_crowded),
+      cmocka_unit_test(test_uv_loadavg_running),
       cmocka_unit_test(test_uv_rpc_rejects_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
