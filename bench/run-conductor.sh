@@ -57,7 +57,12 @@ cc -O2 -o "$relay" "$here/relay.c" || exit 1
 mkdir -p "$(dirname "$out")"
 : >"$out"
 status=0
-agent="$acp agent --echo"
+# Both ends without the read spin (on by default in acp agent and acp
+# bench-client): with it the direct path's two processes never sleep,
+# which no path with a hop between them can do, and the hops' share
+# ((p50 of the path - p50 direct) / hops) would count the lost spin as the
+# hops' cost. What is measured is the conductor against a relay.
+agent="$acp agent --echo --read-spin-us 0"
 
 echo "run-conductor: $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for p in 5 1048576; do
@@ -75,8 +80,8 @@ for p in 5 1048576; do
     emb0) set -- "$bdir/bench_conductor" agent "$agent" ;;
     esac
     echo "run-conductor: $path payload $p, $n turns" >&2
-    if line=$("$acp" bench-client --impl "$path" --payload "$p" --turns "$n" \
-              -- "$@"); then
+    if line=$("$acp" bench-client --impl "$path" --read-spin-us 0 --payload "$p" \
+              --turns "$n" -- "$@"); then
       echo "$line" >>"$out"
     else
       echo "run-conductor: $path FAILED at payload $p" >&2

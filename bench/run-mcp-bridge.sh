@@ -10,7 +10,9 @@
 #   bridge-relay  the same with ACP_MCP_SHIM_RELAY=1 (the shim copies the
 #           bytes: two more hops per round trip);
 #   plain   the same tool as a plain stdio MCP server (`acp mcp serve
-#           --everything`, stdio).
+#           --everything --read-spin-us 0`, stdio; without its read spin,
+#           which no process on the bridge's path has: the ratio is what
+#           the bridge's path costs, and run-mcp.sh shows the spin's gain).
 #   http-bridge  through the conductor's HTTP bridge (`--mcp-bridge http`):
 #           wrk with one connection (sequential round trips) POSTs
 #           tools/call to the `acp mcp http-bridge` helper with the bearer
@@ -117,7 +119,7 @@ r=1
 while [ "$r" -le "$rounds" ]; do
   bridge=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl bridge -- "$ACP" mcp-shim "$SOCK" "$TOKEN")
   echo "$bridge"
-  plain=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl plain -- "$ACP" mcp serve --everything)
+  plain=$("$BENCH" --calls "$calls" --warmup "$warmup" --impl plain -- "$ACP" mcp serve --everything --read-spin-us 0)
   echo "$plain"
   awk -v b="$(p50 "$bridge")" -v p="$(p50 "$plain")" -v b9="$(p99 "$bridge")" -v p9="$(p99 "$plain")" \
     'BEGIN { printf "%.3f %.3f\n", b / p, b9 / p9 }' >>"$T/ratios"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # run-remote.sh - prompt turns over remote ACP, both profiles, in one run:
-#   stdio      acp bench-client --no-read-block -- acp agent --echo
+#   stdio      acp bench-client --no-read-block --read-spin-us 0 -- acp agent --echo --read-spin-us 0
 #              (no network; the client waits in epoll as the remote ones do)
 #   ours-ws    acp bench-client --url ws://...  <->  acp serve -- acp agent --echo
 #              (acp serve hands the WebSocket to this build's acp agent by
@@ -170,10 +170,11 @@ run_profile() { # ws|http SIZE N_OURS N_TS
 
 run_payload() { # SIZE N_OURS N_TS
   # The stdio turn waits for the agent in epoll (--no-read-block), as the
-  # remote clients do: ours/stdio is then what the network hop and serve
+  # remote clients do, and neither side spins before sleeping (the remote
+  # client cannot): ours/stdio is then what the network hop and serve
   # cost, not also how the client waits.
-  "$acp" bench-client --impl stdio --no-read-block --payload "$1" --turns "$2" \
-    -- "$acp" agent --echo >>"$out" || echo "{\"impl\":\"stdio\",\"payload\":$1,\"failed\":true}" >>"$out"
+  "$acp" bench-client --impl stdio --no-read-block --read-spin-us 0 --payload "$1" --turns "$2" \
+    -- "$acp" agent --echo --read-spin-us 0 >>"$out" || echo "{\"impl\":\"stdio\",\"payload\":$1,\"failed\":true}" >>"$out"
   run_profile ws "$@"
   run_profile http "$@"
 }

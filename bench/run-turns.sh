@@ -27,8 +27,8 @@
 # ACP_BIN's build); the floor runs with ours, when it is built. So does our
 # client against bench/acp_null_agent (ACP_NULL_AGENT_BIN), impl
 # "null-agent": the split of our time over the floor into client and agent;
-# and below 64 KiB ours without the read spin (--read-spin-us 0 on both
-# sides), impl "nospin".
+# and ours without the read spin (--read-spin-us 0 on both sides), impl
+# "nospin".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -149,12 +149,9 @@ for p in $payloads; do
         round ours $on "$ACP_BIN" bench-client --payload "$p" --turns "$n" -- $on "$ACP_BIN" agent --echo
         # The same without the read spin (on by default in both programs,
         # 20 us, backed off while it misses): what the spin buys and what
-        # it costs in CPU. Small turns only: a large turn's answer comes
-        # after the budget, and the spin backs off.
-        if [ "$p" -lt 65536 ]; then
-            # shellcheck disable=SC2086
-            round nospin $on "$ACP_BIN" bench-client --impl nospin --read-spin-us 0 --payload "$p" --turns "$n" -- $on "$ACP_BIN" agent --echo --read-spin-us 0
-        fi
+        # it costs in CPU.
+        # shellcheck disable=SC2086
+        round nospin $on "$ACP_BIN" bench-client --impl nospin --read-spin-us 0 --payload "$p" --turns "$n" -- $on "$ACP_BIN" agent --echo --read-spin-us 0
         # Our client against an agent that costs next to nothing
         # (bench/acp_null_agent.c): what is left over the floor is about
         # our client's share, and ours minus it our agent's.

@@ -103,9 +103,9 @@ struct acp_uv_link {
   bool block_sock;  /* block_fd is a descriptor of the read socket */
   bool block_on;    /* ... and the socket is blocking now */
   int block_fl;     /* ... its file status flags for the loop */
-  /* block_spin(): misses in a row (a spin that found nothing, or found
-   * the CPU wanted by another task), and the waits left that skip the
-   * spin because of them. */
+  /* The spins (MARK: Spinning reads): misses in a row (a spin that found
+   * nothing, or found the CPU wanted by another task), and the spins left
+   * to skip because of them. */
   uint8_t spin_miss;
   uint8_t spin_skip;
   unsigned long spin_hits, spin_misses, spin_got; /* for tests */
