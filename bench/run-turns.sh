@@ -154,10 +154,11 @@ for p in $payloads; do
         round nospin $on "$ACP_BIN" bench-client --impl nospin --read-spin-us 0 --payload "$p" --turns "$n" -- $on "$ACP_BIN" agent --echo --read-spin-us 0
         # Our client against an agent that costs next to nothing
         # (bench/acp_null_agent.c): what is left over the floor is about
-        # our client's share, and ours minus it our agent's.
+        # our client's share, and ours minus it our agent's. Without the
+        # read spin, as the null agent (the split is taken from nospin).
         # shellcheck disable=SC2086
         [ -z "$null_bin" ] ||
-            round null-agent $on "$ACP_BIN" bench-client --impl null-agent --payload "$p" --turns "$n" -- $on "$null_bin"
+            round null-agent $on "$ACP_BIN" bench-client --impl null-agent --read-spin-us 0 --payload "$p" --turns "$n" -- $on "$null_bin"
         # The floor's pipes are acp's: real pipes (not the socketpairs
         # libuv makes), grown to 1 MiB once a message passes 64 KiB, and
         # doubled to fit a larger message (text + envelope, under 4 KiB

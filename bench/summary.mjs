@@ -71,10 +71,13 @@ const turnRows = (turns, pinned) => {
     const nulls = at.filter((t) => t.impl === "null-agent");
     const overBlock = roundRatio(ours, blocks, key);
     // Our time per turn over the floor's, split (medians over rounds): our
-    // client against bench/acp_null_agent over the floor, ours over that.
+    // client against bench/acp_null_agent over the floor, ours over that;
+    // ours without the read spin where that ran (the null agent never
+    // spins; our client runs against it with --read-spin-us 0).
     const perRound = (f) => median(ours.filter((o) => o.round).map((o) => {
       const fl = floors.find((x) => x.round === o.round), z = nulls.find((x) => x.round === o.round);
-      return fl && z ? f(1e6 / o.rtps, 1e6 / z.rtps, 1e6 / fl.rtps) : NaN;
+      const w = nospin.find((x) => x.round === o.round) ?? o;
+      return fl && z ? f(1e6 / w.rtps, 1e6 / z.rtps, 1e6 / fl.rtps) : NaN;
     }));
     const clientUs = perRound((o, z, fl) => z - fl), agentUs = perRound((o, z) => o - z);
     const ts = at.find((t) => t.impl === "ts");
@@ -102,7 +105,7 @@ const turnRows = (turns, pinned) => {
     if (cpuOurs !== undefined)
       rows[rows.length - 1].notes += `; CPU us/turn (client + agent, median of rounds): ours ${cpuOurs.toFixed(1)}` +
         (cpuFloor !== undefined ? `, floor ${cpuFloor.toFixed(1)}` : "");
-    // Ours with --read-spin-us 0 on both sides (run-turns.sh, below 64 KiB).
+    // Ours with --read-spin-us 0 on both sides (run-turns.sh).
     const n = medianRun(nospin, key);
     if (n) {
       const cpuN = cpuPer(nospin);

@@ -105,14 +105,20 @@ if (rt.length > 1) {
 // right after ours). Targets from issue 11: 5 B rt/s >= 0.9x the floor,
 // 64 KiB MiB/s >= 0.8x, 1 MiB MiB/s >= 0.6x.
 const target = (p) => (p <= 5 ? ['rt/s', 0.9] : p <= 65536 ? ['MiB/s', 0.8] : ['MiB/s', 0.6]);
-const ft = [['payload', 'rounds', 'floor rt/s', 'floor MiB/s', 'floor p50 us', 'rt/s', 'MiB/s', 'p50', 'target', 'rounds (rt/s ratio)', 'rt/s over floor-block', 'us/turn over floor: client', 'agent']];
+const ft = [['payload', 'rounds', 'floor rt/s', 'floor MiB/s', 'floor p50 us', 'rt/s', 'MiB/s', 'p50', 'target', 'rounds (rt/s ratio)', 'no spin rt/s', 'rt/s over floor-block', 'us/turn over floor: client', 'agent']];
+// The round's run of ours without the read spin, if there is one.
+const nospinOf = (p, o) => rows.find((r) => r.payload === p && r.impl === 'nospin' && r.round === o.round);
 // The split, per round: a turn's time (1/rt/s) with the null agent over
 // the floor's is our client's share (plus what the null agent costs over
-// cat), ours over the null agent's is our agent's.
+// cat), ours over the null agent's is our agent's. Without the read spin
+// on our side (the null agent never spins, and run-turns.sh runs our
+// client against it with --read-spin-us 0): the round's nospin run where
+// there is one.
 const split = (p, o, f) => {
   const z = rows.find((r) => r.payload === p && side(r) === 'null-agent' && r.round === o.round);
   if (!z) return [NaN, NaN];
-  return [1e6 / z.rtps - 1e6 / f.rtps, 1e6 / o.rtps - 1e6 / z.rtps];
+  const w = nospinOf(p, o) || o;
+  return [1e6 / z.rtps - 1e6 / f.rtps, 1e6 / w.rtps - 1e6 / z.rtps];
 };
 for (const p of [...new Set(rows.map((r) => r.payload))]) {
   const pairs = [];
@@ -136,6 +142,10 @@ for (const p of [...new Set(rows.map((r) => r.payload))]) {
     num(q('p50_us'), 2),
     `${tk} >= ${tv}: ${typeof got === 'number' && got >= tv ? 'met' : 'NOT met'}`,
     pairs.map(([o, f]) => (o.rtps / f.rtps).toFixed(2)).join(' '),
+    num(median(pairs.map(([o, f]) => {
+      const w = nospinOf(p, o);
+      return w ? w.rtps / f.rtps : NaN;
+    })), 2),
     num(median(pairs.map(([o]) => {
       const b = rows.find((r) => r.payload === p && side(r) === 'floor-block' && r.round === o.round);
       return b ? o.rtps / b.rtps : NaN;
