@@ -897,12 +897,15 @@ static void sock_unblock(acp_uv_link *l) {
 /* The spin before a blocking read (MARK: Spinning reads): up to
  * budget_ns. Returns the bytes read into buf, 0 when none came (the
  * blocking read follows, and sees an end of input or an error too), -1
- * when a watched signal came. */
+ * when a watched signal came. Bytes that the first poll finds count
+ * neither way: the read would not have slept for them either (on one CPU
+ * a peer woken by our write often answers before we poll, and taking
+ * that for a hit would undo the back-off every turn). */
 static ssize_t block_spin(acp_uv_link *l, int bfd, const uv_buf_t *buf,
                           uint64_t budget_ns) {
   uv_os_fd_t fd = bfd;
   uint64_t start, prev, now;
-  bool crowded = false;
+  bool crowded = false, yielded = false;
   ssize_t n;
 
   /* A pipe polls through libuv's non-blocking description (bfd's blocks);
@@ -929,12 +932,15 @@ static ssize_t block_spin(acp_uv_link *l, int bfd, const uv_buf_t *buf,
       break;
     }
     sched_yield();
+    yielded = true;
     now = uv_hrtime();
     crowded = crowded_gap(now - prev);
     prev = now;
   }
   if (n > 0)
     l->spin_got++;
+  if (n > 0 && !yielded)
+    return n;
   spin_score(l, n > 0 && !crowded);
   return n;
 }
