@@ -549,9 +549,18 @@ static bool spin_gate(acp_uv_link *l, uint64_t now) {
   return spin_room(l, now);
 }
 
-/* A spin's outcome: read in time on a CPU nobody else wanted, or not. */
-static void spin_score(acp_uv_link *l, bool hit) {
-  if (hit) {
+/* A spin's outcome: whether bytes came, whether it had yielded before
+ * they did, whether a yield ran another task. Bytes that the first poll
+ * finds count neither way: the read would not have slept for them either
+ * (on one CPU a peer woken by our write often answers before we poll, and
+ * taking that for a hit would undo the back-off every turn). Else a hit is
+ * bytes read in time on a CPU nobody else wanted. */
+static void spin_score(acp_uv_link *l, bool got, bool waited, bool crowded) {
+  if (got)
+    l->spin_got++;
+  if (got && !waited)
+    return;
+  if (got && !crowded) {
     l->spin_hits++;
     l->spin_miss = 0;
     return;
@@ -576,7 +585,7 @@ int acp__uv_link_spin(acp_uv_link *l, uint64_t budget_ns) {
 int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
   uv_os_fd_t fd;
   uint64_t last, prev, now;
-  bool crowded = false;
+  bool crowded = false, yielded = false, waited = false;
   int got = 0;
 
   if (budget_ns == 0 || l->rd.kind != SIDE_STREAM || !want_read(l) ||
@@ -598,6 +607,8 @@ int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
     if (n > 0) {
       /* As the loop would deliver it: the consumer reacts (and writes)
        * at once, and the wait for the next bytes starts again. */
+      if (!got)
+        waited = yielded;
       got = 1;
       on_stream_read(l->rd.stream, n, &buf);
       last = prev = uv_hrtime();
@@ -616,13 +627,12 @@ int acp__uv_link_spin_ex(acp_uv_link *l, uint64_t budget_ns, bool reply) {
     /* Yield rather than pause: a task waiting for this CPU (the peer, on
      * a machine with fewer free cores than spinners) runs first. */
     sched_yield();
+    yielded = true;
     now = uv_hrtime();
     crowded = crowded_gap(now - prev);
     prev = now;
   }
-  if (got)
-    l->spin_got++;
-  spin_score(l, got && !crowded);
+  spin_score(l, got, waited, crowded);
   if (got)
     kick(l);
   return got;
@@ -897,10 +907,7 @@ static void sock_unblock(acp_uv_link *l) {
 /* The spin before a blocking read (MARK: Spinning reads): up to
  * budget_ns. Returns the bytes read into buf, 0 when none came (the
  * blocking read follows, and sees an end of input or an error too), -1
- * when a watched signal came. Bytes that the first poll finds count
- * neither way: the read would not have slept for them either (on one CPU
- * a peer woken by our write often answers before we poll, and taking
- * that for a hit would undo the back-off every turn). */
+ * when a watched signal came. */
 static ssize_t block_spin(acp_uv_link *l, int bfd, const uv_buf_t *buf,
                           uint64_t budget_ns) {
   uv_os_fd_t fd = bfd;
@@ -937,11 +944,7 @@ static ssize_t block_spin(acp_uv_link *l, int bfd, const uv_buf_t *buf,
     crowded = crowded_gap(now - prev);
     prev = now;
   }
-  if (n > 0)
-    l->spin_got++;
-  if (n > 0 && !yielded)
-    return n;
-  spin_score(l, n > 0 && !crowded);
+  spin_score(l, n > 0, yielded, crowded);
   return n;
 }
 
